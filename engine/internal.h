@@ -1,0 +1,217 @@
+/* Private engine structures shared by the engine core and its providers.
+ *
+ * STYLE.md keeps a struct inside its own .c; these are the exception because
+ * providers (engine/providers/<name>/) read and fill them through the ops
+ * table of provider.h, as rdma-core's providers embed verbs' objects. Nothing
+ * outside engine/ includes this file. */
+#ifndef RDMX_ENGINE_INTERNAL_H
+#define RDMX_ENGINE_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <rdmx/ctx.h>
+#include <rdmx/dev.h>
+#include <rdmx/log.h>
+#include <rdmx/mr.h>
+#include <rdmx/pe.h>
+#include <rdmx/status.h>
+#include <rdmx/task.h>
+
+#define RDMX_LOG(level, ...) rdmx__log(RDMX_LOG_##level, __FILE__, __LINE__, __func__, __VA_ARGS__)
+#define RDMX_ERR(...) RDMX_LOG(ERROR, __VA_ARGS__)
+#define RDMX_WARN(...) RDMX_LOG(WARNING, __VA_ARGS__)
+#define RDMX_DBG(...) RDMX_LOG(DEBUG, __VA_ARGS__)
+
+#define RDMX_CONN_DETAILS_MAX 256u
+#define RDMX_DESC_MAGIC 0x5852u
+#define RDMX_DESC_VERSION 1u
+#define RDMX_PROVIDER_ID_TCP 1u
+#define RDMX_PROVIDER_ID_VERBS 2u
+
+struct rdmx_provider_ops;
+
+struct rdmx_dev {
+	const struct rdmx_provider_ops *ops;
+	char name[RDMX_DEV_NAME_MAX];
+	atomic_uint users; /* registered regions + contexts + sync events */
+	void *prov;        /* provider's device state */
+};
+
+struct rdmx_mr {
+	struct rdmx_dev *dev;
+	void *addr;
+	size_t len;
+	unsigned access;
+	uint32_t lkey; /* provider-defined; tcp: same as rkey */
+	uint32_t rkey;
+	void *prov;
+};
+
+/* Decoded descriptor of a peer's region. */
+struct rdmx_mr_remote {
+	uint64_t addr; /* the owner's virtual address of the region start */
+	uint64_t len;
+	uint32_t rkey;
+	unsigned access;
+	uint8_t provider; /* RDMX_PROVIDER_ID_* */
+};
+
+struct rdmx_addr {
+	enum rdmx_addr_type type;
+	char text[64];
+	uint16_t port;
+	struct sockaddr_storage ss; /* resolved, port set */
+	socklen_t ss_len;
+};
+
+/* The wire operation a task performs (sync events map onto read / atomics). */
+enum rdmx__op {
+	RDMX__OP_RECV = 0,
+	RDMX__OP_SEND,
+	RDMX__OP_SEND_IMM,
+	RDMX__OP_READ,
+	RDMX__OP_WRITE,
+	RDMX__OP_WRITE_IMM,
+	RDMX__OP_CAS,
+	RDMX__OP_FADD,
+	RDMX__OP_ATOMIC_WRITE,
+	RDMX__OP_FLUSH,
+};
+
+enum rdmx__task_state {
+	RDMX__TASK_FREE = 0,     /* in the pool */
+	RDMX__TASK_IDLE = 1,     /* allocated, not in flight */
+	RDMX__TASK_INFLIGHT = 2, /* owned by the provider until completed */
+};
+
+struct rdmx_task {
+	struct rdmx_ctx *ctx;
+	struct rdmx_conn *conn; /* NULL for receive */
+	enum rdmx_task_type type;
+	enum rdmx__op op;
+	enum rdmx__task_state state;
+	int status;
+	void *user_data;
+	struct rdmx_buf *local; /* src (send/write), dst (recv/read), result (atomics) */
+	struct rdmx_rbuf remote;
+	uint64_t len;           /* send/write: total of local chain; read: remote.len */
+	uint32_t imm;           /* host order */
+	uint64_t op0, op1;      /* cas: cmp, swap; fadd: add; atomic write: value */
+	/* results, written by the provider before rdmx__task_complete */
+	enum rdmx_opcode res_opcode;
+	uint32_t res_len;
+	uint32_t res_imm;
+	struct rdmx_conn *res_conn;
+	/* provider scratch while in flight (and the pool's free list link) */
+	struct rdmx_task *next;
+	uint64_t prov_u64[2];
+	void *prov_ptr;
+};
+
+struct rdmx_ctx_props {
+	uint32_t send_queue_size;
+	uint32_t recv_queue_size;
+	uint32_t max_send_buf_list_len;
+	uint32_t max_recv_buf_list_len;
+	unsigned permissions;
+	uint32_t mtu;
+	uint32_t gid_index;
+	uint8_t sl;
+	bool grh;
+	uint32_t conn_request_timeout_ms;
+	uint8_t rnr_retry_count;
+	uint32_t max_connections;
+	enum rdmx_transport_type transport_type;
+};
+
+struct rdmx_task_conf {
+	rdmx_task_cb ok_cb;
+	rdmx_task_cb err_cb;
+	uint32_t num_tasks;
+};
+
+struct rdmx_task_pool {
+	struct rdmx_task *tasks; /* num_tasks entries, allocated at start */
+	struct rdmx_task *free;  /* free list through task->next */
+	uint32_t in_use;
+};
+
+struct rdmx_conn {
+	struct rdmx_ctx *ctx;
+	uint32_t id;
+	enum rdmx_conn_state state;
+	void *user_data;
+	bool has_peer_addr;
+	struct rdmx_addr peer_addr;
+	uint8_t private_data[RDMX_PRIVATE_DATA_MAX];
+	size_t private_data_len;
+	uint8_t details[RDMX_CONN_DETAILS_MAX]; /* exported local details */
+	size_t details_len;
+	struct rdmx_conn *next_in_ctx;
+	void *prov;
+};
+
+struct rdmx_ctx {
+	struct rdmx_dev *dev;
+	struct rdmx_pe *pe;
+	enum rdmx_ctx_state state;
+	struct rdmx_ctx_props props;
+	struct rdmx_task_conf conf[RDMX_TASK_TYPE_COUNT];
+	struct rdmx_task_pool pool[RDMX_TASK_TYPE_COUNT];
+	rdmx_conn_request_cb request_cb;
+	rdmx_conn_established_cb established_cb;
+	rdmx_conn_failure_cb failure_cb;
+	rdmx_conn_disconnected_cb disconnected_cb;
+	void *user_data;
+	struct rdmx_conn *conns; /* live connections */
+	uint32_t num_conns;
+	uint32_t next_conn_id;
+	/* tasks submitted on a connection in error: completed with
+	 * RDMX_E_CONN_ABORTED by the next progress, in submission order */
+	struct rdmx_task *deferred_head, *deferred_tail;
+	struct rdmx_ctx *next_in_pe;
+	void *prov;
+};
+
+/* ---- engine services for providers (engine/ core files) ---- */
+
+/* Completes an in-flight task: records status, runs ok_cb or err_cb. Call on
+ * the progress thread only (from ops->ctx_poll or ops->ctx_stop), never
+ * holding a provider lock: the callback may submit, free or disconnect. */
+void rdmx__task_complete(struct rdmx_task *task, int status);
+
+enum rdmx__conn_event {
+	RDMX__CONN_EV_REQUEST,      /* incoming cm request (conn from rdmx__conn_new) */
+	RDMX__CONN_EV_ESTABLISHED,
+	RDMX__CONN_EV_FAILURE,      /* connect failed / rejected; conn is freed after */
+	RDMX__CONN_EV_DISCONNECTED, /* conn is freed after (ops->conn_release first) */
+};
+
+/* Reports a connection event and runs the user's callback; from ops->ctx_poll
+ * only. Before FAILURE or DISCONNECTED the provider must have completed every
+ * task of the connection. */
+void rdmx__conn_event(struct rdmx_conn *conn, enum rdmx__conn_event ev);
+
+/* Moves a connection to RDMX_CONN_ERROR (later submits complete CONN_ABORTED). */
+void rdmx__conn_set_error(struct rdmx_conn *conn);
+
+/* New connection object for an incoming cm request; NULL when the context
+ * is at max connections (the provider then rejects the request). */
+struct rdmx_conn *rdmx__conn_new(struct rdmx_ctx *ctx, enum rdmx_conn_state state);
+
+/* Descriptor encode/decode (engine/mr.c), shared with providers' tests. */
+void rdmx__mr_descriptor_encode(const struct rdmx_mr *mr, uint8_t provider_id, void *desc);
+
+static inline uint64_t rdmx__buf_chain_len(const struct rdmx_buf *b)
+{
+	uint64_t total = 0;
+	for (; b; b = b->next)
+		total += b->len;
+	return total;
+}
+
+#endif

@@ -1,0 +1,81 @@
+/* The provider ops table: what a transport (verbs, tcp) must implement.
+ *
+ * Rules every provider keeps (see include/rdmx/task.h for the semantics):
+ * - Completions (rdmx__task_complete) and connection events (rdmx__conn_event)
+ *   are delivered only from ctx_poll or ctx_stop, on the progress thread, with
+ *   no provider lock held.
+ * - The engine validates arguments before calling post_*: chains are within
+ *   the max buf list length and on this device's regions, write lengths are
+ *   normalised into task->len, atomics are aligned. Remote key, bounds and
+ *   access are the target's business (as on a NIC).
+ * - Every task handed to post_* completes exactly once: on success, on a wire
+ *   error, on disconnect or peer death (RDMX_E_CONN_ABORTED), or on ctx_stop
+ *   (RDMX_E_CANCELED).
+ * - Mandatory ops are asserted at registration (engine/dev.c). */
+#ifndef RDMX_ENGINE_PROVIDER_H
+#define RDMX_ENGINE_PROVIDER_H
+
+#include "internal.h"
+
+struct rdmx_provider_ops {
+	const char *name; /* "verbs", "tcp" */
+	uint8_t id;       /* RDMX_PROVIDER_ID_* (descriptor field) */
+
+	/* devices */
+	/* Appends this provider's device names (up to max) and adds the number
+	 * available to *count. */
+	int (*dev_list)(struct rdmx_dev_info *infos, size_t max, size_t *count);
+	/* Opens dev->name (ip: local address to bind, NULL for default); sets dev->prov. */
+	int (*dev_open)(struct rdmx_dev *dev, const char *ip);
+	void (*dev_close)(struct rdmx_dev *dev);
+	int (*dev_query_caps)(const struct rdmx_dev *dev, struct rdmx_dev_caps *caps);
+	int (*dev_get_gid)(const struct rdmx_dev *dev, uint32_t index, uint8_t gid[16]);
+	/* Optional: the name of this provider's device owning `ip`, or RDMX_E_NO_DEVICE. */
+	int (*dev_find_by_addr)(const char *ip, char name[RDMX_DEV_NAME_MAX]);
+
+	/* memory: mr->dev/addr/len/access are set; fill lkey, rkey, prov */
+	int (*mr_reg)(struct rdmx_mr *mr);
+	void (*mr_dereg)(struct rdmx_mr *mr);
+
+	/* contexts */
+	int (*ctx_start)(struct rdmx_ctx *ctx);
+	/* Disconnects everything; completes every outstanding task (posted
+	 * receives included) with RDMX_E_CANCELED; frees provider state. */
+	void (*ctx_stop)(struct rdmx_ctx *ctx);
+	/* The fd the progress engine watches in notification mode. */
+	int (*ctx_get_fd)(struct rdmx_ctx *ctx);
+	/* Arms notification: ctx_get_fd's fd becomes readable on the next event. */
+	int (*ctx_arm)(struct rdmx_ctx *ctx);
+	/* Consumes the notification (e.g. reads an eventfd / acks CQ events). */
+	int (*ctx_disarm)(struct rdmx_ctx *ctx);
+	/* Delivers up to `budget` completions/events; returns how many. */
+	int (*ctx_poll)(struct rdmx_ctx *ctx, unsigned budget);
+
+	/* connections (export/connect) */
+	int (*conn_export)(struct rdmx_conn *conn, void *details, size_t *len);
+	int (*conn_connect)(struct rdmx_conn *conn, const void *details, size_t len);
+	/* connections (cm) */
+	int (*listen)(struct rdmx_ctx *ctx, uint16_t port);
+	void (*stop_listen)(struct rdmx_ctx *ctx);
+	int (*connect_to_addr)(struct rdmx_conn *conn, const struct rdmx_addr *addr,
+			       const void *pd, size_t pd_len);
+	int (*conn_accept)(struct rdmx_conn *conn, const void *pd, size_t pd_len);
+	int (*conn_reject)(struct rdmx_conn *conn);
+	int (*conn_disconnect)(struct rdmx_conn *conn);
+	/* Frees the provider's connection state; called by the engine after the
+	 * final event (FAILURE / DISCONNECTED), after reject, and at ctx_stop for
+	 * connections still allocated. */
+	void (*conn_release)(struct rdmx_conn *conn);
+
+	/* tasks */
+	int (*post_recv)(struct rdmx_ctx *ctx, struct rdmx_task *task);
+	/* Every send-side op (task->op != RDMX__OP_RECV). */
+	int (*post_send)(struct rdmx_conn *conn, struct rdmx_task *task);
+};
+
+extern const struct rdmx_provider_ops rdmx__tcp_ops;
+#ifdef RDMX_HAVE_VERBS
+extern const struct rdmx_provider_ops rdmx__verbs_ops;
+#endif
+
+#endif

@@ -1,0 +1,194 @@
+/* rdmx contexts and connections.
+ *
+ * Life cycle (librpma/DOCA style):
+ *   rdmx_ctx_create(dev, pe) -> IDLE: setters allowed, task confs set
+ *   rdmx_ctx_start()         -> RUNNING: setters answer RDMX_E_BAD_STATE;
+ *                               task pools exist; connections may be made
+ *   rdmx_ctx_stop()          -> IDLE again: every connection is disconnected,
+ *                               every outstanding task completes through its
+ *                               error callback (RDMX_E_CANCELED) before stop
+ *                               returns, then all tasks are freed.
+ *   rdmx_ctx_destroy()       (only when IDLE)
+ *
+ * Connections: either out of band (rdmx_ctx_export on both sides, exchange
+ * the opaque details over a secure channel, rdmx_ctx_connect on both sides)
+ * or rdma_cm style (rdmx_ctx_listen + request callback + rdmx_conn_accept /
+ * rdmx_conn_reject on one side, rdmx_ctx_connect_to_addr on the other).
+ * Tasks may be submitted on a connection as soon as rdmx_ctx_connect (or the
+ * established callback of the cm flow) returned; they travel once the wire is
+ * up. A connection object is owned by its context: it stays valid until its
+ * disconnected or failure callback has returned (or the context stops), after
+ * which the engine frees it. Every task on it has completed before then. */
+#ifndef RDMX_CTX_H
+#define RDMX_CTX_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#include <rdmx/task.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rdmx_dev;
+struct rdmx_pe;
+struct rdmx_ctx;
+struct rdmx_conn;
+struct rdmx_addr;
+
+enum rdmx_ctx_state {
+	RDMX_CTX_IDLE = 0,
+	RDMX_CTX_RUNNING = 1,
+	RDMX_CTX_STOPPING = 2, /* only seen from callbacks run by rdmx_ctx_stop */
+};
+
+enum rdmx_transport_type {
+	RDMX_TRANSPORT_TYPE_RC = 0,
+	RDMX_TRANSPORT_TYPE_DC = 1, /* answers RDMX_E_NOT_SUPPORTED */
+};
+
+enum rdmx_conn_state {
+	RDMX_CONN_REQUESTED = 0,    /* cm request, not yet accepted */
+	RDMX_CONN_CONNECTING = 1,
+	RDMX_CONN_ESTABLISHED = 2,
+	RDMX_CONN_ERROR = 3,        /* RC error state: new tasks complete CONN_ABORTED */
+	RDMX_CONN_DISCONNECTED = 4,
+};
+
+#define RDMX_PRIVATE_DATA_MAX 56u
+
+/* Connection callbacks; conn_user_data is the value set with
+ * rdmx_conn_set_user_data (or given to rdmx_ctx_connect_to_addr). */
+typedef void (*rdmx_conn_request_cb)(struct rdmx_conn *conn, void *ctx_user_data);
+typedef void (*rdmx_conn_established_cb)(struct rdmx_conn *conn, void *conn_user_data,
+					 void *ctx_user_data);
+typedef void (*rdmx_conn_failure_cb)(struct rdmx_conn *conn, void *conn_user_data,
+				     void *ctx_user_data);
+typedef void (*rdmx_conn_disconnected_cb)(struct rdmx_conn *conn, void *conn_user_data,
+					  void *ctx_user_data);
+
+/* ---- context ---- */
+
+/* Errors: RDMX_E_INVAL, RDMX_E_NOMEM. */
+int rdmx_ctx_create(struct rdmx_dev *dev, struct rdmx_pe *pe, struct rdmx_ctx **ctx);
+/* RDMX_E_BAD_STATE unless IDLE; NULL / *ctx == NULL is a no-op. */
+int rdmx_ctx_destroy(struct rdmx_ctx **ctx);
+int rdmx_ctx_start(struct rdmx_ctx *ctx);
+int rdmx_ctx_stop(struct rdmx_ctx *ctx);
+int rdmx_ctx_get_state(const struct rdmx_ctx *ctx, enum rdmx_ctx_state *state);
+int rdmx_ctx_get_dev(const struct rdmx_ctx *ctx, struct rdmx_dev **dev);
+
+/* Properties: setters only in IDLE (else RDMX_E_BAD_STATE), values checked
+ * against the device caps (else RDMX_E_INVAL). Queue sizes are rounded up to
+ * a power of two (the getter returns the rounded value). */
+int rdmx_ctx_set_send_queue_size(struct rdmx_ctx *ctx, uint32_t size);
+int rdmx_ctx_get_send_queue_size(const struct rdmx_ctx *ctx, uint32_t *size);
+int rdmx_ctx_set_recv_queue_size(struct rdmx_ctx *ctx, uint32_t size);
+int rdmx_ctx_get_recv_queue_size(const struct rdmx_ctx *ctx, uint32_t *size);
+int rdmx_ctx_set_max_send_buf_list_len(struct rdmx_ctx *ctx, uint32_t len);
+int rdmx_ctx_get_max_send_buf_list_len(const struct rdmx_ctx *ctx, uint32_t *len);
+int rdmx_ctx_set_max_recv_buf_list_len(struct rdmx_ctx *ctx, uint32_t len);
+int rdmx_ctx_get_max_recv_buf_list_len(const struct rdmx_ctx *ctx, uint32_t *len);
+/* RDMX_ACCESS_REMOTE_* the context's connections allow peers (default all). */
+int rdmx_ctx_set_permissions(struct rdmx_ctx *ctx, unsigned access);
+int rdmx_ctx_get_permissions(const struct rdmx_ctx *ctx, unsigned *access);
+/* Path MTU in bytes: 256, 512, 1024, 2048 or 4096 (default 4096 / port max). */
+int rdmx_ctx_set_mtu(struct rdmx_ctx *ctx, uint32_t mtu);
+int rdmx_ctx_get_mtu(const struct rdmx_ctx *ctx, uint32_t *mtu);
+int rdmx_ctx_set_gid_index(struct rdmx_ctx *ctx, uint32_t index);
+int rdmx_ctx_get_gid_index(const struct rdmx_ctx *ctx, uint32_t *index);
+int rdmx_ctx_set_sl(struct rdmx_ctx *ctx, uint8_t sl); /* 0..15 */
+int rdmx_ctx_get_sl(const struct rdmx_ctx *ctx, uint8_t *sl);
+int rdmx_ctx_set_grh(struct rdmx_ctx *ctx, bool grh);
+int rdmx_ctx_get_grh(const struct rdmx_ctx *ctx, bool *grh);
+int rdmx_ctx_set_conn_request_timeout(struct rdmx_ctx *ctx, uint32_t timeout_ms);
+int rdmx_ctx_get_conn_request_timeout(const struct rdmx_ctx *ctx, uint32_t *timeout_ms);
+/* 0..7; 7 means retry forever (RC semantics). Default 7. */
+int rdmx_ctx_set_rnr_retry_count(struct rdmx_ctx *ctx, uint8_t count);
+int rdmx_ctx_get_rnr_retry_count(const struct rdmx_ctx *ctx, uint8_t *count);
+int rdmx_ctx_set_max_connections(struct rdmx_ctx *ctx, uint32_t max);
+int rdmx_ctx_get_max_connections(const struct rdmx_ctx *ctx, uint32_t *max);
+int rdmx_ctx_set_transport_type(struct rdmx_ctx *ctx, enum rdmx_transport_type type);
+int rdmx_ctx_get_transport_type(const struct rdmx_ctx *ctx, enum rdmx_transport_type *type);
+/* User data may be set in any state. */
+int rdmx_ctx_set_user_data(struct rdmx_ctx *ctx, void *user_data);
+int rdmx_ctx_get_user_data(const struct rdmx_ctx *ctx, void **user_data);
+
+/* How many tasks of `type` may exist and which callbacks complete them. IDLE
+ * only. A type never configured cannot be allocated (RDMX_E_BAD_STATE).
+ * ok_cb runs on success, err_cb on failure (both required).
+ * Errors: RDMX_E_INVAL (NULL cb, num_tasks 0, above queue limits). */
+int rdmx_ctx_set_task_conf(struct rdmx_ctx *ctx, enum rdmx_task_type type, rdmx_task_cb ok_cb,
+			   rdmx_task_cb err_cb, uint32_t num_tasks);
+
+/* IDLE only. request_cb is required to use rdmx_ctx_listen. Any may be NULL. */
+int rdmx_ctx_set_conn_callbacks(struct rdmx_ctx *ctx, rdmx_conn_request_cb request,
+				rdmx_conn_established_cb established,
+				rdmx_conn_failure_cb failure,
+				rdmx_conn_disconnected_cb disconnected);
+
+/* ---- connections ---- */
+
+/* RUNNING only. Creates a connection and returns the local details to send
+ * to the peer (owned by the connection, valid while it lives). The details
+ * carry a secret (tcp: the data-connection token): send them only over a
+ * secure channel. Errors: RDMX_E_BAD_STATE, RDMX_E_FULL (max connections). */
+int rdmx_ctx_export(struct rdmx_ctx *ctx, const void **details, size_t *details_len,
+		    struct rdmx_conn **conn);
+
+/* Connects `conn` (from rdmx_ctx_export) to the peer described by its
+ * exported details. Errors: RDMX_E_INVAL (malformed details, wrong provider),
+ * RDMX_E_BAD_STATE (conn already connected). */
+int rdmx_ctx_connect(struct rdmx_ctx *ctx, const void *remote_details, size_t details_len,
+		     struct rdmx_conn *conn);
+
+/* rdma_cm style. Listen on `port` (all addresses of the device). */
+int rdmx_ctx_listen(struct rdmx_ctx *ctx, uint16_t port);
+int rdmx_ctx_stop_listen(struct rdmx_ctx *ctx);
+/* Private data: at most RDMX_PRIVATE_DATA_MAX bytes (else RDMX_E_INVAL). The
+ * result arrives as the established or failure callback (RDMX_E_CONN_REFUSED
+ * when rejected). *conn written on success. */
+int rdmx_ctx_connect_to_addr(struct rdmx_ctx *ctx, const struct rdmx_addr *addr,
+			     const void *private_data, size_t private_data_len, void *user_data,
+			     struct rdmx_conn **conn);
+
+/* From the request callback (or later): accept or reject a request. */
+int rdmx_conn_accept(struct rdmx_conn *conn, const void *private_data, size_t private_data_len);
+int rdmx_conn_reject(struct rdmx_conn *conn);
+/* Starts a disconnect: outstanding tasks complete with an error, then the
+ * disconnected callback runs (on both sides). */
+int rdmx_conn_disconnect(struct rdmx_conn *conn);
+
+int rdmx_conn_get_id(const struct rdmx_conn *conn, uint32_t *id);
+int rdmx_conn_get_state(const struct rdmx_conn *conn, enum rdmx_conn_state *state);
+/* The peer's address (owned by the connection). RDMX_E_NOT_FOUND when unknown. */
+int rdmx_conn_get_addr(const struct rdmx_conn *conn, const struct rdmx_addr **addr);
+/* Private data the peer sent with its request or accept (owned by the conn). */
+int rdmx_conn_get_private_data(const struct rdmx_conn *conn, const void **data, size_t *len);
+int rdmx_conn_set_user_data(struct rdmx_conn *conn, void *user_data);
+int rdmx_conn_get_user_data(const struct rdmx_conn *conn, void **user_data);
+int rdmx_conn_get_ctx(const struct rdmx_conn *conn, struct rdmx_ctx **ctx);
+
+/* ---- addresses ---- */
+
+enum rdmx_addr_type {
+	RDMX_ADDR_IPV4 = 0,
+	RDMX_ADDR_IPV6 = 1,
+	RDMX_ADDR_GID = 2,
+};
+
+/* `text` is a numeric address ("198.18.0.1", "::1") or a host name that
+ * resolves to one. Errors: RDMX_E_INVAL. */
+int rdmx_addr_create(enum rdmx_addr_type type, const char *text, uint16_t port,
+		     struct rdmx_addr **addr);
+int rdmx_addr_destroy(struct rdmx_addr **addr);
+/* *text is owned by the address. */
+int rdmx_addr_get_params(const struct rdmx_addr *addr, enum rdmx_addr_type *type,
+			 const char **text, uint16_t *port);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
