@@ -1,0 +1,347 @@
+/* rdmx-perf engine tests: latency (ping-pong / one at a time) and bandwidth
+ * (a window of operations in flight), perftest's conventions: send_lat and
+ * write_lat report half the round trip, read_lat and atomic_lat the whole
+ * operation. */
+#include "perf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RING 16 /* send-side tasks reused round-robin in latency tests */
+
+struct perf_state {
+	struct perf_session s;
+	struct perf_params p;
+	volatile uint64_t recvs;     /* receive completions */
+	volatile uint64_t done;      /* send-side completions */
+	uint64_t to_submit;          /* bandwidth: operations not yet submitted */
+	uint64_t bw_ops;             /* bandwidth: total operations */
+	struct rdmx_task *ring[RING];
+};
+static struct perf_state st;
+
+static uint64_t warmup_of(uint64_t iters)
+{
+	uint64_t w = iters / 10;
+	return w > 1000 ? 1000 : w;
+}
+
+static void on_recv(struct rdmx_task *task, void *tud, void *cud)
+{
+	(void)tud;
+	(void)cud;
+	st.recvs++;
+	if (rdmx_task_submit(task) != 0)
+		fprintf(stderr, "rdmx-perf: receive repost failed\n");
+}
+
+static void on_done(struct rdmx_task *task, void *tud, void *cud)
+{
+	(void)task;
+	(void)tud;
+	(void)cud;
+	st.done++;
+}
+
+static void on_err(struct rdmx_task *task, void *tud, void *cud)
+{
+	perf_count_err(task, tud, cud);
+}
+
+/* Bandwidth: each completion submits the next operation while any remain. */
+static void on_bw_done(struct rdmx_task *task, void *tud, void *cud)
+{
+	(void)tud;
+	(void)cud;
+	st.done++;
+	if (st.to_submit > 0) {
+		st.to_submit--;
+		if (rdmx_task_submit(task) != 0) {
+			fprintf(stderr, "rdmx-perf: resubmit failed\n");
+			st.s.failed = true;
+		}
+	}
+}
+
+static int wait_count(volatile uint64_t *counter, uint64_t target, enum rdmx_poll_mode mode)
+{
+	uint64_t guard = perf_now_ns();
+	while (*counter < target) {
+		if (st.s.failed || st.s.disconnected)
+			return RDMX_E_DISCONNECTED;
+		int rc = perf_drive(&st.s, mode);
+		if (rc < 0)
+			return rc;
+		if (perf_now_ns() - guard > 60000000000ull)
+			return RDMX_E_TIMEDOUT;
+	}
+	return 0;
+}
+
+/* The next free task of the ring (drives progress while all are in flight). */
+static struct rdmx_task *ring_next(uint64_t i)
+{
+	struct rdmx_task *t = st.ring[i % RING];
+	while (rdmx_task_get_status(t) == RDMX_E_AGAIN && !st.s.failed && !st.s.disconnected)
+		rdmx_pe_progress(st.s.pe);
+	return t;
+}
+
+static int test_id_of(const char *name)
+{
+	for (size_t i = 0; i < perf_engine_tests_count; i++)
+		if (strcmp(perf_engine_tests[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+static int open_session(const struct perf_opts *o, size_t buf_len, unsigned access,
+			const struct perf_task_conf *confs, size_t n)
+{
+	memset(&st, 0, sizeof(st));
+	st.p.test_id = (uint8_t)test_id_of(o->test);
+	st.p.poll = (uint8_t)o->poll;
+	st.p.inflight = o->inflight;
+	st.p.size = o->size;
+	st.p.iters = o->iters;
+	int rc = perf_session_open(o, &st.p, buf_len, access, confs, n, &st.s);
+	if (rc == 0 && o->server == NULL && st.p.test_id != (uint8_t)test_id_of(o->test)) {
+		fprintf(stderr, "rdmx-perf: the client runs a different test\n");
+		rc = RDMX_E_INVAL;
+	}
+	return rc;
+}
+
+static int finish(const struct perf_opts *o, int rc)
+{
+	if (o->server == NULL && rc == 0) /* server: wait for the client to hang up */
+		rc = perf_drive_until(&st.s, o->poll, &st.s.disconnected) == RDMX_E_DISCONNECTED ? 0 : rc;
+	perf_session_close(&st.s);
+	if (rc)
+		fprintf(stderr, "rdmx-perf: %s failed: %s\n", o->test, rdmx_strerror(rc));
+	return rc ? 1 : 0;
+}
+
+/* ---- send_lat: ping-pong of sends, half round trip ---- */
+static int run_send_lat(const struct perf_opts *o)
+{
+	const struct perf_task_conf confs[] = {
+		{RDMX_TASK_RECEIVE, on_recv, on_err, 4},
+		{RDMX_TASK_SEND, on_done, on_err, RING},
+	};
+	int rc = open_session(o, 2 * (o->size ? o->size : 1), RDMX_ACCESS_LOCAL_WRITE, confs, 2);
+	if (rc)
+		return finish(o, rc);
+	uint64_t size = st.p.size, iters = st.p.iters, total = iters + warmup_of(iters);
+	struct rdmx_buf src = {st.s.mr, st.s.buf, size, NULL};
+	struct rdmx_buf dst = {st.s.mr, (char *)st.s.buf + size, size, NULL};
+	double *lat = calloc(iters ? iters : 1, sizeof(double));
+	for (int i = 0; rc == 0 && i < 4; i++) {
+		struct rdmx_task *t;
+		rc = rdmx_task_receive_alloc(st.s.ctx, &dst, NULL, &t);
+		if (rc == 0)
+			rc = rdmx_task_submit(t);
+	}
+	for (int i = 0; rc == 0 && i < RING; i++)
+		rc = rdmx_task_send_alloc(st.s.ctx, st.s.conn, &src, NULL, &st.ring[i]);
+	bool client = o->server != NULL;
+	uint64_t t0 = 0, start = 0;
+	for (uint64_t i = 0; rc == 0 && i < total; i++) {
+		if (client) {
+			if (i == total - iters)
+				start = perf_now_ns();
+			t0 = perf_now_ns();
+			rc = rdmx_task_submit(ring_next(i));
+			if (rc == 0)
+				rc = wait_count(&st.recvs, i + 1, o->poll);
+			if (rc == 0 && i >= total - iters)
+				lat[i - (total - iters)] = (double)(perf_now_ns() - t0) / 2000.0;
+		} else {
+			rc = wait_count(&st.recvs, i + 1, o->poll);
+			if (rc == 0)
+				rc = rdmx_task_submit(ring_next(i));
+		}
+	}
+	if (rc == 0)
+		rc = wait_count(&st.done, total, o->poll);
+	if (rc == 0 && client)
+		perf_report(o, lat, iters, iters, iters * size,
+			    (double)(perf_now_ns() - start) / 1e9);
+	free(lat);
+	return finish(o, rc);
+}
+
+/* ---- write_lat: each side polls the last byte of its landing zone ---- */
+static int run_write_lat(const struct perf_opts *o)
+{
+	const struct perf_task_conf confs[] = {{RDMX_TASK_WRITE, on_done, on_err, RING}};
+	uint64_t sz = o->size ? o->size : 1;
+	int rc = open_session(o, 2 * sz, RDMX_ACCESS_LOCAL_WRITE | RDMX_ACCESS_REMOTE_WRITE, confs, 1);
+	if (rc)
+		return finish(o, rc);
+	uint64_t size = st.p.size ? st.p.size : 1, iters = st.p.iters,
+		 total = iters + warmup_of(iters);
+	volatile uint8_t *src_last = (uint8_t *)st.s.buf + size - 1;
+	volatile uint8_t *land_last = (uint8_t *)st.s.buf + 2 * size - 1;
+	struct rdmx_buf src = {st.s.mr, st.s.buf, size, NULL};
+	struct rdmx_rbuf dst = {st.s.remote, size, size};
+	double *lat = calloc(iters ? iters : 1, sizeof(double));
+	for (int i = 0; rc == 0 && i < RING; i++)
+		rc = rdmx_task_write_alloc(st.s.ctx, st.s.conn, &src, &dst, NULL, &st.ring[i]);
+	bool client = o->server != NULL;
+	uint64_t start = 0;
+	for (uint64_t i = 0; rc == 0 && i < total; i++) {
+		uint8_t mark = (uint8_t)(i % 255 + 1);
+		uint64_t t0 = perf_now_ns();
+		if (client) {
+			if (i == total - iters)
+				start = t0;
+			*src_last = mark;
+			rc = rdmx_task_submit(ring_next(i));
+		}
+		uint64_t guard = perf_now_ns();
+		while (rc == 0 && *land_last != mark) {
+			rdmx_pe_progress(st.s.pe);
+			if (st.s.disconnected || st.s.failed || perf_now_ns() - guard > 60000000000ull)
+				rc = RDMX_E_DISCONNECTED;
+		}
+		if (rc == 0 && !client) {
+			*src_last = mark;
+			rc = rdmx_task_submit(ring_next(i));
+		}
+		if (rc == 0 && client && i >= total - iters)
+			lat[i - (total - iters)] = (double)(perf_now_ns() - t0) / 2000.0;
+	}
+	if (rc == 0)
+		rc = wait_count(&st.done, total, RDMX_POLL_BUSY);
+	if (rc == 0 && client)
+		perf_report(o, lat, iters, iters, iters * size,
+			    (double)(perf_now_ns() - start) / 1e9);
+	free(lat);
+	return finish(o, rc);
+}
+
+/* ---- read_lat / atomic_lat: one operation at a time, the target is passive ---- */
+static int run_one_sided_lat(const struct perf_opts *o, bool atomic)
+{
+	const struct perf_task_conf confs[] = {
+		{atomic ? RDMX_TASK_ATOMIC_FADD : RDMX_TASK_READ, on_done, on_err, 1}};
+	uint64_t sz = atomic ? 8 : (o->size ? o->size : 1);
+	unsigned access = RDMX_ACCESS_LOCAL_WRITE |
+			  (atomic ? RDMX_ACCESS_REMOTE_ATOMIC : RDMX_ACCESS_REMOTE_READ);
+	int rc = open_session(o, sz < 8 ? 8 : sz, access, confs, 1);
+	if (rc || o->server == NULL)
+		return finish(o, rc);
+	uint64_t size = atomic ? 8 : (st.p.size ? st.p.size : 1), iters = st.p.iters,
+		 total = iters + warmup_of(iters);
+	struct rdmx_buf local = {st.s.mr, st.s.buf, size, NULL};
+	struct rdmx_rbuf remote = {st.s.remote, 0, size};
+	struct rdmx_task *t;
+	double *lat = calloc(iters ? iters : 1, sizeof(double));
+	rc = atomic ? rdmx_task_atomic_fadd_alloc(st.s.ctx, st.s.conn, &remote, &local, 1, NULL, &t)
+		    : rdmx_task_read_alloc(st.s.ctx, st.s.conn, &remote, &local, NULL, &t);
+	uint64_t start = 0;
+	for (uint64_t i = 0; rc == 0 && i < total; i++) {
+		uint64_t t0 = perf_now_ns();
+		if (i == total - iters)
+			start = t0;
+		rc = rdmx_task_submit(t);
+		if (rc == 0)
+			rc = wait_count(&st.done, i + 1, o->poll);
+		if (rc == 0 && i >= total - iters)
+			lat[i - (total - iters)] = (double)(perf_now_ns() - t0) / 1000.0;
+	}
+	if (rc == 0)
+		perf_report(o, lat, iters, iters, iters * size, (double)(perf_now_ns() - start) / 1e9);
+	free(lat);
+	return finish(o, rc);
+}
+
+static int run_read_lat(const struct perf_opts *o)
+{
+	return run_one_sided_lat(o, false);
+}
+
+static int run_atomic_lat(const struct perf_opts *o)
+{
+	return run_one_sided_lat(o, true);
+}
+
+/* ---- bandwidth: a window of `inflight` operations ---- */
+static int run_bw(const struct perf_opts *o, enum rdmx_task_type type)
+{
+	uint32_t window = o->inflight ? o->inflight : 64;
+	uint32_t rq = window * 2 > 512 ? 512 : window * 2;
+	const struct perf_task_conf confs[] = {
+		{type, on_bw_done, on_err, window},
+		{RDMX_TASK_RECEIVE, on_recv, on_err, rq},
+	};
+	unsigned access = RDMX_ACCESS_LOCAL_WRITE | RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_REMOTE_READ;
+	int rc = open_session(o, o->size ? o->size : 1, access, confs, type == RDMX_TASK_SEND ? 2 : 1);
+	if (rc)
+		return finish(o, rc);
+	uint64_t size = st.p.size ? st.p.size : 1, iters = st.p.iters;
+	struct rdmx_buf local = {st.s.mr, st.s.buf, size, NULL};
+	struct rdmx_rbuf remote = {st.s.remote, 0, size};
+	if (o->server == NULL) {
+		if (type == RDMX_TASK_SEND) { /* the receiver side of send_bw */
+			for (uint32_t i = 0; rc == 0 && i < rq; i++) {
+				struct rdmx_task *t;
+				rc = rdmx_task_receive_alloc(st.s.ctx, &local, NULL, &t);
+				if (rc == 0)
+					rc = rdmx_task_submit(t);
+			}
+			if (rc == 0)
+				rc = wait_count(&st.recvs, iters, o->poll);
+			if (rc == 0)
+				printf("rdmx-perf: received %llu messages\n", (unsigned long long)iters);
+		}
+		return finish(o, rc);
+	}
+	window = st.p.inflight ? st.p.inflight : window;
+	if (window > iters)
+		window = (uint32_t)(iters ? iters : 1);
+	st.to_submit = iters - window;
+	struct rdmx_task **tasks = calloc(window, sizeof(*tasks));
+	for (uint32_t i = 0; rc == 0 && i < window; i++) {
+		if (type == RDMX_TASK_SEND)
+			rc = rdmx_task_send_alloc(st.s.ctx, st.s.conn, &local, NULL, &tasks[i]);
+		else if (type == RDMX_TASK_WRITE)
+			rc = rdmx_task_write_alloc(st.s.ctx, st.s.conn, &local, &remote, NULL, &tasks[i]);
+		else
+			rc = rdmx_task_read_alloc(st.s.ctx, st.s.conn, &remote, &local, NULL, &tasks[i]);
+	}
+	uint64_t start = perf_now_ns();
+	for (uint32_t i = 0; rc == 0 && i < window; i++)
+		rc = rdmx_task_submit(tasks[i]);
+	if (rc == 0)
+		rc = wait_count(&st.done, iters, o->poll);
+	double secs = (double)(perf_now_ns() - start) / 1e9;
+	if (rc == 0)
+		perf_report(o, NULL, 0, iters, iters * size, secs);
+	free(tasks);
+	return finish(o, rc);
+}
+
+static int run_send_bw(const struct perf_opts *o)
+{
+	return run_bw(o, RDMX_TASK_SEND);
+}
+
+static int run_write_bw(const struct perf_opts *o)
+{
+	return run_bw(o, RDMX_TASK_WRITE);
+}
+
+static int run_read_bw(const struct perf_opts *o)
+{
+	return run_bw(o, RDMX_TASK_READ);
+}
+
+const struct perf_test perf_engine_tests[] = {
+	{"send_lat", run_send_lat},   {"write_lat", run_write_lat}, {"read_lat", run_read_lat},
+	{"atomic_lat", run_atomic_lat}, {"send_bw", run_send_bw},   {"write_bw", run_write_bw},
+	{"read_bw", run_read_bw},
+};
+const size_t perf_engine_tests_count = sizeof(perf_engine_tests) / sizeof(perf_engine_tests[0]);
