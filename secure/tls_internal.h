@@ -1,0 +1,65 @@
+/* Internal interfaces between the TLS files of secure/ (not installed). */
+#ifndef RDMX_SECURE_TLS_INTERNAL_H
+#define RDMX_SECURE_TLS_INTERNAL_H
+
+#include <stdarg.h>
+
+#include <openssl/ssl.h>
+
+#include <rdmx/log.h>
+#include <rdmx/status.h>
+#include <rdmx/tls.h>
+
+#define RDMX_SEC_LOG(level, ...) rdmx__log((level), __FILE__, __LINE__, __func__, __VA_ARGS__)
+#define RDMX_SEC_ERR(...) RDMX_SEC_LOG(RDMX_LOG_ERROR, __VA_ARGS__)
+#define RDMX_SEC_WARN(...) RDMX_SEC_LOG(RDMX_LOG_WARNING, __VA_ARGS__)
+#define RDMX_SEC_INFO(...) RDMX_SEC_LOG(RDMX_LOG_INFO, __VA_ARGS__)
+#define RDMX_SEC_DBG(...) RDMX_SEC_LOG(RDMX_LOG_DEBUG, __VA_ARGS__)
+
+/* ---- tls_config.c ---- */
+
+/* Builds (once) and returns the SSL_CTX for `role`; freezes the config. The
+ * SSL_CTX stays owned by the config. */
+int rdmx__tls_config_ssl_ctx(struct rdmx_tls_config *cfg, enum rdmx_tls_role role,
+			     SSL_CTX **ctx);
+/* Reference counting: connections hold the config they were made from. */
+void rdmx__tls_config_ref(struct rdmx_tls_config *cfg);
+void rdmx__tls_config_unref(struct rdmx_tls_config *cfg);
+/* The allow-list: 1 with the matching SAN DNS name in match[], 0 when the
+ * certificate has DNS names but none is allowed (the first one in first[]),
+ * -1 when it has no usable DNS subjectAltName at all. */
+int rdmx__tls_config_match_peer(const struct rdmx_tls_config *cfg, X509 *cert, char *match,
+				size_t match_len, char *first, size_t first_len);
+uint32_t rdmx__tls_config_max_frame(const struct rdmx_tls_config *cfg);
+uint32_t rdmx__tls_config_handshake_timeout(const struct rdmx_tls_config *cfg);
+
+/* ---- tls_verify.c ---- */
+
+/* The SSL_CTX verify callback: records the refusal reason on the connection
+ * (SSL app data) and checks the allow-list at depth 0. */
+int rdmx__tls_verify_cb(int ok, X509_STORE_CTX *store);
+/* Maps the failure of an SSL call (SSL_get_error value `ssl_err`, the
+ * OpenSSL error queue, errno) to an RDMX_E_* code and a reason text written
+ * into reason[len]. Clears the error queue. */
+int rdmx__tls_map_error(SSL *ssl, int ssl_err, int in_handshake, char *reason, size_t len);
+
+/* ---- tls_conn.c ---- */
+
+/* Called by the verify callback: `reason` is static, `detail` (may be NULL)
+ * is copied (e.g. the refused certificate name). The first failure stays. */
+void rdmx__tls_conn_set_verify_failure(struct rdmx_tls_conn *conn, const char *reason,
+				       const char *detail);
+int rdmx__tls_conn_set_peer_name(struct rdmx_tls_conn *conn, const char *name);
+struct rdmx_tls_config *rdmx__tls_conn_config(const struct rdmx_tls_conn *conn);
+enum rdmx_tls_role rdmx__tls_conn_role(const struct rdmx_tls_conn *conn);
+/* The verify failure recorded for this handshake, NULL if none; *detail is
+ * "" when none was given. */
+const char *rdmx__tls_conn_verify_failure(const struct rdmx_tls_conn *conn,
+					  const char **detail);
+
+/* ---- tls_bio.c ---- */
+
+/* A socket BIO that sends with MSG_NOSIGNAL. Does not own the fd. */
+BIO *rdmx__tls_bio_new(int fd);
+
+#endif

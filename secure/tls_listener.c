@@ -1,0 +1,411 @@
+/* The libev TLS listener (target rdmx_secure_ev, never in the core library).
+ *
+ * Defences, each bounded by a number the config states:
+ * - a handshake that has not finished in the handshake timeout is dropped,
+ *   whatever the peer trickles in (slowloris);
+ * - at most max_per_source handshakes per source address: more are closed as
+ *   soon as they are accepted;
+ * - at most max_total handshakes per listener: past that the listener stops
+ *   accepting (the kernel backlog holds the rest) until one ends;
+ * so the memory held by unauthenticated peers is bounded by max_total
+ * sessions, whatever the number of connection attempts. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <ev.h>
+
+#include "tls_internal.h"
+
+struct handshake {
+	struct rdmx_tls_listener *l;
+	struct rdmx_tls_conn *conn;
+	ev_io io;
+	ev_timer timer;
+	struct sockaddr_storage src;
+	struct handshake *prev, *next;
+};
+
+struct rdmx_tls_listener {
+	struct ev_loop *loop;
+	struct rdmx_tls_config *cfg;
+	int fd;
+	uint16_t port;
+	ev_io accept_io;
+	ev_timer resume_timer; /* restarts accepting after EMFILE */
+	int accept_paused;
+	int closing;
+
+	uint32_t timeout_ms;
+	uint32_t max_total;
+	uint32_t max_per_source;
+
+	struct handshake *head;
+	struct rdmx_tls_listener_stats stats;
+
+	rdmx_tls_established_cb established;
+	rdmx_tls_refused_cb refused;
+	void *arg;
+
+	ev_tstamp last_limit_log;
+	uint64_t limit_suppressed;
+};
+
+static int same_source(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return 0;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6)
+		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			      &((const struct sockaddr_in6 *)b)->sin6_addr,
+			      sizeof(struct in6_addr)) == 0;
+	return 1;
+}
+
+static uint32_t count_source(const struct rdmx_tls_listener *l,
+			     const struct sockaddr_storage *src)
+{
+	uint32_t n = 0;
+
+	for (const struct handshake *h = l->head; h; h = h->next)
+		n += (uint32_t)same_source(&h->src, src);
+	return n;
+}
+
+static void source_text(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	if (getnameinfo((const struct sockaddr *)ss, sizeof(*ss), buf, (socklen_t)len, NULL, 0,
+			NI_NUMERICHOST) != 0)
+		snprintf(buf, len, "unknown");
+}
+
+static void accept_resume(struct rdmx_tls_listener *l)
+{
+	if (l->accept_paused && !l->closing && l->stats.handshaking < l->max_total &&
+	    !ev_is_active(&l->resume_timer)) {
+		l->accept_paused = 0;
+		ev_io_start(l->loop, &l->accept_io);
+	}
+}
+
+static void accept_pause(struct rdmx_tls_listener *l)
+{
+	if (!l->accept_paused) {
+		l->accept_paused = 1;
+		ev_io_stop(l->loop, &l->accept_io);
+	}
+}
+
+/* Unlinks and frees; the connection is destroyed unless handed over. */
+static void handshake_end(struct handshake *h, int keep_conn)
+{
+	struct rdmx_tls_listener *l = h->l;
+
+	ev_io_stop(l->loop, &h->io);
+	ev_timer_stop(l->loop, &h->timer);
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		l->head = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	l->stats.handshaking--;
+	if (!keep_conn)
+		rdmx_tls_conn_destroy(&h->conn);
+	free(h);
+	accept_resume(l);
+}
+
+static void handshake_refused(struct handshake *h, int err, const char *reason)
+{
+	struct rdmx_tls_listener *l = h->l;
+	const char *peer = "unknown";
+
+	rdmx_tls_conn_get_peer_addr(h->conn, &peer);
+	if (l->refused)
+		l->refused(l, err, reason ? reason : rdmx_strerror(err), peer, l->arg);
+	handshake_end(h, 0);
+}
+
+static void handshake_step(struct handshake *h)
+{
+	struct rdmx_tls_listener *l = h->l;
+	struct rdmx_tls_conn *conn;
+	int ret = rdmx_tls_conn_handshake(h->conn);
+	int fd;
+
+	if (ret == RDMX_TLS_DONE) {
+		conn = h->conn;
+		l->stats.established++;
+		handshake_end(h, 1);
+		l->established(l, conn, l->arg);
+		return;
+	}
+	if (ret < 0) {
+		l->stats.refused++;
+		handshake_refused(h, ret, rdmx_tls_conn_get_failure(h->conn));
+		return;
+	}
+	rdmx_tls_conn_get_fd(h->conn, &fd);
+	ev_io_stop(l->loop, &h->io);
+	ev_io_set(&h->io, fd, ret == RDMX_TLS_WANT_READ ? EV_READ : EV_WRITE);
+	ev_io_start(l->loop, &h->io);
+}
+
+static void handshake_io_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	handshake_step(w->data);
+}
+
+static void handshake_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct handshake *h = w->data;
+	const char *peer = "unknown";
+
+	(void)loop;
+	(void)revents;
+	rdmx_tls_conn_get_peer_addr(h->conn, &peer);
+	RDMX_SEC_WARN("tls: handshake timed out after %u ms, connection dropped (peer %s)",
+		      h->l->timeout_ms, peer);
+	h->l->stats.timed_out++;
+	handshake_refused(h, RDMX_E_TIMEDOUT, "handshake timed out");
+}
+
+static void over_limit(struct rdmx_tls_listener *l, int fd, const struct sockaddr_storage *src)
+{
+	char text[NI_MAXHOST];
+	ev_tstamp now = ev_now(l->loop);
+
+	close(fd);
+	l->stats.over_limit++;
+	source_text(src, text, sizeof(text));
+	/* at most one line a second, whatever the flood */
+	if (now - l->last_limit_log >= 1.0) {
+		RDMX_SEC_WARN("tls: connection from %s dropped: over %u handshakes in progress "
+			      "from one source (%llu more dropped since the last report)",
+			      text, l->max_per_source, (unsigned long long)l->limit_suppressed);
+		l->last_limit_log = now;
+		l->limit_suppressed = 0;
+	} else {
+		l->limit_suppressed++;
+	}
+	if (l->refused)
+		l->refused(l, RDMX_E_FULL, "too many handshakes from this source", text, l->arg);
+}
+
+static void handshake_start(struct rdmx_tls_listener *l, int fd,
+			    const struct sockaddr_storage *src)
+{
+	struct handshake *h;
+	int one = 1, ret;
+
+	if (count_source(l, src) >= l->max_per_source) {
+		over_limit(l, fd, src);
+		return;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h) {
+		RDMX_SEC_ERR("tls: out of memory for a handshake, connection dropped");
+		close(fd);
+		return;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	ret = rdmx_tls_conn_create(l->cfg, fd, RDMX_TLS_SERVER, NULL, &h->conn);
+	if (ret) {
+		RDMX_SEC_ERR("tls: cannot start a handshake: %s", rdmx_strerror(ret));
+		free(h);
+		return;
+	}
+	h->l = l;
+	h->src = *src;
+	h->next = l->head;
+	if (l->head)
+		l->head->prev = h;
+	l->head = h;
+	l->stats.handshaking++;
+	ev_io_init(&h->io, handshake_io_cb, fd, EV_READ);
+	h->io.data = h;
+	ev_timer_init(&h->timer, handshake_timer_cb, l->timeout_ms / 1000.0, 0.0);
+	h->timer.data = h;
+	ev_timer_start(l->loop, &h->timer);
+	ev_io_start(l->loop, &h->io);
+}
+
+static void resume_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct rdmx_tls_listener *l = w->data;
+
+	(void)loop;
+	(void)revents;
+	accept_resume(l);
+}
+
+static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct rdmx_tls_listener *l = w->data;
+
+	(void)loop;
+	(void)revents;
+	/* bounded: at most the free handshake slots, then back to the loop */
+	while (l->stats.handshaking < l->max_total) {
+		struct sockaddr_storage src;
+		socklen_t sl = sizeof(src);
+		int fd = accept4(l->fd, (struct sockaddr *)&src, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
+			    errno == ECONNABORTED)
+				return;
+			RDMX_SEC_ERR("tls: accept failed: %s (pausing 100 ms)", strerror(errno));
+			accept_pause(l);
+			ev_timer_set(&l->resume_timer, 0.1, 0.0);
+			ev_timer_start(l->loop, &l->resume_timer);
+			return;
+		}
+		l->stats.accepted++;
+		handshake_start(l, fd, &src);
+	}
+	accept_pause(l);
+}
+
+static int bind_listen(const char *host, uint16_t port, int *out_fd, uint16_t *out_port)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
+	struct addrinfo *res = NULL;
+	char service[8];
+	int gai, fd = -1, one = 1, err = 0;
+
+	snprintf(service, sizeof(service), "%u", port);
+	gai = getaddrinfo(host, service, &hints, &res);
+	if (gai != 0) {
+		RDMX_SEC_ERR("tls: cannot resolve listen address %s: %s", host ? host : "*",
+			     gai_strerror(gai));
+		return RDMX_E_INVAL;
+	}
+	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			    ai->ai_protocol);
+		if (fd < 0) {
+			err = errno;
+			continue;
+		}
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1024) == 0)
+			break;
+		err = errno;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0) {
+		RDMX_SEC_ERR("tls: cannot listen on %s:%u: %s", host ? host : "*", port,
+			     strerror(err));
+		return RDMX_E_PROVIDER;
+	}
+	{
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+
+		getsockname(fd, (struct sockaddr *)&ss, &sl);
+		*out_port = ntohs(ss.ss_family == AF_INET6
+					  ? ((struct sockaddr_in6 *)&ss)->sin6_port
+					  : ((struct sockaddr_in *)&ss)->sin_port);
+	}
+	*out_fd = fd;
+	return RDMX_OK;
+}
+
+int rdmx_tls_listener_create(struct ev_loop *loop, struct rdmx_tls_config *cfg,
+			     const char *host, uint16_t port, rdmx_tls_established_cb established,
+			     void *arg, struct rdmx_tls_listener **out)
+{
+	struct rdmx_tls_listener *l;
+	int ret;
+
+	if (!loop || !cfg || !established || !out)
+		return RDMX_E_INVAL;
+	ret = rdmx_tls_config_load(cfg);
+	if (ret)
+		return ret;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return RDMX_E_NOMEM;
+	l->loop = loop;
+	l->cfg = cfg;
+	l->established = established;
+	l->arg = arg;
+	rdmx_tls_config_get_handshake_timeout(cfg, &l->timeout_ms);
+	rdmx_tls_config_get_handshake_limits(cfg, &l->max_total, &l->max_per_source);
+	ret = bind_listen(host, port, &l->fd, &l->port);
+	if (ret) {
+		free(l);
+		return ret;
+	}
+	l->last_limit_log = -10.0;
+	ev_io_init(&l->accept_io, accept_cb, l->fd, EV_READ);
+	l->accept_io.data = l;
+	ev_timer_init(&l->resume_timer, resume_timer_cb, 0.1, 0.0);
+	l->resume_timer.data = l;
+	ev_io_start(loop, &l->accept_io);
+	*out = l;
+	return RDMX_OK;
+}
+
+int rdmx_tls_listener_set_refused_cb(struct rdmx_tls_listener *l, rdmx_tls_refused_cb cb)
+{
+	if (!l)
+		return RDMX_E_INVAL;
+	l->refused = cb;
+	return RDMX_OK;
+}
+
+int rdmx_tls_listener_get_port(const struct rdmx_tls_listener *l, uint16_t *port)
+{
+	if (!l || !port)
+		return RDMX_E_INVAL;
+	*port = l->port;
+	return RDMX_OK;
+}
+
+int rdmx_tls_listener_get_stats(const struct rdmx_tls_listener *l,
+				struct rdmx_tls_listener_stats *stats)
+{
+	if (!l || !stats)
+		return RDMX_E_INVAL;
+	*stats = l->stats;
+	return RDMX_OK;
+}
+
+int rdmx_tls_listener_destroy(struct rdmx_tls_listener **lp)
+{
+	struct rdmx_tls_listener *l;
+
+	if (!lp || !*lp)
+		return RDMX_OK;
+	l = *lp;
+	ev_io_stop(l->loop, &l->accept_io);
+	ev_timer_stop(l->loop, &l->resume_timer);
+	l->closing = 1;
+	while (l->head)
+		handshake_end(l->head, 0);
+	close(l->fd);
+	free(l);
+	*lp = NULL;
+	return RDMX_OK;
+}

@@ -1,0 +1,272 @@
+/* rdmx-certs: a cluster CA and node certificates in two commands.
+ *
+ *   rdmx-certs init DIR [--days N] [--force]
+ *   rdmx-certs issue DIR NAME [--san DNS:x|IP:a]... [--days N] [--force]
+ *   rdmx-certs revoke DIR NAME
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "certgen.h"
+
+#define MAX_SANS 32
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage:\n"
+		   "  rdmx-certs init DIR [--days N] [--force]\n"
+		   "      make a cluster CA: DIR/ca.key (0600), DIR/ca.crt, DIR/crl.pem\n"
+		   "  rdmx-certs issue DIR NAME [--san DNS:name|IP:addr]... [--days N] [--force]\n"
+		   "      make DIR/NAME.key (0600) and DIR/NAME.crt signed by the CA,\n"
+		   "      subjectAltName DNS:NAME (+ --san), usage serverAuth+clientAuth\n"
+		   "  rdmx-certs revoke DIR NAME\n"
+		   "      add DIR/NAME.crt to DIR/crl.pem (give --crl to the servers)\n");
+}
+
+static char *join(const char *dir, const char *name, const char *suffix)
+{
+	size_t n = strlen(dir) + strlen(name) + strlen(suffix) + 2;
+	char *p = malloc(n);
+
+	if (p)
+		snprintf(p, n, "%s/%s%s", dir, name, suffix);
+	return p;
+}
+
+/* A node name becomes both a DNS name and a file name: keep it to DNS
+ * characters so it can neither escape DIR nor smuggle odd bytes. */
+static int valid_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 253 || s[0] == '.' || s[0] == '-' || strstr(s, ".."))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '.'))
+			return 0;
+	}
+	return 1;
+}
+
+static int parse_days(const char *s, int *days)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < 1 || v > 36500) {
+		fprintf(stderr, "rdmx-certs: --days wants 1..36500, got '%s'\n", s);
+		return -1;
+	}
+	*days = (int)v;
+	return 0;
+}
+
+static int exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0;
+}
+
+static int cmd_init(const char *dir, int days, int force)
+{
+	char *key_path = join(dir, "ca", ".key");
+	char *crt_path = join(dir, "ca", ".crt");
+	char *crl_path = join(dir, "crl", ".pem");
+	struct rdmx_certgen_opts o = {
+		.cn = "rdmx cluster CA",
+		.not_before_s = -300,
+		.not_after_s = (long)days * 86400,
+		.is_ca = 1,
+	};
+	EVP_PKEY *key = NULL;
+	X509 *ca = NULL;
+	X509_CRL *crl = NULL;
+	int ret = 1;
+
+	if (!key_path || !crt_path || !crl_path)
+		goto out;
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+		fprintf(stderr, "rdmx-certs: cannot create %s: %s\n", dir, strerror(errno));
+		goto out;
+	}
+	if (exists(key_path) && !force) {
+		fprintf(stderr, "rdmx-certs: %s exists (use --force to replace the CA)\n",
+			key_path);
+		goto out;
+	}
+	key = rdmx__certgen_key();
+	ca = key ? rdmx__certgen_cert(&o, key, NULL, NULL) : NULL;
+	crl = ca ? rdmx__certgen_crl(ca, key, NULL, NULL, days) : NULL;
+	if (!crl || rdmx__certgen_write_key(key_path, key) ||
+	    rdmx__certgen_write_cert(crt_path, ca) || rdmx__certgen_write_crl(crl_path, crl))
+		goto out;
+	printf("key %s\ncert %s\ncrl %s\n", key_path, crt_path, crl_path);
+	ret = 0;
+out:
+	X509_CRL_free(crl);
+	X509_free(ca);
+	EVP_PKEY_free(key);
+	free(key_path);
+	free(crt_path);
+	free(crl_path);
+	return ret;
+}
+
+static int cmd_issue(const char *dir, const char *name, const char *const *extra, size_t n_extra,
+		     int days, int force)
+{
+	char *ca_key_path = join(dir, "ca", ".key");
+	char *ca_crt_path = join(dir, "ca", ".crt");
+	char *key_path = join(dir, name, ".key");
+	char *crt_path = join(dir, name, ".crt");
+	const char *sans[MAX_SANS + 1];
+	char dns[300];
+	struct rdmx_certgen_opts o = {
+		.cn = name,
+		.sans = sans,
+		.not_before_s = -300,
+		.not_after_s = (long)days * 86400,
+		.eku = RDMX_CERTGEN_EKU_SERVER | RDMX_CERTGEN_EKU_CLIENT,
+	};
+	EVP_PKEY *ca_key = NULL, *key = NULL;
+	X509 *ca = NULL, *x = NULL;
+	int ret = 1;
+
+	if (!ca_key_path || !ca_crt_path || !key_path || !crt_path)
+		goto out;
+	if (!valid_name(name)) {
+		fprintf(stderr, "rdmx-certs: NAME must be a DNS name (letters, digits, '-', '.'), "
+				"got '%s'\n", name);
+		goto out;
+	}
+	if (exists(key_path) && !force) {
+		fprintf(stderr, "rdmx-certs: %s exists (use --force to replace it)\n", key_path);
+		goto out;
+	}
+	snprintf(dns, sizeof(dns), "DNS:%s", name);
+	sans[0] = dns;
+	for (size_t i = 0; i < n_extra; i++)
+		sans[i + 1] = extra[i];
+	o.n_sans = n_extra + 1;
+	ca_key = rdmx__certgen_read_key(ca_key_path);
+	ca = ca_key ? rdmx__certgen_read_cert(ca_crt_path) : NULL;
+	if (!ca)
+		goto out;
+	if (X509_check_private_key(ca, ca_key) != 1) {
+		fprintf(stderr, "rdmx-certs: %s does not match %s\n", ca_key_path, ca_crt_path);
+		goto out;
+	}
+	key = rdmx__certgen_key();
+	x = key ? rdmx__certgen_cert(&o, key, ca, ca_key) : NULL;
+	if (!x || rdmx__certgen_write_key(key_path, key) || rdmx__certgen_write_cert(crt_path, x))
+		goto out;
+	printf("key %s\ncert %s\n", key_path, crt_path);
+	ret = 0;
+out:
+	X509_free(x);
+	X509_free(ca);
+	EVP_PKEY_free(key);
+	EVP_PKEY_free(ca_key);
+	free(ca_key_path);
+	free(ca_crt_path);
+	free(key_path);
+	free(crt_path);
+	return ret;
+}
+
+static int cmd_revoke(const char *dir, const char *name)
+{
+	char *ca_key_path = join(dir, "ca", ".key");
+	char *ca_crt_path = join(dir, "ca", ".crt");
+	char *crl_path = join(dir, "crl", ".pem");
+	char *crt_path = join(dir, name, ".crt");
+	EVP_PKEY *ca_key = NULL;
+	X509 *ca = NULL, *x = NULL;
+	X509_CRL *old = NULL, *crl = NULL;
+	int ret = 1;
+
+	if (!ca_key_path || !ca_crt_path || !crl_path || !crt_path)
+		goto out;
+	if (!valid_name(name)) {
+		fprintf(stderr, "rdmx-certs: bad NAME '%s'\n", name);
+		goto out;
+	}
+	ca_key = rdmx__certgen_read_key(ca_key_path);
+	ca = ca_key ? rdmx__certgen_read_cert(ca_crt_path) : NULL;
+	x = ca ? rdmx__certgen_read_cert(crt_path) : NULL;
+	if (!x)
+		goto out;
+	old = rdmx__certgen_read_crl(crl_path, 1);
+	crl = rdmx__certgen_crl(ca, ca_key, old, x, 30);
+	if (!crl || rdmx__certgen_write_crl(crl_path, crl))
+		goto out;
+	printf("crl %s\n", crl_path);
+	ret = 0;
+out:
+	X509_CRL_free(crl);
+	X509_CRL_free(old);
+	X509_free(x);
+	X509_free(ca);
+	EVP_PKEY_free(ca_key);
+	free(ca_key_path);
+	free(ca_crt_path);
+	free(crl_path);
+	free(crt_path);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	const char *pos[3];
+	size_t n_pos = 0;
+	const char *sans[MAX_SANS];
+	size_t n_sans = 0;
+	int days = 0, force = 0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "--force")) {
+			force = 1;
+		} else if (!strcmp(a, "--days") && i + 1 < argc) {
+			if (parse_days(argv[++i], &days))
+				return 2;
+		} else if (!strcmp(a, "--san") && i + 1 < argc) {
+			if (n_sans == MAX_SANS - 1) {
+				fprintf(stderr, "rdmx-certs: at most %d --san\n", MAX_SANS - 1);
+				return 2;
+			}
+			sans[n_sans++] = argv[++i];
+		} else if (a[0] == '-' || n_pos == 3) {
+			usage(stderr);
+			return 2;
+		} else {
+			pos[n_pos++] = a;
+		}
+	}
+	if (n_pos == 2 && !strcmp(pos[0], "init") && n_sans == 0)
+		return cmd_init(pos[1], days ? days : 3650, force);
+	if (n_pos == 3 && !strcmp(pos[0], "issue"))
+		return cmd_issue(pos[1], pos[2], sans, n_sans, days ? days : 365, force);
+	if (n_pos == 3 && !strcmp(pos[0], "revoke") && n_sans == 0 && !days)
+		return cmd_revoke(pos[1], pos[2]);
+	usage(stderr);
+	return 2;
+}
