@@ -14,13 +14,15 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: rdmx-perf TEST [-d DEVICE] [-s SIZE] [-n ITERS] [-p PORT] [-t INFLIGHT]\n"
-		   "                 [--poll busy|block|hybrid] [SERVER_ADDR]\n"
+		   "                 [--poll busy|block|hybrid] [--passive] [SERVER_ADDR]\n"
 		   "TEST: send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw");
 #ifdef RDMX_PERF_HAVE_RPC
 	fprintf(f, " rpc_lat rpc_bw");
 #endif
 	fprintf(f, "\nWithout SERVER_ADDR: server. Latency: half round trip for send_lat and\n"
-		   "write_lat, whole operation for read_lat and atomic_lat (perftest's convention).\n");
+		   "write_lat, whole operation for read_lat and atomic_lat (perftest's convention).\n"
+		   "--passive: the server of read/atomic/write tests does not call progress while\n"
+		   "serving (the device alone must answer, as a NIC does).\n");
 }
 
 static const struct perf_test *find_test(const char *name)
@@ -51,7 +53,10 @@ int main(int argc, char **argv)
 	struct perf_opts o = {.size = 64, .iters = 1000, .port = 18515, .inflight = 64,
 			      .poll = RDMX_POLL_BUSY};
 	static const struct option longopts[] = {
-		{"poll", required_argument, NULL, 'P'}, {"help", no_argument, NULL, 'h'}, {0}};
+		{"poll", required_argument, NULL, 'P'},
+		{"passive", no_argument, NULL, 'A'},
+		{"help", no_argument, NULL, 'h'},
+		{0}};
 	uint64_t v;
 	int c;
 
@@ -78,6 +83,7 @@ int main(int argc, char **argv)
 			else if (strcmp(optarg, "hybrid") == 0) o.poll = RDMX_POLL_HYBRID;
 			else goto bad;
 			break;
+		case 'A': o.passive = true; break;
 		case 'h': usage(stdout); return 0;
 		default: goto bad;
 		}

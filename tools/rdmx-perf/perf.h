@@ -20,6 +20,8 @@ struct perf_opts {
 	uint32_t inflight;   /* operations in flight (bandwidth / rpc tests) */
 	enum rdmx_poll_mode poll;
 	const char *server;  /* NULL on the server side */
+	bool passive;        /* server of one-sided tests: never progress while serving
+	                        (progress once per 100 ms to notice the end) */
 };
 
 /* A connected engine session: one context, one connection, one local buffer

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define RING 16 /* send-side tasks reused round-robin in latency tests */
 
@@ -115,8 +116,15 @@ static int open_session(const struct perf_opts *o, size_t buf_len, unsigned acce
 
 static int finish(const struct perf_opts *o, int rc)
 {
-	if (o->server == NULL && rc == 0) /* server: wait for the client to hang up */
+	if (o->server == NULL && rc == 0 && o->passive) { /* the device alone serves */
+		uint64_t guard = perf_now_ns();
+		while (!st.s.disconnected && perf_now_ns() - guard < 600000000000ull) {
+			nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
+			rdmx_pe_progress(st.s.pe);
+		}
+	} else if (o->server == NULL && rc == 0) { /* server: wait for the client to hang up */
 		rc = perf_drive_until(&st.s, o->poll, &st.s.disconnected) == RDMX_E_DISCONNECTED ? 0 : rc;
+	}
 	perf_session_close(&st.s);
 	if (rc)
 		fprintf(stderr, "rdmx-perf: %s failed: %s\n", o->test, rdmx_strerror(rc));
