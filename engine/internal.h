@@ -153,6 +153,11 @@ struct rdmx_conn {
 	size_t details_len;
 	struct rdmx_conn *next_in_ctx;
 	void *prov;
+	/* engine-private (providers read at most, never write) */
+	bool exported;     /* made by rdmx_ctx_export */
+	bool can_post;     /* rdmx_ctx_connect returned 0 or ESTABLISHED was reported */
+	bool closing;      /* rdmx_conn_disconnect called: later submits are aborted */
+	uint32_t outstanding; /* send-side tasks handed to post_send, not yet completed */
 };
 
 struct rdmx_ctx {
@@ -175,6 +180,11 @@ struct rdmx_ctx {
 	struct rdmx_task *deferred_head, *deferred_tail;
 	struct rdmx_ctx *next_in_pe;
 	void *prov;
+	/* engine-private */
+	struct rdmx_dev_caps caps; /* queried at create */
+	unsigned in_poll;          /* > 0 while ctx_poll / ctx_stop run its callbacks */
+	bool listening;
+	struct rdmx_conn *dead;    /* finished connections, released after ctx_poll returns */
 };
 
 /* ---- engine services for providers (engine/ core files) ---- */
@@ -192,19 +202,59 @@ enum rdmx__conn_event {
 };
 
 /* Reports a connection event and runs the user's callback; from ops->ctx_poll
- * only. Before FAILURE or DISCONNECTED the provider must have completed every
- * task of the connection. */
+ * (or ops->ctx_stop) only. Before FAILURE or DISCONNECTED the provider must
+ * have completed every task of the connection. After those two final events
+ * the engine unlinks the connection; ops->conn_release and the free happen
+ * once the current ctx_poll / ctx_stop call has returned, so the provider may
+ * still touch the conn until it returns. The same holds for a connection the
+ * user rejects from the request callback. */
 void rdmx__conn_event(struct rdmx_conn *conn, enum rdmx__conn_event ev);
 
-/* Moves a connection to RDMX_CONN_ERROR (later submits complete CONN_ABORTED). */
+/* Moves a connection to RDMX_CONN_ERROR (later submits complete CONN_ABORTED).
+ * Progress thread only (from ctx_poll). The provider completes the tasks it
+ * already holds for the connection (flushed, RDMX_E_CONN_ABORTED) itself; the
+ * engine delivers the aborted later submits only after those, keeping the
+ * per-connection completion order. */
 void rdmx__conn_set_error(struct rdmx_conn *conn);
 
 /* New connection object for an incoming cm request; NULL when the context
  * is at max connections (the provider then rejects the request). */
 struct rdmx_conn *rdmx__conn_new(struct rdmx_ctx *ctx, enum rdmx_conn_state state);
 
-/* Descriptor encode/decode (engine/mr.c), shared with providers' tests. */
+/* Descriptor encode/decode (engine/mr.c), shared with providers' tests.
+ * decode: RDMX_E_INVAL for a wrong size, magic, version, provider, flags,
+ * reserved field, zero length or an address range that wraps. */
 void rdmx__mr_descriptor_encode(const struct rdmx_mr *mr, uint8_t provider_id, void *desc);
+int rdmx__mr_descriptor_decode(const void *desc, size_t size, struct rdmx_mr_remote *remote);
+
+/* ---- engine-internal (core files only) ---- */
+
+/* Progress engine membership (ctx start / stop). attach adds the provider fd
+ * of the context to the pe's epoll set. */
+int rdmx__pe_attach(struct rdmx_pe *pe, struct rdmx_ctx *ctx);
+void rdmx__pe_detach(struct rdmx_pe *pe, struct rdmx_ctx *ctx);
+/* Makes the pe fd readable when notification is armed (engine-level
+ * completions became ready). */
+void rdmx__pe_signal(struct rdmx_pe *pe);
+/* Completes the ready tasks of the ctx's deferred list with
+ * RDMX_E_CONN_ABORTED (engine/task.c); returns how many. `all`: ignore the
+ * per-connection ordering wait (used at stop). */
+int rdmx__ctx_deliver_deferred(struct rdmx_ctx *ctx, bool all);
+/* True when the deferred list holds a task that can be delivered now. */
+bool rdmx__ctx_deferred_ready(const struct rdmx_ctx *ctx);
+/* Releases (ops->conn_release) and frees the finished connections. */
+void rdmx__ctx_reap_conns(struct rdmx_ctx *ctx);
+/* Unlinks a connection from its context, forgets it in every task, and
+ * queues it for reaping (or reaps it at once outside ctx_poll). */
+void rdmx__conn_retire(struct rdmx_conn *conn);
+/* Frees the task pools (ctx stop / failed start) and builds them (start). */
+int rdmx__task_pools_create(struct rdmx_ctx *ctx);
+void rdmx__task_pools_destroy(struct rdmx_ctx *ctx);
+/* Checks a task's fields for its op (chains, regions, lengths, alignment)
+ * and sets task->len. RDMX_E_INVAL on a bad field. */
+int rdmx__task_validate(struct rdmx_task *task);
+/* Task completion without the provider's outstanding accounting. */
+void rdmx__task_finish(struct rdmx_task *task, int status);
 
 static inline uint64_t rdmx__buf_chain_len(const struct rdmx_buf *b)
 {

@@ -11,7 +11,19 @@
  * - Every task handed to post_* completes exactly once: on success, on a wire
  *   error, on disconnect or peer death (RDMX_E_CONN_ABORTED), or on ctx_stop
  *   (RDMX_E_CANCELED).
- * - Mandatory ops are asserted at registration (engine/dev.c). */
+ * - Mandatory ops are checked at first use (engine/dev.c): a provider lacking
+ *   one is disabled with an error log. Optional: dev_find_by_addr, listen,
+ *   stop_listen, connect_to_addr, conn_accept, conn_reject (the engine answers
+ *   RDMX_E_NOT_SUPPORTED without them).
+ * - conn_export / connect_to_addr that fail leave nothing to release: the
+ *   engine frees the conn without calling conn_release.
+ * - conn_disconnect (on any connection not in REQUESTED, also one exported
+ *   and never connected) ends with RDMX__CONN_EV_DISCONNECTED from a later
+ *   ctx_poll; the engine aborts tasks submitted after it.
+ * - conn_release may be called after ctx_stop returned (for connections that
+ *   ctx_stop did not end with an event); it must not need the ctx's state.
+ * - ESTABLISHED is reported in both flows (export/connect once the wire is
+ *   up, cm once accepted). */
 #ifndef RDMX_ENGINE_PROVIDER_H
 #define RDMX_ENGINE_PROVIDER_H
 

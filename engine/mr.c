@@ -1,0 +1,221 @@
+/* Memory regions: registration through the provider, the descriptor wire
+ * format of mr.h (explicit little-endian packing, no struct overlay), and
+ * remote regions decoded from a peer's descriptor. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "provider.h"
+
+#define OFF_MAGIC 0
+#define OFF_VERSION 2
+#define OFF_PROVIDER 3
+#define OFF_ACCESS 4
+#define OFF_ADDR 8
+#define OFF_LEN 16
+#define OFF_RKEY 24
+#define OFF_RESERVED 28
+
+static void put_u16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint16_t get_u16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+	uint32_t v = 0;
+	for (int i = 0; i < 4; i++)
+		v |= (uint32_t)p[i] << (8 * i);
+	return v;
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+int rdmx_mr_reg(struct rdmx_dev *dev, void *addr, size_t len, unsigned access,
+		struct rdmx_mr **mr)
+{
+	struct rdmx_mr *m;
+	int rc;
+
+	if (!dev || !addr || !len || !mr || (access & ~RDMX_ACCESS_ALL))
+		return RDMX_E_INVAL;
+	if ((uintptr_t)addr + len < (uintptr_t)addr)
+		return RDMX_E_INVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return RDMX_E_NOMEM;
+	m->dev = dev;
+	m->addr = addr;
+	m->len = len;
+	m->access = access;
+	rc = dev->ops->mr_reg(m);
+	if (rc) {
+		RDMX_DBG("registering %zu bytes on %s failed: %s", len, dev->name,
+			 rdmx_err_name(rc));
+		free(m);
+		return rc;
+	}
+	atomic_fetch_add(&dev->users, 1);
+	*mr = m;
+	return 0;
+}
+
+int rdmx_mr_dereg(struct rdmx_mr **mr)
+{
+	struct rdmx_dev *dev;
+
+	if (!mr || !*mr)
+		return 0;
+	dev = (*mr)->dev;
+	dev->ops->mr_dereg(*mr);
+	atomic_fetch_sub(&dev->users, 1);
+	free(*mr);
+	*mr = NULL;
+	return 0;
+}
+
+int rdmx_mr_get_ptr(const struct rdmx_mr *mr, void **ptr)
+{
+	if (!mr || !ptr)
+		return RDMX_E_INVAL;
+	*ptr = mr->addr;
+	return 0;
+}
+
+int rdmx_mr_get_size(const struct rdmx_mr *mr, size_t *size)
+{
+	if (!mr || !size)
+		return RDMX_E_INVAL;
+	*size = mr->len;
+	return 0;
+}
+
+int rdmx_mr_get_access(const struct rdmx_mr *mr, unsigned *access)
+{
+	if (!mr || !access)
+		return RDMX_E_INVAL;
+	*access = mr->access;
+	return 0;
+}
+
+void rdmx__mr_descriptor_encode(const struct rdmx_mr *mr, uint8_t provider_id, void *desc)
+{
+	uint8_t *p = desc;
+
+	put_u16(p + OFF_MAGIC, RDMX_DESC_MAGIC);
+	p[OFF_VERSION] = RDMX_DESC_VERSION;
+	p[OFF_PROVIDER] = provider_id;
+	put_u32(p + OFF_ACCESS, mr->access);
+	put_u64(p + OFF_ADDR, (uint64_t)(uintptr_t)mr->addr);
+	put_u64(p + OFF_LEN, (uint64_t)mr->len);
+	put_u32(p + OFF_RKEY, mr->rkey);
+	put_u32(p + OFF_RESERVED, 0);
+}
+
+int rdmx__mr_descriptor_decode(const void *desc, size_t size, struct rdmx_mr_remote *remote)
+{
+	const uint8_t *p = desc;
+	struct rdmx_mr_remote r;
+
+	if (!desc || !remote || size != RDMX_MR_DESCRIPTOR_SIZE)
+		return RDMX_E_INVAL;
+	if (get_u16(p + OFF_MAGIC) != RDMX_DESC_MAGIC || p[OFF_VERSION] != RDMX_DESC_VERSION)
+		return RDMX_E_INVAL;
+	if (p[OFF_PROVIDER] != RDMX_PROVIDER_ID_TCP && p[OFF_PROVIDER] != RDMX_PROVIDER_ID_VERBS)
+		return RDMX_E_INVAL;
+	memset(&r, 0, sizeof(r));
+	r.provider = p[OFF_PROVIDER];
+	r.access = get_u32(p + OFF_ACCESS);
+	r.addr = get_u64(p + OFF_ADDR);
+	r.len = get_u64(p + OFF_LEN);
+	r.rkey = get_u32(p + OFF_RKEY);
+	if ((r.access & ~RDMX_ACCESS_ALL) || get_u32(p + OFF_RESERVED) != 0)
+		return RDMX_E_INVAL;
+	if (r.len == 0 || r.addr + r.len < r.addr)
+		return RDMX_E_INVAL;
+	*remote = r;
+	return 0;
+}
+
+int rdmx_mr_get_descriptor(const struct rdmx_mr *mr, void *desc)
+{
+	if (!mr || !desc)
+		return RDMX_E_INVAL;
+	rdmx__mr_descriptor_encode(mr, mr->dev->ops->id, desc);
+	return 0;
+}
+
+int rdmx_mr_get_descriptor_size(const struct rdmx_mr *mr, size_t *size)
+{
+	if (!mr || !size)
+		return RDMX_E_INVAL;
+	*size = RDMX_MR_DESCRIPTOR_SIZE;
+	return 0;
+}
+
+int rdmx_mr_remote_from_descriptor(const void *desc, size_t desc_size,
+				   struct rdmx_mr_remote **remote)
+{
+	struct rdmx_mr_remote r, *out;
+	int rc;
+
+	if (!remote)
+		return RDMX_E_INVAL;
+	rc = rdmx__mr_descriptor_decode(desc, desc_size, &r);
+	if (rc)
+		return rc;
+	out = malloc(sizeof(*out));
+	if (!out)
+		return RDMX_E_NOMEM;
+	*out = r;
+	*remote = out;
+	return 0;
+}
+
+int rdmx_mr_remote_delete(struct rdmx_mr_remote **remote)
+{
+	if (!remote || !*remote)
+		return 0;
+	free(*remote);
+	*remote = NULL;
+	return 0;
+}
+
+int rdmx_mr_remote_get_size(const struct rdmx_mr_remote *remote, size_t *size)
+{
+	if (!remote || !size)
+		return RDMX_E_INVAL;
+	*size = (size_t)remote->len;
+	return 0;
+}
+
+int rdmx_mr_remote_get_access(const struct rdmx_mr_remote *remote, unsigned *access)
+{
+	if (!remote || !access)
+		return RDMX_E_INVAL;
+	*access = remote->access;
+	return 0;
+}

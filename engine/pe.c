@@ -1,0 +1,352 @@
+/* Progress engine: drives the contexts attached to it.
+ *
+ * rdmx_pe_progress walks the attached contexts, lets each provider deliver
+ * what is ready (ops->ctx_poll) and then the engine's own deferred
+ * completions. It makes no system call of its own, so polling an idle engine
+ * costs a few loads per context (plus whatever the provider's poll does).
+ *
+ * Notification: one epoll set holds every context's provider fd and an
+ * eventfd of the engine itself, which stands for engine-level completions
+ * (tasks aborted at submit on a connection in error). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "provider.h"
+
+#define PE_POLL_BUDGET 64u
+#define PE_DEFAULT_SPIN_US 50u
+
+struct rdmx_pe {
+	int epfd;
+	int evfd;
+	struct rdmx_ctx *ctxs; /* attached contexts, through ctx->next_in_pe */
+	unsigned num_ctxs;
+	bool armed;            /* request_notification called, not yet cleared */
+	bool in_progress;      /* guards against progress from a callback */
+	enum rdmx_poll_mode mode;
+	uint32_t spin_us;
+};
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int rdmx_pe_create(struct rdmx_pe **pe)
+{
+	struct epoll_event ev;
+	struct rdmx_pe *p;
+	int rc;
+
+	if (!pe)
+		return RDMX_E_INVAL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return RDMX_E_NOMEM;
+	p->mode = RDMX_POLL_HYBRID;
+	p->spin_us = PE_DEFAULT_SPIN_US;
+	p->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (p->epfd < 0) {
+		RDMX_ERR("epoll_create1 failed: %s", strerror(errno));
+		rc = RDMX_E_PROVIDER;
+		goto free_pe;
+	}
+	p->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (p->evfd < 0) {
+		RDMX_ERR("eventfd failed: %s", strerror(errno));
+		rc = RDMX_E_PROVIDER;
+		goto close_epoll;
+	}
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.ptr = NULL; /* NULL marks the engine's own eventfd */
+	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->evfd, &ev)) {
+		RDMX_ERR("epoll_ctl add eventfd failed: %s", strerror(errno));
+		rc = RDMX_E_PROVIDER;
+		goto close_eventfd;
+	}
+	*pe = p;
+	return 0;
+
+close_eventfd:
+	close(p->evfd);
+close_epoll:
+	close(p->epfd);
+free_pe:
+	free(p);
+	return rc;
+}
+
+int rdmx_pe_destroy(struct rdmx_pe **pe)
+{
+	if (!pe || !*pe)
+		return 0;
+	if ((*pe)->num_ctxs) {
+		RDMX_DBG("progress engine still has %u contexts", (*pe)->num_ctxs);
+		return RDMX_E_BAD_STATE;
+	}
+	close((*pe)->evfd);
+	close((*pe)->epfd);
+	free(*pe);
+	*pe = NULL;
+	return 0;
+}
+
+int rdmx__pe_attach(struct rdmx_pe *pe, struct rdmx_ctx *ctx)
+{
+	struct epoll_event ev;
+	int fd = ctx->dev->ops->ctx_get_fd(ctx);
+
+	if (fd >= 0) {
+		memset(&ev, 0, sizeof(ev));
+		ev.events = EPOLLIN;
+		ev.data.ptr = ctx;
+		if (epoll_ctl(pe->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+			RDMX_ERR("epoll_ctl add fd %d failed: %s", fd, strerror(errno));
+			return RDMX_E_PROVIDER;
+		}
+	}
+	ctx->next_in_pe = pe->ctxs;
+	pe->ctxs = ctx;
+	pe->num_ctxs++;
+	return 0;
+}
+
+void rdmx__pe_detach(struct rdmx_pe *pe, struct rdmx_ctx *ctx)
+{
+	int fd = ctx->dev->ops->ctx_get_fd(ctx);
+
+	if (fd >= 0 && epoll_ctl(pe->epfd, EPOLL_CTL_DEL, fd, NULL) && errno != EBADF &&
+	    errno != ENOENT)
+		RDMX_WARN("epoll_ctl del fd %d failed: %s", fd, strerror(errno));
+	for (struct rdmx_ctx **pp = &pe->ctxs; *pp; pp = &(*pp)->next_in_pe) {
+		if (*pp == ctx) {
+			*pp = ctx->next_in_pe;
+			pe->num_ctxs--;
+			break;
+		}
+	}
+	ctx->next_in_pe = NULL;
+}
+
+void rdmx__pe_signal(struct rdmx_pe *pe)
+{
+	uint64_t one = 1;
+
+	if (pe && pe->armed && write(pe->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		RDMX_WARN("eventfd write failed: %s", strerror(errno));
+}
+
+static int progress_ctx(struct rdmx_ctx *ctx)
+{
+	int n, done = 0;
+
+	ctx->in_poll++;
+	n = ctx->dev->ops->ctx_poll(ctx, PE_POLL_BUDGET);
+	ctx->in_poll--;
+	if (n < 0) {
+		RDMX_DBG("ctx_poll failed: %s", rdmx_err_name(n));
+		return n;
+	}
+	done += n;
+	if (ctx->deferred_head) {
+		ctx->in_poll++;
+		done += rdmx__ctx_deliver_deferred(ctx, false);
+		ctx->in_poll--;
+	}
+	if (ctx->dead)
+		rdmx__ctx_reap_conns(ctx);
+	return done;
+}
+
+int rdmx_pe_progress(struct rdmx_pe *pe)
+{
+	int total = 0, err = 0;
+
+	if (!pe)
+		return RDMX_E_INVAL;
+	if (pe->in_progress)
+		return RDMX_E_BAD_STATE;
+	pe->in_progress = true;
+	/* read `next` after the callbacks ran: they may stop other contexts */
+	for (struct rdmx_ctx *ctx = pe->ctxs; ctx; ctx = ctx->next_in_pe) {
+		int n = progress_ctx(ctx);
+
+		if (n < 0)
+			err = n;
+		else
+			total += n;
+	}
+	pe->in_progress = false;
+	return total ? total : err;
+}
+
+int rdmx_pe_get_fd(struct rdmx_pe *pe, int *fd)
+{
+	if (!pe || !fd)
+		return RDMX_E_INVAL;
+	*fd = pe->epfd;
+	return 0;
+}
+
+int rdmx_pe_request_notification(struct rdmx_pe *pe)
+{
+	bool ready = false;
+	int rc;
+
+	if (!pe)
+		return RDMX_E_INVAL;
+	for (struct rdmx_ctx *ctx = pe->ctxs; ctx; ctx = ctx->next_in_pe) {
+		rc = ctx->dev->ops->ctx_arm(ctx);
+		if (rc)
+			return rc;
+		ready = ready || rdmx__ctx_deferred_ready(ctx) || ctx->dead;
+	}
+	pe->armed = true;
+	if (ready)
+		rdmx__pe_signal(pe);
+	return 0;
+}
+
+int rdmx_pe_clear_notification(struct rdmx_pe *pe)
+{
+	uint64_t v;
+	int rc, err = 0;
+
+	if (!pe)
+		return RDMX_E_INVAL;
+	for (struct rdmx_ctx *ctx = pe->ctxs; ctx; ctx = ctx->next_in_pe) {
+		rc = ctx->dev->ops->ctx_disarm(ctx);
+		if (rc)
+			err = rc;
+	}
+	if (read(pe->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		RDMX_WARN("eventfd read failed: %s", strerror(errno));
+	pe->armed = false;
+	return err;
+}
+
+int rdmx_pe_set_poll_mode(struct rdmx_pe *pe, enum rdmx_poll_mode mode, uint32_t spin_us)
+{
+	if (!pe)
+		return RDMX_E_INVAL;
+	if (mode != RDMX_POLL_BUSY && mode != RDMX_POLL_BLOCK && mode != RDMX_POLL_HYBRID)
+		return RDMX_E_INVAL;
+	pe->mode = mode;
+	pe->spin_us = spin_us;
+	return 0;
+}
+
+int rdmx_pe_get_poll_mode(const struct rdmx_pe *pe, enum rdmx_poll_mode *mode, uint32_t *spin_us)
+{
+	if (!pe)
+		return RDMX_E_INVAL;
+	if (mode)
+		*mode = pe->mode;
+	if (spin_us)
+		*spin_us = pe->spin_us;
+	return 0;
+}
+
+/* Spins on progress until something ran or `until_ns` (0: forever) passed. */
+static int spin(struct rdmx_pe *pe, uint64_t until_ns)
+{
+	for (;;) {
+		int n = rdmx_pe_progress(pe);
+
+		if (n != 0)
+			return n;
+		if (until_ns && now_ns() >= until_ns)
+			return 0;
+		cpu_relax();
+	}
+}
+
+/* Sleeps on the fd until something ran or `deadline_ns` (0: forever) passed. */
+static int block(struct rdmx_pe *pe, uint64_t deadline_ns)
+{
+	struct epoll_event evs[8];
+
+	for (;;) {
+		int n, rc, ms = -1;
+
+		rc = rdmx_pe_request_notification(pe);
+		if (rc)
+			return rc;
+		/* an event that arrived before arming would not wake the fd */
+		n = rdmx_pe_progress(pe);
+		if (n != 0) {
+			rdmx_pe_clear_notification(pe);
+			return n;
+		}
+		if (deadline_ns) {
+			uint64_t now = now_ns();
+
+			if (now >= deadline_ns) {
+				rdmx_pe_clear_notification(pe);
+				return 0;
+			}
+			ms = (int)((deadline_ns - now + 999999u) / 1000000u);
+		}
+		rc = epoll_wait(pe->epfd, evs, 8, ms);
+		if (rc < 0 && errno != EINTR) {
+			RDMX_ERR("epoll_wait failed: %s", strerror(errno));
+			rdmx_pe_clear_notification(pe);
+			return RDMX_E_PROVIDER;
+		}
+		rc = rdmx_pe_clear_notification(pe);
+		if (rc)
+			return rc;
+		n = rdmx_pe_progress(pe);
+		if (n != 0)
+			return n;
+	}
+}
+
+int rdmx_pe_wait(struct rdmx_pe *pe, int timeout_ms)
+{
+	uint64_t start, deadline = 0, spin_until;
+
+	if (!pe || timeout_ms < -1)
+		return RDMX_E_INVAL;
+	if (pe->in_progress)
+		return RDMX_E_BAD_STATE;
+	start = now_ns();
+	if (timeout_ms >= 0)
+		deadline = start + (uint64_t)timeout_ms * 1000000u + 1; /* nonzero */
+	switch (pe->mode) {
+	case RDMX_POLL_BUSY:
+		return spin(pe, deadline);
+	case RDMX_POLL_BLOCK:
+		return block(pe, deadline);
+	case RDMX_POLL_HYBRID:
+	default: {
+		int n;
+
+		spin_until = start + (uint64_t)pe->spin_us * 1000u + 1;
+		if (deadline && deadline < spin_until)
+			spin_until = deadline;
+		n = spin(pe, spin_until);
+		if (n != 0 || (deadline && now_ns() >= deadline))
+			return n;
+		return block(pe, deadline);
+	}
+	}
+}
