@@ -37,6 +37,13 @@ struct handshake {
 	struct handshake *prev, *next;
 };
 
+/* At most one line a second per kind of drop, whatever the flood; the next
+ * line says how many went unreported. */
+struct rate_log {
+	ev_tstamp last;
+	uint64_t suppressed;
+};
+
 struct rdmx_tls_listener {
 	struct ev_loop *loop;
 	struct rdmx_tls_config *cfg;
@@ -58,8 +65,8 @@ struct rdmx_tls_listener {
 	rdmx_tls_refused_cb refused;
 	void *arg;
 
-	ev_tstamp last_limit_log;
-	uint64_t limit_suppressed;
+	struct rate_log limit_log;
+	struct rate_log timeout_log;
 };
 
 static int same_source(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
@@ -173,16 +180,44 @@ static void handshake_io_cb(struct ev_loop *loop, ev_io *w, int revents)
 	handshake_step(w->data);
 }
 
+static const char *skipped_text(uint64_t skipped)
+{
+	static __thread char buf[64];
+
+	buf[0] = '\0';
+	if (skipped)
+		snprintf(buf, sizeof(buf), "; %llu more not logged in the last second",
+			 (unsigned long long)skipped);
+	return buf;
+}
+
+/* 1 when a line may be logged now; *skipped tells how many were not. */
+static int rate_ok(struct rdmx_tls_listener *l, struct rate_log *r, uint64_t *skipped)
+{
+	ev_tstamp now = ev_now(l->loop);
+
+	if (now - r->last < 1.0) {
+		r->suppressed++;
+		return 0;
+	}
+	*skipped = r->suppressed;
+	r->last = now;
+	r->suppressed = 0;
+	return 1;
+}
+
 static void handshake_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct handshake *h = w->data;
 	const char *peer = "unknown";
+	uint64_t skipped;
 
 	(void)loop;
 	(void)revents;
 	rdmx_tls_conn_get_peer_addr(h->conn, &peer);
-	RDMX_SEC_WARN("tls: handshake timed out after %u ms, connection dropped (peer %s)",
-		      h->l->timeout_ms, peer);
+	if (rate_ok(h->l, &h->l->timeout_log, &skipped))
+		RDMX_SEC_WARN("tls: handshake timed out after %u ms, connection dropped (peer %s)%s",
+			      h->l->timeout_ms, peer, skipped_text(skipped));
 	h->l->stats.timed_out++;
 	handshake_refused(h, RDMX_E_TIMEDOUT, "handshake timed out");
 }
@@ -190,21 +225,15 @@ static void handshake_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static void over_limit(struct rdmx_tls_listener *l, int fd, const struct sockaddr_storage *src)
 {
 	char text[NI_MAXHOST];
-	ev_tstamp now = ev_now(l->loop);
+	uint64_t skipped;
 
 	close(fd);
 	l->stats.over_limit++;
 	source_text(src, text, sizeof(text));
-	/* at most one line a second, whatever the flood */
-	if (now - l->last_limit_log >= 1.0) {
+	if (rate_ok(l, &l->limit_log, &skipped))
 		RDMX_SEC_WARN("tls: connection from %s dropped: over %u handshakes in progress "
-			      "from one source (%llu more dropped since the last report)",
-			      text, l->max_per_source, (unsigned long long)l->limit_suppressed);
-		l->last_limit_log = now;
-		l->limit_suppressed = 0;
-	} else {
-		l->limit_suppressed++;
-	}
+			      "from one source%s",
+			      text, l->max_per_source, skipped_text(skipped));
 	if (l->refused)
 		l->refused(l, RDMX_E_FULL, "too many handshakes from this source", text, l->arg);
 }
@@ -357,7 +386,7 @@ int rdmx_tls_listener_create(struct ev_loop *loop, struct rdmx_tls_config *cfg,
 		free(l);
 		return ret;
 	}
-	l->last_limit_log = -10.0;
+	l->limit_log.last = l->timeout_log.last = -10.0;
 	ev_io_init(&l->accept_io, accept_cb, l->fd, EV_READ);
 	l->accept_io.data = l;
 	ev_timer_init(&l->resume_timer, resume_timer_cb, 0.1, 0.0);

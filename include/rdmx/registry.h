@@ -1,0 +1,122 @@
+/* rdmx cluster registry client (server: rdmx-bootstrapd).
+ *
+ * Members join with a service name, an endpoint ("host:port" or any text
+ * without spaces) and metadata (key/value strings), and hold a lease that
+ * they renew by heartbeat; a member whose lease runs out is dropped and the
+ * watchers are told. Everything travels over mutual TLS 1.3 (rdmx/tls.h):
+ * the server knows each client by its certificate name, and its policy says
+ * which names may register which services. Only the certificate that made a
+ * member may renew it or make it leave.
+ *
+ * The client is blocking: each call sends one request and waits for its
+ * answer (default 5 s, see set_timeout). Watch events that arrive meanwhile
+ * are queued (up to RDMX_REGISTRY_MAX_QUEUED_EVENTS; past that the oldest
+ * are dropped and counted) and read with next_event. One thread at a time.
+ *
+ * Wire: one msgpack map per TLS frame; see docs/SECURITY.md. */
+#ifndef RDMX_REGISTRY_H
+#define RDMX_REGISTRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdmx/tls.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RDMX_REGISTRY_MAX_SERVICE 128u	/* [A-Za-z0-9._-]+ */
+#define RDMX_REGISTRY_MAX_ENDPOINT 256u /* printable ASCII, no spaces */
+#define RDMX_REGISTRY_MAX_OWNER 253u
+#define RDMX_REGISTRY_MAX_META 16u
+#define RDMX_REGISTRY_MAX_META_KEY 64u	  /* [A-Za-z0-9._-]+ */
+#define RDMX_REGISTRY_MAX_META_VALUE 256u /* printable ASCII (spaces allowed) */
+#define RDMX_REGISTRY_MAX_QUEUED_EVENTS 1024u
+#define RDMX_REGISTRY_DEFAULT_TIMEOUT_MS 5000
+#define RDMX_REGISTRY_PROTOCOL_VERSION 1u
+
+struct rdmx_registry_client;
+
+struct rdmx_registry_kv {
+	const char *key;
+	const char *value;
+};
+
+struct rdmx_registry_member {
+	uint64_t id;
+	const char *service;
+	const char *endpoint;
+	const char *owner; /* certificate name of the member that joined */
+	uint32_t ttl_ms;   /* the lease granted */
+	uint32_t expires_in_ms; /* lease left when the server answered */
+	size_t n_meta;
+	const struct rdmx_registry_kv *meta;
+};
+
+/* Result of lookup and list; free with rdmx_registry_members_free. */
+struct rdmx_registry_members {
+	size_t count;
+	struct rdmx_registry_member *items;
+};
+
+enum rdmx_registry_event_type {
+	RDMX_REGISTRY_JOINED = 1,
+	RDMX_REGISTRY_LEFT = 2,	   /* the member said leave */
+	RDMX_REGISTRY_EXPIRED = 3, /* its lease ran out */
+};
+
+struct rdmx_registry_event {
+	enum rdmx_registry_event_type type;
+	struct rdmx_registry_member member;
+};
+
+/* Connects over mutual TLS (the config's allow-list names the server's
+ * certificate). Errors: those of rdmx_tls_connect. */
+int rdmx_registry_client_connect(const char *host, uint16_t port, struct rdmx_tls_config *cfg,
+				 struct rdmx_registry_client **client);
+/* NULL / *client == NULL is a no-op. Members joined through this client stay
+ * until they leave or their lease runs out. */
+int rdmx_registry_client_destroy(struct rdmx_registry_client **client);
+/* Per-request wait, 1 ms .. 10 min. */
+int rdmx_registry_client_set_timeout(struct rdmx_registry_client *client, int timeout_ms);
+/* The server's text for the last refused request ("" if none). */
+const char *rdmx_registry_client_last_error(const struct rdmx_registry_client *client);
+/* The TLS socket, to wait for watch events in a poll loop. */
+int rdmx_registry_client_get_fd(const struct rdmx_registry_client *client, int *fd);
+
+/* Joins `service` at `endpoint` with a lease of ttl_ms (the server clamps it
+ * into its bounds; *granted_ms tells, may be NULL). Errors: RDMX_E_INVAL
+ * (names or sizes out of bounds), RDMX_E_AUTH (policy refuses this
+ * certificate for this service), RDMX_E_FULL (registry full), transport
+ * errors (RDMX_E_TIMEDOUT, RDMX_E_DISCONNECTED, ...). */
+int rdmx_registry_client_join(struct rdmx_registry_client *client, const char *service,
+			      const char *endpoint, const struct rdmx_registry_kv *meta,
+			      size_t n_meta, uint32_t ttl_ms, uint64_t *member_id,
+			      uint32_t *granted_ms);
+/* Renews the lease. RDMX_E_NOT_FOUND once it has expired (join again);
+ * RDMX_E_AUTH for a member of another certificate. */
+int rdmx_registry_client_heartbeat(struct rdmx_registry_client *client, uint64_t member_id);
+int rdmx_registry_client_leave(struct rdmx_registry_client *client, uint64_t member_id);
+
+/* Live members of one service / of all services. */
+int rdmx_registry_client_lookup(struct rdmx_registry_client *client, const char *service,
+				struct rdmx_registry_members **members);
+int rdmx_registry_client_list(struct rdmx_registry_client *client,
+			      struct rdmx_registry_members **members);
+int rdmx_registry_members_free(struct rdmx_registry_members **members);
+
+/* Subscribes to joins, leaves and expiries of `service` (NULL: all). */
+int rdmx_registry_client_watch(struct rdmx_registry_client *client, const char *service);
+/* The next event, waiting up to timeout_ms (0: only what is there).
+ * RDMX_E_TIMEDOUT when none came. */
+int rdmx_registry_client_next_event(struct rdmx_registry_client *client, int timeout_ms,
+				    struct rdmx_registry_event **event);
+int rdmx_registry_event_free(struct rdmx_registry_event **event);
+/* Events dropped because the queue was full. */
+uint64_t rdmx_registry_client_dropped_events(const struct rdmx_registry_client *client);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

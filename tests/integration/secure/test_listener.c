@@ -1,0 +1,486 @@
+/* The libev TLS listener over loopback TCP: a server thread runs the loop
+ * with an echo service; the test thread plays good and bad clients. Timeouts
+ * here are failure guards only, never measurements. */
+#include <criterion/criterion.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ev.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include <rdmx/status.h>
+#include <rdmx/tls.h>
+
+#include "tls_test_pki.h"
+
+#define cr_assert_rc(expr, want)                                                             \
+	do {                                                                                 \
+		int rc_ = (expr);                                                            \
+		cr_assert_eq(rc_, (want), "%s = %s (%d), want %s", #expr, rdmx_err_name(rc_), \
+			     rc_, rdmx_err_name(want));                                      \
+	} while (0)
+
+static struct tls_test_pki pki;
+
+/* ---- server thread ---- */
+
+struct echo {
+	struct rdmx_tls_conn *conn;
+	ev_io io;
+	struct echo *next;
+};
+
+static struct server {
+	pthread_t thread;
+	struct ev_loop *loop;
+	ev_async stop;
+	ev_prepare check;
+	struct rdmx_tls_config *cfg;
+	struct rdmx_tls_listener *l;
+	struct echo *echoes;
+	uint16_t port;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int ready;
+	int create_rc;
+	struct rdmx_tls_listener_stats snap;
+	uint32_t max_handshaking;
+	int established;
+	int refused;
+	char last_reason[256];
+} srv;
+
+static void echo_close(struct echo *e)
+{
+	struct echo **pp = &srv.echoes;
+
+	while (*pp && *pp != e)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = e->next;
+	ev_io_stop(srv.loop, &e->io);
+	rdmx_tls_conn_destroy(&e->conn);
+	free(e);
+}
+
+static void echo_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct echo *e = w->data;
+	const void *f;
+	size_t len;
+	int r, fd;
+
+	(void)revents;
+	if (rdmx_tls_conn_want_write(e->conn) && rdmx_tls_conn_flush(e->conn) < 0) {
+		echo_close(e);
+		return;
+	}
+	/* bounded: a peer flooding frames yields to the loop every 64 */
+	for (int i = 0; i < 64; i++) {
+		r = rdmx_tls_conn_recv(e->conn, &f, &len);
+		if (r > 0)
+			break;
+		if (r < 0 || rdmx_tls_conn_send(e->conn, f, len) < 0) {
+			echo_close(e);
+			return;
+		}
+	}
+	rdmx_tls_conn_get_fd(e->conn, &fd);
+	ev_io_stop(loop, &e->io);
+	ev_io_set(&e->io, fd, EV_READ | (rdmx_tls_conn_want_write(e->conn) ? EV_WRITE : 0));
+	ev_io_start(loop, &e->io);
+}
+
+static void established_cb(struct rdmx_tls_listener *l, struct rdmx_tls_conn *conn, void *arg)
+{
+	struct echo *e = calloc(1, sizeof(*e));
+	int fd;
+
+	(void)l;
+	(void)arg;
+	pthread_mutex_lock(&srv.lock);
+	srv.established++;
+	pthread_mutex_unlock(&srv.lock);
+	if (!e) {
+		rdmx_tls_conn_destroy(&conn);
+		return;
+	}
+	e->conn = conn;
+	e->next = srv.echoes;
+	srv.echoes = e;
+	rdmx_tls_conn_get_fd(conn, &fd);
+	ev_io_init(&e->io, echo_cb, fd, EV_READ);
+	e->io.data = e;
+	ev_io_start(srv.loop, &e->io);
+	ev_feed_event(srv.loop, &e->io, EV_READ); /* frames may already be buffered */
+}
+
+static void refused_cb(struct rdmx_tls_listener *l, int err, const char *reason,
+		       const char *peer, void *arg)
+{
+	(void)l;
+	(void)err;
+	(void)peer;
+	(void)arg;
+	pthread_mutex_lock(&srv.lock);
+	srv.refused++;
+	snprintf(srv.last_reason, sizeof(srv.last_reason), "%s", reason);
+	pthread_mutex_unlock(&srv.lock);
+}
+
+static void check_cb(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+	pthread_mutex_lock(&srv.lock);
+	if (srv.l)
+		rdmx_tls_listener_get_stats(srv.l, &srv.snap);
+	if (srv.snap.handshaking > srv.max_handshaking)
+		srv.max_handshaking = srv.snap.handshaking;
+	pthread_mutex_unlock(&srv.lock);
+}
+
+static void stop_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	while (srv.echoes)
+		echo_close(srv.echoes);
+	pthread_mutex_lock(&srv.lock);
+	rdmx_tls_listener_destroy(&srv.l);
+	pthread_mutex_unlock(&srv.lock);
+	ev_prepare_stop(loop, &srv.check);
+	ev_async_stop(loop, &srv.stop);
+	ev_break(loop, EVBREAK_ALL);
+}
+
+static void *server_main(void *arg)
+{
+	int rc;
+
+	(void)arg;
+	rc = rdmx_tls_listener_create(srv.loop, srv.cfg, "127.0.0.1", 0, established_cb, NULL,
+				      &srv.l);
+	if (!rc) {
+		rdmx_tls_listener_set_refused_cb(srv.l, refused_cb);
+		rdmx_tls_listener_get_port(srv.l, &srv.port);
+	}
+	pthread_mutex_lock(&srv.lock);
+	srv.ready = 1;
+	srv.create_rc = rc;
+	pthread_cond_signal(&srv.cond);
+	pthread_mutex_unlock(&srv.lock);
+	if (!rc)
+		ev_run(srv.loop, 0);
+	return NULL;
+}
+
+/* timeout_ms: handshake timeout; limits: total / per source */
+static void server_start(uint32_t timeout_ms, uint32_t total, uint32_t per_source)
+{
+	memset(&srv, 0, sizeof(srv));
+	pthread_mutex_init(&srv.lock, NULL);
+	pthread_cond_init(&srv.cond, NULL);
+	srv.cfg = tls_test_config(&pki, "server", "*.test", 1);
+	cr_assert_not_null(srv.cfg);
+	cr_assert_rc(rdmx_tls_config_set_handshake_timeout(srv.cfg, timeout_ms), RDMX_OK);
+	cr_assert_rc(rdmx_tls_config_set_handshake_limits(srv.cfg, total, per_source), RDMX_OK);
+	srv.loop = ev_loop_new(EVFLAG_AUTO);
+	ev_async_init(&srv.stop, stop_cb);
+	ev_async_start(srv.loop, &srv.stop);
+	ev_prepare_init(&srv.check, check_cb);
+	ev_prepare_start(srv.loop, &srv.check);
+	cr_assert_eq(pthread_create(&srv.thread, NULL, server_main, NULL), 0);
+	pthread_mutex_lock(&srv.lock);
+	while (!srv.ready)
+		pthread_cond_wait(&srv.cond, &srv.lock);
+	pthread_mutex_unlock(&srv.lock);
+	cr_assert_rc(srv.create_rc, RDMX_OK);
+}
+
+static void server_stop(void)
+{
+	ev_async_send(srv.loop, &srv.stop);
+	pthread_join(srv.thread, NULL);
+	ev_loop_destroy(srv.loop);
+	rdmx_tls_config_destroy(&srv.cfg);
+}
+
+static struct rdmx_tls_listener_stats stats(void)
+{
+	struct rdmx_tls_listener_stats s;
+
+	pthread_mutex_lock(&srv.lock);
+	s = srv.snap;
+	pthread_mutex_unlock(&srv.lock);
+	return s;
+}
+
+static int refused_count(void)
+{
+	int n;
+
+	pthread_mutex_lock(&srv.lock);
+	n = srv.refused;
+	pthread_mutex_unlock(&srv.lock);
+	return n;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Polls `cond` every 10 ms for up to guard_ms. */
+#define wait_until(cond, guard_ms)                                                           \
+	do {                                                                                 \
+		int64_t end_ = now_ms() + (guard_ms);                                        \
+		while (!(cond) && now_ms() < end_)                                           \
+			usleep(10000);                                                       \
+		cr_assert((cond), "timed out waiting for %s", #cond);                        \
+	} while (0)
+
+static void setup(void)
+{
+	cr_assert_eq(tls_test_pki_create(&pki), 0);
+	tls_test_log_capture();
+}
+
+static void teardown(void)
+{
+	tls_test_pki_destroy(&pki);
+}
+
+TestSuite(listener, .init = setup, .fini = teardown, .timeout = 120);
+
+/* A good client: connect, one echo. */
+static void echo_once(const char *msg)
+{
+	struct rdmx_tls_config *cfg = tls_test_config(&pki, "client", "server.test", 1);
+	struct rdmx_tls_conn *conn = NULL;
+	const void *f;
+	size_t len;
+
+	cr_assert_not_null(cfg);
+	cr_assert_rc(rdmx_tls_config_set_handshake_timeout(cfg, 10000), RDMX_OK);
+	cr_assert_rc(rdmx_tls_connect(cfg, "127.0.0.1", srv.port, &conn), RDMX_OK);
+	cr_assert_rc(rdmx_tls_conn_send_wait(conn, msg, strlen(msg), 5000), RDMX_OK);
+	cr_assert_rc(rdmx_tls_conn_recv_wait(conn, &f, &len, 5000), RDMX_OK);
+	cr_assert_eq(len, strlen(msg));
+	cr_assert_eq(memcmp(f, msg, len), 0);
+	rdmx_tls_conn_destroy(&conn);
+	rdmx_tls_config_destroy(&cfg);
+}
+
+/* A TCP socket from a chosen loopback source address, connected. */
+static int tcp_from(const char *src_ip)
+{
+	struct sockaddr_in src = {.sin_family = AF_INET}, dst = {.sin_family = AF_INET};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	cr_assert_geq(fd, 0);
+	inet_pton(AF_INET, src_ip, &src.sin_addr);
+	inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
+	dst.sin_port = htons(srv.port);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0, "bind %s: %s", src_ip,
+		     strerror(errno));
+	cr_assert_eq(connect(fd, (struct sockaddr *)&dst, sizeof(dst)), 0, "connect: %s",
+		     strerror(errno));
+	return fd;
+}
+
+/* 1 when the server closed fd (EOF or reset) within guard_ms. */
+static int closed_by_server(int fd, int guard_ms)
+{
+	int64_t end = now_ms() + guard_ms;
+	char buf[4096];
+
+	while (now_ms() < end) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+
+		if (poll(&p, 1, 100) > 0) {
+			ssize_t n = read(fd, buf, sizeof(buf));
+
+			if (n == 0 || (n < 0 && errno == ECONNRESET))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+Test(listener, echo_for_a_good_client)
+{
+	server_start(5000, 64, 8);
+	echo_once("ping");
+	echo_once("pong");
+	pthread_mutex_lock(&srv.lock);
+	cr_assert_eq(srv.established, 2);
+	cr_assert_eq(srv.refused, 0);
+	pthread_mutex_unlock(&srv.lock);
+	server_stop();
+}
+
+static void bad_client(const char *cert, const char *reason)
+{
+	struct rdmx_tls_config *cfg = tls_test_config(&pki, cert, "server.test", 0);
+	struct rdmx_tls_conn *conn = NULL;
+	const void *f;
+	size_t len;
+	int r;
+
+	cr_assert_not_null(cfg);
+	r = rdmx_tls_connect(cfg, "127.0.0.1", srv.port, &conn);
+	if (r == RDMX_OK) {
+		/* TLS 1.3: the client finishes first; the server's verdict
+		 * arrives as an alert, and our secret goes nowhere */
+		rdmx_tls_conn_send_wait(conn, "secret", 6, 2000);
+		r = rdmx_tls_conn_recv_wait(conn, &f, &len, 5000);
+		cr_assert_lt(r, 0);
+		cr_assert_neq(r, RDMX_E_TIMEDOUT);
+		rdmx_tls_conn_destroy(&conn);
+	}
+	cr_assert_lt(r, 0);
+	wait_until(refused_count() >= 1, 5000);
+	pthread_mutex_lock(&srv.lock);
+	cr_assert(strstr(srv.last_reason, reason), "reason '%s', want '%s'", srv.last_reason,
+		  reason);
+	srv.refused = 0;
+	pthread_mutex_unlock(&srv.lock);
+	rdmx_tls_config_destroy(&cfg);
+}
+
+Test(listener, refuses_bad_certificates_without_established_callback)
+{
+	server_start(5000, 64, 8);
+	bad_client("foreign", "not signed by a trusted CA");
+	bad_client("expired", "certificate expired");
+	bad_client("wrongsan", "name not allowed");
+	bad_client("revoked", "certificate revoked");
+	bad_client("codesign", "key usage");
+	pthread_mutex_lock(&srv.lock);
+	cr_assert_eq(srv.established, 0);
+	pthread_mutex_unlock(&srv.lock);
+	echo_once("still serving");
+	server_stop();
+}
+
+Test(listener, refuses_garbage_and_tls12)
+{
+	SSL_CTX *ctx;
+	SSL *ssl;
+	int fd;
+
+	server_start(5000, 64, 8);
+	fd = tcp_from("127.0.0.1");
+	cr_assert_eq(write(fd, "GET / HTTP/1.0\r\n\r\n", 18), 18);
+	cr_assert(closed_by_server(fd, 5000));
+	close(fd);
+	wait_until(refused_count() >= 1, 5000);
+
+	ctx = SSL_CTX_new(TLS_client_method());
+	SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_use_certificate_file(ctx, tls_test_pki_path(&pki, "client", ".crt"),
+				     SSL_FILETYPE_PEM);
+	SSL_CTX_use_PrivateKey_file(ctx, tls_test_pki_path(&pki, "client", ".key"),
+				    SSL_FILETYPE_PEM);
+	ssl = SSL_new(ctx);
+	fd = tcp_from("127.0.0.1");
+	SSL_set_fd(ssl, fd);
+	cr_assert_leq(SSL_connect(ssl), 0, "a TLS 1.2 client must not get in");
+	ERR_clear_error();
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+	close(fd);
+	wait_until(refused_count() >= 2, 5000);
+	pthread_mutex_lock(&srv.lock);
+	cr_assert(strstr(srv.last_reason, "TLS 1.3"), "reason '%s'", srv.last_reason);
+	cr_assert_eq(srv.established, 0);
+	pthread_mutex_unlock(&srv.lock);
+	server_stop();
+}
+
+Test(listener, slowloris_dropped_while_good_client_connects)
+{
+	enum { SLOW = 4 };
+	int fds[SLOW];
+
+	server_start(500, 64, 4);
+	for (int i = 0; i < SLOW; i++) {
+		fds[i] = tcp_from("127.0.0.2");
+		/* the first bytes of a record header, then silence */
+		cr_assert_eq(write(fds[i], "\x16\x03", 2), 2);
+	}
+	wait_until(stats().handshaking >= SLOW, 5000);
+	/* a good client from another address is not held up */
+	echo_once("through the crowd");
+	for (int i = 0; i < SLOW; i++) {
+		cr_assert(closed_by_server(fds[i], 10000), "stalled handshake %d not dropped", i);
+		close(fds[i]);
+	}
+	wait_until(stats().timed_out >= SLOW, 5000);
+	cr_assert(tls_test_log_contains("handshake timed out"));
+	server_stop();
+}
+
+Test(listener, flood_from_one_source_bounded_by_per_source_limit)
+{
+	enum { FLOOD = 200, PER_SOURCE = 4 };
+	static int fds[FLOOD];
+	struct rdmx_tls_listener_stats s;
+
+	server_start(3000, 16, PER_SOURCE);
+	for (int i = 0; i < FLOOD; i++)
+		fds[i] = tcp_from("127.0.0.3");
+	wait_until(stats().over_limit >= FLOOD - PER_SOURCE, 20000);
+	s = stats();
+	cr_assert_eq(s.accepted, FLOOD);
+	cr_assert_leq(s.handshaking, PER_SOURCE);
+	pthread_mutex_lock(&srv.lock);
+	cr_assert_leq(srv.max_handshaking, PER_SOURCE);
+	pthread_mutex_unlock(&srv.lock);
+	/* the flood is still open: a good client still gets in */
+	echo_once("hello despite the flood");
+	for (int i = 0; i < FLOOD; i++)
+		close(fds[i]);
+	wait_until(stats().handshaking == 0, 10000);
+	server_stop();
+}
+
+Test(listener, flood_from_many_sources_bounded_by_total_limit)
+{
+	enum { SOURCES = 10, EACH = 4, TOTAL = 16 };
+	static int fds[SOURCES * EACH];
+	char ip[32];
+
+	server_start(300, TOTAL, EACH);
+	for (int s = 0; s < SOURCES; s++) {
+		snprintf(ip, sizeof(ip), "127.0.1.%d", s + 1);
+		for (int i = 0; i < EACH; i++)
+			fds[s * EACH + i] = tcp_from(ip);
+	}
+	/* every one is accepted in turn, held at most the timeout, dropped */
+	wait_until(stats().timed_out == SOURCES * EACH, 30000);
+	pthread_mutex_lock(&srv.lock);
+	cr_assert_leq(srv.max_handshaking, TOTAL);
+	cr_assert_eq(srv.established, 0);
+	pthread_mutex_unlock(&srv.lock);
+	for (int i = 0; i < SOURCES * EACH; i++)
+		close(fds[i]);
+	echo_once("after the storm");
+	server_stop();
+}

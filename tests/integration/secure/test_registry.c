@@ -1,0 +1,545 @@
+/* The cluster registry: rdmx-bootstrapd's core in a server thread, the
+ * client API in the test thread, over loopback mutual TLS. Plus the wire
+ * decoder against hostile bytes. Timeouts are failure guards only. */
+#include <criterion/criterion.h>
+
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ev.h>
+#include <msgpack.h>
+
+#include <rdmx/registry.h>
+#include <rdmx/status.h>
+#include <rdmx/tls.h>
+
+#include "policy.h"
+#include "registry_proto.h"
+#include "registry_server.h"
+#include "tls_test_pki.h"
+
+#define cr_assert_rc(expr, want)                                                             \
+	do {                                                                                 \
+		int rc_ = (expr);                                                            \
+		cr_assert_eq(rc_, (want), "%s = %s (%d), want %s", #expr, rdmx_err_name(rc_), \
+			     rc_, rdmx_err_name(want));                                      \
+	} while (0)
+
+static struct tls_test_pki pki;
+
+static struct {
+	pthread_t thread;
+	struct ev_loop *loop;
+	ev_async stop;
+	struct rdmx_tls_config *cfg;
+	struct rdmx__bootstrapd *bsd;
+	uint16_t port;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int ready, rc;
+} srv;
+
+static void stop_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	rdmx__bootstrapd_destroy(&srv.bsd);
+	ev_async_stop(loop, &srv.stop);
+	ev_break(loop, EVBREAK_ALL);
+}
+
+static struct rdmx__policy *start_policy;
+
+static void *server_main(void *arg)
+{
+	struct rdmx__bootstrapd_opts o;
+
+	(void)arg;
+	rdmx__bootstrapd_opts_init(&o);
+	o.host = "127.0.0.1";
+	o.min_ttl_ms = 100;
+	o.max_ttl_ms = 60000;
+	o.sweep_ms = 20;
+	o.max_members_per_owner = 8;
+	srv.rc = rdmx__bootstrapd_create(srv.loop, srv.cfg, &o, start_policy, &srv.bsd);
+	if (!srv.rc)
+		srv.port = rdmx__bootstrapd_get_port(srv.bsd);
+	pthread_mutex_lock(&srv.lock);
+	srv.ready = 1;
+	pthread_cond_signal(&srv.cond);
+	pthread_mutex_unlock(&srv.lock);
+	if (!srv.rc)
+		ev_run(srv.loop, 0);
+	return NULL;
+}
+
+static void server_start(const char *policy_text)
+{
+	memset(&srv, 0, sizeof(srv));
+	start_policy = NULL;
+	if (policy_text)
+		cr_assert_eq(rdmx__policy_parse(policy_text, "test-policy", &start_policy), 0);
+	pthread_mutex_init(&srv.lock, NULL);
+	pthread_cond_init(&srv.cond, NULL);
+	srv.cfg = tls_test_config(&pki, "server", "*", 1);
+	cr_assert_not_null(srv.cfg);
+	cr_assert_rc(rdmx_tls_config_set_max_frame(srv.cfg, 65536), RDMX_OK);
+	srv.loop = ev_loop_new(EVFLAG_AUTO);
+	ev_async_init(&srv.stop, stop_cb);
+	ev_async_start(srv.loop, &srv.stop);
+	cr_assert_eq(pthread_create(&srv.thread, NULL, server_main, NULL), 0);
+	pthread_mutex_lock(&srv.lock);
+	while (!srv.ready)
+		pthread_cond_wait(&srv.cond, &srv.lock);
+	pthread_mutex_unlock(&srv.lock);
+	cr_assert_rc(srv.rc, RDMX_OK);
+}
+
+static void server_stop(void)
+{
+	ev_async_send(srv.loop, &srv.stop);
+	pthread_join(srv.thread, NULL);
+	ev_loop_destroy(srv.loop);
+	rdmx_tls_config_destroy(&srv.cfg);
+}
+
+static struct rdmx_tls_config *client_cfgs[4];
+static int n_client_cfgs;
+
+static struct rdmx_registry_client *client(const char *cert)
+{
+	struct rdmx_tls_config *cfg = tls_test_config(&pki, cert, "server.test", 1);
+	struct rdmx_registry_client *c = NULL;
+
+	cr_assert_not_null(cfg);
+	cr_assert_rc(rdmx_registry_client_connect("127.0.0.1", srv.port, cfg, &c), RDMX_OK);
+	cr_assert_rc(rdmx_registry_client_set_timeout(c, 5000), RDMX_OK);
+	/* the client's connection holds its own reference */
+	rdmx_tls_config_destroy(&cfg);
+	return c;
+}
+
+static void setup(void)
+{
+	cr_assert_eq(tls_test_pki_create(&pki), 0);
+	tls_test_log_capture();
+	n_client_cfgs = 0;
+	(void)client_cfgs;
+}
+
+static void teardown(void)
+{
+	tls_test_pki_destroy(&pki);
+}
+
+TestSuite(registry, .init = setup, .fini = teardown, .timeout = 120);
+
+static const struct rdmx_registry_member *find(const struct rdmx_registry_members *ms,
+					       uint64_t id)
+{
+	for (size_t i = 0; i < ms->count; i++)
+		if (ms->items[i].id == id)
+			return &ms->items[i];
+	return NULL;
+}
+
+static const char *meta_get(const struct rdmx_registry_member *m, const char *key)
+{
+	for (size_t i = 0; i < m->n_meta; i++)
+		if (!strcmp(m->meta[i].key, key))
+			return m->meta[i].value;
+	return NULL;
+}
+
+Test(registry, join_lookup_list_leave)
+{
+	struct rdmx_registry_client *a;
+	struct rdmx_registry_members *ms = NULL;
+	const struct rdmx_registry_member *m;
+	struct rdmx_registry_kv meta[] = {{"zone", "a"}, {"role", "primary db"}};
+	uint64_t kv_id = 0, db_id = 0, again = 0;
+	uint32_t granted = 0;
+
+	server_start(NULL);
+	a = client("client");
+	cr_assert_rc(rdmx_registry_client_join(a, "kv", "10.0.0.1:7000", meta, 2, 5000, &kv_id,
+					       &granted),
+		     RDMX_OK);
+	cr_assert_neq(kv_id, 0);
+	cr_assert_eq(granted, 5000);
+	cr_assert_rc(rdmx_registry_client_join(a, "db", "10.0.0.1:7001", NULL, 0, 5000, &db_id,
+					       NULL),
+		     RDMX_OK);
+	/* joining again with the same endpoint refreshes the same member */
+	cr_assert_rc(rdmx_registry_client_join(a, "kv", "10.0.0.1:7000", meta, 2, 5000, &again,
+					       NULL),
+		     RDMX_OK);
+	cr_assert_eq(again, kv_id);
+
+	cr_assert_rc(rdmx_registry_client_lookup(a, "kv", &ms), RDMX_OK);
+	cr_assert_eq(ms->count, 1);
+	m = &ms->items[0];
+	cr_assert_eq(m->id, kv_id);
+	cr_assert_str_eq(m->service, "kv");
+	cr_assert_str_eq(m->endpoint, "10.0.0.1:7000");
+	cr_assert_str_eq(m->owner, "client.test");
+	cr_assert_eq(m->ttl_ms, 5000);
+	cr_assert_leq(m->expires_in_ms, 5000);
+	cr_assert_str_eq(meta_get(m, "zone"), "a");
+	cr_assert_str_eq(meta_get(m, "role"), "primary db");
+	rdmx_registry_members_free(&ms);
+	cr_assert_null(ms);
+
+	cr_assert_rc(rdmx_registry_client_list(a, &ms), RDMX_OK);
+	cr_assert_eq(ms->count, 2);
+	cr_assert_not_null(find(ms, kv_id));
+	cr_assert_not_null(find(ms, db_id));
+	rdmx_registry_members_free(&ms);
+
+	cr_assert_rc(rdmx_registry_client_heartbeat(a, kv_id), RDMX_OK);
+	cr_assert_rc(rdmx_registry_client_leave(a, kv_id), RDMX_OK);
+	cr_assert_rc(rdmx_registry_client_lookup(a, "kv", &ms), RDMX_OK);
+	cr_assert_eq(ms->count, 0);
+	rdmx_registry_members_free(&ms);
+	cr_assert_rc(rdmx_registry_client_heartbeat(a, kv_id), RDMX_E_NOT_FOUND);
+	cr_assert_rc(rdmx_registry_client_lookup(a, "nothing", &ms), RDMX_OK);
+	cr_assert_eq(ms->count, 0);
+	rdmx_registry_members_free(&ms);
+
+	/* bad arguments never reach the wire */
+	cr_assert_rc(rdmx_registry_client_join(a, "bad service", "x:1", NULL, 0, 0, &again, NULL),
+		     RDMX_E_INVAL);
+	cr_assert_rc(rdmx_registry_client_join(a, "kv", "has space:1", NULL, 0, 0, &again, NULL),
+		     RDMX_E_INVAL);
+	rdmx_registry_client_destroy(&a);
+	cr_assert_null(a);
+	server_stop();
+}
+
+Test(registry, ttl_is_clamped_to_server_bounds)
+{
+	struct rdmx_registry_client *a;
+	uint64_t id;
+	uint32_t granted;
+
+	server_start(NULL);
+	a = client("client");
+	cr_assert_rc(rdmx_registry_client_join(a, "kv", "h:1", NULL, 0, 1, &id, &granted),
+		     RDMX_OK);
+	cr_assert_eq(granted, 100);
+	cr_assert_rc(rdmx_registry_client_join(a, "kv", "h:2", NULL, 0, 4000000000u, &id,
+					       &granted),
+		     RDMX_OK);
+	cr_assert_eq(granted, 60000);
+	rdmx_registry_client_destroy(&a);
+	server_stop();
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+Test(registry, lease_expiry_and_watch_notification)
+{
+	struct rdmx_registry_client *a, *w;
+	struct rdmx_registry_event *ev = NULL;
+	struct rdmx_registry_members *ms = NULL;
+	uint64_t id, other;
+	int64_t end;
+
+	server_start(NULL);
+	a = client("client");
+	w = client("client2");
+	cr_assert_rc(rdmx_registry_client_watch(w, "kv"), RDMX_OK);
+
+	cr_assert_rc(rdmx_registry_client_join(a, "kv", "10.0.0.1:7000", NULL, 0, 300, &id, NULL),
+		     RDMX_OK);
+	/* another service: not for this watcher */
+	cr_assert_rc(rdmx_registry_client_join(a, "db", "10.0.0.1:7001", NULL, 0, 60000, &other,
+					       NULL),
+		     RDMX_OK);
+	cr_assert_rc(rdmx_registry_client_next_event(w, 5000, &ev), RDMX_OK);
+	cr_assert_eq(ev->type, RDMX_REGISTRY_JOINED);
+	cr_assert_eq(ev->member.id, id);
+	cr_assert_str_eq(ev->member.service, "kv");
+	cr_assert_str_eq(ev->member.owner, "client.test");
+	rdmx_registry_event_free(&ev);
+
+	/* heartbeats keep it alive well past its ttl */
+	end = now_ms() + 900;
+	while (now_ms() < end) {
+		cr_assert_rc(rdmx_registry_client_heartbeat(a, id), RDMX_OK);
+		usleep(50000);
+	}
+	cr_assert_rc(rdmx_registry_client_next_event(w, 0, &ev), RDMX_E_TIMEDOUT);
+
+	/* silence: dropped, and the watcher is told */
+	cr_assert_rc(rdmx_registry_client_next_event(w, 5000, &ev), RDMX_OK);
+	cr_assert_eq(ev->type, RDMX_REGISTRY_EXPIRED);
+	cr_assert_eq(ev->member.id, id);
+	rdmx_registry_event_free(&ev);
+	cr_assert_rc(rdmx_registry_client_lookup(a, "kv", &ms), RDMX_OK);
+	cr_assert_eq(ms->count, 0);
+	rdmx_registry_members_free(&ms);
+	cr_assert_rc(rdmx_registry_client_heartbeat(a, id), RDMX_E_NOT_FOUND);
+	cr_assert(tls_test_log_contains("expired"));
+
+	/* join + leave: two events, in order, even while the watcher makes
+	 * requests of its own (events queue behind answers) */
+	cr_assert_rc(rdmx_registry_client_join(a, "kv", "10.0.0.2:7000", NULL, 0, 60000, &id,
+					       NULL),
+		     RDMX_OK);
+	cr_assert_rc(rdmx_registry_client_leave(a, id), RDMX_OK);
+	usleep(100000);
+	cr_assert_rc(rdmx_registry_client_list(w, &ms), RDMX_OK);
+	rdmx_registry_members_free(&ms);
+	cr_assert_rc(rdmx_registry_client_next_event(w, 5000, &ev), RDMX_OK);
+	cr_assert_eq(ev->type, RDMX_REGISTRY_JOINED);
+	rdmx_registry_event_free(&ev);
+	cr_assert_rc(rdmx_registry_client_next_event(w, 5000, &ev), RDMX_OK);
+	cr_assert_eq(ev->type, RDMX_REGISTRY_LEFT);
+	cr_assert_eq(ev->member.id, id);
+	rdmx_registry_event_free(&ev);
+
+	rdmx_registry_client_destroy(&a);
+	rdmx_registry_client_destroy(&w);
+	server_stop();
+}
+
+Test(registry, policy_refuses_unlisted_service)
+{
+	struct rdmx_registry_client *a, *b;
+	uint64_t id;
+
+	server_start("# who may register what\n"
+		     "client.test   kv-*     # the kv shards\n"
+		     "*.test        public\n"
+		     "client2.test  db\n");
+	a = client("client");
+	b = client("client2");
+	cr_assert_rc(rdmx_registry_client_join(a, "db", "h:1", NULL, 0, 0, &id, NULL),
+		     RDMX_E_AUTH);
+	cr_assert(strstr(rdmx_registry_client_last_error(a), "may not register service db"),
+		  "error text '%s'", rdmx_registry_client_last_error(a));
+	cr_assert(tls_test_log_contains("refused by the policy"));
+	cr_assert_rc(rdmx_registry_client_join(a, "kv-1", "h:1", NULL, 0, 0, &id, NULL), RDMX_OK);
+	cr_assert_rc(rdmx_registry_client_join(a, "public", "h:1", NULL, 0, 0, &id, NULL),
+		     RDMX_OK);
+	cr_assert_rc(rdmx_registry_client_join(b, "db", "h:2", NULL, 0, 0, &id, NULL), RDMX_OK);
+	cr_assert_rc(rdmx_registry_client_join(b, "kv-1", "h:2", NULL, 0, 0, &id, NULL),
+		     RDMX_E_AUTH);
+	/* the session survives a refusal */
+	cr_assert_rc(rdmx_registry_client_heartbeat(b, id), RDMX_OK);
+	rdmx_registry_client_destroy(&a);
+	rdmx_registry_client_destroy(&b);
+	server_stop();
+}
+
+Test(registry, only_the_owner_renews_or_removes)
+{
+	struct rdmx_registry_client *a, *b;
+	uint64_t id;
+
+	server_start(NULL);
+	a = client("client");
+	b = client("client2");
+	cr_assert_rc(rdmx_registry_client_join(a, "kv", "h:1", NULL, 0, 0, &id, NULL), RDMX_OK);
+	cr_assert_rc(rdmx_registry_client_heartbeat(b, id), RDMX_E_AUTH);
+	cr_assert_rc(rdmx_registry_client_leave(b, id), RDMX_E_AUTH);
+	cr_assert_rc(rdmx_registry_client_leave(a, id), RDMX_OK);
+	rdmx_registry_client_destroy(&a);
+	rdmx_registry_client_destroy(&b);
+	server_stop();
+}
+
+Test(registry, per_owner_quota)
+{
+	struct rdmx_registry_client *a;
+	char ep[32];
+	uint64_t id;
+
+	server_start(NULL);
+	a = client("client");
+	for (int i = 0; i < 8; i++) {
+		snprintf(ep, sizeof(ep), "h:%d", i + 1);
+		cr_assert_rc(rdmx_registry_client_join(a, "kv", ep, NULL, 0, 0, &id, NULL),
+			     RDMX_OK);
+	}
+	cr_assert_rc(rdmx_registry_client_join(a, "kv", "h:99", NULL, 0, 0, &id, NULL),
+		     RDMX_E_FULL);
+	rdmx_registry_client_destroy(&a);
+	server_stop();
+}
+
+/* A member speaking nonsense is disconnected with a log line. */
+static void send_raw_and_expect_close(const void *bytes, size_t len, const char *log_words)
+{
+	struct rdmx_tls_config *cfg = tls_test_config(&pki, "client", "server.test", 0);
+	struct rdmx_tls_conn *conn = NULL;
+	const void *f;
+	size_t flen;
+
+	cr_assert_rc(rdmx_tls_connect(cfg, "127.0.0.1", srv.port, &conn), RDMX_OK);
+	cr_assert_rc(rdmx_tls_conn_send_wait(conn, bytes, len, 5000), RDMX_OK);
+	cr_assert_rc(rdmx_tls_conn_recv_wait(conn, &f, &flen, 5000), RDMX_E_DISCONNECTED);
+	rdmx_tls_conn_destroy(&conn);
+	rdmx_tls_config_destroy(&cfg);
+	for (int i = 0; i < 100 && !tls_test_log_contains(log_words); i++)
+		usleep(10000);
+	cr_assert(tls_test_log_contains(log_words), "no log line with '%s'", log_words);
+	tls_test_log_clear();
+}
+
+Test(registry, hostile_requests_close_the_session)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	struct rdmx_registry_client *a;
+	struct rdmx_registry_members *ms = NULL;
+
+	server_start(NULL);
+	send_raw_and_expect_close("\xc1\xc1\xc1", 3, "malformed msgpack");
+	/* an array header claiming 2^32-1 elements in 5 bytes */
+	send_raw_and_expect_close("\xdd\xff\xff\xff\xff", 5, "malformed msgpack");
+	/* nesting deeper than allowed */
+	send_raw_and_expect_close("\x91\x91\x91\x91\x91\x91\x91\x91\x91\x91\x91\x90", 12,
+				  "malformed msgpack");
+	/* right shape, wrong types: id as a string */
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 3);
+	msgpack_pack_str_with_body(&pk, "v", 1);
+	msgpack_pack_uint32(&pk, 1);
+	msgpack_pack_str_with_body(&pk, "id", 2);
+	msgpack_pack_str_with_body(&pk, "x", 1);
+	msgpack_pack_str_with_body(&pk, "op", 2);
+	msgpack_pack_str_with_body(&pk, "list", 4);
+	send_raw_and_expect_close(sb.data, sb.size, "'id' is not an unsigned integer");
+	msgpack_sbuffer_destroy(&sb);
+	/* a join whose service name holds a NUL */
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 5);
+	msgpack_pack_str_with_body(&pk, "v", 1);
+	msgpack_pack_uint32(&pk, 1);
+	msgpack_pack_str_with_body(&pk, "id", 2);
+	msgpack_pack_uint32(&pk, 1);
+	msgpack_pack_str_with_body(&pk, "op", 2);
+	msgpack_pack_str_with_body(&pk, "join", 4);
+	msgpack_pack_str_with_body(&pk, "service", 7);
+	msgpack_pack_str_with_body(&pk, "kv\0evil", 7);
+	msgpack_pack_str_with_body(&pk, "endpoint", 8);
+	msgpack_pack_str_with_body(&pk, "h:1", 3);
+	send_raw_and_expect_close(sb.data, sb.size, "NUL byte");
+	msgpack_sbuffer_destroy(&sb);
+	/* a frame over the server's 64 KiB limit */
+	{
+		static char big[70000];
+
+		send_raw_and_expect_close(big, sizeof(big), "frame of 70000 bytes refused");
+	}
+	/* and nothing got in, the server still serves */
+	a = client("client");
+	cr_assert_rc(rdmx_registry_client_list(a, &ms), RDMX_OK);
+	cr_assert_eq(ms->count, 0);
+	rdmx_registry_members_free(&ms);
+	rdmx_registry_client_destroy(&a);
+	server_stop();
+}
+
+/* ---- decoder alone ---- */
+
+TestSuite(registry_proto, .timeout = 30);
+
+Test(registry_proto, request_round_trip)
+{
+	struct rdmx_registry_kv meta[] = {{"k", "v w"}};
+	struct rdmx__reg_request in = {.id = 7,
+				       .op = RDMX__REG_JOIN,
+				       .service = "svc",
+				       .endpoint = "h:1",
+				       .meta = meta,
+				       .n_meta = 1,
+				       .ttl_ms = 1234};
+	struct rdmx__reg_request out;
+	msgpack_sbuffer sb;
+	char why[200];
+
+	msgpack_sbuffer_init(&sb);
+	cr_assert_rc(rdmx__reg_encode_request(&in, &sb), RDMX_OK);
+	cr_assert_rc(rdmx__reg_decode_request(sb.data, sb.size, &out, why, sizeof(why)), RDMX_OK);
+	cr_assert_eq(out.id, 7);
+	cr_assert_eq(out.op, RDMX__REG_JOIN);
+	cr_assert_str_eq(out.service, "svc");
+	cr_assert_str_eq(out.endpoint, "h:1");
+	cr_assert_eq(out.n_meta, 1);
+	cr_assert_str_eq(out.meta[0].value, "v w");
+	cr_assert_eq(out.ttl_ms, 1234);
+	rdmx__reg_request_fini(&out);
+	/* every truncation is refused, none crashes */
+	for (size_t n = 0; n < sb.size; n++) {
+		cr_assert_rc(rdmx__reg_decode_request(sb.data, n, &out, why, sizeof(why)),
+			     RDMX_E_PROTOCOL);
+	}
+	msgpack_sbuffer_destroy(&sb);
+}
+
+Test(registry_proto, refuses_duplicates_and_wrong_versions)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	struct rdmx__reg_request out;
+	char why[200];
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 4);
+	msgpack_pack_str_with_body(&pk, "v", 1);
+	msgpack_pack_uint32(&pk, 1);
+	msgpack_pack_str_with_body(&pk, "id", 2);
+	msgpack_pack_uint32(&pk, 1);
+	msgpack_pack_str_with_body(&pk, "op", 2);
+	msgpack_pack_str_with_body(&pk, "list", 4);
+	msgpack_pack_str_with_body(&pk, "op", 2);
+	msgpack_pack_str_with_body(&pk, "list", 4);
+	cr_assert_rc(rdmx__reg_decode_request(sb.data, sb.size, &out, why, sizeof(why)),
+		     RDMX_E_PROTOCOL);
+	cr_assert(strstr(why, "repeats key 'op'"), "%s", why);
+	msgpack_sbuffer_clear(&sb);
+	msgpack_pack_map(&pk, 3);
+	msgpack_pack_str_with_body(&pk, "v", 1);
+	msgpack_pack_uint32(&pk, 99);
+	msgpack_pack_str_with_body(&pk, "id", 2);
+	msgpack_pack_uint32(&pk, 1);
+	msgpack_pack_str_with_body(&pk, "op", 2);
+	msgpack_pack_str_with_body(&pk, "list", 4);
+	cr_assert_rc(rdmx__reg_decode_request(sb.data, sb.size, &out, why, sizeof(why)),
+		     RDMX_E_PROTOCOL);
+	cr_assert(strstr(why, "version 99"), "%s", why);
+	msgpack_sbuffer_destroy(&sb);
+}
+
+Test(registry_proto, policy_parse_errors_name_the_line)
+{
+	struct rdmx__policy *p = NULL;
+
+	cr_assert_eq(rdmx__policy_parse("a.test kv\n\n# c\n*.x kv-*\n", "p", &p), 0);
+	cr_assert_eq(rdmx__policy_rules(p), 2);
+	cr_assert(rdmx__policy_allows(p, "a.test", "kv"));
+	cr_assert(rdmx__policy_allows(p, "n.x", "kv-7"));
+	cr_assert_not(rdmx__policy_allows(p, "a.b.x", "kv-7"));
+	cr_assert_not(rdmx__policy_allows(p, "a.test", "kv2"));
+	rdmx__policy_destroy(&p);
+	cr_assert_null(p);
+	cr_assert_eq(rdmx__policy_parse("a.test\n", "p", &p), -1);
+	cr_assert_eq(rdmx__policy_parse("a.test kv extra\n", "p", &p), -1);
+	cr_assert_eq(rdmx__policy_parse("a.*.test kv\n", "p", &p), -1);
+	cr_assert_eq(rdmx__policy_parse("a.test k/v\n", "p", &p), -1);
+	cr_assert_null(p);
+}
