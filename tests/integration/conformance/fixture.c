@@ -1,0 +1,533 @@
+/* Conformance battery fixture: devices, contexts, regions, connections and
+ * the drive loop. Only the public API is used. */
+#include "conformance.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- environment ---- */
+
+const char *env_device(int which)
+{
+	const char *d = getenv("RDMX_TEST_DEVICE");
+	if (!d || !*d)
+		d = "tcp";
+	if (which) {
+		const char *p = getenv("RDMX_TEST_PEER_DEVICE");
+		if (p && *p)
+			return p;
+	}
+	return d;
+}
+
+static const char *env_addr_raw(int which)
+{
+	const char *a = getenv(which ? "RDMX_TEST_PEER_ADDR" : "RDMX_TEST_ADDR");
+	return (a && *a) ? a : NULL;
+}
+
+const char *env_addr(int which)
+{
+	const char *a = env_addr_raw(which);
+	return a ? a : "127.0.0.1";
+}
+
+/* ---- leak baseline ---- */
+
+static int count_dir(const char *path)
+{
+	DIR *d = opendir(path);
+	int n = 0;
+	struct dirent *e;
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+static int leak_fds = -1, leak_threads = -1;
+static bool leak_tcp;
+
+void leak_begin(void)
+{
+	leak_tcp = strcmp(env_device(0), "tcp") == 0 && strcmp(env_device(1), "tcp") == 0;
+	leak_fds = count_dir("/proc/self/fd");
+	leak_threads = count_dir("/proc/self/task");
+}
+
+void leak_end(void)
+{
+	if (!leak_tcp || leak_fds < 0)
+		return;
+	/* The soft NIC thread is joined by rdmx_dev_close; its /proc entry may
+	 * linger for a moment after the join returns on some kernels. */
+	int fds = count_dir("/proc/self/fd"), threads = count_dir("/proc/self/task");
+	for (int i = 0; i < 200 && threads != leak_threads; i++) {
+		usleep(1000);
+		threads = count_dir("/proc/self/task");
+	}
+	cr_assert_eq(fds, leak_fds, "file descriptors leaked: %d open before, %d after", leak_fds,
+		     fds);
+	cr_assert_eq(threads, leak_threads, "threads leaked: %d before, %d after", leak_threads,
+		     threads);
+}
+
+/* ---- callbacks ---- */
+
+static void record(struct rdmx_task *t, void *ud, void *cud, bool ok)
+{
+	struct side *s = cud;
+	struct tinfo *ti = ud;
+	int st = rdmx_task_get_status(t);
+
+	s->completions++;
+	if (ok)
+		s->oks++;
+	else
+		s->errs++;
+	if (ti) {
+		if (ok)
+			ti->ok++;
+		else
+			ti->err++;
+		ti->status = st;
+		if ((ok && st != 0) || (!ok && st == 0))
+			ti->bad = true;
+		ti->seq = s->completions;
+		if (ok) {
+			enum rdmx_task_type ty = rdmx_task_get_type(t);
+			if (ty == RDMX_TASK_RECEIVE) {
+				ti->opcode = rdmx_task_receive_get_opcode(t);
+				ti->len = rdmx_task_receive_get_len(t);
+				ti->imm = rdmx_task_receive_get_imm(t);
+				ti->conn = rdmx_task_receive_get_conn(t);
+			} else if (ty == RDMX_TASK_READ || ty == RDMX_TASK_SYNC_EVENT_GET) {
+				ti->read_len = rdmx_task_read_get_len(t);
+			}
+		}
+	}
+	if (s->norder < SIDE_MAX_ORDER)
+		s->order[s->norder++] = ti;
+	if (s->hook)
+		s->hook(s, t, ti, ok);
+}
+
+static void cb_ok(struct rdmx_task *t, void *ud, void *cud)
+{
+	record(t, ud, cud, true);
+}
+
+static void cb_err(struct rdmx_task *t, void *ud, void *cud)
+{
+	record(t, ud, cud, false);
+}
+
+static void add_event(struct side *s, enum conn_ev_kind kind, struct rdmx_conn *c, void *ud)
+{
+	if (s->nevents >= SIDE_MAX_CONN_EVENTS)
+		return;
+	struct conn_ev *e = &s->events[s->nevents++];
+	e->kind = kind;
+	e->conn = c;
+	e->conn_ud = ud;
+	e->id = UINT32_MAX;
+	rdmx_conn_get_id(c, &e->id);
+	e->completions = s->completions;
+}
+
+static void copy_pd(struct rdmx_conn *c, uint8_t *dst, size_t *len, int *rc)
+{
+	const void *d = NULL;
+	size_t n = 0;
+	*rc = rdmx_conn_get_private_data(c, &d, &n);
+	*len = 0;
+	if (*rc == 0) {
+		*len = n;
+		if (n > RDMX_PRIVATE_DATA_MAX + 8)
+			n = RDMX_PRIVATE_DATA_MAX + 8;
+		if (n && d)
+			memcpy(dst, d, n);
+	}
+}
+
+static void on_request(struct rdmx_conn *c, void *cud)
+{
+	struct side *s = cud;
+	s->requests++;
+	add_event(s, CEV_REQUEST, c, NULL);
+	copy_pd(c, s->req_pd, &s->req_pd_len, &s->req_pd_rc);
+	switch (s->policy) {
+	case REQ_ACCEPT:
+		rdmx_conn_set_user_data(c, s->accept_ud);
+		s->accept_rc = rdmx_conn_accept(c, s->accept_pd_len ? s->accept_pd : NULL,
+						s->accept_pd_len);
+		break;
+	case REQ_REJECT:
+		s->accept_rc = rdmx_conn_reject(c);
+		break;
+	case REQ_HOLD:
+		s->held = c;
+		break;
+	}
+}
+
+static void on_established(struct rdmx_conn *c, void *ud, void *cud)
+{
+	struct side *s = cud;
+	s->established++;
+	add_event(s, CEV_ESTABLISHED, c, ud);
+	copy_pd(c, s->est_pd, &s->est_pd_len, &s->est_pd_rc);
+}
+
+static void on_failure(struct rdmx_conn *c, void *ud, void *cud)
+{
+	struct side *s = cud;
+	s->failures++;
+	add_event(s, CEV_FAILURE, c, ud);
+}
+
+static void on_disconnected(struct rdmx_conn *c, void *ud, void *cud)
+{
+	struct side *s = cud;
+	s->disconnects++;
+	add_event(s, CEV_DISCONNECTED, c, ud);
+}
+
+int conn_events(const struct side *s, enum conn_ev_kind kind, const struct rdmx_conn *conn)
+{
+	int n = 0;
+	for (int i = 0; i < s->nevents; i++)
+		if (s->events[i].kind == kind && (!conn || s->events[i].conn == conn))
+			n++;
+	return n;
+}
+
+/* ---- sides ---- */
+
+int side_open_dev(int which, struct rdmx_dev **dev)
+{
+	const char *name = env_device(which);
+	const char *addr = env_addr_raw(which);
+	if (strcmp(name, "tcp") == 0 && addr)
+		return rdmx_dev_open_by_addr(addr, dev);
+	return rdmx_dev_open(name, dev);
+}
+
+void side_open(struct side *s, const char *name, int which)
+{
+	memset(s, 0, sizeof(*s));
+	s->name = name;
+	s->devname = env_device(which);
+	s->addr = env_addr(which);
+	int rc = side_open_dev(which, &s->dev);
+	cr_assert_eq(rc, 0, "opening device %s (addr %s) -> %s", s->devname, s->addr,
+		     rdmx_err_name(rc));
+	const char *prov = rdmx_dev_provider(s->dev);
+	cr_assert(prov != NULL, "rdmx_dev_provider returned NULL");
+	s->tcp = strcmp(prov, "tcp") == 0;
+	ASSERT_OK(rdmx_dev_query_caps(s->dev, &s->caps));
+	ASSERT_OK(rdmx_pe_create(&s->pe));
+	ASSERT_OK(rdmx_ctx_create(s->dev, s->pe, &s->ctx));
+	ASSERT_OK(rdmx_ctx_set_user_data(s->ctx, s));
+	ASSERT_OK(rdmx_ctx_set_conn_callbacks(s->ctx, on_request, on_established, on_failure,
+					      on_disconnected));
+}
+
+static uint32_t min_u32(uint32_t a, uint32_t b)
+{
+	return a < b ? a : b;
+}
+
+void side_conf(struct side *s, uint32_t num_tasks)
+{
+	ASSERT_OK(rdmx_ctx_set_send_queue_size(s->ctx, min_u32(1024, s->caps.max_send_queue_size)));
+	ASSERT_OK(rdmx_ctx_set_recv_queue_size(s->ctx, min_u32(256, s->caps.max_recv_queue_size)));
+	if (s->caps.max_connections)
+		ASSERT_OK(rdmx_ctx_set_max_connections(s->ctx, min_u32(16, s->caps.max_connections)));
+	for (int t = 0; t < RDMX_TASK_TYPE_COUNT; t++) {
+		uint32_t n = num_tasks;
+		if (t == RDMX_TASK_RECEIVE)
+			n = min_u32(n, min_u32(256, s->caps.max_recv_queue_size));
+		int rc = rdmx_ctx_set_task_conf(s->ctx, (enum rdmx_task_type)t, cb_ok, cb_err, n);
+		cr_assert_eq(rc, 0, "rdmx_ctx_set_task_conf(type %d, %u tasks) -> %s", t, n,
+			     rdmx_err_name(rc));
+	}
+}
+
+void side_start(struct side *s)
+{
+	ASSERT_OK(rdmx_ctx_start(s->ctx));
+}
+
+static void side_stop(struct side *s)
+{
+	enum rdmx_ctx_state st;
+	if (!s->ctx)
+		return;
+	ASSERT_OK(rdmx_ctx_get_state(s->ctx, &st));
+	if (st == RDMX_CTX_RUNNING)
+		ASSERT_OK(rdmx_ctx_stop(s->ctx));
+	ASSERT_OK(rdmx_ctx_get_state(s->ctx, &st));
+	cr_assert_eq(st, RDMX_CTX_IDLE, "context of side %s not IDLE after stop (%d)", s->name,
+		     (int)st);
+}
+
+void side_close(struct side *s)
+{
+	side_stop(s);
+	for (int i = 0; i < s->nremotes; i++) {
+		ASSERT_OK(rdmx_mr_remote_delete(&s->remotes[i]));
+		cr_assert_null(s->remotes[i]);
+	}
+	s->nremotes = 0;
+	for (int i = 0; i < s->nregions; i++) {
+		struct region *r = s->regions[i];
+		if (r->mr) {
+			ASSERT_OK(rdmx_mr_dereg(&r->mr));
+			cr_assert_null(r->mr);
+		}
+		free(r->mem);
+		free(r);
+	}
+	s->nregions = 0;
+	if (s->ctx) {
+		ASSERT_OK(rdmx_ctx_destroy(&s->ctx));
+		cr_assert_null(s->ctx);
+	}
+	if (s->pe) {
+		ASSERT_OK(rdmx_pe_destroy(&s->pe));
+		cr_assert_null(s->pe);
+	}
+	if (s->dev) {
+		ASSERT_OK(rdmx_dev_close(&s->dev));
+		cr_assert_null(s->dev);
+	}
+}
+
+void pair_open(struct side *a, struct side *b, uint32_t num_tasks)
+{
+	side_open(a, "a", 0);
+	side_open(b, "b", 1);
+	side_conf(a, num_tasks);
+	side_conf(b, num_tasks);
+	side_start(a);
+	side_start(b);
+}
+
+void pair_close(struct side *a, struct side *b)
+{
+	side_stop(a);
+	side_stop(b);
+	side_close(a);
+	side_close(b);
+}
+
+void require_atomics(const struct side *s)
+{
+	if (!s->caps.atomics)
+		cr_skip_test("device %s has no atomics", s->devname);
+}
+
+/* ---- memory ---- */
+
+struct region *region_new(struct side *s, size_t len, unsigned access, uint8_t fill)
+{
+	cr_assert(s->nregions < SIDE_MAX_REGIONS, "too many regions in one test");
+	struct region *r = calloc(1, sizeof(*r));
+	cr_assert_not_null(r);
+	size_t alloc = (len + 63) & ~(size_t)63;
+	r->mem = aligned_alloc(64, alloc ? alloc : 64);
+	cr_assert_not_null(r->mem);
+	memset(r->mem, fill, alloc ? alloc : 64);
+	r->owner = s;
+	r->len = len;
+	r->access = access;
+	int rc = rdmx_mr_reg(s->dev, r->mem, len, access, &r->mr);
+	cr_assert_eq(rc, 0, "rdmx_mr_reg(%zu bytes, access 0x%x) -> %s", len, access,
+		     rdmx_err_name(rc));
+	ASSERT_OK(rdmx_mr_get_descriptor(r->mr, r->desc));
+	s->regions[s->nregions++] = r;
+	return r;
+}
+
+void region_dereg(struct region *r)
+{
+	ASSERT_OK(rdmx_mr_dereg(&r->mr));
+	cr_assert_null(r->mr);
+}
+
+struct rdmx_mr_remote *remote_from_desc(struct side *user, const void *desc)
+{
+	cr_assert(user->nremotes < SIDE_MAX_REMOTES, "too many remotes in one test");
+	struct rdmx_mr_remote *m = NULL;
+	ASSERT_OK(rdmx_mr_remote_from_descriptor(desc, RDMX_MR_DESCRIPTOR_SIZE, &m));
+	cr_assert_not_null(m);
+	user->remotes[user->nremotes++] = m;
+	return m;
+}
+
+struct rdmx_mr_remote *remote_of(struct side *user, const struct region *r)
+{
+	return remote_from_desc(user, r->desc);
+}
+
+static uint8_t pattern_byte(size_t i, uint32_t seed)
+{
+	uint32_t x = (uint32_t)i * 2654435761u + seed * 40503u + 0x9e37u;
+	x ^= x >> 13;
+	return (uint8_t)(x ^ (x >> 7));
+}
+
+void pattern_fill(void *p, size_t len, uint32_t seed)
+{
+	uint8_t *b = p;
+	for (size_t i = 0; i < len; i++)
+		b[i] = pattern_byte(i, seed);
+}
+
+bool pattern_check(const void *p, size_t len, uint32_t seed)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < len; i++)
+		if (b[i] != pattern_byte(i, seed))
+			return false;
+	return true;
+}
+
+/* ---- connections ---- */
+
+enum rdmx_conn_state conn_state(const struct rdmx_conn *c)
+{
+	enum rdmx_conn_state st = (enum rdmx_conn_state)-1;
+	if (rdmx_conn_get_state(c, &st) != 0)
+		return (enum rdmx_conn_state)-1;
+	return st;
+}
+
+void connect_pair(struct side *a, struct side *b, struct rdmx_conn **ca, struct rdmx_conn **cb)
+{
+	const void *da = NULL, *db = NULL;
+	size_t la = 0, lb = 0;
+	struct rdmx_conn *x = NULL, *y = NULL;
+	ASSERT_OK(rdmx_ctx_export(a->ctx, &da, &la, &x));
+	ASSERT_OK(rdmx_ctx_export(b->ctx, &db, &lb, &y));
+	cr_assert(x && y && da && db && la > 0 && lb > 0, "export returned empty details");
+	ASSERT_OK(rdmx_ctx_connect(a->ctx, db, lb, x));
+	ASSERT_OK(rdmx_ctx_connect(b->ctx, da, la, y));
+	DRIVE_UNTIL(a, b,
+		    conn_state(x) == RDMX_CONN_ESTABLISHED && conn_state(y) == RDMX_CONN_ESTABLISHED);
+	*ca = x;
+	*cb = y;
+}
+
+struct rdmx_addr *addr_of(struct side *s, uint16_t port)
+{
+	struct rdmx_addr *ad = NULL;
+	enum rdmx_addr_type ty = strchr(s->addr, ':') ? RDMX_ADDR_IPV6 : RDMX_ADDR_IPV4;
+	ASSERT_OK(rdmx_addr_create(ty, s->addr, port, &ad));
+	return ad;
+}
+
+uint16_t listen_any(struct side *srv)
+{
+	static unsigned salt;
+	int rc = RDMX_E_INVAL;
+	for (int i = 0; i < 50; i++) {
+		unsigned v = (unsigned)getpid() * 7919u + (unsigned)time(NULL) + salt++ * 104729u;
+		uint16_t port = (uint16_t)(20000 + v % 30000);
+		rc = rdmx_ctx_listen(srv->ctx, port);
+		if (rc == 0)
+			return port;
+	}
+	cr_assert_fail("rdmx_ctx_listen on 50 ports failed, last: %s", rdmx_err_name(rc));
+	return 0;
+}
+
+void cm_pair(struct side *srv, struct side *cli, const void *pd, size_t pd_len, void *ud,
+	     struct rdmx_conn **sconn, struct rdmx_conn **cconn)
+{
+	uint16_t port = listen_any(srv);
+	struct rdmx_addr *ad = addr_of(srv, port);
+	struct rdmx_conn *c = NULL;
+	int se = srv->established, ce = cli->established;
+	srv->policy = REQ_ACCEPT;
+	ASSERT_OK(rdmx_ctx_connect_to_addr(cli->ctx, ad, pd, pd_len, ud, &c));
+	ASSERT_OK(rdmx_addr_destroy(&ad));
+	DRIVE_UNTIL(srv, cli, srv->established > se && cli->established > ce);
+	ASSERT_OK(srv->accept_rc);
+	*cconn = c;
+	*sconn = srv->events[srv->nevents - 1].conn;
+	for (int i = srv->nevents - 1; i >= 0; i--)
+		if (srv->events[i].kind == CEV_ESTABLISHED) {
+			*sconn = srv->events[i].conn;
+			break;
+		}
+}
+
+/* ---- driving ---- */
+
+uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static int progress(struct side *s)
+{
+	if (!s || !s->pe)
+		return 0;
+	int n = rdmx_pe_progress(s->pe);
+	cr_assert(n >= 0, "rdmx_pe_progress(side %s) -> %s", s->name, rdmx_err_name(n));
+	return n;
+}
+
+void drive_once(struct side *a, struct side *b, struct side *c)
+{
+	int n = progress(a) + progress(b) + progress(c);
+	if (n == 0)
+		usleep(50); /* leave the cpu to the provider threads */
+}
+
+bool drive(struct side *a, struct side *b, bool (*pred)(void *), void *arg, int timeout_ms)
+{
+	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+	while (!pred(arg)) {
+		if (now_ms() >= deadline)
+			return false;
+		drive_once(a, b, NULL);
+	}
+	return true;
+}
+
+void drive_for(struct side *a, struct side *b, struct side *c, int ms)
+{
+	uint64_t deadline = now_ms() + (uint64_t)ms;
+	while (now_ms() < deadline)
+		drive_once(a, b, c);
+}
+
+/* ---- tasks ---- */
+
+void submit_wait(struct side *a, struct side *b, struct rdmx_task *t, struct tinfo *ti)
+{
+	int before = TI_DONE(ti);
+	ASSERT_OK(rdmx_task_submit(t));
+	DRIVE_UNTIL(a, b, TI_DONE(ti) > before);
+}
+
+struct rdmx_task *post_recv(struct side *s, struct rdmx_buf *dst, struct tinfo *ti)
+{
+	struct rdmx_task *t = NULL;
+	ASSERT_OK(rdmx_task_receive_alloc(s->ctx, dst, ti, &t));
+	cr_assert_not_null(t);
+	ASSERT_OK(rdmx_task_submit(t));
+	return t;
+}

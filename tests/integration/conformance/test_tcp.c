@@ -1,0 +1,260 @@
+/* tcp provider only (skipped on verbs devices): a data connection needs the
+ * secret token of the exported details; raw sockets that send garbage, a
+ * forged hello or a forged write are closed without touching memory, while
+ * honest connections keep working.
+ *
+ * These tests know the tcp details layout (engine/providers/tcp/wire.h:
+ * family at byte 4, port at 6, address at 8, token at 24..39) by design: they
+ * attack the wire. */
+#include "conformance.h"
+
+#include "../../../engine/providers/tcp/wire.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static struct side A, B;
+
+TestSuite(tcp, .timeout = 120);
+
+static void open_tcp_pair(void)
+{
+	leak_begin();
+	pair_open(&A, &B, 16);
+	if (!A.tcp || !B.tcp)
+		cr_skip_test("tcp provider only (devices %s/%s)", A.devname, B.devname);
+}
+
+/* Writes from B into a fresh region of A on (ca, cb) and checks the data. */
+static void honest_write(struct rdmx_conn *cb, uint32_t seed)
+{
+	struct region *ra = region_new(&A, 4096, RDMX_ACCESS_ALL, 0);
+	struct region *rb = region_new(&B, 4096, RDMX_ACCESS_ALL, 0);
+	pattern_fill(rb->mem, 4096, seed);
+	struct rdmx_mr_remote *m = remote_of(&B, ra);
+	struct rdmx_buf s = lbuf(rb, 0, 4096);
+	struct rdmx_rbuf r = rbuf(m, 0, 0);
+	struct tinfo ti = {0};
+	struct rdmx_task *t;
+	ASSERT_OK(rdmx_task_write_alloc(B.ctx, cb, &s, &r, &ti, &t));
+	submit_wait(&A, &B, t, &ti);
+	ASSERT_DONE_OK(&ti);
+	cr_assert(pattern_check(ra->mem, 4096, seed));
+}
+
+static bool any_end(const struct side *s, const struct rdmx_conn *c)
+{
+	return conn_events(s, CEV_FAILURE, c) + conn_events(s, CEV_DISCONNECTED, c) > 0;
+}
+
+static bool established(const struct side *s, const struct rdmx_conn *c)
+{
+	if (conn_events(s, CEV_ESTABLISHED, c))
+		return true;
+	return !any_end(s, c) && conn_state(c) == RDMX_CONN_ESTABLISHED;
+}
+
+/* B connects with A's details changed by `mutate`; A connects with B's
+ * honest details when both_connect. Neither side may establish. */
+static void refused_with(void (*mutate)(uint8_t *d), bool both_connect)
+{
+	const void *da, *db;
+	size_t la, lb;
+	struct rdmx_conn *xa = NULL, *yb = NULL;
+	uint8_t bad[RDMX__TCP_DETAILS_SIZE];
+	ASSERT_OK(rdmx_ctx_export(A.ctx, &da, &la, &xa));
+	ASSERT_OK(rdmx_ctx_export(B.ctx, &db, &lb, &yb));
+	cr_assert_eq(la, RDMX__TCP_DETAILS_SIZE, "tcp details are %zu bytes", la);
+	memcpy(bad, da, la);
+	mutate(bad);
+	int rc = rdmx_ctx_connect(B.ctx, bad, la, yb);
+	cr_assert(rc == 0 || rc == RDMX_E_INVAL, "connect with a wrong token -> %s",
+		  rdmx_err_name(rc));
+	if (both_connect)
+		ASSERT_OK(rdmx_ctx_connect(A.ctx, db, lb, xa));
+	/* observation window: until B learns it failed, or 3 s */
+	uint64_t deadline = now_ms() + 3000;
+	while (now_ms() < deadline && !any_end(&B, yb)) {
+		drive_once(&A, &B, NULL);
+		cr_assert(!established(&A, xa), "A established a data connection with a wrong token");
+		cr_assert(!established(&B, yb), "B established with a wrong token");
+	}
+	drive_for(&A, &B, NULL, 200);
+	cr_assert(!established(&A, xa), "A established a data connection with a wrong token");
+	cr_assert(!established(&B, yb), "B established with a wrong token");
+}
+
+static void flip_token(uint8_t *d)
+{
+	d[24 + 15] ^= 0x01; /* one bit of the token */
+}
+
+static void zero_token(uint8_t *d)
+{
+	memset(d + 24, 0, RDMX__TCP_TOKEN_SIZE);
+}
+
+static void other_token(uint8_t *d)
+{
+	for (int i = 0; i < (int)RDMX__TCP_TOKEN_SIZE; i++)
+		d[24 + i] ^= 0xff;
+}
+
+Test(tcp, wrong_token_is_refused)
+{
+	struct rdmx_conn *ca, *cb;
+	open_tcp_pair();
+	refused_with(flip_token, true);
+	refused_with(other_token, true);
+	refused_with(zero_token, false); /* A only exported: B must be the dialer */
+	refused_with(flip_token, false);
+	/* an honest connection of the same contexts works */
+	connect_pair(&A, &B, &ca, &cb);
+	honest_write(cb, 120);
+	pair_close(&A, &B);
+	leak_end();
+}
+
+Test(tcp, missing_token_is_malformed)
+{
+	open_tcp_pair();
+	const void *da;
+	size_t la;
+	struct rdmx_conn *xa = NULL, *yb = NULL;
+	const void *db;
+	size_t lb;
+	ASSERT_OK(rdmx_ctx_export(A.ctx, &da, &la, &xa));
+	ASSERT_OK(rdmx_ctx_export(B.ctx, &db, &lb, &yb));
+	ASSERT_RC(rdmx_ctx_connect(B.ctx, da, 24, yb), RDMX_E_INVAL); /* cut before the token */
+	ASSERT_RC(rdmx_ctx_connect(B.ctx, da, la - 1, yb), RDMX_E_INVAL);
+	uint8_t bad[RDMX__TCP_DETAILS_SIZE];
+	memcpy(bad, da, la);
+	bad[6] = bad[7] = 0; /* port 0 */
+	ASSERT_RC(rdmx_ctx_connect(B.ctx, bad, la, yb), RDMX_E_INVAL);
+	pair_close(&A, &B);
+	leak_end();
+}
+
+/* ---- raw sockets ---- */
+
+static int raw_connect(const uint8_t *ip4, uint16_t port)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
+	memcpy(&sin.sin_addr, ip4, 4);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert(fd >= 0);
+	int rc = connect(fd, (struct sockaddr *)&sin, sizeof(sin));
+	cr_assert_eq(rc, 0, "raw connect to port %u: %s", port, strerror(errno));
+	return fd;
+}
+
+static void raw_send(int fd, const void *p, size_t n)
+{
+	/* the peer may already have closed: EPIPE / ECONNRESET are fine */
+	(void)!send(fd, p, n, MSG_NOSIGNAL);
+}
+
+/* True once the peer closed fd (EOF or reset); drives A and B meanwhile. */
+static bool closed_by_peer(int fd)
+{
+	uint64_t deadline = now_ms() + GUARD_MS;
+	while (now_ms() < deadline) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (poll(&p, 1, 0) > 0) {
+			uint8_t buf[4096];
+			ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+				return true;
+			/* bytes from the peer (e.g. an ERROR frame): keep reading */
+		}
+		drive_once(&A, &B, NULL);
+	}
+	return false;
+}
+
+Test(tcp, raw_sockets_with_garbage_or_forged_frames_are_closed)
+{
+	struct rdmx_conn *ca, *cb;
+	open_tcp_pair();
+	connect_pair(&A, &B, &ca, &cb); /* the honest connection */
+	struct region *ra = region_new(&A, 4096, RDMX_ACCESS_ALL, 0x5c);
+
+	/* A's data listener, from an exported connection's details */
+	const void *dv;
+	size_t dl;
+	struct rdmx_conn *xa = NULL;
+	ASSERT_OK(rdmx_ctx_export(A.ctx, &dv, &dl, &xa));
+	const uint8_t *d = dv;
+	if (d[4] != 4)
+		cr_skip_test("listener is IPv%u; this test dials IPv4", d[4]);
+	uint16_t port = rdmx__tcp_get16(d + 6);
+	uint8_t ip[4];
+	memcpy(ip, d + 8, 4);
+
+	/* 1. garbage bytes */
+	int fd = raw_connect(ip, port);
+	uint8_t junk[4096];
+	pattern_fill(junk, sizeof(junk), 130);
+	junk[0] = 0xee; /* no such opcode */
+	raw_send(fd, junk, sizeof(junk));
+	cr_assert(closed_by_peer(fd), "a socket sending garbage was not closed");
+	close(fd);
+
+	/* 2. a well-formed hello with a wrong token */
+	uint8_t frame[RDMX__TCP_HDR_SIZE + RDMX__TCP_HELLO_LEN];
+	struct rdmx__tcp_hdr h = {.op = RDMX__TCP_OP_HELLO,
+				  .psn = 1,
+				  .len = RDMX__TCP_HELLO_LEN,
+				  .op0 = RDMX__TCP_HELLO_WORD,
+				  .op1 = 64};
+	rdmx__tcp_hdr_encode(&h, frame);
+	memcpy(frame + RDMX__TCP_HDR_SIZE, d + 24, RDMX__TCP_TOKEN_SIZE);
+	frame[RDMX__TCP_HDR_SIZE] ^= 0x80; /* wrong acceptor token */
+	memset(frame + RDMX__TCP_HDR_SIZE + RDMX__TCP_TOKEN_SIZE, 0x42, RDMX__TCP_TOKEN_SIZE);
+	fd = raw_connect(ip, port);
+	raw_send(fd, frame, sizeof(frame));
+	cr_assert(closed_by_peer(fd), "a hello with a wrong token was not refused");
+	close(fd);
+
+	/* 3. a write frame with the region's real key but no hello at all */
+	uint8_t wr[RDMX__TCP_HDR_SIZE + 64];
+	uint32_t rkey = (uint32_t)ra->desc[24] | (uint32_t)ra->desc[25] << 8 |
+			(uint32_t)ra->desc[26] << 16 | (uint32_t)ra->desc[27] << 24;
+	struct rdmx__tcp_hdr w = {.op = RDMX__TCP_OP_WRITE, .psn = 1, .rkey = rkey, .len = 64};
+	rdmx__tcp_hdr_encode(&w, wr);
+	memset(wr + RDMX__TCP_HDR_SIZE, 0xab, 64);
+	fd = raw_connect(ip, port);
+	raw_send(fd, wr, sizeof(wr));
+	cr_assert(closed_by_peer(fd), "a write without a hello was not refused");
+	close(fd);
+	for (int i = 0; i < 4096; i++)
+		cr_assert_eq(ra->mem[i], 0x5c, "a forged write placed data at byte %d", i);
+
+	/* 4. garbage to the cm listener */
+	uint16_t cmport = listen_any(&A);
+	struct rdmx_addr *ad = addr_of(&A, cmport);
+	uint8_t lip[4];
+	cr_assert_eq(inet_pton(AF_INET, A.addr, lip), 1, "RDMX_TEST_ADDR %s is not IPv4", A.addr);
+	fd = raw_connect(lip, cmport);
+	raw_send(fd, junk, sizeof(junk));
+	cr_assert(closed_by_peer(fd), "the cm listener kept a socket sending garbage");
+	close(fd);
+	/* and it still serves honest requests */
+	struct rdmx_conn *c2 = NULL;
+	ASSERT_OK(rdmx_ctx_connect_to_addr(B.ctx, ad, NULL, 0, NULL, &c2));
+	DRIVE_UNTIL(&A, &B, A.established >= 1 && B.established >= 1 &&
+				    conn_state(c2) == RDMX_CONN_ESTABLISHED);
+	ASSERT_OK(rdmx_addr_destroy(&ad));
+
+	/* the honest connection still works */
+	cr_assert_eq(conn_state(ca), RDMX_CONN_ESTABLISHED);
+	honest_write(cb, 131);
+	honest_write(c2, 132);
+	pair_close(&A, &B);
+	leak_end();
+}
