@@ -1,0 +1,32 @@
+/* The verbs provider's ops table (engine/provider.h). */
+#include "verbs.h"
+
+const struct rdmx_provider_ops rdmx__verbs_ops = {
+	.name = "verbs",
+	.id = RDMX_PROVIDER_ID_VERBS,
+	.dev_list = rdmx__verbs_dev_list,
+	.dev_open = rdmx__verbs_dev_open,
+	.dev_close = rdmx__verbs_dev_close,
+	.dev_query_caps = rdmx__verbs_dev_query_caps,
+	.dev_get_gid = rdmx__verbs_dev_get_gid,
+	.dev_find_by_addr = rdmx__verbs_dev_find_by_addr,
+	.mr_reg = rdmx__verbs_mr_reg,
+	.mr_dereg = rdmx__verbs_mr_dereg,
+	.ctx_start = rdmx__verbs_ctx_start,
+	.ctx_stop = rdmx__verbs_ctx_stop,
+	.ctx_get_fd = rdmx__verbs_ctx_get_fd,
+	.ctx_arm = rdmx__verbs_ctx_arm,
+	.ctx_disarm = rdmx__verbs_ctx_disarm,
+	.ctx_poll = rdmx__verbs_ctx_poll,
+	.conn_export = rdmx__verbs_conn_export,
+	.conn_connect = rdmx__verbs_conn_connect,
+	.listen = rdmx__verbs_listen,
+	.stop_listen = rdmx__verbs_stop_listen,
+	.connect_to_addr = rdmx__verbs_connect_to_addr,
+	.conn_accept = rdmx__verbs_conn_accept,
+	.conn_reject = rdmx__verbs_conn_reject,
+	.conn_disconnect = rdmx__verbs_conn_disconnect,
+	.conn_release = rdmx__verbs_conn_release,
+	.post_recv = rdmx__verbs_post_recv,
+	.post_send = rdmx__verbs_post_send,
+};

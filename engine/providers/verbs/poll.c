@@ -1,0 +1,334 @@
+/* verbs completions: the send and recv CQs, then the rdma_cm events, then
+ * the connection phase (final events of drained connections).
+ *
+ * Send completions of a QP come in posting order, errors included (after an
+ * error the QP flushes the rest with IBV_WC_WR_FLUSH_ERR): every failure
+ * moves the connection to error, later ones complete CONN_ABORTED. A
+ * connection's DISCONNECTED (or FAILURE) is reported only once its send
+ * queue is empty and its stalled tasks completed, so every task of it has
+ * completed before the final event, exactly once. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "verbs.h"
+
+int rdmx__verbs_wc_status(enum ibv_wc_status st, bool stopping)
+{
+	switch (st) {
+	case IBV_WC_SUCCESS:
+		return 0;
+	case IBV_WC_WR_FLUSH_ERR:
+		return stopping ? RDMX_E_CANCELED : RDMX_E_CONN_ABORTED;
+	case IBV_WC_REM_ACCESS_ERR:
+		return RDMX_E_REMOTE_ACCESS;
+	case IBV_WC_RNR_RETRY_EXC_ERR:
+		return RDMX_E_RNR;
+	case IBV_WC_LOC_LEN_ERR:
+		return RDMX_E_LOCAL_LENGTH;
+	case IBV_WC_REM_INV_REQ_ERR:
+	case IBV_WC_REM_OP_ERR:
+		return RDMX_E_REMOTE_OP;
+	case IBV_WC_RETRY_EXC_ERR:  /* no answer from the peer: it is gone */
+	case IBV_WC_REM_ABORT_ERR:
+	case IBV_WC_RESP_TIMEOUT_ERR:
+		return RDMX_E_CONN_ABORTED;
+	case IBV_WC_LOC_PROT_ERR:   /* local key or access: a bad local buffer */
+	case IBV_WC_LOC_ACCESS_ERR:
+		return RDMX_E_INVAL;
+	case IBV_WC_BAD_RESP_ERR:
+		return RDMX_E_PROTOCOL;
+	default:
+		return RDMX_E_PROVIDER;
+	}
+}
+
+/* Marks a connection failed by a completion error (once). */
+static void conn_failed(struct verbs_conn *vc, const struct ibv_wc *wc)
+{
+	struct verbs_ctx *vctx = vc->vctx;
+
+	if (vctx->stopping || vc->in_error)
+		return;
+	vc->in_error = true;
+	if (wc->status != IBV_WC_WR_FLUSH_ERR)
+		RDMX_DBG("verbs: qpn 0x%x completion error %s (vendor 0x%x): connection %u to error",
+			 vc->qpn, ibv_wc_status_str(wc->status), wc->vendor_err, vc->conn->id);
+	if (!vc->closing)
+		rdmx__conn_set_error(vc->conn);
+	/* RC gives up on a peer that stopped answering: that is peer death,
+	 * the connection ends (DISCONNECTED once drained) */
+	if (wc->status == IBV_WC_RETRY_EXC_ERR)
+		rdmx__verbs_conn_close(vc);
+	vctx->pending = true;
+}
+
+static void infl_unlink(struct verbs_conn *vc, struct rdmx_task *t)
+{
+	struct rdmx_task **pp = &vc->infl_head, *prev = NULL;
+
+	while (*pp && *pp != t) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	if (!*pp) {
+		RDMX_ERR("verbs: completion for a task qpn 0x%x does not hold", vc->qpn);
+		return;
+	}
+	if (prev)
+		RDMX_ERR("verbs: qpn 0x%x completed out of order", vc->qpn);
+	*pp = t->next;
+	if (vc->infl_tail == t)
+		vc->infl_tail = prev;
+	t->next = NULL;
+}
+
+static int send_wc(struct verbs_ctx *vctx, const struct ibv_wc *wc)
+{
+	struct rdmx_task *task = (struct rdmx_task *)(uintptr_t)wc->wr_id;
+	struct verbs_conn *vc = rdmx__verbs_conn_by_qpn(vctx, wc->qp_num);
+	int status = rdmx__verbs_wc_status(wc->status, vctx->stopping);
+
+	if (!vc && task->conn)
+		vc = task->conn->prov;
+	if (!vc) {
+		RDMX_ERR("verbs: send completion for unknown qpn 0x%x dropped", wc->qp_num);
+		return 0;
+	}
+	vc->posted--;
+	infl_unlink(vc, task);
+	if (task->op == RDMX__OP_ATOMIC_WRITE) {
+		uint64_t found = vc->scratch[task->prov_u64[0]];
+
+		if (status == 0 && found != task->prov_u64[1]) {
+			/* the word held another value: swap again from it */
+			if (vctx->stopping)
+				status = RDMX_E_CANCELED;
+			else if (vc->closing || vc->in_error)
+				status = RDMX_E_CONN_ABORTED;
+			else if (rdmx__verbs_post_cas_retry(vc, task, found) == 0)
+				return 0;
+			else
+				status = RDMX_E_CONN_ABORTED;
+		}
+		vc->stalled = false;
+	}
+	vctx->scq_used--;
+	if (status)
+		conn_failed(vc, wc);
+	if (vc->posted == 0 && (vc->closing || vc->in_error || vc->fail_pending))
+		vctx->pending = true;
+	rdmx__task_complete(task, status);
+	if (!vctx->stopping)
+		rdmx__verbs_unstall(vc);
+	return 1;
+}
+
+static int recv_wc(struct verbs_ctx *vctx, const struct ibv_wc *wc)
+{
+	struct rdmx_task *task = (struct rdmx_task *)(uintptr_t)wc->wr_id;
+	struct verbs_conn *vc = rdmx__verbs_conn_by_qpn(vctx, wc->qp_num);
+	int status = rdmx__verbs_wc_status(wc->status, vctx->stopping);
+
+	rdmx__verbs_recv_unlink(vctx, task);
+	if (!vc || vc->final) {
+		/* a message of a connection already reported gone: nobody may
+		 * see it; the receive goes back to the SRQ */
+		if (!vctx->stopping && rdmx__verbs_repost_recv(vctx, task) == 0) {
+			RDMX_DBG("verbs: dropped a message of closed qpn 0x%x", wc->qp_num);
+			return 0;
+		}
+		task->res_conn = NULL;
+		rdmx__task_complete(task, vctx->stopping ? RDMX_E_CANCELED : RDMX_E_CONN_ABORTED);
+		return 1;
+	}
+	task->res_conn = vc->conn;
+	if (status == 0) {
+		if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM)
+			task->res_opcode = RDMX_OPCODE_WRITE_WITH_IMM;
+		else if (wc->wc_flags & IBV_WC_WITH_IMM)
+			task->res_opcode = RDMX_OPCODE_SEND_WITH_IMM;
+		else
+			task->res_opcode = RDMX_OPCODE_SEND;
+		task->res_len = wc->byte_len;
+		task->res_imm = (wc->wc_flags & IBV_WC_WITH_IMM) ? ntohl(wc->imm_data) : 0;
+	} else {
+		/* e.g. a message longer than the receive: the responder QP is
+		 * in error now (the sender sees REMOTE_OP) */
+		conn_failed(vc, wc);
+	}
+	rdmx__task_complete(task, status);
+	return 1;
+}
+
+/* Polls each CQ once (at most `room` entries each); returns callbacks run,
+ * and in *seen the number of completions taken off the CQs. */
+static int poll_cqs(struct verbs_ctx *vctx, unsigned room, unsigned *seen)
+{
+	struct ibv_wc wcs[VERBS_POLL_BATCH];
+	int n = 0, got;
+	unsigned max = room < VERBS_POLL_BATCH ? room : VERBS_POLL_BATCH;
+
+	*seen = 0;
+	if (max == 0)
+		max = 1;
+	got = ibv_poll_cq(vctx->scq, (int)max, wcs);
+	if (got < 0)
+		RDMX_ERR("verbs: ibv_poll_cq(send) failed: %d", got);
+	for (int i = 0; i < got; i++)
+		n += send_wc(vctx, &wcs[i]);
+	if (got > 0)
+		*seen += (unsigned)got;
+	got = ibv_poll_cq(vctx->rcq, (int)max, wcs);
+	if (got < 0)
+		RDMX_ERR("verbs: ibv_poll_cq(recv) failed: %d", got);
+	for (int i = 0; i < got; i++)
+		n += recv_wc(vctx, &wcs[i]);
+	if (got > 0)
+		*seen += (unsigned)got;
+	return n;
+}
+
+/* Completes a connection's stalled tasks once its send queue is empty. The
+ * list is detached first: callbacks that submit again queue behind. */
+static int fail_stalled(struct verbs_conn *vc, int status)
+{
+	struct verbs_ctx *vctx = vc->vctx;
+	struct rdmx_task *list = vc->stall_head;
+	int n = 0;
+
+	vc->stall_head = vc->stall_tail = NULL;
+	vc->nstall = 0;
+	while (list) {
+		struct rdmx_task *t = list;
+
+		list = t->next;
+		t->next = NULL;
+		vctx->scq_used--;
+		rdmx__task_complete(t, status);
+		n++;
+	}
+	return n;
+}
+
+static int conn_phase(struct verbs_ctx *vctx)
+{
+	int n = 0;
+
+	if (!vctx->pending)
+		return 0;
+	vctx->pending = false;
+	/* callbacks may add connections at the head (not visited now: they
+	 * set pending again) but never free one before ctx_poll returns */
+	for (struct verbs_conn *v = vctx->conns; v; v = v->next) {
+		bool ending;
+
+		if (v->final)
+			continue;
+		if (v->est_pending && !v->closing) {
+			v->est_pending = false;
+			v->established = true;
+			rdmx__conn_event(v->conn, RDMX__CONN_EV_ESTABLISHED);
+			n++;
+		}
+		ending = v->closing || v->fail_pending;
+		if ((ending || v->in_error) && v->posted == 0 && v->stall_head)
+			n += fail_stalled(v, RDMX_E_CONN_ABORTED);
+		if (ending && v->posted == 0 && !v->stall_head) {
+			bool failure = v->fail_pending && !v->established;
+
+			v->final = true;
+			rdmx__conn_event(v->conn, failure ? RDMX__CONN_EV_FAILURE
+							  : RDMX__CONN_EV_DISCONNECTED);
+			n++;
+		} else if (ending || v->est_pending || (v->in_error && v->stall_head)) {
+			vctx->pending = true;
+		}
+	}
+	return n;
+}
+
+int rdmx__verbs_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
+{
+	struct verbs_ctx *vctx = verbs_ctx_of(ctx);
+	unsigned seen;
+	int n = 0;
+
+	if (!vctx)
+		return 0;
+	/* what ctx_arm polled comes first (it is older than the CQs' rest) */
+	if (vctx->nsstash || vctx->nrstash) {
+		unsigned ns = vctx->nsstash, nr = vctx->nrstash;
+		struct ibv_wc s[VERBS_POLL_BATCH], r[VERBS_POLL_BATCH];
+
+		memcpy(s, vctx->sstash, ns * sizeof(s[0]));
+		memcpy(r, vctx->rstash, nr * sizeof(r[0]));
+		vctx->nsstash = vctx->nrstash = 0;
+		for (unsigned i = 0; i < ns; i++)
+			n += send_wc(vctx, &s[i]);
+		for (unsigned i = 0; i < nr; i++)
+			n += recv_wc(vctx, &r[i]);
+	}
+	while ((unsigned)n < budget) {
+		n += poll_cqs(vctx, budget - (unsigned)n, &seen);
+		if (!seen)
+			break;
+	}
+	if (vctx->cm && (unsigned)n < budget)
+		n += rdmx__verbs_cm_poll(vctx, budget - (unsigned)n);
+	n += conn_phase(vctx);
+	return n;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void rdmx__verbs_drain(struct verbs_ctx *vctx, unsigned timeout_ms)
+{
+	uint64_t deadline = now_ms() + timeout_ms;
+	unsigned seen;
+
+	for (;;) {
+		bool busy = false;
+
+		poll_cqs(vctx, VERBS_POLL_BATCH, &seen);
+		for (struct verbs_conn *v = vctx->conns; v; v = v->next) {
+			if (v->posted == 0 && v->stall_head)
+				fail_stalled(v, RDMX_E_CANCELED);
+			busy = busy || v->posted;
+		}
+		if (!busy)
+			break;
+		if (now_ms() > deadline) {
+			RDMX_ERR("verbs: work requests still posted %u ms after the QPs went "
+				 "to error: completing them as canceled",
+				 timeout_ms);
+			break;
+		}
+		if (!seen)
+			usleep(200);
+	}
+	/* what the CQs never returned (only after the deadline) */
+	for (struct verbs_conn *v = vctx->conns; v; v = v->next) {
+		while (v->infl_head) {
+			struct rdmx_task *t = v->infl_head;
+
+			v->infl_head = t->next;
+			t->next = NULL;
+			v->posted--;
+			vctx->scq_used--;
+			rdmx__task_complete(t, RDMX_E_CANCELED);
+		}
+		v->infl_tail = NULL;
+		v->stalled = false;
+		if (v->stall_head)
+			fail_stalled(v, RDMX_E_CANCELED);
+	}
+}

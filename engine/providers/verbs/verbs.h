@@ -1,0 +1,214 @@
+/* verbs provider (rdma-core: libibverbs + librdmacm): structures shared by
+ * its files. One file per object: device.c, mr.c, ctx.c, conn.c (QP and the
+ * export/connect flow), cm.c (the rdma_cm flow), post.c, poll.c, ops.c.
+ *
+ * Resources:
+ *   device   ibv_context + one PD (memory is registered on the device before
+ *            any context exists, so the PD cannot be per context)
+ *   context  one SRQ, a send CQ and a recv CQ on one completion channel, an
+ *            rdma_cm event channel (created on first cm use), an eventfd for
+ *            work the provider owes without a CQE, and an epoll fd holding
+ *            all three: the fd the progress engine watches
+ *   conn     one RC QP on the context's CQs and SRQ (created by hand, also in
+ *            the cm flow, so that the QP attributes are ours: rnr_retry and
+ *            the path MTU come from the context's properties) and a small
+ *            registered scratch area (8 bytes per send queue slot) for
+ *            emulated atomic writes and flushes
+ *
+ * Threading: a context and its connections are used by one thread (the one
+ * that drives the progress engine); nothing here takes a lock. */
+#ifndef RDMX_VERBS_H
+#define RDMX_VERBS_H
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "../../provider.h"
+
+/* Scatter-gather entries per work request we ever build (caps are clamped). */
+#define VERBS_MAX_SGE 32u
+/* Addresses one listen binds to (one rdma_cm id each). */
+#define VERBS_MAX_LISTEN 8u
+/* Completions polled per ibv_poll_cq call, and kept from ctx_arm's peek. */
+#define VERBS_POLL_BATCH 16u
+/* Exported connection details (little-endian). */
+#define VERBS_DETAILS_SIZE 32u
+#define VERBS_DETAILS_MAGIC 0x5644u /* "VD" */
+#define VERBS_DETAILS_VERSION 1u
+/* Local ACK timeout 4.096 us * 2^14 = 67 ms, 7 retries (RC defaults). */
+#define VERBS_QP_TIMEOUT 14u
+#define VERBS_QP_RETRY_CNT 7u
+/* RNR NAK timer the responder asks for: 12 = 0.64 ms. */
+#define VERBS_MIN_RNR_TIMER 12u
+/* Outstanding RDMA reads / atomics per QP, each direction. */
+#define VERBS_MAX_RD_ATOMIC 16u
+/* ctx_stop waits at most this long for flushed work requests. */
+#define VERBS_STOP_DRAIN_MS 5000u
+
+struct verbs_dev {
+	struct ibv_context *ibv;
+	struct ibv_pd *pd;
+	struct ibv_device_attr_ex attr;
+	struct ibv_port_attr port_attr;
+	uint8_t port;
+	char name[RDMX_DEV_NAME_MAX];
+	bool has_ip;                 /* opened by address: bind cm ids there */
+	struct sockaddr_storage ip;  /* port 0 */
+};
+
+struct verbs_conn;
+
+struct verbs_ctx {
+	struct rdmx_ctx *ctx;
+	struct verbs_dev *vdev;
+	struct ibv_comp_channel *chan;
+	struct ibv_cq *scq, *rcq;
+	struct ibv_srq *srq;
+	struct rdma_event_channel *cm; /* NULL until the first cm call */
+	int epfd, evfd;
+	uint32_t scq_cap, scq_used;    /* send CQEs: reserved per accepted send task */
+	uint32_t srq_cap, srq_used;
+	unsigned scq_events, rcq_events; /* CQ events got, not yet acked */
+	enum ibv_mtu mtu;              /* min(ctx mtu property, port active mtu) */
+	int qp_access;                 /* IBV_ACCESS_REMOTE_* from ctx permissions */
+	uint8_t rd_atomic;             /* our max reads/atomics in flight, each way */
+	/* posted receives: doubly linked through task->next / task->prov_ptr */
+	struct rdmx_task *recv_head;
+	struct verbs_conn *conns;      /* every connection with provider state */
+	struct verbs_conn **qpn_tab;   /* qp number -> connection (receives) */
+	uint32_t qpn_mask;
+	struct rdma_cm_id *listen[VERBS_MAX_LISTEN];
+	unsigned nlisten;
+	/* completions ctx_arm polled while checking for a race: delivered first */
+	struct ibv_wc sstash[VERBS_POLL_BATCH], rstash[VERBS_POLL_BATCH];
+	unsigned nsstash, nrstash;
+	bool pending;  /* a connection waits for the connection phase of ctx_poll */
+	bool stopping; /* ctx_stop runs: flushes become RDMX_E_CANCELED */
+};
+
+struct verbs_conn {
+	struct rdmx_conn *conn;
+	struct verbs_ctx *vctx;
+	struct rdma_cm_id *id; /* cm flow only */
+	struct ibv_qp *qp;
+	uint32_t qpn, psn;
+	uint32_t sq_size;      /* power of two: scratch slots */
+	uint64_t *scratch;
+	struct ibv_mr *scratch_mr;
+	uint64_t seq;          /* work requests posted: scratch slot = seq % sq_size */
+	uint32_t posted;       /* work requests in the send queue */
+	/* posted send tasks, in order (completions come in this order) */
+	struct rdmx_task *infl_head, *infl_tail;
+	/* accepted send tasks waiting behind an emulated atomic write */
+	struct rdmx_task *stall_head, *stall_tail;
+	uint32_t nstall;
+	bool stalled;        /* an emulated atomic write is in flight */
+	/* cm negotiation (passive side: from the request) */
+	uint8_t resp_res, init_depth;
+	uint8_t cm_pd[RDMX_PRIVATE_DATA_MAX + 1]; /* encoded private data to send */
+	uint8_t cm_pd_len;
+	/* life cycle */
+	bool exported;       /* export/connect flow */
+	bool connected;      /* export flow: conn_connect succeeded */
+	bool accepted;       /* cm passive: rdma_accept done */
+	bool established;    /* ESTABLISHED reported */
+	bool est_pending;    /* ESTABLISHED to report at the next ctx_poll */
+	bool fail_pending;   /* FAILURE to report once drained */
+	bool closing;        /* QP moved to error: DISCONNECTED once drained */
+	bool in_error;       /* rdmx__conn_set_error done */
+	bool final;          /* FAILURE or DISCONNECTED reported */
+	struct verbs_conn *next;  /* vctx->conns */
+	struct verbs_conn *hnext; /* qpn_tab bucket */
+};
+
+static inline struct verbs_ctx *verbs_ctx_of(const struct rdmx_ctx *ctx)
+{
+	return ctx->prov;
+}
+
+/* device.c */
+int rdmx__verbs_dev_list(struct rdmx_dev_info *infos, size_t max, size_t *count);
+int rdmx__verbs_dev_open(struct rdmx_dev *dev, const char *ip);
+void rdmx__verbs_dev_close(struct rdmx_dev *dev);
+int rdmx__verbs_dev_query_caps(const struct rdmx_dev *dev, struct rdmx_dev_caps *caps);
+int rdmx__verbs_dev_get_gid(const struct rdmx_dev *dev, uint32_t index, uint8_t gid[16]);
+int rdmx__verbs_dev_find_by_addr(const char *ip, char name[RDMX_DEV_NAME_MAX]);
+/* A local IP address of the device for cm ids (family AF_INET or AF_INET6,
+ * or AF_UNSPEC for either), preferring the GID at gid_index. Port 0.
+ * RDMX_E_NOT_FOUND when the GID table holds no usable address. */
+int rdmx__verbs_dev_local_addr(const struct verbs_dev *vdev, uint32_t gid_index, int family,
+			       struct sockaddr_storage *ss);
+/* Every usable local address (at most max); returns how many. */
+unsigned rdmx__verbs_dev_local_addrs(const struct verbs_dev *vdev, struct sockaddr_storage *ss,
+				     unsigned max);
+
+/* mr.c */
+int rdmx__verbs_mr_reg(struct rdmx_mr *mr);
+void rdmx__verbs_mr_dereg(struct rdmx_mr *mr);
+
+/* ctx.c */
+int rdmx__verbs_ctx_start(struct rdmx_ctx *ctx);
+void rdmx__verbs_ctx_stop(struct rdmx_ctx *ctx);
+int rdmx__verbs_ctx_get_fd(struct rdmx_ctx *ctx);
+int rdmx__verbs_ctx_arm(struct rdmx_ctx *ctx);
+int rdmx__verbs_ctx_disarm(struct rdmx_ctx *ctx);
+/* Wakes the progress engine (eventfd) for work without a CQE. */
+void rdmx__verbs_ctx_kick(struct verbs_ctx *vctx);
+/* Creates the rdma_cm event channel on first use (non-blocking, in epoll). */
+int rdmx__verbs_ctx_cm_channel(struct verbs_ctx *vctx);
+
+/* conn.c */
+struct verbs_conn *rdmx__verbs_conn_new(struct verbs_ctx *vctx, struct rdmx_conn *conn);
+/* Creates the QP (RESET) and the scratch area; maps the qp number. */
+int rdmx__verbs_conn_create_qp(struct verbs_conn *vc);
+int rdmx__verbs_qp_to_init(struct verbs_conn *vc, uint8_t port);
+/* Moves the QP to ERR (flushes its send queue); logs a failure once. */
+void rdmx__verbs_qp_to_err(struct verbs_conn *vc);
+/* Frees everything the connection holds (QP, scratch, cm id). */
+void rdmx__verbs_conn_destroy(struct verbs_conn *vc);
+struct verbs_conn *rdmx__verbs_conn_by_qpn(const struct verbs_ctx *vctx, uint32_t qpn);
+/* Starts the close of a connection: QP to ERR, DISCONNECTED once drained. */
+void rdmx__verbs_conn_close(struct verbs_conn *vc);
+int rdmx__verbs_conn_export(struct rdmx_conn *conn, void *details, size_t *len);
+int rdmx__verbs_conn_connect(struct rdmx_conn *conn, const void *details, size_t len);
+int rdmx__verbs_conn_disconnect(struct rdmx_conn *conn);
+void rdmx__verbs_conn_release(struct rdmx_conn *conn);
+/* Shared by conn.c (export flow) and cm.c. */
+enum ibv_mtu rdmx__verbs_mtu_enum(uint32_t bytes);
+int rdmx__verbs_random_psn(uint32_t *psn);
+
+/* cm.c */
+int rdmx__verbs_listen(struct rdmx_ctx *ctx, uint16_t port);
+void rdmx__verbs_stop_listen(struct rdmx_ctx *ctx);
+int rdmx__verbs_connect_to_addr(struct rdmx_conn *conn, const struct rdmx_addr *addr,
+				const void *pd, size_t pd_len);
+int rdmx__verbs_conn_accept(struct rdmx_conn *conn, const void *pd, size_t pd_len);
+int rdmx__verbs_conn_reject(struct rdmx_conn *conn);
+/* Handles pending rdma_cm events (at most budget callbacks); returns the
+ * number of callbacks run. */
+int rdmx__verbs_cm_poll(struct verbs_ctx *vctx, unsigned budget);
+/* Private data framing (exposed for unit tests). */
+size_t rdmx__verbs_pd_encode(const void *pd, size_t len, size_t room, uint8_t *out);
+size_t rdmx__verbs_pd_decode(const uint8_t *in, size_t len, uint8_t *out);
+
+/* post.c */
+int rdmx__verbs_post_recv(struct rdmx_ctx *ctx, struct rdmx_task *task);
+int rdmx__verbs_post_send(struct rdmx_conn *conn, struct rdmx_task *task);
+/* Posts one task's work request now (not the stall check). */
+int rdmx__verbs_post_now(struct verbs_conn *vc, struct rdmx_task *task);
+/* Re-posts an emulated atomic write's compare-and-swap with a new guess. */
+int rdmx__verbs_post_cas_retry(struct verbs_conn *vc, struct rdmx_task *task, uint64_t guess);
+/* Posts the tasks that waited behind an emulated atomic write. */
+void rdmx__verbs_unstall(struct verbs_conn *vc);
+/* Re-posts a receive's work request (a message of a dead connection). */
+int rdmx__verbs_repost_recv(struct verbs_ctx *vctx, struct rdmx_task *task);
+void rdmx__verbs_recv_unlink(struct verbs_ctx *vctx, struct rdmx_task *task);
+
+/* poll.c */
+int rdmx__verbs_ctx_poll(struct rdmx_ctx *ctx, unsigned budget);
+/* Polls both CQs until no connection holds a posted work request or the
+ * deadline passes, then completes whatever is left (ctx_stop). */
+void rdmx__verbs_drain(struct verbs_ctx *vctx, unsigned timeout_ms);
+int rdmx__verbs_wc_status(enum ibv_wc_status st, bool stopping);
+
+#endif
