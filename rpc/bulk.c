@@ -1,0 +1,223 @@
+/* Rendezvous: messages larger than the eager threshold.
+ *
+ * Sender: the source — our heap copy or the caller's registered memory — is
+ * registered again with REMOTE_READ only, exactly the message's bytes, and
+ * its descriptor goes into a ring slot. The registration lives until the
+ * peer's credit count passes the message (it has read and delivered it),
+ * then it is deregistered and the send completes.
+ *
+ * Receiver: the descriptor is checked (size, access, provider) before
+ * anything is allocated, then ONE RDMA read brings the bytes into a buffer
+ * the receiver owns; delivery (in order) and the ack follow. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "chan_internal.h"
+
+int rdmx__rdv_tx_prepare(struct rdmx_chan *chan, struct chan_msg *m)
+{
+	int rc;
+
+	if (!m->len || !m->data)
+		return RDMX_E_INVAL;
+	rc = rdmx_mr_reg(chan->host->dev, m->data, m->len, RDMX_ACCESS_REMOTE_READ, &m->rdv_mr);
+	if (rc) {
+		RPC_ERR("chan: conn %u: rendezvous source of %llu bytes: registration failed: %s",
+			rdmx__chan_conn_id(chan), (unsigned long long)m->len, rdmx_err_name(rc));
+		return rc;
+	}
+	return 0;
+}
+
+void rdmx__rdv_tx_finish(struct rdmx_chan *chan, struct chan_msg *m, int status)
+{
+	rdmx_chan_sent_cb cb = m->cb;
+	void *arg = m->arg;
+
+	rdmx_mr_dereg(&m->rdv_mr);
+	chan->held_bytes -= m->held;
+	if (m->kind == MSG_COPY)
+		free(m->data);
+	free(m);
+	if (cb) {
+		chan->cb_depth++;
+		cb(chan, status, arg);
+		chan->cb_depth--;
+	}
+}
+
+int rdmx__rdv_rx_new(struct rdmx_chan *chan, const void *desc, uint64_t len,
+		     struct rdv_rx **out, const char **why)
+{
+	struct rdmx_mr_remote *remote = NULL;
+	uint8_t copy[RDMX_MR_DESCRIPTOR_SIZE];
+	unsigned access = 0;
+	size_t size = 0;
+	struct rdv_rx *r;
+
+	memcpy(copy, desc, sizeof(copy)); /* one snapshot of peer-writable memory */
+	if (len > chan->host->dev_max_msg && chan->host->dev_max_msg) {
+		*why = "rendezvous message above the device's read size";
+		return RDMX_E_PROTOCOL;
+	}
+	if (rdmx_mr_remote_from_descriptor(copy, sizeof(copy), &remote)) {
+		*why = "malformed rendezvous descriptor";
+		return RDMX_E_PROTOCOL;
+	}
+	rdmx_mr_remote_get_size(remote, &size);
+	rdmx_mr_remote_get_access(remote, &access);
+	if ((uint64_t)size < len) {
+		rdmx_mr_remote_delete(&remote);
+		*why = "rendezvous descriptor shorter than the message";
+		return RDMX_E_PROTOCOL;
+	}
+	if (!(access & RDMX_ACCESS_REMOTE_READ)) {
+		rdmx_mr_remote_delete(&remote);
+		*why = "rendezvous source not readable";
+		return RDMX_E_PROTOCOL;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		rdmx_mr_remote_delete(&remote);
+		*why = "out of memory for a rendezvous";
+		return RDMX_E_PROTOCOL;
+	}
+	r->chan = chan;
+	r->remote = remote;
+	r->len = len;
+	r->state = RDV_NEW;
+	*out = r;
+	return 0;
+}
+
+void rdmx__rdv_rx_free(struct rdv_rx *r)
+{
+	if (!r)
+		return;
+	if (r->state == RDV_READING) {
+		/* the read task still owns the buffer: its completion frees it */
+		r->chan = NULL;
+		return;
+	}
+	rdmx_mr_dereg(&r->mr);
+	free(r->buf);
+	rdmx_mr_remote_delete(&r->remote);
+	free(r);
+}
+
+/* Starts the read of r. 0, RDMX_E_FULL (no task: retry), or an error. */
+static int rdv_read(struct rdmx_chan *chan, struct rdv_rx *r)
+{
+	int rc;
+
+	if (!r->buf) {
+		r->buf = malloc(r->len);
+		if (!r->buf)
+			return RDMX_E_NOMEM;
+		rc = rdmx_mr_reg(chan->host->dev, r->buf, r->len, RDMX_ACCESS_LOCAL_WRITE, &r->mr);
+		if (rc) {
+			free(r->buf);
+			r->buf = NULL;
+			return rc;
+		}
+		r->lb.mr = r->mr;
+		r->lb.addr = r->buf;
+		r->lb.len = r->len;
+		r->lb.next = NULL;
+		r->rb.mr = r->remote;
+		r->rb.offset = 0;
+		r->rb.len = r->len;
+	}
+	rc = rdmx_task_read_alloc(chan->host->ctx, chan->conn, &r->rb, &r->lb, r, &r->task);
+	if (rc == RDMX_E_FULL)
+		rdmx__host_add_starved(chan->host, chan);
+	if (rc)
+		return rc;
+	rc = rdmx_task_submit(r->task);
+	if (rc) {
+		rdmx_task_free(r->task);
+		r->task = NULL;
+		return rc;
+	}
+	r->state = RDV_READING;
+	chan->inflight++;
+	chan->rdv_reads++;
+	chan->rdv_read_bytes += r->len;
+	return 0;
+}
+
+void rdmx__rdv_rx_start(struct rdmx_chan *chan)
+{
+	uint32_t seq = chan->rx_consumed;
+
+	/* in order, a few at a time; the head of the line always may start */
+	for (; seq != chan->rx_seq && chan->state == RDMX_CHAN_READY; seq++) {
+		struct rdv_rx *r = chan->rx[seq % chan->slot_count].rdv;
+		int rc;
+
+		if (!r || r->state != RDV_NEW)
+			continue;
+		if (seq != chan->rx_consumed &&
+		    (chan->rdv_reads >= CHAN_RDV_MAX_READS ||
+		     chan->rdv_read_bytes + r->len > 2 * chan->max_msg))
+			break;
+		rc = rdv_read(chan, r);
+		if (rc == RDMX_E_FULL || rc == RDMX_E_BAD_STATE)
+			break;
+		if (rc) {
+			RPC_ERR("chan: conn %u: rendezvous read of %llu bytes: %s",
+				rdmx__chan_conn_id(chan), (unsigned long long)r->len,
+				rdmx_err_name(rc));
+			rdmx__chan_fail(chan, rc, NULL);
+			return;
+		}
+	}
+}
+
+static struct rdmx_chan *read_done(struct rdmx_task *task, struct rdv_rx *r)
+{
+	struct rdmx_chan *chan = r->chan;
+
+	rdmx_task_free(task);
+	r->task = NULL;
+	r->state = RDV_DONE;
+	if (!chan) {
+		/* the channel let go of it while the read ran */
+		rdmx__rdv_rx_free(r);
+		return NULL;
+	}
+	chan->inflight--;
+	chan->rdv_reads--;
+	chan->rdv_read_bytes -= r->len;
+	return chan;
+}
+
+void rdmx__chan_read_ok(struct rdmx_task *task, void *ud, void *cud)
+{
+	struct rdmx_chan *chan = read_done(task, ud);
+
+	(void)cud;
+	if (!chan)
+		return;
+	if (chan->state == RDMX_CHAN_READY) {
+		rdmx__rdv_rx_start(chan);
+		rdmx__chan_deliver(chan);
+	}
+	rdmx__chan_maybe_free(chan);
+}
+
+void rdmx__chan_read_err(struct rdmx_task *task, void *ud, void *cud)
+{
+	struct rdv_rx *r = ud;
+	int st = rdmx_task_get_status(task);
+	struct rdmx_chan *chan = read_done(task, r);
+
+	(void)cud;
+	if (!chan)
+		return;
+	if (chan->state != RDMX_CHAN_CLOSED && st != RDMX_E_CONN_ABORTED && st != RDMX_E_CANCELED)
+		RPC_ERR("chan: conn %u: rendezvous read of %llu bytes failed: %s",
+			rdmx__chan_conn_id(chan), (unsigned long long)r->len, rdmx_err_name(st));
+	rdmx__chan_fail(chan, st, NULL);
+	rdmx__chan_maybe_free(chan);
+}

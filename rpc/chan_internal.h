@@ -1,0 +1,265 @@
+/* Private structures of the channel layer, shared by host.c (the context's
+ * receive pool and connection map), channel.c (life cycle, send and receive
+ * paths) and bulk.c (rendezvous). STYLE.md keeps a struct inside its own .c;
+ * the channel spans three files, as engine/internal.h spans the engine. */
+#ifndef RDMX_RPC_CHAN_INTERNAL_H
+#define RDMX_RPC_CHAN_INTERNAL_H
+
+#include <rdmx/channel.h>
+#include <rdmx/ctx.h>
+#include <rdmx/dev.h>
+#include <rdmx/mr.h>
+#include <rdmx/pe.h>
+#include <rdmx/task.h>
+
+#include "ring.h"
+#include "rpc_internal.h"
+
+#define CHAN_CTL_ENTRIES 8u     /* control send buffers per channel */
+#define CHAN_RDV_MAX_READS 4u   /* rendezvous reads in flight per channel */
+#define CHAN_RDV_MAX_TX 64u     /* rendezvous sources awaiting ack per channel */
+#define CHAN_DEFAULT_QUEUE_BYTES (128ull << 20)
+
+struct rdmx_chan;
+
+/* One posted receive of the host's pool. */
+struct host_recv {
+	struct rdmx_chan_host *host;
+	struct rdmx_task *task;
+	struct rdmx_buf buf;
+	struct host_recv *next_retry; /* resubmit failed: retried later */
+};
+
+struct rdmx_chan_host {
+	struct rdmx_ctx *ctx;
+	struct rdmx_pe *pe;
+	struct rdmx_dev *dev;
+	struct rdmx_chan_host_attr attr;
+	uint32_t max_sge; /* context's max send buf list len */
+	uint64_t dev_max_msg;
+
+	/* receive pool: attr.recv_tasks entries of RDMX__CTL_MAX_LEN bytes */
+	struct host_recv *recvs;
+	uint8_t *recv_mem;
+	struct rdmx_mr *recv_mr;
+	bool recvs_posted;
+	uint32_t recvs_outstanding; /* submitted, not yet completed */
+	struct host_recv *retry_head;
+
+	struct rdmx__map chans;  /* conn pointer -> channel */
+	struct rdmx__map early;  /* conn pointer -> 64-byte hello copy */
+	struct rdmx_chan *all;   /* every channel not yet freed (user's and zombies) */
+	struct rdmx_chan *starved_head; /* channels waiting for a task of the pool */
+	uint32_t num_chans;
+
+	struct rdmx__timers timers;
+	int depth;    /* callbacks of this host on the stack */
+	bool stopped; /* the context stopped under us */
+};
+
+/* An outgoing message that could not be written at once, or a rendezvous
+ * source waiting for its ack. */
+enum chan_msg_kind {
+	MSG_COPY = 0, /* `data` is our heap copy */
+	MSG_ZC = 1,   /* `ubuf` is the caller's registered memory */
+};
+
+struct chan_msg {
+	struct chan_msg *next;
+	enum chan_msg_kind kind;
+	uint64_t len;
+	void *data;           /* MSG_COPY: heap copy; MSG_ZC: ubuf.addr */
+	struct rdmx_buf ubuf; /* MSG_ZC */
+	struct rdmx_mr *rdv_mr; /* rendezvous source registration (REMOTE_READ) */
+	uint32_t seq;         /* rendezvous: sequence of its descriptor message */
+	uint64_t held;        /* bytes charged to the queue budget */
+	rdmx_chan_sent_cb cb;
+	void *arg;
+};
+
+/* One peer slot as seen by the sender (staging copy + in-flight write). */
+struct tx_slot {
+	struct rdmx_chan *chan;
+	struct rdmx_buf hdr;  /* staging slot: header (+ payload when copied) */
+	struct rdmx_buf user; /* zero-copy payload, chained after hdr */
+	struct rdmx_rbuf dst; /* the peer's slot */
+	bool busy;            /* write in flight */
+	rdmx_chan_sent_cb cb; /* eager: runs at write completion */
+	void *arg;
+	uint32_t len;
+};
+
+/* Receiver's state of a rendezvous message. */
+enum rdv_state { RDV_NEW = 0, RDV_READING, RDV_DONE };
+struct rdv_rx {
+	struct rdmx_chan *chan;
+	struct rdmx_mr_remote *remote;
+	void *buf;
+	struct rdmx_mr *mr;
+	struct rdmx_buf lb;
+	struct rdmx_rbuf rb;
+	struct rdmx_task *task;
+	uint64_t len;
+	enum rdv_state state;
+};
+
+struct rx_slot {
+	uint32_t len;
+	struct rdv_rx *rdv; /* NULL: eager message in the ring slot */
+};
+
+struct ctl_entry {
+	struct rdmx_chan *chan;
+	struct rdmx_buf buf;
+	bool busy;
+};
+
+struct rdmx_chan {
+	struct rdmx_chan_host *host;
+	struct rdmx_conn *conn; /* NULL once the engine freed it */
+	enum rdmx_chan_state state;
+	int close_status;
+	bool user_ref;      /* the user still holds it (not destroyed) */
+	bool disconnecting; /* rdmx_conn_disconnect called */
+	bool paused;
+	bool delivering;
+	bool starved;       /* on host->starved list */
+	bool eager_credit;  /* return credits after every delivery batch */
+	uint32_t inflight;  /* tasks submitted, not completed */
+	uint32_t cb_depth;  /* user callbacks of this channel on the stack */
+	struct rdmx_chan *next_all, *prev_all;
+	struct rdmx_chan *next_starved;
+
+	/* callbacks */
+	rdmx_chan_recv_cb recv_cb;
+	rdmx_chan_event_cb event_cb;
+	void *arg;
+	void (*idle_cb)(struct rdmx_chan *chan, void *arg); /* all sent and acked */
+	void *idle_arg;
+
+	/* settings */
+	uint32_t slot_count, slot_size; /* local ring */
+	uint64_t max_msg;               /* local limit */
+	uint32_t eager;                 /* local eager threshold setting */
+	uint32_t queue_len;
+	uint64_t queue_bytes;
+
+	/* local receive ring */
+	uint8_t *ring;
+	struct rdmx_mr *ring_mr;
+	struct rx_slot *rx;
+	uint32_t rx_seq;      /* next expected sequence number */
+	uint32_t rx_consumed; /* slots freed (== messages delivered) */
+	uint32_t rx_reported; /* rx_consumed last told to the peer */
+	bool rx_need_ack;     /* a rendezvous was delivered: ack now */
+	uint32_t rdv_reads;   /* rendezvous reads in flight */
+	uint64_t rdv_read_bytes;
+
+	/* peer ring, as the sender sees it */
+	uint32_t peer_count, peer_size;
+	uint64_t peer_max_msg;
+	struct rdmx_mr_remote *peer_ring;
+	uint8_t *stage;
+	struct rdmx_mr *stage_mr;
+	struct tx_slot *tx;
+	uint32_t tx_window; /* staging slots: min(peer slots, staging budget) */
+	uint32_t tx_seq;   /* messages written */
+	uint32_t tx_acked; /* peer's credit count */
+
+	/* control sends */
+	uint8_t *ctl_mem;
+	struct rdmx_mr *ctl_mr;
+	struct ctl_entry ctl[CHAN_CTL_ENTRIES];
+	bool hello_pending;  /* hello not yet handed to the engine */
+	bool credit_pending; /* an explicit credit update is owed */
+	bool has_early_hello;
+	uint8_t early_hello[RDMX__CTL_HELLO_LEN];
+
+	/* send queue and rendezvous sources awaiting ack */
+	struct chan_msg *q_head, *q_tail;
+	uint32_t q_len;
+	uint64_t held_bytes;
+	struct chan_msg *rdv_head, *rdv_tail;
+	uint32_t rdv_tx;
+
+	struct rdmx_chan_stats stats;
+};
+
+/* ---- host.c ---- */
+/* Posts the receive pool (first channel start). */
+int rdmx__host_post_recvs(struct rdmx_chan_host *host);
+void rdmx__host_add_starved(struct rdmx_chan_host *host, struct rdmx_chan *chan);
+/* Every host callback brackets itself with enter/leave: timers run at the
+ * outermost level. */
+void rdmx__host_enter(struct rdmx_chan_host *host);
+void rdmx__host_leave(struct rdmx_chan_host *host);
+/* Disconnects a connection that has no channel (hostile or stale peer). */
+void rdmx__host_reject_conn(struct rdmx_chan_host *host, struct rdmx_conn *conn,
+			    const char *why);
+int rdmx__host_timer_arm(struct rdmx_chan_host *host, struct rdmx__timer *t, uint64_t when_ns);
+void rdmx__host_timer_disarm(struct rdmx_chan_host *host, struct rdmx__timer *t);
+int rdmx__host_depth(const struct rdmx_chan_host *host);
+/* Maps the channel's connection and lists it (rdmx_chan_create). */
+int rdmx__host_chan_add(struct rdmx_chan_host *host, struct rdmx_chan *chan);
+/* Unmaps the channel's connection (it stays listed until freed). */
+void rdmx__host_chan_remove(struct rdmx_chan_host *host, struct rdmx_chan *chan);
+/* Unmaps and unlists (the channel is being freed). */
+void rdmx__host_chan_unlink(struct rdmx_chan_host *host, struct rdmx_chan *chan);
+/* The hello kept for conn (malloc'd, RDMX__CTL_HELLO_LEN bytes) or NULL. */
+void *rdmx__host_take_early(struct rdmx_chan_host *host, struct rdmx_conn *conn);
+
+/* ---- channel.c ---- */
+void rdmx__chan_on_write(struct rdmx_chan *chan, uint32_t imm, uint32_t len);
+void rdmx__chan_on_ctl(struct rdmx_chan *chan, const void *buf, uint32_t len);
+/* The engine freed (or will free) the connection: closes, maybe frees. */
+void rdmx__chan_conn_gone(struct rdmx_chan *chan, int status);
+/* Closes the channel with `status` (logs `why` when not NULL). */
+void rdmx__chan_fail(struct rdmx_chan *chan, int status, const char *why);
+void rdmx__chan_pump(struct rdmx_chan *chan);
+void rdmx__chan_deliver(struct rdmx_chan *chan);
+void rdmx__chan_maybe_free(struct rdmx_chan *chan);
+uint32_t rdmx__chan_conn_id(const struct rdmx_chan *chan);
+void rdmx__chan_task_done(struct rdmx_chan *chan);
+/* Sends the hello if it is still owed. */
+void rdmx__chan_try_hello(struct rdmx_chan *chan);
+/* The peer's hello: maps its ring, allocates staging, goes READY. */
+void rdmx__chan_apply_hello(struct rdmx_chan *chan, const struct rdmx__hello *h);
+/* A credit count from the peer (validated by the caller). */
+void rdmx__chan_on_credit(struct rdmx_chan *chan, uint32_t credit);
+/* Frees a channel whatever its state (host destroy after a context stop). */
+void rdmx__chan_free(struct rdmx_chan *chan);
+
+/* Task callbacks (host.c registers them with the context). */
+void rdmx__chan_write_ok(struct rdmx_task *task, void *ud, void *cud);
+void rdmx__chan_write_err(struct rdmx_task *task, void *ud, void *cud);
+void rdmx__chan_send_ok(struct rdmx_task *task, void *ud, void *cud);
+void rdmx__chan_send_err(struct rdmx_task *task, void *ud, void *cud);
+
+/* ---- bulk.c: rendezvous ---- */
+/* Sender: registers the message's source with REMOTE_READ only. */
+int rdmx__rdv_tx_prepare(struct rdmx_chan *chan, struct chan_msg *m);
+/* Sender: releases the source (dereg, free copy) and completes the send. */
+void rdmx__rdv_tx_finish(struct rdmx_chan *chan, struct chan_msg *m, int status);
+/* Receiver: checks the descriptor, builds the rx state. */
+int rdmx__rdv_rx_new(struct rdmx_chan *chan, const void *desc, uint64_t len,
+		     struct rdv_rx **out, const char **why);
+/* Receiver: starts reads for pending rendezvous messages, in order. */
+void rdmx__rdv_rx_start(struct rdmx_chan *chan);
+void rdmx__rdv_rx_free(struct rdv_rx *r);
+void rdmx__chan_read_ok(struct rdmx_task *task, void *ud, void *cud);
+void rdmx__chan_read_err(struct rdmx_task *task, void *ud, void *cud);
+
+/* ---- internal send API used by rpc.c ---- */
+#define RDMX__SEND_FORCE 0x1u /* ignore the queue bounds (RPC responses) */
+#define RDMX__SENT_QUEUED 0x1u /* out: the message waited for credits */
+#define RDMX__SENT_RDV 0x2u    /* out: it goes by rendezvous */
+int rdmx__chan_send_ex(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill, void *fill_arg,
+		       rdmx_chan_sent_cb cb, void *arg, unsigned flags, unsigned *how);
+/* Return credits after every delivery batch (a draining peer wants acks). */
+void rdmx__chan_set_eager_credit(struct rdmx_chan *chan, bool on);
+/* Called when the queue is empty and every message was acknowledged. */
+void rdmx__chan_set_idle_cb(struct rdmx_chan *chan, void (*cb)(struct rdmx_chan *, void *),
+			    void *arg);
+bool rdmx__chan_is_idle(const struct rdmx_chan *chan);
+
+#endif

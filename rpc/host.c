@@ -1,0 +1,690 @@
+/* The channel host: the channel layer's hold on one context.
+ *
+ * Receive tasks belong to the context (a shared receive queue), and every
+ * ring write with immediate consumes one, so the host keeps a pool of them
+ * posted and reposts each one after dispatching its completion to the
+ * channel of the connection that delivered it. The receive buffers are only
+ * used by the control SENDs (hello, credit updates); ring data lands in the
+ * rings. A hello that arrives before its channel was started is kept here. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "chan_internal.h"
+
+#define HOST_DEFAULT_RECV 1024u
+#define HOST_DEFAULT_WRITE 2048u
+#define HOST_DEFAULT_SEND 1024u
+#define HOST_DEFAULT_READ 64u
+#define HOST_MAX_EARLY 1024u
+
+void rdmx_chan_host_attr_init(struct rdmx_chan_host_attr *attr)
+{
+	if (!attr)
+		return;
+	memset(attr, 0, sizeof(*attr));
+	attr->recv_tasks = HOST_DEFAULT_RECV;
+	attr->write_tasks = HOST_DEFAULT_WRITE;
+	attr->send_tasks = HOST_DEFAULT_SEND;
+	attr->read_tasks = HOST_DEFAULT_READ;
+}
+
+static uint64_t conn_key(const struct rdmx_conn *conn)
+{
+	return (uint64_t)(uintptr_t)conn;
+}
+
+static uint32_t conn_id(const struct rdmx_conn *conn)
+{
+	uint32_t id = UINT32_MAX;
+
+	rdmx_conn_get_id(conn, &id);
+	return id;
+}
+
+/* ---- timers and callback bracketing ---- */
+
+int rdmx__host_timer_arm(struct rdmx_chan_host *host, struct rdmx__timer *t, uint64_t when_ns)
+{
+	return rdmx__timer_arm(&host->timers, t, when_ns);
+}
+
+void rdmx__host_timer_disarm(struct rdmx_chan_host *host, struct rdmx__timer *t)
+{
+	rdmx__timer_disarm(&host->timers, t);
+}
+
+int rdmx__host_depth(const struct rdmx_chan_host *host)
+{
+	return host->depth;
+}
+
+int rdmx_chan_host_run_timers(struct rdmx_chan_host *host)
+{
+	if (!host || !host->timers.len)
+		return 0;
+	if (rdmx__timers_next(&host->timers) > rdmx__now_ns())
+		return 0;
+	host->depth++;
+	int n = rdmx__timers_run(&host->timers, rdmx__now_ns());
+	host->depth--;
+	return n;
+}
+
+void rdmx__host_enter(struct rdmx_chan_host *host)
+{
+	/* deadlines are checked on progress: at the start of the outermost
+	 * callback of every batch the engine delivers */
+	if (host->depth == 0 && host->timers.len)
+		rdmx_chan_host_run_timers(host);
+	host->depth++;
+}
+
+void rdmx__host_leave(struct rdmx_chan_host *host)
+{
+	host->depth--;
+}
+
+int rdmx_chan_host_next_timer_ms(const struct rdmx_chan_host *host)
+{
+	uint64_t next, now;
+
+	if (!host || !host->timers.len)
+		return -1;
+	next = rdmx__timers_next(&host->timers);
+	now = rdmx__now_ns();
+	if (next <= now)
+		return 0;
+	if (next - now > (uint64_t)INT32_MAX * 1000000u)
+		return INT32_MAX;
+	return (int)((next - now + 999999u) / 1000000u);
+}
+
+int rdmx_chan_host_progress(struct rdmx_chan_host *host)
+{
+	int n;
+
+	if (!host)
+		return RDMX_E_INVAL;
+	n = rdmx_pe_progress(host->pe);
+	if (n < 0)
+		return n;
+	return n + rdmx_chan_host_run_timers(host);
+}
+
+int rdmx_chan_host_wait(struct rdmx_chan_host *host, int timeout_ms)
+{
+	int t, n;
+
+	if (!host || timeout_ms < -1)
+		return RDMX_E_INVAL;
+	t = rdmx_chan_host_next_timer_ms(host);
+	if (t < 0 || (timeout_ms >= 0 && timeout_ms < t))
+		t = timeout_ms;
+	n = t == 0 ? rdmx_pe_progress(host->pe) : rdmx_pe_wait(host->pe, t);
+	if (n < 0)
+		return n;
+	return n + rdmx_chan_host_run_timers(host);
+}
+
+struct rdmx_ctx *rdmx_chan_host_get_ctx(const struct rdmx_chan_host *host)
+{
+	return host ? host->ctx : NULL;
+}
+
+struct rdmx_pe *rdmx_chan_host_get_pe(const struct rdmx_chan_host *host)
+{
+	return host ? host->pe : NULL;
+}
+
+/* ---- the receive pool ---- */
+
+static void recv_retry_later(struct rdmx_chan_host *host, struct host_recv *r)
+{
+	r->next_retry = host->retry_head;
+	host->retry_head = r;
+}
+
+static void recv_submit(struct rdmx_chan_host *host, struct host_recv *r)
+{
+	int rc = rdmx_task_submit(r->task);
+
+	if (rc == 0) {
+		host->recvs_outstanding++;
+		return;
+	}
+	if (rc != RDMX_E_BAD_STATE)
+		RPC_WARN("chan: receive repost failed (%s): retried later", rdmx_err_name(rc));
+	recv_retry_later(host, r);
+}
+
+static void recv_retry(struct rdmx_chan_host *host)
+{
+	struct host_recv *list = host->retry_head;
+
+	host->retry_head = NULL;
+	while (list) {
+		struct host_recv *r = list;
+
+		list = r->next_retry;
+		r->next_retry = NULL;
+		recv_submit(host, r);
+	}
+}
+
+int rdmx__host_post_recvs(struct rdmx_chan_host *host)
+{
+	uint32_t n = host->attr.recv_tasks;
+	int rc;
+
+	if (host->recvs_posted)
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct host_recv *r = &host->recvs[i];
+
+		if (!r->task) {
+			rc = rdmx_task_receive_alloc(host->ctx, &r->buf, r, &r->task);
+			if (rc) {
+				RPC_ERR("chan: receive task %u of %u: %s", i, n, rdmx_err_name(rc));
+				return rc;
+			}
+		}
+		rc = rdmx_task_submit(r->task);
+		if (rc) {
+			RPC_ERR("chan: receive post %u of %u: %s", i, n, rdmx_err_name(rc));
+			return rc;
+		}
+		host->recvs_outstanding++;
+	}
+	host->recvs_posted = true;
+	return 0;
+}
+
+static void stash_hello(struct rdmx_chan_host *host, struct rdmx_conn *conn, const void *buf,
+			uint32_t len)
+{
+	struct rdmx__ctl ctl;
+	const char *why = NULL;
+	uint8_t *copy;
+
+	if (rdmx__ctl_decode(buf, len, &ctl, &why) || ctl.type != RDMX__CTL_HELLO) {
+		rdmx__host_reject_conn(host, conn, why ? why : "control message before hello");
+		return;
+	}
+	if (host->early.len >= HOST_MAX_EARLY || rdmx__map_get(&host->early, conn_key(conn))) {
+		rdmx__host_reject_conn(host, conn, "second hello before the channel started");
+		return;
+	}
+	copy = malloc(RDMX__CTL_HELLO_LEN);
+	if (!copy || rdmx__map_put(&host->early, conn_key(conn), copy)) {
+		free(copy);
+		rdmx__host_reject_conn(host, conn, "out of memory keeping an early hello");
+		return;
+	}
+	memcpy(copy, buf, RDMX__CTL_HELLO_LEN);
+}
+
+static void host_recv_ok(struct rdmx_task *task, void *ud, void *cud)
+{
+	struct host_recv *r = ud;
+	struct rdmx_chan_host *host = r->host;
+	struct rdmx_conn *conn = rdmx_task_receive_get_conn(task);
+	enum rdmx_opcode op = rdmx_task_receive_get_opcode(task);
+	uint32_t len = rdmx_task_receive_get_len(task);
+	struct rdmx_chan *chan;
+
+	(void)cud;
+	host->recvs_outstanding--;
+	rdmx__host_enter(host);
+	chan = conn ? rdmx__map_get(&host->chans, conn_key(conn)) : NULL;
+	if (!conn) {
+		RPC_WARN("chan: receive completion without a connection: ignored");
+	} else if (op == RDMX_OPCODE_WRITE_WITH_IMM) {
+		if (chan)
+			rdmx__chan_on_write(chan, rdmx_task_receive_get_imm(task), len);
+		else
+			rdmx__host_reject_conn(host, conn, "ring write before the channel exists");
+	} else if (op == RDMX_OPCODE_SEND) {
+		if (len > RDMX__CTL_MAX_LEN)
+			len = RDMX__CTL_MAX_LEN + 1; /* truncated: decoders reject it */
+		if (chan)
+			rdmx__chan_on_ctl(chan, r->buf.addr, len);
+		else
+			stash_hello(host, conn, r->buf.addr, len);
+	} else {
+		if (chan)
+			rdmx__chan_fail(chan, RDMX_E_PROTOCOL, "send with immediate is not used");
+		else
+			rdmx__host_reject_conn(host, conn, "send with immediate is not used");
+	}
+	if (!host->stopped)
+		recv_submit(host, r);
+	if (host->retry_head && !host->stopped)
+		recv_retry(host);
+	rdmx__host_leave(host);
+}
+
+static void host_mark_stopped(struct rdmx_chan_host *host)
+{
+	enum rdmx_ctx_state st = RDMX_CTX_RUNNING;
+
+	rdmx_ctx_get_state(host->ctx, &st);
+	if (st != RDMX_CTX_RUNNING)
+		host->stopped = true;
+}
+
+static void host_recv_err(struct rdmx_task *task, void *ud, void *cud)
+{
+	struct host_recv *r = ud;
+	struct rdmx_chan_host *host = r->host;
+	int st = rdmx_task_get_status(task);
+
+	(void)cud;
+	host->recvs_outstanding--;
+	host_mark_stopped(host);
+	if (host->stopped)
+		return; /* the context stops: the pool goes with it */
+	/* a receive failing on a running context (a provider error): repost */
+	RPC_WARN("chan: receive failed (%s): reposting", rdmx_err_name(st));
+	recv_retry_later(host, r);
+}
+
+/* ---- connections ---- */
+
+void rdmx__host_reject_conn(struct rdmx_chan_host *host, struct rdmx_conn *conn, const char *why)
+{
+	int rc;
+
+	RPC_ERR("chan: conn %u: protocol violation: %s; closing the connection", conn_id(conn),
+		why);
+	if (host->stopped)
+		return;
+	rc = rdmx_conn_disconnect(conn);
+	if (rc)
+		RPC_DBG("chan: conn %u: disconnect: %s", conn_id(conn), rdmx_err_name(rc));
+}
+
+static void drop_early(struct rdmx_chan_host *host, struct rdmx_conn *conn)
+{
+	free(rdmx__map_del(&host->early, conn_key(conn)));
+}
+
+static void on_request(struct rdmx_conn *conn, void *cud)
+{
+	struct rdmx_chan_host *host = cud;
+
+	rdmx__host_enter(host);
+	if (host->attr.request_cb)
+		host->attr.request_cb(conn, host->attr.user_data);
+	else
+		rdmx_conn_reject(conn);
+	rdmx__host_leave(host);
+}
+
+static void on_established(struct rdmx_conn *conn, void *ud, void *cud)
+{
+	struct rdmx_chan_host *host = cud;
+
+	struct rdmx_chan *chan;
+
+	rdmx__host_enter(host);
+	if (!host->recvs_posted)
+		rdmx__host_post_recvs(host);
+	/* a channel started before its connection could post: send its hello */
+	chan = rdmx__map_get(&host->chans, conn_key(conn));
+	if (chan && chan->hello_pending)
+		rdmx__chan_pump(chan);
+	if (host->attr.established_cb)
+		host->attr.established_cb(conn, ud, host->attr.user_data);
+	rdmx__host_leave(host);
+}
+
+static void conn_ended(struct rdmx_chan_host *host, struct rdmx_conn *conn, int status)
+{
+	struct rdmx_chan *chan = rdmx__map_get(&host->chans, conn_key(conn));
+
+	drop_early(host, conn);
+	host_mark_stopped(host);
+	if (chan)
+		rdmx__chan_conn_gone(chan, host->stopped ? RDMX_E_CANCELED : status);
+}
+
+static void on_failure(struct rdmx_conn *conn, void *ud, void *cud)
+{
+	struct rdmx_chan_host *host = cud;
+
+	rdmx__host_enter(host);
+	conn_ended(host, conn, RDMX_E_CONN_REFUSED);
+	if (host->attr.failure_cb)
+		host->attr.failure_cb(conn, ud, host->attr.user_data);
+	rdmx__host_leave(host);
+}
+
+static void on_disconnected(struct rdmx_conn *conn, void *ud, void *cud)
+{
+	struct rdmx_chan_host *host = cud;
+
+	rdmx__host_enter(host);
+	conn_ended(host, conn, RDMX_E_DISCONNECTED);
+	if (host->attr.disconnected_cb)
+		host->attr.disconnected_cb(conn, ud, host->attr.user_data);
+	rdmx__host_leave(host);
+}
+
+/* ---- starved channels (a task pool ran dry) ---- */
+
+void rdmx__host_add_starved(struct rdmx_chan_host *host, struct rdmx_chan *chan)
+{
+	if (chan->starved)
+		return;
+	chan->starved = true;
+	chan->next_starved = host->starved_head;
+	host->starved_head = chan;
+}
+
+/* Called after a task of the pool came back: give waiting channels a go. */
+static void host_feed_starved(struct rdmx_chan_host *host)
+{
+	struct rdmx_chan *list = host->starved_head;
+
+	host->starved_head = NULL;
+	while (list) {
+		struct rdmx_chan *c = list;
+
+		list = c->next_starved;
+		c->next_starved = NULL;
+		c->starved = false;
+		rdmx__chan_pump(c);
+	}
+}
+
+static void host_write_ok(struct rdmx_task *task, void *ud, void *cud)
+{
+	struct tx_slot *ts = ud;
+	struct rdmx_chan_host *host = ts->chan->host;
+
+	rdmx__host_enter(host);
+	rdmx__chan_write_ok(task, ud, cud);
+	if (host->starved_head)
+		host_feed_starved(host);
+	rdmx__host_leave(host);
+}
+
+static void host_write_err(struct rdmx_task *task, void *ud, void *cud)
+{
+	struct tx_slot *ts = ud;
+	struct rdmx_chan_host *host = ts->chan->host;
+
+	rdmx__host_enter(host);
+	host_mark_stopped(host);
+	rdmx__chan_write_err(task, ud, cud);
+	if (host->starved_head && !host->stopped)
+		host_feed_starved(host);
+	rdmx__host_leave(host);
+}
+
+static void host_send_ok(struct rdmx_task *task, void *ud, void *cud)
+{
+	struct ctl_entry *ce = ud;
+	struct rdmx_chan_host *host = ce->chan->host;
+
+	rdmx__host_enter(host);
+	rdmx__chan_send_ok(task, ud, cud);
+	if (host->starved_head)
+		host_feed_starved(host);
+	rdmx__host_leave(host);
+}
+
+static void host_send_err(struct rdmx_task *task, void *ud, void *cud)
+{
+	struct ctl_entry *ce = ud;
+	struct rdmx_chan_host *host = ce->chan->host;
+
+	rdmx__host_enter(host);
+	host_mark_stopped(host);
+	rdmx__chan_send_err(task, ud, cud);
+	rdmx__host_leave(host);
+}
+
+static void host_read_ok(struct rdmx_task *task, void *ud, void *cud)
+{
+	struct rdv_rx *r = ud;
+	struct rdmx_chan_host *host = r->chan->host;
+
+	rdmx__host_enter(host);
+	rdmx__chan_read_ok(task, ud, cud);
+	if (host->starved_head)
+		host_feed_starved(host);
+	rdmx__host_leave(host);
+}
+
+static void host_read_err(struct rdmx_task *task, void *ud, void *cud)
+{
+	struct rdv_rx *r = ud;
+	struct rdmx_chan_host *host = r->chan->host;
+
+	rdmx__host_enter(host);
+	host_mark_stopped(host);
+	rdmx__chan_read_err(task, ud, cud);
+	rdmx__host_leave(host);
+}
+
+/* ---- create / destroy ---- */
+
+static int raise_queue(struct rdmx_ctx *ctx, bool send, uint32_t want, uint32_t cap)
+{
+	uint32_t cur = 0;
+	int rc;
+
+	if (want > cap)
+		want = cap;
+	rc = send ? rdmx_ctx_get_send_queue_size(ctx, &cur) : rdmx_ctx_get_recv_queue_size(ctx, &cur);
+	if (rc || cur >= want)
+		return rc;
+	return send ? rdmx_ctx_set_send_queue_size(ctx, want)
+		    : rdmx_ctx_set_recv_queue_size(ctx, want);
+}
+
+static int host_conf_ctx(struct rdmx_chan_host *host)
+{
+	struct rdmx_ctx *ctx = host->ctx;
+	struct rdmx_dev_caps caps;
+	const struct rdmx_chan_host_attr *a = &host->attr;
+	uint32_t sge = 0;
+	int rc;
+
+	rc = rdmx_dev_query_caps(host->dev, &caps);
+	if (rc)
+		return rc;
+	host->dev_max_msg = caps.max_message_size;
+	if (a->recv_tasks > caps.max_recv_queue_size) {
+		RPC_ERR("chan: %u receive tasks above the device's receive queue (%u)",
+			a->recv_tasks, caps.max_recv_queue_size);
+		return RDMX_E_INVAL;
+	}
+	/* the shared receive queue holds the whole pool; the send queue of a
+	 * connection one ring's worth of writes plus control sends */
+	rc = raise_queue(ctx, false, a->recv_tasks, caps.max_recv_queue_size);
+	if (!rc)
+		rc = raise_queue(ctx, true, 1024, caps.max_send_queue_size);
+	if (rc)
+		return rc;
+	/* zero-copy eager sends chain the header before the caller's buffer */
+	rdmx_ctx_get_max_send_buf_list_len(ctx, &sge);
+	if (sge < 2 && caps.max_buf_list_len >= 2 && rdmx_ctx_set_max_send_buf_list_len(ctx, 2) == 0)
+		sge = 2;
+	host->max_sge = sge;
+	rc = rdmx_ctx_set_task_conf(ctx, RDMX_TASK_RECEIVE, host_recv_ok, host_recv_err,
+				    a->recv_tasks);
+	if (!rc)
+		rc = rdmx_ctx_set_task_conf(ctx, RDMX_TASK_WRITE_IMM, host_write_ok, host_write_err,
+					    a->write_tasks);
+	if (!rc)
+		rc = rdmx_ctx_set_task_conf(ctx, RDMX_TASK_SEND, host_send_ok, host_send_err,
+					    a->send_tasks);
+	if (!rc)
+		rc = rdmx_ctx_set_task_conf(ctx, RDMX_TASK_READ, host_read_ok, host_read_err,
+					    a->read_tasks);
+	if (!rc)
+		rc = rdmx_ctx_set_conn_callbacks(ctx, on_request, on_established, on_failure,
+						 on_disconnected);
+	if (!rc)
+		rc = rdmx_ctx_set_user_data(ctx, host);
+	return rc;
+}
+
+int rdmx_chan_host_create(struct rdmx_ctx *ctx, struct rdmx_pe *pe,
+			  const struct rdmx_chan_host_attr *attr, struct rdmx_chan_host **host)
+{
+	struct rdmx_chan_host *h;
+	enum rdmx_ctx_state st;
+	size_t mem_len;
+	int rc;
+
+	if (!ctx || !pe || !host)
+		return RDMX_E_INVAL;
+	rc = rdmx_ctx_get_state(ctx, &st);
+	if (rc)
+		return rc;
+	if (st != RDMX_CTX_IDLE)
+		return RDMX_E_BAD_STATE;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return RDMX_E_NOMEM;
+	h->ctx = ctx;
+	h->pe = pe;
+	if (attr)
+		h->attr = *attr;
+	else
+		rdmx_chan_host_attr_init(&h->attr);
+	if (!h->attr.recv_tasks || !h->attr.write_tasks || !h->attr.send_tasks ||
+	    !h->attr.read_tasks) {
+		rc = RDMX_E_INVAL;
+		goto free_host;
+	}
+	rc = rdmx_ctx_get_dev(ctx, &h->dev);
+	if (rc)
+		goto free_host;
+	rdmx__map_init(&h->chans);
+	rdmx__map_init(&h->early);
+	rdmx__timers_init(&h->timers);
+
+	h->recvs = calloc(h->attr.recv_tasks, sizeof(*h->recvs));
+	mem_len = (size_t)h->attr.recv_tasks * RDMX__CTL_MAX_LEN;
+	h->recv_mem = aligned_alloc(64, mem_len);
+	if (!h->recvs || !h->recv_mem) {
+		rc = RDMX_E_NOMEM;
+		goto free_mem;
+	}
+	memset(h->recv_mem, 0, mem_len);
+	rc = rdmx_mr_reg(h->dev, h->recv_mem, mem_len, RDMX_ACCESS_LOCAL_WRITE, &h->recv_mr);
+	if (rc)
+		goto free_mem;
+	for (uint32_t i = 0; i < h->attr.recv_tasks; i++) {
+		struct host_recv *r = &h->recvs[i];
+
+		r->host = h;
+		r->buf.mr = h->recv_mr;
+		r->buf.addr = h->recv_mem + (size_t)i * RDMX__CTL_MAX_LEN;
+		r->buf.len = RDMX__CTL_MAX_LEN;
+	}
+	rc = host_conf_ctx(h);
+	if (rc)
+		goto dereg;
+	*host = h;
+	return 0;
+
+dereg:
+	rdmx_mr_dereg(&h->recv_mr);
+free_mem:
+	free(h->recv_mem);
+	free(h->recvs);
+free_host:
+	free(h);
+	return rc;
+}
+
+int rdmx_chan_host_destroy(struct rdmx_chan_host **host)
+{
+	struct rdmx_chan_host *h;
+	enum rdmx_ctx_state st = RDMX_CTX_IDLE;
+	uint32_t pos = 0;
+	void *v;
+
+	if (!host || !*host)
+		return 0;
+	h = *host;
+	rdmx_ctx_get_state(h->ctx, &st);
+	if (st != RDMX_CTX_IDLE)
+		return RDMX_E_BAD_STATE;
+	for (struct rdmx_chan *c = h->all; c; c = c->next_all)
+		if (c->user_ref)
+			return RDMX_E_BAD_STATE;
+	h->stopped = true;
+	/* channels the user destroyed whose connection never reported its end */
+	while (h->all)
+		rdmx__chan_free(h->all);
+	while ((v = rdmx__map_next(&h->early, &pos, NULL)))
+		free(v);
+	rdmx__map_fini(&h->early);
+	rdmx__map_fini(&h->chans);
+	rdmx__timers_fini(&h->timers);
+	/* the context's stop completed and freed every task */
+	rdmx_mr_dereg(&h->recv_mr);
+	free(h->recv_mem);
+	free(h->recvs);
+	rdmx_ctx_set_user_data(h->ctx, NULL);
+	free(h);
+	*host = NULL;
+	return 0;
+}
+
+/* ---- channel registration (channel.c) ---- */
+
+int rdmx__host_chan_add(struct rdmx_chan_host *host, struct rdmx_chan *chan)
+{
+	int rc = rdmx__map_put(&host->chans, conn_key(chan->conn), chan);
+
+	if (rc)
+		return rc;
+	chan->next_all = host->all;
+	chan->prev_all = NULL;
+	if (host->all)
+		host->all->prev_all = chan;
+	host->all = chan;
+	host->num_chans++;
+	return 0;
+}
+
+/* Unmaps the channel's connection (the channel stays on the `all` list). */
+void rdmx__host_chan_remove(struct rdmx_chan_host *host, struct rdmx_chan *chan)
+{
+	if (chan->conn && rdmx__map_get(&host->chans, conn_key(chan->conn)) == chan)
+		rdmx__map_del(&host->chans, conn_key(chan->conn));
+}
+
+void rdmx__host_chan_unlink(struct rdmx_chan_host *host, struct rdmx_chan *chan)
+{
+	rdmx__host_chan_remove(host, chan);
+	if (chan->prev_all)
+		chan->prev_all->next_all = chan->next_all;
+	else if (host->all == chan)
+		host->all = chan->next_all;
+	if (chan->next_all)
+		chan->next_all->prev_all = chan->prev_all;
+	chan->next_all = chan->prev_all = NULL;
+	if (chan->starved) {
+		for (struct rdmx_chan **pp = &host->starved_head; *pp; pp = &(*pp)->next_starved) {
+			if (*pp == chan) {
+				*pp = chan->next_starved;
+				break;
+			}
+		}
+		chan->starved = false;
+	}
+	host->num_chans--;
+}
+
+void *rdmx__host_take_early(struct rdmx_chan_host *host, struct rdmx_conn *conn)
+{
+	return rdmx__map_del(&host->early, conn_key(conn));
+}

@@ -1,0 +1,130 @@
+/* Timers of the channel layer (call deadlines, server-side deadlines): an
+ * indexed binary min-heap, so that a call completing before its deadline
+ * disarms its timer in O(log n) instead of leaving a stale entry behind.
+ * Timers run from the host's callbacks and progress helpers: no thread. */
+#include <stdlib.h>
+
+#include "rpc_internal.h"
+
+void rdmx__timers_init(struct rdmx__timers *ts)
+{
+	ts->heap = NULL;
+	ts->len = 0;
+	ts->cap = 0;
+}
+
+void rdmx__timers_fini(struct rdmx__timers *ts)
+{
+	for (uint32_t i = 0; i < ts->len; i++)
+		ts->heap[i]->pos = 0;
+	free(ts->heap);
+	rdmx__timers_init(ts);
+}
+
+static inline void heap_set(struct rdmx__timers *ts, uint32_t i, struct rdmx__timer *t)
+{
+	ts->heap[i] = t;
+	t->pos = i + 1;
+}
+
+static void sift_up(struct rdmx__timers *ts, uint32_t i)
+{
+	struct rdmx__timer *t = ts->heap[i];
+
+	while (i > 0) {
+		uint32_t p = (i - 1) / 2;
+
+		if (ts->heap[p]->when_ns <= t->when_ns)
+			break;
+		heap_set(ts, i, ts->heap[p]);
+		i = p;
+	}
+	heap_set(ts, i, t);
+}
+
+static void sift_down(struct rdmx__timers *ts, uint32_t i)
+{
+	struct rdmx__timer *t = ts->heap[i];
+
+	for (;;) {
+		uint32_t l = 2 * i + 1, r = l + 1, m = i;
+		uint64_t best = t->when_ns;
+
+		if (l < ts->len && ts->heap[l]->when_ns < best) {
+			m = l;
+			best = ts->heap[l]->when_ns;
+		}
+		if (r < ts->len && ts->heap[r]->when_ns < best)
+			m = r;
+		if (m == i)
+			break;
+		heap_set(ts, i, ts->heap[m]);
+		i = m;
+	}
+	heap_set(ts, i, t);
+}
+
+int rdmx__timer_arm(struct rdmx__timers *ts, struct rdmx__timer *t, uint64_t when_ns)
+{
+	if (t->pos) {
+		uint64_t old = t->when_ns;
+
+		t->when_ns = when_ns;
+		if (when_ns < old)
+			sift_up(ts, t->pos - 1);
+		else
+			sift_down(ts, t->pos - 1);
+		return 0;
+	}
+	if (ts->len == ts->cap) {
+		uint32_t ncap = ts->cap ? ts->cap * 2 : 64;
+		struct rdmx__timer **nh = realloc(ts->heap, (size_t)ncap * sizeof(*nh));
+
+		if (!nh)
+			return RDMX_E_NOMEM;
+		ts->heap = nh;
+		ts->cap = ncap;
+	}
+	t->when_ns = when_ns;
+	heap_set(ts, ts->len++, t);
+	sift_up(ts, ts->len - 1);
+	return 0;
+}
+
+void rdmx__timer_disarm(struct rdmx__timers *ts, struct rdmx__timer *t)
+{
+	uint32_t i;
+	struct rdmx__timer *last;
+
+	if (!t->pos)
+		return;
+	i = t->pos - 1;
+	t->pos = 0;
+	last = ts->heap[--ts->len];
+	if (i == ts->len)
+		return;
+	heap_set(ts, i, last);
+	if (i > 0 && ts->heap[(i - 1) / 2]->when_ns > last->when_ns)
+		sift_up(ts, i);
+	else
+		sift_down(ts, i);
+}
+
+uint64_t rdmx__timers_next(const struct rdmx__timers *ts)
+{
+	return ts->len ? ts->heap[0]->when_ns : UINT64_MAX;
+}
+
+int rdmx__timers_run(struct rdmx__timers *ts, uint64_t now_ns)
+{
+	int n = 0;
+
+	while (ts->len && ts->heap[0]->when_ns <= now_ns) {
+		struct rdmx__timer *t = ts->heap[0];
+
+		rdmx__timer_disarm(ts, t);
+		n++;
+		t->fn(t);
+	}
+	return n;
+}
