@@ -171,7 +171,8 @@ static int default_device(char name[RDMX_DEV_NAME_MAX])
 	return RDMX_E_NO_DEVICE;
 }
 
-static int open_with(size_t p, const char *name, const char *ip, struct rdmx_dev **out)
+static int open_ops(const struct rdmx_provider_ops *ops, const char *name, const char *ip,
+		    struct rdmx_dev **out)
 {
 	struct rdmx_dev *dev;
 	int rc;
@@ -179,7 +180,7 @@ static int open_with(size_t p, const char *name, const char *ip, struct rdmx_dev
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
 		return RDMX_E_NOMEM;
-	dev->ops = providers[p];
+	dev->ops = ops;
 	snprintf(dev->name, sizeof(dev->name), "%s", name);
 	atomic_init(&dev->users, 0);
 	rc = dev->ops->dev_open(dev, ip);
@@ -191,6 +192,21 @@ static int open_with(size_t p, const char *name, const char *ip, struct rdmx_dev
 	}
 	*out = dev;
 	return 0;
+}
+
+static int open_with(size_t p, const char *name, const char *ip, struct rdmx_dev **out)
+{
+	return open_ops(providers[p], name, ip, out);
+}
+
+int rdmx__dev_open_ops(const struct rdmx_provider_ops *ops, const char *name,
+		       struct rdmx_dev **dev)
+{
+	if (!ops || !name || !dev || !*name || strlen(name) >= RDMX_DEV_NAME_MAX)
+		return RDMX_E_INVAL;
+	if (!check_ops(ops))
+		return RDMX_E_INVAL;
+	return open_ops(ops, name, NULL, dev);
 }
 
 int rdmx_dev_open(const char *name, struct rdmx_dev **dev)

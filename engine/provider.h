@@ -86,6 +86,12 @@ struct rdmx_provider_ops {
 };
 
 extern const struct rdmx_provider_ops rdmx__tcp_ops;
+
+/* Test seam: opens device `name` of an ops table that is not in the registry
+ * (unit tests' mock providers). The ops are checked like a registered
+ * provider's. Errors: RDMX_E_INVAL (NULL, missing mandatory op), as dev_open. */
+int rdmx__dev_open_ops(const struct rdmx_provider_ops *ops, const char *name,
+		       struct rdmx_dev **dev);
 #ifdef RDMX_HAVE_VERBS
 extern const struct rdmx_provider_ops rdmx__verbs_ops;
 #endif
