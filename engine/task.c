@@ -157,6 +157,10 @@ int rdmx__task_validate(struct rdmx_task *t)
 		break;
 	case RDMX__OP_WRITE:
 	case RDMX__OP_WRITE_IMM:
+		/* a write without data says nothing; write_imm without data is
+		 * a notification */
+		if (t->op == RDMX__OP_WRITE && !t->local)
+			return RDMX_E_INVAL;
 		rc = check_remote(ctx, &t->remote);
 		if (!rc)
 			rc = check_chain(ctx, t->local, p->max_send_buf_list_len, false, &total);

@@ -9,6 +9,12 @@
  *                               error callback (RDMX_E_CANCELED) before stop
  *                               returns, then all tasks are freed.
  *   rdmx_ctx_destroy()       (only when IDLE)
+ * rdmx_ctx_stop from a callback of the same context answers
+ * RDMX_E_BAD_STATE (stop it after rdmx_pe_progress returned). At stop, a
+ * connection that was established gets its disconnected callback; one that
+ * never was (exported, requested, connecting) is released silently. Tasks
+ * the engine had already aborted (submitted on a connection in error)
+ * complete with RDMX_E_CONN_ABORTED rather than RDMX_E_CANCELED.
  *
  * Connections: either out of band (rdmx_ctx_export on both sides, exchange
  * the opaque details over a secure channel, rdmx_ctx_connect on both sides)

@@ -8,7 +8,9 @@
  * rdmx_pe_wait() packages both: busy-poll, block, or busy-poll-then-block.
  *
  * Threading: one thread drives a progress engine; no call on it or its
- * contexts may run concurrently from another thread. */
+ * contexts may run concurrently from another thread. rdmx_pe_progress and
+ * rdmx_pe_wait called from inside a callback they run answer
+ * RDMX_E_BAD_STATE (no re-entrance). */
 #ifndef RDMX_PE_H
 #define RDMX_PE_H
 

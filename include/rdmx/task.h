@@ -93,8 +93,10 @@ int rdmx_task_send_imm_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn, struc
 int rdmx_task_read_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,
 			 const struct rdmx_rbuf *src, struct rdmx_buf *dst, void *user_data,
 			 struct rdmx_task **task);
-/* Writes the src chain (total T bytes) to [dst->offset, dst->offset + T);
- * dst->len must be 0 (means T) or equal T. */
+/* Writes the src chain (total T bytes; src required) to
+ * [dst->offset, dst->offset + T); dst->len must be 0 (means T) or equal T.
+ * write_imm accepts a NULL src: a pure notification (T = 0) that consumes
+ * one receive at the peer. */
 int rdmx_task_write_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn, struct rdmx_buf *src,
 			  const struct rdmx_rbuf *dst, void *user_data, struct rdmx_task **task);
 int rdmx_task_write_imm_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,

@@ -205,6 +205,11 @@ DEVICE_TEST(task, remote_checks)
 		    RDMX_E_INVAL);
 	r.len = 0;
 	ALLOC_FAILS(rdmx_task_write_alloc(e.ctx, NULL, &src, NULL, NULL, out_), RDMX_E_INVAL);
+	/* no data: refused for write, a notification for write_imm */
+	ALLOC_FAILS(rdmx_task_write_alloc(e.ctx, NULL, NULL, &r, NULL, out_), RDMX_E_INVAL);
+	assert_ok(rdmx_task_write_imm_alloc(e.ctx, NULL, NULL, &r, 3, NULL, &t));
+	cr_assert_eq(t->len, 0);
+	assert_ok(rdmx_task_free(t));
 	r.mr = e.remote_other_provider;
 	ALLOC_FAILS(rdmx_task_write_alloc(e.ctx, NULL, &src, &r, NULL, out_), RDMX_E_INVAL);
 	r.mr = NULL;
