@@ -240,6 +240,34 @@ static int fail_ssl(struct rdmx_tls_conn *c, int ret, int in_handshake)
 	return fail(c, code, NULL);
 }
 
+/* A write that failed because the peer is gone often follows the peer's
+ * alert, still waiting in our receive buffer: read it, so that the caller
+ * learns "certificate revoked" rather than "connection closed". */
+static int fail_write(struct rdmx_tls_conn *c, int ret)
+{
+	int ssl_err = SSL_get_error(c->ssl, ret);
+	int code = rdmx__tls_map_error(c->ssl, ssl_err, 0, c->reason, sizeof(c->reason));
+	char scratch[256];
+	int n;
+
+	if (code == RDMX_E_DISCONNECTED) {
+		ERR_clear_error();
+		n = SSL_read(c->ssl, scratch, sizeof(scratch));
+		if (n <= 0) {
+			char reason[sizeof(c->reason)];
+			int alert = rdmx__tls_map_error(c->ssl, SSL_get_error(c->ssl, n), 0, reason,
+							sizeof(reason));
+
+			if (alert == RDMX_E_AUTH || alert == RDMX_E_PROTOCOL) {
+				memcpy(c->reason, reason, sizeof(reason));
+				code = alert;
+			}
+		}
+		ERR_clear_error();
+	}
+	return fail(c, code, NULL);
+}
+
 static int dead(const struct rdmx_tls_conn *c)
 {
 	return c->state == CONN_FAILED || c->state == CONN_CLOSED;
@@ -332,7 +360,7 @@ int rdmx_tls_conn_flush(struct rdmx_tls_conn *c)
 			return RDMX_TLS_WANT_WRITE;
 		if (err == SSL_ERROR_WANT_READ)
 			return RDMX_TLS_WANT_READ;
-		return fail_ssl(c, n, 0);
+		return fail_write(c, n);
 	}
 	c->tx_off = c->tx_len = 0;
 	return RDMX_TLS_DONE;

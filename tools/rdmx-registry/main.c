@@ -1,0 +1,311 @@
+/* rdmx-registry: command line client of rdmx-bootstrapd.
+ *
+ *   rdmx-registry [--ca F --cert F --key F] [--crl F] --server HOST:PORT
+ *                 [--server-name NAME] [--timeout-ms N] COMMAND
+ *   COMMAND: list | lookup SERVICE | watch [SERVICE]
+ *          | join SERVICE ENDPOINT [--ttl-ms N] [--meta KEY=VALUE]...
+ *
+ * --ca/--cert/--key default to $RDMX_CA, $RDMX_CERT, $RDMX_KEY.
+ *
+ * Output, one line per item, space-separated KEY=VALUE tokens after a first
+ * word (a script splits on spaces then on the first '='); values are
+ * percent-encoded where they hold a space, '%', '=' or a non-printable byte:
+ *   member id=N service=S endpoint=E owner=O ttl_ms=N expires_in_ms=N meta.K=V...
+ *   joined|left|expired id=N service=S ...        (watch; same tokens)
+ *   joined id=N ttl_ms=N                          (join: then it heartbeats
+ *                                                  until SIGINT/SIGTERM, then leaves)
+ * Exit status: 0 done, 1 failure (reason on stderr), 2 usage. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rdmx/registry.h>
+#include <rdmx/status.h>
+#include <rdmx/tls.h>
+
+#define MAX_META RDMX_REGISTRY_MAX_META
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: rdmx-registry [--ca FILE --cert FILE --key FILE] [--crl FILE]\n"
+		"                     --server HOST:PORT [--server-name NAME] [--timeout-ms N]\n"
+		"                     list | lookup SERVICE | watch [SERVICE]\n"
+		"                     | join SERVICE ENDPOINT [--ttl-ms N] [--meta KEY=VALUE]...\n"
+		"  --ca/--cert/--key default to $RDMX_CA, $RDMX_CERT, $RDMX_KEY.\n"
+		"  --server-name: the name the server's certificate must carry\n"
+		"                 (default: HOST; patterns like *.svc.local allowed).\n");
+}
+
+static void put_value(const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c <= 0x20 || c >= 0x7f || c == '%' || c == '=')
+			printf("%%%02X", c);
+		else
+			putchar(c);
+	}
+}
+
+static void put_member(const char *word, const struct rdmx_registry_member *m)
+{
+	printf("%s id=%llu service=", word, (unsigned long long)m->id);
+	put_value(m->service);
+	printf(" endpoint=");
+	put_value(m->endpoint);
+	printf(" owner=");
+	put_value(m->owner);
+	printf(" ttl_ms=%u expires_in_ms=%u", m->ttl_ms, m->expires_in_ms);
+	for (size_t i = 0; i < m->n_meta; i++) {
+		printf(" meta.");
+		put_value(m->meta[i].key);
+		putchar('=');
+		put_value(m->meta[i].value);
+	}
+	putchar('\n');
+	fflush(stdout);
+}
+
+static int fail(struct rdmx_registry_client *c, const char *what, int ret)
+{
+	const char *server = c ? rdmx_registry_client_last_error(c) : "";
+
+	fprintf(stderr, "rdmx-registry: %s: %s%s%s\n", what, rdmx_strerror(ret),
+		*server ? ": " : "", server);
+	return 1;
+}
+
+static int split_host_port(const char *s, char *host, size_t hl, uint16_t *port)
+{
+	const char *colon = strrchr(s, ':');
+	char *end;
+	unsigned long p;
+	size_t n;
+
+	if (!colon)
+		return -1;
+	errno = 0;
+	p = strtoul(colon + 1, &end, 10);
+	if (errno || *end || p == 0 || p > 65535)
+		return -1;
+	n = (size_t)(colon - s);
+	if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
+		s++;
+		n -= 2;
+	}
+	if (n == 0 || n >= hl)
+		return -1;
+	memcpy(host, s, n);
+	host[n] = '\0';
+	*port = (uint16_t)p;
+	return 0;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int cmd_join(struct rdmx_registry_client *c, const char *service, const char *endpoint,
+		    struct rdmx_registry_kv *meta, size_t n_meta, uint32_t ttl)
+{
+	uint64_t id;
+	uint32_t granted;
+	int ret = rdmx_registry_client_join(c, service, endpoint, meta, n_meta, ttl, &id,
+					    &granted);
+
+	if (ret)
+		return fail(c, "join", ret);
+	printf("joined id=%llu ttl_ms=%u\n", (unsigned long long)id, granted);
+	fflush(stdout);
+	/* renew at a third of the lease, so that two lost beats are survived */
+	while (!stop) {
+		int64_t next = now_ms() + granted / 3;
+
+		while (!stop && now_ms() < next) {
+			struct timespec ts = {0, 20 * 1000 * 1000};
+
+			nanosleep(&ts, NULL);
+		}
+		if (stop)
+			break;
+		ret = rdmx_registry_client_heartbeat(c, id);
+		if (ret)
+			return fail(c, "heartbeat", ret);
+	}
+	ret = rdmx_registry_client_leave(c, id);
+	if (ret)
+		return fail(c, "leave", ret);
+	printf("left id=%llu\n", (unsigned long long)id);
+	return 0;
+}
+
+static int cmd_watch(struct rdmx_registry_client *c, const char *service)
+{
+	static const char *const words[] = {"", "joined", "left", "expired"};
+	struct rdmx_registry_event *ev = NULL;
+	int ret = rdmx_registry_client_watch(c, service);
+
+	if (ret)
+		return fail(c, "watch", ret);
+	printf("watching service=%s\n", service ? service : "*");
+	fflush(stdout);
+	while (!stop) {
+		ret = rdmx_registry_client_next_event(c, 200, &ev);
+		if (ret == RDMX_E_TIMEDOUT)
+			continue;
+		if (ret)
+			return fail(c, "watch", ret);
+		put_member(words[ev->type], &ev->member);
+		rdmx_registry_event_free(&ev);
+	}
+	return 0;
+}
+
+static int cmd_members(struct rdmx_registry_client *c, const char *service)
+{
+	struct rdmx_registry_members *ms = NULL;
+	int ret = service ? rdmx_registry_client_lookup(c, service, &ms)
+			  : rdmx_registry_client_list(c, &ms);
+
+	if (ret)
+		return fail(c, service ? "lookup" : "list", ret);
+	for (size_t i = 0; i < ms->count; i++)
+		put_member("member", &ms->items[i]);
+	rdmx_registry_members_free(&ms);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *ca = getenv("RDMX_CA"), *cert = getenv("RDMX_CERT"), *key = getenv("RDMX_KEY");
+	const char *crl = NULL, *server = NULL, *server_name = NULL;
+	const char *pos[4];
+	int n_pos = 0, timeout = 5000, ret;
+	unsigned long ttl = 30000;
+	struct rdmx_registry_kv meta[MAX_META];
+	size_t n_meta = 0;
+	char host[256];
+	uint16_t port;
+	struct rdmx_tls_config *cfg = NULL;
+	struct rdmx_registry_client *c = NULL;
+
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+			usage(stdout);
+			return 0;
+		}
+		if (o[0] != '-') {
+			if (n_pos == 4) {
+				usage(stderr);
+				return 2;
+			}
+			pos[n_pos++] = o;
+			continue;
+		}
+		if (!v) {
+			fprintf(stderr, "rdmx-registry: %s needs a value\n", o);
+			return 2;
+		}
+		i++;
+		if (!strcmp(o, "--ca")) {
+			ca = v;
+		} else if (!strcmp(o, "--cert")) {
+			cert = v;
+		} else if (!strcmp(o, "--key")) {
+			key = v;
+		} else if (!strcmp(o, "--crl")) {
+			crl = v;
+		} else if (!strcmp(o, "--server")) {
+			server = v;
+		} else if (!strcmp(o, "--server-name")) {
+			server_name = v;
+		} else if (!strcmp(o, "--timeout-ms")) {
+			timeout = atoi(v);
+		} else if (!strcmp(o, "--ttl-ms")) {
+			ttl = strtoul(v, NULL, 10);
+		} else if (!strcmp(o, "--meta")) {
+			char *eq = strchr(v, '=');
+
+			if (!eq || n_meta == MAX_META) {
+				fprintf(stderr, "rdmx-registry: --meta wants KEY=VALUE (at most %u)\n",
+					MAX_META);
+				return 2;
+			}
+			*eq = '\0';
+			meta[n_meta].key = v;
+			meta[n_meta++].value = eq + 1;
+		} else {
+			fprintf(stderr, "rdmx-registry: unknown option %s\n", o);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!server || !ca || !cert || !key || n_pos == 0 ||
+	    split_host_port(server, host, sizeof(host), &port)) {
+		usage(stderr);
+		return 2;
+	}
+	if (!(!strcmp(pos[0], "list") && n_pos == 1) && !(!strcmp(pos[0], "lookup") && n_pos == 2) &&
+	    !(!strcmp(pos[0], "watch") && n_pos <= 2) && !(!strcmp(pos[0], "join") && n_pos == 3)) {
+		usage(stderr);
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	ret = rdmx_tls_config_create(&cfg);
+	if (!ret)
+		ret = rdmx_tls_config_set_ca_file(cfg, ca);
+	if (!ret)
+		ret = rdmx_tls_config_set_cert_key(cfg, cert, key);
+	if (!ret && crl)
+		ret = rdmx_tls_config_set_crl_file(cfg, crl);
+	if (!ret)
+		ret = rdmx_tls_config_add_allowed_peer(cfg, server_name ? server_name : host);
+	if (ret) {
+		fprintf(stderr, "rdmx-registry: bad TLS settings: %s\n", rdmx_strerror(ret));
+		rdmx_tls_config_destroy(&cfg);
+		return 2;
+	}
+	ret = rdmx_registry_client_connect(host, port, cfg, &c);
+	if (ret) {
+		rdmx_tls_config_destroy(&cfg);
+		return fail(NULL, "connect", ret);
+	}
+	rdmx_registry_client_set_timeout(c, timeout > 0 ? timeout : 5000);
+	if (!strcmp(pos[0], "list"))
+		ret = cmd_members(c, NULL);
+	else if (!strcmp(pos[0], "lookup"))
+		ret = cmd_members(c, pos[1]);
+	else if (!strcmp(pos[0], "watch"))
+		ret = cmd_watch(c, n_pos == 2 ? pos[1] : NULL);
+	else
+		ret = cmd_join(c, pos[1], pos[2], meta, n_meta,
+			       ttl > UINT32_MAX ? UINT32_MAX : (uint32_t)ttl);
+	rdmx_registry_client_destroy(&c);
+	rdmx_tls_config_destroy(&cfg);
+	return ret;
+}
