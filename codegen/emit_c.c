@@ -1,0 +1,517 @@
+/* rdmx-gen: the generated source (NAME.rdmx.c): size, encode and decode per
+ * message, client stubs and server skeletons per service. The emitted code
+ * calls the inline readers/writers of include/rdmx/codec.h. */
+#include <string.h>
+
+#include "gen.h"
+
+/* ---- one value of a field's element type ---- */
+
+static bool is_signed(enum gen_type t)
+{
+	return t == GT_INT32 || t == GT_INT64 || t == GT_SINT32 || t == GT_SINT64 ||
+	       t == GT_SFIXED32 || t == GT_SFIXED64 || t == GT_ENUM;
+}
+
+static bool is_unsigned(enum gen_type t)
+{
+	return t == GT_UINT32 || t == GT_UINT64 || t == GT_FIXED32 || t == GT_FIXED64;
+}
+
+/* fixed encoded size of one value, 0 when it depends on the value */
+static int fixed_size(enum gen_type t)
+{
+	return t == GT_BOOL ? 1 : t == GT_FLOAT ? 5 : t == GT_DOUBLE ? 9 : 0;
+}
+
+/* least bytes one encoded element takes (for count checks) */
+static int min_size(enum gen_type t)
+{
+	return t == GT_FLOAT || t == GT_DOUBLE ? 5 : t == GT_BYTES ? 2 : 1;
+}
+
+/* size expression of value v; `ptr` when a message value is a pointer */
+static char *size_expr(struct gen_ctx *ctx, const struct gen_field *fd, const char *v, bool ptr)
+{
+	enum gen_type t = fd->type;
+	if (is_signed(t))
+		return gen_printf(&ctx->pool, "rdmx__size_int((int64_t)%s)", v);
+	if (is_unsigned(t))
+		return gen_printf(&ctx->pool, "rdmx__size_uint((uint64_t)%s)", v);
+	if (fixed_size(t))
+		return gen_printf(&ctx->pool, "%d", fixed_size(t));
+	if (t == GT_STRING)
+		return gen_printf(&ctx->pool, "rdmx__size_str(%s.len)", v);
+	if (t == GT_BYTES)
+		return gen_printf(&ctx->pool, "rdmx__size_bin(%s.len)", v);
+	return gen_printf(&ctx->pool, "%s_encoded_size(%s%s)", fd->msg->cname, ptr ? "" : "&", v);
+}
+
+static char *enc_stmt(struct gen_ctx *ctx, const struct gen_field *fd, const char *v, bool ptr)
+{
+	switch (fd->type) {
+	case GT_BOOL:
+		return gen_printf(&ctx->pool, "rdmx__enc_bool(e, %s);", v);
+	case GT_FLOAT:
+		return gen_printf(&ctx->pool, "rdmx__enc_f32(e, %s);", v);
+	case GT_DOUBLE:
+		return gen_printf(&ctx->pool, "rdmx__enc_f64(e, %s);", v);
+	case GT_STRING:
+		return gen_printf(&ctx->pool, "rdmx__enc_str(e, %s.data, %s.len);", v, v);
+	case GT_BYTES:
+		return gen_printf(&ctx->pool, "rdmx__enc_bin(e, %s.data, %s.len);", v, v);
+	case GT_MESSAGE:
+		return gen_printf(&ctx->pool, "%s__enc(e, %s%s);", fd->msg->cname, ptr ? "" : "&", v);
+	default:
+		if (is_signed(fd->type))
+			return gen_printf(&ctx->pool, "rdmx__enc_int(e, (int64_t)%s);", v);
+		return gen_printf(&ctx->pool, "rdmx__enc_uint(e, (uint64_t)%s);", v);
+	}
+}
+
+/* statement decoding one value into lvalue v (message: pointer member) */
+static char *dec_stmt(struct gen_ctx *ctx, const struct gen_field *fd, const char *v)
+{
+	const char *fn;
+	switch (fd->type) {
+	case GT_INT32: case GT_SINT32: case GT_SFIXED32: fn = "i32"; break;
+	case GT_INT64: case GT_SINT64: case GT_SFIXED64: fn = "i64"; break;
+	case GT_UINT32: case GT_FIXED32: fn = "u32"; break;
+	case GT_UINT64: case GT_FIXED64: fn = "u64"; break;
+	case GT_BOOL: fn = "bool"; break;
+	case GT_FLOAT: fn = "f32"; break;
+	case GT_DOUBLE: fn = "f64"; break;
+	case GT_STRING: fn = "str"; break;
+	case GT_BYTES: fn = "bin"; break;
+	case GT_ENUM:
+		return gen_printf(&ctx->pool, "rc = rdmx__dec_enum(d, (int32_t *)&%s);", v);
+	default:
+		return gen_printf(&ctx->pool, "rc = %s__decp(d, &%s);", fd->msg->cname, v);
+	}
+	return gen_printf(&ctx->pool, "rc = rdmx__dec_%s(d, &%s);", fn, v);
+}
+
+static char *present_expr(struct gen_ctx *ctx, const struct gen_message *m,
+			  const struct gen_field *fd)
+{
+	const char *f = fd->cname;
+	if (fd->oneof >= 0) {
+		const struct gen_oneof *o = m->oneofs.items[fd->oneof];
+		return gen_printf(&ctx->pool, "m->%s_case == %s_%s_%s", o->cname, m->cname, o->name,
+				  fd->name);
+	}
+	if (fd->label == GL_REPEATED)
+		return gen_printf(&ctx->pool, "m->n_%s != 0", f);
+	if (fd->type == GT_MESSAGE)
+		return gen_printf(&ctx->pool, "m->%s != NULL", f);
+	if (fd->label == GL_OPTIONAL)
+		return gen_printf(&ctx->pool, "m->has_%s", f);
+	switch (fd->type) {
+	case GT_BOOL: return gen_printf(&ctx->pool, "m->%s", f);
+	case GT_FLOAT: return gen_printf(&ctx->pool, "rdmx__f32_set(m->%s)", f);
+	case GT_DOUBLE: return gen_printf(&ctx->pool, "rdmx__f64_set(m->%s)", f);
+	case GT_STRING: case GT_BYTES: return gen_printf(&ctx->pool, "m->%s.len != 0", f);
+	default: return gen_printf(&ctx->pool, "m->%s != 0", f);
+	}
+}
+
+static int key_size(int64_t number)
+{
+	return number < 128 ? 1 : number <= 0xff ? 2 : number <= 0xffff ? 3 : 5;
+}
+
+static void emit_key(struct gen_buf *o, const char *ind, int64_t number)
+{
+	if (number < 128)
+		gen_buf_printf(o, "%srdmx__enc_byte(e, %lld);\n", ind, (long long)number);
+	else
+		gen_buf_printf(o, "%srdmx__enc_uint(e, %lld);\n", ind, (long long)number);
+}
+
+static int max_keys(const struct gen_message *m)
+{
+	int i, n = m->oneofs.n;
+	for (i = 0; i < m->fields.n; i++) {
+		const struct gen_field *fd = m->fields.items[i];
+		if (fd->oneof < 0)
+			n++;
+	}
+	return n;
+}
+
+/* ---- size ---- */
+
+static void emit_size(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_message *m)
+{
+	int i;
+	bool loops = false;
+	for (i = 0; i < m->fields.n; i++) {
+		const struct gen_field *fd = m->fields.items[i];
+		if (fd->label == GL_REPEATED && !(fixed_size(fd->type) && !fd->is_map))
+			loops = true;
+	}
+	gen_buf_printf(o, "size_t %s_encoded_size(const %s *m)\n{\n", m->cname, m->cname);
+	gen_buf_printf(o, "\tsize_t n = 0, k = 0;\n");
+	if (loops)
+		gen_buf_printf(o, "\tsize_t i;\n");
+	gen_buf_printf(o, "\tif (!m)\n\t\treturn 1;\n");
+	for (i = 0; i < m->fields.n; i++) {
+		const struct gen_field *fd = m->fields.items[i];
+		char *pres = present_expr(ctx, m, fd);
+		char *v = gen_printf(&ctx->pool, "m->%s", fd->cname);
+		gen_buf_printf(o, "\tif (%s) {\n\t\tk++;\n", pres);
+		if (fd->is_map) {
+			const struct gen_field *kf = fd->msg->fields.items[0];
+			const struct gen_field *vf = fd->msg->fields.items[1];
+			char *ke = gen_printf(&ctx->pool, "m->%s[i].key", fd->cname);
+			char *ve = gen_printf(&ctx->pool, "m->%s[i].value", fd->cname);
+			gen_buf_printf(o, "\t\tn += %d + rdmx__size_hdr(m->n_%s);\n",
+				       key_size(fd->number), fd->cname);
+			gen_buf_printf(o, "\t\tfor (i = 0; i < m->n_%s; i++)\n", fd->cname);
+			gen_buf_printf(o, "\t\t\tn += %s + %s;\n", size_expr(ctx, kf, ke, false),
+				       size_expr(ctx, vf, ve, true));
+		} else if (fd->label == GL_REPEATED) {
+			gen_buf_printf(o, "\t\tn += %d + rdmx__size_hdr(m->n_%s);\n",
+				       key_size(fd->number), fd->cname);
+			if (fixed_size(fd->type)) {
+				gen_buf_printf(o, "\t\tn += m->n_%s * %d;\n", fd->cname,
+					       fixed_size(fd->type));
+			} else {
+				gen_buf_printf(o, "\t\tfor (i = 0; i < m->n_%s; i++)\n", fd->cname);
+				gen_buf_printf(o, "\t\t\tn += %s;\n",
+					       size_expr(ctx, fd,
+							 gen_printf(&ctx->pool, "m->%s[i]", fd->cname),
+							 false));
+			}
+		} else {
+			gen_buf_printf(o, "\t\tn += %d + %s;\n", key_size(fd->number),
+				       size_expr(ctx, fd, v, true));
+		}
+		gen_buf_puts(o, "\t}\n");
+	}
+	gen_buf_puts(o, "\treturn n + rdmx__size_hdr(k);\n}\n\n");
+}
+
+/* ---- encode ---- */
+
+static void emit_enc(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_message *m)
+{
+	int i, nkeys = max_keys(m);
+	bool patch = nkeys < 16, loops = false;
+	for (i = 0; i < m->fields.n; i++) {
+		const struct gen_field *fd = m->fields.items[i];
+		if (fd->label == GL_REPEATED)
+			loops = true;
+	}
+	gen_buf_printf(o, "void %s__enc(struct rdmx_enc *e, const %s *m)\n{\n", m->cname, m->cname);
+	if (patch)
+		gen_buf_puts(o, "\tuint8_t *hdr;\n\tsize_t k = 0;\n");
+	else
+		gen_buf_puts(o, "\tsize_t k = 0;\n");
+	if (loops)
+		gen_buf_puts(o, "\tsize_t i;\n");
+	gen_buf_puts(o, "\tif (!m) {\n\t\trdmx__enc_map(e, 0);\n\t\treturn;\n\t}\n");
+	if (patch) {
+		/* fewer than 16 keys: a fixmap whose count is patched at the end */
+		gen_buf_puts(o, "\thdr = rdmx__enc_room(e, 1) ? e->p++ : NULL;\n");
+	} else {
+		for (i = 0; i < m->fields.n; i++) {
+			const struct gen_field *fd = m->fields.items[i];
+			gen_buf_printf(o, "\tk += (%s) ? 1 : 0;\n", present_expr(ctx, m, fd));
+		}
+		gen_buf_puts(o, "\trdmx__enc_map(e, k);\n");
+	}
+	for (i = 0; i < m->fields.n; i++) {
+		const struct gen_field *fd = m->fields.items[i];
+		gen_buf_printf(o, "\tif (%s) {\n", present_expr(ctx, m, fd));
+		emit_key(o, "\t\t", fd->number);
+		if (fd->is_map) {
+			const struct gen_field *kf = fd->msg->fields.items[0];
+			const struct gen_field *vf = fd->msg->fields.items[1];
+			gen_buf_printf(o, "\t\trdmx__enc_map(e, m->n_%s);\n", fd->cname);
+			gen_buf_printf(o, "\t\tfor (i = 0; i < m->n_%s; i++) {\n", fd->cname);
+			gen_buf_printf(o, "\t\t\t%s\n",
+				       enc_stmt(ctx, kf, gen_printf(&ctx->pool, "m->%s[i].key", fd->cname),
+						false));
+			gen_buf_printf(o, "\t\t\t%s\n",
+				       enc_stmt(ctx, vf,
+						gen_printf(&ctx->pool, "m->%s[i].value", fd->cname), true));
+			gen_buf_puts(o, "\t\t}\n");
+		} else if (fd->label == GL_REPEATED) {
+			gen_buf_printf(o, "\t\trdmx__enc_array(e, m->n_%s);\n", fd->cname);
+			gen_buf_printf(o, "\t\tfor (i = 0; i < m->n_%s; i++)\n", fd->cname);
+			gen_buf_printf(o, "\t\t\t%s\n",
+				       enc_stmt(ctx, fd, gen_printf(&ctx->pool, "m->%s[i]", fd->cname),
+						false));
+		} else {
+			gen_buf_printf(o, "\t\t%s\n",
+				       enc_stmt(ctx, fd, gen_printf(&ctx->pool, "m->%s", fd->cname), true));
+		}
+		if (patch)
+			gen_buf_puts(o, "\t\tk++;\n");
+		gen_buf_puts(o, "\t}\n");
+	}
+	if (patch)
+		gen_buf_puts(o, "\tif (hdr)\n\t\t*hdr = (uint8_t)(0x80 | k);\n");
+	else
+		gen_buf_puts(o, "\t(void)k;\n");
+	gen_buf_puts(o, "}\n\n");
+}
+
+/* ---- decode ---- */
+
+static void emit_dec_case(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_message *m,
+			  const struct gen_field *fd)
+{
+	gen_buf_printf(o, "\t\tcase %lld: /* %s */\n", (long long)fd->number, fd->name);
+	if (fd->is_map || fd->label == GL_REPEATED) {
+		const struct gen_field *el = fd;
+		const char *elem = gen_ctype(ctx, fd);
+		if (fd->is_map)
+			gen_buf_puts(o, "\t\t\trc = rdmx__dec_map(d, &cnt);\n");
+		else
+			gen_buf_printf(o, "\t\t\trc = rdmx__dec_array(d, &cnt, %d);\n",
+				       min_size(fd->type));
+		gen_buf_puts(o, "\t\t\tif (rc == 0) {\n");
+		gen_buf_printf(o, "\t\t\t\t%s *a = rdmx__dec_alloc(d, cnt, sizeof(*a), &rc);\n", elem);
+		gen_buf_puts(o, "\t\t\t\tfor (j = 0; rc == 0 && j < cnt; j++) {\n");
+		if (fd->is_map) {
+			const struct gen_field *kf = fd->msg->fields.items[0];
+			const struct gen_field *vf = fd->msg->fields.items[1];
+			gen_buf_printf(o, "\t\t\t\t\t%s\n", dec_stmt(ctx, kf, "a[j].key"));
+			gen_buf_puts(o, "\t\t\t\t\tif (rc == 0 && !rdmx__dec_nil(d))\n");
+			gen_buf_printf(o, "\t\t\t\t\t\t%s\n", dec_stmt(ctx, vf, "a[j].value"));
+		} else if (el->type == GT_MESSAGE) {
+			gen_buf_puts(o, "\t\t\t\t\trc = rdmx__dec_enter(d);\n");
+			gen_buf_puts(o, "\t\t\t\t\tif (rc)\n\t\t\t\t\t\tbreak;\n");
+			gen_buf_printf(o, "\t\t\t\t\trc = %s__dec(d, &a[j]);\n", el->msg->cname);
+			gen_buf_puts(o, "\t\t\t\t\trdmx__dec_leave(d);\n");
+		} else {
+			gen_buf_printf(o, "\t\t\t\t\t%s\n", dec_stmt(ctx, fd, "a[j]"));
+		}
+		gen_buf_puts(o, "\t\t\t\t}\n");
+		gen_buf_printf(o, "\t\t\t\tm->%s = a;\n\t\t\t\tm->n_%s = cnt;\n", fd->cname, fd->cname);
+		gen_buf_puts(o, "\t\t\t}\n\t\t\tbreak;\n");
+		return;
+	}
+	gen_buf_printf(o, "\t\t\t%s\n",
+		       dec_stmt(ctx, fd, gen_printf(&ctx->pool, "m->%s", fd->cname)));
+	if (fd->oneof >= 0) {
+		const struct gen_oneof *of = m->oneofs.items[fd->oneof];
+		gen_buf_printf(o, "\t\t\tm->%s_case = %s_%s_%s;\n", of->cname, m->cname, of->name,
+			       fd->name);
+	} else if (fd->label == GL_OPTIONAL && fd->type != GT_MESSAGE) {
+		gen_buf_printf(o, "\t\t\tm->has_%s = rc == 0;\n", fd->cname);
+	}
+	gen_buf_puts(o, "\t\t\tbreak;\n");
+}
+
+static void emit_dec(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_message *m)
+{
+	int i;
+	bool arrays = false;
+	const char *c = m->cname;
+	for (i = 0; i < m->fields.n; i++) {
+		const struct gen_field *fd = m->fields.items[i];
+		if (fd->label == GL_REPEATED)
+			arrays = true;
+	}
+	gen_buf_printf(o, "int %s__dec(struct rdmx_dec *d, %s *m)\n{\n", c, c);
+	gen_buf_printf(o, "\tuint32_t n, i, key%s;\n", arrays ? ", cnt, j" : "");
+	gen_buf_puts(o, "\tint rc = rdmx__dec_map(d, &n);\n");
+	gen_buf_puts(o, "\tfor (i = 0; rc == 0 && i < n; i++) {\n");
+	gen_buf_puts(o, "\t\trc = rdmx__dec_key(d, &key);\n");
+	gen_buf_puts(o, "\t\tif (rc)\n\t\t\tbreak;\n");
+	gen_buf_puts(o, "\t\tif (rdmx__dec_nil(d))\n\t\t\tcontinue; /* nil: absent */\n");
+	gen_buf_puts(o, "\t\tswitch (key) {\n");
+	for (i = 0; i < m->fields.n; i++)
+		emit_dec_case(ctx, o, m, m->fields.items[i]);
+	gen_buf_puts(o, "\t\tdefault: /* unknown: a newer peer's field */\n");
+	gen_buf_puts(o, "\t\t\trc = rdmx__dec_skip(d);\n\t\t\tbreak;\n\t\t}\n\t}\n");
+	if (m->fields.n == 0)
+		gen_buf_puts(o, "\t(void)m;\n");
+	gen_buf_puts(o, "\treturn rc;\n}\n\n");
+
+	gen_buf_printf(o, "int %s__decp(struct rdmx_dec *d, %s **out)\n{\n", c, c);
+	gen_buf_printf(o, "\t%s *m;\n\tint rc = rdmx__dec_enter(d);\n", c);
+	gen_buf_puts(o, "\tif (rc)\n\t\treturn rc;\n");
+	gen_buf_puts(o, "\tif (!rdmx__dec_is_map(d)) {\n\t\trc = RDMX_E_PROTOCOL;\n");
+	gen_buf_puts(o, "\t} else {\n\t\tm = rdmx__dec_alloc(d, 1, sizeof(*m), &rc);\n");
+	gen_buf_printf(o, "\t\tif (m) {\n\t\t\trc = %s__dec(d, m);\n\t\t\t*out = m;\n\t\t}\n\t}\n", c);
+	gen_buf_puts(o, "\trdmx__dec_leave(d);\n\treturn rc;\n}\n\n");
+
+	gen_buf_printf(o,
+		       "int %s_decode(%s *msg, const void *src, size_t len, struct rdmx_arena *arena,\n"
+		       "\tconst struct rdmx_decode_opts *opts)\n{\n",
+		       c, c);
+	gen_buf_printf(o, "\tstruct rdmx_dec d;\n\t%s tmp;\n\tint rc;\n", c);
+	gen_buf_puts(o, "\tif (!msg)\n\t\treturn RDMX_E_INVAL;\n");
+	gen_buf_puts(o, "\trc = rdmx__dec_init(&d, src, len, arena, opts);\n");
+	gen_buf_puts(o, "\tif (rc)\n\t\treturn rc;\n");
+	gen_buf_puts(o, "\tmemset(&tmp, 0, sizeof(tmp));\n");
+	gen_buf_printf(o, "\trc = %s__dec(&d, &tmp);\n", c);
+	gen_buf_puts(o, "\tif (rc == 0)\n\t\trc = rdmx__dec_finish(&d);\n");
+	gen_buf_puts(o, "\tif (rc == 0)\n\t\t*msg = tmp;\n\treturn rc;\n}\n\n");
+}
+
+static void emit_message(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_message *m)
+{
+	const char *c = m->cname;
+	gen_buf_printf(o, "/* ---- %s ---- */\n\n", m->full_name);
+	gen_buf_printf(o, "void %s_init(%s *msg)\n{\n\tmemset(msg, 0, sizeof(*msg));\n}\n\n", c, c);
+	emit_size(ctx, o, m);
+	emit_enc(ctx, o, m);
+	gen_buf_printf(o, "int %s_encode(const %s *msg, void *dst, size_t len)\n{\n", c, c);
+	gen_buf_puts(o, "\tstruct rdmx_enc e;\n");
+	gen_buf_puts(o, "\tif (!msg || (!dst && len))\n\t\treturn RDMX_E_INVAL;\n");
+	gen_buf_printf(o, "\trdmx__enc_init(&e, dst, len);\n\t%s__enc(&e, msg);\n", c);
+	gen_buf_puts(o, "\treturn rdmx__enc_finish(&e);\n}\n\n");
+	gen_buf_printf(o, "int %s__encode_cb(const void *msg, void *dst, size_t len)\n{\n", c);
+	gen_buf_printf(o, "\treturn %s_encode((const %s *)msg, dst, len);\n}\n\n", c, c);
+	gen_buf_printf(o, "struct rdmx_rpc_payload %s_payload(const %s *msg)\n{\n", c, c);
+	gen_buf_puts(o, "\tstruct rdmx_rpc_payload p;\n\tp.obj = msg;\n");
+	gen_buf_printf(o, "\tp.len = %s_encoded_size(msg);\n\tp.encode = %s__encode_cb;\n", c, c);
+	gen_buf_puts(o, "\treturn p;\n}\n\n");
+	emit_dec(ctx, o, m);
+}
+
+/* ---- services ---- */
+
+static void emit_method_client(struct gen_ctx *ctx, struct gen_buf *o,
+			       const struct gen_service *s, const struct gen_method *me)
+{
+	char *base = gen_printf(&ctx->pool, "%s_%s", s->cname, me->name);
+	char *up = gen_upper(ctx, base);
+	const char *in = me->in->cname, *out = me->out->cname;
+
+	/* blocking */
+	gen_buf_printf(o,
+		       "int %s(struct rdmx_rpc_conn *rc, const %s *req, %s *resp,\n"
+		       "\tstruct rdmx_arena *arena, const struct rdmx_rpc_call_opts *opts,\n"
+		       "\tstruct rdmx_rpc_status *status)\n{\n",
+		       base, in, out);
+	gen_buf_puts(o, "\tstruct rdmx_rpc_payload p;\n\tstruct rdmx_rpc_reply reply;\n\tint r;\n");
+	gen_buf_puts(o, "\tif (!rc || !req || !resp)\n\t\treturn RDMX_E_INVAL;\n");
+	gen_buf_printf(o, "\tp = %s_payload(req);\n", in);
+	gen_buf_puts(o, "\tmemset(&reply, 0, sizeof(reply));\n");
+	gen_buf_printf(o, "\tr = rdmx_rpc_call(rc, %s_ID, &p, opts, &reply);\n", up);
+	gen_buf_puts(o, "\tif (r < 0)\n\t\treturn r;\n");
+	gen_buf_puts(o, "\tr = rdmx__rpc_status_fill(status, arena, (int)reply.code, reply.message);\n");
+	gen_buf_puts(o, "\tif (r == 0 && reply.code == RDMX_RPC_OK && !(opts && opts->oneway)) {\n");
+	gen_buf_puts(o, "\t\tstruct rdmx_decode_opts dopts = {0, true, 0};\n");
+	gen_buf_printf(o, "\t\tif (reply.len == 0)\n\t\t\t%s_init(resp);\n", out);
+	gen_buf_printf(o, "\t\telse\n\t\t\tr = %s_decode(resp, reply.data, reply.len, arena, &dopts);\n",
+		       out);
+	gen_buf_puts(o, "\t}\n");
+	gen_buf_puts(o, "\tif (r == 0)\n\t\tr = (int)reply.code;\n");
+	gen_buf_puts(o, "\trdmx_rpc_reply_fini(&reply);\n\treturn r;\n}\n\n");
+
+	/* async */
+	gen_buf_printf(o, "struct %s__ctx {\n\t%s_cb cb;\n\tvoid *arg;\n\tbool oneway;\n};\n\n", base,
+		       base);
+	gen_buf_printf(o, "static void %s__done(const struct rdmx_rpc_result *res, void *arg)\n{\n",
+		       base);
+	gen_buf_printf(o, "\tstruct %s__ctx c = *(struct %s__ctx *)arg;\n", base, base);
+	gen_buf_puts(o, "\tunsigned char buf[RDMX_CODEC_STACK_ARENA];\n\tstruct rdmx_arena a;\n");
+	gen_buf_printf(o, "\t%s resp;\n\tint r = 0;\n\tfree(arg);\n", out);
+	gen_buf_puts(o, "\tif (res->code != RDMX_RPC_OK || c.oneway) {\n");
+	gen_buf_puts(o, "\t\tc.cb(res->code, res->message, NULL, c.arg);\n\t\treturn;\n\t}\n");
+	gen_buf_puts(o, "\trdmx_arena_init(&a, buf, sizeof(buf), 0);\n");
+	gen_buf_printf(o, "\tif (res->len == 0)\n\t\t%s_init(&resp);\n", out);
+	gen_buf_printf(o, "\telse\n\t\tr = %s_decode(&resp, res->data, res->len, &a, NULL);\n", out);
+	gen_buf_puts(o, "\tif (r)\n");
+	gen_buf_puts(o, "\t\tc.cb(RDMX_RPC_INTERNAL, \"malformed response\", NULL, c.arg);\n");
+	gen_buf_puts(o, "\telse\n\t\tc.cb(RDMX_RPC_OK, res->message, &resp, c.arg);\n");
+	gen_buf_puts(o, "\trdmx_arena_fini(&a);\n}\n\n");
+
+	gen_buf_printf(o,
+		       "int %s_async(struct rdmx_rpc_conn *rc, const %s *req,\n"
+		       "\tconst struct rdmx_rpc_call_opts *opts, %s_cb cb, void *arg,\n"
+		       "\tuint64_t *call_id)\n{\n",
+		       base, in, base);
+	gen_buf_printf(o, "\tstruct rdmx_rpc_payload p;\n\tstruct %s__ctx *c;\n\tint r;\n", base);
+	gen_buf_puts(o, "\tif (!rc || !req || !cb)\n\t\treturn RDMX_E_INVAL;\n");
+	gen_buf_puts(o, "\tc = malloc(sizeof(*c));\n\tif (!c)\n\t\treturn RDMX_E_NOMEM;\n");
+	gen_buf_puts(o, "\tc->cb = cb;\n\tc->arg = arg;\n\tc->oneway = opts && opts->oneway;\n");
+	gen_buf_printf(o, "\tp = %s_payload(req);\n", in);
+	gen_buf_printf(o, "\tr = rdmx_rpc_call_async(rc, %s_ID, &p, opts, %s__done, c, call_id);\n",
+		       up, base);
+	gen_buf_puts(o, "\tif (r)\n\t\tfree(c);\n\treturn r;\n}\n\n");
+
+	/* respond */
+	gen_buf_printf(o,
+		       "int %s_respond(struct rdmx_rpc_call *call, enum rdmx_rpc_code code,\n"
+		       "\tconst char *message, const %s *resp)\n{\n",
+		       base, out);
+	gen_buf_puts(o, "\tstruct rdmx_rpc_payload p;\n");
+	gen_buf_puts(o, "\tif (!resp)\n\t\treturn rdmx_rpc_respond(call, code, message, NULL);\n");
+	gen_buf_printf(o, "\tp = %s_payload(resp);\n", out);
+	gen_buf_puts(o, "\treturn rdmx_rpc_respond(call, code, message, &p);\n}\n\n");
+}
+
+static void emit_service(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_service *s)
+{
+	int i;
+	gen_buf_printf(o, "/* ---- service %s ---- */\n\n", s->full_name);
+	for (i = 0; i < s->methods.n; i++)
+		emit_method_client(ctx, o, s, s->methods.items[i]);
+
+	gen_buf_printf(o, "struct %s__binding {\n\tstruct %s_handlers h;\n\tvoid *arg;\n};\n\n",
+		       s->cname, s->cname);
+	for (i = 0; i < s->methods.n; i++) {
+		const struct gen_method *me = s->methods.items[i];
+		const char *in = me->in->cname;
+		gen_buf_printf(o,
+			       "static void %s_%s__handle(struct rdmx_rpc_call *call, const void *req,\n"
+			       "\tsize_t len, void *arg)\n{\n",
+			       s->cname, me->name);
+		gen_buf_printf(o, "\tconst struct %s__binding *b = arg;\n", s->cname);
+		gen_buf_puts(o, "\tunsigned char buf[RDMX_CODEC_STACK_ARENA];\n\tstruct rdmx_arena a;\n");
+		gen_buf_printf(o, "\t%s msg;\n\tint r = 0;\n", in);
+		gen_buf_puts(o, "\trdmx_arena_init(&a, buf, sizeof(buf), 0);\n");
+		gen_buf_printf(o, "\tif (len == 0)\n\t\t%s_init(&msg);\n", in);
+		gen_buf_printf(o, "\telse\n\t\tr = %s_decode(&msg, req, len, &a, NULL);\n", in);
+		gen_buf_puts(o, "\tif (r)\n\t\trdmx_rpc_respond(call, RDMX_RPC_INVALID_ARGUMENT, "
+				"\"malformed request\", NULL);\n");
+		gen_buf_printf(o, "\telse\n\t\tb->h.%s(call, &msg, b->arg);\n", me->cname);
+		gen_buf_puts(o, "\trdmx_arena_fini(&a);\n}\n\n");
+	}
+	gen_buf_printf(o,
+		       "int %s_register(struct rdmx_rpc_server *server,\n"
+		       "\tconst struct %s_handlers *handlers, void *arg)\n{\n",
+		       s->cname, s->cname);
+	gen_buf_printf(o, "\tstruct %s__binding *b;\n\tint r;\n", s->cname);
+	gen_buf_puts(o, "\tif (!server || !handlers)\n\t\treturn RDMX_E_INVAL;\n");
+	gen_buf_puts(o, "\tb = malloc(sizeof(*b));\n\tif (!b)\n\t\treturn RDMX_E_NOMEM;\n");
+	gen_buf_puts(o, "\tb->h = *handlers;\n\tb->arg = arg;\n");
+	gen_buf_puts(o, "\tr = rdmx__codec_keep_binding(server, b);\n");
+	gen_buf_puts(o, "\tif (r) {\n\t\tfree(b);\n\t\treturn r;\n\t}\n");
+	for (i = 0; i < s->methods.n; i++) {
+		const struct gen_method *me = s->methods.items[i];
+		char *up = gen_upper(ctx, gen_printf(&ctx->pool, "%s_%s", s->cname, me->name));
+		gen_buf_printf(o, "\tif (handlers->%s) {\n", me->cname);
+		gen_buf_printf(o,
+			       "\t\tr = rdmx_rpc_server_register(server, %s_ID, %s_NAME,\n"
+			       "\t\t\t%s_%s__handle, b);\n",
+			       up, up, s->cname, me->name);
+		gen_buf_puts(o, "\t\tif (r)\n\t\t\treturn r;\n\t}\n");
+	}
+	gen_buf_puts(o, "\treturn 0;\n}\n\n");
+}
+
+void gen_emit_c(struct gen_ctx *ctx, struct gen_file *f, struct gen_buf *o)
+{
+	struct gen_vec msgs = {0};
+	int i;
+	gen_collect(ctx, f, &msgs, NULL);
+	gen_buf_printf(o, "/* Generated by rdmx-gen from %s.proto. Do not edit. */\n", f->basename);
+	gen_buf_printf(o, "#include \"%s.rdmx.h\"\n\n", f->basename);
+	gen_buf_puts(o, "#include <stdlib.h>\n#include <string.h>\n\n");
+	for (i = 0; i < msgs.n; i++) {
+		const struct gen_message *m = msgs.items[i];
+		if (!m->map_entry)
+			emit_message(ctx, o, m);
+	}
+	for (i = 0; i < f->services.n; i++)
+		emit_service(ctx, o, f->services.items[i]);
+}

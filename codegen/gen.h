@@ -1,0 +1,248 @@
+/* rdmx-gen internals: the parsed schema (AST), diagnostics, memory pool.
+ * lexer.c -> parser.c -> resolve.c (imports, types, checks) -> emit_h.c/emit_c.c. */
+#ifndef RDMX_GEN_H
+#define RDMX_GEN_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---- memory: everything of one run lives in one pool ---- */
+
+struct gen_pool {
+	struct gen_pool_block *blocks;
+};
+
+void *gen_alloc(struct gen_pool *pool, size_t size); /* zeroed; aborts when out of memory */
+char *gen_strdup(struct gen_pool *pool, const char *s);
+char *gen_strndup(struct gen_pool *pool, const char *s, size_t n);
+char *gen_printf(struct gen_pool *pool, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gen_pool_free(struct gen_pool *pool);
+
+/* A growable array of pointers, allocated from a pool. */
+struct gen_vec {
+	void **items;
+	int n, cap;
+};
+void gen_vec_push(struct gen_pool *pool, struct gen_vec *v, void *item);
+
+/* A growable text buffer (heap). */
+struct gen_buf {
+	char *data;
+	size_t len, cap;
+};
+void gen_buf_printf(struct gen_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gen_buf_puts(struct gen_buf *b, const char *s);
+void gen_buf_free(struct gen_buf *b);
+
+/* ---- schema ---- */
+
+struct gen_loc {
+	const char *file; /* as shown in diagnostics */
+	int line, col;
+};
+
+enum gen_type {
+	GT_NONE = 0,
+	GT_DOUBLE,
+	GT_FLOAT,
+	GT_INT32,
+	GT_INT64,
+	GT_UINT32,
+	GT_UINT64,
+	GT_SINT32,
+	GT_SINT64,
+	GT_FIXED32,
+	GT_FIXED64,
+	GT_SFIXED32,
+	GT_SFIXED64,
+	GT_BOOL,
+	GT_STRING,
+	GT_BYTES,
+	GT_NAMED,   /* not resolved yet: type_name */
+	GT_MESSAGE, /* resolved: msg */
+	GT_ENUM,    /* resolved: en */
+};
+
+enum gen_label { GL_NONE, GL_OPTIONAL, GL_REPEATED };
+
+struct gen_message;
+struct gen_enum;
+struct gen_file;
+
+struct gen_field {
+	char *name;
+	char *cname; /* C member name (keywords get a trailing '_') */
+	int64_t number;
+	enum gen_label label;
+	enum gen_type type;
+	char *type_name; /* GT_NAMED: as written */
+	struct gen_message *msg;
+	struct gen_enum *en;
+	int oneof; /* index into the message's oneofs, -1 for none */
+	bool is_map;  /* repeated field of a map entry message (msg) */
+	struct gen_loc loc, type_loc, number_loc;
+};
+
+struct gen_range {
+	int64_t lo, hi; /* inclusive */
+	struct gen_loc loc;
+};
+
+struct gen_name {
+	char *name;
+	struct gen_loc loc;
+};
+
+struct gen_oneof {
+	char *name;
+	char *cname;
+	struct gen_loc loc;
+	int nfields;
+};
+
+struct gen_message {
+	char *name;
+	char *full_name; /* package.Outer.Inner */
+	char *cname;     /* package_Outer_Inner */
+	struct gen_loc loc;
+	struct gen_message *parent;
+	struct gen_file *file;
+	struct gen_vec fields;   /* struct gen_field * */
+	struct gen_vec messages; /* nested (map entries included) */
+	struct gen_vec enums;
+	struct gen_vec oneofs;     /* struct gen_oneof * */
+	struct gen_vec reserved;   /* struct gen_range * */
+	struct gen_vec rnames;     /* struct gen_name * */
+	bool map_entry;
+};
+
+struct gen_enum_value {
+	char *name;
+	char *cname;
+	int64_t number;
+	struct gen_loc loc;
+};
+
+struct gen_enum {
+	char *name, *full_name, *cname;
+	struct gen_loc loc;
+	struct gen_message *parent;
+	struct gen_file *file;
+	struct gen_vec values; /* struct gen_enum_value * */
+	struct gen_vec reserved;
+	struct gen_vec rnames;
+};
+
+struct gen_method {
+	char *name;
+	char *cname; /* handler member name */
+	struct gen_loc loc;
+	char *in_name, *out_name;
+	struct gen_loc in_loc, out_loc;
+	struct gen_message *in, *out;
+	uint32_t id;
+};
+
+struct gen_service {
+	char *name, *full_name, *cname;
+	struct gen_loc loc;
+	struct gen_vec methods;
+};
+
+struct gen_import {
+	char *name; /* as written */
+	struct gen_loc loc;
+	struct gen_file *file;
+};
+
+struct gen_file {
+	char *path;     /* for diagnostics: as given or folder + import name */
+	char *dir;      /* folder of path, for sibling imports */
+	char *real;     /* canonical path (identity) */
+	char *basename; /* file name without folder and extension */
+	char *package;  /* "" when none */
+	struct gen_loc package_loc;
+	struct gen_vec imports;  /* struct gen_import * */
+	struct gen_vec messages; /* top level */
+	struct gen_vec enums;
+	struct gen_vec services;
+	int state;   /* 0 new, 1 loading (cycle check), 2 loaded */
+	bool parsed; /* no syntax errors */
+	bool input;  /* named on the command line */
+};
+
+/* ---- one run ---- */
+
+struct gen_ctx {
+	struct gen_pool pool;
+	FILE *diag; /* NULL: count errors silently (fuzzing) */
+	int errors;
+	int max_errors;
+	struct gen_vec include_dirs; /* char * */
+	struct gen_vec files;        /* every file loaded, struct gen_file * */
+	void *priv;                  /* resolver state */
+	/* in-memory sources (fuzzing, tests): path -> text */
+	const char *mem_path;
+	const char *mem_text;
+	size_t mem_len;
+};
+
+void gen_ctx_init(struct gen_ctx *ctx, FILE *diag);
+void gen_ctx_fini(struct gen_ctx *ctx);
+void gen_error(struct gen_ctx *ctx, const struct gen_loc *loc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void gen_warning(struct gen_ctx *ctx, const struct gen_loc *loc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ---- lexer ---- */
+
+enum gen_tok_kind { TK_EOF, TK_IDENT, TK_INT, TK_FLOAT, TK_STRING, TK_SYM };
+
+struct gen_tok {
+	enum gen_tok_kind kind;
+	struct gen_loc loc;
+	char *text;     /* ident, string value (decoded), number spelling */
+	size_t len;     /* string value length (may hold NULs) */
+	uint64_t ival;  /* TK_INT */
+	bool overflow;  /* TK_INT too large for 64 bits */
+	char sym;       /* TK_SYM */
+};
+
+/* Tokenises text; reports lexical errors; always ends with TK_EOF. */
+struct gen_tok *gen_lex(struct gen_ctx *ctx, const char *path, const char *text, size_t len,
+			int *ntok);
+
+/* ---- parser ---- */
+
+/* Parses one file's text into f (path, dir, real, basename set by caller).
+ * Returns false when it reported syntax errors. */
+bool gen_parse(struct gen_ctx *ctx, struct gen_file *f, const char *text, size_t len);
+
+/* ---- resolve ---- */
+
+/* Loads `path` and, recursively, its imports; returns NULL on error. */
+struct gen_file *gen_load(struct gen_ctx *ctx, const char *path, bool input);
+/* Resolves names and checks every loaded file; false when errors. */
+bool gen_resolve(struct gen_ctx *ctx);
+
+uint32_t gen_fnv1a(const char *s);
+bool gen_is_scalar(enum gen_type t);
+const char *gen_type_name(enum gen_type t);
+
+/* ---- emitters ---- */
+
+void gen_emit_h(struct gen_ctx *ctx, struct gen_file *f, struct gen_buf *out);
+void gen_emit_c(struct gen_ctx *ctx, struct gen_file *f, struct gen_buf *out);
+
+/* shared emitter helpers (emit_h.c) */
+/* every message (pre-order, map entries included) and enum of a file */
+void gen_collect(struct gen_ctx *ctx, const struct gen_file *f, struct gen_vec *msgs,
+		 struct gen_vec *enums);
+const char *gen_ctype(struct gen_ctx *ctx, const struct gen_field *fd); /* element type */
+char *gen_upper(struct gen_ctx *ctx, const char *s);
+char *gen_guard(struct gen_ctx *ctx, const struct gen_file *f);
+
+#endif

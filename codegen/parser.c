@@ -1,0 +1,839 @@
+/* rdmx-gen: recursive-descent parser of the supported proto3 subset.
+ * Syntax errors are reported where they happen; the parser then skips the
+ * statement and goes on, so one run reports several errors. Constructs
+ * outside the subset get a "not supported" error, never silence. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen.h"
+
+#define MAX_NESTING 64
+
+struct parser {
+	struct gen_ctx *ctx;
+	struct gen_file *f;
+	struct gen_tok *t;
+	int n, i;
+	bool failed;
+	bool seen_statement;
+	bool seen_syntax;
+	bool seen_package;
+};
+
+static const struct {
+	const char *name;
+	enum gen_type type;
+} scalars[] = {
+	{"double", GT_DOUBLE},     {"float", GT_FLOAT},       {"int32", GT_INT32},
+	{"int64", GT_INT64},       {"uint32", GT_UINT32},     {"uint64", GT_UINT64},
+	{"sint32", GT_SINT32},     {"sint64", GT_SINT64},     {"fixed32", GT_FIXED32},
+	{"fixed64", GT_FIXED64},   {"sfixed32", GT_SFIXED32}, {"sfixed64", GT_SFIXED64},
+	{"bool", GT_BOOL},         {"string", GT_STRING},     {"bytes", GT_BYTES},
+};
+
+bool gen_is_scalar(enum gen_type t)
+{
+	return t >= GT_DOUBLE && t <= GT_BYTES;
+}
+
+const char *gen_type_name(enum gen_type t)
+{
+	size_t i;
+	for (i = 0; i < sizeof(scalars) / sizeof(scalars[0]); i++)
+		if (scalars[i].type == t)
+			return scalars[i].name;
+	return t == GT_MESSAGE ? "message" : t == GT_ENUM ? "enum" : "type";
+}
+
+static enum gen_type scalar_type(const char *name)
+{
+	size_t i;
+	for (i = 0; i < sizeof(scalars) / sizeof(scalars[0]); i++)
+		if (strcmp(scalars[i].name, name) == 0)
+			return scalars[i].type;
+	return GT_NONE;
+}
+
+static struct gen_tok *cur(struct parser *p)
+{
+	return &p->t[p->i];
+}
+
+static struct gen_tok *peek(struct parser *p, int k)
+{
+	int j = p->i + k;
+	return &p->t[j < p->n ? j : p->n - 1];
+}
+
+static void next(struct parser *p)
+{
+	if (p->t[p->i].kind != TK_EOF)
+		p->i++;
+}
+
+static bool is_sym(const struct gen_tok *t, char c)
+{
+	return t->kind == TK_SYM && t->sym == c;
+}
+
+static bool is_kw(const struct gen_tok *t, const char *kw)
+{
+	return t->kind == TK_IDENT && strcmp(t->text, kw) == 0;
+}
+
+/* `"name"`, `string "x"`, `end of file` ... for error messages */
+static const char *describe(struct parser *p, const struct gen_tok *t)
+{
+	switch (t->kind) {
+	case TK_EOF:
+		return "end of file";
+	case TK_STRING:
+		return "a string literal";
+	default:
+		return gen_printf(&p->ctx->pool, "\"%s\"", t->text);
+	}
+}
+
+static void syntax_error(struct parser *p, const struct gen_tok *t, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void syntax_error(struct parser *p, const struct gen_tok *t, const char *fmt, ...)
+{
+	va_list ap;
+	char msg[512];
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	p->failed = true;
+	gen_error(p->ctx, &t->loc, "%s", msg);
+}
+
+static void expected(struct parser *p, const char *what)
+{
+	syntax_error(p, cur(p), "expected %s, got %s", what, describe(p, cur(p)));
+}
+
+/* Skips the rest of a statement: through the next ';' or a whole { } block,
+ * or up to (not through) a '}' that closes the enclosing body. */
+static void skip_statement(struct parser *p)
+{
+	int depth = 0;
+	for (;;) {
+		struct gen_tok *t = cur(p);
+		if (t->kind == TK_EOF)
+			return;
+		if (is_sym(t, '{')) {
+			depth++;
+		} else if (is_sym(t, '}')) {
+			if (depth == 0)
+				return;
+			if (--depth == 0) {
+				next(p);
+				if (is_sym(cur(p), ';'))
+					next(p);
+				return;
+			}
+		} else if (is_sym(t, ';') && depth == 0) {
+			next(p);
+			return;
+		}
+		next(p);
+	}
+}
+
+static bool accept_sym(struct parser *p, char c)
+{
+	if (is_sym(cur(p), c)) {
+		next(p);
+		return true;
+	}
+	return false;
+}
+
+static bool expect_sym(struct parser *p, char c)
+{
+	char what[8];
+	if (accept_sym(p, c))
+		return true;
+	snprintf(what, sizeof(what), "\"%c\"", c);
+	expected(p, what);
+	return false;
+}
+
+static char *expect_ident(struct parser *p, const char *what, struct gen_loc *loc)
+{
+	struct gen_tok *t = cur(p);
+	if (t->kind != TK_IDENT) {
+		expected(p, what);
+		return NULL;
+	}
+	if (loc)
+		*loc = t->loc;
+	next(p);
+	return t->text;
+}
+
+/* a.b.c, or .a.b.c when leading_dot */
+static char *parse_dotted(struct parser *p, bool leading_dot, const char *what,
+			  struct gen_loc *loc)
+{
+	struct gen_buf b = {0};
+	char *r;
+	struct gen_loc l = cur(p)->loc;
+	if (leading_dot && is_sym(cur(p), '.')) {
+		gen_buf_puts(&b, ".");
+		next(p);
+	}
+	for (;;) {
+		struct gen_tok *t = cur(p);
+		if (t->kind != TK_IDENT) {
+			expected(p, what);
+			gen_buf_free(&b);
+			return NULL;
+		}
+		gen_buf_puts(&b, t->text);
+		next(p);
+		if (!is_sym(cur(p), '.'))
+			break;
+		gen_buf_puts(&b, ".");
+		next(p);
+	}
+	r = gen_strdup(&p->ctx->pool, b.data);
+	gen_buf_free(&b);
+	if (loc)
+		*loc = l;
+	return r;
+}
+
+/* ['-'] integer; false after reporting an error */
+static bool parse_int(struct parser *p, bool allow_neg, int64_t *out, struct gen_loc *loc)
+{
+	bool neg = false;
+	struct gen_tok *t;
+	*loc = cur(p)->loc;
+	if (is_sym(cur(p), '-')) {
+		if (!allow_neg) {
+			syntax_error(p, cur(p), "expected an integer, got \"-\"");
+			return false;
+		}
+		neg = true;
+		next(p);
+	}
+	t = cur(p);
+	if (t->kind != TK_INT) {
+		expected(p, "an integer");
+		return false;
+	}
+	if (t->overflow || t->ival > (uint64_t)INT64_MAX)
+		*out = neg ? INT64_MIN : INT64_MAX;
+	else
+		*out = neg ? -(int64_t)t->ival : (int64_t)t->ival;
+	next(p);
+	return true;
+}
+
+/* Options are outside the subset: reports and skips `[ ... ]`. */
+static bool reject_field_options(struct parser *p)
+{
+	int depth = 0;
+	if (!is_sym(cur(p), '['))
+		return true;
+	syntax_error(p, cur(p), "field options are not supported");
+	do {
+		if (is_sym(cur(p), '['))
+			depth++;
+		else if (is_sym(cur(p), ']'))
+			depth--;
+		next(p);
+	} while (depth > 0 && cur(p)->kind != TK_EOF && !is_sym(cur(p), ';'));
+	return false;
+}
+
+static void parse_reserved(struct parser *p, struct gen_vec *ranges, struct gen_vec *names,
+			   int64_t max)
+{
+	struct gen_tok *kw = cur(p);
+	next(p);
+	if (cur(p)->kind == TK_STRING) {
+		for (;;) {
+			struct gen_name *n;
+			if (cur(p)->kind != TK_STRING) {
+				expected(p, "a field name string");
+				skip_statement(p);
+				return;
+			}
+			n = gen_alloc(&p->ctx->pool, sizeof(*n));
+			n->name = cur(p)->text;
+			n->loc = cur(p)->loc;
+			gen_vec_push(&p->ctx->pool, names, n);
+			next(p);
+			if (!accept_sym(p, ','))
+				break;
+		}
+	} else if (cur(p)->kind == TK_INT || is_sym(cur(p), '-')) {
+		for (;;) {
+			struct gen_range *r = gen_alloc(&p->ctx->pool, sizeof(*r));
+			struct gen_loc l;
+			if (!parse_int(p, max != 536870911, &r->lo, &r->loc)) {
+				skip_statement(p);
+				return;
+			}
+			r->hi = r->lo;
+			if (is_kw(cur(p), "to")) {
+				next(p);
+				if (is_kw(cur(p), "max")) {
+					r->hi = max;
+					next(p);
+				} else if (!parse_int(p, max != 536870911, &r->hi, &l)) {
+					skip_statement(p);
+					return;
+				}
+			}
+			gen_vec_push(&p->ctx->pool, ranges, r);
+			if (!accept_sym(p, ','))
+				break;
+		}
+	} else if (cur(p)->kind == TK_IDENT) {
+		syntax_error(p, cur(p), "reserved names must be string literals");
+		skip_statement(p);
+		return;
+	} else {
+		syntax_error(p, kw, "expected field numbers or names after \"reserved\"");
+		skip_statement(p);
+		return;
+	}
+	if (!expect_sym(p, ';'))
+		skip_statement(p);
+}
+
+static bool not_supported(struct parser *p, const char *what)
+{
+	syntax_error(p, cur(p), "%s not supported", what);
+	skip_statement(p);
+	return true;
+}
+
+/* Statements every body rejects the same way; true when one was handled. */
+static bool unsupported_statement(struct parser *p)
+{
+	struct gen_tok *t = cur(p);
+	if (t->kind != TK_IDENT)
+		return false;
+	if (is_kw(t, "option"))
+		return not_supported(p, "options (\"option\") are");
+	if (is_kw(t, "extend"))
+		return not_supported(p, "extensions (\"extend\") are");
+	if (is_kw(t, "extensions"))
+		return not_supported(p, "extension ranges (\"extensions\") are");
+	return false;
+}
+
+static char *camel_entry_name(struct parser *p, const char *field)
+{
+	size_t n = strlen(field), i, j = 0;
+	char *s = gen_alloc(&p->ctx->pool, n + 6);
+	bool up = true;
+	for (i = 0; i < n; i++) {
+		if (field[i] == '_') {
+			up = true;
+			continue;
+		}
+		s[j++] = up ? (char)toupper((unsigned char)field[i]) : field[i];
+		up = false;
+	}
+	memcpy(s + j, "Entry", 6);
+	return s;
+}
+
+static bool valid_map_key(enum gen_type t)
+{
+	return gen_is_scalar(t) && t != GT_DOUBLE && t != GT_FLOAT && t != GT_BYTES;
+}
+
+static struct gen_field *new_field(struct parser *p, struct gen_message *m)
+{
+	struct gen_field *fd = gen_alloc(&p->ctx->pool, sizeof(*fd));
+	fd->oneof = -1;
+	gen_vec_push(&p->ctx->pool, &m->fields, fd);
+	return fd;
+}
+
+/* map<K, V> name = N; -> a repeated field of the nested entry message. */
+static void parse_map_field(struct parser *p, struct gen_message *m, struct gen_loc start)
+{
+	struct gen_message *entry;
+	struct gen_field *fd, *key, *val;
+	enum gen_type kt;
+	struct gen_loc kloc, vloc, nloc;
+	char *vname, *name;
+	next(p); /* map */
+	next(p); /* < */
+	kloc = cur(p)->loc;
+	if (cur(p)->kind != TK_IDENT) {
+		expected(p, "a map key type");
+		skip_statement(p);
+		return;
+	}
+	kt = scalar_type(cur(p)->text);
+	if (!valid_map_key(kt)) {
+		syntax_error(p, cur(p),
+			     "map key type must be an integer, bool or string type, not \"%s\"",
+			     cur(p)->text);
+		skip_statement(p);
+		return;
+	}
+	next(p);
+	if (!expect_sym(p, ',')) {
+		skip_statement(p);
+		return;
+	}
+	if (is_kw(cur(p), "map") && is_sym(peek(p, 1), '<')) {
+		syntax_error(p, cur(p), "map values cannot be maps");
+		skip_statement(p);
+		return;
+	}
+	vname = parse_dotted(p, true, "a map value type", &vloc);
+	if (!vname || !expect_sym(p, '>')) {
+		skip_statement(p);
+		return;
+	}
+	name = expect_ident(p, "a field name", &nloc);
+	if (!name || !expect_sym(p, '=')) {
+		skip_statement(p);
+		return;
+	}
+	fd = new_field(p, m);
+	fd->name = name;
+	fd->loc = nloc;
+	fd->type_loc = start;
+	fd->label = GL_REPEATED;
+	fd->is_map = true;
+	fd->type = GT_MESSAGE;
+	if (!parse_int(p, true, &fd->number, &fd->number_loc) || !reject_field_options(p) ||
+	    !expect_sym(p, ';'))
+		skip_statement(p);
+
+	entry = gen_alloc(&p->ctx->pool, sizeof(*entry));
+	entry->name = camel_entry_name(p, name);
+	entry->loc = nloc;
+	entry->parent = m;
+	entry->file = p->f;
+	entry->map_entry = true;
+	gen_vec_push(&p->ctx->pool, &m->messages, entry);
+	fd->msg = entry;
+	key = new_field(p, entry);
+	key->name = "key";
+	key->number = 1;
+	key->type = kt;
+	key->loc = key->type_loc = key->number_loc = kloc;
+	val = new_field(p, entry);
+	val->name = "value";
+	val->number = 2;
+	val->type = scalar_type(vname);
+	if (val->type == GT_NONE) {
+		val->type = GT_NAMED;
+		val->type_name = vname;
+	}
+	val->loc = val->type_loc = val->number_loc = vloc;
+}
+
+static void parse_field(struct parser *p, struct gen_message *m, int oneof)
+{
+	struct gen_tok *start = cur(p);
+	enum gen_label label = GL_NONE;
+	struct gen_field *fd;
+	struct gen_loc tloc, nloc;
+	char *tname, *name;
+	if (is_kw(start, "required")) {
+		syntax_error(p, start, "\"required\" fields are not supported (proto2)");
+		skip_statement(p);
+		return;
+	}
+	if (is_kw(start, "optional") || is_kw(start, "repeated")) {
+		label = is_kw(start, "optional") ? GL_OPTIONAL : GL_REPEATED;
+		if (oneof >= 0) {
+			syntax_error(p, start, "fields in oneofs must not have labels");
+			skip_statement(p);
+			return;
+		}
+		next(p);
+	}
+	if (is_kw(cur(p), "group")) {
+		not_supported(p, "groups are");
+		return;
+	}
+	if (is_kw(cur(p), "map") && is_sym(peek(p, 1), '<')) {
+		if (label != GL_NONE || oneof >= 0) {
+			syntax_error(p, start, oneof >= 0 ? "map fields are not allowed in oneofs"
+							   : "map fields cannot have labels");
+			skip_statement(p);
+			return;
+		}
+		parse_map_field(p, m, start->loc);
+		return;
+	}
+	tname = parse_dotted(p, true, "a field type", &tloc);
+	if (!tname) {
+		skip_statement(p);
+		return;
+	}
+	name = expect_ident(p, "a field name", &nloc);
+	if (!name || !expect_sym(p, '=')) {
+		skip_statement(p);
+		return;
+	}
+	fd = new_field(p, m);
+	fd->name = name;
+	fd->loc = nloc;
+	fd->type_loc = tloc;
+	fd->label = label;
+	fd->oneof = oneof;
+	fd->type = scalar_type(tname);
+	if (fd->type == GT_NONE) {
+		fd->type = GT_NAMED;
+		fd->type_name = tname;
+	}
+	if (!parse_int(p, true, &fd->number, &fd->number_loc) || !reject_field_options(p) ||
+	    !expect_sym(p, ';'))
+		skip_statement(p);
+}
+
+static void parse_enum(struct parser *p, struct gen_file *f, struct gen_message *parent,
+		       struct gen_vec *into);
+static void parse_message(struct parser *p, struct gen_message *parent, struct gen_vec *into,
+			  int depth);
+
+static void parse_oneof(struct parser *p, struct gen_message *m)
+{
+	struct gen_oneof *o = gen_alloc(&p->ctx->pool, sizeof(*o));
+	int idx = m->oneofs.n;
+	next(p);
+	o->name = expect_ident(p, "a oneof name", &o->loc);
+	if (!o->name || !expect_sym(p, '{')) {
+		skip_statement(p);
+		return;
+	}
+	gen_vec_push(&p->ctx->pool, &m->oneofs, o);
+	while (!is_sym(cur(p), '}')) {
+		int before = m->fields.n;
+		if (cur(p)->kind == TK_EOF) {
+			expected(p, "\"}\" closing the oneof");
+			return;
+		}
+		if (accept_sym(p, ';') || unsupported_statement(p))
+			continue;
+		parse_field(p, m, idx);
+		o->nfields += m->fields.n - before;
+	}
+	next(p);
+	if (o->nfields == 0)
+		syntax_error(p, &p->t[p->i - 1], "oneof \"%s\" must have at least one field",
+			     o->name);
+}
+
+static void parse_message(struct parser *p, struct gen_message *parent, struct gen_vec *into,
+			  int depth)
+{
+	struct gen_message *m = gen_alloc(&p->ctx->pool, sizeof(*m));
+	struct gen_tok *kw = cur(p);
+	next(p);
+	m->name = expect_ident(p, "a message name", &m->loc);
+	if (!m->name || !expect_sym(p, '{')) {
+		skip_statement(p);
+		return;
+	}
+	if (depth >= MAX_NESTING) {
+		syntax_error(p, kw, "messages nested more than %d levels deep", MAX_NESTING);
+		p->i--; /* back to '{' */
+		skip_statement(p);
+		return;
+	}
+	m->parent = parent;
+	m->file = p->f;
+	gen_vec_push(&p->ctx->pool, into, m);
+	for (;;) {
+		struct gen_tok *t = cur(p);
+		if (t->kind == TK_EOF) {
+			syntax_error(p, cur(p),
+				     "expected \"}\" closing message \"%s\" (line %d), got end of file",
+				     m->name, m->loc.line);
+			return;
+		}
+		if (is_sym(t, '}')) {
+			next(p);
+			return;
+		}
+		if (accept_sym(p, ';') || unsupported_statement(p))
+			continue;
+		if (is_kw(t, "message") && peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '{'))
+			parse_message(p, m, &m->messages, depth + 1);
+		else if (is_kw(t, "enum") && peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '{'))
+			parse_enum(p, p->f, m, &m->enums);
+		else if (is_kw(t, "oneof") && peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '{'))
+			parse_oneof(p, m);
+		else if (is_kw(t, "reserved"))
+			parse_reserved(p, &m->reserved, &m->rnames, 536870911);
+		else
+			parse_field(p, m, -1);
+	}
+}
+
+static void parse_enum(struct parser *p, struct gen_file *f, struct gen_message *parent,
+		       struct gen_vec *into)
+{
+	struct gen_enum *e = gen_alloc(&p->ctx->pool, sizeof(*e));
+	next(p);
+	e->name = expect_ident(p, "an enum name", &e->loc);
+	if (!e->name || !expect_sym(p, '{')) {
+		skip_statement(p);
+		return;
+	}
+	e->parent = parent;
+	e->file = f;
+	gen_vec_push(&p->ctx->pool, into, e);
+	for (;;) {
+		struct gen_tok *t = cur(p);
+		struct gen_enum_value *v;
+		if (t->kind == TK_EOF) {
+			syntax_error(p, cur(p),
+				     "expected \"}\" closing enum \"%s\" (line %d), got end of file",
+				     e->name, e->loc.line);
+			return;
+		}
+		if (is_sym(t, '}')) {
+			next(p);
+			break;
+		}
+		if (accept_sym(p, ';') || unsupported_statement(p))
+			continue;
+		if (is_kw(t, "reserved")) {
+			parse_reserved(p, &e->reserved, &e->rnames, INT32_MAX);
+			continue;
+		}
+		v = gen_alloc(&p->ctx->pool, sizeof(*v));
+		v->name = expect_ident(p, "an enum value name", &v->loc);
+		if (!v->name || !expect_sym(p, '=')) {
+			skip_statement(p);
+			continue;
+		}
+		{
+			struct gen_loc nl;
+			if (!parse_int(p, true, &v->number, &nl) || !reject_field_options(p) ||
+			    !expect_sym(p, ';')) {
+				skip_statement(p);
+				continue;
+			}
+		}
+		gen_vec_push(&p->ctx->pool, &e->values, v);
+	}
+	if (e->values.n == 0)
+		syntax_error(p, &p->t[p->i - 1], "enum \"%s\" must have at least one value", e->name);
+}
+
+static bool parse_method_type(struct parser *p, char **name, struct gen_loc *loc)
+{
+	if (!expect_sym(p, '('))
+		return false;
+	if (is_kw(cur(p), "stream") && (peek(p, 1)->kind == TK_IDENT || is_sym(peek(p, 1), '.'))) {
+		syntax_error(p, cur(p), "streaming methods are not supported");
+		next(p);
+	}
+	*name = parse_dotted(p, true, "a message type", loc);
+	return *name && expect_sym(p, ')');
+}
+
+static void parse_service(struct parser *p)
+{
+	struct gen_service *s = gen_alloc(&p->ctx->pool, sizeof(*s));
+	next(p);
+	s->name = expect_ident(p, "a service name", &s->loc);
+	if (!s->name || !expect_sym(p, '{')) {
+		skip_statement(p);
+		return;
+	}
+	gen_vec_push(&p->ctx->pool, &p->f->services, s);
+	for (;;) {
+		struct gen_tok *t = cur(p);
+		struct gen_method *m;
+		if (t->kind == TK_EOF) {
+			syntax_error(p, cur(p),
+				     "expected \"}\" closing service \"%s\" (line %d), got end of file",
+				     s->name, s->loc.line);
+			return;
+		}
+		if (is_sym(t, '}')) {
+			next(p);
+			return;
+		}
+		if (accept_sym(p, ';') || unsupported_statement(p))
+			continue;
+		if (!is_kw(t, "rpc")) {
+			expected(p, "\"rpc\"");
+			skip_statement(p);
+			continue;
+		}
+		next(p);
+		m = gen_alloc(&p->ctx->pool, sizeof(*m));
+		m->name = expect_ident(p, "a method name", &m->loc);
+		if (!m->name || !parse_method_type(p, &m->in_name, &m->in_loc)) {
+			skip_statement(p);
+			continue;
+		}
+		if (!is_kw(cur(p), "returns")) {
+			expected(p, "\"returns\"");
+			skip_statement(p);
+			continue;
+		}
+		next(p);
+		if (!parse_method_type(p, &m->out_name, &m->out_loc)) {
+			skip_statement(p);
+			continue;
+		}
+		gen_vec_push(&p->ctx->pool, &s->methods, m);
+		if (accept_sym(p, ';'))
+			continue;
+		if (!accept_sym(p, '{')) {
+			expected(p, "\";\" or \"{\" after the method");
+			skip_statement(p);
+			continue;
+		}
+		while (!accept_sym(p, '}')) {
+			if (cur(p)->kind == TK_EOF) {
+				expected(p, "\"}\" closing the method");
+				return;
+			}
+			if (accept_sym(p, ';'))
+				continue;
+			if (!unsupported_statement(p)) {
+				syntax_error(p, cur(p), "method bodies may only hold options (not supported), got %s",
+					     describe(p, cur(p)));
+				skip_statement(p);
+			}
+		}
+		accept_sym(p, ';');
+	}
+}
+
+static void parse_syntax(struct parser *p)
+{
+	struct gen_tok *kw = cur(p);
+	next(p);
+	if (p->seen_statement)
+		syntax_error(p, kw, "the syntax statement must come first in the file");
+	p->seen_syntax = true;
+	if (!expect_sym(p, '=')) {
+		skip_statement(p);
+		return;
+	}
+	if (cur(p)->kind != TK_STRING) {
+		expected(p, "a string literal");
+		skip_statement(p);
+		return;
+	}
+	if (strcmp(cur(p)->text, "proto2") == 0)
+		syntax_error(p, cur(p), "proto2 syntax is not supported (only proto3)");
+	else if (strcmp(cur(p)->text, "proto3") != 0)
+		syntax_error(p, cur(p), "unrecognized syntax \"%s\" (only proto3 is supported)",
+			     cur(p)->text);
+	next(p);
+	if (!expect_sym(p, ';'))
+		skip_statement(p);
+}
+
+static void parse_import(struct parser *p)
+{
+	struct gen_import *im;
+	next(p);
+	if (is_kw(cur(p), "public") || is_kw(cur(p), "weak")) {
+		syntax_error(p, cur(p), "\"import %s\" is not supported", cur(p)->text);
+		skip_statement(p);
+		return;
+	}
+	if (cur(p)->kind != TK_STRING) {
+		expected(p, "a file name string");
+		skip_statement(p);
+		return;
+	}
+	im = gen_alloc(&p->ctx->pool, sizeof(*im));
+	im->name = cur(p)->text;
+	im->loc = cur(p)->loc;
+	if (strlen(im->name) != cur(p)->len || im->name[0] == 0) {
+		syntax_error(p, cur(p), "invalid import file name");
+		skip_statement(p);
+		return;
+	}
+	next(p);
+	gen_vec_push(&p->ctx->pool, &p->f->imports, im);
+	if (!expect_sym(p, ';'))
+		skip_statement(p);
+}
+
+static void parse_package(struct parser *p)
+{
+	struct gen_tok *kw = cur(p);
+	char *name;
+	struct gen_loc l;
+	next(p);
+	name = parse_dotted(p, false, "a package name", &l);
+	if (!name) {
+		skip_statement(p);
+		return;
+	}
+	if (p->seen_package)
+		syntax_error(p, kw, "multiple package definitions");
+	else {
+		p->f->package = name;
+		p->f->package_loc = l;
+	}
+	p->seen_package = true;
+	if (!expect_sym(p, ';'))
+		skip_statement(p);
+}
+
+bool gen_parse(struct gen_ctx *ctx, struct gen_file *f, const char *text, size_t len)
+{
+	struct parser p;
+	int errors = ctx->errors;
+	memset(&p, 0, sizeof(p));
+	p.ctx = ctx;
+	p.f = f;
+	p.t = gen_lex(ctx, f->path, text, len, &p.n);
+	if (!f->package)
+		f->package = "";
+	while (cur(&p)->kind != TK_EOF) {
+		struct gen_tok *t = cur(&p);
+		if (accept_sym(&p, ';'))
+			continue;
+		if (is_kw(t, "syntax"))
+			parse_syntax(&p);
+		else if (is_kw(t, "edition"))
+			not_supported(&p, "editions (\"edition\") are");
+		else if (is_kw(t, "package"))
+			parse_package(&p);
+		else if (is_kw(t, "import"))
+			parse_import(&p);
+		else if (is_kw(t, "message"))
+			parse_message(&p, NULL, &f->messages, 0);
+		else if (is_kw(t, "enum"))
+			parse_enum(&p, f, NULL, &f->enums);
+		else if (is_kw(t, "service"))
+			parse_service(&p);
+		else if (unsupported_statement(&p))
+			;
+		else {
+			syntax_error(&p, t,
+				     "expected a top-level statement (syntax, package, import, message, "
+				     "enum or service), got %s",
+				     describe(&p, t));
+			skip_statement(&p);
+			if (is_sym(cur(&p), '}'))
+				next(&p);
+		}
+		p.seen_statement = true;
+	}
+	if (!p.seen_syntax && ctx->errors == errors) {
+		struct gen_loc l = {f->path, 1, 1};
+		gen_warning(ctx, &l, "no syntax specified; assuming syntax = \"proto3\"");
+	}
+	return !p.failed && ctx->errors == errors;
+}

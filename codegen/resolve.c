@@ -1,0 +1,897 @@
+/* rdmx-gen: loading files and imports, name resolution and the semantic
+ * checks of proto3 (numbers, names, reserved, enums, services), plus the C
+ * names the emitters use and their collisions. */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gen.h"
+
+#define FIELD_MAX 536870911 /* 2^29 - 1 */
+
+/* ---- a string -> pointer table (open addressing) ---- */
+
+struct sym {
+	const char *name;
+	int kind; /* SYM_* */
+	void *ptr;
+	struct gen_file *file;
+	struct gen_loc loc;
+};
+
+enum { SYM_PACKAGE = 1, SYM_MESSAGE, SYM_ENUM, SYM_VALUE, SYM_FIELD, SYM_SERVICE, SYM_METHOD };
+
+struct table {
+	struct sym **slots;
+	size_t cap, n;
+};
+
+static size_t hash(const char *s)
+{
+	return gen_fnv1a(s);
+}
+
+static struct sym *table_get(struct table *t, const char *name)
+{
+	size_t i;
+	if (!t->cap)
+		return NULL;
+	for (i = hash(name) & (t->cap - 1); t->slots[i]; i = (i + 1) & (t->cap - 1))
+		if (strcmp(t->slots[i]->name, name) == 0)
+			return t->slots[i];
+	return NULL;
+}
+
+static void table_put(struct gen_pool *pool, struct table *t, struct sym *s)
+{
+	size_t i;
+	if ((t->n + 1) * 2 > t->cap) {
+		struct table nt = {NULL, t->cap ? t->cap * 2 : 64, 0};
+		nt.slots = gen_alloc(pool, sizeof(*nt.slots) * nt.cap);
+		for (i = 0; i < t->cap; i++)
+			if (t->slots[i])
+				table_put(pool, &nt, t->slots[i]);
+		*t = nt;
+	}
+	for (i = hash(s->name) & (t->cap - 1); t->slots[i]; i = (i + 1) & (t->cap - 1))
+		;
+	t->slots[i] = s;
+	t->n++;
+}
+
+struct resolver {
+	struct gen_ctx *ctx;
+	struct table syms;
+	struct gen_vec stack; /* files being loaded, for cycle reports */
+};
+
+static struct resolver *R(struct gen_ctx *ctx)
+{
+	if (!ctx->priv) {
+		struct resolver *r = gen_alloc(&ctx->pool, sizeof(*r));
+		r->ctx = ctx;
+		ctx->priv = r;
+	}
+	return ctx->priv;
+}
+
+/* ---- loading ---- */
+
+static char *read_file(struct gen_ctx *ctx, const char *path, size_t *len, int *err)
+{
+	FILE *fp = fopen(path, "rb");
+	struct gen_buf b = {0};
+	char chunk[8192];
+	size_t n;
+	char *r;
+	if (!fp) {
+		*err = errno;
+		return NULL;
+	}
+	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0) {
+		if (b.len + n + 1 > b.cap) {
+			size_t cap = b.cap ? b.cap : 8192;
+			while (cap < b.len + n + 1)
+				cap *= 2;
+			b.data = realloc(b.data, cap);
+			if (!b.data) {
+				fclose(fp);
+				*err = ENOMEM;
+				return NULL;
+			}
+			b.cap = cap;
+		}
+		memcpy(b.data + b.len, chunk, n);
+		b.len += n;
+	}
+	if (ferror(fp)) {
+		*err = EIO;
+		fclose(fp);
+		free(b.data);
+		return NULL;
+	}
+	fclose(fp);
+	r = gen_strndup(&ctx->pool, b.data ? b.data : "", b.len);
+	*len = b.len;
+	free(b.data);
+	return r;
+}
+
+static char *dir_of(struct gen_ctx *ctx, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return ".";
+	if (slash == path)
+		return "/";
+	return gen_strndup(&ctx->pool, path, (size_t)(slash - path));
+}
+
+static char *base_of(struct gen_ctx *ctx, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	const char *b = slash ? slash + 1 : path;
+	const char *dot = strrchr(b, '.');
+	return gen_strndup(&ctx->pool, b, dot && dot != b ? (size_t)(dot - b) : strlen(b));
+}
+
+static char *join(struct gen_ctx *ctx, const char *dir, const char *name)
+{
+	if (name[0] == '/')
+		return gen_strdup(&ctx->pool, name);
+	if (strcmp(dir, ".") == 0)
+		return gen_strdup(&ctx->pool, name);
+	return gen_printf(&ctx->pool, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name);
+}
+
+static bool is_regular(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static struct gen_file *find_loaded(struct gen_ctx *ctx, const char *real)
+{
+	int i;
+	for (i = 0; i < ctx->files.n; i++) {
+		struct gen_file *f = ctx->files.items[i];
+		if (strcmp(f->real, real) == 0)
+			return f;
+	}
+	return NULL;
+}
+
+static void report_cycle(struct gen_ctx *ctx, struct gen_file *target, const struct gen_loc *loc)
+{
+	struct resolver *r = R(ctx);
+	struct gen_buf b = {0};
+	int i, start = 0;
+	for (i = 0; i < r->stack.n; i++)
+		if (r->stack.items[i] == target)
+			start = i;
+	for (i = start; i < r->stack.n; i++) {
+		struct gen_file *f = r->stack.items[i];
+		gen_buf_printf(&b, "%s -> ", f->path);
+	}
+	gen_buf_puts(&b, target->path);
+	gen_error(ctx, loc, "import cycle: %s", b.data);
+	gen_buf_free(&b);
+}
+
+static struct gen_file *load(struct gen_ctx *ctx, const char *path, bool input,
+			     const struct gen_loc *from);
+
+static void load_imports(struct gen_ctx *ctx, struct gen_file *f)
+{
+	int i, j;
+	for (i = 0; i < f->imports.n; i++) {
+		struct gen_import *im = f->imports.items[i];
+		char *found = NULL;
+		if (!ctx->mem_path) {
+			char *c = join(ctx, f->dir, im->name);
+			if (is_regular(c))
+				found = c;
+			for (j = 0; !found && j < ctx->include_dirs.n; j++) {
+				c = join(ctx, ctx->include_dirs.items[j], im->name);
+				if (is_regular(c))
+					found = c;
+			}
+		}
+		if (!found) {
+			gen_error(ctx, &im->loc, "import \"%s\" not found (searched the file's folder%s)",
+				  im->name, ctx->include_dirs.n ? " and the --include folders" : "");
+			continue;
+		}
+		for (j = 0; j < i; j++) {
+			struct gen_import *prev = f->imports.items[j];
+			if (strcmp(prev->name, im->name) == 0) {
+				gen_error(ctx, &im->loc, "\"%s\" is imported twice", im->name);
+				break;
+			}
+		}
+		im->file = load(ctx, found, false, &im->loc);
+	}
+}
+
+static struct gen_file *load(struct gen_ctx *ctx, const char *path, bool input,
+			     const struct gen_loc *from)
+{
+	struct resolver *r = R(ctx);
+	struct gen_file *f;
+	char realbuf[PATH_MAX];
+	const char *text;
+	size_t len = 0;
+	int err = 0;
+	if (ctx->mem_path && strcmp(path, ctx->mem_path) == 0) {
+		strncpy(realbuf, path, sizeof(realbuf) - 1);
+		realbuf[sizeof(realbuf) - 1] = 0;
+	} else if (!realpath(path, realbuf)) {
+		gen_error(ctx, from, "cannot open \"%s\": %s", path, strerror(errno));
+		return NULL;
+	}
+	f = find_loaded(ctx, realbuf);
+	if (f) {
+		if (f->state == 1)
+			report_cycle(ctx, f, from);
+		f->input |= input;
+		return f;
+	}
+	f = gen_alloc(&ctx->pool, sizeof(*f));
+	f->path = gen_strdup(&ctx->pool, path);
+	f->real = gen_strdup(&ctx->pool, realbuf);
+	f->dir = dir_of(ctx, path);
+	f->basename = base_of(ctx, path);
+	f->input = input;
+	f->state = 1;
+	gen_vec_push(&ctx->pool, &ctx->files, f);
+	if (ctx->mem_path && strcmp(path, ctx->mem_path) == 0) {
+		text = ctx->mem_text;
+		len = ctx->mem_len;
+	} else {
+		text = read_file(ctx, path, &len, &err);
+		if (!text) {
+			gen_error(ctx, from, "cannot read \"%s\": %s", path, strerror(err));
+			f->state = 2;
+			return NULL;
+		}
+	}
+	f->parsed = gen_parse(ctx, f, text, len);
+	gen_vec_push(&ctx->pool, &r->stack, f);
+	load_imports(ctx, f);
+	r->stack.n--;
+	f->state = 2;
+	return f;
+}
+
+struct gen_file *gen_load(struct gen_ctx *ctx, const char *path, bool input)
+{
+	int errors = ctx->errors;
+	struct gen_file *f = load(ctx, path, input, NULL);
+	return ctx->errors == errors ? f : NULL;
+}
+
+/* ---- C names ---- */
+
+static const char *const c_keywords[] = {
+	"auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+	"enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+	"restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
+	"union", "unsigned", "void", "volatile", "while", "_Alignas", "_Alignof", "_Atomic", "_Bool",
+	"_Complex", "_Generic", "_Imaginary", "_Noreturn", "_Static_assert", "_Thread_local",
+	/* C++ */
+	"alignas", "alignof", "and", "and_eq", "asm", "bitand", "bitor", "bool", "catch", "char16_t",
+	"char32_t", "char8_t", "class", "compl", "concept", "consteval", "constexpr", "constinit",
+	"const_cast", "co_await", "co_return", "co_yield", "decltype", "delete", "dynamic_cast",
+	"explicit", "export", "false", "friend", "mutable", "namespace", "new", "noexcept", "not",
+	"not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected", "public",
+	"reinterpret_cast", "requires", "static_assert", "static_cast", "template", "this",
+	"thread_local", "throw", "true", "try", "typeid", "typename", "using", "virtual", "wchar_t",
+	"xor", "xor_eq",
+	/* common macros */
+	"NULL", "EOF", "errno", "stdin", "stdout", "stderr", "assert", "offsetof", "unix", "linux",
+	"i386", "complex", "imaginary", "noreturn", "static_assert",
+};
+
+static char *c_member(struct gen_ctx *ctx, const char *name)
+{
+	size_t i;
+	for (i = 0; i < sizeof(c_keywords) / sizeof(c_keywords[0]); i++)
+		if (strcmp(c_keywords[i], name) == 0)
+			return gen_printf(&ctx->pool, "%s_", name);
+	return (char *)name;
+}
+
+static char *c_prefix(struct gen_ctx *ctx, const char *package)
+{
+	char *s, *p;
+	if (!package[0])
+		return "";
+	s = gen_printf(&ctx->pool, "%s_", package);
+	for (p = s; *p; p++)
+		if (*p == '.')
+			*p = '_';
+	return s;
+}
+
+/* ---- symbols ---- */
+
+static const char *kind_name(int kind)
+{
+	switch (kind) {
+	case SYM_PACKAGE: return "package";
+	case SYM_MESSAGE: return "message";
+	case SYM_ENUM: return "enum";
+	case SYM_VALUE: return "enum value";
+	case SYM_FIELD: return "field";
+	case SYM_SERVICE: return "service";
+	default: return "method";
+	}
+}
+
+static const char *scope_of(struct gen_ctx *ctx, const char *full)
+{
+	const char *dot = strrchr(full, '.');
+	return dot ? gen_strndup(&ctx->pool, full, (size_t)(dot - full)) : "";
+}
+
+static const char *last_of(const char *full)
+{
+	const char *dot = strrchr(full, '.');
+	return dot ? dot + 1 : full;
+}
+
+static void add_sym(struct gen_ctx *ctx, const char *full, int kind, void *ptr, struct gen_file *f,
+		    const struct gen_loc *loc)
+{
+	struct resolver *r = R(ctx);
+	struct sym *old = table_get(&r->syms, full), *s;
+	if (old) {
+		if (kind == SYM_PACKAGE && old->kind == SYM_PACKAGE)
+			return;
+		if (old->file != f)
+			gen_error(ctx, loc, "\"%s\" is already defined in file \"%s\"", full,
+				  old->file->path);
+		else if (kind == SYM_PACKAGE || old->kind == SYM_PACKAGE)
+			gen_error(ctx, loc, "\"%s\" is already defined (as a %s)", full,
+				  kind_name(old->kind));
+		else {
+			const char *scope = scope_of(ctx, full);
+			gen_error(ctx, loc, "\"%s\" is already defined in \"%s\"", last_of(full),
+				  scope[0] ? scope : f->path);
+		}
+		return;
+	}
+	s = gen_alloc(&ctx->pool, sizeof(*s));
+	s->name = full;
+	s->kind = kind;
+	s->ptr = ptr;
+	s->file = f;
+	if (loc)
+		s->loc = *loc;
+	table_put(&ctx->pool, &r->syms, s);
+}
+
+static char *qualify(struct gen_ctx *ctx, const char *scope, const char *name)
+{
+	return scope[0] ? gen_printf(&ctx->pool, "%s.%s", scope, name) : (char *)name;
+}
+
+static void declare_enum(struct gen_ctx *ctx, struct gen_enum *e, const char *scope,
+			 const char *cscope)
+{
+	int i;
+	e->full_name = qualify(ctx, scope, e->name);
+	e->cname = gen_printf(&ctx->pool, "%s%s", cscope, e->name);
+	add_sym(ctx, e->full_name, SYM_ENUM, e, e->file, &e->loc);
+	/* C++ scoping: values are siblings of the enum */
+	for (i = 0; i < e->values.n; i++) {
+		struct gen_enum_value *v = e->values.items[i];
+		v->cname = gen_printf(&ctx->pool, "%s_%s", e->cname, v->name);
+		add_sym(ctx, qualify(ctx, scope, v->name), SYM_VALUE, v, e->file, &v->loc);
+	}
+}
+
+static void declare_message(struct gen_ctx *ctx, struct gen_message *m, const char *scope,
+			    const char *cscope)
+{
+	int i;
+	m->full_name = qualify(ctx, scope, m->name);
+	m->cname = gen_printf(&ctx->pool, "%s%s", cscope, m->name);
+	add_sym(ctx, m->full_name, SYM_MESSAGE, m, m->file, &m->loc);
+	for (i = 0; i < m->fields.n; i++) {
+		struct gen_field *fd = m->fields.items[i];
+		fd->cname = c_member(ctx, fd->name);
+		add_sym(ctx, qualify(ctx, m->full_name, fd->name), SYM_FIELD, fd, m->file, &fd->loc);
+	}
+	for (i = 0; i < m->oneofs.n; i++) {
+		struct gen_oneof *o = m->oneofs.items[i];
+		o->cname = c_member(ctx, o->name);
+		add_sym(ctx, qualify(ctx, m->full_name, o->name), SYM_FIELD, o, m->file, &o->loc);
+	}
+	for (i = 0; i < m->messages.n; i++)
+		declare_message(ctx, m->messages.items[i], m->full_name,
+				gen_printf(&ctx->pool, "%s_", m->cname));
+	for (i = 0; i < m->enums.n; i++)
+		declare_enum(ctx, m->enums.items[i], m->full_name,
+			     gen_printf(&ctx->pool, "%s_", m->cname));
+}
+
+static void declare_file(struct gen_ctx *ctx, struct gen_file *f)
+{
+	const char *cp = c_prefix(ctx, f->package);
+	char *pkg = gen_strdup(&ctx->pool, f->package), *dot;
+	int i;
+	/* every prefix of the package is a package symbol */
+	if (pkg[0]) {
+		for (dot = pkg; (dot = strchr(dot, '.')) != NULL; dot++) {
+			*dot = 0;
+			add_sym(ctx, gen_strdup(&ctx->pool, pkg), SYM_PACKAGE, NULL, f, &f->package_loc);
+			*dot = '.';
+		}
+		add_sym(ctx, pkg, SYM_PACKAGE, NULL, f, &f->package_loc);
+	}
+	for (i = 0; i < f->messages.n; i++)
+		declare_message(ctx, f->messages.items[i], f->package, cp);
+	for (i = 0; i < f->enums.n; i++)
+		declare_enum(ctx, f->enums.items[i], f->package, cp);
+	for (i = 0; i < f->services.n; i++) {
+		struct gen_service *s = f->services.items[i];
+		int j;
+		s->full_name = qualify(ctx, f->package, s->name);
+		s->cname = gen_printf(&ctx->pool, "%s%s", cp, s->name);
+		add_sym(ctx, s->full_name, SYM_SERVICE, s, f, &s->loc);
+		for (j = 0; j < s->methods.n; j++) {
+			struct gen_method *m = s->methods.items[j];
+			m->cname = c_member(ctx, m->name);
+			add_sym(ctx, qualify(ctx, s->full_name, m->name), SYM_METHOD, m, f, &m->loc);
+		}
+	}
+}
+
+/* ---- name lookup (protoc's scoping rules) ---- */
+
+static bool visible(const struct gen_file *from, const struct gen_file *def)
+{
+	int i;
+	if (from == def)
+		return true;
+	for (i = 0; i < from->imports.n; i++) {
+		const struct gen_import *im = from->imports.items[i];
+		if (im->file == def)
+			return true;
+	}
+	return false;
+}
+
+static struct sym *lookup(struct gen_ctx *ctx, const char *scope, const char *name)
+{
+	struct resolver *r = R(ctx);
+	const char *dot;
+	char *first, *sc;
+	if (name[0] == '.')
+		return table_get(&r->syms, name + 1);
+	dot = strchr(name, '.');
+	first = dot ? gen_strndup(&ctx->pool, name, (size_t)(dot - name)) : (char *)name;
+	sc = gen_strdup(&ctx->pool, scope);
+	for (;;) {
+		struct sym *s = table_get(&r->syms, qualify(ctx, sc, first));
+		if (s && (s->kind == SYM_PACKAGE || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM)) {
+			if (!dot)
+				return s;
+			/* the first part decides; the rest must be inside it */
+			return table_get(&r->syms, qualify(ctx, sc, name));
+		}
+		if (!sc[0])
+			return NULL;
+		{
+			char *d = strrchr(sc, '.');
+			if (d)
+				*d = 0;
+			else
+				sc[0] = 0;
+		}
+	}
+}
+
+static bool resolve_type(struct gen_ctx *ctx, struct gen_file *f, const char *scope,
+			 const char *name, const struct gen_loc *loc, enum gen_type *type,
+			 struct gen_message **msg, struct gen_enum **en)
+{
+	struct sym *s = lookup(ctx, scope, name);
+	if (!s) {
+		gen_error(ctx, loc, "\"%s\" is not defined", name);
+		return false;
+	}
+	if (s->kind != SYM_MESSAGE && s->kind != SYM_ENUM) {
+		gen_error(ctx, loc, "\"%s\" is not a type (it is a %s)", name, kind_name(s->kind));
+		return false;
+	}
+	if (!visible(f, s->file)) {
+		gen_error(ctx, loc,
+			  "\"%s\" is defined in \"%s\", which is not imported by \"%s\"", name,
+			  s->file->path, f->path);
+		return false;
+	}
+	if (s->kind == SYM_MESSAGE) {
+		*type = GT_MESSAGE;
+		*msg = s->ptr;
+	} else {
+		*type = GT_ENUM;
+		*en = s->ptr;
+	}
+	return true;
+}
+
+/* ---- checks ---- */
+
+static bool in_ranges(const struct gen_vec *ranges, int64_t n)
+{
+	int i;
+	for (i = 0; i < ranges->n; i++) {
+		const struct gen_range *r = ranges->items[i];
+		if (n >= r->lo && n <= r->hi)
+			return true;
+	}
+	return false;
+}
+
+static bool in_names(const struct gen_vec *names, const char *n)
+{
+	int i;
+	for (i = 0; i < names->n; i++) {
+		const struct gen_name *r = names->items[i];
+		if (strcmp(r->name, n) == 0)
+			return true;
+	}
+	return false;
+}
+
+static void check_reserved(struct gen_ctx *ctx, const struct gen_vec *ranges,
+			   const struct gen_vec *names, int64_t lo_limit, int64_t hi_limit,
+			   const char *what)
+{
+	int i, j;
+	for (i = 0; i < ranges->n; i++) {
+		const struct gen_range *r = ranges->items[i];
+		if (r->lo > r->hi)
+			gen_error(ctx, &r->loc, "reserved range %lld to %lld is empty (end before start)",
+				  (long long)r->lo, (long long)r->hi);
+		else if (r->lo < lo_limit || r->hi > hi_limit)
+			gen_error(ctx, &r->loc, "reserved %s numbers must be between %lld and %lld",
+				  what, (long long)lo_limit, (long long)hi_limit);
+		for (j = 0; j < i; j++) {
+			const struct gen_range *o = ranges->items[j];
+			if (r->lo <= o->hi && o->lo <= r->hi) {
+				gen_error(ctx, &r->loc, "reserved range %lld to %lld overlaps range %lld to %lld",
+					  (long long)r->lo, (long long)r->hi, (long long)o->lo,
+					  (long long)o->hi);
+				break;
+			}
+		}
+	}
+	for (i = 0; i < names->n; i++) {
+		const struct gen_name *n = names->items[i];
+		for (j = 0; j < i; j++) {
+			const struct gen_name *o = names->items[j];
+			if (strcmp(n->name, o->name) == 0) {
+				gen_error(ctx, &n->loc, "name \"%s\" is reserved more than once", n->name);
+				break;
+			}
+		}
+	}
+}
+
+static void check_enum(struct gen_ctx *ctx, struct gen_enum *e)
+{
+	int i, j;
+	check_reserved(ctx, &e->reserved, &e->rnames, INT32_MIN, INT32_MAX, "enum value");
+	for (i = 0; i < e->values.n; i++) {
+		struct gen_enum_value *v = e->values.items[i];
+		if (v->number < INT32_MIN || v->number > INT32_MAX) {
+			gen_error(ctx, &v->loc, "enum value \"%s\" = %lld is out of the int32 range",
+				  v->name, (long long)v->number);
+			continue;
+		}
+		if (i == 0 && v->number != 0)
+			gen_error(ctx, &v->loc, "the first enum value must be zero in proto3");
+		if (in_ranges(&e->reserved, v->number))
+			gen_error(ctx, &v->loc, "enum value \"%s\" uses reserved number %lld", v->name,
+				  (long long)v->number);
+		if (in_names(&e->rnames, v->name))
+			gen_error(ctx, &v->loc, "enum value name \"%s\" is reserved", v->name);
+		for (j = 0; j < i; j++) {
+			struct gen_enum_value *o = e->values.items[j];
+			if (o->number == v->number) {
+				gen_error(ctx, &v->loc,
+					  "\"%s\" uses the same enum value %lld as \"%s\" (aliases are not "
+					  "supported)",
+					  v->name, (long long)v->number, o->name);
+				break;
+			}
+		}
+	}
+}
+
+/* Member names of the generated struct: name, has_name, n_name, oneof_case. */
+static void check_members(struct gen_ctx *ctx, struct gen_message *m)
+{
+	struct table t = {0};
+	int i;
+	for (i = 0; i < m->fields.n + m->oneofs.n; i++) {
+		const char *names[2] = {NULL, NULL};
+		const struct gen_loc *loc;
+		int k;
+		if (i < m->fields.n) {
+			struct gen_field *fd = m->fields.items[i];
+			names[0] = fd->cname;
+			loc = &fd->loc;
+			if (fd->label == GL_REPEATED)
+				names[1] = gen_printf(&ctx->pool, "n_%s", fd->cname);
+			else if (fd->label == GL_OPTIONAL && fd->type != GT_MESSAGE)
+				names[1] = gen_printf(&ctx->pool, "has_%s", fd->cname);
+		} else {
+			struct gen_oneof *o = m->oneofs.items[i - m->fields.n];
+			names[0] = gen_printf(&ctx->pool, "%s_case", o->cname);
+			loc = &o->loc;
+		}
+		for (k = 0; k < 2 && names[k]; k++) {
+			struct sym *s;
+			if (table_get(&t, names[k])) {
+				gen_error(ctx, loc,
+					  "generated C member \"%s\" of \"%s\" collides with another "
+					  "member",
+					  names[k], m->full_name);
+				continue;
+			}
+			s = gen_alloc(&ctx->pool, sizeof(*s));
+			s->name = names[k];
+			table_put(&ctx->pool, &t, s);
+		}
+	}
+}
+
+static void check_message(struct gen_ctx *ctx, struct gen_message *m)
+{
+	int i, j;
+	if (!m->map_entry)
+		check_reserved(ctx, &m->reserved, &m->rnames, 1, FIELD_MAX, "field");
+	for (i = 0; i < m->fields.n; i++) {
+		struct gen_field *fd = m->fields.items[i];
+		if (fd->number <= 0) {
+			gen_error(ctx, &fd->number_loc, "field number %lld of \"%s\" must be a positive "
+				  "integer (1 to %d)", (long long)fd->number, fd->name, FIELD_MAX);
+			continue;
+		}
+		if (fd->number > FIELD_MAX) {
+			gen_error(ctx, &fd->number_loc,
+				  "field number %lld of \"%s\" is out of range (1 to %d)",
+				  (long long)fd->number, fd->name, FIELD_MAX);
+			continue;
+		}
+		if (fd->number >= 19000 && fd->number <= 19999)
+			gen_error(ctx, &fd->number_loc,
+				  "field number %lld of \"%s\" is in 19000 to 19999, reserved for the "
+				  "protocol buffer implementation",
+				  (long long)fd->number, fd->name);
+		if (in_ranges(&m->reserved, fd->number))
+			gen_error(ctx, &fd->number_loc, "field \"%s\" uses reserved field number %lld",
+				  fd->name, (long long)fd->number);
+		if (in_names(&m->rnames, fd->name))
+			gen_error(ctx, &fd->loc, "field name \"%s\" is reserved", fd->name);
+		for (j = 0; j < i; j++) {
+			struct gen_field *o = m->fields.items[j];
+			if (o->number == fd->number) {
+				gen_error(ctx, &fd->number_loc,
+					  "field number %lld has already been used in \"%s\" by field "
+					  "\"%s\"",
+					  (long long)fd->number, m->full_name, o->name);
+				break;
+			}
+		}
+	}
+	check_members(ctx, m);
+	for (i = 0; i < m->messages.n; i++)
+		check_message(ctx, m->messages.items[i]);
+	for (i = 0; i < m->enums.n; i++)
+		check_enum(ctx, m->enums.items[i]);
+}
+
+static void resolve_message(struct gen_ctx *ctx, struct gen_message *m)
+{
+	int i;
+	for (i = 0; i < m->fields.n; i++) {
+		struct gen_field *fd = m->fields.items[i];
+		if (fd->type != GT_NAMED)
+			continue;
+		resolve_type(ctx, m->file, m->full_name, fd->type_name, &fd->type_loc, &fd->type,
+			     &fd->msg, &fd->en);
+	}
+	for (i = 0; i < m->messages.n; i++)
+		resolve_message(ctx, m->messages.items[i]);
+}
+
+static void resolve_services(struct gen_ctx *ctx, struct gen_file *f)
+{
+	int i, j, k;
+	for (i = 0; i < f->services.n; i++) {
+		struct gen_service *s = f->services.items[i];
+		for (j = 0; j < s->methods.n; j++) {
+			struct gen_method *m = s->methods.items[j];
+			enum gen_type t = GT_NONE;
+			struct gen_enum *en = NULL;
+			char *full = gen_printf(&ctx->pool, "%s/%s", s->full_name, m->name);
+			if (resolve_type(ctx, f, f->package, m->in_name, &m->in_loc, &t, &m->in, &en) &&
+			    t != GT_MESSAGE)
+				gen_error(ctx, &m->in_loc, "\"%s\" is not a message type", m->in_name);
+			t = GT_NONE;
+			if (resolve_type(ctx, f, f->package, m->out_name, &m->out_loc, &t, &m->out,
+					 &en) &&
+			    t != GT_MESSAGE)
+				gen_error(ctx, &m->out_loc, "\"%s\" is not a message type", m->out_name);
+			m->id = gen_fnv1a(full);
+			for (k = 0; k < j; k++) {
+				struct gen_method *o = s->methods.items[k];
+				if (o->id == m->id)
+					gen_error(ctx, &m->loc,
+						  "method id 0x%08x of \"%s\" collides with \"%s\"",
+						  m->id, m->name, o->name);
+			}
+		}
+	}
+}
+
+/* ---- global C identifiers ---- */
+
+static void c_ident(struct gen_ctx *ctx, struct table *t, const char *name, const char *owner,
+		    const struct gen_loc *loc, struct gen_file *f)
+{
+	struct sym *old = table_get(t, name), *s;
+	if (old) {
+		gen_error(ctx, loc, "generated C name \"%s\" of \"%s\" collides with the one of \"%s\"",
+			  name, owner, (const char *)old->ptr);
+		return;
+	}
+	s = gen_alloc(&ctx->pool, sizeof(*s));
+	s->name = name;
+	s->ptr = (void *)owner;
+	s->file = f;
+	s->loc = *loc;
+	table_put(&ctx->pool, t, s);
+}
+
+static void c_enum_idents(struct gen_ctx *ctx, struct table *t, struct gen_enum *e)
+{
+	int i;
+	c_ident(ctx, t, e->cname, e->full_name, &e->loc, e->file);
+	c_ident(ctx, t, gen_printf(&ctx->pool, "%s__FORCE_INT_MIN", e->cname), e->full_name,
+		&e->loc, e->file);
+	c_ident(ctx, t, gen_printf(&ctx->pool, "%s__FORCE_INT_MAX", e->cname), e->full_name,
+		&e->loc, e->file);
+	for (i = 0; i < e->values.n; i++) {
+		struct gen_enum_value *v = e->values.items[i];
+		c_ident(ctx, t, v->cname, gen_printf(&ctx->pool, "%s.%s", e->full_name, v->name),
+			&v->loc, e->file);
+	}
+}
+
+static void c_message_idents(struct gen_ctx *ctx, struct table *t, struct gen_message *m)
+{
+	static const char *const suffixes[] = {"",        "_init",     "_encoded_size",
+					       "_encode", "_decode",   "_payload",
+					       "__enc",   "__dec",     "__decp",
+					       "__encode_cb"};
+	int i;
+	for (i = 0; i < (m->map_entry ? 1 : (int)(sizeof(suffixes) / sizeof(suffixes[0]))); i++)
+		c_ident(ctx, t, gen_printf(&ctx->pool, "%s%s", m->cname, suffixes[i]), m->full_name,
+			&m->loc, m->file);
+	for (i = 0; i < m->oneofs.n; i++) {
+		struct gen_oneof *o = m->oneofs.items[i];
+		int j;
+		char *base = gen_printf(&ctx->pool, "%s_%s", m->cname, o->name);
+		char *owner = gen_printf(&ctx->pool, "%s.%s", m->full_name, o->name);
+		c_ident(ctx, t, gen_printf(&ctx->pool, "%s_case", base), owner, &o->loc, m->file);
+		c_ident(ctx, t, gen_printf(&ctx->pool, "%s_NOT_SET", base), owner, &o->loc, m->file);
+		for (j = 0; j < m->fields.n; j++) {
+			struct gen_field *fd = m->fields.items[j];
+			if (fd->oneof == i)
+				c_ident(ctx, t, gen_printf(&ctx->pool, "%s_%s", base, fd->name), owner,
+					&fd->loc, m->file);
+		}
+	}
+	for (i = 0; i < m->messages.n; i++)
+		c_message_idents(ctx, t, m->messages.items[i]);
+	for (i = 0; i < m->enums.n; i++)
+		c_enum_idents(ctx, t, m->enums.items[i]);
+}
+
+static void c_file_idents(struct gen_ctx *ctx, struct table *t, struct gen_file *f)
+{
+	int i, j;
+	for (i = 0; i < f->messages.n; i++)
+		c_message_idents(ctx, t, f->messages.items[i]);
+	for (i = 0; i < f->enums.n; i++)
+		c_enum_idents(ctx, t, f->enums.items[i]);
+	for (i = 0; i < f->services.n; i++) {
+		struct gen_service *s = f->services.items[i];
+		c_ident(ctx, t, gen_printf(&ctx->pool, "%s_handlers", s->cname), s->full_name, &s->loc,
+			f);
+		c_ident(ctx, t, gen_printf(&ctx->pool, "%s_register", s->cname), s->full_name, &s->loc,
+			f);
+		for (j = 0; j < s->methods.n; j++) {
+			struct gen_method *m = s->methods.items[j];
+			char *base = gen_printf(&ctx->pool, "%s_%s", s->cname, m->name);
+			char *up = gen_upper(ctx, base);
+			char *owner = gen_printf(&ctx->pool, "%s/%s", s->full_name, m->name);
+			c_ident(ctx, t, base, owner, &m->loc, f);
+			c_ident(ctx, t, gen_printf(&ctx->pool, "%s_async", base), owner, &m->loc, f);
+			c_ident(ctx, t, gen_printf(&ctx->pool, "%s_cb", base), owner, &m->loc, f);
+			c_ident(ctx, t, gen_printf(&ctx->pool, "%s_respond", base), owner, &m->loc, f);
+			c_ident(ctx, t, gen_printf(&ctx->pool, "%s_ID", up), owner, &m->loc, f);
+			c_ident(ctx, t, gen_printf(&ctx->pool, "%s_NAME", up), owner, &m->loc, f);
+		}
+	}
+}
+
+/* C identifiers are checked per input together with what it includes. */
+static void check_c_names(struct gen_ctx *ctx, struct gen_file *f)
+{
+	struct table t = {0};
+	int i;
+	c_file_idents(ctx, &t, f);
+	for (i = 0; i < f->imports.n; i++) {
+		struct gen_import *im = f->imports.items[i];
+		if (im->file && im->file != f) {
+			int before = ctx->errors;
+			FILE *diag = ctx->diag;
+			struct table ti = {0};
+			size_t k;
+			ctx->diag = NULL;
+			c_file_idents(ctx, &ti, im->file);
+			ctx->diag = diag;
+			ctx->errors = before; /* reported when that file is checked */
+			for (k = 0; k < ti.cap; k++) {
+				struct sym *s = ti.slots[k];
+				struct sym *o = s ? table_get(&t, s->name) : NULL;
+				if (o && o->file == f)
+					gen_error(ctx, &o->loc,
+						  "generated C name \"%s\" of \"%s\" collides with the one "
+						  "of \"%s\" in \"%s\"",
+						  s->name, (const char *)o->ptr, (const char *)s->ptr,
+						  im->file->path);
+			}
+		}
+	}
+}
+
+bool gen_resolve(struct gen_ctx *ctx)
+{
+	int i, j, errors = ctx->errors;
+	for (i = 0; i < ctx->files.n; i++) {
+		struct gen_file *f = ctx->files.items[i];
+		if (!f->parsed)
+			return false;
+	}
+	for (i = 0; i < ctx->files.n; i++)
+		declare_file(ctx, ctx->files.items[i]);
+	for (i = 0; i < ctx->files.n; i++) {
+		struct gen_file *f = ctx->files.items[i];
+		for (j = 0; j < f->messages.n; j++)
+			check_message(ctx, f->messages.items[j]);
+		for (j = 0; j < f->enums.n; j++)
+			check_enum(ctx, f->enums.items[j]);
+		for (j = 0; j < f->messages.n; j++)
+			resolve_message(ctx, f->messages.items[j]);
+		resolve_services(ctx, f);
+	}
+	if (ctx->errors != errors)
+		return false;
+	for (i = 0; i < ctx->files.n; i++) {
+		struct gen_file *f = ctx->files.items[i];
+		if (f->input)
+			check_c_names(ctx, f);
+	}
+	return ctx->errors == errors;
+}

@@ -1,0 +1,186 @@
+/* rdmx-gen: memory pool, growable arrays and text, diagnostics. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen.h"
+
+struct gen_pool_block {
+	struct gen_pool_block *next;
+	size_t size;
+};
+
+static void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p) {
+		fputs("rdmx-gen: error: out of memory\n", stderr);
+		exit(1);
+	}
+	return p;
+}
+
+void *gen_alloc(struct gen_pool *pool, size_t size)
+{
+	struct gen_pool_block *b = xmalloc(sizeof(*b) + size + 16);
+	b->next = pool->blocks;
+	b->size = size;
+	pool->blocks = b;
+	/* the header is 16 bytes on LP64; keep 16-byte alignment everywhere */
+	memset(b + 1, 0, size + 16);
+	return (char *)(b + 1) + ((16 - sizeof(*b) % 16) % 16);
+}
+
+char *gen_strndup(struct gen_pool *pool, const char *s, size_t n)
+{
+	char *p = gen_alloc(pool, n + 1);
+	memcpy(p, s, n);
+	p[n] = 0;
+	return p;
+}
+
+char *gen_strdup(struct gen_pool *pool, const char *s)
+{
+	return gen_strndup(pool, s, strlen(s));
+}
+
+char *gen_printf(struct gen_pool *pool, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+	char *p;
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	p = gen_alloc(pool, (size_t)n + 1);
+	va_start(ap, fmt);
+	vsnprintf(p, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	return p;
+}
+
+void gen_pool_free(struct gen_pool *pool)
+{
+	struct gen_pool_block *b, *next;
+	for (b = pool->blocks; b; b = next) {
+		next = b->next;
+		free(b);
+	}
+	pool->blocks = NULL;
+}
+
+void gen_vec_push(struct gen_pool *pool, struct gen_vec *v, void *item)
+{
+	if (v->n == v->cap) {
+		int cap = v->cap ? v->cap * 2 : 8;
+		void **items = gen_alloc(pool, sizeof(void *) * (size_t)cap);
+		if (v->n)
+			memcpy(items, v->items, sizeof(void *) * (size_t)v->n);
+		v->items = items;
+		v->cap = cap;
+	}
+	v->items[v->n++] = item;
+}
+
+static void buf_reserve(struct gen_buf *b, size_t more)
+{
+	size_t cap;
+	char *p;
+	if (b->len + more + 1 <= b->cap)
+		return;
+	cap = b->cap ? b->cap : 4096;
+	while (cap < b->len + more + 1)
+		cap *= 2;
+	p = realloc(b->data, cap);
+	if (!p) {
+		fputs("rdmx-gen: error: out of memory\n", stderr);
+		exit(1);
+	}
+	b->data = p;
+	b->cap = cap;
+}
+
+void gen_buf_puts(struct gen_buf *b, const char *s)
+{
+	size_t n = strlen(s);
+	buf_reserve(b, n);
+	memcpy(b->data + b->len, s, n + 1);
+	b->len += n;
+}
+
+void gen_buf_printf(struct gen_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	buf_reserve(b, (size_t)n);
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+void gen_buf_free(struct gen_buf *b)
+{
+	free(b->data);
+	memset(b, 0, sizeof(*b));
+}
+
+void gen_ctx_init(struct gen_ctx *ctx, FILE *diag)
+{
+	memset(ctx, 0, sizeof(*ctx));
+	ctx->diag = diag;
+	ctx->max_errors = 100;
+}
+
+void gen_ctx_fini(struct gen_ctx *ctx)
+{
+	gen_pool_free(&ctx->pool);
+}
+
+static void diag(struct gen_ctx *ctx, const struct gen_loc *loc, const char *kind,
+		 const char *fmt, va_list ap)
+{
+	if (!ctx->diag)
+		return;
+	if (loc && loc->file)
+		fprintf(ctx->diag, "%s:%d:%d: %s: ", loc->file, loc->line, loc->col, kind);
+	else
+		fprintf(ctx->diag, "rdmx-gen: %s: ", kind);
+	vfprintf(ctx->diag, fmt, ap);
+	fputc('\n', ctx->diag);
+}
+
+void gen_error(struct gen_ctx *ctx, const struct gen_loc *loc, const char *fmt, ...)
+{
+	va_list ap;
+	ctx->errors++;
+	if (ctx->errors > ctx->max_errors)
+		return;
+	va_start(ap, fmt);
+	diag(ctx, loc, "error", fmt, ap);
+	va_end(ap);
+	if (ctx->errors == ctx->max_errors && ctx->diag)
+		fprintf(ctx->diag, "rdmx-gen: error: too many errors, stopping the report\n");
+}
+
+void gen_warning(struct gen_ctx *ctx, const struct gen_loc *loc, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	diag(ctx, loc, "warning", fmt, ap);
+	va_end(ap);
+}
+
+uint32_t gen_fnv1a(const char *s)
+{
+	uint32_t h = 2166136261u;
+	for (; *s; s++) {
+		h ^= (uint8_t)*s;
+		h *= 16777619u;
+	}
+	return h;
+}
