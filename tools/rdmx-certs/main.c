@@ -2,7 +2,8 @@
  *
  *   rdmx-certs init DIR [--days N] [--force]
  *   rdmx-certs issue DIR NAME [--san DNS:x|IP:a]... [--days N] [--force]
- *   rdmx-certs revoke DIR NAME
+ *   rdmx-certs revoke DIR NAME [--days N]
+ *   rdmx-certs crl DIR [--days N]
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -18,6 +19,7 @@
 #include "certgen.h"
 
 #define MAX_SANS 32
+#define CRL_DAYS 365
 
 static void usage(FILE *f)
 {
@@ -27,8 +29,11 @@ static void usage(FILE *f)
 		   "  rdmx-certs issue DIR NAME [--san DNS:name|IP:addr]... [--days N] [--force]\n"
 		   "      make DIR/NAME.key (0600) and DIR/NAME.crt signed by the CA,\n"
 		   "      subjectAltName DNS:NAME (+ --san), usage serverAuth+clientAuth\n"
-		   "  rdmx-certs revoke DIR NAME\n"
-		   "      add DIR/NAME.crt to DIR/crl.pem (give --crl to the servers)\n");
+		   "  rdmx-certs revoke DIR NAME [--days N]\n"
+		   "      add DIR/NAME.crt to DIR/crl.pem (give --crl to the servers)\n"
+		   "  rdmx-certs crl DIR [--days N]\n"
+		   "      re-sign DIR/crl.pem with the same entries (before it expires)\n"
+		   "  A CRL is valid for 365 days unless --days says otherwise.\n");
 }
 
 static char *join(const char *dir, const char *name, const char *suffix)
@@ -110,7 +115,7 @@ static int cmd_init(const char *dir, int days, int force)
 	}
 	key = rdmx__certgen_key();
 	ca = key ? rdmx__certgen_cert(&o, key, NULL, NULL) : NULL;
-	crl = ca ? rdmx__certgen_crl(ca, key, NULL, NULL, days) : NULL;
+	crl = ca ? rdmx__certgen_crl(ca, key, NULL, NULL, CRL_DAYS) : NULL;
 	if (!crl || rdmx__certgen_write_key(key_path, key) ||
 	    rdmx__certgen_write_cert(crt_path, ca) || rdmx__certgen_write_crl(crl_path, crl))
 		goto out;
@@ -188,12 +193,13 @@ out:
 	return ret;
 }
 
-static int cmd_revoke(const char *dir, const char *name)
+/* name NULL: re-sign the CRL with its current entries. */
+static int cmd_revoke(const char *dir, const char *name, int days)
 {
 	char *ca_key_path = join(dir, "ca", ".key");
 	char *ca_crt_path = join(dir, "ca", ".crt");
 	char *crl_path = join(dir, "crl", ".pem");
-	char *crt_path = join(dir, name, ".crt");
+	char *crt_path = join(dir, name ? name : "unused", ".crt");
 	EVP_PKEY *ca_key = NULL;
 	X509 *ca = NULL, *x = NULL;
 	X509_CRL *old = NULL, *crl = NULL;
@@ -201,17 +207,21 @@ static int cmd_revoke(const char *dir, const char *name)
 
 	if (!ca_key_path || !ca_crt_path || !crl_path || !crt_path)
 		goto out;
-	if (!valid_name(name)) {
+	if (name && !valid_name(name)) {
 		fprintf(stderr, "rdmx-certs: bad NAME '%s'\n", name);
 		goto out;
 	}
 	ca_key = rdmx__certgen_read_key(ca_key_path);
 	ca = ca_key ? rdmx__certgen_read_cert(ca_crt_path) : NULL;
-	x = ca ? rdmx__certgen_read_cert(crt_path) : NULL;
-	if (!x)
+	if (!ca)
 		goto out;
+	if (name) {
+		x = rdmx__certgen_read_cert(crt_path);
+		if (!x)
+			goto out;
+	}
 	old = rdmx__certgen_read_crl(crl_path, 1);
-	crl = rdmx__certgen_crl(ca, ca_key, old, x, 30);
+	crl = rdmx__certgen_crl(ca, ca_key, old, x, days);
 	if (!crl || rdmx__certgen_write_crl(crl_path, crl))
 		goto out;
 	printf("crl %s\n", crl_path);
@@ -265,8 +275,10 @@ int main(int argc, char **argv)
 		return cmd_init(pos[1], days ? days : 3650, force);
 	if (n_pos == 3 && !strcmp(pos[0], "issue"))
 		return cmd_issue(pos[1], pos[2], sans, n_sans, days ? days : 365, force);
-	if (n_pos == 3 && !strcmp(pos[0], "revoke") && n_sans == 0 && !days)
-		return cmd_revoke(pos[1], pos[2]);
+	if (n_pos == 3 && !strcmp(pos[0], "revoke") && n_sans == 0)
+		return cmd_revoke(pos[1], pos[2], days ? days : CRL_DAYS);
+	if (n_pos == 2 && !strcmp(pos[0], "crl") && n_sans == 0)
+		return cmd_revoke(pos[1], NULL, days ? days : CRL_DAYS);
 	usage(stderr);
 	return 2;
 }
