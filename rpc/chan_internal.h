@@ -261,5 +261,7 @@ void rdmx__chan_set_eager_credit(struct rdmx_chan *chan, bool on);
 void rdmx__chan_set_idle_cb(struct rdmx_chan *chan, void (*cb)(struct rdmx_chan *, void *),
 			    void *arg);
 bool rdmx__chan_is_idle(const struct rdmx_chan *chan);
+/* Drops every pending send callback equal to cb (its owner goes away). */
+void rdmx__chan_forget_cb(struct rdmx_chan *chan, rdmx_chan_sent_cb cb);
 
 #endif

@@ -569,6 +569,19 @@ int rdmx_chan_send_buf(struct rdmx_chan *chan, const struct rdmx_buf *buf, rdmx_
 	return chan_send(chan, buf->len, NULL, NULL, buf, cb, arg, 0, &how);
 }
 
+void rdmx__chan_forget_cb(struct rdmx_chan *chan, rdmx_chan_sent_cb cb)
+{
+	for (struct chan_msg *m = chan->q_head; m; m = m->next)
+		if (m->cb == cb)
+			m->cb = NULL;
+	for (struct chan_msg *m = chan->rdv_head; m; m = m->next)
+		if (m->cb == cb)
+			m->cb = NULL;
+	for (uint32_t i = 0; chan->tx && i < chan->tx_window; i++)
+		if (chan->tx[i].cb == cb)
+			chan->tx[i].cb = NULL;
+}
+
 /* ---- the peer's hello and credits ---- */
 
 void rdmx__chan_apply_hello(struct rdmx_chan *chan, const struct rdmx__hello *h)

@@ -156,6 +156,115 @@ int rdmx_rpc_call(struct rdmx_rpc_conn *rc, uint32_t method_id,
 		  struct rdmx_rpc_reply *reply);
 void rdmx_rpc_reply_fini(struct rdmx_rpc_reply *reply);
 
+/* ==== additions by the channel/RPC runtime (rpc/) ==== */
+
+/* Wire (inside one channel message, little-endian): a 24-byte header
+ *   0 u8 type (1 request, 2 response, 3 cancel, 4 goaway)
+ *   1 u8 flags (request: bit 0 one-way)   2 u8 code (response)   3 u8 0
+ *   4 u32 method id (request) / status message length (response)
+ *   8 u64 call id (the caller's)   16 u64 timeout in us (request; 0 none)
+ * then the status message (response) and the body. Deadlines travel as a
+ * relative timeout; the server computes its own absolute deadline on its
+ * clock. Anything malformed closes the connection (RDMX_E_PROTOCOL). */
+#define RDMX_RPC_HDR_SIZE 24u
+#define RDMX_RPC_MAX_STATUS_MESSAGE 1024u /* longer messages are truncated */
+#define RDMX_RPC_DEFAULT_MAX_INFLIGHT 4096u
+
+/* Limits of one endpoint. max_inflight: calls this side may have waiting
+ * for replies (rdmx_rpc_call_async answers RDMX_E_AGAIN beyond it);
+ * max_active: calls from the peer being served (received, not yet
+ * answered and sent). Beyond max_active the endpoint stops taking requests
+ * off the channel, so the peer's sender stalls (backpressure) instead of
+ * memory growing. Both default to RDMX_RPC_DEFAULT_MAX_INFLIGHT. */
+int rdmx_rpc_conn_set_limits(struct rdmx_rpc_conn *rc, uint32_t max_inflight,
+			     uint32_t max_active);
+
+/* Backpressure of rdmx_rpc_call_async: when the channel's send queue is
+ * full, or max_inflight calls wait, it returns RDMX_E_AGAIN and starts
+ * nothing (drive progress and retry). Responses are never refused: they
+ * are queued beyond the channel's bound, which max_active limits. */
+
+/* Graceful shutdown (rdmx_rpc_conn_drain) tells the peer (GOAWAY): from
+ * then on neither side starts new calls on this connection (call_async
+ * answers RDMX_E_BAD_STATE; requests that crossed the GOAWAY are answered
+ * UNAVAILABLE), calls in flight in both directions complete normally. The
+ * endpoint is drained when none remains and the peer acknowledged every
+ * message; then the callback runs once (from rdmx_rpc_conn_drain itself if
+ * nothing was in flight). */
+typedef void (*rdmx_rpc_drained_cb)(struct rdmx_rpc_conn *rc, void *arg);
+int rdmx_rpc_conn_set_drained_cb(struct rdmx_rpc_conn *rc, rdmx_rpc_drained_cb cb, void *arg);
+bool rdmx_rpc_conn_is_drained(const struct rdmx_rpc_conn *rc);
+/* Calls waiting for replies / incoming calls not yet answered. */
+uint32_t rdmx_rpc_conn_get_inflight(const struct rdmx_rpc_conn *rc);
+uint32_t rdmx_rpc_conn_get_active(const struct rdmx_rpc_conn *rc);
+/* The user argument given to rdmx_rpc_conn_set_user_data. */
+int rdmx_rpc_conn_set_user_data(struct rdmx_rpc_conn *rc, void *user_data);
+void *rdmx_rpc_conn_get_user_data(const struct rdmx_rpc_conn *rc);
+/* A peer that goes away (disconnect, process death, protocol violation)
+ * closes the channel: every outstanding call completes with UNAVAILABLE
+ * (message names the cause) and every incoming call is cancelled. The
+ * callback (optional) then runs once. */
+typedef void (*rdmx_rpc_closed_cb)(struct rdmx_rpc_conn *rc, int status, void *arg);
+int rdmx_rpc_conn_set_closed_cb(struct rdmx_rpc_conn *rc, rdmx_rpc_closed_cb cb, void *arg);
+
+/* Drives the endpoint's progress engine once (engine completions plus the
+ * deadline timers): rdmx_chan_host_progress of its channel's host. */
+int rdmx_rpc_conn_progress(struct rdmx_rpc_conn *rc);
+
+/* ---- statistics ---- */
+
+/* Latency histogram: log-linear buckets (4 per power of two) of
+ * nanoseconds; bucket i covers [rdmx_rpc_hist_bucket_low(i),
+ * rdmx_rpc_hist_bucket_low(i + 1)). */
+#define RDMX_RPC_HIST_BUCKETS 176u
+struct rdmx_rpc_hist {
+	uint64_t count;
+	uint64_t sum_ns;
+	uint64_t min_ns, max_ns;
+	uint64_t buckets[RDMX_RPC_HIST_BUCKETS];
+};
+uint64_t rdmx_rpc_hist_bucket_low(unsigned i);
+/* The value below which `pct` percent (0..100) of the samples fall (the
+ * upper edge of the bucket that holds it, clamped to max_ns); 0 when empty. */
+uint64_t rdmx_rpc_hist_percentile(const struct rdmx_rpc_hist *h, double pct);
+
+enum rdmx_rpc_role {
+	RDMX_RPC_ROLE_CLIENT = 0, /* calls this side made */
+	RDMX_RPC_ROLE_SERVER = 1, /* calls this side served */
+};
+
+#define RDMX_RPC_CODE_COUNT 17u
+struct rdmx_rpc_stats {
+	uint64_t calls;         /* started (client) / received (server) */
+	uint64_t completed;     /* client: completed; server: answered */
+	uint64_t by_code[RDMX_RPC_CODE_COUNT]; /* completions by status code */
+	uint64_t errors;        /* completions with a code other than OK */
+	uint64_t oneway;        /* one-way calls (included in calls) */
+	uint64_t bytes_sent;    /* request (client) / response (server) bodies */
+	uint64_t bytes_received;
+	uint64_t credit_stalls; /* messages that waited for channel credits */
+	uint64_t rendezvous;    /* messages that went by rendezvous */
+	uint64_t cancels;       /* client: cancels sent; server: cancels seen */
+	uint64_t late_replies;  /* client: replies after cancel/deadline (dropped) */
+	/* client: call round trip; server: request arrival to response sent */
+	struct rdmx_rpc_hist latency;
+};
+
+/* Totals of the endpoint for a role. Errors: RDMX_E_INVAL. */
+int rdmx_rpc_conn_get_stats(const struct rdmx_rpc_conn *rc, enum rdmx_rpc_role role,
+			    struct rdmx_rpc_stats *stats);
+/* One method's counters on the endpoint. RDMX_E_NOT_FOUND if never used. */
+int rdmx_rpc_conn_get_method_stats(const struct rdmx_rpc_conn *rc, enum rdmx_rpc_role role,
+				   uint32_t method_id, struct rdmx_rpc_stats *stats);
+/* Method ids with stats on the endpoint: at most `max` written, the total
+ * to *count. */
+int rdmx_rpc_conn_list_methods(const struct rdmx_rpc_conn *rc, enum rdmx_rpc_role role,
+			       uint32_t *ids, size_t max, size_t *count);
+/* A method's server-side counters summed over every endpoint that used the
+ * server (kept when endpoints go). RDMX_E_NOT_FOUND if not registered. */
+int rdmx_rpc_server_get_method_stats(const struct rdmx_rpc_server *server, uint32_t method_id,
+				     struct rdmx_rpc_stats *stats);
+
 #ifdef __cplusplus
 }
 #endif

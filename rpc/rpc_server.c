@@ -1,0 +1,502 @@
+/* RPC server side: the handler table, incoming calls, their deadlines and
+ * cancellation, and rdmx_rpc_respond.
+ *
+ * An incoming call object lives from its request until the application
+ * answers it — even when the caller cancelled, the deadline passed, the
+ * connection died or the endpoint was destroyed (then the answer is simply
+ * not sent). Its cancel callback runs at most once. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chan_internal.h"
+#include "rpc_priv.h"
+
+#define SCALL_FREE_CACHE 1024u
+
+/* ---- the handler table ---- */
+
+int rdmx_rpc_server_create(struct rdmx_rpc_server **server)
+{
+	struct rdmx_rpc_server *s;
+
+	if (!server)
+		return RDMX_E_INVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return RDMX_E_NOMEM;
+	rdmx__map_init(&s->methods);
+	*server = s;
+	return 0;
+}
+
+int rdmx_rpc_server_destroy(struct rdmx_rpc_server **server)
+{
+	struct rpc_method *m;
+	uint32_t pos = 0;
+
+	if (!server || !*server)
+		return 0;
+	if ((*server)->refs)
+		return RDMX_E_BAD_STATE; /* endpoints still use it */
+	while ((m = rdmx__map_next(&(*server)->methods, &pos, NULL))) {
+		free(m->name);
+		free(m);
+	}
+	rdmx__map_fini(&(*server)->methods);
+	free(*server);
+	*server = NULL;
+	return 0;
+}
+
+int rdmx_rpc_server_register(struct rdmx_rpc_server *server, uint32_t method_id,
+			     const char *name, rdmx_rpc_handler handler, void *arg)
+{
+	struct rpc_method *m;
+	int rc;
+
+	if (!server || !handler)
+		return RDMX_E_INVAL;
+	if (rdmx__map_get(&server->methods, method_id))
+		return RDMX_E_EXISTS;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return RDMX_E_NOMEM;
+	m->id = method_id;
+	m->handler = handler;
+	m->arg = arg;
+	if (name && !(m->name = strdup(name))) {
+		free(m);
+		return RDMX_E_NOMEM;
+	}
+	rc = rdmx__map_put(&server->methods, method_id, m);
+	if (rc) {
+		free(m->name);
+		free(m);
+	}
+	return rc;
+}
+
+/* ---- call objects ---- */
+
+static struct rdmx_rpc_call *scall_get(struct rdmx_rpc_conn *rc)
+{
+	struct rdmx_rpc_call *c = rc->free_scalls;
+
+	if (c) {
+		rc->free_scalls = c->next;
+		rc->nfree_scalls--;
+		memset(c, 0, sizeof(*c));
+		return c;
+	}
+	return calloc(1, sizeof(*c));
+}
+
+static void scall_put(struct rdmx_rpc_call *c)
+{
+	struct rdmx_rpc_conn *rc = c->rc;
+
+	if (rc && !rc->destroy_pending && rc->nfree_scalls < SCALL_FREE_CACHE) {
+		c->next = rc->free_scalls;
+		rc->free_scalls = c;
+		rc->nfree_scalls++;
+		return;
+	}
+	free(c);
+}
+
+void rdmx__rpc_free_scalls(struct rdmx_rpc_conn *rc)
+{
+	while (rc->free_scalls) {
+		struct rdmx_rpc_call *c = rc->free_scalls;
+
+		rc->free_scalls = c->next;
+		free(c);
+	}
+	rc->nfree_scalls = 0;
+}
+
+/* ---- getters ---- */
+
+uint64_t rdmx_rpc_call_get_deadline(const struct rdmx_rpc_call *call)
+{
+	return call ? call->deadline_ns : 0;
+}
+
+bool rdmx_rpc_call_is_cancelled(const struct rdmx_rpc_call *call)
+{
+	if (!call)
+		return true;
+	if (!call->cancelled && call->deadline_ns && rdmx__now_ns() >= call->deadline_ns)
+		return true; /* the timer just has not run yet */
+	return call->cancelled;
+}
+
+uint32_t rdmx_rpc_call_get_method(const struct rdmx_rpc_call *call)
+{
+	return call ? call->method : 0;
+}
+
+struct rdmx_rpc_conn *rdmx_rpc_call_get_conn(const struct rdmx_rpc_call *call)
+{
+	return call ? call->rc : NULL;
+}
+
+int rdmx_rpc_call_set_cancel_cb(struct rdmx_rpc_call *call,
+				void (*cb)(struct rdmx_rpc_call *call, void *arg), void *arg)
+{
+	if (!call)
+		return RDMX_E_INVAL;
+	call->cancel_cb = cb;
+	call->cancel_arg = arg;
+	if (call->cancelled && !call->cancel_ran && cb) {
+		call->cancel_ran = true;
+		cb(call, arg);
+	}
+	return 0;
+}
+
+/* ---- cancellation ---- */
+
+static void call_cancel(struct rdmx_rpc_call *c)
+{
+	if (c->cancelled)
+		return;
+	c->cancelled = true;
+	if (c->rc)
+		rdmx__host_timer_disarm(c->rc->host, &c->timer);
+	if (c->cancel_cb && !c->cancel_ran) {
+		c->cancel_ran = true;
+		c->cancel_cb(c, c->cancel_arg);
+	}
+}
+
+static void server_deadline(struct rdmx__timer *t)
+{
+	struct rdmx_rpc_call *c =
+		(struct rdmx_rpc_call *)((char *)t - offsetof(struct rdmx_rpc_call, timer));
+	struct rdmx_rpc_conn *rc = c->rc;
+
+	rc->busy++;
+	call_cancel(c);
+	rc->busy--;
+	rdmx__rpc_release(rc);
+}
+
+void rdmx__rpc_on_cancel(struct rdmx_rpc_conn *rc, uint64_t call_id)
+{
+	struct rdmx_rpc_call *c = rdmx__map_get(&rc->incoming, call_id);
+
+	if (!c)
+		return; /* answered already, or never seen */
+	rc->st[RDMX_RPC_ROLE_SERVER].cancels++;
+	if (c->ms)
+		c->ms->st[RDMX_RPC_ROLE_SERVER].cancels++;
+	call_cancel(c);
+}
+
+static struct rdmx_rpc_call *take_incoming(struct rdmx_rpc_conn *rc)
+{
+	struct rdmx_rpc_call *list = NULL, *c;
+	uint32_t pos = 0;
+
+	while ((c = rdmx__map_next(&rc->incoming, &pos, NULL))) {
+		c->next = list;
+		list = c;
+	}
+	return list;
+}
+
+void rdmx__rpc_cancel_incoming(struct rdmx_rpc_conn *rc)
+{
+	struct rdmx_rpc_call *list = take_incoming(rc), *c;
+
+	/* they stay in the table: the application still answers each */
+	while ((c = list)) {
+		list = c->next;
+		c->next = NULL;
+		call_cancel(c);
+	}
+}
+
+static void resp_sent(struct rdmx_chan *chan, int status, void *arg);
+
+void rdmx__rpc_detach_incoming(struct rdmx_rpc_conn *rc)
+{
+	struct rdmx_rpc_call *list = take_incoming(rc), *c;
+
+	rdmx__chan_forget_cb(rc->chan, resp_sent);
+	rc->resp_pending = 0;
+	rdmx__map_fini(&rc->incoming);
+	rdmx__map_init(&rc->incoming);
+	while ((c = list)) {
+		list = c->next;
+		c->next = NULL;
+		rdmx__host_timer_disarm(rc->host, &c->timer);
+		c->rc = NULL;
+		c->m = NULL;
+		c->ms = NULL;
+		call_cancel(c);
+	}
+}
+
+/* ---- backpressure on incoming calls ---- */
+
+void rdmx__rpc_check_active(struct rdmx_rpc_conn *rc)
+{
+	uint32_t active = rc->incoming.len + rc->resp_pending;
+
+	if (rc->closed)
+		return;
+	if (!rc->paused_by_us && active >= rc->max_active) {
+		rc->paused_by_us = true;
+		rdmx_chan_pause(rc->chan);
+	} else if (rc->paused_by_us && active < rc->max_active) {
+		rc->paused_by_us = false;
+		rdmx_chan_resume(rc->chan);
+	}
+}
+
+static void resp_sent(struct rdmx_chan *chan, int status, void *arg)
+{
+	struct rdmx_rpc_conn *rc = arg;
+
+	(void)chan;
+	(void)status;
+	rc->resp_pending--;
+	rc->busy++;
+	rdmx__rpc_check_active(rc);
+	rc->busy--;
+	rdmx__rpc_check_drained(rc);
+	rdmx__rpc_release(rc);
+}
+
+/* ---- requests ---- */
+
+static void respond_now(struct rdmx_rpc_conn *rc, const struct rpc_hdr *req, enum rdmx_rpc_code code,
+			const char *msg);
+
+void rdmx__rpc_on_request(struct rdmx_rpc_conn *rc, const struct rpc_hdr *h, const void *body,
+			  size_t len)
+{
+	struct rdmx_rpc_stats *tot = &rc->st[RDMX_RPC_ROLE_SERVER];
+	bool oneway = h->flags & RPC_F_ONEWAY;
+	struct rpc_method *m;
+	struct rdmx_rpc_call *c;
+	int rc_;
+
+	if (rc->closed)
+		return;
+	tot->calls++;
+	tot->bytes_received += len;
+	if (oneway)
+		tot->oneway++;
+	if (rc->draining) {
+		/* crossed our GOAWAY: refused, the caller may retry elsewhere */
+		if (!oneway)
+			respond_now(rc, h, RDMX_RPC_UNAVAILABLE, "server draining");
+		rdmx__stats_done(tot, RDMX_RPC_UNAVAILABLE, 0);
+		return;
+	}
+	m = rc->server ? rdmx__map_get(&rc->server->methods, h->word) : NULL;
+	c = scall_get(rc);
+	if (!c) {
+		if (!oneway)
+			respond_now(rc, h, RDMX_RPC_RESOURCE_EXHAUSTED, "out of memory");
+		rdmx__stats_done(tot, RDMX_RPC_RESOURCE_EXHAUSTED, 0);
+		return;
+	}
+	c->rc = rc;
+	c->m = m;
+	c->id = h->call_id;
+	c->method = h->word;
+	c->oneway = oneway;
+	c->req_len = len;
+	c->start_ns = rdmx__now_ns();
+	c->timer.fn = server_deadline;
+	c->ms = rdmx__mstats_get(&rc->mstats, h->word);
+	if (c->ms) {
+		struct rdmx_rpc_stats *s = &c->ms->st[RDMX_RPC_ROLE_SERVER];
+
+		s->calls++;
+		s->bytes_received += len;
+		if (oneway)
+			s->oneway++;
+	}
+	if (m) {
+		m->stats.calls++;
+		m->stats.bytes_received += len;
+		if (oneway)
+			m->stats.oneway++;
+	}
+	rc_ = rdmx__map_put(&rc->incoming, c->id, c);
+	if (rc_) {
+		scall_put(c);
+		if (rc_ == RDMX_E_EXISTS) {
+			rdmx__chan_fail(rc->chan, RDMX_E_PROTOCOL, "rpc request reuses a call id in use");
+			return;
+		}
+		if (!oneway)
+			respond_now(rc, h, RDMX_RPC_RESOURCE_EXHAUSTED, "out of memory");
+		return;
+	}
+	if (h->timeout_us) {
+		uint64_t us = h->timeout_us;
+
+		if (us > UINT64_MAX / 2000u)
+			us = UINT64_MAX / 2000u;
+		c->deadline_ns = c->start_ns + us * 1000u;
+		if (rdmx__host_timer_arm(rc->host, &c->timer, c->deadline_ns))
+			RPC_WARN("rpc: no memory for the deadline of an incoming call");
+	}
+	if (!m) {
+		char text[64];
+
+		snprintf(text, sizeof(text), "unknown method 0x%08x", h->word);
+		rdmx_rpc_respond(c, RDMX_RPC_UNIMPLEMENTED, text, NULL);
+		return;
+	}
+	m->handler(c, body, len, m->arg);
+	/* the handler may have answered (c is gone) or kept the call */
+	rdmx__rpc_check_active(rc);
+}
+
+/* ---- answering ---- */
+
+struct resp_fill {
+	struct rpc_hdr h;
+	const char *msg;
+	const struct rdmx_rpc_payload *body;
+};
+
+static int resp_fill_fn(void *dst, size_t len, void *arg)
+{
+	struct resp_fill *f = arg;
+	uint8_t *p = dst;
+	size_t off = RDMX_RPC_HDR_SIZE + f->h.word;
+
+	(void)len;
+	rdmx__rpc_hdr_encode(&f->h, p);
+	if (f->h.word)
+		memcpy(p + RDMX_RPC_HDR_SIZE, f->msg, f->h.word);
+	if (f->body && f->body->len) {
+		if (f->body->encode)
+			return f->body->encode(f->body->obj, p + off, f->body->len);
+		memcpy(p + off, f->body->obj, f->body->len);
+	}
+	return 0;
+}
+
+/* Sends a response; *how tells whether it waited or went by rendezvous. */
+static int send_response(struct rdmx_rpc_conn *rc, uint64_t call_id, enum rdmx_rpc_code code,
+			 const char *msg, const struct rdmx_rpc_payload *body, unsigned *how)
+{
+	struct resp_fill f;
+	size_t mlen = msg ? strlen(msg) : 0;
+	size_t blen = body ? body->len : 0;
+	uint64_t max = 0;
+	int rc_;
+
+	if (mlen > RDMX_RPC_MAX_STATUS_MESSAGE)
+		mlen = RDMX_RPC_MAX_STATUS_MESSAGE;
+	memset(&f, 0, sizeof(f));
+	f.h.type = RPC_T_RESPONSE;
+	f.h.code = (uint8_t)code;
+	f.h.word = (uint32_t)mlen;
+	f.h.call_id = call_id;
+	f.msg = msg;
+	f.body = body;
+	rdmx_chan_get_max_msg_size(rc->chan, &max);
+	if (blen > max || RDMX_RPC_HDR_SIZE + mlen + blen > max) {
+		/* the answer cannot travel: tell the caller why instead */
+		f.h.code = RDMX_RPC_RESOURCE_EXHAUSTED;
+		f.msg = "response larger than the maximum message size";
+		f.h.word = (uint32_t)strlen(f.msg);
+		f.body = NULL;
+		rdmx__chan_send_ex(rc->chan, RDMX_RPC_HDR_SIZE + f.h.word, resp_fill_fn, &f,
+				   resp_sent, rc, RDMX__SEND_FORCE, how);
+		rc->resp_pending++;
+		return RDMX_E_TOO_BIG;
+	}
+	rc_ = rdmx__chan_send_ex(rc->chan, RDMX_RPC_HDR_SIZE + mlen + blen, resp_fill_fn, &f,
+				 resp_sent, rc, RDMX__SEND_FORCE, how);
+	if (rc_ == 0)
+		rc->resp_pending++;
+	return rc_;
+}
+
+static void respond_now(struct rdmx_rpc_conn *rc, const struct rpc_hdr *req, enum rdmx_rpc_code code,
+			const char *msg)
+{
+	unsigned how = 0;
+
+	send_response(rc, req->call_id, code, msg, NULL, &how);
+}
+
+int rdmx_rpc_respond(struct rdmx_rpc_call *call, enum rdmx_rpc_code code, const char *message,
+		     const struct rdmx_rpc_payload *resp)
+{
+	struct rdmx_rpc_conn *rc;
+	struct rdmx_rpc_stats *tot;
+	unsigned how = 0;
+	bool expired;
+	uint64_t ns;
+	int ret = 0;
+
+	if (!call || (unsigned)code >= RDMX_RPC_CODE_COUNT || (resp && resp->len && !resp->obj))
+		return RDMX_E_INVAL;
+	rc = call->rc;
+	if (!rc) {
+		free(call); /* its endpoint is gone: nobody to answer */
+		return 0;
+	}
+	rdmx__map_del(&rc->incoming, call->id);
+	rdmx__host_timer_disarm(rc->host, &call->timer);
+	ns = rdmx__now_ns() - call->start_ns;
+	tot = &rc->st[RDMX_RPC_ROLE_SERVER];
+	expired = call->deadline_ns && rdmx__now_ns() >= call->deadline_ns;
+	if (!call->cancelled && !call->oneway && !rc->closed && !expired) {
+		ret = send_response(rc, call->id, code, message, resp, &how);
+		if (ret == 0) {
+			size_t blen = resp ? resp->len : 0;
+
+			tot->bytes_sent += blen;
+			if (call->ms)
+				call->ms->st[RDMX_RPC_ROLE_SERVER].bytes_sent += blen;
+			if (call->m)
+				call->m->stats.bytes_sent += blen;
+		} else if (ret == RDMX_E_TOO_BIG) {
+			code = RDMX_RPC_RESOURCE_EXHAUSTED;
+		}
+		if (how & RDMX__SENT_QUEUED) {
+			tot->credit_stalls++;
+			if (call->ms)
+				call->ms->st[RDMX_RPC_ROLE_SERVER].credit_stalls++;
+			if (call->m)
+				call->m->stats.credit_stalls++;
+		}
+		if (how & RDMX__SENT_RDV) {
+			tot->rendezvous++;
+			if (call->ms)
+				call->ms->st[RDMX_RPC_ROLE_SERVER].rendezvous++;
+			if (call->m)
+				call->m->stats.rendezvous++;
+		}
+	} else if (expired) {
+		code = RDMX_RPC_DEADLINE_EXCEEDED;
+	} else if (call->cancelled) {
+		code = RDMX_RPC_CANCELLED;
+	}
+	rdmx__stats_done(tot, code, ns);
+	if (call->ms)
+		rdmx__stats_done(&call->ms->st[RDMX_RPC_ROLE_SERVER], code, ns);
+	if (call->m)
+		rdmx__stats_done(&call->m->stats, code, ns);
+	scall_put(call);
+	rc->busy++;
+	rdmx__rpc_check_active(rc);
+	rc->busy--;
+	rdmx__rpc_check_drained(rc);
+	rdmx__rpc_release(rc);
+	return ret;
+}

@@ -1,0 +1,166 @@
+/* RPC statistics: counters per endpoint and per method, and log-linear
+ * latency histograms (4 buckets per power of two: ~19% resolution, fixed
+ * size, no allocation on the hot path). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpc_priv.h"
+
+static unsigned hist_index(uint64_t v)
+{
+	unsigned msb, idx;
+
+	if (v < 4)
+		return (unsigned)v;
+	msb = 63u - (unsigned)__builtin_clzll(v);
+	idx = (msb - 1) * 4 + (unsigned)((v >> (msb - 2)) & 3u);
+	return idx < RDMX_RPC_HIST_BUCKETS ? idx : RDMX_RPC_HIST_BUCKETS - 1;
+}
+
+uint64_t rdmx_rpc_hist_bucket_low(unsigned i)
+{
+	unsigned msb;
+
+	if (i < 4)
+		return i;
+	if (i >= RDMX_RPC_HIST_BUCKETS)
+		return UINT64_MAX;
+	msb = i / 4 + 1;
+	return (uint64_t)(4 + i % 4) << (msb - 2);
+}
+
+void rdmx__hist_add(struct rdmx_rpc_hist *h, uint64_t ns)
+{
+	if (!h->count || ns < h->min_ns)
+		h->min_ns = ns;
+	if (ns > h->max_ns)
+		h->max_ns = ns;
+	h->count++;
+	h->sum_ns += ns;
+	h->buckets[hist_index(ns)]++;
+}
+
+uint64_t rdmx_rpc_hist_percentile(const struct rdmx_rpc_hist *h, double pct)
+{
+	uint64_t target, cum = 0;
+
+	if (!h || !h->count)
+		return 0;
+	if (pct <= 0)
+		return h->min_ns;
+	if (pct >= 100)
+		return h->max_ns;
+	target = (uint64_t)((double)h->count * pct / 100.0);
+	if ((double)target < (double)h->count * pct / 100.0)
+		target++;
+	if (!target)
+		target = 1;
+	for (unsigned i = 0; i < RDMX_RPC_HIST_BUCKETS; i++) {
+		cum += h->buckets[i];
+		if (cum >= target) {
+			uint64_t hi = rdmx_rpc_hist_bucket_low(i + 1);
+
+			if (hi > h->max_ns)
+				hi = h->max_ns;
+			if (hi < h->min_ns)
+				hi = h->min_ns;
+			return hi;
+		}
+	}
+	return h->max_ns;
+}
+
+void rdmx__stats_done(struct rdmx_rpc_stats *s, enum rdmx_rpc_code code, uint64_t ns)
+{
+	s->completed++;
+	if ((unsigned)code < RDMX_RPC_CODE_COUNT)
+		s->by_code[code]++;
+	if (code != RDMX_RPC_OK)
+		s->errors++;
+	rdmx__hist_add(&s->latency, ns);
+}
+
+struct rpc_mstats *rdmx__mstats_get(struct rdmx__map *m, uint32_t method)
+{
+	struct rpc_mstats *ms = rdmx__map_get(m, method);
+
+	if (RPC_LIKELY(ms != NULL))
+		return ms;
+	ms = calloc(1, sizeof(*ms));
+	if (!ms)
+		return NULL;
+	if (rdmx__map_put(m, method, ms)) {
+		free(ms);
+		return NULL;
+	}
+	return ms;
+}
+
+void rdmx__mstats_free_all(struct rdmx__map *m)
+{
+	uint32_t pos = 0;
+	void *v;
+
+	while ((v = rdmx__map_next(m, &pos, NULL)))
+		free(v);
+	rdmx__map_fini(m);
+}
+
+int rdmx_rpc_conn_get_stats(const struct rdmx_rpc_conn *rc, enum rdmx_rpc_role role,
+			    struct rdmx_rpc_stats *stats)
+{
+	if (!rc || !stats || (role != RDMX_RPC_ROLE_CLIENT && role != RDMX_RPC_ROLE_SERVER))
+		return RDMX_E_INVAL;
+	*stats = rc->st[role];
+	return 0;
+}
+
+int rdmx_rpc_conn_get_method_stats(const struct rdmx_rpc_conn *rc, enum rdmx_rpc_role role,
+				   uint32_t method_id, struct rdmx_rpc_stats *stats)
+{
+	const struct rpc_mstats *ms;
+
+	if (!rc || !stats || (role != RDMX_RPC_ROLE_CLIENT && role != RDMX_RPC_ROLE_SERVER))
+		return RDMX_E_INVAL;
+	ms = rdmx__map_get(&rc->mstats, method_id);
+	if (!ms || !ms->st[role].calls)
+		return RDMX_E_NOT_FOUND;
+	*stats = ms->st[role];
+	return 0;
+}
+
+int rdmx_rpc_conn_list_methods(const struct rdmx_rpc_conn *rc, enum rdmx_rpc_role role,
+			       uint32_t *ids, size_t max, size_t *count)
+{
+	const struct rpc_mstats *ms;
+	uint32_t pos = 0;
+	uint64_t key;
+	size_t n = 0;
+
+	if (!rc || !count || (max && !ids) ||
+	    (role != RDMX_RPC_ROLE_CLIENT && role != RDMX_RPC_ROLE_SERVER))
+		return RDMX_E_INVAL;
+	while ((ms = rdmx__map_next(&rc->mstats, &pos, &key))) {
+		if (!ms->st[role].calls)
+			continue;
+		if (n < max)
+			ids[n] = (uint32_t)key;
+		n++;
+	}
+	*count = n;
+	return 0;
+}
+
+int rdmx_rpc_server_get_method_stats(const struct rdmx_rpc_server *server, uint32_t method_id,
+				     struct rdmx_rpc_stats *stats)
+{
+	const struct rpc_method *m;
+
+	if (!server || !stats)
+		return RDMX_E_INVAL;
+	m = rdmx__map_get(&server->methods, method_id);
+	if (!m)
+		return RDMX_E_NOT_FOUND;
+	*stats = m->stats;
+	return 0;
+}
