@@ -1,0 +1,846 @@
+/* tcp provider: connections.
+ *
+ * Export/connect: each side exports {listener address, port, a fresh random
+ * 128-bit token, nonce}; both call connect with the other's details. The
+ * side whose token is smaller dials the other's device listener and sends a
+ * HELLO carrying the peer's token (the secret the peer exported) and its own;
+ * the peer's NIC thread hands the socket to the export with that token
+ * (nic.c), checks the second token once its own connect has run, and answers
+ * HELLO_ACK. Listen/connect_to_addr: CM_REQ with private data, reported as a
+ * request; CM_ACCEPT or CM_REJECT answers it.
+ *
+ * End of life: an RC error (access violation, receive too small, rnr retries
+ * exhausted, a malformed frame) flushes the tasks and keeps the connection in
+ * error until the user or the peer disconnects. Disconnect, peer death and
+ * handshake failures bring it down: tasks flushed, then the final event
+ * (disconnected, or failure when it never got established). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "tcp.h"
+
+static void set_nodelay(int fd)
+{
+	int one = 1;
+
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
+		RDMX_WARN("tcp: TCP_NODELAY failed: %s", strerror(errno));
+}
+
+static void fill_addr(struct rdmx_addr *a, const struct sockaddr_storage *ss, socklen_t len)
+{
+	memset(a, 0, sizeof(*a));
+	a->ss = *ss;
+	a->ss_len = len;
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
+
+		a->type = RDMX_ADDR_IPV4;
+		a->port = ntohs(s4->sin_port);
+		inet_ntop(AF_INET, &s4->sin_addr, a->text, sizeof(a->text));
+	} else {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+
+		a->type = RDMX_ADDR_IPV6;
+		a->port = ntohs(s6->sin6_port);
+		inet_ntop(AF_INET6, &s6->sin6_addr, a->text, sizeof(a->text));
+	}
+}
+
+struct tcp_conn *rdmx__tcp_conn_create(struct tcp_ctx *tc, struct rdmx_conn *conn)
+{
+	struct tcp_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->ep.kind = TCP_EP_CONN;
+	c->conn = conn;
+	c->tc = tc;
+	c->td = tc->td;
+	c->state = TC_IDLE;
+	c->fd = -1;
+	c->conn_deadline = TCP_NEVER;
+	c->timeout_ms = tc->ctx->props.conn_request_timeout_ms;
+	if (!c->timeout_ms)
+		c->timeout_ms = TCP_HELLO_TIMEOUT_MS;
+	if (rdmx__tcp_random(&c->my_psn0, sizeof(c->my_psn0))) {
+		free(c);
+		return NULL;
+	}
+	c->next_psn = c->my_psn0;
+	return c;
+}
+
+void rdmx__tcp_conn_free(struct tcp_conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->rx.stage);
+	free(c->resp);
+	free(c);
+}
+
+/* Links a new conn into its context (lock held). */
+static int conn_link(struct tcp_ctx *tc, struct tcp_conn *c)
+{
+	int rc = rdmx__tcp_cq_reserve(tc, 4);
+
+	if (rc)
+		return rc;
+	c->next = tc->conns;
+	tc->conns = c;
+	c->linked = true;
+	return 0;
+}
+
+static void conn_unlink(struct tcp_ctx *tc, struct tcp_conn *c)
+{
+	if (!c->linked)
+		return;
+	for (struct tcp_conn **pp = &tc->conns; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	c->next = NULL;
+	c->linked = false;
+	if (c->final_pending) {
+		c->final_pending = false;
+		tc->num_finals--;
+	}
+}
+
+void rdmx__tcp_pending_del(struct tcp_dev *td, struct tcp_conn *c)
+{
+	if (!c->pending)
+		return;
+	for (struct tcp_conn **pp = &td->pending; *pp; pp = &(*pp)->pend_next) {
+		if (*pp == c) {
+			*pp = c->pend_next;
+			break;
+		}
+	}
+	c->pend_next = NULL;
+	c->pending = false;
+}
+
+void rdmx__tcp_conn_ctl(struct tcp_conn *c, uint8_t op, uint16_t status, const void *payload,
+			uint32_t len)
+{
+	memset(&c->ctl, 0, sizeof(c->ctl));
+	c->ctl.op = op;
+	c->ctl.status = status;
+	c->ctl.len = len;
+	if (len)
+		memcpy(c->ctl_payload, payload, len);
+	c->ctl_pending = true;
+}
+
+/* A handshake frame announcing our initial psn and send queue depth. */
+static void ctl_handshake(struct tcp_conn *c, uint8_t op, const void *payload, uint32_t len)
+{
+	rdmx__tcp_conn_ctl(c, op, 0, payload, len);
+	c->ctl.psn = c->my_psn0;
+	c->ctl.op0 = RDMX__TCP_HELLO_WORD;
+	c->ctl.op1 = c->tc->ctx->props.send_queue_size;
+}
+
+void rdmx__tcp_conn_close_fd(struct tcp_conn *c)
+{
+	if (c->fd < 0)
+		return;
+	if (c->ep_events && c->tc)
+		epoll_ctl(c->tc->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	c->fd = -1;
+	c->ep_events = 0;
+	/* whatever was half sent or half received is gone with the stream */
+	memset(&c->tx, 0, sizeof(c->tx));
+	c->rx.stage_len = c->rx.stage_off = 0;
+	c->rx.hdr_got = 0;
+	c->rx.in_payload = false;
+	c->rx.left = 0;
+	c->rx.sink = TCP_SINK_DISCARD;
+	c->resp_count = 0;
+	c->ctl_pending = false;
+}
+
+void rdmx__tcp_conn_flush_tasks(struct tcp_conn *c, int head_status, int rest_status)
+{
+	struct tcp_ctx *tc = c->tc;
+	struct rdmx_task *t = c->sq_head;
+	bool first = true;
+
+	rdmx__tcp_tx_forget_task(c);
+	rdmx__tcp_rx_forget_task(c, RDMX_E_CONN_ABORTED);
+	while (t) {
+		struct rdmx_task *next = t->next;
+
+		rdmx__tcp_cq_task(tc, t, first ? head_status : rest_status);
+		first = false;
+		t = next;
+	}
+	c->sq_head = c->sq_cur = c->sq_tail = NULL;
+	c->sq_count = 0;
+	c->rnr_wait = false;
+	c->rewind_pending = false;
+}
+
+void rdmx__tcp_conn_error(struct tcp_conn *c, int head_status, uint16_t frame, bool close_fd)
+{
+	if (c->state != TC_UP) {
+		if (close_fd && c->state == TC_ERROR)
+			rdmx__tcp_conn_close_fd(c);
+		return;
+	}
+	c->state = TC_ERROR;
+	rdmx__tcp_cq_event(c->tc, TCP_CQE_SET_ERROR, c);
+	rdmx__tcp_conn_flush_tasks(c, head_status, RDMX_E_CONN_ABORTED);
+	c->rnr_discard = false;
+	if (close_fd) {
+		rdmx__tcp_conn_close_fd(c);
+		return;
+	}
+	if (frame)
+		rdmx__tcp_conn_ctl(c, RDMX__TCP_OP_ERROR, frame, NULL, 0);
+	rdmx__tcp_tx_flush(c);
+}
+
+void rdmx__tcp_conn_down(struct tcp_conn *c, int status, enum rdmx__conn_event ev)
+{
+	struct tcp_ctx *tc = c->tc;
+
+	if (c->final_pending || c->final_done || !tc)
+		return;
+	if (c->state != TC_ERROR)
+		rdmx__tcp_conn_flush_tasks(c, status, status);
+	rdmx__tcp_conn_close_fd(c);
+	c->state = TC_DOWN;
+	c->conn_deadline = TCP_NEVER;
+	c->final_pending = true;
+	c->final_ev = (uint8_t)ev;
+	tc->num_finals++;
+	tc->produced = true;
+}
+
+int rdmx__tcp_conn_up(struct tcp_conn *c, uint32_t peer_psn, uint32_t peer_depth)
+{
+	struct tcp_ctx *tc = c->tc;
+
+	if (!c->rx.stage) {
+		c->rx.stage = malloc(TCP_STAGE_SIZE);
+		if (!c->rx.stage)
+			goto nomem;
+	}
+	c->resp = calloc(peer_depth, sizeof(*c->resp));
+	if (!c->resp)
+		goto nomem;
+	c->resp_cap = peer_depth;
+	c->peer_depth = peer_depth;
+	c->expect_psn = peer_psn;
+	c->state = TC_UP;
+	c->conn_deadline = TCP_NEVER;
+	c->est_queued = true;
+	rdmx__tcp_cq_event(tc, TCP_CQE_ESTABLISHED, c);
+	rdmx__tcp_conn_want(c, false);
+	rdmx__tcp_tx_flush(c);
+	return 0;
+
+nomem:
+	RDMX_ERR("tcp: connection %u: out of memory for its buffers", c->conn->id);
+	rdmx__tcp_conn_down(c, RDMX_E_CONN_ABORTED, RDMX__CONN_EV_FAILURE);
+	return RDMX_E_NOMEM;
+}
+
+static bool depth_ok(uint64_t depth)
+{
+	return depth >= 1 && depth <= TCP_MAX_QUEUE;
+}
+
+/* Starts a non-blocking connect to c->peer (lock held); failures are
+ * reported as the failure event, never synchronously. */
+static void dial(struct tcp_conn *c)
+{
+	int fd, rc;
+
+	c->conn_deadline = rdmx__tcp_now_ns() + (uint64_t)c->timeout_ms * 1000000u;
+	rdmx__tcp_ctx_timer(c->tc, c->conn_deadline);
+	fd = socket(c->peer.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		RDMX_ERR("tcp: socket failed: %s", strerror(errno));
+		rdmx__tcp_conn_down(c, RDMX_E_CONN_ABORTED, RDMX__CONN_EV_FAILURE);
+		return;
+	}
+	set_nodelay(fd);
+	c->fd = fd;
+	c->state = TC_DIALING;
+	rc = connect(fd, (struct sockaddr *)&c->peer, c->peer_len);
+	if (rc && errno != EINPROGRESS) {
+		RDMX_DBG("tcp: connection %u: connect failed: %s", c->conn->id, strerror(errno));
+		rdmx__tcp_conn_down(c, RDMX_E_CONN_REFUSED, RDMX__CONN_EV_FAILURE);
+		return;
+	}
+	c->ep_events = EPOLLOUT;
+	if (rdmx__tcp_ep_set(c->tc, fd, &c->ep, EPOLLOUT, true)) {
+		c->ep_events = 0;
+		rdmx__tcp_conn_down(c, RDMX_E_CONN_ABORTED, RDMX__CONN_EV_FAILURE);
+	}
+}
+
+void rdmx__tcp_conn_dialed(struct tcp_conn *c)
+{
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) || err) {
+		RDMX_DBG("tcp: connection %u: connect failed: %s", c->conn->id,
+			 strerror(err ? err : errno));
+		rdmx__tcp_conn_down(c, RDMX_E_CONN_REFUSED, RDMX__CONN_EV_FAILURE);
+		return;
+	}
+	c->state = TC_HELLO_WAIT;
+	rdmx__tcp_conn_want(c, false);
+	rdmx__tcp_tx_flush(c);
+}
+
+void rdmx__tcp_conn_handshake(struct tcp_conn *c, const struct rdmx__tcp_hdr *h,
+			      const uint8_t *payload)
+{
+	const char *why = NULL;
+
+	switch (h->op) {
+	case RDMX__TCP_OP_HELLO_ACK:
+		if (c->cm)
+			why = "hello answer on a cm connection";
+		break;
+	case RDMX__TCP_OP_CM_ACCEPT:
+		if (!c->cm)
+			why = "cm accept on an exported connection";
+		break;
+	case RDMX__TCP_OP_CM_REJECT:
+		if (!c->cm) {
+			why = "cm reject on an exported connection";
+			break;
+		}
+		RDMX_DBG("tcp: connection %u: rejected by the peer", c->conn->id);
+		rdmx__tcp_conn_down(c, RDMX_E_CONN_REFUSED, RDMX__CONN_EV_FAILURE);
+		return;
+	default:
+		why = "unexpected handshake frame";
+		break;
+	}
+	if (!why && (h->op0 != RDMX__TCP_HELLO_WORD || !depth_ok(h->op1)))
+		why = "bad version or queue depth in the handshake";
+	if (why) {
+		RDMX_WARN("tcp: connection %u: %s", c->conn->id, why);
+		rdmx__tcp_conn_down(c, RDMX_E_PROTOCOL, RDMX__CONN_EV_FAILURE);
+		return;
+	}
+	if (h->op == RDMX__TCP_OP_CM_ACCEPT) {
+		memcpy(c->pd, payload, h->len);
+		c->pd_len = (uint32_t)h->len;
+	}
+	rdmx__tcp_conn_up(c, h->psn, (uint32_t)h->op1);
+}
+
+void rdmx__tcp_conn_timer(struct tcp_conn *c, uint64_t now)
+{
+	if (c->conn_deadline != TCP_NEVER) {
+		if (c->conn_deadline <= now) {
+			c->conn_deadline = TCP_NEVER;
+			RDMX_DBG("tcp: connection %u: no answer within %u ms", c->conn->id,
+				 c->timeout_ms);
+			rdmx__tcp_conn_down(c, RDMX_E_CONN_ABORTED, RDMX__CONN_EV_FAILURE);
+			return;
+		}
+		rdmx__tcp_ctx_timer(c->tc, c->conn_deadline);
+	}
+	if (c->rnr_wait) {
+		if (c->rnr_deadline <= now)
+			rdmx__tcp_conn_rnr_timer(c);
+		else
+			rdmx__tcp_ctx_timer(c->tc, c->rnr_deadline);
+	}
+}
+
+/* ---- export / connect ---- */
+
+int rdmx__tcp_conn_export(struct rdmx_conn *conn, void *details, size_t *len)
+{
+	struct tcp_ctx *tc = TCP_CTX(conn->ctx);
+	struct tcp_dev *td = tc->td;
+	struct rdmx__tcp_details d;
+	struct tcp_conn *c;
+	int rc;
+
+	if (*len < RDMX__TCP_DETAILS_SIZE)
+		return RDMX_E_TOO_BIG;
+	c = rdmx__tcp_conn_create(tc, conn);
+	if (!c)
+		return RDMX_E_NOMEM;
+	rc = rdmx__tcp_random(c->my_token, sizeof(c->my_token));
+	if (rc)
+		goto free_conn;
+	memset(&d, 0, sizeof(d));
+	d.provider = RDMX_PROVIDER_ID_TCP;
+	d.family = td->family == AF_INET ? 4 : 6;
+	d.port = td->port;
+	memcpy(d.addr, td->addr_raw, td->family == AF_INET ? 4 : 16);
+	memcpy(d.token, c->my_token, sizeof(d.token));
+	d.nonce = c->my_psn0;
+	pthread_mutex_lock(&tc->lock);
+	rc = conn_link(tc, c);
+	pthread_mutex_unlock(&tc->lock);
+	if (rc)
+		goto free_conn;
+	conn->prov = c;
+	pthread_mutex_lock(&td->lock);
+	c->pend_next = td->pending;
+	td->pending = c;
+	c->pending = true;
+	pthread_mutex_unlock(&td->lock);
+	rdmx__tcp_details_encode(&d, details);
+	*len = RDMX__TCP_DETAILS_SIZE;
+	return 0;
+
+free_conn:
+	rdmx__tcp_conn_free(c);
+	return rc;
+}
+
+/* Export flow acceptor: both the peer's socket and our connect are there. */
+static void finish_accept(struct tcp_conn *c)
+{
+	if (!rdmx__tcp_ct_equal(c->presented, c->peer_token, RDMX__TCP_TOKEN_SIZE)) {
+		RDMX_WARN("tcp: data connection rejected: bad token");
+		rdmx__tcp_conn_down(c, RDMX_E_AUTH, RDMX__CONN_EV_FAILURE);
+		return;
+	}
+	ctl_handshake(c, RDMX__TCP_OP_HELLO_ACK, NULL, 0);
+	rdmx__tcp_conn_up(c, c->peer_psn0, c->peer_depth);
+}
+
+int rdmx__tcp_conn_connect(struct rdmx_conn *conn, const void *details, size_t len)
+{
+	struct tcp_conn *c = TCP_CONN(conn);
+	struct tcp_ctx *tc = c->tc;
+	struct rdmx__tcp_details d;
+	int rc = 0;
+
+	if (rdmx__tcp_details_decode(details, len, RDMX_PROVIDER_ID_TCP, &d))
+		return RDMX_E_INVAL;
+	if (rdmx__tcp_ct_equal(d.token, c->my_token, RDMX__TCP_TOKEN_SIZE))
+		return RDMX_E_INVAL; /* our own details */
+	memset(&c->peer, 0, sizeof(c->peer));
+	if (d.family == 4) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&c->peer;
+
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(d.port);
+		memcpy(&s4->sin_addr, d.addr, 4);
+		c->peer_len = sizeof(*s4);
+	} else {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&c->peer;
+
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(d.port);
+		memcpy(&s6->sin6_addr, d.addr, 16);
+		c->peer_len = sizeof(*s6);
+	}
+	fill_addr(&conn->peer_addr, &c->peer, c->peer_len);
+	conn->has_peer_addr = true;
+	memcpy(c->peer_token, d.token, sizeof(c->peer_token));
+	c->initiator = memcmp(c->my_token, c->peer_token, RDMX__TCP_TOKEN_SIZE) < 0;
+	if (c->initiator) {
+		/* nobody is to dial us for this connection any more */
+		pthread_mutex_lock(&tc->td->lock);
+		rdmx__tcp_pending_del(tc->td, c);
+		pthread_mutex_unlock(&tc->td->lock);
+	}
+	atomic_fetch_add_explicit(&tc->progress, 1, memory_order_relaxed);
+	pthread_mutex_lock(&tc->lock);
+	if (c->state != TC_IDLE || c->local_connected) {
+		rc = RDMX_E_BAD_STATE;
+		goto unlock;
+	}
+	c->local_connected = true;
+	if (c->initiator) {
+		uint8_t hello[RDMX__TCP_HELLO_LEN];
+
+		memcpy(hello, c->peer_token, RDMX__TCP_TOKEN_SIZE);
+		memcpy(hello + RDMX__TCP_TOKEN_SIZE, c->my_token, RDMX__TCP_TOKEN_SIZE);
+		ctl_handshake(c, RDMX__TCP_OP_HELLO, hello, sizeof(hello));
+		dial(c);
+	} else if (c->peer_arrived) {
+		finish_accept(c);
+	} else {
+		c->state = TC_ACCEPT_WAIT;
+		c->conn_deadline = rdmx__tcp_now_ns() + (uint64_t)c->timeout_ms * 1000000u;
+		rdmx__tcp_ctx_timer(tc, c->conn_deadline);
+	}
+unlock:
+	pthread_mutex_unlock(&tc->lock);
+	return rc;
+}
+
+void rdmx__tcp_conn_attach(struct tcp_conn *c, int fd, const struct rdmx__tcp_hdr *h,
+			   const uint8_t *payload)
+{
+	struct tcp_ctx *tc = c->tc;
+	uint64_t one = 1;
+	bool produced;
+
+	if (!tc) {
+		close(fd);
+		return;
+	}
+	pthread_mutex_lock(&tc->lock);
+	if ((c->state != TC_IDLE && c->state != TC_ACCEPT_WAIT) || c->peer_arrived ||
+	    c->initiator || tc->stopping) {
+		RDMX_DBG("tcp: data connection for a connection not waiting for one: closed");
+		close(fd);
+		goto unlock;
+	}
+	if (!depth_ok(h->op1)) {
+		RDMX_WARN("tcp: data connection rejected: bad queue depth %llu",
+			  (unsigned long long)h->op1);
+		close(fd);
+		goto unlock;
+	}
+	set_nodelay(fd);
+	c->fd = fd;
+	c->peer_arrived = true;
+	c->peer_psn0 = h->psn;
+	c->peer_depth = (uint32_t)h->op1;
+	memcpy(c->presented, payload + RDMX__TCP_TOKEN_SIZE, RDMX__TCP_TOKEN_SIZE);
+	if (!c->rx.stage)
+		c->rx.stage = malloc(TCP_STAGE_SIZE);
+	if (!c->rx.stage) {
+		rdmx__tcp_conn_down(c, RDMX_E_CONN_ABORTED, RDMX__CONN_EV_FAILURE);
+		goto unlock;
+	}
+	rdmx__tcp_conn_want(c, false); /* notices the peer going away meanwhile */
+	if (c->local_connected)
+		finish_accept(c);
+unlock:
+	produced = tc->produced;
+	tc->produced = false;
+	pthread_mutex_unlock(&tc->lock);
+	if (produced && write(tc->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		RDMX_WARN("tcp: eventfd write failed: %s", strerror(errno));
+}
+
+/* ---- disconnect / release ---- */
+
+int rdmx__tcp_conn_disconnect(struct rdmx_conn *conn)
+{
+	struct tcp_conn *c = TCP_CONN(conn);
+	struct tcp_ctx *tc = c->tc;
+
+	atomic_fetch_add_explicit(&tc->progress, 1, memory_order_relaxed);
+	pthread_mutex_lock(&tc->lock);
+	rdmx__tcp_conn_down(c, RDMX_E_CONN_ABORTED, RDMX__CONN_EV_DISCONNECTED);
+	pthread_mutex_unlock(&tc->lock);
+	return 0;
+}
+
+void rdmx__tcp_conn_release(struct rdmx_conn *conn)
+{
+	struct tcp_conn *c = TCP_CONN(conn);
+	struct tcp_ctx *tc;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->td->lock);
+	rdmx__tcp_pending_del(c->td, c);
+	tc = c->tc; /* NULL once the context stopped */
+	pthread_mutex_unlock(&c->td->lock);
+	if (tc) {
+		pthread_mutex_lock(&tc->lock);
+		conn_unlink(tc, c);
+		rdmx__tcp_conn_close_fd(c);
+		pthread_mutex_unlock(&tc->lock);
+	}
+	rdmx__tcp_conn_free(c);
+	conn->prov = NULL;
+}
+
+/* ---- listen / connect_to_addr / accept / reject ---- */
+
+int rdmx__tcp_listen(struct rdmx_ctx *ctx, uint16_t port)
+{
+	struct tcp_ctx *tc = TCP_CTX(ctx);
+	struct sockaddr_storage ss = tc->td->addr;
+	int fd, rc;
+
+	if (ss.ss_family == AF_INET)
+		((struct sockaddr_in *)&ss)->sin_port = htons(port);
+	else
+		((struct sockaddr_in6 *)&ss)->sin6_port = htons(port);
+	fd = rdmx__tcp_listen_socket(&ss, tc->td->addr_len, 128);
+	if (fd < 0)
+		return fd;
+	pthread_mutex_lock(&tc->lock);
+	rc = rdmx__tcp_ep_set(tc, fd, &tc->listen_ep, EPOLLIN, true);
+	if (rc)
+		close(fd);
+	else
+		tc->lfd = fd;
+	pthread_mutex_unlock(&tc->lock);
+	return rc;
+}
+
+void rdmx__tcp_stop_listen(struct rdmx_ctx *ctx)
+{
+	struct tcp_ctx *tc = TCP_CTX(ctx);
+	struct tcp_cmreq **pp;
+
+	pthread_mutex_lock(&tc->lock);
+	if (tc->lfd >= 0) {
+		epoll_ctl(tc->epfd, EPOLL_CTL_DEL, tc->lfd, NULL);
+		close(tc->lfd);
+		tc->lfd = -1;
+	}
+	/* requests not yet reported go with the listener */
+	for (pp = &tc->cmreqs; *pp;) {
+		if (!(*pp)->queued)
+			rdmx__tcp_cmreq_free(tc, *pp);
+		else
+			pp = &(*pp)->next;
+	}
+	pthread_mutex_unlock(&tc->lock);
+}
+
+void rdmx__tcp_cm_accept(struct tcp_ctx *tc)
+{
+	for (;;) {
+		struct tcp_cmreq *r;
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		int fd = accept4(tc->lfd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				RDMX_WARN("tcp: accept failed: %s", strerror(errno));
+			return;
+		}
+		if (tc->num_cmreqs >= TCP_MAX_CMREQS) {
+			RDMX_WARN("tcp: cm connection refused: %u requests pending", tc->num_cmreqs);
+			close(fd);
+			continue;
+		}
+		r = calloc(1, sizeof(*r));
+		if (!r) {
+			close(fd);
+			continue;
+		}
+		r->ep.kind = TCP_EP_CMREQ;
+		r->fd = fd;
+		r->peer = ss;
+		r->peer_len = len;
+		r->deadline = rdmx__tcp_now_ns() + (uint64_t)TCP_HELLO_TIMEOUT_MS * 1000000u;
+		if (rdmx__tcp_ep_set(tc, fd, &r->ep, EPOLLIN, true)) {
+			close(fd);
+			free(r);
+			continue;
+		}
+		r->next = tc->cmreqs;
+		tc->cmreqs = r;
+		tc->num_cmreqs++;
+		rdmx__tcp_ctx_timer(tc, r->deadline);
+	}
+}
+
+void rdmx__tcp_cmreq_free(struct tcp_ctx *tc, struct tcp_cmreq *r)
+{
+	for (struct tcp_cmreq **pp = &tc->cmreqs; *pp; pp = &(*pp)->next) {
+		if (*pp == r) {
+			*pp = r->next;
+			tc->num_cmreqs--;
+			break;
+		}
+	}
+	if (r->fd >= 0) {
+		if (!r->queued)
+			epoll_ctl(tc->epfd, EPOLL_CTL_DEL, r->fd, NULL);
+		close(r->fd);
+	}
+	free(r);
+}
+
+void rdmx__tcp_cmreq_read(struct tcp_ctx *tc, struct tcp_cmreq *r)
+{
+	struct rdmx__tcp_hdr h;
+	ssize_t n;
+
+	n = recv(r->fd, r->buf + r->got, sizeof(r->buf) - r->got, 0);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return;
+	if (n <= 0) {
+		RDMX_DBG("tcp: cm connection closed before its request");
+		rdmx__tcp_cmreq_free(tc, r);
+		return;
+	}
+	r->got += (uint32_t)n;
+	if (r->got < RDMX__TCP_HDR_SIZE)
+		return;
+	rdmx__tcp_hdr_decode(r->buf, &h);
+	if (h.op != RDMX__TCP_OP_CM_REQ || rdmx__tcp_hdr_check(&h, TCP_MAX_MSG) ||
+	    h.op0 != RDMX__TCP_HELLO_WORD || !depth_ok(h.op1) ||
+	    r->got > RDMX__TCP_HDR_SIZE + h.len) {
+		RDMX_WARN("tcp: cm connection rejected: malformed request");
+		rdmx__tcp_cmreq_free(tc, r);
+		return;
+	}
+	if (r->got < RDMX__TCP_HDR_SIZE + h.len)
+		return;
+	/* complete: stop reading until the user accepts */
+	epoll_ctl(tc->epfd, EPOLL_CTL_DEL, r->fd, NULL);
+	r->queued = true;
+	rdmx__tcp_cq_event(tc, TCP_CQE_REQUEST, r);
+}
+
+static void send_reject(int fd)
+{
+	struct rdmx__tcp_hdr h;
+	uint8_t buf[RDMX__TCP_HDR_SIZE];
+
+	memset(&h, 0, sizeof(h));
+	h.op = RDMX__TCP_OP_CM_REJECT;
+	rdmx__tcp_hdr_encode(&h, buf);
+	if (send(fd, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(buf))
+		RDMX_DBG("tcp: sending a cm reject failed");
+}
+
+void rdmx__tcp_cm_deliver(struct tcp_ctx *tc, struct tcp_cmreq *r)
+{
+	struct rdmx__tcp_hdr h;
+	struct rdmx_conn *conn;
+	struct tcp_conn *c;
+	int fd;
+
+	pthread_mutex_lock(&tc->lock);
+	for (struct tcp_cmreq **pp = &tc->cmreqs; *pp; pp = &(*pp)->next) {
+		if (*pp == r) {
+			*pp = r->next;
+			tc->num_cmreqs--;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&tc->lock);
+	fd = r->fd;
+	rdmx__tcp_hdr_decode(r->buf, &h);
+	conn = rdmx__conn_new(tc->ctx, RDMX_CONN_REQUESTED);
+	if (!conn) {
+		RDMX_DBG("tcp: cm request rejected: at max connections");
+		send_reject(fd);
+		close(fd);
+		free(r);
+		return;
+	}
+	c = rdmx__tcp_conn_create(tc, conn);
+	if (!c) {
+		send_reject(fd);
+		close(fd);
+		free(r);
+		rdmx_conn_reject(conn);
+		return;
+	}
+	c->cm = true;
+	c->fd = fd;
+	c->state = TC_REQUESTED;
+	c->peer = r->peer;
+	c->peer_len = r->peer_len;
+	c->peer_psn0 = h.psn;
+	c->peer_depth = (uint32_t)h.op1;
+	fill_addr(&conn->peer_addr, &r->peer, r->peer_len);
+	conn->has_peer_addr = true;
+	memcpy(conn->private_data, r->buf + RDMX__TCP_HDR_SIZE, h.len);
+	conn->private_data_len = h.len;
+	conn->prov = c;
+	free(r);
+	pthread_mutex_lock(&tc->lock);
+	if (conn_link(tc, c)) {
+		pthread_mutex_unlock(&tc->lock);
+		rdmx_conn_reject(conn); /* answers the peer; the engine releases c */
+		return;
+	}
+	pthread_mutex_unlock(&tc->lock);
+	rdmx__conn_event(conn, RDMX__CONN_EV_REQUEST);
+}
+
+int rdmx__tcp_conn_accept(struct rdmx_conn *conn, const void *pd, size_t pd_len)
+{
+	struct tcp_conn *c = TCP_CONN(conn);
+	struct tcp_ctx *tc = c->tc;
+	int rc = 0;
+
+	atomic_fetch_add_explicit(&tc->progress, 1, memory_order_relaxed);
+	pthread_mutex_lock(&tc->lock);
+	if (c->state != TC_REQUESTED) {
+		rc = RDMX_E_BAD_STATE;
+		goto unlock;
+	}
+	ctl_handshake(c, RDMX__TCP_OP_CM_ACCEPT, pd, (uint32_t)pd_len);
+	rc = rdmx__tcp_conn_up(c, c->peer_psn0, c->peer_depth);
+unlock:
+	pthread_mutex_unlock(&tc->lock);
+	return rc;
+}
+
+int rdmx__tcp_conn_reject(struct rdmx_conn *conn)
+{
+	struct tcp_conn *c = TCP_CONN(conn);
+	struct tcp_ctx *tc;
+
+	if (!c)
+		return 0;
+	tc = c->tc;
+	pthread_mutex_lock(&tc->lock);
+	if (c->fd >= 0 && c->state == TC_REQUESTED)
+		send_reject(c->fd);
+	rdmx__tcp_conn_close_fd(c);
+	c->state = TC_DOWN;
+	conn_unlink(tc, c);
+	pthread_mutex_unlock(&tc->lock);
+	return 0;
+}
+
+int rdmx__tcp_connect_to_addr(struct rdmx_conn *conn, const struct rdmx_addr *addr,
+			      const void *pd, size_t pd_len)
+{
+	struct tcp_ctx *tc = TCP_CTX(conn->ctx);
+	struct tcp_conn *c;
+	int rc;
+
+	if (addr->type != RDMX_ADDR_IPV4 && addr->type != RDMX_ADDR_IPV6)
+		return RDMX_E_NOT_SUPPORTED;
+	c = rdmx__tcp_conn_create(tc, conn);
+	if (!c)
+		return RDMX_E_NOMEM;
+	c->cm = true;
+	c->peer = addr->ss;
+	c->peer_len = addr->ss_len;
+	atomic_fetch_add_explicit(&tc->progress, 1, memory_order_relaxed);
+	pthread_mutex_lock(&tc->lock);
+	rc = conn_link(tc, c);
+	if (rc) {
+		pthread_mutex_unlock(&tc->lock);
+		rdmx__tcp_conn_free(c);
+		return rc;
+	}
+	conn->prov = c;
+	ctl_handshake(c, RDMX__TCP_OP_CM_REQ, pd, (uint32_t)pd_len);
+	dial(c);
+	pthread_mutex_unlock(&tc->lock);
+	return 0;
+}

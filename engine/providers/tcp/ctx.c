@@ -1,0 +1,509 @@
+/* tcp provider: contexts.
+ *
+ * A context owns an epoll set of its sockets (epfd), an eventfd for
+ * completions the soft NIC produces (efd) and the notification fd handed to
+ * the progress engine (nfd = epoll of {epfd, efd}): a sleeping application
+ * is woken by the kernel as soon as one of its sockets is readable, or when
+ * the NIC queued something for it.
+ *
+ * Completions and connection events go through one ring (cq) in the order
+ * they happened, under the context lock; ctx_poll moves a batch out, drops
+ * the lock and runs the callbacks, which may post or disconnect again. A
+ * connection's final event (failure, disconnected) waits until no queued
+ * entry names the connection any more, so it always comes last. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "tcp.h"
+
+#define CQ_BATCH 32u
+#define SERVE_EVENTS 32
+
+/* ---- completion queue ---- */
+
+static int cq_grow(struct tcp_ctx *tc, uint32_t cap)
+{
+	struct tcp_cqe *n;
+
+	if (cap <= tc->cq_cap)
+		return 0;
+	n = malloc((size_t)cap * sizeof(*n));
+	if (!n)
+		return RDMX_E_NOMEM;
+	for (uint32_t i = 0; i < tc->cq_count; i++)
+		n[i] = tc->cq[(tc->cq_head + i) % tc->cq_cap];
+	free(tc->cq);
+	tc->cq = n;
+	tc->cq_cap = cap;
+	tc->cq_head = 0;
+	return 0;
+}
+
+int rdmx__tcp_cq_reserve(struct tcp_ctx *tc, uint32_t extra)
+{
+	uint64_t want = (uint64_t)tc->cq_count + extra + 64;
+
+	if (want <= tc->cq_cap)
+		return 0;
+	if (want > UINT32_MAX / 2)
+		return RDMX_E_NOMEM;
+	return cq_grow(tc, (uint32_t)(want * 2));
+}
+
+/* The conn an entry names (its final event waits for it), or NULL. */
+static struct tcp_conn *cqe_conn(const struct tcp_cqe *e)
+{
+	const struct rdmx_task *t;
+
+	switch (e->kind) {
+	case TCP_CQE_TASK:
+		t = e->p;
+		if (t->op == RDMX__OP_RECV)
+			return t->res_conn ? TCP_CONN(t->res_conn) : NULL;
+		return t->conn ? TCP_CONN(t->conn) : NULL;
+	case TCP_CQE_ESTABLISHED:
+	case TCP_CQE_SET_ERROR:
+		return e->p;
+	default:
+		return NULL;
+	}
+}
+
+static void cq_push(struct tcp_ctx *tc, uint8_t kind, void *p, int status)
+{
+	struct tcp_cqe *e;
+	struct tcp_conn *c;
+
+	if (tc->cq_count == tc->cq_cap && cq_grow(tc, tc->cq_cap ? tc->cq_cap * 2 : 64)) {
+		/* sized at start and per connection: reaching this is a bug */
+		RDMX_ERR("tcp: completion queue full (%u entries): completion lost", tc->cq_cap);
+		return;
+	}
+	e = &tc->cq[(tc->cq_head + tc->cq_count) % tc->cq_cap];
+	e->p = p;
+	e->status = status;
+	e->kind = kind;
+	tc->cq_count++;
+	tc->produced = true;
+	c = cqe_conn(e);
+	if (c)
+		c->cq_refs++;
+}
+
+void rdmx__tcp_cq_task(struct tcp_ctx *tc, struct rdmx_task *task, int status)
+{
+	task->next = NULL;
+	cq_push(tc, TCP_CQE_TASK, task, status);
+}
+
+void rdmx__tcp_cq_event(struct tcp_ctx *tc, enum tcp_cqe_kind kind, void *p)
+{
+	cq_push(tc, (uint8_t)kind, p, 0);
+}
+
+static bool cq_pop(struct tcp_ctx *tc, struct tcp_cqe *out)
+{
+	struct tcp_conn *c;
+
+	if (!tc->cq_count)
+		return false;
+	*out = tc->cq[tc->cq_head];
+	tc->cq_head = (tc->cq_head + 1) % tc->cq_cap;
+	tc->cq_count--;
+	c = cqe_conn(out);
+	if (c)
+		c->cq_refs--;
+	return true;
+}
+
+/* ---- sockets and timers ---- */
+
+int rdmx__tcp_ep_set(struct tcp_ctx *tc, int fd, struct tcp_ep *ep, uint32_t events, bool add)
+{
+	struct epoll_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.events = events;
+	ev.data.ptr = ep;
+	if (epoll_ctl(tc->epfd, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev)) {
+		RDMX_ERR("tcp: epoll_ctl fd %d failed: %s", fd, strerror(errno));
+		return RDMX_E_PROVIDER;
+	}
+	return 0;
+}
+
+void rdmx__tcp_ctx_timer(struct tcp_ctx *tc, uint64_t deadline)
+{
+	if (deadline < atomic_load_explicit(&tc->next_deadline, memory_order_relaxed))
+		atomic_store_explicit(&tc->next_deadline, deadline, memory_order_relaxed);
+}
+
+void rdmx__tcp_ctx_run_timers(struct tcp_ctx *tc, uint64_t now)
+{
+	struct tcp_cmreq **pp;
+
+	atomic_store_explicit(&tc->next_deadline, TCP_NEVER, memory_order_relaxed);
+	for (struct tcp_conn *c = tc->conns; c; c = c->next)
+		rdmx__tcp_conn_timer(c, now);
+	for (pp = &tc->cmreqs; *pp;) {
+		struct tcp_cmreq *r = *pp;
+
+		if (!r->queued && r->deadline <= now) {
+			RDMX_WARN("tcp: cm connection dropped: no request within %u ms",
+				  TCP_HELLO_TIMEOUT_MS);
+			rdmx__tcp_cmreq_free(tc, r); /* unlinks r */
+			continue;
+		}
+		if (!r->queued)
+			rdmx__tcp_ctx_timer(tc, r->deadline);
+		pp = &r->next;
+	}
+}
+
+size_t rdmx__tcp_ctx_serve(struct tcp_ctx *tc, size_t budget)
+{
+	struct epoll_event evs[SERVE_EVENTS];
+	size_t got = 0;
+	uint64_t dl;
+	int n;
+
+	n = epoll_wait(tc->epfd, evs, SERVE_EVENTS, 0);
+	for (int i = 0; i < n; i++) {
+		struct tcp_ep *ep = evs[i].data.ptr;
+		uint32_t e = evs[i].events;
+
+		switch (ep->kind) {
+		case TCP_EP_CONN: {
+			struct tcp_conn *c = (struct tcp_conn *)ep;
+
+			if (c->state == TC_DIALING) {
+				rdmx__tcp_conn_dialed(c);
+				break;
+			}
+			if (e & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
+				got += rdmx__tcp_rx_serve(c, budget);
+			if (c->fd >= 0 && (e & EPOLLOUT))
+				rdmx__tcp_tx_flush(c);
+			break;
+		}
+		case TCP_EP_LISTEN:
+			rdmx__tcp_cm_accept(tc);
+			break;
+		case TCP_EP_CMREQ:
+			rdmx__tcp_cmreq_read(tc, (struct tcp_cmreq *)ep);
+			break;
+		default:
+			break;
+		}
+	}
+	dl = atomic_load_explicit(&tc->next_deadline, memory_order_relaxed);
+	if (dl != TCP_NEVER) {
+		uint64_t now = rdmx__tcp_now_ns();
+
+		if (now >= dl)
+			rdmx__tcp_ctx_run_timers(tc, now);
+	}
+	return got;
+}
+
+/* ---- life cycle ---- */
+
+static uint32_t total_tasks(const struct rdmx_ctx *ctx)
+{
+	uint64_t n = 0;
+
+	for (unsigned t = 0; t < RDMX_TASK_TYPE_COUNT; t++)
+		n += ctx->conf[t].num_tasks;
+	return n > UINT32_MAX / 4 ? UINT32_MAX / 4 : (uint32_t)n;
+}
+
+int rdmx__tcp_ctx_start(struct rdmx_ctx *ctx)
+{
+	struct tcp_dev *td = TCP_DEV(ctx->dev);
+	struct epoll_event ev;
+	struct tcp_ctx *tc;
+	int rc;
+
+	tc = calloc(1, sizeof(*tc));
+	if (!tc)
+		return RDMX_E_NOMEM;
+	tc->ctx = ctx;
+	tc->td = td;
+	tc->lfd = -1;
+	tc->listen_ep.kind = TCP_EP_LISTEN;
+	atomic_init(&tc->progress, 0);
+	atomic_init(&tc->armed, false);
+	atomic_init(&tc->next_deadline, TCP_NEVER);
+	rc = cq_grow(tc, total_tasks(ctx) + 64);
+	if (rc)
+		goto free_ctx;
+	if (pthread_mutex_init(&tc->lock, NULL)) {
+		rc = RDMX_E_PROVIDER;
+		goto free_cq;
+	}
+	rc = RDMX_E_PROVIDER;
+	tc->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (tc->epfd < 0) {
+		RDMX_ERR("tcp: epoll_create1 failed: %s", strerror(errno));
+		goto destroy_lock;
+	}
+	tc->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (tc->efd < 0) {
+		RDMX_ERR("tcp: eventfd failed: %s", strerror(errno));
+		goto close_epfd;
+	}
+	tc->nfd = epoll_create1(EPOLL_CLOEXEC);
+	if (tc->nfd < 0) {
+		RDMX_ERR("tcp: epoll_create1 failed: %s", strerror(errno));
+		goto close_efd;
+	}
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	if (epoll_ctl(tc->nfd, EPOLL_CTL_ADD, tc->epfd, &ev) ||
+	    epoll_ctl(tc->nfd, EPOLL_CTL_ADD, tc->efd, &ev)) {
+		RDMX_ERR("tcp: epoll_ctl failed: %s", strerror(errno));
+		goto close_nfd;
+	}
+	ctx->prov = tc;
+	pthread_mutex_lock(&td->lock);
+	rc = rdmx__tcp_nic_start(td);
+	if (!rc)
+		rc = rdmx__tcp_nic_add_ctx(td, tc);
+	pthread_mutex_unlock(&td->lock);
+	if (rc)
+		goto unset_prov;
+	return 0;
+
+unset_prov:
+	ctx->prov = NULL;
+close_nfd:
+	close(tc->nfd);
+close_efd:
+	close(tc->efd);
+close_epfd:
+	close(tc->epfd);
+destroy_lock:
+	pthread_mutex_destroy(&tc->lock);
+free_cq:
+	free(tc->cq);
+free_ctx:
+	free(tc);
+	return rc;
+}
+
+/* Flushes every connection's tasks and the receive queue with CANCELED. */
+static void cancel_all(struct tcp_ctx *tc)
+{
+	struct rdmx_task *t;
+
+	if (tc->lfd >= 0) {
+		close(tc->lfd);
+		tc->lfd = -1;
+	}
+	while (tc->cmreqs)
+		rdmx__tcp_cmreq_free(tc, tc->cmreqs);
+	for (struct tcp_conn *c = tc->conns; c; c = c->next) {
+		rdmx__tcp_conn_close_fd(c);
+		rdmx__tcp_rx_forget_task(c, RDMX_E_CANCELED);
+		rdmx__tcp_conn_flush_tasks(c, RDMX_E_CANCELED, RDMX_E_CANCELED);
+		c->state = TC_DOWN;
+	}
+	while ((t = tc->rq_head)) {
+		tc->rq_head = t->next;
+		rdmx__tcp_cq_task(tc, t, RDMX_E_CANCELED);
+	}
+	tc->rq_tail = NULL;
+	tc->rq_count = 0;
+}
+
+void rdmx__tcp_ctx_stop(struct rdmx_ctx *ctx)
+{
+	struct tcp_ctx *tc = TCP_CTX(ctx);
+	struct tcp_dev *td;
+	struct tcp_cqe e;
+
+	if (!tc)
+		return;
+	td = tc->td;
+	/* from here on the NIC thread neither sees the context nor its exports */
+	pthread_mutex_lock(&td->lock);
+	rdmx__tcp_nic_del_ctx(td, tc);
+	for (struct tcp_conn *c = tc->conns; c; c = c->next)
+		rdmx__tcp_pending_del(td, c);
+	pthread_mutex_unlock(&td->lock);
+
+	pthread_mutex_lock(&tc->lock);
+	tc->stopping = true;
+	cancel_all(tc);
+	/* entries already queued keep their own status and order; connection
+	 * events are left to the engine, which ends every connection itself */
+	while (cq_pop(tc, &e)) {
+		if (e.kind != TCP_CQE_TASK)
+			continue;
+		pthread_mutex_unlock(&tc->lock);
+		rdmx__task_complete(e.p, e.status);
+		pthread_mutex_lock(&tc->lock);
+	}
+	for (struct tcp_conn *c = tc->conns; c; c = c->next) {
+		c->tc = NULL;
+		c->linked = false;
+	}
+	tc->conns = NULL;
+	pthread_mutex_unlock(&tc->lock);
+
+	close(tc->nfd);
+	close(tc->efd);
+	close(tc->epfd);
+	pthread_mutex_destroy(&tc->lock);
+	free(tc->cq);
+	free(tc);
+	ctx->prov = NULL;
+}
+
+int rdmx__tcp_ctx_get_fd(struct rdmx_ctx *ctx)
+{
+	struct tcp_ctx *tc = TCP_CTX(ctx);
+
+	return tc ? tc->nfd : -1;
+}
+
+static bool has_ready(struct tcp_ctx *tc)
+{
+	if (tc->cq_count)
+		return true;
+	for (struct tcp_conn *c = tc->conns; c && tc->num_finals; c = c->next)
+		if (c->final_pending && c->cq_refs == 0)
+			return true;
+	return false;
+}
+
+int rdmx__tcp_ctx_arm(struct rdmx_ctx *ctx)
+{
+	struct tcp_ctx *tc = TCP_CTX(ctx);
+	uint64_t one = 1;
+	bool ready;
+
+	atomic_store(&tc->armed, true);
+	pthread_mutex_lock(&tc->lock);
+	ready = has_ready(tc);
+	pthread_mutex_unlock(&tc->lock);
+	if (ready && write(tc->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		RDMX_WARN("tcp: eventfd write failed: %s", strerror(errno));
+	return 0;
+}
+
+int rdmx__tcp_ctx_disarm(struct rdmx_ctx *ctx)
+{
+	struct tcp_ctx *tc = TCP_CTX(ctx);
+	uint64_t v;
+
+	atomic_store(&tc->armed, false);
+	if (read(tc->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		RDMX_WARN("tcp: eventfd read failed: %s", strerror(errno));
+	return 0;
+}
+
+/* ---- delivery ---- */
+
+static void deliver_one(struct tcp_ctx *tc, const struct tcp_cqe *e)
+{
+	struct tcp_conn *c;
+
+	switch (e->kind) {
+	case TCP_CQE_TASK:
+		rdmx__task_complete(e->p, e->status);
+		break;
+	case TCP_CQE_ESTABLISHED:
+		c = e->p;
+		if (c->pd_len) {
+			memcpy(c->conn->private_data, c->pd, c->pd_len);
+			c->conn->private_data_len = c->pd_len;
+		}
+		rdmx__conn_event(c->conn, RDMX__CONN_EV_ESTABLISHED);
+		break;
+	case TCP_CQE_SET_ERROR:
+		c = e->p;
+		rdmx__conn_set_error(c->conn);
+		break;
+	case TCP_CQE_REQUEST:
+		rdmx__tcp_cm_deliver(tc, e->p);
+		break;
+	default:
+		break;
+	}
+}
+
+static void unlink_conn(struct tcp_ctx *tc, struct tcp_conn *c)
+{
+	for (struct tcp_conn **pp = &tc->conns; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	c->next = NULL;
+	c->linked = false;
+}
+
+/* Final events of connections nothing queued names any more (lock held,
+ * dropped around each callback). Returns how many ran. */
+static unsigned deliver_finals(struct tcp_ctx *tc)
+{
+	unsigned n = 0;
+	bool again = true;
+
+	while (again && tc->num_finals) {
+		again = false;
+		for (struct tcp_conn *c = tc->conns; c; c = c->next) {
+			enum rdmx__conn_event ev;
+
+			if (!c->final_pending || c->cq_refs)
+				continue;
+			c->final_pending = false;
+			c->final_done = true;
+			tc->num_finals--;
+			ev = (enum rdmx__conn_event)c->final_ev;
+			rdmx__tcp_pending_del(tc->td, c);
+			unlink_conn(tc, c);
+			pthread_mutex_unlock(&tc->lock);
+			rdmx__conn_event(c->conn, ev);
+			pthread_mutex_lock(&tc->lock);
+			n++;
+			again = true; /* the list may have changed */
+			break;
+		}
+	}
+	return n;
+}
+
+int rdmx__tcp_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
+{
+	struct tcp_ctx *tc = TCP_CTX(ctx);
+	struct tcp_cqe batch[CQ_BATCH];
+	unsigned done = 0;
+
+	atomic_fetch_add_explicit(&tc->progress, 1, memory_order_relaxed);
+	pthread_mutex_lock(&tc->lock);
+	rdmx__tcp_ctx_serve(tc, TCP_SERVE_BUDGET);
+	while (done < budget) {
+		unsigned k = 0;
+
+		while (k < CQ_BATCH && done + k < budget && cq_pop(tc, &batch[k]))
+			k++;
+		if (!k)
+			break;
+		pthread_mutex_unlock(&tc->lock);
+		for (unsigned i = 0; i < k; i++)
+			deliver_one(tc, &batch[i]);
+		pthread_mutex_lock(&tc->lock);
+		done += k;
+	}
+	if (tc->num_finals && done < budget)
+		done += deliver_finals(tc);
+	pthread_mutex_unlock(&tc->lock);
+	return (int)done;
+}

@@ -1,0 +1,102 @@
+/* tcp provider: posting work and the ops table.
+ *
+ * post_send assigns the task its psn and appends it to the connection's send
+ * queue; when nothing is queued ahead of it and the wire is up, its frame is
+ * written to the socket right here, on the application thread (no thread
+ * hop). Before the wire is up tasks wait on the queue; on a connection in
+ * error or down they complete with RDMX_E_CONN_ABORTED, in order. */
+#include "tcp.h"
+
+int rdmx__tcp_post_recv(struct rdmx_ctx *ctx, struct rdmx_task *task)
+{
+	struct tcp_ctx *tc = TCP_CTX(ctx);
+	int rc = 0;
+
+	atomic_fetch_add_explicit(&tc->progress, 1, memory_order_relaxed);
+	pthread_mutex_lock(&tc->lock);
+	if (tc->rq_count >= ctx->props.recv_queue_size) {
+		rc = RDMX_E_FULL;
+		goto unlock;
+	}
+	task->next = NULL;
+	if (tc->rq_tail)
+		tc->rq_tail->next = task;
+	else
+		tc->rq_head = task;
+	tc->rq_tail = task;
+	tc->rq_count++;
+unlock:
+	pthread_mutex_unlock(&tc->lock);
+	return rc;
+}
+
+int rdmx__tcp_post_send(struct rdmx_conn *conn, struct rdmx_task *task)
+{
+	struct tcp_conn *c = TCP_CONN(conn);
+	struct tcp_ctx *tc = c->tc;
+	int rc = 0;
+
+	atomic_fetch_add_explicit(&tc->progress, 1, memory_order_relaxed);
+	pthread_mutex_lock(&tc->lock);
+	switch (c->state) {
+	case TC_ERROR:
+	case TC_DOWN:
+		rdmx__tcp_cq_task(tc, task, RDMX_E_CONN_ABORTED);
+		goto unlock;
+	case TC_REQUESTED:
+		rc = RDMX_E_BAD_STATE;
+		goto unlock;
+	default:
+		break;
+	}
+	if (c->sq_count >= tc->ctx->props.send_queue_size) {
+		rc = RDMX_E_FULL;
+		goto unlock;
+	}
+	task->prov_u64[0] = c->next_psn++;
+	task->prov_u64[1] = task->remote.mr ? task->remote.mr->rkey : 0;
+	task->next = NULL;
+	if (c->sq_tail)
+		c->sq_tail->next = task;
+	else
+		c->sq_head = task;
+	c->sq_tail = task;
+	if (!c->sq_cur)
+		c->sq_cur = task;
+	c->sq_count++;
+	if (c->state == TC_UP && !c->tx.what)
+		rdmx__tcp_tx_flush(c);
+unlock:
+	pthread_mutex_unlock(&tc->lock);
+	return rc;
+}
+
+const struct rdmx_provider_ops rdmx__tcp_ops = {
+	.name = "tcp",
+	.id = RDMX_PROVIDER_ID_TCP,
+	.dev_list = rdmx__tcp_dev_list,
+	.dev_open = rdmx__tcp_dev_open,
+	.dev_close = rdmx__tcp_dev_close,
+	.dev_query_caps = rdmx__tcp_dev_query_caps,
+	.dev_get_gid = rdmx__tcp_dev_get_gid,
+	.dev_find_by_addr = rdmx__tcp_dev_find_by_addr,
+	.mr_reg = rdmx__tcp_mr_reg,
+	.mr_dereg = rdmx__tcp_mr_dereg,
+	.ctx_start = rdmx__tcp_ctx_start,
+	.ctx_stop = rdmx__tcp_ctx_stop,
+	.ctx_get_fd = rdmx__tcp_ctx_get_fd,
+	.ctx_arm = rdmx__tcp_ctx_arm,
+	.ctx_disarm = rdmx__tcp_ctx_disarm,
+	.ctx_poll = rdmx__tcp_ctx_poll,
+	.conn_export = rdmx__tcp_conn_export,
+	.conn_connect = rdmx__tcp_conn_connect,
+	.listen = rdmx__tcp_listen,
+	.stop_listen = rdmx__tcp_stop_listen,
+	.connect_to_addr = rdmx__tcp_connect_to_addr,
+	.conn_accept = rdmx__tcp_conn_accept,
+	.conn_reject = rdmx__tcp_conn_reject,
+	.conn_disconnect = rdmx__tcp_conn_disconnect,
+	.conn_release = rdmx__tcp_conn_release,
+	.post_recv = rdmx__tcp_post_recv,
+	.post_send = rdmx__tcp_post_send,
+};

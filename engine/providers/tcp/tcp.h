@@ -1,0 +1,414 @@
+/* tcp provider: private state shared by its files (device.c, nic.c, mr.c,
+ * ctx.c, conn.c, rx.c, tx.c, ops.c). Nothing outside this folder and its unit
+ * tests includes it.
+ *
+ * Locking (order: device lock -> context lock -> key table read lock):
+ * - tcp_dev.lock guards the device's context list, the table of exported
+ *   connections waiting for their data connection, the hello sockets and
+ *   the NIC bookkeeping in each tcp_ctx.
+ * - tcp_ctx.lock guards everything of one context: its sockets' rx/tx state,
+ *   queues, receive queue, completion queue. Whoever holds it "serves the
+ *   wire": the application thread (ctx_poll, post_*) or the soft NIC.
+ * - the key table has its own rwlock; a reader holds it while it touches
+ *   registered memory, so mr_dereg waits for in-flight copies. */
+#ifndef RDMX_TCP_H
+#define RDMX_TCP_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+
+#include "../../provider.h"
+#include "wire.h"
+
+#define TCP_MAX_QUEUE 16384u
+#define TCP_MAX_SGE 32u
+#define TCP_MAX_MSG (1ull << 30)
+#define TCP_MAX_CONNS 1024u
+#define TCP_STAGE_SIZE 16384u     /* per connection receive staging buffer */
+#define TCP_DIRECT_MIN 4096u      /* payload remainders this big bypass the stage */
+#define TCP_HELLO_TIMEOUT_MS 5000u /* to read a hello / cm request */
+#define TCP_MAX_HELLOS 64u        /* per device: data connections awaiting their hello */
+#define TCP_MAX_CMREQS 64u        /* per context: cm connections awaiting their request */
+#define TCP_RNR_MIN_US 200u
+#define TCP_RNR_MAX_US 10000u
+#define TCP_SERVE_BUDGET (1u << 20) /* bytes read from one socket per serve pass */
+#define TCP_GRACE_US_DEFAULT 200u
+#define TCP_NEVER UINT64_MAX
+
+struct tcp_ctx;
+struct tcp_conn;
+
+/* ---- key table (mr.c) ---- */
+
+struct rdmx__tcp_region {
+	uint8_t *addr;
+	uint64_t len;
+	uint64_t serial; /* registration number: a reused key is a different region */
+	uint32_t key;    /* 0: empty slot */
+	unsigned access;
+};
+
+struct rdmx__tcp_keytab {
+	pthread_rwlock_t lock;
+	struct rdmx__tcp_region *slots; /* open addressing, linear probing */
+	uint32_t mask;
+	uint32_t count;
+	uint64_t next_serial;
+};
+
+int rdmx__tcp_keytab_init(struct rdmx__tcp_keytab *kt);
+void rdmx__tcp_keytab_fini(struct rdmx__tcp_keytab *kt);
+/* Write-locks. RDMX_E_INVAL for key 0, RDMX_E_EXISTS when taken, RDMX_E_NOMEM. */
+int rdmx__tcp_keytab_insert(struct rdmx__tcp_keytab *kt, uint32_t key, void *addr, uint64_t len,
+			    unsigned access, uint64_t *serial);
+/* Write-locks. RDMX_E_NOT_FOUND when absent. */
+int rdmx__tcp_keytab_remove(struct rdmx__tcp_keytab *kt, uint32_t key);
+void rdmx__tcp_keytab_rdlock(struct rdmx__tcp_keytab *kt);
+void rdmx__tcp_keytab_unlock(struct rdmx__tcp_keytab *kt);
+/* Read lock held: the region of key, or NULL. */
+const struct rdmx__tcp_region *rdmx__tcp_keytab_find(const struct rdmx__tcp_keytab *kt,
+						     uint32_t key);
+/* The checks of every one-sided access: `need` (RDMX_ACCESS_REMOTE_*) must be
+ * in the region's flags and in the target context's permissions, and
+ * [off, off + len) inside the region without wrap-around. True when allowed. */
+bool rdmx__tcp_region_allows(const struct rdmx__tcp_region *r, uint64_t off, uint64_t len,
+			     unsigned need, unsigned ctx_perm);
+
+/* ---- device (device.c, nic.c) ---- */
+
+struct tcp_hello {
+	int fd;
+	uint64_t deadline;
+	uint32_t got;
+	uint8_t buf[RDMX__TCP_HDR_SIZE + RDMX__TCP_HELLO_LEN];
+	struct tcp_hello *next;
+};
+
+struct tcp_dev {
+	struct rdmx_dev *dev;
+	int lfd; /* data listener of the export/connect flow */
+	int family;
+	struct sockaddr_storage addr; /* bound address, port set */
+	socklen_t addr_len;
+	uint8_t addr_raw[16];
+	uint16_t port;
+	struct rdmx__tcp_keytab keys;
+	uint64_t grace_ns;
+
+	pthread_mutex_t lock;
+	struct tcp_ctx *ctxs; /* started contexts */
+	uint64_t next_ctx_serial;
+	struct tcp_conn *pending; /* exported conns awaiting a data connection */
+	struct tcp_hello *hellos;
+	unsigned num_hellos;
+	pthread_t nic;
+	bool nic_started;
+	bool nic_stop;
+	int nic_epfd; /* ctl eventfd, listener, hellos, idle contexts' socket sets */
+	int nic_efd;  /* wakes the NIC thread (context added/removed, stop) */
+};
+
+/* Starts the NIC thread once (device lock held). */
+int rdmx__tcp_nic_start(struct tcp_dev *td);
+/* Stops and joins it (device close). */
+void rdmx__tcp_nic_stop(struct tcp_dev *td);
+void rdmx__tcp_nic_kick(struct tcp_dev *td);
+/* Registers / forgets a context with the NIC (device lock held). */
+int rdmx__tcp_nic_add_ctx(struct tcp_dev *td, struct tcp_ctx *tc);
+void rdmx__tcp_nic_del_ctx(struct tcp_dev *td, struct tcp_ctx *tc);
+
+/* ---- context (ctx.c) ---- */
+
+enum tcp_cqe_kind {
+	TCP_CQE_TASK,        /* p: task, status */
+	TCP_CQE_ESTABLISHED, /* p: tcp_conn */
+	TCP_CQE_SET_ERROR,   /* p: tcp_conn */
+	TCP_CQE_REQUEST,     /* p: tcp_cmreq (incoming cm request) */
+};
+
+struct tcp_cqe {
+	void *p;
+	int32_t status;
+	uint8_t kind;
+};
+
+/* What an epoll entry of a context's socket set stands for. */
+enum tcp_ep_kind { TCP_EP_CONN = 1, TCP_EP_LISTEN, TCP_EP_CMREQ };
+
+struct tcp_ep {
+	uint8_t kind;
+};
+
+/* An accepted cm connection until its request arrived and was delivered. */
+struct tcp_cmreq {
+	struct tcp_ep ep;
+	int fd;
+	uint64_t deadline;
+	uint32_t got;
+	bool queued; /* read completely, in the completion queue */
+	uint8_t buf[RDMX__TCP_HDR_SIZE + RDMX__TCP_PD_MAX];
+	struct sockaddr_storage peer;
+	socklen_t peer_len;
+	struct tcp_cmreq *next;
+};
+
+struct tcp_ctx {
+	struct rdmx_ctx *ctx;
+	struct tcp_dev *td;
+	pthread_mutex_t lock;
+	int epfd; /* the context's sockets */
+	int efd;  /* completions produced by the NIC thread */
+	int nfd;  /* notification fd = {epfd, efd}: ctx_get_fd */
+	atomic_uint_least64_t progress;      /* bumped by every ctx_poll / post */
+	atomic_bool armed;                   /* notification requested */
+	atomic_uint_least64_t next_deadline; /* earliest timer (ns), TCP_NEVER */
+
+	/* under lock */
+	struct rdmx_task *rq_head, *rq_tail; /* shared receive queue */
+	uint32_t rq_count;
+	struct tcp_cqe *cq; /* ring of completions and events, delivered in order */
+	uint32_t cq_cap, cq_head, cq_count;
+	struct tcp_conn *conns;
+	uint32_t num_finals; /* conns with a final event to deliver */
+	struct tcp_ep listen_ep;
+	int lfd; /* cm listener or -1 */
+	struct tcp_cmreq *cmreqs;
+	unsigned num_cmreqs;
+	bool produced; /* completions pushed since the NIC last looked */
+	bool stopping;
+
+	/* NIC bookkeeping, under the device lock */
+	struct tcp_ctx *next;
+	uint64_t serial;
+	uint64_t nic_seen;     /* progress value seen last */
+	uint64_t nic_moved_ns; /* when it was seen moving */
+	bool nic_registered;   /* socket set added to the NIC's epoll */
+	bool nic_in_set;       /* ... and armed (oneshot) */
+	bool nic_strike;       /* armed mode: unserved data seen at the last check */
+};
+
+uint64_t rdmx__tcp_now_ns(void);
+int rdmx__tcp_random(void *buf, size_t len);
+bool rdmx__tcp_ct_equal(const uint8_t *a, const uint8_t *b, size_t n);
+
+void rdmx__tcp_cq_task(struct tcp_ctx *tc, struct rdmx_task *task, int status);
+void rdmx__tcp_cq_event(struct tcp_ctx *tc, enum tcp_cqe_kind kind, void *p);
+/* Makes room for the completions a new connection may queue. */
+int rdmx__tcp_cq_reserve(struct tcp_ctx *tc, uint32_t extra);
+/* Serves the context's sockets and timers (lock held). Returns bytes read. */
+size_t rdmx__tcp_ctx_serve(struct tcp_ctx *tc, size_t budget);
+void rdmx__tcp_ctx_timer(struct tcp_ctx *tc, uint64_t deadline);
+void rdmx__tcp_ctx_run_timers(struct tcp_ctx *tc, uint64_t now);
+int rdmx__tcp_ep_set(struct tcp_ctx *tc, int fd, struct tcp_ep *ep, uint32_t events, bool add);
+
+/* ---- connection (conn.c) ---- */
+
+enum tcp_conn_state {
+	TC_IDLE,        /* exported, no wire yet */
+	TC_DIALING,     /* our TCP connect is in progress */
+	TC_HELLO_WAIT,  /* we sent HELLO / CM_REQ and wait for the answer */
+	TC_ACCEPT_WAIT, /* export/connect acceptor: waiting for the peer's socket or our connect */
+	TC_REQUESTED,   /* cm passive side: request reported, not yet accepted */
+	TC_UP,          /* frames flow */
+	TC_ERROR,       /* RC error: tasks flushed; the socket (if any) only drains */
+	TC_DOWN,        /* wire gone; the final event is pending or delivered */
+};
+
+struct tcp_resp {
+	uint8_t op;
+	uint16_t status;
+	uint32_t psn;
+	uint32_t rkey;
+	uint64_t serial;
+	uint64_t off;
+	uint64_t len;
+	uint64_t val;
+};
+
+enum tcp_src { TCP_SRC_NONE, TCP_SRC_CHAIN, TCP_SRC_MR, TCP_SRC_INLINE, TCP_SRC_ZERO };
+enum tcp_tx_what { TCP_TX_CTL = 1, TCP_TX_RESP, TCP_TX_REQ };
+
+struct tcp_tx {
+	uint8_t what; /* 0: idle */
+	uint8_t src;
+	uint32_t hdr_off;
+	uint8_t hdr[RDMX__TCP_HDR_SIZE];
+	const struct rdmx_buf *buf; /* chain source */
+	size_t buf_off;
+	uint32_t rkey; /* region source */
+	uint64_t serial;
+	uint64_t mr_off;
+	const uint8_t *inl; /* inline source */
+	uint64_t left;      /* payload bytes still to send */
+};
+
+enum tcp_sink { TCP_SINK_DISCARD, TCP_SINK_CHAIN, TCP_SINK_MR, TCP_SINK_INLINE };
+
+struct tcp_rx {
+	uint8_t *stage;
+	uint32_t stage_len, stage_off;
+	uint32_t hdr_got;
+	uint8_t hdr[RDMX__TCP_HDR_SIZE];
+	struct rdmx__tcp_hdr h; /* the frame being received */
+	bool in_payload;
+	uint8_t sink;
+	uint8_t post;    /* what to do once the payload is in (rx.c) */
+	uint16_t nak;    /* NAK status to answer with at the end, 0: none */
+	uint64_t left;   /* payload bytes still to come */
+	struct rdmx_buf *buf; /* chain sink */
+	size_t buf_off;
+	uint32_t rkey; /* region sink */
+	uint64_t serial;
+	uint64_t mr_off;
+	uint32_t inl_got;
+	uint8_t inl[RDMX__TCP_HELLO_LEN > RDMX__TCP_PD_MAX ? RDMX__TCP_HELLO_LEN : RDMX__TCP_PD_MAX];
+	struct rdmx_task *task; /* receive consumed by this frame, or the read it answers */
+};
+
+struct tcp_conn {
+	struct tcp_ep ep;
+	struct rdmx_conn *conn;
+	struct tcp_ctx *tc; /* NULL once the context stopped */
+	struct tcp_dev *td;
+	enum tcp_conn_state state;
+	int fd;
+	uint32_t ep_events; /* registered in tc->epfd (0: not registered) */
+	bool linked;        /* in tc->conns */
+	bool pending;       /* in td->pending */
+	bool initiator;
+	bool cm;              /* listen/connect_to_addr flow */
+	bool err_after_tx;    /* a response turned into a NAK: error once it is out */
+	bool local_connected; /* export flow: rdmx_ctx_connect called */
+	bool peer_arrived;    /* export flow acceptor: the peer's socket is attached */
+	bool est_queued;
+	bool final_pending;
+	bool final_done;
+	uint8_t final_ev; /* RDMX__CONN_EV_FAILURE / DISCONNECTED */
+	uint32_t cq_refs; /* completion queue entries naming this conn */
+	uint64_t conn_deadline; /* handshake timeout */
+	uint32_t timeout_ms;
+	uint8_t my_token[RDMX__TCP_TOKEN_SIZE];
+	uint8_t peer_token[RDMX__TCP_TOKEN_SIZE];
+	uint8_t presented[RDMX__TCP_TOKEN_SIZE]; /* initiator's own token from its hello */
+	uint32_t my_psn0;
+	uint32_t peer_psn0;
+	struct sockaddr_storage peer;
+	socklen_t peer_len;
+	uint8_t pd[RDMX__TCP_PD_MAX]; /* private data the peer sent */
+	uint32_t pd_len;
+
+	/* control frame (handshake, error) waiting to go out before anything */
+	bool ctl_pending;
+	struct rdmx__tcp_hdr ctl;
+	uint8_t ctl_payload[RDMX__TCP_HELLO_LEN > RDMX__TCP_PD_MAX ? RDMX__TCP_HELLO_LEN
+								    : RDMX__TCP_PD_MAX];
+
+	/* initiator: send-side tasks in order; [head, cur) sent and unanswered */
+	struct rdmx_task *sq_head, *sq_cur, *sq_tail;
+	uint32_t sq_count;
+	uint32_t next_psn;
+	bool rnr_wait;
+	bool rewind_pending;
+	uint8_t rnr_tries;
+	uint32_t rnr_backoff_us;
+	uint64_t rnr_deadline;
+
+	/* target */
+	uint32_t expect_psn;
+	bool rnr_discard; /* go-back-N: drop requests until rnr_psn comes again */
+	uint32_t rnr_psn;
+	struct tcp_resp *resp; /* responses in request order */
+	uint32_t resp_cap, resp_head, resp_count;
+	uint32_t peer_depth;
+
+	struct tcp_tx tx;
+	struct tcp_rx rx;
+	struct tcp_conn *next; /* in tc->conns */
+	struct tcp_conn *pend_next;
+};
+
+struct tcp_conn *rdmx__tcp_conn_create(struct tcp_ctx *tc, struct rdmx_conn *conn);
+void rdmx__tcp_conn_free(struct tcp_conn *c);
+/* Wire established: buffers, ESTABLISHED event, queued tasks start. */
+int rdmx__tcp_conn_up(struct tcp_conn *c, uint32_t peer_psn, uint32_t peer_depth);
+/* RC error: fails the oldest task with head_status, the others with
+ * RDMX_E_CONN_ABORTED; frame != 0 sends an ERROR frame; close drops the
+ * socket (protocol violations: the stream is out of sync). */
+void rdmx__tcp_conn_error(struct tcp_conn *c, int head_status, uint16_t frame, bool close_fd);
+/* The wire is gone: tasks flushed with `status`, final event pending. */
+void rdmx__tcp_conn_down(struct tcp_conn *c, int status, enum rdmx__conn_event ev);
+void rdmx__tcp_conn_close_fd(struct tcp_conn *c);
+/* Sets a control frame to send (replaces an unsent one). */
+void rdmx__tcp_conn_ctl(struct tcp_conn *c, uint8_t op, uint16_t status, const void *payload,
+			uint32_t len);
+/* Handshake answers arriving on the wire (rx.c). */
+void rdmx__tcp_conn_handshake(struct tcp_conn *c, const struct rdmx__tcp_hdr *h,
+			      const uint8_t *payload);
+/* The TCP connect finished (writable socket in TC_DIALING). */
+void rdmx__tcp_conn_dialed(struct tcp_conn *c);
+void rdmx__tcp_conn_timer(struct tcp_conn *c, uint64_t now);
+/* cm listener became readable / a cm request socket became readable. */
+void rdmx__tcp_cm_accept(struct tcp_ctx *tc);
+void rdmx__tcp_cmreq_read(struct tcp_ctx *tc, struct tcp_cmreq *r);
+void rdmx__tcp_cmreq_free(struct tcp_ctx *tc, struct tcp_cmreq *r);
+/* Delivers a queued cm request (ctx_poll, no lock held). */
+void rdmx__tcp_cm_deliver(struct tcp_ctx *tc, struct tcp_cmreq *r);
+/* NIC thread: a hello matched an exported connection's token. Device lock
+ * held; takes the context lock. Consumes fd. */
+void rdmx__tcp_conn_attach(struct tcp_conn *c, int fd, const struct rdmx__tcp_hdr *h,
+			   const uint8_t *payload);
+void rdmx__tcp_pending_del(struct tcp_dev *td, struct tcp_conn *c);
+/* Aborts every send-side task (first one with head_status). */
+void rdmx__tcp_conn_flush_tasks(struct tcp_conn *c, int head_status, int rest_status);
+
+/* ---- wire engine (rx.c, tx.c) ---- */
+
+/* Reads and handles frames (lock held). Returns bytes read. */
+size_t rdmx__tcp_rx_serve(struct tcp_conn *c, size_t budget);
+/* Sends whatever is queued until the socket is full (lock held). */
+void rdmx__tcp_tx_flush(struct tcp_conn *c);
+/* The task under transmission is completing early: stop referencing it. */
+void rdmx__tcp_tx_forget_task(struct tcp_conn *c);
+void rdmx__tcp_rx_forget_task(struct tcp_conn *c, int status);
+struct tcp_resp *rdmx__tcp_resp_push(struct tcp_conn *c);
+/* Sets the epoll interest of the connection's socket. */
+void rdmx__tcp_conn_want(struct tcp_conn *c, bool out);
+void rdmx__tcp_conn_rnr_timer(struct tcp_conn *c);
+
+/* ---- ops (device.c, mr.c, ctx.c, conn.c, ops.c; the table is in ops.c) ---- */
+
+int rdmx__tcp_dev_list(struct rdmx_dev_info *infos, size_t max, size_t *count);
+int rdmx__tcp_dev_open(struct rdmx_dev *dev, const char *ip);
+void rdmx__tcp_dev_close(struct rdmx_dev *dev);
+int rdmx__tcp_dev_query_caps(const struct rdmx_dev *dev, struct rdmx_dev_caps *caps);
+int rdmx__tcp_dev_get_gid(const struct rdmx_dev *dev, uint32_t index, uint8_t gid[16]);
+int rdmx__tcp_dev_find_by_addr(const char *ip, char name[RDMX_DEV_NAME_MAX]);
+int rdmx__tcp_listen_socket(const struct sockaddr_storage *ss, socklen_t len, int backlog);
+int rdmx__tcp_mr_reg(struct rdmx_mr *mr);
+void rdmx__tcp_mr_dereg(struct rdmx_mr *mr);
+int rdmx__tcp_ctx_start(struct rdmx_ctx *ctx);
+void rdmx__tcp_ctx_stop(struct rdmx_ctx *ctx);
+int rdmx__tcp_ctx_get_fd(struct rdmx_ctx *ctx);
+int rdmx__tcp_ctx_arm(struct rdmx_ctx *ctx);
+int rdmx__tcp_ctx_disarm(struct rdmx_ctx *ctx);
+int rdmx__tcp_ctx_poll(struct rdmx_ctx *ctx, unsigned budget);
+int rdmx__tcp_conn_export(struct rdmx_conn *conn, void *details, size_t *len);
+int rdmx__tcp_conn_connect(struct rdmx_conn *conn, const void *details, size_t len);
+int rdmx__tcp_listen(struct rdmx_ctx *ctx, uint16_t port);
+void rdmx__tcp_stop_listen(struct rdmx_ctx *ctx);
+int rdmx__tcp_connect_to_addr(struct rdmx_conn *conn, const struct rdmx_addr *addr,
+			      const void *pd, size_t pd_len);
+int rdmx__tcp_conn_accept(struct rdmx_conn *conn, const void *pd, size_t pd_len);
+int rdmx__tcp_conn_reject(struct rdmx_conn *conn);
+int rdmx__tcp_conn_disconnect(struct rdmx_conn *conn);
+void rdmx__tcp_conn_release(struct rdmx_conn *conn);
+int rdmx__tcp_post_recv(struct rdmx_ctx *ctx, struct rdmx_task *task);
+int rdmx__tcp_post_send(struct rdmx_conn *conn, struct rdmx_task *task);
+
+#define TCP_CTX(ctx) ((struct tcp_ctx *)(ctx)->prov)
+#define TCP_DEV(dev) ((struct tcp_dev *)(dev)->prov)
+#define TCP_CONN(conn) ((struct tcp_conn *)(conn)->prov)
+
+#endif
