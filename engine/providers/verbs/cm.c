@@ -301,8 +301,7 @@ int rdmx__verbs_connect_to_addr(struct rdmx_conn *conn, const struct rdmx_addr *
 	}
 	/* bind to this device's own address: without a source, the route to a
 	 * local destination may resolve to another device */
-	have_src = rdmx__verbs_dev_local_addr(vctx->vdev, conn->ctx->props.gid_index, family,
-					      &src) == 0;
+	have_src = rdmx__verbs_dev_local_addr(vctx->vdev, vctx->gid_index, family, &src) == 0;
 	if (rdma_resolve_addr(vc->id, have_src ? (struct sockaddr *)&src : NULL,
 			      (struct sockaddr *)&addr->ss,
 			      (int)conn->ctx->props.conn_request_timeout_ms)) {

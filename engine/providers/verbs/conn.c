@@ -5,9 +5,20 @@
  * Exported details (VERBS_DETAILS_SIZE bytes, little-endian):
  *   0 u16 magic "VD"  2 u8 version  3 u8 provider id (RDMX_PROVIDER_ID_VERBS)
  *   4 u32 qp number   8 u32 first packet sequence number (random, 24 bits)
- *  12 u16 lid        14 u8 ibv_mtu  15 u8 flags (bit 0: GRH required)
+ *  12 u16 lid        14 u8 ibv_mtu  15 u8 flags (bit 0: GRH required,
+ *                                    bit 1/2: the QP takes remote writes/reads)
  *  16 gid[16]
- * They name a QP, no key: remote access still needs a region descriptor. */
+ * They name a QP, no key: remote access still needs a region descriptor.
+ *
+ * Liveness: an export/connect connection has no connection manager to tell
+ * one side that the other disconnected, stopped or died. RC tells it only to
+ * a side that sends: work to a QP that is gone or in error is never
+ * acknowledged and fails with IBV_WC_RETRY_EXC_ERR. So every VERBS_PROBE_MS
+ * an idle connection (nothing posted) sends a zero-length RDMA write (or
+ * read, per the permissions the peer's details announce), which needs no
+ * key and touches no memory; its failure ends the connection like any
+ * other peer death (DISCONNECTED once drained). Busy connections need no
+ * probe: their own work fails the same way. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +28,8 @@
 #include "verbs.h"
 
 #define DETAILS_FLAG_GRH 0x1u
+#define DETAILS_FLAG_WRITE 0x2u
+#define DETAILS_FLAG_READ 0x4u
 
 enum ibv_mtu rdmx__verbs_mtu_enum(uint32_t bytes)
 {
@@ -112,7 +125,7 @@ int rdmx__verbs_conn_create_qp(struct verbs_conn *vc)
 	a.send_cq = vctx->scq;
 	a.recv_cq = vctx->rcq;
 	a.srq = vctx->srq;
-	a.cap.max_send_wr = vc->sq_size;
+	a.cap.max_send_wr = vc->sq_size + 1; /* + a liveness probe */
 	a.cap.max_send_sge = p->max_send_buf_list_len ? p->max_send_buf_list_len : 1;
 	a.qp_type = IBV_QPT_RC;
 	a.sq_sig_all = 1;
@@ -174,6 +187,8 @@ void rdmx__verbs_conn_destroy(struct verbs_conn *vc)
 			break;
 		}
 	}
+	if (vc->exported && vc->connected && --vctx->nprobed == 0 && !vctx->stopping)
+		rdmx__verbs_ctx_probe_timer(vctx, false);
 	if (vc->qp) {
 		map_del(vctx, vc);
 		if (vc->posted || vc->infl_head || vc->stall_head)
@@ -268,7 +283,7 @@ int rdmx__verbs_conn_export(struct rdmx_conn *conn, void *details, size_t *len)
 {
 	struct verbs_ctx *vctx = verbs_ctx_of(conn->ctx);
 	struct verbs_dev *vd = vctx->vdev;
-	uint32_t gid_index = conn->ctx->props.gid_index;
+	uint32_t gid_index = vctx->gid_index;
 	union ibv_gid gid;
 	struct verbs_conn *vc;
 	uint8_t *d = details;
@@ -301,6 +316,10 @@ int rdmx__verbs_conn_export(struct rdmx_conn *conn, void *details, size_t *len)
 	put16(d + 12, vd->port_attr.lid);
 	d[14] = (uint8_t)vctx->mtu;
 	d[15] = needs_grh(vctx) ? DETAILS_FLAG_GRH : 0;
+	if (vctx->qp_access & IBV_ACCESS_REMOTE_WRITE)
+		d[15] |= DETAILS_FLAG_WRITE;
+	if (vctx->qp_access & IBV_ACCESS_REMOTE_READ)
+		d[15] |= DETAILS_FLAG_READ;
 	memcpy(d + 16, gid.raw, 16);
 	*len = VERBS_DETAILS_SIZE;
 	return 0;
@@ -315,7 +334,7 @@ struct peer_details {
 	uint32_t qpn, psn;
 	uint16_t lid;
 	enum ibv_mtu mtu;
-	bool grh;
+	bool grh, writable, readable;
 	uint8_t gid[16];
 };
 
@@ -334,6 +353,8 @@ static int parse_details(const void *details, size_t len, struct peer_details *p
 		return RDMX_E_INVAL;
 	pd->mtu = (enum ibv_mtu)d[14];
 	pd->grh = d[15] & DETAILS_FLAG_GRH;
+	pd->writable = d[15] & DETAILS_FLAG_WRITE;
+	pd->readable = d[15] & DETAILS_FLAG_READ;
 	memcpy(pd->gid, d + 16, 16);
 	return 0;
 }
@@ -357,7 +378,7 @@ static int to_rtr(struct verbs_conn *vc, const struct peer_details *peer)
 	if (needs_grh(vctx) || peer->grh) {
 		a.ah_attr.is_global = 1;
 		memcpy(a.ah_attr.grh.dgid.raw, peer->gid, 16);
-		a.ah_attr.grh.sgid_index = (uint8_t)p->gid_index;
+		a.ah_attr.grh.sgid_index = (uint8_t)vctx->gid_index;
 		a.ah_attr.grh.hop_limit = 64;
 	}
 	if (ibv_modify_qp(vc->qp, &a,
@@ -413,10 +434,48 @@ int rdmx__verbs_conn_connect(struct rdmx_conn *conn, const void *details, size_t
 	if (rc)
 		return rc;
 	vc->connected = true;
+	vc->can_probe = peer.writable || peer.readable;
+	vc->probe_op = peer.writable ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
+	vc->probe_at_ms = rdmx__verbs_now_ms() + VERBS_PROBE_MS;
+	if (vc->vctx->nprobed++ == 0)
+		rdmx__verbs_ctx_probe_timer(vc->vctx, true);
 	/* the engine lets tasks in now; the state turns ESTABLISHED at the
 	 * next progress (the QP is ready: packets may be in flight already) */
 	vc->est_pending = true;
 	vc->vctx->pending = true;
 	rdmx__verbs_ctx_kick(vc->vctx);
 	return 0;
+}
+
+/* ---- liveness probe ---- */
+
+void rdmx__verbs_conn_probe(struct verbs_ctx *vctx)
+{
+	uint64_t now = rdmx__verbs_now_ms();
+
+	if (now < vctx->next_probe_ms)
+		return;
+	vctx->next_probe_ms = now + VERBS_PROBE_MS / 4;
+	for (struct verbs_conn *v = vctx->conns; v; v = v->next) {
+		struct ibv_send_wr wr, *bad = NULL;
+		int rc;
+
+		if (!v->connected || !v->can_probe || v->probing || !v->established ||
+		    v->closing || v->in_error || v->final || v->posted || v->stall_head ||
+		    now < v->probe_at_ms || vctx->nprobing >= vctx->probe_cap)
+			continue;
+		v->probe_at_ms = now + VERBS_PROBE_MS;
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = (uintptr_t)v | 1u;
+		wr.opcode = v->probe_op;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		rc = ibv_post_send(v->qp, &wr, &bad);
+		if (rc) {
+			RDMX_DBG("verbs: probe on qpn 0x%x not posted: %s", v->qpn, strerror(rc));
+			continue;
+		}
+		v->probing = true;
+		v->posted++;
+		vctx->nprobing++;
+	}
 }

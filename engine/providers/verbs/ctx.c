@@ -6,13 +6,15 @@
  * event; what that poll finds is stashed (delivered first by ctx_poll) and
  * the eventfd makes the epoll fd readable at once. The eventfd also carries
  * work the provider owes without a CQE (a drained connection's final event,
- * an ESTABLISHED of the export flow). */
+ * an ESTABLISHED of the export flow), and a timerfd ticks while
+ * export/connect connections exist, for their liveness probes (conn.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "verbs.h"
@@ -63,14 +65,18 @@ static void ctx_params(struct verbs_ctx *vc, const struct rdmx_ctx_props *p)
 {
 	const struct verbs_dev *vd = vc->vdev;
 	const struct ibv_device_attr *a = &vd->attr.orig_attr;
-	uint64_t scq = (uint64_t)p->send_queue_size * (p->max_connections ? p->max_connections : 1);
+	uint64_t conns = p->max_connections ? p->max_connections : 1;
+	uint64_t scq = (uint64_t)p->send_queue_size * conns + conns;
 	int rd;
 
 	/* every send work request is signaled: the send CQ must hold all of
-	 * them; post_send answers RDMX_E_FULL past scq_cap */
+	 * them, tasks (post_send answers RDMX_E_FULL past scq_cap) and one
+	 * liveness probe per connection */
 	if (scq > (uint64_t)a->max_cqe)
 		scq = (uint64_t)a->max_cqe;
-	vc->scq_cap = (uint32_t)scq;
+	vc->probe_cap = (uint32_t)(conns < scq / 2 ? conns : scq / 2);
+	vc->scq_cap = (uint32_t)scq - vc->probe_cap;
+	vc->gid_index = rdmx__verbs_dev_gid_index(vd, p->gid_index);
 	vc->srq_cap = p->recv_queue_size;
 	vc->mtu = rdmx__verbs_mtu_enum(p->mtu);
 	if (vd->port_attr.active_mtu && vd->port_attr.active_mtu < vc->mtu)
@@ -94,7 +100,7 @@ int rdmx__verbs_ctx_start(struct rdmx_ctx *ctx)
 		return RDMX_E_NOMEM;
 	vc->ctx = ctx;
 	vc->vdev = vd;
-	vc->epfd = vc->evfd = -1;
+	vc->epfd = vc->evfd = vc->tfd = -1;
 	ctx_params(vc, p);
 	vc->qpn_mask = pow2_at_least(p->max_connections < 64 ? 64 : p->max_connections) - 1;
 	vc->qpn_tab = calloc((size_t)vc->qpn_mask + 1, sizeof(*vc->qpn_tab));
@@ -113,10 +119,10 @@ int rdmx__verbs_ctx_start(struct rdmx_ctx *ctx)
 			 strerror(errno));
 		goto destroy_chan;
 	}
-	vc->scq = ibv_create_cq(vd->ibv, (int)vc->scq_cap, vc, vc->chan, 0);
+	vc->scq = ibv_create_cq(vd->ibv, (int)(vc->scq_cap + vc->probe_cap), vc, vc->chan, 0);
 	if (!vc->scq) {
 		RDMX_ERR("verbs: ibv_create_cq(%s, send, %u entries) failed: %s", vd->name,
-			 vc->scq_cap, strerror(errno));
+			 vc->scq_cap + vc->probe_cap, strerror(errno));
 		goto destroy_chan;
 	}
 	vc->rcq = ibv_create_cq(vd->ibv, (int)vc->srq_cap, vc, vc->chan, 0);
@@ -140,12 +146,18 @@ int rdmx__verbs_ctx_start(struct rdmx_ctx *ctx)
 		RDMX_ERR("verbs: eventfd failed: %s", strerror(errno));
 		goto destroy_srq;
 	}
+	vc->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (vc->tfd < 0) {
+		RDMX_ERR("verbs: timerfd_create failed: %s", strerror(errno));
+		goto close_evfd;
+	}
 	vc->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (vc->epfd < 0) {
 		RDMX_ERR("verbs: epoll_create1 failed: %s", strerror(errno));
-		goto close_evfd;
+		goto close_tfd;
 	}
-	if (epoll_add(vc->epfd, vc->chan->fd) || epoll_add(vc->epfd, vc->evfd)) {
+	if (epoll_add(vc->epfd, vc->chan->fd) || epoll_add(vc->epfd, vc->evfd) ||
+	    epoll_add(vc->epfd, vc->tfd)) {
 		RDMX_ERR("verbs: epoll_ctl(ADD) failed: %s", strerror(errno));
 		goto close_epfd;
 	}
@@ -154,6 +166,8 @@ int rdmx__verbs_ctx_start(struct rdmx_ctx *ctx)
 
 close_epfd:
 	close(vc->epfd);
+close_tfd:
+	close(vc->tfd);
 close_evfd:
 	close(vc->evfd);
 destroy_srq:
@@ -203,6 +217,20 @@ void rdmx__verbs_ctx_kick(struct verbs_ctx *vc)
 
 	if (write(vc->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		RDMX_WARN("verbs: eventfd write failed: %s", strerror(errno));
+}
+
+void rdmx__verbs_ctx_probe_timer(struct verbs_ctx *vc, bool on)
+{
+	struct itimerspec its;
+
+	memset(&its, 0, sizeof(its));
+	if (on) {
+		its.it_value.tv_sec = VERBS_PROBE_MS / 1000;
+		its.it_value.tv_nsec = (long)(VERBS_PROBE_MS % 1000) * 1000000L;
+		its.it_interval = its.it_value;
+	}
+	if (timerfd_settime(vc->tfd, 0, &its, NULL))
+		RDMX_ERR("verbs: timerfd_settime failed: %s", strerror(errno));
 }
 
 /* Polls a CQ into an empty stash (see the file comment). */
@@ -274,6 +302,8 @@ int rdmx__verbs_ctx_disarm(struct rdmx_ctx *ctx)
 	consume_cq_events(vc);
 	if (read(vc->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		RDMX_WARN("verbs: eventfd read failed: %s", strerror(errno));
+	if (read(vc->tfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		RDMX_WARN("verbs: timerfd read failed: %s", strerror(errno));
 	return 0;
 }
 
@@ -292,6 +322,7 @@ static void destroy_ctx(struct verbs_ctx *vc)
 		rdma_destroy_event_channel(vc->cm);
 	close(vc->epfd);
 	close(vc->evfd);
+	close(vc->tfd);
 	free(vc->qpn_tab);
 	free(vc);
 }

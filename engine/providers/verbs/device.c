@@ -273,6 +273,49 @@ unsigned rdmx__verbs_dev_local_addrs(const struct verbs_dev *vd, struct sockaddr
 	return n;
 }
 
+/* RoCE: the GID entry of the address the device was opened by, else the
+ * first IPv4-mapped RoCEv2 entry, else any routable entry; -1 if none. */
+static int routable_gid(const struct verbs_dev *vd)
+{
+	int best = -1, best_score = 0;
+
+	for (int i = 0; i < vd->port_attr.gid_tbl_len; i++) {
+		struct ibv_gid_entry e;
+		struct sockaddr_storage ss;
+		int score;
+
+		if (ibv_query_gid_ex(vd->ibv, vd->port, (uint32_t)i, &e, 0) ||
+		    !gid_to_sockaddr(e.gid.raw, &ss))
+			continue;
+		score = 1;
+		if (e.gid_type == IBV_GID_TYPE_ROCE_V2)
+			score += 2;
+		if (gid_is_v4mapped(e.gid.raw))
+			score += 1;
+		if (vd->has_ip && same_addr(&ss, &vd->ip))
+			score += 8;
+		if (score > best_score) {
+			best = i;
+			best_score = score;
+		}
+	}
+	return best;
+}
+
+uint32_t rdmx__verbs_dev_gid_index(const struct verbs_dev *vd, uint32_t want)
+{
+	union ibv_gid g;
+	int r;
+
+	if (want != 0 || vd->port_attr.link_layer != IBV_LINK_LAYER_ETHERNET)
+		return want;
+	if (!vd->has_ip && ibv_query_gid(vd->ibv, vd->port, 0, &g) == 0 && !gid_is_zero(g.raw) &&
+	    !gid_is_linklocal(g.raw))
+		return 0;
+	r = routable_gid(vd);
+	return r < 0 ? 0 : (uint32_t)r;
+}
+
 int rdmx__verbs_dev_local_addr(const struct verbs_dev *vd, uint32_t gid_index, int family,
 			       struct sockaddr_storage *ss)
 {

@@ -65,6 +65,19 @@ static void conn_failed(struct verbs_conn *vc, const struct ibv_wc *wc)
 	vctx->pending = true;
 }
 
+/* The QP refused a work request: the connection fails as on an RC error. */
+static void conn_broken(struct verbs_conn *vc, int *status)
+{
+	*status = RDMX_E_CONN_ABORTED;
+	if (vc->in_error)
+		return;
+	vc->in_error = true;
+	rdmx__verbs_qp_to_err(vc);
+	if (!vc->closing)
+		rdmx__conn_set_error(vc->conn);
+	vc->vctx->pending = true;
+}
+
 static void infl_unlink(struct verbs_conn *vc, struct rdmx_task *t)
 {
 	struct rdmx_task **pp = &vc->infl_head, *prev = NULL;
@@ -85,11 +98,33 @@ static void infl_unlink(struct verbs_conn *vc, struct rdmx_task *t)
 	t->next = NULL;
 }
 
+/* A liveness probe came back (conn.c): nobody's task. */
+static void probe_wc(struct verbs_ctx *vctx, const struct ibv_wc *wc)
+{
+	struct verbs_conn *vc = (struct verbs_conn *)(uintptr_t)(wc->wr_id & ~(uint64_t)1);
+
+	vc->probing = false;
+	vc->posted--;
+	vctx->nprobing--;
+	if (wc->status != IBV_WC_SUCCESS)
+		conn_failed(vc, wc);
+	if (vc->posted == 0 && (vc->closing || vc->in_error || vc->fail_pending))
+		vctx->pending = true;
+}
+
 static int send_wc(struct verbs_ctx *vctx, const struct ibv_wc *wc)
 {
 	struct rdmx_task *task = (struct rdmx_task *)(uintptr_t)wc->wr_id;
-	struct verbs_conn *vc = rdmx__verbs_conn_by_qpn(vctx, wc->qp_num);
-	int status = rdmx__verbs_wc_status(wc->status, vctx->stopping);
+	struct verbs_conn *vc;
+	int status;
+
+	if (wc->wr_id & 1u) {
+		probe_wc(vctx, wc);
+		return 0;
+	}
+	vc = rdmx__verbs_conn_by_qpn(vctx, wc->qp_num);
+	/* ctx.h: whatever a task did, a stop completes it CANCELED */
+	status = vctx->stopping ? RDMX_E_CANCELED : rdmx__verbs_wc_status(wc->status, false);
 
 	if (!vc && task->conn)
 		vc = task->conn->prov;
@@ -102,21 +137,20 @@ static int send_wc(struct verbs_ctx *vctx, const struct ibv_wc *wc)
 	if (task->op == RDMX__OP_ATOMIC_WRITE) {
 		uint64_t found = vc->scratch[task->prov_u64[0]];
 
-		if (status == 0 && found != task->prov_u64[1]) {
+		if (wc->status == IBV_WC_SUCCESS && !vctx->stopping &&
+		    found != task->prov_u64[1]) {
 			/* the word held another value: swap again from it */
-			if (vctx->stopping)
-				status = RDMX_E_CANCELED;
-			else if (vc->closing || vc->in_error)
+			if (vc->closing || vc->in_error)
 				status = RDMX_E_CONN_ABORTED;
 			else if (rdmx__verbs_post_cas_retry(vc, task, found) == 0)
 				return 0;
 			else
-				status = RDMX_E_CONN_ABORTED;
+				conn_broken(vc, &status);
 		}
 		vc->stalled = false;
 	}
 	vctx->scq_used--;
-	if (status)
+	if (wc->status != IBV_WC_SUCCESS)
 		conn_failed(vc, wc);
 	if (vc->posted == 0 && (vc->closing || vc->in_error || vc->fail_pending))
 		vctx->pending = true;
@@ -130,7 +164,7 @@ static int recv_wc(struct verbs_ctx *vctx, const struct ibv_wc *wc)
 {
 	struct rdmx_task *task = (struct rdmx_task *)(uintptr_t)wc->wr_id;
 	struct verbs_conn *vc = rdmx__verbs_conn_by_qpn(vctx, wc->qp_num);
-	int status = rdmx__verbs_wc_status(wc->status, vctx->stopping);
+	int status = vctx->stopping ? RDMX_E_CANCELED : rdmx__verbs_wc_status(wc->status, false);
 
 	rdmx__verbs_recv_unlink(vctx, task);
 	if (!vc || vc->final) {
@@ -144,6 +178,17 @@ static int recv_wc(struct verbs_ctx *vctx, const struct ibv_wc *wc)
 		rdmx__task_complete(task, vctx->stopping ? RDMX_E_CANCELED : RDMX_E_CONN_ABORTED);
 		return 1;
 	}
+	if (!vctx->stopping && (wc->status == IBV_WC_REM_ACCESS_ERR ||
+				wc->status == IBV_WC_REM_INV_REQ_ERR ||
+				wc->status == IBV_WC_REM_OP_ERR)) {
+		/* the responder refused the peer's request (say a write_imm
+		 * with a bad key; rxe takes the receive before it checks the
+		 * key): the requester gets the error, the connection is dead
+		 * here too, and the receive stays the context's */
+		conn_failed(vc, wc);
+		if (rdmx__verbs_repost_recv(vctx, task) == 0)
+			return 0;
+	}
 	task->res_conn = vc->conn;
 	if (status == 0) {
 		if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM)
@@ -154,7 +199,7 @@ static int recv_wc(struct verbs_ctx *vctx, const struct ibv_wc *wc)
 			task->res_opcode = RDMX_OPCODE_SEND;
 		task->res_len = wc->byte_len;
 		task->res_imm = (wc->wc_flags & IBV_WC_WITH_IMM) ? ntohl(wc->imm_data) : 0;
-	} else {
+	} else if (wc->status != IBV_WC_SUCCESS) {
 		/* e.g. a message longer than the receive: the responder QP is
 		 * in error now (the sender sees REMOTE_OP) */
 		conn_failed(vc, wc);
@@ -271,6 +316,8 @@ int rdmx__verbs_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 		for (unsigned i = 0; i < nr; i++)
 			n += recv_wc(vctx, &r[i]);
 	}
+	if (vctx->nprobed && !vctx->stopping)
+		rdmx__verbs_conn_probe(vctx);
 	while ((unsigned)n < budget) {
 		n += poll_cqs(vctx, budget - (unsigned)n, &seen);
 		if (!seen)
@@ -282,17 +329,9 @@ int rdmx__verbs_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 	return n;
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 void rdmx__verbs_drain(struct verbs_ctx *vctx, unsigned timeout_ms)
 {
-	uint64_t deadline = now_ms() + timeout_ms;
+	uint64_t deadline = rdmx__verbs_now_ms() + timeout_ms;
 	unsigned seen;
 
 	for (;;) {
@@ -306,7 +345,7 @@ void rdmx__verbs_drain(struct verbs_ctx *vctx, unsigned timeout_ms)
 		}
 		if (!busy)
 			break;
-		if (now_ms() > deadline) {
+		if (rdmx__verbs_now_ms() > deadline) {
 			RDMX_ERR("verbs: work requests still posted %u ms after the QPs went "
 				 "to error: completing them as canceled",
 				 timeout_ms);
@@ -328,6 +367,11 @@ void rdmx__verbs_drain(struct verbs_ctx *vctx, unsigned timeout_ms)
 		}
 		v->infl_tail = NULL;
 		v->stalled = false;
+		if (v->probing) {
+			v->probing = false;
+			v->posted--;
+			vctx->nprobing--;
+		}
 		if (v->stall_head)
 			fail_stalled(v, RDMX_E_CANCELED);
 	}

@@ -20,6 +20,8 @@
 #ifndef RDMX_VERBS_H
 #define RDMX_VERBS_H
 
+#include <time.h>
+
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
@@ -35,13 +37,16 @@
 #define VERBS_DETAILS_SIZE 32u
 #define VERBS_DETAILS_MAGIC 0x5644u /* "VD" */
 #define VERBS_DETAILS_VERSION 1u
-/* Local ACK timeout 4.096 us * 2^14 = 67 ms, 7 retries (RC defaults). */
-#define VERBS_QP_TIMEOUT 14u
+/* Local ACK timeout 4.096 us * 2^15 = 134 ms, 7 retries: a peer that stops
+ * answering (or whose QP is not ready yet) fails work after about 1 s. */
+#define VERBS_QP_TIMEOUT 15u
 #define VERBS_QP_RETRY_CNT 7u
 /* RNR NAK timer the responder asks for: 12 = 0.64 ms. */
 #define VERBS_MIN_RNR_TIMER 12u
 /* Outstanding RDMA reads / atomics per QP, each direction. */
 #define VERBS_MAX_RD_ATOMIC 16u
+/* Liveness probe of idle export/connect connections (conn.c). */
+#define VERBS_PROBE_MS 500u
 /* ctx_stop waits at most this long for flushed work requests. */
 #define VERBS_STOP_DRAIN_MS 5000u
 
@@ -65,13 +70,15 @@ struct verbs_ctx {
 	struct ibv_cq *scq, *rcq;
 	struct ibv_srq *srq;
 	struct rdma_event_channel *cm; /* NULL until the first cm call */
-	int epfd, evfd;
+	int epfd, evfd, tfd;           /* tfd: probe timer (notification mode) */
 	uint32_t scq_cap, scq_used;    /* send CQEs: reserved per accepted send task */
+	uint32_t probe_cap, nprobing;  /* send CQEs kept for liveness probes */
 	uint32_t srq_cap, srq_used;
 	unsigned scq_events, rcq_events; /* CQ events got, not yet acked */
 	enum ibv_mtu mtu;              /* min(ctx mtu property, port active mtu) */
 	int qp_access;                 /* IBV_ACCESS_REMOTE_* from ctx permissions */
 	uint8_t rd_atomic;             /* our max reads/atomics in flight, each way */
+	uint32_t gid_index;            /* rdmx__verbs_dev_gid_index(props.gid_index) */
 	/* posted receives: doubly linked through task->next / task->prov_ptr */
 	struct rdmx_task *recv_head;
 	struct verbs_conn *conns;      /* every connection with provider state */
@@ -82,6 +89,8 @@ struct verbs_ctx {
 	/* completions ctx_arm polled while checking for a race: delivered first */
 	struct ibv_wc sstash[VERBS_POLL_BATCH], rstash[VERBS_POLL_BATCH];
 	unsigned nsstash, nrstash;
+	uint32_t nprobed;              /* connected export/connect connections */
+	uint64_t next_probe_ms;
 	bool pending;  /* a connection waits for the connection phase of ctx_poll */
 	bool stopping; /* ctx_stop runs: flushes become RDMX_E_CANCELED */
 };
@@ -103,6 +112,10 @@ struct verbs_conn {
 	struct rdmx_task *stall_head, *stall_tail;
 	uint32_t nstall;
 	bool stalled;        /* an emulated atomic write is in flight */
+	/* liveness probe: a zero-length op the peer's QP permits */
+	enum ibv_wr_opcode probe_op;
+	bool can_probe, probing;
+	uint64_t probe_at_ms;
 	/* cm negotiation (passive side: from the request) */
 	uint8_t resp_res, init_depth;
 	uint8_t cm_pd[RDMX_PRIVATE_DATA_MAX + 1]; /* encoded private data to send */
@@ -121,6 +134,14 @@ struct verbs_conn {
 	struct verbs_conn *hnext; /* qpn_tab bucket */
 };
 
+static inline uint64_t rdmx__verbs_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 static inline struct verbs_ctx *verbs_ctx_of(const struct rdmx_ctx *ctx)
 {
 	return ctx->prov;
@@ -133,6 +154,14 @@ void rdmx__verbs_dev_close(struct rdmx_dev *dev);
 int rdmx__verbs_dev_query_caps(const struct rdmx_dev *dev, struct rdmx_dev_caps *caps);
 int rdmx__verbs_dev_get_gid(const struct rdmx_dev *dev, uint32_t index, uint8_t gid[16]);
 int rdmx__verbs_dev_find_by_addr(const char *ip, char name[RDMX_DEV_NAME_MAX]);
+/* The GID index a context uses for property value `want`. Index 0, the
+ * engine's default, is on RoCE the link-local default GID (fe80::, derived
+ * from the MAC): RoCEv2 packets to it are routed by the host's IPv6 stack
+ * and, between two devices of one host, never leave it. So on RoCE index 0
+ * means "this device's routable address": the entry of the address the
+ * device was opened by, else the first IPv4-mapped RoCEv2 entry (the one
+ * rdma_cm and perftest -x pick). Any other index is used as given. */
+uint32_t rdmx__verbs_dev_gid_index(const struct verbs_dev *vdev, uint32_t want);
 /* A local IP address of the device for cm ids (family AF_INET or AF_INET6,
  * or AF_UNSPEC for either), preferring the GID at gid_index. Port 0.
  * RDMX_E_NOT_FOUND when the GID table holds no usable address. */
@@ -152,6 +181,9 @@ void rdmx__verbs_ctx_stop(struct rdmx_ctx *ctx);
 int rdmx__verbs_ctx_get_fd(struct rdmx_ctx *ctx);
 int rdmx__verbs_ctx_arm(struct rdmx_ctx *ctx);
 int rdmx__verbs_ctx_disarm(struct rdmx_ctx *ctx);
+/* Starts / stops the probe timer (when the first export/connect connection
+ * is connected / the last one is gone). */
+void rdmx__verbs_ctx_probe_timer(struct verbs_ctx *vctx, bool on);
 /* Wakes the progress engine (eventfd) for work without a CQE. */
 void rdmx__verbs_ctx_kick(struct verbs_ctx *vctx);
 /* Creates the rdma_cm event channel on first use (non-blocking, in epoll). */
@@ -173,6 +205,9 @@ int rdmx__verbs_conn_export(struct rdmx_conn *conn, void *details, size_t *len);
 int rdmx__verbs_conn_connect(struct rdmx_conn *conn, const void *details, size_t len);
 int rdmx__verbs_conn_disconnect(struct rdmx_conn *conn);
 void rdmx__verbs_conn_release(struct rdmx_conn *conn);
+/* Posts a liveness probe on every idle export/connect connection when due
+ * (ctx_poll). wr_id of a probe: the connection's address | 1. */
+void rdmx__verbs_conn_probe(struct verbs_ctx *vctx);
 /* Shared by conn.c (export flow) and cm.c. */
 enum ibv_mtu rdmx__verbs_mtu_enum(uint32_t bytes);
 int rdmx__verbs_random_psn(uint32_t *psn);
