@@ -595,11 +595,18 @@ int rdmx_registry_event_free(struct rdmx_registry_event **event)
 
 /* ---- top level ---- */
 
-static int unpack(const void *buf, size_t len, msgpack_unpacked *u, char *why, size_t why_len)
+int rdmx__msgpack_precheck(const void *buf, size_t len)
 {
 	size_t off = 0;
 
-	if (walk(buf, len, &off, 0) || off != len)
+	return walk(buf, len, &off, 0) == 0 && off == len ? RDMX_OK : RDMX_E_PROTOCOL;
+}
+
+static int unpack(const void *buf, size_t len, msgpack_unpacked *u, char *why, size_t why_len)
+{
+	size_t off;
+
+	if (rdmx__msgpack_precheck(buf, len))
 		return BAD("malformed msgpack (bad length, depth over %d, or trailing bytes)",
 			   MAX_DEPTH);
 	msgpack_unpacked_init(u);

@@ -88,4 +88,9 @@ int rdmx__reg_member_copy(struct rdmx_registry_member *dst, const struct rdmx_re
 
 const char *rdmx__reg_op_name(enum rdmx__reg_op op);
 
+/* The pre-walk alone: exactly one msgpack object in buf[len], depth <= 8,
+ * no declared length or count larger than the bytes left. 0 or
+ * RDMX_E_PROTOCOL. Run it before msgpack_unpack_next on untrusted bytes. */
+int rdmx__msgpack_precheck(const void *buf, size_t len);
+
 #endif

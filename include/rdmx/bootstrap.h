@@ -1,0 +1,130 @@
+/* rdmx bootstrap: make an engine connection whose secrets only ever travel
+ * inside mutual TLS 1.3 (rdmx/tls.h).
+ *
+ *   client                                   server (libev)
+ *   TLS handshake (both certificates, allow-lists)
+ *   hello {versions, name, provider} +
+ *     exported details + app data   ---->    request_cb decides, gives app data
+ *                                            export, connect(client details)
+ *                                   <----    hello {version, name} + details + app data
+ *   connect(server details)                  established_cb
+ *
+ * "App data" is opaque bytes each side hands the other in the same exchange:
+ * ring and memory descriptors, a protocol version, anything whose keys must
+ * stay secret. The TLS session stays open as a control and liveness channel:
+ * when it is lost (peer closed, reset, TCP keepalive gave up after about 25 s
+ * of silence), the engine connection is disconnected (rdmx_conn_disconnect).
+ *
+ * The engine connection is owned by its context and dies with its
+ * disconnected or failure callback. Tell the bootstrap from that callback
+ * (rdmx_bootstrap_conn_gone) so that it never touches it afterwards. A handy
+ * pattern: set the connection's user data to the bootstrap; the bootstrap
+ * clears it when it lets go of the connection (destroy, lost channel), so
+ * the callback finds either the live bootstrap or NULL.
+ *
+ * Threading: a bootstrap and its context belong to one thread (the server's:
+ * the libev loop's, which must also drive the context's progress engine). */
+#ifndef RDMX_BOOTSTRAP_H
+#define RDMX_BOOTSTRAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdmx/tls.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rdmx_ctx;
+struct rdmx_conn;
+struct rdmx_bootstrap;
+struct rdmx_bootstrap_server;
+struct ev_loop;
+
+#define RDMX_BOOTSTRAP_VERSION 1u
+#define RDMX_BOOTSTRAP_MAX_APP_DATA 65536u
+#define RDMX_BOOTSTRAP_MAX_NAME 128u	/* hello name: [A-Za-z0-9._-] */
+#define RDMX_BOOTSTRAP_MAX_DETAILS 4096u
+
+/* ---- client (blocking, within timeout_ms) ---- */
+
+/* TLS to host:port, the exchange, then rdmx_ctx_connect. `ctx` must be
+ * RUNNING. `name` (may be NULL) tells the server who is calling beyond the
+ * certificate (e.g. the service). On success the engine connection is
+ * connecting (its established callback follows through the progress engine).
+ * Errors: TLS errors (RDMX_E_AUTH, ...), RDMX_E_CONN_REFUSED (the server's
+ * request_cb said no; rdmx_bootstrap_get_error-like text is logged),
+ * RDMX_E_PROTOCOL (no common version, provider mismatch, bad message),
+ * RDMX_E_TIMEDOUT, engine errors of export/connect. */
+int rdmx_bootstrap_connect(struct rdmx_ctx *ctx, struct rdmx_tls_config *cfg, const char *host,
+			   uint16_t port, const char *name, const void *app_data, size_t app_len,
+			   int timeout_ms, struct rdmx_bootstrap **bootstrap);
+
+/* Non-blocking liveness check of the TLS channel: 0 while alive; once lost,
+ * disconnects the engine connection (unless gone) and returns the reason
+ * (RDMX_E_DISCONNECTED, ...). Call when rdmx_bootstrap_get_fd is readable,
+ * or from time to time. */
+int rdmx_bootstrap_check(struct rdmx_bootstrap *bootstrap);
+
+/* Closes the TLS channel and disconnects the engine connection (unless gone).
+ * NULL / *bootstrap == NULL is a no-op. */
+int rdmx_bootstrap_destroy(struct rdmx_bootstrap **bootstrap);
+
+/* From the engine's disconnected / failure callback of this connection. */
+int rdmx_bootstrap_conn_gone(struct rdmx_bootstrap *bootstrap);
+
+int rdmx_bootstrap_get_conn(const struct rdmx_bootstrap *bootstrap, struct rdmx_conn **conn);
+/* The peer's app data (owned by the bootstrap). */
+int rdmx_bootstrap_get_peer_data(const struct rdmx_bootstrap *bootstrap, const void **data,
+				 size_t *len);
+/* Certificate name (allow-listed SAN) and hello name ("" if none). */
+int rdmx_bootstrap_get_peer_names(const struct rdmx_bootstrap *bootstrap, const char **cert_name,
+				  const char **hello_name);
+int rdmx_bootstrap_get_fd(const struct rdmx_bootstrap *bootstrap, int *fd);
+int rdmx_bootstrap_set_user_data(struct rdmx_bootstrap *bootstrap, void *user_data);
+int rdmx_bootstrap_get_user_data(const struct rdmx_bootstrap *bootstrap, void **user_data);
+
+/* ---- server (libev; target rdmx_secure_ev) ---- */
+
+/* Decides on a client before anything is exported: return 0 and set
+ * *reply / *reply_len (copied; may stay NULL / 0) to accept, or a negative
+ * RDMX_E_* to refuse (the client gets RDMX_E_CONN_REFUSED). The peer's names
+ * and app data are readable through the getters; its engine connection does
+ * not exist yet. */
+typedef int (*rdmx_bootstrap_request_cb)(struct rdmx_bootstrap_server *server,
+					 struct rdmx_bootstrap *bootstrap, const void **reply,
+					 size_t *reply_len, void *arg);
+/* The exchange is done and rdmx_ctx_connect was called: the callback owns
+ * `bootstrap` (destroy it when done). */
+typedef void (*rdmx_bootstrap_established_cb)(struct rdmx_bootstrap_server *server,
+					      struct rdmx_bootstrap *bootstrap, void *arg);
+/* The TLS channel of an established bootstrap was lost; the engine
+ * connection has been disconnected (unless gone). The owner still destroys
+ * `bootstrap`. */
+typedef void (*rdmx_bootstrap_lost_cb)(struct rdmx_bootstrap_server *server,
+				       struct rdmx_bootstrap *bootstrap, int reason, void *arg);
+
+struct rdmx_bootstrap_server_ops {
+	rdmx_bootstrap_request_cb request;	  /* may be NULL: accept all */
+	rdmx_bootstrap_established_cb established; /* required */
+	rdmx_bootstrap_lost_cb lost;		  /* may be NULL */
+};
+
+/* Listens on host:port (TLS listener of rdmx/tls.h with its limits); the
+ * exchange after the handshake must also finish within the config's
+ * handshake timeout. `name` is sent in the hello (may be NULL). `cfg` and
+ * `ctx` must outlive the server. */
+int rdmx_bootstrap_server_create(struct ev_loop *loop, struct rdmx_ctx *ctx,
+				 struct rdmx_tls_config *cfg, const char *host, uint16_t port,
+				 const char *name, const struct rdmx_bootstrap_server_ops *ops,
+				 void *arg, struct rdmx_bootstrap_server **server);
+int rdmx_bootstrap_server_get_port(const struct rdmx_bootstrap_server *server, uint16_t *port);
+/* Drops exchanges in progress and stops listening. Established bootstraps
+ * stay with their owners. */
+int rdmx_bootstrap_server_destroy(struct rdmx_bootstrap_server **server);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,600 @@
+/* rdmx bootstrap: hello + engine details + app data over mutual TLS, then
+ * the TLS session as liveness channel (see rdmx/bootstrap.h).
+ *
+ * Wire (one msgpack map per TLS frame):
+ *   client: {"rdmx":"bootstrap", "versions":[u32], "name":str, "provider":str,
+ *            "details":bin, "app":bin}
+ *   server: {"version":u32, "name":str, "details":bin, "app":bin}
+ *        or {"status":int, "error":str}
+ * Frames after the exchange are reserved for control messages and ignored. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <rdmx/bootstrap.h>
+#include <rdmx/ctx.h>
+#include <rdmx/dev.h>
+
+#include "bootstrap_internal.h"
+#include "registry_proto.h"
+#include "tls_internal.h"
+
+#define MAX_VERSIONS 8
+#define MAX_PROVIDER 16
+#define MAX_ERROR 256
+
+struct rdmx_bootstrap {
+	struct rdmx_ctx *ctx;
+	struct rdmx_tls_conn *tls;
+	struct rdmx_conn *conn; /* NULL before export and once gone */
+	int lost;		/* sticky reason once the channel is lost */
+	void *user_data;
+
+	char hello_name[RDMX_BOOTSTRAP_MAX_NAME + 1];
+	void *peer_data;
+	size_t peer_len;
+
+	void (*hook)(struct rdmx_bootstrap *b, void *arg);
+	void *hook_arg;
+};
+
+/* What a hello carries, decoded (pointers into the unpacked message). */
+struct hello {
+	uint32_t versions[MAX_VERSIONS];
+	size_t n_versions;
+	uint32_t version;
+	int has_version, is_client;
+	const char *name, *provider, *error;
+	size_t name_len, provider_len, error_len;
+	const void *details, *app;
+	size_t details_len, app_len;
+	int status, has_status;
+};
+
+/* ---- object ---- */
+
+int rdmx__bootstrap_create(struct rdmx_ctx *ctx, struct rdmx_tls_conn *tls,
+			   struct rdmx_bootstrap **out)
+{
+	struct rdmx_bootstrap *b = calloc(1, sizeof(*b));
+	int fd, on = 1, idle = 10, intvl = 5, cnt = 3;
+
+	if (!b)
+		return RDMX_E_NOMEM;
+	b->ctx = ctx;
+	b->tls = tls;
+	/* silent peer death: about idle + intvl * cnt = 25 s */
+	rdmx_tls_conn_get_fd(tls, &fd);
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	*out = b;
+	return RDMX_OK;
+}
+
+void rdmx__bootstrap_set_hook(struct rdmx_bootstrap *b, void (*hook)(struct rdmx_bootstrap *, void *),
+			      void *arg)
+{
+	b->hook = hook;
+	b->hook_arg = arg;
+}
+
+struct rdmx_tls_conn *rdmx__bootstrap_tls(const struct rdmx_bootstrap *b)
+{
+	return b->tls;
+}
+
+/* Lets go of the engine connection. Its user data, when it names this
+ * bootstrap, is cleared: the disconnected callback still to come must not
+ * see a bootstrap that may be freed by then. */
+static void drop_conn(struct rdmx_bootstrap *b)
+{
+	void *ud = NULL;
+
+	if (!b->conn)
+		return;
+	if (rdmx_conn_get_user_data(b->conn, &ud) == 0 && ud == b)
+		rdmx_conn_set_user_data(b->conn, NULL);
+	rdmx_conn_disconnect(b->conn);
+	b->conn = NULL;
+}
+
+int rdmx_bootstrap_destroy(struct rdmx_bootstrap **bp)
+{
+	struct rdmx_bootstrap *b;
+
+	if (!bp || !*bp)
+		return RDMX_OK;
+	b = *bp;
+	if (b->hook)
+		b->hook(b, b->hook_arg);
+	drop_conn(b);
+	rdmx_tls_conn_destroy(&b->tls);
+	free(b->peer_data);
+	free(b);
+	*bp = NULL;
+	return RDMX_OK;
+}
+
+int rdmx_bootstrap_conn_gone(struct rdmx_bootstrap *b)
+{
+	if (!b)
+		return RDMX_E_INVAL;
+	b->conn = NULL;
+	return RDMX_OK;
+}
+
+int rdmx__bootstrap_lost(struct rdmx_bootstrap *b, int reason)
+{
+	if (!b->lost) {
+		const char *peer = "unknown";
+
+		rdmx_tls_conn_get_peer_addr(b->tls, &peer);
+		RDMX_SEC_WARN("bootstrap: control channel to %s lost (%s): disconnecting the "
+			      "RDMA connection", peer, rdmx_strerror(reason));
+		b->lost = reason;
+		drop_conn(b);
+	}
+	return b->lost;
+}
+
+int rdmx_bootstrap_check(struct rdmx_bootstrap *b)
+{
+	const void *frame;
+	size_t len;
+	int ret;
+
+	if (!b)
+		return RDMX_E_INVAL;
+	if (b->lost)
+		return b->lost;
+	/* bounded: frames are ignored, at most a few per check */
+	for (int i = 0; i < 16; i++) {
+		if (rdmx_tls_conn_want_write(b->tls)) {
+			ret = rdmx_tls_conn_flush(b->tls);
+			if (ret < 0)
+				return rdmx__bootstrap_lost(b, ret);
+		}
+		ret = rdmx_tls_conn_recv(b->tls, &frame, &len);
+		if (ret > 0)
+			return RDMX_OK;
+		if (ret < 0)
+			return rdmx__bootstrap_lost(b, ret);
+	}
+	return RDMX_OK;
+}
+
+int rdmx_bootstrap_get_conn(const struct rdmx_bootstrap *b, struct rdmx_conn **conn)
+{
+	if (!b || !conn)
+		return RDMX_E_INVAL;
+	if (!b->conn)
+		return RDMX_E_BAD_STATE;
+	*conn = b->conn;
+	return RDMX_OK;
+}
+
+int rdmx_bootstrap_get_peer_data(const struct rdmx_bootstrap *b, const void **data, size_t *len)
+{
+	if (!b || !data || !len)
+		return RDMX_E_INVAL;
+	*data = b->peer_data;
+	*len = b->peer_len;
+	return RDMX_OK;
+}
+
+int rdmx_bootstrap_get_peer_names(const struct rdmx_bootstrap *b, const char **cert_name,
+				  const char **hello_name)
+{
+	if (!b || !cert_name || !hello_name)
+		return RDMX_E_INVAL;
+	if (rdmx_tls_conn_get_peer_name(b->tls, cert_name))
+		return RDMX_E_BAD_STATE;
+	*hello_name = b->hello_name;
+	return RDMX_OK;
+}
+
+int rdmx_bootstrap_get_fd(const struct rdmx_bootstrap *b, int *fd)
+{
+	if (!b || !fd)
+		return RDMX_E_INVAL;
+	return rdmx_tls_conn_get_fd(b->tls, fd);
+}
+
+int rdmx_bootstrap_set_user_data(struct rdmx_bootstrap *b, void *user_data)
+{
+	if (!b)
+		return RDMX_E_INVAL;
+	b->user_data = user_data;
+	return RDMX_OK;
+}
+
+int rdmx_bootstrap_get_user_data(const struct rdmx_bootstrap *b, void **user_data)
+{
+	if (!b || !user_data)
+		return RDMX_E_INVAL;
+	*user_data = b->user_data;
+	return RDMX_OK;
+}
+
+/* ---- wire ---- */
+
+static void pack_str(msgpack_packer *pk, const char *s)
+{
+	size_t n = strlen(s);
+
+	msgpack_pack_str(pk, n);
+	msgpack_pack_str_body(pk, s, n);
+}
+
+static void pack_bin(msgpack_packer *pk, const char *key, const void *data, size_t len)
+{
+	pack_str(pk, key);
+	msgpack_pack_bin(pk, len);
+	if (len)
+		msgpack_pack_bin_body(pk, data, len);
+}
+
+static int valid_name(const char *s, size_t n)
+{
+	if (n > RDMX_BOOTSTRAP_MAX_NAME)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-'))
+			return 0;
+	}
+	return 1;
+}
+
+static int key_is(const msgpack_object *k, const char *name)
+{
+	size_t n = strlen(name);
+
+	return k->type == MSGPACK_OBJECT_STR && k->via.str.size == n &&
+	       memcmp(k->via.str.ptr, name, n) == 0;
+}
+
+#define BAD(...) (snprintf(why, why_len, __VA_ARGS__), RDMX_E_PROTOCOL)
+
+static int get_str(const msgpack_object *v, size_t max, const char **s, size_t *n, char *why,
+		   size_t why_len, const char *field)
+{
+	if (v->type != MSGPACK_OBJECT_STR || v->via.str.size > max ||
+	    memchr(v->via.str.ptr, '\0', v->via.str.size))
+		return BAD("field '%s' is not a string of at most %zu bytes", field, max);
+	*s = v->via.str.ptr;
+	*n = v->via.str.size;
+	return RDMX_OK;
+}
+
+static int get_bin(const msgpack_object *v, size_t max, const void **p, size_t *n, char *why,
+		   size_t why_len, const char *field)
+{
+	if (v->type != MSGPACK_OBJECT_BIN || v->via.bin.size > max)
+		return BAD("field '%s' is not binary of at most %zu bytes", field, max);
+	*p = v->via.bin.ptr;
+	*n = v->via.bin.size;
+	return RDMX_OK;
+}
+
+/* Decodes into *h (pointers into *u, which the caller destroys). */
+static int decode_hello(const void *buf, size_t len, msgpack_unpacked *u, struct hello *h,
+			char *why, size_t why_len)
+{
+	static const char *const keys[] = {"rdmx",    "versions", "version", "name", "provider",
+					   "details", "app",	  "status",  "error"};
+	const msgpack_object *o;
+	uint32_t seen = 0;
+	size_t off = 0;
+	int ret = RDMX_OK;
+
+	memset(h, 0, sizeof(*h));
+	msgpack_unpacked_init(u);
+	if (rdmx__msgpack_precheck(buf, len) ||
+	    msgpack_unpack_next(u, buf, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len)
+		return BAD("malformed msgpack");
+	o = &u->data;
+	if (o->type != MSGPACK_OBJECT_MAP || o->via.map.size > 16)
+		return BAD("hello is not a map of at most 16 keys");
+	for (uint32_t i = 0; !ret && i < o->via.map.size; i++) {
+		const msgpack_object *k = &o->via.map.ptr[i].key, *v = &o->via.map.ptr[i].val;
+		int idx = -1;
+
+		for (int j = 0; j < 9; j++)
+			if (key_is(k, keys[j]))
+				idx = j;
+		if (idx < 0)
+			continue;
+		if (seen & (1u << idx))
+			return BAD("hello repeats key '%s'", keys[idx]);
+		seen |= 1u << idx;
+		switch (idx) {
+		case 0:
+			h->is_client = key_is(v, "bootstrap");
+			if (!h->is_client)
+				ret = BAD("not an rdmx bootstrap hello");
+			break;
+		case 1:
+			if (v->type != MSGPACK_OBJECT_ARRAY || v->via.array.size > MAX_VERSIONS)
+				return BAD("field 'versions' is not a short array");
+			for (uint32_t j = 0; j < v->via.array.size; j++) {
+				const msgpack_object *e = &v->via.array.ptr[j];
+
+				if (e->type != MSGPACK_OBJECT_POSITIVE_INTEGER || e->via.u64 > 0xffff)
+					return BAD("field 'versions' holds a non-version");
+				h->versions[h->n_versions++] = (uint32_t)e->via.u64;
+			}
+			break;
+		case 2:
+			if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER || v->via.u64 > 0xffff)
+				return BAD("field 'version' is not a version");
+			h->version = (uint32_t)v->via.u64;
+			h->has_version = 1;
+			break;
+		case 3:
+			ret = get_str(v, RDMX_BOOTSTRAP_MAX_NAME, &h->name, &h->name_len, why,
+				      why_len, "name");
+			if (!ret && !valid_name(h->name, h->name_len))
+				ret = BAD("field 'name' has characters not allowed");
+			break;
+		case 4:
+			ret = get_str(v, MAX_PROVIDER, &h->provider, &h->provider_len, why, why_len,
+				      "provider");
+			break;
+		case 5:
+			ret = get_bin(v, RDMX_BOOTSTRAP_MAX_DETAILS, &h->details, &h->details_len,
+				      why, why_len, "details");
+			break;
+		case 6:
+			ret = get_bin(v, RDMX_BOOTSTRAP_MAX_APP_DATA, &h->app, &h->app_len, why,
+				      why_len, "app");
+			break;
+		case 7:
+			if (v->type != MSGPACK_OBJECT_NEGATIVE_INTEGER || v->via.i64 < -1000)
+				return BAD("field 'status' is not an error code");
+			h->status = (int)v->via.i64;
+			h->has_status = 1;
+			break;
+		case 8:
+			ret = get_str(v, MAX_ERROR, &h->error, &h->error_len, why, why_len, "error");
+			break;
+		}
+	}
+	return ret;
+}
+
+static void copy_name(char *dst, const char *src, size_t n)
+{
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+static int keep_peer_data(struct rdmx_bootstrap *b, const struct hello *h)
+{
+	if (h->app_len) {
+		b->peer_data = malloc(h->app_len);
+		if (!b->peer_data)
+			return RDMX_E_NOMEM;
+		memcpy(b->peer_data, h->app, h->app_len);
+		b->peer_len = h->app_len;
+	}
+	if (h->name)
+		copy_name(b->hello_name, h->name, h->name_len);
+	return RDMX_OK;
+}
+
+/* ---- server side of the exchange (called by bootstrap_server.c) ---- */
+
+static void send_error(struct rdmx_bootstrap *b, int status, const char *text)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 2);
+	pack_str(&pk, "status");
+	msgpack_pack_int(&pk, status);
+	pack_str(&pk, "error");
+	pack_str(&pk, text);
+	rdmx_tls_conn_send(b->tls, sb.data, sb.size);
+	msgpack_sbuffer_destroy(&sb);
+}
+
+static int refuse(struct rdmx_bootstrap *b, int status, const char *text)
+{
+	const char *peer = "unknown";
+
+	rdmx_tls_conn_get_peer_addr(b->tls, &peer);
+	RDMX_SEC_WARN("bootstrap: client %s refused: %s", peer, text);
+	send_error(b, status, text);
+	return status;
+}
+
+static int has_version(const struct hello *h, uint32_t v)
+{
+	for (size_t i = 0; i < h->n_versions; i++)
+		if (h->versions[i] == v)
+			return 1;
+	return 0;
+}
+
+int rdmx__bootstrap_accept(struct rdmx_bootstrap *b, const void *frame, size_t len,
+			   const char *my_name,
+			   int (*decide)(struct rdmx_bootstrap *, const void **, size_t *, void *),
+			   void *decide_arg)
+{
+	const char *provider = NULL;
+	struct rdmx_dev *dev = NULL;
+	msgpack_unpacked u;
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	struct hello h;
+	const void *details, *reply = NULL;
+	size_t details_len, reply_len = 0;
+	char why[200];
+	int ret;
+
+	ret = decode_hello(frame, len, &u, &h, why, sizeof(why));
+	if (!ret && (!h.is_client || !h.details_len || !h.provider)) {
+		snprintf(why, sizeof(why), "client hello lacks details or provider");
+		ret = RDMX_E_PROTOCOL;
+	}
+	if (ret) {
+		msgpack_unpacked_destroy(&u);
+		return refuse(b, RDMX_E_PROTOCOL, why);
+	}
+	if (!has_version(&h, RDMX_BOOTSTRAP_VERSION)) {
+		msgpack_unpacked_destroy(&u);
+		return refuse(b, RDMX_E_PROTOCOL, "no common bootstrap version (server speaks 1)");
+	}
+	if (rdmx_ctx_get_dev(b->ctx, &dev) == 0)
+		provider = rdmx_dev_provider(dev);
+	if (!provider || strlen(provider) != h.provider_len ||
+	    memcmp(provider, h.provider, h.provider_len) != 0) {
+		msgpack_unpacked_destroy(&u);
+		snprintf(why, sizeof(why), "provider mismatch: server uses %s",
+			 provider ? provider : "?");
+		return refuse(b, RDMX_E_PROTOCOL, why);
+	}
+	ret = keep_peer_data(b, &h);
+	if (!ret && decide)
+		ret = decide(b, &reply, &reply_len, decide_arg);
+	if (ret) {
+		msgpack_unpacked_destroy(&u);
+		return refuse(b, RDMX_E_CONN_REFUSED, "refused by the server application");
+	}
+	if (reply_len > RDMX_BOOTSTRAP_MAX_APP_DATA) {
+		msgpack_unpacked_destroy(&u);
+		return refuse(b, RDMX_E_TOO_BIG, "server app data too large");
+	}
+	ret = rdmx_ctx_export(b->ctx, &details, &details_len, &b->conn);
+	if (!ret) {
+		ret = rdmx_ctx_connect(b->ctx, h.details, h.details_len, b->conn);
+		if (ret)
+			drop_conn(b);
+	}
+	msgpack_unpacked_destroy(&u);
+	if (ret)
+		return refuse(b, ret, rdmx_strerror(ret));
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 4);
+	pack_str(&pk, "version");
+	msgpack_pack_uint32(&pk, RDMX_BOOTSTRAP_VERSION);
+	pack_str(&pk, "name");
+	pack_str(&pk, my_name ? my_name : "");
+	pack_bin(&pk, "details", details, details_len);
+	pack_bin(&pk, "app", reply, reply_len);
+	ret = rdmx_tls_conn_send(b->tls, sb.data, sb.size);
+	msgpack_sbuffer_destroy(&sb);
+	if (ret)
+		drop_conn(b);
+	return ret;
+}
+
+/* ---- client ---- */
+
+static int client_exchange(struct rdmx_bootstrap *b, const char *name, const void *app,
+			   size_t app_len, int timeout_ms)
+{
+	struct rdmx_dev *dev = NULL;
+	const char *provider = "?";
+	const void *details, *frame;
+	size_t details_len, len;
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	msgpack_unpacked u;
+	struct hello h;
+	char why[200];
+	int ret;
+
+	if (rdmx_ctx_get_dev(b->ctx, &dev) == 0 && rdmx_dev_provider(dev))
+		provider = rdmx_dev_provider(dev);
+	ret = rdmx_ctx_export(b->ctx, &details, &details_len, &b->conn);
+	if (ret)
+		return ret;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 6);
+	pack_str(&pk, "rdmx");
+	pack_str(&pk, "bootstrap");
+	pack_str(&pk, "versions");
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_uint32(&pk, RDMX_BOOTSTRAP_VERSION);
+	pack_str(&pk, "name");
+	pack_str(&pk, name ? name : "");
+	pack_str(&pk, "provider");
+	pack_str(&pk, provider);
+	pack_bin(&pk, "details", details, details_len);
+	pack_bin(&pk, "app", app, app_len);
+	ret = rdmx_tls_conn_send_wait(b->tls, sb.data, sb.size, timeout_ms);
+	msgpack_sbuffer_destroy(&sb);
+	if (ret)
+		return ret;
+	ret = rdmx_tls_conn_recv_wait(b->tls, &frame, &len, timeout_ms);
+	if (ret)
+		return ret;
+	ret = decode_hello(frame, len, &u, &h, why, sizeof(why));
+	if (!ret && h.has_status) {
+		RDMX_SEC_WARN("bootstrap: server refused: %.*s (%s)", (int)h.error_len,
+			      h.error ? h.error : "", rdmx_strerror(h.status));
+		ret = h.status == RDMX_E_PROTOCOL || h.status == RDMX_E_TOO_BIG
+			      ? h.status
+			      : RDMX_E_CONN_REFUSED;
+	} else if (!ret && (!h.has_version || h.version != RDMX_BOOTSTRAP_VERSION ||
+			    !h.details_len)) {
+		snprintf(why, sizeof(why), "server answer lacks version %u or details",
+			 RDMX_BOOTSTRAP_VERSION);
+		ret = RDMX_E_PROTOCOL;
+	}
+	if (ret == RDMX_E_PROTOCOL && !h.has_status)
+		RDMX_SEC_ERR("bootstrap: bad answer from the server: %s", why);
+	if (!ret)
+		ret = keep_peer_data(b, &h);
+	if (!ret)
+		ret = rdmx_ctx_connect(b->ctx, h.details, h.details_len, b->conn);
+	msgpack_unpacked_destroy(&u);
+	return ret;
+}
+
+int rdmx_bootstrap_connect(struct rdmx_ctx *ctx, struct rdmx_tls_config *cfg, const char *host,
+			   uint16_t port, const char *name, const void *app_data, size_t app_len,
+			   int timeout_ms, struct rdmx_bootstrap **out)
+{
+	struct rdmx_tls_conn *tls = NULL;
+	struct rdmx_bootstrap *b = NULL;
+	int ret;
+
+	if (!ctx || !cfg || !host || !out || (app_len && !app_data) ||
+	    app_len > RDMX_BOOTSTRAP_MAX_APP_DATA || timeout_ms <= 0 ||
+	    (name && !valid_name(name, strlen(name))))
+		return RDMX_E_INVAL;
+	ret = rdmx_tls_connect(cfg, host, port, &tls);
+	if (ret)
+		return ret;
+	ret = rdmx__bootstrap_create(ctx, tls, &b);
+	if (ret) {
+		rdmx_tls_conn_destroy(&tls);
+		return ret;
+	}
+	ret = client_exchange(b, name, app_data, app_len, timeout_ms);
+	if (ret) {
+		rdmx_bootstrap_destroy(&b);
+		return ret;
+	}
+	*out = b;
+	return RDMX_OK;
+}

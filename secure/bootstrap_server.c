@@ -1,0 +1,253 @@
+/* rdmx bootstrap server on libev (target rdmx_secure_ev): the TLS listener
+ * gives established sessions; each must deliver its hello within the
+ * handshake timeout; then the exchange, and the session is watched for
+ * liveness until its owner destroys the bootstrap. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <ev.h>
+
+#include "bootstrap_internal.h"
+#include "tls_internal.h"
+
+struct session {
+	struct rdmx_bootstrap_server *srv;
+	struct rdmx_bootstrap *b;
+	ev_io io;
+	ev_timer timer;
+	int established;
+	struct session *prev, *next;
+};
+
+struct rdmx_bootstrap_server {
+	struct ev_loop *loop;
+	struct rdmx_ctx *ctx;
+	struct rdmx_tls_listener *listener;
+	char *name;
+	struct rdmx_bootstrap_server_ops ops;
+	void *arg;
+	uint32_t timeout_ms;
+	struct session *sessions;
+};
+
+static void unlink_session(struct session *s)
+{
+	struct rdmx_bootstrap_server *srv = s->srv;
+
+	ev_io_stop(srv->loop, &s->io);
+	ev_timer_stop(srv->loop, &s->timer);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		srv->sessions = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+}
+
+/* rdmx_bootstrap_destroy of an established one: forget it. */
+static void destroy_hook(struct rdmx_bootstrap *b, void *arg)
+{
+	struct session *s = arg;
+
+	(void)b;
+	unlink_session(s);
+	free(s);
+}
+
+static void session_drop(struct session *s)
+{
+	rdmx__bootstrap_set_hook(s->b, NULL, NULL);
+	unlink_session(s);
+	rdmx_bootstrap_destroy(&s->b);
+	free(s);
+}
+
+static void rearm(struct session *s)
+{
+	struct rdmx_tls_conn *tls = rdmx__bootstrap_tls(s->b);
+	int fd;
+
+	rdmx_tls_conn_get_fd(tls, &fd);
+	ev_io_stop(s->srv->loop, &s->io);
+	ev_io_set(&s->io, fd, EV_READ | (rdmx_tls_conn_want_write(tls) ? EV_WRITE : 0));
+	ev_io_start(s->srv->loop, &s->io);
+}
+
+static int decide(struct rdmx_bootstrap *b, const void **reply, size_t *reply_len, void *arg)
+{
+	struct rdmx_bootstrap_server *srv = arg;
+
+	return srv->ops.request ? srv->ops.request(srv, b, reply, reply_len, srv->arg) : 0;
+}
+
+static void established_io(struct session *s)
+{
+	struct rdmx_bootstrap_server *srv = s->srv;
+	struct rdmx_bootstrap *b = s->b;
+	int ret = rdmx_bootstrap_check(b);
+
+	if (ret == RDMX_OK) {
+		rearm(s);
+		return;
+	}
+	/* stop watching; the owner still destroys b (and with it s) */
+	ev_io_stop(srv->loop, &s->io);
+	if (srv->ops.lost)
+		srv->ops.lost(srv, b, ret, srv->arg);
+}
+
+static void exchange_io(struct session *s)
+{
+	struct rdmx_bootstrap_server *srv = s->srv;
+	struct rdmx_tls_conn *tls = rdmx__bootstrap_tls(s->b);
+	const void *frame;
+	size_t len;
+	int ret;
+
+	ret = rdmx_tls_conn_recv(tls, &frame, &len);
+	if (ret > 0) {
+		rearm(s);
+		return;
+	}
+	if (ret < 0) {
+		session_drop(s);
+		return;
+	}
+	ret = rdmx__bootstrap_accept(s->b, frame, len, srv->name, decide, srv);
+	rdmx_tls_conn_flush(tls);
+	if (ret) {
+		session_drop(s);
+		return;
+	}
+	s->established = 1;
+	ev_timer_stop(srv->loop, &s->timer);
+	rdmx__bootstrap_set_hook(s->b, destroy_hook, s);
+	rearm(s);
+	srv->ops.established(srv, s->b, srv->arg);
+}
+
+static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct session *s = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (s->established)
+		established_io(s);
+	else
+		exchange_io(s);
+}
+
+static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct session *s = w->data;
+	const char *peer = "unknown";
+
+	(void)loop;
+	(void)revents;
+	rdmx_tls_conn_get_peer_addr(rdmx__bootstrap_tls(s->b), &peer);
+	RDMX_SEC_WARN("bootstrap: no hello from %s within %u ms, dropped", peer,
+		      s->srv->timeout_ms);
+	session_drop(s);
+}
+
+static void tls_established(struct rdmx_tls_listener *l, struct rdmx_tls_conn *tls, void *arg)
+{
+	struct rdmx_bootstrap_server *srv = arg;
+	struct session *s = calloc(1, sizeof(*s));
+	int fd;
+
+	(void)l;
+	if (!s || rdmx__bootstrap_create(srv->ctx, tls, &s->b)) {
+		RDMX_SEC_ERR("bootstrap: out of memory for a session");
+		free(s);
+		rdmx_tls_conn_destroy(&tls);
+		return;
+	}
+	s->srv = srv;
+	s->next = srv->sessions;
+	if (srv->sessions)
+		srv->sessions->prev = s;
+	srv->sessions = s;
+	rdmx_tls_conn_get_fd(tls, &fd);
+	ev_io_init(&s->io, io_cb, fd, EV_READ);
+	s->io.data = s;
+	ev_timer_init(&s->timer, timer_cb, srv->timeout_ms / 1000.0, 0.0);
+	s->timer.data = s;
+	ev_timer_start(srv->loop, &s->timer);
+	ev_io_start(srv->loop, &s->io);
+	/* the hello may already sit in TLS buffers */
+	ev_feed_event(srv->loop, &s->io, EV_READ);
+}
+
+int rdmx_bootstrap_server_create(struct ev_loop *loop, struct rdmx_ctx *ctx,
+				 struct rdmx_tls_config *cfg, const char *host, uint16_t port,
+				 const char *name, const struct rdmx_bootstrap_server_ops *ops,
+				 void *arg, struct rdmx_bootstrap_server **out)
+{
+	struct rdmx_bootstrap_server *srv;
+	int ret;
+
+	if (!loop || !ctx || !cfg || !ops || !ops->established || !out ||
+	    (name && strlen(name) > RDMX_BOOTSTRAP_MAX_NAME))
+		return RDMX_E_INVAL;
+	srv = calloc(1, sizeof(*srv));
+	if (!srv)
+		return RDMX_E_NOMEM;
+	srv->name = strdup(name ? name : "");
+	if (!srv->name) {
+		free(srv);
+		return RDMX_E_NOMEM;
+	}
+	srv->loop = loop;
+	srv->ctx = ctx;
+	srv->ops = *ops;
+	srv->arg = arg;
+	rdmx_tls_config_get_handshake_timeout(cfg, &srv->timeout_ms);
+	ret = rdmx_tls_listener_create(loop, cfg, host, port, tls_established, srv,
+				       &srv->listener);
+	if (ret) {
+		free(srv->name);
+		free(srv);
+		return ret;
+	}
+	*out = srv;
+	return RDMX_OK;
+}
+
+int rdmx_bootstrap_server_get_port(const struct rdmx_bootstrap_server *srv, uint16_t *port)
+{
+	if (!srv || !port)
+		return RDMX_E_INVAL;
+	return rdmx_tls_listener_get_port(srv->listener, port);
+}
+
+int rdmx_bootstrap_server_destroy(struct rdmx_bootstrap_server **sp)
+{
+	struct rdmx_bootstrap_server *srv;
+
+	if (!sp || !*sp)
+		return RDMX_OK;
+	srv = *sp;
+	rdmx_tls_listener_destroy(&srv->listener);
+	while (srv->sessions) {
+		struct session *s = srv->sessions;
+
+		if (s->established) {
+			/* stays with its owner, no longer watched */
+			rdmx__bootstrap_set_hook(s->b, NULL, NULL);
+			unlink_session(s);
+			free(s);
+		} else {
+			session_drop(s);
+		}
+	}
+	free(srv->name);
+	free(srv);
+	*sp = NULL;
+	return RDMX_OK;
+}
