@@ -171,7 +171,6 @@ Test(state, dev_close_and_pe_destroy_with_users)
 	ASSERT_OK(rdmx_pe_create(&pe));
 	ASSERT_OK(rdmx_ctx_create(dev, pe, &ctx));
 	ASSERT_RC(rdmx_dev_close(&dev), RDMX_E_BAD_STATE);
-	ASSERT_RC(rdmx_pe_destroy(&pe), RDMX_E_BAD_STATE);
 	struct rdmx_dev *got = NULL;
 	ASSERT_OK(rdmx_ctx_get_dev(ctx, &got));
 	cr_assert_eq(got, dev);
@@ -180,6 +179,27 @@ Test(state, dev_close_and_pe_destroy_with_users)
 	ASSERT_OK(rdmx_pe_destroy(&pe));
 	ASSERT_OK(rdmx_dev_close(&dev));
 	cr_assert_null(dev);
+	leak_end();
+}
+
+/* A context created on a progress engine holds it from create to destroy
+ * (rdmx_ctx_start attaches to it later): destroying the engine under an IDLE
+ * context would leave the context a dangling pointer. */
+Test(state, pe_destroy_with_idle_context)
+{
+	leak_begin();
+	struct rdmx_dev *dev = NULL;
+	struct rdmx_pe *pe = NULL;
+	struct rdmx_ctx *ctx = NULL;
+	ASSERT_OK(side_open_dev(0, &dev));
+	ASSERT_OK(rdmx_pe_create(&pe));
+	ASSERT_OK(rdmx_ctx_create(dev, pe, &ctx));
+	struct rdmx_pe *keep = pe;
+	ASSERT_RC(rdmx_pe_destroy(&pe), RDMX_E_BAD_STATE);
+	cr_assert_eq(pe, keep);
+	ASSERT_OK(rdmx_ctx_destroy(&ctx));
+	ASSERT_OK(rdmx_pe_destroy(&pe));
+	ASSERT_OK(rdmx_dev_close(&dev));
 	leak_end();
 }
 
