@@ -16,8 +16,8 @@
  * receiver always sees the full, zero-padded size. The sent bytes are
  * framed as [length][bytes] so the peer gets the exact length back; a
  * 56-byte REQ payload has no room for the length byte and goes raw: the
- * receiver takes 56 raw bytes unless the first byte is a length <= 55 whose
- * tail is all zero (a raw 56-byte payload of that very shape comes out
+ * receiver takes 56 raw bytes unless the first byte is a length <= 55 with
+ * an all-zero tail (a raw 56-byte payload of that very shape comes out
  * shortened: the one ambiguity of the framing). */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -53,7 +53,7 @@ size_t rdmx__verbs_pd_decode(const uint8_t *in, size_t len, uint8_t *out)
 	if (!in || len == 0)
 		return 0;
 	n = in[0];
-	if (n < RDMX_PRIVATE_DATA_MAX && n + 1 <= len) {
+	if (n <= RDMX_PRIVATE_DATA_MAX && n + 1 <= len) {
 		bool zero_tail = true;
 
 		for (size_t i = n + 1; i < len && zero_tail; i++)
@@ -183,9 +183,11 @@ static int cm_qp_rtr_rts(struct verbs_conn *vc, uint8_t resp_res, uint8_t init_d
 		return RDMX_E_PROVIDER;
 	}
 	a.rnr_retry = vctx->ctx->props.rnr_retry_count;
+	a.retry_cnt = VERBS_QP_RETRY_CNT; /* whatever the peer's REQ asked (verbs.h) */
 	if (init_depth)
 		a.max_rd_atomic = init_depth;
-	if (ibv_modify_qp(vc->qp, &a, mask | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC)) {
+	if (ibv_modify_qp(vc->qp, &a,
+			  mask | IBV_QP_RNR_RETRY | IBV_QP_RETRY_CNT | IBV_QP_MAX_QP_RD_ATOMIC)) {
 		RDMX_ERR("verbs: ibv_modify_qp(RTS) qpn 0x%x failed: %s", vc->qpn,
 			 strerror(errno));
 		return RDMX_E_PROVIDER;
