@@ -63,7 +63,7 @@ static struct tcp_conn *cqe_conn(const struct tcp_cqe *e)
 	case TCP_CQE_TASK:
 		t = e->p;
 		if (t->op == RDMX__OP_RECV)
-			return t->res_conn ? TCP_CONN(t->res_conn) : NULL;
+			return t->prov_ptr ? TCP_CONN((struct rdmx_conn *)t->prov_ptr) : NULL;
 		return t->conn ? TCP_CONN(t->conn) : NULL;
 	case TCP_CQE_ESTABLISHED:
 	case TCP_CQE_SET_ERROR:
@@ -118,6 +118,23 @@ static bool cq_pop(struct tcp_ctx *tc, struct tcp_cqe *out)
 	if (c)
 		c->cq_refs--;
 	return true;
+}
+
+/* Results are written here, on the progress thread (rx.c keeps them in the
+ * provider's scratch fields meanwhile). */
+static void deliver_task(struct rdmx_task *t, int status)
+{
+	if (t->op == RDMX__OP_RECV) {
+		if (t->prov_ptr) {
+			t->res_conn = t->prov_ptr;
+			t->res_opcode = (enum rdmx_opcode)t->prov_u64[0];
+			t->res_imm = (uint32_t)(t->prov_u64[1] >> 32);
+			t->res_len = (uint32_t)t->prov_u64[1];
+		}
+	} else if (t->op == RDMX__OP_READ && status == 0) {
+		t->res_len = (uint32_t)t->len;
+	}
+	rdmx__task_complete(t, status);
 }
 
 /* ---- sockets and timers ---- */
@@ -345,7 +362,7 @@ void rdmx__tcp_ctx_stop(struct rdmx_ctx *ctx)
 		if (e.kind != TCP_CQE_TASK)
 			continue;
 		pthread_mutex_unlock(&tc->lock);
-		rdmx__task_complete(e.p, e.status);
+		deliver_task(e.p, e.status);
 		pthread_mutex_lock(&tc->lock);
 	}
 	for (struct tcp_conn *c = tc->conns; c; c = c->next) {
@@ -415,7 +432,7 @@ static void deliver_one(struct tcp_ctx *tc, const struct tcp_cqe *e)
 
 	switch (e->kind) {
 	case TCP_CQE_TASK:
-		rdmx__task_complete(e->p, e->status);
+		deliver_task(e->p, e->status);
 		break;
 	case TCP_CQE_ESTABLISHED:
 		c = e->p;
@@ -489,6 +506,7 @@ int rdmx__tcp_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 	atomic_fetch_add_explicit(&tc->progress, 1, memory_order_relaxed);
 	pthread_mutex_lock(&tc->lock);
 	rdmx__tcp_ctx_serve(tc, TCP_SERVE_BUDGET);
+	tc->produced = false; /* the application is here: no wake-up needed */
 	while (done < budget) {
 		unsigned k = 0;
 

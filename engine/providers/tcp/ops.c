@@ -19,6 +19,7 @@ int rdmx__tcp_post_recv(struct rdmx_ctx *ctx, struct rdmx_task *task)
 		goto unlock;
 	}
 	task->next = NULL;
+	task->prov_ptr = NULL; /* the connection that fills it (rx.c) */
 	if (tc->rq_tail)
 		tc->rq_tail->next = task;
 	else

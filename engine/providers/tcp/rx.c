@@ -122,12 +122,14 @@ static void rnr(struct tcp_conn *c)
 	c->rx.nak = RDMX__TCP_ST_RNR;
 }
 
+/* Receive results wait in the provider's scratch fields: the engine may scan
+ * tasks' result fields on the application thread (ctx.c copies them there
+ * when it delivers the completion). */
 static void take_recv(struct tcp_conn *c, struct rdmx_task *t, enum rdmx_opcode opcode)
 {
-	t->res_conn = c->conn;
-	t->res_opcode = opcode;
-	t->res_imm = c->rx.h.imm;
-	t->res_len = (uint32_t)c->rx.h.len;
+	t->prov_ptr = c->conn;
+	t->prov_u64[0] = (uint64_t)opcode;
+	t->prov_u64[1] = ((uint64_t)c->rx.h.imm << 32) | (uint32_t)c->rx.h.len;
 	c->rx.task = t;
 }
 
@@ -262,8 +264,8 @@ static void request_oneshot(struct tcp_conn *c)
 		rdmx__tcp_keytab_unlock(kt);
 		break;
 	case RDMX__TCP_OP_FLUSH:
-		/* earlier writes were placed before this frame was read */
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		/* earlier writes of the connection were placed (copied into
+		 * the region, under this lock) before this frame was read */
 		rdmx__tcp_keytab_unlock(kt);
 		respond(c, RDMX__TCP_OP_ACK, 0, 0);
 		break;
@@ -442,8 +444,7 @@ static void response_end(struct tcp_conn *c)
 		pop_head(c, 0);
 		break;
 	case RDMX__TCP_OP_READ_RESP:
-		rx->task = NULL;
-		t->res_len = (uint32_t)h->len;
+		rx->task = NULL; /* ctx.c sets res_len (= t->len) at delivery */
 		pop_head(c, 0);
 		break;
 	case RDMX__TCP_OP_NAK:
