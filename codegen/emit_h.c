@@ -269,14 +269,14 @@ static void emit_service(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 			       "\tuint64_t *call_id);\n",
 			       base, in, base);
 		gen_buf_printf(o,
-			       "int %s_respond(struct rdmx_rpc_call *call, enum rdmx_rpc_code code,\n"
+			       "int %s_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,\n"
 			       "\tconst char *message, const %s *resp);\n\n",
 			       base, out);
 	}
 	gen_buf_printf(o, "struct %s_handlers {\n", s->cname);
 	for (i = 0; i < s->methods.n; i++) {
 		const struct gen_method *m = s->methods.items[i];
-		gen_buf_printf(o, "\tvoid (*%s)(struct rdmx_rpc_call *call, const %s *req, void *arg);\n",
+		gen_buf_printf(o, "\tvoid (*%s)(struct rdmx_rpc_server_call *call, const %s *req, void *arg);\n",
 			       m->cname, m->in->cname);
 	}
 	if (s->methods.n == 0)

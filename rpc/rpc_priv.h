@@ -57,7 +57,7 @@ struct rdmx_rpc_server {
 };
 
 /* One incoming call (server side). */
-struct rdmx_rpc_call {
+struct rdmx_rpc_server_call {
 	struct rdmx_rpc_conn *rc; /* NULL once its endpoint was destroyed */
 	struct rpc_method *m;     /* NULL: unknown method, or detached */
 	struct rpc_mstats *ms;
@@ -68,9 +68,9 @@ struct rdmx_rpc_call {
 	uint64_t req_len;
 	struct rdmx__timer timer;
 	bool cancelled, cancel_ran, oneway;
-	void (*cancel_cb)(struct rdmx_rpc_call *call, void *arg);
+	void (*cancel_cb)(struct rdmx_rpc_server_call *call, void *arg);
 	void *cancel_arg;
-	struct rdmx_rpc_call *next; /* free list / work list */
+	struct rdmx_rpc_server_call *next; /* free list / work list */
 };
 
 /* One outgoing call (client side). */
@@ -109,7 +109,7 @@ struct rdmx_rpc_conn {
 	struct rdmx_rpc_stats st[2];
 	struct rdmx__map mstats;   /* method -> rpc_mstats */
 	struct rpc_ccall *free_calls;
-	struct rdmx_rpc_call *free_scalls;
+	struct rdmx_rpc_server_call *free_scalls;
 	uint32_t nfree_calls, nfree_scalls;
 };
 

@@ -79,9 +79,9 @@ int rdmx_rpc_server_register(struct rdmx_rpc_server *server, uint32_t method_id,
 
 /* ---- call objects ---- */
 
-static struct rdmx_rpc_call *scall_get(struct rdmx_rpc_conn *rc)
+static struct rdmx_rpc_server_call *scall_get(struct rdmx_rpc_conn *rc)
 {
-	struct rdmx_rpc_call *c = rc->free_scalls;
+	struct rdmx_rpc_server_call *c = rc->free_scalls;
 
 	if (c) {
 		rc->free_scalls = c->next;
@@ -92,7 +92,7 @@ static struct rdmx_rpc_call *scall_get(struct rdmx_rpc_conn *rc)
 	return calloc(1, sizeof(*c));
 }
 
-static void scall_put(struct rdmx_rpc_call *c)
+static void scall_put(struct rdmx_rpc_server_call *c)
 {
 	struct rdmx_rpc_conn *rc = c->rc;
 
@@ -108,7 +108,7 @@ static void scall_put(struct rdmx_rpc_call *c)
 void rdmx__rpc_free_scalls(struct rdmx_rpc_conn *rc)
 {
 	while (rc->free_scalls) {
-		struct rdmx_rpc_call *c = rc->free_scalls;
+		struct rdmx_rpc_server_call *c = rc->free_scalls;
 
 		rc->free_scalls = c->next;
 		free(c);
@@ -118,12 +118,12 @@ void rdmx__rpc_free_scalls(struct rdmx_rpc_conn *rc)
 
 /* ---- getters ---- */
 
-uint64_t rdmx_rpc_call_get_deadline(const struct rdmx_rpc_call *call)
+uint64_t rdmx_rpc_call_get_deadline(const struct rdmx_rpc_server_call *call)
 {
 	return call ? call->deadline_ns : 0;
 }
 
-bool rdmx_rpc_call_is_cancelled(const struct rdmx_rpc_call *call)
+bool rdmx_rpc_call_is_cancelled(const struct rdmx_rpc_server_call *call)
 {
 	if (!call)
 		return true;
@@ -132,18 +132,18 @@ bool rdmx_rpc_call_is_cancelled(const struct rdmx_rpc_call *call)
 	return call->cancelled;
 }
 
-uint32_t rdmx_rpc_call_get_method(const struct rdmx_rpc_call *call)
+uint32_t rdmx_rpc_call_get_method(const struct rdmx_rpc_server_call *call)
 {
 	return call ? call->method : 0;
 }
 
-struct rdmx_rpc_conn *rdmx_rpc_call_get_conn(const struct rdmx_rpc_call *call)
+struct rdmx_rpc_conn *rdmx_rpc_call_get_conn(const struct rdmx_rpc_server_call *call)
 {
 	return call ? call->rc : NULL;
 }
 
-int rdmx_rpc_call_set_cancel_cb(struct rdmx_rpc_call *call,
-				void (*cb)(struct rdmx_rpc_call *call, void *arg), void *arg)
+int rdmx_rpc_call_set_cancel_cb(struct rdmx_rpc_server_call *call,
+				void (*cb)(struct rdmx_rpc_server_call *call, void *arg), void *arg)
 {
 	if (!call)
 		return RDMX_E_INVAL;
@@ -158,7 +158,7 @@ int rdmx_rpc_call_set_cancel_cb(struct rdmx_rpc_call *call,
 
 /* ---- cancellation ---- */
 
-static void call_cancel(struct rdmx_rpc_call *c)
+static void call_cancel(struct rdmx_rpc_server_call *c)
 {
 	if (c->cancelled)
 		return;
@@ -173,8 +173,8 @@ static void call_cancel(struct rdmx_rpc_call *c)
 
 static void server_deadline(struct rdmx__timer *t)
 {
-	struct rdmx_rpc_call *c =
-		(struct rdmx_rpc_call *)((char *)t - offsetof(struct rdmx_rpc_call, timer));
+	struct rdmx_rpc_server_call *c =
+		(struct rdmx_rpc_server_call *)((char *)t - offsetof(struct rdmx_rpc_server_call, timer));
 	struct rdmx_rpc_conn *rc = c->rc;
 
 	rc->busy++;
@@ -185,7 +185,7 @@ static void server_deadline(struct rdmx__timer *t)
 
 void rdmx__rpc_on_cancel(struct rdmx_rpc_conn *rc, uint64_t call_id)
 {
-	struct rdmx_rpc_call *c = rdmx__map_get(&rc->incoming, call_id);
+	struct rdmx_rpc_server_call *c = rdmx__map_get(&rc->incoming, call_id);
 
 	if (!c)
 		return; /* answered already, or never seen */
@@ -195,9 +195,9 @@ void rdmx__rpc_on_cancel(struct rdmx_rpc_conn *rc, uint64_t call_id)
 	call_cancel(c);
 }
 
-static struct rdmx_rpc_call *take_incoming(struct rdmx_rpc_conn *rc)
+static struct rdmx_rpc_server_call *take_incoming(struct rdmx_rpc_conn *rc)
 {
-	struct rdmx_rpc_call *list = NULL, *c;
+	struct rdmx_rpc_server_call *list = NULL, *c;
 	uint32_t pos = 0;
 
 	while ((c = rdmx__map_next(&rc->incoming, &pos, NULL))) {
@@ -209,7 +209,7 @@ static struct rdmx_rpc_call *take_incoming(struct rdmx_rpc_conn *rc)
 
 void rdmx__rpc_cancel_incoming(struct rdmx_rpc_conn *rc)
 {
-	struct rdmx_rpc_call *list = take_incoming(rc), *c;
+	struct rdmx_rpc_server_call *list = take_incoming(rc), *c;
 
 	/* they stay in the table: the application still answers each */
 	while ((c = list)) {
@@ -223,7 +223,7 @@ static void resp_sent(struct rdmx_chan *chan, int status, void *arg);
 
 void rdmx__rpc_detach_incoming(struct rdmx_rpc_conn *rc)
 {
-	struct rdmx_rpc_call *list = take_incoming(rc), *c;
+	struct rdmx_rpc_server_call *list = take_incoming(rc), *c;
 
 	rdmx__chan_forget_cb(rc->chan, resp_sent);
 	rc->resp_pending = 0;
@@ -282,7 +282,7 @@ void rdmx__rpc_on_request(struct rdmx_rpc_conn *rc, const struct rpc_hdr *h, con
 	struct rdmx_rpc_stats *tot = &rc->st[RDMX_RPC_ROLE_SERVER];
 	bool oneway = h->flags & RPC_F_ONEWAY;
 	struct rpc_method *m;
-	struct rdmx_rpc_call *c;
+	struct rdmx_rpc_server_call *c;
 	int rc_;
 
 	if (rc->closed)
@@ -433,7 +433,7 @@ static void respond_now(struct rdmx_rpc_conn *rc, const struct rpc_hdr *req, enu
 	send_response(rc, req->call_id, code, msg, NULL, &how);
 }
 
-int rdmx_rpc_respond(struct rdmx_rpc_call *call, enum rdmx_rpc_code code, const char *message,
+int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code, const char *message,
 		     const struct rdmx_rpc_payload *resp)
 {
 	struct rdmx_rpc_conn *rc;

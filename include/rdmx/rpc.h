@@ -27,7 +27,7 @@ struct rdmx_pe;
 struct rdmx_chan;
 struct rdmx_rpc_server; /* handler table, shared by many connections */
 struct rdmx_rpc_conn;   /* one peer: client and server endpoint over one channel */
-struct rdmx_rpc_call;   /* server side: one incoming call */
+struct rdmx_rpc_server_call;   /* server side: one incoming call */
 
 /* gRPC status numbering; never mixed with RDMX_E_* codes. */
 enum rdmx_rpc_code {
@@ -94,7 +94,7 @@ typedef void (*rdmx_rpc_done_cb)(const struct rdmx_rpc_result *result, void *arg
 
 /* `req`/`len` are valid only during the handler: copy what a later
  * rdmx_rpc_respond needs. */
-typedef void (*rdmx_rpc_handler)(struct rdmx_rpc_call *call, const void *req, size_t len,
+typedef void (*rdmx_rpc_handler)(struct rdmx_rpc_server_call *call, const void *req, size_t len,
 				 void *arg);
 
 int rdmx_rpc_server_create(struct rdmx_rpc_server **server);
@@ -107,16 +107,16 @@ int rdmx_rpc_server_register(struct rdmx_rpc_server *server, uint32_t method_id,
  * thread; then `call` is invalid. A call the client cancelled or whose
  * deadline passed is answered silently (nothing is sent).
  * resp may be NULL (empty body); message may be NULL. */
-int rdmx_rpc_respond(struct rdmx_rpc_call *call, enum rdmx_rpc_code code, const char *message,
+int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code, const char *message,
 		     const struct rdmx_rpc_payload *resp);
 /* Absolute deadline in CLOCK_MONOTONIC nanoseconds, 0 when none. */
-uint64_t rdmx_rpc_call_get_deadline(const struct rdmx_rpc_call *call);
-bool rdmx_rpc_call_is_cancelled(const struct rdmx_rpc_call *call);
-uint32_t rdmx_rpc_call_get_method(const struct rdmx_rpc_call *call);
-struct rdmx_rpc_conn *rdmx_rpc_call_get_conn(const struct rdmx_rpc_call *call);
+uint64_t rdmx_rpc_call_get_deadline(const struct rdmx_rpc_server_call *call);
+bool rdmx_rpc_call_is_cancelled(const struct rdmx_rpc_server_call *call);
+uint32_t rdmx_rpc_call_get_method(const struct rdmx_rpc_server_call *call);
+struct rdmx_rpc_conn *rdmx_rpc_call_get_conn(const struct rdmx_rpc_server_call *call);
 /* Runs once if the caller cancels, times out or goes away before the answer. */
-int rdmx_rpc_call_set_cancel_cb(struct rdmx_rpc_call *call,
-				void (*cb)(struct rdmx_rpc_call *call, void *arg), void *arg);
+int rdmx_rpc_call_set_cancel_cb(struct rdmx_rpc_server_call *call,
+				void (*cb)(struct rdmx_rpc_server_call *call, void *arg), void *arg);
 
 /* ---- connection endpoint (client and server) ---- */
 
