@@ -306,6 +306,26 @@ static void emit_dec_case(struct gen_ctx *ctx, struct gen_buf *o, const struct g
 	gen_buf_puts(o, "\t\t\tbreak;\n");
 }
 
+/* messages whose structs a decode of m may allocate (sub-messages, map entries) */
+static void reachable(struct gen_ctx *ctx, const struct gen_message *m, struct gen_vec *seen)
+{
+	int i;
+	for (i = 0; i < m->fields.n; i++) {
+		const struct gen_field *fd = m->fields.items[i];
+		const struct gen_message *sub = fd->type == GT_MESSAGE ? fd->msg : NULL;
+		int k;
+		if (!sub)
+			continue;
+		for (k = 0; k < seen->n; k++)
+			if (seen->items[k] == sub)
+				break;
+		if (k < seen->n)
+			continue;
+		gen_vec_push(&ctx->pool, seen, (void *)sub);
+		reachable(ctx, sub, seen);
+	}
+}
+
 static void emit_dec(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_message *m)
 {
 	int i;
@@ -344,9 +364,21 @@ static void emit_dec(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_me
 		       "int %s_decode(%s *msg, const void *src, size_t len, struct rdmx_arena *arena,\n"
 		       "\tconst struct rdmx_decode_opts *opts)\n{\n",
 		       c, c);
-	gen_buf_printf(o, "\tstruct rdmx_dec d;\n\t%s tmp;\n\tint rc;\n", c);
+	gen_buf_printf(o, "\tstruct rdmx_dec d;\n\t%s tmp;\n", c);
+	gen_buf_puts(o, "\tsize_t ratio = RDMX_DECODE_ALLOC_FACTOR;\n\tint rc;\n");
 	gen_buf_puts(o, "\tif (!msg)\n\t\treturn RDMX_E_INVAL;\n");
-	gen_buf_puts(o, "\trc = rdmx__dec_init(&d, src, len, arena, opts);\n");
+	{
+		/* the default budget: the largest struct reachable per input byte */
+		struct gen_vec seen = {0};
+		int k;
+		reachable(ctx, m, &seen);
+		for (k = 0; k < seen.n; k++) {
+			const struct gen_message *r = seen.items[k];
+			gen_buf_printf(o, "\tif (sizeof(%s) > ratio)\n\t\tratio = sizeof(%s);\n",
+				       r->cname, r->cname);
+		}
+	}
+	gen_buf_puts(o, "\trc = rdmx__dec_init(&d, src, len, arena, opts, ratio);\n");
 	gen_buf_puts(o, "\tif (rc)\n\t\treturn rc;\n");
 	gen_buf_puts(o, "\tmemset(&tmp, 0, sizeof(tmp));\n");
 	gen_buf_printf(o, "\trc = %s__dec(&d, &tmp);\n", c);
@@ -440,7 +472,7 @@ static void emit_method_client(struct gen_ctx *ctx, struct gen_buf *o,
 
 	/* respond */
 	gen_buf_printf(o,
-		       "int %s_respond(struct rdmx_rpc_call *call, enum rdmx_rpc_code code,\n"
+		       "int %s_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,\n"
 		       "\tconst char *message, const %s *resp)\n{\n",
 		       base, out);
 	gen_buf_puts(o, "\tstruct rdmx_rpc_payload p;\n");
@@ -462,7 +494,7 @@ static void emit_service(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 		const struct gen_method *me = s->methods.items[i];
 		const char *in = me->in->cname;
 		gen_buf_printf(o,
-			       "static void %s_%s__handle(struct rdmx_rpc_call *call, const void *req,\n"
+			       "static void %s_%s__handle(struct rdmx_rpc_server_call *call, const void *req,\n"
 			       "\tsize_t len, void *arg)\n{\n",
 			       s->cname, me->name);
 		gen_buf_printf(o, "\tconst struct %s__binding *b = arg;\n", s->cname);

@@ -76,6 +76,7 @@ struct gen_field {
 	char *name;
 	char *cname; /* C member name (keywords get a trailing '_') */
 	int64_t number;
+	char *number_text; /* as written, for messages */
 	enum gen_label label;
 	enum gen_type type;
 	char *type_name; /* GT_NAMED: as written */
@@ -184,6 +185,7 @@ struct gen_ctx {
 	struct gen_vec include_dirs; /* char * */
 	struct gen_vec files;        /* every file loaded, struct gen_file * */
 	void *priv;                  /* resolver state */
+	struct gen_vec diags;        /* buffered diagnostics, flushed sorted */
 	/* in-memory sources (fuzzing, tests): path -> text */
 	const char *mem_path;
 	const char *mem_text;
@@ -191,6 +193,9 @@ struct gen_ctx {
 };
 
 void gen_ctx_init(struct gen_ctx *ctx, FILE *diag);
+/* Prints the buffered diagnostics sorted by file (load order), line and
+ * column; gen_ctx_fini flushes too. */
+void gen_flush(struct gen_ctx *ctx);
 void gen_ctx_fini(struct gen_ctx *ctx);
 void gen_error(struct gen_ctx *ctx, const struct gen_loc *loc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

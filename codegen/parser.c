@@ -19,6 +19,7 @@ struct parser {
 	bool seen_statement;
 	bool seen_syntax;
 	bool seen_package;
+	char *last_int_text; /* spelling of the last integer parse_int read */
 };
 
 static const struct {
@@ -160,6 +161,16 @@ static bool expect_sym(struct parser *p, char c)
 	return false;
 }
 
+/* A missing ';' before a token on a later line is reported and taken as
+ * written, so the next statement still parses. */
+static bool expect_semi(struct parser *p)
+{
+	if (accept_sym(p, ';'))
+		return true;
+	expected(p, "\";\"");
+	return p->i > 0 && cur(p)->loc.line > p->t[p->i - 1].loc.line;
+}
+
 static char *expect_ident(struct parser *p, const char *what, struct gen_loc *loc)
 {
 	struct gen_tok *t = cur(p);
@@ -228,6 +239,7 @@ static bool parse_int(struct parser *p, bool allow_neg, int64_t *out, struct gen
 		*out = neg ? INT64_MIN : INT64_MAX;
 	else
 		*out = neg ? -(int64_t)t->ival : (int64_t)t->ival;
+	p->last_int_text = neg ? gen_printf(&p->ctx->pool, "-%s", t->text) : t->text;
 	next(p);
 	return true;
 }
@@ -302,7 +314,7 @@ static void parse_reserved(struct parser *p, struct gen_vec *ranges, struct gen_
 		skip_statement(p);
 		return;
 	}
-	if (!expect_sym(p, ';'))
+	if (!expect_semi(p))
 		skip_statement(p);
 }
 
@@ -409,9 +421,14 @@ static void parse_map_field(struct parser *p, struct gen_message *m, struct gen_
 	fd->label = GL_REPEATED;
 	fd->is_map = true;
 	fd->type = GT_MESSAGE;
-	if (!parse_int(p, true, &fd->number, &fd->number_loc) || !reject_field_options(p) ||
-	    !expect_sym(p, ';'))
+	if (!parse_int(p, true, &fd->number, &fd->number_loc)) {
 		skip_statement(p);
+		fd->number = 1;
+	} else {
+		fd->number_text = p->last_int_text;
+		if (!reject_field_options(p) || !expect_semi(p))
+			skip_statement(p);
+	}
 
 	entry = gen_alloc(&p->ctx->pool, sizeof(*entry));
 	entry->name = camel_entry_name(p, name);
@@ -493,8 +510,12 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 		fd->type = GT_NAMED;
 		fd->type_name = tname;
 	}
-	if (!parse_int(p, true, &fd->number, &fd->number_loc) || !reject_field_options(p) ||
-	    !expect_sym(p, ';'))
+	if (!parse_int(p, true, &fd->number, &fd->number_loc)) {
+		skip_statement(p);
+		return;
+	}
+	fd->number_text = p->last_int_text;
+	if (!reject_field_options(p) || !expect_semi(p))
 		skip_statement(p);
 }
 
@@ -526,9 +547,6 @@ static void parse_oneof(struct parser *p, struct gen_message *m)
 		o->nfields += m->fields.n - before;
 	}
 	next(p);
-	if (o->nfields == 0)
-		syntax_error(p, &p->t[p->i - 1], "oneof \"%s\" must have at least one field",
-			     o->name);
 }
 
 static void parse_message(struct parser *p, struct gen_message *parent, struct gen_vec *into,
@@ -619,15 +637,13 @@ static void parse_enum(struct parser *p, struct gen_file *f, struct gen_message 
 		{
 			struct gen_loc nl;
 			if (!parse_int(p, true, &v->number, &nl) || !reject_field_options(p) ||
-			    !expect_sym(p, ';')) {
+			    !expect_semi(p)) {
 				skip_statement(p);
 				continue;
 			}
 		}
 		gen_vec_push(&p->ctx->pool, &e->values, v);
 	}
-	if (e->values.n == 0)
-		syntax_error(p, &p->t[p->i - 1], "enum \"%s\" must have at least one value", e->name);
 }
 
 static bool parse_method_type(struct parser *p, char **name, struct gen_loc *loc)
@@ -736,7 +752,7 @@ static void parse_syntax(struct parser *p)
 		syntax_error(p, cur(p), "unrecognized syntax \"%s\" (only proto3 is supported)",
 			     cur(p)->text);
 	next(p);
-	if (!expect_sym(p, ';'))
+	if (!expect_semi(p))
 		skip_statement(p);
 }
 
@@ -764,7 +780,7 @@ static void parse_import(struct parser *p)
 	}
 	next(p);
 	gen_vec_push(&p->ctx->pool, &p->f->imports, im);
-	if (!expect_sym(p, ';'))
+	if (!expect_semi(p))
 		skip_statement(p);
 }
 
@@ -786,7 +802,7 @@ static void parse_package(struct parser *p)
 		p->f->package_loc = l;
 	}
 	p->seen_package = true;
-	if (!expect_sym(p, ';'))
+	if (!expect_semi(p))
 		skip_statement(p);
 }
 

@@ -66,6 +66,7 @@ struct resolver {
 	struct gen_ctx *ctx;
 	struct table syms;
 	struct gen_vec stack; /* files being loaded, for cycle reports */
+	const char *last_owner, *last_other; /* last C name collision reported */
 };
 
 static struct resolver *R(struct gen_ctx *ctx)
@@ -259,9 +260,11 @@ static struct gen_file *load(struct gen_ctx *ctx, const char *path, bool input,
 		}
 	}
 	f->parsed = gen_parse(ctx, f, text, len);
-	gen_vec_push(&ctx->pool, &r->stack, f);
-	load_imports(ctx, f);
-	r->stack.n--;
+	if (f->parsed) {
+		gen_vec_push(&ctx->pool, &r->stack, f);
+		load_imports(ctx, f);
+		r->stack.n--;
+	}
 	f->state = 2;
 	return f;
 }
@@ -394,30 +397,73 @@ static void declare_enum(struct gen_ctx *ctx, struct gen_enum *e, const char *sc
 	}
 }
 
+struct member {
+	const struct gen_loc *loc;
+	int kind; /* 0 field, 1 oneof, 2 message, 3 enum */
+	void *ptr;
+	int seq;
+};
+
+static int member_cmp(const void *a, const void *b)
+{
+	const struct member *x = a, *y = b;
+	if (x->loc->line != y->loc->line)
+		return x->loc->line < y->loc->line ? -1 : 1;
+	if (x->loc->col != y->loc->col)
+		return x->loc->col < y->loc->col ? -1 : 1;
+	return x->seq - y->seq;
+}
+
 static void declare_message(struct gen_ctx *ctx, struct gen_message *m, const char *scope,
 			    const char *cscope)
 {
-	int i;
+	int i, n = 0;
+	int total = m->fields.n + m->oneofs.n + m->messages.n + m->enums.n;
+	struct member *mem = gen_alloc(&ctx->pool, sizeof(*mem) * (size_t)(total + 1));
+	char *inner = NULL;
 	m->full_name = qualify(ctx, scope, m->name);
 	m->cname = gen_printf(&ctx->pool, "%s%s", cscope, m->name);
 	add_sym(ctx, m->full_name, SYM_MESSAGE, m, m->file, &m->loc);
-	for (i = 0; i < m->fields.n; i++) {
+	/* the symbols of this scope in source order: the later one is the duplicate */
+	for (i = 0; i < m->fields.n; i++, n++) {
 		struct gen_field *fd = m->fields.items[i];
-		fd->cname = c_member(ctx, fd->name);
-		add_sym(ctx, qualify(ctx, m->full_name, fd->name), SYM_FIELD, fd, m->file, &fd->loc);
+		mem[n] = (struct member){&fd->loc, 0, fd, n};
 	}
-	for (i = 0; i < m->oneofs.n; i++) {
+	for (i = 0; i < m->oneofs.n; i++, n++) {
 		struct gen_oneof *o = m->oneofs.items[i];
-		o->cname = c_member(ctx, o->name);
-		add_sym(ctx, qualify(ctx, m->full_name, o->name), SYM_FIELD, o, m->file, &o->loc);
+		mem[n] = (struct member){&o->loc, 1, o, n};
 	}
-	for (i = 0; i < m->messages.n; i++)
-		declare_message(ctx, m->messages.items[i], m->full_name,
-				gen_printf(&ctx->pool, "%s_", m->cname));
-	for (i = 0; i < m->enums.n; i++)
-		declare_enum(ctx, m->enums.items[i], m->full_name,
-			     gen_printf(&ctx->pool, "%s_", m->cname));
+	for (i = 0; i < m->messages.n; i++, n++) {
+		struct gen_message *sub = m->messages.items[i];
+		mem[n] = (struct member){&sub->loc, 2, sub, n};
+	}
+	for (i = 0; i < m->enums.n; i++, n++) {
+		struct gen_enum *e = m->enums.items[i];
+		mem[n] = (struct member){&e->loc, 3, e, n};
+	}
+	qsort(mem, (size_t)n, sizeof(*mem), member_cmp);
+	inner = gen_printf(&ctx->pool, "%s_", m->cname);
+	for (i = 0; i < n; i++) {
+		if (mem[i].kind == 0) {
+			struct gen_field *fd = mem[i].ptr;
+			fd->cname = c_member(ctx, fd->name);
+			add_sym(ctx, qualify(ctx, m->full_name, fd->name), SYM_FIELD, fd, m->file,
+				&fd->loc);
+		} else if (mem[i].kind == 1) {
+			struct gen_oneof *o = mem[i].ptr;
+			o->cname = o->name; /* used as <name>_case only */
+			add_sym(ctx, qualify(ctx, m->full_name, o->name), SYM_FIELD, o, m->file,
+				&o->loc);
+		} else if (mem[i].kind == 2) {
+			declare_message(ctx, mem[i].ptr, m->full_name, inner);
+		} else {
+			declare_enum(ctx, mem[i].ptr, m->full_name, inner);
+		}
+	}
 }
+
+static void declare_service(struct gen_ctx *ctx, struct gen_file *f, struct gen_service *s,
+			    const char *cp);
 
 static void declare_file(struct gen_ctx *ctx, struct gen_file *f)
 {
@@ -433,21 +479,45 @@ static void declare_file(struct gen_ctx *ctx, struct gen_file *f)
 		}
 		add_sym(ctx, pkg, SYM_PACKAGE, NULL, f, &f->package_loc);
 	}
-	for (i = 0; i < f->messages.n; i++)
-		declare_message(ctx, f->messages.items[i], f->package, cp);
-	for (i = 0; i < f->enums.n; i++)
-		declare_enum(ctx, f->enums.items[i], f->package, cp);
-	for (i = 0; i < f->services.n; i++) {
-		struct gen_service *s = f->services.items[i];
-		int j;
-		s->full_name = qualify(ctx, f->package, s->name);
-		s->cname = gen_printf(&ctx->pool, "%s%s", cp, s->name);
-		add_sym(ctx, s->full_name, SYM_SERVICE, s, f, &s->loc);
-		for (j = 0; j < s->methods.n; j++) {
-			struct gen_method *m = s->methods.items[j];
-			m->cname = c_member(ctx, m->name);
-			add_sym(ctx, qualify(ctx, s->full_name, m->name), SYM_METHOD, m, f, &m->loc);
+	{
+		int n = 0, total = f->messages.n + f->enums.n + f->services.n;
+		struct member *mem = gen_alloc(&ctx->pool, sizeof(*mem) * (size_t)(total + 1));
+		for (i = 0; i < f->messages.n; i++, n++) {
+			struct gen_message *m = f->messages.items[i];
+			mem[n] = (struct member){&m->loc, 2, m, n};
 		}
+		for (i = 0; i < f->enums.n; i++, n++) {
+			struct gen_enum *e = f->enums.items[i];
+			mem[n] = (struct member){&e->loc, 3, e, n};
+		}
+		for (i = 0; i < f->services.n; i++, n++) {
+			struct gen_service *s = f->services.items[i];
+			mem[n] = (struct member){&s->loc, 4, s, n};
+		}
+		qsort(mem, (size_t)n, sizeof(*mem), member_cmp);
+		for (i = 0; i < n; i++) {
+			if (mem[i].kind == 2)
+				declare_message(ctx, mem[i].ptr, f->package, cp);
+			else if (mem[i].kind == 3)
+				declare_enum(ctx, mem[i].ptr, f->package, cp);
+			else
+				declare_service(ctx, f, mem[i].ptr, cp);
+		}
+	}
+}
+
+
+static void declare_service(struct gen_ctx *ctx, struct gen_file *f, struct gen_service *s,
+			    const char *cp)
+{
+	int j;
+	s->full_name = qualify(ctx, f->package, s->name);
+	s->cname = gen_printf(&ctx->pool, "%s%s", cp, s->name);
+	add_sym(ctx, s->full_name, SYM_SERVICE, s, f, &s->loc);
+	for (j = 0; j < s->methods.n; j++) {
+		struct gen_method *m = s->methods.items[j];
+		m->cname = c_member(ctx, m->name);
+		add_sym(ctx, qualify(ctx, s->full_name, m->name), SYM_METHOD, m, f, &m->loc);
 	}
 }
 
@@ -588,6 +658,8 @@ static void check_enum(struct gen_ctx *ctx, struct gen_enum *e)
 {
 	int i, j;
 	check_reserved(ctx, &e->reserved, &e->rnames, INT32_MIN, INT32_MAX, "enum value");
+	if (e->values.n == 0)
+		gen_error(ctx, &e->loc, "enum \"%s\" must have at least one value", e->name);
 	for (i = 0; i < e->values.n; i++) {
 		struct gen_enum_value *v = e->values.items[i];
 		if (v->number < INT32_MIN || v->number > INT32_MAX) {
@@ -622,11 +694,13 @@ static void check_members(struct gen_ctx *ctx, struct gen_message *m)
 	int i;
 	for (i = 0; i < m->fields.n + m->oneofs.n; i++) {
 		const char *names[2] = {NULL, NULL};
+		const char *pname;
 		const struct gen_loc *loc;
 		int k;
 		if (i < m->fields.n) {
 			struct gen_field *fd = m->fields.items[i];
 			names[0] = fd->cname;
+			pname = fd->name;
 			loc = &fd->loc;
 			if (fd->label == GL_REPEATED)
 				names[1] = gen_printf(&ctx->pool, "n_%s", fd->cname);
@@ -635,40 +709,51 @@ static void check_members(struct gen_ctx *ctx, struct gen_message *m)
 		} else {
 			struct gen_oneof *o = m->oneofs.items[i - m->fields.n];
 			names[0] = gen_printf(&ctx->pool, "%s_case", o->cname);
+			pname = o->name;
 			loc = &o->loc;
 		}
 		for (k = 0; k < 2 && names[k]; k++) {
-			struct sym *s;
-			if (table_get(&t, names[k])) {
-				gen_error(ctx, loc,
-					  "generated C member \"%s\" of \"%s\" collides with another "
-					  "member",
-					  names[k], m->full_name);
+			struct sym *s, *old = table_get(&t, names[k]);
+			if (old) {
+				/* the same proto name twice is reported as a duplicate */
+				if (strcmp((const char *)old->ptr, pname) != 0)
+					gen_error(ctx, loc,
+						  "generated C member \"%s\" of \"%s\" (for \"%s\") "
+						  "collides with the one for \"%s\"",
+						  names[k], m->full_name, pname, (const char *)old->ptr);
 				continue;
 			}
 			s = gen_alloc(&ctx->pool, sizeof(*s));
 			s->name = names[k];
+			s->ptr = (void *)pname;
 			table_put(&ctx->pool, &t, s);
 		}
 	}
 }
 
+#define NUM(fd) ((fd)->number_text ? (fd)->number_text : gen_printf(&ctx->pool, "%lld", (long long)(fd)->number))
+
 static void check_message(struct gen_ctx *ctx, struct gen_message *m)
 {
 	int i, j;
+	for (i = 0; i < m->oneofs.n; i++) {
+		struct gen_oneof *o = m->oneofs.items[i];
+		if (o->nfields == 0)
+			gen_error(ctx, &o->loc, "oneof \"%s\" must have at least one field", o->name);
+	}
 	if (!m->map_entry)
 		check_reserved(ctx, &m->reserved, &m->rnames, 1, FIELD_MAX, "field");
 	for (i = 0; i < m->fields.n; i++) {
 		struct gen_field *fd = m->fields.items[i];
 		if (fd->number <= 0) {
-			gen_error(ctx, &fd->number_loc, "field number %lld of \"%s\" must be a positive "
-				  "integer (1 to %d)", (long long)fd->number, fd->name, FIELD_MAX);
+			gen_error(ctx, &fd->number_loc, "field number %s of \"%s\" must be a positive "
+				  "integer (1 to %d)", NUM(fd), fd->name, FIELD_MAX);
 			continue;
 		}
 		if (fd->number > FIELD_MAX) {
 			gen_error(ctx, &fd->number_loc,
-				  "field number %lld of \"%s\" is out of range (1 to %d)",
-				  (long long)fd->number, fd->name, FIELD_MAX);
+				  "field number %s of \"%s\" is out of range (1 to %d)", NUM(fd),
+				  fd->name, FIELD_MAX);
 			continue;
 		}
 		if (fd->number >= 19000 && fd->number <= 19999)
@@ -734,7 +819,7 @@ static void resolve_services(struct gen_ctx *ctx, struct gen_file *f)
 			m->id = gen_fnv1a(full);
 			for (k = 0; k < j; k++) {
 				struct gen_method *o = s->methods.items[k];
-				if (o->id == m->id)
+				if (o->id == m->id && strcmp(o->name, m->name) != 0)
 					gen_error(ctx, &m->loc,
 						  "method id 0x%08x of \"%s\" collides with \"%s\"",
 						  m->id, m->name, o->name);
@@ -749,7 +834,14 @@ static void c_ident(struct gen_ctx *ctx, struct table *t, const char *name, cons
 		    const struct gen_loc *loc, struct gen_file *f)
 {
 	struct sym *old = table_get(t, name), *s;
+	struct resolver *r = R(ctx);
 	if (old) {
+		/* once per pair of owners: their other names collide alike */
+		if (r->last_owner && strcmp(r->last_owner, owner) == 0 &&
+		    strcmp(r->last_other, (const char *)old->ptr) == 0)
+			return;
+		r->last_owner = owner;
+		r->last_other = old->ptr;
 		gen_error(ctx, loc, "generated C name \"%s\" of \"%s\" collides with the one of \"%s\"",
 			  name, owner, (const char *)old->ptr);
 		return;

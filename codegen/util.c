@@ -136,22 +136,78 @@ void gen_ctx_init(struct gen_ctx *ctx, FILE *diag)
 	ctx->max_errors = 100;
 }
 
+struct diag {
+	struct gen_loc loc;
+	int file_rank;
+	int seq;
+	char *text;
+};
+
+static int diag_cmp(const void *a, const void *b)
+{
+	const struct diag *x = *(const struct diag *const *)a, *y = *(const struct diag *const *)b;
+	if (x->file_rank != y->file_rank)
+		return x->file_rank < y->file_rank ? -1 : 1;
+	if (x->loc.line != y->loc.line)
+		return x->loc.line < y->loc.line ? -1 : 1;
+	if (x->loc.col != y->loc.col)
+		return x->loc.col < y->loc.col ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+void gen_flush(struct gen_ctx *ctx)
+{
+	int i;
+	if (ctx->diag && ctx->diags.n) {
+		qsort(ctx->diags.items, (size_t)ctx->diags.n, sizeof(void *), diag_cmp);
+		for (i = 0; i < ctx->diags.n; i++) {
+			const struct diag *d = ctx->diags.items[i];
+			fputs(d->text, ctx->diag);
+		}
+		fflush(ctx->diag);
+	}
+	ctx->diags.n = 0;
+}
+
 void gen_ctx_fini(struct gen_ctx *ctx)
 {
+	gen_flush(ctx);
 	gen_pool_free(&ctx->pool);
+}
+
+static int file_rank(struct gen_ctx *ctx, const char *file)
+{
+	int i;
+	for (i = 0; i < ctx->files.n; i++) {
+		const char *path = ((const struct gen_file *)ctx->files.items[i])->path;
+		if (path == file || strcmp(path, file) == 0)
+			return i;
+	}
+	return ctx->files.n;
 }
 
 static void diag(struct gen_ctx *ctx, const struct gen_loc *loc, const char *kind,
 		 const char *fmt, va_list ap)
 {
+	struct gen_buf b = {0};
+	struct diag *d;
+	char msg[1024];
 	if (!ctx->diag)
 		return;
-	if (loc && loc->file)
-		fprintf(ctx->diag, "%s:%d:%d: %s: ", loc->file, loc->line, loc->col, kind);
-	else
-		fprintf(ctx->diag, "rdmx-gen: %s: ", kind);
-	vfprintf(ctx->diag, fmt, ap);
-	fputc('\n', ctx->diag);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (!loc || !loc->file) {
+		/* not tied to a file: now */
+		fprintf(ctx->diag, "rdmx-gen: %s: %s\n", kind, msg);
+		return;
+	}
+	gen_buf_printf(&b, "%s:%d:%d: %s: %s\n", loc->file, loc->line, loc->col, kind, msg);
+	d = gen_alloc(&ctx->pool, sizeof(*d));
+	d->loc = *loc;
+	d->file_rank = file_rank(ctx, loc->file);
+	d->seq = ctx->diags.n;
+	d->text = gen_strdup(&ctx->pool, b.data);
+	gen_buf_free(&b);
+	gen_vec_push(&ctx->pool, &ctx->diags, d);
 }
 
 void gen_error(struct gen_ctx *ctx, const struct gen_loc *loc, const char *fmt, ...)

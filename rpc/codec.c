@@ -8,7 +8,7 @@
 #include <rdmx/codec.h>
 
 int rdmx__dec_init(struct rdmx_dec *d, const void *src, size_t len, struct rdmx_arena *arena,
-		   const struct rdmx_decode_opts *opts)
+		   const struct rdmx_decode_opts *opts, size_t ratio)
 {
 	unsigned depth = RDMX_DECODE_DEFAULT_DEPTH;
 	size_t budget;
@@ -19,10 +19,14 @@ int rdmx__dec_init(struct rdmx_dec *d, const void *src, size_t len, struct rdmx_
 								: RDMX_DECODE_MAX_DEPTH;
 	if (opts && opts->max_alloc)
 		budget = opts->max_alloc;
-	else if (len > (SIZE_MAX - RDMX_DECODE_ALLOC_FLOOR) / RDMX_DECODE_ALLOC_FACTOR)
-		budget = SIZE_MAX;
-	else
-		budget = len * RDMX_DECODE_ALLOC_FACTOR + RDMX_DECODE_ALLOC_FLOOR;
+	else {
+		if (ratio < RDMX_DECODE_ALLOC_FACTOR)
+			ratio = RDMX_DECODE_ALLOC_FACTOR;
+		if (len > (SIZE_MAX - RDMX_DECODE_ALLOC_FLOOR) / ratio)
+			budget = SIZE_MAX;
+		else
+			budget = len * ratio + RDMX_DECODE_ALLOC_FLOOR;
+	}
 	d->p = (const uint8_t *)src;
 	d->end = d->p + len;
 	d->arena = arena;
@@ -224,6 +228,11 @@ void *rdmx__dec_alloc(struct rdmx_dec *d, size_t n, size_t size, int *rc)
 		return NULL;
 	}
 	total = n * size;
+	if (total > SIZE_MAX - 7) {
+		*rc = RDMX_E_TOO_BIG;
+		return NULL;
+	}
+	total = (total + 7) & ~(size_t)7; /* charged as the arena rounds */
 	if (total > d->budget) {
 		*rc = RDMX_E_TOO_BIG;
 		return NULL;

@@ -54,7 +54,8 @@ struct rdmx_rpc_server;
 
 /* A `string` field. Decoded without copy, data points into the received
  * message and is NOT NUL-terminated; decoded with copy (or built by
- * rdmx_str_c), data[len] == '\0'. */
+ * rdmx_str_c), data[len] == '\0'. An absent (empty) string may have
+ * data == NULL: always go by len. */
 struct rdmx_str {
 	const char *data;
 	size_t len;
@@ -135,21 +136,28 @@ static inline size_t rdmx_arena_used(const struct rdmx_arena *arena)
 
 #define RDMX_DECODE_DEFAULT_DEPTH 32u
 #define RDMX_DECODE_MAX_DEPTH 128u
-/* Default arena budget of one decode: FACTOR * input length + FLOOR bytes. */
+/* Default arena budget of one decode: RATIO * input length + FLOOR bytes,
+ * where RATIO is the size of the largest struct the message type can reach
+ * (its sub-messages, map entries), at least RDMX_DECODE_ALLOC_FACTOR. Every
+ * arena allocation is backed by input bytes (an array element, a sub-message
+ * or a map entry needs at least one; a copy needs its own length), so a
+ * well-formed message always fits, and no input, hostile or not, can make a
+ * decode take more than this small multiple of its size. */
 #define RDMX_DECODE_ALLOC_FACTOR 32u
 #define RDMX_DECODE_ALLOC_FLOOR 4096u
 
 struct rdmx_decode_opts {
-	/* Nesting limit: messages, arrays and maps inside the top-level message
-	 * (unknown fields included). 0: RDMX_DECODE_DEFAULT_DEPTH; at most
+	/* Nesting limit: levels of messages below the top-level one, and of
+	 * arrays/maps inside an unknown field's value (counted from the message
+	 * that holds it). 0: RDMX_DECODE_DEFAULT_DEPTH; at most
 	 * RDMX_DECODE_MAX_DEPTH. */
 	unsigned max_depth;
 	/* false: string/bytes point into the input, which must outlive the
 	 * decoded message; true: they are copied into the arena. */
 	bool copy;
-	/* Arena bytes one decode may take; 0: the default budget
-	 * (RDMX_DECODE_ALLOC_FACTOR * len + RDMX_DECODE_ALLOC_FLOOR).
-	 * Exceeding it fails the decode with RDMX_E_TOO_BIG. */
+	/* Arena bytes one decode may take; 0: the default budget (see
+	 * RDMX_DECODE_ALLOC_FACTOR). Exceeding it fails the decode with
+	 * RDMX_E_TOO_BIG. */
 	size_t max_alloc;
 };
 
@@ -484,8 +492,9 @@ static inline int rdmx__enc_finish(const struct rdmx_enc *e)
 
 /* ---- reads ---- */
 
+/* ratio: the default budget's bytes per input byte (see above) */
 int rdmx__dec_init(struct rdmx_dec *d, const void *src, size_t len, struct rdmx_arena *arena,
-		   const struct rdmx_decode_opts *opts);
+		   const struct rdmx_decode_opts *opts, size_t ratio);
 /* Skips one msgpack object of any type (nesting bounded by d->depth). */
 int rdmx__dec_skip(struct rdmx_dec *d);
 /* Arena memory for `n` objects of `size` bytes, zeroed, within the budget. */
@@ -510,10 +519,29 @@ static inline bool rdmx__dec_nil(struct rdmx_dec *d)
 	return false;
 }
 
-/* true when a map header is next */
+/* true when a map header is next and its count fits the bytes left (checked
+ * before a sub-message is allocated) */
 static inline bool rdmx__dec_is_map(const struct rdmx_dec *d)
 {
-	return d->p < d->end && ((*d->p & 0xf0) == 0x80 || *d->p == 0xde || *d->p == 0xdf);
+	const uint8_t *p = d->p;
+	size_t left = rdmx__dec_left(d);
+	uint64_t k;
+	size_t h;
+	if (left < 1)
+		return false;
+	if ((p[0] & 0xf0) == 0x80) {
+		k = p[0] & 0x0f;
+		h = 1;
+	} else if (p[0] == 0xde && left >= 3) {
+		k = rdmx__rd16(p + 1);
+		h = 3;
+	} else if (p[0] == 0xdf && left >= 5) {
+		k = rdmx__rd32(p + 1);
+		h = 5;
+	} else {
+		return false;
+	}
+	return k * 2 <= left - h;
 }
 
 /* Map header; each entry needs at least two more bytes. */
