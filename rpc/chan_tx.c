@@ -288,15 +288,14 @@ static void q_push(struct rdmx_chan *chan, struct chan_msg *m)
 		chan->stats.queued_max = chan->q_len;
 }
 
-static void q_pop(struct rdmx_chan *chan)
+/* Unlinks the head; `next` was read before the head was handed on (a
+ * rendezvous message is relinked onto the ack list). */
+static void q_pop(struct rdmx_chan *chan, struct chan_msg *next)
 {
-	struct chan_msg *m = chan->q_head;
-
-	chan->q_head = m->next;
-	if (!chan->q_head)
+	chan->q_head = next;
+	if (!next)
 		chan->q_tail = NULL;
 	chan->q_len--;
-	m->next = NULL;
 }
 
 static void msg_free(struct rdmx_chan *chan, struct chan_msg *m)
@@ -354,10 +353,12 @@ void rdmx__chan_pump(struct rdmx_chan *chan)
 	if (chan->state != RDMX_CHAN_READY)
 		return;
 	while ((m = chan->q_head)) {
+		struct chan_msg *next = m->next;
+
 		rc = try_msg(chan, m);
 		if (rc == RDMX_E_AGAIN || rc == RDMX_E_FULL)
 			break;
-		q_pop(chan);
+		q_pop(chan, next);
 		if (rc == 0) {
 			m->cb = NULL; /* moved into the tx slot */
 			msg_free(chan, m);

@@ -1,0 +1,292 @@
+/* Channel/RPC battery fixture: nodes, connections, the drive loop. Only the
+ * public API is used. */
+#include "rpcfix.h"
+
+#include <dirent.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *env_device(int which)
+{
+	const char *d = getenv("RDMX_TEST_DEVICE");
+
+	if (!d || !*d)
+		d = "tcp";
+	if (which) {
+		const char *p = getenv("RDMX_TEST_PEER_DEVICE");
+
+		if (p && *p)
+			return p;
+	}
+	return d;
+}
+
+static const char *env_addr_raw(int which)
+{
+	const char *a = getenv(which ? "RDMX_TEST_PEER_ADDR" : "RDMX_TEST_ADDR");
+
+	return (a && *a) ? a : NULL;
+}
+
+const char *env_addr(int which)
+{
+	const char *a = env_addr_raw(which);
+
+	return a ? a : "127.0.0.1";
+}
+
+uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void node_open(struct node *n, const char *name, int which, const struct rdmx_chan_host_attr *attr)
+{
+	const char *dev = env_device(which);
+	const char *addr = env_addr_raw(which);
+	int rc;
+
+	memset(n, 0, sizeof(*n));
+	n->name = name;
+	n->which = which;
+	if (strcmp(dev, "tcp") == 0 && addr)
+		rc = rdmx_dev_open_by_addr(addr, &n->dev);
+	else
+		rc = rdmx_dev_open(dev, &n->dev);
+	cr_assert_eq(rc, 0, "opening device %s -> %s", dev, rdmx_err_name(rc));
+	n->tcp = strcmp(rdmx_dev_provider(n->dev), "tcp") == 0;
+	ASSERT_OK(rdmx_pe_create(&n->pe));
+	ASSERT_OK(rdmx_pe_set_poll_mode(n->pe, RDMX_POLL_BUSY, 0));
+	ASSERT_OK(rdmx_ctx_create(n->dev, n->pe, &n->ctx));
+	ASSERT_OK(rdmx_ctx_set_max_connections(n->ctx, 40));
+	ASSERT_OK(rdmx_chan_host_create(n->ctx, n->pe, attr, &n->host));
+	ASSERT_OK(rdmx_ctx_start(n->ctx));
+}
+
+void node_close(struct node *n)
+{
+	enum rdmx_ctx_state st;
+
+	if (!n->ctx)
+		return;
+	ASSERT_OK(rdmx_ctx_get_state(n->ctx, &st));
+	if (st == RDMX_CTX_RUNNING)
+		ASSERT_OK(rdmx_ctx_stop(n->ctx));
+	ASSERT_OK(rdmx_chan_host_destroy(&n->host));
+	ASSERT_OK(rdmx_ctx_destroy(&n->ctx));
+	ASSERT_OK(rdmx_pe_destroy(&n->pe));
+	ASSERT_OK(rdmx_dev_close(&n->dev));
+}
+
+void drive_once(struct node *a, struct node *b)
+{
+	int n = 0, r;
+
+	if (a) {
+		r = rdmx_chan_host_progress(a->host);
+		cr_assert(r >= 0, "progress of %s -> %s", a->name, rdmx_err_name(r));
+		n += r;
+	}
+	if (b) {
+		r = rdmx_chan_host_progress(b->host);
+		cr_assert(r >= 0, "progress of %s -> %s", b->name, rdmx_err_name(r));
+		n += r;
+	}
+	if (!n)
+		sched_yield(); /* 2 shared cores: let the soft NIC threads run */
+}
+
+void drive_for(struct node *a, struct node *b, int ms)
+{
+	uint64_t end = now_ms() + (uint64_t)ms;
+
+	while (now_ms() < end)
+		drive_once(a, b);
+}
+
+void conn_pair(struct node *a, struct node *b, struct rdmx_conn **ca, struct rdmx_conn **cb)
+{
+	const void *da = NULL, *db = NULL;
+	size_t la = 0, lb = 0;
+	struct rdmx_conn *x = NULL, *y = NULL;
+
+	ASSERT_OK(rdmx_ctx_export(a->ctx, &da, &la, &x));
+	ASSERT_OK(rdmx_ctx_export(b->ctx, &db, &lb, &y));
+	ASSERT_OK(rdmx_ctx_connect(a->ctx, db, lb, x));
+	ASSERT_OK(rdmx_ctx_connect(b->ctx, da, la, y));
+	*ca = x;
+	*cb = y;
+}
+
+static void apply_conf(struct rdmx_chan *c, const struct chan_conf *conf)
+{
+	if (!conf)
+		return;
+	if (conf->slot_count)
+		ASSERT_OK(rdmx_chan_set_slot_count(c, conf->slot_count));
+	if (conf->slot_size)
+		ASSERT_OK(rdmx_chan_set_slot_size(c, conf->slot_size));
+	if (conf->max_msg)
+		ASSERT_OK(rdmx_chan_set_max_msg_size(c, conf->max_msg));
+	if (conf->queue_len)
+		ASSERT_OK(rdmx_chan_set_send_queue_len(c, conf->queue_len));
+	ASSERT_OK(rdmx_chan_set_callbacks(c, conf->recv_cb, conf->event_cb, conf->arg));
+}
+
+void chan_pair(struct node *a, struct node *b, const struct chan_conf *ca,
+	       const struct chan_conf *cb, struct rdmx_chan **xa, struct rdmx_chan **xb,
+	       bool wait_ready)
+{
+	struct rdmx_conn *x, *y;
+	struct rdmx_chan *p = NULL, *q = NULL;
+
+	conn_pair(a, b, &x, &y);
+	ASSERT_OK(rdmx_chan_create(a->host, x, &p));
+	ASSERT_OK(rdmx_chan_create(b->host, y, &q));
+	apply_conf(p, ca);
+	apply_conf(q, cb);
+	ASSERT_OK(rdmx_chan_start(p));
+	ASSERT_OK(rdmx_chan_start(q));
+	if (wait_ready)
+		DRIVE_UNTIL(a, b,
+			    rdmx_chan_get_state(p) == RDMX_CHAN_READY &&
+				    rdmx_chan_get_state(q) == RDMX_CHAN_READY);
+	*xa = p;
+	*xb = q;
+}
+
+static uint8_t pattern_byte(size_t i, uint32_t seed)
+{
+	uint32_t x = (uint32_t)i * 2654435761u + seed * 40503u + 0x9e37u;
+
+	x ^= x >> 13;
+	return (uint8_t)(x ^ (x >> 7));
+}
+
+void pattern_fill(void *p, size_t len, uint32_t seed)
+{
+	uint8_t *b = p;
+
+	for (size_t i = 0; i < len; i++)
+		b[i] = pattern_byte(i, seed);
+}
+
+bool pattern_check(const void *p, size_t len, uint32_t seed)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < len; i++)
+		if (b[i] != pattern_byte(i, seed))
+			return false;
+	return true;
+}
+
+uint64_t checksum64(const void *p, size_t len)
+{
+	const uint8_t *b = p;
+	uint64_t h = 1469598103934665603ull;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= b[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+/* ---- leaks ---- */
+
+static int count_dir(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+static int leak_fds = -1, leak_threads = -1;
+static bool leak_tcp;
+
+void leak_begin(void)
+{
+	leak_tcp = strcmp(env_device(0), "tcp") == 0 && strcmp(env_device(1), "tcp") == 0;
+	leak_fds = count_dir("/proc/self/fd");
+	leak_threads = count_dir("/proc/self/task");
+}
+
+void leak_end(void)
+{
+	int fds, threads;
+
+	if (!leak_tcp || leak_fds < 0)
+		return;
+	fds = count_dir("/proc/self/fd");
+	threads = count_dir("/proc/self/task");
+	for (int i = 0; i < 200 && threads != leak_threads; i++) {
+		usleep(1000);
+		threads = count_dir("/proc/self/task");
+	}
+	cr_assert_eq(fds, leak_fds, "file descriptors leaked: %d before, %d after", leak_fds, fds);
+	cr_assert_eq(threads, leak_threads, "threads leaked: %d before, %d after", leak_threads,
+		     threads);
+}
+
+/* ---- log capture ---- */
+
+#define CAP_LINES 256
+static pthread_mutex_t cap_lock = PTHREAD_MUTEX_INITIALIZER;
+static char cap_lines[CAP_LINES][256];
+static int cap_n;
+
+static void cap_fn(enum rdmx_log_level level, const char *file, int line, const char *func,
+		   const char *message)
+{
+	(void)file;
+	(void)line;
+	(void)func;
+	fprintf(stderr, "rdmx %d: %s\n", (int)level, message);
+	if (level > RDMX_LOG_ERROR)
+		return;
+	pthread_mutex_lock(&cap_lock);
+	if (cap_n < CAP_LINES)
+		snprintf(cap_lines[cap_n++], sizeof(cap_lines[0]), "%s", message);
+	pthread_mutex_unlock(&cap_lock);
+}
+
+void log_capture_begin(void)
+{
+	pthread_mutex_lock(&cap_lock);
+	cap_n = 0;
+	pthread_mutex_unlock(&cap_lock);
+	rdmx_log_set_function(cap_fn);
+}
+
+int log_capture_count(const char *needle)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&cap_lock);
+	for (int i = 0; i < cap_n; i++)
+		if (strstr(cap_lines[i], needle))
+			n++;
+	pthread_mutex_unlock(&cap_lock);
+	return n;
+}
+
+void log_capture_end(void)
+{
+	rdmx_log_set_function(NULL);
+}

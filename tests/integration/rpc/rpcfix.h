@@ -1,0 +1,108 @@
+/* rdmx channel/RPC battery: shared fixture.
+ *
+ * Two "nodes" (device + progress engine + context + channel host) in one
+ * process, or one per process for the peer-death test. The devices come
+ * from the environment, as in the engine's conformance battery:
+ * RDMX_TEST_DEVICE / RDMX_TEST_PEER_DEVICE (default "tcp") and
+ * RDMX_TEST_ADDR / RDMX_TEST_PEER_ADDR. Waits go through DRIVE_UNTIL, whose
+ * timeout is only a failure guard, never a timing assertion. */
+#ifndef RDMX_RPCFIX_H
+#define RDMX_RPCFIX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <criterion/criterion.h>
+
+#include <rdmx/rdmx.h>
+#include <rdmx/channel.h>
+#include <rdmx/rpc.h>
+
+#define GUARD_MS 60000
+
+#define ASSERT_OK(expr)                                                                     \
+	do {                                                                                \
+		int _rc = (expr);                                                           \
+		cr_assert_eq(_rc, 0, "%s -> %s (%d)", #expr, rdmx_err_name(_rc), _rc);     \
+	} while (0)
+
+#define ASSERT_RC(expr, want)                                                               \
+	do {                                                                                \
+		int _rc = (expr);                                                           \
+		int _want = (want);                                                         \
+		cr_assert_eq(_rc, _want, "%s -> %s (%d), expected %s", #expr,              \
+			     rdmx_err_name(_rc), _rc, rdmx_err_name(_want));                \
+	} while (0)
+
+struct node {
+	const char *name;
+	int which;
+	struct rdmx_dev *dev;
+	struct rdmx_pe *pe;
+	struct rdmx_ctx *ctx;
+	struct rdmx_chan_host *host;
+	bool tcp;
+};
+
+const char *env_device(int which);
+const char *env_addr(int which);
+
+/* Opens device `which` (0/1), a progress engine (busy polling), a context
+ * and a channel host (attr may be NULL), and starts the context. */
+void node_open(struct node *n, const char *name, int which, const struct rdmx_chan_host_attr *attr);
+/* Stops the context, destroys host, context, engine, device. */
+void node_close(struct node *n);
+
+/* Channel settings applied before start (0 = default). */
+struct chan_conf {
+	uint32_t slot_count, slot_size;
+	uint64_t max_msg;
+	uint32_t queue_len;
+	rdmx_chan_recv_cb recv_cb;
+	rdmx_chan_event_cb event_cb;
+	void *arg;
+};
+
+/* Connects a and b (export/connect), creates a channel on each side with
+ * its conf (NULL: defaults, no callbacks), starts both and — when
+ * wait_ready — drives until both are READY. */
+void chan_pair(struct node *a, struct node *b, const struct chan_conf *ca,
+	       const struct chan_conf *cb, struct rdmx_chan **xa, struct rdmx_chan **xb,
+	       bool wait_ready);
+/* Raw connection pair only (export/connect); drives until both can post. */
+void conn_pair(struct node *a, struct node *b, struct rdmx_conn **ca, struct rdmx_conn **cb);
+
+uint64_t now_ms(void);
+void drive_once(struct node *a, struct node *b);
+
+#define DRIVE_UNTIL(a, b, cond)                                                             \
+	do {                                                                                \
+		uint64_t _deadline = now_ms() + GUARD_MS;                                   \
+		while (!(cond)) {                                                           \
+			cr_assert(now_ms() < _deadline,                                     \
+				  "timed out (failure guard %d ms) waiting for: %s", GUARD_MS, \
+				  #cond);                                                   \
+			drive_once((a), (b));                                               \
+		}                                                                           \
+	} while (0)
+
+/* Observation window (not a timing check): drives for ms. */
+void drive_for(struct node *a, struct node *b, int ms);
+
+/* Deterministic payloads and checksums. */
+void pattern_fill(void *p, size_t len, uint32_t seed);
+bool pattern_check(const void *p, size_t len, uint32_t seed);
+uint64_t checksum64(const void *p, size_t len);
+
+/* Leak baseline of fds and threads (tcp only). */
+void leak_begin(void);
+void leak_end(void);
+
+/* Counts log lines at ERROR that contain `needle` (installed by
+ * log_capture_begin; restored by log_capture_end). */
+void log_capture_begin(void);
+int log_capture_count(const char *needle);
+void log_capture_end(void);
+
+#endif
