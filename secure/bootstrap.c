@@ -35,7 +35,7 @@ struct rdmx_bootstrap {
 	struct rdmx_ctx *ctx;
 	struct rdmx_tls_conn *tls;
 	struct rdmx_conn *conn; /* NULL before export and once gone */
-	int lost;		/* sticky reason once the channel is lost */
+	int lost;               /* sticky reason once the channel is lost */
 	void *user_data;
 
 	char hello_name[RDMX_BOOTSTRAP_MAX_NAME + 1];
@@ -62,7 +62,7 @@ struct hello {
 /* ---- object ---- */
 
 int rdmx__bootstrap_create(struct rdmx_ctx *ctx, struct rdmx_tls_conn *tls,
-			   struct rdmx_bootstrap **out)
+                           struct rdmx_bootstrap **out)
 {
 	struct rdmx_bootstrap *b = calloc(1, sizeof(*b));
 	int fd, on = 1, idle = 10, intvl = 5, cnt = 3;
@@ -81,8 +81,8 @@ int rdmx__bootstrap_create(struct rdmx_ctx *ctx, struct rdmx_tls_conn *tls,
 	return RDMX_OK;
 }
 
-void rdmx__bootstrap_set_hook(struct rdmx_bootstrap *b, void (*hook)(struct rdmx_bootstrap *, void *),
-			      void *arg)
+void rdmx__bootstrap_set_hook(struct rdmx_bootstrap *b,
+                              void (*hook)(struct rdmx_bootstrap *, void *), void *arg)
 {
 	b->hook = hook;
 	b->hook_arg = arg;
@@ -140,7 +140,8 @@ int rdmx__bootstrap_lost(struct rdmx_bootstrap *b, int reason)
 
 		rdmx_tls_conn_get_peer_addr(b->tls, &peer);
 		RDMX_SEC_WARN("bootstrap: control channel to %s lost (%s): disconnecting the "
-			      "RDMA connection", peer, rdmx_strerror(reason));
+		              "RDMA connection",
+		              peer, rdmx_strerror(reason));
 		b->lost = reason;
 		drop_conn(b);
 	}
@@ -193,7 +194,7 @@ int rdmx_bootstrap_get_peer_data(const struct rdmx_bootstrap *b, const void **da
 }
 
 int rdmx_bootstrap_get_peer_names(const struct rdmx_bootstrap *b, const char **cert_name,
-				  const char **hello_name)
+                                  const char **hello_name)
 {
 	if (!b || !cert_name || !hello_name)
 		return RDMX_E_INVAL;
@@ -269,7 +270,7 @@ static int key_is(const msgpack_object *k, const char *name)
 #define BAD(...) (snprintf(why, why_len, __VA_ARGS__), RDMX_E_PROTOCOL)
 
 static int get_str(const msgpack_object *v, size_t max, const char **s, size_t *n, char *why,
-		   size_t why_len, const char *field)
+                   size_t why_len, const char *field)
 {
 	if (v->type != MSGPACK_OBJECT_STR || v->via.str.size > max ||
 	    memchr(v->via.str.ptr, '\0', v->via.str.size))
@@ -280,7 +281,7 @@ static int get_str(const msgpack_object *v, size_t max, const char **s, size_t *
 }
 
 static int get_bin(const msgpack_object *v, size_t max, const void **p, size_t *n, char *why,
-		   size_t why_len, const char *field)
+                   size_t why_len, const char *field)
 {
 	if (v->type != MSGPACK_OBJECT_BIN || v->via.bin.size > max)
 		return BAD("field '%s' is not binary of at most %zu bytes", field, max);
@@ -291,10 +292,10 @@ static int get_bin(const msgpack_object *v, size_t max, const void **p, size_t *
 
 /* Decodes into *h (pointers into *u, which the caller destroys). */
 static int decode_hello(const void *buf, size_t len, msgpack_unpacked *u, struct hello *h,
-			char *why, size_t why_len)
+                        char *why, size_t why_len)
 {
 	static const char *const keys[] = {"rdmx",    "versions", "version", "name", "provider",
-					   "details", "app",	  "status",  "error"};
+	                                   "details", "app",      "status",  "error"};
 	const msgpack_object *o;
 	uint32_t seen = 0;
 	size_t off = 0;
@@ -332,7 +333,8 @@ static int decode_hello(const void *buf, size_t len, msgpack_unpacked *u, struct
 			for (uint32_t j = 0; j < v->via.array.size; j++) {
 				const msgpack_object *e = &v->via.array.ptr[j];
 
-				if (e->type != MSGPACK_OBJECT_POSITIVE_INTEGER || e->via.u64 > 0xffff)
+				if (e->type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+				    e->via.u64 > 0xffff)
 					return BAD("field 'versions' holds a non-version");
 				h->versions[h->n_versions++] = (uint32_t)e->via.u64;
 			}
@@ -345,21 +347,21 @@ static int decode_hello(const void *buf, size_t len, msgpack_unpacked *u, struct
 			break;
 		case 3:
 			ret = get_str(v, RDMX_BOOTSTRAP_MAX_NAME, &h->name, &h->name_len, why,
-				      why_len, "name");
+			              why_len, "name");
 			if (!ret && !valid_name(h->name, h->name_len))
 				ret = BAD("field 'name' has characters not allowed");
 			break;
 		case 4:
 			ret = get_str(v, MAX_PROVIDER, &h->provider, &h->provider_len, why, why_len,
-				      "provider");
+			              "provider");
 			break;
 		case 5:
 			ret = get_bin(v, RDMX_BOOTSTRAP_MAX_DETAILS, &h->details, &h->details_len,
-				      why, why_len, "details");
+			              why, why_len, "details");
 			break;
 		case 6:
 			ret = get_bin(v, RDMX_BOOTSTRAP_MAX_APP_DATA, &h->app, &h->app_len, why,
-				      why_len, "app");
+			              why_len, "app");
 			break;
 		case 7:
 			if (v->type != MSGPACK_OBJECT_NEGATIVE_INTEGER || v->via.i64 < -1000)
@@ -368,7 +370,8 @@ static int decode_hello(const void *buf, size_t len, msgpack_unpacked *u, struct
 			h->has_status = 1;
 			break;
 		case 8:
-			ret = get_str(v, MAX_ERROR, &h->error, &h->error_len, why, why_len, "error");
+			ret =
+			    get_str(v, MAX_ERROR, &h->error, &h->error_len, why, why_len, "error");
 			break;
 		}
 	}
@@ -432,9 +435,9 @@ static int has_version(const struct hello *h, uint32_t v)
 }
 
 int rdmx__bootstrap_accept(struct rdmx_bootstrap *b, const void *frame, size_t len,
-			   const char *my_name,
-			   int (*decide)(struct rdmx_bootstrap *, const void **, size_t *, void *),
-			   void *decide_arg)
+                           const char *my_name,
+                           int (*decide)(struct rdmx_bootstrap *, const void **, size_t *, void *),
+                           void *decide_arg)
 {
 	const char *provider = NULL;
 	struct rdmx_dev *dev = NULL;
@@ -466,7 +469,7 @@ int rdmx__bootstrap_accept(struct rdmx_bootstrap *b, const void *frame, size_t l
 	    memcmp(provider, h.provider, h.provider_len) != 0) {
 		msgpack_unpacked_destroy(&u);
 		snprintf(why, sizeof(why), "provider mismatch: server uses %s",
-			 provider ? provider : "?");
+		         provider ? provider : "?");
 		return refuse(b, RDMX_E_PROTOCOL, why);
 	}
 	ret = keep_peer_data(b, &h);
@@ -508,7 +511,7 @@ int rdmx__bootstrap_accept(struct rdmx_bootstrap *b, const void *frame, size_t l
 /* ---- client ---- */
 
 static int client_exchange(struct rdmx_bootstrap *b, const char *name, const void *app,
-			   size_t app_len, int timeout_ms)
+                           size_t app_len, int timeout_ms)
 {
 	struct rdmx_dev *dev = NULL;
 	const char *provider = "?";
@@ -550,14 +553,14 @@ static int client_exchange(struct rdmx_bootstrap *b, const char *name, const voi
 	ret = decode_hello(frame, len, &u, &h, why, sizeof(why));
 	if (!ret && h.has_status) {
 		RDMX_SEC_WARN("bootstrap: server refused: %.*s (%s)", (int)h.error_len,
-			      h.error ? h.error : "", rdmx_strerror(h.status));
+		              h.error ? h.error : "", rdmx_strerror(h.status));
 		ret = h.status == RDMX_E_PROTOCOL || h.status == RDMX_E_TOO_BIG
-			      ? h.status
-			      : RDMX_E_CONN_REFUSED;
-	} else if (!ret && (!h.has_version || h.version != RDMX_BOOTSTRAP_VERSION ||
-			    !h.details_len)) {
+		          ? h.status
+		          : RDMX_E_CONN_REFUSED;
+	} else if (!ret &&
+	           (!h.has_version || h.version != RDMX_BOOTSTRAP_VERSION || !h.details_len)) {
 		snprintf(why, sizeof(why), "server answer lacks version %u or details",
-			 RDMX_BOOTSTRAP_VERSION);
+		         RDMX_BOOTSTRAP_VERSION);
 		ret = RDMX_E_PROTOCOL;
 	}
 	if (ret == RDMX_E_PROTOCOL && !h.has_status)
@@ -571,8 +574,8 @@ static int client_exchange(struct rdmx_bootstrap *b, const char *name, const voi
 }
 
 int rdmx_bootstrap_connect(struct rdmx_ctx *ctx, struct rdmx_tls_config *cfg, const char *host,
-			   uint16_t port, const char *name, const void *app_data, size_t app_len,
-			   int timeout_ms, struct rdmx_bootstrap **out)
+                           uint16_t port, const char *name, const void *app_data, size_t app_len,
+                           int timeout_ms, struct rdmx_bootstrap **out)
 {
 	struct rdmx_tls_conn *tls = NULL;
 	struct rdmx_bootstrap *b = NULL;

@@ -10,18 +10,18 @@
 /* Wraps an established TLS connection: taken over on success, left to the
  * caller on failure. */
 int rdmx__bootstrap_create(struct rdmx_ctx *ctx, struct rdmx_tls_conn *tls,
-			   struct rdmx_bootstrap **bootstrap);
+                           struct rdmx_bootstrap **bootstrap);
 /* Called first thing by rdmx_bootstrap_destroy (the server unlinks it). */
 void rdmx__bootstrap_set_hook(struct rdmx_bootstrap *b,
-			      void (*hook)(struct rdmx_bootstrap *b, void *arg), void *arg);
+                              void (*hook)(struct rdmx_bootstrap *b, void *arg), void *arg);
 struct rdmx_tls_conn *rdmx__bootstrap_tls(const struct rdmx_bootstrap *b);
 /* Server side: decodes the client hello in frame[len], asks `decide`,
  * exports, connects and queues the answer on the TLS connection. 0, or the
  * refusal (an error answer is queued; the caller flushes then destroys). */
 int rdmx__bootstrap_accept(struct rdmx_bootstrap *b, const void *frame, size_t len,
-			   const char *my_name,
-			   int (*decide)(struct rdmx_bootstrap *, const void **, size_t *, void *),
-			   void *decide_arg);
+                           const char *my_name,
+                           int (*decide)(struct rdmx_bootstrap *, const void **, size_t *, void *),
+                           void *decide_arg);
 /* Marks the channel lost and disconnects the engine connection (unless
  * gone); returns the sticky reason. */
 int rdmx__bootstrap_lost(struct rdmx_bootstrap *b, int reason);

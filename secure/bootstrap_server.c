@@ -151,7 +151,7 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	rdmx_tls_conn_get_peer_addr(rdmx__bootstrap_tls(s->b), &peer);
 	RDMX_SEC_WARN("bootstrap: no hello from %s within %u ms, dropped", peer,
-		      s->srv->timeout_ms);
+	              s->srv->timeout_ms);
 	session_drop(s);
 }
 
@@ -185,9 +185,9 @@ static void tls_established(struct rdmx_tls_listener *l, struct rdmx_tls_conn *t
 }
 
 int rdmx_bootstrap_server_create(struct ev_loop *loop, struct rdmx_ctx *ctx,
-				 struct rdmx_tls_config *cfg, const char *host, uint16_t port,
-				 const char *name, const struct rdmx_bootstrap_server_ops *ops,
-				 void *arg, struct rdmx_bootstrap_server **out)
+                                 struct rdmx_tls_config *cfg, const char *host, uint16_t port,
+                                 const char *name, const struct rdmx_bootstrap_server_ops *ops,
+                                 void *arg, struct rdmx_bootstrap_server **out)
 {
 	struct rdmx_bootstrap_server *srv;
 	int ret;
@@ -208,8 +208,7 @@ int rdmx_bootstrap_server_create(struct ev_loop *loop, struct rdmx_ctx *ctx,
 	srv->ops = *ops;
 	srv->arg = arg;
 	rdmx_tls_config_get_handshake_timeout(cfg, &srv->timeout_ms);
-	ret = rdmx_tls_listener_create(loop, cfg, host, port, tls_established, srv,
-				       &srv->listener);
+	ret = rdmx_tls_listener_create(loop, cfg, host, port, tls_established, srv, &srv->listener);
 	if (ret) {
 		free(srv->name);
 		free(srv);

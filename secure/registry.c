@@ -41,7 +41,7 @@ static int left_ms(int64_t deadline)
 }
 
 int rdmx_registry_client_connect(const char *host, uint16_t port, struct rdmx_tls_config *cfg,
-				 struct rdmx_registry_client **client)
+                                 struct rdmx_registry_client **client)
 {
 	struct rdmx_registry_client *c;
 	int ret;
@@ -113,7 +113,7 @@ static void enqueue(struct rdmx_registry_client *c, struct rdmx_registry_event *
 		c->q_len--;
 		if (c->dropped++ == 0)
 			RDMX_SEC_WARN("registry: watch event queue full (%u): dropping the oldest",
-				      RDMX_REGISTRY_MAX_QUEUED_EVENTS);
+			              RDMX_REGISTRY_MAX_QUEUED_EVENTS);
 	}
 	c->queue[(c->q_head + c->q_len) % RDMX_REGISTRY_MAX_QUEUED_EVENTS] = ev;
 	c->q_len++;
@@ -128,7 +128,7 @@ static int broken(struct rdmx_registry_client *c, int ret)
 /* Receives until a response (returned in *r: 0) or, with stop_on_event, an
  * event (queued: 1). */
 static int receive(struct rdmx_registry_client *c, int64_t deadline, struct rdmx__reg_reply *r,
-		   int stop_on_event)
+                   int stop_on_event)
 {
 	const void *frame;
 	size_t len;
@@ -144,7 +144,7 @@ static int receive(struct rdmx_registry_client *c, int64_t deadline, struct rdmx
 		ret = rdmx__reg_decode_reply(frame, len, r, why, sizeof(why));
 		if (ret) {
 			RDMX_SEC_ERR("registry: bad message from the server, connection closed: %s",
-				     why);
+			             why);
 			return broken(c, ret);
 		}
 		if (!r->is_event)
@@ -160,7 +160,7 @@ static int receive(struct rdmx_registry_client *c, int64_t deadline, struct rdmx
 /* Sends `req` and waits for its response (in *r, to fini). Returns the
  * transport result; the server's status is r->status. */
 static int call(struct rdmx_registry_client *c, struct rdmx__reg_request *req,
-		struct rdmx__reg_reply *r)
+                struct rdmx__reg_reply *r)
 {
 	int64_t deadline = now_ms() + c->timeout_ms;
 	msgpack_sbuffer sb;
@@ -181,14 +181,14 @@ static int call(struct rdmx_registry_client *c, struct rdmx__reg_request *req,
 	if (ret == RDMX_E_TIMEDOUT) {
 		/* a late answer would be taken for the next one's */
 		RDMX_SEC_WARN("registry: no answer to %s within %d ms, connection abandoned",
-			      rdmx__reg_op_name(req->op), c->timeout_ms);
+		              rdmx__reg_op_name(req->op), c->timeout_ms);
 		return broken(c, ret);
 	}
 	if (ret)
 		return ret;
 	if (r->id != req->id) {
 		RDMX_SEC_ERR("registry: answer %llu for request %llu, connection closed",
-			     (unsigned long long)r->id, (unsigned long long)req->id);
+		             (unsigned long long)r->id, (unsigned long long)req->id);
 		rdmx__reg_reply_fini(r);
 		return broken(c, RDMX_E_PROTOCOL);
 	}
@@ -198,9 +198,9 @@ static int call(struct rdmx_registry_client *c, struct rdmx__reg_request *req,
 }
 
 int rdmx_registry_client_join(struct rdmx_registry_client *client, const char *service,
-			      const char *endpoint, const struct rdmx_registry_kv *meta,
-			      size_t n_meta, uint32_t ttl_ms, uint64_t *member_id,
-			      uint32_t *granted_ms)
+                              const char *endpoint, const struct rdmx_registry_kv *meta,
+                              size_t n_meta, uint32_t ttl_ms, uint64_t *member_id,
+                              uint32_t *granted_ms)
 {
 	struct rdmx__reg_request req = {.op = RDMX__REG_JOIN, .ttl_ms = ttl_ms};
 	struct rdmx__reg_reply r = {0};
@@ -234,7 +234,7 @@ int rdmx_registry_client_join(struct rdmx_registry_client *client, const char *s
 }
 
 static int simple(struct rdmx_registry_client *client, enum rdmx__reg_op op, uint64_t member,
-		  const char *service)
+                  const char *service)
 {
 	struct rdmx__reg_request req = {.op = op, .member = member, .service = (char *)service};
 	struct rdmx__reg_reply r = {0};
@@ -269,7 +269,7 @@ int rdmx_registry_client_watch(struct rdmx_registry_client *client, const char *
 }
 
 static int members_call(struct rdmx_registry_client *client, enum rdmx__reg_op op,
-			const char *service, struct rdmx_registry_members **members)
+                        const char *service, struct rdmx_registry_members **members)
 {
 	struct rdmx__reg_request req = {.op = op, .service = (char *)service};
 	struct rdmx__reg_reply r = {0};
@@ -289,7 +289,7 @@ static int members_call(struct rdmx_registry_client *client, enum rdmx__reg_op o
 }
 
 int rdmx_registry_client_lookup(struct rdmx_registry_client *client, const char *service,
-				struct rdmx_registry_members **members)
+                                struct rdmx_registry_members **members)
 {
 	if (!client || !rdmx__reg_valid_service(service) || !members)
 		return RDMX_E_INVAL;
@@ -297,7 +297,7 @@ int rdmx_registry_client_lookup(struct rdmx_registry_client *client, const char 
 }
 
 int rdmx_registry_client_list(struct rdmx_registry_client *client,
-			      struct rdmx_registry_members **members)
+                              struct rdmx_registry_members **members)
 {
 	if (!client || !members)
 		return RDMX_E_INVAL;
@@ -305,7 +305,7 @@ int rdmx_registry_client_list(struct rdmx_registry_client *client,
 }
 
 int rdmx_registry_client_next_event(struct rdmx_registry_client *client, int timeout_ms,
-				    struct rdmx_registry_event **event)
+                                    struct rdmx_registry_event **event)
 {
 	struct rdmx__reg_reply r = {0};
 	int ret;
@@ -322,7 +322,7 @@ int rdmx_registry_client_next_event(struct rdmx_registry_client *client, int tim
 			return rdmx_registry_client_next_event(client, 0, event);
 		/* a response nobody asked for */
 		RDMX_SEC_ERR("registry: unexpected answer %llu from the server, connection closed",
-			     (unsigned long long)r.id);
+		             (unsigned long long)r.id);
 		rdmx__reg_reply_fini(&r);
 		return broken(client, RDMX_E_PROTOCOL);
 	}

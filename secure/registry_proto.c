@@ -78,15 +78,14 @@ static int valid_error_text(const char *s)
 }
 
 static const char *const op_names[] = {
-	[RDMX__REG_JOIN] = "join",     [RDMX__REG_HEARTBEAT] = "heartbeat",
-	[RDMX__REG_LEAVE] = "leave",   [RDMX__REG_LOOKUP] = "lookup",
-	[RDMX__REG_LIST] = "list",     [RDMX__REG_WATCH] = "watch",
+    [RDMX__REG_JOIN] = "join",     [RDMX__REG_HEARTBEAT] = "heartbeat", [RDMX__REG_LEAVE] = "leave",
+    [RDMX__REG_LOOKUP] = "lookup", [RDMX__REG_LIST] = "list",           [RDMX__REG_WATCH] = "watch",
 };
 
 static const char *const event_names[] = {
-	[RDMX_REGISTRY_JOINED] = "joined",
-	[RDMX_REGISTRY_LEFT] = "left",
-	[RDMX_REGISTRY_EXPIRED] = "expired",
+    [RDMX_REGISTRY_JOINED] = "joined",
+    [RDMX_REGISTRY_LEFT] = "left",
+    [RDMX_REGISTRY_EXPIRED] = "expired",
 };
 
 const char *rdmx__reg_op_name(enum rdmx__reg_op op)
@@ -169,8 +168,8 @@ int rdmx__reg_encode_request(const struct rdmx__reg_request *r, msgpack_sbuffer 
 }
 
 int rdmx__reg_encode_response(uint64_t id, int status, const char *error, uint64_t member,
-			      uint32_t ttl_ms, const struct rdmx_registry_member *const *members,
-			      size_t n_members, int with_members, msgpack_sbuffer *out)
+                              uint32_t ttl_ms, const struct rdmx_registry_member *const *members,
+                              size_t n_members, int with_members, msgpack_sbuffer *out)
 {
 	msgpack_packer pk;
 	size_t n = 2 + (error != NULL) + (member != 0) * 2 + (with_members != 0);
@@ -200,8 +199,8 @@ int rdmx__reg_encode_response(uint64_t id, int status, const char *error, uint64
 	return RDMX_OK;
 }
 
-int rdmx__reg_encode_event(enum rdmx_registry_event_type type,
-			   const struct rdmx_registry_member *m, msgpack_sbuffer *out)
+int rdmx__reg_encode_event(enum rdmx_registry_event_type type, const struct rdmx_registry_member *m,
+                           msgpack_sbuffer *out)
 {
 	msgpack_packer pk;
 
@@ -252,28 +251,97 @@ static int walk(const uint8_t *p, size_t len, size_t *off, int depth)
 		n = b & 0x1f;
 	} else {
 		switch (b) {
-		case 0xc4: case 0xd9: if (rd_be(p, len, off, 1, &n)) return -1; break;
-		case 0xc5: case 0xda: if (rd_be(p, len, off, 2, &n)) return -1; break;
-		case 0xc6: case 0xdb: if (rd_be(p, len, off, 4, &n)) return -1; break;
-		case 0xc7: if (rd_be(p, len, off, 1, &n)) return -1; n += 1; break;
-		case 0xc8: if (rd_be(p, len, off, 2, &n)) return -1; n += 1; break;
-		case 0xc9: if (rd_be(p, len, off, 4, &n)) return -1; n += 1; break;
-		case 0xca: n = 4; break;
-		case 0xcb: n = 8; break;
-		case 0xcc: case 0xd0: n = 1; break;
-		case 0xcd: case 0xd1: n = 2; break;
-		case 0xce: case 0xd2: n = 4; break;
-		case 0xcf: case 0xd3: n = 8; break;
-		case 0xd4: n = 2; break;
-		case 0xd5: n = 3; break;
-		case 0xd6: n = 5; break;
-		case 0xd7: n = 9; break;
-		case 0xd8: n = 17; break;
-		case 0xdc: if (rd_be(p, len, off, 2, &n)) return -1; container = 1; break;
-		case 0xdd: if (rd_be(p, len, off, 4, &n)) return -1; container = 1; break;
-		case 0xde: if (rd_be(p, len, off, 2, &n)) return -1; n *= 2; container = 1; break;
-		case 0xdf: if (rd_be(p, len, off, 4, &n)) return -1; n *= 2; container = 1; break;
-		default: return -1; /* 0xc1: never used */
+		case 0xc4:
+		case 0xd9:
+			if (rd_be(p, len, off, 1, &n))
+				return -1;
+			break;
+		case 0xc5:
+		case 0xda:
+			if (rd_be(p, len, off, 2, &n))
+				return -1;
+			break;
+		case 0xc6:
+		case 0xdb:
+			if (rd_be(p, len, off, 4, &n))
+				return -1;
+			break;
+		case 0xc7:
+			if (rd_be(p, len, off, 1, &n))
+				return -1;
+			n += 1;
+			break;
+		case 0xc8:
+			if (rd_be(p, len, off, 2, &n))
+				return -1;
+			n += 1;
+			break;
+		case 0xc9:
+			if (rd_be(p, len, off, 4, &n))
+				return -1;
+			n += 1;
+			break;
+		case 0xca:
+			n = 4;
+			break;
+		case 0xcb:
+			n = 8;
+			break;
+		case 0xcc:
+		case 0xd0:
+			n = 1;
+			break;
+		case 0xcd:
+		case 0xd1:
+			n = 2;
+			break;
+		case 0xce:
+		case 0xd2:
+			n = 4;
+			break;
+		case 0xcf:
+		case 0xd3:
+			n = 8;
+			break;
+		case 0xd4:
+			n = 2;
+			break;
+		case 0xd5:
+			n = 3;
+			break;
+		case 0xd6:
+			n = 5;
+			break;
+		case 0xd7:
+			n = 9;
+			break;
+		case 0xd8:
+			n = 17;
+			break;
+		case 0xdc:
+			if (rd_be(p, len, off, 2, &n))
+				return -1;
+			container = 1;
+			break;
+		case 0xdd:
+			if (rd_be(p, len, off, 4, &n))
+				return -1;
+			container = 1;
+			break;
+		case 0xde:
+			if (rd_be(p, len, off, 2, &n))
+				return -1;
+			n *= 2;
+			container = 1;
+			break;
+		case 0xdf:
+			if (rd_be(p, len, off, 4, &n))
+				return -1;
+			n *= 2;
+			container = 1;
+			break;
+		default:
+			return -1; /* 0xc1: never used */
 		}
 	}
 	if (n > len - *off)
@@ -301,7 +369,7 @@ static int key_is(const msgpack_object *k, const char *name)
 }
 
 static int get_str(const msgpack_object *o, size_t max, int (*valid)(const char *),
-		   const char *field, char **out, char *why, size_t why_len)
+                   const char *field, char **out, char *why, size_t why_len)
 {
 	char *s;
 
@@ -326,7 +394,7 @@ static int get_str(const msgpack_object *o, size_t max, int (*valid)(const char 
 }
 
 static int get_u64(const msgpack_object *o, uint64_t max, const char *field, uint64_t *out,
-		   char *why, size_t why_len)
+                   char *why, size_t why_len)
 {
 	if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
 		return BAD("field '%s' is not an unsigned integer", field);
@@ -359,7 +427,7 @@ static void meta_free(struct rdmx_registry_kv *meta, size_t n)
 }
 
 static int get_meta(const msgpack_object *o, struct rdmx_registry_kv **out, size_t *n_out,
-		    char *why, size_t why_len)
+                    char *why, size_t why_len)
 {
 	struct rdmx_registry_kv *meta;
 	uint32_t n;
@@ -379,10 +447,10 @@ static int get_meta(const msgpack_object *o, struct rdmx_registry_kv **out, size
 		char *k = NULL, *v = NULL;
 
 		ret = get_str(&o->via.map.ptr[i].key, RDMX_REGISTRY_MAX_META_KEY,
-			      rdmx__reg_valid_meta_key, "meta key", &k, why, why_len);
+		              rdmx__reg_valid_meta_key, "meta key", &k, why, why_len);
 		if (!ret)
 			ret = get_str(&o->via.map.ptr[i].val, RDMX_REGISTRY_MAX_META_VALUE,
-				      rdmx__reg_valid_meta_value, "meta value", &v, why, why_len);
+			              rdmx__reg_valid_meta_value, "meta value", &v, why, why_len);
 		for (uint32_t j = 0; !ret && j < i; j++)
 			if (strcmp(meta[j].key, k) == 0)
 				ret = BAD("duplicate metadata key '%s'", k);
@@ -405,7 +473,7 @@ static int get_meta(const msgpack_object *o, struct rdmx_registry_kv **out, size
  * gets bit i for keys[i]; unknown keys are skipped. Returns the index of
  * each entry's key through idx[] (-1 unknown). */
 static int map_keys(const msgpack_object *o, const char *const *keys, size_t n_keys, int *idx,
-		    const char *what, char *why, size_t why_len)
+                    const char *what, char *why, size_t why_len)
 {
 	uint32_t seen = 0;
 
@@ -476,10 +544,10 @@ int rdmx__reg_member_copy(struct rdmx_registry_member *dst, const struct rdmx_re
 }
 
 static int get_member(const msgpack_object *o, struct rdmx_registry_member *m, char *why,
-		      size_t why_len)
+                      size_t why_len)
 {
 	static const char *const keys[] = {"id",  "service", "endpoint", "owner",
-					   "ttl", "left",    "meta"};
+	                                   "ttl", "left",    "meta"};
 	int idx[MAX_MAP_KEYS];
 	char *service = NULL, *endpoint = NULL, *owner = NULL;
 	struct rdmx_registry_kv *meta = NULL;
@@ -491,23 +559,32 @@ static int get_member(const msgpack_object *o, struct rdmx_registry_member *m, c
 		const msgpack_object *v = &o->via.map.ptr[i].val;
 
 		switch (idx[i]) {
-		case 0: ret = get_u64(v, UINT64_MAX, "id", &id, why, why_len); break;
+		case 0:
+			ret = get_u64(v, UINT64_MAX, "id", &id, why, why_len);
+			break;
 		case 1:
 			ret = get_str(v, RDMX_REGISTRY_MAX_SERVICE, rdmx__reg_valid_service,
-				      "service", &service, why, why_len);
+			              "service", &service, why, why_len);
 			break;
 		case 2:
 			ret = get_str(v, RDMX_REGISTRY_MAX_ENDPOINT, rdmx__reg_valid_endpoint,
-				      "endpoint", &endpoint, why, why_len);
+			              "endpoint", &endpoint, why, why_len);
 			break;
 		case 3:
-			ret = get_str(v, RDMX_REGISTRY_MAX_OWNER, valid_owner, "owner", &owner,
-				      why, why_len);
+			ret = get_str(v, RDMX_REGISTRY_MAX_OWNER, valid_owner, "owner", &owner, why,
+			              why_len);
 			break;
-		case 4: ret = get_u64(v, UINT32_MAX, "ttl", &ttl, why, why_len); break;
-		case 5: ret = get_u64(v, UINT32_MAX, "left", &left, why, why_len); break;
-		case 6: ret = get_meta(v, &meta, &n_meta, why, why_len); break;
-		default: break;
+		case 4:
+			ret = get_u64(v, UINT32_MAX, "ttl", &ttl, why, why_len);
+			break;
+		case 5:
+			ret = get_u64(v, UINT32_MAX, "left", &left, why, why_len);
+			break;
+		case 6:
+			ret = get_meta(v, &meta, &n_meta, why, why_len);
+			break;
+		default:
+			break;
 		}
 	}
 	if (!ret && (!id || !service || !endpoint || !owner))
@@ -539,7 +616,7 @@ static int get_member(const msgpack_object *o, struct rdmx_registry_member *m, c
 }
 
 static int get_members(const msgpack_object *o, struct rdmx_registry_members **out, char *why,
-		       size_t why_len)
+                       size_t why_len)
 {
 	struct rdmx_registry_members *ms;
 	int ret = RDMX_OK;
@@ -608,7 +685,7 @@ static int unpack(const void *buf, size_t len, msgpack_unpacked *u, char *why, s
 
 	if (rdmx__msgpack_precheck(buf, len))
 		return BAD("malformed msgpack (bad length, depth over %d, or trailing bytes)",
-			   MAX_DEPTH);
+		           MAX_DEPTH);
 	msgpack_unpacked_init(u);
 	off = 0;
 	if (msgpack_unpack_next(u, buf, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len) {
@@ -639,8 +716,8 @@ static int get_op(const msgpack_object *o, enum rdmx__reg_op *op, char *why, siz
 	return BAD("unknown op");
 }
 
-static int check_request(const struct rdmx__reg_request *r, int have_v, int have_id,
-			 char *why, size_t why_len)
+static int check_request(const struct rdmx__reg_request *r, int have_v, int have_id, char *why,
+                         size_t why_len)
 {
 	if (!have_v)
 		return BAD("request without protocol version");
@@ -666,11 +743,11 @@ static int check_request(const struct rdmx__reg_request *r, int have_v, int have
 	return RDMX_OK;
 }
 
-int rdmx__reg_decode_request(const void *buf, size_t len, struct rdmx__reg_request *out,
-			     char *why, size_t why_len)
+int rdmx__reg_decode_request(const void *buf, size_t len, struct rdmx__reg_request *out, char *why,
+                             size_t why_len)
 {
-	static const char *const keys[] = {"v",	       "id",   "op",  "service",
-					   "endpoint", "meta", "ttl", "member"};
+	static const char *const keys[] = {"v",        "id",   "op",  "service",
+	                                   "endpoint", "meta", "ttl", "member"};
 	struct rdmx__reg_request r = {0};
 	int idx[MAX_MAP_KEYS];
 	msgpack_unpacked u;
@@ -691,28 +768,35 @@ int rdmx__reg_decode_request(const void *buf, size_t len, struct rdmx__reg_reque
 			ret = get_u64(val, UINT32_MAX, "v", &v, why, why_len);
 			if (!ret && v != RDMX_REGISTRY_PROTOCOL_VERSION)
 				ret = BAD("protocol version %llu not supported (want %u)",
-					  (unsigned long long)v, RDMX_REGISTRY_PROTOCOL_VERSION);
+				          (unsigned long long)v, RDMX_REGISTRY_PROTOCOL_VERSION);
 			have_v = 1;
 			break;
 		case 1:
 			ret = get_u64(val, UINT64_MAX, "id", &r.id, why, why_len);
 			have_id = 1;
 			break;
-		case 2: ret = get_op(val, &r.op, why, why_len); break;
+		case 2:
+			ret = get_op(val, &r.op, why, why_len);
+			break;
 		case 3:
 			ret = get_str(val, RDMX_REGISTRY_MAX_SERVICE, rdmx__reg_valid_service,
-				      "service", &r.service, why, why_len);
+			              "service", &r.service, why, why_len);
 			break;
 		case 4:
 			ret = get_str(val, RDMX_REGISTRY_MAX_ENDPOINT, rdmx__reg_valid_endpoint,
-				      "endpoint", &r.endpoint, why, why_len);
+			              "endpoint", &r.endpoint, why, why_len);
 			break;
-		case 5: ret = get_meta(val, &r.meta, &r.n_meta, why, why_len); break;
-		case 6: ret = get_u64(val, UINT32_MAX, "ttl", &ttl, why, why_len); break;
+		case 5:
+			ret = get_meta(val, &r.meta, &r.n_meta, why, why_len);
+			break;
+		case 6:
+			ret = get_u64(val, UINT32_MAX, "ttl", &ttl, why, why_len);
+			break;
 		case 7:
 			ret = get_u64(val, UINT64_MAX, "member", &r.member, why, why_len);
 			break;
-		default: break;
+		default:
+			break;
 		}
 	}
 	msgpack_unpacked_destroy(&u);
@@ -736,7 +820,7 @@ void rdmx__reg_reply_fini(struct rdmx__reg_reply *r)
 }
 
 static int get_event(const msgpack_object *type, const msgpack_object *member,
-		     struct rdmx_registry_event **out, char *why, size_t why_len)
+                     struct rdmx_registry_event **out, char *why, size_t why_len)
 {
 	struct rdmx_registry_event *ev;
 	int t = 0, ret;
@@ -766,10 +850,10 @@ static int get_event(const msgpack_object *type, const msgpack_object *member,
 }
 
 int rdmx__reg_decode_reply(const void *buf, size_t len, struct rdmx__reg_reply *out, char *why,
-			   size_t why_len)
+                           size_t why_len)
 {
-	static const char *const keys[] = {"id",     "status", "error",  "member",
-					   "ttl",    "members", "event"};
+	static const char *const keys[] = {"id",  "status",  "error", "member",
+	                                   "ttl", "members", "event"};
 	struct rdmx__reg_reply r = {0};
 	int idx[MAX_MAP_KEYS];
 	msgpack_unpacked u;
@@ -796,7 +880,7 @@ int rdmx__reg_decode_reply(const void *buf, size_t len, struct rdmx__reg_reply *
 			break;
 		case 2:
 			ret = get_str(val, MAX_ERROR_TEXT, valid_error_text, "error", &r.error, why,
-				      why_len);
+			              why_len);
 			break;
 		case 3:
 			/* an id in responses, a member map in events */
@@ -805,10 +889,17 @@ int rdmx__reg_decode_reply(const void *buf, size_t len, struct rdmx__reg_reply *
 			else
 				ret = get_u64(val, UINT64_MAX, "member", &r.member, why, why_len);
 			break;
-		case 4: ret = get_u64(val, UINT32_MAX, "ttl", &ttl, why, why_len); break;
-		case 5: ret = get_members(val, &r.members, why, why_len); break;
-		case 6: ev_type = val; break;
-		default: break;
+		case 4:
+			ret = get_u64(val, UINT32_MAX, "ttl", &ttl, why, why_len);
+			break;
+		case 5:
+			ret = get_members(val, &r.members, why, why_len);
+			break;
+		case 6:
+			ev_type = val;
+			break;
+		default:
+			break;
 		}
 	}
 	r.ttl_ms = (uint32_t)ttl;

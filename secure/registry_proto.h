@@ -67,18 +67,18 @@ int rdmx__reg_valid_meta_value(const char *s);
 /* Encoders append one message to `out` (initialised by the caller). */
 int rdmx__reg_encode_request(const struct rdmx__reg_request *r, msgpack_sbuffer *out);
 int rdmx__reg_encode_response(uint64_t id, int status, const char *error, uint64_t member,
-			      uint32_t ttl_ms, const struct rdmx_registry_member *const *members,
-			      size_t n_members, int with_members, msgpack_sbuffer *out);
-int rdmx__reg_encode_event(enum rdmx_registry_event_type type,
-			   const struct rdmx_registry_member *m, msgpack_sbuffer *out);
+                              uint32_t ttl_ms, const struct rdmx_registry_member *const *members,
+                              size_t n_members, int with_members, msgpack_sbuffer *out);
+int rdmx__reg_encode_event(enum rdmx_registry_event_type type, const struct rdmx_registry_member *m,
+                           msgpack_sbuffer *out);
 
 /* Decoders: 0 with *out filled (fini it), or RDMX_E_PROTOCOL / RDMX_E_NOMEM
  * with the reason in why[]. */
-int rdmx__reg_decode_request(const void *buf, size_t len, struct rdmx__reg_request *out,
-			     char *why, size_t why_len);
+int rdmx__reg_decode_request(const void *buf, size_t len, struct rdmx__reg_request *out, char *why,
+                             size_t why_len);
 void rdmx__reg_request_fini(struct rdmx__reg_request *r);
 int rdmx__reg_decode_reply(const void *buf, size_t len, struct rdmx__reg_reply *out, char *why,
-			   size_t why_len);
+                           size_t why_len);
 void rdmx__reg_reply_fini(struct rdmx__reg_reply *r);
 
 /* Frees the strings and meta a decoded member owns (not the struct). */

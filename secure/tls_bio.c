@@ -92,9 +92,8 @@ static int sock_destroy(BIO *b)
 
 static void method_init(void)
 {
-	BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK |
-					     BIO_TYPE_DESCRIPTOR,
-				     "rdmx socket");
+	BIO_METHOD *m = BIO_meth_new(
+	    BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR, "rdmx socket");
 
 	if (!m)
 		return;

@@ -55,15 +55,15 @@ static int wait_fd(int fd, short events, int64_t deadline)
 	}
 }
 
-static int connect_one(const struct addrinfo *ai, int64_t deadline, int *out)
+static int connect_one(const struct addrinfo *ai, int64_t deadline, int *out, int *err_out)
 {
-	int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-			ai->ai_protocol);
+	int fd =
+	    socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
 	int one = 1, err = 0, ret;
 	socklen_t el = sizeof(err);
 
 	if (fd < 0) {
-		RDMX_SEC_ERR("tls: socket failed: %s", strerror(errno));
+		*err_out = errno;
 		return RDMX_E_PROVIDER;
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -86,19 +86,19 @@ static int connect_one(const struct addrinfo *ai, int64_t deadline, int *out)
 	return RDMX_OK;
 fail:
 	close(fd);
-	errno = err;
+	*err_out = err;
 	return err == ECONNREFUSED ? RDMX_E_CONN_REFUSED : RDMX_E_PROVIDER;
 }
 
 int rdmx_tls_connect(struct rdmx_tls_config *cfg, const char *host, uint16_t port,
-		     struct rdmx_tls_conn **conn)
+                     struct rdmx_tls_conn **conn)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_ADDRCONFIG};
 	struct addrinfo *res = NULL;
 	struct rdmx_tls_conn *c = NULL;
 	char service[8];
 	int64_t deadline;
-	int ret, gai, fd = -1;
+	int ret, gai, fd = -1, err = 0;
 
 	if (!cfg || !host || !*host || !port || !conn)
 		return RDMX_E_INVAL;
@@ -111,7 +111,7 @@ int rdmx_tls_connect(struct rdmx_tls_config *cfg, const char *host, uint16_t por
 	}
 	ret = RDMX_E_PROVIDER;
 	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-		ret = connect_one(ai, deadline, &fd);
+		ret = connect_one(ai, deadline, &fd, &err);
 		if (!ret || ret == RDMX_E_TIMEDOUT)
 			break;
 	}
@@ -121,7 +121,7 @@ int rdmx_tls_connect(struct rdmx_tls_config *cfg, const char *host, uint16_t por
 			RDMX_SEC_WARN("tls: connect to %s:%u timed out", host, port);
 		else
 			RDMX_SEC_WARN("tls: cannot connect to %s:%u: %s", host, port,
-				      strerror(errno));
+			              strerror(err));
 		return ret;
 	}
 	ret = rdmx_tls_conn_create(cfg, fd, RDMX_TLS_CLIENT, host, &c);
@@ -147,8 +147,7 @@ err:
 	return ret;
 }
 
-int rdmx_tls_conn_send_wait(struct rdmx_tls_conn *conn, const void *buf, size_t len,
-			    int timeout_ms)
+int rdmx_tls_conn_send_wait(struct rdmx_tls_conn *conn, const void *buf, size_t len, int timeout_ms)
 {
 	int64_t deadline = now_ms() + (timeout_ms < 0 ? 0 : timeout_ms);
 	int fd, ret;
@@ -183,7 +182,7 @@ int rdmx_tls_conn_send_wait(struct rdmx_tls_conn *conn, const void *buf, size_t 
 }
 
 int rdmx_tls_conn_recv_wait(struct rdmx_tls_conn *conn, const void **frame, size_t *len,
-			    int timeout_ms)
+                            int timeout_ms)
 {
 	int64_t deadline = now_ms() + (timeout_ms < 0 ? 0 : timeout_ms);
 	int fd, ret;
@@ -203,9 +202,9 @@ int rdmx_tls_conn_recv_wait(struct rdmx_tls_conn *conn, const void **frame, size
 		if (ret <= 0)
 			return ret;
 		ret = wait_fd(fd,
-			      (short)((ret == RDMX_TLS_WANT_READ ? POLLIN : POLLOUT) |
-				      (rdmx_tls_conn_want_write(conn) ? POLLOUT : 0)),
-			      deadline);
+		              (short)((ret == RDMX_TLS_WANT_READ ? POLLIN : POLLOUT) |
+		                      (rdmx_tls_conn_want_write(conn) ? POLLOUT : 0)),
+		              deadline);
 		if (ret)
 			return ret;
 	}

@@ -35,7 +35,7 @@ struct rdmx_tls_config {
 	uint32_t max_handshakes_per_source;
 
 	SSL_CTX *ssl_ctx[2]; /* indexed by enum rdmx_tls_role */
-	int load_err;	     /* sticky result of a failed build */
+	int load_err;        /* sticky result of a failed build */
 };
 
 int rdmx_tls_config_create(struct rdmx_tls_config **cfg)
@@ -141,7 +141,7 @@ int rdmx_tls_config_set_crl_file(struct rdmx_tls_config *cfg, const char *path)
 }
 
 int rdmx_tls_config_set_cert_key(struct rdmx_tls_config *cfg, const char *cert_path,
-				 const char *key_path)
+                                 const char *key_path)
 {
 	int ret;
 
@@ -244,14 +244,13 @@ int rdmx_tls_config_get_max_frame(const struct rdmx_tls_config *cfg, uint32_t *b
 }
 
 int rdmx_tls_config_set_handshake_limits(struct rdmx_tls_config *cfg, uint32_t max_total,
-					 uint32_t max_per_source)
+                                         uint32_t max_per_source)
 {
 	int ret = check_mutable(cfg);
 
 	if (ret)
 		return ret;
-	if (max_total < 1 || max_total > 65536 || max_per_source < 1 ||
-	    max_per_source > max_total)
+	if (max_total < 1 || max_total > 65536 || max_per_source < 1 || max_per_source > max_total)
 		return RDMX_E_INVAL;
 	cfg->max_handshakes = max_total;
 	cfg->max_handshakes_per_source = max_per_source;
@@ -259,7 +258,7 @@ int rdmx_tls_config_set_handshake_limits(struct rdmx_tls_config *cfg, uint32_t m
 }
 
 int rdmx_tls_config_get_handshake_limits(const struct rdmx_tls_config *cfg, uint32_t *max_total,
-					 uint32_t *max_per_source)
+                                         uint32_t *max_per_source)
 {
 	if (!cfg || !max_total || !max_per_source)
 		return RDMX_E_INVAL;
@@ -277,7 +276,6 @@ uint32_t rdmx__tls_config_handshake_timeout(const struct rdmx_tls_config *cfg)
 {
 	return cfg->handshake_timeout_ms;
 }
-
 
 /* ---- name matching ---- */
 
@@ -299,7 +297,7 @@ int rdmx_tls_name_match(const char *pattern, const char *name)
 }
 
 int rdmx__tls_config_match_peer(const struct rdmx_tls_config *cfg, X509 *cert, char *match,
-				size_t match_len, char *first, size_t first_len)
+                                size_t match_len, char *first, size_t first_len)
 {
 	GENERAL_NAMES *gens = X509_get_ext_d2i(cert, NID_subject_alt_name, NULL, NULL);
 	char name[RDMX_TLS_NAME_MAX + 1];
@@ -415,8 +413,8 @@ static int load_identity(struct rdmx_tls_config *c, SSL_CTX *ctx)
 
 static int build_ctx(struct rdmx_tls_config *c, enum rdmx_tls_role role, SSL_CTX **out)
 {
-	SSL_CTX *ctx = SSL_CTX_new(role == RDMX_TLS_SERVER ? TLS_server_method()
-							  : TLS_client_method());
+	SSL_CTX *ctx =
+	    SSL_CTX_new(role == RDMX_TLS_SERVER ? TLS_server_method() : TLS_client_method());
 	int ret;
 
 	if (!ctx) {
@@ -430,7 +428,7 @@ static int build_ctx(struct rdmx_tls_config *c, enum rdmx_tls_role role, SSL_CTX
 		goto err;
 	}
 	SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET | SSL_OP_NO_COMPRESSION |
-					 SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+	                             SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
 	SSL_CTX_set_num_tickets(ctx, 0);
 	SSL_CTX_set_max_early_data(ctx, 0);
 	SSL_CTX_set_recv_max_early_data(ctx, 0);
@@ -440,16 +438,16 @@ static int build_ctx(struct rdmx_tls_config *c, enum rdmx_tls_role role, SSL_CTX
 	/* a server checks that the client's certificate allows clientAuth, a
 	 * client that the server's allows serverAuth */
 	if (!SSL_CTX_set_purpose(ctx, role == RDMX_TLS_SERVER ? X509_PURPOSE_SSL_CLIENT
-							     : X509_PURPOSE_SSL_SERVER)) {
+	                                                      : X509_PURPOSE_SSL_SERVER)) {
 		log_ssl_error("cannot set the certificate purpose", NULL);
 		ret = RDMX_E_PROVIDER;
 		goto err;
 	}
 	SSL_CTX_set_verify(ctx,
-			   role == RDMX_TLS_SERVER
-				   ? SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT
-				   : SSL_VERIFY_PEER,
-			   rdmx__tls_verify_cb);
+	                   role == RDMX_TLS_SERVER
+	                       ? SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT
+	                       : SSL_VERIFY_PEER,
+	                   rdmx__tls_verify_cb);
 	ret = load_trust(c, ctx, role);
 	if (!ret)
 		ret = load_identity(c, ctx);
@@ -484,8 +482,7 @@ static int build_all(struct rdmx_tls_config *c)
 	return ret;
 }
 
-int rdmx__tls_config_ssl_ctx(struct rdmx_tls_config *cfg, enum rdmx_tls_role role,
-			     SSL_CTX **ctx)
+int rdmx__tls_config_ssl_ctx(struct rdmx_tls_config *cfg, enum rdmx_tls_role role, SSL_CTX **ctx)
 {
 	int ret;
 

@@ -47,8 +47,8 @@ struct rdmx_tls_conn {
 	/* receive: at most one frame (header + payload) is ever buffered */
 	uint8_t *rx;
 	size_t rx_cap;
-	size_t rx_len;	     /* bytes of the current frame read so far */
-	int rx_delivered;    /* the frame in rx was returned: start over */
+	size_t rx_len;    /* bytes of the current frame read so far */
+	int rx_delivered; /* the frame in rx was returned: start over */
 
 	/* send queue: header + payload bytes not yet taken by SSL_write */
 	uint8_t *tx;
@@ -82,7 +82,7 @@ static void format_peer(int fd, char *buf, size_t len)
 }
 
 int rdmx_tls_conn_create(struct rdmx_tls_config *cfg, int fd, enum rdmx_tls_role role,
-			 const char *server_name, struct rdmx_tls_conn **conn)
+                         const char *server_name, struct rdmx_tls_conn **conn)
 {
 	struct rdmx_tls_conn *c = NULL;
 	SSL_CTX *ctx;
@@ -171,7 +171,7 @@ int rdmx_tls_conn_destroy(struct rdmx_tls_conn **conn)
 /* ---- shared with tls_verify.c ---- */
 
 void rdmx__tls_conn_set_verify_failure(struct rdmx_tls_conn *conn, const char *reason,
-				       const char *detail)
+                                       const char *detail)
 {
 	if (conn->verify_failure)
 		return;
@@ -179,8 +179,7 @@ void rdmx__tls_conn_set_verify_failure(struct rdmx_tls_conn *conn, const char *r
 	snprintf(conn->verify_detail, sizeof(conn->verify_detail), "%s", detail ? detail : "");
 }
 
-const char *rdmx__tls_conn_verify_failure(const struct rdmx_tls_conn *conn,
-					  const char **detail)
+const char *rdmx__tls_conn_verify_failure(const struct rdmx_tls_conn *conn, const char **detail)
 {
 	*detail = conn->verify_detail;
 	return conn->verify_failure;
@@ -211,7 +210,7 @@ enum rdmx_tls_role rdmx__tls_conn_role(const struct rdmx_tls_conn *conn)
 
 /* Marks the connection dead and logs the one line that explains why. */
 static int fail(struct rdmx_tls_conn *c, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static int fail(struct rdmx_tls_conn *c, int code, const char *fmt, ...)
 {
@@ -234,8 +233,7 @@ static int fail(struct rdmx_tls_conn *c, int code, const char *fmt, ...)
 static int fail_ssl(struct rdmx_tls_conn *c, int ret, int in_handshake)
 {
 	int ssl_err = SSL_get_error(c->ssl, ret);
-	int code = rdmx__tls_map_error(c->ssl, ssl_err, in_handshake, c->reason,
-				       sizeof(c->reason));
+	int code = rdmx__tls_map_error(c->ssl, ssl_err, in_handshake, c->reason, sizeof(c->reason));
 
 	return fail(c, code, NULL);
 }
@@ -256,7 +254,7 @@ static int fail_write(struct rdmx_tls_conn *c, int ret)
 		if (n <= 0) {
 			char reason[sizeof(c->reason)];
 			int alert = rdmx__tls_map_error(c->ssl, SSL_get_error(c->ssl, n), 0, reason,
-							sizeof(reason));
+			                                sizeof(reason));
 
 			if (alert == RDMX_E_AUTH || alert == RDMX_E_PROTOCOL) {
 				memcpy(c->reason, reason, sizeof(reason));
@@ -293,7 +291,7 @@ int rdmx_tls_conn_handshake(struct rdmx_tls_conn *c)
 			return fail(c, RDMX_E_AUTH, "handshake ended without a verified peer");
 		c->state = CONN_ESTABLISHED;
 		RDMX_SEC_DBG("tls: session established with %s (peer %s)", c->peer_name,
-			     c->peer_addr);
+		             c->peer_addr);
 		return RDMX_TLS_DONE;
 	}
 	err = SSL_get_error(c->ssl, ret);
@@ -378,7 +376,8 @@ int rdmx_tls_conn_send(struct rdmx_tls_conn *c, const void *buf, size_t len)
 		return RDMX_E_BAD_STATE;
 	if (len > c->max_frame) {
 		RDMX_SEC_WARN("tls: frame of %zu bytes not sent: over the maximum of %u bytes "
-			      "(peer %s)", len, c->max_frame, c->peer_addr);
+		              "(peer %s)",
+		              len, c->max_frame, c->peer_addr);
 		return RDMX_E_TOO_BIG;
 	}
 	ret = tx_reserve(c, FRAME_HDR + len);
@@ -458,11 +457,12 @@ int rdmx_tls_conn_recv(struct rdmx_tls_conn *c, const void **frame, size_t *len)
 		}
 		if (rx_reserve(c, want))
 			return fail(c, RDMX_E_NOMEM, "out of memory for a frame of %zu bytes",
-				    want - FRAME_HDR);
+			            want - FRAME_HDR);
 		ERR_clear_error();
 		errno = 0;
-		n = SSL_read(c->ssl, c->rx + c->rx_len,
-			     (int)((want - c->rx_len) > (1u << 30) ? (1u << 30) : want - c->rx_len));
+		n = SSL_read(
+		    c->ssl, c->rx + c->rx_len,
+		    (int)((want - c->rx_len) > (1u << 30) ? (1u << 30) : want - c->rx_len));
 		if (n <= 0) {
 			err = SSL_get_error(c->ssl, n);
 			if (err == SSL_ERROR_WANT_READ)
@@ -481,7 +481,8 @@ int rdmx_tls_conn_recv(struct rdmx_tls_conn *c, const void **frame, size_t *len)
 			 * peer sees the connection end now */
 			fail(c, RDMX_E_TOO_BIG,
 			     "frame of %u bytes refused: over the maximum of %u bytes, "
-			     "connection closed", flen, c->max_frame);
+			     "connection closed",
+			     flen, c->max_frame);
 			shutdown(c->fd, SHUT_RDWR);
 			return RDMX_E_TOO_BIG;
 		}

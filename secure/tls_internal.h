@@ -20,8 +20,7 @@
 
 /* Builds (once) and returns the SSL_CTX for `role`; freezes the config. The
  * SSL_CTX stays owned by the config. */
-int rdmx__tls_config_ssl_ctx(struct rdmx_tls_config *cfg, enum rdmx_tls_role role,
-			     SSL_CTX **ctx);
+int rdmx__tls_config_ssl_ctx(struct rdmx_tls_config *cfg, enum rdmx_tls_role role, SSL_CTX **ctx);
 /* Reference counting: connections hold the config they were made from. */
 void rdmx__tls_config_ref(struct rdmx_tls_config *cfg);
 void rdmx__tls_config_unref(struct rdmx_tls_config *cfg);
@@ -29,7 +28,7 @@ void rdmx__tls_config_unref(struct rdmx_tls_config *cfg);
  * certificate has DNS names but none is allowed (the first one in first[]),
  * -1 when it has no usable DNS subjectAltName at all. */
 int rdmx__tls_config_match_peer(const struct rdmx_tls_config *cfg, X509 *cert, char *match,
-				size_t match_len, char *first, size_t first_len);
+                                size_t match_len, char *first, size_t first_len);
 uint32_t rdmx__tls_config_max_frame(const struct rdmx_tls_config *cfg);
 uint32_t rdmx__tls_config_handshake_timeout(const struct rdmx_tls_config *cfg);
 
@@ -48,14 +47,13 @@ int rdmx__tls_map_error(SSL *ssl, int ssl_err, int in_handshake, char *reason, s
 /* Called by the verify callback: `reason` is static, `detail` (may be NULL)
  * is copied (e.g. the refused certificate name). The first failure stays. */
 void rdmx__tls_conn_set_verify_failure(struct rdmx_tls_conn *conn, const char *reason,
-				       const char *detail);
+                                       const char *detail);
 int rdmx__tls_conn_set_peer_name(struct rdmx_tls_conn *conn, const char *name);
 struct rdmx_tls_config *rdmx__tls_conn_config(const struct rdmx_tls_conn *conn);
 enum rdmx_tls_role rdmx__tls_conn_role(const struct rdmx_tls_conn *conn);
 /* The verify failure recorded for this handshake, NULL if none; *detail is
  * "" when none was given. */
-const char *rdmx__tls_conn_verify_failure(const struct rdmx_tls_conn *conn,
-					  const char **detail);
+const char *rdmx__tls_conn_verify_failure(const struct rdmx_tls_conn *conn, const char **detail);
 
 /* ---- tls_bio.c ---- */
 

@@ -78,13 +78,12 @@ static int same_source(const struct sockaddr_storage *a, const struct sockaddr_s
 		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
 	if (a->ss_family == AF_INET6)
 		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-			      &((const struct sockaddr_in6 *)b)->sin6_addr,
-			      sizeof(struct in6_addr)) == 0;
+		              &((const struct sockaddr_in6 *)b)->sin6_addr,
+		              sizeof(struct in6_addr)) == 0;
 	return 1;
 }
 
-static uint32_t count_source(const struct rdmx_tls_listener *l,
-			     const struct sockaddr_storage *src)
+static uint32_t count_source(const struct rdmx_tls_listener *l, const struct sockaddr_storage *src)
 {
 	uint32_t n = 0;
 
@@ -96,7 +95,7 @@ static uint32_t count_source(const struct rdmx_tls_listener *l,
 static void source_text(const struct sockaddr_storage *ss, char *buf, size_t len)
 {
 	if (getnameinfo((const struct sockaddr *)ss, sizeof(*ss), buf, (socklen_t)len, NULL, 0,
-			NI_NUMERICHOST) != 0)
+	                NI_NUMERICHOST) != 0)
 		snprintf(buf, len, "unknown");
 }
 
@@ -187,7 +186,7 @@ static const char *skipped_text(uint64_t skipped)
 	buf[0] = '\0';
 	if (skipped)
 		snprintf(buf, sizeof(buf), "; %llu more not logged in the last second",
-			 (unsigned long long)skipped);
+		         (unsigned long long)skipped);
 	return buf;
 }
 
@@ -216,8 +215,9 @@ static void handshake_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	rdmx_tls_conn_get_peer_addr(h->conn, &peer);
 	if (rate_ok(h->l, &h->l->timeout_log, &skipped))
-		RDMX_SEC_WARN("tls: handshake timed out after %u ms, connection dropped (peer %s)%s",
-			      h->l->timeout_ms, peer, skipped_text(skipped));
+		RDMX_SEC_WARN(
+		    "tls: handshake timed out after %u ms, connection dropped (peer %s)%s",
+		    h->l->timeout_ms, peer, skipped_text(skipped));
 	h->l->stats.timed_out++;
 	handshake_refused(h, RDMX_E_TIMEDOUT, "handshake timed out");
 }
@@ -232,14 +232,13 @@ static void over_limit(struct rdmx_tls_listener *l, int fd, const struct sockadd
 	source_text(src, text, sizeof(text));
 	if (rate_ok(l, &l->limit_log, &skipped))
 		RDMX_SEC_WARN("tls: connection from %s dropped: over %u handshakes in progress "
-			      "from one source%s",
-			      text, l->max_per_source, skipped_text(skipped));
+		              "from one source%s",
+		              text, l->max_per_source, skipped_text(skipped));
 	if (l->refused)
 		l->refused(l, RDMX_E_FULL, "too many handshakes from this source", text, l->arg);
 }
 
-static void handshake_start(struct rdmx_tls_listener *l, int fd,
-			    const struct sockaddr_storage *src)
+static void handshake_start(struct rdmx_tls_listener *l, int fd, const struct sockaddr_storage *src)
 {
 	struct handshake *h;
 	int one = 1, ret;
@@ -324,12 +323,12 @@ static int bind_listen(const char *host, uint16_t port, int *out_fd, uint16_t *o
 	gai = getaddrinfo(host, service, &hints, &res);
 	if (gai != 0) {
 		RDMX_SEC_ERR("tls: cannot resolve listen address %s: %s", host ? host : "*",
-			     gai_strerror(gai));
+		             gai_strerror(gai));
 		return RDMX_E_INVAL;
 	}
 	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
 		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-			    ai->ai_protocol);
+		            ai->ai_protocol);
 		if (fd < 0) {
 			err = errno;
 			continue;
@@ -344,7 +343,7 @@ static int bind_listen(const char *host, uint16_t port, int *out_fd, uint16_t *o
 	freeaddrinfo(res);
 	if (fd < 0) {
 		RDMX_SEC_ERR("tls: cannot listen on %s:%u: %s", host ? host : "*", port,
-			     strerror(err));
+		             strerror(err));
 		return RDMX_E_PROVIDER;
 	}
 	{
@@ -352,17 +351,16 @@ static int bind_listen(const char *host, uint16_t port, int *out_fd, uint16_t *o
 		socklen_t sl = sizeof(ss);
 
 		getsockname(fd, (struct sockaddr *)&ss, &sl);
-		*out_port = ntohs(ss.ss_family == AF_INET6
-					  ? ((struct sockaddr_in6 *)&ss)->sin6_port
-					  : ((struct sockaddr_in *)&ss)->sin_port);
+		*out_port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+		                                           : ((struct sockaddr_in *)&ss)->sin_port);
 	}
 	*out_fd = fd;
 	return RDMX_OK;
 }
 
-int rdmx_tls_listener_create(struct ev_loop *loop, struct rdmx_tls_config *cfg,
-			     const char *host, uint16_t port, rdmx_tls_established_cb established,
-			     void *arg, struct rdmx_tls_listener **out)
+int rdmx_tls_listener_create(struct ev_loop *loop, struct rdmx_tls_config *cfg, const char *host,
+                             uint16_t port, rdmx_tls_established_cb established, void *arg,
+                             struct rdmx_tls_listener **out)
 {
 	struct rdmx_tls_listener *l;
 	int ret;
@@ -413,7 +411,7 @@ int rdmx_tls_listener_get_port(const struct rdmx_tls_listener *l, uint16_t *port
 }
 
 int rdmx_tls_listener_get_stats(const struct rdmx_tls_listener *l,
-				struct rdmx_tls_listener_stats *stats)
+                                struct rdmx_tls_listener_stats *stats)
 {
 	if (!l || !stats)
 		return RDMX_E_INVAL;

@@ -32,8 +32,8 @@ static const char *x509_reason(int err, enum rdmx_tls_role role)
 		return "certificate not signed by a trusted CA";
 	case X509_V_ERR_INVALID_PURPOSE:
 		return role == RDMX_TLS_SERVER
-			       ? "certificate key usage does not allow TLS client authentication"
-			       : "certificate key usage does not allow TLS server authentication";
+		           ? "certificate key usage does not allow TLS client authentication"
+		           : "certificate key usage does not allow TLS server authentication";
 	case X509_V_ERR_INVALID_CA:
 		return "issuer is not a valid CA";
 	case X509_V_ERR_UNABLE_TO_GET_CRL:
@@ -66,7 +66,7 @@ int rdmx__tls_verify_cb(int ok, X509_STORE_CTX *store)
 		const char *reason = x509_reason(err, rdmx__tls_conn_role(conn));
 
 		rdmx__tls_conn_set_verify_failure(
-			conn, reason ? reason : X509_verify_cert_error_string(err), NULL);
+		    conn, reason ? reason : X509_verify_cert_error_string(err), NULL);
 		return 0;
 	}
 	if (X509_STORE_CTX_get_error_depth(store) != 0)
@@ -74,8 +74,8 @@ int rdmx__tls_verify_cb(int ok, X509_STORE_CTX *store)
 	/* the leaf passed every chain check: now the names, SAN DNS only */
 	cert = X509_STORE_CTX_get_current_cert(store);
 	r = cert ? rdmx__tls_config_match_peer(rdmx__tls_conn_config(conn), cert, match,
-					       sizeof(match), first, sizeof(first))
-		 : -1;
+	                                       sizeof(match), first, sizeof(first))
+	         : -1;
 	if (r == 1) {
 		if (rdmx__tls_conn_set_peer_name(conn, match)) {
 			X509_STORE_CTX_set_error(store, X509_V_ERR_OUT_OF_MEM);
@@ -89,7 +89,7 @@ int rdmx__tls_verify_cb(int ok, X509_STORE_CTX *store)
 		rdmx__tls_conn_set_verify_failure(conn, "peer certificate name not allowed", first);
 	else
 		rdmx__tls_conn_set_verify_failure(
-			conn, "peer certificate has no DNS subjectAltName (CN is never used)", NULL);
+		    conn, "peer certificate has no DNS subjectAltName (CN is never used)", NULL);
 	return 0;
 }
 
@@ -112,8 +112,7 @@ static int alert_code(int reason)
 	}
 }
 
-static int map_ssl_lib_error(SSL *ssl, unsigned long e, int in_handshake, char *reason,
-			     size_t len)
+static int map_ssl_lib_error(SSL *ssl, unsigned long e, int in_handshake, char *reason, size_t len)
 {
 	int r = ERR_GET_REASON(e);
 	const char *text = ERR_reason_error_string(e);
@@ -134,11 +133,11 @@ static int map_ssl_lib_error(SSL *ssl, unsigned long e, int in_handshake, char *
 		return RDMX_E_AUTH;
 	case SSL_R_CERTIFICATE_VERIFY_FAILED: {
 		long v = SSL_get_verify_result(ssl);
-		const char *x = x509_reason((int)v, SSL_is_server(ssl) ? RDMX_TLS_SERVER
-								      : RDMX_TLS_CLIENT);
+		const char *x =
+		    x509_reason((int)v, SSL_is_server(ssl) ? RDMX_TLS_SERVER : RDMX_TLS_CLIENT);
 
 		snprintf(reason, len, "certificate refused: %s",
-			 x ? x : X509_verify_cert_error_string(v));
+		         x ? x : X509_verify_cert_error_string(v));
 		return RDMX_E_AUTH;
 	}
 	case SSL_R_UNSUPPORTED_PROTOCOL:
@@ -150,7 +149,7 @@ static int map_ssl_lib_error(SSL *ssl, unsigned long e, int in_handshake, char *
 		return RDMX_E_PROTOCOL;
 	case SSL_R_UNEXPECTED_EOF_WHILE_READING:
 		snprintf(reason, len, "peer closed the connection%s",
-			 in_handshake ? " during the handshake" : "");
+		         in_handshake ? " during the handshake" : "");
 		return RDMX_E_DISCONNECTED;
 	case SSL_R_WRONG_VERSION_NUMBER:
 	case SSL_R_HTTP_REQUEST:
@@ -196,11 +195,10 @@ int rdmx__tls_map_error(SSL *ssl, int ssl_err, int in_handshake, char *reason, s
 		e = ERR_peek_error();
 		if (e) {
 			ret = map_ssl_lib_error(ssl, e, in_handshake, reason, len);
-		} else if (saved_errno == 0 || saved_errno == ECONNRESET ||
-			   saved_errno == EPIPE) {
+		} else if (saved_errno == 0 || saved_errno == ECONNRESET || saved_errno == EPIPE) {
 			snprintf(reason, len, "peer closed the connection%s%s",
-				 in_handshake ? " during the handshake" : "",
-				 saved_errno ? " (reset)" : "");
+			         in_handshake ? " during the handshake" : "",
+			         saved_errno ? " (reset)" : "");
 			ret = RDMX_E_DISCONNECTED;
 		} else {
 			snprintf(reason, len, "socket error: %s", strerror(saved_errno));

@@ -44,7 +44,7 @@ struct ev_loop;
 
 #define RDMX_BOOTSTRAP_VERSION 1u
 #define RDMX_BOOTSTRAP_MAX_APP_DATA 65536u
-#define RDMX_BOOTSTRAP_MAX_NAME 128u	/* hello name: [A-Za-z0-9._-] */
+#define RDMX_BOOTSTRAP_MAX_NAME 128u /* hello name: [A-Za-z0-9._-] */
 #define RDMX_BOOTSTRAP_MAX_DETAILS 4096u
 
 /* ---- client (blocking, within timeout_ms) ---- */
@@ -58,8 +58,8 @@ struct ev_loop;
  * RDMX_E_PROTOCOL (no common version, provider mismatch, bad message),
  * RDMX_E_TIMEDOUT, engine errors of export/connect. */
 int rdmx_bootstrap_connect(struct rdmx_ctx *ctx, struct rdmx_tls_config *cfg, const char *host,
-			   uint16_t port, const char *name, const void *app_data, size_t app_len,
-			   int timeout_ms, struct rdmx_bootstrap **bootstrap);
+                           uint16_t port, const char *name, const void *app_data, size_t app_len,
+                           int timeout_ms, struct rdmx_bootstrap **bootstrap);
 
 /* Non-blocking liveness check of the TLS channel: 0 while alive; once lost,
  * disconnects the engine connection (unless gone) and returns the reason
@@ -77,10 +77,10 @@ int rdmx_bootstrap_conn_gone(struct rdmx_bootstrap *bootstrap);
 int rdmx_bootstrap_get_conn(const struct rdmx_bootstrap *bootstrap, struct rdmx_conn **conn);
 /* The peer's app data (owned by the bootstrap). */
 int rdmx_bootstrap_get_peer_data(const struct rdmx_bootstrap *bootstrap, const void **data,
-				 size_t *len);
+                                 size_t *len);
 /* Certificate name (allow-listed SAN) and hello name ("" if none). */
 int rdmx_bootstrap_get_peer_names(const struct rdmx_bootstrap *bootstrap, const char **cert_name,
-				  const char **hello_name);
+                                  const char **hello_name);
 int rdmx_bootstrap_get_fd(const struct rdmx_bootstrap *bootstrap, int *fd);
 int rdmx_bootstrap_set_user_data(struct rdmx_bootstrap *bootstrap, void *user_data);
 int rdmx_bootstrap_get_user_data(const struct rdmx_bootstrap *bootstrap, void **user_data);
@@ -93,22 +93,22 @@ int rdmx_bootstrap_get_user_data(const struct rdmx_bootstrap *bootstrap, void **
  * and app data are readable through the getters; its engine connection does
  * not exist yet. */
 typedef int (*rdmx_bootstrap_request_cb)(struct rdmx_bootstrap_server *server,
-					 struct rdmx_bootstrap *bootstrap, const void **reply,
-					 size_t *reply_len, void *arg);
+                                         struct rdmx_bootstrap *bootstrap, const void **reply,
+                                         size_t *reply_len, void *arg);
 /* The exchange is done and rdmx_ctx_connect was called: the callback owns
  * `bootstrap` (destroy it when done). */
 typedef void (*rdmx_bootstrap_established_cb)(struct rdmx_bootstrap_server *server,
-					      struct rdmx_bootstrap *bootstrap, void *arg);
+                                              struct rdmx_bootstrap *bootstrap, void *arg);
 /* The TLS channel of an established bootstrap was lost; the engine
  * connection has been disconnected (unless gone). The owner still destroys
  * `bootstrap`. */
 typedef void (*rdmx_bootstrap_lost_cb)(struct rdmx_bootstrap_server *server,
-				       struct rdmx_bootstrap *bootstrap, int reason, void *arg);
+                                       struct rdmx_bootstrap *bootstrap, int reason, void *arg);
 
 struct rdmx_bootstrap_server_ops {
-	rdmx_bootstrap_request_cb request;	  /* may be NULL: accept all */
+	rdmx_bootstrap_request_cb request;         /* may be NULL: accept all */
 	rdmx_bootstrap_established_cb established; /* required */
-	rdmx_bootstrap_lost_cb lost;		  /* may be NULL */
+	rdmx_bootstrap_lost_cb lost;               /* may be NULL */
 };
 
 /* Listens on host:port (TLS listener of rdmx/tls.h with its limits); the
@@ -116,9 +116,9 @@ struct rdmx_bootstrap_server_ops {
  * handshake timeout. `name` is sent in the hello (may be NULL). `cfg` and
  * `ctx` must outlive the server. */
 int rdmx_bootstrap_server_create(struct ev_loop *loop, struct rdmx_ctx *ctx,
-				 struct rdmx_tls_config *cfg, const char *host, uint16_t port,
-				 const char *name, const struct rdmx_bootstrap_server_ops *ops,
-				 void *arg, struct rdmx_bootstrap_server **server);
+                                 struct rdmx_tls_config *cfg, const char *host, uint16_t port,
+                                 const char *name, const struct rdmx_bootstrap_server_ops *ops,
+                                 void *arg, struct rdmx_bootstrap_server **server);
 int rdmx_bootstrap_server_get_port(const struct rdmx_bootstrap_server *server, uint16_t *port);
 /* Drops exchanges in progress and stops listening. Established bootstraps
  * stay with their owners. */

@@ -26,11 +26,11 @@
 extern "C" {
 #endif
 
-#define RDMX_REGISTRY_MAX_SERVICE 128u	/* [A-Za-z0-9._-]+ */
+#define RDMX_REGISTRY_MAX_SERVICE 128u  /* [A-Za-z0-9._-]+ */
 #define RDMX_REGISTRY_MAX_ENDPOINT 256u /* printable ASCII, no spaces */
 #define RDMX_REGISTRY_MAX_OWNER 253u
 #define RDMX_REGISTRY_MAX_META 16u
-#define RDMX_REGISTRY_MAX_META_KEY 64u	  /* [A-Za-z0-9._-]+ */
+#define RDMX_REGISTRY_MAX_META_KEY 64u    /* [A-Za-z0-9._-]+ */
 #define RDMX_REGISTRY_MAX_META_VALUE 256u /* printable ASCII (spaces allowed) */
 #define RDMX_REGISTRY_MAX_QUEUED_EVENTS 1024u
 #define RDMX_REGISTRY_DEFAULT_TIMEOUT_MS 5000
@@ -47,8 +47,8 @@ struct rdmx_registry_member {
 	uint64_t id;
 	const char *service;
 	const char *endpoint;
-	const char *owner; /* certificate name of the member that joined */
-	uint32_t ttl_ms;   /* the lease granted */
+	const char *owner;      /* certificate name of the member that joined */
+	uint32_t ttl_ms;        /* the lease granted */
 	uint32_t expires_in_ms; /* lease left when the server answered */
 	size_t n_meta;
 	const struct rdmx_registry_kv *meta;
@@ -62,7 +62,7 @@ struct rdmx_registry_members {
 
 enum rdmx_registry_event_type {
 	RDMX_REGISTRY_JOINED = 1,
-	RDMX_REGISTRY_LEFT = 2,	   /* the member said leave */
+	RDMX_REGISTRY_LEFT = 2,    /* the member said leave */
 	RDMX_REGISTRY_EXPIRED = 3, /* its lease ran out */
 };
 
@@ -74,7 +74,7 @@ struct rdmx_registry_event {
 /* Connects over mutual TLS (the config's allow-list names the server's
  * certificate). Errors: those of rdmx_tls_connect. */
 int rdmx_registry_client_connect(const char *host, uint16_t port, struct rdmx_tls_config *cfg,
-				 struct rdmx_registry_client **client);
+                                 struct rdmx_registry_client **client);
 /* NULL / *client == NULL is a no-op. Members joined through this client stay
  * until they leave or their lease runs out. */
 int rdmx_registry_client_destroy(struct rdmx_registry_client **client);
@@ -91,9 +91,9 @@ int rdmx_registry_client_get_fd(const struct rdmx_registry_client *client, int *
  * certificate for this service), RDMX_E_FULL (registry full), transport
  * errors (RDMX_E_TIMEDOUT, RDMX_E_DISCONNECTED, ...). */
 int rdmx_registry_client_join(struct rdmx_registry_client *client, const char *service,
-			      const char *endpoint, const struct rdmx_registry_kv *meta,
-			      size_t n_meta, uint32_t ttl_ms, uint64_t *member_id,
-			      uint32_t *granted_ms);
+                              const char *endpoint, const struct rdmx_registry_kv *meta,
+                              size_t n_meta, uint32_t ttl_ms, uint64_t *member_id,
+                              uint32_t *granted_ms);
 /* Renews the lease. RDMX_E_NOT_FOUND once it has expired (join again);
  * RDMX_E_AUTH for a member of another certificate. */
 int rdmx_registry_client_heartbeat(struct rdmx_registry_client *client, uint64_t member_id);
@@ -101,9 +101,9 @@ int rdmx_registry_client_leave(struct rdmx_registry_client *client, uint64_t mem
 
 /* Live members of one service / of all services. */
 int rdmx_registry_client_lookup(struct rdmx_registry_client *client, const char *service,
-				struct rdmx_registry_members **members);
+                                struct rdmx_registry_members **members);
 int rdmx_registry_client_list(struct rdmx_registry_client *client,
-			      struct rdmx_registry_members **members);
+                              struct rdmx_registry_members **members);
 int rdmx_registry_members_free(struct rdmx_registry_members **members);
 
 /* Subscribes to joins, leaves and expiries of `service` (NULL: all). */
@@ -111,7 +111,7 @@ int rdmx_registry_client_watch(struct rdmx_registry_client *client, const char *
 /* The next event, waiting up to timeout_ms (0: only what is there).
  * RDMX_E_TIMEDOUT when none came. */
 int rdmx_registry_client_next_event(struct rdmx_registry_client *client, int timeout_ms,
-				    struct rdmx_registry_event **event);
+                                    struct rdmx_registry_event **event);
 int rdmx_registry_event_free(struct rdmx_registry_event **event);
 /* Events dropped because the queue was full. */
 uint64_t rdmx_registry_client_dropped_events(const struct rdmx_registry_client *client);

@@ -39,7 +39,7 @@ struct ev_loop;
 /* Non-negative results of the step functions. */
 enum rdmx_tls_result {
 	RDMX_TLS_DONE = 0,
-	RDMX_TLS_WANT_READ = 1,	 /* call again when the fd is readable */
+	RDMX_TLS_WANT_READ = 1,  /* call again when the fd is readable */
 	RDMX_TLS_WANT_WRITE = 2, /* call again when the fd is writable */
 };
 
@@ -67,7 +67,7 @@ int rdmx_tls_config_set_ca_file(struct rdmx_tls_config *cfg, const char *path);
 int rdmx_tls_config_set_ca_dir(struct rdmx_tls_config *cfg, const char *path);
 /* Own certificate chain (PEM, leaf first) and private key (PEM). Required. */
 int rdmx_tls_config_set_cert_key(struct rdmx_tls_config *cfg, const char *cert_path,
-				 const char *key_path);
+                                 const char *key_path);
 /* Optional CRL file (PEM, one or more CRLs); turns on revocation checking of
  * the peer's certificate. */
 int rdmx_tls_config_set_crl_file(struct rdmx_tls_config *cfg, const char *path);
@@ -93,9 +93,9 @@ int rdmx_tls_config_get_max_frame(const struct rdmx_tls_config *cfg, uint32_t *b
  * source address. Connections over the per-source limit are closed at once;
  * over the total, accepting pauses until a handshake ends. */
 int rdmx_tls_config_set_handshake_limits(struct rdmx_tls_config *cfg, uint32_t max_total,
-					 uint32_t max_per_source);
+                                         uint32_t max_per_source);
 int rdmx_tls_config_get_handshake_limits(const struct rdmx_tls_config *cfg, uint32_t *max_total,
-					 uint32_t *max_per_source);
+                                         uint32_t *max_per_source);
 
 /* Loads the files and builds the TLS state now instead of at first use, so
  * that a program can fail at start-up. Freezes the config. */
@@ -118,7 +118,7 @@ enum rdmx_tls_role {
  * allow-list, not against server_name. Errors: RDMX_E_INVAL, RDMX_E_NOMEM,
  * RDMX_E_PROVIDER (TLS library), what rdmx_tls_config_load returns. */
 int rdmx_tls_conn_create(struct rdmx_tls_config *cfg, int fd, enum rdmx_tls_role role,
-			 const char *server_name, struct rdmx_tls_conn **conn);
+                         const char *server_name, struct rdmx_tls_conn **conn);
 /* Sends close_notify if the session is healthy (best effort, never blocks),
  * closes the fd, frees. NULL / *conn == NULL is a no-op. */
 int rdmx_tls_conn_destroy(struct rdmx_tls_conn **conn);
@@ -166,13 +166,13 @@ const char *rdmx_tls_conn_get_failure(const struct rdmx_tls_conn *conn);
  * RDMX_E_NOT_FOUND (name does not resolve), RDMX_E_CONN_REFUSED,
  * RDMX_E_TIMEDOUT. */
 int rdmx_tls_connect(struct rdmx_tls_config *cfg, const char *host, uint16_t port,
-		     struct rdmx_tls_conn **conn);
+                     struct rdmx_tls_conn **conn);
 /* Queue + flush, waiting up to timeout_ms (RDMX_E_TIMEDOUT). */
 int rdmx_tls_conn_send_wait(struct rdmx_tls_conn *conn, const void *buf, size_t len,
-			    int timeout_ms);
+                            int timeout_ms);
 /* Waits up to timeout_ms for one frame (RDMX_E_TIMEDOUT); 0 = poll once. */
 int rdmx_tls_conn_recv_wait(struct rdmx_tls_conn *conn, const void **frame, size_t *len,
-			    int timeout_ms);
+                            int timeout_ms);
 
 /* ---- libev listener (target rdmx_secure_ev; the core never links libev) ----
  * Accepts TCP connections, runs each handshake without blocking, drops a
@@ -181,32 +181,32 @@ int rdmx_tls_conn_recv_wait(struct rdmx_tls_conn *conn, const void **frame, size
  * which owns it from then on. All calls and callbacks on the loop's thread. */
 
 typedef void (*rdmx_tls_established_cb)(struct rdmx_tls_listener *l, struct rdmx_tls_conn *conn,
-					void *arg);
+                                        void *arg);
 /* Told about each connection dropped before establishment: `err` is the
  * code, `reason` a static text, `peer` the address. */
 typedef void (*rdmx_tls_refused_cb)(struct rdmx_tls_listener *l, int err, const char *reason,
-				    const char *peer, void *arg);
+                                    const char *peer, void *arg);
 
 struct rdmx_tls_listener_stats {
-	uint64_t accepted;	/* TCP connections accepted */
-	uint64_t established;	/* handed to the established callback */
-	uint64_t refused;	/* handshake failed */
-	uint64_t timed_out;	/* handshake timeout */
-	uint64_t over_limit;	/* closed at once: per-source limit */
-	uint32_t handshaking;	/* in progress now */
+	uint64_t accepted;    /* TCP connections accepted */
+	uint64_t established; /* handed to the established callback */
+	uint64_t refused;     /* handshake failed */
+	uint64_t timed_out;   /* handshake timeout */
+	uint64_t over_limit;  /* closed at once: per-source limit */
+	uint32_t handshaking; /* in progress now */
 };
 
 /* Binds host:port (host NULL = all addresses; port 0 = any, see get_port),
  * listens and starts accepting. `cfg` must outlive the listener; callbacks
  * must not destroy the listener. Errors: RDMX_E_INVAL, RDMX_E_NOMEM,
  * RDMX_E_PROVIDER (socket calls, errno logged), config load errors. */
-int rdmx_tls_listener_create(struct ev_loop *loop, struct rdmx_tls_config *cfg,
-			     const char *host, uint16_t port, rdmx_tls_established_cb established,
-			     void *arg, struct rdmx_tls_listener **l);
+int rdmx_tls_listener_create(struct ev_loop *loop, struct rdmx_tls_config *cfg, const char *host,
+                             uint16_t port, rdmx_tls_established_cb established, void *arg,
+                             struct rdmx_tls_listener **l);
 int rdmx_tls_listener_set_refused_cb(struct rdmx_tls_listener *l, rdmx_tls_refused_cb cb);
 int rdmx_tls_listener_get_port(const struct rdmx_tls_listener *l, uint16_t *port);
 int rdmx_tls_listener_get_stats(const struct rdmx_tls_listener *l,
-				struct rdmx_tls_listener_stats *stats);
+                                struct rdmx_tls_listener_stats *stats);
 /* Stops accepting and drops handshakes in progress (no callbacks). */
 int rdmx_tls_listener_destroy(struct rdmx_tls_listener **l);
 

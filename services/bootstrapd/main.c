@@ -39,17 +39,16 @@ struct args {
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: rdmx-bootstrapd --listen HOST:PORT --ca FILE --cert FILE --key FILE\n"
-		"                       [--crl FILE] [--policy FILE] [--allow PATTERN]...\n"
-		"                       [--min-ttl-ms N] [--max-ttl-ms N] [--max-members N]\n"
-		"                       [--handshake-timeout-ms N] [--verbose]\n"
-		"  --policy FILE   lines 'CERT_NAME_PATTERN SERVICE_PATTERN' ('#' comments):\n"
-		"                  which certificates may register which services.\n"
-		"                  Without it any member of the CA may register any service.\n"
-		"  --allow PATTERN client certificate names accepted at all (default '*':\n"
-		"                  any name signed by the CA). Repeatable.\n"
-		"  SIGHUP reloads the policy; SIGINT/SIGTERM stop.\n");
+	fprintf(f, "usage: rdmx-bootstrapd --listen HOST:PORT --ca FILE --cert FILE --key FILE\n"
+	           "                       [--crl FILE] [--policy FILE] [--allow PATTERN]...\n"
+	           "                       [--min-ttl-ms N] [--max-ttl-ms N] [--max-members N]\n"
+	           "                       [--handshake-timeout-ms N] [--verbose]\n"
+	           "  --policy FILE   lines 'CERT_NAME_PATTERN SERVICE_PATTERN' ('#' comments):\n"
+	           "                  which certificates may register which services.\n"
+	           "                  Without it any member of the CA may register any service.\n"
+	           "  --allow PATTERN client certificate names accepted at all (default '*':\n"
+	           "                  any name signed by the CA). Repeatable.\n"
+	           "  SIGHUP reloads the policy; SIGINT/SIGTERM stop.\n");
 }
 
 static int parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max, uint32_t *out)
@@ -239,7 +238,7 @@ int main(int argc, char **argv)
 		return 1;
 	if (!a.policy)
 		fprintf(stderr, "rdmx-bootstrapd: no --policy: any certificate of the CA may "
-				"register any service\n");
+		                "register any service\n");
 	policy_path = a.policy;
 	cfg = make_config(&a);
 	if (!cfg) {

@@ -99,23 +99,26 @@ static int parse_line(struct rdmx__policy *p, char *line, const char *origin, un
 	service = strtok_r(NULL, " \t\r", &save);
 	extra = service ? strtok_r(NULL, " \t\r", &save) : NULL;
 	if (!service || extra) {
-		fprintf(stderr, "rdmx-bootstrapd: %s:%u: expected CERT_NAME_PATTERN SERVICE_PATTERN\n",
-			origin, lineno);
+		fprintf(stderr,
+		        "rdmx-bootstrapd: %s:%u: expected CERT_NAME_PATTERN SERVICE_PATTERN\n",
+		        origin, lineno);
 		return -1;
 	}
 	if (!cert_pattern_ok(cert)) {
-		fprintf(stderr, "rdmx-bootstrapd: %s:%u: bad certificate name pattern '%s' "
-				"(exact name, *.suffix or *)\n", origin, lineno, cert);
+		fprintf(stderr,
+		        "rdmx-bootstrapd: %s:%u: bad certificate name pattern '%s' "
+		        "(exact name, *.suffix or *)\n",
+		        origin, lineno, cert);
 		return -1;
 	}
 	if (!service_pattern_ok(service)) {
 		fprintf(stderr, "rdmx-bootstrapd: %s:%u: bad service pattern '%s'\n", origin,
-			lineno, service);
+		        lineno, service);
 		return -1;
 	}
 	if (p->n >= RDMX_POLICY_MAX_RULES) {
 		fprintf(stderr, "rdmx-bootstrapd: %s:%u: more than %u rules\n", origin, lineno,
-			RDMX_POLICY_MAX_RULES);
+		        RDMX_POLICY_MAX_RULES);
 		return -1;
 	}
 	if (add_rule(p, cert, service)) {
@@ -140,7 +143,7 @@ int rdmx__policy_parse(const char *text, const char *origin, struct rdmx__policy
 		lineno++;
 		if (n > RDMX_POLICY_MAX_LINE) {
 			fprintf(stderr, "rdmx-bootstrapd: %s:%u: line longer than %u bytes\n",
-				origin, lineno, RDMX_POLICY_MAX_LINE);
+			        origin, lineno, RDMX_POLICY_MAX_LINE);
 			rdmx__policy_destroy(&p);
 			return -1;
 		}
@@ -165,7 +168,7 @@ int rdmx__policy_load(const char *path, struct rdmx__policy **policy)
 
 	if (!f) {
 		fprintf(stderr, "rdmx-bootstrapd: cannot open policy %s: %s\n", path,
-			strerror(errno));
+		        strerror(errno));
 		return -1;
 	}
 	/* bounded: rules times line length */
@@ -191,7 +194,7 @@ int rdmx__policy_load(const char *path, struct rdmx__policy **policy)
 }
 
 int rdmx__policy_allows(const struct rdmx__policy *policy, const char *cert_name,
-			const char *service)
+                        const char *service)
 {
 	for (size_t i = 0; policy && i < policy->n; i++)
 		if (rdmx_tls_name_match(policy->rules[i].cert, cert_name) &&

@@ -23,7 +23,7 @@ int rdmx__policy_parse(const char *text, const char *origin, struct rdmx__policy
 void rdmx__policy_destroy(struct rdmx__policy **policy);
 /* 1 allowed, 0 not. */
 int rdmx__policy_allows(const struct rdmx__policy *policy, const char *cert_name,
-			const char *service);
+                        const char *service);
 size_t rdmx__policy_rules(const struct rdmx__policy *policy);
 
 #endif

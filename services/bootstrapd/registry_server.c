@@ -157,7 +157,7 @@ static void session_send(struct session *s, msgpack_sbuffer *sb)
 	ret = rdmx_tls_conn_send(s->conn, sb->data, sb->size);
 	if (ret == RDMX_E_AGAIN) {
 		BSD_WARN("bootstrapd: %s (peer %s) does not read its messages, disconnected",
-			 s->name, s->addr);
+		         s->name, s->addr);
 		session_close(s, NULL);
 		return;
 	}
@@ -168,9 +168,9 @@ static void session_send(struct session *s, msgpack_sbuffer *sb)
 	session_rearm(s);
 }
 
-static void respond(struct session *s, uint64_t id, int status, const char *error,
-		    uint64_t member, uint32_t ttl, const struct rdmx_registry_member *const *list,
-		    size_t n, int with_list)
+static void respond(struct session *s, uint64_t id, int status, const char *error, uint64_t member,
+                    uint32_t ttl, const struct rdmx_registry_member *const *list, size_t n,
+                    int with_list)
 {
 	msgpack_sbuffer sb;
 
@@ -179,7 +179,7 @@ static void respond(struct session *s, uint64_t id, int status, const char *erro
 	if (sb.size > s->bsd->max_frame) {
 		msgpack_sbuffer_clear(&sb);
 		rdmx__reg_encode_response(id, RDMX_E_TOO_BIG, "answer larger than the frame limit",
-					  0, 0, NULL, 0, 0, &sb);
+		                          0, 0, NULL, 0, 0, &sb);
 	}
 	session_send(s, &sb);
 	msgpack_sbuffer_destroy(&sb);
@@ -188,7 +188,7 @@ static void respond(struct session *s, uint64_t id, int status, const char *erro
 /* ---- members ---- */
 
 static void notify(struct rdmx__bootstrapd *bsd, enum rdmx_registry_event_type type,
-		   struct member *m)
+                   struct member *m)
 {
 	msgpack_sbuffer sb;
 	int64_t now = now_ms();
@@ -255,7 +255,7 @@ static void sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			continue;
 		member_unlink(bsd, m);
 		BSD_NOTICE("bootstrapd: member %llu (service %s, owner %s) expired",
-			   (unsigned long long)m->pub.id, m->pub.service, m->pub.owner);
+		           (unsigned long long)m->pub.id, m->pub.service, m->pub.owner);
 		notify(bsd, RDMX_REGISTRY_EXPIRED, m);
 		member_free(m);
 	}
@@ -294,9 +294,9 @@ static void handle_join(struct session *s, struct rdmx__reg_request *r)
 
 	if (bsd->policy && !rdmx__policy_allows(bsd->policy, s->name, r->service)) {
 		BSD_WARN("bootstrapd: join of service '%s' by %s (peer %s) refused by the policy",
-			 r->service, s->name, s->addr);
+		         r->service, s->name, s->addr);
 		snprintf(err, sizeof(err), "certificate %s may not register service %s", s->name,
-			 r->service);
+		         r->service);
 		respond(s, r->id, RDMX_E_AUTH, err, 0, 0, NULL, 0, 0);
 		return;
 	}
@@ -315,7 +315,7 @@ static void handle_join(struct session *s, struct rdmx__reg_request *r)
 	}
 	if (owned >= bsd->o.max_members_per_owner || bsd->n_members >= bsd->o.max_members) {
 		BSD_WARN("bootstrapd: join of '%s' by %s refused: %s full", r->service, s->name,
-			 owned >= bsd->o.max_members_per_owner ? "owner's quota" : "registry");
+		         owned >= bsd->o.max_members_per_owner ? "owner's quota" : "registry");
 		respond(s, r->id, RDMX_E_FULL, "registry full", 0, 0, NULL, 0, 0);
 		return;
 	}
@@ -340,8 +340,8 @@ static void handle_join(struct session *s, struct rdmx__reg_request *r)
 	bsd->members = m;
 	bsd->n_members++;
 	BSD_NOTICE("bootstrapd: member %llu joined: service %s at %s, owner %s, lease %u ms",
-		   (unsigned long long)m->pub.id, m->pub.service, m->pub.endpoint, m->pub.owner,
-		   ttl);
+	           (unsigned long long)m->pub.id, m->pub.service, m->pub.endpoint, m->pub.owner,
+	           ttl);
 	respond(s, r->id, RDMX_OK, NULL, m->pub.id, ttl, NULL, 0, 0);
 	notify(bsd, RDMX_REGISTRY_JOINED, m);
 }
@@ -356,11 +356,11 @@ static struct member *owned_member(struct session *s, struct rdmx__reg_request *
 		return NULL;
 	}
 	if (strcmp(m->pub.owner, s->name) != 0) {
-		BSD_WARN("bootstrapd: %s (peer %s) tried to %s member %llu of %s: refused",
-			 s->name, s->addr, rdmx__reg_op_name(r->op), (unsigned long long)r->member,
-			 m->pub.owner);
+		BSD_WARN("bootstrapd: %s (peer %s) tried to %s member %llu of %s: refused", s->name,
+		         s->addr, rdmx__reg_op_name(r->op), (unsigned long long)r->member,
+		         m->pub.owner);
 		respond(s, r->id, RDMX_E_AUTH, "member belongs to another certificate", 0, 0, NULL,
-			0, 0);
+		        0, 0);
 		return NULL;
 	}
 	return m;
@@ -408,7 +408,7 @@ static void handle(struct session *s, struct rdmx__reg_request *r)
 		if (m) {
 			member_unlink(s->bsd, m);
 			BSD_NOTICE("bootstrapd: member %llu (service %s) left",
-				   (unsigned long long)m->pub.id, m->pub.service);
+			           (unsigned long long)m->pub.id, m->pub.service);
 			respond(s, r->id, RDMX_OK, NULL, 0, 0, NULL, 0, 0);
 			notify(s->bsd, RDMX_REGISTRY_LEFT, m);
 			member_free(m);
@@ -457,13 +457,13 @@ static void session_cb(struct ev_loop *loop, ev_io *w, int revents)
 			break;
 		if (ret < 0) {
 			session_close(s, ret == RDMX_E_DISCONNECTED ? "peer closed"
-								   : rdmx_strerror(ret));
+			                                            : rdmx_strerror(ret));
 			return;
 		}
 		ret = rdmx__reg_decode_request(frame, len, &r, why, sizeof(why));
 		if (ret) {
 			BSD_WARN("bootstrapd: bad request from %s (peer %s), connection closed: %s",
-				 s->name, s->addr, why);
+			         s->name, s->addr, why);
 			session_close(s, NULL);
 			return;
 		}
@@ -482,7 +482,7 @@ static void established_cb(struct rdmx_tls_listener *l, struct rdmx_tls_conn *co
 	(void)l;
 	if (bsd->n_sessions >= bsd->o.max_clients) {
 		BSD_WARN("bootstrapd: %u clients connected, new session refused",
-			 bsd->o.max_clients);
+		         bsd->o.max_clients);
 		rdmx_tls_conn_destroy(&conn);
 		return;
 	}
@@ -511,8 +511,8 @@ static void established_cb(struct rdmx_tls_listener *l, struct rdmx_tls_conn *co
 /* ---- life cycle ---- */
 
 int rdmx__bootstrapd_create(struct ev_loop *loop, struct rdmx_tls_config *cfg,
-			    const struct rdmx__bootstrapd_opts *opts, struct rdmx__policy *policy,
-			    struct rdmx__bootstrapd **out)
+                            const struct rdmx__bootstrapd_opts *opts, struct rdmx__policy *policy,
+                            struct rdmx__bootstrapd **out)
 {
 	struct rdmx__bootstrapd *bsd;
 	int ret;
@@ -529,7 +529,7 @@ int rdmx__bootstrapd_create(struct ev_loop *loop, struct rdmx_tls_config *cfg,
 	bsd->o = *opts;
 	rdmx_tls_config_get_max_frame(cfg, &bsd->max_frame);
 	ret = rdmx_tls_listener_create(loop, cfg, opts->host, opts->port, established_cb, bsd,
-				       &bsd->listener);
+	                               &bsd->listener);
 	if (ret) {
 		free(bsd);
 		return ret;

@@ -13,15 +13,15 @@ struct ev_loop;
 struct rdmx__bootstrapd;
 
 struct rdmx__bootstrapd_opts {
-	const char *host;	       /* NULL: all addresses */
-	uint16_t port;		       /* 0: any (see get_port) */
-	uint32_t min_ttl_ms;	       /* lease bounds; a join's ttl is clamped */
+	const char *host;    /* NULL: all addresses */
+	uint16_t port;       /* 0: any (see get_port) */
+	uint32_t min_ttl_ms; /* lease bounds; a join's ttl is clamped */
 	uint32_t max_ttl_ms;
-	uint32_t default_ttl_ms;       /* for a join with ttl 0 */
-	uint32_t max_members;	       /* whole registry */
+	uint32_t default_ttl_ms;        /* for a join with ttl 0 */
+	uint32_t max_members;           /* whole registry */
 	uint32_t max_members_per_owner; /* per certificate name */
-	uint32_t max_clients;	       /* established sessions */
-	uint32_t sweep_ms;	       /* how often leases are checked */
+	uint32_t max_clients;           /* established sessions */
+	uint32_t sweep_ms;              /* how often leases are checked */
 };
 
 /* Fills the defaults: ttl 1 s .. 5 min (default 30 s), 4096 members, 64 per
@@ -31,8 +31,8 @@ void rdmx__bootstrapd_opts_init(struct rdmx__bootstrapd_opts *o);
 /* `policy` NULL allows every authenticated member to register any service;
  * the server takes ownership of it. `cfg` must outlive the server. */
 int rdmx__bootstrapd_create(struct ev_loop *loop, struct rdmx_tls_config *cfg,
-			    const struct rdmx__bootstrapd_opts *opts, struct rdmx__policy *policy,
-			    struct rdmx__bootstrapd **bsd);
+                            const struct rdmx__bootstrapd_opts *opts, struct rdmx__policy *policy,
+                            struct rdmx__bootstrapd **bsd);
 /* Replaces the policy (members already joined stay). */
 void rdmx__bootstrapd_set_policy(struct rdmx__bootstrapd *bsd, struct rdmx__policy *policy);
 uint16_t rdmx__bootstrapd_get_port(const struct rdmx__bootstrapd *bsd);

@@ -114,7 +114,7 @@ static int add_sans(X509 *x, const char *const *sans, size_t n)
 			GENERAL_NAME_set0_value(gen, GEN_IPADD, oct);
 		} else {
 			fprintf(stderr,
-				"rdmx-certs: subjectAltName '%s' must start with DNS: or IP:\n", s);
+			        "rdmx-certs: subjectAltName '%s' must start with DNS: or IP:\n", s);
 			GENERAL_NAME_free(gen);
 			goto out;
 		}
@@ -136,10 +136,10 @@ static int add_extensions(X509 *x, X509 *issuer, const struct rdmx_certgen_opts 
 
 	X509V3_set_ctx(&ctx, issuer ? issuer : x, x, NULL, NULL, 0);
 	if (add_conf_ext(x, &ctx, NID_basic_constraints,
-			 o->is_ca ? "critical,CA:TRUE" : "critical,CA:FALSE") ||
+	                 o->is_ca ? "critical,CA:TRUE" : "critical,CA:FALSE") ||
 	    add_conf_ext(x, &ctx, NID_key_usage,
-			 o->is_ca ? "critical,keyCertSign,cRLSign,digitalSignature"
-				  : "critical,digitalSignature") ||
+	                 o->is_ca ? "critical,keyCertSign,cRLSign,digitalSignature"
+	                          : "critical,digitalSignature") ||
 	    add_conf_ext(x, &ctx, NID_subject_key_identifier, "hash") ||
 	    add_conf_ext(x, &ctx, NID_authority_key_identifier, "keyid:always"))
 		return -1;
@@ -160,7 +160,7 @@ static int add_extensions(X509 *x, X509 *issuer, const struct rdmx_certgen_opts 
 }
 
 X509 *rdmx__certgen_cert(const struct rdmx_certgen_opts *opts, EVP_PKEY *key, X509 *issuer,
-			 EVP_PKEY *issuer_key)
+                         EVP_PKEY *issuer_key)
 {
 	X509 *x = X509_new();
 	X509_NAME *name;
@@ -171,7 +171,7 @@ X509 *rdmx__certgen_cert(const struct rdmx_certgen_opts *opts, EVP_PKEY *key, X5
 	if (!X509_set_version(x, 2) || set_random_serial(x))
 		goto err;
 	if (opts->cn && !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
-						    (const unsigned char *)opts->cn, -1, -1, 0))
+	                                            (const unsigned char *)opts->cn, -1, -1, 0))
 		goto err;
 	if (!X509_set_issuer_name(x, issuer ? X509_get_subject_name(issuer) : name))
 		goto err;
@@ -191,8 +191,7 @@ err:
 	return NULL;
 }
 
-X509_CRL *rdmx__certgen_crl(X509 *ca, EVP_PKEY *ca_key, X509_CRL *prev, X509 *revoke,
-			    int days)
+X509_CRL *rdmx__certgen_crl(X509 *ca, EVP_PKEY *ca_key, X509_CRL *prev, X509 *revoke, int days)
 {
 	X509_CRL *crl = X509_CRL_new();
 	ASN1_TIME *now = ASN1_TIME_new();

@@ -16,13 +16,13 @@
 #define RDMX_CERTGEN_EKU_CODESIGN 0x4u
 
 struct rdmx_certgen_opts {
-	const char *cn;		  /* subject commonName, may be NULL */
-	const char *const *sans;  /* "DNS:name" or "IP:addr" entries */
+	const char *cn;          /* subject commonName, may be NULL */
+	const char *const *sans; /* "DNS:name" or "IP:addr" entries */
 	size_t n_sans;
-	long not_before_s;	  /* validity start, seconds from now (may be < 0) */
-	long not_after_s;	  /* validity end, seconds from now */
-	int is_ca;		  /* basicConstraints CA:TRUE, keyCertSign + cRLSign */
-	unsigned eku;		  /* RDMX_CERTGEN_EKU_* bits */
+	long not_before_s; /* validity start, seconds from now (may be < 0) */
+	long not_after_s;  /* validity end, seconds from now */
+	int is_ca;         /* basicConstraints CA:TRUE, keyCertSign + cRLSign */
+	unsigned eku;      /* RDMX_CERTGEN_EKU_* bits */
 };
 
 /* A fresh ECDSA P-256 key, NULL on failure. */
@@ -31,12 +31,11 @@ EVP_PKEY *rdmx__certgen_key(void);
 /* A certificate for `key` issued by (issuer, issuer_key); issuer == NULL makes
  * it self-signed with `key`. NULL on failure. */
 X509 *rdmx__certgen_cert(const struct rdmx_certgen_opts *opts, EVP_PKEY *key, X509 *issuer,
-			 EVP_PKEY *issuer_key);
+                         EVP_PKEY *issuer_key);
 
 /* A CRL signed by the CA listing the serials of `prev` (may be NULL) plus
  * `revoke` (may be NULL). Valid from now for `days` days. */
-X509_CRL *rdmx__certgen_crl(X509 *ca, EVP_PKEY *ca_key, X509_CRL *prev, X509 *revoke,
-			    int days);
+X509_CRL *rdmx__certgen_crl(X509 *ca, EVP_PKEY *ca_key, X509_CRL *prev, X509 *revoke, int days);
 
 /* PEM writers. The key file is created with mode 0600 (existing files are
  * replaced atomically through a temporary name). */

@@ -24,16 +24,16 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage:\n"
-		   "  rdmx-certs init DIR [--days N] [--force]\n"
-		   "      make a cluster CA: DIR/ca.key (0600), DIR/ca.crt, DIR/crl.pem\n"
-		   "  rdmx-certs issue DIR NAME [--san DNS:name|IP:addr]... [--days N] [--force]\n"
-		   "      make DIR/NAME.key (0600) and DIR/NAME.crt signed by the CA,\n"
-		   "      subjectAltName DNS:NAME (+ --san), usage serverAuth+clientAuth\n"
-		   "  rdmx-certs revoke DIR NAME [--days N]\n"
-		   "      add DIR/NAME.crt to DIR/crl.pem (give --crl to the servers)\n"
-		   "  rdmx-certs crl DIR [--days N]\n"
-		   "      re-sign DIR/crl.pem with the same entries (before it expires)\n"
-		   "  A CRL is valid for 365 days unless --days says otherwise.\n");
+	           "  rdmx-certs init DIR [--days N] [--force]\n"
+	           "      make a cluster CA: DIR/ca.key (0600), DIR/ca.crt, DIR/crl.pem\n"
+	           "  rdmx-certs issue DIR NAME [--san DNS:name|IP:addr]... [--days N] [--force]\n"
+	           "      make DIR/NAME.key (0600) and DIR/NAME.crt signed by the CA,\n"
+	           "      subjectAltName DNS:NAME (+ --san), usage serverAuth+clientAuth\n"
+	           "  rdmx-certs revoke DIR NAME [--days N]\n"
+	           "      add DIR/NAME.crt to DIR/crl.pem (give --crl to the servers)\n"
+	           "  rdmx-certs crl DIR [--days N]\n"
+	           "      re-sign DIR/crl.pem with the same entries (before it expires)\n"
+	           "  A CRL is valid for 365 days unless --days says otherwise.\n");
 }
 
 static char *join(const char *dir, const char *name, const char *suffix)
@@ -92,10 +92,10 @@ static int cmd_init(const char *dir, int days, int force)
 	char *crt_path = join(dir, "ca", ".crt");
 	char *crl_path = join(dir, "crl", ".pem");
 	struct rdmx_certgen_opts o = {
-		.cn = "rdmx cluster CA",
-		.not_before_s = -300,
-		.not_after_s = (long)days * 86400,
-		.is_ca = 1,
+	    .cn = "rdmx cluster CA",
+	    .not_before_s = -300,
+	    .not_after_s = (long)days * 86400,
+	    .is_ca = 1,
 	};
 	EVP_PKEY *key = NULL;
 	X509 *ca = NULL;
@@ -110,7 +110,7 @@ static int cmd_init(const char *dir, int days, int force)
 	}
 	if (exists(key_path) && !force) {
 		fprintf(stderr, "rdmx-certs: %s exists (use --force to replace the CA)\n",
-			key_path);
+		        key_path);
 		goto out;
 	}
 	key = rdmx__certgen_key();
@@ -132,7 +132,7 @@ out:
 }
 
 static int cmd_issue(const char *dir, const char *name, const char *const *extra, size_t n_extra,
-		     int days, int force)
+                     int days, int force)
 {
 	char *ca_key_path = join(dir, "ca", ".key");
 	char *ca_crt_path = join(dir, "ca", ".crt");
@@ -141,11 +141,11 @@ static int cmd_issue(const char *dir, const char *name, const char *const *extra
 	const char *sans[MAX_SANS + 1];
 	char dns[300];
 	struct rdmx_certgen_opts o = {
-		.cn = name,
-		.sans = sans,
-		.not_before_s = -300,
-		.not_after_s = (long)days * 86400,
-		.eku = RDMX_CERTGEN_EKU_SERVER | RDMX_CERTGEN_EKU_CLIENT,
+	    .cn = name,
+	    .sans = sans,
+	    .not_before_s = -300,
+	    .not_after_s = (long)days * 86400,
+	    .eku = RDMX_CERTGEN_EKU_SERVER | RDMX_CERTGEN_EKU_CLIENT,
 	};
 	EVP_PKEY *ca_key = NULL, *key = NULL;
 	X509 *ca = NULL, *x = NULL;
@@ -154,8 +154,10 @@ static int cmd_issue(const char *dir, const char *name, const char *const *extra
 	if (!ca_key_path || !ca_crt_path || !key_path || !crt_path)
 		goto out;
 	if (!valid_name(name)) {
-		fprintf(stderr, "rdmx-certs: NAME must be a DNS name (letters, digits, '-', '.'), "
-				"got '%s'\n", name);
+		fprintf(stderr,
+		        "rdmx-certs: NAME must be a DNS name (letters, digits, '-', '.'), "
+		        "got '%s'\n",
+		        name);
 		goto out;
 	}
 	if (exists(key_path) && !force) {

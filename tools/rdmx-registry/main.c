@@ -43,13 +43,13 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: rdmx-registry [--ca FILE --cert FILE --key FILE] [--crl FILE]\n"
-		"                     --server HOST:PORT [--server-name NAME] [--timeout-ms N]\n"
-		"                     list | lookup SERVICE | watch [SERVICE]\n"
-		"                     | join SERVICE ENDPOINT [--ttl-ms N] [--meta KEY=VALUE]...\n"
-		"  --ca/--cert/--key default to $RDMX_CA, $RDMX_CERT, $RDMX_KEY.\n"
-		"  --server-name: the name the server's certificate must carry\n"
-		"                 (default: HOST; patterns like *.svc.local allowed).\n");
+	        "usage: rdmx-registry [--ca FILE --cert FILE --key FILE] [--crl FILE]\n"
+	        "                     --server HOST:PORT [--server-name NAME] [--timeout-ms N]\n"
+	        "                     list | lookup SERVICE | watch [SERVICE]\n"
+	        "                     | join SERVICE ENDPOINT [--ttl-ms N] [--meta KEY=VALUE]...\n"
+	        "  --ca/--cert/--key default to $RDMX_CA, $RDMX_CERT, $RDMX_KEY.\n"
+	        "  --server-name: the name the server's certificate must carry\n"
+	        "                 (default: HOST; patterns like *.svc.local allowed).\n");
 }
 
 static void put_value(const char *s)
@@ -88,7 +88,7 @@ static int fail(struct rdmx_registry_client *c, const char *what, int ret)
 	const char *server = c ? rdmx_registry_client_last_error(c) : "";
 
 	fprintf(stderr, "rdmx-registry: %s: %s%s%s\n", what, rdmx_strerror(ret),
-		*server ? ": " : "", server);
+	        *server ? ": " : "", server);
 	return 1;
 }
 
@@ -127,12 +127,11 @@ static int64_t now_ms(void)
 }
 
 static int cmd_join(struct rdmx_registry_client *c, const char *service, const char *endpoint,
-		    struct rdmx_registry_kv *meta, size_t n_meta, uint32_t ttl)
+                    struct rdmx_registry_kv *meta, size_t n_meta, uint32_t ttl)
 {
 	uint64_t id;
 	uint32_t granted;
-	int ret = rdmx_registry_client_join(c, service, endpoint, meta, n_meta, ttl, &id,
-					    &granted);
+	int ret = rdmx_registry_client_join(c, service, endpoint, meta, n_meta, ttl, &id, &granted);
 
 	if (ret)
 		return fail(c, "join", ret);
@@ -186,7 +185,7 @@ static int cmd_members(struct rdmx_registry_client *c, const char *service)
 {
 	struct rdmx_registry_members *ms = NULL;
 	int ret = service ? rdmx_registry_client_lookup(c, service, &ms)
-			  : rdmx_registry_client_list(c, &ms);
+	                  : rdmx_registry_client_list(c, &ms);
 
 	if (ret)
 		return fail(c, service ? "lookup" : "list", ret);
@@ -250,8 +249,9 @@ int main(int argc, char **argv)
 			char *eq = strchr(v, '=');
 
 			if (!eq || n_meta == MAX_META) {
-				fprintf(stderr, "rdmx-registry: --meta wants KEY=VALUE (at most %u)\n",
-					MAX_META);
+				fprintf(stderr,
+				        "rdmx-registry: --meta wants KEY=VALUE (at most %u)\n",
+				        MAX_META);
 				return 2;
 			}
 			*eq = '\0';
@@ -268,7 +268,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (!(!strcmp(pos[0], "list") && n_pos == 1) && !(!strcmp(pos[0], "lookup") && n_pos == 2) &&
+	if (!(!strcmp(pos[0], "list") && n_pos == 1) &&
+	    !(!strcmp(pos[0], "lookup") && n_pos == 2) &&
 	    !(!strcmp(pos[0], "watch") && n_pos <= 2) && !(!strcmp(pos[0], "join") && n_pos == 3)) {
 		usage(stderr);
 		return 2;
@@ -304,7 +305,7 @@ int main(int argc, char **argv)
 		ret = cmd_watch(c, n_pos == 2 ? pos[1] : NULL);
 	else
 		ret = cmd_join(c, pos[1], pos[2], meta, n_meta,
-			       ttl > UINT32_MAX ? UINT32_MAX : (uint32_t)ttl);
+		               ttl > UINT32_MAX ? UINT32_MAX : (uint32_t)ttl);
 	rdmx_registry_client_destroy(&c);
 	rdmx_tls_config_destroy(&cfg);
 	return ret;

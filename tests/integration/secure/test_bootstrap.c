@@ -22,11 +22,11 @@
 
 #include "tls_test_pki.h"
 
-#define cr_assert_rc(expr, want)                                                             \
-	do {                                                                                 \
-		int rc_ = (expr);                                                            \
-		cr_assert_eq(rc_, (want), "%s = %s (%d), want %s", #expr, rdmx_err_name(rc_), \
-			     rc_, rdmx_err_name(want));                                      \
+#define cr_assert_rc(expr, want)                                                                   \
+	do {                                                                                       \
+		int rc_ = (expr);                                                                  \
+		cr_assert_eq(rc_, (want), "%s = %s (%d), want %s", #expr, rdmx_err_name(rc_), rc_, \
+		             rdmx_err_name(want));                                                 \
 	} while (0)
 
 static struct tls_test_pki pki;
@@ -75,9 +75,9 @@ static void side_open(struct side *s)
 	cr_assert_rc(rdmx_pe_create(&s->pe), RDMX_OK);
 	cr_assert_rc(rdmx_ctx_create(s->dev, s->pe, &s->ctx), RDMX_OK);
 	cr_assert_rc(rdmx_ctx_set_user_data(s->ctx, s), RDMX_OK);
-	cr_assert_rc(rdmx_ctx_set_conn_callbacks(s->ctx, NULL, on_established, on_failure,
-						 on_disconnected),
-		     RDMX_OK);
+	cr_assert_rc(
+	    rdmx_ctx_set_conn_callbacks(s->ctx, NULL, on_established, on_failure, on_disconnected),
+	    RDMX_OK);
 	cr_assert_rc(rdmx_ctx_start(s->ctx), RDMX_OK);
 }
 
@@ -112,8 +112,8 @@ static struct {
 	pthread_cond_t cond;
 } srv;
 
-static int request_cb(struct rdmx_bootstrap_server *s, struct rdmx_bootstrap *b,
-		      const void **reply, size_t *reply_len, void *arg)
+static int request_cb(struct rdmx_bootstrap_server *s, struct rdmx_bootstrap *b, const void **reply,
+                      size_t *reply_len, void *arg)
 {
 	const char *cert, *hello;
 	const void *data;
@@ -149,7 +149,7 @@ static void established_cb(struct rdmx_bootstrap_server *s, struct rdmx_bootstra
 }
 
 static void lost_cb(struct rdmx_bootstrap_server *s, struct rdmx_bootstrap *b, int reason,
-		    void *arg)
+                    void *arg)
 {
 	(void)s;
 	(void)reason;
@@ -190,7 +190,7 @@ static void *server_main(void *arg)
 	(void)arg;
 	side_open(&srv.side);
 	srv.rc = rdmx_bootstrap_server_create(srv.loop, srv.side.ctx, srv.cfg, "127.0.0.1", 0,
-					      "test-server", &ops, NULL, &srv.bs);
+	                                      "test-server", &ops, NULL, &srv.bs);
 	if (!srv.rc)
 		rdmx_bootstrap_server_get_port(srv.bs, &srv.port);
 	pthread_mutex_lock(&srv.lock);
@@ -241,14 +241,14 @@ static int64_t now_ms(void)
 }
 
 /* Drives the client's engine until cond or the guard runs out. */
-#define drive_until(s, cond, guard_ms)                                                       \
-	do {                                                                                 \
-		int64_t end_ = now_ms() + (guard_ms);                                        \
-		while (!(cond) && now_ms() < end_) {                                         \
-			rdmx_pe_progress((s)->pe);                                           \
-			usleep(1000);                                                        \
-		}                                                                            \
-		cr_assert((cond), "timed out waiting for %s", #cond);                        \
+#define drive_until(s, cond, guard_ms)                                                             \
+	do {                                                                                       \
+		int64_t end_ = now_ms() + (guard_ms);                                              \
+		while (!(cond) && now_ms() < end_) {                                               \
+			rdmx_pe_progress((s)->pe);                                                 \
+			usleep(1000);                                                              \
+		}                                                                                  \
+		cr_assert((cond), "timed out waiting for %s", #cond);                              \
 	} while (0)
 
 static void setup(void)
@@ -279,8 +279,8 @@ Test(bootstrap, connects_exchanges_and_loses_liveness)
 	side_open(&cl);
 	cfg = tls_test_config(&pki, "client", "server.test", 1);
 	cr_assert_rc(rdmx_bootstrap_connect(cl.ctx, cfg, "127.0.0.1", srv.port, "kv-client",
-					    "client-app", 10, 5000, &b),
-		     RDMX_OK);
+	                                    "client-app", 10, 5000, &b),
+	             RDMX_OK);
 	cr_assert_rc(rdmx_bootstrap_get_conn(b, &conn), RDMX_OK);
 	cr_assert_rc(rdmx_conn_set_user_data(conn, b), RDMX_OK);
 	cr_assert_rc(rdmx_bootstrap_get_peer_data(b, &data, &len), RDMX_OK);
@@ -325,9 +325,9 @@ Test(bootstrap, client_loss_is_seen_by_the_server)
 	server_start();
 	side_open(&cl);
 	cfg = tls_test_config(&pki, "client", "server.test", 1);
-	cr_assert_rc(rdmx_bootstrap_connect(cl.ctx, cfg, "127.0.0.1", srv.port, NULL, NULL, 0,
-					    5000, &b),
-		     RDMX_OK);
+	cr_assert_rc(
+	    rdmx_bootstrap_connect(cl.ctx, cfg, "127.0.0.1", srv.port, NULL, NULL, 0, 5000, &b),
+	    RDMX_OK);
 	cr_assert_rc(rdmx_bootstrap_get_conn(b, &conn), RDMX_OK);
 	rdmx_conn_set_user_data(conn, b);
 	drive_until(&cl, get(&cl.established) == 1 && get(&srv.side.established) == 1, 10000);
@@ -352,15 +352,15 @@ Test(bootstrap, refusals_exchange_nothing)
 	/* the application says no */
 	cfg = tls_test_config(&pki, "client", "server.test", 1);
 	cr_assert_rc(rdmx_bootstrap_connect(cl.ctx, cfg, "127.0.0.1", srv.port, "refuse-me", NULL,
-					    0, 5000, &b),
-		     RDMX_E_CONN_REFUSED);
+	                                    0, 5000, &b),
+	             RDMX_E_CONN_REFUSED);
 	cr_assert_null(b);
 	cr_assert(tls_test_log_contains("refused by the server application"));
 	/* TLS says no: the server application never hears of it */
 	bad = tls_test_config(&pki, "foreign", "server.test", 1);
-	cr_assert_rc(rdmx_bootstrap_connect(cl.ctx, bad, "127.0.0.1", srv.port, "x", NULL, 0,
-					    5000, &b),
-		     RDMX_E_AUTH);
+	cr_assert_rc(
+	    rdmx_bootstrap_connect(cl.ctx, bad, "127.0.0.1", srv.port, "x", NULL, 0, 5000, &b),
+	    RDMX_E_AUTH);
 	pthread_mutex_lock(&srv.lock);
 	cr_assert_eq(srv.requests, 1);
 	pthread_mutex_unlock(&srv.lock);

@@ -23,11 +23,11 @@
 
 #include "tls_test_pki.h"
 
-#define cr_assert_rc(expr, want)                                                             \
-	do {                                                                                 \
-		int rc_ = (expr);                                                            \
-		cr_assert_eq(rc_, (want), "%s = %s (%d), want %s", #expr, rdmx_err_name(rc_), \
-			     rc_, rdmx_err_name(want));                                      \
+#define cr_assert_rc(expr, want)                                                                   \
+	do {                                                                                       \
+		int rc_ = (expr);                                                                  \
+		cr_assert_eq(rc_, (want), "%s = %s (%d), want %s", #expr, rdmx_err_name(rc_), rc_, \
+		             rdmx_err_name(want));                                                 \
 	} while (0)
 
 static struct tls_test_pki pki;
@@ -126,8 +126,8 @@ static void established_cb(struct rdmx_tls_listener *l, struct rdmx_tls_conn *co
 	ev_feed_event(srv.loop, &e->io, EV_READ); /* frames may already be buffered */
 }
 
-static void refused_cb(struct rdmx_tls_listener *l, int err, const char *reason,
-		       const char *peer, void *arg)
+static void refused_cb(struct rdmx_tls_listener *l, int err, const char *reason, const char *peer,
+                       void *arg)
 {
 	(void)l;
 	(void)err;
@@ -172,7 +172,7 @@ static void *server_main(void *arg)
 
 	(void)arg;
 	rc = rdmx_tls_listener_create(srv.loop, srv.cfg, "127.0.0.1", 0, established_cb, NULL,
-				      &srv.l);
+	                              &srv.l);
 	if (!rc) {
 		rdmx_tls_listener_set_refused_cb(srv.l, refused_cb);
 		rdmx_tls_listener_get_port(srv.l, &srv.port);
@@ -247,12 +247,12 @@ static int64_t now_ms(void)
 }
 
 /* Polls `cond` every 10 ms for up to guard_ms. */
-#define wait_until(cond, guard_ms)                                                           \
-	do {                                                                                 \
-		int64_t end_ = now_ms() + (guard_ms);                                        \
-		while (!(cond) && now_ms() < end_)                                           \
-			usleep(10000);                                                       \
-		cr_assert((cond), "timed out waiting for %s", #cond);                        \
+#define wait_until(cond, guard_ms)                                                                 \
+	do {                                                                                       \
+		int64_t end_ = now_ms() + (guard_ms);                                              \
+		while (!(cond) && now_ms() < end_)                                                 \
+			usleep(10000);                                                             \
+		cr_assert((cond), "timed out waiting for %s", #cond);                              \
 	} while (0)
 
 static void setup(void)
@@ -298,9 +298,9 @@ static int tcp_from(const char *src_ip)
 	inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
 	dst.sin_port = htons(srv.port);
 	cr_assert_eq(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0, "bind %s: %s", src_ip,
-		     strerror(errno));
+	             strerror(errno));
 	cr_assert_eq(connect(fd, (struct sockaddr *)&dst, sizeof(dst)), 0, "connect: %s",
-		     strerror(errno));
+	             strerror(errno));
 	return fd;
 }
 
@@ -357,7 +357,7 @@ static void bad_client(const char *cert, const char *reason)
 	wait_until(refused_count() >= 1, 5000);
 	pthread_mutex_lock(&srv.lock);
 	cr_assert(strstr(srv.last_reason, reason), "reason '%s', want '%s'", srv.last_reason,
-		  reason);
+	          reason);
 	srv.refused = 0;
 	pthread_mutex_unlock(&srv.lock);
 	rdmx_tls_config_destroy(&cfg);
@@ -394,9 +394,9 @@ Test(listener, refuses_garbage_and_tls12)
 	ctx = SSL_CTX_new(TLS_client_method());
 	SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION);
 	SSL_CTX_use_certificate_file(ctx, tls_test_pki_path(&pki, "client", ".crt"),
-				     SSL_FILETYPE_PEM);
+	                             SSL_FILETYPE_PEM);
 	SSL_CTX_use_PrivateKey_file(ctx, tls_test_pki_path(&pki, "client", ".key"),
-				    SSL_FILETYPE_PEM);
+	                            SSL_FILETYPE_PEM);
 	ssl = SSL_new(ctx);
 	fd = tcp_from("127.0.0.1");
 	SSL_set_fd(ssl, fd);

@@ -20,11 +20,11 @@
 #include "registry_server.h"
 #include "tls_test_pki.h"
 
-#define cr_assert_rc(expr, want)                                                             \
-	do {                                                                                 \
-		int rc_ = (expr);                                                            \
-		cr_assert_eq(rc_, (want), "%s = %s (%d), want %s", #expr, rdmx_err_name(rc_), \
-			     rc_, rdmx_err_name(want));                                      \
+#define cr_assert_rc(expr, want)                                                                   \
+	do {                                                                                       \
+		int rc_ = (expr);                                                                  \
+		cr_assert_eq(rc_, (want), "%s = %s (%d), want %s", #expr, rdmx_err_name(rc_), rc_, \
+		             rdmx_err_name(want));                                                 \
 	} while (0)
 
 static struct tls_test_pki pki;
@@ -136,8 +136,7 @@ static void teardown(void)
 
 TestSuite(registry, .init = setup, .fini = teardown, .timeout = 120);
 
-static const struct rdmx_registry_member *find(const struct rdmx_registry_members *ms,
-					       uint64_t id)
+static const struct rdmx_registry_member *find(const struct rdmx_registry_members *ms, uint64_t id)
 {
 	for (size_t i = 0; i < ms->count; i++)
 		if (ms->items[i].id == id)
@@ -164,18 +163,18 @@ Test(registry, join_lookup_list_leave)
 
 	server_start(NULL);
 	a = client("client");
-	cr_assert_rc(rdmx_registry_client_join(a, "kv", "10.0.0.1:7000", meta, 2, 5000, &kv_id,
-					       &granted),
-		     RDMX_OK);
+	cr_assert_rc(
+	    rdmx_registry_client_join(a, "kv", "10.0.0.1:7000", meta, 2, 5000, &kv_id, &granted),
+	    RDMX_OK);
 	cr_assert_neq(kv_id, 0);
 	cr_assert_eq(granted, 5000);
-	cr_assert_rc(rdmx_registry_client_join(a, "db", "10.0.0.1:7001", NULL, 0, 5000, &db_id,
-					       NULL),
-		     RDMX_OK);
+	cr_assert_rc(
+	    rdmx_registry_client_join(a, "db", "10.0.0.1:7001", NULL, 0, 5000, &db_id, NULL),
+	    RDMX_OK);
 	/* joining again with the same endpoint refreshes the same member */
-	cr_assert_rc(rdmx_registry_client_join(a, "kv", "10.0.0.1:7000", meta, 2, 5000, &again,
-					       NULL),
-		     RDMX_OK);
+	cr_assert_rc(
+	    rdmx_registry_client_join(a, "kv", "10.0.0.1:7000", meta, 2, 5000, &again, NULL),
+	    RDMX_OK);
 	cr_assert_eq(again, kv_id);
 
 	cr_assert_rc(rdmx_registry_client_lookup(a, "kv", &ms), RDMX_OK);
@@ -210,9 +209,9 @@ Test(registry, join_lookup_list_leave)
 
 	/* bad arguments never reach the wire */
 	cr_assert_rc(rdmx_registry_client_join(a, "bad service", "x:1", NULL, 0, 0, &again, NULL),
-		     RDMX_E_INVAL);
+	             RDMX_E_INVAL);
 	cr_assert_rc(rdmx_registry_client_join(a, "kv", "has space:1", NULL, 0, 0, &again, NULL),
-		     RDMX_E_INVAL);
+	             RDMX_E_INVAL);
 	rdmx_registry_client_destroy(&a);
 	cr_assert_null(a);
 	server_stop();
@@ -226,12 +225,10 @@ Test(registry, ttl_is_clamped_to_server_bounds)
 
 	server_start(NULL);
 	a = client("client");
-	cr_assert_rc(rdmx_registry_client_join(a, "kv", "h:1", NULL, 0, 1, &id, &granted),
-		     RDMX_OK);
+	cr_assert_rc(rdmx_registry_client_join(a, "kv", "h:1", NULL, 0, 1, &id, &granted), RDMX_OK);
 	cr_assert_eq(granted, 100);
-	cr_assert_rc(rdmx_registry_client_join(a, "kv", "h:2", NULL, 0, 4000000000u, &id,
-					       &granted),
-		     RDMX_OK);
+	cr_assert_rc(rdmx_registry_client_join(a, "kv", "h:2", NULL, 0, 4000000000u, &id, &granted),
+	             RDMX_OK);
 	cr_assert_eq(granted, 60000);
 	rdmx_registry_client_destroy(&a);
 	server_stop();
@@ -259,11 +256,11 @@ Test(registry, lease_expiry_and_watch_notification)
 	cr_assert_rc(rdmx_registry_client_watch(w, "kv"), RDMX_OK);
 
 	cr_assert_rc(rdmx_registry_client_join(a, "kv", "10.0.0.1:7000", NULL, 0, 300, &id, NULL),
-		     RDMX_OK);
+	             RDMX_OK);
 	/* another service: not for this watcher */
-	cr_assert_rc(rdmx_registry_client_join(a, "db", "10.0.0.1:7001", NULL, 0, 60000, &other,
-					       NULL),
-		     RDMX_OK);
+	cr_assert_rc(
+	    rdmx_registry_client_join(a, "db", "10.0.0.1:7001", NULL, 0, 60000, &other, NULL),
+	    RDMX_OK);
 	cr_assert_rc(rdmx_registry_client_next_event(w, 5000, &ev), RDMX_OK);
 	cr_assert_eq(ev->type, RDMX_REGISTRY_JOINED);
 	cr_assert_eq(ev->member.id, id);
@@ -292,9 +289,8 @@ Test(registry, lease_expiry_and_watch_notification)
 
 	/* join + leave: two events, in order, even while the watcher makes
 	 * requests of its own (events queue behind answers) */
-	cr_assert_rc(rdmx_registry_client_join(a, "kv", "10.0.0.2:7000", NULL, 0, 60000, &id,
-					       NULL),
-		     RDMX_OK);
+	cr_assert_rc(rdmx_registry_client_join(a, "kv", "10.0.0.2:7000", NULL, 0, 60000, &id, NULL),
+	             RDMX_OK);
 	cr_assert_rc(rdmx_registry_client_leave(a, id), RDMX_OK);
 	usleep(100000);
 	cr_assert_rc(rdmx_registry_client_list(w, &ms), RDMX_OK);
@@ -318,22 +314,20 @@ Test(registry, policy_refuses_unlisted_service)
 	uint64_t id;
 
 	server_start("# who may register what\n"
-		     "client.test   kv-*     # the kv shards\n"
-		     "*.test        public\n"
-		     "client2.test  db\n");
+	             "client.test   kv-*     # the kv shards\n"
+	             "*.test        public\n"
+	             "client2.test  db\n");
 	a = client("client");
 	b = client("client2");
-	cr_assert_rc(rdmx_registry_client_join(a, "db", "h:1", NULL, 0, 0, &id, NULL),
-		     RDMX_E_AUTH);
+	cr_assert_rc(rdmx_registry_client_join(a, "db", "h:1", NULL, 0, 0, &id, NULL), RDMX_E_AUTH);
 	cr_assert(strstr(rdmx_registry_client_last_error(a), "may not register service db"),
-		  "error text '%s'", rdmx_registry_client_last_error(a));
+	          "error text '%s'", rdmx_registry_client_last_error(a));
 	cr_assert(tls_test_log_contains("refused by the policy"));
 	cr_assert_rc(rdmx_registry_client_join(a, "kv-1", "h:1", NULL, 0, 0, &id, NULL), RDMX_OK);
-	cr_assert_rc(rdmx_registry_client_join(a, "public", "h:1", NULL, 0, 0, &id, NULL),
-		     RDMX_OK);
+	cr_assert_rc(rdmx_registry_client_join(a, "public", "h:1", NULL, 0, 0, &id, NULL), RDMX_OK);
 	cr_assert_rc(rdmx_registry_client_join(b, "db", "h:2", NULL, 0, 0, &id, NULL), RDMX_OK);
 	cr_assert_rc(rdmx_registry_client_join(b, "kv-1", "h:2", NULL, 0, 0, &id, NULL),
-		     RDMX_E_AUTH);
+	             RDMX_E_AUTH);
 	/* the session survives a refusal */
 	cr_assert_rc(rdmx_registry_client_heartbeat(b, id), RDMX_OK);
 	rdmx_registry_client_destroy(&a);
@@ -369,10 +363,10 @@ Test(registry, per_owner_quota)
 	for (int i = 0; i < 8; i++) {
 		snprintf(ep, sizeof(ep), "h:%d", i + 1);
 		cr_assert_rc(rdmx_registry_client_join(a, "kv", ep, NULL, 0, 0, &id, NULL),
-			     RDMX_OK);
+		             RDMX_OK);
 	}
 	cr_assert_rc(rdmx_registry_client_join(a, "kv", "h:99", NULL, 0, 0, &id, NULL),
-		     RDMX_E_FULL);
+	             RDMX_E_FULL);
 	rdmx_registry_client_destroy(&a);
 	server_stop();
 }
@@ -409,7 +403,7 @@ Test(registry, hostile_requests_close_the_session)
 	send_raw_and_expect_close("\xdd\xff\xff\xff\xff", 5, "malformed msgpack");
 	/* nesting deeper than allowed */
 	send_raw_and_expect_close("\x91\x91\x91\x91\x91\x91\x91\x91\x91\x91\x91\x90", 12,
-				  "malformed msgpack");
+	                          "malformed msgpack");
 	/* right shape, wrong types: id as a string */
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
@@ -461,12 +455,12 @@ Test(registry_proto, request_round_trip)
 {
 	struct rdmx_registry_kv meta[] = {{"k", "v w"}};
 	struct rdmx__reg_request in = {.id = 7,
-				       .op = RDMX__REG_JOIN,
-				       .service = "svc",
-				       .endpoint = "h:1",
-				       .meta = meta,
-				       .n_meta = 1,
-				       .ttl_ms = 1234};
+	                               .op = RDMX__REG_JOIN,
+	                               .service = "svc",
+	                               .endpoint = "h:1",
+	                               .meta = meta,
+	                               .n_meta = 1,
+	                               .ttl_ms = 1234};
 	struct rdmx__reg_request out;
 	msgpack_sbuffer sb;
 	char why[200];
@@ -485,7 +479,7 @@ Test(registry_proto, request_round_trip)
 	/* every truncation is refused, none crashes */
 	for (size_t n = 0; n < sb.size; n++) {
 		cr_assert_rc(rdmx__reg_decode_request(sb.data, n, &out, why, sizeof(why)),
-			     RDMX_E_PROTOCOL);
+		             RDMX_E_PROTOCOL);
 	}
 	msgpack_sbuffer_destroy(&sb);
 }
@@ -509,7 +503,7 @@ Test(registry_proto, refuses_duplicates_and_wrong_versions)
 	msgpack_pack_str_with_body(&pk, "op", 2);
 	msgpack_pack_str_with_body(&pk, "list", 4);
 	cr_assert_rc(rdmx__reg_decode_request(sb.data, sb.size, &out, why, sizeof(why)),
-		     RDMX_E_PROTOCOL);
+	             RDMX_E_PROTOCOL);
 	cr_assert(strstr(why, "repeats key 'op'"), "%s", why);
 	msgpack_sbuffer_clear(&sb);
 	msgpack_pack_map(&pk, 3);
@@ -520,7 +514,7 @@ Test(registry_proto, refuses_duplicates_and_wrong_versions)
 	msgpack_pack_str_with_body(&pk, "op", 2);
 	msgpack_pack_str_with_body(&pk, "list", 4);
 	cr_assert_rc(rdmx__reg_decode_request(sb.data, sb.size, &out, why, sizeof(why)),
-		     RDMX_E_PROTOCOL);
+	             RDMX_E_PROTOCOL);
 	cr_assert(strstr(why, "version 99"), "%s", why);
 	msgpack_sbuffer_destroy(&sb);
 }

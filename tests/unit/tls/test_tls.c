@@ -18,11 +18,11 @@
 
 #include "tls_test_pki.h"
 
-#define cr_assert_rc(expr, want)                                                             \
-	do {                                                                                 \
-		int rc_ = (expr);                                                            \
-		cr_assert_eq(rc_, (want), "%s = %s (%d), want %s", #expr, rdmx_err_name(rc_), \
-			     rc_, rdmx_err_name(want));                                      \
+#define cr_assert_rc(expr, want)                                                                   \
+	do {                                                                                       \
+		int rc_ = (expr);                                                                  \
+		cr_assert_eq(rc_, (want), "%s = %s (%d), want %s", #expr, rdmx_err_name(rc_), rc_, \
+		             rdmx_err_name(want));                                                 \
 	} while (0)
 
 static struct tls_test_pki pki;
@@ -44,7 +44,7 @@ TestSuite(tls, .init = setup, .fini = teardown, .timeout = 60);
 
 struct end {
 	struct rdmx_tls_conn *conn; /* ours, or */
-	SSL *raw;		    /* a hand-made OpenSSL peer */
+	SSL *raw;                   /* a hand-made OpenSSL peer */
 	int fd;
 	int res;
 };
@@ -105,7 +105,7 @@ static struct rdmx_tls_config *server_cfg(const char *cert, int crl)
 }
 
 static void conn_pair(struct rdmx_tls_config *scfg, struct rdmx_tls_config *ccfg, struct end *s,
-		      struct end *c)
+                      struct end *c)
 {
 	int sv[2];
 
@@ -114,12 +114,12 @@ static void conn_pair(struct rdmx_tls_config *scfg, struct rdmx_tls_config *ccfg
 	memset(c, 0, sizeof(*c));
 	cr_assert_rc(rdmx_tls_conn_create(scfg, sv[0], RDMX_TLS_SERVER, NULL, &s->conn), RDMX_OK);
 	cr_assert_rc(rdmx_tls_conn_create(ccfg, sv[1], RDMX_TLS_CLIENT, "server.test", &c->conn),
-		     RDMX_OK);
+	             RDMX_OK);
 }
 
 /* Receives with a few retries (both ends in one thread). */
 static int recv_some(struct rdmx_tls_conn *conn, struct rdmx_tls_conn *other, const void **f,
-		     size_t *len)
+                     size_t *len)
 {
 	int r = RDMX_TLS_WANT_READ;
 
@@ -149,7 +149,7 @@ static void expect_server_refuses(const char *client_cert, int server_crl, const
 	pump(&s, &c);
 	cr_assert_rc(s.res, RDMX_E_AUTH);
 	cr_assert(strstr(rdmx_tls_conn_get_failure(s.conn), reason), "reason '%s', want '%s'",
-		  rdmx_tls_conn_get_failure(s.conn), reason);
+	          rdmx_tls_conn_get_failure(s.conn), reason);
 	cr_assert(tls_test_log_contains(reason), "no log line with '%s'", reason);
 	if (c.res == RDMX_TLS_DONE) {
 		int r = rdmx_tls_conn_send(c.conn, "secret", 6);
@@ -218,7 +218,7 @@ Test(tls, config_missing_files_named_in_log)
 	cr_assert_rc(rdmx_tls_config_create(&cfg), RDMX_OK);
 	rdmx_tls_config_set_ca_file(cfg, "/nonexistent/ca.crt");
 	rdmx_tls_config_set_cert_key(cfg, tls_test_pki_path(&pki, "server", ".crt"),
-				     tls_test_pki_path(&pki, "server", ".key"));
+	                             tls_test_pki_path(&pki, "server", ".key"));
 	pair(sv);
 	cr_assert_rc(rdmx_tls_conn_create(cfg, sv[0], RDMX_TLS_SERVER, NULL, &conn), RDMX_E_INVAL);
 	cr_assert_null(conn);
@@ -329,9 +329,9 @@ static SSL *raw_client(int fd, const char *cert, int max_version)
 		SSL_CTX_set_max_proto_version(ctx, max_version);
 	if (cert) {
 		SSL_CTX_use_certificate_file(ctx, tls_test_pki_path(&pki, cert, ".crt"),
-					     SSL_FILETYPE_PEM);
+		                             SSL_FILETYPE_PEM);
 		SSL_CTX_use_PrivateKey_file(ctx, tls_test_pki_path(&pki, cert, ".key"),
-					    SSL_FILETYPE_PEM);
+		                            SSL_FILETYPE_PEM);
 	}
 	ssl = SSL_new(ctx);
 	SSL_CTX_free(ctx);
@@ -354,7 +354,7 @@ static void raw_case(const char *cert, int max_version, int want, const char *re
 	pump(&s, &c);
 	cr_assert_rc(s.res, want);
 	cr_assert(strstr(rdmx_tls_conn_get_failure(s.conn), reason), "reason '%s', want '%s'",
-		  rdmx_tls_conn_get_failure(s.conn), reason);
+	          rdmx_tls_conn_get_failure(s.conn), reason);
 	cr_assert(tls_test_log_contains(reason));
 	if (c.res == 0) /* TLS 1.3 client thinks it is in: its data goes nowhere */
 		SSL_write(c.raw, "secret", 6);
@@ -407,7 +407,7 @@ static void expect_client_refuses(const char *server_cert, const char *reason)
 	pump(&s, &c);
 	cr_assert_rc(c.res, RDMX_E_AUTH);
 	cr_assert(strstr(rdmx_tls_conn_get_failure(c.conn), reason), "reason '%s'",
-		  rdmx_tls_conn_get_failure(c.conn));
+	          rdmx_tls_conn_get_failure(c.conn));
 	cr_assert_lt(s.res, 0, "server must not be established");
 	rdmx_tls_conn_destroy(&s.conn);
 	rdmx_tls_conn_destroy(&c.conn);

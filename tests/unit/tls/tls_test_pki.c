@@ -22,24 +22,22 @@ struct leaf {
 };
 
 static const struct leaf leaves[] = {
-	{"server", "server.test", "DNS:server.test", -DAY, 30 * DAY, 3, 0},
-	{"client", "client.test", "DNS:client.test", -DAY, 30 * DAY, 3, 0},
-	{"client2", "client2.test", "DNS:client2.test", -DAY, 30 * DAY, 3, 0},
-	{"expired", "client.test", "DNS:client.test", -30 * DAY, -DAY, 3, 0},
-	{"notyet", "client.test", "DNS:client.test", DAY, 30 * DAY, 3, 0},
-	{"wrongsan", "client.test", "DNS:evil.example", -DAY, 30 * DAY, 3, 0},
-	{"cnonly", "client.test", NULL, -DAY, 30 * DAY, 3, 0},
-	{"selfsigned", "client.test", "DNS:client.test", -DAY, 30 * DAY, 3, 2},
-	{"revoked", "client.test", "DNS:client.test", -DAY, 30 * DAY, 3, 0},
-	{"codesign", "client.test", "DNS:client.test", -DAY, 30 * DAY, RDMX_CERTGEN_EKU_CODESIGN,
-	 0},
-	{"foreign", "client.test", "DNS:client.test", -DAY, 30 * DAY, 3, 1},
-	{"srvexpired", "server.test", "DNS:server.test", -30 * DAY, -DAY, 3, 0},
-	{"srvwrongsan", "server.test", "DNS:evil.example", -DAY, 30 * DAY, 3, 0},
+    {"server", "server.test", "DNS:server.test", -DAY, 30 * DAY, 3, 0},
+    {"client", "client.test", "DNS:client.test", -DAY, 30 * DAY, 3, 0},
+    {"client2", "client2.test", "DNS:client2.test", -DAY, 30 * DAY, 3, 0},
+    {"expired", "client.test", "DNS:client.test", -30 * DAY, -DAY, 3, 0},
+    {"notyet", "client.test", "DNS:client.test", DAY, 30 * DAY, 3, 0},
+    {"wrongsan", "client.test", "DNS:evil.example", -DAY, 30 * DAY, 3, 0},
+    {"cnonly", "client.test", NULL, -DAY, 30 * DAY, 3, 0},
+    {"selfsigned", "client.test", "DNS:client.test", -DAY, 30 * DAY, 3, 2},
+    {"revoked", "client.test", "DNS:client.test", -DAY, 30 * DAY, 3, 0},
+    {"codesign", "client.test", "DNS:client.test", -DAY, 30 * DAY, RDMX_CERTGEN_EKU_CODESIGN, 0},
+    {"foreign", "client.test", "DNS:client.test", -DAY, 30 * DAY, 3, 1},
+    {"srvexpired", "server.test", "DNS:server.test", -30 * DAY, -DAY, 3, 0},
+    {"srvwrongsan", "server.test", "DNS:evil.example", -DAY, 30 * DAY, 3, 0},
 };
 
-const char *tls_test_pki_path(const struct tls_test_pki *pki, const char *name,
-			      const char *suffix)
+const char *tls_test_pki_path(const struct tls_test_pki *pki, const char *name, const char *suffix)
 {
 	static __thread char bufs[8][400];
 	static __thread unsigned slot;
@@ -58,7 +56,7 @@ static int write_pair(const struct tls_test_pki *pki, const char *name, EVP_PKEY
 int tls_test_pki_create(struct tls_test_pki *pki)
 {
 	struct rdmx_certgen_opts ca_o = {
-		.cn = "test cluster CA", .not_before_s = -DAY, .not_after_s = 365 * DAY, .is_ca = 1};
+	    .cn = "test cluster CA", .not_before_s = -DAY, .not_after_s = 365 * DAY, .is_ca = 1};
 	struct rdmx_certgen_opts other_o = ca_o;
 	EVP_PKEY *ca_key = NULL, *other_key = NULL;
 	X509 *ca = NULL, *other = NULL, *revoked = NULL;
@@ -82,20 +80,20 @@ int tls_test_pki_create(struct tls_test_pki *pki)
 		const struct leaf *lf = &leaves[i];
 		const char *sans[1] = {lf->san};
 		struct rdmx_certgen_opts o = {
-			.cn = lf->cn,
-			.sans = sans,
-			.n_sans = lf->san ? 1 : 0,
-			.not_before_s = lf->nb,
-			.not_after_s = lf->na,
-			.eku = lf->eku,
+		    .cn = lf->cn,
+		    .sans = sans,
+		    .n_sans = lf->san ? 1 : 0,
+		    .not_before_s = lf->nb,
+		    .not_after_s = lf->na,
+		    .eku = lf->eku,
 		};
 		EVP_PKEY *key = rdmx__certgen_key();
 		X509 *x = NULL;
 
 		if (key)
 			x = lf->issuer == 2 ? rdmx__certgen_cert(&o, key, NULL, NULL)
-					    : rdmx__certgen_cert(&o, key, lf->issuer ? other : ca,
-								 lf->issuer ? other_key : ca_key);
+			                    : rdmx__certgen_cert(&o, key, lf->issuer ? other : ca,
+			                                         lf->issuer ? other_key : ca_key);
 		if (!x || write_pair(pki, lf->name, key, x)) {
 			X509_free(x);
 			EVP_PKEY_free(key);
@@ -140,7 +138,7 @@ void tls_test_pki_destroy(struct tls_test_pki *pki)
 }
 
 struct rdmx_tls_config *tls_test_config(const struct tls_test_pki *pki, const char *name,
-					const char *allow, int with_crl)
+                                        const char *allow, int with_crl)
 {
 	struct rdmx_tls_config *cfg = NULL;
 
@@ -148,7 +146,7 @@ struct rdmx_tls_config *tls_test_config(const struct tls_test_pki *pki, const ch
 		return NULL;
 	if (rdmx_tls_config_set_ca_file(cfg, tls_test_pki_path(pki, "ca", ".crt")) ||
 	    rdmx_tls_config_set_cert_key(cfg, tls_test_pki_path(pki, name, ".crt"),
-					 tls_test_pki_path(pki, name, ".key")) ||
+	                                 tls_test_pki_path(pki, name, ".key")) ||
 	    (allow && rdmx_tls_config_add_allowed_peer(cfg, allow)) ||
 	    (with_crl && rdmx_tls_config_set_crl_file(cfg, tls_test_pki_path(pki, "crl", ".pem"))))
 		rdmx_tls_config_destroy(&cfg);
@@ -163,7 +161,7 @@ static char log_lines[LOG_LINES][512];
 static unsigned log_next;
 
 static void capture(enum rdmx_log_level level, const char *file, int line, const char *func,
-		    const char *message)
+                    const char *message)
 {
 	(void)file;
 	(void)line;

@@ -34,13 +34,12 @@ struct tls_test_pki {
 int tls_test_pki_create(struct tls_test_pki *pki);
 void tls_test_pki_destroy(struct tls_test_pki *pki);
 /* "<dir>/<name><suffix>" in a static rotating buffer (8 slots). */
-const char *tls_test_pki_path(const struct tls_test_pki *pki, const char *name,
-			      const char *suffix);
+const char *tls_test_pki_path(const struct tls_test_pki *pki, const char *name, const char *suffix);
 
 /* A config with the cluster CA, the identity `name`, allowing `allow` (may
  * be NULL: nothing added). CRL added when with_crl. NULL on failure. */
 struct rdmx_tls_config *tls_test_config(const struct tls_test_pki *pki, const char *name,
-					const char *allow, int with_crl);
+                                        const char *allow, int with_crl);
 
 /* Log capture: every rdmx log line is kept (last 64), and echoed to stderr. */
 void tls_test_log_capture(void);
