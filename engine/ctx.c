@@ -82,6 +82,7 @@ int rdmx_ctx_create(struct rdmx_dev *dev, struct rdmx_pe *pe, struct rdmx_ctx **
 	c->next_conn_id = 1;
 	set_defaults(c);
 	atomic_fetch_add(&dev->users, 1);
+	rdmx__pe_hold(pe);
 	*ctx = c;
 	return 0;
 
@@ -97,6 +98,7 @@ int rdmx_ctx_destroy(struct rdmx_ctx **ctx)
 	if ((*ctx)->state != RDMX_CTX_IDLE)
 		return RDMX_E_BAD_STATE;
 	atomic_fetch_sub(&(*ctx)->dev->users, 1);
+	rdmx__pe_release((*ctx)->pe);
 	free(*ctx);
 	*ctx = NULL;
 	return 0;

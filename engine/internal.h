@@ -229,6 +229,10 @@ int rdmx__mr_descriptor_decode(const void *desc, size_t size, struct rdmx_mr_rem
 
 /* ---- engine-internal (core files only) ---- */
 
+/* Contexts created on a pe hold it (ctx create / destroy): rdmx_pe_destroy
+ * answers RDMX_E_BAD_STATE while any exists, started or not. */
+void rdmx__pe_hold(struct rdmx_pe *pe);
+void rdmx__pe_release(struct rdmx_pe *pe);
 /* Progress engine membership (ctx start / stop). attach adds the provider fd
  * of the context to the pe's epoll set. */
 int rdmx__pe_attach(struct rdmx_pe *pe, struct rdmx_ctx *ctx);

@@ -25,7 +25,8 @@ struct rdmx_pe {
 	int epfd;
 	int evfd;
 	struct rdmx_ctx *ctxs; /* attached contexts, through ctx->next_in_pe */
-	unsigned num_ctxs;
+	unsigned num_ctxs;     /* attached (running) */
+	unsigned holders;      /* created on this pe, running or not */
 	bool armed;            /* request_notification called, not yet cleared */
 	bool in_progress;      /* guards against progress from a callback */
 	enum rdmx_poll_mode mode;
@@ -98,8 +99,8 @@ int rdmx_pe_destroy(struct rdmx_pe **pe)
 {
 	if (!pe || !*pe)
 		return 0;
-	if ((*pe)->num_ctxs) {
-		RDMX_DBG("progress engine still has %u contexts", (*pe)->num_ctxs);
+	if ((*pe)->holders || (*pe)->num_ctxs) {
+		RDMX_DBG("progress engine still has %u contexts", (*pe)->holders);
 		return RDMX_E_BAD_STATE;
 	}
 	close((*pe)->evfd);
@@ -107,6 +108,16 @@ int rdmx_pe_destroy(struct rdmx_pe **pe)
 	free(*pe);
 	*pe = NULL;
 	return 0;
+}
+
+void rdmx__pe_hold(struct rdmx_pe *pe)
+{
+	pe->holders++;
+}
+
+void rdmx__pe_release(struct rdmx_pe *pe)
+{
+	pe->holders--;
 }
 
 int rdmx__pe_attach(struct rdmx_pe *pe, struct rdmx_ctx *ctx)

@@ -31,7 +31,8 @@ enum rdmx_poll_mode {
 int rdmx_pe_create(struct rdmx_pe **pe);
 
 /* Destroys and sets *pe to NULL; NULL / *pe == NULL is a no-op.
- * Errors: RDMX_E_BAD_STATE while contexts are still attached. */
+ * Errors: RDMX_E_BAD_STATE while contexts created on it still exist
+ * (started or not). */
 int rdmx_pe_destroy(struct rdmx_pe **pe);
 
 /* Runs ready completions (task and connection callbacks). Returns the number

@@ -54,6 +54,8 @@ DEVICE_TEST(ctx, life_cycle)
 
 	assert_ok(rdmx_ctx_get_state(e.ctx, &st));
 	cr_assert_eq(st, RDMX_CTX_IDLE);
+	assert_rc(rdmx_pe_destroy(&e.pe), RDMX_E_BAD_STATE); /* an idle ctx holds it too */
+	cr_assert_not_null(e.pe);
 	assert_ok(rdmx_ctx_get_dev(e.ctx, &dev));
 	cr_assert_eq(dev, e.dev);
 	assert_rc(rdmx_ctx_stop(e.ctx), RDMX_E_BAD_STATE);
