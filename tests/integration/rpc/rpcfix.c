@@ -162,6 +162,93 @@ void chan_pair(struct node *a, struct node *b, const struct chan_conf *ca,
 	*xb = q;
 }
 
+void rpc_pair(struct node *a, struct node *b, struct rdmx_rpc_server *sa,
+	      struct rdmx_rpc_server *sb, const struct chan_conf *ca, const struct chan_conf *cb,
+	      struct rdmx_rpc_conn **ra, struct rdmx_rpc_conn **rb)
+{
+	struct chan_conf xa = {0}, xb = {0};
+	struct rdmx_chan *p, *q;
+
+	if (ca)
+		xa = *ca;
+	if (cb)
+		xb = *cb;
+	xa.recv_cb = NULL;
+	xa.event_cb = NULL;
+	xb.recv_cb = NULL;
+	xb.event_cb = NULL;
+	chan_pair(a, b, &xa, &xb, &p, &q, false);
+	ASSERT_OK(rdmx_rpc_conn_create(p, sa, ra));
+	ASSERT_OK(rdmx_rpc_conn_create(q, sb, rb));
+	DRIVE_UNTIL(a, b,
+		    rdmx_chan_get_state(p) == RDMX_CHAN_READY &&
+			    rdmx_chan_get_state(q) == RDMX_CHAN_READY);
+}
+
+void rpc_pair_close(struct rdmx_rpc_conn **ra, struct rdmx_rpc_conn **rb)
+{
+	struct rdmx_chan *p = *ra ? rdmx_rpc_conn_get_chan(*ra) : NULL;
+	struct rdmx_chan *q = *rb ? rdmx_rpc_conn_get_chan(*rb) : NULL;
+
+	ASSERT_OK(rdmx_rpc_conn_destroy(ra));
+	ASSERT_OK(rdmx_rpc_conn_destroy(rb));
+	ASSERT_OK(rdmx_chan_destroy(&p));
+	ASSERT_OK(rdmx_chan_destroy(&q));
+}
+
+static void echo_handler(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg)
+{
+	struct echo_state *st = arg;
+	struct rdmx_rpc_payload p = rdmx_rpc_bytes(req, len);
+
+	st->echoed++;
+	rdmx_rpc_respond(call, RDMX_RPC_OK, NULL, &p);
+}
+
+static void fail_handler(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg)
+{
+	struct echo_state *st = arg;
+
+	(void)req;
+	(void)len;
+	st->failed++;
+	rdmx_rpc_respond(call, RDMX_RPC_NOT_FOUND, "no such key", NULL);
+}
+
+static void hold_cancel(struct rdmx_rpc_server_call *call, void *arg)
+{
+	struct echo_state *st = arg;
+
+	(void)call;
+	st->cancels++;
+}
+
+static void hold_handler(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg)
+{
+	struct echo_state *st = arg;
+
+	(void)req;
+	(void)len;
+	cr_assert(st->held_n < HELD_MAX, "too many held calls");
+	st->held_deadline[st->held_n] = rdmx_rpc_call_get_deadline(call);
+	st->held[st->held_n++] = call;
+	rdmx_rpc_call_set_cancel_cb(call, hold_cancel, st);
+}
+
+struct rdmx_rpc_server *echo_server(struct echo_state *st)
+{
+	struct rdmx_rpc_server *s = NULL;
+
+	ASSERT_OK(rdmx_rpc_server_create(&s));
+	ASSERT_OK(rdmx_rpc_server_register(s, rdmx_rpc_method_id(ECHO_NAME), ECHO_NAME,
+					   echo_handler, st));
+	ASSERT_OK(rdmx_rpc_server_register(s, rdmx_rpc_method_id(FAIL_NAME), FAIL_NAME,
+					   fail_handler, st));
+	ASSERT_OK(rdmx_rpc_server_register(s, rdmx_rpc_method_id(HOLD_NAME), HOLD_NAME,
+					   hold_handler, st));
+	return s;
+}
+
 static uint8_t pattern_byte(size_t i, uint32_t seed)
 {
 	uint32_t x = (uint32_t)i * 2654435761u + seed * 40503u + 0x9e37u;

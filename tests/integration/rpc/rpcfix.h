@@ -73,6 +73,28 @@ void chan_pair(struct node *a, struct node *b, const struct chan_conf *ca,
 /* Raw connection pair only (export/connect); drives until both can post. */
 void conn_pair(struct node *a, struct node *b, struct rdmx_conn **ca, struct rdmx_conn **cb);
 
+/* An RPC endpoint on each side of a fresh channel pair (server may be NULL
+ * on either side). Channel confs as chan_pair (callbacks ignored). */
+void rpc_pair(struct node *a, struct node *b, struct rdmx_rpc_server *sa,
+	      struct rdmx_rpc_server *sb, const struct chan_conf *ca, const struct chan_conf *cb,
+	      struct rdmx_rpc_conn **ra, struct rdmx_rpc_conn **rb);
+/* Destroys both endpoints and their channels. */
+void rpc_pair_close(struct rdmx_rpc_conn **ra, struct rdmx_rpc_conn **rb);
+
+/* Echo server methods used across tests: "test.Echo/Echo" returns the
+ * request, "test.Echo/Fail" answers NOT_FOUND with a message,
+ * "test.Echo/Hold" keeps the call in held_calls (answered by the test). */
+#define ECHO_NAME "test.Echo/Echo"
+#define FAIL_NAME "test.Echo/Fail"
+#define HOLD_NAME "test.Echo/Hold"
+#define HELD_MAX 2048
+struct echo_state {
+	uint32_t echoed, failed, held_n, cancels;
+	struct rdmx_rpc_server_call *held[HELD_MAX];
+	uint64_t held_deadline[HELD_MAX];
+};
+struct rdmx_rpc_server *echo_server(struct echo_state *st);
+
 uint64_t now_ms(void);
 void drive_once(struct node *a, struct node *b);
 
