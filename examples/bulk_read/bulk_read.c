@@ -176,7 +176,7 @@ int main(int argc, char **argv)
 		return 1;
 	pid_t child = fork();
 	if (child == 0)
-		_exit(owner(sv[1]));
+		{ int rc_child = owner(sv[1]); fflush(stdout); _exit(rc_child); }
 	int rc = reader(sv[0]);
 	waitpid(child, &status, 0);
 	return rc || !WIFEXITED(status) || WEXITSTATUS(status);

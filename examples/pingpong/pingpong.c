@@ -58,9 +58,12 @@ static void on_recv(struct rdmx_task *t, void *tud, void *ud)
 	rdmx_task_submit(t); /* repost the same receive: no allocation */
 }
 
+static unsigned long sent; /* completed sends */
+
 static void on_sent(struct rdmx_task *t, void *tud, void *ud)
 {
 	(void)t, (void)tud, (void)ud;
+	sent++;
 }
 
 static void on_fail(struct rdmx_task *t, void *tud, void *ud)
@@ -167,12 +170,12 @@ static void bounce(struct side *s, bool client, bool use_write, uint64_t *rtt_ns
 		CHECK(rdmx_task_write_imm_alloc(s->ctx, s->conn, &src, &dst, 0, NULL, &t));
 	else
 		CHECK(rdmx_task_send_imm_alloc(s->ctx, s->conn, &src, 0, NULL, &t));
-	unsigned long base = s->received;
+	unsigned long base = s->received, sent_base = sent;
 	for (unsigned long i = 0; i < iters; i++) {
 		uint64_t t0 = now_ns();
 		if (!client)
 			wait_for(s, NULL, base + i + 1);
-		while (rdmx_task_get_status(t) == RDMX_E_AGAIN) /* previous one in flight */
+		while (sent < sent_base + i) /* the previous send is still in flight */
 			rdmx_pe_progress(s->pe);
 		CHECK(rdmx_task_set_imm(t, (uint32_t)i));
 		CHECK(rdmx_task_submit(t));
@@ -181,7 +184,7 @@ static void bounce(struct side *s, bool client, bool use_write, uint64_t *rtt_ns
 			rtt_ns[i] = now_ns() - t0;
 		}
 	}
-	while (rdmx_task_get_status(t) == RDMX_E_AGAIN)
+	while (sent < sent_base + iters)
 		rdmx_pe_progress(s->pe);
 	CHECK(rdmx_task_free(t));
 }
@@ -259,7 +262,7 @@ int main(int argc, char **argv)
 	}
 	pid_t child = fork();
 	if (child == 0)
-		_exit(run(false, NULL));
+		{ int rc_child = run(false, NULL); fflush(stdout); _exit(rc_child); }
 	int rc = run(true, "127.0.0.1"), status;
 	waitpid(child, &status, 0);
 	return rc || !WIFEXITED(status) || WEXITSTATUS(status);

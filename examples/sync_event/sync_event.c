@@ -142,9 +142,9 @@ static int notifier(int fd)
 	CHECK(rdmx_task_free(add));
 	CHECK(rdmx_task_free(set));
 	CHECK(rdmx_task_free(get));
-	teardown(dev, pe, ctx);
 	CHECK(rdmx_mr_remote_delete(&event));
 	CHECK(rdmx_mr_dereg(&mr));
+	teardown(dev, pe, ctx);
 	free(result);
 	return bad;
 }
@@ -158,7 +158,7 @@ int main(int argc, char **argv)
 		return 1;
 	pid_t child = fork();
 	if (child == 0)
-		_exit(owner(sv[1]));
+		{ int rc_child = owner(sv[1]); fflush(stdout); _exit(rc_child); }
 	int rc = notifier(sv[0]);
 	waitpid(child, &status, 0);
 	return rc || !WIFEXITED(status) || WEXITSTATUS(status);
