@@ -111,6 +111,16 @@ static void conn_unlink(struct tcp_ctx *tc, struct tcp_conn *c)
 	}
 	c->next = NULL;
 	c->linked = false;
+	if (c->dirty) {
+		for (struct tcp_conn **pp = &tc->dirty; *pp; pp = &(*pp)->next_dirty) {
+			if (*pp == c) {
+				*pp = c->next_dirty;
+				break;
+			}
+		}
+		c->dirty = false;
+		c->next_dirty = NULL;
+	}
 	if (c->final_pending) {
 		c->final_pending = false;
 		tc->num_finals--;
@@ -162,7 +172,7 @@ void rdmx__tcp_conn_close_fd(struct tcp_conn *c)
 	c->fd = -1;
 	c->ep_events = 0;
 	/* whatever was half sent or half received is gone with the stream */
-	memset(&c->tx, 0, sizeof(c->tx));
+	rdmx__tcp_tx_reset(c);
 	c->rx.stage_len = c->rx.stage_off = 0;
 	c->rx.hdr_got = 0;
 	c->rx.in_payload = false;
@@ -494,7 +504,6 @@ void rdmx__tcp_conn_attach(struct tcp_conn *c, int fd, const struct rdmx__tcp_hd
 			   const uint8_t *payload)
 {
 	struct tcp_ctx *tc = c->tc;
-	uint64_t one = 1;
 	bool produced;
 
 	if (!tc) {
@@ -533,8 +542,8 @@ unlock:
 	produced = tc->produced;
 	tc->produced = false;
 	pthread_mutex_unlock(&tc->lock);
-	if (produced && write(tc->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		RDMX_WARN("tcp: eventfd write failed: %s", strerror(errno));
+	if (produced)
+		rdmx__tcp_ctx_signal(tc);
 }
 
 /* ---- disconnect / release ---- */

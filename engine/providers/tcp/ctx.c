@@ -255,6 +255,8 @@ int rdmx__tcp_ctx_start(struct rdmx_ctx *ctx)
 	atomic_init(&tc->progress, 0);
 	atomic_init(&tc->armed, false);
 	atomic_init(&tc->next_deadline, TCP_NEVER);
+	atomic_init(&tc->has_dirty, false);
+	atomic_init(&tc->efd_set, false);
 	rc = cq_grow(tc, total_tasks(ctx) + 64);
 	if (rc)
 		goto free_ctx;
@@ -368,8 +370,11 @@ void rdmx__tcp_ctx_stop(struct rdmx_ctx *ctx)
 	for (struct tcp_conn *c = tc->conns; c; c = c->next) {
 		c->tc = NULL;
 		c->linked = false;
+		c->dirty = false;
+		c->next_dirty = NULL;
 	}
 	tc->conns = NULL;
+	tc->dirty = NULL;
 	pthread_mutex_unlock(&tc->lock);
 
 	close(tc->nfd);
@@ -398,18 +403,28 @@ static bool has_ready(struct tcp_ctx *tc)
 	return false;
 }
 
+void rdmx__tcp_ctx_signal(struct tcp_ctx *tc)
+{
+	uint64_t one = 1;
+
+	if (atomic_exchange(&tc->efd_set, true))
+		return; /* still readable */
+	if (write(tc->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		RDMX_WARN("tcp: eventfd write failed: %s", strerror(errno));
+}
+
 int rdmx__tcp_ctx_arm(struct rdmx_ctx *ctx)
 {
 	struct tcp_ctx *tc = TCP_CTX(ctx);
-	uint64_t one = 1;
 	bool ready;
 
 	atomic_store(&tc->armed, true);
 	pthread_mutex_lock(&tc->lock);
+	rdmx__tcp_ctx_flush_dirty(tc); /* going to sleep: answers go now */
 	ready = has_ready(tc);
 	pthread_mutex_unlock(&tc->lock);
-	if (ready && write(tc->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		RDMX_WARN("tcp: eventfd write failed: %s", strerror(errno));
+	if (ready)
+		rdmx__tcp_ctx_signal(tc);
 	return 0;
 }
 
@@ -419,7 +434,9 @@ int rdmx__tcp_ctx_disarm(struct rdmx_ctx *ctx)
 	uint64_t v;
 
 	atomic_store(&tc->armed, false);
-	if (read(tc->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+	/* one syscall less per wake-up when the NIC did not signal */
+	if (atomic_exchange(&tc->efd_set, false) && read(tc->efd, &v, sizeof(v)) < 0 &&
+	    errno != EAGAIN)
 		RDMX_WARN("tcp: eventfd read failed: %s", strerror(errno));
 	return 0;
 }
@@ -505,6 +522,9 @@ int rdmx__tcp_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 
 	atomic_fetch_add_explicit(&tc->progress, 1, memory_order_relaxed);
 	pthread_mutex_lock(&tc->lock);
+	/* answers queued by the previous poll: the application did not post
+	 * anything they could have shared a segment with */
+	rdmx__tcp_ctx_flush_dirty(tc);
 	rdmx__tcp_ctx_serve(tc, TCP_SERVE_BUDGET);
 	tc->produced = false; /* the application is here: no wake-up needed */
 	while (done < budget) {

@@ -146,7 +146,6 @@ static bool ctx_readable(const struct tcp_ctx *tc)
 /* Serves a context on behalf of an application that does not. */
 static void serve(struct tcp_ctx *tc)
 {
-	uint64_t one = 1;
 	bool produced;
 
 	if (pthread_mutex_trylock(&tc->lock))
@@ -156,11 +155,12 @@ static void serve(struct tcp_ctx *tc)
 		return;
 	}
 	rdmx__tcp_ctx_serve(tc, TCP_SERVE_BUDGET);
+	rdmx__tcp_ctx_flush_dirty(tc);
 	produced = tc->produced;
 	tc->produced = false;
 	pthread_mutex_unlock(&tc->lock);
-	if (produced && write(tc->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		RDMX_WARN("tcp: eventfd write failed: %s", strerror(errno));
+	if (produced)
+		rdmx__tcp_ctx_signal(tc);
 }
 
 /* Decides the context's mode, serves it if needed; returns when to look
@@ -189,14 +189,14 @@ static uint64_t check_ctx(struct tcp_dev *td, struct tcp_ctx *tc, uint64_t now)
 			}
 		} else {
 			tc->nic_strike = false;
-			if (dl <= now)
+			if (dl <= now || atomic_load_explicit(&tc->has_dirty, memory_order_relaxed))
 				serve(tc);
 		}
 		return now + td->grace_ns;
 	}
 	/* IDLE */
 	tc->nic_strike = false;
-	if (dl <= now) {
+	if (dl <= now || atomic_load_explicit(&tc->has_dirty, memory_order_relaxed)) {
 		serve(tc);
 		dl = atomic_load_explicit(&tc->next_deadline, memory_order_relaxed);
 		if (dl <= now)

@@ -5,6 +5,8 @@
  * written to the socket right here, on the application thread (no thread
  * hop). Before the wire is up tasks wait on the queue; on a connection in
  * error or down they complete with RDMX_E_CONN_ABORTED, in order. */
+#include <sys/epoll.h>
+
 #include "tcp.h"
 
 int rdmx__tcp_post_recv(struct rdmx_ctx *ctx, struct rdmx_task *task)
@@ -65,7 +67,8 @@ int rdmx__tcp_post_send(struct rdmx_conn *conn, struct rdmx_task *task)
 	if (!c->sq_cur)
 		c->sq_cur = task;
 	c->sq_count++;
-	if (c->state == TC_UP && !c->tx.what)
+	/* straight to the socket, unless it is full (EPOLLOUT will resume) */
+	if (c->state == TC_UP && !(c->ep_events & EPOLLOUT))
 		rdmx__tcp_tx_flush(c);
 unlock:
 	pthread_mutex_unlock(&tc->lock);

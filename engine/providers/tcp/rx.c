@@ -360,10 +360,7 @@ static void rnr_nak(struct tcp_conn *c)
 void rdmx__tcp_conn_rnr_timer(struct tcp_conn *c)
 {
 	c->rnr_wait = false;
-	if (c->tx.what == TCP_TX_REQ)
-		c->rewind_pending = true; /* after the frame on the wire */
-	else
-		c->sq_cur = c->sq_head;
+	rdmx__tcp_tx_rewind(c);
 	rdmx__tcp_tx_flush(c);
 }
 
@@ -384,7 +381,7 @@ static void response_begin(struct tcp_conn *c)
 		rx->post = RX_POST_DROP;
 		return;
 	}
-	if (!t || t == c->sq_cur) {
+	if (!t || !(t->prov_u64[1] & TCP_TASK_SENT)) {
 		proto_error(c, "response with no request outstanding");
 		return;
 	}
@@ -630,7 +627,7 @@ static size_t consume(struct tcp_conn *c, const uint8_t *p, size_t n)
 
 /* Receives a payload piece straight into its destination. Returns what
  * recv returned; *again when the sink changed instead (nothing read). */
-static ssize_t recv_direct(struct tcp_conn *c, bool *again)
+static ssize_t recv_direct(struct tcp_conn *c, bool *again, size_t *asked)
 {
 	struct tcp_rx *rx = &c->rx;
 	const struct rdmx__tcp_region *r;
@@ -651,6 +648,7 @@ static ssize_t recv_direct(struct tcp_conn *c, bool *again)
 		want = rx->buf->len - rx->buf_off;
 		if (want > rx->left)
 			want = (size_t)rx->left;
+		*asked = want;
 		n = recv(c->fd, (uint8_t *)rx->buf->addr + rx->buf_off, want, 0);
 		if (n > 0)
 			rx->buf_off += (size_t)n;
@@ -666,6 +664,7 @@ static ssize_t recv_direct(struct tcp_conn *c, bool *again)
 		return 0;
 	}
 	want = rx->left > (1u << 30) ? (1u << 30) : (size_t)rx->left;
+	*asked = want;
 	n = recv(c->fd, r->addr + rx->mr_off, want, 0);
 	rdmx__tcp_keytab_unlock(&c->td->keys);
 	if (n > 0)
@@ -697,6 +696,7 @@ size_t rdmx__tcp_rx_serve(struct tcp_conn *c, size_t budget)
 	}
 	while (c->fd >= 0 && got < budget) {
 		bool direct, again = false;
+		size_t want;
 		ssize_t n;
 
 		if (rx->stage_off < rx->stage_len) {
@@ -706,16 +706,19 @@ size_t rdmx__tcp_rx_serve(struct tcp_conn *c, size_t budget)
 			if (c->fd < 0)
 				break;
 			rx->stage_off += (uint32_t)used;
+			if (rx->stage_off == rx->stage_len && rx->stage_len < TCP_STAGE_SIZE)
+				break; /* a short read emptied the socket: no EAGAIN round */
 			continue;
 		}
 		rx->stage_off = rx->stage_len = 0;
 		direct = rx->in_payload && rx->left >= TCP_DIRECT_MIN &&
 			 (rx->sink == TCP_SINK_CHAIN || rx->sink == TCP_SINK_MR);
 		if (direct) {
-			n = recv_direct(c, &again);
+			n = recv_direct(c, &again, &want);
 			if (again)
 				continue;
 		} else {
+			want = TCP_STAGE_SIZE;
 			n = recv(c->fd, rx->stage, TCP_STAGE_SIZE, 0);
 		}
 		if (n == 0) {
@@ -734,12 +737,15 @@ size_t rdmx__tcp_rx_serve(struct tcp_conn *c, size_t budget)
 			rx->left -= (uint64_t)n;
 			if (!rx->left)
 				frame_end(c);
+			if ((size_t)n < want)
+				break;
 		} else {
 			rx->stage_len = (uint32_t)n;
 		}
 	}
-	/* answers queued while reading go out now */
-	if (c->fd >= 0 && (c->resp_count || c->ctl_pending))
-		rdmx__tcp_tx_flush(c);
+	/* answers go out after the callbacks ran (ctx_poll) or at the end of
+	 * the NIC's pass: an acknowledgement can share a segment with a reply */
+	if (c->fd >= 0 && rdmx__tcp_tx_pending(c))
+		rdmx__tcp_conn_dirty(c);
 	return got;
 }

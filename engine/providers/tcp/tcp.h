@@ -163,6 +163,7 @@ struct tcp_ctx {
 	int nfd;  /* notification fd = {epfd, efd}: ctx_get_fd */
 	atomic_uint_least64_t progress;      /* bumped by every ctx_poll / post */
 	atomic_bool armed;                   /* notification requested */
+	atomic_bool efd_set;                 /* efd written since the last disarm */
 	atomic_uint_least64_t next_deadline; /* earliest timer (ns), TCP_NEVER */
 
 	/* under lock */
@@ -171,6 +172,8 @@ struct tcp_ctx {
 	struct tcp_cqe *cq; /* ring of completions and events, delivered in order */
 	uint32_t cq_cap, cq_head, cq_count;
 	struct tcp_conn *conns;
+	struct tcp_conn *dirty; /* conns with answers to send (rx.c, tx.c) */
+	atomic_bool has_dirty;  /* dirty != NULL, for the NIC thread's look */
 	uint32_t num_finals; /* conns with a final event to deliver */
 	struct tcp_ep listen_ep;
 	int lfd; /* cm listener or -1 */
@@ -193,6 +196,9 @@ uint64_t rdmx__tcp_now_ns(void);
 int rdmx__tcp_random(void *buf, size_t len);
 bool rdmx__tcp_ct_equal(const uint8_t *a, const uint8_t *b, size_t n);
 
+/* Makes the notification fd readable (completions the application did not
+ * produce itself are waiting). Any thread, no lock needed. */
+void rdmx__tcp_ctx_signal(struct tcp_ctx *tc);
 void rdmx__tcp_cq_task(struct tcp_ctx *tc, struct rdmx_task *task, int status);
 void rdmx__tcp_cq_event(struct tcp_ctx *tc, enum tcp_cqe_kind kind, void *p);
 /* Makes room for the completions a new connection may queue. */
@@ -228,21 +234,39 @@ struct tcp_resp {
 };
 
 enum tcp_src { TCP_SRC_NONE, TCP_SRC_CHAIN, TCP_SRC_MR, TCP_SRC_INLINE, TCP_SRC_ZERO };
-enum tcp_tx_what { TCP_TX_CTL = 1, TCP_TX_RESP, TCP_TX_REQ };
+enum tcp_tx_what { TCP_TX_CTL = 1, TCP_TX_RESP, TCP_TX_REQ, TCP_TX_ORPHAN };
 
-struct tcp_tx {
-	uint8_t what; /* 0: idle */
+/* One frame picked for sending (tx.c). */
+struct tcp_frame {
+	uint8_t what;
 	uint8_t src;
-	uint32_t hdr_off;
+	uint32_t hdr_off; /* header bytes already sent */
 	uint8_t hdr[RDMX__TCP_HDR_SIZE];
+	struct rdmx_task *task;     /* TCP_TX_REQ */
 	const struct rdmx_buf *buf; /* chain source */
 	size_t buf_off;
-	uint32_t rkey; /* region source */
+	uint32_t rkey; /* region source (read response) */
 	uint64_t serial;
 	uint64_t mr_off;
-	const uint8_t *inl; /* inline source */
-	uint64_t left;      /* payload bytes still to send */
+	uint32_t inl_off; /* inline source */
+	uint64_t left;    /* payload bytes still to send */
+	uint8_t inl[RDMX__TCP_PD_MAX];
 };
+
+/* Frames go out several per sendmsg: an acknowledgement and the next
+ * request share one segment. */
+#define TCP_TX_FRAMES 8
+
+struct tcp_tx {
+	struct tcp_frame q[TCP_TX_FRAMES];
+	uint8_t head, count;
+	uint8_t reqs;         /* request frames in q */
+	uint32_t resp_picked; /* response ring entries in q */
+};
+
+/* prov_u64[1] of a send-side task: rkey (low bits) and this flag once its
+ * frame is completely on the wire (a response before that is a violation). */
+#define TCP_TASK_SENT (1ull << 63)
 
 enum tcp_sink { TCP_SINK_DISCARD, TCP_SINK_CHAIN, TCP_SINK_MR, TCP_SINK_INLINE };
 
@@ -325,6 +349,8 @@ struct tcp_conn {
 
 	struct tcp_tx tx;
 	struct tcp_rx rx;
+	bool dirty; /* in tc->dirty: answers queued, to send after the callbacks */
+	struct tcp_conn *next_dirty;
 	struct tcp_conn *next; /* in tc->conns */
 	struct tcp_conn *pend_next;
 };
@@ -369,6 +395,13 @@ void rdmx__tcp_conn_flush_tasks(struct tcp_conn *c, int head_status, int rest_st
 size_t rdmx__tcp_rx_serve(struct tcp_conn *c, size_t budget);
 /* Sends whatever is queued until the socket is full (lock held). */
 void rdmx__tcp_tx_flush(struct tcp_conn *c);
+bool rdmx__tcp_tx_pending(const struct tcp_conn *c);
+void rdmx__tcp_tx_reset(struct tcp_conn *c);
+/* RNR timer: go back to the oldest unanswered request. */
+void rdmx__tcp_tx_rewind(struct tcp_conn *c);
+/* Queues the conn for a flush at the end of the current serve / poll. */
+void rdmx__tcp_conn_dirty(struct tcp_conn *c);
+void rdmx__tcp_ctx_flush_dirty(struct tcp_ctx *tc);
 /* The task under transmission is completing early: stop referencing it. */
 void rdmx__tcp_tx_forget_task(struct tcp_conn *c);
 void rdmx__tcp_rx_forget_task(struct tcp_conn *c, int status);

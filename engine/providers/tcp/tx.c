@@ -1,13 +1,14 @@
 /* tcp provider: the send side of a connection's wire.
  *
- * One frame is on the wire at a time (header + payload through sendmsg with
- * an iovec over the source chain, so no payload is copied). The next frame
- * is, in order of preference: a control frame (handshake, error), the
- * oldest queued response (answers keep the peer moving), the next request.
- * Read responses stream from the registered region under the key table's
- * read lock, re-checked on every sendmsg. A request whose task completes
- * while its frame is half sent (connection to error) finishes with zeros:
- * the stream stays in sync and the user's buffer is never touched again. */
+ * Frames are picked into a small queue (in order of preference: a control
+ * frame, the oldest queued response, the next request) and go out together,
+ * several per sendmsg, with an iovec over the headers and the source chains:
+ * no payload is copied, and an acknowledgement shares its segment with the
+ * request that follows it. Read responses stream from the registered region
+ * under the key table's read lock, re-checked on every sendmsg. A request
+ * whose task completes while its frame is half sent (connection to error)
+ * finishes with zeros: the stream stays in sync and the user's buffer is
+ * never touched again; requests not yet started are simply dropped. */
 #include <errno.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -16,7 +17,7 @@
 
 #include "tcp.h"
 
-#define TX_IOV 16
+#define TX_IOV 64
 #define TX_ZEROS 16384u
 
 static const uint8_t zeros[TX_ZEROS];
@@ -31,21 +32,69 @@ void rdmx__tcp_conn_want(struct tcp_conn *c, bool out)
 		c->ep_events = want;
 }
 
+static struct tcp_frame *frame_at(struct tcp_conn *c, unsigned i)
+{
+	return &c->tx.q[(c->tx.head + i) % TCP_TX_FRAMES];
+}
+
+void rdmx__tcp_tx_reset(struct tcp_conn *c)
+{
+	memset(&c->tx, 0, sizeof(c->tx));
+}
+
+bool rdmx__tcp_tx_pending(const struct tcp_conn *c)
+{
+	return c->tx.count || c->ctl_pending || c->resp_count > c->tx.resp_picked ||
+	       (c->state == TC_UP && !c->rnr_wait && c->sq_cur);
+}
+
+static bool frame_started(const struct tcp_frame *f)
+{
+	return f->hdr_off > 0;
+}
+
+/* Every task of the connection is being completed: no frame may refer to
+ * one any more. */
 void rdmx__tcp_tx_forget_task(struct tcp_conn *c)
 {
 	struct tcp_tx *tx = &c->tx;
+	struct tcp_frame keep[TCP_TX_FRAMES];
+	unsigned n = 0;
 
-	if (tx->what != TCP_TX_REQ)
-		return;
-	tx->what = TCP_TX_CTL; /* no bookkeeping when it ends */
-	if (tx->left)
-		tx->src = TCP_SRC_ZERO;
+	for (unsigned i = 0; i < tx->count; i++) {
+		struct tcp_frame *f = frame_at(c, i);
+
+		if (f->what == TCP_TX_REQ) {
+			if (i > 0 || !frame_started(f))
+				continue; /* never started: drop it */
+			f->what = TCP_TX_ORPHAN;
+			f->task = NULL;
+			if (f->left)
+				f->src = TCP_SRC_ZERO;
+		}
+		keep[n++] = *f;
+	}
+	for (unsigned i = 0; i < n; i++)
+		tx->q[i] = keep[i];
+	tx->head = 0;
+	tx->count = (uint8_t)n;
+	tx->reqs = 0;
 }
 
-static void build_request(struct tcp_conn *c, struct rdmx_task *t, struct rdmx__tcp_hdr *h)
+void rdmx__tcp_tx_rewind(struct tcp_conn *c)
 {
-	struct tcp_tx *tx = &c->tx;
+	if (c->tx.reqs) {
+		c->rewind_pending = true; /* once the frames on the wire are out */
+		return;
+	}
+	for (struct rdmx_task *t = c->sq_head; t && t != c->sq_cur; t = t->next)
+		t->prov_u64[1] &= ~TCP_TASK_SENT;
+	c->sq_cur = c->sq_head;
+	c->rewind_pending = false;
+}
 
+static void build_request(struct tcp_frame *f, struct rdmx_task *t, struct rdmx__tcp_hdr *h)
+{
 	h->psn = (uint32_t)t->prov_u64[0];
 	h->rkey = (uint32_t)t->prov_u64[1];
 	h->offset = t->remote.offset;
@@ -88,30 +137,54 @@ static void build_request(struct tcp_conn *c, struct rdmx_task *t, struct rdmx__
 		break;
 	}
 	if (h->len) {
-		tx->src = TCP_SRC_CHAIN;
-		tx->buf = t->local;
-		tx->buf_off = 0;
+		f->src = TCP_SRC_CHAIN;
+		f->buf = t->local;
+		f->buf_off = 0;
 	}
+	f->task = t;
 }
 
-/* Picks the next frame; false when there is nothing to send. */
-static bool tx_next(struct tcp_conn *c)
+static bool region_live(struct tcp_conn *c, uint32_t rkey, uint64_t serial)
+{
+	const struct rdmx__tcp_region *r = rdmx__tcp_keytab_find(&c->td->keys, rkey);
+
+	return r && r->serial == serial;
+}
+
+/* Turns a read response whose region went away before any byte of it was
+ * sent into an access NAK (and the connection into error once it is out). */
+static void resp_to_nak(struct tcp_conn *c, struct tcp_frame *f)
+{
+	struct rdmx__tcp_hdr h;
+
+	rdmx__tcp_hdr_decode(f->hdr, &h);
+	h.op = RDMX__TCP_OP_NAK;
+	h.status = RDMX__TCP_ST_REMOTE_ACCESS;
+	h.len = 0;
+	rdmx__tcp_hdr_encode(&h, f->hdr);
+	f->src = TCP_SRC_NONE;
+	f->left = 0;
+	c->err_after_tx = true;
+}
+
+/* Picks the next frame into f; false when there is nothing to send. */
+static bool pick(struct tcp_conn *c, struct tcp_frame *f)
 {
 	struct tcp_tx *tx = &c->tx;
 	struct rdmx__tcp_hdr h;
 
-	memset(tx, 0, sizeof(*tx));
+	memset(f, 0, offsetof(struct tcp_frame, inl));
 	memset(&h, 0, sizeof(h));
 	if (c->ctl_pending) {
 		h = c->ctl;
 		c->ctl_pending = false;
-		tx->what = TCP_TX_CTL;
+		f->what = TCP_TX_CTL;
 		if (h.len) {
-			tx->src = TCP_SRC_INLINE;
-			tx->inl = c->ctl_payload;
+			memcpy(f->inl, c->ctl_payload, h.len);
+			f->src = TCP_SRC_INLINE;
 		}
-	} else if (c->resp_count) {
-		struct tcp_resp *r = &c->resp[c->resp_head];
+	} else if (c->resp_count > tx->resp_picked) {
+		const struct tcp_resp *r = &c->resp[(c->resp_head + tx->resp_picked) % c->resp_cap];
 
 		h.op = r->op;
 		h.status = r->status;
@@ -119,75 +192,68 @@ static bool tx_next(struct tcp_conn *c)
 		if (r->op == RDMX__TCP_OP_ATOMIC_RESP) {
 			h.op0 = r->val;
 		} else if (r->op == RDMX__TCP_OP_READ_RESP) {
-			const struct rdmx__tcp_region *reg;
-			bool live;
-
-			rdmx__tcp_keytab_rdlock(&c->td->keys);
-			reg = rdmx__tcp_keytab_find(&c->td->keys, r->rkey);
-			live = reg && reg->serial == r->serial;
-			rdmx__tcp_keytab_unlock(&c->td->keys);
-			if (!live) {
-				/* deregistered since the request was checked */
-				h.op = RDMX__TCP_OP_NAK;
-				h.status = RDMX__TCP_ST_REMOTE_ACCESS;
-				c->err_after_tx = true;
-			} else {
-				h.len = r->len;
-				tx->src = h.len ? TCP_SRC_MR : TCP_SRC_NONE;
-				tx->rkey = r->rkey;
-				tx->serial = r->serial;
-				tx->mr_off = r->off;
-			}
+			h.len = r->len;
+			f->src = TCP_SRC_MR;
+			f->rkey = r->rkey;
+			f->serial = r->serial;
+			f->mr_off = r->off;
 		}
-		tx->what = TCP_TX_RESP;
-	} else if (c->state == TC_UP && !c->rnr_wait && c->sq_cur) {
-		build_request(c, c->sq_cur, &h);
-		tx->what = TCP_TX_REQ;
+		f->what = TCP_TX_RESP;
+		tx->resp_picked++;
+	} else if (c->state == TC_UP && !c->rnr_wait && !c->rewind_pending && c->sq_cur) {
+		build_request(f, c->sq_cur, &h);
+		c->sq_cur = c->sq_cur->next;
+		f->what = TCP_TX_REQ;
+		tx->reqs++;
 	} else {
 		return false;
 	}
-	tx->left = h.len;
-	if (!tx->left)
-		tx->src = TCP_SRC_NONE;
-	rdmx__tcp_hdr_encode(&h, tx->hdr);
+	f->left = h.len;
+	if (!f->left)
+		f->src = TCP_SRC_NONE;
+	rdmx__tcp_hdr_encode(&h, f->hdr);
 	return true;
 }
 
-static void tx_done(struct tcp_conn *c)
+static void frame_done(struct tcp_conn *c, struct tcp_frame *f)
 {
 	struct tcp_tx *tx = &c->tx;
 
-	switch (tx->what) {
+	switch (f->what) {
 	case TCP_TX_RESP:
 		c->resp_head = (c->resp_head + 1) % c->resp_cap;
 		c->resp_count--;
+		tx->resp_picked--;
 		break;
 	case TCP_TX_REQ:
-		if (c->rewind_pending) {
-			c->rewind_pending = false;
-			c->sq_cur = c->sq_head;
-		} else {
-			c->sq_cur = c->sq_cur->next;
-		}
+		f->task->prov_u64[1] |= TCP_TASK_SENT;
+		tx->reqs--;
+		if (!tx->reqs && c->rewind_pending)
+			rdmx__tcp_tx_rewind(c);
 		break;
 	default:
 		break;
 	}
-	tx->what = 0;
+	tx->head = (uint8_t)((tx->head + 1) % TCP_TX_FRAMES);
+	tx->count--;
 }
 
-/* Fills iov with the payload still to send; false if its region vanished.
- * *locked: the key table read lock is held (release after sendmsg). */
-static bool payload_iov(struct tcp_conn *c, struct iovec *iov, int *n, bool *locked)
+/* Adds f's unsent bytes to iov. */
+static void frame_iov(const struct tcp_frame *f, struct iovec *iov, int *n)
 {
-	struct tcp_tx *tx = &c->tx;
-	const struct rdmx__tcp_region *r;
-	uint64_t left = tx->left;
+	uint64_t left = f->left;
 
-	switch (tx->src) {
+	if (f->hdr_off < RDMX__TCP_HDR_SIZE && *n < TX_IOV) {
+		iov[*n].iov_base = (uint8_t *)f->hdr + f->hdr_off;
+		iov[*n].iov_len = RDMX__TCP_HDR_SIZE - f->hdr_off;
+		(*n)++;
+	}
+	if (!left)
+		return;
+	switch (f->src) {
 	case TCP_SRC_CHAIN: {
-		const struct rdmx_buf *b = tx->buf;
-		size_t off = tx->buf_off;
+		const struct rdmx_buf *b = f->buf;
+		size_t off = f->buf_off;
 
 		while (b && left && *n < TX_IOV) {
 			size_t piece = b->len - off;
@@ -203,71 +269,120 @@ static bool payload_iov(struct tcp_conn *c, struct iovec *iov, int *n, bool *loc
 			b = b->next;
 			off = 0;
 		}
-		return true;
+		break;
 	}
-	case TCP_SRC_MR:
-		rdmx__tcp_keytab_rdlock(&c->td->keys);
-		r = rdmx__tcp_keytab_find(&c->td->keys, tx->rkey);
-		if (!r || r->serial != tx->serial) {
-			rdmx__tcp_keytab_unlock(&c->td->keys);
-			return false;
-		}
-		*locked = true;
-		iov[*n].iov_base = r->addr + tx->mr_off;
-		iov[*n].iov_len = left > (1u << 30) ? (1u << 30) : (size_t)left;
-		(*n)++;
-		return true;
 	case TCP_SRC_INLINE:
-		iov[*n].iov_base = (void *)(uintptr_t)tx->inl;
-		iov[*n].iov_len = (size_t)left;
-		(*n)++;
-		return true;
+		if (*n < TX_IOV) {
+			iov[*n].iov_base = (uint8_t *)f->inl + f->inl_off;
+			iov[*n].iov_len = (size_t)left;
+			(*n)++;
+		}
+		break;
 	case TCP_SRC_ZERO:
-		iov[*n].iov_base = (void *)(uintptr_t)zeros;
-		iov[*n].iov_len = left > TX_ZEROS ? TX_ZEROS : (size_t)left;
-		(*n)++;
-		return true;
+		if (*n < TX_IOV) {
+			iov[*n].iov_base = (void *)(uintptr_t)zeros;
+			iov[*n].iov_len = left > TX_ZEROS ? TX_ZEROS : (size_t)left;
+			(*n)++;
+		}
+		break;
 	default:
-		return true;
+		break;
 	}
 }
 
+/* Region source (key table read lock held): the region's bytes. */
+static void frame_iov_mr(struct tcp_conn *c, const struct tcp_frame *f, struct iovec *iov, int *n)
+{
+	const struct rdmx__tcp_region *r = rdmx__tcp_keytab_find(&c->td->keys, f->rkey);
+
+	if (*n >= TX_IOV)
+		return;
+	iov[*n].iov_base = r->addr + f->mr_off;
+	iov[*n].iov_len = f->left > (1u << 30) ? (1u << 30) : (size_t)f->left;
+	(*n)++;
+}
+
+/* Advances the queue by `sent` bytes; completed frames leave it. */
 static void advance(struct tcp_conn *c, size_t sent)
 {
-	struct tcp_tx *tx = &c->tx;
-	size_t take = RDMX__TCP_HDR_SIZE - tx->hdr_off;
+	while (sent && c->tx.count) {
+		struct tcp_frame *f = frame_at(c, 0);
+		size_t take = RDMX__TCP_HDR_SIZE - f->hdr_off;
 
-	if (take > sent)
-		take = sent;
-	tx->hdr_off += (uint32_t)take;
-	sent -= take;
-	if (!sent)
-		return;
-	tx->left -= sent;
-	switch (tx->src) {
-	case TCP_SRC_CHAIN:
-		while (sent && tx->buf) {
-			size_t piece = tx->buf->len - tx->buf_off;
+		if (take > sent)
+			take = sent;
+		f->hdr_off += (uint32_t)take;
+		sent -= take;
+		take = f->left < sent ? (size_t)f->left : sent;
+		f->left -= take;
+		sent -= take;
+		switch (f->src) {
+		case TCP_SRC_CHAIN:
+			while (take && f->buf) {
+				size_t piece = f->buf->len - f->buf_off;
 
-			if (piece > sent)
-				piece = sent;
-			tx->buf_off += piece;
-			sent -= piece;
-			if (tx->buf_off == tx->buf->len) {
-				tx->buf = tx->buf->next;
-				tx->buf_off = 0;
+				if (piece > take)
+					piece = take;
+				f->buf_off += piece;
+				take -= piece;
+				if (f->buf_off == f->buf->len) {
+					f->buf = f->buf->next;
+					f->buf_off = 0;
+				}
 			}
+			break;
+		case TCP_SRC_MR:
+			f->mr_off += take;
+			break;
+		case TCP_SRC_INLINE:
+			f->inl_off += (uint32_t)take;
+			break;
+		default:
+			break;
 		}
-		break;
-	case TCP_SRC_MR:
-		tx->mr_off += sent;
-		break;
-	case TCP_SRC_INLINE:
-		tx->inl += sent;
-		break;
-	default:
-		break;
+		if (f->hdr_off == RDMX__TCP_HDR_SIZE && !f->left)
+			frame_done(c, f);
 	}
+	/* zero-length leftovers (cannot happen with sent > 0 frames) */
+}
+
+/* Builds the iovec over the queued frames. Returns false when the
+ * connection had to go to error (region gone under a started response). */
+static bool build_iov(struct tcp_conn *c, struct iovec *iov, int *n, bool *locked)
+{
+	*n = 0;
+	for (unsigned i = 0; i < c->tx.count && *n < TX_IOV; i++) {
+		struct tcp_frame *f = frame_at(c, i);
+
+		if (f->src == TCP_SRC_MR && f->left) {
+			if (!*locked) {
+				rdmx__tcp_keytab_rdlock(&c->td->keys);
+				*locked = true;
+			}
+			if (!region_live(c, f->rkey, f->serial)) {
+				if (i > 0)
+					break; /* judged when it is first */
+				if (frame_started(f)) {
+					rdmx__tcp_keytab_unlock(&c->td->keys);
+					*locked = false;
+					RDMX_WARN("tcp: connection %u: region deregistered during a "
+						  "read response",
+						  c->conn->id);
+					rdmx__tcp_conn_error(c, RDMX_E_CONN_ABORTED, 0, true);
+					return false;
+				}
+				resp_to_nak(c, f);
+				frame_iov(f, iov, n);
+				continue;
+			}
+			frame_iov(f, iov, n); /* the header */
+			frame_iov_mr(c, f, iov, n);
+			/* the rest of this frame follows in a later sendmsg */
+			break;
+		}
+		frame_iov(f, iov, n);
+	}
+	return true;
 }
 
 void rdmx__tcp_tx_flush(struct tcp_conn *c)
@@ -279,21 +394,15 @@ void rdmx__tcp_tx_flush(struct tcp_conn *c)
 		struct msghdr msg;
 		bool locked = false;
 		ssize_t s;
-		int n = 0;
+		int n;
 
-		if (!tx->what && !tx_next(c))
+		while (tx->count < TCP_TX_FRAMES &&
+		       pick(c, &tx->q[(tx->head + tx->count) % TCP_TX_FRAMES]))
+			tx->count++;
+		if (!tx->count)
 			break;
-		if (tx->hdr_off < RDMX__TCP_HDR_SIZE) {
-			iov[n].iov_base = tx->hdr + tx->hdr_off;
-			iov[n].iov_len = RDMX__TCP_HDR_SIZE - tx->hdr_off;
-			n++;
-		}
-		if (tx->left && !payload_iov(c, iov, &n, &locked)) {
-			RDMX_WARN("tcp: connection %u: region deregistered during a read response",
-				  c->conn->id);
-			rdmx__tcp_conn_error(c, RDMX_E_CONN_ABORTED, 0, true);
+		if (!build_iov(c, iov, &n, &locked))
 			return;
-		}
 		memset(&msg, 0, sizeof(msg));
 		msg.msg_iov = iov;
 		msg.msg_iovlen = (size_t)n;
@@ -315,13 +424,35 @@ void rdmx__tcp_tx_flush(struct tcp_conn *c)
 			return;
 		}
 		advance(c, (size_t)s);
-		if (tx->hdr_off == RDMX__TCP_HDR_SIZE && !tx->left)
-			tx_done(c);
 	}
 	if (c->fd >= 0 && c->state != TC_DIALING)
 		rdmx__tcp_conn_want(c, false);
-	if (c->err_after_tx && c->fd >= 0 && !c->resp_count) {
+	if (c->err_after_tx && c->fd >= 0 && !tx->count) {
 		c->err_after_tx = false;
 		rdmx__tcp_conn_error(c, RDMX_E_CONN_ABORTED, 0, false);
+	}
+}
+
+void rdmx__tcp_conn_dirty(struct tcp_conn *c)
+{
+	if (c->dirty || !c->tc)
+		return;
+	c->dirty = true;
+	c->next_dirty = c->tc->dirty;
+	c->tc->dirty = c;
+	atomic_store_explicit(&c->tc->has_dirty, true, memory_order_relaxed);
+}
+
+void rdmx__tcp_ctx_flush_dirty(struct tcp_ctx *tc)
+{
+	atomic_store_explicit(&tc->has_dirty, false, memory_order_relaxed);
+	while (tc->dirty) {
+		struct tcp_conn *c = tc->dirty;
+
+		tc->dirty = c->next_dirty;
+		c->next_dirty = NULL;
+		c->dirty = false;
+		if (c->fd >= 0 && rdmx__tcp_tx_pending(c))
+			rdmx__tcp_tx_flush(c);
 	}
 }
