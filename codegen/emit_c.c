@@ -306,22 +306,18 @@ static void emit_dec_case(struct gen_ctx *ctx, struct gen_buf *o, const struct g
 	gen_buf_puts(o, "\t\t\tbreak;\n");
 }
 
-/* messages whose structs a decode of m may allocate (sub-messages, map entries) */
+/* messages whose structs a decode of m may allocate (sub-messages, map
+ * entries), each once: marked with the walk's stamp */
 static void reachable(struct gen_ctx *ctx, const struct gen_message *m, struct gen_vec *seen)
 {
 	int i;
 	for (i = 0; i < m->fields.n; i++) {
 		const struct gen_field *fd = m->fields.items[i];
-		const struct gen_message *sub = fd->type == GT_MESSAGE ? fd->msg : NULL;
-		int k;
-		if (!sub)
+		struct gen_message *sub = fd->type == GT_MESSAGE ? fd->msg : NULL;
+		if (!sub || sub->mark == ctx->stamp)
 			continue;
-		for (k = 0; k < seen->n; k++)
-			if (seen->items[k] == sub)
-				break;
-		if (k < seen->n)
-			continue;
-		gen_vec_push(&ctx->pool, seen, (void *)sub);
+		sub->mark = ctx->stamp;
+		gen_vec_push(&ctx->pool, seen, sub);
 		reachable(ctx, sub, seen);
 	}
 }
@@ -371,6 +367,7 @@ static void emit_dec(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_me
 		/* the default budget: the largest struct reachable per input byte */
 		struct gen_vec seen = {0};
 		int k;
+		ctx->stamp++;
 		reachable(ctx, m, &seen);
 		for (k = 0; k < seen.n; k++) {
 			const struct gen_message *r = seen.items[k];

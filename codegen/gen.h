@@ -118,6 +118,7 @@ struct gen_message {
 	struct gen_vec reserved;   /* struct gen_range * */
 	struct gen_vec rnames;     /* struct gen_name * */
 	bool map_entry;
+	unsigned mark; /* scratch for graph walks (emit_c.c) */
 };
 
 struct gen_enum_value {
@@ -185,6 +186,7 @@ struct gen_ctx {
 	struct gen_vec include_dirs; /* char * */
 	struct gen_vec files;        /* every file loaded, struct gen_file * */
 	void *priv;                  /* resolver state */
+	unsigned stamp;              /* for gen_message.mark */
 	struct gen_vec diags;        /* buffered diagnostics, flushed sorted */
 	/* in-memory sources (fuzzing, tests): path -> text */
 	const char *mem_path;

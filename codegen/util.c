@@ -8,8 +8,10 @@
 
 struct gen_pool_block {
 	struct gen_pool_block *next;
-	size_t size;
+	size_t size, used; /* bytes after the header */
 };
+
+#define POOL_BLOCK (64u * 1024u)
 
 static void *xmalloc(size_t n)
 {
@@ -21,15 +23,31 @@ static void *xmalloc(size_t n)
 	return p;
 }
 
+/* Bump allocation from 64 KiB blocks; bigger requests get their own block. */
 void *gen_alloc(struct gen_pool *pool, size_t size)
 {
-	struct gen_pool_block *b = xmalloc(sizeof(*b) + size + 16);
-	b->next = pool->blocks;
-	b->size = size;
-	pool->blocks = b;
-	/* the header is 16 bytes on LP64; keep 16-byte alignment everywhere */
-	memset(b + 1, 0, size + 16);
-	return (char *)(b + 1) + ((16 - sizeof(*b) % 16) % 16);
+	struct gen_pool_block *b = pool->blocks;
+	void *p;
+	size = (size + 15) & ~(size_t)15;
+	if (!b || b->size - b->used < size) {
+		size_t bsize = size > POOL_BLOCK / 4 ? size : POOL_BLOCK;
+		struct gen_pool_block *nb = xmalloc(sizeof(*nb) + 16 + bsize);
+		nb->size = bsize;
+		nb->used = 0;
+		if (b && bsize != POOL_BLOCK) {
+			/* keep filling the current block: the big one goes behind it */
+			nb->next = b->next;
+			b->next = nb;
+		} else {
+			nb->next = b;
+			pool->blocks = nb;
+		}
+		b = nb;
+	}
+	p = (char *)b + ((sizeof(*b) + 15) & ~(size_t)15) + b->used;
+	b->used += size;
+	memset(p, 0, size);
+	return p;
 }
 
 char *gen_strndup(struct gen_pool *pool, const char *s, size_t n)
