@@ -25,12 +25,19 @@
 
 #include "tcp.h"
 
-static void set_nodelay(int fd)
+/* Data sockets: no Nagle delay; keepalive notices a peer host that
+ * vanished without closing (a killed process closes its sockets itself). */
+static void data_sockopts(int fd)
 {
-	int one = 1;
+	int one = 1, idle = 30, intvl = 5, cnt = 4;
 
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
 		RDMX_WARN("tcp: TCP_NODELAY failed: %s", strerror(errno));
+	if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)))
+		RDMX_DBG("tcp: keepalive options failed: %s", strerror(errno));
 }
 
 static void fill_addr(struct rdmx_addr *a, const struct sockaddr_storage *ss, socklen_t len)
@@ -288,7 +295,7 @@ static void dial(struct tcp_conn *c)
 		rdmx__tcp_conn_down(c, RDMX_E_CONN_ABORTED, RDMX__CONN_EV_FAILURE);
 		return;
 	}
-	set_nodelay(fd);
+	data_sockopts(fd);
 	c->fd = fd;
 	c->state = TC_DIALING;
 	rc = connect(fd, (struct sockaddr *)&c->peer, c->peer_len);
@@ -523,7 +530,7 @@ void rdmx__tcp_conn_attach(struct tcp_conn *c, int fd, const struct rdmx__tcp_hd
 		close(fd);
 		goto unlock;
 	}
-	set_nodelay(fd);
+	data_sockopts(fd);
 	c->fd = fd;
 	c->peer_arrived = true;
 	c->peer_psn0 = h->psn;
@@ -652,6 +659,7 @@ void rdmx__tcp_cm_accept(struct tcp_ctx *tc)
 			close(fd);
 			continue;
 		}
+		data_sockopts(fd);
 		r->ep.kind = TCP_EP_CMREQ;
 		r->fd = fd;
 		r->peer = ss;

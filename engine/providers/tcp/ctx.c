@@ -501,7 +501,8 @@ static unsigned deliver_finals(struct tcp_ctx *tc)
 			c->final_done = true;
 			tc->num_finals--;
 			ev = (enum rdmx__conn_event)c->final_ev;
-			rdmx__tcp_pending_del(tc->td, c);
+			/* an export stays in the device's table (device lock) until
+			 * conn_release; the NIC leaves a DOWN connection alone */
 			unlink_conn(tc, c);
 			pthread_mutex_unlock(&tc->lock);
 			rdmx__conn_event(c->conn, ev);

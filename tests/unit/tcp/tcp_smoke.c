@@ -578,6 +578,46 @@ static void t_passive_target(void)
 	region_free(&rb);
 }
 
+/* The target asked for notification but sleeps elsewhere (never waits on
+ * its fd): the NIC steps in after its two looks. */
+static void t_armed_target(void)
+{
+	struct rdmx_conn *ca, *cb;
+	struct region ra, rb;
+	struct rdmx_task *t;
+	struct rec rd = {0}, rw = {0};
+
+	connect_pair(&A, &B, &ca, &cb);
+	if (failures)
+		return;
+	OK(region_new(&A, &ra, 8192, RDMX_ACCESS_ALL));
+	OK(region_new(&B, &rb, 8192, RDMX_ACCESS_ALL));
+	fill(ra.mem, 4096, 11);
+	fill(rb.mem + 4096, 4096, 12);
+	OK(rdmx_pe_request_notification(A.pe));
+	struct rdmx_buf dst = lbuf(&rb, 0, 4096), src = lbuf(&rb, 4096, 4096);
+	struct rdmx_rbuf r = {.mr = ra.remote, .offset = 0, .len = 4096},
+			 w = {.mr = ra.remote, .offset = 4096, .len = 4096};
+	for (int round = 0; round < 5; round++) {
+		rd = (struct rec){0};
+		rw = (struct rec){0};
+		OK(rdmx_task_read_alloc(B.ctx, cb, &r, &dst, &rd, &t));
+		OK(rdmx_task_submit(t));
+		OK(rdmx_task_write_alloc(B.ctx, cb, &src, &w, &rw, &t));
+		OK(rdmx_task_submit(t));
+		DRIVE_UNTIL(NULL, &B, rd.ok + rd.err && rw.ok + rw.err);
+		CHECK(rd.ok && rw.ok, "armed target: read %s write %s", rdmx_err_name(rd.status),
+		      rdmx_err_name(rw.status));
+	}
+	CHECK(memcmp(rb.mem, ra.mem, 4096) == 0 && memcmp(ra.mem + 4096, rb.mem + 4096, 4096) == 0,
+	      "armed target data");
+	OK(rdmx_pe_clear_notification(A.pe));
+	OK(rdmx_conn_disconnect(cb));
+	DRIVE_UNTIL(&A, &B, A.ended >= 1 && B.ended >= 1);
+	region_free(&ra);
+	region_free(&rb);
+}
+
 /* ---- notification mode ping-pong on two threads ---- */
 
 struct pp {
@@ -983,6 +1023,7 @@ int main(int argc, char **argv)
 		{"rnr_exhausted", t_rnr_exhausted},
 		{"recv_too_small", t_recv_too_small},
 		{"passive_target", t_passive_target},
+		{"armed_target", t_armed_target},
 		{"blocking_pingpong", t_blocking_pingpong},
 		{"bad_token", t_bad_token},
 		{"hostile_frames", t_hostile_frames},
