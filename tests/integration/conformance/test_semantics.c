@@ -504,3 +504,66 @@ Test(semantics, one_sided_without_target_progress)
 	pair_close(&A, &B);
 	leak_end();
 }
+
+/* ---- notification mode: the progress engine's fd wakes a sleeping user ---- */
+
+#include <poll.h>
+
+Test(semantics, notification_fd_wakes_on_completion)
+{
+	struct rdmx_conn *ca, *cb;
+	leak_begin();
+	pair_open(&A, &B, 16);
+	connect_pair(&A, &B, &ca, &cb);
+	struct region *ra = region_new(&A, 4096, RDMX_ACCESS_LOCAL_WRITE, 0);
+	struct region *rb = region_new(&B, 4096, 0, 0);
+	struct rdmx_buf d = lbuf(ra, 0, 4096), s = lbuf(rb, 0, 10);
+	struct tinfo tr = {0}, ts = {0};
+	struct rdmx_task *t;
+	int fd = -1;
+	ASSERT_OK(rdmx_pe_get_fd(A.pe, &fd));
+	cr_assert_geq(fd, 0);
+	post_recv(&A, &d, &tr);
+	while (rdmx_pe_progress(A.pe) > 0)
+		;
+	ASSERT_OK(rdmx_pe_request_notification(A.pe));
+	ASSERT_OK(rdmx_task_send_alloc(B.ctx, cb, &s, &ts, &t));
+	ASSERT_OK(rdmx_task_submit(t));
+	/* A sleeps on its fd; only B progresses */
+	uint64_t deadline = now_ms() + GUARD_MS;
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (poll(&p, 1, 1) > 0)
+			break;
+		cr_assert(now_ms() < deadline, "the notification fd never became readable");
+		drive_once(&B, NULL, NULL);
+	}
+	ASSERT_OK(rdmx_pe_clear_notification(A.pe));
+	DRIVE_UNTIL(&A, &B, TI_DONE(&tr) && TI_DONE(&ts));
+	ASSERT_DONE_OK(&tr);
+	ASSERT_DONE_OK(&ts);
+	cr_assert_eq(tr.len, 10u);
+
+	/* rdmx_pe_wait in blocking mode returns with the completion, and 0 on a
+	 * timeout with nothing to do */
+	ASSERT_OK(rdmx_pe_set_poll_mode(A.pe, RDMX_POLL_BLOCK, 0));
+	enum rdmx_poll_mode mode;
+	uint32_t spin;
+	ASSERT_OK(rdmx_pe_get_poll_mode(A.pe, &mode, &spin));
+	cr_assert_eq(mode, RDMX_POLL_BLOCK);
+	cr_assert_eq(rdmx_pe_wait(A.pe, 1), 0, "rdmx_pe_wait with nothing to do");
+	struct tinfo tr2 = {0}, ts2 = {0};
+	post_recv(&A, &d, &tr2);
+	ASSERT_OK(rdmx_task_send_alloc(B.ctx, cb, &s, &ts2, &t));
+	ASSERT_OK(rdmx_task_submit(t));
+	DRIVE_UNTIL(&B, NULL, TI_DONE(&ts2));
+	deadline = now_ms() + GUARD_MS;
+	while (!TI_DONE(&tr2)) {
+		int n = rdmx_pe_wait(A.pe, 1000);
+		cr_assert_geq(n, 0, "rdmx_pe_wait -> %s", rdmx_err_name(n));
+		cr_assert(now_ms() < deadline, "rdmx_pe_wait never delivered the receive");
+	}
+	ASSERT_DONE_OK(&tr2);
+	pair_close(&A, &B);
+	leak_end();
+}

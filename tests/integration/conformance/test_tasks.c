@@ -403,3 +403,52 @@ Test(tasks, sync_events)
 	cr_assert_null(ev);
 	end();
 }
+
+/* A receive without a buffer takes a zero-length send (task.h). */
+Test(tasks, zero_length_send_imm_into_bufferless_receive)
+{
+	begin(16);
+	struct tinfo tr = {0}, ts = {0};
+	struct rdmx_task *r = NULL, *st = NULL;
+	ASSERT_OK(rdmx_task_receive_alloc(A.ctx, NULL, &tr, &r));
+	ASSERT_OK(rdmx_task_submit(r));
+	ASSERT_OK(rdmx_task_send_imm_alloc(B.ctx, cb, NULL, 0x5eed5eedu, &ts, &st));
+	ASSERT_OK(rdmx_task_submit(st));
+	DRIVE_UNTIL(&A, &B, TI_DONE(&tr) && TI_DONE(&ts));
+	ASSERT_DONE_OK(&ts);
+	ASSERT_DONE_OK(&tr);
+	cr_assert_eq(tr.opcode, RDMX_OPCODE_SEND_WITH_IMM);
+	cr_assert_eq(tr.len, 0u);
+	cr_assert_eq(tr.imm, 0x5eed5eedu);
+	cr_assert_eq(tr.conn, ca);
+	end();
+}
+
+/* Payloads of several MiB (many wire segments / MTUs) arrive intact. */
+Test(tasks, large_write_and_read)
+{
+	const size_t big = 8u << 20;
+	begin(16);
+	if (A.caps.max_message_size < big || B.caps.max_message_size < big)
+		cr_skip_test("max message size %llu below %zu",
+			     (unsigned long long)B.caps.max_message_size, big);
+	struct region *ra = region_new(&A, big, RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_REMOTE_READ, 0);
+	struct region *rb = region_new(&B, big, RDMX_ACCESS_LOCAL_WRITE, 0);
+	struct region *rb2 = region_new(&B, big, RDMX_ACCESS_LOCAL_WRITE, 0);
+	pattern_fill(rb->mem, big, 9);
+	struct rdmx_mr_remote *m = remote_of(&B, ra);
+	struct rdmx_buf s = lbuf(rb, 0, big), d = lbuf(rb2, 0, big);
+	struct rdmx_rbuf r = rbuf(m, 0, 0), rr = rbuf(m, 0, big);
+	struct tinfo tw = {0}, trd = {0};
+	struct rdmx_task *t;
+	ASSERT_OK(rdmx_task_write_alloc(B.ctx, cb, &s, &r, &tw, &t));
+	submit_wait(&A, &B, t, &tw);
+	ASSERT_DONE_OK(&tw);
+	cr_assert(pattern_check(ra->mem, big, 9), "large write arrived changed");
+	ASSERT_OK(rdmx_task_read_alloc(B.ctx, cb, &rr, &d, &trd, &t));
+	submit_wait(&A, &B, t, &trd);
+	ASSERT_DONE_OK(&trd);
+	cr_assert_eq(trd.read_len, (uint32_t)big);
+	cr_assert(pattern_check(rb2->mem, big, 9), "large read arrived changed");
+	end();
+}
