@@ -188,12 +188,19 @@ static void request_begin(struct tcp_conn *c)
 		return;
 	case RDMX__TCP_OP_WRITE:
 	case RDMX__TCP_OP_WRITE_IMM:
-		rdmx__tcp_keytab_rdlock(&c->td->keys);
-		r = rdmx__tcp_keytab_find(&c->td->keys, h->rkey);
-		ok = rdmx__tcp_region_allows(r, h->offset, h->len, RDMX_ACCESS_REMOTE_WRITE,
-					     tc->ctx->props.permissions);
-		rx->serial = ok ? r->serial : 0;
-		rdmx__tcp_keytab_unlock(&c->td->keys);
+		/* as IB does, a zero-length write names no memory: its key is
+		 * not checked (a write_imm without data is a notification) */
+		ok = true;
+		rx->serial = 0;
+		if (h->len) {
+			rdmx__tcp_keytab_rdlock(&c->td->keys);
+			r = rdmx__tcp_keytab_find(&c->td->keys, h->rkey);
+			ok = rdmx__tcp_region_allows(r, h->offset, h->len,
+						     RDMX_ACCESS_REMOTE_WRITE,
+						     tc->ctx->props.permissions);
+			rx->serial = ok ? r->serial : 0;
+			rdmx__tcp_keytab_unlock(&c->td->keys);
+		}
 		if (!ok) {
 			rx->post = RX_POST_NAK;
 			rx->nak = RDMX__TCP_ST_REMOTE_ACCESS;
@@ -229,6 +236,14 @@ static void request_oneshot(struct tcp_conn *c)
 	uint64_t len;
 	bool ok;
 
+	if (h->op == RDMX__TCP_OP_READ_REQ && h->op0 == 0) {
+		/* zero-length read: no memory named, no key checked (IB) */
+		resp = rdmx__tcp_resp_push(c);
+		resp->op = RDMX__TCP_OP_READ_RESP;
+		resp->psn = h->psn;
+		c->expect_psn++;
+		return;
+	}
 	switch (h->op) {
 	case RDMX__TCP_OP_READ_REQ:
 	case RDMX__TCP_OP_FLUSH:

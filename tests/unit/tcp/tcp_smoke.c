@@ -965,6 +965,29 @@ static void t_hostile_frames(void)
 	}
 	current = "hostile frames";
 
+	/* zero-length write and read name no memory: no key check (as IB) */
+	{
+		struct rdmx_conn *c;
+		struct rdmx__tcp_hdr r;
+		uint32_t psn;
+		int fd = raw_peer(&c, &psn), ended = A.ended;
+
+		CHECK(fd >= 0, "raw handshake failed");
+		struct rdmx__tcp_hdr z = {.op = RDMX__TCP_OP_WRITE, .psn = psn, .rkey = 1,
+					  .offset = 1ull << 40};
+		raw_frame(fd, &z, NULL, 0);
+		CHECK(raw_read(fd, &r, GUARD_MS) == 1 && r.op == RDMX__TCP_OP_ACK && r.psn == psn,
+		      "zero-length write: op %u status %u", r.op, r.status);
+		z = (struct rdmx__tcp_hdr){.op = RDMX__TCP_OP_READ_REQ, .psn = psn + 1, .rkey = 1};
+		raw_frame(fd, &z, NULL, 0);
+		CHECK(raw_read(fd, &r, GUARD_MS) == 1 && r.op == RDMX__TCP_OP_READ_RESP &&
+			      r.len == 0 && r.psn == psn + 1,
+		      "zero-length read: op %u len %llu", r.op, (unsigned long long)r.len);
+		CHECK(state_of(c) == RDMX_CONN_ESTABLISHED, "state %d", (int)state_of(c));
+		close(fd);
+		DRIVE_UNTIL(&A, NULL, A.ended > ended);
+	}
+
 	/* go-back-N against a raw peer: a send with no receive posted is NAKed
 	 * RNR, the following write is dropped until the send comes again */
 	{
