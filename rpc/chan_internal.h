@@ -182,6 +182,10 @@ struct rdmx_chan {
 	struct chan_msg *rdv_head, *rdv_tail;
 	uint32_t rdv_tx;
 
+	/* liveness probe */
+	struct rdmx__timer ka_timer;
+	uint32_t rx_events, ka_seen; /* arrivals, and their count at the last tick */
+
 	struct rdmx_chan_stats stats;
 };
 
@@ -224,6 +228,8 @@ void rdmx__chan_task_done(struct rdmx_chan *chan);
 void rdmx__chan_try_hello(struct rdmx_chan *chan);
 /* The peer's hello: maps its ring, allocates staging, goes READY. */
 void rdmx__chan_apply_hello(struct rdmx_chan *chan, const struct rdmx__hello *h);
+/* Arms the liveness timer (READY). */
+void rdmx__chan_keepalive_start(struct rdmx_chan *chan);
 /* A credit count from the peer (validated by the caller). */
 void rdmx__chan_on_credit(struct rdmx_chan *chan, uint32_t credit);
 /* Frees a channel whatever its state (host destroy after a context stop). */

@@ -26,6 +26,7 @@ void rdmx__chan_on_write(struct rdmx_chan *chan, uint32_t imm, uint32_t len)
 	struct rx_slot *rs;
 	uint8_t *p;
 
+	chan->rx_events++;
 	if (chan->state != RDMX_CHAN_READY) {
 		if (chan->state != RDMX_CHAN_CLOSED)
 			rdmx__chan_fail(chan, RDMX_E_PROTOCOL, "ring write before the hello");
@@ -89,6 +90,7 @@ void rdmx__chan_on_ctl(struct rdmx_chan *chan, const void *buf, uint32_t len)
 	struct rdmx__ctl ctl;
 	const char *why = NULL;
 
+	chan->rx_events++;
 	if (chan->state == RDMX_CHAN_CLOSED)
 		goto out;
 	if (rdmx__ctl_decode(buf, len, &ctl, &why)) {

@@ -585,6 +585,46 @@ void rdmx__chan_forget_cb(struct rdmx_chan *chan, rdmx_chan_sent_cb cb)
 
 /* ---- the peer's hello and credits ---- */
 
+static void keepalive_fired(struct rdmx__timer *t)
+{
+	struct rdmx_chan *chan = (struct rdmx_chan *)((char *)t - offsetof(struct rdmx_chan, ka_timer));
+	uint32_t ms = chan->host->attr.keepalive_ms;
+
+	if (chan->state != RDMX_CHAN_READY || !ms)
+		return;
+	if (chan->rx_events == chan->ka_seen && !chan->hello_pending) {
+		/* nothing heard for a whole period: a probe the transport must
+		 * deliver or fail (a credit update is always valid) */
+		uint8_t msg[RDMX__CTL_CREDIT_LEN];
+		uint32_t credit = chan->rx_consumed;
+		int rc;
+
+		rdmx__ctl_credit_encode(credit, msg);
+		rc = ctl_send(chan, msg, sizeof(msg));
+		if (rc == 0) {
+			chan->rx_reported = credit;
+			chan->rx_need_ack = false;
+			chan->credit_pending = false;
+		} else if (rc != RDMX_E_FULL) {
+			rdmx__chan_fail(chan, rc, NULL);
+			rdmx__chan_maybe_free(chan);
+			return;
+		}
+	}
+	chan->ka_seen = chan->rx_events;
+	rdmx__host_timer_arm(chan->host, &chan->ka_timer, rdmx__now_ns() + (uint64_t)ms * 1000000u);
+}
+
+void rdmx__chan_keepalive_start(struct rdmx_chan *chan)
+{
+	uint32_t ms = chan->host->attr.keepalive_ms;
+
+	chan->ka_timer.fn = keepalive_fired;
+	if (ms)
+		rdmx__host_timer_arm(chan->host, &chan->ka_timer,
+				     rdmx__now_ns() + (uint64_t)ms * 1000000u);
+}
+
 void rdmx__chan_apply_hello(struct rdmx_chan *chan, const struct rdmx__hello *h)
 {
 	struct rdmx_mr_remote *remote = NULL;
@@ -637,6 +677,7 @@ void rdmx__chan_apply_hello(struct rdmx_chan *chan, const struct rdmx__hello *h)
 		ts->dst.len = 0;
 	}
 	chan->state = RDMX_CHAN_READY;
+	rdmx__chan_keepalive_start(chan);
 	if (chan->event_cb) {
 		chan->cb_depth++;
 		chan->event_cb(chan, RDMX_CHAN_EV_READY, 0, chan->arg);

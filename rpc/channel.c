@@ -365,6 +365,7 @@ void rdmx__chan_fail(struct rdmx_chan *chan, int status, const char *why)
 	was_open = chan->state != RDMX_CHAN_IDLE || chan->user_ref;
 	chan->state = RDMX_CHAN_CLOSED;
 	chan->close_status = status;
+	rdmx__host_timer_disarm(chan->host, &chan->ka_timer);
 	chan->hello_pending = false;
 	chan->credit_pending = false;
 	chan->cb_depth++;
@@ -396,6 +397,7 @@ void rdmx__chan_free(struct rdmx_chan *chan)
 	struct rdmx_chan_host *host = chan->host;
 
 	rdmx__host_chan_unlink(host, chan);
+	rdmx__host_timer_disarm(host, &chan->ka_timer);
 	chan->state = RDMX_CHAN_CLOSED;
 	/* nothing runs callbacks any more: release what is left */
 	while (chan->q_head) {

@@ -16,6 +16,7 @@
 #define HOST_DEFAULT_SEND 1024u
 #define HOST_DEFAULT_READ 64u
 #define HOST_MAX_EARLY 1024u
+#define HOST_DEFAULT_KEEPALIVE_MS 1000u
 
 void rdmx_chan_host_attr_init(struct rdmx_chan_host_attr *attr)
 {
@@ -26,6 +27,7 @@ void rdmx_chan_host_attr_init(struct rdmx_chan_host_attr *attr)
 	attr->write_tasks = HOST_DEFAULT_WRITE;
 	attr->send_tasks = HOST_DEFAULT_SEND;
 	attr->read_tasks = HOST_DEFAULT_READ;
+	attr->keepalive_ms = HOST_DEFAULT_KEEPALIVE_MS;
 }
 
 static uint64_t conn_key(const struct rdmx_conn *conn)

@@ -139,6 +139,13 @@ struct rdmx_chan_host_attr {
 	uint32_t write_tasks; /* write-with-immediate tasks (default 2048) */
 	uint32_t send_tasks;  /* control sends: hello, credit updates (default 1024) */
 	uint32_t read_tasks;  /* rendezvous reads (default 64) */
+	/* Liveness: a READY channel that heard nothing from its peer for this
+	 * long sends a 16-byte probe (a credit update); a dead peer fails it
+	 * (RC retries exhausted, broken socket), which closes the channel and
+	 * fails its RPC calls with UNAVAILABLE — also where the transport gives
+	 * no disconnect event (export/connect on verbs). 0 turns it off.
+	 * Default 1000 ms. */
+	uint32_t keepalive_ms;
 	/* Connection callbacks passed through to the user (any may be NULL);
 	 * they get `user_data` as their ctx_user_data. request_cb is needed to
 	 * listen. A channel's own connection events reach it first. */
