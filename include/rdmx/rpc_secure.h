@@ -1,0 +1,219 @@
+/* rdmx secure RPC: the easy path from mutual TLS to an RPC endpoint.
+ *
+ *   client                                      server (libev)
+ *   rdmx_rpc_client_connect_secure(host, port)  rdmx_rpc_server_listen_secure(loop, ...)
+ *     TLS 1.3 handshake, both certificates checked against the CA and the
+ *     allow-lists of both configs (rdmx/tls.h)
+ *     bootstrap hello + exported engine details (tcp: with the data token)
+ *     + RPC hello in the app-data slot  ---->    checks the RPC hello, asks
+ *                                                opts.accept, exports, connects
+ *                                       <----    its details + RPC hello
+ *     rdmx_ctx_connect                           channel + RPC endpoint on the
+ *     channel + RPC endpoint                     shared rdmx_rpc_server
+ *     (ring descriptors: the channel's own
+ *      hello on the new connection)
+ *
+ * Nothing that grants memory access leaves a process before both sides have
+ * authenticated: a client whose certificate is refused, or whose RPC hello is
+ * refused, never receives (and never causes the export of) engine details.
+ *
+ * The RPC hello (app data of rdmx/bootstrap.h) carries the RPC and channel
+ * wire versions each side speaks and the geometry of the receive ring it will
+ * register (slot count, slot size, largest message it accepts); a side that
+ * cannot talk to the other refuses before the RDMA connection is made. The
+ * ring descriptors themselves (the remote keys of the rings) travel in the
+ * channel's in-band hello on the new connection (rdmx/channel.h), which only
+ * the authenticated peer can reach: that connection was made from the secret
+ * details exchanged over TLS.
+ *
+ * Liveness: the TLS session stays open as the control channel. Its loss
+ * (peer closed or reset it, TCP keepalive gave up after about 25 s of
+ * silence) disconnects the engine connection: every outstanding call
+ * completes with RDMX_RPC_UNAVAILABLE. The other way round, when the engine
+ * connection ends (peer death, protocol violation, local close) the TLS
+ * session is closed. The client checks its TLS session from a timer of the
+ * channel host (every opts.liveness_ms), which runs whenever the endpoint is
+ * driven: rdmx_rpc_call, rdmx_rpc_conn_progress, rdmx_chan_host_wait, or
+ * rdmx_ev with the host added (rdmx_ev_add_host). The server watches each
+ * session from its libev loop.
+ *
+ * Errors are negative RDMX_E_* codes; output parameters are written only on
+ * success. Refusals are logged on both sides with the reason. */
+#ifndef RDMX_RPC_SECURE_H
+#define RDMX_RPC_SECURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdmx/rpc.h>
+#include <rdmx/tls.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rdmx_dev;
+struct rdmx_pe;
+struct rdmx_chan_host;
+struct rdmx_rpc_conn;
+struct rdmx_rpc_server;
+struct rdmx_rpc_secure_server;
+struct ev_loop;
+
+#define RDMX_RPC_SECURE_DEFAULT_TIMEOUT_MS 10000
+#define RDMX_RPC_SECURE_DEFAULT_LIVENESS_MS 200u
+#define RDMX_RPC_SECURE_DEFAULT_MAX_CLIENTS 1024u
+/* Version of the RPC hello carried in the bootstrap's app-data slot. */
+#define RDMX_RPC_SECURE_VERSION 1u
+
+/* Settings common to both sides. Fill with rdmx_rpc_secure_opts_init, then
+ * change what you need. Zero fields mean "the default". */
+struct rdmx_rpc_secure_opts {
+	/* Device: `dev` (borrowed, must outlive every connection made with it)
+	 * or else the device named `device`, or else rdmx_dev_open(NULL)
+	 * (RDMX_DEVICE, the first verbs device, then tcp). */
+	struct rdmx_dev *dev;
+	const char *device;
+	/* Name sent in the bootstrap hello ([A-Za-z0-9._-], at most
+	 * RDMX_BOOTSTRAP_MAX_NAME): the service calling (client) or serving
+	 * (server). NULL: none. The peer sees it next to the certificate name. */
+	const char *name;
+	/* Local receive ring and message limit (rdmx/channel.h ranges); 0:
+	 * RDMX_CHAN_DEFAULT_SLOT_COUNT / _SLOT_SIZE / _MAX_MSG_SIZE. */
+	uint32_t slot_count;
+	uint32_t slot_size;
+	uint64_t max_msg_size;
+	/* Client: the whole connect (TLS, exchange, channel ready), in ms.
+	 * Server: unused (the TLS config's handshake timeout bounds the
+	 * exchange). 0: RDMX_RPC_SECURE_DEFAULT_TIMEOUT_MS. */
+	int timeout_ms;
+	/* Client: how often the TLS session is checked while the endpoint is
+	 * driven, in ms (1 .. 60000). 0: RDMX_RPC_SECURE_DEFAULT_LIVENESS_MS. */
+	uint32_t liveness_ms;
+	/* Client: handlers the server may call back on this connection (calls
+	 * go both ways on one endpoint); NULL: call-only. Must outlive the
+	 * connection. Server: unused (see rdmx_rpc_server_listen_secure). */
+	struct rdmx_rpc_server *server;
+};
+
+/* Zeroes *opts (every field at its default). */
+void rdmx_rpc_secure_opts_init(struct rdmx_rpc_secure_opts *opts);
+
+/* ---- client (core library; blocking, within opts->timeout_ms) ---- */
+
+/* Connects to the secure RPC server at host:port: TLS (the config's
+ * allow-list names the servers this client accepts), bootstrap exchange,
+ * engine connection, channel, and an RPC endpoint ready for calls.
+ *
+ * `pe`: the progress engine that will drive the endpoint, or NULL for one
+ * of its own (then rdmx_rpc_call / rdmx_rpc_conn_progress drive it). The
+ * call drives `pe` while it waits: call it from the thread that drives `pe`,
+ * outside its callbacks. Each connection gets its own context and channel
+ * host on `pe` (rdmx_chan_get_host(rdmx_rpc_conn_get_chan(rc)) reaches it,
+ * e.g. for rdmx_ev_add_host). `tls` is frozen by the call and must outlive
+ * the connection. opts may be NULL (defaults).
+ *
+ * On success *rc is an endpoint whose channel is READY. It belongs to this
+ * module: close it with rdmx_rpc_client_close_secure, never with
+ * rdmx_rpc_conn_destroy. Its user data and closed/drained callbacks are the
+ * caller's.
+ *
+ * Errors: RDMX_E_INVAL (arguments, opts out of range); TLS errors of
+ * rdmx_tls_connect (RDMX_E_AUTH: a certificate was refused, by us or by the
+ * server; RDMX_E_NOT_FOUND, RDMX_E_CONN_REFUSED, RDMX_E_TIMEDOUT);
+ * RDMX_E_CONN_REFUSED (the server refused the client: its accept callback,
+ * or too many clients); RDMX_E_PROTOCOL (no common version, provider
+ * mismatch, malformed hello); RDMX_E_TIMEDOUT (no ready channel in time);
+ * RDMX_E_NO_DEVICE, RDMX_E_NOMEM and engine errors of the set-up; the
+ * channel's close status when the engine connection failed. */
+int rdmx_rpc_client_connect_secure(const char *host, uint16_t port, struct rdmx_tls_config *tls,
+                                   struct rdmx_pe *pe, const struct rdmx_rpc_secure_opts *opts,
+                                   struct rdmx_rpc_conn **rc);
+
+/* Closes a connection made by rdmx_rpc_client_connect_secure: outstanding
+ * calls complete with UNAVAILABLE (their callbacks run from here), the
+ * engine connection and the TLS session are closed, and the context, device
+ * and progress engine it made are released. From the thread that drives its
+ * engine, outside its callbacks (else RDMX_E_BAD_STATE). NULL / *rc == NULL
+ * is a no-op; RDMX_E_NOT_FOUND for an endpoint this module did not make. */
+int rdmx_rpc_client_close_secure(struct rdmx_rpc_conn **rc);
+
+/* ---- either side's endpoints ---- */
+
+/* Checks the TLS session now (without waiting): 0 while it is alive, else
+ * the reason it was lost (RDMX_E_DISCONNECTED, ...), after which the engine
+ * connection is being disconnected. The client's timer does this by itself;
+ * a program that sleeps on the socket (rdmx_rpc_secure_get_fd) may call it
+ * when the socket is readable. RDMX_E_NOT_FOUND: not a secure endpoint. */
+int rdmx_rpc_secure_check(struct rdmx_rpc_conn *rc);
+
+/* The peer's allow-listed certificate name and its hello name ("" if none),
+ * valid while the endpoint lives. */
+int rdmx_rpc_secure_get_peer_names(const struct rdmx_rpc_conn *rc, const char **cert_name,
+                                   const char **hello_name);
+
+/* The TLS control channel's socket, for poll loops and diagnostics: never
+ * read or write it. RDMX_E_BAD_STATE once the session is closed. */
+int rdmx_rpc_secure_get_fd(const struct rdmx_rpc_conn *rc, int *fd);
+
+/* ---- server (libev; library rdmx_secure_ev) ---- */
+
+/* Decides on a client after TLS and before anything is exported: return 0
+ * to accept, a negative RDMX_E_* to refuse (the client gets
+ * RDMX_E_CONN_REFUSED). `cert_name` is the client's allow-listed
+ * certificate name, `hello_name` its hello name ("" if none). */
+typedef int (*rdmx_rpc_secure_accept_cb)(struct rdmx_rpc_secure_server *srv, const char *cert_name,
+                                         const char *hello_name, void *arg);
+/* A client's endpoint exists (its channel may still be STARTING: calls and
+ * responses wait for it). The server owns `rc`: the callback may set its
+ * user data, limits and drained callback, and make calls on it, but must not
+ * destroy it nor set its closed callback. */
+typedef void (*rdmx_rpc_secure_conn_cb)(struct rdmx_rpc_secure_server *srv,
+                                        struct rdmx_rpc_conn *rc, void *arg);
+/* A client's endpoint is going away (TLS lost, engine connection ended,
+ * server destroyed): its calls have completed (UNAVAILABLE) and it is freed
+ * when the callback returns. `status` is the reason. */
+typedef void (*rdmx_rpc_secure_gone_cb)(struct rdmx_rpc_secure_server *srv,
+                                        struct rdmx_rpc_conn *rc, int status, void *arg);
+
+struct rdmx_rpc_secure_server_ops {
+	rdmx_rpc_secure_accept_cb accept;  /* NULL: every allow-listed certificate */
+	rdmx_rpc_secure_conn_cb connected; /* may be NULL */
+	rdmx_rpc_secure_gone_cb gone;      /* may be NULL */
+	/* Clients at once (0: RDMX_RPC_SECURE_DEFAULT_MAX_CLIENTS); beyond,
+	 * a client is refused (RDMX_E_CONN_REFUSED on its side). */
+	uint32_t max_clients;
+};
+
+/* Listens for secure RPC clients on host:port (host NULL: all addresses;
+ * port 0: any, see _get_port) and serves `server`'s handlers to each of
+ * them, one endpoint per client. The server opens its device (opts), makes
+ * a progress engine, a context and a channel host of its own and drives them
+ * from `loop` (rdmx_ev): every handler and callback runs on the loop's
+ * thread, from inside ev_run. `loop`, `server` and `tls` must outlive it;
+ * ops and opts may be NULL (defaults) and are copied.
+ * Errors: RDMX_E_INVAL, RDMX_E_NOMEM, RDMX_E_NO_DEVICE, TLS listener errors
+ * (RDMX_E_PROVIDER: bind / listen failed, errno logged; config load
+ * errors), engine errors. */
+int rdmx_rpc_server_listen_secure(struct ev_loop *loop, struct rdmx_rpc_server *server,
+                                  struct rdmx_tls_config *tls, const char *host, uint16_t port,
+                                  const struct rdmx_rpc_secure_server_ops *ops,
+                                  const struct rdmx_rpc_secure_opts *opts, void *arg,
+                                  struct rdmx_rpc_secure_server **srv);
+
+int rdmx_rpc_secure_server_get_port(const struct rdmx_rpc_secure_server *srv, uint16_t *port);
+/* Clients with a live endpoint now. */
+uint32_t rdmx_rpc_secure_server_get_clients(const struct rdmx_rpc_secure_server *srv);
+/* The server's channel host (stats, its progress engine). */
+struct rdmx_chan_host *rdmx_rpc_secure_server_get_host(const struct rdmx_rpc_secure_server *srv);
+
+/* Stops listening and closes every client (their calls complete with
+ * UNAVAILABLE on both sides; gone runs for each), then releases the engine
+ * objects. On the loop's thread, outside the server's callbacks.
+ * NULL / *srv == NULL is a no-op. */
+int rdmx_rpc_secure_server_destroy(struct rdmx_rpc_secure_server **srv);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
