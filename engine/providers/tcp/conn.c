@@ -6,14 +6,14 @@
  * HELLO carrying the peer's token (the secret the peer exported) and its own;
  * the peer's NIC thread hands the socket to the export with that token
  * (nic.c), checks the second token once its own connect has run, and answers
- * HELLO_ACK. Listen/connect_to_addr: CM_REQ with private data, reported as a
- * request; CM_ACCEPT or CM_REJECT answers it.
+ * HELLO_ACK. The listen/connect_to_addr flow is in cm.c.
  *
  * End of life: an RC error (access violation, receive too small, rnr retries
  * exhausted, a malformed frame) flushes the tasks and keeps the connection in
- * error until the user or the peer disconnects. Disconnect, peer death and
- * handshake failures bring it down: tasks flushed, then the final event
- * (disconnected, or failure when it never got established). */
+ * error until the user or the peer disconnects (the object stays valid for
+ * the user's later submits, which complete RDMX_E_CONN_ABORTED). Disconnect,
+ * peer death and handshake failures bring it down: tasks flushed, then the
+ * final event (disconnected, or failure when it never got established). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/tcp.h>
@@ -27,7 +27,7 @@
 
 /* Data sockets: no Nagle delay; keepalive notices a peer host that
  * vanished without closing (a killed process closes its sockets itself). */
-static void data_sockopts(int fd)
+void rdmx__tcp_data_sockopts(int fd)
 {
 	int one = 1, idle = 30, intvl = 5, cnt = 4;
 
@@ -40,7 +40,7 @@ static void data_sockopts(int fd)
 		RDMX_DBG("tcp: keepalive options failed: %s", strerror(errno));
 }
 
-static void fill_addr(struct rdmx_addr *a, const struct sockaddr_storage *ss, socklen_t len)
+void rdmx__tcp_fill_addr(struct rdmx_addr *a, const struct sockaddr_storage *ss, socklen_t len)
 {
 	memset(a, 0, sizeof(*a));
 	a->ss = *ss;
@@ -94,7 +94,7 @@ void rdmx__tcp_conn_free(struct tcp_conn *c)
 }
 
 /* Links a new conn into its context (lock held). */
-static int conn_link(struct tcp_ctx *tc, struct tcp_conn *c)
+int rdmx__tcp_conn_link(struct tcp_ctx *tc, struct tcp_conn *c)
 {
 	int rc = rdmx__tcp_cq_reserve(tc, 4);
 
@@ -106,7 +106,7 @@ static int conn_link(struct tcp_ctx *tc, struct tcp_conn *c)
 	return 0;
 }
 
-static void conn_unlink(struct tcp_ctx *tc, struct tcp_conn *c)
+void rdmx__tcp_conn_unlink(struct tcp_ctx *tc, struct tcp_conn *c)
 {
 	if (!c->linked)
 		return;
@@ -149,7 +149,7 @@ void rdmx__tcp_pending_del(struct tcp_dev *td, struct tcp_conn *c)
 }
 
 void rdmx__tcp_conn_ctl(struct tcp_conn *c, uint8_t op, uint16_t status, const void *payload,
-			uint32_t len)
+                        uint32_t len)
 {
 	memset(&c->ctl, 0, sizeof(c->ctl));
 	c->ctl.op = op;
@@ -161,7 +161,7 @@ void rdmx__tcp_conn_ctl(struct tcp_conn *c, uint8_t op, uint16_t status, const v
 }
 
 /* A handshake frame announcing our initial psn and send queue depth. */
-static void ctl_handshake(struct tcp_conn *c, uint8_t op, const void *payload, uint32_t len)
+void rdmx__tcp_ctl_handshake(struct tcp_conn *c, uint8_t op, const void *payload, uint32_t len)
 {
 	rdmx__tcp_conn_ctl(c, op, 0, payload, len);
 	c->ctl.psn = c->my_psn0;
@@ -276,14 +276,14 @@ nomem:
 	return RDMX_E_NOMEM;
 }
 
-static bool depth_ok(uint64_t depth)
+bool rdmx__tcp_depth_ok(uint64_t depth)
 {
 	return depth >= 1 && depth <= TCP_MAX_QUEUE;
 }
 
 /* Starts a non-blocking connect to c->peer (lock held); failures are
  * reported as the failure event, never synchronously. */
-static void dial(struct tcp_conn *c)
+void rdmx__tcp_dial(struct tcp_conn *c)
 {
 	int fd, rc;
 
@@ -295,7 +295,7 @@ static void dial(struct tcp_conn *c)
 		rdmx__tcp_conn_down(c, RDMX_E_CONN_ABORTED, RDMX__CONN_EV_FAILURE);
 		return;
 	}
-	data_sockopts(fd);
+	rdmx__tcp_data_sockopts(fd);
 	c->fd = fd;
 	c->state = TC_DIALING;
 	rc = connect(fd, (struct sockaddr *)&c->peer, c->peer_len);
@@ -318,7 +318,7 @@ void rdmx__tcp_conn_dialed(struct tcp_conn *c)
 
 	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) || err) {
 		RDMX_DBG("tcp: connection %u: connect failed: %s", c->conn->id,
-			 strerror(err ? err : errno));
+		         strerror(err ? err : errno));
 		rdmx__tcp_conn_down(c, RDMX_E_CONN_REFUSED, RDMX__CONN_EV_FAILURE);
 		return;
 	}
@@ -328,7 +328,7 @@ void rdmx__tcp_conn_dialed(struct tcp_conn *c)
 }
 
 void rdmx__tcp_conn_handshake(struct tcp_conn *c, const struct rdmx__tcp_hdr *h,
-			      const uint8_t *payload)
+                              const uint8_t *payload)
 {
 	const char *why = NULL;
 
@@ -353,7 +353,7 @@ void rdmx__tcp_conn_handshake(struct tcp_conn *c, const struct rdmx__tcp_hdr *h,
 		why = "unexpected handshake frame";
 		break;
 	}
-	if (!why && (h->op0 != RDMX__TCP_HELLO_WORD || !depth_ok(h->op1)))
+	if (!why && (h->op0 != RDMX__TCP_HELLO_WORD || !rdmx__tcp_depth_ok(h->op1)))
 		why = "bad version or queue depth in the handshake";
 	if (why) {
 		RDMX_WARN("tcp: connection %u: %s", c->conn->id, why);
@@ -373,7 +373,7 @@ void rdmx__tcp_conn_timer(struct tcp_conn *c, uint64_t now)
 		if (c->conn_deadline <= now) {
 			c->conn_deadline = TCP_NEVER;
 			RDMX_DBG("tcp: connection %u: no answer within %u ms", c->conn->id,
-				 c->timeout_ms);
+			         c->timeout_ms);
 			rdmx__tcp_conn_down(c, RDMX_E_CONN_ABORTED, RDMX__CONN_EV_FAILURE);
 			return;
 		}
@@ -413,7 +413,7 @@ int rdmx__tcp_conn_export(struct rdmx_conn *conn, void *details, size_t *len)
 	memcpy(d.token, c->my_token, sizeof(d.token));
 	d.nonce = c->my_psn0;
 	pthread_mutex_lock(&tc->lock);
-	rc = conn_link(tc, c);
+	rc = rdmx__tcp_conn_link(tc, c);
 	pthread_mutex_unlock(&tc->lock);
 	if (rc)
 		goto free_conn;
@@ -440,7 +440,7 @@ static void finish_accept(struct tcp_conn *c)
 		rdmx__tcp_conn_down(c, RDMX_E_AUTH, RDMX__CONN_EV_FAILURE);
 		return;
 	}
-	ctl_handshake(c, RDMX__TCP_OP_HELLO_ACK, NULL, 0);
+	rdmx__tcp_ctl_handshake(c, RDMX__TCP_OP_HELLO_ACK, NULL, 0);
 	rdmx__tcp_conn_up(c, c->peer_psn0, c->peer_depth);
 }
 
@@ -471,7 +471,7 @@ int rdmx__tcp_conn_connect(struct rdmx_conn *conn, const void *details, size_t l
 		memcpy(&s6->sin6_addr, d.addr, 16);
 		c->peer_len = sizeof(*s6);
 	}
-	fill_addr(&conn->peer_addr, &c->peer, c->peer_len);
+	rdmx__tcp_fill_addr(&conn->peer_addr, &c->peer, c->peer_len);
 	conn->has_peer_addr = true;
 	memcpy(c->peer_token, d.token, sizeof(c->peer_token));
 	c->initiator = memcmp(c->my_token, c->peer_token, RDMX__TCP_TOKEN_SIZE) < 0;
@@ -493,8 +493,8 @@ int rdmx__tcp_conn_connect(struct rdmx_conn *conn, const void *details, size_t l
 
 		memcpy(hello, c->peer_token, RDMX__TCP_TOKEN_SIZE);
 		memcpy(hello + RDMX__TCP_TOKEN_SIZE, c->my_token, RDMX__TCP_TOKEN_SIZE);
-		ctl_handshake(c, RDMX__TCP_OP_HELLO, hello, sizeof(hello));
-		dial(c);
+		rdmx__tcp_ctl_handshake(c, RDMX__TCP_OP_HELLO, hello, sizeof(hello));
+		rdmx__tcp_dial(c);
 	} else if (c->peer_arrived) {
 		finish_accept(c);
 	} else {
@@ -508,7 +508,7 @@ unlock:
 }
 
 void rdmx__tcp_conn_attach(struct tcp_conn *c, int fd, const struct rdmx__tcp_hdr *h,
-			   const uint8_t *payload)
+                           const uint8_t *payload)
 {
 	struct tcp_ctx *tc = c->tc;
 	bool produced;
@@ -524,13 +524,13 @@ void rdmx__tcp_conn_attach(struct tcp_conn *c, int fd, const struct rdmx__tcp_hd
 		close(fd);
 		goto unlock;
 	}
-	if (!depth_ok(h->op1)) {
+	if (!rdmx__tcp_depth_ok(h->op1)) {
 		RDMX_WARN("tcp: data connection rejected: bad queue depth %llu",
-			  (unsigned long long)h->op1);
+		          (unsigned long long)h->op1);
 		close(fd);
 		goto unlock;
 	}
-	data_sockopts(fd);
+	rdmx__tcp_data_sockopts(fd);
 	c->fd = fd;
 	c->peer_arrived = true;
 	c->peer_psn0 = h->psn;
@@ -580,284 +580,10 @@ void rdmx__tcp_conn_release(struct rdmx_conn *conn)
 	pthread_mutex_unlock(&c->td->lock);
 	if (tc) {
 		pthread_mutex_lock(&tc->lock);
-		conn_unlink(tc, c);
+		rdmx__tcp_conn_unlink(tc, c);
 		rdmx__tcp_conn_close_fd(c);
 		pthread_mutex_unlock(&tc->lock);
 	}
 	rdmx__tcp_conn_free(c);
 	conn->prov = NULL;
-}
-
-/* ---- listen / connect_to_addr / accept / reject ---- */
-
-int rdmx__tcp_listen(struct rdmx_ctx *ctx, uint16_t port)
-{
-	struct tcp_ctx *tc = TCP_CTX(ctx);
-	struct sockaddr_storage ss = tc->td->addr;
-	int fd, rc;
-
-	if (ss.ss_family == AF_INET)
-		((struct sockaddr_in *)&ss)->sin_port = htons(port);
-	else
-		((struct sockaddr_in6 *)&ss)->sin6_port = htons(port);
-	fd = rdmx__tcp_listen_socket(&ss, tc->td->addr_len, 128);
-	if (fd < 0)
-		return fd;
-	pthread_mutex_lock(&tc->lock);
-	rc = rdmx__tcp_ep_set(tc, fd, &tc->listen_ep, EPOLLIN, true);
-	if (rc)
-		close(fd);
-	else
-		tc->lfd = fd;
-	pthread_mutex_unlock(&tc->lock);
-	return rc;
-}
-
-void rdmx__tcp_stop_listen(struct rdmx_ctx *ctx)
-{
-	struct tcp_ctx *tc = TCP_CTX(ctx);
-	struct tcp_cmreq **pp;
-
-	pthread_mutex_lock(&tc->lock);
-	if (tc->lfd >= 0) {
-		epoll_ctl(tc->epfd, EPOLL_CTL_DEL, tc->lfd, NULL);
-		close(tc->lfd);
-		tc->lfd = -1;
-	}
-	/* requests not yet reported go with the listener */
-	for (pp = &tc->cmreqs; *pp;) {
-		if (!(*pp)->queued)
-			rdmx__tcp_cmreq_free(tc, *pp);
-		else
-			pp = &(*pp)->next;
-	}
-	pthread_mutex_unlock(&tc->lock);
-}
-
-void rdmx__tcp_cm_accept(struct tcp_ctx *tc)
-{
-	for (;;) {
-		struct tcp_cmreq *r;
-		struct sockaddr_storage ss;
-		socklen_t len = sizeof(ss);
-		int fd = accept4(tc->lfd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				RDMX_WARN("tcp: accept failed: %s", strerror(errno));
-			return;
-		}
-		if (tc->num_cmreqs >= TCP_MAX_CMREQS) {
-			RDMX_WARN("tcp: cm connection refused: %u requests pending", tc->num_cmreqs);
-			close(fd);
-			continue;
-		}
-		r = calloc(1, sizeof(*r));
-		if (!r) {
-			close(fd);
-			continue;
-		}
-		data_sockopts(fd);
-		r->ep.kind = TCP_EP_CMREQ;
-		r->fd = fd;
-		r->peer = ss;
-		r->peer_len = len;
-		r->deadline = rdmx__tcp_now_ns() + (uint64_t)TCP_HELLO_TIMEOUT_MS * 1000000u;
-		if (rdmx__tcp_ep_set(tc, fd, &r->ep, EPOLLIN, true)) {
-			close(fd);
-			free(r);
-			continue;
-		}
-		r->next = tc->cmreqs;
-		tc->cmreqs = r;
-		tc->num_cmreqs++;
-		rdmx__tcp_ctx_timer(tc, r->deadline);
-	}
-}
-
-void rdmx__tcp_cmreq_free(struct tcp_ctx *tc, struct tcp_cmreq *r)
-{
-	for (struct tcp_cmreq **pp = &tc->cmreqs; *pp; pp = &(*pp)->next) {
-		if (*pp == r) {
-			*pp = r->next;
-			tc->num_cmreqs--;
-			break;
-		}
-	}
-	if (r->fd >= 0) {
-		if (!r->queued)
-			epoll_ctl(tc->epfd, EPOLL_CTL_DEL, r->fd, NULL);
-		close(r->fd);
-	}
-	free(r);
-}
-
-void rdmx__tcp_cmreq_read(struct tcp_ctx *tc, struct tcp_cmreq *r)
-{
-	struct rdmx__tcp_hdr h;
-	ssize_t n;
-
-	n = recv(r->fd, r->buf + r->got, sizeof(r->buf) - r->got, 0);
-	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-		return;
-	if (n <= 0) {
-		RDMX_DBG("tcp: cm connection closed before its request");
-		rdmx__tcp_cmreq_free(tc, r);
-		return;
-	}
-	r->got += (uint32_t)n;
-	if (r->got < RDMX__TCP_HDR_SIZE)
-		return;
-	rdmx__tcp_hdr_decode(r->buf, &h);
-	if (h.op != RDMX__TCP_OP_CM_REQ || rdmx__tcp_hdr_check(&h, TCP_MAX_MSG) ||
-	    h.op0 != RDMX__TCP_HELLO_WORD || !depth_ok(h.op1) ||
-	    r->got > RDMX__TCP_HDR_SIZE + h.len) {
-		RDMX_WARN("tcp: cm connection rejected: malformed request");
-		rdmx__tcp_cmreq_free(tc, r);
-		return;
-	}
-	if (r->got < RDMX__TCP_HDR_SIZE + h.len)
-		return;
-	/* complete: stop reading until the user accepts */
-	epoll_ctl(tc->epfd, EPOLL_CTL_DEL, r->fd, NULL);
-	r->queued = true;
-	rdmx__tcp_cq_event(tc, TCP_CQE_REQUEST, r);
-}
-
-static void send_reject(int fd)
-{
-	struct rdmx__tcp_hdr h;
-	uint8_t buf[RDMX__TCP_HDR_SIZE];
-
-	memset(&h, 0, sizeof(h));
-	h.op = RDMX__TCP_OP_CM_REJECT;
-	rdmx__tcp_hdr_encode(&h, buf);
-	if (send(fd, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(buf))
-		RDMX_DBG("tcp: sending a cm reject failed");
-}
-
-void rdmx__tcp_cm_deliver(struct tcp_ctx *tc, struct tcp_cmreq *r)
-{
-	struct rdmx__tcp_hdr h;
-	struct rdmx_conn *conn;
-	struct tcp_conn *c;
-	int fd;
-
-	pthread_mutex_lock(&tc->lock);
-	for (struct tcp_cmreq **pp = &tc->cmreqs; *pp; pp = &(*pp)->next) {
-		if (*pp == r) {
-			*pp = r->next;
-			tc->num_cmreqs--;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&tc->lock);
-	fd = r->fd;
-	rdmx__tcp_hdr_decode(r->buf, &h);
-	conn = rdmx__conn_new(tc->ctx, RDMX_CONN_REQUESTED);
-	if (!conn) {
-		RDMX_DBG("tcp: cm request rejected: at max connections");
-		send_reject(fd);
-		close(fd);
-		free(r);
-		return;
-	}
-	c = rdmx__tcp_conn_create(tc, conn);
-	if (!c) {
-		send_reject(fd);
-		close(fd);
-		free(r);
-		rdmx_conn_reject(conn);
-		return;
-	}
-	c->cm = true;
-	c->fd = fd;
-	c->state = TC_REQUESTED;
-	c->peer = r->peer;
-	c->peer_len = r->peer_len;
-	c->peer_psn0 = h.psn;
-	c->peer_depth = (uint32_t)h.op1;
-	fill_addr(&conn->peer_addr, &r->peer, r->peer_len);
-	conn->has_peer_addr = true;
-	memcpy(conn->private_data, r->buf + RDMX__TCP_HDR_SIZE, h.len);
-	conn->private_data_len = h.len;
-	conn->prov = c;
-	free(r);
-	pthread_mutex_lock(&tc->lock);
-	if (conn_link(tc, c)) {
-		pthread_mutex_unlock(&tc->lock);
-		rdmx_conn_reject(conn); /* answers the peer; the engine releases c */
-		return;
-	}
-	pthread_mutex_unlock(&tc->lock);
-	rdmx__conn_event(conn, RDMX__CONN_EV_REQUEST);
-}
-
-int rdmx__tcp_conn_accept(struct rdmx_conn *conn, const void *pd, size_t pd_len)
-{
-	struct tcp_conn *c = TCP_CONN(conn);
-	struct tcp_ctx *tc = c->tc;
-	int rc = 0;
-
-	atomic_fetch_add_explicit(&tc->progress, 1, memory_order_relaxed);
-	pthread_mutex_lock(&tc->lock);
-	if (c->state != TC_REQUESTED) {
-		rc = RDMX_E_BAD_STATE;
-		goto unlock;
-	}
-	ctl_handshake(c, RDMX__TCP_OP_CM_ACCEPT, pd, (uint32_t)pd_len);
-	rc = rdmx__tcp_conn_up(c, c->peer_psn0, c->peer_depth);
-unlock:
-	pthread_mutex_unlock(&tc->lock);
-	return rc;
-}
-
-int rdmx__tcp_conn_reject(struct rdmx_conn *conn)
-{
-	struct tcp_conn *c = TCP_CONN(conn);
-	struct tcp_ctx *tc;
-
-	if (!c)
-		return 0;
-	tc = c->tc;
-	pthread_mutex_lock(&tc->lock);
-	if (c->fd >= 0 && c->state == TC_REQUESTED)
-		send_reject(c->fd);
-	rdmx__tcp_conn_close_fd(c);
-	c->state = TC_DOWN;
-	conn_unlink(tc, c);
-	pthread_mutex_unlock(&tc->lock);
-	return 0;
-}
-
-int rdmx__tcp_connect_to_addr(struct rdmx_conn *conn, const struct rdmx_addr *addr,
-			      const void *pd, size_t pd_len)
-{
-	struct tcp_ctx *tc = TCP_CTX(conn->ctx);
-	struct tcp_conn *c;
-	int rc;
-
-	if (addr->type != RDMX_ADDR_IPV4 && addr->type != RDMX_ADDR_IPV6)
-		return RDMX_E_NOT_SUPPORTED;
-	c = rdmx__tcp_conn_create(tc, conn);
-	if (!c)
-		return RDMX_E_NOMEM;
-	c->cm = true;
-	c->peer = addr->ss;
-	c->peer_len = addr->ss_len;
-	atomic_fetch_add_explicit(&tc->progress, 1, memory_order_relaxed);
-	pthread_mutex_lock(&tc->lock);
-	rc = conn_link(tc, c);
-	if (rc) {
-		pthread_mutex_unlock(&tc->lock);
-		rdmx__tcp_conn_free(c);
-		return rc;
-	}
-	conn->prov = c;
-	ctl_handshake(c, RDMX__TCP_OP_CM_REQ, pd, (uint32_t)pd_len);
-	dial(c);
-	pthread_mutex_unlock(&tc->lock);
-	return 0;
 }

@@ -171,7 +171,7 @@ void rdmx__tcp_ctx_run_timers(struct tcp_ctx *tc, uint64_t now)
 
 		if (!r->queued && r->deadline <= now) {
 			RDMX_WARN("tcp: cm connection dropped: no request within %u ms",
-				  TCP_HELLO_TIMEOUT_MS);
+			          TCP_HELLO_TIMEOUT_MS);
 			rdmx__tcp_cmreq_free(tc, r); /* unlinks r */
 			continue;
 		}

@@ -30,7 +30,7 @@ uint64_t rdmx__tcp_now_ns(void)
 
 /* Fills ss from a numeric address; the family in *family. */
 static int parse_ip(const char *ip, uint16_t port, struct sockaddr_storage *ss, socklen_t *len,
-		    int *family)
+                    int *family)
 {
 	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
 	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
@@ -101,9 +101,9 @@ int rdmx__tcp_listen_socket(const struct sockaddr_storage *ss, socklen_t len, in
 
 		RDMX_ERR("tcp: bind failed: %s", strerror(err));
 		close(fd);
-		return err == EADDRINUSE ? RDMX_E_EXISTS
+		return err == EADDRINUSE      ? RDMX_E_EXISTS
 		       : err == EADDRNOTAVAIL ? RDMX_E_NO_DEVICE
-					      : RDMX_E_PROVIDER;
+		                              : RDMX_E_PROVIDER;
 	}
 	if (listen(fd, backlog)) {
 		RDMX_ERR("tcp: listen failed: %s", strerror(errno));

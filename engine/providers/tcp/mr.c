@@ -74,7 +74,7 @@ void rdmx__tcp_keytab_unlock(struct rdmx__tcp_keytab *kt)
 }
 
 const struct rdmx__tcp_region *rdmx__tcp_keytab_find(const struct rdmx__tcp_keytab *kt,
-						     uint32_t key)
+                                                     uint32_t key)
 {
 	uint32_t i;
 
@@ -117,7 +117,7 @@ static int grow(struct rdmx__tcp_keytab *kt)
 }
 
 int rdmx__tcp_keytab_insert(struct rdmx__tcp_keytab *kt, uint32_t key, void *addr, uint64_t len,
-			    unsigned access, uint64_t *serial)
+                            unsigned access, uint64_t *serial)
 {
 	struct rdmx__tcp_region r;
 	int rc = 0;
@@ -184,7 +184,7 @@ unlock:
 }
 
 bool rdmx__tcp_region_allows(const struct rdmx__tcp_region *r, uint64_t off, uint64_t len,
-			     unsigned need, unsigned ctx_perm)
+                             unsigned need, unsigned ctx_perm)
 {
 	if (!r)
 		return false;
@@ -209,7 +209,8 @@ int rdmx__tcp_mr_reg(struct rdmx_mr *mr)
 			return rc;
 		if (key == 0)
 			continue;
-		rc = rdmx__tcp_keytab_insert(&td->keys, key, mr->addr, mr->len, mr->access, &serial);
+		rc =
+		    rdmx__tcp_keytab_insert(&td->keys, key, mr->addr, mr->len, mr->access, &serial);
 		if (rc == RDMX_E_EXISTS)
 			continue;
 		if (rc)

@@ -263,7 +263,7 @@ static void accept_data(struct tcp_dev *td, uint64_t now)
 		}
 		if (td->num_hellos >= TCP_MAX_HELLOS) {
 			RDMX_WARN("tcp: data connection refused: %u already await their hello",
-				  td->num_hellos);
+			          td->num_hellos);
 			close(fd);
 			continue;
 		}
@@ -316,7 +316,8 @@ static void hello_read(struct tcp_dev *td, struct tcp_hello *h)
 	c = NULL;
 	for (struct tcp_conn *p = td->pending; p; p = p->pend_next)
 		if (rdmx__tcp_ct_equal(h->buf + RDMX__TCP_HDR_SIZE, p->my_token,
-				       RDMX__TCP_TOKEN_SIZE) && !c)
+		                       RDMX__TCP_TOKEN_SIZE) &&
+		    !c)
 			c = p;
 	if (!c) {
 		hello_drop(td, h, true);

@@ -49,7 +49,7 @@ static int nak_status(uint16_t st)
 static void proto_error(struct tcp_conn *c, const char *why)
 {
 	RDMX_WARN("tcp: connection %u: malformed frame (op %u): %s: connection to error",
-		  c->conn->id, c->rx.h.op, why);
+	          c->conn->id, c->rx.h.op, why);
 	if (c->state == TC_UP) {
 		/* tell the peer, best effort, before the socket goes */
 		rdmx__tcp_conn_error(c, RDMX_E_PROTOCOL, RDMX__TCP_ST_PROTOCOL, false);
@@ -162,7 +162,7 @@ static void request_begin(struct tcp_conn *c)
 	}
 	if (c->resp_count == c->resp_cap) {
 		snprintf(why, sizeof(why), "more than the %u outstanding requests announced",
-			 c->resp_cap);
+		         c->resp_cap);
 		proto_error(c, why);
 		return;
 	}
@@ -175,8 +175,9 @@ static void request_begin(struct tcp_conn *c)
 			rnr(c);
 			return;
 		}
-		take_recv(c, t, h->op == RDMX__TCP_OP_SEND ? RDMX_OPCODE_SEND
-							    : RDMX_OPCODE_SEND_WITH_IMM);
+		take_recv(c, t,
+		          h->op == RDMX__TCP_OP_SEND ? RDMX_OPCODE_SEND
+		                                     : RDMX_OPCODE_SEND_WITH_IMM);
 		if (h->len > t->len) {
 			/* does not fit: the receive fails, the sender's task too */
 			rx->nak = RDMX__TCP_ST_REMOTE_OP;
@@ -195,9 +196,8 @@ static void request_begin(struct tcp_conn *c)
 		if (h->len) {
 			rdmx__tcp_keytab_rdlock(&c->td->keys);
 			r = rdmx__tcp_keytab_find(&c->td->keys, h->rkey);
-			ok = rdmx__tcp_region_allows(r, h->offset, h->len,
-						     RDMX_ACCESS_REMOTE_WRITE,
-						     tc->ctx->props.permissions);
+			ok = rdmx__tcp_region_allows(r, h->offset, h->len, RDMX_ACCESS_REMOTE_WRITE,
+			                             tc->ctx->props.permissions);
 			rx->serial = ok ? r->serial : 0;
 			rdmx__tcp_keytab_unlock(&c->td->keys);
 		}
@@ -289,7 +289,7 @@ static void request_oneshot(struct tcp_conn *c)
 		if (h->op == RDMX__TCP_OP_CAS) {
 			old = h->op0;
 			__atomic_compare_exchange_n(word, &old, h->op1, false, __ATOMIC_SEQ_CST,
-						    __ATOMIC_SEQ_CST);
+			                            __ATOMIC_SEQ_CST);
 		} else if (h->op == RDMX__TCP_OP_FADD) {
 			old = __atomic_fetch_add(word, h->op0, __ATOMIC_SEQ_CST);
 		} else {
@@ -322,9 +322,9 @@ static void request_end(struct tcp_conn *c)
 			/* receive too small, or the region went away mid-write */
 			if (t)
 				rdmx__tcp_cq_task(c->tc, t,
-						  rx->nak == RDMX__TCP_ST_REMOTE_OP
-							  ? RDMX_E_LOCAL_LENGTH
-							  : RDMX_E_CONN_ABORTED);
+				                  rx->nak == RDMX__TCP_ST_REMOTE_OP
+				                      ? RDMX_E_LOCAL_LENGTH
+				                      : RDMX_E_CONN_ABORTED);
 			respond(c, RDMX__TCP_OP_NAK, rx->nak, 0);
 			rdmx__tcp_conn_error(c, RDMX_E_CONN_ABORTED, 0, false);
 			return;
@@ -359,7 +359,7 @@ static void rnr_nak(struct tcp_conn *c)
 
 	if (retries != 7 && c->rnr_tries >= retries) {
 		RDMX_DBG("tcp: connection %u: receiver not ready after %u retries", c->conn->id,
-			 c->rnr_tries);
+		         c->rnr_tries);
 		rdmx__tcp_conn_error(c, RDMX_E_RNR, RDMX__TCP_ST_RNR_EXCEEDED, false);
 		return;
 	}
@@ -504,7 +504,7 @@ static void frame_end(struct tcp_conn *c)
 		break;
 	case RX_POST_PEER_ERROR:
 		RDMX_DBG("tcp: connection %u: peer moved it to error (status %u)", c->conn->id,
-			 rx->h.status);
+		         rx->h.status);
 		rdmx__tcp_conn_error(c, RDMX_E_CONN_ABORTED, 0, false);
 		break;
 	default:
@@ -694,7 +694,7 @@ static void peer_gone(struct tcp_conn *c, int err)
 	else
 		RDMX_DBG("tcp: connection %u: closed by the peer", c->conn->id);
 	rdmx__tcp_conn_down(c, RDMX_E_CONN_ABORTED,
-			    c->est_queued ? RDMX__CONN_EV_DISCONNECTED : RDMX__CONN_EV_FAILURE);
+	                    c->est_queued ? RDMX__CONN_EV_DISCONNECTED : RDMX__CONN_EV_FAILURE);
 }
 
 size_t rdmx__tcp_rx_serve(struct tcp_conn *c, size_t budget)
@@ -715,8 +715,8 @@ size_t rdmx__tcp_rx_serve(struct tcp_conn *c, size_t budget)
 		ssize_t n;
 
 		if (rx->stage_off < rx->stage_len) {
-			size_t used = consume(c, rx->stage + rx->stage_off,
-					      rx->stage_len - rx->stage_off);
+			size_t used =
+			    consume(c, rx->stage + rx->stage_off, rx->stage_len - rx->stage_off);
 
 			if (c->fd < 0)
 				break;
@@ -727,7 +727,7 @@ size_t rdmx__tcp_rx_serve(struct tcp_conn *c, size_t budget)
 		}
 		rx->stage_off = rx->stage_len = 0;
 		direct = rx->in_payload && rx->left >= TCP_DIRECT_MIN &&
-			 (rx->sink == TCP_SINK_CHAIN || rx->sink == TCP_SINK_MR);
+		         (rx->sink == TCP_SINK_CHAIN || rx->sink == TCP_SINK_MR);
 		if (direct) {
 			n = recv_direct(c, &again, &want);
 			if (again)

@@ -26,11 +26,11 @@
 #define TCP_MAX_SGE 32u
 #define TCP_MAX_MSG (1ull << 30)
 #define TCP_MAX_CONNS 1024u
-#define TCP_STAGE_SIZE 16384u     /* per connection receive staging buffer */
-#define TCP_DIRECT_MIN 4096u      /* payload remainders this big bypass the stage */
+#define TCP_STAGE_SIZE 16384u      /* per connection receive staging buffer */
+#define TCP_DIRECT_MIN 4096u       /* payload remainders this big bypass the stage */
 #define TCP_HELLO_TIMEOUT_MS 5000u /* to read a hello / cm request */
-#define TCP_MAX_HELLOS 64u        /* per device: data connections awaiting their hello */
-#define TCP_MAX_CMREQS 64u        /* per context: cm connections awaiting their request */
+#define TCP_MAX_HELLOS 64u         /* per device: data connections awaiting their hello */
+#define TCP_MAX_CMREQS 64u         /* per context: cm connections awaiting their request */
 #define TCP_RNR_MIN_US 200u
 #define TCP_RNR_MAX_US 10000u
 #define TCP_SERVE_BUDGET (1u << 20) /* bytes read from one socket per serve pass */
@@ -62,19 +62,19 @@ int rdmx__tcp_keytab_init(struct rdmx__tcp_keytab *kt);
 void rdmx__tcp_keytab_fini(struct rdmx__tcp_keytab *kt);
 /* Write-locks. RDMX_E_INVAL for key 0, RDMX_E_EXISTS when taken, RDMX_E_NOMEM. */
 int rdmx__tcp_keytab_insert(struct rdmx__tcp_keytab *kt, uint32_t key, void *addr, uint64_t len,
-			    unsigned access, uint64_t *serial);
+                            unsigned access, uint64_t *serial);
 /* Write-locks. RDMX_E_NOT_FOUND when absent. */
 int rdmx__tcp_keytab_remove(struct rdmx__tcp_keytab *kt, uint32_t key);
 void rdmx__tcp_keytab_rdlock(struct rdmx__tcp_keytab *kt);
 void rdmx__tcp_keytab_unlock(struct rdmx__tcp_keytab *kt);
 /* Read lock held: the region of key, or NULL. */
 const struct rdmx__tcp_region *rdmx__tcp_keytab_find(const struct rdmx__tcp_keytab *kt,
-						     uint32_t key);
+                                                     uint32_t key);
 /* The checks of every one-sided access: `need` (RDMX_ACCESS_REMOTE_*) must be
  * in the region's flags and in the target context's permissions, and
  * [off, off + len) inside the region without wrap-around. True when allowed. */
 bool rdmx__tcp_region_allows(const struct rdmx__tcp_region *r, uint64_t off, uint64_t len,
-			     unsigned need, unsigned ctx_perm);
+                             unsigned need, unsigned ctx_perm);
 
 /* ---- device (device.c, nic.c) ---- */
 
@@ -158,9 +158,9 @@ struct tcp_ctx {
 	struct rdmx_ctx *ctx;
 	struct tcp_dev *td;
 	pthread_mutex_t lock;
-	int epfd; /* the context's sockets */
-	int efd;  /* completions produced by the NIC thread */
-	int nfd;  /* notification fd = {epfd, efd}: ctx_get_fd */
+	int epfd;                            /* the context's sockets */
+	int efd;                             /* completions produced by the NIC thread */
+	int nfd;                             /* notification fd = {epfd, efd}: ctx_get_fd */
 	atomic_uint_least64_t progress;      /* bumped by every ctx_poll / post */
 	atomic_bool armed;                   /* notification requested */
 	atomic_bool efd_set;                 /* efd written since the last disarm */
@@ -174,7 +174,7 @@ struct tcp_ctx {
 	struct tcp_conn *conns;
 	struct tcp_conn *dirty; /* conns with answers to send (rx.c, tx.c) */
 	atomic_bool has_dirty;  /* dirty != NULL, for the NIC thread's look */
-	uint32_t num_finals; /* conns with a final event to deliver */
+	uint32_t num_finals;    /* conns with a final event to deliver */
 	struct tcp_ep listen_ep;
 	int lfd; /* cm listener or -1 */
 	struct tcp_cmreq *cmreqs;
@@ -278,16 +278,17 @@ struct tcp_rx {
 	struct rdmx__tcp_hdr h; /* the frame being received */
 	bool in_payload;
 	uint8_t sink;
-	uint8_t post;    /* what to do once the payload is in (rx.c) */
-	uint16_t nak;    /* NAK status to answer with at the end, 0: none */
-	uint64_t left;   /* payload bytes still to come */
+	uint8_t post;         /* what to do once the payload is in (rx.c) */
+	uint16_t nak;         /* NAK status to answer with at the end, 0: none */
+	uint64_t left;        /* payload bytes still to come */
 	struct rdmx_buf *buf; /* chain sink */
 	size_t buf_off;
 	uint32_t rkey; /* region sink */
 	uint64_t serial;
 	uint64_t mr_off;
 	uint32_t inl_got;
-	uint8_t inl[RDMX__TCP_HELLO_LEN > RDMX__TCP_PD_MAX ? RDMX__TCP_HELLO_LEN : RDMX__TCP_PD_MAX];
+	uint8_t
+	    inl[RDMX__TCP_HELLO_LEN > RDMX__TCP_PD_MAX ? RDMX__TCP_HELLO_LEN : RDMX__TCP_PD_MAX];
 	struct rdmx_task *task; /* receive consumed by this frame, or the read it answers */
 };
 
@@ -309,8 +310,8 @@ struct tcp_conn {
 	bool est_queued;
 	bool final_pending;
 	bool final_done;
-	uint8_t final_ev; /* RDMX__CONN_EV_FAILURE / DISCONNECTED */
-	uint32_t cq_refs; /* completion queue entries naming this conn */
+	uint8_t final_ev;       /* RDMX__CONN_EV_FAILURE / DISCONNECTED */
+	uint32_t cq_refs;       /* completion queue entries naming this conn */
 	uint64_t conn_deadline; /* handshake timeout */
 	uint32_t timeout_ms;
 	uint8_t my_token[RDMX__TCP_TOKEN_SIZE];
@@ -327,7 +328,7 @@ struct tcp_conn {
 	bool ctl_pending;
 	struct rdmx__tcp_hdr ctl;
 	uint8_t ctl_payload[RDMX__TCP_HELLO_LEN > RDMX__TCP_PD_MAX ? RDMX__TCP_HELLO_LEN
-								    : RDMX__TCP_PD_MAX];
+	                                                           : RDMX__TCP_PD_MAX];
 
 	/* initiator: send-side tasks in order; [head, cur) sent and unanswered */
 	struct rdmx_task *sq_head, *sq_cur, *sq_tail;
@@ -356,6 +357,18 @@ struct tcp_conn {
 };
 
 struct tcp_conn *rdmx__tcp_conn_create(struct tcp_ctx *tc, struct rdmx_conn *conn);
+/* Links a new conn into its context / unlinks it (lock held). */
+int rdmx__tcp_conn_link(struct tcp_ctx *tc, struct tcp_conn *c);
+void rdmx__tcp_conn_unlink(struct tcp_ctx *tc, struct tcp_conn *c);
+/* No-delay and keepalive on a data socket. */
+void rdmx__tcp_data_sockopts(int fd);
+void rdmx__tcp_fill_addr(struct rdmx_addr *a, const struct sockaddr_storage *ss, socklen_t len);
+/* A handshake control frame announcing our initial psn and queue depth. */
+void rdmx__tcp_ctl_handshake(struct tcp_conn *c, uint8_t op, const void *payload, uint32_t len);
+/* Starts a non-blocking connect to c->peer (lock held); failures become the
+ * failure event, never a synchronous error. */
+void rdmx__tcp_dial(struct tcp_conn *c);
+bool rdmx__tcp_depth_ok(uint64_t depth);
 void rdmx__tcp_conn_free(struct tcp_conn *c);
 /* Wire established: buffers, ESTABLISHED event, queued tasks start. */
 int rdmx__tcp_conn_up(struct tcp_conn *c, uint32_t peer_psn, uint32_t peer_depth);
@@ -368,10 +381,10 @@ void rdmx__tcp_conn_down(struct tcp_conn *c, int status, enum rdmx__conn_event e
 void rdmx__tcp_conn_close_fd(struct tcp_conn *c);
 /* Sets a control frame to send (replaces an unsent one). */
 void rdmx__tcp_conn_ctl(struct tcp_conn *c, uint8_t op, uint16_t status, const void *payload,
-			uint32_t len);
+                        uint32_t len);
 /* Handshake answers arriving on the wire (rx.c). */
 void rdmx__tcp_conn_handshake(struct tcp_conn *c, const struct rdmx__tcp_hdr *h,
-			      const uint8_t *payload);
+                              const uint8_t *payload);
 /* The TCP connect finished (writable socket in TC_DIALING). */
 void rdmx__tcp_conn_dialed(struct tcp_conn *c);
 void rdmx__tcp_conn_timer(struct tcp_conn *c, uint64_t now);
@@ -384,7 +397,7 @@ void rdmx__tcp_cm_deliver(struct tcp_ctx *tc, struct tcp_cmreq *r);
 /* NIC thread: a hello matched an exported connection's token. Device lock
  * held; takes the context lock. Consumes fd. */
 void rdmx__tcp_conn_attach(struct tcp_conn *c, int fd, const struct rdmx__tcp_hdr *h,
-			   const uint8_t *payload);
+                           const uint8_t *payload);
 void rdmx__tcp_pending_del(struct tcp_dev *td, struct tcp_conn *c);
 /* Aborts every send-side task (first one with head_status). */
 void rdmx__tcp_conn_flush_tasks(struct tcp_conn *c, int head_status, int rest_status);
@@ -431,8 +444,8 @@ int rdmx__tcp_conn_export(struct rdmx_conn *conn, void *details, size_t *len);
 int rdmx__tcp_conn_connect(struct rdmx_conn *conn, const void *details, size_t len);
 int rdmx__tcp_listen(struct rdmx_ctx *ctx, uint16_t port);
 void rdmx__tcp_stop_listen(struct rdmx_ctx *ctx);
-int rdmx__tcp_connect_to_addr(struct rdmx_conn *conn, const struct rdmx_addr *addr,
-			      const void *pd, size_t pd_len);
+int rdmx__tcp_connect_to_addr(struct rdmx_conn *conn, const struct rdmx_addr *addr, const void *pd,
+                              size_t pd_len);
 int rdmx__tcp_conn_accept(struct rdmx_conn *conn, const void *pd, size_t pd_len);
 int rdmx__tcp_conn_reject(struct rdmx_conn *conn);
 int rdmx__tcp_conn_disconnect(struct rdmx_conn *conn);

@@ -365,9 +365,10 @@ static bool build_iov(struct tcp_conn *c, struct iovec *iov, int *n, bool *locke
 				if (frame_started(f)) {
 					rdmx__tcp_keytab_unlock(&c->td->keys);
 					*locked = false;
-					RDMX_WARN("tcp: connection %u: region deregistered during a "
-						  "read response",
-						  c->conn->id);
+					RDMX_WARN(
+					    "tcp: connection %u: region deregistered during a "
+					    "read response",
+					    c->conn->id);
 					rdmx__tcp_conn_error(c, RDMX_E_CONN_ABORTED, 0, true);
 					return false;
 				}
@@ -417,10 +418,10 @@ void rdmx__tcp_tx_flush(struct tcp_conn *c)
 				return;
 			}
 			RDMX_DBG("tcp: connection %u: send failed: %s", c->conn->id,
-				 strerror(errno));
+			         strerror(errno));
 			rdmx__tcp_conn_down(c, RDMX_E_CONN_ABORTED,
-					    c->est_queued ? RDMX__CONN_EV_DISCONNECTED
-							  : RDMX__CONN_EV_FAILURE);
+			                    c->est_queued ? RDMX__CONN_EV_DISCONNECTED
+			                                  : RDMX__CONN_EV_FAILURE);
 			return;
 		}
 		advance(c, (size_t)s);

@@ -260,7 +260,7 @@ static inline void rdmx__tcp_details_encode(const struct rdmx__tcp_details *d, u
 /* 0, or -1 for anything malformed (size, magic, version, provider, family,
  * reserved byte, port 0, nonzero tail of an IPv4 address). */
 static inline int rdmx__tcp_details_decode(const void *buf, size_t len, uint8_t provider,
-					   struct rdmx__tcp_details *d)
+                                           struct rdmx__tcp_details *d)
 {
 	const uint8_t *p = buf;
 

@@ -56,11 +56,11 @@ static void die(const char *what, int rc)
 	exit(1);
 }
 
-#define TRY(expr)                                                                                   \
-	do {                                                                                        \
-		int _rc = (expr);                                                                   \
-		if (_rc)                                                                            \
-			die(#expr, _rc);                                                            \
+#define TRY(expr)                                                                                  \
+	do {                                                                                       \
+		int _rc = (expr);                                                                  \
+		if (_rc)                                                                           \
+			die(#expr, _rc);                                                           \
 	} while (0)
 
 static void cb(struct rdmx_task *t, void *ud, void *cud)
@@ -241,14 +241,15 @@ static void report(const char *name, size_t size, uint64_t *lat, int n)
 	qsort(lat, (size_t)n, sizeof(*lat), cmp_u64);
 	for (int i = 0; i < n; i++)
 		sum += (double)lat[i];
-	printf("RESULT test=%s bytes=%zu iters=%d avg_us=%.2f p50_us=%.2f p99_us=%.2f min_us=%.2f\n",
-	       name, size, n, sum / n / 1000.0, (double)lat[n / 2] / 1000.0,
-	       (double)lat[(size_t)n * 99 / 100] / 1000.0, (double)lat[0] / 1000.0);
+	printf(
+	    "RESULT test=%s bytes=%zu iters=%d avg_us=%.2f p50_us=%.2f p99_us=%.2f min_us=%.2f\n",
+	    name, size, n, sum / n / 1000.0, (double)lat[n / 2] / 1000.0,
+	    (double)lat[(size_t)n * 99 / 100] / 1000.0, (double)lat[0] / 1000.0);
 	fflush(stdout);
 }
 
 static void client_pingpong(struct node *n, int ctl, const struct opts *o, enum rdmx_poll_mode mode,
-			    struct rdmx_task *rt, struct rdmx_task *st, uint64_t *lat)
+                            struct rdmx_task *rt, struct rdmx_task *st, uint64_t *lat)
 {
 	int total = o->warmup + o->iters;
 	struct cmd c = {.op = CMD_PINGPONG, .mode = (uint32_t)mode, .iters = (uint32_t)total};
@@ -335,7 +336,7 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr, "usage: tcp_lat [-n ITERS] [-s BYTES] [-w WARMUP] "
-					"[-t busy|block|read] [--no-pin]\n");
+			                "[-t busy|block|read] [--no-pin]\n");
 			return 2;
 		}
 	}

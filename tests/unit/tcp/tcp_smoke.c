@@ -34,20 +34,20 @@
 static int failures;
 static const char *current;
 
-#define CHECK(cond, ...)                                                                            \
-	do {                                                                                        \
-		if (!(cond)) {                                                                      \
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
 			fprintf(stderr, "FAIL %s (%s:%d): %s: ", current, __FILE__, __LINE__,      \
-				#cond);                                                             \
-			fprintf(stderr, __VA_ARGS__);                                               \
-			fprintf(stderr, "\n");                                                      \
-			failures++;                                                                 \
-			return;                                                                     \
-		}                                                                                   \
+			        #cond);                                                            \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fprintf(stderr, "\n");                                                     \
+			failures++;                                                                \
+			return;                                                                    \
+		}                                                                                  \
 	} while (0)
-#define OK(expr)                                                                                    \
-	do {                                                                                        \
-		int _rc = (expr);                                                                   \
+#define OK(expr)                                                                                   \
+	do {                                                                                       \
+		int _rc = (expr);                                                                  \
 		CHECK(_rc == 0, "%s -> %s", #expr, rdmx_err_name(_rc));                            \
 	} while (0)
 
@@ -66,7 +66,7 @@ static char log_buf[16384];
 static size_t log_len;
 
 static void log_fn(enum rdmx_log_level level, const char *file, int line, const char *func,
-		   const char *msg)
+                   const char *msg)
 {
 	size_t n = strlen(msg);
 
@@ -204,13 +204,13 @@ static void drive_once(struct side *a, struct side *b)
 		usleep(20);
 }
 
-#define DRIVE_UNTIL(a, b, cond)                                                                     \
-	do {                                                                                        \
-		uint64_t _dl = now_ms() + GUARD_MS;                                                 \
-		while (!(cond)) {                                                                   \
+#define DRIVE_UNTIL(a, b, cond)                                                                    \
+	do {                                                                                       \
+		uint64_t _dl = now_ms() + GUARD_MS;                                                \
+		while (!(cond)) {                                                                  \
 			CHECK(now_ms() < _dl, "timed out waiting for %s", #cond);                  \
-			drive_once(a, b);                                                           \
-		}                                                                                   \
+			drive_once(a, b);                                                          \
+		}                                                                                  \
 	} while (0)
 
 static void drive_for(struct side *a, struct side *b, int ms)
@@ -222,7 +222,7 @@ static void drive_for(struct side *a, struct side *b, int ms)
 }
 
 static void connect_pair(struct side *a, struct side *b, struct rdmx_conn **ca,
-			 struct rdmx_conn **cb)
+                         struct rdmx_conn **cb)
 {
 	const void *da, *db;
 	size_t la, lb;
@@ -294,7 +294,7 @@ static void t_basic_ops(void)
 	struct region ra, rb;
 	struct rdmx_task *t;
 	struct rec rs = {0}, rr = {0}, rw = {0}, rwi = {0}, rri = {0}, rd = {0}, rc1 = {0},
-		   rf = {0}, raw_ = {0}, rfl = {0}, rsi = {0}, rri2 = {0};
+	           rf = {0}, raw_ = {0}, rfl = {0}, rsi = {0}, rri2 = {0};
 	uint64_t v;
 
 	connect_pair(&A, &B, &ca, &cb);
@@ -305,7 +305,8 @@ static void t_basic_ops(void)
 	fill(rb.mem, 65536, 7);
 
 	/* send (two-entry chain) into a receive on A */
-	struct rdmx_buf sdst = lbuf(&ra, 0, 1000), ssrc[2] = {lbuf(&rb, 0, 300), lbuf(&rb, 400, 200)};
+	struct rdmx_buf sdst = lbuf(&ra, 0, 1000),
+	                ssrc[2] = {lbuf(&rb, 0, 300), lbuf(&rb, 400, 200)};
 	ssrc[0].next = &ssrc[1];
 	OK(rdmx_task_receive_alloc(A.ctx, &sdst, &rr, &t));
 	OK(rdmx_task_submit(t));
@@ -326,7 +327,7 @@ static void t_basic_ops(void)
 	OK(rdmx_task_submit(t));
 	DRIVE_UNTIL(&A, &B, rsi.ok + rsi.err && rri2.ok + rri2.err);
 	CHECK(rsi.ok == 1 && rri2.opcode == RDMX_OPCODE_SEND_WITH_IMM && rri2.imm == 0xabcd1234u &&
-		      rri2.len == 64,
+	          rri2.len == 64,
 	      "send_imm results");
 
 	/* write then write_imm */
@@ -347,7 +348,7 @@ static void t_basic_ops(void)
 	CHECK(memcmp(ra.mem + 8192, rb.mem + 4096, 4096) == 0, "write data");
 	CHECK(memcmp(ra.mem + 20000, rb.mem + 12288, 100) == 0, "write_imm data");
 	CHECK(rri.opcode == RDMX_OPCODE_WRITE_WITH_IMM && rri.imm == 77 && rri.len == 100 &&
-		      rri.conn == ca,
+	          rri.conn == ca,
 	      "write_imm receive results");
 
 	/* read */
@@ -546,10 +547,11 @@ static void t_passive_target(void)
 	OK(region_new(&B, &rb, 16384, RDMX_ACCESS_ALL));
 	fill(rb.mem, 4096, 5);
 	fill(ra.mem + 4096, 4096, 6);
-	struct rdmx_buf src = lbuf(&rb, 0, 4096), dst = lbuf(&rb, 4096, 4096), res = lbuf(&rb, 12000, 8);
-	struct rdmx_rbuf w = {.mr = ra.remote, .offset = 0}, r = {.mr = ra.remote, .offset = 4096,
-								 .len = 4096},
-			 word = {.mr = ra.remote, .offset = 12000, .len = 8};
+	struct rdmx_buf src = lbuf(&rb, 0, 4096), dst = lbuf(&rb, 4096, 4096),
+	                res = lbuf(&rb, 12000, 8);
+	struct rdmx_rbuf w = {.mr = ra.remote, .offset = 0},
+	                 r = {.mr = ra.remote, .offset = 4096, .len = 4096},
+	                 word = {.mr = ra.remote, .offset = 12000, .len = 8};
 	for (int round = 0; round < 50; round++) {
 		rw = (struct rec){0};
 		rd = (struct rec){0};
@@ -597,7 +599,7 @@ static void t_armed_target(void)
 	OK(rdmx_pe_request_notification(A.pe));
 	struct rdmx_buf dst = lbuf(&rb, 0, 4096), src = lbuf(&rb, 4096, 4096);
 	struct rdmx_rbuf r = {.mr = ra.remote, .offset = 0, .len = 4096},
-			 w = {.mr = ra.remote, .offset = 4096, .len = 4096};
+	                 w = {.mr = ra.remote, .offset = 4096, .len = 4096};
 	for (int round = 0; round < 5; round++) {
 		rd = (struct rec){0};
 		rw = (struct rec){0};
@@ -631,10 +633,10 @@ struct pp {
 	atomic_int got;
 };
 
-#define PP_FAIL(p, ...)                                                                             \
-	do {                                                                                        \
-		(p)->errors++;                                                                      \
-		snprintf((p)->why, sizeof((p)->why), __VA_ARGS__);                                  \
+#define PP_FAIL(p, ...)                                                                            \
+	do {                                                                                       \
+		(p)->errors++;                                                                     \
+		snprintf((p)->why, sizeof((p)->why), __VA_ARGS__);                                 \
 	} while (0)
 
 static void *pp_main(void *arg)
@@ -800,10 +802,10 @@ static int raw_peer(struct rdmx_conn **conn, uint32_t *psn)
 	uint8_t d[RDMX__TCP_DETAILS_SIZE], fake[RDMX__TCP_DETAILS_SIZE];
 	uint8_t hello[RDMX__TCP_HELLO_LEN];
 	struct rdmx__tcp_hdr h = {.op = RDMX__TCP_OP_HELLO,
-				  .psn = 1000,
-				  .len = RDMX__TCP_HELLO_LEN,
-				  .op0 = RDMX__TCP_HELLO_WORD,
-				  .op1 = 4};
+	                          .psn = 1000,
+	                          .len = RDMX__TCP_HELLO_LEN,
+	                          .op0 = RDMX__TCP_HELLO_WORD,
+	                          .op1 = 4};
 	int fd, est = A.established;
 
 	if (rdmx_ctx_export(A.ctx, &dv, &dl, conn) || dl != sizeof(d))
@@ -844,10 +846,10 @@ static void t_bad_token(void)
 	struct rdmx_conn *c;
 	uint8_t frame[RDMX__TCP_HELLO_LEN];
 	struct rdmx__tcp_hdr h = {.op = RDMX__TCP_OP_HELLO,
-				  .psn = 1,
-				  .len = RDMX__TCP_HELLO_LEN,
-				  .op0 = RDMX__TCP_HELLO_WORD,
-				  .op1 = 4};
+	                          .psn = 1,
+	                          .len = RDMX__TCP_HELLO_LEN,
+	                          .op0 = RDMX__TCP_HELLO_WORD,
+	                          .op1 = 4};
 	int fd;
 
 	log_clear();
@@ -877,8 +879,8 @@ struct hostile {
 	const char *what;
 	struct rdmx__tcp_hdr h; /* psn: offset from the next expected one */
 	size_t payload;
-	bool keeps_socket;  /* an RC error (NAK), not a protocol violation */
-	uint16_t nak;       /* expected NAK status, 0: none expected */
+	bool keeps_socket; /* an RC error (NAK), not a protocol violation */
+	uint16_t nak;      /* expected NAK status, 0: none expected */
 };
 
 static void t_hostile_frames(void)
@@ -886,23 +888,49 @@ static void t_hostile_frames(void)
 	struct region ra;
 	uint8_t junk[4096];
 	const struct hostile cases[] = {
-		{"unknown opcode", {.op = 0x77}, 0, false, 0},
-		{"nonzero flags", {.op = RDMX__TCP_OP_WRITE, .flags = 3, .len = 8}, 8, false, 0},
-		{"psn ahead", {.op = RDMX__TCP_OP_WRITE, .psn = 5, .len = 8}, 8, false, 0},
-		{"write beyond the size limit", {.op = RDMX__TCP_OP_WRITE, .len = 3ull << 30}, 64, false, 0},
-		{"read beyond the size limit", {.op = RDMX__TCP_OP_READ_REQ, .op0 = 2ull << 30}, 0, false, 0},
-		{"read request with payload", {.op = RDMX__TCP_OP_READ_REQ, .len = 16}, 16, false, 0},
-		{"ack with nothing outstanding", {.op = RDMX__TCP_OP_ACK}, 0, false, 0},
-		{"hello after the handshake", {.op = RDMX__TCP_OP_HELLO, .len = RDMX__TCP_HELLO_LEN,
-					       .op0 = RDMX__TCP_HELLO_WORD, .op1 = 4}, RDMX__TCP_HELLO_LEN, false, 0},
-		{"write with a wrong key", {.op = RDMX__TCP_OP_WRITE, .rkey = 1, .len = 64}, 64, true,
-		 RDMX__TCP_ST_REMOTE_ACCESS},
-		{"write past the region", {.op = RDMX__TCP_OP_WRITE, .offset = 4090, .len = 64}, 64,
-		 true, RDMX__TCP_ST_REMOTE_ACCESS},
-		{"atomic misaligned", {.op = RDMX__TCP_OP_FADD, .offset = 4}, 0, true,
-		 RDMX__TCP_ST_REMOTE_ACCESS},
-		{"read past the region", {.op = RDMX__TCP_OP_READ_REQ, .offset = 4000, .op0 = 200}, 0,
-		 true, RDMX__TCP_ST_REMOTE_ACCESS},
+	    {"unknown opcode", {.op = 0x77}, 0, false, 0},
+	    {"nonzero flags", {.op = RDMX__TCP_OP_WRITE, .flags = 3, .len = 8}, 8, false, 0},
+	    {"psn ahead", {.op = RDMX__TCP_OP_WRITE, .psn = 5, .len = 8}, 8, false, 0},
+	    {"write beyond the size limit",
+	     {.op = RDMX__TCP_OP_WRITE, .len = 3ull << 30},
+	     64,
+	     false,
+	     0},
+	    {"read beyond the size limit",
+	     {.op = RDMX__TCP_OP_READ_REQ, .op0 = 2ull << 30},
+	     0,
+	     false,
+	     0},
+	    {"read request with payload", {.op = RDMX__TCP_OP_READ_REQ, .len = 16}, 16, false, 0},
+	    {"ack with nothing outstanding", {.op = RDMX__TCP_OP_ACK}, 0, false, 0},
+	    {"hello after the handshake",
+	     {.op = RDMX__TCP_OP_HELLO,
+	      .len = RDMX__TCP_HELLO_LEN,
+	      .op0 = RDMX__TCP_HELLO_WORD,
+	      .op1 = 4},
+	     RDMX__TCP_HELLO_LEN,
+	     false,
+	     0},
+	    {"write with a wrong key",
+	     {.op = RDMX__TCP_OP_WRITE, .rkey = 1, .len = 64},
+	     64,
+	     true,
+	     RDMX__TCP_ST_REMOTE_ACCESS},
+	    {"write past the region",
+	     {.op = RDMX__TCP_OP_WRITE, .offset = 4090, .len = 64},
+	     64,
+	     true,
+	     RDMX__TCP_ST_REMOTE_ACCESS},
+	    {"atomic misaligned",
+	     {.op = RDMX__TCP_OP_FADD, .offset = 4},
+	     0,
+	     true,
+	     RDMX__TCP_ST_REMOTE_ACCESS},
+	    {"read past the region",
+	     {.op = RDMX__TCP_OP_READ_REQ, .offset = 4000, .op0 = 200},
+	     0,
+	     true,
+	     RDMX__TCP_ST_REMOTE_ACCESS},
 	};
 	uint32_t key;
 
@@ -927,8 +955,8 @@ static void t_hostile_frames(void)
 		fd = raw_peer(&c, &psn);
 		CHECK(fd >= 0, "raw handshake failed");
 		/* an honest write first: the harness is right */
-		struct rdmx__tcp_hdr w = {.op = RDMX__TCP_OP_WRITE, .psn = psn, .rkey = key,
-					  .offset = 100, .len = 4};
+		struct rdmx__tcp_hdr w = {
+		    .op = RDMX__TCP_OP_WRITE, .psn = psn, .rkey = key, .offset = 100, .len = 4};
 		raw_frame(fd, &w, "\x01\x02\x03\x04", 4);
 		CHECK(raw_read(fd, &r, GUARD_MS) == 1 && r.op == RDMX__TCP_OP_ACK && r.psn == psn,
 		      "honest write not acked (op %u)", r.op);
@@ -937,7 +965,7 @@ static void t_hostile_frames(void)
 		psn++;
 		h.psn += psn;
 		if (h.rkey == 0 && (h.op == RDMX__TCP_OP_WRITE || h.op == RDMX__TCP_OP_FADD ||
-				    h.op == RDMX__TCP_OP_READ_REQ))
+		                    h.op == RDMX__TCP_OP_READ_REQ))
 			h.rkey = key;
 		raw_frame(fd, &h, junk, k->payload);
 		if (k->keeps_socket) {
@@ -973,15 +1001,15 @@ static void t_hostile_frames(void)
 		int fd = raw_peer(&c, &psn), ended = A.ended;
 
 		CHECK(fd >= 0, "raw handshake failed");
-		struct rdmx__tcp_hdr z = {.op = RDMX__TCP_OP_WRITE, .psn = psn, .rkey = 1,
-					  .offset = 1ull << 40};
+		struct rdmx__tcp_hdr z = {
+		    .op = RDMX__TCP_OP_WRITE, .psn = psn, .rkey = 1, .offset = 1ull << 40};
 		raw_frame(fd, &z, NULL, 0);
 		CHECK(raw_read(fd, &r, GUARD_MS) == 1 && r.op == RDMX__TCP_OP_ACK && r.psn == psn,
 		      "zero-length write: op %u status %u", r.op, r.status);
 		z = (struct rdmx__tcp_hdr){.op = RDMX__TCP_OP_READ_REQ, .psn = psn + 1, .rkey = 1};
 		raw_frame(fd, &z, NULL, 0);
 		CHECK(raw_read(fd, &r, GUARD_MS) == 1 && r.op == RDMX__TCP_OP_READ_RESP &&
-			      r.len == 0 && r.psn == psn + 1,
+		          r.len == 0 && r.psn == psn + 1,
 		      "zero-length read: op %u len %llu", r.op, (unsigned long long)r.len);
 		CHECK(state_of(c) == RDMX_CONN_ESTABLISHED, "state %d", (int)state_of(c));
 		close(fd);
@@ -1002,12 +1030,12 @@ static void t_hostile_frames(void)
 		CHECK(fd >= 0, "raw handshake failed");
 		memset(msg, 0x42, sizeof(msg));
 		struct rdmx__tcp_hdr s = {.op = RDMX__TCP_OP_SEND, .psn = psn, .len = sizeof(msg)};
-		struct rdmx__tcp_hdr w = {.op = RDMX__TCP_OP_WRITE, .psn = psn + 1, .rkey = key,
-					  .offset = 0, .len = 4};
+		struct rdmx__tcp_hdr w = {
+		    .op = RDMX__TCP_OP_WRITE, .psn = psn + 1, .rkey = key, .offset = 0, .len = 4};
 		raw_frame(fd, &s, msg, sizeof(msg));
 		raw_frame(fd, &w, "\x07\x07\x07\x07", 4);
 		CHECK(raw_read(fd, &r, GUARD_MS) == 1 && r.op == RDMX__TCP_OP_NAK &&
-			      r.status == RDMX__TCP_ST_RNR && r.psn == psn,
+		          r.status == RDMX__TCP_ST_RNR && r.psn == psn,
 		      "no RNR NAK (op %u status %u)", r.op, r.status);
 		CHECK(raw_read(fd, &r, 50) == -1, "the write after the RNR was answered");
 		CHECK(ra.mem[0] == 0x5c, "the write after the RNR was placed");
@@ -1018,7 +1046,8 @@ static void t_hostile_frames(void)
 		raw_frame(fd, &w, "\x07\x07\x07\x07", 4);
 		CHECK(raw_read(fd, &r, GUARD_MS) == 1 && r.op == RDMX__TCP_OP_ACK && r.psn == psn,
 		      "retransmitted send not acked");
-		CHECK(raw_read(fd, &r, GUARD_MS) == 1 && r.op == RDMX__TCP_OP_ACK && r.psn == psn + 1,
+		CHECK(raw_read(fd, &r, GUARD_MS) == 1 && r.op == RDMX__TCP_OP_ACK &&
+		          r.psn == psn + 1,
 		      "write after the retransmission not acked");
 		DRIVE_UNTIL(&A, NULL, rr.ok + rr.err);
 		CHECK(rr.ok && rr.len == sizeof(msg) && rr.conn == c, "receive");
@@ -1040,16 +1069,11 @@ struct test {
 int main(int argc, char **argv)
 {
 	const struct test tests[] = {
-		{"basic_ops", t_basic_ops},
-		{"big_transfers", t_big_transfers},
-		{"rnr_in_order", t_rnr_in_order},
-		{"rnr_exhausted", t_rnr_exhausted},
-		{"recv_too_small", t_recv_too_small},
-		{"passive_target", t_passive_target},
-		{"armed_target", t_armed_target},
-		{"blocking_pingpong", t_blocking_pingpong},
-		{"bad_token", t_bad_token},
-		{"hostile_frames", t_hostile_frames},
+	    {"basic_ops", t_basic_ops},           {"big_transfers", t_big_transfers},
+	    {"rnr_in_order", t_rnr_in_order},     {"rnr_exhausted", t_rnr_exhausted},
+	    {"recv_too_small", t_recv_too_small}, {"passive_target", t_passive_target},
+	    {"armed_target", t_armed_target},     {"blocking_pingpong", t_blocking_pingpong},
+	    {"bad_token", t_bad_token},           {"hostile_frames", t_hostile_frames},
 	};
 	int ran = 0;
 

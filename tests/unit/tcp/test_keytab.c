@@ -73,9 +73,11 @@ Test(tcp_keytab, churn_matches_a_reference)
 		if (round % 997 == 0) {
 			rdmx__tcp_keytab_rdlock(&kt);
 			for (int k = 0; k < N; k++) {
-				const struct rdmx__tcp_region *r = rdmx__tcp_keytab_find(&kt, keys[k]);
+				const struct rdmx__tcp_region *r =
+				    rdmx__tcp_keytab_find(&kt, keys[k]);
 				if (live[k])
-					cr_assert(r && r->key == keys[k], "live key %u lost", keys[k]);
+					cr_assert(r && r->key == keys[k], "live key %u lost",
+					          keys[k]);
 			}
 			rdmx__tcp_keytab_unlock(&kt);
 		}
@@ -89,8 +91,8 @@ Test(tcp_keytab, churn_matches_a_reference)
 
 Test(tcp_keytab, bounds_never_wrap)
 {
-	struct rdmx__tcp_region r = {.addr = (uint8_t *)0x1000, .len = 4000, .key = 1,
-				     .access = RDMX_ACCESS_ALL};
+	struct rdmx__tcp_region r = {
+	    .addr = (uint8_t *)0x1000, .len = 4000, .key = 1, .access = RDMX_ACCESS_ALL};
 	const unsigned W = RDMX_ACCESS_REMOTE_WRITE, all = RDMX_ACCESS_ALL;
 
 	cr_assert(rdmx__tcp_region_allows(&r, 0, 4000, W, all));
@@ -109,7 +111,7 @@ Test(tcp_keytab, region_flags_and_context_permissions)
 {
 	struct rdmx__tcp_region r = {.addr = (uint8_t *)0x1000, .len = 64, .key = 1};
 	const unsigned R = RDMX_ACCESS_REMOTE_READ, W = RDMX_ACCESS_REMOTE_WRITE,
-		       A = RDMX_ACCESS_REMOTE_ATOMIC;
+	               A = RDMX_ACCESS_REMOTE_ATOMIC;
 
 	r.access = R;
 	cr_assert(rdmx__tcp_region_allows(&r, 0, 8, R, R | W | A));

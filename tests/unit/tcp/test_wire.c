@@ -19,15 +19,15 @@ static struct rdmx__tcp_hdr hdr(uint8_t op)
 Test(tcp_wire, header_round_trip_is_little_endian)
 {
 	struct rdmx__tcp_hdr h = {.op = RDMX__TCP_OP_WRITE_IMM,
-				  .flags = 0,
-				  .status = 0x0102,
-				  .psn = 0x03040506u,
-				  .rkey = 0xdeadbeefu,
-				  .imm = 0x11223344u,
-				  .offset = 0x0102030405060708ull,
-				  .len = 4096,
-				  .op0 = UINT64_MAX,
-				  .op1 = 1};
+	                          .flags = 0,
+	                          .status = 0x0102,
+	                          .psn = 0x03040506u,
+	                          .rkey = 0xdeadbeefu,
+	                          .imm = 0x11223344u,
+	                          .offset = 0x0102030405060708ull,
+	                          .len = 4096,
+	                          .op0 = UINT64_MAX,
+	                          .op1 = 1};
 	uint8_t buf[RDMX__TCP_HDR_SIZE];
 	struct rdmx__tcp_hdr d;
 
@@ -44,10 +44,11 @@ Test(tcp_wire, header_round_trip_is_little_endian)
 Test(tcp_wire, well_formed_frames_pass)
 {
 	static const uint8_t ops[] = {
-		RDMX__TCP_OP_SEND, RDMX__TCP_OP_SEND_IMM, RDMX__TCP_OP_WRITE, RDMX__TCP_OP_WRITE_IMM,
-		RDMX__TCP_OP_READ_REQ, RDMX__TCP_OP_CAS, RDMX__TCP_OP_FADD, RDMX__TCP_OP_AWRITE,
-		RDMX__TCP_OP_FLUSH, RDMX__TCP_OP_ACK, RDMX__TCP_OP_READ_RESP,
-		RDMX__TCP_OP_ATOMIC_RESP, RDMX__TCP_OP_HELLO_ACK, RDMX__TCP_OP_CM_REJECT};
+	    RDMX__TCP_OP_SEND,      RDMX__TCP_OP_SEND_IMM,  RDMX__TCP_OP_WRITE,
+	    RDMX__TCP_OP_WRITE_IMM, RDMX__TCP_OP_READ_REQ,  RDMX__TCP_OP_CAS,
+	    RDMX__TCP_OP_FADD,      RDMX__TCP_OP_AWRITE,    RDMX__TCP_OP_FLUSH,
+	    RDMX__TCP_OP_ACK,       RDMX__TCP_OP_READ_RESP, RDMX__TCP_OP_ATOMIC_RESP,
+	    RDMX__TCP_OP_HELLO_ACK, RDMX__TCP_OP_CM_REJECT};
 
 	for (size_t i = 0; i < sizeof(ops); i++) {
 		struct rdmx__tcp_hdr h = hdr(ops[i]);
@@ -77,26 +78,27 @@ struct bad_case {
 Test(tcp_wire, malformed_frames_are_named)
 {
 	const struct bad_case cases[] = {
-		{"opcode 0", {.op = 0}},
-		{"unknown opcode", {.op = 0xee}},
-		{"opcode between ranges", {.op = 10}},
-		{"nonzero flags", {.op = RDMX__TCP_OP_SEND, .flags = 1}},
-		{"send beyond the size limit", {.op = RDMX__TCP_OP_SEND, .len = TCP_MAX_MSG + 1}},
-		{"write of 2^64-1 bytes", {.op = RDMX__TCP_OP_WRITE, .len = UINT64_MAX}},
-		{"read response beyond the limit", {.op = RDMX__TCP_OP_READ_RESP, .len = TCP_MAX_MSG + 1}},
-		{"read of more than the limit", {.op = RDMX__TCP_OP_READ_REQ, .op0 = TCP_MAX_MSG + 1}},
-		{"read request with payload", {.op = RDMX__TCP_OP_READ_REQ, .len = 1}},
-		{"atomic with payload", {.op = RDMX__TCP_OP_CAS, .len = 8}},
-		{"ack with payload", {.op = RDMX__TCP_OP_ACK, .len = 1}},
-		{"status on a write", {.op = RDMX__TCP_OP_WRITE, .status = 1}},
-		{"status on an ack", {.op = RDMX__TCP_OP_ACK, .status = 2}},
-		{"nak without status", {.op = RDMX__TCP_OP_NAK}},
-		{"nak with unknown status", {.op = RDMX__TCP_OP_NAK, .status = 99}},
-		{"error with payload", {.op = RDMX__TCP_OP_ERROR, .status = 4, .len = 8}},
-		{"hello too short", {.op = RDMX__TCP_OP_HELLO, .len = RDMX__TCP_HELLO_LEN - 1}},
-		{"hello too long", {.op = RDMX__TCP_OP_HELLO, .len = 1u << 20}},
-		{"cm request private data too long", {.op = RDMX__TCP_OP_CM_REQ, .len = 57}},
-		{"cm accept private data huge", {.op = RDMX__TCP_OP_CM_ACCEPT, .len = UINT64_MAX}},
+	    {"opcode 0", {.op = 0}},
+	    {"unknown opcode", {.op = 0xee}},
+	    {"opcode between ranges", {.op = 10}},
+	    {"nonzero flags", {.op = RDMX__TCP_OP_SEND, .flags = 1}},
+	    {"send beyond the size limit", {.op = RDMX__TCP_OP_SEND, .len = TCP_MAX_MSG + 1}},
+	    {"write of 2^64-1 bytes", {.op = RDMX__TCP_OP_WRITE, .len = UINT64_MAX}},
+	    {"read response beyond the limit",
+	     {.op = RDMX__TCP_OP_READ_RESP, .len = TCP_MAX_MSG + 1}},
+	    {"read of more than the limit", {.op = RDMX__TCP_OP_READ_REQ, .op0 = TCP_MAX_MSG + 1}},
+	    {"read request with payload", {.op = RDMX__TCP_OP_READ_REQ, .len = 1}},
+	    {"atomic with payload", {.op = RDMX__TCP_OP_CAS, .len = 8}},
+	    {"ack with payload", {.op = RDMX__TCP_OP_ACK, .len = 1}},
+	    {"status on a write", {.op = RDMX__TCP_OP_WRITE, .status = 1}},
+	    {"status on an ack", {.op = RDMX__TCP_OP_ACK, .status = 2}},
+	    {"nak without status", {.op = RDMX__TCP_OP_NAK}},
+	    {"nak with unknown status", {.op = RDMX__TCP_OP_NAK, .status = 99}},
+	    {"error with payload", {.op = RDMX__TCP_OP_ERROR, .status = 4, .len = 8}},
+	    {"hello too short", {.op = RDMX__TCP_OP_HELLO, .len = RDMX__TCP_HELLO_LEN - 1}},
+	    {"hello too long", {.op = RDMX__TCP_OP_HELLO, .len = 1u << 20}},
+	    {"cm request private data too long", {.op = RDMX__TCP_OP_CM_REQ, .len = 57}},
+	    {"cm accept private data huge", {.op = RDMX__TCP_OP_CM_ACCEPT, .len = UINT64_MAX}},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -167,9 +169,9 @@ Test(tcp_wire, malformed_details_are_refused)
 		uint8_t val;
 		const char *what;
 	} flips[] = {
-		{0, 0x00, "magic"},   {2, 9, "version"},  {3, 2, "provider (verbs)"},
-		{4, 5, "family"},     {5, 1, "reserved"}, {6, 0, "port low (port 0 with high 0)"},
-		{12, 1, "ipv4 tail"},
+	    {0, 0x00, "magic"},   {2, 9, "version"},  {3, 2, "provider (verbs)"},
+	    {4, 5, "family"},     {5, 1, "reserved"}, {6, 0, "port low (port 0 with high 0)"},
+	    {12, 1, "ipv4 tail"},
 	};
 
 	details_sample(d);
@@ -184,6 +186,6 @@ Test(tcp_wire, malformed_details_are_refused)
 		if (flips[i].off == 6)
 			bad[7] = 0;
 		cr_assert_neq(rdmx__tcp_details_decode(bad, sizeof(d), RDMX_PROVIDER_ID_TCP, &x), 0,
-			      "bad %s accepted", flips[i].what);
+		              "bad %s accepted", flips[i].what);
 	}
 }

@@ -1,0 +1,292 @@
+/* tcp provider: the rdma_cm style flow (listen / connect_to_addr / accept /
+ * reject).
+ *
+ * The listener belongs to the context (its socket set): an accepted socket
+ * must send one CM_REQ frame (private data up to 56 bytes, the peer's initial
+ * psn and send queue depth) within TCP_HELLO_TIMEOUT_MS, or it is closed; at
+ * most TCP_MAX_CMREQS wait at a time. A complete request becomes a connection
+ * (rdmx__conn_new, on the progress thread) and the request event; accept
+ * answers CM_ACCEPT with our private data, reject answers CM_REJECT. The
+ * initiator dials with the context's connection request timeout. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "tcp.h"
+
+int rdmx__tcp_listen(struct rdmx_ctx *ctx, uint16_t port)
+{
+	struct tcp_ctx *tc = TCP_CTX(ctx);
+	struct sockaddr_storage ss = tc->td->addr;
+	int fd, rc;
+
+	if (ss.ss_family == AF_INET)
+		((struct sockaddr_in *)&ss)->sin_port = htons(port);
+	else
+		((struct sockaddr_in6 *)&ss)->sin6_port = htons(port);
+	fd = rdmx__tcp_listen_socket(&ss, tc->td->addr_len, 128);
+	if (fd < 0)
+		return fd;
+	pthread_mutex_lock(&tc->lock);
+	rc = rdmx__tcp_ep_set(tc, fd, &tc->listen_ep, EPOLLIN, true);
+	if (rc)
+		close(fd);
+	else
+		tc->lfd = fd;
+	pthread_mutex_unlock(&tc->lock);
+	return rc;
+}
+
+void rdmx__tcp_stop_listen(struct rdmx_ctx *ctx)
+{
+	struct tcp_ctx *tc = TCP_CTX(ctx);
+	struct tcp_cmreq **pp;
+
+	pthread_mutex_lock(&tc->lock);
+	if (tc->lfd >= 0) {
+		epoll_ctl(tc->epfd, EPOLL_CTL_DEL, tc->lfd, NULL);
+		close(tc->lfd);
+		tc->lfd = -1;
+	}
+	/* requests not yet reported go with the listener */
+	for (pp = &tc->cmreqs; *pp;) {
+		if (!(*pp)->queued)
+			rdmx__tcp_cmreq_free(tc, *pp);
+		else
+			pp = &(*pp)->next;
+	}
+	pthread_mutex_unlock(&tc->lock);
+}
+
+void rdmx__tcp_cm_accept(struct tcp_ctx *tc)
+{
+	for (;;) {
+		struct tcp_cmreq *r;
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		int fd =
+		    accept4(tc->lfd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				RDMX_WARN("tcp: accept failed: %s", strerror(errno));
+			return;
+		}
+		if (tc->num_cmreqs >= TCP_MAX_CMREQS) {
+			RDMX_WARN("tcp: cm connection refused: %u requests pending",
+			          tc->num_cmreqs);
+			close(fd);
+			continue;
+		}
+		r = calloc(1, sizeof(*r));
+		if (!r) {
+			close(fd);
+			continue;
+		}
+		rdmx__tcp_data_sockopts(fd);
+		r->ep.kind = TCP_EP_CMREQ;
+		r->fd = fd;
+		r->peer = ss;
+		r->peer_len = len;
+		r->deadline = rdmx__tcp_now_ns() + (uint64_t)TCP_HELLO_TIMEOUT_MS * 1000000u;
+		if (rdmx__tcp_ep_set(tc, fd, &r->ep, EPOLLIN, true)) {
+			close(fd);
+			free(r);
+			continue;
+		}
+		r->next = tc->cmreqs;
+		tc->cmreqs = r;
+		tc->num_cmreqs++;
+		rdmx__tcp_ctx_timer(tc, r->deadline);
+	}
+}
+
+void rdmx__tcp_cmreq_free(struct tcp_ctx *tc, struct tcp_cmreq *r)
+{
+	for (struct tcp_cmreq **pp = &tc->cmreqs; *pp; pp = &(*pp)->next) {
+		if (*pp == r) {
+			*pp = r->next;
+			tc->num_cmreqs--;
+			break;
+		}
+	}
+	if (r->fd >= 0) {
+		if (!r->queued)
+			epoll_ctl(tc->epfd, EPOLL_CTL_DEL, r->fd, NULL);
+		close(r->fd);
+	}
+	free(r);
+}
+
+void rdmx__tcp_cmreq_read(struct tcp_ctx *tc, struct tcp_cmreq *r)
+{
+	struct rdmx__tcp_hdr h;
+	ssize_t n;
+
+	n = recv(r->fd, r->buf + r->got, sizeof(r->buf) - r->got, 0);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return;
+	if (n <= 0) {
+		RDMX_DBG("tcp: cm connection closed before its request");
+		rdmx__tcp_cmreq_free(tc, r);
+		return;
+	}
+	r->got += (uint32_t)n;
+	if (r->got < RDMX__TCP_HDR_SIZE)
+		return;
+	rdmx__tcp_hdr_decode(r->buf, &h);
+	if (h.op != RDMX__TCP_OP_CM_REQ || rdmx__tcp_hdr_check(&h, TCP_MAX_MSG) ||
+	    h.op0 != RDMX__TCP_HELLO_WORD || !rdmx__tcp_depth_ok(h.op1) ||
+	    r->got > RDMX__TCP_HDR_SIZE + h.len) {
+		RDMX_WARN("tcp: cm connection rejected: malformed request");
+		rdmx__tcp_cmreq_free(tc, r);
+		return;
+	}
+	if (r->got < RDMX__TCP_HDR_SIZE + h.len)
+		return;
+	/* complete: stop reading until the user accepts */
+	epoll_ctl(tc->epfd, EPOLL_CTL_DEL, r->fd, NULL);
+	r->queued = true;
+	rdmx__tcp_cq_event(tc, TCP_CQE_REQUEST, r);
+}
+
+static void send_reject(int fd)
+{
+	struct rdmx__tcp_hdr h;
+	uint8_t buf[RDMX__TCP_HDR_SIZE];
+
+	memset(&h, 0, sizeof(h));
+	h.op = RDMX__TCP_OP_CM_REJECT;
+	rdmx__tcp_hdr_encode(&h, buf);
+	if (send(fd, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(buf))
+		RDMX_DBG("tcp: sending a cm reject failed");
+}
+
+void rdmx__tcp_cm_deliver(struct tcp_ctx *tc, struct tcp_cmreq *r)
+{
+	struct rdmx__tcp_hdr h;
+	struct rdmx_conn *conn;
+	struct tcp_conn *c;
+	int fd;
+
+	pthread_mutex_lock(&tc->lock);
+	for (struct tcp_cmreq **pp = &tc->cmreqs; *pp; pp = &(*pp)->next) {
+		if (*pp == r) {
+			*pp = r->next;
+			tc->num_cmreqs--;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&tc->lock);
+	fd = r->fd;
+	rdmx__tcp_hdr_decode(r->buf, &h);
+	conn = rdmx__conn_new(tc->ctx, RDMX_CONN_REQUESTED);
+	if (!conn) {
+		RDMX_DBG("tcp: cm request rejected: at max connections");
+		send_reject(fd);
+		close(fd);
+		free(r);
+		return;
+	}
+	c = rdmx__tcp_conn_create(tc, conn);
+	if (!c) {
+		send_reject(fd);
+		close(fd);
+		free(r);
+		rdmx_conn_reject(conn);
+		return;
+	}
+	c->cm = true;
+	c->fd = fd;
+	c->state = TC_REQUESTED;
+	c->peer = r->peer;
+	c->peer_len = r->peer_len;
+	c->peer_psn0 = h.psn;
+	c->peer_depth = (uint32_t)h.op1;
+	rdmx__tcp_fill_addr(&conn->peer_addr, &r->peer, r->peer_len);
+	conn->has_peer_addr = true;
+	memcpy(conn->private_data, r->buf + RDMX__TCP_HDR_SIZE, h.len);
+	conn->private_data_len = h.len;
+	conn->prov = c;
+	free(r);
+	pthread_mutex_lock(&tc->lock);
+	if (rdmx__tcp_conn_link(tc, c)) {
+		pthread_mutex_unlock(&tc->lock);
+		rdmx_conn_reject(conn); /* answers the peer; the engine releases c */
+		return;
+	}
+	pthread_mutex_unlock(&tc->lock);
+	rdmx__conn_event(conn, RDMX__CONN_EV_REQUEST);
+}
+
+int rdmx__tcp_conn_accept(struct rdmx_conn *conn, const void *pd, size_t pd_len)
+{
+	struct tcp_conn *c = TCP_CONN(conn);
+	struct tcp_ctx *tc = c->tc;
+	int rc = 0;
+
+	atomic_fetch_add_explicit(&tc->progress, 1, memory_order_relaxed);
+	pthread_mutex_lock(&tc->lock);
+	if (c->state != TC_REQUESTED) {
+		rc = RDMX_E_BAD_STATE;
+		goto unlock;
+	}
+	rdmx__tcp_ctl_handshake(c, RDMX__TCP_OP_CM_ACCEPT, pd, (uint32_t)pd_len);
+	rc = rdmx__tcp_conn_up(c, c->peer_psn0, c->peer_depth);
+unlock:
+	pthread_mutex_unlock(&tc->lock);
+	return rc;
+}
+
+int rdmx__tcp_conn_reject(struct rdmx_conn *conn)
+{
+	struct tcp_conn *c = TCP_CONN(conn);
+	struct tcp_ctx *tc;
+
+	if (!c)
+		return 0;
+	tc = c->tc;
+	pthread_mutex_lock(&tc->lock);
+	if (c->fd >= 0 && c->state == TC_REQUESTED)
+		send_reject(c->fd);
+	rdmx__tcp_conn_close_fd(c);
+	c->state = TC_DOWN;
+	rdmx__tcp_conn_unlink(tc, c);
+	pthread_mutex_unlock(&tc->lock);
+	return 0;
+}
+
+int rdmx__tcp_connect_to_addr(struct rdmx_conn *conn, const struct rdmx_addr *addr, const void *pd,
+                              size_t pd_len)
+{
+	struct tcp_ctx *tc = TCP_CTX(conn->ctx);
+	struct tcp_conn *c;
+	int rc;
+
+	if (addr->type != RDMX_ADDR_IPV4 && addr->type != RDMX_ADDR_IPV6)
+		return RDMX_E_NOT_SUPPORTED;
+	c = rdmx__tcp_conn_create(tc, conn);
+	if (!c)
+		return RDMX_E_NOMEM;
+	c->cm = true;
+	c->peer = addr->ss;
+	c->peer_len = addr->ss_len;
+	atomic_fetch_add_explicit(&tc->progress, 1, memory_order_relaxed);
+	pthread_mutex_lock(&tc->lock);
+	rc = rdmx__tcp_conn_link(tc, c);
+	if (rc) {
+		pthread_mutex_unlock(&tc->lock);
+		rdmx__tcp_conn_free(c);
+		return rc;
+	}
+	conn->prov = c;
+	rdmx__tcp_ctl_handshake(c, RDMX__TCP_OP_CM_REQ, pd, (uint32_t)pd_len);
+	rdmx__tcp_dial(c);
+	pthread_mutex_unlock(&tc->lock);
+	return 0;
+}
