@@ -31,7 +31,7 @@ static int resolve(int family, const char *text, int flags, struct rdmx_addr *a)
 }
 
 int rdmx_addr_create(enum rdmx_addr_type type, const char *text, uint16_t port,
-		     struct rdmx_addr **addr)
+                     struct rdmx_addr **addr)
 {
 	struct rdmx_addr *a;
 	int family, rc;
@@ -64,7 +64,7 @@ int rdmx_addr_create(enum rdmx_addr_type type, const char *text, uint16_t port,
 		rc = resolve(family, text, 0, a);
 	if (rc) {
 		RDMX_DBG("cannot resolve \"%s\" as %s", a->text,
-			 family == AF_INET ? "ipv4" : "ipv6");
+		         family == AF_INET ? "ipv4" : "ipv6");
 		goto free_addr;
 	}
 	if (family == AF_INET)
@@ -88,8 +88,8 @@ int rdmx_addr_destroy(struct rdmx_addr **addr)
 	return 0;
 }
 
-int rdmx_addr_get_params(const struct rdmx_addr *addr, enum rdmx_addr_type *type,
-			 const char **text, uint16_t *port)
+int rdmx_addr_get_params(const struct rdmx_addr *addr, enum rdmx_addr_type *type, const char **text,
+                         uint16_t *port)
 {
 	if (!addr)
 		return RDMX_E_INVAL;

@@ -124,7 +124,7 @@ void rdmx__conn_event(struct rdmx_conn *conn, enum rdmx__conn_event ev)
 	case RDMX__CONN_EV_DISCONNECTED:
 		if (conn->outstanding)
 			RDMX_ERR("connection %u ended with %u tasks outstanding", conn->id,
-				 conn->outstanding);
+			         conn->outstanding);
 		conn->state = RDMX_CONN_DISCONNECTED;
 		/* the user's own earlier submits come first */
 		ctx->in_poll++;
@@ -142,7 +142,7 @@ void rdmx__conn_event(struct rdmx_conn *conn, enum rdmx__conn_event ev)
 }
 
 int rdmx_ctx_export(struct rdmx_ctx *ctx, const void **details, size_t *details_len,
-		    struct rdmx_conn **conn)
+                    struct rdmx_conn **conn)
 {
 	struct rdmx_conn *c;
 	size_t len = RDMX_CONN_DETAILS_MAX;
@@ -166,7 +166,7 @@ int rdmx_ctx_export(struct rdmx_ctx *ctx, const void **details, size_t *details_
 	}
 	if (len > RDMX_CONN_DETAILS_MAX) {
 		RDMX_ERR("provider exported %zu bytes of details (max %u)", len,
-			 RDMX_CONN_DETAILS_MAX);
+		         RDMX_CONN_DETAILS_MAX);
 		ctx->dev->ops->conn_release(c);
 		drop_conn(c);
 		return RDMX_E_PROVIDER;
@@ -179,7 +179,7 @@ int rdmx_ctx_export(struct rdmx_ctx *ctx, const void **details, size_t *details_
 }
 
 int rdmx_ctx_connect(struct rdmx_ctx *ctx, const void *remote_details, size_t details_len,
-		     struct rdmx_conn *conn)
+                     struct rdmx_conn *conn)
 {
 	int rc;
 
@@ -229,8 +229,8 @@ int rdmx_ctx_stop_listen(struct rdmx_ctx *ctx)
 }
 
 int rdmx_ctx_connect_to_addr(struct rdmx_ctx *ctx, const struct rdmx_addr *addr,
-			     const void *private_data, size_t private_data_len, void *user_data,
-			     struct rdmx_conn **conn)
+                             const void *private_data, size_t private_data_len, void *user_data,
+                             struct rdmx_conn **conn)
 {
 	struct rdmx_conn *c;
 	int rc;
@@ -253,7 +253,7 @@ int rdmx_ctx_connect_to_addr(struct rdmx_ctx *ctx, const struct rdmx_addr *addr,
 	rc = ctx->dev->ops->connect_to_addr(c, addr, private_data, private_data_len);
 	if (rc) {
 		RDMX_DBG("connect to %s port %u failed: %s", addr->text, addr->port,
-			 rdmx_err_name(rc));
+		         rdmx_err_name(rc));
 		drop_conn(c);
 		return rc;
 	}

@@ -53,7 +53,7 @@ static void set_defaults(struct rdmx_ctx *ctx)
 	p->conn_request_timeout_ms = CTX_DEFAULT_CONN_TIMEOUT_MS;
 	p->rnr_retry_count = CTX_DEFAULT_RNR_RETRY;
 	p->max_connections = c->max_connections ? min_u32(CTX_DEFAULT_MAX_CONNS, c->max_connections)
-						: CTX_DEFAULT_MAX_CONNS;
+	                                        : CTX_DEFAULT_MAX_CONNS;
 	p->transport_type = RDMX_TRANSPORT_TYPE_RC;
 }
 
@@ -117,8 +117,7 @@ int rdmx_ctx_start(struct rdmx_ctx *ctx)
 		return rc;
 	rc = ctx->dev->ops->ctx_start(ctx);
 	if (rc) {
-		RDMX_DBG("starting a context on %s failed: %s", ctx->dev->name,
-			 rdmx_err_name(rc));
+		RDMX_DBG("starting a context on %s failed: %s", ctx->dev->name, rdmx_err_name(rc));
 		goto destroy_pools;
 	}
 	rc = rdmx__pe_attach(ctx->pe, ctx);
@@ -371,7 +370,7 @@ int rdmx_ctx_get_user_data(const struct rdmx_ctx *ctx, void **user_data)
 #define CTX_MAX_TASKS_PER_TYPE (1u << 22)
 
 int rdmx_ctx_set_task_conf(struct rdmx_ctx *ctx, enum rdmx_task_type type, rdmx_task_cb ok_cb,
-			   rdmx_task_cb err_cb, uint32_t num_tasks)
+                           rdmx_task_cb err_cb, uint32_t num_tasks)
 {
 	uint64_t limit;
 
@@ -382,7 +381,7 @@ int rdmx_ctx_set_task_conf(struct rdmx_ctx *ctx, enum rdmx_task_type type, rdmx_
 		limit = ctx->caps.max_recv_queue_size;
 	else
 		limit = (uint64_t)ctx->caps.max_send_queue_size *
-			(ctx->caps.max_connections ? ctx->caps.max_connections : 1);
+		        (ctx->caps.max_connections ? ctx->caps.max_connections : 1);
 	if (limit > CTX_MAX_TASKS_PER_TYPE)
 		limit = CTX_MAX_TASKS_PER_TYPE;
 	if (num_tasks > limit)
@@ -394,9 +393,8 @@ int rdmx_ctx_set_task_conf(struct rdmx_ctx *ctx, enum rdmx_task_type type, rdmx_
 }
 
 int rdmx_ctx_set_conn_callbacks(struct rdmx_ctx *ctx, rdmx_conn_request_cb request,
-				rdmx_conn_established_cb established,
-				rdmx_conn_failure_cb failure,
-				rdmx_conn_disconnected_cb disconnected)
+                                rdmx_conn_established_cb established, rdmx_conn_failure_cb failure,
+                                rdmx_conn_disconnected_cb disconnected)
 {
 	SETTER_CHECK(ctx);
 	ctx->request_cb = request;

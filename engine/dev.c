@@ -13,9 +13,9 @@
 
 static const struct rdmx_provider_ops *const providers[] = {
 #ifdef RDMX_HAVE_VERBS
-	&rdmx__verbs_ops,
+    &rdmx__verbs_ops,
 #endif
-	&rdmx__tcp_ops,
+    &rdmx__tcp_ops,
 };
 #define NUM_PROVIDERS (sizeof(providers) / sizeof(providers[0]))
 
@@ -25,8 +25,8 @@ static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
 #define MANDATORY(ops, field)                                                                      \
 	do {                                                                                       \
 		if (!(ops)->field) {                                                               \
-			RDMX_ERR("provider %s lacks mandatory op %s: provider disabled",          \
-				 (ops)->name ? (ops)->name : "?", #field);                          \
+			RDMX_ERR("provider %s lacks mandatory op %s: provider disabled",           \
+			         (ops)->name ? (ops)->name : "?", #field);                         \
 			return false;                                                              \
 		}                                                                                  \
 	} while (0)
@@ -75,7 +75,7 @@ static void registry(void)
 
 /* Lists one provider's devices into a heap array (*n entries). */
 static int provider_devices(const struct rdmx_provider_ops *ops, struct rdmx_dev_info **out,
-			    size_t *n)
+                            size_t *n)
 {
 	struct rdmx_dev_info *infos;
 	size_t count = 0, again = 0;
@@ -122,7 +122,7 @@ int rdmx_dev_list(struct rdmx_dev_info *infos, size_t max, size_t *count)
 			if (written < max) {
 				infos[written] = list[i];
 				snprintf(infos[written].provider, sizeof(infos[written].provider),
-					 "%s", providers[p]->name);
+				         "%s", providers[p]->name);
 				written++;
 			}
 		}
@@ -172,7 +172,7 @@ static int default_device(char name[RDMX_DEV_NAME_MAX])
 }
 
 static int open_ops(const struct rdmx_provider_ops *ops, const char *name, const char *ip,
-		    struct rdmx_dev **out)
+                    struct rdmx_dev **out)
 {
 	struct rdmx_dev *dev;
 	int rc;
@@ -186,7 +186,7 @@ static int open_ops(const struct rdmx_provider_ops *ops, const char *name, const
 	rc = dev->ops->dev_open(dev, ip);
 	if (rc) {
 		RDMX_DBG("opening device %s (%s) failed: %s", name, dev->ops->name,
-			 rdmx_err_name(rc));
+		         rdmx_err_name(rc));
 		free(dev);
 		return rc;
 	}
@@ -199,8 +199,7 @@ static int open_with(size_t p, const char *name, const char *ip, struct rdmx_dev
 	return open_ops(providers[p], name, ip, out);
 }
 
-int rdmx__dev_open_ops(const struct rdmx_provider_ops *ops, const char *name,
-		       struct rdmx_dev **dev)
+int rdmx__dev_open_ops(const struct rdmx_provider_ops *ops, const char *name, struct rdmx_dev **dev)
 {
 	if (!ops || !name || !dev || !*name || strlen(name) >= RDMX_DEV_NAME_MAX)
 		return RDMX_E_INVAL;

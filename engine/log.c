@@ -21,7 +21,7 @@ static _Atomic(rdmx_log_function) log_sink;
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
 
 static const char *const level_names[] = {
-	"fatal", "error", "warning", "notice", "info", "debug",
+    "fatal", "error", "warning", "notice", "info", "debug",
 };
 
 static const char *level_name(enum rdmx_log_level level)
@@ -68,7 +68,7 @@ static void log_init_once(void)
 		atomic_store(&log_threshold, level);
 	else if (env)
 		fprintf(stderr, "rdmx warning: ignoring RDMX_LOG_LEVEL=\"%.16s\" (want -1..5)\n",
-			env);
+		        env);
 }
 
 static void log_init(void)
@@ -100,8 +100,8 @@ int rdmx_log_set_function(rdmx_log_function fn)
 	return 0;
 }
 
-static void default_sink(enum rdmx_log_level level, const char *file, int line,
-			 const char *func, const char *message)
+static void default_sink(enum rdmx_log_level level, const char *file, int line, const char *func,
+                         const char *message)
 {
 	(void)file;
 	(void)line;
@@ -110,7 +110,7 @@ static void default_sink(enum rdmx_log_level level, const char *file, int line,
 }
 
 void rdmx__log(enum rdmx_log_level level, const char *file, int line, const char *func,
-	       const char *fmt, ...)
+               const char *fmt, ...)
 {
 	char buf[RDMX__LOG_LINE_MAX];
 	rdmx_log_function sink;

@@ -54,8 +54,7 @@ static uint64_t get_u64(const uint8_t *p)
 	return v;
 }
 
-int rdmx_mr_reg(struct rdmx_dev *dev, void *addr, size_t len, unsigned access,
-		struct rdmx_mr **mr)
+int rdmx_mr_reg(struct rdmx_dev *dev, void *addr, size_t len, unsigned access, struct rdmx_mr **mr)
 {
 	struct rdmx_mr *m;
 	int rc;
@@ -74,7 +73,7 @@ int rdmx_mr_reg(struct rdmx_dev *dev, void *addr, size_t len, unsigned access,
 	rc = dev->ops->mr_reg(m);
 	if (rc) {
 		RDMX_DBG("registering %zu bytes on %s failed: %s", len, dev->name,
-			 rdmx_err_name(rc));
+		         rdmx_err_name(rc));
 		free(m);
 		return rc;
 	}
@@ -177,7 +176,7 @@ int rdmx_mr_get_descriptor_size(const struct rdmx_mr *mr, size_t *size)
 }
 
 int rdmx_mr_remote_from_descriptor(const void *desc, size_t desc_size,
-				   struct rdmx_mr_remote **remote)
+                                   struct rdmx_mr_remote **remote)
 {
 	struct rdmx_mr_remote r, *out;
 	int rc;

@@ -5,7 +5,7 @@ const char *rdmx_strerror(int status)
 {
 	switch (status) {
 #define RDMX__STATUS_TEXT(name, value, text)                                                       \
-	case (value):                                                                               \
+	case (value):                                                                              \
 		return (text);
 		RDMX_STATUS_LIST(RDMX__STATUS_TEXT)
 #undef RDMX__STATUS_TEXT
@@ -18,7 +18,7 @@ const char *rdmx_err_name(int status)
 {
 	switch (status) {
 #define RDMX__STATUS_NAME(name, value, text)                                                       \
-	case (value):                                                                               \
+	case (value):                                                                              \
 		return #name;
 		RDMX_STATUS_LIST(RDMX__STATUS_NAME)
 #undef RDMX__STATUS_NAME

@@ -106,7 +106,7 @@ static uint64_t now_ms(void)
 }
 
 int rdmx_sync_event_wait_ge(struct rdmx_sync_event *ev, uint64_t value, struct rdmx_pe *pe,
-			    int timeout_ms)
+                            int timeout_ms)
 {
 	uint64_t deadline = 0;
 	unsigned spins = 0;
@@ -129,8 +129,8 @@ int rdmx_sync_event_wait_ge(struct rdmx_sync_event *ev, uint64_t value, struct r
 		if (++spins % SYNC_EVENT_SPINS == 0) {
 			if (deadline && now_ms() >= deadline)
 				return __atomic_load_n(ev->word, __ATOMIC_ACQUIRE) >= value
-					       ? 0
-					       : RDMX_E_TIMEDOUT;
+				           ? 0
+				           : RDMX_E_TIMEDOUT;
 			/* the writer may be a thread of this machine (tcp soft NIC) */
 			sched_yield();
 		}

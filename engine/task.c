@@ -11,19 +11,19 @@
 #include "provider.h"
 
 static const enum rdmx__op type_op[RDMX_TASK_TYPE_COUNT] = {
-	[RDMX_TASK_RECEIVE] = RDMX__OP_RECV,
-	[RDMX_TASK_SEND] = RDMX__OP_SEND,
-	[RDMX_TASK_SEND_IMM] = RDMX__OP_SEND_IMM,
-	[RDMX_TASK_READ] = RDMX__OP_READ,
-	[RDMX_TASK_WRITE] = RDMX__OP_WRITE,
-	[RDMX_TASK_WRITE_IMM] = RDMX__OP_WRITE_IMM,
-	[RDMX_TASK_ATOMIC_CAS] = RDMX__OP_CAS,
-	[RDMX_TASK_ATOMIC_FADD] = RDMX__OP_FADD,
-	[RDMX_TASK_ATOMIC_WRITE] = RDMX__OP_ATOMIC_WRITE,
-	[RDMX_TASK_FLUSH] = RDMX__OP_FLUSH,
-	[RDMX_TASK_SYNC_EVENT_GET] = RDMX__OP_READ,
-	[RDMX_TASK_SYNC_EVENT_NOTIFY_SET] = RDMX__OP_ATOMIC_WRITE,
-	[RDMX_TASK_SYNC_EVENT_NOTIFY_ADD] = RDMX__OP_FADD,
+    [RDMX_TASK_RECEIVE] = RDMX__OP_RECV,
+    [RDMX_TASK_SEND] = RDMX__OP_SEND,
+    [RDMX_TASK_SEND_IMM] = RDMX__OP_SEND_IMM,
+    [RDMX_TASK_READ] = RDMX__OP_READ,
+    [RDMX_TASK_WRITE] = RDMX__OP_WRITE,
+    [RDMX_TASK_WRITE_IMM] = RDMX__OP_WRITE_IMM,
+    [RDMX_TASK_ATOMIC_CAS] = RDMX__OP_CAS,
+    [RDMX_TASK_ATOMIC_FADD] = RDMX__OP_FADD,
+    [RDMX_TASK_ATOMIC_WRITE] = RDMX__OP_ATOMIC_WRITE,
+    [RDMX_TASK_FLUSH] = RDMX__OP_FLUSH,
+    [RDMX_TASK_SYNC_EVENT_GET] = RDMX__OP_READ,
+    [RDMX_TASK_SYNC_EVENT_NOTIFY_SET] = RDMX__OP_ATOMIC_WRITE,
+    [RDMX_TASK_SYNC_EVENT_NOTIFY_ADD] = RDMX__OP_FADD,
 };
 
 /* ---- pools ---- */
@@ -76,7 +76,7 @@ void rdmx__task_pools_destroy(struct rdmx_ctx *ctx)
 
 /* Checks a local chain: length, device, access and bounds of every entry. */
 static int check_chain(const struct rdmx_ctx *ctx, const struct rdmx_buf *b, uint32_t max,
-		       bool need_write, uint64_t *total)
+                       bool need_write, uint64_t *total)
 {
 	uint64_t sum = 0;
 	uint32_t n = 0;
@@ -209,7 +209,7 @@ int rdmx__task_validate(struct rdmx_task *t)
 
 /* Validates `tmpl` (fields set by the alloc function) and takes a pool task. */
 static int task_alloc(struct rdmx_ctx *ctx, enum rdmx_task_type type, struct rdmx_task *tmpl,
-		      struct rdmx_task **task)
+                      struct rdmx_task **task)
 {
 	struct rdmx_task_pool *pool;
 	struct rdmx_task *t;
@@ -260,7 +260,7 @@ static int copy_rbuf(const struct rdmx_rbuf *r, struct rdmx_task *t)
 }
 
 int rdmx_task_receive_alloc(struct rdmx_ctx *ctx, struct rdmx_buf *dst, void *user_data,
-			    struct rdmx_task **task)
+                            struct rdmx_task **task)
 {
 	TMPL(t);
 	t.local = dst;
@@ -269,7 +269,7 @@ int rdmx_task_receive_alloc(struct rdmx_ctx *ctx, struct rdmx_buf *dst, void *us
 }
 
 int rdmx_task_send_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn, struct rdmx_buf *src,
-			 void *user_data, struct rdmx_task **task)
+                         void *user_data, struct rdmx_task **task)
 {
 	TMPL(t);
 	t.conn = conn;
@@ -279,7 +279,7 @@ int rdmx_task_send_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn, struct rd
 }
 
 int rdmx_task_send_imm_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn, struct rdmx_buf *src,
-			     uint32_t imm, void *user_data, struct rdmx_task **task)
+                             uint32_t imm, void *user_data, struct rdmx_task **task)
 {
 	TMPL(t);
 	t.conn = conn;
@@ -289,9 +289,8 @@ int rdmx_task_send_imm_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn, struc
 	return task_alloc(ctx, RDMX_TASK_SEND_IMM, &t, task);
 }
 
-int rdmx_task_read_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,
-			 const struct rdmx_rbuf *src, struct rdmx_buf *dst, void *user_data,
-			 struct rdmx_task **task)
+int rdmx_task_read_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn, const struct rdmx_rbuf *src,
+                         struct rdmx_buf *dst, void *user_data, struct rdmx_task **task)
 {
 	TMPL(t);
 	if (copy_rbuf(src, &t))
@@ -303,7 +302,7 @@ int rdmx_task_read_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,
 }
 
 int rdmx_task_write_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn, struct rdmx_buf *src,
-			  const struct rdmx_rbuf *dst, void *user_data, struct rdmx_task **task)
+                          const struct rdmx_rbuf *dst, void *user_data, struct rdmx_task **task)
 {
 	TMPL(t);
 	if (copy_rbuf(dst, &t))
@@ -314,9 +313,9 @@ int rdmx_task_write_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn, struct r
 	return task_alloc(ctx, RDMX_TASK_WRITE, &t, task);
 }
 
-int rdmx_task_write_imm_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,
-			      struct rdmx_buf *src, const struct rdmx_rbuf *dst, uint32_t imm,
-			      void *user_data, struct rdmx_task **task)
+int rdmx_task_write_imm_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn, struct rdmx_buf *src,
+                              const struct rdmx_rbuf *dst, uint32_t imm, void *user_data,
+                              struct rdmx_task **task)
 {
 	TMPL(t);
 	if (copy_rbuf(dst, &t))
@@ -329,8 +328,8 @@ int rdmx_task_write_imm_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,
 }
 
 int rdmx_task_atomic_cas_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,
-			       const struct rdmx_rbuf *dst, struct rdmx_buf *result, uint64_t cmp,
-			       uint64_t swap, void *user_data, struct rdmx_task **task)
+                               const struct rdmx_rbuf *dst, struct rdmx_buf *result, uint64_t cmp,
+                               uint64_t swap, void *user_data, struct rdmx_task **task)
 {
 	TMPL(t);
 	if (copy_rbuf(dst, &t))
@@ -344,8 +343,8 @@ int rdmx_task_atomic_cas_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,
 }
 
 int rdmx_task_atomic_fadd_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,
-				const struct rdmx_rbuf *dst, struct rdmx_buf *result, uint64_t add,
-				void *user_data, struct rdmx_task **task)
+                                const struct rdmx_rbuf *dst, struct rdmx_buf *result, uint64_t add,
+                                void *user_data, struct rdmx_task **task)
 {
 	TMPL(t);
 	if (copy_rbuf(dst, &t))
@@ -358,8 +357,8 @@ int rdmx_task_atomic_fadd_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,
 }
 
 int rdmx_task_atomic_write_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,
-				 const struct rdmx_rbuf *dst, uint64_t value, void *user_data,
-				 struct rdmx_task **task)
+                                 const struct rdmx_rbuf *dst, uint64_t value, void *user_data,
+                                 struct rdmx_task **task)
 {
 	TMPL(t);
 	if (copy_rbuf(dst, &t))
@@ -371,7 +370,7 @@ int rdmx_task_atomic_write_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,
 }
 
 int rdmx_task_flush_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,
-			  const struct rdmx_rbuf *range, void *user_data, struct rdmx_task **task)
+                          const struct rdmx_rbuf *range, void *user_data, struct rdmx_task **task)
 {
 	TMPL(t);
 	if (copy_rbuf(range, &t))
@@ -390,8 +389,8 @@ static void event_rbuf(struct rdmx_mr_remote *event, struct rdmx_task *t)
 }
 
 int rdmx_task_sync_event_get_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,
-				   struct rdmx_mr_remote *event, struct rdmx_buf *result,
-				   void *user_data, struct rdmx_task **task)
+                                   struct rdmx_mr_remote *event, struct rdmx_buf *result,
+                                   void *user_data, struct rdmx_task **task)
 {
 	TMPL(t);
 	if (!event || !result)
@@ -404,8 +403,8 @@ int rdmx_task_sync_event_get_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,
 }
 
 int rdmx_task_sync_event_notify_set_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,
-					  struct rdmx_mr_remote *event, uint64_t value,
-					  void *user_data, struct rdmx_task **task)
+                                          struct rdmx_mr_remote *event, uint64_t value,
+                                          void *user_data, struct rdmx_task **task)
 {
 	TMPL(t);
 	if (!event)
@@ -418,9 +417,9 @@ int rdmx_task_sync_event_notify_set_alloc(struct rdmx_ctx *ctx, struct rdmx_conn
 }
 
 int rdmx_task_sync_event_notify_add_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,
-					  struct rdmx_mr_remote *event, uint64_t add,
-					  struct rdmx_buf *result, void *user_data,
-					  struct rdmx_task **task)
+                                          struct rdmx_mr_remote *event, uint64_t add,
+                                          struct rdmx_buf *result, void *user_data,
+                                          struct rdmx_task **task)
 {
 	TMPL(t);
 	if (!event)

@@ -16,7 +16,7 @@
 		int rc_ = (expr);                                                                  \
 		int want_ = (want);                                                                \
 		cr_assert_eq(rc_, want_, "%s = %s (%d), want %s", #expr, rdmx_err_name(rc_), rc_,  \
-			     rdmx_err_name(want_));                                                \
+		             rdmx_err_name(want_));                                                \
 	} while (0)
 #define assert_ok(expr) assert_rc(expr, 0)
 
@@ -39,8 +39,14 @@ static inline int test_dev_open(const char *name, struct rdmx_dev **dev)
 /* Defines the test body once and registers it for the mock and the real device. */
 #define DEVICE_TEST(suite, name)                                                                   \
 	static void suite##_##name##_body(const char *devname);                                    \
-	Test(suite, name##_mock) { suite##_##name##_body("mock"); }                                \
-	Test(suite, name##_dev) { suite##_##name##_body(test_device_name()); }                     \
+	Test(suite, name##_mock)                                                                   \
+	{                                                                                          \
+		suite##_##name##_body("mock");                                                     \
+	}                                                                                          \
+	Test(suite, name##_dev)                                                                    \
+	{                                                                                          \
+		suite##_##name##_body(test_device_name());                                         \
+	}                                                                                          \
 	static void suite##_##name##_body(const char *devname)
 
 #endif

@@ -113,7 +113,7 @@ void mock_fail_next(struct rdmx_conn *conn, int status)
 }
 
 void mock_incoming(struct rdmx_ctx *ctx, struct rdmx_conn *conn, enum rdmx_opcode opcode,
-		   uint32_t len, uint32_t imm)
+                   uint32_t len, uint32_t imm)
 {
 	struct item *it = new_item(ITEM_INCOMING);
 
@@ -399,8 +399,8 @@ static void m_stop_listen(struct rdmx_ctx *ctx)
 	(void)ctx;
 }
 
-static int m_connect_to_addr(struct rdmx_conn *conn, const struct rdmx_addr *addr,
-			     const void *pd, size_t pd_len)
+static int m_connect_to_addr(struct rdmx_conn *conn, const struct rdmx_addr *addr, const void *pd,
+                             size_t pd_len)
 {
 	(void)addr;
 	(void)pd;
@@ -408,8 +408,8 @@ static int m_connect_to_addr(struct rdmx_conn *conn, const struct rdmx_addr *add
 	conn->prov = calloc(1, sizeof(struct mock_conn));
 	if (!conn->prov)
 		return RDMX_E_NOMEM;
-	push_event(conn, mctx(conn->ctx)->refuse ? RDMX__CONN_EV_FAILURE
-						  : RDMX__CONN_EV_ESTABLISHED);
+	push_event(conn,
+	           mctx(conn->ctx)->refuse ? RDMX__CONN_EV_FAILURE : RDMX__CONN_EV_ESTABLISHED);
 	return 0;
 }
 
@@ -467,32 +467,32 @@ static int m_post_send(struct rdmx_conn *conn, struct rdmx_task *task)
 }
 
 const struct rdmx_provider_ops mock_ops = {
-	.name = "mock",
-	.id = RDMX_PROVIDER_ID_TCP,
-	.dev_list = m_dev_list,
-	.dev_open = m_dev_open,
-	.dev_close = m_dev_close,
-	.dev_query_caps = m_dev_query_caps,
-	.dev_get_gid = m_dev_get_gid,
-	.mr_reg = m_mr_reg,
-	.mr_dereg = m_mr_dereg,
-	.ctx_start = m_ctx_start,
-	.ctx_stop = m_ctx_stop,
-	.ctx_get_fd = m_ctx_get_fd,
-	.ctx_arm = m_ctx_arm,
-	.ctx_disarm = m_ctx_disarm,
-	.ctx_poll = m_ctx_poll,
-	.conn_export = m_conn_export,
-	.conn_connect = m_conn_connect,
-	.listen = m_listen,
-	.stop_listen = m_stop_listen,
-	.connect_to_addr = m_connect_to_addr,
-	.conn_accept = m_conn_accept,
-	.conn_reject = m_conn_reject,
-	.conn_disconnect = m_conn_disconnect,
-	.conn_release = m_conn_release,
-	.post_recv = m_post_recv,
-	.post_send = m_post_send,
+    .name = "mock",
+    .id = RDMX_PROVIDER_ID_TCP,
+    .dev_list = m_dev_list,
+    .dev_open = m_dev_open,
+    .dev_close = m_dev_close,
+    .dev_query_caps = m_dev_query_caps,
+    .dev_get_gid = m_dev_get_gid,
+    .mr_reg = m_mr_reg,
+    .mr_dereg = m_mr_dereg,
+    .ctx_start = m_ctx_start,
+    .ctx_stop = m_ctx_stop,
+    .ctx_get_fd = m_ctx_get_fd,
+    .ctx_arm = m_ctx_arm,
+    .ctx_disarm = m_ctx_disarm,
+    .ctx_poll = m_ctx_poll,
+    .conn_export = m_conn_export,
+    .conn_connect = m_conn_connect,
+    .listen = m_listen,
+    .stop_listen = m_stop_listen,
+    .connect_to_addr = m_connect_to_addr,
+    .conn_accept = m_conn_accept,
+    .conn_reject = m_conn_reject,
+    .conn_disconnect = m_conn_disconnect,
+    .conn_release = m_conn_release,
+    .post_recv = m_post_recv,
+    .post_send = m_post_send,
 };
 
 int mock_dev_open(struct rdmx_dev **dev)

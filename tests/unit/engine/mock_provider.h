@@ -32,7 +32,7 @@ void mock_poll_limit(struct rdmx_ctx *ctx, unsigned n);
 void mock_fail_next(struct rdmx_conn *conn, int status);
 /* Queues an incoming message on conn: completes one posted receive. */
 void mock_incoming(struct rdmx_ctx *ctx, struct rdmx_conn *conn, enum rdmx_opcode opcode,
-		   uint32_t len, uint32_t imm);
+                   uint32_t len, uint32_t imm);
 /* Queues an incoming cm request (the engine calls the request callback). */
 void mock_incoming_request(struct rdmx_ctx *ctx);
 /* Queues a peer disconnect of conn. */

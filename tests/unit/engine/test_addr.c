@@ -70,8 +70,7 @@ Test(addr, bad_input)
 	assert_rc(rdmx_addr_create(RDMX_ADDR_IPV4, "::1", 1, &a), RDMX_E_INVAL);
 	assert_rc(rdmx_addr_create(RDMX_ADDR_IPV6, "10.0.0.1", 1, &a), RDMX_E_INVAL);
 	assert_rc(rdmx_addr_create(RDMX_ADDR_GID, "not-a-gid", 1, &a), RDMX_E_INVAL);
-	assert_rc(rdmx_addr_create(RDMX_ADDR_IPV4, "no such host.invalid", 1, &a),
-		  RDMX_E_INVAL);
+	assert_rc(rdmx_addr_create(RDMX_ADDR_IPV4, "no such host.invalid", 1, &a), RDMX_E_INVAL);
 	assert_rc(rdmx_addr_create(RDMX_ADDR_IPV4, longname, 1, &a), RDMX_E_INVAL);
 	assert_rc(rdmx_addr_create((enum rdmx_addr_type)9, "127.0.0.1", 1, &a), RDMX_E_INVAL);
 	cr_assert_eq(a, (void *)0x1);

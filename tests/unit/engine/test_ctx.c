@@ -103,7 +103,7 @@ DEVICE_TEST(ctx, defaults)
 	cr_assert_eq(v, 1);
 	assert_ok(rdmx_ctx_get_permissions(e.ctx, &perm));
 	cr_assert_eq(perm, RDMX_ACCESS_REMOTE_READ | RDMX_ACCESS_REMOTE_WRITE |
-				   RDMX_ACCESS_REMOTE_ATOMIC);
+	                       RDMX_ACCESS_REMOTE_ATOMIC);
 	assert_ok(rdmx_ctx_get_mtu(e.ctx, &v));
 	cr_assert_eq(v, 4096);
 	assert_ok(rdmx_ctx_get_gid_index(e.ctx, &v));
@@ -142,9 +142,9 @@ DEVICE_TEST(ctx, setters_validate_values)
 	assert_rc(rdmx_ctx_set_send_queue_size(e.ctx, 0), RDMX_E_INVAL);
 	assert_rc(rdmx_ctx_set_recv_queue_size(e.ctx, 0), RDMX_E_INVAL);
 	assert_rc(rdmx_ctx_set_send_queue_size(e.ctx, e.caps.max_send_queue_size + 1),
-		  RDMX_E_INVAL);
+	          RDMX_E_INVAL);
 	assert_rc(rdmx_ctx_set_recv_queue_size(e.ctx, e.caps.max_recv_queue_size + 1),
-		  RDMX_E_INVAL);
+	          RDMX_E_INVAL);
 	assert_rc(rdmx_ctx_set_send_queue_size(e.ctx, UINT32_MAX), RDMX_E_INVAL);
 	assert_ok(rdmx_ctx_get_send_queue_size(e.ctx, &v));
 	cr_assert_eq(v, 4, "a rejected value changed the property");
@@ -154,9 +154,9 @@ DEVICE_TEST(ctx, setters_validate_values)
 	assert_rc(rdmx_ctx_set_max_send_buf_list_len(e.ctx, 0), RDMX_E_INVAL);
 	assert_rc(rdmx_ctx_set_max_recv_buf_list_len(e.ctx, 0), RDMX_E_INVAL);
 	assert_rc(rdmx_ctx_set_max_send_buf_list_len(e.ctx, e.caps.max_buf_list_len + 1),
-		  RDMX_E_INVAL);
+	          RDMX_E_INVAL);
 	assert_rc(rdmx_ctx_set_max_recv_buf_list_len(e.ctx, e.caps.max_buf_list_len + 1),
-		  RDMX_E_INVAL);
+	          RDMX_E_INVAL);
 
 	assert_ok(rdmx_ctx_set_permissions(e.ctx, RDMX_ACCESS_REMOTE_READ));
 	assert_ok(rdmx_ctx_set_permissions(e.ctx, 0));
@@ -181,10 +181,9 @@ DEVICE_TEST(ctx, setters_validate_values)
 	assert_rc(rdmx_ctx_set_max_connections(e.ctx, 0), RDMX_E_INVAL);
 	if (e.caps.max_connections)
 		assert_rc(rdmx_ctx_set_max_connections(e.ctx, e.caps.max_connections + 1),
-			  RDMX_E_INVAL);
+		          RDMX_E_INVAL);
 	assert_ok(rdmx_ctx_set_transport_type(e.ctx, RDMX_TRANSPORT_TYPE_RC));
-	assert_rc(rdmx_ctx_set_transport_type(e.ctx, RDMX_TRANSPORT_TYPE_DC),
-		  RDMX_E_NOT_SUPPORTED);
+	assert_rc(rdmx_ctx_set_transport_type(e.ctx, RDMX_TRANSPORT_TYPE_DC), RDMX_E_NOT_SUPPORTED);
 	assert_rc(rdmx_ctx_set_transport_type(e.ctx, (enum rdmx_transport_type)7), RDMX_E_INVAL);
 
 	/* task confs */
@@ -193,12 +192,12 @@ DEVICE_TEST(ctx, setters_validate_values)
 	assert_rc(rdmx_ctx_set_task_conf(e.ctx, RDMX_TASK_SEND, ok_cb, NULL, 4), RDMX_E_INVAL);
 	assert_rc(rdmx_ctx_set_task_conf(e.ctx, RDMX_TASK_SEND, ok_cb, ok_cb, 0), RDMX_E_INVAL);
 	assert_rc(rdmx_ctx_set_task_conf(e.ctx, RDMX_TASK_TYPE_COUNT, ok_cb, ok_cb, 4),
-		  RDMX_E_INVAL);
+	          RDMX_E_INVAL);
 	assert_rc(rdmx_ctx_set_task_conf(e.ctx, RDMX_TASK_RECEIVE, ok_cb, ok_cb,
-					 e.caps.max_recv_queue_size + 1),
-		  RDMX_E_INVAL);
+	                                 e.caps.max_recv_queue_size + 1),
+	          RDMX_E_INVAL);
 	assert_rc(rdmx_ctx_set_task_conf(e.ctx, RDMX_TASK_SEND, ok_cb, ok_cb, UINT32_MAX),
-		  RDMX_E_INVAL);
+	          RDMX_E_INVAL);
 
 	/* NULL context everywhere */
 	assert_rc(rdmx_ctx_set_send_queue_size(NULL, 4), RDMX_E_INVAL);
@@ -235,8 +234,7 @@ DEVICE_TEST(ctx, setters_refuse_while_running)
 	assert_rc(rdmx_ctx_set_rnr_retry_count(e.ctx, 1), RDMX_E_BAD_STATE);
 	assert_rc(rdmx_ctx_set_max_connections(e.ctx, 2), RDMX_E_BAD_STATE);
 	assert_rc(rdmx_ctx_set_transport_type(e.ctx, RDMX_TRANSPORT_TYPE_RC), RDMX_E_BAD_STATE);
-	assert_rc(rdmx_ctx_set_task_conf(e.ctx, RDMX_TASK_SEND, ok_cb, ok_cb, 1),
-		  RDMX_E_BAD_STATE);
+	assert_rc(rdmx_ctx_set_task_conf(e.ctx, RDMX_TASK_SEND, ok_cb, ok_cb, 1), RDMX_E_BAD_STATE);
 	assert_rc(rdmx_ctx_set_conn_callbacks(e.ctx, NULL, NULL, NULL, NULL), RDMX_E_BAD_STATE);
 	/* even invalid values answer BAD_STATE first */
 	assert_rc(rdmx_ctx_set_mtu(e.ctx, 1), RDMX_E_BAD_STATE);

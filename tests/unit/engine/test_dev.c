@@ -19,7 +19,7 @@ Test(dev, list_ends_with_tcp)
 	cr_assert_str_eq(infos[count - 1].provider, "tcp");
 	for (size_t i = 0; i + 1 < count; i++)
 		cr_assert_str_eq(infos[i].provider, "verbs", "device %s listed before tcp",
-				 infos[i].name);
+		                 infos[i].name);
 	assert_rc(rdmx_dev_list(NULL, 1, &count), RDMX_E_INVAL);
 	assert_rc(rdmx_dev_list(infos, 1, NULL), RDMX_E_INVAL);
 	/* a short array still reports the total */

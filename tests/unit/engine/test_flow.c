@@ -111,10 +111,10 @@ static void setup(void)
 	assert_ok(rdmx_ctx_create(s.dev, s.pe, &s.ctx));
 	assert_ok(rdmx_ctx_set_user_data(s.ctx, &s));
 	for (int t = 0; t < RDMX_TASK_TYPE_COUNT; t++)
-		assert_ok(rdmx_ctx_set_task_conf(s.ctx, (enum rdmx_task_type)t, record, record_err,
-						 8));
+		assert_ok(
+		    rdmx_ctx_set_task_conf(s.ctx, (enum rdmx_task_type)t, record, record_err, 8));
 	assert_ok(rdmx_ctx_set_conn_callbacks(s.ctx, on_request, on_established, on_failure,
-					      on_disconnected));
+	                                      on_disconnected));
 	assert_ok(rdmx_ctx_start(s.ctx));
 	assert_ok(rdmx_mr_reg(s.dev, s.mem, sizeof(s.mem), RDMX_ACCESS_ALL, &s.mr));
 }
@@ -289,7 +289,7 @@ Test(flow, disconnect_aborts_later_submits_and_frees_after_callback)
 	assert_ok(rdmx_task_submit(a));
 	assert_ok(rdmx_conn_disconnect(conn));
 	assert_ok(rdmx_conn_disconnect(conn)); /* idempotent */
-	assert_ok(rdmx_task_submit(b)); /* after disconnect: aborted */
+	assert_ok(rdmx_task_submit(b));        /* after disconnect: aborted */
 	drain();
 	cr_assert_eq(s.disconnects, 1);
 	cr_assert_eq(s.disc_submit_rc, 0);
@@ -365,7 +365,7 @@ Test(flow, cm_accept_reject_refuse)
 	/* active side: refused -> failure callback, then freed */
 	assert_ok(rdmx_addr_create(RDMX_ADDR_IPV4, "127.0.0.1", 7471, &addr));
 	assert_rc(rdmx_ctx_connect_to_addr(s.ctx, addr, big, sizeof(big), NULL, &conn),
-		  RDMX_E_INVAL);
+	          RDMX_E_INVAL);
 	mock_refuse(s.ctx, true);
 	assert_ok(rdmx_ctx_connect_to_addr(s.ctx, addr, "pd", 2, (void *)0x9, &conn));
 	assert_ok(rdmx_conn_get_addr(conn, &peer));
@@ -517,7 +517,7 @@ Test(flow, resubmit_allocates_nothing)
 #if !defined(__SANITIZE_ADDRESS__)
 	after = mallinfo2();
 	cr_assert_eq(after.uordblks, before.uordblks, "resubmission allocated %zd bytes",
-		     (ssize_t)(after.uordblks - before.uordblks));
+	             (ssize_t)(after.uordblks - before.uordblks));
 #endif
 	cr_assert_eq(s.nlog, 1001);
 	/* the pool hands the same task back after free */

@@ -11,7 +11,7 @@ static enum rdmx_log_level levels[8];
 static unsigned nlines;
 
 static void capture(enum rdmx_log_level level, const char *file, int line, const char *func,
-		    const char *message)
+                    const char *message)
 {
 	(void)file;
 	(void)line;
@@ -71,7 +71,7 @@ Test(log, bad_level_is_rejected, .init = fresh_env)
 	enum rdmx_log_level level;
 
 	assert_rc(rdmx_log_set_threshold((enum rdmx_log_level)6), RDMX_E_INVAL);
-	assert_rc(rdmx_log_set_threshold((enum rdmx_log_level)-2), RDMX_E_INVAL);
+	assert_rc(rdmx_log_set_threshold((enum rdmx_log_level) - 2), RDMX_E_INVAL);
 	assert_ok(rdmx_log_get_threshold(&level));
 	cr_assert_eq(level, RDMX_LOG_WARNING);
 	assert_ok(rdmx_log_set_threshold(RDMX_LOG_DISABLED));

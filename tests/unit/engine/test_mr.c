@@ -6,14 +6,14 @@
 #include "internal.h"
 
 static const uint8_t golden[RDMX_MR_DESCRIPTOR_SIZE] = {
-	0x52, 0x58,                                     /* magic "RX" */
-	0x01,                                           /* version */
-	0x01,                                           /* provider tcp */
-	0x06, 0x00, 0x00, 0x00,                         /* access */
-	0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, /* address */
-	0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* length 4096 */
-	0xef, 0xbe, 0xad, 0xde,                         /* rkey */
-	0x00, 0x00, 0x00, 0x00,                         /* reserved */
+    0x52, 0x58,                                     /* magic "RX" */
+    0x01,                                           /* version */
+    0x01,                                           /* provider tcp */
+    0x06, 0x00, 0x00, 0x00,                         /* access */
+    0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, /* address */
+    0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* length 4096 */
+    0xef, 0xbe, 0xad, 0xde,                         /* rkey */
+    0x00, 0x00, 0x00, 0x00,                         /* reserved */
 };
 
 static struct rdmx_mr fake_mr(void)
@@ -69,16 +69,16 @@ Test(descriptor, rejects_malformed)
 		size_t off;
 		uint8_t val;
 	} bad[] = {
-		{0, 0x53},  /* magic */
-		{1, 0x00},  /* magic */
-		{2, 0x00},  /* version 0 */
-		{2, 0x02},  /* version 2 */
-		{3, 0x00},  /* provider 0 */
-		{3, 0x03},  /* provider 3 */
-		{4, 0x10},  /* unknown access flag */
-		{7, 0x80},  /* unknown access flag */
-		{28, 0x01}, /* reserved */
-		{31, 0xff}, /* reserved */
+	    {0, 0x53},  /* magic */
+	    {1, 0x00},  /* magic */
+	    {2, 0x00},  /* version 0 */
+	    {2, 0x02},  /* version 2 */
+	    {3, 0x00},  /* provider 0 */
+	    {3, 0x03},  /* provider 3 */
+	    {4, 0x10},  /* unknown access flag */
+	    {7, 0x80},  /* unknown access flag */
+	    {28, 0x01}, /* reserved */
+	    {31, 0xff}, /* reserved */
 	};
 	struct rdmx_mr_remote *remote = (void *)0x1;
 	uint8_t desc[RDMX_MR_DESCRIPTOR_SIZE];
@@ -87,7 +87,7 @@ Test(descriptor, rejects_malformed)
 		memcpy(desc, golden, sizeof(desc));
 		desc[bad[i].off] = bad[i].val;
 		assert_rc(rdmx_mr_remote_from_descriptor(desc, sizeof(desc), &remote),
-			  RDMX_E_INVAL);
+		          RDMX_E_INVAL);
 		cr_assert_eq(remote, (void *)0x1, "output written on failure (case %zu)", i);
 	}
 	/* zero length, wrapping range */

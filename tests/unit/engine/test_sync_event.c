@@ -31,9 +31,10 @@ DEVICE_TEST(sync_event, value_and_descriptor)
 	assert_ok(rdmx_mr_remote_from_descriptor(desc, sizeof(desc), &remote));
 	cr_assert_eq(remote->len, 8);
 	cr_assert_eq(remote->addr % 8, 0);
-	cr_assert_eq(remote->access & (RDMX_ACCESS_REMOTE_READ | RDMX_ACCESS_REMOTE_WRITE |
-				       RDMX_ACCESS_REMOTE_ATOMIC),
-		     RDMX_ACCESS_REMOTE_READ | RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_REMOTE_ATOMIC);
+	cr_assert_eq(
+	    remote->access &
+	        (RDMX_ACCESS_REMOTE_READ | RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_REMOTE_ATOMIC),
+	    RDMX_ACCESS_REMOTE_READ | RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_REMOTE_ATOMIC);
 	assert_ok(rdmx_mr_remote_delete(&remote));
 	assert_rc(rdmx_sync_event_get_descriptor(ev, NULL), RDMX_E_INVAL);
 

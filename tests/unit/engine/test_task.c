@@ -40,15 +40,15 @@ static void env_open(const char *devname, uint32_t per_type)
 	for (int t = 0; t < RDMX_TASK_TYPE_COUNT; t++)
 		if (t != RDMX_TASK_FLUSH) /* left unconfigured on purpose */
 			assert_ok(rdmx_ctx_set_task_conf(e.ctx, (enum rdmx_task_type)t, cb, cb,
-							 per_type));
+			                                 per_type));
 	assert_ok(rdmx_mr_reg(e.dev, e.mem, sizeof(e.mem), RDMX_ACCESS_ALL, &e.rw));
 	assert_ok(rdmx_mr_reg(e.dev, e.ro_mem, sizeof(e.ro_mem), 0, &e.ro));
-	assert_ok(rdmx_mr_reg(e.other_dev, e.foreign_mem, sizeof(e.foreign_mem),
-			      RDMX_ACCESS_ALL, &e.foreign));
+	assert_ok(rdmx_mr_reg(e.other_dev, e.foreign_mem, sizeof(e.foreign_mem), RDMX_ACCESS_ALL,
+	                      &e.foreign));
 	assert_ok(rdmx_mr_get_descriptor(e.rw, desc));
 	assert_ok(rdmx_mr_remote_from_descriptor(desc, sizeof(desc), &e.remote));
-	desc[3] = e.dev->ops->id == RDMX_PROVIDER_ID_TCP ? RDMX_PROVIDER_ID_VERBS
-							 : RDMX_PROVIDER_ID_TCP;
+	desc[3] =
+	    e.dev->ops->id == RDMX_PROVIDER_ID_TCP ? RDMX_PROVIDER_ID_VERBS : RDMX_PROVIDER_ID_TCP;
 	assert_ok(rdmx_mr_remote_from_descriptor(desc, sizeof(desc), &e.remote_other_provider));
 }
 
@@ -83,7 +83,7 @@ static struct rdmx_buf buf(struct rdmx_mr *mr, size_t off, size_t len)
 		struct rdmx_task *t_ = (void *)0x1, **out_ = &t_;                                  \
 		(void)out_;                                                                        \
 		assert_rc(call, want);                                                             \
-		cr_assert_eq(t_, (void *)0x1, "task written on failure");                         \
+		cr_assert_eq(t_, (void *)0x1, "task written on failure");                          \
 	} while (0)
 
 DEVICE_TEST(task, alloc_needs_running_context_and_conf)
@@ -201,8 +201,7 @@ DEVICE_TEST(task, remote_checks)
 	assert_ok(rdmx_task_free(t));
 	r.len = 65;
 	ALLOC_FAILS(rdmx_task_write_alloc(e.ctx, NULL, &src, &r, NULL, out_), RDMX_E_INVAL);
-	ALLOC_FAILS(rdmx_task_write_imm_alloc(e.ctx, NULL, &src, &r, 1, NULL, out_),
-		    RDMX_E_INVAL);
+	ALLOC_FAILS(rdmx_task_write_imm_alloc(e.ctx, NULL, &src, &r, 1, NULL, out_), RDMX_E_INVAL);
 	r.len = 0;
 	ALLOC_FAILS(rdmx_task_write_alloc(e.ctx, NULL, &src, NULL, NULL, out_), RDMX_E_INVAL);
 	/* no data: refused for write, a notification for write_imm */
@@ -261,24 +260,24 @@ DEVICE_TEST(task, atomic_checks)
 
 	r.offset = 4; /* misaligned target */
 	ALLOC_FAILS(rdmx_task_atomic_cas_alloc(e.ctx, NULL, &r, &res, 1, 2, NULL, out_),
-		    RDMX_E_INVAL);
+	            RDMX_E_INVAL);
 	ALLOC_FAILS(rdmx_task_atomic_fadd_alloc(e.ctx, NULL, &r, &res, 1, NULL, out_),
-		    RDMX_E_INVAL);
+	            RDMX_E_INVAL);
 	ALLOC_FAILS(rdmx_task_atomic_write_alloc(e.ctx, NULL, &r, 1, NULL, out_), RDMX_E_INVAL);
 	r.offset = 8;
 	r.len = 16; /* more than one word */
 	ALLOC_FAILS(rdmx_task_atomic_fadd_alloc(e.ctx, NULL, &r, &res, 1, NULL, out_),
-		    RDMX_E_INVAL);
+	            RDMX_E_INVAL);
 	r.len = 8;
 	/* result: exactly one writable 8-byte buffer */
 	ALLOC_FAILS(rdmx_task_atomic_fadd_alloc(e.ctx, NULL, &r, NULL, 1, NULL, out_),
-		    RDMX_E_INVAL);
+	            RDMX_E_INVAL);
 	ALLOC_FAILS(rdmx_task_atomic_fadd_alloc(e.ctx, NULL, &r, &res4, 1, NULL, out_),
-		    RDMX_E_INVAL);
+	            RDMX_E_INVAL);
 	ALLOC_FAILS(rdmx_task_atomic_fadd_alloc(e.ctx, NULL, &r, &res2a, 1, NULL, out_),
-		    RDMX_E_INVAL);
+	            RDMX_E_INVAL);
 	ALLOC_FAILS(rdmx_task_atomic_cas_alloc(e.ctx, NULL, &r, &ro, 1, 2, NULL, out_),
-		    RDMX_E_INVAL);
+	            RDMX_E_INVAL);
 	r.mr = e.remote_other_provider;
 	ALLOC_FAILS(rdmx_task_atomic_write_alloc(e.ctx, NULL, &r, 1, NULL, out_), RDMX_E_INVAL);
 	env_close();
@@ -306,22 +305,21 @@ DEVICE_TEST(task, sync_event_tasks_map_to_ops)
 	assert_ok(rdmx_task_set_operand(t, 4));
 	cr_assert_eq(t->op0, 4);
 	assert_ok(rdmx_task_free(t));
-	assert_ok(rdmx_task_sync_event_notify_add_alloc(e.ctx, NULL, e.remote, 2, &res, NULL,
-							&t));
+	assert_ok(rdmx_task_sync_event_notify_add_alloc(e.ctx, NULL, e.remote, 2, &res, NULL, &t));
 	cr_assert_eq(t->op, RDMX__OP_FADD);
 	assert_ok(rdmx_task_free(t));
 
 	ALLOC_FAILS(rdmx_task_sync_event_get_alloc(e.ctx, NULL, e.remote, NULL, NULL, out_),
-		    RDMX_E_INVAL);
+	            RDMX_E_INVAL);
 	ALLOC_FAILS(rdmx_task_sync_event_get_alloc(e.ctx, NULL, e.remote, &small, NULL, out_),
-		    RDMX_E_INVAL);
+	            RDMX_E_INVAL);
 	ALLOC_FAILS(rdmx_task_sync_event_get_alloc(e.ctx, NULL, NULL, &res, NULL, out_),
-		    RDMX_E_INVAL);
+	            RDMX_E_INVAL);
 	ALLOC_FAILS(rdmx_task_sync_event_notify_set_alloc(e.ctx, NULL, NULL, 1, NULL, out_),
-		    RDMX_E_INVAL);
-	ALLOC_FAILS(rdmx_task_sync_event_notify_add_alloc(e.ctx, NULL, e.remote, 1, NULL, NULL,
-							  out_),
-		    RDMX_E_INVAL);
+	            RDMX_E_INVAL);
+	ALLOC_FAILS(
+	    rdmx_task_sync_event_notify_add_alloc(e.ctx, NULL, e.remote, 1, NULL, NULL, out_),
+	    RDMX_E_INVAL);
 	env_close();
 }
 
