@@ -118,6 +118,7 @@ struct side {
 	struct rdmx_pe *pe;
 	struct rdmx_ctx *ctx;
 	struct rdmx_dev_caps caps;
+	bool own_dev, own_pe; /* side_close closes/destroys only what the side opened */
 
 	/* task completions */
 	int completions, oks, errs;
@@ -177,6 +178,10 @@ void leak_end(void);
 /* Opens device `which` (0/1), a progress engine and an IDLE context with the
  * side as ctx user data and the recording connection callbacks. */
 void side_open(struct side *s, const char *name, int which);
+/* A side on an already open device (and progress engine, when pe is not
+ * NULL): creates what is missing and an IDLE context; side_close leaves the
+ * borrowed objects to their owner (close that side last). */
+void side_attach(struct side *s, const char *name, struct side *dev_owner, struct rdmx_pe *pe);
 /* Opens only the device (for tests that create their own objects). */
 int side_open_dev(int which, struct rdmx_dev **dev);
 /* Configures every task type with num_tasks tasks and the recording callbacks,

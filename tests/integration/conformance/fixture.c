@@ -233,7 +233,30 @@ void side_open(struct side *s, const char *name, int which)
 	cr_assert(prov != NULL, "rdmx_dev_provider returned NULL");
 	s->tcp = strcmp(prov, "tcp") == 0;
 	ASSERT_OK(rdmx_dev_query_caps(s->dev, &s->caps));
+	s->own_dev = true;
+	s->own_pe = true;
 	ASSERT_OK(rdmx_pe_create(&s->pe));
+	ASSERT_OK(rdmx_ctx_create(s->dev, s->pe, &s->ctx));
+	ASSERT_OK(rdmx_ctx_set_user_data(s->ctx, s));
+	ASSERT_OK(rdmx_ctx_set_conn_callbacks(s->ctx, on_request, on_established, on_failure,
+					      on_disconnected));
+}
+
+void side_attach(struct side *s, const char *name, struct side *dev_owner, struct rdmx_pe *pe)
+{
+	memset(s, 0, sizeof(*s));
+	s->name = name;
+	s->devname = dev_owner->devname;
+	s->addr = dev_owner->addr;
+	s->tcp = dev_owner->tcp;
+	s->dev = dev_owner->dev;
+	s->caps = dev_owner->caps;
+	s->own_dev = false;
+	s->own_pe = pe == NULL;
+	if (pe)
+		s->pe = pe;
+	else
+		ASSERT_OK(rdmx_pe_create(&s->pe));
 	ASSERT_OK(rdmx_ctx_create(s->dev, s->pe, &s->ctx));
 	ASSERT_OK(rdmx_ctx_set_user_data(s->ctx, s));
 	ASSERT_OK(rdmx_ctx_set_conn_callbacks(s->ctx, on_request, on_established, on_failure,
@@ -301,14 +324,16 @@ void side_close(struct side *s)
 		ASSERT_OK(rdmx_ctx_destroy(&s->ctx));
 		cr_assert_null(s->ctx);
 	}
-	if (s->pe) {
+	if (s->pe && s->own_pe) {
 		ASSERT_OK(rdmx_pe_destroy(&s->pe));
 		cr_assert_null(s->pe);
 	}
-	if (s->dev) {
+	s->pe = NULL;
+	if (s->dev && s->own_dev) {
 		ASSERT_OK(rdmx_dev_close(&s->dev));
 		cr_assert_null(s->dev);
 	}
+	s->dev = NULL;
 }
 
 void pair_open(struct side *a, struct side *b, uint32_t num_tasks)

@@ -626,3 +626,50 @@ Test(failures, ctx_stop_cancels_everything)
 	pair_close(&A, &B);
 	leak_end();
 }
+
+/* ---- two registrations of the same memory keep their own flags ---- */
+
+Test(failures, overlapping_registrations_keep_their_own_access)
+{
+	struct rdmx_conn *ca, *cb;
+	leak_begin();
+	pair_open(&A, &B, 16);
+	struct region *rw = region_new(&A, 4096, RDMX_ACCESS_REMOTE_READ | RDMX_ACCESS_REMOTE_WRITE,
+				       0x21);
+	/* a second, read-only registration of the same bytes */
+	struct rdmx_mr *ro = NULL;
+	uint8_t rodesc[RDMX_MR_DESCRIPTOR_SIZE];
+	ASSERT_OK(rdmx_mr_reg(A.dev, rw->mem, 4096, RDMX_ACCESS_REMOTE_READ, &ro));
+	ASSERT_OK(rdmx_mr_get_descriptor(ro, rodesc));
+	struct region *rb = region_new(&B, 8192, RDMX_ACCESS_LOCAL_WRITE, 0x43);
+	struct rdmx_mr_remote *mrw = remote_of(&B, rw), *mro = remote_from_desc(&B, rodesc);
+	struct rdmx_buf s = lbuf(rb, 0, 128), d = lbuf(rb, 4096, 128);
+	struct rdmx_rbuf wrw = rbuf(mrw, 0, 0), wro = rbuf(mro, 512, 0), rro = rbuf(mro, 0, 128);
+	struct tinfo ti[5] = {0};
+	struct rdmx_task *t;
+
+	connect_pair(&A, &B, &ca, &cb);
+	ASSERT_OK(rdmx_task_write_alloc(B.ctx, cb, &s, &wrw, &ti[0], &t));
+	submit_wait(&A, &B, t, &ti[0]);
+	ASSERT_DONE_OK(&ti[0]);
+	cr_assert_arr_eq(rw->mem, rb->mem, 128);
+	ASSERT_OK(rdmx_task_read_alloc(B.ctx, cb, &rro, &d, &ti[1], &t));
+	submit_wait(&A, &B, t, &ti[1]);
+	ASSERT_DONE_OK(&ti[1]);
+	cr_assert_arr_eq(rb->mem + 4096, rb->mem, 128, "read through the read-only key");
+	ASSERT_OK(rdmx_task_write_alloc(B.ctx, cb, &s, &wro, &ti[2], &t));
+	expect_fail(t, &ti[2], RDMX_E_REMOTE_ACCESS);
+	for (int i = 512; i < 640; i++)
+		cr_assert_eq(rw->mem[i], 0x21, "a write through the read-only key placed data");
+	/* deregistering the writable one leaves the read-only one working */
+	region_dereg(rw);
+	connect_pair(&A, &B, &ca, &cb);
+	ASSERT_OK(rdmx_task_read_alloc(B.ctx, cb, &rro, &d, &ti[3], &t));
+	submit_wait(&A, &B, t, &ti[3]);
+	ASSERT_DONE_OK(&ti[3]);
+	ASSERT_OK(rdmx_task_write_alloc(B.ctx, cb, &s, &wrw, &ti[4], &t));
+	expect_fail(t, &ti[4], RDMX_E_REMOTE_ACCESS);
+	ASSERT_OK(rdmx_mr_dereg(&ro));
+	pair_close(&A, &B);
+	leak_end();
+}

@@ -3,6 +3,8 @@
  * one-sided tasks without target progress. */
 #include "conformance.h"
 
+#include <poll.h>
+#include <stdio.h>
 #include <string.h>
 
 static struct side A, B;
@@ -507,8 +509,6 @@ Test(semantics, one_sided_without_target_progress)
 
 /* ---- notification mode: the progress engine's fd wakes a sleeping user ---- */
 
-#include <poll.h>
-
 Test(semantics, notification_fd_wakes_on_completion)
 {
 	struct rdmx_conn *ca, *cb;
@@ -565,5 +565,165 @@ Test(semantics, notification_fd_wakes_on_completion)
 	}
 	ASSERT_DONE_OK(&tr2);
 	pair_close(&A, &B);
+	leak_end();
+}
+
+/* ---- callbacks submit: an echo driven entirely from completion callbacks ---- */
+
+#define ECHO_ROUNDS 1000
+#define ECHO_RING 8
+
+struct echo {
+	struct rdmx_conn *conn; /* this side's connection */
+	struct region *r;
+	struct rdmx_buf rbuf[ECHO_RING], sbuf[ECHO_RING];
+	struct tinfo rti[ECHO_RING], sti[ECHO_RING];
+	struct rdmx_task *recv[ECHO_RING], *send[ECHO_RING];
+	bool busy[ECHO_RING]; /* send task submitted, completion not yet run */
+	int done;      /* replies seen (client) / requests answered (server) */
+	int errors;    /* anything unexpected, with the first reason */
+	char why[160];
+	bool client;
+};
+
+static struct echo EC, ES;
+
+static void echo_fail(struct echo *e, const char *why, uint32_t v)
+{
+	if (!e->errors++)
+		snprintf(e->why, sizeof(e->why), "%s (%u)", why, v);
+}
+
+/* Sends imm from an idle send task of the ring (one whose completion ran). */
+static void echo_send(struct echo *e, uint32_t imm)
+{
+	for (int i = 0; i < ECHO_RING; i++) {
+		if (e->busy[i])
+			continue;
+		int rc = rdmx_task_set_imm(e->send[i], imm);
+		if (rc == 0)
+			rc = rdmx_task_submit(e->send[i]);
+		if (rc)
+			echo_fail(e, "submit from a callback failed", (uint32_t)-rc);
+		e->busy[i] = true;
+		return;
+	}
+	echo_fail(e, "no idle send task in the ring", imm);
+}
+
+static void echo_hook(struct side *s, struct rdmx_task *t, struct tinfo *ti, bool ok)
+{
+	struct echo *e = s->hook_arg;
+	if (!ok) {
+		echo_fail(e, "a task failed", (uint32_t)-rdmx_task_get_status(t));
+		return;
+	}
+	if (rdmx_task_get_type(t) != RDMX_TASK_RECEIVE) {
+		e->busy[ti - e->sti] = false;
+		return;
+	}
+	uint32_t imm = ti->imm;
+	if (ti->opcode != RDMX_OPCODE_SEND_WITH_IMM || ti->conn != e->conn)
+		echo_fail(e, "unexpected receive", (uint32_t)ti->opcode);
+	/* repost the same receive from its own callback */
+	int rc = rdmx_task_submit(t);
+	if (rc)
+		echo_fail(e, "repost from the callback failed", (uint32_t)-rc);
+	if (e->client) {
+		if (imm != (uint32_t)(2 * e->done + 1))
+			echo_fail(e, "reply out of sequence", imm);
+		e->done++;
+		if (e->done < ECHO_ROUNDS)
+			echo_send(e, (uint32_t)(2 * e->done));
+	} else {
+		e->done++;
+		echo_send(e, imm + 1);
+	}
+}
+
+static void echo_setup(struct echo *e, struct side *s, struct rdmx_conn *c, bool client)
+{
+	memset(e, 0, sizeof(*e));
+	e->conn = c;
+	e->client = client;
+	e->r = region_new(s, 64 * ECHO_RING * 2, RDMX_ACCESS_LOCAL_WRITE, 0);
+	for (int i = 0; i < ECHO_RING; i++) {
+		e->rbuf[i] = lbuf(e->r, (size_t)i * 64, 64);
+		e->sbuf[i] = lbuf(e->r, (size_t)(ECHO_RING + i) * 64, 8);
+		ASSERT_OK(rdmx_task_receive_alloc(s->ctx, &e->rbuf[i], &e->rti[i], &e->recv[i]));
+		ASSERT_OK(rdmx_task_submit(e->recv[i]));
+		ASSERT_OK(rdmx_task_send_imm_alloc(s->ctx, c, &e->sbuf[i], 0, &e->sti[i], &e->send[i]));
+	}
+	s->hook = echo_hook;
+	s->hook_arg = e;
+}
+
+Test(semantics, callbacks_repost_and_submit)
+{
+	struct rdmx_conn *ca, *cb;
+	leak_begin();
+	pair_open(&A, &B, 16);
+	connect_pair(&A, &B, &ca, &cb);
+	echo_setup(&EC, &A, ca, true);
+	echo_setup(&ES, &B, cb, false);
+	echo_send(&EC, 0);
+	DRIVE_UNTIL(&A, &B, EC.done == ECHO_ROUNDS || EC.errors || ES.errors);
+	cr_assert_eq(EC.errors, 0, "client: %s", EC.why);
+	cr_assert_eq(ES.errors, 0, "server: %s", ES.why);
+	cr_assert_eq(ES.done, ECHO_ROUNDS);
+	/* every send completed: the last replies' completions may trail */
+	DRIVE_UNTIL(&A, &B, A.completions + B.completions == 4 * ECHO_ROUNDS);
+	A.hook = B.hook = NULL;
+	pair_close(&A, &B);
+	leak_end();
+}
+
+/* ---- one progress engine drives two contexts ---- */
+
+Test(semantics, one_pe_drives_two_contexts)
+{
+	static struct side A2;
+	struct rdmx_conn *a1, *b1, *a2, *b2;
+	leak_begin();
+	side_open(&A, "a", 0);
+	side_attach(&A2, "a2", &A, A.pe);
+	side_open(&B, "b", 1);
+	side_conf(&A, 8);
+	side_conf(&A2, 8);
+	side_conf(&B, 8);
+	side_start(&A);
+	side_start(&A2);
+	side_start(&B);
+	connect_pair(&A, &B, &a1, &b1);
+	connect_pair(&A2, &B, &a2, &b2);
+	struct region *r1 = region_new(&A, 4096, RDMX_ACCESS_LOCAL_WRITE, 0);
+	struct region *r2 = region_new(&A2, 4096, RDMX_ACCESS_LOCAL_WRITE, 0);
+	struct region *rb = region_new(&B, 4096, 0, 0);
+	pattern_fill(rb->mem, 4096, 150);
+	struct rdmx_buf d1 = lbuf(r1, 0, 4096), d2 = lbuf(r2, 0, 4096);
+	struct rdmx_buf s1 = lbuf(rb, 0, 11), s2 = lbuf(rb, 100, 22);
+	struct tinfo t1 = {0}, t2 = {0}, u1 = {0}, u2 = {0};
+	struct rdmx_task *t;
+	post_recv(&A, &d1, &t1);
+	post_recv(&A2, &d2, &t2);
+	ASSERT_OK(rdmx_task_send_alloc(B.ctx, b1, &s1, &u1, &t));
+	ASSERT_OK(rdmx_task_submit(t));
+	ASSERT_OK(rdmx_task_send_alloc(B.ctx, b2, &s2, &u2, &t));
+	ASSERT_OK(rdmx_task_submit(t));
+	/* progress A's engine only (A2 shares it) */
+	DRIVE_UNTIL(&A, &B, TI_DONE(&t1) && TI_DONE(&t2));
+	ASSERT_DONE_OK(&t1);
+	ASSERT_DONE_OK(&t2);
+	cr_assert_eq(A.completions, 1, "context 1 callbacks got %d completions", A.completions);
+	cr_assert_eq(A2.completions, 1, "context 2 callbacks got %d completions", A2.completions);
+	cr_assert_eq(t1.conn, a1);
+	cr_assert_eq(t2.conn, a2);
+	cr_assert_eq(t1.len, 11u);
+	cr_assert_eq(t2.len, 22u);
+	cr_assert_arr_eq(r2->mem, rb->mem + 100, 22);
+	ASSERT_OK(rdmx_ctx_stop(B.ctx));
+	side_close(&A2);
+	side_close(&A);
+	side_close(&B);
 	leak_end();
 }

@@ -600,3 +600,64 @@ Test(args, destroy_null_is_noop)
 	ASSERT_OK(rdmx_sync_event_destroy(&e));
 	ASSERT_OK(rdmx_task_free(NULL));
 }
+
+/* A full send or receive queue answers RDMX_E_FULL at submit; the refused
+ * task stays usable. Sends that wait for receives (rnr retry forever) hold
+ * their send queue slots, which makes the send side deterministic. */
+Test(state, full_send_and_receive_queues)
+{
+	struct rdmx_conn *ca, *cb;
+	leak_begin();
+	side_open(&A, "a", 0);
+	side_open(&B, "b", 1);
+	side_conf(&A, 16);
+	side_conf(&B, 16);
+	ASSERT_OK(rdmx_ctx_set_recv_queue_size(A.ctx, 4));
+	ASSERT_OK(rdmx_ctx_set_send_queue_size(B.ctx, 4));
+	side_start(&A);
+	side_start(&B);
+	connect_pair(&A, &B, &ca, &cb);
+	struct region *ra = region_new(&A, 16 * 1024, RDMX_ACCESS_LOCAL_WRITE, 0);
+	struct region *rb = region_new(&B, 4096, 0, 0);
+	static struct rdmx_buf d[5], s;
+	static struct tinfo tr[5], ts[5];
+	struct rdmx_task *r[5], *st[5];
+	s = lbuf(rb, 0, 16);
+
+	/* receive queue of 4: the fifth receive is refused */
+	for (int i = 0; i < 5; i++) {
+		d[i] = lbuf(ra, (size_t)i * 1024, 1024);
+		ASSERT_OK(rdmx_task_receive_alloc(A.ctx, &d[i], &tr[i], &r[i]));
+	}
+	for (int i = 0; i < 4; i++)
+		ASSERT_OK(rdmx_task_submit(r[i]));
+	ASSERT_RC(rdmx_task_submit(r[4]), RDMX_E_FULL);
+	ASSERT_RC(rdmx_task_get_status(r[4]), RDMX_E_AGAIN);
+	/* four sends take them */
+	for (int i = 0; i < 5; i++)
+		ASSERT_OK(rdmx_task_send_alloc(B.ctx, cb, &s, &ts[i], &st[i]));
+	for (int i = 0; i < 4; i++)
+		ASSERT_OK(rdmx_task_submit(st[i]));
+	DRIVE_UNTIL(&A, &B, A.completions == 4 && B.completions == 4);
+	/* four more sends, no receive posted: they hold the send queue */
+	for (int i = 0; i < 4; i++)
+		ASSERT_OK(rdmx_task_submit(st[i]));
+	ASSERT_RC(rdmx_task_submit(st[4]), RDMX_E_FULL);
+	drive_for(&A, &B, NULL, 50);
+	cr_assert_eq(B.completions, 4, "a send completed with no receive posted");
+	ASSERT_RC(rdmx_task_submit(st[4]), RDMX_E_FULL);
+	/* receives posted: the queued sends complete, the refused one goes through */
+	for (int i = 0; i < 4; i++)
+		ASSERT_OK(rdmx_task_submit(r[i]));
+	DRIVE_UNTIL(&A, &B, B.completions == 8 && A.completions == 8);
+	ASSERT_OK(rdmx_task_submit(st[4]));
+	ASSERT_OK(rdmx_task_submit(r[4]));
+	DRIVE_UNTIL(&A, &B, B.completions == 9 && A.completions == 9);
+	cr_assert_eq(A.errs + B.errs, 0);
+	for (int i = 0; i < 5; i++) {
+		cr_assert_eq(ts[i].ok, i < 4 ? 2 : 1);
+		cr_assert_eq(tr[i].ok, i < 4 ? 2 : 1);
+	}
+	pair_close(&A, &B);
+	leak_end();
+}

@@ -278,3 +278,45 @@ Test(tcp, raw_sockets_with_garbage_or_forged_frames_are_closed)
 	pair_close(&A, &B);
 	leak_end();
 }
+
+/* tcp keys are random and die with their registration: re-registering the
+ * same memory never revives an old descriptor. */
+Test(tcp, keys_are_fresh_per_registration)
+{
+	struct rdmx_conn *ca, *cb;
+	open_tcp_pair();
+	static uint8_t mem[4096] __attribute__((aligned(64)));
+	static uint32_t keys[200];
+	uint8_t desc[RDMX_MR_DESCRIPTOR_SIZE], old[RDMX_MR_DESCRIPTOR_SIZE];
+	struct rdmx_mr *mr = NULL;
+	for (int i = 0; i < 200; i++) {
+		ASSERT_OK(rdmx_mr_reg(A.dev, mem, sizeof(mem), RDMX_ACCESS_REMOTE_WRITE, &mr));
+		ASSERT_OK(rdmx_mr_get_descriptor(mr, desc));
+		memcpy(&keys[i], desc + 24, 4);
+		for (int j = 0; j < i; j++)
+			cr_assert_neq(keys[i], keys[j], "registration %d reuses the key of %d", i, j);
+		if (i == 0)
+			memcpy(old, desc, sizeof(old));
+		if (i < 199)
+			ASSERT_OK(rdmx_mr_dereg(&mr));
+	}
+	/* the first descriptor names the same memory but a dead key */
+	connect_pair(&A, &B, &ca, &cb);
+	struct region *rb = region_new(&B, 4096, 0, 0x17);
+	struct rdmx_mr_remote *dead = remote_from_desc(&B, old), *live = remote_from_desc(&B, desc);
+	struct rdmx_buf s = lbuf(rb, 0, 64);
+	struct rdmx_rbuf rd = rbuf(dead, 0, 0), rl = rbuf(live, 64, 0);
+	struct tinfo t1 = {0}, t2 = {0};
+	struct rdmx_task *t;
+	ASSERT_OK(rdmx_task_write_alloc(B.ctx, cb, &s, &rl, &t1, &t));
+	submit_wait(&A, &B, t, &t1);
+	ASSERT_DONE_OK(&t1);
+	cr_assert_eq(mem[64], 0x17);
+	ASSERT_OK(rdmx_task_write_alloc(B.ctx, cb, &s, &rd, &t2, &t));
+	submit_wait(&A, &B, t, &t2);
+	ASSERT_DONE_ERR(&t2, RDMX_E_REMOTE_ACCESS);
+	cr_assert_eq(mem[0], 0, "a dead key wrote into re-registered memory");
+	ASSERT_OK(rdmx_mr_dereg(&mr));
+	pair_close(&A, &B);
+	leak_end();
+}
