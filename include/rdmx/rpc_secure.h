@@ -122,8 +122,10 @@ void rdmx_rpc_secure_opts_init(struct rdmx_rpc_secure_opts *opts);
  * rdmx_tls_connect (RDMX_E_AUTH: a certificate was refused, by us or by the
  * server; RDMX_E_NOT_FOUND, RDMX_E_CONN_REFUSED, RDMX_E_TIMEDOUT);
  * RDMX_E_CONN_REFUSED (the server refused the client: its accept callback,
- * or too many clients); RDMX_E_PROTOCOL (no common version, provider
- * mismatch, malformed hello); RDMX_E_TIMEDOUT (no ready channel in time);
+ * too many clients, or an RPC hello it cannot serve: no common RPC version,
+ * ring out of range); RDMX_E_PROTOCOL (no common bootstrap version, provider
+ * mismatch, malformed answer from the server); RDMX_E_TIMEDOUT (no ready
+ * channel in time);
  * RDMX_E_NO_DEVICE, RDMX_E_NOMEM and engine errors of the set-up; the
  * channel's close status when the engine connection failed. */
 int rdmx_rpc_client_connect_secure(const char *host, uint16_t port, struct rdmx_tls_config *tls,
@@ -134,8 +136,9 @@ int rdmx_rpc_client_connect_secure(const char *host, uint16_t port, struct rdmx_
  * calls complete with UNAVAILABLE (their callbacks run from here), the
  * engine connection and the TLS session are closed, and the context, device
  * and progress engine it made are released. From the thread that drives its
- * engine, outside its callbacks (else RDMX_E_BAD_STATE). NULL / *rc == NULL
- * is a no-op; RDMX_E_NOT_FOUND for an endpoint this module did not make. */
+ * engine, outside its callbacks (else RDMX_E_BAD_STATE); a program that
+ * added its host to rdmx_ev removes it first. NULL / *rc == NULL is a no-op;
+ * RDMX_E_NOT_FOUND for an endpoint this module did not make. */
 int rdmx_rpc_client_close_secure(struct rdmx_rpc_conn **rc);
 
 /* ---- either side's endpoints ---- */
@@ -171,8 +174,10 @@ typedef int (*rdmx_rpc_secure_accept_cb)(struct rdmx_rpc_secure_server *srv, con
 typedef void (*rdmx_rpc_secure_conn_cb)(struct rdmx_rpc_secure_server *srv,
                                         struct rdmx_rpc_conn *rc, void *arg);
 /* A client's endpoint is going away (TLS lost, engine connection ended,
- * server destroyed): its calls have completed (UNAVAILABLE) and it is freed
- * when the callback returns. `status` is the reason. */
+ * server destroyed); `status` is the reason. Runs from the loop, outside
+ * engine callbacks. When it returns, calls still outstanding on `rc` (both
+ * ways) complete with UNAVAILABLE / are cancelled, the engine connection and
+ * the TLS session are closed, and `rc` is freed. */
 typedef void (*rdmx_rpc_secure_gone_cb)(struct rdmx_rpc_secure_server *srv,
                                         struct rdmx_rpc_conn *rc, int status, void *arg);
 

@@ -1,0 +1,73 @@
+/* Between the secure RPC files (not installed):
+ *   rpc_secure_wire.c      the RPC hello carried in the bootstrap's app data
+ *   rpc_secure_endpoint.c  the table of secure endpoints behind the getters
+ *   rpc_secure.c           the client (core library)
+ *   rpc_secure_server.c    the libev server (rdmx_secure_ev) */
+#ifndef RDMX_SECURE_RPC_SECURE_INTERNAL_H
+#define RDMX_SECURE_RPC_SECURE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdmx/bootstrap.h>
+#include <rdmx/rpc_secure.h>
+#include <rdmx/tls.h>
+
+/* ---- rpc_secure_wire.c ----
+ * One msgpack map in the bootstrap's app-data slot, each way:
+ *   {"rdmx-rpc": [u16 version...],   client: versions it speaks;
+ *                                    server: the one it chose (one element)
+ *    "slots": u32, "slot_size": u32, "max_msg": u64}   the sender's ring
+ * Unknown keys are ignored (later versions may add some), repeated keys and
+ * values out of the channel's ranges are refused. */
+
+#define RDMX__RPC_HELLO_MAX_VERSIONS 8u
+#define RDMX__RPC_HELLO_MAX_LEN 256u
+
+struct rdmx__rpc_hello {
+	uint32_t versions[RDMX__RPC_HELLO_MAX_VERSIONS];
+	uint32_t n_versions;
+	uint32_t slot_count;
+	uint32_t slot_size;
+	uint64_t max_msg;
+};
+
+/* Writes the hello into buf[cap] and its length to *len. RDMX_E_INVAL when
+ * a field is out of range or no version given, RDMX_E_TOO_BIG past cap. */
+int rdmx__rpc_hello_encode(const struct rdmx__rpc_hello *h, void *buf, size_t cap, size_t *len);
+/* Decodes untrusted bytes. 0, or RDMX_E_PROTOCOL with a reason in why[]. */
+int rdmx__rpc_hello_decode(const void *buf, size_t len, struct rdmx__rpc_hello *h, char *why,
+                           size_t why_len);
+/* 1 when the hello lists `version`. */
+int rdmx__rpc_hello_has_version(const struct rdmx__rpc_hello *h, uint32_t version);
+/* Geometry of opts with the defaults filled, checked against the channel's
+ * ranges (RDMX_E_INVAL). */
+int rdmx__rpc_hello_from_opts(const struct rdmx_rpc_secure_opts *opts, struct rdmx__rpc_hello *h);
+
+/* ---- rpc_secure_endpoint.c ----
+ * Every endpoint made here is listed (process-wide, under a lock) so that
+ * the getters of rpc_secure.h find their state from the rdmx_rpc_conn. */
+
+enum rdmx__rpc_secure_side {
+	RDMX__RPC_SECURE_CLIENT = 0,
+	RDMX__RPC_SECURE_SERVER = 1,
+};
+
+struct rdmx__rpc_secure_ep {
+	struct rdmx_rpc_conn *rc;
+	struct rdmx_bootstrap *b; /* NULL once the TLS session is closed */
+	enum rdmx__rpc_secure_side side;
+	int lost; /* sticky: why the TLS session or the engine connection ended */
+	char cert_name[RDMX_TLS_NAME_MAX + 1];
+	char hello_name[RDMX_BOOTSTRAP_MAX_NAME + 1];
+	struct rdmx__rpc_secure_ep *next;
+};
+
+/* Copies the peer's names out of ep->b (so they outlive the session). */
+void rdmx__rpc_secure_ep_names(struct rdmx__rpc_secure_ep *ep);
+void rdmx__rpc_secure_ep_add(struct rdmx__rpc_secure_ep *ep);
+void rdmx__rpc_secure_ep_remove(struct rdmx__rpc_secure_ep *ep);
+/* The endpoint made for rc, NULL if none. */
+struct rdmx__rpc_secure_ep *rdmx__rpc_secure_ep_find(const struct rdmx_rpc_conn *rc);
+
+#endif

@@ -1,0 +1,441 @@
+/* Secure RPC server on libev (library rdmx_secure_ev): a bootstrap server
+ * (mutual TLS, hello, engine details) whose request callback checks the RPC
+ * hello and the application's accept callback, and whose established
+ * callback builds a channel and an RPC endpoint on the shared rdmx_rpc_server
+ * for each client. The engine (one context and channel host for every
+ * client) is driven from the same loop through rdmx_ev.
+ *
+ * A client goes away for three reasons, seen in three callbacks: its TLS
+ * session is lost (bootstrap lost: the bootstrap has disconnected the engine
+ * connection), its channel closes (RPC closed callback: engine connection
+ * ended or protocol violation), or the engine connection ends (host
+ * callbacks: the bootstrap must let go of it). Each marks the session dead;
+ * dead sessions are released from an idle watcher of the loop, outside every
+ * engine and TLS callback, where destroying the endpoint, the channel and the
+ * bootstrap (which closes the TLS session) is safe. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ev.h>
+
+#include <rdmx/bootstrap.h>
+#include <rdmx/channel.h>
+#include <rdmx/ctx.h>
+#include <rdmx/dev.h>
+#include <rdmx/ev.h>
+#include <rdmx/pe.h>
+#include <rdmx/rpc.h>
+#include <rdmx/rpc_secure.h>
+
+#include "rpc_secure_internal.h"
+#include "tls_internal.h"
+
+struct session {
+	struct rdmx__rpc_secure_ep ep; /* first: the table's view */
+	struct rdmx_rpc_secure_server *srv;
+	struct rdmx_chan *chan;
+	bool dead;
+	int status;
+	struct session *prev, *next;
+};
+
+struct rdmx_rpc_secure_server {
+	struct ev_loop *loop;
+	struct rdmx_rpc_server *server;
+	struct rdmx_rpc_secure_server_ops ops;
+	void *arg;
+	struct rdmx__rpc_hello mine;
+	uint8_t reply[RDMX__RPC_HELLO_MAX_LEN];
+	size_t reply_len;
+
+	struct rdmx_dev *dev;
+	bool own_dev;
+	struct rdmx_pe *pe;
+	struct rdmx_ctx *ctx;
+	struct rdmx_chan_host *host;
+	struct rdmx_ev *ev;
+	struct rdmx_bootstrap_server *bs;
+
+	struct session *sessions;
+	uint32_t clients;
+	ev_idle reaper;
+	int depth; /* our callbacks on the stack */
+};
+
+static void mark_dead(struct session *s, int status)
+{
+	if (!s->dead) {
+		s->dead = true;
+		s->status = status;
+		if (!s->ep.lost)
+			s->ep.lost = status;
+	}
+	ev_idle_start(s->srv->loop, &s->srv->reaper);
+}
+
+static void session_release(struct session *s)
+{
+	struct rdmx_rpc_secure_server *srv = s->srv;
+
+	rdmx__rpc_secure_ep_remove(&s->ep);
+	if (srv->ops.gone && s->ep.rc) {
+		srv->depth++;
+		srv->ops.gone(srv, s->ep.rc, s->status, srv->arg);
+		srv->depth--;
+	}
+	rdmx_rpc_conn_destroy(&s->ep.rc);
+	rdmx_chan_destroy(&s->chan);
+	/* sends close_notify when the session is healthy; lets go of the
+	 * engine connection (disconnecting it unless gone) */
+	rdmx_bootstrap_destroy(&s->ep.b);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		srv->sessions = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	srv->clients--;
+	free(s);
+}
+
+static void reap(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	struct rdmx_rpc_secure_server *srv = w->data;
+	struct session *s = srv->sessions;
+
+	(void)revents;
+	ev_idle_stop(loop, w);
+	while (s) {
+		struct session *next = s->next;
+
+		if (s->dead)
+			session_release(s);
+		s = next;
+	}
+}
+
+/* ---- engine connection callbacks (the host passes them through) ---- */
+
+static void conn_ended(void *cud, int status)
+{
+	struct rdmx_bootstrap *b = cud;
+	void *ud = NULL;
+
+	if (!b)
+		return; /* the bootstrap already let go */
+	rdmx_bootstrap_conn_gone(b);
+	rdmx_bootstrap_get_user_data(b, &ud);
+	if (ud)
+		mark_dead(ud, status);
+}
+
+static void on_failure(struct rdmx_conn *conn, void *cud, void *xud)
+{
+	(void)conn;
+	(void)xud;
+	conn_ended(cud, RDMX_E_CONN_REFUSED);
+}
+
+static void on_disconnected(struct rdmx_conn *conn, void *cud, void *xud)
+{
+	(void)conn;
+	(void)xud;
+	conn_ended(cud, RDMX_E_DISCONNECTED);
+}
+
+static void rpc_closed(struct rdmx_rpc_conn *rc, int status, void *arg)
+{
+	(void)rc;
+	mark_dead(arg, status);
+}
+
+/* ---- bootstrap server callbacks ---- */
+
+static int request(struct rdmx_bootstrap_server *bs, struct rdmx_bootstrap *b, const void **reply,
+                   size_t *reply_len, void *arg)
+{
+	struct rdmx_rpc_secure_server *srv = arg;
+	struct rdmx__rpc_hello h;
+	const char *cert = "", *hello = "";
+	const void *data;
+	size_t len;
+	char why[160];
+	int ret;
+
+	(void)bs;
+	rdmx_bootstrap_get_peer_names(b, &cert, &hello);
+	rdmx_bootstrap_get_peer_data(b, &data, &len);
+	if (rdmx__rpc_hello_decode(data, len, &h, why, sizeof(why))) {
+		RDMX_SEC_WARN("rpc_secure: client %s refused: %s", cert, why);
+		return RDMX_E_PROTOCOL;
+	}
+	if (!rdmx__rpc_hello_has_version(&h, RDMX_RPC_SECURE_VERSION)) {
+		RDMX_SEC_WARN("rpc_secure: client %s refused: no common rpc version (server "
+		              "speaks %u)",
+		              cert, RDMX_RPC_SECURE_VERSION);
+		return RDMX_E_PROTOCOL;
+	}
+	if (srv->clients >= srv->ops.max_clients) {
+		RDMX_SEC_WARN("rpc_secure: client %s refused: %u clients already", cert,
+		              srv->clients);
+		return RDMX_E_FULL;
+	}
+	if (srv->ops.accept) {
+		srv->depth++;
+		ret = srv->ops.accept(srv, cert, hello, srv->arg);
+		srv->depth--;
+		if (ret) {
+			RDMX_SEC_WARN("rpc_secure: client %s (%s) refused by the application: %s",
+			              cert, hello, rdmx_err_name(ret));
+			return ret < 0 ? ret : RDMX_E_CONN_REFUSED;
+		}
+	}
+	*reply = srv->reply;
+	*reply_len = srv->reply_len;
+	return RDMX_OK;
+}
+
+static int session_start(struct session *s)
+{
+	struct rdmx_rpc_secure_server *srv = s->srv;
+	struct rdmx_conn *conn;
+	int ret;
+
+	ret = rdmx_bootstrap_get_conn(s->ep.b, &conn);
+	if (ret)
+		return ret;
+	rdmx_conn_set_user_data(conn, s->ep.b);
+	ret = rdmx_chan_create(srv->host, conn, &s->chan);
+	if (ret)
+		return ret;
+	ret = rdmx_chan_set_slot_count(s->chan, srv->mine.slot_count);
+	if (!ret)
+		ret = rdmx_chan_set_slot_size(s->chan, srv->mine.slot_size);
+	if (!ret)
+		ret = rdmx_chan_set_max_msg_size(s->chan, srv->mine.max_msg);
+	if (!ret)
+		ret = rdmx_rpc_conn_create(s->chan, srv->server, &s->ep.rc);
+	if (!ret)
+		ret = rdmx_rpc_conn_set_closed_cb(s->ep.rc, rpc_closed, s);
+	if (ret) {
+		rdmx_rpc_conn_destroy(&s->ep.rc);
+		rdmx_chan_destroy(&s->chan);
+	}
+	return ret;
+}
+
+static void established(struct rdmx_bootstrap_server *bs, struct rdmx_bootstrap *b, void *arg)
+{
+	struct rdmx_rpc_secure_server *srv = arg;
+	struct session *s = calloc(1, sizeof(*s));
+	int ret;
+
+	(void)bs;
+	if (!s) {
+		RDMX_SEC_ERR("rpc_secure: out of memory for a client session");
+		rdmx_bootstrap_destroy(&b);
+		return;
+	}
+	s->srv = srv;
+	s->ep.side = RDMX__RPC_SECURE_SERVER;
+	s->ep.b = b;
+	rdmx__rpc_secure_ep_names(&s->ep);
+	ret = session_start(s);
+	if (ret) {
+		RDMX_SEC_ERR("rpc_secure: no endpoint for client %s: %s", s->ep.cert_name,
+		             rdmx_err_name(ret));
+		rdmx_bootstrap_destroy(&s->ep.b);
+		free(s);
+		return;
+	}
+	rdmx_bootstrap_set_user_data(b, s);
+	s->next = srv->sessions;
+	if (srv->sessions)
+		srv->sessions->prev = s;
+	srv->sessions = s;
+	srv->clients++;
+	rdmx__rpc_secure_ep_add(&s->ep);
+	RDMX_SEC_DBG("rpc_secure: client %s (%s) connected", s->ep.cert_name, s->ep.hello_name);
+	if (srv->ops.connected) {
+		srv->depth++;
+		srv->ops.connected(srv, s->ep.rc, srv->arg);
+		srv->depth--;
+	}
+}
+
+static void lost(struct rdmx_bootstrap_server *bs, struct rdmx_bootstrap *b, int reason, void *arg)
+{
+	void *ud = NULL;
+
+	(void)bs;
+	(void)arg;
+	rdmx_bootstrap_get_user_data(b, &ud);
+	if (ud)
+		mark_dead(ud, reason);
+}
+
+/* ---- server ---- */
+
+static int open_engine(struct rdmx_rpc_secure_server *srv, const struct rdmx_rpc_secure_opts *o)
+{
+	struct rdmx_chan_host_attr attr;
+	int ret;
+
+	if (o && o->dev) {
+		srv->dev = o->dev;
+	} else {
+		ret = rdmx_dev_open(o ? o->device : NULL, &srv->dev);
+		if (ret)
+			return ret;
+		srv->own_dev = true;
+	}
+	ret = rdmx_pe_create(&srv->pe);
+	if (ret)
+		goto close_dev;
+	ret = rdmx_ctx_create(srv->dev, srv->pe, &srv->ctx);
+	if (ret)
+		goto destroy_pe;
+	rdmx_chan_host_attr_init(&attr);
+	attr.failure_cb = on_failure;
+	attr.disconnected_cb = on_disconnected;
+	attr.user_data = srv;
+	ret = rdmx_chan_host_create(srv->ctx, srv->pe, &attr, &srv->host);
+	if (ret)
+		goto destroy_ctx;
+	ret = rdmx_ctx_start(srv->ctx);
+	if (ret)
+		goto destroy_host;
+	ret = rdmx_ev_attach(srv->loop, srv->pe, &srv->ev);
+	if (ret)
+		goto stop_ctx;
+	ret = rdmx_ev_add_host(srv->ev, srv->host);
+	if (ret)
+		goto detach_ev;
+	return RDMX_OK;
+
+detach_ev:
+	rdmx_ev_detach(&srv->ev);
+stop_ctx:
+	rdmx_ctx_stop(srv->ctx);
+destroy_host:
+	rdmx_chan_host_destroy(&srv->host);
+destroy_ctx:
+	rdmx_ctx_destroy(&srv->ctx);
+destroy_pe:
+	rdmx_pe_destroy(&srv->pe);
+close_dev:
+	if (srv->own_dev)
+		rdmx_dev_close(&srv->dev);
+	return ret;
+}
+
+static void close_engine(struct rdmx_rpc_secure_server *srv)
+{
+	rdmx_ctx_stop(srv->ctx);
+	rdmx_ev_detach(&srv->ev);
+	rdmx_chan_host_destroy(&srv->host);
+	rdmx_ctx_destroy(&srv->ctx);
+	rdmx_pe_destroy(&srv->pe);
+	if (srv->own_dev)
+		rdmx_dev_close(&srv->dev);
+}
+
+int rdmx_rpc_server_listen_secure(struct ev_loop *loop, struct rdmx_rpc_server *server,
+                                  struct rdmx_tls_config *tls, const char *host, uint16_t port,
+                                  const struct rdmx_rpc_secure_server_ops *ops,
+                                  const struct rdmx_rpc_secure_opts *opts, void *arg,
+                                  struct rdmx_rpc_secure_server **out)
+{
+	static const struct rdmx_bootstrap_server_ops bs_ops = {request, established, lost};
+	struct rdmx_rpc_secure_server *srv;
+	int ret;
+
+	if (!loop || !server || !tls || !out ||
+	    (opts && opts->name && strlen(opts->name) > RDMX_BOOTSTRAP_MAX_NAME))
+		return RDMX_E_INVAL;
+	srv = calloc(1, sizeof(*srv));
+	if (!srv)
+		return RDMX_E_NOMEM;
+	srv->loop = loop;
+	srv->server = server;
+	srv->arg = arg;
+	if (ops)
+		srv->ops = *ops;
+	if (!srv->ops.max_clients)
+		srv->ops.max_clients = RDMX_RPC_SECURE_DEFAULT_MAX_CLIENTS;
+	ret = rdmx__rpc_hello_from_opts(opts, &srv->mine);
+	if (!ret) {
+		/* the server answers with the one version it chose */
+		ret = rdmx__rpc_hello_encode(&srv->mine, srv->reply, sizeof(srv->reply),
+		                             &srv->reply_len);
+	}
+	if (ret)
+		goto free_srv;
+	ev_idle_init(&srv->reaper, reap);
+	srv->reaper.data = srv;
+	ret = open_engine(srv, opts);
+	if (ret)
+		goto free_srv;
+	ret = rdmx_bootstrap_server_create(loop, srv->ctx, tls, host, port,
+	                                   opts ? opts->name : NULL, &bs_ops, srv, &srv->bs);
+	if (ret)
+		goto close_engine;
+	*out = srv;
+	return RDMX_OK;
+
+close_engine:
+	close_engine(srv);
+free_srv:
+	free(srv);
+	return ret;
+}
+
+int rdmx_rpc_secure_server_get_port(const struct rdmx_rpc_secure_server *srv, uint16_t *port)
+{
+	if (!srv || !port)
+		return RDMX_E_INVAL;
+	return rdmx_bootstrap_server_get_port(srv->bs, port);
+}
+
+uint32_t rdmx_rpc_secure_server_get_clients(const struct rdmx_rpc_secure_server *srv)
+{
+	return srv ? srv->clients : 0;
+}
+
+struct rdmx_chan_host *rdmx_rpc_secure_server_get_host(const struct rdmx_rpc_secure_server *srv)
+{
+	return srv ? srv->host : NULL;
+}
+
+int rdmx_rpc_secure_server_destroy(struct rdmx_rpc_secure_server **sp)
+{
+	struct rdmx_rpc_secure_server *srv;
+
+	if (!sp || !*sp)
+		return RDMX_OK;
+	srv = *sp;
+	if (srv->depth)
+		return RDMX_E_BAD_STATE;
+	/* handshakes and exchanges in progress are dropped; the established
+	 * bootstraps are ours */
+	rdmx_bootstrap_server_destroy(&srv->bs);
+	ev_idle_stop(srv->loop, &srv->reaper);
+	while (srv->sessions) {
+		struct session *s = srv->sessions;
+
+		if (!s->dead) {
+			s->dead = true;
+			s->status = RDMX_E_CANCELED;
+		}
+		session_release(s);
+	}
+	close_engine(srv);
+	free(srv);
+	*sp = NULL;
+	return RDMX_OK;
+}
