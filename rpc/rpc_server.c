@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "builtins.h"
 #include "chan_internal.h"
 #include "rpc_priv.h"
 
@@ -26,6 +27,10 @@ int rdmx_rpc_server_create(struct rdmx_rpc_server **server)
 	if (!s)
 		return RDMX_E_NOMEM;
 	rdmx__map_init(&s->methods);
+	if (rdmx__rpc_builtins_add(s)) { /* health + reflection (rpc/reflection.c) */
+		rdmx_rpc_server_destroy(&s);
+		return RDMX_E_NOMEM;
+	}
 	*server = s;
 	return 0;
 }
@@ -39,6 +44,7 @@ int rdmx_rpc_server_destroy(struct rdmx_rpc_server **server)
 		return 0;
 	if ((*server)->refs)
 		return RDMX_E_BAD_STATE; /* endpoints still use it */
+	rdmx__rpc_builtins_release(*server);
 	while ((m = rdmx__map_next(&(*server)->methods, &pos, NULL))) {
 		free(m->name);
 		free(m);
