@@ -1,0 +1,85 @@
+/* rpcnet: the few lines between "an rdmx RPC server" / "a server's address"
+ * and a working struct rdmx_rpc_conn, shared by rdmx-call and rdmx-kv.
+ *
+ * Two ways to reach a server (docs/guide-rpc.md):
+ *   plain   the engine's rdma_cm-style listener (rdmx_ctx_listen on a fixed
+ *           port; clients rdmx_ctx_connect_to_addr). No authentication:
+ *           for development, examples and trusted networks.
+ *   secure  the server's rdmx_bootstrap endpoint (mutual TLS 1.3): the
+ *           engine connection details only travel inside TLS (rdmx/bootstrap.h).
+ * Either way the connection then carries one message channel
+ * (rdmx/channel.h) and one RPC endpoint (rdmx/rpc.h).
+ *
+ * The device is the default one (rdmx_dev_open(NULL): the first RDMA NIC,
+ * else tcp; RDMX_DEVICE overrides). Messages up to RPCNET_MAX_MSG bytes. */
+#ifndef RDMX_RPCNET_H
+#define RDMX_RPCNET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct rdmx_rpc_conn;
+struct rdmx_rpc_server;
+struct rdmx_tls_config;
+struct ev_loop;
+
+/* 64 MiB of payload plus room for the message around it */
+#define RPCNET_MAX_MSG ((64u << 20) + (1u << 20))
+#define RPCNET_DEFAULT_TIMEOUT_MS 10000
+
+struct rpcnet_tls {
+	const char *ca, *cert, *key; /* PEM files: all three, or no TLS */
+	const char *crl;             /* optional */
+	const char *peer;            /* allow-list pattern for the peer's name; NULL: "*" */
+};
+
+/* Splits "host:port" / "[v6]:port". 0 or -1. */
+int rpcnet_split_addr(const char *s, char *host, size_t host_len, uint16_t *port);
+
+/* A TLS config from the options (loaded, so that bad files fail now).
+ * NULL on error (the reason in err). */
+struct rdmx_tls_config *rpcnet_tls_config(const struct rpcnet_tls *tls, char *err, size_t err_len);
+
+/* ---- client ---- */
+
+struct rpcnet_client;
+
+/* Connects to host:port (tls NULL: plain) and waits, at most timeout_ms,
+ * until the RPC endpoint is ready. `name` is the bootstrap hello name (may
+ * be NULL). On failure returns a negative RDMX_E_* code with the reason in
+ * err. */
+int rpcnet_client_connect(const char *host, uint16_t port, const struct rpcnet_tls *tls,
+                          const char *name, int timeout_ms, struct rpcnet_client **client,
+                          char *err, size_t err_len);
+struct rdmx_rpc_conn *rpcnet_client_rpc(const struct rpcnet_client *client);
+/* the device's name ("tcp", "mlx5_0", ...) */
+const char *rpcnet_client_device(const struct rpcnet_client *client);
+/* Drains the endpoint (bounded), then frees everything. NULL: no-op. */
+void rpcnet_client_close(struct rpcnet_client **client);
+
+/* ---- server (libev) ---- */
+
+struct rpcnet_server;
+
+struct rpcnet_server_opts {
+	const char *host;            /* address to listen on (secure); NULL: all */
+	uint16_t port;               /* secure: 0 = any (see rpcnet_server_port); plain: required */
+	struct rdmx_tls_config *tls; /* secure when set (must outlive the server) */
+	const char *name;            /* bootstrap hello name (may be NULL) */
+	bool verbose;                /* a line on stderr per connection */
+};
+
+/* Serves `rpc` on the loop: every accepted connection gets a channel and an
+ * RPC endpoint on `rpc`. The loop also drives the progress engine (an fd
+ * watcher in notification mode) and the channel timers. */
+int rpcnet_server_create(struct ev_loop *loop, struct rdmx_rpc_server *rpc,
+                         const struct rpcnet_server_opts *opts, struct rpcnet_server **server,
+                         char *err, size_t err_len);
+uint16_t rpcnet_server_port(const struct rpcnet_server *server);
+const char *rpcnet_server_device(const struct rpcnet_server *server);
+unsigned rpcnet_server_peers(const struct rpcnet_server *server);
+/* Closes every connection, stops listening, frees. NULL: no-op. */
+void rpcnet_server_destroy(struct rpcnet_server **server);
+
+#endif
