@@ -1,0 +1,938 @@
+/* rdmx-kv client commands: find the kv server through rdmx-bootstrapd (or
+ * take --server), connect over the mutual-TLS bootstrap, call, print.
+ *
+ *   rdmx-kv [options] put KEY VALUE | put KEY --file PATH|-
+ *   rdmx-kv [options] get KEY [--out PATH]
+ *   rdmx-kv [options] del KEY
+ *   rdmx-kv [options] scan PREFIX [--limit N] [--keys]
+ *   rdmx-kv [options] session [FILE|-]      a script over one connection
+ *
+ * Exit status: 0 done; 1 failure or NOT_FOUND (reason on stderr); 2 usage;
+ * session: 0 only when every call succeeded and every expectation held. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rdmx/registry.h>
+#include <rdmx/rpc.h>
+#include <rdmx/status.h>
+#include <rdmx/tls.h>
+
+#include "kv.h"
+#include "kv.rdmx.h"
+#include "rpcnet.h"
+
+struct copts {
+	const char *registry, *registry_name, *server, *server_name, *service;
+	struct rpcnet_tls tls;
+	int timeout_ms;
+	bool time, verbose;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f, "usage: rdmx-kv [options] put KEY VALUE | put KEY --file PATH|-\n"
+	       "       rdmx-kv [options] get KEY [--out PATH]\n"
+	       "       rdmx-kv [options] del KEY\n"
+	       "       rdmx-kv [options] scan PREFIX [--limit N] [--keys]\n"
+	       "       rdmx-kv [options] session [FILE|-]\n"
+	       "       rdmx-kv serve --help\n"
+	       "options:\n"
+	       "  --registry HOST:PORT    rdmx-bootstrapd, where the server is found "
+	       "($RDMX_REGISTRY)\n"
+	       "  --registry-name PATTERN the name its certificate must carry (default '*')\n"
+	       "  --server HOST:PORT      the kv server's bootstrap endpoint (skips the registry)\n"
+	       "  --server-name PATTERN   with --server: its certificate name (default '*')\n"
+	       "  --service NAME          the registered service (default kv)\n"
+	       "  --ca FILE --cert FILE --key FILE   mutual TLS ($RDMX_CA, $RDMX_CERT, $RDMX_KEY)\n"
+	       "  --timeout-ms N          connection and call deadline (default 30000)\n"
+	       "  --time                  each call's latency on stderr\n");
+}
+
+int64_t kv_parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v;
+	int shift = 0;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	if (*end == 'k' || *end == 'K')
+		shift = 10;
+	else if (*end == 'm' || *end == 'M')
+		shift = 20;
+	else if (*end == 'g' || *end == 'G')
+		shift = 30;
+	if (shift)
+		end++;
+	if (*end == 'i' && shift)
+		end++;
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || v > (1ull << 40) >> shift)
+		return -1;
+	return (int64_t)(v << shift);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void fmt_latency(uint64_t ns, char *out, size_t len)
+{
+	if (ns < 1000000u)
+		snprintf(out, len, "%.0f us", (double)ns / 1e3);
+	else if (ns < 1000000000u)
+		snprintf(out, len, "%.1f ms", (double)ns / 1e6);
+	else
+		snprintf(out, len, "%.2f s", (double)ns / 1e9);
+}
+
+static void fmt_size(uint64_t n, char *out, size_t len)
+{
+	if (n >= (1u << 20) && n % (1u << 20) == 0)
+		snprintf(out, len, "%" PRIu64 " MiB", n >> 20);
+	else if (n >= 1024 && n % 1024 == 0)
+		snprintf(out, len, "%" PRIu64 " KiB", n >> 10);
+	else
+		snprintf(out, len, "%" PRIu64 " bytes", n);
+}
+
+/* ---- finding and reaching the server ---- */
+
+static int kv_connect(const struct copts *o, struct rpcnet_client **c)
+{
+	struct rpcnet_tls t = o->tls;
+	struct rdmx_registry_members *members = NULL;
+	struct rdmx_registry_client *reg = NULL;
+	struct rdmx_tls_config *cfg = NULL;
+	char host[256], owner[RDMX_REGISTRY_MAX_OWNER + 1], err[512];
+	uint16_t port;
+	int rc;
+
+	if (!t.ca || !t.cert || !t.key) {
+		fprintf(stderr, "rdmx-kv: mutual TLS needs --ca, --cert and --key "
+		                "(or $RDMX_CA, $RDMX_CERT, $RDMX_KEY)\n");
+		return RDMX_E_INVAL;
+	}
+	if (o->server) {
+		if (rpcnet_split_addr(o->server, host, sizeof(host), &port) || !port) {
+			fprintf(stderr, "rdmx-kv: --server wants HOST:PORT, got %s\n", o->server);
+			return RDMX_E_INVAL;
+		}
+		t.peer = o->server_name;
+	} else {
+		char rhost[256];
+		uint16_t rport;
+		struct rpcnet_tls rt = o->tls;
+
+		if (!o->registry) {
+			fprintf(stderr, "rdmx-kv: where is the server? give --registry HOST:PORT "
+			                "(rdmx-bootstrapd) or --server HOST:PORT\n");
+			return RDMX_E_INVAL;
+		}
+		if (rpcnet_split_addr(o->registry, rhost, sizeof(rhost), &rport) || !rport) {
+			fprintf(stderr, "rdmx-kv: --registry wants HOST:PORT, got %s\n",
+			        o->registry);
+			return RDMX_E_INVAL;
+		}
+		rt.peer = o->registry_name;
+		cfg = rpcnet_tls_config(&rt, err, sizeof(err));
+		if (!cfg) {
+			fprintf(stderr, "rdmx-kv: %s\n", err);
+			return RDMX_E_INVAL;
+		}
+		rc = rdmx_registry_client_connect(rhost, rport, cfg, &reg);
+		if (!rc)
+			rc = rdmx_registry_client_lookup(reg, o->service, &members);
+		if (rc) {
+			fprintf(stderr, "rdmx-kv: looking up %s at rdmx-bootstrapd %s: %s\n",
+			        o->service, o->registry, rdmx_strerror(rc));
+			goto out;
+		}
+		if (members->count == 0) {
+			fprintf(stderr, "rdmx-kv: no %s server is registered with %s\n", o->service,
+			        o->registry);
+			rc = RDMX_E_NOT_FOUND;
+			goto out;
+		}
+		/* the first member; its certificate name is the one to expect */
+		if (rpcnet_split_addr(members->items[0].endpoint, host, sizeof(host), &port)) {
+			fprintf(stderr, "rdmx-kv: registered endpoint %s is not HOST:PORT\n",
+			        members->items[0].endpoint);
+			rc = RDMX_E_PROTOCOL;
+			goto out;
+		}
+		snprintf(owner, sizeof(owner), "%s", members->items[0].owner);
+		t.peer = owner;
+		if (o->verbose)
+			fprintf(stderr, "rdmx-kv: %s is at %s (certificate %s)\n", o->service,
+			        members->items[0].endpoint, owner);
+	}
+	rc = rpcnet_client_connect(host, port, &t, "rdmx-kv", o->timeout_ms, c, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "rdmx-kv: %s\n", err);
+out:
+	rdmx_registry_members_free(&members);
+	rdmx_registry_client_destroy(&reg);
+	rdmx_tls_config_destroy(&cfg);
+	return rc;
+}
+
+/* ---- calls ---- */
+
+struct result {
+	int rc;            /* 0 OK, > 0 RPC status, < 0 RDMX_E_* */
+	char message[256]; /* status message */
+	uint64_t ns;       /* latency */
+};
+
+static void result_set(struct result *r, int rc, const struct rdmx_rpc_status *st, uint64_t t0)
+{
+	r->ns = now_ns() - t0;
+	r->rc = rc;
+	r->message[0] = '\0';
+	if (rc > 0 && st->message)
+		snprintf(r->message, sizeof(r->message), "%s", st->message);
+	else if (rc < 0)
+		snprintf(r->message, sizeof(r->message), "%s", rdmx_strerror(rc));
+}
+
+static const char *result_name(const struct result *r)
+{
+	return r->rc >= 0 ? rdmx_rpc_code_name((enum rdmx_rpc_code)r->rc) : "ERROR";
+}
+
+static struct rdmx_rpc_call_opts call_opts(const struct copts *o)
+{
+	struct rdmx_rpc_call_opts co = {(uint64_t)o->timeout_ms * 1000u, false};
+
+	return co;
+}
+
+static void do_put(struct rdmx_rpc_conn *rpc, const struct copts *o, const char *key,
+                   const void *val, size_t len, bool *replaced, struct result *r)
+{
+	struct rdmx_rpc_call_opts co = call_opts(o);
+	struct rdmx_rpc_status st = {0, NULL};
+	struct rdmx_arena arena;
+	kv_PutRequest req;
+	kv_PutResponse resp;
+	uint64_t t0;
+
+	rdmx_arena_init(&arena, NULL, 0, 0);
+	kv_PutRequest_init(&req);
+	kv_PutResponse_init(&resp);
+	req.key = rdmx_str_c(key);
+	req.value = rdmx_bytes_n(val, len);
+	t0 = now_ns();
+	result_set(r, kv_KV_Put(rpc, &req, &resp, &arena, &co, &st), &st, t0);
+	if (replaced)
+		*replaced = resp.replaced;
+	rdmx_arena_fini(&arena);
+}
+
+/* on success *val is malloc'd (free it) */
+static void do_get(struct rdmx_rpc_conn *rpc, const struct copts *o, const char *key, uint8_t **val,
+                   size_t *len, struct result *r)
+{
+	struct rdmx_rpc_call_opts co = call_opts(o);
+	struct rdmx_rpc_status st = {0, NULL};
+	struct rdmx_arena arena;
+	kv_GetRequest req;
+	kv_GetResponse resp;
+	uint64_t t0;
+
+	*val = NULL;
+	*len = 0;
+	rdmx_arena_init(&arena, NULL, 0, 0);
+	kv_GetRequest_init(&req);
+	kv_GetResponse_init(&resp);
+	req.key = rdmx_str_c(key);
+	t0 = now_ns();
+	result_set(r, kv_KV_Get(rpc, &req, &resp, &arena, &co, &st), &st, t0);
+	if (r->rc == 0) {
+		*val = malloc(resp.value.len + 1);
+		if (!*val) {
+			r->rc = RDMX_E_NOMEM;
+			snprintf(r->message, sizeof(r->message), "out of memory");
+		} else {
+			if (resp.value.len)
+				memcpy(*val, resp.value.data, resp.value.len);
+			(*val)[resp.value.len] = 0;
+			*len = resp.value.len;
+		}
+	}
+	rdmx_arena_fini(&arena);
+}
+
+static void do_del(struct rdmx_rpc_conn *rpc, const struct copts *o, const char *key, bool *deleted,
+                   struct result *r)
+{
+	struct rdmx_rpc_call_opts co = call_opts(o);
+	struct rdmx_rpc_status st = {0, NULL};
+	struct rdmx_arena arena;
+	kv_DeleteRequest req;
+	kv_DeleteResponse resp;
+	uint64_t t0;
+
+	rdmx_arena_init(&arena, NULL, 0, 0);
+	kv_DeleteRequest_init(&req);
+	kv_DeleteResponse_init(&resp);
+	req.key = rdmx_str_c(key);
+	t0 = now_ns();
+	result_set(r, kv_KV_Delete(rpc, &req, &resp, &arena, &co, &st), &st, t0);
+	*deleted = resp.deleted;
+	rdmx_arena_fini(&arena);
+}
+
+/* Every page of a scan; calls `each` per entry. Latency: all pages. */
+typedef void (*scan_fn)(const kv_Entry *e, void *arg);
+
+static void do_scan(struct rdmx_rpc_conn *rpc, const struct copts *o, const char *prefix,
+                    uint32_t limit, bool keys_only, scan_fn each, void *arg, size_t *count,
+                    struct result *r)
+{
+	struct rdmx_rpc_call_opts co = call_opts(o);
+	struct rdmx_rpc_status st = {0, NULL};
+	struct rdmx_arena arena;
+	kv_ScanRequest req;
+	kv_ScanResponse resp;
+	char *token = NULL;
+	uint64_t t0 = now_ns();
+	int rc;
+
+	*count = 0;
+	rdmx_arena_init(&arena, NULL, 0, 0);
+	for (;;) {
+		kv_ScanRequest_init(&req);
+		kv_ScanResponse_init(&resp);
+		req.prefix = rdmx_str_c(prefix);
+		req.limit = limit;
+		req.keys_only = keys_only;
+		req.page_token = rdmx_str_c(token);
+		rc = kv_KV_Scan(rpc, &req, &resp, &arena, &co, &st);
+		if (rc)
+			break;
+		for (size_t i = 0; i < resp.n_entries; i++) {
+			if (each)
+				each(&resp.entries[i], arg);
+			(*count)++;
+		}
+		free(token);
+		token = NULL;
+		if (!resp.next_page_token.len)
+			break;
+		token = strndup(resp.next_page_token.data, resp.next_page_token.len);
+		if (!token) {
+			rc = RDMX_E_NOMEM;
+			break;
+		}
+		rdmx_arena_reset(&arena);
+	}
+	result_set(r, rc, &st, t0);
+	free(token);
+	rdmx_arena_fini(&arena);
+}
+
+/* ---- showing values ---- */
+
+static bool printable(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] < 0x20 || p[i] == 0x7f)
+			return false;
+	return true;
+}
+
+/* "text" when short and printable, else "<N bytes>" */
+static void show_value(const uint8_t *p, size_t n, char *out, size_t len)
+{
+	char size[32];
+
+	if (n <= 40 && printable(p, n)) {
+		snprintf(out, len, "\"%.*s\"", (int)n, (const char *)p);
+		return;
+	}
+	fmt_size(n, size, sizeof(size));
+	snprintf(out, len, "<%s>", size);
+}
+
+/* deterministic contents of a generated value: xorshift seeded by the key */
+static void pattern(const char *key, uint8_t *p, size_t n)
+{
+	uint64_t x = 1469598103934665603ull;
+
+	for (const char *k = key; *k; k++)
+		x = (x ^ (uint8_t)*k) * 1099511628211ull;
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		p[i] = (uint8_t)x;
+	}
+}
+
+static void scan_print(const kv_Entry *e, void *arg)
+{
+	bool keys_only = *(bool *)arg;
+	char shown[96];
+
+	if (keys_only) {
+		printf("%.*s\n", (int)e->key.len, e->key.data);
+		return;
+	}
+	if (e->value.len <= 200 && printable(e->value.data, e->value.len))
+		printf("%.*s %.*s\n", (int)e->key.len, e->key.data, (int)e->value.len,
+		       (const char *)e->value.data);
+	else {
+		show_value(e->value.data, e->value.len, shown, sizeof(shown));
+		printf("%.*s %s\n", (int)e->key.len, e->key.data, shown);
+	}
+}
+
+/* ---- one-shot commands ---- */
+
+static int report(const char *what, const char *key, const struct result *r, const struct copts *o)
+{
+	char lat[32];
+
+	fmt_latency(r->ns, lat, sizeof(lat));
+	if (o->time)
+		fprintf(stderr, "rdmx-kv: %s %s: %s in %s\n", what, key, result_name(r), lat);
+	if (r->rc == 0)
+		return 0;
+	if (r->rc == RDMX_RPC_NOT_FOUND)
+		fprintf(stderr, "rdmx-kv: %s %s: not found\n", what, key);
+	else
+		fprintf(stderr, "rdmx-kv: %s %s: %s%s%s\n", what, key, result_name(r),
+		        *r->message ? ": " : "", r->message);
+	return 1;
+}
+
+static uint8_t *read_file(const char *path, size_t *len)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+	uint8_t *buf = NULL, *grown;
+	size_t cap = 0, n = 0, got;
+
+	if (!f) {
+		fprintf(stderr, "rdmx-kv: %s: %s\n", path, strerror(errno));
+		return NULL;
+	}
+	for (;;) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 65536;
+			if (cap > (size_t)KV_MAX_VALUE + 1)
+				cap = (size_t)KV_MAX_VALUE + 1;
+			grown = realloc(buf, cap);
+			if (!grown) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = grown;
+		}
+		got = fread(buf + n, 1, cap - n, f);
+		n += got;
+		if (got == 0 || n > KV_MAX_VALUE)
+			break;
+	}
+	if (buf && (ferror(f) || n > KV_MAX_VALUE)) {
+		fprintf(stderr, "rdmx-kv: %s: %s\n", path,
+		        n > KV_MAX_VALUE ? "larger than 64 MiB" : strerror(errno));
+		free(buf);
+		buf = NULL;
+	}
+	if (f != stdin)
+		fclose(f);
+	*len = n;
+	return buf;
+}
+
+static int cmd_put(struct rdmx_rpc_conn *rpc, const struct copts *o, int argc, char **argv)
+{
+	struct result r;
+	uint8_t *file = NULL;
+	const void *val;
+	size_t len;
+	bool replaced = false;
+	int ret;
+
+	if (argc == 4 && !strcmp(argv[2], "--file")) {
+		file = read_file(argv[3], &len);
+		if (!file)
+			return 1;
+		val = file;
+	} else if (argc == 3) {
+		val = argv[2];
+		len = strlen(argv[2]);
+	} else {
+		usage(stderr);
+		return 2;
+	}
+	do_put(rpc, o, argv[1], val, len, &replaced, &r);
+	ret = report("put", argv[1], &r, o);
+	if (!ret)
+		printf("OK%s\n", replaced ? " (replaced)" : "");
+	free(file);
+	return ret;
+}
+
+static int cmd_get(struct rdmx_rpc_conn *rpc, const struct copts *o, int argc, char **argv)
+{
+	const char *out = NULL;
+	struct result r;
+	uint8_t *val;
+	size_t len;
+	int ret;
+
+	if (argc == 4 && !strcmp(argv[2], "--out"))
+		out = argv[3];
+	else if (argc != 2) {
+		usage(stderr);
+		return 2;
+	}
+	do_get(rpc, o, argv[1], &val, &len, &r);
+	ret = report("get", argv[1], &r, o);
+	if (!ret) {
+		FILE *f = out ? fopen(out, "wb") : stdout;
+
+		if (!f || fwrite(val, 1, len, f) != len || (!out && putchar('\n') == EOF) ||
+		    (out ? fclose(f) : fflush(f))) {
+			fprintf(stderr, "rdmx-kv: writing %s: %s\n", out ? out : "stdout",
+			        strerror(errno));
+			ret = 1;
+		}
+	}
+	free(val);
+	return ret;
+}
+
+static int cmd_del(struct rdmx_rpc_conn *rpc, const struct copts *o, int argc, char **argv)
+{
+	struct result r;
+	bool deleted = false;
+	int ret;
+
+	if (argc != 2) {
+		usage(stderr);
+		return 2;
+	}
+	do_del(rpc, o, argv[1], &deleted, &r);
+	ret = report("del", argv[1], &r, o);
+	if (ret)
+		return ret;
+	if (!deleted) {
+		fprintf(stderr, "rdmx-kv: del %s: not found\n", argv[1]);
+		return 1;
+	}
+	printf("deleted\n");
+	return 0;
+}
+
+static int cmd_scan(struct rdmx_rpc_conn *rpc, const struct copts *o, int argc, char **argv)
+{
+	bool keys_only = false;
+	uint32_t limit = 0;
+	struct result r;
+	size_t count;
+
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--keys")) {
+			keys_only = true;
+		} else if (!strcmp(argv[i], "--limit") && i + 1 < argc) {
+			long v = strtol(argv[++i], NULL, 10);
+
+			if (v < 1 || v > KV_SCAN_MAX_LIMIT) {
+				fprintf(stderr, "rdmx-kv: --limit wants 1..%u\n",
+				        KV_SCAN_MAX_LIMIT);
+				return 2;
+			}
+			limit = (uint32_t)v;
+		} else {
+			usage(stderr);
+			return 2;
+		}
+	}
+	do_scan(rpc, o, argv[1], limit, keys_only, scan_print, &keys_only, &count, &r);
+	return report("scan", argv[1], &r, o);
+}
+
+/* ---- session: a script of calls over one connection ---- */
+
+struct session {
+	struct rdmx_rpc_conn *rpc;
+	const struct copts *o;
+	unsigned calls, failed;
+};
+
+/* splits a line into words; "double quotes" group, \" and \\ escape */
+static int split(char *line, char **w, int max)
+{
+	int n = 0;
+	char *p = line, *o;
+
+	for (;;) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p || *p == '\n' || *p == '#')
+			break;
+		if (n == max)
+			return -1;
+		w[n++] = o = p;
+		if (*p == '"') {
+			p++;
+			while (*p && *p != '"') {
+				if (*p == '\\' && (p[1] == '"' || p[1] == '\\'))
+					p++;
+				*o++ = *p++;
+			}
+			if (*p != '"')
+				return -1;
+			p++;
+		} else {
+			while (*p && *p != ' ' && *p != '\t' && *p != '\n')
+				*o++ = *p++;
+		}
+		if (*p && *p != '\n')
+			p++;
+		else if (*p == '\n')
+			*p = '\0';
+		*o = '\0';
+	}
+	return n;
+}
+
+static void line_out(const char *op, const char *what, const char *result, const char *check,
+                     uint64_t ns)
+{
+	char lat[32];
+
+	fmt_latency(ns, lat, sizeof(lat));
+	printf("  %-5s %-34s %-30s %10s%s%s\n", op, what, result, lat, *check ? "  " : "", check);
+	fflush(stdout);
+}
+
+static bool big(size_t n)
+{
+	return n >= (4u << 20);
+}
+
+static void progress(const char *what, size_t n)
+{
+	char size[32];
+
+	fmt_size(n, size, sizeof(size));
+	printf("  ...   %s %s by rendezvous (one RDMA read of the whole value)\n", what, size);
+	fflush(stdout);
+}
+
+static void s_put(struct session *s, char **w, int n)
+{
+	char what[160], shown[64], size_text[32];
+	struct result r;
+	uint8_t *gen = NULL;
+	const void *val = NULL;
+	size_t len = 0;
+	int64_t size;
+
+	if (n == 3) {
+		val = w[2];
+		len = strlen(w[2]);
+		show_value(val, len, shown, sizeof(shown));
+	} else if (n == 4 && !strcmp(w[2], "--random") && (size = kv_parse_size(w[3])) >= 0 &&
+	           size <= KV_MAX_VALUE) {
+		len = (size_t)size;
+		gen = malloc(len ? len : 1);
+		if (!gen) {
+			printf("  put   %s: out of memory\n", w[1]);
+			s->failed++;
+			return;
+		}
+		pattern(w[1], gen, len);
+		val = gen;
+		fmt_size(len, size_text, sizeof(size_text));
+		snprintf(shown, sizeof(shown), "<%s generated>", size_text);
+		if (big(len))
+			progress("putting", len);
+	} else {
+		printf("  put: want 'put KEY VALUE' or 'put KEY --random SIZE'\n");
+		s->failed++;
+		return;
+	}
+	snprintf(what, sizeof(what), "%.80s = %s", w[1], shown);
+	do_put(s->rpc, s->o, w[1], val, len, NULL, &r);
+	s->calls++;
+	if (r.rc)
+		s->failed++;
+	line_out("put", what, r.rc ? r.message : "OK", r.rc ? "FAILED" : "", r.ns);
+	free(gen);
+}
+
+/* get KEY [= VALUE | = --random SIZE | = --missing] */
+static void s_get(struct session *s, char **w, int n)
+{
+	char shown[96], check[64] = "";
+	struct result r;
+	uint8_t *val, *want = NULL;
+	size_t len, want_len = 0;
+	bool expect = n >= 4 && !strcmp(w[2], "="), missing = false, ok = true;
+	int64_t size = 0;
+
+	if (expect && n == 4 && !strcmp(w[3], "--missing")) {
+		missing = true;
+	} else if (expect && n == 5 && !strcmp(w[3], "--random") &&
+	           (size = kv_parse_size(w[4])) >= 0 && size <= KV_MAX_VALUE) {
+		want_len = (size_t)size;
+		want = malloc(want_len ? want_len : 1);
+		if (!want) {
+			s->failed++;
+			return;
+		}
+		pattern(w[1], want, want_len);
+		if (big(want_len))
+			progress("getting", want_len);
+	} else if (expect && n == 4) {
+		want = (uint8_t *)strdup(w[3]);
+		want_len = strlen(w[3]);
+	} else if (n != 2) {
+		printf("  get: want 'get KEY [= VALUE | = --random SIZE | = --missing]'\n");
+		s->failed++;
+		return;
+	}
+	do_get(s->rpc, s->o, w[1], &val, &len, &r);
+	s->calls++;
+	if (r.rc == 0) {
+		show_value(val, len, shown, sizeof(shown));
+		if (missing)
+			ok = false;
+		else if (want)
+			ok = len == want_len && (len == 0 || memcmp(val, want, len) == 0);
+	} else {
+		snprintf(shown, sizeof(shown), "%s", result_name(&r));
+		ok = missing && r.rc == RDMX_RPC_NOT_FOUND;
+	}
+	if (expect || !ok)
+		snprintf(check, sizeof(check), "%s", ok ? "ok" : "WRONG");
+	if (!ok)
+		s->failed++;
+	line_out("get", w[1], shown, check, r.ns);
+	free(val);
+	free(want);
+}
+
+static void s_del(struct session *s, char **w, int n)
+{
+	struct result r;
+	bool deleted = false;
+
+	if (n != 2) {
+		printf("  del: want 'del KEY'\n");
+		s->failed++;
+		return;
+	}
+	do_del(s->rpc, s->o, w[1], &deleted, &r);
+	s->calls++;
+	if (r.rc)
+		s->failed++;
+	line_out("del", w[1],
+	         r.rc      ? r.message
+	         : deleted ? "deleted"
+	                   : "was absent",
+	         r.rc ? "FAILED" : "", r.ns);
+}
+
+struct scan_list {
+	char text[200];
+	size_t len;
+};
+
+static void scan_collect(const kv_Entry *e, void *arg)
+{
+	struct scan_list *l = arg;
+	int n = snprintf(l->text + l->len, sizeof(l->text) - l->len, "%s%.*s", l->len ? " " : "",
+	                 (int)e->key.len, e->key.data);
+
+	if (n > 0 && l->len + (size_t)n < sizeof(l->text))
+		l->len += (size_t)n;
+}
+
+/* scan PREFIX [= COUNT] */
+static void s_scan(struct session *s, char **w, int n)
+{
+	struct scan_list l = {"", 0};
+	char shown[256], check[32] = "";
+	struct result r;
+	size_t count;
+	bool ok = true;
+
+	if (n != 2 && !(n == 4 && !strcmp(w[2], "="))) {
+		printf("  scan: want 'scan PREFIX [= COUNT]'\n");
+		s->failed++;
+		return;
+	}
+	do_scan(s->rpc, s->o, w[1], 2, true, scan_collect, &l, &count, &r);
+	s->calls++;
+	if (r.rc) {
+		snprintf(shown, sizeof(shown), "%s", r.message);
+		ok = false;
+	} else {
+		snprintf(shown, sizeof(shown), "%zu key%s: %s", count, count == 1 ? "" : "s",
+		         l.text);
+		if (n == 4)
+			ok = count == (size_t)strtoul(w[3], NULL, 10);
+	}
+	if (n == 4 || !ok)
+		snprintf(check, sizeof(check), "%s", ok ? "ok" : "WRONG");
+	if (!ok)
+		s->failed++;
+	line_out("scan", w[1], shown, check, r.ns);
+}
+
+static int cmd_session(struct rdmx_rpc_conn *rpc, const struct copts *o, int argc, char **argv)
+{
+	struct session s = {rpc, o, 0, 0};
+	FILE *f = argc < 2 || !strcmp(argv[1], "-") ? stdin : fopen(argv[1], "r");
+	char line[8192];
+	char *w[8];
+	int n;
+
+	if (!f) {
+		fprintf(stderr, "rdmx-kv: %s: %s\n", argv[1], strerror(errno));
+		return 1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		n = split(line, w, 8);
+		if (n == 0)
+			continue;
+		if (n < 0) {
+			printf("  bad line (quotes, or more than 8 words): %s", line);
+			s.failed++;
+		} else if (!strcmp(w[0], "put")) {
+			s_put(&s, w, n);
+		} else if (!strcmp(w[0], "get")) {
+			s_get(&s, w, n);
+		} else if (!strcmp(w[0], "del")) {
+			s_del(&s, w, n);
+		} else if (!strcmp(w[0], "scan")) {
+			s_scan(&s, w, n);
+		} else if (!strcmp(w[0], "echo")) {
+			for (int i = 1; i < n; i++)
+				printf("%s%s", i > 1 ? " " : "", w[i]);
+			printf("\n");
+			fflush(stdout);
+		} else {
+			printf("  unknown command %s\n", w[0]);
+			s.failed++;
+		}
+	}
+	if (f != stdin)
+		fclose(f);
+	printf("session: %u calls, %s\n", s.calls,
+	       s.failed ? "SOME FAILED (see above)" : "every value read back is right");
+	return s.failed ? 1 : 0;
+}
+
+/* ---- entry ---- */
+
+int kv_client_main(int argc, char **argv)
+{
+	struct copts o = {0};
+	struct rpcnet_client *c = NULL;
+	int i, ret;
+
+	o.service = KV_DEFAULT_SERVICE;
+	o.timeout_ms = 30000;
+	o.registry = getenv("RDMX_REGISTRY");
+	o.tls.ca = getenv("RDMX_CA");
+	o.tls.cert = getenv("RDMX_CERT");
+	o.tls.key = getenv("RDMX_KEY");
+	for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "--help")) {
+			usage(stdout);
+			return 0;
+		}
+		if (!strcmp(a, "--time")) {
+			o.time = true;
+			continue;
+		}
+		if (!strcmp(a, "--verbose")) {
+			o.verbose = true;
+			continue;
+		}
+		if (!v) {
+			fprintf(stderr, "rdmx-kv: %s needs a value\n", a);
+			return 2;
+		}
+		i++;
+		if (!strcmp(a, "--registry"))
+			o.registry = v;
+		else if (!strcmp(a, "--registry-name"))
+			o.registry_name = v;
+		else if (!strcmp(a, "--server"))
+			o.server = v;
+		else if (!strcmp(a, "--server-name"))
+			o.server_name = v;
+		else if (!strcmp(a, "--service"))
+			o.service = v;
+		else if (!strcmp(a, "--ca"))
+			o.tls.ca = v;
+		else if (!strcmp(a, "--cert"))
+			o.tls.cert = v;
+		else if (!strcmp(a, "--key"))
+			o.tls.key = v;
+		else if (!strcmp(a, "--crl"))
+			o.tls.crl = v;
+		else if (!strcmp(a, "--timeout-ms")) {
+			long t = strtol(v, NULL, 10);
+
+			if (t < 1 || t > 600000) {
+				fprintf(stderr, "rdmx-kv: --timeout-ms wants 1..600000\n");
+				return 2;
+			}
+			o.timeout_ms = (int)t;
+		} else {
+			fprintf(stderr, "rdmx-kv: unknown option %s\n", a);
+			return 2;
+		}
+	}
+	argc -= i;
+	argv += i;
+	if (argc < 1 ||
+	    (strcmp(argv[0], "put") && strcmp(argv[0], "get") && strcmp(argv[0], "del") &&
+	     strcmp(argv[0], "scan") && strcmp(argv[0], "session"))) {
+		usage(stderr);
+		return 2;
+	}
+	if (kv_connect(&o, &c))
+		return 1;
+	if (!strcmp(argv[0], "put"))
+		ret = cmd_put(rpcnet_client_rpc(c), &o, argc, argv);
+	else if (!strcmp(argv[0], "get"))
+		ret = cmd_get(rpcnet_client_rpc(c), &o, argc, argv);
+	else if (!strcmp(argv[0], "del"))
+		ret = cmd_del(rpcnet_client_rpc(c), &o, argc, argv);
+	else if (!strcmp(argv[0], "scan"))
+		ret = cmd_scan(rpcnet_client_rpc(c), &o, argc, argv);
+	else
+		ret = cmd_session(rpcnet_client_rpc(c), &o, argc, argv);
+	rpcnet_client_close(&c);
+	return ret;
+}

@@ -1,0 +1,472 @@
+/* rdmx-kv serve: the kv service on the default device, behind a mutual-TLS
+ * bootstrap endpoint, registered with rdmx-bootstrapd.
+ *
+ *   rdmx-kv serve --listen HOST:PORT --ca F --cert F --key F [--crl F]
+ *                 [--registry HOST:PORT] [--registry-name PATTERN]
+ *                 [--service NAME] [--advertise HOST:PORT] [--allow PATTERN]...
+ *                 [--ttl-ms N] [--max-bytes SIZE] [--verbose]
+ *
+ * Prints "listening HOST PORT" once clients can connect, then
+ * "registered service=NAME id=N endpoint=HOST:PORT" once it is in the
+ * registry. SIGINT / SIGTERM: NOT_SERVING, leave the registry, close. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ev.h>
+
+#include <rdmx/health.h>
+#include <rdmx/reflection.h>
+#include <rdmx/registry.h>
+#include <rdmx/rpc.h>
+#include <rdmx/status.h>
+#include <rdmx/tls.h>
+
+#include "kv.h"
+#include "kv.rdmx.h"
+#include "rpcnet.h"
+#include "store.h"
+
+#define MAX_ALLOW 32
+
+struct serve_opts {
+	const char *listen, *registry, *registry_name, *service, *advertise;
+	const char *allow[MAX_ALLOW];
+	int n_allow;
+	struct rpcnet_tls tls;
+	uint32_t ttl_ms;
+	int64_t max_bytes;
+	bool verbose;
+};
+
+struct kv_server {
+	struct serve_opts o;
+	struct ev_loop *loop;
+	struct kv_store *store;
+	struct rdmx_rpc_server *rpc;
+	struct rdmx_tls_config *tls, *reg_tls;
+	struct rpcnet_server *net;
+	struct rdmx_registry_client *reg;
+	char reg_host[256], endpoint[300];
+	uint16_t reg_port;
+	uint64_t member;
+	uint32_t granted_ms;
+	ev_timer beat;
+	ev_signal sigint, sigterm;
+	uint64_t calls[4];
+};
+
+/* ---- handlers ---- */
+
+static bool key_ok(struct rdmx_str key)
+{
+	return key.len >= 1 && key.len <= KV_MAX_KEY;
+}
+
+static void on_get(struct rdmx_rpc_server_call *call, const kv_GetRequest *req, void *arg)
+{
+	struct kv_server *k = arg;
+	const struct kv_entry *e;
+	kv_GetResponse resp;
+
+	k->calls[0]++;
+	if (!key_ok(req->key)) {
+		kv_KV_Get_respond(call, RDMX_RPC_INVALID_ARGUMENT, "a key is 1..4096 bytes", NULL);
+		return;
+	}
+	e = kv_store_get(k->store, req->key.data, req->key.len);
+	if (!e) {
+		kv_KV_Get_respond(call, RDMX_RPC_NOT_FOUND, "no such key", NULL);
+		return;
+	}
+	kv_GetResponse_init(&resp);
+	resp.value = rdmx_bytes_n(e->val, e->vlen);
+	kv_KV_Get_respond(call, RDMX_RPC_OK, NULL, &resp);
+}
+
+static void on_put(struct rdmx_rpc_server_call *call, const kv_PutRequest *req, void *arg)
+{
+	struct kv_server *k = arg;
+	kv_PutResponse resp;
+	int rc;
+
+	k->calls[1]++;
+	if (!key_ok(req->key)) {
+		kv_KV_Put_respond(call, RDMX_RPC_INVALID_ARGUMENT, "a key is 1..4096 bytes", NULL);
+		return;
+	}
+	if (req->value.len > KV_MAX_VALUE) {
+		kv_KV_Put_respond(call, RDMX_RPC_INVALID_ARGUMENT, "a value is at most 64 MiB",
+		                  NULL);
+		return;
+	}
+	kv_PutResponse_init(&resp);
+	rc = kv_store_put(k->store, req->key.data, req->key.len, req->value.data, req->value.len,
+	                  &resp.replaced);
+	if (rc) {
+		kv_KV_Put_respond(
+		    call, RDMX_RPC_RESOURCE_EXHAUSTED,
+		    rc == RDMX_E_FULL ? "the store is full (--max-bytes)" : "out of memory", NULL);
+		return;
+	}
+	kv_KV_Put_respond(call, RDMX_RPC_OK, NULL, &resp);
+}
+
+static void on_delete(struct rdmx_rpc_server_call *call, const kv_DeleteRequest *req, void *arg)
+{
+	struct kv_server *k = arg;
+	kv_DeleteResponse resp;
+
+	k->calls[2]++;
+	if (!key_ok(req->key)) {
+		kv_KV_Delete_respond(call, RDMX_RPC_INVALID_ARGUMENT, "a key is 1..4096 bytes",
+		                     NULL);
+		return;
+	}
+	kv_DeleteResponse_init(&resp);
+	resp.deleted = kv_store_del(k->store, req->key.data, req->key.len);
+	kv_KV_Delete_respond(call, RDMX_RPC_OK, NULL, &resp);
+}
+
+static bool has_prefix(const struct kv_entry *e, struct rdmx_str prefix)
+{
+	return e->klen >= prefix.len &&
+	       (prefix.len == 0 || !memcmp(e->key, prefix.data, prefix.len));
+}
+
+static void on_scan(struct rdmx_rpc_server_call *call, const kv_ScanRequest *req, void *arg)
+{
+	struct kv_server *k = arg;
+	uint32_t limit = req->limit ? req->limit : KV_SCAN_DEFAULT_LIMIT;
+	const struct kv_entry *e;
+	kv_ScanResponse resp;
+	kv_Entry *v;
+	uint64_t bytes = 0;
+	size_t i, n = 0;
+
+	k->calls[3]++;
+	if (limit > KV_SCAN_MAX_LIMIT)
+		limit = KV_SCAN_MAX_LIMIT;
+	if (req->prefix.len > KV_MAX_KEY || req->page_token.len > KV_MAX_KEY ||
+	    (req->page_token.len &&
+	     (req->page_token.len < req->prefix.len ||
+	      memcmp(req->page_token.data, req->prefix.data, req->prefix.len)))) {
+		kv_KV_Scan_respond(call, RDMX_RPC_INVALID_ARGUMENT,
+		                   "page_token does not belong to this prefix", NULL);
+		return;
+	}
+	v = calloc(limit, sizeof(*v));
+	if (!v) {
+		kv_KV_Scan_respond(call, RDMX_RPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
+		return;
+	}
+	kv_ScanResponse_init(&resp);
+	/* the page starts after the token (the last key of the previous page) */
+	i = req->page_token.len
+	        ? kv_store_seek(k->store, req->page_token.data, req->page_token.len, true)
+	        : kv_store_seek(k->store, req->prefix.data, req->prefix.len, false);
+	for (; (e = kv_store_at(k->store, i)) && has_prefix(e, req->prefix); i++) {
+		if (n == limit ||
+		    (n > 0 && !req->keys_only && bytes + e->vlen > KV_SCAN_PAGE_BYTES)) {
+			resp.next_page_token = rdmx_str_n(v[n - 1].key.data, v[n - 1].key.len);
+			break;
+		}
+		kv_Entry_init(&v[n]);
+		v[n].key = rdmx_str_n(e->key, e->klen);
+		v[n].size = e->vlen;
+		if (!req->keys_only) {
+			v[n].value = rdmx_bytes_n(e->val, e->vlen);
+			bytes += e->vlen;
+		}
+		n++;
+	}
+	resp.n_entries = n;
+	resp.entries = v;
+	kv_KV_Scan_respond(call, RDMX_RPC_OK, NULL, &resp);
+	free(v);
+}
+
+/* ---- registry ---- */
+
+static int registry_join(struct kv_server *k)
+{
+	static const char *meta_keys[] = {"device", "protocol"};
+	struct rdmx_registry_kv meta[2];
+	int rc;
+
+	if (!k->reg) {
+		rc = rdmx_registry_client_connect(k->reg_host, k->reg_port, k->reg_tls, &k->reg);
+		if (rc)
+			return rc;
+	}
+	meta[0].key = meta_keys[0];
+	meta[0].value = rpcnet_server_device(k->net);
+	meta[1].key = meta_keys[1];
+	meta[1].value = "rdmx-bootstrap-mtls";
+	rc = rdmx_registry_client_join(k->reg, k->o.service, k->endpoint, meta, 2, k->o.ttl_ms,
+	                               &k->member, &k->granted_ms);
+	if (rc) {
+		fprintf(stderr, "rdmx-kv: joining the registry as %s: %s%s%s\n", k->o.service,
+		        rdmx_strerror(rc), *rdmx_registry_client_last_error(k->reg) ? ": " : "",
+		        rdmx_registry_client_last_error(k->reg));
+		rdmx_registry_client_destroy(&k->reg);
+	}
+	return rc;
+}
+
+static void beat_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct kv_server *k = w->data;
+	int rc = RDMX_E_NOT_FOUND;
+
+	(void)loop;
+	(void)revents;
+	if (k->reg && k->member)
+		rc = rdmx_registry_client_heartbeat(k->reg, k->member);
+	if (rc == 0)
+		return;
+	/* expired or connection lost: join again (next beat retries if this fails) */
+	fprintf(stderr, "rdmx-kv: registry heartbeat: %s; joining again\n", rdmx_strerror(rc));
+	if (rc != RDMX_E_NOT_FOUND)
+		rdmx_registry_client_destroy(&k->reg);
+	k->member = 0;
+	if (registry_join(k) == 0) {
+		printf("registered service=%s id=%llu endpoint=%s\n", k->o.service,
+		       (unsigned long long)k->member, k->endpoint);
+		fflush(stdout);
+	}
+}
+
+/* ---- life cycle ---- */
+
+static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	(void)revents;
+	fprintf(stderr, "rdmx-kv: signal %d, stopping\n", w->signum);
+	ev_break(loop, EVBREAK_ALL);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "usage: rdmx-kv serve --listen HOST:PORT --ca FILE --cert FILE --key FILE\n"
+	    "                     [--crl FILE] [--registry HOST:PORT] [--registry-name PATTERN]\n"
+	    "                     [--service NAME] [--advertise HOST:PORT] [--allow PATTERN]...\n"
+	    "                     [--ttl-ms N] [--max-bytes SIZE] [--verbose]\n"
+	    "  --listen         the secure bootstrap endpoint (mutual TLS); port 0 = any\n"
+	    "  --registry       rdmx-bootstrapd to register with (as --service, default kv)\n"
+	    "  --registry-name  the name rdmx-bootstrapd's certificate must carry (default '*')\n"
+	    "  --advertise      the endpoint given to the registry (default: listen address)\n"
+	    "  --allow          client certificate names accepted (default '*': the CA's)\n"
+	    "  --ttl-ms         registry lease (default 10000; renewed every third)\n"
+	    "  --max-bytes      keys + values held at most (default 1G)\n"
+	    "  --ca/--cert/--key default to $RDMX_CA, $RDMX_CERT, $RDMX_KEY.\n");
+}
+
+static int parse(int argc, char **argv, struct serve_opts *o)
+{
+	o->service = KV_DEFAULT_SERVICE;
+	o->ttl_ms = 10000;
+	o->max_bytes = 1ll << 30;
+	o->tls.ca = getenv("RDMX_CA");
+	o->tls.cert = getenv("RDMX_CERT");
+	o->tls.key = getenv("RDMX_KEY");
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			exit(0);
+		}
+		if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+			o->verbose = true;
+			continue;
+		}
+		if (!v) {
+			fprintf(stderr, "rdmx-kv serve: %s needs a value\n", a);
+			return -1;
+		}
+		i++;
+		if (!strcmp(a, "--listen"))
+			o->listen = v;
+		else if (!strcmp(a, "--registry"))
+			o->registry = v;
+		else if (!strcmp(a, "--registry-name"))
+			o->registry_name = v;
+		else if (!strcmp(a, "--service"))
+			o->service = v;
+		else if (!strcmp(a, "--advertise"))
+			o->advertise = v;
+		else if (!strcmp(a, "--ca"))
+			o->tls.ca = v;
+		else if (!strcmp(a, "--cert"))
+			o->tls.cert = v;
+		else if (!strcmp(a, "--key"))
+			o->tls.key = v;
+		else if (!strcmp(a, "--crl"))
+			o->tls.crl = v;
+		else if (!strcmp(a, "--allow") && o->n_allow < MAX_ALLOW)
+			o->allow[o->n_allow++] = v;
+		else if (!strcmp(a, "--ttl-ms")) {
+			char *end;
+			unsigned long t = strtoul(v, &end, 10);
+
+			if (*end || t < 100 || t > 3600000) {
+				fprintf(stderr, "rdmx-kv serve: --ttl-ms wants 100..3600000\n");
+				return -1;
+			}
+			o->ttl_ms = (uint32_t)t;
+		} else if (!strcmp(a, "--max-bytes")) {
+			o->max_bytes = kv_parse_size(v);
+			if (o->max_bytes <= 0) {
+				fprintf(stderr, "rdmx-kv serve: bad --max-bytes %s\n", v);
+				return -1;
+			}
+		} else {
+			fprintf(stderr, "rdmx-kv serve: unknown option %s\n", a);
+			return -1;
+		}
+	}
+	if (!o->listen || !o->tls.ca || !o->tls.cert || !o->tls.key) {
+		fprintf(stderr, "rdmx-kv serve: --listen, --ca, --cert and --key are required\n");
+		usage(stderr);
+		return -1;
+	}
+	return 0;
+}
+
+/* the server's TLS config: the --allow patterns, or any certificate of the CA */
+static struct rdmx_tls_config *server_tls(const struct serve_opts *o)
+{
+	struct rdmx_tls_config *cfg = NULL;
+	int rc = rdmx_tls_config_create(&cfg);
+
+	if (!rc)
+		rc = rdmx_tls_config_set_ca_file(cfg, o->tls.ca);
+	if (!rc)
+		rc = rdmx_tls_config_set_cert_key(cfg, o->tls.cert, o->tls.key);
+	if (!rc && o->tls.crl)
+		rc = rdmx_tls_config_set_crl_file(cfg, o->tls.crl);
+	for (int i = 0; !rc && i < o->n_allow; i++)
+		rc = rdmx_tls_config_add_allowed_peer(cfg, o->allow[i]);
+	if (!rc && o->n_allow == 0)
+		rc = rdmx_tls_config_add_allowed_peer(cfg, "*");
+	if (!rc)
+		rc = rdmx_tls_config_load(cfg);
+	if (rc) {
+		fprintf(stderr, "rdmx-kv serve: TLS setup (ca %s, cert %s, key %s): %s\n",
+		        o->tls.ca, o->tls.cert, o->tls.key, rdmx_strerror(rc));
+		rdmx_tls_config_destroy(&cfg);
+	}
+	return cfg;
+}
+
+int kv_serve_main(int argc, char **argv)
+{
+	static const struct kv_KV_handlers handlers = {on_get, on_put, on_delete, on_scan};
+	struct kv_server k;
+	struct rpcnet_server_opts so = {0};
+	char host[256], err[512];
+	uint16_t port;
+	int ret = 1, rc;
+
+	memset(&k, 0, sizeof(k));
+	if (parse(argc, argv, &k.o))
+		return 2;
+	if (rpcnet_split_addr(k.o.listen, host, sizeof(host), &port)) {
+		fprintf(stderr, "rdmx-kv serve: --listen wants HOST:PORT, got %s\n", k.o.listen);
+		return 2;
+	}
+	if (k.o.registry &&
+	    rpcnet_split_addr(k.o.registry, k.reg_host, sizeof(k.reg_host), &k.reg_port)) {
+		fprintf(stderr, "rdmx-kv serve: --registry wants HOST:PORT, got %s\n",
+		        k.o.registry);
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	k.loop = ev_default_loop(0);
+	if (kv_store_create((uint64_t)k.o.max_bytes, &k.store) || rdmx_rpc_server_create(&k.rpc))
+		goto out;
+	rc = kv_KV_register(k.rpc, &handlers, &k);
+	if (!rc)
+		rc = rdmx_rpc_server_add_reflection(k.rpc, "kv.proto", kv_idl_text);
+	if (rc) {
+		fprintf(stderr, "rdmx-kv serve: registering the service: %s\n", rdmx_strerror(rc));
+		goto out;
+	}
+	k.tls = server_tls(&k.o);
+	if (!k.tls)
+		goto out;
+	so.host = host;
+	so.port = port;
+	so.tls = k.tls;
+	so.name = k.o.service;
+	so.verbose = k.o.verbose;
+	if (rpcnet_server_create(k.loop, k.rpc, &so, &k.net, err, sizeof(err))) {
+		fprintf(stderr, "rdmx-kv serve: %s\n", err);
+		goto out;
+	}
+	if (k.o.advertise)
+		snprintf(k.endpoint, sizeof(k.endpoint), "%s", k.o.advertise);
+	else
+		snprintf(k.endpoint, sizeof(k.endpoint), "%s%s%s:%u", strchr(host, ':') ? "[" : "",
+		         host, strchr(host, ':') ? "]" : "", rpcnet_server_port(k.net));
+	printf("listening %s %u\n", host, rpcnet_server_port(k.net));
+	fflush(stdout);
+	fprintf(stderr, "rdmx-kv: serving %s on %s (device %s, mutual TLS), values up to 64 MiB\n",
+	        k.o.service, k.endpoint, rpcnet_server_device(k.net));
+	if (k.o.registry) {
+		struct rpcnet_tls rt = k.o.tls;
+
+		rt.peer = k.o.registry_name;
+		k.reg_tls = rpcnet_tls_config(&rt, err, sizeof(err));
+		if (!k.reg_tls) {
+			fprintf(stderr, "rdmx-kv serve: %s\n", err);
+			goto out;
+		}
+		if (registry_join(&k))
+			goto out;
+		printf("registered service=%s id=%llu endpoint=%s\n", k.o.service,
+		       (unsigned long long)k.member, k.endpoint);
+		fflush(stdout);
+		ev_timer_init(&k.beat, beat_cb, k.granted_ms / 3000.0, k.granted_ms / 3000.0);
+		k.beat.data = &k;
+		ev_timer_start(k.loop, &k.beat);
+	}
+	ev_signal_init(&k.sigint, stop_cb, SIGINT);
+	ev_signal_init(&k.sigterm, stop_cb, SIGTERM);
+	ev_signal_start(k.loop, &k.sigint);
+	ev_signal_start(k.loop, &k.sigterm);
+	ev_run(k.loop, 0);
+	ret = 0;
+	rdmx_rpc_server_set_health(k.rpc, NULL, RDMX_HEALTH_NOT_SERVING);
+	if (k.reg && k.member)
+		rdmx_registry_client_leave(k.reg, k.member);
+	fprintf(stderr,
+	        "rdmx-kv: stopped (%zu keys, %llu bytes; calls: get %llu, put %llu, del %llu, "
+	        "scan %llu)\n",
+	        kv_store_count(k.store), (unsigned long long)kv_store_bytes(k.store),
+	        (unsigned long long)k.calls[0], (unsigned long long)k.calls[1],
+	        (unsigned long long)k.calls[2], (unsigned long long)k.calls[3]);
+out:
+	if (k.loop) {
+		ev_timer_stop(k.loop, &k.beat);
+		ev_signal_stop(k.loop, &k.sigint);
+		ev_signal_stop(k.loop, &k.sigterm);
+	}
+	rdmx_registry_client_destroy(&k.reg);
+	rpcnet_server_destroy(&k.net);
+	{
+		const struct rdmx_rpc_server *gone = k.rpc;
+
+		rdmx_rpc_server_destroy(&k.rpc);
+		rdmx_codec_release_bindings(gone);
+	}
+	rdmx_tls_config_destroy(&k.tls);
+	rdmx_tls_config_destroy(&k.reg_tls);
+	kv_store_destroy(&k.store);
+	return ret;
+}
