@@ -9,12 +9,12 @@
 #include <string.h>
 #include <time.h>
 
-#include <rdmx/bootstrap.h>
 #include <rdmx/channel.h>
 #include <rdmx/ctx.h>
 #include <rdmx/dev.h>
 #include <rdmx/pe.h>
 #include <rdmx/rpc.h>
+#include <rdmx/rpc_secure.h>
 #include <rdmx/status.h>
 #include <rdmx/tls.h>
 
@@ -24,10 +24,10 @@ struct rpcnet_client {
 	struct rdmx_ctx *ctx;
 	struct rdmx_chan_host *host;
 	struct rdmx_tls_config *cfg;
-	struct rdmx_bootstrap *bs;
 	struct rdmx_conn *conn;
 	struct rdmx_chan *chan;
 	struct rdmx_rpc_conn *rpc;
+	struct rdmx_rpc_conn *secure; /* made by rdmx_rpc_client_connect_secure */
 	int established, failed;
 };
 
@@ -201,20 +201,26 @@ static int connect_plain(struct rpcnet_client *c, const char *host, uint16_t por
 	return rc;
 }
 
+/* The secure path is rdmx_rpc_client_connect_secure (rdmx/rpc_secure.h): it
+ * opens its own device, engine and context, so the plain path's are not
+ * used. */
 static int connect_secure(struct rpcnet_client *c, const char *host, uint16_t port,
                           const struct rpcnet_tls *tls, const char *name, int timeout_ms, char *err,
                           size_t err_len)
 {
+	struct rdmx_rpc_secure_opts opts;
 	int rc;
 
 	c->cfg = rpcnet_tls_config(tls, err, err_len);
 	if (!c->cfg)
 		return RDMX_E_INVAL;
-	rc = rdmx_bootstrap_connect(c->ctx, c->cfg, host, port, name, NULL, 0, timeout_ms, &c->bs);
-	if (!rc)
-		rc = rdmx_bootstrap_get_conn(c->bs, &c->conn);
+	rdmx_rpc_secure_opts_init(&opts);
+	opts.name = name;
+	opts.max_msg_size = RPCNET_MAX_MSG;
+	opts.timeout_ms = timeout_ms;
+	rc = rdmx_rpc_client_connect_secure(host, port, c->cfg, NULL, &opts, &c->secure);
 	if (rc)
-		say(err, err_len, "secure bootstrap with %s:%u: %s", host, port, rdmx_strerror(rc));
+		say(err, err_len, "secure connection to %s:%u: %s", host, port, rdmx_strerror(rc));
 	return rc;
 }
 
@@ -234,10 +240,17 @@ int rpcnet_client_connect(const char *host, uint16_t port, const struct rpcnet_t
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return RDMX_E_NOMEM;
+	if (tls) {
+		rc = connect_secure(c, host, port, tls, name, timeout_ms, err, err_len);
+		if (rc)
+			goto fail;
+		c->rpc = c->secure;
+		*client = c;
+		return 0;
+	}
 	rc = engine_open(c, err, err_len);
 	if (!rc)
-		rc = tls ? connect_secure(c, host, port, tls, name, timeout_ms, err, err_len)
-		         : connect_plain(c, host, port, deadline, err, err_len);
+		rc = connect_plain(c, host, port, deadline, err, err_len);
 	if (rc)
 		goto fail;
 	rc = rdmx_chan_create(c->host, c->conn, &c->chan);
@@ -245,9 +258,6 @@ int rpcnet_client_connect(const char *host, uint16_t port, const struct rpcnet_t
 		say(err, err_len, "channel: %s", rdmx_strerror(rc));
 		goto fail;
 	}
-	/* the channel owns the engine connection from here on */
-	if (c->bs)
-		rdmx_bootstrap_conn_gone(c->bs);
 	rc = rdmx_chan_set_max_msg_size(c->chan, RPCNET_MAX_MSG);
 	if (!rc) /* starts the channel */
 		rc = rdmx_rpc_conn_create(c->chan, NULL, &c->rpc);
@@ -277,7 +287,15 @@ struct rdmx_rpc_conn *rpcnet_client_rpc(const struct rpcnet_client *client)
 
 const char *rpcnet_client_device(const struct rpcnet_client *client)
 {
-	return client && client->dev ? rdmx_dev_name(client->dev) : "";
+	struct rdmx_dev *dev = NULL;
+	struct rdmx_ctx *ctx;
+
+	if (!client || !client->rpc)
+		return "";
+	ctx = rdmx_chan_host_get_ctx(rdmx_chan_get_host(rdmx_rpc_conn_get_chan(client->rpc)));
+	if (!ctx || rdmx_ctx_get_dev(ctx, &dev) || !dev)
+		return "";
+	return rdmx_dev_name(dev);
 }
 
 void rpcnet_client_close(struct rpcnet_client **client)
@@ -287,9 +305,12 @@ void rpcnet_client_close(struct rpcnet_client **client)
 	if (!client || !*client)
 		return;
 	c = *client;
+	if (c->secure) {
+		rdmx_rpc_client_close_secure(&c->secure);
+		c->rpc = NULL;
+	}
 	rdmx_rpc_conn_destroy(&c->rpc);
 	rdmx_chan_destroy(&c->chan);
-	rdmx_bootstrap_destroy(&c->bs);
 	if (c->ctx) {
 		enum rdmx_ctx_state st;
 

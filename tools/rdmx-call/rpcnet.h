@@ -5,8 +5,10 @@
  *   plain   the engine's rdma_cm-style listener (rdmx_ctx_listen on a fixed
  *           port; clients rdmx_ctx_connect_to_addr). No authentication:
  *           for development, examples and trusted networks.
- *   secure  the server's rdmx_bootstrap endpoint (mutual TLS 1.3): the
- *           engine connection details only travel inside TLS (rdmx/bootstrap.h).
+ *   secure  the server's secure bootstrap endpoint (mutual TLS 1.3): the
+ *           engine connection details only travel inside TLS. This is
+ *           rdmx_rpc_client_connect_secure / rdmx_rpc_server_listen_secure
+ *           (rdmx/rpc_secure.h), so rdmx-call talks to any server built on it.
  * Either way the connection then carries one message channel
  * (rdmx/channel.h) and one RPC endpoint (rdmx/rpc.h).
  *
@@ -71,8 +73,9 @@ struct rpcnet_server_opts {
 };
 
 /* Serves `rpc` on the loop: every accepted connection gets a channel and an
- * RPC endpoint on `rpc`. The loop also drives the progress engine (an fd
- * watcher in notification mode) and the channel timers. */
+ * RPC endpoint on `rpc`. The loop also drives the progress engine (plain: an
+ * fd watcher in notification mode and the channel timers; secure: rdmx_ev,
+ * inside rdmx_rpc_server_listen_secure). */
 int rpcnet_server_create(struct ev_loop *loop, struct rdmx_rpc_server *rpc,
                          const struct rpcnet_server_opts *opts, struct rpcnet_server **server,
                          char *err, size_t err_len);

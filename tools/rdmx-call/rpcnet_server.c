@@ -1,11 +1,11 @@
-/* rpcnet server side (rpcnet.h): one context on the default device, driven
- * by a libev loop, accepting connections either through the engine's
- * rdma_cm-style listener (plain) or through rdmx_bootstrap over mutual TLS
- * (secure); each gets a channel and an RPC endpoint on the shared server.
+/* rpcnet server side (rpcnet.h).
  *
- * Endpoints that close (peer gone, TLS control channel lost) are marked dead
- * from their callbacks and freed from the loop's prepare watcher, never from
- * inside the callback that reported them. */
+ * Secure: rdmx_rpc_server_listen_secure (rdmx/rpc_secure.h) does it all.
+ * Plain: one context on the default device, driven by the libev loop,
+ * accepting connections through the engine's rdma_cm-style listener; each
+ * gets a channel and an RPC endpoint on the shared server. Endpoints that
+ * close are marked dead from their callbacks and freed from the loop's
+ * prepare watcher, never from inside the callback that reported them. */
 #include "rpcnet.h"
 
 #include <stdarg.h>
@@ -16,12 +16,12 @@
 
 #include <ev.h>
 
-#include <rdmx/bootstrap.h>
 #include <rdmx/channel.h>
 #include <rdmx/ctx.h>
 #include <rdmx/dev.h>
 #include <rdmx/pe.h>
 #include <rdmx/rpc.h>
+#include <rdmx/rpc_secure.h>
 #include <rdmx/status.h>
 #include <rdmx/tls.h>
 
@@ -29,7 +29,6 @@
 
 struct peer {
 	struct rpcnet_server *s;
-	struct rdmx_bootstrap *bs;
 	struct rdmx_chan *chan;
 	struct rdmx_rpc_conn *rpc;
 	char who[160];
@@ -44,14 +43,14 @@ struct rpcnet_server {
 	struct rdmx_pe *pe;
 	struct rdmx_ctx *ctx;
 	struct rdmx_chan_host *host;
-	struct rdmx_bootstrap_server *bsrv;
+	struct rdmx_rpc_secure_server *secure;
 	ev_io pe_io;
 	ev_timer timer;
 	ev_prepare prepare;
 	struct peer *peers;
 	unsigned n_peers;
 	uint16_t port;
-	bool plain, listening, verbose, kick, any_dead, watching;
+	bool listening, verbose, kick, any_dead, watching;
 };
 
 static void say(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -91,7 +90,6 @@ static void peer_free(struct peer *p)
 {
 	rdmx_rpc_conn_destroy(&p->rpc);
 	rdmx_chan_destroy(&p->chan);
-	rdmx_bootstrap_destroy(&p->bs);
 	free(p);
 }
 
@@ -240,58 +238,59 @@ static void on_established(struct rdmx_conn *conn, void *ud, void *cud)
 	char who[160];
 
 	(void)ud;
-	if (!s->plain)
-		return; /* bootstrap connections get their endpoint from established_bs */
 	if (rdmx_conn_get_addr(conn, &addr) == 0)
 		rdmx_addr_get_params(addr, NULL, &text, &port);
 	snprintf(who, sizeof(who), "%s:%u", text, port);
 	peer_add(s, conn, who);
 }
 
-/* ---- secure: rdmx_bootstrap ---- */
+/* ---- secure: rdmx_rpc_server_listen_secure ---- */
 
-static void established_bs(struct rdmx_bootstrap_server *bsrv, struct rdmx_bootstrap *bs, void *arg)
+static void secure_connected(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_conn *rc,
+                             void *arg)
 {
-	struct rpcnet_server *s = arg;
 	const char *cert = "?", *hello = "";
-	struct rdmx_conn *conn;
-	struct peer *p;
-	char who[160];
 
-	(void)bsrv;
-	rdmx_bootstrap_get_peer_names(bs, &cert, &hello);
-	snprintf(who, sizeof(who), "%s%s%s", cert, *hello ? "/" : "", hello);
-	if (rdmx_bootstrap_get_conn(bs, &conn)) {
-		rdmx_bootstrap_destroy(&bs);
-		return;
-	}
-	p = peer_add(s, conn, who);
-	if (!p) {
-		rdmx_bootstrap_conn_gone(bs); /* disconnected by peer_add */
-		rdmx_bootstrap_destroy(&bs);
-		return;
-	}
-	rdmx_bootstrap_conn_gone(bs); /* the channel owns the connection */
-	p->bs = bs;
-	rdmx_bootstrap_set_user_data(bs, p);
+	(void)srv;
+	(void)arg;
+	rdmx_rpc_secure_get_peer_names(rc, &cert, &hello);
+	fprintf(stderr, "rpcnet: %s%s%s connected\n", cert, *hello ? "/" : "", hello);
 }
 
-static void lost_bs(struct rdmx_bootstrap_server *bsrv, struct rdmx_bootstrap *bs, int reason,
-                    void *arg)
+static void secure_gone(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_conn *rc, int status,
+                        void *arg)
 {
-	struct rpcnet_server *s = arg;
-	void *ud = NULL;
+	const char *cert = "?", *hello = "";
 
-	(void)bsrv;
-	rdmx_bootstrap_get_user_data(bs, &ud);
-	if (!ud)
-		return;
-	if (s->verbose)
-		fprintf(stderr, "rpcnet: %s: control channel lost (%s)\n", ((struct peer *)ud)->who,
-		        rdmx_strerror(reason));
-	/* the RDMA side goes with its control channel */
-	((struct peer *)ud)->dead = true;
-	s->any_dead = true;
+	(void)srv;
+	(void)arg;
+	rdmx_rpc_secure_get_peer_names(rc, &cert, &hello);
+	fprintf(stderr, "rpcnet: %s%s%s closed (%s)\n", cert, *hello ? "/" : "", hello,
+	        rdmx_strerror(status));
+}
+
+static int secure_create(struct rpcnet_server *s, const struct rpcnet_server_opts *opts, char *err,
+                         size_t err_len)
+{
+	struct rdmx_rpc_secure_server_ops ops = {NULL, NULL, NULL, 0};
+	struct rdmx_rpc_secure_opts so;
+	int rc;
+
+	if (opts->verbose) {
+		ops.connected = secure_connected;
+		ops.gone = secure_gone;
+	}
+	rdmx_rpc_secure_opts_init(&so);
+	so.name = opts->name;
+	so.max_msg_size = RPCNET_MAX_MSG;
+	rc = rdmx_rpc_server_listen_secure(s->loop, s->rpc, opts->tls, opts->host, opts->port, &ops,
+	                                   &so, s, &s->secure);
+	if (!rc)
+		rc = rdmx_rpc_secure_server_get_port(s->secure, &s->port);
+	if (rc)
+		say(err, err_len, "secure listener on %s:%u: %s", opts->host ? opts->host : "*",
+		    opts->port, rdmx_strerror(rc));
+	return rc;
 }
 
 /* ---- life cycle ---- */
@@ -300,7 +299,6 @@ int rpcnet_server_create(struct ev_loop *loop, struct rdmx_rpc_server *rpc,
                          const struct rpcnet_server_opts *opts, struct rpcnet_server **server,
                          char *err, size_t err_len)
 {
-	static const struct rdmx_bootstrap_server_ops ops = {NULL, established_bs, lost_bs};
 	struct rdmx_chan_host_attr attr;
 	struct rpcnet_server *s;
 	int fd, rc;
@@ -316,8 +314,14 @@ int rpcnet_server_create(struct ev_loop *loop, struct rdmx_rpc_server *rpc,
 		return RDMX_E_NOMEM;
 	s->loop = loop;
 	s->rpc = rpc;
-	s->plain = !opts->tls;
 	s->verbose = opts->verbose;
+	if (opts->tls) {
+		rc = secure_create(s, opts, err, err_len);
+		if (rc)
+			goto fail;
+		*server = s;
+		return 0;
+	}
 	rdmx_chan_host_attr_init(&attr);
 	attr.request_cb = on_request;
 	attr.established_cb = on_established;
@@ -343,26 +347,14 @@ int rpcnet_server_create(struct ev_loop *loop, struct rdmx_rpc_server *rpc,
 		    rdmx_strerror(rc));
 		goto fail;
 	}
-	if (s->plain) {
-		rc = rdmx_ctx_listen(s->ctx, opts->port);
-		if (rc) {
-			say(err, err_len, "listening on port %u (%s): %s", opts->port,
-			    rdmx_dev_name(s->dev), rdmx_strerror(rc));
-			goto fail;
-		}
-		s->listening = true;
-		s->port = opts->port;
-	} else {
-		rc = rdmx_bootstrap_server_create(loop, s->ctx, opts->tls, opts->host, opts->port,
-		                                  opts->name, &ops, s, &s->bsrv);
-		if (!rc)
-			rc = rdmx_bootstrap_server_get_port(s->bsrv, &s->port);
-		if (rc) {
-			say(err, err_len, "secure bootstrap listener on %s:%u: %s",
-			    opts->host ? opts->host : "*", opts->port, rdmx_strerror(rc));
-			goto fail;
-		}
+	rc = rdmx_ctx_listen(s->ctx, opts->port);
+	if (rc) {
+		say(err, err_len, "listening on port %u (%s): %s", opts->port,
+		    rdmx_dev_name(s->dev), rdmx_strerror(rc));
+		goto fail;
 	}
+	s->listening = true;
+	s->port = opts->port;
 	ev_io_init(&s->pe_io, pe_cb, fd, EV_READ);
 	s->pe_io.data = s;
 	ev_timer_init(&s->timer, timer_cb, 0., 0.);
@@ -387,12 +379,27 @@ uint16_t rpcnet_server_port(const struct rpcnet_server *server)
 
 const char *rpcnet_server_device(const struct rpcnet_server *server)
 {
-	return server && server->dev ? rdmx_dev_name(server->dev) : "";
+	struct rdmx_dev *dev = NULL;
+	struct rdmx_ctx *ctx;
+
+	if (!server)
+		return "";
+	if (server->dev)
+		return rdmx_dev_name(server->dev);
+	ctx = server->secure
+	          ? rdmx_chan_host_get_ctx(rdmx_rpc_secure_server_get_host(server->secure))
+	          : NULL;
+	if (!ctx || rdmx_ctx_get_dev(ctx, &dev) || !dev)
+		return "";
+	return rdmx_dev_name(dev);
 }
 
 unsigned rpcnet_server_peers(const struct rpcnet_server *server)
 {
-	return server ? server->n_peers : 0;
+	if (!server)
+		return 0;
+	return server->secure ? rdmx_rpc_secure_server_get_clients(server->secure)
+	                      : server->n_peers;
 }
 
 void rpcnet_server_destroy(struct rpcnet_server **server)
@@ -407,7 +414,7 @@ void rpcnet_server_destroy(struct rpcnet_server **server)
 		ev_timer_stop(s->loop, &s->timer);
 		ev_prepare_stop(s->loop, &s->prepare);
 	}
-	rdmx_bootstrap_server_destroy(&s->bsrv);
+	rdmx_rpc_secure_server_destroy(&s->secure);
 	if (s->listening)
 		rdmx_ctx_stop_listen(s->ctx);
 	while (s->peers) {
