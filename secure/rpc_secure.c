@@ -87,9 +87,11 @@ static void liveness_fired(struct rdmx__timer *t)
 	ret = rdmx_bootstrap_check(c->ep.b);
 	if (ret) {
 		/* the bootstrap has disconnected the engine connection (and
-		 * logged): the channel closes, every call ends UNAVAILABLE */
+		 * logged): the channel closes, every call ends UNAVAILABLE.
+		 * What is left of the session goes now. */
 		if (!c->ep.lost)
 			c->ep.lost = ret;
+		rdmx_bootstrap_destroy(&c->ep.b);
 		return;
 	}
 	rdmx__host_timer_arm(c->host, &c->liveness, now_ns() + c->period_ns);
@@ -101,8 +103,14 @@ static int check_opts(const struct rdmx_rpc_secure_opts *o)
 		return RDMX_OK;
 	if (o->timeout_ms < 0 || o->liveness_ms > 60000)
 		return RDMX_E_INVAL;
-	if (o->name && strlen(o->name) > RDMX_BOOTSTRAP_MAX_NAME)
-		return RDMX_E_INVAL;
+	if (o->name) {
+		size_t n = strlen(o->name);
+
+		if (n > RDMX_BOOTSTRAP_MAX_NAME ||
+		    strspn(o->name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		                    "0123456789._-") != n)
+			return RDMX_E_INVAL;
+	}
 	return RDMX_OK;
 }
 

@@ -1,0 +1,437 @@
+/* Fixture of the secure RPC tests (see rpcsec_fix.h). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include <rdmx/channel.h>
+#include <rdmx/ctx.h>
+#include <rdmx/registry.h>
+
+#include "rpcsec_fix.h"
+
+extern char **environ;
+
+struct tls_test_pki fix_pki;
+
+const char *fix_device(int peer)
+{
+	const char *d = getenv("RDMX_TEST_DEVICE");
+
+	if (!d || !*d)
+		d = "tcp";
+	if (peer) {
+		const char *p = getenv("RDMX_TEST_PEER_DEVICE");
+
+		if (p && *p)
+			d = p;
+	}
+	return d;
+}
+
+const char *fix_addr(void)
+{
+	const char *a = getenv("RDMX_TEST_ADDR");
+
+	return a && *a ? a : "127.0.0.1";
+}
+
+int64_t fix_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void fix_setup(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	cr_assert_eq(tls_test_pki_create(&fix_pki), 0, "test PKI");
+	tls_test_log_capture();
+}
+
+void fix_teardown(void)
+{
+	tls_test_pki_destroy(&fix_pki);
+}
+
+/* ---- rdmx-bootstrapd ---- */
+
+void fix_bsd_start(struct fix_bsd *d)
+{
+	const char *prog = getenv("RDMX_BOOTSTRAPD");
+	posix_spawn_file_actions_t fa;
+	char listen[96], line[256] = "", *argv[12];
+	size_t n = 0;
+	int pipefd[2], argc = 0;
+	int64_t end;
+	unsigned port = 0;
+
+	if (!prog || !*prog)
+		prog = RDMX_BOOTSTRAPD_PATH;
+	snprintf(listen, sizeof(listen), "%s:0", fix_addr());
+	argv[argc++] = (char *)prog;
+	argv[argc++] = "--listen";
+	argv[argc++] = listen;
+	argv[argc++] = "--ca";
+	argv[argc++] = strdup(tls_test_pki_path(&fix_pki, "ca", ".crt"));
+	argv[argc++] = "--cert";
+	argv[argc++] = strdup(tls_test_pki_path(&fix_pki, "server", ".crt"));
+	argv[argc++] = "--key";
+	argv[argc++] = strdup(tls_test_pki_path(&fix_pki, "server", ".key"));
+	argv[argc] = NULL;
+	cr_assert_eq(pipe(pipefd), 0);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
+	posix_spawn_file_actions_addclose(&fa, pipefd[0]);
+	posix_spawn_file_actions_addclose(&fa, pipefd[1]);
+	cr_assert_eq(posix_spawn(&d->pid, prog, &fa, NULL, argv, environ), 0, "cannot start %s",
+	             prog);
+	posix_spawn_file_actions_destroy(&fa);
+	close(pipefd[1]);
+	for (int i = 4; i < argc; i += 2)
+		free(argv[i]);
+	/* its first line: "listening HOST PORT" */
+	end = fix_now_ms() + 10000;
+	while (!strchr(line, '\n') && fix_now_ms() < end && n < sizeof(line) - 1) {
+		struct pollfd p = {.fd = pipefd[0], .events = POLLIN};
+		ssize_t r;
+
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		r = read(pipefd[0], line + n, sizeof(line) - 1 - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+		line[n] = '\0';
+	}
+	close(pipefd[0]);
+	cr_assert(sscanf(line, "listening %*s %u", &port) == 1 && port > 0 && port < 65536,
+	          "rdmx-bootstrapd did not say where it listens: '%s'", line);
+	d->port = (uint16_t)port;
+}
+
+void fix_bsd_stop(struct fix_bsd *d)
+{
+	int status = 0;
+
+	if (d->pid <= 0)
+		return;
+	kill(d->pid, SIGTERM);
+	for (int i = 0; i < 500; i++) {
+		if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
+			d->pid = 0;
+			return;
+		}
+		usleep(10000);
+	}
+	kill(d->pid, SIGKILL);
+	waitpid(d->pid, &status, 0);
+	d->pid = 0;
+}
+
+struct rdmx_tls_config *fix_registry_config(const char *name)
+{
+	struct rdmx_tls_config *cfg = tls_test_config(&fix_pki, name, "server.test", 0);
+
+	cr_assert_not_null(cfg);
+	return cfg;
+}
+
+struct rdmx_tls_config *fix_client_config(const char *name, const char *allow)
+{
+	struct rdmx_tls_config *cfg = tls_test_config(&fix_pki, name, allow, 0);
+
+	cr_assert_not_null(cfg);
+	return cfg;
+}
+
+void fix_client_opts(struct rdmx_rpc_secure_opts *o)
+{
+	rdmx_rpc_secure_opts_init(o);
+	o->device = fix_device(1);
+	o->name = FIX_CLIENT_HELLO;
+	o->timeout_ms = 15000;
+	o->liveness_ms = 20;
+}
+
+/* ---- the server thread ---- */
+
+static struct {
+	pthread_t thread;
+	struct ev_loop *loop;
+	ev_async wake;
+	struct rdmx_tls_config *cfg, *reg_cfg;
+	struct rdmx_rpc_server *server;
+	struct rdmx_rpc_secure_server *ss;
+	struct rdmx_registry_client *reg;
+	uint64_t member;
+	char allow[64];
+	uint16_t port, bsd_port;
+	int ready, rc, stop;
+	enum fix_cmd cmd;
+	int cmd_done;
+	struct fix_server_stats st;
+	struct rdmx_rpc_conn *last; /* loop thread only */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+} S;
+
+static void echo(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg)
+{
+	struct rdmx_rpc_payload p = rdmx_rpc_bytes(req, len);
+
+	(void)arg;
+	pthread_mutex_lock(&S.lock);
+	S.st.echoes++;
+	pthread_mutex_unlock(&S.lock);
+	rdmx_rpc_respond(call, RDMX_RPC_OK, NULL, &p);
+}
+
+static void hold_cancelled(struct rdmx_rpc_server_call *call, void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&S.lock);
+	S.st.held--;
+	pthread_mutex_unlock(&S.lock);
+	rdmx_rpc_respond(call, RDMX_RPC_CANCELLED, "held call cancelled", NULL);
+}
+
+static void hold(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg)
+{
+	(void)req;
+	(void)len;
+	(void)arg;
+	pthread_mutex_lock(&S.lock);
+	S.st.held++;
+	pthread_mutex_unlock(&S.lock);
+	rdmx_rpc_call_set_cancel_cb(call, hold_cancelled, NULL);
+}
+
+static int accept_cb(struct rdmx_rpc_secure_server *srv, const char *cert, const char *hello,
+                     void *arg)
+{
+	(void)srv;
+	(void)arg;
+	pthread_mutex_lock(&S.lock);
+	S.st.accepts++;
+	snprintf(S.st.cert, sizeof(S.st.cert), "%s", cert);
+	snprintf(S.st.hello, sizeof(S.st.hello), "%s", hello);
+	pthread_mutex_unlock(&S.lock);
+	return strcmp(hello, "refuse-me") ? 0 : RDMX_E_AUTH;
+}
+
+static void connected_cb(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_conn *rc, void *arg)
+{
+	(void)srv;
+	(void)arg;
+	S.last = rc;
+	pthread_mutex_lock(&S.lock);
+	S.st.connected++;
+	pthread_mutex_unlock(&S.lock);
+}
+
+static void gone_cb(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_conn *rc, int status,
+                    void *arg)
+{
+	(void)srv;
+	(void)arg;
+	if (rc == S.last)
+		S.last = NULL;
+	pthread_mutex_lock(&S.lock);
+	S.st.gone++;
+	S.st.gone_status = status;
+	pthread_mutex_unlock(&S.lock);
+}
+
+static void run_cmd(enum fix_cmd cmd)
+{
+	int fd = -1;
+
+	if (!S.last)
+		return;
+	if (cmd == FIX_CMD_KILL_TLS && rdmx_rpc_secure_get_fd(S.last, &fd) == 0) {
+		/* our read side only: the peer is not told, our liveness watch
+		 * must find it */
+		shutdown(fd, SHUT_RD);
+	} else if (cmd == FIX_CMD_KILL_RDMA) {
+		struct rdmx_chan *chan = rdmx_rpc_conn_get_chan(S.last);
+		struct rdmx_conn *conn = chan ? rdmx_chan_get_conn(chan) : NULL;
+
+		if (conn)
+			rdmx_conn_disconnect(conn);
+	}
+}
+
+static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+	enum fix_cmd cmd;
+
+	(void)w;
+	(void)revents;
+	pthread_mutex_lock(&S.lock);
+	cmd = S.cmd;
+	S.cmd = FIX_CMD_NONE;
+	pthread_mutex_unlock(&S.lock);
+	if (cmd != FIX_CMD_NONE) {
+		run_cmd(cmd);
+		pthread_mutex_lock(&S.lock);
+		S.cmd_done = 1;
+		pthread_cond_broadcast(&S.cond);
+		pthread_mutex_unlock(&S.lock);
+	}
+	if (__atomic_load_n(&S.stop, __ATOMIC_SEQ_CST)) {
+		rdmx_rpc_secure_server_destroy(&S.ss);
+		ev_async_stop(loop, &S.wake);
+		ev_break(loop, EVBREAK_ALL);
+	}
+}
+
+static int join_registry(void)
+{
+	struct rdmx_registry_kv meta[] = {{"proto", "rdmx-rpc"}};
+	char endpoint[96];
+	int ret;
+
+	S.reg_cfg = fix_registry_config("client2");
+	ret = rdmx_registry_client_connect(fix_addr(), S.bsd_port, S.reg_cfg, &S.reg);
+	if (ret)
+		return ret;
+	snprintf(endpoint, sizeof(endpoint), "%s:%u", fix_addr(), S.port);
+	return rdmx_registry_client_join(S.reg, FIX_SERVICE, endpoint, meta, 1, 60000, &S.member,
+	                                 NULL);
+}
+
+static void *server_main(void *arg)
+{
+	static const struct rdmx_rpc_secure_server_ops ops = {accept_cb, connected_cb, gone_cb, 0};
+	struct rdmx_rpc_secure_opts o;
+
+	(void)arg;
+	rdmx_rpc_secure_opts_init(&o);
+	o.device = fix_device(0);
+	o.name = FIX_SERVER_HELLO;
+	S.rc = rdmx_rpc_server_create(&S.server);
+	if (!S.rc)
+		S.rc = rdmx_rpc_server_register(S.server, rdmx_rpc_method_id(FIX_ECHO), FIX_ECHO,
+		                                echo, NULL);
+	if (!S.rc)
+		S.rc = rdmx_rpc_server_register(S.server, rdmx_rpc_method_id(FIX_HOLD), FIX_HOLD,
+		                                hold, NULL);
+	if (!S.rc)
+		S.rc = rdmx_rpc_server_listen_secure(S.loop, S.server, S.cfg, fix_addr(), 0, &ops,
+		                                     &o, NULL, &S.ss);
+	if (!S.rc)
+		S.rc = rdmx_rpc_secure_server_get_port(S.ss, &S.port);
+	if (!S.rc && S.bsd_port)
+		S.rc = join_registry();
+	pthread_mutex_lock(&S.lock);
+	S.ready = 1;
+	pthread_cond_broadcast(&S.cond);
+	pthread_mutex_unlock(&S.lock);
+	if (!S.rc)
+		ev_run(S.loop, 0);
+	rdmx_rpc_secure_server_destroy(&S.ss);
+	if (S.reg) {
+		rdmx_registry_client_leave(S.reg, S.member);
+		rdmx_registry_client_destroy(&S.reg);
+	}
+	rdmx_tls_config_destroy(&S.reg_cfg);
+	rdmx_rpc_server_destroy(&S.server);
+	return NULL;
+}
+
+void fix_server_start(const char *allow, uint16_t bsd_port)
+{
+	memset(&S, 0, sizeof(S));
+	pthread_mutex_init(&S.lock, NULL);
+	pthread_cond_init(&S.cond, NULL);
+	snprintf(S.allow, sizeof(S.allow), "%s", allow);
+	S.bsd_port = bsd_port;
+	S.cfg = tls_test_config(&fix_pki, "client2", allow, 0);
+	cr_assert_not_null(S.cfg);
+	S.loop = ev_loop_new(EVFLAG_AUTO);
+	cr_assert_not_null(S.loop);
+	ev_async_init(&S.wake, wake_cb);
+	ev_async_start(S.loop, &S.wake);
+	cr_assert_eq(pthread_create(&S.thread, NULL, server_main, NULL), 0);
+	pthread_mutex_lock(&S.lock);
+	while (!S.ready)
+		pthread_cond_wait(&S.cond, &S.lock);
+	pthread_mutex_unlock(&S.lock);
+	cr_assert_rc(S.rc, RDMX_OK);
+}
+
+uint16_t fix_server_port(void)
+{
+	return S.port;
+}
+
+void fix_server_stats(struct fix_server_stats *st)
+{
+	pthread_mutex_lock(&S.lock);
+	*st = S.st;
+	pthread_mutex_unlock(&S.lock);
+}
+
+void fix_server_cmd(enum fix_cmd cmd)
+{
+	struct timespec until;
+	int done;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	pthread_mutex_lock(&S.lock);
+	S.cmd = cmd;
+	S.cmd_done = 0;
+	ev_async_send(S.loop, &S.wake);
+	while (!S.cmd_done)
+		if (pthread_cond_timedwait(&S.cond, &S.lock, &until) == ETIMEDOUT)
+			break;
+	done = S.cmd_done;
+	pthread_mutex_unlock(&S.lock);
+	cr_assert(done, "the server did not run command %d", cmd);
+}
+
+int fix_server_wait(int (*pred)(const struct fix_server_stats *st), int guard_ms)
+{
+	int64_t end = fix_now_ms() + guard_ms;
+	struct fix_server_stats st;
+
+	for (;;) {
+		fix_server_stats(&st);
+		if (pred(&st))
+			return 1;
+		if (fix_now_ms() >= end)
+			return 0;
+		usleep(2000);
+	}
+}
+
+void fix_server_stop(void)
+{
+	__atomic_store_n(&S.stop, 1, __ATOMIC_SEQ_CST);
+	ev_async_send(S.loop, &S.wake);
+	pthread_join(S.thread, NULL);
+	ev_loop_destroy(S.loop);
+	rdmx_tls_config_destroy(&S.cfg);
+	pthread_mutex_destroy(&S.lock);
+	pthread_cond_destroy(&S.cond);
+}

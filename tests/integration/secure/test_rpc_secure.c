@@ -1,0 +1,494 @@
+/* Secure RPC end to end (rdmx/rpc_secure.h), on the devices of the
+ * environment (rpcsec_fix.h: tcp here, rxe0/rxe1 in the Soft-RoCE guest):
+ * a service registers with a real rdmx-bootstrapd, a caller finds it through
+ * the registry client API, connects with rdmx_rpc_client_connect_secure and
+ * calls it over the engine; refused certificates get no engine details; the
+ * TLS session is the liveness channel both ways. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <criterion/criterion.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <rdmx/channel.h>
+#include <rdmx/pe.h>
+#include <rdmx/registry.h>
+
+#include "rpcsec_fix.h"
+
+TestSuite(rpc_secure, .init = fix_setup, .fini = fix_teardown, .timeout = 180);
+
+static uint32_t id_echo, id_hold;
+
+static void ids(void)
+{
+	id_echo = rdmx_rpc_method_id(FIX_ECHO);
+	id_hold = rdmx_rpc_method_id(FIX_HOLD);
+}
+
+/* Looks FIX_SERVICE up at the registry: host and port of its one member. */
+static void discover(uint16_t bsd_port, char *host, size_t host_len, uint16_t *port)
+{
+	struct rdmx_tls_config *cfg = fix_registry_config("client");
+	struct rdmx_registry_client *reg = NULL;
+	struct rdmx_registry_members *m = NULL;
+	const char *colon;
+
+	cr_assert_rc(rdmx_registry_client_connect(fix_addr(), bsd_port, cfg, &reg), RDMX_OK);
+	cr_assert_rc(rdmx_registry_client_lookup(reg, FIX_SERVICE, &m), RDMX_OK);
+	cr_assert_eq(m->count, 1, "%zu members of %s", m->count, FIX_SERVICE);
+	cr_assert_str_eq(m->items[0].owner, "client2.test");
+	cr_assert_eq(m->items[0].n_meta, 1);
+	cr_assert_str_eq(m->items[0].meta[0].value, "rdmx-rpc");
+	colon = strrchr(m->items[0].endpoint, ':');
+	cr_assert_not_null(colon, "endpoint %s", m->items[0].endpoint);
+	cr_assert_lt((size_t)(colon - m->items[0].endpoint), host_len);
+	snprintf(host, host_len, "%.*s", (int)(colon - m->items[0].endpoint), m->items[0].endpoint);
+	*port = (uint16_t)atoi(colon + 1);
+	rdmx_registry_members_free(&m);
+	rdmx_registry_client_destroy(&reg);
+	rdmx_tls_config_destroy(&cfg);
+}
+
+static void fill(uint8_t *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(i * 31u + seed);
+}
+
+static void echo_ok(struct rdmx_rpc_conn *rc, size_t len, unsigned seed)
+{
+	struct rdmx_rpc_reply reply;
+	struct rdmx_rpc_payload req;
+	uint8_t *buf = malloc(len ? len : 1);
+
+	cr_assert_not_null(buf);
+	fill(buf, len, seed);
+	req = rdmx_rpc_bytes(buf, len);
+	cr_assert_rc(rdmx_rpc_call(rc, id_echo, &req, NULL, &reply), RDMX_OK);
+	cr_assert_eq(reply.code, RDMX_RPC_OK, "echo of %zu bytes: %s %s", len,
+	             rdmx_rpc_code_name(reply.code), reply.message ? reply.message : "");
+	cr_assert_eq(reply.len, len);
+	cr_assert(len == 0 || memcmp(reply.data, buf, len) == 0, "echo of %zu bytes differs", len);
+	rdmx_rpc_reply_fini(&reply);
+	free(buf);
+}
+
+static int one_connected(const struct fix_server_stats *st)
+{
+	return st->connected == 1;
+}
+
+static int one_gone(const struct fix_server_stats *st)
+{
+	return st->gone == 1;
+}
+
+static int one_held(const struct fix_server_stats *st)
+{
+	return st->held == 1;
+}
+
+/* ---- async calls ---- */
+
+struct pending {
+	int done;
+	enum rdmx_rpc_code code;
+	char message[128];
+};
+
+static void pending_done(const struct rdmx_rpc_result *res, void *arg)
+{
+	struct pending *p = arg;
+
+	p->done++;
+	p->code = res->code;
+	snprintf(p->message, sizeof(p->message), "%s", res->message ? res->message : "");
+}
+
+/* Drives the endpoint until cond or the guard. */
+#define drive_until(rc, cond, guard_ms)                                                            \
+	do {                                                                                       \
+		struct rdmx_chan_host *h_ = rdmx_chan_get_host(rdmx_rpc_conn_get_chan(rc));        \
+		int64_t end_ = fix_now_ms() + (guard_ms);                                          \
+		while (!(cond) && fix_now_ms() < end_)                                             \
+			rdmx_chan_host_wait(h_, 10);                                               \
+		cr_assert((cond), "timed out waiting for %s", #cond);                              \
+	} while (0)
+
+static struct rdmx_rpc_conn *connect_ok(struct rdmx_tls_config *cfg)
+{
+	struct rdmx_rpc_secure_opts o;
+	struct rdmx_rpc_conn *rc = NULL;
+
+	fix_client_opts(&o);
+	cr_assert_rc(
+	    rdmx_rpc_client_connect_secure(fix_addr(), fix_server_port(), cfg, NULL, &o, &rc),
+	    RDMX_OK);
+	cr_assert_not_null(rc);
+	cr_assert(fix_server_wait(one_connected, 10000), "server never saw the client");
+	return rc;
+}
+
+/* ---- end to end ---- */
+
+Test(rpc_secure, registry_discovery_then_calls_over_the_engine)
+{
+	static const size_t sizes[] = {0, 1, 100, 4000, 8176, 8177, 65536, 300000};
+	struct fix_server_stats st;
+	struct fix_bsd bsd = {0};
+	struct rdmx_tls_config *cfg;
+	struct rdmx_rpc_secure_opts o;
+	struct rdmx_rpc_conn *rc = NULL;
+	struct pending p[64];
+	struct rdmx_rpc_stats rs;
+	const char *cert, *hello;
+	char host[64];
+	uint16_t port = 0;
+
+	ids();
+	fix_bsd_start(&bsd);
+	fix_server_start("client.test", bsd.port);
+	discover(bsd.port, host, sizeof(host), &port);
+	cr_assert_eq(port, fix_server_port());
+
+	cfg = fix_client_config("client", "client2.test");
+	fix_client_opts(&o);
+	cr_assert_rc(rdmx_rpc_client_connect_secure(host, port, cfg, NULL, &o, &rc), RDMX_OK);
+	cr_assert_eq(rdmx_chan_get_state(rdmx_rpc_conn_get_chan(rc)), RDMX_CHAN_READY);
+	cr_assert_rc(rdmx_rpc_secure_get_peer_names(rc, &cert, &hello), RDMX_OK);
+	cr_assert_str_eq(cert, "client2.test");
+	cr_assert_str_eq(hello, FIX_SERVER_HELLO);
+	cr_assert(fix_server_wait(one_connected, 10000));
+	fix_server_stats(&st);
+	cr_assert_eq(st.accepts, 1);
+	cr_assert_str_eq(st.cert, "client.test");
+	cr_assert_str_eq(st.hello, FIX_CLIENT_HELLO);
+
+	/* blocking calls: eager and rendezvous sizes around the 8 KiB slot */
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		echo_ok(rc, sizes[i], (unsigned)i);
+
+	/* pipelined calls */
+	memset(p, 0, sizeof(p));
+	for (int i = 0; i < 64; i++) {
+		char msg[32];
+		struct rdmx_rpc_payload req;
+
+		snprintf(msg, sizeof(msg), "call %d", i);
+		req = rdmx_rpc_bytes(msg, strlen(msg));
+		cr_assert_rc(
+		    rdmx_rpc_call_async(rc, id_echo, &req, NULL, pending_done, &p[i], NULL),
+		    RDMX_OK);
+	}
+	for (int i = 0; i < 64; i++) {
+		drive_until(rc, p[i].done, 10000);
+		cr_assert_eq(p[i].done, 1);
+		cr_assert_eq(p[i].code, RDMX_RPC_OK);
+	}
+	cr_assert_rc(rdmx_rpc_conn_get_stats(rc, RDMX_RPC_ROLE_CLIENT, &rs), RDMX_OK);
+	cr_assert_eq(rs.calls, 64 + sizeof(sizes) / sizeof(sizes[0]));
+	cr_assert_eq(rs.by_code[RDMX_RPC_OK], rs.calls);
+	cr_assert_gt(rs.rendezvous, 0, "no message went by rendezvous");
+	cr_assert_rc(rdmx_rpc_secure_check(rc), RDMX_OK);
+
+	cr_assert_rc(rdmx_rpc_client_close_secure(&rc), RDMX_OK);
+	cr_assert_null(rc);
+	cr_assert(fix_server_wait(one_gone, 10000), "the server did not release the client");
+	cr_assert_rc(rdmx_rpc_client_close_secure(&rc), RDMX_OK); /* NULL: no-op */
+	rdmx_tls_config_destroy(&cfg);
+	fix_server_stop();
+	fix_bsd_stop(&bsd);
+}
+
+Test(rpc_secure, a_shared_progress_engine_drives_two_connections)
+{
+	struct rdmx_tls_config *cfg;
+	struct rdmx_rpc_secure_opts o;
+	struct rdmx_rpc_conn *a = NULL, *b = NULL;
+	struct rdmx_pe *pe = NULL;
+
+	ids();
+	fix_server_start("client.test", 0);
+	cfg = fix_client_config("client", "client2.test");
+	cr_assert_rc(rdmx_pe_create(&pe), RDMX_OK);
+	fix_client_opts(&o);
+	cr_assert_rc(rdmx_rpc_client_connect_secure(fix_addr(), fix_server_port(), cfg, pe, &o, &a),
+	             RDMX_OK);
+	cr_assert_rc(rdmx_rpc_client_connect_secure(fix_addr(), fix_server_port(), cfg, pe, &o, &b),
+	             RDMX_OK);
+	echo_ok(a, 10, 1);
+	echo_ok(b, 20000, 2);
+	echo_ok(a, 20000, 3);
+	cr_assert_rc(rdmx_rpc_client_close_secure(&a), RDMX_OK);
+	echo_ok(b, 10, 4);
+	cr_assert_rc(rdmx_rpc_client_close_secure(&b), RDMX_OK);
+	cr_assert_rc(rdmx_pe_destroy(&pe), RDMX_OK);
+	rdmx_tls_config_destroy(&cfg);
+	fix_server_stop();
+}
+
+/* ---- refusals ---- */
+
+/* A raw TLS client with `name`'s certificate that says a bootstrap hello
+ * must get no frame back, only the refusal. */
+static void raw_refused(const char *name)
+{
+	static const uint8_t hello[] = {0x81, 0xa4, 'r', 'd', 'm', 'x', 0xa9, 'b',
+	                                'o',  'o',  's', 't', 'r', 'a', 'p',  0x00};
+	struct rdmx_tls_config *cfg = fix_client_config(name, "client2.test");
+	struct rdmx_tls_conn *conn = NULL;
+	const void *frame = NULL;
+	size_t len = 0;
+	int ret;
+
+	ret = rdmx_tls_connect(cfg, fix_addr(), fix_server_port(), &conn);
+	if (ret == RDMX_OK) {
+		/* TLS 1.3: our side finished; the server judges us now */
+		rdmx_tls_conn_send_wait(conn, hello, sizeof(hello) - 1, 5000);
+		ret = rdmx_tls_conn_recv_wait(conn, &frame, &len, 5000);
+		cr_assert_lt(ret, 0, "%s got a frame of %zu bytes from the server", name, len);
+	}
+	cr_assert(ret == RDMX_E_AUTH || ret == RDMX_E_DISCONNECTED || ret == RDMX_E_PROVIDER,
+	          "%s: %s", name, rdmx_err_name(ret));
+	rdmx_tls_conn_destroy(&conn);
+	rdmx_tls_config_destroy(&cfg);
+}
+
+Test(rpc_secure, wrong_certificates_are_refused_before_any_engine_detail)
+{
+	static const char *const bad[] = {"foreign", "wrongsan", "selfsigned", "expired"};
+	struct fix_server_stats st;
+	struct rdmx_rpc_conn *rc = NULL;
+
+	ids();
+	fix_server_start("client.test", 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct rdmx_tls_config *cfg = fix_client_config(bad[i], "client2.test");
+		struct rdmx_rpc_secure_opts o;
+
+		fix_client_opts(&o);
+		cr_assert_rc(rdmx_rpc_client_connect_secure(fix_addr(), fix_server_port(), cfg,
+		                                            NULL, &o, &rc),
+		             RDMX_E_AUTH);
+		cr_assert_null(rc);
+		rdmx_tls_config_destroy(&cfg);
+		raw_refused(bad[i]);
+	}
+	/* a good certificate of the cluster, but not one this server allows */
+	raw_refused("client2");
+	fix_server_stats(&st);
+	cr_assert_eq(st.accepts, 0, "the server considered a refused client");
+	cr_assert_eq(st.connected, 0);
+
+	/* and the server still serves a good one */
+	{
+		struct rdmx_tls_config *cfg = fix_client_config("client", "client2.test");
+
+		rc = connect_ok(cfg);
+		echo_ok(rc, 5, 0);
+		cr_assert_rc(rdmx_rpc_client_close_secure(&rc), RDMX_OK);
+		rdmx_tls_config_destroy(&cfg);
+	}
+	fix_server_stop();
+}
+
+Test(rpc_secure, the_client_refuses_a_server_its_allow_list_does_not_name)
+{
+	struct rdmx_tls_config *cfg;
+	struct rdmx_rpc_secure_opts o;
+	struct rdmx_rpc_conn *rc = NULL;
+	struct fix_server_stats st;
+
+	fix_server_start("client.test", 0);
+	cfg = fix_client_config("client", "other.test");
+	fix_client_opts(&o);
+	cr_assert_rc(
+	    rdmx_rpc_client_connect_secure(fix_addr(), fix_server_port(), cfg, NULL, &o, &rc),
+	    RDMX_E_AUTH);
+	cr_assert_null(rc);
+	fix_server_stats(&st);
+	cr_assert_eq(st.accepts, 0);
+	rdmx_tls_config_destroy(&cfg);
+	fix_server_stop();
+}
+
+Test(rpc_secure, the_application_may_refuse_a_client)
+{
+	struct rdmx_tls_config *cfg;
+	struct rdmx_rpc_secure_opts o;
+	struct rdmx_rpc_conn *rc = NULL;
+	struct fix_server_stats st;
+
+	fix_server_start("client.test", 0);
+	cfg = fix_client_config("client", "client2.test");
+	fix_client_opts(&o);
+	o.name = "refuse-me";
+	cr_assert_rc(
+	    rdmx_rpc_client_connect_secure(fix_addr(), fix_server_port(), cfg, NULL, &o, &rc),
+	    RDMX_E_CONN_REFUSED);
+	cr_assert_null(rc);
+	fix_server_stats(&st);
+	cr_assert_eq(st.accepts, 1);
+	cr_assert_eq(st.connected, 0);
+	cr_assert(tls_test_log_contains("refused by the application"));
+	rdmx_tls_config_destroy(&cfg);
+	fix_server_stop();
+}
+
+Test(rpc_secure, bad_arguments)
+{
+	struct rdmx_tls_config *cfg = fix_client_config("client", "client2.test");
+	struct rdmx_rpc_secure_opts o;
+	struct rdmx_rpc_conn *rc = NULL;
+	int fd;
+
+	rdmx_rpc_secure_opts_init(&o);
+	cr_assert_rc(rdmx_rpc_client_connect_secure(NULL, 1, cfg, NULL, &o, &rc), RDMX_E_INVAL);
+	cr_assert_rc(rdmx_rpc_client_connect_secure("h", 1, NULL, NULL, &o, &rc), RDMX_E_INVAL);
+	cr_assert_rc(rdmx_rpc_client_connect_secure("h", 1, cfg, NULL, &o, NULL), RDMX_E_INVAL);
+	o.slot_size = 100; /* not a multiple of 64 */
+	cr_assert_rc(rdmx_rpc_client_connect_secure("h", 1, cfg, NULL, &o, &rc), RDMX_E_INVAL);
+	rdmx_rpc_secure_opts_init(&o);
+	o.name = "bad name";
+	cr_assert_rc(rdmx_rpc_client_connect_secure("127.0.0.1", 1, cfg, NULL, &o, &rc),
+	             RDMX_E_INVAL);
+	cr_assert_null(rc);
+	cr_assert_rc(rdmx_rpc_client_close_secure(NULL), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_secure_check(NULL), RDMX_E_INVAL);
+	cr_assert_rc(rdmx_rpc_secure_get_fd((struct rdmx_rpc_conn *)&o, &fd), RDMX_E_NOT_FOUND);
+	cr_assert_rc(rdmx_rpc_secure_server_destroy(NULL), RDMX_OK);
+	rdmx_tls_config_destroy(&cfg);
+}
+
+/* ---- liveness ---- */
+
+struct killer {
+	pthread_t thread;
+	int fd;
+};
+
+/* Waits until the server holds the call, then breaks the client's TLS
+ * session under the blocked caller: its read side only, so that only the
+ * client's own liveness check can notice. */
+static void *kill_client_tls(void *arg)
+{
+	struct killer *k = arg;
+
+	if (fix_server_wait(one_held, 10000))
+		shutdown(k->fd, SHUT_RD);
+	return NULL;
+}
+
+Test(rpc_secure, client_tls_loss_fails_a_blocked_call_unavailable)
+{
+	struct rdmx_tls_config *cfg;
+	struct rdmx_rpc_conn *rc;
+	struct rdmx_rpc_reply reply;
+	struct rdmx_rpc_payload req = rdmx_rpc_bytes("x", 1);
+	struct killer k;
+	struct fix_server_stats st;
+	int fd;
+
+	ids();
+	fix_server_start("client.test", 0);
+	cfg = fix_client_config("client", "client2.test");
+	rc = connect_ok(cfg);
+	echo_ok(rc, 10, 0);
+	cr_assert_rc(rdmx_rpc_secure_get_fd(rc, &k.fd), RDMX_OK);
+	cr_assert_eq(pthread_create(&k.thread, NULL, kill_client_tls, &k), 0);
+	cr_assert_rc(rdmx_rpc_call(rc, id_hold, &req, NULL, &reply), RDMX_OK);
+	pthread_join(k.thread, NULL);
+	cr_assert_eq(reply.code, RDMX_RPC_UNAVAILABLE, "%s %s", rdmx_rpc_code_name(reply.code),
+	             reply.message ? reply.message : "");
+	rdmx_rpc_reply_fini(&reply);
+	cr_assert_lt(rdmx_rpc_secure_check(rc), 0);
+	{
+		/* the client's own check found it (the server was not told) */
+		char line[128];
+
+		snprintf(line, sizeof(line), "control channel to %s:%u lost", fix_addr(),
+		         fix_server_port());
+		cr_assert(tls_test_log_contains(line), "no client liveness log line '%s'", line);
+	}
+	/* the engine connection went: the server released its endpoint */
+	cr_assert(fix_server_wait(one_gone, 10000));
+	fix_server_stats(&st);
+	cr_assert_eq(st.held, 0, "the held call was not cancelled on the server");
+	/* no new call goes out on a dead endpoint */
+	cr_assert(rdmx_rpc_call(rc, id_echo, &req, NULL, &reply) < 0 ||
+	          reply.code == RDMX_RPC_UNAVAILABLE);
+	rdmx_rpc_reply_fini(&reply);
+	cr_assert_rc(rdmx_rpc_secure_get_fd(rc, &fd), RDMX_E_BAD_STATE);
+	cr_assert_rc(rdmx_rpc_client_close_secure(&rc), RDMX_OK);
+	rdmx_tls_config_destroy(&cfg);
+	fix_server_stop();
+}
+
+Test(rpc_secure, server_tls_loss_fails_pending_calls_unavailable)
+{
+	struct rdmx_tls_config *cfg;
+	struct rdmx_rpc_conn *rc;
+	struct rdmx_rpc_payload req = rdmx_rpc_bytes("y", 1);
+	struct pending p[4];
+	struct fix_server_stats st;
+	int fd;
+
+	ids();
+	fix_server_start("client.test", 0);
+	cfg = fix_client_config("client", "client2.test");
+	rc = connect_ok(cfg);
+	memset(p, 0, sizeof(p));
+	cr_assert_rc(rdmx_rpc_call_async(rc, id_hold, &req, NULL, pending_done, &p[0], NULL),
+	             RDMX_OK);
+	drive_until(rc, (fix_server_stats(&st), st.held == 1), 10000);
+	fix_server_cmd(FIX_CMD_KILL_TLS);
+	drive_until(rc, p[0].done, 10000);
+	cr_assert_eq(p[0].done, 1);
+	cr_assert_eq(p[0].code, RDMX_RPC_UNAVAILABLE, "%s %s", rdmx_rpc_code_name(p[0].code),
+	             p[0].message);
+	cr_assert(fix_server_wait(one_gone, 10000));
+	fix_server_stats(&st);
+	cr_assert_lt(st.gone_status, 0);
+	cr_assert_eq(st.held, 0);
+	/* the engine connection ended: the client closed its TLS session too */
+	drive_until(rc, rdmx_rpc_secure_get_fd(rc, &fd) == RDMX_E_BAD_STATE, 10000);
+	cr_assert_rc(rdmx_rpc_client_close_secure(&rc), RDMX_OK);
+	rdmx_tls_config_destroy(&cfg);
+	fix_server_stop();
+}
+
+Test(rpc_secure, engine_loss_closes_the_tls_session)
+{
+	struct rdmx_tls_config *cfg;
+	struct rdmx_rpc_conn *rc;
+	struct rdmx_rpc_payload req = rdmx_rpc_bytes("z", 1);
+	struct pending p;
+	struct fix_server_stats st;
+	int fd;
+
+	ids();
+	fix_server_start("client.test", 0);
+	cfg = fix_client_config("client", "client2.test");
+	rc = connect_ok(cfg);
+	memset(&p, 0, sizeof(p));
+	cr_assert_rc(rdmx_rpc_call_async(rc, id_hold, &req, NULL, pending_done, &p, NULL), RDMX_OK);
+	drive_until(rc, (fix_server_stats(&st), st.held == 1), 10000);
+	/* the server disconnects the RDMA side only */
+	fix_server_cmd(FIX_CMD_KILL_RDMA);
+	drive_until(rc, p.done, 10000);
+	cr_assert_eq(p.code, RDMX_RPC_UNAVAILABLE);
+	drive_until(rc, rdmx_rpc_secure_get_fd(rc, &fd) == RDMX_E_BAD_STATE, 10000);
+	cr_assert_lt(rdmx_rpc_secure_check(rc), 0);
+	cr_assert(fix_server_wait(one_gone, 10000));
+	cr_assert_rc(rdmx_rpc_client_close_secure(&rc), RDMX_OK);
+	rdmx_tls_config_destroy(&cfg);
+	fix_server_stop();
+}
