@@ -1,0 +1,177 @@
+/* Writes the seed corpora of fuzz_bootstrap and fuzz_registry (committed in
+ * corpus/): valid messages made by the real encoders where they are
+ * reachable (registry, RPC hello) or by the documented format (bootstrap
+ * hellos), each behind its target's selector byte, plus a few hostile ones.
+ * Run: fuzz_secure_seeds DIR   (writes DIR/fuzz_bootstrap, DIR/fuzz_registry) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "registry_proto.h"
+#include "rpc_secure_internal.h"
+
+static char dir[4096];
+static int count;
+
+static void put(const char *target, int sel, const void *p, size_t n)
+{
+	char path[4300];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, target);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/seed-%d-%02d", dir, target, sel, count++);
+	fp = fopen(path, "wb");
+	if (!fp) {
+		perror(path);
+		exit(1);
+	}
+	fputc(sel, fp);
+	if (n)
+		fwrite(p, 1, n, fp);
+	fclose(fp);
+}
+
+static void put_sb(const char *target, int sel, msgpack_sbuffer *sb)
+{
+	put(target, sel, sb->data, sb->size);
+	msgpack_sbuffer_clear(sb);
+}
+
+static void str(msgpack_packer *pk, const char *s)
+{
+	msgpack_pack_str(pk, strlen(s));
+	msgpack_pack_str_body(pk, s, strlen(s));
+}
+
+static void bin(msgpack_packer *pk, const void *p, size_t n)
+{
+	msgpack_pack_bin(pk, n);
+	msgpack_pack_bin_body(pk, p, n);
+}
+
+static void bootstrap_seeds(void)
+{
+	struct rdmx__rpc_hello h;
+	uint8_t app[RDMX__RPC_HELLO_MAX_LEN], details[40];
+	size_t app_len;
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	memset(details, 0x5a, sizeof(details));
+	rdmx__rpc_hello_from_opts(NULL, &h);
+	h.versions[1] = 7;
+	h.n_versions = 2;
+	if (rdmx__rpc_hello_encode(&h, app, sizeof(app), &app_len))
+		exit(1);
+	put("fuzz_bootstrap", 2, app, app_len);
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+
+	/* client hello */
+	msgpack_pack_map(&pk, 6);
+	str(&pk, "rdmx");
+	str(&pk, "bootstrap");
+	str(&pk, "versions");
+	msgpack_pack_array(&pk, 2);
+	msgpack_pack_uint32(&pk, 1);
+	msgpack_pack_uint32(&pk, 2);
+	str(&pk, "name");
+	str(&pk, "kv-client");
+	str(&pk, "provider");
+	str(&pk, "tcp");
+	str(&pk, "details");
+	bin(&pk, details, sizeof(details));
+	str(&pk, "app");
+	bin(&pk, app, app_len);
+	put_sb("fuzz_bootstrap", 0, &sb);
+
+	/* server answer */
+	msgpack_pack_map(&pk, 4);
+	str(&pk, "version");
+	msgpack_pack_uint32(&pk, 1);
+	str(&pk, "name");
+	str(&pk, "kv-server");
+	str(&pk, "details");
+	bin(&pk, details, sizeof(details));
+	str(&pk, "app");
+	bin(&pk, app, app_len);
+	put_sb("fuzz_bootstrap", 1, &sb);
+
+	/* server refusal */
+	msgpack_pack_map(&pk, 2);
+	str(&pk, "status");
+	msgpack_pack_int(&pk, -11);
+	str(&pk, "error");
+	str(&pk, "refused by the server application");
+	put_sb("fuzz_bootstrap", 1, &sb);
+
+	/* hostile: repeated key, huge declared array, deep nesting */
+	msgpack_pack_map(&pk, 2);
+	str(&pk, "rdmx");
+	str(&pk, "bootstrap");
+	str(&pk, "rdmx");
+	str(&pk, "bootstrap");
+	put_sb("fuzz_bootstrap", 0, &sb);
+	put("fuzz_bootstrap", 0, "\x81\xa8versions\xdd\xff\xff\xff\xff", 15);
+	put("fuzz_bootstrap", 2, "\x91\x91\x91\x91\x91\x91\x91\x91\x91\x91\x91\x01", 12);
+	msgpack_sbuffer_destroy(&sb);
+}
+
+static void registry_seeds(void)
+{
+	struct rdmx_registry_kv meta[2] = {{"zone", "a"}, {"note", "two words"}};
+	struct rdmx_registry_member m = {42, "kv", "10.0.0.1:7000", "kv1.svc.local", 10000, 9000,
+	                                 2,  meta};
+	const struct rdmx_registry_member *ms[1] = {&m};
+	struct rdmx__reg_request r;
+	msgpack_sbuffer sb;
+
+	msgpack_sbuffer_init(&sb);
+	for (int op = RDMX__REG_JOIN; op <= RDMX__REG_WATCH; op++) {
+		memset(&r, 0, sizeof(r));
+		r.id = (uint64_t)op;
+		r.op = (enum rdmx__reg_op)op;
+		r.service = op == RDMX__REG_LIST ? NULL : "kv";
+		if (op == RDMX__REG_JOIN) {
+			r.endpoint = "10.0.0.1:7000";
+			r.meta = meta;
+			r.n_meta = 2;
+			r.ttl_ms = 5000;
+		}
+		if (op == RDMX__REG_HEARTBEAT || op == RDMX__REG_LEAVE) {
+			r.service = NULL;
+			r.member = 42;
+		}
+		if (rdmx__reg_encode_request(&r, &sb))
+			exit(1);
+		put_sb("fuzz_registry", 0, &sb);
+	}
+	rdmx__reg_encode_response(1, 0, NULL, 42, 10000, NULL, 0, 0, &sb);
+	put_sb("fuzz_registry", 1, &sb);
+	rdmx__reg_encode_response(2, -17, "policy refuses this certificate", 0, 0, NULL, 0, 0, &sb);
+	put_sb("fuzz_registry", 1, &sb);
+	rdmx__reg_encode_response(3, 0, NULL, 0, 0, ms, 1, 1, &sb);
+	put_sb("fuzz_registry", 1, &sb);
+	rdmx__reg_encode_event(RDMX_REGISTRY_JOINED, &m, &sb);
+	put_sb("fuzz_registry", 1, &sb);
+	rdmx__reg_encode_event(RDMX_REGISTRY_EXPIRED, &m, &sb);
+	put_sb("fuzz_registry", 1, &sb);
+	put("fuzz_registry", 0, "\xdd\xff\xff\xff\xff", 5);
+	put("fuzz_registry", 1, "\x81\xa7members\xdc\xff\xff", 12);
+	msgpack_sbuffer_destroy(&sb);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s DIR\n", argv[0]);
+		return 2;
+	}
+	snprintf(dir, sizeof(dir), "%s", argv[1]);
+	bootstrap_seeds();
+	registry_seeds();
+	printf("%d seeds written under %s\n", count, dir);
+	return 0;
+}
