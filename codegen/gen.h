@@ -174,6 +174,8 @@ struct gen_file {
 	int state;   /* 0 new, 1 loading (cycle check), 2 loaded */
 	bool parsed; /* no syntax errors */
 	bool input;  /* named on the command line */
+	const char *text; /* the source (pool or ctx->mem_text), embedded for reflection */
+	size_t text_len;
 };
 
 /* ---- one run ---- */

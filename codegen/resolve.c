@@ -259,6 +259,8 @@ static struct gen_file *load(struct gen_ctx *ctx, const char *path, bool input,
 			return NULL;
 		}
 	}
+	f->text = text;
+	f->text_len = len;
 	f->parsed = gen_parse(ctx, f, text, len);
 	if (f->parsed) {
 		gen_vec_push(&ctx->pool, &r->stack, f);

@@ -337,6 +337,37 @@ int rdmx_rpc_server_add_reflection(struct rdmx_rpc_server *server, const char *n
 	return 0;
 }
 
+int rdmx__rpc_server_add_reflection_parts(struct rdmx_rpc_server *server, const char *name,
+                                          const char *const *parts, size_t n)
+{
+	size_t len = 0, at = 0;
+	char *text;
+	int rc;
+
+	if (!parts)
+		return RDMX_E_INVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (!parts[i])
+			return RDMX_E_INVAL;
+		len += strnlen(parts[i], RDMX_REFLECTION_MAX_FILE + 1);
+		if (len > RDMX_REFLECTION_MAX_FILE)
+			return RDMX_E_INVAL;
+	}
+	text = malloc(len + 1);
+	if (!text)
+		return RDMX_E_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		size_t k = strlen(parts[i]);
+
+		memcpy(text + at, parts[i], k);
+		at += k;
+	}
+	text[at] = '\0';
+	rc = rdmx_rpc_server_add_reflection(server, name, text);
+	free(text);
+	return rc;
+}
+
 /* ---- List ---- */
 
 struct entry {

@@ -21,6 +21,7 @@
 #include <rdmx/rpc.h>
 #include <rdmx/status.h>
 
+#include "idl_big.rdmx.h"
 #include "json.h"
 #include "kv.rdmx.h"
 #include "pbjson.h"
@@ -409,6 +410,39 @@ Test(builtins, reflection_finds_files_and_imports)
 	}
 	call(RDMX_REFLECTION_FILE_CONTAINING_NAME, req, str1("demo.v2.Nope", req), &r);
 	cr_assert_eq(r.code, RDMX_RPC_NOT_FOUND);
+	free(r.data);
+}
+
+static void say(struct rdmx_rpc_server_call *c, const product_dep_Word *req, void *arg)
+{
+	(void)arg;
+	product_test_Echo_Say_respond(c, RDMX_RPC_OK, NULL, req);
+}
+
+/* A generated register adds the IDL it came from, and what that imports,
+ * byte for byte: long (several literal pieces), UTF-8, quotes, backslashes,
+ * trigraph look-alikes. */
+Test(builtins, generated_register_adds_its_idl)
+{
+	static const struct product_test_Echo_handlers h = {say};
+	uint8_t req[300];
+	char text[512], *src, *want;
+	struct reply r;
+
+	ASSERT_OK(product_test_Echo_register(server, &h, NULL));
+	call(RDMX_REFLECTION_FILE_CONTAINING_NAME, req, str1("product.test.Echo", req), &r);
+	cr_assert_eq(r.code, RDMX_RPC_OK, "%s", r.message);
+	files_text(&r, text, sizeof(text), &src);
+	cr_assert_str_eq(text, "idl_big.proto,idl_dep.proto");
+	want = slurp(RDMX_SOURCE_DIR "/tests/integration/product/protos/idl_big.proto");
+	cr_assert(strlen(want) > 4096, "the test IDL should span several pieces");
+	cr_assert_str_eq(src, want);
+	free(want);
+	free(src);
+	free(r.data);
+	call(RDMX_REFLECTION_LIST_NAME, NULL, 0, &r);
+	list_text(&r, text, sizeof(text));
+	cr_assert(strstr(text, "product.test.Echo:Say(idl_big.proto)"), "%s", text);
 	free(r.data);
 }
 

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rdmx/reflection.h>
+
 /* ---- imp.main.Drawing ---- */
 
 void imp_main_Drawing_init(imp_main_Drawing *msg)
@@ -201,6 +203,52 @@ int imp_main_Drawing_decode(imp_main_Drawing *msg, const void *src, size_t len, 
 	return rc;
 }
 
+/* ---- the IDL this file was generated from (and what it imports), for the
+ * server's reflection service (rdmx/reflection.h): clients such as rdmx-call
+ * need no local copy of it ---- */
+
+static const char *const rdmx__idl_0[] = {
+	"syntax = \"proto3\";\n"
+	"package imp.main;\n"
+	"\n"
+	"import \"imp_dep.proto\";\n"
+	"\n"
+	"message Drawing {\n"
+	"  repeated imp.dep.Point points = 1;\n"
+	"  dep.Shape shape = 2;\n"
+	"  .imp.dep.Point origin = 3;\n"
+	"  map<string, imp.dep.Point> named = 4;\n"
+	"}\n"
+	"\n"
+	"service Painter {\n"
+	"  rpc Draw(Drawing) returns (imp.dep.Point);\n"
+	"}\n",
+};
+
+static const char *const rdmx__idl_1[] = {
+	"syntax = \"proto3\";\n"
+	"package imp.dep;\n"
+	"\n"
+	"message Point {\n"
+	"  int32 x = 1;\n"
+	"  int32 y = 2;\n"
+	"}\n"
+	"\n"
+	"enum Shape {\n"
+	"  SHAPE_NONE = 0;\n"
+	"  SHAPE_CIRCLE = 1;\n"
+	"}\n",
+};
+
+static void rdmx__idl_add(struct rdmx_rpc_server *server)
+{
+	/* best effort: a server without reflection still serves */
+	(void)rdmx__rpc_server_add_reflection_parts(server,
+		"imp_main.proto", rdmx__idl_0, 1);
+	(void)rdmx__rpc_server_add_reflection_parts(server,
+		"imp_dep.proto", rdmx__idl_1, 1);
+}
+
 /* ---- service imp.main.Painter ---- */
 
 int imp_main_Painter_Draw(struct rdmx_rpc_conn *rc, const imp_main_Drawing *req, imp_dep_Point *resp,
@@ -341,6 +389,7 @@ int imp_main_Painter_register(struct rdmx_rpc_server *server,
 		if (r)
 			return r;
 	}
+	rdmx__idl_add(server);
 	return 0;
 }
 

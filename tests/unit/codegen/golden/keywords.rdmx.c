@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rdmx/reflection.h>
+
 /* ---- Keywords ---- */
 
 void Keywords_init(Keywords *msg)
@@ -216,6 +218,35 @@ int Keywords_decode(Keywords *msg, const void *src, size_t len, struct rdmx_aren
 	return rc;
 }
 
+/* ---- the IDL this file was generated from (and what it imports), for the
+ * server's reflection service (rdmx/reflection.h): clients such as rdmx-call
+ * need no local copy of it ---- */
+
+static const char *const rdmx__idl_0[] = {
+	"// C and C++ keywords as names get a trailing underscore.\n"
+	"syntax = \"proto3\";\n"
+	"\n"
+	"message Keywords {\n"
+	"  int32 int = 1;\n"
+	"  string class = 2;\n"
+	"  bool default = 3;\n"
+	"  repeated int32 new = 4;\n"
+	"  optional int32 this = 5;\n"
+	"  oneof union { int32 struct = 6; string template = 7; }\n"
+	"}\n"
+	"\n"
+	"service Ops {\n"
+	"  rpc delete(Keywords) returns (Keywords);\n"
+	"}\n",
+};
+
+static void rdmx__idl_add(struct rdmx_rpc_server *server)
+{
+	/* best effort: a server without reflection still serves */
+	(void)rdmx__rpc_server_add_reflection_parts(server,
+		"keywords.proto", rdmx__idl_0, 1);
+}
+
 /* ---- service Ops ---- */
 
 int Ops_delete(struct rdmx_rpc_conn *rc, const Keywords *req, Keywords *resp,
@@ -356,6 +387,7 @@ int Ops_register(struct rdmx_rpc_server *server,
 		if (r)
 			return r;
 	}
+	rdmx__idl_add(server);
 	return 0;
 }
 

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rdmx/reflection.h>
+
 /* ---- hello.HelloRequest ---- */
 
 void hello_HelloRequest_init(hello_HelloRequest *msg)
@@ -248,6 +250,35 @@ int hello_HelloReply_decode(hello_HelloReply *msg, const void *src, size_t len, 
 	if (rc == 0)
 		*msg = tmp;
 	return rc;
+}
+
+/* ---- the IDL this file was generated from (and what it imports), for the
+ * server's reflection service (rdmx/reflection.h): clients such as rdmx-call
+ * need no local copy of it ---- */
+
+static const char *const rdmx__idl_0[] = {
+	"syntax = \"proto3\";\n"
+	"package hello;\n"
+	"\n"
+	"message HelloRequest {\n"
+	"  string name = 1;\n"
+	"}\n"
+	"\n"
+	"message HelloReply {\n"
+	"  string message = 1;\n"
+	"}\n"
+	"\n"
+	"service Greeter {\n"
+	"  rpc SayHello(HelloRequest) returns (HelloReply);\n"
+	"  rpc SayAgain(.hello.HelloRequest) returns (hello.HelloReply) {}\n"
+	"}\n",
+};
+
+static void rdmx__idl_add(struct rdmx_rpc_server *server)
+{
+	/* best effort: a server without reflection still serves */
+	(void)rdmx__rpc_server_add_reflection_parts(server,
+		"svc.proto", rdmx__idl_0, 1);
 }
 
 /* ---- service hello.Greeter ---- */
@@ -506,6 +537,7 @@ int hello_Greeter_register(struct rdmx_rpc_server *server,
 		if (r)
 			return r;
 	}
+	rdmx__idl_add(server);
 	return 0;
 }
 
