@@ -47,7 +47,7 @@ void rdmx__tcp_stop_listen(struct rdmx_ctx *ctx)
 
 	pthread_mutex_lock(&tc->lock);
 	if (tc->lfd >= 0) {
-		epoll_ctl(tc->epfd, EPOLL_CTL_DEL, tc->lfd, NULL);
+		rdmx__tcp_ep_del(tc, tc->lfd);
 		close(tc->lfd);
 		tc->lfd = -1;
 	}
@@ -117,7 +117,7 @@ void rdmx__tcp_cmreq_free(struct tcp_ctx *tc, struct tcp_cmreq *r)
 	}
 	if (r->fd >= 0) {
 		if (!r->queued)
-			epoll_ctl(tc->epfd, EPOLL_CTL_DEL, r->fd, NULL);
+			rdmx__tcp_ep_del(tc, r->fd);
 		close(r->fd);
 	}
 	free(r);
@@ -150,7 +150,7 @@ void rdmx__tcp_cmreq_read(struct tcp_ctx *tc, struct tcp_cmreq *r)
 	if (r->got < RDMX__TCP_HDR_SIZE + h.len)
 		return;
 	/* complete: stop reading until the user accepts */
-	epoll_ctl(tc->epfd, EPOLL_CTL_DEL, r->fd, NULL);
+	rdmx__tcp_ep_del(tc, r->fd);
 	r->queued = true;
 	rdmx__tcp_cq_event(tc, TCP_CQE_REQUEST, r);
 }

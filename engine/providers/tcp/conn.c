@@ -118,6 +118,8 @@ void rdmx__tcp_conn_unlink(struct tcp_ctx *tc, struct tcp_conn *c)
 	}
 	c->next = NULL;
 	c->linked = false;
+	if (tc->last_conn == c)
+		tc->last_conn = NULL;
 	if (c->dirty) {
 		for (struct tcp_conn **pp = &tc->dirty; *pp; pp = &(*pp)->next_dirty) {
 			if (*pp == c) {
@@ -174,7 +176,7 @@ void rdmx__tcp_conn_close_fd(struct tcp_conn *c)
 	if (c->fd < 0)
 		return;
 	if (c->ep_events && c->tc)
-		epoll_ctl(c->tc->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		rdmx__tcp_ep_del(c->tc, c->fd);
 	close(c->fd);
 	c->fd = -1;
 	c->ep_events = 0;

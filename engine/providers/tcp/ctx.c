@@ -150,7 +150,32 @@ int rdmx__tcp_ep_set(struct tcp_ctx *tc, int fd, struct tcp_ep *ep, uint32_t eve
 		RDMX_ERR("tcp: epoll_ctl fd %d failed: %s", fd, strerror(errno));
 		return RDMX_E_PROVIDER;
 	}
+	if (add) {
+		tc->n_ep++;
+		if (ep->kind == TCP_EP_CONN)
+			tc->last_conn = (struct tcp_conn *)ep;
+	}
 	return 0;
+}
+
+void rdmx__tcp_ep_del(struct tcp_ctx *tc, int fd)
+{
+	if (epoll_ctl(tc->epfd, EPOLL_CTL_DEL, fd, NULL))
+		RDMX_WARN("tcp: epoll_ctl del fd %d failed: %s", fd, strerror(errno));
+	else
+		tc->n_ep--;
+}
+
+/* The context's only socket, when it is an established connection's: then
+ * a poll needs no epoll_wait, a recv tells as much (one syscall less per
+ * message, the common case of one connection per context). */
+static struct tcp_conn *solo_conn(const struct tcp_ctx *tc)
+{
+	struct tcp_conn *c = tc->last_conn;
+
+	if (tc->n_ep != 1 || !c || !c->ep_events)
+		return NULL;
+	return c->state == TC_UP || c->state == TC_ERROR ? c : NULL;
 }
 
 void rdmx__tcp_ctx_timer(struct tcp_ctx *tc, uint64_t deadline)
@@ -184,11 +209,18 @@ void rdmx__tcp_ctx_run_timers(struct tcp_ctx *tc, uint64_t now)
 size_t rdmx__tcp_ctx_serve(struct tcp_ctx *tc, size_t budget)
 {
 	struct epoll_event evs[SERVE_EVENTS];
+	struct tcp_conn *solo = solo_conn(tc);
 	size_t got = 0;
 	uint64_t dl;
-	int n;
+	int n = 0;
 
-	n = epoll_wait(tc->epfd, evs, SERVE_EVENTS, 0);
+	if (solo) {
+		got = rdmx__tcp_rx_serve(solo, budget);
+		if (solo->fd >= 0 && (solo->ep_events & EPOLLOUT))
+			rdmx__tcp_tx_flush(solo);
+	} else {
+		n = epoll_wait(tc->epfd, evs, SERVE_EVENTS, 0);
+	}
 	for (int i = 0; i < n; i++) {
 		struct tcp_ep *ep = evs[i].data.ptr;
 		uint32_t e = evs[i].events;
@@ -471,18 +503,6 @@ static void deliver_one(struct tcp_ctx *tc, const struct tcp_cqe *e)
 	}
 }
 
-static void unlink_conn(struct tcp_ctx *tc, struct tcp_conn *c)
-{
-	for (struct tcp_conn **pp = &tc->conns; *pp; pp = &(*pp)->next) {
-		if (*pp == c) {
-			*pp = c->next;
-			break;
-		}
-	}
-	c->next = NULL;
-	c->linked = false;
-}
-
 /* Final events of connections nothing queued names any more (lock held,
  * dropped around each callback). Returns how many ran. */
 static unsigned deliver_finals(struct tcp_ctx *tc)
@@ -503,7 +523,7 @@ static unsigned deliver_finals(struct tcp_ctx *tc)
 			ev = (enum rdmx__conn_event)c->final_ev;
 			/* an export stays in the device's table (device lock) until
 			 * conn_release; the NIC leaves a DOWN connection alone */
-			unlink_conn(tc, c);
+			rdmx__tcp_conn_unlink(tc, c);
 			pthread_mutex_unlock(&tc->lock);
 			rdmx__conn_event(c->conn, ev);
 			pthread_mutex_lock(&tc->lock);

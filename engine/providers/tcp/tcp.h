@@ -172,9 +172,11 @@ struct tcp_ctx {
 	struct tcp_cqe *cq; /* ring of completions and events, delivered in order */
 	uint32_t cq_cap, cq_head, cq_count;
 	struct tcp_conn *conns;
-	struct tcp_conn *dirty; /* conns with answers to send (rx.c, tx.c) */
-	atomic_bool has_dirty;  /* dirty != NULL, for the NIC thread's look */
-	uint32_t num_finals;    /* conns with a final event to deliver */
+	struct tcp_conn *dirty;     /* conns with answers to send (rx.c, tx.c) */
+	uint32_t n_ep;              /* fds in epfd */
+	struct tcp_conn *last_conn; /* the conn added to epfd last */
+	atomic_bool has_dirty;      /* dirty != NULL, for the NIC thread's look */
+	uint32_t num_finals;        /* conns with a final event to deliver */
 	struct tcp_ep listen_ep;
 	int lfd; /* cm listener or -1 */
 	struct tcp_cmreq *cmreqs;
@@ -208,6 +210,7 @@ size_t rdmx__tcp_ctx_serve(struct tcp_ctx *tc, size_t budget);
 void rdmx__tcp_ctx_timer(struct tcp_ctx *tc, uint64_t deadline);
 void rdmx__tcp_ctx_run_timers(struct tcp_ctx *tc, uint64_t now);
 int rdmx__tcp_ep_set(struct tcp_ctx *tc, int fd, struct tcp_ep *ep, uint32_t events, bool add);
+void rdmx__tcp_ep_del(struct tcp_ctx *tc, int fd);
 
 /* ---- connection (conn.c) ---- */
 
