@@ -673,3 +673,90 @@ Test(failures, overlapping_registrations_keep_their_own_access)
 	pair_close(&A, &B);
 	leak_end();
 }
+
+/* ---- a message longer than the receive ---- */
+
+Test(failures, send_longer_than_receive)
+{
+	struct rdmx_conn *a1, *b1, *a2, *b2;
+	leak_begin();
+	pair_open(&A, &B, 16);
+	connect_pair(&A, &B, &a1, &b1);
+	connect_pair(&A, &B, &a2, &b2);
+	struct region *ra = region_new(&A, 4096, RDMX_ACCESS_LOCAL_WRITE, 0x61);
+	struct region *rb = region_new(&B, 4096, 0, 0x62);
+	struct rdmx_buf d = lbuf(ra, 0, 64), s = lbuf(rb, 0, 100);
+	struct tinfo tr = {0}, ts = {0}, tlate = {0};
+	struct rdmx_task *t, *late;
+	post_recv(&A, &d, &tr);
+	ASSERT_OK(rdmx_task_send_alloc(B.ctx, b1, &s, &ts, &t));
+	ASSERT_OK(rdmx_task_submit(t));
+	DRIVE_UNTIL(&A, &B, TI_DONE(&ts) && TI_DONE(&tr));
+	drive_for(&A, &B, NULL, 20);
+	/* both ends fail once: the receiver for length, the sender remotely */
+	ASSERT_DONE_ERR(&tr, RDMX_E_LOCAL_LENGTH);
+	ASSERT_DONE_ERR(&ts, RDMX_E_REMOTE_OP);
+	for (int i = 64; i < 4096; i++)
+		cr_assert_eq(ra->mem[i], 0x61, "the message overflowed the receive buffer (byte %d)", i);
+	cr_assert_eq(conn_state(b1), RDMX_CONN_ERROR);
+	ASSERT_OK(rdmx_task_send_alloc(B.ctx, b1, &s, &tlate, &late));
+	expect_fail(late, &tlate, RDMX_E_CONN_ABORTED);
+	healthy_round_trip(a2, b2, 160);
+	pair_close(&A, &B);
+	leak_end();
+}
+
+/* ---- tasks queued behind a send that waits for a receive ---- */
+
+Test(failures, rnr_wait_holds_later_tasks_in_order)
+{
+	struct rdmx_conn *ca, *cb;
+	leak_begin();
+	pair_open(&A, &B, 16);
+	connect_pair(&A, &B, &ca, &cb);
+	struct region *ra = region_new(&A, 8192, RDMX_ACCESS_ALL, 0);
+	struct region *rb = region_new(&B, 12288, RDMX_ACCESS_LOCAL_WRITE, 0);
+	pattern_fill(rb->mem, 4096, 170);
+	struct rdmx_mr_remote *m = remote_of(&B, ra);
+	struct rdmx_buf s0 = lbuf(rb, 8192, 8), w = lbuf(rb, 0, 4096), back = lbuf(rb, 4096, 4096),
+			s3 = lbuf(rb, 8200, 8);
+	struct rdmx_rbuf rw = rbuf(m, 4096, 0), rr = rbuf(m, 4096, 4096);
+	struct tinfo ti[4] = {0};
+	struct rdmx_task *t;
+	uint64_t one = 1, two = 2;
+	memcpy(&rb->mem[8192], &one, 8);
+	memcpy(&rb->mem[8200], &two, 8);
+	ASSERT_OK(rdmx_task_send_alloc(B.ctx, cb, &s0, &ti[0], &t));
+	ASSERT_OK(rdmx_task_submit(t));
+	ASSERT_OK(rdmx_task_write_alloc(B.ctx, cb, &w, &rw, &ti[1], &t));
+	ASSERT_OK(rdmx_task_submit(t));
+	ASSERT_OK(rdmx_task_read_alloc(B.ctx, cb, &rr, &back, &ti[2], &t));
+	ASSERT_OK(rdmx_task_submit(t));
+	ASSERT_OK(rdmx_task_send_alloc(B.ctx, cb, &s3, &ti[3], &t));
+	ASSERT_OK(rdmx_task_submit(t));
+	/* with no receive posted nothing may complete: completions are in order */
+	drive_for(&A, &B, NULL, 200);
+	cr_assert_eq(B.completions, 0, "%d tasks completed behind a send waiting for a receive",
+		     B.completions);
+	struct rdmx_buf d0 = lbuf(ra, 0, 64), d1 = lbuf(ra, 64, 64);
+	struct tinfo r0 = {0}, r1 = {0};
+	post_recv(&A, &d0, &r0);
+	post_recv(&A, &d1, &r1);
+	DRIVE_UNTIL(&A, &B, B.completions == 4 && A.completions == 2);
+	for (int i = 0; i < 4; i++) {
+		ASSERT_DONE_OK(&ti[i]);
+		cr_assert_eq(B.order[i], &ti[i], "completion %d out of order", i);
+	}
+	ASSERT_DONE_OK(&r0);
+	ASSERT_DONE_OK(&r1);
+	uint64_t g0, g1;
+	memcpy(&g0, ra->mem, 8);
+	memcpy(&g1, ra->mem + 64, 8);
+	cr_assert(g0 == 1 && g1 == 2, "messages arrived as %llu, %llu", (unsigned long long)g0,
+		  (unsigned long long)g1);
+	cr_assert(pattern_check(ra->mem + 4096, 4096, 170), "the write behind the send");
+	/* a read after a write on one connection sees the write */
+	cr_assert(pattern_check(rb->mem + 4096, 4096, 170), "read did not see the earlier write");
+	pair_close(&A, &B);
+	leak_end();
+}

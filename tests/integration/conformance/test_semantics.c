@@ -727,3 +727,48 @@ Test(semantics, one_pe_drives_two_contexts)
 	side_close(&B);
 	leak_end();
 }
+
+/* ---- callbacks may free their task and disconnect ---- */
+
+static int free_rc = 99, disc_rc = 99;
+
+static void free_and_disconnect(struct side *s, struct rdmx_task *t, struct tinfo *ti, bool ok)
+{
+	(void)s;
+	(void)ti;
+	if (!ok || rdmx_task_get_type(t) != RDMX_TASK_WRITE)
+		return;
+	struct rdmx_conn *c = rdmx_task_get_conn(t);
+	free_rc = rdmx_task_free(t);
+	disc_rc = rdmx_conn_disconnect(c);
+}
+
+Test(semantics, callback_frees_its_task_and_disconnects)
+{
+	struct rdmx_conn *ca, *cb;
+	leak_begin();
+	pair_open(&A, &B, 4);
+	connect_pair(&A, &B, &ca, &cb);
+	struct region *ra = region_new(&A, 4096, RDMX_ACCESS_ALL, 0);
+	struct region *rb = region_new(&B, 4096, 0, 0);
+	struct rdmx_mr_remote *m = remote_of(&B, ra);
+	struct rdmx_buf s = lbuf(rb, 0, 64);
+	struct rdmx_rbuf r = rbuf(m, 0, 0);
+	struct tinfo ti = {0};
+	struct rdmx_task *t, *again[4];
+	B.hook = free_and_disconnect;
+	ASSERT_OK(rdmx_task_write_alloc(B.ctx, cb, &s, &r, &ti, &t));
+	ASSERT_OK(rdmx_task_submit(t));
+	DRIVE_UNTIL(&A, &B, B.disconnects == 1 && A.disconnects == 1);
+	ASSERT_DONE_OK(&ti);
+	ASSERT_OK(free_rc);
+	ASSERT_OK(disc_rc);
+	/* the freed task went back to the pool: the 4 of the pool can be allocated */
+	connect_pair(&A, &B, &ca, &cb);
+	B.hook = NULL;
+	for (int i = 0; i < 4; i++)
+		ASSERT_OK(rdmx_task_write_alloc(B.ctx, cb, &s, &r, NULL, &again[i]));
+	ASSERT_RC(rdmx_task_write_alloc(B.ctx, cb, &s, &r, NULL, &t), RDMX_E_FULL);
+	pair_close(&A, &B);
+	leak_end();
+}
