@@ -61,7 +61,8 @@ static char *enc_stmt(struct gen_ctx *ctx, const struct gen_field *fd, const cha
 	case GT_BYTES:
 		return gen_printf(&ctx->pool, "rdmx__enc_bin(e, %s.data, %s.len);", v, v);
 	case GT_MESSAGE:
-		return gen_printf(&ctx->pool, "%s__enc(e, %s%s);", fd->msg->cname, ptr ? "" : "&", v);
+		return gen_printf(&ctx->pool, "%s__enc(e, %s%s);", fd->msg->cname, ptr ? "" : "&",
+		                  v);
 	default:
 		if (is_signed(fd->type))
 			return gen_printf(&ctx->pool, "rdmx__enc_int(e, (int64_t)%s);", v);
@@ -74,15 +75,39 @@ static char *dec_stmt(struct gen_ctx *ctx, const struct gen_field *fd, const cha
 {
 	const char *fn;
 	switch (fd->type) {
-	case GT_INT32: case GT_SINT32: case GT_SFIXED32: fn = "i32"; break;
-	case GT_INT64: case GT_SINT64: case GT_SFIXED64: fn = "i64"; break;
-	case GT_UINT32: case GT_FIXED32: fn = "u32"; break;
-	case GT_UINT64: case GT_FIXED64: fn = "u64"; break;
-	case GT_BOOL: fn = "bool"; break;
-	case GT_FLOAT: fn = "f32"; break;
-	case GT_DOUBLE: fn = "f64"; break;
-	case GT_STRING: fn = "str"; break;
-	case GT_BYTES: fn = "bin"; break;
+	case GT_INT32:
+	case GT_SINT32:
+	case GT_SFIXED32:
+		fn = "i32";
+		break;
+	case GT_INT64:
+	case GT_SINT64:
+	case GT_SFIXED64:
+		fn = "i64";
+		break;
+	case GT_UINT32:
+	case GT_FIXED32:
+		fn = "u32";
+		break;
+	case GT_UINT64:
+	case GT_FIXED64:
+		fn = "u64";
+		break;
+	case GT_BOOL:
+		fn = "bool";
+		break;
+	case GT_FLOAT:
+		fn = "f32";
+		break;
+	case GT_DOUBLE:
+		fn = "f64";
+		break;
+	case GT_STRING:
+		fn = "str";
+		break;
+	case GT_BYTES:
+		fn = "bin";
+		break;
 	case GT_ENUM:
 		return gen_printf(&ctx->pool, "rc = rdmx__dec_enum(d, (int32_t *)&%s);", v);
 	default:
@@ -92,13 +117,13 @@ static char *dec_stmt(struct gen_ctx *ctx, const struct gen_field *fd, const cha
 }
 
 static char *present_expr(struct gen_ctx *ctx, const struct gen_message *m,
-			  const struct gen_field *fd)
+                          const struct gen_field *fd)
 {
 	const char *f = fd->cname;
 	if (fd->oneof >= 0) {
 		const struct gen_oneof *o = m->oneofs.items[fd->oneof];
 		return gen_printf(&ctx->pool, "m->%s_case == %s_%s_%s", o->cname, m->cname, o->name,
-				  fd->name);
+		                  fd->name);
 	}
 	if (fd->label == GL_REPEATED)
 		return gen_printf(&ctx->pool, "m->n_%s != 0", f);
@@ -107,11 +132,17 @@ static char *present_expr(struct gen_ctx *ctx, const struct gen_message *m,
 	if (fd->label == GL_OPTIONAL)
 		return gen_printf(&ctx->pool, "m->has_%s", f);
 	switch (fd->type) {
-	case GT_BOOL: return gen_printf(&ctx->pool, "m->%s", f);
-	case GT_FLOAT: return gen_printf(&ctx->pool, "rdmx__f32_set(m->%s)", f);
-	case GT_DOUBLE: return gen_printf(&ctx->pool, "rdmx__f64_set(m->%s)", f);
-	case GT_STRING: case GT_BYTES: return gen_printf(&ctx->pool, "m->%s.len != 0", f);
-	default: return gen_printf(&ctx->pool, "m->%s != 0", f);
+	case GT_BOOL:
+		return gen_printf(&ctx->pool, "m->%s", f);
+	case GT_FLOAT:
+		return gen_printf(&ctx->pool, "rdmx__f32_set(m->%s)", f);
+	case GT_DOUBLE:
+		return gen_printf(&ctx->pool, "rdmx__f64_set(m->%s)", f);
+	case GT_STRING:
+	case GT_BYTES:
+		return gen_printf(&ctx->pool, "m->%s.len != 0", f);
+	default:
+		return gen_printf(&ctx->pool, "m->%s != 0", f);
 	}
 }
 
@@ -166,26 +197,27 @@ static void emit_size(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_m
 			char *ke = gen_printf(&ctx->pool, "m->%s[i].key", fd->cname);
 			char *ve = gen_printf(&ctx->pool, "m->%s[i].value", fd->cname);
 			gen_buf_printf(o, "\t\tn += %d + rdmx__size_hdr(m->n_%s);\n",
-				       key_size(fd->number), fd->cname);
+			               key_size(fd->number), fd->cname);
 			gen_buf_printf(o, "\t\tfor (i = 0; i < m->n_%s; i++)\n", fd->cname);
 			gen_buf_printf(o, "\t\t\tn += %s + %s;\n", size_expr(ctx, kf, ke, false),
-				       size_expr(ctx, vf, ve, true));
+			               size_expr(ctx, vf, ve, true));
 		} else if (fd->label == GL_REPEATED) {
 			gen_buf_printf(o, "\t\tn += %d + rdmx__size_hdr(m->n_%s);\n",
-				       key_size(fd->number), fd->cname);
+			               key_size(fd->number), fd->cname);
 			if (fixed_size(fd->type)) {
 				gen_buf_printf(o, "\t\tn += m->n_%s * %d;\n", fd->cname,
-					       fixed_size(fd->type));
+				               fixed_size(fd->type));
 			} else {
 				gen_buf_printf(o, "\t\tfor (i = 0; i < m->n_%s; i++)\n", fd->cname);
-				gen_buf_printf(o, "\t\t\tn += %s;\n",
-					       size_expr(ctx, fd,
-							 gen_printf(&ctx->pool, "m->%s[i]", fd->cname),
-							 false));
+				gen_buf_printf(
+				    o, "\t\t\tn += %s;\n",
+				    size_expr(ctx, fd,
+				              gen_printf(&ctx->pool, "m->%s[i]", fd->cname),
+				              false));
 			}
 		} else {
 			gen_buf_printf(o, "\t\tn += %d + %s;\n", key_size(fd->number),
-				       size_expr(ctx, fd, v, true));
+			               size_expr(ctx, fd, v, true));
 		}
 		gen_buf_puts(o, "\t}\n");
 	}
@@ -231,21 +263,25 @@ static void emit_enc(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_me
 			gen_buf_printf(o, "\t\trdmx__enc_map(e, m->n_%s);\n", fd->cname);
 			gen_buf_printf(o, "\t\tfor (i = 0; i < m->n_%s; i++) {\n", fd->cname);
 			gen_buf_printf(o, "\t\t\t%s\n",
-				       enc_stmt(ctx, kf, gen_printf(&ctx->pool, "m->%s[i].key", fd->cname),
-						false));
+			               enc_stmt(ctx, kf,
+			                        gen_printf(&ctx->pool, "m->%s[i].key", fd->cname),
+			                        false));
 			gen_buf_printf(o, "\t\t\t%s\n",
-				       enc_stmt(ctx, vf,
-						gen_printf(&ctx->pool, "m->%s[i].value", fd->cname), true));
+			               enc_stmt(ctx, vf,
+			                        gen_printf(&ctx->pool, "m->%s[i].value", fd->cname),
+			                        true));
 			gen_buf_puts(o, "\t\t}\n");
 		} else if (fd->label == GL_REPEATED) {
 			gen_buf_printf(o, "\t\trdmx__enc_array(e, m->n_%s);\n", fd->cname);
 			gen_buf_printf(o, "\t\tfor (i = 0; i < m->n_%s; i++)\n", fd->cname);
 			gen_buf_printf(o, "\t\t\t%s\n",
-				       enc_stmt(ctx, fd, gen_printf(&ctx->pool, "m->%s[i]", fd->cname),
-						false));
+			               enc_stmt(ctx, fd,
+			                        gen_printf(&ctx->pool, "m->%s[i]", fd->cname),
+			                        false));
 		} else {
-			gen_buf_printf(o, "\t\t%s\n",
-				       enc_stmt(ctx, fd, gen_printf(&ctx->pool, "m->%s", fd->cname), true));
+			gen_buf_printf(
+			    o, "\t\t%s\n",
+			    enc_stmt(ctx, fd, gen_printf(&ctx->pool, "m->%s", fd->cname), true));
 		}
 		if (patch)
 			gen_buf_puts(o, "\t\tk++;\n");
@@ -261,7 +297,7 @@ static void emit_enc(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_me
 /* ---- decode ---- */
 
 static void emit_dec_case(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_message *m,
-			  const struct gen_field *fd)
+                          const struct gen_field *fd)
 {
 	gen_buf_printf(o, "\t\tcase %lld: /* %s */\n", (long long)fd->number, fd->name);
 	if (fd->is_map || fd->label == GL_REPEATED) {
@@ -271,9 +307,10 @@ static void emit_dec_case(struct gen_ctx *ctx, struct gen_buf *o, const struct g
 			gen_buf_puts(o, "\t\t\trc = rdmx__dec_map(d, &cnt);\n");
 		else
 			gen_buf_printf(o, "\t\t\trc = rdmx__dec_array(d, &cnt, %d);\n",
-				       min_size(fd->type));
+			               min_size(fd->type));
 		gen_buf_puts(o, "\t\t\tif (rc == 0) {\n");
-		gen_buf_printf(o, "\t\t\t\t%s *a = rdmx__dec_alloc(d, cnt, sizeof(*a), &rc);\n", elem);
+		gen_buf_printf(o, "\t\t\t\t%s *a = rdmx__dec_alloc(d, cnt, sizeof(*a), &rc);\n",
+		               elem);
 		gen_buf_puts(o, "\t\t\t\tfor (j = 0; rc == 0 && j < cnt; j++) {\n");
 		if (fd->is_map) {
 			const struct gen_field *kf = fd->msg->fields.items[0];
@@ -290,16 +327,17 @@ static void emit_dec_case(struct gen_ctx *ctx, struct gen_buf *o, const struct g
 			gen_buf_printf(o, "\t\t\t\t\t%s\n", dec_stmt(ctx, fd, "a[j]"));
 		}
 		gen_buf_puts(o, "\t\t\t\t}\n");
-		gen_buf_printf(o, "\t\t\t\tm->%s = a;\n\t\t\t\tm->n_%s = cnt;\n", fd->cname, fd->cname);
+		gen_buf_printf(o, "\t\t\t\tm->%s = a;\n\t\t\t\tm->n_%s = cnt;\n", fd->cname,
+		               fd->cname);
 		gen_buf_puts(o, "\t\t\t}\n\t\t\tbreak;\n");
 		return;
 	}
 	gen_buf_printf(o, "\t\t\t%s\n",
-		       dec_stmt(ctx, fd, gen_printf(&ctx->pool, "m->%s", fd->cname)));
+	               dec_stmt(ctx, fd, gen_printf(&ctx->pool, "m->%s", fd->cname)));
 	if (fd->oneof >= 0) {
 		const struct gen_oneof *of = m->oneofs.items[fd->oneof];
 		gen_buf_printf(o, "\t\t\tm->%s_case = %s_%s_%s;\n", of->cname, m->cname, of->name,
-			       fd->name);
+		               fd->name);
 	} else if (fd->label == GL_OPTIONAL && fd->type != GT_MESSAGE) {
 		gen_buf_printf(o, "\t\t\tm->has_%s = rc == 0;\n", fd->cname);
 	}
@@ -353,13 +391,15 @@ static void emit_dec(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_me
 	gen_buf_puts(o, "\tif (rc)\n\t\treturn rc;\n");
 	gen_buf_puts(o, "\tif (!rdmx__dec_is_map(d)) {\n\t\trc = RDMX_E_PROTOCOL;\n");
 	gen_buf_puts(o, "\t} else {\n\t\tm = rdmx__dec_alloc(d, 1, sizeof(*m), &rc);\n");
-	gen_buf_printf(o, "\t\tif (m) {\n\t\t\trc = %s__dec(d, m);\n\t\t\t*out = m;\n\t\t}\n\t}\n", c);
+	gen_buf_printf(o, "\t\tif (m) {\n\t\t\trc = %s__dec(d, m);\n\t\t\t*out = m;\n\t\t}\n\t}\n",
+	               c);
 	gen_buf_puts(o, "\trdmx__dec_leave(d);\n\treturn rc;\n}\n\n");
 
-	gen_buf_printf(o,
-		       "int %s_decode(%s *msg, const void *src, size_t len, struct rdmx_arena *arena,\n"
-		       "\tconst struct rdmx_decode_opts *opts)\n{\n",
-		       c, c);
+	gen_buf_printf(
+	    o,
+	    "int %s_decode(%s *msg, const void *src, size_t len, struct rdmx_arena *arena,\n"
+	    "\tconst struct rdmx_decode_opts *opts)\n{\n",
+	    c, c);
 	gen_buf_printf(o, "\tstruct rdmx_dec d;\n\t%s tmp;\n", c);
 	gen_buf_puts(o, "\tsize_t ratio = RDMX_DECODE_ALLOC_FACTOR;\n\tint rc;\n");
 	gen_buf_puts(o, "\tif (!msg)\n\t\treturn RDMX_E_INVAL;\n");
@@ -372,7 +412,7 @@ static void emit_dec(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_me
 		for (k = 0; k < seen.n; k++) {
 			const struct gen_message *r = seen.items[k];
 			gen_buf_printf(o, "\tif (sizeof(%s) > ratio)\n\t\tratio = sizeof(%s);\n",
-				       r->cname, r->cname);
+			               r->cname, r->cname);
 		}
 	}
 	gen_buf_puts(o, "\trc = rdmx__dec_init(&d, src, len, arena, opts, ratio);\n");
@@ -406,8 +446,8 @@ static void emit_message(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 
 /* ---- services ---- */
 
-static void emit_method_client(struct gen_ctx *ctx, struct gen_buf *o,
-			       const struct gen_service *s, const struct gen_method *me)
+static void emit_method_client(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_service *s,
+                               const struct gen_method *me)
 {
 	char *base = gen_printf(&ctx->pool, "%s_%s", s->cname, me->name);
 	char *up = gen_upper(ctx, base);
@@ -415,31 +455,33 @@ static void emit_method_client(struct gen_ctx *ctx, struct gen_buf *o,
 
 	/* blocking */
 	gen_buf_printf(o,
-		       "int %s(struct rdmx_rpc_conn *rc, const %s *req, %s *resp,\n"
-		       "\tstruct rdmx_arena *arena, const struct rdmx_rpc_call_opts *opts,\n"
-		       "\tstruct rdmx_rpc_status *status)\n{\n",
-		       base, in, out);
+	               "int %s(struct rdmx_rpc_conn *rc, const %s *req, %s *resp,\n"
+	               "\tstruct rdmx_arena *arena, const struct rdmx_rpc_call_opts *opts,\n"
+	               "\tstruct rdmx_rpc_status *status)\n{\n",
+	               base, in, out);
 	gen_buf_puts(o, "\tstruct rdmx_rpc_payload p;\n\tstruct rdmx_rpc_reply reply;\n\tint r;\n");
 	gen_buf_puts(o, "\tif (!rc || !req || !resp)\n\t\treturn RDMX_E_INVAL;\n");
 	gen_buf_printf(o, "\tp = %s_payload(req);\n", in);
 	gen_buf_puts(o, "\tmemset(&reply, 0, sizeof(reply));\n");
 	gen_buf_printf(o, "\tr = rdmx_rpc_call(rc, %s_ID, &p, opts, &reply);\n", up);
 	gen_buf_puts(o, "\tif (r < 0)\n\t\treturn r;\n");
-	gen_buf_puts(o, "\tr = rdmx__rpc_status_fill(status, arena, (int)reply.code, reply.message);\n");
-	gen_buf_puts(o, "\tif (r == 0 && reply.code == RDMX_RPC_OK && !(opts && opts->oneway)) {\n");
+	gen_buf_puts(
+	    o, "\tr = rdmx__rpc_status_fill(status, arena, (int)reply.code, reply.message);\n");
+	gen_buf_puts(o,
+	             "\tif (r == 0 && reply.code == RDMX_RPC_OK && !(opts && opts->oneway)) {\n");
 	gen_buf_puts(o, "\t\tstruct rdmx_decode_opts dopts = {0, true, 0};\n");
 	gen_buf_printf(o, "\t\tif (reply.len == 0)\n\t\t\t%s_init(resp);\n", out);
-	gen_buf_printf(o, "\t\telse\n\t\t\tr = %s_decode(resp, reply.data, reply.len, arena, &dopts);\n",
-		       out);
+	gen_buf_printf(
+	    o, "\t\telse\n\t\t\tr = %s_decode(resp, reply.data, reply.len, arena, &dopts);\n", out);
 	gen_buf_puts(o, "\t}\n");
 	gen_buf_puts(o, "\tif (r == 0)\n\t\tr = (int)reply.code;\n");
 	gen_buf_puts(o, "\trdmx_rpc_reply_fini(&reply);\n\treturn r;\n}\n\n");
 
 	/* async */
-	gen_buf_printf(o, "struct %s__ctx {\n\t%s_cb cb;\n\tvoid *arg;\n\tbool oneway;\n};\n\n", base,
-		       base);
+	gen_buf_printf(o, "struct %s__ctx {\n\t%s_cb cb;\n\tvoid *arg;\n\tbool oneway;\n};\n\n",
+	               base, base);
 	gen_buf_printf(o, "static void %s__done(const struct rdmx_rpc_result *res, void *arg)\n{\n",
-		       base);
+	               base);
 	gen_buf_printf(o, "\tstruct %s__ctx c = *(struct %s__ctx *)arg;\n", base, base);
 	gen_buf_puts(o, "\tunsigned char buf[RDMX_CODEC_STACK_ARENA];\n\tstruct rdmx_arena a;\n");
 	gen_buf_printf(o, "\t%s resp;\n\tint r = 0;\n\tfree(arg);\n", out);
@@ -447,31 +489,33 @@ static void emit_method_client(struct gen_ctx *ctx, struct gen_buf *o,
 	gen_buf_puts(o, "\t\tc.cb(res->code, res->message, NULL, c.arg);\n\t\treturn;\n\t}\n");
 	gen_buf_puts(o, "\trdmx_arena_init(&a, buf, sizeof(buf), 0);\n");
 	gen_buf_printf(o, "\tif (res->len == 0)\n\t\t%s_init(&resp);\n", out);
-	gen_buf_printf(o, "\telse\n\t\tr = %s_decode(&resp, res->data, res->len, &a, NULL);\n", out);
+	gen_buf_printf(o, "\telse\n\t\tr = %s_decode(&resp, res->data, res->len, &a, NULL);\n",
+	               out);
 	gen_buf_puts(o, "\tif (r)\n");
 	gen_buf_puts(o, "\t\tc.cb(RDMX_RPC_INTERNAL, \"malformed response\", NULL, c.arg);\n");
 	gen_buf_puts(o, "\telse\n\t\tc.cb(RDMX_RPC_OK, res->message, &resp, c.arg);\n");
 	gen_buf_puts(o, "\trdmx_arena_fini(&a);\n}\n\n");
 
 	gen_buf_printf(o,
-		       "int %s_async(struct rdmx_rpc_conn *rc, const %s *req,\n"
-		       "\tconst struct rdmx_rpc_call_opts *opts, %s_cb cb, void *arg,\n"
-		       "\tuint64_t *call_id)\n{\n",
-		       base, in, base);
+	               "int %s_async(struct rdmx_rpc_conn *rc, const %s *req,\n"
+	               "\tconst struct rdmx_rpc_call_opts *opts, %s_cb cb, void *arg,\n"
+	               "\tuint64_t *call_id)\n{\n",
+	               base, in, base);
 	gen_buf_printf(o, "\tstruct rdmx_rpc_payload p;\n\tstruct %s__ctx *c;\n\tint r;\n", base);
 	gen_buf_puts(o, "\tif (!rc || !req || !cb)\n\t\treturn RDMX_E_INVAL;\n");
 	gen_buf_puts(o, "\tc = malloc(sizeof(*c));\n\tif (!c)\n\t\treturn RDMX_E_NOMEM;\n");
 	gen_buf_puts(o, "\tc->cb = cb;\n\tc->arg = arg;\n\tc->oneway = opts && opts->oneway;\n");
 	gen_buf_printf(o, "\tp = %s_payload(req);\n", in);
 	gen_buf_printf(o, "\tr = rdmx_rpc_call_async(rc, %s_ID, &p, opts, %s__done, c, call_id);\n",
-		       up, base);
+	               up, base);
 	gen_buf_puts(o, "\tif (r)\n\t\tfree(c);\n\treturn r;\n}\n\n");
 
 	/* respond */
-	gen_buf_printf(o,
-		       "int %s_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,\n"
-		       "\tconst char *message, const %s *resp)\n{\n",
-		       base, out);
+	gen_buf_printf(
+	    o,
+	    "int %s_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,\n"
+	    "\tconst char *message, const %s *resp)\n{\n",
+	    base, out);
 	gen_buf_puts(o, "\tstruct rdmx_rpc_payload p;\n");
 	gen_buf_puts(o, "\tif (!resp)\n\t\treturn rdmx_rpc_respond(call, code, message, NULL);\n");
 	gen_buf_printf(o, "\tp = %s_payload(resp);\n", out);
@@ -575,29 +619,31 @@ static void emit_service(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 		emit_method_client(ctx, o, s, s->methods.items[i]);
 
 	gen_buf_printf(o, "struct %s__binding {\n\tstruct %s_handlers h;\n\tvoid *arg;\n};\n\n",
-		       s->cname, s->cname);
+	               s->cname, s->cname);
 	for (i = 0; i < s->methods.n; i++) {
 		const struct gen_method *me = s->methods.items[i];
 		const char *in = me->in->cname;
 		gen_buf_printf(o,
-			       "static void %s_%s__handle(struct rdmx_rpc_server_call *call, const void *req,\n"
-			       "\tsize_t len, void *arg)\n{\n",
-			       s->cname, me->name);
+		               "static void %s_%s__handle(struct rdmx_rpc_server_call *call, const "
+		               "void *req,\n"
+		               "\tsize_t len, void *arg)\n{\n",
+		               s->cname, me->name);
 		gen_buf_printf(o, "\tconst struct %s__binding *b = arg;\n", s->cname);
-		gen_buf_puts(o, "\tunsigned char buf[RDMX_CODEC_STACK_ARENA];\n\tstruct rdmx_arena a;\n");
+		gen_buf_puts(
+		    o, "\tunsigned char buf[RDMX_CODEC_STACK_ARENA];\n\tstruct rdmx_arena a;\n");
 		gen_buf_printf(o, "\t%s msg;\n\tint r = 0;\n", in);
 		gen_buf_puts(o, "\trdmx_arena_init(&a, buf, sizeof(buf), 0);\n");
 		gen_buf_printf(o, "\tif (len == 0)\n\t\t%s_init(&msg);\n", in);
 		gen_buf_printf(o, "\telse\n\t\tr = %s_decode(&msg, req, len, &a, NULL);\n", in);
 		gen_buf_puts(o, "\tif (r)\n\t\trdmx_rpc_respond(call, RDMX_RPC_INVALID_ARGUMENT, "
-				"\"malformed request\", NULL);\n");
+		                "\"malformed request\", NULL);\n");
 		gen_buf_printf(o, "\telse\n\t\tb->h.%s(call, &msg, b->arg);\n", me->cname);
 		gen_buf_puts(o, "\trdmx_arena_fini(&a);\n}\n\n");
 	}
 	gen_buf_printf(o,
-		       "int %s_register(struct rdmx_rpc_server *server,\n"
-		       "\tconst struct %s_handlers *handlers, void *arg)\n{\n",
-		       s->cname, s->cname);
+	               "int %s_register(struct rdmx_rpc_server *server,\n"
+	               "\tconst struct %s_handlers *handlers, void *arg)\n{\n",
+	               s->cname, s->cname);
 	gen_buf_printf(o, "\tstruct %s__binding *b;\n\tint r;\n", s->cname);
 	gen_buf_puts(o, "\tif (!server || !handlers)\n\t\treturn RDMX_E_INVAL;\n");
 	gen_buf_puts(o, "\tb = malloc(sizeof(*b));\n\tif (!b)\n\t\treturn RDMX_E_NOMEM;\n");
@@ -609,9 +655,9 @@ static void emit_service(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 		char *up = gen_upper(ctx, gen_printf(&ctx->pool, "%s_%s", s->cname, me->name));
 		gen_buf_printf(o, "\tif (handlers->%s) {\n", me->cname);
 		gen_buf_printf(o,
-			       "\t\tr = rdmx_rpc_server_register(server, %s_ID, %s_NAME,\n"
-			       "\t\t\t%s_%s__handle, b);\n",
-			       up, up, s->cname, me->name);
+		               "\t\tr = rdmx_rpc_server_register(server, %s_ID, %s_NAME,\n"
+		               "\t\t\t%s_%s__handle, b);\n",
+		               up, up, s->cname, me->name);
 		gen_buf_puts(o, "\t\tif (r)\n\t\t\treturn r;\n\t}\n");
 	}
 	gen_buf_puts(o, "\trdmx__idl_add(server);\n\treturn 0;\n}\n\n");

@@ -8,7 +8,7 @@
 #include "gen.h"
 
 static void collect_msg(struct gen_ctx *ctx, struct gen_message *m, struct gen_vec *msgs,
-			struct gen_vec *enums)
+                        struct gen_vec *enums)
 {
 	int i;
 	if (msgs)
@@ -21,7 +21,7 @@ static void collect_msg(struct gen_ctx *ctx, struct gen_message *m, struct gen_v
 }
 
 void gen_collect(struct gen_ctx *ctx, const struct gen_file *f, struct gen_vec *msgs,
-		 struct gen_vec *enums)
+                 struct gen_vec *enums)
 {
 	int i;
 	for (i = 0; i < f->enums.n; i++)
@@ -41,28 +41,46 @@ char *gen_upper(struct gen_ctx *ctx, const char *s)
 
 char *gen_guard(struct gen_ctx *ctx, const struct gen_file *f)
 {
-	return gen_upper(ctx, f->package[0]
-				      ? gen_printf(&ctx->pool, "RDMX_GEN_%s_%s_RDMX_H", f->package,
-						   f->basename)
-				      : gen_printf(&ctx->pool, "RDMX_GEN_%s_RDMX_H", f->basename));
+	return gen_upper(
+	    ctx, f->package[0]
+	             ? gen_printf(&ctx->pool, "RDMX_GEN_%s_%s_RDMX_H", f->package, f->basename)
+	             : gen_printf(&ctx->pool, "RDMX_GEN_%s_RDMX_H", f->basename));
 }
 
 const char *gen_ctype(struct gen_ctx *ctx, const struct gen_field *fd)
 {
 	(void)ctx;
 	switch (fd->type) {
-	case GT_DOUBLE: return "double";
-	case GT_FLOAT: return "float";
-	case GT_INT32: case GT_SINT32: case GT_SFIXED32: return "int32_t";
-	case GT_INT64: case GT_SINT64: case GT_SFIXED64: return "int64_t";
-	case GT_UINT32: case GT_FIXED32: return "uint32_t";
-	case GT_UINT64: case GT_FIXED64: return "uint64_t";
-	case GT_BOOL: return "bool";
-	case GT_STRING: return "struct rdmx_str";
-	case GT_BYTES: return "struct rdmx_bytes";
-	case GT_ENUM: return fd->en->cname;
-	case GT_MESSAGE: return fd->msg->cname;
-	default: return "void";
+	case GT_DOUBLE:
+		return "double";
+	case GT_FLOAT:
+		return "float";
+	case GT_INT32:
+	case GT_SINT32:
+	case GT_SFIXED32:
+		return "int32_t";
+	case GT_INT64:
+	case GT_SINT64:
+	case GT_SFIXED64:
+		return "int64_t";
+	case GT_UINT32:
+	case GT_FIXED32:
+		return "uint32_t";
+	case GT_UINT64:
+	case GT_FIXED64:
+		return "uint64_t";
+	case GT_BOOL:
+		return "bool";
+	case GT_STRING:
+		return "struct rdmx_str";
+	case GT_BYTES:
+		return "struct rdmx_bytes";
+	case GT_ENUM:
+		return fd->en->cname;
+	case GT_MESSAGE:
+		return fd->msg->cname;
+	default:
+		return "void";
 	}
 }
 
@@ -76,29 +94,29 @@ static const char *proto_type(const struct gen_field *fd)
 }
 
 static void emit_member(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_field *fd,
-			const char *indent)
+                        const char *indent)
 {
 	const char *t = gen_ctype(ctx, fd);
 	if (fd->is_map) {
 		const struct gen_field *k = fd->msg->fields.items[0], *v = fd->msg->fields.items[1];
 		gen_buf_printf(o, "%ssize_t n_%s; /* %lld: map<%s, %s> */\n", indent, fd->cname,
-			       (long long)fd->number, gen_type_name(k->type), proto_type(v));
+		               (long long)fd->number, gen_type_name(k->type), proto_type(v));
 		gen_buf_printf(o, "%s%s *%s;\n", indent, t, fd->cname);
 	} else if (fd->label == GL_REPEATED) {
 		gen_buf_printf(o, "%ssize_t n_%s; /* %lld: repeated %s */\n", indent, fd->cname,
-			       (long long)fd->number, proto_type(fd));
+		               (long long)fd->number, proto_type(fd));
 		gen_buf_printf(o, "%s%s *%s;\n", indent, t, fd->cname);
 	} else if (fd->type == GT_MESSAGE) {
 		gen_buf_printf(o, "%s%s *%s; /* %lld: %s%s, NULL when absent */\n", indent, t,
-			       fd->cname, (long long)fd->number,
-			       fd->label == GL_OPTIONAL ? "optional " : "", proto_type(fd));
+		               fd->cname, (long long)fd->number,
+		               fd->label == GL_OPTIONAL ? "optional " : "", proto_type(fd));
 	} else if (fd->label == GL_OPTIONAL) {
 		gen_buf_printf(o, "%sbool has_%s;\n", indent, fd->cname);
 		gen_buf_printf(o, "%s%s %s; /* %lld: optional %s */\n", indent, t, fd->cname,
-			       (long long)fd->number, proto_type(fd));
+		               (long long)fd->number, proto_type(fd));
 	} else {
 		gen_buf_printf(o, "%s%s %s; /* %lld: %s */\n", indent, t, fd->cname,
-			       (long long)fd->number, proto_type(fd));
+		               (long long)fd->number, proto_type(fd));
 	}
 }
 
@@ -115,7 +133,7 @@ static void emit_enum(struct gen_buf *o, const struct gen_enum *e)
 			gen_buf_printf(o, "\t%s = %lld,\n", v->cname, (long long)v->number);
 	}
 	gen_buf_printf(o, "\t%s__FORCE_INT_MIN = -2147483647 - 1, /* keeps the enum an int */\n",
-		       e->cname);
+	               e->cname);
 	gen_buf_printf(o, "\t%s__FORCE_INT_MAX = 2147483647\n", e->cname);
 	gen_buf_printf(o, "} %s;\n\n", e->cname);
 }
@@ -131,7 +149,7 @@ static void emit_oneof_enum(struct gen_buf *o, const struct gen_message *m, int 
 		const struct gen_field *fd = m->fields.items[i];
 		if (fd->oneof == idx)
 			gen_buf_printf(o, ",\n\t%s_%s_%s = %lld", m->cname, of->name, fd->name,
-				       (long long)fd->number);
+			               (long long)fd->number);
 	}
 	gen_buf_printf(o, "\n} %s_%s_case;\n\n", m->cname, of->name);
 }
@@ -160,8 +178,8 @@ static void emit_struct(struct gen_ctx *ctx, struct gen_buf *o, const struct gen
 			continue;
 		{
 			const struct gen_oneof *of = m->oneofs.items[fd->oneof];
-			gen_buf_printf(o, "\t%s_%s_case %s_case; /* oneof %s */\n", m->cname, of->name,
-				       of->cname, of->name);
+			gen_buf_printf(o, "\t%s_%s_case %s_case; /* oneof %s */\n", m->cname,
+			               of->name, of->cname, of->name);
 			gen_buf_puts(o, "\tunion {\n");
 			for (j = i; j < m->fields.n; j++) {
 				const struct gen_field *mem = m->fields.items[j];
@@ -183,10 +201,11 @@ static void emit_prototypes(struct gen_buf *o, const struct gen_message *m)
 	gen_buf_printf(o, "void %s_init(%s *msg);\n", c, c);
 	gen_buf_printf(o, "size_t %s_encoded_size(const %s *msg);\n", c, c);
 	gen_buf_printf(o, "int %s_encode(const %s *msg, void *dst, size_t len);\n", c, c);
-	gen_buf_printf(o,
-		       "int %s_decode(%s *msg, const void *src, size_t len, struct rdmx_arena *arena,\n"
-		       "\tconst struct rdmx_decode_opts *opts);\n",
-		       c, c);
+	gen_buf_printf(
+	    o,
+	    "int %s_decode(%s *msg, const void *src, size_t len, struct rdmx_arena *arena,\n"
+	    "\tconst struct rdmx_decode_opts *opts);\n",
+	    c, c);
 	gen_buf_printf(o, "struct rdmx_rpc_payload %s_payload(const %s *msg);\n", c, c);
 	gen_buf_printf(o, "void %s__enc(struct rdmx_enc *e, const %s *msg);\n", c, c);
 	gen_buf_printf(o, "int %s__dec(struct rdmx_dec *d, %s *msg);\n", c, c);
@@ -195,53 +214,53 @@ static void emit_prototypes(struct gen_buf *o, const struct gen_message *m)
 }
 
 static const char header_doc[] =
-	"/* Messages (include/rdmx/codec.h has the wire format).\n"
-	" * Ownership: a generated struct owns nothing. Its strings, bytes, arrays and\n"
-	" * sub-messages point into memory owned by whoever filled it: your own data\n"
-	" * when you encode; when you decode, the input buffer (strings/bytes, unless\n"
-	" * opts->copy) and the arena (arrays, sub-messages, copies). Keep those alive\n"
-	" * as long as you use the struct; rdmx_arena_reset/fini frees it all at once.\n"
-	" * Presence: a zeroed struct (X_init) is the default message. Singular\n"
-	" * message fields are pointers (NULL = absent); `optional` scalars have a\n"
-	" * has_<field> flag; repeated and map fields are n_<field> + an array (a map\n"
-	" * is an array of key/value entries, in wire order); a oneof is <oneof>_case\n"
-	" * (0 = none) + an anonymous union of its members.\n"
-	" *\n"
-	" * X_encoded_size(msg)  exact size of the encoding (1 for NULL: an empty map)\n"
-	" * X_encode(msg, dst, len)  writes exactly len = X_encoded_size(msg) bytes;\n"
-	" *     RDMX_E_INVAL when len is not that size (nothing past dst + len is written)\n"
-	" * X_decode(msg, src, len, arena, opts)  decodes all of src (trailing bytes are\n"
-	" *     an error); opts may be NULL (depth 32, no copy, default budget); arena may\n"
-	" *     be NULL only when nothing needs memory; *msg is written only on success;\n"
-	" *     errors: RDMX_E_PROTOCOL, RDMX_E_TOO_BIG, RDMX_E_NOMEM, RDMX_E_INVAL\n"
-	" * X_payload(msg)  a struct rdmx_rpc_payload that encodes msg straight into the\n"
-	" *     channel buffer (msg must stay valid until the call/respond returns)\n"
-	" * X__* functions are internal to generated code. */\n\n";
+    "/* Messages (include/rdmx/codec.h has the wire format).\n"
+    " * Ownership: a generated struct owns nothing. Its strings, bytes, arrays and\n"
+    " * sub-messages point into memory owned by whoever filled it: your own data\n"
+    " * when you encode; when you decode, the input buffer (strings/bytes, unless\n"
+    " * opts->copy) and the arena (arrays, sub-messages, copies). Keep those alive\n"
+    " * as long as you use the struct; rdmx_arena_reset/fini frees it all at once.\n"
+    " * Presence: a zeroed struct (X_init) is the default message. Singular\n"
+    " * message fields are pointers (NULL = absent); `optional` scalars have a\n"
+    " * has_<field> flag; repeated and map fields are n_<field> + an array (a map\n"
+    " * is an array of key/value entries, in wire order); a oneof is <oneof>_case\n"
+    " * (0 = none) + an anonymous union of its members.\n"
+    " *\n"
+    " * X_encoded_size(msg)  exact size of the encoding (1 for NULL: an empty map)\n"
+    " * X_encode(msg, dst, len)  writes exactly len = X_encoded_size(msg) bytes;\n"
+    " *     RDMX_E_INVAL when len is not that size (nothing past dst + len is written)\n"
+    " * X_decode(msg, src, len, arena, opts)  decodes all of src (trailing bytes are\n"
+    " *     an error); opts may be NULL (depth 32, no copy, default budget); arena may\n"
+    " *     be NULL only when nothing needs memory; *msg is written only on success;\n"
+    " *     errors: RDMX_E_PROTOCOL, RDMX_E_TOO_BIG, RDMX_E_NOMEM, RDMX_E_INVAL\n"
+    " * X_payload(msg)  a struct rdmx_rpc_payload that encodes msg straight into the\n"
+    " *     channel buffer (msg must stay valid until the call/respond returns)\n"
+    " * X__* functions are internal to generated code. */\n\n";
 
 static const char service_doc[] =
-	"/* Services.\n"
-	" * Client, blocking: S_M(rc, req, resp, arena, opts, status) drives progress until\n"
-	" *   the call completes. Returns 0 when the call succeeded (RDMX_RPC_OK) and\n"
-	" *   *resp was decoded into arena (strings copied, NUL-terminated); a positive\n"
-	" *   enum rdmx_rpc_code when the server or the runtime answered another status\n"
-	" *   (*resp untouched); a negative RDMX_E_* code when the call could not be made\n"
-	" *   or the response could not be decoded (RDMX_E_PROTOCOL). status (may be NULL)\n"
-	" *   gets the code and the status message copied into arena (NULL without arena).\n"
-	" *   opts may be NULL (no deadline). With opts->oneway, *resp is left as is.\n"
-	" * Client, async: S_M_async(rc, req, opts, cb, arg, call_id) returns 0 or a\n"
-	" *   negative RDMX_E_* code; cb then runs exactly once from progress with the\n"
-	" *   code, the status message (may be NULL) and the decoded response (non-NULL\n"
-	" *   only when code is RDMX_RPC_OK; valid only during cb: copy what you keep).\n"
-	" *   An undecodable response completes with RDMX_RPC_INTERNAL. *call_id (may be\n"
-	" *   NULL) names the call for rdmx_rpc_cancel.\n"
-	" * Server: fill a struct S_handlers (NULL members stay unimplemented: the server\n"
-	" *   answers UNIMPLEMENTED) and S_register(server, handlers, arg) it (the table is\n"
-	" *   copied; rdmx_codec_release_bindings(server) frees the copy after the server\n"
-	" *   is gone). A handler gets the decoded request, valid only during the handler\n"
-	" *   (a malformed request is answered INVALID_ARGUMENT without calling it), and\n"
-	" *   answers once, now or later, with S_M_respond(call, code, message, resp)\n"
-	" *   (resp NULL sends the default message). Method ids: 32-bit FNV-1a of\n"
-	" *   \"package.Service/Method\". */\n\n";
+    "/* Services.\n"
+    " * Client, blocking: S_M(rc, req, resp, arena, opts, status) drives progress until\n"
+    " *   the call completes. Returns 0 when the call succeeded (RDMX_RPC_OK) and\n"
+    " *   *resp was decoded into arena (strings copied, NUL-terminated); a positive\n"
+    " *   enum rdmx_rpc_code when the server or the runtime answered another status\n"
+    " *   (*resp untouched); a negative RDMX_E_* code when the call could not be made\n"
+    " *   or the response could not be decoded (RDMX_E_PROTOCOL). status (may be NULL)\n"
+    " *   gets the code and the status message copied into arena (NULL without arena).\n"
+    " *   opts may be NULL (no deadline). With opts->oneway, *resp is left as is.\n"
+    " * Client, async: S_M_async(rc, req, opts, cb, arg, call_id) returns 0 or a\n"
+    " *   negative RDMX_E_* code; cb then runs exactly once from progress with the\n"
+    " *   code, the status message (may be NULL) and the decoded response (non-NULL\n"
+    " *   only when code is RDMX_RPC_OK; valid only during cb: copy what you keep).\n"
+    " *   An undecodable response completes with RDMX_RPC_INTERNAL. *call_id (may be\n"
+    " *   NULL) names the call for rdmx_rpc_cancel.\n"
+    " * Server: fill a struct S_handlers (NULL members stay unimplemented: the server\n"
+    " *   answers UNIMPLEMENTED) and S_register(server, handlers, arg) it (the table is\n"
+    " *   copied; rdmx_codec_release_bindings(server) frees the copy after the server\n"
+    " *   is gone). A handler gets the decoded request, valid only during the handler\n"
+    " *   (a malformed request is answered INVALID_ARGUMENT without calling it), and\n"
+    " *   answers once, now or later, with S_M_respond(call, code, message, resp)\n"
+    " *   (resp NULL sends the default message). Method ids: 32-bit FNV-1a of\n"
+    " *   \"package.Service/Method\". */\n\n";
 
 static void emit_service(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_service *s)
 {
@@ -254,38 +273,43 @@ static void emit_service(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 		const char *in = m->in->cname, *out = m->out->cname;
 		gen_buf_printf(o, "#define %s_ID 0x%08xu\n", up, m->id);
 		gen_buf_printf(o, "#define %s_NAME \"%s/%s\"\n", up, s->full_name, m->name);
+		gen_buf_printf(
+		    o,
+		    "typedef void (*%s_cb)(enum rdmx_rpc_code code, const char *message,\n"
+		    "\tconst %s *resp, void *arg);\n",
+		    base, out);
+		gen_buf_printf(
+		    o,
+		    "int %s(struct rdmx_rpc_conn *rc, const %s *req, %s *resp,\n"
+		    "\tstruct rdmx_arena *arena, const struct rdmx_rpc_call_opts *opts,\n"
+		    "\tstruct rdmx_rpc_status *status);\n",
+		    base, in, out);
 		gen_buf_printf(o,
-			       "typedef void (*%s_cb)(enum rdmx_rpc_code code, const char *message,\n"
-			       "\tconst %s *resp, void *arg);\n",
-			       base, out);
-		gen_buf_printf(o,
-			       "int %s(struct rdmx_rpc_conn *rc, const %s *req, %s *resp,\n"
-			       "\tstruct rdmx_arena *arena, const struct rdmx_rpc_call_opts *opts,\n"
-			       "\tstruct rdmx_rpc_status *status);\n",
-			       base, in, out);
-		gen_buf_printf(o,
-			       "int %s_async(struct rdmx_rpc_conn *rc, const %s *req,\n"
-			       "\tconst struct rdmx_rpc_call_opts *opts, %s_cb cb, void *arg,\n"
-			       "\tuint64_t *call_id);\n",
-			       base, in, base);
-		gen_buf_printf(o,
-			       "int %s_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,\n"
-			       "\tconst char *message, const %s *resp);\n\n",
-			       base, out);
+		               "int %s_async(struct rdmx_rpc_conn *rc, const %s *req,\n"
+		               "\tconst struct rdmx_rpc_call_opts *opts, %s_cb cb, void *arg,\n"
+		               "\tuint64_t *call_id);\n",
+		               base, in, base);
+		gen_buf_printf(
+		    o,
+		    "int %s_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,\n"
+		    "\tconst char *message, const %s *resp);\n\n",
+		    base, out);
 	}
 	gen_buf_printf(o, "struct %s_handlers {\n", s->cname);
 	for (i = 0; i < s->methods.n; i++) {
 		const struct gen_method *m = s->methods.items[i];
-		gen_buf_printf(o, "\tvoid (*%s)(struct rdmx_rpc_server_call *call, const %s *req, void *arg);\n",
-			       m->cname, m->in->cname);
+		gen_buf_printf(
+		    o,
+		    "\tvoid (*%s)(struct rdmx_rpc_server_call *call, const %s *req, void *arg);\n",
+		    m->cname, m->in->cname);
 	}
 	if (s->methods.n == 0)
 		gen_buf_puts(o, "\tchar unused_; /* no methods */\n");
 	gen_buf_puts(o, "};\n");
 	gen_buf_printf(o,
-		       "int %s_register(struct rdmx_rpc_server *server,\n"
-		       "\tconst struct %s_handlers *handlers, void *arg);\n\n",
-		       s->cname, s->cname);
+	               "int %s_register(struct rdmx_rpc_server *server,\n"
+	               "\tconst struct %s_handlers *handlers, void *arg);\n\n",
+	               s->cname, s->cname);
 }
 
 void gen_emit_h(struct gen_ctx *ctx, struct gen_file *f, struct gen_buf *o)

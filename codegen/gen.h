@@ -82,8 +82,8 @@ struct gen_field {
 	char *type_name; /* GT_NAMED: as written */
 	struct gen_message *msg;
 	struct gen_enum *en;
-	int oneof; /* index into the message's oneofs, -1 for none */
-	bool is_map;  /* repeated field of a map entry message (msg) */
+	int oneof;   /* index into the message's oneofs, -1 for none */
+	bool is_map; /* repeated field of a map entry message (msg) */
 	struct gen_loc loc, type_loc, number_loc;
 };
 
@@ -114,9 +114,9 @@ struct gen_message {
 	struct gen_vec fields;   /* struct gen_field * */
 	struct gen_vec messages; /* nested (map entries included) */
 	struct gen_vec enums;
-	struct gen_vec oneofs;     /* struct gen_oneof * */
-	struct gen_vec reserved;   /* struct gen_range * */
-	struct gen_vec rnames;     /* struct gen_name * */
+	struct gen_vec oneofs;   /* struct gen_oneof * */
+	struct gen_vec reserved; /* struct gen_range * */
+	struct gen_vec rnames;   /* struct gen_name * */
 	bool map_entry;
 	unsigned mark; /* scratch for graph walks (emit_c.c) */
 };
@@ -202,9 +202,9 @@ void gen_ctx_init(struct gen_ctx *ctx, FILE *diag);
 void gen_flush(struct gen_ctx *ctx);
 void gen_ctx_fini(struct gen_ctx *ctx);
 void gen_error(struct gen_ctx *ctx, const struct gen_loc *loc, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 void gen_warning(struct gen_ctx *ctx, const struct gen_loc *loc, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* ---- lexer ---- */
 
@@ -213,16 +213,16 @@ enum gen_tok_kind { TK_EOF, TK_IDENT, TK_INT, TK_FLOAT, TK_STRING, TK_SYM };
 struct gen_tok {
 	enum gen_tok_kind kind;
 	struct gen_loc loc;
-	char *text;     /* ident, string value (decoded), number spelling */
-	size_t len;     /* string value length (may hold NULs) */
-	uint64_t ival;  /* TK_INT */
-	bool overflow;  /* TK_INT too large for 64 bits */
-	char sym;       /* TK_SYM */
+	char *text;    /* ident, string value (decoded), number spelling */
+	size_t len;    /* string value length (may hold NULs) */
+	uint64_t ival; /* TK_INT */
+	bool overflow; /* TK_INT too large for 64 bits */
+	char sym;      /* TK_SYM */
 };
 
 /* Tokenises text; reports lexical errors; always ends with TK_EOF. */
 struct gen_tok *gen_lex(struct gen_ctx *ctx, const char *path, const char *text, size_t len,
-			int *ntok);
+                        int *ntok);
 
 /* ---- parser ---- */
 
@@ -249,7 +249,7 @@ void gen_emit_c(struct gen_ctx *ctx, struct gen_file *f, struct gen_buf *out);
 /* shared emitter helpers (emit_h.c) */
 /* every message (pre-order, map entries included) and enum of a file */
 void gen_collect(struct gen_ctx *ctx, const struct gen_file *f, struct gen_vec *msgs,
-		 struct gen_vec *enums);
+                 struct gen_vec *enums);
 const char *gen_ctype(struct gen_ctx *ctx, const struct gen_field *fd); /* element type */
 char *gen_upper(struct gen_ctx *ctx, const char *s);
 char *gen_guard(struct gen_ctx *ctx, const struct gen_file *f);

@@ -127,38 +127,66 @@ static void lex_string(struct lexer *lx)
 				continue;
 			c = (unsigned char)*lx->p;
 			switch (c) {
-			case 'a': val[n++] = '\a'; advance(lx); break;
-			case 'b': val[n++] = '\b'; advance(lx); break;
-			case 'f': val[n++] = '\f'; advance(lx); break;
-			case 'n': val[n++] = '\n'; advance(lx); break;
-			case 'r': val[n++] = '\r'; advance(lx); break;
-			case 't': val[n++] = '\t'; advance(lx); break;
-			case 'v': val[n++] = '\v'; advance(lx); break;
-			case '\\': case '\'': case '"': case '?':
+			case 'a':
+				val[n++] = '\a';
+				advance(lx);
+				break;
+			case 'b':
+				val[n++] = '\b';
+				advance(lx);
+				break;
+			case 'f':
+				val[n++] = '\f';
+				advance(lx);
+				break;
+			case 'n':
+				val[n++] = '\n';
+				advance(lx);
+				break;
+			case 'r':
+				val[n++] = '\r';
+				advance(lx);
+				break;
+			case 't':
+				val[n++] = '\t';
+				advance(lx);
+				break;
+			case 'v':
+				val[n++] = '\v';
+				advance(lx);
+				break;
+			case '\\':
+			case '\'':
+			case '"':
+			case '?':
 				val[n++] = (char)c;
 				advance(lx);
 				break;
-			case 'x': case 'X':
+			case 'x':
+			case 'X':
 				advance(lx);
-				for (v = 0, k = 0; k < 2 && lx->p < lx->end && hexval(*lx->p) >= 0; k++) {
+				for (v = 0, k = 0; k < 2 && lx->p < lx->end && hexval(*lx->p) >= 0;
+				     k++) {
 					v = v * 16 + hexval(*lx->p);
 					advance(lx);
 				}
 				if (k == 0)
-					gen_error(lx->ctx, &esc, "invalid escape sequence in string literal");
+					gen_error(lx->ctx, &esc,
+					          "invalid escape sequence in string literal");
 				val[n++] = (char)v;
 				break;
 			default:
 				if (c >= '0' && c <= '7') {
-					for (v = 0, k = 0; k < 3 && lx->p < lx->end && *lx->p >= '0' &&
-							   *lx->p <= '7';
+					for (v = 0, k = 0; k < 3 && lx->p < lx->end &&
+					                   *lx->p >= '0' && *lx->p <= '7';
 					     k++) {
 						v = v * 8 + (*lx->p - '0');
 						advance(lx);
 					}
 					val[n++] = (char)v;
 				} else {
-					gen_error(lx->ctx, &esc, "invalid escape sequence in string literal");
+					gen_error(lx->ctx, &esc,
+					          "invalid escape sequence in string literal");
 					if (c != '\n')
 						advance(lx);
 				}
@@ -233,7 +261,7 @@ static void lex_number(struct lexer *lx)
 }
 
 struct gen_tok *gen_lex(struct gen_ctx *ctx, const char *path, const char *text, size_t len,
-			int *ntok)
+                        int *ntok)
 {
 	struct lexer lx = {ctx, path, text, text + len, 1, 1, NULL, 0, 0};
 	while (lx.p < lx.end) {
@@ -251,7 +279,7 @@ struct gen_tok *gen_lex(struct gen_ctx *ctx, const char *path, const char *text,
 			t = push(&lx, TK_IDENT, l);
 			t->text = gen_strndup(&ctx->pool, s, (size_t)(lx.p - s));
 		} else if (isdigit(c) ||
-			   (c == '.' && lx.p + 1 < lx.end && isdigit((unsigned char)lx.p[1]))) {
+		           (c == '.' && lx.p + 1 < lx.end && isdigit((unsigned char)lx.p[1]))) {
 			lex_number(&lx);
 		} else if (c == '"' || c == '\'') {
 			lex_string(&lx);

@@ -16,12 +16,15 @@
 
 static void usage(FILE *fp)
 {
-	fputs("usage: rdmx-gen [--include DIR]... --out DIR [--depfile FILE] FILE.proto...\n"
-	      "  -I, --include DIR  where imports are searched (after the importing file's folder)\n"
-	      "  -o, --out DIR      where NAME.rdmx.h and NAME.rdmx.c are written (created if needed)\n"
-	      "  --depfile FILE     also write a make-style dependency file (outputs: inputs + imports)\n"
-	      "  -h, --help         this text;  --version  the version\n",
-	      fp);
+	fputs(
+	    "usage: rdmx-gen [--include DIR]... --out DIR [--depfile FILE] FILE.proto...\n"
+	    "  -I, --include DIR  where imports are searched (after the importing file's folder)\n"
+	    "  -o, --out DIR      where NAME.rdmx.h and NAME.rdmx.c are written (created if "
+	    "needed)\n"
+	    "  --depfile FILE     also write a make-style dependency file (outputs: inputs + "
+	    "imports)\n"
+	    "  -h, --help         this text;  --version  the version\n",
+	    fp);
 }
 
 static int mkdirs(const char *dir)
@@ -151,7 +154,8 @@ int main(int argc, char **argv)
 		struct stat st;
 		const char *d = ctx.include_dirs.items[i];
 		if (stat(d, &st) != 0 || !S_ISDIR(st.st_mode))
-			fprintf(stderr, "rdmx-gen: warning: include folder \"%s\" does not exist\n", d);
+			fprintf(stderr, "rdmx-gen: warning: include folder \"%s\" does not exist\n",
+			        d);
 	}
 	for (i = 0; i < inputs.n; i++)
 		gen_load(&ctx, inputs.items[i], true);
@@ -163,14 +167,15 @@ int main(int argc, char **argv)
 			struct gen_file *b = ctx.files.items[j];
 			if (b->input && strcmp(a->basename, b->basename) == 0)
 				gen_error(&ctx, NULL,
-					  "inputs \"%s\" and \"%s\" would both write %s.rdmx.h", b->path,
-					  a->path, a->basename);
+				          "inputs \"%s\" and \"%s\" would both write %s.rdmx.h",
+				          b->path, a->path, a->basename);
 		}
 	}
 	if (ctx.errors || !gen_resolve(&ctx))
 		goto done;
 	if (mkdirs(out) != 0) {
-		fprintf(stderr, "rdmx-gen: error: cannot create \"%s\": %s\n", out, strerror(errno));
+		fprintf(stderr, "rdmx-gen: error: cannot create \"%s\": %s\n", out,
+		        strerror(errno));
 		goto done;
 	}
 	for (i = 0; i < ctx.files.n; i++) {

@@ -26,11 +26,11 @@ static const struct {
 	const char *name;
 	enum gen_type type;
 } scalars[] = {
-	{"double", GT_DOUBLE},     {"float", GT_FLOAT},       {"int32", GT_INT32},
-	{"int64", GT_INT64},       {"uint32", GT_UINT32},     {"uint64", GT_UINT64},
-	{"sint32", GT_SINT32},     {"sint64", GT_SINT64},     {"fixed32", GT_FIXED32},
-	{"fixed64", GT_FIXED64},   {"sfixed32", GT_SFIXED32}, {"sfixed64", GT_SFIXED64},
-	{"bool", GT_BOOL},         {"string", GT_STRING},     {"bytes", GT_BYTES},
+    {"double", GT_DOUBLE},   {"float", GT_FLOAT},       {"int32", GT_INT32},
+    {"int64", GT_INT64},     {"uint32", GT_UINT32},     {"uint64", GT_UINT64},
+    {"sint32", GT_SINT32},   {"sint64", GT_SINT64},     {"fixed32", GT_FIXED32},
+    {"fixed64", GT_FIXED64}, {"sfixed32", GT_SFIXED32}, {"sfixed64", GT_SFIXED64},
+    {"bool", GT_BOOL},       {"string", GT_STRING},     {"bytes", GT_BYTES},
 };
 
 bool gen_is_scalar(enum gen_type t)
@@ -97,7 +97,7 @@ static const char *describe(struct parser *p, const struct gen_tok *t)
 }
 
 static void syntax_error(struct parser *p, const struct gen_tok *t, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void syntax_error(struct parser *p, const struct gen_tok *t, const char *fmt, ...)
 {
 	va_list ap;
@@ -185,8 +185,7 @@ static char *expect_ident(struct parser *p, const char *what, struct gen_loc *lo
 }
 
 /* a.b.c, or .a.b.c when leading_dot */
-static char *parse_dotted(struct parser *p, bool leading_dot, const char *what,
-			  struct gen_loc *loc)
+static char *parse_dotted(struct parser *p, bool leading_dot, const char *what, struct gen_loc *loc)
 {
 	struct gen_buf b = {0};
 	char *r;
@@ -262,7 +261,7 @@ static bool reject_field_options(struct parser *p)
 }
 
 static void parse_reserved(struct parser *p, struct gen_vec *ranges, struct gen_vec *names,
-			   int64_t max)
+                           int64_t max)
 {
 	struct gen_tok *kw = cur(p);
 	next(p);
@@ -306,7 +305,9 @@ static void parse_reserved(struct parser *p, struct gen_vec *ranges, struct gen_
 				break;
 		}
 	} else if (cur(p)->kind == TK_IDENT) {
-		syntax_error(p, cur(p), "reserved names must be string literals");
+		syntax_error(
+		    p, cur(p),
+		    "reserved names must be string literals (unquoted names are not supported)");
 		skip_statement(p);
 		return;
 	} else {
@@ -389,8 +390,8 @@ static void parse_map_field(struct parser *p, struct gen_message *m, struct gen_
 	kt = scalar_type(cur(p)->text);
 	if (!valid_map_key(kt)) {
 		syntax_error(p, cur(p),
-			     "map key type must be an integer, bool or string type, not \"%s\"",
-			     cur(p)->text);
+		             "map key type must be an integer, bool or string type, not \"%s\"",
+		             cur(p)->text);
 		skip_statement(p);
 		return;
 	}
@@ -481,8 +482,9 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 	}
 	if (is_kw(cur(p), "map") && is_sym(peek(p, 1), '<')) {
 		if (label != GL_NONE || oneof >= 0) {
-			syntax_error(p, start, oneof >= 0 ? "map fields are not allowed in oneofs"
-							   : "map fields cannot have labels");
+			syntax_error(p, start,
+			             oneof >= 0 ? "map fields are not allowed in oneofs"
+			                        : "map fields cannot have labels");
 			skip_statement(p);
 			return;
 		}
@@ -520,9 +522,9 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 }
 
 static void parse_enum(struct parser *p, struct gen_file *f, struct gen_message *parent,
-		       struct gen_vec *into);
+                       struct gen_vec *into);
 static void parse_message(struct parser *p, struct gen_message *parent, struct gen_vec *into,
-			  int depth);
+                          int depth);
 
 static void parse_oneof(struct parser *p, struct gen_message *m)
 {
@@ -550,7 +552,7 @@ static void parse_oneof(struct parser *p, struct gen_message *m)
 }
 
 static void parse_message(struct parser *p, struct gen_message *parent, struct gen_vec *into,
-			  int depth)
+                          int depth)
 {
 	struct gen_message *m = gen_alloc(&p->ctx->pool, sizeof(*m));
 	struct gen_tok *kw = cur(p);
@@ -572,9 +574,10 @@ static void parse_message(struct parser *p, struct gen_message *parent, struct g
 	for (;;) {
 		struct gen_tok *t = cur(p);
 		if (t->kind == TK_EOF) {
-			syntax_error(p, cur(p),
-				     "expected \"}\" closing message \"%s\" (line %d), got end of file",
-				     m->name, m->loc.line);
+			syntax_error(
+			    p, cur(p),
+			    "expected \"}\" closing message \"%s\" (line %d), got end of file",
+			    m->name, m->loc.line);
 			return;
 		}
 		if (is_sym(t, '}')) {
@@ -585,9 +588,11 @@ static void parse_message(struct parser *p, struct gen_message *parent, struct g
 			continue;
 		if (is_kw(t, "message") && peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '{'))
 			parse_message(p, m, &m->messages, depth + 1);
-		else if (is_kw(t, "enum") && peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '{'))
+		else if (is_kw(t, "enum") && peek(p, 1)->kind == TK_IDENT &&
+		         is_sym(peek(p, 2), '{'))
 			parse_enum(p, p->f, m, &m->enums);
-		else if (is_kw(t, "oneof") && peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '{'))
+		else if (is_kw(t, "oneof") && peek(p, 1)->kind == TK_IDENT &&
+		         is_sym(peek(p, 2), '{'))
 			parse_oneof(p, m);
 		else if (is_kw(t, "reserved"))
 			parse_reserved(p, &m->reserved, &m->rnames, 536870911);
@@ -597,7 +602,7 @@ static void parse_message(struct parser *p, struct gen_message *parent, struct g
 }
 
 static void parse_enum(struct parser *p, struct gen_file *f, struct gen_message *parent,
-		       struct gen_vec *into)
+                       struct gen_vec *into)
 {
 	struct gen_enum *e = gen_alloc(&p->ctx->pool, sizeof(*e));
 	next(p);
@@ -613,9 +618,10 @@ static void parse_enum(struct parser *p, struct gen_file *f, struct gen_message 
 		struct gen_tok *t = cur(p);
 		struct gen_enum_value *v;
 		if (t->kind == TK_EOF) {
-			syntax_error(p, cur(p),
-				     "expected \"}\" closing enum \"%s\" (line %d), got end of file",
-				     e->name, e->loc.line);
+			syntax_error(
+			    p, cur(p),
+			    "expected \"}\" closing enum \"%s\" (line %d), got end of file",
+			    e->name, e->loc.line);
 			return;
 		}
 		if (is_sym(t, '}')) {
@@ -672,9 +678,10 @@ static void parse_service(struct parser *p)
 		struct gen_tok *t = cur(p);
 		struct gen_method *m;
 		if (t->kind == TK_EOF) {
-			syntax_error(p, cur(p),
-				     "expected \"}\" closing service \"%s\" (line %d), got end of file",
-				     s->name, s->loc.line);
+			syntax_error(
+			    p, cur(p),
+			    "expected \"}\" closing service \"%s\" (line %d), got end of file",
+			    s->name, s->loc.line);
 			return;
 		}
 		if (is_sym(t, '}')) {
@@ -721,8 +728,10 @@ static void parse_service(struct parser *p)
 			if (accept_sym(p, ';'))
 				continue;
 			if (!unsupported_statement(p)) {
-				syntax_error(p, cur(p), "method bodies may only hold options (not supported), got %s",
-					     describe(p, cur(p)));
+				syntax_error(
+				    p, cur(p),
+				    "method bodies may only hold options (not supported), got %s",
+				    describe(p, cur(p)));
 				skip_statement(p);
 			}
 		}
@@ -750,7 +759,7 @@ static void parse_syntax(struct parser *p)
 		syntax_error(p, cur(p), "proto2 syntax is not supported (only proto3)");
 	else if (strcmp(cur(p)->text, "proto3") != 0)
 		syntax_error(p, cur(p), "unrecognized syntax \"%s\" (only proto3 is supported)",
-			     cur(p)->text);
+		             cur(p)->text);
 	next(p);
 	if (!expect_semi(p))
 		skip_statement(p);
@@ -837,10 +846,11 @@ bool gen_parse(struct gen_ctx *ctx, struct gen_file *f, const char *text, size_t
 		else if (unsupported_statement(&p))
 			;
 		else {
-			syntax_error(&p, t,
-				     "expected a top-level statement (syntax, package, import, message, "
-				     "enum or service), got %s",
-				     describe(&p, t));
+			syntax_error(
+			    &p, t,
+			    "expected a top-level statement (syntax, package, import, message, "
+			    "enum or service), got %s",
+			    describe(&p, t));
 			skip_statement(&p);
 			if (is_sym(cur(&p), '}'))
 				next(&p);

@@ -65,7 +65,7 @@ static void table_put(struct gen_pool *pool, struct table *t, struct sym *s)
 struct resolver {
 	struct gen_ctx *ctx;
 	struct table syms;
-	struct gen_vec stack; /* files being loaded, for cycle reports */
+	struct gen_vec stack;                /* files being loaded, for cycle reports */
 	const char *last_owner, *last_other; /* last C name collision reported */
 };
 
@@ -183,7 +183,7 @@ static void report_cycle(struct gen_ctx *ctx, struct gen_file *target, const str
 }
 
 static struct gen_file *load(struct gen_ctx *ctx, const char *path, bool input,
-			     const struct gen_loc *from);
+                             const struct gen_loc *from);
 
 static void load_imports(struct gen_ctx *ctx, struct gen_file *f)
 {
@@ -202,8 +202,9 @@ static void load_imports(struct gen_ctx *ctx, struct gen_file *f)
 			}
 		}
 		if (!found) {
-			gen_error(ctx, &im->loc, "import \"%s\" not found (searched the file's folder%s)",
-				  im->name, ctx->include_dirs.n ? " and the --include folders" : "");
+			gen_error(
+			    ctx, &im->loc, "import \"%s\" not found (searched the file's folder%s)",
+			    im->name, ctx->include_dirs.n ? " and the --include folders" : "");
 			continue;
 		}
 		for (j = 0; j < i; j++) {
@@ -218,7 +219,7 @@ static void load_imports(struct gen_ctx *ctx, struct gen_file *f)
 }
 
 static struct gen_file *load(struct gen_ctx *ctx, const char *path, bool input,
-			     const struct gen_loc *from)
+                             const struct gen_loc *from)
 {
 	struct resolver *r = R(ctx);
 	struct gen_file *f;
@@ -281,23 +282,126 @@ struct gen_file *gen_load(struct gen_ctx *ctx, const char *path, bool input)
 /* ---- C names ---- */
 
 static const char *const c_keywords[] = {
-	"auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
-	"enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
-	"restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
-	"union", "unsigned", "void", "volatile", "while", "_Alignas", "_Alignof", "_Atomic", "_Bool",
-	"_Complex", "_Generic", "_Imaginary", "_Noreturn", "_Static_assert", "_Thread_local",
-	/* C++ */
-	"alignas", "alignof", "and", "and_eq", "asm", "bitand", "bitor", "bool", "catch", "char16_t",
-	"char32_t", "char8_t", "class", "compl", "concept", "consteval", "constexpr", "constinit",
-	"const_cast", "co_await", "co_return", "co_yield", "decltype", "delete", "dynamic_cast",
-	"explicit", "export", "false", "friend", "mutable", "namespace", "new", "noexcept", "not",
-	"not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected", "public",
-	"reinterpret_cast", "requires", "static_assert", "static_cast", "template", "this",
-	"thread_local", "throw", "true", "try", "typeid", "typename", "using", "virtual", "wchar_t",
-	"xor", "xor_eq",
-	/* common macros */
-	"NULL", "EOF", "errno", "stdin", "stdout", "stderr", "assert", "offsetof", "unix", "linux",
-	"i386", "complex", "imaginary", "noreturn", "static_assert",
+    "auto",
+    "break",
+    "case",
+    "char",
+    "const",
+    "continue",
+    "default",
+    "do",
+    "double",
+    "else",
+    "enum",
+    "extern",
+    "float",
+    "for",
+    "goto",
+    "if",
+    "inline",
+    "int",
+    "long",
+    "register",
+    "restrict",
+    "return",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "struct",
+    "switch",
+    "typedef",
+    "union",
+    "unsigned",
+    "void",
+    "volatile",
+    "while",
+    "_Alignas",
+    "_Alignof",
+    "_Atomic",
+    "_Bool",
+    "_Complex",
+    "_Generic",
+    "_Imaginary",
+    "_Noreturn",
+    "_Static_assert",
+    "_Thread_local",
+    /* C++ */
+    "alignas",
+    "alignof",
+    "and",
+    "and_eq",
+    "asm",
+    "bitand",
+    "bitor",
+    "bool",
+    "catch",
+    "char16_t",
+    "char32_t",
+    "char8_t",
+    "class",
+    "compl",
+    "concept",
+    "consteval",
+    "constexpr",
+    "constinit",
+    "const_cast",
+    "co_await",
+    "co_return",
+    "co_yield",
+    "decltype",
+    "delete",
+    "dynamic_cast",
+    "explicit",
+    "export",
+    "false",
+    "friend",
+    "mutable",
+    "namespace",
+    "new",
+    "noexcept",
+    "not",
+    "not_eq",
+    "nullptr",
+    "operator",
+    "or",
+    "or_eq",
+    "private",
+    "protected",
+    "public",
+    "reinterpret_cast",
+    "requires",
+    "static_assert",
+    "static_cast",
+    "template",
+    "this",
+    "thread_local",
+    "throw",
+    "true",
+    "try",
+    "typeid",
+    "typename",
+    "using",
+    "virtual",
+    "wchar_t",
+    "xor",
+    "xor_eq",
+    /* common macros */
+    "NULL",
+    "EOF",
+    "errno",
+    "stdin",
+    "stdout",
+    "stderr",
+    "assert",
+    "offsetof",
+    "unix",
+    "linux",
+    "i386",
+    "complex",
+    "imaginary",
+    "noreturn",
+    "static_assert",
 };
 
 static char *c_member(struct gen_ctx *ctx, const char *name)
@@ -326,13 +430,20 @@ static char *c_prefix(struct gen_ctx *ctx, const char *package)
 static const char *kind_name(int kind)
 {
 	switch (kind) {
-	case SYM_PACKAGE: return "package";
-	case SYM_MESSAGE: return "message";
-	case SYM_ENUM: return "enum";
-	case SYM_VALUE: return "enum value";
-	case SYM_FIELD: return "field";
-	case SYM_SERVICE: return "service";
-	default: return "method";
+	case SYM_PACKAGE:
+		return "package";
+	case SYM_MESSAGE:
+		return "message";
+	case SYM_ENUM:
+		return "enum";
+	case SYM_VALUE:
+		return "enum value";
+	case SYM_FIELD:
+		return "field";
+	case SYM_SERVICE:
+		return "service";
+	default:
+		return "method";
 	}
 }
 
@@ -349,7 +460,7 @@ static const char *last_of(const char *full)
 }
 
 static void add_sym(struct gen_ctx *ctx, const char *full, int kind, void *ptr, struct gen_file *f,
-		    const struct gen_loc *loc)
+                    const struct gen_loc *loc)
 {
 	struct resolver *r = R(ctx);
 	struct sym *old = table_get(&r->syms, full), *s;
@@ -358,14 +469,14 @@ static void add_sym(struct gen_ctx *ctx, const char *full, int kind, void *ptr, 
 			return;
 		if (old->file != f)
 			gen_error(ctx, loc, "\"%s\" is already defined in file \"%s\"", full,
-				  old->file->path);
+			          old->file->path);
 		else if (kind == SYM_PACKAGE || old->kind == SYM_PACKAGE)
 			gen_error(ctx, loc, "\"%s\" is already defined (as a %s)", full,
-				  kind_name(old->kind));
+			          kind_name(old->kind));
 		else {
 			const char *scope = scope_of(ctx, full);
 			gen_error(ctx, loc, "\"%s\" is already defined in \"%s\"", last_of(full),
-				  scope[0] ? scope : f->path);
+			          scope[0] ? scope : f->path);
 		}
 		return;
 	}
@@ -385,7 +496,7 @@ static char *qualify(struct gen_ctx *ctx, const char *scope, const char *name)
 }
 
 static void declare_enum(struct gen_ctx *ctx, struct gen_enum *e, const char *scope,
-			 const char *cscope)
+                         const char *cscope)
 {
 	int i;
 	e->full_name = qualify(ctx, scope, e->name);
@@ -417,7 +528,7 @@ static int member_cmp(const void *a, const void *b)
 }
 
 static void declare_message(struct gen_ctx *ctx, struct gen_message *m, const char *scope,
-			    const char *cscope)
+                            const char *cscope)
 {
 	int i, n = 0;
 	int total = m->fields.n + m->oneofs.n + m->messages.n + m->enums.n;
@@ -450,12 +561,12 @@ static void declare_message(struct gen_ctx *ctx, struct gen_message *m, const ch
 			struct gen_field *fd = mem[i].ptr;
 			fd->cname = c_member(ctx, fd->name);
 			add_sym(ctx, qualify(ctx, m->full_name, fd->name), SYM_FIELD, fd, m->file,
-				&fd->loc);
+			        &fd->loc);
 		} else if (mem[i].kind == 1) {
 			struct gen_oneof *o = mem[i].ptr;
 			o->cname = o->name; /* used as <name>_case only */
 			add_sym(ctx, qualify(ctx, m->full_name, o->name), SYM_FIELD, o, m->file,
-				&o->loc);
+			        &o->loc);
 		} else if (mem[i].kind == 2) {
 			declare_message(ctx, mem[i].ptr, m->full_name, inner);
 		} else {
@@ -465,7 +576,7 @@ static void declare_message(struct gen_ctx *ctx, struct gen_message *m, const ch
 }
 
 static void declare_service(struct gen_ctx *ctx, struct gen_file *f, struct gen_service *s,
-			    const char *cp);
+                            const char *cp);
 
 static void declare_file(struct gen_ctx *ctx, struct gen_file *f)
 {
@@ -476,7 +587,8 @@ static void declare_file(struct gen_ctx *ctx, struct gen_file *f)
 	if (pkg[0]) {
 		for (dot = pkg; (dot = strchr(dot, '.')) != NULL; dot++) {
 			*dot = 0;
-			add_sym(ctx, gen_strdup(&ctx->pool, pkg), SYM_PACKAGE, NULL, f, &f->package_loc);
+			add_sym(ctx, gen_strdup(&ctx->pool, pkg), SYM_PACKAGE, NULL, f,
+			        &f->package_loc);
 			*dot = '.';
 		}
 		add_sym(ctx, pkg, SYM_PACKAGE, NULL, f, &f->package_loc);
@@ -508,9 +620,8 @@ static void declare_file(struct gen_ctx *ctx, struct gen_file *f)
 	}
 }
 
-
 static void declare_service(struct gen_ctx *ctx, struct gen_file *f, struct gen_service *s,
-			    const char *cp)
+                            const char *cp)
 {
 	int j;
 	s->full_name = qualify(ctx, f->package, s->name);
@@ -550,7 +661,8 @@ static struct sym *lookup(struct gen_ctx *ctx, const char *scope, const char *na
 	sc = gen_strdup(&ctx->pool, scope);
 	for (;;) {
 		struct sym *s = table_get(&r->syms, qualify(ctx, sc, first));
-		if (s && (s->kind == SYM_PACKAGE || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM)) {
+		if (s &&
+		    (s->kind == SYM_PACKAGE || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM)) {
 			if (!dot)
 				return s;
 			/* the first part decides; the rest must be inside it */
@@ -569,8 +681,8 @@ static struct sym *lookup(struct gen_ctx *ctx, const char *scope, const char *na
 }
 
 static bool resolve_type(struct gen_ctx *ctx, struct gen_file *f, const char *scope,
-			 const char *name, const struct gen_loc *loc, enum gen_type *type,
-			 struct gen_message **msg, struct gen_enum **en)
+                         const char *name, const struct gen_loc *loc, enum gen_type *type,
+                         struct gen_message **msg, struct gen_enum **en)
 {
 	struct sym *s = lookup(ctx, scope, name);
 	if (!s) {
@@ -582,9 +694,8 @@ static bool resolve_type(struct gen_ctx *ctx, struct gen_file *f, const char *sc
 		return false;
 	}
 	if (!visible(f, s->file)) {
-		gen_error(ctx, loc,
-			  "\"%s\" is defined in \"%s\", which is not imported by \"%s\"", name,
-			  s->file->path, f->path);
+		gen_error(ctx, loc, "\"%s\" is defined in \"%s\", which is not imported by \"%s\"",
+		          name, s->file->path, f->path);
 		return false;
 	}
 	if (s->kind == SYM_MESSAGE) {
@@ -622,24 +733,26 @@ static bool in_names(const struct gen_vec *names, const char *n)
 }
 
 static void check_reserved(struct gen_ctx *ctx, const struct gen_vec *ranges,
-			   const struct gen_vec *names, int64_t lo_limit, int64_t hi_limit,
-			   const char *what)
+                           const struct gen_vec *names, int64_t lo_limit, int64_t hi_limit,
+                           const char *what)
 {
 	int i, j;
 	for (i = 0; i < ranges->n; i++) {
 		const struct gen_range *r = ranges->items[i];
 		if (r->lo > r->hi)
-			gen_error(ctx, &r->loc, "reserved range %lld to %lld is empty (end before start)",
-				  (long long)r->lo, (long long)r->hi);
+			gen_error(ctx, &r->loc,
+			          "reserved range %lld to %lld is empty (end before start)",
+			          (long long)r->lo, (long long)r->hi);
 		else if (r->lo < lo_limit || r->hi > hi_limit)
 			gen_error(ctx, &r->loc, "reserved %s numbers must be between %lld and %lld",
-				  what, (long long)lo_limit, (long long)hi_limit);
+			          what, (long long)lo_limit, (long long)hi_limit);
 		for (j = 0; j < i; j++) {
 			const struct gen_range *o = ranges->items[j];
 			if (r->lo <= o->hi && o->lo <= r->hi) {
-				gen_error(ctx, &r->loc, "reserved range %lld to %lld overlaps range %lld to %lld",
-					  (long long)r->lo, (long long)r->hi, (long long)o->lo,
-					  (long long)o->hi);
+				gen_error(ctx, &r->loc,
+				          "reserved range %lld to %lld overlaps range %lld to %lld",
+				          (long long)r->lo, (long long)r->hi, (long long)o->lo,
+				          (long long)o->hi);
 				break;
 			}
 		}
@@ -649,7 +762,8 @@ static void check_reserved(struct gen_ctx *ctx, const struct gen_vec *ranges,
 		for (j = 0; j < i; j++) {
 			const struct gen_name *o = names->items[j];
 			if (strcmp(n->name, o->name) == 0) {
-				gen_error(ctx, &n->loc, "name \"%s\" is reserved more than once", n->name);
+				gen_error(ctx, &n->loc, "name \"%s\" is reserved more than once",
+				          n->name);
 				break;
 			}
 		}
@@ -665,24 +779,26 @@ static void check_enum(struct gen_ctx *ctx, struct gen_enum *e)
 	for (i = 0; i < e->values.n; i++) {
 		struct gen_enum_value *v = e->values.items[i];
 		if (v->number < INT32_MIN || v->number > INT32_MAX) {
-			gen_error(ctx, &v->loc, "enum value \"%s\" = %lld is out of the int32 range",
-				  v->name, (long long)v->number);
+			gen_error(ctx, &v->loc,
+			          "enum value \"%s\" = %lld is out of the int32 range", v->name,
+			          (long long)v->number);
 			continue;
 		}
 		if (i == 0 && v->number != 0)
 			gen_error(ctx, &v->loc, "the first enum value must be zero in proto3");
 		if (in_ranges(&e->reserved, v->number))
-			gen_error(ctx, &v->loc, "enum value \"%s\" uses reserved number %lld", v->name,
-				  (long long)v->number);
+			gen_error(ctx, &v->loc, "enum value \"%s\" uses reserved number %lld",
+			          v->name, (long long)v->number);
 		if (in_names(&e->rnames, v->name))
 			gen_error(ctx, &v->loc, "enum value name \"%s\" is reserved", v->name);
 		for (j = 0; j < i; j++) {
 			struct gen_enum_value *o = e->values.items[j];
 			if (o->number == v->number) {
 				gen_error(ctx, &v->loc,
-					  "\"%s\" uses the same enum value %lld as \"%s\" (aliases are not "
-					  "supported)",
-					  v->name, (long long)v->number, o->name);
+				          "\"%s\" uses the same enum value %lld as \"%s\" (aliases "
+				          "are not "
+				          "supported)",
+				          v->name, (long long)v->number, o->name);
 				break;
 			}
 		}
@@ -719,10 +835,11 @@ static void check_members(struct gen_ctx *ctx, struct gen_message *m)
 			if (old) {
 				/* the same proto name twice is reported as a duplicate */
 				if (strcmp((const char *)old->ptr, pname) != 0)
-					gen_error(ctx, loc,
-						  "generated C member \"%s\" of \"%s\" (for \"%s\") "
-						  "collides with the one for \"%s\"",
-						  names[k], m->full_name, pname, (const char *)old->ptr);
+					gen_error(
+					    ctx, loc,
+					    "generated C member \"%s\" of \"%s\" (for \"%s\") "
+					    "collides with the one for \"%s\"",
+					    names[k], m->full_name, pname, (const char *)old->ptr);
 				continue;
 			}
 			s = gen_alloc(&ctx->pool, sizeof(*s));
@@ -733,7 +850,9 @@ static void check_members(struct gen_ctx *ctx, struct gen_message *m)
 	}
 }
 
-#define NUM(fd) ((fd)->number_text ? (fd)->number_text : gen_printf(&ctx->pool, "%lld", (long long)(fd)->number))
+#define NUM(fd)                                                                                    \
+	((fd)->number_text ? (fd)->number_text                                                     \
+	                   : gen_printf(&ctx->pool, "%lld", (long long)(fd)->number))
 
 static void check_message(struct gen_ctx *ctx, struct gen_message *m)
 {
@@ -741,40 +860,46 @@ static void check_message(struct gen_ctx *ctx, struct gen_message *m)
 	for (i = 0; i < m->oneofs.n; i++) {
 		struct gen_oneof *o = m->oneofs.items[i];
 		if (o->nfields == 0)
-			gen_error(ctx, &o->loc, "oneof \"%s\" must have at least one field", o->name);
+			gen_error(ctx, &o->loc, "oneof \"%s\" must have at least one field",
+			          o->name);
 	}
 	if (!m->map_entry)
 		check_reserved(ctx, &m->reserved, &m->rnames, 1, FIELD_MAX, "field");
 	for (i = 0; i < m->fields.n; i++) {
 		struct gen_field *fd = m->fields.items[i];
 		if (fd->number <= 0) {
-			gen_error(ctx, &fd->number_loc, "field number %s of \"%s\" must be a positive "
-				  "integer (1 to %d)", NUM(fd), fd->name, FIELD_MAX);
+			gen_error(ctx, &fd->number_loc,
+			          "field number %s of \"%s\" must be a positive "
+			          "integer (1 to %d)",
+			          NUM(fd), fd->name, FIELD_MAX);
 			continue;
 		}
 		if (fd->number > FIELD_MAX) {
 			gen_error(ctx, &fd->number_loc,
-				  "field number %s of \"%s\" is out of range (1 to %d)", NUM(fd),
-				  fd->name, FIELD_MAX);
+			          "field number %s of \"%s\" is out of range (1 to %d)", NUM(fd),
+			          fd->name, FIELD_MAX);
 			continue;
 		}
 		if (fd->number >= 19000 && fd->number <= 19999)
-			gen_error(ctx, &fd->number_loc,
-				  "field number %lld of \"%s\" is in 19000 to 19999, reserved for the "
-				  "protocol buffer implementation",
-				  (long long)fd->number, fd->name);
+			gen_error(
+			    ctx, &fd->number_loc,
+			    "field number %lld of \"%s\" is in 19000 to 19999, reserved for the "
+			    "protocol buffer implementation",
+			    (long long)fd->number, fd->name);
 		if (in_ranges(&m->reserved, fd->number))
-			gen_error(ctx, &fd->number_loc, "field \"%s\" uses reserved field number %lld",
-				  fd->name, (long long)fd->number);
+			gen_error(ctx, &fd->number_loc,
+			          "field \"%s\" uses reserved field number %lld", fd->name,
+			          (long long)fd->number);
 		if (in_names(&m->rnames, fd->name))
 			gen_error(ctx, &fd->loc, "field name \"%s\" is reserved", fd->name);
 		for (j = 0; j < i; j++) {
 			struct gen_field *o = m->fields.items[j];
 			if (o->number == fd->number) {
-				gen_error(ctx, &fd->number_loc,
-					  "field number %lld has already been used in \"%s\" by field "
-					  "\"%s\"",
-					  (long long)fd->number, m->full_name, o->name);
+				gen_error(
+				    ctx, &fd->number_loc,
+				    "field number %lld has already been used in \"%s\" by field "
+				    "\"%s\"",
+				    (long long)fd->number, m->full_name, o->name);
 				break;
 			}
 		}
@@ -794,7 +919,7 @@ static void resolve_message(struct gen_ctx *ctx, struct gen_message *m)
 		if (fd->type != GT_NAMED)
 			continue;
 		resolve_type(ctx, m->file, m->full_name, fd->type_name, &fd->type_loc, &fd->type,
-			     &fd->msg, &fd->en);
+		             &fd->msg, &fd->en);
 	}
 	for (i = 0; i < m->messages.n; i++)
 		resolve_message(ctx, m->messages.items[i]);
@@ -810,21 +935,24 @@ static void resolve_services(struct gen_ctx *ctx, struct gen_file *f)
 			enum gen_type t = GT_NONE;
 			struct gen_enum *en = NULL;
 			char *full = gen_printf(&ctx->pool, "%s/%s", s->full_name, m->name);
-			if (resolve_type(ctx, f, f->package, m->in_name, &m->in_loc, &t, &m->in, &en) &&
+			if (resolve_type(ctx, f, f->package, m->in_name, &m->in_loc, &t, &m->in,
+			                 &en) &&
 			    t != GT_MESSAGE)
-				gen_error(ctx, &m->in_loc, "\"%s\" is not a message type", m->in_name);
+				gen_error(ctx, &m->in_loc, "\"%s\" is not a message type",
+				          m->in_name);
 			t = GT_NONE;
 			if (resolve_type(ctx, f, f->package, m->out_name, &m->out_loc, &t, &m->out,
-					 &en) &&
+			                 &en) &&
 			    t != GT_MESSAGE)
-				gen_error(ctx, &m->out_loc, "\"%s\" is not a message type", m->out_name);
+				gen_error(ctx, &m->out_loc, "\"%s\" is not a message type",
+				          m->out_name);
 			m->id = gen_fnv1a(full);
 			for (k = 0; k < j; k++) {
 				struct gen_method *o = s->methods.items[k];
 				if (o->id == m->id && strcmp(o->name, m->name) != 0)
 					gen_error(ctx, &m->loc,
-						  "method id 0x%08x of \"%s\" collides with \"%s\"",
-						  m->id, m->name, o->name);
+					          "method id 0x%08x of \"%s\" collides with \"%s\"",
+					          m->id, m->name, o->name);
 			}
 		}
 	}
@@ -833,7 +961,7 @@ static void resolve_services(struct gen_ctx *ctx, struct gen_file *f)
 /* ---- global C identifiers ---- */
 
 static void c_ident(struct gen_ctx *ctx, struct table *t, const char *name, const char *owner,
-		    const struct gen_loc *loc, struct gen_file *f)
+                    const struct gen_loc *loc, struct gen_file *f)
 {
 	struct sym *old = table_get(t, name), *s;
 	struct resolver *r = R(ctx);
@@ -844,8 +972,9 @@ static void c_ident(struct gen_ctx *ctx, struct table *t, const char *name, cons
 			return;
 		r->last_owner = owner;
 		r->last_other = old->ptr;
-		gen_error(ctx, loc, "generated C name \"%s\" of \"%s\" collides with the one of \"%s\"",
-			  name, owner, (const char *)old->ptr);
+		gen_error(ctx, loc,
+		          "generated C name \"%s\" of \"%s\" collides with the one of \"%s\"", name,
+		          owner, (const char *)old->ptr);
 		return;
 	}
 	s = gen_alloc(&ctx->pool, sizeof(*s));
@@ -861,38 +990,38 @@ static void c_enum_idents(struct gen_ctx *ctx, struct table *t, struct gen_enum 
 	int i;
 	c_ident(ctx, t, e->cname, e->full_name, &e->loc, e->file);
 	c_ident(ctx, t, gen_printf(&ctx->pool, "%s__FORCE_INT_MIN", e->cname), e->full_name,
-		&e->loc, e->file);
+	        &e->loc, e->file);
 	c_ident(ctx, t, gen_printf(&ctx->pool, "%s__FORCE_INT_MAX", e->cname), e->full_name,
-		&e->loc, e->file);
+	        &e->loc, e->file);
 	for (i = 0; i < e->values.n; i++) {
 		struct gen_enum_value *v = e->values.items[i];
 		c_ident(ctx, t, v->cname, gen_printf(&ctx->pool, "%s.%s", e->full_name, v->name),
-			&v->loc, e->file);
+		        &v->loc, e->file);
 	}
 }
 
 static void c_message_idents(struct gen_ctx *ctx, struct table *t, struct gen_message *m)
 {
-	static const char *const suffixes[] = {"",        "_init",     "_encoded_size",
-					       "_encode", "_decode",   "_payload",
-					       "__enc",   "__dec",     "__decp",
-					       "__encode_cb"};
+	static const char *const suffixes[] = {"",        "_init",      "_encoded_size", "_encode",
+	                                       "_decode", "_payload",   "__enc",         "__dec",
+	                                       "__decp",  "__encode_cb"};
 	int i;
 	for (i = 0; i < (m->map_entry ? 1 : (int)(sizeof(suffixes) / sizeof(suffixes[0]))); i++)
 		c_ident(ctx, t, gen_printf(&ctx->pool, "%s%s", m->cname, suffixes[i]), m->full_name,
-			&m->loc, m->file);
+		        &m->loc, m->file);
 	for (i = 0; i < m->oneofs.n; i++) {
 		struct gen_oneof *o = m->oneofs.items[i];
 		int j;
 		char *base = gen_printf(&ctx->pool, "%s_%s", m->cname, o->name);
 		char *owner = gen_printf(&ctx->pool, "%s.%s", m->full_name, o->name);
 		c_ident(ctx, t, gen_printf(&ctx->pool, "%s_case", base), owner, &o->loc, m->file);
-		c_ident(ctx, t, gen_printf(&ctx->pool, "%s_NOT_SET", base), owner, &o->loc, m->file);
+		c_ident(ctx, t, gen_printf(&ctx->pool, "%s_NOT_SET", base), owner, &o->loc,
+		        m->file);
 		for (j = 0; j < m->fields.n; j++) {
 			struct gen_field *fd = m->fields.items[j];
 			if (fd->oneof == i)
-				c_ident(ctx, t, gen_printf(&ctx->pool, "%s_%s", base, fd->name), owner,
-					&fd->loc, m->file);
+				c_ident(ctx, t, gen_printf(&ctx->pool, "%s_%s", base, fd->name),
+				        owner, &fd->loc, m->file);
 		}
 	}
 	for (i = 0; i < m->messages.n; i++)
@@ -910,19 +1039,21 @@ static void c_file_idents(struct gen_ctx *ctx, struct table *t, struct gen_file 
 		c_enum_idents(ctx, t, f->enums.items[i]);
 	for (i = 0; i < f->services.n; i++) {
 		struct gen_service *s = f->services.items[i];
-		c_ident(ctx, t, gen_printf(&ctx->pool, "%s_handlers", s->cname), s->full_name, &s->loc,
-			f);
-		c_ident(ctx, t, gen_printf(&ctx->pool, "%s_register", s->cname), s->full_name, &s->loc,
-			f);
+		c_ident(ctx, t, gen_printf(&ctx->pool, "%s_handlers", s->cname), s->full_name,
+		        &s->loc, f);
+		c_ident(ctx, t, gen_printf(&ctx->pool, "%s_register", s->cname), s->full_name,
+		        &s->loc, f);
 		for (j = 0; j < s->methods.n; j++) {
 			struct gen_method *m = s->methods.items[j];
 			char *base = gen_printf(&ctx->pool, "%s_%s", s->cname, m->name);
 			char *up = gen_upper(ctx, base);
 			char *owner = gen_printf(&ctx->pool, "%s/%s", s->full_name, m->name);
 			c_ident(ctx, t, base, owner, &m->loc, f);
-			c_ident(ctx, t, gen_printf(&ctx->pool, "%s_async", base), owner, &m->loc, f);
+			c_ident(ctx, t, gen_printf(&ctx->pool, "%s_async", base), owner, &m->loc,
+			        f);
 			c_ident(ctx, t, gen_printf(&ctx->pool, "%s_cb", base), owner, &m->loc, f);
-			c_ident(ctx, t, gen_printf(&ctx->pool, "%s_respond", base), owner, &m->loc, f);
+			c_ident(ctx, t, gen_printf(&ctx->pool, "%s_respond", base), owner, &m->loc,
+			        f);
 			c_ident(ctx, t, gen_printf(&ctx->pool, "%s_ID", up), owner, &m->loc, f);
 			c_ident(ctx, t, gen_printf(&ctx->pool, "%s_NAME", up), owner, &m->loc, f);
 		}
@@ -951,10 +1082,11 @@ static void check_c_names(struct gen_ctx *ctx, struct gen_file *f)
 				struct sym *o = s ? table_get(&t, s->name) : NULL;
 				if (o && o->file == f)
 					gen_error(ctx, &o->loc,
-						  "generated C name \"%s\" of \"%s\" collides with the one "
-						  "of \"%s\" in \"%s\"",
-						  s->name, (const char *)o->ptr, (const char *)s->ptr,
-						  im->file->path);
+					          "generated C name \"%s\" of \"%s\" collides with "
+					          "the one "
+					          "of \"%s\" in \"%s\"",
+					          s->name, (const char *)o->ptr,
+					          (const char *)s->ptr, im->file->path);
 			}
 		}
 	}

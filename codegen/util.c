@@ -204,8 +204,8 @@ static int file_rank(struct gen_ctx *ctx, const char *file)
 	return ctx->files.n;
 }
 
-static void diag(struct gen_ctx *ctx, const struct gen_loc *loc, const char *kind,
-		 const char *fmt, va_list ap)
+static void diag(struct gen_ctx *ctx, const struct gen_loc *loc, const char *kind, const char *fmt,
+                 va_list ap)
 {
 	struct gen_buf b = {0};
 	struct diag *d;

@@ -8,7 +8,7 @@
 #include <rdmx/codec.h>
 
 int rdmx__dec_init(struct rdmx_dec *d, const void *src, size_t len, struct rdmx_arena *arena,
-		   const struct rdmx_decode_opts *opts, size_t ratio)
+                   const struct rdmx_decode_opts *opts, size_t ratio)
 {
 	unsigned depth = RDMX_DECODE_DEFAULT_DEPTH;
 	size_t budget;
@@ -16,7 +16,7 @@ int rdmx__dec_init(struct rdmx_dec *d, const void *src, size_t len, struct rdmx_
 		return RDMX_E_INVAL;
 	if (opts && opts->max_depth)
 		depth = opts->max_depth < RDMX_DECODE_MAX_DEPTH ? opts->max_depth
-								: RDMX_DECODE_MAX_DEPTH;
+		                                                : RDMX_DECODE_MAX_DEPTH;
 	if (opts && opts->max_alloc)
 		budget = opts->max_alloc;
 	else {
@@ -124,26 +124,53 @@ static int skip_one(struct rdmx_dec *d, uint64_t *count)
 		n = 1 + (size_t)(b & 0x1f);
 	} else {
 		switch (b) {
-		case 0xcc: case 0xd0: n = 2; break;
-		case 0xcd: case 0xd1: n = 3; break;
-		case 0xca: case 0xce: case 0xd2: n = 5; break;
-		case 0xcb: case 0xcf: case 0xd3: n = 9; break;
-		case 0xd4: n = 3; break;
-		case 0xd5: n = 4; break;
-		case 0xd6: n = 6; break;
-		case 0xd7: n = 10; break;
-		case 0xd8: n = 18; break;
-		case 0xc4: case 0xd9:
+		case 0xcc:
+		case 0xd0:
+			n = 2;
+			break;
+		case 0xcd:
+		case 0xd1:
+			n = 3;
+			break;
+		case 0xca:
+		case 0xce:
+		case 0xd2:
+			n = 5;
+			break;
+		case 0xcb:
+		case 0xcf:
+		case 0xd3:
+			n = 9;
+			break;
+		case 0xd4:
+			n = 3;
+			break;
+		case 0xd5:
+			n = 4;
+			break;
+		case 0xd6:
+			n = 6;
+			break;
+		case 0xd7:
+			n = 10;
+			break;
+		case 0xd8:
+			n = 18;
+			break;
+		case 0xc4:
+		case 0xd9:
 			if (left < 2)
 				return RDMX_E_PROTOCOL;
 			n = 2 + (size_t)p[1];
 			break;
-		case 0xc5: case 0xda:
+		case 0xc5:
+		case 0xda:
 			if (left < 3)
 				return RDMX_E_PROTOCOL;
 			n = 3 + (size_t)rdmx__rd16(p + 1);
 			break;
-		case 0xc6: case 0xdb:
+		case 0xc6:
+		case 0xdb:
 			if (left < 5)
 				return RDMX_E_PROTOCOL;
 			n = 5 + (size_t)rdmx__rd32(p + 1);
@@ -320,7 +347,7 @@ bool rdmx__utf8_valid(const uint8_t *p, size_t n)
 }
 
 int rdmx__rpc_status_fill(struct rdmx_rpc_status *status, struct rdmx_arena *arena, int code,
-			  const char *message)
+                          const char *message)
 {
 	char *copy = NULL;
 	if (!status)

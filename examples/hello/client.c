@@ -8,7 +8,7 @@
 #include "net.h"
 
 static void on_reply(enum rdmx_rpc_code code, const char *message, const hello_HelloReply *resp,
-		     void *arg)
+                     void *arg)
 {
 	(void)message;
 	*(int *)arg = code == RDMX_RPC_OK ? 1 : -1;
@@ -39,7 +39,8 @@ int main(int argc, char **argv)
 	}
 	rc = net_connect(host, port, &net);
 	if (rc) {
-		fprintf(stderr, "hello_client: connecting to %s:%u: %s\n", host, port, rdmx_strerror(rc));
+		fprintf(stderr, "hello_client: connecting to %s:%u: %s\n", host, port,
+		        rdmx_strerror(rc));
 		return 1;
 	}
 	hello_HelloRequest_init(&req);
@@ -52,7 +53,7 @@ int main(int argc, char **argv)
 		printf("blocking: %s (#%u)\n", reply.message.data, reply.count);
 	else
 		fprintf(stderr, "hello_client: SayHello: %s\n",
-			rc < 0 ? rdmx_strerror(rc) : rdmx_rpc_code_name((enum rdmx_rpc_code)rc));
+		        rc < 0 ? rdmx_strerror(rc) : rdmx_rpc_code_name((enum rdmx_rpc_code)rc));
 	rdmx_arena_fini(&arena);
 
 	/* async: the callback runs from progress */

@@ -72,7 +72,7 @@ static void peer_closed(struct rdmx_rpc_conn *rc, int status, void *arg)
 
 /* a channel and an RPC endpoint on an established connection */
 static int peer_open(struct peer *p, struct rdmx_chan_host *host, struct rdmx_conn *conn,
-		     struct rdmx_rpc_server *server)
+                     struct rdmx_rpc_server *server)
 {
 	int rc = rdmx_chan_create(host, conn, &p->chan);
 	if (rc) {

@@ -180,7 +180,7 @@ struct rdmx_rpc_status {
  * copy of message in arena (NULL without arena or message). 0 or
  * RDMX_E_NOMEM. */
 int rdmx__rpc_status_fill(struct rdmx_rpc_status *status, struct rdmx_arena *arena, int code,
-			  const char *message);
+                          const char *message);
 
 /* Generated server skeletons allocate one small binding per register call
  * (the handler table and its arg); the RPC server API has no destroy hook,
@@ -494,7 +494,7 @@ static inline int rdmx__enc_finish(const struct rdmx_enc *e)
 
 /* ratio: the default budget's bytes per input byte (see above) */
 int rdmx__dec_init(struct rdmx_dec *d, const void *src, size_t len, struct rdmx_arena *arena,
-		   const struct rdmx_decode_opts *opts, size_t ratio);
+                   const struct rdmx_decode_opts *opts, size_t ratio);
 /* Skips one msgpack object of any type (nesting bounded by d->depth). */
 int rdmx__dec_skip(struct rdmx_dec *d);
 /* Arena memory for `n` objects of `size` bytes, zeroed, within the budget. */

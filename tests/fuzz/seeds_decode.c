@@ -27,15 +27,15 @@ static void put(int type, int flags, const void *p, size_t n)
 	fclose(fp);
 }
 
-#define SEED(T, type, m)                                                                    \
-	do {                                                                                \
-		size_t n_ = T##_encoded_size(m);                                            \
-		void *b_ = malloc(n_);                                                      \
-		if (!b_ || T##_encode(m, b_, n_) != 0)                                      \
-			exit(1);                                                            \
-		put(type, 0, b_, n_);                                                       \
-		put(type, 1, b_, n_);                                                       \
-		free(b_);                                                                   \
+#define SEED(T, type, m)                                                                           \
+	do {                                                                                       \
+		size_t n_ = T##_encoded_size(m);                                                   \
+		void *b_ = malloc(n_);                                                             \
+		if (!b_ || T##_encode(m, b_, n_) != 0)                                             \
+			exit(1);                                                                   \
+		put(type, 0, b_, n_);                                                              \
+		put(type, 1, b_, n_);                                                              \
+		free(b_);                                                                          \
 	} while (0)
 
 int main(int argc, char **argv)
@@ -138,9 +138,9 @@ int main(int argc, char **argv)
 	SEED(rt_Reserved, 9, &rs);
 	{
 		/* an unknown field holding every msgpack type */
-		static const uint8_t unk[] = {0x82, 0x01, 0x05, 0x63, 0x96, 0xc0, 0xc3, 0xcb, 0, 0, 0,
-					      0, 0, 0, 0, 0, 0xa1, 'x', 0xc4, 0x01, 0x00, 0x81,
-					      0xd4, 0x01, 0x02, 0x90};
+		static const uint8_t unk[] = {0x82, 0x01, 0x05, 0x63, 0x96, 0xc0, 0xc3, 0xcb, 0,
+		                              0,    0,    0,    0,    0,    0,    0,    0xa1, 'x',
+		                              0xc4, 0x01, 0x00, 0x81, 0xd4, 0x01, 0x02, 0x90};
 		put(0, 0, unk, sizeof(unk));
 	}
 	printf("%d seeds written to %s\n", count, dir);

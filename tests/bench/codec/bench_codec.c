@@ -161,8 +161,19 @@ static struct rdmx_arena arena;
 static const struct rdmx_decode_opts copy_opts = {0, true, 0};
 
 enum op {
-	ENC_R_SMALL, ENC_P_SMALL, DEC_R_SMALL, DEC_RC_SMALL, DEC_P_SMALL, DEC_PA_SMALL,
-	ENC_R_LARGE, ENC_P_LARGE, DEC_R_LARGE, DEC_RC_LARGE, DEC_P_LARGE, DEC_PA_LARGE, OPS
+	ENC_R_SMALL,
+	ENC_P_SMALL,
+	DEC_R_SMALL,
+	DEC_RC_SMALL,
+	DEC_P_SMALL,
+	DEC_PA_SMALL,
+	ENC_R_LARGE,
+	ENC_P_LARGE,
+	DEC_R_LARGE,
+	DEC_RC_LARGE,
+	DEC_P_LARGE,
+	DEC_PA_LARGE,
+	OPS
 };
 
 static void run(enum op op, long n)
@@ -173,7 +184,8 @@ static void run(enum op op, long n)
 		switch (op) {
 		case ENC_R_SMALL: {
 			size_t len = bench_Small_encoded_size(&r_small);
-			acc += (uint64_t)bench_Small_encode(&r_small, buf, len) + len + buf[len - 1];
+			acc +=
+			    (uint64_t)bench_Small_encode(&r_small, buf, len) + len + buf[len - 1];
 			break;
 		}
 		case ENC_P_SMALL: {
@@ -183,7 +195,8 @@ static void run(enum op op, long n)
 		}
 		case ENC_R_LARGE: {
 			size_t len = bench_Large_encoded_size(&r_large);
-			acc += (uint64_t)bench_Large_encode(&r_large, buf, len) + len + buf[len - 1];
+			acc +=
+			    (uint64_t)bench_Large_encode(&r_large, buf, len) + len + buf[len - 1];
 			break;
 		}
 		case ENC_P_LARGE: {
@@ -196,7 +209,7 @@ static void run(enum op op, long n)
 			bench_Small m;
 			rdmx_arena_reset(&arena);
 			if (bench_Small_decode(&m, enc_rs, len_rs, &arena,
-					       op == DEC_RC_SMALL ? &copy_opts : NULL))
+			                       op == DEC_RC_SMALL ? &copy_opts : NULL))
 				abort();
 			acc += (uint64_t)m.id + m.name.len;
 			break;
@@ -206,7 +219,7 @@ static void run(enum op op, long n)
 			bench_Large m;
 			rdmx_arena_reset(&arena);
 			if (bench_Large_decode(&m, enc_rl, len_rl, &arena,
-					       op == DEC_RC_LARGE ? &copy_opts : NULL))
+			                       op == DEC_RC_LARGE ? &copy_opts : NULL))
 				abort();
 			acc += m.n_items + m.items[3].name.len + m.blob.len;
 			break;
@@ -303,11 +316,13 @@ static void verify(void)
 		abort();
 	if (r.n_items != p->n_items || r.blob.len != p->blob.len ||
 	    memcmp(r.blob.data, p->blob.data, r.blob.len) != 0 || r.checksum != p->checksum ||
-	    !rdmx_str_eq(r.header->trace_id, p->header->trace_id) || r.header->seq != p->header->seq)
+	    !rdmx_str_eq(r.header->trace_id, p->header->trace_id) ||
+	    r.header->seq != p->header->seq)
 		abort();
 	for (i = 0; i < r.n_items; i++) {
-		if (!rdmx_str_eq(r.items[i].name, p->items[i]->name) || r.items[i].id != p->items[i]->id ||
-		    r.items[i].price != p->items[i]->price || r.items[i].n_tags != p->items[i]->n_tags)
+		if (!rdmx_str_eq(r.items[i].name, p->items[i]->name) ||
+		    r.items[i].id != p->items[i]->id || r.items[i].price != p->items[i]->price ||
+		    r.items[i].n_tags != p->items[i]->n_tags)
 			abort();
 		for (j = 0; j < r.items[i].n_tags; j++)
 			if (r.items[i].tags[j] != p->items[i]->tags[j])
@@ -344,8 +359,10 @@ int main(int argc, char **argv)
 	len_ps = bench__small__get_packed_size(&p_small);
 	len_pl = bench__large__get_packed_size(&p_large);
 	if (len_rl > sizeof(enc_rl) || len_pl > sizeof(enc_pl) ||
-	    bench_Small_encode(&r_small, enc_rs, len_rs) || bench_Large_encode(&r_large, enc_rl, len_rl) ||
-	    bench__small__pack(&p_small, enc_ps) != len_ps || bench__large__pack(&p_large, enc_pl) != len_pl)
+	    bench_Small_encode(&r_small, enc_rs, len_rs) ||
+	    bench_Large_encode(&r_large, enc_rl, len_rl) ||
+	    bench__small__pack(&p_small, enc_ps) != len_ps ||
+	    bench__large__pack(&p_large, enc_pl) != len_pl)
 		abort();
 	verify();
 	measure_all(res, runs, min_time);
@@ -360,9 +377,11 @@ int main(int argc, char **argv)
 	       res[ENC_P_SMALL] / 1e6, res[DEC_P_SMALL] / 1e6);
 	printf("| small (5 fields) | protobuf-c, bump allocator | %zu | %.2f | %.2f |\n", len_ps,
 	       res[ENC_P_SMALL] / 1e6, res[DEC_PA_SMALL] / 1e6);
-	printf("| large (nested, repeated) | rdmx-gen (msgpack), zero-copy decode | %zu | %.3f | %.3f |\n",
+	printf("| large (nested, repeated) | rdmx-gen (msgpack), zero-copy decode | %zu | %.3f | "
+	       "%.3f |\n",
 	       len_rl, res[ENC_R_LARGE] / 1e6, res[DEC_R_LARGE] / 1e6);
-	printf("| large (nested, repeated) | rdmx-gen (msgpack), copying decode | %zu | %.3f | %.3f |\n",
+	printf("| large (nested, repeated) | rdmx-gen (msgpack), copying decode | %zu | %.3f | "
+	       "%.3f |\n",
 	       len_rl, res[ENC_R_LARGE] / 1e6, res[DEC_RC_LARGE] / 1e6);
 	printf("| large (nested, repeated) | protobuf-c, malloc | %zu | %.3f | %.3f |\n", len_pl,
 	       res[ENC_P_LARGE] / 1e6, res[DEC_P_LARGE] / 1e6);

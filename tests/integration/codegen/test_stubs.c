@@ -54,7 +54,7 @@ static void on_later(struct rdmx_rpc_server_call *call, const stubs_PutRequest *
 	struct srv_state *st = arg;
 	cr_assert_lt(st->n_later, 8);
 	snprintf(st->later_key[st->n_later], sizeof(st->later_key[0]), "%.*s", (int)req->key.len,
-		 req->key.data);
+	         req->key.data);
 	st->later[st->n_later++] = call;
 }
 
@@ -100,8 +100,8 @@ static struct rdmx_rpc_server *store_server(struct srv_state *st)
 	h.Default = on_default; /* Missing stays NULL */
 	ASSERT_OK(rdmx_rpc_server_create(&s));
 	ASSERT_OK(stubs_Store_register(s, &h, st));
-	ASSERT_OK(rdmx_rpc_server_register(s, STUBS_RAW_BAD_ID, STUBS_RAW_BAD_NAME, bad_handler,
-					   NULL));
+	ASSERT_OK(
+	    rdmx_rpc_server_register(s, STUBS_RAW_BAD_ID, STUBS_RAW_BAD_NAME, bad_handler, NULL));
 	return s;
 }
 
@@ -133,7 +133,7 @@ static void copy_str(char *dst, size_t cap, struct rdmx_str s)
 }
 
 static void put_done(enum rdmx_rpc_code code, const char *message, const stubs_PutReply *resp,
-		     void *arg)
+                     void *arg)
 {
 	struct got *g = arg;
 	g->done++;
@@ -154,7 +154,7 @@ static void put_done(enum rdmx_rpc_code code, const char *message, const stubs_P
 }
 
 static void empty_done(enum rdmx_rpc_code code, const char *message, const stubs_Empty *resp,
-		       void *arg)
+                       void *arg)
 {
 	struct got *g = arg;
 	(void)message;
@@ -164,7 +164,7 @@ static void empty_done(enum rdmx_rpc_code code, const char *message, const stubs
 }
 
 static void fill_request(stubs_PutRequest *req, struct rdmx_str *tags,
-			 stubs_PutRequest_MetaEntry *meta)
+                         stubs_PutRequest_MetaEntry *meta)
 {
 	stubs_PutRequest_init(req);
 	req->key = rdmx_str_c("user:42");
@@ -255,7 +255,8 @@ Test(codegen_rpc, async_calls)
 		struct rdmx_rpc_payload p = rdmx_rpc_bytes(garbage, sizeof(garbage));
 		struct raw_got rg = {0};
 		unsigned puts = st.puts;
-		ASSERT_OK(rdmx_rpc_call_async(ra, STUBS_STORE_PUT_ID, &p, NULL, raw_done, &rg, NULL));
+		ASSERT_OK(
+		    rdmx_rpc_call_async(ra, STUBS_STORE_PUT_ID, &p, NULL, raw_done, &rg, NULL));
 		DRIVE_UNTIL(&a, &b, rg.done);
 		cr_assert_eq(rg.code, RDMX_RPC_INVALID_ARGUMENT);
 		cr_assert_eq(st.puts, puts);
@@ -270,7 +271,7 @@ Test(codegen_rpc, async_calls)
 	ASSERT_RC(stubs_Store_Put_async(ra, &req, NULL, NULL, NULL, NULL), RDMX_E_INVAL);
 	drive_for(&a, &b, 20);
 	cr_assert_eq(put.done + fail.done + missing.done + def.done + later.done + bad.done, 6,
-		     "a callback ran twice");
+	             "a callback ran twice");
 	rpc_pair_close(&ra, &rb);
 	destroy_server(&srv);
 	node_close(&a);
@@ -340,11 +341,12 @@ Test(codegen_rpc, blocking_calls)
 	cr_assert_eq(status.code, RDMX_RPC_NOT_FOUND);
 	cr_assert_str_eq(status.message, "no key user:42");
 	cr_assert_eq(((unsigned char *)&resp)[0], 0x5a, "resp untouched on a non-OK status");
-	ASSERT_RC(stubs_Store_Missing(ra, &empty, &eresp, NULL, NULL, NULL), RDMX_RPC_UNIMPLEMENTED);
+	ASSERT_RC(stubs_Store_Missing(ra, &empty, &eresp, NULL, NULL, NULL),
+	          RDMX_RPC_UNIMPLEMENTED);
 	ASSERT_OK(stubs_Store_Default(ra, &empty, &resp, &arena, NULL, NULL));
 	cr_assert_eq(resp.version, 0);
 	ASSERT_RC(stubs_Store_Later(ra, &req, &resp, &arena, &deadline, &status),
-		  RDMX_RPC_DEADLINE_EXCEEDED);
+	          RDMX_RPC_DEADLINE_EXCEEDED);
 	ASSERT_RC(stubs_Raw_Bad(ra, &empty, &resp, &arena, NULL, NULL), RDMX_E_PROTOCOL);
 	ASSERT_RC(stubs_Store_Put(ra, NULL, &resp, &arena, NULL, NULL), RDMX_E_INVAL);
 

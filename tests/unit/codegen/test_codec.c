@@ -26,31 +26,54 @@ static void pk_fini(struct pk *p)
 }
 
 /* runs `write` on an exact-size rdmx_enc and compares with msgpack-c's bytes */
-#define SAME_AS_MSGPACK(want_size, write, pack)                                                   \
-	do {                                                                                 \
-		struct pk ref_;                                                              \
-		struct rdmx_enc e_;                                                          \
-		size_t n_ = (want_size);                                                     \
-		uint8_t *b_ = malloc(n_ + 1);                                                \
-		pk_init(&ref_);                                                              \
-		pack;                                                                        \
-		rdmx__enc_init(&e_, b_, n_);                                                 \
-		{                                                                            \
-			struct rdmx_enc *e = &e_;                                            \
-			write;                                                               \
-		}                                                                            \
-		cr_assert_eq(rdmx__enc_finish(&e_), 0, "size %zu for %s", n_, #write);       \
-		cr_assert_eq(ref_.sb.size, n_, "msgpack-c wrote %zu, we %zu (%s)", ref_.sb.size, \
-			     n_, #write);                                                    \
-		cr_assert_eq(memcmp(ref_.sb.data, b_, n_), 0, "bytes differ for %s", #write); \
-		pk_fini(&ref_);                                                              \
-		free(b_);                                                                    \
+#define SAME_AS_MSGPACK(want_size, write, pack)                                                    \
+	do {                                                                                       \
+		struct pk ref_;                                                                    \
+		struct rdmx_enc e_;                                                                \
+		size_t n_ = (want_size);                                                           \
+		uint8_t *b_ = malloc(n_ + 1);                                                      \
+		pk_init(&ref_);                                                                    \
+		pack;                                                                              \
+		rdmx__enc_init(&e_, b_, n_);                                                       \
+		{                                                                                  \
+			struct rdmx_enc *e = &e_;                                                  \
+			write;                                                                     \
+		}                                                                                  \
+		cr_assert_eq(rdmx__enc_finish(&e_), 0, "size %zu for %s", n_, #write);             \
+		cr_assert_eq(ref_.sb.size, n_, "msgpack-c wrote %zu, we %zu (%s)", ref_.sb.size,   \
+		             n_, #write);                                                          \
+		cr_assert_eq(memcmp(ref_.sb.data, b_, n_), 0, "bytes differ for %s", #write);      \
+		pk_fini(&ref_);                                                                    \
+		free(b_);                                                                          \
 	} while (0)
 
 static const int64_t ints[] = {
-	0, 1, 31, 32, 127, 128, 255, 256, 65535, 65536, 4294967295ll, 4294967296ll, INT64_MAX,
-	-1, -31, -32, -33, -127, -128, -129, -32767, -32768, -32769, INT32_MIN,
-	(int64_t)INT32_MIN - 1, INT64_MIN,
+    0,
+    1,
+    31,
+    32,
+    127,
+    128,
+    255,
+    256,
+    65535,
+    65536,
+    4294967295ll,
+    4294967296ll,
+    INT64_MAX,
+    -1,
+    -31,
+    -32,
+    -33,
+    -127,
+    -128,
+    -129,
+    -32767,
+    -32768,
+    -32769,
+    INT32_MIN,
+    (int64_t)INT32_MIN - 1,
+    INT64_MIN,
 };
 
 Test(codec, ints_match_msgpack_c)
@@ -59,13 +82,14 @@ Test(codec, ints_match_msgpack_c)
 	for (i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
 		int64_t v = ints[i];
 		SAME_AS_MSGPACK(rdmx__size_int(v), rdmx__enc_int(e, v),
-				msgpack_pack_int64(&ref_.pk, v));
+		                msgpack_pack_int64(&ref_.pk, v));
 		if (v >= 0)
-			SAME_AS_MSGPACK(rdmx__size_uint((uint64_t)v), rdmx__enc_uint(e, (uint64_t)v),
-					msgpack_pack_uint64(&ref_.pk, (uint64_t)v));
+			SAME_AS_MSGPACK(rdmx__size_uint((uint64_t)v),
+			                rdmx__enc_uint(e, (uint64_t)v),
+			                msgpack_pack_uint64(&ref_.pk, (uint64_t)v));
 	}
 	SAME_AS_MSGPACK(rdmx__size_uint(UINT64_MAX), rdmx__enc_uint(e, UINT64_MAX),
-			msgpack_pack_uint64(&ref_.pk, UINT64_MAX));
+	                msgpack_pack_uint64(&ref_.pk, UINT64_MAX));
 }
 
 Test(codec, floats_bools_match_msgpack_c)
@@ -109,8 +133,9 @@ Test(codec, array_map_headers_match_msgpack_c)
 	for (i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
 		size_t n = ns[i];
 		SAME_AS_MSGPACK(rdmx__size_hdr(n), rdmx__enc_array(e, n),
-				msgpack_pack_array(&ref_.pk, n));
-		SAME_AS_MSGPACK(rdmx__size_hdr(n), rdmx__enc_map(e, n), msgpack_pack_map(&ref_.pk, n));
+		                msgpack_pack_array(&ref_.pk, n));
+		SAME_AS_MSGPACK(rdmx__size_hdr(n), rdmx__enc_map(e, n),
+		                msgpack_pack_map(&ref_.pk, n));
 	}
 }
 
@@ -120,9 +145,9 @@ Test(codec, encoder_never_writes_past_the_buffer)
 	struct rdmx_enc e;
 	memset(buf, 0x55, sizeof(buf));
 	rdmx__enc_init(&e, buf, 4);
-	rdmx__enc_int(&e, 7);                 /* 1 byte */
-	rdmx__enc_str(&e, "hello", 5);        /* 6 bytes: does not fit */
-	rdmx__enc_bool(&e, true);             /* would fit, but the encoder stopped */
+	rdmx__enc_int(&e, 7);          /* 1 byte */
+	rdmx__enc_str(&e, "hello", 5); /* 6 bytes: does not fit */
+	rdmx__enc_bool(&e, true);      /* would fit, but the encoder stopped */
 	cr_assert(e.overflow);
 	cr_assert_eq(rdmx__enc_finish(&e), RDMX_E_INVAL);
 	cr_assert_eq(buf[4], 0x55);
@@ -159,9 +184,11 @@ Test(codec, ints_read_every_form_with_range_checks)
 		cr_assert_eq(got, v);
 		cr_assert_eq(rdmx__dec_finish(&d), 0);
 		d = dec(buf, n);
-		cr_assert_eq(rdmx__dec_i32(&d, &i32), v >= INT32_MIN && v <= INT32_MAX ? 0 : RDMX_E_PROTOCOL);
+		cr_assert_eq(rdmx__dec_i32(&d, &i32),
+		             v >= INT32_MIN && v <= INT32_MAX ? 0 : RDMX_E_PROTOCOL);
 		d = dec(buf, n);
-		cr_assert_eq(rdmx__dec_u32(&d, &u32), v >= 0 && v <= UINT32_MAX ? 0 : RDMX_E_PROTOCOL);
+		cr_assert_eq(rdmx__dec_u32(&d, &u32),
+		             v >= 0 && v <= UINT32_MAX ? 0 : RDMX_E_PROTOCOL);
 		d = dec(buf, n);
 		cr_assert_eq(rdmx__dec_u64(&d, &u64), v >= 0 ? 0 : RDMX_E_PROTOCOL);
 		/* every truncation fails */
@@ -194,7 +221,7 @@ Test(codec, ints_read_every_form_with_range_checks)
 Test(codec, wrong_types_are_protocol_errors)
 {
 	const uint8_t s[] = {0xa1, 'x'}, f[] = {0xca, 0, 0, 0, 0}, t[] = {0xc3}, n[] = {0xc0},
-		      never[] = {0xc1};
+	              never[] = {0xc1};
 	struct rdmx_dec d;
 	int64_t v;
 	bool b;
@@ -249,7 +276,8 @@ Test(codec, counts_and_lengths_are_checked_against_the_input)
 	cr_assert_eq(rdmx__dec_array(&d, &n, 1), 0);
 	cr_assert_eq(n, 2);
 	d = dec(ok, sizeof(ok));
-	cr_assert_eq(rdmx__dec_array(&d, &n, 2), RDMX_E_PROTOCOL, "2 elements of >= 2 bytes need 4");
+	cr_assert_eq(rdmx__dec_array(&d, &n, 2), RDMX_E_PROTOCOL,
+	             "2 elements of >= 2 bytes need 4");
 }
 
 /* every msgpack type, nested, packed by msgpack-c, is skipped exactly */
@@ -331,12 +359,17 @@ Test(codec, skip_depth_is_bounded)
 
 Test(codec, utf8_validation)
 {
-	const char *good[] = {"", "plain ascii that is longer than eight bytes", "h\xc3\xa9llo",
-			      "\xe2\x9c\x93", "\xf0\x9d\x84\x9e", "\xef\xbf\xbf", "\xf4\x8f\xbf\xbf",
-			      "\xed\x9f\xbf"};
-	const char *bad[] = {"\xc0\x80",         "\xc1\xbf",     "\xe0\x80\x80", "\xed\xa0\x80",
-			     "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\x80",     "\xc3",
-			     "\xe2\x9c",         "abcdefgh\xff",  "\xf0\x9d\x84"};
+	const char *good[] = {"",
+	                      "plain ascii that is longer than eight bytes",
+	                      "h\xc3\xa9llo",
+	                      "\xe2\x9c\x93",
+	                      "\xf0\x9d\x84\x9e",
+	                      "\xef\xbf\xbf",
+	                      "\xf4\x8f\xbf\xbf",
+	                      "\xed\x9f\xbf"};
+	const char *bad[] = {"\xc0\x80",         "\xc1\xbf",         "\xe0\x80\x80", "\xed\xa0\x80",
+	                     "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\x80",         "\xc3",
+	                     "\xe2\x9c",         "abcdefgh\xff",     "\xf0\x9d\x84"};
 	size_t i;
 	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
 		cr_assert(rdmx__utf8_valid((const uint8_t *)good[i], strlen(good[i])), "%zu", i);

@@ -27,31 +27,31 @@ TestSuite(hostile, .init = setup, .fini = teardown);
 
 /* Decodes `in` as each message type: must fail with `want` (0: any error)
  * and allocate at most `bound` arena bytes. */
-#define REJECT(T, in, len, want, bound)                                                     \
-	do {                                                                                \
-		T out_;                                                                     \
-		int rc_;                                                                    \
-		rdmx_arena_reset(&arena);                                                   \
-		memset(&out_, 0x5a, sizeof(out_));                                          \
-		rc_ = T##_decode(&out_, (in), (len), &arena, NULL);                         \
-		if (want)                                                                   \
-			cr_assert_eq(rc_, (want), #T ": %s, wanted %s", rdmx_err_name(rc_),  \
-				     rdmx_err_name(want));                                  \
-		else                                                                        \
-			cr_assert_lt(rc_, 0, #T " accepted bad input");                    \
-		cr_assert_leq(rdmx_arena_used(&arena), (bound), #T ": %zu arena bytes",     \
-			      rdmx_arena_used(&arena));                                     \
-		cr_assert_eq(((unsigned char *)&out_)[0], 0x5a, "output written on error"); \
+#define REJECT(T, in, len, want, bound)                                                            \
+	do {                                                                                       \
+		T out_;                                                                            \
+		int rc_;                                                                           \
+		rdmx_arena_reset(&arena);                                                          \
+		memset(&out_, 0x5a, sizeof(out_));                                                 \
+		rc_ = T##_decode(&out_, (in), (len), &arena, NULL);                                \
+		if (want)                                                                          \
+			cr_assert_eq(rc_, (want), #T ": %s, wanted %s", rdmx_err_name(rc_),        \
+			             rdmx_err_name(want));                                         \
+		else                                                                               \
+			cr_assert_lt(rc_, 0, #T " accepted bad input");                            \
+		cr_assert_leq(rdmx_arena_used(&arena), (bound), #T ": %zu arena bytes",            \
+		              rdmx_arena_used(&arena));                                            \
+		cr_assert_eq(((unsigned char *)&out_)[0], 0x5a, "output written on error");        \
 	} while (0)
 
-#define REJECT_ALL(in, len, want, bound)                                                    \
-	do {                                                                                \
-		REJECT(rt_Scalars, in, len, want, bound);                                   \
-		REJECT(rt_Repeated, in, len, want, bound);                                  \
-		REJECT(rt_Maps, in, len, want, bound);                                      \
-		REJECT(rt_Oneofs, in, len, want, bound);                                    \
-		REJECT(rt_Tree, in, len, want, bound);                                      \
-		REJECT(rt_Optionals, in, len, want, bound);                                 \
+#define REJECT_ALL(in, len, want, bound)                                                           \
+	do {                                                                                       \
+		REJECT(rt_Scalars, in, len, want, bound);                                          \
+		REJECT(rt_Repeated, in, len, want, bound);                                         \
+		REJECT(rt_Maps, in, len, want, bound);                                             \
+		REJECT(rt_Oneofs, in, len, want, bound);                                           \
+		REJECT(rt_Tree, in, len, want, bound);                                             \
+		REJECT(rt_Optionals, in, len, want, bound);                                        \
 	} while (0)
 
 Test(hostile, huge_counts_at_the_top)
@@ -72,12 +72,10 @@ Test(hostile, huge_counts_and_lengths_in_fields)
 	uint8_t buf[16];
 	unsigned key;
 	for (key = 1; key <= 17; key++) {
-		const uint8_t heads[][5] = {{0xdd, 0xff, 0xff, 0xff, 0xff},
-					    {0xdc, 0xff, 0xff, 0, 0},
-					    {0xdf, 0xff, 0xff, 0xff, 0xff},
-					    {0xdb, 0xff, 0xff, 0xff, 0xff},
-					    {0xc6, 0xff, 0xff, 0xff, 0xff},
-					    {0xc9, 0xff, 0xff, 0xff, 0xff}};
+		const uint8_t heads[][5] = {
+		    {0xdd, 0xff, 0xff, 0xff, 0xff}, {0xdc, 0xff, 0xff, 0, 0},
+		    {0xdf, 0xff, 0xff, 0xff, 0xff}, {0xdb, 0xff, 0xff, 0xff, 0xff},
+		    {0xc6, 0xff, 0xff, 0xff, 0xff}, {0xc9, 0xff, 0xff, 0xff, 0xff}};
 		size_t h;
 		for (h = 0; h < sizeof(heads) / sizeof(heads[0]); h++) {
 			buf[0] = 0x81;
@@ -141,32 +139,32 @@ Test(hostile, wrong_types)
 		uint8_t b[12];
 		size_t n;
 	} cases[] = {
-		{{0x81, 0x01, 0xa1, 'x'}, 4},                   /* i32 <- str */
-		{{0x81, 0x01, 0xca, 0, 0, 0, 0}, 7},            /* i32 <- float */
-		{{0x81, 0x01, 0xce, 0x80, 0, 0, 0}, 7},         /* i32 <- 2^31 */
-		{{0x81, 0x03, 0xff}, 3},                        /* u32 <- -1 */
-		{{0x81, 0x03, 0xcf, 0, 0, 0, 1, 0, 0, 0}, 3},   /* truncated uint64 */
-		{{0x81, 0x0b, 0x01}, 3},                        /* bool <- int */
-		{{0x81, 0x0c, 0x01}, 3},                        /* float <- int */
-		{{0x81, 0x0e, 0xc4, 0x01, 'x'}, 5},             /* string <- bin */
-		{{0x81, 0x0f, 0xa1, 'x'}, 4},                   /* bytes <- str */
-		{{0x81, 0x10, 0xc3}, 3},                        /* enum <- bool */
-		{{0x81, 0xa1, 'k', 0x01}, 4},                   /* key is a string */
-		{{0x81, 0xc0, 0x01}, 3},                        /* key is nil */
-		{{0x81, 0x01, 0xc1}, 3},                        /* 0xc1 never used */
-		{{0x91, 0x01}, 2},                              /* message <- array */
-		{{0xc0}, 1},                                    /* message <- nil */
-		{{0x81, 0x0e, 0xa2, 0xc3, 0x28}, 5},            /* invalid UTF-8 */
-		{{0x81, 0x0e, 0xa3, 0xed, 0xa0, 0x80}, 6},      /* a surrogate */
+	    {{0x81, 0x01, 0xa1, 'x'}, 4},                 /* i32 <- str */
+	    {{0x81, 0x01, 0xca, 0, 0, 0, 0}, 7},          /* i32 <- float */
+	    {{0x81, 0x01, 0xce, 0x80, 0, 0, 0}, 7},       /* i32 <- 2^31 */
+	    {{0x81, 0x03, 0xff}, 3},                      /* u32 <- -1 */
+	    {{0x81, 0x03, 0xcf, 0, 0, 0, 1, 0, 0, 0}, 3}, /* truncated uint64 */
+	    {{0x81, 0x0b, 0x01}, 3},                      /* bool <- int */
+	    {{0x81, 0x0c, 0x01}, 3},                      /* float <- int */
+	    {{0x81, 0x0e, 0xc4, 0x01, 'x'}, 5},           /* string <- bin */
+	    {{0x81, 0x0f, 0xa1, 'x'}, 4},                 /* bytes <- str */
+	    {{0x81, 0x10, 0xc3}, 3},                      /* enum <- bool */
+	    {{0x81, 0xa1, 'k', 0x01}, 4},                 /* key is a string */
+	    {{0x81, 0xc0, 0x01}, 3},                      /* key is nil */
+	    {{0x81, 0x01, 0xc1}, 3},                      /* 0xc1 never used */
+	    {{0x91, 0x01}, 2},                            /* message <- array */
+	    {{0xc0}, 1},                                  /* message <- nil */
+	    {{0x81, 0x0e, 0xa2, 0xc3, 0x28}, 5},          /* invalid UTF-8 */
+	    {{0x81, 0x0e, 0xa3, 0xed, 0xa0, 0x80}, 6},    /* a surrogate */
 	};
 	size_t i;
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		REJECT(rt_Scalars, cases[i].b, cases[i].n, RDMX_E_PROTOCOL, 0);
 	{
-		const uint8_t msg_int[] = {0x81, 0x0b, 0x05};   /* Optionals.msg <- int */
-		const uint8_t arr_int[] = {0x81, 0x01, 0x05};   /* Repeated.i32 <- int */
-		const uint8_t arr_str[] = {0x81, 0x01, 0x91, 0xa0}; /* [""] as int32s */
-		const uint8_t map_arr[] = {0x81, 0x01, 0x90};   /* Maps.ss <- array */
+		const uint8_t msg_int[] = {0x81, 0x0b, 0x05};             /* Optionals.msg <- int */
+		const uint8_t arr_int[] = {0x81, 0x01, 0x05};             /* Repeated.i32 <- int */
+		const uint8_t arr_str[] = {0x81, 0x01, 0x91, 0xa0};       /* [""] as int32s */
+		const uint8_t map_arr[] = {0x81, 0x01, 0x90};             /* Maps.ss <- array */
 		const uint8_t key_int[] = {0x81, 0x01, 0x81, 0x01, 0xa0}; /* string key <- int */
 		REJECT(rt_Optionals, msg_int, sizeof(msg_int), RDMX_E_PROTOCOL, 0);
 		REJECT(rt_Repeated, arr_int, sizeof(arr_int), RDMX_E_PROTOCOL, 0);
@@ -294,11 +292,12 @@ Test(hostile, random_mutations)
 		rdmx_arena_reset(&arena);
 		(void)rt_Maps_decode(&out, c, n, &arena, NULL);
 		cr_assert_leq(rdmx_arena_used(&arena),
-			      sizeof(rt_Scalars) * n + RDMX_DECODE_ALLOC_FLOOR);
+		              sizeof(rt_Scalars) * n + RDMX_DECODE_ALLOC_FLOOR);
 		rdmx_arena_reset(&arena);
 		(void)rt_Tree_decode(&tree, c, n, &arena, NULL);
-		cr_assert_leq(rdmx_arena_used(&arena),
-			      RDMX_DECODE_ALLOC_FACTOR * n + sizeof(rt_Tree) * n + RDMX_DECODE_ALLOC_FLOOR);
+		cr_assert_leq(rdmx_arena_used(&arena), RDMX_DECODE_ALLOC_FACTOR * n +
+		                                           sizeof(rt_Tree) * n +
+		                                           RDMX_DECODE_ALLOC_FLOOR);
 	}
 	free(b);
 	free(c);

@@ -35,7 +35,7 @@ static void teardown(void)
 TestSuite(roundtrip, .init = setup, .fini = teardown);
 
 static const char unicode[] = "h\xc3\xa9llo w\xc3\xb6rld \xe2\x9c\x93 \xf0\x9d\x84\x9e "
-			      "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e";
+                              "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e";
 
 static bool same_bits_f(float a, float b)
 {
@@ -261,10 +261,10 @@ static void fill_repeated(rt_Repeated *r, size_t n, struct rdmx_arena *a)
 {
 	size_t i;
 	rt_Repeated_init(r);
-#define ARR(f, T)                                                                           \
-	do {                                                                                \
-		r->n_##f = n;                                                               \
-		r->f = rdmx_arena_alloc(a, sizeof(T) * (n ? n : 1));                        \
+#define ARR(f, T)                                                                                  \
+	do {                                                                                       \
+		r->n_##f = n;                                                                      \
+		r->f = rdmx_arena_alloc(a, sizeof(T) * (n ? n : 1));                               \
 	} while (0)
 	ARR(i32, int32_t);
 	ARR(i64, int64_t);
@@ -354,8 +354,9 @@ Test(roundtrip, string_and_bytes_length_classes_copy_and_zero_copy)
 		cr_assert(bytes_eq(in.byt, out.byt));
 		if (lens[k])
 			cr_assert((const uint8_t *)out.str.data > b &&
-				  (const uint8_t *)out.str.data < b + rt_Scalars_encoded_size(&in),
-				  "zero copy points into the input");
+			              (const uint8_t *)out.str.data <
+			                  b + rt_Scalars_encoded_size(&in),
+			          "zero copy points into the input");
 		free(b);
 		b = ENCODE_NEW(rt_Scalars, &in, &n);
 		cr_assert_eq(rt_Scalars_decode(&out, b, n, &arena, &copy), 0);
@@ -532,7 +533,7 @@ Test(roundtrip, recursion_within_the_depth_limit)
 	{
 		size_t n = rt_Tree_encoded_size(&nodes[0]);
 		cr_assert_eq(rt_Tree_decode(&out, b, n, &arena, &shallow), RDMX_E_PROTOCOL,
-			     "31 levels (leaf included) exceed a limit of 30");
+		             "31 levels (leaf included) exceed a limit of 30");
 	}
 	free(b);
 }
