@@ -447,6 +447,8 @@ static void response_end(struct tcp_conn *c)
 	const struct rdmx__tcp_hdr *h = &rx->h;
 	struct rdmx_task *t = c->sq_head;
 
+	if (!t)
+		return; /* flushed meanwhile (cannot happen while UP) */
 	switch (h->op) {
 	case RDMX__TCP_OP_ACK:
 		pop_head(c, 0);
@@ -478,6 +480,10 @@ static void frame_end(struct tcp_conn *c)
 	rx->in_payload = false;
 	rx->post = RX_POST_NONE;
 	rx->sink = TCP_SINK_DISCARD;
+	if (c->state != TC_UP &&
+	    (post == RX_POST_REQUEST || post == RX_POST_NAK || post == RX_POST_RESPONSE))
+		return; /* the connection went to error while the frame came: drained
+		         * (its receive or read was flushed with the other tasks) */
 	switch (post) {
 	case RX_POST_HANDSHAKE:
 		rdmx__tcp_conn_handshake(c, &rx->h, rx->inl);
