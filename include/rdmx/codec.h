@@ -412,6 +412,11 @@ static inline void rdmx__enc_f64(struct rdmx_enc *e, double v)
 static inline void rdmx__enc_hdr(struct rdmx_enc *e, size_t n, uint8_t fix, uint8_t b16)
 {
 	size_t k = rdmx__size_hdr(n);
+	if ((uint64_t)n > 0xffffffffu) { /* msgpack counts are 32-bit */
+		e->overflow = true;
+		e->end = e->p;
+		return;
+	}
 	if (!rdmx__enc_room(e, k))
 		return;
 	if (k == 1) {
@@ -439,7 +444,7 @@ static inline void rdmx__enc_array(struct rdmx_enc *e, size_t n)
 static inline void rdmx__enc_str(struct rdmx_enc *e, const char *s, size_t len)
 {
 	size_t k = rdmx__size_str(len) - len;
-	if (len > 0xffffffffu || !rdmx__enc_room(e, k + len)) {
+	if ((uint64_t)len > 0xffffffffu || !rdmx__enc_room(e, k + len)) {
 		e->overflow = true;
 		e->end = e->p;
 		return;
@@ -464,7 +469,7 @@ static inline void rdmx__enc_str(struct rdmx_enc *e, const char *s, size_t len)
 static inline void rdmx__enc_bin(struct rdmx_enc *e, const uint8_t *s, size_t len)
 {
 	size_t k = rdmx__size_bin(len) - len;
-	if (len > 0xffffffffu || !rdmx__enc_room(e, k + len)) {
+	if ((uint64_t)len > 0xffffffffu || !rdmx__enc_room(e, k + len)) {
 		e->overflow = true;
 		e->end = e->p;
 		return;
