@@ -451,33 +451,33 @@ int rdmx__tcp_conn_connect(struct rdmx_conn *conn, const void *details, size_t l
 	struct tcp_conn *c = TCP_CONN(conn);
 	struct tcp_ctx *tc = c->tc;
 	struct rdmx__tcp_details d;
+	struct sockaddr_storage peer;
+	socklen_t peer_len;
+	bool initiator;
 	int rc = 0;
 
 	if (rdmx__tcp_details_decode(details, len, RDMX_PROVIDER_ID_TCP, &d))
 		return RDMX_E_INVAL;
 	if (rdmx__tcp_ct_equal(d.token, c->my_token, RDMX__TCP_TOKEN_SIZE))
 		return RDMX_E_INVAL; /* our own details */
-	memset(&c->peer, 0, sizeof(c->peer));
+	memset(&peer, 0, sizeof(peer));
 	if (d.family == 4) {
-		struct sockaddr_in *s4 = (struct sockaddr_in *)&c->peer;
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&peer;
 
 		s4->sin_family = AF_INET;
 		s4->sin_port = htons(d.port);
 		memcpy(&s4->sin_addr, d.addr, 4);
-		c->peer_len = sizeof(*s4);
+		peer_len = sizeof(*s4);
 	} else {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&c->peer;
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&peer;
 
 		s6->sin6_family = AF_INET6;
 		s6->sin6_port = htons(d.port);
 		memcpy(&s6->sin6_addr, d.addr, 16);
-		c->peer_len = sizeof(*s6);
+		peer_len = sizeof(*s6);
 	}
-	rdmx__tcp_fill_addr(&conn->peer_addr, &c->peer, c->peer_len);
-	conn->has_peer_addr = true;
-	memcpy(c->peer_token, d.token, sizeof(c->peer_token));
-	c->initiator = memcmp(c->my_token, c->peer_token, RDMX__TCP_TOKEN_SIZE) < 0;
-	if (c->initiator) {
+	initiator = memcmp(c->my_token, d.token, RDMX__TCP_TOKEN_SIZE) < 0;
+	if (initiator) {
 		/* nobody is to dial us for this connection any more */
 		pthread_mutex_lock(&tc->td->lock);
 		rdmx__tcp_pending_del(tc->td, c);
@@ -489,10 +489,23 @@ int rdmx__tcp_conn_connect(struct rdmx_conn *conn, const void *details, size_t l
 		rc = RDMX_E_BAD_STATE;
 		goto unlock;
 	}
+	/* the NIC thread reads these under the lock (attach) */
+	c->peer = peer;
+	c->peer_len = peer_len;
+	memcpy(c->peer_token, d.token, sizeof(c->peer_token));
+	c->initiator = initiator;
 	c->local_connected = true;
-	if (c->initiator) {
+	rdmx__tcp_fill_addr(&conn->peer_addr, &peer, peer_len);
+	conn->has_peer_addr = true;
+	if (initiator) {
 		uint8_t hello[RDMX__TCP_HELLO_LEN];
 
+		if (c->peer_arrived) {
+			/* someone with our token dialed although we dial: not the peer */
+			RDMX_WARN("tcp: data connection rejected: bad token");
+			rdmx__tcp_conn_close_fd(c);
+			c->peer_arrived = false;
+		}
 		memcpy(hello, c->peer_token, RDMX__TCP_TOKEN_SIZE);
 		memcpy(hello + RDMX__TCP_TOKEN_SIZE, c->my_token, RDMX__TCP_TOKEN_SIZE);
 		rdmx__tcp_ctl_handshake(c, RDMX__TCP_OP_HELLO, hello, sizeof(hello));
