@@ -1,8 +1,13 @@
-/* tcp provider: private state shared by its files (device.c, nic.c, mr.c,
- * ctx.c, conn.c, rx.c, tx.c, ops.c). Nothing outside this folder and its unit
- * tests includes it.
+/* tcp provider: private state shared by its files: device.c (device, caps),
+ * nic.c (the soft NIC thread: why and how, at its top), mr.c (key table),
+ * ctx.c (contexts, completion queue, poll), conn.c (export/connect, end of
+ * life), cm.c (listen/connect_to_addr), rx.c / tx.c (the wire engine),
+ * ops.c (posting, ops table), wire.h (frame format). Nothing outside this
+ * folder and its tests includes it.
  *
- * Locking (order: device lock -> context lock -> key table read lock):
+ * Locking (order: device lock -> context lock -> key table read lock; the
+ * application thread never takes the device lock while it holds a context
+ * lock, the NIC thread only trylocks a context to serve it):
  * - tcp_dev.lock guards the device's context list, the table of exported
  *   connections waiting for their data connection, the hello sockets and
  *   the NIC bookkeeping in each tcp_ctx.
