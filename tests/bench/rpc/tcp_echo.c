@@ -1,0 +1,230 @@
+/* tcp_echo: the raw TCP anchor of the RPC benchmark. The client sends
+ * SIZE-byte messages, the server echoes each one back; the client keeps
+ * INFLIGHT messages outstanding (1 = ping-pong) and records each message's
+ * WHOLE round trip, the same measure rdmx-perf rpc_lat / rpc_bw report.
+ * Waiting: blocking recv/send, or --busy (non-blocking, spinning), the same
+ * two strategies rdmx-perf's --poll busy|block offers.
+ *   tcp_echo [-s SIZE] [-n ITERS] [-t INFLIGHT] [-p PORT] [--busy] [SERVER_ADDR]
+ * Prints: RESULT test=tcp_echo size=... p50_us=... p99_us=... mib_s=... ops_per_s=... */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static bool busy;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Sockets are non-blocking; the waiting strategy is the caller's: busy
+ * spins, blocking sleeps in poll() on what it waits for. */
+static void wait_fd(int fd, short events)
+{
+	struct pollfd p = {.fd = fd, .events = events};
+
+	if (!busy)
+		poll(&p, 1, -1);
+}
+
+/* Moves up to len bytes without waiting; bytes moved, or -1 on EOF/error. */
+static ssize_t io_some(int fd, char *buf, size_t len, bool out)
+{
+	for (;;) {
+		ssize_t n = out ? send(fd, buf, len, MSG_NOSIGNAL) : recv(fd, buf, len, 0);
+
+		if (n > 0)
+			return n;
+		if (n == 0 && !out)
+			return -1;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		return -1;
+	}
+}
+
+static int io_all(int fd, char *buf, size_t len, bool out)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = io_some(fd, buf + done, len - done, out);
+
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			wait_fd(fd, out ? POLLOUT : POLLIN);
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void tune(int fd)
+{
+	int one = 1, buf = 4 << 20;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+/* The server echoes a byte stream: whatever arrives goes back, in order
+ * (message boundaries do not matter to an echo). */
+static int serve(uint16_t port, size_t size)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+	int one = 1, lfd = socket(AF_INET, SOCK_STREAM, 0), fd;
+	size_t cap = size < 65536 ? 65536 : size;
+	char *buf = malloc(cap);
+
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	sa.sin_addr.s_addr = htonl(INADDR_ANY);
+	if (!buf || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 1)) {
+		perror("tcp_echo: listen");
+		return 1;
+	}
+	printf("tcp_echo: server on port %u\n", port);
+	fflush(stdout);
+	fd = accept(lfd, NULL, NULL);
+	close(lfd);
+	if (fd < 0)
+		return 1;
+	tune(fd);
+	for (;;) {
+		ssize_t n = io_some(fd, buf, cap, false);
+
+		if (n < 0)
+			break;
+		if (n == 0)
+			wait_fd(fd, POLLIN);
+		else if (io_all(fd, buf, (size_t)n, true))
+			break;
+	}
+	close(fd);
+	free(buf);
+	return 0;
+}
+
+static int client(const char *host, uint16_t port, size_t size, uint64_t iters, uint32_t inflight)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+	uint64_t warm = iters / 10 > 1000 ? 1000 : iters / 10, total = iters + warm;
+	uint64_t *start = calloc(inflight, sizeof(uint64_t));
+	uint64_t *lat = calloc(iters, sizeof(uint64_t));
+	char *out = calloc(1, size ? size : 1), *in = calloc(1, size ? size : 1);
+	uint64_t sent = 0, got = 0, nlat = 0, t0 = 0;
+	size_t out_off = 0, in_off = 0;
+	int fd = -1;
+
+	if (!start || !lat || !out || !in || inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+		return 2;
+	for (int attempt = 0; attempt < 100; attempt++) {
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			break;
+		close(fd);
+		fd = -1;
+		usleep(100000);
+	}
+	if (fd < 0) {
+		perror("tcp_echo: connect");
+		return 1;
+	}
+	tune(fd);
+	/* pipelined: keep `inflight` messages between sent and received; with
+	 * 1 in flight this is a plain ping-pong */
+	while (got < total) {
+		bool progress = false;
+
+		if (got == warm && !t0)
+			t0 = now_ns();
+		if (sent < total && sent - got < inflight) {
+			if (out_off == 0)
+				start[sent % inflight] = now_ns();
+			ssize_t n = io_some(fd, out + out_off, size - out_off, true);
+
+			if (n < 0)
+				return 1;
+			progress |= n > 0;
+			out_off += (size_t)n;
+			if (out_off == size) {
+				out_off = 0;
+				sent++;
+			}
+		}
+		ssize_t n = io_some(fd, in + in_off, size - in_off, false);
+
+		if (n < 0)
+			return 1;
+		progress |= n > 0;
+		in_off += (size_t)n;
+		if (in_off == size) {
+			in_off = 0;
+			if (got >= warm && nlat < iters)
+				lat[nlat++] = now_ns() - start[got % inflight];
+			got++;
+		}
+		if (!progress)
+			wait_fd(fd, (short)(POLLIN | (sent < total && sent - got < inflight ? POLLOUT : 0)));
+	}
+	double secs = (double)(now_ns() - t0) / 1e9;
+	qsort(lat, nlat, sizeof(uint64_t), cmp_u64);
+	double p50 = (double)lat[nlat / 2] / 1000.0, p99 = (double)lat[(nlat - 1) * 99 / 100] / 1000.0;
+	printf("RESULT test=tcp_echo size=%zu p50_us=%.2f p99_us=%.2f mib_s=%.2f ops_per_s=%.0f\n",
+	       size, p50, p99, (double)iters * (double)size / secs / 1048576.0, (double)iters / secs);
+	close(fd);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {{"busy", no_argument, NULL, 'b'}, {0}};
+	size_t size = 64;
+	uint64_t iters = 10000;
+	uint32_t inflight = 1;
+	uint16_t port = 18600;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "s:n:t:p:", lo, NULL)) != -1) {
+		switch (c) {
+		case 's': size = strtoull(optarg, NULL, 0); break;
+		case 'n': iters = strtoull(optarg, NULL, 0); break;
+		case 't': inflight = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'p': port = (uint16_t)strtoul(optarg, NULL, 0); break;
+		case 'b': busy = true; break;
+		default:
+			fprintf(stderr, "usage: tcp_echo [-s SIZE] [-n ITERS] [-t INFLIGHT] [-p PORT] [--busy] [SERVER]\n");
+			return 2;
+		}
+	}
+	if (!size || !iters || !inflight)
+		return 2;
+	if (optind < argc)
+		return client(argv[optind], port, size, iters, inflight);
+	return serve(port, size);
+}
