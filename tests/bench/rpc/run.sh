@@ -6,8 +6,10 @@
 # flight. Every server runs on core $SERVER_CPU, every client on core
 # $CLIENT_CPU (taskset), the same placement for all three.
 #
-#   tests/bench/rpc/run.sh [BUILD_DIR] [--poll block|busy] [--quick]
+#   tests/bench/rpc/run.sh [BUILD_DIR] [--poll block|busy] [--repeat R] [--quick]
 #
+# Each cell is the median of R runs (default 3); the runs of the three
+# systems are interleaved, so the load of a shared machine hits them alike.
 # BUILD_DIR (default build) must hold tools/rdmx-perf/rdmx-perf and
 # tests/bench/tcp_echo. gRPC (libgrpc++-dev, protobuf-compiler-grpc) is
 # installed with apt-get when missing, and grpc_echo is built into
@@ -16,12 +18,13 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-build=build poll=block quick=0
+build=build poll=block quick=0 repeat=3
 while (($#)); do
   case "$1" in
     --poll) poll="$2"; shift ;;
     --quick) quick=1 ;;
-    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --repeat) repeat="$2"; shift ;;
+    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) build="$1" ;;
   esac
   shift
@@ -84,23 +87,33 @@ run_pair() {
 }
 
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
+# median FIELD LINE...: the median of FIELD over the lines that have it
+median() {
+  local f=$1; shift
+  local l
+  for l in "$@"; do field "$f" "$l"; done | sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "-" }'
+}
 
 : >"$out"
-echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), poll=$poll" >>"$out"
+echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), poll=$poll, repeat=$repeat" >>"$out"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); poll=$poll; median of $repeat runs" >&2
 printf '| size | in flight | rdmx RPC p50 / p99 (us) | raw TCP p50 / p99 (us) | gRPC p50 / p99 (us) | rdmx calls/s | TCP msgs/s | gRPC calls/s | rdmx/TCP p50 | rdmx/gRPC calls/s |\n'
 printf '|---|---|---|---|---|---|---|---|---|---|\n'
 for size in 64 4096 65536 1048576; do
   for t in 1 16; do
     n=$(iters_for "$size" "$t")
     if ((t == 1)); then test=rpc_lat; else test=rpc_bw; fi
-    r=$(run_pair "rdmx" "$perf" "$test" -d tcp --poll "$poll" -s "$size" -n "$n" -t "$t" -p "$port" -- \
-      "$perf" "$test" -d tcp --poll "$poll" -s "$size" -n "$n" -t "$t" -p "$port" 127.0.0.1)
-    c=$(run_pair "tcp" "$tcp" "${busy_flag[@]}" -s "$size" -p "$port" -- \
-      "$tcp" "${busy_flag[@]}" -s "$size" -n "$n" -t "$t" -p "$port" 127.0.0.1)
-    g=$(run_pair "grpc" "$grpc" -p "$port" -- "$grpc" -s "$size" -n "$n" -t "$t" -p "$port" 127.0.0.1)
-    rp50=$(field p50_us "$r") rp99=$(field p99_us "$r") rops=$(field ops_per_s "$r")
-    cp50=$(field p50_us "$c") cp99=$(field p99_us "$c") cops=$(field ops_per_s "$c")
-    gp50=$(field p50_us "$g") gp99=$(field p99_us "$g") gops=$(field ops_per_s "$g")
+    rl=() cl=() gl=()
+    for ((k = 0; k < repeat; k++)); do
+      rl+=("$(run_pair "rdmx" "$perf" "$test" -d tcp --poll "$poll" -s "$size" -n "$n" -t "$t" -p "$port" -- \
+        "$perf" "$test" -d tcp --poll "$poll" -s "$size" -n "$n" -t "$t" -p "$port" 127.0.0.1)")
+      cl+=("$(run_pair "tcp" "$tcp" "${busy_flag[@]}" -s "$size" -p "$port" -- \
+        "$tcp" "${busy_flag[@]}" -s "$size" -n "$n" -t "$t" -p "$port" 127.0.0.1)")
+      gl+=("$(run_pair "grpc" "$grpc" -p "$port" -- "$grpc" -s "$size" -n "$n" -t "$t" -p "$port" 127.0.0.1)")
+    done
+    rp50=$(median p50_us "${rl[@]}") rp99=$(median p99_us "${rl[@]}") rops=$(median ops_per_s "${rl[@]}")
+    cp50=$(median p50_us "${cl[@]}") cp99=$(median p99_us "${cl[@]}") cops=$(median ops_per_s "${cl[@]}")
+    gp50=$(median p50_us "${gl[@]}") gp99=$(median p99_us "${gl[@]}") gops=$(median ops_per_s "${gl[@]}")
     ratio_lat=$(awk -v a="$rp50" -v b="$cp50" 'BEGIN{ if (b > 0) printf "%.2fx", a / b; else print "-" }')
     ratio_ops=$(awk -v a="$rops" -v b="$gops" 'BEGIN{ if (b > 0) printf "%.2fx", a / b; else print "-" }')
     printf '| %s | %s | %s / %s | %s / %s | %s / %s | %s | %s | %s | %s | %s |\n' \
