@@ -136,13 +136,13 @@ static int cm_qp_init(struct verbs_conn *vc)
 	a.qp_state = IBV_QPS_INIT;
 	if (rdma_init_qp_attr(vc->id, &a, &mask)) {
 		RDMX_ERR("verbs: rdma_init_qp_attr(INIT) qpn 0x%x failed: %s", vc->qpn,
-			 strerror(errno));
+		         strerror(errno));
 		return RDMX_E_PROVIDER;
 	}
 	a.qp_access_flags = vc->vctx->qp_access;
 	if (ibv_modify_qp(vc->qp, &a, mask | IBV_QP_ACCESS_FLAGS)) {
 		RDMX_ERR("verbs: ibv_modify_qp(INIT) qpn 0x%x failed: %s", vc->qpn,
-			 strerror(errno));
+		         strerror(errno));
 		return RDMX_E_PROVIDER;
 	}
 	return 0;
@@ -160,7 +160,7 @@ static int cm_qp_rtr_rts(struct verbs_conn *vc, uint8_t resp_res, uint8_t init_d
 	a.qp_state = IBV_QPS_RTR;
 	if (rdma_init_qp_attr(vc->id, &a, &mask)) {
 		RDMX_ERR("verbs: rdma_init_qp_attr(RTR) qpn 0x%x failed: %s", vc->qpn,
-			 strerror(errno));
+		         strerror(errno));
 		return RDMX_E_PROVIDER;
 	}
 	if (a.path_mtu > vctx->mtu)
@@ -169,9 +169,10 @@ static int cm_qp_rtr_rts(struct verbs_conn *vc, uint8_t resp_res, uint8_t init_d
 		a.max_dest_rd_atomic = resp_res;
 	a.min_rnr_timer = VERBS_MIN_RNR_TIMER;
 	if (ibv_modify_qp(vc->qp, &a,
-			  mask | IBV_QP_PATH_MTU | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) {
-		RDMX_ERR("verbs: ibv_modify_qp(RTR) qpn 0x%x -> peer qpn 0x%x failed: %s",
-			 vc->qpn, a.dest_qp_num, strerror(errno));
+	                  mask | IBV_QP_PATH_MTU | IBV_QP_MAX_DEST_RD_ATOMIC |
+	                      IBV_QP_MIN_RNR_TIMER)) {
+		RDMX_ERR("verbs: ibv_modify_qp(RTR) qpn 0x%x -> peer qpn 0x%x failed: %s", vc->qpn,
+		         a.dest_qp_num, strerror(errno));
 		return RDMX_E_PROVIDER;
 	}
 	memset(&a, 0, sizeof(a));
@@ -179,7 +180,7 @@ static int cm_qp_rtr_rts(struct verbs_conn *vc, uint8_t resp_res, uint8_t init_d
 	a.qp_state = IBV_QPS_RTS;
 	if (rdma_init_qp_attr(vc->id, &a, &mask)) {
 		RDMX_ERR("verbs: rdma_init_qp_attr(RTS) qpn 0x%x failed: %s", vc->qpn,
-			 strerror(errno));
+		         strerror(errno));
 		return RDMX_E_PROVIDER;
 	}
 	a.rnr_retry = vctx->ctx->props.rnr_retry_count;
@@ -187,9 +188,8 @@ static int cm_qp_rtr_rts(struct verbs_conn *vc, uint8_t resp_res, uint8_t init_d
 	if (init_depth)
 		a.max_rd_atomic = init_depth;
 	if (ibv_modify_qp(vc->qp, &a,
-			  mask | IBV_QP_RNR_RETRY | IBV_QP_RETRY_CNT | IBV_QP_MAX_QP_RD_ATOMIC)) {
-		RDMX_ERR("verbs: ibv_modify_qp(RTS) qpn 0x%x failed: %s", vc->qpn,
-			 strerror(errno));
+	                  mask | IBV_QP_RNR_RETRY | IBV_QP_RETRY_CNT | IBV_QP_MAX_QP_RD_ATOMIC)) {
+		RDMX_ERR("verbs: ibv_modify_qp(RTS) qpn 0x%x failed: %s", vc->qpn, strerror(errno));
 		return RDMX_E_PROVIDER;
 	}
 	return 0;
@@ -220,7 +220,7 @@ int rdmx__verbs_listen(struct rdmx_ctx *ctx, uint16_t port)
 	n = rdmx__verbs_dev_local_addrs(vctx->vdev, addrs, VERBS_MAX_LISTEN);
 	if (n == 0) {
 		RDMX_ERR("verbs: %s has no IP address in its GID table: nothing to listen on",
-			 vctx->vdev->name);
+		         vctx->vdev->name);
 		return RDMX_E_NO_DEVICE;
 	}
 	for (unsigned i = 0; i < n; i++) {
@@ -230,11 +230,12 @@ int rdmx__verbs_listen(struct rdmx_ctx *ctx, uint16_t port)
 
 		if (sa->sa_family == AF_INET) {
 			((struct sockaddr_in *)sa)->sin_port = htons(port);
-			inet_ntop(AF_INET, &((struct sockaddr_in *)sa)->sin_addr, text, sizeof(text));
+			inet_ntop(AF_INET, &((struct sockaddr_in *)sa)->sin_addr, text,
+			          sizeof(text));
 		} else {
 			((struct sockaddr_in6 *)sa)->sin6_port = htons(port);
 			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)sa)->sin6_addr, text,
-				  sizeof(text));
+			          sizeof(text));
 		}
 		if (rdma_create_id(vctx->cm, &id, NULL, RDMA_PS_TCP)) {
 			RDMX_ERR("verbs: rdma_create_id(listen) failed: %s", strerror(errno));
@@ -250,7 +251,7 @@ int rdmx__verbs_listen(struct rdmx_ctx *ctx, uint16_t port)
 				rc = RDMX_E_EXISTS;
 			} else {
 				RDMX_ERR("verbs: rdma_bind_addr/rdma_listen(%s port %u) failed: %s",
-					 text, port, strerror(e));
+				         text, port, strerror(e));
 				rc = RDMX_E_PROVIDER;
 			}
 			rdma_destroy_id(id);
@@ -276,7 +277,7 @@ void rdmx__verbs_stop_listen(struct rdmx_ctx *ctx)
 /* ---- active side ---- */
 
 int rdmx__verbs_connect_to_addr(struct rdmx_conn *conn, const struct rdmx_addr *addr,
-				const void *pd, size_t pd_len)
+                                const void *pd, size_t pd_len)
 {
 	struct verbs_ctx *vctx = verbs_ctx_of(conn->ctx);
 	struct sockaddr_storage src;
@@ -305,10 +306,10 @@ int rdmx__verbs_connect_to_addr(struct rdmx_conn *conn, const struct rdmx_addr *
 	 * local destination may resolve to another device */
 	have_src = rdmx__verbs_dev_local_addr(vctx->vdev, vctx->gid_index, family, &src) == 0;
 	if (rdma_resolve_addr(vc->id, have_src ? (struct sockaddr *)&src : NULL,
-			      (struct sockaddr *)&addr->ss,
-			      (int)conn->ctx->props.conn_request_timeout_ms)) {
+	                      (struct sockaddr *)&addr->ss,
+	                      (int)conn->ctx->props.conn_request_timeout_ms)) {
 		RDMX_ERR("verbs: rdma_resolve_addr(%s port %u) failed: %s", addr->text, addr->port,
-			 strerror(errno));
+		         strerror(errno));
 		rc = RDMX_E_PROVIDER;
 		goto destroy;
 	}
@@ -326,9 +327,9 @@ static void on_addr_resolved(struct verbs_conn *vc)
 
 	if (!on_our_device(vctx, vc->id)) {
 		RDMX_ERR("verbs: the route to the peer of connection %u goes through %s, not %s",
-			 vc->conn->id,
-			 vc->id->verbs ? ibv_get_device_name(vc->id->verbs->device) : "?",
-			 vctx->vdev->name);
+		         vc->conn->id,
+		         vc->id->verbs ? ibv_get_device_name(vc->id->verbs->device) : "?",
+		         vctx->vdev->name);
 		attempt_failed(vc, "route on another device", 0);
 		return;
 	}
@@ -393,15 +394,15 @@ static int on_request(struct verbs_ctx *vctx, const struct cm_ev *e)
 
 	if (!on_our_device(vctx, id)) {
 		RDMX_ERR("verbs: connection request on %s reached a listener of %s: rejected",
-			 id->verbs ? ibv_get_device_name(id->verbs->device) : "?",
-			 vctx->vdev->name);
+		         id->verbs ? ibv_get_device_name(id->verbs->device) : "?",
+		         vctx->vdev->name);
 		goto reject;
 	}
 	conn = rdmx__conn_new(vctx->ctx, RDMX_CONN_REQUESTED);
 	if (!conn) {
 		RDMX_WARN("verbs: connection request rejected: the context is at its %u "
-			  "connections",
-			  vctx->ctx->props.max_connections);
+		          "connections",
+		          vctx->ctx->props.max_connections);
 		goto reject;
 	}
 	vc = rdmx__verbs_conn_new(vctx, conn);
@@ -505,7 +506,7 @@ static void on_disconnected(struct verbs_conn *vc)
 	/* the peer's DREQ: answer it (DREP) and flush our queue */
 	if (rdma_disconnect(vc->id))
 		RDMX_DBG("verbs: rdma_disconnect(qpn 0x%x) on a peer disconnect: %s", vc->qpn,
-			 strerror(errno));
+		         strerror(errno));
 	rdmx__verbs_conn_close(vc);
 }
 
@@ -518,7 +519,7 @@ static int handle(struct verbs_ctx *vctx, const struct cm_ev *e)
 	vc = e->id->context;
 	if (!vc) { /* a listener's own event */
 		RDMX_DBG("verbs: listener event %s (status %d)", rdma_event_str(e->type),
-			 e->status);
+		         e->status);
 		return 0;
 	}
 	if (vc->final || (vc->closing && e->type != RDMA_CM_EVENT_DISCONNECTED))

@@ -50,7 +50,7 @@ int rdmx__verbs_random_psn(uint32_t *psn)
 
 	if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v)) {
 		RDMX_ERR("verbs: getrandom for a packet sequence number failed: %s",
-			 strerror(errno));
+		         strerror(errno));
 		return RDMX_E_PROVIDER;
 	}
 	*psn = v & 0xffffffu;
@@ -117,7 +117,7 @@ int rdmx__verbs_conn_create_qp(struct verbs_conn *vc)
 	vc->scratch_mr = ibv_reg_mr(vctx->vdev->pd, vc->scratch, bytes, IBV_ACCESS_LOCAL_WRITE);
 	if (!vc->scratch_mr) {
 		RDMX_ERR("verbs: ibv_reg_mr(scratch, %zu bytes) failed: %s", bytes,
-			 strerror(errno));
+		         strerror(errno));
 		goto free_scratch;
 	}
 	memset(&a, 0, sizeof(a));
@@ -132,7 +132,7 @@ int rdmx__verbs_conn_create_qp(struct verbs_conn *vc)
 	vc->qp = ibv_create_qp(vctx->vdev->pd, &a);
 	if (!vc->qp) {
 		RDMX_ERR("verbs: ibv_create_qp(%s, %u wr, %u sge) failed: %s", vctx->vdev->name,
-			 vc->sq_size, a.cap.max_send_sge, strerror(errno));
+		         vc->sq_size, a.cap.max_send_sge, strerror(errno));
 		goto dereg_scratch;
 	}
 	vc->qpn = vc->qp->qp_num;
@@ -158,9 +158,9 @@ int rdmx__verbs_qp_to_init(struct verbs_conn *vc, uint8_t port)
 	a.port_num = port;
 	a.qp_access_flags = vc->vctx->qp_access;
 	if (ibv_modify_qp(vc->qp, &a,
-			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+	                  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
 		RDMX_ERR("verbs: ibv_modify_qp(INIT) qpn 0x%x failed: %s", vc->qpn,
-			 strerror(errno));
+		         strerror(errno));
 		return RDMX_E_PROVIDER;
 	}
 	return 0;
@@ -173,8 +173,7 @@ void rdmx__verbs_qp_to_err(struct verbs_conn *vc)
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_ERR;
 	if (ibv_modify_qp(vc->qp, &a, IBV_QP_STATE))
-		RDMX_ERR("verbs: ibv_modify_qp(ERR) qpn 0x%x failed: %s", vc->qpn,
-			 strerror(errno));
+		RDMX_ERR("verbs: ibv_modify_qp(ERR) qpn 0x%x failed: %s", vc->qpn, strerror(errno));
 }
 
 void rdmx__verbs_conn_destroy(struct verbs_conn *vc)
@@ -192,11 +191,11 @@ void rdmx__verbs_conn_destroy(struct verbs_conn *vc)
 	if (vc->qp) {
 		map_del(vctx, vc);
 		if (vc->posted || vc->infl_head || vc->stall_head)
-			RDMX_ERR("verbs: destroying qpn 0x%x with %u work requests posted",
-				 vc->qpn, vc->posted);
+			RDMX_ERR("verbs: destroying qpn 0x%x with %u work requests posted", vc->qpn,
+			         vc->posted);
 		if (ibv_destroy_qp(vc->qp))
 			RDMX_ERR("verbs: ibv_destroy_qp(qpn 0x%x) failed: %s", vc->qpn,
-				 strerror(errno));
+			         strerror(errno));
 	}
 	if (vc->scratch_mr && ibv_dereg_mr(vc->scratch_mr))
 		RDMX_ERR("verbs: ibv_dereg_mr(scratch) failed: %s", strerror(errno));
@@ -241,8 +240,7 @@ int rdmx__verbs_conn_disconnect(struct rdmx_conn *conn)
 	 * for the DREP: once our own work requests are flushed the connection
 	 * is done, and destroying the id later is fine in any cm state */
 	if (vc->id && (vc->established || vc->accepted) && rdma_disconnect(vc->id))
-		RDMX_DBG("verbs: rdma_disconnect(qpn 0x%x) failed: %s", vc->qpn,
-			 strerror(errno));
+		RDMX_DBG("verbs: rdma_disconnect(qpn 0x%x) failed: %s", vc->qpn, strerror(errno));
 	/* (a cm connect still resolving ends the same way: later cm events of
 	 * a closing connection are ignored, cm.c) */
 	rdmx__verbs_conn_close(vc);
@@ -275,8 +273,7 @@ static uint32_t get32(const uint8_t *p)
 
 static bool needs_grh(const struct verbs_ctx *vctx)
 {
-	return vctx->vdev->port_attr.link_layer == IBV_LINK_LAYER_ETHERNET ||
-	       vctx->ctx->props.grh;
+	return vctx->vdev->port_attr.link_layer == IBV_LINK_LAYER_ETHERNET || vctx->ctx->props.grh;
 }
 
 int rdmx__verbs_conn_export(struct rdmx_conn *conn, void *details, size_t *len)
@@ -290,8 +287,8 @@ int rdmx__verbs_conn_export(struct rdmx_conn *conn, void *details, size_t *len)
 	int rc;
 
 	if (ibv_query_gid(vd->ibv, vd->port, (int)gid_index, &gid)) {
-		RDMX_ERR("verbs: ibv_query_gid(%s port %u index %u) failed: %s", vd->name,
-			 vd->port, gid_index, strerror(errno));
+		RDMX_ERR("verbs: ibv_query_gid(%s port %u index %u) failed: %s", vd->name, vd->port,
+		         gid_index, strerror(errno));
 		return RDMX_E_INVAL;
 	}
 	vc = rdmx__verbs_conn_new(vctx, conn);
@@ -382,11 +379,10 @@ static int to_rtr(struct verbs_conn *vc, const struct peer_details *peer)
 		a.ah_attr.grh.hop_limit = 64;
 	}
 	if (ibv_modify_qp(vc->qp, &a,
-			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				  IBV_QP_MIN_RNR_TIMER)) {
-		RDMX_ERR("verbs: ibv_modify_qp(RTR) qpn 0x%x -> peer qpn 0x%x failed: %s",
-			 vc->qpn, peer->qpn, strerror(errno));
+	                  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+	                      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) {
+		RDMX_ERR("verbs: ibv_modify_qp(RTR) qpn 0x%x -> peer qpn 0x%x failed: %s", vc->qpn,
+		         peer->qpn, strerror(errno));
 		return RDMX_E_PROVIDER;
 	}
 	return 0;
@@ -405,10 +401,9 @@ static int to_rts(struct verbs_conn *vc)
 	a.sq_psn = vc->psn;
 	a.max_rd_atomic = vctx->rd_atomic;
 	if (ibv_modify_qp(vc->qp, &a,
-			  IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)) {
-		RDMX_ERR("verbs: ibv_modify_qp(RTS) qpn 0x%x failed: %s", vc->qpn,
-			 strerror(errno));
+	                  IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+	                      IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)) {
+		RDMX_ERR("verbs: ibv_modify_qp(RTS) qpn 0x%x failed: %s", vc->qpn, strerror(errno));
 		return RDMX_E_PROVIDER;
 	}
 	return 0;
@@ -460,9 +455,9 @@ void rdmx__verbs_conn_probe(struct verbs_ctx *vctx)
 		struct ibv_send_wr wr, *bad = NULL;
 		int rc;
 
-		if (!v->connected || !v->can_probe || v->probing || !v->established ||
-		    v->closing || v->in_error || v->final || v->posted || v->stall_head ||
-		    now < v->probe_at_ms || vctx->nprobing >= vctx->probe_cap)
+		if (!v->connected || !v->can_probe || v->probing || !v->established || v->closing ||
+		    v->in_error || v->final || v->posted || v->stall_head || now < v->probe_at_ms ||
+		    vctx->nprobing >= vctx->probe_cap)
 			continue;
 		v->probe_at_ms = now + VERBS_PROBE_MS;
 		memset(&wr, 0, sizeof(wr));

@@ -82,9 +82,10 @@ static void ctx_params(struct verbs_ctx *vc, const struct rdmx_ctx_props *p)
 	if (vd->port_attr.active_mtu && vd->port_attr.active_mtu < vc->mtu)
 		vc->mtu = vd->port_attr.active_mtu;
 	vc->qp_access = qp_access(p->permissions);
-	rd = a->max_qp_rd_atom < a->max_qp_init_rd_atom ? a->max_qp_rd_atom : a->max_qp_init_rd_atom;
-	vc->rd_atomic = (uint8_t)(rd > (int)VERBS_MAX_RD_ATOMIC ? (int)VERBS_MAX_RD_ATOMIC
-							       : (rd < 0 ? 0 : rd));
+	rd =
+	    a->max_qp_rd_atom < a->max_qp_init_rd_atom ? a->max_qp_rd_atom : a->max_qp_init_rd_atom;
+	vc->rd_atomic =
+	    (uint8_t)(rd > (int)VERBS_MAX_RD_ATOMIC ? (int)VERBS_MAX_RD_ATOMIC : (rd < 0 ? 0 : rd));
 }
 
 int rdmx__verbs_ctx_start(struct rdmx_ctx *ctx)
@@ -111,24 +112,24 @@ int rdmx__verbs_ctx_start(struct rdmx_ctx *ctx)
 	vc->chan = ibv_create_comp_channel(vd->ibv);
 	if (!vc->chan) {
 		RDMX_ERR("verbs: ibv_create_comp_channel(%s) failed: %s", vd->name,
-			 strerror(errno));
+		         strerror(errno));
 		goto free_tab;
 	}
 	if (set_nonblock(vc->chan->fd)) {
 		RDMX_ERR("verbs: fcntl(O_NONBLOCK) on the completion channel failed: %s",
-			 strerror(errno));
+		         strerror(errno));
 		goto destroy_chan;
 	}
 	vc->scq = ibv_create_cq(vd->ibv, (int)(vc->scq_cap + vc->probe_cap), vc, vc->chan, 0);
 	if (!vc->scq) {
 		RDMX_ERR("verbs: ibv_create_cq(%s, send, %u entries) failed: %s", vd->name,
-			 vc->scq_cap + vc->probe_cap, strerror(errno));
+		         vc->scq_cap + vc->probe_cap, strerror(errno));
 		goto destroy_chan;
 	}
 	vc->rcq = ibv_create_cq(vd->ibv, (int)vc->srq_cap, vc, vc->chan, 0);
 	if (!vc->rcq) {
 		RDMX_ERR("verbs: ibv_create_cq(%s, recv, %u entries) failed: %s", vd->name,
-			 vc->srq_cap, strerror(errno));
+		         vc->srq_cap, strerror(errno));
 		goto destroy_scq;
 	}
 	memset(&sa, 0, sizeof(sa));
@@ -138,7 +139,7 @@ int rdmx__verbs_ctx_start(struct rdmx_ctx *ctx)
 	vc->srq = ibv_create_srq(vd->pd, &sa);
 	if (!vc->srq) {
 		RDMX_ERR("verbs: ibv_create_srq(%s, %u wr, %u sge) failed: %s", vd->name,
-			 vc->srq_cap, sa.attr.max_sge, strerror(errno));
+		         vc->srq_cap, sa.attr.max_sge, strerror(errno));
 		goto destroy_rcq;
 	}
 	vc->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -196,7 +197,7 @@ int rdmx__verbs_ctx_cm_channel(struct verbs_ctx *vc)
 	}
 	if (set_nonblock(vc->cm->fd) || epoll_add(vc->epfd, vc->cm->fd)) {
 		RDMX_ERR("verbs: setting up the rdma_cm event channel fd failed: %s",
-			 strerror(errno));
+		         strerror(errno));
 		rdma_destroy_event_channel(vc->cm);
 		vc->cm = NULL;
 		return RDMX_E_PROVIDER;
@@ -340,7 +341,7 @@ void rdmx__verbs_ctx_stop(struct rdmx_ctx *ctx)
 		if (v->id && (v->established || v->accepted) && !v->closing &&
 		    rdma_disconnect(v->id))
 			RDMX_DBG("verbs: rdma_disconnect(qpn 0x%x) at stop failed: %s", v->qpn,
-				 strerror(errno));
+			         strerror(errno));
 		v->closing = true;
 		if (v->qp)
 			rdmx__verbs_qp_to_err(v);

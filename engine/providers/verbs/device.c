@@ -33,7 +33,7 @@ int rdmx__verbs_dev_list(struct rdmx_dev_info *infos, size_t max, size_t *count)
 		if (infos && (size_t)i < max) {
 			memset(&infos[i], 0, sizeof(infos[i]));
 			snprintf(infos[i].name, sizeof(infos[i].name), "%s",
-				 ibv_get_device_name(list[i]));
+			         ibv_get_device_name(list[i]));
 			snprintf(infos[i].provider, sizeof(infos[i].provider), "verbs");
 		}
 	}
@@ -114,7 +114,7 @@ int rdmx__verbs_dev_open(struct rdmx_dev *dev, const char *ip)
 	vd->port = pick_port(vd->ibv, vd->attr.orig_attr.phys_port_cnt, &vd->port_attr);
 	if (vd->port_attr.state != IBV_PORT_ACTIVE)
 		RDMX_WARN("verbs: %s port %u is not active (state %d)", dev->name, vd->port,
-			  (int)vd->port_attr.state);
+		          (int)vd->port_attr.state);
 	vd->pd = ibv_alloc_pd(vd->ibv);
 	if (!vd->pd) {
 		RDMX_ERR("verbs: ibv_alloc_pd(%s) failed: %s", dev->name, strerror(errno));
@@ -175,7 +175,7 @@ int rdmx__verbs_dev_query_caps(const struct rdmx_dev *dev, struct rdmx_dev_caps 
 	caps->atomic_write_native = false;
 	caps->flush_native = false;
 	caps->odp = (vd->attr.odp_caps.general_caps & IBV_ODP_SUPPORT) &&
-		    (vd->attr.odp_caps.per_transport_caps.rc_odp_caps & IBV_ODP_SUPPORT_WRITE);
+	            (vd->attr.odp_caps.per_transport_caps.rc_odp_caps & IBV_ODP_SUPPORT_WRITE);
 	return 0;
 }
 
@@ -189,7 +189,7 @@ int rdmx__verbs_dev_get_gid(const struct rdmx_dev *dev, uint32_t index, uint8_t 
 	if (ibv_query_gid(vd->ibv, vd->port, (int)index, &g)) {
 		/* an unpopulated entry (RoCE keeps holes in its table) */
 		RDMX_DBG("verbs: ibv_query_gid(%s, index %u) failed: %s", vd->name, index,
-			 strerror(errno));
+		         strerror(errno));
 		memset(gid, 0, 16);
 		return 0;
 	}
@@ -243,13 +243,13 @@ static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_st
 		return false;
 	if (a->ss_family == AF_INET)
 		return memcmp(&((const struct sockaddr_in *)a)->sin_addr,
-			      &((const struct sockaddr_in *)b)->sin_addr, 4) == 0;
+		              &((const struct sockaddr_in *)b)->sin_addr, 4) == 0;
 	return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-		      &((const struct sockaddr_in6 *)b)->sin6_addr, 16) == 0;
+	              &((const struct sockaddr_in6 *)b)->sin6_addr, 16) == 0;
 }
 
 unsigned rdmx__verbs_dev_local_addrs(const struct verbs_dev *vd, struct sockaddr_storage *ss,
-				     unsigned max)
+                                     unsigned max)
 {
 	unsigned n = 0;
 
@@ -317,7 +317,7 @@ uint32_t rdmx__verbs_dev_gid_index(const struct verbs_dev *vd, uint32_t want)
 }
 
 int rdmx__verbs_dev_local_addr(const struct verbs_dev *vd, uint32_t gid_index, int family,
-			       struct sockaddr_storage *ss)
+                               struct sockaddr_storage *ss)
 {
 	struct sockaddr_storage all[16];
 	union ibv_gid g;
@@ -383,14 +383,14 @@ int rdmx__verbs_dev_find_by_addr(const char *ip, char name[RDMX_DEV_NAME_MAX])
 
 		if (!ibv) {
 			RDMX_WARN("verbs: ibv_open_device(%s) failed: %s",
-				  ibv_get_device_name(list[i]), strerror(errno));
+			          ibv_get_device_name(list[i]), strerror(errno));
 			continue;
 		}
 		if (ibv_query_device(ibv, &a) == 0) {
 			for (uint8_t p = 1; p <= a.phys_port_cnt && rc; p++) {
 				if (port_has_gid(ibv, p, want)) {
 					snprintf(name, RDMX_DEV_NAME_MAX, "%s",
-						 ibv_get_device_name(list[i]));
+					         ibv_get_device_name(list[i]));
 					rc = 0;
 				}
 			}

@@ -36,7 +36,7 @@ int rdmx__verbs_mr_reg(struct rdmx_mr *mr)
 		int e = errno;
 
 		RDMX_ERR("verbs: ibv_reg_mr(%s, %zu bytes, access 0x%x) failed: %s", vd->name,
-			 mr->len, (unsigned)flags, strerror(e));
+		         mr->len, (unsigned)flags, strerror(e));
 		return e == ENOMEM ? RDMX_E_NOMEM : RDMX_E_PROVIDER;
 	}
 	mr->lkey = m->lkey;

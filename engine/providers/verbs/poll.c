@@ -31,11 +31,11 @@ int rdmx__verbs_wc_status(enum ibv_wc_status st, bool stopping)
 	case IBV_WC_REM_INV_REQ_ERR:
 	case IBV_WC_REM_OP_ERR:
 		return RDMX_E_REMOTE_OP;
-	case IBV_WC_RETRY_EXC_ERR:  /* no answer from the peer: it is gone */
+	case IBV_WC_RETRY_EXC_ERR: /* no answer from the peer: it is gone */
 	case IBV_WC_REM_ABORT_ERR:
 	case IBV_WC_RESP_TIMEOUT_ERR:
 		return RDMX_E_CONN_ABORTED;
-	case IBV_WC_LOC_PROT_ERR:   /* local key or access: a bad local buffer */
+	case IBV_WC_LOC_PROT_ERR: /* local key or access: a bad local buffer */
 	case IBV_WC_LOC_ACCESS_ERR:
 		return RDMX_E_INVAL;
 	case IBV_WC_BAD_RESP_ERR:
@@ -54,8 +54,9 @@ static void conn_failed(struct verbs_conn *vc, const struct ibv_wc *wc)
 		return;
 	vc->in_error = true;
 	if (wc->status != IBV_WC_WR_FLUSH_ERR)
-		RDMX_DBG("verbs: qpn 0x%x completion error %s (vendor 0x%x): connection %u to error",
-			 vc->qpn, ibv_wc_status_str(wc->status), wc->vendor_err, vc->conn->id);
+		RDMX_DBG(
+		    "verbs: qpn 0x%x completion error %s (vendor 0x%x): connection %u to error",
+		    vc->qpn, ibv_wc_status_str(wc->status), wc->vendor_err, vc->conn->id);
 	if (!vc->closing)
 		rdmx__conn_set_error(vc->conn);
 	/* RC gives up on a peer that stopped answering: that is peer death,
@@ -137,8 +138,7 @@ static int send_wc(struct verbs_ctx *vctx, const struct ibv_wc *wc)
 	if (task->op == RDMX__OP_ATOMIC_WRITE) {
 		uint64_t found = vc->scratch[task->prov_u64[0]];
 
-		if (wc->status == IBV_WC_SUCCESS && !vctx->stopping &&
-		    found != task->prov_u64[1]) {
+		if (wc->status == IBV_WC_SUCCESS && !vctx->stopping && found != task->prov_u64[1]) {
 			/* the word held another value: swap again from it */
 			if (vc->closing || vc->in_error)
 				status = RDMX_E_CONN_ABORTED;
@@ -178,9 +178,9 @@ static int recv_wc(struct verbs_ctx *vctx, const struct ibv_wc *wc)
 		rdmx__task_complete(task, vctx->stopping ? RDMX_E_CANCELED : RDMX_E_CONN_ABORTED);
 		return 1;
 	}
-	if (!vctx->stopping && (wc->status == IBV_WC_REM_ACCESS_ERR ||
-				wc->status == IBV_WC_REM_INV_REQ_ERR ||
-				wc->status == IBV_WC_REM_OP_ERR)) {
+	if (!vctx->stopping &&
+	    (wc->status == IBV_WC_REM_ACCESS_ERR || wc->status == IBV_WC_REM_INV_REQ_ERR ||
+	     wc->status == IBV_WC_REM_OP_ERR)) {
 		/* the responder refused the peer's request (say a write_imm
 		 * with a bad key; rxe takes the receive before it checks the
 		 * key): the requester gets the error, the connection is dead
@@ -286,7 +286,7 @@ static int conn_phase(struct verbs_ctx *vctx)
 
 			v->final = true;
 			rdmx__conn_event(v->conn, failure ? RDMX__CONN_EV_FAILURE
-							  : RDMX__CONN_EV_DISCONNECTED);
+			                                  : RDMX__CONN_EV_DISCONNECTED);
 			n++;
 		} else if (ending || v->est_pending || (v->in_error && v->stall_head)) {
 			vctx->pending = true;
@@ -347,8 +347,8 @@ void rdmx__verbs_drain(struct verbs_ctx *vctx, unsigned timeout_ms)
 			break;
 		if (rdmx__verbs_now_ms() > deadline) {
 			RDMX_ERR("verbs: work requests still posted %u ms after the QPs went "
-				 "to error: completing them as canceled",
-				 timeout_ms);
+			         "to error: completing them as canceled",
+			         timeout_ms);
 			break;
 		}
 		if (!seen)

@@ -157,9 +157,9 @@ static struct rdmx_task *stall_pop(struct verbs_conn *vc)
 
 static const char *op_name(enum rdmx__op op)
 {
-	static const char *const names[] = {"receive", "send",	      "send_imm", "read",
-					    "write",   "write_imm",   "cas",	  "fadd",
-					    "atomic_write", "flush"};
+	static const char *const names[] = {"receive",      "send",      "send_imm", "read",
+	                                    "write",        "write_imm", "cas",      "fadd",
+	                                    "atomic_write", "flush"};
 
 	return (unsigned)op < sizeof(names) / sizeof(names[0]) ? names[op] : "?";
 }
@@ -188,8 +188,8 @@ int rdmx__verbs_post_now(struct verbs_conn *vc, struct rdmx_task *task)
 		break;
 	case RDMX__OP_WRITE:
 	case RDMX__OP_WRITE_IMM:
-		wr.opcode = task->op == RDMX__OP_WRITE ? IBV_WR_RDMA_WRITE
-						       : IBV_WR_RDMA_WRITE_WITH_IMM;
+		wr.opcode =
+		    task->op == RDMX__OP_WRITE ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM;
 		wr.imm_data = htonl(task->imm);
 		wr.num_sge = (int)chain_sges(task->local, UINT64_MAX, sge);
 		wr.wr.rdma.remote_addr = raddr;
@@ -204,7 +204,7 @@ int rdmx__verbs_post_now(struct verbs_conn *vc, struct rdmx_task *task)
 	case RDMX__OP_CAS:
 	case RDMX__OP_FADD:
 		wr.opcode = task->op == RDMX__OP_CAS ? IBV_WR_ATOMIC_CMP_AND_SWP
-						     : IBV_WR_ATOMIC_FETCH_AND_ADD;
+		                                     : IBV_WR_ATOMIC_FETCH_AND_ADD;
 		wr.num_sge = (int)chain_sges(task->local, 8, sge);
 		wr.wr.atomic.remote_addr = raddr;
 		wr.wr.atomic.rkey = rkey;
@@ -236,8 +236,8 @@ int rdmx__verbs_post_now(struct verbs_conn *vc, struct rdmx_task *task)
 	}
 	rc = ibv_post_send(vc->qp, &wr, &bad);
 	if (rc) {
-		RDMX_ERR("verbs: ibv_post_send(%s) qpn 0x%x failed: %s", op_name(task->op),
-			 vc->qpn, strerror(rc));
+		RDMX_ERR("verbs: ibv_post_send(%s) qpn 0x%x failed: %s", op_name(task->op), vc->qpn,
+		         strerror(rc));
 		return rc == ENOMEM ? RDMX_E_FULL : RDMX_E_PROVIDER;
 	}
 	task->prov_u64[0] = slot_idx;

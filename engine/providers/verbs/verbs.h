@@ -60,8 +60,8 @@ struct verbs_dev {
 	struct ibv_port_attr port_attr;
 	uint8_t port;
 	char name[RDMX_DEV_NAME_MAX];
-	bool has_ip;                 /* opened by address: bind cm ids there */
-	struct sockaddr_storage ip;  /* port 0 */
+	bool has_ip;                /* opened by address: bind cm ids there */
+	struct sockaddr_storage ip; /* port 0 */
 };
 
 struct verbs_conn;
@@ -78,21 +78,21 @@ struct verbs_ctx {
 	uint32_t probe_cap, nprobing;  /* send CQEs kept for liveness probes */
 	uint32_t srq_cap, srq_used;
 	unsigned scq_events, rcq_events; /* CQ events got, not yet acked */
-	enum ibv_mtu mtu;              /* min(ctx mtu property, port active mtu) */
-	int qp_access;                 /* IBV_ACCESS_REMOTE_* from ctx permissions */
-	uint8_t rd_atomic;             /* our max reads/atomics in flight, each way */
-	uint32_t gid_index;            /* rdmx__verbs_dev_gid_index(props.gid_index) */
+	enum ibv_mtu mtu;                /* min(ctx mtu property, port active mtu) */
+	int qp_access;                   /* IBV_ACCESS_REMOTE_* from ctx permissions */
+	uint8_t rd_atomic;               /* our max reads/atomics in flight, each way */
+	uint32_t gid_index;              /* rdmx__verbs_dev_gid_index(props.gid_index) */
 	/* posted receives: doubly linked through task->next / task->prov_ptr */
 	struct rdmx_task *recv_head;
-	struct verbs_conn *conns;      /* every connection with provider state */
-	struct verbs_conn **qpn_tab;   /* qp number -> connection (receives) */
+	struct verbs_conn *conns;    /* every connection with provider state */
+	struct verbs_conn **qpn_tab; /* qp number -> connection (receives) */
 	uint32_t qpn_mask;
 	struct rdma_cm_id *listen[VERBS_MAX_LISTEN];
 	unsigned nlisten;
 	/* completions ctx_arm polled while checking for a race: delivered first */
 	struct ibv_wc sstash[VERBS_POLL_BATCH], rstash[VERBS_POLL_BATCH];
 	unsigned nsstash, nrstash;
-	uint32_t nprobed;              /* connected export/connect connections */
+	uint32_t nprobed; /* connected export/connect connections */
 	uint64_t next_probe_ms;
 	bool pending;  /* a connection waits for the connection phase of ctx_poll */
 	bool stopping; /* ctx_stop runs: flushes become RDMX_E_CANCELED */
@@ -104,17 +104,17 @@ struct verbs_conn {
 	struct rdma_cm_id *id; /* cm flow only */
 	struct ibv_qp *qp;
 	uint32_t qpn, psn;
-	uint32_t sq_size;      /* power of two: scratch slots */
+	uint32_t sq_size; /* power of two: scratch slots */
 	uint64_t *scratch;
 	struct ibv_mr *scratch_mr;
-	uint64_t seq;          /* work requests posted: scratch slot = seq % sq_size */
-	uint32_t posted;       /* work requests in the send queue */
+	uint64_t seq;    /* work requests posted: scratch slot = seq % sq_size */
+	uint32_t posted; /* work requests in the send queue */
 	/* posted send tasks, in order (completions come in this order) */
 	struct rdmx_task *infl_head, *infl_tail;
 	/* accepted send tasks waiting behind an emulated atomic write */
 	struct rdmx_task *stall_head, *stall_tail;
 	uint32_t nstall;
-	bool stalled;        /* an emulated atomic write is in flight */
+	bool stalled; /* an emulated atomic write is in flight */
 	/* liveness probe: a zero-length op the peer's QP permits */
 	enum ibv_wr_opcode probe_op;
 	bool can_probe, probing;
@@ -124,15 +124,15 @@ struct verbs_conn {
 	uint8_t cm_pd[RDMX_PRIVATE_DATA_MAX + 1]; /* encoded private data to send */
 	uint8_t cm_pd_len;
 	/* life cycle */
-	bool exported;       /* export/connect flow */
-	bool connected;      /* export flow: conn_connect succeeded */
-	bool accepted;       /* cm passive: rdma_accept done */
-	bool established;    /* ESTABLISHED reported */
-	bool est_pending;    /* ESTABLISHED to report at the next ctx_poll */
-	bool fail_pending;   /* FAILURE to report once drained */
-	bool closing;        /* QP moved to error: DISCONNECTED once drained */
-	bool in_error;       /* rdmx__conn_set_error done */
-	bool final;          /* FAILURE or DISCONNECTED reported */
+	bool exported;            /* export/connect flow */
+	bool connected;           /* export flow: conn_connect succeeded */
+	bool accepted;            /* cm passive: rdma_accept done */
+	bool established;         /* ESTABLISHED reported */
+	bool est_pending;         /* ESTABLISHED to report at the next ctx_poll */
+	bool fail_pending;        /* FAILURE to report once drained */
+	bool closing;             /* QP moved to error: DISCONNECTED once drained */
+	bool in_error;            /* rdmx__conn_set_error done */
+	bool final;               /* FAILURE or DISCONNECTED reported */
 	struct verbs_conn *next;  /* vctx->conns */
 	struct verbs_conn *hnext; /* qpn_tab bucket */
 };
@@ -169,10 +169,10 @@ uint32_t rdmx__verbs_dev_gid_index(const struct verbs_dev *vdev, uint32_t want);
  * or AF_UNSPEC for either), preferring the GID at gid_index. Port 0.
  * RDMX_E_NOT_FOUND when the GID table holds no usable address. */
 int rdmx__verbs_dev_local_addr(const struct verbs_dev *vdev, uint32_t gid_index, int family,
-			       struct sockaddr_storage *ss);
+                               struct sockaddr_storage *ss);
 /* Every usable local address (at most max); returns how many. */
 unsigned rdmx__verbs_dev_local_addrs(const struct verbs_dev *vdev, struct sockaddr_storage *ss,
-				     unsigned max);
+                                     unsigned max);
 
 /* mr.c */
 int rdmx__verbs_mr_reg(struct rdmx_mr *mr);
@@ -219,7 +219,7 @@ int rdmx__verbs_random_psn(uint32_t *psn);
 int rdmx__verbs_listen(struct rdmx_ctx *ctx, uint16_t port);
 void rdmx__verbs_stop_listen(struct rdmx_ctx *ctx);
 int rdmx__verbs_connect_to_addr(struct rdmx_conn *conn, const struct rdmx_addr *addr,
-				const void *pd, size_t pd_len);
+                                const void *pd, size_t pd_len);
 int rdmx__verbs_conn_accept(struct rdmx_conn *conn, const void *pd, size_t pd_len);
 int rdmx__verbs_conn_reject(struct rdmx_conn *conn);
 /* Handles pending rdma_cm events (at most budget callbacks); returns the

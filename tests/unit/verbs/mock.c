@@ -43,8 +43,7 @@ static int mock_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 	return 0;
 }
 
-static int mock_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
-			      struct ibv_recv_wr **bad)
+static int mock_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	(void)srq;
 	(void)bad;
@@ -87,7 +86,7 @@ void mock_send_wc(uint64_t wr_id, uint32_t qpn, enum ibv_wc_status st)
 }
 
 void mock_recv_wc(uint64_t wr_id, uint32_t qpn, enum ibv_wc_status st, enum ibv_wc_opcode op,
-		  unsigned flags, uint32_t byte_len, uint32_t imm_net)
+                  unsigned flags, uint32_t byte_len, uint32_t imm_net)
 {
 	struct ibv_wc *w;
 
@@ -159,7 +158,7 @@ struct ibv_mr *(ibv_reg_mr)(struct ibv_pd *pd, void *addr, size_t length, int ac
 }
 
 struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
-				unsigned int access)
+                                unsigned int access)
 {
 	(void)iova;
 	return (ibv_reg_mr)(pd, addr, length, (int)access);
@@ -235,7 +234,7 @@ int rdmx_conn_reject(struct rdmx_conn *conn)
 }
 
 void rdmx__log(enum rdmx_log_level level, const char *file, int line, const char *func,
-	       const char *fmt, ...)
+               const char *fmt, ...)
 {
 	va_list ap;
 
@@ -272,7 +271,7 @@ int rdmx__verbs_ctx_cm_channel(struct verbs_ctx *vctx)
 }
 
 int rdmx__verbs_dev_local_addr(const struct verbs_dev *vdev, uint32_t gid_index, int family,
-			       struct sockaddr_storage *ss)
+                               struct sockaddr_storage *ss)
 {
 	(void)vdev;
 	(void)gid_index;
@@ -282,7 +281,7 @@ int rdmx__verbs_dev_local_addr(const struct verbs_dev *vdev, uint32_t gid_index,
 }
 
 unsigned rdmx__verbs_dev_local_addrs(const struct verbs_dev *vdev, struct sockaddr_storage *ss,
-				     unsigned max)
+                                     unsigned max)
 {
 	(void)vdev;
 	(void)ss;
@@ -339,8 +338,8 @@ void fixture_init(struct fixture *f, uint32_t sq_size)
 	f->ctx.props.recv_queue_size = 16;
 	f->ctx.props.max_send_buf_list_len = 4;
 	f->ctx.props.max_recv_buf_list_len = 4;
-	f->ctx.props.permissions = RDMX_ACCESS_REMOTE_READ | RDMX_ACCESS_REMOTE_WRITE |
-				   RDMX_ACCESS_REMOTE_ATOMIC;
+	f->ctx.props.permissions =
+	    RDMX_ACCESS_REMOTE_READ | RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_REMOTE_ATOMIC;
 	f->ctx.props.mtu = 4096;
 	f->ctx.props.rnr_retry_count = 3;
 	f->ctx.props.max_connections = 4;

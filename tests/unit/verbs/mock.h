@@ -89,7 +89,7 @@ void fixture_conn_free(struct fixture *f, struct rdmx_conn *c);
 /* Queues a completion on the send / recv CQ. */
 void mock_send_wc(uint64_t wr_id, uint32_t qpn, enum ibv_wc_status st);
 void mock_recv_wc(uint64_t wr_id, uint32_t qpn, enum ibv_wc_status st, enum ibv_wc_opcode op,
-		  unsigned flags, uint32_t byte_len, uint32_t imm_net);
+                  unsigned flags, uint32_t byte_len, uint32_t imm_net);
 
 /* A registered region as the engine would have it (lkey/rkey set). */
 void mock_mr(struct rdmx_mr *mr, void *addr, size_t len, uint32_t key);

@@ -9,9 +9,11 @@ static struct fixture F;
 static struct rdmx_conn *C;
 static uint8_t local_mem[4096] __attribute__((aligned(64)));
 static struct rdmx_mr local_mr;
-static struct rdmx_mr_remote remote = {.addr = 0x20000, .len = 4096, .rkey = 0x1234,
-				       .access = RDMX_ACCESS_ALL,
-				       .provider = RDMX_PROVIDER_ID_VERBS};
+static struct rdmx_mr_remote remote = {.addr = 0x20000,
+                                       .len = 4096,
+                                       .rkey = 0x1234,
+                                       .access = RDMX_ACCESS_ALL,
+                                       .provider = RDMX_PROVIDER_ID_VERBS};
 static struct rdmx_task T[16];
 
 static void setup(void)
@@ -179,9 +181,9 @@ Test(poll, receives_name_opcode_length_imm_and_connection)
 	}
 	mock_recv_wc((uintptr_t)&r[0], qpn(), IBV_WC_SUCCESS, IBV_WC_RECV, 0, 1000, 0);
 	mock_recv_wc((uintptr_t)&r[1], qpn(), IBV_WC_SUCCESS, IBV_WC_RECV, IBV_WC_WITH_IMM, 7,
-		     htonl(0xa1b2c3d4u));
+	             htonl(0xa1b2c3d4u));
 	mock_recv_wc((uintptr_t)&r[2], qpn(), IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
-		     IBV_WC_WITH_IMM, 1500, htonl(0x01020304u));
+	             IBV_WC_WITH_IMM, 1500, htonl(0x01020304u));
 	/* a message of an unknown QP goes nowhere: the receive is posted again */
 	mock_recv_wc((uintptr_t)&r[3], 0xdead, IBV_WC_SUCCESS, IBV_WC_RECV, 0, 5, 0);
 	int before = M.nrecvs;
@@ -198,7 +200,7 @@ Test(poll, receives_name_opcode_length_imm_and_connection)
 	cr_assert_eq(M.recvs[M.nrecvs - 1].wr.wr_id, (uintptr_t)&r[3]);
 	/* a write_imm the responder refused: the receive stays posted */
 	mock_recv_wc((uintptr_t)&r[3], qpn(), IBV_WC_REM_ACCESS_ERR, IBV_WC_RECV_RDMA_WITH_IMM, 0,
-		     0, 0);
+	             0, 0);
 	cr_assert_eq(rdmx__verbs_ctx_poll(&F.ctx, 16), 0);
 	cr_assert_eq(M.nrecvs, before + 2);
 	cr_assert_eq(C->state, RDMX_CONN_ERROR, "the responder's QP is in error");

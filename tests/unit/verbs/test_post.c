@@ -8,9 +8,11 @@ static struct fixture F;
 static struct rdmx_conn *C;
 static uint8_t local_mem[8192] __attribute__((aligned(64)));
 static struct rdmx_mr local_mr;
-static struct rdmx_mr_remote remote = {.addr = 0x10000, .len = 4096, .rkey = 0xabcd,
-				       .access = RDMX_ACCESS_ALL,
-				       .provider = RDMX_PROVIDER_ID_VERBS};
+static struct rdmx_mr_remote remote = {.addr = 0x10000,
+                                       .len = 4096,
+                                       .rkey = 0xabcd,
+                                       .access = RDMX_ACCESS_ALL,
+                                       .provider = RDMX_PROVIDER_ID_VERBS};
 
 static void setup(void)
 {
@@ -26,8 +28,7 @@ static void teardown(void)
 
 TestSuite(post, .init = setup, .fini = teardown);
 
-static struct rdmx_task *task(enum rdmx__op op, struct rdmx_buf *local, uint64_t off,
-			      uint64_t len)
+static struct rdmx_task *task(enum rdmx__op op, struct rdmx_buf *local, uint64_t off, uint64_t len)
 {
 	static struct rdmx_task tasks[16];
 	static int n;
@@ -59,7 +60,7 @@ Test(post, write_remote_address_wraps_and_is_not_checked)
 	cr_assert(wr->send_flags & IBV_SEND_SIGNALED);
 	/* 0x10000 + (2^64 - 8) wraps to 0xfff8: the NIC refuses it, not us */
 	cr_assert_eq(wr->wr.rdma.remote_addr, 0xfff8u, "remote addr 0x%llx",
-		     (unsigned long long)wr->wr.rdma.remote_addr);
+	             (unsigned long long)wr->wr.rdma.remote_addr);
 	cr_assert_eq(wr->wr.rdma.rkey, 0xabcdu);
 	cr_assert_eq(wr->num_sge, 1);
 	cr_assert_eq(M.sends[0].sge[0].addr, (uintptr_t)local_mem);
@@ -92,9 +93,9 @@ Test(post, send_imm_and_write_imm_carry_imm_in_network_order)
 Test(post, read_cuts_the_chain_to_the_read_length)
 {
 	struct rdmx_buf b[3] = {
-		{.mr = &local_mr, .addr = local_mem, .len = 100},
-		{.mr = &local_mr, .addr = local_mem + 200, .len = 200},
-		{.mr = &local_mr, .addr = local_mem + 500, .len = 300},
+	    {.mr = &local_mr, .addr = local_mem, .len = 100},
+	    {.mr = &local_mr, .addr = local_mem + 200, .len = 200},
+	    {.mr = &local_mr, .addr = local_mem + 500, .len = 300},
 	};
 	b[0].next = &b[1];
 	b[1].next = &b[2];
@@ -192,8 +193,8 @@ Test(post, post_failure_is_reported_and_nothing_is_queued)
 Test(post, receive_sg_list_and_srq_full)
 {
 	struct rdmx_buf b[2] = {
-		{.mr = &local_mr, .addr = local_mem, .len = 64},
-		{.mr = &local_mr, .addr = local_mem + 128, .len = 32},
+	    {.mr = &local_mr, .addr = local_mem, .len = 64},
+	    {.mr = &local_mr, .addr = local_mem + 128, .len = 32},
 	};
 	static struct rdmx_task r[17];
 
