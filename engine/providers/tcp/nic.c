@@ -199,7 +199,7 @@ static uint64_t check_ctx(struct tcp_dev *td, struct tcp_ctx *tc, uint64_t now)
 	if (dl <= now || atomic_load_explicit(&tc->has_dirty, memory_order_relaxed)) {
 		serve(tc);
 		dl = atomic_load_explicit(&tc->next_deadline, memory_order_relaxed);
-		if (dl <= now)
+		if (dl <= now || atomic_load_explicit(&tc->has_dirty, memory_order_relaxed))
 			dl = now + td->grace_ns; /* trylock failed: look again soon */
 	}
 	if (!tc->nic_in_set)

@@ -7,7 +7,8 @@
  *
  * Locking (order: device lock -> context lock -> key table read lock; the
  * application thread never takes the device lock while it holds a context
- * lock, the NIC thread only trylocks a context to serve it):
+ * lock; the NIC thread trylocks a context to serve it, and locks it only for
+ * the short hand-over of an accepted data connection):
  * - tcp_dev.lock guards the device's context list, the table of exported
  *   connections waiting for their data connection, the hello sockets and
  *   the NIC bookkeeping in each tcp_ctx.
