@@ -295,6 +295,25 @@ static int conn_phase(struct verbs_ctx *vctx)
 	return n;
 }
 
+/* What ctx_arm polled comes first (it is older than the CQs' rest). */
+static int take_stash(struct verbs_ctx *vctx)
+{
+	unsigned ns = vctx->nsstash, nr = vctx->nrstash;
+	struct ibv_wc sw[VERBS_POLL_BATCH], rw[VERBS_POLL_BATCH];
+	int n = 0;
+
+	if (!ns && !nr)
+		return 0;
+	memcpy(sw, vctx->sstash, ns * sizeof(sw[0]));
+	memcpy(rw, vctx->rstash, nr * sizeof(rw[0]));
+	vctx->nsstash = vctx->nrstash = 0;
+	for (unsigned i = 0; i < ns; i++)
+		n += send_wc(vctx, &sw[i]);
+	for (unsigned i = 0; i < nr; i++)
+		n += recv_wc(vctx, &rw[i]);
+	return n;
+}
+
 int rdmx__verbs_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 {
 	struct verbs_ctx *vctx = verbs_ctx_of(ctx);
@@ -303,19 +322,7 @@ int rdmx__verbs_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 
 	if (!vctx)
 		return 0;
-	/* what ctx_arm polled comes first (it is older than the CQs' rest) */
-	if (vctx->nsstash || vctx->nrstash) {
-		unsigned ns = vctx->nsstash, nr = vctx->nrstash;
-		struct ibv_wc s[VERBS_POLL_BATCH], r[VERBS_POLL_BATCH];
-
-		memcpy(s, vctx->sstash, ns * sizeof(s[0]));
-		memcpy(r, vctx->rstash, nr * sizeof(r[0]));
-		vctx->nsstash = vctx->nrstash = 0;
-		for (unsigned i = 0; i < ns; i++)
-			n += send_wc(vctx, &s[i]);
-		for (unsigned i = 0; i < nr; i++)
-			n += recv_wc(vctx, &r[i]);
-	}
+	n += take_stash(vctx);
 	if (vctx->nprobed && !vctx->stopping)
 		rdmx__verbs_conn_probe(vctx);
 	while ((unsigned)n < budget) {
@@ -334,6 +341,7 @@ void rdmx__verbs_drain(struct verbs_ctx *vctx, unsigned timeout_ms)
 	uint64_t deadline = rdmx__verbs_now_ms() + timeout_ms;
 	unsigned seen;
 
+	take_stash(vctx);
 	for (;;) {
 		bool busy = false;
 

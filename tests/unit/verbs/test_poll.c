@@ -272,3 +272,21 @@ Test(poll, probe_completions_are_nobodys_task)
 	cr_assert_eq(M.ndone, 0);
 	cr_assert_eq(M.events[0].ev, RDMX__CONN_EV_DISCONNECTED);
 }
+
+Test(poll, completions_ctx_arm_stashed_come_first)
+{
+	struct rdmx_buf b = {.mr = &local_mr, .addr = local_mem, .len = 8};
+
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(rdmx__verbs_post_send(C, task(i, RDMX__OP_WRITE, &b, 0)), 0);
+	/* ctx_arm took the first completion off the CQ while checking for a race */
+	memset(&F.vctx->sstash[0], 0, sizeof(F.vctx->sstash[0]));
+	F.vctx->sstash[0].wr_id = (uintptr_t)&T[0];
+	F.vctx->sstash[0].qp_num = qpn();
+	F.vctx->nsstash = 1;
+	mock_send_wc((uintptr_t)&T[1], qpn(), IBV_WC_SUCCESS);
+	cr_assert_eq(rdmx__verbs_ctx_poll(&F.ctx, 16), 2);
+	cr_assert_eq(M.done[0].task, &T[0]);
+	cr_assert_eq(M.done[1].task, &T[1]);
+	cr_assert_eq(F.vctx->nsstash, 0u);
+}
