@@ -18,7 +18,6 @@
 #include <ev.h>
 
 #include <rdmx/health.h>
-#include <rdmx/reflection.h>
 #include <rdmx/registry.h>
 #include <rdmx/rpc.h>
 #include <rdmx/status.h>
@@ -390,9 +389,8 @@ int kv_serve_main(int argc, char **argv)
 	k.loop = ev_default_loop(0);
 	if (kv_store_create((uint64_t)k.o.max_bytes, &k.store) || rdmx_rpc_server_create(&k.rpc))
 		goto out;
+	/* the handlers, and kv.proto for the reflection service */
 	rc = kv_KV_register(k.rpc, &handlers, &k);
-	if (!rc)
-		rc = rdmx_rpc_server_add_reflection(k.rpc, "kv.proto", kv_idl_text);
 	if (rc) {
 		fprintf(stderr, "rdmx-kv serve: registering the service: %s\n", rdmx_strerror(rc));
 		goto out;
