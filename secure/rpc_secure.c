@@ -259,11 +259,8 @@ int rdmx_rpc_client_connect_secure(const char *host, uint16_t port, struct rdmx_
 	int timeout_ms, ret;
 	uint64_t deadline;
 
-	if (!host || !tls || !rc || check_opts(opts) || rdmx__rpc_hello_from_opts(opts, &mine))
+	if (!host || !tls || !rc || check_opts(opts) || rdmx__rpc_hello_from_opts(opts, 0, &mine))
 		return RDMX_E_INVAL;
-	ret = rdmx__rpc_hello_encode(&mine, app, sizeof(app), &app_len);
-	if (ret)
-		return ret;
 	timeout_ms =
 	    opts && opts->timeout_ms ? opts->timeout_ms : RDMX_RPC_SECURE_DEFAULT_TIMEOUT_MS;
 	deadline = now_ns() + (uint64_t)timeout_ms * 1000000u;
@@ -279,6 +276,9 @@ int rdmx_rpc_client_connect_secure(const char *host, uint16_t port, struct rdmx_
 	ret = open_engine(c, pe, opts);
 	if (ret)
 		goto free_client;
+	ret = rdmx__rpc_hello_for_dev(opts, c->dev, &mine, app, sizeof(app), &app_len);
+	if (ret)
+		goto close_engine;
 	ret = rdmx_bootstrap_connect(c->ctx, tls, host, port, opts ? opts->name : NULL, app,
 	                             app_len, timeout_ms, &c->ep.b);
 	if (ret)

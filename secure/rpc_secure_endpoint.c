@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <rdmx/dev.h>
 #include <rdmx/status.h>
 
 #include "rpc_secure_internal.h"
@@ -18,6 +19,23 @@ void rdmx_rpc_secure_opts_init(struct rdmx_rpc_secure_opts *opts)
 {
 	if (opts)
 		memset(opts, 0, sizeof(*opts));
+}
+
+int rdmx__rpc_hello_for_dev(const struct rdmx_rpc_secure_opts *opts, const struct rdmx_dev *dev,
+                            struct rdmx__rpc_hello *h, void *buf, size_t cap, size_t *len)
+{
+	struct rdmx_dev_caps caps;
+	uint64_t dev_max = 0;
+	int ret;
+
+	if (rdmx_dev_query_caps(dev, &caps) == 0)
+		dev_max = caps.max_message_size;
+	ret = rdmx__rpc_hello_from_opts(opts, dev_max, h);
+	if (!ret && dev_max && h->max_msg > dev_max)
+		ret = RDMX_E_INVAL; /* asked for more than the device carries */
+	if (!ret)
+		ret = rdmx__rpc_hello_encode(h, buf, cap, len);
+	return ret;
 }
 
 void rdmx__rpc_secure_ep_names(struct rdmx__rpc_secure_ep *ep)

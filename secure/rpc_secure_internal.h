@@ -41,11 +41,20 @@ int rdmx__rpc_hello_decode(const void *buf, size_t len, struct rdmx__rpc_hello *
 /* 1 when the hello lists `version`. */
 int rdmx__rpc_hello_has_version(const struct rdmx__rpc_hello *h, uint32_t version);
 /* Geometry of opts with the defaults filled, checked against the channel's
- * ranges (RDMX_E_INVAL). */
-int rdmx__rpc_hello_from_opts(const struct rdmx_rpc_secure_opts *opts, struct rdmx__rpc_hello *h);
+ * ranges (RDMX_E_INVAL). The default message limit is the channel's: at most
+ * the device's largest message, dev_max_msg (0: unknown). */
+int rdmx__rpc_hello_from_opts(const struct rdmx_rpc_secure_opts *opts, uint64_t dev_max_msg,
+                              struct rdmx__rpc_hello *h);
 
-/* ---- rpc_secure_endpoint.c ----
- * Every endpoint made here is listed (process-wide, under a lock) so that
+/* ---- rpc_secure_endpoint.c ---- */
+
+/* from_opts with the limit of `dev`, then encode: the hello this side sends.
+ * RDMX_E_INVAL when opts are out of range for the device. */
+struct rdmx_dev;
+int rdmx__rpc_hello_for_dev(const struct rdmx_rpc_secure_opts *opts, const struct rdmx_dev *dev,
+                            struct rdmx__rpc_hello *h, void *buf, size_t cap, size_t *len);
+
+/* Every endpoint made here is listed (process-wide, under a lock) so that
  * the getters of rpc_secure.h find their state from the rdmx_rpc_conn. */
 
 enum rdmx__rpc_secure_side {

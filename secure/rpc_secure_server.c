@@ -368,12 +368,7 @@ int rdmx_rpc_server_listen_secure(struct ev_loop *loop, struct rdmx_rpc_server *
 		srv->ops = *ops;
 	if (!srv->ops.max_clients)
 		srv->ops.max_clients = RDMX_RPC_SECURE_DEFAULT_MAX_CLIENTS;
-	ret = rdmx__rpc_hello_from_opts(opts, &srv->mine);
-	if (!ret) {
-		/* the server answers with the one version it chose */
-		ret = rdmx__rpc_hello_encode(&srv->mine, srv->reply, sizeof(srv->reply),
-		                             &srv->reply_len);
-	}
+	ret = rdmx__rpc_hello_from_opts(opts, 0, &srv->mine);
 	if (ret)
 		goto free_srv;
 	ev_idle_init(&srv->reaper, reap);
@@ -381,6 +376,11 @@ int rdmx_rpc_server_listen_secure(struct ev_loop *loop, struct rdmx_rpc_server *
 	ret = open_engine(srv, opts);
 	if (ret)
 		goto free_srv;
+	/* the server answers with the one version it chose */
+	ret = rdmx__rpc_hello_for_dev(opts, srv->dev, &srv->mine, srv->reply, sizeof(srv->reply),
+	                              &srv->reply_len);
+	if (ret)
+		goto close_engine;
 	ret = rdmx_bootstrap_server_create(loop, srv->ctx, tls, host, port,
 	                                   opts ? opts->name : NULL, &bs_ops, srv, &srv->bs);
 	if (ret)

@@ -30,15 +30,21 @@ static int max_msg_ok(uint64_t v)
 	return v >= 1 && v <= RDMX_CHAN_MAX_MSG_SIZE_LIMIT;
 }
 
-int rdmx__rpc_hello_from_opts(const struct rdmx_rpc_secure_opts *opts, struct rdmx__rpc_hello *h)
+int rdmx__rpc_hello_from_opts(const struct rdmx_rpc_secure_opts *opts, uint64_t dev_max_msg,
+                              struct rdmx__rpc_hello *h)
 {
 	memset(h, 0, sizeof(*h));
 	h->versions[0] = RDMX_RPC_SECURE_VERSION;
 	h->n_versions = 1;
 	h->slot_count = opts && opts->slot_count ? opts->slot_count : RDMX_CHAN_DEFAULT_SLOT_COUNT;
 	h->slot_size = opts && opts->slot_size ? opts->slot_size : RDMX_CHAN_DEFAULT_SLOT_SIZE;
-	h->max_msg =
-	    opts && opts->max_msg_size ? opts->max_msg_size : RDMX_CHAN_DEFAULT_MAX_MSG_SIZE;
+	if (opts && opts->max_msg_size) {
+		h->max_msg = opts->max_msg_size;
+	} else {
+		h->max_msg = RDMX_CHAN_DEFAULT_MAX_MSG_SIZE;
+		if (dev_max_msg && dev_max_msg < h->max_msg)
+			h->max_msg = dev_max_msg;
+	}
 	if (!slot_count_ok(h->slot_count) || !slot_size_ok(h->slot_size) || !max_msg_ok(h->max_msg))
 		return RDMX_E_INVAL;
 	return RDMX_OK;

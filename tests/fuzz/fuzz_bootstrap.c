@@ -191,7 +191,7 @@ static int decide(struct rdmx_bootstrap *b, const void **reply, size_t *reply_le
 		return RDMX_E_PROTOCOL;
 	if (!rdmx__rpc_hello_has_version(&h, RDMX_RPC_SECURE_VERSION))
 		return RDMX_E_PROTOCOL;
-	rdmx__rpc_hello_from_opts(NULL, &mine);
+	rdmx__rpc_hello_from_opts(NULL, 0, &mine);
 	if (rdmx__rpc_hello_encode(&mine, answer, sizeof(answer), &len))
 		abort();
 	*reply = answer;

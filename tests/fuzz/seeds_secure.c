@@ -60,7 +60,7 @@ static void bootstrap_seeds(void)
 	msgpack_packer pk;
 
 	memset(details, 0x5a, sizeof(details));
-	rdmx__rpc_hello_from_opts(NULL, &h);
+	rdmx__rpc_hello_from_opts(NULL, 0, &h);
 	h.versions[1] = 7;
 	h.n_versions = 2;
 	if (rdmx__rpc_hello_encode(&h, app, sizeof(app), &app_len))
