@@ -192,7 +192,10 @@ Test(peer_death, killed_peer_completes_every_task_once)
 			nsend++;
 			break;
 		case 3:
-			l[i] = lbuf(big, 0, CHILD_REGION);
+			/* the largest message the device takes (rxe: 8 MiB) */
+			l[i] = lbuf(big, 0,
+				    P.caps.max_message_size < CHILD_REGION ? (size_t)P.caps.max_message_size
+									   : CHILD_REGION);
 			r[i] = rbuf(m, 0, 0);
 			ASSERT_OK(rdmx_task_write_alloc(P.ctx, pc, &l[i], &r[i], &ti[i], &t));
 			break;
