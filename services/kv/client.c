@@ -18,16 +18,16 @@
 
 #include <rdmx/registry.h>
 #include <rdmx/rpc.h>
+#include <rdmx/rpc_secure.h>
 #include <rdmx/status.h>
 #include <rdmx/tls.h>
 
 #include "kv.h"
 #include "kv.rdmx.h"
-#include "rpcnet.h"
 
 struct copts {
 	const char *registry, *registry_name, *server, *server_name, *service;
-	struct rpcnet_tls tls;
+	struct kv_tls tls;
 	int timeout_ms;
 	bool time, verbose;
 };
@@ -51,33 +51,6 @@ static void usage(FILE *f)
 	       "  --ca FILE --cert FILE --key FILE   mutual TLS ($RDMX_CA, $RDMX_CERT, $RDMX_KEY)\n"
 	       "  --timeout-ms N          connection and call deadline (default 30000)\n"
 	       "  --time                  each call's latency on stderr\n");
-}
-
-int64_t kv_parse_size(const char *s)
-{
-	char *end;
-	unsigned long long v;
-	int shift = 0;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	if (*end == 'k' || *end == 'K')
-		shift = 10;
-	else if (*end == 'm' || *end == 'M')
-		shift = 20;
-	else if (*end == 'g' || *end == 'G')
-		shift = 30;
-	if (shift)
-		end++;
-	if (*end == 'i' && shift)
-		end++;
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end || v > (1ull << 40) >> shift)
-		return -1;
-	return (int64_t)(v << shift);
 }
 
 static uint64_t now_ns(void)
@@ -110,83 +83,93 @@ static void fmt_size(uint64_t n, char *out, size_t len)
 
 /* ---- finding and reaching the server ---- */
 
-static int kv_connect(const struct copts *o, struct rpcnet_client **c)
+/* The server's endpoint: --server, or the first member of --service that
+ * rdmx-bootstrapd knows (whose certificate name is then the one to expect). */
+static int find_server(const struct copts *o, char *host, size_t host_len, uint16_t *port,
+                       char *owner, size_t owner_len)
 {
-	struct rpcnet_tls t = o->tls;
 	struct rdmx_registry_members *members = NULL;
 	struct rdmx_registry_client *reg = NULL;
-	struct rdmx_tls_config *cfg = NULL;
-	char host[256], owner[RDMX_REGISTRY_MAX_OWNER + 1], err[512];
-	uint16_t port;
+	struct rdmx_tls_config *cfg;
+	const char *reg_name[1] = {o->registry_name};
+	char rhost[256];
+	uint16_t rport;
 	int rc;
 
-	if (!t.ca || !t.cert || !t.key) {
-		fprintf(stderr, "rdmx-kv: mutual TLS needs --ca, --cert and --key "
-		                "(or $RDMX_CA, $RDMX_CERT, $RDMX_KEY)\n");
-		return RDMX_E_INVAL;
-	}
 	if (o->server) {
-		if (rpcnet_split_addr(o->server, host, sizeof(host), &port) || !port) {
+		if (kv_split_addr(o->server, host, host_len, port) || !*port) {
 			fprintf(stderr, "rdmx-kv: --server wants HOST:PORT, got %s\n", o->server);
 			return RDMX_E_INVAL;
 		}
-		t.peer = o->server_name;
+		snprintf(owner, owner_len, "%s", o->server_name ? o->server_name : "*");
+		return 0;
+	}
+	if (!o->registry) {
+		fprintf(stderr, "rdmx-kv: where is the server? give --registry HOST:PORT "
+		                "(rdmx-bootstrapd) or --server HOST:PORT\n");
+		return RDMX_E_INVAL;
+	}
+	if (kv_split_addr(o->registry, rhost, sizeof(rhost), &rport) || !rport) {
+		fprintf(stderr, "rdmx-kv: --registry wants HOST:PORT, got %s\n", o->registry);
+		return RDMX_E_INVAL;
+	}
+	cfg = kv_tls_config(&o->tls, reg_name, o->registry_name ? 1 : 0, "rdmx-kv");
+	if (!cfg)
+		return RDMX_E_INVAL;
+	rc = rdmx_registry_client_connect(rhost, rport, cfg, &reg);
+	if (!rc)
+		rc = rdmx_registry_client_lookup(reg, o->service, &members);
+	if (rc) {
+		fprintf(stderr, "rdmx-kv: looking up %s at rdmx-bootstrapd %s: %s\n", o->service,
+		        o->registry, rdmx_strerror(rc));
+	} else if (members->count == 0) {
+		fprintf(stderr, "rdmx-kv: no %s server is registered with %s\n", o->service,
+		        o->registry);
+		rc = RDMX_E_NOT_FOUND;
+	} else if (kv_split_addr(members->items[0].endpoint, host, host_len, port)) {
+		fprintf(stderr, "rdmx-kv: registered endpoint %s is not HOST:PORT\n",
+		        members->items[0].endpoint);
+		rc = RDMX_E_PROTOCOL;
 	} else {
-		char rhost[256];
-		uint16_t rport;
-		struct rpcnet_tls rt = o->tls;
-
-		if (!o->registry) {
-			fprintf(stderr, "rdmx-kv: where is the server? give --registry HOST:PORT "
-			                "(rdmx-bootstrapd) or --server HOST:PORT\n");
-			return RDMX_E_INVAL;
-		}
-		if (rpcnet_split_addr(o->registry, rhost, sizeof(rhost), &rport) || !rport) {
-			fprintf(stderr, "rdmx-kv: --registry wants HOST:PORT, got %s\n",
-			        o->registry);
-			return RDMX_E_INVAL;
-		}
-		rt.peer = o->registry_name;
-		cfg = rpcnet_tls_config(&rt, err, sizeof(err));
-		if (!cfg) {
-			fprintf(stderr, "rdmx-kv: %s\n", err);
-			return RDMX_E_INVAL;
-		}
-		rc = rdmx_registry_client_connect(rhost, rport, cfg, &reg);
-		if (!rc)
-			rc = rdmx_registry_client_lookup(reg, o->service, &members);
-		if (rc) {
-			fprintf(stderr, "rdmx-kv: looking up %s at rdmx-bootstrapd %s: %s\n",
-			        o->service, o->registry, rdmx_strerror(rc));
-			goto out;
-		}
-		if (members->count == 0) {
-			fprintf(stderr, "rdmx-kv: no %s server is registered with %s\n", o->service,
-			        o->registry);
-			rc = RDMX_E_NOT_FOUND;
-			goto out;
-		}
-		/* the first member; its certificate name is the one to expect */
-		if (rpcnet_split_addr(members->items[0].endpoint, host, sizeof(host), &port)) {
-			fprintf(stderr, "rdmx-kv: registered endpoint %s is not HOST:PORT\n",
-			        members->items[0].endpoint);
-			rc = RDMX_E_PROTOCOL;
-			goto out;
-		}
-		snprintf(owner, sizeof(owner), "%s", members->items[0].owner);
-		t.peer = owner;
+		snprintf(owner, owner_len, "%s", members->items[0].owner);
 		if (o->verbose)
 			fprintf(stderr, "rdmx-kv: %s is at %s (certificate %s)\n", o->service,
 			        members->items[0].endpoint, owner);
 	}
-	rc = rpcnet_client_connect(host, port, &t, "rdmx-kv", o->timeout_ms, c, err, sizeof(err));
-	if (rc)
-		fprintf(stderr, "rdmx-kv: %s\n", err);
-out:
 	rdmx_registry_members_free(&members);
 	rdmx_registry_client_destroy(&reg);
 	rdmx_tls_config_destroy(&cfg);
 	return rc;
+}
+
+/* Mutual TLS, bootstrap, channel, RPC endpoint (rdmx/rpc_secure.h). *cfg
+ * must outlive the connection. */
+static int kv_connect(const struct copts *o, struct rdmx_tls_config **cfg,
+                      struct rdmx_rpc_conn **rc)
+{
+	char host[256], owner[RDMX_REGISTRY_MAX_OWNER + 1];
+	const char *peer[1] = {owner};
+	struct rdmx_rpc_secure_opts opts;
+	uint16_t port;
+	int ret;
+
+	ret = find_server(o, host, sizeof(host), &port, owner, sizeof(owner));
+	if (ret)
+		return ret;
+	*cfg = kv_tls_config(&o->tls, peer, 1, "rdmx-kv");
+	if (!*cfg)
+		return RDMX_E_INVAL;
+	rdmx_rpc_secure_opts_init(&opts);
+	opts.name = "rdmx-kv";
+	opts.max_msg_size = KV_MAX_MSG;
+	opts.timeout_ms = o->timeout_ms;
+	ret = rdmx_rpc_client_connect_secure(host, port, *cfg, NULL, &opts, rc);
+	if (ret) {
+		fprintf(stderr, "rdmx-kv: connecting to %s:%u: %s\n", host, port,
+		        rdmx_strerror(ret));
+		rdmx_tls_config_destroy(cfg);
+	}
+	return ret;
 }
 
 /* ---- calls ---- */
@@ -853,7 +836,8 @@ static int cmd_session(struct rdmx_rpc_conn *rpc, const struct copts *o, int arg
 int kv_client_main(int argc, char **argv)
 {
 	struct copts o = {0};
-	struct rpcnet_client *c = NULL;
+	struct rdmx_tls_config *cfg = NULL;
+	struct rdmx_rpc_conn *rc = NULL;
 	int i, ret;
 
 	o.service = KV_DEFAULT_SERVICE;
@@ -921,18 +905,19 @@ int kv_client_main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (kv_connect(&o, &c))
+	if (kv_connect(&o, &cfg, &rc))
 		return 1;
 	if (!strcmp(argv[0], "put"))
-		ret = cmd_put(rpcnet_client_rpc(c), &o, argc, argv);
+		ret = cmd_put(rc, &o, argc, argv);
 	else if (!strcmp(argv[0], "get"))
-		ret = cmd_get(rpcnet_client_rpc(c), &o, argc, argv);
+		ret = cmd_get(rc, &o, argc, argv);
 	else if (!strcmp(argv[0], "del"))
-		ret = cmd_del(rpcnet_client_rpc(c), &o, argc, argv);
+		ret = cmd_del(rc, &o, argc, argv);
 	else if (!strcmp(argv[0], "scan"))
-		ret = cmd_scan(rpcnet_client_rpc(c), &o, argc, argv);
+		ret = cmd_scan(rc, &o, argc, argv);
 	else
-		ret = cmd_session(rpcnet_client_rpc(c), &o, argc, argv);
-	rpcnet_client_close(&c);
+		ret = cmd_session(rc, &o, argc, argv);
+	rdmx_rpc_client_close_secure(&rc);
+	rdmx_tls_config_destroy(&cfg);
 	return ret;
 }

@@ -5,16 +5,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct rdmx_tls_config;
+
 #define KV_MAX_KEY 4096u
 #define KV_MAX_VALUE (64u << 20) /* 64 MiB */
 #define KV_DEFAULT_SERVICE "kv"
 #define KV_SCAN_DEFAULT_LIMIT 100u
 #define KV_SCAN_MAX_LIMIT 1000u
 #define KV_SCAN_PAGE_BYTES (4u << 20) /* values per page, beyond the first entry */
+/* largest channel message: a 64 MiB value and the request around it */
+#define KV_MAX_MSG ((uint64_t)KV_MAX_VALUE + (1u << 20))
 
 int kv_serve_main(int argc, char **argv);
 int kv_client_main(int argc, char **argv);
 
+/* common.c */
+struct kv_tls {
+	const char *ca, *cert, *key, *crl; /* PEM files; crl optional */
+};
+/* "host:port" / "[v6]:port" -> 0, or -1 */
+int kv_split_addr(const char *s, char *host, size_t host_len, uint16_t *port);
+/* A loaded config that accepts peers whose certificate name matches one of
+ * `peers` (none: any certificate of the CA). NULL on error (said on stderr,
+ * prefixed by `who`). */
+struct rdmx_tls_config *kv_tls_config(const struct kv_tls *t, const char *const *peers, int n_peers,
+                                      const char *who);
 /* "12", "4k", "64M", "1G" -> bytes; -1 on error */
 int64_t kv_parse_size(const char *s);
 

@@ -17,15 +17,18 @@
 
 #include <ev.h>
 
+#include <rdmx/channel.h>
+#include <rdmx/ctx.h>
+#include <rdmx/dev.h>
 #include <rdmx/health.h>
 #include <rdmx/registry.h>
 #include <rdmx/rpc.h>
+#include <rdmx/rpc_secure.h>
 #include <rdmx/status.h>
 #include <rdmx/tls.h>
 
 #include "kv.h"
 #include "kv.rdmx.h"
-#include "rpcnet.h"
 #include "store.h"
 
 #define MAX_ALLOW 32
@@ -34,7 +37,7 @@ struct serve_opts {
 	const char *listen, *registry, *registry_name, *service, *advertise;
 	const char *allow[MAX_ALLOW];
 	int n_allow;
-	struct rpcnet_tls tls;
+	struct kv_tls tls;
 	uint32_t ttl_ms;
 	int64_t max_bytes;
 	bool verbose;
@@ -46,7 +49,7 @@ struct kv_server {
 	struct kv_store *store;
 	struct rdmx_rpc_server *rpc;
 	struct rdmx_tls_config *tls, *reg_tls;
-	struct rpcnet_server *net;
+	struct rdmx_rpc_secure_server *srv;
 	struct rdmx_registry_client *reg;
 	char reg_host[256], endpoint[300];
 	uint16_t reg_port;
@@ -187,6 +190,16 @@ static void on_scan(struct rdmx_rpc_server_call *call, const kv_ScanRequest *req
 	free(v);
 }
 
+static const char *server_device(const struct kv_server *k)
+{
+	struct rdmx_ctx *ctx = rdmx_chan_host_get_ctx(rdmx_rpc_secure_server_get_host(k->srv));
+	struct rdmx_dev *dev = NULL;
+
+	if (!ctx || rdmx_ctx_get_dev(ctx, &dev) || !dev)
+		return "?";
+	return rdmx_dev_name(dev);
+}
+
 /* ---- registry ---- */
 
 static int registry_join(struct kv_server *k)
@@ -201,7 +214,7 @@ static int registry_join(struct kv_server *k)
 			return rc;
 	}
 	meta[0].key = meta_keys[0];
-	meta[0].value = rpcnet_server_device(k->net);
+	meta[0].value = server_device(k);
 	meta[1].key = meta_keys[1];
 	meta[1].value = "rdmx-bootstrap-mtls";
 	rc = rdmx_registry_client_join(k->reg, k->o.service, k->endpoint, meta, 2, k->o.ttl_ms,
@@ -337,50 +350,47 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 	return 0;
 }
 
-/* the server's TLS config: the --allow patterns, or any certificate of the CA */
-static struct rdmx_tls_config *server_tls(const struct serve_opts *o)
+static void on_connected(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_conn *rc, void *arg)
 {
-	struct rdmx_tls_config *cfg = NULL;
-	int rc = rdmx_tls_config_create(&cfg);
+	const char *cert = "?", *hello = "";
 
-	if (!rc)
-		rc = rdmx_tls_config_set_ca_file(cfg, o->tls.ca);
-	if (!rc)
-		rc = rdmx_tls_config_set_cert_key(cfg, o->tls.cert, o->tls.key);
-	if (!rc && o->tls.crl)
-		rc = rdmx_tls_config_set_crl_file(cfg, o->tls.crl);
-	for (int i = 0; !rc && i < o->n_allow; i++)
-		rc = rdmx_tls_config_add_allowed_peer(cfg, o->allow[i]);
-	if (!rc && o->n_allow == 0)
-		rc = rdmx_tls_config_add_allowed_peer(cfg, "*");
-	if (!rc)
-		rc = rdmx_tls_config_load(cfg);
-	if (rc) {
-		fprintf(stderr, "rdmx-kv serve: TLS setup (ca %s, cert %s, key %s): %s\n",
-		        o->tls.ca, o->tls.cert, o->tls.key, rdmx_strerror(rc));
-		rdmx_tls_config_destroy(&cfg);
-	}
-	return cfg;
+	(void)srv;
+	(void)arg;
+	rdmx_rpc_secure_get_peer_names(rc, &cert, &hello);
+	fprintf(stderr, "rdmx-kv: client %s (%s) connected\n", cert, hello);
+}
+
+static void on_gone(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_conn *rc, int status,
+                    void *arg)
+{
+	const char *cert = "?", *hello = "";
+
+	(void)srv;
+	(void)arg;
+	rdmx_rpc_secure_get_peer_names(rc, &cert, &hello);
+	fprintf(stderr, "rdmx-kv: client %s (%s) gone: %s\n", cert, hello, rdmx_strerror(status));
 }
 
 int kv_serve_main(int argc, char **argv)
 {
 	static const struct kv_KV_handlers handlers = {on_get, on_put, on_delete, on_scan};
 	struct kv_server k;
-	struct rpcnet_server_opts so = {0};
-	char host[256], err[512];
+	struct rdmx_rpc_secure_server_ops ops = {NULL, NULL, NULL, 0};
+	struct rdmx_rpc_secure_opts so;
+	char host[256];
+	uint16_t bound = 0;
 	uint16_t port;
 	int ret = 1, rc;
 
 	memset(&k, 0, sizeof(k));
 	if (parse(argc, argv, &k.o))
 		return 2;
-	if (rpcnet_split_addr(k.o.listen, host, sizeof(host), &port)) {
+	if (kv_split_addr(k.o.listen, host, sizeof(host), &port)) {
 		fprintf(stderr, "rdmx-kv serve: --listen wants HOST:PORT, got %s\n", k.o.listen);
 		return 2;
 	}
 	if (k.o.registry &&
-	    rpcnet_split_addr(k.o.registry, k.reg_host, sizeof(k.reg_host), &k.reg_port)) {
+	    kv_split_addr(k.o.registry, k.reg_host, sizeof(k.reg_host), &k.reg_port)) {
 		fprintf(stderr, "rdmx-kv serve: --registry wants HOST:PORT, got %s\n",
 		        k.o.registry);
 		return 2;
@@ -395,36 +405,42 @@ int kv_serve_main(int argc, char **argv)
 		fprintf(stderr, "rdmx-kv serve: registering the service: %s\n", rdmx_strerror(rc));
 		goto out;
 	}
-	k.tls = server_tls(&k.o);
+	k.tls = kv_tls_config(&k.o.tls, k.o.allow, k.o.n_allow, "rdmx-kv serve");
 	if (!k.tls)
 		goto out;
-	so.host = host;
-	so.port = port;
-	so.tls = k.tls;
+	/* mutual TLS bootstrap, then a channel and an RPC endpoint per client,
+	 * all driven by the loop (rdmx/rpc_secure.h) */
+	if (k.o.verbose) {
+		ops.connected = on_connected;
+		ops.gone = on_gone;
+	}
+	rdmx_rpc_secure_opts_init(&so);
 	so.name = k.o.service;
-	so.verbose = k.o.verbose;
-	if (rpcnet_server_create(k.loop, k.rpc, &so, &k.net, err, sizeof(err))) {
-		fprintf(stderr, "rdmx-kv serve: %s\n", err);
+	so.max_msg_size = KV_MAX_MSG;
+	rc = rdmx_rpc_server_listen_secure(k.loop, k.rpc, k.tls, host, port, &ops, &so, &k, &k.srv);
+	if (!rc)
+		rc = rdmx_rpc_secure_server_get_port(k.srv, &bound);
+	if (rc) {
+		fprintf(stderr, "rdmx-kv serve: listening on %s: %s\n", k.o.listen,
+		        rdmx_strerror(rc));
 		goto out;
 	}
 	if (k.o.advertise)
 		snprintf(k.endpoint, sizeof(k.endpoint), "%s", k.o.advertise);
 	else
 		snprintf(k.endpoint, sizeof(k.endpoint), "%s%s%s:%u", strchr(host, ':') ? "[" : "",
-		         host, strchr(host, ':') ? "]" : "", rpcnet_server_port(k.net));
-	printf("listening %s %u\n", host, rpcnet_server_port(k.net));
+		         host, strchr(host, ':') ? "]" : "", bound);
+	printf("listening %s %u\n", host, bound);
 	fflush(stdout);
 	fprintf(stderr, "rdmx-kv: serving %s on %s (device %s, mutual TLS), values up to 64 MiB\n",
-	        k.o.service, k.endpoint, rpcnet_server_device(k.net));
+	        k.o.service, k.endpoint, server_device(&k));
 	if (k.o.registry) {
-		struct rpcnet_tls rt = k.o.tls;
+		const char *reg_name[1] = {k.o.registry_name};
 
-		rt.peer = k.o.registry_name;
-		k.reg_tls = rpcnet_tls_config(&rt, err, sizeof(err));
-		if (!k.reg_tls) {
-			fprintf(stderr, "rdmx-kv serve: %s\n", err);
+		k.reg_tls =
+		    kv_tls_config(&k.o.tls, reg_name, k.o.registry_name ? 1 : 0, "rdmx-kv serve");
+		if (!k.reg_tls)
 			goto out;
-		}
 		if (registry_join(&k))
 			goto out;
 		printf("registered service=%s id=%llu endpoint=%s\n", k.o.service,
@@ -456,7 +472,7 @@ out:
 		ev_signal_stop(k.loop, &k.sigterm);
 	}
 	rdmx_registry_client_destroy(&k.reg);
-	rpcnet_server_destroy(&k.net);
+	rdmx_rpc_secure_server_destroy(&k.srv);
 	{
 		const struct rdmx_rpc_server *gone = k.rpc;
 

@@ -1,5 +1,5 @@
-/* rpcnet: the few lines between "an rdmx RPC server" / "a server's address"
- * and a working struct rdmx_rpc_conn, shared by rdmx-call and rdmx-kv.
+/* rpcnet: from "a server's address" to a working struct rdmx_rpc_conn, for
+ * rdmx-call.
  *
  * Two ways to reach a server (docs/guide-rpc.md):
  *   plain   the engine's rdma_cm-style listener (rdmx_ctx_listen on a fixed
@@ -22,9 +22,7 @@
 #include <stdint.h>
 
 struct rdmx_rpc_conn;
-struct rdmx_rpc_server;
 struct rdmx_tls_config;
-struct ev_loop;
 
 /* 64 MiB of payload plus room for the message around it */
 #define RPCNET_MAX_MSG ((64u << 20) + (1u << 20))
@@ -59,30 +57,5 @@ struct rdmx_rpc_conn *rpcnet_client_rpc(const struct rpcnet_client *client);
 const char *rpcnet_client_device(const struct rpcnet_client *client);
 /* Drains the endpoint (bounded), then frees everything. NULL: no-op. */
 void rpcnet_client_close(struct rpcnet_client **client);
-
-/* ---- server (libev) ---- */
-
-struct rpcnet_server;
-
-struct rpcnet_server_opts {
-	const char *host;            /* address to listen on (secure); NULL: all */
-	uint16_t port;               /* secure: 0 = any (see rpcnet_server_port); plain: required */
-	struct rdmx_tls_config *tls; /* secure when set (must outlive the server) */
-	const char *name;            /* bootstrap hello name (may be NULL) */
-	bool verbose;                /* a line on stderr per connection */
-};
-
-/* Serves `rpc` on the loop: every accepted connection gets a channel and an
- * RPC endpoint on `rpc`. The loop also drives the progress engine (plain: an
- * fd watcher in notification mode and the channel timers; secure: rdmx_ev,
- * inside rdmx_rpc_server_listen_secure). */
-int rpcnet_server_create(struct ev_loop *loop, struct rdmx_rpc_server *rpc,
-                         const struct rpcnet_server_opts *opts, struct rpcnet_server **server,
-                         char *err, size_t err_len);
-uint16_t rpcnet_server_port(const struct rpcnet_server *server);
-const char *rpcnet_server_device(const struct rpcnet_server *server);
-unsigned rpcnet_server_peers(const struct rpcnet_server *server);
-/* Closes every connection, stops listening, frees. NULL: no-op. */
-void rpcnet_server_destroy(struct rpcnet_server **server);
 
 #endif

@@ -1,0 +1,97 @@
+/* Helpers both halves of rdmx-kv use: addresses, TLS configs, sizes. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdmx/status.h>
+#include <rdmx/tls.h>
+
+#include "kv.h"
+
+int kv_split_addr(const char *s, char *host, size_t host_len, uint16_t *port)
+{
+	const char *colon = s ? strrchr(s, ':') : NULL;
+	unsigned long p;
+	char *end;
+	size_t n;
+
+	if (!colon)
+		return -1;
+	errno = 0;
+	p = strtoul(colon + 1, &end, 10);
+	if (errno || *end || colon[1] == '\0' || p > 65535)
+		return -1;
+	n = (size_t)(colon - s);
+	if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
+		s++;
+		n -= 2;
+	}
+	if (n == 0 || n >= host_len)
+		return -1;
+	memcpy(host, s, n);
+	host[n] = '\0';
+	*port = (uint16_t)p;
+	return 0;
+}
+
+struct rdmx_tls_config *kv_tls_config(const struct kv_tls *t, const char *const *peers, int n_peers,
+                                      const char *who)
+{
+	struct rdmx_tls_config *cfg = NULL;
+	int rc;
+
+	if (!t->ca || !t->cert || !t->key) {
+		fprintf(stderr,
+		        "%s: mutual TLS needs --ca, --cert and --key "
+		        "(or $RDMX_CA, $RDMX_CERT, $RDMX_KEY)\n",
+		        who);
+		return NULL;
+	}
+	rc = rdmx_tls_config_create(&cfg);
+	if (!rc)
+		rc = rdmx_tls_config_set_ca_file(cfg, t->ca);
+	if (!rc)
+		rc = rdmx_tls_config_set_cert_key(cfg, t->cert, t->key);
+	if (!rc && t->crl)
+		rc = rdmx_tls_config_set_crl_file(cfg, t->crl);
+	for (int i = 0; !rc && i < n_peers; i++)
+		rc = rdmx_tls_config_add_allowed_peer(cfg, peers[i] ? peers[i] : "*");
+	if (!rc && n_peers == 0)
+		rc = rdmx_tls_config_add_allowed_peer(cfg, "*"); /* any certificate of the CA */
+	if (!rc)
+		rc = rdmx_tls_config_load(cfg); /* bad files fail here, not at first use */
+	if (rc) {
+		fprintf(stderr, "%s: TLS setup (ca %s, cert %s, key %s): %s\n", who, t->ca, t->cert,
+		        t->key, rdmx_strerror(rc));
+		rdmx_tls_config_destroy(&cfg);
+	}
+	return cfg;
+}
+
+int64_t kv_parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v;
+	int shift = 0;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	if (*end == 'k' || *end == 'K')
+		shift = 10;
+	else if (*end == 'm' || *end == 'M')
+		shift = 20;
+	else if (*end == 'g' || *end == 'G')
+		shift = 30;
+	if (shift)
+		end++;
+	if (*end == 'i' && shift)
+		end++;
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || v > (1ull << 40) >> shift)
+		return -1;
+	return (int64_t)(v << shift);
+}
