@@ -69,7 +69,9 @@ static void on_sent(struct rdmx_task *t, void *tud, void *ud)
 static void on_fail(struct rdmx_task *t, void *tud, void *ud)
 {
 	(void)tud;
-	if (!((struct side *)ud)->down)
+	if (rdmx_task_get_type(t) != RDMX_TASK_RECEIVE)
+		sent++; /* completed, with an error: e.g. the peer hung up before acking */
+	if (!((struct side *)ud)->down && rdmx_task_get_status(t) != RDMX_E_CONN_ABORTED)
 		fprintf(stderr, "pingpong: task failed: %s\n", rdmx_strerror(rdmx_task_get_status(t)));
 }
 
@@ -160,7 +162,9 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* One mode: `rounds` bounces; the client records each round trip. */
+/* One mode (phase 0: send_imm, 1: write_imm): `iters` bounces; the client
+ * records each round trip. Counters are absolute: the peer's first message of
+ * a phase may arrive before this side finished the previous one. */
 static void bounce(struct side *s, bool client, bool use_write, uint64_t *rtt_ns)
 {
 	struct rdmx_buf src = {s->mr, s->buf[0], size, NULL};
@@ -170,7 +174,7 @@ static void bounce(struct side *s, bool client, bool use_write, uint64_t *rtt_ns
 		CHECK(rdmx_task_write_imm_alloc(s->ctx, s->conn, &src, &dst, 0, NULL, &t));
 	else
 		CHECK(rdmx_task_send_imm_alloc(s->ctx, s->conn, &src, 0, NULL, &t));
-	unsigned long base = s->received, sent_base = sent;
+	unsigned long base = use_write ? iters : 0, sent_base = base;
 	for (unsigned long i = 0; i < iters; i++) {
 		uint64_t t0 = now_ns();
 		if (!client)
@@ -184,7 +188,7 @@ static void bounce(struct side *s, bool client, bool use_write, uint64_t *rtt_ns
 			rtt_ns[i] = now_ns() - t0;
 		}
 	}
-	while (sent < sent_base + iters)
+	while (sent < sent_base + iters) /* the peer may hang up first: then it fails */
 		rdmx_pe_progress(s->pe);
 	CHECK(rdmx_task_free(t));
 }
