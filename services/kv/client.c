@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <rdmx/dev.h>
 #include <rdmx/registry.h>
 #include <rdmx/rpc.h>
 #include <rdmx/rpc_secure.h>
@@ -142,11 +143,25 @@ static int find_server(const struct copts *o, char *host, size_t host_len, uint1
 	return rc;
 }
 
+/* the device of the connection, and the largest value that fits its messages */
+static struct rdmx_dev *kv_dev;
+static uint64_t max_value = KV_MAX_VALUE;
+
+static bool value_fits(size_t len, const char *key)
+{
+	if (len <= max_value)
+		return true;
+	fprintf(stderr, "rdmx-kv: %s: a value is at most %llu bytes on device %s\n", key,
+	        (unsigned long long)max_value, rdmx_dev_name(kv_dev));
+	return false;
+}
+
 /* Mutual TLS, bootstrap, channel, RPC endpoint (rdmx/rpc_secure.h). *cfg
- * must outlive the connection. */
+ * and kv_dev must outlive the connection. */
 static int kv_connect(const struct copts *o, struct rdmx_tls_config **cfg,
                       struct rdmx_rpc_conn **rc)
 {
+	uint64_t max_msg;
 	char host[256], owner[RDMX_REGISTRY_MAX_OWNER + 1];
 	const char *peer[1] = {owner};
 	struct rdmx_rpc_secure_opts opts;
@@ -159,15 +174,21 @@ static int kv_connect(const struct copts *o, struct rdmx_tls_config **cfg,
 	*cfg = kv_tls_config(&o->tls, peer, 1, "rdmx-kv");
 	if (!*cfg)
 		return RDMX_E_INVAL;
+	if (kv_open_device(&kv_dev, &max_msg, &max_value, "rdmx-kv")) {
+		rdmx_tls_config_destroy(cfg);
+		return RDMX_E_NO_DEVICE;
+	}
 	rdmx_rpc_secure_opts_init(&opts);
+	opts.dev = kv_dev;
 	opts.name = "rdmx-kv";
-	opts.max_msg_size = KV_MAX_MSG;
+	opts.max_msg_size = max_msg;
 	opts.timeout_ms = o->timeout_ms;
 	ret = rdmx_rpc_client_connect_secure(host, port, *cfg, NULL, &opts, rc);
 	if (ret) {
 		fprintf(stderr, "rdmx-kv: connecting to %s:%u: %s\n", host, port,
 		        rdmx_strerror(ret));
 		rdmx_tls_config_destroy(cfg);
+		rdmx_dev_close(&kv_dev);
 	}
 	return ret;
 }
@@ -464,6 +485,10 @@ static int cmd_put(struct rdmx_rpc_conn *rpc, const struct copts *o, int argc, c
 		usage(stderr);
 		return 2;
 	}
+	if (!value_fits(len, argv[1])) {
+		free(file);
+		return 1;
+	}
 	do_put(rpc, o, argv[1], val, len, &replaced, &r);
 	ret = report("put", argv[1], &r, o);
 	if (!ret)
@@ -639,7 +664,7 @@ static void s_put(struct session *s, char **w, int n)
 		len = strlen(w[2]);
 		show_value(val, len, shown, sizeof(shown));
 	} else if (n == 4 && !strcmp(w[2], "--random") && (size = kv_parse_size(w[3])) >= 0 &&
-	           size <= KV_MAX_VALUE) {
+	           value_fits((size_t)size, w[1])) {
 		len = (size_t)size;
 		gen = malloc(len ? len : 1);
 		if (!gen) {
@@ -680,7 +705,7 @@ static void s_get(struct session *s, char **w, int n)
 	if (expect && n == 4 && !strcmp(w[3], "--missing")) {
 		missing = true;
 	} else if (expect && n == 5 && !strcmp(w[3], "--random") &&
-	           (size = kv_parse_size(w[4])) >= 0 && size <= KV_MAX_VALUE) {
+	           (size = kv_parse_size(w[4])) >= 0 && value_fits((size_t)size, w[1])) {
 		want_len = (size_t)size;
 		want = malloc(want_len ? want_len : 1);
 		if (!want) {
@@ -919,5 +944,6 @@ int kv_client_main(int argc, char **argv)
 		ret = cmd_session(rc, &o, argc, argv);
 	rdmx_rpc_client_close_secure(&rc);
 	rdmx_tls_config_destroy(&cfg);
+	rdmx_dev_close(&kv_dev);
 	return ret;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rdmx/dev.h>
 #include <rdmx/status.h>
 #include <rdmx/tls.h>
 
@@ -94,4 +95,24 @@ int64_t kv_parse_size(const char *s)
 	if (*end || v > (1ull << 40) >> shift)
 		return -1;
 	return (int64_t)(v << shift);
+}
+
+int kv_open_device(struct rdmx_dev **dev, uint64_t *max_msg, uint64_t *max_value, const char *who)
+{
+	struct rdmx_dev_caps caps;
+	int rc = rdmx_dev_open(NULL, dev);
+
+	if (rc) {
+		fprintf(stderr, "%s: no device (RDMX_DEVICE=%s): %s\n", who,
+		        getenv("RDMX_DEVICE") ? getenv("RDMX_DEVICE") : "", rdmx_strerror(rc));
+		return rc;
+	}
+	*max_msg = KV_MAX_MSG;
+	if (rdmx_dev_query_caps(*dev, &caps) == 0 && caps.max_message_size &&
+	    caps.max_message_size < *max_msg)
+		*max_msg = caps.max_message_size;
+	/* room for the request around the value */
+	*max_value =
+	    *max_msg - KV_MSG_OVERHEAD < KV_MAX_VALUE ? *max_msg - KV_MSG_OVERHEAD : KV_MAX_VALUE;
+	return 0;
 }

@@ -4,9 +4,11 @@
 # Makes a cluster CA and certificates on the first run (kept in
 # BUILD_DIR/demo/pki, or $RDMX_DEMO_DIR/pki), starts rdmx-bootstrapd and a kv
 # server on the default device (RDMX_DEVICE overrides), runs a scripted client
-# session over one connection (puts, gets, a scan, a 64 MiB value, a delete)
+# session over one connection (puts, gets, a scan, a large value, a delete)
 # printing each call with its latency, checks a few values again with the
-# one-shot commands and rdmx-call, then stops everything.
+# one-shot commands and rdmx-call, then stops everything. The large value is
+# 64 MiB, or the most the device's messages carry (Soft-RoCE: 8 MiB);
+# RDMX_DEMO_BIG=SIZE overrides.
 # Exit status 0 only when every value read back is right and both servers
 # stopped cleanly. Loopback only; every wait is bounded.
 set -euo pipefail
@@ -25,7 +27,7 @@ for p in "$KV" "$BSD" "$CERTS" "$CALL"; do
 done
 STATE=${RDMX_DEMO_DIR:-$BUILD/demo}
 PKI=$STATE/pki
-BIG=${RDMX_DEMO_BIG:-64M}
+BIG=${RDMX_DEMO_BIG:-}
 RUN=$(mktemp -d /tmp/rdmx-kv-demo-XXXXXX)
 BSD_PID= KV_PID=
 
@@ -108,7 +110,10 @@ KV_PID=$!
 wait_for "$RUN/kv.out" '^registered ' "the kv server"
 KV_ADDR=$(sed -n 's/^registered .*endpoint=\([^ ]*\).*/\1/p' "$RUN/kv.out")
 DEVICE=$(sed -n 's/.*(device \([^,]*\),.*/\1/p' "$RUN/kv.log" | head -n 1)
+LIMIT=$(sed -n 's/.*values up to \([0-9]*\) MiB.*/\1/p' "$RUN/kv.log" | head -n 1)
 say "kv server at $KV_ADDR on device ${DEVICE:-?}, registered with rdmx-bootstrapd"
+# the large value: 64 MiB, or the most the device's messages carry (Soft-RoCE: 8 MiB)
+[ -n "$BIG" ] || BIG=${LIMIT:-64}M
 
 KVC=("$KV" --registry "$REG" --registry-name bootstrap.demo.local "${TLS_CLIENT[@]}")
 

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct rdmx_dev;
 struct rdmx_tls_config;
 
 #define KV_MAX_KEY 4096u
@@ -13,8 +14,10 @@ struct rdmx_tls_config;
 #define KV_SCAN_DEFAULT_LIMIT 100u
 #define KV_SCAN_MAX_LIMIT 1000u
 #define KV_SCAN_PAGE_BYTES (4u << 20) /* values per page, beyond the first entry */
-/* largest channel message: a 64 MiB value and the request around it */
-#define KV_MAX_MSG ((uint64_t)KV_MAX_VALUE + (1u << 20))
+/* largest channel message: a 64 MiB value and the request around it; a
+ * device whose messages are smaller (Soft-RoCE: 8 MiB) lowers both */
+#define KV_MSG_OVERHEAD (64u << 10)
+#define KV_MAX_MSG ((uint64_t)KV_MAX_VALUE + KV_MSG_OVERHEAD)
 
 int kv_serve_main(int argc, char **argv);
 int kv_client_main(int argc, char **argv);
@@ -30,6 +33,9 @@ int kv_split_addr(const char *s, char *host, size_t host_len, uint16_t *port);
  * prefixed by `who`). */
 struct rdmx_tls_config *kv_tls_config(const struct kv_tls *t, const char *const *peers, int n_peers,
                                       const char *who);
+/* Opens the default device (RDMX_DEVICE overrides); the largest channel
+ * message and value that fit it. */
+int kv_open_device(struct rdmx_dev **dev, uint64_t *max_msg, uint64_t *max_value, const char *who);
 /* "12", "4k", "64M", "1G" -> bytes; -1 on error */
 int64_t kv_parse_size(const char *s);
 

@@ -17,8 +17,6 @@
 
 #include <ev.h>
 
-#include <rdmx/channel.h>
-#include <rdmx/ctx.h>
 #include <rdmx/dev.h>
 #include <rdmx/health.h>
 #include <rdmx/registry.h>
@@ -49,6 +47,8 @@ struct kv_server {
 	struct kv_store *store;
 	struct rdmx_rpc_server *rpc;
 	struct rdmx_tls_config *tls, *reg_tls;
+	struct rdmx_dev *dev;
+	uint64_t max_msg, max_value;
 	struct rdmx_rpc_secure_server *srv;
 	struct rdmx_registry_client *reg;
 	char reg_host[256], endpoint[300];
@@ -99,9 +99,8 @@ static void on_put(struct rdmx_rpc_server_call *call, const kv_PutRequest *req, 
 		kv_KV_Put_respond(call, RDMX_RPC_INVALID_ARGUMENT, "a key is 1..4096 bytes", NULL);
 		return;
 	}
-	if (req->value.len > KV_MAX_VALUE) {
-		kv_KV_Put_respond(call, RDMX_RPC_INVALID_ARGUMENT, "a value is at most 64 MiB",
-		                  NULL);
+	if (req->value.len > k->max_value) {
+		kv_KV_Put_respond(call, RDMX_RPC_INVALID_ARGUMENT, "the value is too large", NULL);
 		return;
 	}
 	kv_PutResponse_init(&resp);
@@ -192,12 +191,7 @@ static void on_scan(struct rdmx_rpc_server_call *call, const kv_ScanRequest *req
 
 static const char *server_device(const struct kv_server *k)
 {
-	struct rdmx_ctx *ctx = rdmx_chan_host_get_ctx(rdmx_rpc_secure_server_get_host(k->srv));
-	struct rdmx_dev *dev = NULL;
-
-	if (!ctx || rdmx_ctx_get_dev(ctx, &dev) || !dev)
-		return "?";
-	return rdmx_dev_name(dev);
+	return k->dev ? rdmx_dev_name(k->dev) : "?";
 }
 
 /* ---- registry ---- */
@@ -414,9 +408,12 @@ int kv_serve_main(int argc, char **argv)
 		ops.connected = on_connected;
 		ops.gone = on_gone;
 	}
+	if (kv_open_device(&k.dev, &k.max_msg, &k.max_value, "rdmx-kv serve"))
+		goto out;
 	rdmx_rpc_secure_opts_init(&so);
+	so.dev = k.dev;
 	so.name = k.o.service;
-	so.max_msg_size = KV_MAX_MSG;
+	so.max_msg_size = k.max_msg;
 	rc = rdmx_rpc_server_listen_secure(k.loop, k.rpc, k.tls, host, port, &ops, &so, &k, &k.srv);
 	if (!rc)
 		rc = rdmx_rpc_secure_server_get_port(k.srv, &bound);
@@ -432,8 +429,9 @@ int kv_serve_main(int argc, char **argv)
 		         host, strchr(host, ':') ? "]" : "", bound);
 	printf("listening %s %u\n", host, bound);
 	fflush(stdout);
-	fprintf(stderr, "rdmx-kv: serving %s on %s (device %s, mutual TLS), values up to 64 MiB\n",
-	        k.o.service, k.endpoint, server_device(&k));
+	fprintf(
+	    stderr, "rdmx-kv: serving %s on %s (device %s, mutual TLS), values up to %llu MiB\n",
+	    k.o.service, k.endpoint, server_device(&k), (unsigned long long)(k.max_value >> 20));
 	if (k.o.registry) {
 		const char *reg_name[1] = {k.o.registry_name};
 
@@ -473,6 +471,7 @@ out:
 	}
 	rdmx_registry_client_destroy(&k.reg);
 	rdmx_rpc_secure_server_destroy(&k.srv);
+	rdmx_dev_close(&k.dev);
 	{
 		const struct rdmx_rpc_server *gone = k.rpc;
 

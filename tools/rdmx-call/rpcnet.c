@@ -20,6 +20,7 @@
 
 struct rpcnet_client {
 	struct rdmx_dev *dev;
+	uint64_t max_msg; /* RPCNET_MAX_MSG, or the device's max message size if smaller */
 	struct rdmx_pe *pe;
 	struct rdmx_ctx *ctx;
 	struct rdmx_chan_host *host;
@@ -126,6 +127,24 @@ static void on_failure(struct rdmx_conn *conn, void *ud, void *cud)
 	c->failed = 1;
 }
 
+static int dev_open(struct rpcnet_client *c, char *err, size_t err_len)
+{
+	struct rdmx_dev_caps caps;
+	int rc;
+
+	rc = rdmx_dev_open(NULL, &c->dev);
+	if (rc) {
+		say(err, err_len, "no device (RDMX_DEVICE=%s): %s",
+		    getenv("RDMX_DEVICE") ? getenv("RDMX_DEVICE") : "", rdmx_strerror(rc));
+		return rc;
+	}
+	c->max_msg = RPCNET_MAX_MSG;
+	if (rdmx_dev_query_caps(c->dev, &caps) == 0 && caps.max_message_size &&
+	    caps.max_message_size < c->max_msg)
+		c->max_msg = caps.max_message_size; /* Soft-RoCE: 8 MiB */
+	return 0;
+}
+
 static int engine_open(struct rpcnet_client *c, char *err, size_t err_len)
 {
 	struct rdmx_chan_host_attr attr;
@@ -140,12 +159,6 @@ static int engine_open(struct rpcnet_client *c, char *err, size_t err_len)
 	attr.write_tasks = 128;
 	attr.send_tasks = 64;
 	attr.read_tasks = 8;
-	rc = rdmx_dev_open(NULL, &c->dev);
-	if (rc) {
-		say(err, err_len, "no device (RDMX_DEVICE=%s): %s",
-		    getenv("RDMX_DEVICE") ? getenv("RDMX_DEVICE") : "", rdmx_strerror(rc));
-		return rc;
-	}
 	rc = rdmx_pe_create(&c->pe);
 	if (!rc)
 		rc = rdmx_pe_set_poll_mode(c->pe, RDMX_POLL_HYBRID, 200);
@@ -216,7 +229,8 @@ static int connect_secure(struct rpcnet_client *c, const char *host, uint16_t po
 		return RDMX_E_INVAL;
 	rdmx_rpc_secure_opts_init(&opts);
 	opts.name = name;
-	opts.max_msg_size = RPCNET_MAX_MSG;
+	opts.dev = c->dev;
+	opts.max_msg_size = c->max_msg;
 	opts.timeout_ms = timeout_ms;
 	rc = rdmx_rpc_client_connect_secure(host, port, c->cfg, NULL, &opts, &c->secure);
 	if (rc)
@@ -240,6 +254,9 @@ int rpcnet_client_connect(const char *host, uint16_t port, const struct rpcnet_t
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return RDMX_E_NOMEM;
+	rc = dev_open(c, err, err_len);
+	if (rc)
+		goto fail;
 	if (tls) {
 		rc = connect_secure(c, host, port, tls, name, timeout_ms, err, err_len);
 		if (rc)
@@ -258,7 +275,7 @@ int rpcnet_client_connect(const char *host, uint16_t port, const struct rpcnet_t
 		say(err, err_len, "channel: %s", rdmx_strerror(rc));
 		goto fail;
 	}
-	rc = rdmx_chan_set_max_msg_size(c->chan, RPCNET_MAX_MSG);
+	rc = rdmx_chan_set_max_msg_size(c->chan, c->max_msg);
 	if (!rc) /* starts the channel */
 		rc = rdmx_rpc_conn_create(c->chan, NULL, &c->rpc);
 	while (!rc && rdmx_chan_get_state(c->chan) != RDMX_CHAN_READY) {
@@ -287,15 +304,7 @@ struct rdmx_rpc_conn *rpcnet_client_rpc(const struct rpcnet_client *client)
 
 const char *rpcnet_client_device(const struct rpcnet_client *client)
 {
-	struct rdmx_dev *dev = NULL;
-	struct rdmx_ctx *ctx;
-
-	if (!client || !client->rpc)
-		return "";
-	ctx = rdmx_chan_host_get_ctx(rdmx_chan_get_host(rdmx_rpc_conn_get_chan(client->rpc)));
-	if (!ctx || rdmx_ctx_get_dev(ctx, &dev) || !dev)
-		return "";
-	return rdmx_dev_name(dev);
+	return client && client->dev ? rdmx_dev_name(client->dev) : "";
 }
 
 void rpcnet_client_close(struct rpcnet_client **client)
