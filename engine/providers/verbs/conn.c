@@ -18,7 +18,16 @@
  * read, per the permissions the peer's details announce), which needs no
  * key and touches no memory; its failure ends the connection like any
  * other peer death (DISCONNECTED once drained). Busy connections need no
- * probe: their own work fails the same way. */
+ * probe: their own work fails the same way.
+ *
+ * Handshake: a QP not yet in RTR drops packets without a word, so work sent
+ * before the peer called rdmx_ctx_connect would fail after the ~1 s retry
+ * window and kill the connection. So conn_connect sends a probe at once and
+ * ESTABLISHED waits for its acknowledgement; tasks submitted meanwhile wait
+ * in the stall queue. A probe nobody answered leaves the QP in error: it is
+ * reset and reconnected with the same packet sequence numbers (the peer
+ * never saw them) and probes again, until the context's connection request
+ * timeout; then the connection fails (FAILURE, held tasks CONN_ABORTED). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,6 +256,31 @@ int rdmx__verbs_conn_disconnect(struct rdmx_conn *conn)
 	return 0;
 }
 
+/* A zero-length RDMA write (or read) the peer's QP acknowledges; wr_id is
+ * the connection's address | 1 (task pointers are aligned). */
+static int post_probe(struct verbs_conn *vc)
+{
+	struct verbs_ctx *vctx = vc->vctx;
+	struct ibv_send_wr wr, *bad = NULL;
+	int rc;
+
+	if (vctx->nprobing >= vctx->probe_cap)
+		return RDMX_E_FULL;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = (uintptr_t)vc | 1u;
+	wr.opcode = vc->probe_op;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	rc = ibv_post_send(vc->qp, &wr, &bad);
+	if (rc) {
+		RDMX_DBG("verbs: probe on qpn 0x%x not posted: %s", vc->qpn, strerror(rc));
+		return RDMX_E_PROVIDER;
+	}
+	vc->probing = true;
+	vc->posted++;
+	vctx->nprobing++;
+	return 0;
+}
+
 /* ---- export / connect ---- */
 
 static void put16(uint8_t *p, uint16_t v)
@@ -327,15 +361,7 @@ destroy:
 	return rc;
 }
 
-struct peer_details {
-	uint32_t qpn, psn;
-	uint16_t lid;
-	enum ibv_mtu mtu;
-	bool grh, writable, readable;
-	uint8_t gid[16];
-};
-
-static int parse_details(const void *details, size_t len, struct peer_details *pd)
+static int parse_details(const void *details, size_t len, struct verbs_peer *pd)
 {
 	const uint8_t *d = details;
 
@@ -356,7 +382,7 @@ static int parse_details(const void *details, size_t len, struct peer_details *p
 	return 0;
 }
 
-static int to_rtr(struct verbs_conn *vc, const struct peer_details *peer)
+static int to_rtr(struct verbs_conn *vc, const struct verbs_peer *peer)
 {
 	struct verbs_ctx *vctx = vc->vctx;
 	const struct rdmx_ctx_props *p = &vctx->ctx->props;
@@ -412,7 +438,7 @@ static int to_rts(struct verbs_conn *vc)
 int rdmx__verbs_conn_connect(struct rdmx_conn *conn, const void *details, size_t len)
 {
 	struct verbs_conn *vc = conn->prov;
-	struct peer_details peer;
+	struct verbs_peer peer;
 	int rc;
 
 	if (!vc || !vc->exported || vc->connected || vc->closing)
@@ -428,18 +454,74 @@ int rdmx__verbs_conn_connect(struct rdmx_conn *conn, const void *details, size_t
 	rc = to_rts(vc);
 	if (rc)
 		return rc;
+	vc->peer = peer;
 	vc->connected = true;
 	vc->can_probe = peer.writable || peer.readable;
 	vc->probe_op = peer.writable ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
 	vc->probe_at_ms = rdmx__verbs_now_ms() + VERBS_PROBE_MS;
 	if (vc->vctx->nprobed++ == 0)
 		rdmx__verbs_ctx_probe_timer(vc->vctx, true);
-	/* the engine lets tasks in now; the state turns ESTABLISHED at the
-	 * next progress (the QP is ready: packets may be in flight already) */
+	/* the engine lets tasks in now: they wait for the handshake */
+	if (vc->can_probe) {
+		vc->hs_deadline_ms =
+		    rdmx__verbs_now_ms() + vc->vctx->ctx->props.conn_request_timeout_ms;
+		if (post_probe(vc) == 0) {
+			vc->handshake = true;
+			return 0;
+		}
+	}
+	/* a peer that takes neither writes nor reads cannot be probed */
 	vc->est_pending = true;
 	vc->vctx->pending = true;
 	rdmx__verbs_ctx_kick(vc->vctx);
 	return 0;
+}
+
+/* Back to RTS from error after an unanswered handshake (see the top). */
+static int restart_qp(struct verbs_conn *vc)
+{
+	struct ibv_qp_attr a;
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RESET;
+	if (ibv_modify_qp(vc->qp, &a, IBV_QP_STATE)) {
+		RDMX_ERR("verbs: ibv_modify_qp(RESET) qpn 0x%x failed: %s", vc->qpn,
+		         strerror(errno));
+		return RDMX_E_PROVIDER;
+	}
+	rc = rdmx__verbs_qp_to_init(vc, vc->vctx->vdev->port);
+	if (!rc)
+		rc = to_rtr(vc, &vc->peer);
+	if (!rc)
+		rc = to_rts(vc);
+	return rc;
+}
+
+void rdmx__verbs_conn_hello_done(struct verbs_conn *vc, bool ok)
+{
+	struct verbs_ctx *vctx = vc->vctx;
+
+	vc->handshake = false;
+	if (vc->closing || vc->final)
+		return; /* the connection phase ends it */
+	if (ok) {
+		vc->est_pending = true;
+		vctx->pending = true;
+		return;
+	}
+	if (rdmx__verbs_now_ms() < vc->hs_deadline_ms && restart_qp(vc) == 0 &&
+	    post_probe(vc) == 0) {
+		RDMX_DBG("verbs: qpn 0x%x: peer qpn 0x%x not ready yet, probing again", vc->qpn,
+		         vc->peer.qpn);
+		vc->handshake = true;
+		return;
+	}
+	RDMX_WARN("verbs: connection %u: the peer's qpn 0x%x did not answer within %u ms",
+	          vc->conn->id, vc->peer.qpn, vctx->ctx->props.conn_request_timeout_ms);
+	rdmx__verbs_qp_to_err(vc);
+	vc->fail_pending = true;
+	vctx->pending = true;
 }
 
 /* ---- liveness probe ---- */
@@ -452,25 +534,10 @@ void rdmx__verbs_conn_probe(struct verbs_ctx *vctx)
 		return;
 	vctx->next_probe_ms = now + VERBS_PROBE_MS / 4;
 	for (struct verbs_conn *v = vctx->conns; v; v = v->next) {
-		struct ibv_send_wr wr, *bad = NULL;
-		int rc;
-
 		if (!v->connected || !v->can_probe || v->probing || !v->established || v->closing ||
-		    v->in_error || v->final || v->posted || v->stall_head || now < v->probe_at_ms ||
-		    vctx->nprobing >= vctx->probe_cap)
+		    v->in_error || v->final || v->posted || v->stall_head || now < v->probe_at_ms)
 			continue;
 		v->probe_at_ms = now + VERBS_PROBE_MS;
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = (uintptr_t)v | 1u;
-		wr.opcode = v->probe_op;
-		wr.send_flags = IBV_SEND_SIGNALED;
-		rc = ibv_post_send(v->qp, &wr, &bad);
-		if (rc) {
-			RDMX_DBG("verbs: probe on qpn 0x%x not posted: %s", v->qpn, strerror(rc));
-			continue;
-		}
-		v->probing = true;
-		v->posted++;
-		vctx->nprobing++;
+		post_probe(v);
 	}
 }

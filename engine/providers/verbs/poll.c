@@ -107,7 +107,9 @@ static void probe_wc(struct verbs_ctx *vctx, const struct ibv_wc *wc)
 	vc->probing = false;
 	vc->posted--;
 	vctx->nprobing--;
-	if (wc->status != IBV_WC_SUCCESS)
+	if (vc->handshake) /* not established yet: no error, maybe a retry */
+		rdmx__verbs_conn_hello_done(vc, wc->status == IBV_WC_SUCCESS);
+	else if (wc->status != IBV_WC_SUCCESS)
 		conn_failed(vc, wc);
 	if (vc->posted == 0 && (vc->closing || vc->in_error || vc->fail_pending))
 		vctx->pending = true;
@@ -189,6 +191,13 @@ static int recv_wc(struct verbs_ctx *vctx, const struct ibv_wc *wc)
 		if (rdmx__verbs_repost_recv(vctx, task) == 0)
 			return 0;
 	}
+	/* A send longer than the receive: the IB spec says LOC_LEN_ERR here
+	 * (and REM_INV_REQ_ERR at the sender); rxe of the 6.1 kernel reports
+	 * LOC_QP_OP_ERR (its copy into the receive's sg list fails, a
+	 * "malformed WQE"; REM_OP_ERR at the sender). The engine has checked
+	 * the receive's buffers, so on a receive that error is the length. */
+	if (wc->status == IBV_WC_LOC_QP_OP_ERR && !vctx->stopping)
+		status = RDMX_E_LOCAL_LENGTH;
 	task->res_conn = vc->conn;
 	if (status == 0) {
 		if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM)
@@ -277,6 +286,7 @@ static int conn_phase(struct verbs_ctx *vctx)
 			v->established = true;
 			rdmx__conn_event(v->conn, RDMX__CONN_EV_ESTABLISHED);
 			n++;
+			rdmx__verbs_unstall(v); /* tasks held by the handshake */
 		}
 		ending = v->closing || v->fail_pending;
 		if ((ending || v->in_error) && v->posted == 0 && v->stall_head)

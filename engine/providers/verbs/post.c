@@ -267,9 +267,11 @@ int rdmx__verbs_post_send(struct rdmx_conn *conn, struct rdmx_task *task)
 	if (vc->posted + vc->nstall >= vc->sq_size || vctx->scq_used >= vctx->scq_cap)
 		return RDMX_E_FULL;
 	task->prov_u64[1] = 0; /* atomic_write: first guess */
-	if (vc->stalled || vc->stall_head || vc->closing || vc->in_error) {
-		/* behind an atomic write, or ending: the connection phase of
-		 * ctx_poll completes these with CONN_ABORTED after the posted ones */
+	if (vc->stalled || vc->stall_head || vc->closing || vc->in_error ||
+	    (vc->exported && !vc->established)) {
+		/* behind an atomic write or the export handshake (conn.c), or
+		 * ending: the connection phase of ctx_poll completes those with
+		 * CONN_ABORTED after the posted ones */
 		stall_append(vc, task);
 		vctx->scq_used++;
 		if (vc->closing || vc->in_error) {
@@ -287,7 +289,8 @@ int rdmx__verbs_post_send(struct rdmx_conn *conn, struct rdmx_task *task)
 
 void rdmx__verbs_unstall(struct verbs_conn *vc)
 {
-	while (vc->stall_head && !vc->stalled && !vc->closing && !vc->in_error) {
+	while (vc->stall_head && !vc->stalled && !vc->closing && !vc->in_error &&
+	       (vc->established || !vc->exported)) {
 		struct rdmx_task *t = stall_pop(vc);
 
 		t->prov_u64[1] = 0;

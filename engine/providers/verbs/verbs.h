@@ -66,6 +66,15 @@ struct verbs_dev {
 
 struct verbs_conn;
 
+/* A peer's exported details (conn.c), kept for a QP restart. */
+struct verbs_peer {
+	uint32_t qpn, psn;
+	uint16_t lid;
+	enum ibv_mtu mtu;
+	bool grh, writable, readable;
+	uint8_t gid[16];
+};
+
 struct verbs_ctx {
 	struct rdmx_ctx *ctx;
 	struct verbs_dev *vdev;
@@ -119,6 +128,10 @@ struct verbs_conn {
 	enum ibv_wr_opcode probe_op;
 	bool can_probe, probing;
 	uint64_t probe_at_ms;
+	/* export/connect handshake: ESTABLISHED once the peer's QP answered */
+	bool handshake;
+	uint64_t hs_deadline_ms;
+	struct verbs_peer peer;
 	/* cm negotiation (passive side: from the request) */
 	uint8_t resp_res, init_depth;
 	uint8_t cm_pd[RDMX_PRIVATE_DATA_MAX + 1]; /* encoded private data to send */
@@ -208,6 +221,8 @@ int rdmx__verbs_conn_export(struct rdmx_conn *conn, void *details, size_t *len);
 int rdmx__verbs_conn_connect(struct rdmx_conn *conn, const void *details, size_t len);
 int rdmx__verbs_conn_disconnect(struct rdmx_conn *conn);
 void rdmx__verbs_conn_release(struct rdmx_conn *conn);
+/* A handshake probe came back (ok: acknowledged by the peer's QP). */
+void rdmx__verbs_conn_hello_done(struct verbs_conn *vc, bool ok);
 /* Posts a liveness probe on every idle export/connect connection when due
  * (ctx_poll). wr_id of a probe: the connection's address | 1. */
 void rdmx__verbs_conn_probe(struct verbs_ctx *vctx);

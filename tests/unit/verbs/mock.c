@@ -342,6 +342,7 @@ void fixture_init(struct fixture *f, uint32_t sq_size)
 	    RDMX_ACCESS_REMOTE_READ | RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_REMOTE_ATOMIC;
 	f->ctx.props.mtu = 4096;
 	f->ctx.props.rnr_retry_count = 3;
+	f->ctx.props.conn_request_timeout_ms = 5000;
 	f->ctx.props.max_connections = 4;
 	vc = calloc(1, sizeof(*vc));
 	cr_assert_not_null(vc);

@@ -204,6 +204,11 @@ Test(poll, receives_name_opcode_length_imm_and_connection)
 	cr_assert_eq(rdmx__verbs_ctx_poll(&F.ctx, 16), 0);
 	cr_assert_eq(M.nrecvs, before + 2);
 	cr_assert_eq(C->state, RDMX_CONN_ERROR, "the responder's QP is in error");
+	/* a send longer than the receive, as rxe reports it */
+	mock_recv_wc((uintptr_t)&r[3], qpn(), IBV_WC_LOC_QP_OP_ERR, IBV_WC_RECV, 0, 0, 0);
+	cr_assert_eq(rdmx__verbs_ctx_poll(&F.ctx, 16), 1);
+	cr_assert_eq(M.done[3].task, &r[3]);
+	cr_assert_eq(M.done[3].status, RDMX_E_LOCAL_LENGTH);
 	while (F.vctx->recv_head)
 		rdmx__verbs_recv_unlink(F.vctx, F.vctx->recv_head);
 }
@@ -244,10 +249,38 @@ Test(poll, export_connect_moves_the_qp_with_the_peer_details)
 	cr_assert_lt(mock_rts.retry_cnt, 7, "rxe retries forever on 7");
 	/* connected twice */
 	cr_assert_eq(rdmx__verbs_conn_connect(a, db, lb), RDMX_E_BAD_STATE);
-	/* ESTABLISHED comes with the next poll */
+	/* ESTABLISHED waits for the handshake: a zero-length probe */
+	cr_assert_eq(M.nsends, 1);
+	cr_assert_eq(M.sends[0].wr.wr_id, (uintptr_t)va | 1u);
+	cr_assert_eq(M.sends[0].wr.opcode, IBV_WR_RDMA_WRITE);
+	cr_assert_eq(M.sends[0].wr.num_sge, 0);
+	struct rdmx_buf lb8 = {.mr = &local_mr, .addr = local_mem, .len = 8};
+	struct rdmx_task *t = task(0, RDMX__OP_SEND, &lb8, 0);
+	t->conn = a;
+	cr_assert_eq(rdmx__verbs_post_send(a, t), 0);
+	cr_assert_eq(M.nsends, 1, "a task went out before the handshake");
+	cr_assert_eq(rdmx__verbs_ctx_poll(&F.ctx, 16), 0);
+	cr_assert_eq(M.nevents, 0);
+	/* the peer's QP was not ready: the QP restarts and probes again */
+	int rtr_psn_before = (int)mock_rtr.rq_psn;
+	memset(&mock_rtr, 0, sizeof(mock_rtr));
+	mock_send_wc(M.sends[0].wr.wr_id, va->qpn, IBV_WC_RETRY_EXC_ERR);
+	cr_assert_eq(rdmx__verbs_ctx_poll(&F.ctx, 16), 0);
+	cr_assert_eq(M.nevents, 0);
+	cr_assert_eq(M.set_error_calls, 0, "an unanswered handshake is no connection error");
+	cr_assert_eq(M.nsends, 2);
+	cr_assert_eq((int)mock_rtr.rq_psn, rtr_psn_before, "the restart changed the peer psn");
+	cr_assert_eq(mock_rts.sq_psn, va->psn);
+	/* answered: ESTABLISHED, then the held task goes out */
+	mock_send_wc(M.sends[1].wr.wr_id, va->qpn, IBV_WC_SUCCESS);
 	cr_assert_eq(rdmx__verbs_ctx_poll(&F.ctx, 16), 1);
 	cr_assert_eq(M.events[0].conn, a);
 	cr_assert_eq(M.events[0].ev, RDMX__CONN_EV_ESTABLISHED);
+	cr_assert_eq(M.nsends, 3);
+	cr_assert_eq(M.sends[2].wr.wr_id, (uintptr_t)t);
+	mock_send_wc((uintptr_t)t, va->qpn, IBV_WC_SUCCESS);
+	cr_assert_eq(rdmx__verbs_ctx_poll(&F.ctx, 16), 1);
+	cr_assert_eq(M.done[0].status, 0);
 	fixture_conn_free(&F, a);
 	fixture_conn_free(&F, b);
 }
@@ -289,4 +322,31 @@ Test(poll, completions_ctx_arm_stashed_come_first)
 	cr_assert_eq(M.done[0].task, &T[0]);
 	cr_assert_eq(M.done[1].task, &T[1]);
 	cr_assert_eq(F.vctx->nsstash, 0u);
+}
+
+Test(poll, export_handshake_gives_up_after_the_request_timeout)
+{
+	struct rdmx_conn *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	uint8_t da[RDMX_CONN_DETAILS_MAX], db[RDMX_CONN_DETAILS_MAX];
+	size_t la = 0, lb = 0;
+	struct rdmx_buf lb8 = {.mr = &local_mr, .addr = local_mem, .len = 8};
+
+	a->ctx = b->ctx = &F.ctx;
+	cr_assert_eq(rdmx__verbs_conn_export(a, da, &la), 0);
+	cr_assert_eq(rdmx__verbs_conn_export(b, db, &lb), 0);
+	cr_assert_eq(rdmx__verbs_conn_connect(a, db, lb), 0);
+	struct verbs_conn *va = a->prov;
+	struct rdmx_task *t = task(0, RDMX__OP_WRITE, &lb8, 0);
+	t->conn = a;
+	cr_assert_eq(rdmx__verbs_post_send(a, t), 0);
+	va->hs_deadline_ms = 0; /* the connection request timeout has passed */
+	mock_send_wc(M.sends[0].wr.wr_id, va->qpn, IBV_WC_RETRY_EXC_ERR);
+	cr_assert_eq(rdmx__verbs_ctx_poll(&F.ctx, 16), 2);
+	cr_assert_eq(M.done[0].task, t);
+	cr_assert_eq(M.done[0].status, RDMX_E_CONN_ABORTED);
+	cr_assert_eq(M.nevents, 1);
+	cr_assert_eq(M.events[0].ev, RDMX__CONN_EV_FAILURE, "event %d", (int)M.events[0].ev);
+	cr_assert_eq(M.nsends, 1, "probed again after the deadline");
+	fixture_conn_free(&F, a);
+	fixture_conn_free(&F, b);
 }
