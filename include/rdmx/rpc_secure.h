@@ -13,9 +13,12 @@
  *     (ring descriptors: the channel's own
  *      hello on the new connection)
  *
- * Nothing that grants memory access leaves a process before both sides have
- * authenticated: a client whose certificate is refused, or whose RPC hello is
- * refused, never receives (and never causes the export of) engine details.
+ * Engine details only travel inside the mutually authenticated session. The
+ * server exports nothing and sends no frame to a client whose certificate or
+ * RPC hello it refuses. The client sends its own details (with its first
+ * frame) only to a server whose certificate it has checked; in TLS 1.3 that
+ * is before it learns the server's verdict on its own certificate, and a
+ * server that refuses it never reads that frame.
  *
  * The RPC hello (app data of rdmx/bootstrap.h) carries the RPC and channel
  * wire versions each side speaks and the geometry of the receive ring it will
