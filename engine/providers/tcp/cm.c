@@ -288,5 +288,6 @@ int rdmx__tcp_connect_to_addr(struct rdmx_conn *conn, const struct rdmx_addr *ad
 	rdmx__tcp_ctl_handshake(c, RDMX__TCP_OP_CM_REQ, pd, (uint32_t)pd_len);
 	rdmx__tcp_dial(c);
 	pthread_mutex_unlock(&tc->lock);
+	rdmx__tcp_nic_nudge(tc); /* the connect timer */
 	return 0;
 }

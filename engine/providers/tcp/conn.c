@@ -519,6 +519,7 @@ int rdmx__tcp_conn_connect(struct rdmx_conn *conn, const void *details, size_t l
 	}
 unlock:
 	pthread_mutex_unlock(&tc->lock);
+	rdmx__tcp_nic_nudge(tc); /* the handshake timer */
 	return rc;
 }
 

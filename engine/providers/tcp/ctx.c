@@ -181,7 +181,7 @@ static struct tcp_conn *solo_conn(const struct tcp_ctx *tc)
 void rdmx__tcp_ctx_timer(struct tcp_ctx *tc, uint64_t deadline)
 {
 	if (deadline < atomic_load_explicit(&tc->next_deadline, memory_order_relaxed))
-		atomic_store_explicit(&tc->next_deadline, deadline, memory_order_relaxed);
+		atomic_store(&tc->next_deadline, deadline); /* seq_cst: see nic_nudge */
 }
 
 void rdmx__tcp_ctx_run_timers(struct tcp_ctx *tc, uint64_t now)
@@ -535,6 +535,14 @@ static unsigned deliver_finals(struct tcp_ctx *tc)
 	return n;
 }
 
+/* Acknowledgements of the requests read here are held until the
+ * application's next post on the connection (they share its segment: a send
+ * ping-pong costs one sendmsg and one recv per side instead of two and two,
+ * measured 2x faster), its next poll, or its ctx_arm. An application that
+ * stops driving the context meanwhile leaves them to the NIC thread, which
+ * sends them at its next look (within a grace period): a peer waiting only
+ * for a send completion then waits that long. Drive every context you wait
+ * on (one progress engine for several contexts does). */
 int rdmx__tcp_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 {
 	struct tcp_ctx *tc = TCP_CTX(ctx);
@@ -564,5 +572,8 @@ int rdmx__tcp_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 	if (tc->num_finals && done < budget)
 		done += deliver_finals(tc);
 	pthread_mutex_unlock(&tc->lock);
+	/* answers wait for the next poll or post: if none comes, the NIC
+	 * sends them (and runs the timers) once we look idle */
+	rdmx__tcp_nic_nudge(tc);
 	return (int)done;
 }

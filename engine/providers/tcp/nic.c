@@ -65,6 +65,18 @@ static uint64_t ctx_key(const struct tcp_ctx *tc)
 	return (tc->serial << 1) | 1u;
 }
 
+void rdmx__tcp_nic_nudge(struct tcp_ctx *tc)
+{
+	struct tcp_dev *td = tc->td;
+
+	/* seq_cst against nic_main's park-then-recheck (Dekker): either it sees
+	 * our dirty flag / deadline, or we see it parked */
+	if (!atomic_load(&tc->has_dirty) && atomic_load(&tc->next_deadline) == TCP_NEVER)
+		return;
+	if (atomic_load(&td->nic_parked) && atomic_exchange(&td->nic_parked, false))
+		rdmx__tcp_nic_kick(td);
+}
+
 void rdmx__tcp_nic_kick(struct tcp_dev *td)
 {
 	uint64_t one = 1;
@@ -176,6 +188,12 @@ static uint64_t check_ctx(struct tcp_dev *td, struct tcp_ctx *tc, uint64_t now)
 		tc->nic_strike = false;
 		return now + td->grace_ns;
 	}
+	/* no poll since our last look: acknowledgements held back for the
+	 * application's next post go now (it may be waiting on another
+	 * context for a completion that needs them) */
+	if (atomic_load_explicit(&tc->has_dirty, memory_order_relaxed) &&
+	    !atomic_load_explicit(&tc->armed, memory_order_relaxed))
+		serve(tc);
 	if (now - tc->nic_moved_ns < td->grace_ns)
 		return tc->nic_moved_ns + td->grace_ns;
 	dl = atomic_load_explicit(&tc->next_deadline, memory_order_relaxed);
@@ -382,8 +400,26 @@ static void *nic_main(void *arg)
 				wait = w;
 		}
 		expire_hellos(td, now, &wait);
+		if (wait == TCP_NEVER || wait > now + td->grace_ns) {
+			/* parking: announce it, then look once more for work the
+			 * application left meanwhile (it nudges us if it sees us
+			 * parked; it may have looked before we announced) */
+			bool work = false;
+
+			atomic_store(&td->nic_parked, true);
+			for (struct tcp_ctx *tc = td->ctxs; tc && !work; tc = tc->next)
+				work = atomic_load(&tc->has_dirty) ||
+				       atomic_load(&tc->next_deadline) < wait ||
+				       atomic_load_explicit(&tc->progress, memory_order_relaxed) !=
+				           tc->nic_seen;
+			if (work) {
+				atomic_store(&td->nic_parked, false);
+				continue;
+			}
+		}
 		pthread_mutex_unlock(&td->lock);
 		nic_sleep(td, wait, now);
+		atomic_store(&td->nic_parked, false);
 		n = epoll_wait(td->nic_epfd, evs, NIC_EVENTS, 0);
 		pthread_mutex_lock(&td->lock);
 		now = rdmx__tcp_now_ns();

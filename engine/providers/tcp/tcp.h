@@ -112,8 +112,9 @@ struct tcp_dev {
 	pthread_t nic;
 	bool nic_started;
 	bool nic_stop;
-	int nic_epfd; /* ctl eventfd, listener, hellos, idle contexts' socket sets */
-	int nic_efd;  /* wakes the NIC thread (context added/removed, stop) */
+	atomic_bool nic_parked; /* the NIC sleeps past a grace period: nudge it */
+	int nic_epfd;           /* ctl eventfd, listener, hellos, idle contexts' socket sets */
+	int nic_efd;            /* wakes the NIC thread (context added/removed, stop) */
 };
 
 /* Starts the NIC thread once (device lock held). */
@@ -121,6 +122,10 @@ int rdmx__tcp_nic_start(struct tcp_dev *td);
 /* Stops and joins it (device close). */
 void rdmx__tcp_nic_stop(struct tcp_dev *td);
 void rdmx__tcp_nic_kick(struct tcp_dev *td);
+/* The application thread left work for later (an answer to send, a timer):
+ * wakes the NIC only if it is parked (at most one eventfd write per idle
+ * period, none while the application keeps progressing). */
+void rdmx__tcp_nic_nudge(struct tcp_ctx *tc);
 /* Registers / forgets a context with the NIC (device lock held). */
 int rdmx__tcp_nic_add_ctx(struct tcp_dev *td, struct tcp_ctx *tc);
 void rdmx__tcp_nic_del_ctx(struct tcp_dev *td, struct tcp_ctx *tc);

@@ -441,7 +441,7 @@ void rdmx__tcp_conn_dirty(struct tcp_conn *c)
 	c->dirty = true;
 	c->next_dirty = c->tc->dirty;
 	c->tc->dirty = c;
-	atomic_store_explicit(&c->tc->has_dirty, true, memory_order_relaxed);
+	atomic_store(&c->tc->has_dirty, true); /* seq_cst: see nic_nudge */
 }
 
 void rdmx__tcp_ctx_flush_dirty(struct tcp_ctx *tc)
