@@ -185,10 +185,13 @@ static int cm_qp_rtr_rts(struct verbs_conn *vc, uint8_t resp_res, uint8_t init_d
 	}
 	a.rnr_retry = vctx->ctx->props.rnr_retry_count;
 	a.retry_cnt = VERBS_QP_RETRY_CNT; /* whatever the peer's REQ asked (verbs.h) */
+	if (a.timeout < VERBS_QP_TIMEOUT)
+		a.timeout = VERBS_QP_TIMEOUT;
 	if (init_depth)
 		a.max_rd_atomic = init_depth;
 	if (ibv_modify_qp(vc->qp, &a,
-	                  mask | IBV_QP_RNR_RETRY | IBV_QP_RETRY_CNT | IBV_QP_MAX_QP_RD_ATOMIC)) {
+	                  mask | IBV_QP_RNR_RETRY | IBV_QP_RETRY_CNT | IBV_QP_TIMEOUT |
+	                      IBV_QP_MAX_QP_RD_ATOMIC)) {
 		RDMX_ERR("verbs: ibv_modify_qp(RTS) qpn 0x%x failed: %s", vc->qpn, strerror(errno));
 		return RDMX_E_PROVIDER;
 	}

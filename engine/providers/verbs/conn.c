@@ -21,8 +21,8 @@
  * probe: their own work fails the same way.
  *
  * Handshake: a QP not yet in RTR drops packets without a word, so work sent
- * before the peer called rdmx_ctx_connect would fail after the ~1 s retry
- * window and kill the connection. So conn_connect sends a probe at once and
+ * before the peer called rdmx_ctx_connect would fail after the retry window
+ * (about 7.5 s, verbs.h) and kill the connection. So conn_connect sends a probe at once and
  * ESTABLISHED waits for its acknowledgement; tasks submitted meanwhile wait
  * in the stall queue. A probe nobody answered leaves the QP in error: it is
  * reset and reconnected with the same packet sequence numbers (the peer

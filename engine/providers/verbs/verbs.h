@@ -37,12 +37,15 @@
 #define VERBS_DETAILS_SIZE 32u
 #define VERBS_DETAILS_MAGIC 0x5644u /* "VD" */
 #define VERBS_DETAILS_VERSION 1u
-/* Local ACK timeout 4.096 us * 2^15 = 134 ms, 6 retries: a peer that stops
- * answering (or whose QP is not ready yet) fails work after about 1 s.
- * Not 7: rxe (drivers/infiniband/sw/rxe/rxe_comp.c) takes a retry count of
- * 7 as "retry forever", like the rnr retry count, and a dead peer would
+/* Local ACK timeout 4.096 us * 2^18 = 1.07 s, 6 retries: a peer that stops
+ * answering (or whose QP is not ready yet) fails work after about 7.5 s of
+ * silence (rxe resets the count on any progress). Shorter timeouts lost
+ * 8 MiB RDMA reads on a loaded Soft-RoCE guest (a 134 ms stall of the
+ * emulated responder was enough to restart the read six times). Not 7
+ * retries: rxe (drivers/infiniband/sw/rxe/rxe_comp.c) takes a retry count
+ * of 7 as "retry forever", like the rnr retry count, and a dead peer would
  * then never be noticed. */
-#define VERBS_QP_TIMEOUT 15u
+#define VERBS_QP_TIMEOUT 18u
 #define VERBS_QP_RETRY_CNT 6u
 /* RNR NAK timer the responder asks for: 12 = 0.64 ms. */
 #define VERBS_MIN_RNR_TIMER 12u
