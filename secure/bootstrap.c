@@ -1,12 +1,20 @@
 /* rdmx bootstrap: hello + engine details + app data over mutual TLS, then
  * the TLS session as liveness channel (see rdmx/bootstrap.h).
  *
- * Wire (one msgpack map per TLS frame):
- *   client: {"rdmx":"bootstrap", "versions":[u32], "name":str, "provider":str,
- *            "details":bin, "app":bin}
- *   server: {"version":u32, "name":str, "details":bin, "app":bin}
- *        or {"status":int, "error":str}
- * Frames after the exchange are reserved for control messages and ignored. */
+ * Wire (version 2; one msgpack map per TLS frame), server speaks first:
+ *   1. server: {"rdmx":"bootstrap", "versions":[u32], "name":str, "provider":str}
+ *      sent once its TLS layer has accepted the client's certificate; no
+ *      secret in it.
+ *   2. client: {"rdmx":"bootstrap", "version":u32, "name":str, "provider":str,
+ *               "details":bin, "app":bin}
+ *      only once 1 arrived and names its version and provider; else
+ *      {"status":int, "error":str} and nothing else.
+ *   3. server: {"version":u32, "details":bin, "app":bin}
+ *          or {"status":int, "error":str}
+ * A TLS 1.3 client finishes its handshake before the server has judged its
+ * certificate: frame 1 is its proof of acceptance, so nothing secret leaves
+ * the client before it. Frames after the exchange are reserved for control
+ * messages and ignored. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -15,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -51,7 +60,7 @@ struct hello {
 	uint32_t versions[MAX_VERSIONS];
 	size_t n_versions;
 	uint32_t version;
-	int has_version, is_client;
+	int has_version, is_hello; /* is_hello: "rdmx":"bootstrap" */
 	const char *name, *provider, *error;
 	size_t name_len, provider_len, error_len;
 	const void *details, *app;
@@ -323,8 +332,8 @@ static int decode_hello(const void *buf, size_t len, msgpack_unpacked *u, struct
 		seen |= 1u << idx;
 		switch (idx) {
 		case 0:
-			h->is_client = key_is(v, "bootstrap");
-			if (!h->is_client)
+			h->is_hello = key_is(v, "bootstrap");
+			if (!h->is_hello)
 				ret = BAD("not an rdmx bootstrap hello");
 			break;
 		case 1:
@@ -384,7 +393,7 @@ static void copy_name(char *dst, const char *src, size_t n)
 	dst[n] = '\0';
 }
 
-static int keep_peer_data(struct rdmx_bootstrap *b, const struct hello *h)
+static int keep_peer_app(struct rdmx_bootstrap *b, const struct hello *h)
 {
 	if (h->app_len) {
 		b->peer_data = malloc(h->app_len);
@@ -393,13 +402,28 @@ static int keep_peer_data(struct rdmx_bootstrap *b, const struct hello *h)
 		memcpy(b->peer_data, h->app, h->app_len);
 		b->peer_len = h->app_len;
 	}
-	if (h->name)
-		copy_name(b->hello_name, h->name, h->name_len);
 	return RDMX_OK;
 }
 
-/* ---- server side of the exchange (called by bootstrap_server.c) ---- */
+static const char *my_provider(const struct rdmx_bootstrap *b)
+{
+	struct rdmx_dev *dev = NULL;
 
+	if (rdmx_ctx_get_dev(b->ctx, &dev) == 0)
+		return rdmx_dev_provider(dev);
+	return NULL;
+}
+
+static int same_provider(const struct rdmx_bootstrap *b, const struct hello *h)
+{
+	const char *mine = my_provider(b);
+
+	return mine && h->provider && strlen(mine) == h->provider_len &&
+	       memcmp(mine, h->provider, h->provider_len) == 0;
+}
+
+/* {"status", "error"}: a refusal, either way. Queued (and written as far as
+ * the socket takes it): the caller flushes or closes. */
 static void send_error(struct rdmx_bootstrap *b, int status, const char *text)
 {
 	msgpack_sbuffer sb;
@@ -416,6 +440,8 @@ static void send_error(struct rdmx_bootstrap *b, int status, const char *text)
 	msgpack_sbuffer_destroy(&sb);
 }
 
+/* ---- server side of the exchange (called by bootstrap_server.c) ---- */
+
 static int refuse(struct rdmx_bootstrap *b, int status, const char *text)
 {
 	const char *peer = "unknown";
@@ -426,21 +452,35 @@ static int refuse(struct rdmx_bootstrap *b, int status, const char *text)
 	return status;
 }
 
-static int has_version(const struct hello *h, uint32_t v)
+int rdmx__bootstrap_greet(struct rdmx_bootstrap *b, const char *my_name)
 {
-	for (size_t i = 0; i < h->n_versions; i++)
-		if (h->versions[i] == v)
-			return 1;
-	return 0;
+	const char *provider = my_provider(b);
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	int ret;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 4);
+	pack_str(&pk, "rdmx");
+	pack_str(&pk, "bootstrap");
+	pack_str(&pk, "versions");
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_uint32(&pk, RDMX_BOOTSTRAP_VERSION);
+	pack_str(&pk, "name");
+	pack_str(&pk, my_name ? my_name : "");
+	pack_str(&pk, "provider");
+	pack_str(&pk, provider ? provider : "?");
+	ret = rdmx_tls_conn_send(b->tls, sb.data, sb.size);
+	msgpack_sbuffer_destroy(&sb);
+	return ret;
 }
 
 int rdmx__bootstrap_accept(struct rdmx_bootstrap *b, const void *frame, size_t len,
-                           const char *my_name,
                            int (*decide)(struct rdmx_bootstrap *, const void **, size_t *, void *),
                            void *decide_arg)
 {
-	const char *provider = NULL;
-	struct rdmx_dev *dev = NULL;
+	const char *provider = my_provider(b);
 	msgpack_unpacked u;
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
@@ -451,7 +491,25 @@ int rdmx__bootstrap_accept(struct rdmx_bootstrap *b, const void *frame, size_t l
 	int ret;
 
 	ret = decode_hello(frame, len, &u, &h, why, sizeof(why));
-	if (!ret && (!h.is_client || !h.details_len || !h.provider)) {
+	if (!ret && h.has_status) {
+		/* the client did not like our hello: it says why, sends
+		 * nothing else, and gets nothing */
+		const char *peer = "unknown";
+
+		rdmx_tls_conn_get_peer_addr(b->tls, &peer);
+		RDMX_SEC_WARN("bootstrap: client %s gave up: %.*s (%s)", peer, (int)h.error_len,
+		              h.error ? h.error : "", rdmx_strerror(h.status));
+		msgpack_unpacked_destroy(&u);
+		return h.status;
+	}
+	if (!ret && h.is_hello && (!h.has_version || h.version != RDMX_BOOTSTRAP_VERSION)) {
+		/* (a version 1 client spoke first, offering "versions") */
+		msgpack_unpacked_destroy(&u);
+		snprintf(why, sizeof(why), "no common bootstrap version (server speaks %u)",
+		         RDMX_BOOTSTRAP_VERSION);
+		return refuse(b, RDMX_E_PROTOCOL, why);
+	}
+	if (!ret && (!h.is_hello || !h.details_len || !h.provider)) {
 		snprintf(why, sizeof(why), "client hello lacks details or provider");
 		ret = RDMX_E_PROTOCOL;
 	}
@@ -459,20 +517,15 @@ int rdmx__bootstrap_accept(struct rdmx_bootstrap *b, const void *frame, size_t l
 		msgpack_unpacked_destroy(&u);
 		return refuse(b, RDMX_E_PROTOCOL, why);
 	}
-	if (!has_version(&h, RDMX_BOOTSTRAP_VERSION)) {
-		msgpack_unpacked_destroy(&u);
-		return refuse(b, RDMX_E_PROTOCOL, "no common bootstrap version (server speaks 1)");
-	}
-	if (rdmx_ctx_get_dev(b->ctx, &dev) == 0)
-		provider = rdmx_dev_provider(dev);
-	if (!provider || strlen(provider) != h.provider_len ||
-	    memcmp(provider, h.provider, h.provider_len) != 0) {
+	if (!same_provider(b, &h)) {
 		msgpack_unpacked_destroy(&u);
 		snprintf(why, sizeof(why), "provider mismatch: server uses %s",
 		         provider ? provider : "?");
 		return refuse(b, RDMX_E_PROTOCOL, why);
 	}
-	ret = keep_peer_data(b, &h);
+	if (h.name)
+		copy_name(b->hello_name, h.name, h.name_len);
+	ret = keep_peer_app(b, &h);
 	if (!ret && decide)
 		ret = decide(b, &reply, &reply_len, decide_arg);
 	if (ret) {
@@ -494,11 +547,9 @@ int rdmx__bootstrap_accept(struct rdmx_bootstrap *b, const void *frame, size_t l
 		return refuse(b, ret, rdmx_strerror(ret));
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 4);
+	msgpack_pack_map(&pk, 3);
 	pack_str(&pk, "version");
 	msgpack_pack_uint32(&pk, RDMX_BOOTSTRAP_VERSION);
-	pack_str(&pk, "name");
-	pack_str(&pk, my_name ? my_name : "");
 	pack_bin(&pk, "details", details, details_len);
 	pack_bin(&pk, "app", reply, reply_len);
 	ret = rdmx_tls_conn_send(b->tls, sb.data, sb.size);
@@ -510,22 +561,99 @@ int rdmx__bootstrap_accept(struct rdmx_bootstrap *b, const void *frame, size_t l
 
 /* ---- client ---- */
 
-static int client_exchange(struct rdmx_bootstrap *b, const char *name, const void *app,
-                           size_t app_len, int timeout_ms)
+static int64_t now_ms(void)
 {
-	struct rdmx_dev *dev = NULL;
-	const char *provider = "?";
-	const void *details, *frame;
-	size_t details_len, len;
-	msgpack_sbuffer sb;
-	msgpack_packer pk;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Milliseconds left before the deadline, or 0 when it has passed. */
+static int ms_left(int64_t deadline)
+{
+	int64_t left = deadline - now_ms();
+
+	return left > 0 ? (int)left : 0;
+}
+
+static int has_version(const struct hello *h, uint32_t v)
+{
+	for (size_t i = 0; i < h->n_versions; i++)
+		if (h->versions[i] == v)
+			return 1;
+	return 0;
+}
+
+static int server_refused(const struct hello *h)
+{
+	RDMX_SEC_WARN("bootstrap: server refused: %.*s (%s)", (int)h->error_len,
+	              h->error ? h->error : "", rdmx_strerror(h->status));
+	return h->status == RDMX_E_PROTOCOL || h->status == RDMX_E_TOO_BIG ? h->status
+	                                                                   : RDMX_E_CONN_REFUSED;
+}
+
+/* The server's hello: its TLS layer accepted our certificate, it speaks our
+ * version and uses our provider. Until it has arrived nothing is exported
+ * and nothing is sent. A hello we cannot use is answered with an error
+ * frame (the server logs why), never with details. */
+static int client_read_greeting(struct rdmx_bootstrap *b, int64_t deadline)
+{
+	const char *provider = my_provider(b);
+	const void *frame;
 	msgpack_unpacked u;
 	struct hello h;
+	size_t len;
 	char why[200];
-	int ret;
+	int ret, left = ms_left(deadline);
 
-	if (rdmx_ctx_get_dev(b->ctx, &dev) == 0 && rdmx_dev_provider(dev))
-		provider = rdmx_dev_provider(dev);
+	if (!left)
+		return RDMX_E_TIMEDOUT;
+	/* TLS 1.3: a refused certificate shows here, as the server's alert */
+	ret = rdmx_tls_conn_recv_wait(b->tls, &frame, &len, left);
+	if (ret)
+		return ret;
+	ret = decode_hello(frame, len, &u, &h, why, sizeof(why));
+	if (!ret && h.has_status) {
+		ret = server_refused(&h);
+		msgpack_unpacked_destroy(&u);
+		return ret;
+	}
+	if (!ret && (!h.is_hello || !h.n_versions || !h.provider)) {
+		snprintf(why, sizeof(why), "server hello lacks versions or provider");
+		ret = RDMX_E_PROTOCOL;
+	}
+	if (!ret && !has_version(&h, RDMX_BOOTSTRAP_VERSION)) {
+		snprintf(why, sizeof(why), "no common bootstrap version (client speaks %u)",
+		         RDMX_BOOTSTRAP_VERSION);
+		ret = RDMX_E_PROTOCOL;
+	}
+	if (!ret && !same_provider(b, &h)) {
+		snprintf(why, sizeof(why), "provider mismatch: client uses %s",
+		         provider ? provider : "?");
+		ret = RDMX_E_PROTOCOL;
+	}
+	if (!ret && h.name)
+		copy_name(b->hello_name, h.name, h.name_len);
+	msgpack_unpacked_destroy(&u);
+	if (ret) {
+		RDMX_SEC_ERR("bootstrap: bad hello from the server: %s", why);
+		send_error(b, ret, why);
+		rdmx_tls_conn_flush(b->tls);
+	}
+	return ret;
+}
+
+static int client_send_hello(struct rdmx_bootstrap *b, const char *name, const void *app,
+                             size_t app_len, int64_t deadline)
+{
+	const char *provider = my_provider(b);
+	const void *details;
+	size_t details_len;
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	int ret, left;
+
 	ret = rdmx_ctx_export(b->ctx, &details, &details_len, &b->conn);
 	if (ret)
 		return ret;
@@ -534,29 +662,37 @@ static int client_exchange(struct rdmx_bootstrap *b, const char *name, const voi
 	msgpack_pack_map(&pk, 6);
 	pack_str(&pk, "rdmx");
 	pack_str(&pk, "bootstrap");
-	pack_str(&pk, "versions");
-	msgpack_pack_array(&pk, 1);
+	pack_str(&pk, "version");
 	msgpack_pack_uint32(&pk, RDMX_BOOTSTRAP_VERSION);
 	pack_str(&pk, "name");
 	pack_str(&pk, name ? name : "");
 	pack_str(&pk, "provider");
-	pack_str(&pk, provider);
+	pack_str(&pk, provider ? provider : "?");
 	pack_bin(&pk, "details", details, details_len);
 	pack_bin(&pk, "app", app, app_len);
-	ret = rdmx_tls_conn_send_wait(b->tls, sb.data, sb.size, timeout_ms);
+	left = ms_left(deadline);
+	ret = left ? rdmx_tls_conn_send_wait(b->tls, sb.data, sb.size, left) : RDMX_E_TIMEDOUT;
 	msgpack_sbuffer_destroy(&sb);
-	if (ret)
-		return ret;
-	ret = rdmx_tls_conn_recv_wait(b->tls, &frame, &len, timeout_ms);
+	return ret;
+}
+
+static int client_read_answer(struct rdmx_bootstrap *b, int64_t deadline)
+{
+	const void *frame;
+	msgpack_unpacked u;
+	struct hello h;
+	size_t len;
+	char why[200];
+	int ret, left = ms_left(deadline);
+
+	if (!left)
+		return RDMX_E_TIMEDOUT;
+	ret = rdmx_tls_conn_recv_wait(b->tls, &frame, &len, left);
 	if (ret)
 		return ret;
 	ret = decode_hello(frame, len, &u, &h, why, sizeof(why));
 	if (!ret && h.has_status) {
-		RDMX_SEC_WARN("bootstrap: server refused: %.*s (%s)", (int)h.error_len,
-		              h.error ? h.error : "", rdmx_strerror(h.status));
-		ret = h.status == RDMX_E_PROTOCOL || h.status == RDMX_E_TOO_BIG
-		          ? h.status
-		          : RDMX_E_CONN_REFUSED;
+		ret = server_refused(&h);
 	} else if (!ret &&
 	           (!h.has_version || h.version != RDMX_BOOTSTRAP_VERSION || !h.details_len)) {
 		snprintf(why, sizeof(why), "server answer lacks version %u or details",
@@ -566,7 +702,7 @@ static int client_exchange(struct rdmx_bootstrap *b, const char *name, const voi
 	if (ret == RDMX_E_PROTOCOL && !h.has_status)
 		RDMX_SEC_ERR("bootstrap: bad answer from the server: %s", why);
 	if (!ret)
-		ret = keep_peer_data(b, &h);
+		ret = keep_peer_app(b, &h);
 	if (!ret)
 		ret = rdmx_ctx_connect(b->ctx, h.details, h.details_len, b->conn);
 	msgpack_unpacked_destroy(&u);
@@ -579,12 +715,14 @@ int rdmx_bootstrap_connect(struct rdmx_ctx *ctx, struct rdmx_tls_config *cfg, co
 {
 	struct rdmx_tls_conn *tls = NULL;
 	struct rdmx_bootstrap *b = NULL;
+	int64_t deadline;
 	int ret;
 
 	if (!ctx || !cfg || !host || !out || (app_len && !app_data) ||
 	    app_len > RDMX_BOOTSTRAP_MAX_APP_DATA || timeout_ms <= 0 ||
 	    (name && !valid_name(name, strlen(name))))
 		return RDMX_E_INVAL;
+	deadline = now_ms() + timeout_ms;
 	ret = rdmx_tls_connect(cfg, host, port, &tls);
 	if (ret)
 		return ret;
@@ -593,7 +731,11 @@ int rdmx_bootstrap_connect(struct rdmx_ctx *ctx, struct rdmx_tls_config *cfg, co
 		rdmx_tls_conn_destroy(&tls);
 		return ret;
 	}
-	ret = client_exchange(b, name, app_data, app_len, timeout_ms);
+	ret = client_read_greeting(b, deadline);
+	if (!ret)
+		ret = client_send_hello(b, name, app_data, app_len, deadline);
+	if (!ret)
+		ret = client_read_answer(b, deadline);
 	if (ret) {
 		rdmx_bootstrap_destroy(&b);
 		return ret;

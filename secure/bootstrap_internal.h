@@ -15,11 +15,16 @@ int rdmx__bootstrap_create(struct rdmx_ctx *ctx, struct rdmx_tls_conn *tls,
 void rdmx__bootstrap_set_hook(struct rdmx_bootstrap *b,
                               void (*hook)(struct rdmx_bootstrap *b, void *arg), void *arg);
 struct rdmx_tls_conn *rdmx__bootstrap_tls(const struct rdmx_bootstrap *b);
-/* Server side: decodes the client hello in frame[len], asks `decide`,
- * exports, connects and queues the answer on the TLS connection. 0, or the
- * refusal (an error answer is queued; the caller flushes then destroys). */
+/* Server side, first frame: queues the server's hello (versions, name,
+ * provider; nothing secret) on the TLS connection. Call once the TLS
+ * handshake is done, i.e. once the client's certificate has been accepted.
+ * 0 or the send error. */
+int rdmx__bootstrap_greet(struct rdmx_bootstrap *b, const char *my_name);
+/* Server side, second frame: decodes the client hello in frame[len], asks
+ * `decide`, exports, connects and queues the answer on the TLS connection.
+ * 0, or the refusal (an error answer is queued; the caller flushes then
+ * destroys), or the client's own refusal of our hello (nothing queued). */
 int rdmx__bootstrap_accept(struct rdmx_bootstrap *b, const void *frame, size_t len,
-                           const char *my_name,
                            int (*decide)(struct rdmx_bootstrap *, const void **, size_t *, void *),
                            void *decide_arg);
 /* Marks the channel lost and disconnects the engine connection (unless

@@ -1,7 +1,8 @@
 /* rdmx bootstrap server on libev (target rdmx_secure_ev): the TLS listener
- * gives established sessions; each must deliver its hello within the
- * handshake timeout; then the exchange, and the session is watched for
- * liveness until its owner destroys the bootstrap. */
+ * gives established sessions (client certificate and allow-list accepted);
+ * the server greets each with its hello, the client must answer with its
+ * own within the handshake timeout; then the exchange, and the session is
+ * watched for liveness until its owner destroys the bootstrap. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -108,6 +109,10 @@ static void exchange_io(struct session *s)
 	size_t len;
 	int ret;
 
+	if (rdmx_tls_conn_want_write(tls) && rdmx_tls_conn_flush(tls) < 0) {
+		session_drop(s);
+		return;
+	}
 	ret = rdmx_tls_conn_recv(tls, &frame, &len);
 	if (ret > 0) {
 		rearm(s);
@@ -117,7 +122,7 @@ static void exchange_io(struct session *s)
 		session_drop(s);
 		return;
 	}
-	ret = rdmx__bootstrap_accept(s->b, frame, len, srv->name, decide, srv);
+	ret = rdmx__bootstrap_accept(s->b, frame, len, decide, srv);
 	rdmx_tls_conn_flush(tls);
 	if (ret) {
 		session_drop(s);
@@ -179,8 +184,18 @@ static void tls_established(struct rdmx_tls_listener *l, struct rdmx_tls_conn *t
 	ev_timer_init(&s->timer, timer_cb, srv->timeout_ms / 1000.0, 0.0);
 	s->timer.data = s;
 	ev_timer_start(srv->loop, &s->timer);
-	ev_io_start(srv->loop, &s->io);
-	/* the hello may already sit in TLS buffers */
+	/* server speaks first: the client holds its details back until our
+	 * hello tells it that its certificate was accepted */
+	if (rdmx__bootstrap_greet(s->b, srv->name)) {
+		const char *peer = "unknown";
+
+		rdmx_tls_conn_get_peer_addr(tls, &peer);
+		RDMX_SEC_WARN("bootstrap: could not send the hello to %s, dropped", peer);
+		session_drop(s);
+		return;
+	}
+	rearm(s);
+	/* a frame may already sit in TLS buffers */
 	ev_feed_event(srv->loop, &s->io, EV_READ);
 }
 

@@ -3,11 +3,27 @@
  *
  *   client                                   server (libev)
  *   TLS handshake (both certificates, allow-lists)
- *   hello {versions, name, provider} +
+ *                                   <----    hello {versions, name, provider}
+ *   checks version and provider
+ *   export
+ *   hello {version, name, provider} +
  *     exported details + app data   ---->    request_cb decides, gives app data
  *                                            export, connect(client details)
- *                                   <----    hello {version, name} + details + app data
+ *                                   <----    {version} + details + app data
  *   connect(server details)                  established_cb
+ *
+ * The server speaks first. In TLS 1.3 the client finishes its handshake
+ * before the server has judged the client's certificate; the server sends
+ * its hello only once its TLS layer has accepted that certificate (CA,
+ * validity, revocation, key usage, allow-list), so the hello is the client's
+ * proof of acceptance. Until it has arrived, and names the client's
+ * bootstrap version and provider, the client exports nothing and sends
+ * nothing: a refused client learns of the refusal (RDMX_E_AUTH, the server's
+ * alert) having sent no application byte. Neither hello carries a secret.
+ * Only then does each side send its exported details (the tcp provider's
+ * data-connection token, QP numbers, GIDs) and its app data, to a peer whose
+ * certificate it has checked. A client that cannot use the server's hello
+ * (RDMX_E_PROTOCOL) answers with an error frame, never with details.
  *
  * "App data" is opaque bytes each side hands the other in the same exchange:
  * ring and memory descriptors, a protocol version, anything whose keys must
@@ -42,21 +58,26 @@ struct rdmx_bootstrap;
 struct rdmx_bootstrap_server;
 struct ev_loop;
 
-#define RDMX_BOOTSTRAP_VERSION 1u
+/* Wire version 2: server speaks first (version 1, client first, is not
+ * spoken any more). */
+#define RDMX_BOOTSTRAP_VERSION 2u
 #define RDMX_BOOTSTRAP_MAX_APP_DATA 65536u
 #define RDMX_BOOTSTRAP_MAX_NAME 128u /* hello name: [A-Za-z0-9._-] */
 #define RDMX_BOOTSTRAP_MAX_DETAILS 4096u
 
 /* ---- client (blocking, within timeout_ms) ---- */
 
-/* TLS to host:port, the exchange, then rdmx_ctx_connect. `ctx` must be
- * RUNNING. `name` (may be NULL) tells the server who is calling beyond the
- * certificate (e.g. the service). On success the engine connection is
- * connecting (its established callback follows through the progress engine).
- * Errors: TLS errors (RDMX_E_AUTH, ...), RDMX_E_CONN_REFUSED (the server's
- * request_cb said no; rdmx_bootstrap_get_error-like text is logged),
- * RDMX_E_PROTOCOL (no common version, provider mismatch, bad message),
- * RDMX_E_TIMEDOUT, engine errors of export/connect. */
+/* TLS to host:port, the exchange, then rdmx_ctx_connect, all within
+ * timeout_ms (the TLS handshake also within the config's handshake
+ * timeout). `ctx` must be RUNNING. `name` (may be NULL) tells the server who
+ * is calling beyond the certificate (e.g. the service). Nothing is exported
+ * nor sent before the server's hello has arrived (see above). On success the
+ * engine connection is connecting (its established callback follows through
+ * the progress engine).
+ * Errors: TLS errors (RDMX_E_AUTH: a certificate was refused, by us or by
+ * the server, ...), RDMX_E_CONN_REFUSED (the server's request_cb said no; its
+ * text is logged), RDMX_E_PROTOCOL (no common version, provider mismatch,
+ * bad message), RDMX_E_TIMEDOUT, engine errors of export/connect. */
 int rdmx_bootstrap_connect(struct rdmx_ctx *ctx, struct rdmx_tls_config *cfg, const char *host,
                            uint16_t port, const char *name, const void *app_data, size_t app_len,
                            int timeout_ms, struct rdmx_bootstrap **bootstrap);
@@ -111,8 +132,9 @@ struct rdmx_bootstrap_server_ops {
 	rdmx_bootstrap_lost_cb lost;               /* may be NULL */
 };
 
-/* Listens on host:port (TLS listener of rdmx/tls.h with its limits); the
- * exchange after the handshake must also finish within the config's
+/* Listens on host:port (TLS listener of rdmx/tls.h with its limits). Each
+ * client whose certificate the TLS layer accepted is greeted with the
+ * server's hello at once; its hello must then arrive within the config's
  * handshake timeout. `name` is sent in the hello (may be NULL). `cfg` and
  * `ctx` must outlive the server. */
 int rdmx_bootstrap_server_create(struct ev_loop *loop, struct rdmx_ctx *ctx,

@@ -1,20 +1,33 @@
-/* libFuzzer target: the bootstrap hello (secure/bootstrap.c) and the RPC
- * hello carried in its app data (secure/rpc_secure_wire.c), through the
- * real code paths that read them from a peer:
- *   selector 0: the server side, rdmx__bootstrap_accept on a client hello,
- *               whose decide callback decodes the RPC hello as the secure
- *               RPC server does;
- *   selector 1: the client side, rdmx_bootstrap_connect reading the
- *               server's answer, then the RPC hello in it;
+/* libFuzzer target: the bootstrap hellos (secure/bootstrap.c, wire version
+ * 2: server speaks first) and the RPC hello carried in their app data
+ * (secure/rpc_secure_wire.c), through the real code paths that read them
+ * from a peer:
+ *   selector 0: the server side: rdmx__bootstrap_greet, then
+ *               rdmx__bootstrap_accept on a client hello, whose decide
+ *               callback decodes the RPC hello as the secure RPC server does;
+ *   selector 1: the client side: rdmx_bootstrap_connect reading the server's
+ *               hello, then (when it liked it) its answer, then the RPC hello
+ *               in it. Input after the selector: a 2-byte big-endian length,
+ *               the server's hello, the rest is the answer (without a valid
+ *               length the whole input is the hello and no answer comes);
  *   selector 2: the RPC hello decoder alone (+ encode/decode round trip).
- * Input: one selector byte (mod 3), then the frame.
+ * Input: one selector byte (mod 3), then the frame(s).
  *
  * The engine and TLS calls bootstrap.c makes are replaced below by stubs
  * (nothing here opens a device or a socket): export hands out fixed
- * details, send swallows the frame, recv hands the fuzz input. */
+ * details, send checks and swallows the frame, recv hands the fuzz input.
+ * The stubs also check the property the order exists for: the client
+ * exports nothing and sends no details before a server hello that names
+ * its version and provider has arrived; the server's hello carries none. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memmem */
+#endif
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <msgpack.h>
 
 #include <rdmx/bootstrap.h>
 #include <rdmx/ctx.h>
@@ -33,8 +46,12 @@ static int fake_conn_obj, fake_ctx_obj, fake_dev_obj, fake_tls_obj, fake_cfg_obj
 #define FAKE_TLS ((struct rdmx_tls_conn *)&fake_tls_obj)
 #define FAKE_CFG ((struct rdmx_tls_config *)&fake_cfg_obj)
 static void *conn_ud;
-static const uint8_t *in_frame;
-static size_t in_len;
+/* frames the stub peer hands out, in order */
+static const uint8_t *in_frames[2];
+static size_t in_lens[2], n_in, delivered;
+/* what the code under test did */
+static int client_mode, exported, sent_details, sends;
+static const uint8_t fake_details[48] = {0xd5, 0xe7, 0x41, 0x1e, 0xd5, 0xe7, 0x41, 0x1e};
 
 int rdmx_ctx_get_dev(const struct rdmx_ctx *ctx, struct rdmx_dev **dev)
 {
@@ -48,14 +65,61 @@ const char *rdmx_dev_provider(const struct rdmx_dev *dev)
 	return dev ? "tcp" : NULL;
 }
 
+static int str_is(const msgpack_object *o, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	return o->type == MSGPACK_OBJECT_STR && o->via.str.size == n &&
+	       memcmp(o->via.str.ptr, lit, n) == 0;
+}
+
+/* 1 when the first frame handed to the client is a server hello it may
+ * trust with its details: "rdmx":"bootstrap", "versions" holding ours,
+ * "provider":"tcp". Written against the documented wire, not bootstrap.c. */
+static int greeting_ok(void)
+{
+	msgpack_unpacked u;
+	size_t off = 0;
+	int rdmx = 0, version = 0, provider = 0;
+
+	if (delivered < 1)
+		return 0;
+	msgpack_unpacked_init(&u);
+	if (msgpack_unpack_next(&u, (const char *)in_frames[0], in_lens[0], &off) ==
+	        MSGPACK_UNPACK_SUCCESS &&
+	    u.data.type == MSGPACK_OBJECT_MAP) {
+		for (uint32_t i = 0; i < u.data.via.map.size; i++) {
+			const msgpack_object *k = &u.data.via.map.ptr[i].key;
+			const msgpack_object *v = &u.data.via.map.ptr[i].val;
+
+			if (k->type != MSGPACK_OBJECT_STR)
+				continue;
+			if (str_is(k, "rdmx"))
+				rdmx = str_is(v, "bootstrap");
+			if (str_is(k, "provider"))
+				provider = str_is(v, "tcp");
+			if (str_is(k, "versions") && v->type == MSGPACK_OBJECT_ARRAY)
+				for (uint32_t j = 0; j < v->via.array.size; j++)
+					if (v->via.array.ptr[j].type ==
+					        MSGPACK_OBJECT_POSITIVE_INTEGER &&
+					    v->via.array.ptr[j].via.u64 == RDMX_BOOTSTRAP_VERSION)
+						version = 1;
+		}
+	}
+	msgpack_unpacked_destroy(&u);
+	return rdmx && version && provider;
+}
+
 int rdmx_ctx_export(struct rdmx_ctx *ctx, const void **details, size_t *len,
                     struct rdmx_conn **conn)
 {
-	static const uint8_t d[48] = {1, 2, 3};
-
 	(void)ctx;
-	*details = d;
-	*len = sizeof(d);
+	/* the client exports only once a good server hello is in */
+	if (client_mode && !greeting_ok())
+		abort();
+	exported++;
+	*details = fake_details;
+	*len = sizeof(fake_details);
 	*conn = FAKE_CONN;
 	conn_ud = NULL;
 	return 0;
@@ -133,8 +197,21 @@ int rdmx_tls_conn_get_peer_name(const struct rdmx_tls_conn *conn, const char **n
 
 int rdmx_tls_conn_send(struct rdmx_tls_conn *conn, const void *buf, size_t len)
 {
+	int has_details;
+
 	(void)conn;
-	return buf && len ? 0 : RDMX_E_INVAL;
+	if (!buf || !len)
+		return RDMX_E_INVAL;
+	has_details = memmem(buf, len, fake_details, sizeof(fake_details)) != NULL;
+	sends++;
+	if (has_details) {
+		/* client: never before a good server hello; server: never in
+		 * its first frame (the hello), and only after exporting */
+		if (client_mode ? !greeting_ok() : sends == 1 || !exported)
+			abort();
+		sent_details++;
+	}
+	return 0;
 }
 
 int rdmx_tls_conn_send_wait(struct rdmx_tls_conn *conn, const void *buf, size_t len, int timeout_ms)
@@ -156,8 +233,11 @@ int rdmx_tls_conn_recv_wait(struct rdmx_tls_conn *conn, const void **frame, size
 {
 	(void)conn;
 	(void)timeout_ms;
-	*frame = in_frame;
-	*len = in_len;
+	if (delivered >= n_in)
+		return RDMX_E_DISCONNECTED;
+	*frame = in_frames[delivered];
+	*len = in_lens[delivered];
+	delivered++;
 	return 0;
 }
 
@@ -199,13 +279,27 @@ static int decide(struct rdmx_bootstrap *b, const void **reply, size_t *reply_le
 	return 0;
 }
 
+static void reset(int as_client)
+{
+	client_mode = as_client;
+	exported = sent_details = sends = 0;
+	n_in = delivered = 0;
+}
+
 static void server_side(const uint8_t *data, size_t size)
 {
 	struct rdmx_bootstrap *b = NULL;
+	int ret;
 
+	reset(0);
 	if (rdmx__bootstrap_create(FAKE_CTX, FAKE_TLS, &b))
 		return;
-	rdmx__bootstrap_accept(b, data, size, "fuzz-server", decide, NULL);
+	if (rdmx__bootstrap_greet(b, "fuzz-server") || sends != 1 || exported)
+		abort();
+	ret = rdmx__bootstrap_accept(b, data, size, decide, NULL);
+	/* details leave only with a yes */
+	if (ret ? sent_details != 0 : sent_details != 1)
+		abort();
 	rdmx_bootstrap_destroy(&b);
 }
 
@@ -219,8 +313,20 @@ static void client_side(const uint8_t *data, size_t size)
 	size_t peer_len;
 	char why[160];
 
-	in_frame = data;
-	in_len = size;
+	reset(1);
+	if (size >= 2 && (size_t)((data[0] << 8) | data[1]) <= size - 2) {
+		size_t first = (size_t)((data[0] << 8) | data[1]);
+
+		in_frames[0] = data + 2;
+		in_lens[0] = first;
+		in_frames[1] = data + 2 + first;
+		in_lens[1] = size - 2 - first;
+		n_in = 2;
+	} else {
+		in_frames[0] = data;
+		in_lens[0] = size;
+		n_in = 1;
+	}
 	if (rdmx_bootstrap_connect(FAKE_CTX, FAKE_CFG, "fuzz", 1, "fuzz-client", app, sizeof(app),
 	                           1000, &b))
 		return;

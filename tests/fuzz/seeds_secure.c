@@ -1,12 +1,14 @@
 /* Writes the seed corpora of fuzz_bootstrap and fuzz_registry (committed in
  * corpus/): valid messages made by the real encoders where they are
  * reachable (registry, RPC hello) or by the documented format (bootstrap
- * hellos), each behind its target's selector byte, plus a few hostile ones.
+ * hellos, wire version 2), each behind its target's selector byte, plus a few hostile ones.
  * Run: fuzz_secure_seeds DIR   (writes DIR/fuzz_bootstrap, DIR/fuzz_registry) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include <rdmx/status.h>
 
 #include "registry_proto.h"
 #include "rpc_secure_internal.h"
@@ -51,13 +53,57 @@ static void bin(msgpack_packer *pk, const void *p, size_t n)
 	msgpack_pack_bin_body(pk, p, n);
 }
 
+/* selector 1 takes two frames: a 2-byte big-endian length, the server's
+ * hello, then its answer (see fuzz_bootstrap.c) */
+static void put_two(const char *target, msgpack_sbuffer *first, msgpack_sbuffer *second)
+{
+	size_t n = first->size + second->size;
+	uint8_t *p = malloc(2 + n);
+
+	if (!p || first->size > 0xffff)
+		exit(1);
+	p[0] = (uint8_t)(first->size >> 8);
+	p[1] = (uint8_t)first->size;
+	memcpy(p + 2, first->data, first->size);
+	if (second->size)
+		memcpy(p + 2 + first->size, second->data, second->size);
+	put(target, 1, p, 2 + n);
+	free(p);
+	msgpack_sbuffer_clear(first);
+	msgpack_sbuffer_clear(second);
+}
+
+/* the server's hello (wire version 2: it speaks first) */
+static void greeting(msgpack_packer *pk, uint32_t version, const char *provider)
+{
+	msgpack_pack_map(pk, 4);
+	str(pk, "rdmx");
+	str(pk, "bootstrap");
+	str(pk, "versions");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_uint32(pk, version);
+	str(pk, "name");
+	str(pk, "kv-server");
+	str(pk, "provider");
+	str(pk, provider);
+}
+
+static void refusal(msgpack_packer *pk, int status, const char *text)
+{
+	msgpack_pack_map(pk, 2);
+	str(pk, "status");
+	msgpack_pack_int(pk, status);
+	str(pk, "error");
+	str(pk, text);
+}
+
 static void bootstrap_seeds(void)
 {
 	struct rdmx__rpc_hello h;
 	uint8_t app[RDMX__RPC_HELLO_MAX_LEN], details[40];
 	size_t app_len;
-	msgpack_sbuffer sb;
-	msgpack_packer pk;
+	msgpack_sbuffer sb, sb2;
+	msgpack_packer pk, pk2;
 
 	memset(details, 0x5a, sizeof(details));
 	rdmx__rpc_hello_from_opts(NULL, 0, &h);
@@ -68,14 +114,14 @@ static void bootstrap_seeds(void)
 	put("fuzz_bootstrap", 2, app, app_len);
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_sbuffer_init(&sb2);
+	msgpack_packer_init(&pk2, &sb2, msgpack_sbuffer_write);
 
-	/* client hello */
+	/* client hello (after the server's) */
 	msgpack_pack_map(&pk, 6);
 	str(&pk, "rdmx");
 	str(&pk, "bootstrap");
-	str(&pk, "versions");
-	msgpack_pack_array(&pk, 2);
-	msgpack_pack_uint32(&pk, 1);
+	str(&pk, "version");
 	msgpack_pack_uint32(&pk, 2);
 	str(&pk, "name");
 	str(&pk, "kv-client");
@@ -87,25 +133,48 @@ static void bootstrap_seeds(void)
 	bin(&pk, app, app_len);
 	put_sb("fuzz_bootstrap", 0, &sb);
 
-	/* server answer */
-	msgpack_pack_map(&pk, 4);
-	str(&pk, "version");
+	/* a version 1 client, speaking first */
+	msgpack_pack_map(&pk, 5);
+	str(&pk, "rdmx");
+	str(&pk, "bootstrap");
+	str(&pk, "versions");
+	msgpack_pack_array(&pk, 1);
 	msgpack_pack_uint32(&pk, 1);
-	str(&pk, "name");
-	str(&pk, "kv-server");
+	str(&pk, "provider");
+	str(&pk, "tcp");
 	str(&pk, "details");
 	bin(&pk, details, sizeof(details));
 	str(&pk, "app");
 	bin(&pk, app, app_len);
-	put_sb("fuzz_bootstrap", 1, &sb);
+	put_sb("fuzz_bootstrap", 0, &sb);
 
-	/* server refusal */
-	msgpack_pack_map(&pk, 2);
-	str(&pk, "status");
-	msgpack_pack_int(&pk, -11);
-	str(&pk, "error");
-	str(&pk, "refused by the server application");
-	put_sb("fuzz_bootstrap", 1, &sb);
+	/* the client did not like the server's hello */
+	refusal(&pk, RDMX_E_PROTOCOL, "no common bootstrap version (client speaks 2)");
+	put_sb("fuzz_bootstrap", 0, &sb);
+
+	/* server hello, then its answer */
+	greeting(&pk, 2, "tcp");
+	msgpack_pack_map(&pk2, 3);
+	str(&pk2, "version");
+	msgpack_pack_uint32(&pk2, 2);
+	str(&pk2, "details");
+	bin(&pk2, details, sizeof(details));
+	str(&pk2, "app");
+	bin(&pk2, app, app_len);
+	put_two("fuzz_bootstrap", &sb, &sb2);
+
+	/* server hello, then a refusal */
+	greeting(&pk, 2, "tcp");
+	refusal(&pk2, RDMX_E_CONN_REFUSED, "refused by the server application");
+	put_two("fuzz_bootstrap", &sb, &sb2);
+
+	/* hellos the client must answer without details */
+	greeting(&pk, 99, "tcp");
+	put_two("fuzz_bootstrap", &sb, &sb2);
+	greeting(&pk, 2, "verbs");
+	put_two("fuzz_bootstrap", &sb, &sb2);
+	refusal(&pk, RDMX_E_PROTOCOL, "no common bootstrap version (server speaks 2)");
+	put_two("fuzz_bootstrap", &sb, &sb2);
 
 	/* hostile: repeated key, huge declared array, deep nesting */
 	msgpack_pack_map(&pk, 2);
@@ -117,6 +186,7 @@ static void bootstrap_seeds(void)
 	put("fuzz_bootstrap", 0, "\x81\xa8versions\xdd\xff\xff\xff\xff", 15);
 	put("fuzz_bootstrap", 2, "\x91\x91\x91\x91\x91\x91\x91\x91\x91\x91\x91\x01", 12);
 	msgpack_sbuffer_destroy(&sb);
+	msgpack_sbuffer_destroy(&sb2);
 }
 
 static void registry_seeds(void)

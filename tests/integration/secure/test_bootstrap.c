@@ -2,16 +2,35 @@
  * libev loop that also drives its progress engine; the test thread is the
  * client. Checks that the engine connection comes up from details that only
  * travelled inside mutual TLS, that app data crosses, that refusals refuse,
- * and that losing the TLS channel disconnects the RDMA side. */
+ * and that losing the TLS channel disconnects the RDMA side.
+ *
+ * Server speaks first (wire version 2): a refused client must not have sent
+ * its details. The real server cannot show that (it never decrypts what a
+ * refused client sends), so a spy server made with OpenSSL accepts any
+ * client certificate, behaves as a refusing server does after the handshake
+ * (no hello, then close), and records every application byte the client
+ * sent: there must be none. A spy that does greet gets the details (the
+ * control that the spy would see them). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
 #include <criterion/criterion.h>
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <ev.h>
 #include <msgpack.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include <rdmx/bootstrap.h>
 #include <rdmx/ctx.h>
@@ -371,18 +390,67 @@ Test(bootstrap, refusals_exchange_nothing)
 	server_stop();
 }
 
-Test(bootstrap, version_mismatch_is_refused)
+/* ---- the spy server (OpenSSL, one connection) ---- */
+
+enum spy_greeting {
+	SPY_SILENT,         /* no hello: what a server that refused the client does */
+	SPY_GOOD,           /* a version 2 hello on tcp */
+	SPY_OTHER_VERSION,  /* a hello offering version 99 only */
+	SPY_OTHER_PROVIDER, /* a hello on "verbs" */
+};
+
+static struct {
+	pthread_t thread;
+	int lfd;
+	uint16_t port;
+	enum spy_greeting greeting;
+	int handshake_done;      /* the client finished TLS with the spy */
+	unsigned char got[8192]; /* application bytes the client sent, in order */
+	size_t got_len;
+} spy;
+
+/* Any client certificate will do: the spy lets every one in so that it can
+ * see what the client would send to a server that refused it. */
+static int spy_verify(int ok, X509_STORE_CTX *store)
 {
-	struct rdmx_tls_config *cfg;
-	struct rdmx_tls_conn *tls = NULL;
+	(void)ok;
+	(void)store;
+	return 1;
+}
+
+static void spy_take(const unsigned char *p, size_t n)
+{
+	if (n > sizeof(spy.got) - spy.got_len)
+		n = sizeof(spy.got) - spy.got_len;
+	memcpy(spy.got + spy.got_len, p, n);
+	spy.got_len += n;
+}
+
+/* Reads what the client sends until it closes (or the socket guard), or
+ * only until one whole frame is in when one_frame. */
+static void spy_read(SSL *ssl, int one_frame)
+{
+	unsigned char buf[4096];
+	int n;
+
+	for (;;) {
+		if (one_frame && spy.got_len >= 4 &&
+		    spy.got_len >= 4 + ((size_t)spy.got[0] << 24 | (size_t)spy.got[1] << 16 |
+		                        (size_t)spy.got[2] << 8 | spy.got[3]))
+			return;
+		n = SSL_read(ssl, buf, sizeof(buf));
+		if (n <= 0)
+			return;
+		spy_take(buf, (size_t)n);
+	}
+}
+
+static void spy_send_greeting(SSL *ssl)
+{
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
-	const void *f;
-	size_t len;
+	unsigned char hdr[4];
 
-	server_start();
-	cfg = tls_test_config(&pki, "client", "server.test", 1);
-	cr_assert_rc(rdmx_tls_connect(cfg, "127.0.0.1", srv.port, &tls), RDMX_OK);
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	msgpack_pack_map(&pk, 4);
@@ -390,20 +458,355 @@ Test(bootstrap, version_mismatch_is_refused)
 	msgpack_pack_str_with_body(&pk, "bootstrap", 9);
 	msgpack_pack_str_with_body(&pk, "versions", 8);
 	msgpack_pack_array(&pk, 1);
-	msgpack_pack_uint32(&pk, 99);
+	msgpack_pack_uint32(&pk, spy.greeting == SPY_OTHER_VERSION ? 99 : RDMX_BOOTSTRAP_VERSION);
+	msgpack_pack_str_with_body(&pk, "name", 4);
+	msgpack_pack_str_with_body(&pk, "spy", 3);
+	msgpack_pack_str_with_body(&pk, "provider", 8);
+	if (spy.greeting == SPY_OTHER_PROVIDER)
+		msgpack_pack_str_with_body(&pk, "verbs", 5);
+	else
+		msgpack_pack_str_with_body(&pk, "tcp", 3);
+	hdr[0] = (unsigned char)(sb.size >> 24);
+	hdr[1] = (unsigned char)(sb.size >> 16);
+	hdr[2] = (unsigned char)(sb.size >> 8);
+	hdr[3] = (unsigned char)sb.size;
+	SSL_write(ssl, hdr, 4);
+	SSL_write(ssl, sb.data, (int)sb.size);
+	msgpack_sbuffer_destroy(&sb);
+}
+
+static void *spy_main(void *arg)
+{
+	struct timeval guard = {.tv_sec = 10};
+	struct pollfd p = {.fd = spy.lfd, .events = POLLIN};
+	SSL_CTX *ctx;
+	SSL *ssl;
+	int fd;
+
+	(void)arg;
+	if (poll(&p, 1, 10000) != 1)
+		return NULL;
+	fd = accept(spy.lfd, NULL, NULL);
+	if (fd < 0)
+		return NULL;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof(guard));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &guard, sizeof(guard));
+	ctx = SSL_CTX_new(TLS_server_method());
+	SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+	SSL_CTX_set_num_tickets(ctx, 0);
+	SSL_CTX_use_certificate_file(ctx, tls_test_pki_path(&pki, "server", ".crt"),
+	                             SSL_FILETYPE_PEM);
+	SSL_CTX_use_PrivateKey_file(ctx, tls_test_pki_path(&pki, "server", ".key"),
+	                            SSL_FILETYPE_PEM);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, spy_verify);
+	ssl = SSL_new(ctx);
+	SSL_set_fd(ssl, fd);
+	if (SSL_accept(ssl) == 1) {
+		spy.handshake_done = 1;
+		if (spy.greeting != SPY_SILENT) {
+			spy_send_greeting(ssl);
+			spy_read(ssl, 1);
+		}
+		/* the session ends here (close_notify), as a refusal's would;
+		 * whatever the client sent before it learns so is still read */
+		SSL_shutdown(ssl);
+		spy_read(ssl, 0);
+	}
+	ERR_clear_error();
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+	close(fd);
+	return NULL;
+}
+
+static void spy_start(enum spy_greeting greeting)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t alen = sizeof(a);
+
+	memset(&spy, 0, sizeof(spy));
+	spy.greeting = greeting;
+	spy.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(spy.lfd, 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(bind(spy.lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(listen(spy.lfd, 4), 0);
+	cr_assert_eq(getsockname(spy.lfd, (struct sockaddr *)&a, &alen), 0);
+	spy.port = ntohs(a.sin_port);
+	cr_assert_eq(pthread_create(&spy.thread, NULL, spy_main, NULL), 0);
+}
+
+static void spy_join(void)
+{
+	pthread_join(spy.thread, NULL);
+	close(spy.lfd);
+}
+
+static int spy_saw(const char *needle)
+{
+	return memmem(spy.got, spy.got_len, needle, strlen(needle)) != NULL;
+}
+
+/* The client with certificate `cert` talks to a spy that greets (or not) as
+ * `greeting`; returns what rdmx_bootstrap_connect said. */
+static int connect_to_spy(struct side *cl, const char *cert, enum spy_greeting greeting)
+{
+	struct rdmx_tls_config *cfg = tls_test_config(&pki, cert, "server.test", 0);
+	struct rdmx_bootstrap *b = NULL;
+	int ret;
+
+	cr_assert_not_null(cfg);
+	spy_start(greeting);
+	ret = rdmx_bootstrap_connect(cl->ctx, cfg, "127.0.0.1", spy.port, "spied-on", "app-secret",
+	                             10, 5000, &b);
+	spy_join();
+	rdmx_bootstrap_destroy(&b);
+	rdmx_tls_config_destroy(&cfg);
+	return ret;
+}
+
+/* Every certificate the server refuses (tests/unit/tls names the reason of
+ * each): refused by the real server before its application hears of it, and
+ * in that situation the client has sent nothing at all. */
+Test(bootstrap, refused_client_certificates_send_no_details)
+{
+	static const char *const bad[] = {"foreign", "expired",    "notyet",  "wrongsan",
+	                                  "cnonly",  "selfsigned", "revoked", "codesign"};
+	struct rdmx_tls_config *cfg;
+	struct rdmx_bootstrap *b = NULL;
+	struct side cl;
+
+	server_start();
+	side_open(&cl);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int ret;
+
+		cfg = tls_test_config(&pki, bad[i], "server.test", 0);
+		cr_assert_not_null(cfg);
+		cr_assert_rc(rdmx_bootstrap_connect(cl.ctx, cfg, "127.0.0.1", srv.port, "x",
+		                                    "app-secret", 10, 5000, &b),
+		             RDMX_E_AUTH);
+		cr_assert_null(b);
+		rdmx_tls_config_destroy(&cfg);
+
+		ret = connect_to_spy(&cl, bad[i], SPY_SILENT);
+		cr_assert_lt(ret, 0, "%s: connected to a server that never said hello", bad[i]);
+		cr_assert(spy.handshake_done, "%s: the spy never completed TLS", bad[i]);
+		cr_assert_eq(spy.got_len, 0, "%s: the client sent %zu application bytes first",
+		             bad[i], spy.got_len);
+	}
+	pthread_mutex_lock(&srv.lock);
+	cr_assert_eq(srv.requests, 0, "the server application heard of a refused client");
+	pthread_mutex_unlock(&srv.lock);
+	cr_assert_eq(get(&srv.side.established), 0);
+
+	/* the control: greeted, the same client sends its details, and the spy
+	 * sees them */
+	cr_assert_lt(connect_to_spy(&cl, "client", SPY_GOOD), 0);
+	cr_assert(spy_saw("details") && spy_saw("app-secret"),
+	          "the spy cannot see details (%zu bytes)", spy.got_len);
+	side_close(&cl);
+	server_stop();
+}
+
+/* Peers that are no rdmx client: no certificate, TLS 1.2 only, garbage
+ * instead of a ClientHello. The server sends them nothing, not even its
+ * hello. */
+Test(bootstrap, refused_raw_peers_get_no_hello)
+{
+	static const int max_version[] = {0, TLS1_2_VERSION};
+	static const char *const cert[] = {NULL, "client"};
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	char buf[4096];
+	int fd;
+
+	server_start();
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons(srv.port);
+	for (int i = 0; i < 2; i++) {
+		struct timeval guard = {.tv_sec = 10};
+		SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+		SSL *ssl;
+		int n = -1;
+
+		cr_assert_not_null(ctx);
+		SSL_CTX_load_verify_file(ctx, tls_test_pki_path(&pki, "ca", ".crt"));
+		if (max_version[i])
+			SSL_CTX_set_max_proto_version(ctx, max_version[i]);
+		if (cert[i]) {
+			SSL_CTX_use_certificate_file(ctx, tls_test_pki_path(&pki, cert[i], ".crt"),
+			                             SSL_FILETYPE_PEM);
+			SSL_CTX_use_PrivateKey_file(ctx, tls_test_pki_path(&pki, cert[i], ".key"),
+			                            SSL_FILETYPE_PEM);
+		}
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof(guard));
+		ssl = SSL_new(ctx);
+		SSL_set_fd(ssl, fd);
+		/* TLS 1.3 without a certificate: the client finishes, then
+		 * learns of the refusal; TLS 1.2: refused at once */
+		if (SSL_connect(ssl) == 1)
+			n = SSL_read(ssl, buf, sizeof(buf));
+		cr_assert_leq(n, 0, "peer %d got %d bytes from the server", i, n);
+		ERR_clear_error();
+		SSL_free(ssl);
+		SSL_CTX_free(ctx);
+		close(fd);
+	}
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	{
+		struct timeval guard = {.tv_sec = 10};
+		ssize_t n;
+		size_t total = 0;
+
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof(guard));
+		cr_assert_eq(write(fd, "GET / HTTP/1.0\r\n\r\n", 18), 18);
+		/* whatever comes back (an alert at most) ends with a close */
+		while ((n = read(fd, buf, sizeof(buf))) > 0)
+			total += (size_t)n;
+		cr_assert(n == 0 || errno == ECONNRESET, "the server kept a garbage peer open");
+		cr_assert_lt(total, 64, "%zu bytes to a garbage peer", total);
+	}
+	close(fd);
+	pthread_mutex_lock(&srv.lock);
+	cr_assert_eq(srv.requests, 0);
+	pthread_mutex_unlock(&srv.lock);
+	server_stop();
+}
+
+/* An accepted client that sends a frame over the server's limit instead of
+ * its hello: dropped, nothing exported, nothing asked. */
+Test(bootstrap, oversized_frame_after_handshake_is_refused)
+{
+	static char big[(1u << 20) + 1];
+	struct rdmx_tls_config *cfg;
+	struct rdmx_tls_conn *tls = NULL;
+	const void *f;
+	size_t len;
+
+	server_start();
+	cfg = tls_test_config(&pki, "client", "server.test", 1);
+	cr_assert_rc(rdmx_tls_config_set_max_frame(cfg, 4u << 20), RDMX_OK);
+	cr_assert_rc(rdmx_tls_connect(cfg, "127.0.0.1", srv.port, &tls), RDMX_OK);
+	/* the hello (nothing secret in it) */
+	cr_assert_rc(rdmx_tls_conn_recv_wait(tls, &f, &len, 5000), RDMX_OK);
+	cr_assert_null(memmem(f, len, "details", 7));
+	rdmx_tls_conn_send_wait(tls, big, sizeof(big), 5000); /* may fail midway */
+	cr_assert_lt(rdmx_tls_conn_recv_wait(tls, &f, &len, 5000), 0);
+	cr_assert(tls_test_log_contains("frame of 1048577 bytes refused"));
+	rdmx_tls_conn_destroy(&tls);
+	rdmx_tls_config_destroy(&cfg);
+	pthread_mutex_lock(&srv.lock);
+	cr_assert_eq(srv.requests, 0);
+	pthread_mutex_unlock(&srv.lock);
+	cr_assert_eq(get(&srv.side.established), 0);
+	server_stop();
+}
+
+/* The server's hello: versions, name, provider, and nothing secret. */
+static void expect_greeting(struct rdmx_tls_conn *tls)
+{
+	msgpack_unpacked u;
+	const void *f;
+	size_t len, off = 0;
+	int rdmx = 0, version = 0, name = 0;
+
+	cr_assert_rc(rdmx_tls_conn_recv_wait(tls, &f, &len, 5000), RDMX_OK);
+	msgpack_unpacked_init(&u);
+	cr_assert_eq(msgpack_unpack_next(&u, f, len, &off), MSGPACK_UNPACK_SUCCESS);
+	cr_assert_eq(u.data.type, MSGPACK_OBJECT_MAP);
+	for (uint32_t i = 0; i < u.data.via.map.size; i++) {
+		const msgpack_object *k = &u.data.via.map.ptr[i].key,
+		                     *v = &u.data.via.map.ptr[i].val;
+		const char *ks = k->via.str.ptr;
+		size_t kn = k->via.str.size;
+
+		cr_assert_eq(k->type, MSGPACK_OBJECT_STR);
+		cr_assert(!(kn == 7 && !memcmp(ks, "details", 7)), "the hello carries details");
+		cr_assert(!(kn == 3 && !memcmp(ks, "app", 3)), "the hello carries app data");
+		if (kn == 4 && !memcmp(ks, "rdmx", 4))
+			rdmx = v->type == MSGPACK_OBJECT_STR && v->via.str.size == 9 &&
+			       !memcmp(v->via.str.ptr, "bootstrap", 9);
+		if (kn == 8 && !memcmp(ks, "versions", 8))
+			version = v->type == MSGPACK_OBJECT_ARRAY && v->via.array.size == 1 &&
+			          v->via.array.ptr[0].via.u64 == RDMX_BOOTSTRAP_VERSION;
+		if (kn == 4 && !memcmp(ks, "name", 4))
+			name = v->type == MSGPACK_OBJECT_STR && v->via.str.size == 11 &&
+			       !memcmp(v->via.str.ptr, "test-server", 11);
+	}
+	msgpack_unpacked_destroy(&u);
+	cr_assert(rdmx && version && name, "not the expected hello");
+}
+
+static void send_client_hello(struct rdmx_tls_conn *tls, const char *key, uint32_t version)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 4);
+	msgpack_pack_str_with_body(&pk, "rdmx", 4);
+	msgpack_pack_str_with_body(&pk, "bootstrap", 9);
+	msgpack_pack_str_with_body(&pk, key, strlen(key));
+	if (!strcmp(key, "versions"))
+		msgpack_pack_array(&pk, 1);
+	msgpack_pack_uint32(&pk, version);
 	msgpack_pack_str_with_body(&pk, "provider", 8);
 	msgpack_pack_str_with_body(&pk, "tcp", 3);
 	msgpack_pack_str_with_body(&pk, "details", 7);
 	msgpack_pack_bin_with_body(&pk, "x", 1);
 	cr_assert_rc(rdmx_tls_conn_send_wait(tls, sb.data, sb.size, 5000), RDMX_OK);
 	msgpack_sbuffer_destroy(&sb);
+}
+
+static void expect_version_refusal(struct rdmx_tls_conn *tls)
+{
+	const void *f;
+	size_t len;
+
 	cr_assert_rc(rdmx_tls_conn_recv_wait(tls, &f, &len, 5000), RDMX_OK);
 	cr_assert_not_null(memmem(f, len, "no common bootstrap version", 27));
+	cr_assert_null(memmem(f, len, "details", 7));
 	cr_assert_lt(rdmx_tls_conn_recv_wait(tls, &f, &len, 5000), 0);
+}
+
+Test(bootstrap, version_mismatch_is_refused)
+{
+	struct rdmx_tls_config *cfg;
+	struct rdmx_tls_conn *tls = NULL;
+	struct side cl;
+
+	server_start();
+	cfg = tls_test_config(&pki, "client", "server.test", 1);
+	/* a client of a version the server does not speak, after its hello */
+	cr_assert_rc(rdmx_tls_connect(cfg, "127.0.0.1", srv.port, &tls), RDMX_OK);
+	expect_greeting(tls);
+	send_client_hello(tls, "version", 99);
+	expect_version_refusal(tls);
+	rdmx_tls_conn_destroy(&tls);
+	/* a version 1 client, which spoke first */
+	cr_assert_rc(rdmx_tls_connect(cfg, "127.0.0.1", srv.port, &tls), RDMX_OK);
+	send_client_hello(tls, "versions", 1);
+	expect_greeting(tls);
+	expect_version_refusal(tls);
 	rdmx_tls_conn_destroy(&tls);
 	rdmx_tls_config_destroy(&cfg);
 	pthread_mutex_lock(&srv.lock);
 	cr_assert_eq(srv.requests, 0);
 	pthread_mutex_unlock(&srv.lock);
 	server_stop();
+
+	/* the other way: a server hello the client cannot use is answered
+	 * with the reason, never with details */
+	side_open(&cl);
+	cr_assert_rc(connect_to_spy(&cl, "client", SPY_OTHER_VERSION), RDMX_E_PROTOCOL);
+	cr_assert(spy_saw("no common bootstrap version"), "%zu bytes", spy.got_len);
+	cr_assert(!spy_saw("details") && !spy_saw("app-secret"));
+	cr_assert_rc(connect_to_spy(&cl, "client", SPY_OTHER_PROVIDER), RDMX_E_PROTOCOL);
+	cr_assert(spy_saw("provider mismatch"), "%zu bytes", spy.got_len);
+	cr_assert(!spy_saw("details") && !spy_saw("app-secret"));
+	side_close(&cl);
 }
