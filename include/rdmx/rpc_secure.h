@@ -4,6 +4,8 @@
  *   rdmx_rpc_client_connect_secure(host, port)  rdmx_rpc_server_listen_secure(loop, ...)
  *     TLS 1.3 handshake, both certificates checked against the CA and the
  *     allow-lists of both configs (rdmx/tls.h)
+ *                                       <----    bootstrap hello (versions,
+ *                                                name, provider; no secret)
  *     bootstrap hello + exported engine details (tcp: with the data token)
  *     + RPC hello in the app-data slot  ---->    checks the RPC hello, asks
  *                                                opts.accept, exports, connects
@@ -14,11 +16,13 @@
  *      hello on the new connection)
  *
  * Engine details only travel inside the mutually authenticated session. The
- * server exports nothing and sends no frame to a client whose certificate or
- * RPC hello it refuses. The client sends its own details (with its first
- * frame) only to a server whose certificate it has checked; in TLS 1.3 that
- * is before it learns the server's verdict on its own certificate, and a
- * server that refuses it never reads that frame.
+ * server exports nothing and sends no frame to a client whose certificate it
+ * refuses (not even its hello), nor details to one whose RPC hello it
+ * refuses. The server speaks first (rdmx/bootstrap.h): in TLS 1.3 the client
+ * finishes its handshake before the server has judged its certificate, so
+ * the client exports and sends nothing until the server's hello has arrived,
+ * which the server sends only once it has accepted the client's certificate;
+ * then it sends its details to a server whose certificate it has checked.
  *
  * The RPC hello (app data of rdmx/bootstrap.h) carries the RPC and channel
  * wire versions each side speaks and the geometry of the receive ring it will
