@@ -23,7 +23,7 @@ int rdmx__rdv_tx_prepare(struct rdmx_chan *chan, struct chan_msg *m)
 	rc = rdmx_mr_reg(chan->host->dev, m->data, m->len, RDMX_ACCESS_REMOTE_READ, &m->rdv_mr);
 	if (rc) {
 		RPC_ERR("chan: conn %u: rendezvous source of %llu bytes: registration failed: %s",
-			rdmx__chan_conn_id(chan), (unsigned long long)m->len, rdmx_err_name(rc));
+		        rdmx__chan_conn_id(chan), (unsigned long long)m->len, rdmx_err_name(rc));
 		return rc;
 	}
 	return 0;
@@ -46,8 +46,8 @@ void rdmx__rdv_tx_finish(struct rdmx_chan *chan, struct chan_msg *m, int status)
 	}
 }
 
-int rdmx__rdv_rx_new(struct rdmx_chan *chan, const void *desc, uint64_t len,
-		     struct rdv_rx **out, const char **why)
+int rdmx__rdv_rx_new(struct rdmx_chan *chan, const void *desc, uint64_t len, struct rdv_rx **out,
+                     const char **why)
 {
 	struct rdmx_mr_remote *remote = NULL;
 	uint8_t copy[RDMX_MR_DESCRIPTOR_SIZE];
@@ -157,17 +157,16 @@ void rdmx__rdv_rx_start(struct rdmx_chan *chan)
 
 		if (!r || r->state != RDV_NEW)
 			continue;
-		if (seq != chan->rx_consumed &&
-		    (chan->rdv_reads >= CHAN_RDV_MAX_READS ||
-		     chan->rdv_read_bytes + r->len > 2 * chan->max_msg))
+		if (seq != chan->rx_consumed && (chan->rdv_reads >= CHAN_RDV_MAX_READS ||
+		                                 chan->rdv_read_bytes + r->len > 2 * chan->max_msg))
 			break;
 		rc = rdv_read(chan, r);
 		if (rc == RDMX_E_FULL || rc == RDMX_E_BAD_STATE)
 			break;
 		if (rc) {
 			RPC_ERR("chan: conn %u: rendezvous read of %llu bytes: %s",
-				rdmx__chan_conn_id(chan), (unsigned long long)r->len,
-				rdmx_err_name(rc));
+			        rdmx__chan_conn_id(chan), (unsigned long long)r->len,
+			        rdmx_err_name(rc));
 			rdmx__chan_fail(chan, rc, NULL);
 			return;
 		}
@@ -217,7 +216,7 @@ void rdmx__chan_read_err(struct rdmx_task *task, void *ud, void *cud)
 		return;
 	if (chan->state != RDMX_CHAN_CLOSED && st != RDMX_E_CONN_ABORTED && st != RDMX_E_CANCELED)
 		RPC_ERR("chan: conn %u: rendezvous read of %llu bytes failed: %s",
-			rdmx__chan_conn_id(chan), (unsigned long long)r->len, rdmx_err_name(st));
+		        rdmx__chan_conn_id(chan), (unsigned long long)r->len, rdmx_err_name(st));
 	rdmx__chan_fail(chan, st, NULL);
 	rdmx__chan_maybe_free(chan);
 }

@@ -15,9 +15,9 @@
 #include "ring.h"
 #include "rpc_internal.h"
 
-#define CHAN_CTL_ENTRIES 8u     /* control send buffers per channel */
-#define CHAN_RDV_MAX_READS 4u   /* rendezvous reads in flight per channel */
-#define CHAN_RDV_MAX_TX 64u     /* rendezvous sources awaiting ack per channel */
+#define CHAN_CTL_ENTRIES 8u   /* control send buffers per channel */
+#define CHAN_RDV_MAX_READS 4u /* rendezvous reads in flight per channel */
+#define CHAN_RDV_MAX_TX 64u   /* rendezvous sources awaiting ack per channel */
 #define CHAN_DEFAULT_QUEUE_BYTES (128ull << 20)
 
 struct rdmx_chan;
@@ -46,9 +46,9 @@ struct rdmx_chan_host {
 	uint32_t recvs_outstanding; /* submitted, not yet completed */
 	struct host_recv *retry_head;
 
-	struct rdmx__map chans;  /* conn pointer -> channel */
-	struct rdmx__map early;  /* conn pointer -> 64-byte hello copy */
-	struct rdmx_chan *all;   /* every channel not yet freed (user's and zombies) */
+	struct rdmx__map chans;         /* conn pointer -> channel */
+	struct rdmx__map early;         /* conn pointer -> 64-byte hello copy */
+	struct rdmx_chan *all;          /* every channel not yet freed (user's and zombies) */
 	struct rdmx_chan *starved_head; /* channels waiting for a task of the pool */
 	uint32_t num_chans;
 
@@ -68,11 +68,11 @@ struct chan_msg {
 	struct chan_msg *next;
 	enum chan_msg_kind kind;
 	uint64_t len;
-	void *data;           /* MSG_COPY: heap copy; MSG_ZC: ubuf.addr */
-	struct rdmx_buf ubuf; /* MSG_ZC */
+	void *data;             /* MSG_COPY: heap copy; MSG_ZC: ubuf.addr */
+	struct rdmx_buf ubuf;   /* MSG_ZC */
 	struct rdmx_mr *rdv_mr; /* rendezvous source registration (REMOTE_READ) */
-	uint32_t seq;         /* rendezvous: sequence of its descriptor message */
-	uint64_t held;        /* bytes charged to the queue budget */
+	uint32_t seq;           /* rendezvous: sequence of its descriptor message */
+	uint64_t held;          /* bytes charged to the queue budget */
 	rdmx_chan_sent_cb cb;
 	void *arg;
 };
@@ -123,10 +123,10 @@ struct rdmx_chan {
 	bool disconnecting; /* rdmx_conn_disconnect called */
 	bool paused;
 	bool delivering;
-	bool starved;       /* on host->starved list */
-	bool eager_credit;  /* return credits after every delivery batch */
-	uint32_t inflight;  /* tasks submitted, not completed */
-	uint32_t cb_depth;  /* user callbacks of this channel on the stack */
+	bool starved;      /* on host->starved list */
+	bool eager_credit; /* return credits after every delivery batch */
+	uint32_t inflight; /* tasks submitted, not completed */
+	uint32_t cb_depth; /* user callbacks of this channel on the stack */
 	struct rdmx_chan *next_all, *prev_all;
 	struct rdmx_chan *next_starved;
 
@@ -163,8 +163,8 @@ struct rdmx_chan {
 	struct rdmx_mr *stage_mr;
 	struct tx_slot *tx;
 	uint32_t tx_window; /* staging slots: min(peer slots, staging budget) */
-	uint32_t tx_seq;   /* messages written */
-	uint32_t tx_acked; /* peer's credit count */
+	uint32_t tx_seq;    /* messages written */
+	uint32_t tx_acked;  /* peer's credit count */
 
 	/* control sends */
 	uint8_t *ctl_mem;
@@ -198,8 +198,7 @@ void rdmx__host_add_starved(struct rdmx_chan_host *host, struct rdmx_chan *chan)
 void rdmx__host_enter(struct rdmx_chan_host *host);
 void rdmx__host_leave(struct rdmx_chan_host *host);
 /* Disconnects a connection that has no channel (hostile or stale peer). */
-void rdmx__host_reject_conn(struct rdmx_chan_host *host, struct rdmx_conn *conn,
-			    const char *why);
+void rdmx__host_reject_conn(struct rdmx_chan_host *host, struct rdmx_conn *conn, const char *why);
 int rdmx__host_timer_arm(struct rdmx_chan_host *host, struct rdmx__timer *t, uint64_t when_ns);
 void rdmx__host_timer_disarm(struct rdmx_chan_host *host, struct rdmx__timer *t);
 int rdmx__host_depth(const struct rdmx_chan_host *host);
@@ -247,8 +246,8 @@ int rdmx__rdv_tx_prepare(struct rdmx_chan *chan, struct chan_msg *m);
 /* Sender: releases the source (dereg, free copy) and completes the send. */
 void rdmx__rdv_tx_finish(struct rdmx_chan *chan, struct chan_msg *m, int status);
 /* Receiver: checks the descriptor, builds the rx state. */
-int rdmx__rdv_rx_new(struct rdmx_chan *chan, const void *desc, uint64_t len,
-		     struct rdv_rx **out, const char **why);
+int rdmx__rdv_rx_new(struct rdmx_chan *chan, const void *desc, uint64_t len, struct rdv_rx **out,
+                     const char **why);
 /* Receiver: starts reads for pending rendezvous messages, in order. */
 void rdmx__rdv_rx_start(struct rdmx_chan *chan);
 void rdmx__rdv_rx_free(struct rdv_rx *r);
@@ -256,16 +255,16 @@ void rdmx__chan_read_ok(struct rdmx_task *task, void *ud, void *cud);
 void rdmx__chan_read_err(struct rdmx_task *task, void *ud, void *cud);
 
 /* ---- internal send API used by rpc.c ---- */
-#define RDMX__SEND_FORCE 0x1u /* ignore the queue bounds (RPC responses) */
+#define RDMX__SEND_FORCE 0x1u  /* ignore the queue bounds (RPC responses) */
 #define RDMX__SENT_QUEUED 0x1u /* out: the message waited for credits */
 #define RDMX__SENT_RDV 0x2u    /* out: it goes by rendezvous */
 int rdmx__chan_send_ex(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill, void *fill_arg,
-		       rdmx_chan_sent_cb cb, void *arg, unsigned flags, unsigned *how);
+                       rdmx_chan_sent_cb cb, void *arg, unsigned flags, unsigned *how);
 /* Return credits after every delivery batch (a draining peer wants acks). */
 void rdmx__chan_set_eager_credit(struct rdmx_chan *chan, bool on);
 /* Called when the queue is empty and every message was acknowledged. */
 void rdmx__chan_set_idle_cb(struct rdmx_chan *chan, void (*cb)(struct rdmx_chan *, void *),
-			    void *arg);
+                            void *arg);
 bool rdmx__chan_is_idle(const struct rdmx_chan *chan);
 /* Drops every pending send callback equal to cb (its owner goes away). */
 void rdmx__chan_forget_cb(struct rdmx_chan *chan, rdmx_chan_sent_cb cb);

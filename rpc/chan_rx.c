@@ -13,7 +13,7 @@
 static void fail_fmt(struct rdmx_chan *chan, const char *what, uint64_t got, uint64_t want)
 {
 	RPC_ERR("chan: conn %u: %s (got %llu, expected %llu)", rdmx__chan_conn_id(chan), what,
-		(unsigned long long)got, (unsigned long long)want);
+	        (unsigned long long)got, (unsigned long long)want);
 	rdmx__chan_fail(chan, RDMX_E_PROTOCOL, what);
 }
 
@@ -40,12 +40,12 @@ void rdmx__chan_on_write(struct rdmx_chan *chan, uint32_t imm, uint32_t len)
 	}
 	if (rdmx__imm_seq16(imm) != (chan->rx_seq & 0xffffu)) {
 		fail_fmt(chan, "ring write with a bad sequence number", rdmx__imm_seq16(imm),
-			 chan->rx_seq & 0xffffu);
+		         chan->rx_seq & 0xffffu);
 		goto out;
 	}
 	if (chan->rx_seq - chan->rx_consumed >= chan->slot_count) {
 		fail_fmt(chan, "ring write beyond the credits granted",
-			 chan->rx_seq - chan->rx_consumed + 1, chan->slot_count);
+		         chan->rx_seq - chan->rx_consumed + 1, chan->slot_count);
 		goto out;
 	}
 	p = chan->ring + (size_t)slot * chan->slot_size;
@@ -54,14 +54,14 @@ void rdmx__chan_on_write(struct rdmx_chan *chan, uint32_t imm, uint32_t len)
 	exp.max_msg = chan->max_msg;
 	exp.written = len;
 	if (rdmx__slot_hdr_decode(p, &exp, &h, &why)) {
-		RPC_ERR("chan: conn %u: slot %u: written %u bytes, header len %u", rdmx__chan_conn_id(chan),
-			slot, len, rdmx__ld32(p + 4));
+		RPC_ERR("chan: conn %u: slot %u: written %u bytes, header len %u",
+		        rdmx__chan_conn_id(chan), slot, len, rdmx__ld32(p + 4));
 		rdmx__chan_fail(chan, RDMX_E_PROTOCOL, why);
 		goto out;
 	}
 	if (!rdmx__credit_valid(h.credit, chan->tx_acked, chan->tx_seq)) {
 		fail_fmt(chan, "credit beyond the messages sent", h.credit - chan->tx_acked,
-			 chan->tx_seq - chan->tx_acked);
+		         chan->tx_seq - chan->tx_acked);
 		goto out;
 	}
 	rs = &chan->rx[slot];
@@ -114,8 +114,8 @@ void rdmx__chan_on_ctl(struct rdmx_chan *chan, const void *buf, uint32_t len)
 			break;
 		}
 		if (!rdmx__credit_valid(ctl.credit, chan->tx_acked, chan->tx_seq)) {
-			fail_fmt(chan, "credit beyond the messages sent", ctl.credit - chan->tx_acked,
-				 chan->tx_seq - chan->tx_acked);
+			fail_fmt(chan, "credit beyond the messages sent",
+			         ctl.credit - chan->tx_acked, chan->tx_seq - chan->tx_acked);
 			break;
 		}
 		chan->stats.credit_updates_received++;

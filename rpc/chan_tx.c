@@ -151,7 +151,7 @@ static int post_write(struct rdmx_chan *chan, struct tx_slot *ts, uint32_t credi
 
 	ts->dst.offset = (uint64_t)peer_slot * chan->peer_size;
 	rc = rdmx_task_write_imm_alloc(chan->host->ctx, chan->conn, &ts->hdr, &ts->dst,
-				       rdmx__imm_make(peer_slot, seq), ts, &task);
+	                               rdmx__imm_make(peer_slot, seq), ts, &task);
 	if (rc == RDMX_E_FULL)
 		rdmx__host_add_starved(chan->host, chan);
 	if (rc)
@@ -176,10 +176,10 @@ static int post_write(struct rdmx_chan *chan, struct tx_slot *ts, uint32_t credi
 static void encode_hdr(struct rdmx_chan *chan, struct tx_slot *ts, uint8_t flags, uint64_t len)
 {
 	struct rdmx__slot_hdr h = {
-		.flags = flags,
-		.len = (uint32_t)len,
-		.seq = chan->tx_seq,
-		.credit = chan->rx_consumed,
+	    .flags = flags,
+	    .len = (uint32_t)len,
+	    .seq = chan->tx_seq,
+	    .credit = chan->rx_consumed,
 	};
 
 	rdmx__slot_hdr_encode(&h, ts->hdr.addr);
@@ -187,7 +187,7 @@ static void encode_hdr(struct rdmx_chan *chan, struct tx_slot *ts, uint8_t flags
 
 /* Eager from bytes produced by fill (into the staging slot). */
 static int write_eager_fill(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill,
-			    void *fill_arg, rdmx_chan_sent_cb cb, void *arg)
+                            void *fill_arg, rdmx_chan_sent_cb cb, void *arg)
 {
 	struct tx_slot *ts = next_tx(chan);
 	int rc;
@@ -209,8 +209,8 @@ static int write_eager_fill(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_f
 }
 
 /* Eager from the caller's registered memory, chained after the header. */
-static int write_eager_zc(struct rdmx_chan *chan, const struct rdmx_buf *ubuf,
-			  rdmx_chan_sent_cb cb, void *arg)
+static int write_eager_zc(struct rdmx_chan *chan, const struct rdmx_buf *ubuf, rdmx_chan_sent_cb cb,
+                          void *arg)
 {
 	struct tx_slot *ts = next_tx(chan);
 	int rc;
@@ -395,7 +395,7 @@ void rdmx__chan_pump(struct rdmx_chan *chan)
 /* ---- sending ---- */
 
 static struct chan_msg *msg_new(enum chan_msg_kind kind, uint64_t len, rdmx_chan_sent_cb cb,
-				void *arg)
+                                void *arg)
 {
 	struct chan_msg *m = calloc(1, sizeof(*m));
 
@@ -412,8 +412,8 @@ static struct chan_msg *msg_new(enum chan_msg_kind kind, uint64_t len, rdmx_chan
  * from the staging slot a failed fast path already filled) or the caller's
  * buffer. */
 static int msg_make(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill, void *fill_arg,
-		    const struct rdmx_buf *ubuf, const void *staged, rdmx_chan_sent_cb cb,
-		    void *arg, struct chan_msg **out)
+                    const struct rdmx_buf *ubuf, const void *staged, rdmx_chan_sent_cb cb,
+                    void *arg, struct chan_msg **out)
 {
 	struct chan_msg *m = msg_new(ubuf ? MSG_ZC : MSG_COPY, len, cb, arg);
 	int rc;
@@ -445,8 +445,8 @@ static int msg_make(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill, 
 }
 
 static int chan_send(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill, void *fill_arg,
-		     const struct rdmx_buf *ubuf, rdmx_chan_sent_cb cb, void *arg, unsigned flags,
-		     unsigned *how)
+                     const struct rdmx_buf *ubuf, rdmx_chan_sent_cb cb, void *arg, unsigned flags,
+                     unsigned *how)
 {
 	const void *staged = NULL;
 	struct chan_msg *m;
@@ -462,7 +462,7 @@ static int chan_send(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill,
 	if (ready && !chan->q_head && slot_free(chan)) {
 		if (len <= eager_eff(chan)) {
 			rc = ubuf ? write_eager_zc(chan, ubuf, cb, arg)
-				  : write_eager_fill(chan, len, fill, fill_arg, cb, arg);
+			          : write_eager_fill(chan, len, fill, fill_arg, cb, arg);
 			if (rc == 0)
 				return 0;
 			if (rc != RDMX_E_FULL) {
@@ -522,7 +522,7 @@ static int chan_send(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill,
 }
 
 int rdmx__chan_send_ex(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill, void *fill_arg,
-		       rdmx_chan_sent_cb cb, void *arg, unsigned flags, unsigned *how)
+                       rdmx_chan_sent_cb cb, void *arg, unsigned flags, unsigned *how)
 {
 	unsigned dummy;
 
@@ -532,7 +532,7 @@ int rdmx__chan_send_ex(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fil
 }
 
 int rdmx_chan_send(struct rdmx_chan *chan, const void *data, size_t len, rdmx_chan_sent_cb cb,
-		   void *arg)
+                   void *arg)
 {
 	unsigned how;
 
@@ -541,8 +541,8 @@ int rdmx_chan_send(struct rdmx_chan *chan, const void *data, size_t len, rdmx_ch
 	return chan_send(chan, len, copy_fill, (void *)data, NULL, cb, arg, 0, &how);
 }
 
-int rdmx_chan_send_fill(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill,
-			void *fill_arg, rdmx_chan_sent_cb cb, void *arg)
+int rdmx_chan_send_fill(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill, void *fill_arg,
+                        rdmx_chan_sent_cb cb, void *arg)
 {
 	unsigned how;
 
@@ -552,7 +552,7 @@ int rdmx_chan_send_fill(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fi
 }
 
 int rdmx_chan_send_buf(struct rdmx_chan *chan, const struct rdmx_buf *buf, rdmx_chan_sent_cb cb,
-		       void *arg)
+                       void *arg)
 {
 	void *base = NULL;
 	size_t size = 0;
@@ -587,7 +587,8 @@ void rdmx__chan_forget_cb(struct rdmx_chan *chan, rdmx_chan_sent_cb cb)
 
 static void keepalive_fired(struct rdmx__timer *t)
 {
-	struct rdmx_chan *chan = (struct rdmx_chan *)((char *)t - offsetof(struct rdmx_chan, ka_timer));
+	struct rdmx_chan *chan =
+	    (struct rdmx_chan *)((char *)t - offsetof(struct rdmx_chan, ka_timer));
 	uint32_t ms = chan->host->attr.keepalive_ms;
 
 	if (chan->state != RDMX_CHAN_READY || !ms)
@@ -622,7 +623,7 @@ void rdmx__chan_keepalive_start(struct rdmx_chan *chan)
 	chan->ka_timer.fn = keepalive_fired;
 	if (ms)
 		rdmx__host_timer_arm(chan->host, &chan->ka_timer,
-				     rdmx__now_ns() + (uint64_t)ms * 1000000u);
+		                     rdmx__now_ns() + (uint64_t)ms * 1000000u);
 }
 
 void rdmx__chan_apply_hello(struct rdmx_chan *chan, const struct rdmx__hello *h)
@@ -643,7 +644,7 @@ void rdmx__chan_apply_hello(struct rdmx_chan *chan, const struct rdmx__hello *h)
 	    !(access & RDMX_ACCESS_REMOTE_WRITE)) {
 		rdmx_mr_remote_delete(&remote);
 		rdmx__chan_fail(chan, RDMX_E_PROTOCOL,
-				"hello ring descriptor smaller than its slots or not writable");
+		                "hello ring descriptor smaller than its slots or not writable");
 		return;
 	}
 	win = h->slot_count;
@@ -742,7 +743,7 @@ void rdmx__chan_write_err(struct rdmx_task *task, void *ud, void *cud)
 	ts->cb = NULL;
 	if (st != RDMX_E_CONN_ABORTED && st != RDMX_E_CANCELED && chan->state != RDMX_CHAN_CLOSED)
 		RPC_ERR("chan: conn %u: ring write failed: %s", rdmx__chan_conn_id(chan),
-			rdmx_err_name(st));
+		        rdmx_err_name(st));
 	rdmx__chan_fail(chan, st, NULL);
 	if (cb) {
 		chan->cb_depth++;

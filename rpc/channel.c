@@ -97,7 +97,8 @@ int rdmx_chan_set_slot_size(struct rdmx_chan *chan, uint32_t size)
 int rdmx_chan_set_max_msg_size(struct rdmx_chan *chan, uint64_t size)
 {
 	IDLE_SETTER(chan);
-	if (!rdmx__max_msg_valid(size) || (chan->host->dev_max_msg && size > chan->host->dev_max_msg))
+	if (!rdmx__max_msg_valid(size) ||
+	    (chan->host->dev_max_msg && size > chan->host->dev_max_msg))
 		return RDMX_E_INVAL;
 	chan->max_msg = size;
 	return 0;
@@ -121,7 +122,7 @@ int rdmx_chan_set_eager_threshold(struct rdmx_chan *chan, uint32_t bytes)
 }
 
 int rdmx_chan_set_callbacks(struct rdmx_chan *chan, rdmx_chan_recv_cb recv_cb,
-			    rdmx_chan_event_cb event_cb, void *arg)
+                            rdmx_chan_event_cb event_cb, void *arg)
 {
 	if (!chan)
 		return RDMX_E_INVAL;
@@ -145,7 +146,7 @@ void rdmx__chan_set_eager_credit(struct rdmx_chan *chan, bool on)
 }
 
 void rdmx__chan_set_idle_cb(struct rdmx_chan *chan, void (*cb)(struct rdmx_chan *, void *),
-			    void *arg)
+                            void *arg)
 {
 	chan->idle_cb = cb;
 	chan->idle_arg = arg;
@@ -277,7 +278,7 @@ int rdmx_chan_start(struct rdmx_chan *chan)
 	if (rc)
 		goto free_mem;
 	rc = rdmx_mr_reg(host->dev, chan->ctl_mem, CHAN_CTL_ENTRIES * RDMX__CTL_MAX_LEN, 0,
-			 &chan->ctl_mr);
+	                 &chan->ctl_mr);
 	if (rc)
 		goto dereg_ring;
 	for (uint32_t i = 0; i < CHAN_CTL_ENTRIES; i++) {
@@ -358,10 +359,10 @@ void rdmx__chan_fail(struct rdmx_chan *chan, int status, const char *why)
 		return;
 	if (why)
 		RPC_ERR("chan: conn %u: protocol violation: %s; closing the connection",
-			rdmx__chan_conn_id(chan), why);
+		        rdmx__chan_conn_id(chan), why);
 	else if (status != RDMX_E_CANCELED && status != RDMX_E_DISCONNECTED)
 		RPC_DBG("chan: conn %u: closing: %s", rdmx__chan_conn_id(chan),
-			rdmx_err_name(status));
+		        rdmx_err_name(status));
 	was_open = chan->state != RDMX_CHAN_IDLE || chan->user_ref;
 	chan->state = RDMX_CHAN_CLOSED;
 	chan->close_status = status;
@@ -375,7 +376,7 @@ void rdmx__chan_fail(struct rdmx_chan *chan, int status, const char *why)
 
 		if (rc)
 			RPC_DBG("chan: conn %u: disconnect: %s", rdmx__chan_conn_id(chan),
-				rdmx_err_name(rc));
+			        rdmx_err_name(rc));
 		chan->disconnecting = true;
 	}
 	if (was_open && chan->user_ref && chan->event_cb)

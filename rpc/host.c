@@ -202,7 +202,7 @@ int rdmx__host_post_recvs(struct rdmx_chan_host *host)
 }
 
 static void stash_hello(struct rdmx_chan_host *host, struct rdmx_conn *conn, const void *buf,
-			uint32_t len)
+                        uint32_t len)
 {
 	struct rdmx__ctl ctl;
 	const char *why = NULL;
@@ -297,7 +297,7 @@ void rdmx__host_reject_conn(struct rdmx_chan_host *host, struct rdmx_conn *conn,
 	int rc;
 
 	RPC_ERR("chan: conn %u: protocol violation: %s; closing the connection", conn_id(conn),
-		why);
+	        why);
 	if (host->stopped)
 		return;
 	rc = rdmx_conn_disconnect(conn);
@@ -479,11 +479,12 @@ static int raise_queue(struct rdmx_ctx *ctx, bool send, uint32_t want, uint32_t 
 
 	if (want > cap)
 		want = cap;
-	rc = send ? rdmx_ctx_get_send_queue_size(ctx, &cur) : rdmx_ctx_get_recv_queue_size(ctx, &cur);
+	rc = send ? rdmx_ctx_get_send_queue_size(ctx, &cur)
+	          : rdmx_ctx_get_recv_queue_size(ctx, &cur);
 	if (rc || cur >= want)
 		return rc;
 	return send ? rdmx_ctx_set_send_queue_size(ctx, want)
-		    : rdmx_ctx_set_recv_queue_size(ctx, want);
+	            : rdmx_ctx_set_recv_queue_size(ctx, want);
 }
 
 static int host_conf_ctx(struct rdmx_chan_host *host)
@@ -500,7 +501,7 @@ static int host_conf_ctx(struct rdmx_chan_host *host)
 	host->dev_max_msg = caps.max_message_size;
 	if (a->recv_tasks > caps.max_recv_queue_size) {
 		RPC_ERR("chan: %u receive tasks above the device's receive queue (%u)",
-			a->recv_tasks, caps.max_recv_queue_size);
+		        a->recv_tasks, caps.max_recv_queue_size);
 		return RDMX_E_INVAL;
 	}
 	/* the shared receive queue holds the whole pool; the send queue of a
@@ -512,30 +513,31 @@ static int host_conf_ctx(struct rdmx_chan_host *host)
 		return rc;
 	/* zero-copy eager sends chain the header before the caller's buffer */
 	rdmx_ctx_get_max_send_buf_list_len(ctx, &sge);
-	if (sge < 2 && caps.max_buf_list_len >= 2 && rdmx_ctx_set_max_send_buf_list_len(ctx, 2) == 0)
+	if (sge < 2 && caps.max_buf_list_len >= 2 &&
+	    rdmx_ctx_set_max_send_buf_list_len(ctx, 2) == 0)
 		sge = 2;
 	host->max_sge = sge;
 	rc = rdmx_ctx_set_task_conf(ctx, RDMX_TASK_RECEIVE, host_recv_ok, host_recv_err,
-				    a->recv_tasks);
+	                            a->recv_tasks);
 	if (!rc)
 		rc = rdmx_ctx_set_task_conf(ctx, RDMX_TASK_WRITE_IMM, host_write_ok, host_write_err,
-					    a->write_tasks);
+		                            a->write_tasks);
 	if (!rc)
 		rc = rdmx_ctx_set_task_conf(ctx, RDMX_TASK_SEND, host_send_ok, host_send_err,
-					    a->send_tasks);
+		                            a->send_tasks);
 	if (!rc)
 		rc = rdmx_ctx_set_task_conf(ctx, RDMX_TASK_READ, host_read_ok, host_read_err,
-					    a->read_tasks);
+		                            a->read_tasks);
 	if (!rc)
 		rc = rdmx_ctx_set_conn_callbacks(ctx, on_request, on_established, on_failure,
-						 on_disconnected);
+		                                 on_disconnected);
 	if (!rc)
 		rc = rdmx_ctx_set_user_data(ctx, host);
 	return rc;
 }
 
 int rdmx_chan_host_create(struct rdmx_ctx *ctx, struct rdmx_pe *pe,
-			  const struct rdmx_chan_host_attr *attr, struct rdmx_chan_host **host)
+                          const struct rdmx_chan_host_attr *attr, struct rdmx_chan_host **host)
 {
 	struct rdmx_chan_host *h;
 	enum rdmx_ctx_state st;

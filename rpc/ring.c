@@ -34,7 +34,7 @@ void rdmx__slot_hdr_encode(const struct rdmx__slot_hdr *h, void *dst)
 }
 
 int rdmx__slot_hdr_decode(const void *src, const struct rdmx__slot_expect *exp,
-			  struct rdmx__slot_hdr *h, const char **why)
+                          struct rdmx__slot_hdr *h, const char **why)
 {
 	uint8_t raw[RDMX_CHAN_HDR_SIZE];
 

@@ -90,7 +90,7 @@ struct rdmx__slot_expect {
 /* Decodes and checks a slot header. 0 or RDMX_E_PROTOCOL with *why set to a
  * short reason for the log line. */
 int rdmx__slot_hdr_decode(const void *src, const struct rdmx__slot_expect *exp,
-			  struct rdmx__slot_hdr *h, const char **why);
+                          struct rdmx__slot_hdr *h, const char **why);
 
 /* Credit check: a peer's cumulative credit may move forward by at most the
  * number of messages outstanding. */

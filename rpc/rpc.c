@@ -16,11 +16,23 @@
 #define RPC_FREE_CACHE 1024u
 
 static const char *const code_names[RDMX_RPC_CODE_COUNT] = {
-	"OK",		   "CANCELLED",		"UNKNOWN",	       "INVALID_ARGUMENT",
-	"DEADLINE_EXCEEDED", "NOT_FOUND",	"ALREADY_EXISTS",      "PERMISSION_DENIED",
-	"RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",	       "OUT_OF_RANGE",
-	"UNIMPLEMENTED",      "INTERNAL",	"UNAVAILABLE",	       "DATA_LOSS",
-	"UNAUTHENTICATED",
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
 };
 
 const char *rdmx_rpc_code_name(enum rdmx_rpc_code code)
@@ -104,13 +116,13 @@ int rdmx__rpc_send_ctl(struct rdmx_rpc_conn *rc, enum rpc_type type, uint64_t ca
 	if (rc->closed)
 		return RDMX_E_BAD_STATE;
 	return rdmx__chan_send_ex(rc->chan, RDMX_RPC_HDR_SIZE, rpc_fill_fn, &f, NULL, NULL,
-				  RDMX__SEND_FORCE, NULL);
+	                          RDMX__SEND_FORCE, NULL);
 }
 
 /* ---- completing calls ---- */
 
 static void call_complete(struct rdmx_rpc_conn *rc, struct rpc_ccall *c, enum rdmx_rpc_code code,
-			  const char *message, const void *data, size_t len)
+                          const char *message, const void *data, size_t len)
 {
 	struct rdmx_rpc_result res = {.code = code, .message = message, .data = data, .len = len};
 	uint64_t ns = rdmx__now_ns() - c->start_ns;
@@ -165,7 +177,7 @@ static void oneway_sent(struct rdmx_chan *chan, int status, void *arg)
 	oneway_unlink(rc, c);
 	rc->busy++;
 	call_complete(rc, c, status ? RDMX_RPC_UNAVAILABLE : RDMX_RPC_OK,
-		      status ? "one-way call not delivered" : NULL, NULL, 0);
+	              status ? "one-way call not delivered" : NULL, NULL, 0);
 	rc->busy--;
 	rdmx__rpc_check_drained(rc);
 	rdmx__rpc_release(rc);
@@ -190,7 +202,7 @@ static void deadline_fired(struct rdmx__timer *t)
 /* ---- the channel's callbacks ---- */
 
 static void on_response(struct rdmx_rpc_conn *rc, const struct rpc_hdr *h, const uint8_t *msg,
-			size_t len)
+                        size_t len)
 {
 	struct rpc_ccall *c = rdmx__map_del(&rc->calls, h->call_id);
 	char text[RDMX_RPC_MAX_STATUS_MESSAGE + 1];
@@ -210,7 +222,7 @@ static void on_response(struct rdmx_rpc_conn *rc, const struct rpc_hdr *h, const
 	if (c->ms)
 		c->ms->st[RDMX_RPC_ROLE_CLIENT].bytes_received += blen;
 	call_complete(rc, c, (enum rdmx_rpc_code)h->code, h->word ? text : NULL, blen ? body : NULL,
-		      blen);
+	              blen);
 }
 
 static void on_msg(struct rdmx_chan *chan, const void *data, size_t len, void *arg)
@@ -227,7 +239,7 @@ static void on_msg(struct rdmx_chan *chan, const void *data, size_t len, void *a
 	switch (h.type) {
 	case RPC_T_REQUEST:
 		rdmx__rpc_on_request(rc, &h, (const uint8_t *)data + RDMX_RPC_HDR_SIZE,
-				     len - RDMX_RPC_HDR_SIZE);
+		                     len - RDMX_RPC_HDR_SIZE);
 		break;
 	case RPC_T_RESPONSE:
 		on_response(rc, &h, data, len);
@@ -275,7 +287,7 @@ static void on_chan_idle(struct rdmx_chan *chan, void *arg)
 /* ---- endpoint ---- */
 
 int rdmx_rpc_conn_create(struct rdmx_chan *chan, struct rdmx_rpc_server *server,
-			 struct rdmx_rpc_conn **rcp)
+                         struct rdmx_rpc_conn **rcp)
 {
 	struct rdmx_rpc_conn *rc;
 	int rc_;
@@ -474,8 +486,8 @@ int rdmx_rpc_conn_progress(struct rdmx_rpc_conn *rc)
 /* ---- calls ---- */
 
 int rdmx_rpc_call_async(struct rdmx_rpc_conn *rc, uint32_t method_id,
-			const struct rdmx_rpc_payload *req, const struct rdmx_rpc_call_opts *opts,
-			rdmx_rpc_done_cb cb, void *arg, uint64_t *call_id)
+                        const struct rdmx_rpc_payload *req, const struct rdmx_rpc_call_opts *opts,
+                        rdmx_rpc_done_cb cb, void *arg, uint64_t *call_id)
 {
 	struct rpc_fill f;
 	struct rpc_ccall *c;
@@ -516,7 +528,7 @@ int rdmx_rpc_call_async(struct rdmx_rpc_conn *rc, uint32_t method_id,
 	f.body = req;
 	c->start_ns = rdmx__now_ns();
 	rc_ = rdmx__chan_send_ex(rc->chan, RDMX_RPC_HDR_SIZE + blen, rpc_fill_fn, &f,
-				 oneway && cb ? oneway_sent : NULL, c, 0, &how);
+	                         oneway && cb ? oneway_sent : NULL, c, 0, &how);
 	if (rc_) {
 		if (!oneway)
 			rdmx__map_del(&rc->calls, c->id);
@@ -560,7 +572,7 @@ int rdmx_rpc_call_async(struct rdmx_rpc_conn *rc, uint32_t method_id,
 			us = UINT64_MAX / 2000u;
 		if (rdmx__host_timer_arm(rc->host, &c->timer, c->start_ns + us * 1000u))
 			RPC_WARN("rpc: no memory for the deadline of call %llu",
-				 (unsigned long long)c->id);
+			         (unsigned long long)c->id);
 	}
 	if (call_id)
 		*call_id = c->id;
@@ -618,9 +630,8 @@ static void sync_done(const struct rdmx_rpc_result *res, void *arg)
 	s->done = true;
 }
 
-int rdmx_rpc_call(struct rdmx_rpc_conn *rc, uint32_t method_id,
-		  const struct rdmx_rpc_payload *req, const struct rdmx_rpc_call_opts *opts,
-		  struct rdmx_rpc_reply *reply)
+int rdmx_rpc_call(struct rdmx_rpc_conn *rc, uint32_t method_id, const struct rdmx_rpc_payload *req,
+                  const struct rdmx_rpc_call_opts *opts, struct rdmx_rpc_reply *reply)
 {
 	struct sync_call s = {.done = false, .reply = reply, .err = 0};
 	struct rdmx_chan_host *host;

@@ -96,10 +96,10 @@ struct rdmx_rpc_conn {
 	struct rpc_ccall *oneways; /* one-way calls with a callback, not yet sent */
 	uint64_t next_id;
 	uint32_t max_inflight, max_active;
-	uint32_t resp_pending;     /* responses handed to the channel, not yet sent */
+	uint32_t resp_pending; /* responses handed to the channel, not yet sent */
 	bool draining, peer_goaway, closed, drained_fired, paused_by_us;
 	int close_status;
-	int busy;                  /* our callbacks on the stack */
+	int busy; /* our callbacks on the stack */
 	bool destroy_pending;
 	rdmx_rpc_drained_cb drained_cb;
 	void *drained_arg;
@@ -107,7 +107,7 @@ struct rdmx_rpc_conn {
 	void *closed_arg;
 	void *user_data;
 	struct rdmx_rpc_stats st[2];
-	struct rdmx__map mstats;   /* method -> rpc_mstats */
+	struct rdmx__map mstats; /* method -> rpc_mstats */
 	struct rpc_ccall *free_calls;
 	struct rdmx_rpc_server_call *free_scalls;
 	uint32_t nfree_calls, nfree_scalls;
@@ -121,7 +121,7 @@ void rdmx__rpc_release(struct rdmx_rpc_conn *rc); /* frees if destroyed and idle
 
 /* rpc_server.c */
 void rdmx__rpc_on_request(struct rdmx_rpc_conn *rc, const struct rpc_hdr *h, const void *body,
-			  size_t len);
+                          size_t len);
 void rdmx__rpc_on_cancel(struct rdmx_rpc_conn *rc, uint64_t call_id);
 /* The channel closed: every incoming call is cancelled (kept until answered). */
 void rdmx__rpc_cancel_incoming(struct rdmx_rpc_conn *rc);

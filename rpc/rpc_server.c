@@ -55,8 +55,8 @@ int rdmx_rpc_server_destroy(struct rdmx_rpc_server **server)
 	return 0;
 }
 
-int rdmx_rpc_server_register(struct rdmx_rpc_server *server, uint32_t method_id,
-			     const char *name, rdmx_rpc_handler handler, void *arg)
+int rdmx_rpc_server_register(struct rdmx_rpc_server *server, uint32_t method_id, const char *name,
+                             rdmx_rpc_handler handler, void *arg)
 {
 	struct rpc_method *m;
 	int rc;
@@ -149,7 +149,7 @@ struct rdmx_rpc_conn *rdmx_rpc_call_get_conn(const struct rdmx_rpc_server_call *
 }
 
 int rdmx_rpc_call_set_cancel_cb(struct rdmx_rpc_server_call *call,
-				void (*cb)(struct rdmx_rpc_server_call *call, void *arg), void *arg)
+                                void (*cb)(struct rdmx_rpc_server_call *call, void *arg), void *arg)
 {
 	if (!call)
 		return RDMX_E_INVAL;
@@ -180,7 +180,8 @@ static void call_cancel(struct rdmx_rpc_server_call *c)
 static void server_deadline(struct rdmx__timer *t)
 {
 	struct rdmx_rpc_server_call *c =
-		(struct rdmx_rpc_server_call *)((char *)t - offsetof(struct rdmx_rpc_server_call, timer));
+	    (struct rdmx_rpc_server_call *)((char *)t -
+	                                    offsetof(struct rdmx_rpc_server_call, timer));
 	struct rdmx_rpc_conn *rc = c->rc;
 
 	rc->busy++;
@@ -279,11 +280,11 @@ static void resp_sent(struct rdmx_chan *chan, int status, void *arg)
 
 /* ---- requests ---- */
 
-static void respond_now(struct rdmx_rpc_conn *rc, const struct rpc_hdr *req, enum rdmx_rpc_code code,
-			const char *msg);
+static void respond_now(struct rdmx_rpc_conn *rc, const struct rpc_hdr *req,
+                        enum rdmx_rpc_code code, const char *msg);
 
 void rdmx__rpc_on_request(struct rdmx_rpc_conn *rc, const struct rpc_hdr *h, const void *body,
-			  size_t len)
+                          size_t len)
 {
 	struct rdmx_rpc_stats *tot = &rc->st[RDMX_RPC_ROLE_SERVER];
 	bool oneway = h->flags & RPC_F_ONEWAY;
@@ -339,7 +340,8 @@ void rdmx__rpc_on_request(struct rdmx_rpc_conn *rc, const struct rpc_hdr *h, con
 	if (rc_) {
 		scall_put(c);
 		if (rc_ == RDMX_E_EXISTS) {
-			rdmx__chan_fail(rc->chan, RDMX_E_PROTOCOL, "rpc request reuses a call id in use");
+			rdmx__chan_fail(rc->chan, RDMX_E_PROTOCOL,
+			                "rpc request reuses a call id in use");
 			return;
 		}
 		if (!oneway)
@@ -395,7 +397,7 @@ static int resp_fill_fn(void *dst, size_t len, void *arg)
 
 /* Sends a response; *how tells whether it waited or went by rendezvous. */
 static int send_response(struct rdmx_rpc_conn *rc, uint64_t call_id, enum rdmx_rpc_code code,
-			 const char *msg, const struct rdmx_rpc_payload *body, unsigned *how)
+                         const char *msg, const struct rdmx_rpc_payload *body, unsigned *how)
 {
 	struct resp_fill f;
 	size_t mlen = msg ? strlen(msg) : 0;
@@ -420,27 +422,27 @@ static int send_response(struct rdmx_rpc_conn *rc, uint64_t call_id, enum rdmx_r
 		f.h.word = (uint32_t)strlen(f.msg);
 		f.body = NULL;
 		rdmx__chan_send_ex(rc->chan, RDMX_RPC_HDR_SIZE + f.h.word, resp_fill_fn, &f,
-				   resp_sent, rc, RDMX__SEND_FORCE, how);
+		                   resp_sent, rc, RDMX__SEND_FORCE, how);
 		rc->resp_pending++;
 		return RDMX_E_TOO_BIG;
 	}
 	rc_ = rdmx__chan_send_ex(rc->chan, RDMX_RPC_HDR_SIZE + mlen + blen, resp_fill_fn, &f,
-				 resp_sent, rc, RDMX__SEND_FORCE, how);
+	                         resp_sent, rc, RDMX__SEND_FORCE, how);
 	if (rc_ == 0)
 		rc->resp_pending++;
 	return rc_;
 }
 
-static void respond_now(struct rdmx_rpc_conn *rc, const struct rpc_hdr *req, enum rdmx_rpc_code code,
-			const char *msg)
+static void respond_now(struct rdmx_rpc_conn *rc, const struct rpc_hdr *req,
+                        enum rdmx_rpc_code code, const char *msg)
 {
 	unsigned how = 0;
 
 	send_response(rc, req->call_id, code, msg, NULL, &how);
 }
 
-int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code, const char *message,
-		     const struct rdmx_rpc_payload *resp)
+int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
+                     const char *message, const struct rdmx_rpc_payload *resp)
 {
 	struct rdmx_rpc_conn *rc;
 	struct rdmx_rpc_stats *tot;

@@ -107,7 +107,7 @@ void rdmx__mstats_free_all(struct rdmx__map *m)
 }
 
 int rdmx_rpc_conn_get_stats(const struct rdmx_rpc_conn *rc, enum rdmx_rpc_role role,
-			    struct rdmx_rpc_stats *stats)
+                            struct rdmx_rpc_stats *stats)
 {
 	if (!rc || !stats || (role != RDMX_RPC_ROLE_CLIENT && role != RDMX_RPC_ROLE_SERVER))
 		return RDMX_E_INVAL;
@@ -116,7 +116,7 @@ int rdmx_rpc_conn_get_stats(const struct rdmx_rpc_conn *rc, enum rdmx_rpc_role r
 }
 
 int rdmx_rpc_conn_get_method_stats(const struct rdmx_rpc_conn *rc, enum rdmx_rpc_role role,
-				   uint32_t method_id, struct rdmx_rpc_stats *stats)
+                                   uint32_t method_id, struct rdmx_rpc_stats *stats)
 {
 	const struct rpc_mstats *ms;
 
@@ -130,7 +130,7 @@ int rdmx_rpc_conn_get_method_stats(const struct rdmx_rpc_conn *rc, enum rdmx_rpc
 }
 
 int rdmx_rpc_conn_list_methods(const struct rdmx_rpc_conn *rc, enum rdmx_rpc_role role,
-			       uint32_t *ids, size_t max, size_t *count)
+                               uint32_t *ids, size_t max, size_t *count)
 {
 	const struct rpc_mstats *ms;
 	uint32_t pos = 0;
@@ -152,7 +152,7 @@ int rdmx_rpc_conn_list_methods(const struct rdmx_rpc_conn *rc, enum rdmx_rpc_rol
 }
 
 int rdmx_rpc_server_get_method_stats(const struct rdmx_rpc_server *server, uint32_t method_id,
-				     struct rdmx_rpc_stats *stats)
+                                     struct rdmx_rpc_stats *stats)
 {
 	const struct rpc_method *m;
 

@@ -91,16 +91,16 @@ struct rdmx_pe;
 struct rdmx_chan_host;
 struct rdmx_chan;
 
-#define RDMX_CHAN_HDR_SIZE 16u                    /* slot header bytes */
+#define RDMX_CHAN_HDR_SIZE 16u /* slot header bytes */
 #define RDMX_CHAN_DEFAULT_SLOT_COUNT 256u
 #define RDMX_CHAN_DEFAULT_SLOT_SIZE 8192u
 #define RDMX_CHAN_DEFAULT_MAX_MSG_SIZE (64u << 20) /* 64 MiB */
 #define RDMX_CHAN_DEFAULT_SEND_QUEUE_LEN 1024u
 #define RDMX_CHAN_MIN_SLOT_COUNT 2u
 #define RDMX_CHAN_MAX_SLOT_COUNT 65536u
-#define RDMX_CHAN_MIN_SLOT_SIZE 64u               /* multiple of 64 */
+#define RDMX_CHAN_MIN_SLOT_SIZE 64u /* multiple of 64 */
 #define RDMX_CHAN_MAX_SLOT_SIZE (1u << 20)
-#define RDMX_CHAN_MAX_MSG_SIZE_LIMIT (1u << 30)    /* 1 GiB */
+#define RDMX_CHAN_MAX_MSG_SIZE_LIMIT (1u << 30) /* 1 GiB */
 
 enum rdmx_chan_state {
 	RDMX_CHAN_IDLE = 0,
@@ -112,17 +112,16 @@ enum rdmx_chan_state {
 enum rdmx_chan_event {
 	RDMX_CHAN_EV_READY = 0,  /* status 0 */
 	RDMX_CHAN_EV_CLOSED = 1, /* status: RDMX_E_DISCONNECTED (peer or local
-				  * disconnect), RDMX_E_PROTOCOL (peer broke the
-				  * wire rules), RDMX_E_CONN_ABORTED / other task
-				  * error, RDMX_E_CANCELED (context stopped) */
+	                          * disconnect), RDMX_E_PROTOCOL (peer broke the
+	                          * wire rules), RDMX_E_CONN_ABORTED / other task
+	                          * error, RDMX_E_CANCELED (context stopped) */
 };
 
 /* A delivered message: `data` points into the receive ring (eager) or into
  * the channel's rendezvous buffer; valid only during the callback. */
-typedef void (*rdmx_chan_recv_cb)(struct rdmx_chan *chan, const void *data, size_t len,
-				  void *arg);
+typedef void (*rdmx_chan_recv_cb)(struct rdmx_chan *chan, const void *data, size_t len, void *arg);
 typedef void (*rdmx_chan_event_cb)(struct rdmx_chan *chan, enum rdmx_chan_event ev, int status,
-				   void *arg);
+                                   void *arg);
 /* A send finished: 0 once the message is in the peer's ring (eager) or the
  * peer acknowledged its rendezvous read; a negative RDMX_E_* when the
  * channel closed first. Runs exactly once per accepted send that gave a cb,
@@ -164,7 +163,7 @@ void rdmx_chan_host_attr_init(struct rdmx_chan_host_attr *attr);
  * sets its task confs, connection callbacks and user data.
  * Errors: RDMX_E_INVAL, RDMX_E_BAD_STATE (ctx not IDLE), RDMX_E_NOMEM. */
 int rdmx_chan_host_create(struct rdmx_ctx *ctx, struct rdmx_pe *pe,
-			  const struct rdmx_chan_host_attr *attr, struct rdmx_chan_host **host);
+                          const struct rdmx_chan_host_attr *attr, struct rdmx_chan_host **host);
 /* Only with the context IDLE again (rdmx_ctx_stop) and after every channel
  * was destroyed (else RDMX_E_BAD_STATE). NULL / *host == NULL: no-op. */
 int rdmx_chan_host_destroy(struct rdmx_chan_host **host);
@@ -190,8 +189,7 @@ struct rdmx_pe *rdmx_chan_host_get_pe(const struct rdmx_chan_host *host);
  * on: rdmx_chan_destroy disconnects it.
  * Errors: RDMX_E_INVAL, RDMX_E_EXISTS (conn already has a channel),
  * RDMX_E_BAD_STATE (context not RUNNING), RDMX_E_NOMEM. */
-int rdmx_chan_create(struct rdmx_chan_host *host, struct rdmx_conn *conn,
-		     struct rdmx_chan **chan);
+int rdmx_chan_create(struct rdmx_chan_host *host, struct rdmx_conn *conn, struct rdmx_chan **chan);
 
 /* Setters allowed in IDLE only (RDMX_E_BAD_STATE later; RDMX_E_INVAL out of
  * range). Slot count: 2..65536; slot size: 64..1 MiB, a multiple of 64;
@@ -210,7 +208,7 @@ int rdmx_chan_set_send_queue_len(struct rdmx_chan *chan, uint32_t len);
 int rdmx_chan_set_eager_threshold(struct rdmx_chan *chan, uint32_t bytes);
 /* Any state; recv_cb may be NULL only while nothing arrives. */
 int rdmx_chan_set_callbacks(struct rdmx_chan *chan, rdmx_chan_recv_cb recv_cb,
-			    rdmx_chan_event_cb event_cb, void *arg);
+                            rdmx_chan_event_cb event_cb, void *arg);
 
 /* IDLE -> STARTING. Errors: RDMX_E_BAD_STATE, RDMX_E_NOMEM, RDMX_E_PROVIDER. */
 int rdmx_chan_start(struct rdmx_chan *chan);
@@ -228,11 +226,11 @@ int rdmx_chan_destroy(struct rdmx_chan **chan);
  * RDMX_E_PROVIDER (rendezvous registration failed). In STARTING the message
  * is queued (subject to the queue bound). */
 int rdmx_chan_send(struct rdmx_chan *chan, const void *data, size_t len, rdmx_chan_sent_cb cb,
-		   void *arg);
+                   void *arg);
 /* Same, the bytes produced by `fill` straight into the staging slot (or the
  * queue copy / rendezvous buffer): no intermediate copy. */
-int rdmx_chan_send_fill(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill,
-			void *fill_arg, rdmx_chan_sent_cb cb, void *arg);
+int rdmx_chan_send_fill(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill, void *fill_arg,
+                        rdmx_chan_sent_cb cb, void *arg);
 /* Zero copy from registered memory: one buffer (buf->next must be NULL) of a
  * region of the host's device. Eager: written straight from buf (the header
  * goes as the first scatter-gather entry); rendezvous: the peer reads it
@@ -240,7 +238,7 @@ int rdmx_chan_send_fill(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fi
  * The memory must stay untouched until cb runs (cb required); the struct
  * itself may be reused on return. Errors as rdmx_chan_send. */
 int rdmx_chan_send_buf(struct rdmx_chan *chan, const struct rdmx_buf *buf, rdmx_chan_sent_cb cb,
-		       void *arg);
+                       void *arg);
 
 /* Stops / restarts delivery. While paused, arrived messages stay in their
  * slots and no credits go back: the peer's sender stalls. resume delivers
@@ -268,11 +266,11 @@ void *rdmx_chan_get_arg(const struct rdmx_chan *chan);
 struct rdmx_chan_stats {
 	uint64_t msgs_sent, msgs_received;   /* delivered to the peer / to us */
 	uint64_t bytes_sent, bytes_received; /* payload bytes */
-	uint64_t credit_stalls;    /* sends that found no credit and queued */
-	uint64_t again;            /* sends refused with RDMX_E_AGAIN */
+	uint64_t credit_stalls;              /* sends that found no credit and queued */
+	uint64_t again;                      /* sends refused with RDMX_E_AGAIN */
 	uint64_t rendezvous_sent, rendezvous_received;
 	uint64_t credit_updates_sent, credit_updates_received; /* explicit */
-	uint32_t queued_max;       /* high-water mark of the send queue */
+	uint32_t queued_max; /* high-water mark of the send queue */
 };
 int rdmx_chan_get_stats(const struct rdmx_chan *chan, struct rdmx_chan_stats *stats);
 

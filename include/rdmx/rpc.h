@@ -9,7 +9,24 @@
  * no locks on the hot path. One endpoint (struct rdmx_rpc_conn) can both call
  * and serve: calls go both ways on one connection.
  * Every call completes exactly once: with the reply, DEADLINE_EXCEEDED,
- * CANCELLED, or UNAVAILABLE when the peer or connection dies. */
+ * CANCELLED, or UNAVAILABLE when the peer or connection dies.
+ *
+ * Set-up (see channel.h): a channel host on the context, a channel per
+ * connection, an endpoint per channel:
+ *   rdmx_chan_host_create(ctx, pe, NULL, &host); rdmx_ctx_start(ctx);
+ *   ... connect (export/connect, or the cm flow's established callback) ...
+ *   rdmx_chan_create(host, conn, &chan);
+ *   rdmx_rpc_conn_create(chan, server_or_NULL, &rc);  (starts the channel)
+ * Tear-down: rdmx_rpc_conn_destroy, then rdmx_chan_destroy, then the
+ * context, then the host.
+ *
+ * Driving: deadlines and liveness probes are timers of the channel host,
+ * checked on progress — at the start of every batch of engine callbacks,
+ * in rdmx_chan_host_progress / rdmx_chan_host_wait (which also sleep no
+ * longer than the next deadline), rdmx_rpc_call, and the libev adapter
+ * (rdmx/ev.h). A program that drives the engine with plain
+ * rdmx_pe_progress / rdmx_pe_wait gets deadlines only when some completion
+ * arrives: use the host's functions instead. No thread is started. */
 #ifndef RDMX_RPC_H
 #define RDMX_RPC_H
 

@@ -42,8 +42,8 @@ struct rpc_perf {
 	/* client */
 	void *req;
 	uint64_t done, issued, target;
-	uint64_t *start_ns;   /* per call slot */
-	double *samples;      /* per measured call, us */
+	uint64_t *start_ns; /* per call slot */
+	double *samples;    /* per measured call, us */
 	uint64_t nsamples, warmup;
 	uint64_t errors;
 };
@@ -158,7 +158,8 @@ static int setup(const struct perf_opts *o, const struct rpc_pd *pd)
 	if (!o->server) {
 		rc = rdmx_ctx_listen(rp.ctx, o->port);
 		if (rc) {
-			fprintf(stderr, "rdmx-perf: listen on port %u: %s\n", o->port, rdmx_strerror(rc));
+			fprintf(stderr, "rdmx-perf: listen on port %u: %s\n", o->port,
+			        rdmx_strerror(rc));
 			return rc;
 		}
 		printf("rdmx-perf: %s server on %s port %u, waiting for a client\n", o->test,
@@ -208,7 +209,7 @@ static int setup(const struct perf_opts *o, const struct rpc_pd *pd)
 	}
 	if (rc)
 		fprintf(stderr, "rdmx-perf: connect to %s:%u: %s\n", o->server, o->port,
-			rdmx_strerror(rc));
+		        rdmx_strerror(rc));
 	return rc;
 }
 
@@ -266,7 +267,7 @@ static void call_done(const struct rdmx_rpc_result *r, void *arg)
 	if (r->code != RDMX_RPC_OK || r->len != rp.o->size) {
 		if (rp.errors++ < 5)
 			fprintf(stderr, "rdmx-perf: call failed: %s (%zu bytes)\n",
-				rdmx_rpc_code_name(r->code), r->len);
+			        rdmx_rpc_code_name(r->code), r->len);
 	}
 	if (seq >= rp.warmup && rp.nsamples < rp.target - rp.warmup)
 		rp.samples[rp.nsamples++] = (double)(perf_now_ns() - rp.start_ns[slot]) / 1000.0;
@@ -279,7 +280,7 @@ static int issue(uint64_t slot)
 
 	rp.start_ns[slot] = perf_now_ns();
 	rc = rdmx_rpc_call_async(rp.rc, rp.method, &p, NULL, call_done, (void *)(uintptr_t)slot,
-				 NULL);
+	                         NULL);
 	if (rc == 0)
 		rp.issued++;
 	return rc;
@@ -334,8 +335,11 @@ static int run_client(uint32_t inflight)
  * the echo server answers in order on one connection, so they do not. */
 static int run(const struct perf_opts *o, uint32_t inflight)
 {
-	struct rpc_pd pd = {.magic = 0x50435052u, .inflight = inflight, .size = o->size,
-			    .iters = o->iters, .poll = (uint8_t)o->poll};
+	struct rpc_pd pd = {.magic = 0x50435052u,
+	                    .inflight = inflight,
+	                    .size = o->size,
+	                    .iters = o->iters,
+	                    .poll = (uint8_t)o->poll};
 	int rc = setup(o, &pd);
 
 	if (!rc)
@@ -355,7 +359,7 @@ static int run_rpc_bw(const struct perf_opts *o)
 }
 
 const struct perf_test perf_rpc_tests[] = {
-	{"rpc_lat", run_rpc_lat},
-	{"rpc_bw", run_rpc_bw},
+    {"rpc_lat", run_rpc_lat},
+    {"rpc_bw", run_rpc_bw},
 };
 const size_t perf_rpc_tests_count = sizeof(perf_rpc_tests) / sizeof(perf_rpc_tests[0]);

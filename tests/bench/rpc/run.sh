@@ -6,7 +6,8 @@
 # flight. Every server runs on core $SERVER_CPU, every client on core
 # $CLIENT_CPU (taskset), the same placement for all three.
 #
-#   tests/bench/rpc/run.sh [BUILD_DIR] [--poll block|busy] [--repeat R] [--quick]
+#   tests/bench/rpc/run.sh [BUILD_DIR] [--poll block|busy] [--repeat R]
+#                          [--sizes "64 4096 65536 1048576"] [--quick]
 #
 # Each cell is the median of R runs (default 3); the runs of the three
 # systems are interleaved, so the load of a shared machine hits them alike.
@@ -18,13 +19,14 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-build=build poll=block quick=0 repeat=3
+build=build poll=block quick=0 repeat=3 sizes="64 4096 65536 1048576"
 while (($#)); do
   case "$1" in
     --poll) poll="$2"; shift ;;
     --quick) quick=1 ;;
     --repeat) repeat="$2"; shift ;;
-    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --sizes) sizes="$2"; shift ;;
+    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) build="$1" ;;
   esac
   shift
@@ -99,7 +101,7 @@ echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cores, load $(cut -d' ' -f1-3 /p
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); poll=$poll; median of $repeat runs" >&2
 printf '| size | in flight | rdmx RPC p50 / p99 (us) | raw TCP p50 / p99 (us) | gRPC p50 / p99 (us) | rdmx calls/s | TCP msgs/s | gRPC calls/s | rdmx/TCP p50 | rdmx/gRPC calls/s |\n'
 printf '|---|---|---|---|---|---|---|---|---|---|\n'
-for size in 64 4096 65536 1048576; do
+for size in $sizes; do
   for t in 1 16; do
     n=$(iters_for "$size" "$t")
     if ((t == 1)); then test=rpc_lat; else test=rpc_bw; fi

@@ -2,8 +2,9 @@
  * SIZE-byte messages, the server echoes each one back; the client keeps
  * INFLIGHT messages outstanding (1 = ping-pong) and records each message's
  * WHOLE round trip, the same measure rdmx-perf rpc_lat / rpc_bw report.
- * Waiting: blocking recv/send, or --busy (non-blocking, spinning), the same
- * two strategies rdmx-perf's --poll busy|block offers.
+ * Waiting: blocking (the server and a 1-in-flight client sleep in recv with
+ * MSG_WAITALL, a pipelined client sleeps in poll), or --busy (non-blocking,
+ * spinning) — the two strategies rdmx-perf's --poll block|busy offers.
  *   tcp_echo [-s SIZE] [-n ITERS] [-t INFLIGHT] [-p PORT] [--busy] [SERVER_ADDR]
  * Prints: RESULT test=tcp_echo size=... p50_us=... p99_us=... mib_s=... ops_per_s=... */
 #include <arpa/inet.h>
@@ -90,11 +91,35 @@ static void tune(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+}
+
+static void nonblock(int fd)
+{
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
-/* The server echoes a byte stream: whatever arrives goes back, in order
- * (message boundaries do not matter to an echo). */
+/* Blocking ping-pong: one message each way per call, the kernel waking us
+ * once per message (MSG_WAITALL), the way a blocking echo is written. */
+static int msg_blocking(int fd, char *buf, size_t len, bool out)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = out ? send(fd, buf + done, len - done, MSG_NOSIGNAL)
+		                : recv(fd, buf + done, len - done, MSG_WAITALL);
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			return -1;
+		}
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/* The server echoes message by message: blocking, it sleeps until a whole
+ * SIZE-byte message is in (MSG_WAITALL) and sends it back; busy, it spins
+ * on non-blocking reads and echoes whatever arrived. */
 static int serve(uint16_t port, size_t size)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
@@ -115,6 +140,15 @@ static int serve(uint16_t port, size_t size)
 	if (fd < 0)
 		return 1;
 	tune(fd);
+	if (!busy) {
+		while (msg_blocking(fd, buf, size, false) == 0)
+			if (msg_blocking(fd, buf, size, true))
+				break;
+		close(fd);
+		free(buf);
+		return 0;
+	}
+	nonblock(fd);
 	for (;;) {
 		ssize_t n = io_some(fd, buf, cap, false);
 
@@ -156,8 +190,23 @@ static int client(const char *host, uint16_t port, size_t size, uint64_t iters, 
 		return 1;
 	}
 	tune(fd);
+	if (!busy && inflight == 1) {
+		/* the plain blocking ping-pong */
+		for (got = 0; got < total; got++) {
+			uint64_t s0;
+
+			if (got == warm)
+				t0 = now_ns();
+			s0 = now_ns();
+			if (msg_blocking(fd, out, size, true) || msg_blocking(fd, in, size, false))
+				return 1;
+			if (got >= warm)
+				lat[nlat++] = now_ns() - s0;
+		}
+	}
+	nonblock(fd);
 	/* pipelined: keep `inflight` messages between sent and received; with
-	 * 1 in flight this is a plain ping-pong */
+	 * 1 in flight (busy) this is a ping-pong too */
 	while (got < total) {
 		bool progress = false;
 
@@ -190,13 +239,16 @@ static int client(const char *host, uint16_t port, size_t size, uint64_t iters, 
 			got++;
 		}
 		if (!progress)
-			wait_fd(fd, (short)(POLLIN | (sent < total && sent - got < inflight ? POLLOUT : 0)));
+			wait_fd(fd, (short)(POLLIN |
+			                    (sent < total && sent - got < inflight ? POLLOUT : 0)));
 	}
 	double secs = (double)(now_ns() - t0) / 1e9;
 	qsort(lat, nlat, sizeof(uint64_t), cmp_u64);
-	double p50 = (double)lat[nlat / 2] / 1000.0, p99 = (double)lat[(nlat - 1) * 99 / 100] / 1000.0;
+	double p50 = (double)lat[nlat / 2] / 1000.0,
+	       p99 = (double)lat[(nlat - 1) * 99 / 100] / 1000.0;
 	printf("RESULT test=tcp_echo size=%zu p50_us=%.2f p99_us=%.2f mib_s=%.2f ops_per_s=%.0f\n",
-	       size, p50, p99, (double)iters * (double)size / secs / 1048576.0, (double)iters / secs);
+	       size, p50, p99, (double)iters * (double)size / secs / 1048576.0,
+	       (double)iters / secs);
 	close(fd);
 	return 0;
 }
@@ -212,13 +264,24 @@ int main(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "s:n:t:p:", lo, NULL)) != -1) {
 		switch (c) {
-		case 's': size = strtoull(optarg, NULL, 0); break;
-		case 'n': iters = strtoull(optarg, NULL, 0); break;
-		case 't': inflight = (uint32_t)strtoul(optarg, NULL, 0); break;
-		case 'p': port = (uint16_t)strtoul(optarg, NULL, 0); break;
-		case 'b': busy = true; break;
+		case 's':
+			size = strtoull(optarg, NULL, 0);
+			break;
+		case 'n':
+			iters = strtoull(optarg, NULL, 0);
+			break;
+		case 't':
+			inflight = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'p':
+			port = (uint16_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'b':
+			busy = true;
+			break;
 		default:
-			fprintf(stderr, "usage: tcp_echo [-s SIZE] [-n ITERS] [-t INFLIGHT] [-p PORT] [--busy] [SERVER]\n");
+			fprintf(stderr, "usage: tcp_echo [-s SIZE] [-n ITERS] [-t INFLIGHT] [-p "
+			                "PORT] [--busy] [SERVER]\n");
 			return 2;
 		}
 	}
