@@ -134,6 +134,7 @@ struct rdmx_chan {
 	rdmx_chan_recv_cb recv_cb;
 	rdmx_chan_event_cb event_cb;
 	void *arg;
+	void *owner; /* the RPC endpoint built on it (rdmx_chan_destroy refuses) */
 	void (*idle_cb)(struct rdmx_chan *chan, void *arg); /* all sent and acked */
 	void *idle_arg;
 

@@ -456,6 +456,8 @@ int rdmx_chan_destroy(struct rdmx_chan **chan)
 	if (!chan || !*chan)
 		return 0;
 	c = *chan;
+	if (c->owner)
+		return RDMX_E_BAD_STATE; /* destroy its RPC endpoint first */
 	*chan = NULL;
 	c->recv_cb = NULL;
 	c->event_cb = NULL;

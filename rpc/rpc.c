@@ -296,7 +296,7 @@ int rdmx_rpc_conn_create(struct rdmx_chan *chan, struct rdmx_rpc_server *server,
 		return RDMX_E_INVAL;
 	if (chan->state == RDMX_CHAN_CLOSED)
 		return RDMX_E_BAD_STATE;
-	if (chan->recv_cb)
+	if (chan->recv_cb || chan->owner)
 		return RDMX_E_EXISTS; /* the channel already has a receiver */
 	rc = calloc(1, sizeof(*rc));
 	if (!rc)
@@ -321,6 +321,7 @@ int rdmx_rpc_conn_create(struct rdmx_chan *chan, struct rdmx_rpc_server *server,
 		server->refs++;
 	rdmx__chan_set_idle_cb(chan, on_chan_idle, rc);
 	rdmx_chan_set_callbacks(chan, on_msg, on_chan_event, rc);
+	chan->owner = rc;
 	*rcp = rc;
 	return 0;
 }
@@ -355,6 +356,7 @@ int rdmx_rpc_conn_destroy(struct rdmx_rpc_conn **rcp)
 	rc->closed = true;
 	rc->busy++;
 	/* nothing of the channel may call us any more */
+	rc->chan->owner = NULL;
 	rdmx_chan_set_callbacks(rc->chan, NULL, NULL, NULL);
 	rdmx__chan_set_idle_cb(rc->chan, NULL, NULL);
 	rdmx__chan_forget_cb(rc->chan, oneway_sent);

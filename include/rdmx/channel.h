@@ -217,7 +217,9 @@ int rdmx_chan_start(struct rdmx_chan *chan);
  * channel. Queued sends complete with RDMX_E_CANCELED; sends already handed
  * to the engine complete (with an error) when the engine releases their
  * buffers, from progress, after this returns. No recv/event callback runs
- * after this. From a callback of this channel too. NULL / *chan: no-op. */
+ * after this. From a callback of this channel too. NULL / *chan: no-op.
+ * RDMX_E_BAD_STATE (nothing done) while an RPC endpoint (rdmx_rpc_conn)
+ * is built on the channel: destroy the endpoint first. */
 int rdmx_chan_destroy(struct rdmx_chan **chan);
 
 /* Sends `len` bytes (copied: `data` may be reused on return). cb may be NULL.

@@ -650,6 +650,8 @@ Test(rpc, limits_and_destroy_pending)
 	ASSERT_RC(rdmx_rpc_server_destroy(&srv), RDMX_E_BAD_STATE); /* in use */
 	DRIVE_UNTIL(&a, &b, st.held_n == 4);
 	struct rdmx_chan *ca = rdmx_rpc_conn_get_chan(ra);
+	ASSERT_RC(rdmx_chan_destroy(&ca), RDMX_E_BAD_STATE); /* its endpoint first */
+	cr_assert_not_null(ca);
 	ASSERT_OK(rdmx_rpc_conn_destroy(&ra));
 	for (int i = 0; i < 4; i++) {
 		cr_assert_eq(r[i].done, 1);
