@@ -28,6 +28,7 @@ struct rdmx_pe {
 	unsigned num_ctxs;     /* attached (running) */
 	unsigned holders;      /* created on this pe, running or not */
 	bool armed;            /* request_notification called, not yet cleared */
+	bool signaled;         /* evfd written since the last clear (progress thread only) */
 	bool in_progress;      /* guards against progress from a callback */
 	enum rdmx_poll_mode mode;
 	uint32_t spin_us;
@@ -161,8 +162,11 @@ void rdmx__pe_signal(struct rdmx_pe *pe)
 {
 	uint64_t one = 1;
 
-	if (pe && pe->armed && write(pe->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+	if (!pe || !pe->armed || pe->signaled)
+		return;
+	if (write(pe->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		RDMX_WARN("eventfd write failed: %s", strerror(errno));
+	pe->signaled = true;
 }
 
 static int progress_ctx(struct rdmx_ctx *ctx)
@@ -248,8 +252,10 @@ int rdmx_pe_clear_notification(struct rdmx_pe *pe)
 		if (rc)
 			err = rc;
 	}
-	if (read(pe->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+	/* only the progress thread writes evfd, so an unsignaled one needs no read */
+	if (pe->signaled && read(pe->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		RDMX_WARN("eventfd read failed: %s", strerror(errno));
+	pe->signaled = false;
 	pe->armed = false;
 	return err;
 }
