@@ -56,10 +56,6 @@ int rdmx__rdv_rx_new(struct rdmx_chan *chan, const void *desc, uint64_t len, str
 	struct rdv_rx *r;
 
 	memcpy(copy, desc, sizeof(copy)); /* one snapshot of peer-writable memory */
-	if (len > chan->host->dev_max_msg && chan->host->dev_max_msg) {
-		*why = "rendezvous message above the device's read size";
-		return RDMX_E_PROTOCOL;
-	}
 	if (rdmx_mr_remote_from_descriptor(copy, sizeof(copy), &remote)) {
 		*why = "malformed rendezvous descriptor";
 		return RDMX_E_PROTOCOL;
@@ -85,64 +81,95 @@ int rdmx__rdv_rx_new(struct rdmx_chan *chan, const void *desc, uint64_t len, str
 	r->chan = chan;
 	r->remote = remote;
 	r->len = len;
+	/* one read, unless the device cannot move that much in one operation */
+	r->chunk = chan->host->dev_max_msg && chan->host->dev_max_msg < len
+	               ? chan->host->dev_max_msg
+	               : len;
+	r->nchunks = (uint32_t)((len + r->chunk - 1) / r->chunk);
 	r->state = RDV_NEW;
 	*out = r;
 	return 0;
+}
+
+static void rdv_rx_release(struct rdv_rx *r)
+{
+	rdmx_mr_dereg(&r->mr);
+	free(r->buf);
+	free(r->lbs);
+	rdmx_mr_remote_delete(&r->remote);
+	free(r);
 }
 
 void rdmx__rdv_rx_free(struct rdv_rx *r)
 {
 	if (!r)
 		return;
-	if (r->state == RDV_READING) {
-		/* the read task still owns the buffer: its completion frees it */
-		r->chan = NULL;
+	if (r->reads) {
+		/* read tasks still own the buffer: the last completion frees it */
+		r->orphan = true;
 		return;
 	}
-	rdmx_mr_dereg(&r->mr);
-	free(r->buf);
-	rdmx_mr_remote_delete(&r->remote);
-	free(r);
+	rdv_rx_release(r);
 }
 
-/* Starts the read of r. 0, RDMX_E_FULL (no task: retry), or an error. */
+/* The destination buffer: ours, registered for the reads to land in. */
+static int rdv_buffer(struct rdmx_chan *chan, struct rdv_rx *r)
+{
+	int rc;
+
+	r->buf = malloc(r->len);
+	r->lbs = calloc(r->nchunks, sizeof(*r->lbs));
+	if (!r->buf || !r->lbs)
+		return RDMX_E_NOMEM;
+	rc = rdmx_mr_reg(chan->host->dev, r->buf, r->len, RDMX_ACCESS_LOCAL_WRITE, &r->mr);
+	if (rc)
+		return rc;
+	for (uint32_t i = 0; i < r->nchunks; i++) {
+		uint64_t off = (uint64_t)i * r->chunk;
+
+		r->lbs[i].mr = r->mr;
+		r->lbs[i].addr = (uint8_t *)r->buf + off;
+		r->lbs[i].len = r->len - off < r->chunk ? r->len - off : r->chunk;
+	}
+	return 0;
+}
+
+/* Issues chunk reads of r (a few in flight). 0, RDMX_E_FULL (no task:
+ * retried after a completion), or an error. */
 static int rdv_read(struct rdmx_chan *chan, struct rdv_rx *r)
 {
 	int rc;
 
 	if (!r->buf) {
-		r->buf = malloc(r->len);
-		if (!r->buf)
-			return RDMX_E_NOMEM;
-		rc = rdmx_mr_reg(chan->host->dev, r->buf, r->len, RDMX_ACCESS_LOCAL_WRITE, &r->mr);
+		rc = rdv_buffer(chan, r);
+		if (rc)
+			return rc;
+	}
+	while (r->next_chunk < r->nchunks && r->reads < CHAN_RDV_CHUNK_READS) {
+		struct rdmx_buf *lb = &r->lbs[r->next_chunk];
+		struct rdmx_rbuf rb = {
+		    .mr = r->remote, .offset = (uint64_t)r->next_chunk * r->chunk, .len = lb->len};
+		struct rdmx_task *task;
+
+		rc = rdmx_task_read_alloc(chan->host->ctx, chan->conn, &rb, lb, r, &task);
+		if (rc == RDMX_E_FULL)
+			rdmx__host_add_starved(chan->host, chan);
+		if (rc)
+			return rc;
+		rc = rdmx_task_submit(task);
 		if (rc) {
-			free(r->buf);
-			r->buf = NULL;
+			rdmx_task_free(task);
 			return rc;
 		}
-		r->lb.mr = r->mr;
-		r->lb.addr = r->buf;
-		r->lb.len = r->len;
-		r->lb.next = NULL;
-		r->rb.mr = r->remote;
-		r->rb.offset = 0;
-		r->rb.len = r->len;
+		if (r->state == RDV_NEW) {
+			r->state = RDV_READING;
+			chan->rdv_reads++;
+			chan->rdv_read_bytes += r->len;
+		}
+		r->next_chunk++;
+		r->reads++;
+		chan->inflight++;
 	}
-	rc = rdmx_task_read_alloc(chan->host->ctx, chan->conn, &r->rb, &r->lb, r, &r->task);
-	if (rc == RDMX_E_FULL)
-		rdmx__host_add_starved(chan->host, chan);
-	if (rc)
-		return rc;
-	rc = rdmx_task_submit(r->task);
-	if (rc) {
-		rdmx_task_free(r->task);
-		r->task = NULL;
-		return rc;
-	}
-	r->state = RDV_READING;
-	chan->inflight++;
-	chan->rdv_reads++;
-	chan->rdv_read_bytes += r->len;
 	return 0;
 }
 
@@ -150,15 +177,16 @@ void rdmx__rdv_rx_start(struct rdmx_chan *chan)
 {
 	uint32_t seq = chan->rx_consumed;
 
-	/* in order, a few at a time; the head of the line always may start */
+	/* in order, a few messages at a time; the head of the line always may */
 	for (; seq != chan->rx_seq && chan->state == RDMX_CHAN_READY; seq++) {
 		struct rdv_rx *r = chan->rx[seq % chan->slot_count].rdv;
 		int rc;
 
-		if (!r || r->state != RDV_NEW)
+		if (!r || r->state == RDV_DONE || r->next_chunk == r->nchunks)
 			continue;
-		if (seq != chan->rx_consumed && (chan->rdv_reads >= CHAN_RDV_MAX_READS ||
-		                                 chan->rdv_read_bytes + r->len > 2 * chan->max_msg))
+		if (r->state == RDV_NEW && seq != chan->rx_consumed &&
+		    (chan->rdv_reads >= CHAN_RDV_MAX_READS ||
+		     chan->rdv_read_bytes + r->len > 2 * chan->max_msg))
 			break;
 		rc = rdv_read(chan, r);
 		if (rc == RDMX_E_FULL || rc == RDMX_E_BAD_STATE)
@@ -173,27 +201,36 @@ void rdmx__rdv_rx_start(struct rdmx_chan *chan)
 	}
 }
 
-static struct rdmx_chan *read_done(struct rdmx_task *task, struct rdv_rx *r)
+/* One chunk read completed; returns the channel to continue with, or NULL
+ * when the message was orphaned (its channel let go of it). */
+static struct rdmx_chan *read_done(struct rdmx_task *task, struct rdv_rx *r, int status)
 {
 	struct rdmx_chan *chan = r->chan;
+	uint64_t n = rdmx_task_get_local(task) ? rdmx_task_get_local(task)->len : 0;
 
 	rdmx_task_free(task);
-	r->task = NULL;
-	r->state = RDV_DONE;
-	if (!chan) {
-		/* the channel let go of it while the read ran */
-		rdmx__rdv_rx_free(r);
+	r->reads--;
+	if (status && !r->err)
+		r->err = status;
+	if (!status)
+		r->done += n;
+	if (r->orphan) {
+		if (!r->reads)
+			rdv_rx_release(r);
 		return NULL;
 	}
 	chan->inflight--;
-	chan->rdv_reads--;
-	chan->rdv_read_bytes -= r->len;
+	if (r->done == r->len || (r->err && !r->reads)) {
+		r->state = RDV_DONE;
+		chan->rdv_reads--;
+		chan->rdv_read_bytes -= r->len;
+	}
 	return chan;
 }
 
 void rdmx__chan_read_ok(struct rdmx_task *task, void *ud, void *cud)
 {
-	struct rdmx_chan *chan = read_done(task, ud);
+	struct rdmx_chan *chan = read_done(task, ud, 0);
 
 	(void)cud;
 	if (!chan)
@@ -209,14 +246,15 @@ void rdmx__chan_read_err(struct rdmx_task *task, void *ud, void *cud)
 {
 	struct rdv_rx *r = ud;
 	int st = rdmx_task_get_status(task);
-	struct rdmx_chan *chan = read_done(task, r);
+	uint64_t len = r->len;
+	struct rdmx_chan *chan = read_done(task, r, st);
 
 	(void)cud;
 	if (!chan)
 		return;
 	if (chan->state != RDMX_CHAN_CLOSED && st != RDMX_E_CONN_ABORTED && st != RDMX_E_CANCELED)
 		RPC_ERR("chan: conn %u: rendezvous read of %llu bytes failed: %s",
-		        rdmx__chan_conn_id(chan), (unsigned long long)r->len, rdmx_err_name(st));
+		        rdmx__chan_conn_id(chan), (unsigned long long)len, rdmx_err_name(st));
 	rdmx__chan_fail(chan, st, NULL);
 	rdmx__chan_maybe_free(chan);
 }

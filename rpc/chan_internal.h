@@ -15,9 +15,10 @@
 #include "ring.h"
 #include "rpc_internal.h"
 
-#define CHAN_CTL_ENTRIES 8u   /* control send buffers per channel */
-#define CHAN_RDV_MAX_READS 4u /* rendezvous reads in flight per channel */
-#define CHAN_RDV_MAX_TX 64u   /* rendezvous sources awaiting ack per channel */
+#define CHAN_CTL_ENTRIES 8u     /* control send buffers per channel */
+#define CHAN_RDV_MAX_READS 4u   /* rendezvous messages being read per channel */
+#define CHAN_RDV_CHUNK_READS 4u /* chunk reads in flight per message */
+#define CHAN_RDV_MAX_TX 64u     /* rendezvous sources awaiting ack per channel */
 #define CHAN_DEFAULT_QUEUE_BYTES (128ull << 20)
 
 struct rdmx_chan;
@@ -35,8 +36,8 @@ struct rdmx_chan_host {
 	struct rdmx_pe *pe;
 	struct rdmx_dev *dev;
 	struct rdmx_chan_host_attr attr;
-	uint32_t max_sge; /* context's max send buf list len */
-	uint64_t dev_max_msg;
+	uint32_t max_sge;     /* context's max send buf list len */
+	uint64_t dev_max_msg; /* largest single read (device caps, attr.rdv_read_max) */
 
 	/* receive pool: attr.recv_tasks entries of RDMX__CTL_MAX_LEN bytes */
 	struct host_recv *recvs;
@@ -89,17 +90,23 @@ struct tx_slot {
 	uint32_t len;
 };
 
-/* Receiver's state of a rendezvous message. */
+/* Receiver's state of a rendezvous message: one RDMA read, or — when the
+ * message is larger than the device's max message size (Soft-RoCE: 8 MiB)
+ * — one read per chunk of that size, a few in flight. */
 enum rdv_state { RDV_NEW = 0, RDV_READING, RDV_DONE };
 struct rdv_rx {
 	struct rdmx_chan *chan;
 	struct rdmx_mr_remote *remote;
 	void *buf;
 	struct rdmx_mr *mr;
-	struct rdmx_buf lb;
-	struct rdmx_rbuf rb;
-	struct rdmx_task *task;
+	struct rdmx_buf *lbs; /* one local buffer per chunk (tasks reference them) */
+	uint32_t nchunks, next_chunk;
+	uint32_t reads; /* chunk reads in flight */
+	uint64_t chunk; /* chunk size */
+	uint64_t done;  /* bytes read */
 	uint64_t len;
+	int err;     /* first failed chunk */
+	bool orphan; /* its channel let go while reads ran */
 	enum rdv_state state;
 };
 

@@ -52,8 +52,6 @@ int rdmx_chan_create(struct rdmx_chan_host *host, struct rdmx_conn *conn, struct
 	c->slot_count = RDMX_CHAN_DEFAULT_SLOT_COUNT;
 	c->slot_size = RDMX_CHAN_DEFAULT_SLOT_SIZE;
 	c->max_msg = RDMX_CHAN_DEFAULT_MAX_MSG_SIZE;
-	if (host->dev_max_msg && c->max_msg > host->dev_max_msg)
-		c->max_msg = host->dev_max_msg;
 	c->eager = UINT32_MAX; /* the peer's slot payload */
 	c->queue_len = RDMX_CHAN_DEFAULT_SEND_QUEUE_LEN;
 	c->queue_bytes = CHAN_DEFAULT_QUEUE_BYTES;
@@ -97,8 +95,7 @@ int rdmx_chan_set_slot_size(struct rdmx_chan *chan, uint32_t size)
 int rdmx_chan_set_max_msg_size(struct rdmx_chan *chan, uint64_t size)
 {
 	IDLE_SETTER(chan);
-	if (!rdmx__max_msg_valid(size) ||
-	    (chan->host->dev_max_msg && size > chan->host->dev_max_msg))
+	if (!rdmx__max_msg_valid(size))
 		return RDMX_E_INVAL;
 	chan->max_msg = size;
 	return 0;

@@ -499,6 +499,8 @@ static int host_conf_ctx(struct rdmx_chan_host *host)
 	if (rc)
 		return rc;
 	host->dev_max_msg = caps.max_message_size;
+	if (a->rdv_read_max && (!host->dev_max_msg || a->rdv_read_max < host->dev_max_msg))
+		host->dev_max_msg = a->rdv_read_max;
 	if (a->recv_tasks > caps.max_recv_queue_size) {
 		RPC_ERR("chan: %u receive tasks above the device's receive queue (%u)",
 		        a->recv_tasks, caps.max_recv_queue_size);

@@ -145,6 +145,11 @@ struct rdmx_chan_host_attr {
 	 * no disconnect event (export/connect on verbs). 0 turns it off.
 	 * Default 1000 ms. */
 	uint32_t keepalive_ms;
+	/* A rendezvous is ONE RDMA read of the whole message when the device
+	 * can move that much in one operation; above this size (0: the
+	 * device's max message size — 8 MiB on Soft-RoCE) it is read in
+	 * chunks of this size, four in flight. */
+	uint64_t rdv_read_max;
 	/* Connection callbacks passed through to the user (any may be NULL);
 	 * they get `user_data` as their ctx_user_data. request_cb is needed to
 	 * listen. A channel's own connection events reach it first. */

@@ -95,6 +95,14 @@ struct echo_state {
 };
 struct rdmx_rpc_server *echo_server(struct echo_state *st);
 
+/* The statuses a channel closes with when its peer went away: a disconnect
+ * event (tcp, rdma_cm) or, where the transport gives none (verbs
+ * export/connect), the failed probe or task (RC retries exhausted). */
+static inline bool conn_lost_status(int st)
+{
+	return st == RDMX_E_DISCONNECTED || st == RDMX_E_CONN_ABORTED || st == RDMX_E_TIMEDOUT;
+}
+
 uint64_t now_ms(void);
 void drive_once(struct node *a, struct node *b);
 
