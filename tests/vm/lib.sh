@@ -238,7 +238,9 @@ mount -t devtmpfs devtmpfs /dev || {
 mkdir -p /dev/shm /dev/pts
 mount -t tmpfs tmpfs /dev/shm
 mount -t devpts devpts /dev/pts 2>/dev/null || true
-mount -t tmpfs tmpfs /tmp
+# /tmp stays the initramfs' own (already writable) directory: a project
+# checked out under /tmp (CI clones there) has its build copied into it.
+chmod 1777 /tmp
 mount -t tmpfs tmpfs /run
 # Kernel log levels: keep the console for our output.
 echo 1 > /proc/sys/kernel/printk 2>/dev/null || true
