@@ -216,7 +216,7 @@ Test(chan, settings_and_limits)
 
 /* Every size class: around the slot payload and the raw slot size, then 1 B
  * to 64 MiB by powers of two, in one ordered stream. */
-Test(chan, sizes_eager_and_rendezvous, .timeout = 600)
+Test(chan, sizes_eager_and_rendezvous, .timeout = 900)
 {
 	struct node a, b;
 	struct sink sb = {0};
@@ -244,8 +244,20 @@ Test(chan, sizes_eager_and_rendezvous, .timeout = 600)
 		uint32_t before = sb.n;
 		struct sent_log sl = {0};
 
+		uint64_t t0 = now_ms();
+
+		/* failure guard scaled for emulated Soft-RoCE (under 1 MiB/s) */
+		uint64_t guard = t0 + GUARD_MS + 4000u * (sizes[i] >> 20);
+
 		ASSERT_OK(send_msg(x, (uint32_t)i, sizes[i], sent_cb, &sl));
-		DRIVE_UNTIL(&a, &b, sb.n == before + 1 && sl.ok + sl.err == 1);
+		while (!(sb.n == before + 1 && sl.ok + sl.err == 1)) {
+			cr_assert(now_ms() < guard, "message %d of %zu bytes not delivered", i,
+				  sizes[i]);
+			drive_once(&a, &b);
+		}
+		if (sizes[i] >= (1u << 20))
+			fprintf(stderr, "sizes: %zu bytes in %llu ms\n", sizes[i],
+				(unsigned long long)(now_ms() - t0));
 		cr_assert_eq(sl.err, 0, "send of %zu bytes failed: %s", sizes[i],
 			     rdmx_err_name(sl.last_status));
 		cr_assert_eq(sb.bad, 0, "message %d of %zu bytes corrupt or out of order", i,
