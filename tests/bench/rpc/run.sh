@@ -43,11 +43,11 @@ for b in "$perf" "$tcp"; do
 done
 
 # ---- gRPC: install if missing, build the echo ------------------------------
-if ! command -v grpc_cpp_plugin >/dev/null || ! pkg-config --exists grpc++; then
-  echo "run.sh: installing gRPC (libgrpc++-dev protobuf-compiler-grpc)" >&2
-  apt-get install -y libgrpc++-dev protobuf-compiler-grpc >/dev/null
-fi
 if [[ ! -x "$grpc" || "$here/grpc_echo.cc" -nt "$grpc" || "$here/echo.proto" -nt "$grpc" ]]; then
+  if ! command -v grpc_cpp_plugin >/dev/null || ! pkg-config --exists grpc++; then
+    echo "run.sh: installing gRPC (libgrpc++-dev protobuf-compiler-grpc)" >&2
+    apt-get install -y libgrpc++-dev protobuf-compiler-grpc >/dev/null
+  fi
   gen="$build/tests/bench/grpc_gen"
   mkdir -p "$gen"
   protoc -I "$here" --cpp_out="$gen" --grpc_out="$gen" \
