@@ -183,6 +183,30 @@ static void oneway_sent(struct rdmx_chan *chan, int status, void *arg)
 	rdmx__rpc_release(rc);
 }
 
+/* A request the channel could not deliver (larger than the peer's maximum
+ * learnt after it was queued, or the channel closed): its call completes
+ * now unless another outcome already took it. */
+static void request_sent(struct rdmx_chan *chan, int status, void *arg)
+{
+	struct rdmx_rpc_conn *rc = chan->owner;
+	struct rpc_ccall *c;
+	char msg[96];
+
+	if (!status || !rc)
+		return;
+	c = rdmx__map_del(&rc->calls, (uint64_t)(uintptr_t)arg);
+	if (!c)
+		return;
+	snprintf(msg, sizeof(msg), "request not delivered: %s", rdmx_err_name(status));
+	rc->busy++;
+	call_complete(rc, c,
+	              status == RDMX_E_TOO_BIG ? RDMX_RPC_RESOURCE_EXHAUSTED : RDMX_RPC_UNAVAILABLE,
+	              msg, NULL, 0);
+	rc->busy--;
+	rdmx__rpc_check_drained(rc);
+	rdmx__rpc_release(rc);
+}
+
 static void deadline_fired(struct rdmx__timer *t)
 {
 	struct rpc_ccall *c = (struct rpc_ccall *)((char *)t - offsetof(struct rpc_ccall, timer));
@@ -360,6 +384,7 @@ int rdmx_rpc_conn_destroy(struct rdmx_rpc_conn **rcp)
 	rdmx_chan_set_callbacks(rc->chan, NULL, NULL, NULL);
 	rdmx__chan_set_idle_cb(rc->chan, NULL, NULL);
 	rdmx__chan_forget_cb(rc->chan, oneway_sent);
+	rdmx__chan_forget_cb(rc->chan, request_sent);
 	rdmx__rpc_detach_incoming(rc); /* forgets our response callbacks too */
 	if (rc->paused_by_us) {
 		rc->paused_by_us = false;
@@ -530,7 +555,8 @@ int rdmx_rpc_call_async(struct rdmx_rpc_conn *rc, uint32_t method_id,
 	f.body = req;
 	c->start_ns = rdmx__now_ns();
 	rc_ = rdmx__chan_send_ex(rc->chan, RDMX_RPC_HDR_SIZE + blen, rpc_fill_fn, &f,
-	                         oneway && cb ? oneway_sent : NULL, c, 0, &how);
+	                         oneway ? (cb ? oneway_sent : NULL) : request_sent,
+	                         oneway ? (void *)c : (void *)(uintptr_t)c->id, 0, &how);
 	if (rc_) {
 		if (!oneway)
 			rdmx__map_del(&rc->calls, c->id);

@@ -743,3 +743,39 @@ Test(rpc, encoder_payload)
 	node_close(&a);
 	node_close(&b);
 }
+
+/* A call queued before the handshake, larger than the peer's maximum
+ * message size (learnt with the peer's hello): it completes once, with
+ * RESOURCE_EXHAUSTED; a call made after the handshake is refused at once. */
+Test(rpc, request_too_big_for_peer)
+{
+	struct node a, b;
+	struct echo_state st = {0};
+	struct rdmx_rpc_server *srv;
+	struct rdmx_rpc_conn *ra, *rb;
+	struct rdmx_chan *p, *q;
+	struct chan_conf cb = {.max_msg = 4096};
+	static uint8_t big[8192];
+	struct rec r = {0}, ok = {0};
+
+	ids();
+	node_open(&a, "a", 0, NULL);
+	node_open(&b, "b", 1, NULL);
+	srv = echo_server(&st);
+	chan_pair(&a, &b, NULL, &cb, &p, &q, false);
+	ASSERT_OK(rdmx_rpc_conn_create(p, NULL, &ra));
+	ASSERT_OK(rdmx_rpc_conn_create(q, srv, &rb));
+	struct rdmx_rpc_payload pb = rdmx_rpc_bytes(big, sizeof(big));
+	ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, &pb, NULL, rec_cb, &r, NULL)); /* queued */
+	ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, NULL, NULL, rec_cb, &ok, NULL));
+	DRIVE_UNTIL(&a, &b, r.done && ok.done);
+	cr_assert_eq(r.code, RDMX_RPC_RESOURCE_EXHAUSTED, "got %s", rdmx_rpc_code_name(r.code));
+	cr_assert_eq(ok.code, RDMX_RPC_OK);
+	ASSERT_RC(rdmx_rpc_call_async(ra, ECHO, &pb, NULL, rec_cb, &r, NULL), RDMX_E_TOO_BIG);
+	drive_for(&a, &b, 30);
+	cr_assert_eq(r.done, 1);
+	rpc_pair_close(&ra, &rb);
+	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
+	node_close(&a);
+	node_close(&b);
+}
