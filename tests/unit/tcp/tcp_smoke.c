@@ -27,7 +27,7 @@
 
 #include <rdmx/rdmx.h>
 
-#include "providers/tcp/wire.h"
+#include "providers/tcp/tcp.h"
 
 #define GUARD_MS 20000
 
@@ -839,6 +839,14 @@ static enum rdmx_conn_state state_of(struct rdmx_conn *c)
 	return st;
 }
 
+static uint64_t hello_ends(struct side *s, enum tcp_hello_end how)
+{
+	return atomic_load(&TCP_DEV(s->dev)->hello_ends[how]);
+}
+
+/* Each way a data connection fails before its hello is told apart (counted
+ * and logged before the socket is closed, so a peer that sees the close
+ * finds the count: nothing here waits for a log line). */
 static void t_bad_token(void)
 {
 	const void *dv;
@@ -850,9 +858,14 @@ static void t_bad_token(void)
 	                          .len = RDMX__TCP_HELLO_LEN,
 	                          .op0 = RDMX__TCP_HELLO_WORD,
 	                          .op1 = 4};
+	struct rdmx__tcp_hdr junk = {.op = 0x77, .len = 8};
+	uint64_t bad, closed, malformed;
 	int fd;
 
 	log_clear();
+	bad = hello_ends(&A, TCP_HELLO_BAD_TOKEN);
+	closed = hello_ends(&A, TCP_HELLO_CLOSED);
+	malformed = hello_ends(&A, TCP_HELLO_MALFORMED);
 	OK(rdmx_ctx_export(A.ctx, &dv, &dl, &c));
 	memcpy(frame, (const uint8_t *)dv + 24, RDMX__TCP_TOKEN_SIZE);
 	frame[3] ^= 0x10;
@@ -862,14 +875,26 @@ static void t_bad_token(void)
 	raw_frame(fd, &h, frame, sizeof(frame));
 	CHECK(raw_closed(fd), "a wrong token was not refused");
 	close(fd);
-	CHECK(log_has("tcp: data connection rejected: bad token"), "no log line");
-	/* a short hello, then silence and close */
+	CHECK(hello_ends(&A, TCP_HELLO_BAD_TOKEN) == bad + 1, "not counted as a bad token");
+	CHECK(log_has("rejected: bad token"), "no log line");
+	/* a short hello, then silence and close: the peer closed */
 	fd = raw_dial(dv);
 	CHECK(fd >= 0, "dial");
 	(void)!send(fd, frame, 10, MSG_NOSIGNAL);
 	shutdown(fd, SHUT_WR);
 	CHECK(raw_closed(fd), "a short hello was not refused");
 	close(fd);
+	CHECK(hello_ends(&A, TCP_HELLO_CLOSED) == closed + 1, "not counted as closed by the peer");
+	CHECK(hello_ends(&A, TCP_HELLO_BAD_TOKEN) == bad + 1, "a close counted as a bad token");
+	/* garbage instead of a hello */
+	fd = raw_dial(dv);
+	CHECK(fd >= 0, "dial");
+	raw_frame(fd, &junk, frame, 8);
+	CHECK(raw_closed(fd), "garbage was not refused");
+	close(fd);
+	CHECK(hello_ends(&A, TCP_HELLO_MALFORMED) == malformed + 1, "not counted as malformed");
+	CHECK(log_has("rejected: malformed hello (opcode 0x77"), "no malformed log line");
+	CHECK(hello_ends(&A, TCP_HELLO_BAD_TOKEN) == bad + 1, "garbage counted as a bad token");
 	CHECK(state_of(c) == RDMX_CONN_CONNECTING, "the export moved: %d", (int)state_of(c));
 	OK(rdmx_conn_disconnect(c));
 	DRIVE_UNTIL(&A, NULL, A.ended >= 1);
