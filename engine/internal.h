@@ -145,6 +145,8 @@ struct rdmx_ctx_props {
 	bool grh;
 	uint32_t conn_request_timeout_ms;
 	uint8_t rnr_retry_count;
+	uint32_t transport_timeout_ms; /* 0: none */
+	uint8_t retry_count;
 	uint32_t max_connections;
 	enum rdmx_transport_type transport_type;
 };

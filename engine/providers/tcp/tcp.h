@@ -348,6 +348,8 @@ struct tcp_conn {
 	uint8_t final_ev;       /* RDMX__CONN_EV_FAILURE / DISCONNECTED */
 	uint32_t cq_refs;       /* completion queue entries naming this conn */
 	uint64_t conn_deadline; /* handshake timeout */
+	uint64_t tt_ns;         /* transport timeout x tries (0: none) */
+	uint64_t tt_last;       /* last sign of life: bytes in or out, or sq was empty */
 	uint32_t timeout_ms;
 	uint8_t my_token[RDMX__TCP_TOKEN_SIZE];
 	uint8_t peer_token[RDMX__TCP_TOKEN_SIZE];
@@ -423,6 +425,9 @@ void rdmx__tcp_conn_handshake(struct tcp_conn *c, const struct rdmx__tcp_hdr *h,
 /* The TCP connect finished (writable socket in TC_DIALING). */
 void rdmx__tcp_conn_dialed(struct tcp_conn *c);
 void rdmx__tcp_conn_timer(struct tcp_conn *c, uint64_t now);
+/* The peer showed life (bytes moved either way): restarts the transport
+ * timeout (lock held). */
+void rdmx__tcp_conn_alive(struct tcp_conn *c);
 /* cm listener became readable / a cm request socket became readable. */
 void rdmx__tcp_cm_accept(struct tcp_ctx *tc);
 void rdmx__tcp_cmreq_read(struct tcp_ctx *tc, struct tcp_cmreq *r);
