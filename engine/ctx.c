@@ -10,6 +10,8 @@
 #define CTX_DEFAULT_MTU 4096u
 #define CTX_DEFAULT_CONN_TIMEOUT_MS 5000u
 #define CTX_DEFAULT_RNR_RETRY 7u
+#define CTX_DEFAULT_TRANSPORT_TIMEOUT_MS 500u /* x (7 + 1) tries: a lost peer in 4 s */
+#define CTX_DEFAULT_RETRY 7u
 #define CTX_REMOTE_ALL                                                                             \
 	(RDMX_ACCESS_REMOTE_READ | RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_REMOTE_ATOMIC)
 
@@ -52,6 +54,8 @@ static void set_defaults(struct rdmx_ctx *ctx)
 	p->grh = false;
 	p->conn_request_timeout_ms = CTX_DEFAULT_CONN_TIMEOUT_MS;
 	p->rnr_retry_count = CTX_DEFAULT_RNR_RETRY;
+	p->transport_timeout_ms = CTX_DEFAULT_TRANSPORT_TIMEOUT_MS;
+	p->retry_count = CTX_DEFAULT_RETRY;
 	p->max_connections = c->max_connections ? min_u32(CTX_DEFAULT_MAX_CONNS, c->max_connections)
 	                                        : CTX_DEFAULT_MAX_CONNS;
 	p->transport_type = RDMX_TRANSPORT_TYPE_RC;
@@ -323,6 +327,26 @@ int rdmx_ctx_set_rnr_retry_count(struct rdmx_ctx *ctx, uint8_t count)
 	return 0;
 }
 GETTER(rnr_retry_count, uint8_t, rnr_retry_count)
+
+int rdmx_ctx_set_transport_timeout(struct rdmx_ctx *ctx, uint32_t timeout_ms)
+{
+	SETTER_CHECK(ctx);
+	if (timeout_ms > RDMX_CTX_TRANSPORT_TIMEOUT_MAX_MS)
+		return RDMX_E_INVAL;
+	ctx->props.transport_timeout_ms = timeout_ms;
+	return 0;
+}
+GETTER(transport_timeout, uint32_t, transport_timeout_ms)
+
+int rdmx_ctx_set_retry_count(struct rdmx_ctx *ctx, uint8_t count)
+{
+	SETTER_CHECK(ctx);
+	if (count > 7)
+		return RDMX_E_INVAL;
+	ctx->props.retry_count = count;
+	return 0;
+}
+GETTER(retry_count, uint8_t, retry_count)
 
 int rdmx_ctx_set_max_connections(struct rdmx_ctx *ctx, uint32_t max)
 {

@@ -25,6 +25,27 @@
 #define RDMX_ERR(...) RDMX_LOG(ERROR, __VA_ARGS__)
 #define RDMX_WARN(...) RDMX_LOG(WARNING, __VA_ARGS__)
 #define RDMX_DBG(...) RDMX_LOG(DEBUG, __VA_ARGS__)
+#define RDMX_INFO(...) RDMX_LOG(INFO, __VA_ARGS__)
+
+/* At most one line a window per kind of event, whatever the flood, and no
+ * count lost: the next line logged after a quiet window carries the number
+ * of lines suppressed before it, and rdmx__log_rate_flush hands out that
+ * number once the window is over even when no further event comes (call it
+ * from a timer at rdmx__log_rate_deadline). Zero-initialised; not locked
+ * (one thread per limiter). */
+#define RDMX__LOG_RATE_WINDOW_NS 1000000000ull
+struct rdmx__log_rate {
+	uint64_t window_ns;  /* start of the current window */
+	uint64_t suppressed; /* lines not logged in it */
+	bool logged;         /* a window was opened */
+};
+/* True when the line may be logged now; *skipped: lines not logged since
+ * the previous one (to append as "; N more not logged"). */
+bool rdmx__log_rate_ok(struct rdmx__log_rate *r, uint64_t now_ns, uint64_t *skipped);
+/* True when a window with suppressed lines has ended: log *skipped. */
+bool rdmx__log_rate_flush(struct rdmx__log_rate *r, uint64_t now_ns, uint64_t *skipped);
+/* When rdmx__log_rate_flush will have something (UINT64_MAX: nothing). */
+uint64_t rdmx__log_rate_deadline(const struct rdmx__log_rate *r);
 
 #define RDMX_CONN_DETAILS_MAX 256u
 #define RDMX_DESC_MAGIC 0x5852u
@@ -98,9 +119,9 @@ struct rdmx_task {
 	void *user_data;
 	struct rdmx_buf *local; /* src (send/write), dst (recv/read), result (atomics) */
 	struct rdmx_rbuf remote;
-	uint64_t len;           /* send/write: total of local chain; read: remote.len */
-	uint32_t imm;           /* host order */
-	uint64_t op0, op1;      /* cas: cmp, swap; fadd: add; atomic write: value */
+	uint64_t len;      /* send/write: total of local chain; read: remote.len */
+	uint32_t imm;      /* host order */
+	uint64_t op0, op1; /* cas: cmp, swap; fadd: add; atomic write: value */
 	/* results, written by the provider before rdmx__task_complete */
 	enum rdmx_opcode res_opcode;
 	uint32_t res_len;
@@ -124,6 +145,8 @@ struct rdmx_ctx_props {
 	bool grh;
 	uint32_t conn_request_timeout_ms;
 	uint8_t rnr_retry_count;
+	uint32_t transport_timeout_ms; /* 0: none */
+	uint8_t retry_count;
 	uint32_t max_connections;
 	enum rdmx_transport_type transport_type;
 };
@@ -154,9 +177,9 @@ struct rdmx_conn {
 	struct rdmx_conn *next_in_ctx;
 	void *prov;
 	/* engine-private (providers read at most, never write) */
-	bool exported;     /* made by rdmx_ctx_export */
-	bool can_post;     /* rdmx_ctx_connect returned 0 or ESTABLISHED was reported */
-	bool closing;      /* rdmx_conn_disconnect called: later submits are aborted */
+	bool exported;        /* made by rdmx_ctx_export */
+	bool can_post;        /* rdmx_ctx_connect returned 0 or ESTABLISHED was reported */
+	bool closing;         /* rdmx_conn_disconnect called: later submits are aborted */
 	uint32_t outstanding; /* send-side tasks handed to post_send, not yet completed */
 };
 
@@ -184,7 +207,7 @@ struct rdmx_ctx {
 	struct rdmx_dev_caps caps; /* queried at create */
 	unsigned in_poll;          /* > 0 while ctx_poll / ctx_stop run its callbacks */
 	bool listening;
-	struct rdmx_conn *dead;    /* finished connections, released after ctx_poll returns */
+	struct rdmx_conn *dead; /* finished connections, released after ctx_poll returns */
 };
 
 /* ---- engine services for providers (engine/ core files) ---- */
@@ -195,7 +218,7 @@ struct rdmx_ctx {
 void rdmx__task_complete(struct rdmx_task *task, int status);
 
 enum rdmx__conn_event {
-	RDMX__CONN_EV_REQUEST,      /* incoming cm request (conn from rdmx__conn_new) */
+	RDMX__CONN_EV_REQUEST, /* incoming cm request (conn from rdmx__conn_new) */
 	RDMX__CONN_EV_ESTABLISHED,
 	RDMX__CONN_EV_FAILURE,      /* connect failed / rejected; conn is freed after */
 	RDMX__CONN_EV_DISCONNECTED, /* conn is freed after (ops->conn_release first) */

@@ -14,6 +14,8 @@
 #include <rdmx/log.h>
 #include <rdmx/status.h>
 
+#include "internal.h"
+
 #define RDMX__LOG_LINE_MAX 1024
 
 static atomic_int log_threshold = RDMX_LOG_WARNING;
@@ -130,4 +132,39 @@ void rdmx__log(enum rdmx_log_level level, const char *file, int line, const char
 		buf[n - 1] = '\0';
 	sink = atomic_load(&log_sink);
 	(sink ? sink : default_sink)(level, file, line, func, buf);
+}
+
+/* ---- rate limit ---- */
+
+bool rdmx__log_rate_ok(struct rdmx__log_rate *r, uint64_t now_ns, uint64_t *skipped)
+{
+	*skipped = 0;
+	if (r->logged && now_ns - r->window_ns < RDMX__LOG_RATE_WINDOW_NS) {
+		r->suppressed++;
+		return false;
+	}
+	/* the count of the window that ended goes out with this line */
+	*skipped = r->suppressed;
+	r->suppressed = 0;
+	r->window_ns = now_ns;
+	r->logged = true;
+	return true;
+}
+
+bool rdmx__log_rate_flush(struct rdmx__log_rate *r, uint64_t now_ns, uint64_t *skipped)
+{
+	*skipped = 0;
+	if (!r->suppressed || now_ns - r->window_ns < RDMX__LOG_RATE_WINDOW_NS)
+		return false;
+	*skipped = r->suppressed;
+	r->suppressed = 0;
+	/* the summary line opens a window too: a flood that goes on is logged
+	 * once a window, its count never dropped */
+	r->window_ns = now_ns;
+	return true;
+}
+
+uint64_t rdmx__log_rate_deadline(const struct rdmx__log_rate *r)
+{
+	return r->suppressed ? r->window_ns + RDMX__LOG_RATE_WINDOW_NS : UINT64_MAX;
 }

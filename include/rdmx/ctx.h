@@ -114,6 +114,23 @@ int rdmx_ctx_get_conn_request_timeout(const struct rdmx_ctx *ctx, uint32_t *time
 /* 0..7; 7 means retry forever (RC semantics). Default 7. */
 int rdmx_ctx_set_rnr_retry_count(struct rdmx_ctx *ctx, uint8_t count);
 int rdmx_ctx_get_rnr_retry_count(const struct rdmx_ctx *ctx, uint8_t *count);
+/* Transport timeout and retry count (RC's ack timeout and retry count): a
+ * connection whose peer stops answering -- frozen (SIGSTOP), its host gone,
+ * or it stopped reading -- is declared lost after timeout_ms x (count + 1)
+ * with send-side tasks outstanding and no byte acknowledged or received
+ * meanwhile. Then every outstanding task completes once with
+ * RDMX_E_CONN_ABORTED (as RC's retry-exceeded on verbs), the connection goes
+ * to error and ends (DISCONNECTED). An idle connection is not probed.
+ * Defaults: 500 ms and 7 (4 s). timeout_ms 0 turns the timeout off (TCP
+ * keepalive only); at most RDMX_CTX_TRANSPORT_TIMEOUT_MAX_MS. count 0..7 (7
+ * is 7 retries, not "forever"). Before start (else RDMX_E_BAD_STATE).
+ * Honoured by the tcp provider; verbs keeps its QP's own ack timeout and
+ * retry count (about 7.5 s, engine/providers/verbs/verbs.h). */
+#define RDMX_CTX_TRANSPORT_TIMEOUT_MAX_MS 600000u
+int rdmx_ctx_set_transport_timeout(struct rdmx_ctx *ctx, uint32_t timeout_ms);
+int rdmx_ctx_get_transport_timeout(const struct rdmx_ctx *ctx, uint32_t *timeout_ms);
+int rdmx_ctx_set_retry_count(struct rdmx_ctx *ctx, uint8_t count);
+int rdmx_ctx_get_retry_count(const struct rdmx_ctx *ctx, uint8_t *count);
 int rdmx_ctx_set_max_connections(struct rdmx_ctx *ctx, uint32_t max);
 int rdmx_ctx_get_max_connections(const struct rdmx_ctx *ctx, uint32_t *max);
 int rdmx_ctx_set_transport_type(struct rdmx_ctx *ctx, enum rdmx_transport_type type);

@@ -76,6 +76,8 @@ struct tcp_conn *rdmx__tcp_conn_create(struct tcp_ctx *tc, struct rdmx_conn *con
 	c->timeout_ms = tc->ctx->props.conn_request_timeout_ms;
 	if (!c->timeout_ms)
 		c->timeout_ms = TCP_HELLO_TIMEOUT_MS;
+	c->tt_ns = (uint64_t)tc->ctx->props.transport_timeout_ms * 1000000u *
+	           ((uint64_t)tc->ctx->props.retry_count + 1);
 	if (rdmx__tcp_random(&c->my_psn0, sizeof(c->my_psn0))) {
 		free(c);
 		return NULL;
@@ -266,6 +268,9 @@ int rdmx__tcp_conn_up(struct tcp_conn *c, uint32_t peer_psn, uint32_t peer_depth
 	c->expect_psn = peer_psn;
 	c->state = TC_UP;
 	c->conn_deadline = TCP_NEVER;
+	c->tt_last = rdmx__tcp_now_ns(); /* tasks queued meanwhile start now */
+	if (c->sq_count && c->tt_ns)
+		rdmx__tcp_ctx_timer(tc, c->tt_last + c->tt_ns);
 	c->est_queued = true;
 	rdmx__tcp_cq_event(tc, TCP_CQE_ESTABLISHED, c);
 	rdmx__tcp_conn_want(c, false);
@@ -369,8 +374,39 @@ void rdmx__tcp_conn_handshake(struct tcp_conn *c, const struct rdmx__tcp_hdr *h,
 	rdmx__tcp_conn_up(c, h->psn, (uint32_t)h->op1);
 }
 
+/* RC's retry-exceeded: outstanding work and no sign of life from the peer
+ * for the whole transport timeout (lock held). True when it ended c. */
+static bool transport_timer(struct tcp_conn *c, uint64_t now)
+{
+	const struct rdmx_ctx_props *p;
+	uint64_t dl;
+
+	if (!c->tt_ns || c->state != TC_UP || !c->sq_count)
+		return false;
+	dl = c->tt_last + c->tt_ns;
+	if (dl > now) {
+		rdmx__tcp_ctx_timer(c->tc, dl);
+		return false;
+	}
+	p = &c->tc->ctx->props;
+	RDMX_WARN("tcp: connection %u: peer lost: nothing acknowledged or received for %u ms "
+	          "x %u tries with %u tasks outstanding",
+	          c->conn->id, p->transport_timeout_ms, p->retry_count + 1u, c->sq_count);
+	rdmx__tcp_conn_error(c, RDMX_E_CONN_ABORTED, 0, false);
+	rdmx__tcp_conn_down(c, RDMX_E_CONN_ABORTED, RDMX__CONN_EV_DISCONNECTED);
+	return true;
+}
+
+void rdmx__tcp_conn_alive(struct tcp_conn *c)
+{
+	if (c->tt_ns)
+		c->tt_last = rdmx__tcp_now_ns();
+}
+
 void rdmx__tcp_conn_timer(struct tcp_conn *c, uint64_t now)
 {
+	if (transport_timer(c, now))
+		return;
 	if (c->conn_deadline != TCP_NEVER) {
 		if (c->conn_deadline <= now) {
 			c->conn_deadline = TCP_NEVER;

@@ -467,9 +467,21 @@ int rdmx__tcp_ctx_disarm(struct rdmx_ctx *ctx)
 
 	atomic_store(&tc->armed, false);
 	/* one syscall less per wake-up when the NIC did not signal */
-	if (atomic_exchange(&tc->efd_set, false) && read(tc->efd, &v, sizeof(v)) < 0 &&
-	    errno != EAGAIN)
+	if (!atomic_exchange(&tc->efd_set, false))
+		return 0;
+	if (read(tc->efd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+		return 0;
+	if (errno != EAGAIN) {
 		RDMX_WARN("tcp: eventfd read failed: %s", strerror(errno));
+		return 0;
+	}
+	/* The flag was set but the count is not there yet: a signaller is
+	 * between its exchange and its write (only this thread reads efd).
+	 * Leaving the flag clear would let that write keep the fd readable
+	 * with nobody ever reading it: every later wake-up would find nothing
+	 * to do (a busy loop in every event loop that embeds us). Keep the flag
+	 * so that the next disarm reads the count. */
+	atomic_store(&tc->efd_set, true);
 	return 0;
 }
 

@@ -157,6 +157,8 @@ int rdmx__tcp_dev_open(struct rdmx_dev *dev, const char *ip)
 	td->nic_epfd = -1;
 	td->nic_efd = -1;
 	td->next_ctx_serial = 1;
+	td->max_hellos = TCP_MAX_HELLOS;
+	td->max_hellos_per_source = TCP_MAX_HELLOS_PER_SOURCE;
 	rc = rdmx__tcp_keytab_init(&td->keys);
 	if (rc)
 		goto free_dev;
@@ -165,7 +167,9 @@ int rdmx__tcp_dev_open(struct rdmx_dev *dev, const char *ip)
 		rc = RDMX_E_PROVIDER;
 		goto fini_keys;
 	}
-	td->lfd = rdmx__tcp_listen_socket(&ss, len, 128);
+	/* deep enough that a flood of stalled connections queued behind the
+	 * NIC's next accept does not drop a real client's SYN */
+	td->lfd = rdmx__tcp_listen_socket(&ss, len, 1024);
 	if (td->lfd < 0) {
 		rc = td->lfd;
 		goto destroy_lock;

@@ -25,10 +25,12 @@
  *           sleeps one grace period and looks again.
  *   ARMED   the application sleeps on its notification fd, which contains
  *           the context's sockets, so the kernel wakes it directly (one
- *           wake-up, as raw TCP). The thread looks every grace period and
- *           serves only when a socket was readable at two consecutive looks
- *           with the counter unchanged (two strikes): the application did not
- *           react, so the NIC must.
+ *           wake-up, as raw TCP). While a socket is readable the thread looks
+ *           every grace period and serves only when one was readable at two
+ *           consecutive looks with the counter unchanged (two strikes): the
+ *           application did not react, so the NIC must. While none is, the
+ *           socket set sits in this thread's epoll set as in IDLE, so an
+ *           idle armed context costs no wake-ups.
  *   IDLE    no progress for a grace period and not armed: the context's
  *           socket set sits (EPOLLONESHOT) in this thread's epoll set and the
  *           thread blocks until something arrives, then serves it: trylock
@@ -45,7 +47,9 @@
  *   token it presents (or closes it).
  * Correctness never depends on the modes: every socket is read and written
  * only under its context's lock. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -205,12 +209,21 @@ static uint64_t check_ctx(struct tcp_dev *td, struct tcp_ctx *tc, uint64_t now)
 			} else {
 				tc->nic_strike = true;
 			}
-		} else {
-			tc->nic_strike = false;
-			if (dl <= now || atomic_load_explicit(&tc->has_dirty, memory_order_relaxed))
-				serve(tc);
+			return now + td->grace_ns;
 		}
-		return now + td->grace_ns;
+		/* nothing readable: sleep until a socket of the set or a timer
+		 * needs us (looking every grace period would cost an idle
+		 * server a tenth of a core) */
+		tc->nic_strike = false;
+		if (dl <= now || atomic_load_explicit(&tc->has_dirty, memory_order_relaxed)) {
+			serve(tc);
+			dl = atomic_load_explicit(&tc->next_deadline, memory_order_relaxed);
+			if (dl <= now || atomic_load_explicit(&tc->has_dirty, memory_order_relaxed))
+				return now + td->grace_ns; /* trylock failed: look again soon */
+		}
+		if (!tc->nic_in_set)
+			watch_ctx(td, tc);
+		return dl;
 	}
 	/* IDLE */
 	tc->nic_strike = false;
@@ -245,9 +258,93 @@ static void ctx_event(struct tcp_dev *td, uint64_t serial, uint64_t now)
 	serve(tc);
 }
 
-/* ---- data connections of the export/connect flow ---- */
+/* ---- data connections of the export/connect flow ----
+ *
+ * Before its hello a data connection is anybody's: it holds one of the
+ * device's waiting slots (max_hellos) for at most TCP_HELLO_TIMEOUT_MS. So
+ * that stalled connections cannot lock real clients out, one source address
+ * holds at most max_hellos_per_source slots, and a new connection never
+ * waits for a slot: when its source (or the device) is full, the waiting
+ * connection idle the longest gives way (of its source, or of the source
+ * holding the most slots). A real client sends its hello at once, so it is
+ * never the idlest for long; an attacker's stalled sockets are. */
 
-static void hello_drop(struct tcp_dev *td, struct tcp_hello *h, bool log_reject)
+static const char *const end_text[TCP_HELLO_END_COUNT] = {
+    [TCP_HELLO_ATTACHED] = "attached",
+    [TCP_HELLO_TIMEOUT] = "dropped: no hello within the timeout",
+    [TCP_HELLO_MALFORMED] = "rejected: malformed hello",
+    [TCP_HELLO_BAD_TOKEN] = "rejected: bad token",
+    [TCP_HELLO_CLOSED] = "closed by the peer before its hello",
+    [TCP_HELLO_EVICTED] = "dropped: evicted by a newer connection (waiting slots full)",
+};
+
+static void source_text(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	const void *a = NULL;
+
+	if (ss->ss_family == AF_INET)
+		a = &((const struct sockaddr_in *)ss)->sin_addr;
+	else if (ss->ss_family == AF_INET6)
+		a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+	if (!a || !inet_ntop(ss->ss_family, a, buf, (socklen_t)len))
+		snprintf(buf, len, "?");
+}
+
+static bool same_source(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+		               &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
+	return true;
+}
+
+/* Logs how a wait ended: one line a second per kind, with the count of the
+ * ones not logged. */
+static void hello_log(struct tcp_dev *td, struct tcp_hello *h, enum tcp_hello_end how,
+                      const char *detail)
+{
+	uint64_t skipped;
+	char src[INET6_ADDRSTRLEN + 1], more[64];
+
+	if (how == TCP_HELLO_ATTACHED ||
+	    !rdmx__log_rate_ok(&td->hello_log[how], rdmx__tcp_now_ns(), &skipped))
+		return;
+	source_text(&h->src, src, sizeof(src));
+	more[0] = '\0';
+	if (skipped)
+		snprintf(more, sizeof(more), "; %llu more not logged", (unsigned long long)skipped);
+	if (how == TCP_HELLO_CLOSED)
+		RDMX_INFO("tcp: data connection from %s %s%s", src, end_text[how], more);
+	else
+		RDMX_WARN("tcp: data connection from %s %s%s%s", src, end_text[how], detail, more);
+}
+
+/* Summaries of the windows that ended with lines held back; returns the
+ * next time one is due. */
+static uint64_t hello_log_flush(struct tcp_dev *td, uint64_t now)
+{
+	uint64_t next = TCP_NEVER;
+
+	for (int k = 0; k < TCP_HELLO_END_COUNT; k++) {
+		uint64_t skipped, d;
+
+		if (rdmx__log_rate_flush(&td->hello_log[k], now, &skipped))
+			RDMX_WARN("tcp: %llu more data connections %s, not logged",
+			          (unsigned long long)skipped, end_text[k]);
+		d = rdmx__log_rate_deadline(&td->hello_log[k]);
+		if (d < next)
+			next = d;
+	}
+	return next;
+}
+
+static void hello_drop(struct tcp_dev *td, struct tcp_hello *h, enum tcp_hello_end how,
+                       const char *detail)
 {
 	for (struct tcp_hello **pp = &td->hellos; *pp; pp = &(*pp)->next) {
 		if (*pp == h) {
@@ -256,20 +353,62 @@ static void hello_drop(struct tcp_dev *td, struct tcp_hello *h, bool log_reject)
 		}
 	}
 	td->num_hellos--;
+	/* count and log first: a peer that sees the close sees them */
+	atomic_fetch_add(&td->hello_ends[how], 1);
+	hello_log(td, h, how, detail);
 	if (h->fd >= 0) {
 		epoll_ctl(td->nic_epfd, EPOLL_CTL_DEL, h->fd, NULL);
 		close(h->fd);
 	}
-	if (log_reject)
-		RDMX_WARN("tcp: data connection rejected: bad token");
 	free(h);
+}
+
+/* The waiting connection to give way for one from `src`: the idlest of
+ * that source when it is at its limit, else (device full) the idlest of
+ * the source holding the most slots; NULL when there is room. */
+static struct tcp_hello *hello_victim(struct tcp_dev *td, const struct sockaddr_storage *src)
+{
+	struct tcp_hello *mine = NULL, *best = NULL;
+	unsigned n_mine = 0, best_n = 0;
+
+	for (struct tcp_hello *h = td->hellos; h; h = h->next) {
+		if (same_source(&h->src, src)) {
+			n_mine++;
+			if (!mine || h->last_rx < mine->last_rx)
+				mine = h;
+		}
+	}
+	if (n_mine >= td->max_hellos_per_source)
+		return mine;
+	if (td->num_hellos < td->max_hellos)
+		return NULL;
+	for (struct tcp_hello *h = td->hellos; h; h = h->next) {
+		unsigned n = 0;
+		struct tcp_hello *idlest = NULL;
+
+		for (struct tcp_hello *p = td->hellos; p; p = p->next) {
+			if (same_source(&p->src, &h->src)) {
+				n++;
+				if (!idlest || p->last_rx < idlest->last_rx)
+					idlest = p;
+			}
+		}
+		if (n > best_n || (n == best_n && idlest->last_rx < best->last_rx)) {
+			best_n = n;
+			best = idlest;
+		}
+	}
+	return best;
 }
 
 static void accept_data(struct tcp_dev *td, uint64_t now)
 {
 	for (;;) {
-		struct tcp_hello *h;
-		int fd = accept4(td->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sockaddr_storage src;
+		socklen_t src_len = sizeof(src);
+		struct tcp_hello *h, *victim;
+		int fd = accept4(td->lfd, (struct sockaddr *)&src, &src_len,
+		                 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
@@ -279,19 +418,18 @@ static void accept_data(struct tcp_dev *td, uint64_t now)
 				continue;
 			return;
 		}
-		if (td->num_hellos >= TCP_MAX_HELLOS) {
-			RDMX_WARN("tcp: data connection refused: %u already await their hello",
-			          td->num_hellos);
-			close(fd);
-			continue;
-		}
 		h = calloc(1, sizeof(*h));
 		if (!h) {
 			close(fd);
 			continue;
 		}
 		h->fd = fd;
+		h->src = src;
+		h->last_rx = now;
 		h->deadline = now + (uint64_t)TCP_HELLO_TIMEOUT_MS * 1000000u;
+		victim = hello_victim(td, &src);
+		if (victim)
+			hello_drop(td, victim, TCP_HELLO_EVICTED, "");
 		if (nic_ctl(td, EPOLL_CTL_ADD, fd, EPOLLIN, (uint64_t)(uintptr_t)h)) {
 			close(fd);
 			free(h);
@@ -315,17 +453,21 @@ static void hello_read(struct tcp_dev *td, struct tcp_hello *h)
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 		return;
 	if (n <= 0) {
-		RDMX_DBG("tcp: data connection closed before its hello");
-		hello_drop(td, h, true);
+		hello_drop(td, h, TCP_HELLO_CLOSED, "");
 		return;
 	}
 	h->got += (uint32_t)n;
+	h->last_rx = rdmx__tcp_now_ns();
 	if (h->got < RDMX__TCP_HDR_SIZE)
 		return;
 	rdmx__tcp_hdr_decode(h->buf, &hdr);
 	if (hdr.op != RDMX__TCP_OP_HELLO || rdmx__tcp_hdr_check(&hdr, TCP_MAX_MSG) ||
-	    hdr.op0 != RDMX__TCP_HELLO_WORD) {
-		hello_drop(td, h, true);
+	    hdr.op0 != RDMX__TCP_HELLO_WORD || hdr.len != RDMX__TCP_HELLO_LEN) {
+		char detail[64];
+
+		snprintf(detail, sizeof(detail), " (opcode 0x%02x, length %llu)", hdr.op,
+		         (unsigned long long)hdr.len);
+		hello_drop(td, h, TCP_HELLO_MALFORMED, detail);
 		return;
 	}
 	if (h->got < sizeof(h->buf))
@@ -338,7 +480,7 @@ static void hello_read(struct tcp_dev *td, struct tcp_hello *h)
 		    !c)
 			c = p;
 	if (!c) {
-		hello_drop(td, h, true);
+		hello_drop(td, h, TCP_HELLO_BAD_TOKEN, "");
 		return;
 	}
 	rdmx__tcp_pending_del(td, c);
@@ -346,7 +488,7 @@ static void hello_read(struct tcp_dev *td, struct tcp_hello *h)
 	fd = h->fd;
 	epoll_ctl(td->nic_epfd, EPOLL_CTL_DEL, fd, NULL);
 	h->fd = -1;
-	hello_drop(td, h, false);
+	hello_drop(td, h, TCP_HELLO_ATTACHED, "");
 	rdmx__tcp_conn_attach(c, fd, &hdr, payload);
 }
 
@@ -358,7 +500,7 @@ static void expire_hellos(struct tcp_dev *td, uint64_t now, uint64_t *wait)
 		struct tcp_hello *next = h->next;
 
 		if (h->deadline <= now)
-			hello_drop(td, h, true);
+			hello_drop(td, h, TCP_HELLO_TIMEOUT, "");
 		else if (h->deadline < *wait)
 			*wait = h->deadline;
 		h = next;
@@ -393,6 +535,8 @@ static void *nic_main(void *arg)
 		uint64_t now = rdmx__tcp_now_ns(), wait = TCP_NEVER;
 		int n;
 
+		atomic_fetch_add_explicit(&td->nic_rounds, 1, memory_order_relaxed);
+
 		for (struct tcp_ctx *tc = td->ctxs; tc; tc = tc->next) {
 			uint64_t w = check_ctx(td, tc, now);
 
@@ -400,6 +544,12 @@ static void *nic_main(void *arg)
 				wait = w;
 		}
 		expire_hellos(td, now, &wait);
+		{
+			uint64_t w = hello_log_flush(td, now);
+
+			if (w < wait)
+				wait = w;
+		}
 		if (wait == TCP_NEVER || wait > now + td->grace_ns) {
 			/* parking: announce it, then look once more for work the
 			 * application left meanwhile (it nudges us if it sees us

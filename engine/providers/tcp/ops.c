@@ -66,7 +66,11 @@ int rdmx__tcp_post_send(struct rdmx_conn *conn, struct rdmx_task *task)
 	c->sq_tail = task;
 	if (!c->sq_cur)
 		c->sq_cur = task;
-	c->sq_count++;
+	if (!c->sq_count++ && c->tt_ns) {
+		/* the peer owes us nothing until now: its time starts here */
+		c->tt_last = rdmx__tcp_now_ns();
+		rdmx__tcp_ctx_timer(tc, c->tt_last + c->tt_ns);
+	}
 	/* straight to the socket, unless it is full (EPOLLOUT will resume) */
 	if (c->state == TC_UP && !(c->ep_events & EPOLLOUT))
 		rdmx__tcp_tx_flush(c);

@@ -764,6 +764,8 @@ size_t rdmx__tcp_rx_serve(struct tcp_conn *c, size_t budget)
 			rx->stage_len = (uint32_t)n;
 		}
 	}
+	if (got)
+		rdmx__tcp_conn_alive(c);
 	/* answers go out after the callbacks ran (ctx_poll) or at the end of
 	 * the NIC's pass: an acknowledgement can share a segment with a reply */
 	if (c->fd >= 0 && rdmx__tcp_tx_pending(c))

@@ -32,11 +32,12 @@
 #define TCP_MAX_SGE 32u
 #define TCP_MAX_MSG (1ull << 30)
 #define TCP_MAX_CONNS 1024u
-#define TCP_STAGE_SIZE 16384u      /* per connection receive staging buffer */
-#define TCP_DIRECT_MIN 4096u       /* payload remainders this big bypass the stage */
-#define TCP_HELLO_TIMEOUT_MS 5000u /* to read a hello / cm request */
-#define TCP_MAX_HELLOS 64u         /* per device: data connections awaiting their hello */
-#define TCP_MAX_CMREQS 64u         /* per context: cm connections awaiting their request */
+#define TCP_STAGE_SIZE 16384u        /* per connection receive staging buffer */
+#define TCP_DIRECT_MIN 4096u         /* payload remainders this big bypass the stage */
+#define TCP_HELLO_TIMEOUT_MS 5000u   /* to read a hello / cm request */
+#define TCP_MAX_HELLOS 64u           /* per device: data connections awaiting their hello */
+#define TCP_MAX_HELLOS_PER_SOURCE 8u /* ... of them from one source address */
+#define TCP_MAX_CMREQS 64u           /* per context: cm connections awaiting their request */
 #define TCP_RNR_MIN_US 200u
 #define TCP_RNR_MAX_US 10000u
 #define TCP_SERVE_BUDGET (1u << 20) /* bytes read from one socket per serve pass */
@@ -84,9 +85,22 @@ bool rdmx__tcp_region_allows(const struct rdmx__tcp_region *r, uint64_t off, uin
 
 /* ---- device (device.c, nic.c) ---- */
 
+/* How a data connection's wait for its hello ended (device counters). */
+enum tcp_hello_end {
+	TCP_HELLO_ATTACHED,  /* the token matched an export */
+	TCP_HELLO_TIMEOUT,   /* no complete hello in TCP_HELLO_TIMEOUT_MS */
+	TCP_HELLO_MALFORMED, /* not a hello frame */
+	TCP_HELLO_BAD_TOKEN, /* a well-formed hello naming no export */
+	TCP_HELLO_CLOSED,    /* the peer closed (or reset) before its hello */
+	TCP_HELLO_EVICTED,   /* oldest idle one dropped for a newer connection */
+	TCP_HELLO_END_COUNT
+};
+
 struct tcp_hello {
 	int fd;
 	uint64_t deadline;
+	uint64_t last_rx; /* accepted or last bytes received (eviction order) */
+	struct sockaddr_storage src;
 	uint32_t got;
 	uint8_t buf[RDMX__TCP_HDR_SIZE + RDMX__TCP_HELLO_LEN];
 	struct tcp_hello *next;
@@ -109,12 +123,19 @@ struct tcp_dev {
 	struct tcp_conn *pending; /* exported conns awaiting a data connection */
 	struct tcp_hello *hellos;
 	unsigned num_hellos;
+	unsigned max_hellos;            /* TCP_MAX_HELLOS (tests lower it) */
+	unsigned max_hellos_per_source; /* TCP_MAX_HELLOS_PER_SOURCE */
+	/* written before the socket is closed: whoever sees the close sees
+	 * the count */
+	atomic_uint_least64_t hello_ends[TCP_HELLO_END_COUNT];
+	struct rdmx__log_rate hello_log[TCP_HELLO_END_COUNT]; /* NIC thread */
 	pthread_t nic;
 	bool nic_started;
 	bool nic_stop;
 	atomic_bool nic_parked; /* the NIC sleeps past a grace period: nudge it */
 	int nic_epfd;           /* ctl eventfd, listener, hellos, idle contexts' socket sets */
 	int nic_efd;            /* wakes the NIC thread (context added/removed, stop) */
+	atomic_uint_least64_t nic_rounds; /* passes of the NIC loop (tests: no busy loop) */
 };
 
 /* Starts the NIC thread once (device lock held). */
@@ -327,6 +348,8 @@ struct tcp_conn {
 	uint8_t final_ev;       /* RDMX__CONN_EV_FAILURE / DISCONNECTED */
 	uint32_t cq_refs;       /* completion queue entries naming this conn */
 	uint64_t conn_deadline; /* handshake timeout */
+	uint64_t tt_ns;         /* transport timeout x tries (0: none) */
+	uint64_t tt_last;       /* last sign of life: bytes in or out, or sq was empty */
 	uint32_t timeout_ms;
 	uint8_t my_token[RDMX__TCP_TOKEN_SIZE];
 	uint8_t peer_token[RDMX__TCP_TOKEN_SIZE];
@@ -402,6 +425,9 @@ void rdmx__tcp_conn_handshake(struct tcp_conn *c, const struct rdmx__tcp_hdr *h,
 /* The TCP connect finished (writable socket in TC_DIALING). */
 void rdmx__tcp_conn_dialed(struct tcp_conn *c);
 void rdmx__tcp_conn_timer(struct tcp_conn *c, uint64_t now);
+/* The peer showed life (bytes moved either way): restarts the transport
+ * timeout (lock held). */
+void rdmx__tcp_conn_alive(struct tcp_conn *c);
 /* cm listener became readable / a cm request socket became readable. */
 void rdmx__tcp_cm_accept(struct tcp_ctx *tc);
 void rdmx__tcp_cmreq_read(struct tcp_ctx *tc, struct tcp_cmreq *r);

@@ -424,6 +424,8 @@ void rdmx__tcp_tx_flush(struct tcp_conn *c)
 			                                  : RDMX__CONN_EV_FAILURE);
 			return;
 		}
+		if (s > 0)
+			rdmx__tcp_conn_alive(c);
 		advance(c, (size_t)s);
 	}
 	if (c->fd >= 0 && c->state != TC_DIALING)

@@ -127,3 +127,37 @@ Test(log, default_sink_writes_stderr, .init = fresh_env)
 	fflush(stderr);
 	cr_assert_stderr_eq_str("rdmx error: bad size 12 bytes\n");
 }
+
+/* The rate limiter: one line a window; the count of what it held back is
+ * never lost, whether another event comes (carried by its line) or not
+ * (handed out by flush once the window is over). */
+Test(log, rate_limit_keeps_the_count)
+{
+	struct rdmx__log_rate r = {0};
+	const uint64_t s = RDMX__LOG_RATE_WINDOW_NS;
+	uint64_t skipped = 99, total = 0;
+
+	cr_assert(rdmx__log_rate_ok(&r, 5 * s, &skipped));
+	cr_assert_eq(skipped, 0);
+	for (int i = 0; i < 7; i++)
+		cr_assert_not(rdmx__log_rate_ok(&r, 5 * s + (uint64_t)i, &skipped));
+	cr_assert_eq(rdmx__log_rate_deadline(&r), 6 * s);
+	cr_assert_not(rdmx__log_rate_flush(&r, 6 * s - 1, &skipped), "flushed inside the window");
+	/* no further event: the flush reports the 7 */
+	cr_assert(rdmx__log_rate_flush(&r, 6 * s, &skipped));
+	cr_assert_eq(skipped, 7);
+	total += skipped;
+	cr_assert_eq(rdmx__log_rate_deadline(&r), UINT64_MAX);
+	cr_assert_not(rdmx__log_rate_flush(&r, 9 * s, &skipped), "the count went out twice");
+	/* a flood that goes on: the summary opened a window, its next line
+	 * carries what came after */
+	cr_assert_not(rdmx__log_rate_ok(&r, 6 * s + 1, &skipped));
+	cr_assert_not(rdmx__log_rate_ok(&r, 6 * s + 2, &skipped));
+	cr_assert(rdmx__log_rate_ok(&r, 7 * s, &skipped));
+	cr_assert_eq(skipped, 2);
+	total += skipped;
+	cr_assert_eq(total, 9);
+	/* quiet, then one event: logged at once with nothing to report */
+	cr_assert(rdmx__log_rate_ok(&r, 20 * s, &skipped));
+	cr_assert_eq(skipped, 0);
+}

@@ -27,7 +27,7 @@
 
 #include <rdmx/rdmx.h>
 
-#include "providers/tcp/wire.h"
+#include "providers/tcp/tcp.h"
 
 #define GUARD_MS 20000
 
@@ -154,6 +154,10 @@ static void on_end(struct rdmx_conn *c, void *ud, void *cud)
 	((struct side *)cud)->ended++;
 }
 
+/* transport timeout for the next side_open (0: the default) */
+static uint32_t next_tt_ms;
+static uint8_t next_tt_retry;
+
 static int side_open(struct side *s, uint8_t rnr_retry)
 {
 	int rc;
@@ -172,6 +176,13 @@ static int side_open(struct side *s, uint8_t rnr_retry)
 	rdmx_ctx_set_max_send_buf_list_len(s->ctx, 4);
 	rdmx_ctx_set_max_recv_buf_list_len(s->ctx, 4);
 	rdmx_ctx_set_rnr_retry_count(s->ctx, rnr_retry);
+	if (next_tt_ms) {
+		rc = rdmx_ctx_set_transport_timeout(s->ctx, next_tt_ms);
+		if (!rc)
+			rc = rdmx_ctx_set_retry_count(s->ctx, next_tt_retry);
+		if (rc)
+			return rc;
+	}
 	rdmx_ctx_set_conn_callbacks(s->ctx, NULL, on_est, on_end, on_end);
 	for (int t = 0; t < RDMX_TASK_TYPE_COUNT; t++) {
 		rc = rdmx_ctx_set_task_conf(s->ctx, (enum rdmx_task_type)t, on_task, on_task, 64);
@@ -839,6 +850,14 @@ static enum rdmx_conn_state state_of(struct rdmx_conn *c)
 	return st;
 }
 
+static uint64_t hello_ends(struct side *s, enum tcp_hello_end how)
+{
+	return atomic_load(&TCP_DEV(s->dev)->hello_ends[how]);
+}
+
+/* Each way a data connection fails before its hello is told apart (counted
+ * and logged before the socket is closed, so a peer that sees the close
+ * finds the count: nothing here waits for a log line). */
 static void t_bad_token(void)
 {
 	const void *dv;
@@ -850,9 +869,14 @@ static void t_bad_token(void)
 	                          .len = RDMX__TCP_HELLO_LEN,
 	                          .op0 = RDMX__TCP_HELLO_WORD,
 	                          .op1 = 4};
+	struct rdmx__tcp_hdr junk = {.op = 0x77, .len = 8};
+	uint64_t bad, closed, malformed;
 	int fd;
 
 	log_clear();
+	bad = hello_ends(&A, TCP_HELLO_BAD_TOKEN);
+	closed = hello_ends(&A, TCP_HELLO_CLOSED);
+	malformed = hello_ends(&A, TCP_HELLO_MALFORMED);
 	OK(rdmx_ctx_export(A.ctx, &dv, &dl, &c));
 	memcpy(frame, (const uint8_t *)dv + 24, RDMX__TCP_TOKEN_SIZE);
 	frame[3] ^= 0x10;
@@ -862,17 +886,145 @@ static void t_bad_token(void)
 	raw_frame(fd, &h, frame, sizeof(frame));
 	CHECK(raw_closed(fd), "a wrong token was not refused");
 	close(fd);
-	CHECK(log_has("tcp: data connection rejected: bad token"), "no log line");
-	/* a short hello, then silence and close */
+	CHECK(hello_ends(&A, TCP_HELLO_BAD_TOKEN) == bad + 1, "not counted as a bad token");
+	CHECK(log_has("rejected: bad token"), "no log line");
+	/* a short hello, then silence and close: the peer closed */
 	fd = raw_dial(dv);
 	CHECK(fd >= 0, "dial");
 	(void)!send(fd, frame, 10, MSG_NOSIGNAL);
 	shutdown(fd, SHUT_WR);
 	CHECK(raw_closed(fd), "a short hello was not refused");
 	close(fd);
+	CHECK(hello_ends(&A, TCP_HELLO_CLOSED) == closed + 1, "not counted as closed by the peer");
+	CHECK(hello_ends(&A, TCP_HELLO_BAD_TOKEN) == bad + 1, "a close counted as a bad token");
+	/* garbage instead of a hello */
+	fd = raw_dial(dv);
+	CHECK(fd >= 0, "dial");
+	raw_frame(fd, &junk, frame, 8);
+	CHECK(raw_closed(fd), "garbage was not refused");
+	close(fd);
+	CHECK(hello_ends(&A, TCP_HELLO_MALFORMED) == malformed + 1, "not counted as malformed");
+	CHECK(log_has("rejected: malformed hello (opcode 0x77"), "no malformed log line");
+	CHECK(hello_ends(&A, TCP_HELLO_BAD_TOKEN) == bad + 1, "garbage counted as a bad token");
 	CHECK(state_of(c) == RDMX_CONN_CONNECTING, "the export moved: %d", (int)state_of(c));
 	OK(rdmx_conn_disconnect(c));
 	DRIVE_UNTIL(&A, NULL, A.ended >= 1);
+}
+
+/* Opens a stalled connection (nothing sent) to a device's data listener
+ * from 127.0.0.`host` (any port). */
+static int stall_dial(const uint8_t *details, int host)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET}, me = {.sin_family = AF_INET};
+	int fd;
+
+	sin.sin_port = htons(rdmx__tcp_get16(details + 6));
+	memcpy(&sin.sin_addr, details + 8, 4);
+	me.sin_addr.s_addr = htonl(0x7f000000u | (uint32_t)host);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&me, sizeof(me)) ||
+	    connect(fd, (struct sockaddr *)&sin, sizeof(sin))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Pre-authentication lock-out: 200 stalled connections to each side's data
+ * listener (half from 127.0.0.1, the real clients' address, half from ten
+ * other loopback addresses) hold no slot a real connection needs: the
+ * longest-idle waiting ones give way, and the real pair connects. */
+static void t_stalled_flood(void)
+{
+	enum { N = 200 };
+	static int fds[2][N];
+	struct side *sides[2] = {&A, &B};
+	const void *dv[2];
+	size_t dl;
+	struct rdmx_conn *ca, *cb, *probe[2];
+	uint64_t evicted = hello_ends(&A, TCP_HELLO_EVICTED) + hello_ends(&B, TCP_HELLO_EVICTED);
+	int held = 0;
+
+	/* an export of each side only to learn its data listener's address */
+	OK(rdmx_ctx_export(A.ctx, &dv[0], &dl, &probe[0]));
+	OK(rdmx_ctx_export(B.ctx, &dv[1], &dl, &probe[1]));
+	for (int s = 0; s < 2; s++) {
+		for (int i = 0; i < N; i++) {
+			fds[s][i] = stall_dial(dv[s], i % 2 ? 1 : 2 + i % 20 / 2);
+			if (fds[s][i] >= 0)
+				held++;
+		}
+	}
+	CHECK(held == 2 * N, "only %d of %d stalled connections opened", held, 2 * N);
+	OK(rdmx_conn_disconnect(probe[0]));
+	OK(rdmx_conn_disconnect(probe[1]));
+	connect_pair(&A, &B, &ca, &cb);
+	CHECK(!failures, "the real connection did not get through");
+	CHECK(state_of(ca) == RDMX_CONN_ESTABLISHED && state_of(cb) == RDMX_CONN_ESTABLISHED,
+	      "states %d %d", (int)state_of(ca), (int)state_of(cb));
+	CHECK(hello_ends(&A, TCP_HELLO_EVICTED) + hello_ends(&B, TCP_HELLO_EVICTED) > evicted,
+	      "no stalled connection was evicted");
+	for (int s = 0; s < 2; s++) {
+		CHECK(TCP_DEV(sides[s]->dev)->num_hellos <= TCP_MAX_HELLOS, "%u waiting",
+		      TCP_DEV(sides[s]->dev)->num_hellos);
+		for (int i = 0; i < N; i++)
+			close(fds[s][i]);
+	}
+	OK(rdmx_conn_disconnect(ca));
+	DRIVE_UNTIL(&A, &B, A.ended >= 2 && B.ended >= 2);
+}
+
+/* RC's transport timeout: a peer that completed the handshake and then
+ * never reads nor answers (frozen) is declared lost; every outstanding task
+ * fails exactly once with CONN_ABORTED (verbs' retry-exceeded) and the
+ * connection goes to error and ends (its final event). Decided on
+ * completion statuses, whatever the machine's speed. */
+static void t_frozen_peer(void)
+{
+	enum { K = 4 };
+	struct rdmx_conn *c;
+	struct region ra;
+	struct rdmx_task *t[K];
+	struct rec r[K];
+	struct rdmx_buf b;
+	uint32_t psn, v = 0;
+	uint8_t retry = 9;
+	int fd, ended;
+
+	/* A again, with a short timeout: 20 ms x (2 + 1) */
+	side_close(&A);
+	next_tt_ms = 20;
+	next_tt_retry = 2;
+	OK(side_open(&A, 7));
+	next_tt_ms = 0;
+	OK(rdmx_ctx_get_transport_timeout(A.ctx, &v));
+	OK(rdmx_ctx_get_retry_count(A.ctx, &retry));
+	CHECK(v == 20 && retry == 2, "attributes read back as %u and %u", v, retry);
+	CHECK(rdmx_ctx_set_transport_timeout(A.ctx, 5) == RDMX_E_BAD_STATE, "set after start");
+	OK(region_new(&A, &ra, 4096, RDMX_ACCESS_ALL));
+	fd = raw_peer(&c, &psn);
+	CHECK(fd >= 0, "raw handshake failed");
+	ended = A.ended;
+	b = lbuf(&ra, 0, 64);
+	for (int i = 0; i < K; i++) {
+		r[i] = (struct rec){0};
+		OK(rdmx_task_send_alloc(A.ctx, c, &b, &r[i], &t[i]));
+		OK(rdmx_task_submit(t[i]));
+	}
+	/* the peer never reads, never answers */
+	DRIVE_UNTIL(&A, NULL, A.ended > ended);
+	for (int i = 0; i < K; i++) {
+		CHECK(r[i].ok == 0 && r[i].err == 1, "task %d completed %d+%d times", i, r[i].ok,
+		      r[i].err);
+		CHECK(r[i].status == RDMX_E_CONN_ABORTED, "task %d: %s", i,
+		      rdmx_err_name(r[i].status));
+	}
+	for (int i = 0; i < K; i++)
+		rdmx_task_free(t[i]);
+	close(fd);
+	region_free(&ra);
 }
 
 struct hostile {
@@ -1228,6 +1380,8 @@ int main(int argc, char **argv)
 		{"armed_target", t_armed_target},
 		{"blocking_pingpong", t_blocking_pingpong},
 		{"bad_token", t_bad_token},
+		{"stalled_flood", t_stalled_flood},
+		{"frozen_peer", t_frozen_peer},
 		{"hostile_frames", t_hostile_frames},
 		{"hostile_random", t_hostile_random},
 	};
