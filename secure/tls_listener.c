@@ -3,12 +3,14 @@
  * Defences, each bounded by a number the config states:
  * - a handshake that has not finished in the handshake timeout is dropped,
  *   whatever the peer trickles in (slowloris);
- * - at most max_per_source handshakes per source address, and at most
- *   max_total per listener. A new connection over either budget evicts the
- *   handshake that has been idle longest (of its source, or of all), so the
- *   listener never stops accepting: a peer holding half-open handshakes
- *   sheds its own oldest ones, and a legitimate client, whose handshake
- *   moves, gets through even from the attacker's address;
+ * - at most max_per_source half-open handshakes (no whole ClientHello yet)
+ *   per source address, and at most max_total handshakes per listener. A
+ *   new connection over either budget evicts the handshake that has been
+ *   idle longest (of its source's half-open ones; of all, half-open ones
+ *   first), so the listener never stops accepting: a peer holding half-open
+ *   handshakes sheds its own oldest ones, and a legitimate client, whose
+ *   handshake moves at once, gets through even from the attacker's
+ *   address;
  * so the memory held by unauthenticated peers is bounded by max_total
  * sessions, whatever the number of connection attempts. */
 #ifndef _GNU_SOURCE
@@ -89,7 +91,12 @@ static int same_source(const struct sockaddr_storage *a, const struct sockaddr_s
 	return 1;
 }
 
-/* Handshakes from src (all when src is NULL), and the one idle longest. */
+static int half_open(const struct handshake *h)
+{
+	return !rdmx__tls_conn_hello_done(h->conn);
+}
+
+/* Half-open handshakes from src, and the one of them idle longest. */
 static uint32_t count_source(const struct rdmx_tls_listener *l, const struct sockaddr_storage *src,
                              struct handshake **oldest)
 {
@@ -97,13 +104,27 @@ static uint32_t count_source(const struct rdmx_tls_listener *l, const struct soc
 
 	*oldest = NULL;
 	for (struct handshake *h = l->head; h; h = h->next) {
-		if (src && !same_source(&h->src, src))
+		if (!same_source(&h->src, src) || !half_open(h))
 			continue;
 		n++;
 		if (!*oldest || h->last < (*oldest)->last)
 			*oldest = h;
 	}
 	return n;
+}
+
+/* Of all handshakes, the half-open one idle longest, else the one idle
+ * longest. */
+static struct handshake *oldest_of_all(const struct rdmx_tls_listener *l)
+{
+	struct handshake *best = NULL;
+
+	for (struct handshake *h = l->head; h; h = h->next) {
+		if (!best || (half_open(h) && !half_open(best)) ||
+		    (half_open(h) == half_open(best) && h->last < best->last))
+			best = h;
+	}
+	return best;
 }
 
 static void source_text(const struct sockaddr_storage *ss, char *buf, size_t len)
@@ -249,10 +270,9 @@ static void make_room(struct rdmx_tls_listener *l, const struct sockaddr_storage
 
 	if (count_source(l, src, &victim) >= l->max_per_source && victim) {
 		l->stats.over_limit++;
-		budget = "from one source";
+		budget = "half-open from one source";
 		limit = l->max_per_source;
-	} else if (l->stats.handshaking >= l->max_total && count_source(l, NULL, &victim) &&
-	           victim) {
+	} else if (l->stats.handshaking >= l->max_total && (victim = oldest_of_all(l))) {
 		budget = "in all";
 		limit = l->max_total;
 	} else {
@@ -301,6 +321,9 @@ static void handshake_start(struct rdmx_tls_listener *l, int fd, const struct so
 	h->timer.data = h;
 	ev_timer_start(l->loop, &h->timer);
 	ev_io_start(l->loop, &h->io);
+	/* its ClientHello is often there already: a client that moves at once
+	 * is no longer half-open when the next connection needs room */
+	handshake_step(h);
 }
 
 static void resume_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)

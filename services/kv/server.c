@@ -10,6 +10,9 @@
  * "registered service=NAME id=N endpoint=HOST:PORT" once it is in the
  * registry. SIGINT / SIGTERM: NOT_SERVING, leave the registry, close. */
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -352,12 +355,22 @@ static void on_connected(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_con
 static void on_gone(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_conn *rc, int status,
                     void *arg)
 {
+	struct kv_server *k = arg;
 	const char *cert = "?", *hello = "";
 
+	if (k->o.verbose) {
+		rdmx_rpc_secure_get_peer_names(rc, &cert, &hello);
+		fprintf(stderr, "rdmx-kv: client %s (%s) gone: %s\n", cert, hello,
+		        rdmx_strerror(status));
+	}
+#ifdef __GLIBC__
+	/* the last client is leaving: give the heap its sessions and deleted
+	 * values held back to the system, so an idle server shrinks again */
+	if (rdmx_rpc_secure_server_get_clients(srv) <= 1)
+		malloc_trim(0);
+#else
 	(void)srv;
-	(void)arg;
-	rdmx_rpc_secure_get_peer_names(rc, &cert, &hello);
-	fprintf(stderr, "rdmx-kv: client %s (%s) gone: %s\n", cert, hello, rdmx_strerror(status));
+#endif
 }
 
 int kv_serve_main(int argc, char **argv)
@@ -399,10 +412,9 @@ int kv_serve_main(int argc, char **argv)
 		goto out;
 	/* mutual TLS bootstrap, then a channel and an RPC endpoint per client,
 	 * all driven by the loop (rdmx/rpc_secure.h) */
-	if (k.o.verbose) {
+	if (k.o.verbose)
 		ops.connected = on_connected;
-		ops.gone = on_gone;
-	}
+	ops.gone = on_gone;
 	if (kv_open_device(&k.dev, &k.max_msg, &k.max_value, "rdmx-kv serve"))
 		goto out;
 	rdmx_rpc_secure_opts_init(&so);
