@@ -116,6 +116,28 @@ int rdmx__builtins_decode_str1(const void *req, size_t len, const char **s, size
 	return 0;
 }
 
+/* ListRequest: empty, or one map whose fields (none defined) are skipped. */
+static int decode_empty_request(const void *req, size_t len)
+{
+	struct rdmx_dec d;
+	uint32_t count, key;
+	int rc;
+
+	if (len == 0)
+		return 0;
+	rc = rdmx__dec_init(&d, req, len, NULL, NULL, 1);
+	if (!rc)
+		rc = rdmx__dec_map(&d, &count);
+	for (uint32_t i = 0; !rc && i < count; i++) {
+		rc = rdmx__dec_key(&d, &key);
+		if (!rc)
+			rc = rdmx__dec_skip(&d);
+	}
+	if (!rc)
+		rc = rdmx__dec_finish(&d);
+	return rc;
+}
+
 static void file_fini(struct rdmx__refl_file *f)
 {
 	for (size_t i = 0; i < f->n_services; i++)
@@ -463,8 +485,11 @@ static void list_handler(struct rdmx_rpc_server_call *call, const void *req, siz
 	uint32_t pos = 0;
 	uint8_t *buf;
 
-	(void)req; /* ListRequest has no fields; unknown ones are ignored */
-	(void)len;
+	/* ListRequest has no fields; unknown ones are ignored, garbage is not */
+	if (decode_empty_request(req, len)) {
+		rdmx_rpc_respond(call, RDMX_RPC_INVALID_ARGUMENT, "malformed ListRequest", NULL);
+		return;
+	}
 	while ((m = rdmx__map_next(&b->server->methods, &pos, NULL))) {
 		const char *slash = m->name ? strchr(m->name, '/') : NULL;
 

@@ -541,7 +541,7 @@ int rdmx_rpc_call_async(struct rdmx_rpc_conn *rc, uint32_t method_id,
 	c->arg = arg;
 	c->oneway = oneway;
 	c->timer.fn = deadline_fired;
-	c->ms = rdmx__mstats_get(&rc->mstats, method_id);
+	c->ms = rdmx__mstats_get(&rc->mstats, method_id, true);
 	if (!oneway && (rc_ = rdmx__map_put(&rc->calls, c->id, c)) != 0) {
 		ccall_put(rc, c);
 		return rc_;

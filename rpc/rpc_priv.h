@@ -38,8 +38,9 @@ struct rpc_mstats {
 };
 void rdmx__hist_add(struct rdmx_rpc_hist *h, uint64_t ns);
 void rdmx__stats_done(struct rdmx_rpc_stats *s, enum rdmx_rpc_code code, uint64_t ns);
-/* method -> rpc_mstats, created on first use (NULL when out of memory). */
-struct rpc_mstats *rdmx__mstats_get(struct rdmx__map *m, uint32_t method);
+/* method -> rpc_mstats, created on first use (NULL when out of memory);
+ * !known: the one bucket of every unregistered method. */
+struct rpc_mstats *rdmx__mstats_get(struct rdmx__map *m, uint32_t method, bool known);
 void rdmx__mstats_free_all(struct rdmx__map *m);
 
 /* ---- server ---- */

@@ -321,7 +321,7 @@ void rdmx__rpc_on_request(struct rdmx_rpc_conn *rc, const struct rpc_hdr *h, con
 	c->req_len = len;
 	c->start_ns = rdmx__now_ns();
 	c->timer.fn = server_deadline;
-	c->ms = rdmx__mstats_get(&rc->mstats, h->word);
+	c->ms = rdmx__mstats_get(&rc->mstats, h->word, m != NULL);
 	if (c->ms) {
 		struct rdmx_rpc_stats *s = &c->ms->st[RDMX_RPC_ROLE_SERVER];
 

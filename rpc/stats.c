@@ -1,6 +1,12 @@
 /* RPC statistics: counters per endpoint and per method, and log-linear
  * latency histograms (4 buckets per power of two: ~19% resolution, fixed
- * size, no allocation on the hot path). */
+ * size, no allocation on the hot path).
+ *
+ * Per-method stats of an endpoint exist for the methods its server has
+ * registered (and the ids its own calls name); every id a peer names that
+ * the server does not know shares one "unknown" bucket, so a peer cannot
+ * grow the endpoint's memory by naming ids. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,16 +86,25 @@ void rdmx__stats_done(struct rdmx_rpc_stats *s, enum rdmx_rpc_code code, uint64_
 	rdmx__hist_add(&s->latency, ns);
 }
 
-struct rpc_mstats *rdmx__mstats_get(struct rdmx__map *m, uint32_t method)
+/* The unknown bucket's key: above every 32-bit method id. */
+#define UNKNOWN_KEY (1ull << 32)
+
+static uint64_t stats_key(uint32_t method, bool known)
 {
-	struct rpc_mstats *ms = rdmx__map_get(m, method);
+	return known ? method : UNKNOWN_KEY;
+}
+
+struct rpc_mstats *rdmx__mstats_get(struct rdmx__map *m, uint32_t method, bool known)
+{
+	uint64_t key = stats_key(method, known);
+	struct rpc_mstats *ms = rdmx__map_get(m, key);
 
 	if (RPC_LIKELY(ms != NULL))
 		return ms;
 	ms = calloc(1, sizeof(*ms));
 	if (!ms)
 		return NULL;
-	if (rdmx__map_put(m, method, ms)) {
+	if (rdmx__map_put(m, key, ms)) {
 		free(ms);
 		return NULL;
 	}
@@ -123,6 +138,8 @@ int rdmx_rpc_conn_get_method_stats(const struct rdmx_rpc_conn *rc, enum rdmx_rpc
 	if (!rc || !stats || (role != RDMX_RPC_ROLE_CLIENT && role != RDMX_RPC_ROLE_SERVER))
 		return RDMX_E_INVAL;
 	ms = rdmx__map_get(&rc->mstats, method_id);
+	if ((!ms || !ms->st[role].calls) && method_id == RDMX_RPC_METHOD_UNKNOWN)
+		ms = rdmx__map_get(&rc->mstats, UNKNOWN_KEY);
 	if (!ms || !ms->st[role].calls)
 		return RDMX_E_NOT_FOUND;
 	*stats = ms->st[role];
@@ -144,7 +161,7 @@ int rdmx_rpc_conn_list_methods(const struct rdmx_rpc_conn *rc, enum rdmx_rpc_rol
 		if (!ms->st[role].calls)
 			continue;
 		if (n < max)
-			ids[n] = (uint32_t)key;
+			ids[n] = key == UNKNOWN_KEY ? RDMX_RPC_METHOD_UNKNOWN : (uint32_t)key;
 		n++;
 	}
 	*count = n;

@@ -148,9 +148,15 @@ int rdmx__bootstrap_lost(struct rdmx_bootstrap *b, int reason)
 		const char *peer = "unknown";
 
 		rdmx_tls_conn_get_peer_addr(b->tls, &peer);
-		RDMX_SEC_WARN("bootstrap: control channel to %s lost (%s): disconnecting the "
-		              "RDMA connection",
-		              peer, rdmx_strerror(reason));
+		/* a peer that closes its session is an ordinary end, not a fault */
+		if (reason == RDMX_E_DISCONNECTED)
+			RDMX_SEC_INFO("bootstrap: control channel to %s closed by the peer: "
+			              "disconnecting the RDMA connection",
+			              peer);
+		else
+			RDMX_SEC_WARN("bootstrap: control channel to %s lost (%s): disconnecting "
+			              "the RDMA connection",
+			              peer, rdmx_strerror(reason));
 		b->lost = reason;
 		drop_conn(b);
 	}
@@ -723,7 +729,7 @@ int rdmx_bootstrap_connect(struct rdmx_ctx *ctx, struct rdmx_tls_config *cfg, co
 	    (name && !valid_name(name, strlen(name))))
 		return RDMX_E_INVAL;
 	deadline = now_ms() + timeout_ms;
-	ret = rdmx_tls_connect(cfg, host, port, &tls);
+	ret = rdmx_tls_connect_timeout(cfg, host, port, timeout_ms, &tls);
 	if (ret)
 		return ret;
 	ret = rdmx__bootstrap_create(ctx, tls, &b);

@@ -43,20 +43,27 @@ static int left_ms(int64_t deadline)
 int rdmx_registry_client_connect(const char *host, uint16_t port, struct rdmx_tls_config *cfg,
                                  struct rdmx_registry_client **client)
 {
+	return rdmx_registry_client_connect_timeout(host, port, cfg, 0, client);
+}
+
+int rdmx_registry_client_connect_timeout(const char *host, uint16_t port,
+                                         struct rdmx_tls_config *cfg, int timeout_ms,
+                                         struct rdmx_registry_client **client)
+{
 	struct rdmx_registry_client *c;
 	int ret;
 
-	if (!host || !cfg || !client)
+	if (!host || !cfg || !client || timeout_ms < 0 || timeout_ms > 600000)
 		return RDMX_E_INVAL;
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return RDMX_E_NOMEM;
-	ret = rdmx_tls_connect(cfg, host, port, &c->conn);
+	ret = rdmx_tls_connect_timeout(cfg, host, port, timeout_ms, &c->conn);
 	if (ret) {
 		free(c);
 		return ret;
 	}
-	c->timeout_ms = RDMX_REGISTRY_DEFAULT_TIMEOUT_MS;
+	c->timeout_ms = timeout_ms ? timeout_ms : RDMX_REGISTRY_DEFAULT_TIMEOUT_MS;
 	c->next_id = 1;
 	*client = c;
 	return RDMX_OK;

@@ -10,9 +10,12 @@
  * connection), its channel closes (RPC closed callback: engine connection
  * ended or protocol violation), or the engine connection ends (host
  * callbacks: the bootstrap must let go of it). Each marks the session dead;
- * dead sessions are released from an idle watcher of the loop, outside every
- * engine and TLS callback, where destroying the endpoint, the channel and the
- * bootstrap (which closes the TLS session) is safe. */
+ * dead sessions are released from a prepare watcher of the loop, outside
+ * every engine and TLS callback, where destroying the endpoint, the channel
+ * and the bootstrap (which closes the TLS session) is safe. A prepare
+ * watcher runs on every loop iteration before the loop sleeps, however many
+ * events are pending (an idle watcher would starve while any is), so a dead
+ * session never outlives the iteration that saw it die. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -63,7 +66,7 @@ struct rdmx_rpc_secure_server {
 
 	struct session *sessions;
 	uint32_t clients;
-	ev_idle reaper;
+	ev_prepare reaper;
 	int depth; /* our callbacks on the stack */
 };
 
@@ -75,7 +78,7 @@ static void mark_dead(struct session *s, int status)
 		if (!s->ep.lost)
 			s->ep.lost = status;
 	}
-	ev_idle_start(s->srv->loop, &s->srv->reaper);
+	ev_prepare_start(s->srv->loop, &s->srv->reaper);
 }
 
 static void session_release(struct session *s)
@@ -103,20 +106,24 @@ static void session_release(struct session *s)
 	free(s);
 }
 
-static void reap(struct ev_loop *loop, ev_idle *w, int revents)
+static void reap(struct ev_loop *loop, ev_prepare *w, int revents)
 {
 	struct rdmx_rpc_secure_server *srv = w->data;
 	struct session *s = srv->sessions;
 
 	(void)revents;
-	ev_idle_stop(loop, w);
+	ev_prepare_stop(loop, w);
+	/* a release may end another session: scan until none is dead (each
+	 * pass frees at least one, so this ends) */
 	while (s) {
-		struct session *next = s->next;
-
-		if (s->dead)
+		if (s->dead) {
 			session_release(s);
-		s = next;
+			s = srv->sessions;
+			continue;
+		}
+		s = s->next;
 	}
+	ev_prepare_stop(loop, w);
 }
 
 /* ---- engine connection callbacks (the host passes them through) ---- */
@@ -371,7 +378,7 @@ int rdmx_rpc_server_listen_secure(struct ev_loop *loop, struct rdmx_rpc_server *
 	ret = rdmx__rpc_hello_from_opts(opts, 0, &srv->mine);
 	if (ret)
 		goto free_srv;
-	ev_idle_init(&srv->reaper, reap);
+	ev_prepare_init(&srv->reaper, reap);
 	srv->reaper.data = srv;
 	ret = open_engine(srv, opts);
 	if (ret)
@@ -424,7 +431,7 @@ int rdmx_rpc_secure_server_destroy(struct rdmx_rpc_secure_server **sp)
 	/* handshakes and exchanges in progress are dropped; the established
 	 * bootstraps are ours */
 	rdmx_bootstrap_server_destroy(&srv->bs);
-	ev_idle_stop(srv->loop, &srv->reaper);
+	ev_prepare_stop(srv->loop, &srv->reaper);
 	while (srv->sessions) {
 		struct session *s = srv->sessions;
 

@@ -93,6 +93,12 @@ fail:
 int rdmx_tls_connect(struct rdmx_tls_config *cfg, const char *host, uint16_t port,
                      struct rdmx_tls_conn **conn)
 {
+	return rdmx_tls_connect_timeout(cfg, host, port, 0, conn);
+}
+
+int rdmx_tls_connect_timeout(struct rdmx_tls_config *cfg, const char *host, uint16_t port,
+                             int timeout_ms, struct rdmx_tls_conn **conn)
+{
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_ADDRCONFIG};
 	struct addrinfo *res = NULL;
 	struct rdmx_tls_conn *c = NULL;
@@ -100,9 +106,15 @@ int rdmx_tls_connect(struct rdmx_tls_config *cfg, const char *host, uint16_t por
 	int64_t deadline;
 	int ret, gai, fd = -1, err = 0;
 
-	if (!cfg || !host || !*host || !port || !conn)
+	uint32_t limit_ms;
+
+	if (!cfg || !host || !*host || !port || !conn || timeout_ms < 0)
 		return RDMX_E_INVAL;
-	deadline = now_ms() + rdmx__tls_config_handshake_timeout(cfg);
+	/* the caller's budget, never more than the config's handshake timeout */
+	limit_ms = rdmx__tls_config_handshake_timeout(cfg);
+	if (timeout_ms > 0 && (uint32_t)timeout_ms < limit_ms)
+		limit_ms = (uint32_t)timeout_ms;
+	deadline = now_ms() + limit_ms;
 	snprintf(service, sizeof(service), "%u", port);
 	gai = getaddrinfo(host, service, &hints, &res);
 	if (gai != 0) {
@@ -118,7 +130,8 @@ int rdmx_tls_connect(struct rdmx_tls_config *cfg, const char *host, uint16_t por
 	freeaddrinfo(res);
 	if (ret) {
 		if (ret == RDMX_E_TIMEDOUT)
-			RDMX_SEC_WARN("tls: connect to %s:%u timed out", host, port);
+			RDMX_SEC_WARN("tls: connect to %s:%u timed out after %u ms", host, port,
+			              limit_ms);
 		else
 			RDMX_SEC_WARN("tls: cannot connect to %s:%u: %s", host, port,
 			              strerror(err));
@@ -136,7 +149,10 @@ int rdmx_tls_connect(struct rdmx_tls_config *cfg, const char *host, uint16_t por
 		ret = wait_fd(fd, ret == RDMX_TLS_WANT_READ ? POLLIN : POLLOUT, deadline);
 		if (ret) {
 			if (ret == RDMX_E_TIMEDOUT)
-				RDMX_SEC_WARN("tls: handshake with %s:%u timed out", host, port);
+				RDMX_SEC_WARN("tls: handshake with %s:%u timed out after %u ms "
+				              "(the server accepted the connection but did not "
+				              "answer)",
+				              host, port, limit_ms);
 			goto err;
 		}
 	}

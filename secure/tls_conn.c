@@ -489,6 +489,22 @@ int rdmx_tls_conn_recv(struct rdmx_tls_conn *c, const void **frame, size_t *len)
 	}
 }
 
+int rdmx__tls_conn_hello_done(const struct rdmx_tls_conn *c)
+{
+	/* past TLS_ST_BEFORE once the peer's whole first flight was read */
+	return c && c->ssl && SSL_get_state(c->ssl) != TLS_ST_BEFORE;
+}
+
+int rdmx_tls_conn_rx_partial(const struct rdmx_tls_conn *c)
+{
+	if (!c || dead(c) || c->state != CONN_ESTABLISHED)
+		return 0;
+	if (c->rx_len && !c->rx_delivered)
+		return 1;
+	/* bytes of a TLS record that is not complete yet */
+	return SSL_has_pending(c->ssl) ? 1 : 0;
+}
+
 /* ---- getters ---- */
 
 int rdmx_tls_conn_get_fd(const struct rdmx_tls_conn *c, int *fd)

@@ -54,6 +54,9 @@ enum rdmx_tls_role rdmx__tls_conn_role(const struct rdmx_tls_conn *conn);
 /* The verify failure recorded for this handshake, NULL if none; *detail is
  * "" when none was given. */
 const char *rdmx__tls_conn_verify_failure(const struct rdmx_tls_conn *conn, const char **detail);
+/* 1 once the handshake has moved past the peer's first message (a whole
+ * ClientHello on a server): the listener's "half-open" test. */
+int rdmx__tls_conn_hello_done(const struct rdmx_tls_conn *conn);
 
 /* ---- tls_bio.c ---- */
 

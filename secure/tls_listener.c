@@ -3,10 +3,14 @@
  * Defences, each bounded by a number the config states:
  * - a handshake that has not finished in the handshake timeout is dropped,
  *   whatever the peer trickles in (slowloris);
- * - at most max_per_source handshakes per source address: more are closed as
- *   soon as they are accepted;
- * - at most max_total handshakes per listener: past that the listener stops
- *   accepting (the kernel backlog holds the rest) until one ends;
+ * - at most max_per_source half-open handshakes (no whole ClientHello yet)
+ *   per source address, and at most max_total handshakes per listener. A
+ *   new connection over either budget evicts the handshake that has been
+ *   idle longest (of its source's half-open ones; of all, half-open ones
+ *   first), so the listener never stops accepting: a peer holding half-open
+ *   handshakes sheds its own oldest ones, and a legitimate client, whose
+ *   handshake moves at once, gets through even from the attacker's
+ *   address;
  * so the memory held by unauthenticated peers is bounded by max_total
  * sessions, whatever the number of connection attempts. */
 #ifndef _GNU_SOURCE
@@ -33,6 +37,7 @@ struct handshake {
 	struct rdmx_tls_conn *conn;
 	ev_io io;
 	ev_timer timer;
+	ev_tstamp last; /* last time the peer moved the handshake */
 	struct sockaddr_storage src;
 	struct handshake *prev, *next;
 };
@@ -69,6 +74,9 @@ struct rdmx_tls_listener {
 	struct rate_log timeout_log;
 };
 
+/* Per accept callback, then back to the loop (other watchers run). */
+#define ACCEPT_BATCH 64
+
 static int same_source(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
 {
 	if (a->ss_family != b->ss_family)
@@ -83,13 +91,40 @@ static int same_source(const struct sockaddr_storage *a, const struct sockaddr_s
 	return 1;
 }
 
-static uint32_t count_source(const struct rdmx_tls_listener *l, const struct sockaddr_storage *src)
+static int half_open(const struct handshake *h)
+{
+	return !rdmx__tls_conn_hello_done(h->conn);
+}
+
+/* Half-open handshakes from src, and the one of them idle longest. */
+static uint32_t count_source(const struct rdmx_tls_listener *l, const struct sockaddr_storage *src,
+                             struct handshake **oldest)
 {
 	uint32_t n = 0;
 
-	for (const struct handshake *h = l->head; h; h = h->next)
-		n += (uint32_t)same_source(&h->src, src);
+	*oldest = NULL;
+	for (struct handshake *h = l->head; h; h = h->next) {
+		if (!same_source(&h->src, src) || !half_open(h))
+			continue;
+		n++;
+		if (!*oldest || h->last < (*oldest)->last)
+			*oldest = h;
+	}
 	return n;
+}
+
+/* Of all handshakes, the half-open one idle longest, else the one idle
+ * longest. */
+static struct handshake *oldest_of_all(const struct rdmx_tls_listener *l)
+{
+	struct handshake *best = NULL;
+
+	for (struct handshake *h = l->head; h; h = h->next) {
+		if (!best || (half_open(h) && !half_open(best)) ||
+		    (half_open(h) == half_open(best) && h->last < best->last))
+			best = h;
+	}
+	return best;
 }
 
 static void source_text(const struct sockaddr_storage *ss, char *buf, size_t len)
@@ -101,8 +136,7 @@ static void source_text(const struct sockaddr_storage *ss, char *buf, size_t len
 
 static void accept_resume(struct rdmx_tls_listener *l)
 {
-	if (l->accept_paused && !l->closing && l->stats.handshaking < l->max_total &&
-	    !ev_is_active(&l->resume_timer)) {
+	if (l->accept_paused && !l->closing && !ev_is_active(&l->resume_timer)) {
 		l->accept_paused = 0;
 		ev_io_start(l->loop, &l->accept_io);
 	}
@@ -133,7 +167,6 @@ static void handshake_end(struct handshake *h, int keep_conn)
 	if (!keep_conn)
 		rdmx_tls_conn_destroy(&h->conn);
 	free(h);
-	accept_resume(l);
 }
 
 static void handshake_refused(struct handshake *h, int err, const char *reason)
@@ -174,9 +207,11 @@ static void handshake_step(struct handshake *h)
 
 static void handshake_io_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
-	(void)loop;
+	struct handshake *h = w->data;
+
 	(void)revents;
-	handshake_step(w->data);
+	h->last = ev_now(loop);
+	handshake_step(h);
 }
 
 static const char *skipped_text(uint64_t skipped)
@@ -222,20 +257,35 @@ static void handshake_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	handshake_refused(h, RDMX_E_TIMEDOUT, "handshake timed out");
 }
 
-static void over_limit(struct rdmx_tls_listener *l, int fd, const struct sockaddr_storage *src)
+/* Makes room for a new connection from src: drops the handshake idle
+ * longest, of src when it is at its budget, else of all when the listener
+ * is. */
+static void make_room(struct rdmx_tls_listener *l, const struct sockaddr_storage *src)
 {
+	struct handshake *victim = NULL;
+	const char *budget = NULL;
 	char text[NI_MAXHOST];
 	uint64_t skipped;
+	uint32_t limit = 0;
 
-	close(fd);
-	l->stats.over_limit++;
-	source_text(src, text, sizeof(text));
+	if (count_source(l, src, &victim) >= l->max_per_source && victim) {
+		l->stats.over_limit++;
+		budget = "half-open from one source";
+		limit = l->max_per_source;
+	} else if (l->stats.handshaking >= l->max_total && (victim = oldest_of_all(l))) {
+		budget = "in all";
+		limit = l->max_total;
+	} else {
+		return;
+	}
+	l->stats.evicted++;
+	source_text(&victim->src, text, sizeof(text));
 	if (rate_ok(l, &l->limit_log, &skipped))
-		RDMX_SEC_WARN("tls: connection from %s dropped: over %u handshakes in progress "
-		              "from one source%s",
-		              text, l->max_per_source, skipped_text(skipped));
-	if (l->refused)
-		l->refused(l, RDMX_E_FULL, "too many handshakes from this source", text, l->arg);
+		RDMX_SEC_WARN("tls: %u handshakes in progress %s: dropped the one idle longest "
+		              "(%.1f s, peer %s)%s",
+		              limit, budget, ev_now(l->loop) - victim->last, text,
+		              skipped_text(skipped));
+	handshake_refused(victim, RDMX_E_FULL, "handshake evicted: too many in progress");
 }
 
 static void handshake_start(struct rdmx_tls_listener *l, int fd, const struct sockaddr_storage *src)
@@ -243,10 +293,7 @@ static void handshake_start(struct rdmx_tls_listener *l, int fd, const struct so
 	struct handshake *h;
 	int one = 1, ret;
 
-	if (count_source(l, src) >= l->max_per_source) {
-		over_limit(l, fd, src);
-		return;
-	}
+	make_room(l, src);
 	h = calloc(1, sizeof(*h));
 	if (!h) {
 		RDMX_SEC_ERR("tls: out of memory for a handshake, connection dropped");
@@ -262,6 +309,7 @@ static void handshake_start(struct rdmx_tls_listener *l, int fd, const struct so
 	}
 	h->l = l;
 	h->src = *src;
+	h->last = ev_now(l->loop);
 	h->next = l->head;
 	if (l->head)
 		l->head->prev = h;
@@ -273,6 +321,9 @@ static void handshake_start(struct rdmx_tls_listener *l, int fd, const struct so
 	h->timer.data = h;
 	ev_timer_start(l->loop, &h->timer);
 	ev_io_start(l->loop, &h->io);
+	/* its ClientHello is often there already: a client that moves at once
+	 * is no longer half-open when the next connection needs room */
+	handshake_step(h);
 }
 
 static void resume_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -290,8 +341,8 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	/* bounded: at most the free handshake slots, then back to the loop */
-	while (l->stats.handshaking < l->max_total) {
+	/* bounded: a batch, then back to the loop */
+	for (int i = 0; i < ACCEPT_BATCH; i++) {
 		struct sockaddr_storage src;
 		socklen_t sl = sizeof(src);
 		int fd = accept4(l->fd, (struct sockaddr *)&src, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -309,7 +360,6 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		l->stats.accepted++;
 		handshake_start(l, fd, &src);
 	}
-	accept_pause(l);
 }
 
 static int bind_listen(const char *host, uint16_t port, int *out_fd, uint16_t *out_port)

@@ -75,6 +75,13 @@ struct rdmx_registry_event {
  * certificate). Errors: those of rdmx_tls_connect. */
 int rdmx_registry_client_connect(const char *host, uint16_t port, struct rdmx_tls_config *cfg,
                                  struct rdmx_registry_client **client);
+/* The same, the connect (TCP + TLS handshake) bounded by timeout_ms (0: the
+ * config's handshake timeout), which also becomes the per-request timeout
+ * (0: RDMX_REGISTRY_DEFAULT_TIMEOUT_MS). RDMX_E_TIMEDOUT against a server
+ * that accepts and never answers. */
+int rdmx_registry_client_connect_timeout(const char *host, uint16_t port,
+                                         struct rdmx_tls_config *cfg, int timeout_ms,
+                                         struct rdmx_registry_client **client);
 /* NULL / *client == NULL is a no-op. Members joined through this client stay
  * until they leave or their lease runs out. */
 int rdmx_registry_client_destroy(struct rdmx_registry_client **client);
@@ -115,6 +122,59 @@ int rdmx_registry_client_next_event(struct rdmx_registry_client *client, int tim
 int rdmx_registry_event_free(struct rdmx_registry_event **event);
 /* Events dropped because the queue was full. */
 uint64_t rdmx_registry_client_dropped_events(const struct rdmx_registry_client *client);
+
+/* ---- keeper: one membership held from a thread of its own ----
+ *
+ * For servers that register themselves: the keeper joins, renews the lease
+ * by heartbeat (every third of the granted lease), joins again when the
+ * lease was lost, and reconnects after a lost connection, all on its own
+ * thread with its own registry connection, so a slow, frozen or gone
+ * registry never blocks the caller's loop. Each connect (TCP + TLS) and
+ * request is bounded by timeout_ms; failures are retried after an
+ * exponential back-off from backoff_min_ms to backoff_max_ms, reset by the
+ * next success. `cfg` must be frozen-safe to share (rdmx/tls.h: a config
+ * serves connections on several threads) and outlive the keeper. */
+
+#define RDMX_REGISTRY_KEEPER_DEFAULT_TIMEOUT_MS 2000
+
+struct rdmx_registry_keeper;
+
+/* Told, from the keeper's thread (or from start for the first join), when
+ * the membership changes: member_id != 0 and status 0 once (re)joined,
+ * member_id 0 and the error when it was lost or a retry failed (once per
+ * outage, not per retry). Must not call rdmx_registry_keeper_stop. */
+typedef void (*rdmx_registry_keeper_cb)(struct rdmx_registry_keeper *k, uint64_t member_id,
+                                        int status, void *arg);
+
+struct rdmx_registry_keeper_opts {
+	const char *host; /* the registry */
+	uint16_t port;
+	struct rdmx_tls_config *cfg;
+	const char *service, *endpoint; /* as rdmx_registry_client_join */
+	const struct rdmx_registry_kv *meta;
+	size_t n_meta;
+	uint32_t ttl_ms;            /* lease asked for (0: the server's default) */
+	int timeout_ms;             /* each connect / request; 0: the default */
+	uint32_t backoff_min_ms;    /* 0: 250 */
+	uint32_t backoff_max_ms;    /* 0: 10000 */
+	rdmx_registry_keeper_cb cb; /* may be NULL */
+	void *arg;
+};
+
+void rdmx_registry_keeper_opts_init(struct rdmx_registry_keeper_opts *opts);
+/* Copies the options, joins once from the calling thread (its error is
+ * returned: RDMX_E_INVAL, RDMX_E_AUTH, transport errors, so that a program
+ * can fail at start-up), then keeps the membership from a new thread. */
+int rdmx_registry_keeper_start(const struct rdmx_registry_keeper_opts *opts,
+                               struct rdmx_registry_keeper **keeper);
+/* The current member id, 0 while not registered. Any thread. */
+uint64_t rdmx_registry_keeper_get_member(struct rdmx_registry_keeper *keeper);
+/* Failed connects, joins and heartbeats so far. Any thread. */
+uint64_t rdmx_registry_keeper_get_failures(struct rdmx_registry_keeper *keeper);
+/* Stops the thread (waiting at most for its request in flight, bounded by
+ * timeout_ms), leaves the registry when registered, and frees the keeper.
+ * NULL / *keeper == NULL is a no-op. */
+int rdmx_registry_keeper_stop(struct rdmx_registry_keeper **keeper);
 
 #ifdef __cplusplus
 }

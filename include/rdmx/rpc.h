@@ -270,7 +270,13 @@ struct rdmx_rpc_stats {
 /* Totals of the endpoint for a role. Errors: RDMX_E_INVAL. */
 int rdmx_rpc_conn_get_stats(const struct rdmx_rpc_conn *rc, enum rdmx_rpc_role role,
 			    struct rdmx_rpc_stats *stats);
-/* One method's counters on the endpoint. RDMX_E_NOT_FOUND if never used. */
+/* Server side, every method id a peer names that the server has not
+ * registered is counted in one bucket, reported under this id (a peer
+ * naming ids cannot grow the endpoint's memory). */
+#define RDMX_RPC_METHOD_UNKNOWN 0u
+
+/* One method's counters on the endpoint (RDMX_RPC_METHOD_UNKNOWN: the
+ * unregistered methods'). RDMX_E_NOT_FOUND if never used. */
 int rdmx_rpc_conn_get_method_stats(const struct rdmx_rpc_conn *rc, enum rdmx_rpc_role role,
 				   uint32_t method_id, struct rdmx_rpc_stats *stats);
 /* Method ids with stats on the endpoint: at most `max` written, the total

@@ -90,8 +90,10 @@ int rdmx_tls_config_get_handshake_timeout(const struct rdmx_tls_config *cfg, uin
 int rdmx_tls_config_set_max_frame(struct rdmx_tls_config *cfg, uint32_t bytes);
 int rdmx_tls_config_get_max_frame(const struct rdmx_tls_config *cfg, uint32_t *bytes);
 /* Listener limits: handshakes in progress at once per listener, and per
- * source address. Connections over the per-source limit are closed at once;
- * over the total, accepting pauses until a handshake ends. */
+ * source address. A new connection over either evicts the handshake idle
+ * longest (of that source, else of the listener), so the listener always
+ * accepts and a client whose handshake moves gets through while others hold
+ * half-open handshakes. */
 int rdmx_tls_config_set_handshake_limits(struct rdmx_tls_config *cfg, uint32_t max_total,
                                          uint32_t max_per_source);
 int rdmx_tls_config_get_handshake_limits(const struct rdmx_tls_config *cfg, uint32_t *max_total,
@@ -149,6 +151,10 @@ int rdmx_tls_conn_want_write(const struct rdmx_tls_conn *conn);
  * records internally: call it until it answers WANT_READ before waiting on
  * the fd again. */
 int rdmx_tls_conn_recv(struct rdmx_tls_conn *conn, const void **frame, size_t *len);
+/* 1 when part of a frame (or of the TLS record carrying it) has arrived and
+ * the rest has not, after recv answered WANT_READ: a server times such a
+ * peer out ("stalled mid-frame"); 0 otherwise. */
+int rdmx_tls_conn_rx_partial(const struct rdmx_tls_conn *conn);
 
 int rdmx_tls_conn_get_fd(const struct rdmx_tls_conn *conn, int *fd);
 /* The allow-listed subjectAltName DNS name of the peer (valid while the
@@ -167,6 +173,12 @@ const char *rdmx_tls_conn_get_failure(const struct rdmx_tls_conn *conn);
  * RDMX_E_TIMEDOUT. */
 int rdmx_tls_connect(struct rdmx_tls_config *cfg, const char *host, uint16_t port,
                      struct rdmx_tls_conn **conn);
+/* The same within timeout_ms (when shorter than the config's handshake
+ * timeout; 0: the config's): resolution aside, TCP connect and handshake
+ * together end by then, RDMX_E_TIMEDOUT against a server that accepts and
+ * says nothing. */
+int rdmx_tls_connect_timeout(struct rdmx_tls_config *cfg, const char *host, uint16_t port,
+                             int timeout_ms, struct rdmx_tls_conn **conn);
 /* Queue + flush, waiting up to timeout_ms (RDMX_E_TIMEDOUT). */
 int rdmx_tls_conn_send_wait(struct rdmx_tls_conn *conn, const void *buf, size_t len,
                             int timeout_ms);
@@ -192,7 +204,8 @@ struct rdmx_tls_listener_stats {
 	uint64_t established; /* handed to the established callback */
 	uint64_t refused;     /* handshake failed */
 	uint64_t timed_out;   /* handshake timeout */
-	uint64_t over_limit;  /* closed at once: per-source limit */
+	uint64_t over_limit;  /* new connections over the per-source limit */
+	uint64_t evicted;     /* idle handshakes dropped to make room */
 	uint32_t handshaking; /* in progress now */
 };
 

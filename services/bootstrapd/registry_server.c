@@ -44,6 +44,7 @@ struct session {
 	const char *name; /* certificate name, owned by conn */
 	const char *addr;
 	ev_io io;
+	ev_timer stall; /* runs while a frame is received in part */
 	int closing;
 	int watching;
 	char *watch_service; /* NULL: all */
@@ -86,6 +87,7 @@ void rdmx__bootstrapd_opts_init(struct rdmx__bootstrapd_opts *o)
 	o->max_members_per_owner = 64;
 	o->max_clients = 1024;
 	o->sweep_ms = 100;
+	o->frame_timeout_ms = 10000;
 }
 
 /* ---- sessions ---- */
@@ -100,6 +102,7 @@ static void session_close(struct session *s, const char *why)
 	if (why)
 		BSD_INFO("bootstrapd: session of %s (peer %s) closed: %s", s->name, s->addr, why);
 	ev_io_stop(bsd->loop, &s->io);
+	ev_timer_stop(bsd->loop, &s->stall);
 	if (s->prev)
 		s->prev->next = s->next;
 	else
@@ -428,6 +431,31 @@ static void handle(struct session *s, struct rdmx__reg_request *r)
 	}
 }
 
+static void stall_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct session *s = w->data;
+
+	(void)loop;
+	(void)revents;
+	BSD_WARN("bootstrapd: %s (peer %s) stalled mid-frame for %u ms, disconnected", s->name,
+	         s->addr, s->bsd->o.frame_timeout_ms);
+	session_close(s, NULL);
+}
+
+/* A frame begun must end within frame_timeout_ms: the clock starts with its
+ * first bytes and stops when no frame is in part. */
+static void stall_watch(struct session *s)
+{
+	if (s->closing)
+		return;
+	if (!rdmx_tls_conn_rx_partial(s->conn)) {
+		ev_timer_stop(s->bsd->loop, &s->stall);
+	} else if (!ev_is_active(&s->stall)) {
+		ev_timer_set(&s->stall, s->bsd->o.frame_timeout_ms / 1000.0, 0.0);
+		ev_timer_start(s->bsd->loop, &s->stall);
+	}
+}
+
 static void session_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct session *s = w->data;
@@ -470,6 +498,7 @@ static void session_cb(struct ev_loop *loop, ev_io *w, int revents)
 		handle(s, &r);
 		rdmx__reg_request_fini(&r);
 	}
+	stall_watch(s);
 	session_rearm(s);
 }
 
@@ -504,6 +533,8 @@ static void established_cb(struct rdmx_tls_listener *l, struct rdmx_tls_conn *co
 	rdmx_tls_conn_get_fd(conn, &fd);
 	ev_io_init(&s->io, session_cb, fd, EV_READ);
 	s->io.data = s;
+	ev_timer_init(&s->stall, stall_cb, bsd->o.frame_timeout_ms / 1000.0, 0.0);
+	s->stall.data = s;
 	ev_io_start(bsd->loop, &s->io);
 	ev_feed_event(bsd->loop, &s->io, EV_READ);
 }
@@ -527,6 +558,8 @@ int rdmx__bootstrapd_create(struct ev_loop *loop, struct rdmx_tls_config *cfg,
 	bsd->loop = loop;
 	bsd->cfg = cfg;
 	bsd->o = *opts;
+	if (!bsd->o.frame_timeout_ms)
+		bsd->o.frame_timeout_ms = 10000;
 	rdmx_tls_config_get_max_frame(cfg, &bsd->max_frame);
 	ret = rdmx_tls_listener_create(loop, cfg, opts->host, opts->port, established_cb, bsd,
 	                               &bsd->listener);

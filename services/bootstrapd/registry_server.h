@@ -22,6 +22,7 @@ struct rdmx__bootstrapd_opts {
 	uint32_t max_members_per_owner; /* per certificate name */
 	uint32_t max_clients;           /* established sessions */
 	uint32_t sweep_ms;              /* how often leases are checked */
+	uint32_t frame_timeout_ms;      /* a frame begun must end within (0: 10000) */
 };
 
 /* Fills the defaults: ttl 1 s .. 5 min (default 30 s), 4096 members, 64 per

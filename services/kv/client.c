@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <rdmx/channel.h>
 #include <rdmx/dev.h>
 #include <rdmx/registry.h>
 #include <rdmx/rpc.h>
@@ -117,7 +118,7 @@ static int find_server(const struct copts *o, char *host, size_t host_len, uint1
 	cfg = kv_tls_config(&o->tls, reg_name, o->registry_name ? 1 : 0, "rdmx-kv");
 	if (!cfg)
 		return RDMX_E_INVAL;
-	rc = rdmx_registry_client_connect(rhost, rport, cfg, &reg);
+	rc = rdmx_registry_client_connect_timeout(rhost, rport, cfg, o->timeout_ms, &reg);
 	if (!rc)
 		rc = rdmx_registry_client_lookup(reg, o->service, &members);
 	if (rc) {
@@ -812,6 +813,23 @@ static void s_scan(struct session *s, char **w, int n)
 	line_out("scan", w[1], shown, check, r.ns);
 }
 
+/* Whether the connection is gone (its TLS session or its channel): then
+ * one line on stderr, and the session stops. */
+static bool session_lost(struct session *s)
+{
+	struct rdmx_chan *chan = rdmx_rpc_conn_get_chan(s->rpc);
+	int rc = rdmx_rpc_secure_check(s->rpc);
+
+	if (rc == 0 && chan && rdmx_chan_get_state(chan) == RDMX_CHAN_READY)
+		return false;
+	fprintf(stderr,
+	        "rdmx-kv: session: connection to the server lost (%s) after %u calls; "
+	        "stopping\n",
+	        rc ? rdmx_strerror(rc) : "channel closed", s->calls);
+	s->failed++;
+	return true;
+}
+
 static int cmd_session(struct rdmx_rpc_conn *rpc, const struct copts *o, int argc, char **argv)
 {
 	struct session s = {rpc, o, 0, 0};
@@ -828,6 +846,8 @@ static int cmd_session(struct rdmx_rpc_conn *rpc, const struct copts *o, int arg
 		n = split(line, w, 8);
 		if (n == 0)
 			continue;
+		if (n > 0 && strcmp(w[0], "echo") && session_lost(&s))
+			break; /* said once; no call goes out on a dead connection */
 		if (n < 0) {
 			printf("  bad line (quotes, or more than 8 words): %s", line);
 			s.failed++;

@@ -10,6 +10,9 @@
  * "registered service=NAME id=N endpoint=HOST:PORT" once it is in the
  * registry. SIGINT / SIGTERM: NOT_SERVING, leave the registry, close. */
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,12 +53,9 @@ struct kv_server {
 	struct rdmx_dev *dev;
 	uint64_t max_msg, max_value;
 	struct rdmx_rpc_secure_server *srv;
-	struct rdmx_registry_client *reg;
+	struct rdmx_registry_keeper *keeper;
 	char reg_host[256], endpoint[300];
 	uint16_t reg_port;
-	uint64_t member;
-	uint32_t granted_ms;
-	ev_timer beat;
 	ev_signal sigint, sigterm;
 	uint64_t calls[4];
 };
@@ -196,53 +196,51 @@ static const char *server_device(const struct kv_server *k)
 
 /* ---- registry ---- */
 
+/* From the keeper's thread: registry traffic never runs on the serving
+ * loop (a frozen registry must not stall the calls). */
+static void registry_changed(struct rdmx_registry_keeper *keeper, uint64_t member, int status,
+                             void *arg)
+{
+	struct kv_server *k = arg;
+
+	(void)keeper;
+	if (member) {
+		printf("registered service=%s id=%llu endpoint=%s\n", k->o.service,
+		       (unsigned long long)member, k->endpoint);
+		fflush(stdout);
+	} else {
+		fprintf(stderr, "rdmx-kv: registry membership lost: %s; joining again\n",
+		        rdmx_strerror(status));
+	}
+}
+
 static int registry_join(struct kv_server *k)
 {
 	static const char *meta_keys[] = {"device", "protocol"};
+	struct rdmx_registry_keeper_opts ko;
 	struct rdmx_registry_kv meta[2];
 	int rc;
 
-	if (!k->reg) {
-		rc = rdmx_registry_client_connect(k->reg_host, k->reg_port, k->reg_tls, &k->reg);
-		if (rc)
-			return rc;
-	}
 	meta[0].key = meta_keys[0];
 	meta[0].value = server_device(k);
 	meta[1].key = meta_keys[1];
 	meta[1].value = "rdmx-bootstrap-mtls";
-	rc = rdmx_registry_client_join(k->reg, k->o.service, k->endpoint, meta, 2, k->o.ttl_ms,
-	                               &k->member, &k->granted_ms);
-	if (rc) {
-		fprintf(stderr, "rdmx-kv: joining the registry as %s: %s%s%s\n", k->o.service,
-		        rdmx_strerror(rc), *rdmx_registry_client_last_error(k->reg) ? ": " : "",
-		        rdmx_registry_client_last_error(k->reg));
-		rdmx_registry_client_destroy(&k->reg);
-	}
+	rdmx_registry_keeper_opts_init(&ko);
+	ko.host = k->reg_host;
+	ko.port = k->reg_port;
+	ko.cfg = k->reg_tls;
+	ko.service = k->o.service;
+	ko.endpoint = k->endpoint;
+	ko.meta = meta;
+	ko.n_meta = 2;
+	ko.ttl_ms = k->o.ttl_ms;
+	ko.cb = registry_changed;
+	ko.arg = k;
+	rc = rdmx_registry_keeper_start(&ko, &k->keeper);
+	if (rc)
+		fprintf(stderr, "rdmx-kv: joining the registry as %s: %s\n", k->o.service,
+		        rdmx_strerror(rc));
 	return rc;
-}
-
-static void beat_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct kv_server *k = w->data;
-	int rc = RDMX_E_NOT_FOUND;
-
-	(void)loop;
-	(void)revents;
-	if (k->reg && k->member)
-		rc = rdmx_registry_client_heartbeat(k->reg, k->member);
-	if (rc == 0)
-		return;
-	/* expired or connection lost: join again (next beat retries if this fails) */
-	fprintf(stderr, "rdmx-kv: registry heartbeat: %s; joining again\n", rdmx_strerror(rc));
-	if (rc != RDMX_E_NOT_FOUND)
-		rdmx_registry_client_destroy(&k->reg);
-	k->member = 0;
-	if (registry_join(k) == 0) {
-		printf("registered service=%s id=%llu endpoint=%s\n", k->o.service,
-		       (unsigned long long)k->member, k->endpoint);
-		fflush(stdout);
-	}
 }
 
 /* ---- life cycle ---- */
@@ -357,12 +355,22 @@ static void on_connected(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_con
 static void on_gone(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_conn *rc, int status,
                     void *arg)
 {
+	struct kv_server *k = arg;
 	const char *cert = "?", *hello = "";
 
+	if (k->o.verbose) {
+		rdmx_rpc_secure_get_peer_names(rc, &cert, &hello);
+		fprintf(stderr, "rdmx-kv: client %s (%s) gone: %s\n", cert, hello,
+		        rdmx_strerror(status));
+	}
+#ifdef __GLIBC__
+	/* the last client is leaving: give the heap its sessions and deleted
+	 * values held back to the system, so an idle server shrinks again */
+	if (rdmx_rpc_secure_server_get_clients(srv) <= 1)
+		malloc_trim(0);
+#else
 	(void)srv;
-	(void)arg;
-	rdmx_rpc_secure_get_peer_names(rc, &cert, &hello);
-	fprintf(stderr, "rdmx-kv: client %s (%s) gone: %s\n", cert, hello, rdmx_strerror(status));
+#endif
 }
 
 int kv_serve_main(int argc, char **argv)
@@ -404,10 +412,9 @@ int kv_serve_main(int argc, char **argv)
 		goto out;
 	/* mutual TLS bootstrap, then a channel and an RPC endpoint per client,
 	 * all driven by the loop (rdmx/rpc_secure.h) */
-	if (k.o.verbose) {
+	if (k.o.verbose)
 		ops.connected = on_connected;
-		ops.gone = on_gone;
-	}
+	ops.gone = on_gone;
 	if (kv_open_device(&k.dev, &k.max_msg, &k.max_value, "rdmx-kv serve"))
 		goto out;
 	rdmx_rpc_secure_opts_init(&so);
@@ -441,12 +448,6 @@ int kv_serve_main(int argc, char **argv)
 			goto out;
 		if (registry_join(&k))
 			goto out;
-		printf("registered service=%s id=%llu endpoint=%s\n", k.o.service,
-		       (unsigned long long)k.member, k.endpoint);
-		fflush(stdout);
-		ev_timer_init(&k.beat, beat_cb, k.granted_ms / 3000.0, k.granted_ms / 3000.0);
-		k.beat.data = &k;
-		ev_timer_start(k.loop, &k.beat);
 	}
 	ev_signal_init(&k.sigint, stop_cb, SIGINT);
 	ev_signal_init(&k.sigterm, stop_cb, SIGTERM);
@@ -455,8 +456,7 @@ int kv_serve_main(int argc, char **argv)
 	ev_run(k.loop, 0);
 	ret = 0;
 	rdmx_rpc_server_set_health(k.rpc, NULL, RDMX_HEALTH_NOT_SERVING);
-	if (k.reg && k.member)
-		rdmx_registry_client_leave(k.reg, k.member);
+	rdmx_registry_keeper_stop(&k.keeper); /* leaves the registry */
 	fprintf(stderr,
 	        "rdmx-kv: stopped (%zu keys, %llu bytes; calls: get %llu, put %llu, del %llu, "
 	        "scan %llu)\n",
@@ -465,11 +465,10 @@ int kv_serve_main(int argc, char **argv)
 	        (unsigned long long)k.calls[2], (unsigned long long)k.calls[3]);
 out:
 	if (k.loop) {
-		ev_timer_stop(k.loop, &k.beat);
 		ev_signal_stop(k.loop, &k.sigint);
 		ev_signal_stop(k.loop, &k.sigterm);
 	}
-	rdmx_registry_client_destroy(&k.reg);
+	rdmx_registry_keeper_stop(&k.keeper);
 	rdmx_rpc_secure_server_destroy(&k.srv);
 	rdmx_dev_close(&k.dev);
 	{

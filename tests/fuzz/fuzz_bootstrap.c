@@ -158,12 +158,13 @@ int rdmx_conn_disconnect(struct rdmx_conn *conn)
 
 /* ---- stubs: TLS ---- */
 
-int rdmx_tls_connect(struct rdmx_tls_config *cfg, const char *host, uint16_t port,
-                     struct rdmx_tls_conn **conn)
+int rdmx_tls_connect_timeout(struct rdmx_tls_config *cfg, const char *host, uint16_t port,
+                             int timeout_ms, struct rdmx_tls_conn **conn)
 {
 	(void)cfg;
 	(void)host;
 	(void)port;
+	(void)timeout_ms;
 	*conn = FAKE_TLS;
 	return 0;
 }

@@ -275,8 +275,6 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
 	ret = rdmx_tls_config_create(&cfg);
 	if (!ret)
 		ret = rdmx_tls_config_set_ca_file(cfg, ca);
@@ -291,12 +289,16 @@ int main(int argc, char **argv)
 		rdmx_tls_config_destroy(&cfg);
 		return 2;
 	}
-	ret = rdmx_registry_client_connect(host, port, cfg, &c);
+	/* bounded by --timeout-ms; SIGINT / SIGTERM keep their default action
+	 * (end the program) until connected, then ask for a clean stop */
+	ret = rdmx_registry_client_connect_timeout(
+	    host, port, cfg, timeout > 0 && timeout <= 600000 ? timeout : 5000, &c);
 	if (ret) {
 		rdmx_tls_config_destroy(&cfg);
 		return fail(NULL, "connect", ret);
 	}
-	rdmx_registry_client_set_timeout(c, timeout > 0 ? timeout : 5000);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
 	if (!strcmp(pos[0], "list"))
 		ret = cmd_members(c, NULL);
 	else if (!strcmp(pos[0], "lookup"))

@@ -28,10 +28,10 @@
 
 #define GUARD_MS 30000
 
-#define ASSERT_OK(expr)                                                                    \
-	do {                                                                               \
-		int rc_ = (expr);                                                          \
-		cr_assert_eq(rc_, 0, "%s -> %s (%d)", #expr, rdmx_err_name(rc_), rc_);    \
+#define ASSERT_OK(expr)                                                                            \
+	do {                                                                                       \
+		int rc_ = (expr);                                                                  \
+		cr_assert_eq(rc_, 0, "%s -> %s (%d)", #expr, rdmx_err_name(rc_), rc_);             \
 	} while (0)
 
 struct side {
@@ -152,7 +152,8 @@ static void call(const char *method, const void *req, size_t len, struct reply *
 	uint64_t end = now_ms() + GUARD_MS;
 
 	memset(out, 0, sizeof(*out));
-	ASSERT_OK(rdmx_rpc_call_async(rb, rdmx_rpc_method_id(method), &p, NULL, on_done, out, NULL));
+	ASSERT_OK(
+	    rdmx_rpc_call_async(rb, rdmx_rpc_method_id(method), &p, NULL, on_done, out, NULL));
 	while (!out->done) {
 		cr_assert(now_ms() < end, "no reply to %s (failure guard)", method);
 		drive();
@@ -208,7 +209,7 @@ Test(builtins, health_check_per_service)
 	struct reply r;
 
 	ASSERT_OK(rdmx_rpc_server_register(server, rdmx_rpc_method_id("demo.Svc/Do"), "demo.Svc/Do",
-					   noop_handler, NULL));
+	                                   noop_handler, NULL));
 	call(RDMX_HEALTH_CHECK_NAME, req, str1("demo.Svc", req), &r);
 	cr_assert_eq(r.code, RDMX_RPC_OK);
 	cr_assert_arr_eq(r.data, serving, sizeof(serving));
@@ -230,7 +231,7 @@ Test(builtins, health_status_can_be_set)
 	struct reply r;
 
 	ASSERT_OK(rdmx_rpc_server_register(server, rdmx_rpc_method_id("demo.Svc/Do"), "demo.Svc/Do",
-					   noop_handler, NULL));
+	                                   noop_handler, NULL));
 	ASSERT_OK(rdmx_rpc_server_set_health(server, "demo.Svc", RDMX_HEALTH_NOT_SERVING));
 	call(RDMX_HEALTH_CHECK_NAME, req, str1("demo.Svc", req), &r);
 	cr_assert_eq(r.code, RDMX_RPC_OK);
@@ -248,7 +249,7 @@ Test(builtins, health_status_can_be_set)
 	cr_assert_eq(r.data[2], RDMX_HEALTH_NOT_SERVING);
 	free(r.data);
 	cr_assert_eq(rdmx_rpc_server_set_health(server, NULL, (enum rdmx_health_status)9),
-		     RDMX_E_INVAL);
+	             RDMX_E_INVAL);
 	cr_assert_eq(rdmx_rpc_server_set_health(NULL, NULL, RDMX_HEALTH_SERVING), RDMX_E_INVAL);
 }
 
@@ -262,6 +263,88 @@ Test(builtins, health_check_refuses_garbage)
 	free(r.data);
 }
 
+Test(builtins, reflection_list_refuses_garbage)
+{
+	static const uint8_t not_a_map[] = {0x05};
+	static const uint8_t truncated[] = {0x81, 0x01};
+	static const uint8_t trailing[] = {0x80, 0x80};
+	static const uint8_t with_field[] = {0x81, 0x07, 0xc0}; /* unknown field: ignored */
+	struct reply r;
+
+	call(RDMX_REFLECTION_LIST_NAME, not_a_map, sizeof(not_a_map), &r);
+	cr_assert_eq(r.code, RDMX_RPC_INVALID_ARGUMENT, "%s", rdmx_rpc_code_name(r.code));
+	cr_assert(strstr(r.message, "ListRequest"), "message: %s", r.message);
+	free(r.data);
+	call(RDMX_REFLECTION_LIST_NAME, truncated, sizeof(truncated), &r);
+	cr_assert_eq(r.code, RDMX_RPC_INVALID_ARGUMENT, "%s", rdmx_rpc_code_name(r.code));
+	free(r.data);
+	call(RDMX_REFLECTION_LIST_NAME, trailing, sizeof(trailing), &r);
+	cr_assert_eq(r.code, RDMX_RPC_INVALID_ARGUMENT, "%s", rdmx_rpc_code_name(r.code));
+	free(r.data);
+	call(RDMX_REFLECTION_LIST_NAME, with_field, sizeof(with_field), &r);
+	cr_assert_eq(r.code, RDMX_RPC_OK, "%s", rdmx_rpc_code_name(r.code));
+	free(r.data);
+}
+
+/* Per-method stats exist for registered methods only: a peer naming 60 000
+ * distinct unknown ids leaves one "unknown" bucket on the serving endpoint. */
+Test(builtins, unknown_method_ids_share_one_stats_bucket)
+{
+	enum { N = 60000, WINDOW = 64 };
+	struct rdmx_rpc_stats st;
+	uint32_t ids[16];
+	size_t count = 0;
+	uint32_t sent = 0, done = 0;
+	struct reply *r = calloc(WINDOW, sizeof(*r));
+	uint64_t end = now_ms() + 10 * GUARD_MS;
+	bool seen_known = false, seen_unknown = false;
+
+	cr_assert_not_null(r);
+	ASSERT_OK(rdmx_rpc_server_register(server, rdmx_rpc_method_id("demo.Svc/Do"), "demo.Svc/Do",
+	                                   noop_handler, NULL));
+	{
+		struct reply k;
+
+		call("demo.Svc/Do", NULL, 0, &k);
+		cr_assert_eq(k.code, RDMX_RPC_OK);
+		free(k.data);
+	}
+	while (done < N) {
+		while (sent < N && sent - done < WINDOW) {
+			struct reply *slot = &r[sent % WINDOW];
+			struct rdmx_rpc_payload p = rdmx_rpc_bytes(NULL, 0);
+			/* distinct ids, none registered (all above the builtins' few) */
+			uint32_t id = 0x40000000u + sent * 7u;
+
+			memset(slot, 0, sizeof(*slot));
+			ASSERT_OK(rdmx_rpc_call_async(rb, id, &p, NULL, on_done, slot, NULL));
+			sent++;
+		}
+		while (!r[done % WINDOW].done) {
+			cr_assert(now_ms() < end, "no reply to call %u (failure guard)", done);
+			drive();
+		}
+		cr_assert_eq(r[done % WINDOW].code, RDMX_RPC_UNIMPLEMENTED, "%s",
+		             rdmx_rpc_code_name(r[done % WINDOW].code));
+		free(r[done % WINDOW].data);
+		done++;
+	}
+	free(r);
+	ASSERT_OK(rdmx_rpc_conn_list_methods(ra, RDMX_RPC_ROLE_SERVER, ids, 16, &count));
+	cr_assert_eq(count, 2, "server-side method stats: %zu entries", count);
+	for (size_t i = 0; i < count; i++) {
+		seen_known |= ids[i] == rdmx_rpc_method_id("demo.Svc/Do");
+		seen_unknown |= ids[i] == RDMX_RPC_METHOD_UNKNOWN;
+	}
+	cr_assert(seen_known && seen_unknown);
+	ASSERT_OK(
+	    rdmx_rpc_conn_get_method_stats(ra, RDMX_RPC_ROLE_SERVER, RDMX_RPC_METHOD_UNKNOWN, &st));
+	cr_assert_eq(st.calls, N);
+	cr_assert_eq(st.by_code[RDMX_RPC_UNIMPLEMENTED], N);
+	cr_assert_eq(rdmx_rpc_conn_get_method_stats(ra, RDMX_RPC_ROLE_SERVER, 0x40000000u, &st),
+	             RDMX_E_NOT_FOUND);
+}
+
 /* ListResponse -> "svc:m1,m2(file);svc:..." */
 static void list_text(const struct reply *r, char *out, size_t len)
 {
@@ -271,7 +354,7 @@ static void list_text(const struct reply *r, char *out, size_t len)
 	out[0] = '\0';
 	msgpack_unpacked_init(&u);
 	cr_assert_eq(msgpack_unpack_next(&u, (const char *)r->data, r->len, &off),
-		     MSGPACK_UNPACK_SUCCESS);
+	             MSGPACK_UNPACK_SUCCESS);
 	cr_assert_eq(off, r->len);
 	cr_assert_eq(u.data.type, MSGPACK_OBJECT_MAP);
 	cr_assert_eq(u.data.via.map.size, 1);
@@ -283,16 +366,16 @@ static void list_text(const struct reply *r, char *out, size_t len)
 
 			if (f->key.via.u64 == 1)
 				o += (size_t)snprintf(out + o, len - o, "%s%.*s:", o ? ";" : "",
-						      (int)f->val.via.str.size, f->val.via.str.ptr);
+				                      (int)f->val.via.str.size, f->val.via.str.ptr);
 			else if (f->key.via.u64 == 2)
 				for (uint32_t m = 0; m < f->val.via.array.size; m++)
-					o += (size_t)snprintf(out + o, len - o, "%s%.*s",
-							      m ? "," : "",
-							      (int)f->val.via.array.ptr[m].via.str.size,
-							      f->val.via.array.ptr[m].via.str.ptr);
+					o += (size_t)snprintf(
+					    out + o, len - o, "%s%.*s", m ? "," : "",
+					    (int)f->val.via.array.ptr[m].via.str.size,
+					    f->val.via.array.ptr[m].via.str.ptr);
 			else if (f->key.via.u64 == 3)
 				o += (size_t)snprintf(out + o, len - o, "(%.*s)",
-						      (int)f->val.via.str.size, f->val.via.str.ptr);
+				                      (int)f->val.via.str.size, f->val.via.str.ptr);
 		}
 	}
 	msgpack_unpacked_destroy(&u);
@@ -301,23 +384,24 @@ static void list_text(const struct reply *r, char *out, size_t len)
 Test(builtins, reflection_lists_every_service)
 {
 	static const char idl[] = "syntax = \"proto3\";\n/* service Not { } */\npackage demo;\n"
-				  "// service AlsoNot {}\nservice Svc { rpc Do(A) returns (B); "
-				  "rpc Again(A) returns (B); }\nmessage A {} message B {}\n";
+	                          "// service AlsoNot {}\nservice Svc { rpc Do(A) returns (B); "
+	                          "rpc Again(A) returns (B); }\nmessage A {} message B {}\n";
 	char text[1024];
 	struct reply r;
 
 	ASSERT_OK(rdmx_rpc_server_register(server, rdmx_rpc_method_id("demo.Svc/Do"), "demo.Svc/Do",
-					   noop_handler, NULL));
+	                                   noop_handler, NULL));
 	ASSERT_OK(rdmx_rpc_server_register(server, rdmx_rpc_method_id("demo.Svc/Again"),
-					   "demo.Svc/Again", noop_handler, NULL));
+	                                   "demo.Svc/Again", noop_handler, NULL));
 	ASSERT_OK(rdmx_rpc_server_register(server, 12345u, NULL, noop_handler, NULL)); /* unnamed */
 	ASSERT_OK(rdmx_rpc_server_add_reflection(server, "demo.proto", idl));
 	call(RDMX_REFLECTION_LIST_NAME, NULL, 0, &r);
 	cr_assert_eq(r.code, RDMX_RPC_OK);
 	list_text(&r, text, sizeof(text));
-	cr_assert_str_eq(text, "demo.Svc:Again,Do(demo.proto);"
-			       "rdmx.health.v1.Health:Check(rdmx/health.proto);"
-			       "rdmx.reflection.v1.Reflection:FileContaining,List(rdmx/reflection.proto)");
+	cr_assert_str_eq(
+	    text, "demo.Svc:Again,Do(demo.proto);"
+	          "rdmx.health.v1.Health:Check(rdmx/health.proto);"
+	          "rdmx.reflection.v1.Reflection:FileContaining,List(rdmx/reflection.proto)");
 	free(r.data);
 }
 
@@ -331,7 +415,7 @@ static void files_text(const struct reply *r, char *names, size_t len, char **fi
 	*first_src = NULL;
 	msgpack_unpacked_init(&u);
 	cr_assert_eq(msgpack_unpack_next(&u, (const char *)r->data, r->len, &off),
-		     MSGPACK_UNPACK_SUCCESS);
+	             MSGPACK_UNPACK_SUCCESS);
 	for (uint32_t i = 0; i < u.data.via.map.ptr[0].val.via.array.size; i++) {
 		const msgpack_object *f = &u.data.via.map.ptr[0].val.via.array.ptr[i];
 
@@ -340,7 +424,7 @@ static void files_text(const struct reply *r, char *names, size_t len, char **fi
 
 			if (f->via.map.ptr[k].key.via.u64 == 1)
 				o += (size_t)snprintf(names + o, len - o, "%s%.*s", o ? "," : "",
-						      (int)v->via.str.size, v->via.str.ptr);
+				                      (int)v->via.str.size, v->via.str.ptr);
 			else if (i == 0)
 				*first_src = strndup(v->via.str.ptr, v->via.str.size);
 		}
@@ -368,7 +452,7 @@ Test(builtins, reflection_serves_the_builtin_idl_byte_for_byte)
 {
 	const char *names[] = {"rdmx.health.v1.Health", "rdmx.reflection.v1.Reflection"};
 	const char *files[] = {RDMX_SOURCE_DIR "/rpc/idl/health.proto",
-			       RDMX_SOURCE_DIR "/rpc/idl/reflection.proto"};
+	                       RDMX_SOURCE_DIR "/rpc/idl/reflection.proto"};
 	uint8_t req[300];
 	char text[512], *src, *want;
 	struct reply r;
@@ -389,8 +473,8 @@ Test(builtins, reflection_finds_files_and_imports)
 {
 	static const char common[] = "syntax = \"proto3\";\npackage demo;\nmessage A {}\n";
 	static const char svc[] = "syntax = \"proto3\";\npackage demo.v2;\n"
-				  "import public \"common.proto\";\n"
-				  "service Svc { rpc Do(demo.A) returns (demo.A); }\n";
+	                          "import public \"common.proto\";\n"
+	                          "service Svc { rpc Do(demo.A) returns (demo.A); }\n";
 	const char *symbols[] = {"demo.v2.Svc", "demo.v2.Svc/Do", "demo.v2.Svc.Do", "svc.proto"};
 	uint8_t req[300];
 	char text[512], *src;
@@ -467,9 +551,8 @@ static struct pbschema kv_schema;
 
 static void schema_setup(void)
 {
-	cr_assert_eq(pbschema_load(&kv_schema, RDMX_SOURCE_DIR "/services/kv/kv.proto", NULL, 0,
-				   stderr),
-		     0);
+	cr_assert_eq(
+	    pbschema_load(&kv_schema, RDMX_SOURCE_DIR "/services/kv/kv.proto", NULL, 0, stderr), 0);
 }
 
 static void schema_teardown(void)
@@ -507,10 +590,10 @@ Test(pbjson, request_json_decodes_with_the_generated_codec)
 	kv_ScanRequest req;
 
 	cr_assert_eq(to_msgpack(m->in,
-				"{\"prefix\": \"user:\", \"limit\": 7, \"pageToken\": \"user:1\","
-				" \"keys_only\": true}",
-				&out, err),
-		     0, "%s", err);
+	                        "{\"prefix\": \"user:\", \"limit\": 7, \"pageToken\": \"user:1\","
+	                        " \"keys_only\": true}",
+	                        &out, err),
+	             0, "%s", err);
 	ASSERT_OK(kv_ScanRequest_decode(&req, out.data, out.len, NULL, NULL));
 	cr_assert(rdmx_str_eq(req.prefix, "user:"));
 	cr_assert_eq(req.limit, 7);
@@ -545,19 +628,19 @@ Test(pbjson, reply_from_the_generated_codec_prints_as_proto3_json)
 	ASSERT_OK(kv_ScanResponse_encode(&resp, buf, n));
 	cr_assert_eq(pbjson_decode(m->out, buf, n, &out, err, sizeof(err)), 0, "%s", err);
 	cr_assert_str_eq(out.data, "{\n"
-				   "  \"entries\": [\n"
-				   "    {\n"
-				   "      \"key\": \"a\",\n"
-				   "      \"value\": \"aGVsbG8=\",\n"
-				   "      \"size\": \"5\"\n"
-				   "    },\n"
-				   "    {\n"
-				   "      \"key\": \"b\\\"\\n\",\n"
-				   "      \"size\": \"10000000000\"\n"
-				   "    }\n"
-				   "  ],\n"
-				   "  \"next_page_token\": \"b\"\n"
-				   "}");
+	                           "  \"entries\": [\n"
+	                           "    {\n"
+	                           "      \"key\": \"a\",\n"
+	                           "      \"value\": \"aGVsbG8=\",\n"
+	                           "      \"size\": \"5\"\n"
+	                           "    },\n"
+	                           "    {\n"
+	                           "      \"key\": \"b\\\"\\n\",\n"
+	                           "      \"size\": \"10000000000\"\n"
+	                           "    }\n"
+	                           "  ],\n"
+	                           "  \"next_page_token\": \"b\"\n"
+	                           "}");
 	jbuf_free(&out);
 }
 
@@ -567,19 +650,19 @@ Test(pbjson, bad_requests_name_the_field)
 	const struct {
 		const char *json, *why;
 	} cases[] = {
-		{"{\"nope\": 1}", "no field \"nope\""},
-		{"{\"limit\": -1}", "negative"},
-		{"{\"limit\": 4294967296}", "uint32 range"},
-		{"{\"limit\": 1.5}", "not an integer"},
-		{"{\"prefix\": 3}", "expected a string"},
-		{"{\"keys_only\": \"yes\"}", "true or false"},
-		{"{\"prefix\": \"a\", \"prefix\": \"b\"}", "duplicate"},
-		{"{\"page_token\": \"a\", \"pageToken\": \"b\"}", "twice"},
-		{"[1]", "expected an object"},
-		{"{\"prefix\": \"a\",}", "member name"},
-		{"{\"prefix\": \"\\ud800\"}", "surrogate"},
-		{"{} {}", "after the value"},
-		{"{\"limit\": 01}", "leading zero"},
+	    {"{\"nope\": 1}", "no field \"nope\""},
+	    {"{\"limit\": -1}", "negative"},
+	    {"{\"limit\": 4294967296}", "uint32 range"},
+	    {"{\"limit\": 1.5}", "not an integer"},
+	    {"{\"prefix\": 3}", "expected a string"},
+	    {"{\"keys_only\": \"yes\"}", "true or false"},
+	    {"{\"prefix\": \"a\", \"prefix\": \"b\"}", "duplicate"},
+	    {"{\"page_token\": \"a\", \"pageToken\": \"b\"}", "twice"},
+	    {"[1]", "expected an object"},
+	    {"{\"prefix\": \"a\",}", "member name"},
+	    {"{\"prefix\": \"\\ud800\"}", "surrogate"},
+	    {"{} {}", "after the value"},
+	    {"{\"limit\": 01}", "leading zero"},
 	};
 	struct jbuf out = {0};
 	char err[256];
@@ -587,9 +670,9 @@ Test(pbjson, bad_requests_name_the_field)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
 		err[0] = '\0';
 		cr_assert_neq(to_msgpack(m->in, cases[i].json, &out, err), 0, "%s was accepted",
-			      cases[i].json);
+		              cases[i].json);
 		cr_assert(strstr(err, cases[i].why), "%s: '%s' lacks '%s'", cases[i].json, err,
-			  cases[i].why);
+		          cases[i].why);
 		jbuf_free(&out);
 	}
 	/* bytes must be base64 */
@@ -605,7 +688,7 @@ Test(pbjson, bytes_and_64_bit_integers_round_trip)
 	kv_PutRequest req;
 
 	cr_assert_eq(to_msgpack(m->in, "{\"key\": \"k\", \"value\": \"AAEC/w==\"}", &out, err), 0,
-		     "%s", err);
+	             "%s", err);
 	ASSERT_OK(kv_PutRequest_decode(&req, out.data, out.len, NULL, NULL));
 	cr_assert_eq(req.value.len, 4);
 	cr_assert_arr_eq(req.value.data, "\x00\x01\x02\xff", 4);

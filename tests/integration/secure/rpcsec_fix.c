@@ -6,10 +6,10 @@
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +25,7 @@
 #include <rdmx/registry.h>
 
 #include "rpcsec_fix.h"
-
-extern char **environ;
+#include "test_child.h"
 
 struct tls_test_pki fix_pki;
 
@@ -77,10 +76,9 @@ void fix_teardown(void)
 void fix_bsd_start(struct fix_bsd *d)
 {
 	const char *prog = getenv("RDMX_BOOTSTRAPD");
-	posix_spawn_file_actions_t fa;
 	char listen[96], line[256] = "", *argv[12];
 	size_t n = 0;
-	int pipefd[2], argc = 0;
+	int pipefd[2], argc = 0, ret;
 	int64_t end;
 	unsigned port = 0;
 
@@ -97,17 +95,13 @@ void fix_bsd_start(struct fix_bsd *d)
 	argv[argc++] = "--key";
 	argv[argc++] = strdup(tls_test_pki_path(&fix_pki, "server", ".key"));
 	argv[argc] = NULL;
-	cr_assert_eq(pipe(pipefd), 0);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
-	posix_spawn_file_actions_addclose(&fa, pipefd[0]);
-	posix_spawn_file_actions_addclose(&fa, pipefd[1]);
-	cr_assert_eq(posix_spawn(&d->pid, prog, &fa, NULL, argv, environ), 0, "cannot start %s",
-	             prog);
-	posix_spawn_file_actions_destroy(&fa);
+	cr_assert_eq(pipe2(pipefd, O_CLOEXEC), 0);
+	/* its own process group, killed with this test on every exit path */
+	ret = test_child_start(argv, pipefd[1], &d->pid);
 	close(pipefd[1]);
 	for (int i = 4; i < argc; i += 2)
 		free(argv[i]);
+	cr_assert_eq(ret, 0, "cannot start %s: %s", prog, strerror(-ret));
 	/* its first line: "listening HOST PORT" */
 	end = fix_now_ms() + 10000;
 	while (!strchr(line, '\n') && fix_now_ms() < end && n < sizeof(line) - 1) {
@@ -130,21 +124,7 @@ void fix_bsd_start(struct fix_bsd *d)
 
 void fix_bsd_stop(struct fix_bsd *d)
 {
-	int status = 0;
-
-	if (d->pid <= 0)
-		return;
-	kill(d->pid, SIGTERM);
-	for (int i = 0; i < 500; i++) {
-		if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
-			d->pid = 0;
-			return;
-		}
-		usleep(10000);
-	}
-	kill(d->pid, SIGKILL);
-	waitpid(d->pid, &status, 0);
-	d->pid = 0;
+	test_child_stop(&d->pid, 5000);
 }
 
 struct rdmx_tls_config *fix_registry_config(const char *name)
@@ -190,6 +170,8 @@ static struct {
 	int cmd_done;
 	struct fix_server_stats st;
 	struct rdmx_rpc_conn *last; /* loop thread only */
+	int busy_fd[2];             /* a pipe holding one byte nobody reads */
+	ev_io busy;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 } S;
@@ -261,10 +243,34 @@ static void gone_cb(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_conn *rc
 	pthread_mutex_unlock(&S.lock);
 }
 
+/* Level-triggered and never read: pending on every loop iteration, as an
+ * engine fd with work always queued would be. */
+static void busy_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+}
+
 static void run_cmd(enum fix_cmd cmd)
 {
 	int fd = -1;
 
+	if (cmd == FIX_CMD_BUSY && !ev_is_active(&S.busy)) {
+		if (pipe2(S.busy_fd, O_CLOEXEC) || write(S.busy_fd[1], "x", 1) != 1)
+			return;
+		ev_io_init(&S.busy, busy_cb, S.busy_fd[0], EV_READ);
+		ev_io_start(S.loop, &S.busy);
+		return;
+	}
+	if (cmd == FIX_CMD_CALM) {
+		if (ev_is_active(&S.busy)) {
+			ev_io_stop(S.loop, &S.busy);
+			close(S.busy_fd[0]);
+			close(S.busy_fd[1]);
+		}
+		return;
+	}
 	if (!S.last)
 		return;
 	if (cmd == FIX_CMD_KILL_TLS && rdmx_rpc_secure_get_fd(S.last, &fd) == 0) {
@@ -298,6 +304,7 @@ static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
 		pthread_mutex_unlock(&S.lock);
 	}
 	if (__atomic_load_n(&S.stop, __ATOMIC_SEQ_CST)) {
+		run_cmd(FIX_CMD_CALM);
 		rdmx_rpc_secure_server_destroy(&S.ss);
 		ev_async_stop(loop, &S.wake);
 		ev_break(loop, EVBREAK_ALL);

@@ -63,6 +63,8 @@ enum fix_cmd {
 	FIX_CMD_NONE = 0,
 	FIX_CMD_KILL_TLS,  /* shutdown(2) the TLS socket of the latest client */
 	FIX_CMD_KILL_RDMA, /* disconnect the engine connection of the latest client */
+	FIX_CMD_BUSY,      /* keep an event pending on the loop at every iteration */
+	FIX_CMD_CALM,      /* stop that */
 };
 
 struct fix_server_stats {

@@ -472,8 +472,9 @@ Test(listener, flood_from_many_sources_bounded_by_total_limit)
 		for (int i = 0; i < EACH; i++)
 			fds[s * EACH + i] = tcp_from(ip);
 	}
-	/* every one is accepted in turn, held at most the timeout, dropped */
-	wait_until(stats().timed_out == SOURCES * EACH, 30000);
+	/* every one is accepted, held at most the timeout or until newer ones
+	 * need its slot, dropped */
+	wait_until(stats().timed_out + stats().evicted == SOURCES * EACH, 30000);
 	pthread_mutex_lock(&srv.lock);
 	cr_assert_leq(srv.max_handshaking, TOTAL);
 	cr_assert_eq(srv.established, 0);
@@ -482,4 +483,116 @@ Test(listener, flood_from_many_sources_bounded_by_total_limit)
 		close(fds[i]);
 	echo_once("after the storm");
 	server_stop();
+}
+
+/* A partial ClientHello (record header and the start of the handshake
+ * message), then silence: a half-open handshake. */
+static int half_open_from(const char *src_ip)
+{
+	static const unsigned char part[] = {0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc};
+	int fd = tcp_from(src_ip);
+
+	cr_assert_eq(write(fd, part, sizeof(part)), (ssize_t)sizeof(part));
+	return fd;
+}
+
+/* A good client from 127.0.0.1 with a short handshake timeout of its own:
+ * it must not wait for the listener's timeout to free a slot. */
+static void echo_quick(const char *msg)
+{
+	struct rdmx_tls_config *cfg = tls_test_config(&pki, "client", "server.test", 1);
+	struct rdmx_tls_conn *conn = NULL;
+	const void *f;
+	size_t len;
+
+	cr_assert_not_null(cfg);
+	cr_assert_rc(rdmx_tls_connect_timeout(cfg, "127.0.0.1", srv.port, 3000, &conn), RDMX_OK);
+	cr_assert_rc(rdmx_tls_conn_send_wait(conn, msg, strlen(msg), 5000), RDMX_OK);
+	cr_assert_rc(rdmx_tls_conn_recv_wait(conn, &f, &len, 5000), RDMX_OK);
+	cr_assert_eq(len, strlen(msg));
+	rdmx_tls_conn_destroy(&conn);
+	rdmx_tls_config_destroy(&cfg);
+}
+
+/* Defaults (64 in all, 8 per source, 10 s timeout): 200 half-open
+ * handshakes from the good client's own address do not lock it out. */
+Test(listener, half_open_flood_from_the_same_address_does_not_lock_out)
+{
+	enum { FLOOD = 200 };
+	static int fds[FLOOD];
+
+	server_start(RDMX_TLS_DEFAULT_HANDSHAKE_TIMEOUT_MS, RDMX_TLS_DEFAULT_MAX_HANDSHAKES,
+	             RDMX_TLS_DEFAULT_MAX_HANDSHAKES_PER_SOURCE);
+	for (int i = 0; i < FLOOD; i++)
+		fds[i] = half_open_from("127.0.0.1");
+	wait_until(stats().accepted >= FLOOD, 20000);
+	cr_assert_leq(stats().handshaking, RDMX_TLS_DEFAULT_MAX_HANDSHAKES_PER_SOURCE);
+	for (int i = 0; i < 20; i++)
+		echo_quick("behind the same address");
+	pthread_mutex_lock(&srv.lock);
+	cr_assert_eq(srv.established, 20);
+	pthread_mutex_unlock(&srv.lock);
+	for (int i = 0; i < FLOOD; i++)
+		close(fds[i]);
+	server_stop();
+}
+
+/* 200 half-open handshakes from 25 addresses fill the listener's budget:
+ * it keeps accepting, and good clients get through. */
+Test(listener, half_open_flood_from_many_addresses_does_not_stop_accepting)
+{
+	enum { SOURCES = 25, EACH = 8 };
+	static int fds[SOURCES * EACH];
+	char ip[32];
+
+	server_start(RDMX_TLS_DEFAULT_HANDSHAKE_TIMEOUT_MS, RDMX_TLS_DEFAULT_MAX_HANDSHAKES,
+	             RDMX_TLS_DEFAULT_MAX_HANDSHAKES_PER_SOURCE);
+	for (int s = 0; s < SOURCES; s++) {
+		snprintf(ip, sizeof(ip), "127.0.2.%d", s + 1);
+		for (int i = 0; i < EACH; i++)
+			fds[s * EACH + i] = half_open_from(ip);
+	}
+	wait_until(stats().accepted >= SOURCES * EACH, 20000);
+	cr_assert_leq(stats().handshaking, RDMX_TLS_DEFAULT_MAX_HANDSHAKES);
+	cr_assert_geq(stats().evicted, SOURCES * EACH - RDMX_TLS_DEFAULT_MAX_HANDSHAKES);
+	for (int i = 0; i < 20; i++)
+		echo_quick("through a full listener");
+	pthread_mutex_lock(&srv.lock);
+	cr_assert_eq(srv.established, 20);
+	cr_assert_leq(srv.max_handshaking, RDMX_TLS_DEFAULT_MAX_HANDSHAKES);
+	pthread_mutex_unlock(&srv.lock);
+	for (int i = 0; i < SOURCES * EACH; i++)
+		close(fds[i]);
+	server_stop();
+}
+
+/* A client's timeout bounds its handshake: against a server that accepts
+ * and says nothing, the connect ends with RDMX_E_TIMEDOUT near the client's
+ * budget, not the config's 10 s. */
+Test(listener, client_timeout_bounds_the_handshake_against_a_silent_server)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t al = sizeof(a);
+	struct rdmx_tls_config *cfg = tls_test_config(&pki, "client", "server.test", 1);
+	struct rdmx_tls_conn *conn = NULL;
+	int64_t t0, took;
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	cr_assert_not_null(cfg);
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	cr_assert_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(listen(lfd, 16), 0); /* the kernel accepts; nobody answers */
+	cr_assert_eq(getsockname(lfd, (struct sockaddr *)&a, &al), 0);
+	t0 = now_ms();
+	cr_assert_rc(rdmx_tls_connect_timeout(cfg, "127.0.0.1", ntohs(a.sin_port), 300, &conn),
+	             RDMX_E_TIMEDOUT);
+	took = now_ms() - t0;
+	cr_assert_null(conn);
+	cr_assert_geq(took, 290);
+	cr_assert_lt(took, 5000, "took %lld ms with a 300 ms budget", (long long)took);
+	cr_assert(tls_test_log_contains("timed out after 300 ms"));
+	cr_assert_rc(rdmx_tls_connect_timeout(cfg, "127.0.0.1", ntohs(a.sin_port), -1, &conn),
+	             RDMX_E_INVAL);
+	close(lfd);
+	rdmx_tls_config_destroy(&cfg);
 }

@@ -10,6 +10,12 @@
 
 #include <ev.h>
 #include <msgpack.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 
 #include <rdmx/registry.h>
 #include <rdmx/status.h>
@@ -63,6 +69,7 @@ static void *server_main(void *arg)
 	o.max_ttl_ms = 60000;
 	o.sweep_ms = 20;
 	o.max_members_per_owner = 8;
+	o.frame_timeout_ms = 300;
 	srv.rc = rdmx__bootstrapd_create(srv.loop, srv.cfg, &o, start_policy, &srv.bsd);
 	if (!srv.rc)
 		srv.port = rdmx__bootstrapd_get_port(srv.bsd);
@@ -539,4 +546,60 @@ Test(registry_proto, policy_parse_errors_name_the_line)
 	cr_assert_eq(rdmx__policy_parse("a.*.test kv\n", "p", &p), -1);
 	cr_assert_eq(rdmx__policy_parse("a.test k/v\n", "p", &p), -1);
 	cr_assert_null(p);
+}
+
+/* A session that sends the first bytes of a frame and then nothing is
+ * disconnected after the frame timeout (300 ms here), with a log line. */
+Test(registry, a_session_stalled_mid_frame_is_timed_out)
+{
+	struct sockaddr_in dst = {.sin_family = AF_INET};
+	SSL_CTX *ctx;
+	SSL *ssl;
+	char buf[256];
+	int fd, closed = 0, n;
+	struct rdmx_registry_client *a;
+	struct rdmx_registry_members *ms = NULL;
+
+	server_start(NULL);
+	ctx = SSL_CTX_new(TLS_client_method());
+	cr_assert_not_null(ctx);
+	cr_assert_eq(SSL_CTX_use_certificate_file(ctx, tls_test_pki_path(&pki, "client", ".crt"),
+	                                          SSL_FILETYPE_PEM),
+	             1);
+	cr_assert_eq(SSL_CTX_use_PrivateKey_file(ctx, tls_test_pki_path(&pki, "client", ".key"),
+	                                         SSL_FILETYPE_PEM),
+	             1);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
+	dst.sin_port = htons(srv.port);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&dst, sizeof(dst)), 0);
+	ssl = SSL_new(ctx);
+	SSL_set_fd(ssl, fd);
+	cr_assert_eq(SSL_connect(ssl), 1, "TLS handshake with the registry");
+	/* two of the four bytes of a frame header, then silence */
+	cr_assert_eq(SSL_write(ssl, "\x00\x00", 2), 2);
+	for (int i = 0; i < 1000 && !closed; i++) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+
+		if (poll(&p, 1, 10) <= 0)
+			continue;
+		n = SSL_read(ssl, buf, sizeof(buf));
+		if (n <= 0)
+			closed = 1;
+	}
+	cr_assert(closed, "the registry kept a session stalled mid-frame (failure guard)");
+	ERR_clear_error();
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+	close(fd);
+	for (int i = 0; i < 100 && !tls_test_log_contains("stalled mid-frame"); i++)
+		usleep(10000);
+	cr_assert(tls_test_log_contains("stalled mid-frame"));
+	/* others are served */
+	a = client("client");
+	cr_assert_rc(rdmx_registry_client_list(a, &ms), RDMX_OK);
+	rdmx_registry_members_free(&ms);
+	rdmx_registry_client_destroy(&a);
+	server_stop();
 }
