@@ -829,7 +829,7 @@ static void parse_message(struct parser *p, struct gen_message *parent, struct g
 		else if (is_kw(t, "oneof") && peek(p, 1)->kind == TK_IDENT &&
 		         is_sym(peek(p, 2), '{'))
 			parse_oneof(p, m);
-		else if (is_kw(t, "reserved"))
+		else if (is_kw(t, "reserved") && peek(p, 1)->kind != TK_IDENT)
 			parse_reserved(p, &m->reserved, &m->rnames, 536870911);
 		else
 			parse_field(p, m, -1);
@@ -868,7 +868,7 @@ static void parse_enum(struct parser *p, struct gen_file *f, struct gen_message 
 			if (accept_sym(p, ';') || common_statement(p, &tg))
 				continue;
 		}
-		if (is_kw(t, "reserved")) {
+		if (is_kw(t, "reserved") && !is_sym(peek(p, 1), '=')) {
 			parse_reserved(p, &e->reserved, &e->rnames, INT32_MAX);
 			continue;
 		}

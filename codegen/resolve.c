@@ -334,7 +334,13 @@ static struct gen_file *load(struct gen_ctx *ctx, const char *path, const char *
 struct gen_file *gen_load(struct gen_ctx *ctx, const char *path, bool input)
 {
 	int errors = ctx->errors;
-	struct gen_file *f = load(ctx, path, NULL, input, NULL);
+	size_t n;
+	struct gen_file *f;
+	/* `rdmx-gen google/protobuf/timestamp.proto` generates our own copy */
+	if (!ctx->mem_path && !is_regular(path) && gen_wkt_text(path, &n))
+		f = load(ctx, gen_printf(&ctx->pool, BUILTIN_PREFIX "%s", path), path, input, NULL);
+	else
+		f = load(ctx, path, NULL, input, NULL);
 	return ctx->errors == errors ? f : NULL;
 }
 
@@ -469,7 +475,91 @@ static const char *const c_keywords[] = {
     "imaginary",
     "noreturn",
     "static_assert",
+    "BUFSIZ",
+    "CHAR_BIT",
+    "CHAR_MAX",
+    "CHAR_MIN",
+    "EXIT_FAILURE",
+    "EXIT_SUCCESS",
+    "FILENAME_MAX",
+    "INT_MAX",
+    "INT_MIN",
+    "LLONG_MAX",
+    "LLONG_MIN",
+    "LONG_MAX",
+    "LONG_MIN",
+    "MB_CUR_MAX",
+    "MB_LEN_MAX",
+    "PATH_MAX",
+    "RAND_MAX",
+    "SCHAR_MAX",
+    "SCHAR_MIN",
+    "SHRT_MAX",
+    "SHRT_MIN",
+    "SIZE_MAX",
+    "PTRDIFF_MAX",
+    "PTRDIFF_MIN",
+    "UCHAR_MAX",
+    "UINT_MAX",
+    "ULLONG_MAX",
+    "ULONG_MAX",
+    "USHRT_MAX",
+    "WCHAR_MAX",
+    "WCHAR_MIN",
+    "INTPTR_MAX",
+    "INTPTR_MIN",
+    "UINTPTR_MAX",
+    "INTMAX_MAX",
+    "INTMAX_MIN",
+    "UINTMAX_MAX",
+    "INT8_MAX",
+    "INT8_MIN",
+    "INT16_MAX",
+    "INT16_MIN",
+    "INT32_MAX",
+    "INT32_MIN",
+    "INT64_MAX",
+    "INT64_MIN",
+    "UINT8_MAX",
+    "UINT16_MAX",
+    "UINT32_MAX",
+    "UINT64_MAX",
+    "__bool_true_false_are_defined",
+    "__STDC__",
+    "__STDC_VERSION__",
+    "__FILE__",
+    "__LINE__",
+    "__DATE__",
+    "__TIME__",
+    "__func__",
+    "__cplusplus",
 };
+
+/* type names C and its standard headers already use: a top-level message or
+ * enum of a file without package must not take them */
+static const char *const c_type_names[] = {
+    "size_t",    "ssize_t",  "ptrdiff_t", "max_align_t", "wchar_t",  "int8_t",       "int16_t",
+    "int32_t",   "int64_t",  "uint8_t",   "uint16_t",    "uint32_t", "uint64_t",     "intptr_t",
+    "uintptr_t", "intmax_t", "uintmax_t", "FILE",        "fpos_t",   "va_list",      "div_t",
+    "ldiv_t",    "lldiv_t",  "time_t",    "clock_t",     "off_t",    "pid_t",        "mode_t",
+    "uid_t",     "gid_t",    "float_t",   "double_t",    "jmp_buf",  "sig_atomic_t", "errno_t",
+    "nullptr_t", "char16_t", "char32_t",  "mbstate_t",   "wint_t",   "locale_t",
+};
+
+static char *c_member(struct gen_ctx *ctx, const char *name);
+
+static char *c_type(struct gen_ctx *ctx, const char *cscope, const char *name)
+{
+	size_t i;
+	if (cscope[0])
+		return gen_printf(&ctx->pool, "%s%s", cscope, name);
+	for (i = 0; i < sizeof(c_type_names) / sizeof(c_type_names[0]); i++)
+		if (strcmp(c_type_names[i], name) == 0)
+			return gen_printf(&ctx->pool, "%s_", name);
+	if (strncmp(name, "rdmx", 4) == 0 || strncmp(name, "RDMX", 4) == 0)
+		return gen_printf(&ctx->pool, "%s_", name);
+	return gen_strdup(&ctx->pool, c_member(ctx, name));
+}
 
 static char *c_member(struct gen_ctx *ctx, const char *name)
 {
@@ -567,7 +657,7 @@ static void declare_enum(struct gen_ctx *ctx, struct gen_enum *e, const char *sc
 {
 	int i;
 	e->full_name = qualify(ctx, scope, e->name);
-	e->cname = gen_printf(&ctx->pool, "%s%s", cscope, e->name);
+	e->cname = c_type(ctx, cscope, e->name);
 	add_sym(ctx, e->full_name, SYM_ENUM, e, e->file, &e->loc);
 	/* C++ scoping: values are siblings of the enum */
 	for (i = 0; i < e->values.n; i++) {
@@ -602,7 +692,7 @@ static void declare_message(struct gen_ctx *ctx, struct gen_message *m, const ch
 	struct member *mem = gen_alloc(&ctx->pool, sizeof(*mem) * (size_t)(total + 1));
 	char *inner = NULL;
 	m->full_name = qualify(ctx, scope, m->name);
-	m->cname = gen_printf(&ctx->pool, "%s%s", cscope, m->name);
+	m->cname = c_type(ctx, cscope, m->name);
 	add_sym(ctx, m->full_name, SYM_MESSAGE, m, m->file, &m->loc);
 	/* the symbols of this scope in source order: the later one is the duplicate */
 	for (i = 0; i < m->fields.n; i++, n++) {
@@ -692,7 +782,7 @@ static void declare_service(struct gen_ctx *ctx, struct gen_file *f, struct gen_
 {
 	int j;
 	s->full_name = qualify(ctx, f->package, s->name);
-	s->cname = gen_printf(&ctx->pool, "%s%s", cp, s->name);
+	s->cname = c_type(ctx, cp, s->name);
 	add_sym(ctx, s->full_name, SYM_SERVICE, s, f, &s->loc);
 	for (j = 0; j < s->methods.n; j++) {
 		struct gen_method *m = s->methods.items[j];
