@@ -6,8 +6,10 @@
 # with the folder of NAME.rdmx.h on its include path.
 #  - <target> exists: the sources are added to it (like protobuf_generate);
 #    otherwise a static library <target> holding them is created.
-#  - IMPORT_DIRS: folders searched for imports (--include), after the
-#    importing file's own folder. Imported files must be generated too (list
+#  - IMPORT_DIRS: the proto paths (--proto_path): folders imports are searched
+#    in (then the importing file's own folder). A proto under one of them is
+#    named relative to it and its output mirrors that path (a/b/c.proto ->
+#    <OUT_DIR>/a/b/c.rdmx.h); other protos are generated flat. Imported files must be generated too (list
 #    them in PROTOS, here or in another rdmx_generate call) and linked.
 #  - OUT_DIR: where the files go (default ${CMAKE_CURRENT_BINARY_DIR}/rdmx_gen/<target>).
 #  - LIBRARY: what the generated code links (default rdmx::rdmx); NONE to skip.
@@ -53,28 +55,62 @@ function(rdmx_generate)
   file(MAKE_DIRECTORY "${out}")
 
   set(inc_args "")
+  set(inc_dirs "")
   foreach(dir ${ARG_IMPORT_DIRS})
     get_filename_component(adir "${dir}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
-    list(APPEND inc_args --include "${adir}")
+    list(APPEND inc_args --proto_path "${adir}")
+    list(APPEND inc_dirs "${adir}")
   endforeach()
 
   set(srcs "")
   set(hdrs "")
   foreach(proto ${ARG_PROTOS})
     get_filename_component(abs "${proto}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    # the output mirrors the proto's path under the first IMPORT_DIR that
+    # holds it (as rdmx-gen names it); otherwise it is flat
     get_filename_component(name "${abs}" NAME_WLE)
+    get_filename_component(pdir "${abs}" DIRECTORY)
+    set(own_args --proto_path "${pdir}")
+    foreach(adir ${inc_dirs})
+      string(LENGTH "${adir}/" alen)
+      string(SUBSTRING "${abs}" 0 ${alen} head)
+      if(head STREQUAL "${adir}/")
+        file(RELATIVE_PATH rel "${adir}" "${abs}")
+        string(REGEX REPLACE "\\.proto$" "" name "${rel}")
+        set(own_args "")
+        break()
+      endif()
+    endforeach()
     set(h "${out}/${name}.rdmx.h")
     set(c "${out}/${name}.rdmx.c")
-    set(d "${out}/${name}.rdmx.d")
+    string(MAKE_C_IDENTIFIER "${name}" dname)
+    set(d "${out}/${dname}.rdmx.d")
     add_custom_command(
       OUTPUT "${h}" "${c}"
-      COMMAND "${gen}" ${inc_args} --out "${out}" --depfile "${d}" "${abs}"
+      COMMAND "${gen}" ${inc_args} ${own_args} --out "${out}" --depfile "${d}" "${abs}"
       DEPENDS "${abs}" ${gen_dep}
       DEPFILE "${d}"
       COMMENT "rdmx-gen ${proto}"
       VERBATIM)
     list(APPEND srcs "${c}")
     list(APPEND hdrs "${h}")
+    # well-known types it imports: rdmx-gen has them built in and writes
+    # them on request (google/protobuf/X.proto as an input)
+    file(STRINGS "${abs}" wkt_lines REGEX "^[ \t]*import[ \t]+(public[ \t]+)?\"google/protobuf/[a-z_]+\\.proto\"")
+    foreach(line ${wkt_lines})
+      string(REGEX MATCH "google/protobuf/[a-z_]+" wkt "${line}")
+      if(wkt STREQUAL "google/protobuf/descriptor" OR "${out}/${wkt}.rdmx.c" IN_LIST srcs)
+        continue()
+      endif()
+      add_custom_command(
+        OUTPUT "${out}/${wkt}.rdmx.h" "${out}/${wkt}.rdmx.c"
+        COMMAND "${gen}" --out "${out}" "${wkt}.proto"
+        DEPENDS ${gen_dep}
+        COMMENT "rdmx-gen ${wkt}.proto (built in)"
+        VERBATIM)
+      list(APPEND srcs "${out}/${wkt}.rdmx.c")
+      list(APPEND hdrs "${out}/${wkt}.rdmx.h")
+    endforeach()
   endforeach()
 
   if(TARGET ${ARG_TARGET})

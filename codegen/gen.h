@@ -82,8 +82,10 @@ struct gen_field {
 	char *type_name; /* GT_NAMED: as written */
 	struct gen_message *msg;
 	struct gen_enum *en;
-	int oneof;   /* index into the message's oneofs, -1 for none */
-	bool is_map; /* repeated field of a map entry message (msg) */
+	int oneof;       /* index into the message's oneofs, -1 for none */
+	bool is_map;     /* repeated field of a map entry message (msg) */
+	bool deprecated; /* [deprecated = true]: a comment in the generated struct */
+	char *json_name; /* [json_name = "..."], NULL when not given */
 	struct gen_loc loc, type_loc, number_loc;
 };
 
@@ -118,6 +120,7 @@ struct gen_message {
 	struct gen_vec reserved; /* struct gen_range * */
 	struct gen_vec rnames;   /* struct gen_name * */
 	bool map_entry;
+	bool deprecated;
 	unsigned mark; /* scratch for graph walks (emit_c.c) */
 };
 
@@ -125,6 +128,7 @@ struct gen_enum_value {
 	char *name;
 	char *cname;
 	int64_t number;
+	bool deprecated;
 	struct gen_loc loc;
 };
 
@@ -136,6 +140,8 @@ struct gen_enum {
 	struct gen_vec values; /* struct gen_enum_value * */
 	struct gen_vec reserved;
 	struct gen_vec rnames;
+	bool allow_alias; /* option allow_alias = true */
+	bool deprecated;
 };
 
 struct gen_method {
@@ -146,18 +152,43 @@ struct gen_method {
 	struct gen_loc in_loc, out_loc;
 	struct gen_message *in, *out;
 	uint32_t id;
+	bool client_streaming, server_streaming; /* `stream` before the request / response */
+	bool deprecated;
 };
+
+/* a method the unary emitters generate (streaming ones are skipped for now) */
+#define GEN_UNARY(m) (!(m)->client_streaming && !(m)->server_streaming)
 
 struct gen_service {
 	char *name, *full_name, *cname;
 	struct gen_loc loc;
 	struct gen_vec methods;
+	bool deprecated;
 };
 
 struct gen_import {
 	char *name; /* as written */
 	struct gen_loc loc;
 	struct gen_file *file;
+	bool is_public, is_weak;
+};
+
+/* a field of an `extend X { ... }` block: only custom options are extended in
+ * proto3, so these are kept to resolve option names, never generated */
+struct gen_ext {
+	char *name;
+	char *full_name;            /* set by the resolver */
+	char *extendee;             /* as written */
+	struct gen_message *parent; /* scope: NULL at file level */
+	struct gen_file *file;
+	struct gen_loc loc, extendee_loc;
+};
+
+/* a custom option name `(a.b)` used somewhere, checked against the extensions */
+struct gen_optref {
+	char *name;                /* inside the parentheses, as written */
+	struct gen_message *scope; /* innermost message around the option, NULL: file */
+	struct gen_loc loc;
 };
 
 struct gen_file {
@@ -165,15 +196,22 @@ struct gen_file {
 	char *dir;      /* folder of path, for sibling imports */
 	char *real;     /* canonical path (identity) */
 	char *basename; /* file name without folder and extension */
+	char *name;     /* protoc's name: relative to its proto path (a/b/c.proto) */
 	char *package;  /* "" when none */
+	bool proto2;    /* syntax = "proto2": parsed leniently, refused as an input */
+	bool builtin;   /* one of the well-known types embedded in rdmx-gen */
+	struct gen_loc syntax_loc;
+	struct gen_vec exts;    /* struct gen_ext * */
+	struct gen_vec optrefs; /* struct gen_optref * */
+	struct gen_vec used;    /* struct gen_file *: files whose types this one uses */
 	struct gen_loc package_loc;
 	struct gen_vec imports;  /* struct gen_import * */
 	struct gen_vec messages; /* top level */
 	struct gen_vec enums;
 	struct gen_vec services;
-	int state;   /* 0 new, 1 loading (cycle check), 2 loaded */
-	bool parsed; /* no syntax errors */
-	bool input;  /* named on the command line */
+	int state;        /* 0 new, 1 loading (cycle check), 2 loaded */
+	bool parsed;      /* no syntax errors */
+	bool input;       /* named on the command line */
 	const char *text; /* the source (pool or ctx->mem_text), embedded for reflection */
 	size_t text_len;
 };
@@ -185,7 +223,7 @@ struct gen_ctx {
 	FILE *diag; /* NULL: count errors silently (fuzzing) */
 	int errors;
 	int max_errors;
-	struct gen_vec include_dirs; /* char * */
+	struct gen_vec include_dirs; /* char *: the proto paths, in order */
 	struct gen_vec files;        /* every file loaded, struct gen_file * */
 	void *priv;                  /* resolver state */
 	unsigned stamp;              /* for gen_message.mark */
@@ -236,6 +274,18 @@ bool gen_parse(struct gen_ctx *ctx, struct gen_file *f, const char *text, size_t
 struct gen_file *gen_load(struct gen_ctx *ctx, const char *path, bool input);
 /* Resolves names and checks every loaded file; false when errors. */
 bool gen_resolve(struct gen_ctx *ctx);
+/* True when the header of f must include the header of im (f uses a type
+ * of it, or re-exports it with `import public`); option-only imports are not
+ * included. */
+bool gen_import_needed(const struct gen_file *f, const struct gen_import *im);
+/* The generated path of f without extension: its name minus ".proto". */
+char *gen_out_stem(struct gen_ctx *ctx, const struct gen_file *f);
+
+/* ---- well-known types (wkt.c): our own definitions, embedded ---- */
+/* the text of google/protobuf/NAME.proto when it is one of ours, else NULL */
+const char *gen_wkt_text(const char *name, size_t *len);
+/* ---- canonical proto text (print.c): what the reflection service embeds ---- */
+void gen_print_proto(struct gen_ctx *ctx, const struct gen_file *f, struct gen_buf *out);
 
 uint32_t gen_fnv1a(const char *s);
 bool gen_is_scalar(enum gen_type t);

@@ -1,8 +1,10 @@
-/* rdmx-gen: compiles .proto files (a proto3 subset) into C.
- *   rdmx-gen [--include DIR]... --out DIR [--depfile FILE] FILE.proto...
- * writes DIR/NAME.rdmx.h and DIR/NAME.rdmx.c for each input. Errors go to
- * stderr as FILE:LINE:COL: error: MESSAGE; exit status 1 when any. */
+/* rdmx-gen: compiles proto3 .proto files into C.
+ *   rdmx-gen [-I DIR]... --out DIR [--depfile FILE] FILE.proto...
+ * writes DIR/<proto path>.rdmx.h and .rdmx.c for each input. Errors go to
+ * stderr as FILE:LINE:COL: error: MESSAGE; exit status 1 when any, 2 for
+ * usage errors. */
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,19 +14,20 @@
 
 #include "gen.h"
 
-#define RDMX_GEN_VERSION "0.1.0"
+#define RDMX_GEN_VERSION "0.2.0"
 
 static void usage(FILE *fp)
 {
-	fputs(
-	    "usage: rdmx-gen [--include DIR]... --out DIR [--depfile FILE] FILE.proto...\n"
-	    "  -I, --include DIR  where imports are searched (after the importing file's folder)\n"
-	    "  -o, --out DIR      where NAME.rdmx.h and NAME.rdmx.c are written (created if "
-	    "needed)\n"
-	    "  --depfile FILE     also write a make-style dependency file (outputs: inputs + "
-	    "imports)\n"
-	    "  -h, --help         this text;  --version  the version\n",
-	    fp);
+	fputs("usage: rdmx-gen [-I DIR]... --out DIR [--depfile FILE] FILE.proto...\n"
+	      "  -I, --proto_path DIR  a folder imports and inputs are named from, searched in\n"
+	      "                        order (default: the current folder); --include is the\n"
+	      "                        same option\n"
+	      "  -o, --out DIR         where DIR/<proto path>.rdmx.h and .rdmx.c are written\n"
+	      "                        (a/b/c.proto -> DIR/a/b/c.rdmx.h; created if needed)\n"
+	      "      --depfile FILE    also write a make-style dependency file\n"
+	      "  -h, --help            this text\n"
+	      "      --version         the version\n",
+	      fp);
 }
 
 static int mkdirs(const char *dir)
@@ -85,128 +88,155 @@ static void dep_path(struct gen_buf *b, const char *path)
 	}
 }
 
-static const char *opt_value(int argc, char **argv, int *i, const char *shortf, const char *longf)
+/* the inputs and, transitively, the built-in well-known types they need */
+static void mark_outputs(struct gen_file *f, struct gen_vec *out, struct gen_pool *pool)
 {
-	const char *a = argv[*i];
-	size_t ln = strlen(longf);
-	if (strcmp(a, shortf) == 0 || strcmp(a, longf) == 0) {
-		if (*i + 1 >= argc) {
-			fprintf(stderr, "rdmx-gen: error: %s needs a value\n", a);
-			exit(1);
-		}
-		return argv[++*i];
+	int i;
+	for (i = 0; i < out->n; i++)
+		if (out->items[i] == f)
+			return;
+	gen_vec_push(pool, out, f);
+	for (i = 0; i < f->imports.n; i++) {
+		struct gen_import *im = f->imports.items[i];
+		if (gen_import_needed(f, im) && im->file->builtin)
+			mark_outputs(im->file, out, pool);
 	}
-	if (strncmp(a, longf, ln) == 0 && a[ln] == '=')
-		return a + ln + 1;
-	if (shortf[0] && strncmp(a, shortf, 2) == 0 && a[2])
-		return a + 2;
-	return NULL;
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fputs("rdmx-gen: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputs("\n", stderr);
+	usage(stderr);
+	return 2;
 }
 
 int main(int argc, char **argv)
 {
+	static const struct option longopts[] = {
+	    {"proto_path", required_argument, NULL, 'I'},
+	    {"include", required_argument, NULL, 'I'},
+	    {"out", required_argument, NULL, 'o'},
+	    {"depfile", required_argument, NULL, 'd'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {NULL, 0, NULL, 0},
+	};
 	struct gen_ctx ctx;
-	const char *out = NULL, *depfile = NULL, *v;
-	struct gen_vec inputs = {0};
-	int i, j, rc = 1;
-	bool dashdash = false;
+	const char *out = NULL, *depfile = NULL;
+	struct gen_vec inputs = {0}, outputs = {0};
+	int i, j, c, rc = 1;
 
 	gen_ctx_init(&ctx, stderr);
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!dashdash && a[0] == '-' && a[1]) {
-			if (strcmp(a, "--") == 0) {
-				dashdash = true;
-			} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-				usage(stdout);
-				gen_ctx_fini(&ctx);
-				return 0;
-			} else if (strcmp(a, "--version") == 0) {
-				printf("rdmx-gen %s\n", RDMX_GEN_VERSION);
-				gen_ctx_fini(&ctx);
-				return 0;
-			} else if ((v = opt_value(argc, argv, &i, "-I", "--include")) != NULL) {
-				gen_vec_push(&ctx.pool, &ctx.include_dirs, (void *)v);
-			} else if ((v = opt_value(argc, argv, &i, "-o", "--out")) != NULL) {
-				out = v;
-			} else if ((v = opt_value(argc, argv, &i, "", "--depfile")) != NULL) {
-				depfile = v;
-			} else {
-				fprintf(stderr, "rdmx-gen: error: unknown option \"%s\"\n", a);
-				usage(stderr);
-				goto done;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":I:o:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'I':
+			gen_vec_push(&ctx.pool, &ctx.include_dirs, optarg);
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'd':
+			depfile = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			gen_ctx_fini(&ctx);
+			return 0;
+		case 'V':
+			printf("rdmx-gen %s\n", RDMX_GEN_VERSION);
+			gen_ctx_fini(&ctx);
+			return 0;
+		case ':':
+			gen_ctx_fini(&ctx);
+			return usage_error("option '%s' requires an argument", argv[optind - 1]);
+		default:
+			gen_ctx_fini(&ctx);
+			if (optopt && optopt != '?') {
+				char o[3] = {'-', (char)optopt, 0};
+				return usage_error("unknown option '%s'", o);
 			}
-			continue;
+			return usage_error("unknown option '%s'", argv[optind - 1]);
 		}
-		gen_vec_push(&ctx.pool, &inputs, (void *)a);
 	}
+	for (i = optind; i < argc; i++)
+		gen_vec_push(&ctx.pool, &inputs, argv[i]);
 	if (!out || !out[0]) {
-		fputs("rdmx-gen: error: --out DIR is required\n", stderr);
-		usage(stderr);
-		goto done;
+		gen_ctx_fini(&ctx);
+		return usage_error("%s", "error: --out DIR is required");
 	}
 	if (inputs.n == 0) {
-		fputs("rdmx-gen: error: no input files\n", stderr);
-		usage(stderr);
-		goto done;
+		gen_ctx_fini(&ctx);
+		return usage_error("%s", "error: no input files");
 	}
 	for (i = 0; i < ctx.include_dirs.n; i++) {
 		struct stat st;
 		const char *d = ctx.include_dirs.items[i];
 		if (stat(d, &st) != 0 || !S_ISDIR(st.st_mode))
-			fprintf(stderr, "rdmx-gen: warning: include folder \"%s\" does not exist\n",
-			        d);
+			fprintf(stderr, "rdmx-gen: warning: proto path \"%s\" does not exist\n", d);
 	}
 	for (i = 0; i < inputs.n; i++)
 		gen_load(&ctx, inputs.items[i], true);
-	if (ctx.errors)
-		goto done;
 	for (i = 0; i < ctx.files.n; i++) {
 		struct gen_file *a = ctx.files.items[i];
 		for (j = 0; j < i && a->input; j++) {
 			struct gen_file *b = ctx.files.items[j];
-			if (b->input && strcmp(a->basename, b->basename) == 0)
+			if (b->input && strcmp(gen_out_stem(&ctx, a), gen_out_stem(&ctx, b)) == 0)
 				gen_error(&ctx, NULL,
 				          "inputs \"%s\" and \"%s\" would both write %s.rdmx.h",
-				          b->path, a->path, a->basename);
+				          b->path, a->path, gen_out_stem(&ctx, a));
 		}
 	}
-	if (ctx.errors || !gen_resolve(&ctx))
+	if (ctx.errors)
 		goto done;
-	if (mkdirs(out) != 0) {
-		fprintf(stderr, "rdmx-gen: error: cannot create \"%s\": %s\n", out,
-		        strerror(errno));
+	if (!gen_resolve(&ctx))
 		goto done;
-	}
 	for (i = 0; i < ctx.files.n; i++) {
 		struct gen_file *f = ctx.files.items[i];
-		struct gen_buf h = {0}, c = {0};
-		char *ph, *pc;
+		if (f->input)
+			mark_outputs(f, &outputs, &ctx.pool);
+	}
+	if (ctx.errors)
+		goto done;
+	for (i = 0; i < outputs.n; i++) {
+		struct gen_file *f = outputs.items[i];
+		struct gen_buf h = {0}, cc = {0};
+		char *stem = gen_printf(&ctx.pool, "%s/%s", out, gen_out_stem(&ctx, f));
+		char *slash = strrchr(stem, '/');
 		int w;
-		if (!f->input)
-			continue;
+		*slash = 0;
+		if (mkdirs(stem) != 0) {
+			fprintf(stderr, "rdmx-gen: error: cannot create \"%s\": %s\n", stem,
+			        strerror(errno));
+			goto done;
+		}
+		*slash = '/';
 		gen_emit_h(&ctx, f, &h);
-		gen_emit_c(&ctx, f, &c);
-		ph = gen_printf(&ctx.pool, "%s/%s.rdmx.h", out, f->basename);
-		pc = gen_printf(&ctx.pool, "%s/%s.rdmx.c", out, f->basename);
-		w = write_file(ph, &h) | write_file(pc, &c);
+		gen_emit_c(&ctx, f, &cc);
+		w = write_file(gen_printf(&ctx.pool, "%s.rdmx.h", stem), &h) |
+		    write_file(gen_printf(&ctx.pool, "%s.rdmx.c", stem), &cc);
 		gen_buf_free(&h);
-		gen_buf_free(&c);
+		gen_buf_free(&cc);
 		if (w)
 			goto done;
 	}
 	if (depfile) {
 		struct gen_buf d = {0};
-		for (i = 0; i < ctx.files.n; i++) {
-			struct gen_file *f = ctx.files.items[i];
-			if (!f->input)
-				continue;
-			dep_path(&d, gen_printf(&ctx.pool, "%s/%s.rdmx.h", out, f->basename));
-			dep_path(&d, gen_printf(&ctx.pool, "%s/%s.rdmx.c", out, f->basename));
+		for (i = 0; i < outputs.n; i++) {
+			struct gen_file *f = outputs.items[i];
+			dep_path(&d,
+			         gen_printf(&ctx.pool, "%s/%s.rdmx.h", out, gen_out_stem(&ctx, f)));
+			dep_path(&d,
+			         gen_printf(&ctx.pool, "%s/%s.rdmx.c", out, gen_out_stem(&ctx, f)));
 		}
 		gen_buf_puts(&d, ":");
-		for (i = 0; i < ctx.files.n; i++)
-			dep_path(&d, ((struct gen_file *)ctx.files.items[i])->path);
+		for (i = 0; i < ctx.files.n; i++) {
+			struct gen_file *f = ctx.files.items[i];
+			if (!f->builtin)
+				dep_path(&d, f->path);
+		}
 		gen_buf_puts(&d, "\n");
 		j = write_file(depfile, &d);
 		gen_buf_free(&d);

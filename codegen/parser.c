@@ -19,7 +19,8 @@ struct parser {
 	bool seen_statement;
 	bool seen_syntax;
 	bool seen_package;
-	char *last_int_text; /* spelling of the last integer parse_int read */
+	char *last_int_text;            /* spelling of the last integer parse_int read */
+	struct gen_message *ext_parent; /* scope of the extend block being read */
 };
 
 static const struct {
@@ -243,21 +244,184 @@ static bool parse_int(struct parser *p, bool allow_neg, int64_t *out, struct gen
 	return true;
 }
 
-/* Options are outside the subset: reports and skips `[ ... ]`. */
-static bool reject_field_options(struct parser *p)
+/* ---- options ----
+ * Every option protoc takes is parsed: `name`, `(ext.name)`, `(a).b.(c).d`,
+ * with a constant (identifier, signed number, concatenated strings) or an
+ * aggregate `{ ... }` in text format. A few mean something for C (see
+ * apply_option); the rest are ignored. Custom names `(x)` are recorded and
+ * resolved against the `extend` fields of the file and its imports. */
+
+enum opt_owner {
+	OPT_FILE,
+	OPT_MESSAGE,
+	OPT_FIELD,
+	OPT_ENUM,
+	OPT_VALUE,
+	OPT_ONEOF,
+	OPT_SERVICE,
+	OPT_METHOD
+};
+
+struct opt_target {
+	enum opt_owner owner;
+	struct gen_message *scope; /* for resolving (x) */
+	void *ptr;                 /* the gen_* object the option is about, may be NULL */
+};
+
+/* skips a balanced aggregate value from '{' (or '<') through its close */
+static bool skip_aggregate(struct parser *p)
 {
 	int depth = 0;
-	if (!is_sym(cur(p), '['))
-		return true;
-	syntax_error(p, cur(p), "field options are not supported");
 	do {
-		if (is_sym(cur(p), '['))
+		struct gen_tok *t = cur(p);
+		if (t->kind == TK_EOF) {
+			expected(p, "\"}\" closing the option value");
+			return false;
+		}
+		if (is_sym(t, '{') || is_sym(t, '<') || is_sym(t, '['))
 			depth++;
-		else if (is_sym(cur(p), ']'))
+		else if (is_sym(t, '}') || is_sym(t, '>') || is_sym(t, ']'))
 			depth--;
 		next(p);
-	} while (depth > 0 && cur(p)->kind != TK_EOF && !is_sym(cur(p), ';'));
+	} while (depth > 0);
+	return true;
+}
+
+/* the constant after '='; *value gets a bool/ident/string spelling */
+static bool parse_option_value(struct parser *p, const char **value)
+{
+	struct gen_tok *t = cur(p);
+	*value = NULL;
+	if (is_sym(t, '{'))
+		return skip_aggregate(p);
+	if (is_sym(t, '-') || is_sym(t, '+')) {
+		next(p);
+		t = cur(p);
+		if (t->kind != TK_INT && t->kind != TK_FLOAT &&
+		    !(t->kind == TK_IDENT &&
+		      (strcmp(t->text, "inf") == 0 || strcmp(t->text, "nan") == 0))) {
+			expected(p, "a number");
+			return false;
+		}
+		next(p);
+		return true;
+	}
+	if (t->kind == TK_STRING) {
+		struct gen_buf b = {0};
+		while (cur(p)->kind == TK_STRING) {
+			gen_buf_puts(&b, cur(p)->text);
+			next(p);
+		}
+		*value = gen_strdup(&p->ctx->pool, b.data ? b.data : "");
+		gen_buf_free(&b);
+		return true;
+	}
+	if (t->kind == TK_IDENT || t->kind == TK_INT || t->kind == TK_FLOAT) {
+		*value = t->text;
+		next(p);
+		return true;
+	}
+	expected(p, "an option value");
 	return false;
+}
+
+static void apply_option(struct parser *p, const struct opt_target *tg, const char *name,
+                         const struct gen_tok *name_tok, const char *value)
+{
+	bool yes = value && strcmp(value, "true") == 0;
+	if (strcmp(name, "deprecated") == 0) {
+		switch (tg->owner) {
+		case OPT_MESSAGE:
+			((struct gen_message *)tg->ptr)->deprecated = yes;
+			break;
+		case OPT_FIELD:
+			((struct gen_field *)tg->ptr)->deprecated = yes;
+			break;
+		case OPT_ENUM:
+			((struct gen_enum *)tg->ptr)->deprecated = yes;
+			break;
+		case OPT_VALUE:
+			((struct gen_enum_value *)tg->ptr)->deprecated = yes;
+			break;
+		case OPT_SERVICE:
+			((struct gen_service *)tg->ptr)->deprecated = yes;
+			break;
+		case OPT_METHOD:
+			((struct gen_method *)tg->ptr)->deprecated = yes;
+			break;
+		default:
+			break;
+		}
+	} else if (tg->owner == OPT_FIELD && strcmp(name, "json_name") == 0) {
+		if (!value || name_tok[2].kind != TK_STRING)
+			syntax_error(p, name_tok, "json_name must be a string");
+		else
+			((struct gen_field *)tg->ptr)->json_name = (char *)value;
+	} else if (tg->owner == OPT_FIELD && strcmp(name, "default") == 0 && !p->f->proto2) {
+		syntax_error(p, name_tok,
+		             "explicit default values are not supported (proto3 has none): "
+		             "remove [default = ...] and set the value in code");
+	} else if (tg->owner == OPT_ENUM && strcmp(name, "allow_alias") == 0) {
+		((struct gen_enum *)tg->ptr)->allow_alias = yes;
+	}
+}
+
+/* name = value (without the leading `option` or the surrounding [ ]) */
+static bool parse_option(struct parser *p, const struct opt_target *tg)
+{
+	struct gen_tok *first = cur(p);
+	const char *simple = NULL, *value;
+	bool parts = false;
+	for (;;) {
+		if (accept_sym(p, '(')) {
+			struct gen_optref *r = gen_alloc(&p->ctx->pool, sizeof(*r));
+			r->scope = tg->scope;
+			r->name = parse_dotted(p, true, "an option name", &r->loc);
+			if (!r->name || !expect_sym(p, ')'))
+				return false;
+			gen_vec_push(&p->ctx->pool, &p->f->optrefs, r);
+		} else if (cur(p)->kind == TK_IDENT) {
+			if (!parts)
+				simple = cur(p)->text;
+			next(p);
+		} else {
+			expected(p, "an option name");
+			return false;
+		}
+		if (!accept_sym(p, '.'))
+			break;
+		parts = true;
+	}
+	if (!expect_sym(p, '='))
+		return false;
+	if (!parse_option_value(p, &value))
+		return false;
+	if (simple && !parts && first->kind == TK_IDENT)
+		apply_option(p, tg, simple, first, value);
+	return true;
+}
+
+/* `[a = 1, (b).c = {...}]` after a field or an enum value */
+static bool parse_field_options(struct parser *p, const struct opt_target *tg)
+{
+	if (!accept_sym(p, '['))
+		return true;
+	for (;;) {
+		if (!parse_option(p, tg))
+			return false;
+		if (accept_sym(p, ']'))
+			return true;
+		if (!expect_sym(p, ','))
+			return false;
+	}
+}
+
+/* `option name = value;` */
+static void parse_option_statement(struct parser *p, const struct opt_target *tg)
+{
+	next(p); /* option */
+	if (!parse_option(p, tg) || !expect_semi(p))
+		skip_statement(p);
 }
 
 static void parse_reserved(struct parser *p, struct gen_vec *ranges, struct gen_vec *names,
@@ -319,25 +483,75 @@ static void parse_reserved(struct parser *p, struct gen_vec *ranges, struct gen_
 		skip_statement(p);
 }
 
-static bool not_supported(struct parser *p, const char *what)
+static void parse_field(struct parser *p, struct gen_message *m, int oneof);
+
+/* extend X { fields } : kept as extensions (custom option definitions) */
+static void parse_extend(struct parser *p, struct gen_message *parent)
 {
-	syntax_error(p, cur(p), "%s not supported", what);
-	skip_statement(p);
-	return true;
+	struct gen_message tmp;
+	struct gen_loc xloc;
+	char *extendee;
+	int i;
+	next(p); /* extend */
+	extendee = parse_dotted(p, true, "a message name", &xloc);
+	if (!extendee || !expect_sym(p, '{')) {
+		skip_statement(p);
+		return;
+	}
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.file = p->f;
+	p->ext_parent = parent;
+	while (!accept_sym(p, '}')) {
+		if (cur(p)->kind == TK_EOF) {
+			expected(p, "\"}\" closing the extend block");
+			return;
+		}
+		if (accept_sym(p, ';'))
+			continue;
+		parse_field(p, &tmp, -1);
+	}
+	accept_sym(p, ';');
+	for (i = 0; i < tmp.fields.n; i++) {
+		struct gen_field *fd = tmp.fields.items[i];
+		struct gen_ext *x = gen_alloc(&p->ctx->pool, sizeof(*x));
+		x->name = fd->name;
+		x->extendee = extendee;
+		x->parent = parent;
+		x->file = p->f;
+		x->loc = fd->loc;
+		x->extendee_loc = xloc;
+		gen_vec_push(&p->ctx->pool, &p->f->exts, x);
+	}
 }
 
-/* Statements every body rejects the same way; true when one was handled. */
-static bool unsupported_statement(struct parser *p)
+/* Statements every body takes the same way (option, extend, extensions);
+ * true when one was handled. */
+static bool common_statement(struct parser *p, const struct opt_target *tg)
 {
 	struct gen_tok *t = cur(p);
 	if (t->kind != TK_IDENT)
 		return false;
-	if (is_kw(t, "option"))
-		return not_supported(p, "options (\"option\") are");
-	if (is_kw(t, "extend"))
-		return not_supported(p, "extensions (\"extend\") are");
-	if (is_kw(t, "extensions"))
-		return not_supported(p, "extension ranges (\"extensions\") are");
+	if (is_kw(t, "option") && !is_sym(peek(p, 1), '=')) {
+		parse_option_statement(p, tg);
+		return true;
+	}
+	if (is_kw(t, "extend") && !is_sym(peek(p, 1), '=') &&
+	    (tg->owner == OPT_FILE || tg->owner == OPT_MESSAGE)) {
+		parse_extend(p, tg->owner == OPT_MESSAGE ? tg->ptr : NULL);
+		return true;
+	}
+	if (is_kw(t, "extensions") && tg->owner == OPT_MESSAGE &&
+	    (peek(p, 1)->kind == TK_INT || is_sym(peek(p, 1), '-'))) {
+		if (p->f->proto2) {
+			skip_statement(p);
+			return true;
+		}
+		syntax_error(p, t,
+		             "extension ranges (\"extensions\") are not supported (proto2): "
+		             "in proto3, extend only google.protobuf.*Options, for custom options");
+		skip_statement(p);
+		return true;
+	}
 	return false;
 }
 
@@ -426,8 +640,9 @@ static void parse_map_field(struct parser *p, struct gen_message *m, struct gen_
 		skip_statement(p);
 		fd->number = 1;
 	} else {
+		struct opt_target tg = {OPT_FIELD, m->name ? m : p->ext_parent, fd};
 		fd->number_text = p->last_int_text;
-		if (!reject_field_options(p) || !expect_semi(p))
+		if (!parse_field_options(p, &tg) || !expect_semi(p))
 			skip_statement(p);
 	}
 
@@ -462,12 +677,15 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 	struct gen_field *fd;
 	struct gen_loc tloc, nloc;
 	char *tname, *name;
-	if (is_kw(start, "required")) {
-		syntax_error(p, start, "\"required\" fields are not supported (proto2)");
+	if (is_kw(start, "required") && p->f->proto2) {
+		next(p); /* proto2 file read for its definitions only */
+	} else if (is_kw(start, "required")) {
+		syntax_error(p, start,
+		             "\"required\" fields are not supported (proto2): drop the label "
+		             "and check presence in code");
 		skip_statement(p);
 		return;
-	}
-	if (is_kw(start, "optional") || is_kw(start, "repeated")) {
+	} else if (is_kw(start, "optional") || is_kw(start, "repeated")) {
 		label = is_kw(start, "optional") ? GL_OPTIONAL : GL_REPEATED;
 		if (oneof >= 0) {
 			syntax_error(p, start, "fields in oneofs must not have labels");
@@ -476,8 +694,16 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 		}
 		next(p);
 	}
-	if (is_kw(cur(p), "group")) {
-		not_supported(p, "groups are");
+	if (is_kw(cur(p), "group") && peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '=')) {
+		if (p->f->proto2)
+			skip_statement(p);
+		else {
+			syntax_error(
+			    p, cur(p),
+			    "groups are not supported (proto2): use a nested message and a "
+			    "field of its type");
+			skip_statement(p);
+		}
 		return;
 	}
 	if (is_kw(cur(p), "map") && is_sym(peek(p, 1), '<')) {
@@ -517,8 +743,11 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 		return;
 	}
 	fd->number_text = p->last_int_text;
-	if (!reject_field_options(p) || !expect_semi(p))
-		skip_statement(p);
+	{
+		struct opt_target tg = {OPT_FIELD, m->name ? m : p->ext_parent, fd};
+		if (!parse_field_options(p, &tg) || !expect_semi(p))
+			skip_statement(p);
+	}
 }
 
 static void parse_enum(struct parser *p, struct gen_file *f, struct gen_message *parent,
@@ -543,8 +772,11 @@ static void parse_oneof(struct parser *p, struct gen_message *m)
 			expected(p, "\"}\" closing the oneof");
 			return;
 		}
-		if (accept_sym(p, ';') || unsupported_statement(p))
-			continue;
+		{
+			struct opt_target tg = {OPT_ONEOF, m, o};
+			if (accept_sym(p, ';') || common_statement(p, &tg))
+				continue;
+		}
 		parse_field(p, m, idx);
 		o->nfields += m->fields.n - before;
 	}
@@ -584,8 +816,11 @@ static void parse_message(struct parser *p, struct gen_message *parent, struct g
 			next(p);
 			return;
 		}
-		if (accept_sym(p, ';') || unsupported_statement(p))
-			continue;
+		{
+			struct opt_target tg = {OPT_MESSAGE, m, m};
+			if (accept_sym(p, ';') || common_statement(p, &tg))
+				continue;
+		}
 		if (is_kw(t, "message") && peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '{'))
 			parse_message(p, m, &m->messages, depth + 1);
 		else if (is_kw(t, "enum") && peek(p, 1)->kind == TK_IDENT &&
@@ -594,7 +829,7 @@ static void parse_message(struct parser *p, struct gen_message *parent, struct g
 		else if (is_kw(t, "oneof") && peek(p, 1)->kind == TK_IDENT &&
 		         is_sym(peek(p, 2), '{'))
 			parse_oneof(p, m);
-		else if (is_kw(t, "reserved"))
+		else if (is_kw(t, "reserved") && peek(p, 1)->kind != TK_IDENT)
 			parse_reserved(p, &m->reserved, &m->rnames, 536870911);
 		else
 			parse_field(p, m, -1);
@@ -628,9 +863,12 @@ static void parse_enum(struct parser *p, struct gen_file *f, struct gen_message 
 			next(p);
 			break;
 		}
-		if (accept_sym(p, ';') || unsupported_statement(p))
-			continue;
-		if (is_kw(t, "reserved")) {
+		{
+			struct opt_target tg = {OPT_ENUM, parent, e};
+			if (accept_sym(p, ';') || common_statement(p, &tg))
+				continue;
+		}
+		if (is_kw(t, "reserved") && !is_sym(peek(p, 1), '=')) {
 			parse_reserved(p, &e->reserved, &e->rnames, INT32_MAX);
 			continue;
 		}
@@ -642,7 +880,8 @@ static void parse_enum(struct parser *p, struct gen_file *f, struct gen_message 
 		}
 		{
 			struct gen_loc nl;
-			if (!parse_int(p, true, &v->number, &nl) || !reject_field_options(p) ||
+			struct opt_target tg = {OPT_VALUE, parent, v};
+			if (!parse_int(p, true, &v->number, &nl) || !parse_field_options(p, &tg) ||
 			    !expect_semi(p)) {
 				skip_statement(p);
 				continue;
@@ -652,12 +891,12 @@ static void parse_enum(struct parser *p, struct gen_file *f, struct gen_message 
 	}
 }
 
-static bool parse_method_type(struct parser *p, char **name, struct gen_loc *loc)
+static bool parse_method_type(struct parser *p, char **name, struct gen_loc *loc, bool *stream)
 {
 	if (!expect_sym(p, '('))
 		return false;
 	if (is_kw(cur(p), "stream") && (peek(p, 1)->kind == TK_IDENT || is_sym(peek(p, 1), '.'))) {
-		syntax_error(p, cur(p), "streaming methods are not supported");
+		*stream = true;
 		next(p);
 	}
 	*name = parse_dotted(p, true, "a message type", loc);
@@ -677,6 +916,7 @@ static void parse_service(struct parser *p)
 	for (;;) {
 		struct gen_tok *t = cur(p);
 		struct gen_method *m;
+		struct opt_target tg = {OPT_SERVICE, NULL, s};
 		if (t->kind == TK_EOF) {
 			syntax_error(
 			    p, cur(p),
@@ -688,7 +928,7 @@ static void parse_service(struct parser *p)
 			next(p);
 			return;
 		}
-		if (accept_sym(p, ';') || unsupported_statement(p))
+		if (accept_sym(p, ';') || common_statement(p, &tg))
 			continue;
 		if (!is_kw(t, "rpc")) {
 			expected(p, "\"rpc\"");
@@ -698,7 +938,8 @@ static void parse_service(struct parser *p)
 		next(p);
 		m = gen_alloc(&p->ctx->pool, sizeof(*m));
 		m->name = expect_ident(p, "a method name", &m->loc);
-		if (!m->name || !parse_method_type(p, &m->in_name, &m->in_loc)) {
+		if (!m->name ||
+		    !parse_method_type(p, &m->in_name, &m->in_loc, &m->client_streaming)) {
 			skip_statement(p);
 			continue;
 		}
@@ -708,7 +949,7 @@ static void parse_service(struct parser *p)
 			continue;
 		}
 		next(p);
-		if (!parse_method_type(p, &m->out_name, &m->out_loc)) {
+		if (!parse_method_type(p, &m->out_name, &m->out_loc, &m->server_streaming)) {
 			skip_statement(p);
 			continue;
 		}
@@ -720,6 +961,8 @@ static void parse_service(struct parser *p)
 			skip_statement(p);
 			continue;
 		}
+		tg.owner = OPT_METHOD;
+		tg.ptr = m;
 		while (!accept_sym(p, '}')) {
 			if (cur(p)->kind == TK_EOF) {
 				expected(p, "\"}\" closing the method");
@@ -727,13 +970,14 @@ static void parse_service(struct parser *p)
 			}
 			if (accept_sym(p, ';'))
 				continue;
-			if (!unsupported_statement(p)) {
-				syntax_error(
-				    p, cur(p),
-				    "method bodies may only hold options (not supported), got %s",
-				    describe(p, cur(p)));
+			if (!is_kw(cur(p), "option")) {
+				syntax_error(p, cur(p),
+				             "method bodies may only hold options, got %s",
+				             describe(p, cur(p)));
 				skip_statement(p);
+				continue;
 			}
+			common_statement(p, &tg);
 		}
 		accept_sym(p, ';');
 	}
@@ -755,8 +999,9 @@ static void parse_syntax(struct parser *p)
 		skip_statement(p);
 		return;
 	}
+	p->f->syntax_loc = cur(p)->loc;
 	if (strcmp(cur(p)->text, "proto2") == 0)
-		syntax_error(p, cur(p), "proto2 syntax is not supported (only proto3)");
+		p->f->proto2 = true; /* refused as an input by the resolver */
 	else if (strcmp(cur(p)->text, "proto3") != 0)
 		syntax_error(p, cur(p), "unrecognized syntax \"%s\" (only proto3 is supported)",
 		             cur(p)->text);
@@ -769,17 +1014,17 @@ static void parse_import(struct parser *p)
 {
 	struct gen_import *im;
 	next(p);
+	im = gen_alloc(&p->ctx->pool, sizeof(*im));
 	if (is_kw(cur(p), "public") || is_kw(cur(p), "weak")) {
-		syntax_error(p, cur(p), "\"import %s\" is not supported", cur(p)->text);
-		skip_statement(p);
-		return;
+		im->is_public = is_kw(cur(p), "public");
+		im->is_weak = !im->is_public;
+		next(p);
 	}
 	if (cur(p)->kind != TK_STRING) {
 		expected(p, "a file name string");
 		skip_statement(p);
 		return;
 	}
-	im = gen_alloc(&p->ctx->pool, sizeof(*im));
 	im->name = cur(p)->text;
 	im->loc = cur(p)->loc;
 	if (strlen(im->name) != cur(p)->len || im->name[0] == 0) {
@@ -818,11 +1063,16 @@ static void parse_package(struct parser *p)
 bool gen_parse(struct gen_ctx *ctx, struct gen_file *f, const char *text, size_t len)
 {
 	struct parser p;
+	struct opt_target file_tg = {OPT_FILE, NULL, NULL};
 	int errors = ctx->errors;
 	memset(&p, 0, sizeof(p));
 	p.ctx = ctx;
 	p.f = f;
 	p.t = gen_lex(ctx, f->path, text, len, &p.n);
+	/* proto2 decides how leniently the rest is read: look ahead for it */
+	if (p.n > 3 && is_kw(&p.t[0], "syntax") && p.t[2].kind == TK_STRING &&
+	    strcmp(p.t[2].text, "proto2") == 0)
+		f->proto2 = true;
 	if (!f->package)
 		f->package = "";
 	while (cur(&p)->kind != TK_EOF) {
@@ -831,9 +1081,12 @@ bool gen_parse(struct gen_ctx *ctx, struct gen_file *f, const char *text, size_t
 			continue;
 		if (is_kw(t, "syntax"))
 			parse_syntax(&p);
-		else if (is_kw(t, "edition"))
-			not_supported(&p, "editions (\"edition\") are");
-		else if (is_kw(t, "package"))
+		else if (is_kw(t, "edition")) {
+			syntax_error(&p, t,
+			             "editions (\"edition = ...\") are not supported: write "
+			             "syntax = \"proto3\"");
+			skip_statement(&p);
+		} else if (is_kw(t, "package"))
 			parse_package(&p);
 		else if (is_kw(t, "import"))
 			parse_import(&p);
@@ -843,7 +1096,7 @@ bool gen_parse(struct gen_ctx *ctx, struct gen_file *f, const char *text, size_t
 			parse_enum(&p, f, NULL, &f->enums);
 		else if (is_kw(t, "service"))
 			parse_service(&p);
-		else if (unsupported_statement(&p))
+		else if (common_statement(&p, &file_tg))
 			;
 		else {
 			syntax_error(

@@ -65,6 +65,7 @@ static void table_put(struct gen_pool *pool, struct table *t, struct sym *s)
 struct resolver {
 	struct gen_ctx *ctx;
 	struct table syms;
+	struct table exts;                   /* extension full name -> struct gen_ext */
 	struct gen_vec stack;                /* files being loaded, for cycle reports */
 	const char *last_owner, *last_other; /* last C name collision reported */
 };
@@ -182,8 +183,21 @@ static void report_cycle(struct gen_ctx *ctx, struct gen_file *target, const str
 	gen_buf_free(&b);
 }
 
-static struct gen_file *load(struct gen_ctx *ctx, const char *path, bool input,
+static struct gen_file *load(struct gen_ctx *ctx, const char *path, const char *name, bool input,
                              const struct gen_loc *from);
+
+/* the proto paths: -I folders in order, or the current folder (as protoc) */
+static int nroots(struct gen_ctx *ctx)
+{
+	return ctx->include_dirs.n ? ctx->include_dirs.n : 1;
+}
+
+static const char *root(struct gen_ctx *ctx, int i)
+{
+	return ctx->include_dirs.n ? ctx->include_dirs.items[i] : ".";
+}
+
+#define BUILTIN_PREFIX "<built-in>/"
 
 static void load_imports(struct gen_ctx *ctx, struct gen_file *f)
 {
@@ -191,20 +205,29 @@ static void load_imports(struct gen_ctx *ctx, struct gen_file *f)
 	for (i = 0; i < f->imports.n; i++) {
 		struct gen_import *im = f->imports.items[i];
 		char *found = NULL;
-		if (!ctx->mem_path) {
-			char *c = join(ctx, f->dir, im->name);
-			if (is_regular(c))
-				found = c;
-			for (j = 0; !found && j < ctx->include_dirs.n; j++) {
-				c = join(ctx, ctx->include_dirs.items[j], im->name);
+		size_t wlen;
+		if (gen_wkt_text(im->name, &wlen)) {
+			/* ours win over any copy on the proto path: the real
+			 * descriptor.proto is proto2 */
+			found = gen_printf(&ctx->pool, BUILTIN_PREFIX "%s", im->name);
+		} else if (!ctx->mem_path) {
+			char *c;
+			for (j = 0; !found && j < nroots(ctx); j++) {
+				c = join(ctx, root(ctx, j), im->name);
 				if (is_regular(c))
 					found = c;
 			}
+			c = join(ctx, f->dir, im->name);
+			if (!found && !f->builtin && is_regular(c))
+				found = c;
 		}
 		if (!found) {
-			gen_error(
-			    ctx, &im->loc, "import \"%s\" not found (searched the file's folder%s)",
-			    im->name, ctx->include_dirs.n ? " and the --include folders" : "");
+			gen_error(ctx, &im->loc,
+			          "Import \"%s\" was not found or had errors (searched %s and the "
+			          "importing file's folder)",
+			          im->name,
+			          ctx->include_dirs.n ? "the -I/--proto_path folders"
+			                              : "the current folder");
 			continue;
 		}
 		for (j = 0; j < i; j++) {
@@ -214,11 +237,42 @@ static void load_imports(struct gen_ctx *ctx, struct gen_file *f)
 				break;
 			}
 		}
-		im->file = load(ctx, found, false, &im->loc);
+		im->file = load(ctx, found, im->name, false, &im->loc);
 	}
 }
 
-static struct gen_file *load(struct gen_ctx *ctx, const char *path, bool input,
+/* protoc's name of an input: relative to the first proto path it is under;
+ * outside all of them, its file name (the output is then flat) */
+static char *input_name(struct gen_ctx *ctx, const char *path, const char *real)
+{
+	int i;
+	const char *slash;
+	for (i = 0; i < nroots(ctx); i++) {
+		const char *r = root(ctx, i);
+		char rr[PATH_MAX];
+		size_t n = strlen(r);
+		while (n > 1 && r[n - 1] == '/')
+			n--;
+		if (strcmp(r, ".") == 0 && path[0] != '/') {
+			const char *q = path;
+			while (q[0] == '.' && q[1] == '/')
+				q += 2;
+			if (!strstr(q, "../"))
+				return gen_strdup(&ctx->pool, q);
+		}
+		if (strncmp(path, r, n) == 0 && path[n] == '/' && !strstr(path + n, "/../"))
+			return gen_strdup(&ctx->pool, path + n + 1);
+		if (realpath(r, rr)) {
+			size_t m = strlen(rr);
+			if (strncmp(real, rr, m) == 0 && real[m] == '/')
+				return gen_strdup(&ctx->pool, real + m + 1);
+		}
+	}
+	slash = strrchr(path, '/');
+	return gen_strdup(&ctx->pool, slash ? slash + 1 : path);
+}
+
+static struct gen_file *load(struct gen_ctx *ctx, const char *path, const char *name, bool input,
                              const struct gen_loc *from)
 {
 	struct resolver *r = R(ctx);
@@ -227,7 +281,8 @@ static struct gen_file *load(struct gen_ctx *ctx, const char *path, bool input,
 	const char *text;
 	size_t len = 0;
 	int err = 0;
-	if (ctx->mem_path && strcmp(path, ctx->mem_path) == 0) {
+	bool builtin = strncmp(path, BUILTIN_PREFIX, strlen(BUILTIN_PREFIX)) == 0;
+	if (builtin || (ctx->mem_path && strcmp(path, ctx->mem_path) == 0)) {
 		strncpy(realbuf, path, sizeof(realbuf) - 1);
 		realbuf[sizeof(realbuf) - 1] = 0;
 	} else if (!realpath(path, realbuf)) {
@@ -242,14 +297,18 @@ static struct gen_file *load(struct gen_ctx *ctx, const char *path, bool input,
 		return f;
 	}
 	f = gen_alloc(&ctx->pool, sizeof(*f));
-	f->path = gen_strdup(&ctx->pool, path);
+	f->path = gen_strdup(&ctx->pool, builtin ? path + strlen(BUILTIN_PREFIX) : path);
 	f->real = gen_strdup(&ctx->pool, realbuf);
-	f->dir = dir_of(ctx, path);
-	f->basename = base_of(ctx, path);
+	f->dir = dir_of(ctx, f->path);
+	f->basename = base_of(ctx, f->path);
+	f->name = name ? gen_strdup(&ctx->pool, name) : input_name(ctx, path, realbuf);
+	f->builtin = builtin;
 	f->input = input;
 	f->state = 1;
 	gen_vec_push(&ctx->pool, &ctx->files, f);
-	if (ctx->mem_path && strcmp(path, ctx->mem_path) == 0) {
+	if (builtin) {
+		text = gen_wkt_text(f->path, &len);
+	} else if (ctx->mem_path && strcmp(path, ctx->mem_path) == 0) {
 		text = ctx->mem_text;
 		len = ctx->mem_len;
 	} else {
@@ -275,8 +334,22 @@ static struct gen_file *load(struct gen_ctx *ctx, const char *path, bool input,
 struct gen_file *gen_load(struct gen_ctx *ctx, const char *path, bool input)
 {
 	int errors = ctx->errors;
-	struct gen_file *f = load(ctx, path, input, NULL);
+	size_t n;
+	struct gen_file *f;
+	/* `rdmx-gen google/protobuf/timestamp.proto` generates our own copy */
+	if (!ctx->mem_path && !is_regular(path) && gen_wkt_text(path, &n))
+		f = load(ctx, gen_printf(&ctx->pool, BUILTIN_PREFIX "%s", path), path, input, NULL);
+	else
+		f = load(ctx, path, NULL, input, NULL);
 	return ctx->errors == errors ? f : NULL;
+}
+
+char *gen_out_stem(struct gen_ctx *ctx, const struct gen_file *f)
+{
+	size_t n = strlen(f->name);
+	if (n > 6 && strcmp(f->name + n - 6, ".proto") == 0)
+		n -= 6;
+	return gen_strndup(&ctx->pool, f->name, n);
 }
 
 /* ---- C names ---- */
@@ -402,7 +475,91 @@ static const char *const c_keywords[] = {
     "imaginary",
     "noreturn",
     "static_assert",
+    "BUFSIZ",
+    "CHAR_BIT",
+    "CHAR_MAX",
+    "CHAR_MIN",
+    "EXIT_FAILURE",
+    "EXIT_SUCCESS",
+    "FILENAME_MAX",
+    "INT_MAX",
+    "INT_MIN",
+    "LLONG_MAX",
+    "LLONG_MIN",
+    "LONG_MAX",
+    "LONG_MIN",
+    "MB_CUR_MAX",
+    "MB_LEN_MAX",
+    "PATH_MAX",
+    "RAND_MAX",
+    "SCHAR_MAX",
+    "SCHAR_MIN",
+    "SHRT_MAX",
+    "SHRT_MIN",
+    "SIZE_MAX",
+    "PTRDIFF_MAX",
+    "PTRDIFF_MIN",
+    "UCHAR_MAX",
+    "UINT_MAX",
+    "ULLONG_MAX",
+    "ULONG_MAX",
+    "USHRT_MAX",
+    "WCHAR_MAX",
+    "WCHAR_MIN",
+    "INTPTR_MAX",
+    "INTPTR_MIN",
+    "UINTPTR_MAX",
+    "INTMAX_MAX",
+    "INTMAX_MIN",
+    "UINTMAX_MAX",
+    "INT8_MAX",
+    "INT8_MIN",
+    "INT16_MAX",
+    "INT16_MIN",
+    "INT32_MAX",
+    "INT32_MIN",
+    "INT64_MAX",
+    "INT64_MIN",
+    "UINT8_MAX",
+    "UINT16_MAX",
+    "UINT32_MAX",
+    "UINT64_MAX",
+    "__bool_true_false_are_defined",
+    "__STDC__",
+    "__STDC_VERSION__",
+    "__FILE__",
+    "__LINE__",
+    "__DATE__",
+    "__TIME__",
+    "__func__",
+    "__cplusplus",
 };
+
+/* type names C and its standard headers already use: a top-level message or
+ * enum of a file without package must not take them */
+static const char *const c_type_names[] = {
+    "size_t",    "ssize_t",  "ptrdiff_t", "max_align_t", "wchar_t",  "int8_t",       "int16_t",
+    "int32_t",   "int64_t",  "uint8_t",   "uint16_t",    "uint32_t", "uint64_t",     "intptr_t",
+    "uintptr_t", "intmax_t", "uintmax_t", "FILE",        "fpos_t",   "va_list",      "div_t",
+    "ldiv_t",    "lldiv_t",  "time_t",    "clock_t",     "off_t",    "pid_t",        "mode_t",
+    "uid_t",     "gid_t",    "float_t",   "double_t",    "jmp_buf",  "sig_atomic_t", "errno_t",
+    "nullptr_t", "char16_t", "char32_t",  "mbstate_t",   "wint_t",   "locale_t",
+};
+
+static char *c_member(struct gen_ctx *ctx, const char *name);
+
+static char *c_type(struct gen_ctx *ctx, const char *cscope, const char *name)
+{
+	size_t i;
+	if (cscope[0])
+		return gen_printf(&ctx->pool, "%s%s", cscope, name);
+	for (i = 0; i < sizeof(c_type_names) / sizeof(c_type_names[0]); i++)
+		if (strcmp(c_type_names[i], name) == 0)
+			return gen_printf(&ctx->pool, "%s_", name);
+	if (strncmp(name, "rdmx", 4) == 0 || strncmp(name, "RDMX", 4) == 0)
+		return gen_printf(&ctx->pool, "%s_", name);
+	return gen_strdup(&ctx->pool, c_member(ctx, name));
+}
 
 static char *c_member(struct gen_ctx *ctx, const char *name)
 {
@@ -500,7 +657,7 @@ static void declare_enum(struct gen_ctx *ctx, struct gen_enum *e, const char *sc
 {
 	int i;
 	e->full_name = qualify(ctx, scope, e->name);
-	e->cname = gen_printf(&ctx->pool, "%s%s", cscope, e->name);
+	e->cname = c_type(ctx, cscope, e->name);
 	add_sym(ctx, e->full_name, SYM_ENUM, e, e->file, &e->loc);
 	/* C++ scoping: values are siblings of the enum */
 	for (i = 0; i < e->values.n; i++) {
@@ -535,7 +692,7 @@ static void declare_message(struct gen_ctx *ctx, struct gen_message *m, const ch
 	struct member *mem = gen_alloc(&ctx->pool, sizeof(*mem) * (size_t)(total + 1));
 	char *inner = NULL;
 	m->full_name = qualify(ctx, scope, m->name);
-	m->cname = gen_printf(&ctx->pool, "%s%s", cscope, m->name);
+	m->cname = c_type(ctx, cscope, m->name);
 	add_sym(ctx, m->full_name, SYM_MESSAGE, m, m->file, &m->loc);
 	/* the symbols of this scope in source order: the later one is the duplicate */
 	for (i = 0; i < m->fields.n; i++, n++) {
@@ -625,7 +782,7 @@ static void declare_service(struct gen_ctx *ctx, struct gen_file *f, struct gen_
 {
 	int j;
 	s->full_name = qualify(ctx, f->package, s->name);
-	s->cname = gen_printf(&ctx->pool, "%s%s", cp, s->name);
+	s->cname = c_type(ctx, cp, s->name);
 	add_sym(ctx, s->full_name, SYM_SERVICE, s, f, &s->loc);
 	for (j = 0; j < s->methods.n; j++) {
 		struct gen_method *m = s->methods.items[j];
@@ -636,6 +793,22 @@ static void declare_service(struct gen_ctx *ctx, struct gen_file *f, struct gen_
 
 /* ---- name lookup (protoc's scoping rules) ---- */
 
+/* def is f or reachable from f through `import public` only */
+static bool reexports(const struct gen_file *f, const struct gen_file *def, int depth)
+{
+	int i;
+	if (f == def)
+		return true;
+	if (depth > 64)
+		return false;
+	for (i = 0; i < f->imports.n; i++) {
+		const struct gen_import *im = f->imports.items[i];
+		if (im->is_public && im->file && reexports(im->file, def, depth + 1))
+			return true;
+	}
+	return false;
+}
+
 static bool visible(const struct gen_file *from, const struct gen_file *def)
 {
 	int i;
@@ -643,9 +816,35 @@ static bool visible(const struct gen_file *from, const struct gen_file *def)
 		return true;
 	for (i = 0; i < from->imports.n; i++) {
 		const struct gen_import *im = from->imports.items[i];
-		if (im->file == def)
+		if (im->file && reexports(im->file, def, 0))
 			return true;
 	}
+	return false;
+}
+
+static void mark_used(struct gen_ctx *ctx, struct gen_file *f, struct gen_file *def)
+{
+	int i;
+	if (f == def)
+		return;
+	for (i = 0; i < f->used.n; i++)
+		if (f->used.items[i] == def)
+			return;
+	gen_vec_push(&ctx->pool, &f->used, def);
+}
+
+bool gen_import_needed(const struct gen_file *f, const struct gen_import *im)
+{
+	int i;
+	if (!im->file)
+		return false;
+	if (im->is_public) {
+		/* a re-exported file is included when it has types */
+		return im->file->messages.n || im->file->enums.n;
+	}
+	for (i = 0; i < f->used.n; i++)
+		if (reexports(im->file, f->used.items[i], 0))
+			return true;
 	return false;
 }
 
@@ -698,6 +897,7 @@ static bool resolve_type(struct gen_ctx *ctx, struct gen_file *f, const char *sc
 		          name, s->file->path, f->path);
 		return false;
 	}
+	mark_used(ctx, f, s->file);
 	if (s->kind == SYM_MESSAGE) {
 		*type = GT_MESSAGE;
 		*msg = s->ptr;
@@ -784,20 +984,19 @@ static void check_enum(struct gen_ctx *ctx, struct gen_enum *e)
 			          (long long)v->number);
 			continue;
 		}
-		if (i == 0 && v->number != 0)
+		if (i == 0 && v->number != 0 && !e->file->proto2)
 			gen_error(ctx, &v->loc, "the first enum value must be zero in proto3");
 		if (in_ranges(&e->reserved, v->number))
 			gen_error(ctx, &v->loc, "enum value \"%s\" uses reserved number %lld",
 			          v->name, (long long)v->number);
 		if (in_names(&e->rnames, v->name))
 			gen_error(ctx, &v->loc, "enum value name \"%s\" is reserved", v->name);
-		for (j = 0; j < i; j++) {
+		for (j = 0; j < i && !e->allow_alias; j++) {
 			struct gen_enum_value *o = e->values.items[j];
 			if (o->number == v->number) {
 				gen_error(ctx, &v->loc,
-				          "\"%s\" uses the same enum value %lld as \"%s\" (aliases "
-				          "are not "
-				          "supported)",
+				          "\"%s\" uses the same enum value %lld as \"%s\" (set "
+				          "option allow_alias = true to allow aliases)",
 				          v->name, (long long)v->number, o->name);
 				break;
 			}
@@ -1092,6 +1291,89 @@ static void check_c_names(struct gen_ctx *ctx, struct gen_file *f)
 	}
 }
 
+/* ---- extensions and custom options ---- */
+
+static void declare_exts(struct gen_ctx *ctx, struct gen_file *f)
+{
+	struct resolver *r = R(ctx);
+	int i;
+	for (i = 0; i < f->exts.n; i++) {
+		struct gen_ext *x = f->exts.items[i];
+		const char *scope = x->parent ? x->parent->full_name : f->package;
+		struct sym *s = lookup(ctx, scope, x->extendee);
+		x->full_name = qualify(ctx, scope, x->name);
+		if (!s || s->kind != SYM_MESSAGE)
+			gen_error(ctx, &x->extendee_loc, "\"%s\" is not defined", x->extendee);
+		else if (!f->proto2 &&
+		         (strncmp(s->name, "google.protobuf.", 16) != 0 || strlen(s->name) < 7 ||
+		          strcmp(s->name + strlen(s->name) - 7, "Options") != 0))
+			gen_error(ctx, &x->extendee_loc,
+			          "extending \"%s\" is not supported: proto3 extends only "
+			          "google.protobuf.*Options, to define custom options",
+			          s->name);
+		if (table_get(&r->exts, x->full_name))
+			continue;
+		s = gen_alloc(&ctx->pool, sizeof(*s));
+		s->name = x->full_name;
+		s->ptr = x;
+		s->file = f;
+		s->loc = x->loc;
+		table_put(&ctx->pool, &r->exts, s);
+	}
+}
+
+static struct sym *lookup_ext(struct gen_ctx *ctx, const char *scope, const char *name)
+{
+	struct resolver *r = R(ctx);
+	char *sc;
+	if (name[0] == '.')
+		return table_get(&r->exts, name + 1);
+	sc = gen_strdup(&ctx->pool, scope);
+	for (;;) {
+		struct sym *s = table_get(&r->exts, qualify(ctx, sc, name));
+		char *d;
+		if (s || !sc[0])
+			return s;
+		d = strrchr(sc, '.');
+		if (d)
+			*d = 0;
+		else
+			sc[0] = 0;
+	}
+}
+
+/* as protoc: a custom option must be defined in the file or an import */
+static void check_optrefs(struct gen_ctx *ctx, struct gen_file *f)
+{
+	int i;
+	for (i = 0; i < f->optrefs.n; i++) {
+		struct gen_optref *o = f->optrefs.items[i];
+		const char *scope = o->scope ? o->scope->full_name : f->package;
+		struct sym *s = lookup_ext(ctx, scope, o->name);
+		if (!s || !visible(f, s->file))
+			gen_error(ctx, &o->loc,
+			          "Option \"(%s)\" unknown. Ensure that your proto definition file "
+			          "imports the proto which defines the option.",
+			          o->name);
+	}
+}
+
+static void warn_streaming(struct gen_ctx *ctx, struct gen_file *f)
+{
+	int i, j;
+	for (i = 0; i < f->services.n; i++) {
+		struct gen_service *s = f->services.items[i];
+		for (j = 0; j < s->methods.n; j++) {
+			struct gen_method *m = s->methods.items[j];
+			if (!GEN_UNARY(m))
+				gen_warning(ctx, &m->loc,
+				            "streaming method \"%s.%s\" is skipped: rdmx-gen "
+				            "generates unary methods only for now",
+				            s->full_name, m->name);
+		}
+	}
+}
+
 bool gen_resolve(struct gen_ctx *ctx)
 {
 	int i, j, errors = ctx->errors;
@@ -1100,10 +1382,23 @@ bool gen_resolve(struct gen_ctx *ctx)
 		if (!f->parsed)
 			return false;
 	}
-	for (i = 0; i < ctx->files.n; i++)
-		declare_file(ctx, ctx->files.items[i]);
 	for (i = 0; i < ctx->files.n; i++) {
 		struct gen_file *f = ctx->files.items[i];
+		if (f->input && f->proto2)
+			gen_error(ctx, &f->syntax_loc,
+			          "proto2 syntax is not supported: rdmx-gen takes proto3 (write "
+			          "syntax = \"proto3\" and drop required, defaults, groups and "
+			          "extension ranges)");
+	}
+	for (i = 0; i < ctx->files.n; i++)
+		declare_file(ctx, ctx->files.items[i]);
+	for (i = 0; i < ctx->files.n; i++)
+		declare_exts(ctx, ctx->files.items[i]);
+	for (i = 0; i < ctx->files.n; i++) {
+		struct gen_file *f = ctx->files.items[i];
+		check_optrefs(ctx, f);
+		if (f->input)
+			warn_streaming(ctx, f);
 		for (j = 0; j < f->messages.n; j++)
 			check_message(ctx, f->messages.items[j]);
 		for (j = 0; j < f->enums.n; j++)

@@ -210,33 +210,28 @@ int imp_main_Drawing_decode(imp_main_Drawing *msg, const void *src, size_t len, 
 static const char *const rdmx__idl_0[] = {
 	"syntax = \"proto3\";\n"
 	"package imp.main;\n"
-	"\n"
 	"import \"imp_dep.proto\";\n"
-	"\n"
 	"message Drawing {\n"
-	"  repeated imp.dep.Point points = 1;\n"
-	"  dep.Shape shape = 2;\n"
+	"  repeated .imp.dep.Point points = 1;\n"
+	"  .imp.dep.Shape shape = 2;\n"
 	"  .imp.dep.Point origin = 3;\n"
-	"  map<string, imp.dep.Point> named = 4;\n"
+	"  map<string, .imp.dep.Point> named = 4;\n"
 	"}\n"
-	"\n"
 	"service Painter {\n"
-	"  rpc Draw(Drawing) returns (imp.dep.Point);\n"
+	"  rpc Draw(.imp.main.Drawing) returns (.imp.dep.Point);\n"
 	"}\n",
 };
 
 static const char *const rdmx__idl_1[] = {
 	"syntax = \"proto3\";\n"
 	"package imp.dep;\n"
-	"\n"
-	"message Point {\n"
-	"  int32 x = 1;\n"
-	"  int32 y = 2;\n"
-	"}\n"
-	"\n"
 	"enum Shape {\n"
 	"  SHAPE_NONE = 0;\n"
 	"  SHAPE_CIRCLE = 1;\n"
+	"}\n"
+	"message Point {\n"
+	"  int32 x = 1;\n"
+	"  int32 y = 2;\n"
 	"}\n",
 };
 

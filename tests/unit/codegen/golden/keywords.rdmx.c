@@ -223,20 +223,20 @@ int Keywords_decode(Keywords *msg, const void *src, size_t len, struct rdmx_aren
  * need no local copy of it ---- */
 
 static const char *const rdmx__idl_0[] = {
-	"// C and C++ keywords as names get a trailing underscore.\n"
 	"syntax = \"proto3\";\n"
-	"\n"
 	"message Keywords {\n"
 	"  int32 int = 1;\n"
 	"  string class = 2;\n"
 	"  bool default = 3;\n"
 	"  repeated int32 new = 4;\n"
 	"  optional int32 this = 5;\n"
-	"  oneof union { int32 struct = 6; string template = 7; }\n"
+	"  oneof union {\n"
+	"    int32 struct = 6;\n"
+	"    string template = 7;\n"
+	"  }\n"
 	"}\n"
-	"\n"
 	"service Ops {\n"
-	"  rpc delete(Keywords) returns (Keywords);\n"
+	"  rpc delete(.Keywords) returns (.Keywords);\n"
 	"}\n",
 };
 

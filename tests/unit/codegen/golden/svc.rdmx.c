@@ -259,18 +259,15 @@ int hello_HelloReply_decode(hello_HelloReply *msg, const void *src, size_t len, 
 static const char *const rdmx__idl_0[] = {
 	"syntax = \"proto3\";\n"
 	"package hello;\n"
-	"\n"
 	"message HelloRequest {\n"
 	"  string name = 1;\n"
 	"}\n"
-	"\n"
 	"message HelloReply {\n"
 	"  string message = 1;\n"
 	"}\n"
-	"\n"
 	"service Greeter {\n"
-	"  rpc SayHello(HelloRequest) returns (HelloReply);\n"
-	"  rpc SayAgain(.hello.HelloRequest) returns (hello.HelloReply) {}\n"
+	"  rpc SayHello(.hello.HelloRequest) returns (.hello.HelloReply);\n"
+	"  rpc SayAgain(.hello.HelloRequest) returns (.hello.HelloReply);\n"
 	"}\n",
 };
 
