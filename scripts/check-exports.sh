@@ -4,7 +4,7 @@
 set -euo pipefail
 lib=${1:?usage: $0 librdmx.so}
 names=(
-	rdmx_strerror rdmx_err_name rdmx_log_set_threshold rdmx_log_get_threshold rdmx_log_set_function
+	rdmx_version rdmx_strerror rdmx_err_name rdmx_log_set_threshold rdmx_log_get_threshold rdmx_log_set_function
 	rdmx_dev_list rdmx_dev_open rdmx_dev_open_by_addr rdmx_dev_close rdmx_dev_query_caps
 	rdmx_dev_get_gid rdmx_dev_provider
 	rdmx_mr_reg rdmx_mr_dereg rdmx_mr_get_ptr rdmx_mr_get_size rdmx_mr_get_descriptor

@@ -3,6 +3,7 @@
 #ifndef RDMX_RDMX_H
 #define RDMX_RDMX_H
 
+#include <rdmx/version.h>
 #include <rdmx/status.h>
 #include <rdmx/log.h>
 #include <rdmx/dev.h>

@@ -25,6 +25,7 @@
 
 #include "policy.h"
 #include "registry_server.h"
+#include "sd_notify.h"
 
 struct args {
 	char host[256];
@@ -262,7 +263,9 @@ int main(int argc, char **argv)
 	ev_signal_start(loop, &sigint);
 	ev_signal_start(loop, &sigterm);
 	ev_signal_start(loop, &sighup);
+	rdmx__svc_notify("READY=1");
 	ev_run(loop, 0);
+	rdmx__svc_notify("STOPPING=1");
 	rdmx__bootstrapd_destroy(&server);
 	rdmx_tls_config_destroy(&cfg);
 	return 0;

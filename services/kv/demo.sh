@@ -13,22 +13,31 @@
 # stopped cleanly. Loopback only; every wait is bounded.
 set -euo pipefail
 
-if [ $# -ne 1 ] || [ ! -d "$1" ]; then
-	echo "usage: services/kv/demo.sh BUILD_DIR" >&2
+# services/kv/demo.sh --installed BINDIR runs the same session with the
+# installed programs of BINDIR (a package install: /usr/bin); the state then
+# goes to $RDMX_DEMO_DIR, else a scratch folder removed at the end.
+if [ $# -eq 2 ] && [ "$1" = --installed ] && [ -d "$2" ]; then
+	BIN=$(cd "$2" && pwd)
+	KV=$BIN/rdmx-kv BSD=$BIN/rdmx-bootstrapd CERTS=$BIN/rdmx-certs CALL=$BIN/rdmx-call
+	STATE=${RDMX_DEMO_DIR:-}
+elif [ $# -eq 1 ] && [ -d "$1" ]; then
+	BUILD=$(cd "$1" && pwd)
+	KV=$BUILD/services/kv/rdmx-kv
+	BSD=$BUILD/services/bootstrapd/rdmx-bootstrapd
+	CERTS=$BUILD/tools/rdmx-certs/rdmx-certs
+	CALL=$BUILD/tools/rdmx-call/rdmx-call
+	STATE=${RDMX_DEMO_DIR:-$BUILD/demo}
+else
+	echo "usage: services/kv/demo.sh BUILD_DIR | --installed BINDIR" >&2
 	exit 2
 fi
-BUILD=$(cd "$1" && pwd)
-KV=$BUILD/services/kv/rdmx-kv
-BSD=$BUILD/services/bootstrapd/rdmx-bootstrapd
-CERTS=$BUILD/tools/rdmx-certs/rdmx-certs
-CALL=$BUILD/tools/rdmx-call/rdmx-call
 for p in "$KV" "$BSD" "$CERTS" "$CALL"; do
-	[ -x "$p" ] || { echo "demo: $p is missing (build first)" >&2; exit 1; }
+	[ -x "$p" ] || { echo "demo: $p is missing (build or install first)" >&2; exit 1; }
 done
-STATE=${RDMX_DEMO_DIR:-$BUILD/demo}
-PKI=$STATE/pki
 BIG=${RDMX_DEMO_BIG:-}
 RUN=$(mktemp -d /tmp/rdmx-kv-demo-XXXXXX)
+[ -n "$STATE" ] || STATE=$RUN/state
+PKI=$STATE/pki
 BSD_PID= KV_PID=
 
 say() { echo "demo: $*"; }

@@ -30,6 +30,7 @@
 
 #include "kv.h"
 #include "kv.rdmx.h"
+#include "sd_notify.h"
 #include "store.h"
 
 #define MAX_ALLOW 32
@@ -453,7 +454,9 @@ int kv_serve_main(int argc, char **argv)
 	ev_signal_init(&k.sigterm, stop_cb, SIGTERM);
 	ev_signal_start(k.loop, &k.sigint);
 	ev_signal_start(k.loop, &k.sigterm);
+	rdmx__svc_notify("READY=1");
 	ev_run(k.loop, 0);
+	rdmx__svc_notify("STOPPING=1");
 	ret = 0;
 	rdmx_rpc_server_set_health(k.rpc, NULL, RDMX_HEALTH_NOT_SERVING);
 	rdmx_registry_keeper_stop(&k.keeper); /* leaves the registry */
