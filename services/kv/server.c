@@ -25,6 +25,7 @@
 #include <rdmx/status.h>
 #include <rdmx/tls.h>
 
+#include "cli.h"
 #include "kv.h"
 #include "kv.rdmx.h"
 #include "store.h"
@@ -32,7 +33,7 @@
 #define MAX_ALLOW 32
 
 struct serve_opts {
-	const char *listen, *registry, *registry_name, *service, *advertise;
+	const char *listen, *registry, *registry_name, *service, *advertise, *metrics;
 	const char *allow[MAX_ALLOW];
 	int n_allow;
 	struct kv_tls tls;
@@ -254,91 +255,133 @@ static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	ev_break(loop, EVBREAK_ALL);
 }
 
-static void usage(FILE *f)
-{
-	fprintf(
-	    f,
-	    "usage: rdmx-kv serve --listen HOST:PORT --ca FILE --cert FILE --key FILE\n"
-	    "                     [--crl FILE] [--registry HOST:PORT] [--registry-name PATTERN]\n"
-	    "                     [--service NAME] [--advertise HOST:PORT] [--allow PATTERN]...\n"
-	    "                     [--ttl-ms N] [--max-bytes SIZE] [--verbose]\n"
-	    "  --listen         the secure bootstrap endpoint (mutual TLS); port 0 = any\n"
-	    "  --registry       rdmx-bootstrapd to register with (as --service, default kv)\n"
-	    "  --registry-name  the name rdmx-bootstrapd's certificate must carry (default '*')\n"
-	    "  --advertise      the endpoint given to the registry (default: listen address)\n"
-	    "  --allow          client certificate names accepted (default '*': the CA's)\n"
-	    "  --ttl-ms         registry lease (default 10000; renewed every third)\n"
-	    "  --max-bytes      keys + values held at most (default 1G)\n"
-	    "  --ca/--cert/--key default to $RDMX_CA, $RDMX_CERT, $RDMX_KEY.\n");
-}
+enum {
+	S_LISTEN = RDMX_CLI_OPT_VERSION + 1,
+	S_REGISTRY,
+	S_REGISTRY_NAME,
+	S_SERVICE,
+	S_ADVERTISE,
+	S_CA,
+	S_CERT,
+	S_KEY,
+	S_CRL,
+	S_ALLOW,
+	S_TTL,
+	S_MAX_BYTES,
+	S_METRICS,
+};
 
+static const struct option serve_options[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
+    {"listen", required_argument, NULL, S_LISTEN},
+    {"registry", required_argument, NULL, S_REGISTRY},
+    {"registry-name", required_argument, NULL, S_REGISTRY_NAME},
+    {"service", required_argument, NULL, S_SERVICE},
+    {"advertise", required_argument, NULL, S_ADVERTISE},
+    {"ca", required_argument, NULL, S_CA},
+    {"cert", required_argument, NULL, S_CERT},
+    {"key", required_argument, NULL, S_KEY},
+    {"crl", required_argument, NULL, S_CRL},
+    {"allow", required_argument, NULL, S_ALLOW},
+    {"ttl-ms", required_argument, NULL, S_TTL},
+    {"max-bytes", required_argument, NULL, S_MAX_BYTES},
+    {"metrics", required_argument, NULL, S_METRICS},
+    {"device", required_argument, NULL, 'd'},
+    {"verbose", no_argument, NULL, 'v'},
+    {NULL, 0, NULL, 0},
+};
+
+/* 0 parsed, 1 help / version printed, -1 usage error (said) */
 static int parse(int argc, char **argv, struct serve_opts *o)
 {
+	struct rdmx_cli_tls tls = {NULL, NULL, NULL, NULL};
+	uint64_t size;
+	long v;
+	int c;
+
 	o->service = KV_DEFAULT_SERVICE;
 	o->ttl_ms = 10000;
 	o->max_bytes = 1ll << 30;
-	o->tls.ca = getenv("RDMX_CA");
-	o->tls.cert = getenv("RDMX_CERT");
-	o->tls.key = getenv("RDMX_KEY");
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage(stdout);
-			exit(0);
-		}
-		if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+	o->registry = rdmx_cli_registry_env();
+	rdmx_cli_reset();
+	while ((c = rdmx_cli_getopt("rdmx-kv", argc, argv, "hd:v", serve_options, true)) != -1) {
+		switch (c) {
+		case 'h':
+			kv_usage(stdout);
+			return 1;
+		case RDMX_CLI_OPT_VERSION:
+			rdmx_cli_print_version("rdmx-kv");
+			return 1;
+		case S_LISTEN:
+			o->listen = optarg;
+			break;
+		case S_REGISTRY:
+			o->registry = optarg;
+			break;
+		case S_REGISTRY_NAME:
+			o->registry_name = optarg;
+			break;
+		case S_SERVICE:
+			o->service = optarg;
+			break;
+		case S_ADVERTISE:
+			o->advertise = optarg;
+			break;
+		case S_CA:
+			tls.ca = optarg;
+			break;
+		case S_CERT:
+			tls.cert = optarg;
+			break;
+		case S_KEY:
+			tls.key = optarg;
+			break;
+		case S_CRL:
+			tls.crl = optarg;
+			break;
+		case S_ALLOW:
+			if (o->n_allow == MAX_ALLOW) {
+				fprintf(stderr, "rdmx-kv: at most %d --allow\n", MAX_ALLOW);
+				return -1;
+			}
+			o->allow[o->n_allow++] = optarg;
+			break;
+		case S_TTL:
+			if (rdmx_cli_parse_long("rdmx-kv", "--ttl-ms", optarg, 100, 3600000, &v))
+				return -1;
+			o->ttl_ms = (uint32_t)v;
+			break;
+		case S_MAX_BYTES:
+			if (rdmx_cli_parse_size("rdmx-kv", "--max-bytes", optarg, 1, 1ull << 40,
+			                        &size))
+				return -1;
+			o->max_bytes = (int64_t)size;
+			break;
+		case S_METRICS:
+			o->metrics = optarg;
+			break;
+		case 'd':
+			rdmx_cli_set_device(optarg);
+			break;
+		case 'v':
 			o->verbose = true;
-			continue;
-		}
-		if (!v) {
-			fprintf(stderr, "rdmx-kv serve: %s needs a value\n", a);
-			return -1;
-		}
-		i++;
-		if (!strcmp(a, "--listen"))
-			o->listen = v;
-		else if (!strcmp(a, "--registry"))
-			o->registry = v;
-		else if (!strcmp(a, "--registry-name"))
-			o->registry_name = v;
-		else if (!strcmp(a, "--service"))
-			o->service = v;
-		else if (!strcmp(a, "--advertise"))
-			o->advertise = v;
-		else if (!strcmp(a, "--ca"))
-			o->tls.ca = v;
-		else if (!strcmp(a, "--cert"))
-			o->tls.cert = v;
-		else if (!strcmp(a, "--key"))
-			o->tls.key = v;
-		else if (!strcmp(a, "--crl"))
-			o->tls.crl = v;
-		else if (!strcmp(a, "--allow") && o->n_allow < MAX_ALLOW)
-			o->allow[o->n_allow++] = v;
-		else if (!strcmp(a, "--ttl-ms")) {
-			char *end;
-			unsigned long t = strtoul(v, &end, 10);
-
-			if (*end || t < 100 || t > 3600000) {
-				fprintf(stderr, "rdmx-kv serve: --ttl-ms wants 100..3600000\n");
-				return -1;
-			}
-			o->ttl_ms = (uint32_t)t;
-		} else if (!strcmp(a, "--max-bytes")) {
-			o->max_bytes = kv_parse_size(v);
-			if (o->max_bytes <= 0) {
-				fprintf(stderr, "rdmx-kv serve: bad --max-bytes %s\n", v);
-				return -1;
-			}
-		} else {
-			fprintf(stderr, "rdmx-kv serve: unknown option %s\n", a);
+			break;
+		default:
 			return -1;
 		}
 	}
+	if (optind < argc) {
+		fprintf(stderr, "rdmx-kv: serve takes no operand ('%s')\n", argv[optind]);
+		return -1;
+	}
+	rdmx_cli_tls_env(&tls);
+	o->tls.ca = tls.ca;
+	o->tls.cert = tls.cert;
+	o->tls.key = tls.key;
+	o->tls.crl = tls.crl;
 	if (!o->listen || !o->tls.ca || !o->tls.cert || !o->tls.key) {
-		fprintf(stderr, "rdmx-kv serve: --listen, --ca, --cert and --key are required\n");
-		usage(stderr);
+		fprintf(stderr, "rdmx-kv: serve needs --listen, --ca, --cert and --key\n");
 		return -1;
 	}
 	return 0;
@@ -377,8 +420,9 @@ int kv_serve_main(int argc, char **argv)
 	int ret = 1, rc;
 
 	memset(&k, 0, sizeof(k));
-	if (parse(argc, argv, &k.o))
-		return 2;
+	rc = parse(argc, argv, &k.o);
+	if (rc)
+		return rc > 0 ? 0 : 2;
 	if (kv_split_addr(k.o.listen, host, sizeof(host), &port)) {
 		fprintf(stderr, "rdmx-kv serve: --listen wants HOST:PORT, got %s\n", k.o.listen);
 		return 2;
