@@ -30,7 +30,7 @@
 struct args {
 	char host[256];
 	uint16_t port;
-	const char *ca, *cert, *key, *crl, *policy, *metrics;
+	const char *ca, *cert, *key, *crl, *policy;
 	const char *allow[64];
 	int n_allow;
 	uint32_t handshake_timeout_ms;
@@ -41,30 +41,28 @@ struct args {
 static void usage(FILE *f)
 {
 	fprintf(
-	    f,
-	    "usage: rdmx-bootstrapd --listen HOST:PORT --ca FILE --cert FILE --key FILE\n"
-	    "                       [--crl FILE] [--policy FILE] [--allow PATTERN]...\n"
-	    "                       [--min-ttl-ms N] [--max-ttl-ms N] [--max-members N]\n"
-	    "                       [--handshake-timeout-ms N] [--metrics HOST:PORT] [--verbose]\n"
-	    "      --listen HOST:PORT        the registry endpoint (mutual TLS); port 0 = any\n"
-	    "      --ca FILE                 CA certificate (PEM, $RDMX_CA)\n"
-	    "      --cert FILE               this node's certificate (PEM, $RDMX_CERT)\n"
-	    "      --key FILE                its private key (PEM, $RDMX_KEY)\n"
-	    "      --crl FILE                certificate revocation list (PEM)\n"
-	    "      --policy FILE             lines 'CERT_NAME_PATTERN SERVICE_PATTERN' ('#'\n"
-	    "                                comments): which certificates may register which\n"
-	    "                                services; without it any member of the CA may\n"
-	    "                                register any service\n"
-	    "      --allow PATTERN           client certificate names accepted at all (default\n"
-	    "                                '*': any name signed by the CA); repeatable\n"
-	    "      --min-ttl-ms N            shortest lease granted\n"
-	    "      --max-ttl-ms N            longest lease granted\n"
-	    "      --max-members N           members held at most\n"
-	    "      --handshake-timeout-ms N  TLS handshake limit\n"
-	    "      --metrics HOST:PORT       serve Prometheus metrics at http://HOST:PORT/metrics\n"
-	    "  -v, --verbose                 log more\n" RDMX_CLI_HELP_COMMON
-	    "SIGHUP reloads the policy; SIGINT/SIGTERM stop.\n"
-	    "Exit status: 0 stopped by a signal; 1 failure; 2 usage error.\n");
+	    f, "usage: rdmx-bootstrapd --listen HOST:PORT --ca FILE --cert FILE --key FILE\n"
+	       "                       [--crl FILE] [--policy FILE] [--allow PATTERN]...\n"
+	       "                       [--min-ttl-ms N] [--max-ttl-ms N] [--max-members N]\n"
+	       "                       [--handshake-timeout-ms N] [--verbose]\n"
+	       "      --listen HOST:PORT        the registry endpoint (mutual TLS); port 0 = any\n"
+	       "      --ca FILE                 CA certificate (PEM, $RDMX_CA)\n"
+	       "      --cert FILE               this node's certificate (PEM, $RDMX_CERT)\n"
+	       "      --key FILE                its private key (PEM, $RDMX_KEY)\n"
+	       "      --crl FILE                certificate revocation list (PEM)\n"
+	       "      --policy FILE             lines 'CERT_NAME_PATTERN SERVICE_PATTERN' ('#'\n"
+	       "                                comments): which certificates may register which\n"
+	       "                                services; without it any member of the CA may\n"
+	       "                                register any service\n"
+	       "      --allow PATTERN           client certificate names accepted at all (default\n"
+	       "                                '*': any name signed by the CA); repeatable\n"
+	       "      --min-ttl-ms N            shortest lease granted\n"
+	       "      --max-ttl-ms N            longest lease granted\n"
+	       "      --max-members N           members held at most\n"
+	       "      --handshake-timeout-ms N  TLS handshake limit\n"
+	       "  -v, --verbose                 log more\n" RDMX_CLI_HELP_COMMON
+	       "SIGHUP reloads the policy; SIGINT/SIGTERM stop.\n"
+	       "Exit status: 0 stopped by a signal; 1 failure; 2 usage error.\n");
 }
 
 static int parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max, uint32_t *out)
@@ -89,7 +87,6 @@ enum {
 	B_MAX_TTL,
 	B_MAX_MEMBERS,
 	B_HS_TIMEOUT,
-	B_METRICS,
 };
 
 static const struct option long_options[] = {
@@ -106,7 +103,6 @@ static const struct option long_options[] = {
     {"max-ttl-ms", required_argument, NULL, B_MAX_TTL},
     {"max-members", required_argument, NULL, B_MAX_MEMBERS},
     {"handshake-timeout-ms", required_argument, NULL, B_HS_TIMEOUT},
-    {"metrics", required_argument, NULL, B_METRICS},
     {"verbose", no_argument, NULL, 'v'},
     {NULL, 0, NULL, 0},
 };
@@ -175,9 +171,6 @@ static int parse_args(int argc, char **argv, struct args *a)
 			if (parse_u32("--handshake-timeout-ms", optarg, 1, 600000,
 			              &a->handshake_timeout_ms))
 				return -1;
-			break;
-		case B_METRICS:
-			a->metrics = optarg;
 			break;
 		default:
 			return -1;

@@ -33,7 +33,7 @@
 #define MAX_ALLOW 32
 
 struct serve_opts {
-	const char *listen, *registry, *registry_name, *service, *advertise, *metrics;
+	const char *listen, *registry, *registry_name, *service, *advertise;
 	const char *allow[MAX_ALLOW];
 	int n_allow;
 	struct kv_tls tls;
@@ -268,7 +268,6 @@ enum {
 	S_ALLOW,
 	S_TTL,
 	S_MAX_BYTES,
-	S_METRICS,
 };
 
 static const struct option serve_options[] = {
@@ -286,7 +285,6 @@ static const struct option serve_options[] = {
     {"allow", required_argument, NULL, S_ALLOW},
     {"ttl-ms", required_argument, NULL, S_TTL},
     {"max-bytes", required_argument, NULL, S_MAX_BYTES},
-    {"metrics", required_argument, NULL, S_METRICS},
     {"device", required_argument, NULL, 'd'},
     {"verbose", no_argument, NULL, 'v'},
     {NULL, 0, NULL, 0},
@@ -357,9 +355,6 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 			                        &size))
 				return -1;
 			o->max_bytes = (int64_t)size;
-			break;
-		case S_METRICS:
-			o->metrics = optarg;
 			break;
 		case 'd':
 			rdmx_cli_set_device(optarg);
