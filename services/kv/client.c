@@ -75,6 +75,7 @@ void kv_usage(FILE *f)
 	        "default '*')\n"
 	        "      --ttl-ms N              registration lease (default 10000)\n"
 	        "      --max-bytes SIZE        the store's limit, e.g. 1G (default 1G)\n"
+	        "      --metrics HOST:PORT     Prometheus metrics at http://HOST:PORT/metrics\n"
 	        "      (and --registry, --registry-name, --service, --ca, --cert, --key, --crl,\n"
 	        "       --device, --verbose as above)\n" RDMX_CLI_HELP_COMMON
 	        "Exit status: 0 done; 1 failure or not found; 2 usage error.\n");

@@ -19,6 +19,7 @@
 
 #include <rdmx/dev.h>
 #include <rdmx/health.h>
+#include <rdmx/metrics.h>
 #include <rdmx/registry.h>
 #include <rdmx/rpc.h>
 #include <rdmx/rpc_secure.h>
@@ -28,12 +29,15 @@
 #include "cli.h"
 #include "kv.h"
 #include "kv.rdmx.h"
+#include "metrics_http.h"
 #include "store.h"
 
 #define MAX_ALLOW 32
 
 struct serve_opts {
-	const char *listen, *registry, *registry_name, *service, *advertise;
+	const char *listen, *registry, *registry_name, *service, *advertise, *metrics;
+	char metrics_host[256];
+	uint16_t metrics_port;
 	const char *allow[MAX_ALLOW];
 	int n_allow;
 	struct kv_tls tls;
@@ -59,6 +63,12 @@ struct kv_server {
 	ev_timer beat;
 	ev_signal sigint, sigterm;
 	uint64_t calls[4];
+	/* --metrics: the live endpoints and the counters of those gone */
+	struct rdmx_metrics_http *metrics;
+	struct rdmx_rpc_conn **conns;
+	size_t n_conns, cap_conns;
+	struct rdmx_rpc_stats client_retired;
+	struct rdmx_chan_stats chan_retired;
 };
 
 /* ---- handlers ---- */
@@ -268,6 +278,7 @@ enum {
 	S_ALLOW,
 	S_TTL,
 	S_MAX_BYTES,
+	S_METRICS,
 };
 
 static const struct option serve_options[] = {
@@ -285,6 +296,7 @@ static const struct option serve_options[] = {
     {"allow", required_argument, NULL, S_ALLOW},
     {"ttl-ms", required_argument, NULL, S_TTL},
     {"max-bytes", required_argument, NULL, S_MAX_BYTES},
+    {"metrics", required_argument, NULL, S_METRICS},
     {"device", required_argument, NULL, 'd'},
     {"verbose", no_argument, NULL, 'v'},
     {NULL, 0, NULL, 0},
@@ -356,6 +368,14 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 				return -1;
 			o->max_bytes = (int64_t)size;
 			break;
+		case S_METRICS:
+			if (rdmx_cli_split_addr(optarg, o->metrics_host, sizeof(o->metrics_host),
+			                        &o->metrics_port)) {
+				rdmx_cli_bad_value("rdmx-kv", "--metrics", optarg);
+				return -1;
+			}
+			o->metrics = optarg;
+			break;
 		case 'd':
 			rdmx_cli_set_device(optarg);
 			break;
@@ -384,10 +404,26 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 
 static void on_connected(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_conn *rc, void *arg)
 {
+	struct kv_server *k = arg;
 	const char *cert = "?", *hello = "";
 
 	(void)srv;
-	(void)arg;
+	if (k->n_conns == k->cap_conns) {
+		size_t cap = k->cap_conns ? 2 * k->cap_conns : 16;
+		struct rdmx_rpc_conn **grown = realloc(k->conns, cap * sizeof(*grown));
+
+		if (grown) {
+			k->conns = grown;
+			k->cap_conns = cap;
+		}
+	}
+	if (k->n_conns < k->cap_conns)
+		k->conns[k->n_conns++] = rc;
+	else
+		fprintf(stderr,
+		        "rdmx-kv: out of memory: a client's channel is not in the metrics\n");
+	if (!k->o.verbose)
+		return;
 	rdmx_rpc_secure_get_peer_names(rc, &cert, &hello);
 	fprintf(stderr, "rdmx-kv: client %s (%s) connected\n", cert, hello);
 }
@@ -397,10 +433,36 @@ static void on_gone(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_conn *rc
 {
 	const char *cert = "?", *hello = "";
 
+	struct kv_server *k = arg;
+
 	(void)srv;
-	(void)arg;
+	for (size_t i = 0; i < k->n_conns; i++) {
+		if (k->conns[i] != rc)
+			continue;
+		rdmx_metrics_retire(rc, &k->client_retired, &k->chan_retired);
+		k->conns[i] = k->conns[--k->n_conns];
+		break;
+	}
+	if (!k->o.verbose)
+		return;
 	rdmx_rpc_secure_get_peer_names(rc, &cert, &hello);
 	fprintf(stderr, "rdmx-kv: client %s (%s) gone: %s\n", cert, hello, rdmx_strerror(status));
+}
+
+/* /metrics: the RPC server's methods, the clients' channels */
+static int fill_metrics(FILE *f, void *arg)
+{
+	struct kv_server *k = arg;
+	struct rdmx_metrics_sources src;
+
+	memset(&src, 0, sizeof(src));
+	src.server = k->rpc;
+	src.conns = k->conns;
+	src.n_conns = k->n_conns;
+	src.client_retired = &k->client_retired;
+	src.chan_retired = &k->chan_retired;
+	src.clients = k->srv ? (int64_t)rdmx_rpc_secure_server_get_clients(k->srv) : 0;
+	return rdmx_metrics_write(f, &src);
 }
 
 int kv_serve_main(int argc, char **argv)
@@ -443,10 +505,8 @@ int kv_serve_main(int argc, char **argv)
 		goto out;
 	/* mutual TLS bootstrap, then a channel and an RPC endpoint per client,
 	 * all driven by the loop (rdmx/rpc_secure.h) */
-	if (k.o.verbose) {
-		ops.connected = on_connected;
-		ops.gone = on_gone;
-	}
+	ops.connected = on_connected;
+	ops.gone = on_gone;
 	if (kv_open_device(&k.dev, &k.max_msg, &k.max_value, "rdmx-kv serve"))
 		goto out;
 	rdmx_rpc_secure_opts_init(&so);
@@ -468,6 +528,14 @@ int kv_serve_main(int argc, char **argv)
 		         host, strchr(host, ':') ? "]" : "", bound);
 	printf("listening %s %u\n", host, bound);
 	fflush(stdout);
+	if (k.o.metrics) {
+		if (rdmx_metrics_http_create(k.loop, k.o.metrics_host, k.o.metrics_port,
+		                             fill_metrics, &k, "rdmx-kv", &k.metrics))
+			goto out;
+		printf("metrics %s %u\n", *k.o.metrics_host ? k.o.metrics_host : "*",
+		       rdmx_metrics_http_port(k.metrics));
+		fflush(stdout);
+	}
 	fprintf(
 	    stderr, "rdmx-kv: serving %s on %s (device %s, mutual TLS), values up to %llu MiB\n",
 	    k.o.service, k.endpoint, server_device(&k), (unsigned long long)(k.max_value >> 20));
@@ -508,8 +576,10 @@ out:
 		ev_signal_stop(k.loop, &k.sigint);
 		ev_signal_stop(k.loop, &k.sigterm);
 	}
+	rdmx_metrics_http_destroy(&k.metrics);
 	rdmx_registry_client_destroy(&k.reg);
 	rdmx_rpc_secure_server_destroy(&k.srv);
+	free(k.conns);
 	rdmx_dev_close(&k.dev);
 	{
 		const struct rdmx_rpc_server *gone = k.rpc;
