@@ -3,7 +3,8 @@
  *   rdmx-bootstrapd --listen HOST:PORT --ca FILE --cert FILE --key FILE
  *                   [--crl FILE] [--policy FILE] [--allow PATTERN]...
  *                   [--min-ttl-ms N] [--max-ttl-ms N] [--max-members N]
- *                   [--handshake-timeout-ms N] [--verbose]
+ *                   [--handshake-timeout-ms N] [--metrics HOST:PORT]\n"
+                "                       [--verbose]
  *
  * Prints "listening HOST PORT" on stdout once it accepts connections.
  * SIGHUP reloads the policy file; SIGINT / SIGTERM stop. */
@@ -20,17 +21,21 @@
 #include <ev.h>
 
 #include <rdmx/log.h>
+#include <rdmx/metrics.h>
 #include <rdmx/status.h>
 #include <rdmx/tls.h>
 
 #include "cli.h"
+#include "metrics_http.h"
 #include "policy.h"
 #include "registry_server.h"
 
 struct args {
 	char host[256];
 	uint16_t port;
-	const char *ca, *cert, *key, *crl, *policy;
+	const char *ca, *cert, *key, *crl, *policy, *metrics;
+	char metrics_host[256];
+	uint16_t metrics_port;
 	const char *allow[64];
 	int n_allow;
 	uint32_t handshake_timeout_ms;
@@ -60,6 +65,7 @@ static void usage(FILE *f)
 	       "      --max-ttl-ms N            longest lease granted\n"
 	       "      --max-members N           members held at most\n"
 	       "      --handshake-timeout-ms N  TLS handshake limit\n"
+	       "      --metrics HOST:PORT       Prometheus metrics at http://HOST:PORT/metrics\n"
 	       "  -v, --verbose                 log more\n" RDMX_CLI_HELP_COMMON
 	       "SIGHUP reloads the policy; SIGINT/SIGTERM stop.\n"
 	       "Exit status: 0 stopped by a signal; 1 failure; 2 usage error.\n");
@@ -87,6 +93,7 @@ enum {
 	B_MAX_TTL,
 	B_MAX_MEMBERS,
 	B_HS_TIMEOUT,
+	B_METRICS,
 };
 
 static const struct option long_options[] = {
@@ -103,6 +110,7 @@ static const struct option long_options[] = {
     {"max-ttl-ms", required_argument, NULL, B_MAX_TTL},
     {"max-members", required_argument, NULL, B_MAX_MEMBERS},
     {"handshake-timeout-ms", required_argument, NULL, B_HS_TIMEOUT},
+    {"metrics", required_argument, NULL, B_METRICS},
     {"verbose", no_argument, NULL, 'v'},
     {NULL, 0, NULL, 0},
 };
@@ -172,6 +180,14 @@ static int parse_args(int argc, char **argv, struct args *a)
 			              &a->handshake_timeout_ms))
 				return -1;
 			break;
+		case B_METRICS:
+			if (rdmx_cli_split_addr(optarg, a->metrics_host, sizeof(a->metrics_host),
+			                        &a->metrics_port)) {
+				rdmx_cli_bad_value("rdmx-bootstrapd", "--metrics", optarg);
+				return -1;
+			}
+			a->metrics = optarg;
+			break;
 		default:
 			return -1;
 		}
@@ -229,6 +245,28 @@ static struct rdmx_tls_config *make_config(const struct args *a)
 }
 
 static struct rdmx__bootstrapd *server;
+
+/* /metrics: the TLS listener, members and sessions */
+static int fill_metrics(FILE *f, void *arg)
+{
+	struct rdmx_tls_listener_stats ls;
+	struct rdmx_metrics_sources src;
+
+	(void)arg;
+	memset(&src, 0, sizeof(src));
+	src.clients = -1;
+	if (rdmx__bootstrapd_listener_stats(server, &ls) == 0)
+		src.listener = &ls;
+	fprintf(f,
+	        "# HELP rdmx_registry_members Members registered now.\n"
+	        "# TYPE rdmx_registry_members gauge\n"
+	        "rdmx_registry_members %u\n"
+	        "# HELP rdmx_registry_sessions Client sessions open now.\n"
+	        "# TYPE rdmx_registry_sessions gauge\n"
+	        "rdmx_registry_sessions %u\n",
+	        rdmx__bootstrapd_members(server), rdmx__bootstrapd_sessions(server));
+	return rdmx_metrics_write(f, &src);
+}
 static const char *policy_path;
 
 static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
@@ -264,6 +302,7 @@ int main(int argc, char **argv)
 	struct rdmx__policy *policy = NULL;
 	struct ev_loop *loop = EV_DEFAULT;
 	ev_signal sigint, sigterm, sighup;
+	struct rdmx_metrics_http *metrics = NULL;
 	int ret;
 
 	memset(&a, 0, sizeof(a));
@@ -295,6 +334,17 @@ int main(int argc, char **argv)
 	}
 	printf("listening %s %u\n", a.host[0] ? a.host : "*", rdmx__bootstrapd_get_port(server));
 	fflush(stdout);
+	if (a.metrics) {
+		if (rdmx_metrics_http_create(loop, a.metrics_host, a.metrics_port, fill_metrics,
+		                             NULL, "rdmx-bootstrapd", &metrics)) {
+			rdmx__bootstrapd_destroy(&server);
+			rdmx_tls_config_destroy(&cfg);
+			return 1;
+		}
+		printf("metrics %s %u\n", a.metrics_host[0] ? a.metrics_host : "*",
+		       rdmx_metrics_http_port(metrics));
+		fflush(stdout);
+	}
 	ev_signal_init(&sigint, stop_cb, SIGINT);
 	ev_signal_init(&sigterm, stop_cb, SIGTERM);
 	ev_signal_init(&sighup, hup_cb, SIGHUP);
@@ -302,6 +352,7 @@ int main(int argc, char **argv)
 	ev_signal_start(loop, &sigterm);
 	ev_signal_start(loop, &sighup);
 	ev_run(loop, 0);
+	rdmx_metrics_http_destroy(&metrics);
 	rdmx__bootstrapd_destroy(&server);
 	rdmx_tls_config_destroy(&cfg);
 	return 0;
