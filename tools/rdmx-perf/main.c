@@ -18,8 +18,9 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: rdmx-perf TEST [options] [SERVER_ADDR]\n"
-	           "TEST: send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw");
+	fprintf(f,
+	        "usage: rdmx-perf TEST [options] [SERVER_ADDR]\n"
+	        "TEST: send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw atomic_bw");
 #ifdef RDMX_PERF_HAVE_RPC
 	fprintf(f, " rpc_lat rpc_bw");
 #endif
@@ -28,6 +29,7 @@ static void usage(FILE *f)
 	    "\nWithout SERVER_ADDR: the server (it prints its results too where it measures).\n"
 	    "  -s, --size N           bytes per operation (lat: 2, bw: 65536)\n"
 	    "  -n, --iters N          iterations (lat: 1000, bw: 5000)\n"
+	    "  -D, --duration SECS    bandwidth tests: run for SECS seconds instead of -n\n"
 	    "  -a, --all              every size 2..8388608 by powers of 2 (both sides)\n"
 	    "  -p, --port N           the listening port (default 18515)\n"
 	    "  -d, --ib-dev DEV       the device ($RDMX_DEVICE; default: first verbs, else tcp)\n"
@@ -41,7 +43,8 @@ static void usage(FILE *f)
 	    "      --poll MODE        busy, block or hybrid (default busy)\n"
 	    "      --passive          the server of read/atomic/write tests does not call\n"
 	    "                         progress while serving (the device alone answers)\n"
-	    RDMX_CLI_HELP_COMMON
+	    "  -q, --quiet            no progress meter (-D shows one on a "
+	    "terminal)\n" RDMX_CLI_HELP_COMMON
 	    "Latency: half round trip for send_lat and write_lat, whole operation for\n"
 	    "read_lat and atomic_lat (perftest's convention).\n"
 	    "Exit status: 0 done; 1 failure; 2 usage error.\n");
@@ -70,22 +73,15 @@ static bool is_lat(const char *test)
 enum { P_POLL = RDMX_CLI_OPT_VERSION + 1, P_PASSIVE, P_GBITS, P_JSON };
 
 static const struct option longopts[] = {
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
-    {"size", required_argument, NULL, 's'},
-    {"iters", required_argument, NULL, 'n'},
-    {"all", no_argument, NULL, 'a'},
-    {"port", required_argument, NULL, 'p'},
-    {"ib-dev", required_argument, NULL, 'd'},
-    {"gid-index", required_argument, NULL, 'x'},
-    {"mtu", required_argument, NULL, 'm'},
-    {"tx-depth", required_argument, NULL, 't'},
-    {"CPU-freq", no_argument, NULL, 'F'},
-    {"report_gbits", no_argument, NULL, P_GBITS},
-    {"out_json", no_argument, NULL, P_JSON},
-    {"poll", required_argument, NULL, P_POLL},
-    {"passive", no_argument, NULL, P_PASSIVE},
-    {NULL, 0, NULL, 0},
+    {"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
+    {"size", required_argument, NULL, 's'},    {"iters", required_argument, NULL, 'n'},
+    {"all", no_argument, NULL, 'a'},           {"duration", required_argument, NULL, 'D'},
+    {"quiet", no_argument, NULL, 'q'},         {"port", required_argument, NULL, 'p'},
+    {"ib-dev", required_argument, NULL, 'd'},  {"gid-index", required_argument, NULL, 'x'},
+    {"mtu", required_argument, NULL, 'm'},     {"tx-depth", required_argument, NULL, 't'},
+    {"CPU-freq", no_argument, NULL, 'F'},      {"report_gbits", no_argument, NULL, P_GBITS},
+    {"out_json", no_argument, NULL, P_JSON},   {"poll", required_argument, NULL, P_POLL},
+    {"passive", no_argument, NULL, P_PASSIVE}, {NULL, 0, NULL, 0},
 };
 
 int main(int argc, char **argv)
@@ -101,7 +97,7 @@ int main(int argc, char **argv)
 	bool all = false;
 	int c, rc = 0;
 
-	while ((c = rdmx_cli_getopt("rdmx-perf", argc, argv, "hs:n:ap:d:x:m:t:F", longopts,
+	while ((c = rdmx_cli_getopt("rdmx-perf", argc, argv, "hs:n:aD:p:d:x:m:t:Fq", longopts,
 	                            true)) != -1) {
 		switch (c) {
 		case 'h':
@@ -122,6 +118,14 @@ int main(int argc, char **argv)
 			break;
 		case 'a':
 			all = true;
+			break;
+		case 'D':
+			if (rdmx_cli_parse_long("rdmx-perf", "--duration", optarg, 1, 65535, &l))
+				return 2;
+			o.duration = (uint32_t)l;
+			break;
+		case 'q':
+			o.quiet = true;
 			break;
 		case 'p':
 			if (rdmx_cli_parse_long("rdmx-perf", "--port", optarg, 1, 65535, &l))
@@ -189,6 +193,12 @@ int main(int argc, char **argv)
 	const struct perf_test *t = find_test(o.test);
 	if (!t) {
 		fprintf(stderr, "rdmx-perf: unknown test '%s'\n", o.test);
+		return 2;
+	}
+	if (o.duration && is_lat(o.test)) {
+		fprintf(stderr,
+		        "rdmx-perf: -D is for the bandwidth tests (%s counts -n iterations)\n",
+		        o.test);
 		return 2;
 	}
 	if (!o.size)

@@ -24,6 +24,8 @@ struct perf_opts {
 	                       (progress once per 100 ms to notice the end) */
 	bool report_gbits;  /* bandwidth in Gb/sec instead of MB/sec */
 	bool out_json;      /* one JSON line per result after the table */
+	uint32_t duration;  /* -D seconds (bandwidth tests); 0: -n iterations */
+	bool quiet;         /* no progress meter */
 	int gid_index;      /* -x: -1 = the device's default */
 	uint32_t mtu;       /* -m: 0 = the device's default */
 };
@@ -89,6 +91,9 @@ void perf_header(const struct perf_opts *o, const struct perf_session *s);
 
 /* Prints perftest's columns and the RESULT line. samples_us may be NULL for
  * bandwidth tests. `half_rtt` documents perftest's convention in the header. */
+/* perf_report with the size the run used (the client's, on the server). */
+void perf_report_as(const struct perf_opts *o, uint64_t size, double *samples_us, uint64_t n,
+                    uint64_t ops, uint64_t bytes, double seconds);
 void perf_report(const struct perf_opts *o, double *samples_us, uint64_t n, uint64_t ops,
                  uint64_t bytes, double seconds);
 

@@ -313,6 +313,15 @@ static double at(const double *sorted, uint64_t n, double q)
 	return sorted[(uint64_t)((double)(n - 1) * q)];
 }
 
+void perf_report_as(const struct perf_opts *o, uint64_t size, double *samples_us, uint64_t n,
+                    uint64_t ops, uint64_t bytes, double seconds)
+{
+	struct perf_opts ro = *o;
+
+	ro.size = size;
+	perf_report(&ro, samples_us, n, ops, bytes, seconds);
+}
+
 void perf_report(const struct perf_opts *o, double *samples_us, uint64_t n, uint64_t ops,
                  uint64_t bytes, double seconds)
 {
