@@ -67,7 +67,7 @@ static void histogram(FILE *f, const char *name, const char *method, const struc
 			put_label_value(f, method);
 			fputs("\",", f);
 		}
-		fprintf(f, "le=\"%.9g\"} %llu\n", (double)edge / 1e9, (unsigned long long)cum);
+		fprintf(f, "le=\"%.12g\"} %llu\n", (double)edge / 1e9, (unsigned long long)cum);
 	}
 	fprintf(f, "%s_bucket{", name);
 	if (method) {
