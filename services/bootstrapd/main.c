@@ -3,7 +3,8 @@
  *   rdmx-bootstrapd --listen HOST:PORT --ca FILE --cert FILE --key FILE
  *                   [--crl FILE] [--policy FILE] [--allow PATTERN]...
  *                   [--min-ttl-ms N] [--max-ttl-ms N] [--max-members N]
- *                   [--handshake-timeout-ms N] [--verbose]
+ *                   [--handshake-timeout-ms N] [--metrics HOST:PORT]\n"
+                "                       [--verbose]
  *
  * Prints "listening HOST PORT" on stdout once it accepts connections.
  * SIGHUP reloads the policy file; SIGINT / SIGTERM stop. */
@@ -20,9 +21,12 @@
 #include <ev.h>
 
 #include <rdmx/log.h>
+#include <rdmx/metrics.h>
 #include <rdmx/status.h>
 #include <rdmx/tls.h>
 
+#include "cli.h"
+#include "metrics_http.h"
 #include "policy.h"
 #include "registry_server.h"
 #include "sd_notify.h"
@@ -30,7 +34,9 @@
 struct args {
 	char host[256];
 	uint16_t port;
-	const char *ca, *cert, *key, *crl, *policy;
+	const char *ca, *cert, *key, *crl, *policy, *metrics;
+	char metrics_host[256];
+	uint16_t metrics_port;
 	const char *allow[64];
 	int n_allow;
 	uint32_t handshake_timeout_ms;
@@ -40,111 +46,161 @@ struct args {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: rdmx-bootstrapd --listen HOST:PORT --ca FILE --cert FILE --key FILE\n"
-	           "                       [--crl FILE] [--policy FILE] [--allow PATTERN]...\n"
-	           "                       [--min-ttl-ms N] [--max-ttl-ms N] [--max-members N]\n"
-	           "                       [--handshake-timeout-ms N] [--verbose]\n"
-	           "  --policy FILE   lines 'CERT_NAME_PATTERN SERVICE_PATTERN' ('#' comments):\n"
-	           "                  which certificates may register which services.\n"
-	           "                  Without it any member of the CA may register any service.\n"
-	           "  --allow PATTERN client certificate names accepted at all (default '*':\n"
-	           "                  any name signed by the CA). Repeatable.\n"
-	           "  SIGHUP reloads the policy; SIGINT/SIGTERM stop.\n");
+	fprintf(
+	    f, "usage: rdmx-bootstrapd --listen HOST:PORT --ca FILE --cert FILE --key FILE\n"
+	       "                       [--crl FILE] [--policy FILE] [--allow PATTERN]...\n"
+	       "                       [--min-ttl-ms N] [--max-ttl-ms N] [--max-members N]\n"
+	       "                       [--handshake-timeout-ms N] [--verbose]\n"
+	       "      --listen HOST:PORT        the registry endpoint (mutual TLS); port 0 = any\n"
+	       "      --ca FILE                 CA certificate (PEM, $RDMX_CA)\n"
+	       "      --cert FILE               this node's certificate (PEM, $RDMX_CERT)\n"
+	       "      --key FILE                its private key (PEM, $RDMX_KEY)\n"
+	       "      --crl FILE                certificate revocation list (PEM)\n"
+	       "      --policy FILE             lines 'CERT_NAME_PATTERN SERVICE_PATTERN' ('#'\n"
+	       "                                comments): which certificates may register which\n"
+	       "                                services; without it any member of the CA may\n"
+	       "                                register any service\n"
+	       "      --allow PATTERN           client certificate names accepted at all (default\n"
+	       "                                '*': any name signed by the CA); repeatable\n"
+	       "      --min-ttl-ms N            shortest lease granted\n"
+	       "      --max-ttl-ms N            longest lease granted\n"
+	       "      --max-members N           members held at most\n"
+	       "      --handshake-timeout-ms N  TLS handshake limit\n"
+	       "      --metrics HOST:PORT       Prometheus metrics at http://HOST:PORT/metrics\n"
+	       "  -v, --verbose                 log more\n" RDMX_CLI_HELP_COMMON
+	       "SIGHUP reloads the policy; SIGINT/SIGTERM stop.\n"
+	       "Exit status: 0 stopped by a signal; 1 failure; 2 usage error.\n");
 }
 
 static int parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max, uint32_t *out)
 {
-	char *end;
-	unsigned long v;
+	long v;
 
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || !*s || v < min || v > max) {
-		fprintf(stderr, "rdmx-bootstrapd: %s wants %u..%u, got '%s'\n", opt, min, max, s);
+	if (rdmx_cli_parse_long("rdmx-bootstrapd", opt, s, (long)min, (long)max, &v))
 		return -1;
-	}
 	*out = (uint32_t)v;
 	return 0;
 }
 
-/* HOST:PORT, [V6]:PORT or :PORT (all addresses). */
-static int parse_listen(const char *s, struct args *a)
-{
-	const char *colon = strrchr(s, ':');
-	uint32_t port;
-	size_t hl;
+enum {
+	B_LISTEN = RDMX_CLI_OPT_VERSION + 1,
+	B_CA,
+	B_CERT,
+	B_KEY,
+	B_CRL,
+	B_POLICY,
+	B_ALLOW,
+	B_MIN_TTL,
+	B_MAX_TTL,
+	B_MAX_MEMBERS,
+	B_HS_TIMEOUT,
+	B_METRICS,
+};
 
-	if (!colon || parse_u32("--listen port", colon + 1, 0, 65535, &port))
-		return -1;
-	hl = (size_t)(colon - s);
-	if (hl >= 2 && s[0] == '[' && s[hl - 1] == ']') {
-		s++;
-		hl -= 2;
-	}
-	if (hl >= sizeof(a->host))
-		return -1;
-	memcpy(a->host, s, hl);
-	a->host[hl] = '\0';
-	a->port = (uint16_t)port;
-	return 0;
-}
+static const struct option long_options[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
+    {"listen", required_argument, NULL, B_LISTEN},
+    {"ca", required_argument, NULL, B_CA},
+    {"cert", required_argument, NULL, B_CERT},
+    {"key", required_argument, NULL, B_KEY},
+    {"crl", required_argument, NULL, B_CRL},
+    {"policy", required_argument, NULL, B_POLICY},
+    {"allow", required_argument, NULL, B_ALLOW},
+    {"min-ttl-ms", required_argument, NULL, B_MIN_TTL},
+    {"max-ttl-ms", required_argument, NULL, B_MAX_TTL},
+    {"max-members", required_argument, NULL, B_MAX_MEMBERS},
+    {"handshake-timeout-ms", required_argument, NULL, B_HS_TIMEOUT},
+    {"metrics", required_argument, NULL, B_METRICS},
+    {"verbose", no_argument, NULL, 'v'},
+    {NULL, 0, NULL, 0},
+};
 
+/* 0 parsed, 1 help / version printed, -1 usage error (said) */
 static int parse_args(int argc, char **argv, struct args *a)
 {
-	int have_listen = 0;
+	struct rdmx_cli_tls tls = {NULL, NULL, NULL, NULL};
+	int have_listen = 0, c;
 
-	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		int takes = 1;
-
-		if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+	rdmx_cli_reset();
+	while ((c = rdmx_cli_getopt("rdmx-bootstrapd", argc, argv, "hv", long_options, true)) !=
+	       -1) {
+		switch (c) {
+		case 'h':
 			usage(stdout);
-			exit(0);
-		} else if (!strcmp(o, "--verbose") || !strcmp(o, "-v")) {
+			return 1;
+		case RDMX_CLI_OPT_VERSION:
+			rdmx_cli_print_version("rdmx-bootstrapd");
+			return 1;
+		case 'v':
 			a->verbose = 1;
-			takes = 0;
-		} else if (!v) {
-			fprintf(stderr, "rdmx-bootstrapd: %s needs a value\n", o);
-			return -1;
-		} else if (!strcmp(o, "--listen")) {
-			if (parse_listen(v, a)) {
-				fprintf(stderr, "rdmx-bootstrapd: bad --listen '%s'\n", v);
+			break;
+		case B_LISTEN:
+			if (rdmx_cli_split_addr(optarg, a->host, sizeof(a->host), &a->port)) {
+				rdmx_cli_bad_value("rdmx-bootstrapd", "--listen", optarg);
 				return -1;
 			}
 			have_listen = 1;
-		} else if (!strcmp(o, "--ca")) {
-			a->ca = v;
-		} else if (!strcmp(o, "--cert")) {
-			a->cert = v;
-		} else if (!strcmp(o, "--key")) {
-			a->key = v;
-		} else if (!strcmp(o, "--crl")) {
-			a->crl = v;
-		} else if (!strcmp(o, "--policy")) {
-			a->policy = v;
-		} else if (!strcmp(o, "--allow")) {
-			if (a->n_allow == 64)
+			break;
+		case B_CA:
+			tls.ca = optarg;
+			break;
+		case B_CERT:
+			tls.cert = optarg;
+			break;
+		case B_KEY:
+			tls.key = optarg;
+			break;
+		case B_CRL:
+			a->crl = optarg;
+			break;
+		case B_POLICY:
+			a->policy = optarg;
+			break;
+		case B_ALLOW:
+			if (a->n_allow == 64) {
+				fprintf(stderr, "rdmx-bootstrapd: at most 64 --allow\n");
 				return -1;
-			a->allow[a->n_allow++] = v;
-		} else if (!strcmp(o, "--min-ttl-ms")) {
-			if (parse_u32(o, v, 10, 86400000, &a->o.min_ttl_ms))
+			}
+			a->allow[a->n_allow++] = optarg;
+			break;
+		case B_MIN_TTL:
+			if (parse_u32("--min-ttl-ms", optarg, 10, 86400000, &a->o.min_ttl_ms))
 				return -1;
-		} else if (!strcmp(o, "--max-ttl-ms")) {
-			if (parse_u32(o, v, 10, 86400000, &a->o.max_ttl_ms))
+			break;
+		case B_MAX_TTL:
+			if (parse_u32("--max-ttl-ms", optarg, 10, 86400000, &a->o.max_ttl_ms))
 				return -1;
-		} else if (!strcmp(o, "--max-members")) {
-			if (parse_u32(o, v, 1, 1000000, &a->o.max_members))
+			break;
+		case B_MAX_MEMBERS:
+			if (parse_u32("--max-members", optarg, 1, 1000000, &a->o.max_members))
 				return -1;
-		} else if (!strcmp(o, "--handshake-timeout-ms")) {
-			if (parse_u32(o, v, 1, 600000, &a->handshake_timeout_ms))
+			break;
+		case B_HS_TIMEOUT:
+			if (parse_u32("--handshake-timeout-ms", optarg, 1, 600000,
+			              &a->handshake_timeout_ms))
 				return -1;
-		} else {
-			fprintf(stderr, "rdmx-bootstrapd: unknown option %s\n", o);
+			break;
+		case B_METRICS:
+			if (rdmx_cli_split_addr(optarg, a->metrics_host, sizeof(a->metrics_host),
+			                        &a->metrics_port)) {
+				rdmx_cli_bad_value("rdmx-bootstrapd", "--metrics", optarg);
+				return -1;
+			}
+			a->metrics = optarg;
+			break;
+		default:
 			return -1;
 		}
-		i += takes;
 	}
+	if (optind < argc) {
+		fprintf(stderr, "rdmx-bootstrapd: unexpected operand '%s'\n", argv[optind]);
+		return -1;
+	}
+	rdmx_cli_tls_env(&tls);
+	a->ca = tls.ca;
+	a->cert = tls.cert;
+	a->key = tls.key;
 	if (!have_listen || !a->ca || !a->cert || !a->key) {
 		fprintf(stderr, "rdmx-bootstrapd: --listen, --ca, --cert and --key are required\n");
 		return -1;
@@ -190,6 +246,28 @@ static struct rdmx_tls_config *make_config(const struct args *a)
 }
 
 static struct rdmx__bootstrapd *server;
+
+/* /metrics: the TLS listener, members and sessions */
+static int fill_metrics(FILE *f, void *arg)
+{
+	struct rdmx_tls_listener_stats ls;
+	struct rdmx_metrics_sources src;
+
+	(void)arg;
+	memset(&src, 0, sizeof(src));
+	src.clients = -1;
+	if (rdmx__bootstrapd_listener_stats(server, &ls) == 0)
+		src.listener = &ls;
+	fprintf(f,
+	        "# HELP rdmx_registry_members Members registered now.\n"
+	        "# TYPE rdmx_registry_members gauge\n"
+	        "rdmx_registry_members %u\n"
+	        "# HELP rdmx_registry_sessions Client sessions open now.\n"
+	        "# TYPE rdmx_registry_sessions gauge\n"
+	        "rdmx_registry_sessions %u\n",
+	        rdmx__bootstrapd_members(server), rdmx__bootstrapd_sessions(server));
+	return rdmx_metrics_write(f, &src);
+}
 static const char *policy_path;
 
 static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
@@ -225,14 +303,14 @@ int main(int argc, char **argv)
 	struct rdmx__policy *policy = NULL;
 	struct ev_loop *loop = EV_DEFAULT;
 	ev_signal sigint, sigterm, sighup;
+	struct rdmx_metrics_http *metrics = NULL;
 	int ret;
 
 	memset(&a, 0, sizeof(a));
 	rdmx__bootstrapd_opts_init(&a.o);
-	if (parse_args(argc, argv, &a)) {
-		usage(stderr);
-		return 2;
-	}
+	ret = parse_args(argc, argv, &a);
+	if (ret)
+		return ret > 0 ? 0 : 2;
 	signal(SIGPIPE, SIG_IGN);
 	rdmx_log_set_threshold(a.verbose ? RDMX_LOG_INFO : RDMX_LOG_NOTICE);
 	if (a.policy && rdmx__policy_load(a.policy, &policy))
@@ -257,6 +335,17 @@ int main(int argc, char **argv)
 	}
 	printf("listening %s %u\n", a.host[0] ? a.host : "*", rdmx__bootstrapd_get_port(server));
 	fflush(stdout);
+	if (a.metrics) {
+		if (rdmx_metrics_http_create(loop, a.metrics_host, a.metrics_port, fill_metrics,
+		                             NULL, "rdmx-bootstrapd", &metrics)) {
+			rdmx__bootstrapd_destroy(&server);
+			rdmx_tls_config_destroy(&cfg);
+			return 1;
+		}
+		printf("metrics %s %u\n", a.metrics_host[0] ? a.metrics_host : "*",
+		       rdmx_metrics_http_port(metrics));
+		fflush(stdout);
+	}
 	ev_signal_init(&sigint, stop_cb, SIGINT);
 	ev_signal_init(&sigterm, stop_cb, SIGTERM);
 	ev_signal_init(&sighup, hup_cb, SIGHUP);
@@ -266,6 +355,7 @@ int main(int argc, char **argv)
 	rdmx__svc_notify("READY=1");
 	ev_run(loop, 0);
 	rdmx__svc_notify("STOPPING=1");
+	rdmx_metrics_http_destroy(&metrics);
 	rdmx__bootstrapd_destroy(&server);
 	rdmx_tls_config_destroy(&cfg);
 	return 0;

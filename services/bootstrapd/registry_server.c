@@ -596,6 +596,17 @@ uint32_t rdmx__bootstrapd_members(const struct rdmx__bootstrapd *bsd)
 	return bsd->n_members;
 }
 
+uint32_t rdmx__bootstrapd_sessions(const struct rdmx__bootstrapd *bsd)
+{
+	return bsd->n_sessions;
+}
+
+int rdmx__bootstrapd_listener_stats(const struct rdmx__bootstrapd *bsd,
+                                    struct rdmx_tls_listener_stats *stats)
+{
+	return rdmx_tls_listener_get_stats(bsd->listener, stats);
+}
+
 void rdmx__bootstrapd_destroy(struct rdmx__bootstrapd **pbsd)
 {
 	struct rdmx__bootstrapd *bsd;

@@ -38,6 +38,10 @@ int rdmx__bootstrapd_create(struct ev_loop *loop, struct rdmx_tls_config *cfg,
 void rdmx__bootstrapd_set_policy(struct rdmx__bootstrapd *bsd, struct rdmx__policy *policy);
 uint16_t rdmx__bootstrapd_get_port(const struct rdmx__bootstrapd *bsd);
 uint32_t rdmx__bootstrapd_members(const struct rdmx__bootstrapd *bsd);
+/* Sessions open now, and the TLS listener's counters (for /metrics). */
+uint32_t rdmx__bootstrapd_sessions(const struct rdmx__bootstrapd *bsd);
+int rdmx__bootstrapd_listener_stats(const struct rdmx__bootstrapd *bsd,
+                                    struct rdmx_tls_listener_stats *stats);
 void rdmx__bootstrapd_destroy(struct rdmx__bootstrapd **bsd);
 
 #endif

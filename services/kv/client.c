@@ -24,35 +24,62 @@
 #include <rdmx/status.h>
 #include <rdmx/tls.h>
 
+#include "cli.h"
 #include "kv.h"
 #include "kv.rdmx.h"
+#include "progress.h"
 
 struct copts {
 	const char *registry, *registry_name, *server, *server_name, *service;
 	struct kv_tls tls;
 	int timeout_ms;
-	bool time, verbose;
+	bool time, verbose, quiet, keys;
+	const char *file, *out; /* put --file, get --out */
+	uint32_t limit;         /* scan --limit */
 };
 
-static void usage(FILE *f)
+void kv_usage(FILE *f)
 {
-	fprintf(
-	    f, "usage: rdmx-kv [options] put KEY VALUE | put KEY --file PATH|-\n"
-	       "       rdmx-kv [options] get KEY [--out PATH]\n"
-	       "       rdmx-kv [options] del KEY\n"
-	       "       rdmx-kv [options] scan PREFIX [--limit N] [--keys]\n"
-	       "       rdmx-kv [options] session [FILE|-]\n"
-	       "       rdmx-kv serve --help\n"
-	       "options:\n"
-	       "  --registry HOST:PORT    rdmx-bootstrapd, where the server is found "
-	       "($RDMX_REGISTRY)\n"
-	       "  --registry-name PATTERN the name its certificate must carry (default '*')\n"
-	       "  --server HOST:PORT      the kv server's bootstrap endpoint (skips the registry)\n"
-	       "  --server-name PATTERN   with --server: its certificate name (default '*')\n"
-	       "  --service NAME          the registered service (default kv)\n"
-	       "  --ca FILE --cert FILE --key FILE   mutual TLS ($RDMX_CA, $RDMX_CERT, $RDMX_KEY)\n"
-	       "  --timeout-ms N          connection and call deadline (default 30000)\n"
-	       "  --time                  each call's latency on stderr\n");
+	fprintf(f,
+	        "usage: rdmx-kv [options] put KEY VALUE | put KEY --file PATH|-\n"
+	        "       rdmx-kv [options] get KEY [--out PATH]\n"
+	        "       rdmx-kv [options] del KEY\n"
+	        "       rdmx-kv [options] scan PREFIX [--limit N] [--keys]\n"
+	        "       rdmx-kv [options] session [FILE|-]\n"
+	        "       rdmx-kv serve [serve options]\n"
+	        "client options:\n"
+	        "      --registry HOST:PORT    rdmx-bootstrapd, where the server is found "
+	        "($RDMX_REGISTRY)\n"
+	        "      --registry-name PATTERN the name its certificate must carry (default '*')\n"
+	        "      --server HOST:PORT      the kv server's bootstrap endpoint (skips the "
+	        "registry)\n"
+	        "      --server-name PATTERN   with --server: its certificate name (default '*')\n"
+	        "      --service NAME          the registered service (default kv)\n"
+	        "      --ca FILE               CA certificate (PEM, $RDMX_CA)\n"
+	        "      --cert FILE             this node's certificate (PEM, $RDMX_CERT)\n"
+	        "      --key FILE              its private key (PEM, $RDMX_KEY)\n"
+	        "      --crl FILE              certificate revocation list (PEM)\n"
+	        "  -d, --device NAME           the device ($RDMX_DEVICE; default: first verbs "
+	        "device, else tcp)\n"
+	        "      --timeout-ms N          connection and call deadline (default 30000)\n"
+	        "      --time                  each call's latency on stderr\n"
+	        "      --file PATH|-           put: the value from a file (- for stdin)\n"
+	        "      --out PATH              get: the value to a file\n"
+	        "      --limit N               scan: at most N keys per page (1..1000)\n"
+	        "      --keys                  scan: keys only\n"
+	        "  -q, --quiet                 no progress meter\n"
+	        "  -v, --verbose               say which server is used\n"
+	        "serve options:\n"
+	        "      --listen HOST:PORT      the bootstrap endpoint to listen on (required)\n"
+	        "      --advertise HOST:PORT   the endpoint to register (default: the bound one)\n"
+	        "      --allow PATTERN         client certificate names accepted (repeatable; "
+	        "default '*')\n"
+	        "      --ttl-ms N              registration lease (default 10000)\n"
+	        "      --max-bytes SIZE        the store's limit, e.g. 1G (default 1G)\n"
+	        "      --metrics HOST:PORT     Prometheus metrics at http://HOST:PORT/metrics\n"
+	        "      (and --registry, --registry-name, --service, --ca, --cert, --key, --crl,\n"
+	        "       --device, --verbose as above)\n" RDMX_CLI_HELP_COMMON
+	        "Exit status: 0 done; 1 failure or not found; 2 usage error.\n");
 }
 
 static uint64_t now_ns(void)
@@ -465,8 +492,17 @@ static uint8_t *read_file(const char *path, size_t *len)
 	return buf;
 }
 
+/* the meter for one large value (quiet below 1 MiB: it would only flash) */
+static void meter_start(struct rdmx_progress *m, const char *what, size_t len,
+                        const struct copts *o)
+{
+	rdmx_progress_init(m, what, len, o->quiet || len < (1u << 20));
+	rdmx_progress_update(m, 0);
+}
+
 static int cmd_put(struct rdmx_rpc_conn *rpc, const struct copts *o, int argc, char **argv)
 {
+	struct rdmx_progress meter;
 	struct result r;
 	uint8_t *file = NULL;
 	const void *val;
@@ -474,23 +510,23 @@ static int cmd_put(struct rdmx_rpc_conn *rpc, const struct copts *o, int argc, c
 	bool replaced = false;
 	int ret;
 
-	if (argc == 4 && !strcmp(argv[2], "--file")) {
-		file = read_file(argv[3], &len);
+	(void)argc;
+	if (o->file) {
+		file = read_file(o->file, &len);
 		if (!file)
 			return 1;
 		val = file;
-	} else if (argc == 3) {
+	} else {
 		val = argv[2];
 		len = strlen(argv[2]);
-	} else {
-		usage(stderr);
-		return 2;
 	}
 	if (!value_fits(len, argv[1])) {
 		free(file);
 		return 1;
 	}
+	meter_start(&meter, "put", len, o);
 	do_put(rpc, o, argv[1], val, len, &replaced, &r);
+	rdmx_progress_finish(&meter, r.rc ? 0 : len);
 	ret = report("put", argv[1], &r, o);
 	if (!ret)
 		printf("OK%s\n", replaced ? " (replaced)" : "");
@@ -500,26 +536,25 @@ static int cmd_put(struct rdmx_rpc_conn *rpc, const struct copts *o, int argc, c
 
 static int cmd_get(struct rdmx_rpc_conn *rpc, const struct copts *o, int argc, char **argv)
 {
-	const char *out = NULL;
+	struct rdmx_progress meter;
 	struct result r;
 	uint8_t *val;
 	size_t len;
 	int ret;
 
-	if (argc == 4 && !strcmp(argv[2], "--out"))
-		out = argv[3];
-	else if (argc != 2) {
-		usage(stderr);
-		return 2;
-	}
+	(void)argc;
+	/* the size is known once the reply is in: the meter counts time */
+	rdmx_progress_init(&meter, "get", 0, o->quiet);
 	do_get(rpc, o, argv[1], &val, &len, &r);
+	if (len >= (1u << 20))
+		rdmx_progress_finish(&meter, len);
 	ret = report("get", argv[1], &r, o);
 	if (!ret) {
-		FILE *f = out ? fopen(out, "wb") : stdout;
+		FILE *f = o->out ? fopen(o->out, "wb") : stdout;
 
-		if (!f || fwrite(val, 1, len, f) != len || (!out && putchar('\n') == EOF) ||
-		    (out ? fclose(f) : fflush(f))) {
-			fprintf(stderr, "rdmx-kv: writing %s: %s\n", out ? out : "stdout",
+		if (!f || fwrite(val, 1, len, f) != len || (!o->out && putchar('\n') == EOF) ||
+		    (o->out ? fclose(f) : fflush(f))) {
+			fprintf(stderr, "rdmx-kv: writing %s: %s\n", o->out ? o->out : "stdout",
 			        strerror(errno));
 			ret = 1;
 		}
@@ -534,10 +569,7 @@ static int cmd_del(struct rdmx_rpc_conn *rpc, const struct copts *o, int argc, c
 	bool deleted = false;
 	int ret;
 
-	if (argc != 2) {
-		usage(stderr);
-		return 2;
-	}
+	(void)argc;
 	do_del(rpc, o, argv[1], &deleted, &r);
 	ret = report("del", argv[1], &r, o);
 	if (ret)
@@ -552,33 +584,12 @@ static int cmd_del(struct rdmx_rpc_conn *rpc, const struct copts *o, int argc, c
 
 static int cmd_scan(struct rdmx_rpc_conn *rpc, const struct copts *o, int argc, char **argv)
 {
-	bool keys_only = false;
-	uint32_t limit = 0;
+	bool keys_only = o->keys;
 	struct result r;
 	size_t count;
 
-	if (argc < 2) {
-		usage(stderr);
-		return 2;
-	}
-	for (int i = 2; i < argc; i++) {
-		if (!strcmp(argv[i], "--keys")) {
-			keys_only = true;
-		} else if (!strcmp(argv[i], "--limit") && i + 1 < argc) {
-			long v = strtol(argv[++i], NULL, 10);
-
-			if (v < 1 || v > KV_SCAN_MAX_LIMIT) {
-				fprintf(stderr, "rdmx-kv: --limit wants 1..%u\n",
-				        KV_SCAN_MAX_LIMIT);
-				return 2;
-			}
-			limit = (uint32_t)v;
-		} else {
-			usage(stderr);
-			return 2;
-		}
-	}
-	do_scan(rpc, o, argv[1], limit, keys_only, scan_print, &keys_only, &count, &r);
+	(void)argc;
+	do_scan(rpc, o, argv[1], o->limit, keys_only, scan_print, &keys_only, &count, &r);
 	return report("scan", argv[1], &r, o);
 }
 
@@ -878,76 +889,191 @@ static int cmd_session(struct rdmx_rpc_conn *rpc, const struct copts *o, int arg
 
 /* ---- entry ---- */
 
+void kv_usage_error(void)
+{
+	fprintf(stderr, "usage: rdmx-kv [options] put|get|del|scan|session ... "
+	                "(rdmx-kv --help lists them)\n");
+}
+
+enum {
+	O_REGISTRY = RDMX_CLI_OPT_VERSION + 1,
+	O_REGISTRY_NAME,
+	O_SERVER,
+	O_SERVER_NAME,
+	O_SERVICE,
+	O_CA,
+	O_CERT,
+	O_KEY,
+	O_CRL,
+	O_TIMEOUT,
+	O_TIME,
+	O_FILE,
+	O_OUT,
+	O_LIMIT,
+	O_KEYS,
+};
+
+static const struct option client_options[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
+    {"registry", required_argument, NULL, O_REGISTRY},
+    {"registry-name", required_argument, NULL, O_REGISTRY_NAME},
+    {"server", required_argument, NULL, O_SERVER},
+    {"server-name", required_argument, NULL, O_SERVER_NAME},
+    {"service", required_argument, NULL, O_SERVICE},
+    {"ca", required_argument, NULL, O_CA},
+    {"cert", required_argument, NULL, O_CERT},
+    {"key", required_argument, NULL, O_KEY},
+    {"crl", required_argument, NULL, O_CRL},
+    {"device", required_argument, NULL, 'd'},
+    {"timeout-ms", required_argument, NULL, O_TIMEOUT},
+    {"time", no_argument, NULL, O_TIME},
+    {"file", required_argument, NULL, O_FILE},
+    {"out", required_argument, NULL, O_OUT},
+    {"limit", required_argument, NULL, O_LIMIT},
+    {"keys", no_argument, NULL, O_KEYS},
+    {"quiet", no_argument, NULL, 'q'},
+    {"verbose", no_argument, NULL, 'v'},
+    {NULL, 0, NULL, 0},
+};
+
+/* 0 parsed, 1 done (help / version printed), 2 usage error */
+static int parse_client(int argc, char **argv, struct copts *o)
+{
+	struct rdmx_cli_tls tls = {NULL, NULL, NULL, NULL};
+	long v;
+	int c;
+
+	o->service = KV_DEFAULT_SERVICE;
+	o->timeout_ms = 30000;
+	o->registry = rdmx_cli_registry_env();
+	rdmx_cli_reset();
+	while ((c = rdmx_cli_getopt("rdmx-kv", argc, argv, "hd:qv", client_options, true)) != -1) {
+		switch (c) {
+		case 'h':
+			kv_usage(stdout);
+			return 1;
+		case RDMX_CLI_OPT_VERSION:
+			rdmx_cli_print_version("rdmx-kv");
+			return 1;
+		case O_REGISTRY:
+			o->registry = optarg;
+			break;
+		case O_REGISTRY_NAME:
+			o->registry_name = optarg;
+			break;
+		case O_SERVER:
+			o->server = optarg;
+			break;
+		case O_SERVER_NAME:
+			o->server_name = optarg;
+			break;
+		case O_SERVICE:
+			o->service = optarg;
+			break;
+		case O_CA:
+			tls.ca = optarg;
+			break;
+		case O_CERT:
+			tls.cert = optarg;
+			break;
+		case O_KEY:
+			tls.key = optarg;
+			break;
+		case O_CRL:
+			tls.crl = optarg;
+			break;
+		case 'd':
+			rdmx_cli_set_device(optarg);
+			break;
+		case O_TIMEOUT:
+			if (rdmx_cli_parse_long("rdmx-kv", "--timeout-ms", optarg, 1, 600000, &v))
+				return 2;
+			o->timeout_ms = (int)v;
+			break;
+		case O_TIME:
+			o->time = true;
+			break;
+		case O_FILE:
+			o->file = optarg;
+			break;
+		case O_OUT:
+			o->out = optarg;
+			break;
+		case O_LIMIT:
+			if (rdmx_cli_parse_long("rdmx-kv", "--limit", optarg, 1, KV_SCAN_MAX_LIMIT,
+			                        &v))
+				return 2;
+			o->limit = (uint32_t)v;
+			break;
+		case O_KEYS:
+			o->keys = true;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'v':
+			o->verbose = true;
+			break;
+		default:
+			return 2;
+		}
+	}
+	rdmx_cli_tls_env(&tls);
+	o->tls.ca = tls.ca;
+	o->tls.cert = tls.cert;
+	o->tls.key = tls.key;
+	o->tls.crl = tls.crl;
+	return 0;
+}
+
+/* Options that belong to one command only. */
+static bool options_fit(const struct copts *o, const char *cmd)
+{
+	const char *wrong = NULL;
+
+	if (o->file && strcmp(cmd, "put"))
+		wrong = "--file";
+	else if (o->out && strcmp(cmd, "get"))
+		wrong = "--out";
+	else if ((o->limit || o->keys) && strcmp(cmd, "scan"))
+		wrong = o->limit ? "--limit" : "--keys";
+	if (wrong)
+		fprintf(stderr, "rdmx-kv: %s does not apply to %s\n", wrong, cmd);
+	return !wrong;
+}
+
 int kv_client_main(int argc, char **argv)
 {
 	struct copts o = {0};
 	struct rdmx_tls_config *cfg = NULL;
 	struct rdmx_rpc_conn *rc = NULL;
-	int i, ret;
+	int ret;
 
-	o.service = KV_DEFAULT_SERVICE;
-	o.timeout_ms = 30000;
-	o.registry = getenv("RDMX_REGISTRY");
-	o.tls.ca = getenv("RDMX_CA");
-	o.tls.cert = getenv("RDMX_CERT");
-	o.tls.key = getenv("RDMX_KEY");
-	for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!strcmp(a, "--help")) {
-			usage(stdout);
-			return 0;
-		}
-		if (!strcmp(a, "--time")) {
-			o.time = true;
-			continue;
-		}
-		if (!strcmp(a, "--verbose")) {
-			o.verbose = true;
-			continue;
-		}
-		if (!v) {
-			fprintf(stderr, "rdmx-kv: %s needs a value\n", a);
-			return 2;
-		}
-		i++;
-		if (!strcmp(a, "--registry"))
-			o.registry = v;
-		else if (!strcmp(a, "--registry-name"))
-			o.registry_name = v;
-		else if (!strcmp(a, "--server"))
-			o.server = v;
-		else if (!strcmp(a, "--server-name"))
-			o.server_name = v;
-		else if (!strcmp(a, "--service"))
-			o.service = v;
-		else if (!strcmp(a, "--ca"))
-			o.tls.ca = v;
-		else if (!strcmp(a, "--cert"))
-			o.tls.cert = v;
-		else if (!strcmp(a, "--key"))
-			o.tls.key = v;
-		else if (!strcmp(a, "--crl"))
-			o.tls.crl = v;
-		else if (!strcmp(a, "--timeout-ms")) {
-			long t = strtol(v, NULL, 10);
-
-			if (t < 1 || t > 600000) {
-				fprintf(stderr, "rdmx-kv: --timeout-ms wants 1..600000\n");
-				return 2;
-			}
-			o.timeout_ms = (int)t;
-		} else {
-			fprintf(stderr, "rdmx-kv: unknown option %s\n", a);
-			return 2;
-		}
-	}
-	argc -= i;
-	argv += i;
+	ret = parse_client(argc, argv, &o);
+	if (ret)
+		return ret == 1 ? 0 : 2;
+	argc -= optind;
+	argv += optind;
 	if (argc < 1 ||
 	    (strcmp(argv[0], "put") && strcmp(argv[0], "get") && strcmp(argv[0], "del") &&
 	     strcmp(argv[0], "scan") && strcmp(argv[0], "session"))) {
-		usage(stderr);
+		if (argc >= 1)
+			fprintf(stderr, "rdmx-kv: unknown command '%s'\n", argv[0]);
+		kv_usage_error();
+		return 2;
+	}
+	if (!options_fit(&o, argv[0]))
+		return 2;
+	if (!strcmp(argv[0], "put") && argc != (o.file ? 2 : 3))
+		ret = 2;
+	else if ((!strcmp(argv[0], "get") || !strcmp(argv[0], "del") || !strcmp(argv[0], "scan")) &&
+	         argc != 2)
+		ret = 2;
+	else if (!strcmp(argv[0], "session") && argc > 2)
+		ret = 2;
+	if (ret) {
+		kv_usage_error();
 		return 2;
 	}
 	if (kv_connect(&o, &cfg, &rc))

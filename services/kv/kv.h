@@ -21,6 +21,10 @@ struct rdmx_tls_config;
 
 int kv_serve_main(int argc, char **argv);
 int kv_client_main(int argc, char **argv);
+/* the full --help text (client and serve), and the short usage-error line */
+#include <stdio.h>
+void kv_usage(FILE *f);
+void kv_usage_error(void);
 
 /* common.c */
 struct kv_tls {

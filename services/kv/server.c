@@ -22,21 +22,26 @@
 
 #include <rdmx/dev.h>
 #include <rdmx/health.h>
+#include <rdmx/metrics.h>
 #include <rdmx/registry.h>
 #include <rdmx/rpc.h>
 #include <rdmx/rpc_secure.h>
 #include <rdmx/status.h>
 #include <rdmx/tls.h>
 
+#include "cli.h"
 #include "kv.h"
 #include "kv.rdmx.h"
+#include "metrics_http.h"
 #include "sd_notify.h"
 #include "store.h"
 
 #define MAX_ALLOW 32
 
 struct serve_opts {
-	const char *listen, *registry, *registry_name, *service, *advertise;
+	const char *listen, *registry, *registry_name, *service, *advertise, *metrics;
+	char metrics_host[256];
+	uint16_t metrics_port;
 	const char *allow[MAX_ALLOW];
 	int n_allow;
 	struct kv_tls tls;
@@ -59,6 +64,12 @@ struct kv_server {
 	uint16_t reg_port;
 	ev_signal sigint, sigterm;
 	uint64_t calls[4];
+	/* --metrics: the live endpoints and the counters of those gone */
+	struct rdmx_metrics_http *metrics;
+	struct rdmx_rpc_conn **conns;
+	size_t n_conns, cap_conns;
+	struct rdmx_rpc_stats client_retired;
+	struct rdmx_chan_stats chan_retired;
 };
 
 /* ---- handlers ---- */
@@ -253,91 +264,138 @@ static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	ev_break(loop, EVBREAK_ALL);
 }
 
-static void usage(FILE *f)
-{
-	fprintf(
-	    f,
-	    "usage: rdmx-kv serve --listen HOST:PORT --ca FILE --cert FILE --key FILE\n"
-	    "                     [--crl FILE] [--registry HOST:PORT] [--registry-name PATTERN]\n"
-	    "                     [--service NAME] [--advertise HOST:PORT] [--allow PATTERN]...\n"
-	    "                     [--ttl-ms N] [--max-bytes SIZE] [--verbose]\n"
-	    "  --listen         the secure bootstrap endpoint (mutual TLS); port 0 = any\n"
-	    "  --registry       rdmx-bootstrapd to register with (as --service, default kv)\n"
-	    "  --registry-name  the name rdmx-bootstrapd's certificate must carry (default '*')\n"
-	    "  --advertise      the endpoint given to the registry (default: listen address)\n"
-	    "  --allow          client certificate names accepted (default '*': the CA's)\n"
-	    "  --ttl-ms         registry lease (default 10000; renewed every third)\n"
-	    "  --max-bytes      keys + values held at most (default 1G)\n"
-	    "  --ca/--cert/--key default to $RDMX_CA, $RDMX_CERT, $RDMX_KEY.\n");
-}
+enum {
+	S_LISTEN = RDMX_CLI_OPT_VERSION + 1,
+	S_REGISTRY,
+	S_REGISTRY_NAME,
+	S_SERVICE,
+	S_ADVERTISE,
+	S_CA,
+	S_CERT,
+	S_KEY,
+	S_CRL,
+	S_ALLOW,
+	S_TTL,
+	S_MAX_BYTES,
+	S_METRICS,
+};
 
+static const struct option serve_options[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
+    {"listen", required_argument, NULL, S_LISTEN},
+    {"registry", required_argument, NULL, S_REGISTRY},
+    {"registry-name", required_argument, NULL, S_REGISTRY_NAME},
+    {"service", required_argument, NULL, S_SERVICE},
+    {"advertise", required_argument, NULL, S_ADVERTISE},
+    {"ca", required_argument, NULL, S_CA},
+    {"cert", required_argument, NULL, S_CERT},
+    {"key", required_argument, NULL, S_KEY},
+    {"crl", required_argument, NULL, S_CRL},
+    {"allow", required_argument, NULL, S_ALLOW},
+    {"ttl-ms", required_argument, NULL, S_TTL},
+    {"max-bytes", required_argument, NULL, S_MAX_BYTES},
+    {"metrics", required_argument, NULL, S_METRICS},
+    {"device", required_argument, NULL, 'd'},
+    {"verbose", no_argument, NULL, 'v'},
+    {NULL, 0, NULL, 0},
+};
+
+/* 0 parsed, 1 help / version printed, -1 usage error (said) */
 static int parse(int argc, char **argv, struct serve_opts *o)
 {
+	struct rdmx_cli_tls tls = {NULL, NULL, NULL, NULL};
+	uint64_t size;
+	long v;
+	int c;
+
 	o->service = KV_DEFAULT_SERVICE;
 	o->ttl_ms = 10000;
 	o->max_bytes = 1ll << 30;
-	o->tls.ca = getenv("RDMX_CA");
-	o->tls.cert = getenv("RDMX_CERT");
-	o->tls.key = getenv("RDMX_KEY");
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage(stdout);
-			exit(0);
-		}
-		if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+	o->registry = rdmx_cli_registry_env();
+	rdmx_cli_reset();
+	while ((c = rdmx_cli_getopt("rdmx-kv", argc, argv, "hd:v", serve_options, true)) != -1) {
+		switch (c) {
+		case 'h':
+			kv_usage(stdout);
+			return 1;
+		case RDMX_CLI_OPT_VERSION:
+			rdmx_cli_print_version("rdmx-kv");
+			return 1;
+		case S_LISTEN:
+			o->listen = optarg;
+			break;
+		case S_REGISTRY:
+			o->registry = optarg;
+			break;
+		case S_REGISTRY_NAME:
+			o->registry_name = optarg;
+			break;
+		case S_SERVICE:
+			o->service = optarg;
+			break;
+		case S_ADVERTISE:
+			o->advertise = optarg;
+			break;
+		case S_CA:
+			tls.ca = optarg;
+			break;
+		case S_CERT:
+			tls.cert = optarg;
+			break;
+		case S_KEY:
+			tls.key = optarg;
+			break;
+		case S_CRL:
+			tls.crl = optarg;
+			break;
+		case S_ALLOW:
+			if (o->n_allow == MAX_ALLOW) {
+				fprintf(stderr, "rdmx-kv: at most %d --allow\n", MAX_ALLOW);
+				return -1;
+			}
+			o->allow[o->n_allow++] = optarg;
+			break;
+		case S_TTL:
+			if (rdmx_cli_parse_long("rdmx-kv", "--ttl-ms", optarg, 100, 3600000, &v))
+				return -1;
+			o->ttl_ms = (uint32_t)v;
+			break;
+		case S_MAX_BYTES:
+			if (rdmx_cli_parse_size("rdmx-kv", "--max-bytes", optarg, 1, 1ull << 40,
+			                        &size))
+				return -1;
+			o->max_bytes = (int64_t)size;
+			break;
+		case S_METRICS:
+			if (rdmx_cli_split_addr(optarg, o->metrics_host, sizeof(o->metrics_host),
+			                        &o->metrics_port)) {
+				rdmx_cli_bad_value("rdmx-kv", "--metrics", optarg);
+				return -1;
+			}
+			o->metrics = optarg;
+			break;
+		case 'd':
+			rdmx_cli_set_device(optarg);
+			break;
+		case 'v':
 			o->verbose = true;
-			continue;
-		}
-		if (!v) {
-			fprintf(stderr, "rdmx-kv serve: %s needs a value\n", a);
-			return -1;
-		}
-		i++;
-		if (!strcmp(a, "--listen"))
-			o->listen = v;
-		else if (!strcmp(a, "--registry"))
-			o->registry = v;
-		else if (!strcmp(a, "--registry-name"))
-			o->registry_name = v;
-		else if (!strcmp(a, "--service"))
-			o->service = v;
-		else if (!strcmp(a, "--advertise"))
-			o->advertise = v;
-		else if (!strcmp(a, "--ca"))
-			o->tls.ca = v;
-		else if (!strcmp(a, "--cert"))
-			o->tls.cert = v;
-		else if (!strcmp(a, "--key"))
-			o->tls.key = v;
-		else if (!strcmp(a, "--crl"))
-			o->tls.crl = v;
-		else if (!strcmp(a, "--allow") && o->n_allow < MAX_ALLOW)
-			o->allow[o->n_allow++] = v;
-		else if (!strcmp(a, "--ttl-ms")) {
-			char *end;
-			unsigned long t = strtoul(v, &end, 10);
-
-			if (*end || t < 100 || t > 3600000) {
-				fprintf(stderr, "rdmx-kv serve: --ttl-ms wants 100..3600000\n");
-				return -1;
-			}
-			o->ttl_ms = (uint32_t)t;
-		} else if (!strcmp(a, "--max-bytes")) {
-			o->max_bytes = kv_parse_size(v);
-			if (o->max_bytes <= 0) {
-				fprintf(stderr, "rdmx-kv serve: bad --max-bytes %s\n", v);
-				return -1;
-			}
-		} else {
-			fprintf(stderr, "rdmx-kv serve: unknown option %s\n", a);
+			break;
+		default:
 			return -1;
 		}
 	}
+	if (optind < argc) {
+		fprintf(stderr, "rdmx-kv: serve takes no operand ('%s')\n", argv[optind]);
+		return -1;
+	}
+	rdmx_cli_tls_env(&tls);
+	o->tls.ca = tls.ca;
+	o->tls.cert = tls.cert;
+	o->tls.key = tls.key;
+	o->tls.crl = tls.crl;
 	if (!o->listen || !o->tls.ca || !o->tls.cert || !o->tls.key) {
-		fprintf(stderr, "rdmx-kv serve: --listen, --ca, --cert and --key are required\n");
-		usage(stderr);
+		fprintf(stderr, "rdmx-kv: serve needs --listen, --ca, --cert and --key\n");
 		return -1;
 	}
 	return 0;
@@ -345,10 +403,26 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 
 static void on_connected(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_conn *rc, void *arg)
 {
+	struct kv_server *k = arg;
 	const char *cert = "?", *hello = "";
 
 	(void)srv;
-	(void)arg;
+	if (k->n_conns == k->cap_conns) {
+		size_t cap = k->cap_conns ? 2 * k->cap_conns : 16;
+		struct rdmx_rpc_conn **grown = realloc(k->conns, cap * sizeof(*grown));
+
+		if (grown) {
+			k->conns = grown;
+			k->cap_conns = cap;
+		}
+	}
+	if (k->n_conns < k->cap_conns)
+		k->conns[k->n_conns++] = rc;
+	else
+		fprintf(stderr,
+		        "rdmx-kv: out of memory: a client's channel is not in the metrics\n");
+	if (!k->o.verbose)
+		return;
 	rdmx_rpc_secure_get_peer_names(rc, &cert, &hello);
 	fprintf(stderr, "rdmx-kv: client %s (%s) connected\n", cert, hello);
 }
@@ -359,6 +433,13 @@ static void on_gone(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_conn *rc
 	struct kv_server *k = arg;
 	const char *cert = "?", *hello = "";
 
+	for (size_t i = 0; i < k->n_conns; i++) {
+		if (k->conns[i] != rc)
+			continue;
+		rdmx_metrics_retire(rc, &k->client_retired, &k->chan_retired);
+		k->conns[i] = k->conns[--k->n_conns];
+		break;
+	}
 	if (k->o.verbose) {
 		rdmx_rpc_secure_get_peer_names(rc, &cert, &hello);
 		fprintf(stderr, "rdmx-kv: client %s (%s) gone: %s\n", cert, hello,
@@ -374,6 +455,22 @@ static void on_gone(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_conn *rc
 #endif
 }
 
+/* /metrics: the RPC server's methods, the clients' channels */
+static int fill_metrics(FILE *f, void *arg)
+{
+	struct kv_server *k = arg;
+	struct rdmx_metrics_sources src;
+
+	memset(&src, 0, sizeof(src));
+	src.server = k->rpc;
+	src.conns = k->conns;
+	src.n_conns = k->n_conns;
+	src.client_retired = &k->client_retired;
+	src.chan_retired = &k->chan_retired;
+	src.clients = k->srv ? (int64_t)rdmx_rpc_secure_server_get_clients(k->srv) : 0;
+	return rdmx_metrics_write(f, &src);
+}
+
 int kv_serve_main(int argc, char **argv)
 {
 	static const struct kv_KV_handlers handlers = {on_get, on_put, on_delete, on_scan};
@@ -386,8 +483,9 @@ int kv_serve_main(int argc, char **argv)
 	int ret = 1, rc;
 
 	memset(&k, 0, sizeof(k));
-	if (parse(argc, argv, &k.o))
-		return 2;
+	rc = parse(argc, argv, &k.o);
+	if (rc)
+		return rc > 0 ? 0 : 2;
 	if (kv_split_addr(k.o.listen, host, sizeof(host), &port)) {
 		fprintf(stderr, "rdmx-kv serve: --listen wants HOST:PORT, got %s\n", k.o.listen);
 		return 2;
@@ -413,8 +511,7 @@ int kv_serve_main(int argc, char **argv)
 		goto out;
 	/* mutual TLS bootstrap, then a channel and an RPC endpoint per client,
 	 * all driven by the loop (rdmx/rpc_secure.h) */
-	if (k.o.verbose)
-		ops.connected = on_connected;
+	ops.connected = on_connected;
 	ops.gone = on_gone;
 	if (kv_open_device(&k.dev, &k.max_msg, &k.max_value, "rdmx-kv serve"))
 		goto out;
@@ -437,6 +534,14 @@ int kv_serve_main(int argc, char **argv)
 		         host, strchr(host, ':') ? "]" : "", bound);
 	printf("listening %s %u\n", host, bound);
 	fflush(stdout);
+	if (k.o.metrics) {
+		if (rdmx_metrics_http_create(k.loop, k.o.metrics_host, k.o.metrics_port,
+		                             fill_metrics, &k, "rdmx-kv", &k.metrics))
+			goto out;
+		printf("metrics %s %u\n", *k.o.metrics_host ? k.o.metrics_host : "*",
+		       rdmx_metrics_http_port(k.metrics));
+		fflush(stdout);
+	}
 	fprintf(
 	    stderr, "rdmx-kv: serving %s on %s (device %s, mutual TLS), values up to %llu MiB\n",
 	    k.o.service, k.endpoint, server_device(&k), (unsigned long long)(k.max_value >> 20));
@@ -471,8 +576,10 @@ out:
 		ev_signal_stop(k.loop, &k.sigint);
 		ev_signal_stop(k.loop, &k.sigterm);
 	}
+	rdmx_metrics_http_destroy(&k.metrics);
 	rdmx_registry_keeper_stop(&k.keeper);
 	rdmx_rpc_secure_server_destroy(&k.srv);
+	free(k.conns);
 	rdmx_dev_close(&k.dev);
 	{
 		const struct rdmx_rpc_server *gone = k.rpc;

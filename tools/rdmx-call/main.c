@@ -29,6 +29,7 @@
 #include <rdmx/rpc.h>
 #include <rdmx/status.h>
 
+#include "cli.h"
 #include "json.h"
 #include "pbjson.h"
 #include "rpcnet.h"
@@ -50,89 +51,138 @@ static void usage(FILE *f)
 	fprintf(f,
 	        "usage: rdmx-call [options] ADDR list [SERVICE]\n"
 	        "       rdmx-call [options] ADDR package.Service/Method ['{json}' | @FILE | -]\n"
-	        "  ADDR                 HOST:PORT of the server's rdmx listener, or of its secure\n"
-	        "                       bootstrap endpoint when --ca/--cert/--key are given\n"
-	        "  --proto FILE         the IDL of the method (default: ask the server's\n"
-	        "                       reflection service)\n"
-	        "  -I, --import-path DIR  where --proto's imports are found (repeatable)\n"
-	        "  --ca FILE --cert FILE --key FILE   mutual TLS (the cluster CA, our certificate\n"
-	        "                       and key); --crl FILE checks revocation\n"
-	        "  --server-name PATTERN  the name the server's certificate must carry\n"
-	        "                       (default '*': any certificate of the CA)\n"
-	        "  --timeout-ms N       connection and call deadline (default 10000)\n"
-	        "  -v, --verbose        the device, status and latency on stderr\n"
-	        "  The request is the JSON argument ('{}' when absent), @FILE, or - (stdin).\n"
-	        "  Exit status: 0 OK, 1 failure, 2 usage, 64 + RPC status code otherwise.\n");
+	        "  ADDR                      HOST:PORT of the server's rdmx listener, or of its\n"
+	        "                            secure bootstrap endpoint when --ca/--cert/--key\n"
+	        "                            (or $RDMX_CA, $RDMX_CERT, $RDMX_KEY) are given\n"
+	        "      --proto FILE          the IDL of the method (default: ask the server's\n"
+	        "                            reflection service)\n"
+	        "  -I, --import-path DIR     where --proto's imports are found (repeatable)\n"
+	        "      --ca FILE             CA certificate (PEM, $RDMX_CA)\n"
+	        "      --cert FILE           this node's certificate (PEM, $RDMX_CERT)\n"
+	        "      --key FILE            its private key (PEM, $RDMX_KEY)\n"
+	        "      --crl FILE            certificate revocation list (PEM)\n"
+	        "      --plain               the plain listener even when $RDMX_CA, $RDMX_CERT\n"
+	        "                            and $RDMX_KEY are set\n"
+	        "      --server-name PATTERN the name the server's certificate must carry\n"
+	        "                            (default '*': any certificate of the CA)\n"
+	        "  -d, --device NAME         the device ($RDMX_DEVICE)\n"
+	        "      --timeout-ms N        connection and call deadline (default 10000)\n"
+	        "  -v, --verbose             the device, status and latency on "
+	        "stderr\n" RDMX_CLI_HELP_COMMON
+	        "The request is the JSON argument ('{}' when absent), @FILE, or - (stdin).\n"
+	        "Exit status: 0 OK; 1 failure; 2 usage error; 64 + RPC status code otherwise.\n");
 }
 
+enum {
+	A_PROTO = RDMX_CLI_OPT_VERSION + 1,
+	A_CA,
+	A_CERT,
+	A_KEY,
+	A_CRL,
+	A_PLAIN,
+	A_SERVER_NAME,
+	A_TIMEOUT,
+};
+
+static const struct option long_options[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
+    {"proto", required_argument, NULL, A_PROTO},
+    {"import-path", required_argument, NULL, 'I'},
+    {"ca", required_argument, NULL, A_CA},
+    {"cert", required_argument, NULL, A_CERT},
+    {"key", required_argument, NULL, A_KEY},
+    {"crl", required_argument, NULL, A_CRL},
+    {"plain", no_argument, NULL, A_PLAIN},
+    {"server-name", required_argument, NULL, A_SERVER_NAME},
+    {"device", required_argument, NULL, 'd'},
+    {"timeout-ms", required_argument, NULL, A_TIMEOUT},
+    {"verbose", no_argument, NULL, 'v'},
+    {NULL, 0, NULL, 0},
+};
+
+/* 0 parsed, 1 help / version printed, -1 usage error (said) */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
+	struct rdmx_cli_tls tls = {NULL, NULL, NULL, NULL};
 	const char *pos[3];
-	int n_pos = 0;
+	bool plain = false;
+	int n_pos = 0, c;
+	long v;
 
 	o->timeout_ms = 10000;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+	rdmx_cli_reset();
+	while ((c = rdmx_cli_getopt("rdmx-call", argc, argv, "hI:d:v", long_options, true)) != -1) {
+		switch (c) {
+		case 'h':
 			usage(stdout);
-			exit(0);
-		} else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+			return 1;
+		case RDMX_CLI_OPT_VERSION:
+			rdmx_cli_print_version("rdmx-call");
+			return 1;
+		case 'v':
 			o->verbose = true;
-			continue;
-		} else if (a[0] == '-' && a[1] == '-') {
-			if (!v) {
-				fprintf(stderr, "rdmx-call: %s needs a value\n", a);
+			break;
+		case A_PROTO:
+			o->proto = optarg;
+			break;
+		case 'I':
+			if (o->n_includes == MAX_INCLUDES) {
+				fprintf(stderr, "rdmx-call: at most %d -I\n", MAX_INCLUDES);
 				return -1;
 			}
-			if (!strcmp(a, "--proto"))
-				o->proto = v;
-			else if (!strcmp(a, "--import-path") && o->n_includes < MAX_INCLUDES)
-				o->includes[o->n_includes++] = v;
-			else if (!strcmp(a, "--ca"))
-				o->tls.ca = v;
-			else if (!strcmp(a, "--cert"))
-				o->tls.cert = v;
-			else if (!strcmp(a, "--key"))
-				o->tls.key = v;
-			else if (!strcmp(a, "--crl"))
-				o->tls.crl = v;
-			else if (!strcmp(a, "--server-name"))
-				o->tls.peer = v;
-			else if (!strcmp(a, "--timeout-ms")) {
-				char *end;
-				long t = strtol(v, &end, 10);
-
-				if (*end || t < 1 || t > 600000) {
-					fprintf(stderr,
-					        "rdmx-call: --timeout-ms wants 1..600000\n");
-					return -1;
-				}
-				o->timeout_ms = (int)t;
-			} else {
-				fprintf(stderr, "rdmx-call: unknown option %s\n", a);
+			o->includes[o->n_includes++] = optarg;
+			break;
+		case A_CA:
+			tls.ca = optarg;
+			break;
+		case A_CERT:
+			tls.cert = optarg;
+			break;
+		case A_KEY:
+			tls.key = optarg;
+			break;
+		case A_CRL:
+			tls.crl = optarg;
+			break;
+		case A_PLAIN:
+			plain = true;
+			break;
+		case A_SERVER_NAME:
+			o->tls.peer = optarg;
+			break;
+		case 'd':
+			rdmx_cli_set_device(optarg);
+			break;
+		case A_TIMEOUT:
+			if (rdmx_cli_parse_long("rdmx-call", "--timeout-ms", optarg, 1, 600000, &v))
 				return -1;
-			}
-			i++;
-			continue;
-		} else if (!strcmp(a, "-I")) {
-			if (!v || o->n_includes == MAX_INCLUDES) {
-				fprintf(stderr, "rdmx-call: -I needs a folder\n");
-				return -1;
-			}
-			o->includes[o->n_includes++] = v;
-			i++;
-			continue;
-		}
-		if (n_pos == 3) {
-			fprintf(stderr, "rdmx-call: too many arguments (%s)\n", a);
+			o->timeout_ms = (int)v;
+			break;
+		default:
 			return -1;
 		}
-		pos[n_pos++] = a;
 	}
+	for (int i = optind; i < argc; i++) {
+		if (n_pos == 3) {
+			fprintf(stderr, "rdmx-call: too many arguments (%s)\n", argv[i]);
+			return -1;
+		}
+		pos[n_pos++] = argv[i];
+	}
+	if (plain && (tls.ca || tls.cert || tls.key)) {
+		fprintf(stderr, "rdmx-call: --plain and --ca/--cert/--key exclude each other\n");
+		return -1;
+	}
+	if (!plain)
+		rdmx_cli_tls_env(&tls);
+	o->tls.ca = tls.ca;
+	o->tls.cert = tls.cert;
+	o->tls.key = tls.key;
+	o->tls.crl = tls.crl;
 	if (n_pos < 2) {
-		usage(stderr);
+		fprintf(stderr, "rdmx-call: want ADDR list|package.Service/Method "
+		                "(rdmx-call --help)\n");
 		return -1;
 	}
 	o->addr = pos[0];
@@ -541,8 +591,9 @@ int main(int argc, char **argv)
 	uint16_t port;
 	int ret;
 
-	if (parse_args(argc, argv, &o))
-		return 2;
+	ret = parse_args(argc, argv, &o);
+	if (ret)
+		return ret > 0 ? 0 : 2;
 	if (rpcnet_split_addr(o.addr, host, sizeof(host), &port) || port == 0) {
 		fprintf(stderr, "rdmx-call: ADDR is HOST:PORT, got '%s'\n", o.addr);
 		return 2;

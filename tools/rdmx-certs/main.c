@@ -17,13 +17,14 @@
 #include <unistd.h>
 
 #include "certgen.h"
+#include "cli.h"
 
 #define MAX_SANS 32
 #define CRL_DAYS 365
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage:\n"
+	fprintf(f, "usage: rdmx-certs init DIR|issue DIR NAME|revoke DIR NAME|crl DIR [options]\n"
 	           "  rdmx-certs init DIR [--days N] [--force]\n"
 	           "      make a cluster CA: DIR/ca.key (0600), DIR/ca.crt, DIR/crl.pem\n"
 	           "  rdmx-certs issue DIR NAME [--san DNS:name|IP:addr]... [--days N] [--force]\n"
@@ -33,7 +34,11 @@ static void usage(FILE *f)
 	           "      add DIR/NAME.crt to DIR/crl.pem (give --crl to the servers)\n"
 	           "  rdmx-certs crl DIR [--days N]\n"
 	           "      re-sign DIR/crl.pem with the same entries (before it expires)\n"
-	           "  A CRL is valid for 365 days unless --days says otherwise.\n");
+	           "options:\n"
+	           "      --days N         validity in days (CA 3650, node 365, CRL 365)\n"
+	           "      --san DNS:name|IP:addr  issue: an extra subjectAltName (repeatable)\n"
+	           "      --force          overwrite existing files\n" RDMX_CLI_HELP_COMMON
+	           "Exit status: 0 done; 1 failure; 2 usage error.\n");
 }
 
 static char *join(const char *dir, const char *name, const char *suffix)
@@ -66,15 +71,10 @@ static int valid_name(const char *s)
 
 static int parse_days(const char *s, int *days)
 {
-	char *end;
 	long v;
 
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || *end || v < 1 || v > 36500) {
-		fprintf(stderr, "rdmx-certs: --days wants 1..36500, got '%s'\n", s);
+	if (rdmx_cli_parse_long("rdmx-certs", "--days", s, 1, 36500, &v))
 		return -1;
-	}
 	*days = (int)v;
 	return 0;
 }
@@ -241,37 +241,55 @@ out:
 	return ret;
 }
 
+enum { C_FORCE = RDMX_CLI_OPT_VERSION + 1, C_DAYS, C_SAN };
+
+static const struct option long_options[] = {
+    {"help", no_argument, NULL, 'h'},        {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
+    {"force", no_argument, NULL, C_FORCE},   {"days", required_argument, NULL, C_DAYS},
+    {"san", required_argument, NULL, C_SAN}, {NULL, 0, NULL, 0},
+};
+
 int main(int argc, char **argv)
 {
 	const char *pos[3];
 	size_t n_pos = 0;
 	const char *sans[MAX_SANS];
 	size_t n_sans = 0;
-	int days = 0, force = 0;
+	int days = 0, force = 0, c;
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+	rdmx_cli_reset();
+	while ((c = rdmx_cli_getopt("rdmx-certs", argc, argv, "h", long_options, true)) != -1) {
+		switch (c) {
+		case 'h':
 			usage(stdout);
 			return 0;
-		} else if (!strcmp(a, "--force")) {
+		case RDMX_CLI_OPT_VERSION:
+			rdmx_cli_print_version("rdmx-certs");
+			return 0;
+		case C_FORCE:
 			force = 1;
-		} else if (!strcmp(a, "--days") && i + 1 < argc) {
-			if (parse_days(argv[++i], &days))
+			break;
+		case C_DAYS:
+			if (parse_days(optarg, &days))
 				return 2;
-		} else if (!strcmp(a, "--san") && i + 1 < argc) {
+			break;
+		case C_SAN:
 			if (n_sans == MAX_SANS - 1) {
 				fprintf(stderr, "rdmx-certs: at most %d --san\n", MAX_SANS - 1);
 				return 2;
 			}
-			sans[n_sans++] = argv[++i];
-		} else if (a[0] == '-' || n_pos == 3) {
-			usage(stderr);
+			sans[n_sans++] = optarg;
+			break;
+		default:
 			return 2;
-		} else {
-			pos[n_pos++] = a;
 		}
+	}
+	for (int i = optind; i < argc; i++) {
+		if (n_pos == 3) {
+			fprintf(stderr, "rdmx-certs: too many operands\n");
+			return 2;
+		}
+		pos[n_pos++] = argv[i];
 	}
 	if (n_pos == 2 && !strcmp(pos[0], "init") && n_sans == 0)
 		return cmd_init(pos[1], days ? days : 3650, force);
@@ -281,6 +299,6 @@ int main(int argc, char **argv)
 		return cmd_revoke(pos[1], pos[2], days ? days : CRL_DAYS);
 	if (n_pos == 2 && !strcmp(pos[0], "crl") && n_sans == 0)
 		return cmd_revoke(pos[1], NULL, days ? days : CRL_DAYS);
-	usage(stderr);
+	fprintf(stderr, "rdmx-certs: want init, issue, revoke or crl (rdmx-certs --help)\n");
 	return 2;
 }

@@ -12,16 +12,22 @@
 #include <rdmx/rdmx.h>
 
 struct perf_opts {
-	const char *test;    /* send_lat, write_lat, ... */
-	const char *device;  /* NULL: default device */
-	uint64_t size;       /* bytes per operation */
-	uint64_t iters;      /* measured iterations */
-	uint16_t port;       /* cm port */
-	uint32_t inflight;   /* operations in flight (bandwidth / rpc tests) */
+	const char *test;   /* send_lat, write_lat, ... */
+	const char *device; /* NULL: default device */
+	uint64_t size;      /* bytes per operation */
+	uint64_t iters;     /* measured iterations */
+	uint16_t port;      /* cm port */
+	uint32_t inflight;  /* operations in flight (bandwidth / rpc tests) */
 	enum rdmx_poll_mode poll;
-	const char *server;  /* NULL on the server side */
-	bool passive;        /* server of one-sided tests: never progress while serving
-	                        (progress once per 100 ms to notice the end) */
+	const char *server; /* NULL on the server side */
+	bool passive;       /* server of one-sided tests: never progress while serving
+	                       (progress once per 100 ms to notice the end) */
+	bool report_gbits;  /* bandwidth in Gb/sec instead of MB/sec */
+	bool out_json;      /* one JSON line per result after the table */
+	uint32_t duration;  /* -D seconds (bandwidth tests); 0: -n iterations */
+	bool quiet;         /* no progress meter */
+	int gid_index;      /* -x: -1 = the device's default */
+	uint32_t mtu;       /* -m: 0 = the device's default */
 };
 
 /* A connected engine session: one context, one connection, one local buffer
@@ -72,18 +78,24 @@ struct perf_task_conf {
 	uint32_t num;
 };
 int perf_session_open(const struct perf_opts *o, struct perf_params *params, size_t buf_len,
-		      unsigned access, const struct perf_task_conf *confs, size_t nconfs,
-		      struct perf_session *s);
+                      unsigned access, const struct perf_task_conf *confs, size_t nconfs,
+                      struct perf_session *s);
 void perf_session_close(struct perf_session *s);
 
 /* Generic callbacks that count into the session. */
 void perf_count_ok(struct rdmx_task *task, void *task_ud, void *ctx_ud);
 void perf_count_err(struct rdmx_task *task, void *task_ud, void *ctx_ud);
 
+/* perftest's header: test, device, provider, MTU, queue sizes. */
+void perf_header(const struct perf_opts *o, const struct perf_session *s);
+
 /* Prints perftest's columns and the RESULT line. samples_us may be NULL for
  * bandwidth tests. `half_rtt` documents perftest's convention in the header. */
+/* perf_report with the size the run used (the client's, on the server). */
+void perf_report_as(const struct perf_opts *o, uint64_t size, double *samples_us, uint64_t n,
+                    uint64_t ops, uint64_t bytes, double seconds);
 void perf_report(const struct perf_opts *o, double *samples_us, uint64_t n, uint64_t ops,
-		 uint64_t bytes, double seconds);
+                 uint64_t bytes, double seconds);
 
 /* Test registry. */
 struct perf_test {

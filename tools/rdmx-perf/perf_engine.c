@@ -4,6 +4,8 @@
  * operation. */
 #include "perf.h"
 
+#include "progress.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,10 +16,12 @@
 struct perf_state {
 	struct perf_session s;
 	struct perf_params p;
-	volatile uint64_t recvs;     /* receive completions */
-	volatile uint64_t done;      /* send-side completions */
-	uint64_t to_submit;          /* bandwidth: operations not yet submitted */
-	uint64_t bw_ops;             /* bandwidth: total operations */
+	volatile uint64_t recvs; /* receive completions */
+	volatile uint64_t done;  /* send-side completions */
+	uint64_t to_submit;      /* bandwidth: operations not yet submitted */
+	uint64_t bw_ops;         /* bandwidth: total operations */
+	uint64_t submitted;      /* bandwidth: operations submitted */
+	uint64_t first_recv_ns, last_recv_ns;
 	struct rdmx_task *ring[RING];
 };
 static struct perf_state st;
@@ -32,6 +36,9 @@ static void on_recv(struct rdmx_task *task, void *tud, void *cud)
 {
 	(void)tud;
 	(void)cud;
+	st.last_recv_ns = perf_now_ns();
+	if (!st.recvs)
+		st.first_recv_ns = st.last_recv_ns;
 	st.recvs++;
 	if (rdmx_task_submit(task) != 0)
 		fprintf(stderr, "rdmx-perf: receive repost failed\n");
@@ -58,6 +65,7 @@ static void on_bw_done(struct rdmx_task *task, void *tud, void *cud)
 	st.done++;
 	if (st.to_submit > 0) {
 		st.to_submit--;
+		st.submitted++;
 		if (rdmx_task_submit(task) != 0) {
 			fprintf(stderr, "rdmx-perf: resubmit failed\n");
 			st.s.failed = true;
@@ -99,7 +107,7 @@ static int test_id_of(const char *name)
 }
 
 static int open_session(const struct perf_opts *o, size_t buf_len, unsigned access,
-			const struct perf_task_conf *confs, size_t n)
+                        const struct perf_task_conf *confs, size_t n)
 {
 	memset(&st, 0, sizeof(st));
 	st.p.test_id = (uint8_t)test_id_of(o->test);
@@ -107,6 +115,7 @@ static int open_session(const struct perf_opts *o, size_t buf_len, unsigned acce
 	st.p.inflight = o->inflight;
 	st.p.size = o->size;
 	st.p.iters = o->iters;
+	st.p.reserved = (uint16_t)o->duration; /* -D seconds (bandwidth tests) */
 	int rc = perf_session_open(o, &st.p, buf_len, access, confs, n, &st.s);
 	if (rc == 0 && o->server == NULL && st.p.test_id != (uint8_t)test_id_of(o->test)) {
 		fprintf(stderr, "rdmx-perf: the client runs a different test\n");
@@ -124,7 +133,9 @@ static int finish(const struct perf_opts *o, int rc)
 			rdmx_pe_progress(st.s.pe);
 		}
 	} else if (o->server == NULL && rc == 0) { /* server: wait for the client to hang up */
-		rc = perf_drive_until(&st.s, o->poll, &st.s.disconnected) == RDMX_E_DISCONNECTED ? 0 : rc;
+		rc = perf_drive_until(&st.s, o->poll, &st.s.disconnected) == RDMX_E_DISCONNECTED
+		         ? 0
+		         : rc;
 	}
 	perf_session_close(&st.s);
 	if (rc)
@@ -136,8 +147,8 @@ static int finish(const struct perf_opts *o, int rc)
 static int run_send_lat(const struct perf_opts *o)
 {
 	const struct perf_task_conf confs[] = {
-		{RDMX_TASK_RECEIVE, on_recv, on_err, 4},
-		{RDMX_TASK_SEND, on_done, on_err, RING},
+	    {RDMX_TASK_RECEIVE, on_recv, on_err, 4},
+	    {RDMX_TASK_SEND, on_done, on_err, RING},
 	};
 	int rc = open_session(o, 2 * (o->size ? o->size : 1), RDMX_ACCESS_LOCAL_WRITE, confs, 2);
 	if (rc)
@@ -168,15 +179,25 @@ static int run_send_lat(const struct perf_opts *o)
 				lat[i - (total - iters)] = (double)(perf_now_ns() - t0) / 2000.0;
 		} else {
 			rc = wait_count(&st.recvs, i + 1, o->poll);
+			/* the server's sample: its reply to the next request */
+			if (rc == 0 && i > total - iters)
+				lat[i - 1 - (total - iters)] =
+				    (double)(perf_now_ns() - t0) / 2000.0;
+			if (rc == 0 && i == total - iters)
+				start = perf_now_ns();
+			t0 = perf_now_ns();
 			if (rc == 0)
 				rc = rdmx_task_submit(ring_next(i));
 		}
 	}
 	if (rc == 0)
 		rc = wait_count(&st.done, total, o->poll);
-	if (rc == 0 && client)
-		perf_report(o, lat, iters, iters, iters * size,
-			    (double)(perf_now_ns() - start) / 1e9);
+	/* the client hangs up once it has the last reply: that reply arrived */
+	if (!client && rc == RDMX_E_DISCONNECTED && st.recvs >= total)
+		rc = 0;
+	if (rc == 0)
+		perf_report_as(o, size, lat, client ? iters : iters - 1, iters, iters * size,
+		               (double)(perf_now_ns() - start) / 1e9);
 	free(lat);
 	return finish(o, rc);
 }
@@ -186,11 +207,12 @@ static int run_write_lat(const struct perf_opts *o)
 {
 	const struct perf_task_conf confs[] = {{RDMX_TASK_WRITE, on_done, on_err, RING}};
 	uint64_t sz = o->size ? o->size : 1;
-	int rc = open_session(o, 2 * sz, RDMX_ACCESS_LOCAL_WRITE | RDMX_ACCESS_REMOTE_WRITE, confs, 1);
+	int rc =
+	    open_session(o, 2 * sz, RDMX_ACCESS_LOCAL_WRITE | RDMX_ACCESS_REMOTE_WRITE, confs, 1);
 	if (rc)
 		return finish(o, rc);
 	uint64_t size = st.p.size ? st.p.size : 1, iters = st.p.iters,
-		 total = iters + warmup_of(iters);
+	         total = iters + warmup_of(iters);
 	volatile uint8_t *src_last = (uint8_t *)st.s.buf + size - 1;
 	volatile uint8_t *land_last = (uint8_t *)st.s.buf + 2 * size - 1;
 	struct rdmx_buf src = {st.s.mr, st.s.buf, size, NULL};
@@ -199,7 +221,7 @@ static int run_write_lat(const struct perf_opts *o)
 	for (int i = 0; rc == 0 && i < RING; i++)
 		rc = rdmx_task_write_alloc(st.s.ctx, st.s.conn, &src, &dst, NULL, &st.ring[i]);
 	bool client = o->server != NULL;
-	uint64_t start = 0;
+	uint64_t start = 0, srv_t0 = 0;
 	for (uint64_t i = 0; rc == 0 && i < total; i++) {
 		uint8_t mark = (uint8_t)(i % 255 + 1);
 		uint64_t t0 = perf_now_ns();
@@ -212,10 +234,18 @@ static int run_write_lat(const struct perf_opts *o)
 		uint64_t guard = perf_now_ns();
 		while (rc == 0 && *land_last != mark) {
 			rdmx_pe_progress(st.s.pe);
-			if (st.s.disconnected || st.s.failed || perf_now_ns() - guard > 60000000000ull)
+			if (st.s.disconnected || st.s.failed ||
+			    perf_now_ns() - guard > 60000000000ull)
 				rc = RDMX_E_DISCONNECTED;
 		}
 		if (rc == 0 && !client) {
+			/* the server's sample: its write to the next landing */
+			if (i > total - iters)
+				lat[i - 1 - (total - iters)] =
+				    (double)(perf_now_ns() - srv_t0) / 2000.0;
+			if (i == total - iters)
+				start = perf_now_ns();
+			srv_t0 = perf_now_ns();
 			*src_last = mark;
 			rc = rdmx_task_submit(ring_next(i));
 		}
@@ -224,9 +254,11 @@ static int run_write_lat(const struct perf_opts *o)
 	}
 	if (rc == 0)
 		rc = wait_count(&st.done, total, RDMX_POLL_BUSY);
-	if (rc == 0 && client)
-		perf_report(o, lat, iters, iters, iters * size,
-			    (double)(perf_now_ns() - start) / 1e9);
+	if (!client && rc == RDMX_E_DISCONNECTED && st.done + RING >= total)
+		rc = 0;
+	if (rc == 0)
+		perf_report_as(o, size, lat, client ? iters : iters - 1, iters, iters * size,
+		               (double)(perf_now_ns() - start) / 1e9);
 	free(lat);
 	return finish(o, rc);
 }
@@ -235,21 +267,21 @@ static int run_write_lat(const struct perf_opts *o)
 static int run_one_sided_lat(const struct perf_opts *o, bool atomic)
 {
 	const struct perf_task_conf confs[] = {
-		{atomic ? RDMX_TASK_ATOMIC_FADD : RDMX_TASK_READ, on_done, on_err, 1}};
+	    {atomic ? RDMX_TASK_ATOMIC_FADD : RDMX_TASK_READ, on_done, on_err, 1}};
 	uint64_t sz = atomic ? 8 : (o->size ? o->size : 1);
 	unsigned access = RDMX_ACCESS_LOCAL_WRITE |
-			  (atomic ? RDMX_ACCESS_REMOTE_ATOMIC : RDMX_ACCESS_REMOTE_READ);
+	                  (atomic ? RDMX_ACCESS_REMOTE_ATOMIC : RDMX_ACCESS_REMOTE_READ);
 	int rc = open_session(o, sz < 8 ? 8 : sz, access, confs, 1);
 	if (rc || o->server == NULL)
 		return finish(o, rc);
 	uint64_t size = atomic ? 8 : (st.p.size ? st.p.size : 1), iters = st.p.iters,
-		 total = iters + warmup_of(iters);
+	         total = iters + warmup_of(iters);
 	struct rdmx_buf local = {st.s.mr, st.s.buf, size, NULL};
 	struct rdmx_rbuf remote = {st.s.remote, 0, size};
 	struct rdmx_task *t;
 	double *lat = calloc(iters ? iters : 1, sizeof(double));
 	rc = atomic ? rdmx_task_atomic_fadd_alloc(st.s.ctx, st.s.conn, &remote, &local, 1, NULL, &t)
-		    : rdmx_task_read_alloc(st.s.ctx, st.s.conn, &remote, &local, NULL, &t);
+	            : rdmx_task_read_alloc(st.s.ctx, st.s.conn, &remote, &local, NULL, &t);
 	uint64_t start = 0;
 	for (uint64_t i = 0; rc == 0 && i < total; i++) {
 		uint64_t t0 = perf_now_ns();
@@ -262,7 +294,8 @@ static int run_one_sided_lat(const struct perf_opts *o, bool atomic)
 			lat[i - (total - iters)] = (double)(perf_now_ns() - t0) / 1000.0;
 	}
 	if (rc == 0)
-		perf_report(o, lat, iters, iters, iters * size, (double)(perf_now_ns() - start) / 1e9);
+		perf_report(o, lat, iters, iters, iters * size,
+		            (double)(perf_now_ns() - start) / 1e9);
 	free(lat);
 	return finish(o, rc);
 }
@@ -278,59 +311,123 @@ static int run_atomic_lat(const struct perf_opts *o)
 }
 
 /* ---- bandwidth: a window of `inflight` operations ---- */
+
+/* The receiver of send_bw: every message (or, with -D, every message until
+ * the client hangs up), timed from the first to the last. */
+static int bw_receiver(const struct perf_opts *o, struct rdmx_buf *local, uint32_t rq,
+                       uint64_t size, uint64_t iters)
+{
+	int rc = 0;
+
+	for (uint32_t i = 0; rc == 0 && i < rq; i++) {
+		struct rdmx_task *t;
+		rc = rdmx_task_receive_alloc(st.s.ctx, local, NULL, &t);
+		if (rc == 0)
+			rc = rdmx_task_submit(t);
+	}
+	if (rc == 0 && st.p.reserved) { /* timed: until the client hangs up */
+		rc = wait_count(&st.recvs, UINT64_MAX, o->poll);
+		if (rc == RDMX_E_DISCONNECTED)
+			rc = 0;
+		iters = st.recvs;
+	} else if (rc == 0) {
+		rc = wait_count(&st.recvs, iters, o->poll);
+	}
+	if (rc == 0)
+		perf_report_as(o, size, NULL, 0, iters, iters * size,
+		               (double)(st.last_recv_ns - st.first_recv_ns) / 1e9);
+	return rc;
+}
+
+/* -D: resubmit until the time is up, with the meter; then let the window
+ * drain. The operations completed are the iterations. */
+static int bw_timed(const struct perf_opts *o, uint64_t size, uint64_t *iters)
+{
+	uint64_t end = perf_now_ns() + (uint64_t)o->duration * 1000000000ull;
+	struct rdmx_progress meter;
+	int rc = 0;
+
+	rdmx_progress_init_timed(&meter, o->test, (uint64_t)o->duration * 1000000000ull, o->quiet);
+	while (rc == 0 && perf_now_ns() < end) {
+		if (st.s.failed || st.s.disconnected)
+			rc = RDMX_E_DISCONNECTED;
+		else if (perf_drive(&st.s, o->poll) < 0)
+			rc = RDMX_E_PROVIDER;
+		rdmx_progress_update(&meter, st.done * size);
+	}
+	st.to_submit = 0;
+	if (rc == 0)
+		rc = wait_count(&st.done, st.submitted, o->poll);
+	rdmx_progress_finish(&meter, st.done * size);
+	*iters = st.done;
+	return rc;
+}
+
 static int run_bw(const struct perf_opts *o, enum rdmx_task_type type)
 {
 	uint32_t window = o->inflight ? o->inflight : 64;
 	uint32_t rq = window * 2 > 512 ? 512 : window * 2;
+	bool atomic = type == RDMX_TASK_ATOMIC_FADD;
 	const struct perf_task_conf confs[] = {
-		{type, on_bw_done, on_err, window},
-		{RDMX_TASK_RECEIVE, on_recv, on_err, rq},
+	    {type, on_bw_done, on_err, window},
+	    {RDMX_TASK_RECEIVE, on_recv, on_err, rq},
 	};
-	unsigned access = RDMX_ACCESS_LOCAL_WRITE | RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_REMOTE_READ;
-	int rc = open_session(o, o->size ? o->size : 1, access, confs, type == RDMX_TASK_SEND ? 2 : 1);
+	unsigned access = RDMX_ACCESS_LOCAL_WRITE | RDMX_ACCESS_REMOTE_WRITE |
+	                  RDMX_ACCESS_REMOTE_READ | RDMX_ACCESS_REMOTE_ATOMIC;
+	uint64_t buf = atomic ? 8 : (o->size ? o->size : 1);
+	int rc = open_session(o, buf < 8 ? 8 : buf, access, confs, type == RDMX_TASK_SEND ? 2 : 1);
 	if (rc)
 		return finish(o, rc);
-	uint64_t size = st.p.size ? st.p.size : 1, iters = st.p.iters;
+	uint64_t size = atomic ? 8 : (st.p.size ? st.p.size : 1), iters = st.p.iters;
 	struct rdmx_buf local = {st.s.mr, st.s.buf, size, NULL};
 	struct rdmx_rbuf remote = {st.s.remote, 0, size};
 	if (o->server == NULL) {
-		if (type == RDMX_TASK_SEND) { /* the receiver side of send_bw */
-			for (uint32_t i = 0; rc == 0 && i < rq; i++) {
-				struct rdmx_task *t;
-				rc = rdmx_task_receive_alloc(st.s.ctx, &local, NULL, &t);
-				if (rc == 0)
-					rc = rdmx_task_submit(t);
-			}
-			if (rc == 0)
-				rc = wait_count(&st.recvs, iters, o->poll);
-			if (rc == 0)
-				printf("rdmx-perf: received %llu messages\n", (unsigned long long)iters);
-		}
+		if (type == RDMX_TASK_SEND) /* the receiver side of send_bw */
+			rc = bw_receiver(o, &local, rq, size, iters);
+		else
+			printf("rdmx-perf: %s server: the device served the one-sided operations; "
+			       "the client prints the results\n",
+			       o->test);
 		return finish(o, rc);
 	}
 	window = st.p.inflight ? st.p.inflight : window;
-	if (window > iters)
+	if (!o->duration && window > iters)
 		window = (uint32_t)(iters ? iters : 1);
-	st.to_submit = iters - window;
+	st.to_submit = o->duration ? UINT64_MAX : iters - window;
+	st.submitted = window;
 	struct rdmx_task **tasks = calloc(window, sizeof(*tasks));
+	if (!tasks)
+		rc = RDMX_E_NOMEM;
 	for (uint32_t i = 0; rc == 0 && i < window; i++) {
 		if (type == RDMX_TASK_SEND)
 			rc = rdmx_task_send_alloc(st.s.ctx, st.s.conn, &local, NULL, &tasks[i]);
 		else if (type == RDMX_TASK_WRITE)
-			rc = rdmx_task_write_alloc(st.s.ctx, st.s.conn, &local, &remote, NULL, &tasks[i]);
+			rc = rdmx_task_write_alloc(st.s.ctx, st.s.conn, &local, &remote, NULL,
+			                           &tasks[i]);
+		else if (atomic)
+			rc = rdmx_task_atomic_fadd_alloc(st.s.ctx, st.s.conn, &remote, &local, 1,
+			                                 NULL, &tasks[i]);
 		else
-			rc = rdmx_task_read_alloc(st.s.ctx, st.s.conn, &remote, &local, NULL, &tasks[i]);
+			rc = rdmx_task_read_alloc(st.s.ctx, st.s.conn, &remote, &local, NULL,
+			                          &tasks[i]);
 	}
 	uint64_t start = perf_now_ns();
 	for (uint32_t i = 0; rc == 0 && i < window; i++)
 		rc = rdmx_task_submit(tasks[i]);
-	if (rc == 0)
+	if (rc == 0 && o->duration)
+		rc = bw_timed(o, size, &iters);
+	else if (rc == 0)
 		rc = wait_count(&st.done, iters, o->poll);
 	double secs = (double)(perf_now_ns() - start) / 1e9;
 	if (rc == 0)
-		perf_report(o, NULL, 0, iters, iters * size, secs);
+		perf_report_as(o, size, NULL, 0, iters, iters * size, secs);
 	free(tasks);
 	return finish(o, rc);
+}
+
+static int run_atomic_bw(const struct perf_opts *o)
+{
+	return run_bw(o, RDMX_TASK_ATOMIC_FADD);
 }
 
 static int run_send_bw(const struct perf_opts *o)
@@ -349,8 +446,8 @@ static int run_read_bw(const struct perf_opts *o)
 }
 
 const struct perf_test perf_engine_tests[] = {
-	{"send_lat", run_send_lat},   {"write_lat", run_write_lat}, {"read_lat", run_read_lat},
-	{"atomic_lat", run_atomic_lat}, {"send_bw", run_send_bw},   {"write_bw", run_write_bw},
-	{"read_bw", run_read_bw},
+    {"send_lat", run_send_lat},     {"write_lat", run_write_lat}, {"read_lat", run_read_lat},
+    {"atomic_lat", run_atomic_lat}, {"send_bw", run_send_bw},     {"write_bw", run_write_bw},
+    {"read_bw", run_read_bw},       {"atomic_bw", run_atomic_bw},
 };
 const size_t perf_engine_tests_count = sizeof(perf_engine_tests) / sizeof(perf_engine_tests[0]);

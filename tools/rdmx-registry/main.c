@@ -30,6 +30,8 @@
 #include <rdmx/status.h>
 #include <rdmx/tls.h>
 
+#include "cli.h"
+
 #define MAX_META RDMX_REGISTRY_MAX_META
 
 static volatile sig_atomic_t stop;
@@ -43,13 +45,19 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: rdmx-registry [--ca FILE --cert FILE --key FILE] [--crl FILE]\n"
-	        "                     --server HOST:PORT [--server-name NAME] [--timeout-ms N]\n"
-	        "                     list | lookup SERVICE | watch [SERVICE]\n"
+	        "usage: rdmx-registry [options] list | lookup SERVICE | watch [SERVICE]\n"
 	        "                     | join SERVICE ENDPOINT [--ttl-ms N] [--meta KEY=VALUE]...\n"
-	        "  --ca/--cert/--key default to $RDMX_CA, $RDMX_CERT, $RDMX_KEY.\n"
-	        "  --server-name: the name the server's certificate must carry\n"
-	        "                 (default: HOST; patterns like *.svc.local allowed).\n");
+	        "      --server HOST:PORT   rdmx-bootstrapd ($RDMX_REGISTRY)\n"
+	        "      --server-name NAME   the name the server's certificate must carry\n"
+	        "                           (default: HOST; patterns like *.svc.local allowed)\n"
+	        "      --ca FILE            CA certificate (PEM, $RDMX_CA)\n"
+	        "      --cert FILE          this node's certificate (PEM, $RDMX_CERT)\n"
+	        "      --key FILE           its private key (PEM, $RDMX_KEY)\n"
+	        "      --crl FILE           certificate revocation list (PEM)\n"
+	        "      --timeout-ms N       each request's deadline (default 5000)\n"
+	        "      --ttl-ms N           join: the lease asked for (default 30000)\n"
+	        "      --meta KEY=VALUE     join: metadata (repeatable)\n" RDMX_CLI_HELP_COMMON
+	        "Exit status: 0 done; 1 failure; 2 usage error.\n");
 }
 
 static void put_value(const char *s)
@@ -195,12 +203,40 @@ static int cmd_members(struct rdmx_registry_client *c, const char *service)
 	return 0;
 }
 
+enum {
+	R_CA = RDMX_CLI_OPT_VERSION + 1,
+	R_CERT,
+	R_KEY,
+	R_CRL,
+	R_SERVER,
+	R_SERVER_NAME,
+	R_TIMEOUT,
+	R_TTL,
+	R_META,
+};
+
+static const struct option long_options[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
+    {"ca", required_argument, NULL, R_CA},
+    {"cert", required_argument, NULL, R_CERT},
+    {"key", required_argument, NULL, R_KEY},
+    {"crl", required_argument, NULL, R_CRL},
+    {"server", required_argument, NULL, R_SERVER},
+    {"server-name", required_argument, NULL, R_SERVER_NAME},
+    {"timeout-ms", required_argument, NULL, R_TIMEOUT},
+    {"ttl-ms", required_argument, NULL, R_TTL},
+    {"meta", required_argument, NULL, R_META},
+    {NULL, 0, NULL, 0},
+};
+
 int main(int argc, char **argv)
 {
-	const char *ca = getenv("RDMX_CA"), *cert = getenv("RDMX_CERT"), *key = getenv("RDMX_KEY");
+	struct rdmx_cli_tls tls = {NULL, NULL, NULL, NULL};
+	const char *ca, *cert, *key;
 	const char *crl = NULL, *server = NULL, *server_name = NULL;
 	const char *pos[4];
-	int n_pos = 0, timeout = 5000, ret;
+	int n_pos = 0, timeout = 5000, ret, opt;
 	unsigned long ttl = 30000;
 	struct rdmx_registry_kv meta[MAX_META];
 	size_t n_meta = 0;
@@ -209,44 +245,50 @@ int main(int argc, char **argv)
 	struct rdmx_tls_config *cfg = NULL;
 	struct rdmx_registry_client *c = NULL;
 
-	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+	rdmx_cli_reset();
+	while ((opt = rdmx_cli_getopt("rdmx-registry", argc, argv, "h", long_options, true)) !=
+	       -1) {
+		long v;
 
-		if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+		switch (opt) {
+		case 'h':
 			usage(stdout);
 			return 0;
-		}
-		if (o[0] != '-') {
-			if (n_pos == 4) {
-				usage(stderr);
+		case RDMX_CLI_OPT_VERSION:
+			rdmx_cli_print_version("rdmx-registry");
+			return 0;
+		case R_CA:
+			tls.ca = optarg;
+			break;
+		case R_CERT:
+			tls.cert = optarg;
+			break;
+		case R_KEY:
+			tls.key = optarg;
+			break;
+		case R_CRL:
+			crl = optarg;
+			break;
+		case R_SERVER:
+			server = optarg;
+			break;
+		case R_SERVER_NAME:
+			server_name = optarg;
+			break;
+		case R_TIMEOUT:
+			if (rdmx_cli_parse_long("rdmx-registry", "--timeout-ms", optarg, 1, 600000,
+			                        &v))
 				return 2;
-			}
-			pos[n_pos++] = o;
-			continue;
-		}
-		if (!v) {
-			fprintf(stderr, "rdmx-registry: %s needs a value\n", o);
-			return 2;
-		}
-		i++;
-		if (!strcmp(o, "--ca")) {
-			ca = v;
-		} else if (!strcmp(o, "--cert")) {
-			cert = v;
-		} else if (!strcmp(o, "--key")) {
-			key = v;
-		} else if (!strcmp(o, "--crl")) {
-			crl = v;
-		} else if (!strcmp(o, "--server")) {
-			server = v;
-		} else if (!strcmp(o, "--server-name")) {
-			server_name = v;
-		} else if (!strcmp(o, "--timeout-ms")) {
-			timeout = atoi(v);
-		} else if (!strcmp(o, "--ttl-ms")) {
-			ttl = strtoul(v, NULL, 10);
-		} else if (!strcmp(o, "--meta")) {
-			char *eq = strchr(v, '=');
+			timeout = (int)v;
+			break;
+		case R_TTL:
+			if (rdmx_cli_parse_long("rdmx-registry", "--ttl-ms", optarg, 1, UINT32_MAX,
+			                        &v))
+				return 2;
+			ttl = (unsigned long)v;
+			break;
+		case R_META: {
+			char *eq = strchr(optarg, '=');
 
 			if (!eq || n_meta == MAX_META) {
 				fprintf(stderr,
@@ -255,23 +297,47 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			*eq = '\0';
-			meta[n_meta].key = v;
+			meta[n_meta].key = optarg;
 			meta[n_meta++].value = eq + 1;
-		} else {
-			fprintf(stderr, "rdmx-registry: unknown option %s\n", o);
-			usage(stderr);
+			break;
+		}
+		default:
 			return 2;
 		}
 	}
-	if (!server || !ca || !cert || !key || n_pos == 0 ||
-	    split_host_port(server, host, sizeof(host), &port)) {
-		usage(stderr);
+	for (int i = optind; i < argc; i++) {
+		if (n_pos == 4) {
+			fprintf(stderr, "rdmx-registry: too many operands\n");
+			return 2;
+		}
+		pos[n_pos++] = argv[i];
+	}
+	rdmx_cli_tls_env(&tls);
+	ca = tls.ca;
+	cert = tls.cert;
+	key = tls.key;
+	if (!server)
+		server = rdmx_cli_registry_env();
+	if (!server || !ca || !cert || !key) {
+		fprintf(stderr, "rdmx-registry: needs --server (or $RDMX_REGISTRY), --ca, --cert "
+		                "and --key\n");
+		return 2;
+	}
+	if (n_pos == 0) {
+		fprintf(stderr, "rdmx-registry: which command? list, lookup, watch or join\n");
+		return 2;
+	}
+	if (split_host_port(server, host, sizeof(host), &port)) {
+		rdmx_cli_bad_value("rdmx-registry", "--server", server);
 		return 2;
 	}
 	if (!(!strcmp(pos[0], "list") && n_pos == 1) &&
 	    !(!strcmp(pos[0], "lookup") && n_pos == 2) &&
 	    !(!strcmp(pos[0], "watch") && n_pos <= 2) && !(!strcmp(pos[0], "join") && n_pos == 3)) {
-		usage(stderr);
+		fprintf(stderr,
+		        "rdmx-registry: bad command line for '%s' "
+		        "(rdmx-registry --help lists them)\n",
+		        pos[0]);
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);

@@ -1,0 +1,101 @@
+#!/bin/sh
+# /metrics of rdmx-kv serve and rdmx-bootstrapd, read by a real client
+# (curl) and checked by Prometheus' promtool when it is installed; and the
+# progress meter of a large rdmx-kv put/get (none off a terminal, one on it).
+#   metrics.sh RDMX_KV RDMX_BOOTSTRAPD RDMX_CERTS
+set -eu
+KV=$1 BSD=$2 CERTS=$3
+DIR=$(mktemp -d /tmp/rdmx-metrics-XXXXXX)
+PIDS=
+cleanup() {
+	for p in $PIDS; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$DIR"
+}
+trap cleanup EXIT INT TERM
+fail() { echo "FAIL: $*" >&2; for f in "$DIR"/*.log "$DIR"/*.out; do [ -f "$f" ] && sed "s|^|$(basename "$f"): |" "$f" >&2; done; exit 1; }
+# children die with this script even if it is killed (util-linux setpriv)
+DEATH=
+setpriv --pdeathsig KILL true 2>/dev/null && DEATH="setpriv --pdeathsig KILL"
+command -v curl >/dev/null || fail "curl is needed (Debian: curl)"
+export RDMX_DEVICE=tcp
+
+"$CERTS" init "$DIR/pki" >/dev/null
+for n in kv.test registry.test client.test; do "$CERTS" issue "$DIR/pki" $n >/dev/null; done
+CA=$DIR/pki/ca.crt
+
+wait_line() { # FILE WORD
+	i=0
+	until grep -q "^$2 " "$1" 2>/dev/null; do
+		i=$((i + 1)); [ $i -gt 300 ] && fail "no '$2' line in $1"
+		sleep 0.1
+	done
+}
+
+$DEATH "$KV" serve --listen 127.0.0.1:0 --metrics=127.0.0.1:0 --ca "$CA" \
+	--cert "$DIR/pki/kv.test.crt" --key "$DIR/pki/kv.test.key" >"$DIR/kv.out" 2>"$DIR/kv.log" &
+PIDS="$PIDS $!"
+wait_line "$DIR/kv.out" metrics
+KADDR=127.0.0.1:$(awk '/^listening/ {print $3; exit}' "$DIR/kv.out")
+MURL=http://127.0.0.1:$(awk '/^metrics/ {print $3; exit}' "$DIR/kv.out")/metrics
+KVC="$KV --server $KADDR --ca $CA --cert $DIR/pki/client.test.crt --key $DIR/pki/client.test.key"
+
+for k in a b c; do $KVC put "$k" "value-$k" >/dev/null || fail "put $k"; done
+$KVC get nosuchkey >/dev/null 2>&1 && fail "get of a missing key succeeded"
+
+# progress: 2 MiB off a terminal -> no meter; on one (script) -> a meter
+head -c 2097152 /dev/urandom >"$DIR/big"
+$KVC put big --file "$DIR/big" >/dev/null 2>"$DIR/put.err" || fail "put big"
+grep -q "put:" "$DIR/put.err" && fail "a progress meter off a terminal: $(cat "$DIR/put.err")"
+$KVC get big --out "$DIR/big.back" 2>"$DIR/get.err" || fail "get big"
+cmp -s "$DIR/big" "$DIR/big.back" || fail "get big: wrong bytes"
+grep -q "get:" "$DIR/get.err" && fail "a progress meter off a terminal: $(cat "$DIR/get.err")"
+if command -v script >/dev/null; then
+	script -qc "$KVC put big2 --file $DIR/big" /dev/null </dev/null >"$DIR/tty.out" 2>&1 ||
+		fail "put under script"
+	grep -q "put: 2.0 MiB / 2.0 MiB" "$DIR/tty.out" || fail "no meter on a terminal: $(cat "$DIR/tty.out")"
+	script -qc "$KVC --quiet put big3 --file $DIR/big" /dev/null </dev/null >"$DIR/ttyq.out" 2>&1 ||
+		fail "put --quiet under script"
+	grep -q "put:" "$DIR/ttyq.out" && fail "--quiet still draws: $(cat "$DIR/ttyq.out")"
+else
+	echo "SKIP (loud): script(1) missing: the terminal path of the meter is not checked"
+fi
+
+curl -sS -D "$DIR/headers" -o "$DIR/metrics" "$MURL" || fail "curl $MURL"
+tr -d '\r' <"$DIR/headers" | grep -qx 'Content-Type: text/plain; version=0.0.4; charset=utf-8' ||
+	fail "Content-Type: $(cat "$DIR/headers")"
+m=$DIR/metrics
+want() { grep -qxF -- "$1" "$m" || fail "no line '$1' in /metrics"; }
+want '# TYPE rdmx_rpc_server_handled_total counter'
+want '# TYPE rdmx_rpc_server_handling_seconds histogram'
+want 'rdmx_rpc_server_handled_total{method="kv.KV/Put",code="OK"} 6'
+want 'rdmx_rpc_server_handled_total{method="kv.KV/Get",code="NOT_FOUND"} 1'
+want 'rdmx_rpc_server_handled_total{method="kv.KV/Get",code="OK"} 1'
+want 'rdmx_rpc_server_started_total{method="kv.KV/Put"} 6'
+want 'rdmx_rpc_server_handling_seconds_count{method="kv.KV/Put"} 6'
+want 'rdmx_rpc_server_handling_seconds_bucket{method="kv.KV/Put",le="+Inf"} 6'
+want 'rdmx_rpc_server_clients 0'
+grep -q '^# HELP rdmx_channel_messages_received_total ' "$m" || fail "no channel counters"
+recv=$(awk '$1 == "rdmx_channel_received_bytes_total" {print $2}' "$m")
+[ -n "$recv" ] && [ "$recv" -ge 4194304 ] || fail "channel bytes received $recv < 4 MiB"
+code=$(curl -s -o /dev/null -w '%{http_code}' "${MURL%/metrics}/other")
+[ "$code" = 404 ] || fail "GET /other answered $code"
+
+$DEATH "$BSD" --listen 127.0.0.1:0 --metrics 127.0.0.1:0 --ca "$CA" \
+	--cert "$DIR/pki/registry.test.crt" --key "$DIR/pki/registry.test.key" \
+	>"$DIR/bsd.out" 2>"$DIR/bsd.log" &
+PIDS="$PIDS $!"
+wait_line "$DIR/bsd.out" metrics
+BURL=http://127.0.0.1:$(awk '/^metrics/ {print $3; exit}' "$DIR/bsd.out")/metrics
+curl -sS -o "$DIR/bmetrics" "$BURL" || fail "curl $BURL"
+grep -qx 'rdmx_registry_members 0' "$DIR/bmetrics" || fail "bootstrapd: no rdmx_registry_members 0"
+grep -q '^rdmx_tls_listener_accepted_total ' "$DIR/bmetrics" || fail "bootstrapd: no listener counters"
+
+if command -v promtool >/dev/null; then
+	promtool check metrics <"$m" || fail "promtool check metrics (rdmx-kv)"
+	promtool check metrics <"$DIR/bmetrics" || fail "promtool check metrics (rdmx-bootstrapd)"
+	echo "ok: promtool check metrics"
+else
+	echo "SKIP (loud): promtool missing (Debian: prometheus): the exposition is not linted"
+fi
+echo "ok: /metrics of rdmx-kv serve and rdmx-bootstrapd"

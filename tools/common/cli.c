@@ -1,0 +1,165 @@
+/* The shared argument convention (cli.h). getopt_long's own messages are
+ * off (opterr = 0) so that every program words its errors the same way. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef RDMX_CLI_VERSION
+#error "RDMX_CLI_VERSION (the project version) must be defined by the build"
+#endif
+
+void rdmx_cli_print_version(const char *prog)
+{
+	printf("%s %s\n", prog, RDMX_CLI_VERSION);
+}
+
+void rdmx_cli_reset(void)
+{
+	optind = 0; /* glibc: full re-initialisation */
+}
+
+int rdmx_cli_getopt(const char *prog, int argc, char **argv, const char *shortopts,
+                    const struct option *longopts, bool permute)
+{
+	char spec[128];
+	int c;
+
+	snprintf(spec, sizeof(spec), "%s:%s", permute ? "" : "+", shortopts);
+	opterr = 0;
+	c = getopt_long(argc, argv, spec, longopts, NULL);
+	if (c != '?' && c != ':')
+		return c;
+	/* the option is the word before optind, or (short options bundled or
+	 * not) optopt */
+	if (optopt && !(optind > 0 && optind <= argc && argv[optind - 1][0] == '-' &&
+	                argv[optind - 1][1] == '-')) {
+		if (c == ':')
+			fprintf(stderr, "%s: option '-%c' needs a value\n", prog, optopt);
+		else
+			fprintf(stderr, "%s: unknown option '-%c'\n", prog, optopt);
+	} else {
+		const char *word = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+		const char *eq = strchr(word, '=');
+		int len = eq ? (int)(eq - word) : (int)strlen(word);
+
+		if (c == ':')
+			fprintf(stderr, "%s: option '%.*s' needs a value\n", prog, len, word);
+		else if (optopt)
+			fprintf(stderr, "%s: option '%.*s' takes no value\n", prog, len, word);
+		else
+			fprintf(stderr, "%s: unknown option '%.*s'\n", prog, len, word);
+	}
+	return '?';
+}
+
+int rdmx_cli_bad_value(const char *prog, const char *opt, const char *value)
+{
+	fprintf(stderr, "%s: bad value '%s' for %s\n", prog, value ? value : "", opt);
+	return RDMX_CLI_USAGE;
+}
+
+int rdmx_cli_parse_long(const char *prog, const char *opt, const char *value, long min, long max,
+                        long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = value ? strtol(value, &end, 10) : 0;
+	if (!value || !*value || errno || *end || v < min || v > max) {
+		rdmx_cli_bad_value(prog, opt, value);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int rdmx_cli_parse_size(const char *prog, const char *opt, const char *value, uint64_t min,
+                        uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	unsigned shift = 0;
+	char *end;
+
+	errno = 0;
+	if (!value || *value < '0' || *value > '9')
+		goto bad;
+	v = strtoull(value, &end, 10);
+	if (errno)
+		goto bad;
+	if (*end == 'k' || *end == 'K')
+		shift = 10;
+	else if (*end == 'm' || *end == 'M')
+		shift = 20;
+	else if (*end == 'g' || *end == 'G')
+		shift = 30;
+	if (shift)
+		end++;
+	if (shift && *end == 'i')
+		end++;
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || v > (UINT64_MAX >> shift) || (v << shift) < min || (v << shift) > max)
+		goto bad;
+	*out = (uint64_t)v << shift;
+	return 0;
+bad:
+	rdmx_cli_bad_value(prog, opt, value);
+	return -1;
+}
+
+int rdmx_cli_split_addr(const char *s, char *host, size_t host_len, uint16_t *port)
+{
+	const char *colon = s ? strrchr(s, ':') : NULL;
+	unsigned long p;
+	char *end;
+	size_t n;
+
+	if (!colon || colon[1] == '\0')
+		return -1;
+	errno = 0;
+	p = strtoul(colon + 1, &end, 10);
+	if (errno || *end || p > 65535 || colon[1] < '0' || colon[1] > '9')
+		return -1;
+	n = (size_t)(colon - s);
+	if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
+		s++;
+		n -= 2;
+	}
+	if (n >= host_len)
+		return -1;
+	memcpy(host, s, n);
+	host[n] = '\0';
+	*port = (uint16_t)p;
+	return 0;
+}
+
+/* an empty variable counts as unset */
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : NULL;
+}
+
+void rdmx_cli_tls_env(struct rdmx_cli_tls *t)
+{
+	if (!t->ca)
+		t->ca = env("RDMX_CA");
+	if (!t->cert)
+		t->cert = env("RDMX_CERT");
+	if (!t->key)
+		t->key = env("RDMX_KEY");
+}
+
+const char *rdmx_cli_registry_env(void)
+{
+	return env("RDMX_REGISTRY");
+}
+
+int rdmx_cli_set_device(const char *name)
+{
+	return setenv("RDMX_DEVICE", name, 1);
+}

@@ -1,0 +1,68 @@
+/* The argument convention every rdmx program follows (getopt_long):
+ *   --opt=value and --opt value, -h/--help (usage on stdout, exit 0),
+ *   --version ("PROG VERSION", exit 0), usage errors exit 2 with one line
+ *   naming the option ("PROG: unknown option '--bogus'",
+ *   "PROG: bad value 'x' for --timeout-ms"), and the same environment
+ *   fallbacks (RDMX_CA, RDMX_CERT, RDMX_KEY, RDMX_REGISTRY, RDMX_DEVICE).
+ * These helpers print those lines so that every program says them alike. */
+#ifndef RDMX_TOOLS_CLI_H
+#define RDMX_TOOLS_CLI_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* exit status of a usage error */
+#define RDMX_CLI_USAGE 2
+
+/* getopt_long return values of the options every program has */
+#define RDMX_CLI_OPT_VERSION 0x1000
+#define RDMX_CLI_OPT_HELP 'h'
+
+/* Prints "PROG VERSION\n" on stdout (the one place the version line is made). */
+void rdmx_cli_print_version(const char *prog);
+
+/* getopt_long with our messages: call it with `shortopts` not starting with
+ * ':' or '+' (they are added: `permute` false stops at the first operand,
+ * for programs whose sub-command takes its own options). Returns the option
+ * like getopt_long, -1 at the end, or '?' after printing
+ * "PROG: unknown option '...'" / "PROG: option '...' needs a value" on
+ * stderr. Reset with rdmx_cli_reset() before a second parse. */
+int rdmx_cli_getopt(const char *prog, int argc, char **argv, const char *shortopts,
+                    const struct option *longopts, bool permute);
+void rdmx_cli_reset(void);
+
+/* Prints "PROG: bad value 'VALUE' for OPT" and returns RDMX_CLI_USAGE. */
+int rdmx_cli_bad_value(const char *prog, const char *opt, const char *value);
+
+/* Decimal integer in [min, max] -> 0; else the bad-value line and -1.
+ * `opt` names the option in the message ("--timeout-ms"). */
+int rdmx_cli_parse_long(const char *prog, const char *opt, const char *value, long min, long max,
+                        long *out);
+/* "12", "4k", "64M", "1G" (K/M/G powers of 1024, optional "iB"/"B") in
+ * [min, max] -> 0; else the bad-value line and -1. */
+int rdmx_cli_parse_size(const char *prog, const char *opt, const char *value, uint64_t min,
+                        uint64_t max, uint64_t *out);
+
+/* "host:port", "[v6]:port" or ":port" (host "" = every address) -> 0, or -1. */
+int rdmx_cli_split_addr(const char *s, char *host, size_t host_len, uint16_t *port);
+
+/* Files of mutual TLS; rdmx_cli_tls_env fills the unset ones from
+ * $RDMX_CA, $RDMX_CERT, $RDMX_KEY. */
+struct rdmx_cli_tls {
+	const char *ca, *cert, *key, *crl;
+};
+void rdmx_cli_tls_env(struct rdmx_cli_tls *t);
+/* $RDMX_REGISTRY, or NULL */
+const char *rdmx_cli_registry_env(void);
+/* --device NAME: sets $RDMX_DEVICE for this process (the engine's
+ * rdmx_dev_open(NULL) reads it), so one name reaches every layer. */
+int rdmx_cli_set_device(const char *name);
+
+/* The --help lines of the options every program shares. */
+#define RDMX_CLI_HELP_COMMON                                                                     \
+	"  -h, --help              this text, on stdout\n"                                         \
+	"      --version           the version\n"
+
+#endif
