@@ -314,6 +314,9 @@ static void write_listener(FILE *f, const struct rdmx_tls_listener_stats *ls)
 	family(f, "rdmx_tls_listener_over_limit_total", "counter",
 	       "Connections closed at once by the per-source limit.");
 	sample(f, "rdmx_tls_listener_over_limit_total", NULL, NULL, s.over_limit);
+	family(f, "rdmx_tls_listener_evicted_total", "counter",
+	       "Idle half-open handshakes dropped to make room for new connections.");
+	sample(f, "rdmx_tls_listener_evicted_total", NULL, NULL, s.evicted);
 	family(f, "rdmx_tls_listener_handshakes", "gauge", "Handshakes in progress.");
 	sample(f, "rdmx_tls_listener_handshakes", NULL, NULL, s.handshaking);
 }

@@ -59,7 +59,8 @@ Test(metrics, server_methods_escaped)
 
 Test(metrics, listener_and_retired_channels)
 {
-	struct rdmx_tls_listener_stats ls = {5, 4, 1, 0, 0, 2};
+	struct rdmx_tls_listener_stats ls = {
+	    .accepted = 5, .established = 4, .refused = 1, .evicted = 3, .handshaking = 2};
 	struct rdmx_chan_stats ch;
 	struct rdmx_rpc_stats *cl = calloc(1, sizeof(*cl));
 	struct rdmx_metrics_sources src;
@@ -82,6 +83,7 @@ Test(metrics, listener_and_retired_channels)
 	text = expose(&src);
 	cr_expect(strstr(text, "rdmx_tls_listener_accepted_total 5\n"));
 	cr_expect(strstr(text, "rdmx_tls_listener_established_total 4\n"));
+	cr_expect(strstr(text, "rdmx_tls_listener_evicted_total 3\n"));
 	cr_expect(strstr(
 	    text, "# TYPE rdmx_tls_listener_handshakes gauge\nrdmx_tls_listener_handshakes 2\n"));
 	cr_expect(strstr(text, "rdmx_channel_messages_sent_total 11\n"));
