@@ -180,7 +180,7 @@ static int handshake(struct rdmx_conn **out)
 	memcpy(&sin.sin_addr, d + 8, 4);
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sin, sizeof(sin)))
-		abort();
+		fail("dialing the data port");
 	rdmx__tcp_hdr_encode(&h, buf);
 	memcpy(buf + RDMX__TCP_HDR_SIZE, d + 24, RDMX__TCP_TOKEN_SIZE);
 	memset(buf + RDMX__TCP_HDR_SIZE + RDMX__TCP_TOKEN_SIZE, 0, RDMX__TCP_TOKEN_SIZE);
@@ -262,6 +262,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 		}
 	}
+	/* a reset, not a close: no TIME_WAIT, so the ephemeral ports of a
+	 * long run never run out */
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &(struct linger){.l_onoff = 1, .l_linger = 0},
+	           sizeof(struct linger));
 	close(fd);
 	for (size_t i = 0; i < GUARD; i++)
 		if (F.mem[i] != 0xcc || F.mem[GUARD + REGION + i] != 0xcc)
