@@ -186,6 +186,14 @@ static void on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
 		return; /* detached by a work */
 	if (rc)
 		disarm(e); /* the work may have queued engine work of its own */
+	if (e->armed) {
+		/* another watcher woke the loop; its callbacks may have queued
+		 * completions that do not make the fd readable (a post that
+		 * failed at once): one look, a few loads when nothing is there */
+		e->stats.progress_calls++;
+		if (rdmx_pe_progress(e->pe) > 0)
+			disarm(e);
+	}
 	if (!e->armed) {
 		more = drain(e);
 		if (!more && !e->scheduled) {

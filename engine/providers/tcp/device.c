@@ -159,6 +159,7 @@ int rdmx__tcp_dev_open(struct rdmx_dev *dev, const char *ip)
 	td->next_ctx_serial = 1;
 	td->max_hellos = TCP_MAX_HELLOS;
 	td->max_hellos_per_source = TCP_MAX_HELLOS_PER_SOURCE;
+	atomic_init(&td->hello_timeout_ms, TCP_HELLO_TIMEOUT_MS);
 	rc = rdmx__tcp_keytab_init(&td->keys);
 	if (rc)
 		goto free_dev;

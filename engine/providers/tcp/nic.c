@@ -426,7 +426,7 @@ static void accept_data(struct tcp_dev *td, uint64_t now)
 		h->fd = fd;
 		h->src = src;
 		h->last_rx = now;
-		h->deadline = now + (uint64_t)TCP_HELLO_TIMEOUT_MS * 1000000u;
+		h->deadline = now + (uint64_t)atomic_load(&td->hello_timeout_ms) * 1000000u;
 		victim = hello_victim(td, &src);
 		if (victim)
 			hello_drop(td, victim, TCP_HELLO_EVICTED, "");
@@ -499,9 +499,13 @@ static void expire_hellos(struct tcp_dev *td, uint64_t now, uint64_t *wait)
 	while (h) {
 		struct tcp_hello *next = h->next;
 
-		if (h->deadline <= now)
-			hello_drop(td, h, TCP_HELLO_TIMEOUT, "");
-		else if (h->deadline < *wait)
+		if (h->deadline <= now) {
+			char detail[32];
+
+			snprintf(detail, sizeof(detail), " (%u ms)",
+			         atomic_load(&td->hello_timeout_ms));
+			hello_drop(td, h, TCP_HELLO_TIMEOUT, detail);
+		} else if (h->deadline < *wait)
 			*wait = h->deadline;
 		h = next;
 	}

@@ -125,6 +125,7 @@ struct tcp_dev {
 	unsigned num_hellos;
 	unsigned max_hellos;            /* TCP_MAX_HELLOS (tests lower it) */
 	unsigned max_hellos_per_source; /* TCP_MAX_HELLOS_PER_SOURCE */
+	atomic_uint hello_timeout_ms;   /* TCP_HELLO_TIMEOUT_MS (tests lower it) */
 	/* written before the socket is closed: whoever sees the close sees
 	 * the count */
 	atomic_uint_least64_t hello_ends[TCP_HELLO_END_COUNT];

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -77,6 +78,8 @@ static void child_main(int fd)
 	size_t dlen;
 	uint32_t n;
 
+	/* dies with the test, even stopped (SIGKILL reaches a stopped process) */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (!mem)
 		_exit(10);
 	memset(mem, 0, CHILD_REGION);
@@ -142,8 +145,8 @@ Test(peer_death, killed_peer_completes_every_task_once)
 	uint32_t cdlen, n;
 	int st;
 	cr_assert_eq(get_msg(fd, cdet, sizeof(cdet), &cdlen), 0,
-		     "child gave no details (exit status %d)",
-		     waitpid(pid, &st, WNOHANG) == pid ? WEXITSTATUS(st) : -1);
+	             "child gave no details (exit status %d)",
+	             waitpid(pid, &st, WNOHANG) == pid ? WEXITSTATUS(st) : -1);
 	cr_assert_eq(get_msg(fd, cdesc, sizeof(cdesc), &n), 0);
 	cr_assert_eq(n, RDMX_MR_DESCRIPTOR_SIZE);
 	const void *pdet;
@@ -194,8 +197,9 @@ Test(peer_death, killed_peer_completes_every_task_once)
 		case 3:
 			/* the largest message the device takes (rxe: 8 MiB) */
 			l[i] = lbuf(big, 0,
-				    P.caps.max_message_size < CHILD_REGION ? (size_t)P.caps.max_message_size
-									   : CHILD_REGION);
+			            P.caps.max_message_size < CHILD_REGION
+			                ? (size_t)P.caps.max_message_size
+			                : CHILD_REGION);
 			r[i] = rbuf(m, 0, 0);
 			ASSERT_OK(rdmx_task_write_alloc(P.ctx, pc, &l[i], &r[i], &ti[i], &t));
 			break;
@@ -208,18 +212,19 @@ Test(peer_death, killed_peer_completes_every_task_once)
 	cr_assert_eq(kill(pid, SIGKILL), 0);
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
-		  "child ended otherwise (status 0x%x): it failed before the kill", st);
+	          "child ended otherwise (status 0x%x): it failed before the kill", st);
 	close(fd);
 
 	/* every task completes exactly once; the connection's end is reported */
 	DRIVE_UNTIL3(&P, &T, NULL,
-		     P.completions >= NTASKS &&
-			     conn_events(&P, CEV_DISCONNECTED, pc) + conn_events(&P, CEV_FAILURE, pc) >= 1);
+	             P.completions >= NTASKS &&
+	                 conn_events(&P, CEV_DISCONNECTED, pc) + conn_events(&P, CEV_FAILURE, pc) >=
+	                     1);
 	drive_for(&P, &T, NULL, 100);
 	int oks = 0, errs = 0, sends_ok = 0;
 	for (int i = 0; i < NTASKS; i++) {
 		cr_assert_eq(TI_DONE(&ti[i]), 1, "task %d (kind %d) completed %d times", i, kind[i],
-			     TI_DONE(&ti[i]));
+		             TI_DONE(&ti[i]));
 		cr_assert(!ti[i].bad, "task %d: callback and status disagree", i);
 		if (ti[i].ok) {
 			oks++;
@@ -232,7 +237,7 @@ Test(peer_death, killed_peer_completes_every_task_once)
 	}
 	cr_assert_eq(P.completions, NTASKS, "%d completions for %d tasks", P.completions, NTASKS);
 	cr_assert_leq(sends_ok, CHILD_RECVS, "%d sends succeeded, the child posted %d receives",
-		      sends_ok, CHILD_RECVS);
+	              sends_ok, CHILD_RECVS);
 	cr_assert_gt(errs, 0, "no task failed although the peer died with tasks in flight");
 	/* completions of the connection stayed in submission order: once a task
 	 * failed, no later one succeeded */
@@ -248,7 +253,7 @@ Test(peer_death, killed_peer_completes_every_task_once)
 			cr_assert(x->err, "task %d succeeded after task %d failed", c, first_err);
 	}
 	cr_assert_eq(conn_events(&P, CEV_DISCONNECTED, pc) + conn_events(&P, CEV_FAILURE, pc), 1,
-		     "the end of the dead connection was reported more than once");
+	             "the end of the dead connection was reported more than once");
 
 	/* the third-party connection keeps working: send/recv round trip */
 	struct region *rt = region_new(&T, 4096, RDMX_ACCESS_ALL, 0);
@@ -277,6 +282,115 @@ Test(peer_death, killed_peer_completes_every_task_once)
 	cr_assert_eq(tpr.len, 200u);
 	cr_assert(pattern_check(rp->mem + 1024, 200, 142));
 
+	pair_close(&P, &T);
+	leak_end();
+}
+
+/* Peer process frozen (SIGSTOP): nothing tells the parent, its tasks only
+ * stop being answered. The transport timeout (RC's ack timeout and retry
+ * count; shortened here where the provider honours it, verbs keeps its own)
+ * declares the peer lost: every task completes exactly once, the failed ones
+ * with CONN_ABORTED, the connection's end is reported once, and a second
+ * connection keeps working. Decided on statuses, not on elapsed time. */
+Test(peer_death, frozen_peer_fails_outstanding_tasks_once)
+{
+	enum { N = 64 };
+	int sp[2], st;
+	leak_begin();
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+	pid_t pid = fork();
+	cr_assert(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		close(sp[0]);
+		child_main(sp[1]);
+		_exit(1);
+	}
+	close(sp[1]);
+	int fd = sp[0];
+
+	side_open(&P, "parent", 0);
+	side_open(&T, "third", 1);
+	ASSERT_OK(rdmx_ctx_set_transport_timeout(P.ctx, 100));
+	ASSERT_OK(rdmx_ctx_set_retry_count(P.ctx, 2));
+	side_conf(&P, 128);
+	side_conf(&T, 16);
+	side_start(&P);
+	side_start(&T);
+
+	uint8_t cdet[512], cdesc[RDMX_MR_DESCRIPTOR_SIZE + 1], ready[8];
+	uint32_t cdlen, n;
+	cr_assert_eq(get_msg(fd, cdet, sizeof(cdet), &cdlen), 0, "child gave no details");
+	cr_assert_eq(get_msg(fd, cdesc, sizeof(cdesc), &n), 0);
+	const void *pdet;
+	size_t pdlen;
+	struct rdmx_conn *pc = NULL;
+	ASSERT_OK(rdmx_ctx_export(P.ctx, &pdet, &pdlen, &pc));
+	cr_assert_eq(put_msg(fd, pdet, (uint32_t)pdlen), 0);
+	ASSERT_OK(rdmx_ctx_connect(P.ctx, cdet, cdlen, pc));
+	cr_assert_eq(get_msg(fd, ready, sizeof(ready), &n), 0, "child failed to post receives");
+	DRIVE_UNTIL(&P, NULL, conn_state(pc) == RDMX_CONN_ESTABLISHED);
+	struct rdmx_conn *p2, *t2;
+	connect_pair(&P, &T, &p2, &t2);
+
+	/* one write answered while the child runs, then the freeze, then work */
+	struct rdmx_mr_remote *m = remote_from_desc(&P, cdesc);
+	struct region *src = region_new(&P, 1 << 20, RDMX_ACCESS_LOCAL_WRITE, 0);
+	static struct rdmx_buf l[N + 1];
+	static struct rdmx_rbuf r[N + 1];
+	static struct tinfo ti[N + 1];
+	struct rdmx_task *t = NULL;
+	l[N] = lbuf(src, 0, 1024);
+	r[N] = rbuf(m, 0, 0);
+	ASSERT_OK(rdmx_task_write_alloc(P.ctx, pc, &l[N], &r[N], &ti[N], &t));
+	ASSERT_OK(rdmx_task_submit(t));
+	DRIVE_UNTIL(&P, NULL, TI_DONE(&ti[N]));
+	ASSERT_DONE_OK(&ti[N]);
+	cr_assert_eq(kill(pid, SIGSTOP), 0);
+	cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
+	cr_assert(WIFSTOPPED(st), "child not stopped (status 0x%x)", st);
+	for (int i = 0; i < N; i++) {
+		ti[i].tag = i;
+		l[i] = lbuf(src, (size_t)(i % 16) * 65536, 65536);
+		r[i] = rbuf(m, (size_t)(i % 16) * 65536, 0);
+		ASSERT_OK(rdmx_task_write_alloc(P.ctx, pc, &l[i], &r[i], &ti[i], &t));
+		ASSERT_OK(rdmx_task_submit(t));
+	}
+	DRIVE_UNTIL3(&P, &T, NULL,
+	             TI_DONE(&ti[N - 1]) &&
+	                 conn_events(&P, CEV_DISCONNECTED, pc) + conn_events(&P, CEV_FAILURE, pc) >=
+	                     1);
+	drive_for(&P, &T, NULL, 50);
+	int errs = 0;
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(TI_DONE(&ti[i]), 1, "task %d completed %d times", i, TI_DONE(&ti[i]));
+		cr_assert(!ti[i].bad, "task %d: callback and status disagree", i);
+		if (!ti[i].ok) {
+			errs++;
+			cr_assert_eq(ti[i].status, RDMX_E_CONN_ABORTED, "task %d: %s", i,
+			             rdmx_err_name(ti[i].status));
+		}
+	}
+	cr_assert_gt(errs, 0, "no task failed although the peer froze with 4 MiB to take");
+	cr_assert_eq(conn_events(&P, CEV_DISCONNECTED, pc) + conn_events(&P, CEV_FAILURE, pc), 1,
+	             "the end of the frozen connection was reported more than once");
+
+	/* the third-party connection keeps working */
+	struct region *rt = region_new(&T, 4096, RDMX_ACCESS_ALL, 0);
+	struct region *rp = region_new(&P, 4096, RDMX_ACCESS_ALL, 0);
+	pattern_fill(rp->mem, 300, 151);
+	struct rdmx_buf td = lbuf(rt, 0, 1024), ps = lbuf(rp, 0, 300);
+	struct tinfo ttr = {0}, tps = {0};
+	post_recv(&T, &td, &ttr);
+	ASSERT_OK(rdmx_task_send_alloc(P.ctx, p2, &ps, &tps, &t));
+	ASSERT_OK(rdmx_task_submit(t));
+	DRIVE_UNTIL(&P, &T, TI_DONE(&ttr) && TI_DONE(&tps));
+	ASSERT_DONE_OK(&tps);
+	ASSERT_DONE_OK(&ttr);
+	cr_assert(pattern_check(rt->mem, 300, 151));
+
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	close(fd);
 	pair_close(&P, &T);
 	leak_end();
 }

@@ -110,6 +110,10 @@ DEVICE_TEST(ctx, defaults)
 	cr_assert_eq(v, 0);
 	assert_ok(rdmx_ctx_get_rnr_retry_count(e.ctx, &b));
 	cr_assert_eq(b, 7);
+	assert_ok(rdmx_ctx_get_transport_timeout(e.ctx, &v));
+	cr_assert_eq(v, 500);
+	assert_ok(rdmx_ctx_get_retry_count(e.ctx, &b));
+	cr_assert_eq(b, 7, "default: a lost peer after 500 ms x 8 = 4 s");
 	assert_ok(rdmx_ctx_get_sl(e.ctx, &b));
 	cr_assert_eq(b, 0);
 	assert_ok(rdmx_ctx_get_grh(e.ctx, &g));
@@ -177,6 +181,13 @@ DEVICE_TEST(ctx, setters_validate_values)
 	assert_rc(rdmx_ctx_set_conn_request_timeout(e.ctx, 0), RDMX_E_INVAL);
 	assert_ok(rdmx_ctx_set_rnr_retry_count(e.ctx, 0));
 	assert_rc(rdmx_ctx_set_rnr_retry_count(e.ctx, 8), RDMX_E_INVAL);
+	assert_ok(rdmx_ctx_set_transport_timeout(e.ctx, 0)); /* off */
+	assert_ok(rdmx_ctx_set_transport_timeout(e.ctx, RDMX_CTX_TRANSPORT_TIMEOUT_MAX_MS));
+	assert_rc(rdmx_ctx_set_transport_timeout(e.ctx, RDMX_CTX_TRANSPORT_TIMEOUT_MAX_MS + 1),
+	          RDMX_E_INVAL);
+	assert_ok(rdmx_ctx_set_retry_count(e.ctx, 0));
+	assert_rc(rdmx_ctx_set_retry_count(e.ctx, 8), RDMX_E_INVAL);
+	assert_rc(rdmx_ctx_set_retry_count(NULL, 1), RDMX_E_INVAL);
 	assert_ok(rdmx_ctx_set_max_connections(e.ctx, 1));
 	assert_rc(rdmx_ctx_set_max_connections(e.ctx, 0), RDMX_E_INVAL);
 	if (e.caps.max_connections)
@@ -232,6 +243,8 @@ DEVICE_TEST(ctx, setters_refuse_while_running)
 	assert_rc(rdmx_ctx_set_grh(e.ctx, true), RDMX_E_BAD_STATE);
 	assert_rc(rdmx_ctx_set_conn_request_timeout(e.ctx, 10), RDMX_E_BAD_STATE);
 	assert_rc(rdmx_ctx_set_rnr_retry_count(e.ctx, 1), RDMX_E_BAD_STATE);
+	assert_rc(rdmx_ctx_set_transport_timeout(e.ctx, 10), RDMX_E_BAD_STATE);
+	assert_rc(rdmx_ctx_set_retry_count(e.ctx, 1), RDMX_E_BAD_STATE);
 	assert_rc(rdmx_ctx_set_max_connections(e.ctx, 2), RDMX_E_BAD_STATE);
 	assert_rc(rdmx_ctx_set_transport_type(e.ctx, RDMX_TRANSPORT_TYPE_RC), RDMX_E_BAD_STATE);
 	assert_rc(rdmx_ctx_set_task_conf(e.ctx, RDMX_TASK_SEND, ok_cb, ok_cb, 1), RDMX_E_BAD_STATE);

@@ -870,13 +870,14 @@ static void t_bad_token(void)
 	                          .op0 = RDMX__TCP_HELLO_WORD,
 	                          .op1 = 4};
 	struct rdmx__tcp_hdr junk = {.op = 0x77, .len = 8};
-	uint64_t bad, closed, malformed;
+	uint64_t bad, closed, malformed, timeouts;
 	int fd;
 
 	log_clear();
 	bad = hello_ends(&A, TCP_HELLO_BAD_TOKEN);
 	closed = hello_ends(&A, TCP_HELLO_CLOSED);
 	malformed = hello_ends(&A, TCP_HELLO_MALFORMED);
+	timeouts = hello_ends(&A, TCP_HELLO_TIMEOUT);
 	OK(rdmx_ctx_export(A.ctx, &dv, &dl, &c));
 	memcpy(frame, (const uint8_t *)dv + 24, RDMX__TCP_TOKEN_SIZE);
 	frame[3] ^= 0x10;
@@ -906,6 +907,16 @@ static void t_bad_token(void)
 	CHECK(hello_ends(&A, TCP_HELLO_MALFORMED) == malformed + 1, "not counted as malformed");
 	CHECK(log_has("rejected: malformed hello (opcode 0x77"), "no malformed log line");
 	CHECK(hello_ends(&A, TCP_HELLO_BAD_TOKEN) == bad + 1, "garbage counted as a bad token");
+	/* silence: the hello timeout (shortened here) */
+	atomic_store(&TCP_DEV(A.dev)->hello_timeout_ms, 50);
+	fd = raw_dial(dv);
+	CHECK(fd >= 0, "dial");
+	CHECK(raw_closed(fd), "a silent connection was not dropped");
+	close(fd);
+	atomic_store(&TCP_DEV(A.dev)->hello_timeout_ms, TCP_HELLO_TIMEOUT_MS);
+	CHECK(hello_ends(&A, TCP_HELLO_TIMEOUT) == timeouts + 1, "not counted as a timeout");
+	CHECK(log_has("dropped: no hello within the timeout (50 ms)"), "no timeout log line");
+	CHECK(hello_ends(&A, TCP_HELLO_BAD_TOKEN) == bad + 1, "a timeout counted as a bad token");
 	CHECK(state_of(c) == RDMX_CONN_CONNECTING, "the export moved: %d", (int)state_of(c));
 	OK(rdmx_conn_disconnect(c));
 	DRIVE_UNTIL(&A, NULL, A.ended >= 1);
