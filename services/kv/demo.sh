@@ -102,7 +102,8 @@ TLS_CLIENT=(--ca "$PKI/ca.crt" --cert "$PKI/client.demo.local.crt" --key "$PKI/c
 
 # ---- rdmx-bootstrapd: the cluster registry ----
 say "starting rdmx-bootstrapd (the cluster registry, mutual TLS)..."
-"$BSD" --listen 127.0.0.1:0 --ca "$PKI/ca.crt" --cert "$PKI/bootstrap.demo.local.crt" \
+setpriv --pdeathsig KILL -- "$BSD" --listen 127.0.0.1:0 --ca "$PKI/ca.crt" \
+	--cert "$PKI/bootstrap.demo.local.crt" \
 	--key "$PKI/bootstrap.demo.local.key" --crl "$PKI/crl.pem" \
 	>"$RUN/bsd.out" 2>"$RUN/bootstrapd.log" &
 BSD_PID=$!
@@ -112,7 +113,8 @@ say "rdmx-bootstrapd listening on $REG"
 
 # ---- the kv server ----
 say "starting the kv server (it registers as service kv)..."
-"$KV" serve --listen 127.0.0.1:0 --registry "$REG" --registry-name bootstrap.demo.local \
+setpriv --pdeathsig KILL -- "$KV" serve --listen 127.0.0.1:0 --registry "$REG" \
+	--registry-name bootstrap.demo.local \
 	--ca "$PKI/ca.crt" --cert "$PKI/kv.demo.local.crt" --key "$PKI/kv.demo.local.key" \
 	--crl "$PKI/crl.pem" >"$RUN/kv.out" 2>"$RUN/kv.log" &
 KV_PID=$!

@@ -15,7 +15,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 fail() { echo "FAIL: $*" >&2; for f in "$DIR"/*; do [ -f "$f" ] && sed "s|^|$(basename "$f"): |" "$f" >&2; done; exit 1; }
 
-"$SERVER" -p "$PORT" >"$DIR/server.log" 2>&1 &
+setpriv --pdeathsig KILL -- "$SERVER" -p "$PORT" >"$DIR/server.log" 2>&1 &
 PID=$!
 i=0
 until grep -q listening "$DIR/server.log" 2>/dev/null; do

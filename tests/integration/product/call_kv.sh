@@ -19,7 +19,8 @@ fail() { echo "FAIL: $*" >&2; for f in "$DIR"/*.log "$DIR"/*.out; do [ -f "$f" ]
 "$CERTS" init "$DIR/pki" >/dev/null
 for n in kv.test.local client.test.local; do "$CERTS" issue "$DIR/pki" $n >/dev/null; done
 
-"$KV" serve --listen 127.0.0.1:0 --ca "$DIR/pki/ca.crt" --cert "$DIR/pki/kv.test.local.crt" \
+setpriv --pdeathsig KILL -- "$KV" serve --listen 127.0.0.1:0 --ca "$DIR/pki/ca.crt" \
+	--cert "$DIR/pki/kv.test.local.crt" \
 	--key "$DIR/pki/kv.test.local.key" >"$DIR/kv.out" 2>"$DIR/kv.log" &
 PID=$!
 i=0

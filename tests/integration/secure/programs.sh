@@ -42,7 +42,8 @@ kv1.svc.local        kv-*
 *.svc.local          web
 EOF
 
-"$BSD" --listen 127.0.0.1:0 --ca "$DIR/pki/ca.crt" --cert "$DIR/pki/bootstrap.svc.local.crt" \
+setpriv --pdeathsig KILL -- "$BSD" --listen 127.0.0.1:0 --ca "$DIR/pki/ca.crt" \
+	--cert "$DIR/pki/bootstrap.svc.local.crt" \
 	--key "$DIR/pki/bootstrap.svc.local.key" --crl "$DIR/pki/crl.pem" \
 	--policy "$DIR/policy" --min-ttl-ms 200 >"$DIR/bsd.out" 2>"$DIR/bsd.log" &
 BSD_PID=$!
@@ -51,7 +52,7 @@ PORT=$(awk '/^listening/ {print $3}' "$DIR/bsd.out")
 
 reg() { # reg NODE ARGS...  (exec: in a background subshell, $! is the program itself)
 	node=$1; shift
-	exec "$REG" --ca "$DIR/pki/ca.crt" --cert "$DIR/pki/$node.crt" --key "$DIR/pki/$node.key" \
+	exec setpriv --pdeathsig KILL -- "$REG" --ca "$DIR/pki/ca.crt" --cert "$DIR/pki/$node.crt" --key "$DIR/pki/$node.key" \
 		--server 127.0.0.1:"$PORT" --server-name bootstrap.svc.local "$@"
 }
 

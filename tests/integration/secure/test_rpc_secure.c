@@ -11,6 +11,7 @@
 #include <criterion/criterion.h>
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include <rdmx/registry.h>
 
 #include "rpcsec_fix.h"
+#include "test_child.h"
 
 TestSuite(rpc_secure, .init = fix_setup, .fini = fix_teardown, .timeout = 180);
 
@@ -241,6 +243,9 @@ Test(rpc_secure, dead_sessions_are_released_while_events_are_pending)
 	fix_server_stats(&st);
 	cr_assert_eq(st.connected, 3);
 	cr_assert_eq(st.gone, 3);
+	/* a client that closes its session is an ordinary end: no warning that
+	 * its control channel was lost */
+	cr_assert(!tls_test_log_contains(" lost ("), "a normal disconnect was logged as a loss");
 	fix_server_cmd(FIX_CMD_CALM);
 	rdmx_tls_config_destroy(&cfg);
 	fix_server_stop();
@@ -527,4 +532,114 @@ Test(rpc_secure, engine_loss_closes_the_tls_session)
 	cr_assert_rc(rdmx_rpc_client_close_secure(&rc), RDMX_OK);
 	rdmx_tls_config_destroy(&cfg);
 	fix_server_stop();
+}
+
+/* ---- registry keeper: membership from its own thread ---- */
+
+struct keeper_log {
+	pthread_mutex_t lock;
+	int joins, losses;
+};
+
+static void keeper_cb(struct rdmx_registry_keeper *k, uint64_t member, int status, void *arg)
+{
+	struct keeper_log *l = arg;
+
+	(void)k;
+	(void)status;
+	pthread_mutex_lock(&l->lock);
+	if (member)
+		l->joins++;
+	else
+		l->losses++;
+	pthread_mutex_unlock(&l->lock);
+}
+
+static int keeper_count(struct keeper_log *l, int joins)
+{
+	int n;
+
+	pthread_mutex_lock(&l->lock);
+	n = joins ? l->joins : l->losses;
+	pthread_mutex_unlock(&l->lock);
+	return n;
+}
+
+/* A frozen registry (SIGSTOP) costs the keeper its membership for a while,
+ * never its caller's thread; after SIGCONT it joins again by itself, and
+ * stopping it is bounded by its timeout. */
+Test(rpc_secure, registry_keeper_rides_out_a_frozen_registry)
+{
+	struct keeper_log log = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
+	struct rdmx_registry_keeper_opts ko;
+	struct rdmx_registry_keeper *k = NULL;
+	struct rdmx_tls_config *cfg;
+	struct fix_bsd bsd = {0};
+	int64_t t0, end;
+
+	fix_bsd_start(&bsd);
+	cfg = fix_registry_config("client2");
+	rdmx_registry_keeper_opts_init(&ko);
+	ko.host = fix_addr();
+	ko.port = bsd.port;
+	ko.cfg = cfg;
+	ko.service = FIX_SERVICE;
+	ko.endpoint = "127.0.0.1:1";
+	ko.ttl_ms = 1000; /* the daemon's minimum: a heartbeat every 333 ms */
+	ko.timeout_ms = 300;
+	ko.backoff_min_ms = 50;
+	ko.backoff_max_ms = 400;
+	ko.cb = keeper_cb;
+	ko.arg = &log;
+	cr_assert_rc(rdmx_registry_keeper_start(&ko, &k), RDMX_OK);
+	cr_assert_neq(rdmx_registry_keeper_get_member(k), 0);
+	cr_assert_eq(keeper_count(&log, 1), 1);
+
+	cr_assert_eq(test_child_signal(bsd.pid, SIGSTOP), 0);
+	end = fix_now_ms() + 20000;
+	while (rdmx_registry_keeper_get_failures(k) < 2 && fix_now_ms() < end)
+		usleep(10000); /* the caller's thread is free all along */
+	cr_assert_geq(rdmx_registry_keeper_get_failures(k), 2, "no failed heartbeat (guard)");
+	cr_assert_geq(keeper_count(&log, 0), 1);
+	cr_assert_eq(test_child_signal(bsd.pid, SIGCONT), 0);
+	end = fix_now_ms() + 20000;
+	while (keeper_count(&log, 1) < 2 && fix_now_ms() < end)
+		usleep(10000);
+	cr_assert_geq(keeper_count(&log, 1), 2, "the keeper did not join again (guard)");
+	cr_assert_neq(rdmx_registry_keeper_get_member(k), 0);
+
+	/* frozen again: stop waits at most for the request in flight */
+	cr_assert_eq(test_child_signal(bsd.pid, SIGSTOP), 0);
+	t0 = fix_now_ms();
+	cr_assert_rc(rdmx_registry_keeper_stop(&k), RDMX_OK);
+	cr_assert_null(k);
+	cr_assert_lt(fix_now_ms() - t0, 5000, "stop took %lld ms", (long long)(fix_now_ms() - t0));
+	cr_assert_rc(rdmx_registry_keeper_stop(&k), RDMX_OK); /* NULL: no-op */
+	rdmx_tls_config_destroy(&cfg);
+	fix_bsd_stop(&bsd);
+}
+
+Test(rpc_secure, registry_keeper_checks_its_options)
+{
+	struct rdmx_registry_keeper_opts ko;
+	struct rdmx_registry_keeper *k = NULL;
+	struct rdmx_tls_config *cfg = fix_registry_config("client2");
+
+	rdmx_registry_keeper_opts_init(&ko);
+	cr_assert_rc(rdmx_registry_keeper_start(&ko, &k), RDMX_E_INVAL);
+	ko.host = fix_addr();
+	ko.port = 1;
+	ko.cfg = cfg;
+	ko.service = "bad service";
+	ko.endpoint = "h:1";
+	cr_assert_rc(rdmx_registry_keeper_start(&ko, &k), RDMX_E_INVAL);
+	ko.service = FIX_SERVICE;
+	ko.timeout_ms = -1;
+	cr_assert_rc(rdmx_registry_keeper_start(&ko, &k), RDMX_E_INVAL);
+	/* nothing listens there: the first join fails, nothing is left */
+	ko.timeout_ms = 500;
+	cr_assert_lt(rdmx_registry_keeper_start(&ko, &k), 0);
+	cr_assert_null(k);
+	cr_assert_eq(rdmx_registry_keeper_get_member(NULL), 0);
+	rdmx_tls_config_destroy(&cfg);
 }
