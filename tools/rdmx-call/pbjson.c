@@ -297,21 +297,23 @@ static const struct gen_message *find_msg_in(const struct gen_vec *v, const char
 	return NULL;
 }
 
-static const struct gen_message *find_message(const char *type_url)
+const struct gen_message *pbschema_message(const struct pbschema *s, const char *full_name)
 {
-	const char *slash = strrchr(type_url, '/');
-	const char *full = slash ? slash + 1 : type_url;
-
-	if (!any_schema)
-		return NULL;
-	for (int i = 0; i < any_schema->ctx.files.n; i++) {
-		const struct gen_file *f = any_schema->ctx.files.items[i];
-		const struct gen_message *m = find_msg_in(&f->messages, full);
+	for (int i = 0; s && i < s->ctx.files.n; i++) {
+		const struct gen_file *f = s->ctx.files.items[i];
+		const struct gen_message *m = find_msg_in(&f->messages, full_name);
 
 		if (m)
 			return m;
 	}
 	return NULL;
+}
+
+static const struct gen_message *find_message(const char *type_url)
+{
+	const char *slash = strrchr(type_url, '/');
+
+	return pbschema_message(any_schema, slash ? slash + 1 : type_url);
 }
 
 /* ---- JSON -> msgpack ---- */

@@ -32,6 +32,8 @@ struct pbschema {
 int pbschema_load(struct pbschema *s, const char *path, const char *const *include_dirs,
                   size_t n_include, FILE *diag);
 void pbschema_fini(struct pbschema *s);
+/* "package.Message" -> the message, or NULL. */
+const struct gen_message *pbschema_message(const struct pbschema *s, const char *full_name);
 /* "package.Service/Method" (or "package.Service.Method") -> the method. */
 const struct gen_method *pbschema_method(const struct pbschema *s, const char *full_name);
 
