@@ -94,7 +94,11 @@ static const char *proto_type(const struct gen_field *fd)
 static void emit_member(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_field *fd,
                         const char *indent)
 {
-	const char *t = gen_ctype(ctx, fd);
+	/* `struct X` / `enum X`: a member named like a type (package-less
+	 * files) must not change what the type name means in C++ */
+	const char *t = fd->type == GT_MESSAGE ? gen_printf(&ctx->pool, "struct %s", fd->msg->cname)
+	                : fd->type == GT_ENUM  ? gen_printf(&ctx->pool, "enum %s", fd->en->cname)
+	                                       : gen_ctype(ctx, fd);
 	if (fd->deprecated)
 		gen_buf_printf(o, "%s/* %s is deprecated */\n", indent, fd->name);
 	if (fd->is_map) {

@@ -175,6 +175,37 @@ static void lex_string(struct lexer *lx)
 					          "invalid escape sequence in string literal");
 				val[n++] = (char)v;
 				break;
+			case 'u':
+			case 'U': {
+				/* \uXXXX, \UXXXXXXXX: the code point in UTF-8 */
+				int want = c == 'u' ? 4 : 8;
+				unsigned long cp = 0;
+				advance(lx);
+				for (k = 0; k < want && lx->p < lx->end && hexval(*lx->p) >= 0;
+				     k++) {
+					cp = cp * 16 + (unsigned long)hexval(*lx->p);
+					advance(lx);
+				}
+				if (k < want || cp > 0x10ffff) {
+					gen_error(lx->ctx, &esc,
+					          "invalid escape sequence in string literal");
+				} else if (cp < 0x80) {
+					val[n++] = (char)cp;
+				} else if (cp < 0x800) {
+					val[n++] = (char)(0xc0 | (cp >> 6));
+					val[n++] = (char)(0x80 | (cp & 0x3f));
+				} else if (cp < 0x10000) {
+					val[n++] = (char)(0xe0 | (cp >> 12));
+					val[n++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+					val[n++] = (char)(0x80 | (cp & 0x3f));
+				} else {
+					val[n++] = (char)(0xf0 | (cp >> 18));
+					val[n++] = (char)(0x80 | ((cp >> 12) & 0x3f));
+					val[n++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+					val[n++] = (char)(0x80 | (cp & 0x3f));
+				}
+				break;
+			}
 			default:
 				if (c >= '0' && c <= '7') {
 					for (v = 0, k = 0; k < 3 && lx->p < lx->end &&
@@ -264,6 +295,9 @@ struct gen_tok *gen_lex(struct gen_ctx *ctx, const char *path, const char *text,
                         int *ntok)
 {
 	struct lexer lx = {ctx, path, text, text + len, 1, 1, NULL, 0, 0};
+	/* a UTF-8 byte order mark, as some editors write */
+	if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
+		lx.p += 3;
 	while (lx.p < lx.end) {
 		unsigned char c = (unsigned char)*lx.p;
 		struct gen_loc l = here(&lx);
@@ -283,7 +317,8 @@ struct gen_tok *gen_lex(struct gen_ctx *ctx, const char *path, const char *text,
 			lex_number(&lx);
 		} else if (c == '"' || c == '\'') {
 			lex_string(&lx);
-		} else if (strchr("{}[]()<>;,=.-+:", c) && c) {
+		} else if (strchr("{}[]()<>;,=.-+:/", c) && c) {
+			/* '/' only appears in type URLs inside aggregate option values */
 			struct gen_tok *t = push(&lx, TK_SYM, l);
 			t->sym = (char)c;
 			t->text = gen_strndup(&ctx->pool, (const char *)&c, 1);

@@ -829,7 +829,8 @@ static void parse_message(struct parser *p, struct gen_message *parent, struct g
 		else if (is_kw(t, "oneof") && peek(p, 1)->kind == TK_IDENT &&
 		         is_sym(peek(p, 2), '{'))
 			parse_oneof(p, m);
-		else if (is_kw(t, "reserved") && peek(p, 1)->kind != TK_IDENT)
+		else if (is_kw(t, "reserved") &&
+		         !(peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '=')))
 			parse_reserved(p, &m->reserved, &m->rnames, 536870911);
 		else
 			parse_field(p, m, -1);

@@ -206,7 +206,19 @@ static void load_imports(struct gen_ctx *ctx, struct gen_file *f)
 		struct gen_import *im = f->imports.items[i];
 		char *found = NULL;
 		size_t wlen;
-		if (gen_wkt_text(im->name, &wlen)) {
+		struct gen_file *same = NULL;
+		for (j = 0; j < ctx->files.n && !same; j++) {
+			struct gen_file *g = ctx->files.items[j];
+			if (g->name && strcmp(g->name, im->name) == 0)
+				same = g;
+		}
+		if (same) {
+			/* already loaded under this name (an input of the run, say
+			 * google/protobuf/timestamp.proto itself) */
+			found = same->path;
+			if (same->builtin)
+				found = gen_printf(&ctx->pool, BUILTIN_PREFIX "%s", im->name);
+		} else if (gen_wkt_text(im->name, &wlen)) {
 			/* ours win over any copy on the proto path: the real
 			 * descriptor.proto is proto2 */
 			found = gen_printf(&ctx->pool, BUILTIN_PREFIX "%s", im->name);
@@ -290,6 +302,17 @@ static struct gen_file *load(struct gen_ctx *ctx, const char *path, const char *
 		return NULL;
 	}
 	f = find_loaded(ctx, realbuf);
+	if (!f && !name) {
+		/* an input named like a file already loaded (a built-in type, say)
+		 * is that file: one definition of its names */
+		char *nm = input_name(ctx, path, realbuf);
+		int i;
+		for (i = 0; i < ctx->files.n && !f; i++) {
+			struct gen_file *g = ctx->files.items[i];
+			if (g->builtin && strcmp(g->name, nm) == 0)
+				f = g;
+		}
+	}
 	if (f) {
 		if (f->state == 1)
 			report_cycle(ctx, f, from);

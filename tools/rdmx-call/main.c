@@ -519,7 +519,7 @@ static int cmd_call(struct rpcnet_client *c, const struct opts *o)
 	const struct gen_method *m;
 	struct pbschema schema;
 	struct rdmx_rpc_reply r = {0};
-	struct json *j = NULL;
+	json_t *j = NULL;
 	struct jbuf req = {0}, out = {0};
 	char *text = NULL, *slash;
 	size_t tlen = 0;

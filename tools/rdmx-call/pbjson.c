@@ -9,10 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <msgpack.h>
 
 /* ---- schema ---- */
+
+/* the schema Any's embedded types are looked up in (the last one loaded) */
+static const struct pbschema *any_schema;
 
 int pbschema_load(struct pbschema *s, const char *path, const char *const *include_dirs,
                   size_t n_include, FILE *diag)
@@ -26,11 +30,14 @@ int pbschema_load(struct pbschema *s, const char *path, const char *const *inclu
 		gen_flush(&s->ctx);
 		return -1;
 	}
+	any_schema = s;
 	return 0;
 }
 
 void pbschema_fini(struct pbschema *s)
 {
+	if (any_schema == s)
+		any_schema = NULL;
 	if (s && s->loaded) {
 		gen_ctx_fini(&s->ctx);
 		s->loaded = false;
@@ -145,6 +152,7 @@ struct conv {
 	size_t err_len;
 	char path[512];
 	bool failed;
+	int prec; /* decode: digits the reals printed so far need */
 };
 
 static int fail(struct conv *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -181,6 +189,26 @@ static void path_pop(struct conv *c, size_t len)
 	c->path[len] = '\0';
 }
 
+static const char *jtype(const json_t *j)
+{
+	switch (json_typeof(j)) {
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+	case JSON_REAL:
+		return "a number";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "a boolean";
+	default:
+		return "null";
+	}
+}
+
 static bool is_64(enum gen_type t)
 {
 	return t == GT_INT64 || t == GT_UINT64 || t == GT_SINT64 || t == GT_FIXED64 ||
@@ -203,13 +231,15 @@ static const struct gen_field *field_by_number(const struct gen_message *m, uint
 	return NULL;
 }
 
-/* the proto3 JSON name: lowerCamelCase of the field name */
-static void json_name(const char *name, char *out, size_t len)
+/* the proto3 JSON name: json_name, else lowerCamelCase of the field name */
+static const char *json_name(const struct gen_field *f, char *out, size_t len)
 {
 	size_t o = 0;
 	bool up = false;
 
-	for (const char *p = name; *p && o + 1 < len; p++) {
+	if (f->json_name)
+		return f->json_name;
+	for (const char *p = f->name; *p && o + 1 < len; p++) {
 		if (*p == '_') {
 			up = true;
 			continue;
@@ -218,8 +248,10 @@ static void json_name(const char *name, char *out, size_t len)
 		up = false;
 	}
 	out[o] = '\0';
+	return out;
 }
 
+/* input takes the proto name and the JSON name */
 static const struct gen_field *field_by_json(const struct gen_message *m, const char *key)
 {
 	char camel[256];
@@ -227,17 +259,61 @@ static const struct gen_field *field_by_json(const struct gen_message *m, const 
 	for (int i = 0; i < m->fields.n; i++) {
 		const struct gen_field *f = m->fields.items[i];
 
-		if (strcmp(f->name, key) == 0)
-			return f;
-	}
-	for (int i = 0; i < m->fields.n; i++) {
-		const struct gen_field *f = m->fields.items[i];
-
-		json_name(f->name, camel, sizeof(camel));
-		if (strcmp(camel, key) == 0)
+		if (strcmp(f->name, key) == 0 ||
+		    strcmp(json_name(f, camel, sizeof(camel)), key) == 0)
 			return f;
 	}
 	return NULL;
+}
+
+static bool is_wkt(const struct gen_message *m, const char *name)
+{
+	return strncmp(m->full_name, "google.protobuf.", 16) == 0 &&
+	       strcmp(m->full_name + 16, name) == 0;
+}
+
+static bool is_wrapper(const struct gen_message *m)
+{
+	static const char *const w[] = {"DoubleValue", "FloatValue",  "Int64Value",
+	                                "UInt64Value", "Int32Value",  "UInt32Value",
+	                                "BoolValue",   "StringValue", "BytesValue"};
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++)
+		if (is_wkt(m, w[i]))
+			return true;
+	return false;
+}
+
+static const struct gen_message *find_msg_in(const struct gen_vec *v, const char *full)
+{
+	for (int i = 0; i < v->n; i++) {
+		const struct gen_message *m = v->items[i], *r;
+
+		if (strcmp(m->full_name, full) == 0)
+			return m;
+		r = find_msg_in(&m->messages, full);
+		if (r)
+			return r;
+	}
+	return NULL;
+}
+
+const struct gen_message *pbschema_message(const struct pbschema *s, const char *full_name)
+{
+	for (int i = 0; s && i < s->ctx.files.n; i++) {
+		const struct gen_file *f = s->ctx.files.items[i];
+		const struct gen_message *m = find_msg_in(&f->messages, full_name);
+
+		if (m)
+			return m;
+	}
+	return NULL;
+}
+
+static const struct gen_message *find_message(const char *type_url)
+{
+	const char *slash = strrchr(type_url, '/');
+
+	return pbschema_message(any_schema, slash ? slash + 1 : type_url);
 }
 
 /* ---- JSON -> msgpack ---- */
@@ -250,58 +326,64 @@ static int jbuf_write(void *data, const char *buf, size_t len)
 	return b->oom ? -1 : 0;
 }
 
-/* integer text (JSON number or string) -> value within the type's range */
-static int parse_int(struct conv *c, const struct json *j, enum gen_type t, int64_t *iv,
-                     uint64_t *uv)
+/* an integer from a JSON number or a decimal string, within t's range */
+static int get_int(struct conv *c, const json_t *j, enum gen_type t, int64_t *iv, uint64_t *uv)
 {
-	const char *s;
-	char *end;
 	bool neg;
 
-	if (j->type == JSON_STRING && !is_64(t) && t != GT_ENUM)
-		return fail(c, "expected a number, got a string");
-	if (j->type != JSON_NUMBER && j->type != JSON_STRING)
-		return fail(c, "expected an integer, got %s", json_type_name(j->type));
-	s = j->s;
-	neg = s[0] == '-';
-	errno = 0;
-	if (strpbrk(s, ".eE")) {
-		double d = strtod(s, &end);
+	if (json_is_integer(j)) {
+		json_int_t v = json_integer_value(j);
 
-		if (*end || !isfinite(d) || d != floor(d) || fabs(d) > 9007199254740992.0)
-			return fail(c, "\"%s\" is not an integer (or not exactly one)", s);
+		*iv = v;
+		*uv = v < 0 ? 0 : (uint64_t)v;
+		neg = v < 0;
+	} else if (json_is_real(j)) {
+		double d = json_real_value(j);
+
+		if (!isfinite(d) || d != floor(d) || fabs(d) > 9007199254740992.0)
+			return fail(c, "%g is not an integer (or not exactly one)", d);
 		*iv = (int64_t)d;
-		*uv = (uint64_t)(neg ? 0 : (uint64_t)d);
+		*uv = d < 0 ? 0 : (uint64_t)d;
 		neg = d < 0;
-	} else if (neg) {
-		*iv = strtoll(s, &end, 10);
-		*uv = 0;
+	} else if (json_is_string(j)) {
+		const char *s = json_string_value(j);
+		char *end;
+
+		errno = 0;
+		neg = s[0] == '-';
+		if (neg) {
+			*iv = strtoll(s, &end, 10);
+			*uv = 0;
+		} else {
+			*uv = strtoull(s, &end, 10);
+			*iv = (int64_t)*uv;
+		}
+		if (errno || *end || !*s || s[neg] < '0' || s[neg] > '9')
+			return fail(c, "\"%s\" is not an integer in range", s);
 	} else {
-		*uv = strtoull(s, &end, 10);
-		*iv = (int64_t)*uv;
+		return fail(c, "expected an integer, got %s", jtype(j));
 	}
-	if (errno || *end || !*s || (s[0] == '-' && !s[1]) || s[0] == '+' || s[0] == ' ')
-		return fail(c, "\"%s\" is not an integer in range", s);
 	if (is_unsigned(t) && neg && *iv != 0)
-		return fail(c, "%s is negative for an unsigned field", s);
+		return fail(c, "%" PRId64 " is negative for an unsigned field", *iv);
 	switch (t) {
 	case GT_INT32:
 	case GT_SINT32:
 	case GT_SFIXED32:
 	case GT_ENUM:
 		if (neg ? *iv < INT32_MIN : *uv > INT32_MAX)
-			return fail(c, "%s is out of the int32 range", s);
+			return fail(c, "%s is out of the int32 range",
+			            json_is_string(j) ? json_string_value(j) : "the value");
 		break;
 	case GT_UINT32:
 	case GT_FIXED32:
 		if (*uv > UINT32_MAX)
-			return fail(c, "%s is out of the uint32 range", s);
+			return fail(c, "%" PRIu64 " is out of the uint32 range", *uv);
 		break;
 	case GT_INT64:
 	case GT_SINT64:
 	case GT_SFIXED64:
 		if (!neg && *uv > INT64_MAX)
-			return fail(c, "%s is out of the int64 range", s);
+			return fail(c, "%" PRIu64 " is out of the int64 range", *uv);
 		break;
 	default:
 		break;
@@ -309,37 +391,41 @@ static int parse_int(struct conv *c, const struct json *j, enum gen_type t, int6
 	return 0;
 }
 
-static int enc_value(struct conv *c, const struct gen_field *f, const struct json *j,
+static int pack_str(msgpack_packer *pk, const char *s, size_t n)
+{
+	return msgpack_pack_str(pk, n) || msgpack_pack_str_body(pk, s, n);
+}
+
+static int enc_value(struct conv *c, const struct gen_field *f, const json_t *j,
                      msgpack_packer *pk);
-static int enc_message(struct conv *c, const struct gen_message *m, const struct json *j,
+static int enc_message(struct conv *c, const struct gen_message *m, const json_t *j,
                        msgpack_packer *pk);
 
-static int enc_scalar(struct conv *c, enum gen_type t, const struct gen_field *f,
-                      const struct json *j, msgpack_packer *pk)
+static int enc_scalar(struct conv *c, enum gen_type t, const struct gen_field *f, const json_t *j,
+                      msgpack_packer *pk)
 {
 	int64_t iv;
 	uint64_t uv;
 	double d;
-	char *end;
 
 	switch (t) {
 	case GT_BOOL:
-		if (j->type != JSON_BOOL)
-			return fail(c, "expected true or false, got %s", json_type_name(j->type));
-		return j->b ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+		if (!json_is_boolean(j))
+			return fail(c, "expected true or false, got %s", jtype(j));
+		return json_is_true(j) ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
 	case GT_STRING:
-		if (j->type != JSON_STRING)
-			return fail(c, "expected a string, got %s", json_type_name(j->type));
-		if (msgpack_pack_str(pk, j->len) || msgpack_pack_str_body(pk, j->s, j->len))
-			return fail(c, "out of memory");
-		return 0;
+		if (!json_is_string(j))
+			return fail(c, "expected a string, got %s", jtype(j));
+		return pack_str(pk, json_string_value(j), json_string_length(j))
+		           ? fail(c, "out of memory")
+		           : 0;
 	case GT_BYTES: {
 		struct jbuf raw = {0};
 		int rc;
 
-		if (j->type != JSON_STRING)
-			return fail(c, "expected a base64 string, got %s", json_type_name(j->type));
-		if (base64_decode(j->s, j->len, &raw)) {
+		if (!json_is_string(j))
+			return fail(c, "expected a base64 string, got %s", jtype(j));
+		if (base64_decode(json_string_value(j), json_string_length(j), &raw)) {
 			jbuf_free(&raw);
 			return fail(c, "not valid base64");
 		}
@@ -349,44 +435,52 @@ static int enc_scalar(struct conv *c, enum gen_type t, const struct gen_field *f
 	}
 	case GT_FLOAT:
 	case GT_DOUBLE:
-		if (j->type == JSON_STRING) {
-			if (!strcmp(j->s, "NaN"))
+		if (json_is_string(j)) {
+			const char *s = json_string_value(j);
+			char *end;
+
+			if (!strcmp(s, "NaN"))
 				d = NAN;
-			else if (!strcmp(j->s, "Infinity"))
+			else if (!strcmp(s, "Infinity"))
 				d = INFINITY;
-			else if (!strcmp(j->s, "-Infinity"))
+			else if (!strcmp(s, "-Infinity"))
 				d = -INFINITY;
-			else
-				return fail(c, "\"%s\" is not a number", j->s);
-		} else if (j->type == JSON_NUMBER) {
-			errno = 0;
-			d = strtod(j->s, &end);
-			if (*end || (errno == ERANGE && isinf(d)))
-				return fail(c, "%s is out of range", j->s);
+			else {
+				errno = 0;
+				d = strtod(s, &end);
+				if (!*s || *end || errno)
+					return fail(c, "\"%s\" is not a number", s);
+			}
+		} else if (json_is_number(j)) {
+			d = json_number_value(j);
 		} else {
-			return fail(c, "expected a number, got %s", json_type_name(j->type));
+			return fail(c, "expected a number, got %s", jtype(j));
 		}
 		if (t == GT_FLOAT) {
 			if (isfinite(d) && fabs(d) > 3.4028234663852886e38)
-				return fail(c, "%s is out of the float range", j->s);
+				return fail(c, "%g is out of the float range", d);
 			return msgpack_pack_float(pk, (float)d);
 		}
 		return msgpack_pack_double(pk, d);
 	case GT_ENUM:
-		if (j->type == JSON_STRING) {
+		if (json_is_string(j)) {
+			const char *s = json_string_value(j);
+
 			for (int i = 0; i < f->en->values.n; i++) {
 				const struct gen_enum_value *v = f->en->values.items[i];
 
-				if (strcmp(v->name, j->s) == 0)
+				if (strcmp(v->name, s) == 0)
 					return msgpack_pack_int64(pk, v->number);
 			}
-			return fail(c, "\"%s\" is not a value of enum %s", j->s, f->en->full_name);
+			return fail(c, "\"%s\" is not a value of enum %s", s, f->en->full_name);
 		}
-		if (parse_int(c, j, GT_ENUM, &iv, &uv))
+		if (json_is_null(j) && strcmp(f->en->full_name, "google.protobuf.NullValue") == 0)
+			return msgpack_pack_int64(pk, 0);
+		if (get_int(c, j, GT_ENUM, &iv, &uv))
 			return -1;
 		return msgpack_pack_int64(pk, iv);
 	default:
-		if (parse_int(c, j, t, &iv, &uv))
+		if (get_int(c, j, t, &iv, &uv))
 			return -1;
 		if (is_unsigned(t))
 			return msgpack_pack_uint64(pk, uv);
@@ -398,73 +492,289 @@ static int enc_scalar(struct conv *c, enum gen_type t, const struct gen_field *f
 static int enc_map_key(struct conv *c, const struct gen_field *kf, const char *key,
                        msgpack_packer *pk)
 {
-	struct json k = {0};
+	int64_t iv;
+	uint64_t uv;
+	json_t *k;
+	int rc;
 
-	if (kf->type == GT_STRING) {
-		if (msgpack_pack_str(pk, strlen(key)) ||
-		    msgpack_pack_str_body(pk, key, strlen(key)))
-			return fail(c, "out of memory");
-		return 0;
-	}
+	if (kf->type == GT_STRING)
+		return pack_str(pk, key, strlen(key)) ? fail(c, "out of memory") : 0;
 	if (kf->type == GT_BOOL) {
 		if (strcmp(key, "true") && strcmp(key, "false"))
 			return fail(c, "map key \"%s\" is not true or false", key);
 		return key[0] == 't' ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
 	}
-	k.type = JSON_STRING;
-	k.s = (char *)key;
-	k.len = strlen(key);
-	{
-		int64_t iv;
-		uint64_t uv;
-
-		k.type = JSON_NUMBER; /* keys are integer text */
-		if (parse_int(c, &k, kf->type, &iv, &uv))
-			return -1;
-		return is_unsigned(kf->type) ? msgpack_pack_uint64(pk, uv)
-		                             : msgpack_pack_int64(pk, iv);
-	}
+	k = json_string(key);
+	if (!k)
+		return fail(c, "out of memory");
+	rc = get_int(c, k, kf->type, &iv, &uv);
+	json_decref(k);
+	if (rc)
+		return -1;
+	return is_unsigned(kf->type) ? msgpack_pack_uint64(pk, uv) : msgpack_pack_int64(pk, iv);
 }
 
-static int enc_value(struct conv *c, const struct gen_field *f, const struct json *j,
-                     msgpack_packer *pk)
+/* seconds + nanos as a 2-field message (proto3 defaults left out) */
+static int pack_secs_nanos(struct conv *c, int64_t secs, int32_t nanos, msgpack_packer *pk)
+{
+	if (msgpack_pack_map(pk, (size_t)(secs != 0) + (size_t)(nanos != 0)) ||
+	    (secs && (msgpack_pack_uint8(pk, 1) || msgpack_pack_int64(pk, secs))) ||
+	    (nanos && (msgpack_pack_uint8(pk, 2) || msgpack_pack_int32(pk, nanos))))
+		return fail(c, "out of memory");
+	return 0;
+}
+
+/* "[-]S[.fffffffff]s" */
+static int enc_duration(struct conv *c, const json_t *j, msgpack_packer *pk)
+{
+	const char *s;
+	char *end;
+	bool neg;
+	int64_t secs;
+	int32_t nanos = 0;
+	int digits = 0;
+
+	if (!json_is_string(j))
+		return fail(c, "a Duration is a string like \"1.5s\", got %s", jtype(j));
+	s = json_string_value(j);
+	neg = s[0] == '-';
+	errno = 0;
+	secs = strtoll(s, &end, 10);
+	if (errno || s[neg] < '0' || s[neg] > '9' || (*end != '.' && *end != 's'))
+		return fail(c, "\"%s\" is not a duration like \"1.5s\"", s);
+	if (*end == '.') {
+		for (end++; *end >= '0' && *end <= '9'; end++, digits++)
+			if (digits < 9)
+				nanos = nanos * 10 + (*end - '0');
+		if (digits == 0 || digits > 9)
+			return fail(c, "\"%s\" needs 1 to 9 fraction digits", s);
+		for (; digits < 9; digits++)
+			nanos *= 10;
+	}
+	if (strcmp(end, "s") != 0 || secs > 315576000000 || secs < -315576000000)
+		return fail(c, "\"%s\" is not a duration like \"1.5s\" (within 10000 years)", s);
+	return pack_secs_nanos(c, secs, neg ? -nanos : nanos, pk);
+}
+
+/* RFC 3339: "2024-05-01T12:00:00[.fffffffff](Z|+hh:mm|-hh:mm)" */
+static int enc_timestamp(struct conv *c, const json_t *j, msgpack_packer *pk)
+{
+	const char *s;
+	struct tm tm;
+	int y, mo, d, h, mi, se, n = 0, oh = 0, om = 0;
+	int32_t nanos = 0;
+	int digits = 0;
+	int64_t secs;
+	const char *p;
+
+	if (!json_is_string(j))
+		return fail(c, "a Timestamp is an RFC 3339 string, got %s", jtype(j));
+	s = json_string_value(j);
+	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 || n != 19)
+		return fail(c, "\"%s\" is not an RFC 3339 time (2024-05-01T12:00:00Z)", s);
+	p = s + n;
+	if (*p == '.') {
+		for (p++; *p >= '0' && *p <= '9'; p++, digits++)
+			if (digits < 9)
+				nanos = nanos * 10 + (*p - '0');
+		if (digits == 0 || digits > 9)
+			return fail(c, "\"%s\" needs 1 to 9 fraction digits", s);
+		for (; digits < 9; digits++)
+			nanos *= 10;
+	}
+	if (*p == 'Z' && !p[1]) {
+		;
+	} else if ((*p == '+' || *p == '-') && sscanf(p + 1, "%2d:%2d%n", &oh, &om, &n) == 2 &&
+	           n == 5 && !p[6]) {
+		if (*p == '-') {
+			oh = -oh;
+			om = -om;
+		}
+	} else {
+		return fail(c, "\"%s\": the time zone must be Z or +hh:mm", s);
+	}
+	if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
+		return fail(c, "\"%s\" is not a valid time", s);
+	memset(&tm, 0, sizeof(tm));
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = se;
+	secs = (int64_t)timegm(&tm) - (int64_t)oh * 3600 - (int64_t)om * 60;
+	return pack_secs_nanos(c, secs, nanos, pk);
+}
+
+/* google.protobuf.Value from any JSON value */
+static int enc_struct_value(struct conv *c, const struct gen_message *m, const json_t *j,
+                            msgpack_packer *pk)
+{
+	const struct gen_field *f;
+	int num;
+
+	switch (json_typeof(j)) {
+	case JSON_NULL:
+		num = 1;
+		break;
+	case JSON_INTEGER:
+	case JSON_REAL:
+		num = 2;
+		break;
+	case JSON_STRING:
+		num = 3;
+		break;
+	case JSON_TRUE:
+	case JSON_FALSE:
+		num = 4;
+		break;
+	case JSON_OBJECT:
+		num = 5;
+		break;
+	default:
+		num = 6;
+		break;
+	}
+	f = field_by_number(m, (uint64_t)num);
+	if (!f)
+		return fail(c, "google.protobuf.Value in the schema lacks field %d", num);
+	if (msgpack_pack_map(pk, 1) || msgpack_pack_uint8(pk, (uint8_t)num))
+		return fail(c, "out of memory");
+	if (num == 1)
+		return msgpack_pack_int64(pk, 0);
+	return enc_value(c, f, j, pk);
+}
+
+static int enc_any(struct conv *c, const json_t *j, msgpack_packer *pk)
+{
+	const json_t *t = json_is_object(j) ? json_object_get(j, "@type") : NULL;
+	const struct gen_message *inner;
+	struct jbuf body = {0};
+	msgpack_packer ipk;
+	const char *url;
+	int rc;
+
+	if (!t || !json_is_string(t))
+		return fail(c, "an Any is an object with a \"@type\" string");
+	url = json_string_value(t);
+	inner = find_message(url);
+	if (!inner)
+		return fail(c, "\"@type\": %s is not a message of the schema", url);
+	msgpack_packer_init(&ipk, &body, jbuf_write);
+	if (strncmp(inner->full_name, "google.protobuf.", 16) == 0 && !is_wkt(inner, "Empty")) {
+		const json_t *v = json_object_get(j, "value");
+
+		if (!v)
+			return fail(c, "an Any of %s needs its \"value\"", inner->full_name);
+		rc = enc_message(c, inner, v, &ipk);
+	} else {
+		json_t *copy = json_copy((json_t *)j);
+
+		if (!copy)
+			return fail(c, "out of memory");
+		json_object_del(copy, "@type");
+		rc = enc_message(c, inner, copy, &ipk);
+		json_decref(copy);
+	}
+	if (rc || body.oom) {
+		jbuf_free(&body);
+		return rc ? -1 : fail(c, "out of memory");
+	}
+	rc = msgpack_pack_map(pk, 2) || msgpack_pack_uint8(pk, 1) ||
+	     pack_str(pk, url, strlen(url)) || msgpack_pack_uint8(pk, 2) ||
+	     msgpack_pack_bin(pk, body.len) || msgpack_pack_bin_body(pk, body.data, body.len);
+	jbuf_free(&body);
+	return rc ? fail(c, "out of memory") : 0;
+}
+
+/* "a.b,cD" -> ["a.b", "c_d"] */
+static int enc_field_mask(struct conv *c, const json_t *j, msgpack_packer *pk)
+{
+	const char *s, *p;
+	size_t n = 0;
+	struct jbuf one = {0};
+
+	if (!json_is_string(j))
+		return fail(c, "a FieldMask is a string of comma-separated paths, got %s",
+		            jtype(j));
+	s = json_string_value(j);
+	if (*s)
+		for (n = 1, p = s; *p; p++)
+			n += *p == ',';
+	if (msgpack_pack_map(pk, n ? 1 : 0) ||
+	    (n && (msgpack_pack_uint8(pk, 1) || msgpack_pack_array(pk, n))))
+		return fail(c, "out of memory");
+	for (p = s; n && *p;) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+
+		one.len = 0;
+		for (size_t i = 0; i < len; i++) {
+			char ch = p[i];
+
+			if (ch >= 'A' && ch <= 'Z') {
+				char lo[2] = {'_', (char)(ch + 32)};
+
+				jbuf_put(&one, lo, 2);
+			} else {
+				jbuf_put(&one, &ch, 1);
+			}
+		}
+		if (one.oom || pack_str(pk, one.data ? one.data : "", one.len)) {
+			jbuf_free(&one);
+			return fail(c, "out of memory");
+		}
+		p += len + (e ? 1 : 0);
+	}
+	jbuf_free(&one);
+	return 0;
+}
+
+static int enc_value(struct conv *c, const struct gen_field *f, const json_t *j, msgpack_packer *pk)
 {
 	if (f->is_map) {
 		const struct gen_field *kf = field_by_number(f->msg, 1);
 		const struct gen_field *vf = field_by_number(f->msg, 2);
+		const char *key;
+		json_t *v;
 
-		if (j->type != JSON_OBJECT)
-			return fail(c, "expected an object (a map), got %s",
-			            json_type_name(j->type));
+		if (!json_is_object(j))
+			return fail(c, "expected an object (a map), got %s", jtype(j));
 		if (!kf || !vf)
 			return fail(c, "malformed map entry in the schema");
-		if (msgpack_pack_map(pk, j->n))
+		if (msgpack_pack_map(pk, json_object_size(j)))
 			return fail(c, "out of memory");
-		for (size_t i = 0; i < j->n; i++) {
-			size_t mark = path_push(c, "[\"%s\"]", j->keys[i]);
+		json_object_foreach((json_t *)j, key, v)
+		{
+			size_t mark = path_push(c, "[\"%s\"]", key);
 
-			if (j->items[i]->type == JSON_NULL)
+			if (json_is_null(v) &&
+			    !(vf->type == GT_MESSAGE && is_wkt(vf->msg, "Value")))
 				return fail(c, "null is not a map value");
-			if (enc_map_key(c, kf, j->keys[i], pk) ||
-			    (vf->type == GT_MESSAGE ? enc_message(c, vf->msg, j->items[i], pk)
-			                            : enc_scalar(c, vf->type, vf, j->items[i], pk)))
+			if (enc_map_key(c, kf, key, pk) ||
+			    (vf->type == GT_MESSAGE ? enc_message(c, vf->msg, v, pk)
+			                            : enc_scalar(c, vf->type, vf, v, pk)))
 				return -1;
 			path_pop(c, mark);
 		}
 		return 0;
 	}
 	if (f->label == GL_REPEATED) {
-		if (j->type != JSON_ARRAY)
-			return fail(c, "expected an array, got %s", json_type_name(j->type));
-		if (msgpack_pack_array(pk, j->n))
+		size_t i;
+		json_t *v;
+
+		if (!json_is_array(j))
+			return fail(c, "expected an array, got %s", jtype(j));
+		if (msgpack_pack_array(pk, json_array_size(j)))
 			return fail(c, "out of memory");
-		for (size_t i = 0; i < j->n; i++) {
+		json_array_foreach((json_t *)j, i, v)
+		{
 			size_t mark = path_push(c, "[%zu]", i);
 
-			if (j->items[i]->type == JSON_NULL)
+			if (json_is_null(v) && !(f->type == GT_MESSAGE && is_wkt(f->msg, "Value")))
 				return fail(c, "null is not an array element");
-			if (f->type == GT_MESSAGE ? enc_message(c, f->msg, j->items[i], pk)
-			                          : enc_scalar(c, f->type, f, j->items[i], pk))
+			if (f->type == GT_MESSAGE ? enc_message(c, f->msg, v, pk)
+			                          : enc_scalar(c, f->type, f, v, pk))
 				return -1;
 			path_pop(c, mark);
 		}
@@ -475,71 +785,126 @@ static int enc_value(struct conv *c, const struct gen_field *f, const struct jso
 	return enc_scalar(c, f->type, f, j, pk);
 }
 
-static int enc_message(struct conv *c, const struct gen_message *m, const struct json *j,
+/* the JSON forms of the well-known types; 1 when m is not one */
+static int enc_wkt(struct conv *c, const struct gen_message *m, const json_t *j, msgpack_packer *pk)
+{
+	if (is_wkt(m, "Timestamp"))
+		return enc_timestamp(c, j, pk);
+	if (is_wkt(m, "Duration"))
+		return enc_duration(c, j, pk);
+	if (is_wkt(m, "FieldMask"))
+		return enc_field_mask(c, j, pk);
+	if (is_wkt(m, "Any"))
+		return enc_any(c, j, pk);
+	if (is_wkt(m, "Value"))
+		return enc_struct_value(c, m, j, pk);
+	if ((is_wkt(m, "Struct") && json_is_object(j)) ||
+	    (is_wkt(m, "ListValue") && json_is_array(j))) {
+		const struct gen_field *f = field_by_number(m, 1);
+
+		if (!f)
+			return fail(c, "%s in the schema lacks field 1", m->full_name);
+		if (msgpack_pack_map(pk, 1) || msgpack_pack_uint8(pk, 1))
+			return fail(c, "out of memory");
+		return enc_value(c, f, j, pk);
+	}
+	if (is_wrapper(m) && !json_is_object(j)) {
+		const struct gen_field *f = field_by_number(m, 1);
+
+		if (!f)
+			return fail(c, "%s in the schema lacks field 1", m->full_name);
+		if (msgpack_pack_map(pk, 1) || msgpack_pack_uint8(pk, 1))
+			return fail(c, "out of memory");
+		return enc_scalar(c, f->type, f, j, pk);
+	}
+	return 1;
+}
+
+static int enc_message(struct conv *c, const struct gen_message *m, const json_t *j,
                        msgpack_packer *pk)
 {
 	size_t present = 0;
 	int oneof_seen[64];
+	const char *oneof_key[64];
+	const char *key;
+	json_t *v;
+	int rc;
 
-	if (j->type == JSON_NULL)
+	if (json_is_null(j) && !is_wkt(m, "Value"))
 		return msgpack_pack_map(pk, 0) ? fail(c, "out of memory") : 0;
-	if (j->type != JSON_OBJECT)
-		return fail(c, "expected an object (message %s), got %s", m->full_name,
-		            json_type_name(j->type));
+	rc = enc_wkt(c, m, j, pk);
+	if (rc <= 0)
+		return rc;
+	if (!json_is_object(j))
+		return fail(c, "expected an object (message %s), got %s", m->full_name, jtype(j));
 	memset(oneof_seen, -1, sizeof(oneof_seen));
-	for (size_t i = 0; i < j->n; i++) {
-		const struct gen_field *f = field_by_json(m, j->keys[i]);
-		size_t mark = path_push(c, "%s%s", *c->path ? "." : "", j->keys[i]);
+	json_object_foreach((json_t *)j, key, v)
+	{
+		const struct gen_field *f = field_by_json(m, key);
+		size_t mark = path_push(c, "%s%s", *c->path ? "." : "", key);
+		const char *k2;
+		json_t *v2;
 
 		if (!f)
-			return fail(c, "message %s has no field \"%s\"", m->full_name, j->keys[i]);
-		for (size_t k = 0; k < i; k++)
-			if (field_by_json(m, j->keys[k]) == f)
-				return fail(c, "field given twice (as \"%s\" and \"%s\")",
-				            j->keys[k], j->keys[i]);
-		if (j->items[i]->type == JSON_NULL) {
+			return fail(c, "message %s has no field \"%s\"", m->full_name, key);
+		json_object_foreach((json_t *)j, k2, v2)
+		{
+			if (k2 == key)
+				break;
+			if (field_by_json(m, k2) == f)
+				return fail(c, "field given twice (as \"%s\" and \"%s\")", k2, key);
+		}
+		if (json_is_null(v) && !(f->type == GT_MESSAGE && is_wkt(f->msg, "Value"))) {
 			path_pop(c, mark);
 			continue;
 		}
 		if (f->oneof >= 0 && f->oneof < 64) {
 			if (oneof_seen[f->oneof] >= 0)
 				return fail(c, "a second member of a oneof (\"%s\" is set)",
-				            j->keys[oneof_seen[f->oneof]]);
-			oneof_seen[f->oneof] = (int)i;
+				            oneof_key[f->oneof]);
+			oneof_seen[f->oneof] = 1;
+			oneof_key[f->oneof] = key;
 		}
 		present++;
 		path_pop(c, mark);
 	}
 	if (msgpack_pack_map(pk, present))
 		return fail(c, "out of memory");
-	for (size_t i = 0; i < j->n; i++) {
-		const struct gen_field *f = field_by_json(m, j->keys[i]);
+	json_object_foreach((json_t *)j, key, v)
+	{
+		const struct gen_field *f = field_by_json(m, key);
 		size_t mark;
 
-		if (j->items[i]->type == JSON_NULL)
+		if (json_is_null(v) && !(f->type == GT_MESSAGE && is_wkt(f->msg, "Value")))
 			continue;
-		mark = path_push(c, "%s%s", *c->path ? "." : "", j->keys[i]);
-		if (msgpack_pack_uint64(pk, (uint64_t)f->number) ||
-		    enc_value(c, f, j->items[i], pk))
+		mark = path_push(c, "%s%s", *c->path ? "." : "", key);
+		if (msgpack_pack_uint64(pk, (uint64_t)f->number))
 			return fail(c, "out of memory");
+		if (enc_value(c, f, v, pk))
+			return -1;
 		path_pop(c, mark);
 	}
 	return 0;
 }
 
-int pbjson_encode(const struct gen_message *m, const struct json *j, struct jbuf *out, char *err,
+int pbjson_encode(const struct gen_message *m, const json_t *j, struct jbuf *out, char *err,
                   size_t err_len)
 {
-	struct conv c = {err, err_len, "", false};
+	struct conv c = {err, err_len, "", false, 0};
 	msgpack_packer pk;
-	struct json empty = {0};
+	json_t *empty = NULL;
+	int rc;
 
 	msgpack_packer_init(&pk, out, jbuf_write);
-	if (!j) {
-		empty.type = JSON_OBJECT;
-		j = &empty;
-	}
-	if (enc_message(&c, m, j, &pk) || out->oom)
+	if (!j)
+		j = empty = json_object();
+	if (!j)
+		return fail(&c, "out of memory");
+	rc = enc_message(&c, m, j, &pk);
+	json_decref(empty);
+	if (rc)
+		return -1;
+	if (out->oom)
 		return fail(&c, "out of memory");
 	return 0;
 }
@@ -572,32 +937,58 @@ static const char *mp_type(const msgpack_object *o)
 	}
 }
 
-/* the shortest text that reads back as the same value */
-static void put_float(struct jwriter *w, double d, bool single)
+/* a real as a JSON number (NaN and infinities as proto3's strings); the
+ * printer uses the fewest digits that read back as every value printed */
+static json_t *real(struct conv *c, double d, bool single)
 {
 	char text[40];
+	int prec;
 
-	if (isnan(d)) {
-		jw_raw(w, "\"NaN\"");
-		return;
-	}
-	if (isinf(d)) {
-		jw_raw(w, d > 0 ? "\"Infinity\"" : "\"-Infinity\"");
-		return;
-	}
-	for (int prec = 1; prec <= 17; prec++) {
+	if (isnan(d))
+		return json_string("NaN");
+	if (isinf(d))
+		return json_string(d > 0 ? "Infinity" : "-Infinity");
+	for (prec = 1; prec < 17; prec++) {
 		snprintf(text, sizeof(text), "%.*g", prec, d);
 		if (single ? (float)strtod(text, NULL) == (float)d : strtod(text, NULL) == d)
 			break;
 	}
-	jw_raw(w, text);
+	if (prec > c->prec)
+		c->prec = prec;
+	return json_real(single ? strtod(text, NULL) : d);
 }
 
-static int dec_message(struct conv *c, const struct gen_message *m, const msgpack_object *o,
-                       struct jwriter *w);
+static json_t *jstrn(const char *s, size_t n)
+{
+	/* invalid UTF-8 from the wire is shown, not refused */
+	json_t *j = json_stringn(s, n);
+	char *fixed;
+	size_t i, o = 0;
 
-static int dec_scalar(struct conv *c, enum gen_type t, const struct gen_field *f,
-                      const msgpack_object *o, struct jwriter *w)
+	if (j)
+		return j;
+	fixed = malloc(n * 3 + 1);
+	if (!fixed)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (ch < 0x80) {
+			fixed[o++] = (char)ch;
+		} else {
+			memcpy(fixed + o, "\xef\xbf\xbd", 3); /* U+FFFD */
+			o += 3;
+		}
+	}
+	j = json_stringn(fixed, o);
+	free(fixed);
+	return j;
+}
+
+static json_t *dec_message(struct conv *c, const struct gen_message *m, const msgpack_object *o);
+
+static json_t *dec_scalar(struct conv *c, enum gen_type t, const struct gen_field *f,
+                          const msgpack_object *o)
 {
 	char text[48];
 	bool pos = o->type == MSGPACK_OBJECT_POSITIVE_INTEGER;
@@ -606,184 +997,401 @@ static int dec_scalar(struct conv *c, enum gen_type t, const struct gen_field *f
 	switch (t) {
 	case GT_BOOL:
 		if (o->type != MSGPACK_OBJECT_BOOLEAN)
-			return fail(c, "expected a boolean on the wire, got %s", mp_type(o));
-		jw_raw(w, o->via.boolean ? "true" : "false");
-		return 0;
+			return fail(c, "expected a boolean on the wire, got %s", mp_type(o)), NULL;
+		return json_boolean(o->via.boolean);
 	case GT_STRING:
 		if (o->type != MSGPACK_OBJECT_STR)
-			return fail(c, "expected a string on the wire, got %s", mp_type(o));
-		jw_string(w, o->via.str.ptr, o->via.str.size);
-		return 0;
+			return fail(c, "expected a string on the wire, got %s", mp_type(o)), NULL;
+		return jstrn(o->via.str.ptr, o->via.str.size);
 	case GT_BYTES: {
 		struct jbuf enc = {0};
+		json_t *j;
 
 		if (o->type != MSGPACK_OBJECT_BIN)
-			return fail(c, "expected bytes on the wire, got %s", mp_type(o));
+			return fail(c, "expected bytes on the wire, got %s", mp_type(o)), NULL;
 		base64_encode(&enc, (const unsigned char *)o->via.bin.ptr, o->via.bin.size);
-		jw_string(w, enc.data ? enc.data : "", enc.len);
+		j = json_stringn(enc.data ? enc.data : "", enc.len);
 		jbuf_free(&enc);
-		return 0;
+		return j;
 	}
 	case GT_FLOAT:
 	case GT_DOUBLE:
 		if (o->type != MSGPACK_OBJECT_FLOAT32 && o->type != MSGPACK_OBJECT_FLOAT64)
-			return fail(c, "expected a float on the wire, got %s", mp_type(o));
-		put_float(w, o->via.f64, t == GT_FLOAT);
-		return 0;
+			return fail(c, "expected a float on the wire, got %s", mp_type(o)), NULL;
+		return real(c, o->via.f64, t == GT_FLOAT);
 	case GT_ENUM:
 		if (!integer)
-			return fail(c, "expected an integer on the wire, got %s", mp_type(o));
+			return fail(c, "expected an integer on the wire, got %s", mp_type(o)), NULL;
+		if (strcmp(f->en->full_name, "google.protobuf.NullValue") == 0)
+			return json_null();
 		for (int i = 0; i < f->en->values.n; i++) {
 			const struct gen_enum_value *v = f->en->values.items[i];
 
 			if (pos ? (v->number >= 0 && (uint64_t)v->number == o->via.u64)
-			        : v->number == o->via.i64) {
-				jw_string(w, v->name, strlen(v->name));
-				return 0;
-			}
+			        : v->number == o->via.i64)
+				return json_string(v->name);
 		}
-		snprintf(text, sizeof(text), pos ? "%" PRIu64 : "%" PRId64,
-		         pos ? o->via.u64 : (uint64_t)o->via.i64);
-		jw_raw(w, text);
-		return 0;
+		return json_integer(pos ? (json_int_t)o->via.u64 : o->via.i64);
 	default:
 		if (!integer)
-			return fail(c, "expected an integer on the wire, got %s", mp_type(o));
+			return fail(c, "expected an integer on the wire, got %s", mp_type(o)), NULL;
+		if (!is_64(t))
+			return json_integer(pos ? (json_int_t)o->via.u64 : o->via.i64);
+		/* proto3 JSON: 64-bit integers are strings */
 		if (pos)
-			snprintf(text, sizeof(text), is_64(t) ? "\"%" PRIu64 "\"" : "%" PRIu64,
-			         o->via.u64);
+			snprintf(text, sizeof(text), "%" PRIu64, o->via.u64);
 		else
-			snprintf(text, sizeof(text), is_64(t) ? "\"%" PRId64 "\"" : "%" PRId64,
-			         o->via.i64);
-		jw_raw(w, text);
-		return 0;
+			snprintf(text, sizeof(text), "%" PRId64, o->via.i64);
+		return json_string(text);
 	}
 }
 
-static int dec_map_key(struct conv *c, const msgpack_object *k, struct jwriter *w)
+static int map_key(struct conv *c, const msgpack_object *k, char *text, size_t len)
 {
-	char text[48];
-
 	switch (k->type) {
 	case MSGPACK_OBJECT_STR:
-		jw_key(w, k->via.str.ptr, k->via.str.size);
+		if (k->via.str.size >= len || memchr(k->via.str.ptr, 0, k->via.str.size))
+			return fail(c, "a map key longer than %zu bytes or with NUL", len - 1);
+		memcpy(text, k->via.str.ptr, k->via.str.size);
+		text[k->via.str.size] = '\0';
 		return 0;
 	case MSGPACK_OBJECT_POSITIVE_INTEGER:
-		snprintf(text, sizeof(text), "%" PRIu64, k->via.u64);
-		break;
+		snprintf(text, len, "%" PRIu64, k->via.u64);
+		return 0;
 	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-		snprintf(text, sizeof(text), "%" PRId64, k->via.i64);
-		break;
+		snprintf(text, len, "%" PRId64, k->via.i64);
+		return 0;
 	case MSGPACK_OBJECT_BOOLEAN:
-		snprintf(text, sizeof(text), "%s", k->via.boolean ? "true" : "false");
-		break;
+		snprintf(text, len, "%s", k->via.boolean ? "true" : "false");
+		return 0;
 	default:
 		return fail(c, "a map key that is %s", mp_type(k));
 	}
-	jw_key(w, text, strlen(text));
-	return 0;
 }
 
-static int dec_value(struct conv *c, const struct gen_field *f, const msgpack_object *o,
-                     struct jwriter *w)
+static json_t *dec_value(struct conv *c, const struct gen_field *f, const msgpack_object *o)
 {
+	json_t *r, *e;
+
 	if (f->is_map) {
 		const struct gen_field *vf = field_by_number(f->msg, 2);
+		char key[1024];
 
 		if (o->type != MSGPACK_OBJECT_MAP)
-			return fail(c, "expected a map on the wire, got %s", mp_type(o));
+			return fail(c, "expected a map on the wire, got %s", mp_type(o)), NULL;
 		if (!vf)
-			return fail(c, "malformed map entry in the schema");
-		jw_begin_object(w);
-		for (uint32_t i = 0; i < o->via.map.size; i++) {
+			return fail(c, "malformed map entry in the schema"), NULL;
+		r = json_object();
+		for (uint32_t i = 0; r && i < o->via.map.size; i++) {
 			const msgpack_object_kv *kv = &o->via.map.ptr[i];
 
-			if (dec_map_key(c, &kv->key, w) ||
-			    (vf->type == GT_MESSAGE ? dec_message(c, vf->msg, &kv->val, w)
-			                            : dec_scalar(c, vf->type, vf, &kv->val, w)))
-				return -1;
+			if (map_key(c, &kv->key, key, sizeof(key)))
+				break;
+			e = vf->type == GT_MESSAGE ? dec_message(c, vf->msg, &kv->val)
+			                           : dec_scalar(c, vf->type, vf, &kv->val);
+			if (!e || json_object_set_new(r, key, e))
+				break;
+			if (i + 1 == o->via.map.size)
+				return r;
 		}
-		jw_end_object(w);
-		return 0;
+		if (r && o->via.map.size == 0)
+			return r;
+		json_decref(r);
+		return NULL;
 	}
 	if (f->label == GL_REPEATED) {
 		if (o->type != MSGPACK_OBJECT_ARRAY)
-			return fail(c, "expected an array on the wire, got %s", mp_type(o));
-		jw_begin_array(w);
-		for (uint32_t i = 0; i < o->via.array.size; i++) {
-			const msgpack_object *e = &o->via.array.ptr[i];
+			return fail(c, "expected an array on the wire, got %s", mp_type(o)), NULL;
+		r = json_array();
+		for (uint32_t i = 0; r && i < o->via.array.size; i++) {
+			const msgpack_object *x = &o->via.array.ptr[i];
 
-			if (f->type == GT_MESSAGE ? dec_message(c, f->msg, e, w)
-			                          : dec_scalar(c, f->type, f, e, w))
-				return -1;
+			e = f->type == GT_MESSAGE ? dec_message(c, f->msg, x)
+			                          : dec_scalar(c, f->type, f, x);
+			if (!e || json_array_append_new(r, e)) {
+				json_decref(r);
+				return NULL;
+			}
 		}
-		jw_end_array(w);
-		return 0;
+		return r;
 	}
 	if (f->type == GT_MESSAGE)
-		return dec_message(c, f->msg, o, w);
-	return dec_scalar(c, f->type, f, o, w);
+		return dec_message(c, f->msg, o);
+	return dec_scalar(c, f->type, f, o);
 }
 
-static int dec_message(struct conv *c, const struct gen_message *m, const msgpack_object *o,
-                       struct jwriter *w)
+static const msgpack_object *member(const msgpack_object *o, uint64_t n)
 {
-	if (o->type == MSGPACK_OBJECT_NIL) {
-		jw_begin_object(w);
-		jw_end_object(w);
+	for (uint32_t k = 0; k < o->via.map.size; k++) {
+		const msgpack_object_kv *kv = &o->via.map.ptr[k];
+
+		if (kv->key.type == MSGPACK_OBJECT_POSITIVE_INTEGER && kv->key.via.u64 == n &&
+		    kv->val.type != MSGPACK_OBJECT_NIL)
+			return &kv->val;
+	}
+	return NULL;
+}
+
+static int64_t member_int(const msgpack_object *o, uint64_t n)
+{
+	const msgpack_object *v = member(o, n);
+
+	if (!v)
 		return 0;
+	if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+		return v->via.u64 > INT64_MAX ? INT64_MAX : (int64_t)v->via.u64;
+	if (v->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+		return v->via.i64;
+	return 0;
+}
+
+static void put_fraction(char *text, size_t len, int64_t nanos)
+{
+	if (nanos == 0)
+		text[0] = '\0';
+	else if (nanos % 1000000 == 0)
+		snprintf(text, len, ".%03d", (int)(nanos / 1000000));
+	else if (nanos % 1000 == 0)
+		snprintf(text, len, ".%06d", (int)(nanos / 1000));
+	else
+		snprintf(text, len, ".%09d", (int)nanos);
+}
+
+/* the JSON forms of the well-known types; *done false when m is not one */
+static json_t *dec_wkt(struct conv *c, const struct gen_message *m, const msgpack_object *o,
+                       bool *done)
+{
+	char text[96], frac[16];
+
+	*done = true;
+	if (is_wkt(m, "Timestamp")) {
+		int64_t secs = member_int(o, 1), nanos = member_int(o, 2);
+		time_t t = (time_t)secs;
+		struct tm tm;
+
+		if (nanos < 0 || nanos > 999999999 || secs < -62135596800 || secs > 253402300799 ||
+		    !gmtime_r(&t, &tm))
+			return fail(c, "Timestamp %" PRId64 ".%09" PRId64 " is out of range", secs,
+			            nanos),
+			       NULL;
+		put_fraction(frac, sizeof(frac), nanos);
+		snprintf(text, sizeof(text), "%04d-%02d-%02dT%02d:%02d:%02d%sZ", tm.tm_year + 1900,
+		         tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+		return json_string(text);
+	}
+	if (is_wkt(m, "Duration")) {
+		int64_t secs = member_int(o, 1), nanos = member_int(o, 2);
+		bool neg = secs < 0 || nanos < 0;
+
+		if (nanos > 999999999 || nanos < -999999999 || (secs > 0 && nanos < 0) ||
+		    (secs < 0 && nanos > 0))
+			return fail(c, "Duration %" PRId64 "s %" PRId64 "ns is malformed", secs,
+			            nanos),
+			       NULL;
+		put_fraction(frac, sizeof(frac), nanos < 0 ? -nanos : nanos);
+		snprintf(text, sizeof(text), "%s%" PRIu64 "%ss", neg ? "-" : "",
+		         secs < 0 ? (uint64_t)(-(secs + 1)) + 1 : (uint64_t)secs, frac);
+		return json_string(text);
+	}
+	if (is_wkt(m, "FieldMask")) {
+		const msgpack_object *p = member(o, 1);
+		struct jbuf b = {0};
+		json_t *r;
+
+		for (uint32_t i = 0; p && p->type == MSGPACK_OBJECT_ARRAY && i < p->via.array.size;
+		     i++) {
+			const msgpack_object *s = &p->via.array.ptr[i];
+			bool up = false;
+
+			if (s->type != MSGPACK_OBJECT_STR)
+				continue;
+			if (i)
+				jbuf_put(&b, ",", 1);
+			for (uint32_t k = 0; k < s->via.str.size; k++) {
+				char ch = s->via.str.ptr[k];
+
+				if (ch == '_') {
+					up = true;
+					continue;
+				}
+				if (up && ch >= 'a' && ch <= 'z')
+					ch = (char)(ch - 32);
+				up = false;
+				jbuf_put(&b, &ch, 1);
+			}
+		}
+		r = json_stringn(b.data ? b.data : "", b.len);
+		jbuf_free(&b);
+		return r;
+	}
+	if (is_wkt(m, "Value")) {
+		for (int i = 0; i < m->fields.n; i++) {
+			const struct gen_field *f = m->fields.items[i];
+			const msgpack_object *v = member(o, (uint64_t)f->number);
+
+			if (v)
+				return dec_value(c, f, v);
+		}
+		return json_null();
+	}
+	if (is_wkt(m, "Struct") || is_wkt(m, "ListValue") || is_wrapper(m)) {
+		const struct gen_field *f = field_by_number(m, 1);
+		const msgpack_object *v = f ? member(o, 1) : NULL;
+
+		if (!f)
+			return fail(c, "%s in the schema lacks field 1", m->full_name), NULL;
+		if (v)
+			return dec_value(c, f, v);
+		if (is_wkt(m, "Struct"))
+			return json_object();
+		if (is_wkt(m, "ListValue"))
+			return json_array();
+		switch (f->type) { /* the default value */
+		case GT_BOOL:
+			return json_false();
+		case GT_STRING:
+		case GT_BYTES:
+			return json_string("");
+		case GT_INT64:
+		case GT_UINT64:
+			return json_string("0");
+		case GT_FLOAT:
+		case GT_DOUBLE:
+			return json_integer(0);
+		default:
+			return json_integer(0);
+		}
+	}
+	if (is_wkt(m, "Any")) {
+		const msgpack_object *u = member(o, 1), *b = member(o, 2);
+		const struct gen_message *inner;
+		char url[512];
+		msgpack_unpacked up;
+		size_t off = 0;
+		json_t *r, *body;
+
+		if (!u || u->type != MSGPACK_OBJECT_STR || u->via.str.size >= sizeof(url))
+			return fail(c, "an Any without a type URL"), NULL;
+		memcpy(url, u->via.str.ptr, u->via.str.size);
+		url[u->via.str.size] = '\0';
+		inner = find_message(url);
+		r = json_object();
+		if (!r || json_object_set_new(r, "@type", json_string(url))) {
+			json_decref(r);
+			return NULL;
+		}
+		if (!inner) { /* unknown to the schema: the bytes as they are */
+			struct jbuf enc = {0};
+
+			if (b && b->type == MSGPACK_OBJECT_BIN)
+				base64_encode(&enc, (const unsigned char *)b->via.bin.ptr,
+				              b->via.bin.size);
+			json_object_set_new(r, "value",
+			                    json_stringn(enc.data ? enc.data : "", enc.len));
+			jbuf_free(&enc);
+			return r;
+		}
+		msgpack_unpacked_init(&up);
+		if (b && b->type == MSGPACK_OBJECT_BIN && b->via.bin.size &&
+		    (msgpack_unpack_next(&up, b->via.bin.ptr, b->via.bin.size, &off) !=
+		         MSGPACK_UNPACK_SUCCESS ||
+		     off != b->via.bin.size)) {
+			msgpack_unpacked_destroy(&up);
+			json_decref(r);
+			return fail(c, "the Any's value is not one msgpack object"), NULL;
+		}
+		if (!b || b->type != MSGPACK_OBJECT_BIN || !b->via.bin.size)
+			up.data.type = MSGPACK_OBJECT_NIL;
+		body = dec_message(c, inner, &up.data);
+		msgpack_unpacked_destroy(&up);
+		if (!body) {
+			json_decref(r);
+			return NULL;
+		}
+		if (strncmp(inner->full_name, "google.protobuf.", 16) == 0 &&
+		    !json_is_object(body)) {
+			json_object_set_new(r, "value", body);
+		} else {
+			json_object_update(r, body);
+			json_decref(body);
+		}
+		return r;
+	}
+	*done = false;
+	return NULL;
+}
+
+static json_t *dec_message(struct conv *c, const struct gen_message *m, const msgpack_object *o)
+{
+	msgpack_object empty;
+	json_t *r;
+	bool done;
+
+	if (o->type == MSGPACK_OBJECT_NIL) {
+		empty.type = MSGPACK_OBJECT_MAP;
+		empty.via.map.size = 0;
+		empty.via.map.ptr = NULL;
+		o = &empty;
 	}
 	if (o->type != MSGPACK_OBJECT_MAP)
 		return fail(c, "expected a map (message %s) on the wire, got %s", m->full_name,
-		            mp_type(o));
-	jw_begin_object(w);
+		            mp_type(o)),
+		       NULL;
+	r = dec_wkt(c, m, o, &done);
+	if (done)
+		return r;
+	r = json_object();
 	/* in declaration order; unknown keys (newer peers) and nil values are skipped */
-	for (int i = 0; i < m->fields.n; i++) {
+	for (int i = 0; r && i < m->fields.n; i++) {
 		const struct gen_field *f = m->fields.items[i];
+		const msgpack_object *v = member(o, (uint64_t)f->number);
+		char camel[256];
+		const char *name;
+		size_t mark;
+		json_t *e;
 
-		for (uint32_t k = 0; k < o->via.map.size; k++) {
-			const msgpack_object_kv *kv = &o->via.map.ptr[k];
-			size_t mark;
-
-			if (kv->key.type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
-			    kv->key.via.u64 != (uint64_t)f->number ||
-			    kv->val.type == MSGPACK_OBJECT_NIL)
-				continue;
-			mark = path_push(c, "%s%s", *c->path ? "." : "", f->name);
-			jw_key(w, f->name, strlen(f->name));
-			if (dec_value(c, f, &kv->val, w))
-				return -1;
-			path_pop(c, mark);
-			break;
+		if (!v)
+			continue;
+		name = json_name(f, camel, sizeof(camel));
+		mark = path_push(c, "%s%s", *c->path ? "." : "", name);
+		e = dec_value(c, f, v);
+		if (!e || json_object_set_new(r, name, e)) {
+			json_decref(r);
+			return NULL;
 		}
+		path_pop(c, mark);
 	}
-	jw_end_object(w);
-	return 0;
+	return r;
 }
 
 int pbjson_decode(const struct gen_message *m, const void *data, size_t len, struct jbuf *out,
                   char *err, size_t err_len)
 {
-	struct conv c = {err, err_len, "", false};
+	struct conv c = {err, err_len, "", false, 1};
 	msgpack_unpacked u;
-	struct jwriter w;
+	msgpack_object nil;
+	json_t *j = NULL;
+	char *text;
 	size_t off = 0;
-	int rc;
 
-	jw_init(&w, out);
-	if (len == 0) { /* an empty body is the default message */
-		jw_begin_object(&w);
-		jw_end_object(&w);
-		return 0;
-	}
 	msgpack_unpacked_init(&u);
-	rc = msgpack_unpack_next(&u, data, len, &off);
-	if (rc != MSGPACK_UNPACK_SUCCESS || off != len)
-		rc = fail(&c, "the reply is not one msgpack object (%zu bytes)", len);
-	else
-		rc = dec_message(&c, m, &u.data, &w);
+	if (len == 0) { /* an empty body is the default message */
+		nil.type = MSGPACK_OBJECT_NIL;
+		j = dec_message(&c, m, &nil);
+	} else if (msgpack_unpack_next(&u, data, len, &off) != MSGPACK_UNPACK_SUCCESS ||
+	           off != len) {
+		fail(&c, "the reply is not one msgpack object (%zu bytes)", len);
+	} else {
+		j = dec_message(&c, m, &u.data);
+	}
 	msgpack_unpacked_destroy(&u);
-	if (!rc && out->oom)
-		rc = fail(&c, "out of memory");
-	return rc;
+	if (!j)
+		return c.failed ? -1 : fail(&c, "out of memory");
+	text = json_dumps(j, JSON_INDENT(2) | JSON_ENCODE_ANY | JSON_REAL_PRECISION(c.prec));
+	json_decref(j);
+	if (!text)
+		return fail(&c, "out of memory");
+	jbuf_puts(out, text);
+	free(text);
+	return out->oom ? fail(&c, "out of memory") : 0;
 }

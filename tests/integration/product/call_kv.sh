@@ -86,7 +86,7 @@ expect_out '"key": "user:1"' Scan
 expect_out '"key": "user:2"' Scan
 expect_out '"size": "5"' Scan
 call --proto "$PROTO" "$ADDR" kv.KV/Scan '{"prefix": "user:", "limit": 1}'
-expect_out '"next_page_token": "user:1"' "Scan page 1"
+expect_out '"nextPageToken": "user:1"' "Scan page 1"
 call "$ADDR" kv.KV/Delete '{"key": "user:2"}'
 expect_out '"deleted": true' Delete
 

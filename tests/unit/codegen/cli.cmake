@@ -94,3 +94,17 @@ if(NOT rc EQUAL 0 OR NOT EXISTS "${OUT}/cwd/acme/v2/api.rdmx.h")
   message(FATAL_ERROR "current folder as the proto path: exit ${rc}\n${e}")
 endif()
 message(STATUS "cli: ok")
+
+# a well-known type given as an input next to a file that imports it (both
+# orders): one definition, not two
+file(MAKE_DIRECTORY "${OUT}/wkt/google/protobuf")
+file(WRITE "${OUT}/wkt/google/protobuf/timestamp.proto" "syntax = \"proto3\";\npackage google.protobuf;\nmessage Timestamp { int64 seconds = 1; int32 nanos = 2; }\n")
+file(WRITE "${OUT}/wkt/u.proto" "syntax = \"proto3\";\npackage u;\nimport \"google/protobuf/timestamp.proto\";\nmessage U { google.protobuf.Timestamp t = 1; }\n")
+run(0 -I "${OUT}/wkt" --out "${OUT}/wkt1" "${OUT}/wkt/google/protobuf/timestamp.proto" "${OUT}/wkt/u.proto")
+run(0 -I "${OUT}/wkt" --out "${OUT}/wkt2" "${OUT}/wkt/u.proto" "${OUT}/wkt/google/protobuf/timestamp.proto")
+# and on its own, from the built-in definitions
+run(0 --out "${OUT}/wkt3" google/protobuf/duration.proto)
+if(NOT EXISTS "${OUT}/wkt3/google/protobuf/duration.rdmx.c")
+  message(FATAL_ERROR "a built-in well-known type was not generated on request")
+endif()
+message(STATUS "cli: well-known types ok")

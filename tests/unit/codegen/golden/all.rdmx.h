@@ -109,7 +109,7 @@ struct rt_Scalars {
 	double db; /* 13: double */
 	struct rdmx_str str; /* 14: string */
 	struct rdmx_bytes byt; /* 15: bytes */
-	rt_Level lvl; /* 16: rt.Level */
+	enum rt_Level lvl; /* 16: rt.Level */
 };
 
 /* message rt.Optionals */
@@ -133,8 +133,8 @@ struct rt_Optionals {
 	bool has_byt;
 	struct rdmx_bytes byt; /* 9: optional bytes */
 	bool has_lvl;
-	rt_Level lvl; /* 10: optional rt.Level */
-	rt_Scalars *msg; /* 11: optional rt.Scalars, NULL when absent */
+	enum rt_Level lvl; /* 10: optional rt.Level */
+	struct rt_Scalars *msg; /* 11: optional rt.Scalars, NULL when absent */
 };
 
 /* message rt.Repeated */
@@ -170,27 +170,27 @@ struct rt_Repeated {
 	size_t n_byt; /* 15: repeated bytes */
 	struct rdmx_bytes *byt;
 	size_t n_lvl; /* 16: repeated rt.Level */
-	rt_Level *lvl;
+	enum rt_Level *lvl;
 	size_t n_msgs; /* 17: repeated rt.Scalars */
-	rt_Scalars *msgs;
+	struct rt_Scalars *msgs;
 };
 
 /* message rt.Maps */
 struct rt_Maps {
 	size_t n_ss; /* 1: map<string, string> */
-	rt_Maps_SsEntry *ss;
+	struct rt_Maps_SsEntry *ss;
 	size_t n_ii; /* 2: map<int32, int64> */
-	rt_Maps_IiEntry *ii;
+	struct rt_Maps_IiEntry *ii;
 	size_t n_um; /* 3: map<uint64, rt.Scalars> */
-	rt_Maps_UmEntry *um;
+	struct rt_Maps_UmEntry *um;
 	size_t n_bb; /* 4: map<bool, bytes> */
-	rt_Maps_BbEntry *bb;
+	struct rt_Maps_BbEntry *bb;
 	size_t n_se; /* 5: map<sint64, rt.Level> */
-	rt_Maps_SeEntry *se;
+	struct rt_Maps_SeEntry *se;
 	size_t n_sd; /* 6: map<string, double> */
-	rt_Maps_SdEntry *sd;
+	struct rt_Maps_SdEntry *sd;
 	size_t n_ff; /* 7: map<fixed32, float> */
-	rt_Maps_FfEntry *ff;
+	struct rt_Maps_FfEntry *ff;
 };
 
 /* map entry rt.Maps.SsEntry */
@@ -208,7 +208,7 @@ struct rt_Maps_IiEntry {
 /* map entry rt.Maps.UmEntry */
 struct rt_Maps_UmEntry {
 	uint64_t key; /* 1: uint64 */
-	rt_Scalars *value; /* 2: rt.Scalars, NULL when absent */
+	struct rt_Scalars *value; /* 2: rt.Scalars, NULL when absent */
 };
 
 /* map entry rt.Maps.BbEntry */
@@ -220,7 +220,7 @@ struct rt_Maps_BbEntry {
 /* map entry rt.Maps.SeEntry */
 struct rt_Maps_SeEntry {
 	int64_t key; /* 1: sint64 */
-	rt_Level value; /* 2: rt.Level */
+	enum rt_Level value; /* 2: rt.Level */
 };
 
 /* map entry rt.Maps.SdEntry */
@@ -241,9 +241,9 @@ struct rt_Oneofs {
 	union {
 		int32_t a; /* 1: int32 */
 		struct rdmx_str b; /* 2: string */
-		rt_Scalars *c; /* 3: rt.Scalars, NULL when absent */
+		struct rt_Scalars *c; /* 3: rt.Scalars, NULL when absent */
 		struct rdmx_bytes d; /* 4: bytes */
-		rt_Level e; /* 5: rt.Level */
+		enum rt_Level e; /* 5: rt.Level */
 		double f; /* 6: double */
 	};
 	int32_t after; /* 7: int32 */
@@ -258,15 +258,15 @@ struct rt_Oneofs {
 struct rt_Tree {
 	struct rdmx_str name; /* 1: string */
 	size_t n_children; /* 2: repeated rt.Tree */
-	rt_Tree *children;
-	rt_Tree *left; /* 3: rt.Tree, NULL when absent */
-	rt_Tree_Leaf *leaf; /* 4: rt.Tree.Leaf, NULL when absent */
+	struct rt_Tree *children;
+	struct rt_Tree *left; /* 3: rt.Tree, NULL when absent */
+	struct rt_Tree_Leaf *leaf; /* 4: rt.Tree.Leaf, NULL when absent */
 };
 
 /* message rt.Tree.Leaf */
 struct rt_Tree_Leaf {
 	int64_t value; /* 1: int64 */
-	rt_Tree_Leaf_Kind kind; /* 2: rt.Tree.Leaf.Kind */
+	enum rt_Tree_Leaf_Kind kind; /* 2: rt.Tree.Leaf.Kind */
 };
 
 /* message rt.BigKeys */

@@ -52,7 +52,7 @@ struct evo_v1_User {
 	int32_t age; /* 2: int32 */
 	bool has_nick;
 	struct rdmx_str nick; /* 3: optional string */
-	evo_v1_Status status; /* 4: evo.v1.Status */
+	enum evo_v1_Status status; /* 4: evo.v1.Status */
 	size_t n_ids; /* 5: repeated int64 */
 	int64_t *ids;
 };

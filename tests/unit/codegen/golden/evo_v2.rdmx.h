@@ -67,18 +67,18 @@ struct evo_v2_Address {
 struct evo_v2_User {
 	struct rdmx_str name; /* 1: string */
 	int64_t age; /* 2: int64 */
-	evo_v2_Status status; /* 4: evo.v2.Status */
+	enum evo_v2_Status status; /* 4: evo.v2.Status */
 	size_t n_ids; /* 5: repeated int64 */
 	int64_t *ids;
 	size_t n_emails; /* 6: repeated string */
 	struct rdmx_str *emails;
-	evo_v2_Address *addr; /* 7: evo.v2.Address, NULL when absent */
+	struct evo_v2_Address *addr; /* 7: evo.v2.Address, NULL when absent */
 	size_t n_scores; /* 8: map<string, int64> */
-	evo_v2_User_ScoresEntry *scores;
+	struct evo_v2_User_ScoresEntry *scores;
 	evo_v2_User_contact_case contact_case; /* oneof contact */
 	union {
 		struct rdmx_str phone; /* 9: string */
-		evo_v2_Address *office; /* 10: evo.v2.Address, NULL when absent */
+		struct evo_v2_Address *office; /* 10: evo.v2.Address, NULL when absent */
 	};
 	double rating; /* 11: double */
 };

@@ -44,17 +44,17 @@ typedef struct imp_main_Drawing_NamedEntry imp_main_Drawing_NamedEntry;
 /* message imp.main.Drawing */
 struct imp_main_Drawing {
 	size_t n_points; /* 1: repeated imp.dep.Point */
-	imp_dep_Point *points;
-	imp_dep_Shape shape; /* 2: imp.dep.Shape */
-	imp_dep_Point *origin; /* 3: imp.dep.Point, NULL when absent */
+	struct imp_dep_Point *points;
+	enum imp_dep_Shape shape; /* 2: imp.dep.Shape */
+	struct imp_dep_Point *origin; /* 3: imp.dep.Point, NULL when absent */
 	size_t n_named; /* 4: map<string, imp.dep.Point> */
-	imp_main_Drawing_NamedEntry *named;
+	struct imp_main_Drawing_NamedEntry *named;
 };
 
 /* map entry imp.main.Drawing.NamedEntry */
 struct imp_main_Drawing_NamedEntry {
 	struct rdmx_str key; /* 1: string */
-	imp_dep_Point *value; /* 2: imp.dep.Point, NULL when absent */
+	struct imp_dep_Point *value; /* 2: imp.dep.Point, NULL when absent */
 };
 
 /* imp.main.Drawing */
