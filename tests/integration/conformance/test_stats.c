@@ -18,6 +18,18 @@ static struct rdmx_ctx_stats stats_of(const struct side *s)
 	return st;
 }
 
+/* Once nothing is in flight every submitted task has completed once. */
+static void assert_balanced(const struct side *s)
+{
+	struct rdmx_ctx_stats st = stats_of(s);
+
+	for (unsigned t = 0; t < RDMX_TASK_TYPE_COUNT; t++)
+		cr_assert_eq(st.submitted[t], st.completed[t] + st.failed[t],
+		             "side %s, %s: %llu submitted, %llu completed + %llu failed", s->name,
+		             rdmx_task_type_name(t), (unsigned long long)st.submitted[t],
+		             (unsigned long long)st.completed[t], (unsigned long long)st.failed[t]);
+}
+
 Test(stats, writes_reads_sends_counted)
 {
 	enum { N = 25, LEN = 1000, RN = 7, RLEN = 300 };
@@ -96,6 +108,8 @@ Test(stats, writes_reads_sends_counted)
 	             (unsigned long long)sa.bytes[RDMX_TASK_RECEIVE]);
 	/* one-sided operations leave the target's counters alone */
 	cr_assert_eq(sa.submitted[RDMX_TASK_WRITE] + sa.submitted[RDMX_TASK_READ], 0u);
+	assert_balanced(&A);
+	assert_balanced(&B);
 
 	pair_close(&A, &B);
 	leak_end();
@@ -126,6 +140,7 @@ Test(stats, connections_and_canceled_tasks)
 	cr_assert_eq(sa.completed[RDMX_TASK_RECEIVE], 0u);
 	/* counters survive stop */
 	cr_assert_eq(sa.conns_established, 1u);
+	assert_balanced(&A);
 	pair_close(&A, &B);
 	leak_end();
 }
