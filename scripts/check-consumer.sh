@@ -4,8 +4,8 @@
 #  1. every installed ELF (PREFIX/bin/*, PREFIX/lib*/*.so*) has a relative
 #     RUNPATH ($ORIGIN...), no absolute one;
 #  2. every installed program answers --version (exit 0, the release in its
-#     output) in a clean environment (env -i PATH=/usr/bin:/bin: no
-#     LD_LIBRARY_PATH, no ldconfig);
+#     output, stdin at /dev/null, within 30 s) in a clean environment
+#     (env -i PATH=/usr/bin:/bin: no LD_LIBRARY_PATH, no ldconfig);
 #  3. every library links and runs through find_package(rdmx) (rdmx::rdmx,
 #     rdmx::rdmx_ev, rdmx::rdmx_secure_ev, rdmx::rdmx_static) and through
 #     pkg-config (rdmx, rdmx_ev, rdmx_secure_ev, rdmx --static);
