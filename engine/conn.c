@@ -117,6 +117,7 @@ void rdmx__conn_event(struct rdmx_conn *conn, enum rdmx__conn_event ev)
 		if (conn->state == RDMX_CONN_CONNECTING || conn->state == RDMX_CONN_REQUESTED)
 			conn->state = RDMX_CONN_ESTABLISHED;
 		conn->can_post = true;
+		ctx->stats.conns_established++;
 		if (ctx->established_cb)
 			ctx->established_cb(conn, conn->user_data, ctx->user_data);
 		return;
@@ -126,6 +127,10 @@ void rdmx__conn_event(struct rdmx_conn *conn, enum rdmx__conn_event ev)
 			RDMX_ERR("connection %u ended with %u tasks outstanding", conn->id,
 			         conn->outstanding);
 		conn->state = RDMX_CONN_DISCONNECTED;
+		if (ev == RDMX__CONN_EV_FAILURE)
+			ctx->stats.conns_failed++;
+		else
+			ctx->stats.conns_disconnected++;
 		/* the user's own earlier submits come first */
 		ctx->in_poll++;
 		rdmx__ctx_deliver_deferred(ctx, false);

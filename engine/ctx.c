@@ -348,6 +348,16 @@ int rdmx_ctx_set_retry_count(struct rdmx_ctx *ctx, uint8_t count)
 }
 GETTER(retry_count, uint8_t, retry_count)
 
+int rdmx_ctx_set_max_inline(struct rdmx_ctx *ctx, uint32_t bytes)
+{
+	SETTER_CHECK(ctx);
+	if (bytes > ctx->caps.max_inline)
+		return RDMX_E_INVAL;
+	ctx->props.max_inline = bytes;
+	return 0;
+}
+GETTER(max_inline, uint32_t, max_inline)
+
 int rdmx_ctx_set_max_connections(struct rdmx_ctx *ctx, uint32_t max)
 {
 	SETTER_CHECK(ctx);

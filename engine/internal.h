@@ -149,6 +149,7 @@ struct rdmx_ctx_props {
 	uint8_t retry_count;
 	uint32_t max_connections;
 	enum rdmx_transport_type transport_type;
+	uint32_t max_inline; /* bytes; 0: no inline data */
 };
 
 struct rdmx_task_conf {
@@ -208,6 +209,7 @@ struct rdmx_ctx {
 	unsigned in_poll;          /* > 0 while ctx_poll / ctx_stop run its callbacks */
 	bool listening;
 	struct rdmx_conn *dead; /* finished connections, released after ctx_poll returns */
+	struct rdmx_ctx_stats stats; /* engine/ctx_stats.c; kept by task.c and conn.c */
 };
 
 /* ---- engine services for providers (engine/ core files) ---- */

@@ -470,6 +470,8 @@ int rdmx_task_submit(struct rdmx_task *task)
 		rc = ctx->dev->ops->post_recv(ctx, task);
 		if (rc)
 			task->state = RDMX__TASK_IDLE;
+		else
+			ctx->stats.submitted[task->type]++;
 		return rc;
 	}
 	conn = task->conn;
@@ -481,6 +483,7 @@ int rdmx_task_submit(struct rdmx_task *task)
 	case RDMX_CONN_ERROR:
 	case RDMX_CONN_DISCONNECTED:
 		task->state = RDMX__TASK_INFLIGHT;
+		ctx->stats.submitted[task->type]++;
 		defer(task);
 		return 0;
 	default:
@@ -488,6 +491,7 @@ int rdmx_task_submit(struct rdmx_task *task)
 	}
 	if (conn->closing) {
 		task->state = RDMX__TASK_INFLIGHT;
+		ctx->stats.submitted[task->type]++;
 		defer(task);
 		return 0;
 	}
@@ -499,6 +503,8 @@ int rdmx_task_submit(struct rdmx_task *task)
 	if (rc) {
 		conn->outstanding--;
 		task->state = RDMX__TASK_IDLE;
+	} else {
+		ctx->stats.submitted[task->type]++;
 	}
 	return rc;
 }
@@ -511,6 +517,14 @@ void rdmx__task_finish(struct rdmx_task *task, int status)
 	task->state = RDMX__TASK_IDLE;
 	task->status = status;
 	task->next = NULL;
+	if (status == 0) {
+		ctx->stats.completed[task->type]++;
+		ctx->stats.bytes[task->type] += task->op == RDMX__OP_RECV    ? task->res_len
+		                                : task->op == RDMX__OP_FLUSH ? 0
+		                                                             : task->len;
+	} else {
+		ctx->stats.failed[task->type]++;
+	}
 	(status == 0 ? conf->ok_cb : conf->err_cb)(task, task->user_data, ctx->user_data);
 }
 

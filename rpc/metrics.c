@@ -321,6 +321,39 @@ static void write_listener(FILE *f, const struct rdmx_tls_listener_stats *ls)
 	sample(f, "rdmx_tls_listener_handshakes", NULL, NULL, s.handshaking);
 }
 
+/* ---- engine: one series per task type ---- */
+
+static void per_op(FILE *f, const char *name, const char *help, const uint64_t *v)
+{
+	family(f, name, "counter", help);
+	for (unsigned t = 0; t < RDMX_TASK_TYPE_COUNT; t++)
+		fprintf(f, "%s{op=\"%s\"} %llu\n", name,
+		        rdmx_task_type_name((enum rdmx_task_type)t), (unsigned long long)v[t]);
+}
+
+static void write_engine(FILE *f, const struct rdmx_ctx_stats *es)
+{
+	per_op(f, "rdmx_engine_tasks_submitted_total", "Engine tasks submitted, by operation.",
+	       es->submitted);
+	per_op(f, "rdmx_engine_tasks_completed_total",
+	       "Engine tasks completed successfully, by operation.", es->completed);
+	per_op(f, "rdmx_engine_tasks_failed_total",
+	       "Engine tasks completed with an error, by operation.", es->failed);
+	per_op(f, "rdmx_engine_bytes_total",
+	       "Payload bytes of successful engine tasks (sent, received, written, read), by "
+	       "operation.",
+	       es->bytes);
+	family(f, "rdmx_engine_connections_established_total", "counter",
+	       "Engine connections established.");
+	sample(f, "rdmx_engine_connections_established_total", NULL, NULL, es->conns_established);
+	family(f, "rdmx_engine_connections_failed_total", "counter",
+	       "Engine connections that failed to come up or were refused.");
+	sample(f, "rdmx_engine_connections_failed_total", NULL, NULL, es->conns_failed);
+	family(f, "rdmx_engine_connections_disconnected_total", "counter",
+	       "Engine connections that ended.");
+	sample(f, "rdmx_engine_connections_disconnected_total", NULL, NULL, es->conns_disconnected);
+}
+
 int rdmx_metrics_write(FILE *f, const struct rdmx_metrics_sources *src)
 {
 	if (!f || !src)
@@ -335,6 +368,8 @@ int rdmx_metrics_write(FILE *f, const struct rdmx_metrics_sources *src)
 		write_client_and_channels(f, src);
 	if (src->listener)
 		write_listener(f, src->listener);
+	if (src->engine)
+		write_engine(f, src->engine);
 	if (fflush(f) || ferror(f)) {
 		RPC_ERR("writing the metrics exposition failed: %s", strerror(errno));
 		return RDMX_E_PROVIDER;

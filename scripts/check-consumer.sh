@@ -4,8 +4,8 @@
 #  1. every installed ELF (PREFIX/bin/*, PREFIX/lib*/*.so*) has a relative
 #     RUNPATH ($ORIGIN...), no absolute one;
 #  2. every installed program answers --version (exit 0, the release in its
-#     output) in a clean environment (env -i PATH=/usr/bin:/bin: no
-#     LD_LIBRARY_PATH, no ldconfig);
+#     output, stdin at /dev/null, within 30 s) in a clean environment
+#     (env -i PATH=/usr/bin:/bin: no LD_LIBRARY_PATH, no ldconfig);
 #  3. every library links and runs through find_package(rdmx) (rdmx::rdmx,
 #     rdmx::rdmx_ev, rdmx::rdmx_secure_ev, rdmx::rdmx_static) and through
 #     pkg-config (rdmx, rdmx_ev, rdmx_secure_ev, rdmx --static);
@@ -68,7 +68,10 @@ n=0
 for p in "$prefix"/bin/*; do
 	[ -f "$p" ] && [ -x "$p" ] || continue
 	rc=0
-	out=$(clean "$p" --version </dev/null 2>&1) || rc=$?
+	# stdin at /dev/null and a time bound: a program that waits for input
+	# (protoc-gen-rdmx reads a request from stdin) fails here, never hangs
+	out=$(clean timeout -k 5 30 "$p" --version </dev/null 2>&1) || rc=$?
+	[ $rc -ne 124 ] && [ $rc -ne 137 ] || fail "$(basename "$p") --version did not end within 30 s"
 	[ $rc -eq 0 ] || fail "$(basename "$p") --version exited $rc: $out"
 	grep -qF "$version" <<<"$out" || fail "$(basename "$p") --version does not say $version: $out"
 	n=$((n + 1))

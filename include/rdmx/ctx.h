@@ -139,6 +139,50 @@ int rdmx_ctx_get_transport_type(const struct rdmx_ctx *ctx, enum rdmx_transport_
 int rdmx_ctx_set_user_data(struct rdmx_ctx *ctx, void *user_data);
 int rdmx_ctx_get_user_data(const struct rdmx_ctx *ctx, void **user_data);
 
+/* Inline data (IBV_SEND_INLINE): a send or write whose payload is at most
+ * `bytes` goes out copied into the work request, so its source needs no
+ * registered region lookup by the NIC and the buffer may be reused as soon
+ * as the task was submitted. Default 0 (off). At most the device's
+ * caps.max_inline (else RDMX_E_INVAL); before start (else RDMX_E_BAD_STATE).
+ * verbs: requested as each QP's max_inline_data and clamped to what the
+ * device gives back for that QP (a payload above the granted size goes the
+ * normal way); the getter returns the value set. tcp: accepted and
+ * reported only -- the provider copies every payload into its frames
+ * anyway, so inline changes nothing there. The engine checks a task's
+ * buffers the same way with or without inline. */
+int rdmx_ctx_set_max_inline(struct rdmx_ctx *ctx, uint32_t bytes);
+int rdmx_ctx_get_max_inline(const struct rdmx_ctx *ctx, uint32_t *bytes);
+
+/* Counters of a context since rdmx_ctx_create (stop and start do not reset
+ * them), indexed by enum rdmx_task_type. Plain words kept by the thread that
+ * runs the context (its single-thread contract): read them on that thread.
+ *   submitted: rdmx_task_submit calls that returned 0;
+ *   completed: tasks completed successfully (ok callback);
+ *   failed:    tasks completed with an error (err callback: canceled,
+ *              aborted, remote access error, ...);
+ *   bytes:     payload of the successful ones -- sent (send), received
+ *              (receive: the length that arrived), written (write), read
+ *              (read), 8 per atomic and sync event, 0 for flush.
+ * Connections: established (the established callback ran or the out-of-band
+ * connection came up), failed (connect refused / failed) and disconnected. */
+struct rdmx_ctx_stats {
+	uint64_t submitted[RDMX_TASK_TYPE_COUNT];
+	uint64_t completed[RDMX_TASK_TYPE_COUNT];
+	uint64_t failed[RDMX_TASK_TYPE_COUNT];
+	uint64_t bytes[RDMX_TASK_TYPE_COUNT];
+	uint64_t conns_established;
+	uint64_t conns_failed;
+	uint64_t conns_disconnected;
+};
+
+/* Copies the counters to *stats. Any state. Errors: RDMX_E_INVAL (NULL). */
+int rdmx_ctx_get_stats(const struct rdmx_ctx *ctx, struct rdmx_ctx_stats *stats);
+
+/* "receive", "send", "send_imm", "read", "write", "write_imm", "atomic_cas",
+ * "atomic_fadd", "atomic_write", "flush", "sync_event_get",
+ * "sync_event_notify_set", "sync_event_notify_add"; "unknown" out of range. */
+const char *rdmx_task_type_name(enum rdmx_task_type type);
+
 /* How many tasks of `type` may exist and which callbacks complete them. IDLE
  * only. A type never configured cannot be allocated (RDMX_E_BAD_STATE).
  * ok_cb runs on success, err_cb on failure (both required).

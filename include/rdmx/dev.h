@@ -40,6 +40,7 @@ struct rdmx_dev_caps {
 	uint32_t gid_table_len;
 	uint32_t transport_types;      /* RDMX_TRANSPORT_* mask */
 	uint32_t max_connections;      /* per context */
+	uint32_t max_inline;           /* bytes of inline data per send/write (0: none) */
 	bool atomics;                  /* cas / fetch-add */
 	bool atomic_write_native;      /* false: atomic_write is emulated (same guarantee) */
 	bool flush_native;             /* false: flush is emulated (same guarantee) */

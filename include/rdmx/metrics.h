@@ -18,6 +18,11 @@
  *   rdmx_channel_rendezvous_sent_total, _rendezvous_received_total
  *   rdmx_tls_listener_accepted_total, _established_total, _refused_total,
  *   rdmx_tls_listener_timed_out_total, _over_limit_total, rdmx_tls_listener_handshakes
+ *   rdmx_engine_tasks_submitted_total{op}, _tasks_completed_total{op},
+ *   rdmx_engine_tasks_failed_total{op}, rdmx_engine_bytes_total{op}
+ *                                                     op: rdmx_task_type_name()
+ *   rdmx_engine_connections_established_total, _connections_failed_total,
+ *   rdmx_engine_connections_disconnected_total
  *
  * Threading: the counters are plain words owned by the thread that runs the
  * objects (their loop); call rdmx_metrics_write on that thread. */
@@ -29,6 +34,7 @@
 #include <stdio.h>
 
 #include <rdmx/channel.h>
+#include <rdmx/ctx.h>
 #include <rdmx/rpc.h>
 #include <rdmx/tls.h>
 
@@ -50,6 +56,8 @@ struct rdmx_metrics_sources {
 	/* a snapshot from rdmx_tls_listener_get_stats (rdmx/tls.h) */
 	const struct rdmx_tls_listener_stats *listener;
 	int64_t clients; /* rdmx_rpc_server_clients gauge; < 0: not exported */
+	/* a snapshot from rdmx_ctx_get_stats (rdmx/ctx.h): the engine counters */
+	const struct rdmx_ctx_stats *engine;
 };
 
 /* Adds an endpoint's client-role totals and its channel's counters to the

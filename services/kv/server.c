@@ -455,13 +455,19 @@ static void on_gone(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_conn *rc
 #endif
 }
 
-/* /metrics: the RPC server's methods, the clients' channels */
+/* /metrics: the RPC server's methods, the clients' channels, the engine */
 static int fill_metrics(FILE *f, void *arg)
 {
 	struct kv_server *k = arg;
 	struct rdmx_metrics_sources src;
+	struct rdmx_ctx_stats es;
+	struct rdmx_ctx *ctx;
 
 	memset(&src, 0, sizeof(src));
+	/* the engine context the secure server made for its clients */
+	ctx = k->srv ? rdmx_chan_host_get_ctx(rdmx_rpc_secure_server_get_host(k->srv)) : NULL;
+	if (ctx && rdmx_ctx_get_stats(ctx, &es) == 0)
+		src.engine = &es;
 	src.server = k->rpc;
 	src.conns = k->conns;
 	src.n_conns = k->n_conns;

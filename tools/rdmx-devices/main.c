@@ -79,6 +79,7 @@ static int show(const struct rdmx_dev_info *info, bool verbose)
 	printf("\tmax_srq_wr (recv):\t\t%" PRIu32 "\n", caps.max_recv_queue_size);
 	printf("\tmax_sge:\t\t\t%" PRIu32 "\n", caps.max_buf_list_len);
 	printf("\tmax_connections:\t\t%" PRIu32 "\n", caps.max_connections);
+	printf("\tmax_inline:\t\t\t%" PRIu32 "\n", caps.max_inline);
 	printf("\tatomics:\t\t\t%s\n", yes_no(caps.atomics));
 	if (verbose) {
 		printf("\tatomic_write_native:\t\t%s\n", yes_no(caps.atomic_write_native));

@@ -35,6 +35,8 @@ static void usage(FILE *f)
 	    "  -d, --ib-dev DEV       the device ($RDMX_DEVICE; default: first verbs, else tcp)\n"
 	    "  -x, --gid-index N      the GID index\n"
 	    "  -m, --mtu N            the MTU (256..4096)\n"
+	    "  -I, --inline_size N    send/write payloads up to N bytes inline (engine\n"
+	    "                         tests; at most the device's max_inline, default 0)\n"
 	    "  -t, --tx-depth N       operations in flight (bandwidth and rpc tests, default 64)\n"
 	    "  -F, --CPU-freq         accepted for perftest scripts (rdmx-perf reads no CPU\n"
 	    "                         frequency: it times with CLOCK_MONOTONIC)\n"
@@ -73,15 +75,25 @@ static bool is_lat(const char *test)
 enum { P_POLL = RDMX_CLI_OPT_VERSION + 1, P_PASSIVE, P_GBITS, P_JSON };
 
 static const struct option longopts[] = {
-    {"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
-    {"size", required_argument, NULL, 's'},    {"iters", required_argument, NULL, 'n'},
-    {"all", no_argument, NULL, 'a'},           {"duration", required_argument, NULL, 'D'},
-    {"quiet", no_argument, NULL, 'q'},         {"port", required_argument, NULL, 'p'},
-    {"ib-dev", required_argument, NULL, 'd'},  {"gid-index", required_argument, NULL, 'x'},
-    {"mtu", required_argument, NULL, 'm'},     {"tx-depth", required_argument, NULL, 't'},
-    {"CPU-freq", no_argument, NULL, 'F'},      {"report_gbits", no_argument, NULL, P_GBITS},
-    {"out_json", no_argument, NULL, P_JSON},   {"poll", required_argument, NULL, P_POLL},
-    {"passive", no_argument, NULL, P_PASSIVE}, {NULL, 0, NULL, 0},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
+    {"size", required_argument, NULL, 's'},
+    {"iters", required_argument, NULL, 'n'},
+    {"all", no_argument, NULL, 'a'},
+    {"duration", required_argument, NULL, 'D'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"port", required_argument, NULL, 'p'},
+    {"ib-dev", required_argument, NULL, 'd'},
+    {"gid-index", required_argument, NULL, 'x'},
+    {"mtu", required_argument, NULL, 'm'},
+    {"tx-depth", required_argument, NULL, 't'},
+    {"CPU-freq", no_argument, NULL, 'F'},
+    {"report_gbits", no_argument, NULL, P_GBITS},
+    {"out_json", no_argument, NULL, P_JSON},
+    {"poll", required_argument, NULL, P_POLL},
+    {"passive", no_argument, NULL, P_PASSIVE},
+    {"inline_size", required_argument, NULL, 'I'},
+    {NULL, 0, NULL, 0},
 };
 
 int main(int argc, char **argv)
@@ -97,7 +109,7 @@ int main(int argc, char **argv)
 	bool all = false;
 	int c, rc = 0;
 
-	while ((c = rdmx_cli_getopt("rdmx-perf", argc, argv, "hs:n:aD:p:d:x:m:t:Fq", longopts,
+	while ((c = rdmx_cli_getopt("rdmx-perf", argc, argv, "hs:n:aD:p:d:x:m:I:t:Fq", longopts,
 	                            true)) != -1) {
 		switch (c) {
 		case 'h':
@@ -148,6 +160,11 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			o.mtu = (uint32_t)l;
+			break;
+		case 'I':
+			if (rdmx_cli_parse_size("rdmx-perf", "--inline_size", optarg, 0, 65536, &v))
+				return 2;
+			o.inline_size = (uint32_t)v;
 			break;
 		case 't':
 			if (rdmx_cli_parse_size("rdmx-perf", "--tx-depth", optarg, 1, 4096, &v))

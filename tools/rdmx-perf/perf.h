@@ -28,6 +28,7 @@ struct perf_opts {
 	bool quiet;         /* no progress meter */
 	int gid_index;      /* -x: -1 = the device's default */
 	uint32_t mtu;       /* -m: 0 = the device's default */
+	uint32_t inline_size; /* -I: inline data up to this many bytes (0: none) */
 };
 
 /* A connected engine session: one context, one connection, one local buffer

@@ -156,6 +156,18 @@ static int open_ctx(const struct perf_opts *o, const struct perf_task_conf *conf
 		rc = rdmx_ctx_set_mtu(s->ctx, o->mtu);
 	if (rc == 0 && o->gid_index >= 0)
 		rc = rdmx_ctx_set_gid_index(s->ctx, (uint32_t)o->gid_index);
+	if (rc == 0 && o->inline_size) {
+		struct rdmx_dev_caps caps;
+
+		rc = rdmx_dev_query_caps(s->dev, &caps);
+		if (rc == 0 && o->inline_size > caps.max_inline) {
+			fprintf(stderr, "rdmx-perf: --inline_size %u is above %s's max_inline %u\n",
+			        o->inline_size, rdmx_dev_name(s->dev), caps.max_inline);
+			rc = RDMX_E_INVAL;
+		}
+		if (rc == 0)
+			rc = rdmx_ctx_set_max_inline(s->ctx, o->inline_size);
+	}
 	if (rc == 0 && depth > 256) {
 		rc = rdmx_ctx_set_send_queue_size(s->ctx, depth);
 		if (rc == 0)
@@ -276,11 +288,12 @@ static bool is_lat(const char *test)
 
 void perf_header(const struct perf_opts *o, const struct perf_session *s)
 {
-	uint32_t mtu = 0, sq = 0, rq = 0;
+	uint32_t mtu = 0, sq = 0, rq = 0, inl = 0;
 	struct rdmx_dev_caps caps;
 
 	memset(&caps, 0, sizeof(caps));
 	rdmx_ctx_get_mtu(s->ctx, &mtu);
+	rdmx_ctx_get_max_inline(s->ctx, &inl);
 	rdmx_ctx_get_send_queue_size(s->ctx, &sq);
 	rdmx_ctx_get_recv_queue_size(s->ctx, &rq);
 	rdmx_dev_query_caps(s->dev, &caps);
@@ -293,6 +306,7 @@ void perf_header(const struct perf_opts *o, const struct perf_session *s)
 	printf(" TX depth        : %u\t\tRX depth       : %u\n", sq, rq);
 	printf(" Mtu             : %u[B]\t\tMax msg size   : %llu[B]\n", mtu,
 	       (unsigned long long)caps.max_message_size);
+	printf(" Inline size     : %u[B]\t\tMax inline     : %u[B]\n", inl, caps.max_inline);
 	printf(" Outstanding ops : %u\t\tPoll mode      : %s\n", o->inflight,
 	       o->poll == RDMX_POLL_BUSY    ? "busy"
 	       : o->poll == RDMX_POLL_BLOCK ? "block"

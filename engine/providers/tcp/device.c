@@ -254,6 +254,9 @@ int rdmx__tcp_dev_query_caps(const struct rdmx_dev *dev, struct rdmx_dev_caps *c
 	caps->gid_table_len = 1;
 	caps->transport_types = RDMX_TRANSPORT_RC;
 	caps->max_connections = TCP_MAX_CONNS;
+	/* every payload is copied into the frame anyway: inline is accepted
+	 * and reported, and costs or saves nothing */
+	caps->max_inline = TCP_MAX_INLINE;
 	caps->atomics = true;
 	/* the soft NIC performs both itself, with the RC guarantees */
 	caps->atomic_write_native = true;

@@ -32,6 +32,8 @@
 #define TCP_MAX_SGE 32u
 #define TCP_MAX_MSG (1ull << 30)
 #define TCP_MAX_CONNS 1024u
+/* What rdmx_ctx_set_max_inline accepts (reported only: frames copy anyway). */
+#define TCP_MAX_INLINE 1024u
 #define TCP_STAGE_SIZE 16384u        /* per connection receive staging buffer */
 #define TCP_DIRECT_MIN 4096u         /* payload remainders this big bypass the stage */
 #define TCP_HELLO_TIMEOUT_MS 5000u   /* to read a hello / cm request */

@@ -136,15 +136,30 @@ int rdmx__verbs_conn_create_qp(struct verbs_conn *vc)
 	a.srq = vctx->srq;
 	a.cap.max_send_wr = vc->sq_size + 1; /* + a liveness probe */
 	a.cap.max_send_sge = p->max_send_buf_list_len ? p->max_send_buf_list_len : 1;
+	a.cap.max_inline_data = p->max_inline;
 	a.qp_type = IBV_QPT_RC;
 	a.sq_sig_all = 1;
 	vc->qp = ibv_create_qp(vctx->vdev->pd, &a);
+	/* a device that cannot give the inline size asked for may refuse the
+	 * QP rather than grant less: ask again for half, down to none */
+	while (!vc->qp && a.cap.max_inline_data) {
+		a.cap.max_inline_data /= 2;
+		a.cap.max_send_wr = vc->sq_size + 1;
+		a.cap.max_send_sge = p->max_send_buf_list_len ? p->max_send_buf_list_len : 1;
+		vc->qp = ibv_create_qp(vctx->vdev->pd, &a);
+	}
 	if (!vc->qp) {
 		RDMX_ERR("verbs: ibv_create_qp(%s, %u wr, %u sge) failed: %s", vctx->vdev->name,
 		         vc->sq_size, a.cap.max_send_sge, strerror(errno));
 		goto dereg_scratch;
 	}
 	vc->qpn = vc->qp->qp_num;
+	/* ibv_create_qp wrote back what the QP got; never more than asked */
+	vc->max_inline =
+	    a.cap.max_inline_data < p->max_inline ? a.cap.max_inline_data : p->max_inline;
+	if (vc->max_inline < p->max_inline)
+		RDMX_DBG("verbs: qpn 0x%x got %u inline bytes of %u asked", vc->qpn, vc->max_inline,
+		         p->max_inline);
 	map_add(vctx, vc);
 	return 0;
 

@@ -167,6 +167,7 @@ int rdmx__verbs_dev_query_caps(const struct rdmx_dev *dev, struct rdmx_dev_caps 
 	caps->gid_table_len = (uint32_t)vd->port_attr.gid_tbl_len;
 	caps->transport_types = RDMX_TRANSPORT_RC;
 	caps->max_connections = (uint32_t)a->max_qp;
+	caps->max_inline = VERBS_MAX_INLINE;
 	caps->atomics = a->atomic_cap != IBV_ATOMIC_NONE;
 	/* rdma-core 44 (Debian 12) has no device capability bit that says
 	 * whether IBV_WR_ATOMIC_WRITE / a flush work request is supported, and

@@ -234,6 +234,12 @@ int rdmx__verbs_post_now(struct verbs_conn *vc, struct rdmx_task *task)
 	default:
 		return RDMX_E_INVAL;
 	}
+	/* sends and writes that fit go inline: the NIC takes the bytes from
+	 * the work request (the buffers were still checked by the engine) */
+	if (task->len && task->len <= vc->max_inline &&
+	    (wr.opcode == IBV_WR_SEND || wr.opcode == IBV_WR_SEND_WITH_IMM ||
+	     wr.opcode == IBV_WR_RDMA_WRITE || wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM))
+		wr.send_flags |= IBV_SEND_INLINE;
 	rc = ibv_post_send(vc->qp, &wr, &bad);
 	if (rc) {
 		RDMX_ERR("verbs: ibv_post_send(%s) qpn 0x%x failed: %s", op_name(task->op), vc->qpn,

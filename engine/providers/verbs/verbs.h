@@ -29,6 +29,9 @@
 
 /* Scatter-gather entries per work request we ever build (caps are clamped). */
 #define VERBS_MAX_SGE 32u
+/* Inline data a context may ask for (rdmx_ctx_set_max_inline): what rxe and
+ * mlx5 grant; a device that grants less per QP is clamped at QP creation. */
+#define VERBS_MAX_INLINE 256u
 /* Addresses one listen binds to (one rdma_cm id each). */
 #define VERBS_MAX_LISTEN 8u
 /* Completions polled per ibv_poll_cq call, and kept from ctx_arm's peek. */
@@ -116,7 +119,8 @@ struct verbs_conn {
 	struct rdma_cm_id *id; /* cm flow only */
 	struct ibv_qp *qp;
 	uint32_t qpn, psn;
-	uint32_t sq_size; /* power of two: scratch slots */
+	uint32_t sq_size;    /* power of two: scratch slots */
+	uint32_t max_inline; /* inline bytes the QP was granted (0: none) */
 	uint64_t *scratch;
 	struct ibv_mr *scratch_mr;
 	uint64_t seq;    /* work requests posted: scratch slot = seq % sq_size */

@@ -84,6 +84,7 @@ for path in "$@"; do
 		rc=$?
 		[ $rc -eq 0 ] || no "rdmx-devices --ib-dev=tcp exits $rc"
 		echo "$out" | grep -q "^hca_id:	tcp" || no "rdmx-devices --ib-dev=tcp: no tcp block"
+		echo "$out" | grep -q "^	max_inline:	*1024$" || no "rdmx-devices --ib-dev=tcp: no max_inline 1024"
 		out=$("$path" -d tcp -v)
 		echo "$out" | grep -q "max_msg_sz:" || no "rdmx-devices -d tcp -v: no max_msg_sz"
 		echo "$out" | grep -q "GID\[  0\]" || no "rdmx-devices -d tcp -v: no GID table"

@@ -78,6 +78,23 @@ want 'rdmx_rpc_server_clients 0'
 grep -q '^# HELP rdmx_channel_messages_received_total ' "$m" || fail "no channel counters"
 recv=$(awk '$1 == "rdmx_channel_received_bytes_total" {print $2}' "$m")
 [ -n "$recv" ] && [ "$recv" -ge 4194304 ] || fail "channel bytes received $recv < 4 MiB"
+# the engine counters of the server's context: the big put came by one RDMA
+# read of 2 MiB, each of the (at least 6) answers went as a write-with-
+# immediate, each client connected (a client that leaves right after its
+# answer may fail the write's acknowledgement: completions are not checked)
+want '# TYPE rdmx_engine_tasks_submitted_total counter'
+want '# TYPE rdmx_engine_bytes_total counter'
+eng() { awk -v k="$1" '$1 == k {print $2}' "$m"; }
+v=$(eng 'rdmx_engine_bytes_total{op="read"}')
+[ -n "$v" ] && [ "$v" -ge 2097152 ] || fail "engine read bytes '$v' < 2 MiB"
+v=$(eng 'rdmx_engine_tasks_submitted_total{op="write_imm"}')
+[ -n "$v" ] && [ "$v" -ge 6 ] || fail "engine write_imm submitted '$v' < 6 answers"
+v=$(eng 'rdmx_engine_tasks_completed_total{op="receive"}')
+[ -n "$v" ] && [ "$v" -ge 6 ] || fail "engine receives completed '$v' < 6 requests"
+v=$(eng 'rdmx_engine_tasks_failed_total{op="read"}')
+[ "$v" = 0 ] || fail "engine failed reads '$v'"
+v=$(eng rdmx_engine_connections_established_total)
+[ -n "$v" ] && [ "$v" -ge 4 ] || fail "engine connections established '$v' < 4"
 code=$(curl -s -o /dev/null -w '%{http_code}' "${MURL%/metrics}/other")
 [ "$code" = 404 ] || fail "GET /other answered $code"
 

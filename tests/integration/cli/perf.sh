@@ -57,6 +57,25 @@ grep -q '^ #bytes     #iterations    BW peak\[MB/sec\]    BW average\[MB/sec\]  
 	"$DIR/bwd.cli.out" || fail "write_bw: MB/sec columns"
 grep -q '^ 4096 *100 ' "$DIR/bwd.cli.out" || fail "write_bw -n 100"
 
+# -I/--inline_size: set on both sides, printed in the header; above the
+# device's max_inline (tcp: 1024) the set-up fails with a line naming it
+pair inl write_lat -s 64 -n 100 -I 64
+grep -q '^ Inline size     : 64\[B\]		Max inline     : 1024\[B\]' "$DIR/inl.cli.out" ||
+	fail "write_lat -I 64: no inline size in the header"
+grep -q '^ 64 *100 ' "$DIR/inl.cli.out" || fail "write_lat -I 64: no result"
+grep -q '^ Inline size     : 64\[B\]' "$DIR/inl.srv.out" || fail "-I 64: server header"
+pair inl2 send_bw -s 512 -n 100 --inline_size=512
+grep -q '^ 512 *100 ' "$DIR/inl2.cli.out" || fail "send_bw --inline_size=512: no result"
+grep -q '^ Inline size     : 0\[B\]' "$DIR/lat.cli.out" || fail "inline is not 0 by default"
+if "$PERF" send_lat -I 4096 -p $((PORT + 1)) >"$DIR/inlbig.out" 2>&1; then
+	fail "-I above max_inline accepted"
+fi
+grep -q "rdmx-perf: --inline_size 4096 is above tcp's max_inline 1024" "$DIR/inlbig.out" ||
+	fail "-I 4096: no line naming the limit"
+rc=0; "$PERF" send_lat -I x >"$DIR/inlbad.out" 2>&1 || rc=$?
+[ $rc = 2 ] || fail "-I x: exit $rc, expected 2"
+grep -q "rdmx-perf: bad value 'x' for --inline_size" "$DIR/inlbad.out" || fail "-I x: $(cat "$DIR/inlbad.out")"
+
 pair atomic atomic_bw -n 200
 grep -q '^ 8 *200 ' "$DIR/atomic.cli.out" || fail "atomic_bw: 8-byte operations"
 

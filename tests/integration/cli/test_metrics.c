@@ -109,3 +109,48 @@ Test(metrics, bad_arguments)
 	cr_expect_eq(rdmx_metrics_write(stdout, NULL), RDMX_E_INVAL);
 	cr_expect_eq(rdmx_metrics_retire(NULL, NULL, NULL), RDMX_E_INVAL);
 }
+
+Test(metrics, engine_counters_by_op)
+{
+	struct rdmx_ctx_stats es;
+	struct rdmx_metrics_sources src;
+	char *text;
+
+	memset(&es, 0, sizeof(es));
+	es.submitted[RDMX_TASK_WRITE] = 11;
+	es.completed[RDMX_TASK_WRITE] = 10;
+	es.failed[RDMX_TASK_WRITE] = 1;
+	es.bytes[RDMX_TASK_WRITE] = 40960;
+	es.bytes[RDMX_TASK_READ] = 7;
+	es.conns_established = 3;
+	es.conns_failed = 2;
+	es.conns_disconnected = 1;
+	memset(&src, 0, sizeof(src));
+	src.clients = -1;
+	src.engine = &es;
+	text = expose(&src);
+	cr_expect(strstr(text, "# TYPE rdmx_engine_tasks_submitted_total counter\n"), "%s", text);
+	cr_expect(strstr(text, "# HELP rdmx_engine_tasks_failed_total "));
+	cr_expect(strstr(text, "rdmx_engine_tasks_submitted_total{op=\"write\"} 11\n"), "%s", text);
+	cr_expect(strstr(text, "rdmx_engine_tasks_completed_total{op=\"write\"} 10\n"));
+	cr_expect(strstr(text, "rdmx_engine_tasks_failed_total{op=\"write\"} 1\n"));
+	cr_expect(strstr(text, "rdmx_engine_bytes_total{op=\"write\"} 40960\n"));
+	cr_expect(strstr(text, "rdmx_engine_bytes_total{op=\"read\"} 7\n"));
+	/* every operation has its series, zero or not */
+	cr_expect(strstr(text, "rdmx_engine_tasks_submitted_total{op=\"receive\"} 0\n"));
+	cr_expect(strstr(text, "rdmx_engine_tasks_submitted_total{op=\"atomic_fadd\"} 0\n"));
+	cr_expect(
+	    strstr(text, "rdmx_engine_tasks_submitted_total{op=\"sync_event_notify_add\"} 0\n"));
+	cr_expect(strstr(text, "rdmx_engine_connections_established_total 3\n"));
+	cr_expect(strstr(text, "rdmx_engine_connections_failed_total 2\n"));
+	cr_expect(strstr(text, "rdmx_engine_connections_disconnected_total 1\n"));
+	/* nothing else asked for, nothing else written */
+	cr_expect_null(strstr(text, "rdmx_rpc_"));
+	free(text);
+
+	/* no engine source: no engine family */
+	src.engine = NULL;
+	text = expose(&src);
+	cr_expect_null(strstr(text, "rdmx_engine_"));
+	free(text);
+}

@@ -1,6 +1,7 @@
 /* Mocks for the verbs provider's unit tests (see mock.h). */
 #include "mock.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,8 +107,18 @@ void mock_recv_wc(uint64_t wr_id, uint32_t qpn, enum ibv_wc_status st, enum ibv_
 
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
-	struct ibv_qp *qp = calloc(1, sizeof(*qp));
+	struct ibv_qp *qp;
 
+	if (M.nqp_create < 8)
+		M.qp_inline_asked[M.nqp_create] = attr->cap.max_inline_data;
+	M.nqp_create++;
+	if (M.qp_inline_refuse_above && attr->cap.max_inline_data > M.qp_inline_refuse_above) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (M.qp_inline_grant && attr->cap.max_inline_data > M.qp_inline_grant)
+		attr->cap.max_inline_data = M.qp_inline_grant;
+	qp = calloc(1, sizeof(*qp));
 	cr_assert_not_null(qp);
 	qp->context = &fake_ibv;
 	qp->pd = pd;

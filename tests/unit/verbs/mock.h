@@ -64,6 +64,13 @@ struct mock {
 	int set_error_calls;
 	int kicks;
 	int qp_state_err; /* ibv_modify_qp(ERR) calls */
+	/* ibv_create_qp: the inline size asked for by each call, and what the
+	 * fake device does with it: refuse a QP above qp_inline_refuse_above (0:
+	 * never), grant at most qp_inline_grant (0: what was asked) */
+	uint32_t qp_inline_asked[8];
+	int nqp_create;
+	uint32_t qp_inline_refuse_above;
+	uint32_t qp_inline_grant;
 };
 
 extern struct mock M;

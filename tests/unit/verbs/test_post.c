@@ -216,3 +216,126 @@ Test(post, receive_sg_list_and_srq_full)
 	while (F.vctx->recv_head)
 		rdmx__verbs_recv_unlink(F.vctx, F.vctx->recv_head);
 }
+
+/* ---- inline data (rdmx_ctx_set_max_inline) ---- */
+
+/* A fresh context asking for max_inline bytes, on a fake device that grants
+ * at most `grant` (0: all) and refuses a QP above `refuse_above` (0: never). */
+static struct rdmx_conn *inline_conn(uint32_t max_inline, uint32_t grant, uint32_t refuse_above)
+{
+	fixture_fini(&F);
+	fixture_init(&F, 4);
+	mock_mr(&local_mr, local_mem, sizeof(local_mem), 0x77);
+	M.qp_inline_grant = grant;
+	M.qp_inline_refuse_above = refuse_above;
+	F.ctx.props.max_inline = max_inline;
+	return fixture_conn(&F);
+}
+
+static void complete_all(void)
+{
+	for (int i = 0; i < M.nsends; i++)
+		mock_send_wc(M.sends[i].wr.wr_id, M.sends[i].qpn, IBV_WC_SUCCESS);
+	cr_assert_eq(rdmx__verbs_ctx_poll(&F.ctx, 16), M.nsends);
+}
+
+Test(post, small_sends_and_writes_go_inline_large_ones_do_not)
+{
+	struct rdmx_conn *c = inline_conn(64, 0, 0);
+	struct rdmx_buf small = {.mr = &local_mr, .addr = local_mem, .len = 64};
+	struct rdmx_buf big = {.mr = &local_mr, .addr = local_mem, .len = 65};
+	struct rdmx_task *t;
+
+	cr_assert_eq(M.nqp_create, 1);
+	cr_assert_eq(M.qp_inline_asked[0], 64u, "QP asked for %u inline bytes",
+	             M.qp_inline_asked[0]);
+	t = task(RDMX__OP_SEND, &small, 0, 64);
+	t->conn = c;
+	cr_assert_eq(rdmx__verbs_post_send(c, t), 0);
+	t = task(RDMX__OP_SEND, &big, 0, 65);
+	t->conn = c;
+	cr_assert_eq(rdmx__verbs_post_send(c, t), 0);
+	t = task(RDMX__OP_WRITE, &small, 0, 64);
+	t->conn = c;
+	cr_assert_eq(rdmx__verbs_post_send(c, t), 0);
+	t = task(RDMX__OP_WRITE_IMM, &big, 0, 65);
+	t->conn = c;
+	cr_assert_eq(rdmx__verbs_post_send(c, t), 0);
+	cr_assert_eq(M.nsends, 4);
+	cr_assert(M.sends[0].wr.send_flags & IBV_SEND_INLINE, "a 64-byte send is not inline");
+	cr_assert_not(M.sends[1].wr.send_flags & IBV_SEND_INLINE, "a 65-byte send went inline");
+	cr_assert(M.sends[2].wr.send_flags & IBV_SEND_INLINE, "a 64-byte write is not inline");
+	cr_assert_not(M.sends[3].wr.send_flags & IBV_SEND_INLINE, "a 65-byte write went inline");
+	for (int i = 0; i < 4; i++)
+		cr_assert(M.sends[i].wr.send_flags & IBV_SEND_SIGNALED);
+	/* the sg list is the same either way (the NIC copies from it) */
+	cr_assert_eq(M.sends[0].sge[0].addr, (uintptr_t)local_mem);
+	cr_assert_eq(M.sends[0].sge[0].length, 64u);
+	complete_all();
+}
+
+Test(post, reads_atomics_and_zero_length_never_inline)
+{
+	struct rdmx_conn *c = inline_conn(256, 0, 0);
+	struct rdmx_buf small = {.mr = &local_mr, .addr = local_mem, .len = 8};
+	struct rdmx_task *t;
+
+	t = task(RDMX__OP_READ, &small, 0, 8);
+	t->conn = c;
+	cr_assert_eq(rdmx__verbs_post_send(c, t), 0);
+	t = task(RDMX__OP_FADD, &small, 0, 8);
+	t->conn = c;
+	cr_assert_eq(rdmx__verbs_post_send(c, t), 0);
+	t = task(RDMX__OP_WRITE_IMM, NULL, 0, 0);
+	t->conn = c;
+	cr_assert_eq(rdmx__verbs_post_send(c, t), 0);
+	cr_assert_eq(M.nsends, 3);
+	for (int i = 0; i < 3; i++)
+		cr_assert_not(M.sends[i].wr.send_flags & IBV_SEND_INLINE, "work request %d inline",
+		              i);
+	complete_all();
+}
+
+Test(post, inline_off_by_default)
+{
+	struct rdmx_buf small = {.mr = &local_mr, .addr = local_mem, .len = 4};
+	struct rdmx_task *t = task(RDMX__OP_SEND, &small, 0, 4);
+
+	cr_assert_eq(M.qp_inline_asked[0], 0u);
+	cr_assert_eq(rdmx__verbs_post_send(C, t), 0);
+	cr_assert_not(M.sends[0].wr.send_flags & IBV_SEND_INLINE);
+	complete_all();
+}
+
+Test(post, inline_clamped_to_what_the_qp_got)
+{
+	struct rdmx_conn *c;
+	struct rdmx_buf b = {.mr = &local_mr, .addr = local_mem, .len = 40};
+	struct rdmx_task *t;
+
+	/* the device grants 32 of 256: a 40-byte send goes the normal way */
+	c = inline_conn(256, 32, 0);
+	t = task(RDMX__OP_SEND, &b, 0, 40);
+	t->conn = c;
+	cr_assert_eq(rdmx__verbs_post_send(c, t), 0);
+	cr_assert_not(M.sends[0].wr.send_flags & IBV_SEND_INLINE);
+	complete_all();
+}
+
+Test(post, qp_refused_for_its_inline_size_is_asked_again_smaller)
+{
+	struct rdmx_conn *c;
+	struct rdmx_buf b = {.mr = &local_mr, .addr = local_mem, .len = 60};
+	struct rdmx_task *t;
+
+	c = inline_conn(256, 0, 64);
+	cr_assert_eq(M.nqp_create, 3, "%d QP creations", M.nqp_create);
+	cr_assert_eq(M.qp_inline_asked[0], 256u);
+	cr_assert_eq(M.qp_inline_asked[1], 128u);
+	cr_assert_eq(M.qp_inline_asked[2], 64u);
+	t = task(RDMX__OP_SEND, &b, 0, 60);
+	t->conn = c;
+	cr_assert_eq(rdmx__verbs_post_send(c, t), 0);
+	cr_assert(M.sends[0].wr.send_flags & IBV_SEND_INLINE);
+	complete_all();
+}
