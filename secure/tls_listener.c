@@ -42,11 +42,14 @@ struct handshake {
 	struct handshake *prev, *next;
 };
 
-/* At most one line a second per kind of drop, whatever the flood; the next
- * line says how many went unreported. */
+/* At most one line a second per kind of drop, whatever the flood, and no
+ * count lost: the next line says how many went unreported, and when no next
+ * line comes, `flush` logs the count once the second is over. */
 struct rate_log {
 	ev_tstamp last;
 	uint64_t suppressed;
+	ev_timer flush;
+	const char *what; /* "handshake timeouts", for the summary line */
 };
 
 struct rdmx_tls_listener {
@@ -231,13 +234,42 @@ static int rate_ok(struct rdmx_tls_listener *l, struct rate_log *r, uint64_t *sk
 	ev_tstamp now = ev_now(l->loop);
 
 	if (now - r->last < 1.0) {
-		r->suppressed++;
+		if (!r->suppressed++) {
+			ev_timer_set(&r->flush, r->last + 1.0 - now, 0.0);
+			ev_timer_start(l->loop, &r->flush);
+		}
 		return 0;
 	}
+	ev_timer_stop(l->loop, &r->flush);
 	*skipped = r->suppressed;
 	r->last = now;
 	r->suppressed = 0;
 	return 1;
+}
+
+/* Logs the count no line carried yet. */
+static void rate_report(struct rate_log *r, ev_tstamp now)
+{
+	if (!r->suppressed)
+		return;
+	RDMX_SEC_WARN("tls: %llu more %s not logged in the last second",
+	              (unsigned long long)r->suppressed, r->what);
+	r->suppressed = 0;
+	r->last = now;
+}
+
+/* The second is over and no line carried the count of those not logged. */
+static void rate_flush_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)revents;
+	rate_report(w->data, ev_now(loop));
+}
+
+static void rate_log_init(struct rate_log *r, const char *what)
+{
+	ev_timer_init(&r->flush, rate_flush_cb, 1.0, 0.0);
+	r->flush.data = r;
+	r->what = what;
 }
 
 static void handshake_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -439,6 +471,8 @@ int rdmx_tls_listener_create(struct ev_loop *loop, struct rdmx_tls_config *cfg, 
 	l->accept_io.data = l;
 	ev_timer_init(&l->resume_timer, resume_timer_cb, 0.1, 0.0);
 	l->resume_timer.data = l;
+	rate_log_init(&l->limit_log, "handshake evictions");
+	rate_log_init(&l->timeout_log, "handshake timeouts");
 	ev_io_start(loop, &l->accept_io);
 	*out = l;
 	return RDMX_OK;
@@ -481,6 +515,10 @@ int rdmx_tls_listener_destroy(struct rdmx_tls_listener **lp)
 	l->closing = 1;
 	while (l->head)
 		handshake_end(l->head, 0);
+	ev_timer_stop(l->loop, &l->limit_log.flush);
+	ev_timer_stop(l->loop, &l->timeout_log.flush);
+	rate_report(&l->limit_log, ev_now(l->loop));
+	rate_report(&l->timeout_log, ev_now(l->loop));
 	close(l->fd);
 	free(l);
 	*lp = NULL;

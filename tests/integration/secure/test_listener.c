@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -18,6 +19,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include <rdmx/log.h>
 #include <rdmx/status.h>
 #include <rdmx/tls.h>
 
@@ -458,6 +460,64 @@ Test(listener, flood_from_one_source_bounded_by_per_source_limit)
 		close(fds[i]);
 	wait_until(stats().handshaking == 0, 10000);
 	server_stop();
+}
+
+/* Eviction lines seen: each logged line counts 1, each "N more handshake
+ * evictions not logged" summary or "; N more not logged" suffix counts N. */
+static pthread_mutex_t evict_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t evict_seen;
+
+static void count_evictions(enum rdmx_log_level level, const char *file, int line, const char *func,
+                            const char *message)
+{
+	unsigned long long n = 0;
+	const char *more;
+
+	(void)level;
+	(void)file;
+	(void)line;
+	(void)func;
+	pthread_mutex_lock(&evict_lock);
+	if (strstr(message, "dropped the one idle longest")) {
+		evict_seen++;
+		more = strstr(message, "; ");
+		if (more && sscanf(more, "; %llu more not logged", &n) == 1)
+			evict_seen += n;
+	} else if (sscanf(message, "tls: %llu more handshake evictions not logged", &n) == 1) {
+		evict_seen += n;
+	}
+	pthread_mutex_unlock(&evict_lock);
+}
+
+static uint64_t evictions_logged(void)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&evict_lock);
+	n = evict_seen;
+	pthread_mutex_unlock(&evict_lock);
+	return n;
+}
+
+/* The log's rate limit keeps the count: every eviction of a flood is in
+ * the log, as a line or in the count of a later line, even when the flood
+ * stops and no further line comes. */
+Test(listener, rate_limited_log_keeps_the_count_of_evictions)
+{
+	enum { FLOOD = 100, PER_SOURCE = 4 };
+	static int fds[FLOOD];
+
+	rdmx_log_set_function(count_evictions);
+	server_start(30000, 16, PER_SOURCE);
+	for (int i = 0; i < FLOOD; i++)
+		fds[i] = tcp_from("127.0.0.4");
+	wait_until(stats().evicted >= FLOOD - PER_SOURCE, 20000);
+	cr_assert_eq(stats().evicted, FLOOD - PER_SOURCE);
+	wait_until(evictions_logged() == FLOOD - PER_SOURCE, 20000);
+	for (int i = 0; i < FLOOD; i++)
+		close(fds[i]);
+	server_stop();
+	cr_assert_eq(evictions_logged(), FLOOD - PER_SOURCE);
 }
 
 Test(listener, flood_from_many_sources_bounded_by_total_limit)
