@@ -28,7 +28,8 @@ struct kv_store;
 
 /* max_bytes 0: no budget. Errors: RDMX_E_INVAL, RDMX_E_NOMEM. */
 int kv_store_open_memory(uint64_t max_bytes, struct kv_store **store);
-/* dir must exist (it holds data.mdb and lock.mdb); map_bytes is the most
+/* dir holds data.mdb and lock.mdb; it is made (mode 0700) when missing,
+ * its parent must exist. map_bytes is the most
  * the data may take (LMDB's map size, rounded to pages). Errors:
  * RDMX_E_INVAL, RDMX_E_NOMEM, RDMX_E_PROVIDER (LMDB said why; logged). */
 int kv_store_open_lmdb(const char *dir, uint64_t map_bytes, struct kv_store **store);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include <lmdb.h>
+#include <sys/stat.h>
 
 #include <rdmx/status.h>
 
@@ -250,6 +251,11 @@ int kv_store_open_lmdb(const char *dir, uint64_t map_bytes, struct kv_store **st
 	if (!l)
 		return RDMX_E_NOMEM;
 	l->base.ops = &lmdb_ops;
+	/* the folder itself, not its parents */
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		err = errno;
+		goto fail;
+	}
 	err = mdb_env_create(&l->env);
 	if (err) {
 		l->env = NULL;

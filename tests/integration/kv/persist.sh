@@ -48,7 +48,7 @@ PIDS="$PIDS $!"
 wait_line "$DIR/bsd.out" listening
 REG=127.0.0.1:$(awk '/^listening/ {print $3; exit}' "$DIR/bsd.out")
 
-mkdir "$DIR/data"
+# $DIR/data is not there yet: the first server makes it
 serve() { # NAME [extra options]: starts a kv server on $DIR/data, sets KV_PID
 	name=$1
 	shift
