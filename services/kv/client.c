@@ -76,6 +76,8 @@ void kv_usage(FILE *f)
 	        "default '*')\n"
 	        "      --ttl-ms N              registration lease (default 10000)\n"
 	        "      --max-bytes SIZE        the store's limit, e.g. 1G (default 1G)\n"
+	        "      --data DIR              keep the data in LMDB in DIR (default: in memory)\n"
+	        "      --data-max-bytes SIZE   with --data: the LMDB map size (default 1G)\n"
 	        "      --metrics HOST:PORT     Prometheus metrics at http://HOST:PORT/metrics\n"
 	        "      (and --registry, --registry-name, --service, --ca, --cert, --key, --crl,\n"
 	        "       --device, --verbose as above)\n" RDMX_CLI_HELP_COMMON

@@ -4,11 +4,14 @@
  *   rdmx-kv serve --listen HOST:PORT --ca F --cert F --key F [--crl F]
  *                 [--registry HOST:PORT] [--registry-name PATTERN]
  *                 [--service NAME] [--advertise HOST:PORT] [--allow PATTERN]...
- *                 [--ttl-ms N] [--max-bytes SIZE] [--verbose]
+ *                 [--ttl-ms N] [--max-bytes SIZE] [--data DIR [--data-max-bytes SIZE]]
+ *                 [--verbose]
  *
  * Prints "listening HOST PORT" once clients can connect, then
  * "registered service=NAME id=N endpoint=HOST:PORT" once it is in the
- * registry. SIGINT / SIGTERM: NOT_SERVING, leave the registry, close. */
+ * registry. SIGINT / SIGTERM: NOT_SERVING, leave the registry, close.
+ * --data DIR keeps the keys and values in LMDB there (store.h): a Put or
+ * Delete is answered OK only after its transaction committed. */
 #include <errno.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -39,7 +42,7 @@
 #define MAX_ALLOW 32
 
 struct serve_opts {
-	const char *listen, *registry, *registry_name, *service, *advertise, *metrics;
+	const char *listen, *registry, *registry_name, *service, *advertise, *metrics, *data;
 	char metrics_host[256];
 	uint16_t metrics_port;
 	const char *allow[MAX_ALLOW];
@@ -47,6 +50,7 @@ struct serve_opts {
 	struct kv_tls tls;
 	uint32_t ttl_ms;
 	int64_t max_bytes;
+	uint64_t data_max_bytes;
 	bool verbose;
 };
 
@@ -82,22 +86,53 @@ static bool key_ok(struct rdmx_str key)
 static void on_get(struct rdmx_rpc_server_call *call, const kv_GetRequest *req, void *arg)
 {
 	struct kv_server *k = arg;
-	const struct kv_entry *e;
+	struct kv_entry e;
 	kv_GetResponse resp;
+	int rc;
 
 	k->calls[0]++;
 	if (!key_ok(req->key)) {
 		kv_KV_Get_respond(call, RDMX_RPC_INVALID_ARGUMENT, "a key is 1..4096 bytes", NULL);
 		return;
 	}
-	e = kv_store_get(k->store, req->key.data, req->key.len);
-	if (!e) {
-		kv_KV_Get_respond(call, RDMX_RPC_NOT_FOUND, "no such key", NULL);
+	if (kv_store_begin_read(k->store)) {
+		kv_KV_Get_respond(call, RDMX_RPC_INTERNAL, "the store failed (logged)", NULL);
 		return;
 	}
-	kv_GetResponse_init(&resp);
-	resp.value = rdmx_bytes_n(e->val, e->vlen);
-	kv_KV_Get_respond(call, RDMX_RPC_OK, NULL, &resp);
+	/* the value goes from the store into the reply, inside the read view */
+	rc = kv_store_get(k->store, req->key.data, req->key.len, &e);
+	if (rc) {
+		kv_KV_Get_respond(
+		    call, rc == RDMX_E_NOT_FOUND ? RDMX_RPC_NOT_FOUND : RDMX_RPC_INTERNAL,
+		    rc == RDMX_E_NOT_FOUND ? "no such key" : "the store failed (logged)", NULL);
+	} else {
+		kv_GetResponse_init(&resp);
+		resp.value = rdmx_bytes_n(e.val, e.vlen);
+		kv_KV_Get_respond(call, RDMX_RPC_OK, NULL, &resp);
+	}
+	kv_store_end_read(k->store);
+}
+
+/* a failed put or delete: the status code and the client's message */
+static enum rdmx_rpc_code store_code(int rc)
+{
+	if (rc == RDMX_E_FULL || rc == RDMX_E_NOMEM)
+		return RDMX_RPC_RESOURCE_EXHAUSTED;
+	if (rc == RDMX_E_TOO_BIG)
+		return RDMX_RPC_INVALID_ARGUMENT;
+	return RDMX_RPC_INTERNAL;
+}
+
+static const char *store_message(const struct kv_server *k, int rc)
+{
+	if (rc == RDMX_E_FULL)
+		return k->o.data ? "the store is full (--data-max-bytes)"
+		                 : "the store is full (--max-bytes)";
+	if (rc == RDMX_E_NOMEM)
+		return "out of memory";
+	if (rc == RDMX_E_TOO_BIG)
+		return "the key is too long for the LMDB store (--data)";
+	return "the store failed (logged)";
 }
 
 static void on_put(struct rdmx_rpc_server_call *call, const kv_PutRequest *req, void *arg)
@@ -119,9 +154,7 @@ static void on_put(struct rdmx_rpc_server_call *call, const kv_PutRequest *req, 
 	rc = kv_store_put(k->store, req->key.data, req->key.len, req->value.data, req->value.len,
 	                  &resp.replaced);
 	if (rc) {
-		kv_KV_Put_respond(
-		    call, RDMX_RPC_RESOURCE_EXHAUSTED,
-		    rc == RDMX_E_FULL ? "the store is full (--max-bytes)" : "out of memory", NULL);
+		kv_KV_Put_respond(call, store_code(rc), store_message(k, rc), NULL);
 		return;
 	}
 	kv_KV_Put_respond(call, RDMX_RPC_OK, NULL, &resp);
@@ -131,6 +164,7 @@ static void on_delete(struct rdmx_rpc_server_call *call, const kv_DeleteRequest 
 {
 	struct kv_server *k = arg;
 	kv_DeleteResponse resp;
+	int rc;
 
 	k->calls[2]++;
 	if (!key_ok(req->key)) {
@@ -139,7 +173,11 @@ static void on_delete(struct rdmx_rpc_server_call *call, const kv_DeleteRequest 
 		return;
 	}
 	kv_DeleteResponse_init(&resp);
-	resp.deleted = kv_store_del(k->store, req->key.data, req->key.len);
+	rc = kv_store_del(k->store, req->key.data, req->key.len, &resp.deleted);
+	if (rc) {
+		kv_KV_Delete_respond(call, store_code(rc), store_message(k, rc), NULL);
+		return;
+	}
 	kv_KV_Delete_respond(call, RDMX_RPC_OK, NULL, &resp);
 }
 
@@ -149,15 +187,46 @@ static bool has_prefix(const struct kv_entry *e, struct rdmx_str prefix)
 	       (prefix.len == 0 || !memcmp(e->key, prefix.data, prefix.len));
 }
 
+struct scan_page {
+	const kv_ScanRequest *req;
+	kv_ScanResponse *resp;
+	kv_Entry *v;
+	uint32_t limit;
+	uint64_t bytes;
+	size_t n;
+};
+
+static bool scan_visit(const struct kv_entry *e, void *arg)
+{
+	struct scan_page *p = arg;
+
+	if (!has_prefix(e, p->req->prefix))
+		return false;
+	if (p->n == p->limit ||
+	    (p->n > 0 && !p->req->keys_only && p->bytes + e->vlen > KV_SCAN_PAGE_BYTES)) {
+		p->resp->next_page_token =
+		    rdmx_str_n(p->v[p->n - 1].key.data, p->v[p->n - 1].key.len);
+		return false;
+	}
+	kv_Entry_init(&p->v[p->n]);
+	p->v[p->n].key = rdmx_str_n(e->key, e->klen);
+	p->v[p->n].size = e->vlen;
+	if (!p->req->keys_only) {
+		p->v[p->n].value = rdmx_bytes_n(e->val, e->vlen);
+		p->bytes += e->vlen;
+	}
+	p->n++;
+	return true;
+}
+
 static void on_scan(struct rdmx_rpc_server_call *call, const kv_ScanRequest *req, void *arg)
 {
 	struct kv_server *k = arg;
 	uint32_t limit = req->limit ? req->limit : KV_SCAN_DEFAULT_LIMIT;
-	const struct kv_entry *e;
+	struct scan_page page;
 	kv_ScanResponse resp;
 	kv_Entry *v;
-	uint64_t bytes = 0;
-	size_t i, n = 0;
+	int rc;
 
 	k->calls[3]++;
 	if (limit > KV_SCAN_MAX_LIMIT)
@@ -176,28 +245,28 @@ static void on_scan(struct rdmx_rpc_server_call *call, const kv_ScanRequest *req
 		return;
 	}
 	kv_ScanResponse_init(&resp);
+	page.req = req;
+	page.resp = &resp;
+	page.v = v;
+	page.limit = limit;
+	page.bytes = 0;
+	page.n = 0;
+	rc = kv_store_begin_read(k->store);
 	/* the page starts after the token (the last key of the previous page) */
-	i = req->page_token.len
-	        ? kv_store_seek(k->store, req->page_token.data, req->page_token.len, true)
-	        : kv_store_seek(k->store, req->prefix.data, req->prefix.len, false);
-	for (; (e = kv_store_at(k->store, i)) && has_prefix(e, req->prefix); i++) {
-		if (n == limit ||
-		    (n > 0 && !req->keys_only && bytes + e->vlen > KV_SCAN_PAGE_BYTES)) {
-			resp.next_page_token = rdmx_str_n(v[n - 1].key.data, v[n - 1].key.len);
-			break;
-		}
-		kv_Entry_init(&v[n]);
-		v[n].key = rdmx_str_n(e->key, e->klen);
-		v[n].size = e->vlen;
-		if (!req->keys_only) {
-			v[n].value = rdmx_bytes_n(e->val, e->vlen);
-			bytes += e->vlen;
-		}
-		n++;
+	if (!rc)
+		rc = req->page_token.len
+		         ? kv_store_scan(k->store, req->page_token.data, req->page_token.len, true,
+		                         scan_visit, &page)
+		         : kv_store_scan(k->store, req->prefix.data, req->prefix.len, false,
+		                         scan_visit, &page);
+	if (rc) {
+		kv_KV_Scan_respond(call, RDMX_RPC_INTERNAL, "the store failed (logged)", NULL);
+	} else {
+		resp.n_entries = page.n;
+		resp.entries = v;
+		kv_KV_Scan_respond(call, RDMX_RPC_OK, NULL, &resp);
 	}
-	resp.n_entries = n;
-	resp.entries = v;
-	kv_KV_Scan_respond(call, RDMX_RPC_OK, NULL, &resp);
+	kv_store_end_read(k->store);
 	free(v);
 }
 
@@ -278,6 +347,8 @@ enum {
 	S_TTL,
 	S_MAX_BYTES,
 	S_METRICS,
+	S_DATA,
+	S_DATA_MAX_BYTES,
 };
 
 static const struct option serve_options[] = {
@@ -296,6 +367,8 @@ static const struct option serve_options[] = {
     {"ttl-ms", required_argument, NULL, S_TTL},
     {"max-bytes", required_argument, NULL, S_MAX_BYTES},
     {"metrics", required_argument, NULL, S_METRICS},
+    {"data", required_argument, NULL, S_DATA},
+    {"data-max-bytes", required_argument, NULL, S_DATA_MAX_BYTES},
     {"device", required_argument, NULL, 'd'},
     {"verbose", no_argument, NULL, 'v'},
     {NULL, 0, NULL, 0},
@@ -312,6 +385,7 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 	o->service = KV_DEFAULT_SERVICE;
 	o->ttl_ms = 10000;
 	o->max_bytes = 1ll << 30;
+	o->data_max_bytes = 1ull << 30;
 	o->registry = rdmx_cli_registry_env();
 	rdmx_cli_reset();
 	while ((c = rdmx_cli_getopt("rdmx-kv", argc, argv, "hd:v", serve_options, true)) != -1) {
@@ -366,6 +440,18 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 			                        &size))
 				return -1;
 			o->max_bytes = (int64_t)size;
+			break;
+		case S_DATA:
+			if (!*optarg) {
+				rdmx_cli_bad_value("rdmx-kv", "--data", optarg);
+				return -1;
+			}
+			o->data = optarg;
+			break;
+		case S_DATA_MAX_BYTES:
+			if (rdmx_cli_parse_size("rdmx-kv", "--data-max-bytes", optarg, 1ull << 20,
+			                        1ull << 40, &o->data_max_bytes))
+				return -1;
 			break;
 		case S_METRICS:
 			if (rdmx_cli_split_addr(optarg, o->metrics_host, sizeof(o->metrics_host),
@@ -504,7 +590,14 @@ int kv_serve_main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	k.loop = ev_default_loop(0);
-	if (kv_store_create((uint64_t)k.o.max_bytes, &k.store) || rdmx_rpc_server_create(&k.rpc))
+	rc = k.o.data ? kv_store_open_lmdb(k.o.data, k.o.data_max_bytes, &k.store)
+	              : kv_store_open_memory((uint64_t)k.o.max_bytes, &k.store);
+	if (rc) {
+		fprintf(stderr, "rdmx-kv serve: opening the store%s%s: %s\n",
+		        k.o.data ? " in " : "", k.o.data ? k.o.data : "", rdmx_strerror(rc));
+		goto out;
+	}
+	if (rdmx_rpc_server_create(&k.rpc))
 		goto out;
 	/* the handlers, and kv.proto for the reflection service */
 	rc = kv_KV_register(k.rpc, &handlers, &k);
@@ -551,6 +644,10 @@ int kv_serve_main(int argc, char **argv)
 	fprintf(
 	    stderr, "rdmx-kv: serving %s on %s (device %s, mutual TLS), values up to %llu MiB\n",
 	    k.o.service, k.endpoint, server_device(&k), (unsigned long long)(k.max_value >> 20));
+	if (k.o.data)
+		fprintf(stderr, "rdmx-kv: store: lmdb in %s (%zu keys, map up to %llu MiB)\n",
+		        k.o.data, kv_store_count(k.store),
+		        (unsigned long long)(k.o.data_max_bytes >> 20));
 	if (k.o.registry) {
 		const char *reg_name[1] = {k.o.registry_name};
 
