@@ -31,6 +31,18 @@ chmod 644 "$DIR/pki/kv.test.key"
 m=$(stat -c %a "$DIR/pki/kv.test.key")
 [ "$m" = 600 ] || fail "rdmx-certs --force left kv.test.key with mode $m"
 
+# rdmx-certs refuses to read a ca.key group or others can read
+chmod 0644 "$DIR/pki/ca.key"
+rc=0
+"$CERTS" issue "$DIR/pki" other.test >/dev/null 2>"$DIR/rdmx-certs.err" || rc=$?
+[ $rc -ne 0 ] || fail "rdmx-certs issue read a 0644 ca.key"
+grep -qxF "rdmx-certs: private key $DIR/pki/ca.key is readable by group or others (mode 0644); chmod 600 it, or pass --allow-insecure-key" \
+	"$DIR/rdmx-certs.err" || fail "rdmx-certs: no line naming ca.key and its mode"
+[ ! -e "$DIR/pki/other.test.key" ] || fail "rdmx-certs wrote other.test.key with a refused CA"
+"$CERTS" issue "$DIR/pki" other.test --allow-insecure-key >/dev/null 2>"$DIR/rdmx-certs.err" ||
+	fail "rdmx-certs issue --allow-insecure-key"
+chmod 0600 "$DIR/pki/ca.key"
+
 CA=$DIR/pki/ca.crt CRT=$DIR/pki/kv.test.crt KEY=$DIR/pki/kv.test.key
 TLS="--ca $CA --cert $CRT --key $KEY"
 
