@@ -2,9 +2,9 @@
 # Programs of the plain (cm) flow say in --help and at start that it is
 # unauthenticated and unencrypted. Started on a device that does not exist,
 # each prints its warning and exits (no server, no timing).
-#   plainwarn.sh RDMX_PERF RDMX_CALL PINGPONG HELLO_SERVER HELLO_CLIENT
+#   plainwarn.sh RDMX_PERF RDMX_CALL PINGPONG HELLO_SERVER HELLO_CLIENT BULK_READ SYNC_EVENT
 set -eu
-PERF=$1 CALL=$2 PINGPONG=$3 HSRV=$4 HCLI=$5
+PERF=$1 CALL=$2 PINGPONG=$3 HSRV=$4 HCLI=$5 BULK=$6 SYNC=$7
 DIR=$(mktemp -d /tmp/rdmx-plainwarn-XXXXXX)
 trap 'rm -rf "$DIR"' EXIT INT TERM
 fail() { echo "FAIL: $*" >&2; [ -f "$DIR/err" ] && sed 's|^|stderr: |' "$DIR/err" >&2; exit 1; }
@@ -12,7 +12,7 @@ DEATH=
 setpriv --pdeathsig KILL true 2>/dev/null && DEATH="setpriv --pdeathsig KILL"
 unset RDMX_CA RDMX_CERT RDMX_KEY RDMX_REGISTRY || true
 
-for p in "$PERF" "$CALL" "$PINGPONG" "$HSRV" "$HCLI"; do
+for p in "$PERF" "$CALL" "$PINGPONG" "$HSRV" "$HCLI" "$BULK" "$SYNC"; do
 	"$p" --help >"$DIR/help" 2>&1 || fail "$(basename "$p") --help failed"
 	tr '\n' ' ' <"$DIR/help" | grep -q "plain cm flow.*unauthenticated and unencrypted" ||
 		fail "$(basename "$p") --help does not say the plain cm flow is unauthenticated"
@@ -37,4 +37,6 @@ start_warns rdmx-call "$CALL" --plaintext --timeout-ms 2000 127.0.0.1:1 list
 start_warns pingpong "$PINGPONG" -d no-such-device server
 start_warns hello_server "$HSRV" -p 1
 start_warns hello_client "$HCLI" -p 1
+start_warns bulk_read "$BULK" -d no-such-device
+start_warns sync_event "$SYNC" -d no-such-device
 echo "ok: plain flow warnings"
