@@ -4,14 +4,19 @@
 #define _GNU_SOURCE
 #endif
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
 #include "tls_internal.h"
@@ -28,6 +33,8 @@ struct rdmx_tls_config {
 	char *crl_file;
 	char **names;
 	size_t n_names;
+
+	bool allow_insecure_key;
 
 	uint32_t handshake_timeout_ms;
 	uint32_t max_frame;
@@ -149,6 +156,15 @@ int rdmx_tls_config_set_cert_key(struct rdmx_tls_config *cfg, const char *cert_p
 		return RDMX_E_INVAL;
 	ret = set_path(cfg, cfg ? &cfg->cert_file : NULL, cert_path);
 	return ret ? ret : set_path(cfg, &cfg->key_file, key_path);
+}
+
+int rdmx_tls_config_set_allow_insecure_key(struct rdmx_tls_config *cfg, bool allow)
+{
+	int ret = check_mutable(cfg);
+
+	if (!ret)
+		cfg->allow_insecure_key = allow;
+	return ret;
 }
 
 /* '*' is allowed alone or as the whole first label; the rest must be DNS
@@ -389,8 +405,60 @@ static int load_trust(struct rdmx_tls_config *c, SSL_CTX *ctx, enum rdmx_tls_rol
 	return RDMX_OK;
 }
 
+/* The key is read from the descriptor its mode was checked on, so that the
+ * file checked is the file loaded. The path and mode are logged, never the
+ * content. */
+static int load_key(struct rdmx_tls_config *c, SSL_CTX *ctx)
+{
+	int fd = open(c->key_file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	struct stat st;
+	EVP_PKEY *key;
+	FILE *f;
+	int ok;
+
+	if (fd < 0) {
+		RDMX_SEC_ERR("tls: cannot open private key %s: %s", c->key_file, strerror(errno));
+		return RDMX_E_INVAL;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		RDMX_SEC_ERR("tls: private key %s is not a regular file", c->key_file);
+		close(fd);
+		return RDMX_E_INVAL;
+	}
+	if (st.st_mode & 077) {
+		if (!c->allow_insecure_key) {
+			RDMX_SEC_ERR(
+			    "tls: private key %s is readable by group or others (mode %04o); "
+			    "chmod 600 it, or allow it explicitly",
+			    c->key_file, (unsigned)(st.st_mode & 07777));
+			close(fd);
+			return RDMX_E_INSECURE_KEY;
+		}
+		RDMX_SEC_WARN("tls: private key %s is readable by group or others (mode %04o), "
+		              "accepted as asked",
+		              c->key_file, (unsigned)(st.st_mode & 07777));
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		RDMX_SEC_ERR("tls: cannot read private key %s: %s", c->key_file, strerror(errno));
+		close(fd);
+		return RDMX_E_NOMEM;
+	}
+	key = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+	fclose(f);
+	ok = key && SSL_CTX_use_PrivateKey(ctx, key) == 1;
+	EVP_PKEY_free(key);
+	if (!ok) {
+		log_ssl_error("cannot load private key", c->key_file);
+		return RDMX_E_INVAL;
+	}
+	return RDMX_OK;
+}
+
 static int load_identity(struct rdmx_tls_config *c, SSL_CTX *ctx)
 {
+	int ret;
+
 	if (!c->cert_file || !c->key_file) {
 		RDMX_SEC_ERR("tls: no certificate and key configured (mutual TLS needs both)");
 		return RDMX_E_INVAL;
@@ -399,11 +467,9 @@ static int load_identity(struct rdmx_tls_config *c, SSL_CTX *ctx)
 		log_ssl_error("cannot load certificate", c->cert_file);
 		return RDMX_E_INVAL;
 	}
-	/* the key file path is logged, never its content */
-	if (SSL_CTX_use_PrivateKey_file(ctx, c->key_file, SSL_FILETYPE_PEM) != 1) {
-		log_ssl_error("cannot load private key", c->key_file);
-		return RDMX_E_INVAL;
-	}
+	ret = load_key(c, ctx);
+	if (ret)
+		return ret;
 	if (SSL_CTX_check_private_key(ctx) != 1) {
 		log_ssl_error("private key does not match certificate", c->cert_file);
 		return RDMX_E_INVAL;

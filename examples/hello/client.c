@@ -30,6 +30,12 @@ int main(int argc, char **argv)
 	int i, rc, done = 0;
 
 	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			printf("usage: hello_client [-H HOST] [-p PORT] [NAME]\n"
+			       "The plain cm flow it uses (no TLS) is unauthenticated and unencrypted:\n"
+			       "use it only on a trusted network.\n");
+			return 0;
+		}
 		if (strcmp(argv[i], "-H") == 0 && i + 1 < argc)
 			host = argv[++i];
 		else if (strcmp(argv[i], "-p") == 0 && i + 1 < argc)
@@ -37,6 +43,7 @@ int main(int argc, char **argv)
 		else
 			name = argv[i];
 	}
+	fprintf(stderr, "%s: warning: the plain cm flow is unauthenticated and unencrypted; use it only on a trusted network\n", "hello_client");
 	rc = net_connect(host, port, &net);
 	if (rc) {
 		fprintf(stderr, "hello_client: connecting to %s:%u: %s\n", host, port,

@@ -241,9 +241,18 @@ static int run(bool client, const char *addr_text)
 	return 0;
 }
 
+static const char usage_text[] =
+	"usage: pingpong [-d DEV] [-n N] [-s SIZE] [-p PORT] [server|client ADDR]\n"
+	"The plain cm flow it uses (no TLS) is unauthenticated and unencrypted: use it\n"
+	"only on a trusted network.\n";
+
 int main(int argc, char **argv)
 {
 	int c;
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		fputs(usage_text, stdout);
+		return 0;
+	}
 	while ((c = getopt(argc, argv, "d:n:s:p:")) != -1) {
 		if (c == 'd') device = optarg;
 		else if (c == 'n') iters = strtoul(optarg, NULL, 0);
@@ -256,14 +265,18 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *role = optind < argc ? argv[optind] : "both";
-	if (strcmp(role, "server") == 0)
-		return run(false, NULL);
-	if (strcmp(role, "client") == 0 && optind + 1 < argc)
-		return run(true, argv[optind + 1]);
-	if (strcmp(role, "both") != 0) {
-		fprintf(stderr, "usage: pingpong [-d DEV] [-n N] [-s SIZE] [-p PORT] [server|client ADDR]\n");
+	bool server = strcmp(role, "server") == 0;
+	bool client = strcmp(role, "client") == 0 && optind + 1 < argc;
+	if (!server && !client && strcmp(role, "both") != 0) {
+		fputs(usage_text, stderr);
 		return 2;
 	}
+	fprintf(stderr, "pingpong: warning: the plain cm flow is unauthenticated and unencrypted; "
+	                "use it only on a trusted network\n");
+	if (server)
+		return run(false, NULL);
+	if (client)
+		return run(true, argv[optind + 1]);
 	pid_t child = fork();
 	if (child == 0)
 		{ int rc_child = run(false, NULL); fflush(stdout); _exit(rc_child); }

@@ -152,8 +152,16 @@ static int notifier(int fd)
 int main(int argc, char **argv)
 {
 	int sv[2], status;
+	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		printf("usage: %s [-d DEVICE]\n"
+		       "The plain cm flow it uses (no TLS) is unauthenticated and unencrypted: use\n"
+		       "it only on a trusted network.\n", "sync_event");
+		return 0;
+	}
 	if (argc == 3 && strcmp(argv[1], "-d") == 0)
 		device = argv[2];
+	fprintf(stderr, "sync_event: warning: the plain cm flow is unauthenticated and unencrypted; "
+	                "use it only on a trusted network\n");
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
 		return 1;
 	pid_t child = fork();

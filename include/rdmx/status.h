@@ -31,7 +31,8 @@ extern "C" {
 	X(E_NOT_FOUND, -19, "not found")                                             \
 	X(E_REMOTE_OP, -20, "remote operation failed")                               \
 	X(E_LOCAL_LENGTH, -21, "local buffer too small for the data")                \
-	X(E_EXISTS, -22, "already exists")
+	X(E_EXISTS, -22, "already exists")                                           \
+	X(E_INSECURE_KEY, -23, "private key readable by group or others")
 
 enum rdmx_status {
 #define RDMX__STATUS_ENUM(name, value, text) RDMX_##name = (value),

@@ -24,6 +24,7 @@
 #ifndef RDMX_TLS_H
 #define RDMX_TLS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -68,6 +69,11 @@ int rdmx_tls_config_set_ca_dir(struct rdmx_tls_config *cfg, const char *path);
 /* Own certificate chain (PEM, leaf first) and private key (PEM). Required. */
 int rdmx_tls_config_set_cert_key(struct rdmx_tls_config *cfg, const char *cert_path,
                                  const char *key_path);
+/* A private key file that group or others may read (mode & 077, checked
+ * with fstat on the opened file) is refused when the config is loaded:
+ * RDMX_E_INSECURE_KEY and a log line naming the file and its mode, as ssh
+ * does. `allow` true accepts such a file (default false); it is still logged. */
+int rdmx_tls_config_set_allow_insecure_key(struct rdmx_tls_config *cfg, bool allow);
 /* Optional CRL file (PEM, one or more CRLs); turns on revocation checking of
  * the peer's certificate. */
 int rdmx_tls_config_set_crl_file(struct rdmx_tls_config *cfg, const char *path);

@@ -35,6 +35,7 @@ struct args {
 	char host[256];
 	uint16_t port;
 	const char *ca, *cert, *key, *crl, *policy, *metrics;
+	bool allow_insecure_key;
 	char metrics_host[256];
 	uint16_t metrics_port;
 	const char *allow[64];
@@ -56,6 +57,7 @@ static void usage(FILE *f)
 	       "      --cert FILE               this node's certificate (PEM, $RDMX_CERT)\n"
 	       "      --key FILE                its private key (PEM, $RDMX_KEY)\n"
 	       "      --crl FILE                certificate revocation list (PEM)\n"
+	       "      --allow-insecure-key      accept a key file group or others can read\n"
 	       "      --policy FILE             lines 'CERT_NAME_PATTERN SERVICE_PATTERN' ('#'\n"
 	       "                                comments): which certificates may register which\n"
 	       "                                services; without it any member of the CA may\n"
@@ -104,6 +106,7 @@ static const struct option long_options[] = {
     {"ca", required_argument, NULL, B_CA},
     {"cert", required_argument, NULL, B_CERT},
     {"key", required_argument, NULL, B_KEY},
+    RDMX_CLI_LONGOPT_ALLOW_INSECURE_KEY,
     {"crl", required_argument, NULL, B_CRL},
     {"policy", required_argument, NULL, B_POLICY},
     {"allow", required_argument, NULL, B_ALLOW},
@@ -119,7 +122,7 @@ static const struct option long_options[] = {
 /* 0 parsed, 1 help / version printed, -1 usage error (said) */
 static int parse_args(int argc, char **argv, struct args *a)
 {
-	struct rdmx_cli_tls tls = {NULL, NULL, NULL, NULL};
+	struct rdmx_cli_tls tls = {NULL, NULL, NULL, NULL, false};
 	int have_listen = 0, c;
 
 	rdmx_cli_reset();
@@ -150,6 +153,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 			break;
 		case B_KEY:
 			tls.key = optarg;
+			break;
+		case RDMX_CLI_OPT_ALLOW_INSECURE_KEY:
+			a->allow_insecure_key = true;
 			break;
 		case B_CRL:
 			a->crl = optarg;
@@ -227,6 +233,8 @@ static struct rdmx_tls_config *make_config(const struct args *a)
 		ret = rdmx_tls_config_set_cert_key(cfg, a->cert, a->key);
 	if (!ret && a->crl)
 		ret = rdmx_tls_config_set_crl_file(cfg, a->crl);
+	if (!ret)
+		ret = rdmx_tls_config_set_allow_insecure_key(cfg, a->allow_insecure_key);
 	for (int i = 0; !ret && i < a->n_allow; i++) {
 		ret = rdmx_tls_config_add_allowed_peer(cfg, a->allow[i]);
 		if (ret)
@@ -239,7 +247,9 @@ static struct rdmx_tls_config *make_config(const struct args *a)
 	if (!ret)
 		ret = rdmx_tls_config_load(cfg);
 	if (ret) {
-		fprintf(stderr, "rdmx-bootstrapd: TLS setup failed: %s\n", rdmx_strerror(ret));
+		if (!rdmx_cli_key_refused("rdmx-bootstrapd", a->key, ret))
+			fprintf(stderr, "rdmx-bootstrapd: TLS setup failed: %s\n",
+			        rdmx_strerror(ret));
 		rdmx_tls_config_destroy(&cfg);
 	}
 	return cfg;

@@ -59,6 +59,8 @@ void kv_usage(FILE *f)
 	        "      --cert FILE             this node's certificate (PEM, $RDMX_CERT)\n"
 	        "      --key FILE              its private key (PEM, $RDMX_KEY)\n"
 	        "      --crl FILE              certificate revocation list (PEM)\n"
+	        "      --allow-insecure-key    accept a private key file group or others can "
+	        "read\n"
 	        "  -d, --device NAME           the device ($RDMX_DEVICE; default: first verbs "
 	        "device, else tcp)\n"
 	        "      --timeout-ms N          connection and call deadline (default 30000)\n"
@@ -80,7 +82,7 @@ void kv_usage(FILE *f)
 	        "      --data-max-bytes SIZE   with --data: the LMDB map size (default 1G)\n"
 	        "      --metrics HOST:PORT     Prometheus metrics at http://HOST:PORT/metrics\n"
 	        "      (and --registry, --registry-name, --service, --ca, --cert, --key, --crl,\n"
-	        "       --device, --verbose as above)\n" RDMX_CLI_HELP_COMMON
+	        "       --allow-insecure-key, --device, --verbose as above)\n" RDMX_CLI_HELP_COMMON
 	        "Exit status: 0 done; 1 failure or not found; 2 usage error.\n");
 }
 
@@ -926,6 +928,7 @@ static const struct option client_options[] = {
     {"ca", required_argument, NULL, O_CA},
     {"cert", required_argument, NULL, O_CERT},
     {"key", required_argument, NULL, O_KEY},
+    RDMX_CLI_LONGOPT_ALLOW_INSECURE_KEY,
     {"crl", required_argument, NULL, O_CRL},
     {"device", required_argument, NULL, 'd'},
     {"timeout-ms", required_argument, NULL, O_TIMEOUT},
@@ -942,7 +945,7 @@ static const struct option client_options[] = {
 /* 0 parsed, 1 done (help / version printed), 2 usage error */
 static int parse_client(int argc, char **argv, struct copts *o)
 {
-	struct rdmx_cli_tls tls = {NULL, NULL, NULL, NULL};
+	struct rdmx_cli_tls tls = {NULL, NULL, NULL, NULL, false};
 	long v;
 	int c;
 
@@ -981,6 +984,9 @@ static int parse_client(int argc, char **argv, struct copts *o)
 			break;
 		case O_KEY:
 			tls.key = optarg;
+			break;
+		case RDMX_CLI_OPT_ALLOW_INSECURE_KEY:
+			tls.allow_insecure_key = true;
 			break;
 		case O_CRL:
 			tls.crl = optarg;
@@ -1026,6 +1032,7 @@ static int parse_client(int argc, char **argv, struct copts *o)
 	o->tls.cert = tls.cert;
 	o->tls.key = tls.key;
 	o->tls.crl = tls.crl;
+	o->tls.allow_insecure_key = tls.allow_insecure_key;
 	return 0;
 }
 

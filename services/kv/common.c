@@ -8,6 +8,7 @@
 #include <rdmx/status.h>
 #include <rdmx/tls.h>
 
+#include "cli.h"
 #include "kv.h"
 
 int kv_split_addr(const char *s, char *host, size_t host_len, uint16_t *port)
@@ -56,6 +57,8 @@ struct rdmx_tls_config *kv_tls_config(const struct kv_tls *t, const char *const 
 		rc = rdmx_tls_config_set_cert_key(cfg, t->cert, t->key);
 	if (!rc && t->crl)
 		rc = rdmx_tls_config_set_crl_file(cfg, t->crl);
+	if (!rc)
+		rc = rdmx_tls_config_set_allow_insecure_key(cfg, t->allow_insecure_key);
 	for (int i = 0; !rc && i < n_peers; i++)
 		rc = rdmx_tls_config_add_allowed_peer(cfg, peers[i] ? peers[i] : "*");
 	if (!rc && n_peers == 0)
@@ -63,8 +66,9 @@ struct rdmx_tls_config *kv_tls_config(const struct kv_tls *t, const char *const 
 	if (!rc)
 		rc = rdmx_tls_config_load(cfg); /* bad files fail here, not at first use */
 	if (rc) {
-		fprintf(stderr, "%s: TLS setup (ca %s, cert %s, key %s): %s\n", who, t->ca, t->cert,
-		        t->key, rdmx_strerror(rc));
+		if (!rdmx_cli_key_refused("rdmx-kv", t->key, rc))
+			fprintf(stderr, "%s: TLS setup (ca %s, cert %s, key %s): %s\n", who, t->ca,
+			        t->cert, t->key, rdmx_strerror(rc));
 		rdmx_tls_config_destroy(&cfg);
 	}
 	return cfg;

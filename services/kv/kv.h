@@ -2,6 +2,7 @@
 #ifndef RDMX_KV_H
 #define RDMX_KV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,6 +30,7 @@ void kv_usage_error(void);
 /* common.c */
 struct kv_tls {
 	const char *ca, *cert, *key, *crl; /* PEM files; crl optional */
+	bool allow_insecure_key;           /* accept a key group or others can read */
 };
 /* "host:port" / "[v6]:port" -> 0, or -1 */
 int kv_split_addr(const char *s, char *host, size_t host_len, uint16_t *port);

@@ -362,6 +362,7 @@ static const struct option serve_options[] = {
     {"ca", required_argument, NULL, S_CA},
     {"cert", required_argument, NULL, S_CERT},
     {"key", required_argument, NULL, S_KEY},
+    RDMX_CLI_LONGOPT_ALLOW_INSECURE_KEY,
     {"crl", required_argument, NULL, S_CRL},
     {"allow", required_argument, NULL, S_ALLOW},
     {"ttl-ms", required_argument, NULL, S_TTL},
@@ -377,7 +378,7 @@ static const struct option serve_options[] = {
 /* 0 parsed, 1 help / version printed, -1 usage error (said) */
 static int parse(int argc, char **argv, struct serve_opts *o)
 {
-	struct rdmx_cli_tls tls = {NULL, NULL, NULL, NULL};
+	struct rdmx_cli_tls tls = {NULL, NULL, NULL, NULL, false};
 	uint64_t size;
 	long v;
 	int c;
@@ -419,6 +420,9 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 			break;
 		case S_KEY:
 			tls.key = optarg;
+			break;
+		case RDMX_CLI_OPT_ALLOW_INSECURE_KEY:
+			tls.allow_insecure_key = true;
 			break;
 		case S_CRL:
 			tls.crl = optarg;
@@ -480,6 +484,7 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 	o->tls.cert = tls.cert;
 	o->tls.key = tls.key;
 	o->tls.crl = tls.crl;
+	o->tls.allow_insecure_key = tls.allow_insecure_key;
 	if (!o->listen || !o->tls.ca || !o->tls.cert || !o->tls.key) {
 		fprintf(stderr, "rdmx-kv: serve needs --listen, --ca, --cert and --key\n");
 		return -1;

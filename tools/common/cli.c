@@ -5,6 +5,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include <rdmx/status.h>
 
 #ifndef RDMX_CLI_VERSION
 #error "RDMX_CLI_VERSION (the project version) must be defined by the build"
@@ -162,4 +165,43 @@ const char *rdmx_cli_registry_env(void)
 int rdmx_cli_set_device(const char *name)
 {
 	return setenv("RDMX_DEVICE", name, 1);
+}
+
+int rdmx_cli_key_refused_msg(char *buf, size_t len, const char *key, int status)
+{
+	struct stat st;
+
+	if (status != RDMX_E_INSECURE_KEY)
+		return 0;
+	/* the library refused the key on the mode of the file it opened; this
+	 * stat only fills in the message */
+	if (key && stat(key, &st) == 0)
+		snprintf(buf, len,
+		         "private key %s is readable by group or others (mode %04o); chmod 600 it, "
+		         "or pass --allow-insecure-key",
+		         key, (unsigned)(st.st_mode & 07777));
+	else
+		snprintf(buf, len,
+		         "private key %s is readable by group or others; chmod 600 it, or pass "
+		         "--allow-insecure-key",
+		         key ? key : "(unnamed)");
+	return 1;
+}
+
+int rdmx_cli_key_refused(const char *prog, const char *key, int status)
+{
+	char msg[1024];
+
+	if (!rdmx_cli_key_refused_msg(msg, sizeof(msg), key, status))
+		return 0;
+	fprintf(stderr, "%s: %s\n", prog, msg);
+	return 1;
+}
+
+void rdmx_cli_warn_plain(const char *prog)
+{
+	fprintf(stderr,
+	        "%s: warning: the plain cm flow is unauthenticated and unencrypted; use it only on "
+	        "a trusted network\n",
+	        prog);
 }

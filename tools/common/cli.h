@@ -52,8 +52,36 @@ int rdmx_cli_split_addr(const char *s, char *host, size_t host_len, uint16_t *po
  * $RDMX_CA, $RDMX_CERT, $RDMX_KEY. */
 struct rdmx_cli_tls {
 	const char *ca, *cert, *key, *crl;
+	bool allow_insecure_key; /* --allow-insecure-key */
 };
 void rdmx_cli_tls_env(struct rdmx_cli_tls *t);
+/* --allow-insecure-key, in every program that takes --key: accept a private
+ * key file that group or others can read (refused by default). Put
+ * RDMX_CLI_LONGOPT_ALLOW_INSECURE_KEY in the longopts, set
+ * rdmx_cli_tls.allow_insecure_key on RDMX_CLI_OPT_ALLOW_INSECURE_KEY and
+ * pass it to rdmx_tls_config_set_allow_insecure_key. */
+#define RDMX_CLI_OPT_ALLOW_INSECURE_KEY 0x0f00
+#define RDMX_CLI_LONGOPT_ALLOW_INSECURE_KEY                                                        \
+	{                                                                                          \
+		"allow-insecure-key", no_argument, NULL, RDMX_CLI_OPT_ALLOW_INSECURE_KEY           \
+	}
+/* After a TLS setup that failed with `status`: for RDMX_E_INSECURE_KEY prints
+ * "PROG: private key KEY is readable by group or others (mode 0644); chmod 600
+ * it, or pass --allow-insecure-key" on stderr and returns 1; else prints
+ * nothing and returns 0. */
+int rdmx_cli_key_refused(const char *prog, const char *key, int status);
+/* The same text without "PROG: " and newline into buf; 1 if written, else 0. */
+int rdmx_cli_key_refused_msg(char *buf, size_t len, const char *key, int status);
+
+/* The plain (cm) flow: no TLS, so no authentication and no encryption.
+ * Programs that use it print RDMX_CLI_HELP_PLAIN_NOTE in --help and call
+ * rdmx_cli_warn_plain at start: "PROG: warning: the plain cm flow is
+ * unauthenticated and unencrypted; use it only on a trusted network". */
+#define RDMX_CLI_HELP_PLAIN_NOTE                                                                   \
+	"The plain cm flow is unauthenticated and unencrypted: use it only on a\n"                 \
+	"trusted network.\n"
+void rdmx_cli_warn_plain(const char *prog);
+
 /* $RDMX_REGISTRY, or NULL */
 const char *rdmx_cli_registry_env(void);
 /* --device NAME: sets $RDMX_DEVICE for this process (the engine's
@@ -61,7 +89,7 @@ const char *rdmx_cli_registry_env(void);
 int rdmx_cli_set_device(const char *name);
 
 /* The --help lines of the options every program shares. */
-#define RDMX_CLI_HELP_COMMON                                                                     \
+#define RDMX_CLI_HELP_COMMON                                                                       \
 	"  -h, --help              this text, on stdout\n"                                         \
 	"      --version           the version\n"
 

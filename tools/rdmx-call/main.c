@@ -61,14 +61,19 @@ static void usage(FILE *f)
 	        "      --cert FILE           this node's certificate (PEM, $RDMX_CERT)\n"
 	        "      --key FILE            its private key (PEM, $RDMX_KEY)\n"
 	        "      --crl FILE            certificate revocation list (PEM)\n"
-	        "      --plain               the plain listener even when $RDMX_CA, $RDMX_CERT\n"
-	        "                            and $RDMX_KEY are set\n"
+	        "      --allow-insecure-key  accept a private key file group or others can read\n"
+	        "      --plain, --plaintext, -plaintext\n"
+	        "                            the plain listener even when $RDMX_CA, $RDMX_CERT\n"
+	        "                            and $RDMX_KEY are set; without TLS files the plain\n"
+	        "                            listener is used too\n"
 	        "      --server-name PATTERN the name the server's certificate must carry\n"
 	        "                            (default '*': any certificate of the CA)\n"
 	        "  -d, --device NAME         the device ($RDMX_DEVICE)\n"
 	        "      --timeout-ms N        connection and call deadline (default 10000)\n"
 	        "  -v, --verbose             the device, status and latency on "
 	        "stderr\n" RDMX_CLI_HELP_COMMON
+	        "The plain cm flow (no TLS) is unauthenticated and unencrypted: use it only\n"
+	        "on a trusted network.\n"
 	        "The request is the JSON argument ('{}' when absent), @FILE, or - (stdin).\n"
 	        "Exit status: 0 OK; 1 failure; 2 usage error; 64 + RPC status code otherwise.\n");
 }
@@ -94,6 +99,8 @@ static const struct option long_options[] = {
     {"key", required_argument, NULL, A_KEY},
     {"crl", required_argument, NULL, A_CRL},
     {"plain", no_argument, NULL, A_PLAIN},
+    {"plaintext", no_argument, NULL, A_PLAIN},
+    RDMX_CLI_LONGOPT_ALLOW_INSECURE_KEY,
     {"server-name", required_argument, NULL, A_SERVER_NAME},
     {"device", required_argument, NULL, 'd'},
     {"timeout-ms", required_argument, NULL, A_TIMEOUT},
@@ -104,7 +111,7 @@ static const struct option long_options[] = {
 /* 0 parsed, 1 help / version printed, -1 usage error (said) */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-	struct rdmx_cli_tls tls = {NULL, NULL, NULL, NULL};
+	struct rdmx_cli_tls tls = {NULL, NULL, NULL, NULL, false};
 	const char *pos[3];
 	bool plain = false;
 	int n_pos = 0, c;
@@ -148,6 +155,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case A_PLAIN:
 			plain = true;
 			break;
+		case RDMX_CLI_OPT_ALLOW_INSECURE_KEY:
+			o->tls.allow_insecure_key = true;
+			break;
 		case A_SERVER_NAME:
 			o->tls.peer = optarg;
 			break;
@@ -171,7 +181,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		pos[n_pos++] = argv[i];
 	}
 	if (plain && (tls.ca || tls.cert || tls.key)) {
-		fprintf(stderr, "rdmx-call: --plain and --ca/--cert/--key exclude each other\n");
+		fprintf(stderr,
+		        "rdmx-call: --plain (--plaintext) and --ca/--cert/--key exclude each "
+		        "other\n");
 		return -1;
 	}
 	if (!plain)
@@ -583,6 +595,17 @@ out:
 	return ret;
 }
 
+/* grpcurl spells the option -plaintext: taken as --plaintext (before a "--",
+ * so that an operand is never rewritten). */
+static void plaintext_alias(int argc, char **argv)
+{
+	static char long_form[] = "--plaintext";
+
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "-plaintext") == 0)
+			argv[i] = long_form;
+}
+
 int main(int argc, char **argv)
 {
 	struct rpcnet_client *c = NULL;
@@ -591,9 +614,12 @@ int main(int argc, char **argv)
 	uint16_t port;
 	int ret;
 
+	plaintext_alias(argc, argv);
 	ret = parse_args(argc, argv, &o);
 	if (ret)
 		return ret > 0 ? 0 : 2;
+	if (!o.secure)
+		rdmx_cli_warn_plain("rdmx-call");
 	if (rpcnet_split_addr(o.addr, host, sizeof(host), &port) || port == 0) {
 		fprintf(stderr, "rdmx-call: ADDR is HOST:PORT, got '%s'\n", o.addr);
 		return 2;

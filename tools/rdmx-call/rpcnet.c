@@ -1,6 +1,8 @@
 /* rpcnet client side and helpers (rpcnet.h). */
 #include "rpcnet.h"
 
+#include "cli.h"
+
 #include <errno.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -95,12 +97,15 @@ struct rdmx_tls_config *rpcnet_tls_config(const struct rpcnet_tls *tls, char *er
 	if (!rc && tls->crl)
 		rc = rdmx_tls_config_set_crl_file(cfg, tls->crl);
 	if (!rc)
+		rc = rdmx_tls_config_set_allow_insecure_key(cfg, tls->allow_insecure_key);
+	if (!rc)
 		rc = rdmx_tls_config_add_allowed_peer(cfg, tls->peer ? tls->peer : "*");
 	if (!rc)
 		rc = rdmx_tls_config_load(cfg);
 	if (rc) {
-		say(err, err_len, "TLS setup (ca %s, cert %s, key %s): %s", tls->ca, tls->cert,
-		    tls->key, rdmx_strerror(rc));
+		if (!rdmx_cli_key_refused_msg(err, err_len, tls->key, rc))
+			say(err, err_len, "TLS setup (ca %s, cert %s, key %s): %s", tls->ca,
+			    tls->cert, tls->key, rdmx_strerror(rc));
 		rdmx_tls_config_destroy(&cfg);
 		return NULL;
 	}

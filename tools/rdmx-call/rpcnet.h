@@ -32,6 +32,7 @@ struct rpcnet_tls {
 	const char *ca, *cert, *key; /* PEM files: all three, or no TLS */
 	const char *crl;             /* optional */
 	const char *peer;            /* allow-list pattern for the peer's name; NULL: "*" */
+	bool allow_insecure_key;     /* accept a key file group or others can read */
 };
 
 /* Splits "host:port" / "[v6]:port". 0 or -1. */

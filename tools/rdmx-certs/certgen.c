@@ -338,13 +338,36 @@ static FILE *open_read(const char *path, int quiet)
 	return f;
 }
 
-EVP_PKEY *rdmx__certgen_read_key(const char *path)
+EVP_PKEY *rdmx__certgen_read_key(const char *path, int allow_insecure)
 {
-	FILE *f = open_read(path, 0);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	struct stat st;
 	EVP_PKEY *key;
+	FILE *f;
 
-	if (!f)
+	if (fd < 0) {
+		fprintf(stderr, "rdmx-certs: cannot open %s: %s\n", path, strerror(errno));
 		return NULL;
+	}
+	/* the mode of the file opened, which is the file read */
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "rdmx-certs: %s is not a regular file\n", path);
+		close(fd);
+		return NULL;
+	}
+	if ((st.st_mode & 077) && !allow_insecure) {
+		fprintf(stderr,
+		        "rdmx-certs: private key %s is readable by group or others (mode %04o); "
+		        "chmod 600 it, or pass --allow-insecure-key\n",
+		        path, (unsigned)(st.st_mode & 07777));
+		close(fd);
+		return NULL;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return NULL;
+	}
 	key = PEM_read_PrivateKey(f, NULL, NULL, NULL);
 	fclose(f);
 	if (!key)

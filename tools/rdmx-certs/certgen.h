@@ -43,8 +43,10 @@ int rdmx__certgen_write_key(const char *path, EVP_PKEY *key);
 int rdmx__certgen_write_cert(const char *path, X509 *cert);
 int rdmx__certgen_write_crl(const char *path, X509_CRL *crl);
 
-/* PEM readers; NULL on failure (a missing file prints nothing when quiet). */
-EVP_PKEY *rdmx__certgen_read_key(const char *path);
+/* PEM readers; NULL on failure (a missing file prints nothing when quiet).
+ * A key file that group or others can read (fstat of the opened file) is
+ * refused with a line naming it and its mode, unless allow_insecure. */
+EVP_PKEY *rdmx__certgen_read_key(const char *path, int allow_insecure);
 X509 *rdmx__certgen_read_cert(const char *path);
 X509_CRL *rdmx__certgen_read_crl(const char *path, int quiet);
 

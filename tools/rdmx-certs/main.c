@@ -22,6 +22,9 @@
 #define MAX_SANS 32
 #define CRL_DAYS 365
 
+/* --allow-insecure-key: read a ca.key that group or others can read */
+static int allow_insecure_key;
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: rdmx-certs init DIR|issue DIR NAME|revoke DIR NAME|crl DIR [options]\n"
@@ -37,7 +40,10 @@ static void usage(FILE *f)
 	           "options:\n"
 	           "      --days N         validity in days (CA 3650, node 365, CRL 365)\n"
 	           "      --san DNS:name|IP:addr  issue: an extra subjectAltName (repeatable)\n"
-	           "      --force          overwrite existing files\n" RDMX_CLI_HELP_COMMON
+	           "      --force          overwrite existing files\n"
+	           "      --allow-insecure-key\n"
+	           "                       issue/revoke/crl: read a ca.key group or others can\n"
+	           "                       read (refused by default)\n" RDMX_CLI_HELP_COMMON
 	           "Exit status: 0 done; 1 failure; 2 usage error.\n");
 }
 
@@ -169,7 +175,7 @@ static int cmd_issue(const char *dir, const char *name, const char *const *extra
 	for (size_t i = 0; i < n_extra; i++)
 		sans[i + 1] = extra[i];
 	o.n_sans = n_extra + 1;
-	ca_key = rdmx__certgen_read_key(ca_key_path);
+	ca_key = rdmx__certgen_read_key(ca_key_path, allow_insecure_key);
 	ca = ca_key ? rdmx__certgen_read_cert(ca_crt_path) : NULL;
 	if (!ca)
 		goto out;
@@ -213,7 +219,7 @@ static int cmd_revoke(const char *dir, const char *name, int days)
 		fprintf(stderr, "rdmx-certs: bad NAME '%s'\n", name);
 		goto out;
 	}
-	ca_key = rdmx__certgen_read_key(ca_key_path);
+	ca_key = rdmx__certgen_read_key(ca_key_path, allow_insecure_key);
 	ca = ca_key ? rdmx__certgen_read_cert(ca_crt_path) : NULL;
 	if (!ca)
 		goto out;
@@ -244,9 +250,13 @@ out:
 enum { C_FORCE = RDMX_CLI_OPT_VERSION + 1, C_DAYS, C_SAN };
 
 static const struct option long_options[] = {
-    {"help", no_argument, NULL, 'h'},        {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
-    {"force", no_argument, NULL, C_FORCE},   {"days", required_argument, NULL, C_DAYS},
-    {"san", required_argument, NULL, C_SAN}, {NULL, 0, NULL, 0},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
+    {"force", no_argument, NULL, C_FORCE},
+    {"days", required_argument, NULL, C_DAYS},
+    {"san", required_argument, NULL, C_SAN},
+    RDMX_CLI_LONGOPT_ALLOW_INSECURE_KEY,
+    {NULL, 0, NULL, 0},
 };
 
 int main(int argc, char **argv)
@@ -268,6 +278,9 @@ int main(int argc, char **argv)
 			return 0;
 		case C_FORCE:
 			force = 1;
+			break;
+		case RDMX_CLI_OPT_ALLOW_INSECURE_KEY:
+			allow_insecure_key = 1;
 			break;
 		case C_DAYS:
 			if (parse_days(optarg, &days))

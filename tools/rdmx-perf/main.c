@@ -46,7 +46,7 @@ static void usage(FILE *f)
 	    "      --passive          the server of read/atomic/write tests does not call\n"
 	    "                         progress while serving (the device alone answers)\n"
 	    "  -q, --quiet            no progress meter (-D shows one on a "
-	    "terminal)\n" RDMX_CLI_HELP_COMMON
+	    "terminal)\n" RDMX_CLI_HELP_COMMON RDMX_CLI_HELP_PLAIN_NOTE
 	    "Latency: half round trip for send_lat and write_lat, whole operation for\n"
 	    "read_lat and atomic_lat (perftest's convention).\n"
 	    "Exit status: 0 done; 1 failure; 2 usage error.\n");
@@ -218,6 +218,7 @@ int main(int argc, char **argv)
 		        o.test);
 		return 2;
 	}
+	rdmx_cli_warn_plain("rdmx-perf");
 	if (!o.size)
 		o.size = is_lat(o.test) ? 2 : 65536;
 	if (!o.iters)

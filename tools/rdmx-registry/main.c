@@ -54,6 +54,7 @@ static void usage(FILE *f)
 	        "      --cert FILE          this node's certificate (PEM, $RDMX_CERT)\n"
 	        "      --key FILE           its private key (PEM, $RDMX_KEY)\n"
 	        "      --crl FILE           certificate revocation list (PEM)\n"
+	        "      --allow-insecure-key accept a private key file group or others can read\n"
 	        "      --timeout-ms N       each request's deadline (default 5000)\n"
 	        "      --ttl-ms N           join: the lease asked for (default 30000)\n"
 	        "      --meta KEY=VALUE     join: metadata (repeatable)\n" RDMX_CLI_HELP_COMMON
@@ -221,6 +222,7 @@ static const struct option long_options[] = {
     {"ca", required_argument, NULL, R_CA},
     {"cert", required_argument, NULL, R_CERT},
     {"key", required_argument, NULL, R_KEY},
+    RDMX_CLI_LONGOPT_ALLOW_INSECURE_KEY,
     {"crl", required_argument, NULL, R_CRL},
     {"server", required_argument, NULL, R_SERVER},
     {"server-name", required_argument, NULL, R_SERVER_NAME},
@@ -232,7 +234,7 @@ static const struct option long_options[] = {
 
 int main(int argc, char **argv)
 {
-	struct rdmx_cli_tls tls = {NULL, NULL, NULL, NULL};
+	struct rdmx_cli_tls tls = {NULL, NULL, NULL, NULL, false};
 	const char *ca, *cert, *key;
 	const char *crl = NULL, *server = NULL, *server_name = NULL;
 	const char *pos[4];
@@ -265,6 +267,9 @@ int main(int argc, char **argv)
 			break;
 		case R_KEY:
 			tls.key = optarg;
+			break;
+		case RDMX_CLI_OPT_ALLOW_INSECURE_KEY:
+			tls.allow_insecure_key = true;
 			break;
 		case R_CRL:
 			crl = optarg;
@@ -349,11 +354,22 @@ int main(int argc, char **argv)
 	if (!ret && crl)
 		ret = rdmx_tls_config_set_crl_file(cfg, crl);
 	if (!ret)
+		ret = rdmx_tls_config_set_allow_insecure_key(cfg, tls.allow_insecure_key);
+	if (!ret)
 		ret = rdmx_tls_config_add_allowed_peer(cfg, server_name ? server_name : host);
 	if (ret) {
 		fprintf(stderr, "rdmx-registry: bad TLS settings: %s\n", rdmx_strerror(ret));
 		rdmx_tls_config_destroy(&cfg);
 		return 2;
+	}
+	/* the files are read now, so that a refused key fails before connecting */
+	ret = rdmx_tls_config_load(cfg);
+	if (ret) {
+		if (!rdmx_cli_key_refused("rdmx-registry", key, ret))
+			fprintf(stderr, "rdmx-registry: TLS setup (ca %s, cert %s, key %s): %s\n",
+			        ca, cert, key, rdmx_strerror(ret));
+		rdmx_tls_config_destroy(&cfg);
+		return 1;
 	}
 	/* bounded by --timeout-ms; SIGINT / SIGTERM keep their default action
 	 * (end the program) until connected, then ask for a clean stop */

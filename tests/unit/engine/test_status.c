@@ -27,11 +27,12 @@ Test(status, codes_are_never_renumbered)
 	cr_assert_eq(RDMX_E_CONN_ABORTED, -9);
 	cr_assert_eq(RDMX_E_CANCELED, -15);
 	cr_assert_eq(RDMX_E_EXISTS, -22);
+	cr_assert_eq(RDMX_E_INSECURE_KEY, -23);
 }
 
 Test(status, unknown_codes)
 {
-	int unknown[] = {1, 42, -23, -1000, INT_MIN, INT_MAX};
+	int unknown[] = {1, 42, -99, -1000, INT_MIN, INT_MAX};
 
 	for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
 		cr_assert_str_eq(rdmx_strerror(unknown[i]), "unknown error");
