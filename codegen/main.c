@@ -158,6 +158,12 @@ int main(int argc, char **argv)
 				char o[3] = {'-', (char)optopt, 0};
 				return usage_error("unknown option '%s'", o);
 			}
+			{
+				/* --bogus=value is named without its value */
+				char *eq = strchr(argv[optind - 1], '=');
+				if (eq && strncmp(argv[optind - 1], "--", 2) == 0)
+					*eq = 0;
+			}
 			return usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}

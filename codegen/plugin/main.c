@@ -176,8 +176,8 @@ int main(int argc, char **argv)
 			if (optopt && optopt != '?')
 				fprintf(stderr, "protoc-gen-rdmx: unknown option '-%c'\n", optopt);
 			else
-				fprintf(stderr, "protoc-gen-rdmx: unknown option '%s'\n",
-				        argv[optind - 1]);
+				fprintf(stderr, "protoc-gen-rdmx: unknown option '%.*s'\n",
+				        (int)strcspn(argv[optind - 1], "="), argv[optind - 1]);
 			usage(stderr);
 			return 2;
 		}
