@@ -346,18 +346,33 @@ static void emit_dec_case(struct gen_ctx *ctx, struct gen_buf *o, const struct g
 
 /* messages whose structs a decode of m may allocate (sub-messages, map
  * entries), each once: marked with the walk's stamp */
-static void reachable(struct gen_ctx *ctx, const struct gen_message *m, struct gen_vec *seen)
+/* the messages m reaches (into seen when not NULL); returns how many */
+static int reachable(struct gen_ctx *ctx, const struct gen_message *m, struct gen_vec *seen)
 {
-	int i;
+	int i, n = 0;
 	for (i = 0; i < m->fields.n; i++) {
 		const struct gen_field *fd = m->fields.items[i];
 		struct gen_message *sub = fd->type == GT_MESSAGE ? fd->msg : NULL;
 		if (!sub || sub->mark == ctx->stamp)
 			continue;
 		sub->mark = ctx->stamp;
-		gen_vec_push(&ctx->pool, seen, sub);
-		reachable(ctx, sub, seen);
+		if (seen)
+			gen_vec_push(&ctx->pool, seen, sub);
+		n += 1 + reachable(ctx, sub, seen);
 	}
+	return n;
+}
+
+/* Past this many reachable messages a decoder's budget comes from one
+ * per-file function over everything the file reaches (a bound at least as
+ * large), so that large, interlinked schemas do not make code quadratic in
+ * their size. */
+#define REACH_INLINE_MAX 64
+
+static int reach_count(struct gen_ctx *ctx, const struct gen_message *m)
+{
+	ctx->stamp++;
+	return reachable(ctx, m, NULL);
 }
 
 static void emit_dec(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_message *m)
@@ -407,8 +422,13 @@ static void emit_dec(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_me
 		/* the default budget: the largest struct reachable per input byte */
 		struct gen_vec seen = {0};
 		int k;
-		ctx->stamp++;
-		reachable(ctx, m, &seen);
+		if (reach_count(ctx, m) > REACH_INLINE_MAX) {
+			gen_buf_puts(o, "\tratio = rdmx__max_sizeof();\n");
+			seen.n = 0;
+		} else {
+			ctx->stamp++;
+			reachable(ctx, m, &seen);
+		}
 		for (k = 0; k < seen.n; k++) {
 			const struct gen_message *r = seen.items[k];
 			gen_buf_printf(o, "\tif (sizeof(%s) > ratio)\n\t\tratio = sizeof(%s);\n",
@@ -674,6 +694,32 @@ static void emit_service(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 	gen_buf_puts(o, "\trdmx__idl_add(server);\n\treturn 0;\n}\n\n");
 }
 
+/* the largest struct any message of the file reaches */
+static void emit_max_sizeof(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_vec *msgs)
+{
+	struct gen_vec all = {0};
+	int i;
+	ctx->stamp++;
+	for (i = 0; i < msgs->n; i++) {
+		struct gen_message *m = msgs->items[i];
+		if (m->mark != ctx->stamp) {
+			m->mark = ctx->stamp;
+			gen_vec_push(&ctx->pool, &all, m);
+		}
+		reachable(ctx, m, &all);
+	}
+	gen_buf_puts(o, "/* the largest struct the messages of this file reach: the decode budget\n"
+	                " * per input byte of the messages that reach many */\n");
+	gen_buf_puts(
+	    o, "static size_t rdmx__max_sizeof(void)\n{\n\tsize_t r = RDMX_DECODE_ALLOC_FACTOR;\n");
+	for (i = 0; i < all.n; i++) {
+		const struct gen_message *m = all.items[i];
+		gen_buf_printf(o, "\tif (sizeof(%s) > r)\n\t\tr = sizeof(%s);\n", m->cname,
+		               m->cname);
+	}
+	gen_buf_puts(o, "\treturn r;\n}\n\n");
+}
+
 void gen_emit_c(struct gen_ctx *ctx, struct gen_file *f, struct gen_buf *o)
 {
 	struct gen_vec msgs = {0};
@@ -685,6 +731,13 @@ void gen_emit_c(struct gen_ctx *ctx, struct gen_file *f, struct gen_buf *o)
 	gen_buf_puts(o, "#include <stdlib.h>\n#include <string.h>\n\n");
 	if (f->services.n)
 		gen_buf_puts(o, "#include <rdmx/reflection.h>\n\n");
+	for (i = 0; i < msgs.n; i++) {
+		const struct gen_message *m = msgs.items[i];
+		if (!m->map_entry && reach_count(ctx, m) > REACH_INLINE_MAX) {
+			emit_max_sizeof(ctx, o, &msgs);
+			break;
+		}
+	}
 	for (i = 0; i < msgs.n; i++) {
 		const struct gen_message *m = msgs.items[i];
 		if (!m->map_entry)

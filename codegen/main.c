@@ -89,20 +89,6 @@ static void dep_path(struct gen_buf *b, const char *path)
 }
 
 /* the inputs and, transitively, the built-in well-known types they need */
-static void mark_outputs(struct gen_file *f, struct gen_vec *out, struct gen_pool *pool)
-{
-	int i;
-	for (i = 0; i < out->n; i++)
-		if (out->items[i] == f)
-			return;
-	gen_vec_push(pool, out, f);
-	for (i = 0; i < f->imports.n; i++) {
-		struct gen_import *im = f->imports.items[i];
-		if (gen_import_needed(f, im) && im->file->builtin)
-			mark_outputs(im->file, out, pool);
-	}
-}
-
 static int usage_error(const char *fmt, const char *arg)
 {
 	fputs("rdmx-gen: ", stderr);
@@ -158,6 +144,12 @@ int main(int argc, char **argv)
 				char o[3] = {'-', (char)optopt, 0};
 				return usage_error("unknown option '%s'", o);
 			}
+			{
+				/* --bogus=value is named without its value */
+				char *eq = strchr(argv[optind - 1], '=');
+				if (eq && strncmp(argv[optind - 1], "--", 2) == 0)
+					*eq = 0;
+			}
 			return usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
@@ -193,11 +185,7 @@ int main(int argc, char **argv)
 		goto done;
 	if (!gen_resolve(&ctx))
 		goto done;
-	for (i = 0; i < ctx.files.n; i++) {
-		struct gen_file *f = ctx.files.items[i];
-		if (f->input)
-			mark_outputs(f, &outputs, &ctx.pool);
-	}
+	gen_outputs(&ctx, &outputs);
 	if (ctx.errors)
 		goto done;
 	for (i = 0; i < outputs.n; i++) {

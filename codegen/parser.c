@@ -1074,6 +1074,10 @@ bool gen_parse(struct gen_ctx *ctx, struct gen_file *f, const char *text, size_t
 	if (p.n > 3 && is_kw(&p.t[0], "syntax") && p.t[2].kind == TK_STRING &&
 	    strcmp(p.t[2].text, "proto2") == 0)
 		f->proto2 = true;
+	/* without a syntax line protoc reads proto2: so does an import here (an
+	 * input is read as proto3, with a warning) */
+	if (!f->input && !is_kw(&p.t[0], "syntax") && !is_kw(&p.t[0], "edition"))
+		f->proto2 = true;
 	if (!f->package)
 		f->package = "";
 	while (cur(&p)->kind != TK_EOF) {

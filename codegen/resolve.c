@@ -367,6 +367,37 @@ struct gen_file *gen_load(struct gen_ctx *ctx, const char *path, bool input)
 	return ctx->errors == errors ? f : NULL;
 }
 
+static void mark_outputs(struct gen_ctx *ctx, struct gen_file *f, struct gen_vec *out)
+{
+	int i;
+	for (i = 0; i < out->n; i++)
+		if (out->items[i] == f)
+			return;
+	gen_vec_push(&ctx->pool, out, f);
+	for (i = 0; i < f->imports.n; i++) {
+		struct gen_import *im = f->imports.items[i];
+		if (!gen_import_needed(f, im) || !(im->file->builtin || im->file->proto2))
+			continue;
+		if (im->file->proto2 && !im->file->input)
+			gen_warning(ctx, &im->loc,
+			            "\"%s\" is proto2: generated too, for the types used here, "
+			            "with proto3 semantics (required not checked, defaults zero, "
+			            "groups left out)",
+			            im->name);
+		mark_outputs(ctx, im->file, out);
+	}
+}
+
+void gen_outputs(struct gen_ctx *ctx, struct gen_vec *out)
+{
+	int i;
+	for (i = 0; i < ctx->files.n; i++) {
+		struct gen_file *f = ctx->files.items[i];
+		if (f->input)
+			mark_outputs(ctx, f, out);
+	}
+}
+
 char *gen_out_stem(struct gen_ctx *ctx, const struct gen_file *f)
 {
 	size_t n = strlen(f->name);

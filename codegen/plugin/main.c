@@ -68,20 +68,6 @@ static struct gen_file *find(struct gen_ctx *ctx, const char *name)
 	return NULL;
 }
 
-static void mark_outputs(struct gen_file *f, struct gen_vec *out, struct gen_pool *pool)
-{
-	int i;
-	for (i = 0; i < out->n; i++)
-		if (out->items[i] == f)
-			return;
-	gen_vec_push(pool, out, f);
-	for (i = 0; i < f->imports.n; i++) {
-		struct gen_import *im = f->imports.items[i];
-		if (gen_import_needed(f, im) && im->file->builtin)
-			mark_outputs(im->file, out, pool);
-	}
-}
-
 static Google__Protobuf__Compiler__CodeGeneratorResponse__File *
 out_file(struct gen_ctx *ctx, const char *name, struct gen_buf *content)
 {
@@ -125,11 +111,7 @@ static int generate(struct gen_ctx *ctx,
 	}
 	if (!gen_resolve(ctx))
 		return -1;
-	for (j = 0; j < ctx->files.n; j++) {
-		struct gen_file *f = ctx->files.items[j];
-		if (f->input)
-			mark_outputs(f, &outputs, &ctx->pool);
-	}
+	gen_outputs(ctx, &outputs);
 	resp->file = gen_alloc(&ctx->pool, sizeof(*resp->file) * (size_t)(2 * outputs.n + 1));
 	for (j = 0; j < outputs.n; j++) {
 		struct gen_file *f = outputs.items[j];
@@ -176,8 +158,8 @@ int main(int argc, char **argv)
 			if (optopt && optopt != '?')
 				fprintf(stderr, "protoc-gen-rdmx: unknown option '-%c'\n", optopt);
 			else
-				fprintf(stderr, "protoc-gen-rdmx: unknown option '%s'\n",
-				        argv[optind - 1]);
+				fprintf(stderr, "protoc-gen-rdmx: unknown option '%.*s'\n",
+				        (int)strcspn(argv[optind - 1], "="), argv[optind - 1]);
 			usage(stderr);
 			return 2;
 		}
