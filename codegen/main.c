@@ -12,9 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gen.h"
+#include <rdmx/version.h>
 
-#define RDMX_GEN_VERSION "0.2.0"
+#include "gen.h"
 
 static void usage(FILE *fp)
 {
@@ -132,7 +132,7 @@ int main(int argc, char **argv)
 			gen_ctx_fini(&ctx);
 			return 0;
 		case 'V':
-			printf("rdmx-gen %s\n", RDMX_GEN_VERSION);
+			printf("rdmx-gen %s\n", RDMX_VERSION_STRING);
 			gen_ctx_fini(&ctx);
 			return 0;
 		case ':':

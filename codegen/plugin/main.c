@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rdmx/version.h>
+
 #include "google/protobuf/compiler/plugin.pb-c.h"
 #include "plugin.h"
-
-#define RDMX_GEN_VERSION "0.2.0"
 
 /* CodeGeneratorResponse.Feature.FEATURE_PROTO3_OPTIONAL */
 #define FEATURE_PROTO3_OPTIONAL 1u
@@ -152,7 +152,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		case 'V':
-			printf("protoc-gen-rdmx %s\n", RDMX_GEN_VERSION);
+			printf("protoc-gen-rdmx %s\n", RDMX_VERSION_STRING);
 			return 0;
 		default:
 			if (optopt && optopt != '?')

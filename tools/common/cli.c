@@ -8,14 +8,11 @@
 #include <sys/stat.h>
 
 #include <rdmx/status.h>
-
-#ifndef RDMX_CLI_VERSION
-#error "RDMX_CLI_VERSION (the project version) must be defined by the build"
-#endif
+#include <rdmx/version.h>
 
 void rdmx_cli_print_version(const char *prog)
 {
-	printf("%s %s\n", prog, RDMX_CLI_VERSION);
+	printf("%s %s\n", prog, RDMX_VERSION_STRING);
 }
 
 void rdmx_cli_reset(void)
