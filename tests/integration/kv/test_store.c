@@ -199,17 +199,19 @@ Test(kv_store, full_is_an_error_not_a_crash)
 Test(kv_store, lmdb_long_keys)
 {
 	struct kv_store *s = open_kind(true);
-	char key[4096];
+	enum { LONG = 4096 };
+	char key[LONG + 1]; /* NUL-terminated: scan() takes a C string */
 	struct kv_entry e;
 	bool deleted = true;
 
-	memset(key, 'k', sizeof(key));
-	cr_assert_eq(kv_store_put(s, key, sizeof(key), "v", 1, NULL), RDMX_E_TOO_BIG);
+	memset(key, 'k', LONG);
+	key[LONG] = '\0';
+	cr_assert_eq(kv_store_put(s, key, LONG, "v", 1, NULL), RDMX_E_TOO_BIG);
 	put(s, "kz", "1", false);
-	cr_assert_eq(kv_store_del(s, key, sizeof(key), &deleted), 0);
+	cr_assert_eq(kv_store_del(s, key, LONG, &deleted), 0);
 	cr_assert_not(deleted);
 	cr_assert_eq(kv_store_begin_read(s), 0);
-	cr_assert_eq(kv_store_get(s, key, sizeof(key), &e), RDMX_E_NOT_FOUND);
+	cr_assert_eq(kv_store_get(s, key, LONG, &e), RDMX_E_NOT_FOUND);
 	kv_store_end_read(s);
 	/* a scan from a key longer than LMDB takes still starts at the right place */
 	scan(s, key, false, -1, "kz");
