@@ -121,7 +121,7 @@ int rdmx_ctx_get_rnr_retry_count(const struct rdmx_ctx *ctx, uint8_t *count);
  * meanwhile. Then every outstanding task completes once with
  * RDMX_E_CONN_ABORTED (as RC's retry-exceeded on verbs), the connection goes
  * to error and ends (DISCONNECTED). An idle connection is not probed.
- * Defaults: 500 ms and 7 (4 s). timeout_ms 0 turns the timeout off (TCP
+ * Defaults: 1000 ms and 7 (8 s, near verbs). timeout_ms 0 turns the timeout off (TCP
  * keepalive only); at most RDMX_CTX_TRANSPORT_TIMEOUT_MAX_MS. count 0..7 (7
  * is 7 retries, not "forever"). Before start (else RDMX_E_BAD_STATE).
  * Honoured by the tcp provider; verbs keeps its QP's own ack timeout and

@@ -111,9 +111,9 @@ DEVICE_TEST(ctx, defaults)
 	assert_ok(rdmx_ctx_get_rnr_retry_count(e.ctx, &b));
 	cr_assert_eq(b, 7);
 	assert_ok(rdmx_ctx_get_transport_timeout(e.ctx, &v));
-	cr_assert_eq(v, 500);
+	cr_assert_eq(v, 1000);
 	assert_ok(rdmx_ctx_get_retry_count(e.ctx, &b));
-	cr_assert_eq(b, 7, "default: a lost peer after 500 ms x 8 = 4 s");
+	cr_assert_eq(b, 7, "default: a lost peer after 1000 ms x 8 = 8 s");
 	assert_ok(rdmx_ctx_get_sl(e.ctx, &b));
 	cr_assert_eq(b, 0);
 	assert_ok(rdmx_ctx_get_grh(e.ctx, &g));
