@@ -971,14 +971,14 @@ static void parse_service(struct parser *p)
 			}
 			if (accept_sym(p, ';'))
 				continue;
-			if (!is_kw(cur(p), "option")) {
+			/* "option = 5;" is not an option statement either: every
+			 * turn consumes a statement, so the loop always ends */
+			if (!is_kw(cur(p), "option") || !common_statement(p, &tg)) {
 				syntax_error(p, cur(p),
 				             "method bodies may only hold options, got %s",
 				             describe(p, cur(p)));
 				skip_statement(p);
-				continue;
 			}
-			common_statement(p, &tg);
 		}
 		accept_sym(p, ';');
 	}
