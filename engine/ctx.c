@@ -10,7 +10,8 @@
 #define CTX_DEFAULT_MTU 4096u
 #define CTX_DEFAULT_CONN_TIMEOUT_MS 5000u
 #define CTX_DEFAULT_RNR_RETRY 7u
-#define CTX_DEFAULT_TRANSPORT_TIMEOUT_MS 1000u /* x (7 + 1) tries: a lost peer in 8 s, as verbs (~7.5 s) */
+/* x (7 + 1) tries: a lost peer in 8 s, near verbs (~7.5 s) */
+#define CTX_DEFAULT_TRANSPORT_TIMEOUT_MS 1000u
 #define CTX_DEFAULT_RETRY 7u
 #define CTX_REMOTE_ALL                                                                             \
 	(RDMX_ACCESS_REMOTE_READ | RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_REMOTE_ATOMIC)
