@@ -51,6 +51,13 @@ static void sample(FILE *f, const char *name, const char *method, const char *co
 	fprintf(f, " %llu\n", (unsigned long long)v);
 }
 
+/* A family of one series without labels. */
+static void scalar(FILE *f, const char *name, const char *type, const char *help, uint64_t v)
+{
+	family(f, name, type, help);
+	sample(f, name, NULL, NULL, v);
+}
+
 static void histogram(FILE *f, const char *name, const char *method, const struct rdmx_rpc_hist *h)
 {
 	uint64_t cum = 0;
@@ -268,57 +275,48 @@ static void write_client_and_channels(FILE *f, const struct rdmx_metrics_sources
 		if (chan && rdmx_chan_get_stats(chan, &cs) == 0)
 			chan_add(&ch, &cs);
 	}
-	family(f, "rdmx_rpc_client_started_total", "counter", "Calls started by this process.");
-	sample(f, "rdmx_rpc_client_started_total", NULL, NULL, cl->calls);
+	scalar(f, "rdmx_rpc_client_started_total", "counter", "Calls started by this process.",
+	       cl->calls);
 	family(f, "rdmx_rpc_client_handled_total", "counter", "Calls completed, by status code.");
 	by_code(f, "rdmx_rpc_client_handled_total", NULL, cl);
 	family(f, "rdmx_rpc_client_handling_seconds", "histogram", "Round trip of calls made.");
 	histogram(f, "rdmx_rpc_client_handling_seconds", NULL, &cl->latency);
 	free(cl);
 
-	family(f, "rdmx_channel_messages_sent_total", "counter",
-	       "Channel messages delivered to peers.");
-	sample(f, "rdmx_channel_messages_sent_total", NULL, NULL, ch.msgs_sent);
-	family(f, "rdmx_channel_messages_received_total", "counter",
-	       "Channel messages received from peers.");
-	sample(f, "rdmx_channel_messages_received_total", NULL, NULL, ch.msgs_received);
-	family(f, "rdmx_channel_sent_bytes_total", "counter", "Channel payload bytes sent.");
-	sample(f, "rdmx_channel_sent_bytes_total", NULL, NULL, ch.bytes_sent);
-	family(f, "rdmx_channel_received_bytes_total", "counter",
-	       "Channel payload bytes received.");
-	sample(f, "rdmx_channel_received_bytes_total", NULL, NULL, ch.bytes_received);
-	family(f, "rdmx_channel_credit_stalls_total", "counter",
-	       "Sends that found no credit and queued.");
-	sample(f, "rdmx_channel_credit_stalls_total", NULL, NULL, ch.credit_stalls);
-	family(f, "rdmx_channel_rendezvous_sent_total", "counter",
-	       "Messages sent by rendezvous (one RDMA read by the peer).");
-	sample(f, "rdmx_channel_rendezvous_sent_total", NULL, NULL, ch.rendezvous_sent);
-	family(f, "rdmx_channel_rendezvous_received_total", "counter",
-	       "Messages received by rendezvous.");
-	sample(f, "rdmx_channel_rendezvous_received_total", NULL, NULL, ch.rendezvous_received);
+	scalar(f, "rdmx_channel_messages_sent_total", "counter",
+	       "Channel messages delivered to peers.", ch.msgs_sent);
+	scalar(f, "rdmx_channel_messages_received_total", "counter",
+	       "Channel messages received from peers.", ch.msgs_received);
+	scalar(f, "rdmx_channel_sent_bytes_total", "counter", "Channel payload bytes sent.",
+	       ch.bytes_sent);
+	scalar(f, "rdmx_channel_received_bytes_total", "counter", "Channel payload bytes received.",
+	       ch.bytes_received);
+	scalar(f, "rdmx_channel_credit_stalls_total", "counter",
+	       "Sends that found no credit and queued.", ch.credit_stalls);
+	scalar(f, "rdmx_channel_rendezvous_sent_total", "counter",
+	       "Messages sent by rendezvous (one RDMA read by the peer).", ch.rendezvous_sent);
+	scalar(f, "rdmx_channel_rendezvous_received_total", "counter",
+	       "Messages received by rendezvous.", ch.rendezvous_received);
 }
 
 static void write_listener(FILE *f, const struct rdmx_tls_listener_stats *ls)
 {
 	const struct rdmx_tls_listener_stats s = *ls;
 
-	family(f, "rdmx_tls_listener_accepted_total", "counter", "TCP connections accepted.");
-	sample(f, "rdmx_tls_listener_accepted_total", NULL, NULL, s.accepted);
-	family(f, "rdmx_tls_listener_established_total", "counter",
-	       "Connections through the mutual-TLS handshake.");
-	sample(f, "rdmx_tls_listener_established_total", NULL, NULL, s.established);
-	family(f, "rdmx_tls_listener_refused_total", "counter", "Handshakes that failed.");
-	sample(f, "rdmx_tls_listener_refused_total", NULL, NULL, s.refused);
-	family(f, "rdmx_tls_listener_timed_out_total", "counter", "Handshakes that timed out.");
-	sample(f, "rdmx_tls_listener_timed_out_total", NULL, NULL, s.timed_out);
-	family(f, "rdmx_tls_listener_over_limit_total", "counter",
-	       "Connections closed at once by the per-source limit.");
-	sample(f, "rdmx_tls_listener_over_limit_total", NULL, NULL, s.over_limit);
-	family(f, "rdmx_tls_listener_evicted_total", "counter",
-	       "Idle half-open handshakes dropped to make room for new connections.");
-	sample(f, "rdmx_tls_listener_evicted_total", NULL, NULL, s.evicted);
-	family(f, "rdmx_tls_listener_handshakes", "gauge", "Handshakes in progress.");
-	sample(f, "rdmx_tls_listener_handshakes", NULL, NULL, s.handshaking);
+	scalar(f, "rdmx_tls_listener_accepted_total", "counter", "TCP connections accepted.",
+	       s.accepted);
+	scalar(f, "rdmx_tls_listener_established_total", "counter",
+	       "Connections through the mutual-TLS handshake.", s.established);
+	scalar(f, "rdmx_tls_listener_refused_total", "counter", "Handshakes that failed.",
+	       s.refused);
+	scalar(f, "rdmx_tls_listener_timed_out_total", "counter", "Handshakes that timed out.",
+	       s.timed_out);
+	scalar(f, "rdmx_tls_listener_over_limit_total", "counter",
+	       "Connections closed at once by the per-source limit.", s.over_limit);
+	scalar(f, "rdmx_tls_listener_evicted_total", "counter",
+	       "Idle half-open handshakes dropped to make room for new connections.", s.evicted);
+	scalar(f, "rdmx_tls_listener_handshakes", "gauge", "Handshakes in progress.",
+	       s.handshaking);
 }
 
 /* ---- engine: one series per task type ---- */
@@ -343,15 +341,12 @@ static void write_engine(FILE *f, const struct rdmx_ctx_stats *es)
 	       "Payload bytes of successful engine tasks (sent, received, written, read), by "
 	       "operation.",
 	       es->bytes);
-	family(f, "rdmx_engine_connections_established_total", "counter",
-	       "Engine connections established.");
-	sample(f, "rdmx_engine_connections_established_total", NULL, NULL, es->conns_established);
-	family(f, "rdmx_engine_connections_failed_total", "counter",
-	       "Engine connections that failed to come up or were refused.");
-	sample(f, "rdmx_engine_connections_failed_total", NULL, NULL, es->conns_failed);
-	family(f, "rdmx_engine_connections_disconnected_total", "counter",
-	       "Engine connections that ended.");
-	sample(f, "rdmx_engine_connections_disconnected_total", NULL, NULL, es->conns_disconnected);
+	scalar(f, "rdmx_engine_connections_established_total", "counter",
+	       "Engine connections established.", es->conns_established);
+	scalar(f, "rdmx_engine_connections_failed_total", "counter",
+	       "Engine connections that failed to come up or were refused.", es->conns_failed);
+	scalar(f, "rdmx_engine_connections_disconnected_total", "counter",
+	       "Engine connections that ended.", es->conns_disconnected);
 }
 
 int rdmx_metrics_write(FILE *f, const struct rdmx_metrics_sources *src)
