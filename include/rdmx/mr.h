@@ -55,7 +55,7 @@ enum rdmx_access {
  * rdmx_mr_get_access): the region's remote flags are reachable only through
  * grants; its device-wide descriptor is refused (RDMX_E_BAD_STATE) and its own
  * key grants no remote access. */
-#define RDMX_ACCESS_GRANT_ONLY (1u << 4)
+#define RDMX_ACCESS_GRANT_ONLY (1u << 16)
 
 #define RDMX_MR_DESCRIPTOR_SIZE 32u
 
