@@ -131,12 +131,12 @@ static int grow(struct rdmx__tcp_keytab *kt)
 int rdmx__tcp_keytab_insert(struct rdmx__tcp_keytab *kt, uint32_t key, void *addr, uint64_t len,
                             unsigned access, uint64_t *serial)
 {
-	return rdmx__tcp_keytab_insert_bound(kt, key, addr, len, access, NULL, 0, serial);
+	return rdmx__tcp_keytab_insert_bound(kt, key, addr, len, access, NULL, 0, 0, serial);
 }
 
 int rdmx__tcp_keytab_insert_bound(struct rdmx__tcp_keytab *kt, uint32_t key, void *addr,
                                   uint64_t len, unsigned access, const struct tcp_conn *owner,
-                                  uint32_t owner_id, uint64_t *serial)
+                                  uint32_t owner_id, uint64_t owner_ctx, uint64_t *serial)
 {
 	struct rdmx__tcp_region r;
 	int rc = 0;
@@ -161,6 +161,7 @@ int rdmx__tcp_keytab_insert_bound(struct rdmx__tcp_keytab *kt, uint32_t key, voi
 	r.access = access;
 	r.owner = owner;
 	r.owner_id = owner_id;
+	r.owner_ctx = owner_ctx;
 	r.serial = kt->next_serial++;
 	place(kt->slots, kt->mask, &r);
 	kt->count++;
@@ -219,22 +220,25 @@ const struct rdmx__tcp_region *rdmx__tcp_remote_access(const struct tcp_conn *vi
 {
 	const struct rdmx__tcp_region *r = rdmx__tcp_keytab_find(&via->td->keys, key);
 	uint32_t id = via->conn ? via->conn->id : 0;
+	uint64_t cs = via->tc ? via->tc->serial : 0;
 
 	if (!r) {
-		RDMX_WARN("tcp: connection %u named an unknown remote key (never issued, "
-		          "deregistered, revoked or its connection ended): refused",
-		          id);
+		RDMX_WARN("tcp: connection %u (context %" PRIu64 ") named an unknown remote key "
+		          "(never issued, deregistered, revoked or its connection ended): refused",
+		          id, cs);
 		return NULL;
 	}
 	if (r->owner && r->owner != via) {
-		RDMX_WARN("tcp: connection %u named a remote key granted to connection %u: refused",
-		          id, r->owner_id);
+		RDMX_WARN("tcp: connection %u (context %" PRIu64 ") named a remote key granted to "
+		          "connection %u (context %" PRIu64 "): refused",
+		          id, cs, r->owner_id, r->owner_ctx);
 		return NULL;
 	}
 	if (!rdmx__tcp_region_allows(r, off, len, need, via->tc->ctx->props.permissions)) {
-		RDMX_WARN("tcp: connection %u: %" PRIu64 " bytes at offset %" PRIu64
-		          " of a %" PRIu64 "-byte region with access 0x%x, needed 0x%x: refused",
-		          id, len, off, r->len, r->access, need);
+		RDMX_WARN("tcp: connection %u (context %" PRIu64 "): %" PRIu64
+		          " bytes at offset %" PRIu64 " of a %" PRIu64
+		          "-byte region with access 0x%x, needed 0x%x: refused",
+		          id, cs, len, off, r->len, r->access, need);
 		return NULL;
 	}
 	return r;
@@ -244,7 +248,8 @@ const struct rdmx__tcp_region *rdmx__tcp_remote_access(const struct tcp_conn *vi
 
 /* A fresh random key for [addr, addr+len) in the table. */
 static int new_key(struct tcp_dev *td, void *addr, uint64_t len, unsigned access,
-                   const struct tcp_conn *owner, uint32_t owner_id, uint32_t *out)
+                   const struct tcp_conn *owner, uint32_t owner_id, uint64_t owner_ctx,
+                   uint32_t *out)
 {
 	uint64_t serial;
 	uint32_t key;
@@ -258,7 +263,7 @@ static int new_key(struct tcp_dev *td, void *addr, uint64_t len, unsigned access
 		if (key == 0)
 			continue;
 		rc = rdmx__tcp_keytab_insert_bound(&td->keys, key, addr, len, access, owner,
-		                                   owner_id, &serial);
+		                                   owner_id, owner_ctx, &serial);
 		if (rc == RDMX_E_EXISTS)
 			continue;
 		if (rc)
@@ -277,7 +282,7 @@ int rdmx__tcp_mr_reg(struct rdmx_mr *mr)
 	uint32_t key;
 	int rc;
 
-	rc = new_key(TCP_DEV(mr->dev), mr->addr, mr->len, access, NULL, 0, &key);
+	rc = new_key(TCP_DEV(mr->dev), mr->addr, mr->len, access, NULL, 0, 0, &key);
 	if (rc)
 		return rc;
 	mr->lkey = key;
@@ -290,10 +295,10 @@ int rdmx__tcp_mr_grant(struct rdmx_mr_grant *g)
 {
 	struct tcp_conn *c = TCP_CONN(g->conn);
 
-	if (!c)
+	if (!c || !c->tc)
 		return RDMX_E_BAD_STATE;
 	return new_key(TCP_DEV(g->mr->dev), (uint8_t *)g->mr->addr + g->offset, g->len, g->access,
-	               c, g->conn->id, &g->rkey);
+	               c, g->conn->id, c->tc->serial, &g->rkey);
 }
 
 void rdmx__tcp_mr_revoke(struct rdmx_mr_grant *g)

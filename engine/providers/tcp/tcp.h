@@ -60,7 +60,8 @@ struct rdmx__tcp_region {
 	/* a grant (rdmx_mr_grant): the only connection the key works through;
 	 * NULL: device-wide. Removed from the table before the conn is freed. */
 	const struct tcp_conn *owner;
-	uint32_t owner_id; /* its rdmx_conn id, for logs */
+	uint32_t owner_id; /* its rdmx_conn id and its context's serial, for logs */
+	uint64_t owner_ctx;
 };
 
 struct rdmx__tcp_keytab {
@@ -83,7 +84,7 @@ void rdmx__tcp_keytab_unlock(struct rdmx__tcp_keytab *kt);
 /* insert for a grant: the key works only through `owner`. */
 int rdmx__tcp_keytab_insert_bound(struct rdmx__tcp_keytab *kt, uint32_t key, void *addr,
                                   uint64_t len, unsigned access, const struct tcp_conn *owner,
-                                  uint32_t owner_id, uint64_t *serial);
+                                  uint32_t owner_id, uint64_t owner_ctx, uint64_t *serial);
 /* Read lock held: the region of key, or NULL. */
 const struct rdmx__tcp_region *rdmx__tcp_keytab_find(const struct rdmx__tcp_keytab *kt,
                                                      uint32_t key);
