@@ -74,6 +74,7 @@ void rdmx__conn_retire(struct rdmx_conn *conn)
 {
 	struct rdmx_ctx *ctx = conn->ctx;
 
+	rdmx__conn_end_grants(conn);
 	unlink_conn(conn);
 	forget_in_tasks(conn);
 	conn->next_in_ctx = ctx->dead;
@@ -127,6 +128,8 @@ void rdmx__conn_event(struct rdmx_conn *conn, enum rdmx__conn_event ev)
 			RDMX_ERR("connection %u ended with %u tasks outstanding", conn->id,
 			         conn->outstanding);
 		conn->state = RDMX_CONN_DISCONNECTED;
+		/* mr.h: keys granted to it die before the user hears of the end */
+		rdmx__conn_end_grants(conn);
 		if (ev == RDMX__CONN_EV_FAILURE)
 			ctx->stats.conns_failed++;
 		else

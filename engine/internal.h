@@ -66,10 +66,27 @@ struct rdmx_mr {
 	struct rdmx_dev *dev;
 	void *addr;
 	size_t len;
-	unsigned access;
-	uint32_t lkey; /* provider-defined; tcp: same as rkey */
+	unsigned access; /* RDMX_ACCESS_* (never RDMX_ACCESS_GRANT_ONLY) */
+	bool grant_only; /* registered with RDMX_ACCESS_GRANT_ONLY: the own key
+	                  * gives no remote access, only grants do */
+	uint32_t grants; /* live rdmx_mr_grant objects (dereg refuses while > 0) */
+	uint32_t lkey;   /* provider-defined; tcp: same as rkey */
 	uint32_t rkey;
 	void *prov;
+};
+
+/* A connection-bound grant (engine/mr.c). Providers fill rkey and prov in
+ * ops->mr_grant and read the rest. */
+struct rdmx_mr_grant {
+	struct rdmx_mr *mr;
+	struct rdmx_conn *conn; /* NULL once ENDED */
+	uint64_t offset;        /* into the region */
+	uint64_t len;
+	unsigned access; /* RDMX_ACCESS_REMOTE_* granted */
+	uint32_t rkey;
+	bool active; /* the key works: neither ended nor revoked */
+	void *prov;
+	struct rdmx_mr_grant *next_in_conn; /* conn->grants */
 };
 
 /* Decoded descriptor of a peer's region. */
@@ -178,10 +195,11 @@ struct rdmx_conn {
 	struct rdmx_conn *next_in_ctx;
 	void *prov;
 	/* engine-private (providers read at most, never write) */
-	bool exported;        /* made by rdmx_ctx_export */
-	bool can_post;        /* rdmx_ctx_connect returned 0 or ESTABLISHED was reported */
-	bool closing;         /* rdmx_conn_disconnect called: later submits are aborted */
-	uint32_t outstanding; /* send-side tasks handed to post_send, not yet completed */
+	bool exported;                /* made by rdmx_ctx_export */
+	bool can_post;                /* rdmx_ctx_connect returned 0 or ESTABLISHED was reported */
+	bool closing;                 /* rdmx_conn_disconnect called: later submits are aborted */
+	uint32_t outstanding;         /* send-side tasks handed to post_send, not yet completed */
+	struct rdmx_mr_grant *grants; /* active grants bound to this connection */
 };
 
 struct rdmx_ctx {
@@ -208,7 +226,7 @@ struct rdmx_ctx {
 	struct rdmx_dev_caps caps; /* queried at create */
 	unsigned in_poll;          /* > 0 while ctx_poll / ctx_stop run its callbacks */
 	bool listening;
-	struct rdmx_conn *dead; /* finished connections, released after ctx_poll returns */
+	struct rdmx_conn *dead;      /* finished connections, released after ctx_poll returns */
 	struct rdmx_ctx_stats stats; /* engine/ctx_stats.c; kept by task.c and conn.c */
 };
 
@@ -253,6 +271,11 @@ void rdmx__mr_descriptor_encode(const struct rdmx_mr *mr, uint8_t provider_id, v
 int rdmx__mr_descriptor_decode(const void *desc, size_t size, struct rdmx_mr_remote *remote);
 
 /* ---- engine-internal (core files only) ---- */
+
+/* The connection reached its end (final event or retirement): every grant
+ * bound to it is invalidated (ops->mr_revoke) and marks ENDED (engine/mr.c).
+ * Idempotent. */
+void rdmx__conn_end_grants(struct rdmx_conn *conn);
 
 /* Contexts created on a pe hold it (ctx create / destroy): rdmx_pe_destroy
  * answers RDMX_E_BAD_STATE while any exists, started or not. */

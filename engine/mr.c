@@ -1,6 +1,8 @@
-/* Memory regions: registration through the provider, the descriptor wire
- * format of mr.h (explicit little-endian packing, no struct overlay), and
- * remote regions decoded from a peer's descriptor. */
+/* Memory regions: registration through the provider, connection-bound
+ * grants (the engine keeps each connection's list so that the connection's
+ * end kills them), the descriptor wire format of mr.h (explicit
+ * little-endian packing, no struct overlay), and remote regions decoded
+ * from a peer's descriptor. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,17 +61,22 @@ int rdmx_mr_reg(struct rdmx_dev *dev, void *addr, size_t len, unsigned access, s
 	struct rdmx_mr *m;
 	int rc;
 
-	if (!dev || !addr || !len || !mr || (access & ~RDMX_ACCESS_ALL))
+	if (!dev || !addr || !len || !mr || (access & ~(RDMX_ACCESS_ALL | RDMX_ACCESS_GRANT_ONLY)))
 		return RDMX_E_INVAL;
 	if ((uintptr_t)addr + len < (uintptr_t)addr)
 		return RDMX_E_INVAL;
+	if ((access & RDMX_ACCESS_GRANT_ONLY) && !dev->ops->mr_grant) {
+		RDMX_DBG("grant-only region on %s: the provider has no grants", dev->name);
+		return RDMX_E_NOT_SUPPORTED;
+	}
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return RDMX_E_NOMEM;
 	m->dev = dev;
 	m->addr = addr;
 	m->len = len;
-	m->access = access;
+	m->access = access & RDMX_ACCESS_ALL;
+	m->grant_only = (access & RDMX_ACCESS_GRANT_ONLY) != 0;
 	rc = dev->ops->mr_reg(m);
 	if (rc) {
 		RDMX_DBG("registering %zu bytes on %s failed: %s", len, dev->name,
@@ -88,6 +95,11 @@ int rdmx_mr_dereg(struct rdmx_mr **mr)
 
 	if (!mr || !*mr)
 		return 0;
+	if ((*mr)->grants) {
+		RDMX_ERR("deregistering a region with %u grants not revoked: refused",
+		         (*mr)->grants);
+		return RDMX_E_BAD_STATE;
+	}
 	dev = (*mr)->dev;
 	dev->ops->mr_dereg(*mr);
 	atomic_fetch_sub(&dev->users, 1);
@@ -120,18 +132,13 @@ int rdmx_mr_get_access(const struct rdmx_mr *mr, unsigned *access)
 	return 0;
 }
 
+static void encode(uint8_t *p, uint8_t provider_id, unsigned access, uint64_t addr, uint64_t len,
+                   uint32_t rkey);
+
 void rdmx__mr_descriptor_encode(const struct rdmx_mr *mr, uint8_t provider_id, void *desc)
 {
-	uint8_t *p = desc;
-
-	put_u16(p + OFF_MAGIC, RDMX_DESC_MAGIC);
-	p[OFF_VERSION] = RDMX_DESC_VERSION;
-	p[OFF_PROVIDER] = provider_id;
-	put_u32(p + OFF_ACCESS, mr->access);
-	put_u64(p + OFF_ADDR, (uint64_t)(uintptr_t)mr->addr);
-	put_u64(p + OFF_LEN, (uint64_t)mr->len);
-	put_u32(p + OFF_RKEY, mr->rkey);
-	put_u32(p + OFF_RESERVED, 0);
+	encode(desc, provider_id, mr->access, (uint64_t)(uintptr_t)mr->addr, (uint64_t)mr->len,
+	       mr->rkey);
 }
 
 int rdmx__mr_descriptor_decode(const void *desc, size_t size, struct rdmx_mr_remote *remote)
@@ -159,11 +166,141 @@ int rdmx__mr_descriptor_decode(const void *desc, size_t size, struct rdmx_mr_rem
 	return 0;
 }
 
+static void encode(uint8_t *p, uint8_t provider_id, unsigned access, uint64_t addr, uint64_t len,
+                   uint32_t rkey)
+{
+	put_u16(p + OFF_MAGIC, RDMX_DESC_MAGIC);
+	p[OFF_VERSION] = RDMX_DESC_VERSION;
+	p[OFF_PROVIDER] = provider_id;
+	put_u32(p + OFF_ACCESS, access);
+	put_u64(p + OFF_ADDR, addr);
+	put_u64(p + OFF_LEN, len);
+	put_u32(p + OFF_RKEY, rkey);
+	put_u32(p + OFF_RESERVED, 0);
+}
+
 int rdmx_mr_get_descriptor(const struct rdmx_mr *mr, void *desc)
 {
 	if (!mr || !desc)
 		return RDMX_E_INVAL;
+	if (mr->grant_only)
+		return RDMX_E_BAD_STATE;
 	rdmx__mr_descriptor_encode(mr, mr->dev->ops->id, desc);
+	return 0;
+}
+
+/* ---- connection-bound grants ---- */
+
+#define GRANT_ACCESS                                                                               \
+	(RDMX_ACCESS_REMOTE_READ | RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_REMOTE_ATOMIC)
+
+int rdmx_mr_grant(struct rdmx_mr *mr, struct rdmx_conn *conn, size_t offset, size_t len,
+                  unsigned access, struct rdmx_mr_grant **grant)
+{
+	const struct rdmx_provider_ops *ops;
+	struct rdmx_mr_grant *g;
+	int rc;
+
+	if (!mr || !conn || !grant || !len || !access || (access & ~GRANT_ACCESS))
+		return RDMX_E_INVAL;
+	if (offset > mr->len || len > mr->len - offset || (access & mr->access) != access)
+		return RDMX_E_INVAL;
+	if (conn->ctx->dev != mr->dev)
+		return RDMX_E_INVAL;
+	ops = mr->dev->ops;
+	if (!ops->mr_grant || !ops->mr_revoke)
+		return RDMX_E_NOT_SUPPORTED;
+	if (conn->ctx->state != RDMX_CTX_RUNNING || conn->state != RDMX_CONN_ESTABLISHED ||
+	    !conn->can_post || conn->closing)
+		return RDMX_E_BAD_STATE;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return RDMX_E_NOMEM;
+	g->mr = mr;
+	g->conn = conn;
+	g->offset = offset;
+	g->len = len;
+	g->access = access;
+	rc = ops->mr_grant(g);
+	if (rc) {
+		RDMX_DBG("granting %zu bytes to connection %u failed: %s", len, conn->id,
+		         rdmx_err_name(rc));
+		free(g);
+		return rc;
+	}
+	g->active = true;
+	g->next_in_conn = conn->grants;
+	conn->grants = g;
+	mr->grants++;
+	*grant = g;
+	return 0;
+}
+
+static void unlink_grant(struct rdmx_mr_grant *g)
+{
+	for (struct rdmx_mr_grant **pp = &g->conn->grants; *pp; pp = &(*pp)->next_in_conn) {
+		if (*pp == g) {
+			*pp = g->next_in_conn;
+			break;
+		}
+	}
+	g->next_in_conn = NULL;
+}
+
+/* The key stops working; the grant object stays the caller's. */
+static void grant_kill(struct rdmx_mr_grant *g)
+{
+	if (!g->active)
+		return;
+	g->mr->dev->ops->mr_revoke(g);
+	g->active = false;
+	g->prov = NULL;
+}
+
+void rdmx__conn_end_grants(struct rdmx_conn *conn)
+{
+	while (conn->grants) {
+		struct rdmx_mr_grant *g = conn->grants;
+
+		conn->grants = g->next_in_conn;
+		g->next_in_conn = NULL;
+		grant_kill(g);
+		g->conn = NULL;
+	}
+}
+
+int rdmx_mr_grant_revoke(struct rdmx_mr_grant **grant)
+{
+	struct rdmx_mr_grant *g;
+
+	if (!grant || !*grant)
+		return 0;
+	g = *grant;
+	if (g->conn)
+		unlink_grant(g);
+	grant_kill(g);
+	g->mr->grants--;
+	free(g);
+	*grant = NULL;
+	return 0;
+}
+
+int rdmx_mr_grant_get_descriptor(const struct rdmx_mr_grant *grant, void *desc)
+{
+	if (!grant || !desc)
+		return RDMX_E_INVAL;
+	if (!grant->active)
+		return RDMX_E_BAD_STATE;
+	encode(desc, grant->mr->dev->ops->id, grant->access,
+	       (uint64_t)(uintptr_t)grant->mr->addr + grant->offset, grant->len, grant->rkey);
+	return 0;
+}
+
+int rdmx_mr_grant_get_state(const struct rdmx_mr_grant *grant, enum rdmx_mr_grant_state *state)
+{
+	if (!grant || !state)
+		return RDMX_E_INVAL;
+	*state = grant->active ? RDMX_MR_GRANT_ACTIVE : RDMX_MR_GRANT_ENDED;
 	return 0;
 }
 

@@ -45,9 +45,24 @@ struct rdmx_provider_ops {
 	/* Optional: the name of this provider's device owning `ip`, or RDMX_E_NO_DEVICE. */
 	int (*dev_find_by_addr)(const char *ip, char name[RDMX_DEV_NAME_MAX]);
 
-	/* memory: mr->dev/addr/len/access are set; fill lkey, rkey, prov */
+	/* memory: mr->dev/addr/len/access/grant_only are set; fill lkey, rkey,
+	 * prov. grant_only: the region's own key must give no remote access (its
+	 * flags are what grants may give); a provider without mr_grant refuses it
+	 * before this (the engine answers RDMX_E_NOT_SUPPORTED). */
 	int (*mr_reg)(struct rdmx_mr *mr);
 	void (*mr_dereg)(struct rdmx_mr *mr);
+	/* Optional (RDMX_E_NOT_SUPPORTED without them): connection-bound grants.
+	 * mr_grant: grant->mr/conn/offset/len/access are checked and set, the
+	 * conn is established on a running context; make a fresh key for the
+	 * range that works only through grant->conn with at most grant->access,
+	 * fill grant->rkey (and prov). May answer RDMX_E_NOT_SUPPORTED (device
+	 * without memory windows). mr_revoke: invalidates the key before it
+	 * returns (no remote access through it afterwards) and frees prov;
+	 * called once per successful mr_grant, on the progress thread, at revoke
+	 * or at the connection's end (conn->prov still valid, the context maybe
+	 * stopped: it must not need the ctx's state). */
+	int (*mr_grant)(struct rdmx_mr_grant *grant);
+	void (*mr_revoke)(struct rdmx_mr_grant *grant);
 
 	/* contexts */
 	int (*ctx_start)(struct rdmx_ctx *ctx);
@@ -69,8 +84,8 @@ struct rdmx_provider_ops {
 	/* connections (cm) */
 	int (*listen)(struct rdmx_ctx *ctx, uint16_t port);
 	void (*stop_listen)(struct rdmx_ctx *ctx);
-	int (*connect_to_addr)(struct rdmx_conn *conn, const struct rdmx_addr *addr,
-			       const void *pd, size_t pd_len);
+	int (*connect_to_addr)(struct rdmx_conn *conn, const struct rdmx_addr *addr, const void *pd,
+	                       size_t pd_len);
 	int (*conn_accept)(struct rdmx_conn *conn, const void *pd, size_t pd_len);
 	int (*conn_reject)(struct rdmx_conn *conn);
 	int (*conn_disconnect)(struct rdmx_conn *conn);
@@ -91,7 +106,7 @@ extern const struct rdmx_provider_ops rdmx__tcp_ops;
  * (unit tests' mock providers). The ops are checked like a registered
  * provider's. Errors: RDMX_E_INVAL (NULL, missing mandatory op), as dev_open. */
 int rdmx__dev_open_ops(const struct rdmx_provider_ops *ops, const char *name,
-		       struct rdmx_dev **dev);
+                       struct rdmx_dev **dev);
 #ifdef RDMX_HAVE_VERBS
 extern const struct rdmx_provider_ops rdmx__verbs_ops;
 #endif

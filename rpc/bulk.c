@@ -1,8 +1,9 @@
 /* Rendezvous: messages larger than the eager threshold.
  *
  * Sender: the source — our heap copy or the caller's registered memory — is
- * registered again with REMOTE_READ only, exactly the message's bytes, and
- * its descriptor goes into a ring slot. The registration lives until the
+ * registered again with REMOTE_READ only, exactly the message's bytes,
+ * granted to the channel's connection alone (mr.h), and the grant's
+ * descriptor goes into a ring slot. The registration lives until the
  * peer's credit count passes the message (it has read and delivered it),
  * then it is deregistered and the send completes.
  *
@@ -20,7 +21,7 @@ int rdmx__rdv_tx_prepare(struct rdmx_chan *chan, struct chan_msg *m)
 
 	if (!m->len || !m->data)
 		return RDMX_E_INVAL;
-	rc = rdmx_mr_reg(chan->host->dev, m->data, m->len, RDMX_ACCESS_REMOTE_READ, &m->rdv_mr);
+	rc = rdmx__chan_reg_remote(chan, m->data, m->len, RDMX_ACCESS_REMOTE_READ, &m->rdv_mr);
 	if (rc) {
 		RPC_ERR("chan: conn %u: rendezvous source of %llu bytes: registration failed: %s",
 		        rdmx__chan_conn_id(chan), (unsigned long long)m->len, rdmx_err_name(rc));
@@ -34,6 +35,7 @@ void rdmx__rdv_tx_finish(struct rdmx_chan *chan, struct chan_msg *m, int status)
 	rdmx_chan_sent_cb cb = m->cb;
 	void *arg = m->arg;
 
+	rdmx_mr_grant_revoke(&m->rdv_grant);
 	rdmx_mr_dereg(&m->rdv_mr);
 	chan->held_bytes -= m->held;
 	if (m->kind == MSG_COPY)

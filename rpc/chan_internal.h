@@ -69,11 +69,12 @@ struct chan_msg {
 	struct chan_msg *next;
 	enum chan_msg_kind kind;
 	uint64_t len;
-	void *data;             /* MSG_COPY: heap copy; MSG_ZC: ubuf.addr */
-	struct rdmx_buf ubuf;   /* MSG_ZC */
-	struct rdmx_mr *rdv_mr; /* rendezvous source registration (REMOTE_READ) */
-	uint32_t seq;           /* rendezvous: sequence of its descriptor message */
-	uint64_t held;          /* bytes charged to the queue budget */
+	void *data;                      /* MSG_COPY: heap copy; MSG_ZC: ubuf.addr */
+	struct rdmx_buf ubuf;            /* MSG_ZC */
+	struct rdmx_mr *rdv_mr;          /* rendezvous source registration (REMOTE_READ) */
+	struct rdmx_mr_grant *rdv_grant; /* ... granted to the channel's connection */
+	uint32_t seq;                    /* rendezvous: sequence of its descriptor message */
+	uint64_t held;                   /* bytes charged to the queue budget */
 	rdmx_chan_sent_cb cb;
 	void *arg;
 };
@@ -155,6 +156,7 @@ struct rdmx_chan {
 	/* local receive ring */
 	uint8_t *ring;
 	struct rdmx_mr *ring_mr;
+	struct rdmx_mr_grant *ring_grant; /* the ring, granted to the connection */
 	struct rx_slot *rx;
 	uint32_t rx_seq;      /* next expected sequence number */
 	uint32_t rx_consumed; /* slots freed (== messages delivered) */
@@ -233,6 +235,16 @@ uint32_t rdmx__chan_conn_id(const struct rdmx_chan *chan);
 void rdmx__chan_task_done(struct rdmx_chan *chan);
 /* Sends the hello if it is still owed. */
 void rdmx__chan_try_hello(struct rdmx_chan *chan);
+/* Memory the peer reaches (ring, rendezvous sources): registered grant-only
+ * where the device has grants, device-wide otherwise (channel.c). */
+int rdmx__chan_reg_remote(struct rdmx_chan *chan, void *addr, size_t len, unsigned access,
+                          struct rdmx_mr **mr);
+/* The descriptor the peer gets for mr: a grant of all of it bound to the
+ * channel's connection (made once into *grant), or the device-wide one when
+ * the device has no grants. RDMX_E_BAD_STATE / RDMX_E_FULL: not yet (the
+ * connection is not up, the send queue is full): retry. */
+int rdmx__chan_grant_desc(struct rdmx_chan *chan, struct rdmx_mr *mr, unsigned access,
+                          struct rdmx_mr_grant **grant, void *desc);
 /* The peer's hello: maps its ring, allocates staging, goes READY. */
 void rdmx__chan_apply_hello(struct rdmx_chan *chan, const struct rdmx__hello *h);
 /* Arms the liveness timer (READY). */

@@ -109,7 +109,14 @@ void rdmx__chan_try_hello(struct rdmx_chan *chan)
 	h.slot_count = chan->slot_count;
 	h.slot_size = chan->slot_size;
 	h.max_msg = chan->max_msg;
-	rdmx_mr_get_descriptor(chan->ring_mr, h.desc);
+	/* the grant's bind (verbs) goes on the send queue before the hello */
+	rc = rdmx__chan_grant_desc(chan, chan->ring_mr, RDMX_ACCESS_REMOTE_WRITE, &chan->ring_grant,
+	                           h.desc);
+	if (rc) {
+		if (rc != RDMX_E_FULL && rc != RDMX_E_BAD_STATE) /* not connected yet: later */
+			rdmx__chan_fail(chan, rc, NULL);
+		return;
+	}
 	rdmx__ctl_hello_encode(&h, msg);
 	rc = ctl_send(chan, msg, sizeof(msg));
 	memset(msg, 0, sizeof(msg)); /* the descriptor is a secret */
@@ -244,8 +251,9 @@ static int write_rdv(struct rdmx_chan *chan, struct chan_msg *m)
 	int rc;
 
 	encode_hdr(chan, ts, RDMX__SLOT_F_RDV, m->len);
-	rc = rdmx_mr_get_descriptor(m->rdv_mr, (uint8_t *)ts->hdr.addr + RDMX_CHAN_HDR_SIZE);
-	if (rc)
+	rc = rdmx__chan_grant_desc(chan, m->rdv_mr, RDMX_ACCESS_REMOTE_READ, &m->rdv_grant,
+	                           (uint8_t *)ts->hdr.addr + RDMX_CHAN_HDR_SIZE);
+	if (rc) /* RDMX_E_FULL: the send queue is full, retried by the pump */
 		return rc;
 	ts->hdr.len = RDMX_CHAN_HDR_SIZE + RDMX__RDV_PAYLOAD;
 	ts->hdr.next = NULL;

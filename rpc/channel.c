@@ -6,6 +6,7 @@
  * destroyed it, the engine is done with its connection (disconnected or
  * failure callback, or the context stopped) and none of its tasks is in
  * flight — so no completion can land on freed memory. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -270,8 +271,10 @@ int rdmx_chan_start(struct rdmx_chan *chan)
 		rc = RDMX_E_NOMEM;
 		goto free_mem;
 	}
-	/* least privilege: peers may only write into the ring */
-	rc = rdmx_mr_reg(host->dev, chan->ring, ring_len, RDMX_ACCESS_REMOTE_WRITE, &chan->ring_mr);
+	/* least privilege: the peer may only write into the ring, and only
+	 * through this channel's connection (a grant, mr.h) */
+	rc = rdmx__chan_reg_remote(chan, chan->ring, ring_len, RDMX_ACCESS_REMOTE_WRITE,
+	                           &chan->ring_mr);
 	if (rc)
 		goto free_mem;
 	rc = rdmx_mr_reg(host->dev, chan->ctl_mem, CHAN_CTL_ENTRIES * RDMX__CTL_MAX_LEN, 0,
@@ -313,6 +316,41 @@ free_mem:
 	chan->rx = NULL;
 	chan->ring = NULL;
 	return rc;
+}
+
+/* ---- memory the peer reaches: connection-bound grants ---- */
+
+int rdmx__chan_reg_remote(struct rdmx_chan *chan, void *addr, size_t len, unsigned access,
+                          struct rdmx_mr **mr)
+{
+	static atomic_bool warned;
+	int rc;
+
+	rc = rdmx_mr_reg(chan->host->dev, addr, len, access | RDMX_ACCESS_GRANT_ONLY, mr);
+	if (rc != RDMX_E_NOT_SUPPORTED)
+		return rc;
+	if (!atomic_exchange(&warned, true))
+		RPC_WARN("chan: the device has no connection-bound grants: rings and rendezvous "
+		         "buffers get device-wide descriptors (any connection of the device "
+		         "may use them)");
+	return rdmx_mr_reg(chan->host->dev, addr, len, access, mr);
+}
+
+int rdmx__chan_grant_desc(struct rdmx_chan *chan, struct rdmx_mr *mr, unsigned access,
+                          struct rdmx_mr_grant **grant, void *desc)
+{
+	size_t len = 0;
+	int rc;
+
+	if (!*grant) {
+		rdmx_mr_get_size(mr, &len);
+		rc = rdmx_mr_grant(mr, chan->conn, 0, len, access, grant);
+		if (rc == RDMX_E_NOT_SUPPORTED)
+			return rdmx_mr_get_descriptor(mr, desc); /* BAD_STATE if grant-only */
+		if (rc)
+			return rc;
+	}
+	return rdmx_mr_grant_get_descriptor(*grant, desc);
 }
 
 /* ---- close and release ---- */
@@ -402,6 +440,7 @@ void rdmx__chan_free(struct rdmx_chan *chan)
 		struct chan_msg *m = chan->q_head;
 
 		chan->q_head = m->next;
+		rdmx_mr_grant_revoke(&m->rdv_grant);
 		if (m->rdv_mr)
 			rdmx_mr_dereg(&m->rdv_mr);
 		if (m->kind == MSG_COPY)
@@ -412,6 +451,7 @@ void rdmx__chan_free(struct rdmx_chan *chan)
 		struct chan_msg *m = chan->rdv_head;
 
 		chan->rdv_head = m->next;
+		rdmx_mr_grant_revoke(&m->rdv_grant);
 		rdmx_mr_dereg(&m->rdv_mr);
 		if (m->kind == MSG_COPY)
 			free(m->data);
@@ -423,6 +463,7 @@ void rdmx__chan_free(struct rdmx_chan *chan)
 				rdmx__rdv_rx_free(chan->rx[i].rdv);
 	}
 	rdmx_mr_dereg(&chan->stage_mr);
+	rdmx_mr_grant_revoke(&chan->ring_grant);
 	rdmx_mr_dereg(&chan->ring_mr);
 	rdmx_mr_dereg(&chan->ctl_mr);
 	rdmx_mr_remote_delete(&chan->peer_ring);

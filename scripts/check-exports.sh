@@ -9,7 +9,8 @@ names=(
 	rdmx_dev_get_gid rdmx_dev_provider
 	rdmx_mr_reg rdmx_mr_dereg rdmx_mr_get_ptr rdmx_mr_get_size rdmx_mr_get_descriptor
 	rdmx_mr_get_descriptor_size rdmx_mr_remote_from_descriptor rdmx_mr_remote_delete
-	rdmx_mr_remote_get_size
+	rdmx_mr_remote_get_size rdmx_mr_grant rdmx_mr_grant_revoke rdmx_mr_grant_get_descriptor
+	rdmx_mr_grant_get_state
 	rdmx_pe_create rdmx_pe_destroy rdmx_pe_progress rdmx_pe_get_fd rdmx_pe_request_notification
 	rdmx_pe_clear_notification
 	rdmx_ctx_create rdmx_ctx_destroy rdmx_ctx_start rdmx_ctx_stop rdmx_ctx_get_state

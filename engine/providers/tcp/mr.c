@@ -7,8 +7,20 @@
  * so mr_dereg (write lock) returns only once no copy touches the memory, and
  * from then on the key is unknown: remote access fails. A key that happens to
  * be drawn again later names a new region with a new serial, which a copy
- * that spans several reads (a streamed write) notices. */
+ * that spans several reads (a streamed write) notices.
+ *
+ * A grant (rdmx_mr_grant) is one more entry: a fresh random key for its
+ * range and access, with the connection it is bound to as owner. A request
+ * naming it through another connection finds no region (the owner is not a
+ * secret: a plain comparison); revoke and the connection's end remove the
+ * entry under the write lock, so a copy in progress finishes first and
+ * nothing reaches the memory afterwards. The lookup itself is a hash probe,
+ * not constant-time: a key is 32 bits the network can guess, and what makes
+ * a guess useless is that every miss moves the guessing connection to error
+ * (one guess per connection) and that a grant works only through the one
+ * connection it was made for. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -119,6 +131,13 @@ static int grow(struct rdmx__tcp_keytab *kt)
 int rdmx__tcp_keytab_insert(struct rdmx__tcp_keytab *kt, uint32_t key, void *addr, uint64_t len,
                             unsigned access, uint64_t *serial)
 {
+	return rdmx__tcp_keytab_insert_bound(kt, key, addr, len, access, NULL, 0, 0, serial);
+}
+
+int rdmx__tcp_keytab_insert_bound(struct rdmx__tcp_keytab *kt, uint32_t key, void *addr,
+                                  uint64_t len, unsigned access, const struct tcp_conn *owner,
+                                  uint32_t owner_id, uint64_t owner_ctx, uint64_t *serial)
+{
 	struct rdmx__tcp_region r;
 	int rc = 0;
 
@@ -140,6 +159,9 @@ int rdmx__tcp_keytab_insert(struct rdmx__tcp_keytab *kt, uint32_t key, void *add
 	r.len = len;
 	r.key = key;
 	r.access = access;
+	r.owner = owner;
+	r.owner_id = owner_id;
+	r.owner_ctx = owner_ctx;
 	r.serial = kt->next_serial++;
 	place(kt->slots, kt->mask, &r);
 	kt->count++;
@@ -193,11 +215,42 @@ bool rdmx__tcp_region_allows(const struct rdmx__tcp_region *r, uint64_t off, uin
 	return !(off > r->len || len > r->len - off);
 }
 
+const struct rdmx__tcp_region *rdmx__tcp_remote_access(const struct tcp_conn *via, uint32_t key,
+                                                       uint64_t off, uint64_t len, unsigned need)
+{
+	const struct rdmx__tcp_region *r = rdmx__tcp_keytab_find(&via->td->keys, key);
+	uint32_t id = via->conn ? via->conn->id : 0;
+	uint64_t cs = via->tc ? via->tc->serial : 0;
+
+	if (!r) {
+		RDMX_WARN("tcp: connection %u (context %" PRIu64 ") named an unknown remote key "
+		          "(never issued, deregistered, revoked or its connection ended): refused",
+		          id, cs);
+		return NULL;
+	}
+	if (r->owner && r->owner != via) {
+		RDMX_WARN("tcp: connection %u (context %" PRIu64 ") named a remote key granted to "
+		          "connection %u (context %" PRIu64 "): refused",
+		          id, cs, r->owner_id, r->owner_ctx);
+		return NULL;
+	}
+	if (!rdmx__tcp_region_allows(r, off, len, need, via->tc->ctx->props.permissions)) {
+		RDMX_WARN("tcp: connection %u (context %" PRIu64 "): %" PRIu64
+		          " bytes at offset %" PRIu64 " of a %" PRIu64
+		          "-byte region with access 0x%x, needed 0x%x: refused",
+		          id, cs, len, off, r->len, r->access, need);
+		return NULL;
+	}
+	return r;
+}
+
 /* ---- ops ---- */
 
-int rdmx__tcp_mr_reg(struct rdmx_mr *mr)
+/* A fresh random key for [addr, addr+len) in the table. */
+static int new_key(struct tcp_dev *td, void *addr, uint64_t len, unsigned access,
+                   const struct tcp_conn *owner, uint32_t owner_id, uint64_t owner_ctx,
+                   uint32_t *out)
 {
-	struct tcp_dev *td = TCP_DEV(mr->dev);
 	uint64_t serial;
 	uint32_t key;
 	int rc;
@@ -209,19 +262,49 @@ int rdmx__tcp_mr_reg(struct rdmx_mr *mr)
 			return rc;
 		if (key == 0)
 			continue;
-		rc =
-		    rdmx__tcp_keytab_insert(&td->keys, key, mr->addr, mr->len, mr->access, &serial);
+		rc = rdmx__tcp_keytab_insert_bound(&td->keys, key, addr, len, access, owner,
+		                                   owner_id, owner_ctx, &serial);
 		if (rc == RDMX_E_EXISTS)
 			continue;
 		if (rc)
 			return rc;
-		mr->lkey = key;
-		mr->rkey = key;
-		mr->prov = NULL;
+		*out = key;
 		return 0;
 	}
 	RDMX_ERR("tcp: no free remote key after 16 draws");
 	return RDMX_E_FULL;
+}
+
+int rdmx__tcp_mr_reg(struct rdmx_mr *mr)
+{
+	/* a grant-only region's own key reaches nothing remotely */
+	unsigned access = mr->grant_only ? (mr->access & RDMX_ACCESS_LOCAL_WRITE) : mr->access;
+	uint32_t key;
+	int rc;
+
+	rc = new_key(TCP_DEV(mr->dev), mr->addr, mr->len, access, NULL, 0, 0, &key);
+	if (rc)
+		return rc;
+	mr->lkey = key;
+	mr->rkey = key;
+	mr->prov = NULL;
+	return 0;
+}
+
+int rdmx__tcp_mr_grant(struct rdmx_mr_grant *g)
+{
+	struct tcp_conn *c = TCP_CONN(g->conn);
+
+	if (!c || !c->tc)
+		return RDMX_E_BAD_STATE;
+	return new_key(TCP_DEV(g->mr->dev), (uint8_t *)g->mr->addr + g->offset, g->len, g->access,
+	               c, g->conn->id, c->tc->serial, &g->rkey);
+}
+
+void rdmx__tcp_mr_revoke(struct rdmx_mr_grant *g)
+{
+	if (rdmx__tcp_keytab_remove(&TCP_DEV(g->mr->dev)->keys, g->rkey))
+		RDMX_WARN("tcp: revoking an unknown grant (%" PRIu64 " bytes)", g->len);
 }
 
 void rdmx__tcp_mr_dereg(struct rdmx_mr *mr)

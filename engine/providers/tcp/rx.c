@@ -195,9 +195,9 @@ static void request_begin(struct tcp_conn *c)
 		rx->serial = 0;
 		if (h->len) {
 			rdmx__tcp_keytab_rdlock(&c->td->keys);
-			r = rdmx__tcp_keytab_find(&c->td->keys, h->rkey);
-			ok = rdmx__tcp_region_allows(r, h->offset, h->len, RDMX_ACCESS_REMOTE_WRITE,
-			                             tc->ctx->props.permissions);
+			r = rdmx__tcp_remote_access(c, h->rkey, h->offset, h->len,
+			                            RDMX_ACCESS_REMOTE_WRITE);
+			ok = r != NULL;
 			rx->serial = ok ? r->serial : 0;
 			rdmx__tcp_keytab_unlock(&c->td->keys);
 		}
@@ -228,7 +228,6 @@ static void request_oneshot(struct tcp_conn *c)
 {
 	const struct rdmx__tcp_hdr *h = &c->rx.h;
 	struct rdmx__tcp_keytab *kt = &c->td->keys;
-	unsigned perm = c->tc->ctx->props.permissions;
 	const struct rdmx__tcp_region *r;
 	struct tcp_resp *resp;
 	uint64_t old = 0, *word;
@@ -256,8 +255,8 @@ static void request_oneshot(struct tcp_conn *c)
 		break;
 	}
 	rdmx__tcp_keytab_rdlock(kt);
-	r = rdmx__tcp_keytab_find(kt, h->rkey);
-	ok = rdmx__tcp_region_allows(r, h->offset, len, need, perm);
+	r = rdmx__tcp_remote_access(c, h->rkey, h->offset, len, need);
+	ok = r != NULL;
 	if (ok && need == RDMX_ACCESS_REMOTE_ATOMIC && ((uintptr_t)(r->addr + h->offset) & 7u))
 		ok = false;
 	if (!ok) {

@@ -57,6 +57,11 @@ struct rdmx__tcp_region {
 	uint64_t serial; /* registration number: a reused key is a different region */
 	uint32_t key;    /* 0: empty slot */
 	unsigned access;
+	/* a grant (rdmx_mr_grant): the only connection the key works through;
+	 * NULL: device-wide. Removed from the table before the conn is freed. */
+	const struct tcp_conn *owner;
+	uint32_t owner_id; /* its rdmx_conn id and its context's serial, for logs */
+	uint64_t owner_ctx;
 };
 
 struct rdmx__tcp_keytab {
@@ -76,9 +81,19 @@ int rdmx__tcp_keytab_insert(struct rdmx__tcp_keytab *kt, uint32_t key, void *add
 int rdmx__tcp_keytab_remove(struct rdmx__tcp_keytab *kt, uint32_t key);
 void rdmx__tcp_keytab_rdlock(struct rdmx__tcp_keytab *kt);
 void rdmx__tcp_keytab_unlock(struct rdmx__tcp_keytab *kt);
+/* insert for a grant: the key works only through `owner`. */
+int rdmx__tcp_keytab_insert_bound(struct rdmx__tcp_keytab *kt, uint32_t key, void *addr,
+                                  uint64_t len, unsigned access, const struct tcp_conn *owner,
+                                  uint32_t owner_id, uint64_t owner_ctx, uint64_t *serial);
 /* Read lock held: the region of key, or NULL. */
 const struct rdmx__tcp_region *rdmx__tcp_keytab_find(const struct rdmx__tcp_keytab *kt,
                                                      uint32_t key);
+/* Read lock held: the check of a one-sided request arriving through `via`:
+ * the key known and, when it is a grant, granted to `via`; then
+ * rdmx__tcp_region_allows with the context's permissions. The region, or
+ * NULL with a log line saying why (never the key). */
+const struct rdmx__tcp_region *rdmx__tcp_remote_access(const struct tcp_conn *via, uint32_t key,
+                                                       uint64_t off, uint64_t len, unsigned need);
 /* The checks of every one-sided access: `need` (RDMX_ACCESS_REMOTE_*) must be
  * in the region's flags and in the target context's permissions, and
  * [off, off + len) inside the region without wrap-around. True when allowed. */
@@ -477,6 +492,8 @@ int rdmx__tcp_dev_find_by_addr(const char *ip, char name[RDMX_DEV_NAME_MAX]);
 int rdmx__tcp_listen_socket(const struct sockaddr_storage *ss, socklen_t len, int backlog);
 int rdmx__tcp_mr_reg(struct rdmx_mr *mr);
 void rdmx__tcp_mr_dereg(struct rdmx_mr *mr);
+int rdmx__tcp_mr_grant(struct rdmx_mr_grant *grant);
+void rdmx__tcp_mr_revoke(struct rdmx_mr_grant *grant);
 int rdmx__tcp_ctx_start(struct rdmx_ctx *ctx);
 void rdmx__tcp_ctx_stop(struct rdmx_ctx *ctx);
 int rdmx__tcp_ctx_get_fd(struct rdmx_ctx *ctx);

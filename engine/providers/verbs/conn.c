@@ -212,6 +212,7 @@ void rdmx__verbs_conn_destroy(struct verbs_conn *vc)
 	}
 	if (vc->exported && vc->connected && --vctx->nprobed == 0 && !vctx->stopping)
 		rdmx__verbs_ctx_probe_timer(vctx, false);
+	rdmx__verbs_conn_drop_windows(vc);
 	if (vc->qp) {
 		map_del(vctx, vc);
 		if (vc->posted || vc->infl_head || vc->stall_head)

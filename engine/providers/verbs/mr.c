@@ -1,5 +1,9 @@
 /* verbs memory regions: ibv_reg_mr on the device's PD with the access asked
- * for, nothing more (least privilege), except where verbs itself demands it. */
+ * for, nothing more (least privilege), except where verbs itself demands it.
+ * A region with remote flags on a device with type-2 memory windows is also
+ * registered with IBV_ACCESS_MW_BIND, so that it can be granted to one
+ * connection (post.c); a grant-only region keeps its remote flags out of
+ * the MR (its own rkey reaches nothing) and gives them through windows. */
 #include <errno.h>
 #include <string.h>
 
@@ -30,6 +34,20 @@ int rdmx__verbs_mr_reg(struct rdmx_mr *mr)
 	struct verbs_dev *vd = mr->dev->prov;
 	struct ibv_mr *m;
 	int flags = ibv_access(mr->access);
+	bool remote = (mr->access & ~(unsigned)RDMX_ACCESS_LOCAL_WRITE) != 0;
+
+	if (mr->grant_only) {
+		if (!rdmx__verbs_dev_has_mw(vd)) {
+			RDMX_DBG("verbs: %s has no type-2 memory windows: no grant-only region",
+			         vd->name);
+			return RDMX_E_NOT_SUPPORTED;
+		}
+		/* a window granting write or atomics needs LOCAL_WRITE on the MR */
+		flags &=
+		    ~(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+	}
+	if (remote && rdmx__verbs_dev_has_mw(vd))
+		flags |= IBV_ACCESS_MW_BIND;
 
 	m = ibv_reg_mr(vd->pd, mr->addr, mr->len, flags);
 	if (!m) {

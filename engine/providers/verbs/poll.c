@@ -125,6 +125,10 @@ static int send_wc(struct verbs_ctx *vctx, const struct ibv_wc *wc)
 		probe_wc(vctx, wc);
 		return 0;
 	}
+	if ((wc->wr_id & 3u) == VERBS_WRID_BIND) { /* a grant's window (post.c) */
+		rdmx__verbs_bind_wc(vctx, wc);
+		return 0;
+	}
 	vc = rdmx__verbs_conn_by_qpn(vctx, wc->qp_num);
 	/* ctx.h: whatever a task did, a stop completes it CANCELED */
 	status = vctx->stopping ? RDMX_E_CANCELED : rdmx__verbs_wc_status(wc->status, false);

@@ -37,6 +37,8 @@
  * are posted and they complete in order, so no two posted ones share one. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "verbs.h"
@@ -314,5 +316,189 @@ void rdmx__verbs_unstall(struct verbs_conn *vc)
 		rdmx__conn_set_error(vc->conn);
 		vc->vctx->pending = true;
 		rdmx__verbs_ctx_kick(vc->vctx);
+	}
+}
+
+/* ---- memory windows (connection-bound grants, mr.h) ----
+ *
+ * A grant is a type-2 window: ibv_alloc_mw on the device's PD, then an
+ * IBV_WR_BIND_MW work request on the connection's QP that binds it to the
+ * granted range of the region (registered with IBV_ACCESS_MW_BIND, mr.c)
+ * with the granted access and a new key (ibv_inc_rkey: the window's index
+ * with the next key byte). A type-2 window answers only requests that
+ * arrive on the QP it was bound through, which is the connection binding.
+ * The bind is signaled and counted like a task (send queue slot, send CQ
+ * entry), so the connection's end waits for its completion; it is not in
+ * the task list (wr_id = window | VERBS_WRID_BIND). Revoke deallocates the
+ * window at once (ibv_dealloc_mw invalidates the key synchronously, and the
+ * region can be deregistered right after); a bind still in the send queue
+ * then fails, and with it the connection (mr.h says so), so the window's
+ * bookkeeping stays until that completion or the connection's destruction. */
+
+static int mw_access(unsigned access)
+{
+	int f = 0;
+
+	if (access & RDMX_ACCESS_REMOTE_READ)
+		f |= IBV_ACCESS_REMOTE_READ;
+	if (access & RDMX_ACCESS_REMOTE_WRITE)
+		f |= IBV_ACCESS_REMOTE_WRITE;
+	if (access & RDMX_ACCESS_REMOTE_ATOMIC)
+		f |= IBV_ACCESS_REMOTE_ATOMIC;
+	return f;
+}
+
+bool rdmx__verbs_dev_has_mw(const struct verbs_dev *vdev)
+{
+	const struct ibv_device_attr *a = &vdev->attr.orig_attr;
+
+	return a->max_mw > 0 && (a->device_cap_flags &
+	                         (IBV_DEVICE_MEM_WINDOW_TYPE_2A | IBV_DEVICE_MEM_WINDOW_TYPE_2B));
+}
+
+static void mw_unlink(struct verbs_mw *w)
+{
+	if (!w->vc)
+		return;
+	for (struct verbs_mw **pp = &w->vc->mws; *pp; pp = &(*pp)->next) {
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	}
+	w->next = NULL;
+	w->vc = NULL;
+}
+
+static void mw_dealloc(struct verbs_mw *w)
+{
+	if (w->mw && ibv_dealloc_mw(w->mw))
+		RDMX_ERR("verbs: ibv_dealloc_mw failed: %s", strerror(errno));
+	w->mw = NULL;
+}
+
+int rdmx__verbs_mr_grant(struct rdmx_mr_grant *g)
+{
+	struct verbs_dev *vd = g->mr->dev->prov;
+	struct verbs_conn *vc = g->conn->prov;
+	struct ibv_send_wr wr, *bad = NULL;
+	struct verbs_mw *w;
+	uint32_t rkey;
+	int rc;
+
+	if (!rdmx__verbs_dev_has_mw(vd) || !g->mr->prov)
+		return RDMX_E_NOT_SUPPORTED;
+	if (!vc || !vc->qp || vc->closing || vc->in_error || vc->final ||
+	    (vc->exported && !vc->established))
+		return RDMX_E_BAD_STATE;
+	if (vc->posted + vc->nstall >= vc->sq_size || vc->vctx->scq_used >= vc->vctx->scq_cap)
+		return RDMX_E_FULL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return RDMX_E_NOMEM;
+	w->mw = ibv_alloc_mw(vd->pd, IBV_MW_TYPE_2);
+	if (!w->mw) {
+		int e = errno;
+
+		RDMX_ERR("verbs: ibv_alloc_mw(%s, type 2) failed: %s", vd->name, strerror(e));
+		free(w);
+		return e == ENOMEM ? RDMX_E_NOMEM : RDMX_E_PROVIDER;
+	}
+	rkey = ibv_inc_rkey(w->mw->rkey);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = (uintptr_t)w | VERBS_WRID_BIND;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.bind_mw.mw = w->mw;
+	wr.bind_mw.rkey = rkey;
+	wr.bind_mw.bind_info.mr = g->mr->prov;
+	wr.bind_mw.bind_info.addr = (uint64_t)(uintptr_t)g->mr->addr + g->offset;
+	wr.bind_mw.bind_info.length = g->len;
+	wr.bind_mw.bind_info.mw_access_flags = (unsigned)mw_access(g->access);
+	rc = ibv_post_send(vc->qp, &wr, &bad);
+	if (rc) {
+		RDMX_ERR("verbs: ibv_post_send(bind_mw, %" PRIu64 " bytes) qpn 0x%x failed: %s",
+		         g->len, vc->qpn, strerror(rc));
+		if (ibv_dealloc_mw(w->mw))
+			RDMX_ERR("verbs: ibv_dealloc_mw failed: %s", strerror(errno));
+		free(w);
+		return rc == ENOMEM ? RDMX_E_FULL : RDMX_E_PROVIDER;
+	}
+	w->vc = vc;
+	w->bind_inflight = true;
+	w->next = vc->mws;
+	vc->mws = w;
+	vc->posted++;
+	vc->vctx->scq_used++;
+	g->rkey = rkey;
+	g->prov = w;
+	return 0;
+}
+
+void rdmx__verbs_mr_revoke(struct rdmx_mr_grant *g)
+{
+	struct verbs_mw *w = g->prov;
+
+	if (!w)
+		return;
+	g->prov = NULL;
+	mw_dealloc(w);
+	if (w->bind_inflight) {
+		w->orphan = true; /* its completion frees it */
+		return;
+	}
+	mw_unlink(w);
+	free(w);
+}
+
+void rdmx__verbs_bind_wc(struct verbs_ctx *vctx, const struct ibv_wc *wc)
+{
+	struct verbs_mw *w = (struct verbs_mw *)(uintptr_t)(wc->wr_id & ~(uint64_t)3);
+	struct verbs_conn *vc = w->vc;
+
+	w->bind_inflight = false;
+	vctx->scq_used--;
+	if (vc) {
+		vc->posted--;
+		if (wc->status != IBV_WC_SUCCESS && !vctx->stopping && !vc->in_error) {
+			/* as a failed task does: the connection goes to error and
+			 * its later tasks flush; the grant stays until revoked */
+			if (w->orphan)
+				RDMX_WARN("verbs: a grant revoked before its bind completed: "
+				          "connection %u (qpn 0x%x) to error",
+				          vc->conn->id, vc->qpn);
+			else if (wc->status != IBV_WC_WR_FLUSH_ERR)
+				RDMX_ERR("verbs: window bind on qpn 0x%x failed: %s: connection %u "
+				         "to error",
+				         vc->qpn, ibv_wc_status_str(wc->status), vc->conn->id);
+			vc->in_error = true;
+			if (!vc->closing)
+				rdmx__conn_set_error(vc->conn);
+			vctx->pending = true;
+		}
+		if (vc->posted == 0 && (vc->closing || vc->in_error || vc->fail_pending))
+			vctx->pending = true;
+	}
+	if (w->orphan) {
+		mw_unlink(w);
+		free(w);
+	}
+}
+
+void rdmx__verbs_conn_drop_windows(struct verbs_conn *vc)
+{
+	while (vc->mws) {
+		struct verbs_mw *w = vc->mws;
+
+		vc->mws = w->next;
+		w->next = NULL;
+		w->vc = NULL;
+		if (w->bind_inflight) {
+			/* its QP is gone: no completion will come */
+			w->bind_inflight = false;
+			vc->vctx->scq_used--;
+		}
+		if (w->orphan)
+			free(w);
 	}
 }

@@ -113,6 +113,20 @@ struct verbs_ctx {
 	bool stopping; /* ctx_stop runs: flushes become RDMX_E_CANCELED */
 };
 
+/* A grant's type-2 memory window (post.c). wr_id of its bind = address | 2.
+ * It outlives neither its grant nor, while its bind is in flight, its
+ * connection: a window revoked with the bind in flight is an orphan that
+ * the bind's completion (or the connection's destruction) deallocates. */
+struct verbs_mw {
+	struct ibv_mw *mw;
+	struct verbs_conn *vc; /* NULL once the connection is destroyed */
+	bool bind_inflight;    /* counted in vc->posted and vctx->scq_used */
+	bool orphan;           /* the grant is gone */
+	struct verbs_mw *next; /* vc->mws */
+};
+
+#define VERBS_WRID_BIND 2u
+
 struct verbs_conn {
 	struct rdmx_conn *conn;
 	struct verbs_ctx *vctx;
@@ -153,6 +167,7 @@ struct verbs_conn {
 	bool closing;             /* QP moved to error: DISCONNECTED once drained */
 	bool in_error;            /* rdmx__conn_set_error done */
 	bool final;               /* FAILURE or DISCONNECTED reported */
+	struct verbs_mw *mws;     /* windows bound (or being bound) to the QP (post.c) */
 	struct verbs_conn *next;  /* vctx->conns */
 	struct verbs_conn *hnext; /* qpn_tab bucket */
 };
@@ -197,6 +212,14 @@ unsigned rdmx__verbs_dev_local_addrs(const struct verbs_dev *vdev, struct sockad
 /* mr.c */
 int rdmx__verbs_mr_reg(struct rdmx_mr *mr);
 void rdmx__verbs_mr_dereg(struct rdmx_mr *mr);
+/* Memory windows (post.c): true when the device binds type-2 windows. */
+bool rdmx__verbs_dev_has_mw(const struct verbs_dev *vdev);
+int rdmx__verbs_mr_grant(struct rdmx_mr_grant *grant);
+void rdmx__verbs_mr_revoke(struct rdmx_mr_grant *grant);
+/* A bind's completion (poll.c; wr_id & 3 == VERBS_WRID_BIND). */
+void rdmx__verbs_bind_wc(struct verbs_ctx *vctx, const struct ibv_wc *wc);
+/* The connection is destroyed (conn.c): its windows forget it; orphans go. */
+void rdmx__verbs_conn_drop_windows(struct verbs_conn *vc);
 
 /* ctx.c */
 int rdmx__verbs_ctx_start(struct rdmx_ctx *ctx);

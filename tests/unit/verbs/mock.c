@@ -44,6 +44,35 @@ static int mock_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 	return 0;
 }
 
+static struct ibv_mw *mock_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct ibv_mw *mw;
+
+	cr_assert_eq(type, IBV_MW_TYPE_2, "only type-2 windows are asked for");
+	if (M.mw_alloc_fail) {
+		M.mw_alloc_fail = false;
+		errno = ENOMEM;
+		return NULL;
+	}
+	mw = calloc(1, sizeof(*mw));
+	cr_assert_not_null(mw);
+	mw->context = pd->context;
+	mw->pd = pd;
+	mw->type = type;
+	mw->rkey = 0x4200u | (uint32_t)(M.mw_allocs & 0xff) << 16; /* index, key byte 0 */
+	M.mw_allocs++;
+	M.mw_live++;
+	return mw;
+}
+
+static int mock_dealloc_mw(struct ibv_mw *mw)
+{
+	M.mw_deallocs++;
+	M.mw_live--;
+	free(mw);
+	return 0;
+}
+
 static int mock_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	(void)srq;
@@ -315,6 +344,8 @@ void mock_reset(void)
 	fake_ibv.ops.post_send = mock_post_send;
 	fake_ibv.ops.post_srq_recv = mock_post_srq_recv;
 	fake_ibv.ops.poll_cq = mock_poll_cq;
+	fake_ibv.ops.alloc_mw = mock_alloc_mw;
+	fake_ibv.ops.dealloc_mw = mock_dealloc_mw;
 	fake_scq.context = fake_rcq.context = fake_srq.context = &fake_ibv;
 	fake_pd.context = &fake_ibv;
 	next_qpn = 0x100;

@@ -71,6 +71,10 @@ struct mock {
 	int nqp_create;
 	uint32_t qp_inline_refuse_above;
 	uint32_t qp_inline_grant;
+	/* memory windows (ibv_alloc_mw / ibv_dealloc_mw through the fake
+	 * context's ops): live ones, and the calls */
+	int mw_allocs, mw_deallocs, mw_live;
+	bool mw_alloc_fail; /* the next ibv_alloc_mw fails with ENOMEM */
 };
 
 extern struct mock M;
