@@ -119,6 +119,10 @@ void rdmx__conn_event(struct rdmx_conn *conn, enum rdmx__conn_event ev)
 			conn->state = RDMX_CONN_ESTABLISHED;
 		conn->can_post = true;
 		ctx->stats.conns_established++;
+		if (conn->sealed)
+			ctx->stats.conns_sealed++;
+		else
+			ctx->stats.conns_plaintext++;
 		if (ctx->established_cb)
 			ctx->established_cb(conn, conn->user_data, ctx->user_data);
 		return;

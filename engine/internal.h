@@ -198,6 +198,7 @@ struct rdmx_conn {
 	bool exported;                /* made by rdmx_ctx_export */
 	bool can_post;                /* rdmx_ctx_connect returned 0 or ESTABLISHED was reported */
 	bool closing;                 /* rdmx_conn_disconnect called: later submits are aborted */
+	bool sealed;                  /* rdmx_conn_set_data_keys succeeded */
 	uint32_t outstanding;         /* send-side tasks handed to post_send, not yet completed */
 	struct rdmx_mr_grant *grants; /* active grants bound to this connection */
 };

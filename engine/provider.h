@@ -89,6 +89,9 @@ struct rdmx_provider_ops {
 	int (*conn_accept)(struct rdmx_conn *conn, const void *pd, size_t pd_len);
 	int (*conn_reject)(struct rdmx_conn *conn);
 	int (*conn_disconnect)(struct rdmx_conn *conn);
+	/* Optional (NULL: RDMX_E_NOT_SUPPORTED): seals the data connection of an
+	 * exported conn not yet connected (rdmx_conn_set_data_keys). */
+	int (*conn_set_keys)(struct rdmx_conn *conn, const struct rdmx_conn_keys *keys);
 	/* Frees the provider's connection state; called by the engine after the
 	 * final event (FAILURE / DISCONNECTED), after reject, and at ctx_stop for
 	 * connections still allocated. */

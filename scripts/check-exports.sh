@@ -41,6 +41,8 @@ names=(
 	rdmx_sync_event_create rdmx_sync_event_destroy rdmx_sync_event_get_descriptor
 	rdmx_sync_event_wait_ge rdmx_task_sync_event_get_alloc rdmx_task_sync_event_notify_set_alloc
 	rdmx_task_sync_event_notify_add_alloc
+	rdmx_conn_set_data_keys rdmx_conn_is_sealed
+	rdmx_tls_config_set_data_plaintext rdmx_tls_config_get_data_plaintext
 )
 exported=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }')
 missing=0

@@ -6,7 +6,7 @@
  *      sent once its TLS layer has accepted the client's certificate; no
  *      secret in it.
  *   2. client: {"rdmx":"bootstrap", "version":u32, "name":str, "provider":str,
- *               "details":bin, "app":bin}
+ *               "data":"sealed"|"plaintext", "details":bin, "app":bin}
  *      only once 1 arrived and names its version and provider; else
  *      {"status":int, "error":str} and nothing else.
  *   3. server: {"version":u32, "details":bin, "app":bin}
@@ -14,7 +14,14 @@
  * A TLS 1.3 client finishes its handshake before the server has judged its
  * certificate: frame 1 is its proof of acceptance, so nothing secret leaves
  * the client before it. Frames after the exchange are reserved for control
- * messages and ignored. */
+ * messages and ignored.
+ *
+ * Data plane: unless the config asks for plaintext (both ends must agree:
+ * "data" in frame 2, checked by the server), each side derives the engine
+ * connection's keys from this TLS session with the TLS 1.3 exporter (label
+ * RDMX_DATA_LABEL: client-to-server key and IV, then server-to-client) and
+ * installs them between export and connect, so the provider's first frame
+ * (its hello, with the connection tokens) is already sealed. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -28,6 +35,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include <openssl/crypto.h>
+
 #include <rdmx/bootstrap.h>
 #include <rdmx/ctx.h>
 #include <rdmx/dev.h>
@@ -39,6 +48,9 @@
 #define MAX_VERSIONS 8
 #define MAX_PROVIDER 16
 #define MAX_ERROR 256
+#define RDMX_DATA_LABEL "EXPORTER-rdmx-data-plane-v1"
+#define ONCE_PLAINTEXT 0u
+#define ONCE_UNSEALED 1u
 
 struct rdmx_bootstrap {
 	struct rdmx_ctx *ctx;
@@ -65,6 +77,8 @@ struct hello {
 	size_t name_len, provider_len, error_len;
 	const void *details, *app;
 	size_t details_len, app_len;
+	int data_plaintext; /* "data":"plaintext" (absent: sealed) */
+	int has_data;
 	int status, has_status;
 };
 
@@ -309,8 +323,8 @@ static int get_bin(const msgpack_object *v, size_t max, const void **p, size_t *
 static int decode_hello(const void *buf, size_t len, msgpack_unpacked *u, struct hello *h,
                         char *why, size_t why_len)
 {
-	static const char *const keys[] = {"rdmx",    "versions", "version", "name", "provider",
-	                                   "details", "app",      "status",  "error"};
+	static const char *const keys[] = {"rdmx",    "versions", "version", "name",  "provider",
+	                                   "details", "app",      "status",  "error", "data"};
 	const msgpack_object *o;
 	uint32_t seen = 0;
 	size_t off = 0;
@@ -328,7 +342,7 @@ static int decode_hello(const void *buf, size_t len, msgpack_unpacked *u, struct
 		const msgpack_object *k = &o->via.map.ptr[i].key, *v = &o->via.map.ptr[i].val;
 		int idx = -1;
 
-		for (int j = 0; j < 9; j++)
+		for (int j = 0; j < 10; j++)
 			if (key_is(k, keys[j]))
 				idx = j;
 		if (idx < 0)
@@ -388,8 +402,69 @@ static int decode_hello(const void *buf, size_t len, msgpack_unpacked *u, struct
 			ret =
 			    get_str(v, MAX_ERROR, &h->error, &h->error_len, why, why_len, "error");
 			break;
+		case 9:
+			if (key_is(v, "plaintext"))
+				h->data_plaintext = 1;
+			else if (!key_is(v, "sealed"))
+				return BAD("field 'data' is neither \"sealed\" nor \"plaintext\"");
+			h->has_data = 1;
+			break;
 		}
 	}
+	return ret;
+}
+
+static const char *my_provider(const struct rdmx_bootstrap *b);
+
+static bool data_plaintext(const struct rdmx_bootstrap *b)
+{
+	bool plain = false;
+
+	rdmx_tls_config_get_data_plaintext(rdmx__tls_conn_config(b->tls), &plain);
+	return plain;
+}
+
+/* Derives the engine connection's data-plane keys from the TLS session and
+ * installs them (between export and connect), or logs why it does not. */
+static int seal_conn(struct rdmx_bootstrap *b)
+{
+	struct rdmx_tls_config *cfg = rdmx__tls_conn_config(b->tls);
+	uint8_t km[2 * (RDMX_CONN_KEY_SIZE + RDMX_CONN_IV_SIZE)];
+	const uint8_t *c2s = km, *s2c = km + RDMX_CONN_KEY_SIZE + RDMX_CONN_IV_SIZE, *tx, *rx;
+	struct rdmx_conn_keys k;
+	int ret;
+
+	if (data_plaintext(b)) {
+		if (rdmx__tls_config_once(cfg, ONCE_PLAINTEXT))
+			RDMX_SEC_WARN("bootstrap: data plane in plaintext (asked for by the "
+			              "config): tokens, ring descriptors, remote keys and payloads "
+			              "cross the network in the clear; trusted networks only");
+		return 0;
+	}
+	ret = rdmx__tls_conn_export_keying(b->tls, RDMX_DATA_LABEL, km, sizeof(km));
+	if (ret)
+		return ret;
+	tx = rdmx__tls_conn_role(b->tls) == RDMX_TLS_CLIENT ? c2s : s2c;
+	rx = tx == c2s ? s2c : c2s;
+	memcpy(k.tx_key, tx, RDMX_CONN_KEY_SIZE);
+	memcpy(k.tx_iv, tx + RDMX_CONN_KEY_SIZE, RDMX_CONN_IV_SIZE);
+	memcpy(k.rx_key, rx, RDMX_CONN_KEY_SIZE);
+	memcpy(k.rx_iv, rx + RDMX_CONN_KEY_SIZE, RDMX_CONN_IV_SIZE);
+	ret = rdmx_conn_set_data_keys(b->conn, &k);
+	OPENSSL_cleanse(km, sizeof(km));
+	OPENSSL_cleanse(&k, sizeof(k));
+	if (ret == RDMX_E_NOT_SUPPORTED) {
+		if (rdmx__tls_config_once(cfg, ONCE_UNSEALED))
+			RDMX_SEC_WARN(
+			    "bootstrap: the %s provider does not encrypt its data plane "
+			    "(RoCE carries ring descriptors, remote keys and payloads in "
+			    "the clear): protect the fabric (IPsec, MACsec) or use the tcp "
+			    "provider",
+			    my_provider(b) ? my_provider(b) : "?");
+		return 0;
+	}
+	if (ret)
+		RDMX_SEC_ERR("bootstrap: cannot seal the data connection: %s", rdmx_strerror(ret));
 	return ret;
 }
 
@@ -542,7 +617,17 @@ int rdmx__bootstrap_accept(struct rdmx_bootstrap *b, const void *frame, size_t l
 		msgpack_unpacked_destroy(&u);
 		return refuse(b, RDMX_E_TOO_BIG, "server app data too large");
 	}
+	if ((h.has_data && h.data_plaintext) != data_plaintext(b)) {
+		msgpack_unpacked_destroy(&u);
+		snprintf(why, sizeof(why), "data-plane mode mismatch: the server wants it %s",
+		         data_plaintext(b) ? "in plaintext" : "sealed");
+		return refuse(b, RDMX_E_PROTOCOL, why);
+	}
 	ret = rdmx_ctx_export(b->ctx, &details, &details_len, &b->conn);
+	if (!ret)
+		ret = seal_conn(b);
+	if (ret && b->conn)
+		drop_conn(b);
 	if (!ret) {
 		ret = rdmx_ctx_connect(b->ctx, h.details, h.details_len, b->conn);
 		if (ret)
@@ -663,9 +748,12 @@ static int client_send_hello(struct rdmx_bootstrap *b, const char *name, const v
 	ret = rdmx_ctx_export(b->ctx, &details, &details_len, &b->conn);
 	if (ret)
 		return ret;
+	ret = seal_conn(b);
+	if (ret)
+		return ret;
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 6);
+	msgpack_pack_map(&pk, 7);
 	pack_str(&pk, "rdmx");
 	pack_str(&pk, "bootstrap");
 	pack_str(&pk, "version");
@@ -674,6 +762,8 @@ static int client_send_hello(struct rdmx_bootstrap *b, const char *name, const v
 	pack_str(&pk, name ? name : "");
 	pack_str(&pk, "provider");
 	pack_str(&pk, provider ? provider : "?");
+	pack_str(&pk, "data");
+	pack_str(&pk, data_plaintext(b) ? "plaintext" : "sealed");
 	pack_bin(&pk, "details", details, details_len);
 	pack_bin(&pk, "app", app, app_len);
 	left = ms_left(deadline);

@@ -35,6 +35,8 @@ struct rdmx_tls_config {
 	size_t n_names;
 
 	bool allow_insecure_key;
+	bool data_plaintext;
+	atomic_uint logged; /* rdmx__tls_config_once bits */
 
 	uint32_t handshake_timeout_ms;
 	uint32_t max_frame;
@@ -165,6 +167,28 @@ int rdmx_tls_config_set_allow_insecure_key(struct rdmx_tls_config *cfg, bool all
 	if (!ret)
 		cfg->allow_insecure_key = allow;
 	return ret;
+}
+
+int rdmx_tls_config_set_data_plaintext(struct rdmx_tls_config *cfg, bool plaintext)
+{
+	int ret = check_mutable(cfg);
+
+	if (!ret)
+		cfg->data_plaintext = plaintext;
+	return ret;
+}
+
+int rdmx_tls_config_get_data_plaintext(const struct rdmx_tls_config *cfg, bool *plaintext)
+{
+	if (!cfg || !plaintext)
+		return RDMX_E_INVAL;
+	*plaintext = cfg->data_plaintext;
+	return 0;
+}
+
+bool rdmx__tls_config_once(struct rdmx_tls_config *cfg, unsigned bit)
+{
+	return !(atomic_fetch_or(&cfg->logged, 1u << bit) & (1u << bit));
 }
 
 /* '*' is allowed alone or as the whole first label; the rest must be DNS

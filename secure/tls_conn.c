@@ -206,6 +206,20 @@ enum rdmx_tls_role rdmx__tls_conn_role(const struct rdmx_tls_conn *conn)
 	return conn->role;
 }
 
+int rdmx__tls_conn_export_keying(struct rdmx_tls_conn *conn, const char *label, uint8_t *out,
+                                 size_t len)
+{
+	if (!conn->ssl || !SSL_is_init_finished(conn->ssl))
+		return RDMX_E_BAD_STATE;
+	if (SSL_export_keying_material(conn->ssl, out, len, label, strlen(label), NULL, 0, 0) !=
+	    1) {
+		RDMX_SEC_ERR("tls: keying material export failed");
+		ERR_clear_error();
+		return RDMX_E_PROVIDER;
+	}
+	return 0;
+}
+
 /* ---- failure handling ---- */
 
 /* Marks the connection dead and logs the one line that explains why. */

@@ -30,6 +30,8 @@ void rdmx__tls_config_unref(struct rdmx_tls_config *cfg);
 int rdmx__tls_config_match_peer(const struct rdmx_tls_config *cfg, X509 *cert, char *match,
                                 size_t match_len, char *first, size_t first_len);
 uint32_t rdmx__tls_config_max_frame(const struct rdmx_tls_config *cfg);
+/* True the first time it is called with `bit` on cfg (log-once lines). */
+bool rdmx__tls_config_once(struct rdmx_tls_config *cfg, unsigned bit);
 uint32_t rdmx__tls_config_handshake_timeout(const struct rdmx_tls_config *cfg);
 
 /* ---- tls_verify.c ---- */
@@ -51,6 +53,10 @@ void rdmx__tls_conn_set_verify_failure(struct rdmx_tls_conn *conn, const char *r
 int rdmx__tls_conn_set_peer_name(struct rdmx_tls_conn *conn, const char *name);
 struct rdmx_tls_config *rdmx__tls_conn_config(const struct rdmx_tls_conn *conn);
 enum rdmx_tls_role rdmx__tls_conn_role(const struct rdmx_tls_conn *conn);
+/* TLS 1.3 exporter (RFC 8446 7.5) of the established session: len bytes
+ * for `label`, no context. 0 or RDMX_E_BAD_STATE / RDMX_E_PROVIDER. */
+int rdmx__tls_conn_export_keying(struct rdmx_tls_conn *conn, const char *label, uint8_t *out,
+                                 size_t len);
 /* The verify failure recorded for this handshake, NULL if none; *detail is
  * "" when none was given. */
 const char *rdmx__tls_conn_verify_failure(const struct rdmx_tls_conn *conn, const char **detail);

@@ -173,6 +173,10 @@ struct rdmx_ctx_stats {
 	uint64_t conns_established;
 	uint64_t conns_failed;
 	uint64_t conns_disconnected;
+	/* of conns_established: sealed data plane (rdmx_conn_set_data_keys) or
+	 * plaintext (cm flow, export flow without keys, plaintext mode) */
+	uint64_t conns_sealed;
+	uint64_t conns_plaintext;
 };
 
 /* Copies the counters to *stats. Any state. Errors: RDMX_E_INVAL (NULL). */
@@ -210,6 +214,35 @@ int rdmx_ctx_export(struct rdmx_ctx *ctx, const void **details, size_t *details_
  * RDMX_E_BAD_STATE (conn already connected). */
 int rdmx_ctx_connect(struct rdmx_ctx *ctx, const void *remote_details, size_t details_len,
 		     struct rdmx_conn *conn);
+
+/* Data-plane keys of one connection, from a secure out-of-band channel (the
+ * mutual-TLS bootstrap derives them from its TLS session with the TLS 1.3
+ * exporter). tx seals what this side sends, rx opens what the peer sends:
+ * one side's tx is the other's rx. Secret: wipe your copy after the call. */
+#define RDMX_CONN_KEY_SIZE 32
+#define RDMX_CONN_IV_SIZE 12
+struct rdmx_conn_keys {
+	uint8_t tx_key[RDMX_CONN_KEY_SIZE];
+	uint8_t tx_iv[RDMX_CONN_IV_SIZE];
+	uint8_t rx_key[RDMX_CONN_KEY_SIZE];
+	uint8_t rx_iv[RDMX_CONN_IV_SIZE];
+};
+
+/* Seals the data connection of `conn` (from rdmx_ctx_export): call after
+ * the export and before rdmx_ctx_connect, on both sides, with mirrored keys.
+ * tcp provider: every frame of the connection, from the first handshake
+ * frame on (it carries the connection tokens), travels in AES-256-GCM
+ * records of at most 64 KiB, nonces from a per-direction record counter; a
+ * forged, altered, replayed, reordered or truncated record moves the
+ * connection to error (RC semantics: the oldest outstanding task fails with
+ * RDMX_E_AUTH, the others with RDMX_E_CONN_ABORTED) with a log line. The
+ * keys are copied. verbs provider: RDMX_E_NOT_SUPPORTED (RoCE / InfiniBand
+ * carry RDMA traffic unencrypted; protect the fabric, see docs/SECURITY.md).
+ * Errors: RDMX_E_INVAL (NULL), RDMX_E_BAD_STATE (not exported, already
+ * connected or keyed), RDMX_E_NOT_SUPPORTED, RDMX_E_NOMEM. */
+int rdmx_conn_set_data_keys(struct rdmx_conn *conn, const struct rdmx_conn_keys *keys);
+/* *sealed = true once rdmx_conn_set_data_keys succeeded on conn. */
+int rdmx_conn_is_sealed(const struct rdmx_conn *conn, bool *sealed);
 
 /* rdma_cm style. Listen on `port` (all addresses of the device). */
 int rdmx_ctx_listen(struct rdmx_ctx *ctx, uint16_t port);

@@ -74,6 +74,15 @@ int rdmx_tls_config_set_cert_key(struct rdmx_tls_config *cfg, const char *cert_p
  * RDMX_E_INSECURE_KEY and a log line naming the file and its mode, as ssh
  * does. `allow` true accepts such a file (default false); it is still logged. */
 int rdmx_tls_config_set_allow_insecure_key(struct rdmx_tls_config *cfg, bool allow);
+/* Data plane of the connections bootstrapped with this config: by default
+ * (false) every engine connection is sealed with keys derived from the TLS
+ * session (tcp: AES-256-GCM; see rdmx_conn_set_data_keys). true turns that
+ * off, for trusted networks only: tokens, ring descriptors, remote keys and
+ * payloads then cross the network in the clear. Logged when first used;
+ * both ends must agree (a mismatch is refused at the bootstrap hello), and
+ * rdmx_ctx_get_stats counts such connections in conns_plaintext. */
+int rdmx_tls_config_set_data_plaintext(struct rdmx_tls_config *cfg, bool plaintext);
+int rdmx_tls_config_get_data_plaintext(const struct rdmx_tls_config *cfg, bool *plaintext);
 /* Optional CRL file (PEM, one or more CRLs); turns on revocation checking of
  * the peer's certificate. */
 int rdmx_tls_config_set_crl_file(struct rdmx_tls_config *cfg, const char *path);

@@ -37,6 +37,7 @@
 
 #include "bootstrap_internal.h"
 #include "rpc_secure_internal.h"
+#include "tls_internal.h"
 
 /* ---- stubs: engine ---- */
 
@@ -156,7 +157,49 @@ int rdmx_conn_disconnect(struct rdmx_conn *conn)
 	return 0;
 }
 
+/* the data-plane keys: sealed (the default), exporter bytes made up */
+int rdmx_conn_set_data_keys(struct rdmx_conn *conn, const struct rdmx_conn_keys *keys)
+{
+	(void)keys;
+	return conn == FAKE_CONN ? 0 : RDMX_E_INVAL;
+}
+
 /* ---- stubs: TLS ---- */
+
+struct rdmx_tls_config *rdmx__tls_conn_config(const struct rdmx_tls_conn *conn)
+{
+	(void)conn;
+	return FAKE_CFG;
+}
+
+enum rdmx_tls_role rdmx__tls_conn_role(const struct rdmx_tls_conn *conn)
+{
+	(void)conn;
+	return client_mode ? RDMX_TLS_CLIENT : RDMX_TLS_SERVER;
+}
+
+int rdmx__tls_conn_export_keying(struct rdmx_tls_conn *conn, const char *label, uint8_t *out,
+                                 size_t len)
+{
+	(void)conn;
+	(void)label;
+	memset(out, 0x5a, len);
+	return 0;
+}
+
+int rdmx_tls_config_get_data_plaintext(const struct rdmx_tls_config *cfg, bool *plaintext)
+{
+	(void)cfg;
+	*plaintext = false;
+	return 0;
+}
+
+bool rdmx__tls_config_once(struct rdmx_tls_config *cfg, unsigned bit)
+{
+	(void)cfg;
+	(void)bit;
+	return false;
+}
 
 int rdmx_tls_connect_timeout(struct rdmx_tls_config *cfg, const char *host, uint16_t port,
                              int timeout_ms, struct rdmx_tls_conn **conn)

@@ -92,6 +92,7 @@ void rdmx__tcp_conn_free(struct tcp_conn *c)
 		close(c->fd);
 	free(c->rx.stage);
 	free(c->resp);
+	rdmx__tcp_seal_destroy(c->seal);
 	free(c);
 }
 
@@ -184,6 +185,7 @@ void rdmx__tcp_conn_close_fd(struct tcp_conn *c)
 	c->ep_events = 0;
 	/* whatever was half sent or half received is gone with the stream */
 	rdmx__tcp_tx_reset(c);
+	rdmx__tcp_seal_reset(c->seal);
 	c->rx.stage_len = c->rx.stage_off = 0;
 	c->rx.hdr_got = 0;
 	c->rx.in_payload = false;
@@ -603,6 +605,34 @@ unlock:
 	pthread_mutex_unlock(&tc->lock);
 	if (produced)
 		rdmx__tcp_ctx_signal(tc);
+}
+
+/* The NIC thread matches a sealed hello against pending conns' keys under
+ * the device lock: the seal is installed under it. */
+int rdmx__tcp_conn_set_keys(struct rdmx_conn *conn, const struct rdmx_conn_keys *keys)
+{
+	struct tcp_conn *c = TCP_CONN(conn);
+	struct tcp_ctx *tc = c->tc;
+	struct tcp_seal *seal;
+	int rc;
+
+	if (!tc)
+		return RDMX_E_BAD_STATE;
+	rc = rdmx__tcp_seal_create(keys->tx_key, keys->tx_iv, keys->rx_key, keys->rx_iv, &seal);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&tc->td->lock);
+	pthread_mutex_lock(&tc->lock);
+	if (c->cm || c->state != TC_IDLE || c->local_connected || c->peer_arrived || c->seal) {
+		rc = RDMX_E_BAD_STATE;
+	} else {
+		c->seal = seal;
+		seal = NULL;
+	}
+	pthread_mutex_unlock(&tc->lock);
+	pthread_mutex_unlock(&tc->td->lock);
+	rdmx__tcp_seal_destroy(seal);
+	return rc;
 }
 
 /* ---- disconnect / release ---- */

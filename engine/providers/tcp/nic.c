@@ -58,6 +58,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "tcp.h"
 
 #define NIC_KEY_CTL 0u
@@ -441,15 +443,58 @@ static void accept_data(struct tcp_dev *td, uint64_t now)
 	}
 }
 
+/* A sealed hello (the dialer's first record): the export whose keys open
+ * it, with the token it names (device lock held). Trial opening keeps the
+ * hello free of any cleartext identifier; the candidates are the exports
+ * waiting for their data connection. */
+static struct tcp_conn *sealed_match(struct tcp_dev *td, const uint8_t *rec,
+                                     struct rdmx__tcp_hdr *hdr, uint8_t *payload)
+{
+	uint8_t scratch[TCP_SEAL_HELLO_SIZE];
+
+	for (struct tcp_conn *p = td->pending; p; p = p->pend_next) {
+		const uint8_t *plain = scratch + TCP_SEAL_HDR;
+
+		if (!p->seal)
+			continue;
+		memcpy(scratch, rec, sizeof(scratch));
+		if (rdmx__tcp_seal_open(&p->seal->rx, scratch, sizeof(scratch)))
+			continue;
+		rdmx__tcp_hdr_decode(plain, hdr);
+		memcpy(payload, plain + RDMX__TCP_HDR_SIZE, RDMX__TCP_HELLO_LEN);
+		OPENSSL_cleanse(scratch, sizeof(scratch));
+		if (hdr->op != RDMX__TCP_OP_HELLO || rdmx__tcp_hdr_check(hdr, TCP_MAX_MSG) ||
+		    hdr->op0 != RDMX__TCP_HELLO_WORD || hdr->len != RDMX__TCP_HELLO_LEN ||
+		    !rdmx__tcp_ct_equal(payload, p->my_token, RDMX__TCP_TOKEN_SIZE))
+			return NULL; /* opened with its keys, yet not its hello */
+		return p;
+	}
+	OPENSSL_cleanse(scratch, sizeof(scratch));
+	return NULL;
+}
+
+/* How many bytes the hello being read has: its first 48 bytes tell a plain
+ * one (a HELLO header) from a sealed one (a record of the fixed length). */
+static uint32_t hello_size(const struct tcp_hello *h)
+{
+	if (h->got < RDMX__TCP_HDR_SIZE)
+		return RDMX__TCP_HDR_SIZE;
+	if (h->buf[0] == RDMX__TCP_OP_HELLO)
+		return RDMX__TCP_HDR_SIZE + RDMX__TCP_HELLO_LEN;
+	return TCP_SEAL_HELLO_SIZE;
+}
+
 static void hello_read(struct tcp_dev *td, struct tcp_hello *h)
 {
 	uint8_t payload[RDMX__TCP_HELLO_LEN];
 	struct rdmx__tcp_hdr hdr;
 	struct tcp_conn *c;
+	uint32_t size;
+	bool sealed;
 	ssize_t n;
 	int fd;
 
-	n = recv(h->fd, h->buf + h->got, sizeof(h->buf) - h->got, 0);
+	n = recv(h->fd, h->buf + h->got, hello_size(h) - h->got, 0);
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 		return;
 	if (n <= 0) {
@@ -460,9 +505,11 @@ static void hello_read(struct tcp_dev *td, struct tcp_hello *h)
 	h->last_rx = rdmx__tcp_now_ns();
 	if (h->got < RDMX__TCP_HDR_SIZE)
 		return;
+	sealed = h->buf[0] != RDMX__TCP_OP_HELLO &&
+	         rdmx__tcp_get32(h->buf) == RDMX__TCP_HDR_SIZE + RDMX__TCP_HELLO_LEN;
 	rdmx__tcp_hdr_decode(h->buf, &hdr);
-	if (hdr.op != RDMX__TCP_OP_HELLO || rdmx__tcp_hdr_check(&hdr, TCP_MAX_MSG) ||
-	    hdr.op0 != RDMX__TCP_HELLO_WORD || hdr.len != RDMX__TCP_HELLO_LEN) {
+	if (!sealed && (hdr.op != RDMX__TCP_OP_HELLO || rdmx__tcp_hdr_check(&hdr, TCP_MAX_MSG) ||
+	                hdr.op0 != RDMX__TCP_HELLO_WORD || hdr.len != RDMX__TCP_HELLO_LEN)) {
 		char detail[64];
 
 		snprintf(detail, sizeof(detail), " (opcode 0x%02x, length %llu)", hdr.op,
@@ -470,26 +517,34 @@ static void hello_read(struct tcp_dev *td, struct tcp_hello *h)
 		hello_drop(td, h, TCP_HELLO_MALFORMED, detail);
 		return;
 	}
-	if (h->got < sizeof(h->buf))
+	size = hello_size(h);
+	if (h->got < size)
 		return;
-	/* constant-time compare against every waiting export */
 	c = NULL;
-	for (struct tcp_conn *p = td->pending; p; p = p->pend_next)
-		if (rdmx__tcp_ct_equal(h->buf + RDMX__TCP_HDR_SIZE, p->my_token,
-		                       RDMX__TCP_TOKEN_SIZE) &&
-		    !c)
-			c = p;
+	if (sealed) {
+		c = sealed_match(td, h->buf, &hdr, payload);
+	} else {
+		/* constant-time compare against every waiting export; a sealed
+		 * export never takes a plain hello (no downgrade) */
+		for (struct tcp_conn *p = td->pending; p; p = p->pend_next)
+			if (rdmx__tcp_ct_equal(h->buf + RDMX__TCP_HDR_SIZE, p->my_token,
+			                       RDMX__TCP_TOKEN_SIZE) &&
+			    !p->seal && !c)
+				c = p;
+		if (c)
+			memcpy(payload, h->buf + RDMX__TCP_HDR_SIZE, sizeof(payload));
+	}
 	if (!c) {
-		hello_drop(td, h, TCP_HELLO_BAD_TOKEN, "");
+		hello_drop(td, h, TCP_HELLO_BAD_TOKEN, sealed ? " (sealed hello)" : "");
 		return;
 	}
 	rdmx__tcp_pending_del(td, c);
-	memcpy(payload, h->buf + RDMX__TCP_HDR_SIZE, sizeof(payload));
 	fd = h->fd;
 	epoll_ctl(td->nic_epfd, EPOLL_CTL_DEL, fd, NULL);
 	h->fd = -1;
 	hello_drop(td, h, TCP_HELLO_ATTACHED, "");
 	rdmx__tcp_conn_attach(c, fd, &hdr, payload);
+	OPENSSL_cleanse(payload, sizeof(payload));
 }
 
 static void expire_hellos(struct tcp_dev *td, uint64_t now, uint64_t *wait)

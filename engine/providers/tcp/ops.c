@@ -106,6 +106,7 @@ const struct rdmx_provider_ops rdmx__tcp_ops = {
     .conn_accept = rdmx__tcp_conn_accept,
     .conn_reject = rdmx__tcp_conn_reject,
     .conn_disconnect = rdmx__tcp_conn_disconnect,
+    .conn_set_keys = rdmx__tcp_conn_set_keys,
     .conn_release = rdmx__tcp_conn_release,
     .post_recv = rdmx__tcp_post_recv,
     .post_send = rdmx__tcp_post_send,

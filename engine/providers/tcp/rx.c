@@ -702,10 +702,114 @@ static void peer_gone(struct tcp_conn *c, int err)
 	                    c->est_queued ? RDMX__CONN_EV_DISCONNECTED : RDMX__CONN_EV_FAILURE);
 }
 
+/* A record failed to open: nothing more of this stream can be trusted. */
+static void seal_failed(struct tcp_conn *c, int rc)
+{
+	RDMX_WARN("tcp: connection %u: record %llu refused: %s: connection to error", c->conn->id,
+	          (unsigned long long)c->seal->rx.seq,
+	          rc == RDMX_E_AUTH   ? "authentication failed (forged, altered, replayed or "
+	                                "reordered record)"
+	          : rc == RDMX_E_FULL ? "record counter exhausted"
+	                              : "bad record length");
+	if (c->state == TC_UP) {
+		rdmx__tcp_conn_error(c, RDMX_E_AUTH, 0, true);
+	} else if (c->state == TC_ERROR) {
+		rdmx__tcp_conn_close_fd(c);
+	} else {
+		rdmx__tcp_conn_down(c, RDMX_E_AUTH, RDMX__CONN_EV_FAILURE);
+	}
+}
+
+/* Opens the complete records at the front of the buffer and hands their
+ * plaintext to the frame engine. False once the connection lost its socket. */
+static bool open_records(struct tcp_conn *c)
+{
+	struct tcp_seal *s = c->seal;
+
+	while (s->rx_len - s->rx_off >= TCP_SEAL_HDR) {
+		uint8_t *rec = s->rxbuf + s->rx_off;
+		uint32_t len = rdmx__tcp_get32(rec);
+		uint32_t size = TCP_SEAL_HDR + len + TCP_SEAL_TAG;
+		int rc;
+
+		if (!len || len > TCP_SEAL_MAX) {
+			seal_failed(c, RDMX_E_PROTOCOL);
+			return false;
+		}
+		if (s->rx_len - s->rx_off < size)
+			break;
+		rc = rdmx__tcp_seal_open(&s->rx, rec, size);
+		if (rc) {
+			seal_failed(c, rc);
+			return false;
+		}
+		s->rx_off += size;
+		consume(c, rec + TCP_SEAL_HDR, len);
+		if (c->fd < 0)
+			return false;
+	}
+	if (s->rx_off == s->rx_len) {
+		s->rx_off = s->rx_len = 0;
+	} else if (s->rx_off && s->rx_len + TCP_SEAL_REC > TCP_SEAL_RXBUF) {
+		/* the partial record moves to the front: room for a whole one */
+		memmove(s->rxbuf, s->rxbuf + s->rx_off, s->rx_len - s->rx_off);
+		s->rx_len -= s->rx_off;
+		s->rx_off = 0;
+	}
+	return true;
+}
+
+static bool frame_partial(const struct tcp_conn *c)
+{
+	return c->rx.hdr_got || c->rx.in_payload || (c->seal && c->seal->rx_len > c->seal->rx_off);
+}
+
+static void peer_gone(struct tcp_conn *c, int err);
+
+static size_t rx_serve_sealed(struct tcp_conn *c, size_t budget)
+{
+	struct tcp_seal *s = c->seal;
+	size_t got = 0;
+
+	while (c->fd >= 0 && got < budget) {
+		size_t want = TCP_SEAL_RXBUF - s->rx_len;
+		ssize_t n;
+
+		n = recv(c->fd, s->rxbuf + s->rx_len, want, 0);
+		if (n == 0) {
+			if (frame_partial(c))
+				RDMX_WARN("tcp: connection %u: stream truncated inside a record or "
+				          "frame: connection lost",
+				          c->conn->id);
+			peer_gone(c, 0);
+			break;
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				peer_gone(c, errno);
+			break;
+		}
+		got += (size_t)n;
+		s->rx_len += (uint32_t)n;
+		if (!open_records(c))
+			break;
+		if ((size_t)n < want)
+			break; /* a short read emptied the socket: no EAGAIN round */
+	}
+	return got;
+}
+
 size_t rdmx__tcp_rx_serve(struct tcp_conn *c, size_t budget)
 {
 	struct tcp_rx *rx = &c->rx;
 	size_t got = 0;
+
+	if (c->seal) {
+		got = rx_serve_sealed(c, budget);
+		goto done;
+	}
 
 	if (!rx->stage) {
 		rx->stage = malloc(TCP_STAGE_SIZE);
@@ -763,6 +867,7 @@ size_t rdmx__tcp_rx_serve(struct tcp_conn *c, size_t budget)
 			rx->stage_len = (uint32_t)n;
 		}
 	}
+done:
 	if (got)
 		rdmx__tcp_conn_alive(c);
 	/* answers go out after the callbacks ran (ctx_poll) or at the end of

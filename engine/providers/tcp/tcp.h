@@ -24,6 +24,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "../../provider.h"
 #include "wire.h"
@@ -100,6 +101,57 @@ const struct rdmx__tcp_region *rdmx__tcp_remote_access(const struct tcp_conn *vi
 bool rdmx__tcp_region_allows(const struct rdmx__tcp_region *r, uint64_t off, uint64_t len,
                              unsigned need, unsigned ctx_perm);
 
+/* ---- sealed records (seal.c) ---- */
+
+#define TCP_SEAL_KEY 32u
+#define TCP_SEAL_IV 12u
+#define TCP_SEAL_TAG 16u
+#define TCP_SEAL_HDR 4u
+#define TCP_SEAL_MAX 65536u /* plaintext bytes per record */
+#define TCP_SEAL_REC (TCP_SEAL_HDR + TCP_SEAL_MAX + TCP_SEAL_TAG)
+#define TCP_SEAL_TXBUF (4u * TCP_SEAL_REC) /* sealed records waiting for the socket */
+#define TCP_SEAL_RXBUF (2u * TCP_SEAL_REC) /* records being received */
+/* The first record of an initiator: its HELLO frame. */
+#define TCP_SEAL_HELLO_SIZE (TCP_SEAL_HDR + RDMX__TCP_HDR_SIZE + RDMX__TCP_HELLO_LEN + TCP_SEAL_TAG)
+
+struct evp_cipher_ctx_st;
+
+/* One direction: its key schedule (in evp), IV and record counter. */
+struct tcp_seal_dir {
+	struct evp_cipher_ctx_st *evp;
+	uint8_t iv[TCP_SEAL_IV];
+	bool encrypt;
+	uint64_t seq; /* records sealed / opened so far: the next nonce */
+};
+
+struct tcp_seal {
+	struct tcp_seal_dir tx, rx;
+	uint8_t *txbuf; /* [tx_off, tx_len): sealed, not yet sent */
+	uint32_t tx_len, tx_off;
+	uint8_t *rxbuf; /* [rx_off, rx_len): received, not yet opened */
+	uint32_t rx_len, rx_off;
+};
+
+int rdmx__tcp_seal_dir_init(struct tcp_seal_dir *d, const uint8_t key[TCP_SEAL_KEY],
+                            const uint8_t iv[TCP_SEAL_IV], bool encrypt);
+void rdmx__tcp_seal_dir_fini(struct tcp_seal_dir *d);
+/* Seals the first `take` (1 .. TCP_SEAL_MAX) bytes of iov into one record at
+ * out (room for TCP_SEAL_REC). Returns the record's size, or RDMX_E_FULL once
+ * the counter would wrap, RDMX_E_INVAL, RDMX_E_PROVIDER. */
+int rdmx__tcp_seal_record(struct tcp_seal_dir *d, const struct iovec *iov, int niov, size_t take,
+                          uint8_t *out);
+/* Opens the record rec[rec_len] in place (plaintext at rec + TCP_SEAL_HDR).
+ * 0, RDMX_E_AUTH (tag mismatch: forged, altered, replayed, reordered),
+ * RDMX_E_PROTOCOL (length field), RDMX_E_FULL (counter exhausted). The
+ * counter moves only on success. */
+int rdmx__tcp_seal_open(struct tcp_seal_dir *d, uint8_t *rec, size_t rec_len);
+int rdmx__tcp_seal_create(const uint8_t tx_key[TCP_SEAL_KEY], const uint8_t tx_iv[TCP_SEAL_IV],
+                          const uint8_t rx_key[TCP_SEAL_KEY], const uint8_t rx_iv[TCP_SEAL_IV],
+                          struct tcp_seal **out);
+void rdmx__tcp_seal_destroy(struct tcp_seal *s);
+/* Drops buffered records (the socket is gone). */
+void rdmx__tcp_seal_reset(struct tcp_seal *s);
+
 /* ---- device (device.c, nic.c) ---- */
 
 /* How a data connection's wait for its hello ended (device counters). */
@@ -119,7 +171,7 @@ struct tcp_hello {
 	uint64_t last_rx; /* accepted or last bytes received (eviction order) */
 	struct sockaddr_storage src;
 	uint32_t got;
-	uint8_t buf[RDMX__TCP_HDR_SIZE + RDMX__TCP_HELLO_LEN];
+	uint8_t buf[TCP_SEAL_HELLO_SIZE]; /* a plain hello is the first 80 bytes */
 	struct tcp_hello *next;
 };
 
@@ -378,6 +430,7 @@ struct tcp_conn {
 	socklen_t peer_len;
 	uint8_t pd[RDMX__TCP_PD_MAX]; /* private data the peer sent */
 	uint32_t pd_len;
+	struct tcp_seal *seal; /* NULL: plaintext frames (set before connect, seal.c) */
 
 	/* control frame (handshake, error) waiting to go out before anything */
 	bool ctl_pending;
@@ -509,6 +562,7 @@ int rdmx__tcp_connect_to_addr(struct rdmx_conn *conn, const struct rdmx_addr *ad
 int rdmx__tcp_conn_accept(struct rdmx_conn *conn, const void *pd, size_t pd_len);
 int rdmx__tcp_conn_reject(struct rdmx_conn *conn);
 int rdmx__tcp_conn_disconnect(struct rdmx_conn *conn);
+int rdmx__tcp_conn_set_keys(struct rdmx_conn *conn, const struct rdmx_conn_keys *keys);
 void rdmx__tcp_conn_release(struct rdmx_conn *conn);
 int rdmx__tcp_post_recv(struct rdmx_ctx *ctx, struct rdmx_task *task);
 int rdmx__tcp_post_send(struct rdmx_conn *conn, struct rdmx_task *task);

@@ -45,6 +45,7 @@ void rdmx__tcp_tx_reset(struct tcp_conn *c)
 bool rdmx__tcp_tx_pending(const struct tcp_conn *c)
 {
 	return c->tx.count || c->ctl_pending || c->resp_count > c->tx.resp_picked ||
+	       (c->seal && c->seal->tx_len > c->seal->tx_off) ||
 	       (c->state == TC_UP && !c->rnr_wait && c->sq_cur);
 }
 
@@ -386,10 +387,104 @@ static bool build_iov(struct tcp_conn *c, struct iovec *iov, int *n, bool *locke
 	return true;
 }
 
+static void send_failed(struct tcp_conn *c)
+{
+	RDMX_DBG("tcp: connection %u: send failed: %s", c->conn->id, strerror(errno));
+	rdmx__tcp_conn_down(c, RDMX_E_CONN_ABORTED,
+	                    c->est_queued ? RDMX__CONN_EV_DISCONNECTED : RDMX__CONN_EV_FAILURE);
+}
+
+/* Seals picked frames into records while the buffer has room for a whole
+ * one. False when the connection had to go to error. */
+static bool seal_frames(struct tcp_conn *c)
+{
+	struct tcp_seal *s = c->seal;
+	struct tcp_tx *tx = &c->tx;
+
+	while (s->tx_len + TCP_SEAL_REC <= TCP_SEAL_TXBUF) {
+		struct iovec iov[TX_IOV];
+		bool locked = false;
+		size_t take = 0;
+		int n, rc;
+
+		while (tx->count < TCP_TX_FRAMES &&
+		       pick(c, &tx->q[(tx->head + tx->count) % TCP_TX_FRAMES]))
+			tx->count++;
+		if (!tx->count)
+			return true;
+		if (!build_iov(c, iov, &n, &locked))
+			return false;
+		for (int i = 0; i < n && take < TCP_SEAL_MAX; i++)
+			take += iov[i].iov_len;
+		if (take > TCP_SEAL_MAX)
+			take = TCP_SEAL_MAX;
+		rc = take ? rdmx__tcp_seal_record(&s->tx, iov, n, take, s->txbuf + s->tx_len)
+		          : RDMX_E_INVAL;
+		if (locked)
+			rdmx__tcp_keytab_unlock(&c->td->keys);
+		if (rc < 0) {
+			RDMX_ERR("tcp: connection %u: cannot seal record %llu: %s", c->conn->id,
+			         (unsigned long long)s->tx.seq,
+			         rc == RDMX_E_FULL ? "record counter exhausted"
+			                           : rdmx_strerror(rc));
+			rdmx__tcp_conn_error(c, RDMX_E_CONN_ABORTED, 0, true);
+			if (c->state != TC_ERROR && c->state != TC_DOWN)
+				rdmx__tcp_conn_down(c, RDMX_E_CONN_ABORTED, RDMX__CONN_EV_FAILURE);
+			return false;
+		}
+		s->tx_len += (uint32_t)rc;
+		advance(c, take);
+	}
+	return true;
+}
+
+/* The sealed path: frames are sealed into records (the plaintext is copied
+ * out of the sources by the cipher), then the records go out. */
+static void tx_flush_sealed(struct tcp_conn *c)
+{
+	struct tcp_seal *s = c->seal;
+
+	while (c->fd >= 0 && c->state != TC_DIALING) {
+		ssize_t n;
+
+		if (!seal_frames(c))
+			return;
+		if (s->tx_off == s->tx_len)
+			break;
+		n = send(c->fd, s->txbuf + s->tx_off, s->tx_len - s->tx_off,
+		         MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				rdmx__tcp_conn_want(c, true);
+				return;
+			}
+			send_failed(c);
+			return;
+		}
+		if (n > 0)
+			rdmx__tcp_conn_alive(c);
+		s->tx_off += (uint32_t)n;
+		if (s->tx_off == s->tx_len)
+			s->tx_off = s->tx_len = 0;
+	}
+	if (c->fd >= 0 && c->state != TC_DIALING)
+		rdmx__tcp_conn_want(c, false);
+	if (c->err_after_tx && c->fd >= 0 && !c->tx.count && s->tx_len == 0) {
+		c->err_after_tx = false;
+		rdmx__tcp_conn_error(c, RDMX_E_CONN_ABORTED, 0, false);
+	}
+}
+
 void rdmx__tcp_tx_flush(struct tcp_conn *c)
 {
 	struct tcp_tx *tx = &c->tx;
 
+	if (c->seal) {
+		tx_flush_sealed(c);
+		return;
+	}
 	while (c->fd >= 0 && c->state != TC_DIALING) {
 		struct iovec iov[TX_IOV];
 		struct msghdr msg;
@@ -417,11 +512,7 @@ void rdmx__tcp_tx_flush(struct tcp_conn *c)
 				rdmx__tcp_conn_want(c, true);
 				return;
 			}
-			RDMX_DBG("tcp: connection %u: send failed: %s", c->conn->id,
-			         strerror(errno));
-			rdmx__tcp_conn_down(c, RDMX_E_CONN_ABORTED,
-			                    c->est_queued ? RDMX__CONN_EV_DISCONNECTED
-			                                  : RDMX__CONN_EV_FAILURE);
+			send_failed(c);
 			return;
 		}
 		if (s > 0)

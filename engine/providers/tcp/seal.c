@@ -1,0 +1,178 @@
+/* tcp provider: sealed records (AES-256-GCM) under a data connection.
+ *
+ * When the connection was handed keys (rdmx_conn_set_data_keys: the secure
+ * bootstrap derives them from its TLS session), the frame stream of each
+ * direction is cut into records of at most TCP_SEAL_MAX bytes:
+ *
+ *   u32 LE length (1 .. TCP_SEAL_MAX)  ciphertext[length]  tag[16]
+ *
+ * The length is authenticated as associated data; the nonce is the
+ * direction's 96-bit IV with the record counter (big-endian, 64 bits) XORed
+ * into its last 8 bytes, as TLS 1.3 does. The counter is never sent: a
+ * replayed, reordered or dropped record fails its tag on the receiver, as
+ * does any forged or altered one. A direction refuses to seal or open once
+ * its counter would wrap. One EVP context per direction, keyed once; a
+ * record only resets the IV, so sealing allocates nothing. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "tcp.h"
+
+static void nonce_of(const struct tcp_seal_dir *d, uint8_t nonce[TCP_SEAL_IV])
+{
+	memcpy(nonce, d->iv, TCP_SEAL_IV);
+	for (int i = 0; i < 8; i++)
+		nonce[TCP_SEAL_IV - 1 - i] ^= (uint8_t)(d->seq >> (8 * i));
+}
+
+int rdmx__tcp_seal_dir_init(struct tcp_seal_dir *d, const uint8_t key[TCP_SEAL_KEY],
+                            const uint8_t iv[TCP_SEAL_IV], bool encrypt)
+{
+	int ok;
+
+	memset(d, 0, sizeof(*d));
+	d->evp = EVP_CIPHER_CTX_new();
+	if (!d->evp)
+		return RDMX_E_NOMEM;
+	d->encrypt = encrypt;
+	if (encrypt)
+		ok = EVP_EncryptInit_ex(d->evp, EVP_aes_256_gcm(), NULL, key, NULL);
+	else
+		ok = EVP_DecryptInit_ex(d->evp, EVP_aes_256_gcm(), NULL, key, NULL);
+	if (ok != 1) {
+		RDMX_ERR("tcp: AES-256-GCM setup failed");
+		EVP_CIPHER_CTX_free(d->evp);
+		d->evp = NULL;
+		return RDMX_E_PROVIDER;
+	}
+	memcpy(d->iv, iv, TCP_SEAL_IV);
+	return 0;
+}
+
+void rdmx__tcp_seal_dir_fini(struct tcp_seal_dir *d)
+{
+	EVP_CIPHER_CTX_free(d->evp);
+	OPENSSL_cleanse(d, sizeof(*d));
+}
+
+int rdmx__tcp_seal_record(struct tcp_seal_dir *d, const struct iovec *iov, int niov, size_t take,
+                          uint8_t *out)
+{
+	uint8_t nonce[TCP_SEAL_IV];
+	uint8_t *p = out + TCP_SEAL_HDR;
+	size_t left = take;
+	int n;
+
+	if (!take || take > TCP_SEAL_MAX)
+		return RDMX_E_INVAL;
+	if (d->seq == UINT64_MAX)
+		return RDMX_E_FULL;
+	nonce_of(d, nonce);
+	rdmx__tcp_put32(out, (uint32_t)take);
+	if (EVP_EncryptInit_ex(d->evp, NULL, NULL, NULL, nonce) != 1 ||
+	    EVP_EncryptUpdate(d->evp, NULL, &n, out, TCP_SEAL_HDR) != 1)
+		return RDMX_E_PROVIDER;
+	for (int i = 0; i < niov && left; i++) {
+		size_t piece = iov[i].iov_len < left ? iov[i].iov_len : left;
+
+		if (!piece)
+			continue;
+		if (EVP_EncryptUpdate(d->evp, p, &n, iov[i].iov_base, (int)piece) != 1)
+			return RDMX_E_PROVIDER;
+		p += n;
+		left -= piece;
+	}
+	if (left || EVP_EncryptFinal_ex(d->evp, p, &n) != 1)
+		return RDMX_E_PROVIDER;
+	p += n;
+	if (EVP_CIPHER_CTX_ctrl(d->evp, EVP_CTRL_GCM_GET_TAG, TCP_SEAL_TAG, p) != 1)
+		return RDMX_E_PROVIDER;
+	d->seq++;
+	return (int)(TCP_SEAL_HDR + take + TCP_SEAL_TAG);
+}
+
+int rdmx__tcp_seal_open(struct tcp_seal_dir *d, uint8_t *rec, size_t rec_len)
+{
+	uint8_t nonce[TCP_SEAL_IV];
+	uint32_t len;
+	int n, m;
+
+	if (rec_len < TCP_SEAL_HDR + TCP_SEAL_TAG)
+		return RDMX_E_PROTOCOL;
+	len = rdmx__tcp_get32(rec);
+	if (!len || len > TCP_SEAL_MAX || rec_len != TCP_SEAL_HDR + len + TCP_SEAL_TAG)
+		return RDMX_E_PROTOCOL;
+	if (d->seq == UINT64_MAX)
+		return RDMX_E_FULL;
+	nonce_of(d, nonce);
+	if (EVP_DecryptInit_ex(d->evp, NULL, NULL, NULL, nonce) != 1 ||
+	    EVP_DecryptUpdate(d->evp, NULL, &n, rec, TCP_SEAL_HDR) != 1 ||
+	    EVP_DecryptUpdate(d->evp, rec + TCP_SEAL_HDR, &n, rec + TCP_SEAL_HDR, (int)len) != 1 ||
+	    EVP_CIPHER_CTX_ctrl(d->evp, EVP_CTRL_GCM_SET_TAG, TCP_SEAL_TAG,
+	                        rec + TCP_SEAL_HDR + len) != 1)
+		return RDMX_E_AUTH;
+	if (EVP_DecryptFinal_ex(d->evp, rec + TCP_SEAL_HDR + n, &m) != 1)
+		return RDMX_E_AUTH;
+	d->seq++;
+	return 0;
+}
+
+int rdmx__tcp_seal_create(const uint8_t tx_key[TCP_SEAL_KEY], const uint8_t tx_iv[TCP_SEAL_IV],
+                          const uint8_t rx_key[TCP_SEAL_KEY], const uint8_t rx_iv[TCP_SEAL_IV],
+                          struct tcp_seal **out)
+{
+	struct tcp_seal *s = calloc(1, sizeof(*s));
+	int rc;
+
+	if (!s)
+		return RDMX_E_NOMEM;
+	rc = rdmx__tcp_seal_dir_init(&s->tx, tx_key, tx_iv, true);
+	if (rc)
+		goto free_seal;
+	rc = rdmx__tcp_seal_dir_init(&s->rx, rx_key, rx_iv, false);
+	if (rc)
+		goto fini_tx;
+	s->txbuf = malloc(TCP_SEAL_TXBUF);
+	s->rxbuf = malloc(TCP_SEAL_RXBUF);
+	if (!s->txbuf || !s->rxbuf) {
+		rc = RDMX_E_NOMEM;
+		goto free_bufs;
+	}
+	*out = s;
+	return 0;
+
+free_bufs:
+	free(s->txbuf);
+	free(s->rxbuf);
+	rdmx__tcp_seal_dir_fini(&s->rx);
+fini_tx:
+	rdmx__tcp_seal_dir_fini(&s->tx);
+free_seal:
+	free(s);
+	return rc;
+}
+
+void rdmx__tcp_seal_destroy(struct tcp_seal *s)
+{
+	if (!s)
+		return;
+	rdmx__tcp_seal_dir_fini(&s->tx);
+	rdmx__tcp_seal_dir_fini(&s->rx);
+	/* plaintext of the last records stays in the buffers otherwise */
+	OPENSSL_cleanse(s->txbuf, TCP_SEAL_TXBUF);
+	OPENSSL_cleanse(s->rxbuf, TCP_SEAL_RXBUF);
+	free(s->txbuf);
+	free(s->rxbuf);
+	free(s);
+}
+
+void rdmx__tcp_seal_reset(struct tcp_seal *s)
+{
+	if (!s)
+		return;
+	s->tx_len = s->tx_off = 0;
+	s->rx_len = s->rx_off = 0;
+}
