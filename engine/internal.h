@@ -69,8 +69,10 @@ struct rdmx_mr {
 	unsigned access; /* RDMX_ACCESS_* (never RDMX_ACCESS_GRANT_ONLY) */
 	bool grant_only; /* registered with RDMX_ACCESS_GRANT_ONLY: the own key
 	                  * gives no remote access, only grants do */
-	uint32_t grants; /* live rdmx_mr_grant objects (dereg refuses while > 0) */
-	uint32_t lkey;   /* provider-defined; tcp: same as rkey */
+	/* live rdmx_mr_grant objects (dereg refuses while > 0); grants may
+	 * come from contexts driven by other threads */
+	atomic_uint grants;
+	uint32_t lkey; /* provider-defined; tcp: same as rkey */
 	uint32_t rkey;
 	void *prov;
 };

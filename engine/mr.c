@@ -95,9 +95,9 @@ int rdmx_mr_dereg(struct rdmx_mr **mr)
 
 	if (!mr || !*mr)
 		return 0;
-	if ((*mr)->grants) {
+	if (atomic_load(&(*mr)->grants)) {
 		RDMX_ERR("deregistering a region with %u grants not revoked: refused",
-		         (*mr)->grants);
+		         atomic_load(&(*mr)->grants));
 		return RDMX_E_BAD_STATE;
 	}
 	dev = (*mr)->dev;
@@ -231,7 +231,7 @@ int rdmx_mr_grant(struct rdmx_mr *mr, struct rdmx_conn *conn, size_t offset, siz
 	g->active = true;
 	g->next_in_conn = conn->grants;
 	conn->grants = g;
-	mr->grants++;
+	atomic_fetch_add(&mr->grants, 1);
 	*grant = g;
 	return 0;
 }
@@ -279,7 +279,7 @@ int rdmx_mr_grant_revoke(struct rdmx_mr_grant **grant)
 	if (g->conn)
 		unlink_grant(g);
 	grant_kill(g);
-	g->mr->grants--;
+	atomic_fetch_sub(&g->mr->grants, 1);
 	free(g);
 	*grant = NULL;
 	return 0;

@@ -69,14 +69,15 @@ struct chan_msg {
 	struct chan_msg *next;
 	enum chan_msg_kind kind;
 	uint64_t len;
-	void *data;                      /* MSG_COPY: heap copy; MSG_ZC: ubuf.addr */
-	struct rdmx_buf ubuf;            /* MSG_ZC */
-	struct rdmx_mr *rdv_mr;          /* rendezvous source registration (REMOTE_READ) */
-	struct rdmx_mr_grant *rdv_grant; /* ... granted to the channel's connection */
-	uint32_t seq;                    /* rendezvous: sequence of its descriptor message */
-	uint64_t held;                   /* bytes charged to the queue budget */
+	void *data;             /* MSG_COPY: heap copy; MSG_ZC: ubuf.addr */
+	struct rdmx_buf ubuf;   /* MSG_ZC */
+	struct rdmx_mr *rdv_mr; /* rendezvous source registration (REMOTE_READ) */
+	uint32_t seq;           /* rendezvous: sequence of its descriptor message */
+	uint64_t held;          /* bytes charged to the queue budget */
 	rdmx_chan_sent_cb cb;
 	void *arg;
+	/* rdv_mr granted to the channel's connection (its descriptor's key) */
+	struct rdmx_mr_grant *rdv_grant;
 };
 
 /* One peer slot as seen by the sender (staging copy + in-flight write). */

@@ -129,7 +129,11 @@ int rdmx_mr_get_descriptor_size(const struct rdmx_mr *mr, size_t *size);
  * refuses fails the connection as any send-queue error does (RC semantics:
  * its tasks complete with an error, the grant ends with it).
  * Revoke is synchronous on both providers: when it returns, no remote access
- * through the key happens any more (tcp waits for a copy in progress). */
+ * through the key happens any more (tcp waits for a copy in progress; verbs
+ * deallocates the window). On verbs a revoke that comes before the bind was
+ * done (no task submitted after the grant has completed yet) makes the device
+ * refuse that bind, which fails the connection like any refused work request:
+ * revoke a fresh grant only on a connection you are ending anyway. */
 
 enum rdmx_mr_grant_state {
 	RDMX_MR_GRANT_ACTIVE = 0,

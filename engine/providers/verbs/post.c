@@ -333,7 +333,13 @@ void rdmx__verbs_unstall(struct verbs_conn *vc)
  * window at once (ibv_dealloc_mw invalidates the key synchronously, and the
  * region can be deregistered right after); a bind still in the send queue
  * then fails, and with it the connection (mr.h says so), so the window's
- * bookkeeping stays until that completion or the connection's destruction. */
+ * bookkeeping stays until that completion or the connection's destruction.
+ *
+ * A grant of part of a region binds to an MR of its own over exactly the
+ * granted range (local access + MW_BIND only, the pages registered twice):
+ * rxe of the 6.1 kernel checks a window's requests against the range of the
+ * MR it is bound to, not against the window's, so a window over part of the
+ * region's MR would let the peer reach the whole region. */
 
 static int mw_access(unsigned access)
 {
@@ -375,6 +381,35 @@ static void mw_dealloc(struct verbs_mw *w)
 	if (w->mw && ibv_dealloc_mw(w->mw))
 		RDMX_ERR("verbs: ibv_dealloc_mw failed: %s", strerror(errno));
 	w->mw = NULL;
+	if (w->sub && ibv_dereg_mr(w->sub))
+		RDMX_ERR("verbs: ibv_dereg_mr(granted range) failed: %s", strerror(errno));
+	w->sub = NULL;
+}
+
+/* The MR a grant's window binds to: the region's, or for part of it one
+ * over exactly that part. */
+static int bind_target(struct rdmx_mr_grant *g, struct verbs_mw *w, struct ibv_mr **out)
+{
+	struct verbs_dev *vd = g->mr->dev->prov;
+	int flags = IBV_ACCESS_MW_BIND;
+
+	if (g->offset == 0 && g->len == g->mr->len) {
+		*out = g->mr->prov;
+		return 0;
+	}
+	/* a window granting write or atomics needs LOCAL_WRITE on the MR */
+	if (g->access & (RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_REMOTE_ATOMIC))
+		flags |= IBV_ACCESS_LOCAL_WRITE;
+	w->sub = ibv_reg_mr(vd->pd, (uint8_t *)g->mr->addr + g->offset, (size_t)g->len, flags);
+	if (!w->sub) {
+		int e = errno;
+
+		RDMX_ERR("verbs: ibv_reg_mr(%s, granted range of %" PRIu64 " bytes) failed: %s",
+		         vd->name, g->len, strerror(e));
+		return e == ENOMEM ? RDMX_E_NOMEM : RDMX_E_PROVIDER;
+	}
+	*out = w->sub;
+	return 0;
 }
 
 int rdmx__verbs_mr_grant(struct rdmx_mr_grant *g)
@@ -382,6 +417,7 @@ int rdmx__verbs_mr_grant(struct rdmx_mr_grant *g)
 	struct verbs_dev *vd = g->mr->dev->prov;
 	struct verbs_conn *vc = g->conn->prov;
 	struct ibv_send_wr wr, *bad = NULL;
+	struct ibv_mr *target = NULL;
 	struct verbs_mw *w;
 	uint32_t rkey;
 	int rc;
@@ -396,11 +432,17 @@ int rdmx__verbs_mr_grant(struct rdmx_mr_grant *g)
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return RDMX_E_NOMEM;
+	rc = bind_target(g, w, &target);
+	if (rc) {
+		free(w);
+		return rc;
+	}
 	w->mw = ibv_alloc_mw(vd->pd, IBV_MW_TYPE_2);
 	if (!w->mw) {
 		int e = errno;
 
 		RDMX_ERR("verbs: ibv_alloc_mw(%s, type 2) failed: %s", vd->name, strerror(e));
+		mw_dealloc(w);
 		free(w);
 		return e == ENOMEM ? RDMX_E_NOMEM : RDMX_E_PROVIDER;
 	}
@@ -411,7 +453,7 @@ int rdmx__verbs_mr_grant(struct rdmx_mr_grant *g)
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.bind_mw.mw = w->mw;
 	wr.bind_mw.rkey = rkey;
-	wr.bind_mw.bind_info.mr = g->mr->prov;
+	wr.bind_mw.bind_info.mr = target;
 	wr.bind_mw.bind_info.addr = (uint64_t)(uintptr_t)g->mr->addr + g->offset;
 	wr.bind_mw.bind_info.length = g->len;
 	wr.bind_mw.bind_info.mw_access_flags = (unsigned)mw_access(g->access);
@@ -419,8 +461,7 @@ int rdmx__verbs_mr_grant(struct rdmx_mr_grant *g)
 	if (rc) {
 		RDMX_ERR("verbs: ibv_post_send(bind_mw, %" PRIu64 " bytes) qpn 0x%x failed: %s",
 		         g->len, vc->qpn, strerror(rc));
-		if (ibv_dealloc_mw(w->mw))
-			RDMX_ERR("verbs: ibv_dealloc_mw failed: %s", strerror(errno));
+		mw_dealloc(w);
 		free(w);
 		return rc == ENOMEM ? RDMX_E_FULL : RDMX_E_PROVIDER;
 	}

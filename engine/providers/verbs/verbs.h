@@ -119,6 +119,7 @@ struct verbs_ctx {
  * the bind's completion (or the connection's destruction) deallocates. */
 struct verbs_mw {
 	struct ibv_mw *mw;
+	struct ibv_mr *sub;    /* a partial grant's own MR over exactly its range */
 	struct verbs_conn *vc; /* NULL once the connection is destroyed */
 	bool bind_inflight;    /* counted in vc->posted and vctx->scq_used */
 	bool orphan;           /* the grant is gone */

@@ -398,3 +398,31 @@ Test(grant, context_stop_ends_grants)
 	pair_close(&A, &B);
 	leak_end();
 }
+
+/* The cm flow's connections bind grants the same way. */
+Test(grant, cm_connection_key_fails_through_another_connection)
+{
+	struct rdmx_conn *sa, *cb, *a2, *b2;
+	struct rdmx_mr_grant *g = NULL;
+	leak_begin();
+	pair_open(&A, &B, 32);
+	cm_pair(&A, &B, NULL, 0, NULL, &sa, &cb);
+	connect_pair(&A, &B, &a2, &b2);
+	struct region *ra = region_new(&A, 4096, GRANTED, 0x11);
+	struct region *src = region_new(&B, 4096, 0, 0x77);
+	ASSERT_OK(rdmx_mr_grant(ra->mr, sa, 0, 4096, RDMX_ACCESS_REMOTE_WRITE, &g));
+	settle(sa);
+	struct rdmx_mr_remote *m = remote_of_grant(&B, g);
+	struct tinfo tok = {0}, tbad = {0};
+
+	write_through(cb, src, m, 0, 64, &tok);
+	ASSERT_DONE_OK(&tok);
+	cr_assert(all_bytes(ra->mem, 64, 0x77));
+	write_through(b2, src, m, 128, 64, &tbad);
+	ASSERT_DONE_ERR(&tbad, RDMX_E_REMOTE_ACCESS);
+	cr_assert(all_bytes(ra->mem + 128, 64, 0x11),
+	          "a write through another connection placed data");
+	ASSERT_OK(rdmx_mr_grant_revoke(&g));
+	pair_close(&A, &B);
+	leak_end();
+}

@@ -62,7 +62,14 @@ Test(mw, grant_posts_a_signaled_bind_of_the_range)
 	cr_assert_not_null(wr->bind_mw.mw);
 	cr_assert_eq(wr->bind_mw.rkey, ibv_inc_rkey(wr->bind_mw.mw->rkey), "a new key byte");
 	cr_assert_eq(g.rkey, wr->bind_mw.rkey, "the descriptor's key is the bound one");
-	cr_assert_eq(wr->bind_mw.bind_info.mr, &fake_ibv_mr);
+	/* part of the region: a window over an MR of exactly that part (rxe
+	 * checks requests against the MR's range) */
+	const struct ibv_mr *sub = wr->bind_mw.bind_info.mr;
+	cr_assert_neq(sub, &fake_ibv_mr, "a partial grant bound to the whole region's MR");
+	cr_assert_eq(sub->addr, mem + 4096);
+	cr_assert_eq(sub->length, 1024u);
+	cr_assert_eq(sub->lkey & 0xffffu, (unsigned)(IBV_ACCESS_MW_BIND | IBV_ACCESS_LOCAL_WRITE),
+	             "the range's MR gives local access and binding only");
 	cr_assert_eq(wr->bind_mw.bind_info.addr, (uint64_t)(uintptr_t)mem + 4096);
 	cr_assert_eq(wr->bind_mw.bind_info.length, 1024u);
 	cr_assert_eq(wr->bind_mw.bind_info.mw_access_flags,
@@ -82,6 +89,22 @@ Test(mw, grant_posts_a_signaled_bind_of_the_range)
 	rdmx__verbs_mr_revoke(&g);
 	cr_assert_eq(M.mw_deallocs, 1, "revoke deallocates the window at once");
 	cr_assert_null(g.prov);
+}
+
+Test(mw, whole_region_grant_binds_to_the_region_mr)
+{
+	struct rdmx_mr_grant g;
+
+	grant_init(&g, 0, sizeof(mem), RDMX_ACCESS_REMOTE_READ);
+	cr_assert_eq(rdmx__verbs_mr_grant(&g), 0);
+	cr_assert_eq(M.sends[0].wr.bind_mw.bind_info.mr, &fake_ibv_mr);
+	cr_assert_eq(M.sends[0].wr.bind_mw.bind_info.length, sizeof(mem));
+	cr_assert_eq(M.sends[0].wr.bind_mw.bind_info.mw_access_flags,
+	             (unsigned)IBV_ACCESS_REMOTE_READ);
+	mock_send_wc(M.sends[0].wr.wr_id, VC()->qpn, IBV_WC_SUCCESS);
+	cr_assert_eq(rdmx__verbs_ctx_poll(&F.ctx, 16), 0);
+	rdmx__verbs_mr_revoke(&g);
+	cr_assert_eq(M.mw_deallocs, 1);
 }
 
 Test(mw, revoke_before_the_bind_completed_deallocates_at_once)
