@@ -10,7 +10,9 @@
  * Each measure runs `rounds` times, plain and sealed interleaved; the table
  * gives the median of the rounds.
  *
- *   bench_seal [-r rounds] [-n calls] [-m MiB per bandwidth run]
+ *   bench_seal [-r rounds] [-n calls] [-m MiB per bandwidth run] [-o only]
+ * -o runs one measure, plaintext then sealed, and prints its rounds
+ * (rtt, 64k, 1m): for profiling one path.
  * Certificates are made at start in a temporary directory. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -344,13 +346,13 @@ static double write_bw(bool sealed, size_t size, uint64_t total)
 
 int main(int argc, char **argv)
 {
-	int rounds = 3, calls = 20000, mib = 1024, opt;
+	int rounds = 3, calls = 20000, mib = 1024, opt, only = -1;
 	double v[2][3][MAX_ROUNDS];
 	static const char *const name[3] = {"small RPC round trip, 32 B (p50 us)",
 	                                    "write bandwidth, 64 KiB (MB/s)",
 	                                    "write bandwidth, 1 MiB (MB/s)"};
 
-	while ((opt = getopt(argc, argv, "r:n:m:")) != -1) {
+	while ((opt = getopt(argc, argv, "r:n:m:o:")) != -1) {
 		switch (opt) {
 		case 'r':
 			rounds = atoi(optarg);
@@ -361,8 +363,12 @@ int main(int argc, char **argv)
 		case 'm':
 			mib = atoi(optarg);
 			break;
+		case 'o':
+			only = !strcmp(optarg, "rtt") ? 0 : !strcmp(optarg, "64k") ? 1 : 2;
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-r rounds] [-n calls] [-m MiB]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-r rounds] [-n calls] [-m MiB] [-o rtt|64k|1m]\n",
+			        argv[0]);
 			return 2;
 		}
 	}
@@ -379,9 +385,13 @@ int main(int argc, char **argv)
 		for (int s = 0; s < 2; s++) {
 			bool sealed = s == 1;
 
-			v[s][0][r] = rpc_rtt(!sealed, calls);
-			v[s][1][r] = write_bw(sealed, 64u << 10, (uint64_t)mib << 20);
-			v[s][2][r] = write_bw(sealed, 1u << 20, (uint64_t)mib << 20);
+			v[s][0][r] = only < 0 || only == 0 ? rpc_rtt(!sealed, calls) : 0;
+			v[s][1][r] = only < 0 || only == 1
+			                 ? write_bw(sealed, 64u << 10, (uint64_t)mib << 20)
+			                 : 0;
+			v[s][2][r] = only < 0 || only == 2
+			                 ? write_bw(sealed, 1u << 20, (uint64_t)mib << 20)
+			                 : 0;
 			printf("round %d %-9s rtt %.2f us  64KiB %.0f MB/s  1MiB %.0f MB/s\n",
 			       r + 1, sealed ? "sealed" : "plaintext", v[s][0][r], v[s][1][r],
 			       v[s][2][r]);
