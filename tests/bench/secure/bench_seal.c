@@ -265,7 +265,14 @@ static void side_close(struct side *s)
 }
 
 /* MB/s (10^6 bytes) of `total` bytes written in `size`-byte writes. */
+static double write_bw_w(bool sealed, size_t size, uint64_t total, int window);
+
 static double write_bw(bool sealed, size_t size, uint64_t total)
+{
+	return write_bw_w(sealed, size, total, WINDOW);
+}
+
+static double write_bw_w(bool sealed, size_t size, uint64_t total, int window)
 {
 	struct side a, b;
 	const void *da, *db;
@@ -316,13 +323,13 @@ static double write_bw(bool sealed, size_t size, uint64_t total)
 		TRY("alloc", rdmx_task_write_alloc(a.ctx, a.conn, &src[i], &dst, &fin[i], &t[i]));
 	}
 	t0 = now_ns();
-	for (int i = 0; i < WINDOW && posted < n; i++, posted++)
+	for (int i = 0; i < window && posted < n; i++, posted++)
 		TRY("submit", rdmx_task_submit(t[i]));
 	while ((uint64_t)done_writes < n) {
 		rdmx_pe_progress(a.pe);
 		if (failed_writes)
 			die("write", RDMX_E_CONN_ABORTED);
-		for (int i = 0; i < WINDOW && posted < n; i++) {
+		for (int i = 0; i < window && posted < n; i++) {
 			if (!fin[i])
 				continue;
 			fin[i] = false;
@@ -364,10 +371,23 @@ int main(int argc, char **argv)
 			mib = atoi(optarg);
 			break;
 		case 'o':
+			if (!strcmp(optarg, "wlat")) {
+				/* engine write round trip, one in flight, 32 B */
+				for (int k = 0; k < 2; k++)
+					printf("%s write 32 B one at a time: %.2f us\n",
+					       k ? "sealed" : "plaintext",
+					       32.0 / write_bw_w(k == 1, 32, 32u * 20000u, 1));
+				for (int k = 1; k >= 0; k--)
+					printf("%s write 32 B one at a time: %.2f us\n",
+					       k ? "sealed" : "plaintext",
+					       32.0 / write_bw_w(k == 1, 32, 32u * 20000u, 1));
+				return 0;
+			}
 			only = !strcmp(optarg, "rtt") ? 0 : !strcmp(optarg, "64k") ? 1 : 2;
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-r rounds] [-n calls] [-m MiB] [-o rtt|64k|1m]\n",
+			fprintf(stderr,
+			        "usage: %s [-r rounds] [-n calls] [-m MiB] [-o rtt|64k|1m]\n",
 			        argv[0]);
 			return 2;
 		}
