@@ -31,7 +31,10 @@
  * ring descriptors themselves (the remote keys of the rings) travel in the
  * channel's in-band hello on the new connection (rdmx/channel.h), which only
  * the authenticated peer can reach: that connection was made from the secret
- * details exchanged over TLS.
+ * details exchanged over TLS, and on the tcp provider it is sealed
+ * (AES-256-GCM, keys from this TLS session: rdmx_conn_set_data_keys) unless
+ * both configs ask for rdmx_tls_config_set_data_plaintext. On verbs the RDMA
+ * traffic is not encrypted (docs/SECURITY.md).
  *
  * Liveness: the TLS session stays open as the control channel. Its loss
  * (peer closed or reset it, TCP keepalive gave up after about 25 s of

@@ -11,7 +11,12 @@
  * is a sequence of frames, each a 48-byte header followed by up to `len`
  * payload bytes, where the harness makes the header plausible first: psn
  * becomes the next expected psn plus the header's psn modulo 4, and an rkey
- * of 1 becomes the region's key (so writes, reads and atomics get placed). */
+ * of 1 becomes the region's key (so writes, reads and atomics get placed).
+ * Byte 0 bit 1 set: the connection is sealed (rdmx_conn_set_data_keys; the
+ * harness holds the mirror keys and seals its hello): with bit 0 the rest
+ * goes out as it is (hostile records), without it the frames are sealed in
+ * records of 1 + byte 1 * 257 bytes (the record layer, then the frame
+ * engine behind it). */
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -27,7 +32,7 @@
 #include <rdmx/rdmx.h>
 
 #include "internal.h"
-#include "providers/tcp/wire.h"
+#include "providers/tcp/tcp.h"
 
 #define REGION 65536u
 #define GUARD 4096u
@@ -70,6 +75,14 @@ static void on_end(struct rdmx_conn *c, void *cud, void *xud)
 	(void)xud;
 	F.ended++;
 }
+
+/* Sealed mode: the harness's directions (tx seals for the context's rx). */
+static const uint8_t key_ctx_tx[32] = {0x51, 0x52, 0x53}, key_ctx_rx[32] = {0x61, 0x62, 0x63};
+static const uint8_t iv_ctx_tx[12] = {0x71}, iv_ctx_rx[12] = {0x81};
+static struct tcp_seal_dir H_tx, H_rx;
+static bool sealed;
+static uint8_t *plain; /* frames to seal */
+static size_t plain_len, plain_cap;
 
 static void fail(const char *what)
 {
@@ -157,7 +170,8 @@ static int handshake(struct rdmx_conn **out)
 	const void *dv;
 	size_t dl;
 	uint8_t d[RDMX__TCP_DETAILS_SIZE], fake[RDMX__TCP_DETAILS_SIZE];
-	uint8_t buf[RDMX__TCP_HDR_SIZE + RDMX__TCP_HELLO_LEN];
+	uint8_t buf[TCP_SEAL_HELLO_SIZE], rec[TCP_SEAL_HELLO_SIZE];
+	size_t want = RDMX__TCP_HDR_SIZE;
 	struct rdmx__tcp_hdr h = {.op = RDMX__TCP_OP_HELLO,
 	                          .psn = PSN0,
 	                          .len = RDMX__TCP_HELLO_LEN,
@@ -171,6 +185,18 @@ static int handshake(struct rdmx_conn **out)
 
 	if (rdmx_ctx_export(F.ctx, &dv, &dl, &conn) || dl != sizeof(d))
 		abort();
+	if (sealed) {
+		struct rdmx_conn_keys k;
+
+		memcpy(k.tx_key, key_ctx_tx, 32);
+		memcpy(k.tx_iv, iv_ctx_tx, 12);
+		memcpy(k.rx_key, key_ctx_rx, 32);
+		memcpy(k.rx_iv, iv_ctx_rx, 12);
+		if (rdmx_conn_set_data_keys(conn, &k) ||
+		    rdmx__tcp_seal_dir_init(&H_tx, key_ctx_rx, iv_ctx_rx, true) ||
+		    rdmx__tcp_seal_dir_init(&H_rx, key_ctx_tx, iv_ctx_tx, false))
+			fail("sealing the connection");
+	}
 	memcpy(d, dv, sizeof(d));
 	memcpy(fake, d, sizeof(d));
 	memset(fake + 24, 0, RDMX__TCP_TOKEN_SIZE);
@@ -184,10 +210,20 @@ static int handshake(struct rdmx_conn **out)
 	rdmx__tcp_hdr_encode(&h, buf);
 	memcpy(buf + RDMX__TCP_HDR_SIZE, d + 24, RDMX__TCP_TOKEN_SIZE);
 	memset(buf + RDMX__TCP_HDR_SIZE + RDMX__TCP_TOKEN_SIZE, 0, RDMX__TCP_TOKEN_SIZE);
-	send_all(fd, buf, sizeof(buf));
+	if (sealed) {
+		struct iovec iov = {buf, RDMX__TCP_HDR_SIZE + RDMX__TCP_HELLO_LEN};
+
+		if (rdmx__tcp_seal_record(&H_tx, &iov, 1, iov.iov_len, rec) !=
+		    (int)TCP_SEAL_HELLO_SIZE)
+			fail("sealing the hello");
+		send_all(fd, rec, TCP_SEAL_HELLO_SIZE);
+		want = TCP_SEAL_HDR + RDMX__TCP_HDR_SIZE + TCP_SEAL_TAG;
+	} else {
+		send_all(fd, buf, RDMX__TCP_HDR_SIZE + RDMX__TCP_HELLO_LEN);
+	}
 	/* the HELLO_ACK, then ESTABLISHED */
-	for (end = now_ms() + 5000; got < RDMX__TCP_HDR_SIZE;) {
-		ssize_t n = recv(fd, buf + got, RDMX__TCP_HDR_SIZE - got, MSG_DONTWAIT);
+	for (end = now_ms() + 5000; got < want;) {
+		ssize_t n = recv(fd, buf + got, want - got, MSG_DONTWAIT);
 
 		if (n > 0)
 			got += (size_t)n;
@@ -195,6 +231,8 @@ static int handshake(struct rdmx_conn **out)
 			abort(); /* a correct handshake must succeed */
 		rdmx_pe_progress(F.pe);
 	}
+	if (sealed && rdmx__tcp_seal_open(&H_rx, buf, want))
+		abort(); /* the context's answer must open with its keys */
 	while (F.established == est) {
 		if (now_ms() > end)
 			abort();
@@ -202,6 +240,41 @@ static int handshake(struct rdmx_conn **out)
 	}
 	*out = conn;
 	return fd;
+}
+
+/* Frame bytes: straight to the socket, or kept to be sealed. */
+static void out(int fd, const void *p, size_t n)
+{
+	if (!sealed) {
+		send_all(fd, p, n);
+		return;
+	}
+	if (plain_len + n > plain_cap) {
+		plain_cap = (plain_len + n) * 2;
+		plain = realloc(plain, plain_cap);
+		if (!plain)
+			fail("out of memory");
+	}
+	memcpy(plain + plain_len, p, n);
+	plain_len += n;
+}
+
+/* Seals the kept frames in records of `piece` bytes and sends them. */
+static void seal_out(int fd, size_t piece)
+{
+	static uint8_t rec[TCP_SEAL_REC];
+
+	for (size_t off = 0; off < plain_len;) {
+		size_t take = plain_len - off < piece ? plain_len - off : piece;
+		struct iovec iov = {plain + off, take};
+		int n = rdmx__tcp_seal_record(&H_tx, &iov, 1, take, rec);
+
+		if (n < 0)
+			fail("sealing a record");
+		send_all(fd, rec, (size_t)n);
+		off += take;
+	}
+	plain_len = 0;
 }
 
 static void frames(int fd, const uint8_t *p, size_t n)
@@ -220,15 +293,15 @@ static void frames(int fd, const uint8_t *p, size_t n)
 		if (rdmx__tcp_op_is_request(h.op))
 			next++;
 		rdmx__tcp_hdr_encode(&h, hdr);
-		send_all(fd, hdr, sizeof(hdr));
+		out(fd, hdr, sizeof(hdr));
 		p += RDMX__TCP_HDR_SIZE;
 		n -= RDMX__TCP_HDR_SIZE;
 		pay = h.len < n ? (size_t)h.len : n;
-		send_all(fd, p, pay);
+		out(fd, p, pay);
 		p += pay;
 		n -= pay;
 	}
-	send_all(fd, p, n);
+	out(fd, p, n);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -241,11 +314,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!F.ready)
 		setup();
 	ended = F.ended;
+	sealed = size && (data[0] & 2);
 	fd = handshake(&conn);
-	if (size && (data[0] & 1))
+	if (size && (data[0] & 1)) {
 		send_all(fd, data + 1, size - 1);
-	else if (size)
+	} else if (sealed) {
+		size_t piece = size > 1 ? 1u + (size_t)data[1] * 257u : TCP_SEAL_MAX;
+
+		if (size > 2)
+			frames(fd, data + 2, size - 2);
+		seal_out(fd, piece);
+	} else if (size) {
 		frames(fd, data + 1, size - 1);
+	}
 	shutdown(fd, SHUT_WR);
 	/* the close ends the connection; one in error (as RC: a violation)
 	 * waits for its owner, who disconnects it. Bounded. */
@@ -267,6 +348,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	setsockopt(fd, SOL_SOCKET, SO_LINGER, &(struct linger){.l_onoff = 1, .l_linger = 0},
 	           sizeof(struct linger));
 	close(fd);
+	if (sealed) {
+		rdmx__tcp_seal_dir_fini(&H_tx);
+		rdmx__tcp_seal_dir_fini(&H_rx);
+	}
 	for (size_t i = 0; i < GUARD; i++)
 		if (F.mem[i] != 0xcc || F.mem[GUARD + REGION + i] != 0xcc)
 			abort(); /* a write outside the region */

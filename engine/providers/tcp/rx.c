@@ -764,8 +764,6 @@ static bool frame_partial(const struct tcp_conn *c)
 	return c->rx.hdr_got || c->rx.in_payload || (c->seal && c->seal->rx_len > c->seal->rx_off);
 }
 
-static void peer_gone(struct tcp_conn *c, int err);
-
 static size_t rx_serve_sealed(struct tcp_conn *c, size_t budget)
 {
 	struct tcp_seal *s = c->seal;
