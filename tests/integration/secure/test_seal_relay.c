@@ -89,6 +89,7 @@ struct relay {
 	pthread_t thread;
 	enum relay_mode mode;
 	int armed, done; /* atomics */
+	int only_to;     /* -1: any record; 0 / 1: only records going to fd[0] / fd[1] */
 	pthread_mutex_t lock;
 	uint8_t *rec; /* every byte seen, both directions */
 	size_t rec_len, rec_cap;
@@ -143,7 +144,7 @@ static bool relay_record(struct relay *r, struct pair *pr, int to, uint8_t *rec,
 	int fd = pr->fd[to];
 
 	if (!__atomic_load_n(&r->armed, __ATOMIC_SEQ_CST) ||
-	    __atomic_load_n(&r->done, __ATOMIC_SEQ_CST)) {
+	    __atomic_load_n(&r->done, __ATOMIC_SEQ_CST) || (r->only_to >= 0 && r->only_to != to)) {
 		send_all(fd, rec, n);
 		return true;
 	}
@@ -297,6 +298,7 @@ static void relay_start(struct relay *r, struct rdmx_dev *dev, enum relay_mode m
 	memset(r, 0, sizeof(*r));
 	pthread_mutex_init(&r->lock, NULL);
 	r->mode = mode;
+	r->only_to = -1;
 	r->target = td->port;
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	r->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -396,6 +398,8 @@ static void side_open(struct side *s)
 	cr_assert_rc(
 	    rdmx_ctx_set_task_conf(s->ctx, RDMX_TASK_WRITE, task_ok, task_err, NWRITES + 1),
 	    RDMX_OK);
+	cr_assert_rc(rdmx_ctx_set_task_conf(s->ctx, RDMX_TASK_SEND, task_ok, task_err, 1), RDMX_OK);
+	cr_assert_rc(rdmx_ctx_set_rnr_retry_count(s->ctx, 7), RDMX_OK); /* retry for ever */
 	cr_assert_rc(rdmx_ctx_start(s->ctx), RDMX_OK);
 	s->mem = calloc(1, MEM);
 	cr_assert_not_null(s->mem);
@@ -653,6 +657,55 @@ Test(seal, reordered_records)
 Test(seal, truncated_record)
 {
 	tamper(R_TRUNCATE, "truncated");
+}
+
+/* RC semantics on the side that detects the tampering: its oldest
+ * outstanding task (a send the peer cannot take: no receive posted, so it
+ * waits in receiver-not-ready retries) fails with RDMX_E_AUTH. */
+static struct counts sc;
+
+static bool send_and_writes_done(void *arg)
+{
+	int all = NWRITES + 1;
+
+	(void)arg;
+	return sc.ok + sc.err > 0 && writes_done(&all);
+}
+
+Test(seal, detecting_side_fails_its_oldest_task_with_auth)
+{
+	struct rdmx_task *tasks[NWRITES + 1], *send;
+	struct rdmx_buf sb;
+	int one = 1;
+
+	tls_test_log_capture();
+	tls_test_log_clear();
+	memset(wc, 0, sizeof(wc));
+	memset(&sc, 0, sizeof(sc));
+	pair_up(R_FLIP, true);
+	/* tamper only with what travels towards B, whoever dialed */
+	RB.only_to = 1;
+	RA.only_to = 0;
+	write_batch(0, 1, tasks);
+	cr_assert(drive(&A, &B, writes_done, &one));
+	cr_assert_eq(wc[0].ok, 1);
+	sb = (struct rdmx_buf){B.mr, B.mem + MEM - 64, 8, NULL};
+	cr_assert_rc(rdmx_task_send_alloc(B.ctx, B.conn, &sb, &sc, &send), RDMX_OK);
+	cr_assert_rc(rdmx_task_submit(send), RDMX_OK);
+	__atomic_store_n(&RA.armed, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&RB.armed, 1, __ATOMIC_SEQ_CST);
+	write_batch(1, NWRITES, tasks);
+	cr_assert(drive(&A, &B, send_and_writes_done, NULL), "tasks did not complete");
+	cr_assert_eq(sc.ok, 0);
+	cr_assert_eq(sc.err, 1);
+	cr_assert_eq(sc.status, RDMX_E_AUTH, "the send failed with %s", rdmx_err_name(sc.status));
+	for (int i = 1; i <= NWRITES; i++)
+		cr_assert_eq(wc[i].err, 1, "write %d: ok %d err %d", i, wc[i].ok, wc[i].err);
+	cr_assert(tls_test_log_contains("authentication failed"));
+	rdmx_task_free(send);
+	for (int i = 0; i <= NWRITES; i++)
+		rdmx_task_free(tasks[i]);
+	pair_down();
 }
 
 /* A plain hello never reaches a keyed export (no downgrade): the keyed side
