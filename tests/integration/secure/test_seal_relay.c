@@ -992,3 +992,58 @@ Test(seal_session, plaintext_mode_is_explicit_logged_and_visible, .init = pki_up
 	          lk.descriptor);
 	cr_assert(tls_test_log_contains("data plane in plaintext"));
 }
+
+/* Both ends must agree on the data plane: a plaintext client meets a
+ * sealed server (and the other way round) with a refusal, never with a
+ * connection in the weaker mode. */
+static void mode_mismatch(bool server_plain)
+{
+	struct rdmx_tls_config *ccfg;
+	struct rdmx_rpc_secure_opts o;
+	struct rdmx_rpc_conn *rc = NULL;
+	int ret;
+
+	memset(&S, 0, sizeof(S));
+	pthread_mutex_init(&S.lock, NULL);
+	pthread_cond_init(&S.cond, NULL);
+	tls_test_log_capture();
+	tls_test_log_clear();
+	S.cfg = tls_test_config(&pki, "server", "client.test", 0);
+	ccfg = tls_test_config(&pki, "client", "server.test", 0);
+	cr_assert(S.cfg && ccfg);
+	cr_assert_rc(rdmx_tls_config_set_data_plaintext(S.cfg, server_plain), RDMX_OK);
+	cr_assert_rc(rdmx_tls_config_set_data_plaintext(ccfg, !server_plain), RDMX_OK);
+	cr_assert_rc(rdmx_dev_open("tcp", &S.dev), RDMX_OK);
+	S.loop = ev_loop_new(EVFLAG_AUTO);
+	ev_async_init(&S.wake, wake_cb);
+	ev_async_start(S.loop, &S.wake);
+	cr_assert_eq(pthread_create(&S.thread, NULL, server_main, NULL), 0);
+	pthread_mutex_lock(&S.lock);
+	while (!S.ready)
+		pthread_cond_wait(&S.cond, &S.lock);
+	pthread_mutex_unlock(&S.lock);
+	cr_assert_rc(S.rc, RDMX_OK);
+	rdmx_rpc_secure_opts_init(&o);
+	o.device = "tcp";
+	ret = rdmx_rpc_client_connect_secure("127.0.0.1", S.port, ccfg, NULL, &o, &rc);
+	cr_assert_lt(ret, 0, "a %s client connected to a %s server",
+	             server_plain ? "sealed" : "plaintext", server_plain ? "plaintext" : "sealed");
+	cr_assert_null(rc);
+	ev_async_send(S.loop, &S.wake);
+	pthread_join(S.thread, NULL);
+	ev_loop_destroy(S.loop);
+	cr_assert(tls_test_log_contains("data-plane mode mismatch"), "no log line of the refusal");
+	rdmx_dev_close(&S.dev);
+	rdmx_tls_config_destroy(&S.cfg);
+	rdmx_tls_config_destroy(&ccfg);
+}
+
+Test(seal_session, plaintext_client_refused_by_sealed_server, .init = pki_up, .fini = pki_down)
+{
+	mode_mismatch(false);
+}
+
+Test(seal_session, sealed_client_refused_by_plaintext_server, .init = pki_up, .fini = pki_down)
+{
+	mode_mismatch(true);
+}
