@@ -85,7 +85,9 @@ struct pair {
 
 struct relay {
 	int lfd, wake[2];
-	uint16_t port, target;
+	uint16_t port;
+	struct sockaddr_storage target; /* the device's data listener */
+	socklen_t target_len;
 	pthread_t thread;
 	enum relay_mode mode;
 	int armed, done; /* atomics */
@@ -237,14 +239,11 @@ static void *relay_main(void *arg)
 		if (pfd[0].revents)
 			break;
 		if ((pfd[1].revents & POLLIN) && r->np < MAX_PAIRS) {
-			struct sockaddr_in sin = {.sin_family = AF_INET};
 			int a = accept(r->lfd, NULL, NULL), b;
 
-			sin.sin_port = htons(r->target);
-			sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-			b = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			b = socket(r->target.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 			if (a >= 0 && b >= 0 &&
-			    connect(b, (struct sockaddr *)&sin, sizeof(sin)) == 0) {
+			    connect(b, (struct sockaddr *)&r->target, r->target_len) == 0) {
 				struct pair *pr = &r->p[r->np++];
 
 				memset(pr, 0, sizeof(*pr));
@@ -291,22 +290,31 @@ static void *relay_main(void *arg)
  * relay's port from now on. */
 static void relay_start(struct relay *r, struct rdmx_dev *dev, enum relay_mode mode)
 {
-	struct sockaddr_in sin = {.sin_family = AF_INET};
-	socklen_t len = sizeof(sin);
+	struct sockaddr_storage me;
+	socklen_t len;
 	struct tcp_dev *td = TCP_DEV(dev);
 
 	memset(r, 0, sizeof(*r));
 	pthread_mutex_init(&r->lock, NULL);
 	r->mode = mode;
 	r->only_to = -1;
-	r->target = td->port;
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	r->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* the relay listens on the device's address (exports name that
+	 * address with the relay's port) and forwards to the device */
+	r->target = td->addr;
+	r->target_len = td->addr_len;
+	me = td->addr;
+	if (me.ss_family == AF_INET)
+		((struct sockaddr_in *)&me)->sin_port = 0;
+	else
+		((struct sockaddr_in6 *)&me)->sin6_port = 0;
+	r->lfd = socket(me.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	cr_assert(r->lfd >= 0);
-	cr_assert_eq(bind(r->lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	cr_assert_eq(bind(r->lfd, (struct sockaddr *)&me, td->addr_len), 0);
 	cr_assert_eq(listen(r->lfd, 8), 0);
-	cr_assert_eq(getsockname(r->lfd, (struct sockaddr *)&sin, &len), 0);
-	r->port = ntohs(sin.sin_port);
+	len = sizeof(me);
+	cr_assert_eq(getsockname(r->lfd, (struct sockaddr *)&me, &len), 0);
+	r->port = ntohs(me.ss_family == AF_INET ? ((struct sockaddr_in *)&me)->sin_port
+	                                        : ((struct sockaddr_in6 *)&me)->sin6_port);
 	cr_assert_eq(pipe(r->wake), 0);
 	pthread_mutex_lock(&td->lock);
 	td->port = r->port;
