@@ -25,6 +25,16 @@
  * certificate it has checked. A client that cannot use the server's hello
  * (RDMX_E_PROTOCOL) answers with an error frame, never with details.
  *
+ * Data plane: between export and connect each side derives the engine
+ * connection's keys from this TLS session (TLS 1.3 exporter, label
+ * "EXPORTER-rdmx-data-plane-v1") and installs them with
+ * rdmx_conn_set_data_keys: on the tcp provider the data connection is then
+ * sealed (AES-256-GCM) from its first frame on. A config with
+ * rdmx_tls_config_set_data_plaintext(cfg, true) skips that (logged once per
+ * config; both ends must agree, the server refuses a mismatch with
+ * RDMX_E_PROTOCOL). On verbs the provider cannot seal RDMA traffic: the
+ * bootstrap logs that once per config and goes on (docs/SECURITY.md).
+ *
  * "App data" is opaque bytes each side hands the other in the same exchange:
  * ring and memory descriptors, a protocol version, anything whose keys must
  * stay secret. The TLS session stays open as a control and liveness channel:

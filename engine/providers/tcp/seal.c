@@ -24,7 +24,7 @@
 static void nonce_of(const struct tcp_seal_dir *d, uint8_t nonce[TCP_SEAL_IV])
 {
 	memcpy(nonce, d->iv, TCP_SEAL_IV);
-	for (int i = 0; i < 8; i++)
+	for (unsigned i = 0; i < 8; i++)
 		nonce[TCP_SEAL_IV - 1 - i] ^= (uint8_t)(d->seq >> (8 * i));
 }
 

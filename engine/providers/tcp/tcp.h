@@ -109,8 +109,8 @@ bool rdmx__tcp_region_allows(const struct rdmx__tcp_region *r, uint64_t off, uin
 #define TCP_SEAL_HDR 4u
 #define TCP_SEAL_MAX 65536u /* plaintext bytes per record */
 #define TCP_SEAL_REC (TCP_SEAL_HDR + TCP_SEAL_MAX + TCP_SEAL_TAG)
-#define TCP_SEAL_TXBUF (8u * TCP_SEAL_REC) /* sealed records waiting for the socket */
-#define TCP_SEAL_RXBUF (4u * TCP_SEAL_REC) /* records being received */
+#define TCP_SEAL_TXBUF (4u * TCP_SEAL_REC) /* sealed records waiting for the socket */
+#define TCP_SEAL_RXBUF (2u * TCP_SEAL_REC) /* records being received */
 /* The first record of an initiator: its HELLO frame. */
 #define TCP_SEAL_HELLO_SIZE (TCP_SEAL_HDR + RDMX__TCP_HDR_SIZE + RDMX__TCP_HELLO_LEN + TCP_SEAL_TAG)
 

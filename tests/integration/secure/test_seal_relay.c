@@ -45,6 +45,7 @@
 
 #include "internal.h"
 #include "providers/tcp/tcp.h"
+#include "relay.h"
 #include "tls_test_pki.h"
 
 #define cr_assert_rc(expr, want)                                                                   \
@@ -62,275 +63,6 @@ static int64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* ---- the relay ---- */
-
-enum relay_mode { R_FORWARD, R_FLIP, R_REPLAY, R_DROP, R_REORDER, R_TRUNCATE };
-
-#define MAX_PAIRS 4
-
-struct dir {
-	uint8_t *buf; /* record assembly (tampering modes) */
-	size_t len, cap;
-};
-
-struct pair {
-	int fd[2]; /* 0: the dialer's side, 1: towards the device */
-	struct dir d[2];
-	uint8_t *held;
-	size_t held_len;
-	int held_to;
-};
-
-struct relay {
-	int lfd, wake[2];
-	uint16_t port, target;
-	pthread_t thread;
-	enum relay_mode mode;
-	int armed, done; /* atomics */
-	pthread_mutex_t lock;
-	uint8_t *rec; /* every byte seen, both directions */
-	size_t rec_len, rec_cap;
-	struct pair p[MAX_PAIRS];
-	int np;
-};
-
-static void send_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t s = send(fd, p, n, MSG_NOSIGNAL);
-
-		if (s < 0 && errno == EINTR)
-			continue;
-		if (s <= 0)
-			return;
-		p += s;
-		n -= (size_t)s;
-	}
-}
-
-static void record(struct relay *r, const uint8_t *p, size_t n)
-{
-	pthread_mutex_lock(&r->lock);
-	if (r->rec_len + n > r->rec_cap) {
-		r->rec_cap = (r->rec_len + n) * 2;
-		r->rec = realloc(r->rec, r->rec_cap);
-	}
-	memcpy(r->rec + r->rec_len, p, n);
-	r->rec_len += n;
-	pthread_mutex_unlock(&r->lock);
-}
-
-static void pair_close(struct pair *pr)
-{
-	for (int i = 0; i < 2; i++) {
-		if (pr->fd[i] >= 0)
-			close(pr->fd[i]);
-		pr->fd[i] = -1;
-		free(pr->d[i].buf);
-		pr->d[i].buf = NULL;
-		pr->d[i].len = pr->d[i].cap = 0;
-	}
-	free(pr->held);
-	pr->held = NULL;
-}
-
-/* One whole record going to fd `to`: forwarded, or the mode's treatment
- * once armed. False when the pair was closed. */
-static bool relay_record(struct relay *r, struct pair *pr, int to, uint8_t *rec, size_t n)
-{
-	int fd = pr->fd[to];
-
-	if (!__atomic_load_n(&r->armed, __ATOMIC_SEQ_CST) ||
-	    __atomic_load_n(&r->done, __ATOMIC_SEQ_CST)) {
-		send_all(fd, rec, n);
-		return true;
-	}
-	switch (r->mode) {
-	case R_FLIP:
-		rec[TCP_SEAL_HDR + (n - TCP_SEAL_HDR) / 2] ^= 0x08;
-		send_all(fd, rec, n);
-		break;
-	case R_REPLAY:
-		send_all(fd, rec, n);
-		send_all(fd, rec, n);
-		break;
-	case R_DROP:
-		break;
-	case R_REORDER:
-		if (!pr->held) {
-			pr->held = malloc(n);
-			memcpy(pr->held, rec, n);
-			pr->held_len = n;
-			pr->held_to = to;
-			return true; /* sent after the next one */
-		}
-		send_all(fd, rec, n);
-		send_all(pr->fd[pr->held_to], pr->held, pr->held_len);
-		break;
-	case R_TRUNCATE:
-		send_all(fd, rec, n / 2);
-		__atomic_store_n(&r->done, 1, __ATOMIC_SEQ_CST);
-		pair_close(pr);
-		return false;
-	default:
-		send_all(fd, rec, n);
-		return true;
-	}
-	__atomic_store_n(&r->done, 1, __ATOMIC_SEQ_CST);
-	return true;
-}
-
-/* Bytes from fd[from]; false once the pair is closed. */
-static bool relay_bytes(struct relay *r, struct pair *pr, int from, const uint8_t *p, size_t n)
-{
-	struct dir *d = &pr->d[from];
-	int to = 1 - from;
-
-	record(r, p, n);
-	if (r->mode == R_FORWARD) {
-		send_all(pr->fd[to], p, n);
-		return true;
-	}
-	if (d->len + n > d->cap) {
-		d->cap = (d->len + n) * 2;
-		d->buf = realloc(d->buf, d->cap);
-	}
-	memcpy(d->buf + d->len, p, n);
-	d->len += n;
-	for (;;) {
-		size_t size;
-
-		if (d->len < TCP_SEAL_HDR)
-			return true;
-		size = TCP_SEAL_HDR + rdmx__tcp_get32(d->buf) + TCP_SEAL_TAG;
-		if (d->len < size)
-			return true;
-		if (!relay_record(r, pr, to, d->buf, size))
-			return false;
-		memmove(d->buf, d->buf + size, d->len - size);
-		d->len -= size;
-	}
-}
-
-static void *relay_main(void *arg)
-{
-	struct relay *r = arg;
-	static uint8_t tmp[65536];
-
-	for (;;) {
-		struct pollfd pfd[2 + 2 * MAX_PAIRS];
-		int n = 0;
-
-		pfd[n++] = (struct pollfd){.fd = r->wake[0], .events = POLLIN};
-		pfd[n++] = (struct pollfd){.fd = r->lfd, .events = POLLIN};
-		for (int i = 0; i < r->np; i++)
-			for (int j = 0; j < 2; j++)
-				pfd[n++] = (struct pollfd){.fd = r->p[i].fd[j], .events = POLLIN};
-		if (poll(pfd, (nfds_t)n, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (pfd[0].revents)
-			break;
-		if ((pfd[1].revents & POLLIN) && r->np < MAX_PAIRS) {
-			struct sockaddr_in sin = {.sin_family = AF_INET};
-			int a = accept(r->lfd, NULL, NULL), b;
-
-			sin.sin_port = htons(r->target);
-			sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-			b = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-			if (a >= 0 && b >= 0 &&
-			    connect(b, (struct sockaddr *)&sin, sizeof(sin)) == 0) {
-				struct pair *pr = &r->p[r->np++];
-
-				memset(pr, 0, sizeof(*pr));
-				pr->fd[0] = a;
-				pr->fd[1] = b;
-			} else {
-				if (a >= 0)
-					close(a);
-				if (b >= 0)
-					close(b);
-			}
-		}
-		for (int k = 2; k < n; k++) {
-			int i = (k - 2) / 2, j = (k - 2) % 2;
-			struct pair *pr = &r->p[i];
-			ssize_t got;
-
-			if (!pfd[k].revents || pr->fd[j] != pfd[k].fd || pr->fd[j] < 0)
-				continue;
-			got = recv(pr->fd[j], tmp, sizeof(tmp), 0);
-			if (got < 0 && errno == EINTR)
-				continue;
-			if (got <= 0) {
-				pair_close(pr);
-				continue;
-			}
-			relay_bytes(r, pr, j, tmp, (size_t)got);
-		}
-		/* closed pairs leave the table */
-		for (int i = 0; i < r->np;) {
-			if (r->p[i].fd[0] < 0) {
-				r->p[i] = r->p[--r->np];
-				continue;
-			}
-			i++;
-		}
-	}
-	for (int i = 0; i < r->np; i++)
-		pair_close(&r->p[i]);
-	return NULL;
-}
-
-/* Starts a relay in front of device `dev`: its exports advertise the
- * relay's port from now on. */
-static void relay_start(struct relay *r, struct rdmx_dev *dev, enum relay_mode mode)
-{
-	struct sockaddr_in sin = {.sin_family = AF_INET};
-	socklen_t len = sizeof(sin);
-	struct tcp_dev *td = TCP_DEV(dev);
-
-	memset(r, 0, sizeof(*r));
-	pthread_mutex_init(&r->lock, NULL);
-	r->mode = mode;
-	r->target = td->port;
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	r->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	cr_assert(r->lfd >= 0);
-	cr_assert_eq(bind(r->lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	cr_assert_eq(listen(r->lfd, 8), 0);
-	cr_assert_eq(getsockname(r->lfd, (struct sockaddr *)&sin, &len), 0);
-	r->port = ntohs(sin.sin_port);
-	cr_assert_eq(pipe(r->wake), 0);
-	pthread_mutex_lock(&td->lock);
-	td->port = r->port;
-	pthread_mutex_unlock(&td->lock);
-	cr_assert_eq(pthread_create(&r->thread, NULL, relay_main, r), 0);
-}
-
-static void relay_stop(struct relay *r)
-{
-	(void)!write(r->wake[1], "x", 1);
-	pthread_join(r->thread, NULL);
-	close(r->wake[0]);
-	close(r->wake[1]);
-	close(r->lfd);
-}
-
-static void relay_free(struct relay *r)
-{
-	free(r->rec);
-	r->rec = NULL;
-	pthread_mutex_destroy(&r->lock);
-}
-
-static bool seen(const struct relay *r, const void *needle, size_t len)
-{
-	return r->rec_len >= len && memmem(r->rec, r->rec_len, needle, len) != NULL;
 }
 
 /* ---- engine sides ---- */
@@ -396,6 +128,8 @@ static void side_open(struct side *s)
 	cr_assert_rc(
 	    rdmx_ctx_set_task_conf(s->ctx, RDMX_TASK_WRITE, task_ok, task_err, NWRITES + 1),
 	    RDMX_OK);
+	cr_assert_rc(rdmx_ctx_set_task_conf(s->ctx, RDMX_TASK_SEND, task_ok, task_err, 1), RDMX_OK);
+	cr_assert_rc(rdmx_ctx_set_rnr_retry_count(s->ctx, 7), RDMX_OK); /* retry for ever */
 	cr_assert_rc(rdmx_ctx_start(s->ctx), RDMX_OK);
 	s->mem = calloc(1, MEM);
 	cr_assert_not_null(s->mem);
@@ -602,7 +336,7 @@ Test(seal, engine_pair_roundtrip_and_stats)
 
 		memset(run, 0xa1, sizeof(run));
 		cr_assert(RA.rec_len + RB.rec_len > NWRITES * WLEN, "nothing recorded");
-		cr_assert(!seen(&RA, run, sizeof(run)) && !seen(&RB, run, sizeof(run)));
+		cr_assert(!relay_seen(&RA, run, sizeof(run)) && !relay_seen(&RB, run, sizeof(run)));
 	}
 	for (int i = 0; i < NWRITES; i++)
 		rdmx_task_free(tasks[i]);
@@ -624,7 +358,7 @@ Test(seal, engine_pair_plaintext_control)
 	cr_assert_eq(st.conns_sealed, 0);
 	cr_assert_eq(st.conns_plaintext, 1);
 	memset(run, 0xa1, sizeof(run));
-	cr_assert(seen(&RA, run, sizeof(run)) || seen(&RB, run, sizeof(run)));
+	cr_assert(relay_seen(&RA, run, sizeof(run)) || relay_seen(&RB, run, sizeof(run)));
 	for (int i = 0; i < NWRITES; i++)
 		rdmx_task_free(tasks[i]);
 	pair_down();
@@ -653,6 +387,55 @@ Test(seal, reordered_records)
 Test(seal, truncated_record)
 {
 	tamper(R_TRUNCATE, "truncated");
+}
+
+/* RC semantics on the side that detects the tampering: its oldest
+ * outstanding task (a send the peer cannot take: no receive posted, so it
+ * waits in receiver-not-ready retries) fails with RDMX_E_AUTH. */
+static struct counts sc;
+
+static bool send_and_writes_done(void *arg)
+{
+	int all = NWRITES + 1;
+
+	(void)arg;
+	return sc.ok + sc.err > 0 && writes_done(&all);
+}
+
+Test(seal, detecting_side_fails_its_oldest_task_with_auth)
+{
+	struct rdmx_task *tasks[NWRITES + 1], *send;
+	struct rdmx_buf sb;
+	int one = 1;
+
+	tls_test_log_capture();
+	tls_test_log_clear();
+	memset(wc, 0, sizeof(wc));
+	memset(&sc, 0, sizeof(sc));
+	pair_up(R_FLIP, true);
+	/* tamper only with what travels towards B, whoever dialed */
+	RB.only_to = 1;
+	RA.only_to = 0;
+	write_batch(0, 1, tasks);
+	cr_assert(drive(&A, &B, writes_done, &one));
+	cr_assert_eq(wc[0].ok, 1);
+	sb = (struct rdmx_buf){B.mr, B.mem + MEM - 64, 8, NULL};
+	cr_assert_rc(rdmx_task_send_alloc(B.ctx, B.conn, &sb, &sc, &send), RDMX_OK);
+	cr_assert_rc(rdmx_task_submit(send), RDMX_OK);
+	__atomic_store_n(&RA.armed, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&RB.armed, 1, __ATOMIC_SEQ_CST);
+	write_batch(1, NWRITES, tasks);
+	cr_assert(drive(&A, &B, send_and_writes_done, NULL), "tasks did not complete");
+	cr_assert_eq(sc.ok, 0);
+	cr_assert_eq(sc.err, 1);
+	cr_assert_eq(sc.status, RDMX_E_AUTH, "the send failed with %s", rdmx_err_name(sc.status));
+	for (int i = 1; i <= NWRITES; i++)
+		cr_assert_eq(wc[i].err, 1, "write %d: ok %d err %d", i, wc[i].ok, wc[i].err);
+	cr_assert(tls_test_log_contains("authentication failed"));
+	rdmx_task_free(send);
+	for (int i = 0; i <= NWRITES; i++)
+		rdmx_task_free(tasks[i]);
+	pair_down();
 }
 
 /* A plain hello never reaches a keyed export (no downgrade): the keyed side
@@ -889,12 +672,13 @@ static void kv_session(bool plaintext, struct leak *lk)
 		struct relay *r = i ? &rcl : &rs;
 
 		for (unsigned off = 0; off + 64 <= VLEN; off += 10000)
-			lk->value |= seen(r, put + sizeof(KEY) - 1 + off, 64);
-		lk->key |= seen(r, KEY, sizeof(KEY) - 1);
-		lk->token |=
-		    seen(r, tokens[0], sizeof(tokens[0])) || seen(r, tokens[1], sizeof(tokens[1]));
+			lk->value |= relay_seen(r, put + sizeof(KEY) - 1 + off, 64);
+		lk->key |= relay_seen(r, KEY, sizeof(KEY) - 1);
+		lk->token |= relay_seen(r, tokens[0], sizeof(tokens[0])) ||
+		             relay_seen(r, tokens[1], sizeof(tokens[1]));
 		for (int d = 0; d < nd; d++)
-			lk->descriptor |= seen(r, descs[d], 32) || seen(r, descs[d] + 8, 8);
+			lk->descriptor |=
+			    relay_seen(r, descs[d], 32) || relay_seen(r, descs[d] + 8, 8);
 	}
 	lk->n_desc = nd;
 	relay_free(&rs);
@@ -938,4 +722,59 @@ Test(seal_session, plaintext_mode_is_explicit_logged_and_visible, .init = pki_up
 	          "control: value %d key %d token %d descriptor %d", lk.value, lk.key, lk.token,
 	          lk.descriptor);
 	cr_assert(tls_test_log_contains("data plane in plaintext"));
+}
+
+/* Both ends must agree on the data plane: a plaintext client meets a
+ * sealed server (and the other way round) with a refusal, never with a
+ * connection in the weaker mode. */
+static void mode_mismatch(bool server_plain)
+{
+	struct rdmx_tls_config *ccfg;
+	struct rdmx_rpc_secure_opts o;
+	struct rdmx_rpc_conn *rc = NULL;
+	int ret;
+
+	memset(&S, 0, sizeof(S));
+	pthread_mutex_init(&S.lock, NULL);
+	pthread_cond_init(&S.cond, NULL);
+	tls_test_log_capture();
+	tls_test_log_clear();
+	S.cfg = tls_test_config(&pki, "server", "client.test", 0);
+	ccfg = tls_test_config(&pki, "client", "server.test", 0);
+	cr_assert(S.cfg && ccfg);
+	cr_assert_rc(rdmx_tls_config_set_data_plaintext(S.cfg, server_plain), RDMX_OK);
+	cr_assert_rc(rdmx_tls_config_set_data_plaintext(ccfg, !server_plain), RDMX_OK);
+	cr_assert_rc(rdmx_dev_open("tcp", &S.dev), RDMX_OK);
+	S.loop = ev_loop_new(EVFLAG_AUTO);
+	ev_async_init(&S.wake, wake_cb);
+	ev_async_start(S.loop, &S.wake);
+	cr_assert_eq(pthread_create(&S.thread, NULL, server_main, NULL), 0);
+	pthread_mutex_lock(&S.lock);
+	while (!S.ready)
+		pthread_cond_wait(&S.cond, &S.lock);
+	pthread_mutex_unlock(&S.lock);
+	cr_assert_rc(S.rc, RDMX_OK);
+	rdmx_rpc_secure_opts_init(&o);
+	o.device = "tcp";
+	ret = rdmx_rpc_client_connect_secure("127.0.0.1", S.port, ccfg, NULL, &o, &rc);
+	cr_assert_lt(ret, 0, "a %s client connected to a %s server",
+	             server_plain ? "sealed" : "plaintext", server_plain ? "plaintext" : "sealed");
+	cr_assert_null(rc);
+	ev_async_send(S.loop, &S.wake);
+	pthread_join(S.thread, NULL);
+	ev_loop_destroy(S.loop);
+	cr_assert(tls_test_log_contains("data-plane mode mismatch"), "no log line of the refusal");
+	rdmx_dev_close(&S.dev);
+	rdmx_tls_config_destroy(&S.cfg);
+	rdmx_tls_config_destroy(&ccfg);
+}
+
+Test(seal_session, plaintext_client_refused_by_sealed_server, .init = pki_up, .fini = pki_down)
+{
+	mode_mismatch(false);
+}
+
+Test(seal_session, sealed_client_refused_by_plaintext_server, .init = pki_up, .fini = pki_down)
+{
+	mode_mismatch(true);
 }
