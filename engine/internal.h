@@ -47,6 +47,22 @@ bool rdmx__log_rate_flush(struct rdmx__log_rate *r, uint64_t now_ns, uint64_t *s
 /* When rdmx__log_rate_flush will have something (UINT64_MAX: nothing). */
 uint64_t rdmx__log_rate_deadline(const struct rdmx__log_rate *r);
 
+/* ---- timers of a progress engine (engine/timer.c) ---- */
+struct rdmx__timers {
+	struct rdmx_pe_timer **heap;
+	uint32_t len, cap;
+};
+void rdmx__timers_init(struct rdmx__timers *ts);
+/* Stops every timer (their callbacks do not run) and frees the heap. */
+void rdmx__timers_fini(struct rdmx__timers *ts);
+/* Earliest due time, UINT64_MAX when none. */
+uint64_t rdmx__timers_next(const struct rdmx__timers *ts);
+/* Stops and runs every timer due at now_ns (a callback may start or stop
+ * timers); returns how many ran. */
+int rdmx__timers_run(struct rdmx__timers *ts, uint64_t now_ns);
+/* The heap of `pe` (engine/pe.c). */
+struct rdmx__timers *rdmx__pe_timers(struct rdmx_pe *pe);
+
 #define RDMX_CONN_DETAILS_MAX 256u
 #define RDMX_DESC_MAGIC 0x5852u
 #define RDMX_DESC_VERSION 1u

@@ -53,7 +53,6 @@ struct rdmx_chan_host {
 	struct rdmx_chan *starved_head; /* channels waiting for a task of the pool */
 	uint32_t num_chans;
 
-	struct rdmx__timers timers;
 	int depth;    /* callbacks of this host on the stack */
 	bool stopped; /* the context stopped under us */
 };
@@ -201,12 +200,15 @@ struct rdmx_chan {
 /* Posts the receive pool (first channel start). */
 int rdmx__host_post_recvs(struct rdmx_chan_host *host);
 void rdmx__host_add_starved(struct rdmx_chan_host *host, struct rdmx_chan *chan);
-/* Every host callback brackets itself with enter/leave: timers run at the
- * outermost level. */
+/* Every host callback (and every timer of the host) brackets itself with
+ * enter/leave: rdmx__host_depth tells code that may not nest (a blocking
+ * call, a close) that a callback is on the stack. */
 void rdmx__host_enter(struct rdmx_chan_host *host);
 void rdmx__host_leave(struct rdmx_chan_host *host);
 /* Disconnects a connection that has no channel (hostile or stale peer). */
 void rdmx__host_reject_conn(struct rdmx_chan_host *host, struct rdmx_conn *conn, const char *why);
+/* Starts (or moves) t, due at when_ns (rdmx_pe_now_ns clock), on the
+ * host's engine; t->fn runs from rdmx_pe_progress. RDMX_E_NOMEM. */
 int rdmx__host_timer_arm(struct rdmx_chan_host *host, struct rdmx__timer *t, uint64_t when_ns);
 void rdmx__host_timer_disarm(struct rdmx_chan_host *host, struct rdmx__timer *t);
 int rdmx__host_depth(const struct rdmx_chan_host *host);

@@ -45,14 +45,28 @@ static uint32_t conn_id(const struct rdmx_conn *conn)
 
 /* ---- timers and callback bracketing ---- */
 
+static void host_timer_fired(struct rdmx_pe_timer *pt, void *arg)
+{
+	struct rdmx_chan_host *host = arg;
+	struct rdmx__timer *t =
+	    (struct rdmx__timer *)((char *)pt - offsetof(struct rdmx__timer, pe_timer));
+
+	host->depth++;
+	t->fn(t);
+	host->depth--;
+}
+
 int rdmx__host_timer_arm(struct rdmx_chan_host *host, struct rdmx__timer *t, uint64_t when_ns)
 {
-	return rdmx__timer_arm(&host->timers, t, when_ns);
+	if (!t->pe_timer.pe)
+		rdmx_pe_timer_init(host->pe, &t->pe_timer, host_timer_fired, host);
+	return rdmx_pe_timer_start(&t->pe_timer, when_ns);
 }
 
 void rdmx__host_timer_disarm(struct rdmx_chan_host *host, struct rdmx__timer *t)
 {
-	rdmx__timer_disarm(&host->timers, t);
+	(void)host;
+	rdmx_pe_timer_stop(&t->pe_timer);
 }
 
 int rdmx__host_depth(const struct rdmx_chan_host *host)
@@ -60,24 +74,8 @@ int rdmx__host_depth(const struct rdmx_chan_host *host)
 	return host->depth;
 }
 
-int rdmx_chan_host_run_timers(struct rdmx_chan_host *host)
-{
-	if (!host || !host->timers.len)
-		return 0;
-	if (rdmx__timers_next(&host->timers) > rdmx__now_ns())
-		return 0;
-	host->depth++;
-	int n = rdmx__timers_run(&host->timers, rdmx__now_ns());
-	host->depth--;
-	return n;
-}
-
 void rdmx__host_enter(struct rdmx_chan_host *host)
 {
-	/* deadlines are checked on progress: at the start of the outermost
-	 * callback of every batch the engine delivers */
-	if (host->depth == 0 && host->timers.len)
-		rdmx_chan_host_run_timers(host);
 	host->depth++;
 }
 
@@ -86,46 +84,18 @@ void rdmx__host_leave(struct rdmx_chan_host *host)
 	host->depth--;
 }
 
-int rdmx_chan_host_next_timer_ms(const struct rdmx_chan_host *host)
-{
-	uint64_t next, now;
-
-	if (!host || !host->timers.len)
-		return -1;
-	next = rdmx__timers_next(&host->timers);
-	now = rdmx__now_ns();
-	if (next <= now)
-		return 0;
-	if (next - now > (uint64_t)INT32_MAX * 1000000u)
-		return INT32_MAX;
-	return (int)((next - now + 999999u) / 1000000u);
-}
-
 int rdmx_chan_host_progress(struct rdmx_chan_host *host)
 {
-	int n;
-
 	if (!host)
 		return RDMX_E_INVAL;
-	n = rdmx_pe_progress(host->pe);
-	if (n < 0)
-		return n;
-	return n + rdmx_chan_host_run_timers(host);
+	return rdmx_pe_progress(host->pe);
 }
 
 int rdmx_chan_host_wait(struct rdmx_chan_host *host, int timeout_ms)
 {
-	int t, n;
-
-	if (!host || timeout_ms < -1)
+	if (!host)
 		return RDMX_E_INVAL;
-	t = rdmx_chan_host_next_timer_ms(host);
-	if (t < 0 || (timeout_ms >= 0 && timeout_ms < t))
-		t = timeout_ms;
-	n = t == 0 ? rdmx_pe_progress(host->pe) : rdmx_pe_wait(host->pe, t);
-	if (n < 0)
-		return n;
-	return n + rdmx_chan_host_run_timers(host);
+	return rdmx_pe_wait(host->pe, timeout_ms);
 }
 
 struct rdmx_ctx *rdmx_chan_host_get_ctx(const struct rdmx_chan_host *host)
@@ -572,7 +542,6 @@ int rdmx_chan_host_create(struct rdmx_ctx *ctx, struct rdmx_pe *pe,
 		goto free_host;
 	rdmx__map_init(&h->chans);
 	rdmx__map_init(&h->early);
-	rdmx__timers_init(&h->timers);
 
 	h->recvs = calloc(h->attr.recv_tasks, sizeof(*h->recvs));
 	mem_len = (size_t)h->attr.recv_tasks * RDMX__CTL_MAX_LEN;
@@ -633,7 +602,6 @@ int rdmx_chan_host_destroy(struct rdmx_chan_host **host)
 		free(v);
 	rdmx__map_fini(&h->early);
 	rdmx__map_fini(&h->chans);
-	rdmx__timers_fini(&h->timers);
 	/* the context's stop completed and freed every task */
 	rdmx_mr_dereg(&h->recv_mr);
 	free(h->recv_mem);

@@ -1,5 +1,5 @@
 /* Private helpers shared by the channel and RPC files of rpc/: logging,
- * clock, a small hash map and the timer heap. Nothing outside rpc/ (and its
+ * clock, a small hash map and the worker's timers. Nothing outside rpc/ (and its
  * unit tests) includes this file. */
 #ifndef RDMX_RPC_INTERNAL_H
 #define RDMX_RPC_INTERNAL_H
@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include <rdmx/log.h>
+#include <rdmx/pe.h>
 #include <rdmx/status.h>
 
 #define RPC_LOG(level, ...) rdmx__log(RDMX_LOG_##level, __FILE__, __LINE__, __func__, __VA_ARGS__)
@@ -85,31 +86,17 @@ void *rdmx__map_del(struct rdmx__map *m, uint64_t key);
  * inserts or deletes (restart after changing the map). */
 void *rdmx__map_next(const struct rdmx__map *m, uint32_t *pos, uint64_t *key);
 
-/* ---- timers: an indexed binary min-heap (rpc/timer.c) ---- */
+/* ---- timers of the channel host: an engine timer (rdmx/pe.h) whose
+ * callback runs inside the host's callback bracket (rpc/host.c) ---- */
 struct rdmx__timer;
 typedef void (*rdmx__timer_fn)(struct rdmx__timer *t);
 struct rdmx__timer {
-	uint64_t when_ns;
-	uint32_t pos; /* heap index + 1; 0 when not armed */
+	struct rdmx_pe_timer pe_timer;
 	rdmx__timer_fn fn;
 };
-struct rdmx__timers {
-	struct rdmx__timer **heap;
-	uint32_t len, cap;
-};
-void rdmx__timers_init(struct rdmx__timers *ts);
-void rdmx__timers_fini(struct rdmx__timers *ts);
-/* Arms (or re-arms) t at when_ns. RDMX_E_NOMEM. */
-int rdmx__timer_arm(struct rdmx__timers *ts, struct rdmx__timer *t, uint64_t when_ns);
-void rdmx__timer_disarm(struct rdmx__timers *ts, struct rdmx__timer *t);
 static inline bool rdmx__timer_armed(const struct rdmx__timer *t)
 {
-	return t->pos != 0;
+	return rdmx_pe_timer_is_active(&t->pe_timer);
 }
-/* Earliest armed time, UINT64_MAX when none. */
-uint64_t rdmx__timers_next(const struct rdmx__timers *ts);
-/* Disarms and runs every timer due at now_ns (a callback may arm or disarm
- * timers); returns how many ran. */
-int rdmx__timers_run(struct rdmx__timers *ts, uint64_t now_ns);
 
 #endif

@@ -320,13 +320,8 @@ static int open_engine(struct rdmx_rpc_secure_server *srv, const struct rdmx_rpc
 	ret = rdmx_ev_attach(srv->loop, srv->pe, &srv->ev);
 	if (ret)
 		goto stop_ctx;
-	ret = rdmx_ev_add_host(srv->ev, srv->host);
-	if (ret)
-		goto detach_ev;
 	return RDMX_OK;
 
-detach_ev:
-	rdmx_ev_detach(&srv->ev);
 stop_ctx:
 	rdmx_ctx_stop(srv->ctx);
 destroy_host:

@@ -10,9 +10,9 @@
  *   the channel layer (use another context for raw tasks). It keeps a pool
  *   of receive tasks posted (write-with-immediate consumes one receive per
  *   message; the data lands in the ring, not in the receive buffer), a
- *   connection -> channel map, and the timers of the channels and RPC
- *   endpoints on it (deadlines), which run from the host's callbacks and
- *   from rdmx_chan_host_progress / rdmx_chan_host_wait.
+ *   connection -> channel map. The timers of its channels and RPC
+ *   endpoints (keep-alives, deadlines) are timers of its progress engine
+ *   (rdmx/pe.h): whatever drives the engine runs them.
  *
  * struct rdmx_chan — one connection. Life cycle (like a context):
  *   rdmx_chan_create(host, conn)  -> IDLE: setters allowed
@@ -173,16 +173,12 @@ int rdmx_chan_host_create(struct rdmx_ctx *ctx, struct rdmx_pe *pe,
  * was destroyed (else RDMX_E_BAD_STATE). NULL / *host == NULL: no-op. */
 int rdmx_chan_host_destroy(struct rdmx_chan_host **host);
 
-/* rdmx_pe_progress on the host's engine, then due timers. Returns the
- * completions run or a negative RDMX_E_* code. */
+/* rdmx_pe_progress on the host's engine (completions and due timers).
+ * Returns what ran or a negative RDMX_E_* code. */
 int rdmx_chan_host_progress(struct rdmx_chan_host *host);
-/* rdmx_pe_wait bounded by the next timer (and timeout_ms, -1 = none), then
- * due timers. Returns completions run + timers fired (0 on timeout). */
+/* rdmx_pe_wait on the host's engine (it never sleeps past the next timer).
+ * Returns completions and timers run (0 on timeout). */
 int rdmx_chan_host_wait(struct rdmx_chan_host *host, int timeout_ms);
-/* Runs due timers (deadlines); returns how many fired. For event loops. */
-int rdmx_chan_host_run_timers(struct rdmx_chan_host *host);
-/* Milliseconds until the next timer is due (rounded up), -1 when none. */
-int rdmx_chan_host_next_timer_ms(const struct rdmx_chan_host *host);
 struct rdmx_ctx *rdmx_chan_host_get_ctx(const struct rdmx_chan_host *host);
 struct rdmx_pe *rdmx_chan_host_get_pe(const struct rdmx_chan_host *host);
 

@@ -20,13 +20,12 @@
  * Tear-down: rdmx_rpc_conn_destroy, then rdmx_chan_destroy, then the
  * context, then the host.
  *
- * Driving: deadlines and liveness probes are timers of the channel host,
- * checked on progress — at the start of every batch of engine callbacks,
- * in rdmx_chan_host_progress / rdmx_chan_host_wait (which also sleep no
- * longer than the next deadline), rdmx_rpc_call, and the libev adapter
- * (rdmx/ev.h). A program that drives the engine with plain
- * rdmx_pe_progress / rdmx_pe_wait gets deadlines only when some completion
- * arrives: use the host's functions instead. No thread is started. */
+ * Driving: deadlines and liveness probes are timers of the progress engine
+ * (rdmx/pe.h): rdmx_pe_progress runs the due ones and rdmx_pe_wait sleeps
+ * no longer than the next one, with or without traffic; so do
+ * rdmx_rpc_call, rdmx_rpc_conn_progress, the libev adapter (rdmx/ev.h) and
+ * any loop that embeds the engine through rdmx_pe_get_fd and
+ * rdmx_pe_next_timeout_ms. No thread is started. */
 #ifndef RDMX_RPC_H
 #define RDMX_RPC_H
 
@@ -224,8 +223,8 @@ void *rdmx_rpc_conn_get_user_data(const struct rdmx_rpc_conn *rc);
 typedef void (*rdmx_rpc_closed_cb)(struct rdmx_rpc_conn *rc, int status, void *arg);
 int rdmx_rpc_conn_set_closed_cb(struct rdmx_rpc_conn *rc, rdmx_rpc_closed_cb cb, void *arg);
 
-/* Drives the endpoint's progress engine once (engine completions plus the
- * deadline timers): rdmx_chan_host_progress of its channel's host. */
+/* Drives the endpoint's progress engine once (rdmx_pe_progress: engine
+ * completions and due timers, deadlines among them). */
 int rdmx_rpc_conn_progress(struct rdmx_rpc_conn *rc);
 
 /* ---- statistics ---- */

@@ -39,9 +39,9 @@
  * completes with RDMX_RPC_UNAVAILABLE. The other way round, when the engine
  * connection ends (peer death, protocol violation, local close) the TLS
  * session is closed. The client checks its TLS session from a timer of the
- * channel host (every opts.liveness_ms), which runs whenever the endpoint is
- * driven: rdmx_rpc_call, rdmx_rpc_conn_progress, rdmx_chan_host_wait, or
- * rdmx_ev with the host added (rdmx_ev_add_host). The server watches each
+ * progress engine (every opts.liveness_ms), which runs whenever the engine is
+ * driven: rdmx_pe_progress / rdmx_pe_wait, rdmx_rpc_call,
+ * rdmx_rpc_conn_progress, or the libev adapter. The server watches each
  * session from its libev loop.
  *
  * Errors are negative RDMX_E_* codes; output parameters are written only on
@@ -116,8 +116,7 @@ void rdmx_rpc_secure_opts_init(struct rdmx_rpc_secure_opts *opts);
  * of its own (then rdmx_rpc_call / rdmx_rpc_conn_progress drive it). The
  * call drives `pe` while it waits: call it from the thread that drives `pe`,
  * outside its callbacks. Each connection gets its own context and channel
- * host on `pe` (rdmx_chan_get_host(rdmx_rpc_conn_get_chan(rc)) reaches it,
- * e.g. for rdmx_ev_add_host). `tls` is frozen by the call and must outlive
+ * host on `pe` (rdmx_chan_get_host(rdmx_rpc_conn_get_chan(rc)) reaches it). `tls` is frozen by the call and must outlive
  * the connection. opts may be NULL (defaults).
  *
  * On success *rc is an endpoint whose channel is READY. It belongs to this

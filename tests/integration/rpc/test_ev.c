@@ -51,9 +51,6 @@ Test(ev, rpc_server_in_libev_loop, .timeout = 300)
 	lt.loop = ev_loop_new(EVFLAG_AUTO);
 	cr_assert_not_null(lt.loop);
 	ASSERT_OK(rdmx_ev_attach(lt.loop, b.pe, &ev));
-	ASSERT_OK(rdmx_ev_add_host(ev, b.host));
-	ASSERT_RC(rdmx_ev_add_host(ev, b.host), RDMX_E_EXISTS);
-	ASSERT_RC(rdmx_ev_add_host(ev, a.host), RDMX_E_INVAL); /* another engine's */
 	ev_async_init(&lt.stop, on_stop);
 	ev_async_start(lt.loop, &lt.stop);
 	cr_assert_eq(pthread_create(&lt.th, NULL, loop_main, &lt), 0);
@@ -125,7 +122,6 @@ Test(ev, client_deadline_fires_from_loop_timer, .timeout = 120)
 	/* the server takes the call and holds it, then nobody sends anything */
 	c.loop = ev_loop_new(EVFLAG_AUTO);
 	ASSERT_OK(rdmx_ev_attach(c.loop, a.pe, &ev));
-	ASSERT_OK(rdmx_ev_add_host(ev, a.host));
 	ASSERT_OK(rdmx_rpc_call_async(ra, rdmx_rpc_method_id(HOLD_NAME), NULL, &o, ev_client_done,
 				      &c, NULL));
 	DRIVE_UNTIL(NULL, &b, st.held_n == 1); /* only b progresses: a's loop is not running */

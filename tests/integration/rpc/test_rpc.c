@@ -301,6 +301,48 @@ Test(rpc, deadline_exceeded_and_server_sees_it)
 	node_close(&b);
 }
 
+/* The deadline is a timer of the client's progress engine: with keep-alives
+ * off and the server holding the call, nothing arrives any more, and plain
+ * rdmx_pe_wait(pe, -1) (no limit) must still wake for it and complete the
+ * call (it would sleep forever otherwise). */
+Test(rpc, deadline_fires_from_pe_wait_alone, .timeout = 120)
+{
+	struct node a, b;
+	struct echo_state st = {0};
+	struct rdmx_rpc_server *srv;
+	struct rdmx_rpc_conn *ra, *rb;
+	struct rec r = {0};
+	struct rdmx_rpc_call_opts o = {.timeout_us = 30000};
+	struct rdmx_chan_host_attr quiet;
+
+	ids();
+	rdmx_chan_host_attr_init(&quiet);
+	quiet.keepalive_ms = 0;
+	node_open(&a, "a", 0, &quiet);
+	node_open(&b, "b", 1, &quiet);
+	srv = echo_server(&st);
+	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
+	ASSERT_OK(rdmx_pe_set_poll_mode(a.pe, RDMX_POLL_BLOCK, 0));
+	ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, &o, rec_cb, &r, NULL));
+	DRIVE_UNTIL(&a, &b, st.held_n == 1);
+	if (!r.done) {
+		int ms = rdmx_pe_next_timeout_ms(a.pe);
+
+		cr_assert(ms >= 0 && ms <= 30, "the deadline is the engine's next timer (%d ms)", ms);
+	}
+	while (!r.done) {
+		int n = rdmx_pe_wait(a.pe, -1);
+
+		cr_assert(n >= 0, "wait: %s", rdmx_err_name(n));
+	}
+	cr_assert_eq(r.code, RDMX_RPC_DEADLINE_EXCEEDED, "got %s", rdmx_rpc_code_name(r.code));
+	rdmx_rpc_respond(st.held[0], RDMX_RPC_OK, NULL, NULL);
+	rpc_pair_close(&ra, &rb);
+	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
+	node_close(&a);
+	node_close(&b);
+}
+
 /* Cancel against a reply in every interleaving we can produce: each call
  * completes exactly once, with OK or CANCELLED; a second cancel, or one
  * after completion, is NOT_FOUND. */

@@ -241,46 +241,6 @@ Test(map, against_a_reference)
 	cr_assert_null(rdmx__map_get(&m, keys[0]));
 }
 
-/* ---- timers ---- */
-
-static uint64_t fired[64];
-static int nfired;
-static void fire(struct rdmx__timer *t)
-{
-	fired[nfired++] = t->when_ns;
-}
-
-Test(timers, order_disarm_rearm)
-{
-	struct rdmx__timers ts;
-	struct rdmx__timer t[50];
-
-	rdmx__timers_init(&ts);
-	srand(9);
-	for (int i = 0; i < 50; i++) {
-		t[i].pos = 0;
-		t[i].fn = fire;
-		cr_assert_eq(rdmx__timer_arm(&ts, &t[i], 1000 + (uint64_t)(rand() % 1000)), 0);
-	}
-	for (int i = 0; i < 50; i += 3)
-		rdmx__timer_disarm(&ts, &t[i]);
-	rdmx__timer_arm(&ts, &t[1], 5); /* re-arm earlier */
-	rdmx__timer_arm(&ts, &t[2], 99999); /* and later */
-	cr_assert_eq(rdmx__timers_next(&ts), 5);
-	nfired = 0;
-	cr_assert_eq(rdmx__timers_run(&ts, 4), 0);
-	int n = rdmx__timers_run(&ts, 2000);
-	cr_assert_eq(n, 50 - 17 - 1);
-	for (int i = 1; i < nfired; i++)
-		cr_assert(fired[i - 1] <= fired[i], "out of order");
-	cr_assert_eq(rdmx__timers_next(&ts), 99999);
-	cr_assert(rdmx__timer_armed(&t[2]));
-	cr_assert(!rdmx__timer_armed(&t[1]));
-	rdmx__timers_fini(&ts);
-	cr_assert(!rdmx__timer_armed(&t[2]));
-	cr_assert_eq(rdmx__timers_next(&ts), UINT64_MAX);
-}
-
 /* ---- histogram, ids, names ---- */
 
 Test(hist, buckets_and_percentiles)
