@@ -23,29 +23,29 @@
 
 struct rdmx_chan;
 
-/* One posted receive of the host's pool. */
-struct host_recv {
-	struct rdmx_chan_host *host;
+/* One posted receive of the worker's pool. */
+struct worker_recv {
+	struct rdmx_chan_worker *worker;
 	struct rdmx_task *task;
 	struct rdmx_buf buf;
-	struct host_recv *next_retry; /* resubmit failed: retried later */
+	struct worker_recv *next_retry; /* resubmit failed: retried later */
 };
 
-struct rdmx_chan_host {
+struct rdmx_chan_worker {
 	struct rdmx_ctx *ctx;
 	struct rdmx_pe *pe;
 	struct rdmx_dev *dev;
-	struct rdmx_chan_host_attr attr;
+	struct rdmx_chan_worker_attr attr;
 	uint32_t max_sge;     /* context's max send buf list len */
 	uint64_t dev_max_msg; /* largest single read (device caps, attr.rdv_read_max) */
 
 	/* receive pool: attr.recv_tasks entries of RDMX__CTL_MAX_LEN bytes */
-	struct host_recv *recvs;
+	struct worker_recv *recvs;
 	uint8_t *recv_mem;
 	struct rdmx_mr *recv_mr;
 	bool recvs_posted;
 	uint32_t recvs_outstanding; /* submitted, not yet completed */
-	struct host_recv *retry_head;
+	struct worker_recv *retry_head;
 
 	struct rdmx__map chans;         /* conn pointer -> channel */
 	struct rdmx__map early;         /* conn pointer -> 64-byte hello copy */
@@ -53,7 +53,7 @@ struct rdmx_chan_host {
 	struct rdmx_chan *starved_head; /* channels waiting for a task of the pool */
 	uint32_t num_chans;
 
-	int depth;    /* callbacks of this host on the stack */
+	int depth;    /* callbacks of this worker on the stack */
 	bool stopped; /* the context stopped under us */
 };
 
@@ -121,7 +121,7 @@ struct ctl_entry {
 };
 
 struct rdmx_chan {
-	struct rdmx_chan_host *host;
+	struct rdmx_chan_worker *worker;
 	struct rdmx_conn *conn; /* NULL once the engine freed it */
 	enum rdmx_chan_state state;
 	int close_status;
@@ -129,7 +129,7 @@ struct rdmx_chan {
 	bool disconnecting; /* rdmx_conn_disconnect called */
 	bool paused;
 	bool delivering;
-	bool starved;      /* on host->starved list */
+	bool starved;      /* on worker->starved list */
 	bool eager_credit; /* return credits after every delivery batch */
 	uint32_t inflight; /* tasks submitted, not completed */
 	uint32_t cb_depth; /* user callbacks of this channel on the stack */
@@ -198,28 +198,28 @@ struct rdmx_chan {
 
 /* ---- host.c ---- */
 /* Posts the receive pool (first channel start). */
-int rdmx__host_post_recvs(struct rdmx_chan_host *host);
-void rdmx__host_add_starved(struct rdmx_chan_host *host, struct rdmx_chan *chan);
-/* Every host callback (and every timer of the host) brackets itself with
- * enter/leave: rdmx__host_depth tells code that may not nest (a blocking
+int rdmx__worker_post_recvs(struct rdmx_chan_worker *worker);
+void rdmx__worker_add_starved(struct rdmx_chan_worker *worker, struct rdmx_chan *chan);
+/* Every worker callback (and every timer of the worker) brackets itself with
+ * enter/leave: rdmx__worker_depth tells code that may not nest (a blocking
  * call, a close) that a callback is on the stack. */
-void rdmx__host_enter(struct rdmx_chan_host *host);
-void rdmx__host_leave(struct rdmx_chan_host *host);
+void rdmx__worker_enter(struct rdmx_chan_worker *worker);
+void rdmx__worker_leave(struct rdmx_chan_worker *worker);
 /* Disconnects a connection that has no channel (hostile or stale peer). */
-void rdmx__host_reject_conn(struct rdmx_chan_host *host, struct rdmx_conn *conn, const char *why);
+void rdmx__worker_reject_conn(struct rdmx_chan_worker *worker, struct rdmx_conn *conn, const char *why);
 /* Starts (or moves) t, due at when_ns (rdmx_pe_now_ns clock), on the
- * host's engine; t->fn runs from rdmx_pe_progress. RDMX_E_NOMEM. */
-int rdmx__host_timer_arm(struct rdmx_chan_host *host, struct rdmx__timer *t, uint64_t when_ns);
-void rdmx__host_timer_disarm(struct rdmx_chan_host *host, struct rdmx__timer *t);
-int rdmx__host_depth(const struct rdmx_chan_host *host);
+ * worker's engine; t->fn runs from rdmx_pe_progress. RDMX_E_NOMEM. */
+int rdmx__worker_timer_arm(struct rdmx_chan_worker *worker, struct rdmx__timer *t, uint64_t when_ns);
+void rdmx__worker_timer_disarm(struct rdmx_chan_worker *worker, struct rdmx__timer *t);
+int rdmx__worker_depth(const struct rdmx_chan_worker *worker);
 /* Maps the channel's connection and lists it (rdmx_chan_create). */
-int rdmx__host_chan_add(struct rdmx_chan_host *host, struct rdmx_chan *chan);
+int rdmx__worker_chan_add(struct rdmx_chan_worker *worker, struct rdmx_chan *chan);
 /* Unmaps the channel's connection (it stays listed until freed). */
-void rdmx__host_chan_remove(struct rdmx_chan_host *host, struct rdmx_chan *chan);
+void rdmx__worker_chan_remove(struct rdmx_chan_worker *worker, struct rdmx_chan *chan);
 /* Unmaps and unlists (the channel is being freed). */
-void rdmx__host_chan_unlink(struct rdmx_chan_host *host, struct rdmx_chan *chan);
+void rdmx__worker_chan_unlink(struct rdmx_chan_worker *worker, struct rdmx_chan *chan);
 /* The hello kept for conn (malloc'd, RDMX__CTL_HELLO_LEN bytes) or NULL. */
-void *rdmx__host_take_early(struct rdmx_chan_host *host, struct rdmx_conn *conn);
+void *rdmx__worker_take_early(struct rdmx_chan_worker *worker, struct rdmx_conn *conn);
 
 /* ---- channel.c ---- */
 void rdmx__chan_on_write(struct rdmx_chan *chan, uint32_t imm, uint32_t len);
@@ -241,7 +241,7 @@ void rdmx__chan_apply_hello(struct rdmx_chan *chan, const struct rdmx__hello *h)
 void rdmx__chan_keepalive_start(struct rdmx_chan *chan);
 /* A credit count from the peer (validated by the caller). */
 void rdmx__chan_on_credit(struct rdmx_chan *chan, uint32_t credit);
-/* Frees a channel whatever its state (host destroy after a context stop). */
+/* Frees a channel whatever its state (worker destroy after a context stop). */
 void rdmx__chan_free(struct rdmx_chan *chan);
 
 /* Task callbacks (host.c registers them with the context). */

@@ -179,12 +179,12 @@ int rdmx_chan_resume(struct rdmx_chan *chan)
 		return RDMX_E_INVAL;
 	chan->paused = false;
 	if (chan->state == RDMX_CHAN_READY && chan->rx_consumed != chan->rx_seq) {
-		struct rdmx_chan_host *host = chan->host;
+		struct rdmx_chan_worker *worker = chan->worker;
 
-		rdmx__host_enter(host);
+		rdmx__worker_enter(worker);
 		rdmx__chan_deliver(chan);
 		rdmx__chan_maybe_free(chan); /* a callback may have destroyed it */
-		rdmx__host_leave(host);
+		rdmx__worker_leave(worker);
 	}
 	return 0;
 }

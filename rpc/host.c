@@ -1,7 +1,7 @@
-/* The channel host: the channel layer's hold on one context.
+/* The channel worker: the channel layer's hold on one context.
  *
  * Receive tasks belong to the context (a shared receive queue), and every
- * ring write with immediate consumes one, so the host keeps a pool of them
+ * ring write with immediate consumes one, so the worker keeps a pool of them
  * posted and reposts each one after dispatching its completion to the
  * channel of the connection that delivered it. The receive buffers are only
  * used by the control SENDs (hello, credit updates); ring data lands in the
@@ -11,22 +11,22 @@
 
 #include "chan_internal.h"
 
-#define HOST_DEFAULT_RECV 1024u
-#define HOST_DEFAULT_WRITE 2048u
-#define HOST_DEFAULT_SEND 1024u
-#define HOST_DEFAULT_READ 64u
-#define HOST_MAX_EARLY 1024u
+#define WORKER_DEFAULT_RECV 1024u
+#define WORKER_DEFAULT_WRITE 2048u
+#define WORKER_DEFAULT_SEND 1024u
+#define WORKER_DEFAULT_READ 64u
+#define WORKER_MAX_EARLY 1024u
 #define HOST_DEFAULT_KEEPALIVE_MS 1000u
 
-void rdmx_chan_host_attr_init(struct rdmx_chan_host_attr *attr)
+void rdmx_chan_worker_attr_init(struct rdmx_chan_worker_attr *attr)
 {
 	if (!attr)
 		return;
 	memset(attr, 0, sizeof(*attr));
-	attr->recv_tasks = HOST_DEFAULT_RECV;
-	attr->write_tasks = HOST_DEFAULT_WRITE;
-	attr->send_tasks = HOST_DEFAULT_SEND;
-	attr->read_tasks = HOST_DEFAULT_READ;
+	attr->recv_tasks = WORKER_DEFAULT_RECV;
+	attr->write_tasks = WORKER_DEFAULT_WRITE;
+	attr->send_tasks = WORKER_DEFAULT_SEND;
+	attr->read_tasks = WORKER_DEFAULT_READ;
 	attr->keepalive_ms = HOST_DEFAULT_KEEPALIVE_MS;
 }
 
@@ -47,114 +47,114 @@ static uint32_t conn_id(const struct rdmx_conn *conn)
 
 static void host_timer_fired(struct rdmx_pe_timer *pt, void *arg)
 {
-	struct rdmx_chan_host *host = arg;
+	struct rdmx_chan_worker *worker = arg;
 	struct rdmx__timer *t =
 	    (struct rdmx__timer *)((char *)pt - offsetof(struct rdmx__timer, pe_timer));
 
-	host->depth++;
+	worker->depth++;
 	t->fn(t);
-	host->depth--;
+	worker->depth--;
 }
 
-int rdmx__host_timer_arm(struct rdmx_chan_host *host, struct rdmx__timer *t, uint64_t when_ns)
+int rdmx__worker_timer_arm(struct rdmx_chan_worker *worker, struct rdmx__timer *t, uint64_t when_ns)
 {
 	if (!t->pe_timer.pe)
-		rdmx_pe_timer_init(host->pe, &t->pe_timer, host_timer_fired, host);
+		rdmx_pe_timer_init(worker->pe, &t->pe_timer, host_timer_fired, worker);
 	return rdmx_pe_timer_start(&t->pe_timer, when_ns);
 }
 
-void rdmx__host_timer_disarm(struct rdmx_chan_host *host, struct rdmx__timer *t)
+void rdmx__worker_timer_disarm(struct rdmx_chan_worker *worker, struct rdmx__timer *t)
 {
-	(void)host;
+	(void)worker;
 	rdmx_pe_timer_stop(&t->pe_timer);
 }
 
-int rdmx__host_depth(const struct rdmx_chan_host *host)
+int rdmx__worker_depth(const struct rdmx_chan_worker *worker)
 {
-	return host->depth;
+	return worker->depth;
 }
 
-void rdmx__host_enter(struct rdmx_chan_host *host)
+void rdmx__worker_enter(struct rdmx_chan_worker *worker)
 {
-	host->depth++;
+	worker->depth++;
 }
 
-void rdmx__host_leave(struct rdmx_chan_host *host)
+void rdmx__worker_leave(struct rdmx_chan_worker *worker)
 {
-	host->depth--;
+	worker->depth--;
 }
 
-int rdmx_chan_host_progress(struct rdmx_chan_host *host)
+int rdmx_chan_worker_progress(struct rdmx_chan_worker *worker)
 {
-	if (!host)
+	if (!worker)
 		return RDMX_E_INVAL;
-	return rdmx_pe_progress(host->pe);
+	return rdmx_pe_progress(worker->pe);
 }
 
-int rdmx_chan_host_wait(struct rdmx_chan_host *host, int timeout_ms)
+int rdmx_chan_worker_wait(struct rdmx_chan_worker *worker, int timeout_ms)
 {
-	if (!host)
+	if (!worker)
 		return RDMX_E_INVAL;
-	return rdmx_pe_wait(host->pe, timeout_ms);
+	return rdmx_pe_wait(worker->pe, timeout_ms);
 }
 
-struct rdmx_ctx *rdmx_chan_host_get_ctx(const struct rdmx_chan_host *host)
+struct rdmx_ctx *rdmx_chan_worker_get_ctx(const struct rdmx_chan_worker *worker)
 {
-	return host ? host->ctx : NULL;
+	return worker ? worker->ctx : NULL;
 }
 
-struct rdmx_pe *rdmx_chan_host_get_pe(const struct rdmx_chan_host *host)
+struct rdmx_pe *rdmx_chan_worker_get_pe(const struct rdmx_chan_worker *worker)
 {
-	return host ? host->pe : NULL;
+	return worker ? worker->pe : NULL;
 }
 
 /* ---- the receive pool ---- */
 
-static void recv_retry_later(struct rdmx_chan_host *host, struct host_recv *r)
+static void recv_retry_later(struct rdmx_chan_worker *worker, struct worker_recv *r)
 {
-	r->next_retry = host->retry_head;
-	host->retry_head = r;
+	r->next_retry = worker->retry_head;
+	worker->retry_head = r;
 }
 
-static void recv_submit(struct rdmx_chan_host *host, struct host_recv *r)
+static void recv_submit(struct rdmx_chan_worker *worker, struct worker_recv *r)
 {
 	int rc = rdmx_task_submit(r->task);
 
 	if (rc == 0) {
-		host->recvs_outstanding++;
+		worker->recvs_outstanding++;
 		return;
 	}
 	if (rc != RDMX_E_BAD_STATE)
 		RPC_WARN("chan: receive repost failed (%s): retried later", rdmx_err_name(rc));
-	recv_retry_later(host, r);
+	recv_retry_later(worker, r);
 }
 
-static void recv_retry(struct rdmx_chan_host *host)
+static void recv_retry(struct rdmx_chan_worker *worker)
 {
-	struct host_recv *list = host->retry_head;
+	struct worker_recv *list = worker->retry_head;
 
-	host->retry_head = NULL;
+	worker->retry_head = NULL;
 	while (list) {
-		struct host_recv *r = list;
+		struct worker_recv *r = list;
 
 		list = r->next_retry;
 		r->next_retry = NULL;
-		recv_submit(host, r);
+		recv_submit(worker, r);
 	}
 }
 
-int rdmx__host_post_recvs(struct rdmx_chan_host *host)
+int rdmx__worker_post_recvs(struct rdmx_chan_worker *worker)
 {
-	uint32_t n = host->attr.recv_tasks;
+	uint32_t n = worker->attr.recv_tasks;
 	int rc;
 
-	if (host->recvs_posted)
+	if (worker->recvs_posted)
 		return 0;
 	for (uint32_t i = 0; i < n; i++) {
-		struct host_recv *r = &host->recvs[i];
+		struct worker_recv *r = &worker->recvs[i];
 
 		if (!r->task) {
-			rc = rdmx_task_receive_alloc(host->ctx, &r->buf, r, &r->task);
+			rc = rdmx_task_receive_alloc(worker->ctx, &r->buf, r, &r->task);
 			if (rc) {
 				RPC_ERR("chan: receive task %u of %u: %s", i, n, rdmx_err_name(rc));
 				return rc;
@@ -165,13 +165,13 @@ int rdmx__host_post_recvs(struct rdmx_chan_host *host)
 			RPC_ERR("chan: receive post %u of %u: %s", i, n, rdmx_err_name(rc));
 			return rc;
 		}
-		host->recvs_outstanding++;
+		worker->recvs_outstanding++;
 	}
-	host->recvs_posted = true;
+	worker->recvs_posted = true;
 	return 0;
 }
 
-static void stash_hello(struct rdmx_chan_host *host, struct rdmx_conn *conn, const void *buf,
+static void stash_hello(struct rdmx_chan_worker *worker, struct rdmx_conn *conn, const void *buf,
                         uint32_t len)
 {
 	struct rdmx__ctl ctl;
@@ -179,17 +179,17 @@ static void stash_hello(struct rdmx_chan_host *host, struct rdmx_conn *conn, con
 	uint8_t *copy;
 
 	if (rdmx__ctl_decode(buf, len, &ctl, &why) || ctl.type != RDMX__CTL_HELLO) {
-		rdmx__host_reject_conn(host, conn, why ? why : "control message before hello");
+		rdmx__worker_reject_conn(worker, conn, why ? why : "control message before hello");
 		return;
 	}
-	if (host->early.len >= HOST_MAX_EARLY || rdmx__map_get(&host->early, conn_key(conn))) {
-		rdmx__host_reject_conn(host, conn, "second hello before the channel started");
+	if (worker->early.len >= WORKER_MAX_EARLY || rdmx__map_get(&worker->early, conn_key(conn))) {
+		rdmx__worker_reject_conn(worker, conn, "second hello before the channel started");
 		return;
 	}
 	copy = malloc(RDMX__CTL_HELLO_LEN);
-	if (!copy || rdmx__map_put(&host->early, conn_key(conn), copy)) {
+	if (!copy || rdmx__map_put(&worker->early, conn_key(conn), copy)) {
 		free(copy);
-		rdmx__host_reject_conn(host, conn, "out of memory keeping an early hello");
+		rdmx__worker_reject_conn(worker, conn, "out of memory keeping an early hello");
 		return;
 	}
 	memcpy(copy, buf, RDMX__CTL_HELLO_LEN);
@@ -197,168 +197,168 @@ static void stash_hello(struct rdmx_chan_host *host, struct rdmx_conn *conn, con
 
 static void host_recv_ok(struct rdmx_task *task, void *ud, void *cud)
 {
-	struct host_recv *r = ud;
-	struct rdmx_chan_host *host = r->host;
+	struct worker_recv *r = ud;
+	struct rdmx_chan_worker *worker = r->worker;
 	struct rdmx_conn *conn = rdmx_task_receive_get_conn(task);
 	enum rdmx_opcode op = rdmx_task_receive_get_opcode(task);
 	uint32_t len = rdmx_task_receive_get_len(task);
 	struct rdmx_chan *chan;
 
 	(void)cud;
-	host->recvs_outstanding--;
-	rdmx__host_enter(host);
-	chan = conn ? rdmx__map_get(&host->chans, conn_key(conn)) : NULL;
+	worker->recvs_outstanding--;
+	rdmx__worker_enter(worker);
+	chan = conn ? rdmx__map_get(&worker->chans, conn_key(conn)) : NULL;
 	if (!conn) {
 		RPC_WARN("chan: receive completion without a connection: ignored");
 	} else if (op == RDMX_OPCODE_WRITE_WITH_IMM) {
 		if (chan)
 			rdmx__chan_on_write(chan, rdmx_task_receive_get_imm(task), len);
 		else
-			rdmx__host_reject_conn(host, conn, "ring write before the channel exists");
+			rdmx__worker_reject_conn(worker, conn, "ring write before the channel exists");
 	} else if (op == RDMX_OPCODE_SEND) {
 		if (len > RDMX__CTL_MAX_LEN)
 			len = RDMX__CTL_MAX_LEN + 1; /* truncated: decoders reject it */
 		if (chan)
 			rdmx__chan_on_ctl(chan, r->buf.addr, len);
 		else
-			stash_hello(host, conn, r->buf.addr, len);
+			stash_hello(worker, conn, r->buf.addr, len);
 	} else {
 		if (chan)
 			rdmx__chan_fail(chan, RDMX_E_PROTOCOL, "send with immediate is not used");
 		else
-			rdmx__host_reject_conn(host, conn, "send with immediate is not used");
+			rdmx__worker_reject_conn(worker, conn, "send with immediate is not used");
 	}
-	if (!host->stopped)
-		recv_submit(host, r);
-	if (host->retry_head && !host->stopped)
-		recv_retry(host);
-	rdmx__host_leave(host);
+	if (!worker->stopped)
+		recv_submit(worker, r);
+	if (worker->retry_head && !worker->stopped)
+		recv_retry(worker);
+	rdmx__worker_leave(worker);
 }
 
-static void host_mark_stopped(struct rdmx_chan_host *host)
+static void host_mark_stopped(struct rdmx_chan_worker *worker)
 {
 	enum rdmx_ctx_state st = RDMX_CTX_RUNNING;
 
-	rdmx_ctx_get_state(host->ctx, &st);
+	rdmx_ctx_get_state(worker->ctx, &st);
 	if (st != RDMX_CTX_RUNNING)
-		host->stopped = true;
+		worker->stopped = true;
 }
 
 static void host_recv_err(struct rdmx_task *task, void *ud, void *cud)
 {
-	struct host_recv *r = ud;
-	struct rdmx_chan_host *host = r->host;
+	struct worker_recv *r = ud;
+	struct rdmx_chan_worker *worker = r->worker;
 	int st = rdmx_task_get_status(task);
 
 	(void)cud;
-	host->recvs_outstanding--;
-	host_mark_stopped(host);
-	if (host->stopped)
+	worker->recvs_outstanding--;
+	host_mark_stopped(worker);
+	if (worker->stopped)
 		return; /* the context stops: the pool goes with it */
 	/* a receive failing on a running context (a provider error): repost */
 	RPC_WARN("chan: receive failed (%s): reposting", rdmx_err_name(st));
-	recv_retry_later(host, r);
+	recv_retry_later(worker, r);
 }
 
 /* ---- connections ---- */
 
-void rdmx__host_reject_conn(struct rdmx_chan_host *host, struct rdmx_conn *conn, const char *why)
+void rdmx__worker_reject_conn(struct rdmx_chan_worker *worker, struct rdmx_conn *conn, const char *why)
 {
 	int rc;
 
 	RPC_ERR("chan: conn %u: protocol violation: %s; closing the connection", conn_id(conn),
 	        why);
-	if (host->stopped)
+	if (worker->stopped)
 		return;
 	rc = rdmx_conn_disconnect(conn);
 	if (rc)
 		RPC_DBG("chan: conn %u: disconnect: %s", conn_id(conn), rdmx_err_name(rc));
 }
 
-static void drop_early(struct rdmx_chan_host *host, struct rdmx_conn *conn)
+static void drop_early(struct rdmx_chan_worker *worker, struct rdmx_conn *conn)
 {
-	free(rdmx__map_del(&host->early, conn_key(conn)));
+	free(rdmx__map_del(&worker->early, conn_key(conn)));
 }
 
 static void on_request(struct rdmx_conn *conn, void *cud)
 {
-	struct rdmx_chan_host *host = cud;
+	struct rdmx_chan_worker *worker = cud;
 
-	rdmx__host_enter(host);
-	if (host->attr.request_cb)
-		host->attr.request_cb(conn, host->attr.user_data);
+	rdmx__worker_enter(worker);
+	if (worker->attr.request_cb)
+		worker->attr.request_cb(conn, worker->attr.user_data);
 	else
 		rdmx_conn_reject(conn);
-	rdmx__host_leave(host);
+	rdmx__worker_leave(worker);
 }
 
 static void on_established(struct rdmx_conn *conn, void *ud, void *cud)
 {
-	struct rdmx_chan_host *host = cud;
+	struct rdmx_chan_worker *worker = cud;
 
 	struct rdmx_chan *chan;
 
-	rdmx__host_enter(host);
-	if (!host->recvs_posted)
-		rdmx__host_post_recvs(host);
+	rdmx__worker_enter(worker);
+	if (!worker->recvs_posted)
+		rdmx__worker_post_recvs(worker);
 	/* a channel started before its connection could post: send its hello */
-	chan = rdmx__map_get(&host->chans, conn_key(conn));
+	chan = rdmx__map_get(&worker->chans, conn_key(conn));
 	if (chan && chan->hello_pending)
 		rdmx__chan_pump(chan);
-	if (host->attr.established_cb)
-		host->attr.established_cb(conn, ud, host->attr.user_data);
-	rdmx__host_leave(host);
+	if (worker->attr.established_cb)
+		worker->attr.established_cb(conn, ud, worker->attr.user_data);
+	rdmx__worker_leave(worker);
 }
 
-static void conn_ended(struct rdmx_chan_host *host, struct rdmx_conn *conn, int status)
+static void conn_ended(struct rdmx_chan_worker *worker, struct rdmx_conn *conn, int status)
 {
-	struct rdmx_chan *chan = rdmx__map_get(&host->chans, conn_key(conn));
+	struct rdmx_chan *chan = rdmx__map_get(&worker->chans, conn_key(conn));
 
-	drop_early(host, conn);
-	host_mark_stopped(host);
+	drop_early(worker, conn);
+	host_mark_stopped(worker);
 	if (chan)
-		rdmx__chan_conn_gone(chan, host->stopped ? RDMX_E_CANCELED : status);
+		rdmx__chan_conn_gone(chan, worker->stopped ? RDMX_E_CANCELED : status);
 }
 
 static void on_failure(struct rdmx_conn *conn, void *ud, void *cud)
 {
-	struct rdmx_chan_host *host = cud;
+	struct rdmx_chan_worker *worker = cud;
 
-	rdmx__host_enter(host);
-	conn_ended(host, conn, RDMX_E_CONN_REFUSED);
-	if (host->attr.failure_cb)
-		host->attr.failure_cb(conn, ud, host->attr.user_data);
-	rdmx__host_leave(host);
+	rdmx__worker_enter(worker);
+	conn_ended(worker, conn, RDMX_E_CONN_REFUSED);
+	if (worker->attr.failure_cb)
+		worker->attr.failure_cb(conn, ud, worker->attr.user_data);
+	rdmx__worker_leave(worker);
 }
 
 static void on_disconnected(struct rdmx_conn *conn, void *ud, void *cud)
 {
-	struct rdmx_chan_host *host = cud;
+	struct rdmx_chan_worker *worker = cud;
 
-	rdmx__host_enter(host);
-	conn_ended(host, conn, RDMX_E_DISCONNECTED);
-	if (host->attr.disconnected_cb)
-		host->attr.disconnected_cb(conn, ud, host->attr.user_data);
-	rdmx__host_leave(host);
+	rdmx__worker_enter(worker);
+	conn_ended(worker, conn, RDMX_E_DISCONNECTED);
+	if (worker->attr.disconnected_cb)
+		worker->attr.disconnected_cb(conn, ud, worker->attr.user_data);
+	rdmx__worker_leave(worker);
 }
 
 /* ---- starved channels (a task pool ran dry) ---- */
 
-void rdmx__host_add_starved(struct rdmx_chan_host *host, struct rdmx_chan *chan)
+void rdmx__worker_add_starved(struct rdmx_chan_worker *worker, struct rdmx_chan *chan)
 {
 	if (chan->starved)
 		return;
 	chan->starved = true;
-	chan->next_starved = host->starved_head;
-	host->starved_head = chan;
+	chan->next_starved = worker->starved_head;
+	worker->starved_head = chan;
 }
 
 /* Called after a task of the pool came back: give waiting channels a go. */
-static void host_feed_starved(struct rdmx_chan_host *host)
+static void host_feed_starved(struct rdmx_chan_worker *worker)
 {
-	struct rdmx_chan *list = host->starved_head;
+	struct rdmx_chan *list = worker->starved_head;
 
-	host->starved_head = NULL;
+	worker->starved_head = NULL;
 	while (list) {
 		struct rdmx_chan *c = list;
 
@@ -372,72 +372,72 @@ static void host_feed_starved(struct rdmx_chan_host *host)
 static void host_write_ok(struct rdmx_task *task, void *ud, void *cud)
 {
 	struct tx_slot *ts = ud;
-	struct rdmx_chan_host *host = ts->chan->host;
+	struct rdmx_chan_worker *worker = ts->chan->worker;
 
-	rdmx__host_enter(host);
+	rdmx__worker_enter(worker);
 	rdmx__chan_write_ok(task, ud, cud);
-	if (host->starved_head)
-		host_feed_starved(host);
-	rdmx__host_leave(host);
+	if (worker->starved_head)
+		host_feed_starved(worker);
+	rdmx__worker_leave(worker);
 }
 
 static void host_write_err(struct rdmx_task *task, void *ud, void *cud)
 {
 	struct tx_slot *ts = ud;
-	struct rdmx_chan_host *host = ts->chan->host;
+	struct rdmx_chan_worker *worker = ts->chan->worker;
 
-	rdmx__host_enter(host);
-	host_mark_stopped(host);
+	rdmx__worker_enter(worker);
+	host_mark_stopped(worker);
 	rdmx__chan_write_err(task, ud, cud);
-	if (host->starved_head && !host->stopped)
-		host_feed_starved(host);
-	rdmx__host_leave(host);
+	if (worker->starved_head && !worker->stopped)
+		host_feed_starved(worker);
+	rdmx__worker_leave(worker);
 }
 
 static void host_send_ok(struct rdmx_task *task, void *ud, void *cud)
 {
 	struct ctl_entry *ce = ud;
-	struct rdmx_chan_host *host = ce->chan->host;
+	struct rdmx_chan_worker *worker = ce->chan->worker;
 
-	rdmx__host_enter(host);
+	rdmx__worker_enter(worker);
 	rdmx__chan_send_ok(task, ud, cud);
-	if (host->starved_head)
-		host_feed_starved(host);
-	rdmx__host_leave(host);
+	if (worker->starved_head)
+		host_feed_starved(worker);
+	rdmx__worker_leave(worker);
 }
 
 static void host_send_err(struct rdmx_task *task, void *ud, void *cud)
 {
 	struct ctl_entry *ce = ud;
-	struct rdmx_chan_host *host = ce->chan->host;
+	struct rdmx_chan_worker *worker = ce->chan->worker;
 
-	rdmx__host_enter(host);
-	host_mark_stopped(host);
+	rdmx__worker_enter(worker);
+	host_mark_stopped(worker);
 	rdmx__chan_send_err(task, ud, cud);
-	rdmx__host_leave(host);
+	rdmx__worker_leave(worker);
 }
 
 static void host_read_ok(struct rdmx_task *task, void *ud, void *cud)
 {
 	struct rdv_rx *r = ud;
-	struct rdmx_chan_host *host = r->chan->host;
+	struct rdmx_chan_worker *worker = r->chan->worker;
 
-	rdmx__host_enter(host);
+	rdmx__worker_enter(worker);
 	rdmx__chan_read_ok(task, ud, cud);
-	if (host->starved_head)
-		host_feed_starved(host);
-	rdmx__host_leave(host);
+	if (worker->starved_head)
+		host_feed_starved(worker);
+	rdmx__worker_leave(worker);
 }
 
 static void host_read_err(struct rdmx_task *task, void *ud, void *cud)
 {
 	struct rdv_rx *r = ud;
-	struct rdmx_chan_host *host = r->chan->host;
+	struct rdmx_chan_worker *worker = r->chan->worker;
 
-	rdmx__host_enter(host);
-	host_mark_stopped(host);
+	rdmx__worker_enter(worker);
+	host_mark_stopped(worker);
 	rdmx__chan_read_err(task, ud, cud);
-	rdmx__host_leave(host);
+	rdmx__worker_leave(worker);
 }
 
 /* ---- create / destroy ---- */
@@ -457,20 +457,20 @@ static int raise_queue(struct rdmx_ctx *ctx, bool send, uint32_t want, uint32_t 
 	            : rdmx_ctx_set_recv_queue_size(ctx, want);
 }
 
-static int host_conf_ctx(struct rdmx_chan_host *host)
+static int worker_conf_ctx(struct rdmx_chan_worker *worker)
 {
-	struct rdmx_ctx *ctx = host->ctx;
+	struct rdmx_ctx *ctx = worker->ctx;
 	struct rdmx_dev_caps caps;
-	const struct rdmx_chan_host_attr *a = &host->attr;
+	const struct rdmx_chan_worker_attr *a = &worker->attr;
 	uint32_t sge = 0;
 	int rc;
 
-	rc = rdmx_dev_query_caps(host->dev, &caps);
+	rc = rdmx_dev_query_caps(worker->dev, &caps);
 	if (rc)
 		return rc;
-	host->dev_max_msg = caps.max_message_size;
-	if (a->rdv_read_max && (!host->dev_max_msg || a->rdv_read_max < host->dev_max_msg))
-		host->dev_max_msg = a->rdv_read_max;
+	worker->dev_max_msg = caps.max_message_size;
+	if (a->rdv_read_max && (!worker->dev_max_msg || a->rdv_read_max < worker->dev_max_msg))
+		worker->dev_max_msg = a->rdv_read_max;
 	if (a->recv_tasks > caps.max_recv_queue_size) {
 		RPC_ERR("chan: %u receive tasks above the device's receive queue (%u)",
 		        a->recv_tasks, caps.max_recv_queue_size);
@@ -488,7 +488,7 @@ static int host_conf_ctx(struct rdmx_chan_host *host)
 	if (sge < 2 && caps.max_buf_list_len >= 2 &&
 	    rdmx_ctx_set_max_send_buf_list_len(ctx, 2) == 0)
 		sge = 2;
-	host->max_sge = sge;
+	worker->max_sge = sge;
 	rc = rdmx_ctx_set_task_conf(ctx, RDMX_TASK_RECEIVE, host_recv_ok, host_recv_err,
 	                            a->recv_tasks);
 	if (!rc)
@@ -504,19 +504,19 @@ static int host_conf_ctx(struct rdmx_chan_host *host)
 		rc = rdmx_ctx_set_conn_callbacks(ctx, on_request, on_established, on_failure,
 		                                 on_disconnected);
 	if (!rc)
-		rc = rdmx_ctx_set_user_data(ctx, host);
+		rc = rdmx_ctx_set_user_data(ctx, worker);
 	return rc;
 }
 
-int rdmx_chan_host_create(struct rdmx_ctx *ctx, struct rdmx_pe *pe,
-                          const struct rdmx_chan_host_attr *attr, struct rdmx_chan_host **host)
+int rdmx_chan_worker_create(struct rdmx_ctx *ctx, struct rdmx_pe *pe,
+                          const struct rdmx_chan_worker_attr *attr, struct rdmx_chan_worker **worker)
 {
-	struct rdmx_chan_host *h;
+	struct rdmx_chan_worker *h;
 	enum rdmx_ctx_state st;
 	size_t mem_len;
 	int rc;
 
-	if (!ctx || !pe || !host)
+	if (!ctx || !pe || !worker)
 		return RDMX_E_INVAL;
 	rc = rdmx_ctx_get_state(ctx, &st);
 	if (rc)
@@ -531,7 +531,7 @@ int rdmx_chan_host_create(struct rdmx_ctx *ctx, struct rdmx_pe *pe,
 	if (attr)
 		h->attr = *attr;
 	else
-		rdmx_chan_host_attr_init(&h->attr);
+		rdmx_chan_worker_attr_init(&h->attr);
 	if (!h->attr.recv_tasks || !h->attr.write_tasks || !h->attr.send_tasks ||
 	    !h->attr.read_tasks) {
 		rc = RDMX_E_INVAL;
@@ -555,17 +555,17 @@ int rdmx_chan_host_create(struct rdmx_ctx *ctx, struct rdmx_pe *pe,
 	if (rc)
 		goto free_mem;
 	for (uint32_t i = 0; i < h->attr.recv_tasks; i++) {
-		struct host_recv *r = &h->recvs[i];
+		struct worker_recv *r = &h->recvs[i];
 
-		r->host = h;
+		r->worker = h;
 		r->buf.mr = h->recv_mr;
 		r->buf.addr = h->recv_mem + (size_t)i * RDMX__CTL_MAX_LEN;
 		r->buf.len = RDMX__CTL_MAX_LEN;
 	}
-	rc = host_conf_ctx(h);
+	rc = worker_conf_ctx(h);
 	if (rc)
 		goto dereg;
-	*host = h;
+	*worker = h;
 	return 0;
 
 dereg:
@@ -578,16 +578,16 @@ free_host:
 	return rc;
 }
 
-int rdmx_chan_host_destroy(struct rdmx_chan_host **host)
+int rdmx_chan_worker_destroy(struct rdmx_chan_worker **worker)
 {
-	struct rdmx_chan_host *h;
+	struct rdmx_chan_worker *h;
 	enum rdmx_ctx_state st = RDMX_CTX_IDLE;
 	uint32_t pos = 0;
 	void *v;
 
-	if (!host || !*host)
+	if (!worker || !*worker)
 		return 0;
-	h = *host;
+	h = *worker;
 	rdmx_ctx_get_state(h->ctx, &st);
 	if (st != RDMX_CTX_IDLE)
 		return RDMX_E_BAD_STATE;
@@ -608,46 +608,46 @@ int rdmx_chan_host_destroy(struct rdmx_chan_host **host)
 	free(h->recvs);
 	rdmx_ctx_set_user_data(h->ctx, NULL);
 	free(h);
-	*host = NULL;
+	*worker = NULL;
 	return 0;
 }
 
 /* ---- channel registration (channel.c) ---- */
 
-int rdmx__host_chan_add(struct rdmx_chan_host *host, struct rdmx_chan *chan)
+int rdmx__worker_chan_add(struct rdmx_chan_worker *worker, struct rdmx_chan *chan)
 {
-	int rc = rdmx__map_put(&host->chans, conn_key(chan->conn), chan);
+	int rc = rdmx__map_put(&worker->chans, conn_key(chan->conn), chan);
 
 	if (rc)
 		return rc;
-	chan->next_all = host->all;
+	chan->next_all = worker->all;
 	chan->prev_all = NULL;
-	if (host->all)
-		host->all->prev_all = chan;
-	host->all = chan;
-	host->num_chans++;
+	if (worker->all)
+		worker->all->prev_all = chan;
+	worker->all = chan;
+	worker->num_chans++;
 	return 0;
 }
 
 /* Unmaps the channel's connection (the channel stays on the `all` list). */
-void rdmx__host_chan_remove(struct rdmx_chan_host *host, struct rdmx_chan *chan)
+void rdmx__worker_chan_remove(struct rdmx_chan_worker *worker, struct rdmx_chan *chan)
 {
-	if (chan->conn && rdmx__map_get(&host->chans, conn_key(chan->conn)) == chan)
-		rdmx__map_del(&host->chans, conn_key(chan->conn));
+	if (chan->conn && rdmx__map_get(&worker->chans, conn_key(chan->conn)) == chan)
+		rdmx__map_del(&worker->chans, conn_key(chan->conn));
 }
 
-void rdmx__host_chan_unlink(struct rdmx_chan_host *host, struct rdmx_chan *chan)
+void rdmx__worker_chan_unlink(struct rdmx_chan_worker *worker, struct rdmx_chan *chan)
 {
-	rdmx__host_chan_remove(host, chan);
+	rdmx__worker_chan_remove(worker, chan);
 	if (chan->prev_all)
 		chan->prev_all->next_all = chan->next_all;
-	else if (host->all == chan)
-		host->all = chan->next_all;
+	else if (worker->all == chan)
+		worker->all = chan->next_all;
 	if (chan->next_all)
 		chan->next_all->prev_all = chan->prev_all;
 	chan->next_all = chan->prev_all = NULL;
 	if (chan->starved) {
-		for (struct rdmx_chan **pp = &host->starved_head; *pp; pp = &(*pp)->next_starved) {
+		for (struct rdmx_chan **pp = &worker->starved_head; *pp; pp = &(*pp)->next_starved) {
 			if (*pp == chan) {
 				*pp = chan->next_starved;
 				break;
@@ -655,10 +655,10 @@ void rdmx__host_chan_unlink(struct rdmx_chan_host *host, struct rdmx_chan *chan)
 		}
 		chan->starved = false;
 	}
-	host->num_chans--;
+	worker->num_chans--;
 }
 
-void *rdmx__host_take_early(struct rdmx_chan_host *host, struct rdmx_conn *conn)
+void *rdmx__worker_take_early(struct rdmx_chan_worker *worker, struct rdmx_conn *conn)
 {
-	return rdmx__map_del(&host->early, conn_key(conn));
+	return rdmx__map_del(&worker->early, conn_key(conn));
 }

@@ -86,8 +86,8 @@ void *rdmx__map_del(struct rdmx__map *m, uint64_t key);
  * inserts or deletes (restart after changing the map). */
 void *rdmx__map_next(const struct rdmx__map *m, uint32_t *pos, uint64_t *key);
 
-/* ---- timers of the channel host: an engine timer (rdmx/pe.h) whose
- * callback runs inside the host's callback bracket (rpc/host.c) ---- */
+/* ---- timers of the channel worker: an engine timer (rdmx/pe.h) whose
+ * callback runs inside the worker's callback bracket (rpc/host.c) ---- */
 struct rdmx__timer;
 typedef void (*rdmx__timer_fn)(struct rdmx__timer *t);
 struct rdmx__timer {

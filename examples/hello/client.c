@@ -67,7 +67,8 @@ int main(int argc, char **argv)
 	if (rc == 0)
 		rc = hello_Greeter_SayHello_async(net_rpc(net), &req, &opts, on_reply, &done, NULL);
 	while (rc == 0 && !done)
-		rdmx_rpc_conn_progress(net_rpc(net));
+		rdmx_rpc_ep_progress(net_rpc(net));
 	net_close(&net);
 	return rc == 0 && done == 1 ? 0 : 1;
 }
+

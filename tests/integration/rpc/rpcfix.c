@@ -47,7 +47,7 @@ uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-void node_open(struct node *n, const char *name, int which, const struct rdmx_chan_host_attr *attr)
+void node_open(struct node *n, const char *name, int which, const struct rdmx_chan_worker_attr *attr)
 {
 	const char *dev = env_device(which);
 	const char *addr = env_addr_raw(which);
@@ -66,7 +66,7 @@ void node_open(struct node *n, const char *name, int which, const struct rdmx_ch
 	ASSERT_OK(rdmx_pe_set_poll_mode(n->pe, RDMX_POLL_BUSY, 0));
 	ASSERT_OK(rdmx_ctx_create(n->dev, n->pe, &n->ctx));
 	ASSERT_OK(rdmx_ctx_set_max_connections(n->ctx, 40));
-	ASSERT_OK(rdmx_chan_host_create(n->ctx, n->pe, attr, &n->host));
+	ASSERT_OK(rdmx_chan_worker_create(n->ctx, n->pe, attr, &n->worker));
 	ASSERT_OK(rdmx_ctx_start(n->ctx));
 }
 
@@ -79,7 +79,7 @@ void node_close(struct node *n)
 	ASSERT_OK(rdmx_ctx_get_state(n->ctx, &st));
 	if (st == RDMX_CTX_RUNNING)
 		ASSERT_OK(rdmx_ctx_stop(n->ctx));
-	ASSERT_OK(rdmx_chan_host_destroy(&n->host));
+	ASSERT_OK(rdmx_chan_worker_destroy(&n->worker));
 	ASSERT_OK(rdmx_ctx_destroy(&n->ctx));
 	ASSERT_OK(rdmx_pe_destroy(&n->pe));
 	ASSERT_OK(rdmx_dev_close(&n->dev));
@@ -90,12 +90,12 @@ void drive_once(struct node *a, struct node *b)
 	int n = 0, r;
 
 	if (a) {
-		r = rdmx_chan_host_progress(a->host);
+		r = rdmx_chan_worker_progress(a->worker);
 		cr_assert(r >= 0, "progress of %s -> %s", a->name, rdmx_err_name(r));
 		n += r;
 	}
 	if (b) {
-		r = rdmx_chan_host_progress(b->host);
+		r = rdmx_chan_worker_progress(b->worker);
 		cr_assert(r >= 0, "progress of %s -> %s", b->name, rdmx_err_name(r));
 		n += r;
 	}
@@ -148,8 +148,8 @@ void chan_pair(struct node *a, struct node *b, const struct chan_conf *ca,
 	struct rdmx_chan *p = NULL, *q = NULL;
 
 	conn_pair(a, b, &x, &y);
-	ASSERT_OK(rdmx_chan_create(a->host, x, &p));
-	ASSERT_OK(rdmx_chan_create(b->host, y, &q));
+	ASSERT_OK(rdmx_chan_create(a->worker, x, &p));
+	ASSERT_OK(rdmx_chan_create(b->worker, y, &q));
 	apply_conf(p, ca);
 	apply_conf(q, cb);
 	ASSERT_OK(rdmx_chan_start(p));
@@ -164,7 +164,7 @@ void chan_pair(struct node *a, struct node *b, const struct chan_conf *ca,
 
 void rpc_pair(struct node *a, struct node *b, struct rdmx_rpc_server *sa,
 	      struct rdmx_rpc_server *sb, const struct chan_conf *ca, const struct chan_conf *cb,
-	      struct rdmx_rpc_conn **ra, struct rdmx_rpc_conn **rb)
+	      struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb)
 {
 	struct chan_conf xa = {0}, xb = {0};
 	struct rdmx_chan *p, *q;
@@ -178,20 +178,20 @@ void rpc_pair(struct node *a, struct node *b, struct rdmx_rpc_server *sa,
 	xb.recv_cb = NULL;
 	xb.event_cb = NULL;
 	chan_pair(a, b, &xa, &xb, &p, &q, false);
-	ASSERT_OK(rdmx_rpc_conn_create(p, sa, ra));
-	ASSERT_OK(rdmx_rpc_conn_create(q, sb, rb));
+	ASSERT_OK(rdmx_rpc_ep_create(p, sa, ra));
+	ASSERT_OK(rdmx_rpc_ep_create(q, sb, rb));
 	DRIVE_UNTIL(a, b,
 		    rdmx_chan_get_state(p) == RDMX_CHAN_READY &&
 			    rdmx_chan_get_state(q) == RDMX_CHAN_READY);
 }
 
-void rpc_pair_close(struct rdmx_rpc_conn **ra, struct rdmx_rpc_conn **rb)
+void rpc_pair_close(struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb)
 {
-	struct rdmx_chan *p = *ra ? rdmx_rpc_conn_get_chan(*ra) : NULL;
-	struct rdmx_chan *q = *rb ? rdmx_rpc_conn_get_chan(*rb) : NULL;
+	struct rdmx_chan *p = *ra ? rdmx_rpc_ep_get_chan(*ra) : NULL;
+	struct rdmx_chan *q = *rb ? rdmx_rpc_ep_get_chan(*rb) : NULL;
 
-	ASSERT_OK(rdmx_rpc_conn_destroy(ra));
-	ASSERT_OK(rdmx_rpc_conn_destroy(rb));
+	ASSERT_OK(rdmx_rpc_ep_destroy(ra));
+	ASSERT_OK(rdmx_rpc_ep_destroy(rb));
 	ASSERT_OK(rdmx_chan_destroy(&p));
 	ASSERT_OK(rdmx_chan_destroy(&q));
 }
@@ -377,3 +377,4 @@ void log_capture_end(void)
 {
 	rdmx_log_set_function(NULL);
 }
+

@@ -1,6 +1,6 @@
 /* rdmx channel/RPC battery: shared fixture.
  *
- * Two "nodes" (device + progress engine + context + channel host) in one
+ * Two "nodes" (device + progress engine + context + channel worker) in one
  * process, or one per process for the peer-death test. The devices come
  * from the environment, as in the engine's conformance battery:
  * RDMX_TEST_DEVICE / RDMX_TEST_PEER_DEVICE (default "tcp") and
@@ -41,7 +41,7 @@ struct node {
 	struct rdmx_dev *dev;
 	struct rdmx_pe *pe;
 	struct rdmx_ctx *ctx;
-	struct rdmx_chan_host *host;
+	struct rdmx_chan_worker *worker;
 	bool tcp;
 };
 
@@ -49,9 +49,9 @@ const char *env_device(int which);
 const char *env_addr(int which);
 
 /* Opens device `which` (0/1), a progress engine (busy polling), a context
- * and a channel host (attr may be NULL), and starts the context. */
-void node_open(struct node *n, const char *name, int which, const struct rdmx_chan_host_attr *attr);
-/* Stops the context, destroys host, context, engine, device. */
+ * and a channel worker (attr may be NULL), and starts the context. */
+void node_open(struct node *n, const char *name, int which, const struct rdmx_chan_worker_attr *attr);
+/* Stops the context, destroys worker, context, engine, device. */
 void node_close(struct node *n);
 
 /* Channel settings applied before start (0 = default). */
@@ -77,9 +77,9 @@ void conn_pair(struct node *a, struct node *b, struct rdmx_conn **ca, struct rdm
  * on either side). Channel confs as chan_pair (callbacks ignored). */
 void rpc_pair(struct node *a, struct node *b, struct rdmx_rpc_server *sa,
 	      struct rdmx_rpc_server *sb, const struct chan_conf *ca, const struct chan_conf *cb,
-	      struct rdmx_rpc_conn **ra, struct rdmx_rpc_conn **rb);
+	      struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb);
 /* Destroys both endpoints and their channels. */
-void rpc_pair_close(struct rdmx_rpc_conn **ra, struct rdmx_rpc_conn **rb);
+void rpc_pair_close(struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb);
 
 /* Echo server methods used across tests: "test.Echo/Echo" returns the
  * request, "test.Echo/Fail" answers NOT_FOUND with a message,

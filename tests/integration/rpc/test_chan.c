@@ -156,9 +156,9 @@ Test(chan, settings_and_limits)
 	node_open(&a, "a", 0, NULL);
 	node_open(&b, "b", 1, NULL);
 	conn_pair(&a, &b, &x, &y);
-	ASSERT_OK(rdmx_chan_create(a.host, x, &p));
-	ASSERT_RC(rdmx_chan_create(a.host, x, &q), RDMX_E_EXISTS);
-	ASSERT_OK(rdmx_chan_create(b.host, y, &q));
+	ASSERT_OK(rdmx_chan_create(a.worker, x, &p));
+	ASSERT_RC(rdmx_chan_create(a.worker, x, &q), RDMX_E_EXISTS);
+	ASSERT_OK(rdmx_chan_create(b.worker, y, &q));
 	/* defaults */
 	ASSERT_OK(rdmx_chan_get_slot_count(p, &v32));
 	cr_assert_eq(v32, RDMX_CHAN_DEFAULT_SLOT_COUNT);
@@ -492,13 +492,13 @@ static uint64_t probes(struct rdmx_chan *c)
 Test(chan, keepalive_probes_idle_channel)
 {
 	struct node a, b;
-	struct rdmx_chan_host_attr attr;
+	struct rdmx_chan_worker_attr attr;
 	struct sink sa = {0}, sb = {0};
 	struct chan_conf ca = {.recv_cb = sink_recv, .arg = &sa};
 	struct chan_conf cb = {.recv_cb = sink_recv, .arg = &sb};
 	struct rdmx_chan *x, *y;
 
-	rdmx_chan_host_attr_init(&attr);
+	rdmx_chan_worker_attr_init(&attr);
 	cr_assert_eq(attr.keepalive_ms, 1000);
 	attr.keepalive_ms = 20;
 	node_open(&a, "a", 0, &attr);
@@ -521,7 +521,7 @@ Test(chan, keepalive_probes_idle_channel)
 Test(chan, rendezvous_in_chunks)
 {
 	struct node a, b;
-	struct rdmx_chan_host_attr attr;
+	struct rdmx_chan_worker_attr attr;
 	struct sink sb = {0};
 	struct chan_conf ca = {.slot_count = 8, .slot_size = 1024};
 	struct chan_conf cb = {.slot_count = 8, .slot_size = 1024, .recv_cb = sink_recv, .arg = &sb};
@@ -530,7 +530,7 @@ Test(chan, rendezvous_in_chunks)
 	const size_t sizes[] = {65535, 65536, 65537, 1 << 20, (1 << 20) + 12345};
 	const int n = (int)(sizeof(sizes) / sizeof(sizes[0]));
 
-	rdmx_chan_host_attr_init(&attr);
+	rdmx_chan_worker_attr_init(&attr);
 	cr_assert_eq(attr.rdv_read_max, 0);
 	attr.rdv_read_max = 65536;
 	node_open(&a, "a", 0, NULL);

@@ -37,7 +37,7 @@ Test(ev, rpc_server_in_libev_loop, .timeout = 300)
 	struct node a, b;
 	struct echo_state st = {0};
 	struct rdmx_rpc_server *srv;
-	struct rdmx_rpc_conn *ra, *rb;
+	struct rdmx_rpc_ep *ra, *rb;
 	struct rdmx_ev *ev = NULL;
 	struct loop_thread lt;
 	struct rdmx_rpc_reply rep;
@@ -74,7 +74,7 @@ Test(ev, rpc_server_in_libev_loop, .timeout = 300)
 	uint64_t guard = now_ms() + GUARD_MS;
 	while (__atomic_load_n(&st.cancels, __ATOMIC_ACQUIRE) < 1) {
 		cr_assert(now_ms() < guard, "the server never saw the deadline");
-		rdmx_chan_host_progress(a.host);
+		rdmx_chan_worker_progress(a.worker);
 	}
 	ev_async_send(lt.loop, &lt.stop);
 	pthread_join(lt.th, NULL);
@@ -110,7 +110,7 @@ Test(ev, client_deadline_fires_from_loop_timer, .timeout = 120)
 	struct node a, b;
 	struct echo_state st = {0};
 	struct rdmx_rpc_server *srv;
-	struct rdmx_rpc_conn *ra, *rb;
+	struct rdmx_rpc_ep *ra, *rb;
 	struct rdmx_ev *ev = NULL;
 	struct ev_client c = {0};
 	struct rdmx_rpc_call_opts o = {.timeout_us = 30000};
@@ -139,3 +139,4 @@ Test(ev, client_deadline_fires_from_loop_timer, .timeout = 120)
 	node_close(&b);
 }
 #endif
+

@@ -313,7 +313,7 @@ static void scene_open(struct scene *s)
 	ASSERT_OK(rdmx_ctx_export(s->e.ctx, &de, &le, &s->e.conn));
 	ASSERT_OK(rdmx_ctx_connect(s->v.ctx, de, le, cv));
 	ASSERT_OK(rdmx_ctx_connect(s->e.ctx, dv, lv, s->e.conn));
-	ASSERT_OK(rdmx_chan_create(s->v.host, cv, &s->vc));
+	ASSERT_OK(rdmx_chan_create(s->v.worker, cv, &s->vc));
 	ASSERT_OK(rdmx_chan_set_slot_count(s->vc, 8));
 	ASSERT_OK(rdmx_chan_set_slot_size(s->vc, 256));
 	ASSERT_OK(rdmx_chan_set_max_msg_size(s->vc, 1 << 20));
@@ -684,7 +684,7 @@ Test(hostile, control_unknown_type)
 Test(hostile, rpc_garbage_header)
 {
 	struct scene s;
-	struct rdmx_rpc_conn *rc;
+	struct rdmx_rpc_ep *ep;
 	struct rdmx_rpc_server *srv;
 	struct echo_state st = {0};
 	uint8_t junk[40];
@@ -692,15 +692,15 @@ Test(hostile, rpc_garbage_header)
 	scene_open(&s);
 	srv = echo_server(&st);
 	ASSERT_OK(rdmx_chan_set_callbacks(s.vc, NULL, NULL, NULL));
-	ASSERT_OK(rdmx_rpc_conn_create(s.vc, srv, &rc));
+	ASSERT_OK(rdmx_rpc_ep_create(s.vc, srv, &ep));
 	valid_hello(&s.e);
 	DRIVE3_UNTIL(&s, rdmx_chan_get_state(s.vc) == RDMX_CHAN_READY);
 	memset(junk, 0xee, sizeof(junk));
 	good_msg(&s.e, junk, sizeof(junk));
 	DRIVE3_UNTIL(&s, rdmx_chan_get_state(s.vc) == RDMX_CHAN_CLOSED && s.e.disconnected);
 	cr_assert(log_capture_count("rpc") >= 1, "no rpc error log line");
-	ASSERT_RC(rdmx_rpc_call_async(rc, 1, NULL, NULL, NULL, NULL, NULL), RDMX_E_INVAL);
-	ASSERT_OK(rdmx_rpc_conn_destroy(&rc));
+	ASSERT_RC(rdmx_rpc_call_async(ep, 1, NULL, NULL, NULL, NULL, NULL), RDMX_E_INVAL);
+	ASSERT_OK(rdmx_rpc_ep_destroy(&ep));
 	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
 	s.wv.closed = 1;
 	s.wv.status = RDMX_E_PROTOCOL;
@@ -727,3 +727,4 @@ Test(hostile, random_garbage_writes)
 	scene_expect_closed(&s, NULL);
 	scene_close(&s);
 }
+

@@ -169,7 +169,7 @@ static struct {
 	enum fix_cmd cmd;
 	int cmd_done;
 	struct fix_server_stats st;
-	struct rdmx_rpc_conn *last; /* loop thread only */
+	struct rdmx_rpc_secure_conn *last; /* loop thread only */
 	int busy_fd[2];             /* a pipe holding one byte nobody reads */
 	ev_io busy;
 	pthread_mutex_t lock;
@@ -220,22 +220,23 @@ static int accept_cb(struct rdmx_rpc_secure_server *srv, const char *cert, const
 	return strcmp(hello, "refuse-me") ? 0 : RDMX_E_AUTH;
 }
 
-static void connected_cb(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_conn *rc, void *arg)
+static void connected_cb(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_conn *conn,
+                         void *arg)
 {
 	(void)srv;
 	(void)arg;
-	S.last = rc;
+	S.last = conn;
 	pthread_mutex_lock(&S.lock);
 	S.st.connected++;
 	pthread_mutex_unlock(&S.lock);
 }
 
-static void gone_cb(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_conn *rc, int status,
+static void gone_cb(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_conn *conn, int status,
                     void *arg)
 {
 	(void)srv;
 	(void)arg;
-	if (rc == S.last)
+	if (conn == S.last)
 		S.last = NULL;
 	pthread_mutex_lock(&S.lock);
 	S.st.gone++;
@@ -278,7 +279,7 @@ static void run_cmd(enum fix_cmd cmd)
 		 * must find it */
 		shutdown(fd, SHUT_RD);
 	} else if (cmd == FIX_CMD_KILL_RDMA) {
-		struct rdmx_chan *chan = rdmx_rpc_conn_get_chan(S.last);
+		struct rdmx_chan *chan = rdmx_rpc_ep_get_chan(rdmx_rpc_secure_conn_get_ep(S.last));
 		struct rdmx_conn *conn = chan ? rdmx_chan_get_conn(chan) : NULL;
 
 		if (conn)
@@ -343,7 +344,7 @@ static void *server_main(void *arg)
 		S.rc = rdmx_rpc_server_register(S.server, rdmx_rpc_method_id(FIX_HOLD), FIX_HOLD,
 		                                hold, NULL);
 	if (!S.rc)
-		S.rc = rdmx_rpc_server_listen_secure(S.loop, S.server, S.cfg, fix_addr(), 0, &ops,
+		S.rc = rdmx_rpc_secure_listen(S.loop, S.server, S.cfg, fix_addr(), 0, &ops,
 		                                     &o, NULL, &S.ss);
 	if (!S.rc)
 		S.rc = rdmx_rpc_secure_server_get_port(S.ss, &S.port);
@@ -442,3 +443,4 @@ void fix_server_stop(void)
 	pthread_mutex_destroy(&S.lock);
 	pthread_cond_destroy(&S.cond);
 }
+
