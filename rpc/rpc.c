@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chan_internal.h"
+#include "chan/chan_internal.h"
 #include "rpc_priv.h"
 
 #define RPC_FREE_CACHE 1024u

@@ -7,7 +7,7 @@
 #include <rdmx/channel.h>
 #include <rdmx/rpc.h>
 
-#include "rpc_internal.h"
+#include "common/rdmx_common.h"
 
 /* ---- wire (rpc_wire.c) ---- */
 enum rpc_type {

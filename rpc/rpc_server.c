@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "builtins.h"
-#include "chan_internal.h"
+#include "chan/chan_internal.h"
 #include "rpc_priv.h"
 
 #define SCALL_FREE_CACHE 1024u

@@ -26,7 +26,7 @@
 #include <rdmx/rpc.h>
 #include <rdmx/rpc_secure.h>
 
-#include "../rpc/chan_internal.h"
+#include "chan/chan_internal.h"
 #include "rpc_secure_internal.h"
 #include "tls_internal.h"
 

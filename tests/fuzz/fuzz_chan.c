@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "ring.h"
-#include "rpc_internal.h"
+#include "common/rdmx_common.h"
 
 #define EXPECT_LEN 20u
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "ring.h"
-#include "rpc_internal.h"
+#include "common/rdmx_common.h"
 #include "rpc_priv.h"
 
 /* ---- slot header ---- */

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "ring.h"
-#include "rpc_internal.h"
+#include "common/rdmx_common.h"
 
 bool rdmx__slot_count_valid(uint64_t count)
 {

@@ -13,7 +13,7 @@
 #include <rdmx/task.h>
 
 #include "ring.h"
-#include "rpc_internal.h"
+#include "common/rdmx_common.h"
 
 #define CHAN_CTL_ENTRIES 8u     /* control send buffers per channel */
 #define CHAN_RDV_MAX_READS 4u   /* rendezvous messages being read per channel */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rpc_internal.h"
+#include "common/rdmx_common.h"
 
 static inline uint32_t map_hash(uint64_t key)
 {
