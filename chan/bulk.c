@@ -22,7 +22,7 @@ int rdmx__rdv_tx_prepare(struct rdmx_chan *chan, struct chan_msg *m)
 		return RDMX_E_INVAL;
 	rc = rdmx_mr_reg(chan->worker->dev, m->data, m->len, RDMX_ACCESS_REMOTE_READ, &m->rdv_mr);
 	if (rc) {
-		RPC_ERR("chan: conn %u: rendezvous source of %llu bytes: registration failed: %s",
+		RDMX_ERR("chan: conn %u: rendezvous source of %llu bytes: registration failed: %s",
 		        rdmx__chan_conn_id(chan), (unsigned long long)m->len, rdmx_err_name(rc));
 		return rc;
 	}
@@ -192,7 +192,7 @@ void rdmx__rdv_rx_start(struct rdmx_chan *chan)
 		if (rc == RDMX_E_FULL || rc == RDMX_E_BAD_STATE)
 			break;
 		if (rc) {
-			RPC_ERR("chan: conn %u: rendezvous read of %llu bytes: %s",
+			RDMX_ERR("chan: conn %u: rendezvous read of %llu bytes: %s",
 			        rdmx__chan_conn_id(chan), (unsigned long long)r->len,
 			        rdmx_err_name(rc));
 			rdmx__chan_fail(chan, rc, NULL);
@@ -253,7 +253,7 @@ void rdmx__chan_read_err(struct rdmx_task *task, void *ud, void *cud)
 	if (!chan)
 		return;
 	if (chan->state != RDMX_CHAN_CLOSED && st != RDMX_E_CONN_ABORTED && st != RDMX_E_CANCELED)
-		RPC_ERR("chan: conn %u: rendezvous read of %llu bytes failed: %s",
+		RDMX_ERR("chan: conn %u: rendezvous read of %llu bytes failed: %s",
 		        rdmx__chan_conn_id(chan), (unsigned long long)len, rdmx_err_name(st));
 	rdmx__chan_fail(chan, st, NULL);
 	rdmx__chan_maybe_free(chan);

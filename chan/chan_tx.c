@@ -742,7 +742,7 @@ void rdmx__chan_write_err(struct rdmx_task *task, void *ud, void *cud)
 	ts->busy = false;
 	ts->cb = NULL;
 	if (st != RDMX_E_CONN_ABORTED && st != RDMX_E_CANCELED && chan->state != RDMX_CHAN_CLOSED)
-		RPC_ERR("chan: conn %u: ring write failed: %s", rdmx__chan_conn_id(chan),
+		RDMX_ERR("chan: conn %u: ring write failed: %s", rdmx__chan_conn_id(chan),
 		        rdmx_err_name(st));
 	rdmx__chan_fail(chan, st, NULL);
 	if (cb) {

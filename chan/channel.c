@@ -355,10 +355,10 @@ void rdmx__chan_fail(struct rdmx_chan *chan, int status, const char *why)
 	if (chan->state == RDMX_CHAN_CLOSED)
 		return;
 	if (why)
-		RPC_ERR("chan: conn %u: protocol violation: %s; closing the connection",
+		RDMX_ERR("chan: conn %u: protocol violation: %s; closing the connection",
 		        rdmx__chan_conn_id(chan), why);
 	else if (status != RDMX_E_CANCELED && status != RDMX_E_DISCONNECTED)
-		RPC_DBG("chan: conn %u: closing: %s", rdmx__chan_conn_id(chan),
+		RDMX_DBG("chan: conn %u: closing: %s", rdmx__chan_conn_id(chan),
 		        rdmx_err_name(status));
 	was_open = chan->state != RDMX_CHAN_IDLE || chan->user_ref;
 	chan->state = RDMX_CHAN_CLOSED;
@@ -372,7 +372,7 @@ void rdmx__chan_fail(struct rdmx_chan *chan, int status, const char *why)
 		int rc = rdmx_conn_disconnect(chan->conn);
 
 		if (rc)
-			RPC_DBG("chan: conn %u: disconnect: %s", rdmx__chan_conn_id(chan),
+			RDMX_DBG("chan: conn %u: disconnect: %s", rdmx__chan_conn_id(chan),
 			        rdmx_err_name(rc));
 		chan->disconnecting = true;
 	}
@@ -470,4 +470,26 @@ int rdmx_chan_destroy(struct rdmx_chan **chan)
 	rdmx__chan_fail(c, RDMX_E_CANCELED, NULL);
 	rdmx__chan_maybe_free(c);
 	return 0;
+}
+
+/* ---- the owner's view (chan/chan_rpc.h) ---- */
+
+void *rdmx__chan_get_owner(const struct rdmx_chan *chan)
+{
+	return chan->owner;
+}
+
+void rdmx__chan_set_owner(struct rdmx_chan *chan, void *owner)
+{
+	chan->owner = owner;
+}
+
+bool rdmx__chan_has_receiver(const struct rdmx_chan *chan)
+{
+	return chan->recv_cb || chan->owner;
+}
+
+void rdmx__chan_clear_pause(struct rdmx_chan *chan)
+{
+	chan->paused = false;
 }

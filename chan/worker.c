@@ -45,7 +45,7 @@ static uint32_t conn_id(const struct rdmx_conn *conn)
 
 /* ---- timers and callback bracketing ---- */
 
-static void host_timer_fired(struct rdmx_pe_timer *pt, void *arg)
+static void worker_timer_fired(struct rdmx_pe_timer *pt, void *arg)
 {
 	struct rdmx_chan_worker *worker = arg;
 	struct rdmx__timer *t =
@@ -59,7 +59,7 @@ static void host_timer_fired(struct rdmx_pe_timer *pt, void *arg)
 int rdmx__worker_timer_arm(struct rdmx_chan_worker *worker, struct rdmx__timer *t, uint64_t when_ns)
 {
 	if (!t->pe_timer.pe)
-		rdmx_pe_timer_init(worker->pe, &t->pe_timer, host_timer_fired, worker);
+		rdmx_pe_timer_init(worker->pe, &t->pe_timer, worker_timer_fired, worker);
 	return rdmx_pe_timer_start(&t->pe_timer, when_ns);
 }
 
@@ -125,7 +125,7 @@ static void recv_submit(struct rdmx_chan_worker *worker, struct worker_recv *r)
 		return;
 	}
 	if (rc != RDMX_E_BAD_STATE)
-		RPC_WARN("chan: receive repost failed (%s): retried later", rdmx_err_name(rc));
+		RDMX_WARN("chan: receive repost failed (%s): retried later", rdmx_err_name(rc));
 	recv_retry_later(worker, r);
 }
 
@@ -156,13 +156,13 @@ int rdmx__worker_post_recvs(struct rdmx_chan_worker *worker)
 		if (!r->task) {
 			rc = rdmx_task_receive_alloc(worker->ctx, &r->buf, r, &r->task);
 			if (rc) {
-				RPC_ERR("chan: receive task %u of %u: %s", i, n, rdmx_err_name(rc));
+				RDMX_ERR("chan: receive task %u of %u: %s", i, n, rdmx_err_name(rc));
 				return rc;
 			}
 		}
 		rc = rdmx_task_submit(r->task);
 		if (rc) {
-			RPC_ERR("chan: receive post %u of %u: %s", i, n, rdmx_err_name(rc));
+			RDMX_ERR("chan: receive post %u of %u: %s", i, n, rdmx_err_name(rc));
 			return rc;
 		}
 		worker->recvs_outstanding++;
@@ -195,7 +195,7 @@ static void stash_hello(struct rdmx_chan_worker *worker, struct rdmx_conn *conn,
 	memcpy(copy, buf, RDMX__CTL_HELLO_LEN);
 }
 
-static void host_recv_ok(struct rdmx_task *task, void *ud, void *cud)
+static void worker_recv_ok(struct rdmx_task *task, void *ud, void *cud)
 {
 	struct worker_recv *r = ud;
 	struct rdmx_chan_worker *worker = r->worker;
@@ -209,7 +209,7 @@ static void host_recv_ok(struct rdmx_task *task, void *ud, void *cud)
 	rdmx__worker_enter(worker);
 	chan = conn ? rdmx__map_get(&worker->chans, conn_key(conn)) : NULL;
 	if (!conn) {
-		RPC_WARN("chan: receive completion without a connection: ignored");
+		RDMX_WARN("chan: receive completion without a connection: ignored");
 	} else if (op == RDMX_OPCODE_WRITE_WITH_IMM) {
 		if (chan)
 			rdmx__chan_on_write(chan, rdmx_task_receive_get_imm(task), len);
@@ -235,7 +235,7 @@ static void host_recv_ok(struct rdmx_task *task, void *ud, void *cud)
 	rdmx__worker_leave(worker);
 }
 
-static void host_mark_stopped(struct rdmx_chan_worker *worker)
+static void worker_mark_stopped(struct rdmx_chan_worker *worker)
 {
 	enum rdmx_ctx_state st = RDMX_CTX_RUNNING;
 
@@ -244,7 +244,7 @@ static void host_mark_stopped(struct rdmx_chan_worker *worker)
 		worker->stopped = true;
 }
 
-static void host_recv_err(struct rdmx_task *task, void *ud, void *cud)
+static void worker_recv_err(struct rdmx_task *task, void *ud, void *cud)
 {
 	struct worker_recv *r = ud;
 	struct rdmx_chan_worker *worker = r->worker;
@@ -252,11 +252,11 @@ static void host_recv_err(struct rdmx_task *task, void *ud, void *cud)
 
 	(void)cud;
 	worker->recvs_outstanding--;
-	host_mark_stopped(worker);
+	worker_mark_stopped(worker);
 	if (worker->stopped)
 		return; /* the context stops: the pool goes with it */
 	/* a receive failing on a running context (a provider error): repost */
-	RPC_WARN("chan: receive failed (%s): reposting", rdmx_err_name(st));
+	RDMX_WARN("chan: receive failed (%s): reposting", rdmx_err_name(st));
 	recv_retry_later(worker, r);
 }
 
@@ -266,13 +266,13 @@ void rdmx__worker_reject_conn(struct rdmx_chan_worker *worker, struct rdmx_conn 
 {
 	int rc;
 
-	RPC_ERR("chan: conn %u: protocol violation: %s; closing the connection", conn_id(conn),
+	RDMX_ERR("chan: conn %u: protocol violation: %s; closing the connection", conn_id(conn),
 	        why);
 	if (worker->stopped)
 		return;
 	rc = rdmx_conn_disconnect(conn);
 	if (rc)
-		RPC_DBG("chan: conn %u: disconnect: %s", conn_id(conn), rdmx_err_name(rc));
+		RDMX_DBG("chan: conn %u: disconnect: %s", conn_id(conn), rdmx_err_name(rc));
 }
 
 static void drop_early(struct rdmx_chan_worker *worker, struct rdmx_conn *conn)
@@ -315,7 +315,7 @@ static void conn_ended(struct rdmx_chan_worker *worker, struct rdmx_conn *conn, 
 	struct rdmx_chan *chan = rdmx__map_get(&worker->chans, conn_key(conn));
 
 	drop_early(worker, conn);
-	host_mark_stopped(worker);
+	worker_mark_stopped(worker);
 	if (chan)
 		rdmx__chan_conn_gone(chan, worker->stopped ? RDMX_E_CANCELED : status);
 }
@@ -354,7 +354,7 @@ void rdmx__worker_add_starved(struct rdmx_chan_worker *worker, struct rdmx_chan 
 }
 
 /* Called after a task of the pool came back: give waiting channels a go. */
-static void host_feed_starved(struct rdmx_chan_worker *worker)
+static void worker_feed_starved(struct rdmx_chan_worker *worker)
 {
 	struct rdmx_chan *list = worker->starved_head;
 
@@ -369,7 +369,7 @@ static void host_feed_starved(struct rdmx_chan_worker *worker)
 	}
 }
 
-static void host_write_ok(struct rdmx_task *task, void *ud, void *cud)
+static void worker_write_ok(struct rdmx_task *task, void *ud, void *cud)
 {
 	struct tx_slot *ts = ud;
 	struct rdmx_chan_worker *worker = ts->chan->worker;
@@ -377,24 +377,24 @@ static void host_write_ok(struct rdmx_task *task, void *ud, void *cud)
 	rdmx__worker_enter(worker);
 	rdmx__chan_write_ok(task, ud, cud);
 	if (worker->starved_head)
-		host_feed_starved(worker);
+		worker_feed_starved(worker);
 	rdmx__worker_leave(worker);
 }
 
-static void host_write_err(struct rdmx_task *task, void *ud, void *cud)
+static void worker_write_err(struct rdmx_task *task, void *ud, void *cud)
 {
 	struct tx_slot *ts = ud;
 	struct rdmx_chan_worker *worker = ts->chan->worker;
 
 	rdmx__worker_enter(worker);
-	host_mark_stopped(worker);
+	worker_mark_stopped(worker);
 	rdmx__chan_write_err(task, ud, cud);
 	if (worker->starved_head && !worker->stopped)
-		host_feed_starved(worker);
+		worker_feed_starved(worker);
 	rdmx__worker_leave(worker);
 }
 
-static void host_send_ok(struct rdmx_task *task, void *ud, void *cud)
+static void worker_send_ok(struct rdmx_task *task, void *ud, void *cud)
 {
 	struct ctl_entry *ce = ud;
 	struct rdmx_chan_worker *worker = ce->chan->worker;
@@ -402,22 +402,22 @@ static void host_send_ok(struct rdmx_task *task, void *ud, void *cud)
 	rdmx__worker_enter(worker);
 	rdmx__chan_send_ok(task, ud, cud);
 	if (worker->starved_head)
-		host_feed_starved(worker);
+		worker_feed_starved(worker);
 	rdmx__worker_leave(worker);
 }
 
-static void host_send_err(struct rdmx_task *task, void *ud, void *cud)
+static void worker_send_err(struct rdmx_task *task, void *ud, void *cud)
 {
 	struct ctl_entry *ce = ud;
 	struct rdmx_chan_worker *worker = ce->chan->worker;
 
 	rdmx__worker_enter(worker);
-	host_mark_stopped(worker);
+	worker_mark_stopped(worker);
 	rdmx__chan_send_err(task, ud, cud);
 	rdmx__worker_leave(worker);
 }
 
-static void host_read_ok(struct rdmx_task *task, void *ud, void *cud)
+static void worker_read_ok(struct rdmx_task *task, void *ud, void *cud)
 {
 	struct rdv_rx *r = ud;
 	struct rdmx_chan_worker *worker = r->chan->worker;
@@ -425,17 +425,17 @@ static void host_read_ok(struct rdmx_task *task, void *ud, void *cud)
 	rdmx__worker_enter(worker);
 	rdmx__chan_read_ok(task, ud, cud);
 	if (worker->starved_head)
-		host_feed_starved(worker);
+		worker_feed_starved(worker);
 	rdmx__worker_leave(worker);
 }
 
-static void host_read_err(struct rdmx_task *task, void *ud, void *cud)
+static void worker_read_err(struct rdmx_task *task, void *ud, void *cud)
 {
 	struct rdv_rx *r = ud;
 	struct rdmx_chan_worker *worker = r->chan->worker;
 
 	rdmx__worker_enter(worker);
-	host_mark_stopped(worker);
+	worker_mark_stopped(worker);
 	rdmx__chan_read_err(task, ud, cud);
 	rdmx__worker_leave(worker);
 }
@@ -472,7 +472,7 @@ static int worker_conf_ctx(struct rdmx_chan_worker *worker)
 	if (a->rdv_read_max && (!worker->dev_max_msg || a->rdv_read_max < worker->dev_max_msg))
 		worker->dev_max_msg = a->rdv_read_max;
 	if (a->recv_tasks > caps.max_recv_queue_size) {
-		RPC_ERR("chan: %u receive tasks above the device's receive queue (%u)",
+		RDMX_ERR("chan: %u receive tasks above the device's receive queue (%u)",
 		        a->recv_tasks, caps.max_recv_queue_size);
 		return RDMX_E_INVAL;
 	}
@@ -489,16 +489,16 @@ static int worker_conf_ctx(struct rdmx_chan_worker *worker)
 	    rdmx_ctx_set_max_send_buf_list_len(ctx, 2) == 0)
 		sge = 2;
 	worker->max_sge = sge;
-	rc = rdmx_ctx_set_task_conf(ctx, RDMX_TASK_RECEIVE, host_recv_ok, host_recv_err,
+	rc = rdmx_ctx_set_task_conf(ctx, RDMX_TASK_RECEIVE, worker_recv_ok, worker_recv_err,
 	                            a->recv_tasks);
 	if (!rc)
-		rc = rdmx_ctx_set_task_conf(ctx, RDMX_TASK_WRITE_IMM, host_write_ok, host_write_err,
+		rc = rdmx_ctx_set_task_conf(ctx, RDMX_TASK_WRITE_IMM, worker_write_ok, worker_write_err,
 		                            a->write_tasks);
 	if (!rc)
-		rc = rdmx_ctx_set_task_conf(ctx, RDMX_TASK_SEND, host_send_ok, host_send_err,
+		rc = rdmx_ctx_set_task_conf(ctx, RDMX_TASK_SEND, worker_send_ok, worker_send_err,
 		                            a->send_tasks);
 	if (!rc)
-		rc = rdmx_ctx_set_task_conf(ctx, RDMX_TASK_READ, host_read_ok, host_read_err,
+		rc = rdmx_ctx_set_task_conf(ctx, RDMX_TASK_READ, worker_read_ok, worker_read_err,
 		                            a->read_tasks);
 	if (!rc)
 		rc = rdmx_ctx_set_conn_callbacks(ctx, on_request, on_established, on_failure,

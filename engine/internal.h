@@ -21,11 +21,8 @@
 #include <rdmx/status.h>
 #include <rdmx/task.h>
 
-#define RDMX_LOG(level, ...) rdmx__log(RDMX_LOG_##level, __FILE__, __LINE__, __func__, __VA_ARGS__)
-#define RDMX_ERR(...) RDMX_LOG(ERROR, __VA_ARGS__)
-#define RDMX_WARN(...) RDMX_LOG(WARNING, __VA_ARGS__)
-#define RDMX_DBG(...) RDMX_LOG(DEBUG, __VA_ARGS__)
-#define RDMX_INFO(...) RDMX_LOG(INFO, __VA_ARGS__)
+#include "common/clock.h"
+#include "common/log.h"
 
 /* At most one line a window per kind of event, whatever the flood, and no
  * count lost: the next line logged after a quiet window carries the number

@@ -4,16 +4,12 @@
  * engine runs them from rdmx_pe_progress, on its own thread: no thread, no
  * signal, no timerfd. */
 #include <stdlib.h>
-#include <time.h>
 
 #include "internal.h"
 
 uint64_t rdmx_pe_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return rdmx__now_ns();
 }
 
 void rdmx__timers_init(struct rdmx__timers *ts)

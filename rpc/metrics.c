@@ -366,7 +366,7 @@ int rdmx_metrics_write(FILE *f, const struct rdmx_metrics_sources *src)
 	if (src->engine)
 		write_engine(f, src->engine);
 	if (fflush(f) || ferror(f)) {
-		RPC_ERR("writing the metrics exposition failed: %s", strerror(errno));
+		RDMX_ERR("writing the metrics exposition failed: %s", strerror(errno));
 		return RDMX_E_PROVIDER;
 	}
 	return 0;

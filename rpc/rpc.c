@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chan/chan_internal.h"
+#include "chan/chan_rpc.h"
 #include "rpc_priv.h"
 
 #define RPC_FREE_CACHE 1024u
@@ -174,7 +174,7 @@ static void oneway_sent(struct rdmx_chan *chan, int status, void *arg)
  * now unless another outcome already took it. */
 static void request_sent(struct rdmx_chan *chan, int status, void *arg)
 {
-	struct rdmx_rpc_ep *ep = chan->owner;
+	struct rdmx_rpc_ep *ep = rdmx__chan_get_owner(chan);
 	struct rpc_ccall *c;
 	char msg[96];
 
@@ -304,15 +304,15 @@ int rdmx_rpc_ep_create(struct rdmx_chan *chan, struct rdmx_rpc_server *server,
 
 	if (!chan || !epp)
 		return RDMX_E_INVAL;
-	if (chan->state == RDMX_CHAN_CLOSED)
+	if (rdmx_chan_get_state(chan) == RDMX_CHAN_CLOSED)
 		return RDMX_E_BAD_STATE;
-	if (chan->recv_cb || chan->owner)
+	if (rdmx__chan_has_receiver(chan))
 		return RDMX_E_EXISTS; /* the channel already has a receiver */
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
 		return RDMX_E_NOMEM;
 	ep->chan = chan;
-	ep->worker = chan->worker;
+	ep->worker = rdmx_chan_get_worker(chan);
 	ep->server = server;
 	ep->next_id = 1;
 	ep->max_inflight = RDMX_RPC_DEFAULT_MAX_INFLIGHT;
@@ -320,7 +320,7 @@ int rdmx_rpc_ep_create(struct rdmx_chan *chan, struct rdmx_rpc_server *server,
 	rdmx__map_init(&ep->calls);
 	rdmx__map_init(&ep->incoming);
 	rdmx__map_init(&ep->mstats);
-	if (chan->state == RDMX_CHAN_IDLE) {
+	if (rdmx_chan_get_state(chan) == RDMX_CHAN_IDLE) {
 		rc = rdmx_chan_start(chan);
 		if (rc) {
 			free(ep);
@@ -331,7 +331,7 @@ int rdmx_rpc_ep_create(struct rdmx_chan *chan, struct rdmx_rpc_server *server,
 		server->refs++;
 	rdmx__chan_set_idle_cb(chan, on_chan_idle, ep);
 	rdmx_chan_set_callbacks(chan, on_msg, on_chan_event, ep);
-	chan->owner = ep;
+	rdmx__chan_set_owner(chan, ep);
 	*epp = ep;
 	return 0;
 }
@@ -366,7 +366,7 @@ int rdmx_rpc_ep_destroy(struct rdmx_rpc_ep **epp)
 	ep->closed = true;
 	ep->busy++;
 	/* nothing of the channel may call us any more */
-	ep->chan->owner = NULL;
+	rdmx__chan_set_owner(ep->chan, NULL);
 	rdmx_chan_set_callbacks(ep->chan, NULL, NULL, NULL);
 	rdmx__chan_set_idle_cb(ep->chan, NULL, NULL);
 	rdmx__chan_forget_cb(ep->chan, oneway_sent);
@@ -374,7 +374,7 @@ int rdmx_rpc_ep_destroy(struct rdmx_rpc_ep **epp)
 	rdmx__rpc_detach_incoming(ep); /* forgets our response callbacks too */
 	if (ep->paused_by_us) {
 		ep->paused_by_us = false;
-		ep->chan->paused = false;
+		rdmx__chan_clear_pause(ep->chan);
 	}
 	fail_all_calls(ep, RDMX_RPC_UNAVAILABLE, "endpoint destroyed");
 	while (ep->oneways) {
@@ -585,7 +585,7 @@ int rdmx_rpc_call_async(struct rdmx_rpc_ep *ep, uint32_t method_id,
 		if (us > UINT64_MAX / 2000u)
 			us = UINT64_MAX / 2000u;
 		if (rdmx__worker_timer_arm(ep->worker, &c->timer, c->start_ns + us * 1000u))
-			RPC_WARN("rpc: no memory for the deadline of call %llu",
+			RDMX_WARN("rpc: no memory for the deadline of call %llu",
 			         (unsigned long long)c->id);
 	}
 	if (call_id)

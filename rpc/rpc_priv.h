@@ -1,13 +1,20 @@
-/* Private structures of the RPC layer, shared by rpc.c (endpoint and
- * client), rpc_server.c (handler table and incoming calls), rpc_wire.c and
- * stats.c. */
+/* Private header of the RPC layer (rpc/): its structures, shared by rpc.c
+ * (endpoint and client calls), rpc_server.c (handler table and incoming
+ * calls), rpc_wire.c (header codec), stats.c and metrics.c (counters,
+ * histograms), health.c and reflection.c (built-in services). Only rpc/
+ * (and its tests) include it. The channel is reached through
+ * chan/chan_rpc.h and rdmx/channel.h only. */
 #ifndef RDMX_RPC_PRIV_H
 #define RDMX_RPC_PRIV_H
 
 #include <rdmx/channel.h>
 #include <rdmx/rpc.h>
 
-#include "common/rdmx_common.h"
+#include "chan/chan_rpc.h"
+#include "common/byteorder.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/map.h"
 
 /* ---- wire (rpc_wire.c) ---- */
 enum rpc_type {

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "builtins.h"
-#include "chan/chan_internal.h"
+#include "chan/chan_rpc.h"
 #include "rpc_priv.h"
 
 #define SCALL_FREE_CACHE 1024u
@@ -355,7 +355,7 @@ void rdmx__rpc_on_request(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const
 			us = UINT64_MAX / 2000u;
 		c->deadline_ns = c->start_ns + us * 1000u;
 		if (rdmx__worker_timer_arm(ep->worker, &c->timer, c->deadline_ns))
-			RPC_WARN("rpc: no memory for the deadline of an incoming call");
+			RDMX_WARN("rpc: no memory for the deadline of an incoming call");
 	}
 	if (!m) {
 		char text[64];

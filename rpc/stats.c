@@ -99,7 +99,7 @@ struct rpc_mstats *rdmx__mstats_get(struct rdmx__map *m, uint32_t method, bool k
 	uint64_t key = stats_key(method, known);
 	struct rpc_mstats *ms = rdmx__map_get(m, key);
 
-	if (RPC_LIKELY(ms != NULL))
+	if (RDMX_LIKELY(ms != NULL))
 		return ms;
 	ms = calloc(1, sizeof(*ms));
 	if (!ms)

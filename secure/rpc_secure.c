@@ -6,10 +6,10 @@
  * that the worker's connection callbacks are ours: they tell the bootstrap
  * that the engine connection is gone and close the TLS session (engine loss
  * -> TLS loss). The other way (TLS loss -> engine disconnect) is a timer of
- * the worker: worker timers run whenever the endpoint is driven (blocking calls
- * included), which no fd of ours could promise. The timer API is the
- * channel layer's private one (rpc/chan_internal.h): secure/ is built into
- * the same library, one layer up. */
+ * the worker, that is of its progress engine: it runs whenever the engine is
+ * driven (blocking calls included), which no fd of ours could promise. The
+ * worker's timer API is the channel's narrow interface for the layers above
+ * (chan/chan_rpc.h). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -26,7 +26,8 @@
 #include <rdmx/rpc.h>
 #include <rdmx/rpc_secure.h>
 
-#include "chan/chan_internal.h"
+#include "chan/chan_rpc.h"
+#include "common/clock.h"
 #include "rpc_secure_internal.h"
 #include "tls_internal.h"
 

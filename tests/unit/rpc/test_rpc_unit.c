@@ -7,7 +7,10 @@
 #include <string.h>
 
 #include "ring.h"
-#include "common/rdmx_common.h"
+#include "common/byteorder.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/map.h"
 #include "rpc_priv.h"
 
 /* ---- slot header ---- */
