@@ -369,75 +369,59 @@ static void worker_feed_starved(struct rdmx_chan_worker *worker)
 	}
 }
 
-static void worker_write_ok(struct rdmx_task *task, void *ud, void *cud)
-{
-	struct tx_slot *ts = ud;
-	struct rdmx_chan_worker *worker = ts->chan->worker;
+/* The bracket around every task completion of the channel: enter, mark the
+ * worker stopped on an error (its context may be stopping), run the
+ * channel's handler, then give freed tasks to starved channels (after an
+ * error only for a write, and only while the worker runs). The worker is
+ * found before the handler runs: the handler may free `ud`. */
+typedef void (*worker_task_fn)(struct rdmx_task *task, void *ud, void *cud);
 
+static void worker_dispatch(struct rdmx_chan_worker *worker, worker_task_fn fn,
+                            struct rdmx_task *task, void *ud, void *cud, bool err, bool feed)
+{
 	rdmx__worker_enter(worker);
-	rdmx__chan_write_ok(task, ud, cud);
-	if (worker->starved_head)
+	if (err)
+		worker_mark_stopped(worker);
+	fn(task, ud, cud);
+	if (feed && worker->starved_head && !(err && worker->stopped))
 		worker_feed_starved(worker);
 	rdmx__worker_leave(worker);
+}
+
+static void worker_write_ok(struct rdmx_task *task, void *ud, void *cud)
+{
+	worker_dispatch(((struct tx_slot *)ud)->chan->worker, rdmx__chan_write_ok, task, ud, cud,
+	                false, true);
 }
 
 static void worker_write_err(struct rdmx_task *task, void *ud, void *cud)
 {
-	struct tx_slot *ts = ud;
-	struct rdmx_chan_worker *worker = ts->chan->worker;
-
-	rdmx__worker_enter(worker);
-	worker_mark_stopped(worker);
-	rdmx__chan_write_err(task, ud, cud);
-	if (worker->starved_head && !worker->stopped)
-		worker_feed_starved(worker);
-	rdmx__worker_leave(worker);
+	worker_dispatch(((struct tx_slot *)ud)->chan->worker, rdmx__chan_write_err, task, ud, cud,
+	                true, true);
 }
 
 static void worker_send_ok(struct rdmx_task *task, void *ud, void *cud)
 {
-	struct ctl_entry *ce = ud;
-	struct rdmx_chan_worker *worker = ce->chan->worker;
-
-	rdmx__worker_enter(worker);
-	rdmx__chan_send_ok(task, ud, cud);
-	if (worker->starved_head)
-		worker_feed_starved(worker);
-	rdmx__worker_leave(worker);
+	worker_dispatch(((struct ctl_entry *)ud)->chan->worker, rdmx__chan_send_ok, task, ud, cud,
+	                false, true);
 }
 
 static void worker_send_err(struct rdmx_task *task, void *ud, void *cud)
 {
-	struct ctl_entry *ce = ud;
-	struct rdmx_chan_worker *worker = ce->chan->worker;
-
-	rdmx__worker_enter(worker);
-	worker_mark_stopped(worker);
-	rdmx__chan_send_err(task, ud, cud);
-	rdmx__worker_leave(worker);
+	worker_dispatch(((struct ctl_entry *)ud)->chan->worker, rdmx__chan_send_err, task, ud, cud,
+	                true, false);
 }
 
 static void worker_read_ok(struct rdmx_task *task, void *ud, void *cud)
 {
-	struct rdv_rx *r = ud;
-	struct rdmx_chan_worker *worker = r->chan->worker;
-
-	rdmx__worker_enter(worker);
-	rdmx__chan_read_ok(task, ud, cud);
-	if (worker->starved_head)
-		worker_feed_starved(worker);
-	rdmx__worker_leave(worker);
+	worker_dispatch(((struct rdv_rx *)ud)->chan->worker, rdmx__chan_read_ok, task, ud, cud,
+	                false, true);
 }
 
 static void worker_read_err(struct rdmx_task *task, void *ud, void *cud)
 {
-	struct rdv_rx *r = ud;
-	struct rdmx_chan_worker *worker = r->chan->worker;
-
-	rdmx__worker_enter(worker);
-	worker_mark_stopped(worker);
-	rdmx__chan_read_err(task, ud, cud);
-	rdmx__worker_leave(worker);
+	worker_dispatch(((struct rdv_rx *)ud)->chan->worker, rdmx__chan_read_err, task, ud, cud,
+	                true, false);
 }
 
 /* ---- create / destroy ---- */

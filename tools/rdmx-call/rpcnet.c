@@ -48,36 +48,7 @@ static void say(char *err, size_t len, const char *fmt, ...)
 
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-int rpcnet_split_addr(const char *s, char *host, size_t host_len, uint16_t *port)
-{
-	const char *colon = s ? strrchr(s, ':') : NULL;
-	unsigned long p;
-	char *end;
-	size_t n;
-
-	if (!colon)
-		return -1;
-	errno = 0;
-	p = strtoul(colon + 1, &end, 10);
-	if (errno || *end || colon[1] == '\0' || p > 65535)
-		return -1;
-	n = (size_t)(colon - s);
-	if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
-		s++;
-		n -= 2;
-	}
-	if (n == 0 || n >= host_len)
-		return -1;
-	memcpy(host, s, n);
-	host[n] = '\0';
-	*port = (uint16_t)p;
-	return 0;
+	return rdmx_pe_now_ns() / 1000000u;
 }
 
 struct rdmx_tls_config *rpcnet_tls_config(const struct rpcnet_tls *tls, char *err, size_t err_len)

@@ -35,8 +35,6 @@ struct rpcnet_tls {
 	bool allow_insecure_key;     /* accept a key file group or others can read */
 };
 
-/* Splits "host:port" / "[v6]:port". 0 or -1. */
-int rpcnet_split_addr(const char *s, char *host, size_t host_len, uint16_t *port);
 
 /* A TLS config from the options (loaded, so that bad files fail now).
  * NULL on error (the reason in err). */
