@@ -35,6 +35,7 @@
 #include <rdmx/rpc_secure.h>
 #include <rdmx/status.h>
 #include <rdmx/tls.h>
+#include <rdmx/pe.h>
 
 #define MAX_HELD 4096
 
@@ -170,10 +171,7 @@ static void on_done(const struct rdmx_rpc_result *r, void *arg)
 
 static int64_t mono_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)(rdmx_pe_now_ns() / 1000000u);
 }
 
 static int cmd_unknown(int argc, char **argv)

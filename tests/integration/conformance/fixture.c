@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <rdmx/pe.h>
 
 /* ---- environment ---- */
 
@@ -500,9 +501,7 @@ void cm_pair(struct side *srv, struct side *cli, const void *pd, size_t pd_len, 
 
 uint64_t now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return (uint64_t)(rdmx_pe_now_ns() / 1000000u);
 }
 
 static int progress(struct side *s)

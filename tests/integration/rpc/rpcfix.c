@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <rdmx/pe.h>
 
 const char *env_device(int which)
 {
@@ -41,10 +42,7 @@ const char *env_addr(int which)
 
 uint64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return (uint64_t)(rdmx_pe_now_ns() / 1000000u);
 }
 
 void node_open(struct node *n, const char *name, int which, const struct rdmx_chan_worker_attr *attr)

@@ -23,6 +23,7 @@
 #include <rdmx/channel.h>
 #include <rdmx/ctx.h>
 #include <rdmx/registry.h>
+#include <rdmx/pe.h>
 
 #include "rpcsec_fix.h"
 #include "test_child.h"
@@ -53,10 +54,7 @@ const char *fix_addr(void)
 
 int64_t fix_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)(rdmx_pe_now_ns() / 1000000u);
 }
 
 void fix_setup(void)
