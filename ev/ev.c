@@ -15,7 +15,8 @@
 #include <rdmx/pe.h>
 #include <rdmx/status.h>
 
-#define EV_LOG(level, ...) rdmx__log(RDMX_LOG_##level, __FILE__, __LINE__, __func__, __VA_ARGS__)
+#include "common/log.h"
+
 
 struct rdmx_ev_work {
 	struct rdmx_ev *ev; /* NULL once the adapter is detached */
@@ -51,7 +52,7 @@ static bool drain(struct rdmx_ev *e)
 		e->stats.progress_calls++;
 		n = rdmx_pe_progress(e->pe);
 		if (n < 0) {
-			EV_LOG(ERROR, "ev: progress failed: %s", rdmx_err_name(n));
+			RDMX_ERR("ev: progress failed: %s", rdmx_err_name(n));
 			return false;
 		}
 		if (n == 0)
@@ -188,7 +189,7 @@ static void on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
 		if (!more && !e->scheduled) {
 			rc = rdmx_pe_request_notification(e->pe);
 			if (rc) {
-				EV_LOG(ERROR, "ev: arming the engine failed: %s",
+				RDMX_ERR("ev: arming the engine failed: %s",
 				       rdmx_err_name(rc));
 				more = true; /* fall back to polling */
 			} else {
