@@ -164,8 +164,7 @@ struct region {
 
 /* ---- environment ---- */
 
-const char *env_device(int which); /* 0: RDMX_TEST_DEVICE, 1: RDMX_TEST_PEER_DEVICE */
-const char *env_addr(int which);   /* RDMX_TEST_ADDR / RDMX_TEST_PEER_ADDR */
+#include "test_env.h" /* env_device, env_addr (tests/support) */
 
 /* Leak baseline: open fds and threads of the process (tcp only: verbs
  * libraries keep process-wide fds open by design). Call leak_begin first

@@ -45,8 +45,7 @@ struct node {
 	bool tcp;
 };
 
-const char *env_device(int which);
-const char *env_addr(int which);
+#include "test_env.h" /* env_device, env_addr (tests/support) */
 
 /* Opens device `which` (0/1), a progress engine (busy polling), a context
  * and a channel worker (attr may be NULL), and starts the context. */
