@@ -23,7 +23,7 @@ int rdmx__rdv_tx_prepare(struct rdmx_chan *chan, struct chan_msg *m)
 	rc = rdmx_mr_reg(chan->worker->dev, m->data, m->len, RDMX_ACCESS_REMOTE_READ, &m->rdv_mr);
 	if (rc) {
 		RDMX_ERR("chan: conn %u: rendezvous source of %llu bytes: registration failed: %s",
-		        rdmx__chan_conn_id(chan), (unsigned long long)m->len, rdmx_err_name(rc));
+		         rdmx__chan_conn_id(chan), (unsigned long long)m->len, rdmx_err_name(rc));
 		return rc;
 	}
 	return 0;
@@ -193,8 +193,8 @@ void rdmx__rdv_rx_start(struct rdmx_chan *chan)
 			break;
 		if (rc) {
 			RDMX_ERR("chan: conn %u: rendezvous read of %llu bytes: %s",
-			        rdmx__chan_conn_id(chan), (unsigned long long)r->len,
-			        rdmx_err_name(rc));
+			         rdmx__chan_conn_id(chan), (unsigned long long)r->len,
+			         rdmx_err_name(rc));
 			rdmx__chan_fail(chan, rc, NULL);
 			return;
 		}
@@ -254,7 +254,7 @@ void rdmx__chan_read_err(struct rdmx_task *task, void *ud, void *cud)
 		return;
 	if (chan->state != RDMX_CHAN_CLOSED && st != RDMX_E_CONN_ABORTED && st != RDMX_E_CANCELED)
 		RDMX_ERR("chan: conn %u: rendezvous read of %llu bytes failed: %s",
-		        rdmx__chan_conn_id(chan), (unsigned long long)len, rdmx_err_name(st));
+		         rdmx__chan_conn_id(chan), (unsigned long long)len, rdmx_err_name(st));
 	rdmx__chan_fail(chan, st, NULL);
 	rdmx__chan_maybe_free(chan);
 }

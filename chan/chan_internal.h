@@ -213,7 +213,8 @@ void rdmx__worker_add_starved(struct rdmx_chan_worker *worker, struct rdmx_chan 
 void rdmx__worker_enter(struct rdmx_chan_worker *worker);
 void rdmx__worker_leave(struct rdmx_chan_worker *worker);
 /* Disconnects a connection that has no channel (hostile or stale peer). */
-void rdmx__worker_reject_conn(struct rdmx_chan_worker *worker, struct rdmx_conn *conn, const char *why);
+void rdmx__worker_reject_conn(struct rdmx_chan_worker *worker, struct rdmx_conn *conn,
+                              const char *why);
 /* Maps the channel's connection and lists it (rdmx_chan_create). */
 int rdmx__worker_chan_add(struct rdmx_chan_worker *worker, struct rdmx_chan *chan);
 /* Unmaps the channel's connection (it stays listed until freed). */

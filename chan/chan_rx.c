@@ -13,7 +13,7 @@
 static void fail_fmt(struct rdmx_chan *chan, const char *what, uint64_t got, uint64_t want)
 {
 	RDMX_ERR("chan: conn %u: %s (got %llu, expected %llu)", rdmx__chan_conn_id(chan), what,
-	        (unsigned long long)got, (unsigned long long)want);
+	         (unsigned long long)got, (unsigned long long)want);
 	rdmx__chan_fail(chan, RDMX_E_PROTOCOL, what);
 }
 
@@ -55,7 +55,7 @@ void rdmx__chan_on_write(struct rdmx_chan *chan, uint32_t imm, uint32_t len)
 	exp.written = len;
 	if (rdmx__slot_hdr_decode(p, &exp, &h, &why)) {
 		RDMX_ERR("chan: conn %u: slot %u: written %u bytes, header len %u",
-		        rdmx__chan_conn_id(chan), slot, len, rdmx__ld32(p + 4));
+		         rdmx__chan_conn_id(chan), slot, len, rdmx__ld32(p + 4));
 		rdmx__chan_fail(chan, RDMX_E_PROTOCOL, why);
 		goto out;
 	}

@@ -613,7 +613,8 @@ static void keepalive_fired(struct rdmx__timer *t)
 		}
 	}
 	chan->ka_seen = chan->rx_events;
-	rdmx__worker_timer_arm(chan->worker, &chan->ka_timer, rdmx__now_ns() + (uint64_t)ms * 1000000u);
+	rdmx__worker_timer_arm(chan->worker, &chan->ka_timer,
+	                       rdmx__now_ns() + (uint64_t)ms * 1000000u);
 }
 
 void rdmx__chan_keepalive_start(struct rdmx_chan *chan)
@@ -623,7 +624,7 @@ void rdmx__chan_keepalive_start(struct rdmx_chan *chan)
 	chan->ka_timer.fn = keepalive_fired;
 	if (ms)
 		rdmx__worker_timer_arm(chan->worker, &chan->ka_timer,
-		                     rdmx__now_ns() + (uint64_t)ms * 1000000u);
+		                       rdmx__now_ns() + (uint64_t)ms * 1000000u);
 }
 
 void rdmx__chan_apply_hello(struct rdmx_chan *chan, const struct rdmx__hello *h)
@@ -658,7 +659,8 @@ void rdmx__chan_apply_hello(struct rdmx_chan *chan, const struct rdmx__hello *h)
 		return;
 	}
 	chan->tx = calloc(win, sizeof(*chan->tx));
-	if (!chan->tx || rdmx_mr_reg(chan->worker->dev, chan->stage, stage_len, 0, &chan->stage_mr)) {
+	if (!chan->tx ||
+	    rdmx_mr_reg(chan->worker->dev, chan->stage, stage_len, 0, &chan->stage_mr)) {
 		rdmx_mr_remote_delete(&remote);
 		rdmx__chan_fail(chan, RDMX_E_NOMEM, NULL);
 		return;
@@ -743,7 +745,7 @@ void rdmx__chan_write_err(struct rdmx_task *task, void *ud, void *cud)
 	ts->cb = NULL;
 	if (st != RDMX_E_CONN_ABORTED && st != RDMX_E_CANCELED && chan->state != RDMX_CHAN_CLOSED)
 		RDMX_ERR("chan: conn %u: ring write failed: %s", rdmx__chan_conn_id(chan),
-		        rdmx_err_name(st));
+		         rdmx_err_name(st));
 	rdmx__chan_fail(chan, st, NULL);
 	if (cb) {
 		chan->cb_depth++;

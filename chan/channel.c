@@ -28,7 +28,8 @@ static bool ctx_running(const struct rdmx_chan_worker *worker)
 	return st == RDMX_CTX_RUNNING && !worker->stopped;
 }
 
-int rdmx_chan_create(struct rdmx_chan_worker *worker, struct rdmx_conn *conn, struct rdmx_chan **chan)
+int rdmx_chan_create(struct rdmx_chan_worker *worker, struct rdmx_conn *conn,
+                     struct rdmx_chan **chan)
 {
 	struct rdmx_ctx *cctx = NULL;
 	struct rdmx_chan *c;
@@ -271,7 +272,8 @@ int rdmx_chan_start(struct rdmx_chan *chan)
 		goto free_mem;
 	}
 	/* least privilege: peers may only write into the ring */
-	rc = rdmx_mr_reg(worker->dev, chan->ring, ring_len, RDMX_ACCESS_REMOTE_WRITE, &chan->ring_mr);
+	rc = rdmx_mr_reg(worker->dev, chan->ring, ring_len, RDMX_ACCESS_REMOTE_WRITE,
+	                 &chan->ring_mr);
 	if (rc)
 		goto free_mem;
 	rc = rdmx_mr_reg(worker->dev, chan->ctl_mem, CHAN_CTL_ENTRIES * RDMX__CTL_MAX_LEN, 0,
@@ -356,10 +358,10 @@ void rdmx__chan_fail(struct rdmx_chan *chan, int status, const char *why)
 		return;
 	if (why)
 		RDMX_ERR("chan: conn %u: protocol violation: %s; closing the connection",
-		        rdmx__chan_conn_id(chan), why);
+		         rdmx__chan_conn_id(chan), why);
 	else if (status != RDMX_E_CANCELED && status != RDMX_E_DISCONNECTED)
 		RDMX_DBG("chan: conn %u: closing: %s", rdmx__chan_conn_id(chan),
-		        rdmx_err_name(status));
+		         rdmx_err_name(status));
 	was_open = chan->state != RDMX_CHAN_IDLE || chan->user_ref;
 	chan->state = RDMX_CHAN_CLOSED;
 	chan->close_status = status;
@@ -373,7 +375,7 @@ void rdmx__chan_fail(struct rdmx_chan *chan, int status, const char *why)
 
 		if (rc)
 			RDMX_DBG("chan: conn %u: disconnect: %s", rdmx__chan_conn_id(chan),
-			        rdmx_err_name(rc));
+			         rdmx_err_name(rc));
 		chan->disconnecting = true;
 	}
 	if (was_open && chan->user_ref && chan->event_cb)

@@ -156,7 +156,8 @@ int rdmx__worker_post_recvs(struct rdmx_chan_worker *worker)
 		if (!r->task) {
 			rc = rdmx_task_receive_alloc(worker->ctx, &r->buf, r, &r->task);
 			if (rc) {
-				RDMX_ERR("chan: receive task %u of %u: %s", i, n, rdmx_err_name(rc));
+				RDMX_ERR("chan: receive task %u of %u: %s", i, n,
+				         rdmx_err_name(rc));
 				return rc;
 			}
 		}
@@ -182,7 +183,8 @@ static void stash_hello(struct rdmx_chan_worker *worker, struct rdmx_conn *conn,
 		rdmx__worker_reject_conn(worker, conn, why ? why : "control message before hello");
 		return;
 	}
-	if (worker->early.len >= WORKER_MAX_EARLY || rdmx__map_get(&worker->early, conn_key(conn))) {
+	if (worker->early.len >= WORKER_MAX_EARLY ||
+	    rdmx__map_get(&worker->early, conn_key(conn))) {
 		rdmx__worker_reject_conn(worker, conn, "second hello before the channel started");
 		return;
 	}
@@ -214,7 +216,8 @@ static void worker_recv_ok(struct rdmx_task *task, void *ud, void *cud)
 		if (chan)
 			rdmx__chan_on_write(chan, rdmx_task_receive_get_imm(task), len);
 		else
-			rdmx__worker_reject_conn(worker, conn, "ring write before the channel exists");
+			rdmx__worker_reject_conn(worker, conn,
+			                         "ring write before the channel exists");
 	} else if (op == RDMX_OPCODE_SEND) {
 		if (len > RDMX__CTL_MAX_LEN)
 			len = RDMX__CTL_MAX_LEN + 1; /* truncated: decoders reject it */
@@ -262,12 +265,13 @@ static void worker_recv_err(struct rdmx_task *task, void *ud, void *cud)
 
 /* ---- connections ---- */
 
-void rdmx__worker_reject_conn(struct rdmx_chan_worker *worker, struct rdmx_conn *conn, const char *why)
+void rdmx__worker_reject_conn(struct rdmx_chan_worker *worker, struct rdmx_conn *conn,
+                              const char *why)
 {
 	int rc;
 
 	RDMX_ERR("chan: conn %u: protocol violation: %s; closing the connection", conn_id(conn),
-	        why);
+	         why);
 	if (worker->stopped)
 		return;
 	rc = rdmx_conn_disconnect(conn);
@@ -457,7 +461,7 @@ static int worker_conf_ctx(struct rdmx_chan_worker *worker)
 		worker->dev_max_msg = a->rdv_read_max;
 	if (a->recv_tasks > caps.max_recv_queue_size) {
 		RDMX_ERR("chan: %u receive tasks above the device's receive queue (%u)",
-		        a->recv_tasks, caps.max_recv_queue_size);
+		         a->recv_tasks, caps.max_recv_queue_size);
 		return RDMX_E_INVAL;
 	}
 	/* the shared receive queue holds the whole pool; the send queue of a
@@ -476,8 +480,8 @@ static int worker_conf_ctx(struct rdmx_chan_worker *worker)
 	rc = rdmx_ctx_set_task_conf(ctx, RDMX_TASK_RECEIVE, worker_recv_ok, worker_recv_err,
 	                            a->recv_tasks);
 	if (!rc)
-		rc = rdmx_ctx_set_task_conf(ctx, RDMX_TASK_WRITE_IMM, worker_write_ok, worker_write_err,
-		                            a->write_tasks);
+		rc = rdmx_ctx_set_task_conf(ctx, RDMX_TASK_WRITE_IMM, worker_write_ok,
+		                            worker_write_err, a->write_tasks);
 	if (!rc)
 		rc = rdmx_ctx_set_task_conf(ctx, RDMX_TASK_SEND, worker_send_ok, worker_send_err,
 		                            a->send_tasks);
@@ -493,7 +497,8 @@ static int worker_conf_ctx(struct rdmx_chan_worker *worker)
 }
 
 int rdmx_chan_worker_create(struct rdmx_ctx *ctx, struct rdmx_pe *pe,
-                          const struct rdmx_chan_worker_attr *attr, struct rdmx_chan_worker **worker)
+                            const struct rdmx_chan_worker_attr *attr,
+                            struct rdmx_chan_worker **worker)
 {
 	struct rdmx_chan_worker *h;
 	enum rdmx_ctx_state st;
@@ -631,7 +636,8 @@ void rdmx__worker_chan_unlink(struct rdmx_chan_worker *worker, struct rdmx_chan 
 		chan->next_all->prev_all = chan->prev_all;
 	chan->next_all = chan->prev_all = NULL;
 	if (chan->starved) {
-		for (struct rdmx_chan **pp = &worker->starved_head; *pp; pp = &(*pp)->next_starved) {
+		for (struct rdmx_chan **pp = &worker->starved_head; *pp;
+		     pp = &(*pp)->next_starved) {
 			if (*pp == chan) {
 				*pp = chan->next_starved;
 				break;

@@ -221,7 +221,7 @@ struct rdmx_ctx {
 	struct rdmx_dev_caps caps; /* queried at create */
 	unsigned in_poll;          /* > 0 while ctx_poll / ctx_stop run its callbacks */
 	bool listening;
-	struct rdmx_conn *dead; /* finished connections, released after ctx_poll returns */
+	struct rdmx_conn *dead;      /* finished connections, released after ctx_poll returns */
 	struct rdmx_ctx_stats stats; /* engine/ctx_stats.c; kept by task.c and conn.c */
 };
 

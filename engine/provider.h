@@ -69,8 +69,8 @@ struct rdmx_provider_ops {
 	/* connections (cm) */
 	int (*listen)(struct rdmx_ctx *ctx, uint16_t port);
 	void (*stop_listen)(struct rdmx_ctx *ctx);
-	int (*connect_to_addr)(struct rdmx_conn *conn, const struct rdmx_addr *addr,
-			       const void *pd, size_t pd_len);
+	int (*connect_to_addr)(struct rdmx_conn *conn, const struct rdmx_addr *addr, const void *pd,
+	                       size_t pd_len);
 	int (*conn_accept)(struct rdmx_conn *conn, const void *pd, size_t pd_len);
 	int (*conn_reject)(struct rdmx_conn *conn);
 	int (*conn_disconnect)(struct rdmx_conn *conn);
@@ -91,7 +91,7 @@ extern const struct rdmx_provider_ops rdmx__tcp_ops;
  * (unit tests' mock providers). The ops are checked like a registered
  * provider's. Errors: RDMX_E_INVAL (NULL, missing mandatory op), as dev_open. */
 int rdmx__dev_open_ops(const struct rdmx_provider_ops *ops, const char *name,
-		       struct rdmx_dev **dev);
+                       struct rdmx_dev **dev);
 #ifdef RDMX_HAVE_VERBS
 extern const struct rdmx_provider_ops rdmx__verbs_ops;
 #endif

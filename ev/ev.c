@@ -17,7 +17,6 @@
 
 #include "common/log.h"
 
-
 struct rdmx_ev_work {
 	struct rdmx_ev *ev; /* NULL once the adapter is detached */
 	rdmx_ev_work_cb cb;
@@ -189,8 +188,7 @@ static void on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
 		if (!more && !e->scheduled) {
 			rc = rdmx_pe_request_notification(e->pe);
 			if (rc) {
-				RDMX_ERR("ev: arming the engine failed: %s",
-				       rdmx_err_name(rc));
+				RDMX_ERR("ev: arming the engine failed: %s", rdmx_err_name(rc));
 				more = true; /* fall back to polling */
 			} else {
 				e->armed = true;

@@ -371,4 +371,3 @@ int rdmx_metrics_write(FILE *f, const struct rdmx_metrics_sources *src)
 	}
 	return 0;
 }
-

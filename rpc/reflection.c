@@ -636,4 +636,3 @@ static void file_handler(struct rdmx_rpc_server_call *call, const void *req, siz
 	free(buf);
 	free(out);
 }
-

@@ -297,7 +297,7 @@ static void on_chan_idle(struct rdmx_chan *chan, void *arg)
 /* ---- endpoint ---- */
 
 int rdmx_rpc_ep_create(struct rdmx_chan *chan, struct rdmx_rpc_server *server,
-                         struct rdmx_rpc_ep **epp)
+                       struct rdmx_rpc_ep **epp)
 {
 	struct rdmx_rpc_ep *ep;
 	int rc;
@@ -541,8 +541,8 @@ int rdmx_rpc_call_async(struct rdmx_rpc_ep *ep, uint32_t method_id,
 	f.body = req;
 	c->start_ns = rdmx__now_ns();
 	rc = rdmx__chan_send_ex(ep->chan, RDMX_RPC_HDR_SIZE + blen, rpc_fill_fn, &f,
-	                         oneway ? (cb ? oneway_sent : NULL) : request_sent,
-	                         oneway ? (void *)c : (void *)(uintptr_t)c->id, 0, &how);
+	                        oneway ? (cb ? oneway_sent : NULL) : request_sent,
+	                        oneway ? (void *)c : (void *)(uintptr_t)c->id, 0, &how);
 	if (rc) {
 		if (!oneway)
 			rdmx__map_del(&ep->calls, c->id);
@@ -586,7 +586,7 @@ int rdmx_rpc_call_async(struct rdmx_rpc_ep *ep, uint32_t method_id,
 			us = UINT64_MAX / 2000u;
 		if (rdmx__worker_timer_arm(ep->worker, &c->timer, c->start_ns + us * 1000u))
 			RDMX_WARN("rpc: no memory for the deadline of call %llu",
-			         (unsigned long long)c->id);
+			          (unsigned long long)c->id);
 	}
 	if (call_id)
 		*call_id = c->id;
@@ -695,4 +695,3 @@ void rdmx_rpc_reply_fini(struct rdmx_rpc_reply *reply)
 	reply->data = NULL;
 	reply->len = 0;
 }
-

@@ -67,7 +67,7 @@ struct rdmx_rpc_server {
 /* One incoming call (server side). */
 struct rdmx_rpc_server_call {
 	struct rdmx_rpc_ep *ep; /* NULL once its endpoint was destroyed */
-	struct rpc_method *m;     /* NULL: unknown method, or detached */
+	struct rpc_method *m;   /* NULL: unknown method, or detached */
 	struct rpc_mstats *ms;
 	uint64_t id;
 	uint32_t method;

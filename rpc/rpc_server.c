@@ -280,8 +280,8 @@ static void resp_sent(struct rdmx_chan *chan, int status, void *arg)
 
 /* ---- requests ---- */
 
-static void respond_now(struct rdmx_rpc_ep *ep, const struct rpc_hdr *req,
-                        enum rdmx_rpc_code code, const char *msg);
+static void respond_now(struct rdmx_rpc_ep *ep, const struct rpc_hdr *req, enum rdmx_rpc_code code,
+                        const char *msg);
 
 void rdmx__rpc_on_request(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const void *body,
                           size_t len)
@@ -427,14 +427,14 @@ static int send_response(struct rdmx_rpc_ep *ep, uint64_t call_id, enum rdmx_rpc
 		return RDMX_E_TOO_BIG;
 	}
 	rc = rdmx__chan_send_ex(ep->chan, RDMX_RPC_HDR_SIZE + mlen + blen, resp_fill_fn, &f,
-	                         resp_sent, ep, RDMX__SEND_FORCE, how);
+	                        resp_sent, ep, RDMX__SEND_FORCE, how);
 	if (rc == 0)
 		ep->resp_pending++;
 	return rc;
 }
 
-static void respond_now(struct rdmx_rpc_ep *ep, const struct rpc_hdr *req,
-                        enum rdmx_rpc_code code, const char *msg)
+static void respond_now(struct rdmx_rpc_ep *ep, const struct rpc_hdr *req, enum rdmx_rpc_code code,
+                        const char *msg)
 {
 	unsigned how = 0;
 
@@ -508,4 +508,3 @@ int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 	rdmx__rpc_release(ep);
 	return ret;
 }
-

@@ -122,7 +122,7 @@ void rdmx__mstats_free_all(struct rdmx__map *m)
 }
 
 int rdmx_rpc_ep_get_stats(const struct rdmx_rpc_ep *ep, enum rdmx_rpc_role role,
-                            struct rdmx_rpc_stats *stats)
+                          struct rdmx_rpc_stats *stats)
 {
 	if (!ep || !stats || (role != RDMX_RPC_ROLE_CLIENT && role != RDMX_RPC_ROLE_SERVER))
 		return RDMX_E_INVAL;
@@ -131,7 +131,7 @@ int rdmx_rpc_ep_get_stats(const struct rdmx_rpc_ep *ep, enum rdmx_rpc_role role,
 }
 
 int rdmx_rpc_ep_get_method_stats(const struct rdmx_rpc_ep *ep, enum rdmx_rpc_role role,
-                                   uint32_t method_id, struct rdmx_rpc_stats *stats)
+                                 uint32_t method_id, struct rdmx_rpc_stats *stats)
 {
 	const struct rpc_mstats *ms;
 
@@ -146,8 +146,8 @@ int rdmx_rpc_ep_get_method_stats(const struct rdmx_rpc_ep *ep, enum rdmx_rpc_rol
 	return 0;
 }
 
-int rdmx_rpc_ep_list_methods(const struct rdmx_rpc_ep *ep, enum rdmx_rpc_role role,
-                               uint32_t *ids, size_t max, size_t *count)
+int rdmx_rpc_ep_list_methods(const struct rdmx_rpc_ep *ep, enum rdmx_rpc_role role, uint32_t *ids,
+                             size_t max, size_t *count)
 {
 	const struct rpc_mstats *ms;
 	uint32_t pos = 0;
@@ -181,4 +181,3 @@ int rdmx_rpc_server_get_method_stats(const struct rdmx_rpc_server *server, uint3
 	*stats = m->stats;
 	return 0;
 }
-

@@ -337,4 +337,3 @@ int rdmx_rpc_secure_close(struct rdmx_rpc_secure_conn **conn)
 	*conn = NULL;
 	return RDMX_OK;
 }
-

@@ -65,8 +65,8 @@ enum rdmx__rpc_secure_side {
 };
 
 struct rdmx_rpc_secure_conn {
-	struct rdmx_rpc_ep *ep;    /* owned */
-	struct rdmx_chan *chan;    /* owned, under ep */
+	struct rdmx_rpc_ep *ep;   /* owned */
+	struct rdmx_chan *chan;   /* owned, under ep */
 	struct rdmx_bootstrap *b; /* NULL once the TLS session is closed */
 	enum rdmx__rpc_secure_side side;
 	int lost; /* sticky: why the TLS session or the engine connection ended */

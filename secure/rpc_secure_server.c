@@ -438,4 +438,3 @@ int rdmx_rpc_secure_server_destroy(struct rdmx_rpc_secure_server **sp)
 	*sp = NULL;
 	return RDMX_OK;
 }
-

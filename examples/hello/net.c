@@ -233,4 +233,3 @@ void net_close(struct net_client **cp)
 	free(c);
 	*cp = NULL;
 }
-

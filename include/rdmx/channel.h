@@ -168,7 +168,8 @@ void rdmx_chan_worker_attr_init(struct rdmx_chan_worker_attr *attr);
  * sets its task confs, connection callbacks and user data.
  * Errors: RDMX_E_INVAL, RDMX_E_BAD_STATE (ctx not IDLE), RDMX_E_NOMEM. */
 int rdmx_chan_worker_create(struct rdmx_ctx *ctx, struct rdmx_pe *pe,
-                          const struct rdmx_chan_worker_attr *attr, struct rdmx_chan_worker **worker);
+                            const struct rdmx_chan_worker_attr *attr,
+                            struct rdmx_chan_worker **worker);
 /* Only with the context IDLE again (rdmx_ctx_stop) and after every channel
  * was destroyed (else RDMX_E_BAD_STATE). NULL / *worker == NULL: no-op. */
 int rdmx_chan_worker_destroy(struct rdmx_chan_worker **worker);
@@ -190,7 +191,8 @@ struct rdmx_pe *rdmx_chan_worker_get_pe(const struct rdmx_chan_worker *worker);
  * on: rdmx_chan_destroy disconnects it.
  * Errors: RDMX_E_INVAL, RDMX_E_EXISTS (conn already has a channel),
  * RDMX_E_BAD_STATE (context not RUNNING), RDMX_E_NOMEM. */
-int rdmx_chan_create(struct rdmx_chan_worker *worker, struct rdmx_conn *conn, struct rdmx_chan **chan);
+int rdmx_chan_create(struct rdmx_chan_worker *worker, struct rdmx_conn *conn,
+                     struct rdmx_chan **chan);
 
 /* Setters allowed in IDLE only (RDMX_E_BAD_STATE later; RDMX_E_INVAL out of
  * range). Slot count: 2..65536; slot size: 64..1 MiB, a multiple of 64;

@@ -76,4 +76,3 @@ int rdmx_metrics_write(FILE *f, const struct rdmx_metrics_sources *src);
 }
 #endif
 #endif
-

@@ -57,8 +57,7 @@ struct rdmx_rbuf {
 /* Registers [addr, addr+len) with `access` (RDMX_ACCESS_* mask, 0 = local read
  * only). *mr is written only on success.
  * Errors: RDMX_E_INVAL (NULL, len 0, unknown flag), RDMX_E_NOMEM, RDMX_E_PROVIDER. */
-int rdmx_mr_reg(struct rdmx_dev *dev, void *addr, size_t len, unsigned access,
-		struct rdmx_mr **mr);
+int rdmx_mr_reg(struct rdmx_dev *dev, void *addr, size_t len, unsigned access, struct rdmx_mr **mr);
 
 /* Deregisters and sets *mr to NULL; from this call on its remote key is
  * invalid: remote tasks naming it fail with RDMX_E_REMOTE_ACCESS.
@@ -78,7 +77,7 @@ int rdmx_mr_get_descriptor_size(const struct rdmx_mr *mr, size_t *size);
 /* Builds a remote region from a peer's descriptor. *remote written on success.
  * Errors: RDMX_E_INVAL (NULL, wrong size, bad magic/version/provider). */
 int rdmx_mr_remote_from_descriptor(const void *desc, size_t desc_size,
-				   struct rdmx_mr_remote **remote);
+                                   struct rdmx_mr_remote **remote);
 int rdmx_mr_remote_delete(struct rdmx_mr_remote **remote);
 int rdmx_mr_remote_get_size(const struct rdmx_mr_remote *remote, size_t *size);
 int rdmx_mr_remote_get_access(const struct rdmx_mr_remote *remote, unsigned *access);

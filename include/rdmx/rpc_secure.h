@@ -24,13 +24,12 @@
  * which the server sends only once it has accepted the client's certificate;
  * then it sends its details to a server whose certificate it has checked.
  *
- * The RPC hello (app data of rdmx/bootstrap.h) carries the RPC and channel * wire versions each side speaks and the geometry of the receive ring it will
- * register (slot count, slot size, largest message it accepts); a side that
- * cannot talk to the other refuses before the RDMA connection is made. The
- * ring descriptors themselves (the remote keys of the rings) travel in the
- * channel's in-band hello on the new connection (rdmx/channel.h), which only
- * the authenticated peer can reach: that connection was made from the secret
- * details exchanged over TLS.
+ * The RPC hello (app data of rdmx/bootstrap.h) carries the RPC and channel * wire versions each
+ * side speaks and the geometry of the receive ring it will register (slot count, slot size, largest
+ * message it accepts); a side that cannot talk to the other refuses before the RDMA connection is
+ * made. The ring descriptors themselves (the remote keys of the rings) travel in the channel's
+ * in-band hello on the new connection (rdmx/channel.h), which only the authenticated peer can
+ * reach: that connection was made from the secret details exchanged over TLS.
  *
  * Liveness: the TLS session stays open as the control channel. Its loss
  * (peer closed or reset it, TCP keepalive gave up after about 25 s of
@@ -224,7 +223,8 @@ int rdmx_rpc_secure_server_get_port(const struct rdmx_rpc_secure_server *srv, ui
 /* Clients with a live endpoint now. */
 uint32_t rdmx_rpc_secure_server_get_clients(const struct rdmx_rpc_secure_server *srv);
 /* The server's channel worker (stats, its progress engine). */
-struct rdmx_chan_worker *rdmx_rpc_secure_server_get_worker(const struct rdmx_rpc_secure_server *srv);
+struct rdmx_chan_worker *
+rdmx_rpc_secure_server_get_worker(const struct rdmx_rpc_secure_server *srv);
 
 /* Stops listening and closes every client (their calls complete with
  * UNAVAILABLE on both sides; gone runs for each), then releases the engine

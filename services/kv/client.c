@@ -256,8 +256,8 @@ static struct rdmx_rpc_call_opts call_opts(const struct copts *o)
 	return co;
 }
 
-static void do_put(struct rdmx_rpc_ep *rpc, const struct copts *o, const char *key,
-                   const void *val, size_t len, bool *replaced, struct result *r)
+static void do_put(struct rdmx_rpc_ep *rpc, const struct copts *o, const char *key, const void *val,
+                   size_t len, bool *replaced, struct result *r)
 {
 	struct rdmx_rpc_call_opts co = call_opts(o);
 	struct rdmx_rpc_status st = {0, NULL};
@@ -1106,4 +1106,3 @@ int kv_client_main(int argc, char **argv)
 	rdmx_dev_close(&kv_dev);
 	return ret;
 }
-

@@ -703,4 +703,3 @@ out:
 	kv_store_destroy(&k.store);
 	return ret;
 }
-

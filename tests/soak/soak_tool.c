@@ -277,4 +277,3 @@ int main(int argc, char **argv)
 	fprintf(stderr, "usage: rdmx-soak halfopen|stall|silent|unknown ... (see the source)\n");
 	return 2;
 }
-

@@ -310,4 +310,3 @@ void rpcnet_client_close(struct rpcnet_client **client)
 	free(c);
 	*client = NULL;
 }
-

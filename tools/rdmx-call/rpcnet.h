@@ -35,7 +35,6 @@ struct rpcnet_tls {
 	bool allow_insecure_key;     /* accept a key file group or others can read */
 };
 
-
 /* A TLS config from the options (loaded, so that bad files fail now).
  * NULL on error (the reason in err). */
 struct rdmx_tls_config *rpcnet_tls_config(const struct rpcnet_tls *tls, char *err, size_t err_len);

@@ -375,4 +375,3 @@ Test(codegen_rpc, register_errors)
 	ASSERT_RC(stubs_Store_register(s, &h, &st), RDMX_E_EXISTS);
 	destroy_server(&s);
 }
-

@@ -716,4 +716,3 @@ Test(pbjson, bytes_and_64_bit_integers_round_trip)
 	cr_assert_arr_eq(req.value.data, "\x00\x01\x02\xff", 4);
 	jbuf_free(&out);
 }
-

@@ -16,7 +16,8 @@ uint64_t now_ms(void)
 	return (uint64_t)(rdmx_pe_now_ns() / 1000000u);
 }
 
-void node_open(struct node *n, const char *name, int which, const struct rdmx_chan_worker_attr *attr)
+void node_open(struct node *n, const char *name, int which,
+               const struct rdmx_chan_worker_attr *attr)
 {
 	const char *dev = env_device(which);
 	const char *addr = env_addr_raw(which);
@@ -110,8 +111,8 @@ static void apply_conf(struct rdmx_chan *c, const struct chan_conf *conf)
 }
 
 void chan_pair(struct node *a, struct node *b, const struct chan_conf *ca,
-	       const struct chan_conf *cb, struct rdmx_chan **xa, struct rdmx_chan **xb,
-	       bool wait_ready)
+               const struct chan_conf *cb, struct rdmx_chan **xa, struct rdmx_chan **xb,
+               bool wait_ready)
 {
 	struct rdmx_conn *x, *y;
 	struct rdmx_chan *p = NULL, *q = NULL;
@@ -125,15 +126,15 @@ void chan_pair(struct node *a, struct node *b, const struct chan_conf *ca,
 	ASSERT_OK(rdmx_chan_start(q));
 	if (wait_ready)
 		DRIVE_UNTIL(a, b,
-			    rdmx_chan_get_state(p) == RDMX_CHAN_READY &&
-				    rdmx_chan_get_state(q) == RDMX_CHAN_READY);
+		            rdmx_chan_get_state(p) == RDMX_CHAN_READY &&
+		                rdmx_chan_get_state(q) == RDMX_CHAN_READY);
 	*xa = p;
 	*xb = q;
 }
 
 void rpc_pair(struct node *a, struct node *b, struct rdmx_rpc_server *sa,
-	      struct rdmx_rpc_server *sb, const struct chan_conf *ca, const struct chan_conf *cb,
-	      struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb)
+              struct rdmx_rpc_server *sb, const struct chan_conf *ca, const struct chan_conf *cb,
+              struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb)
 {
 	struct chan_conf xa = {0}, xb = {0};
 	struct rdmx_chan *p, *q;
@@ -150,8 +151,8 @@ void rpc_pair(struct node *a, struct node *b, struct rdmx_rpc_server *sa,
 	ASSERT_OK(rdmx_rpc_ep_create(p, sa, ra));
 	ASSERT_OK(rdmx_rpc_ep_create(q, sb, rb));
 	DRIVE_UNTIL(a, b,
-		    rdmx_chan_get_state(p) == RDMX_CHAN_READY &&
-			    rdmx_chan_get_state(q) == RDMX_CHAN_READY);
+	            rdmx_chan_get_state(p) == RDMX_CHAN_READY &&
+	                rdmx_chan_get_state(q) == RDMX_CHAN_READY);
 }
 
 void rpc_pair_close(struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb)
@@ -210,11 +211,11 @@ struct rdmx_rpc_server *echo_server(struct echo_state *st)
 
 	ASSERT_OK(rdmx_rpc_server_create(&s));
 	ASSERT_OK(rdmx_rpc_server_register(s, rdmx_rpc_method_id(ECHO_NAME), ECHO_NAME,
-					   echo_handler, st));
+	                                   echo_handler, st));
 	ASSERT_OK(rdmx_rpc_server_register(s, rdmx_rpc_method_id(FAIL_NAME), FAIL_NAME,
-					   fail_handler, st));
+	                                   fail_handler, st));
 	ASSERT_OK(rdmx_rpc_server_register(s, rdmx_rpc_method_id(HOLD_NAME), HOLD_NAME,
-					   hold_handler, st));
+	                                   hold_handler, st));
 	return s;
 }
 
@@ -297,7 +298,7 @@ void leak_end(void)
 	}
 	cr_assert_eq(fds, leak_fds, "file descriptors leaked: %d before, %d after", leak_fds, fds);
 	cr_assert_eq(threads, leak_threads, "threads leaked: %d before, %d after", leak_threads,
-		     threads);
+	             threads);
 }
 
 /* ---- log capture ---- */
@@ -308,7 +309,7 @@ static char cap_lines[CAP_LINES][256];
 static int cap_n;
 
 static void cap_fn(enum rdmx_log_level level, const char *file, int line, const char *func,
-		   const char *message)
+                   const char *message)
 {
 	(void)file;
 	(void)line;
@@ -346,4 +347,3 @@ void log_capture_end(void)
 {
 	rdmx_log_set_function(NULL);
 }
-

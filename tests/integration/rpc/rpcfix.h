@@ -21,18 +21,18 @@
 
 #define GUARD_MS 60000
 
-#define ASSERT_OK(expr)                                                                     \
-	do {                                                                                \
-		int _rc = (expr);                                                           \
-		cr_assert_eq(_rc, 0, "%s -> %s (%d)", #expr, rdmx_err_name(_rc), _rc);     \
+#define ASSERT_OK(expr)                                                                            \
+	do {                                                                                       \
+		int _rc = (expr);                                                                  \
+		cr_assert_eq(_rc, 0, "%s -> %s (%d)", #expr, rdmx_err_name(_rc), _rc);             \
 	} while (0)
 
-#define ASSERT_RC(expr, want)                                                               \
-	do {                                                                                \
-		int _rc = (expr);                                                           \
-		int _want = (want);                                                         \
-		cr_assert_eq(_rc, _want, "%s -> %s (%d), expected %s", #expr,              \
-			     rdmx_err_name(_rc), _rc, rdmx_err_name(_want));                \
+#define ASSERT_RC(expr, want)                                                                      \
+	do {                                                                                       \
+		int _rc = (expr);                                                                  \
+		int _want = (want);                                                                \
+		cr_assert_eq(_rc, _want, "%s -> %s (%d), expected %s", #expr, rdmx_err_name(_rc),  \
+		             _rc, rdmx_err_name(_want));                                           \
 	} while (0)
 
 struct node {
@@ -49,7 +49,8 @@ struct node {
 
 /* Opens device `which` (0/1), a progress engine (busy polling), a context
  * and a channel worker (attr may be NULL), and starts the context. */
-void node_open(struct node *n, const char *name, int which, const struct rdmx_chan_worker_attr *attr);
+void node_open(struct node *n, const char *name, int which,
+               const struct rdmx_chan_worker_attr *attr);
 /* Stops the context, destroys worker, context, engine, device. */
 void node_close(struct node *n);
 
@@ -67,16 +68,16 @@ struct chan_conf {
  * its conf (NULL: defaults, no callbacks), starts both and — when
  * wait_ready — drives until both are READY. */
 void chan_pair(struct node *a, struct node *b, const struct chan_conf *ca,
-	       const struct chan_conf *cb, struct rdmx_chan **xa, struct rdmx_chan **xb,
-	       bool wait_ready);
+               const struct chan_conf *cb, struct rdmx_chan **xa, struct rdmx_chan **xb,
+               bool wait_ready);
 /* Raw connection pair only (export/connect); drives until both can post. */
 void conn_pair(struct node *a, struct node *b, struct rdmx_conn **ca, struct rdmx_conn **cb);
 
 /* An RPC endpoint on each side of a fresh channel pair (server may be NULL
  * on either side). Channel confs as chan_pair (callbacks ignored). */
 void rpc_pair(struct node *a, struct node *b, struct rdmx_rpc_server *sa,
-	      struct rdmx_rpc_server *sb, const struct chan_conf *ca, const struct chan_conf *cb,
-	      struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb);
+              struct rdmx_rpc_server *sb, const struct chan_conf *ca, const struct chan_conf *cb,
+              struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb);
 /* Destroys both endpoints and their channels. */
 void rpc_pair_close(struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb);
 
@@ -105,15 +106,15 @@ static inline bool conn_lost_status(int st)
 uint64_t now_ms(void);
 void drive_once(struct node *a, struct node *b);
 
-#define DRIVE_UNTIL(a, b, cond)                                                             \
-	do {                                                                                \
-		uint64_t _deadline = now_ms() + GUARD_MS;                                   \
-		while (!(cond)) {                                                           \
-			cr_assert(now_ms() < _deadline,                                     \
-				  "timed out (failure guard %d ms) waiting for: %s", GUARD_MS, \
-				  #cond);                                                   \
-			drive_once((a), (b));                                               \
-		}                                                                           \
+#define DRIVE_UNTIL(a, b, cond)                                                                    \
+	do {                                                                                       \
+		uint64_t _deadline = now_ms() + GUARD_MS;                                          \
+		while (!(cond)) {                                                                  \
+			cr_assert(now_ms() < _deadline,                                            \
+			          "timed out (failure guard %d ms) waiting for: %s", GUARD_MS,     \
+			          #cond);                                                          \
+			drive_once((a), (b));                                                      \
+		}                                                                                  \
 	} while (0)
 
 /* Observation window (not a timing check): drives for ms. */

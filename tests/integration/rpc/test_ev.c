@@ -123,7 +123,7 @@ Test(ev, client_deadline_fires_from_loop_timer, .timeout = 120)
 	c.loop = ev_loop_new(EVFLAG_AUTO);
 	ASSERT_OK(rdmx_ev_attach(c.loop, a.pe, &ev));
 	ASSERT_OK(rdmx_rpc_call_async(ra, rdmx_rpc_method_id(HOLD_NAME), NULL, &o, ev_client_done,
-				      &c, NULL));
+	                              &c, NULL));
 	DRIVE_UNTIL(NULL, &b, st.held_n == 1); /* only b progresses: a's loop is not running */
 	uint64_t t0 = now_ms();
 	ev_run(c.loop, 0); /* returns from ev_client_done */
@@ -139,4 +139,3 @@ Test(ev, client_deadline_fires_from_loop_timer, .timeout = 120)
 	node_close(&b);
 }
 #endif
-

@@ -94,7 +94,8 @@ Test(load, calls_100k_over_16_connections, .timeout = 1500)
 				pattern_fill(buf + 12, len - 12, idx);
 				c->want_sum = checksum64(buf, len);
 				p = rdmx_rpc_bytes(buf, len);
-				int rc = rdmx_rpc_call_async(l->ep, ECHO, &p, NULL, load_done, c, NULL);
+				int rc =
+				    rdmx_rpc_call_async(l->ep, ECHO, &p, NULL, load_done, c, NULL);
 				if (rc == RDMX_E_AGAIN)
 					break;
 				cr_assert_eq(rc, 0, "call %u: %s", idx, rdmx_err_name(rc));
@@ -119,7 +120,7 @@ Test(load, calls_100k_over_16_connections, .timeout = 1500)
 		ok += calls[i].ok;
 	}
 	cr_assert_eq(bad_replies, 0, "%llu replies with the wrong id, length or checksum",
-		     (unsigned long long)bad_replies);
+	             (unsigned long long)bad_replies);
 	cr_assert_eq(ok, LOAD_CALLS);
 	cr_assert_eq(st.echoed, LOAD_CALLS, "the server ran %u handlers", st.echoed);
 	uint64_t srv_calls = 0;
@@ -127,7 +128,8 @@ Test(load, calls_100k_over_16_connections, .timeout = 1500)
 		struct rdmx_rpc_stats s;
 
 		ASSERT_OK(rdmx_rpc_ep_get_stats(rb[i], RDMX_RPC_ROLE_SERVER, &s));
-		cr_assert_eq(s.calls, per, "connection %d served %llu", i, (unsigned long long)s.calls);
+		cr_assert_eq(s.calls, per, "connection %d served %llu", i,
+		             (unsigned long long)s.calls);
 		srv_calls += s.calls;
 	}
 	cr_assert_eq(srv_calls, LOAD_CALLS);
@@ -147,7 +149,7 @@ static int xfer(int fd, void *p, size_t len, bool out)
 
 	while (done < len) {
 		ssize_t n = out ? write(fd, (char *)p + done, len - done)
-				: read(fd, (char *)p + done, len - done);
+		                : read(fd, (char *)p + done, len - done);
 		if (n <= 0)
 			return -1;
 		done += (size_t)n;
@@ -201,7 +203,7 @@ static void child_main(int fd)
 		_exit(11);
 	if (rdmx_rpc_server_create(&srv) ||
 	    rdmx_rpc_server_register(srv, rdmx_rpc_method_id(HOLD_NAME), HOLD_NAME, child_hold,
-				     &cs))
+	                             &cs))
 		_exit(12);
 	if (rdmx_ctx_export(ctx, &det, &dlen, &conn))
 		_exit(13);
@@ -312,4 +314,3 @@ Test(load, peer_killed_with_1000_in_flight, .timeout = 600)
 	node_close(&a);
 	close(sp[0]);
 }
-

@@ -79,7 +79,7 @@ Test(rpc, unary_status_and_unimplemented)
 	/* unknown method */
 	struct rec u = {0};
 	ASSERT_OK(rdmx_rpc_call_async(ra, rdmx_rpc_method_id("test.Echo/Nope"), NULL, NULL, rec_cb,
-				      &u, NULL));
+	                              &u, NULL));
 	DRIVE_UNTIL(&a, &b, u.done);
 	cr_assert_eq(u.code, RDMX_RPC_UNIMPLEMENTED);
 	/* a has no server: b's calls to a are UNIMPLEMENTED */
@@ -231,7 +231,7 @@ Test(rpc, pipelined_inflight_and_stats, .timeout = 600)
 	cr_assert_eq(cs.latency.count, N + 4);
 	cr_assert(rdmx_rpc_hist_percentile(&cs.latency, 50) > 0);
 	cr_assert(rdmx_rpc_hist_percentile(&cs.latency, 99) >=
-		  rdmx_rpc_hist_percentile(&cs.latency, 50));
+	          rdmx_rpc_hist_percentile(&cs.latency, 50));
 	ASSERT_OK(rdmx_rpc_ep_get_stats(rb, RDMX_RPC_ROLE_SERVER, &ss));
 	cr_assert_eq(ss.calls, N + 4);
 	cr_assert_eq(ss.completed, N + 4);
@@ -243,7 +243,7 @@ Test(rpc, pipelined_inflight_and_stats, .timeout = 600)
 	ASSERT_OK(rdmx_rpc_ep_get_method_stats(rb, RDMX_RPC_ROLE_SERVER, FAIL, &ms));
 	cr_assert_eq(ms.by_code[RDMX_RPC_NOT_FOUND], 1);
 	ASSERT_RC(rdmx_rpc_ep_get_method_stats(ra, RDMX_RPC_ROLE_SERVER, ECHO, &ms),
-		  RDMX_E_NOT_FOUND);
+	          RDMX_E_NOT_FOUND);
 	ASSERT_OK(rdmx_rpc_server_get_method_stats(srv, ECHO, &ms));
 	cr_assert_eq(ms.calls, N + 3);
 	uint32_t mids[8];
@@ -328,7 +328,8 @@ Test(rpc, deadline_fires_from_pe_wait_alone, .timeout = 120)
 	if (!r.done) {
 		int ms = rdmx_pe_next_timeout_ms(a.pe);
 
-		cr_assert(ms >= 0 && ms <= 30, "the deadline is the engine's next timer (%d ms)", ms);
+		cr_assert(ms >= 0 && ms <= 30, "the deadline is the engine's next timer (%d ms)",
+		          ms);
 	}
 	while (!r.done) {
 		int n = rdmx_pe_wait(a.pe, -1);
@@ -480,8 +481,9 @@ Test(rpc, both_directions_and_answer_later)
 	}
 	for (int i = 0; i < 5; i++)
 		ASSERT_OK(rdmx_rpc_call_async(rb, HOLD, NULL, NULL, rec_cb, &held[i], NULL));
-	DRIVE_UNTIL(&a, &b, count_done(ra_recs, 50) == 50 && count_done(rb_recs, 50) == 50 &&
-				    sta.held_n == 5);
+	DRIVE_UNTIL(&a, &b,
+	            count_done(ra_recs, 50) == 50 && count_done(rb_recs, 50) == 50 &&
+	                sta.held_n == 5);
 	cr_assert_eq(sta.echoed, 50);
 	cr_assert_eq(stb.echoed, 50);
 	/* b calls a; a's reply arrives on b... and the callback of another
@@ -589,19 +591,19 @@ Test(rpc, drain_graceful)
 	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(ra, on_drained, &drained_a));
 	ASSERT_OK(rdmx_rpc_ep_drain(rb));
 	ASSERT_RC(rdmx_rpc_call_async(rb, ECHO, NULL, NULL, rec_cb, &held[0], NULL),
-		  RDMX_E_BAD_STATE);
+	          RDMX_E_BAD_STATE);
 	drive_for(&a, &b, 50);
 	cr_assert_eq(drained_b, 0, "drained with calls in flight");
 	ASSERT_RC(rdmx_rpc_call_async(ra, ECHO, NULL, NULL, rec_cb, &held[0], NULL),
-		  RDMX_E_BAD_STATE); /* the peer said GOAWAY */
+	          RDMX_E_BAD_STATE); /* the peer said GOAWAY */
 	for (uint32_t i = 0; i < stb.held_n; i++)
 		ASSERT_OK(rdmx_rpc_respond(stb.held[i], RDMX_RPC_OK, NULL, NULL));
 	drive_for(&a, &b, 50);
 	cr_assert_eq(drained_b, 0, "b's own calls are still in flight");
 	for (uint32_t i = 0; i < sta.held_n; i++)
 		ASSERT_OK(rdmx_rpc_respond(sta.held[i], RDMX_RPC_OK, NULL, NULL));
-	DRIVE_UNTIL(&a, &b, drained_b == 1 && count_done(held, 10) == 10 &&
-				    count_done(mine, 3) == 3);
+	DRIVE_UNTIL(&a, &b,
+	            drained_b == 1 && count_done(held, 10) == 10 && count_done(mine, 3) == 3);
 	for (int i = 0; i < 10; i++)
 		cr_assert_eq(held[i].code, RDMX_RPC_OK);
 	for (int i = 0; i < 3; i++)
@@ -821,4 +823,3 @@ Test(rpc, request_too_big_for_peer)
 	node_close(&a);
 	node_close(&b);
 }
-

@@ -168,7 +168,7 @@ static struct {
 	int cmd_done;
 	struct fix_server_stats st;
 	struct rdmx_rpc_secure_conn *last; /* loop thread only */
-	int busy_fd[2];             /* a pipe holding one byte nobody reads */
+	int busy_fd[2];                    /* a pipe holding one byte nobody reads */
 	ev_io busy;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -229,8 +229,8 @@ static void connected_cb(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_sec
 	pthread_mutex_unlock(&S.lock);
 }
 
-static void gone_cb(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_conn *conn, int status,
-                    void *arg)
+static void gone_cb(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_conn *conn,
+                    int status, void *arg)
 {
 	(void)srv;
 	(void)arg;
@@ -342,8 +342,8 @@ static void *server_main(void *arg)
 		S.rc = rdmx_rpc_server_register(S.server, rdmx_rpc_method_id(FIX_HOLD), FIX_HOLD,
 		                                hold, NULL);
 	if (!S.rc)
-		S.rc = rdmx_rpc_secure_listen(S.loop, S.server, S.cfg, fix_addr(), 0, &ops,
-		                                     &o, NULL, &S.ss);
+		S.rc = rdmx_rpc_secure_listen(S.loop, S.server, S.cfg, fix_addr(), 0, &ops, &o,
+		                              NULL, &S.ss);
 	if (!S.rc)
 		S.rc = rdmx_rpc_secure_server_get_port(S.ss, &S.port);
 	if (!S.rc && S.bsd_port)
@@ -441,4 +441,3 @@ void fix_server_stop(void)
 	pthread_mutex_destroy(&S.lock);
 	pthread_cond_destroy(&S.cond);
 }
-

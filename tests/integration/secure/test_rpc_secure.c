@@ -120,10 +120,10 @@ static void pending_done(const struct rdmx_rpc_result *res, void *arg)
 /* Drives the endpoint until cond or the guard. */
 #define drive_until(sc, cond, guard_ms)                                                            \
 	do {                                                                                       \
-		struct rdmx_chan_worker *h_ = rdmx_chan_get_worker(rdmx_rpc_ep_get_chan(EP(sc)));        \
+		struct rdmx_chan_worker *h_ = rdmx_chan_get_worker(rdmx_rpc_ep_get_chan(EP(sc)));  \
 		int64_t end_ = fix_now_ms() + (guard_ms);                                          \
 		while (!(cond) && fix_now_ms() < end_)                                             \
-			rdmx_chan_worker_wait(h_, 10);                                               \
+			rdmx_chan_worker_wait(h_, 10);                                             \
 		cr_assert((cond), "timed out waiting for %s", #cond);                              \
 	} while (0)
 
@@ -133,9 +133,8 @@ static struct rdmx_rpc_secure_conn *connect_ok(struct rdmx_tls_config *cfg)
 	struct rdmx_rpc_secure_conn *sc = NULL;
 
 	fix_client_opts(&o);
-	cr_assert_rc(
-	    rdmx_rpc_secure_connect(fix_addr(), fix_server_port(), cfg, NULL, &o, &sc),
-	    RDMX_OK);
+	cr_assert_rc(rdmx_rpc_secure_connect(fix_addr(), fix_server_port(), cfg, NULL, &o, &sc),
+	             RDMX_OK);
 	cr_assert_not_null(sc);
 	cr_assert(fix_server_wait(one_connected, 10000), "server never saw the client");
 	return sc;
@@ -234,9 +233,9 @@ Test(rpc_secure, dead_sessions_are_released_while_events_are_pending)
 		struct rdmx_rpc_secure_conn *sc = NULL;
 
 		fix_client_opts(&o);
-		cr_assert_rc(rdmx_rpc_secure_connect(fix_addr(), fix_server_port(), cfg,
-		                                            NULL, &o, &sc),
-		             RDMX_OK);
+		cr_assert_rc(
+		    rdmx_rpc_secure_connect(fix_addr(), fix_server_port(), cfg, NULL, &o, &sc),
+		    RDMX_OK);
 		echo_ok(EP(sc), 100, (unsigned)i);
 		cr_assert_rc(rdmx_rpc_secure_close(&sc), RDMX_OK);
 		cr_assert(fix_server_wait(none_held, 20000),
@@ -318,9 +317,9 @@ Test(rpc_secure, wrong_certificates_are_refused_before_any_engine_detail)
 		struct rdmx_rpc_secure_opts o;
 
 		fix_client_opts(&o);
-		cr_assert_rc(rdmx_rpc_secure_connect(fix_addr(), fix_server_port(), cfg,
-		                                            NULL, &o, &sc),
-		             RDMX_E_AUTH);
+		cr_assert_rc(
+		    rdmx_rpc_secure_connect(fix_addr(), fix_server_port(), cfg, NULL, &o, &sc),
+		    RDMX_E_AUTH);
 		cr_assert_null(sc);
 		rdmx_tls_config_destroy(&cfg);
 		raw_refused(bad[i]);
@@ -353,9 +352,8 @@ Test(rpc_secure, the_client_refuses_a_server_its_allow_list_does_not_name)
 	fix_server_start("client.test", 0);
 	cfg = fix_client_config("client", "other.test");
 	fix_client_opts(&o);
-	cr_assert_rc(
-	    rdmx_rpc_secure_connect(fix_addr(), fix_server_port(), cfg, NULL, &o, &sc),
-	    RDMX_E_AUTH);
+	cr_assert_rc(rdmx_rpc_secure_connect(fix_addr(), fix_server_port(), cfg, NULL, &o, &sc),
+	             RDMX_E_AUTH);
 	cr_assert_null(sc);
 	fix_server_stats(&st);
 	cr_assert_eq(st.accepts, 0);
@@ -374,9 +372,8 @@ Test(rpc_secure, the_application_may_refuse_a_client)
 	cfg = fix_client_config("client", "client2.test");
 	fix_client_opts(&o);
 	o.name = "refuse-me";
-	cr_assert_rc(
-	    rdmx_rpc_secure_connect(fix_addr(), fix_server_port(), cfg, NULL, &o, &sc),
-	    RDMX_E_CONN_REFUSED);
+	cr_assert_rc(rdmx_rpc_secure_connect(fix_addr(), fix_server_port(), cfg, NULL, &o, &sc),
+	             RDMX_E_CONN_REFUSED);
 	cr_assert_null(sc);
 	fix_server_stats(&st);
 	cr_assert_eq(st.accepts, 1);
@@ -401,8 +398,7 @@ Test(rpc_secure, bad_arguments)
 	cr_assert_rc(rdmx_rpc_secure_connect("h", 1, cfg, NULL, &o, &sc), RDMX_E_INVAL);
 	rdmx_rpc_secure_opts_init(&o);
 	o.name = "bad name";
-	cr_assert_rc(rdmx_rpc_secure_connect("127.0.0.1", 1, cfg, NULL, &o, &sc),
-	             RDMX_E_INVAL);
+	cr_assert_rc(rdmx_rpc_secure_connect("127.0.0.1", 1, cfg, NULL, &o, &sc), RDMX_E_INVAL);
 	cr_assert_null(sc);
 	cr_assert_rc(rdmx_rpc_secure_close(NULL), RDMX_OK);
 	cr_assert_rc(rdmx_rpc_secure_check(NULL), RDMX_E_INVAL);
@@ -522,7 +518,8 @@ Test(rpc_secure, engine_loss_closes_the_tls_session)
 	cfg = fix_client_config("client", "client2.test");
 	sc = connect_ok(cfg);
 	memset(&p, 0, sizeof(p));
-	cr_assert_rc(rdmx_rpc_call_async(EP(sc), id_hold, &req, NULL, pending_done, &p, NULL), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_call_async(EP(sc), id_hold, &req, NULL, pending_done, &p, NULL),
+	             RDMX_OK);
 	drive_until(sc, (fix_server_stats(&st), st.held == 1), 10000);
 	/* the server disconnects the RDMA side only */
 	fix_server_cmd(FIX_CMD_KILL_RDMA);
@@ -645,4 +642,3 @@ Test(rpc_secure, registry_keeper_checks_its_options)
 	cr_assert_eq(rdmx_registry_keeper_get_member(NULL), 0);
 	rdmx_tls_config_destroy(&cfg);
 }
-

@@ -17,8 +17,8 @@
 
 static struct rdmx__slot_expect expect(uint32_t seq, uint32_t written)
 {
-	struct rdmx__slot_expect e = {.seq = seq, .slot_payload = 1024 - 16, .max_msg = 1 << 20,
-				      .written = written};
+	struct rdmx__slot_expect e = {
+	    .seq = seq, .slot_payload = 1024 - 16, .max_msg = 1 << 20, .written = written};
 	return e;
 }
 
@@ -39,7 +39,7 @@ Test(ring, slot_header_round_trip)
 }
 
 static int decode_with(uint8_t flags, uint32_t len, uint32_t seq, struct rdmx__slot_expect e,
-		       const char **why)
+                       const char **why)
 {
 	struct rdmx__slot_hdr h = {.flags = flags, .len = len, .seq = seq, .credit = 0}, g;
 	uint8_t b[16];
@@ -131,9 +131,12 @@ Test(ring, control_messages)
 
 Test(rpc_wire, header_round_trip_and_refusals)
 {
-	struct rpc_hdr h = {.type = RPC_T_REQUEST, .flags = RPC_F_ONEWAY, .word = 0xdeadbeef,
-			    .call_id = 42, .timeout_us = 5000},
-		       g;
+	struct rpc_hdr h = {.type = RPC_T_REQUEST,
+	                    .flags = RPC_F_ONEWAY,
+	                    .word = 0xdeadbeef,
+	                    .call_id = 42,
+	                    .timeout_us = 5000},
+	               g;
 	uint8_t b[64] = {0};
 	const char *why;
 
@@ -230,7 +233,8 @@ Test(map, against_a_reference)
 		}
 		uint32_t n = 0;
 		for (int i = 0; i < N; i++) {
-			cr_assert_eq(rdmx__map_get(&m, keys[i]), present[i] ? &keys[i] : NULL, "key %d", i);
+			cr_assert_eq(rdmx__map_get(&m, keys[i]), present[i] ? &keys[i] : NULL,
+			             "key %d", i);
 			n += present[i];
 		}
 		cr_assert_eq(m.len, n);
