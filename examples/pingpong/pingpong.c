@@ -46,9 +46,7 @@ static uint16_t port = 18600;
 
 static uint64_t now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return rdmx_pe_now_ns();
 }
 
 static void on_recv(struct rdmx_task *t, void *tud, void *ud)
