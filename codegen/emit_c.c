@@ -475,15 +475,15 @@ static void emit_method_client(struct gen_ctx *ctx, struct gen_buf *o, const str
 
 	/* blocking */
 	gen_buf_printf(o,
-	               "int %s(struct rdmx_rpc_conn *rc, const %s *req, %s *resp,\n"
+	               "int %s(struct rdmx_rpc_ep *ep, const %s *req, %s *resp,\n"
 	               "\tstruct rdmx_arena *arena, const struct rdmx_rpc_call_opts *opts,\n"
 	               "\tstruct rdmx_rpc_status *status)\n{\n",
 	               base, in, out);
 	gen_buf_puts(o, "\tstruct rdmx_rpc_payload p;\n\tstruct rdmx_rpc_reply reply;\n\tint r;\n");
-	gen_buf_puts(o, "\tif (!rc || !req || !resp)\n\t\treturn RDMX_E_INVAL;\n");
+	gen_buf_puts(o, "\tif (!ep || !req || !resp)\n\t\treturn RDMX_E_INVAL;\n");
 	gen_buf_printf(o, "\tp = %s_payload(req);\n", in);
 	gen_buf_puts(o, "\tmemset(&reply, 0, sizeof(reply));\n");
-	gen_buf_printf(o, "\tr = rdmx_rpc_call(rc, %s_ID, &p, opts, &reply);\n", up);
+	gen_buf_printf(o, "\tr = rdmx_rpc_call(ep, %s_ID, &p, opts, &reply);\n", up);
 	gen_buf_puts(o, "\tif (r < 0)\n\t\treturn r;\n");
 	gen_buf_puts(
 	    o, "\tr = rdmx__rpc_status_fill(status, arena, (int)reply.code, reply.message);\n");
@@ -517,16 +517,16 @@ static void emit_method_client(struct gen_ctx *ctx, struct gen_buf *o, const str
 	gen_buf_puts(o, "\trdmx_arena_fini(&a);\n}\n\n");
 
 	gen_buf_printf(o,
-	               "int %s_async(struct rdmx_rpc_conn *rc, const %s *req,\n"
+	               "int %s_async(struct rdmx_rpc_ep *ep, const %s *req,\n"
 	               "\tconst struct rdmx_rpc_call_opts *opts, %s_cb cb, void *arg,\n"
 	               "\tuint64_t *call_id)\n{\n",
 	               base, in, base);
 	gen_buf_printf(o, "\tstruct rdmx_rpc_payload p;\n\tstruct %s__ctx *c;\n\tint r;\n", base);
-	gen_buf_puts(o, "\tif (!rc || !req || !cb)\n\t\treturn RDMX_E_INVAL;\n");
+	gen_buf_puts(o, "\tif (!ep || !req || !cb)\n\t\treturn RDMX_E_INVAL;\n");
 	gen_buf_puts(o, "\tc = malloc(sizeof(*c));\n\tif (!c)\n\t\treturn RDMX_E_NOMEM;\n");
 	gen_buf_puts(o, "\tc->cb = cb;\n\tc->arg = arg;\n\tc->oneway = opts && opts->oneway;\n");
 	gen_buf_printf(o, "\tp = %s_payload(req);\n", in);
-	gen_buf_printf(o, "\tr = rdmx_rpc_call_async(rc, %s_ID, &p, opts, %s__done, c, call_id);\n",
+	gen_buf_printf(o, "\tr = rdmx_rpc_call_async(ep, %s_ID, &p, opts, %s__done, c, call_id);\n",
 	               up, base);
 	gen_buf_puts(o, "\tif (r)\n\t\tfree(c);\n\treturn r;\n}\n\n");
 

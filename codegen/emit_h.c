@@ -296,12 +296,12 @@ static void emit_service(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 		    base, out);
 		gen_buf_printf(
 		    o,
-		    "int %s(struct rdmx_rpc_conn *rc, const %s *req, %s *resp,\n"
+		    "int %s(struct rdmx_rpc_ep *ep, const %s *req, %s *resp,\n"
 		    "\tstruct rdmx_arena *arena, const struct rdmx_rpc_call_opts *opts,\n"
 		    "\tstruct rdmx_rpc_status *status);\n",
 		    base, in, out);
 		gen_buf_printf(o,
-		               "int %s_async(struct rdmx_rpc_conn *rc, const %s *req,\n"
+		               "int %s_async(struct rdmx_rpc_ep *ep, const %s *req,\n"
 		               "\tconst struct rdmx_rpc_call_opts *opts, %s_cb cb, void *arg,\n"
 		               "\tuint64_t *call_id);\n",
 		               base, in, base);

@@ -21,11 +21,8 @@
 #include <rdmx/status.h>
 #include <rdmx/task.h>
 
-#define RDMX_LOG(level, ...) rdmx__log(RDMX_LOG_##level, __FILE__, __LINE__, __func__, __VA_ARGS__)
-#define RDMX_ERR(...) RDMX_LOG(ERROR, __VA_ARGS__)
-#define RDMX_WARN(...) RDMX_LOG(WARNING, __VA_ARGS__)
-#define RDMX_DBG(...) RDMX_LOG(DEBUG, __VA_ARGS__)
-#define RDMX_INFO(...) RDMX_LOG(INFO, __VA_ARGS__)
+#include "common/clock.h"
+#include "common/log.h"
 
 /* At most one line a window per kind of event, whatever the flood, and no
  * count lost: the next line logged after a quiet window carries the number
@@ -46,6 +43,22 @@ bool rdmx__log_rate_ok(struct rdmx__log_rate *r, uint64_t now_ns, uint64_t *skip
 bool rdmx__log_rate_flush(struct rdmx__log_rate *r, uint64_t now_ns, uint64_t *skipped);
 /* When rdmx__log_rate_flush will have something (UINT64_MAX: nothing). */
 uint64_t rdmx__log_rate_deadline(const struct rdmx__log_rate *r);
+
+/* ---- timers of a progress engine (engine/timer.c) ---- */
+struct rdmx__timers {
+	struct rdmx_pe_timer **heap;
+	uint32_t len, cap;
+};
+void rdmx__timers_init(struct rdmx__timers *ts);
+/* Stops every timer (their callbacks do not run) and frees the heap. */
+void rdmx__timers_fini(struct rdmx__timers *ts);
+/* Earliest due time, UINT64_MAX when none. */
+uint64_t rdmx__timers_next(const struct rdmx__timers *ts);
+/* Stops and runs every timer due at now_ns (a callback may start or stop
+ * timers); returns how many ran. */
+int rdmx__timers_run(struct rdmx__timers *ts, uint64_t now_ns);
+/* The heap of `pe` (engine/pe.c). */
+struct rdmx__timers *rdmx__pe_timers(struct rdmx_pe *pe);
 
 #define RDMX_CONN_DETAILS_MAX 256u
 #define RDMX_DESC_MAGIC 0x5852u

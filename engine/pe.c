@@ -5,6 +5,9 @@
  * completions. It makes no system call of its own, so polling an idle engine
  * costs a few loads per context (plus whatever the provider's poll does).
  *
+ * Timers (engine/timer.c) run at the end of every rdmx_pe_progress; the
+ * blocking wait never sleeps past the nearest one.
+ *
  * Notification: one epoll set holds every context's provider fd and an
  * eventfd of the engine itself, which stands for engine-level completions
  * (tasks aborted at submit on a connection in error). */
@@ -13,7 +16,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "provider.h"
@@ -32,6 +34,7 @@ struct rdmx_pe {
 	bool in_progress;      /* guards against progress from a callback */
 	enum rdmx_poll_mode mode;
 	uint32_t spin_us;
+	struct rdmx__timers timers;
 };
 
 static inline void cpu_relax(void)
@@ -43,12 +46,9 @@ static inline void cpu_relax(void)
 #endif
 }
 
-static uint64_t now_ns(void)
+struct rdmx__timers *rdmx__pe_timers(struct rdmx_pe *pe)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return &pe->timers;
 }
 
 int rdmx_pe_create(struct rdmx_pe **pe)
@@ -64,6 +64,7 @@ int rdmx_pe_create(struct rdmx_pe **pe)
 		return RDMX_E_NOMEM;
 	p->mode = RDMX_POLL_HYBRID;
 	p->spin_us = PE_DEFAULT_SPIN_US;
+	rdmx__timers_init(&p->timers);
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (p->epfd < 0) {
 		RDMX_ERR("epoll_create1 failed: %s", strerror(errno));
@@ -104,6 +105,7 @@ int rdmx_pe_destroy(struct rdmx_pe **pe)
 		RDMX_DBG("progress engine still has %u contexts", (*pe)->holders);
 		return RDMX_E_BAD_STATE;
 	}
+	rdmx__timers_fini(&(*pe)->timers);
 	close((*pe)->evfd);
 	close((*pe)->epfd);
 	free(*pe);
@@ -209,8 +211,35 @@ int rdmx_pe_progress(struct rdmx_pe *pe)
 		else
 			total += n;
 	}
+	if (pe->timers.len) {
+		uint64_t now = rdmx_pe_now_ns();
+
+		if (rdmx__timers_next(&pe->timers) <= now)
+			total += rdmx__timers_run(&pe->timers, now);
+	}
 	pe->in_progress = false;
 	return total ? total : err;
+}
+
+/* Milliseconds (rounded up) from `now` to the nearest timer, -1 for none. */
+static int timer_ms(const struct rdmx_pe *pe, uint64_t now)
+{
+	uint64_t next = rdmx__timers_next(&pe->timers);
+
+	if (next == UINT64_MAX)
+		return -1;
+	if (next <= now)
+		return 0;
+	if (next - now > (uint64_t)INT32_MAX * 1000000u)
+		return INT32_MAX;
+	return (int)((next - now + 999999u) / 1000000u);
+}
+
+int rdmx_pe_next_timeout_ms(const struct rdmx_pe *pe)
+{
+	if (!pe || !pe->timers.len)
+		return -1;
+	return timer_ms(pe, rdmx_pe_now_ns());
 }
 
 int rdmx_pe_get_fd(struct rdmx_pe *pe, int *fd)
@@ -290,7 +319,7 @@ static int spin(struct rdmx_pe *pe, uint64_t until_ns)
 
 		if (n != 0)
 			return n;
-		if (until_ns && now_ns() >= until_ns)
+		if (until_ns && rdmx_pe_now_ns() >= until_ns)
 			return 0;
 		cpu_relax();
 	}
@@ -302,7 +331,8 @@ static int block(struct rdmx_pe *pe, uint64_t deadline_ns)
 	struct epoll_event evs[8];
 
 	for (;;) {
-		int n, rc, ms = -1;
+		int n, rc, ms = -1, tms;
+		uint64_t now;
 
 		rc = rdmx_pe_request_notification(pe);
 		if (rc)
@@ -313,15 +343,18 @@ static int block(struct rdmx_pe *pe, uint64_t deadline_ns)
 			rdmx_pe_clear_notification(pe);
 			return n;
 		}
+		now = rdmx_pe_now_ns();
 		if (deadline_ns) {
-			uint64_t now = now_ns();
-
 			if (now >= deadline_ns) {
 				rdmx_pe_clear_notification(pe);
 				return 0;
 			}
 			ms = (int)((deadline_ns - now + 999999u) / 1000000u);
 		}
+		/* never sleep past the nearest timer: its progress runs it */
+		tms = timer_ms(pe, now);
+		if (tms >= 0 && (ms < 0 || tms < ms))
+			ms = tms;
 		rc = epoll_wait(pe->epfd, evs, 8, ms);
 		if (rc < 0 && errno != EINTR) {
 			RDMX_ERR("epoll_wait failed: %s", strerror(errno));
@@ -345,7 +378,7 @@ int rdmx_pe_wait(struct rdmx_pe *pe, int timeout_ms)
 		return RDMX_E_INVAL;
 	if (pe->in_progress)
 		return RDMX_E_BAD_STATE;
-	start = now_ns();
+	start = rdmx_pe_now_ns();
 	if (timeout_ms >= 0)
 		deadline = start + (uint64_t)timeout_ms * 1000000u + 1; /* nonzero */
 	switch (pe->mode) {
@@ -361,7 +394,7 @@ int rdmx_pe_wait(struct rdmx_pe *pe, int timeout_ms)
 		if (deadline && deadline < spin_until)
 			spin_until = deadline;
 		n = spin(pe, spin_until);
-		if (n != 0 || (deadline && now_ns() >= deadline))
+		if (n != 0 || (deadline && rdmx_pe_now_ns() >= deadline))
 			return n;
 		return block(pe, deadline);
 	}

@@ -97,14 +97,6 @@ static inline void cpu_relax(void)
 #endif
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 int rdmx_sync_event_wait_ge(struct rdmx_sync_event *ev, uint64_t value, struct rdmx_pe *pe,
                             int timeout_ms)
 {
@@ -114,7 +106,7 @@ int rdmx_sync_event_wait_ge(struct rdmx_sync_event *ev, uint64_t value, struct r
 	if (!ev || timeout_ms < -1)
 		return RDMX_E_INVAL;
 	if (timeout_ms >= 0)
-		deadline = now_ms() + (uint64_t)timeout_ms;
+		deadline = rdmx__now_ms() + (uint64_t)timeout_ms;
 	for (;;) {
 		if (__atomic_load_n(ev->word, __ATOMIC_ACQUIRE) >= value)
 			return 0;
@@ -127,7 +119,7 @@ int rdmx_sync_event_wait_ge(struct rdmx_sync_event *ev, uint64_t value, struct r
 			cpu_relax();
 		}
 		if (++spins % SYNC_EVENT_SPINS == 0) {
-			if (deadline && now_ms() >= deadline)
+			if (deadline && rdmx__now_ms() >= deadline)
 				return __atomic_load_n(ev->word, __ATOMIC_ACQUIRE) >= value
 				           ? 0
 				           : RDMX_E_TIMEDOUT;

@@ -10,13 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <rdmx/channel.h>
 #include <rdmx/ev.h>
 #include <rdmx/log.h>
 #include <rdmx/pe.h>
 #include <rdmx/status.h>
 
-#define EV_LOG(level, ...) rdmx__log(RDMX_LOG_##level, __FILE__, __LINE__, __func__, __VA_ARGS__)
+#include "common/log.h"
 
 struct rdmx_ev_work {
 	struct rdmx_ev *ev; /* NULL once the adapter is detached */
@@ -33,8 +32,6 @@ struct rdmx_ev {
 	ev_prepare prepare;
 	ev_idle idle;
 	ev_timer timer;
-	struct rdmx_chan_host *hosts[RDMX_EV_MAX_HOSTS];
-	unsigned nhosts;
 	unsigned budget;
 	bool armed;
 	bool in_works; /* a work callback is on the stack */
@@ -43,12 +40,6 @@ struct rdmx_ev {
 	unsigned scheduled; /* works with scheduled set */
 	struct rdmx_ev_stats stats;
 };
-
-static void run_timers(struct rdmx_ev *e)
-{
-	for (unsigned i = 0; i < e->nhosts; i++)
-		rdmx_chan_host_run_timers(e->hosts[i]);
-}
 
 /* Progresses until nothing is ready or the budget is spent; true when it
  * stopped with work possibly left. */
@@ -60,7 +51,7 @@ static bool drain(struct rdmx_ev *e)
 		e->stats.progress_calls++;
 		n = rdmx_pe_progress(e->pe);
 		if (n < 0) {
-			EV_LOG(ERROR, "ev: progress failed: %s", rdmx_err_name(n));
+			RDMX_ERR("ev: progress failed: %s", rdmx_err_name(n));
 			return false;
 		}
 		if (n == 0)
@@ -128,7 +119,6 @@ static void on_io(struct ev_loop *loop, ev_io *w, int revents)
 	disarm(e);
 	if (drain(e))
 		keep_awake(e, true); /* more to do: do not sleep */
-	run_timers(e);
 }
 
 /* Only runs when nothing else is pending; the prepare watcher does the same
@@ -149,21 +139,20 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	run_timers(e);
+	/* the engine's progress runs its due timers; the prepare watcher of
+	 * the next iteration re-arms the fd and the timer */
+	e->stats.progress_calls++;
+	if (rdmx_pe_progress(e->pe) > 0)
+		disarm(e);
 }
 
 static void set_timer(struct rdmx_ev *e)
 {
-	int next = -1;
+	int next = rdmx_pe_next_timeout_ms(e->pe);
 
-	for (unsigned i = 0; i < e->nhosts; i++) {
-		int t = rdmx_chan_host_next_timer_ms(e->hosts[i]);
-
-		if (t >= 0 && (next < 0 || t < next))
-			next = t;
-	}
 	ev_timer_stop(e->loop, &e->timer);
 	if (next >= 0) {
+		ev_now_update(e->loop); /* the timer counts from the loop's time */
 		ev_timer_set(&e->timer, (double)next / 1000.0 + 0.0001, 0.0);
 		ev_timer_start(e->loop, &e->timer);
 	}
@@ -199,8 +188,7 @@ static void on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
 		if (!more && !e->scheduled) {
 			rc = rdmx_pe_request_notification(e->pe);
 			if (rc) {
-				EV_LOG(ERROR, "ev: arming the engine failed: %s",
-				       rdmx_err_name(rc));
+				RDMX_ERR("ev: arming the engine failed: %s", rdmx_err_name(rc));
 				more = true; /* fall back to polling */
 			} else {
 				e->armed = true;
@@ -214,7 +202,6 @@ static void on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
 		}
 	}
 	keep_awake(e, more || e->scheduled);
-	run_timers(e);
 	set_timer(e);
 }
 
@@ -269,32 +256,6 @@ int rdmx_ev_detach(struct rdmx_ev **ev)
 		free(e);
 	*ev = NULL;
 	return 0;
-}
-
-int rdmx_ev_add_host(struct rdmx_ev *ev, struct rdmx_chan_host *host)
-{
-	if (!ev || !host || rdmx_chan_host_get_pe(host) != ev->pe)
-		return RDMX_E_INVAL;
-	for (unsigned i = 0; i < ev->nhosts; i++)
-		if (ev->hosts[i] == host)
-			return RDMX_E_EXISTS;
-	if (ev->nhosts >= RDMX_EV_MAX_HOSTS)
-		return RDMX_E_FULL;
-	ev->hosts[ev->nhosts++] = host;
-	return 0;
-}
-
-int rdmx_ev_remove_host(struct rdmx_ev *ev, struct rdmx_chan_host *host)
-{
-	if (!ev || !host)
-		return RDMX_E_INVAL;
-	for (unsigned i = 0; i < ev->nhosts; i++) {
-		if (ev->hosts[i] == host) {
-			ev->hosts[i] = ev->hosts[--ev->nhosts];
-			return 0;
-		}
-	}
-	return RDMX_E_NOT_FOUND;
 }
 
 int rdmx_ev_set_budget(struct rdmx_ev *ev, unsigned rounds)

@@ -1,7 +1,9 @@
 /* rdmx.health.v1.Health/Check, answered by every RPC server
  * (include/rdmx/health.h). The request and response are a few bytes of
- * msgpack, written and read with the codec runtime by hand: the RPC library
- * is built before rdmx-gen exists. */
+ * msgpack, written and read by hand with the codec's inline helpers
+ * (rdmx/codec.h): two one-field messages do not justify making the core
+ * library depend on rdmx-gen at build time. rpc/idl/health.proto is the
+ * contract, and the reflection service serves it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -233,18 +233,18 @@ static void chan_add(struct rdmx_chan_stats *sum, const struct rdmx_chan_stats *
 		sum->queued_max = s->queued_max;
 }
 
-int rdmx_metrics_retire(struct rdmx_rpc_conn *rc, struct rdmx_rpc_stats *client_retired,
+int rdmx_metrics_retire(struct rdmx_rpc_ep *ep, struct rdmx_rpc_stats *client_retired,
                         struct rdmx_chan_stats *chan_retired)
 {
 	struct rdmx_chan_stats cs;
 	struct rdmx_rpc_stats st;
 	struct rdmx_chan *chan;
 
-	if (!rc || !client_retired || !chan_retired)
+	if (!ep || !client_retired || !chan_retired)
 		return RDMX_E_INVAL;
-	if (rdmx_rpc_conn_get_stats(rc, RDMX_RPC_ROLE_CLIENT, &st) == 0)
+	if (rdmx_rpc_ep_get_stats(ep, RDMX_RPC_ROLE_CLIENT, &st) == 0)
 		stats_add(client_retired, &st);
-	chan = rdmx_rpc_conn_get_chan(rc);
+	chan = rdmx_rpc_ep_get_chan(ep);
 	if (chan && rdmx_chan_get_stats(chan, &cs) == 0)
 		chan_add(chan_retired, &cs);
 	return 0;
@@ -269,9 +269,9 @@ static void write_client_and_channels(FILE *f, const struct rdmx_metrics_sources
 
 		if (!src->conns[i])
 			continue;
-		if (rdmx_rpc_conn_get_stats(src->conns[i], RDMX_RPC_ROLE_CLIENT, &st) == 0)
+		if (rdmx_rpc_ep_get_stats(src->conns[i], RDMX_RPC_ROLE_CLIENT, &st) == 0)
 			stats_add(cl, &st);
-		chan = rdmx_rpc_conn_get_chan(src->conns[i]);
+		chan = rdmx_rpc_ep_get_chan(src->conns[i]);
 		if (chan && rdmx_chan_get_stats(chan, &cs) == 0)
 			chan_add(&ch, &cs);
 	}
@@ -366,7 +366,7 @@ int rdmx_metrics_write(FILE *f, const struct rdmx_metrics_sources *src)
 	if (src->engine)
 		write_engine(f, src->engine);
 	if (fflush(f) || ferror(f)) {
-		RPC_ERR("writing the metrics exposition failed: %s", strerror(errno));
+		RDMX_ERR("writing the metrics exposition failed: %s", strerror(errno));
 		return RDMX_E_PROVIDER;
 	}
 	return 0;

@@ -10,29 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chan_internal.h"
+#include "chan/chan_rpc.h"
 #include "rpc_priv.h"
 
 #define RPC_FREE_CACHE 1024u
 
 static const char *const code_names[RDMX_RPC_CODE_COUNT] = {
-    "OK",
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
+#define CODE_NAME(name, value) [value] = #name,
+    RDMX_RPC_CODE_LIST(CODE_NAME)
+#undef CODE_NAME
 };
 
 const char *rdmx_rpc_code_name(enum rdmx_rpc_code code)
@@ -57,25 +43,25 @@ uint32_t rdmx_rpc_method_id(const char *full_name)
 
 /* ---- call objects ---- */
 
-static struct rpc_ccall *ccall_get(struct rdmx_rpc_conn *rc)
+static struct rpc_ccall *ccall_get(struct rdmx_rpc_ep *ep)
 {
-	struct rpc_ccall *c = rc->free_calls;
+	struct rpc_ccall *c = ep->free_calls;
 
 	if (c) {
-		rc->free_calls = c->next;
-		rc->nfree_calls--;
+		ep->free_calls = c->next;
+		ep->nfree_calls--;
 		memset(c, 0, sizeof(*c));
 		return c;
 	}
 	return calloc(1, sizeof(*c));
 }
 
-static void ccall_put(struct rdmx_rpc_conn *rc, struct rpc_ccall *c)
+static void ccall_put(struct rdmx_rpc_ep *ep, struct rpc_ccall *c)
 {
-	if (rc && rc->nfree_calls < RPC_FREE_CACHE && !rc->destroy_pending) {
-		c->next = rc->free_calls;
-		rc->free_calls = c;
-		rc->nfree_calls++;
+	if (ep && ep->nfree_calls < RPC_FREE_CACHE && !ep->destroy_pending) {
+		c->next = ep->free_calls;
+		ep->free_calls = c;
+		ep->nfree_calls++;
 		return;
 	}
 	free(c);
@@ -109,60 +95,60 @@ static int rpc_fill_fn(void *dst, size_t len, void *arg)
 	return 0;
 }
 
-int rdmx__rpc_send_ctl(struct rdmx_rpc_conn *rc, enum rpc_type type, uint64_t call_id)
+int rdmx__rpc_send_ctl(struct rdmx_rpc_ep *ep, enum rpc_type type, uint64_t call_id)
 {
 	struct rpc_fill f = {.h = {.type = (uint8_t)type, .call_id = call_id}};
 
-	if (rc->closed)
+	if (ep->closed)
 		return RDMX_E_BAD_STATE;
-	return rdmx__chan_send_ex(rc->chan, RDMX_RPC_HDR_SIZE, rpc_fill_fn, &f, NULL, NULL,
+	return rdmx__chan_send_ex(ep->chan, RDMX_RPC_HDR_SIZE, rpc_fill_fn, &f, NULL, NULL,
 	                          RDMX__SEND_FORCE, NULL);
 }
 
 /* ---- completing calls ---- */
 
-static void call_complete(struct rdmx_rpc_conn *rc, struct rpc_ccall *c, enum rdmx_rpc_code code,
+static void call_complete(struct rdmx_rpc_ep *ep, struct rpc_ccall *c, enum rdmx_rpc_code code,
                           const char *message, const void *data, size_t len)
 {
 	struct rdmx_rpc_result res = {.code = code, .message = message, .data = data, .len = len};
 	uint64_t ns = rdmx__now_ns() - c->start_ns;
 
-	rdmx__host_timer_disarm(rc->host, &c->timer);
-	rdmx__stats_done(&rc->st[RDMX_RPC_ROLE_CLIENT], code, ns);
+	rdmx__worker_timer_disarm(ep->worker, &c->timer);
+	rdmx__stats_done(&ep->st[RDMX_RPC_ROLE_CLIENT], code, ns);
 	if (c->ms)
 		rdmx__stats_done(&c->ms->st[RDMX_RPC_ROLE_CLIENT], code, ns);
 	if (c->cb) {
-		rc->busy++;
+		ep->busy++;
 		c->cb(&res, c->arg);
-		rc->busy--;
+		ep->busy--;
 	}
-	ccall_put(rc, c);
+	ccall_put(ep, c);
 }
 
-static void fail_all_calls(struct rdmx_rpc_conn *rc, enum rdmx_rpc_code code, const char *msg)
+static void fail_all_calls(struct rdmx_rpc_ep *ep, enum rdmx_rpc_code code, const char *msg)
 {
 	struct rpc_ccall *list = NULL, *c;
 	uint32_t pos = 0;
 
 	/* take them all out first: callbacks may start or cancel calls */
-	while ((c = rdmx__map_next(&rc->calls, &pos, NULL))) {
+	while ((c = rdmx__map_next(&ep->calls, &pos, NULL))) {
 		c->next = list;
 		list = c;
 	}
-	rdmx__map_fini(&rc->calls);
-	rdmx__map_init(&rc->calls);
+	rdmx__map_fini(&ep->calls);
+	rdmx__map_init(&ep->calls);
 	while ((c = list)) {
 		list = c->next;
-		call_complete(rc, c, code, msg, NULL, 0);
+		call_complete(ep, c, code, msg, NULL, 0);
 	}
 }
 
-static void oneway_unlink(struct rdmx_rpc_conn *rc, struct rpc_ccall *c)
+static void oneway_unlink(struct rdmx_rpc_ep *ep, struct rpc_ccall *c)
 {
 	if (c->prev)
 		c->prev->next = c->next;
 	else
-		rc->oneways = c->next;
+		ep->oneways = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
 	c->next = c->prev = NULL;
@@ -171,16 +157,16 @@ static void oneway_unlink(struct rdmx_rpc_conn *rc, struct rpc_ccall *c)
 static void oneway_sent(struct rdmx_chan *chan, int status, void *arg)
 {
 	struct rpc_ccall *c = arg;
-	struct rdmx_rpc_conn *rc = c->rc;
+	struct rdmx_rpc_ep *ep = c->ep;
 
 	(void)chan;
-	oneway_unlink(rc, c);
-	rc->busy++;
-	call_complete(rc, c, status ? RDMX_RPC_UNAVAILABLE : RDMX_RPC_OK,
+	oneway_unlink(ep, c);
+	ep->busy++;
+	call_complete(ep, c, status ? RDMX_RPC_UNAVAILABLE : RDMX_RPC_OK,
 	              status ? "one-way call not delivered" : NULL, NULL, 0);
-	rc->busy--;
-	rdmx__rpc_check_drained(rc);
-	rdmx__rpc_release(rc);
+	ep->busy--;
+	rdmx__rpc_check_drained(ep);
+	rdmx__rpc_release(ep);
 }
 
 /* A request the channel could not deliver (larger than the peer's maximum
@@ -188,70 +174,70 @@ static void oneway_sent(struct rdmx_chan *chan, int status, void *arg)
  * now unless another outcome already took it. */
 static void request_sent(struct rdmx_chan *chan, int status, void *arg)
 {
-	struct rdmx_rpc_conn *rc = chan->owner;
+	struct rdmx_rpc_ep *ep = rdmx__chan_get_owner(chan);
 	struct rpc_ccall *c;
 	char msg[96];
 
-	if (!status || !rc)
+	if (!status || !ep)
 		return;
-	c = rdmx__map_del(&rc->calls, (uint64_t)(uintptr_t)arg);
+	c = rdmx__map_del(&ep->calls, (uint64_t)(uintptr_t)arg);
 	if (!c)
 		return;
 	snprintf(msg, sizeof(msg), "request not delivered: %s", rdmx_err_name(status));
-	rc->busy++;
-	call_complete(rc, c,
+	ep->busy++;
+	call_complete(ep, c,
 	              status == RDMX_E_TOO_BIG ? RDMX_RPC_RESOURCE_EXHAUSTED : RDMX_RPC_UNAVAILABLE,
 	              msg, NULL, 0);
-	rc->busy--;
-	rdmx__rpc_check_drained(rc);
-	rdmx__rpc_release(rc);
+	ep->busy--;
+	rdmx__rpc_check_drained(ep);
+	rdmx__rpc_release(ep);
 }
 
 static void deadline_fired(struct rdmx__timer *t)
 {
 	struct rpc_ccall *c = (struct rpc_ccall *)((char *)t - offsetof(struct rpc_ccall, timer));
-	struct rdmx_rpc_conn *rc = c->rc;
+	struct rdmx_rpc_ep *ep = c->ep;
 
-	if (rdmx__map_del(&rc->calls, c->id) != c)
+	if (rdmx__map_del(&ep->calls, c->id) != c)
 		return;
-	rdmx__rpc_send_ctl(rc, RPC_T_CANCEL, c->id); /* the server may stop working */
-	rc->st[RDMX_RPC_ROLE_CLIENT].cancels++;
-	rc->busy++;
-	call_complete(rc, c, RDMX_RPC_DEADLINE_EXCEEDED, "deadline exceeded", NULL, 0);
-	rc->busy--;
-	rdmx__rpc_check_drained(rc);
-	rdmx__rpc_release(rc);
+	rdmx__rpc_send_ctl(ep, RPC_T_CANCEL, c->id); /* the server may stop working */
+	ep->st[RDMX_RPC_ROLE_CLIENT].cancels++;
+	ep->busy++;
+	call_complete(ep, c, RDMX_RPC_DEADLINE_EXCEEDED, "deadline exceeded", NULL, 0);
+	ep->busy--;
+	rdmx__rpc_check_drained(ep);
+	rdmx__rpc_release(ep);
 }
 
 /* ---- the channel's callbacks ---- */
 
-static void on_response(struct rdmx_rpc_conn *rc, const struct rpc_hdr *h, const uint8_t *msg,
+static void on_response(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const uint8_t *msg,
                         size_t len)
 {
-	struct rpc_ccall *c = rdmx__map_del(&rc->calls, h->call_id);
+	struct rpc_ccall *c = rdmx__map_del(&ep->calls, h->call_id);
 	char text[RDMX_RPC_MAX_STATUS_MESSAGE + 1];
 	const uint8_t *body = msg + RDMX_RPC_HDR_SIZE + h->word;
 	size_t blen = len - RDMX_RPC_HDR_SIZE - h->word;
 
 	if (!c) {
 		/* cancelled or timed out before the reply: dropped */
-		rc->st[RDMX_RPC_ROLE_CLIENT].late_replies++;
+		ep->st[RDMX_RPC_ROLE_CLIENT].late_replies++;
 		return;
 	}
 	if (h->word) {
 		memcpy(text, msg + RDMX_RPC_HDR_SIZE, h->word);
 		text[h->word] = '\0';
 	}
-	rc->st[RDMX_RPC_ROLE_CLIENT].bytes_received += blen;
+	ep->st[RDMX_RPC_ROLE_CLIENT].bytes_received += blen;
 	if (c->ms)
 		c->ms->st[RDMX_RPC_ROLE_CLIENT].bytes_received += blen;
-	call_complete(rc, c, (enum rdmx_rpc_code)h->code, h->word ? text : NULL, blen ? body : NULL,
+	call_complete(ep, c, (enum rdmx_rpc_code)h->code, h->word ? text : NULL, blen ? body : NULL,
 	              blen);
 }
 
 static void on_msg(struct rdmx_chan *chan, const void *data, size_t len, void *arg)
 {
-	struct rdmx_rpc_conn *rc = arg;
+	struct rdmx_rpc_ep *ep = arg;
 	const char *why = NULL;
 	struct rpc_hdr h;
 
@@ -259,47 +245,47 @@ static void on_msg(struct rdmx_chan *chan, const void *data, size_t len, void *a
 		rdmx__chan_fail(chan, RDMX_E_PROTOCOL, why);
 		return;
 	}
-	rc->busy++;
+	ep->busy++;
 	switch (h.type) {
 	case RPC_T_REQUEST:
-		rdmx__rpc_on_request(rc, &h, (const uint8_t *)data + RDMX_RPC_HDR_SIZE,
+		rdmx__rpc_on_request(ep, &h, (const uint8_t *)data + RDMX_RPC_HDR_SIZE,
 		                     len - RDMX_RPC_HDR_SIZE);
 		break;
 	case RPC_T_RESPONSE:
-		on_response(rc, &h, data, len);
+		on_response(ep, &h, data, len);
 		break;
 	case RPC_T_CANCEL:
-		rdmx__rpc_on_cancel(rc, h.call_id);
+		rdmx__rpc_on_cancel(ep, h.call_id);
 		break;
 	case RPC_T_GOAWAY:
-		rc->peer_goaway = true;
+		ep->peer_goaway = true;
 		/* the draining peer waits for our acks: give them promptly */
-		rdmx__chan_set_eager_credit(rc->chan, true);
+		rdmx__chan_set_eager_credit(ep->chan, true);
 		break;
 	}
-	rc->busy--;
-	rdmx__rpc_check_drained(rc);
-	rdmx__rpc_release(rc);
+	ep->busy--;
+	rdmx__rpc_check_drained(ep);
+	rdmx__rpc_release(ep);
 }
 
 static void on_chan_event(struct rdmx_chan *chan, enum rdmx_chan_event ev, int status, void *arg)
 {
-	struct rdmx_rpc_conn *rc = arg;
+	struct rdmx_rpc_ep *ep = arg;
 	char msg[96];
 
 	(void)chan;
-	if (ev != RDMX_CHAN_EV_CLOSED || rc->closed)
+	if (ev != RDMX_CHAN_EV_CLOSED || ep->closed)
 		return;
-	rc->closed = true;
-	rc->close_status = status;
+	ep->closed = true;
+	ep->close_status = status;
 	snprintf(msg, sizeof(msg), "connection closed: %s", rdmx_err_name(status));
-	rc->busy++;
-	fail_all_calls(rc, RDMX_RPC_UNAVAILABLE, msg);
-	rdmx__rpc_cancel_incoming(rc);
-	if (rc->closed_cb)
-		rc->closed_cb(rc, status, rc->closed_arg);
-	rc->busy--;
-	rdmx__rpc_release(rc);
+	ep->busy++;
+	fail_all_calls(ep, RDMX_RPC_UNAVAILABLE, msg);
+	rdmx__rpc_cancel_incoming(ep);
+	if (ep->closed_cb)
+		ep->closed_cb(ep, status, ep->closed_arg);
+	ep->busy--;
+	rdmx__rpc_release(ep);
 }
 
 static void on_chan_idle(struct rdmx_chan *chan, void *arg)
@@ -310,209 +296,209 @@ static void on_chan_idle(struct rdmx_chan *chan, void *arg)
 
 /* ---- endpoint ---- */
 
-int rdmx_rpc_conn_create(struct rdmx_chan *chan, struct rdmx_rpc_server *server,
-                         struct rdmx_rpc_conn **rcp)
+int rdmx_rpc_ep_create(struct rdmx_chan *chan, struct rdmx_rpc_server *server,
+                       struct rdmx_rpc_ep **epp)
 {
-	struct rdmx_rpc_conn *rc;
-	int rc_;
+	struct rdmx_rpc_ep *ep;
+	int rc;
 
-	if (!chan || !rcp)
+	if (!chan || !epp)
 		return RDMX_E_INVAL;
-	if (chan->state == RDMX_CHAN_CLOSED)
+	if (rdmx_chan_get_state(chan) == RDMX_CHAN_CLOSED)
 		return RDMX_E_BAD_STATE;
-	if (chan->recv_cb || chan->owner)
+	if (rdmx__chan_has_receiver(chan))
 		return RDMX_E_EXISTS; /* the channel already has a receiver */
-	rc = calloc(1, sizeof(*rc));
-	if (!rc)
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
 		return RDMX_E_NOMEM;
-	rc->chan = chan;
-	rc->host = chan->host;
-	rc->server = server;
-	rc->next_id = 1;
-	rc->max_inflight = RDMX_RPC_DEFAULT_MAX_INFLIGHT;
-	rc->max_active = RDMX_RPC_DEFAULT_MAX_INFLIGHT;
-	rdmx__map_init(&rc->calls);
-	rdmx__map_init(&rc->incoming);
-	rdmx__map_init(&rc->mstats);
-	if (chan->state == RDMX_CHAN_IDLE) {
-		rc_ = rdmx_chan_start(chan);
-		if (rc_) {
-			free(rc);
-			return rc_;
+	ep->chan = chan;
+	ep->worker = rdmx_chan_get_worker(chan);
+	ep->server = server;
+	ep->next_id = 1;
+	ep->max_inflight = RDMX_RPC_DEFAULT_MAX_INFLIGHT;
+	ep->max_active = RDMX_RPC_DEFAULT_MAX_INFLIGHT;
+	rdmx__map_init(&ep->calls);
+	rdmx__map_init(&ep->incoming);
+	rdmx__map_init(&ep->mstats);
+	if (rdmx_chan_get_state(chan) == RDMX_CHAN_IDLE) {
+		rc = rdmx_chan_start(chan);
+		if (rc) {
+			free(ep);
+			return rc;
 		}
 	}
 	if (server)
 		server->refs++;
-	rdmx__chan_set_idle_cb(chan, on_chan_idle, rc);
-	rdmx_chan_set_callbacks(chan, on_msg, on_chan_event, rc);
-	chan->owner = rc;
-	*rcp = rc;
+	rdmx__chan_set_idle_cb(chan, on_chan_idle, ep);
+	rdmx_chan_set_callbacks(chan, on_msg, on_chan_event, ep);
+	rdmx__chan_set_owner(chan, ep);
+	*epp = ep;
 	return 0;
 }
 
-void rdmx__rpc_release(struct rdmx_rpc_conn *rc)
+void rdmx__rpc_release(struct rdmx_rpc_ep *ep)
 {
-	if (!rc->destroy_pending || rc->busy)
+	if (!ep->destroy_pending || ep->busy)
 		return;
-	while (rc->free_calls) {
-		struct rpc_ccall *c = rc->free_calls;
+	while (ep->free_calls) {
+		struct rpc_ccall *c = ep->free_calls;
 
-		rc->free_calls = c->next;
+		ep->free_calls = c->next;
 		free(c);
 	}
-	rdmx__rpc_free_scalls(rc);
-	rdmx__mstats_free_all(&rc->mstats);
-	rdmx__map_fini(&rc->calls);
-	rdmx__map_fini(&rc->incoming);
-	free(rc);
+	rdmx__rpc_free_scalls(ep);
+	rdmx__mstats_free_all(&ep->mstats);
+	rdmx__map_fini(&ep->calls);
+	rdmx__map_fini(&ep->incoming);
+	free(ep);
 }
 
-int rdmx_rpc_conn_destroy(struct rdmx_rpc_conn **rcp)
+int rdmx_rpc_ep_destroy(struct rdmx_rpc_ep **epp)
 {
-	struct rdmx_rpc_conn *rc;
+	struct rdmx_rpc_ep *ep;
 
-	if (!rcp || !*rcp)
+	if (!epp || !*epp)
 		return 0;
-	rc = *rcp;
-	*rcp = NULL;
-	if (rc->destroy_pending)
+	ep = *epp;
+	*epp = NULL;
+	if (ep->destroy_pending)
 		return 0;
-	rc->closed = true;
-	rc->busy++;
+	ep->closed = true;
+	ep->busy++;
 	/* nothing of the channel may call us any more */
-	rc->chan->owner = NULL;
-	rdmx_chan_set_callbacks(rc->chan, NULL, NULL, NULL);
-	rdmx__chan_set_idle_cb(rc->chan, NULL, NULL);
-	rdmx__chan_forget_cb(rc->chan, oneway_sent);
-	rdmx__chan_forget_cb(rc->chan, request_sent);
-	rdmx__rpc_detach_incoming(rc); /* forgets our response callbacks too */
-	if (rc->paused_by_us) {
-		rc->paused_by_us = false;
-		rc->chan->paused = false;
+	rdmx__chan_set_owner(ep->chan, NULL);
+	rdmx_chan_set_callbacks(ep->chan, NULL, NULL, NULL);
+	rdmx__chan_set_idle_cb(ep->chan, NULL, NULL);
+	rdmx__chan_forget_cb(ep->chan, oneway_sent);
+	rdmx__chan_forget_cb(ep->chan, request_sent);
+	rdmx__rpc_detach_incoming(ep); /* forgets our response callbacks too */
+	if (ep->paused_by_us) {
+		ep->paused_by_us = false;
+		rdmx__chan_clear_pause(ep->chan);
 	}
-	fail_all_calls(rc, RDMX_RPC_UNAVAILABLE, "endpoint destroyed");
-	while (rc->oneways) {
-		struct rpc_ccall *c = rc->oneways;
+	fail_all_calls(ep, RDMX_RPC_UNAVAILABLE, "endpoint destroyed");
+	while (ep->oneways) {
+		struct rpc_ccall *c = ep->oneways;
 
-		oneway_unlink(rc, c);
-		call_complete(rc, c, RDMX_RPC_UNAVAILABLE, "endpoint destroyed", NULL, 0);
+		oneway_unlink(ep, c);
+		call_complete(ep, c, RDMX_RPC_UNAVAILABLE, "endpoint destroyed", NULL, 0);
 	}
-	if (rc->server)
-		rc->server->refs--;
-	rc->server = NULL;
-	rc->destroy_pending = true;
-	rc->busy--;
-	rdmx__rpc_release(rc);
+	if (ep->server)
+		ep->server->refs--;
+	ep->server = NULL;
+	ep->destroy_pending = true;
+	ep->busy--;
+	rdmx__rpc_release(ep);
 	return 0;
 }
 
-struct rdmx_chan *rdmx_rpc_conn_get_chan(const struct rdmx_rpc_conn *rc)
+struct rdmx_chan *rdmx_rpc_ep_get_chan(const struct rdmx_rpc_ep *ep)
 {
-	return rc ? rc->chan : NULL;
+	return ep ? ep->chan : NULL;
 }
 
-int rdmx_rpc_conn_set_limits(struct rdmx_rpc_conn *rc, uint32_t max_inflight, uint32_t max_active)
+int rdmx_rpc_ep_set_limits(struct rdmx_rpc_ep *ep, uint32_t max_inflight, uint32_t max_active)
 {
-	if (!rc || !max_inflight || !max_active)
+	if (!ep || !max_inflight || !max_active)
 		return RDMX_E_INVAL;
-	rc->max_inflight = max_inflight;
-	rc->max_active = max_active;
-	rdmx__rpc_check_active(rc);
+	ep->max_inflight = max_inflight;
+	ep->max_active = max_active;
+	rdmx__rpc_check_active(ep);
 	return 0;
 }
 
-int rdmx_rpc_conn_set_user_data(struct rdmx_rpc_conn *rc, void *user_data)
+int rdmx_rpc_ep_set_user_data(struct rdmx_rpc_ep *ep, void *user_data)
 {
-	if (!rc)
+	if (!ep)
 		return RDMX_E_INVAL;
-	rc->user_data = user_data;
+	ep->user_data = user_data;
 	return 0;
 }
 
-void *rdmx_rpc_conn_get_user_data(const struct rdmx_rpc_conn *rc)
+void *rdmx_rpc_ep_get_user_data(const struct rdmx_rpc_ep *ep)
 {
-	return rc ? rc->user_data : NULL;
+	return ep ? ep->user_data : NULL;
 }
 
-int rdmx_rpc_conn_set_closed_cb(struct rdmx_rpc_conn *rc, rdmx_rpc_closed_cb cb, void *arg)
+int rdmx_rpc_ep_set_closed_cb(struct rdmx_rpc_ep *ep, rdmx_rpc_closed_cb cb, void *arg)
 {
-	if (!rc)
+	if (!ep)
 		return RDMX_E_INVAL;
-	rc->closed_cb = cb;
-	rc->closed_arg = arg;
+	ep->closed_cb = cb;
+	ep->closed_arg = arg;
 	return 0;
 }
 
-int rdmx_rpc_conn_set_drained_cb(struct rdmx_rpc_conn *rc, rdmx_rpc_drained_cb cb, void *arg)
+int rdmx_rpc_ep_set_drained_cb(struct rdmx_rpc_ep *ep, rdmx_rpc_drained_cb cb, void *arg)
 {
-	if (!rc)
+	if (!ep)
 		return RDMX_E_INVAL;
-	rc->drained_cb = cb;
-	rc->drained_arg = arg;
+	ep->drained_cb = cb;
+	ep->drained_arg = arg;
 	return 0;
 }
 
-uint32_t rdmx_rpc_conn_get_inflight(const struct rdmx_rpc_conn *rc)
+uint32_t rdmx_rpc_ep_get_inflight(const struct rdmx_rpc_ep *ep)
 {
-	return rc ? rc->calls.len : 0;
+	return ep ? ep->calls.len : 0;
 }
 
-uint32_t rdmx_rpc_conn_get_active(const struct rdmx_rpc_conn *rc)
+uint32_t rdmx_rpc_ep_get_active(const struct rdmx_rpc_ep *ep)
 {
-	return rc ? rc->incoming.len + rc->resp_pending : 0;
+	return ep ? ep->incoming.len + ep->resp_pending : 0;
 }
 
-static bool is_drained(const struct rdmx_rpc_conn *rc)
+static bool is_drained(const struct rdmx_rpc_ep *ep)
 {
-	if (!rc->draining)
+	if (!ep->draining)
 		return false;
-	if (rc->calls.len || rc->incoming.len || rc->resp_pending || rc->oneways)
+	if (ep->calls.len || ep->incoming.len || ep->resp_pending || ep->oneways)
 		return false;
-	return rc->closed || rdmx__chan_is_idle(rc->chan);
+	return ep->closed || rdmx__chan_is_idle(ep->chan);
 }
 
-bool rdmx_rpc_conn_is_drained(const struct rdmx_rpc_conn *rc)
+bool rdmx_rpc_ep_is_drained(const struct rdmx_rpc_ep *ep)
 {
-	return rc && is_drained(rc);
+	return ep && is_drained(ep);
 }
 
-void rdmx__rpc_check_drained(struct rdmx_rpc_conn *rc)
+void rdmx__rpc_check_drained(struct rdmx_rpc_ep *ep)
 {
-	if (rc->drained_fired || rc->destroy_pending || !is_drained(rc))
+	if (ep->drained_fired || ep->destroy_pending || !is_drained(ep))
 		return;
-	rc->drained_fired = true;
-	if (rc->drained_cb) {
-		rc->busy++;
-		rc->drained_cb(rc, rc->drained_arg);
-		rc->busy--;
+	ep->drained_fired = true;
+	if (ep->drained_cb) {
+		ep->busy++;
+		ep->drained_cb(ep, ep->drained_arg);
+		ep->busy--;
 	}
 }
 
-int rdmx_rpc_conn_drain(struct rdmx_rpc_conn *rc)
+int rdmx_rpc_ep_drain(struct rdmx_rpc_ep *ep)
 {
-	if (!rc)
+	if (!ep)
 		return RDMX_E_INVAL;
-	if (rc->draining)
+	if (ep->draining)
 		return 0;
-	rc->draining = true;
-	if (!rc->closed) {
-		rdmx__chan_set_eager_credit(rc->chan, true);
-		rdmx__rpc_send_ctl(rc, RPC_T_GOAWAY, 0);
+	ep->draining = true;
+	if (!ep->closed) {
+		rdmx__chan_set_eager_credit(ep->chan, true);
+		rdmx__rpc_send_ctl(ep, RPC_T_GOAWAY, 0);
 	}
-	rdmx__rpc_check_drained(rc);
+	rdmx__rpc_check_drained(ep);
 	return 0;
 }
 
-int rdmx_rpc_conn_progress(struct rdmx_rpc_conn *rc)
+int rdmx_rpc_ep_progress(struct rdmx_rpc_ep *ep)
 {
-	if (!rc)
+	if (!ep)
 		return RDMX_E_INVAL;
-	return rdmx_chan_host_progress(rc->host);
+	return rdmx_chan_worker_progress(ep->worker);
 }
 
 /* ---- calls ---- */
 
-int rdmx_rpc_call_async(struct rdmx_rpc_conn *rc, uint32_t method_id,
+int rdmx_rpc_call_async(struct rdmx_rpc_ep *ep, uint32_t method_id,
                         const struct rdmx_rpc_payload *req, const struct rdmx_rpc_call_opts *opts,
                         rdmx_rpc_done_cb cb, void *arg, uint64_t *call_id)
 {
@@ -521,30 +507,30 @@ int rdmx_rpc_call_async(struct rdmx_rpc_conn *rc, uint32_t method_id,
 	bool oneway = opts && opts->oneway;
 	size_t blen = req ? req->len : 0;
 	unsigned how = 0;
-	int rc_;
+	int rc;
 
-	if (!rc || (!oneway && !cb) || (req && req->len && !req->obj))
+	if (!ep || (!oneway && !cb) || (req && req->len && !req->obj))
 		return RDMX_E_INVAL;
-	if (rc->closed || rc->draining || rc->peer_goaway || rc->destroy_pending)
+	if (ep->closed || ep->draining || ep->peer_goaway || ep->destroy_pending)
 		return RDMX_E_BAD_STATE;
 	if (blen > SIZE_MAX - RDMX_RPC_HDR_SIZE)
 		return RDMX_E_TOO_BIG;
-	if (!oneway && rc->calls.len >= rc->max_inflight)
+	if (!oneway && ep->calls.len >= ep->max_inflight)
 		return RDMX_E_AGAIN;
-	c = ccall_get(rc);
+	c = ccall_get(ep);
 	if (!c)
 		return RDMX_E_NOMEM;
-	c->rc = rc;
-	c->id = rc->next_id++;
+	c->ep = ep;
+	c->id = ep->next_id++;
 	c->method = method_id;
 	c->cb = cb;
 	c->arg = arg;
 	c->oneway = oneway;
 	c->timer.fn = deadline_fired;
-	c->ms = rdmx__mstats_get(&rc->mstats, method_id, true);
-	if (!oneway && (rc_ = rdmx__map_put(&rc->calls, c->id, c)) != 0) {
-		ccall_put(rc, c);
-		return rc_;
+	c->ms = rdmx__mstats_get(&ep->mstats, method_id, true);
+	if (!oneway && (rc = rdmx__map_put(&ep->calls, c->id, c)) != 0) {
+		ccall_put(ep, c);
+		return rc;
 	}
 	memset(&f, 0, sizeof(f));
 	f.h.type = RPC_T_REQUEST;
@@ -554,21 +540,21 @@ int rdmx_rpc_call_async(struct rdmx_rpc_conn *rc, uint32_t method_id,
 	f.h.timeout_us = opts ? opts->timeout_us : 0;
 	f.body = req;
 	c->start_ns = rdmx__now_ns();
-	rc_ = rdmx__chan_send_ex(rc->chan, RDMX_RPC_HDR_SIZE + blen, rpc_fill_fn, &f,
-	                         oneway ? (cb ? oneway_sent : NULL) : request_sent,
-	                         oneway ? (void *)c : (void *)(uintptr_t)c->id, 0, &how);
-	if (rc_) {
+	rc = rdmx__chan_send_ex(ep->chan, RDMX_RPC_HDR_SIZE + blen, rpc_fill_fn, &f,
+	                        oneway ? (cb ? oneway_sent : NULL) : request_sent,
+	                        oneway ? (void *)c : (void *)(uintptr_t)c->id, 0, &how);
+	if (rc) {
 		if (!oneway)
-			rdmx__map_del(&rc->calls, c->id);
-		ccall_put(rc, c);
-		return rc_;
+			rdmx__map_del(&ep->calls, c->id);
+		ccall_put(ep, c);
+		return rc;
 	}
-	rc->st[RDMX_RPC_ROLE_CLIENT].calls++;
-	rc->st[RDMX_RPC_ROLE_CLIENT].bytes_sent += blen;
+	ep->st[RDMX_RPC_ROLE_CLIENT].calls++;
+	ep->st[RDMX_RPC_ROLE_CLIENT].bytes_sent += blen;
 	if (how & RDMX__SENT_QUEUED)
-		rc->st[RDMX_RPC_ROLE_CLIENT].credit_stalls++;
+		ep->st[RDMX_RPC_ROLE_CLIENT].credit_stalls++;
 	if (how & RDMX__SENT_RDV)
-		rc->st[RDMX_RPC_ROLE_CLIENT].rendezvous++;
+		ep->st[RDMX_RPC_ROLE_CLIENT].rendezvous++;
 	if (c->ms) {
 		struct rdmx_rpc_stats *s = &c->ms->st[RDMX_RPC_ROLE_CLIENT];
 
@@ -582,50 +568,50 @@ int rdmx_rpc_call_async(struct rdmx_rpc_conn *rc, uint32_t method_id,
 			s->oneway++;
 	}
 	if (oneway) {
-		rc->st[RDMX_RPC_ROLE_CLIENT].oneway++;
+		ep->st[RDMX_RPC_ROLE_CLIENT].oneway++;
 		if (!cb) {
 			/* nothing will report it: count it done now */
-			call_complete(rc, c, RDMX_RPC_OK, NULL, NULL, 0);
+			call_complete(ep, c, RDMX_RPC_OK, NULL, NULL, 0);
 		} else {
 			c->prev = NULL;
-			c->next = rc->oneways;
-			if (rc->oneways)
-				rc->oneways->prev = c;
-			rc->oneways = c;
+			c->next = ep->oneways;
+			if (ep->oneways)
+				ep->oneways->prev = c;
+			ep->oneways = c;
 		}
 	} else if (opts && opts->timeout_us) {
 		uint64_t us = opts->timeout_us;
 
 		if (us > UINT64_MAX / 2000u)
 			us = UINT64_MAX / 2000u;
-		if (rdmx__host_timer_arm(rc->host, &c->timer, c->start_ns + us * 1000u))
-			RPC_WARN("rpc: no memory for the deadline of call %llu",
-			         (unsigned long long)c->id);
+		if (rdmx__worker_timer_arm(ep->worker, &c->timer, c->start_ns + us * 1000u))
+			RDMX_WARN("rpc: no memory for the deadline of call %llu",
+			          (unsigned long long)c->id);
 	}
 	if (call_id)
 		*call_id = c->id;
 	return 0;
 }
 
-int rdmx_rpc_cancel(struct rdmx_rpc_conn *rc, uint64_t call_id)
+int rdmx_rpc_cancel(struct rdmx_rpc_ep *ep, uint64_t call_id)
 {
 	struct rpc_ccall *c;
 
-	if (!rc)
+	if (!ep)
 		return RDMX_E_INVAL;
-	c = rdmx__map_del(&rc->calls, call_id);
+	c = rdmx__map_del(&ep->calls, call_id);
 	if (!c)
 		return RDMX_E_NOT_FOUND;
-	if (!rc->closed)
-		rdmx__rpc_send_ctl(rc, RPC_T_CANCEL, call_id);
-	rc->st[RDMX_RPC_ROLE_CLIENT].cancels++;
+	if (!ep->closed)
+		rdmx__rpc_send_ctl(ep, RPC_T_CANCEL, call_id);
+	ep->st[RDMX_RPC_ROLE_CLIENT].cancels++;
 	if (c->ms)
 		c->ms->st[RDMX_RPC_ROLE_CLIENT].cancels++;
-	rc->busy++;
-	call_complete(rc, c, RDMX_RPC_CANCELLED, "cancelled", NULL, 0);
-	rc->busy--;
-	rdmx__rpc_check_drained(rc);
-	rdmx__rpc_release(rc);
+	ep->busy++;
+	call_complete(ep, c, RDMX_RPC_CANCELLED, "cancelled", NULL, 0);
+	ep->busy--;
+	rdmx__rpc_check_drained(ep);
+	rdmx__rpc_release(ep);
 	return 0;
 }
 
@@ -658,38 +644,38 @@ static void sync_done(const struct rdmx_rpc_result *res, void *arg)
 	s->done = true;
 }
 
-int rdmx_rpc_call(struct rdmx_rpc_conn *rc, uint32_t method_id, const struct rdmx_rpc_payload *req,
+int rdmx_rpc_call(struct rdmx_rpc_ep *ep, uint32_t method_id, const struct rdmx_rpc_payload *req,
                   const struct rdmx_rpc_call_opts *opts, struct rdmx_rpc_reply *reply)
 {
 	struct sync_call s = {.done = false, .reply = reply, .err = 0};
-	struct rdmx_chan_host *host;
-	int rc_;
+	struct rdmx_chan_worker *worker;
+	int rc;
 
-	if (!rc || !reply)
+	if (!ep || !reply)
 		return RDMX_E_INVAL;
-	host = rc->host;
-	if (rdmx__host_depth(host) > 0)
+	worker = ep->worker;
+	if (rdmx__worker_depth(worker) > 0)
 		return RDMX_E_BAD_STATE; /* from a callback: progress cannot nest */
 	memset(reply, 0, sizeof(*reply));
 	uint64_t id = 0;
 
 	for (;;) {
-		rc_ = rdmx_rpc_call_async(rc, method_id, req, opts, sync_done, &s, &id);
-		if (rc_ != RDMX_E_AGAIN)
+		rc = rdmx_rpc_call_async(ep, method_id, req, opts, sync_done, &s, &id);
+		if (rc != RDMX_E_AGAIN)
 			break;
-		rc_ = rdmx_chan_host_wait(host, 100);
-		if (rc_ < 0)
-			return rc_;
+		rc = rdmx_chan_worker_wait(worker, 100);
+		if (rc < 0)
+			return rc;
 	}
-	if (rc_)
-		return rc_;
+	if (rc)
+		return rc;
 	while (!s.done) {
-		rc_ = rdmx_chan_host_wait(host, 1000);
-		if (rc_ < 0 && !s.done) {
+		rc = rdmx_chan_worker_wait(worker, 1000);
+		if (rc < 0 && !s.done) {
 			/* the engine failed under us: the call must not outlive `s` */
-			if (rdmx_rpc_cancel(rc, id) == 0 || s.done)
+			if (rdmx_rpc_cancel(ep, id) == 0 || s.done)
 				rdmx_rpc_reply_fini(reply);
-			return rc_;
+			return rc;
 		}
 	}
 	if (s.err) {

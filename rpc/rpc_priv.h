@@ -1,13 +1,20 @@
-/* Private structures of the RPC layer, shared by rpc.c (endpoint and
- * client), rpc_server.c (handler table and incoming calls), rpc_wire.c and
- * stats.c. */
+/* Private header of the RPC layer (rpc/): its structures, shared by rpc.c
+ * (endpoint and client calls), rpc_server.c (handler table and incoming
+ * calls), rpc_wire.c (header codec), stats.c and metrics.c (counters,
+ * histograms), health.c and reflection.c (built-in services). Only rpc/
+ * (and its tests) include it. The channel is reached through
+ * chan/chan_rpc.h and rdmx/channel.h only. */
 #ifndef RDMX_RPC_PRIV_H
 #define RDMX_RPC_PRIV_H
 
 #include <rdmx/channel.h>
 #include <rdmx/rpc.h>
 
-#include "rpc_internal.h"
+#include "chan/chan_rpc.h"
+#include "common/byteorder.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/map.h"
 
 /* ---- wire (rpc_wire.c) ---- */
 enum rpc_type {
@@ -59,8 +66,8 @@ struct rdmx_rpc_server {
 
 /* One incoming call (server side). */
 struct rdmx_rpc_server_call {
-	struct rdmx_rpc_conn *rc; /* NULL once its endpoint was destroyed */
-	struct rpc_method *m;     /* NULL: unknown method, or detached */
+	struct rdmx_rpc_ep *ep; /* NULL once its endpoint was destroyed */
+	struct rpc_method *m;   /* NULL: unknown method, or detached */
 	struct rpc_mstats *ms;
 	uint64_t id;
 	uint32_t method;
@@ -76,7 +83,7 @@ struct rdmx_rpc_server_call {
 
 /* One outgoing call (client side). */
 struct rpc_ccall {
-	struct rdmx_rpc_conn *rc;
+	struct rdmx_rpc_ep *ep;
 	uint64_t id;
 	uint32_t method;
 	rdmx_rpc_done_cb cb;
@@ -88,9 +95,9 @@ struct rpc_ccall {
 	struct rpc_ccall *next, *prev; /* free list / one-way list / work list */
 };
 
-struct rdmx_rpc_conn {
+struct rdmx_rpc_ep {
 	struct rdmx_chan *chan;
-	struct rdmx_chan_host *host;
+	struct rdmx_chan_worker *worker;
 	struct rdmx_rpc_server *server;
 	struct rdmx__map calls;    /* our call id -> rpc_ccall */
 	struct rdmx__map incoming; /* peer's call id -> rdmx_rpc_call */
@@ -115,21 +122,21 @@ struct rdmx_rpc_conn {
 };
 
 /* rpc.c */
-void rdmx__rpc_check_drained(struct rdmx_rpc_conn *rc);
+void rdmx__rpc_check_drained(struct rdmx_rpc_ep *ep);
 /* Sends a header-only message (cancel, goaway), forced. */
-int rdmx__rpc_send_ctl(struct rdmx_rpc_conn *rc, enum rpc_type type, uint64_t call_id);
-void rdmx__rpc_release(struct rdmx_rpc_conn *rc); /* frees if destroyed and idle */
+int rdmx__rpc_send_ctl(struct rdmx_rpc_ep *ep, enum rpc_type type, uint64_t call_id);
+void rdmx__rpc_release(struct rdmx_rpc_ep *ep); /* frees if destroyed and idle */
 
 /* rpc_server.c */
-void rdmx__rpc_on_request(struct rdmx_rpc_conn *rc, const struct rpc_hdr *h, const void *body,
+void rdmx__rpc_on_request(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const void *body,
                           size_t len);
-void rdmx__rpc_on_cancel(struct rdmx_rpc_conn *rc, uint64_t call_id);
+void rdmx__rpc_on_cancel(struct rdmx_rpc_ep *ep, uint64_t call_id);
 /* The channel closed: every incoming call is cancelled (kept until answered). */
-void rdmx__rpc_cancel_incoming(struct rdmx_rpc_conn *rc);
+void rdmx__rpc_cancel_incoming(struct rdmx_rpc_ep *ep);
 /* The endpoint goes: incoming calls are cancelled and detached. */
-void rdmx__rpc_detach_incoming(struct rdmx_rpc_conn *rc);
-void rdmx__rpc_free_scalls(struct rdmx_rpc_conn *rc);
+void rdmx__rpc_detach_incoming(struct rdmx_rpc_ep *ep);
+void rdmx__rpc_free_scalls(struct rdmx_rpc_ep *ep);
 /* Rechecks max_active after a call was answered / a response was sent. */
-void rdmx__rpc_check_active(struct rdmx_rpc_conn *rc);
+void rdmx__rpc_check_active(struct rdmx_rpc_ep *ep);
 
 #endif

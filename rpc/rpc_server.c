@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "builtins.h"
-#include "chan_internal.h"
+#include "chan/chan_rpc.h"
 #include "rpc_priv.h"
 
 #define SCALL_FREE_CACHE 1024u
@@ -85,13 +85,13 @@ int rdmx_rpc_server_register(struct rdmx_rpc_server *server, uint32_t method_id,
 
 /* ---- call objects ---- */
 
-static struct rdmx_rpc_server_call *scall_get(struct rdmx_rpc_conn *rc)
+static struct rdmx_rpc_server_call *scall_get(struct rdmx_rpc_ep *ep)
 {
-	struct rdmx_rpc_server_call *c = rc->free_scalls;
+	struct rdmx_rpc_server_call *c = ep->free_scalls;
 
 	if (c) {
-		rc->free_scalls = c->next;
-		rc->nfree_scalls--;
+		ep->free_scalls = c->next;
+		ep->nfree_scalls--;
 		memset(c, 0, sizeof(*c));
 		return c;
 	}
@@ -100,26 +100,26 @@ static struct rdmx_rpc_server_call *scall_get(struct rdmx_rpc_conn *rc)
 
 static void scall_put(struct rdmx_rpc_server_call *c)
 {
-	struct rdmx_rpc_conn *rc = c->rc;
+	struct rdmx_rpc_ep *ep = c->ep;
 
-	if (rc && !rc->destroy_pending && rc->nfree_scalls < SCALL_FREE_CACHE) {
-		c->next = rc->free_scalls;
-		rc->free_scalls = c;
-		rc->nfree_scalls++;
+	if (ep && !ep->destroy_pending && ep->nfree_scalls < SCALL_FREE_CACHE) {
+		c->next = ep->free_scalls;
+		ep->free_scalls = c;
+		ep->nfree_scalls++;
 		return;
 	}
 	free(c);
 }
 
-void rdmx__rpc_free_scalls(struct rdmx_rpc_conn *rc)
+void rdmx__rpc_free_scalls(struct rdmx_rpc_ep *ep)
 {
-	while (rc->free_scalls) {
-		struct rdmx_rpc_server_call *c = rc->free_scalls;
+	while (ep->free_scalls) {
+		struct rdmx_rpc_server_call *c = ep->free_scalls;
 
-		rc->free_scalls = c->next;
+		ep->free_scalls = c->next;
 		free(c);
 	}
-	rc->nfree_scalls = 0;
+	ep->nfree_scalls = 0;
 }
 
 /* ---- getters ---- */
@@ -143,9 +143,9 @@ uint32_t rdmx_rpc_call_get_method(const struct rdmx_rpc_server_call *call)
 	return call ? call->method : 0;
 }
 
-struct rdmx_rpc_conn *rdmx_rpc_call_get_conn(const struct rdmx_rpc_server_call *call)
+struct rdmx_rpc_ep *rdmx_rpc_call_get_conn(const struct rdmx_rpc_server_call *call)
 {
-	return call ? call->rc : NULL;
+	return call ? call->ep : NULL;
 }
 
 int rdmx_rpc_call_set_cancel_cb(struct rdmx_rpc_server_call *call,
@@ -169,8 +169,8 @@ static void call_cancel(struct rdmx_rpc_server_call *c)
 	if (c->cancelled)
 		return;
 	c->cancelled = true;
-	if (c->rc)
-		rdmx__host_timer_disarm(c->rc->host, &c->timer);
+	if (c->ep)
+		rdmx__worker_timer_disarm(c->ep->worker, &c->timer);
 	if (c->cancel_cb && !c->cancel_ran) {
 		c->cancel_ran = true;
 		c->cancel_cb(c, c->cancel_arg);
@@ -182,41 +182,41 @@ static void server_deadline(struct rdmx__timer *t)
 	struct rdmx_rpc_server_call *c =
 	    (struct rdmx_rpc_server_call *)((char *)t -
 	                                    offsetof(struct rdmx_rpc_server_call, timer));
-	struct rdmx_rpc_conn *rc = c->rc;
+	struct rdmx_rpc_ep *ep = c->ep;
 
-	rc->busy++;
+	ep->busy++;
 	call_cancel(c);
-	rc->busy--;
-	rdmx__rpc_release(rc);
+	ep->busy--;
+	rdmx__rpc_release(ep);
 }
 
-void rdmx__rpc_on_cancel(struct rdmx_rpc_conn *rc, uint64_t call_id)
+void rdmx__rpc_on_cancel(struct rdmx_rpc_ep *ep, uint64_t call_id)
 {
-	struct rdmx_rpc_server_call *c = rdmx__map_get(&rc->incoming, call_id);
+	struct rdmx_rpc_server_call *c = rdmx__map_get(&ep->incoming, call_id);
 
 	if (!c)
 		return; /* answered already, or never seen */
-	rc->st[RDMX_RPC_ROLE_SERVER].cancels++;
+	ep->st[RDMX_RPC_ROLE_SERVER].cancels++;
 	if (c->ms)
 		c->ms->st[RDMX_RPC_ROLE_SERVER].cancels++;
 	call_cancel(c);
 }
 
-static struct rdmx_rpc_server_call *take_incoming(struct rdmx_rpc_conn *rc)
+static struct rdmx_rpc_server_call *take_incoming(struct rdmx_rpc_ep *ep)
 {
 	struct rdmx_rpc_server_call *list = NULL, *c;
 	uint32_t pos = 0;
 
-	while ((c = rdmx__map_next(&rc->incoming, &pos, NULL))) {
+	while ((c = rdmx__map_next(&ep->incoming, &pos, NULL))) {
 		c->next = list;
 		list = c;
 	}
 	return list;
 }
 
-void rdmx__rpc_cancel_incoming(struct rdmx_rpc_conn *rc)
+void rdmx__rpc_cancel_incoming(struct rdmx_rpc_ep *ep)
 {
-	struct rdmx_rpc_server_call *list = take_incoming(rc), *c;
+	struct rdmx_rpc_server_call *list = take_incoming(ep), *c;
 
 	/* they stay in the table: the application still answers each */
 	while ((c = list)) {
@@ -228,19 +228,19 @@ void rdmx__rpc_cancel_incoming(struct rdmx_rpc_conn *rc)
 
 static void resp_sent(struct rdmx_chan *chan, int status, void *arg);
 
-void rdmx__rpc_detach_incoming(struct rdmx_rpc_conn *rc)
+void rdmx__rpc_detach_incoming(struct rdmx_rpc_ep *ep)
 {
-	struct rdmx_rpc_server_call *list = take_incoming(rc), *c;
+	struct rdmx_rpc_server_call *list = take_incoming(ep), *c;
 
-	rdmx__chan_forget_cb(rc->chan, resp_sent);
-	rc->resp_pending = 0;
-	rdmx__map_fini(&rc->incoming);
-	rdmx__map_init(&rc->incoming);
+	rdmx__chan_forget_cb(ep->chan, resp_sent);
+	ep->resp_pending = 0;
+	rdmx__map_fini(&ep->incoming);
+	rdmx__map_init(&ep->incoming);
 	while ((c = list)) {
 		list = c->next;
 		c->next = NULL;
-		rdmx__host_timer_disarm(rc->host, &c->timer);
-		c->rc = NULL;
+		rdmx__worker_timer_disarm(ep->worker, &c->timer);
+		c->ep = NULL;
 		c->m = NULL;
 		c->ms = NULL;
 		call_cancel(c);
@@ -249,71 +249,71 @@ void rdmx__rpc_detach_incoming(struct rdmx_rpc_conn *rc)
 
 /* ---- backpressure on incoming calls ---- */
 
-void rdmx__rpc_check_active(struct rdmx_rpc_conn *rc)
+void rdmx__rpc_check_active(struct rdmx_rpc_ep *ep)
 {
-	uint32_t active = rc->incoming.len + rc->resp_pending;
+	uint32_t active = ep->incoming.len + ep->resp_pending;
 
-	if (rc->closed)
+	if (ep->closed)
 		return;
-	if (!rc->paused_by_us && active >= rc->max_active) {
-		rc->paused_by_us = true;
-		rdmx_chan_pause(rc->chan);
-	} else if (rc->paused_by_us && active < rc->max_active) {
-		rc->paused_by_us = false;
-		rdmx_chan_resume(rc->chan);
+	if (!ep->paused_by_us && active >= ep->max_active) {
+		ep->paused_by_us = true;
+		rdmx_chan_pause(ep->chan);
+	} else if (ep->paused_by_us && active < ep->max_active) {
+		ep->paused_by_us = false;
+		rdmx_chan_resume(ep->chan);
 	}
 }
 
 static void resp_sent(struct rdmx_chan *chan, int status, void *arg)
 {
-	struct rdmx_rpc_conn *rc = arg;
+	struct rdmx_rpc_ep *ep = arg;
 
 	(void)chan;
 	(void)status;
-	rc->resp_pending--;
-	rc->busy++;
-	rdmx__rpc_check_active(rc);
-	rc->busy--;
-	rdmx__rpc_check_drained(rc);
-	rdmx__rpc_release(rc);
+	ep->resp_pending--;
+	ep->busy++;
+	rdmx__rpc_check_active(ep);
+	ep->busy--;
+	rdmx__rpc_check_drained(ep);
+	rdmx__rpc_release(ep);
 }
 
 /* ---- requests ---- */
 
-static void respond_now(struct rdmx_rpc_conn *rc, const struct rpc_hdr *req,
-                        enum rdmx_rpc_code code, const char *msg);
+static void respond_now(struct rdmx_rpc_ep *ep, const struct rpc_hdr *req, enum rdmx_rpc_code code,
+                        const char *msg);
 
-void rdmx__rpc_on_request(struct rdmx_rpc_conn *rc, const struct rpc_hdr *h, const void *body,
+void rdmx__rpc_on_request(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const void *body,
                           size_t len)
 {
-	struct rdmx_rpc_stats *tot = &rc->st[RDMX_RPC_ROLE_SERVER];
+	struct rdmx_rpc_stats *tot = &ep->st[RDMX_RPC_ROLE_SERVER];
 	bool oneway = h->flags & RPC_F_ONEWAY;
 	struct rpc_method *m;
 	struct rdmx_rpc_server_call *c;
-	int rc_;
+	int rc;
 
-	if (rc->closed)
+	if (ep->closed)
 		return;
 	tot->calls++;
 	tot->bytes_received += len;
 	if (oneway)
 		tot->oneway++;
-	if (rc->draining) {
+	if (ep->draining) {
 		/* crossed our GOAWAY: refused, the caller may retry elsewhere */
 		if (!oneway)
-			respond_now(rc, h, RDMX_RPC_UNAVAILABLE, "server draining");
+			respond_now(ep, h, RDMX_RPC_UNAVAILABLE, "server draining");
 		rdmx__stats_done(tot, RDMX_RPC_UNAVAILABLE, 0);
 		return;
 	}
-	m = rc->server ? rdmx__map_get(&rc->server->methods, h->word) : NULL;
-	c = scall_get(rc);
+	m = ep->server ? rdmx__map_get(&ep->server->methods, h->word) : NULL;
+	c = scall_get(ep);
 	if (!c) {
 		if (!oneway)
-			respond_now(rc, h, RDMX_RPC_RESOURCE_EXHAUSTED, "out of memory");
+			respond_now(ep, h, RDMX_RPC_RESOURCE_EXHAUSTED, "out of memory");
 		rdmx__stats_done(tot, RDMX_RPC_RESOURCE_EXHAUSTED, 0);
 		return;
 	}
-	c->rc = rc;
+	c->ep = ep;
 	c->m = m;
 	c->id = h->call_id;
 	c->method = h->word;
@@ -321,7 +321,7 @@ void rdmx__rpc_on_request(struct rdmx_rpc_conn *rc, const struct rpc_hdr *h, con
 	c->req_len = len;
 	c->start_ns = rdmx__now_ns();
 	c->timer.fn = server_deadline;
-	c->ms = rdmx__mstats_get(&rc->mstats, h->word, m != NULL);
+	c->ms = rdmx__mstats_get(&ep->mstats, h->word, m != NULL);
 	if (c->ms) {
 		struct rdmx_rpc_stats *s = &c->ms->st[RDMX_RPC_ROLE_SERVER];
 
@@ -336,16 +336,16 @@ void rdmx__rpc_on_request(struct rdmx_rpc_conn *rc, const struct rpc_hdr *h, con
 		if (oneway)
 			m->stats.oneway++;
 	}
-	rc_ = rdmx__map_put(&rc->incoming, c->id, c);
-	if (rc_) {
+	rc = rdmx__map_put(&ep->incoming, c->id, c);
+	if (rc) {
 		scall_put(c);
-		if (rc_ == RDMX_E_EXISTS) {
-			rdmx__chan_fail(rc->chan, RDMX_E_PROTOCOL,
+		if (rc == RDMX_E_EXISTS) {
+			rdmx__chan_fail(ep->chan, RDMX_E_PROTOCOL,
 			                "rpc request reuses a call id in use");
 			return;
 		}
 		if (!oneway)
-			respond_now(rc, h, RDMX_RPC_RESOURCE_EXHAUSTED, "out of memory");
+			respond_now(ep, h, RDMX_RPC_RESOURCE_EXHAUSTED, "out of memory");
 		return;
 	}
 	if (h->timeout_us) {
@@ -354,8 +354,8 @@ void rdmx__rpc_on_request(struct rdmx_rpc_conn *rc, const struct rpc_hdr *h, con
 		if (us > UINT64_MAX / 2000u)
 			us = UINT64_MAX / 2000u;
 		c->deadline_ns = c->start_ns + us * 1000u;
-		if (rdmx__host_timer_arm(rc->host, &c->timer, c->deadline_ns))
-			RPC_WARN("rpc: no memory for the deadline of an incoming call");
+		if (rdmx__worker_timer_arm(ep->worker, &c->timer, c->deadline_ns))
+			RDMX_WARN("rpc: no memory for the deadline of an incoming call");
 	}
 	if (!m) {
 		char text[64];
@@ -366,7 +366,7 @@ void rdmx__rpc_on_request(struct rdmx_rpc_conn *rc, const struct rpc_hdr *h, con
 	}
 	m->handler(c, body, len, m->arg);
 	/* the handler may have answered (c is gone) or kept the call */
-	rdmx__rpc_check_active(rc);
+	rdmx__rpc_check_active(ep);
 }
 
 /* ---- answering ---- */
@@ -396,14 +396,14 @@ static int resp_fill_fn(void *dst, size_t len, void *arg)
 }
 
 /* Sends a response; *how tells whether it waited or went by rendezvous. */
-static int send_response(struct rdmx_rpc_conn *rc, uint64_t call_id, enum rdmx_rpc_code code,
+static int send_response(struct rdmx_rpc_ep *ep, uint64_t call_id, enum rdmx_rpc_code code,
                          const char *msg, const struct rdmx_rpc_payload *body, unsigned *how)
 {
 	struct resp_fill f;
 	size_t mlen = msg ? strlen(msg) : 0;
 	size_t blen = body ? body->len : 0;
 	uint64_t max = 0;
-	int rc_;
+	int rc;
 
 	if (mlen > RDMX_RPC_MAX_STATUS_MESSAGE)
 		mlen = RDMX_RPC_MAX_STATUS_MESSAGE;
@@ -414,37 +414,37 @@ static int send_response(struct rdmx_rpc_conn *rc, uint64_t call_id, enum rdmx_r
 	f.h.call_id = call_id;
 	f.msg = msg;
 	f.body = body;
-	rdmx_chan_get_max_msg_size(rc->chan, &max);
+	rdmx_chan_get_max_msg_size(ep->chan, &max);
 	if (blen > max || RDMX_RPC_HDR_SIZE + mlen + blen > max) {
 		/* the answer cannot travel: tell the caller why instead */
 		f.h.code = RDMX_RPC_RESOURCE_EXHAUSTED;
 		f.msg = "response larger than the maximum message size";
 		f.h.word = (uint32_t)strlen(f.msg);
 		f.body = NULL;
-		rdmx__chan_send_ex(rc->chan, RDMX_RPC_HDR_SIZE + f.h.word, resp_fill_fn, &f,
-		                   resp_sent, rc, RDMX__SEND_FORCE, how);
-		rc->resp_pending++;
+		rdmx__chan_send_ex(ep->chan, RDMX_RPC_HDR_SIZE + f.h.word, resp_fill_fn, &f,
+		                   resp_sent, ep, RDMX__SEND_FORCE, how);
+		ep->resp_pending++;
 		return RDMX_E_TOO_BIG;
 	}
-	rc_ = rdmx__chan_send_ex(rc->chan, RDMX_RPC_HDR_SIZE + mlen + blen, resp_fill_fn, &f,
-	                         resp_sent, rc, RDMX__SEND_FORCE, how);
-	if (rc_ == 0)
-		rc->resp_pending++;
-	return rc_;
+	rc = rdmx__chan_send_ex(ep->chan, RDMX_RPC_HDR_SIZE + mlen + blen, resp_fill_fn, &f,
+	                        resp_sent, ep, RDMX__SEND_FORCE, how);
+	if (rc == 0)
+		ep->resp_pending++;
+	return rc;
 }
 
-static void respond_now(struct rdmx_rpc_conn *rc, const struct rpc_hdr *req,
-                        enum rdmx_rpc_code code, const char *msg)
+static void respond_now(struct rdmx_rpc_ep *ep, const struct rpc_hdr *req, enum rdmx_rpc_code code,
+                        const char *msg)
 {
 	unsigned how = 0;
 
-	send_response(rc, req->call_id, code, msg, NULL, &how);
+	send_response(ep, req->call_id, code, msg, NULL, &how);
 }
 
 int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
                      const char *message, const struct rdmx_rpc_payload *resp)
 {
-	struct rdmx_rpc_conn *rc;
+	struct rdmx_rpc_ep *ep;
 	struct rdmx_rpc_stats *tot;
 	unsigned how = 0;
 	bool expired;
@@ -453,18 +453,18 @@ int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 
 	if (!call || (unsigned)code >= RDMX_RPC_CODE_COUNT || (resp && resp->len && !resp->obj))
 		return RDMX_E_INVAL;
-	rc = call->rc;
-	if (!rc) {
+	ep = call->ep;
+	if (!ep) {
 		free(call); /* its endpoint is gone: nobody to answer */
 		return 0;
 	}
-	rdmx__map_del(&rc->incoming, call->id);
-	rdmx__host_timer_disarm(rc->host, &call->timer);
+	rdmx__map_del(&ep->incoming, call->id);
+	rdmx__worker_timer_disarm(ep->worker, &call->timer);
 	ns = rdmx__now_ns() - call->start_ns;
-	tot = &rc->st[RDMX_RPC_ROLE_SERVER];
+	tot = &ep->st[RDMX_RPC_ROLE_SERVER];
 	expired = call->deadline_ns && rdmx__now_ns() >= call->deadline_ns;
-	if (!call->cancelled && !call->oneway && !rc->closed && !expired) {
-		ret = send_response(rc, call->id, code, message, resp, &how);
+	if (!call->cancelled && !call->oneway && !ep->closed && !expired) {
+		ret = send_response(ep, call->id, code, message, resp, &how);
 		if (ret == 0) {
 			size_t blen = resp ? resp->len : 0;
 
@@ -501,10 +501,10 @@ int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 	if (call->m)
 		rdmx__stats_done(&call->m->stats, code, ns);
 	scall_put(call);
-	rc->busy++;
-	rdmx__rpc_check_active(rc);
-	rc->busy--;
-	rdmx__rpc_check_drained(rc);
-	rdmx__rpc_release(rc);
+	ep->busy++;
+	rdmx__rpc_check_active(ep);
+	ep->busy--;
+	rdmx__rpc_check_drained(ep);
+	rdmx__rpc_release(ep);
 	return ret;
 }

@@ -99,7 +99,7 @@ struct rpc_mstats *rdmx__mstats_get(struct rdmx__map *m, uint32_t method, bool k
 	uint64_t key = stats_key(method, known);
 	struct rpc_mstats *ms = rdmx__map_get(m, key);
 
-	if (RPC_LIKELY(ms != NULL))
+	if (RDMX_LIKELY(ms != NULL))
 		return ms;
 	ms = calloc(1, sizeof(*ms));
 	if (!ms)
@@ -121,43 +121,43 @@ void rdmx__mstats_free_all(struct rdmx__map *m)
 	rdmx__map_fini(m);
 }
 
-int rdmx_rpc_conn_get_stats(const struct rdmx_rpc_conn *rc, enum rdmx_rpc_role role,
-                            struct rdmx_rpc_stats *stats)
+int rdmx_rpc_ep_get_stats(const struct rdmx_rpc_ep *ep, enum rdmx_rpc_role role,
+                          struct rdmx_rpc_stats *stats)
 {
-	if (!rc || !stats || (role != RDMX_RPC_ROLE_CLIENT && role != RDMX_RPC_ROLE_SERVER))
+	if (!ep || !stats || (role != RDMX_RPC_ROLE_CLIENT && role != RDMX_RPC_ROLE_SERVER))
 		return RDMX_E_INVAL;
-	*stats = rc->st[role];
+	*stats = ep->st[role];
 	return 0;
 }
 
-int rdmx_rpc_conn_get_method_stats(const struct rdmx_rpc_conn *rc, enum rdmx_rpc_role role,
-                                   uint32_t method_id, struct rdmx_rpc_stats *stats)
+int rdmx_rpc_ep_get_method_stats(const struct rdmx_rpc_ep *ep, enum rdmx_rpc_role role,
+                                 uint32_t method_id, struct rdmx_rpc_stats *stats)
 {
 	const struct rpc_mstats *ms;
 
-	if (!rc || !stats || (role != RDMX_RPC_ROLE_CLIENT && role != RDMX_RPC_ROLE_SERVER))
+	if (!ep || !stats || (role != RDMX_RPC_ROLE_CLIENT && role != RDMX_RPC_ROLE_SERVER))
 		return RDMX_E_INVAL;
-	ms = rdmx__map_get(&rc->mstats, method_id);
+	ms = rdmx__map_get(&ep->mstats, method_id);
 	if ((!ms || !ms->st[role].calls) && method_id == RDMX_RPC_METHOD_UNKNOWN)
-		ms = rdmx__map_get(&rc->mstats, UNKNOWN_KEY);
+		ms = rdmx__map_get(&ep->mstats, UNKNOWN_KEY);
 	if (!ms || !ms->st[role].calls)
 		return RDMX_E_NOT_FOUND;
 	*stats = ms->st[role];
 	return 0;
 }
 
-int rdmx_rpc_conn_list_methods(const struct rdmx_rpc_conn *rc, enum rdmx_rpc_role role,
-                               uint32_t *ids, size_t max, size_t *count)
+int rdmx_rpc_ep_list_methods(const struct rdmx_rpc_ep *ep, enum rdmx_rpc_role role, uint32_t *ids,
+                             size_t max, size_t *count)
 {
 	const struct rpc_mstats *ms;
 	uint32_t pos = 0;
 	uint64_t key;
 	size_t n = 0;
 
-	if (!rc || !count || (max && !ids) ||
+	if (!ep || !count || (max && !ids) ||
 	    (role != RDMX_RPC_ROLE_CLIENT && role != RDMX_RPC_ROLE_SERVER))
 		return RDMX_E_INVAL;
-	while ((ms = rdmx__map_next(&rc->mstats, &pos, &key))) {
+	while ((ms = rdmx__map_next(&ep->mstats, &pos, &key))) {
 		if (!ms->st[role].calls)
 			continue;
 		if (n < max)

@@ -96,7 +96,7 @@ int main(void)
 #else
 	/* one symbol of each library, so each must be linked and loaded */
 	void *volatile ev = (void *)&rdmx_ev_attach;
-	void *volatile secure_ev = (void *)&rdmx_rpc_server_listen_secure;
+	void *volatile secure_ev = (void *)&rdmx_rpc_secure_listen;
 #endif
 
 	if (strcmp(rdmx_version(), RDMX_VERSION_STRING) != 0)

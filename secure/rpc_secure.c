@@ -2,14 +2,14 @@
  * RPC endpoint, and the TLS session kept as the liveness channel (see
  * rdmx/rpc_secure.h).
  *
- * Each client connection has a context and a channel host of its own, so
- * that the host's connection callbacks are ours: they tell the bootstrap
+ * Each client connection has a context and a channel worker of its own, so
+ * that the worker's connection callbacks are ours: they tell the bootstrap
  * that the engine connection is gone and close the TLS session (engine loss
  * -> TLS loss). The other way (TLS loss -> engine disconnect) is a timer of
- * the host: host timers run whenever the endpoint is driven (blocking calls
- * included), which no fd of ours could promise. The timer API is the
- * channel layer's private one (rpc/chan_internal.h): secure/ is built into
- * the same library, one layer up. */
+ * the worker, that is of its progress engine: it runs whenever the engine is
+ * driven (blocking calls included), which no fd of ours could promise. The
+ * worker's timer API is the channel's narrow interface for the layers above
+ * (chan/chan_rpc.h). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -26,18 +26,18 @@
 #include <rdmx/rpc.h>
 #include <rdmx/rpc_secure.h>
 
-#include "../rpc/chan_internal.h"
+#include "chan/chan_rpc.h"
+#include "common/clock.h"
 #include "rpc_secure_internal.h"
 #include "tls_internal.h"
 
 struct secure_client {
-	struct rdmx__rpc_secure_ep ep; /* first: the table's view */
+	struct rdmx_rpc_secure_conn conn; /* first: what the caller holds */
 	struct rdmx_dev *dev;
 	struct rdmx_pe *pe;
 	bool own_dev, own_pe;
 	struct rdmx_ctx *ctx;
-	struct rdmx_chan_host *host;
-	struct rdmx_chan *chan;
+	struct rdmx_chan_worker *worker;
 	struct rdmx__timer liveness;
 	uint64_t period_ns;
 	char peer[64]; /* host:port, for logs */
@@ -56,14 +56,14 @@ static void conn_ended(struct rdmx_conn *conn, void *cud, void *xud, int status)
 	struct secure_client *c = xud;
 
 	(void)conn;
-	if (!c || !cud || cud != c->ep.b)
+	if (!c || !cud || cud != c->conn.b)
 		return;
-	rdmx_bootstrap_conn_gone(c->ep.b);
-	if (!c->ep.lost)
-		c->ep.lost = status;
+	rdmx_bootstrap_conn_gone(c->conn.b);
+	if (!c->conn.lost)
+		c->conn.lost = status;
 	RDMX_SEC_DBG("rpc_secure: engine connection to %s ended (%s): closing the TLS session",
 	             c->peer, rdmx_err_name(status));
-	rdmx_bootstrap_destroy(&c->ep.b);
+	rdmx_bootstrap_destroy(&c->conn.b);
 }
 
 static void on_failure(struct rdmx_conn *conn, void *cud, void *xud)
@@ -82,19 +82,19 @@ static void liveness_fired(struct rdmx__timer *t)
 	    (struct secure_client *)((char *)t - offsetof(struct secure_client, liveness));
 	int ret;
 
-	if (!c->ep.b)
+	if (!c->conn.b)
 		return; /* the session is closed: nothing left to watch */
-	ret = rdmx_bootstrap_check(c->ep.b);
+	ret = rdmx_bootstrap_check(c->conn.b);
 	if (ret) {
 		/* the bootstrap has disconnected the engine connection (and
 		 * logged): the channel closes, every call ends UNAVAILABLE.
 		 * What is left of the session goes now. */
-		if (!c->ep.lost)
-			c->ep.lost = ret;
-		rdmx_bootstrap_destroy(&c->ep.b);
+		if (!c->conn.lost)
+			c->conn.lost = ret;
+		rdmx_bootstrap_destroy(&c->conn.b);
 		return;
 	}
-	rdmx__host_timer_arm(c->host, &c->liveness, now_ns() + c->period_ns);
+	rdmx__worker_timer_arm(c->worker, &c->liveness, now_ns() + c->period_ns);
 }
 
 static int check_opts(const struct rdmx_rpc_secure_opts *o)
@@ -117,7 +117,7 @@ static int check_opts(const struct rdmx_rpc_secure_opts *o)
 static int open_engine(struct secure_client *c, struct rdmx_pe *pe,
                        const struct rdmx_rpc_secure_opts *o)
 {
-	struct rdmx_chan_host_attr attr;
+	struct rdmx_chan_worker_attr attr;
 	int ret;
 
 	if (pe) {
@@ -139,11 +139,11 @@ static int open_engine(struct secure_client *c, struct rdmx_pe *pe,
 	ret = rdmx_ctx_create(c->dev, c->pe, &c->ctx);
 	if (ret)
 		goto close_dev;
-	rdmx_chan_host_attr_init(&attr);
+	rdmx_chan_worker_attr_init(&attr);
 	attr.failure_cb = on_failure;
 	attr.disconnected_cb = on_disconnected;
 	attr.user_data = c;
-	ret = rdmx_chan_host_create(c->ctx, c->pe, &attr, &c->host);
+	ret = rdmx_chan_worker_create(c->ctx, c->pe, &attr, &c->worker);
 	if (ret)
 		goto destroy_ctx;
 	ret = rdmx_ctx_start(c->ctx);
@@ -152,7 +152,7 @@ static int open_engine(struct secure_client *c, struct rdmx_pe *pe,
 	return RDMX_OK;
 
 destroy_host:
-	rdmx_chan_host_destroy(&c->host);
+	rdmx_chan_worker_destroy(&c->worker);
 destroy_ctx:
 	rdmx_ctx_destroy(&c->ctx);
 close_dev:
@@ -167,7 +167,7 @@ destroy_pe:
 static void close_engine(struct secure_client *c)
 {
 	rdmx_ctx_stop(c->ctx);
-	rdmx_chan_host_destroy(&c->host);
+	rdmx_chan_worker_destroy(&c->worker);
 	rdmx_ctx_destroy(&c->ctx);
 	if (c->own_dev)
 		rdmx_dev_close(&c->dev);
@@ -183,7 +183,7 @@ static int check_server_hello(struct secure_client *c)
 	size_t len;
 	char why[160];
 
-	rdmx_bootstrap_get_peer_data(c->ep.b, &data, &len);
+	rdmx_bootstrap_get_peer_data(c->conn.b, &data, &len);
 	if (rdmx__rpc_hello_decode(data, len, &h, why, sizeof(why))) {
 		RDMX_SEC_ERR("rpc_secure: bad answer from %s: %s", c->peer, why);
 		return RDMX_E_PROTOCOL;
@@ -202,22 +202,22 @@ static int make_endpoint(struct secure_client *c, const struct rdmx__rpc_hello *
 	struct rdmx_conn *conn;
 	int ret;
 
-	ret = rdmx_bootstrap_get_conn(c->ep.b, &conn);
+	ret = rdmx_bootstrap_get_conn(c->conn.b, &conn);
 	if (ret)
 		return ret;
-	rdmx_conn_set_user_data(conn, c->ep.b);
-	ret = rdmx_chan_create(c->host, conn, &c->chan);
+	rdmx_conn_set_user_data(conn, c->conn.b);
+	ret = rdmx_chan_create(c->worker, conn, &c->conn.chan);
 	if (ret)
 		return ret;
-	ret = rdmx_chan_set_slot_count(c->chan, mine->slot_count);
+	ret = rdmx_chan_set_slot_count(c->conn.chan, mine->slot_count);
 	if (!ret)
-		ret = rdmx_chan_set_slot_size(c->chan, mine->slot_size);
+		ret = rdmx_chan_set_slot_size(c->conn.chan, mine->slot_size);
 	if (!ret)
-		ret = rdmx_chan_set_max_msg_size(c->chan, mine->max_msg);
+		ret = rdmx_chan_set_max_msg_size(c->conn.chan, mine->max_msg);
 	if (!ret)
-		ret = rdmx_rpc_conn_create(c->chan, o ? o->server : NULL, &c->ep.rc);
+		ret = rdmx_rpc_ep_create(c->conn.chan, o ? o->server : NULL, &c->conn.ep);
 	if (ret)
-		rdmx_chan_destroy(&c->chan);
+		rdmx_chan_destroy(&c->conn.chan);
 	return ret;
 }
 
@@ -226,31 +226,31 @@ static int make_endpoint(struct secure_client *c, const struct rdmx__rpc_hello *
 static int wait_ready(struct secure_client *c, uint64_t deadline_ns)
 {
 	for (;;) {
-		enum rdmx_chan_state st = rdmx_chan_get_state(c->chan);
+		enum rdmx_chan_state st = rdmx_chan_get_state(c->conn.chan);
 		uint64_t now = now_ns();
 		int ret, left;
 
 		if (st == RDMX_CHAN_READY)
 			return RDMX_OK;
 		if (st == RDMX_CHAN_CLOSED)
-			return c->ep.lost ? c->ep.lost : RDMX_E_DISCONNECTED;
-		if (!c->ep.b)
-			return c->ep.lost ? c->ep.lost : RDMX_E_DISCONNECTED;
-		ret = rdmx_bootstrap_check(c->ep.b);
+			return c->conn.lost ? c->conn.lost : RDMX_E_DISCONNECTED;
+		if (!c->conn.b)
+			return c->conn.lost ? c->conn.lost : RDMX_E_DISCONNECTED;
+		ret = rdmx_bootstrap_check(c->conn.b);
 		if (ret)
 			return ret;
 		if (now >= deadline_ns)
 			return RDMX_E_TIMEDOUT;
 		left = (int)((deadline_ns - now) / 1000000u);
-		ret = rdmx_chan_host_wait(c->host, left < 50 ? (left ? left : 1) : 50);
+		ret = rdmx_chan_worker_wait(c->worker, left < 50 ? (left ? left : 1) : 50);
 		if (ret < 0)
 			return ret;
 	}
 }
 
-int rdmx_rpc_client_connect_secure(const char *host, uint16_t port, struct rdmx_tls_config *tls,
-                                   struct rdmx_pe *pe, const struct rdmx_rpc_secure_opts *opts,
-                                   struct rdmx_rpc_conn **rc)
+int rdmx_rpc_secure_connect(const char *host, uint16_t port, struct rdmx_tls_config *tls,
+                            struct rdmx_pe *pe, const struct rdmx_rpc_secure_opts *opts,
+                            struct rdmx_rpc_secure_conn **conn)
 {
 	struct secure_client *c;
 	struct rdmx__rpc_hello mine;
@@ -259,7 +259,7 @@ int rdmx_rpc_client_connect_secure(const char *host, uint16_t port, struct rdmx_
 	int timeout_ms, ret;
 	uint64_t deadline;
 
-	if (!host || !tls || !rc || check_opts(opts) || rdmx__rpc_hello_from_opts(opts, 0, &mine))
+	if (!host || !tls || !conn || check_opts(opts) || rdmx__rpc_hello_from_opts(opts, 0, &mine))
 		return RDMX_E_INVAL;
 	timeout_ms =
 	    opts && opts->timeout_ms ? opts->timeout_ms : RDMX_RPC_SECURE_DEFAULT_TIMEOUT_MS;
@@ -267,7 +267,7 @@ int rdmx_rpc_client_connect_secure(const char *host, uint16_t port, struct rdmx_
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return RDMX_E_NOMEM;
-	c->ep.side = RDMX__RPC_SECURE_CLIENT;
+	c->conn.side = RDMX__RPC_SECURE_CLIENT;
 	c->liveness.fn = liveness_fired;
 	c->period_ns = (uint64_t)(opts && opts->liveness_ms ? opts->liveness_ms
 	                                                    : RDMX_RPC_SECURE_DEFAULT_LIVENESS_MS) *
@@ -280,11 +280,11 @@ int rdmx_rpc_client_connect_secure(const char *host, uint16_t port, struct rdmx_
 	if (ret)
 		goto close_engine;
 	ret = rdmx_bootstrap_connect(c->ctx, tls, host, port, opts ? opts->name : NULL, app,
-	                             app_len, timeout_ms, &c->ep.b);
+	                             app_len, timeout_ms, &c->conn.b);
 	if (ret)
 		goto close_engine;
-	rdmx_bootstrap_set_user_data(c->ep.b, c);
-	rdmx__rpc_secure_ep_names(&c->ep);
+	rdmx_bootstrap_set_user_data(c->conn.b, c);
+	rdmx__rpc_secure_conn_names(&c->conn);
 	ret = check_server_hello(c);
 	if (ret)
 		goto destroy_bootstrap;
@@ -297,18 +297,17 @@ int rdmx_rpc_client_connect_secure(const char *host, uint16_t port, struct rdmx_
 		              rdmx_err_name(ret));
 		goto destroy_endpoint;
 	}
-	ret = rdmx__host_timer_arm(c->host, &c->liveness, now_ns() + c->period_ns);
+	ret = rdmx__worker_timer_arm(c->worker, &c->liveness, now_ns() + c->period_ns);
 	if (ret)
 		goto destroy_endpoint;
-	rdmx__rpc_secure_ep_add(&c->ep);
-	*rc = c->ep.rc;
+	*conn = &c->conn;
 	return RDMX_OK;
 
 destroy_endpoint:
-	rdmx_rpc_conn_destroy(&c->ep.rc);
-	rdmx_chan_destroy(&c->chan);
+	rdmx_rpc_ep_destroy(&c->conn.ep);
+	rdmx_chan_destroy(&c->conn.chan);
 destroy_bootstrap:
-	rdmx_bootstrap_destroy(&c->ep.b);
+	rdmx_bootstrap_destroy(&c->conn.b);
 close_engine:
 	close_engine(c);
 free_client:
@@ -316,28 +315,25 @@ free_client:
 	return ret;
 }
 
-int rdmx_rpc_client_close_secure(struct rdmx_rpc_conn **rcp)
+int rdmx_rpc_secure_close(struct rdmx_rpc_secure_conn **conn)
 {
-	struct rdmx__rpc_secure_ep *ep;
 	struct secure_client *c;
 
-	if (!rcp || !*rcp)
+	if (!conn || !*conn)
 		return RDMX_OK;
-	ep = rdmx__rpc_secure_ep_find(*rcp);
-	if (!ep || ep->side != RDMX__RPC_SECURE_CLIENT)
-		return RDMX_E_NOT_FOUND;
-	c = (struct secure_client *)ep;
-	if (rdmx__host_depth(c->host) > 0)
+	if ((*conn)->side != RDMX__RPC_SECURE_CLIENT)
+		return RDMX_E_INVAL; /* a server's: the server closes it */
+	c = (struct secure_client *)*conn;
+	if (rdmx__worker_depth(c->worker) > 0)
 		return RDMX_E_BAD_STATE; /* from a callback of its own engine */
-	rdmx__rpc_secure_ep_remove(ep);
-	rdmx__host_timer_disarm(c->host, &c->liveness);
+	rdmx__worker_timer_disarm(c->worker, &c->liveness);
 	/* calls complete UNAVAILABLE; the channel disconnects the engine
 	 * connection; the bootstrap sends close_notify */
-	rdmx_rpc_conn_destroy(&c->ep.rc);
-	rdmx_chan_destroy(&c->chan);
-	rdmx_bootstrap_destroy(&c->ep.b);
+	rdmx_rpc_ep_destroy(&c->conn.ep);
+	rdmx_chan_destroy(&c->conn.chan);
+	rdmx_bootstrap_destroy(&c->conn.b);
 	close_engine(c);
 	free(c);
-	*rcp = NULL;
+	*conn = NULL;
 	return RDMX_OK;
 }

@@ -1,6 +1,6 @@
 /* Between the secure RPC files (not installed):
  *   rpc_secure_wire.c      the RPC hello carried in the bootstrap's app data
- *   rpc_secure_endpoint.c  the table of secure endpoints behind the getters
+ *   rpc_secure_endpoint.c  struct rdmx_rpc_secure_conn and its getters
  *   rpc_secure.c           the client (core library)
  *   rpc_secure_server.c    the libev server (rdmx_secure_ev) */
 #ifndef RDMX_SECURE_RPC_SECURE_INTERNAL_H
@@ -54,29 +54,27 @@ struct rdmx_dev;
 int rdmx__rpc_hello_for_dev(const struct rdmx_rpc_secure_opts *opts, const struct rdmx_dev *dev,
                             struct rdmx__rpc_hello *h, void *buf, size_t cap, size_t *len);
 
-/* Every endpoint made here is listed (process-wide, under a lock) so that
- * the getters of rpc_secure.h find their state from the rdmx_rpc_conn. */
-
+/* A secure connection (hiredis's async-context model): it owns its RPC
+ * endpoint, the channel under it and the TLS session, and is what the
+ * secure API hands out; no lookup table: the caller holds it. The client
+ * (rpc_secure.c) and the server's sessions (rpc_secure_server.c) embed it
+ * first in their own state. */
 enum rdmx__rpc_secure_side {
 	RDMX__RPC_SECURE_CLIENT = 0,
 	RDMX__RPC_SECURE_SERVER = 1,
 };
 
-struct rdmx__rpc_secure_ep {
-	struct rdmx_rpc_conn *rc;
+struct rdmx_rpc_secure_conn {
+	struct rdmx_rpc_ep *ep;   /* owned */
+	struct rdmx_chan *chan;   /* owned, under ep */
 	struct rdmx_bootstrap *b; /* NULL once the TLS session is closed */
 	enum rdmx__rpc_secure_side side;
 	int lost; /* sticky: why the TLS session or the engine connection ended */
 	char cert_name[RDMX_TLS_NAME_MAX + 1];
 	char hello_name[RDMX_BOOTSTRAP_MAX_NAME + 1];
-	struct rdmx__rpc_secure_ep *next;
 };
 
-/* Copies the peer's names out of ep->b (so they outlive the session). */
-void rdmx__rpc_secure_ep_names(struct rdmx__rpc_secure_ep *ep);
-void rdmx__rpc_secure_ep_add(struct rdmx__rpc_secure_ep *ep);
-void rdmx__rpc_secure_ep_remove(struct rdmx__rpc_secure_ep *ep);
-/* The endpoint made for rc, NULL if none. */
-struct rdmx__rpc_secure_ep *rdmx__rpc_secure_ep_find(const struct rdmx_rpc_conn *rc);
+/* Copies the peer's names out of conn->b (so they outlive the session). */
+void rdmx__rpc_secure_conn_names(struct rdmx_rpc_secure_conn *conn);
 
 #endif

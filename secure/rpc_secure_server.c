@@ -2,13 +2,13 @@
  * (mutual TLS, hello, engine details) whose request callback checks the RPC
  * hello and the application's accept callback, and whose established
  * callback builds a channel and an RPC endpoint on the shared rdmx_rpc_server
- * for each client. The engine (one context and channel host for every
+ * for each client. The engine (one context and channel worker for every
  * client) is driven from the same loop through rdmx_ev.
  *
  * A client goes away for three reasons, seen in three callbacks: its TLS
  * session is lost (bootstrap lost: the bootstrap has disconnected the engine
  * connection), its channel closes (RPC closed callback: engine connection
- * ended or protocol violation), or the engine connection ends (host
+ * ended or protocol violation), or the engine connection ends (worker
  * callbacks: the bootstrap must let go of it). Each marks the session dead;
  * dead sessions are released from a prepare watcher of the loop, outside
  * every engine and TLS callback, where destroying the endpoint, the channel
@@ -39,9 +39,8 @@
 #include "tls_internal.h"
 
 struct session {
-	struct rdmx__rpc_secure_ep ep; /* first: the table's view */
+	struct rdmx_rpc_secure_conn conn; /* first: what the callbacks get */
 	struct rdmx_rpc_secure_server *srv;
-	struct rdmx_chan *chan;
 	bool dead;
 	int status;
 	struct session *prev, *next;
@@ -60,7 +59,7 @@ struct rdmx_rpc_secure_server {
 	bool own_dev;
 	struct rdmx_pe *pe;
 	struct rdmx_ctx *ctx;
-	struct rdmx_chan_host *host;
+	struct rdmx_chan_worker *worker;
 	struct rdmx_ev *ev;
 	struct rdmx_bootstrap_server *bs;
 
@@ -75,8 +74,8 @@ static void mark_dead(struct session *s, int status)
 	if (!s->dead) {
 		s->dead = true;
 		s->status = status;
-		if (!s->ep.lost)
-			s->ep.lost = status;
+		if (!s->conn.lost)
+			s->conn.lost = status;
 	}
 	ev_prepare_start(s->srv->loop, &s->srv->reaper);
 }
@@ -85,17 +84,16 @@ static void session_release(struct session *s)
 {
 	struct rdmx_rpc_secure_server *srv = s->srv;
 
-	rdmx__rpc_secure_ep_remove(&s->ep);
-	if (srv->ops.gone && s->ep.rc) {
+	if (srv->ops.gone && s->conn.ep) {
 		srv->depth++;
-		srv->ops.gone(srv, s->ep.rc, s->status, srv->arg);
+		srv->ops.gone(srv, &s->conn, s->status, srv->arg);
 		srv->depth--;
 	}
-	rdmx_rpc_conn_destroy(&s->ep.rc);
-	rdmx_chan_destroy(&s->chan);
+	rdmx_rpc_ep_destroy(&s->conn.ep);
+	rdmx_chan_destroy(&s->conn.chan);
 	/* sends close_notify when the session is healthy; lets go of the
 	 * engine connection (disconnecting it unless gone) */
-	rdmx_bootstrap_destroy(&s->ep.b);
+	rdmx_bootstrap_destroy(&s->conn.b);
 	if (s->prev)
 		s->prev->next = s->next;
 	else
@@ -126,7 +124,7 @@ static void reap(struct ev_loop *loop, ev_prepare *w, int revents)
 	ev_prepare_stop(loop, w);
 }
 
-/* ---- engine connection callbacks (the host passes them through) ---- */
+/* ---- engine connection callbacks (the worker passes them through) ---- */
 
 static void conn_ended(void *cud, int status)
 {
@@ -155,9 +153,9 @@ static void on_disconnected(struct rdmx_conn *conn, void *cud, void *xud)
 	conn_ended(cud, RDMX_E_DISCONNECTED);
 }
 
-static void rpc_closed(struct rdmx_rpc_conn *rc, int status, void *arg)
+static void rpc_closed(struct rdmx_rpc_ep *ep, int status, void *arg)
 {
-	(void)rc;
+	(void)ep;
 	mark_dead(arg, status);
 }
 
@@ -213,25 +211,25 @@ static int session_start(struct session *s)
 	struct rdmx_conn *conn;
 	int ret;
 
-	ret = rdmx_bootstrap_get_conn(s->ep.b, &conn);
+	ret = rdmx_bootstrap_get_conn(s->conn.b, &conn);
 	if (ret)
 		return ret;
-	rdmx_conn_set_user_data(conn, s->ep.b);
-	ret = rdmx_chan_create(srv->host, conn, &s->chan);
+	rdmx_conn_set_user_data(conn, s->conn.b);
+	ret = rdmx_chan_create(srv->worker, conn, &s->conn.chan);
 	if (ret)
 		return ret;
-	ret = rdmx_chan_set_slot_count(s->chan, srv->mine.slot_count);
+	ret = rdmx_chan_set_slot_count(s->conn.chan, srv->mine.slot_count);
 	if (!ret)
-		ret = rdmx_chan_set_slot_size(s->chan, srv->mine.slot_size);
+		ret = rdmx_chan_set_slot_size(s->conn.chan, srv->mine.slot_size);
 	if (!ret)
-		ret = rdmx_chan_set_max_msg_size(s->chan, srv->mine.max_msg);
+		ret = rdmx_chan_set_max_msg_size(s->conn.chan, srv->mine.max_msg);
 	if (!ret)
-		ret = rdmx_rpc_conn_create(s->chan, srv->server, &s->ep.rc);
+		ret = rdmx_rpc_ep_create(s->conn.chan, srv->server, &s->conn.ep);
 	if (!ret)
-		ret = rdmx_rpc_conn_set_closed_cb(s->ep.rc, rpc_closed, s);
+		ret = rdmx_rpc_ep_set_closed_cb(s->conn.ep, rpc_closed, s);
 	if (ret) {
-		rdmx_rpc_conn_destroy(&s->ep.rc);
-		rdmx_chan_destroy(&s->chan);
+		rdmx_rpc_ep_destroy(&s->conn.ep);
+		rdmx_chan_destroy(&s->conn.chan);
 	}
 	return ret;
 }
@@ -249,14 +247,14 @@ static void established(struct rdmx_bootstrap_server *bs, struct rdmx_bootstrap 
 		return;
 	}
 	s->srv = srv;
-	s->ep.side = RDMX__RPC_SECURE_SERVER;
-	s->ep.b = b;
-	rdmx__rpc_secure_ep_names(&s->ep);
+	s->conn.side = RDMX__RPC_SECURE_SERVER;
+	s->conn.b = b;
+	rdmx__rpc_secure_conn_names(&s->conn);
 	ret = session_start(s);
 	if (ret) {
-		RDMX_SEC_ERR("rpc_secure: no endpoint for client %s: %s", s->ep.cert_name,
+		RDMX_SEC_ERR("rpc_secure: no endpoint for client %s: %s", s->conn.cert_name,
 		             rdmx_err_name(ret));
-		rdmx_bootstrap_destroy(&s->ep.b);
+		rdmx_bootstrap_destroy(&s->conn.b);
 		free(s);
 		return;
 	}
@@ -266,11 +264,10 @@ static void established(struct rdmx_bootstrap_server *bs, struct rdmx_bootstrap 
 		srv->sessions->prev = s;
 	srv->sessions = s;
 	srv->clients++;
-	rdmx__rpc_secure_ep_add(&s->ep);
-	RDMX_SEC_DBG("rpc_secure: client %s (%s) connected", s->ep.cert_name, s->ep.hello_name);
+	RDMX_SEC_DBG("rpc_secure: client %s (%s) connected", s->conn.cert_name, s->conn.hello_name);
 	if (srv->ops.connected) {
 		srv->depth++;
-		srv->ops.connected(srv, s->ep.rc, srv->arg);
+		srv->ops.connected(srv, &s->conn, srv->arg);
 		srv->depth--;
 	}
 }
@@ -290,7 +287,7 @@ static void lost(struct rdmx_bootstrap_server *bs, struct rdmx_bootstrap *b, int
 
 static int open_engine(struct rdmx_rpc_secure_server *srv, const struct rdmx_rpc_secure_opts *o)
 {
-	struct rdmx_chan_host_attr attr;
+	struct rdmx_chan_worker_attr attr;
 	int ret;
 
 	if (o && o->dev) {
@@ -307,11 +304,11 @@ static int open_engine(struct rdmx_rpc_secure_server *srv, const struct rdmx_rpc
 	ret = rdmx_ctx_create(srv->dev, srv->pe, &srv->ctx);
 	if (ret)
 		goto destroy_pe;
-	rdmx_chan_host_attr_init(&attr);
+	rdmx_chan_worker_attr_init(&attr);
 	attr.failure_cb = on_failure;
 	attr.disconnected_cb = on_disconnected;
 	attr.user_data = srv;
-	ret = rdmx_chan_host_create(srv->ctx, srv->pe, &attr, &srv->host);
+	ret = rdmx_chan_worker_create(srv->ctx, srv->pe, &attr, &srv->worker);
 	if (ret)
 		goto destroy_ctx;
 	ret = rdmx_ctx_start(srv->ctx);
@@ -320,17 +317,12 @@ static int open_engine(struct rdmx_rpc_secure_server *srv, const struct rdmx_rpc
 	ret = rdmx_ev_attach(srv->loop, srv->pe, &srv->ev);
 	if (ret)
 		goto stop_ctx;
-	ret = rdmx_ev_add_host(srv->ev, srv->host);
-	if (ret)
-		goto detach_ev;
 	return RDMX_OK;
 
-detach_ev:
-	rdmx_ev_detach(&srv->ev);
 stop_ctx:
 	rdmx_ctx_stop(srv->ctx);
 destroy_host:
-	rdmx_chan_host_destroy(&srv->host);
+	rdmx_chan_worker_destroy(&srv->worker);
 destroy_ctx:
 	rdmx_ctx_destroy(&srv->ctx);
 destroy_pe:
@@ -345,18 +337,18 @@ static void close_engine(struct rdmx_rpc_secure_server *srv)
 {
 	rdmx_ctx_stop(srv->ctx);
 	rdmx_ev_detach(&srv->ev);
-	rdmx_chan_host_destroy(&srv->host);
+	rdmx_chan_worker_destroy(&srv->worker);
 	rdmx_ctx_destroy(&srv->ctx);
 	rdmx_pe_destroy(&srv->pe);
 	if (srv->own_dev)
 		rdmx_dev_close(&srv->dev);
 }
 
-int rdmx_rpc_server_listen_secure(struct ev_loop *loop, struct rdmx_rpc_server *server,
-                                  struct rdmx_tls_config *tls, const char *host, uint16_t port,
-                                  const struct rdmx_rpc_secure_server_ops *ops,
-                                  const struct rdmx_rpc_secure_opts *opts, void *arg,
-                                  struct rdmx_rpc_secure_server **out)
+int rdmx_rpc_secure_listen(struct ev_loop *loop, struct rdmx_rpc_server *server,
+                           struct rdmx_tls_config *tls, const char *host, uint16_t port,
+                           const struct rdmx_rpc_secure_server_ops *ops,
+                           const struct rdmx_rpc_secure_opts *opts, void *arg,
+                           struct rdmx_rpc_secure_server **out)
 {
 	static const struct rdmx_bootstrap_server_ops bs_ops = {request, established, lost};
 	struct rdmx_rpc_secure_server *srv;
@@ -414,9 +406,9 @@ uint32_t rdmx_rpc_secure_server_get_clients(const struct rdmx_rpc_secure_server 
 	return srv ? srv->clients : 0;
 }
 
-struct rdmx_chan_host *rdmx_rpc_secure_server_get_host(const struct rdmx_rpc_secure_server *srv)
+struct rdmx_chan_worker *rdmx_rpc_secure_server_get_worker(const struct rdmx_rpc_secure_server *srv)
 {
-	return srv ? srv->host : NULL;
+	return srv ? srv->worker : NULL;
 }
 
 int rdmx_rpc_secure_server_destroy(struct rdmx_rpc_secure_server **sp)

@@ -18,13 +18,11 @@
 #include <netinet/tcp.h>
 
 #include "tls_internal.h"
+#include "common/clock.h"
 
 static int64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)rdmx__now_ms();
 }
 
 static int remaining(int64_t deadline)

@@ -10,11 +10,13 @@
 #include <rdmx/status.h>
 #include <rdmx/tls.h>
 
-#define RDMX_SEC_LOG(level, ...) rdmx__log((level), __FILE__, __LINE__, __func__, __VA_ARGS__)
-#define RDMX_SEC_ERR(...) RDMX_SEC_LOG(RDMX_LOG_ERROR, __VA_ARGS__)
-#define RDMX_SEC_WARN(...) RDMX_SEC_LOG(RDMX_LOG_WARNING, __VA_ARGS__)
-#define RDMX_SEC_INFO(...) RDMX_SEC_LOG(RDMX_LOG_INFO, __VA_ARGS__)
-#define RDMX_SEC_DBG(...) RDMX_SEC_LOG(RDMX_LOG_DEBUG, __VA_ARGS__)
+#include "common/log.h"
+
+/* secure/'s names for the one log family (common/log.h) */
+#define RDMX_SEC_ERR(...) RDMX_ERR(__VA_ARGS__)
+#define RDMX_SEC_WARN(...) RDMX_WARN(__VA_ARGS__)
+#define RDMX_SEC_INFO(...) RDMX_INFO(__VA_ARGS__)
+#define RDMX_SEC_DBG(...) RDMX_DBG(__VA_ARGS__)
 
 /* ---- tls_config.c ---- */
 

@@ -22,13 +22,13 @@
 #define CHUNK (64u << 10)
 #define INFLIGHT 8
 
-#define CHECK(expr)                                                                    \
-	do {                                                                           \
-		int rc_ = (expr);                                                      \
-		if (rc_) {                                                             \
-			fprintf(stderr, "bulk_read: %s: %s\n", #expr, rdmx_strerror(rc_)); \
-			exit(1);                                                       \
-		}                                                                      \
+#define CHECK(expr)                                                                                \
+	do {                                                                                       \
+		int rc_ = (expr);                                                                  \
+		if (rc_) {                                                                         \
+			fprintf(stderr, "bulk_read: %s: %s\n", #expr, rdmx_strerror(rc_));         \
+			exit(1);                                                                   \
+		}                                                                                  \
 	} while (0)
 
 struct blob { /* what each side tells the other */
@@ -55,7 +55,7 @@ static void on_fail(struct rdmx_task *t, void *tud, void *ud)
 
 /* Opens a device, a progress engine and a started context; exports details. */
 static void setup(struct rdmx_dev **dev, struct rdmx_pe **pe, struct rdmx_ctx **ctx,
-		  struct rdmx_conn **conn, struct blob *mine)
+                  struct rdmx_conn **conn, struct blob *mine)
 {
 	const void *details;
 	CHECK(rdmx_dev_open(device, dev));
@@ -171,9 +171,11 @@ int main(int argc, char **argv)
 {
 	int sv[2], status;
 	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-		printf("usage: %s [-d DEVICE]\n"
-		       "The plain cm flow it uses (no TLS) is unauthenticated and unencrypted: use\n"
-		       "it only on a trusted network.\n", "bulk_read");
+		printf(
+		    "usage: %s [-d DEVICE]\n"
+		    "The plain cm flow it uses (no TLS) is unauthenticated and unencrypted: use\n"
+		    "it only on a trusted network.\n",
+		    "bulk_read");
 		return 0;
 	}
 	if (argc == 3 && strcmp(argv[1], "-d") == 0)
@@ -183,8 +185,11 @@ int main(int argc, char **argv)
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
 		return 1;
 	pid_t child = fork();
-	if (child == 0)
-		{ int rc_child = owner(sv[1]); fflush(stdout); _exit(rc_child); }
+	if (child == 0) {
+		int rc_child = owner(sv[1]);
+		fflush(stdout);
+		_exit(rc_child);
+	}
 	int rc = reader(sv[0]);
 	waitpid(child, &status, 0);
 	return rc || !WIFEXITED(status) || WEXITSTATUS(status);

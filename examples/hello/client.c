@@ -32,7 +32,8 @@ int main(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			printf("usage: hello_client [-H HOST] [-p PORT] [NAME]\n"
-			       "The plain cm flow it uses (no TLS) is unauthenticated and unencrypted:\n"
+			       "The plain cm flow it uses (no TLS) is unauthenticated and "
+			       "unencrypted:\n"
 			       "use it only on a trusted network.\n");
 			return 0;
 		}
@@ -43,7 +44,10 @@ int main(int argc, char **argv)
 		else
 			name = argv[i];
 	}
-	fprintf(stderr, "%s: warning: the plain cm flow is unauthenticated and unencrypted; use it only on a trusted network\n", "hello_client");
+	fprintf(stderr,
+	        "%s: warning: the plain cm flow is unauthenticated and unencrypted; use it only on "
+	        "a trusted network\n",
+	        "hello_client");
 	rc = net_connect(host, port, &net);
 	if (rc) {
 		fprintf(stderr, "hello_client: connecting to %s:%u: %s\n", host, port,
@@ -67,7 +71,7 @@ int main(int argc, char **argv)
 	if (rc == 0)
 		rc = hello_Greeter_SayHello_async(net_rpc(net), &req, &opts, on_reply, &done, NULL);
 	while (rc == 0 && !done)
-		rdmx_rpc_conn_progress(net_rpc(net));
+		rdmx_rpc_ep_progress(net_rpc(net));
 	net_close(&net);
 	return rc == 0 && done == 1 ? 0 : 1;
 }

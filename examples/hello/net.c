@@ -1,5 +1,5 @@
 /* See net.h. Everything runs on the calling thread: the engine's callbacks,
- * the channel's and the RPC handlers run from rdmx_chan_host_wait. */
+ * the channel's and the RPC handlers run from rdmx_chan_worker_wait. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,12 +16,12 @@ struct node {
 	struct rdmx_dev *dev;
 	struct rdmx_pe *pe;
 	struct rdmx_ctx *ctx;
-	struct rdmx_chan_host *host;
+	struct rdmx_chan_worker *worker;
 };
 
 struct peer {
 	struct rdmx_chan *chan;
-	struct rdmx_rpc_conn *rpc;
+	struct rdmx_rpc_ep *rpc;
 	bool closed;
 };
 
@@ -39,7 +39,7 @@ struct net_client {
 	bool established, failed;
 };
 
-static int node_open(struct node *n, const struct rdmx_chan_host_attr *attr)
+static int node_open(struct node *n, const struct rdmx_chan_worker_attr *attr)
 {
 	int rc = rdmx_dev_open(NULL, &n->dev);
 	if (!rc)
@@ -47,7 +47,7 @@ static int node_open(struct node *n, const struct rdmx_chan_host_attr *attr)
 	if (!rc)
 		rc = rdmx_ctx_create(n->dev, n->pe, &n->ctx);
 	if (!rc)
-		rc = rdmx_chan_host_create(n->ctx, n->pe, attr, &n->host);
+		rc = rdmx_chan_worker_create(n->ctx, n->pe, attr, &n->worker);
 	if (!rc)
 		rc = rdmx_ctx_start(n->ctx);
 	return rc;
@@ -57,39 +57,39 @@ static void node_close(struct node *n)
 {
 	if (n->ctx)
 		rdmx_ctx_stop(n->ctx);
-	rdmx_chan_host_destroy(&n->host);
+	rdmx_chan_worker_destroy(&n->worker);
 	rdmx_ctx_destroy(&n->ctx);
 	rdmx_pe_destroy(&n->pe);
 	rdmx_dev_close(&n->dev);
 }
 
-static void peer_closed(struct rdmx_rpc_conn *rc, int status, void *arg)
+static void peer_closed(struct rdmx_rpc_ep *ep, int status, void *arg)
 {
-	(void)rc;
+	(void)ep;
 	(void)status;
 	((struct peer *)arg)->closed = true;
 }
 
 /* a channel and an RPC endpoint on an established connection */
-static int peer_open(struct peer *p, struct rdmx_chan_host *host, struct rdmx_conn *conn,
+static int peer_open(struct peer *p, struct rdmx_chan_worker *worker, struct rdmx_conn *conn,
                      struct rdmx_rpc_server *server)
 {
-	int rc = rdmx_chan_create(host, conn, &p->chan);
+	int rc = rdmx_chan_create(worker, conn, &p->chan);
 	if (rc) {
 		rdmx_conn_disconnect(conn);
 		return rc;
 	}
 	rc = rdmx_chan_start(p->chan);
 	if (!rc)
-		rc = rdmx_rpc_conn_create(p->chan, server, &p->rpc);
+		rc = rdmx_rpc_ep_create(p->chan, server, &p->rpc);
 	if (!rc)
-		rc = rdmx_rpc_conn_set_closed_cb(p->rpc, peer_closed, p);
+		rc = rdmx_rpc_ep_set_closed_cb(p->rpc, peer_closed, p);
 	return rc;
 }
 
 static void peer_close(struct peer *p)
 {
-	rdmx_rpc_conn_destroy(&p->rpc);
+	rdmx_rpc_ep_destroy(&p->rpc);
 	rdmx_chan_destroy(&p->chan);
 	p->closed = false;
 }
@@ -109,7 +109,7 @@ static void on_established(struct rdmx_conn *conn, void *cud, void *ud)
 	(void)cud;
 	for (i = 0; i < MAX_PEERS && s->peers[i].chan; i++)
 		;
-	if (i == MAX_PEERS || peer_open(&s->peers[i], s->n.host, conn, s->rpc) != 0) {
+	if (i == MAX_PEERS || peer_open(&s->peers[i], s->n.worker, conn, s->rpc) != 0) {
 		fprintf(stderr, "hello: cannot serve one more client\n");
 		if (i < MAX_PEERS)
 			peer_close(&s->peers[i]);
@@ -121,12 +121,12 @@ static void on_established(struct rdmx_conn *conn, void *cud, void *ud)
 int net_serve(uint16_t port, struct rdmx_rpc_server *server, bool once, volatile bool *stop)
 {
 	struct server *s = calloc(1, sizeof(*s));
-	struct rdmx_chan_host_attr attr;
+	struct rdmx_chan_worker_attr attr;
 	int rc, i;
 	if (!s)
 		return RDMX_E_NOMEM;
 	s->rpc = server;
-	rdmx_chan_host_attr_init(&attr);
+	rdmx_chan_worker_attr_init(&attr);
 	attr.request_cb = on_request;
 	attr.established_cb = on_established;
 	attr.user_data = s;
@@ -135,7 +135,7 @@ int net_serve(uint16_t port, struct rdmx_rpc_server *server, bool once, volatile
 		rc = rdmx_ctx_listen(s->n.ctx, port);
 	while (!rc && !*stop) {
 		bool live = false;
-		rdmx_chan_host_wait(s->n.host, 100);
+		rdmx_chan_worker_wait(s->n.worker, 100);
 		for (i = 0; i < MAX_PEERS; i++) {
 			if (s->peers[i].closed)
 				peer_close(&s->peers[i]);
@@ -176,7 +176,7 @@ static int wait_until(struct net_client *c, bool *flag)
 			return RDMX_E_CONN_REFUSED;
 		if (waited > CONNECT_TIMEOUT_MS)
 			return RDMX_E_TIMEDOUT;
-		rdmx_chan_host_wait(c->n.host, 10);
+		rdmx_chan_worker_wait(c->n.worker, 10);
 	}
 	return 0;
 }
@@ -184,13 +184,13 @@ static int wait_until(struct net_client *c, bool *flag)
 int net_connect(const char *host, uint16_t port, struct net_client **out)
 {
 	struct net_client *c = calloc(1, sizeof(*c));
-	struct rdmx_chan_host_attr attr;
+	struct rdmx_chan_worker_attr attr;
 	struct rdmx_addr *addr = NULL;
 	bool ready = false;
 	int rc;
 	if (!c)
 		return RDMX_E_NOMEM;
-	rdmx_chan_host_attr_init(&attr);
+	rdmx_chan_worker_attr_init(&attr);
 	attr.established_cb = on_up;
 	attr.failure_cb = on_fail;
 	rc = node_open(&c->n, &attr);
@@ -202,12 +202,12 @@ int net_connect(const char *host, uint16_t port, struct net_client **out)
 	if (!rc)
 		rc = wait_until(c, &c->established);
 	if (!rc)
-		rc = peer_open(&c->p, c->n.host, c->conn, NULL);
+		rc = peer_open(&c->p, c->n.worker, c->conn, NULL);
 	while (!rc && !ready) {
 		rc = wait_until(c, &c->established); /* checks failure, bounds the wait */
 		ready = rdmx_chan_get_state(c->p.chan) == RDMX_CHAN_READY;
 		if (!ready)
-			rdmx_chan_host_wait(c->n.host, 10);
+			rdmx_chan_worker_wait(c->n.worker, 10);
 	}
 	if (rc) {
 		net_close(&c);
@@ -217,7 +217,7 @@ int net_connect(const char *host, uint16_t port, struct net_client **out)
 	return 0;
 }
 
-struct rdmx_rpc_conn *net_rpc(struct net_client *c)
+struct rdmx_rpc_ep *net_rpc(struct net_client *c)
 {
 	return c->p.rpc;
 }

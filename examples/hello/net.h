@@ -1,6 +1,6 @@
 /* The plumbing between "a port" / "host:port" and a working RPC endpoint,
  * for the hello example: default device (RDMX_DEVICE overrides), one
- * progress engine, one context with a channel host, the engine's plain
+ * progress engine, one context with a channel worker, the engine's plain
  * listener (rdma_cm style, no authentication: see rdmx_bootstrap for mutual
  * TLS), one message channel and one RPC endpoint per connection. */
 #ifndef HELLO_NET_H
@@ -18,7 +18,7 @@ int net_serve(uint16_t port, struct rdmx_rpc_server *server, bool once, volatile
 struct net_client;
 /* Connects to host:port; returns when the RPC endpoint is ready. */
 int net_connect(const char *host, uint16_t port, struct net_client **client);
-struct rdmx_rpc_conn *net_rpc(struct net_client *client);
+struct rdmx_rpc_ep *net_rpc(struct net_client *client);
 void net_close(struct net_client **client);
 
 #endif

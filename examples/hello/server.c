@@ -43,7 +43,8 @@ int main(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			printf("usage: hello_server [-p PORT] [--once]\n"
-			       "The plain cm flow it uses (no TLS) is unauthenticated and unencrypted:\n"
+			       "The plain cm flow it uses (no TLS) is unauthenticated and "
+			       "unencrypted:\n"
 			       "use it only on a trusted network.\n");
 			return 0;
 		}
@@ -56,7 +57,10 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	if (rdmx_rpc_server_create(&server) || hello_Greeter_register(server, &handlers, &count))
 		return 1;
-	fprintf(stderr, "%s: warning: the plain cm flow is unauthenticated and unencrypted; use it only on a trusted network\n", "hello_server");
+	fprintf(stderr,
+	        "%s: warning: the plain cm flow is unauthenticated and unencrypted; use it only on "
+	        "a trusted network\n",
+	        "hello_server");
 	printf("hello_server: listening on port %u\n", port);
 	fflush(stdout);
 	rc = net_serve(port, server, once, &stop);

@@ -35,20 +35,18 @@ static unsigned long iters = 10000;
 static size_t size = 64;
 static uint16_t port = 18600;
 
-#define CHECK(expr)                                                                    \
-	do {                                                                           \
-		int rc_ = (expr);                                                      \
-		if (rc_) {                                                             \
-			fprintf(stderr, "pingpong: %s: %s\n", #expr, rdmx_strerror(rc_)); \
-			exit(1);                                                       \
-		}                                                                      \
+#define CHECK(expr)                                                                                \
+	do {                                                                                       \
+		int rc_ = (expr);                                                                  \
+		if (rc_) {                                                                         \
+			fprintf(stderr, "pingpong: %s: %s\n", #expr, rdmx_strerror(rc_));          \
+			exit(1);                                                                   \
+		}                                                                                  \
 	} while (0)
 
 static uint64_t now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return rdmx_pe_now_ns();
 }
 
 static void on_recv(struct rdmx_task *t, void *tud, void *ud)
@@ -72,7 +70,8 @@ static void on_fail(struct rdmx_task *t, void *tud, void *ud)
 	if (rdmx_task_get_type(t) != RDMX_TASK_RECEIVE)
 		sent++; /* completed, with an error: e.g. the peer hung up before acking */
 	if (!((struct side *)ud)->down && rdmx_task_get_status(t) != RDMX_E_CONN_ABORTED)
-		fprintf(stderr, "pingpong: task failed: %s\n", rdmx_strerror(rdmx_task_get_status(t)));
+		fprintf(stderr, "pingpong: task failed: %s\n",
+		        rdmx_strerror(rdmx_task_get_status(t)));
 }
 
 static void adopt_peer(struct side *s, struct rdmx_conn *conn)
@@ -119,7 +118,7 @@ static void open_side(struct side *s)
 	CHECK(rdmx_ctx_set_task_conf(s->ctx, RDMX_TASK_SEND_IMM, on_sent, on_fail, 4));
 	CHECK(rdmx_ctx_set_task_conf(s->ctx, RDMX_TASK_WRITE_IMM, on_sent, on_fail, 4));
 	CHECK(rdmx_mr_reg(s->dev, s->buf, sizeof(s->buf),
-			  RDMX_ACCESS_LOCAL_WRITE | RDMX_ACCESS_REMOTE_WRITE, &s->mr));
+	                  RDMX_ACCESS_LOCAL_WRITE | RDMX_ACCESS_REMOTE_WRITE, &s->mr));
 	CHECK(rdmx_ctx_start(s->ctx));
 	static struct rdmx_buf landing; /* receives land in buf[1] (send_imm) */
 	landing = (struct rdmx_buf){s->mr, s->buf[1], size, NULL};
@@ -214,7 +213,8 @@ static int run(bool client, const char *addr_text)
 		/* the server may not listen yet: retry a refused connect for a while */
 		for (int attempt = 0; attempt < 100 && !s->up; attempt++) {
 			s->down = false;
-			CHECK(rdmx_ctx_connect_to_addr(s->ctx, addr, desc, sizeof(desc), NULL, &conn));
+			CHECK(rdmx_ctx_connect_to_addr(s->ctx, addr, desc, sizeof(desc), NULL,
+			                               &conn));
 			while (!s->up && !s->down)
 				rdmx_pe_wait(s->pe, 10);
 			if (!s->up)
@@ -242,9 +242,9 @@ static int run(bool client, const char *addr_text)
 }
 
 static const char usage_text[] =
-	"usage: pingpong [-d DEV] [-n N] [-s SIZE] [-p PORT] [server|client ADDR]\n"
-	"The plain cm flow it uses (no TLS) is unauthenticated and unencrypted: use it\n"
-	"only on a trusted network.\n";
+    "usage: pingpong [-d DEV] [-n N] [-s SIZE] [-p PORT] [server|client ADDR]\n"
+    "The plain cm flow it uses (no TLS) is unauthenticated and unencrypted: use it\n"
+    "only on a trusted network.\n";
 
 int main(int argc, char **argv)
 {
@@ -254,11 +254,16 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	while ((c = getopt(argc, argv, "d:n:s:p:")) != -1) {
-		if (c == 'd') device = optarg;
-		else if (c == 'n') iters = strtoul(optarg, NULL, 0);
-		else if (c == 's') size = strtoul(optarg, NULL, 0);
-		else if (c == 'p') port = (uint16_t)strtoul(optarg, NULL, 0);
-		else return 2;
+		if (c == 'd')
+			device = optarg;
+		else if (c == 'n')
+			iters = strtoul(optarg, NULL, 0);
+		else if (c == 's')
+			size = strtoul(optarg, NULL, 0);
+		else if (c == 'p')
+			port = (uint16_t)strtoul(optarg, NULL, 0);
+		else
+			return 2;
 	}
 	if (iters == 0 || size == 0 || size > 4096) {
 		fprintf(stderr, "pingpong: need -n >= 1 and 1 <= -s <= 4096\n");
@@ -278,8 +283,11 @@ int main(int argc, char **argv)
 	if (client)
 		return run(true, argv[optind + 1]);
 	pid_t child = fork();
-	if (child == 0)
-		{ int rc_child = run(false, NULL); fflush(stdout); _exit(rc_child); }
+	if (child == 0) {
+		int rc_child = run(false, NULL);
+		fflush(stdout);
+		_exit(rc_child);
+	}
 	int rc = run(true, "127.0.0.1"), status;
 	waitpid(child, &status, 0);
 	return rc || !WIFEXITED(status) || WEXITSTATUS(status);

@@ -14,13 +14,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define CHECK(expr)                                                                     \
-	do {                                                                            \
-		int rc_ = (expr);                                                       \
-		if (rc_) {                                                              \
-			fprintf(stderr, "sync_event: %s: %s\n", #expr, rdmx_strerror(rc_)); \
-			exit(1);                                                        \
-		}                                                                       \
+#define CHECK(expr)                                                                                \
+	do {                                                                                       \
+		int rc_ = (expr);                                                                  \
+		if (rc_) {                                                                         \
+			fprintf(stderr, "sync_event: %s: %s\n", #expr, rdmx_strerror(rc_));        \
+			exit(1);                                                                   \
+		}                                                                                  \
 	} while (0)
 
 struct blob {
@@ -46,7 +46,7 @@ static void on_fail(struct rdmx_task *t, void *tud, void *ud)
 }
 
 static void setup(struct rdmx_dev **dev, struct rdmx_pe **pe, struct rdmx_ctx **ctx,
-		  struct rdmx_conn **conn, struct blob *mine)
+                  struct rdmx_conn **conn, struct blob *mine)
 {
 	const void *details;
 	CHECK(rdmx_dev_open(device, dev));
@@ -153,20 +153,26 @@ int main(int argc, char **argv)
 {
 	int sv[2], status;
 	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-		printf("usage: %s [-d DEVICE]\n"
-		       "The plain cm flow it uses (no TLS) is unauthenticated and unencrypted: use\n"
-		       "it only on a trusted network.\n", "sync_event");
+		printf(
+		    "usage: %s [-d DEVICE]\n"
+		    "The plain cm flow it uses (no TLS) is unauthenticated and unencrypted: use\n"
+		    "it only on a trusted network.\n",
+		    "sync_event");
 		return 0;
 	}
 	if (argc == 3 && strcmp(argv[1], "-d") == 0)
 		device = argv[2];
-	fprintf(stderr, "sync_event: warning: the plain cm flow is unauthenticated and unencrypted; "
-	                "use it only on a trusted network\n");
+	fprintf(stderr,
+	        "sync_event: warning: the plain cm flow is unauthenticated and unencrypted; "
+	        "use it only on a trusted network\n");
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
 		return 1;
 	pid_t child = fork();
-	if (child == 0)
-		{ int rc_child = owner(sv[1]); fflush(stdout); _exit(rc_child); }
+	if (child == 0) {
+		int rc_child = owner(sv[1]);
+		fflush(stdout);
+		_exit(rc_child);
+	}
 	int rc = notifier(sv[0]);
 	waitpid(child, &status, 0);
 	return rc || !WIFEXITED(status) || WEXITSTATUS(status);

@@ -3,19 +3,19 @@
  *
  * Two objects:
  *
- * struct rdmx_chan_host — the channel layer's hold on one context. Created
+ * struct rdmx_chan_worker — the channel layer's hold on one context. Created
  *   on an IDLE context, before rdmx_ctx_start: it configures the context's
  *   task pools (receive, send, read, write_imm) and connection callbacks,
  *   and takes the context's user data. From then on the context belongs to
  *   the channel layer (use another context for raw tasks). It keeps a pool
  *   of receive tasks posted (write-with-immediate consumes one receive per
  *   message; the data lands in the ring, not in the receive buffer), a
- *   connection -> channel map, and the timers of the channels and RPC
- *   endpoints on it (deadlines), which run from the host's callbacks and
- *   from rdmx_chan_host_progress / rdmx_chan_host_wait.
+ *   connection -> channel map. The timers of its channels and RPC
+ *   endpoints (keep-alives, deadlines) are timers of its progress engine
+ *   (rdmx/pe.h): whatever drives the engine runs them.
  *
  * struct rdmx_chan — one connection. Life cycle (like a context):
- *   rdmx_chan_create(host, conn)  -> IDLE: setters allowed
+ *   rdmx_chan_create(worker, conn)  -> IDLE: setters allowed
  *   rdmx_chan_start()             -> STARTING: the receive ring is registered
  *                                    (REMOTE_WRITE only) and the handshake
  *                                    ("hello") is sent
@@ -29,7 +29,7 @@
  * ring, its maximum message size and the ring's memory descriptor. The
  * connection itself was set up from secret details, so only the peer sees
  * the ring descriptor. A hello that arrives before the local channel exists
- * is kept by the host until rdmx_chan_start.
+ * is kept by the worker until rdmx_chan_start.
  *
  * Wire (see rpc/ring.h for the exact layout):
  * - each side owns a receive ring of N slots x S bytes; a message up to the
@@ -68,7 +68,7 @@
  * a slow callback) returns no credits: its sender stalls, its ring is the
  * only memory used, and every message is delivered once after it resumes.
  *
- * Threading: one thread — the one that drives the host's progress engine —
+ * Threading: one thread — the one that drives the worker's progress engine —
  * calls everything here; callbacks run from progress (and from
  * rdmx_chan_resume), never concurrently. */
 #ifndef RDMX_CHANNEL_H
@@ -88,7 +88,7 @@ extern "C" {
 struct rdmx_ctx;
 struct rdmx_conn;
 struct rdmx_pe;
-struct rdmx_chan_host;
+struct rdmx_chan_worker;
 struct rdmx_chan;
 
 #define RDMX_CHAN_HDR_SIZE 16u /* slot header bytes */
@@ -131,9 +131,9 @@ typedef void (*rdmx_chan_sent_cb)(struct rdmx_chan *chan, int status, void *arg)
  * aborts the send (the send call returns it). */
 typedef int (*rdmx_chan_fill_fn)(void *dst, size_t len, void *arg);
 
-/* ---- host ---- */
+/* ---- worker ---- */
 
-struct rdmx_chan_host_attr {
+struct rdmx_chan_worker_attr {
 	uint32_t recv_tasks;  /* receive tasks kept posted (default 1024) */
 	uint32_t write_tasks; /* write-with-immediate tasks (default 2048) */
 	uint32_t send_tasks;  /* control sends: hello, credit updates (default 1024) */
@@ -161,40 +161,38 @@ struct rdmx_chan_host_attr {
 };
 
 /* Fills the defaults. */
-void rdmx_chan_host_attr_init(struct rdmx_chan_host_attr *attr);
+void rdmx_chan_worker_attr_init(struct rdmx_chan_worker_attr *attr);
 
 /* `ctx` must be IDLE and created on `pe`; attr may be NULL (defaults).
  * Raises the context's queue sizes as the pools need (within device caps),
  * sets its task confs, connection callbacks and user data.
  * Errors: RDMX_E_INVAL, RDMX_E_BAD_STATE (ctx not IDLE), RDMX_E_NOMEM. */
-int rdmx_chan_host_create(struct rdmx_ctx *ctx, struct rdmx_pe *pe,
-                          const struct rdmx_chan_host_attr *attr, struct rdmx_chan_host **host);
+int rdmx_chan_worker_create(struct rdmx_ctx *ctx, struct rdmx_pe *pe,
+                            const struct rdmx_chan_worker_attr *attr,
+                            struct rdmx_chan_worker **worker);
 /* Only with the context IDLE again (rdmx_ctx_stop) and after every channel
- * was destroyed (else RDMX_E_BAD_STATE). NULL / *host == NULL: no-op. */
-int rdmx_chan_host_destroy(struct rdmx_chan_host **host);
+ * was destroyed (else RDMX_E_BAD_STATE). NULL / *worker == NULL: no-op. */
+int rdmx_chan_worker_destroy(struct rdmx_chan_worker **worker);
 
-/* rdmx_pe_progress on the host's engine, then due timers. Returns the
- * completions run or a negative RDMX_E_* code. */
-int rdmx_chan_host_progress(struct rdmx_chan_host *host);
-/* rdmx_pe_wait bounded by the next timer (and timeout_ms, -1 = none), then
- * due timers. Returns completions run + timers fired (0 on timeout). */
-int rdmx_chan_host_wait(struct rdmx_chan_host *host, int timeout_ms);
-/* Runs due timers (deadlines); returns how many fired. For event loops. */
-int rdmx_chan_host_run_timers(struct rdmx_chan_host *host);
-/* Milliseconds until the next timer is due (rounded up), -1 when none. */
-int rdmx_chan_host_next_timer_ms(const struct rdmx_chan_host *host);
-struct rdmx_ctx *rdmx_chan_host_get_ctx(const struct rdmx_chan_host *host);
-struct rdmx_pe *rdmx_chan_host_get_pe(const struct rdmx_chan_host *host);
+/* rdmx_pe_progress on the worker's engine (completions and due timers).
+ * Returns what ran or a negative RDMX_E_* code. */
+int rdmx_chan_worker_progress(struct rdmx_chan_worker *worker);
+/* rdmx_pe_wait on the worker's engine (it never sleeps past the next timer).
+ * Returns completions and timers run (0 on timeout). */
+int rdmx_chan_worker_wait(struct rdmx_chan_worker *worker, int timeout_ms);
+struct rdmx_ctx *rdmx_chan_worker_get_ctx(const struct rdmx_chan_worker *worker);
+struct rdmx_pe *rdmx_chan_worker_get_pe(const struct rdmx_chan_worker *worker);
 
 /* ---- channel ---- */
 
-/* Creates an IDLE channel over `conn` (a connection of the host's context:
+/* Creates an IDLE channel over `conn` (a connection of the worker's context:
  * from rdmx_ctx_export before or after rdmx_ctx_connect, or from the cm
  * flow's established callback). The channel owns the connection from then
  * on: rdmx_chan_destroy disconnects it.
  * Errors: RDMX_E_INVAL, RDMX_E_EXISTS (conn already has a channel),
  * RDMX_E_BAD_STATE (context not RUNNING), RDMX_E_NOMEM. */
-int rdmx_chan_create(struct rdmx_chan_host *host, struct rdmx_conn *conn, struct rdmx_chan **chan);
+int rdmx_chan_create(struct rdmx_chan_worker *worker, struct rdmx_conn *conn,
+                     struct rdmx_chan **chan);
 
 /* Setters allowed in IDLE only (RDMX_E_BAD_STATE later; RDMX_E_INVAL out of
  * range). Slot count: 2..65536; slot size: 64..1 MiB, a multiple of 64;
@@ -223,7 +221,7 @@ int rdmx_chan_start(struct rdmx_chan *chan);
  * to the engine complete (with an error) when the engine releases their
  * buffers, from progress, after this returns. No recv/event callback runs
  * after this. From a callback of this channel too. NULL / *chan: no-op.
- * RDMX_E_BAD_STATE (nothing done) while an RPC endpoint (rdmx_rpc_conn)
+ * RDMX_E_BAD_STATE (nothing done) while an RPC endpoint (rdmx_rpc_ep)
  * is built on the channel: destroy the endpoint first. */
 int rdmx_chan_destroy(struct rdmx_chan **chan);
 
@@ -239,7 +237,7 @@ int rdmx_chan_send(struct rdmx_chan *chan, const void *data, size_t len, rdmx_ch
 int rdmx_chan_send_fill(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill, void *fill_arg,
                         rdmx_chan_sent_cb cb, void *arg);
 /* Zero copy from registered memory: one buffer (buf->next must be NULL) of a
- * region of the host's device. Eager: written straight from buf (the header
+ * region of the worker's device. Eager: written straight from buf (the header
  * goes as the first scatter-gather entry); rendezvous: the peer reads it
  * (the range is registered again with REMOTE_READ only for the duration).
  * The memory must stay untouched until cb runs (cb required); the struct
@@ -256,7 +254,7 @@ int rdmx_chan_resume(struct rdmx_chan *chan);
 /* ---- getters ---- */
 enum rdmx_chan_state rdmx_chan_get_state(const struct rdmx_chan *chan);
 struct rdmx_conn *rdmx_chan_get_conn(const struct rdmx_chan *chan); /* NULL once gone */
-struct rdmx_chan_host *rdmx_chan_get_host(const struct rdmx_chan *chan);
+struct rdmx_chan_worker *rdmx_chan_get_worker(const struct rdmx_chan *chan);
 int rdmx_chan_get_slot_count(const struct rdmx_chan *chan, uint32_t *count);
 int rdmx_chan_get_slot_size(const struct rdmx_chan *chan, uint32_t *size);
 /* The local limit; once READY, the effective send limit

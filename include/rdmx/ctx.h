@@ -56,10 +56,10 @@ enum rdmx_transport_type {
 };
 
 enum rdmx_conn_state {
-	RDMX_CONN_REQUESTED = 0,    /* cm request, not yet accepted */
+	RDMX_CONN_REQUESTED = 0, /* cm request, not yet accepted */
 	RDMX_CONN_CONNECTING = 1,
 	RDMX_CONN_ESTABLISHED = 2,
-	RDMX_CONN_ERROR = 3,        /* RC error state: new tasks complete CONN_ABORTED */
+	RDMX_CONN_ERROR = 3, /* RC error state: new tasks complete CONN_ABORTED */
 	RDMX_CONN_DISCONNECTED = 4,
 };
 
@@ -69,11 +69,11 @@ enum rdmx_conn_state {
  * rdmx_conn_set_user_data (or given to rdmx_ctx_connect_to_addr). */
 typedef void (*rdmx_conn_request_cb)(struct rdmx_conn *conn, void *ctx_user_data);
 typedef void (*rdmx_conn_established_cb)(struct rdmx_conn *conn, void *conn_user_data,
-					 void *ctx_user_data);
+                                         void *ctx_user_data);
 typedef void (*rdmx_conn_failure_cb)(struct rdmx_conn *conn, void *conn_user_data,
-				     void *ctx_user_data);
+                                     void *ctx_user_data);
 typedef void (*rdmx_conn_disconnected_cb)(struct rdmx_conn *conn, void *conn_user_data,
-					  void *ctx_user_data);
+                                          void *ctx_user_data);
 
 /* ---- context ---- */
 
@@ -192,13 +192,12 @@ const char *rdmx_task_type_name(enum rdmx_task_type type);
  * ok_cb runs on success, err_cb on failure (both required).
  * Errors: RDMX_E_INVAL (NULL cb, num_tasks 0, above queue limits). */
 int rdmx_ctx_set_task_conf(struct rdmx_ctx *ctx, enum rdmx_task_type type, rdmx_task_cb ok_cb,
-			   rdmx_task_cb err_cb, uint32_t num_tasks);
+                           rdmx_task_cb err_cb, uint32_t num_tasks);
 
 /* IDLE only. request_cb is required to use rdmx_ctx_listen. Any may be NULL. */
 int rdmx_ctx_set_conn_callbacks(struct rdmx_ctx *ctx, rdmx_conn_request_cb request,
-				rdmx_conn_established_cb established,
-				rdmx_conn_failure_cb failure,
-				rdmx_conn_disconnected_cb disconnected);
+                                rdmx_conn_established_cb established, rdmx_conn_failure_cb failure,
+                                rdmx_conn_disconnected_cb disconnected);
 
 /* ---- connections ---- */
 
@@ -207,13 +206,13 @@ int rdmx_ctx_set_conn_callbacks(struct rdmx_ctx *ctx, rdmx_conn_request_cb reque
  * carry a secret (tcp: the data-connection token): send them only over a
  * secure channel. Errors: RDMX_E_BAD_STATE, RDMX_E_FULL (max connections). */
 int rdmx_ctx_export(struct rdmx_ctx *ctx, const void **details, size_t *details_len,
-		    struct rdmx_conn **conn);
+                    struct rdmx_conn **conn);
 
 /* Connects `conn` (from rdmx_ctx_export) to the peer described by its
  * exported details. Errors: RDMX_E_INVAL (malformed details, wrong provider),
  * RDMX_E_BAD_STATE (conn already connected). */
 int rdmx_ctx_connect(struct rdmx_ctx *ctx, const void *remote_details, size_t details_len,
-		     struct rdmx_conn *conn);
+                     struct rdmx_conn *conn);
 
 /* Data-plane keys of one connection, from a secure out-of-band channel (the
  * mutual-TLS bootstrap derives them from its TLS session with the TLS 1.3
@@ -251,8 +250,8 @@ int rdmx_ctx_stop_listen(struct rdmx_ctx *ctx);
  * result arrives as the established or failure callback (RDMX_E_CONN_REFUSED
  * when rejected). *conn written on success. */
 int rdmx_ctx_connect_to_addr(struct rdmx_ctx *ctx, const struct rdmx_addr *addr,
-			     const void *private_data, size_t private_data_len, void *user_data,
-			     struct rdmx_conn **conn);
+                             const void *private_data, size_t private_data_len, void *user_data,
+                             struct rdmx_conn **conn);
 
 /* From the request callback (or later): accept or reject a request. */
 int rdmx_conn_accept(struct rdmx_conn *conn, const void *private_data, size_t private_data_len);
@@ -282,11 +281,11 @@ enum rdmx_addr_type {
 /* `text` is a numeric address ("198.18.0.1", "::1") or a host name that
  * resolves to one. Errors: RDMX_E_INVAL. */
 int rdmx_addr_create(enum rdmx_addr_type type, const char *text, uint16_t port,
-		     struct rdmx_addr **addr);
+                     struct rdmx_addr **addr);
 int rdmx_addr_destroy(struct rdmx_addr **addr);
 /* *text is owned by the address. */
-int rdmx_addr_get_params(const struct rdmx_addr *addr, enum rdmx_addr_type *type,
-			 const char **text, uint16_t *port);
+int rdmx_addr_get_params(const struct rdmx_addr *addr, enum rdmx_addr_type *type, const char **text,
+                         uint16_t *port);
 
 #ifdef __cplusplus
 }

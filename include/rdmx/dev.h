@@ -35,16 +35,16 @@ struct rdmx_dev_info {
 struct rdmx_dev_caps {
 	uint32_t max_send_queue_size;
 	uint32_t max_recv_queue_size;
-	uint32_t max_buf_list_len;     /* scatter-gather entries per task */
-	uint64_t max_message_size;     /* bytes per send/write/read task */
+	uint32_t max_buf_list_len; /* scatter-gather entries per task */
+	uint64_t max_message_size; /* bytes per send/write/read task */
 	uint32_t gid_table_len;
-	uint32_t transport_types;      /* RDMX_TRANSPORT_* mask */
-	uint32_t max_connections;      /* per context */
-	uint32_t max_inline;           /* bytes of inline data per send/write (0: none) */
-	bool atomics;                  /* cas / fetch-add */
-	bool atomic_write_native;      /* false: atomic_write is emulated (same guarantee) */
-	bool flush_native;             /* false: flush is emulated (same guarantee) */
-	bool odp;                      /* on-demand paging */
+	uint32_t transport_types; /* RDMX_TRANSPORT_* mask */
+	uint32_t max_connections; /* per context */
+	uint32_t max_inline;      /* bytes of inline data per send/write (0: none) */
+	bool atomics;             /* cas / fetch-add */
+	bool atomic_write_native; /* false: atomic_write is emulated (same guarantee) */
+	bool flush_native;        /* false: flush is emulated (same guarantee) */
+	bool odp;                 /* on-demand paging */
 };
 
 /* Lists the devices that can be opened. Writes at most `max` entries to

@@ -3,8 +3,7 @@
  *
  *   struct rdmx_ev *ev;
  *   rdmx_ev_attach(EV_DEFAULT, pe, &ev);     // watches rdmx_pe_get_fd(pe)
- *   rdmx_ev_add_host(ev, host);              // deadlines of that host's
- *                                            // channels and RPC endpoints
+ *                                            // and rdmx_pe_next_timeout_ms
  *   ev_run(EV_DEFAULT, 0);
  *   ...
  *   rdmx_ev_detach(&ev);
@@ -13,9 +12,11 @@
  * ev_prepare watcher) the adapter progresses until nothing is ready, arms
  * the notification (rdmx_pe_request_notification), checks once more (an
  * event that arrived before arming would not wake the fd) and sets an
- * ev_timer for the nearest deadline of the hosts it watches. When the fd
- * becomes readable it clears the notification and progresses; when the
- * timer fires it runs the hosts' due timers. All callbacks of the engine,
+ * ev_timer for the engine's nearest timer (rdmx_pe_next_timeout_ms: the
+ * deadlines, keep-alives and liveness probes of every channel and RPC
+ * endpoint on the engine). When the fd becomes readable it clears the
+ * notification and progresses; when the timer fires it progresses, which
+ * runs the due timers. Nothing to register beyond the engine. All callbacks of the engine,
  * channels and RPC run on the loop's thread, from inside ev_run.
  *
  * The work runs in the ev_prepare watcher, which libev runs on every
@@ -45,11 +46,8 @@ extern "C" {
 #endif
 
 struct rdmx_pe;
-struct rdmx_chan_host;
 struct rdmx_ev;
 struct rdmx_ev_work;
-
-#define RDMX_EV_MAX_HOSTS 16
 
 /* Counters of the adapter (monotonic since attach), for tests and
  * diagnostics: an idle engine's `iterations` stand still. */
@@ -68,11 +66,6 @@ int rdmx_ev_attach(struct ev_loop *loop, struct rdmx_pe *pe, struct rdmx_ev **ev
 /* Stops the watchers (the engine is left in polling mode) and frees.
  * NULL / *ev == NULL: no-op. */
 int rdmx_ev_detach(struct rdmx_ev **ev);
-/* Runs the timers of `host` (a host on `pe`) from the loop. At most
- * RDMX_EV_MAX_HOSTS (else RDMX_E_FULL); RDMX_E_EXISTS when added twice. */
-int rdmx_ev_add_host(struct rdmx_ev *ev, struct rdmx_chan_host *host);
-/* RDMX_E_NOT_FOUND when it was not added. */
-int rdmx_ev_remove_host(struct rdmx_ev *ev, struct rdmx_chan_host *host);
 /* Progress rounds run per wake-up before the loop gets control back
  * (default 64); each round runs at most the engine's batch. */
 int rdmx_ev_set_budget(struct rdmx_ev *ev, unsigned rounds);

@@ -20,7 +20,7 @@ enum rdmx_log_level {
 /* Receives one formatted line (no trailing newline). Called from any thread
  * that logs, including provider threads: it must be thread-safe. */
 typedef void (*rdmx_log_function)(enum rdmx_log_level level, const char *file, int line,
-				  const char *func, const char *message);
+                                  const char *func, const char *message);
 
 /* Messages at or below `level` are emitted. Default: RDMX_LOG_WARNING, or the
  * value of the environment variable RDMX_LOG_LEVEL (0..5) read at first use.
@@ -33,7 +33,7 @@ int rdmx_log_set_function(rdmx_log_function fn);
 
 /* Internal entry point used by RDMX_LOG; printf-style. */
 void rdmx__log(enum rdmx_log_level level, const char *file, int line, const char *func,
-	       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+               const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 #ifdef __cplusplus
 }

@@ -47,7 +47,7 @@ struct rdmx_metrics_sources {
 	/* per registered method, server role, summed over every endpoint */
 	const struct rdmx_rpc_server *server;
 	/* live endpoints: their client-role totals and their channels' counters */
-	struct rdmx_rpc_conn *const *conns;
+	struct rdmx_rpc_ep *const *conns;
 	size_t n_conns;
 	/* counters of endpoints already gone, added to the live ones so that
 	 * counters never go down (see rdmx_metrics_retire) */
@@ -62,7 +62,7 @@ struct rdmx_metrics_sources {
 
 /* Adds an endpoint's client-role totals and its channel's counters to the
  * retired sums (call when the endpoint goes). Errors: RDMX_E_INVAL. */
-int rdmx_metrics_retire(struct rdmx_rpc_conn *rc, struct rdmx_rpc_stats *client_retired,
+int rdmx_metrics_retire(struct rdmx_rpc_ep *ep, struct rdmx_rpc_stats *client_retired,
                         struct rdmx_chan_stats *chan_retired);
 
 /* Writes the exposition to `f`. Errors: RDMX_E_INVAL (f or src NULL),

@@ -6,27 +6,26 @@
  * Payloads are produced by an encoder that writes straight into the channel's
  * buffer (no intermediate copy) or given as plain bytes.
  * Threading: run to completion on the thread that drives the progress engine;
- * no locks on the hot path. One endpoint (struct rdmx_rpc_conn) can both call
+ * no locks on the hot path. One endpoint (struct rdmx_rpc_ep) can both call
  * and serve: calls go both ways on one connection.
  * Every call completes exactly once: with the reply, DEADLINE_EXCEEDED,
  * CANCELLED, or UNAVAILABLE when the peer or connection dies.
  *
- * Set-up (see channel.h): a channel host on the context, a channel per
+ * Set-up (see channel.h): a channel worker on the context, a channel per
  * connection, an endpoint per channel:
- *   rdmx_chan_host_create(ctx, pe, NULL, &host); rdmx_ctx_start(ctx);
+ *   rdmx_chan_worker_create(ctx, pe, NULL, &worker); rdmx_ctx_start(ctx);
  *   ... connect (export/connect, or the cm flow's established callback) ...
- *   rdmx_chan_create(host, conn, &chan);
- *   rdmx_rpc_conn_create(chan, server_or_NULL, &rc);  (starts the channel)
- * Tear-down: rdmx_rpc_conn_destroy, then rdmx_chan_destroy, then the
- * context, then the host.
+ *   rdmx_chan_create(worker, conn, &chan);
+ *   rdmx_rpc_ep_create(chan, server_or_NULL, &ep);  (starts the channel)
+ * Tear-down: rdmx_rpc_ep_destroy, then rdmx_chan_destroy, then the
+ * context, then the worker.
  *
- * Driving: deadlines and liveness probes are timers of the channel host,
- * checked on progress — at the start of every batch of engine callbacks,
- * in rdmx_chan_host_progress / rdmx_chan_host_wait (which also sleep no
- * longer than the next deadline), rdmx_rpc_call, and the libev adapter
- * (rdmx/ev.h). A program that drives the engine with plain
- * rdmx_pe_progress / rdmx_pe_wait gets deadlines only when some completion
- * arrives: use the host's functions instead. No thread is started. */
+ * Driving: deadlines and liveness probes are timers of the progress engine
+ * (rdmx/pe.h): rdmx_pe_progress runs the due ones and rdmx_pe_wait sleeps
+ * no longer than the next one, with or without traffic; so do
+ * rdmx_rpc_call, rdmx_rpc_ep_progress, the libev adapter (rdmx/ev.h) and
+ * any loop that embeds the engine through rdmx_pe_get_fd and
+ * rdmx_pe_next_timeout_ms. No thread is started. */
 #ifndef RDMX_RPC_H
 #define RDMX_RPC_H
 
@@ -42,29 +41,37 @@ struct rdmx_ctx;
 struct rdmx_conn;
 struct rdmx_pe;
 struct rdmx_chan;
-struct rdmx_rpc_server; /* handler table, shared by many connections */
-struct rdmx_rpc_conn;   /* one peer: client and server endpoint over one channel */
-struct rdmx_rpc_server_call;   /* server side: one incoming call */
+struct rdmx_rpc_server;      /* handler table, shared by many connections */
+struct rdmx_rpc_ep;          /* one peer: client and server endpoint over one channel */
+struct rdmx_rpc_server_call; /* server side: one incoming call */
 
-/* gRPC status numbering; never mixed with RDMX_E_* codes. */
+/* gRPC status numbering; never mixed with RDMX_E_* codes. One list
+ * (RDMX_RPC_CODE_LIST) makes the enum, RDMX_RPC_CODE_COUNT and
+ * rdmx_rpc_code_name(), as RDMX_STATUS_LIST does for status.h.
+ * X(NAME, VALUE) */
+#define RDMX_RPC_CODE_LIST(X)                                                                      \
+	X(OK, 0)                                                                                   \
+	X(CANCELLED, 1)                                                                            \
+	X(UNKNOWN, 2)                                                                              \
+	X(INVALID_ARGUMENT, 3)                                                                     \
+	X(DEADLINE_EXCEEDED, 4)                                                                    \
+	X(NOT_FOUND, 5)                                                                            \
+	X(ALREADY_EXISTS, 6)                                                                       \
+	X(PERMISSION_DENIED, 7)                                                                    \
+	X(RESOURCE_EXHAUSTED, 8)                                                                   \
+	X(FAILED_PRECONDITION, 9)                                                                  \
+	X(ABORTED, 10)                                                                             \
+	X(OUT_OF_RANGE, 11)                                                                        \
+	X(UNIMPLEMENTED, 12)                                                                       \
+	X(INTERNAL, 13)                                                                            \
+	X(UNAVAILABLE, 14)                                                                         \
+	X(DATA_LOSS, 15)                                                                           \
+	X(UNAUTHENTICATED, 16)
+
 enum rdmx_rpc_code {
-	RDMX_RPC_OK = 0,
-	RDMX_RPC_CANCELLED = 1,
-	RDMX_RPC_UNKNOWN = 2,
-	RDMX_RPC_INVALID_ARGUMENT = 3,
-	RDMX_RPC_DEADLINE_EXCEEDED = 4,
-	RDMX_RPC_NOT_FOUND = 5,
-	RDMX_RPC_ALREADY_EXISTS = 6,
-	RDMX_RPC_PERMISSION_DENIED = 7,
-	RDMX_RPC_RESOURCE_EXHAUSTED = 8,
-	RDMX_RPC_FAILED_PRECONDITION = 9,
-	RDMX_RPC_ABORTED = 10,
-	RDMX_RPC_OUT_OF_RANGE = 11,
-	RDMX_RPC_UNIMPLEMENTED = 12,
-	RDMX_RPC_INTERNAL = 13,
-	RDMX_RPC_UNAVAILABLE = 14,
-	RDMX_RPC_DATA_LOSS = 15,
-	RDMX_RPC_UNAUTHENTICATED = 16,
+#define RDMX__RPC_CODE_ENUM(name, value) RDMX_RPC_##name = (value),
+	RDMX_RPC_CODE_LIST(RDMX__RPC_CODE_ENUM)
+#undef RDMX__RPC_CODE_ENUM
 };
 
 /* "OK", "CANCELLED", ... ("UNKNOWN" for values outside the list). */
@@ -112,51 +119,52 @@ typedef void (*rdmx_rpc_done_cb)(const struct rdmx_rpc_result *result, void *arg
 /* `req`/`len` are valid only during the handler: copy what a later
  * rdmx_rpc_respond needs. */
 typedef void (*rdmx_rpc_handler)(struct rdmx_rpc_server_call *call, const void *req, size_t len,
-				 void *arg);
+                                 void *arg);
 
 int rdmx_rpc_server_create(struct rdmx_rpc_server **server);
 int rdmx_rpc_server_destroy(struct rdmx_rpc_server **server);
 /* Errors: RDMX_E_EXISTS (id taken), RDMX_E_INVAL. `name` is copied. */
-int rdmx_rpc_server_register(struct rdmx_rpc_server *server, uint32_t method_id,
-			     const char *name, rdmx_rpc_handler handler, void *arg);
+int rdmx_rpc_server_register(struct rdmx_rpc_server *server, uint32_t method_id, const char *name,
+                             rdmx_rpc_handler handler, void *arg);
 
 /* Answers a call exactly once, now or later from any callback on the same
  * thread; then `call` is invalid. A call the client cancelled or whose
  * deadline passed is answered silently (nothing is sent).
  * resp may be NULL (empty body); message may be NULL. */
-int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code, const char *message,
-		     const struct rdmx_rpc_payload *resp);
+int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
+                     const char *message, const struct rdmx_rpc_payload *resp);
 /* Absolute deadline in CLOCK_MONOTONIC nanoseconds, 0 when none. */
 uint64_t rdmx_rpc_call_get_deadline(const struct rdmx_rpc_server_call *call);
 bool rdmx_rpc_call_is_cancelled(const struct rdmx_rpc_server_call *call);
 uint32_t rdmx_rpc_call_get_method(const struct rdmx_rpc_server_call *call);
-struct rdmx_rpc_conn *rdmx_rpc_call_get_conn(const struct rdmx_rpc_server_call *call);
+struct rdmx_rpc_ep *rdmx_rpc_call_get_conn(const struct rdmx_rpc_server_call *call);
 /* Runs once if the caller cancels, times out or goes away before the answer. */
 int rdmx_rpc_call_set_cancel_cb(struct rdmx_rpc_server_call *call,
-				void (*cb)(struct rdmx_rpc_server_call *call, void *arg), void *arg);
+                                void (*cb)(struct rdmx_rpc_server_call *call, void *arg),
+                                void *arg);
 
 /* ---- connection endpoint (client and server) ---- */
 
 /* Builds an RPC endpoint over an established channel; `server` may be NULL
  * (call-only endpoint) and may be shared by many endpoints. */
-int rdmx_rpc_conn_create(struct rdmx_chan *chan, struct rdmx_rpc_server *server,
-			 struct rdmx_rpc_conn **rc);
+int rdmx_rpc_ep_create(struct rdmx_chan *chan, struct rdmx_rpc_server *server,
+                       struct rdmx_rpc_ep **ep);
 /* Fails outstanding calls with UNAVAILABLE (callbacks run), then frees. */
-int rdmx_rpc_conn_destroy(struct rdmx_rpc_conn **rc);
+int rdmx_rpc_ep_destroy(struct rdmx_rpc_ep **ep);
 /* Graceful shutdown: refuse new calls, let in-flight ones finish. */
-int rdmx_rpc_conn_drain(struct rdmx_rpc_conn *rc);
-struct rdmx_chan *rdmx_rpc_conn_get_chan(const struct rdmx_rpc_conn *rc);
+int rdmx_rpc_ep_drain(struct rdmx_rpc_ep *ep);
+struct rdmx_chan *rdmx_rpc_ep_get_chan(const struct rdmx_rpc_ep *ep);
 
 /* Starts a call. cb runs exactly once from progress (never from inside this
  * function). *call_id (may be NULL) names it for rdmx_rpc_cancel.
  * Errors: RDMX_E_BAD_STATE (draining/closed), RDMX_E_INVAL, RDMX_E_TOO_BIG. */
-int rdmx_rpc_call_async(struct rdmx_rpc_conn *rc, uint32_t method_id,
-			const struct rdmx_rpc_payload *req, const struct rdmx_rpc_call_opts *opts,
-			rdmx_rpc_done_cb cb, void *arg, uint64_t *call_id);
+int rdmx_rpc_call_async(struct rdmx_rpc_ep *ep, uint32_t method_id,
+                        const struct rdmx_rpc_payload *req, const struct rdmx_rpc_call_opts *opts,
+                        rdmx_rpc_done_cb cb, void *arg, uint64_t *call_id);
 
 /* Cancels a pending call: its callback runs once with CANCELLED (unless the
  * reply or another outcome already completed it: then RDMX_E_NOT_FOUND). */
-int rdmx_rpc_cancel(struct rdmx_rpc_conn *rc, uint64_t call_id);
+int rdmx_rpc_cancel(struct rdmx_rpc_ep *ep, uint64_t call_id);
 
 /* A blocking call that drives the progress engine until the call completes.
  * On return *reply owns a copy of the response (free with rdmx_rpc_reply_fini).
@@ -168,9 +176,8 @@ struct rdmx_rpc_reply {
 	void *data;    /* heap copy, NULL when len == 0 */
 	size_t len;
 };
-int rdmx_rpc_call(struct rdmx_rpc_conn *rc, uint32_t method_id,
-		  const struct rdmx_rpc_payload *req, const struct rdmx_rpc_call_opts *opts,
-		  struct rdmx_rpc_reply *reply);
+int rdmx_rpc_call(struct rdmx_rpc_ep *ep, uint32_t method_id, const struct rdmx_rpc_payload *req,
+                  const struct rdmx_rpc_call_opts *opts, struct rdmx_rpc_reply *reply);
 void rdmx_rpc_reply_fini(struct rdmx_rpc_reply *reply);
 
 /* ==== additions by the channel/RPC runtime (rpc/) ==== */
@@ -193,40 +200,39 @@ void rdmx_rpc_reply_fini(struct rdmx_rpc_reply *reply);
  * answered and sent). Beyond max_active the endpoint stops taking requests
  * off the channel, so the peer's sender stalls (backpressure) instead of
  * memory growing. Both default to RDMX_RPC_DEFAULT_MAX_INFLIGHT. */
-int rdmx_rpc_conn_set_limits(struct rdmx_rpc_conn *rc, uint32_t max_inflight,
-			     uint32_t max_active);
+int rdmx_rpc_ep_set_limits(struct rdmx_rpc_ep *ep, uint32_t max_inflight, uint32_t max_active);
 
 /* Backpressure of rdmx_rpc_call_async: when the channel's send queue is
  * full, or max_inflight calls wait, it returns RDMX_E_AGAIN and starts
  * nothing (drive progress and retry). Responses are never refused: they
  * are queued beyond the channel's bound, which max_active limits. */
 
-/* Graceful shutdown (rdmx_rpc_conn_drain) tells the peer (GOAWAY): from
+/* Graceful shutdown (rdmx_rpc_ep_drain) tells the peer (GOAWAY): from
  * then on neither side starts new calls on this connection (call_async
  * answers RDMX_E_BAD_STATE; requests that crossed the GOAWAY are answered
  * UNAVAILABLE), calls in flight in both directions complete normally. The
  * endpoint is drained when none remains and the peer acknowledged every
- * message; then the callback runs once (from rdmx_rpc_conn_drain itself if
+ * message; then the callback runs once (from rdmx_rpc_ep_drain itself if
  * nothing was in flight). */
-typedef void (*rdmx_rpc_drained_cb)(struct rdmx_rpc_conn *rc, void *arg);
-int rdmx_rpc_conn_set_drained_cb(struct rdmx_rpc_conn *rc, rdmx_rpc_drained_cb cb, void *arg);
-bool rdmx_rpc_conn_is_drained(const struct rdmx_rpc_conn *rc);
+typedef void (*rdmx_rpc_drained_cb)(struct rdmx_rpc_ep *ep, void *arg);
+int rdmx_rpc_ep_set_drained_cb(struct rdmx_rpc_ep *ep, rdmx_rpc_drained_cb cb, void *arg);
+bool rdmx_rpc_ep_is_drained(const struct rdmx_rpc_ep *ep);
 /* Calls waiting for replies / incoming calls not yet answered. */
-uint32_t rdmx_rpc_conn_get_inflight(const struct rdmx_rpc_conn *rc);
-uint32_t rdmx_rpc_conn_get_active(const struct rdmx_rpc_conn *rc);
-/* The user argument given to rdmx_rpc_conn_set_user_data. */
-int rdmx_rpc_conn_set_user_data(struct rdmx_rpc_conn *rc, void *user_data);
-void *rdmx_rpc_conn_get_user_data(const struct rdmx_rpc_conn *rc);
+uint32_t rdmx_rpc_ep_get_inflight(const struct rdmx_rpc_ep *ep);
+uint32_t rdmx_rpc_ep_get_active(const struct rdmx_rpc_ep *ep);
+/* The user argument given to rdmx_rpc_ep_set_user_data. */
+int rdmx_rpc_ep_set_user_data(struct rdmx_rpc_ep *ep, void *user_data);
+void *rdmx_rpc_ep_get_user_data(const struct rdmx_rpc_ep *ep);
 /* A peer that goes away (disconnect, process death, protocol violation)
  * closes the channel: every outstanding call completes with UNAVAILABLE
  * (message names the cause) and every incoming call is cancelled. The
  * callback (optional) then runs once. */
-typedef void (*rdmx_rpc_closed_cb)(struct rdmx_rpc_conn *rc, int status, void *arg);
-int rdmx_rpc_conn_set_closed_cb(struct rdmx_rpc_conn *rc, rdmx_rpc_closed_cb cb, void *arg);
+typedef void (*rdmx_rpc_closed_cb)(struct rdmx_rpc_ep *ep, int status, void *arg);
+int rdmx_rpc_ep_set_closed_cb(struct rdmx_rpc_ep *ep, rdmx_rpc_closed_cb cb, void *arg);
 
-/* Drives the endpoint's progress engine once (engine completions plus the
- * deadline timers): rdmx_chan_host_progress of its channel's host. */
-int rdmx_rpc_conn_progress(struct rdmx_rpc_conn *rc);
+/* Drives the endpoint's progress engine once (rdmx_pe_progress: engine
+ * completions and due timers, deadlines among them). */
+int rdmx_rpc_ep_progress(struct rdmx_rpc_ep *ep);
 
 /* ---- statistics ---- */
 
@@ -250,14 +256,16 @@ enum rdmx_rpc_role {
 	RDMX_RPC_ROLE_SERVER = 1, /* calls this side served */
 };
 
-#define RDMX_RPC_CODE_COUNT 17u
+/* Number of codes: one past the largest (the list is dense from 0). */
+#define RDMX__RPC_CODE_ONE(name, value) +1
+#define RDMX_RPC_CODE_COUNT (0u RDMX_RPC_CODE_LIST(RDMX__RPC_CODE_ONE))
 struct rdmx_rpc_stats {
-	uint64_t calls;         /* started (client) / received (server) */
-	uint64_t completed;     /* client: completed; server: answered */
+	uint64_t calls;                        /* started (client) / received (server) */
+	uint64_t completed;                    /* client: completed; server: answered */
 	uint64_t by_code[RDMX_RPC_CODE_COUNT]; /* completions by status code */
-	uint64_t errors;        /* completions with a code other than OK */
-	uint64_t oneway;        /* one-way calls (included in calls) */
-	uint64_t bytes_sent;    /* request (client) / response (server) bodies */
+	uint64_t errors;                       /* completions with a code other than OK */
+	uint64_t oneway;                       /* one-way calls (included in calls) */
+	uint64_t bytes_sent;                   /* request (client) / response (server) bodies */
 	uint64_t bytes_received;
 	uint64_t credit_stalls; /* messages that waited for channel credits */
 	uint64_t rendezvous;    /* messages that went by rendezvous */
@@ -268,8 +276,8 @@ struct rdmx_rpc_stats {
 };
 
 /* Totals of the endpoint for a role. Errors: RDMX_E_INVAL. */
-int rdmx_rpc_conn_get_stats(const struct rdmx_rpc_conn *rc, enum rdmx_rpc_role role,
-			    struct rdmx_rpc_stats *stats);
+int rdmx_rpc_ep_get_stats(const struct rdmx_rpc_ep *ep, enum rdmx_rpc_role role,
+                          struct rdmx_rpc_stats *stats);
 /* Server side, every method id a peer names that the server has not
  * registered is counted in one bucket, reported under this id (a peer
  * naming ids cannot grow the endpoint's memory). */
@@ -277,16 +285,16 @@ int rdmx_rpc_conn_get_stats(const struct rdmx_rpc_conn *rc, enum rdmx_rpc_role r
 
 /* One method's counters on the endpoint (RDMX_RPC_METHOD_UNKNOWN: the
  * unregistered methods'). RDMX_E_NOT_FOUND if never used. */
-int rdmx_rpc_conn_get_method_stats(const struct rdmx_rpc_conn *rc, enum rdmx_rpc_role role,
-				   uint32_t method_id, struct rdmx_rpc_stats *stats);
+int rdmx_rpc_ep_get_method_stats(const struct rdmx_rpc_ep *ep, enum rdmx_rpc_role role,
+                                 uint32_t method_id, struct rdmx_rpc_stats *stats);
 /* Method ids with stats on the endpoint: at most `max` written, the total
  * to *count. */
-int rdmx_rpc_conn_list_methods(const struct rdmx_rpc_conn *rc, enum rdmx_rpc_role role,
-			       uint32_t *ids, size_t max, size_t *count);
+int rdmx_rpc_ep_list_methods(const struct rdmx_rpc_ep *ep, enum rdmx_rpc_role role, uint32_t *ids,
+                             size_t max, size_t *count);
 /* A method's server-side counters summed over every endpoint that used the
  * server (kept when endpoints go). RDMX_E_NOT_FOUND if not registered. */
 int rdmx_rpc_server_get_method_stats(const struct rdmx_rpc_server *server, uint32_t method_id,
-				     struct rdmx_rpc_stats *stats);
+                                     struct rdmx_rpc_stats *stats);
 
 #ifdef __cplusplus
 }

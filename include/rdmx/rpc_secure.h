@@ -1,7 +1,7 @@
 /* rdmx secure RPC: the easy path from mutual TLS to an RPC endpoint.
  *
  *   client                                      server (libev)
- *   rdmx_rpc_client_connect_secure(host, port)  rdmx_rpc_server_listen_secure(loop, ...)
+ *   rdmx_rpc_secure_connect(host, port)         rdmx_rpc_secure_listen(loop, ...)
  *     TLS 1.3 handshake, both certificates checked against the CA and the
  *     allow-lists of both configs (rdmx/tls.h)
  *                                       <----    bootstrap hello (versions,
@@ -42,9 +42,9 @@
  * completes with RDMX_RPC_UNAVAILABLE. The other way round, when the engine
  * connection ends (peer death, protocol violation, local close) the TLS
  * session is closed. The client checks its TLS session from a timer of the
- * channel host (every opts.liveness_ms), which runs whenever the endpoint is
- * driven: rdmx_rpc_call, rdmx_rpc_conn_progress, rdmx_chan_host_wait, or
- * rdmx_ev with the host added (rdmx_ev_add_host). The server watches each
+ * progress engine (every opts.liveness_ms), which runs whenever the engine is
+ * driven: rdmx_pe_progress / rdmx_pe_wait, rdmx_rpc_call,
+ * rdmx_rpc_ep_progress, or the libev adapter. The server watches each
  * session from its libev loop.
  *
  * Errors are negative RDMX_E_* codes; output parameters are written only on
@@ -64,10 +64,11 @@ extern "C" {
 
 struct rdmx_dev;
 struct rdmx_pe;
-struct rdmx_chan_host;
-struct rdmx_rpc_conn;
+struct rdmx_chan_worker;
+struct rdmx_rpc_ep;
 struct rdmx_rpc_server;
 struct rdmx_rpc_secure_server;
+struct rdmx_rpc_secure_conn; /* owns its RPC endpoint and TLS session */
 struct ev_loop;
 
 #define RDMX_RPC_SECURE_DEFAULT_TIMEOUT_MS 10000
@@ -102,7 +103,7 @@ struct rdmx_rpc_secure_opts {
 	uint32_t liveness_ms;
 	/* Client: handlers the server may call back on this connection (calls
 	 * go both ways on one endpoint); NULL: call-only. Must outlive the
-	 * connection. Server: unused (see rdmx_rpc_server_listen_secure). */
+	 * connection. Server: unused (see rdmx_rpc_secure_listen). */
 	struct rdmx_rpc_server *server;
 };
 
@@ -113,19 +114,21 @@ void rdmx_rpc_secure_opts_init(struct rdmx_rpc_secure_opts *opts);
 
 /* Connects to the secure RPC server at host:port: TLS (the config's
  * allow-list names the servers this client accepts), bootstrap exchange,
- * engine connection, channel, and an RPC endpoint ready for calls.
+ * engine connection, channel, and an RPC endpoint ready for calls, all
+ * owned by the new secure connection *conn (rdmx_rpc_secure_conn_get_ep
+ * gives the endpoint to call on).
  *
  * `pe`: the progress engine that will drive the endpoint, or NULL for one
- * of its own (then rdmx_rpc_call / rdmx_rpc_conn_progress drive it). The
+ * of its own (then rdmx_rpc_call / rdmx_rpc_ep_progress drive it). The
  * call drives `pe` while it waits: call it from the thread that drives `pe`,
  * outside its callbacks. Each connection gets its own context and channel
- * host on `pe` (rdmx_chan_get_host(rdmx_rpc_conn_get_chan(rc)) reaches it,
- * e.g. for rdmx_ev_add_host). `tls` is frozen by the call and must outlive
- * the connection. opts may be NULL (defaults).
+ * worker on `pe` (rdmx_chan_get_worker(rdmx_rpc_ep_get_chan(ep)) reaches
+ * it). `tls` is frozen by the call and must outlive the connection. opts
+ * may be NULL (defaults).
  *
- * On success *rc is an endpoint whose channel is READY. It belongs to this
- * module: close it with rdmx_rpc_client_close_secure, never with
- * rdmx_rpc_conn_destroy. Its user data and closed/drained callbacks are the
+ * On success the endpoint's channel is READY. The endpoint belongs to the
+ * connection: close it with rdmx_rpc_secure_close, never with
+ * rdmx_rpc_ep_destroy. Its user data and closed/drained callbacks are the
  * caller's.
  *
  * Errors: RDMX_E_INVAL (arguments, opts out of range); TLS errors of
@@ -138,36 +141,40 @@ void rdmx_rpc_secure_opts_init(struct rdmx_rpc_secure_opts *opts);
  * channel in time);
  * RDMX_E_NO_DEVICE, RDMX_E_NOMEM and engine errors of the set-up; the
  * channel's close status when the engine connection failed. */
-int rdmx_rpc_client_connect_secure(const char *host, uint16_t port, struct rdmx_tls_config *tls,
-                                   struct rdmx_pe *pe, const struct rdmx_rpc_secure_opts *opts,
-                                   struct rdmx_rpc_conn **rc);
+int rdmx_rpc_secure_connect(const char *host, uint16_t port, struct rdmx_tls_config *tls,
+                            struct rdmx_pe *pe, const struct rdmx_rpc_secure_opts *opts,
+                            struct rdmx_rpc_secure_conn **conn);
 
-/* Closes a connection made by rdmx_rpc_client_connect_secure: outstanding
- * calls complete with UNAVAILABLE (their callbacks run from here), the
- * engine connection and the TLS session are closed, and the context, device
- * and progress engine it made are released. From the thread that drives its
- * engine, outside its callbacks (else RDMX_E_BAD_STATE); a program that
- * added its host to rdmx_ev removes it first. NULL / *rc == NULL is a no-op;
- * RDMX_E_NOT_FOUND for an endpoint this module did not make. */
-int rdmx_rpc_client_close_secure(struct rdmx_rpc_conn **rc);
+/* Closes a connection made by rdmx_rpc_secure_connect: outstanding calls
+ * complete with UNAVAILABLE (their callbacks run from here), the engine
+ * connection and the TLS session are closed, and the context, device and
+ * progress engine it made are released. From the thread that drives its
+ * engine, outside its callbacks (else RDMX_E_BAD_STATE). NULL / *conn ==
+ * NULL is a no-op; RDMX_E_INVAL for a server's connection (the server
+ * closes those). */
+int rdmx_rpc_secure_close(struct rdmx_rpc_secure_conn **conn);
 
-/* ---- either side's endpoints ---- */
+/* ---- either side's connections ---- */
+
+/* The RPC endpoint the connection owns (NULL for NULL): valid while the
+ * connection lives. */
+struct rdmx_rpc_ep *rdmx_rpc_secure_conn_get_ep(const struct rdmx_rpc_secure_conn *conn);
 
 /* Checks the TLS session now (without waiting): 0 while it is alive, else
  * the reason it was lost (RDMX_E_DISCONNECTED, ...), after which the engine
  * connection is being disconnected. The client's timer does this by itself;
  * a program that sleeps on the socket (rdmx_rpc_secure_get_fd) may call it
- * when the socket is readable. RDMX_E_NOT_FOUND: not a secure endpoint. */
-int rdmx_rpc_secure_check(struct rdmx_rpc_conn *rc);
+ * when the socket is readable. RDMX_E_INVAL for NULL. */
+int rdmx_rpc_secure_check(struct rdmx_rpc_secure_conn *conn);
 
 /* The peer's allow-listed certificate name and its hello name ("" if none),
- * valid while the endpoint lives. */
-int rdmx_rpc_secure_get_peer_names(const struct rdmx_rpc_conn *rc, const char **cert_name,
+ * valid while the connection lives. */
+int rdmx_rpc_secure_get_peer_names(const struct rdmx_rpc_secure_conn *conn, const char **cert_name,
                                    const char **hello_name);
 
 /* The TLS control channel's socket, for poll loops and diagnostics: never
  * read or write it. RDMX_E_BAD_STATE once the session is closed. */
-int rdmx_rpc_secure_get_fd(const struct rdmx_rpc_conn *rc, int *fd);
+int rdmx_rpc_secure_get_fd(const struct rdmx_rpc_secure_conn *conn, int *fd);
 
 /* ---- server (libev; library rdmx_secure_ev) ---- */
 
@@ -177,19 +184,20 @@ int rdmx_rpc_secure_get_fd(const struct rdmx_rpc_conn *rc, int *fd);
  * certificate name, `hello_name` its hello name ("" if none). */
 typedef int (*rdmx_rpc_secure_accept_cb)(struct rdmx_rpc_secure_server *srv, const char *cert_name,
                                          const char *hello_name, void *arg);
-/* A client's endpoint exists (its channel may still be STARTING: calls and
- * responses wait for it). The server owns `rc`: the callback may set its
- * user data, limits and drained callback, and make calls on it, but must not
- * destroy it nor set its closed callback. */
+/* A client's connection exists (its channel may still be STARTING: calls
+ * and responses wait for it). The server owns `conn` and its endpoint: the
+ * callback may set the endpoint's user data, limits and drained callback,
+ * and make calls on it, but must not destroy it nor set its closed
+ * callback. */
 typedef void (*rdmx_rpc_secure_conn_cb)(struct rdmx_rpc_secure_server *srv,
-                                        struct rdmx_rpc_conn *rc, void *arg);
-/* A client's endpoint is going away (TLS lost, engine connection ended,
+                                        struct rdmx_rpc_secure_conn *conn, void *arg);
+/* A client's connection is going away (TLS lost, engine connection ended,
  * server destroyed); `status` is the reason. Runs from the loop, outside
- * engine callbacks. When it returns, calls still outstanding on `rc` (both
- * ways) complete with UNAVAILABLE / are cancelled, the engine connection and
- * the TLS session are closed, and `rc` is freed. */
+ * engine callbacks. When it returns, calls still outstanding on its
+ * endpoint (both ways) complete with UNAVAILABLE / are cancelled, the
+ * engine connection and the TLS session are closed, and `conn` is freed. */
 typedef void (*rdmx_rpc_secure_gone_cb)(struct rdmx_rpc_secure_server *srv,
-                                        struct rdmx_rpc_conn *rc, int status, void *arg);
+                                        struct rdmx_rpc_secure_conn *conn, int status, void *arg);
 
 struct rdmx_rpc_secure_server_ops {
 	rdmx_rpc_secure_accept_cb accept;  /* NULL: every allow-listed certificate */
@@ -202,25 +210,26 @@ struct rdmx_rpc_secure_server_ops {
 
 /* Listens for secure RPC clients on host:port (host NULL: all addresses;
  * port 0: any, see _get_port) and serves `server`'s handlers to each of
- * them, one endpoint per client. The server opens its device (opts), makes
- * a progress engine, a context and a channel host of its own and drives them
+ * them, one connection (and endpoint) per client. The server opens its device (opts), makes
+ * a progress engine, a context and a channel worker of its own and drives them
  * from `loop` (rdmx_ev): every handler and callback runs on the loop's
  * thread, from inside ev_run. `loop`, `server` and `tls` must outlive it;
  * ops and opts may be NULL (defaults) and are copied.
  * Errors: RDMX_E_INVAL, RDMX_E_NOMEM, RDMX_E_NO_DEVICE, TLS listener errors
  * (RDMX_E_PROVIDER: bind / listen failed, errno logged; config load
  * errors), engine errors. */
-int rdmx_rpc_server_listen_secure(struct ev_loop *loop, struct rdmx_rpc_server *server,
-                                  struct rdmx_tls_config *tls, const char *host, uint16_t port,
-                                  const struct rdmx_rpc_secure_server_ops *ops,
-                                  const struct rdmx_rpc_secure_opts *opts, void *arg,
-                                  struct rdmx_rpc_secure_server **srv);
+int rdmx_rpc_secure_listen(struct ev_loop *loop, struct rdmx_rpc_server *server,
+                           struct rdmx_tls_config *tls, const char *host, uint16_t port,
+                           const struct rdmx_rpc_secure_server_ops *ops,
+                           const struct rdmx_rpc_secure_opts *opts, void *arg,
+                           struct rdmx_rpc_secure_server **srv);
 
 int rdmx_rpc_secure_server_get_port(const struct rdmx_rpc_secure_server *srv, uint16_t *port);
 /* Clients with a live endpoint now. */
 uint32_t rdmx_rpc_secure_server_get_clients(const struct rdmx_rpc_secure_server *srv);
-/* The server's channel host (stats, its progress engine). */
-struct rdmx_chan_host *rdmx_rpc_secure_server_get_host(const struct rdmx_rpc_secure_server *srv);
+/* The server's channel worker (stats, its progress engine). */
+struct rdmx_chan_worker *
+rdmx_rpc_secure_server_get_worker(const struct rdmx_rpc_secure_server *srv);
 
 /* Stops listening and closes every client (their calls complete with
  * UNAVAILABLE on both sides; gone runs for each), then releases the engine

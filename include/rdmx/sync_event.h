@@ -33,20 +33,20 @@ int rdmx_sync_event_get_descriptor(const struct rdmx_sync_event *ev, void *desc)
 /* Waits until the word is >= value. Drives `pe` meanwhile when not NULL.
  * timeout_ms -1 waits forever. Errors: RDMX_E_TIMEDOUT. */
 int rdmx_sync_event_wait_ge(struct rdmx_sync_event *ev, uint64_t value, struct rdmx_pe *pe,
-			    int timeout_ms);
+                            int timeout_ms);
 
 /* Remote tasks on a peer's event (task types RDMX_TASK_SYNC_EVENT_*). */
 int rdmx_task_sync_event_get_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,
-				   struct rdmx_mr_remote *event, struct rdmx_buf *result,
-				   void *user_data, struct rdmx_task **task);
+                                   struct rdmx_mr_remote *event, struct rdmx_buf *result,
+                                   void *user_data, struct rdmx_task **task);
 int rdmx_task_sync_event_notify_set_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,
-					  struct rdmx_mr_remote *event, uint64_t value,
-					  void *user_data, struct rdmx_task **task);
+                                          struct rdmx_mr_remote *event, uint64_t value,
+                                          void *user_data, struct rdmx_task **task);
 /* result receives the previous value (8-byte local buffer, LOCAL_WRITE). */
 int rdmx_task_sync_event_notify_add_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,
-					  struct rdmx_mr_remote *event, uint64_t add,
-					  struct rdmx_buf *result, void *user_data,
-					  struct rdmx_task **task);
+                                          struct rdmx_mr_remote *event, uint64_t add,
+                                          struct rdmx_buf *result, void *user_data,
+                                          struct rdmx_task **task);
 
 #ifdef __cplusplus
 }

@@ -83,40 +83,39 @@ typedef void (*rdmx_task_cb)(struct rdmx_task *task, void *task_user_data, void 
 /* dst may be NULL: such a receive only takes zero-length sends and
  * write-with-immediate notifications. */
 int rdmx_task_receive_alloc(struct rdmx_ctx *ctx, struct rdmx_buf *dst, void *user_data,
-			    struct rdmx_task **task);
+                            struct rdmx_task **task);
 int rdmx_task_send_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn, struct rdmx_buf *src,
-			 void *user_data, struct rdmx_task **task);
+                         void *user_data, struct rdmx_task **task);
 int rdmx_task_send_imm_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn, struct rdmx_buf *src,
-			     uint32_t imm, void *user_data, struct rdmx_task **task);
+                             uint32_t imm, void *user_data, struct rdmx_task **task);
 /* Reads src->len bytes of the remote range into the dst chain (whose total
  * length must be >= src->len). */
-int rdmx_task_read_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,
-			 const struct rdmx_rbuf *src, struct rdmx_buf *dst, void *user_data,
-			 struct rdmx_task **task);
+int rdmx_task_read_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn, const struct rdmx_rbuf *src,
+                         struct rdmx_buf *dst, void *user_data, struct rdmx_task **task);
 /* Writes the src chain (total T bytes; src required) to
  * [dst->offset, dst->offset + T); dst->len must be 0 (means T) or equal T.
  * write_imm accepts a NULL src: a pure notification (T = 0) that consumes
  * one receive at the peer. */
 int rdmx_task_write_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn, struct rdmx_buf *src,
-			  const struct rdmx_rbuf *dst, void *user_data, struct rdmx_task **task);
-int rdmx_task_write_imm_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,
-			      struct rdmx_buf *src, const struct rdmx_rbuf *dst, uint32_t imm,
-			      void *user_data, struct rdmx_task **task);
+                          const struct rdmx_rbuf *dst, void *user_data, struct rdmx_task **task);
+int rdmx_task_write_imm_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn, struct rdmx_buf *src,
+                              const struct rdmx_rbuf *dst, uint32_t imm, void *user_data,
+                              struct rdmx_task **task);
 /* Atomics: dst names one 8-byte aligned word (dst->len 0 or 8); result is an
  * 8-byte local buffer (LOCAL_WRITE) that receives the previous value. */
 int rdmx_task_atomic_cas_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,
-			       const struct rdmx_rbuf *dst, struct rdmx_buf *result, uint64_t cmp,
-			       uint64_t swap, void *user_data, struct rdmx_task **task);
+                               const struct rdmx_rbuf *dst, struct rdmx_buf *result, uint64_t cmp,
+                               uint64_t swap, void *user_data, struct rdmx_task **task);
 int rdmx_task_atomic_fadd_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,
-				const struct rdmx_rbuf *dst, struct rdmx_buf *result, uint64_t add,
-				void *user_data, struct rdmx_task **task);
+                                const struct rdmx_rbuf *dst, struct rdmx_buf *result, uint64_t add,
+                                void *user_data, struct rdmx_task **task);
 int rdmx_task_atomic_write_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,
-				 const struct rdmx_rbuf *dst, uint64_t value, void *user_data,
-				 struct rdmx_task **task);
+                                 const struct rdmx_rbuf *dst, uint64_t value, void *user_data,
+                                 struct rdmx_task **task);
 /* Makes every earlier write on conn visible in the range (durable where the
  * target memory is persistent) before completing. */
 int rdmx_task_flush_alloc(struct rdmx_ctx *ctx, struct rdmx_conn *conn,
-			  const struct rdmx_rbuf *range, void *user_data, struct rdmx_task **task);
+                          const struct rdmx_rbuf *range, void *user_data, struct rdmx_task **task);
 
 /* Submit / free. */
 int rdmx_task_submit(struct rdmx_task *task);

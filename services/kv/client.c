@@ -191,7 +191,7 @@ static bool value_fits(size_t len, const char *key)
 /* Mutual TLS, bootstrap, channel, RPC endpoint (rdmx/rpc_secure.h). *cfg
  * and kv_dev must outlive the connection. */
 static int kv_connect(const struct copts *o, struct rdmx_tls_config **cfg,
-                      struct rdmx_rpc_conn **rc)
+                      struct rdmx_rpc_secure_conn **conn)
 {
 	uint64_t max_msg;
 	char host[256], owner[RDMX_REGISTRY_MAX_OWNER + 1];
@@ -215,7 +215,7 @@ static int kv_connect(const struct copts *o, struct rdmx_tls_config **cfg,
 	opts.name = "rdmx-kv";
 	opts.max_msg_size = max_msg;
 	opts.timeout_ms = o->timeout_ms;
-	ret = rdmx_rpc_client_connect_secure(host, port, *cfg, NULL, &opts, rc);
+	ret = rdmx_rpc_secure_connect(host, port, *cfg, NULL, &opts, conn);
 	if (ret) {
 		fprintf(stderr, "rdmx-kv: connecting to %s:%u: %s\n", host, port,
 		        rdmx_strerror(ret));
@@ -256,8 +256,8 @@ static struct rdmx_rpc_call_opts call_opts(const struct copts *o)
 	return co;
 }
 
-static void do_put(struct rdmx_rpc_conn *rpc, const struct copts *o, const char *key,
-                   const void *val, size_t len, bool *replaced, struct result *r)
+static void do_put(struct rdmx_rpc_ep *rpc, const struct copts *o, const char *key, const void *val,
+                   size_t len, bool *replaced, struct result *r)
 {
 	struct rdmx_rpc_call_opts co = call_opts(o);
 	struct rdmx_rpc_status st = {0, NULL};
@@ -279,7 +279,7 @@ static void do_put(struct rdmx_rpc_conn *rpc, const struct copts *o, const char 
 }
 
 /* on success *val is malloc'd (free it) */
-static void do_get(struct rdmx_rpc_conn *rpc, const struct copts *o, const char *key, uint8_t **val,
+static void do_get(struct rdmx_rpc_ep *rpc, const struct copts *o, const char *key, uint8_t **val,
                    size_t *len, struct result *r)
 {
 	struct rdmx_rpc_call_opts co = call_opts(o);
@@ -312,7 +312,7 @@ static void do_get(struct rdmx_rpc_conn *rpc, const struct copts *o, const char 
 	rdmx_arena_fini(&arena);
 }
 
-static void do_del(struct rdmx_rpc_conn *rpc, const struct copts *o, const char *key, bool *deleted,
+static void do_del(struct rdmx_rpc_ep *rpc, const struct copts *o, const char *key, bool *deleted,
                    struct result *r)
 {
 	struct rdmx_rpc_call_opts co = call_opts(o);
@@ -335,7 +335,7 @@ static void do_del(struct rdmx_rpc_conn *rpc, const struct copts *o, const char 
 /* Every page of a scan; calls `each` per entry. Latency: all pages. */
 typedef void (*scan_fn)(const kv_Entry *e, void *arg);
 
-static void do_scan(struct rdmx_rpc_conn *rpc, const struct copts *o, const char *prefix,
+static void do_scan(struct rdmx_rpc_ep *rpc, const struct copts *o, const char *prefix,
                     uint32_t limit, bool keys_only, scan_fn each, void *arg, size_t *count,
                     struct result *r)
 {
@@ -504,7 +504,7 @@ static void meter_start(struct rdmx_progress *m, const char *what, size_t len,
 	rdmx_progress_update(m, 0);
 }
 
-static int cmd_put(struct rdmx_rpc_conn *rpc, const struct copts *o, int argc, char **argv)
+static int cmd_put(struct rdmx_rpc_ep *rpc, const struct copts *o, int argc, char **argv)
 {
 	struct rdmx_progress meter;
 	struct result r;
@@ -538,7 +538,7 @@ static int cmd_put(struct rdmx_rpc_conn *rpc, const struct copts *o, int argc, c
 	return ret;
 }
 
-static int cmd_get(struct rdmx_rpc_conn *rpc, const struct copts *o, int argc, char **argv)
+static int cmd_get(struct rdmx_rpc_ep *rpc, const struct copts *o, int argc, char **argv)
 {
 	struct rdmx_progress meter;
 	struct result r;
@@ -567,7 +567,7 @@ static int cmd_get(struct rdmx_rpc_conn *rpc, const struct copts *o, int argc, c
 	return ret;
 }
 
-static int cmd_del(struct rdmx_rpc_conn *rpc, const struct copts *o, int argc, char **argv)
+static int cmd_del(struct rdmx_rpc_ep *rpc, const struct copts *o, int argc, char **argv)
 {
 	struct result r;
 	bool deleted = false;
@@ -586,7 +586,7 @@ static int cmd_del(struct rdmx_rpc_conn *rpc, const struct copts *o, int argc, c
 	return 0;
 }
 
-static int cmd_scan(struct rdmx_rpc_conn *rpc, const struct copts *o, int argc, char **argv)
+static int cmd_scan(struct rdmx_rpc_ep *rpc, const struct copts *o, int argc, char **argv)
 {
 	bool keys_only = o->keys;
 	struct result r;
@@ -600,7 +600,8 @@ static int cmd_scan(struct rdmx_rpc_conn *rpc, const struct copts *o, int argc, 
 /* ---- session: a script of calls over one connection ---- */
 
 struct session {
-	struct rdmx_rpc_conn *rpc;
+	struct rdmx_rpc_secure_conn *conn;
+	struct rdmx_rpc_ep *rpc;
 	const struct copts *o;
 	unsigned calls, failed;
 };
@@ -832,8 +833,8 @@ static void s_scan(struct session *s, char **w, int n)
  * one line on stderr, and the session stops. */
 static bool session_lost(struct session *s)
 {
-	struct rdmx_chan *chan = rdmx_rpc_conn_get_chan(s->rpc);
-	int rc = rdmx_rpc_secure_check(s->rpc);
+	struct rdmx_chan *chan = rdmx_rpc_ep_get_chan(s->rpc);
+	int rc = rdmx_rpc_secure_check(s->conn);
 
 	if (rc == 0 && chan && rdmx_chan_get_state(chan) == RDMX_CHAN_READY)
 		return false;
@@ -845,9 +846,10 @@ static bool session_lost(struct session *s)
 	return true;
 }
 
-static int cmd_session(struct rdmx_rpc_conn *rpc, const struct copts *o, int argc, char **argv)
+static int cmd_session(struct rdmx_rpc_secure_conn *conn, const struct copts *o, int argc,
+                       char **argv)
 {
-	struct session s = {rpc, o, 0, 0};
+	struct session s = {conn, rdmx_rpc_secure_conn_get_ep(conn), o, 0, 0};
 	FILE *f = argc < 2 || !strcmp(argv[1], "-") ? stdin : fopen(argv[1], "r");
 	char line[8192];
 	char *w[8];
@@ -1056,7 +1058,8 @@ int kv_client_main(int argc, char **argv)
 {
 	struct copts o = {0};
 	struct rdmx_tls_config *cfg = NULL;
-	struct rdmx_rpc_conn *rc = NULL;
+	struct rdmx_rpc_secure_conn *conn = NULL;
+	struct rdmx_rpc_ep *ep = NULL;
 	int ret;
 
 	ret = parse_client(argc, argv, &o);
@@ -1085,19 +1088,20 @@ int kv_client_main(int argc, char **argv)
 		kv_usage_error();
 		return 2;
 	}
-	if (kv_connect(&o, &cfg, &rc))
+	if (kv_connect(&o, &cfg, &conn))
 		return 1;
+	ep = rdmx_rpc_secure_conn_get_ep(conn);
 	if (!strcmp(argv[0], "put"))
-		ret = cmd_put(rc, &o, argc, argv);
+		ret = cmd_put(ep, &o, argc, argv);
 	else if (!strcmp(argv[0], "get"))
-		ret = cmd_get(rc, &o, argc, argv);
+		ret = cmd_get(ep, &o, argc, argv);
 	else if (!strcmp(argv[0], "del"))
-		ret = cmd_del(rc, &o, argc, argv);
+		ret = cmd_del(ep, &o, argc, argv);
 	else if (!strcmp(argv[0], "scan"))
-		ret = cmd_scan(rc, &o, argc, argv);
+		ret = cmd_scan(ep, &o, argc, argv);
 	else
-		ret = cmd_session(rc, &o, argc, argv);
-	rdmx_rpc_client_close_secure(&rc);
+		ret = cmd_session(conn, &o, argc, argv);
+	rdmx_rpc_secure_close(&conn);
 	rdmx_tls_config_destroy(&cfg);
 	rdmx_dev_close(&kv_dev);
 	return ret;

@@ -13,27 +13,9 @@
 
 int kv_split_addr(const char *s, char *host, size_t host_len, uint16_t *port)
 {
-	const char *colon = s ? strrchr(s, ':') : NULL;
-	unsigned long p;
-	char *end;
-	size_t n;
-
-	if (!colon)
+	/* the programs' one host:port parser (tools/common/cli.c); kv needs a host */
+	if (rdmx_cli_split_addr(s, host, host_len, port) || !*host)
 		return -1;
-	errno = 0;
-	p = strtoul(colon + 1, &end, 10);
-	if (errno || *end || colon[1] == '\0' || p > 65535)
-		return -1;
-	n = (size_t)(colon - s);
-	if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
-		s++;
-		n -= 2;
-	}
-	if (n == 0 || n >= host_len)
-		return -1;
-	memcpy(host, s, n);
-	host[n] = '\0';
-	*port = (uint16_t)p;
 	return 0;
 }
 

@@ -70,7 +70,7 @@ struct kv_server {
 	uint64_t calls[4];
 	/* --metrics: the live endpoints and the counters of those gone */
 	struct rdmx_metrics_http *metrics;
-	struct rdmx_rpc_conn **conns;
+	struct rdmx_rpc_ep **conns;
 	size_t n_conns, cap_conns;
 	struct rdmx_rpc_stats client_retired;
 	struct rdmx_chan_stats chan_retired;
@@ -492,15 +492,17 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 	return 0;
 }
 
-static void on_connected(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_conn *rc, void *arg)
+static void on_connected(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_conn *conn,
+                         void *arg)
 {
+	struct rdmx_rpc_ep *ep = rdmx_rpc_secure_conn_get_ep(conn);
 	struct kv_server *k = arg;
 	const char *cert = "?", *hello = "";
 
 	(void)srv;
 	if (k->n_conns == k->cap_conns) {
 		size_t cap = k->cap_conns ? 2 * k->cap_conns : 16;
-		struct rdmx_rpc_conn **grown = realloc(k->conns, cap * sizeof(*grown));
+		struct rdmx_rpc_ep **grown = realloc(k->conns, cap * sizeof(*grown));
 
 		if (grown) {
 			k->conns = grown;
@@ -508,31 +510,32 @@ static void on_connected(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_con
 		}
 	}
 	if (k->n_conns < k->cap_conns)
-		k->conns[k->n_conns++] = rc;
+		k->conns[k->n_conns++] = ep;
 	else
 		fprintf(stderr,
 		        "rdmx-kv: out of memory: a client's channel is not in the metrics\n");
 	if (!k->o.verbose)
 		return;
-	rdmx_rpc_secure_get_peer_names(rc, &cert, &hello);
+	rdmx_rpc_secure_get_peer_names(conn, &cert, &hello);
 	fprintf(stderr, "rdmx-kv: client %s (%s) connected\n", cert, hello);
 }
 
-static void on_gone(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_conn *rc, int status,
-                    void *arg)
+static void on_gone(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_conn *conn,
+                    int status, void *arg)
 {
+	struct rdmx_rpc_ep *ep = rdmx_rpc_secure_conn_get_ep(conn);
 	struct kv_server *k = arg;
 	const char *cert = "?", *hello = "";
 
 	for (size_t i = 0; i < k->n_conns; i++) {
-		if (k->conns[i] != rc)
+		if (k->conns[i] != ep)
 			continue;
-		rdmx_metrics_retire(rc, &k->client_retired, &k->chan_retired);
+		rdmx_metrics_retire(ep, &k->client_retired, &k->chan_retired);
 		k->conns[i] = k->conns[--k->n_conns];
 		break;
 	}
 	if (k->o.verbose) {
-		rdmx_rpc_secure_get_peer_names(rc, &cert, &hello);
+		rdmx_rpc_secure_get_peer_names(conn, &cert, &hello);
 		fprintf(stderr, "rdmx-kv: client %s (%s) gone: %s\n", cert, hello,
 		        rdmx_strerror(status));
 	}
@@ -556,7 +559,7 @@ static int fill_metrics(FILE *f, void *arg)
 
 	memset(&src, 0, sizeof(src));
 	/* the engine context the secure server made for its clients */
-	ctx = k->srv ? rdmx_chan_host_get_ctx(rdmx_rpc_secure_server_get_host(k->srv)) : NULL;
+	ctx = k->srv ? rdmx_chan_worker_get_ctx(rdmx_rpc_secure_server_get_worker(k->srv)) : NULL;
 	if (ctx && rdmx_ctx_get_stats(ctx, &es) == 0)
 		src.engine = &es;
 	src.server = k->rpc;
@@ -623,7 +626,7 @@ int kv_serve_main(int argc, char **argv)
 	so.dev = k.dev;
 	so.name = k.o.service;
 	so.max_msg_size = k.max_msg;
-	rc = rdmx_rpc_server_listen_secure(k.loop, k.rpc, k.tls, host, port, &ops, &so, &k, &k.srv);
+	rc = rdmx_rpc_secure_listen(k.loop, k.rpc, k.tls, host, port, &ops, &so, &k, &k.srv);
 	if (!rc)
 		rc = rdmx_rpc_secure_server_get_port(k.srv, &bound);
 	if (rc) {

@@ -11,7 +11,10 @@
 #include <string.h>
 
 #include "ring.h"
-#include "rpc_internal.h"
+#include "common/byteorder.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/map.h"
 
 #define EXPECT_LEN 20u
 

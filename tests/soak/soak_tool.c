@@ -35,6 +35,7 @@
 #include <rdmx/rpc_secure.h>
 #include <rdmx/status.h>
 #include <rdmx/tls.h>
+#include <rdmx/pe.h>
 
 #define MAX_HELD 4096
 
@@ -170,10 +171,7 @@ static void on_done(const struct rdmx_rpc_result *r, void *arg)
 
 static int64_t mono_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)(rdmx_pe_now_ns() / 1000000u);
 }
 
 static int cmd_unknown(int argc, char **argv)
@@ -183,8 +181,9 @@ static int cmd_unknown(int argc, char **argv)
 	const char *ca = NULL, *cert = NULL, *key = NULL;
 	struct rdmx_tls_config *cfg = NULL;
 	struct rdmx_rpc_secure_opts o;
-	struct rdmx_rpc_conn *rc = NULL;
-	struct rdmx_chan_host *host_;
+	struct rdmx_rpc_secure_conn *sc = NULL;
+	struct rdmx_rpc_ep *ep = NULL;
+	struct rdmx_chan_worker *worker_;
 	char host[64];
 	uint16_t port;
 	long n = argc > 3 ? strtol(argv[3], NULL, 10) : 0;
@@ -216,13 +215,14 @@ static int cmd_unknown(int argc, char **argv)
 	o.name = "rdmx-soak";
 	o.timeout_ms = 10000;
 	if (!ret)
-		ret = rdmx_rpc_client_connect_secure(host, port, cfg, NULL, &o, &rc);
+		ret = rdmx_rpc_secure_connect(host, port, cfg, NULL, &o, &sc);
 	if (ret) {
 		fprintf(stderr, "rdmx-soak: connecting to %s: %s\n", argv[2], rdmx_strerror(ret));
 		rdmx_tls_config_destroy(&cfg);
 		return 1;
 	}
-	host_ = rdmx_chan_get_host(rdmx_rpc_conn_get_chan(rc));
+	ep = rdmx_rpc_secure_conn_get_ep(sc);
+	worker_ = rdmx_chan_get_worker(rdmx_rpc_ep_get_chan(ep));
 	end = mono_ms() + 120000; /* failure guard */
 	while (done < n && mono_ms() < end) {
 		while (sent < n && sent - done < WINDOW) {
@@ -234,7 +234,7 @@ static int cmd_unknown(int argc, char **argv)
 			/* distinct ids, odd so that none is a kv or builtin id by luck
 			 * of the low bits alone (the server answers UNIMPLEMENTED
 			 * for every id it does not know either way) */
-			ret = rdmx_rpc_call_async(rc, 0x5a000001u + (uint32_t)sent * 2u, &p, &co,
+			ret = rdmx_rpc_call_async(ep, 0x5a000001u + (uint32_t)sent * 2u, &p, &co,
 			                          on_done, s, NULL);
 			if (ret) {
 				fprintf(stderr, "rdmx-soak: call %ld: %s\n", sent,
@@ -244,7 +244,7 @@ static int cmd_unknown(int argc, char **argv)
 			sent++;
 		}
 		while (!slots[done % WINDOW].done && mono_ms() < end)
-			rdmx_chan_host_wait(host_, 10);
+			rdmx_chan_worker_wait(worker_, 10);
 		if (!slots[done % WINDOW].done)
 			break;
 		if (slots[done % WINDOW].code != RDMX_RPC_UNIMPLEMENTED)
@@ -252,7 +252,7 @@ static int cmd_unknown(int argc, char **argv)
 		done++;
 	}
 out:
-	rdmx_rpc_client_close_secure(&rc);
+	rdmx_rpc_secure_close(&sc);
 	rdmx_tls_config_destroy(&cfg);
 	if (done != n || bad) {
 		fprintf(stderr,

@@ -4,13 +4,11 @@
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
+#include <rdmx/pe.h>
 
 static uint64_t mono_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return rdmx_pe_now_ns();
 }
 
 bool rdmx_progress_enabled(bool quiet)

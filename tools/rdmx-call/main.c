@@ -28,6 +28,7 @@
 #include <rdmx/reflection.h>
 #include <rdmx/rpc.h>
 #include <rdmx/status.h>
+#include <rdmx/pe.h>
 
 #include "cli.h"
 #include "json.h"
@@ -212,10 +213,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 
 static uint64_t now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return rdmx_pe_now_ns();
 }
 
 /* One call; prints the status to stderr unless OK. Returns 0 when a status
@@ -620,7 +618,7 @@ int main(int argc, char **argv)
 		return ret > 0 ? 0 : 2;
 	if (!o.secure)
 		rdmx_cli_warn_plain("rdmx-call");
-	if (rpcnet_split_addr(o.addr, host, sizeof(host), &port) || port == 0) {
+	if (rdmx_cli_split_addr(o.addr, host, sizeof(host), &port) || !*host || port == 0) {
 		fprintf(stderr, "rdmx-call: ADDR is HOST:PORT, got '%s'\n", o.addr);
 		return 2;
 	}

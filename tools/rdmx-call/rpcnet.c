@@ -25,12 +25,12 @@ struct rpcnet_client {
 	uint64_t max_msg; /* RPCNET_MAX_MSG, or the device's max message size if smaller */
 	struct rdmx_pe *pe;
 	struct rdmx_ctx *ctx;
-	struct rdmx_chan_host *host;
+	struct rdmx_chan_worker *worker;
 	struct rdmx_tls_config *cfg;
 	struct rdmx_conn *conn;
 	struct rdmx_chan *chan;
-	struct rdmx_rpc_conn *rpc;
-	struct rdmx_rpc_conn *secure; /* made by rdmx_rpc_client_connect_secure */
+	struct rdmx_rpc_ep *rpc;
+	struct rdmx_rpc_secure_conn *secure; /* made by rdmx_rpc_secure_connect */
 	int established, failed;
 };
 
@@ -48,36 +48,7 @@ static void say(char *err, size_t len, const char *fmt, ...)
 
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-int rpcnet_split_addr(const char *s, char *host, size_t host_len, uint16_t *port)
-{
-	const char *colon = s ? strrchr(s, ':') : NULL;
-	unsigned long p;
-	char *end;
-	size_t n;
-
-	if (!colon)
-		return -1;
-	errno = 0;
-	p = strtoul(colon + 1, &end, 10);
-	if (errno || *end || colon[1] == '\0' || p > 65535)
-		return -1;
-	n = (size_t)(colon - s);
-	if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
-		s++;
-		n -= 2;
-	}
-	if (n == 0 || n >= host_len)
-		return -1;
-	memcpy(host, s, n);
-	host[n] = '\0';
-	*port = (uint16_t)p;
-	return 0;
+	return rdmx_pe_now_ns() / 1000000u;
 }
 
 struct rdmx_tls_config *rpcnet_tls_config(const struct rpcnet_tls *tls, char *err, size_t err_len)
@@ -152,10 +123,10 @@ static int dev_open(struct rpcnet_client *c, char *err, size_t err_len)
 
 static int engine_open(struct rpcnet_client *c, char *err, size_t err_len)
 {
-	struct rdmx_chan_host_attr attr;
+	struct rdmx_chan_worker_attr attr;
 	int rc;
 
-	rdmx_chan_host_attr_init(&attr);
+	rdmx_chan_worker_attr_init(&attr);
 	attr.established_cb = on_established;
 	attr.failure_cb = on_failure;
 	attr.user_data = c;
@@ -170,7 +141,7 @@ static int engine_open(struct rpcnet_client *c, char *err, size_t err_len)
 	if (!rc)
 		rc = rdmx_ctx_create(c->dev, c->pe, &c->ctx);
 	if (!rc)
-		rc = rdmx_chan_host_create(c->ctx, c->pe, &attr, &c->host);
+		rc = rdmx_chan_worker_create(c->ctx, c->pe, &attr, &c->worker);
 	if (!rc)
 		rc = rdmx_ctx_start(c->ctx);
 	if (rc)
@@ -189,7 +160,7 @@ static int wait_for(struct rpcnet_client *c, int *flag, uint64_t deadline)
 			return RDMX_E_CONN_REFUSED;
 		if (now_ms() >= deadline)
 			return RDMX_E_TIMEDOUT;
-		n = rdmx_chan_host_wait(c->host, 10);
+		n = rdmx_chan_worker_wait(c->worker, 10);
 		if (n < 0)
 			return n;
 	}
@@ -219,7 +190,7 @@ static int connect_plain(struct rpcnet_client *c, const char *host, uint16_t por
 	return rc;
 }
 
-/* The secure path is rdmx_rpc_client_connect_secure (rdmx/rpc_secure.h): it
+/* The secure path is rdmx_rpc_secure_connect (rdmx/rpc_secure.h): it
  * opens its own device, engine and context, so the plain path's are not
  * used. */
 static int connect_secure(struct rpcnet_client *c, const char *host, uint16_t port,
@@ -237,7 +208,7 @@ static int connect_secure(struct rpcnet_client *c, const char *host, uint16_t po
 	opts.dev = c->dev;
 	opts.max_msg_size = c->max_msg;
 	opts.timeout_ms = timeout_ms;
-	rc = rdmx_rpc_client_connect_secure(host, port, c->cfg, NULL, &opts, &c->secure);
+	rc = rdmx_rpc_secure_connect(host, port, c->cfg, NULL, &opts, &c->secure);
 	if (rc)
 		say(err, err_len, "secure connection to %s:%u: %s", host, port, rdmx_strerror(rc));
 	return rc;
@@ -266,7 +237,7 @@ int rpcnet_client_connect(const char *host, uint16_t port, const struct rpcnet_t
 		rc = connect_secure(c, host, port, tls, name, timeout_ms, err, err_len);
 		if (rc)
 			goto fail;
-		c->rpc = c->secure;
+		c->rpc = rdmx_rpc_secure_conn_get_ep(c->secure);
 		*client = c;
 		return 0;
 	}
@@ -275,20 +246,20 @@ int rpcnet_client_connect(const char *host, uint16_t port, const struct rpcnet_t
 		rc = connect_plain(c, host, port, deadline, err, err_len);
 	if (rc)
 		goto fail;
-	rc = rdmx_chan_create(c->host, c->conn, &c->chan);
+	rc = rdmx_chan_create(c->worker, c->conn, &c->chan);
 	if (rc) {
 		say(err, err_len, "channel: %s", rdmx_strerror(rc));
 		goto fail;
 	}
 	rc = rdmx_chan_set_max_msg_size(c->chan, c->max_msg);
 	if (!rc) /* starts the channel */
-		rc = rdmx_rpc_conn_create(c->chan, NULL, &c->rpc);
+		rc = rdmx_rpc_ep_create(c->chan, NULL, &c->rpc);
 	while (!rc && rdmx_chan_get_state(c->chan) != RDMX_CHAN_READY) {
 		if (rdmx_chan_get_state(c->chan) == RDMX_CHAN_CLOSED)
 			rc = RDMX_E_DISCONNECTED;
 		else if (now_ms() >= deadline)
 			rc = RDMX_E_TIMEDOUT;
-		else if ((rc = rdmx_chan_host_wait(c->host, 10)) > 0)
+		else if ((rc = rdmx_chan_worker_wait(c->worker, 10)) > 0)
 			rc = 0;
 	}
 	if (rc) {
@@ -302,7 +273,7 @@ fail:
 	return rc;
 }
 
-struct rdmx_rpc_conn *rpcnet_client_rpc(const struct rpcnet_client *client)
+struct rdmx_rpc_ep *rpcnet_client_rpc(const struct rpcnet_client *client)
 {
 	return client ? client->rpc : NULL;
 }
@@ -320,10 +291,10 @@ void rpcnet_client_close(struct rpcnet_client **client)
 		return;
 	c = *client;
 	if (c->secure) {
-		rdmx_rpc_client_close_secure(&c->secure);
+		rdmx_rpc_secure_close(&c->secure);
 		c->rpc = NULL;
 	}
-	rdmx_rpc_conn_destroy(&c->rpc);
+	rdmx_rpc_ep_destroy(&c->rpc);
 	rdmx_chan_destroy(&c->chan);
 	if (c->ctx) {
 		enum rdmx_ctx_state st;
@@ -331,7 +302,7 @@ void rpcnet_client_close(struct rpcnet_client **client)
 		if (rdmx_ctx_get_state(c->ctx, &st) == 0 && st == RDMX_CTX_RUNNING)
 			rdmx_ctx_stop(c->ctx);
 	}
-	rdmx_chan_host_destroy(&c->host);
+	rdmx_chan_worker_destroy(&c->worker);
 	rdmx_ctx_destroy(&c->ctx);
 	rdmx_pe_destroy(&c->pe);
 	rdmx_dev_close(&c->dev);

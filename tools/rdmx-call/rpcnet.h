@@ -1,4 +1,4 @@
-/* rpcnet: from "a server's address" to a working struct rdmx_rpc_conn, for
+/* rpcnet: from "a server's address" to a working struct rdmx_rpc_ep, for
  * rdmx-call.
  *
  * Two ways to reach a server (docs/guide-rpc.md):
@@ -7,7 +7,7 @@
  *           for development, examples and trusted networks.
  *   secure  the server's secure bootstrap endpoint (mutual TLS 1.3): the
  *           engine connection details only travel inside TLS. This is
- *           rdmx_rpc_client_connect_secure / rdmx_rpc_server_listen_secure
+ *           rdmx_rpc_secure_connect / rdmx_rpc_secure_listen
  *           (rdmx/rpc_secure.h), so rdmx-call talks to any server built on it.
  * Either way the connection then carries one message channel
  * (rdmx/channel.h) and one RPC endpoint (rdmx/rpc.h).
@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct rdmx_rpc_conn;
+struct rdmx_rpc_ep;
 struct rdmx_tls_config;
 
 /* 64 MiB of payload plus room for the message around it */
@@ -34,9 +34,6 @@ struct rpcnet_tls {
 	const char *peer;            /* allow-list pattern for the peer's name; NULL: "*" */
 	bool allow_insecure_key;     /* accept a key file group or others can read */
 };
-
-/* Splits "host:port" / "[v6]:port". 0 or -1. */
-int rpcnet_split_addr(const char *s, char *host, size_t host_len, uint16_t *port);
 
 /* A TLS config from the options (loaded, so that bad files fail now).
  * NULL on error (the reason in err). */
@@ -53,7 +50,7 @@ struct rpcnet_client;
 int rpcnet_client_connect(const char *host, uint16_t port, const struct rpcnet_tls *tls,
                           const char *name, int timeout_ms, struct rpcnet_client **client,
                           char *err, size_t err_len);
-struct rdmx_rpc_conn *rpcnet_client_rpc(const struct rpcnet_client *client);
+struct rdmx_rpc_ep *rpcnet_client_rpc(const struct rpcnet_client *client);
 /* the device's name ("tcp", "mlx5_0", ...) */
 const char *rpcnet_client_device(const struct rpcnet_client *client);
 /* Drains the endpoint (bounded), then frees everything. NULL: no-op. */

@@ -19,15 +19,15 @@ struct perf_opts {
 	uint16_t port;      /* cm port */
 	uint32_t inflight;  /* operations in flight (bandwidth / rpc tests) */
 	enum rdmx_poll_mode poll;
-	const char *server; /* NULL on the server side */
-	bool passive;       /* server of one-sided tests: never progress while serving
-	                       (progress once per 100 ms to notice the end) */
-	bool report_gbits;  /* bandwidth in Gb/sec instead of MB/sec */
-	bool out_json;      /* one JSON line per result after the table */
-	uint32_t duration;  /* -D seconds (bandwidth tests); 0: -n iterations */
-	bool quiet;         /* no progress meter */
-	int gid_index;      /* -x: -1 = the device's default */
-	uint32_t mtu;       /* -m: 0 = the device's default */
+	const char *server;   /* NULL on the server side */
+	bool passive;         /* server of one-sided tests: never progress while serving
+	                         (progress once per 100 ms to notice the end) */
+	bool report_gbits;    /* bandwidth in Gb/sec instead of MB/sec */
+	bool out_json;        /* one JSON line per result after the table */
+	uint32_t duration;    /* -D seconds (bandwidth tests); 0: -n iterations */
+	bool quiet;           /* no progress meter */
+	int gid_index;        /* -x: -1 = the device's default */
+	uint32_t mtu;         /* -m: 0 = the device's default */
 	uint32_t inline_size; /* -I: inline data up to this many bytes (0: none) */
 };
 

@@ -6,14 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <rdmx/pe.h>
 
 #define PERF_GUARD_NS (60ull * 1000 * 1000 * 1000) /* failure guard, not a timing test */
 
 uint64_t perf_now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return rdmx_pe_now_ns();
 }
 
 int perf_drive(struct perf_session *s, enum rdmx_poll_mode mode)

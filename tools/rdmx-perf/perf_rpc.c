@@ -32,11 +32,11 @@ struct rpc_perf {
 	struct rdmx_dev *dev;
 	struct rdmx_pe *pe;
 	struct rdmx_ctx *ctx;
-	struct rdmx_chan_host *host;
+	struct rdmx_chan_worker *worker;
 	struct rdmx_rpc_server *srv;
 	struct rdmx_conn *conn;
 	struct rdmx_chan *chan;
-	struct rdmx_rpc_conn *rc;
+	struct rdmx_rpc_ep *ep;
 	volatile bool ready, closed, failed;
 	uint32_t method;
 	/* client */
@@ -57,9 +57,9 @@ static void echo(struct rdmx_rpc_server_call *call, const void *req, size_t len,
 	rdmx_rpc_respond(call, RDMX_RPC_OK, NULL, &p);
 }
 
-static void on_closed(struct rdmx_rpc_conn *rc, int status, void *arg)
+static void on_closed(struct rdmx_rpc_ep *ep, int status, void *arg)
 {
-	(void)rc;
+	(void)ep;
 	(void)status;
 	(void)arg;
 	rp.closed = true;
@@ -67,18 +67,18 @@ static void on_closed(struct rdmx_rpc_conn *rc, int status, void *arg)
 
 static void on_chan_ready(void)
 {
-	int err = rdmx_chan_create(rp.host, rp.conn, &rp.chan);
+	int err = rdmx_chan_create(rp.worker, rp.conn, &rp.chan);
 
 	if (!err)
-		err = rdmx_rpc_conn_create(rp.chan, rp.srv, &rp.rc);
+		err = rdmx_rpc_ep_create(rp.chan, rp.srv, &rp.ep);
 	if (!err)
-		err = rdmx_rpc_conn_set_closed_cb(rp.rc, on_closed, NULL);
+		err = rdmx_rpc_ep_set_closed_cb(rp.ep, on_closed, NULL);
 	if (err) {
 		fprintf(stderr, "rdmx-perf: channel set-up: %s\n", rdmx_strerror(err));
 		rp.failed = true;
 		return;
 	}
-	rdmx_rpc_conn_set_limits(rp.rc, 4096, 4096);
+	rdmx_rpc_ep_set_limits(rp.ep, 4096, 4096);
 }
 
 static void on_request(struct rdmx_conn *conn, void *ud)
@@ -118,13 +118,13 @@ static void on_disconnected(struct rdmx_conn *conn, void *cud, void *ud)
 static int drive(void)
 {
 	if (rp.o->poll == RDMX_POLL_BUSY)
-		return rdmx_chan_host_progress(rp.host);
-	return rdmx_chan_host_wait(rp.host, 100);
+		return rdmx_chan_worker_progress(rp.worker);
+	return rdmx_chan_worker_wait(rp.worker, 100);
 }
 
 static int setup(const struct perf_opts *o, const struct rpc_pd *pd)
 {
-	struct rdmx_chan_host_attr attr;
+	struct rdmx_chan_worker_attr attr;
 	struct rdmx_addr *addr = NULL;
 	int rc;
 
@@ -138,13 +138,13 @@ static int setup(const struct perf_opts *o, const struct rpc_pd *pd)
 		rc = rdmx_pe_set_poll_mode(rp.pe, o->poll, 50);
 	if (!rc)
 		rc = rdmx_ctx_create(rp.dev, rp.pe, &rp.ctx);
-	rdmx_chan_host_attr_init(&attr);
+	rdmx_chan_worker_attr_init(&attr);
 	attr.request_cb = on_request;
 	attr.established_cb = on_established;
 	attr.failure_cb = on_failure;
 	attr.disconnected_cb = on_disconnected;
 	if (!rc)
-		rc = rdmx_chan_host_create(rp.ctx, rp.pe, &attr, &rp.host);
+		rc = rdmx_chan_worker_create(rp.ctx, rp.pe, &attr, &rp.worker);
 	if (!rc)
 		rc = rdmx_ctx_start(rp.ctx);
 	if (!rc)
@@ -166,8 +166,8 @@ static int setup(const struct perf_opts *o, const struct rpc_pd *pd)
 		       rdmx_dev_name(rp.dev), o->port);
 		fflush(stdout);
 		uint64_t t0 = perf_now_ns();
-		while (!rp.rc && !rp.failed) {
-			rc = rdmx_chan_host_wait(rp.host, 100);
+		while (!rp.ep && !rp.failed) {
+			rc = rdmx_chan_worker_wait(rp.worker, 100);
 			if (rc < 0)
 				return rc;
 			if (perf_now_ns() - t0 > 10 * RPC_GUARD_NS)
@@ -184,8 +184,8 @@ static int setup(const struct perf_opts *o, const struct rpc_pd *pd)
 		rp.failed = false;
 		rc = rdmx_ctx_connect_to_addr(rp.ctx, addr, pd, sizeof(*pd), NULL, &conn);
 		uint64_t t0 = perf_now_ns();
-		while (rc == 0 && !rp.rc && !rp.failed) {
-			rc = rdmx_chan_host_wait(rp.host, 100);
+		while (rc == 0 && !rp.ep && !rp.failed) {
+			rc = rdmx_chan_worker_wait(rp.worker, 100);
 			rc = rc < 0 ? rc : 0;
 			if (perf_now_ns() - t0 > RPC_GUARD_NS)
 				rc = RDMX_E_TIMEDOUT;
@@ -196,7 +196,7 @@ static int setup(const struct perf_opts *o, const struct rpc_pd *pd)
 		nanosleep(&pause, NULL);
 	}
 	rdmx_addr_destroy(&addr);
-	if (!rc && !rp.rc)
+	if (!rc && !rp.ep)
 		rc = RDMX_E_CONN_REFUSED;
 	/* wait for the channel handshake */
 	uint64_t t0 = perf_now_ns();
@@ -204,7 +204,7 @@ static int setup(const struct perf_opts *o, const struct rpc_pd *pd)
 		if (rdmx_chan_get_state(rp.chan) == RDMX_CHAN_CLOSED ||
 		    perf_now_ns() - t0 > RPC_GUARD_NS)
 			rc = RDMX_E_DISCONNECTED;
-		else if ((rc = rdmx_chan_host_wait(rp.host, 100)) > 0)
+		else if ((rc = rdmx_chan_worker_wait(rp.worker, 100)) > 0)
 			rc = 0;
 	}
 	if (rc)
@@ -215,23 +215,23 @@ static int setup(const struct perf_opts *o, const struct rpc_pd *pd)
 
 static void teardown(void)
 {
-	if (rp.rc && rp.o->server) {
-		rdmx_rpc_conn_drain(rp.rc);
+	if (rp.ep && rp.o->server) {
+		rdmx_rpc_ep_drain(rp.ep);
 		uint64_t t0 = perf_now_ns();
-		while (!rdmx_rpc_conn_is_drained(rp.rc) && !rp.closed &&
+		while (!rdmx_rpc_ep_is_drained(rp.ep) && !rp.closed &&
 		       perf_now_ns() - t0 < 2000000000ull)
-			rdmx_chan_host_wait(rp.host, 10);
+			rdmx_chan_worker_wait(rp.worker, 10);
 	}
-	rdmx_rpc_conn_destroy(&rp.rc);
+	rdmx_rpc_ep_destroy(&rp.ep);
 	rdmx_chan_destroy(&rp.chan);
 	if (rp.o->server) {
 		uint64_t t0 = perf_now_ns();
 		while (!rp.closed && perf_now_ns() - t0 < 2000000000ull)
-			rdmx_chan_host_wait(rp.host, 10);
+			rdmx_chan_worker_wait(rp.worker, 10);
 	}
 	if (rp.ctx)
 		rdmx_ctx_stop(rp.ctx);
-	rdmx_chan_host_destroy(&rp.host);
+	rdmx_chan_worker_destroy(&rp.worker);
 	rdmx_rpc_server_destroy(&rp.srv);
 	rdmx_ctx_destroy(&rp.ctx);
 	rdmx_pe_destroy(&rp.pe);
@@ -279,7 +279,7 @@ static int issue(uint64_t slot)
 	int rc;
 
 	rp.start_ns[slot] = perf_now_ns();
-	rc = rdmx_rpc_call_async(rp.rc, rp.method, &p, NULL, call_done, (void *)(uintptr_t)slot,
+	rc = rdmx_rpc_call_async(rp.ep, rp.method, &p, NULL, call_done, (void *)(uintptr_t)slot,
 	                         NULL);
 	if (rc == 0)
 		rp.issued++;

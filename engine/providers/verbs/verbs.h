@@ -175,10 +175,7 @@ struct verbs_conn {
 
 static inline uint64_t rdmx__verbs_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return rdmx__now_ms();
 }
 
 static inline struct verbs_ctx *verbs_ctx_of(const struct rdmx_ctx *ctx)

@@ -1,8 +1,8 @@
 /* The cost of sealed tcp data connections, in one run: plaintext vs sealed
  * (AES-256-GCM, rdmx_conn_set_data_keys) on the tcp provider over loopback.
  *
- *   small RPC round trip: a 32-byte echo over rdmx_rpc_client_connect_secure
- *     / rdmx_rpc_server_listen_secure (server on a libev thread), p50 of
+ *   small RPC round trip: a 32-byte echo over rdmx_rpc_secure_connect
+ *     / rdmx_rpc_secure_listen (server on a libev thread), p50 of
  *     `calls` calls after a warm-up; plaintext = rdmx_tls_config_set_data_plaintext;
  *   write bandwidth: engine writes of 64 KiB and 1 MiB, `window` in flight,
  *     between two contexts on two tcp devices of this process (the target's
@@ -125,7 +125,7 @@ static void *server_main(void *arg)
 		S.rc =
 		    rdmx_rpc_server_register(S.server, rdmx_rpc_method_id(ECHO), ECHO, echo, NULL);
 	if (!S.rc)
-		S.rc = rdmx_rpc_server_listen_secure(S.loop, S.server, S.cfg, "127.0.0.1", 0, NULL,
+		S.rc = rdmx_rpc_secure_listen(S.loop, S.server, S.cfg, "127.0.0.1", 0, NULL,
 		                                     &o, NULL, &S.ss);
 	if (!S.rc)
 		S.rc = rdmx_rpc_secure_server_get_port(S.ss, &S.port);
@@ -145,7 +145,7 @@ static double rpc_rtt(bool plaintext, int calls)
 {
 	struct rdmx_tls_config *ccfg;
 	struct rdmx_rpc_secure_opts o;
-	struct rdmx_rpc_conn *rc = NULL;
+	struct rdmx_rpc_secure_conn *conn = NULL;
 	uint8_t msg[32] = "rdmx seal bench: 32-byte echo..";
 	struct rdmx_rpc_payload req = rdmx_rpc_bytes(msg, sizeof(msg));
 	uint32_t id = rdmx_rpc_method_id(ECHO);
@@ -171,12 +171,12 @@ static double rpc_rtt(bool plaintext, int calls)
 	TRY("server", S.rc);
 	rdmx_rpc_secure_opts_init(&o);
 	o.device = "tcp";
-	TRY("connect", rdmx_rpc_client_connect_secure("127.0.0.1", S.port, ccfg, NULL, &o, &rc));
+	TRY("connect", rdmx_rpc_secure_connect("127.0.0.1", S.port, ccfg, NULL, &o, &conn));
 	for (int i = -calls / 10; i < calls; i++) {
 		struct rdmx_rpc_reply reply;
 		uint64_t t0 = now_ns();
 
-		TRY("call", rdmx_rpc_call(rc, id, &req, NULL, &reply));
+		TRY("call", rdmx_rpc_call(rdmx_rpc_secure_conn_get_ep(conn), id, &req, NULL, &reply));
 		if (reply.code != RDMX_RPC_OK || reply.len != sizeof(msg))
 			die("echo", RDMX_E_PROTOCOL);
 		rdmx_rpc_reply_fini(&reply);
@@ -185,7 +185,7 @@ static double rpc_rtt(bool plaintext, int calls)
 	}
 	p50 = median(lat, calls);
 	free(lat);
-	rdmx_rpc_client_close_secure(&rc);
+	rdmx_rpc_secure_close(&conn);
 	ev_async_send(S.loop, &S.wake);
 	pthread_join(S.thread, NULL);
 	ev_loop_destroy(S.loop);

@@ -193,7 +193,7 @@ Test(codegen_rpc, async_calls)
 	struct node a, b;
 	struct srv_state st;
 	struct rdmx_rpc_server *srv;
-	struct rdmx_rpc_conn *ra, *rb;
+	struct rdmx_rpc_ep *ra, *rb;
 	stubs_PutRequest req;
 	struct rdmx_str tags[2];
 	stubs_PutRequest_MetaEntry meta[2];
@@ -289,7 +289,7 @@ static void *serve_thread(void *p)
 {
 	struct serve_arg *s = p;
 	while (!s->stop)
-		if (rdmx_chan_host_progress(s->n->host) == 0)
+		if (rdmx_chan_worker_progress(s->n->worker) == 0)
 			sched_yield();
 	return NULL;
 }
@@ -299,7 +299,7 @@ Test(codegen_rpc, blocking_calls)
 	struct node a, b;
 	struct srv_state st;
 	struct rdmx_rpc_server *srv;
-	struct rdmx_rpc_conn *ra, *rb;
+	struct rdmx_rpc_ep *ra, *rb;
 	struct serve_arg sa;
 	pthread_t th;
 	stubs_PutRequest req;

@@ -23,38 +23,37 @@
 
 /* ---- assertions that name the expression and the status ---- */
 
-#define ASSERT_OK(expr)                                                                     \
-	do {                                                                                \
-		int _rc = (expr);                                                           \
-		cr_assert_eq(_rc, 0, "%s -> %s (%d)", #expr, rdmx_err_name(_rc), _rc);     \
+#define ASSERT_OK(expr)                                                                            \
+	do {                                                                                       \
+		int _rc = (expr);                                                                  \
+		cr_assert_eq(_rc, 0, "%s -> %s (%d)", #expr, rdmx_err_name(_rc), _rc);             \
 	} while (0)
 
-#define ASSERT_RC(expr, want)                                                               \
-	do {                                                                                \
-		int _rc = (expr);                                                           \
-		int _want = (want);                                                         \
-		cr_assert_eq(_rc, _want, "%s -> %s (%d), expected %s", #expr,              \
-			     rdmx_err_name(_rc), _rc, rdmx_err_name(_want));                \
+#define ASSERT_RC(expr, want)                                                                      \
+	do {                                                                                       \
+		int _rc = (expr);                                                                  \
+		int _want = (want);                                                                \
+		cr_assert_eq(_rc, _want, "%s -> %s (%d), expected %s", #expr, rdmx_err_name(_rc),  \
+		             _rc, rdmx_err_name(_want));                                           \
 	} while (0)
 
 /* One of two codes (where the contract lets the check happen at alloc or at
  * submit, for instance). */
-#define ASSERT_RC2(expr, w1, w2)                                                            \
-	do {                                                                                \
-		int _rc = (expr);                                                           \
-		cr_assert(_rc == (w1) || _rc == (w2), "%s -> %s (%d), expected %s or %s",   \
-			  #expr, rdmx_err_name(_rc), _rc, rdmx_err_name(w1),                \
-			  rdmx_err_name(w2));                                               \
+#define ASSERT_RC2(expr, w1, w2)                                                                   \
+	do {                                                                                       \
+		int _rc = (expr);                                                                  \
+		cr_assert(_rc == (w1) || _rc == (w2), "%s -> %s (%d), expected %s or %s", #expr,   \
+		          rdmx_err_name(_rc), _rc, rdmx_err_name(w1), rdmx_err_name(w2));          \
 	} while (0)
 
 /* ---- per-task completion record (the task's user data) ---- */
 
 struct tinfo {
-	int ok, err;   /* how many times each callback ran for this task */
-	int status;    /* rdmx_task_get_status() seen in the callback */
-	int seq;       /* completion sequence number on its side */
-	int tag;       /* caller's label (e.g. submission index) */
-	bool bad;      /* ok_cb with status != 0 or err_cb with status == 0 */
+	int ok, err; /* how many times each callback ran for this task */
+	int status;  /* rdmx_task_get_status() seen in the callback */
+	int seq;     /* completion sequence number on its side */
+	int tag;     /* caller's label (e.g. submission index) */
+	bool bad;    /* ok_cb with status != 0 or err_cb with status == 0 */
 	/* receive results, captured in the callback */
 	enum rdmx_opcode opcode;
 	uint32_t len;
@@ -66,23 +65,22 @@ struct tinfo {
 
 #define TI_DONE(ti) ((ti)->ok + (ti)->err)
 
-#define ASSERT_DONE_OK(ti)                                                                  \
-	do {                                                                                \
-		const struct tinfo *_t = (ti);                                              \
-		cr_assert(_t->ok == 1 && _t->err == 0 && _t->status == 0 && !_t->bad,      \
-			  "%s: completed ok=%d err=%d times, status %s", #ti, _t->ok,       \
-			  _t->err, rdmx_err_name(_t->status));                              \
+#define ASSERT_DONE_OK(ti)                                                                         \
+	do {                                                                                       \
+		const struct tinfo *_t = (ti);                                                     \
+		cr_assert(_t->ok == 1 && _t->err == 0 && _t->status == 0 && !_t->bad,              \
+		          "%s: completed ok=%d err=%d times, status %s", #ti, _t->ok, _t->err,     \
+		          rdmx_err_name(_t->status));                                              \
 	} while (0)
 
-#define ASSERT_DONE_ERR(ti, code)                                                           \
-	do {                                                                                \
-		const struct tinfo *_t = (ti);                                              \
-		int _want = (code);                                                         \
-		cr_assert(_t->ok == 0 && _t->err == 1 && _t->status == _want && !_t->bad,  \
-			  "%s: completed ok=%d err=%d times, status %s, expected one error " \
-			  "completion with %s",                                             \
-			  #ti, _t->ok, _t->err, rdmx_err_name(_t->status),                  \
-			  rdmx_err_name(_want));                                            \
+#define ASSERT_DONE_ERR(ti, code)                                                                  \
+	do {                                                                                       \
+		const struct tinfo *_t = (ti);                                                     \
+		int _want = (code);                                                                \
+		cr_assert(_t->ok == 0 && _t->err == 1 && _t->status == _want && !_t->bad,          \
+		          "%s: completed ok=%d err=%d times, status %s, expected one error "       \
+		          "completion with %s",                                                    \
+		          #ti, _t->ok, _t->err, rdmx_err_name(_t->status), rdmx_err_name(_want));  \
 	} while (0)
 
 /* ---- one side: device + progress engine + context ---- */
@@ -134,8 +132,8 @@ struct side {
 	enum req_policy policy;
 	uint8_t accept_pd[RDMX_PRIVATE_DATA_MAX + 8];
 	size_t accept_pd_len;
-	void *accept_ud;     /* user data set on accepted connections */
-	int accept_rc;       /* rdmx_conn_accept / reject result in the request callback */
+	void *accept_ud;        /* user data set on accepted connections */
+	int accept_rc;          /* rdmx_conn_accept / reject result in the request callback */
 	struct rdmx_conn *held; /* REQ_HOLD: the last request */
 	/* private data seen in the last request (server) / established (client) */
 	uint8_t req_pd[RDMX_PRIVATE_DATA_MAX + 8];
@@ -164,8 +162,7 @@ struct region {
 
 /* ---- environment ---- */
 
-const char *env_device(int which); /* 0: RDMX_TEST_DEVICE, 1: RDMX_TEST_PEER_DEVICE */
-const char *env_addr(int which);   /* RDMX_TEST_ADDR / RDMX_TEST_PEER_ADDR */
+#include "test_env.h" /* env_device, env_addr (tests/support) */
 
 /* Leak baseline: open fds and threads of the process (tcp only: verbs
  * libraries keep process-wide fds open by design). Call leak_begin first
@@ -235,7 +232,7 @@ struct rdmx_addr *addr_of(struct side *s, uint16_t port);
 /* cm flow: srv listens (if port == 0), cli connects with pd/ud; drives until
  * both established. Returns the server-side and client-side conns. */
 void cm_pair(struct side *srv, struct side *cli, const void *pd, size_t pd_len, void *ud,
-	     struct rdmx_conn **sconn, struct rdmx_conn **cconn);
+             struct rdmx_conn **sconn, struct rdmx_conn **cconn);
 
 /* Count of events of a kind on conn (NULL: any conn). */
 int conn_events(const struct side *s, enum conn_ev_kind kind, const struct rdmx_conn *conn);
@@ -251,15 +248,15 @@ bool drive(struct side *a, struct side *b, bool (*pred)(void *), void *arg, int 
 /* Progresses for ms milliseconds (an observation window, not a timing check). */
 void drive_for(struct side *a, struct side *b, struct side *c, int ms);
 
-#define DRIVE_UNTIL3(a, b, c, cond)                                                         \
-	do {                                                                                \
-		uint64_t _deadline = now_ms() + GUARD_MS;                                   \
-		while (!(cond)) {                                                           \
-			cr_assert(now_ms() < _deadline,                                     \
-				  "timed out (failure guard %d ms) waiting for: %s", GUARD_MS, \
-				  #cond);                                                   \
-			drive_once((a), (b), (c));                                          \
-		}                                                                           \
+#define DRIVE_UNTIL3(a, b, c, cond)                                                                \
+	do {                                                                                       \
+		uint64_t _deadline = now_ms() + GUARD_MS;                                          \
+		while (!(cond)) {                                                                  \
+			cr_assert(now_ms() < _deadline,                                            \
+			          "timed out (failure guard %d ms) waiting for: %s", GUARD_MS,     \
+			          #cond);                                                          \
+			drive_once((a), (b), (c));                                                 \
+		}                                                                                  \
 	} while (0)
 #define DRIVE_UNTIL(a, b, cond) DRIVE_UNTIL3(a, b, NULL, cond)
 

@@ -8,33 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-/* ---- environment ---- */
-
-const char *env_device(int which)
-{
-	const char *d = getenv("RDMX_TEST_DEVICE");
-	if (!d || !*d)
-		d = "tcp";
-	if (which) {
-		const char *p = getenv("RDMX_TEST_PEER_DEVICE");
-		if (p && *p)
-			return p;
-	}
-	return d;
-}
-
-static const char *env_addr_raw(int which)
-{
-	const char *a = getenv(which ? "RDMX_TEST_PEER_ADDR" : "RDMX_TEST_ADDR");
-	return (a && *a) ? a : NULL;
-}
-
-const char *env_addr(int which)
-{
-	const char *a = env_addr_raw(which);
-	return a ? a : "127.0.0.1";
-}
+#include <rdmx/pe.h>
 
 /* ---- leak baseline ---- */
 
@@ -74,9 +48,9 @@ void leak_end(void)
 		threads = count_dir("/proc/self/task");
 	}
 	cr_assert_eq(fds, leak_fds, "file descriptors leaked: %d open before, %d after", leak_fds,
-		     fds);
+	             fds);
 	cr_assert_eq(threads, leak_threads, "threads leaked: %d before, %d after", leak_threads,
-		     threads);
+	             threads);
 }
 
 /* ---- callbacks ---- */
@@ -166,8 +140,8 @@ static void on_request(struct rdmx_conn *c, void *cud)
 	switch (s->policy) {
 	case REQ_ACCEPT:
 		rdmx_conn_set_user_data(c, s->accept_ud);
-		s->accept_rc = rdmx_conn_accept(c, s->accept_pd_len ? s->accept_pd : NULL,
-						s->accept_pd_len);
+		s->accept_rc =
+		    rdmx_conn_accept(c, s->accept_pd_len ? s->accept_pd : NULL, s->accept_pd_len);
 		break;
 	case REQ_REJECT:
 		s->accept_rc = rdmx_conn_reject(c);
@@ -228,7 +202,7 @@ void side_open(struct side *s, const char *name, int which)
 	s->addr = env_addr(which);
 	int rc = side_open_dev(which, &s->dev);
 	cr_assert_eq(rc, 0, "opening device %s (addr %s) -> %s", s->devname, s->addr,
-		     rdmx_err_name(rc));
+	             rdmx_err_name(rc));
 	const char *prov = rdmx_dev_provider(s->dev);
 	cr_assert(prov != NULL, "rdmx_dev_provider returned NULL");
 	s->tcp = strcmp(prov, "tcp") == 0;
@@ -239,7 +213,7 @@ void side_open(struct side *s, const char *name, int which)
 	ASSERT_OK(rdmx_ctx_create(s->dev, s->pe, &s->ctx));
 	ASSERT_OK(rdmx_ctx_set_user_data(s->ctx, s));
 	ASSERT_OK(rdmx_ctx_set_conn_callbacks(s->ctx, on_request, on_established, on_failure,
-					      on_disconnected));
+	                                      on_disconnected));
 }
 
 void side_attach(struct side *s, const char *name, struct side *dev_owner, struct rdmx_pe *pe)
@@ -260,7 +234,7 @@ void side_attach(struct side *s, const char *name, struct side *dev_owner, struc
 	ASSERT_OK(rdmx_ctx_create(s->dev, s->pe, &s->ctx));
 	ASSERT_OK(rdmx_ctx_set_user_data(s->ctx, s));
 	ASSERT_OK(rdmx_ctx_set_conn_callbacks(s->ctx, on_request, on_established, on_failure,
-					      on_disconnected));
+	                                      on_disconnected));
 }
 
 static uint32_t min_u32(uint32_t a, uint32_t b)
@@ -273,14 +247,15 @@ void side_conf(struct side *s, uint32_t num_tasks)
 	ASSERT_OK(rdmx_ctx_set_send_queue_size(s->ctx, min_u32(1024, s->caps.max_send_queue_size)));
 	ASSERT_OK(rdmx_ctx_set_recv_queue_size(s->ctx, min_u32(256, s->caps.max_recv_queue_size)));
 	if (s->caps.max_connections)
-		ASSERT_OK(rdmx_ctx_set_max_connections(s->ctx, min_u32(16, s->caps.max_connections)));
+		ASSERT_OK(
+		    rdmx_ctx_set_max_connections(s->ctx, min_u32(16, s->caps.max_connections)));
 	for (int t = 0; t < RDMX_TASK_TYPE_COUNT; t++) {
 		uint32_t n = num_tasks;
 		if (t == RDMX_TASK_RECEIVE)
 			n = min_u32(n, min_u32(256, s->caps.max_recv_queue_size));
 		int rc = rdmx_ctx_set_task_conf(s->ctx, (enum rdmx_task_type)t, cb_ok, cb_err, n);
 		cr_assert_eq(rc, 0, "rdmx_ctx_set_task_conf(type %d, %u tasks) -> %s", t, n,
-			     rdmx_err_name(rc));
+		             rdmx_err_name(rc));
 	}
 }
 
@@ -299,7 +274,7 @@ static void side_stop(struct side *s)
 		ASSERT_OK(rdmx_ctx_stop(s->ctx));
 	ASSERT_OK(rdmx_ctx_get_state(s->ctx, &st));
 	cr_assert_eq(st, RDMX_CTX_IDLE, "context of side %s not IDLE after stop (%d)", s->name,
-		     (int)st);
+	             (int)st);
 }
 
 void side_close(struct side *s)
@@ -433,9 +408,9 @@ bool pattern_check(const void *p, size_t len, uint32_t seed)
 
 enum rdmx_conn_state conn_state(const struct rdmx_conn *c)
 {
-	enum rdmx_conn_state st = (enum rdmx_conn_state)-1;
+	enum rdmx_conn_state st = (enum rdmx_conn_state) - 1;
 	if (rdmx_conn_get_state(c, &st) != 0)
-		return (enum rdmx_conn_state)-1;
+		return (enum rdmx_conn_state) - 1;
 	return st;
 }
 
@@ -449,8 +424,8 @@ void connect_pair(struct side *a, struct side *b, struct rdmx_conn **ca, struct 
 	cr_assert(x && y && da && db && la > 0 && lb > 0, "export returned empty details");
 	ASSERT_OK(rdmx_ctx_connect(a->ctx, db, lb, x));
 	ASSERT_OK(rdmx_ctx_connect(b->ctx, da, la, y));
-	DRIVE_UNTIL(a, b,
-		    conn_state(x) == RDMX_CONN_ESTABLISHED && conn_state(y) == RDMX_CONN_ESTABLISHED);
+	DRIVE_UNTIL(
+	    a, b, conn_state(x) == RDMX_CONN_ESTABLISHED && conn_state(y) == RDMX_CONN_ESTABLISHED);
 	*ca = x;
 	*cb = y;
 }
@@ -479,7 +454,7 @@ uint16_t listen_any(struct side *srv)
 }
 
 void cm_pair(struct side *srv, struct side *cli, const void *pd, size_t pd_len, void *ud,
-	     struct rdmx_conn **sconn, struct rdmx_conn **cconn)
+             struct rdmx_conn **sconn, struct rdmx_conn **cconn)
 {
 	uint16_t port = listen_any(srv);
 	struct rdmx_addr *ad = addr_of(srv, port);
@@ -503,9 +478,7 @@ void cm_pair(struct side *srv, struct side *cli, const void *pd, size_t pd_len, 
 
 uint64_t now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return (uint64_t)(rdmx_pe_now_ns() / 1000000u);
 }
 
 static int progress(struct side *s)

@@ -14,7 +14,7 @@ static const char client_pd[] = "request from the client side"; /* 29 bytes with
 static const char server_pd[] = "accepted!";
 
 static void check_addr(const struct rdmx_conn *c, const char *want_text, int want_port,
-		       const char *who)
+                       const char *who)
 {
 	const struct rdmx_addr *ad = NULL;
 	int rc = rdmx_conn_get_addr(c, &ad);
@@ -26,7 +26,7 @@ static void check_addr(const struct rdmx_conn *c, const char *want_text, int wan
 	cr_assert_str_eq(text, want_text, "%s: peer address %s, expected %s", who, text, want_text);
 	if (want_port >= 0)
 		cr_assert_eq(port, (uint16_t)want_port, "%s: peer port %u, expected %d", who, port,
-			     want_port);
+		             want_port);
 }
 
 Test(cm, private_data_ids_user_data_and_addresses)
@@ -55,12 +55,12 @@ Test(cm, private_data_ids_user_data_and_addresses)
 	ASSERT_OK(A.accept_rc);
 	ASSERT_OK(A.req_pd_rc);
 	cr_assert_eq(A.req_pd_len, sizeof(client_pd), "request private data length %zu, sent %zu",
-		     A.req_pd_len, sizeof(client_pd));
+	             A.req_pd_len, sizeof(client_pd));
 	cr_assert_arr_eq(A.req_pd, client_pd, sizeof(client_pd), "request private data differs");
 	/* client: the accept's private data */
 	ASSERT_OK(B.est_pd_rc);
 	cr_assert_eq(B.est_pd_len, sizeof(server_pd), "accept private data length %zu, sent %zu",
-		     B.est_pd_len, sizeof(server_pd));
+	             B.est_pd_len, sizeof(server_pd));
 	cr_assert_arr_eq(B.est_pd, server_pd, sizeof(server_pd), "accept private data differs");
 
 	/* the same connection objects, ids and user data through the events */
@@ -78,10 +78,10 @@ Test(cm, private_data_ids_user_data_and_addresses)
 	struct rdmx_conn *sc = sest->conn;
 	cr_assert_eq(sreq->conn, sc, "request and established name different connections");
 	cr_assert_eq(sest->conn_ud, &smark, "server established callback got user data %p",
-		     sest->conn_ud);
+	             sest->conn_ud);
 	cr_assert_eq(cest->conn, cc, "client established callback names another connection");
 	cr_assert_eq(cest->conn_ud, &cmark, "client established callback got user data %p",
-		     cest->conn_ud);
+	             cest->conn_ud);
 	uint32_t sid, cid;
 	ASSERT_OK(rdmx_conn_get_id(sc, &sid));
 	ASSERT_OK(rdmx_conn_get_id(cc, &cid));
@@ -166,7 +166,7 @@ Test(cm, reject_reaches_initiator_failure_callback)
 	DRIVE_UNTIL(&A, &B, A.established == 1 && B.established == 1);
 	ASSERT_OK(B.est_pd_rc);
 	cr_assert_eq(B.est_pd_len, 0u, "accept without private data delivered %zu bytes",
-		     B.est_pd_len);
+	             B.est_pd_len);
 	ASSERT_OK(rdmx_addr_destroy(&ad));
 	pair_close(&A, &B);
 	leak_end();
@@ -272,7 +272,7 @@ Test(cm, connect_to_nobody_fails)
 		cr_assert_eq(B.events[B.nevents - 1].conn_ud, &mark);
 	} else {
 		cr_assert(rc == RDMX_E_CONN_REFUSED || rc == RDMX_E_PROVIDER,
-			  "connect_to_addr to a closed port -> %s", rdmx_err_name(rc));
+		          "connect_to_addr to a closed port -> %s", rdmx_err_name(rc));
 	}
 	cr_assert_eq(A.requests, 0, "a stopped listener delivered a request");
 	cr_assert_eq(B.established, 0);

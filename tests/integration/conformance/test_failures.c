@@ -88,14 +88,17 @@ Test(failures, wrong_rkey_fails_task_and_connection_only)
 	ASSERT_DONE_ERR(&tbad, RDMX_E_REMOTE_ACCESS);
 	for (int i = 0; i < 3; i++) {
 		ASSERT_DONE_ERR(&tafter[i], RDMX_E_CONN_ABORTED);
-		cr_assert_gt(tafter[i].seq, tbad.seq, "flushed task completed before the failing one");
+		cr_assert_gt(tafter[i].seq, tbad.seq,
+		             "flushed task completed before the failing one");
 	}
 	for (int i = 0; i < 64; i++)
 		cr_assert_eq(ra->mem[i], 0x11, "a write with a wrong key placed data (byte %d)", i);
-	cr_assert_eq(conn_state(b1), RDMX_CONN_ERROR, "connection state %d after a remote access "
-		     "error", (int)conn_state(b1));
+	cr_assert_eq(conn_state(b1), RDMX_CONN_ERROR,
+	             "connection state %d after a remote access "
+	             "error",
+	             (int)conn_state(b1));
 	cr_assert_eq(conn_events(&B, CEV_DISCONNECTED, b1), 0,
-		     "the connection in error was freed: later submits would use a dead object");
+	             "the connection in error was freed: later submits would use a dead object");
 
 	/* a task submitted on the connection in error: accepted, then aborted */
 	struct rdmx_rbuf rg = rbuf(good, 0, 0);
@@ -126,14 +129,14 @@ Test(failures, out_of_bounds_and_wraparound)
 	struct region *rb = region_new(&B, 8192, RDMX_ACCESS_LOCAL_WRITE, 0x44);
 	struct rdmx_mr_remote *m = remote_of(&B, ra);
 	const struct oob_case cases[] = {
-		{"write past the end", RDMX_TASK_WRITE, 3990, 20},
-		{"write starting at the end", RDMX_TASK_WRITE, 4000, 1},
-		{"write with offset+len wrapping past 2^64", RDMX_TASK_WRITE, UINT64_MAX - 7, 16},
-		{"write at offset 2^63", RDMX_TASK_WRITE, 1ull << 63, 16},
-		{"read past the end", RDMX_TASK_READ, 3000, 1001},
-		{"read with offset+len wrapping past 2^64", RDMX_TASK_READ, UINT64_MAX - 15, 32},
-		{"atomic past the end", RDMX_TASK_ATOMIC_FADD, 4000, 8},
-		{"atomic with wrapping offset", RDMX_TASK_ATOMIC_FADD, UINT64_MAX - 7, 8},
+	    {"write past the end", RDMX_TASK_WRITE, 3990, 20},
+	    {"write starting at the end", RDMX_TASK_WRITE, 4000, 1},
+	    {"write with offset+len wrapping past 2^64", RDMX_TASK_WRITE, UINT64_MAX - 7, 16},
+	    {"write at offset 2^63", RDMX_TASK_WRITE, 1ull << 63, 16},
+	    {"read past the end", RDMX_TASK_READ, 3000, 1001},
+	    {"read with offset+len wrapping past 2^64", RDMX_TASK_READ, UINT64_MAX - 15, 32},
+	    {"atomic past the end", RDMX_TASK_ATOMIC_FADD, 4000, 8},
+	    {"atomic with wrapping offset", RDMX_TASK_ATOMIC_FADD, UINT64_MAX - 7, 8},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct oob_case *c = &cases[i];
@@ -153,18 +156,19 @@ Test(failures, out_of_bounds_and_wraparound)
 		else
 			rc = rdmx_task_atomic_fadd_alloc(B.ctx, cb, &r, &l, 1, &ti, &t);
 		cr_assert_eq(rc, 0, "%s: alloc -> %s (the target checks bounds, as on a NIC)",
-			     c->what, rdmx_err_name(rc));
+		             c->what, rdmx_err_name(rc));
 		rc = rdmx_task_submit(t);
 		cr_assert_eq(rc, 0, "%s: submit -> %s", c->what, rdmx_err_name(rc));
 		DRIVE_UNTIL(&A, &B, TI_DONE(&ti));
 		drive_for(&A, &B, NULL, 10);
 		cr_assert(ti.err == 1 && ti.ok == 0 && ti.status == RDMX_E_REMOTE_ACCESS,
-			  "%s: ok=%d err=%d status %s, expected one E_REMOTE_ACCESS", c->what, ti.ok,
-			  ti.err, rdmx_err_name(ti.status));
-		cr_assert_eq(conn_state(cb), RDMX_CONN_ERROR, "%s: connection not in error", c->what);
+		          "%s: ok=%d err=%d status %s, expected one E_REMOTE_ACCESS", c->what,
+		          ti.ok, ti.err, rdmx_err_name(ti.status));
+		cr_assert_eq(conn_state(cb), RDMX_CONN_ERROR, "%s: connection not in error",
+		             c->what);
 		for (size_t k = 0; k < 4032; k++)
-			cr_assert_eq(ra->mem[k], 0x33, "%s: target memory changed at byte %zu", c->what,
-				     k);
+			cr_assert_eq(ra->mem[k], 0x33, "%s: target memory changed at byte %zu",
+			             c->what, k);
 		if (c->type == RDMX_TASK_READ)
 			for (size_t k = 0; k < 8192; k++)
 				cr_assert_eq(rb->mem[k], 0x44, "%s: read placed data", c->what);
@@ -181,26 +185,26 @@ Test(failures, missing_permission)
 	pair_open(&A, &B, 16);
 	struct region *wo = region_new(&A, 4096, RDMX_ACCESS_REMOTE_WRITE, 0x55);
 	struct region *ro = region_new(&A, 4096, RDMX_ACCESS_REMOTE_READ, 0x66);
-	struct region *rw = region_new(&A, 4096, RDMX_ACCESS_REMOTE_READ | RDMX_ACCESS_REMOTE_WRITE,
-				       0x77);
+	struct region *rw =
+	    region_new(&A, 4096, RDMX_ACCESS_REMOTE_READ | RDMX_ACCESS_REMOTE_WRITE, 0x77);
 	struct region *rb = region_new(&B, 4096, RDMX_ACCESS_LOCAL_WRITE, 0x88);
 	struct region *rrecv = region_new(&A, 4096, RDMX_ACCESS_LOCAL_WRITE, 0);
 	struct rdmx_mr_remote *mwo = remote_of(&B, wo), *mro = remote_of(&B, ro),
-			      *mrw = remote_of(&B, rw);
+	                      *mrw = remote_of(&B, rw);
 	enum { READ_WO, WRITE_RO, WRITE_IMM_RO, CAS_RW, FADD_RW, AWRITE_RW, FLUSH_WO, NCASE };
 	static const char *what[NCASE] = {
-		"read from a write-only region",   "write to a read-only region",
-		"write_imm to a read-only region", "cas without REMOTE_ATOMIC",
-		"fadd without REMOTE_ATOMIC",      "atomic write without REMOTE_ATOMIC",
-		"flush without REMOTE_READ"};
+	    "read from a write-only region",   "write to a read-only region",
+	    "write_imm to a read-only region", "cas without REMOTE_ATOMIC",
+	    "fadd without REMOTE_ATOMIC",      "atomic write without REMOTE_ATOMIC",
+	    "flush without REMOTE_READ"};
 	for (int k = 0; k < NCASE; k++) {
 		if ((k == CAS_RW || k == FADD_RW || k == AWRITE_RW) && !B.caps.atomics)
 			continue;
 		struct rdmx_conn *ca, *cb;
 		connect_pair(&A, &B, &ca, &cb);
 		struct rdmx_buf l = lbuf(rb, 0, 64), res = lbuf(rb, 128, 8);
-		struct rdmx_rbuf r64wo = rbuf(mwo, 0, 64), r64ro = rbuf(mro, 0, 0), a8 = rbuf(mrw, 8, 8),
-				 fl = rbuf(mwo, 0, 4096);
+		struct rdmx_rbuf r64wo = rbuf(mwo, 0, 64), r64ro = rbuf(mro, 0, 0),
+		                 a8 = rbuf(mrw, 8, 8), fl = rbuf(mwo, 0, 4096);
 		struct tinfo ti = {0};
 		/* a receive left posted lives until the final stop: static storage */
 		static struct tinfo tr;
@@ -219,8 +223,8 @@ Test(failures, missing_permission)
 			ASSERT_OK(rdmx_task_write_imm_alloc(B.ctx, cb, &l, &r64ro, 9, &ti, &t));
 			break;
 		case CAS_RW:
-			ASSERT_OK(rdmx_task_atomic_cas_alloc(B.ctx, cb, &a8, &res, 0x7777777777777777ull,
-							     1, &ti, &t));
+			ASSERT_OK(rdmx_task_atomic_cas_alloc(B.ctx, cb, &a8, &res,
+			                                     0x7777777777777777ull, 1, &ti, &t));
 			break;
 		case FADD_RW:
 			ASSERT_OK(rdmx_task_atomic_fadd_alloc(B.ctx, cb, &a8, &res, 1, &ti, &t));
@@ -236,9 +240,10 @@ Test(failures, missing_permission)
 		DRIVE_UNTIL(&A, &B, TI_DONE(&ti));
 		drive_for(&A, &B, NULL, 10);
 		cr_assert(ti.err == 1 && ti.ok == 0 && ti.status == RDMX_E_REMOTE_ACCESS,
-			  "%s: ok=%d err=%d status %s, expected one E_REMOTE_ACCESS", what[k], ti.ok,
-			  ti.err, rdmx_err_name(ti.status));
-		cr_assert_eq(conn_state(cb), RDMX_CONN_ERROR, "%s: connection not in error", what[k]);
+		          "%s: ok=%d err=%d status %s, expected one E_REMOTE_ACCESS", what[k],
+		          ti.ok, ti.err, rdmx_err_name(ti.status));
+		cr_assert_eq(conn_state(cb), RDMX_CONN_ERROR, "%s: connection not in error",
+		             what[k]);
 		if (k == WRITE_IMM_RO)
 			cr_assert_eq(tr.ok, 0, "a refused write_imm consumed a receive");
 		for (size_t i = 0; i < 4096; i++) {
@@ -322,7 +327,8 @@ Test(failures, misaligned_atomic_is_inval_at_submit)
 	ASSERT_RC(rc, RDMX_E_INVAL);
 	drive_for(&A, &B, NULL, 20);
 	cr_assert_eq(TI_DONE(&ti), 0, "a task refused at submit completed");
-	cr_assert_eq(conn_state(cb), RDMX_CONN_ESTABLISHED, "a refused submit moved the connection");
+	cr_assert_eq(conn_state(cb), RDMX_CONN_ESTABLISHED,
+	             "a refused submit moved the connection");
 	/* the connection still works: the same task, aligned again */
 	ASSERT_OK(rdmx_task_set_remote(t, &ok));
 	submit_wait(&A, &B, t, &ti);
@@ -397,7 +403,7 @@ Test(failures, rnr_infinite_retry_delivers_in_order)
 	/* an observation window with nothing posted: nothing may complete */
 	drive_for(&A, &B, NULL, 300);
 	cr_assert_eq(B.completions, 0, "%d sends completed with no receive posted (status %s)",
-		     B.completions, rdmx_err_name(ts[0].status));
+	             B.completions, rdmx_err_name(ts[0].status));
 	/* post receives one at a time; each takes the next message in order */
 	for (int i = 0; i < NRNR; i++) {
 		d[i] = lbuf(ra, (size_t)i * 1024, 1024);
@@ -508,11 +514,12 @@ Test(failures, disconnect_with_tasks_in_flight)
 	if (rc == 0)
 		rc = rdmx_task_submit(late);
 	cr_assert(rc == 0 || rc == RDMX_E_BAD_STATE, "submit after disconnect -> %s",
-		  rdmx_err_name(rc));
+	          rdmx_err_name(rc));
 	bool late_in = rc == 0;
 
-	DRIVE_UNTIL(&A, &B, conn_events(&B, CEV_DISCONNECTED, cb) == 1 &&
-				    conn_events(&A, CEV_DISCONNECTED, ca) == 1);
+	DRIVE_UNTIL(&A, &B,
+	            conn_events(&B, CEV_DISCONNECTED, cb) == 1 &&
+	                conn_events(&A, CEV_DISCONNECTED, ca) == 1);
 	drive_for(&A, &B, NULL, 50);
 	cr_assert_eq(conn_events(&B, CEV_DISCONNECTED, cb), 1, "disconnected callback ran twice");
 	cr_assert_eq(conn_events(&A, CEV_DISCONNECTED, ca), 1);
@@ -523,7 +530,7 @@ Test(failures, disconnect_with_tasks_in_flight)
 		if (ti[i].err) {
 			errs++;
 			cr_assert(is_disconnect_error(ti[i].status), "task %d failed with %s", i,
-				  rdmx_err_name(ti[i].status));
+			          rdmx_err_name(ti[i].status));
 		}
 		if (i >= first_stuck)
 			cr_assert_eq(ti[i].err, 1, "send %d with no receive posted succeeded", i);
@@ -536,8 +543,8 @@ Test(failures, disconnect_with_tasks_in_flight)
 	for (int e = 0; e < B.nevents; e++)
 		if (B.events[e].kind == CEV_DISCONNECTED)
 			cr_assert_eq(B.events[e].completions, n + (late_in ? 1 : 0),
-				     "disconnected callback ran with %d of %d tasks completed",
-				     B.events[e].completions, n + (late_in ? 1 : 0));
+			             "disconnected callback ran with %d of %d tasks completed",
+			             B.events[e].completions, n + (late_in ? 1 : 0));
 	cr_assert_geq(errs, NSTUCK);
 
 	/* receives belong to the context: a disconnect does not take them */
@@ -614,10 +621,10 @@ Test(failures, ctx_stop_cancels_everything)
 		ASSERT_DONE_ERR(&trecv[i], RDMX_E_CANCELED);
 	for (int i = 0; i < k; i++)
 		cr_assert(ti[i].err == 1 && ti[i].ok == 0 && ti[i].status == RDMX_E_CANCELED &&
-				  !ti[i].bad,
-			  "task %d (of %d submitted): ok=%d err=%d status %s%s", i, k, ti[i].ok,
-			  ti[i].err, rdmx_err_name(ti[i].status),
-			  ti[i].bad ? " (callback saw a state other than STOPPING)" : "");
+		              !ti[i].bad,
+		          "task %d (of %d submitted): ok=%d err=%d status %s%s", i, k, ti[i].ok,
+		          ti[i].err, rdmx_err_name(ti[i].status),
+		          ti[i].bad ? " (callback saw a state other than STOPPING)" : "");
 	cr_assert_eq(B.completions, k + 8);
 	enum rdmx_ctx_state st;
 	ASSERT_OK(rdmx_ctx_get_state(B.ctx, &st));
@@ -636,8 +643,8 @@ Test(failures, overlapping_registrations_keep_their_own_access)
 	struct rdmx_conn *ca, *cb;
 	leak_begin();
 	pair_open(&A, &B, 16);
-	struct region *rw = region_new(&A, 4096, RDMX_ACCESS_REMOTE_READ | RDMX_ACCESS_REMOTE_WRITE,
-				       0x21);
+	struct region *rw =
+	    region_new(&A, 4096, RDMX_ACCESS_REMOTE_READ | RDMX_ACCESS_REMOTE_WRITE, 0x21);
 	/* a second, read-only registration of the same bytes */
 	struct rdmx_mr *ro = NULL;
 	uint8_t rodesc[RDMX_MR_DESCRIPTOR_SIZE];
@@ -697,12 +704,13 @@ Test(failures, send_longer_than_receive)
 	drive_for(&A, &B, NULL, 20);
 	/* both ends fail once: the receiver for length, the sender remotely */
 	cr_assert(tr.err == 1 && tr.ok == 0 && tr.status == RDMX_E_LOCAL_LENGTH && ts.err == 1 &&
-			  ts.ok == 0 && ts.status == RDMX_E_REMOTE_OP,
-		  "receive: ok=%d err=%d %s (expected E_LOCAL_LENGTH); send: ok=%d err=%d %s "
-		  "(expected E_REMOTE_OP)",
-		  tr.ok, tr.err, rdmx_err_name(tr.status), ts.ok, ts.err, rdmx_err_name(ts.status));
+	              ts.ok == 0 && ts.status == RDMX_E_REMOTE_OP,
+	          "receive: ok=%d err=%d %s (expected E_LOCAL_LENGTH); send: ok=%d err=%d %s "
+	          "(expected E_REMOTE_OP)",
+	          tr.ok, tr.err, rdmx_err_name(tr.status), ts.ok, ts.err, rdmx_err_name(ts.status));
 	for (int i = 64; i < 4096; i++)
-		cr_assert_eq(ra->mem[i], 0x61, "the message overflowed the receive buffer (byte %d)", i);
+		cr_assert_eq(ra->mem[i], 0x61,
+		             "the message overflowed the receive buffer (byte %d)", i);
 	cr_assert_eq(conn_state(b1), RDMX_CONN_ERROR);
 	ASSERT_OK(rdmx_task_send_alloc(B.ctx, b1, &s, &tlate, &late));
 	expect_fail(late, &tlate, RDMX_E_CONN_ABORTED);
@@ -724,7 +732,7 @@ Test(failures, rnr_wait_holds_later_tasks_in_order)
 	pattern_fill(rb->mem, 4096, 170);
 	struct rdmx_mr_remote *m = remote_of(&B, ra);
 	struct rdmx_buf s0 = lbuf(rb, 8192, 8), w = lbuf(rb, 0, 4096), back = lbuf(rb, 4096, 4096),
-			s3 = lbuf(rb, 8200, 8);
+	                s3 = lbuf(rb, 8200, 8);
 	struct rdmx_rbuf rw = rbuf(m, 4096, 0), rr = rbuf(m, 4096, 4096);
 	struct tinfo ti[4] = {0};
 	struct rdmx_task *t;
@@ -742,7 +750,7 @@ Test(failures, rnr_wait_holds_later_tasks_in_order)
 	/* with no receive posted nothing may complete: completions are in order */
 	drive_for(&A, &B, NULL, 200);
 	cr_assert_eq(B.completions, 0, "%d tasks completed behind a send waiting for a receive",
-		     B.completions);
+	             B.completions);
 	struct rdmx_buf d0 = lbuf(ra, 0, 64), d1 = lbuf(ra, 64, 64);
 	struct tinfo r0 = {0}, r1 = {0};
 	post_recv(&A, &d0, &r0);
@@ -758,7 +766,7 @@ Test(failures, rnr_wait_holds_later_tasks_in_order)
 	memcpy(&g0, ra->mem, 8);
 	memcpy(&g1, ra->mem + 64, 8);
 	cr_assert(g0 == 1 && g1 == 2, "messages arrived as %llu, %llu", (unsigned long long)g0,
-		  (unsigned long long)g1);
+	          (unsigned long long)g1);
 	cr_assert(pattern_check(ra->mem + 4096, 4096, 170), "the write behind the send");
 	/* a read after a write on one connection sees the write */
 	cr_assert(pattern_check(rb->mem + 4096, 4096, 170), "read did not see the earlier write");

@@ -47,14 +47,15 @@ Test(semantics, shared_receive_pool_names_the_connection)
 		ASSERT_DONE_OK(&ts[r]);
 		int i = ((int)tr[r].len - 100) / 10;
 		cr_assert(i >= 0 && i < 4 && tr[r].len == 100u + (uint32_t)i * 10u,
-			  "receive %d has unexpected length %u", r, tr[r].len);
+		          "receive %d has unexpected length %u", r, tr[r].len);
 		cr_assert(!seen[i], "message %d received twice", i);
 		seen[i] = true;
 		struct rdmx_conn *want = (via[i] == b1) ? a1 : a2;
-		cr_assert_eq(tr[r].conn, want, "message %d sent on connection %d names the other one",
-			     i, via[i] == b1 ? 1 : 2);
+		cr_assert_eq(tr[r].conn, want,
+		             "message %d sent on connection %d names the other one", i,
+		             via[i] == b1 ? 1 : 2);
 		cr_assert(pattern_check(dst[r].addr, tr[r].len, 20u + (uint32_t)i),
-			  "message %d content", i);
+		          "message %d content", i);
 	}
 	/* ids of two connections of one context differ */
 	uint32_t id1, id2;
@@ -78,9 +79,9 @@ Test(semantics, completion_order_is_submission_order)
 	bool atomics = B.caps.atomics;
 
 	struct region *rt = region_new(&A, 1 << 20,
-				       RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_REMOTE_READ |
-					       RDMX_ACCESS_REMOTE_ATOMIC | RDMX_ACCESS_LOCAL_WRITE,
-				       0);
+	                               RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_REMOTE_READ |
+	                                   RDMX_ACCESS_REMOTE_ATOMIC | RDMX_ACCESS_LOCAL_WRITE,
+	                               0);
 	struct region *rr = region_new(&A, NORDER * 256, RDMX_ACCESS_LOCAL_WRITE, 0);
 	struct region *rs = region_new(&B, 1 << 20, RDMX_ACCESS_LOCAL_WRITE, 0);
 	struct rdmx_mr_remote *m = remote_of(&B, rt);
@@ -133,14 +134,14 @@ Test(semantics, completion_order_is_submission_order)
 		case 5: /* fetch-add */
 			src[i] = lbuf(rs, 16384 + (size_t)i * 8, 8);
 			rdstr[i] = rbuf(m, 1024, 8);
-			ASSERT_OK(rdmx_task_atomic_fadd_alloc(B.ctx, cb, &rdstr[i], &src[i], 1, &ts[i],
-							      &t));
+			ASSERT_OK(rdmx_task_atomic_fadd_alloc(B.ctx, cb, &rdstr[i], &src[i], 1,
+			                                      &ts[i], &t));
 			break;
 		case 6: /* write_imm */
 			src[i] = lbuf(rs, 0, 32);
 			rdstr[i] = rbuf(m, 2048, 0);
-			ASSERT_OK(rdmx_task_write_imm_alloc(B.ctx, cb, &src[i], &rdstr[i], idx, &ts[i],
-							    &t));
+			ASSERT_OK(rdmx_task_write_imm_alloc(B.ctx, cb, &src[i], &rdstr[i], idx,
+			                                    &ts[i], &t));
 			nrecv_needed++;
 			break;
 		}
@@ -151,9 +152,9 @@ Test(semantics, completion_order_is_submission_order)
 	for (int i = 0; i < NORDER; i++) {
 		ASSERT_DONE_OK(&ts[i]);
 		cr_assert_eq(B.order[i], &ts[i],
-			     "completion %d is task %d (kind %d), expected task %d (kind %d)", i,
-			     B.order[i] ? B.order[i]->tag : -1, B.order[i] ? kind[B.order[i]->tag] : -1,
-			     i, kind[i]);
+		             "completion %d is task %d (kind %d), expected task %d (kind %d)", i,
+		             B.order[i] ? B.order[i]->tag : -1,
+		             B.order[i] ? kind[B.order[i]->tag] : -1, i, kind[i]);
 	}
 	/* the receiver sees the messages of the connection in order too */
 	int last = -1, nrecv = 0;
@@ -185,7 +186,7 @@ static uint32_t sg_open(void)
 	side_open(&A, "a", 0);
 	side_open(&B, "b", 1);
 	uint32_t max = A.caps.max_buf_list_len < B.caps.max_buf_list_len ? A.caps.max_buf_list_len
-									   : B.caps.max_buf_list_len;
+	                                                                 : B.caps.max_buf_list_len;
 	if (max < 2)
 		cr_skip_test("max buf list length %u: no scatter-gather", max);
 	uint32_t l = max < 4 ? max : 4;
@@ -195,8 +196,8 @@ static uint32_t sg_open(void)
 		/* the default is within the device caps */
 		ASSERT_OK(rdmx_ctx_get_max_send_buf_list_len(sides[i]->ctx, &got));
 		cr_assert(got >= 1 && got <= sides[i]->caps.max_buf_list_len,
-			  "default max send buf list len %u (caps %u)", got,
-			  sides[i]->caps.max_buf_list_len);
+		          "default max send buf list len %u (caps %u)", got,
+		          sides[i]->caps.max_buf_list_len);
 		ASSERT_OK(rdmx_ctx_set_max_send_buf_list_len(sides[i]->ctx, l));
 		ASSERT_OK(rdmx_ctx_set_max_recv_buf_list_len(sides[i]->ctx, l));
 		ASSERT_OK(rdmx_ctx_get_max_send_buf_list_len(sides[i]->ctx, &got));
@@ -212,7 +213,7 @@ static uint32_t sg_open(void)
 /* Builds a chain of n pieces over r starting at off, with a gap of 7 bytes
  * between pieces; sizes[] gives each piece's length. */
 static struct rdmx_buf *chain(struct rdmx_buf *b, uint32_t n, struct region *r, size_t off,
-			      const size_t *sizes)
+                              const size_t *sizes)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		b[i] = lbuf(r, off, sizes[i]);
@@ -298,8 +299,8 @@ Test(semantics, scatter_gather_write_and_read)
 	uint32_t l = sg_open();
 	struct rdmx_conn *ca, *cb;
 	connect_pair(&A, &B, &ca, &cb);
-	struct region *ra = region_new(&A, 8192, RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_REMOTE_READ,
-				       0xee);
+	struct region *ra =
+	    region_new(&A, 8192, RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_REMOTE_READ, 0xee);
 	struct region *rb = region_new(&B, 8192, RDMX_ACCESS_LOCAL_WRITE, 0);
 	struct region *rb2 = region_new(&B, 8192, RDMX_ACCESS_LOCAL_WRITE, 0xcc);
 	pattern_fill(rb->mem, 8192, 41);
@@ -416,7 +417,8 @@ Test(semantics, task_reuse_with_setters)
 	submit_wait(&A, &B, w, &tw2);
 	ASSERT_DONE_OK(&tw2);
 	cr_assert_eq(tw.ok, 1, "the old user data got the second completion");
-	cr_assert(pattern_check(ra2->mem + 1000, 300, 51), "reused write did not use the new buffers");
+	cr_assert(pattern_check(ra2->mem + 1000, 300, 51),
+	          "reused write did not use the new buffers");
 	cr_assert_eq(ra->mem[100], 0, "reused write went to the old target");
 
 	/* receive + send_imm reused three times with new buffers and imm */
@@ -438,7 +440,7 @@ Test(semantics, task_reuse_with_setters)
 		ASSERT_OK(rdmx_task_submit(s));
 		DRIVE_UNTIL(&A, &B, TI_DONE(&tr) == i + 1 && TI_DONE(&ts) == i + 1);
 		cr_assert(tr.ok == i + 1 && ts.ok == i + 1, "round %d: recv %s send %s", i,
-			  rdmx_err_name(tr.status), rdmx_err_name(ts.status));
+		          rdmx_err_name(tr.status), rdmx_err_name(ts.status));
 		cr_assert_eq(tr.imm, imms[i], "round %d imm 0x%x", i, tr.imm);
 		cr_assert_eq(tr.len, 50u + (uint32_t)i);
 		cr_assert_arr_eq(rdst[i].addr, ssrc[i].addr, ssrc[i].len, "round %d data", i);
@@ -580,8 +582,8 @@ struct echo {
 	struct tinfo rti[ECHO_RING], sti[ECHO_RING];
 	struct rdmx_task *recv[ECHO_RING], *send[ECHO_RING];
 	bool busy[ECHO_RING]; /* send task submitted, completion not yet run */
-	int done;      /* replies seen (client) / requests answered (server) */
-	int errors;    /* anything unexpected, with the first reason */
+	int done;             /* replies seen (client) / requests answered (server) */
+	int errors;           /* anything unexpected, with the first reason */
 	char why[160];
 	bool client;
 };
@@ -652,7 +654,8 @@ static void echo_setup(struct echo *e, struct side *s, struct rdmx_conn *c, bool
 		e->sbuf[i] = lbuf(e->r, (size_t)(ECHO_RING + i) * 64, 8);
 		ASSERT_OK(rdmx_task_receive_alloc(s->ctx, &e->rbuf[i], &e->rti[i], &e->recv[i]));
 		ASSERT_OK(rdmx_task_submit(e->recv[i]));
-		ASSERT_OK(rdmx_task_send_imm_alloc(s->ctx, c, &e->sbuf[i], 0, &e->sti[i], &e->send[i]));
+		ASSERT_OK(
+		    rdmx_task_send_imm_alloc(s->ctx, c, &e->sbuf[i], 0, &e->sti[i], &e->send[i]));
 	}
 	s->hook = echo_hook;
 	s->hook_arg = e;

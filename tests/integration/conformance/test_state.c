@@ -42,7 +42,7 @@ Test(state, ctx_setters_after_start)
 	ASSERT_RC(rdmx_ctx_set_max_connections(A.ctx, 2), RDMX_E_BAD_STATE);
 	ASSERT_RC(rdmx_ctx_set_transport_type(A.ctx, RDMX_TRANSPORT_TYPE_RC), RDMX_E_BAD_STATE);
 	ASSERT_RC(rdmx_ctx_set_task_conf(A.ctx, RDMX_TASK_SEND, noop_cb, noop_cb, 4),
-		  RDMX_E_BAD_STATE);
+	          RDMX_E_BAD_STATE);
 	ASSERT_RC(rdmx_ctx_set_conn_callbacks(A.ctx, NULL, NULL, NULL, NULL), RDMX_E_BAD_STATE);
 	/* user data may be set in any state */
 	ASSERT_OK(rdmx_ctx_set_user_data(A.ctx, &A));
@@ -136,7 +136,7 @@ Test(state, in_flight_task_refuses_submit_setters_free)
 	ASSERT_OK(rdmx_task_submit(r));
 	DRIVE_UNTIL(&A, &B, tr.ok + tr.err == 2 && ts.ok + ts.err == 2);
 	cr_assert(tr.ok == 2 && ts.ok == 2, "recv %s send %s", rdmx_err_name(tr.status),
-		  rdmx_err_name(ts.status));
+	          rdmx_err_name(ts.status));
 	cr_assert_eq(tr.len, 100u);
 	ASSERT_OK(rdmx_task_free(r));
 	ASSERT_OK(rdmx_task_free(st));
@@ -311,8 +311,9 @@ Test(state, max_connections_export)
 	cr_assert_null(c3);
 	/* a finished connection frees its slot */
 	ASSERT_OK(rdmx_conn_disconnect(a1));
-	DRIVE_UNTIL(&A, &B, conn_events(&A, CEV_DISCONNECTED, a1) == 1 &&
-				    conn_events(&B, CEV_DISCONNECTED, b1) == 1);
+	DRIVE_UNTIL(&A, &B,
+	            conn_events(&A, CEV_DISCONNECTED, a1) == 1 &&
+	                conn_events(&B, CEV_DISCONNECTED, b1) == 1);
 	ASSERT_OK(rdmx_ctx_export(A.ctx, &d, &dl, &c3));
 	cr_assert_not_null(c3);
 	pair_close(&A, &B);
@@ -333,14 +334,16 @@ Test(args, queue_sizes_rounded_to_power_of_two)
 		if (cases[i].want <= A.caps.max_send_queue_size) {
 			ASSERT_OK(rdmx_ctx_set_send_queue_size(A.ctx, cases[i].set));
 			ASSERT_OK(rdmx_ctx_get_send_queue_size(A.ctx, &v));
-			cr_assert_eq(v, cases[i].want, "send queue size %u read back as %u, expected %u",
-				     cases[i].set, v, cases[i].want);
+			cr_assert_eq(v, cases[i].want,
+			             "send queue size %u read back as %u, expected %u",
+			             cases[i].set, v, cases[i].want);
 		}
 		if (cases[i].want <= A.caps.max_recv_queue_size) {
 			ASSERT_OK(rdmx_ctx_set_recv_queue_size(A.ctx, cases[i].set));
 			ASSERT_OK(rdmx_ctx_get_recv_queue_size(A.ctx, &v));
-			cr_assert_eq(v, cases[i].want, "recv queue size %u read back as %u, expected %u",
-				     cases[i].set, v, cases[i].want);
+			cr_assert_eq(v, cases[i].want,
+			             "recv queue size %u read back as %u, expected %u",
+			             cases[i].set, v, cases[i].want);
 		}
 	}
 	uint32_t before = 0;
@@ -354,7 +357,7 @@ Test(args, queue_sizes_rounded_to_power_of_two)
 	/* task pools above the queue size are refused */
 	ASSERT_OK(rdmx_ctx_set_send_queue_size(A.ctx, 4));
 	ASSERT_RC(rdmx_ctx_set_task_conf(A.ctx, RDMX_TASK_WRITE, noop_cb, noop_cb, 1u << 30),
-		  RDMX_E_INVAL);
+	          RDMX_E_INVAL);
 	side_close(&A);
 	leak_end();
 }
@@ -386,13 +389,13 @@ Test(args, ctx_property_checks)
 	ASSERT_RC(rdmx_ctx_set_permissions(A.ctx, 1u << 4), RDMX_E_INVAL);
 	ASSERT_RC(rdmx_ctx_set_max_send_buf_list_len(A.ctx, 0), RDMX_E_INVAL);
 	ASSERT_RC(rdmx_ctx_set_max_send_buf_list_len(A.ctx, A.caps.max_buf_list_len + 1),
-		  RDMX_E_INVAL);
+	          RDMX_E_INVAL);
 	ASSERT_RC(rdmx_ctx_set_max_connections(A.ctx, 0), RDMX_E_INVAL);
 	ASSERT_RC(rdmx_ctx_set_task_conf(A.ctx, RDMX_TASK_SEND, NULL, noop_cb, 4), RDMX_E_INVAL);
 	ASSERT_RC(rdmx_ctx_set_task_conf(A.ctx, RDMX_TASK_SEND, noop_cb, NULL, 4), RDMX_E_INVAL);
 	ASSERT_RC(rdmx_ctx_set_task_conf(A.ctx, RDMX_TASK_SEND, noop_cb, noop_cb, 0), RDMX_E_INVAL);
 	ASSERT_RC(rdmx_ctx_set_task_conf(A.ctx, RDMX_TASK_TYPE_COUNT, noop_cb, noop_cb, 4),
-		  RDMX_E_INVAL);
+	          RDMX_E_INVAL);
 	ASSERT_RC(rdmx_ctx_set_send_queue_size(NULL, 4), RDMX_E_INVAL);
 	ASSERT_RC(rdmx_ctx_get_send_queue_size(A.ctx, NULL), RDMX_E_INVAL);
 	side_close(&A);
@@ -457,7 +460,7 @@ Test(args, null_and_bad_arguments)
 	ASSERT_RC(rdmx_mr_get_descriptor(NULL, desc), RDMX_E_INVAL);
 	struct rdmx_mr_remote *rm = NULL;
 	ASSERT_RC(rdmx_mr_remote_from_descriptor(ra->desc, RDMX_MR_DESCRIPTOR_SIZE - 1, &rm),
-		  RDMX_E_INVAL);
+	          RDMX_E_INVAL);
 	ASSERT_RC(rdmx_mr_remote_from_descriptor(NULL, RDMX_MR_DESCRIPTOR_SIZE, &rm), RDMX_E_INVAL);
 	memcpy(desc, ra->desc, sizeof(desc));
 	desc[0] ^= 0xff; /* magic */
@@ -520,7 +523,7 @@ Test(args, null_and_bad_arguments)
 	struct rdmx_buf nomr = {.mr = NULL, .addr = rb->mem, .len = 8};
 	struct rdmx_buf other_dev = lbuf(ra, 0, 64); /* A's region in B's context */
 	struct rdmx_rbuf r = rbuf(m, 0, 0), r8 = rbuf(m, 8, 8), r4 = rbuf(m, 8, 4),
-			 rnull = rbuf(NULL, 0, 8), rlen = rbuf(m, 0, 63), rread = rbuf(m, 0, 128);
+	                 rnull = rbuf(NULL, 0, 8), rlen = rbuf(m, 0, 63), rread = rbuf(m, 0, 128);
 	struct rdmx_task *t = NULL;
 	struct tinfo ti = {0};
 	ASSERT_RC(rdmx_task_submit(NULL), RDMX_E_INVAL);
@@ -531,7 +534,7 @@ Test(args, null_and_bad_arguments)
 		struct rdmx_task *nc = NULL;
 		int rc0 = rdmx_task_send_alloc(B.ctx, NULL, &s, &ti, &nc);
 		cr_assert(rc0 == 0 || rc0 == RDMX_E_INVAL, "send_alloc without a connection -> %s",
-			  rdmx_err_name(rc0));
+		          rdmx_err_name(rc0));
 		if (rc0 == 0) {
 			ASSERT_RC2(rdmx_task_submit(nc), RDMX_E_BAD_STATE, RDMX_E_INVAL);
 			ASSERT_OK(rdmx_task_free(nc));
@@ -554,7 +557,7 @@ Test(args, null_and_bad_arguments)
 	ASSERT_RC(rdmx_task_atomic_write_alloc(B.ctx, cb, &r4, 1, &ti, &t), RDMX_E_INVAL);
 	ASSERT_RC(rdmx_task_sync_event_get_alloc(B.ctx, cb, NULL, &s8, &ti, &t), RDMX_E_INVAL);
 	ASSERT_RC(rdmx_task_sync_event_notify_add_alloc(B.ctx, cb, m, 1, &s4, &ti, &t),
-		  RDMX_E_INVAL);
+	          RDMX_E_INVAL);
 	cr_assert_null(t, "output written on failure");
 	/* a local buffer that is not inside its region never succeeds */
 	struct rdmx_buf past = lbuf(rb, 4000, 200);
@@ -564,7 +567,7 @@ Test(args, null_and_bad_arguments)
 		if (rc == 0) {
 			DRIVE_UNTIL(&A, &B, TI_DONE(&ti));
 			cr_assert(ti.err == 1 && ti.ok == 0,
-				  "a write from outside its local region succeeded");
+			          "a write from outside its local region succeeded");
 			rc = RDMX_E_INVAL;
 		}
 	}

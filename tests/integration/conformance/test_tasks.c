@@ -64,7 +64,7 @@ Test(tasks, send_receive)
 	cr_assert_eq(tr.opcode, RDMX_OPCODE_SEND, "opcode %d", (int)tr.opcode);
 	cr_assert_eq(tr.len, 1000u, "receive length %u, sent 1000", tr.len);
 	cr_assert_eq(tr.conn, ca, "receive names connection %p, expected %p", (void *)tr.conn,
-		     (void *)ca);
+	             (void *)ca);
 	cr_assert(pattern_check(ra->mem, 1000, 1), "received bytes differ from the sent ones");
 	cr_assert_eq(ra->mem[1000], 0xee, "receive wrote past the message length");
 	/* getters after completion agree with the callback's view */
@@ -106,8 +106,8 @@ Test(tasks, send_imm)
 Test(tasks, write)
 {
 	begin(16);
-	struct region *ra = region_new(&A, 8192, RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_LOCAL_WRITE,
-				       0xee);
+	struct region *ra =
+	    region_new(&A, 8192, RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_LOCAL_WRITE, 0xee);
 	struct region *rb = region_new(&B, 8192, 0, 0);
 	pattern_fill(rb->mem, 3000, 3);
 	struct rdmx_mr_remote *m = remote_of(&B, ra);
@@ -143,8 +143,8 @@ Test(tasks, write)
 Test(tasks, write_imm)
 {
 	begin(16);
-	struct region *ra = region_new(&A, 8192, RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_LOCAL_WRITE,
-				       0xee);
+	struct region *ra =
+	    region_new(&A, 8192, RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_LOCAL_WRITE, 0xee);
 	struct region *rrecv = region_new(&A, 4096, RDMX_ACCESS_LOCAL_WRITE, 0x5a);
 	struct region *rb = region_new(&B, 4096, 0, 0);
 	pattern_fill(rb->mem, 1500, 5);
@@ -174,8 +174,8 @@ Test(tasks, write_imm)
 	cr_assert_eq(ra->mem[255], 0xee);
 	cr_assert_eq(ra->mem[256 + 1500], 0xee);
 	for (size_t i = 0; i < 4096; i++)
-		cr_assert_eq(rrecv->mem[i], 0x5a, "write_imm data landed in the receive buffer (byte %zu)",
-			     i);
+		cr_assert_eq(rrecv->mem[i], 0x5a,
+		             "write_imm data landed in the receive buffer (byte %zu)", i);
 
 	/* the buffer-less receive takes the next one */
 	pattern_fill(rb->mem, 64, 6);
@@ -225,7 +225,8 @@ Test(tasks, atomic_cas_hit_and_miss)
 {
 	begin(16);
 	require_atomics(&A);
-	struct region *ra = region_new(&A, 64, RDMX_ACCESS_REMOTE_ATOMIC | RDMX_ACCESS_LOCAL_WRITE, 0);
+	struct region *ra =
+	    region_new(&A, 64, RDMX_ACCESS_REMOTE_ATOMIC | RDMX_ACCESS_LOCAL_WRITE, 0);
 	struct region *rb = region_new(&B, 64, RDMX_ACCESS_LOCAL_WRITE, 0xee);
 	const uint64_t v0 = 0x0102030405060708ull, v1 = 0x1112131415161718ull;
 	set_word(ra, 8, v0);
@@ -240,9 +241,9 @@ Test(tasks, atomic_cas_hit_and_miss)
 	submit_wait(&A, &B, t, &ti);
 	ASSERT_DONE_OK(&ti);
 	cr_assert_eq(word_at(rb, 0), v0, "cas hit: previous value 0x%llx",
-		     (unsigned long long)word_at(rb, 0));
+	             (unsigned long long)word_at(rb, 0));
 	cr_assert_eq(word_at(ra, 8), v1, "cas hit: memory 0x%llx, expected the swap value",
-		     (unsigned long long)word_at(ra, 8));
+	             (unsigned long long)word_at(ra, 8));
 	cr_assert_eq(word_at(ra, 0), 0, "cas touched the word before");
 	cr_assert_eq(word_at(ra, 16), 0, "cas touched the word after");
 
@@ -251,11 +252,11 @@ Test(tasks, atomic_cas_hit_and_miss)
 	ASSERT_OK(rdmx_task_set_cmp_swap(t, v0, 0xdeadull));
 	submit_wait(&A, &B, t, &ti);
 	cr_assert(ti.ok == 2 && ti.err == 0, "ok=%d err=%d status %s", ti.ok, ti.err,
-		  rdmx_err_name(ti.status));
+	          rdmx_err_name(ti.status));
 	cr_assert_eq(word_at(rb, 0), v1, "cas miss: previous value 0x%llx",
-		     (unsigned long long)word_at(rb, 0));
+	             (unsigned long long)word_at(rb, 0));
 	cr_assert_eq(word_at(ra, 8), v1, "cas miss changed memory to 0x%llx",
-		     (unsigned long long)word_at(ra, 8));
+	             (unsigned long long)word_at(ra, 8));
 	end();
 }
 
@@ -276,15 +277,15 @@ Test(tasks, atomic_fadd)
 	submit_wait(&A, &B, t, &ti);
 	ASSERT_DONE_OK(&ti);
 	cr_assert_eq(word_at(rb, 8), 0x00000000fffffff0ull, "previous value 0x%llx",
-		     (unsigned long long)word_at(rb, 8));
+	             (unsigned long long)word_at(rb, 8));
 	cr_assert_eq(word_at(ra, 16), 0x0000000100000010ull, "sum 0x%llx (carry across 32 bits)",
-		     (unsigned long long)word_at(ra, 16));
+	             (unsigned long long)word_at(ra, 16));
 	ASSERT_OK(rdmx_task_set_operand(t, (uint64_t)-0x10));
 	submit_wait(&A, &B, t, &ti);
 	cr_assert_eq(ti.ok, 2);
 	cr_assert_eq(word_at(rb, 8), 0x0000000100000010ull);
 	cr_assert_eq(word_at(ra, 16), 0x0000000100000000ull, "wrapping add 0x%llx",
-		     (unsigned long long)word_at(ra, 16));
+	             (unsigned long long)word_at(ra, 16));
 	end();
 }
 
@@ -302,7 +303,7 @@ Test(tasks, atomic_write)
 	submit_wait(&A, &B, t, &ti);
 	ASSERT_DONE_OK(&ti);
 	cr_assert_eq(word_at(ra, 24), 0x8877665544332211ull, "memory 0x%llx",
-		     (unsigned long long)word_at(ra, 24));
+	             (unsigned long long)word_at(ra, 24));
 	cr_assert_eq(ra->mem[23], 0x11);
 	cr_assert_eq(ra->mem[32], 0x11);
 	end();
@@ -311,7 +312,8 @@ Test(tasks, atomic_write)
 Test(tasks, flush_after_writes)
 {
 	begin(64);
-	struct region *ra = region_new(&A, 65536, RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_REMOTE_READ, 0);
+	struct region *ra =
+	    region_new(&A, 65536, RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_REMOTE_READ, 0);
 	struct region *rb = region_new(&B, 65536, 0, 0);
 	pattern_fill(rb->mem, 65536, 8);
 	struct rdmx_mr_remote *m = remote_of(&B, ra);
@@ -332,7 +334,8 @@ Test(tasks, flush_after_writes)
 	/* drive only the initiator until the flush completes */
 	DRIVE_UNTIL(&B, NULL, TI_DONE(&tf));
 	ASSERT_DONE_OK(&tf);
-	cr_assert(pattern_check(ra->mem, 65536, 8), "flush completed before the writes were visible");
+	cr_assert(pattern_check(ra->mem, 65536, 8),
+	          "flush completed before the writes were visible");
 	for (int i = 0; i < 16; i++) {
 		ASSERT_DONE_OK(&tw[i]);
 		cr_assert_lt(tw[i].seq, tf.seq, "write %d completed after the flush", i);
@@ -363,7 +366,7 @@ Test(tasks, sync_events)
 	submit_wait(&A, &B, tget, &tg);
 	ASSERT_DONE_OK(&tg);
 	cr_assert_eq(word_at(rb, 0), 5u, "sync_event_get read %llu",
-		     (unsigned long long)word_at(rb, 0));
+	             (unsigned long long)word_at(rb, 0));
 	cr_assert_eq(tg.read_len, 8u, "sync_event_get length %u", tg.read_len);
 
 	/* notify_set */
@@ -379,7 +382,7 @@ Test(tasks, sync_events)
 	submit_wait(&A, &B, tadd, &ta);
 	ASSERT_DONE_OK(&ta);
 	cr_assert_eq(word_at(rb, 8), 10u, "notify_add previous value %llu",
-		     (unsigned long long)word_at(rb, 8));
+	             (unsigned long long)word_at(rb, 8));
 	ASSERT_OK(rdmx_sync_event_get_value(ev, &v));
 	cr_assert_eq(v, 17u);
 	ASSERT_OK(rdmx_sync_event_wait_ge(ev, 17, A.pe, GUARD_MS));
@@ -431,8 +434,9 @@ Test(tasks, large_write_and_read)
 	begin(16);
 	if (A.caps.max_message_size < big || B.caps.max_message_size < big)
 		cr_skip_test("max message size %llu below %zu",
-			     (unsigned long long)B.caps.max_message_size, big);
-	struct region *ra = region_new(&A, big, RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_REMOTE_READ, 0);
+		             (unsigned long long)B.caps.max_message_size, big);
+	struct region *ra =
+	    region_new(&A, big, RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_REMOTE_READ, 0);
 	struct region *rb = region_new(&B, big, RDMX_ACCESS_LOCAL_WRITE, 0);
 	struct region *rb2 = region_new(&B, big, RDMX_ACCESS_LOCAL_WRITE, 0);
 	pattern_fill(rb->mem, big, 9);

@@ -89,24 +89,26 @@ static void refused_with(void (*mutate)(uint8_t *d), bool both_connect)
 		ASSERT_OK(rdmx_ctx_connect(A.ctx, db, lb, xa));
 	uint64_t deadline = now_ms() + GUARD_MS;
 	while (!any_end(&B, yb) || (both_connect && !any_end(&A, xa))) {
-		cr_assert(!established(&A, xa), "A established a data connection with a wrong token");
+		cr_assert(!established(&A, xa),
+		          "A established a data connection with a wrong token");
 		cr_assert(!established(&B, yb), "B established with a wrong token");
 		cr_assert(now_ms() < deadline,
-			  "no failure reported within the guard (B %d, A %d failure callbacks; "
-			  "connection request timeout %d ms)",
-			  conn_events(&B, CEV_FAILURE, yb), conn_events(&A, CEV_FAILURE, xa),
-			  CONN_TIMEOUT_MS);
+		          "no failure reported within the guard (B %d, A %d failure callbacks; "
+		          "connection request timeout %d ms)",
+		          conn_events(&B, CEV_FAILURE, yb), conn_events(&A, CEV_FAILURE, xa),
+		          CONN_TIMEOUT_MS);
 		drive_once(&A, &B, NULL);
 	}
 	drive_for(&A, &B, NULL, 50);
 	cr_assert(!established(&A, xa), "A established a data connection with a wrong token");
 	cr_assert(!established(&B, yb), "B established with a wrong token");
-	cr_assert_eq(conn_events(&B, CEV_FAILURE, yb), 1, "B: %d failure, %d disconnected callbacks",
-		     conn_events(&B, CEV_FAILURE, yb), conn_events(&B, CEV_DISCONNECTED, yb));
+	cr_assert_eq(conn_events(&B, CEV_FAILURE, yb), 1,
+	             "B: %d failure, %d disconnected callbacks", conn_events(&B, CEV_FAILURE, yb),
+	             conn_events(&B, CEV_DISCONNECTED, yb));
 	if (both_connect)
-		cr_assert_eq(conn_events(&A, CEV_FAILURE, xa), 1,
-			     "A: %d failure, %d disconnected callbacks",
-			     conn_events(&A, CEV_FAILURE, xa), conn_events(&A, CEV_DISCONNECTED, xa));
+		cr_assert_eq(
+		    conn_events(&A, CEV_FAILURE, xa), 1, "A: %d failure, %d disconnected callbacks",
+		    conn_events(&A, CEV_FAILURE, xa), conn_events(&A, CEV_DISCONNECTED, xa));
 }
 
 static void flip_token(uint8_t *d)
@@ -228,10 +230,10 @@ Test(tcp, raw_sockets_with_garbage_or_forged_frames_are_closed)
 	/* 2. a well-formed hello with a wrong token */
 	uint8_t frame[RDMX__TCP_HDR_SIZE + RDMX__TCP_HELLO_LEN];
 	struct rdmx__tcp_hdr h = {.op = RDMX__TCP_OP_HELLO,
-				  .psn = 1,
-				  .len = RDMX__TCP_HELLO_LEN,
-				  .op0 = RDMX__TCP_HELLO_WORD,
-				  .op1 = 64};
+	                          .psn = 1,
+	                          .len = RDMX__TCP_HELLO_LEN,
+	                          .op0 = RDMX__TCP_HELLO_WORD,
+	                          .op1 = 64};
 	rdmx__tcp_hdr_encode(&h, frame);
 	memcpy(frame + RDMX__TCP_HDR_SIZE, d + 24, RDMX__TCP_TOKEN_SIZE);
 	frame[RDMX__TCP_HDR_SIZE] ^= 0x80; /* wrong acceptor token */
@@ -244,7 +246,7 @@ Test(tcp, raw_sockets_with_garbage_or_forged_frames_are_closed)
 	/* 3. a write frame with the region's real key but no hello at all */
 	uint8_t wr[RDMX__TCP_HDR_SIZE + 64];
 	uint32_t rkey = (uint32_t)ra->desc[24] | (uint32_t)ra->desc[25] << 8 |
-			(uint32_t)ra->desc[26] << 16 | (uint32_t)ra->desc[27] << 24;
+	                (uint32_t)ra->desc[26] << 16 | (uint32_t)ra->desc[27] << 24;
 	struct rdmx__tcp_hdr w = {.op = RDMX__TCP_OP_WRITE, .psn = 1, .rkey = rkey, .len = 64};
 	rdmx__tcp_hdr_encode(&w, wr);
 	memset(wr + RDMX__TCP_HDR_SIZE, 0xab, 64);
@@ -267,8 +269,9 @@ Test(tcp, raw_sockets_with_garbage_or_forged_frames_are_closed)
 	/* and it still serves honest requests */
 	struct rdmx_conn *c2 = NULL;
 	ASSERT_OK(rdmx_ctx_connect_to_addr(B.ctx, ad, NULL, 0, NULL, &c2));
-	DRIVE_UNTIL(&A, &B, A.established >= 1 && B.established >= 1 &&
-				    conn_state(c2) == RDMX_CONN_ESTABLISHED);
+	DRIVE_UNTIL(&A, &B,
+	            A.established >= 1 && B.established >= 1 &&
+	                conn_state(c2) == RDMX_CONN_ESTABLISHED);
 	ASSERT_OK(rdmx_addr_destroy(&ad));
 
 	/* the honest connection still works */
@@ -294,7 +297,8 @@ Test(tcp, keys_are_fresh_per_registration)
 		ASSERT_OK(rdmx_mr_get_descriptor(mr, desc));
 		memcpy(&keys[i], desc + 24, 4);
 		for (int j = 0; j < i; j++)
-			cr_assert_neq(keys[i], keys[j], "registration %d reuses the key of %d", i, j);
+			cr_assert_neq(keys[i], keys[j], "registration %d reuses the key of %d", i,
+			              j);
 		if (i == 0)
 			memcpy(old, desc, sizeof(old));
 		if (i < 199)

@@ -71,9 +71,9 @@ static void *worker_main(void *arg)
 		}
 		if (tw.ok != i || trd.ok != i || ts.ok != i || tr.ok != i) {
 			snprintf(w->failed, sizeof(w->failed),
-				 "round %d: write %s read %s send %s recv %s", i,
-				 rdmx_err_name(tw.status), rdmx_err_name(trd.status),
-				 rdmx_err_name(ts.status), rdmx_err_name(tr.status));
+			         "round %d: write %s read %s send %s recv %s", i,
+			         rdmx_err_name(tw.status), rdmx_err_name(trd.status),
+			         rdmx_err_name(ts.status), rdmx_err_name(tr.status));
 			return NULL;
 		}
 		uint32_t got;

@@ -38,19 +38,16 @@ struct side {
 	struct rdmx_dev *dev;
 	struct rdmx_pe *pe;
 	struct rdmx_ctx *ctx;
-	struct rdmx_chan_host *host;
+	struct rdmx_chan_worker *worker;
 };
 
 static struct side a, b;
 static struct rdmx_rpc_server *server;
-static struct rdmx_rpc_conn *ra, *rb; /* a serves, b calls */
+static struct rdmx_rpc_ep *ra, *rb; /* a serves, b calls */
 
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return (uint64_t)(rdmx_pe_now_ns() / 1000000u);
 }
 
 static void side_open(struct side *s)
@@ -59,14 +56,14 @@ static void side_open(struct side *s)
 	ASSERT_OK(rdmx_dev_open("tcp", &s->dev));
 	ASSERT_OK(rdmx_pe_create(&s->pe));
 	ASSERT_OK(rdmx_ctx_create(s->dev, s->pe, &s->ctx));
-	ASSERT_OK(rdmx_chan_host_create(s->ctx, s->pe, NULL, &s->host));
+	ASSERT_OK(rdmx_chan_worker_create(s->ctx, s->pe, NULL, &s->worker));
 	ASSERT_OK(rdmx_ctx_start(s->ctx));
 }
 
 static void side_close(struct side *s)
 {
 	ASSERT_OK(rdmx_ctx_stop(s->ctx));
-	ASSERT_OK(rdmx_chan_host_destroy(&s->host));
+	ASSERT_OK(rdmx_chan_worker_destroy(&s->worker));
 	ASSERT_OK(rdmx_ctx_destroy(&s->ctx));
 	ASSERT_OK(rdmx_pe_destroy(&s->pe));
 	ASSERT_OK(rdmx_dev_close(&s->dev));
@@ -74,7 +71,7 @@ static void side_close(struct side *s)
 
 static void drive(void)
 {
-	int n = rdmx_chan_host_progress(a.host) + rdmx_chan_host_progress(b.host);
+	int n = rdmx_chan_worker_progress(a.worker) + rdmx_chan_worker_progress(b.worker);
 
 	if (n <= 0)
 		sched_yield();
@@ -95,10 +92,10 @@ static void setup(void)
 	ASSERT_OK(rdmx_ctx_export(b.ctx, &db, &lb, &cb));
 	ASSERT_OK(rdmx_ctx_connect(a.ctx, db, lb, ca));
 	ASSERT_OK(rdmx_ctx_connect(b.ctx, da, la, cb));
-	ASSERT_OK(rdmx_chan_create(a.host, ca, &xa));
-	ASSERT_OK(rdmx_chan_create(b.host, cb, &xb));
-	ASSERT_OK(rdmx_rpc_conn_create(xa, server, &ra));
-	ASSERT_OK(rdmx_rpc_conn_create(xb, NULL, &rb));
+	ASSERT_OK(rdmx_chan_create(a.worker, ca, &xa));
+	ASSERT_OK(rdmx_chan_create(b.worker, cb, &xb));
+	ASSERT_OK(rdmx_rpc_ep_create(xa, server, &ra));
+	ASSERT_OK(rdmx_rpc_ep_create(xb, NULL, &rb));
 	end = now_ms() + GUARD_MS;
 	while (rdmx_chan_get_state(xa) != RDMX_CHAN_READY ||
 	       rdmx_chan_get_state(xb) != RDMX_CHAN_READY) {
@@ -109,11 +106,11 @@ static void setup(void)
 
 static void teardown(void)
 {
-	struct rdmx_chan *xa = rdmx_rpc_conn_get_chan(ra), *xb = rdmx_rpc_conn_get_chan(rb);
+	struct rdmx_chan *xa = rdmx_rpc_ep_get_chan(ra), *xb = rdmx_rpc_ep_get_chan(rb);
 	const struct rdmx_rpc_server *gone = server;
 
-	ASSERT_OK(rdmx_rpc_conn_destroy(&ra));
-	ASSERT_OK(rdmx_rpc_conn_destroy(&rb));
+	ASSERT_OK(rdmx_rpc_ep_destroy(&ra));
+	ASSERT_OK(rdmx_rpc_ep_destroy(&rb));
 	ASSERT_OK(rdmx_chan_destroy(&xa));
 	ASSERT_OK(rdmx_chan_destroy(&xb));
 	ASSERT_OK(rdmx_rpc_server_destroy(&server));
@@ -330,7 +327,7 @@ Test(builtins, unknown_method_ids_share_one_stats_bucket)
 		done++;
 	}
 	free(r);
-	ASSERT_OK(rdmx_rpc_conn_list_methods(ra, RDMX_RPC_ROLE_SERVER, ids, 16, &count));
+	ASSERT_OK(rdmx_rpc_ep_list_methods(ra, RDMX_RPC_ROLE_SERVER, ids, 16, &count));
 	cr_assert_eq(count, 2, "server-side method stats: %zu entries", count);
 	for (size_t i = 0; i < count; i++) {
 		seen_known |= ids[i] == rdmx_rpc_method_id("demo.Svc/Do");
@@ -338,10 +335,10 @@ Test(builtins, unknown_method_ids_share_one_stats_bucket)
 	}
 	cr_assert(seen_known && seen_unknown);
 	ASSERT_OK(
-	    rdmx_rpc_conn_get_method_stats(ra, RDMX_RPC_ROLE_SERVER, RDMX_RPC_METHOD_UNKNOWN, &st));
+	    rdmx_rpc_ep_get_method_stats(ra, RDMX_RPC_ROLE_SERVER, RDMX_RPC_METHOD_UNKNOWN, &st));
 	cr_assert_eq(st.calls, N);
 	cr_assert_eq(st.by_code[RDMX_RPC_UNIMPLEMENTED], N);
-	cr_assert_eq(rdmx_rpc_conn_get_method_stats(ra, RDMX_RPC_ROLE_SERVER, 0x40000000u, &st),
+	cr_assert_eq(rdmx_rpc_ep_get_method_stats(ra, RDMX_RPC_ROLE_SERVER, 0x40000000u, &st),
 	             RDMX_E_NOT_FOUND);
 }
 

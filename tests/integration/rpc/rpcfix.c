@@ -9,45 +9,15 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-const char *env_device(int which)
-{
-	const char *d = getenv("RDMX_TEST_DEVICE");
-
-	if (!d || !*d)
-		d = "tcp";
-	if (which) {
-		const char *p = getenv("RDMX_TEST_PEER_DEVICE");
-
-		if (p && *p)
-			return p;
-	}
-	return d;
-}
-
-static const char *env_addr_raw(int which)
-{
-	const char *a = getenv(which ? "RDMX_TEST_PEER_ADDR" : "RDMX_TEST_ADDR");
-
-	return (a && *a) ? a : NULL;
-}
-
-const char *env_addr(int which)
-{
-	const char *a = env_addr_raw(which);
-
-	return a ? a : "127.0.0.1";
-}
+#include <rdmx/pe.h>
 
 uint64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return (uint64_t)(rdmx_pe_now_ns() / 1000000u);
 }
 
-void node_open(struct node *n, const char *name, int which, const struct rdmx_chan_host_attr *attr)
+void node_open(struct node *n, const char *name, int which,
+               const struct rdmx_chan_worker_attr *attr)
 {
 	const char *dev = env_device(which);
 	const char *addr = env_addr_raw(which);
@@ -66,7 +36,7 @@ void node_open(struct node *n, const char *name, int which, const struct rdmx_ch
 	ASSERT_OK(rdmx_pe_set_poll_mode(n->pe, RDMX_POLL_BUSY, 0));
 	ASSERT_OK(rdmx_ctx_create(n->dev, n->pe, &n->ctx));
 	ASSERT_OK(rdmx_ctx_set_max_connections(n->ctx, 40));
-	ASSERT_OK(rdmx_chan_host_create(n->ctx, n->pe, attr, &n->host));
+	ASSERT_OK(rdmx_chan_worker_create(n->ctx, n->pe, attr, &n->worker));
 	ASSERT_OK(rdmx_ctx_start(n->ctx));
 }
 
@@ -79,7 +49,7 @@ void node_close(struct node *n)
 	ASSERT_OK(rdmx_ctx_get_state(n->ctx, &st));
 	if (st == RDMX_CTX_RUNNING)
 		ASSERT_OK(rdmx_ctx_stop(n->ctx));
-	ASSERT_OK(rdmx_chan_host_destroy(&n->host));
+	ASSERT_OK(rdmx_chan_worker_destroy(&n->worker));
 	ASSERT_OK(rdmx_ctx_destroy(&n->ctx));
 	ASSERT_OK(rdmx_pe_destroy(&n->pe));
 	ASSERT_OK(rdmx_dev_close(&n->dev));
@@ -90,12 +60,12 @@ void drive_once(struct node *a, struct node *b)
 	int n = 0, r;
 
 	if (a) {
-		r = rdmx_chan_host_progress(a->host);
+		r = rdmx_chan_worker_progress(a->worker);
 		cr_assert(r >= 0, "progress of %s -> %s", a->name, rdmx_err_name(r));
 		n += r;
 	}
 	if (b) {
-		r = rdmx_chan_host_progress(b->host);
+		r = rdmx_chan_worker_progress(b->worker);
 		cr_assert(r >= 0, "progress of %s -> %s", b->name, rdmx_err_name(r));
 		n += r;
 	}
@@ -141,30 +111,30 @@ static void apply_conf(struct rdmx_chan *c, const struct chan_conf *conf)
 }
 
 void chan_pair(struct node *a, struct node *b, const struct chan_conf *ca,
-	       const struct chan_conf *cb, struct rdmx_chan **xa, struct rdmx_chan **xb,
-	       bool wait_ready)
+               const struct chan_conf *cb, struct rdmx_chan **xa, struct rdmx_chan **xb,
+               bool wait_ready)
 {
 	struct rdmx_conn *x, *y;
 	struct rdmx_chan *p = NULL, *q = NULL;
 
 	conn_pair(a, b, &x, &y);
-	ASSERT_OK(rdmx_chan_create(a->host, x, &p));
-	ASSERT_OK(rdmx_chan_create(b->host, y, &q));
+	ASSERT_OK(rdmx_chan_create(a->worker, x, &p));
+	ASSERT_OK(rdmx_chan_create(b->worker, y, &q));
 	apply_conf(p, ca);
 	apply_conf(q, cb);
 	ASSERT_OK(rdmx_chan_start(p));
 	ASSERT_OK(rdmx_chan_start(q));
 	if (wait_ready)
 		DRIVE_UNTIL(a, b,
-			    rdmx_chan_get_state(p) == RDMX_CHAN_READY &&
-				    rdmx_chan_get_state(q) == RDMX_CHAN_READY);
+		            rdmx_chan_get_state(p) == RDMX_CHAN_READY &&
+		                rdmx_chan_get_state(q) == RDMX_CHAN_READY);
 	*xa = p;
 	*xb = q;
 }
 
 void rpc_pair(struct node *a, struct node *b, struct rdmx_rpc_server *sa,
-	      struct rdmx_rpc_server *sb, const struct chan_conf *ca, const struct chan_conf *cb,
-	      struct rdmx_rpc_conn **ra, struct rdmx_rpc_conn **rb)
+              struct rdmx_rpc_server *sb, const struct chan_conf *ca, const struct chan_conf *cb,
+              struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb)
 {
 	struct chan_conf xa = {0}, xb = {0};
 	struct rdmx_chan *p, *q;
@@ -178,20 +148,20 @@ void rpc_pair(struct node *a, struct node *b, struct rdmx_rpc_server *sa,
 	xb.recv_cb = NULL;
 	xb.event_cb = NULL;
 	chan_pair(a, b, &xa, &xb, &p, &q, false);
-	ASSERT_OK(rdmx_rpc_conn_create(p, sa, ra));
-	ASSERT_OK(rdmx_rpc_conn_create(q, sb, rb));
+	ASSERT_OK(rdmx_rpc_ep_create(p, sa, ra));
+	ASSERT_OK(rdmx_rpc_ep_create(q, sb, rb));
 	DRIVE_UNTIL(a, b,
-		    rdmx_chan_get_state(p) == RDMX_CHAN_READY &&
-			    rdmx_chan_get_state(q) == RDMX_CHAN_READY);
+	            rdmx_chan_get_state(p) == RDMX_CHAN_READY &&
+	                rdmx_chan_get_state(q) == RDMX_CHAN_READY);
 }
 
-void rpc_pair_close(struct rdmx_rpc_conn **ra, struct rdmx_rpc_conn **rb)
+void rpc_pair_close(struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb)
 {
-	struct rdmx_chan *p = *ra ? rdmx_rpc_conn_get_chan(*ra) : NULL;
-	struct rdmx_chan *q = *rb ? rdmx_rpc_conn_get_chan(*rb) : NULL;
+	struct rdmx_chan *p = *ra ? rdmx_rpc_ep_get_chan(*ra) : NULL;
+	struct rdmx_chan *q = *rb ? rdmx_rpc_ep_get_chan(*rb) : NULL;
 
-	ASSERT_OK(rdmx_rpc_conn_destroy(ra));
-	ASSERT_OK(rdmx_rpc_conn_destroy(rb));
+	ASSERT_OK(rdmx_rpc_ep_destroy(ra));
+	ASSERT_OK(rdmx_rpc_ep_destroy(rb));
 	ASSERT_OK(rdmx_chan_destroy(&p));
 	ASSERT_OK(rdmx_chan_destroy(&q));
 }
@@ -241,11 +211,11 @@ struct rdmx_rpc_server *echo_server(struct echo_state *st)
 
 	ASSERT_OK(rdmx_rpc_server_create(&s));
 	ASSERT_OK(rdmx_rpc_server_register(s, rdmx_rpc_method_id(ECHO_NAME), ECHO_NAME,
-					   echo_handler, st));
+	                                   echo_handler, st));
 	ASSERT_OK(rdmx_rpc_server_register(s, rdmx_rpc_method_id(FAIL_NAME), FAIL_NAME,
-					   fail_handler, st));
+	                                   fail_handler, st));
 	ASSERT_OK(rdmx_rpc_server_register(s, rdmx_rpc_method_id(HOLD_NAME), HOLD_NAME,
-					   hold_handler, st));
+	                                   hold_handler, st));
 	return s;
 }
 
@@ -328,7 +298,7 @@ void leak_end(void)
 	}
 	cr_assert_eq(fds, leak_fds, "file descriptors leaked: %d before, %d after", leak_fds, fds);
 	cr_assert_eq(threads, leak_threads, "threads leaked: %d before, %d after", leak_threads,
-		     threads);
+	             threads);
 }
 
 /* ---- log capture ---- */
@@ -339,7 +309,7 @@ static char cap_lines[CAP_LINES][256];
 static int cap_n;
 
 static void cap_fn(enum rdmx_log_level level, const char *file, int line, const char *func,
-		   const char *message)
+                   const char *message)
 {
 	(void)file;
 	(void)line;

@@ -1,6 +1,6 @@
 /* rdmx channel/RPC battery: shared fixture.
  *
- * Two "nodes" (device + progress engine + context + channel host) in one
+ * Two "nodes" (device + progress engine + context + channel worker) in one
  * process, or one per process for the peer-death test. The devices come
  * from the environment, as in the engine's conformance battery:
  * RDMX_TEST_DEVICE / RDMX_TEST_PEER_DEVICE (default "tcp") and
@@ -21,18 +21,18 @@
 
 #define GUARD_MS 60000
 
-#define ASSERT_OK(expr)                                                                     \
-	do {                                                                                \
-		int _rc = (expr);                                                           \
-		cr_assert_eq(_rc, 0, "%s -> %s (%d)", #expr, rdmx_err_name(_rc), _rc);     \
+#define ASSERT_OK(expr)                                                                            \
+	do {                                                                                       \
+		int _rc = (expr);                                                                  \
+		cr_assert_eq(_rc, 0, "%s -> %s (%d)", #expr, rdmx_err_name(_rc), _rc);             \
 	} while (0)
 
-#define ASSERT_RC(expr, want)                                                               \
-	do {                                                                                \
-		int _rc = (expr);                                                           \
-		int _want = (want);                                                         \
-		cr_assert_eq(_rc, _want, "%s -> %s (%d), expected %s", #expr,              \
-			     rdmx_err_name(_rc), _rc, rdmx_err_name(_want));                \
+#define ASSERT_RC(expr, want)                                                                      \
+	do {                                                                                       \
+		int _rc = (expr);                                                                  \
+		int _want = (want);                                                                \
+		cr_assert_eq(_rc, _want, "%s -> %s (%d), expected %s", #expr, rdmx_err_name(_rc),  \
+		             _rc, rdmx_err_name(_want));                                           \
 	} while (0)
 
 struct node {
@@ -41,17 +41,17 @@ struct node {
 	struct rdmx_dev *dev;
 	struct rdmx_pe *pe;
 	struct rdmx_ctx *ctx;
-	struct rdmx_chan_host *host;
+	struct rdmx_chan_worker *worker;
 	bool tcp;
 };
 
-const char *env_device(int which);
-const char *env_addr(int which);
+#include "test_env.h" /* env_device, env_addr (tests/support) */
 
 /* Opens device `which` (0/1), a progress engine (busy polling), a context
- * and a channel host (attr may be NULL), and starts the context. */
-void node_open(struct node *n, const char *name, int which, const struct rdmx_chan_host_attr *attr);
-/* Stops the context, destroys host, context, engine, device. */
+ * and a channel worker (attr may be NULL), and starts the context. */
+void node_open(struct node *n, const char *name, int which,
+               const struct rdmx_chan_worker_attr *attr);
+/* Stops the context, destroys worker, context, engine, device. */
 void node_close(struct node *n);
 
 /* Channel settings applied before start (0 = default). */
@@ -68,18 +68,18 @@ struct chan_conf {
  * its conf (NULL: defaults, no callbacks), starts both and — when
  * wait_ready — drives until both are READY. */
 void chan_pair(struct node *a, struct node *b, const struct chan_conf *ca,
-	       const struct chan_conf *cb, struct rdmx_chan **xa, struct rdmx_chan **xb,
-	       bool wait_ready);
+               const struct chan_conf *cb, struct rdmx_chan **xa, struct rdmx_chan **xb,
+               bool wait_ready);
 /* Raw connection pair only (export/connect); drives until both can post. */
 void conn_pair(struct node *a, struct node *b, struct rdmx_conn **ca, struct rdmx_conn **cb);
 
 /* An RPC endpoint on each side of a fresh channel pair (server may be NULL
  * on either side). Channel confs as chan_pair (callbacks ignored). */
 void rpc_pair(struct node *a, struct node *b, struct rdmx_rpc_server *sa,
-	      struct rdmx_rpc_server *sb, const struct chan_conf *ca, const struct chan_conf *cb,
-	      struct rdmx_rpc_conn **ra, struct rdmx_rpc_conn **rb);
+              struct rdmx_rpc_server *sb, const struct chan_conf *ca, const struct chan_conf *cb,
+              struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb);
 /* Destroys both endpoints and their channels. */
-void rpc_pair_close(struct rdmx_rpc_conn **ra, struct rdmx_rpc_conn **rb);
+void rpc_pair_close(struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb);
 
 /* Echo server methods used across tests: "test.Echo/Echo" returns the
  * request, "test.Echo/Fail" answers NOT_FOUND with a message,
@@ -106,15 +106,15 @@ static inline bool conn_lost_status(int st)
 uint64_t now_ms(void);
 void drive_once(struct node *a, struct node *b);
 
-#define DRIVE_UNTIL(a, b, cond)                                                             \
-	do {                                                                                \
-		uint64_t _deadline = now_ms() + GUARD_MS;                                   \
-		while (!(cond)) {                                                           \
-			cr_assert(now_ms() < _deadline,                                     \
-				  "timed out (failure guard %d ms) waiting for: %s", GUARD_MS, \
-				  #cond);                                                   \
-			drive_once((a), (b));                                               \
-		}                                                                           \
+#define DRIVE_UNTIL(a, b, cond)                                                                    \
+	do {                                                                                       \
+		uint64_t _deadline = now_ms() + GUARD_MS;                                          \
+		while (!(cond)) {                                                                  \
+			cr_assert(now_ms() < _deadline,                                            \
+			          "timed out (failure guard %d ms) waiting for: %s", GUARD_MS,     \
+			          #cond);                                                          \
+			drive_once((a), (b));                                                      \
+		}                                                                                  \
 	} while (0)
 
 /* Observation window (not a timing check): drives for ms. */

@@ -10,19 +10,20 @@
 
 __attribute__((unused)) static void dump(const char *tag, struct rdmx_chan *c)
 {
-	fprintf(stderr,
-		"%s: state %d tx_seq %u tx_acked %u win %u q_len %u rdv_tx %u rx_seq %u "
-		"rx_consumed %u rx_reported %u need_ack %d credit_pending %d rdv_reads %u inflight %u "
-		"paused %d starved %d\n",
-		tag, c->state, c->tx_seq, c->tx_acked, c->tx_window, c->q_len, c->rdv_tx, c->rx_seq,
-		c->rx_consumed, c->rx_reported, c->rx_need_ack, c->credit_pending, c->rdv_reads,
-		c->inflight, c->paused, c->starved);
+	fprintf(
+	    stderr,
+	    "%s: state %d tx_seq %u tx_acked %u win %u q_len %u rdv_tx %u rx_seq %u "
+	    "rx_consumed %u rx_reported %u need_ack %d credit_pending %d rdv_reads %u inflight %u "
+	    "paused %d starved %d\n",
+	    tag, c->state, c->tx_seq, c->tx_acked, c->tx_window, c->q_len, c->rdv_tx, c->rx_seq,
+	    c->rx_consumed, c->rx_reported, c->rx_need_ack, c->credit_pending, c->rdv_reads,
+	    c->inflight, c->paused, c->starved);
 }
 
 /* A received message: [u32 seq][u32 len][pattern(seed = seq)] (or shorter). */
 struct sink {
-	uint32_t n;        /* messages delivered */
-	uint32_t bad;      /* out of order, wrong length or corrupt */
+	uint32_t n;   /* messages delivered */
+	uint32_t bad; /* out of order, wrong length or corrupt */
 	uint64_t bytes;
 	int ready, closed, close_status;
 	size_t last_len;
@@ -135,7 +136,7 @@ Test(chan, basic_both_ways)
 	cr_assert_null(x);
 	DRIVE_UNTIL(&a, &b, sb.closed == 1);
 	cr_assert(conn_lost_status(sb.close_status), "closed with %s",
-		  rdmx_err_name(sb.close_status));
+	          rdmx_err_name(sb.close_status));
 	cr_assert_eq(rdmx_chan_get_state(y), RDMX_CHAN_CLOSED);
 	ASSERT_RC(rdmx_chan_send(y, "x", 1, NULL, NULL), RDMX_E_BAD_STATE);
 	ASSERT_OK(rdmx_chan_destroy(&y));
@@ -156,9 +157,9 @@ Test(chan, settings_and_limits)
 	node_open(&a, "a", 0, NULL);
 	node_open(&b, "b", 1, NULL);
 	conn_pair(&a, &b, &x, &y);
-	ASSERT_OK(rdmx_chan_create(a.host, x, &p));
-	ASSERT_RC(rdmx_chan_create(a.host, x, &q), RDMX_E_EXISTS);
-	ASSERT_OK(rdmx_chan_create(b.host, y, &q));
+	ASSERT_OK(rdmx_chan_create(a.worker, x, &p));
+	ASSERT_RC(rdmx_chan_create(a.worker, x, &q), RDMX_E_EXISTS);
+	ASSERT_OK(rdmx_chan_create(b.worker, y, &q));
 	/* defaults */
 	ASSERT_OK(rdmx_chan_get_slot_count(p, &v32));
 	cr_assert_eq(v32, RDMX_CHAN_DEFAULT_SLOT_COUNT);
@@ -188,12 +189,12 @@ Test(chan, settings_and_limits)
 	ASSERT_RC(rdmx_chan_set_max_msg_size(p, 8), RDMX_E_BAD_STATE);
 	ASSERT_OK(rdmx_chan_start(q));
 	DRIVE_UNTIL(&a, &b,
-		    rdmx_chan_get_state(p) == RDMX_CHAN_READY &&
-			    rdmx_chan_get_state(q) == RDMX_CHAN_READY);
+	            rdmx_chan_get_state(p) == RDMX_CHAN_READY &&
+	                rdmx_chan_get_state(q) == RDMX_CHAN_READY);
 	/* effective values once both hellos are in */
 	ASSERT_OK(rdmx_chan_get_max_msg_size(p, &v64));
 	cr_assert_eq(v64, 4096, "p's send limit is the peer's 4096, got %llu",
-		     (unsigned long long)v64);
+	             (unsigned long long)v64);
 	ASSERT_OK(rdmx_chan_get_max_msg_size(q, &v64));
 	cr_assert_eq(v64, 4096);
 	ASSERT_OK(rdmx_chan_get_eager_threshold(p, &v32));
@@ -222,8 +223,11 @@ Test(chan, sizes_eager_and_rendezvous, .timeout = 900)
 	struct sink sb = {0};
 	const uint32_t slot = 4096, payload = slot - RDMX_CHAN_HDR_SIZE;
 	struct chan_conf ca = {.slot_count = 16, .slot_size = slot, .max_msg = 64u << 20};
-	struct chan_conf cb = {.slot_count = 16, .slot_size = slot, .max_msg = 64u << 20,
-			       .recv_cb = sink_recv, .arg = &sb};
+	struct chan_conf cb = {.slot_count = 16,
+	                       .slot_size = slot,
+	                       .max_msg = 64u << 20,
+	                       .recv_cb = sink_recv,
+	                       .arg = &sb};
 	struct rdmx_chan *x, *y;
 	size_t sizes[64];
 	int n = 0;
@@ -252,22 +256,23 @@ Test(chan, sizes_eager_and_rendezvous, .timeout = 900)
 		ASSERT_OK(send_msg(x, (uint32_t)i, sizes[i], sent_cb, &sl));
 		while (!(sb.n == before + 1 && sl.ok + sl.err == 1)) {
 			cr_assert(now_ms() < guard, "message %d of %zu bytes not delivered", i,
-				  sizes[i]);
+			          sizes[i]);
 			drive_once(&a, &b);
 		}
 		if (sizes[i] >= (1u << 20))
 			fprintf(stderr, "sizes: %zu bytes in %llu ms\n", sizes[i],
-				(unsigned long long)(now_ms() - t0));
+			        (unsigned long long)(now_ms() - t0));
 		cr_assert_eq(sl.err, 0, "send of %zu bytes failed: %s", sizes[i],
-			     rdmx_err_name(sl.last_status));
+		             rdmx_err_name(sl.last_status));
 		cr_assert_eq(sb.bad, 0, "message %d of %zu bytes corrupt or out of order", i,
-			     sizes[i]);
+		             sizes[i]);
 		cr_assert_eq(sb.last_len, sizes[i]);
 		sb.n = (uint32_t)i + 1;
 	}
 	struct rdmx_chan_stats st;
 	ASSERT_OK(rdmx_chan_get_stats(x, &st));
-	cr_assert(st.rendezvous_sent >= 18, "rendezvous sent %llu", (unsigned long long)st.rendezvous_sent);
+	cr_assert(st.rendezvous_sent >= 18, "rendezvous sent %llu",
+	          (unsigned long long)st.rendezvous_sent);
 	ASSERT_OK(rdmx_chan_get_stats(y, &st));
 	cr_assert_eq(st.rendezvous_received, st.rendezvous_received);
 	ASSERT_OK(rdmx_chan_destroy(&x));
@@ -282,8 +287,8 @@ Test(chan, ordered_mix_pipelined, .timeout = 600)
 	struct node a, b;
 	struct sink sb = {0};
 	struct chan_conf ca = {.slot_count = 32, .slot_size = 1024};
-	struct chan_conf cb = {.slot_count = 32, .slot_size = 1024, .recv_cb = sink_recv,
-			       .arg = &sb};
+	struct chan_conf cb = {
+	    .slot_count = 32, .slot_size = 1024, .recv_cb = sink_recv, .arg = &sb};
 	struct rdmx_chan *x, *y;
 	const uint32_t total = 5000;
 	uint32_t sent = 0;
@@ -323,8 +328,8 @@ Test(chan, zero_copy_send_buf)
 	struct node a, b;
 	struct sink sb = {0};
 	struct chan_conf ca = {.slot_count = 8, .slot_size = 2048};
-	struct chan_conf cb = {.slot_count = 8, .slot_size = 2048, .recv_cb = sink_recv,
-			       .arg = &sb};
+	struct chan_conf cb = {
+	    .slot_count = 8, .slot_size = 2048, .recv_cb = sink_recv, .arg = &sb};
 	struct rdmx_chan *x, *y;
 	const size_t len = 1 << 20;
 	uint8_t *mem = aligned_alloc(4096, len);
@@ -374,8 +379,8 @@ Test(chan, stalled_consumer_bounded)
 	struct sink sb = {0};
 	const uint32_t slots = 16, qlen = 40;
 	struct chan_conf ca = {.slot_count = slots, .slot_size = 1024, .queue_len = qlen};
-	struct chan_conf cb = {.slot_count = slots, .slot_size = 1024, .recv_cb = sink_recv,
-			       .arg = &sb};
+	struct chan_conf cb = {
+	    .slot_count = slots, .slot_size = 1024, .recv_cb = sink_recv, .arg = &sb};
 	struct rdmx_chan *x, *y;
 	struct sent_log sl = {0};
 	uint32_t accepted = 0;
@@ -393,7 +398,7 @@ Test(chan, stalled_consumer_bounded)
 		ASSERT_OK(rc);
 		accepted++;
 		cr_assert(accepted <= slots + qlen, "accepted %u > ring %u + queue %u", accepted,
-			  slots, qlen);
+		          slots, qlen);
 		drive_for(&a, &b, 1);
 	}
 	drive_for(&a, &b, 300); /* observation window: nothing may move */
@@ -492,13 +497,13 @@ static uint64_t probes(struct rdmx_chan *c)
 Test(chan, keepalive_probes_idle_channel)
 {
 	struct node a, b;
-	struct rdmx_chan_host_attr attr;
+	struct rdmx_chan_worker_attr attr;
 	struct sink sa = {0}, sb = {0};
 	struct chan_conf ca = {.recv_cb = sink_recv, .arg = &sa};
 	struct chan_conf cb = {.recv_cb = sink_recv, .arg = &sb};
 	struct rdmx_chan *x, *y;
 
-	rdmx_chan_host_attr_init(&attr);
+	rdmx_chan_worker_attr_init(&attr);
 	cr_assert_eq(attr.keepalive_ms, 1000);
 	attr.keepalive_ms = 20;
 	node_open(&a, "a", 0, &attr);
@@ -521,16 +526,17 @@ Test(chan, keepalive_probes_idle_channel)
 Test(chan, rendezvous_in_chunks)
 {
 	struct node a, b;
-	struct rdmx_chan_host_attr attr;
+	struct rdmx_chan_worker_attr attr;
 	struct sink sb = {0};
 	struct chan_conf ca = {.slot_count = 8, .slot_size = 1024};
-	struct chan_conf cb = {.slot_count = 8, .slot_size = 1024, .recv_cb = sink_recv, .arg = &sb};
+	struct chan_conf cb = {
+	    .slot_count = 8, .slot_size = 1024, .recv_cb = sink_recv, .arg = &sb};
 	struct rdmx_chan *x, *y;
 	struct sent_log sl = {0};
 	const size_t sizes[] = {65535, 65536, 65537, 1 << 20, (1 << 20) + 12345};
 	const int n = (int)(sizeof(sizes) / sizeof(sizes[0]));
 
-	rdmx_chan_host_attr_init(&attr);
+	rdmx_chan_worker_attr_init(&attr);
 	cr_assert_eq(attr.rdv_read_max, 0);
 	attr.rdv_read_max = 65536;
 	node_open(&a, "a", 0, NULL);

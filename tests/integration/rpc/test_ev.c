@@ -37,7 +37,7 @@ Test(ev, rpc_server_in_libev_loop, .timeout = 300)
 	struct node a, b;
 	struct echo_state st = {0};
 	struct rdmx_rpc_server *srv;
-	struct rdmx_rpc_conn *ra, *rb;
+	struct rdmx_rpc_ep *ra, *rb;
 	struct rdmx_ev *ev = NULL;
 	struct loop_thread lt;
 	struct rdmx_rpc_reply rep;
@@ -51,9 +51,6 @@ Test(ev, rpc_server_in_libev_loop, .timeout = 300)
 	lt.loop = ev_loop_new(EVFLAG_AUTO);
 	cr_assert_not_null(lt.loop);
 	ASSERT_OK(rdmx_ev_attach(lt.loop, b.pe, &ev));
-	ASSERT_OK(rdmx_ev_add_host(ev, b.host));
-	ASSERT_RC(rdmx_ev_add_host(ev, b.host), RDMX_E_EXISTS);
-	ASSERT_RC(rdmx_ev_add_host(ev, a.host), RDMX_E_INVAL); /* another engine's */
 	ev_async_init(&lt.stop, on_stop);
 	ev_async_start(lt.loop, &lt.stop);
 	cr_assert_eq(pthread_create(&lt.th, NULL, loop_main, &lt), 0);
@@ -77,7 +74,7 @@ Test(ev, rpc_server_in_libev_loop, .timeout = 300)
 	uint64_t guard = now_ms() + GUARD_MS;
 	while (__atomic_load_n(&st.cancels, __ATOMIC_ACQUIRE) < 1) {
 		cr_assert(now_ms() < guard, "the server never saw the deadline");
-		rdmx_chan_host_progress(a.host);
+		rdmx_chan_worker_progress(a.worker);
 	}
 	ev_async_send(lt.loop, &lt.stop);
 	pthread_join(lt.th, NULL);
@@ -113,7 +110,7 @@ Test(ev, client_deadline_fires_from_loop_timer, .timeout = 120)
 	struct node a, b;
 	struct echo_state st = {0};
 	struct rdmx_rpc_server *srv;
-	struct rdmx_rpc_conn *ra, *rb;
+	struct rdmx_rpc_ep *ra, *rb;
 	struct rdmx_ev *ev = NULL;
 	struct ev_client c = {0};
 	struct rdmx_rpc_call_opts o = {.timeout_us = 30000};
@@ -125,9 +122,8 @@ Test(ev, client_deadline_fires_from_loop_timer, .timeout = 120)
 	/* the server takes the call and holds it, then nobody sends anything */
 	c.loop = ev_loop_new(EVFLAG_AUTO);
 	ASSERT_OK(rdmx_ev_attach(c.loop, a.pe, &ev));
-	ASSERT_OK(rdmx_ev_add_host(ev, a.host));
 	ASSERT_OK(rdmx_rpc_call_async(ra, rdmx_rpc_method_id(HOLD_NAME), NULL, &o, ev_client_done,
-				      &c, NULL));
+	                              &c, NULL));
 	DRIVE_UNTIL(NULL, &b, st.held_n == 1); /* only b progresses: a's loop is not running */
 	uint64_t t0 = now_ms();
 	ev_run(c.loop, 0); /* returns from ev_client_done */

@@ -43,14 +43,14 @@ struct evil {
 	struct rdmx_mr *mr;
 	uint8_t *ring;
 	struct rdmx_mr *ring_mr;
-	uint8_t *ro;              /* a region peers may only read */
+	uint8_t *ro; /* a region peers may only read */
 	struct rdmx_mr *ro_mr;
 	struct rdmx_mr_remote *vring;
 	uint32_t vslots, vsize;
 	struct rdmx_buf rbuf[EVIL_RECVS];
 	int recvs, send_ok, send_err, write_ok, write_err, disconnected;
 	bool got_hello;
-	uint32_t seq;       /* next message sequence number we write */
+	uint32_t seq; /* next message sequence number we write */
 	size_t src_off;
 };
 
@@ -64,7 +64,8 @@ static void ev_recv_ok(struct rdmx_task *t, void *ud, void *cud)
 	    rdmx_task_receive_get_len(t) == 64 && !e->got_hello) {
 		e->vslots = ld32(b + 4);
 		e->vsize = ld32(b + 8);
-		ASSERT_OK(rdmx_mr_remote_from_descriptor(b + 24, RDMX_MR_DESCRIPTOR_SIZE, &e->vring));
+		ASSERT_OK(
+		    rdmx_mr_remote_from_descriptor(b + 24, RDMX_MR_DESCRIPTOR_SIZE, &e->vring));
 		e->got_hello = true;
 	}
 	rdmx_task_submit(t);
@@ -120,12 +121,12 @@ static void evil_open(struct evil *e)
 	ASSERT_OK(rdmx_pe_create(&e->pe));
 	ASSERT_OK(rdmx_ctx_create(e->dev, e->pe, &e->ctx));
 	ASSERT_OK(rdmx_ctx_set_user_data(e->ctx, e));
-	ASSERT_OK(rdmx_ctx_set_task_conf(e->ctx, RDMX_TASK_RECEIVE, ev_recv_ok, ev_recv_err,
-					 EVIL_RECVS));
+	ASSERT_OK(
+	    rdmx_ctx_set_task_conf(e->ctx, RDMX_TASK_RECEIVE, ev_recv_ok, ev_recv_err, EVIL_RECVS));
 	ASSERT_OK(rdmx_ctx_set_task_conf(e->ctx, RDMX_TASK_SEND, ev_send_ok, ev_send_err, 64));
 	ASSERT_OK(rdmx_ctx_set_task_conf(e->ctx, RDMX_TASK_SEND_IMM, ev_send_ok, ev_send_err, 4));
-	ASSERT_OK(rdmx_ctx_set_task_conf(e->ctx, RDMX_TASK_WRITE_IMM, ev_write_ok, ev_write_err,
-					 256));
+	ASSERT_OK(
+	    rdmx_ctx_set_task_conf(e->ctx, RDMX_TASK_WRITE_IMM, ev_write_ok, ev_write_err, 256));
 	ASSERT_OK(rdmx_ctx_set_conn_callbacks(e->ctx, NULL, NULL, ev_disc, ev_disc));
 	ASSERT_OK(rdmx_ctx_start(e->ctx));
 	e->mem = aligned_alloc(4096, EVIL_MEM);
@@ -193,12 +194,12 @@ static void evil_write(struct evil *e, uint32_t slot, uint32_t imm, const void *
 	struct rdmx_rbuf dst = {.mr = e->vring, .offset = (uint64_t)slot * e->vsize, .len = 0};
 
 	ASSERT_OK(rdmx_task_write_imm_alloc(e->ctx, e->conn, evil_src(e, bytes, len), &dst, imm,
-					    NULL, &t));
+	                                    NULL, &t));
 	ASSERT_OK(rdmx_task_submit(t));
 }
 
 static void hello_bytes(struct evil *e, uint8_t *h, uint32_t slots, uint32_t size, uint64_t max,
-			struct rdmx_mr *ring)
+                        struct rdmx_mr *ring)
 {
 	memset(h, 0, 64);
 	st16(h, 0x4352);
@@ -220,7 +221,7 @@ static void valid_hello(struct evil *e)
 
 /* slot header + payload; seq/credit as given */
 static size_t slot_msg(uint8_t *m, uint8_t flags, uint32_t len, uint32_t seq, uint32_t credit,
-		       const void *payload, size_t plen)
+                       const void *payload, size_t plen)
 {
 	st16(m, 0x4352);
 	m[2] = 1;
@@ -273,7 +274,7 @@ static void w_recv(struct rdmx_chan *c, const void *d, size_t len, void *arg)
 struct scene {
 	struct node v, g;
 	struct evil e;
-	struct rdmx_chan *vc; /* the victim's channel to the evil peer */
+	struct rdmx_chan *vc;      /* the victim's channel to the evil peer */
 	struct rdmx_chan *vg, *gv; /* victim <-> good */
 	struct watch wv, wvg, wgv;
 };
@@ -284,13 +285,13 @@ static void drive3(struct scene *s)
 	rdmx_pe_progress(s->e.pe);
 }
 
-#define DRIVE3_UNTIL(s, cond)                                                               \
-	do {                                                                                \
-		uint64_t _deadline = now_ms() + GUARD_MS;                                   \
-		while (!(cond)) {                                                           \
-			cr_assert(now_ms() < _deadline, "timed out waiting for: %s", #cond); \
-			drive3(s);                                                          \
-		}                                                                           \
+#define DRIVE3_UNTIL(s, cond)                                                                      \
+	do {                                                                                       \
+		uint64_t _deadline = now_ms() + GUARD_MS;                                          \
+		while (!(cond)) {                                                                  \
+			cr_assert(now_ms() < _deadline, "timed out waiting for: %s", #cond);       \
+			drive3(s);                                                                 \
+		}                                                                                  \
 	} while (0)
 
 static void scene_open(struct scene *s)
@@ -313,7 +314,7 @@ static void scene_open(struct scene *s)
 	ASSERT_OK(rdmx_ctx_export(s->e.ctx, &de, &le, &s->e.conn));
 	ASSERT_OK(rdmx_ctx_connect(s->v.ctx, de, le, cv));
 	ASSERT_OK(rdmx_ctx_connect(s->e.ctx, dv, lv, s->e.conn));
-	ASSERT_OK(rdmx_chan_create(s->v.host, cv, &s->vc));
+	ASSERT_OK(rdmx_chan_create(s->v.worker, cv, &s->vc));
 	ASSERT_OK(rdmx_chan_set_slot_count(s->vc, 8));
 	ASSERT_OK(rdmx_chan_set_slot_size(s->vc, 256));
 	ASSERT_OK(rdmx_chan_set_max_msg_size(s->vc, 1 << 20));
@@ -643,7 +644,7 @@ Test(hostile, writes_beyond_credits)
 		good_msg(&s.e, "xx", 2);
 	DRIVE3_UNTIL(&s, s.e.write_ok == 8);
 	for (int i = 0; i < 20; i++)
-		drive3(&s); /* let the victim see all eight */
+		drive3(&s);      /* let the victim see all eight */
 	good_msg(&s.e, "xx", 2); /* a ninth, over the first */
 	DRIVE3_UNTIL(&s, s.wv.closed == 1);
 	/* seen either as the overrun itself or, when the victim had not yet
@@ -660,7 +661,8 @@ Test(hostile, send_with_immediate)
 	struct rdmx_task *t = NULL;
 
 	scene_open(&s);
-	ASSERT_OK(rdmx_task_send_imm_alloc(s.e.ctx, s.e.conn, evil_src(&s.e, "hi", 2), 7, NULL, &t));
+	ASSERT_OK(
+	    rdmx_task_send_imm_alloc(s.e.ctx, s.e.conn, evil_src(&s.e, "hi", 2), 7, NULL, &t));
 	ASSERT_OK(rdmx_task_submit(t));
 	scene_expect_closed(&s, "send with immediate");
 	scene_close(&s);
@@ -684,7 +686,7 @@ Test(hostile, control_unknown_type)
 Test(hostile, rpc_garbage_header)
 {
 	struct scene s;
-	struct rdmx_rpc_conn *rc;
+	struct rdmx_rpc_ep *ep;
 	struct rdmx_rpc_server *srv;
 	struct echo_state st = {0};
 	uint8_t junk[40];
@@ -692,15 +694,15 @@ Test(hostile, rpc_garbage_header)
 	scene_open(&s);
 	srv = echo_server(&st);
 	ASSERT_OK(rdmx_chan_set_callbacks(s.vc, NULL, NULL, NULL));
-	ASSERT_OK(rdmx_rpc_conn_create(s.vc, srv, &rc));
+	ASSERT_OK(rdmx_rpc_ep_create(s.vc, srv, &ep));
 	valid_hello(&s.e);
 	DRIVE3_UNTIL(&s, rdmx_chan_get_state(s.vc) == RDMX_CHAN_READY);
 	memset(junk, 0xee, sizeof(junk));
 	good_msg(&s.e, junk, sizeof(junk));
 	DRIVE3_UNTIL(&s, rdmx_chan_get_state(s.vc) == RDMX_CHAN_CLOSED && s.e.disconnected);
 	cr_assert(log_capture_count("rpc") >= 1, "no rpc error log line");
-	ASSERT_RC(rdmx_rpc_call_async(rc, 1, NULL, NULL, NULL, NULL, NULL), RDMX_E_INVAL);
-	ASSERT_OK(rdmx_rpc_conn_destroy(&rc));
+	ASSERT_RC(rdmx_rpc_call_async(ep, 1, NULL, NULL, NULL, NULL, NULL), RDMX_E_INVAL);
+	ASSERT_OK(rdmx_rpc_ep_destroy(&ep));
 	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
 	s.wv.closed = 1;
 	s.wv.status = RDMX_E_PROTOCOL;

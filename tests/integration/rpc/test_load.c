@@ -28,7 +28,7 @@ struct lcall {
 };
 
 struct lconn {
-	struct rdmx_rpc_conn *rc;
+	struct rdmx_rpc_ep *ep;
 	uint32_t next, issued, done;
 };
 
@@ -59,7 +59,7 @@ Test(load, calls_100k_over_16_connections, .timeout = 1500)
 	struct echo_state st = {0};
 	struct rdmx_rpc_server *srv;
 	struct lconn lc[LOAD_CONNS];
-	struct rdmx_rpc_conn *rb[LOAD_CONNS];
+	struct rdmx_rpc_ep *rb[LOAD_CONNS];
 	struct chan_conf conf = {.slot_count = 64, .slot_size = 1024};
 	uint32_t per = LOAD_CALLS / LOAD_CONNS, total_done = 0;
 	uint32_t ECHO = rdmx_rpc_method_id(ECHO_NAME);
@@ -73,7 +73,7 @@ Test(load, calls_100k_over_16_connections, .timeout = 1500)
 	srv = echo_server(&st);
 	for (int i = 0; i < LOAD_CONNS; i++) {
 		memset(&lc[i], 0, sizeof(lc[i]));
-		rpc_pair(&a, &b, NULL, srv, &conf, &conf, &lc[i].rc, &rb[i]);
+		rpc_pair(&a, &b, NULL, srv, &conf, &conf, &lc[i].ep, &rb[i]);
 	}
 	uint64_t guard = now_ms() + 1200000;
 	while (total_done < LOAD_CALLS) {
@@ -94,7 +94,8 @@ Test(load, calls_100k_over_16_connections, .timeout = 1500)
 				pattern_fill(buf + 12, len - 12, idx);
 				c->want_sum = checksum64(buf, len);
 				p = rdmx_rpc_bytes(buf, len);
-				int rc = rdmx_rpc_call_async(l->rc, ECHO, &p, NULL, load_done, c, NULL);
+				int rc =
+				    rdmx_rpc_call_async(l->ep, ECHO, &p, NULL, load_done, c, NULL);
 				if (rc == RDMX_E_AGAIN)
 					break;
 				cr_assert_eq(rc, 0, "call %u: %s", idx, rdmx_err_name(rc));
@@ -119,20 +120,21 @@ Test(load, calls_100k_over_16_connections, .timeout = 1500)
 		ok += calls[i].ok;
 	}
 	cr_assert_eq(bad_replies, 0, "%llu replies with the wrong id, length or checksum",
-		     (unsigned long long)bad_replies);
+	             (unsigned long long)bad_replies);
 	cr_assert_eq(ok, LOAD_CALLS);
 	cr_assert_eq(st.echoed, LOAD_CALLS, "the server ran %u handlers", st.echoed);
 	uint64_t srv_calls = 0;
 	for (int i = 0; i < LOAD_CONNS; i++) {
 		struct rdmx_rpc_stats s;
 
-		ASSERT_OK(rdmx_rpc_conn_get_stats(rb[i], RDMX_RPC_ROLE_SERVER, &s));
-		cr_assert_eq(s.calls, per, "connection %d served %llu", i, (unsigned long long)s.calls);
+		ASSERT_OK(rdmx_rpc_ep_get_stats(rb[i], RDMX_RPC_ROLE_SERVER, &s));
+		cr_assert_eq(s.calls, per, "connection %d served %llu", i,
+		             (unsigned long long)s.calls);
 		srv_calls += s.calls;
 	}
 	cr_assert_eq(srv_calls, LOAD_CALLS);
 	for (int i = 0; i < LOAD_CONNS; i++)
-		rpc_pair_close(&lc[i].rc, &rb[i]);
+		rpc_pair_close(&lc[i].ep, &rb[i]);
 	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
 	node_close(&a);
 	node_close(&b);
@@ -147,7 +149,7 @@ static int xfer(int fd, void *p, size_t len, bool out)
 
 	while (done < len) {
 		ssize_t n = out ? write(fd, (char *)p + done, len - done)
-				: read(fd, (char *)p + done, len - done);
+		                : read(fd, (char *)p + done, len - done);
 		if (n <= 0)
 			return -1;
 		done += (size_t)n;
@@ -171,16 +173,16 @@ static void child_hold(struct rdmx_rpc_server_call *call, const void *req, size_
 	cs->held++;
 }
 
-/* The child: its own device, context, host and endpoint; plain checks. */
+/* The child: its own device, context, worker and endpoint; plain checks. */
 static void child_main(int fd)
 {
 	struct rdmx_dev *dev = NULL;
 	struct rdmx_pe *pe = NULL;
 	struct rdmx_ctx *ctx = NULL;
-	struct rdmx_chan_host *host = NULL;
+	struct rdmx_chan_worker *worker = NULL;
 	struct rdmx_conn *conn = NULL;
 	struct rdmx_chan *chan = NULL;
-	struct rdmx_rpc_conn *rc = NULL;
+	struct rdmx_rpc_ep *ep = NULL;
 	struct rdmx_rpc_server *srv = NULL;
 	struct child_state cs = {.fd = fd};
 	const void *det;
@@ -197,11 +199,11 @@ static void child_main(int fd)
 		_exit(10);
 	}
 	if (rdmx_pe_create(&pe) || rdmx_ctx_create(dev, pe, &ctx) ||
-	    rdmx_chan_host_create(ctx, pe, NULL, &host) || rdmx_ctx_start(ctx))
+	    rdmx_chan_worker_create(ctx, pe, NULL, &worker) || rdmx_ctx_start(ctx))
 		_exit(11);
 	if (rdmx_rpc_server_create(&srv) ||
 	    rdmx_rpc_server_register(srv, rdmx_rpc_method_id(HOLD_NAME), HOLD_NAME, child_hold,
-				     &cs))
+	                             &cs))
 		_exit(12);
 	if (rdmx_ctx_export(ctx, &det, &dlen, &conn))
 		_exit(13);
@@ -210,11 +212,11 @@ static void child_main(int fd)
 		_exit(14);
 	if (xfer(fd, &plen, 4, false) || plen > sizeof(peer) || xfer(fd, peer, plen, false))
 		_exit(15);
-	if (rdmx_ctx_connect(ctx, peer, plen, conn) || rdmx_chan_create(host, conn, &chan) ||
-	    rdmx_rpc_conn_create(chan, srv, &rc))
+	if (rdmx_ctx_connect(ctx, peer, plen, conn) || rdmx_chan_create(worker, conn, &chan) ||
+	    rdmx_rpc_ep_create(chan, srv, &ep))
 		_exit(16);
 	for (;;) {
-		if (rdmx_chan_host_progress(host) == 0)
+		if (rdmx_chan_worker_progress(worker) == 0)
 			sched_yield();
 		if (cs.held >= 1000 && !cs.signalled) {
 			uint8_t one = 1;
@@ -250,7 +252,7 @@ Test(load, peer_killed_with_1000_in_flight, .timeout = 600)
 	struct node a;
 	struct rdmx_conn *conn;
 	struct rdmx_chan *chan;
-	struct rdmx_rpc_conn *rc;
+	struct rdmx_rpc_ep *ep;
 	const void *det;
 	size_t dlen;
 	uint32_t plen;
@@ -277,11 +279,11 @@ Test(load, peer_killed_with_1000_in_flight, .timeout = 600)
 	cr_assert_eq(xfer(sp[0], &plen, 4, true), 0);
 	cr_assert_eq(xfer(sp[0], (void *)det, dlen, true), 0);
 	ASSERT_OK(rdmx_ctx_connect(a.ctx, peer, (size_t)plen, conn));
-	ASSERT_OK(rdmx_chan_create(a.host, conn, &chan));
-	ASSERT_OK(rdmx_rpc_conn_create(chan, NULL, &rc));
+	ASSERT_OK(rdmx_chan_create(a.worker, conn, &chan));
+	ASSERT_OK(rdmx_rpc_ep_create(chan, NULL, &ep));
 	uint32_t HOLD = rdmx_rpc_method_id(HOLD_NAME);
 	for (int i = 0; i < 1000; i++)
-		ASSERT_OK(rdmx_rpc_call_async(rc, HOLD, NULL, &o, death_done, &c[i], NULL));
+		ASSERT_OK(rdmx_rpc_call_async(ep, HOLD, NULL, &o, death_done, &c[i], NULL));
 	/* wait until the child holds all 1000 */
 	uint64_t guard = now_ms() + GUARD_MS;
 	for (;;) {
@@ -297,7 +299,7 @@ Test(load, peer_killed_with_1000_in_flight, .timeout = 600)
 			break;
 		}
 	}
-	cr_assert_eq(rdmx_rpc_conn_get_inflight(rc), 1000);
+	cr_assert_eq(rdmx_rpc_ep_get_inflight(ep), 1000);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	DRIVE_UNTIL(&a, NULL, count_calls(c, 1000) == 1000);
@@ -307,7 +309,7 @@ Test(load, peer_killed_with_1000_in_flight, .timeout = 600)
 		cr_assert_eq(c[i].ok, 1, "call %d did not fail with UNAVAILABLE", i);
 	}
 	cr_assert_eq(rdmx_chan_get_state(chan), RDMX_CHAN_CLOSED);
-	ASSERT_OK(rdmx_rpc_conn_destroy(&rc));
+	ASSERT_OK(rdmx_rpc_ep_destroy(&ep));
 	ASSERT_OK(rdmx_chan_destroy(&chan));
 	node_close(&a);
 	close(sp[0]);

@@ -51,7 +51,7 @@ Test(rpc, unary_status_and_unimplemented)
 	struct node a, b;
 	struct echo_state st = {0};
 	struct rdmx_rpc_server *srv;
-	struct rdmx_rpc_conn *ra, *rb;
+	struct rdmx_rpc_ep *ra, *rb;
 	const char *hello = "hello, rdmx";
 
 	ids();
@@ -79,7 +79,7 @@ Test(rpc, unary_status_and_unimplemented)
 	/* unknown method */
 	struct rec u = {0};
 	ASSERT_OK(rdmx_rpc_call_async(ra, rdmx_rpc_method_id("test.Echo/Nope"), NULL, NULL, rec_cb,
-				      &u, NULL));
+	                              &u, NULL));
 	DRIVE_UNTIL(&a, &b, u.done);
 	cr_assert_eq(u.code, RDMX_RPC_UNIMPLEMENTED);
 	/* a has no server: b's calls to a are UNIMPLEMENTED */
@@ -101,7 +101,7 @@ Test(rpc, unary_status_and_unimplemented)
 	leak_end();
 }
 
-/* The blocking call drives its own host; the server side runs on a thread
+/* The blocking call drives its own worker; the server side runs on a thread
  * of its own node here (one thread per node, as the threading rule says). */
 #include <pthread.h>
 struct serve_arg {
@@ -114,7 +114,7 @@ static void *serve_thread(void *p)
 	struct serve_arg *s = p;
 
 	while (!s->stop)
-		if (rdmx_chan_host_progress(s->n->host) == 0)
+		if (rdmx_chan_worker_progress(s->n->worker) == 0)
 			sched_yield();
 	return NULL;
 }
@@ -124,7 +124,7 @@ Test(rpc, blocking_call)
 	struct node a, b;
 	struct echo_state st = {0};
 	struct rdmx_rpc_server *srv;
-	struct rdmx_rpc_conn *ra, *rb;
+	struct rdmx_rpc_ep *ra, *rb;
 	struct rdmx_rpc_reply rep;
 	struct serve_arg sa = {.n = &b};
 	pthread_t th;
@@ -171,7 +171,7 @@ Test(rpc, pipelined_inflight_and_stats, .timeout = 600)
 	struct node a, b;
 	struct echo_state st = {0};
 	struct rdmx_rpc_server *srv;
-	struct rdmx_rpc_conn *ra, *rb;
+	struct rdmx_rpc_ep *ra, *rb;
 	struct chan_conf small = {.slot_count = 16, .slot_size = 1024, .queue_len = 2048};
 	enum { N = 1000 };
 	static struct rec r[N];
@@ -202,7 +202,7 @@ Test(rpc, pipelined_inflight_and_stats, .timeout = 600)
 		struct rdmx_rpc_payload p = rdmx_rpc_bytes(big[i], sizeof(big[i]));
 		ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, &p, NULL, rec_cb, &rbig[i], NULL));
 	}
-	cr_assert(rdmx_rpc_conn_get_inflight(ra) == N + 3);
+	cr_assert(rdmx_rpc_ep_get_inflight(ra) == N + 3);
 	DRIVE_UNTIL(&a, &b, count_done(r, N) == N && count_done(rbig, 3) == 3);
 	for (int i = 0; i < N; i++) {
 		cr_assert_eq(r[i].done, 1);
@@ -220,7 +220,7 @@ Test(rpc, pipelined_inflight_and_stats, .timeout = 600)
 	DRIVE_UNTIL(&a, &b, f.done);
 
 	struct rdmx_rpc_stats cs, ss, ms;
-	ASSERT_OK(rdmx_rpc_conn_get_stats(ra, RDMX_RPC_ROLE_CLIENT, &cs));
+	ASSERT_OK(rdmx_rpc_ep_get_stats(ra, RDMX_RPC_ROLE_CLIENT, &cs));
 	cr_assert_eq(cs.calls, N + 4);
 	cr_assert_eq(cs.completed, N + 4);
 	cr_assert_eq(cs.by_code[RDMX_RPC_OK], N + 3);
@@ -231,27 +231,27 @@ Test(rpc, pipelined_inflight_and_stats, .timeout = 600)
 	cr_assert_eq(cs.latency.count, N + 4);
 	cr_assert(rdmx_rpc_hist_percentile(&cs.latency, 50) > 0);
 	cr_assert(rdmx_rpc_hist_percentile(&cs.latency, 99) >=
-		  rdmx_rpc_hist_percentile(&cs.latency, 50));
-	ASSERT_OK(rdmx_rpc_conn_get_stats(rb, RDMX_RPC_ROLE_SERVER, &ss));
+	          rdmx_rpc_hist_percentile(&cs.latency, 50));
+	ASSERT_OK(rdmx_rpc_ep_get_stats(rb, RDMX_RPC_ROLE_SERVER, &ss));
 	cr_assert_eq(ss.calls, N + 4);
 	cr_assert_eq(ss.completed, N + 4);
 	cr_assert_eq(ss.rendezvous, 3);
 	cr_assert_eq(ss.bytes_received, cs.bytes_sent);
 	cr_assert_eq(ss.bytes_sent, cs.bytes_received);
-	ASSERT_OK(rdmx_rpc_conn_get_method_stats(ra, RDMX_RPC_ROLE_CLIENT, ECHO, &ms));
+	ASSERT_OK(rdmx_rpc_ep_get_method_stats(ra, RDMX_RPC_ROLE_CLIENT, ECHO, &ms));
 	cr_assert_eq(ms.calls, N + 3);
-	ASSERT_OK(rdmx_rpc_conn_get_method_stats(rb, RDMX_RPC_ROLE_SERVER, FAIL, &ms));
+	ASSERT_OK(rdmx_rpc_ep_get_method_stats(rb, RDMX_RPC_ROLE_SERVER, FAIL, &ms));
 	cr_assert_eq(ms.by_code[RDMX_RPC_NOT_FOUND], 1);
-	ASSERT_RC(rdmx_rpc_conn_get_method_stats(ra, RDMX_RPC_ROLE_SERVER, ECHO, &ms),
-		  RDMX_E_NOT_FOUND);
+	ASSERT_RC(rdmx_rpc_ep_get_method_stats(ra, RDMX_RPC_ROLE_SERVER, ECHO, &ms),
+	          RDMX_E_NOT_FOUND);
 	ASSERT_OK(rdmx_rpc_server_get_method_stats(srv, ECHO, &ms));
 	cr_assert_eq(ms.calls, N + 3);
 	uint32_t mids[8];
 	size_t nm = 0;
-	ASSERT_OK(rdmx_rpc_conn_list_methods(ra, RDMX_RPC_ROLE_CLIENT, mids, 8, &nm));
+	ASSERT_OK(rdmx_rpc_ep_list_methods(ra, RDMX_RPC_ROLE_CLIENT, mids, 8, &nm));
 	cr_assert_eq(nm, 2);
 	struct rdmx_chan_stats chs;
-	ASSERT_OK(rdmx_chan_get_stats(rdmx_rpc_conn_get_chan(ra), &chs));
+	ASSERT_OK(rdmx_chan_get_stats(rdmx_rpc_ep_get_chan(ra), &chs));
 	cr_assert(chs.credit_stalls > 0);
 	rpc_pair_close(&ra, &rb);
 	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
@@ -264,7 +264,7 @@ Test(rpc, deadline_exceeded_and_server_sees_it)
 	struct node a, b;
 	struct echo_state st = {0};
 	struct rdmx_rpc_server *srv;
-	struct rdmx_rpc_conn *ra, *rb;
+	struct rdmx_rpc_ep *ra, *rb;
 	struct rec r = {0}, ok = {0};
 	struct rdmx_rpc_call_opts o = {.timeout_us = 50000};
 
@@ -292,9 +292,52 @@ Test(rpc, deadline_exceeded_and_server_sees_it)
 	DRIVE_UNTIL(&a, &b, ok.done);
 	cr_assert_eq(ok.code, RDMX_RPC_OK);
 	struct rdmx_rpc_stats cs;
-	ASSERT_OK(rdmx_rpc_conn_get_stats(ra, RDMX_RPC_ROLE_CLIENT, &cs));
+	ASSERT_OK(rdmx_rpc_ep_get_stats(ra, RDMX_RPC_ROLE_CLIENT, &cs));
 	cr_assert_eq(cs.by_code[RDMX_RPC_DEADLINE_EXCEEDED], 1);
 	cr_assert_eq(st.cancels, 1);
+	rpc_pair_close(&ra, &rb);
+	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
+	node_close(&a);
+	node_close(&b);
+}
+
+/* The deadline is a timer of the client's progress engine: with keep-alives
+ * off and the server holding the call, nothing arrives any more, and plain
+ * rdmx_pe_wait(pe, -1) (no limit) must still wake for it and complete the
+ * call (it would sleep forever otherwise). */
+Test(rpc, deadline_fires_from_pe_wait_alone, .timeout = 120)
+{
+	struct node a, b;
+	struct echo_state st = {0};
+	struct rdmx_rpc_server *srv;
+	struct rdmx_rpc_ep *ra, *rb;
+	struct rec r = {0};
+	struct rdmx_rpc_call_opts o = {.timeout_us = 30000};
+	struct rdmx_chan_worker_attr quiet;
+
+	ids();
+	rdmx_chan_worker_attr_init(&quiet);
+	quiet.keepalive_ms = 0;
+	node_open(&a, "a", 0, &quiet);
+	node_open(&b, "b", 1, &quiet);
+	srv = echo_server(&st);
+	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
+	ASSERT_OK(rdmx_pe_set_poll_mode(a.pe, RDMX_POLL_BLOCK, 0));
+	ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, &o, rec_cb, &r, NULL));
+	DRIVE_UNTIL(&a, &b, st.held_n == 1);
+	if (!r.done) {
+		int ms = rdmx_pe_next_timeout_ms(a.pe);
+
+		cr_assert(ms >= 0 && ms <= 30, "the deadline is the engine's next timer (%d ms)",
+		          ms);
+	}
+	while (!r.done) {
+		int n = rdmx_pe_wait(a.pe, -1);
+
+		cr_assert(n >= 0, "wait: %s", rdmx_err_name(n));
+	}
+	cr_assert_eq(r.code, RDMX_RPC_DEADLINE_EXCEEDED, "got %s", rdmx_rpc_code_name(r.code));
+	rdmx_rpc_respond(st.held[0], RDMX_RPC_OK, NULL, NULL);
 	rpc_pair_close(&ra, &rb);
 	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
 	node_close(&a);
@@ -309,7 +352,7 @@ Test(rpc, cancel_races_reply, .timeout = 600)
 	struct node a, b;
 	struct echo_state st = {0};
 	struct rdmx_rpc_server *srv;
-	struct rdmx_rpc_conn *ra, *rb;
+	struct rdmx_rpc_ep *ra, *rb;
 	enum { N = 600 };
 	static struct rec r[N];
 	int oks = 0, cancelled = 0;
@@ -351,9 +394,9 @@ Test(rpc, cancel_races_reply, .timeout = 600)
 	}
 	cr_assert(oks + cancelled == N);
 	struct rdmx_rpc_stats cs;
-	ASSERT_OK(rdmx_rpc_conn_get_stats(ra, RDMX_RPC_ROLE_CLIENT, &cs));
+	ASSERT_OK(rdmx_rpc_ep_get_stats(ra, RDMX_RPC_ROLE_CLIENT, &cs));
 	cr_assert_eq(cs.cancels, (uint64_t)cancelled);
-	cr_assert_eq(rdmx_rpc_conn_get_inflight(ra), 0);
+	cr_assert_eq(rdmx_rpc_ep_get_inflight(ra), 0);
 	rpc_pair_close(&ra, &rb);
 	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
 	node_close(&a);
@@ -366,7 +409,7 @@ Test(rpc, server_sees_cancel)
 	struct node a, b;
 	struct echo_state st = {0};
 	struct rdmx_rpc_server *srv;
-	struct rdmx_rpc_conn *ra, *rb;
+	struct rdmx_rpc_ep *ra, *rb;
 	struct rec r = {0};
 	uint64_t id;
 
@@ -388,7 +431,7 @@ Test(rpc, server_sees_cancel)
 	drive_for(&a, &b, 30);
 	cr_assert_eq(r.done, 1);
 	struct rdmx_rpc_stats ss;
-	ASSERT_OK(rdmx_rpc_conn_get_stats(rb, RDMX_RPC_ROLE_SERVER, &ss));
+	ASSERT_OK(rdmx_rpc_ep_get_stats(rb, RDMX_RPC_ROLE_SERVER, &ss));
 	cr_assert_eq(ss.cancels, 1);
 	cr_assert_eq(ss.by_code[RDMX_RPC_CANCELLED], 1);
 	rpc_pair_close(&ra, &rb);
@@ -417,7 +460,7 @@ Test(rpc, both_directions_and_answer_later)
 	struct node a, b;
 	struct echo_state sta = {0}, stb = {0};
 	struct rdmx_rpc_server *srva, *srvb;
-	struct rdmx_rpc_conn *ra, *rb;
+	struct rdmx_rpc_ep *ra, *rb;
 	struct rec ra_recs[50], rb_recs[50], held[5], trig = {0};
 
 	ids();
@@ -438,8 +481,9 @@ Test(rpc, both_directions_and_answer_later)
 	}
 	for (int i = 0; i < 5; i++)
 		ASSERT_OK(rdmx_rpc_call_async(rb, HOLD, NULL, NULL, rec_cb, &held[i], NULL));
-	DRIVE_UNTIL(&a, &b, count_done(ra_recs, 50) == 50 && count_done(rb_recs, 50) == 50 &&
-				    sta.held_n == 5);
+	DRIVE_UNTIL(&a, &b,
+	            count_done(ra_recs, 50) == 50 && count_done(rb_recs, 50) == 50 &&
+	                sta.held_n == 5);
 	cr_assert_eq(sta.echoed, 50);
 	cr_assert_eq(stb.echoed, 50);
 	/* b calls a; a's reply arrives on b... and the callback of another
@@ -478,7 +522,7 @@ Test(rpc, oneway_calls)
 	struct node a, b;
 	struct ow_state ow = {0};
 	struct rdmx_rpc_server *srv;
-	struct rdmx_rpc_conn *ra, *rb;
+	struct rdmx_rpc_ep *ra, *rb;
 	struct rec r[20];
 	uint32_t M = rdmx_rpc_method_id("test.Log/Write");
 	struct rdmx_rpc_call_opts o = {.oneway = true};
@@ -500,11 +544,11 @@ Test(rpc, oneway_calls)
 		cr_assert_eq(r[i].done, 1);
 		cr_assert_eq(r[i].code, RDMX_RPC_OK);
 	}
-	cr_assert_eq(rdmx_rpc_conn_get_inflight(ra), 0);
+	cr_assert_eq(rdmx_rpc_ep_get_inflight(ra), 0);
 	struct rdmx_rpc_stats cs;
-	ASSERT_OK(rdmx_rpc_conn_get_stats(ra, RDMX_RPC_ROLE_CLIENT, &cs));
+	ASSERT_OK(rdmx_rpc_ep_get_stats(ra, RDMX_RPC_ROLE_CLIENT, &cs));
 	cr_assert_eq(cs.oneway, 20);
-	ASSERT_OK(rdmx_rpc_conn_get_stats(ra, RDMX_RPC_ROLE_SERVER, &cs));
+	ASSERT_OK(rdmx_rpc_ep_get_stats(ra, RDMX_RPC_ROLE_SERVER, &cs));
 	cr_assert_eq(cs.calls, 0);
 	rpc_pair_close(&ra, &rb);
 	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
@@ -513,9 +557,9 @@ Test(rpc, oneway_calls)
 }
 
 static int drained_a, drained_b;
-static void on_drained(struct rdmx_rpc_conn *rc, void *arg)
+static void on_drained(struct rdmx_rpc_ep *ep, void *arg)
 {
-	(void)rc;
+	(void)ep;
 	(*(int *)arg)++;
 }
 
@@ -526,7 +570,7 @@ Test(rpc, drain_graceful)
 	struct node a, b;
 	struct echo_state sta = {0}, stb = {0};
 	struct rdmx_rpc_server *srva, *srvb;
-	struct rdmx_rpc_conn *ra, *rb;
+	struct rdmx_rpc_ep *ra, *rb;
 	struct rec held[10], mine[3];
 
 	ids();
@@ -543,29 +587,29 @@ Test(rpc, drain_graceful)
 	for (int i = 0; i < 3; i++)
 		ASSERT_OK(rdmx_rpc_call_async(rb, HOLD, NULL, NULL, rec_cb, &mine[i], NULL));
 	DRIVE_UNTIL(&a, &b, stb.held_n == 10 && sta.held_n == 3);
-	ASSERT_OK(rdmx_rpc_conn_set_drained_cb(rb, on_drained, &drained_b));
-	ASSERT_OK(rdmx_rpc_conn_set_drained_cb(ra, on_drained, &drained_a));
-	ASSERT_OK(rdmx_rpc_conn_drain(rb));
+	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(rb, on_drained, &drained_b));
+	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(ra, on_drained, &drained_a));
+	ASSERT_OK(rdmx_rpc_ep_drain(rb));
 	ASSERT_RC(rdmx_rpc_call_async(rb, ECHO, NULL, NULL, rec_cb, &held[0], NULL),
-		  RDMX_E_BAD_STATE);
+	          RDMX_E_BAD_STATE);
 	drive_for(&a, &b, 50);
 	cr_assert_eq(drained_b, 0, "drained with calls in flight");
 	ASSERT_RC(rdmx_rpc_call_async(ra, ECHO, NULL, NULL, rec_cb, &held[0], NULL),
-		  RDMX_E_BAD_STATE); /* the peer said GOAWAY */
+	          RDMX_E_BAD_STATE); /* the peer said GOAWAY */
 	for (uint32_t i = 0; i < stb.held_n; i++)
 		ASSERT_OK(rdmx_rpc_respond(stb.held[i], RDMX_RPC_OK, NULL, NULL));
 	drive_for(&a, &b, 50);
 	cr_assert_eq(drained_b, 0, "b's own calls are still in flight");
 	for (uint32_t i = 0; i < sta.held_n; i++)
 		ASSERT_OK(rdmx_rpc_respond(sta.held[i], RDMX_RPC_OK, NULL, NULL));
-	DRIVE_UNTIL(&a, &b, drained_b == 1 && count_done(held, 10) == 10 &&
-				    count_done(mine, 3) == 3);
+	DRIVE_UNTIL(&a, &b,
+	            drained_b == 1 && count_done(held, 10) == 10 && count_done(mine, 3) == 3);
 	for (int i = 0; i < 10; i++)
 		cr_assert_eq(held[i].code, RDMX_RPC_OK);
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(mine[i].code, RDMX_RPC_OK);
-	cr_assert(rdmx_rpc_conn_is_drained(rb));
-	ASSERT_OK(rdmx_rpc_conn_drain(ra));
+	cr_assert(rdmx_rpc_ep_is_drained(rb));
+	ASSERT_OK(rdmx_rpc_ep_drain(ra));
 	DRIVE_UNTIL(&a, &b, drained_a == 1);
 	drive_for(&a, &b, 20);
 	cr_assert_eq(drained_b, 1);
@@ -577,9 +621,9 @@ Test(rpc, drain_graceful)
 }
 
 static int closed_status, closed_n;
-static void on_closed(struct rdmx_rpc_conn *rc, int status, void *arg)
+static void on_closed(struct rdmx_rpc_ep *ep, int status, void *arg)
 {
-	(void)rc;
+	(void)ep;
 	(void)arg;
 	closed_status = status;
 	closed_n++;
@@ -592,7 +636,7 @@ Test(rpc, peer_gone_fails_outstanding)
 	struct node a, b;
 	struct echo_state st = {0};
 	struct rdmx_rpc_server *srv;
-	struct rdmx_rpc_conn *ra, *rb;
+	struct rdmx_rpc_ep *ra, *rb;
 	struct rdmx_chan *cb;
 	enum { N = 200 };
 	static struct rec r[N];
@@ -604,12 +648,12 @@ Test(rpc, peer_gone_fails_outstanding)
 	node_open(&b, "b", 1, NULL);
 	srv = echo_server(&st);
 	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
-	ASSERT_OK(rdmx_rpc_conn_set_closed_cb(ra, on_closed, NULL));
+	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(ra, on_closed, NULL));
 	for (int i = 0; i < N; i++)
 		ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, rec_cb, &r[i], NULL));
 	DRIVE_UNTIL(&a, &b, st.held_n == N);
-	cb = rdmx_rpc_conn_get_chan(rb);
-	ASSERT_OK(rdmx_rpc_conn_destroy(&rb)); /* held calls detached */
+	cb = rdmx_rpc_ep_get_chan(rb);
+	ASSERT_OK(rdmx_rpc_ep_destroy(&rb)); /* held calls detached */
 	cr_assert_eq(st.cancels, N, "the endpoint going cancels its incoming calls");
 	ASSERT_OK(rdmx_chan_destroy(&cb));
 	DRIVE_UNTIL(&a, &b, count_done(r, N) == N && closed_n == 1);
@@ -634,7 +678,7 @@ Test(rpc, limits_and_destroy_pending)
 	struct node a, b;
 	struct echo_state st = {0};
 	struct rdmx_rpc_server *srv;
-	struct rdmx_rpc_conn *ra, *rb;
+	struct rdmx_rpc_ep *ra, *rb;
 	struct rec r[8];
 
 	ids();
@@ -643,16 +687,16 @@ Test(rpc, limits_and_destroy_pending)
 	node_open(&b, "b", 1, NULL);
 	srv = echo_server(&st);
 	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
-	ASSERT_OK(rdmx_rpc_conn_set_limits(ra, 4, 4));
+	ASSERT_OK(rdmx_rpc_ep_set_limits(ra, 4, 4));
 	for (int i = 0; i < 4; i++)
 		ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, rec_cb, &r[i], NULL));
 	ASSERT_RC(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, rec_cb, &r[4], NULL), RDMX_E_AGAIN);
 	ASSERT_RC(rdmx_rpc_server_destroy(&srv), RDMX_E_BAD_STATE); /* in use */
 	DRIVE_UNTIL(&a, &b, st.held_n == 4);
-	struct rdmx_chan *ca = rdmx_rpc_conn_get_chan(ra);
+	struct rdmx_chan *ca = rdmx_rpc_ep_get_chan(ra);
 	ASSERT_RC(rdmx_chan_destroy(&ca), RDMX_E_BAD_STATE); /* its endpoint first */
 	cr_assert_not_null(ca);
-	ASSERT_OK(rdmx_rpc_conn_destroy(&ra));
+	ASSERT_OK(rdmx_rpc_ep_destroy(&ra));
 	for (int i = 0; i < 4; i++) {
 		cr_assert_eq(r[i].done, 1);
 		cr_assert_eq(r[i].code, RDMX_RPC_UNAVAILABLE);
@@ -673,7 +717,7 @@ Test(rpc, max_active_pauses_peer)
 	struct node a, b;
 	struct echo_state st = {0};
 	struct rdmx_rpc_server *srv;
-	struct rdmx_rpc_conn *ra, *rb;
+	struct rdmx_rpc_ep *ra, *rb;
 	static struct rec r[100];
 
 	ids();
@@ -682,12 +726,12 @@ Test(rpc, max_active_pauses_peer)
 	node_open(&b, "b", 1, NULL);
 	srv = echo_server(&st);
 	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
-	ASSERT_OK(rdmx_rpc_conn_set_limits(rb, 100, 10));
+	ASSERT_OK(rdmx_rpc_ep_set_limits(rb, 100, 10));
 	for (int i = 0; i < 100; i++)
 		ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, rec_cb, &r[i], NULL));
 	drive_for(&a, &b, 200);
 	cr_assert_eq(st.held_n, 10, "server took %u calls with max_active 10", st.held_n);
-	cr_assert_eq(rdmx_rpc_conn_get_active(rb), 10);
+	cr_assert_eq(rdmx_rpc_ep_get_active(rb), 10);
 	/* answer as they come: all 100 go through */
 	uint32_t answered = 0;
 	uint64_t guard = now_ms() + GUARD_MS;
@@ -722,7 +766,7 @@ Test(rpc, encoder_payload)
 	struct node a, b;
 	struct echo_state st = {0};
 	struct rdmx_rpc_server *srv;
-	struct rdmx_rpc_conn *ra, *rb;
+	struct rdmx_rpc_ep *ra, *rb;
 	uint32_t v[300];
 	struct rec r = {0};
 
@@ -752,7 +796,7 @@ Test(rpc, request_too_big_for_peer)
 	struct node a, b;
 	struct echo_state st = {0};
 	struct rdmx_rpc_server *srv;
-	struct rdmx_rpc_conn *ra, *rb;
+	struct rdmx_rpc_ep *ra, *rb;
 	struct rdmx_chan *p, *q;
 	struct chan_conf cb = {.max_msg = 4096};
 	static uint8_t big[8192];
@@ -763,8 +807,8 @@ Test(rpc, request_too_big_for_peer)
 	node_open(&b, "b", 1, NULL);
 	srv = echo_server(&st);
 	chan_pair(&a, &b, NULL, &cb, &p, &q, false);
-	ASSERT_OK(rdmx_rpc_conn_create(p, NULL, &ra));
-	ASSERT_OK(rdmx_rpc_conn_create(q, srv, &rb));
+	ASSERT_OK(rdmx_rpc_ep_create(p, NULL, &ra));
+	ASSERT_OK(rdmx_rpc_ep_create(q, srv, &rb));
 	struct rdmx_rpc_payload pb = rdmx_rpc_bytes(big, sizeof(big));
 	ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, &pb, NULL, rec_cb, &r, NULL)); /* queued */
 	ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, NULL, NULL, rec_cb, &ok, NULL));

@@ -23,6 +23,7 @@
 #include <rdmx/channel.h>
 #include <rdmx/ctx.h>
 #include <rdmx/registry.h>
+#include <rdmx/pe.h>
 
 #include "rpcsec_fix.h"
 #include "test_child.h"
@@ -53,10 +54,7 @@ const char *fix_addr(void)
 
 int64_t fix_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)(rdmx_pe_now_ns() / 1000000u);
 }
 
 void fix_setup(void)
@@ -169,8 +167,8 @@ static struct {
 	enum fix_cmd cmd;
 	int cmd_done;
 	struct fix_server_stats st;
-	struct rdmx_rpc_conn *last; /* loop thread only */
-	int busy_fd[2];             /* a pipe holding one byte nobody reads */
+	struct rdmx_rpc_secure_conn *last; /* loop thread only */
+	int busy_fd[2];                    /* a pipe holding one byte nobody reads */
 	ev_io busy;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -220,22 +218,23 @@ static int accept_cb(struct rdmx_rpc_secure_server *srv, const char *cert, const
 	return strcmp(hello, "refuse-me") ? 0 : RDMX_E_AUTH;
 }
 
-static void connected_cb(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_conn *rc, void *arg)
+static void connected_cb(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_conn *conn,
+                         void *arg)
 {
 	(void)srv;
 	(void)arg;
-	S.last = rc;
+	S.last = conn;
 	pthread_mutex_lock(&S.lock);
 	S.st.connected++;
 	pthread_mutex_unlock(&S.lock);
 }
 
-static void gone_cb(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_conn *rc, int status,
-                    void *arg)
+static void gone_cb(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_conn *conn,
+                    int status, void *arg)
 {
 	(void)srv;
 	(void)arg;
-	if (rc == S.last)
+	if (conn == S.last)
 		S.last = NULL;
 	pthread_mutex_lock(&S.lock);
 	S.st.gone++;
@@ -278,7 +277,7 @@ static void run_cmd(enum fix_cmd cmd)
 		 * must find it */
 		shutdown(fd, SHUT_RD);
 	} else if (cmd == FIX_CMD_KILL_RDMA) {
-		struct rdmx_chan *chan = rdmx_rpc_conn_get_chan(S.last);
+		struct rdmx_chan *chan = rdmx_rpc_ep_get_chan(rdmx_rpc_secure_conn_get_ep(S.last));
 		struct rdmx_conn *conn = chan ? rdmx_chan_get_conn(chan) : NULL;
 
 		if (conn)
@@ -343,8 +342,8 @@ static void *server_main(void *arg)
 		S.rc = rdmx_rpc_server_register(S.server, rdmx_rpc_method_id(FIX_HOLD), FIX_HOLD,
 		                                hold, NULL);
 	if (!S.rc)
-		S.rc = rdmx_rpc_server_listen_secure(S.loop, S.server, S.cfg, fix_addr(), 0, &ops,
-		                                     &o, NULL, &S.ss);
+		S.rc = rdmx_rpc_secure_listen(S.loop, S.server, S.cfg, fix_addr(), 0, &ops, &o,
+		                              NULL, &S.ss);
 	if (!S.rc)
 		S.rc = rdmx_rpc_secure_server_get_port(S.ss, &S.port);
 	if (!S.rc && S.bsd_port)

@@ -253,10 +253,7 @@ static void server_stop(void)
 
 static int64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)(rdmx_pe_now_ns() / 1000000u);
 }
 
 /* Drives the client's engine until cond or the guard runs out. */

@@ -22,6 +22,7 @@
 #include <rdmx/log.h>
 #include <rdmx/status.h>
 #include <rdmx/tls.h>
+#include <rdmx/pe.h>
 
 #include "tls_test_pki.h"
 
@@ -242,10 +243,7 @@ static int refused_count(void)
 
 static int64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)(rdmx_pe_now_ns() / 1000000u);
 }
 
 /* Polls `cond` every 10 ms for up to guard_ms. */

@@ -20,6 +20,7 @@
 #include <rdmx/registry.h>
 #include <rdmx/status.h>
 #include <rdmx/tls.h>
+#include <rdmx/pe.h>
 
 #include "policy.h"
 #include "registry_proto.h"
@@ -243,10 +244,7 @@ Test(registry, ttl_is_clamped_to_server_bounds)
 
 static int64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)(rdmx_pe_now_ns() / 1000000u);
 }
 
 Test(registry, lease_expiry_and_watch_notification)

@@ -1,7 +1,7 @@
 /* Secure RPC end to end (rdmx/rpc_secure.h), on the devices of the
  * environment (rpcsec_fix.h: tcp here, rxe0/rxe1 in the Soft-RoCE guest):
  * a service registers with a real rdmx-bootstrapd, a caller finds it through
- * the registry client API, connects with rdmx_rpc_client_connect_secure and
+ * the registry client API, connects with rdmx_rpc_secure_connect and
  * calls it over the engine; refused certificates get no engine details; the
  * TLS session is the liveness channel both ways. */
 #ifndef _GNU_SOURCE
@@ -65,7 +65,9 @@ static void fill(uint8_t *p, size_t n, unsigned seed)
 		p[i] = (uint8_t)(i * 31u + seed);
 }
 
-static void echo_ok(struct rdmx_rpc_conn *rc, size_t len, unsigned seed)
+#define EP(sc) rdmx_rpc_secure_conn_get_ep(sc)
+
+static void echo_ok(struct rdmx_rpc_ep *ep, size_t len, unsigned seed)
 {
 	struct rdmx_rpc_reply reply;
 	struct rdmx_rpc_payload req;
@@ -74,7 +76,7 @@ static void echo_ok(struct rdmx_rpc_conn *rc, size_t len, unsigned seed)
 	cr_assert_not_null(buf);
 	fill(buf, len, seed);
 	req = rdmx_rpc_bytes(buf, len);
-	cr_assert_rc(rdmx_rpc_call(rc, id_echo, &req, NULL, &reply), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_call(ep, id_echo, &req, NULL, &reply), RDMX_OK);
 	cr_assert_eq(reply.code, RDMX_RPC_OK, "echo of %zu bytes: %s %s", len,
 	             rdmx_rpc_code_name(reply.code), reply.message ? reply.message : "");
 	cr_assert_eq(reply.len, len);
@@ -116,27 +118,26 @@ static void pending_done(const struct rdmx_rpc_result *res, void *arg)
 }
 
 /* Drives the endpoint until cond or the guard. */
-#define drive_until(rc, cond, guard_ms)                                                            \
+#define drive_until(sc, cond, guard_ms)                                                            \
 	do {                                                                                       \
-		struct rdmx_chan_host *h_ = rdmx_chan_get_host(rdmx_rpc_conn_get_chan(rc));        \
+		struct rdmx_chan_worker *h_ = rdmx_chan_get_worker(rdmx_rpc_ep_get_chan(EP(sc)));  \
 		int64_t end_ = fix_now_ms() + (guard_ms);                                          \
 		while (!(cond) && fix_now_ms() < end_)                                             \
-			rdmx_chan_host_wait(h_, 10);                                               \
+			rdmx_chan_worker_wait(h_, 10);                                             \
 		cr_assert((cond), "timed out waiting for %s", #cond);                              \
 	} while (0)
 
-static struct rdmx_rpc_conn *connect_ok(struct rdmx_tls_config *cfg)
+static struct rdmx_rpc_secure_conn *connect_ok(struct rdmx_tls_config *cfg)
 {
 	struct rdmx_rpc_secure_opts o;
-	struct rdmx_rpc_conn *rc = NULL;
+	struct rdmx_rpc_secure_conn *sc = NULL;
 
 	fix_client_opts(&o);
-	cr_assert_rc(
-	    rdmx_rpc_client_connect_secure(fix_addr(), fix_server_port(), cfg, NULL, &o, &rc),
-	    RDMX_OK);
-	cr_assert_not_null(rc);
+	cr_assert_rc(rdmx_rpc_secure_connect(fix_addr(), fix_server_port(), cfg, NULL, &o, &sc),
+	             RDMX_OK);
+	cr_assert_not_null(sc);
 	cr_assert(fix_server_wait(one_connected, 10000), "server never saw the client");
-	return rc;
+	return sc;
 }
 
 /* ---- end to end ---- */
@@ -148,7 +149,7 @@ Test(rpc_secure, registry_discovery_then_calls_over_the_engine)
 	struct fix_bsd bsd = {0};
 	struct rdmx_tls_config *cfg;
 	struct rdmx_rpc_secure_opts o;
-	struct rdmx_rpc_conn *rc = NULL;
+	struct rdmx_rpc_secure_conn *sc = NULL;
 	struct pending p[64];
 	struct rdmx_rpc_stats rs;
 	const char *cert, *hello;
@@ -163,9 +164,9 @@ Test(rpc_secure, registry_discovery_then_calls_over_the_engine)
 
 	cfg = fix_client_config("client", "client2.test");
 	fix_client_opts(&o);
-	cr_assert_rc(rdmx_rpc_client_connect_secure(host, port, cfg, NULL, &o, &rc), RDMX_OK);
-	cr_assert_eq(rdmx_chan_get_state(rdmx_rpc_conn_get_chan(rc)), RDMX_CHAN_READY);
-	cr_assert_rc(rdmx_rpc_secure_get_peer_names(rc, &cert, &hello), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_secure_connect(host, port, cfg, NULL, &o, &sc), RDMX_OK);
+	cr_assert_eq(rdmx_chan_get_state(rdmx_rpc_ep_get_chan(EP(sc))), RDMX_CHAN_READY);
+	cr_assert_rc(rdmx_rpc_secure_get_peer_names(sc, &cert, &hello), RDMX_OK);
 	cr_assert_str_eq(cert, "client2.test");
 	cr_assert_str_eq(hello, FIX_SERVER_HELLO);
 	cr_assert(fix_server_wait(one_connected, 10000));
@@ -176,7 +177,7 @@ Test(rpc_secure, registry_discovery_then_calls_over_the_engine)
 
 	/* blocking calls: eager and rendezvous sizes around the 8 KiB slot */
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
-		echo_ok(rc, sizes[i], (unsigned)i);
+		echo_ok(EP(sc), sizes[i], (unsigned)i);
 
 	/* pipelined calls */
 	memset(p, 0, sizeof(p));
@@ -187,24 +188,24 @@ Test(rpc_secure, registry_discovery_then_calls_over_the_engine)
 		snprintf(msg, sizeof(msg), "call %d", i);
 		req = rdmx_rpc_bytes(msg, strlen(msg));
 		cr_assert_rc(
-		    rdmx_rpc_call_async(rc, id_echo, &req, NULL, pending_done, &p[i], NULL),
+		    rdmx_rpc_call_async(EP(sc), id_echo, &req, NULL, pending_done, &p[i], NULL),
 		    RDMX_OK);
 	}
 	for (int i = 0; i < 64; i++) {
-		drive_until(rc, p[i].done, 10000);
+		drive_until(sc, p[i].done, 10000);
 		cr_assert_eq(p[i].done, 1);
 		cr_assert_eq(p[i].code, RDMX_RPC_OK);
 	}
-	cr_assert_rc(rdmx_rpc_conn_get_stats(rc, RDMX_RPC_ROLE_CLIENT, &rs), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_ep_get_stats(EP(sc), RDMX_RPC_ROLE_CLIENT, &rs), RDMX_OK);
 	cr_assert_eq(rs.calls, 64 + sizeof(sizes) / sizeof(sizes[0]));
 	cr_assert_eq(rs.by_code[RDMX_RPC_OK], rs.calls);
 	cr_assert_gt(rs.rendezvous, 0, "no message went by rendezvous");
-	cr_assert_rc(rdmx_rpc_secure_check(rc), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_secure_check(sc), RDMX_OK);
 
-	cr_assert_rc(rdmx_rpc_client_close_secure(&rc), RDMX_OK);
-	cr_assert_null(rc);
+	cr_assert_rc(rdmx_rpc_secure_close(&sc), RDMX_OK);
+	cr_assert_null(sc);
 	cr_assert(fix_server_wait(one_gone, 30000), "the server did not release the client");
-	cr_assert_rc(rdmx_rpc_client_close_secure(&rc), RDMX_OK); /* NULL: no-op */
+	cr_assert_rc(rdmx_rpc_secure_close(&sc), RDMX_OK); /* NULL: no-op */
 	rdmx_tls_config_destroy(&cfg);
 	fix_server_stop();
 	fix_bsd_stop(&bsd);
@@ -229,14 +230,14 @@ Test(rpc_secure, dead_sessions_are_released_while_events_are_pending)
 	cfg = fix_client_config("client", "client2.test");
 	for (int i = 0; i < 3; i++) {
 		struct rdmx_rpc_secure_opts o;
-		struct rdmx_rpc_conn *rc = NULL;
+		struct rdmx_rpc_secure_conn *sc = NULL;
 
 		fix_client_opts(&o);
-		cr_assert_rc(rdmx_rpc_client_connect_secure(fix_addr(), fix_server_port(), cfg,
-		                                            NULL, &o, &rc),
-		             RDMX_OK);
-		echo_ok(rc, 100, (unsigned)i);
-		cr_assert_rc(rdmx_rpc_client_close_secure(&rc), RDMX_OK);
+		cr_assert_rc(
+		    rdmx_rpc_secure_connect(fix_addr(), fix_server_port(), cfg, NULL, &o, &sc),
+		    RDMX_OK);
+		echo_ok(EP(sc), 100, (unsigned)i);
+		cr_assert_rc(rdmx_rpc_secure_close(&sc), RDMX_OK);
 		cr_assert(fix_server_wait(none_held, 20000),
 		          "the server did not release client %d while events were pending", i);
 	}
@@ -255,7 +256,7 @@ Test(rpc_secure, a_shared_progress_engine_drives_two_connections)
 {
 	struct rdmx_tls_config *cfg;
 	struct rdmx_rpc_secure_opts o;
-	struct rdmx_rpc_conn *a = NULL, *b = NULL;
+	struct rdmx_rpc_secure_conn *a = NULL, *b = NULL;
 	struct rdmx_pe *pe = NULL;
 
 	ids();
@@ -263,16 +264,16 @@ Test(rpc_secure, a_shared_progress_engine_drives_two_connections)
 	cfg = fix_client_config("client", "client2.test");
 	cr_assert_rc(rdmx_pe_create(&pe), RDMX_OK);
 	fix_client_opts(&o);
-	cr_assert_rc(rdmx_rpc_client_connect_secure(fix_addr(), fix_server_port(), cfg, pe, &o, &a),
+	cr_assert_rc(rdmx_rpc_secure_connect(fix_addr(), fix_server_port(), cfg, pe, &o, &a),
 	             RDMX_OK);
-	cr_assert_rc(rdmx_rpc_client_connect_secure(fix_addr(), fix_server_port(), cfg, pe, &o, &b),
+	cr_assert_rc(rdmx_rpc_secure_connect(fix_addr(), fix_server_port(), cfg, pe, &o, &b),
 	             RDMX_OK);
-	echo_ok(a, 10, 1);
-	echo_ok(b, 20000, 2);
-	echo_ok(a, 20000, 3);
-	cr_assert_rc(rdmx_rpc_client_close_secure(&a), RDMX_OK);
-	echo_ok(b, 10, 4);
-	cr_assert_rc(rdmx_rpc_client_close_secure(&b), RDMX_OK);
+	echo_ok(EP(a), 10, 1);
+	echo_ok(EP(b), 20000, 2);
+	echo_ok(EP(a), 20000, 3);
+	cr_assert_rc(rdmx_rpc_secure_close(&a), RDMX_OK);
+	echo_ok(EP(b), 10, 4);
+	cr_assert_rc(rdmx_rpc_secure_close(&b), RDMX_OK);
 	cr_assert_rc(rdmx_pe_destroy(&pe), RDMX_OK);
 	rdmx_tls_config_destroy(&cfg);
 	fix_server_stop();
@@ -307,7 +308,7 @@ Test(rpc_secure, wrong_certificates_are_refused_before_any_engine_detail)
 {
 	static const char *const bad[] = {"foreign", "wrongsan", "selfsigned", "expired"};
 	struct fix_server_stats st;
-	struct rdmx_rpc_conn *rc = NULL;
+	struct rdmx_rpc_secure_conn *sc = NULL;
 
 	ids();
 	fix_server_start("client.test", 0);
@@ -316,10 +317,10 @@ Test(rpc_secure, wrong_certificates_are_refused_before_any_engine_detail)
 		struct rdmx_rpc_secure_opts o;
 
 		fix_client_opts(&o);
-		cr_assert_rc(rdmx_rpc_client_connect_secure(fix_addr(), fix_server_port(), cfg,
-		                                            NULL, &o, &rc),
-		             RDMX_E_AUTH);
-		cr_assert_null(rc);
+		cr_assert_rc(
+		    rdmx_rpc_secure_connect(fix_addr(), fix_server_port(), cfg, NULL, &o, &sc),
+		    RDMX_E_AUTH);
+		cr_assert_null(sc);
 		rdmx_tls_config_destroy(&cfg);
 		raw_refused(bad[i]);
 	}
@@ -333,9 +334,9 @@ Test(rpc_secure, wrong_certificates_are_refused_before_any_engine_detail)
 	{
 		struct rdmx_tls_config *cfg = fix_client_config("client", "client2.test");
 
-		rc = connect_ok(cfg);
-		echo_ok(rc, 5, 0);
-		cr_assert_rc(rdmx_rpc_client_close_secure(&rc), RDMX_OK);
+		sc = connect_ok(cfg);
+		echo_ok(EP(sc), 5, 0);
+		cr_assert_rc(rdmx_rpc_secure_close(&sc), RDMX_OK);
 		rdmx_tls_config_destroy(&cfg);
 	}
 	fix_server_stop();
@@ -345,16 +346,15 @@ Test(rpc_secure, the_client_refuses_a_server_its_allow_list_does_not_name)
 {
 	struct rdmx_tls_config *cfg;
 	struct rdmx_rpc_secure_opts o;
-	struct rdmx_rpc_conn *rc = NULL;
+	struct rdmx_rpc_secure_conn *sc = NULL;
 	struct fix_server_stats st;
 
 	fix_server_start("client.test", 0);
 	cfg = fix_client_config("client", "other.test");
 	fix_client_opts(&o);
-	cr_assert_rc(
-	    rdmx_rpc_client_connect_secure(fix_addr(), fix_server_port(), cfg, NULL, &o, &rc),
-	    RDMX_E_AUTH);
-	cr_assert_null(rc);
+	cr_assert_rc(rdmx_rpc_secure_connect(fix_addr(), fix_server_port(), cfg, NULL, &o, &sc),
+	             RDMX_E_AUTH);
+	cr_assert_null(sc);
 	fix_server_stats(&st);
 	cr_assert_eq(st.accepts, 0);
 	rdmx_tls_config_destroy(&cfg);
@@ -365,17 +365,16 @@ Test(rpc_secure, the_application_may_refuse_a_client)
 {
 	struct rdmx_tls_config *cfg;
 	struct rdmx_rpc_secure_opts o;
-	struct rdmx_rpc_conn *rc = NULL;
+	struct rdmx_rpc_secure_conn *sc = NULL;
 	struct fix_server_stats st;
 
 	fix_server_start("client.test", 0);
 	cfg = fix_client_config("client", "client2.test");
 	fix_client_opts(&o);
 	o.name = "refuse-me";
-	cr_assert_rc(
-	    rdmx_rpc_client_connect_secure(fix_addr(), fix_server_port(), cfg, NULL, &o, &rc),
-	    RDMX_E_CONN_REFUSED);
-	cr_assert_null(rc);
+	cr_assert_rc(rdmx_rpc_secure_connect(fix_addr(), fix_server_port(), cfg, NULL, &o, &sc),
+	             RDMX_E_CONN_REFUSED);
+	cr_assert_null(sc);
 	fix_server_stats(&st);
 	cr_assert_eq(st.accepts, 1);
 	cr_assert_eq(st.connected, 0);
@@ -388,23 +387,22 @@ Test(rpc_secure, bad_arguments)
 {
 	struct rdmx_tls_config *cfg = fix_client_config("client", "client2.test");
 	struct rdmx_rpc_secure_opts o;
-	struct rdmx_rpc_conn *rc = NULL;
+	struct rdmx_rpc_secure_conn *sc = NULL;
 	int fd;
 
 	rdmx_rpc_secure_opts_init(&o);
-	cr_assert_rc(rdmx_rpc_client_connect_secure(NULL, 1, cfg, NULL, &o, &rc), RDMX_E_INVAL);
-	cr_assert_rc(rdmx_rpc_client_connect_secure("h", 1, NULL, NULL, &o, &rc), RDMX_E_INVAL);
-	cr_assert_rc(rdmx_rpc_client_connect_secure("h", 1, cfg, NULL, &o, NULL), RDMX_E_INVAL);
+	cr_assert_rc(rdmx_rpc_secure_connect(NULL, 1, cfg, NULL, &o, &sc), RDMX_E_INVAL);
+	cr_assert_rc(rdmx_rpc_secure_connect("h", 1, NULL, NULL, &o, &sc), RDMX_E_INVAL);
+	cr_assert_rc(rdmx_rpc_secure_connect("h", 1, cfg, NULL, &o, NULL), RDMX_E_INVAL);
 	o.slot_size = 100; /* not a multiple of 64 */
-	cr_assert_rc(rdmx_rpc_client_connect_secure("h", 1, cfg, NULL, &o, &rc), RDMX_E_INVAL);
+	cr_assert_rc(rdmx_rpc_secure_connect("h", 1, cfg, NULL, &o, &sc), RDMX_E_INVAL);
 	rdmx_rpc_secure_opts_init(&o);
 	o.name = "bad name";
-	cr_assert_rc(rdmx_rpc_client_connect_secure("127.0.0.1", 1, cfg, NULL, &o, &rc),
-	             RDMX_E_INVAL);
-	cr_assert_null(rc);
-	cr_assert_rc(rdmx_rpc_client_close_secure(NULL), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_secure_connect("127.0.0.1", 1, cfg, NULL, &o, &sc), RDMX_E_INVAL);
+	cr_assert_null(sc);
+	cr_assert_rc(rdmx_rpc_secure_close(NULL), RDMX_OK);
 	cr_assert_rc(rdmx_rpc_secure_check(NULL), RDMX_E_INVAL);
-	cr_assert_rc(rdmx_rpc_secure_get_fd((struct rdmx_rpc_conn *)&o, &fd), RDMX_E_NOT_FOUND);
+	cr_assert_rc(rdmx_rpc_secure_get_fd(NULL, &fd), RDMX_E_INVAL);
 	cr_assert_rc(rdmx_rpc_secure_server_destroy(NULL), RDMX_OK);
 	rdmx_tls_config_destroy(&cfg);
 }
@@ -431,7 +429,7 @@ static void *kill_client_tls(void *arg)
 Test(rpc_secure, client_tls_loss_fails_a_blocked_call_unavailable)
 {
 	struct rdmx_tls_config *cfg;
-	struct rdmx_rpc_conn *rc;
+	struct rdmx_rpc_secure_conn *sc;
 	struct rdmx_rpc_reply reply;
 	struct rdmx_rpc_payload req = rdmx_rpc_bytes("x", 1);
 	struct killer k;
@@ -441,16 +439,16 @@ Test(rpc_secure, client_tls_loss_fails_a_blocked_call_unavailable)
 	ids();
 	fix_server_start("client.test", 0);
 	cfg = fix_client_config("client", "client2.test");
-	rc = connect_ok(cfg);
-	echo_ok(rc, 10, 0);
-	cr_assert_rc(rdmx_rpc_secure_get_fd(rc, &k.fd), RDMX_OK);
+	sc = connect_ok(cfg);
+	echo_ok(EP(sc), 10, 0);
+	cr_assert_rc(rdmx_rpc_secure_get_fd(sc, &k.fd), RDMX_OK);
 	cr_assert_eq(pthread_create(&k.thread, NULL, kill_client_tls, &k), 0);
-	cr_assert_rc(rdmx_rpc_call(rc, id_hold, &req, NULL, &reply), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_call(EP(sc), id_hold, &req, NULL, &reply), RDMX_OK);
 	pthread_join(k.thread, NULL);
 	cr_assert_eq(reply.code, RDMX_RPC_UNAVAILABLE, "%s %s", rdmx_rpc_code_name(reply.code),
 	             reply.message ? reply.message : "");
 	rdmx_rpc_reply_fini(&reply);
-	cr_assert_lt(rdmx_rpc_secure_check(rc), 0);
+	cr_assert_lt(rdmx_rpc_secure_check(sc), 0);
 	{
 		/* the client's own check found it (the server was not told) */
 		char line[128];
@@ -464,11 +462,11 @@ Test(rpc_secure, client_tls_loss_fails_a_blocked_call_unavailable)
 	fix_server_stats(&st);
 	cr_assert_eq(st.held, 0, "the held call was not cancelled on the server");
 	/* no new call goes out on a dead endpoint */
-	cr_assert(rdmx_rpc_call(rc, id_echo, &req, NULL, &reply) < 0 ||
+	cr_assert(rdmx_rpc_call(EP(sc), id_echo, &req, NULL, &reply) < 0 ||
 	          reply.code == RDMX_RPC_UNAVAILABLE);
 	rdmx_rpc_reply_fini(&reply);
-	cr_assert_rc(rdmx_rpc_secure_get_fd(rc, &fd), RDMX_E_BAD_STATE);
-	cr_assert_rc(rdmx_rpc_client_close_secure(&rc), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_secure_get_fd(sc, &fd), RDMX_E_BAD_STATE);
+	cr_assert_rc(rdmx_rpc_secure_close(&sc), RDMX_OK);
 	rdmx_tls_config_destroy(&cfg);
 	fix_server_stop();
 }
@@ -476,7 +474,7 @@ Test(rpc_secure, client_tls_loss_fails_a_blocked_call_unavailable)
 Test(rpc_secure, server_tls_loss_fails_pending_calls_unavailable)
 {
 	struct rdmx_tls_config *cfg;
-	struct rdmx_rpc_conn *rc;
+	struct rdmx_rpc_secure_conn *sc;
 	struct rdmx_rpc_payload req = rdmx_rpc_bytes("y", 1);
 	struct pending p[4];
 	struct fix_server_stats st;
@@ -485,13 +483,13 @@ Test(rpc_secure, server_tls_loss_fails_pending_calls_unavailable)
 	ids();
 	fix_server_start("client.test", 0);
 	cfg = fix_client_config("client", "client2.test");
-	rc = connect_ok(cfg);
+	sc = connect_ok(cfg);
 	memset(p, 0, sizeof(p));
-	cr_assert_rc(rdmx_rpc_call_async(rc, id_hold, &req, NULL, pending_done, &p[0], NULL),
+	cr_assert_rc(rdmx_rpc_call_async(EP(sc), id_hold, &req, NULL, pending_done, &p[0], NULL),
 	             RDMX_OK);
-	drive_until(rc, (fix_server_stats(&st), st.held == 1), 10000);
+	drive_until(sc, (fix_server_stats(&st), st.held == 1), 10000);
 	fix_server_cmd(FIX_CMD_KILL_TLS);
-	drive_until(rc, p[0].done, 10000);
+	drive_until(sc, p[0].done, 10000);
 	cr_assert_eq(p[0].done, 1);
 	cr_assert_eq(p[0].code, RDMX_RPC_UNAVAILABLE, "%s %s", rdmx_rpc_code_name(p[0].code),
 	             p[0].message);
@@ -500,8 +498,8 @@ Test(rpc_secure, server_tls_loss_fails_pending_calls_unavailable)
 	cr_assert_lt(st.gone_status, 0);
 	cr_assert_eq(st.held, 0);
 	/* the engine connection ended: the client closed its TLS session too */
-	drive_until(rc, rdmx_rpc_secure_get_fd(rc, &fd) == RDMX_E_BAD_STATE, 10000);
-	cr_assert_rc(rdmx_rpc_client_close_secure(&rc), RDMX_OK);
+	drive_until(sc, rdmx_rpc_secure_get_fd(sc, &fd) == RDMX_E_BAD_STATE, 10000);
+	cr_assert_rc(rdmx_rpc_secure_close(&sc), RDMX_OK);
 	rdmx_tls_config_destroy(&cfg);
 	fix_server_stop();
 }
@@ -509,7 +507,7 @@ Test(rpc_secure, server_tls_loss_fails_pending_calls_unavailable)
 Test(rpc_secure, engine_loss_closes_the_tls_session)
 {
 	struct rdmx_tls_config *cfg;
-	struct rdmx_rpc_conn *rc;
+	struct rdmx_rpc_secure_conn *sc;
 	struct rdmx_rpc_payload req = rdmx_rpc_bytes("z", 1);
 	struct pending p;
 	struct fix_server_stats st;
@@ -518,18 +516,19 @@ Test(rpc_secure, engine_loss_closes_the_tls_session)
 	ids();
 	fix_server_start("client.test", 0);
 	cfg = fix_client_config("client", "client2.test");
-	rc = connect_ok(cfg);
+	sc = connect_ok(cfg);
 	memset(&p, 0, sizeof(p));
-	cr_assert_rc(rdmx_rpc_call_async(rc, id_hold, &req, NULL, pending_done, &p, NULL), RDMX_OK);
-	drive_until(rc, (fix_server_stats(&st), st.held == 1), 10000);
+	cr_assert_rc(rdmx_rpc_call_async(EP(sc), id_hold, &req, NULL, pending_done, &p, NULL),
+	             RDMX_OK);
+	drive_until(sc, (fix_server_stats(&st), st.held == 1), 10000);
 	/* the server disconnects the RDMA side only */
 	fix_server_cmd(FIX_CMD_KILL_RDMA);
-	drive_until(rc, p.done, 10000);
+	drive_until(sc, p.done, 10000);
 	cr_assert_eq(p.code, RDMX_RPC_UNAVAILABLE);
-	drive_until(rc, rdmx_rpc_secure_get_fd(rc, &fd) == RDMX_E_BAD_STATE, 10000);
-	cr_assert_lt(rdmx_rpc_secure_check(rc), 0);
+	drive_until(sc, rdmx_rpc_secure_get_fd(sc, &fd) == RDMX_E_BAD_STATE, 10000);
+	cr_assert_lt(rdmx_rpc_secure_check(sc), 0);
 	cr_assert(fix_server_wait(one_gone, 10000));
-	cr_assert_rc(rdmx_rpc_client_close_secure(&rc), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_secure_close(&sc), RDMX_OK);
 	rdmx_tls_config_destroy(&cfg);
 	fix_server_stop();
 }

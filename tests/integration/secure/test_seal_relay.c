@@ -4,8 +4,8 @@
  * that forwards to the real one) and records every byte of the data
  * connection.
  *
- * - a kv-like secure RPC session (rdmx_rpc_server_listen_secure /
- *   rdmx_rpc_client_connect_secure): the recording holds no key, value,
+ * - a kv-like secure RPC session (rdmx_rpc_secure_listen /
+ *   rdmx_rpc_secure_connect): the recording holds no key, value,
  *   connection token or memory descriptor; the same session in the explicit
  *   plaintext mode is the control (the search finds them all there) and is
  *   logged and counted in the stats;
@@ -541,7 +541,7 @@ static void *server_main(void *arg)
 		S.rc = rdmx_rpc_server_register(S.server, rdmx_rpc_method_id(KV_GET), KV_GET,
 		                                kv_get, NULL);
 	if (!S.rc)
-		S.rc = rdmx_rpc_server_listen_secure(S.loop, S.server, S.cfg, "127.0.0.1", 0, NULL,
+		S.rc = rdmx_rpc_secure_listen(S.loop, S.server, S.cfg, "127.0.0.1", 0, NULL,
 		                                     &o, NULL, &S.ss);
 	if (!S.rc)
 		S.rc = rdmx_rpc_secure_server_get_port(S.ss, &S.port);
@@ -593,7 +593,7 @@ static void kv_session(bool plaintext, struct leak *lk)
 {
 	struct rdmx_tls_config *ccfg;
 	struct rdmx_rpc_secure_opts o;
-	struct rdmx_rpc_conn *rc = NULL;
+	struct rdmx_rpc_secure_conn *conn = NULL;
 	struct rdmx_rpc_reply reply;
 	struct rdmx_rpc_payload req;
 	struct rdmx_ctx_stats st;
@@ -632,27 +632,27 @@ static void kv_session(bool plaintext, struct leak *lk)
 
 	rdmx_rpc_secure_opts_init(&o);
 	o.dev = cdev;
-	cr_assert_rc(rdmx_rpc_client_connect_secure("127.0.0.1", S.port, ccfg, NULL, &o, &rc),
+	cr_assert_rc(rdmx_rpc_secure_connect("127.0.0.1", S.port, ccfg, NULL, &o, &conn),
 	             RDMX_OK);
-	tcn = TCP_CONN(rdmx_chan_get_conn(rdmx_rpc_conn_get_chan(rc)));
+	tcn = TCP_CONN(rdmx_chan_get_conn(rdmx_rpc_ep_get_chan(rdmx_rpc_secure_conn_get_ep(conn))));
 	memcpy(tokens[0], tcn->my_token, sizeof(tokens[0]));
 	memcpy(tokens[1], tcn->peer_token, sizeof(tokens[1]));
 	for (unsigned i = 0; i < VLEN; i++)
 		put[sizeof(KEY) - 1 + i] = (uint8_t)((i * 2654435761u) >> 13);
 	memcpy(put, KEY, sizeof(KEY) - 1);
 	req = rdmx_rpc_bytes(put, sizeof(put));
-	cr_assert_rc(rdmx_rpc_call(rc, rdmx_rpc_method_id(KV_PUT), &req, NULL, &reply), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_call(rdmx_rpc_secure_conn_get_ep(conn), rdmx_rpc_method_id(KV_PUT), &req, NULL, &reply), RDMX_OK);
 	cr_assert_eq(reply.code, RDMX_RPC_OK);
 	rdmx_rpc_reply_fini(&reply);
 	req = rdmx_rpc_bytes(KEY, sizeof(KEY) - 1);
-	cr_assert_rc(rdmx_rpc_call(rc, rdmx_rpc_method_id(KV_GET), &req, NULL, &reply), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_call(rdmx_rpc_secure_conn_get_ep(conn), rdmx_rpc_method_id(KV_GET), &req, NULL, &reply), RDMX_OK);
 	cr_assert_eq(reply.code, RDMX_RPC_OK);
 	cr_assert_eq(reply.len, VLEN);
 	cr_assert(memcmp(reply.data, put + sizeof(KEY) - 1, VLEN) == 0);
 	rdmx_rpc_reply_fini(&reply);
 	cr_assert_rc(
 	    rdmx_ctx_get_stats(
-	        rdmx_chan_host_get_ctx(rdmx_chan_get_host(rdmx_rpc_conn_get_chan(rc))), &st),
+	        rdmx_chan_worker_get_ctx(rdmx_chan_get_worker(rdmx_rpc_ep_get_chan(rdmx_rpc_secure_conn_get_ep(conn)))), &st),
 	    RDMX_OK);
 	cr_assert_eq(st.conns_sealed, plaintext ? 0 : 1);
 	cr_assert_eq(st.conns_plaintext, plaintext ? 1 : 0);
@@ -660,7 +660,7 @@ static void kv_session(bool plaintext, struct leak *lk)
 	nd += device_descriptors(cdev, descs + nd, 32);
 	cr_assert(nd >= 2, "no registered rings found");
 
-	cr_assert_rc(rdmx_rpc_client_close_secure(&rc), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_secure_close(&conn), RDMX_OK);
 	ev_async_send(S.loop, &S.wake);
 	pthread_join(S.thread, NULL);
 	ev_loop_destroy(S.loop);
@@ -731,7 +731,7 @@ static void mode_mismatch(bool server_plain)
 {
 	struct rdmx_tls_config *ccfg;
 	struct rdmx_rpc_secure_opts o;
-	struct rdmx_rpc_conn *rc = NULL;
+	struct rdmx_rpc_secure_conn *conn = NULL;
 	int ret;
 
 	memset(&S, 0, sizeof(S));
@@ -756,10 +756,10 @@ static void mode_mismatch(bool server_plain)
 	cr_assert_rc(S.rc, RDMX_OK);
 	rdmx_rpc_secure_opts_init(&o);
 	o.device = "tcp";
-	ret = rdmx_rpc_client_connect_secure("127.0.0.1", S.port, ccfg, NULL, &o, &rc);
+	ret = rdmx_rpc_secure_connect("127.0.0.1", S.port, ccfg, NULL, &o, &conn);
 	cr_assert_lt(ret, 0, "a %s client connected to a %s server",
 	             server_plain ? "sealed" : "plaintext", server_plain ? "plaintext" : "sealed");
-	cr_assert_null(rc);
+	cr_assert_null(conn);
 	ev_async_send(S.loop, &S.wake);
 	pthread_join(S.thread, NULL);
 	ev_loop_destroy(S.loop);

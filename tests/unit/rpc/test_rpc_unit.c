@@ -7,15 +7,18 @@
 #include <string.h>
 
 #include "ring.h"
-#include "rpc_internal.h"
+#include "common/byteorder.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/map.h"
 #include "rpc_priv.h"
 
 /* ---- slot header ---- */
 
 static struct rdmx__slot_expect expect(uint32_t seq, uint32_t written)
 {
-	struct rdmx__slot_expect e = {.seq = seq, .slot_payload = 1024 - 16, .max_msg = 1 << 20,
-				      .written = written};
+	struct rdmx__slot_expect e = {
+	    .seq = seq, .slot_payload = 1024 - 16, .max_msg = 1 << 20, .written = written};
 	return e;
 }
 
@@ -36,7 +39,7 @@ Test(ring, slot_header_round_trip)
 }
 
 static int decode_with(uint8_t flags, uint32_t len, uint32_t seq, struct rdmx__slot_expect e,
-		       const char **why)
+                       const char **why)
 {
 	struct rdmx__slot_hdr h = {.flags = flags, .len = len, .seq = seq, .credit = 0}, g;
 	uint8_t b[16];
@@ -128,9 +131,12 @@ Test(ring, control_messages)
 
 Test(rpc_wire, header_round_trip_and_refusals)
 {
-	struct rpc_hdr h = {.type = RPC_T_REQUEST, .flags = RPC_F_ONEWAY, .word = 0xdeadbeef,
-			    .call_id = 42, .timeout_us = 5000},
-		       g;
+	struct rpc_hdr h = {.type = RPC_T_REQUEST,
+	                    .flags = RPC_F_ONEWAY,
+	                    .word = 0xdeadbeef,
+	                    .call_id = 42,
+	                    .timeout_us = 5000},
+	               g;
 	uint8_t b[64] = {0};
 	const char *why;
 
@@ -227,7 +233,8 @@ Test(map, against_a_reference)
 		}
 		uint32_t n = 0;
 		for (int i = 0; i < N; i++) {
-			cr_assert_eq(rdmx__map_get(&m, keys[i]), present[i] ? &keys[i] : NULL, "key %d", i);
+			cr_assert_eq(rdmx__map_get(&m, keys[i]), present[i] ? &keys[i] : NULL,
+			             "key %d", i);
 			n += present[i];
 		}
 		cr_assert_eq(m.len, n);
@@ -239,46 +246,6 @@ Test(map, against_a_reference)
 	cr_assert_eq(rdmx__map_put(&m, 1, NULL), RDMX_E_INVAL);
 	rdmx__map_fini(&m);
 	cr_assert_null(rdmx__map_get(&m, keys[0]));
-}
-
-/* ---- timers ---- */
-
-static uint64_t fired[64];
-static int nfired;
-static void fire(struct rdmx__timer *t)
-{
-	fired[nfired++] = t->when_ns;
-}
-
-Test(timers, order_disarm_rearm)
-{
-	struct rdmx__timers ts;
-	struct rdmx__timer t[50];
-
-	rdmx__timers_init(&ts);
-	srand(9);
-	for (int i = 0; i < 50; i++) {
-		t[i].pos = 0;
-		t[i].fn = fire;
-		cr_assert_eq(rdmx__timer_arm(&ts, &t[i], 1000 + (uint64_t)(rand() % 1000)), 0);
-	}
-	for (int i = 0; i < 50; i += 3)
-		rdmx__timer_disarm(&ts, &t[i]);
-	rdmx__timer_arm(&ts, &t[1], 5); /* re-arm earlier */
-	rdmx__timer_arm(&ts, &t[2], 99999); /* and later */
-	cr_assert_eq(rdmx__timers_next(&ts), 5);
-	nfired = 0;
-	cr_assert_eq(rdmx__timers_run(&ts, 4), 0);
-	int n = rdmx__timers_run(&ts, 2000);
-	cr_assert_eq(n, 50 - 17 - 1);
-	for (int i = 1; i < nfired; i++)
-		cr_assert(fired[i - 1] <= fired[i], "out of order");
-	cr_assert_eq(rdmx__timers_next(&ts), 99999);
-	cr_assert(rdmx__timer_armed(&t[2]));
-	cr_assert(!rdmx__timer_armed(&t[1]));
-	rdmx__timers_fini(&ts);
-	cr_assert(!rdmx__timer_armed(&t[2]));
-	cr_assert_eq(rdmx__timers_next(&ts), UINT64_MAX);
 }
 
 /* ---- histogram, ids, names ---- */

@@ -53,10 +53,7 @@ static const char *current;
 
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return (uint64_t)(rdmx_pe_now_ns() / 1000000u);
 }
 
 /* ---- log capture ---- */

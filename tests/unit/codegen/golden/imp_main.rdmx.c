@@ -246,18 +246,18 @@ static void rdmx__idl_add(struct rdmx_rpc_server *server)
 
 /* ---- service imp.main.Painter ---- */
 
-int imp_main_Painter_Draw(struct rdmx_rpc_conn *rc, const imp_main_Drawing *req, imp_dep_Point *resp,
+int imp_main_Painter_Draw(struct rdmx_rpc_ep *ep, const imp_main_Drawing *req, imp_dep_Point *resp,
 	struct rdmx_arena *arena, const struct rdmx_rpc_call_opts *opts,
 	struct rdmx_rpc_status *status)
 {
 	struct rdmx_rpc_payload p;
 	struct rdmx_rpc_reply reply;
 	int r;
-	if (!rc || !req || !resp)
+	if (!ep || !req || !resp)
 		return RDMX_E_INVAL;
 	p = imp_main_Drawing_payload(req);
 	memset(&reply, 0, sizeof(reply));
-	r = rdmx_rpc_call(rc, IMP_MAIN_PAINTER_DRAW_ID, &p, opts, &reply);
+	r = rdmx_rpc_call(ep, IMP_MAIN_PAINTER_DRAW_ID, &p, opts, &reply);
 	if (r < 0)
 		return r;
 	r = rdmx__rpc_status_fill(status, arena, (int)reply.code, reply.message);
@@ -304,14 +304,14 @@ static void imp_main_Painter_Draw__done(const struct rdmx_rpc_result *res, void 
 	rdmx_arena_fini(&a);
 }
 
-int imp_main_Painter_Draw_async(struct rdmx_rpc_conn *rc, const imp_main_Drawing *req,
+int imp_main_Painter_Draw_async(struct rdmx_rpc_ep *ep, const imp_main_Drawing *req,
 	const struct rdmx_rpc_call_opts *opts, imp_main_Painter_Draw_cb cb, void *arg,
 	uint64_t *call_id)
 {
 	struct rdmx_rpc_payload p;
 	struct imp_main_Painter_Draw__ctx *c;
 	int r;
-	if (!rc || !req || !cb)
+	if (!ep || !req || !cb)
 		return RDMX_E_INVAL;
 	c = malloc(sizeof(*c));
 	if (!c)
@@ -320,7 +320,7 @@ int imp_main_Painter_Draw_async(struct rdmx_rpc_conn *rc, const imp_main_Drawing
 	c->arg = arg;
 	c->oneway = opts && opts->oneway;
 	p = imp_main_Drawing_payload(req);
-	r = rdmx_rpc_call_async(rc, IMP_MAIN_PAINTER_DRAW_ID, &p, opts, imp_main_Painter_Draw__done, c, call_id);
+	r = rdmx_rpc_call_async(ep, IMP_MAIN_PAINTER_DRAW_ID, &p, opts, imp_main_Painter_Draw__done, c, call_id);
 	if (r)
 		free(c);
 	return r;

@@ -98,10 +98,10 @@ int imp_main_Drawing__encode_cb(const void *msg, void *dst, size_t len);
 #define IMP_MAIN_PAINTER_DRAW_NAME "imp.main.Painter/Draw"
 typedef void (*imp_main_Painter_Draw_cb)(enum rdmx_rpc_code code, const char *message,
 	const imp_dep_Point *resp, void *arg);
-int imp_main_Painter_Draw(struct rdmx_rpc_conn *rc, const imp_main_Drawing *req, imp_dep_Point *resp,
+int imp_main_Painter_Draw(struct rdmx_rpc_ep *ep, const imp_main_Drawing *req, imp_dep_Point *resp,
 	struct rdmx_arena *arena, const struct rdmx_rpc_call_opts *opts,
 	struct rdmx_rpc_status *status);
-int imp_main_Painter_Draw_async(struct rdmx_rpc_conn *rc, const imp_main_Drawing *req,
+int imp_main_Painter_Draw_async(struct rdmx_rpc_ep *ep, const imp_main_Drawing *req,
 	const struct rdmx_rpc_call_opts *opts, imp_main_Painter_Draw_cb cb, void *arg,
 	uint64_t *call_id);
 int imp_main_Painter_Draw_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,

@@ -249,18 +249,18 @@ static void rdmx__idl_add(struct rdmx_rpc_server *server)
 
 /* ---- service Ops ---- */
 
-int Ops_delete(struct rdmx_rpc_conn *rc, const Keywords *req, Keywords *resp,
+int Ops_delete(struct rdmx_rpc_ep *ep, const Keywords *req, Keywords *resp,
 	struct rdmx_arena *arena, const struct rdmx_rpc_call_opts *opts,
 	struct rdmx_rpc_status *status)
 {
 	struct rdmx_rpc_payload p;
 	struct rdmx_rpc_reply reply;
 	int r;
-	if (!rc || !req || !resp)
+	if (!ep || !req || !resp)
 		return RDMX_E_INVAL;
 	p = Keywords_payload(req);
 	memset(&reply, 0, sizeof(reply));
-	r = rdmx_rpc_call(rc, OPS_DELETE_ID, &p, opts, &reply);
+	r = rdmx_rpc_call(ep, OPS_DELETE_ID, &p, opts, &reply);
 	if (r < 0)
 		return r;
 	r = rdmx__rpc_status_fill(status, arena, (int)reply.code, reply.message);
@@ -307,14 +307,14 @@ static void Ops_delete__done(const struct rdmx_rpc_result *res, void *arg)
 	rdmx_arena_fini(&a);
 }
 
-int Ops_delete_async(struct rdmx_rpc_conn *rc, const Keywords *req,
+int Ops_delete_async(struct rdmx_rpc_ep *ep, const Keywords *req,
 	const struct rdmx_rpc_call_opts *opts, Ops_delete_cb cb, void *arg,
 	uint64_t *call_id)
 {
 	struct rdmx_rpc_payload p;
 	struct Ops_delete__ctx *c;
 	int r;
-	if (!rc || !req || !cb)
+	if (!ep || !req || !cb)
 		return RDMX_E_INVAL;
 	c = malloc(sizeof(*c));
 	if (!c)
@@ -323,7 +323,7 @@ int Ops_delete_async(struct rdmx_rpc_conn *rc, const Keywords *req,
 	c->arg = arg;
 	c->oneway = opts && opts->oneway;
 	p = Keywords_payload(req);
-	r = rdmx_rpc_call_async(rc, OPS_DELETE_ID, &p, opts, Ops_delete__done, c, call_id);
+	r = rdmx_rpc_call_async(ep, OPS_DELETE_ID, &p, opts, Ops_delete__done, c, call_id);
 	if (r)
 		free(c);
 	return r;

@@ -102,10 +102,10 @@ int Keywords__encode_cb(const void *msg, void *dst, size_t len);
 #define OPS_DELETE_NAME "Ops/delete"
 typedef void (*Ops_delete_cb)(enum rdmx_rpc_code code, const char *message,
 	const Keywords *resp, void *arg);
-int Ops_delete(struct rdmx_rpc_conn *rc, const Keywords *req, Keywords *resp,
+int Ops_delete(struct rdmx_rpc_ep *ep, const Keywords *req, Keywords *resp,
 	struct rdmx_arena *arena, const struct rdmx_rpc_call_opts *opts,
 	struct rdmx_rpc_status *status);
-int Ops_delete_async(struct rdmx_rpc_conn *rc, const Keywords *req,
+int Ops_delete_async(struct rdmx_rpc_ep *ep, const Keywords *req,
 	const struct rdmx_rpc_call_opts *opts, Ops_delete_cb cb, void *arg,
 	uint64_t *call_id);
 int Ops_delete_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,

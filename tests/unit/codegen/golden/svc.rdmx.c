@@ -280,18 +280,18 @@ static void rdmx__idl_add(struct rdmx_rpc_server *server)
 
 /* ---- service hello.Greeter ---- */
 
-int hello_Greeter_SayHello(struct rdmx_rpc_conn *rc, const hello_HelloRequest *req, hello_HelloReply *resp,
+int hello_Greeter_SayHello(struct rdmx_rpc_ep *ep, const hello_HelloRequest *req, hello_HelloReply *resp,
 	struct rdmx_arena *arena, const struct rdmx_rpc_call_opts *opts,
 	struct rdmx_rpc_status *status)
 {
 	struct rdmx_rpc_payload p;
 	struct rdmx_rpc_reply reply;
 	int r;
-	if (!rc || !req || !resp)
+	if (!ep || !req || !resp)
 		return RDMX_E_INVAL;
 	p = hello_HelloRequest_payload(req);
 	memset(&reply, 0, sizeof(reply));
-	r = rdmx_rpc_call(rc, HELLO_GREETER_SAYHELLO_ID, &p, opts, &reply);
+	r = rdmx_rpc_call(ep, HELLO_GREETER_SAYHELLO_ID, &p, opts, &reply);
 	if (r < 0)
 		return r;
 	r = rdmx__rpc_status_fill(status, arena, (int)reply.code, reply.message);
@@ -338,14 +338,14 @@ static void hello_Greeter_SayHello__done(const struct rdmx_rpc_result *res, void
 	rdmx_arena_fini(&a);
 }
 
-int hello_Greeter_SayHello_async(struct rdmx_rpc_conn *rc, const hello_HelloRequest *req,
+int hello_Greeter_SayHello_async(struct rdmx_rpc_ep *ep, const hello_HelloRequest *req,
 	const struct rdmx_rpc_call_opts *opts, hello_Greeter_SayHello_cb cb, void *arg,
 	uint64_t *call_id)
 {
 	struct rdmx_rpc_payload p;
 	struct hello_Greeter_SayHello__ctx *c;
 	int r;
-	if (!rc || !req || !cb)
+	if (!ep || !req || !cb)
 		return RDMX_E_INVAL;
 	c = malloc(sizeof(*c));
 	if (!c)
@@ -354,7 +354,7 @@ int hello_Greeter_SayHello_async(struct rdmx_rpc_conn *rc, const hello_HelloRequ
 	c->arg = arg;
 	c->oneway = opts && opts->oneway;
 	p = hello_HelloRequest_payload(req);
-	r = rdmx_rpc_call_async(rc, HELLO_GREETER_SAYHELLO_ID, &p, opts, hello_Greeter_SayHello__done, c, call_id);
+	r = rdmx_rpc_call_async(ep, HELLO_GREETER_SAYHELLO_ID, &p, opts, hello_Greeter_SayHello__done, c, call_id);
 	if (r)
 		free(c);
 	return r;
@@ -370,18 +370,18 @@ int hello_Greeter_SayHello_respond(struct rdmx_rpc_server_call *call, enum rdmx_
 	return rdmx_rpc_respond(call, code, message, &p);
 }
 
-int hello_Greeter_SayAgain(struct rdmx_rpc_conn *rc, const hello_HelloRequest *req, hello_HelloReply *resp,
+int hello_Greeter_SayAgain(struct rdmx_rpc_ep *ep, const hello_HelloRequest *req, hello_HelloReply *resp,
 	struct rdmx_arena *arena, const struct rdmx_rpc_call_opts *opts,
 	struct rdmx_rpc_status *status)
 {
 	struct rdmx_rpc_payload p;
 	struct rdmx_rpc_reply reply;
 	int r;
-	if (!rc || !req || !resp)
+	if (!ep || !req || !resp)
 		return RDMX_E_INVAL;
 	p = hello_HelloRequest_payload(req);
 	memset(&reply, 0, sizeof(reply));
-	r = rdmx_rpc_call(rc, HELLO_GREETER_SAYAGAIN_ID, &p, opts, &reply);
+	r = rdmx_rpc_call(ep, HELLO_GREETER_SAYAGAIN_ID, &p, opts, &reply);
 	if (r < 0)
 		return r;
 	r = rdmx__rpc_status_fill(status, arena, (int)reply.code, reply.message);
@@ -428,14 +428,14 @@ static void hello_Greeter_SayAgain__done(const struct rdmx_rpc_result *res, void
 	rdmx_arena_fini(&a);
 }
 
-int hello_Greeter_SayAgain_async(struct rdmx_rpc_conn *rc, const hello_HelloRequest *req,
+int hello_Greeter_SayAgain_async(struct rdmx_rpc_ep *ep, const hello_HelloRequest *req,
 	const struct rdmx_rpc_call_opts *opts, hello_Greeter_SayAgain_cb cb, void *arg,
 	uint64_t *call_id)
 {
 	struct rdmx_rpc_payload p;
 	struct hello_Greeter_SayAgain__ctx *c;
 	int r;
-	if (!rc || !req || !cb)
+	if (!ep || !req || !cb)
 		return RDMX_E_INVAL;
 	c = malloc(sizeof(*c));
 	if (!c)
@@ -444,7 +444,7 @@ int hello_Greeter_SayAgain_async(struct rdmx_rpc_conn *rc, const hello_HelloRequ
 	c->arg = arg;
 	c->oneway = opts && opts->oneway;
 	p = hello_HelloRequest_payload(req);
-	r = rdmx_rpc_call_async(rc, HELLO_GREETER_SAYAGAIN_ID, &p, opts, hello_Greeter_SayAgain__done, c, call_id);
+	r = rdmx_rpc_call_async(ep, HELLO_GREETER_SAYAGAIN_ID, &p, opts, hello_Greeter_SayAgain__done, c, call_id);
 	if (r)
 		free(c);
 	return r;

@@ -102,10 +102,10 @@ int hello_HelloReply__encode_cb(const void *msg, void *dst, size_t len);
 #define HELLO_GREETER_SAYHELLO_NAME "hello.Greeter/SayHello"
 typedef void (*hello_Greeter_SayHello_cb)(enum rdmx_rpc_code code, const char *message,
 	const hello_HelloReply *resp, void *arg);
-int hello_Greeter_SayHello(struct rdmx_rpc_conn *rc, const hello_HelloRequest *req, hello_HelloReply *resp,
+int hello_Greeter_SayHello(struct rdmx_rpc_ep *ep, const hello_HelloRequest *req, hello_HelloReply *resp,
 	struct rdmx_arena *arena, const struct rdmx_rpc_call_opts *opts,
 	struct rdmx_rpc_status *status);
-int hello_Greeter_SayHello_async(struct rdmx_rpc_conn *rc, const hello_HelloRequest *req,
+int hello_Greeter_SayHello_async(struct rdmx_rpc_ep *ep, const hello_HelloRequest *req,
 	const struct rdmx_rpc_call_opts *opts, hello_Greeter_SayHello_cb cb, void *arg,
 	uint64_t *call_id);
 int hello_Greeter_SayHello_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
@@ -115,10 +115,10 @@ int hello_Greeter_SayHello_respond(struct rdmx_rpc_server_call *call, enum rdmx_
 #define HELLO_GREETER_SAYAGAIN_NAME "hello.Greeter/SayAgain"
 typedef void (*hello_Greeter_SayAgain_cb)(enum rdmx_rpc_code code, const char *message,
 	const hello_HelloReply *resp, void *arg);
-int hello_Greeter_SayAgain(struct rdmx_rpc_conn *rc, const hello_HelloRequest *req, hello_HelloReply *resp,
+int hello_Greeter_SayAgain(struct rdmx_rpc_ep *ep, const hello_HelloRequest *req, hello_HelloReply *resp,
 	struct rdmx_arena *arena, const struct rdmx_rpc_call_opts *opts,
 	struct rdmx_rpc_status *status);
-int hello_Greeter_SayAgain_async(struct rdmx_rpc_conn *rc, const hello_HelloRequest *req,
+int hello_Greeter_SayAgain_async(struct rdmx_rpc_ep *ep, const hello_HelloRequest *req,
 	const struct rdmx_rpc_call_opts *opts, hello_Greeter_SayAgain_cb cb, void *arg,
 	uint64_t *call_id);
 int hello_Greeter_SayAgain_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,

@@ -12,8 +12,8 @@
 
 static void fail_fmt(struct rdmx_chan *chan, const char *what, uint64_t got, uint64_t want)
 {
-	RPC_ERR("chan: conn %u: %s (got %llu, expected %llu)", rdmx__chan_conn_id(chan), what,
-	        (unsigned long long)got, (unsigned long long)want);
+	RDMX_ERR("chan: conn %u: %s (got %llu, expected %llu)", rdmx__chan_conn_id(chan), what,
+	         (unsigned long long)got, (unsigned long long)want);
 	rdmx__chan_fail(chan, RDMX_E_PROTOCOL, what);
 }
 
@@ -54,8 +54,8 @@ void rdmx__chan_on_write(struct rdmx_chan *chan, uint32_t imm, uint32_t len)
 	exp.max_msg = chan->max_msg;
 	exp.written = len;
 	if (rdmx__slot_hdr_decode(p, &exp, &h, &why)) {
-		RPC_ERR("chan: conn %u: slot %u: written %u bytes, header len %u",
-		        rdmx__chan_conn_id(chan), slot, len, rdmx__ld32(p + 4));
+		RDMX_ERR("chan: conn %u: slot %u: written %u bytes, header len %u",
+		         rdmx__chan_conn_id(chan), slot, len, rdmx__ld32(p + 4));
 		rdmx__chan_fail(chan, RDMX_E_PROTOCOL, why);
 		goto out;
 	}
@@ -179,12 +179,12 @@ int rdmx_chan_resume(struct rdmx_chan *chan)
 		return RDMX_E_INVAL;
 	chan->paused = false;
 	if (chan->state == RDMX_CHAN_READY && chan->rx_consumed != chan->rx_seq) {
-		struct rdmx_chan_host *host = chan->host;
+		struct rdmx_chan_worker *worker = chan->worker;
 
-		rdmx__host_enter(host);
+		rdmx__worker_enter(worker);
 		rdmx__chan_deliver(chan);
 		rdmx__chan_maybe_free(chan); /* a callback may have destroyed it */
-		rdmx__host_leave(host);
+		rdmx__worker_leave(worker);
 	}
 	return 0;
 }

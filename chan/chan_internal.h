@@ -1,9 +1,12 @@
-/* Private structures of the channel layer, shared by host.c (the context's
- * receive pool and connection map), channel.c (life cycle, send and receive
- * paths) and bulk.c (rendezvous). STYLE.md keeps a struct inside its own .c;
- * the channel spans three files, as engine/internal.h spans the engine. */
-#ifndef RDMX_RPC_CHAN_INTERNAL_H
-#define RDMX_RPC_CHAN_INTERNAL_H
+/* Private header of the channel layer (chan/): its structures, shared by
+ * worker.c (the context's receive pool, connection map, callbacks and
+ * timers), channel.c (life cycle), chan_tx.c (send path, credits, hello,
+ * keep-alive), chan_rx.c (receive path) and bulk.c (rendezvous). STYLE.md
+ * keeps a struct inside its own .c; the channel spans these files, as
+ * engine/internal.h spans the engine. Only chan/ (and its tests) include
+ * it: the layers above use chan/chan_rpc.h. */
+#ifndef RDMX_CHAN_CHAN_INTERNAL_H
+#define RDMX_CHAN_CHAN_INTERNAL_H
 
 #include <rdmx/channel.h>
 #include <rdmx/ctx.h>
@@ -12,8 +15,12 @@
 #include <rdmx/pe.h>
 #include <rdmx/task.h>
 
+#include "chan/chan_rpc.h"
+#include "common/byteorder.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/map.h"
 #include "ring.h"
-#include "rpc_internal.h"
 
 #define CHAN_CTL_ENTRIES 8u     /* control send buffers per channel */
 #define CHAN_RDV_MAX_READS 4u   /* rendezvous messages being read per channel */
@@ -23,29 +30,29 @@
 
 struct rdmx_chan;
 
-/* One posted receive of the host's pool. */
-struct host_recv {
-	struct rdmx_chan_host *host;
+/* One posted receive of the worker's pool. */
+struct worker_recv {
+	struct rdmx_chan_worker *worker;
 	struct rdmx_task *task;
 	struct rdmx_buf buf;
-	struct host_recv *next_retry; /* resubmit failed: retried later */
+	struct worker_recv *next_retry; /* resubmit failed: retried later */
 };
 
-struct rdmx_chan_host {
+struct rdmx_chan_worker {
 	struct rdmx_ctx *ctx;
 	struct rdmx_pe *pe;
 	struct rdmx_dev *dev;
-	struct rdmx_chan_host_attr attr;
+	struct rdmx_chan_worker_attr attr;
 	uint32_t max_sge;     /* context's max send buf list len */
 	uint64_t dev_max_msg; /* largest single read (device caps, attr.rdv_read_max) */
 
 	/* receive pool: attr.recv_tasks entries of RDMX__CTL_MAX_LEN bytes */
-	struct host_recv *recvs;
+	struct worker_recv *recvs;
 	uint8_t *recv_mem;
 	struct rdmx_mr *recv_mr;
 	bool recvs_posted;
 	uint32_t recvs_outstanding; /* submitted, not yet completed */
-	struct host_recv *retry_head;
+	struct worker_recv *retry_head;
 
 	struct rdmx__map chans;         /* conn pointer -> channel */
 	struct rdmx__map early;         /* conn pointer -> 64-byte hello copy */
@@ -53,8 +60,7 @@ struct rdmx_chan_host {
 	struct rdmx_chan *starved_head; /* channels waiting for a task of the pool */
 	uint32_t num_chans;
 
-	struct rdmx__timers timers;
-	int depth;    /* callbacks of this host on the stack */
+	int depth;    /* callbacks of this worker on the stack */
 	bool stopped; /* the context stopped under us */
 };
 
@@ -124,7 +130,7 @@ struct ctl_entry {
 };
 
 struct rdmx_chan {
-	struct rdmx_chan_host *host;
+	struct rdmx_chan_worker *worker;
 	struct rdmx_conn *conn; /* NULL once the engine freed it */
 	enum rdmx_chan_state state;
 	int close_status;
@@ -132,7 +138,7 @@ struct rdmx_chan {
 	bool disconnecting; /* rdmx_conn_disconnect called */
 	bool paused;
 	bool delivering;
-	bool starved;      /* on host->starved list */
+	bool starved;      /* on worker->starved list */
 	bool eager_credit; /* return credits after every delivery batch */
 	uint32_t inflight; /* tasks submitted, not completed */
 	uint32_t cb_depth; /* user callbacks of this channel on the stack */
@@ -200,35 +206,32 @@ struct rdmx_chan {
 	struct rdmx_chan_stats stats;
 };
 
-/* ---- host.c ---- */
+/* ---- worker.c ---- */
 /* Posts the receive pool (first channel start). */
-int rdmx__host_post_recvs(struct rdmx_chan_host *host);
-void rdmx__host_add_starved(struct rdmx_chan_host *host, struct rdmx_chan *chan);
-/* Every host callback brackets itself with enter/leave: timers run at the
- * outermost level. */
-void rdmx__host_enter(struct rdmx_chan_host *host);
-void rdmx__host_leave(struct rdmx_chan_host *host);
+int rdmx__worker_post_recvs(struct rdmx_chan_worker *worker);
+void rdmx__worker_add_starved(struct rdmx_chan_worker *worker, struct rdmx_chan *chan);
+/* Every worker callback (and every timer of the worker) brackets itself with
+ * enter/leave: rdmx__worker_depth tells code that may not nest (a blocking
+ * call, a close) that a callback is on the stack. */
+void rdmx__worker_enter(struct rdmx_chan_worker *worker);
+void rdmx__worker_leave(struct rdmx_chan_worker *worker);
 /* Disconnects a connection that has no channel (hostile or stale peer). */
-void rdmx__host_reject_conn(struct rdmx_chan_host *host, struct rdmx_conn *conn, const char *why);
-int rdmx__host_timer_arm(struct rdmx_chan_host *host, struct rdmx__timer *t, uint64_t when_ns);
-void rdmx__host_timer_disarm(struct rdmx_chan_host *host, struct rdmx__timer *t);
-int rdmx__host_depth(const struct rdmx_chan_host *host);
+void rdmx__worker_reject_conn(struct rdmx_chan_worker *worker, struct rdmx_conn *conn,
+                              const char *why);
 /* Maps the channel's connection and lists it (rdmx_chan_create). */
-int rdmx__host_chan_add(struct rdmx_chan_host *host, struct rdmx_chan *chan);
+int rdmx__worker_chan_add(struct rdmx_chan_worker *worker, struct rdmx_chan *chan);
 /* Unmaps the channel's connection (it stays listed until freed). */
-void rdmx__host_chan_remove(struct rdmx_chan_host *host, struct rdmx_chan *chan);
+void rdmx__worker_chan_remove(struct rdmx_chan_worker *worker, struct rdmx_chan *chan);
 /* Unmaps and unlists (the channel is being freed). */
-void rdmx__host_chan_unlink(struct rdmx_chan_host *host, struct rdmx_chan *chan);
+void rdmx__worker_chan_unlink(struct rdmx_chan_worker *worker, struct rdmx_chan *chan);
 /* The hello kept for conn (malloc'd, RDMX__CTL_HELLO_LEN bytes) or NULL. */
-void *rdmx__host_take_early(struct rdmx_chan_host *host, struct rdmx_conn *conn);
+void *rdmx__worker_take_early(struct rdmx_chan_worker *worker, struct rdmx_conn *conn);
 
 /* ---- channel.c ---- */
 void rdmx__chan_on_write(struct rdmx_chan *chan, uint32_t imm, uint32_t len);
 void rdmx__chan_on_ctl(struct rdmx_chan *chan, const void *buf, uint32_t len);
 /* The engine freed (or will free) the connection: closes, maybe frees. */
 void rdmx__chan_conn_gone(struct rdmx_chan *chan, int status);
-/* Closes the channel with `status` (logs `why` when not NULL). */
-void rdmx__chan_fail(struct rdmx_chan *chan, int status, const char *why);
 void rdmx__chan_pump(struct rdmx_chan *chan);
 void rdmx__chan_deliver(struct rdmx_chan *chan);
 void rdmx__chan_maybe_free(struct rdmx_chan *chan);
@@ -252,10 +255,10 @@ void rdmx__chan_apply_hello(struct rdmx_chan *chan, const struct rdmx__hello *h)
 void rdmx__chan_keepalive_start(struct rdmx_chan *chan);
 /* A credit count from the peer (validated by the caller). */
 void rdmx__chan_on_credit(struct rdmx_chan *chan, uint32_t credit);
-/* Frees a channel whatever its state (host destroy after a context stop). */
+/* Frees a channel whatever its state (worker destroy after a context stop). */
 void rdmx__chan_free(struct rdmx_chan *chan);
 
-/* Task callbacks (host.c registers them with the context). */
+/* Task callbacks (worker.c registers them with the context). */
 void rdmx__chan_write_ok(struct rdmx_task *task, void *ud, void *cud);
 void rdmx__chan_write_err(struct rdmx_task *task, void *ud, void *cud);
 void rdmx__chan_send_ok(struct rdmx_task *task, void *ud, void *cud);
@@ -274,20 +277,5 @@ void rdmx__rdv_rx_start(struct rdmx_chan *chan);
 void rdmx__rdv_rx_free(struct rdv_rx *r);
 void rdmx__chan_read_ok(struct rdmx_task *task, void *ud, void *cud);
 void rdmx__chan_read_err(struct rdmx_task *task, void *ud, void *cud);
-
-/* ---- internal send API used by rpc.c ---- */
-#define RDMX__SEND_FORCE 0x1u  /* ignore the queue bounds (RPC responses) */
-#define RDMX__SENT_QUEUED 0x1u /* out: the message waited for credits */
-#define RDMX__SENT_RDV 0x2u    /* out: it goes by rendezvous */
-int rdmx__chan_send_ex(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill, void *fill_arg,
-                       rdmx_chan_sent_cb cb, void *arg, unsigned flags, unsigned *how);
-/* Return credits after every delivery batch (a draining peer wants acks). */
-void rdmx__chan_set_eager_credit(struct rdmx_chan *chan, bool on);
-/* Called when the queue is empty and every message was acknowledged. */
-void rdmx__chan_set_idle_cb(struct rdmx_chan *chan, void (*cb)(struct rdmx_chan *, void *),
-                            void *arg);
-bool rdmx__chan_is_idle(const struct rdmx_chan *chan);
-/* Drops every pending send callback equal to cb (its owner goes away). */
-void rdmx__chan_forget_cb(struct rdmx_chan *chan, rdmx_chan_sent_cb cb);
 
 #endif

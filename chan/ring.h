@@ -13,7 +13,7 @@
  * RDV payload: the 32-byte memory descriptor of the source (REMOTE_READ),
  * a region of exactly `len` bytes.
  *
- * Control messages (two-sided SENDs into the host's receive buffers):
+ * Control messages (two-sided SENDs into the worker's receive buffers):
  *   0 u16 magic   2 u8 version   3 u8 type
  *   HELLO  (64 bytes): 4 u32 slot_count  8 u32 slot_size  12 u32 flags (0)
  *                      16 u64 max_msg_size  24 desc[32] ring descriptor

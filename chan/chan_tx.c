@@ -83,9 +83,9 @@ static int ctl_send(struct rdmx_chan *chan, const void *msg, size_t len)
 		return RDMX_E_FULL;
 	memcpy(ce->buf.addr, msg, len);
 	ce->buf.len = len;
-	rc = rdmx_task_send_alloc(chan->host->ctx, chan->conn, &ce->buf, ce, &task);
+	rc = rdmx_task_send_alloc(chan->worker->ctx, chan->conn, &ce->buf, ce, &task);
 	if (rc == RDMX_E_FULL)
-		rdmx__host_add_starved(chan->host, chan);
+		rdmx__worker_add_starved(chan->worker, chan);
 	if (rc)
 		return rc;
 	rc = rdmx_task_submit(task);
@@ -157,10 +157,10 @@ static int post_write(struct rdmx_chan *chan, struct tx_slot *ts, uint32_t credi
 	int rc;
 
 	ts->dst.offset = (uint64_t)peer_slot * chan->peer_size;
-	rc = rdmx_task_write_imm_alloc(chan->host->ctx, chan->conn, &ts->hdr, &ts->dst,
+	rc = rdmx_task_write_imm_alloc(chan->worker->ctx, chan->conn, &ts->hdr, &ts->dst,
 	                               rdmx__imm_make(peer_slot, seq), ts, &task);
 	if (rc == RDMX_E_FULL)
-		rdmx__host_add_starved(chan->host, chan);
+		rdmx__worker_add_starved(chan->worker, chan);
 	if (rc)
 		return rc;
 	rc = rdmx_task_submit(task);
@@ -223,7 +223,7 @@ static int write_eager_zc(struct rdmx_chan *chan, const struct rdmx_buf *ubuf, r
 	int rc;
 
 	encode_hdr(chan, ts, 0, ubuf->len);
-	if (chan->host->max_sge >= 2 && ubuf->len) {
+	if (chan->worker->max_sge >= 2 && ubuf->len) {
 		ts->user = *ubuf;
 		ts->user.next = NULL;
 		ts->hdr.len = RDMX_CHAN_HDR_SIZE;
@@ -597,7 +597,7 @@ static void keepalive_fired(struct rdmx__timer *t)
 {
 	struct rdmx_chan *chan =
 	    (struct rdmx_chan *)((char *)t - offsetof(struct rdmx_chan, ka_timer));
-	uint32_t ms = chan->host->attr.keepalive_ms;
+	uint32_t ms = chan->worker->attr.keepalive_ms;
 
 	if (chan->state != RDMX_CHAN_READY || !ms)
 		return;
@@ -621,17 +621,18 @@ static void keepalive_fired(struct rdmx__timer *t)
 		}
 	}
 	chan->ka_seen = chan->rx_events;
-	rdmx__host_timer_arm(chan->host, &chan->ka_timer, rdmx__now_ns() + (uint64_t)ms * 1000000u);
+	rdmx__worker_timer_arm(chan->worker, &chan->ka_timer,
+	                       rdmx__now_ns() + (uint64_t)ms * 1000000u);
 }
 
 void rdmx__chan_keepalive_start(struct rdmx_chan *chan)
 {
-	uint32_t ms = chan->host->attr.keepalive_ms;
+	uint32_t ms = chan->worker->attr.keepalive_ms;
 
 	chan->ka_timer.fn = keepalive_fired;
 	if (ms)
-		rdmx__host_timer_arm(chan->host, &chan->ka_timer,
-		                     rdmx__now_ns() + (uint64_t)ms * 1000000u);
+		rdmx__worker_timer_arm(chan->worker, &chan->ka_timer,
+		                       rdmx__now_ns() + (uint64_t)ms * 1000000u);
 }
 
 void rdmx__chan_apply_hello(struct rdmx_chan *chan, const struct rdmx__hello *h)
@@ -666,7 +667,8 @@ void rdmx__chan_apply_hello(struct rdmx_chan *chan, const struct rdmx__hello *h)
 		return;
 	}
 	chan->tx = calloc(win, sizeof(*chan->tx));
-	if (!chan->tx || rdmx_mr_reg(chan->host->dev, chan->stage, stage_len, 0, &chan->stage_mr)) {
+	if (!chan->tx ||
+	    rdmx_mr_reg(chan->worker->dev, chan->stage, stage_len, 0, &chan->stage_mr)) {
 		rdmx_mr_remote_delete(&remote);
 		rdmx__chan_fail(chan, RDMX_E_NOMEM, NULL);
 		return;
@@ -750,8 +752,8 @@ void rdmx__chan_write_err(struct rdmx_task *task, void *ud, void *cud)
 	ts->busy = false;
 	ts->cb = NULL;
 	if (st != RDMX_E_CONN_ABORTED && st != RDMX_E_CANCELED && chan->state != RDMX_CHAN_CLOSED)
-		RPC_ERR("chan: conn %u: ring write failed: %s", rdmx__chan_conn_id(chan),
-		        rdmx_err_name(st));
+		RDMX_ERR("chan: conn %u: ring write failed: %s", rdmx__chan_conn_id(chan),
+		         rdmx_err_name(st));
 	rdmx__chan_fail(chan, st, NULL);
 	if (cb) {
 		chan->cb_depth++;

@@ -1,10 +1,16 @@
-/* Timers of the channel layer (call deadlines, server-side deadlines): an
- * indexed binary min-heap, so that a call completing before its deadline
- * disarms its timer in O(log n) instead of leaving a stale entry behind.
- * Timers run from the host's callbacks and progress helpers: no thread. */
+/* Timers of the progress engine (include/rdmx/pe.h): an indexed binary
+ * min-heap per engine, so that a call completing before its deadline stops
+ * its timer in O(log n) instead of leaving a stale entry behind. The
+ * engine runs them from rdmx_pe_progress, on its own thread: no thread, no
+ * signal, no timerfd. */
 #include <stdlib.h>
 
-#include "rpc_internal.h"
+#include "internal.h"
+
+uint64_t rdmx_pe_now_ns(void)
+{
+	return rdmx__now_ns();
+}
 
 void rdmx__timers_init(struct rdmx__timers *ts)
 {
@@ -21,7 +27,7 @@ void rdmx__timers_fini(struct rdmx__timers *ts)
 	rdmx__timers_init(ts);
 }
 
-static inline void heap_set(struct rdmx__timers *ts, uint32_t i, struct rdmx__timer *t)
+static inline void heap_set(struct rdmx__timers *ts, uint32_t i, struct rdmx_pe_timer *t)
 {
 	ts->heap[i] = t;
 	t->pos = i + 1;
@@ -29,7 +35,7 @@ static inline void heap_set(struct rdmx__timers *ts, uint32_t i, struct rdmx__ti
 
 static void sift_up(struct rdmx__timers *ts, uint32_t i)
 {
-	struct rdmx__timer *t = ts->heap[i];
+	struct rdmx_pe_timer *t = ts->heap[i];
 
 	while (i > 0) {
 		uint32_t p = (i - 1) / 2;
@@ -44,7 +50,7 @@ static void sift_up(struct rdmx__timers *ts, uint32_t i)
 
 static void sift_down(struct rdmx__timers *ts, uint32_t i)
 {
-	struct rdmx__timer *t = ts->heap[i];
+	struct rdmx_pe_timer *t = ts->heap[i];
 
 	for (;;) {
 		uint32_t l = 2 * i + 1, r = l + 1, m = i;
@@ -64,7 +70,7 @@ static void sift_down(struct rdmx__timers *ts, uint32_t i)
 	heap_set(ts, i, t);
 }
 
-int rdmx__timer_arm(struct rdmx__timers *ts, struct rdmx__timer *t, uint64_t when_ns)
+static int heap_add(struct rdmx__timers *ts, struct rdmx_pe_timer *t, uint64_t when_ns)
 {
 	if (t->pos) {
 		uint64_t old = t->when_ns;
@@ -78,7 +84,7 @@ int rdmx__timer_arm(struct rdmx__timers *ts, struct rdmx__timer *t, uint64_t whe
 	}
 	if (ts->len == ts->cap) {
 		uint32_t ncap = ts->cap ? ts->cap * 2 : 64;
-		struct rdmx__timer **nh = realloc(ts->heap, (size_t)ncap * sizeof(*nh));
+		struct rdmx_pe_timer **nh = realloc(ts->heap, (size_t)ncap * sizeof(*nh));
 
 		if (!nh)
 			return RDMX_E_NOMEM;
@@ -91,10 +97,10 @@ int rdmx__timer_arm(struct rdmx__timers *ts, struct rdmx__timer *t, uint64_t whe
 	return 0;
 }
 
-void rdmx__timer_disarm(struct rdmx__timers *ts, struct rdmx__timer *t)
+static void heap_remove(struct rdmx__timers *ts, struct rdmx_pe_timer *t)
 {
 	uint32_t i;
-	struct rdmx__timer *last;
+	struct rdmx_pe_timer *last;
 
 	if (!t->pos)
 		return;
@@ -120,11 +126,42 @@ int rdmx__timers_run(struct rdmx__timers *ts, uint64_t now_ns)
 	int n = 0;
 
 	while (ts->len && ts->heap[0]->when_ns <= now_ns) {
-		struct rdmx__timer *t = ts->heap[0];
+		struct rdmx_pe_timer *t = ts->heap[0];
 
-		rdmx__timer_disarm(ts, t);
+		heap_remove(ts, t);
 		n++;
-		t->fn(t);
+		t->cb(t, t->arg);
 	}
 	return n;
+}
+
+void rdmx_pe_timer_init(struct rdmx_pe *pe, struct rdmx_pe_timer *timer, rdmx_pe_timer_cb cb,
+                        void *arg)
+{
+	if (!timer)
+		return;
+	timer->pe = pe;
+	timer->cb = cb;
+	timer->arg = arg;
+	timer->when_ns = 0;
+	timer->pos = 0;
+}
+
+int rdmx_pe_timer_start(struct rdmx_pe_timer *timer, uint64_t when_ns)
+{
+	if (!timer || !timer->pe || !timer->cb)
+		return RDMX_E_INVAL;
+	return heap_add(rdmx__pe_timers(timer->pe), timer, when_ns);
+}
+
+void rdmx_pe_timer_stop(struct rdmx_pe_timer *timer)
+{
+	if (!timer || !timer->pos)
+		return;
+	heap_remove(rdmx__pe_timers(timer->pe), timer);
+}
+
+bool rdmx_pe_timer_is_active(const struct rdmx_pe_timer *timer)
+{
+	return timer && timer->pos != 0;
 }

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rpc_internal.h"
+#include "common/byteorder.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/map.h"
 
 static inline uint32_t map_hash(uint64_t key)
 {

@@ -21,32 +21,33 @@ uint32_t rdmx__chan_conn_id(const struct rdmx_chan *chan)
 	return id;
 }
 
-static bool ctx_running(const struct rdmx_chan_host *host)
+static bool ctx_running(const struct rdmx_chan_worker *worker)
 {
 	enum rdmx_ctx_state st = RDMX_CTX_IDLE;
 
-	rdmx_ctx_get_state(host->ctx, &st);
-	return st == RDMX_CTX_RUNNING && !host->stopped;
+	rdmx_ctx_get_state(worker->ctx, &st);
+	return st == RDMX_CTX_RUNNING && !worker->stopped;
 }
 
-int rdmx_chan_create(struct rdmx_chan_host *host, struct rdmx_conn *conn, struct rdmx_chan **chan)
+int rdmx_chan_create(struct rdmx_chan_worker *worker, struct rdmx_conn *conn,
+                     struct rdmx_chan **chan)
 {
 	struct rdmx_ctx *cctx = NULL;
 	struct rdmx_chan *c;
 	int rc;
 
-	if (!host || !conn || !chan)
+	if (!worker || !conn || !chan)
 		return RDMX_E_INVAL;
-	if (rdmx_conn_get_ctx(conn, &cctx) || cctx != host->ctx)
+	if (rdmx_conn_get_ctx(conn, &cctx) || cctx != worker->ctx)
 		return RDMX_E_INVAL;
-	if (!ctx_running(host))
+	if (!ctx_running(worker))
 		return RDMX_E_BAD_STATE;
-	if (rdmx__map_get(&host->chans, (uint64_t)(uintptr_t)conn))
+	if (rdmx__map_get(&worker->chans, (uint64_t)(uintptr_t)conn))
 		return RDMX_E_EXISTS;
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return RDMX_E_NOMEM;
-	c->host = host;
+	c->worker = worker;
 	c->conn = conn;
 	c->state = RDMX_CHAN_IDLE;
 	c->user_ref = true;
@@ -56,7 +57,7 @@ int rdmx_chan_create(struct rdmx_chan_host *host, struct rdmx_conn *conn, struct
 	c->eager = UINT32_MAX; /* the peer's slot payload */
 	c->queue_len = RDMX_CHAN_DEFAULT_SEND_QUEUE_LEN;
 	c->queue_bytes = CHAN_DEFAULT_QUEUE_BYTES;
-	rc = rdmx__host_chan_add(host, c);
+	rc = rdmx__worker_chan_add(worker, c);
 	if (rc) {
 		free(c);
 		return rc;
@@ -167,9 +168,9 @@ struct rdmx_conn *rdmx_chan_get_conn(const struct rdmx_chan *chan)
 	return chan ? chan->conn : NULL;
 }
 
-struct rdmx_chan_host *rdmx_chan_get_host(const struct rdmx_chan *chan)
+struct rdmx_chan_worker *rdmx_chan_get_worker(const struct rdmx_chan *chan)
 {
-	return chan ? chan->host : NULL;
+	return chan ? chan->worker : NULL;
 }
 
 void *rdmx_chan_get_arg(const struct rdmx_chan *chan)
@@ -253,15 +254,15 @@ static void *page_alloc(size_t len)
 
 int rdmx_chan_start(struct rdmx_chan *chan)
 {
-	struct rdmx_chan_host *host;
+	struct rdmx_chan_worker *worker;
 	size_t ring_len;
 	void *early;
 	int rc;
 
 	if (!chan)
 		return RDMX_E_INVAL;
-	host = chan->host;
-	if (chan->state != RDMX_CHAN_IDLE || !chan->conn || !ctx_running(host))
+	worker = chan->worker;
+	if (chan->state != RDMX_CHAN_IDLE || !chan->conn || !ctx_running(worker))
 		return RDMX_E_BAD_STATE;
 	ring_len = (size_t)chan->slot_count * chan->slot_size;
 	chan->ring = page_alloc(ring_len);
@@ -277,7 +278,7 @@ int rdmx_chan_start(struct rdmx_chan *chan)
 	                           &chan->ring_mr);
 	if (rc)
 		goto free_mem;
-	rc = rdmx_mr_reg(host->dev, chan->ctl_mem, CHAN_CTL_ENTRIES * RDMX__CTL_MAX_LEN, 0,
+	rc = rdmx_mr_reg(worker->dev, chan->ctl_mem, CHAN_CTL_ENTRIES * RDMX__CTL_MAX_LEN, 0,
 	                 &chan->ctl_mr);
 	if (rc)
 		goto dereg_ring;
@@ -286,7 +287,7 @@ int rdmx_chan_start(struct rdmx_chan *chan)
 		chan->ctl[i].buf.mr = chan->ctl_mr;
 		chan->ctl[i].buf.addr = chan->ctl_mem + (size_t)i * RDMX__CTL_MAX_LEN;
 	}
-	rc = rdmx__host_post_recvs(host);
+	rc = rdmx__worker_post_recvs(worker);
 	if (rc)
 		goto dereg_ctl;
 	chan->state = RDMX_CHAN_STARTING;
@@ -294,7 +295,7 @@ int rdmx_chan_start(struct rdmx_chan *chan)
 	rdmx__chan_try_hello(chan);
 	if (chan->state == RDMX_CHAN_CLOSED)
 		return chan->close_status;
-	early = rdmx__host_take_early(host, chan->conn);
+	early = rdmx__worker_take_early(worker, chan->conn);
 	if (early) {
 		rdmx__chan_on_ctl(chan, early, RDMX__CTL_HELLO_LEN);
 		free(early);
@@ -326,14 +327,14 @@ int rdmx__chan_reg_remote(struct rdmx_chan *chan, void *addr, size_t len, unsign
 	static atomic_bool warned;
 	int rc;
 
-	rc = rdmx_mr_reg(chan->host->dev, addr, len, access | RDMX_ACCESS_GRANT_ONLY, mr);
+	rc = rdmx_mr_reg(chan->worker->dev, addr, len, access | RDMX_ACCESS_GRANT_ONLY, mr);
 	if (rc != RDMX_E_NOT_SUPPORTED)
 		return rc;
 	if (!atomic_exchange(&warned, true))
-		RPC_WARN("chan: the device has no connection-bound grants: rings and rendezvous "
+		RDMX_WARN("chan: the device has no connection-bound grants: rings and rendezvous "
 		         "buffers get device-wide descriptors (any connection of the device "
 		         "may use them)");
-	return rdmx_mr_reg(chan->host->dev, addr, len, access, mr);
+	return rdmx_mr_reg(chan->worker->dev, addr, len, access, mr);
 }
 
 int rdmx__chan_grant_desc(struct rdmx_chan *chan, struct rdmx_mr *mr, unsigned access,
@@ -393,25 +394,25 @@ void rdmx__chan_fail(struct rdmx_chan *chan, int status, const char *why)
 	if (chan->state == RDMX_CHAN_CLOSED)
 		return;
 	if (why)
-		RPC_ERR("chan: conn %u: protocol violation: %s; closing the connection",
-		        rdmx__chan_conn_id(chan), why);
+		RDMX_ERR("chan: conn %u: protocol violation: %s; closing the connection",
+		         rdmx__chan_conn_id(chan), why);
 	else if (status != RDMX_E_CANCELED && status != RDMX_E_DISCONNECTED)
-		RPC_DBG("chan: conn %u: closing: %s", rdmx__chan_conn_id(chan),
-		        rdmx_err_name(status));
+		RDMX_DBG("chan: conn %u: closing: %s", rdmx__chan_conn_id(chan),
+		         rdmx_err_name(status));
 	was_open = chan->state != RDMX_CHAN_IDLE || chan->user_ref;
 	chan->state = RDMX_CHAN_CLOSED;
 	chan->close_status = status;
-	rdmx__host_timer_disarm(chan->host, &chan->ka_timer);
+	rdmx__worker_timer_disarm(chan->worker, &chan->ka_timer);
 	chan->hello_pending = false;
 	chan->credit_pending = false;
 	chan->cb_depth++;
 	chan_fail_queue(chan, status);
-	if (chan->conn && !chan->disconnecting && ctx_running(chan->host)) {
+	if (chan->conn && !chan->disconnecting && ctx_running(chan->worker)) {
 		int rc = rdmx_conn_disconnect(chan->conn);
 
 		if (rc)
-			RPC_DBG("chan: conn %u: disconnect: %s", rdmx__chan_conn_id(chan),
-			        rdmx_err_name(rc));
+			RDMX_DBG("chan: conn %u: disconnect: %s", rdmx__chan_conn_id(chan),
+			         rdmx_err_name(rc));
 		chan->disconnecting = true;
 	}
 	if (was_open && chan->user_ref && chan->event_cb)
@@ -423,17 +424,17 @@ void rdmx__chan_conn_gone(struct rdmx_chan *chan, int status)
 {
 	chan->disconnecting = true;
 	rdmx__chan_fail(chan, status, NULL);
-	rdmx__host_chan_remove(chan->host, chan);
+	rdmx__worker_chan_remove(chan->worker, chan);
 	chan->conn = NULL;
 	rdmx__chan_maybe_free(chan);
 }
 
 void rdmx__chan_free(struct rdmx_chan *chan)
 {
-	struct rdmx_chan_host *host = chan->host;
+	struct rdmx_chan_worker *worker = chan->worker;
 
-	rdmx__host_chan_unlink(host, chan);
-	rdmx__host_timer_disarm(host, &chan->ka_timer);
+	rdmx__worker_chan_unlink(worker, chan);
+	rdmx__worker_timer_disarm(worker, &chan->ka_timer);
 	chan->state = RDMX_CHAN_CLOSED;
 	/* nothing runs callbacks any more: release what is left */
 	while (chan->q_head) {
@@ -501,9 +502,9 @@ int rdmx_chan_destroy(struct rdmx_chan **chan)
 	c->event_cb = NULL;
 	c->idle_cb = NULL;
 	c->user_ref = false;
-	if (c->conn && !ctx_running(c->host)) {
+	if (c->conn && !ctx_running(c->worker)) {
 		/* the context stopped: the engine already let go of the connection */
-		rdmx__host_chan_remove(c->host, c);
+		rdmx__worker_chan_remove(c->worker, c);
 		c->conn = NULL;
 		c->disconnecting = true;
 		c->inflight = 0;
@@ -511,4 +512,26 @@ int rdmx_chan_destroy(struct rdmx_chan **chan)
 	rdmx__chan_fail(c, RDMX_E_CANCELED, NULL);
 	rdmx__chan_maybe_free(c);
 	return 0;
+}
+
+/* ---- the owner's view (chan/chan_rpc.h) ---- */
+
+void *rdmx__chan_get_owner(const struct rdmx_chan *chan)
+{
+	return chan->owner;
+}
+
+void rdmx__chan_set_owner(struct rdmx_chan *chan, void *owner)
+{
+	chan->owner = owner;
+}
+
+bool rdmx__chan_has_receiver(const struct rdmx_chan *chan)
+{
+	return chan->recv_cb || chan->owner;
+}
+
+void rdmx__chan_clear_pause(struct rdmx_chan *chan)
+{
+	chan->paused = false;
 }

@@ -3,7 +3,10 @@
 #include <string.h>
 
 #include "ring.h"
-#include "rpc_internal.h"
+#include "common/byteorder.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/map.h"
 
 bool rdmx__slot_count_valid(uint64_t count)
 {

@@ -23,8 +23,8 @@ int rdmx__rdv_tx_prepare(struct rdmx_chan *chan, struct chan_msg *m)
 		return RDMX_E_INVAL;
 	rc = rdmx__chan_reg_remote(chan, m->data, m->len, RDMX_ACCESS_REMOTE_READ, &m->rdv_mr);
 	if (rc) {
-		RPC_ERR("chan: conn %u: rendezvous source of %llu bytes: registration failed: %s",
-		        rdmx__chan_conn_id(chan), (unsigned long long)m->len, rdmx_err_name(rc));
+		RDMX_ERR("chan: conn %u: rendezvous source of %llu bytes: registration failed: %s",
+		         rdmx__chan_conn_id(chan), (unsigned long long)m->len, rdmx_err_name(rc));
 		return rc;
 	}
 	return 0;
@@ -84,8 +84,8 @@ int rdmx__rdv_rx_new(struct rdmx_chan *chan, const void *desc, uint64_t len, str
 	r->remote = remote;
 	r->len = len;
 	/* one read, unless the device cannot move that much in one operation */
-	r->chunk = chan->host->dev_max_msg && chan->host->dev_max_msg < len
-	               ? chan->host->dev_max_msg
+	r->chunk = chan->worker->dev_max_msg && chan->worker->dev_max_msg < len
+	               ? chan->worker->dev_max_msg
 	               : len;
 	r->nchunks = (uint32_t)((len + r->chunk - 1) / r->chunk);
 	r->state = RDV_NEW;
@@ -123,7 +123,7 @@ static int rdv_buffer(struct rdmx_chan *chan, struct rdv_rx *r)
 	r->lbs = calloc(r->nchunks, sizeof(*r->lbs));
 	if (!r->buf || !r->lbs)
 		return RDMX_E_NOMEM;
-	rc = rdmx_mr_reg(chan->host->dev, r->buf, r->len, RDMX_ACCESS_LOCAL_WRITE, &r->mr);
+	rc = rdmx_mr_reg(chan->worker->dev, r->buf, r->len, RDMX_ACCESS_LOCAL_WRITE, &r->mr);
 	if (rc)
 		return rc;
 	for (uint32_t i = 0; i < r->nchunks; i++) {
@@ -153,9 +153,9 @@ static int rdv_read(struct rdmx_chan *chan, struct rdv_rx *r)
 		    .mr = r->remote, .offset = (uint64_t)r->next_chunk * r->chunk, .len = lb->len};
 		struct rdmx_task *task;
 
-		rc = rdmx_task_read_alloc(chan->host->ctx, chan->conn, &rb, lb, r, &task);
+		rc = rdmx_task_read_alloc(chan->worker->ctx, chan->conn, &rb, lb, r, &task);
 		if (rc == RDMX_E_FULL)
-			rdmx__host_add_starved(chan->host, chan);
+			rdmx__worker_add_starved(chan->worker, chan);
 		if (rc)
 			return rc;
 		rc = rdmx_task_submit(task);
@@ -194,9 +194,9 @@ void rdmx__rdv_rx_start(struct rdmx_chan *chan)
 		if (rc == RDMX_E_FULL || rc == RDMX_E_BAD_STATE)
 			break;
 		if (rc) {
-			RPC_ERR("chan: conn %u: rendezvous read of %llu bytes: %s",
-			        rdmx__chan_conn_id(chan), (unsigned long long)r->len,
-			        rdmx_err_name(rc));
+			RDMX_ERR("chan: conn %u: rendezvous read of %llu bytes: %s",
+			         rdmx__chan_conn_id(chan), (unsigned long long)r->len,
+			         rdmx_err_name(rc));
 			rdmx__chan_fail(chan, rc, NULL);
 			return;
 		}
@@ -255,8 +255,8 @@ void rdmx__chan_read_err(struct rdmx_task *task, void *ud, void *cud)
 	if (!chan)
 		return;
 	if (chan->state != RDMX_CHAN_CLOSED && st != RDMX_E_CONN_ABORTED && st != RDMX_E_CANCELED)
-		RPC_ERR("chan: conn %u: rendezvous read of %llu bytes failed: %s",
-		        rdmx__chan_conn_id(chan), (unsigned long long)len, rdmx_err_name(st));
+		RDMX_ERR("chan: conn %u: rendezvous read of %llu bytes failed: %s",
+		         rdmx__chan_conn_id(chan), (unsigned long long)len, rdmx_err_name(st));
 	rdmx__chan_fail(chan, st, NULL);
 	rdmx__chan_maybe_free(chan);
 }

@@ -1,0 +1,64 @@
+/* The channel layer's narrow interface for the layers built on it (rpc/,
+ * secure/): what an RPC endpoint needs of its channel and worker beyond
+ * rdmx/channel.h, and nothing of the channel's structs. The only chan/
+ * header a file outside chan/ may include (tests/arch/check-includes.sh). */
+#ifndef RDMX_CHAN_CHAN_RPC_H
+#define RDMX_CHAN_CHAN_RPC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdmx/channel.h>
+#include <rdmx/pe.h>
+
+/* ---- sending ---- */
+#define RDMX__SEND_FORCE 0x1u  /* ignore the queue bounds (RPC responses) */
+#define RDMX__SENT_QUEUED 0x1u /* out: the message waited for credits */
+#define RDMX__SENT_RDV 0x2u    /* out: it goes by rendezvous */
+/* rdmx_chan_send with flags, and *how (may be NULL) telling how it went. */
+int rdmx__chan_send_ex(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill, void *fill_arg,
+                       rdmx_chan_sent_cb cb, void *arg, unsigned flags, unsigned *how);
+/* Return credits after every delivery batch (a draining peer wants acks). */
+void rdmx__chan_set_eager_credit(struct rdmx_chan *chan, bool on);
+/* Called when the queue is empty and every message was acknowledged. */
+void rdmx__chan_set_idle_cb(struct rdmx_chan *chan, void (*cb)(struct rdmx_chan *, void *),
+                            void *arg);
+bool rdmx__chan_is_idle(const struct rdmx_chan *chan);
+/* Drops every pending send callback equal to cb (its owner goes away). */
+void rdmx__chan_forget_cb(struct rdmx_chan *chan, rdmx_chan_sent_cb cb);
+/* Closes the channel with `status` (logs `why`, a protocol violation, when
+ * not NULL). */
+void rdmx__chan_fail(struct rdmx_chan *chan, int status, const char *why);
+
+/* ---- the object built on a channel (an RPC endpoint) ---- */
+/* The owner, NULL when none; while set, rdmx_chan_destroy refuses. */
+void *rdmx__chan_get_owner(const struct rdmx_chan *chan);
+void rdmx__chan_set_owner(struct rdmx_chan *chan, void *owner);
+/* True when the channel has a receive callback or an owner already. */
+bool rdmx__chan_has_receiver(const struct rdmx_chan *chan);
+/* Clears a pause of the owner's without delivering (the owner goes away). */
+void rdmx__chan_clear_pause(struct rdmx_chan *chan);
+
+/* ---- timers of the worker: an engine timer (rdmx/pe.h) whose callback
+ * runs inside the worker's callback bracket (chan/worker.c) ---- */
+struct rdmx__timer;
+typedef void (*rdmx__timer_fn)(struct rdmx__timer *t);
+struct rdmx__timer {
+	struct rdmx_pe_timer pe_timer;
+	rdmx__timer_fn fn; /* set before the first arm */
+};
+static inline bool rdmx__timer_armed(const struct rdmx__timer *t)
+{
+	return rdmx_pe_timer_is_active(&t->pe_timer);
+}
+/* Starts (or moves) t, due at when_ns (rdmx_pe_now_ns clock), on the
+ * worker's engine; t->fn runs from rdmx_pe_progress. RDMX_E_NOMEM. */
+int rdmx__worker_timer_arm(struct rdmx_chan_worker *worker, struct rdmx__timer *t,
+                           uint64_t when_ns);
+void rdmx__worker_timer_disarm(struct rdmx_chan_worker *worker, struct rdmx__timer *t);
+/* Callbacks (and timers) of this worker on the stack: > 0 inside one, where
+ * a blocking call or a close may not nest. */
+int rdmx__worker_depth(const struct rdmx_chan_worker *worker);
+
+#endif
