@@ -332,8 +332,8 @@ int rdmx__chan_reg_remote(struct rdmx_chan *chan, void *addr, size_t len, unsign
 		return rc;
 	if (!atomic_exchange(&warned, true))
 		RDMX_WARN("chan: the device has no connection-bound grants: rings and rendezvous "
-		         "buffers get device-wide descriptors (any connection of the device "
-		         "may use them)");
+		          "buffers get device-wide descriptors (any connection of the device "
+		          "may use them)");
 	return rdmx_mr_reg(chan->worker->dev, addr, len, access, mr);
 }
 

@@ -125,8 +125,8 @@ static void *server_main(void *arg)
 		S.rc =
 		    rdmx_rpc_server_register(S.server, rdmx_rpc_method_id(ECHO), ECHO, echo, NULL);
 	if (!S.rc)
-		S.rc = rdmx_rpc_secure_listen(S.loop, S.server, S.cfg, "127.0.0.1", 0, NULL,
-		                                     &o, NULL, &S.ss);
+		S.rc = rdmx_rpc_secure_listen(S.loop, S.server, S.cfg, "127.0.0.1", 0, NULL, &o,
+		                              NULL, &S.ss);
 	if (!S.rc)
 		S.rc = rdmx_rpc_secure_server_get_port(S.ss, &S.port);
 	pthread_mutex_lock(&S.lock);
@@ -176,7 +176,8 @@ static double rpc_rtt(bool plaintext, int calls)
 		struct rdmx_rpc_reply reply;
 		uint64_t t0 = now_ns();
 
-		TRY("call", rdmx_rpc_call(rdmx_rpc_secure_conn_get_ep(conn), id, &req, NULL, &reply));
+		TRY("call",
+		    rdmx_rpc_call(rdmx_rpc_secure_conn_get_ep(conn), id, &req, NULL, &reply));
 		if (reply.code != RDMX_RPC_OK || reply.len != sizeof(msg))
 			die("echo", RDMX_E_PROTOCOL);
 		rdmx_rpc_reply_fini(&reply);

@@ -351,7 +351,7 @@ struct region *region_new(struct side *s, size_t len, unsigned access, uint8_t f
 	r->access = access;
 	int rc = rdmx_mr_reg(s->dev, r->mem, len, access, &r->mr);
 	cr_assert_eq(rc, 0, "rdmx_mr_reg(%zu bytes, access 0x%x) -> %s", len, access,
-		     rdmx_err_name(rc));
+	             rdmx_err_name(rc));
 	if (access & RDMX_ACCESS_GRANT_ONLY) /* no device-wide descriptor (mr.h) */
 		ASSERT_RC(rdmx_mr_get_descriptor(r->mr, r->desc), RDMX_E_BAD_STATE);
 	else

@@ -541,8 +541,8 @@ static void *server_main(void *arg)
 		S.rc = rdmx_rpc_server_register(S.server, rdmx_rpc_method_id(KV_GET), KV_GET,
 		                                kv_get, NULL);
 	if (!S.rc)
-		S.rc = rdmx_rpc_secure_listen(S.loop, S.server, S.cfg, "127.0.0.1", 0, NULL,
-		                                     &o, NULL, &S.ss);
+		S.rc = rdmx_rpc_secure_listen(S.loop, S.server, S.cfg, "127.0.0.1", 0, NULL, &o,
+		                              NULL, &S.ss);
 	if (!S.rc)
 		S.rc = rdmx_rpc_secure_server_get_port(S.ss, &S.port);
 	pthread_mutex_lock(&S.lock);
@@ -632,8 +632,7 @@ static void kv_session(bool plaintext, struct leak *lk)
 
 	rdmx_rpc_secure_opts_init(&o);
 	o.dev = cdev;
-	cr_assert_rc(rdmx_rpc_secure_connect("127.0.0.1", S.port, ccfg, NULL, &o, &conn),
-	             RDMX_OK);
+	cr_assert_rc(rdmx_rpc_secure_connect("127.0.0.1", S.port, ccfg, NULL, &o, &conn), RDMX_OK);
 	tcn = TCP_CONN(rdmx_chan_get_conn(rdmx_rpc_ep_get_chan(rdmx_rpc_secure_conn_get_ep(conn))));
 	memcpy(tokens[0], tcn->my_token, sizeof(tokens[0]));
 	memcpy(tokens[1], tcn->peer_token, sizeof(tokens[1]));
@@ -641,18 +640,23 @@ static void kv_session(bool plaintext, struct leak *lk)
 		put[sizeof(KEY) - 1 + i] = (uint8_t)((i * 2654435761u) >> 13);
 	memcpy(put, KEY, sizeof(KEY) - 1);
 	req = rdmx_rpc_bytes(put, sizeof(put));
-	cr_assert_rc(rdmx_rpc_call(rdmx_rpc_secure_conn_get_ep(conn), rdmx_rpc_method_id(KV_PUT), &req, NULL, &reply), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_call(rdmx_rpc_secure_conn_get_ep(conn), rdmx_rpc_method_id(KV_PUT),
+	                           &req, NULL, &reply),
+	             RDMX_OK);
 	cr_assert_eq(reply.code, RDMX_RPC_OK);
 	rdmx_rpc_reply_fini(&reply);
 	req = rdmx_rpc_bytes(KEY, sizeof(KEY) - 1);
-	cr_assert_rc(rdmx_rpc_call(rdmx_rpc_secure_conn_get_ep(conn), rdmx_rpc_method_id(KV_GET), &req, NULL, &reply), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_call(rdmx_rpc_secure_conn_get_ep(conn), rdmx_rpc_method_id(KV_GET),
+	                           &req, NULL, &reply),
+	             RDMX_OK);
 	cr_assert_eq(reply.code, RDMX_RPC_OK);
 	cr_assert_eq(reply.len, VLEN);
 	cr_assert(memcmp(reply.data, put + sizeof(KEY) - 1, VLEN) == 0);
 	rdmx_rpc_reply_fini(&reply);
 	cr_assert_rc(
-	    rdmx_ctx_get_stats(
-	        rdmx_chan_worker_get_ctx(rdmx_chan_get_worker(rdmx_rpc_ep_get_chan(rdmx_rpc_secure_conn_get_ep(conn)))), &st),
+	    rdmx_ctx_get_stats(rdmx_chan_worker_get_ctx(rdmx_chan_get_worker(
+	                           rdmx_rpc_ep_get_chan(rdmx_rpc_secure_conn_get_ep(conn)))),
+	                       &st),
 	    RDMX_OK);
 	cr_assert_eq(st.conns_sealed, plaintext ? 0 : 1);
 	cr_assert_eq(st.conns_plaintext, plaintext ? 1 : 0);
