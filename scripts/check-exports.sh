@@ -40,6 +40,7 @@ names=(
 	rdmx_sync_event_create rdmx_sync_event_destroy rdmx_sync_event_get_descriptor
 	rdmx_sync_event_wait_ge rdmx_task_sync_event_get_alloc rdmx_task_sync_event_notify_set_alloc
 	rdmx_task_sync_event_notify_add_alloc
+	rdmx_registry_client_open rdmx_registry_client_connect_timeout rdmx_registry_keeper_start
 )
 exported=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }')
 missing=0

@@ -1,4 +1,21 @@
-/* rdmx cluster registry client (server: rdmx-bootstrapd).
+/* rdmx cluster registry client: the built-in rdmx-bootstrapd, or etcd v3.
+ *
+ * Backends, picked by the address given to rdmx_registry_client_open:
+ *   "HOST:PORT", "rdmx://HOST:PORT"    rdmx-bootstrapd (the default)
+ *   "etcd://HOST:PORT[,HOST:PORT...][/PREFIX]"
+ *                                      an etcd v3 cluster through its JSON
+ *                                      gateway (https with the config's client
+ *                                      certificate; members under PREFIX,
+ *                                      default /rdmx/registry/). A request
+ *                                      moves on to the next listed member when
+ *                                      one is gone or has no leader; a watch
+ *                                      resumes where it stopped.
+ * The calls below behave the same on both, with these etcd differences: the
+ * member id is the etcd lease id; the lease is whole seconds (rounded up; etcd
+ * enforces its own minimum); expires_in_ms in lookups is the lease granted;
+ * the owner is the first DNS name of the certificate that joined, written by
+ * that member (which certificate may write which service is etcd's RBAC, see
+ * docs/guide-cluster.md); get_fd answers RDMX_E_NOT_SUPPORTED.
  *
  * Members join with a service name, an endpoint ("host:port" or any text
  * without spaces) and metadata (key/value strings), and hold a lease that
@@ -35,6 +52,7 @@ extern "C" {
 #define RDMX_REGISTRY_MAX_QUEUED_EVENTS 1024u
 #define RDMX_REGISTRY_DEFAULT_TIMEOUT_MS 5000
 #define RDMX_REGISTRY_PROTOCOL_VERSION 1u
+#define RDMX_REGISTRY_MAX_URL_ENDPOINTS 16u /* etcd:// members in one address */
 
 struct rdmx_registry_client;
 
@@ -71,6 +89,14 @@ struct rdmx_registry_event {
 	struct rdmx_registry_member member;
 };
 
+/* Opens the registry at `url` (see the top of this file). rdmx://: connects
+ * now, as rdmx_registry_client_connect_timeout. etcd://: checks the address
+ * and the TLS files now and connects at the first request (cfg NULL: plain
+ * http, for tests); timeout_ms bounds each request across all the listed
+ * members (0: RDMX_REGISTRY_DEFAULT_TIMEOUT_MS). Errors: RDMX_E_INVAL (not a
+ * registry address), TLS config errors, those of rdmx_tls_connect. */
+int rdmx_registry_client_open(const char *url, struct rdmx_tls_config *cfg, int timeout_ms,
+                              struct rdmx_registry_client **client);
 /* Connects over mutual TLS (the config's allow-list names the server's
  * certificate). Errors: those of rdmx_tls_connect. */
 int rdmx_registry_client_connect(const char *host, uint16_t port, struct rdmx_tls_config *cfg,
@@ -147,7 +173,8 @@ typedef void (*rdmx_registry_keeper_cb)(struct rdmx_registry_keeper *k, uint64_t
                                         int status, void *arg);
 
 struct rdmx_registry_keeper_opts {
-	const char *host; /* the registry */
+	const char *url;  /* the registry, as rdmx_registry_client_open; or: */
+	const char *host; /* rdmx-bootstrapd at host:port (when url is NULL) */
 	uint16_t port;
 	struct rdmx_tls_config *cfg;
 	const char *service, *endpoint; /* as rdmx_registry_client_join */

@@ -48,8 +48,9 @@ void kv_usage(FILE *f)
 	        "       rdmx-kv [options] session [FILE|-]\n"
 	        "       rdmx-kv serve [serve options]\n"
 	        "client options:\n"
-	        "      --registry HOST:PORT    rdmx-bootstrapd, where the server is found "
-	        "($RDMX_REGISTRY)\n"
+	        "      --registry ADDRESS      where the servers are found ($RDMX_REGISTRY):\n"
+	        "                              HOST:PORT or rdmx://HOST:PORT (rdmx-bootstrapd),\n"
+	        "                              etcd://HOST:PORT[,HOST:PORT...][/PREFIX] (etcd)\n"
 	        "      --registry-name PATTERN the name its certificate must carry (default '*')\n"
 	        "      --server HOST:PORT      the kv server's bootstrap endpoint (skips the "
 	        "registry)\n"
@@ -138,22 +139,26 @@ static int find_server(const struct copts *o, char *host, size_t host_len, uint1
 		return 0;
 	}
 	if (!o->registry) {
-		fprintf(stderr, "rdmx-kv: where is the server? give --registry HOST:PORT "
-		                "(rdmx-bootstrapd) or --server HOST:PORT\n");
+		fprintf(stderr, "rdmx-kv: where is the server? give --registry ADDRESS "
+		                "(rdmx-bootstrapd or etcd) or --server HOST:PORT\n");
 		return RDMX_E_INVAL;
 	}
-	if (kv_split_addr(o->registry, rhost, sizeof(rhost), &rport) || !rport) {
-		fprintf(stderr, "rdmx-kv: --registry wants HOST:PORT, got %s\n", o->registry);
+	if (!strstr(o->registry, "://") &&
+	    (kv_split_addr(o->registry, rhost, sizeof(rhost), &rport) || !rport)) {
+		fprintf(stderr,
+		        "rdmx-kv: --registry wants HOST:PORT, rdmx://HOST:PORT or "
+		        "etcd://HOST:PORT[,HOST:PORT...], got %s\n",
+		        o->registry);
 		return RDMX_E_INVAL;
 	}
 	cfg = kv_tls_config(&o->tls, reg_name, o->registry_name ? 1 : 0, "rdmx-kv");
 	if (!cfg)
 		return RDMX_E_INVAL;
-	rc = rdmx_registry_client_connect_timeout(rhost, rport, cfg, o->timeout_ms, &reg);
+	rc = rdmx_registry_client_open(o->registry, cfg, o->timeout_ms, &reg);
 	if (!rc)
 		rc = rdmx_registry_client_lookup(reg, o->service, &members);
 	if (rc) {
-		fprintf(stderr, "rdmx-kv: looking up %s at rdmx-bootstrapd %s: %s\n", o->service,
+		fprintf(stderr, "rdmx-kv: looking up %s at registry %s: %s\n", o->service,
 		        o->registry, rdmx_strerror(rc));
 	} else if (members->count == 0) {
 		fprintf(stderr, "rdmx-kv: no %s server is registered with %s\n", o->service,
