@@ -951,9 +951,12 @@ static void watch_lost(struct etcd *e, const char *why)
 static int etcd_watch(void *b, const char *service)
 {
 	struct etcd *e = b;
+	json_t *body, *r = NULL;
 	char *key = NULL;
+	int ret;
 
 	watch_drop(e);
+	e->watching = false;
 	free(e->watch_key);
 	free(e->watch_end);
 	e->watch_key = e->watch_end = NULL;
@@ -968,27 +971,24 @@ static int etcd_watch(void *b, const char *service)
 		if (!e->multi)
 			return RDMX_E_NOMEM;
 	}
-	e->last_rev = 0;
-	e->watching = true;
+	e->watching = false;
 	e->backoff_ms = WATCH_BACKOFF_MIN_MS;
 	e->retry_at = 0;
-	/* the stream starts here; events from its creation on are delivered */
-	{
-		json_t *body = json_object(), *r = NULL;
-		int ret = body ? set_b64(body, "key", e->watch_key) : RDMX_E_NOMEM;
-
-		/* the current revision, so that a stream (re)made later misses nothing */
-		if (!ret) {
-			json_object_set_new(body, "limit", json_integer(1));
-			json_object_set_new(body, "keys_only", json_true());
-			ret = post(e, "/v3/kv/range", body, &r);
-		}
-		json_decref(body);
-		if (ret)
-			return ret;
-		e->last_rev = json_i64(json_object_get(json_object_get(r, "header"), "revision"));
-		json_decref(r);
+	/* the current revision, so that a stream (re)made later misses nothing
+	 * from the moment watch returned */
+	body = json_object();
+	ret = body ? set_b64(body, "key", e->watch_key) : RDMX_E_NOMEM;
+	if (!ret) {
+		json_object_set_new(body, "limit", json_integer(1));
+		json_object_set_new(body, "keys_only", json_true());
+		ret = post(e, "/v3/kv/range", body, &r);
 	}
+	json_decref(body);
+	if (ret)
+		return ret;
+	e->last_rev = json_i64(json_object_get(json_object_get(r, "header"), "revision"));
+	json_decref(r);
+	e->watching = true;
 	return watch_start(e);
 }
 

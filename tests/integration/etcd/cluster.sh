@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# The registry on a real etcd cluster: three etcd members (mutual TLS for
+# clients and peers, --client-cert-auth, certificates from rdmx-certs) and
+# two `rdmx-kv serve` instances that join it with a 2 s lease.
+#   - the client finds both; rdmx-registry list/lookup/watch work on etcd;
+#   - serving never stalls while the registry is frozen (SIGSTOP of every
+#     member): calls to both instances still answer within their deadline;
+#   - kill -9 of a follower, then (after it is back) of the leader: the
+#     memberships are renewed throughout, a new join, lookups and the watch
+#     (resumed on another member) keep working;
+#   - kill -9 of a kv instance: its lease expires within its TTL, the watcher
+#     is told (expired), lookups and the client stop using it.
+#   - a certificate from another CA is refused by etcd.
+# Every wait is a bounded poll on state. Exit 77 when etcd is not installed.
+#   cluster.sh RDMX_KV RDMX_REGISTRY RDMX_CERTS
+set -eu
+KV=$1 REGISTRY=$2 CERTS=$3
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+if [ -z "$ETCD_BIN" ] || [ -z "$ETCDCTL_BIN" ]; then
+	echo "SKIP: etcd or etcdctl not found (apt-get install etcd-server etcd-client)" >&2
+	exit 77
+fi
+DIR=$(mktemp -d /tmp/rdmx-etcd-XXXXXX)
+PIDS=
+cleanup() {
+	for p in $PIDS; do kill -CONT "$p" 2>/dev/null || true; done
+	for p in $PIDS; do kill -KILL "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$DIR"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+fail() {
+	echo "FAIL: $*" >&2
+	for f in "$DIR"/*.log "$DIR"/*.out; do
+		[ -f "$f" ] && tail -n 30 "$f" | sed "s|^|$(basename "$f"): |" >&2
+	done
+	exit 1
+}
+DEATH=
+setpriv --pdeathsig KILL true 2>/dev/null && DEATH="setpriv --pdeathsig KILL"
+export RDMX_DEVICE=tcp RDMX_REGISTRY= RDMX_CA= RDMX_CERT= RDMX_KEY=
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+etcd_ports
+etcd_pki kv1.test kv2.test client.test
+P=$DIR/pki
+TLS="--ca $P/ca.crt --cert $P/client.test.crt --key $P/client.test.key"
+for i in 1 2 3; do etcd_start $i; done
+etcd_wait_healthy || fail "etcd cluster not healthy"
+URL=$ETCD_URL
+
+reg() { "$REGISTRY" --registry "$URL" $TLS --timeout-ms 4000 "$@"; }
+count() { # SERVICE: members listed (empty on a failed lookup)
+	out=$(reg lookup "$1" 2>>"$DIR/lookup.log") || return 0
+	printf '%s\n' "$out" | grep -c '^member ' || true
+}
+wait_count() { # SERVICE N: bounded poll (20 s)
+	n=0
+	until [ "$(count "$1")" = "$2" ]; do
+		n=$((n + 1))
+		[ $n -gt 100 ] && fail "$1 never had $2 members (now $(count "$1"))"
+		sleep 0.2
+	done
+}
+wait_grep() { # FILE REGEX: bounded poll (20 s)
+	n=0
+	until grep -q -- "$2" "$1" 2>/dev/null; do
+		n=$((n + 1))
+		[ $n -gt 100 ] && fail "no '$2' in $1"
+		sleep 0.2
+	done
+}
+# Holds: SERVICE has N members at every look during MS milliseconds.
+stays() { # SERVICE N MS
+	end=$(($(now_ms) + $3))
+	while [ "$(now_ms)" -lt $end ]; do
+		c=$(count "$1")
+		[ "$c" = "$2" ] || fail "$1 had ${c:-no answer} members, wanted $2 throughout"
+		sleep 0.1
+	done
+}
+
+# ---- a watcher, two kv instances ----
+$DEATH "$REGISTRY" --registry "$URL" $TLS watch kv >"$DIR/watch.out" 2>"$DIR/watch.log" &
+PIDS="$PIDS $!"
+wait_grep "$DIR/watch.out" '^watching service=kv'
+serve() { # NAME
+	$DEATH "$KV" serve --listen 127.0.0.1:0 --registry "$URL" --service kv --ttl-ms 2000 \
+		--ca "$P/ca.crt" --cert "$P/$1.test.crt" --key "$P/$1.test.key" \
+		>"$DIR/$1.out" 2>"$DIR/$1.log" &
+	eval KV_PID_$1=$!
+	PIDS="$PIDS $!"
+}
+serve kv1
+serve kv2
+wait_count kv 2
+members=$(reg lookup kv)
+EP1=$(printf '%s\n' "$members" | awk '/owner=kv1.test/ {for (i = 1; i <= NF; i++) if ($i ~ /^endpoint=/) print substr($i, 10)}')
+EP2=$(printf '%s\n' "$members" | awk '/owner=kv2.test/ {for (i = 1; i <= NF; i++) if ($i ~ /^endpoint=/) print substr($i, 10)}')
+ID1=$(printf '%s\n' "$members" | awk '/owner=kv1.test/ {print substr($2, 4)}')
+[ -n "$EP1" ] && [ -n "$EP2" ] && [ -n "$ID1" ] || fail "lookup: $members"
+reg list | grep -q "service=kv " || fail "list does not show kv"
+wait_grep "$DIR/watch.out" "^joined id=$ID1 service=kv "
+"$KV" --registry "$URL" $TLS --timeout-ms 4000 put hello world >/dev/null ||
+	fail "rdmx-kv --registry etcd:// put"
+
+# ---- serving never stalls while the registry is frozen ----
+for i in 1 2 3; do eval kill -STOP \$ETCD_PID$i; done
+for ep in "$EP1" "$EP2"; do
+	t0=$(now_ms)
+	"$KV" --server "$ep" --server-name '*' $TLS --timeout-ms 2000 put frozen yes >/dev/null ||
+		fail "put to $ep while etcd is frozen"
+	"$KV" --server "$ep" --server-name '*' $TLS --timeout-ms 2000 get frozen >/dev/null ||
+		fail "get from $ep while etcd is frozen"
+	[ $(($(now_ms) - t0)) -lt 4000 ] || fail "calls to $ep took $(($(now_ms) - t0)) ms"
+done
+for i in 1 2 3; do eval kill -CONT \$ETCD_PID$i; done
+etcd_wait_healthy || fail "etcd not healthy after SIGCONT"
+wait_count kv 2
+
+# ---- kill -9 a follower: renewals, a join, lookups and the watch go on ----
+L=$(etcd_leader) || fail "no leader"
+F=$((L % 3 + 1))
+eval kill -KILL \$ETCD_PID$F
+stays kv 2 5000 # 2.5 leases: both renewed through the other members
+$DEATH "$REGISTRY" --registry "$URL" $TLS join kv 127.0.0.1:9 --ttl-ms 2000 \
+	>"$DIR/join.out" 2>"$DIR/join.log" &
+JOIN=$!
+PIDS="$PIDS $JOIN"
+wait_grep "$DIR/join.out" '^joined id='
+JID=$(sed -n 's/^joined id=\([0-9]*\).*/\1/p' "$DIR/join.out")
+wait_grep "$DIR/watch.out" "^joined id=$JID "
+wait_count kv 3
+kill -TERM $JOIN
+wait_grep "$DIR/watch.out" "^left id=$JID "
+wait_count kv 2
+# the follower comes back (same data), then the leader dies
+etcd_start $F existing
+etcd_wait_healthy || fail "etcd member $F did not come back"
+L=$(etcd_leader) || fail "no leader"
+eval kill -KILL \$ETCD_PID$L
+stays kv 2 5000
+"$REGISTRY" --registry "$URL" $TLS join kv2 127.0.0.1:10 --ttl-ms 2000 >"$DIR/join2.out" \
+	2>"$DIR/join2.log" &
+JOIN=$!
+PIDS="$PIDS $JOIN"
+wait_count kv2 1
+kill -TERM $JOIN
+wait_count kv2 0
+"$KV" --registry "$URL" $TLS --timeout-ms 4000 put after-leader ok >/dev/null ||
+	fail "rdmx-kv --registry after the leader died"
+etcd_start $L existing
+etcd_wait_healthy || fail "etcd member $L did not come back"
+
+# ---- kill -9 a kv instance: expired within its TTL, watchers told ----
+t0=$(now_ms)
+kill -KILL "$KV_PID_kv1"
+wait_grep "$DIR/watch.out" "^expired id=$ID1 "
+dt=$(($(now_ms) - t0))
+echo "dead member detected by the watcher in $dt ms (lease 2000 ms)"
+[ $dt -lt 4500 ] || fail "expiry took $dt ms for a 2000 ms lease"
+wait_count kv 1
+reg lookup kv | grep -q "owner=kv2.test" || fail "kv2 gone too"
+"$KV" --registry "$URL" $TLS --timeout-ms 4000 put after-kill ok >/dev/null ||
+	fail "rdmx-kv --registry after an instance died"
+
+# ---- a certificate of another CA is refused ----
+"$CERTS" init "$DIR/other" >/dev/null
+"$CERTS" issue "$DIR/other" intruder.test >/dev/null
+if "$REGISTRY" --registry "$URL" --ca "$P/ca.crt" --cert "$DIR/other/intruder.test.crt" \
+	--key "$DIR/other/intruder.test.key" --timeout-ms 2000 list >/dev/null 2>"$DIR/intruder.log"; then
+	fail "etcd answered a client of another CA"
+fi
+echo "etcd cluster: ok"
