@@ -27,14 +27,14 @@ cleanup() {
 	for p in $PIDS; do kill -CONT "$p" 2>/dev/null || true; done
 	for p in $PIDS; do kill -KILL "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
-	rm -rf "$DIR"
+	[ -n "${RDMX_TEST_KEEP:-}" ] || rm -rf "$DIR"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 fail() {
 	echo "FAIL: $*" >&2
 	for f in "$DIR"/*.log "$DIR"/*.out; do
-		[ -f "$f" ] && tail -n 30 "$f" | sed "s|^|$(basename "$f"): |" >&2
+		[ -f "$f" ] && grep -v 'prober detected' "$f" | tail -n 30 | sed "s|^|$(basename "$f"): |" >&2
 	done
 	exit 1
 }
@@ -43,12 +43,10 @@ setpriv --pdeathsig KILL true 2>/dev/null && DEATH="setpriv --pdeathsig KILL"
 export RDMX_DEVICE=tcp RDMX_REGISTRY= RDMX_CA= RDMX_CERT= RDMX_KEY=
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
-etcd_ports
 etcd_pki kv1.test kv2.test client.test
 P=$DIR/pki
 TLS="--ca $P/ca.crt --cert $P/client.test.crt --key $P/client.test.key"
-for i in 1 2 3; do etcd_start $i; done
-etcd_wait_healthy || fail "etcd cluster not healthy"
+etcd_cluster_start || fail "etcd cluster not healthy"
 URL=$ETCD_URL
 
 reg() { "$REGISTRY" --registry "$URL" $TLS --timeout-ms 4000 "$@"; }

@@ -3,18 +3,21 @@
 # rdmx-certs. Source it after setting DIR, CERTS, and DEATH (a command prefix
 # that ties a child's life to ours, may be empty); PIDS collects the children.
 #   etcd_pki          CA, etcd.test (IP SAN 127.0.0.1) and the given names
+#   etcd_cluster_start  ports, three members, healthy (up to three tries)
 #   etcd_start I      starts member I (1..3) on the ports picked by etcd_ports
 #   etcd_wait_healthy all started members answer (bounded: 20 s)
 #   etcd_leader       prints the index (1..3) of the leader
 ETCD_BIN=${ETCD_BIN:-$(command -v etcd || true)}
 ETCDCTL_BIN=${ETCDCTL_BIN:-$(command -v etcdctl || true)}
 
-# Six free TCP ports (client + peer per member): random ones not listened on.
+# Six free TCP ports (client + peer per member): random ones not listened on,
+# below the kernel's ephemeral range (32768..) that other programs' outgoing
+# connections take from.
 etcd_ports() {
 	used=$(ss -Htln 2>/dev/null | awk '{print $4}' | sed 's/.*://')
 	set --
 	while [ $# -lt 6 ]; do
-		p=$(((RANDOM << 8 | RANDOM) % 30000 + 20000))
+		p=$(((RANDOM << 8 | RANDOM) % 12000 + 20000))
 		case " $used $* " in *" $p "*) continue ;; esac
 		set -- "$@" $p
 	done
@@ -57,18 +60,33 @@ etcdctl_() { # ENDPOINTS args...
 		--command-timeout 2s --dial-timeout 1s "$@"
 }
 
-etcd_wait_healthy() { # [member indexes...]
+etcd_wait_healthy() { # [member indexes...]: bounded, 30 s; 1 when one died
 	set -- ${@:-1 2 3}
-	n=0
+	end=$(($(date +%s) + 30))
 	for i in "$@"; do
-		eval c=\$ETCD_CPORT$i
+		eval c=\$ETCD_CPORT$i pid=\$ETCD_PID$i
 		until etcdctl_ https://127.0.0.1:$c endpoint health >/dev/null 2>&1; do
-			n=$((n + 1))
-			[ $n -gt 100 ] && return 1
+			kill -0 "$pid" 2>/dev/null || return 1
+			[ "$(date +%s)" -gt $end ] && return 1
 			sleep 0.2
 		done
 	done
 	return 0
+}
+
+# Ports, three members, healthy: up to three tries on fresh ports (a port
+# taken between the pick and the bind makes a member exit at once).
+etcd_cluster_start() {
+	for try in 1 2 3; do
+		etcd_ports
+		for i in 1 2 3; do etcd_start $i; done
+		etcd_wait_healthy && return 0
+		for i in 1 2 3; do eval kill -KILL \$ETCD_PID$i 2>/dev/null || true; done
+		wait 2>/dev/null || true
+		rm -rf "$DIR/etcd1" "$DIR/etcd2" "$DIR/etcd3"
+		echo "etcd: cluster did not start (try $try), new ports" >&2
+	done
+	return 1
 }
 
 etcd_leader() { # [member indexes to ask...]
