@@ -152,9 +152,41 @@ wait_count kv2 0
 etcd_start $L existing
 etcd_wait_healthy || fail "etcd member $L did not come back"
 
-# ---- kill -9 a kv instance: expired within its TTL, watchers told ----
+# ---- keys spread over both instances; scan merges them ----
+KVR="$KV --registry $URL $TLS --timeout-ms 4000"
+for i in $(seq -w 0 23); do echo "put spread$i v$i"; done | $KVR session >"$DIR/spread.out" ||
+	fail "session of puts"
+n1=$("$KV" --server "$EP1" --server-name '*' $TLS scan spread --keys | grep -c '^spread') || true
+n2=$("$KV" --server "$EP2" --server-name '*' $TLS scan spread --keys | grep -c '^spread') || true
+[ "$n1" -gt 0 ] && [ "$n2" -gt 0 ] && [ $((n1 + n2)) -eq 24 ] ||
+	fail "keys not spread over both instances: $n1 + $n2 of 24"
+$KVR scan spread --keys >"$DIR/scan.out" || fail "scan across instances"
+[ "$(grep -c '^spread' "$DIR/scan.out")" = 24 ] || fail "merged scan: $(cat "$DIR/scan.out")"
+sort -c "$DIR/scan.out" || fail "merged scan not in key order"
+K1=$("$KV" --server "$EP1" --server-name '*' $TLS scan spread --keys | head -1)
+K2=$("$KV" --server "$EP2" --server-name '*' $TLS scan spread --keys | head -1)
+$KVR get "$K1" >/dev/null || fail "get $K1"
+
+# ---- kill -9 a kv instance: only its keys unavailable; expired within its
+# TTL, watchers told, clients stop using it ----
+mkfifo "$DIR/session.in"
+$DEATH $KVR session <"$DIR/session.in" >"$DIR/session.out" 2>"$DIR/session.log" &
+PIDS="$PIDS $!"
+exec 9>"$DIR/session.in"
+echo "get $K1 = v${K1#spread}" >&9
+echo "get $K2 = v${K2#spread}" >&9
+wait_grep "$DIR/session.out" "get  *$K2 .* ok"
 t0=$(now_ms)
 kill -KILL "$KV_PID_kv1"
+echo "get $K1 = v${K1#spread}" >&9
+echo "get $K2 = v${K2#spread}" >&9
+echo "echo done" >&9
+exec 9>&-
+wait_grep "$DIR/session.out" '^done'
+[ "$(grep -c "get  *$K1 .*UNAVAILABLE" "$DIR/session.out")" = 1 ] ||
+	fail "a key of the dead instance is not UNAVAILABLE"
+[ "$(grep -c "get  *$K2 .* ok" "$DIR/session.out")" = 2 ] ||
+	fail "a key of the live instance failed"
 wait_grep "$DIR/watch.out" "^expired id=$ID1 "
 dt=$(($(now_ms) - t0))
 echo "dead member detected by the watcher in $dt ms (lease 2000 ms)"
