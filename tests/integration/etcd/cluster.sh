@@ -16,7 +16,7 @@
 set -eu
 KV=$1 REGISTRY=$2 CERTS=$3
 HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh"
+. "$HERE/../../../scripts/etcd-local.sh"
 if [ -z "$ETCD_BIN" ] || [ -z "$ETCDCTL_BIN" ]; then
 	echo "SKIP: etcd or etcdctl not found (apt-get install etcd-server etcd-client)" >&2
 	exit 77
@@ -121,7 +121,7 @@ wait_count kv 2
 # ---- kill -9 a follower: renewals, a join, lookups and the watch go on ----
 L=$(etcd_leader) || fail "no leader"
 F=$((L % 3 + 1))
-eval kill -KILL \$ETCD_PID$F
+etcd_kill $F
 stays kv 2 5000 # 2.5 leases: both renewed through the other members
 $DEATH "$REGISTRY" --registry "$URL" $TLS join kv 127.0.0.1:9 --ttl-ms 2000 \
 	>"$DIR/join.out" 2>"$DIR/join.log" &
@@ -138,7 +138,7 @@ wait_count kv 2
 etcd_start $F existing
 etcd_wait_healthy || fail "etcd member $F did not come back"
 L=$(etcd_leader) || fail "no leader"
-eval kill -KILL \$ETCD_PID$L
+etcd_kill $L
 stays kv 2 5000
 "$REGISTRY" --registry "$URL" $TLS join kv2 127.0.0.1:10 --ttl-ms 2000 >"$DIR/join2.out" \
 	2>"$DIR/join2.log" &

@@ -1,4 +1,4 @@
-# Shared by the etcd tests and scripts/demo --etcd: a three-member etcd
+# Shared by the etcd tests (tests/integration/etcd) and scripts/demo --etcd: a three-member etcd
 # cluster on 127.0.0.1 with mutual TLS (client and peer), certificates from
 # rdmx-certs. Source it after setting DIR, CERTS, and DEATH (a command prefix
 # that ties a child's life to ours, may be empty); PIDS collects the children.
@@ -7,6 +7,7 @@
 #   etcd_start I      starts member I (1..3) on the ports picked by etcd_ports
 #   etcd_wait_healthy all started members answer (bounded: 20 s)
 #   etcd_leader       prints the index (1..3) of the leader
+#   etcd_kill I       kill -9 of member I
 ETCD_BIN=${ETCD_BIN:-$(command -v etcd || true)}
 ETCDCTL_BIN=${ETCDCTL_BIN:-$(command -v etcdctl || true)}
 
@@ -117,4 +118,8 @@ etcd_leader() { # [member indexes to ask...]
 		done
 	done
 	return 1
+}
+
+etcd_kill() { # I: kill -9 member I and reap it (no job notice)
+	eval "kill -KILL \$ETCD_PID$1 2>/dev/null; wait \$ETCD_PID$1 2>/dev/null" || true
 }
