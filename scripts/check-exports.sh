@@ -41,6 +41,9 @@ names=(
 	rdmx_sync_event_wait_ge rdmx_task_sync_event_get_alloc rdmx_task_sync_event_notify_set_alloc
 	rdmx_task_sync_event_notify_add_alloc
 	rdmx_registry_client_open rdmx_registry_client_connect_timeout rdmx_registry_keeper_start
+	rdmx_registry_balancer_opts_init rdmx_registry_balancer_create rdmx_registry_balancer_destroy
+	rdmx_registry_balancer_refresh rdmx_registry_balancer_pick rdmx_registry_balancer_done
+	rdmx_registry_balancer_may_retry rdmx_registry_balancer_count
 )
 exported=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }')
 missing=0

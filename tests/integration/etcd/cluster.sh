@@ -10,11 +10,12 @@
 #     (resumed on another member) keep working;
 #   - kill -9 of a kv instance: its lease expires within its TTL, the watcher
 #     is told (expired), lookups and the client stop using it.
+#     rdmx-call --registry --service skips the dead instance;
 #   - a certificate from another CA is refused by etcd.
 # Every wait is a bounded poll on state. Exit 77 when etcd is not installed.
-#   cluster.sh RDMX_KV RDMX_REGISTRY RDMX_CERTS
+#   cluster.sh RDMX_KV RDMX_REGISTRY RDMX_CERTS RDMX_CALL
 set -eu
-KV=$1 REGISTRY=$2 CERTS=$3
+KV=$1 REGISTRY=$2 CERTS=$3 CALL=$4
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../../../scripts/etcd-local.sh"
 if [ -z "$ETCD_BIN" ] || [ -z "$ETCDCTL_BIN" ]; then
@@ -183,6 +184,12 @@ echo "get $K2 = v${K2#spread}" >&9
 echo "echo done" >&9
 exec 9>&-
 wait_grep "$DIR/session.out" '^done'
+# rdmx-call --registry --service: a member that cannot be reached is skipped
+for i in 1 2 3 4 5 6; do
+	"$CALL" --registry "$URL" --service kv $TLS --timeout-ms 4000 rdmx.health.v1.Health/Check '{}' \
+		>"$DIR/call.out" 2>>"$DIR/call.log" || fail "rdmx-call --service kv with kv1 dead (try $i)"
+	grep -q '"status": "SERVING"' "$DIR/call.out" || fail "rdmx-call: $(cat "$DIR/call.out")"
+done
 [ "$(grep -c "get  *$K1 .*UNAVAILABLE" "$DIR/session.out")" = 1 ] ||
 	fail "a key of the dead instance is not UNAVAILABLE"
 [ "$(grep -c "get  *$K2 .* ok" "$DIR/session.out")" = 2 ] ||
