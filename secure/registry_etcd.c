@@ -31,6 +31,7 @@
 
 #include <curl/curl.h>
 #include <jansson.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <openssl/x509v3.h>
@@ -68,6 +69,10 @@ struct etcd {
 
 	CURL *req;
 	struct buf rbuf;
+	char password[RDMX__REG_URL_MAX_PASSWORD + 1]; /* from the environment */
+	char token[512];
+	struct curl_slist *headers;  /* of req */
+	struct curl_slist *wheaders; /* of the watch stream */
 
 	struct joined *joined;
 	size_t n_joined;
@@ -291,6 +296,20 @@ static void endpoint_url(const struct etcd *e, size_t i, const char *path, char 
 
 /* ---- requests ---- */
 
+/* The first line of a text answer, control bytes replaced (for a log). */
+static const char *printable_prefix(char *s)
+{
+	for (char *p = s; *p; p++) {
+		if (*p == '\n' || *p == '\r') {
+			*p = '\0';
+			break;
+		}
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+			*p = '?';
+	}
+	return s;
+}
+
 /* gRPC status of a gateway error -> our code; 0: try another endpoint. */
 static int grpc_code_to_rdmx(int64_t code)
 {
@@ -363,7 +382,7 @@ static int reply_error(json_t *r, int64_t *code, const char **msg)
 
 /* POSTs body to path on a live endpoint; the parsed answer in *reply (a
  * stream's first message is unwrapped from {"result":..}). */
-static int post(struct etcd *e, const char *path, json_t *body, json_t **reply)
+static int post_once(struct etcd *e, const char *path, json_t *body, json_t **reply)
 {
 	int64_t deadline = now_ms() + e->timeout_ms;
 	char *text = json_dumps(body, JSON_COMPACT);
@@ -420,10 +439,15 @@ static int post(struct etcd *e, const char *path, json_t *body, json_t **reply)
 		r = json_loadb(e->rbuf.data ? e->rbuf.data : "", e->rbuf.len,
 		               JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES, &jerr);
 		if (!r || !json_is_object(r)) {
-			RDMX_SEC_WARN("registry: etcd %s:%u%s answered HTTP %ld, not JSON",
-			              e->url.ep[e->cur].host, e->url.ep[e->cur].port, path, http);
 			json_decref(r);
+			snprintf(e->last_error, sizeof(e->last_error),
+			         "etcd %s:%u%s: HTTP %ld: %.200s", e->url.ep[e->cur].host,
+			         e->url.ep[e->cur].port, path, http,
+			         printable_prefix(e->rbuf.data ? e->rbuf.data : ""));
+			RDMX_SEC_WARN("registry: %s", e->last_error);
 			ret = RDMX_E_PROTOCOL;
+			if (http >= 400 && http < 500)
+				break; /* every member would say the same */
 			e->cur = (e->cur + 1) % e->url.n;
 			continue;
 		}
@@ -456,6 +480,74 @@ static int post(struct etcd *e, const char *path, json_t *body, json_t **reply)
 	free(text);
 	if (ret == RDMX_E_AGAIN)
 		ret = RDMX_E_TIMEDOUT;
+	return ret;
+}
+
+/* ---- etcd users: the gateway ignores the certificate's name, so RBAC
+ * through it takes a user and password, traded for a token ---- */
+
+static void set_token_header(struct etcd *e)
+{
+	char line[600];
+
+	curl_slist_free_all(e->headers);
+	e->headers = NULL;
+	if (*e->token) {
+		snprintf(line, sizeof(line), "Authorization: %s", e->token);
+		e->headers = curl_slist_append(NULL, line);
+		OPENSSL_cleanse(line, sizeof(line));
+	}
+	curl_easy_setopt(e->req, CURLOPT_HTTPHEADER, e->headers);
+}
+
+static int authenticate(struct etcd *e)
+{
+	json_t *body = json_object(), *r = NULL;
+	const char *token;
+	int ret;
+
+	if (!body)
+		return RDMX_E_NOMEM;
+	e->token[0] = '\0';
+	set_token_header(e);
+	json_object_set_new(body, "name", json_string(e->url.user));
+	json_object_set_new(body, "password", json_string(e->password));
+	ret = post_once(e, "/v3/auth/authenticate", body, &r);
+	json_object_clear(body);
+	json_decref(body);
+	if (ret) {
+		RDMX_SEC_WARN("registry: etcd refused user %s: %s", e->url.user,
+		              *e->last_error ? e->last_error : rdmx_strerror(ret));
+		return ret;
+	}
+	token = json_string_value(json_object_get(r, "token"));
+	if (!token || strlen(token) >= sizeof(e->token)) {
+		json_decref(r);
+		return RDMX_E_PROTOCOL;
+	}
+	snprintf(e->token, sizeof(e->token), "%s", token);
+	json_decref(r);
+	set_token_header(e);
+	return RDMX_OK;
+}
+
+/* A request, with a token when the address names a user (made at the
+ * first request, made again once when etcd says it expired). */
+static int post(struct etcd *e, const char *path, json_t *body, json_t **reply)
+{
+	int ret;
+
+	if (*e->url.user && !*e->token) {
+		ret = authenticate(e);
+		if (ret)
+			return ret;
+	}
+	ret = post_once(e, path, body, reply);
+	if (ret == RDMX_E_AUTH && *e->url.user && strstr(e->last_error, "token")) {
+		ret = authenticate(e);
+		if (!ret)
+			ret = post_once(e, path, body, reply);
+	}
 	return ret;
 }
 
@@ -782,6 +874,8 @@ static void watch_drop(struct etcd *e)
 		curl_easy_cleanup(e->wh);
 		e->wh = NULL;
 	}
+	curl_slist_free_all(e->wheaders);
+	e->wheaders = NULL;
 	buf_reset(&e->wbuf);
 }
 
@@ -825,6 +919,16 @@ static int watch_start(struct etcd *e)
 	curl_easy_setopt(e->wh, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
 	curl_easy_setopt(e->wh, CURLOPT_WRITEFUNCTION, buf_write);
 	curl_easy_setopt(e->wh, CURLOPT_WRITEDATA, &e->wbuf);
+	if (*e->token) {
+		/* its own copy: a new token must not free the list of a running
+		 * transfer */
+		char line[600];
+
+		snprintf(line, sizeof(line), "Authorization: %s", e->token);
+		e->wheaders = curl_slist_append(NULL, line);
+		OPENSSL_cleanse(line, sizeof(line));
+		curl_easy_setopt(e->wh, CURLOPT_HTTPHEADER, e->wheaders);
+	}
 	free(text);
 	buf_reset(&e->wbuf);
 	if (curl_multi_add_handle(e->multi, e->wh) != CURLM_OK) {
@@ -1073,6 +1177,9 @@ static void etcd_destroy(void *b)
 		curl_easy_cleanup(e->req);
 	while (e->n_joined)
 		forget(e, 0);
+	curl_slist_free_all(e->headers);
+	OPENSSL_cleanse(e->password, sizeof(e->password));
+	OPENSSL_cleanse(e->token, sizeof(e->token));
 	free(e->joined);
 	free(e->rbuf.data);
 	free(e->wbuf.data);
@@ -1110,6 +1217,19 @@ int rdmx__reg_etcd_create(const struct rdmx__reg_url *url, struct rdmx_tls_confi
 		return RDMX_E_NOMEM;
 	e->url = *url;
 	e->timeout_ms = timeout_ms;
+	if (*url->user) {
+		const char *pw = getenv("RDMX_ETCD_PASSWORD");
+
+		if (!pw || strlen(pw) > RDMX__REG_URL_MAX_PASSWORD) {
+			RDMX_SEC_ERR(
+			    "registry: etcd user %s: set its password in RDMX_ETCD_PASSWORD "
+			    "(at most %u bytes)",
+			    url->user, RDMX__REG_URL_MAX_PASSWORD);
+			free(e);
+			return RDMX_E_INVAL;
+		}
+		snprintf(e->password, sizeof(e->password), "%s", pw);
+	}
 	e->rbuf.max = MAX_REPLY;
 	e->wbuf.max = MAX_WATCH_BUF;
 	if (cfg) {

@@ -13,10 +13,12 @@
 #define RDMX__REG_URL_MAX_HOST 255u
 #define RDMX__REG_URL_MAX_PREFIX 200u
 #define RDMX__REG_ETCD_DEFAULT_PREFIX "/rdmx/registry/"
+#define RDMX__REG_URL_MAX_USER 128u
+#define RDMX__REG_URL_MAX_PASSWORD 256u
 
 enum rdmx__reg_backend {
 	RDMX__REG_BACKEND_RDMX = 1, /* rdmx-bootstrapd: "HOST:PORT", "rdmx://HOST:PORT" */
-	RDMX__REG_BACKEND_ETCD = 2, /* "etcd://HOST:PORT[,HOST:PORT...][/PREFIX]" */
+	RDMX__REG_BACKEND_ETCD = 2, /* "etcd://[USER@]HOST:PORT[,HOST:PORT...][/PREFIX]" */
 };
 
 struct rdmx__reg_url_endpoint {
@@ -30,6 +32,8 @@ struct rdmx__reg_url {
 	struct rdmx__reg_url_endpoint ep[RDMX_REGISTRY_MAX_URL_ENDPOINTS];
 	/* etcd: where records live, "/" at both ends ("/rdmx/registry/") */
 	char prefix[RDMX__REG_URL_MAX_PREFIX + 2];
+	/* etcd: the user (password from $RDMX_ETCD_PASSWORD), "" for none */
+	char user[RDMX__REG_URL_MAX_USER + 1];
 };
 
 /* Parses a registry URL; RDMX_E_INVAL (and one log line naming it) when it is

@@ -72,8 +72,24 @@ static int parse(const char *url, struct rdmx__reg_url *u)
 
 	memset(u, 0, sizeof(*u));
 	if (strncmp(url, "etcd://", 7) == 0) {
+		const char *at, *end;
+
 		u->backend = RDMX__REG_BACKEND_ETCD;
 		rest += 7;
+		at = strchr(rest, '@');
+		end = strchr(rest, '/');
+		if (at && (!end || at < end)) {
+			size_t n = (size_t)(at - rest);
+
+			if (!n || n > RDMX__REG_URL_MAX_USER)
+				return RDMX_E_INVAL;
+			for (size_t i = 0; i < n; i++)
+				if (!valid_prefix_char(rest[i]) || rest[i] == '/')
+					return RDMX_E_INVAL;
+			memcpy(u->user, rest, n);
+			u->user[n] = '\0';
+			rest = at + 1;
+		}
 	} else {
 		u->backend = RDMX__REG_BACKEND_RDMX;
 		if (strncmp(url, "rdmx://", 7) == 0)

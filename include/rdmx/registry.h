@@ -2,14 +2,16 @@
  *
  * Backends, picked by the address given to rdmx_registry_client_open:
  *   "HOST:PORT", "rdmx://HOST:PORT"    rdmx-bootstrapd (the default)
- *   "etcd://HOST:PORT[,HOST:PORT...][/PREFIX]"
+ *   "etcd://[USER@]HOST:PORT[,HOST:PORT...][/PREFIX]"
  *                                      an etcd v3 cluster through its JSON
  *                                      gateway (https with the config's client
  *                                      certificate; members under PREFIX,
  *                                      default /rdmx/registry/). A request
  *                                      moves on to the next listed member when
  *                                      one is gone or has no leader; a watch
- *                                      resumes where it stopped.
+ *                                      resumes where it stopped. USER: an
+ *                                      etcd user (auth on), its password in
+ *                                      $RDMX_ETCD_PASSWORD.
  * The calls below behave the same on both, with these etcd differences: the
  * member id is the etcd lease id; the lease is whole seconds (rounded up; etcd
  * enforces its own minimum); expires_in_ms in lookups is the lease granted;

@@ -210,4 +210,43 @@ if "$REGISTRY" --registry "$URL" --ca "$P/ca.crt" --cert "$DIR/other/intruder.te
 	--key "$DIR/other/intruder.test.key" --timeout-ms 2000 list >/dev/null 2>"$DIR/intruder.log"; then
 	fail "etcd answered a client of another CA"
 fi
+# ---- RBAC: which etcd user may register which service ----
+# (the gateway ignores certificate names and refuses certificates with a CN
+# once auth is on: users with passwords, a client certificate without CN)
+"$CERTS" issue "$P" root >/dev/null
+"$CERTS" issue "$P" anon.test --no-cn >/dev/null
+E="etcdctl_ https://127.0.0.1:$ETCD_CPORT1"
+etcdctl_() { ETCDCTL_API=3 "$ETCDCTL_BIN" --endpoints "$1" --cacert "$P/ca.crt" --cert "$P/root.crt" \
+	--key "$P/root.key" --command-timeout 4s "${@:2}"; }
+$E user add root --no-password >/dev/null 2>&1 && $E auth enable >/dev/null 2>&1 || fail "etcd auth enable"
+$E role add kv-writer >/dev/null && $E role grant-permission kv-writer readwrite /rdmx/registry/kv/ --prefix >/dev/null
+$E role add reader >/dev/null && $E role grant-permission reader read /rdmx/registry/ --prefix >/dev/null
+$E user add kvuser:kvpw >/dev/null && $E user grant-role kvuser kv-writer >/dev/null
+$E user add reader:rpw >/dev/null && $E user grant-role reader reader >/dev/null
+ATLS="--ca $P/ca.crt --cert $P/anon.test.crt --key $P/anon.test.key --timeout-ms 4000"
+HP=${URL#etcd://}
+RDMX_ETCD_PASSWORD=kvpw $DEATH "$REGISTRY" --registry "etcd://kvuser@$HP" $ATLS join kv 127.0.0.1:11 \
+	--ttl-ms 2000 >"$DIR/rbac-join.out" 2>"$DIR/rbac-join.log" &
+RJ=$!
+PIDS="$PIDS $RJ"
+n=0
+until RDMX_ETCD_PASSWORD=rpw "$REGISTRY" --registry "etcd://reader@$HP" $ATLS lookup kv 2>/dev/null |
+	grep -q 'endpoint=127.0.0.1:11 '; do
+	n=$((n + 1))
+	[ $n -gt 100 ] && fail "kvuser could not register kv (RBAC)"
+	sleep 0.2
+done
+kill -TERM $RJ
+if RDMX_ETCD_PASSWORD=kvpw "$REGISTRY" --registry "etcd://kvuser@$HP" $ATLS join web 127.0.0.1:12 \
+	--ttl-ms 2000 >/dev/null 2>"$DIR/rbac-web.log"; then
+	fail "kvuser registered web"
+fi
+grep -q "authentication failed" "$DIR/rbac-web.log" || fail "kvuser on web: $(cat "$DIR/rbac-web.log")"
+if RDMX_ETCD_PASSWORD=rpw "$REGISTRY" --registry "etcd://reader@$HP" $ATLS join kv 127.0.0.1:13 \
+	--ttl-ms 2000 >/dev/null 2>&1; then
+	fail "reader registered kv"
+fi
+if RDMX_ETCD_PASSWORD=wrong "$REGISTRY" --registry "etcd://reader@$HP" $ATLS list >/dev/null 2>&1; then
+	fail "a wrong password was accepted"
+fi
 echo "etcd cluster: ok"

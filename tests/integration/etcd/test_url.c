@@ -1,6 +1,7 @@
 /* Registry addresses (rdmx_registry_client_open): the forms that pick a
  * backend, the ones refused, and an etcd address whose members are all gone
  * answering within the timeout, never hanging. No etcd needed. */
+#include <stdlib.h>
 #include <time.h>
 
 #include <criterion/criterion.h>
@@ -38,6 +39,9 @@ Test(registry_url, refused_forms)
 	    "etcd://a:1/bad prefix",
 	    "etcd://a:1//x",
 	    "etcd://a:1,a:2,a:3,a:4,a:5,a:6,a:7,a:8,a:9,a:10,a:11,a:12,a:13,a:14,a:15,a:16,a:17",
+	    "etcd://@a:1",
+	    "etcd://us er@a:1",
+	    "rdmx://user@a:1",
 	};
 	struct rdmx_registry_client *c = NULL;
 
@@ -97,6 +101,23 @@ Test(registry_url, etcd_all_members_gone_is_bounded)
 	cr_expect_lt(now_ms() - t0, 4 * 1000, "took %lld ms", now_ms() - t0);
 	cr_expect_neq(*rdmx_registry_client_last_error(c), '\0');
 	rdmx_registry_client_destroy(&c);
+}
+
+/* etcd://USER@...: the password only from the environment */
+Test(registry_url, etcd_user_needs_its_password)
+{
+	struct rdmx_registry_client *c = NULL;
+
+	unsetenv("RDMX_ETCD_PASSWORD");
+	cr_expect_eq(rdmx_registry_client_open("etcd://kv1@127.0.0.1:1", NULL, 100, &c),
+	             RDMX_E_INVAL);
+	cr_expect_null(c);
+	setenv("RDMX_ETCD_PASSWORD", "secret", 1);
+	cr_assert_eq(
+	    rdmx_registry_client_open("etcd://kv1@127.0.0.1:1,127.0.0.1:2/p", NULL, 100, &c),
+	    RDMX_OK);
+	rdmx_registry_client_destroy(&c);
+	unsetenv("RDMX_ETCD_PASSWORD");
 }
 
 Test(registry_url, keeper_takes_a_url)
