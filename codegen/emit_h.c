@@ -289,6 +289,8 @@ static void emit_service(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 		const char *in = m->in->cname, *out = m->out->cname;
 		gen_buf_printf(o, "#define %s_ID 0x%08xu\n", up, m->id);
 		gen_buf_printf(o, "#define %s_NAME \"%s/%s\"\n", up, s->full_name, m->name);
+		if (m->idempotent) /* may be retried (rdmx_registry_balancer_may_retry) */
+			gen_buf_printf(o, "#define %s_IDEMPOTENT 1\n", up);
 		gen_buf_printf(
 		    o,
 		    "typedef void (*%s_cb)(enum rdmx_rpc_code code, const char *message,\n"

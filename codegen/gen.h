@@ -154,6 +154,7 @@ struct gen_method {
 	uint32_t id;
 	bool client_streaming, server_streaming; /* `stream` before the request / response */
 	bool deprecated;
+	bool idempotent; /* option idempotency_level = IDEMPOTENT or NO_SIDE_EFFECTS */
 };
 
 /* a method the unary emitters generate (streaming ones are skipped for now) */

@@ -361,6 +361,18 @@ static void apply_option(struct parser *p, const struct opt_target *tg, const ch
 		syntax_error(p, name_tok,
 		             "explicit default values are not supported (proto3 has none): "
 		             "remove [default = ...] and set the value in code");
+	} else if (tg->owner == OPT_METHOD && strcmp(name, "idempotency_level") == 0) {
+		/* protobuf's own MethodOptions.idempotency_level: a client may retry
+		 * such a call after a failure that may have reached the server */
+		if (value &&
+		    (strcmp(value, "IDEMPOTENT") == 0 || strcmp(value, "NO_SIDE_EFFECTS") == 0))
+			((struct gen_method *)tg->ptr)->idempotent = true;
+		else if (value && strcmp(value, "IDEMPOTENCY_UNKNOWN") == 0)
+			((struct gen_method *)tg->ptr)->idempotent = false;
+		else
+			syntax_error(p, name_tok,
+			             "idempotency_level is IDEMPOTENCY_UNKNOWN, NO_SIDE_EFFECTS or "
+			             "IDEMPOTENT");
 	} else if (tg->owner == OPT_ENUM && strcmp(name, "allow_alias") == 0) {
 		((struct gen_enum *)tg->ptr)->allow_alias = yes;
 	}

@@ -44,6 +44,10 @@ names=(
 	rdmx_task_sync_event_notify_add_alloc
 	rdmx_conn_set_data_keys rdmx_conn_is_sealed
 	rdmx_tls_config_set_data_plaintext rdmx_tls_config_get_data_plaintext
+	rdmx_registry_client_open rdmx_registry_client_connect_timeout rdmx_registry_keeper_start
+	rdmx_registry_balancer_opts_init rdmx_registry_balancer_create rdmx_registry_balancer_destroy
+	rdmx_registry_balancer_refresh rdmx_registry_balancer_pick rdmx_registry_balancer_done
+	rdmx_registry_balancer_may_retry rdmx_registry_balancer_count
 )
 exported=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }')
 missing=0

@@ -1,5 +1,7 @@
-/* Registry client: blocking requests over one mutual-TLS connection, watch
- * events queued in a bounded ring while a request waits. */
+/* Registry client: blocking requests over one mutual-TLS connection to
+ * rdmx-bootstrapd, watch events queued in a bounded ring while a request
+ * waits; or the same calls handed to another backend (etcd) chosen by the
+ * URL given to rdmx_registry_client_open. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -9,10 +11,15 @@
 #include <string.h>
 #include <time.h>
 
+#include "registry_internal.h"
 #include "registry_proto.h"
 #include "tls_internal.h"
 
 struct rdmx_registry_client {
+	/* another backend: its ops and state; NULL: rdmx-bootstrapd over conn */
+	const struct rdmx__reg_ops *ops;
+	void *backend;
+
 	struct rdmx_tls_conn *conn;
 	int timeout_ms;
 	uint64_t next_id;
@@ -69,6 +76,35 @@ int rdmx_registry_client_connect_timeout(const char *host, uint16_t port,
 	return RDMX_OK;
 }
 
+int rdmx_registry_client_open(const char *url, struct rdmx_tls_config *cfg, int timeout_ms,
+                              struct rdmx_registry_client **client)
+{
+	struct rdmx_registry_client *c;
+	struct rdmx__reg_url u;
+	int ret;
+
+	if (!url || !client || timeout_ms < 0 || timeout_ms > 600000)
+		return RDMX_E_INVAL;
+	ret = rdmx__reg_url_parse(url, &u);
+	if (ret)
+		return ret;
+	if (u.backend == RDMX__REG_BACKEND_RDMX)
+		return rdmx_registry_client_connect_timeout(u.ep[0].host, u.ep[0].port, cfg,
+		                                            timeout_ms, client);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return RDMX_E_NOMEM;
+	c->timeout_ms = timeout_ms ? timeout_ms : RDMX_REGISTRY_DEFAULT_TIMEOUT_MS;
+	c->ops = &rdmx__reg_etcd_ops;
+	ret = rdmx__reg_etcd_create(&u, cfg, c->timeout_ms, &c->backend);
+	if (ret) {
+		free(c);
+		return ret;
+	}
+	*client = c;
+	return RDMX_OK;
+}
+
 int rdmx_registry_client_destroy(struct rdmx_registry_client **client)
 {
 	struct rdmx_registry_client *c;
@@ -81,6 +117,8 @@ int rdmx_registry_client_destroy(struct rdmx_registry_client **client)
 		c->q_head = (c->q_head + 1) % RDMX_REGISTRY_MAX_QUEUED_EVENTS;
 		c->q_len--;
 	}
+	if (c->ops)
+		c->ops->destroy(c->backend);
 	rdmx_tls_conn_destroy(&c->conn);
 	free(c);
 	*client = NULL;
@@ -92,11 +130,15 @@ int rdmx_registry_client_set_timeout(struct rdmx_registry_client *client, int ti
 	if (!client || timeout_ms < 1 || timeout_ms > 600000)
 		return RDMX_E_INVAL;
 	client->timeout_ms = timeout_ms;
+	if (client->ops)
+		client->ops->set_timeout(client->backend, timeout_ms);
 	return RDMX_OK;
 }
 
 const char *rdmx_registry_client_last_error(const struct rdmx_registry_client *client)
 {
+	if (client && client->ops)
+		return client->ops->last_error(client->backend);
 	return client ? client->last_error : "";
 }
 
@@ -104,6 +146,8 @@ int rdmx_registry_client_get_fd(const struct rdmx_registry_client *client, int *
 {
 	if (!client || !fd)
 		return RDMX_E_INVAL;
+	if (client->ops)
+		return RDMX_E_NOT_SUPPORTED; /* the backend's sockets come and go */
 	return rdmx_tls_conn_get_fd(client->conn, fd);
 }
 
@@ -112,7 +156,12 @@ uint64_t rdmx_registry_client_dropped_events(const struct rdmx_registry_client *
 	return client ? client->dropped : 0;
 }
 
-static void enqueue(struct rdmx_registry_client *c, struct rdmx_registry_event *ev)
+size_t rdmx__reg_client_pending(const struct rdmx_registry_client *c)
+{
+	return c->q_len;
+}
+
+void rdmx__reg_client_enqueue(struct rdmx_registry_client *c, struct rdmx_registry_event *ev)
 {
 	if (c->q_len == RDMX_REGISTRY_MAX_QUEUED_EVENTS) {
 		rdmx_registry_event_free(&c->queue[c->q_head]);
@@ -156,7 +205,7 @@ static int receive(struct rdmx_registry_client *c, int64_t deadline, struct rdmx
 		}
 		if (!r->is_event)
 			return RDMX_OK;
-		enqueue(c, r->event);
+		rdmx__reg_client_enqueue(c, r->event);
 		r->event = NULL;
 		rdmx__reg_reply_fini(r);
 		if (stop_on_event)
@@ -220,6 +269,9 @@ int rdmx_registry_client_join(struct rdmx_registry_client *client, const char *s
 		if (!rdmx__reg_valid_meta_key(meta[i].key) ||
 		    !rdmx__reg_valid_meta_value(meta[i].value))
 			return RDMX_E_INVAL;
+	if (client->ops)
+		return client->ops->join(client->backend, service, endpoint, meta, n_meta, ttl_ms,
+		                         member_id, granted_ms);
 	/* the request only borrows the caller's strings */
 	req.service = (char *)service;
 	req.endpoint = (char *)endpoint;
@@ -258,6 +310,8 @@ int rdmx_registry_client_heartbeat(struct rdmx_registry_client *client, uint64_t
 {
 	if (!client || !member_id)
 		return RDMX_E_INVAL;
+	if (client->ops)
+		return client->ops->heartbeat(client->backend, member_id);
 	return simple(client, RDMX__REG_HEARTBEAT, member_id, NULL);
 }
 
@@ -265,6 +319,8 @@ int rdmx_registry_client_leave(struct rdmx_registry_client *client, uint64_t mem
 {
 	if (!client || !member_id)
 		return RDMX_E_INVAL;
+	if (client->ops)
+		return client->ops->leave(client->backend, member_id);
 	return simple(client, RDMX__REG_LEAVE, member_id, NULL);
 }
 
@@ -272,6 +328,8 @@ int rdmx_registry_client_watch(struct rdmx_registry_client *client, const char *
 {
 	if (!client || (service && !rdmx__reg_valid_service(service)))
 		return RDMX_E_INVAL;
+	if (client->ops)
+		return client->ops->watch(client->backend, service);
 	return simple(client, RDMX__REG_WATCH, 0, service);
 }
 
@@ -300,6 +358,8 @@ int rdmx_registry_client_lookup(struct rdmx_registry_client *client, const char 
 {
 	if (!client || !rdmx__reg_valid_service(service) || !members)
 		return RDMX_E_INVAL;
+	if (client->ops)
+		return client->ops->lookup(client->backend, service, members);
 	return members_call(client, RDMX__REG_LOOKUP, service, members);
 }
 
@@ -308,6 +368,8 @@ int rdmx_registry_client_list(struct rdmx_registry_client *client,
 {
 	if (!client || !members)
 		return RDMX_E_INVAL;
+	if (client->ops)
+		return client->ops->lookup(client->backend, NULL, members);
 	return members_call(client, RDMX__REG_LIST, NULL, members);
 }
 
@@ -319,6 +381,11 @@ int rdmx_registry_client_next_event(struct rdmx_registry_client *client, int tim
 
 	if (!client || !event || timeout_ms < 0)
 		return RDMX_E_INVAL;
+	if (!client->q_len && client->ops) {
+		ret = client->ops->wait_events(client->backend, client, timeout_ms);
+		if (ret)
+			return ret;
+	}
 	if (!client->q_len) {
 		if (client->broken)
 			return client->broken;

@@ -25,6 +25,7 @@
 
 struct rdmx_registry_keeper {
 	/* settings (copied, read-only once the thread runs) */
+	char *url; /* NULL: host + port */
 	char *host;
 	uint16_t port;
 	struct rdmx_tls_config *cfg;
@@ -110,8 +111,9 @@ static int join(struct rdmx_registry_keeper *k)
 	int ret;
 
 	if (!k->client) {
-		ret = rdmx_registry_client_connect_timeout(k->host, k->port, k->cfg, k->timeout_ms,
-		                                           &k->client);
+		ret = k->url ? rdmx_registry_client_open(k->url, k->cfg, k->timeout_ms, &k->client)
+		             : rdmx_registry_client_connect_timeout(k->host, k->port, k->cfg,
+		                                                    k->timeout_ms, &k->client);
 		if (ret)
 			return ret;
 	}
@@ -209,6 +211,7 @@ static void keeper_free(struct rdmx_registry_keeper *k)
 		free((char *)k->meta[i].value);
 	}
 	free(k->meta);
+	free(k->url);
 	free(k->host);
 	free(k->service);
 	free(k->endpoint);
@@ -219,10 +222,13 @@ static void keeper_free(struct rdmx_registry_keeper *k)
 
 static int copy_settings(struct rdmx_registry_keeper *k, const struct rdmx_registry_keeper_opts *o)
 {
-	k->host = strdup(o->host);
+	if (o->url)
+		k->url = strdup(o->url);
+	else
+		k->host = strdup(o->host);
 	k->service = strdup(o->service);
 	k->endpoint = strdup(o->endpoint);
-	if (!k->host || !k->service || !k->endpoint)
+	if ((!k->url && !k->host) || !k->service || !k->endpoint)
 		return RDMX_E_NOMEM;
 	if (o->n_meta) {
 		k->meta = calloc(o->n_meta, sizeof(*k->meta));
@@ -241,10 +247,11 @@ static int copy_settings(struct rdmx_registry_keeper *k, const struct rdmx_regis
 
 static bool opts_valid(const struct rdmx_registry_keeper_opts *o)
 {
-	if (!o || !o->host || !*o->host || !o->port || !o->cfg ||
-	    !rdmx__reg_valid_service(o->service) || !rdmx__reg_valid_endpoint(o->endpoint) ||
-	    o->n_meta > RDMX_REGISTRY_MAX_META || (o->n_meta && !o->meta) || o->timeout_ms < 0 ||
-	    o->timeout_ms > 600000 || (o->backoff_max_ms && o->backoff_min_ms > o->backoff_max_ms))
+	if (!o || (!o->url && (!o->host || !*o->host || !o->port)) || (o->url && !*o->url) ||
+	    !o->cfg || !rdmx__reg_valid_service(o->service) ||
+	    !rdmx__reg_valid_endpoint(o->endpoint) || o->n_meta > RDMX_REGISTRY_MAX_META ||
+	    (o->n_meta && !o->meta) || o->timeout_ms < 0 || o->timeout_ms > 600000 ||
+	    (o->backoff_max_ms && o->backoff_min_ms > o->backoff_max_ms))
 		return false;
 	for (size_t i = 0; i < o->n_meta; i++)
 		if (!rdmx__reg_valid_meta_key(o->meta[i].key) ||

@@ -410,6 +410,10 @@ struct gen_file *rdmx_plugin_file(struct gen_ctx *ctx, const FileDP *fd, bool in
 			m->server_streaming = md->has_server_streaming && md->server_streaming;
 			m->deprecated =
 			    md->options && md->options->has_deprecated && md->options->deprecated;
+			m->idempotent =
+			    md->options && md->options->has_idempotency_level &&
+			    md->options->idempotency_level !=
+			        GOOGLE__PROTOBUF__METHOD_OPTIONS__IDEMPOTENCY_LEVEL__IDEMPOTENCY_UNKNOWN;
 			gen_vec_push(&ctx->pool, &s->methods, m);
 			pop(&c);
 		}

@@ -1,4 +1,23 @@
-/* rdmx cluster registry client (server: rdmx-bootstrapd).
+/* rdmx cluster registry client: the built-in rdmx-bootstrapd, or etcd v3.
+ *
+ * Backends, picked by the address given to rdmx_registry_client_open:
+ *   "HOST:PORT", "rdmx://HOST:PORT"    rdmx-bootstrapd (the default)
+ *   "etcd://[USER@]HOST:PORT[,HOST:PORT...][/PREFIX]"
+ *                                      an etcd v3 cluster through its JSON
+ *                                      gateway (https with the config's client
+ *                                      certificate; members under PREFIX,
+ *                                      default /rdmx/registry/). A request
+ *                                      moves on to the next listed member when
+ *                                      one is gone or has no leader; a watch
+ *                                      resumes where it stopped. USER: an
+ *                                      etcd user (auth on), its password in
+ *                                      $RDMX_ETCD_PASSWORD.
+ * The calls below behave the same on both, with these etcd differences: the
+ * member id is the etcd lease id; the lease is whole seconds (rounded up; etcd
+ * enforces its own minimum); expires_in_ms in lookups is the lease granted;
+ * the owner is the first DNS name of the certificate that joined, written by
+ * that member (which certificate may write which service is etcd's RBAC, see
+ * docs/guide-cluster.md); get_fd answers RDMX_E_NOT_SUPPORTED.
  *
  * Members join with a service name, an endpoint ("host:port" or any text
  * without spaces) and metadata (key/value strings), and hold a lease that
@@ -35,6 +54,7 @@ extern "C" {
 #define RDMX_REGISTRY_MAX_QUEUED_EVENTS 1024u
 #define RDMX_REGISTRY_DEFAULT_TIMEOUT_MS 5000
 #define RDMX_REGISTRY_PROTOCOL_VERSION 1u
+#define RDMX_REGISTRY_MAX_URL_ENDPOINTS 16u /* etcd:// members in one address */
 
 struct rdmx_registry_client;
 
@@ -71,6 +91,14 @@ struct rdmx_registry_event {
 	struct rdmx_registry_member member;
 };
 
+/* Opens the registry at `url` (see the top of this file). rdmx://: connects
+ * now, as rdmx_registry_client_connect_timeout. etcd://: checks the address
+ * and the TLS files now and connects at the first request (cfg NULL: plain
+ * http, for tests); timeout_ms bounds each request across all the listed
+ * members (0: RDMX_REGISTRY_DEFAULT_TIMEOUT_MS). Errors: RDMX_E_INVAL (not a
+ * registry address), TLS config errors, those of rdmx_tls_connect. */
+int rdmx_registry_client_open(const char *url, struct rdmx_tls_config *cfg, int timeout_ms,
+                              struct rdmx_registry_client **client);
 /* Connects over mutual TLS (the config's allow-list names the server's
  * certificate). Errors: those of rdmx_tls_connect. */
 int rdmx_registry_client_connect(const char *host, uint16_t port, struct rdmx_tls_config *cfg,
@@ -147,7 +175,8 @@ typedef void (*rdmx_registry_keeper_cb)(struct rdmx_registry_keeper *k, uint64_t
                                         int status, void *arg);
 
 struct rdmx_registry_keeper_opts {
-	const char *host; /* the registry */
+	const char *url;  /* the registry, as rdmx_registry_client_open; or: */
+	const char *host; /* rdmx-bootstrapd at host:port (when url is NULL) */
 	uint16_t port;
 	struct rdmx_tls_config *cfg;
 	const char *service, *endpoint; /* as rdmx_registry_client_join */
@@ -175,6 +204,76 @@ uint64_t rdmx_registry_keeper_get_failures(struct rdmx_registry_keeper *keeper);
  * timeout_ms), leaves the registry when registered, and frees the keeper.
  * NULL / *keeper == NULL is a no-op. */
 int rdmx_registry_keeper_stop(struct rdmx_registry_keeper **keeper);
+
+/* ---- balancer: the live members of a service, one picked per call ----
+ *
+ * Client side of discovery: looks the service up, watches it, and keeps a
+ * connection (made by the caller's connect callback, on first use) to each
+ * live member. pick chooses one per call: round robin, or the one with fewer
+ * calls in flight of two chosen at random. A member whose connect or call
+ * failed at the transport is closed and skipped for an exponential back-off
+ * with jitter (backoff_min_ms doubling to backoff_max_ms, reset by a
+ * success); left or expired members are dropped when refresh reads the
+ * watch events (pick does it first). may_retry says whether a failed call
+ * may go again: only for a transport failure or UNAVAILABLE, when the
+ * request never reached the server (e.g. its connect failed) or the method
+ * is idempotent, while the retry budget lasts (retries at most
+ * retry_budget_min + retry_budget_percent % of the calls so far). One thread
+ * at a time; the callbacks run on it. */
+
+enum rdmx_registry_pick {
+	RDMX_REGISTRY_PICK_ROUND_ROBIN = 0,
+	RDMX_REGISTRY_PICK_TWO_CHOICES = 1, /* least in flight of two random members */
+};
+
+/* Makes *conn for member m (0), or an error (the member backs off). */
+typedef int (*rdmx_registry_connect_cb)(const struct rdmx_registry_member *m, void *arg,
+                                        void **conn);
+typedef void (*rdmx_registry_disconnect_cb)(void *conn, void *arg);
+
+struct rdmx_registry_balancer;
+
+struct rdmx_registry_balancer_opts {
+	const char *url; /* the registry, as rdmx_registry_client_open */
+	struct rdmx_tls_config *cfg;
+	const char *service;
+	int timeout_ms; /* each registry request; 0: the default */
+	enum rdmx_registry_pick pick;
+	rdmx_registry_connect_cb connect; /* required */
+	rdmx_registry_disconnect_cb disconnect;
+	void *arg;
+	uint32_t backoff_min_ms;       /* 0: 100 */
+	uint32_t backoff_max_ms;       /* 0: 5000 */
+	uint32_t retry_budget_percent; /* 0: 20 */
+	uint32_t retry_budget_min;     /* 0: 10 */
+};
+
+void rdmx_registry_balancer_opts_init(struct rdmx_registry_balancer_opts *opts);
+/* Opens the registry, looks the service up and watches it. Errors: those of
+ * rdmx_registry_client_open, _lookup and _watch; RDMX_E_INVAL. */
+int rdmx_registry_balancer_create(const struct rdmx_registry_balancer_opts *opts,
+                                  struct rdmx_registry_balancer **balancer);
+/* Disconnects every member. NULL / *balancer == NULL is a no-op. */
+int rdmx_registry_balancer_destroy(struct rdmx_registry_balancer **balancer);
+/* Applies the watch events that came (never waits). */
+int rdmx_registry_balancer_refresh(struct rdmx_registry_balancer *b);
+/* A member for the next call and its connection (connected now when
+ * needed; members that fail to connect back off and the next is tried).
+ * *member identifies it for done. RDMX_E_NOT_FOUND: no member registered;
+ * RDMX_E_AGAIN: every member is backing off (*wait_ms, may be NULL, says
+ * how long until the first may be tried). */
+int rdmx_registry_balancer_pick(struct rdmx_registry_balancer *b, void **conn, uint64_t *member,
+                                uint32_t *wait_ms);
+/* The call on member ended: status 0 (or an RPC status > 0: the member
+ * answered), or a transport error < 0 (the connection is closed, the member
+ * backs off). */
+int rdmx_registry_balancer_done(struct rdmx_registry_balancer *b, uint64_t member, int status);
+/* 1 when a call that failed with `status` (< 0, or RDMX_RPC_UNAVAILABLE 14)
+ * may be retried (and counts the retry), else 0. */
+int rdmx_registry_balancer_may_retry(struct rdmx_registry_balancer *b, int status, int reached,
+                                     int idempotent);
+/* Members known (live or backing off). */
+size_t rdmx_registry_balancer_count(const struct rdmx_registry_balancer *b);
 
 #ifdef __cplusplus
 }

@@ -27,6 +27,7 @@
 #include "cli.h"
 #include "kv.h"
 #include "kv.rdmx.h"
+#include "pool.h"
 #include "progress.h"
 
 struct copts {
@@ -48,8 +49,9 @@ void kv_usage(FILE *f)
 	        "       rdmx-kv [options] session [FILE|-]\n"
 	        "       rdmx-kv serve [serve options]\n"
 	        "client options:\n"
-	        "      --registry HOST:PORT    rdmx-bootstrapd, where the server is found "
-	        "($RDMX_REGISTRY)\n"
+	        "      --registry ADDRESS      where the servers are found ($RDMX_REGISTRY):\n"
+	        "                              HOST:PORT or rdmx://HOST:PORT (rdmx-bootstrapd),\n"
+	        "                              etcd://HOST:PORT[,HOST:PORT...][/PREFIX] (etcd)\n"
 	        "      --registry-name PATTERN the name its certificate must carry (default '*')\n"
 	        "      --server HOST:PORT      the kv server's bootstrap endpoint (skips the "
 	        "registry)\n"
@@ -114,66 +116,7 @@ static void fmt_size(uint64_t n, char *out, size_t len)
 		snprintf(out, len, "%" PRIu64 " bytes", n);
 }
 
-/* ---- finding and reaching the server ---- */
-
-/* The server's endpoint: --server, or the first member of --service that
- * rdmx-bootstrapd knows (whose certificate name is then the one to expect). */
-static int find_server(const struct copts *o, char *host, size_t host_len, uint16_t *port,
-                       char *owner, size_t owner_len)
-{
-	struct rdmx_registry_members *members = NULL;
-	struct rdmx_registry_client *reg = NULL;
-	struct rdmx_tls_config *cfg;
-	const char *reg_name[1] = {o->registry_name};
-	char rhost[256];
-	uint16_t rport;
-	int rc;
-
-	if (o->server) {
-		if (kv_split_addr(o->server, host, host_len, port) || !*port) {
-			fprintf(stderr, "rdmx-kv: --server wants HOST:PORT, got %s\n", o->server);
-			return RDMX_E_INVAL;
-		}
-		snprintf(owner, owner_len, "%s", o->server_name ? o->server_name : "*");
-		return 0;
-	}
-	if (!o->registry) {
-		fprintf(stderr, "rdmx-kv: where is the server? give --registry HOST:PORT "
-		                "(rdmx-bootstrapd) or --server HOST:PORT\n");
-		return RDMX_E_INVAL;
-	}
-	if (kv_split_addr(o->registry, rhost, sizeof(rhost), &rport) || !rport) {
-		fprintf(stderr, "rdmx-kv: --registry wants HOST:PORT, got %s\n", o->registry);
-		return RDMX_E_INVAL;
-	}
-	cfg = kv_tls_config(&o->tls, reg_name, o->registry_name ? 1 : 0, "rdmx-kv");
-	if (!cfg)
-		return RDMX_E_INVAL;
-	rc = rdmx_registry_client_connect_timeout(rhost, rport, cfg, o->timeout_ms, &reg);
-	if (!rc)
-		rc = rdmx_registry_client_lookup(reg, o->service, &members);
-	if (rc) {
-		fprintf(stderr, "rdmx-kv: looking up %s at rdmx-bootstrapd %s: %s\n", o->service,
-		        o->registry, rdmx_strerror(rc));
-	} else if (members->count == 0) {
-		fprintf(stderr, "rdmx-kv: no %s server is registered with %s\n", o->service,
-		        o->registry);
-		rc = RDMX_E_NOT_FOUND;
-	} else if (kv_split_addr(members->items[0].endpoint, host, host_len, port)) {
-		fprintf(stderr, "rdmx-kv: registered endpoint %s is not HOST:PORT\n",
-		        members->items[0].endpoint);
-		rc = RDMX_E_PROTOCOL;
-	} else {
-		snprintf(owner, owner_len, "%s", members->items[0].owner);
-		if (o->verbose)
-			fprintf(stderr, "rdmx-kv: %s is at %s (certificate %s)\n", o->service,
-			        members->items[0].endpoint, owner);
-	}
-	rdmx_registry_members_free(&members);
-	rdmx_registry_client_destroy(&reg);
-	rdmx_tls_config_destroy(&cfg);
-	return rc;
-}
+/* ---- finding and reaching the servers ---- */
 
 /* the device of the connection, and the largest value that fits its messages */
 static struct rdmx_dev *kv_dev;
@@ -188,40 +131,31 @@ static bool value_fits(size_t len, const char *key)
 	return false;
 }
 
-/* Mutual TLS, bootstrap, channel, RPC endpoint (rdmx/rpc_secure.h). *cfg
- * and kv_dev must outlive the connection. */
-static int kv_connect(const struct copts *o, struct rdmx_tls_config **cfg,
-                      struct rdmx_rpc_secure_conn **conn)
+/* The instances of the service (pool.h); their connections are made when a
+ * call first needs one. kv_dev must outlive the pool. */
+static struct kv_pool *kv_pool;
+
+static int kv_connect(const struct copts *o)
 {
+	struct kv_pool_opts po = {0};
 	uint64_t max_msg;
-	char host[256], owner[RDMX_REGISTRY_MAX_OWNER + 1];
-	const char *peer[1] = {owner};
-	struct rdmx_rpc_secure_opts opts;
-	uint16_t port;
 	int ret;
 
-	ret = find_server(o, host, sizeof(host), &port, owner, sizeof(owner));
-	if (ret)
-		return ret;
-	*cfg = kv_tls_config(&o->tls, peer, 1, "rdmx-kv");
-	if (!*cfg)
-		return RDMX_E_INVAL;
-	if (kv_open_device(&kv_dev, &max_msg, &max_value, "rdmx-kv")) {
-		rdmx_tls_config_destroy(cfg);
+	if (kv_open_device(&kv_dev, &max_msg, &max_value, "rdmx-kv"))
 		return RDMX_E_NO_DEVICE;
-	}
-	rdmx_rpc_secure_opts_init(&opts);
-	opts.dev = kv_dev;
-	opts.name = "rdmx-kv";
-	opts.max_msg_size = max_msg;
-	opts.timeout_ms = o->timeout_ms;
-	ret = rdmx_rpc_secure_connect(host, port, *cfg, NULL, &opts, conn);
-	if (ret) {
-		fprintf(stderr, "rdmx-kv: connecting to %s:%u: %s\n", host, port,
-		        rdmx_strerror(ret));
-		rdmx_tls_config_destroy(cfg);
+	po.registry = o->registry;
+	po.registry_name = o->registry_name;
+	po.server = o->server;
+	po.server_name = o->server_name;
+	po.service = o->service;
+	po.tls = &o->tls;
+	po.timeout_ms = o->timeout_ms;
+	po.verbose = o->verbose;
+	po.dev = kv_dev;
+	po.max_msg = max_msg;
+	ret = kv_pool_open(&po, &kv_pool);
+	if (ret)
 		rdmx_dev_close(&kv_dev);
-	}
 	return ret;
 }
 
@@ -249,6 +183,42 @@ static const char *result_name(const struct result *r)
 	return r->rc >= 0 ? rdmx_rpc_code_name((enum rdmx_rpc_code)r->rc) : "ERROR";
 }
 
+/* Member i's connection, or NULL with r set to UNAVAILABLE naming it. */
+static struct rdmx_rpc_ep *member_conn(size_t i, struct result *r)
+{
+	struct rdmx_rpc_ep *rpc = kv_pool_ep(kv_pool, i, r->message, sizeof(r->message));
+
+	if (!rpc) {
+		r->ns = 0;
+		r->rc = kv_pool_size(kv_pool) > 1 ? RDMX_RPC_UNAVAILABLE : RDMX_E_DISCONNECTED;
+	}
+	return rpc;
+}
+
+/* The connection of the instance that owns key (rendezvous hashing). */
+static struct rdmx_rpc_ep *route(const char *key, size_t *at, struct result *r)
+{
+	*at = kv_pool_pick(kv_pool, key, strlen(key));
+	return member_conn(*at, r);
+}
+
+/* After a call to member i: a lost connection marks it down, and with
+ * several instances the error names the one whose keys are unavailable. */
+static void after(size_t i, struct result *r)
+{
+	char msg[sizeof(r->message)];
+
+	if ((r->rc >= 0 && r->rc != RDMX_RPC_UNAVAILABLE) || kv_pool_alive(kv_pool, i))
+		return;
+	kv_pool_lost(kv_pool, i, r->rc < 0 ? r->rc : RDMX_E_DISCONNECTED);
+	if (kv_pool_size(kv_pool) == 1)
+		return;
+	snprintf(msg, sizeof(msg), "%s", r->message);
+	snprintf(r->message, sizeof(r->message), "kv instance %s is unavailable: %.180s",
+	         kv_pool_endpoint(kv_pool, i), msg);
+	r->rc = RDMX_RPC_UNAVAILABLE;
+}
+
 static struct rdmx_rpc_call_opts call_opts(const struct copts *o)
 {
 	struct rdmx_rpc_call_opts co = {(uint64_t)o->timeout_ms * 1000u, false};
@@ -256,8 +226,8 @@ static struct rdmx_rpc_call_opts call_opts(const struct copts *o)
 	return co;
 }
 
-static void do_put(struct rdmx_rpc_ep *rpc, const struct copts *o, const char *key, const void *val,
-                   size_t len, bool *replaced, struct result *r)
+static void do_put(const struct copts *o, const char *key, const void *val, size_t len,
+                   bool *replaced, struct result *r)
 {
 	struct rdmx_rpc_call_opts co = call_opts(o);
 	struct rdmx_rpc_status st = {0, NULL};
@@ -265,7 +235,11 @@ static void do_put(struct rdmx_rpc_ep *rpc, const struct copts *o, const char *k
 	kv_PutRequest req;
 	kv_PutResponse resp;
 	uint64_t t0;
+	size_t at;
+	struct rdmx_rpc_ep *rpc = route(key, &at, r);
 
+	if (!rpc)
+		return;
 	rdmx_arena_init(&arena, NULL, 0, 0);
 	kv_PutRequest_init(&req);
 	kv_PutResponse_init(&resp);
@@ -276,11 +250,12 @@ static void do_put(struct rdmx_rpc_ep *rpc, const struct copts *o, const char *k
 	if (replaced)
 		*replaced = resp.replaced;
 	rdmx_arena_fini(&arena);
+	after(at, r);
 }
 
 /* on success *val is malloc'd (free it) */
-static void do_get(struct rdmx_rpc_ep *rpc, const struct copts *o, const char *key, uint8_t **val,
-                   size_t *len, struct result *r)
+static void do_get(const struct copts *o, const char *key, uint8_t **val, size_t *len,
+                   struct result *r)
 {
 	struct rdmx_rpc_call_opts co = call_opts(o);
 	struct rdmx_rpc_status st = {0, NULL};
@@ -288,9 +263,14 @@ static void do_get(struct rdmx_rpc_ep *rpc, const struct copts *o, const char *k
 	kv_GetRequest req;
 	kv_GetResponse resp;
 	uint64_t t0;
+	size_t at;
+	struct rdmx_rpc_ep *rpc;
 
 	*val = NULL;
 	*len = 0;
+	rpc = route(key, &at, r);
+	if (!rpc)
+		return;
 	rdmx_arena_init(&arena, NULL, 0, 0);
 	kv_GetRequest_init(&req);
 	kv_GetResponse_init(&resp);
@@ -310,10 +290,10 @@ static void do_get(struct rdmx_rpc_ep *rpc, const struct copts *o, const char *k
 		}
 	}
 	rdmx_arena_fini(&arena);
+	after(at, r);
 }
 
-static void do_del(struct rdmx_rpc_ep *rpc, const struct copts *o, const char *key, bool *deleted,
-                   struct result *r)
+static void do_del(const struct copts *o, const char *key, bool *deleted, struct result *r)
 {
 	struct rdmx_rpc_call_opts co = call_opts(o);
 	struct rdmx_rpc_status st = {0, NULL};
@@ -321,7 +301,11 @@ static void do_del(struct rdmx_rpc_ep *rpc, const struct copts *o, const char *k
 	kv_DeleteRequest req;
 	kv_DeleteResponse resp;
 	uint64_t t0;
+	size_t at;
+	struct rdmx_rpc_ep *rpc = route(key, &at, r);
 
+	if (!rpc)
+		return;
 	rdmx_arena_init(&arena, NULL, 0, 0);
 	kv_DeleteRequest_init(&req);
 	kv_DeleteResponse_init(&resp);
@@ -330,14 +314,15 @@ static void do_del(struct rdmx_rpc_ep *rpc, const struct copts *o, const char *k
 	result_set(r, kv_KV_Delete(rpc, &req, &resp, &arena, &co, &st), &st, t0);
 	*deleted = resp.deleted;
 	rdmx_arena_fini(&arena);
+	after(at, r);
 }
 
 /* Every page of a scan; calls `each` per entry. Latency: all pages. */
 typedef void (*scan_fn)(const kv_Entry *e, void *arg);
 
-static void do_scan(struct rdmx_rpc_ep *rpc, const struct copts *o, const char *prefix,
-                    uint32_t limit, bool keys_only, scan_fn each, void *arg, size_t *count,
-                    struct result *r)
+static void scan_one(struct rdmx_rpc_ep *rpc, const struct copts *o, const char *prefix,
+                     uint32_t limit, bool keys_only, scan_fn each, void *arg, size_t *count,
+                     struct result *r)
 {
 	struct rdmx_rpc_call_opts co = call_opts(o);
 	struct rdmx_rpc_status st = {0, NULL};
@@ -379,6 +364,123 @@ static void do_scan(struct rdmx_rpc_ep *rpc, const struct copts *o, const char *
 	result_set(r, rc, &st, t0);
 	free(token);
 	rdmx_arena_fini(&arena);
+}
+
+/* ---- scan across instances: each one's keys, merged in key order ---- */
+
+struct held {
+	char *key;
+	uint8_t *value;
+	size_t klen, vlen;
+	uint64_t size;
+};
+
+struct held_list {
+	struct held *items;
+	size_t n, cap;
+	bool nomem;
+};
+
+static void hold(const kv_Entry *e, void *arg)
+{
+	struct held_list *l = arg;
+	struct held *h;
+
+	if (l->nomem)
+		return;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct held *grown = realloc(l->items, cap * sizeof(*grown));
+
+		if (!grown) {
+			l->nomem = true;
+			return;
+		}
+		l->items = grown;
+		l->cap = cap;
+	}
+	h = &l->items[l->n];
+	h->key = malloc(e->key.len + 1);
+	h->value = malloc(e->value.len + 1);
+	if (!h->key || !h->value) {
+		free(h->key);
+		free(h->value);
+		l->nomem = true;
+		return;
+	}
+	memcpy(h->key, e->key.data, e->key.len);
+	if (e->value.len)
+		memcpy(h->value, e->value.data, e->value.len);
+	h->klen = e->key.len;
+	h->vlen = e->value.len;
+	h->size = e->size;
+	l->n++;
+}
+
+/* bytewise key order, as each server scans */
+static int held_cmp(const void *a, const void *b)
+{
+	const struct held *x = a, *y = b;
+	size_t n = x->klen < y->klen ? x->klen : y->klen;
+	int c = memcmp(x->key, y->key, n);
+
+	return c ? c : (x->klen > y->klen) - (x->klen < y->klen);
+}
+
+static void do_scan(const struct copts *o, const char *prefix, uint32_t limit, bool keys_only,
+                    scan_fn each, void *arg, size_t *count, struct result *r)
+{
+	struct held_list l = {NULL, 0, 0, false};
+	uint64_t t0 = now_ns();
+	size_t part;
+
+	*count = 0;
+	if (kv_pool_size(kv_pool) == 1) {
+		struct rdmx_rpc_ep *rpc = member_conn(0, r);
+
+		if (rpc) {
+			scan_one(rpc, o, prefix, limit, keys_only, each, arg, count, r);
+			after(0, r);
+		}
+		return;
+	}
+	r->rc = 0;
+	r->message[0] = '\0';
+	for (size_t i = 0; i < kv_pool_size(kv_pool) && !r->rc; i++) {
+		struct rdmx_rpc_ep *rpc = member_conn(i, r);
+
+		if (!rpc)
+			break;
+		scan_one(rpc, o, prefix, limit, keys_only, hold, &l, &part, r);
+		after(i, r);
+		if (!r->rc && l.nomem) {
+			r->rc = RDMX_E_NOMEM;
+			snprintf(r->message, sizeof(r->message), "%s", rdmx_strerror(RDMX_E_NOMEM));
+		}
+	}
+	if (!r->rc) {
+		if (l.n)
+			qsort(l.items, l.n, sizeof(*l.items), held_cmp);
+		for (size_t i = 0; i < l.n; i++) {
+			kv_Entry e;
+
+			kv_Entry_init(&e);
+			e.key.data = l.items[i].key;
+			e.key.len = l.items[i].klen;
+			e.value.data = l.items[i].value;
+			e.value.len = l.items[i].vlen;
+			e.size = l.items[i].size;
+			if (each)
+				each(&e, arg);
+		}
+		*count = l.n;
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		free(l.items[i].key);
+		free(l.items[i].value);
+	}
+	free(l.items);
+	r->ns = now_ns() - t0;
 }
 
 /* ---- showing values ---- */
@@ -504,7 +606,7 @@ static void meter_start(struct rdmx_progress *m, const char *what, size_t len,
 	rdmx_progress_update(m, 0);
 }
 
-static int cmd_put(struct rdmx_rpc_ep *rpc, const struct copts *o, int argc, char **argv)
+static int cmd_put(const struct copts *o, int argc, char **argv)
 {
 	struct rdmx_progress meter;
 	struct result r;
@@ -529,7 +631,7 @@ static int cmd_put(struct rdmx_rpc_ep *rpc, const struct copts *o, int argc, cha
 		return 1;
 	}
 	meter_start(&meter, "put", len, o);
-	do_put(rpc, o, argv[1], val, len, &replaced, &r);
+	do_put(o, argv[1], val, len, &replaced, &r);
 	rdmx_progress_finish(&meter, r.rc ? 0 : len);
 	ret = report("put", argv[1], &r, o);
 	if (!ret)
@@ -538,7 +640,7 @@ static int cmd_put(struct rdmx_rpc_ep *rpc, const struct copts *o, int argc, cha
 	return ret;
 }
 
-static int cmd_get(struct rdmx_rpc_ep *rpc, const struct copts *o, int argc, char **argv)
+static int cmd_get(const struct copts *o, int argc, char **argv)
 {
 	struct rdmx_progress meter;
 	struct result r;
@@ -549,7 +651,7 @@ static int cmd_get(struct rdmx_rpc_ep *rpc, const struct copts *o, int argc, cha
 	(void)argc;
 	/* the size is known once the reply is in: the meter counts time */
 	rdmx_progress_init(&meter, "get", 0, o->quiet);
-	do_get(rpc, o, argv[1], &val, &len, &r);
+	do_get(o, argv[1], &val, &len, &r);
 	if (len >= (1u << 20))
 		rdmx_progress_finish(&meter, len);
 	ret = report("get", argv[1], &r, o);
@@ -567,14 +669,14 @@ static int cmd_get(struct rdmx_rpc_ep *rpc, const struct copts *o, int argc, cha
 	return ret;
 }
 
-static int cmd_del(struct rdmx_rpc_ep *rpc, const struct copts *o, int argc, char **argv)
+static int cmd_del(const struct copts *o, int argc, char **argv)
 {
 	struct result r;
 	bool deleted = false;
 	int ret;
 
 	(void)argc;
-	do_del(rpc, o, argv[1], &deleted, &r);
+	do_del(o, argv[1], &deleted, &r);
 	ret = report("del", argv[1], &r, o);
 	if (ret)
 		return ret;
@@ -586,22 +688,20 @@ static int cmd_del(struct rdmx_rpc_ep *rpc, const struct copts *o, int argc, cha
 	return 0;
 }
 
-static int cmd_scan(struct rdmx_rpc_ep *rpc, const struct copts *o, int argc, char **argv)
+static int cmd_scan(const struct copts *o, int argc, char **argv)
 {
 	bool keys_only = o->keys;
 	struct result r;
 	size_t count;
 
 	(void)argc;
-	do_scan(rpc, o, argv[1], o->limit, keys_only, scan_print, &keys_only, &count, &r);
+	do_scan(o, argv[1], o->limit, keys_only, scan_print, &keys_only, &count, &r);
 	return report("scan", argv[1], &r, o);
 }
 
 /* ---- session: a script of calls over one connection ---- */
 
 struct session {
-	struct rdmx_rpc_secure_conn *conn;
-	struct rdmx_rpc_ep *rpc;
 	const struct copts *o;
 	unsigned calls, failed;
 };
@@ -701,7 +801,7 @@ static void s_put(struct session *s, char **w, int n)
 		return;
 	}
 	snprintf(what, sizeof(what), "%.80s = %s", w[1], shown);
-	do_put(s->rpc, s->o, w[1], val, len, NULL, &r);
+	do_put(s->o, w[1], val, len, NULL, &r);
 	s->calls++;
 	if (r.rc)
 		s->failed++;
@@ -740,7 +840,7 @@ static void s_get(struct session *s, char **w, int n)
 		s->failed++;
 		return;
 	}
-	do_get(s->rpc, s->o, w[1], &val, &len, &r);
+	do_get(s->o, w[1], &val, &len, &r);
 	s->calls++;
 	if (r.rc == 0) {
 		show_value(val, len, shown, sizeof(shown));
@@ -771,7 +871,7 @@ static void s_del(struct session *s, char **w, int n)
 		s->failed++;
 		return;
 	}
-	do_del(s->rpc, s->o, w[1], &deleted, &r);
+	do_del(s->o, w[1], &deleted, &r);
 	s->calls++;
 	if (r.rc)
 		s->failed++;
@@ -811,7 +911,7 @@ static void s_scan(struct session *s, char **w, int n)
 		s->failed++;
 		return;
 	}
-	do_scan(s->rpc, s->o, w[1], 2, true, scan_collect, &l, &count, &r);
+	do_scan(s->o, w[1], 2, true, scan_collect, &l, &count, &r);
 	s->calls++;
 	if (r.rc) {
 		snprintf(shown, sizeof(shown), "%s", r.message);
@@ -829,13 +929,26 @@ static void s_scan(struct session *s, char **w, int n)
 	line_out("scan", w[1], shown, check, r.ns);
 }
 
-/* Whether the connection is gone (its TLS session or its channel): then
- * one line on stderr, and the session stops. */
+/* With one server: whether its connection is gone (its TLS session or its
+ * channel): then one line on stderr, and the session stops. With several
+ * instances a lost one only makes its keys unavailable (after()). */
 static bool session_lost(struct session *s)
 {
-	struct rdmx_chan *chan = rdmx_rpc_ep_get_chan(s->rpc);
-	int rc = rdmx_rpc_secure_check(s->conn);
+	char why[256];
+	struct rdmx_rpc_ep *rpc;
+	struct rdmx_chan *chan;
+	int rc;
 
+	if (kv_pool_size(kv_pool) > 1)
+		return false;
+	rpc = kv_pool_ep(kv_pool, 0, why, sizeof(why));
+	if (!rpc) {
+		fprintf(stderr, "rdmx-kv: session: %s after %u calls; stopping\n", why, s->calls);
+		s->failed++;
+		return true;
+	}
+	chan = rdmx_rpc_ep_get_chan(rpc);
+	rc = kv_pool_check(kv_pool, 0);
 	if (rc == 0 && chan && rdmx_chan_get_state(chan) == RDMX_CHAN_READY)
 		return false;
 	fprintf(stderr,
@@ -846,10 +959,9 @@ static bool session_lost(struct session *s)
 	return true;
 }
 
-static int cmd_session(struct rdmx_rpc_secure_conn *conn, const struct copts *o, int argc,
-                       char **argv)
+static int cmd_session(const struct copts *o, int argc, char **argv)
 {
-	struct session s = {conn, rdmx_rpc_secure_conn_get_ep(conn), o, 0, 0};
+	struct session s = {o, 0, 0};
 	FILE *f = argc < 2 || !strcmp(argv[1], "-") ? stdin : fopen(argv[1], "r");
 	char line[8192];
 	char *w[8];
@@ -1057,9 +1169,6 @@ static bool options_fit(const struct copts *o, const char *cmd)
 int kv_client_main(int argc, char **argv)
 {
 	struct copts o = {0};
-	struct rdmx_tls_config *cfg = NULL;
-	struct rdmx_rpc_secure_conn *conn = NULL;
-	struct rdmx_rpc_ep *ep = NULL;
 	int ret;
 
 	ret = parse_client(argc, argv, &o);
@@ -1088,21 +1197,19 @@ int kv_client_main(int argc, char **argv)
 		kv_usage_error();
 		return 2;
 	}
-	if (kv_connect(&o, &cfg, &conn))
+	if (kv_connect(&o))
 		return 1;
-	ep = rdmx_rpc_secure_conn_get_ep(conn);
 	if (!strcmp(argv[0], "put"))
-		ret = cmd_put(ep, &o, argc, argv);
+		ret = cmd_put(&o, argc, argv);
 	else if (!strcmp(argv[0], "get"))
-		ret = cmd_get(ep, &o, argc, argv);
+		ret = cmd_get(&o, argc, argv);
 	else if (!strcmp(argv[0], "del"))
-		ret = cmd_del(ep, &o, argc, argv);
+		ret = cmd_del(&o, argc, argv);
 	else if (!strcmp(argv[0], "scan"))
-		ret = cmd_scan(ep, &o, argc, argv);
+		ret = cmd_scan(&o, argc, argv);
 	else
-		ret = cmd_session(conn, &o, argc, argv);
-	rdmx_rpc_secure_close(&conn);
-	rdmx_tls_config_destroy(&cfg);
+		ret = cmd_session(&o, argc, argv);
+	kv_pool_close(&kv_pool);
 	rdmx_dev_close(&kv_dev);
 	return ret;
 }

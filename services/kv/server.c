@@ -2,7 +2,7 @@
  * bootstrap endpoint, registered with rdmx-bootstrapd.
  *
  *   rdmx-kv serve --listen HOST:PORT --ca F --cert F --key F [--crl F]
- *                 [--registry HOST:PORT] [--registry-name PATTERN]
+ *                 [--registry ADDRESS] [--registry-name PATTERN]
  *                 [--service NAME] [--advertise HOST:PORT] [--allow PATTERN]...
  *                 [--ttl-ms N] [--max-bytes SIZE] [--data DIR [--data-max-bytes SIZE]]
  *                 [--verbose]
@@ -307,8 +307,7 @@ static int registry_join(struct kv_server *k)
 	meta[1].key = meta_keys[1];
 	meta[1].value = "rdmx-bootstrap-mtls";
 	rdmx_registry_keeper_opts_init(&ko);
-	ko.host = k->reg_host;
-	ko.port = k->reg_port;
+	ko.url = k->o.registry; /* HOST:PORT, rdmx://HOST:PORT or etcd://... */
 	ko.cfg = k->reg_tls;
 	ko.service = k->o.service;
 	ko.endpoint = k->endpoint;
@@ -590,9 +589,11 @@ int kv_serve_main(int argc, char **argv)
 		fprintf(stderr, "rdmx-kv serve: --listen wants HOST:PORT, got %s\n", k.o.listen);
 		return 2;
 	}
-	if (k.o.registry &&
+	if (k.o.registry && !strstr(k.o.registry, "://") &&
 	    kv_split_addr(k.o.registry, k.reg_host, sizeof(k.reg_host), &k.reg_port)) {
-		fprintf(stderr, "rdmx-kv serve: --registry wants HOST:PORT, got %s\n",
+		fprintf(stderr,
+		        "rdmx-kv serve: --registry wants HOST:PORT, rdmx://HOST:PORT or "
+		        "etcd://HOST:PORT[,HOST:PORT...], got %s\n",
 		        k.o.registry);
 		return 2;
 	}

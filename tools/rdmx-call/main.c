@@ -26,6 +26,7 @@
 
 #include <rdmx/health.h>
 #include <rdmx/reflection.h>
+#include <rdmx/registry.h>
 #include <rdmx/rpc.h>
 #include <rdmx/status.h>
 #include <rdmx/pe.h>
@@ -45,6 +46,7 @@ struct opts {
 	bool secure, verbose;
 	int timeout_ms;
 	const char *addr, *what, *data;
+	const char *registry, *service; /* --registry URL --service NAME: no ADDR */
 };
 
 static void usage(FILE *f)
@@ -52,9 +54,16 @@ static void usage(FILE *f)
 	fprintf(f,
 	        "usage: rdmx-call [options] ADDR list [SERVICE]\n"
 	        "       rdmx-call [options] ADDR package.Service/Method ['{json}' | @FILE | -]\n"
+	        "       rdmx-call [options] --registry ADDRESS --service NAME list|METHOD ...\n"
 	        "  ADDR                      HOST:PORT of the server's rdmx listener, or of its\n"
 	        "                            secure bootstrap endpoint when --ca/--cert/--key\n"
 	        "                            (or $RDMX_CA, $RDMX_CERT, $RDMX_KEY) are given\n"
+	        "      --registry ADDRESS    find the server in the registry instead of ADDR:\n"
+	        "                            HOST:PORT, rdmx://HOST:PORT or\n"
+	        "                            etcd://HOST:PORT[,HOST:PORT...] ($RDMX_REGISTRY)\n"
+	        "      --service NAME        with --registry: the service; one live member is\n"
+	        "                            picked (the less loaded of two at random), a member\n"
+	        "                            that cannot be reached is skipped for the next\n"
 	        "      --proto FILE          the IDL of the method (default: ask the server's\n"
 	        "                            reflection service)\n"
 	        "  -I, --import-path DIR     where --proto's imports are found (repeatable)\n"
@@ -88,6 +97,8 @@ enum {
 	A_PLAIN,
 	A_SERVER_NAME,
 	A_TIMEOUT,
+	A_REGISTRY,
+	A_SERVICE,
 };
 
 static const struct option long_options[] = {
@@ -105,6 +116,8 @@ static const struct option long_options[] = {
     {"server-name", required_argument, NULL, A_SERVER_NAME},
     {"device", required_argument, NULL, 'd'},
     {"timeout-ms", required_argument, NULL, A_TIMEOUT},
+    {"registry", required_argument, NULL, A_REGISTRY},
+    {"service", required_argument, NULL, A_SERVICE},
     {"verbose", no_argument, NULL, 'v'},
     {NULL, 0, NULL, 0},
 };
@@ -170,6 +183,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				return -1;
 			o->timeout_ms = (int)v;
 			break;
+		case A_REGISTRY:
+			o->registry = optarg;
+			break;
+		case A_SERVICE:
+			o->service = optarg;
+			break;
 		default:
 			return -1;
 		}
@@ -193,14 +212,34 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->tls.cert = tls.cert;
 	o->tls.key = tls.key;
 	o->tls.crl = tls.crl;
-	if (n_pos < 2) {
+	if (o->service) {
+		if (!o->registry)
+			o->registry = rdmx_cli_registry_env();
+		if (!o->registry) {
+			fprintf(stderr,
+			        "rdmx-call: --service needs --registry (or $RDMX_REGISTRY)\n");
+			return -1;
+		}
+		if (n_pos < 1 || n_pos > 2) {
+			fprintf(stderr,
+			        "rdmx-call: with --service: want list|package.Service/Method "
+			        "(no ADDR; rdmx-call --help)\n");
+			return -1;
+		}
+		o->what = pos[0];
+		o->data = n_pos == 2 ? pos[1] : NULL;
+	} else if (o->registry) {
+		fprintf(stderr, "rdmx-call: --registry needs --service NAME\n");
+		return -1;
+	} else if (n_pos < 2) {
 		fprintf(stderr, "rdmx-call: want ADDR list|package.Service/Method "
 		                "(rdmx-call --help)\n");
 		return -1;
+	} else {
+		o->addr = pos[0];
+		o->what = pos[1];
+		o->data = n_pos == 3 ? pos[2] : NULL;
 	}
-	o->addr = pos[0];
-	o->what = pos[1];
-	o->data = n_pos == 3 ? pos[2] : NULL;
 	if (o->tls.ca || o->tls.cert || o->tls.key) {
 		if (!o->tls.ca || !o->tls.cert || !o->tls.key) {
 			fprintf(stderr, "rdmx-call: TLS needs all of --ca, --cert and --key\n");
@@ -604,6 +643,116 @@ static void plaintext_alias(int argc, char **argv)
 			argv[i] = long_form;
 }
 
+/* ---- --registry --service: a member picked by the library's balancer ---- */
+
+struct member_arg {
+	const struct opts *o;
+};
+
+static int member_connect(const struct rdmx_registry_member *m, void *arg, void **conn)
+{
+	const struct opts *o = ((struct member_arg *)arg)->o;
+	struct rpcnet_tls tls = o->tls;
+	struct rpcnet_client *c = NULL;
+	char host[256], err[512];
+	uint16_t port;
+	int rc;
+
+	if (rpcnet_split_addr(m->endpoint, host, sizeof(host), &port) || port == 0)
+		return RDMX_E_INVAL;
+	if (!tls.peer)
+		tls.peer = m->owner; /* the certificate that registered it */
+	rc = rpcnet_client_connect(host, port, o->secure ? &tls : NULL, "rdmx-call", o->timeout_ms,
+	                           &c, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "rdmx-call: %s: %s\n", m->endpoint, err);
+		return rc;
+	}
+	if (o->verbose)
+		fprintf(stderr, "rdmx-call: %s member %s (%s) on device %s\n", o->service,
+		        m->endpoint, m->owner, rpcnet_client_device(c));
+	*conn = c;
+	return 0;
+}
+
+static void member_disconnect(void *conn, void *arg)
+{
+	struct rpcnet_client *c = conn;
+
+	(void)arg;
+	rpcnet_client_close(&c);
+}
+
+/* Picks a member, skipping those that cannot be reached (their requests
+ * never went out: always retried), within --timeout-ms. */
+static int run_on_service(const struct opts *o)
+{
+	struct rdmx_registry_balancer_opts bo;
+	struct rdmx_registry_balancer *b = NULL;
+	struct rdmx_tls_config *cfg = NULL;
+	struct member_arg arg = {o};
+	uint64_t deadline = now_ns() / 1000000u + (uint64_t)o->timeout_ms, member = 0;
+	char err[512];
+	void *conn = NULL;
+	int ret;
+
+	if (!o->secure) {
+		fprintf(stderr, "rdmx-call: --registry needs --ca, --cert and --key\n");
+		return 2;
+	}
+	{
+		struct rpcnet_tls reg_tls = o->tls;
+
+		reg_tls.peer = "*";
+		cfg = rpcnet_tls_config(&reg_tls, err, sizeof(err));
+	}
+	if (!cfg) {
+		fprintf(stderr, "rdmx-call: %s\n", err);
+		return 1;
+	}
+	rdmx_registry_balancer_opts_init(&bo);
+	bo.url = o->registry;
+	bo.cfg = cfg;
+	bo.service = o->service;
+	bo.timeout_ms = o->timeout_ms;
+	bo.pick = RDMX_REGISTRY_PICK_TWO_CHOICES;
+	bo.connect = member_connect;
+	bo.disconnect = member_disconnect;
+	bo.arg = &arg;
+	ret = rdmx_registry_balancer_create(&bo, &b);
+	if (ret) {
+		fprintf(stderr, "rdmx-call: registry %s: %s\n", o->registry, rdmx_strerror(ret));
+		rdmx_tls_config_destroy(&cfg);
+		return 1;
+	}
+	for (;;) {
+		uint32_t wait_ms = 0;
+
+		ret = rdmx_registry_balancer_pick(b, &conn, &member, &wait_ms);
+		if (ret != RDMX_E_AGAIN || now_ns() / 1000000u + wait_ms >= deadline ||
+		    !rdmx_registry_balancer_may_retry(b, RDMX_E_CONN_REFUSED, 0, 0))
+			break;
+		/* every member is backing off: wait for the first (bounded) */
+		{
+			struct timespec ts = {wait_ms / 1000, (long)(wait_ms % 1000) * 1000000L};
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	if (ret) {
+		fprintf(stderr, "rdmx-call: no member of %s %s: %s\n", o->service,
+		        ret == RDMX_E_NOT_FOUND ? "is registered" : "can be reached",
+		        rdmx_strerror(ret));
+		ret = 1;
+	} else {
+		ret = strcmp(o->what, "list") == 0 ? cmd_list(conn, o) : cmd_call(conn, o);
+		rdmx_registry_balancer_done(b, member, 0);
+	}
+	rdmx_registry_balancer_destroy(&b);
+	rdmx_tls_config_destroy(&cfg);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	struct rpcnet_client *c = NULL;
@@ -616,6 +765,8 @@ int main(int argc, char **argv)
 	ret = parse_args(argc, argv, &o);
 	if (ret)
 		return ret > 0 ? 0 : 2;
+	if (o.service)
+		return run_on_service(&o);
 	if (!o.secure)
 		rdmx_cli_warn_plain("rdmx-call");
 	if (rdmx_cli_split_addr(o.addr, host, sizeof(host), &port) || !*host || port == 0) {

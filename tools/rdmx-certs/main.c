@@ -1,7 +1,7 @@
 /* rdmx-certs: a cluster CA and node certificates in two commands.
  *
  *   rdmx-certs init DIR [--days N] [--force]
- *   rdmx-certs issue DIR NAME [--san DNS:x|IP:a]... [--days N] [--force]
+ *   rdmx-certs issue DIR NAME [--san DNS:x|IP:a]... [--no-cn] [--days N] [--force]
  *   rdmx-certs revoke DIR NAME [--days N]
  *   rdmx-certs crl DIR [--days N]
  */
@@ -24,13 +24,16 @@
 
 /* --allow-insecure-key: read a ca.key that group or others can read */
 static int allow_insecure_key;
+/* --no-cn: issue without a subject commonName */
+static int no_cn;
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: rdmx-certs init DIR|issue DIR NAME|revoke DIR NAME|crl DIR [options]\n"
 	           "  rdmx-certs init DIR [--days N] [--force]\n"
 	           "      make a cluster CA: DIR/ca.key (0600), DIR/ca.crt, DIR/crl.pem\n"
-	           "  rdmx-certs issue DIR NAME [--san DNS:name|IP:addr]... [--days N] [--force]\n"
+	           "  rdmx-certs issue DIR NAME [--san DNS:name|IP:addr]... [--no-cn] [--days N] "
+	           "[--force]\n"
 	           "      make DIR/NAME.key (0600) and DIR/NAME.crt signed by the CA,\n"
 	           "      subjectAltName DNS:NAME (+ --san), usage serverAuth+clientAuth\n"
 	           "  rdmx-certs revoke DIR NAME [--days N]\n"
@@ -41,6 +44,9 @@ static void usage(FILE *f)
 	           "      --days N         validity in days (CA 3650, node 365, CRL 365)\n"
 	           "      --san DNS:name|IP:addr  issue: an extra subjectAltName (repeatable)\n"
 	           "      --force          overwrite existing files\n"
+	           "      --no-cn          issue: no subject commonName (the name is only in the\n"
+	           "                       subjectAltName; etcd's JSON gateway refuses clients\n"
+	           "                       whose certificate has a CN when etcd auth is on)\n"
 	           "      --allow-insecure-key\n"
 	           "                       issue/revoke/crl: read a ca.key group or others can\n"
 	           "                       read (refused by default)\n" RDMX_CLI_HELP_COMMON
@@ -147,7 +153,7 @@ static int cmd_issue(const char *dir, const char *name, const char *const *extra
 	const char *sans[MAX_SANS + 1];
 	char dns[300];
 	struct rdmx_certgen_opts o = {
-	    .cn = name,
+	    .cn = no_cn ? NULL : name,
 	    .sans = sans,
 	    .not_before_s = -300,
 	    .not_after_s = (long)days * 86400,
@@ -247,16 +253,13 @@ out:
 	return ret;
 }
 
-enum { C_FORCE = RDMX_CLI_OPT_VERSION + 1, C_DAYS, C_SAN };
+enum { C_FORCE = RDMX_CLI_OPT_VERSION + 1, C_DAYS, C_SAN, C_NO_CN };
 
 static const struct option long_options[] = {
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
-    {"force", no_argument, NULL, C_FORCE},
-    {"days", required_argument, NULL, C_DAYS},
-    {"san", required_argument, NULL, C_SAN},
-    RDMX_CLI_LONGOPT_ALLOW_INSECURE_KEY,
-    {NULL, 0, NULL, 0},
+    {"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
+    {"force", no_argument, NULL, C_FORCE},     {"no-cn", no_argument, NULL, C_NO_CN},
+    {"days", required_argument, NULL, C_DAYS}, {"san", required_argument, NULL, C_SAN},
+    RDMX_CLI_LONGOPT_ALLOW_INSECURE_KEY,       {NULL, 0, NULL, 0},
 };
 
 int main(int argc, char **argv)
@@ -276,6 +279,9 @@ int main(int argc, char **argv)
 		case RDMX_CLI_OPT_VERSION:
 			rdmx_cli_print_version("rdmx-certs");
 			return 0;
+		case C_NO_CN:
+			no_cn = 1;
+			break;
 		case C_FORCE:
 			force = 1;
 			break;

@@ -1,4 +1,4 @@
-/* rdmx-registry: command line client of rdmx-bootstrapd.
+/* rdmx-registry: command line client of the registry (rdmx-bootstrapd or etcd).
  *
  *   rdmx-registry [--ca F --cert F --key F] [--crl F] --server HOST:PORT
  *                 [--server-name NAME] [--timeout-ms N] COMMAND
@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,9 +48,13 @@ static void usage(FILE *f)
 	fprintf(f,
 	        "usage: rdmx-registry [options] list | lookup SERVICE | watch [SERVICE]\n"
 	        "                     | join SERVICE ENDPOINT [--ttl-ms N] [--meta KEY=VALUE]...\n"
-	        "      --server HOST:PORT   rdmx-bootstrapd ($RDMX_REGISTRY)\n"
+	        "      --server ADDRESS     the registry ($RDMX_REGISTRY): HOST:PORT or\n"
+	        "                           rdmx://HOST:PORT (rdmx-bootstrapd), or\n"
+	        "                           etcd://HOST:PORT[,HOST:PORT...][/PREFIX] (etcd v3)\n"
+	        "      --registry ADDRESS   the same as --server\n"
 	        "      --server-name NAME   the name the server's certificate must carry\n"
-	        "                           (default: HOST; patterns like *.svc.local allowed)\n"
+	        "                           (default: HOST; patterns like *.svc.local allowed;\n"
+	        "                           etcd: its certificate must name the HOST given)\n"
 	        "      --ca FILE            CA certificate (PEM, $RDMX_CA)\n"
 	        "      --cert FILE          this node's certificate (PEM, $RDMX_CERT)\n"
 	        "      --key FILE           its private key (PEM, $RDMX_KEY)\n"
@@ -225,6 +230,7 @@ static const struct option long_options[] = {
     RDMX_CLI_LONGOPT_ALLOW_INSECURE_KEY,
     {"crl", required_argument, NULL, R_CRL},
     {"server", required_argument, NULL, R_SERVER},
+    {"registry", required_argument, NULL, R_SERVER},
     {"server-name", required_argument, NULL, R_SERVER_NAME},
     {"timeout-ms", required_argument, NULL, R_TIMEOUT},
     {"ttl-ms", required_argument, NULL, R_TTL},
@@ -242,8 +248,9 @@ int main(int argc, char **argv)
 	unsigned long ttl = 30000;
 	struct rdmx_registry_kv meta[MAX_META];
 	size_t n_meta = 0;
-	char host[256];
+	char host[256] = "*";
 	uint16_t port;
+	bool etcd;
 	struct rdmx_tls_config *cfg = NULL;
 	struct rdmx_registry_client *c = NULL;
 
@@ -332,7 +339,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rdmx-registry: which command? list, lookup, watch or join\n");
 		return 2;
 	}
-	if (split_host_port(server, host, sizeof(host), &port)) {
+	etcd = strncmp(server, "etcd://", 7) == 0;
+	if (!etcd && split_host_port(strncmp(server, "rdmx://", 7) ? server : server + 7, host,
+	                             sizeof(host), &port)) {
 		rdmx_cli_bad_value("rdmx-registry", "--server", server);
 		return 2;
 	}
@@ -373,8 +382,8 @@ int main(int argc, char **argv)
 	}
 	/* bounded by --timeout-ms; SIGINT / SIGTERM keep their default action
 	 * (end the program) until connected, then ask for a clean stop */
-	ret = rdmx_registry_client_connect_timeout(
-	    host, port, cfg, timeout > 0 && timeout <= 600000 ? timeout : 5000, &c);
+	ret = rdmx_registry_client_open(server, cfg,
+	                                timeout > 0 && timeout <= 600000 ? timeout : 5000, &c);
 	if (ret) {
 		rdmx_tls_config_destroy(&cfg);
 		return fail(NULL, "connect", ret);

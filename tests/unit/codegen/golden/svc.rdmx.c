@@ -268,6 +268,8 @@ static const char *const rdmx__idl_0[] = {
 	"service Greeter {\n"
 	"  rpc SayHello(.hello.HelloRequest) returns (.hello.HelloReply);\n"
 	"  rpc SayAgain(.hello.HelloRequest) returns (.hello.HelloReply);\n"
+	"  rpc Lookup(.hello.HelloRequest) returns (.hello.HelloReply);\n"
+	"  rpc Store(.hello.HelloRequest) returns (.hello.HelloReply);\n"
 	"}\n",
 };
 
@@ -460,6 +462,186 @@ int hello_Greeter_SayAgain_respond(struct rdmx_rpc_server_call *call, enum rdmx_
 	return rdmx_rpc_respond(call, code, message, &p);
 }
 
+int hello_Greeter_Lookup(struct rdmx_rpc_conn *rc, const hello_HelloRequest *req, hello_HelloReply *resp,
+	struct rdmx_arena *arena, const struct rdmx_rpc_call_opts *opts,
+	struct rdmx_rpc_status *status)
+{
+	struct rdmx_rpc_payload p;
+	struct rdmx_rpc_reply reply;
+	int r;
+	if (!rc || !req || !resp)
+		return RDMX_E_INVAL;
+	p = hello_HelloRequest_payload(req);
+	memset(&reply, 0, sizeof(reply));
+	r = rdmx_rpc_call(rc, HELLO_GREETER_LOOKUP_ID, &p, opts, &reply);
+	if (r < 0)
+		return r;
+	r = rdmx__rpc_status_fill(status, arena, (int)reply.code, reply.message);
+	if (r == 0 && reply.code == RDMX_RPC_OK && !(opts && opts->oneway)) {
+		struct rdmx_decode_opts dopts = {0, true, 0};
+		if (reply.len == 0)
+			hello_HelloReply_init(resp);
+		else
+			r = hello_HelloReply_decode(resp, reply.data, reply.len, arena, &dopts);
+	}
+	if (r == 0)
+		r = (int)reply.code;
+	rdmx_rpc_reply_fini(&reply);
+	return r;
+}
+
+struct hello_Greeter_Lookup__ctx {
+	hello_Greeter_Lookup_cb cb;
+	void *arg;
+	bool oneway;
+};
+
+static void hello_Greeter_Lookup__done(const struct rdmx_rpc_result *res, void *arg)
+{
+	struct hello_Greeter_Lookup__ctx c = *(struct hello_Greeter_Lookup__ctx *)arg;
+	unsigned char buf[RDMX_CODEC_STACK_ARENA];
+	struct rdmx_arena a;
+	hello_HelloReply resp;
+	int r = 0;
+	free(arg);
+	if (res->code != RDMX_RPC_OK || c.oneway) {
+		c.cb(res->code, res->message, NULL, c.arg);
+		return;
+	}
+	rdmx_arena_init(&a, buf, sizeof(buf), 0);
+	if (res->len == 0)
+		hello_HelloReply_init(&resp);
+	else
+		r = hello_HelloReply_decode(&resp, res->data, res->len, &a, NULL);
+	if (r)
+		c.cb(RDMX_RPC_INTERNAL, "malformed response", NULL, c.arg);
+	else
+		c.cb(RDMX_RPC_OK, res->message, &resp, c.arg);
+	rdmx_arena_fini(&a);
+}
+
+int hello_Greeter_Lookup_async(struct rdmx_rpc_conn *rc, const hello_HelloRequest *req,
+	const struct rdmx_rpc_call_opts *opts, hello_Greeter_Lookup_cb cb, void *arg,
+	uint64_t *call_id)
+{
+	struct rdmx_rpc_payload p;
+	struct hello_Greeter_Lookup__ctx *c;
+	int r;
+	if (!rc || !req || !cb)
+		return RDMX_E_INVAL;
+	c = malloc(sizeof(*c));
+	if (!c)
+		return RDMX_E_NOMEM;
+	c->cb = cb;
+	c->arg = arg;
+	c->oneway = opts && opts->oneway;
+	p = hello_HelloRequest_payload(req);
+	r = rdmx_rpc_call_async(rc, HELLO_GREETER_LOOKUP_ID, &p, opts, hello_Greeter_Lookup__done, c, call_id);
+	if (r)
+		free(c);
+	return r;
+}
+
+int hello_Greeter_Lookup_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
+	const char *message, const hello_HelloReply *resp)
+{
+	struct rdmx_rpc_payload p;
+	if (!resp)
+		return rdmx_rpc_respond(call, code, message, NULL);
+	p = hello_HelloReply_payload(resp);
+	return rdmx_rpc_respond(call, code, message, &p);
+}
+
+int hello_Greeter_Store(struct rdmx_rpc_conn *rc, const hello_HelloRequest *req, hello_HelloReply *resp,
+	struct rdmx_arena *arena, const struct rdmx_rpc_call_opts *opts,
+	struct rdmx_rpc_status *status)
+{
+	struct rdmx_rpc_payload p;
+	struct rdmx_rpc_reply reply;
+	int r;
+	if (!rc || !req || !resp)
+		return RDMX_E_INVAL;
+	p = hello_HelloRequest_payload(req);
+	memset(&reply, 0, sizeof(reply));
+	r = rdmx_rpc_call(rc, HELLO_GREETER_STORE_ID, &p, opts, &reply);
+	if (r < 0)
+		return r;
+	r = rdmx__rpc_status_fill(status, arena, (int)reply.code, reply.message);
+	if (r == 0 && reply.code == RDMX_RPC_OK && !(opts && opts->oneway)) {
+		struct rdmx_decode_opts dopts = {0, true, 0};
+		if (reply.len == 0)
+			hello_HelloReply_init(resp);
+		else
+			r = hello_HelloReply_decode(resp, reply.data, reply.len, arena, &dopts);
+	}
+	if (r == 0)
+		r = (int)reply.code;
+	rdmx_rpc_reply_fini(&reply);
+	return r;
+}
+
+struct hello_Greeter_Store__ctx {
+	hello_Greeter_Store_cb cb;
+	void *arg;
+	bool oneway;
+};
+
+static void hello_Greeter_Store__done(const struct rdmx_rpc_result *res, void *arg)
+{
+	struct hello_Greeter_Store__ctx c = *(struct hello_Greeter_Store__ctx *)arg;
+	unsigned char buf[RDMX_CODEC_STACK_ARENA];
+	struct rdmx_arena a;
+	hello_HelloReply resp;
+	int r = 0;
+	free(arg);
+	if (res->code != RDMX_RPC_OK || c.oneway) {
+		c.cb(res->code, res->message, NULL, c.arg);
+		return;
+	}
+	rdmx_arena_init(&a, buf, sizeof(buf), 0);
+	if (res->len == 0)
+		hello_HelloReply_init(&resp);
+	else
+		r = hello_HelloReply_decode(&resp, res->data, res->len, &a, NULL);
+	if (r)
+		c.cb(RDMX_RPC_INTERNAL, "malformed response", NULL, c.arg);
+	else
+		c.cb(RDMX_RPC_OK, res->message, &resp, c.arg);
+	rdmx_arena_fini(&a);
+}
+
+int hello_Greeter_Store_async(struct rdmx_rpc_conn *rc, const hello_HelloRequest *req,
+	const struct rdmx_rpc_call_opts *opts, hello_Greeter_Store_cb cb, void *arg,
+	uint64_t *call_id)
+{
+	struct rdmx_rpc_payload p;
+	struct hello_Greeter_Store__ctx *c;
+	int r;
+	if (!rc || !req || !cb)
+		return RDMX_E_INVAL;
+	c = malloc(sizeof(*c));
+	if (!c)
+		return RDMX_E_NOMEM;
+	c->cb = cb;
+	c->arg = arg;
+	c->oneway = opts && opts->oneway;
+	p = hello_HelloRequest_payload(req);
+	r = rdmx_rpc_call_async(rc, HELLO_GREETER_STORE_ID, &p, opts, hello_Greeter_Store__done, c, call_id);
+	if (r)
+		free(c);
+	return r;
+}
+
+int hello_Greeter_Store_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
+	const char *message, const hello_HelloReply *resp)
+{
+	struct rdmx_rpc_payload p;
+	if (!resp)
+		return rdmx_rpc_respond(call, code, message, NULL);
+	p = hello_HelloReply_payload(resp);
+	return rdmx_rpc_respond(call, code, message, &p);
+}
+
 struct hello_Greeter__binding {
 	struct hello_Greeter_handlers h;
 	void *arg;
@@ -505,6 +687,46 @@ static void hello_Greeter_SayAgain__handle(struct rdmx_rpc_server_call *call, co
 	rdmx_arena_fini(&a);
 }
 
+static void hello_Greeter_Lookup__handle(struct rdmx_rpc_server_call *call, const void *req,
+	size_t len, void *arg)
+{
+	const struct hello_Greeter__binding *b = arg;
+	unsigned char buf[RDMX_CODEC_STACK_ARENA];
+	struct rdmx_arena a;
+	hello_HelloRequest msg;
+	int r = 0;
+	rdmx_arena_init(&a, buf, sizeof(buf), 0);
+	if (len == 0)
+		hello_HelloRequest_init(&msg);
+	else
+		r = hello_HelloRequest_decode(&msg, req, len, &a, NULL);
+	if (r)
+		rdmx_rpc_respond(call, RDMX_RPC_INVALID_ARGUMENT, "malformed request", NULL);
+	else
+		b->h.Lookup(call, &msg, b->arg);
+	rdmx_arena_fini(&a);
+}
+
+static void hello_Greeter_Store__handle(struct rdmx_rpc_server_call *call, const void *req,
+	size_t len, void *arg)
+{
+	const struct hello_Greeter__binding *b = arg;
+	unsigned char buf[RDMX_CODEC_STACK_ARENA];
+	struct rdmx_arena a;
+	hello_HelloRequest msg;
+	int r = 0;
+	rdmx_arena_init(&a, buf, sizeof(buf), 0);
+	if (len == 0)
+		hello_HelloRequest_init(&msg);
+	else
+		r = hello_HelloRequest_decode(&msg, req, len, &a, NULL);
+	if (r)
+		rdmx_rpc_respond(call, RDMX_RPC_INVALID_ARGUMENT, "malformed request", NULL);
+	else
+		b->h.Store(call, &msg, b->arg);
+	rdmx_arena_fini(&a);
+}
+
 int hello_Greeter_register(struct rdmx_rpc_server *server,
 	const struct hello_Greeter_handlers *handlers, void *arg)
 {
@@ -531,6 +753,18 @@ int hello_Greeter_register(struct rdmx_rpc_server *server,
 	if (handlers->SayAgain) {
 		r = rdmx_rpc_server_register(server, HELLO_GREETER_SAYAGAIN_ID, HELLO_GREETER_SAYAGAIN_NAME,
 			hello_Greeter_SayAgain__handle, b);
+		if (r)
+			return r;
+	}
+	if (handlers->Lookup) {
+		r = rdmx_rpc_server_register(server, HELLO_GREETER_LOOKUP_ID, HELLO_GREETER_LOOKUP_NAME,
+			hello_Greeter_Lookup__handle, b);
+		if (r)
+			return r;
+	}
+	if (handlers->Store) {
+		r = rdmx_rpc_server_register(server, HELLO_GREETER_STORE_ID, HELLO_GREETER_STORE_NAME,
+			hello_Greeter_Store__handle, b);
 		if (r)
 			return r;
 	}
