@@ -658,7 +658,7 @@ static int member_connect(const struct rdmx_registry_member *m, void *arg, void 
 	uint16_t port;
 	int rc;
 
-	if (rpcnet_split_addr(m->endpoint, host, sizeof(host), &port) || port == 0)
+	if (rdmx_cli_split_addr(m->endpoint, host, sizeof(host), &port) || port == 0)
 		return RDMX_E_INVAL;
 	if (!tls.peer)
 		tls.peer = m->owner; /* the certificate that registered it */

@@ -462,18 +462,18 @@ int hello_Greeter_SayAgain_respond(struct rdmx_rpc_server_call *call, enum rdmx_
 	return rdmx_rpc_respond(call, code, message, &p);
 }
 
-int hello_Greeter_Lookup(struct rdmx_rpc_conn *rc, const hello_HelloRequest *req, hello_HelloReply *resp,
+int hello_Greeter_Lookup(struct rdmx_rpc_ep *ep, const hello_HelloRequest *req, hello_HelloReply *resp,
 	struct rdmx_arena *arena, const struct rdmx_rpc_call_opts *opts,
 	struct rdmx_rpc_status *status)
 {
 	struct rdmx_rpc_payload p;
 	struct rdmx_rpc_reply reply;
 	int r;
-	if (!rc || !req || !resp)
+	if (!ep || !req || !resp)
 		return RDMX_E_INVAL;
 	p = hello_HelloRequest_payload(req);
 	memset(&reply, 0, sizeof(reply));
-	r = rdmx_rpc_call(rc, HELLO_GREETER_LOOKUP_ID, &p, opts, &reply);
+	r = rdmx_rpc_call(ep, HELLO_GREETER_LOOKUP_ID, &p, opts, &reply);
 	if (r < 0)
 		return r;
 	r = rdmx__rpc_status_fill(status, arena, (int)reply.code, reply.message);
@@ -520,14 +520,14 @@ static void hello_Greeter_Lookup__done(const struct rdmx_rpc_result *res, void *
 	rdmx_arena_fini(&a);
 }
 
-int hello_Greeter_Lookup_async(struct rdmx_rpc_conn *rc, const hello_HelloRequest *req,
+int hello_Greeter_Lookup_async(struct rdmx_rpc_ep *ep, const hello_HelloRequest *req,
 	const struct rdmx_rpc_call_opts *opts, hello_Greeter_Lookup_cb cb, void *arg,
 	uint64_t *call_id)
 {
 	struct rdmx_rpc_payload p;
 	struct hello_Greeter_Lookup__ctx *c;
 	int r;
-	if (!rc || !req || !cb)
+	if (!ep || !req || !cb)
 		return RDMX_E_INVAL;
 	c = malloc(sizeof(*c));
 	if (!c)
@@ -536,7 +536,7 @@ int hello_Greeter_Lookup_async(struct rdmx_rpc_conn *rc, const hello_HelloReques
 	c->arg = arg;
 	c->oneway = opts && opts->oneway;
 	p = hello_HelloRequest_payload(req);
-	r = rdmx_rpc_call_async(rc, HELLO_GREETER_LOOKUP_ID, &p, opts, hello_Greeter_Lookup__done, c, call_id);
+	r = rdmx_rpc_call_async(ep, HELLO_GREETER_LOOKUP_ID, &p, opts, hello_Greeter_Lookup__done, c, call_id);
 	if (r)
 		free(c);
 	return r;
@@ -552,18 +552,18 @@ int hello_Greeter_Lookup_respond(struct rdmx_rpc_server_call *call, enum rdmx_rp
 	return rdmx_rpc_respond(call, code, message, &p);
 }
 
-int hello_Greeter_Store(struct rdmx_rpc_conn *rc, const hello_HelloRequest *req, hello_HelloReply *resp,
+int hello_Greeter_Store(struct rdmx_rpc_ep *ep, const hello_HelloRequest *req, hello_HelloReply *resp,
 	struct rdmx_arena *arena, const struct rdmx_rpc_call_opts *opts,
 	struct rdmx_rpc_status *status)
 {
 	struct rdmx_rpc_payload p;
 	struct rdmx_rpc_reply reply;
 	int r;
-	if (!rc || !req || !resp)
+	if (!ep || !req || !resp)
 		return RDMX_E_INVAL;
 	p = hello_HelloRequest_payload(req);
 	memset(&reply, 0, sizeof(reply));
-	r = rdmx_rpc_call(rc, HELLO_GREETER_STORE_ID, &p, opts, &reply);
+	r = rdmx_rpc_call(ep, HELLO_GREETER_STORE_ID, &p, opts, &reply);
 	if (r < 0)
 		return r;
 	r = rdmx__rpc_status_fill(status, arena, (int)reply.code, reply.message);
@@ -610,14 +610,14 @@ static void hello_Greeter_Store__done(const struct rdmx_rpc_result *res, void *a
 	rdmx_arena_fini(&a);
 }
 
-int hello_Greeter_Store_async(struct rdmx_rpc_conn *rc, const hello_HelloRequest *req,
+int hello_Greeter_Store_async(struct rdmx_rpc_ep *ep, const hello_HelloRequest *req,
 	const struct rdmx_rpc_call_opts *opts, hello_Greeter_Store_cb cb, void *arg,
 	uint64_t *call_id)
 {
 	struct rdmx_rpc_payload p;
 	struct hello_Greeter_Store__ctx *c;
 	int r;
-	if (!rc || !req || !cb)
+	if (!ep || !req || !cb)
 		return RDMX_E_INVAL;
 	c = malloc(sizeof(*c));
 	if (!c)
@@ -626,7 +626,7 @@ int hello_Greeter_Store_async(struct rdmx_rpc_conn *rc, const hello_HelloRequest
 	c->arg = arg;
 	c->oneway = opts && opts->oneway;
 	p = hello_HelloRequest_payload(req);
-	r = rdmx_rpc_call_async(rc, HELLO_GREETER_STORE_ID, &p, opts, hello_Greeter_Store__done, c, call_id);
+	r = rdmx_rpc_call_async(ep, HELLO_GREETER_STORE_ID, &p, opts, hello_Greeter_Store__done, c, call_id);
 	if (r)
 		free(c);
 	return r;

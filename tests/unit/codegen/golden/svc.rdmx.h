@@ -129,10 +129,10 @@ int hello_Greeter_SayAgain_respond(struct rdmx_rpc_server_call *call, enum rdmx_
 #define HELLO_GREETER_LOOKUP_IDEMPOTENT 1
 typedef void (*hello_Greeter_Lookup_cb)(enum rdmx_rpc_code code, const char *message,
 	const hello_HelloReply *resp, void *arg);
-int hello_Greeter_Lookup(struct rdmx_rpc_conn *rc, const hello_HelloRequest *req, hello_HelloReply *resp,
+int hello_Greeter_Lookup(struct rdmx_rpc_ep *ep, const hello_HelloRequest *req, hello_HelloReply *resp,
 	struct rdmx_arena *arena, const struct rdmx_rpc_call_opts *opts,
 	struct rdmx_rpc_status *status);
-int hello_Greeter_Lookup_async(struct rdmx_rpc_conn *rc, const hello_HelloRequest *req,
+int hello_Greeter_Lookup_async(struct rdmx_rpc_ep *ep, const hello_HelloRequest *req,
 	const struct rdmx_rpc_call_opts *opts, hello_Greeter_Lookup_cb cb, void *arg,
 	uint64_t *call_id);
 int hello_Greeter_Lookup_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
@@ -143,10 +143,10 @@ int hello_Greeter_Lookup_respond(struct rdmx_rpc_server_call *call, enum rdmx_rp
 #define HELLO_GREETER_STORE_IDEMPOTENT 1
 typedef void (*hello_Greeter_Store_cb)(enum rdmx_rpc_code code, const char *message,
 	const hello_HelloReply *resp, void *arg);
-int hello_Greeter_Store(struct rdmx_rpc_conn *rc, const hello_HelloRequest *req, hello_HelloReply *resp,
+int hello_Greeter_Store(struct rdmx_rpc_ep *ep, const hello_HelloRequest *req, hello_HelloReply *resp,
 	struct rdmx_arena *arena, const struct rdmx_rpc_call_opts *opts,
 	struct rdmx_rpc_status *status);
-int hello_Greeter_Store_async(struct rdmx_rpc_conn *rc, const hello_HelloRequest *req,
+int hello_Greeter_Store_async(struct rdmx_rpc_ep *ep, const hello_HelloRequest *req,
 	const struct rdmx_rpc_call_opts *opts, hello_Greeter_Store_cb cb, void *arg,
 	uint64_t *call_id);
 int hello_Greeter_Store_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
