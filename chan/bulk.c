@@ -151,18 +151,12 @@ static int rdv_read(struct rdmx_chan *chan, struct rdv_rx *r)
 		struct rdmx_buf *lb = &r->lbs[r->next_chunk];
 		struct rdmx_rbuf rb = {
 		    .mr = r->remote, .offset = (uint64_t)r->next_chunk * r->chunk, .len = lb->len};
-		struct rdmx_task *task;
+		struct rdmx_task *task = NULL;
 
 		rc = rdmx_task_read_alloc(chan->worker->ctx, chan->conn, &rb, lb, r, &task);
-		if (rc == RDMX_E_FULL)
-			rdmx__worker_add_starved(chan->worker, chan);
+		rc = rdmx__chan_submit(chan, rc, task);
 		if (rc)
 			return rc;
-		rc = rdmx_task_submit(task);
-		if (rc) {
-			rdmx_task_free(task);
-			return rc;
-		}
 		if (r->state == RDV_NEW) {
 			r->state = RDV_READING;
 			chan->rdv_reads++;

@@ -210,6 +210,10 @@ struct rdmx_chan {
 /* Posts the receive pool (first channel start). */
 int rdmx__worker_post_recvs(struct rdmx_chan_worker *worker);
 void rdmx__worker_add_starved(struct rdmx_chan_worker *worker, struct rdmx_chan *chan);
+/* Submits a task just allocated with status alloc_rc: a dry task pool
+ * (RDMX_E_FULL) parks the channel on the worker's starved list; a failed
+ * submit frees the task. Returns the first error, 0 once submitted. */
+int rdmx__chan_submit(struct rdmx_chan *chan, int alloc_rc, struct rdmx_task *task);
 /* Every worker callback (and every timer of the worker) brackets itself with
  * enter/leave: rdmx__worker_depth tells code that may not nest (a blocking
  * call, a close) that a callback is on the stack. */

@@ -76,7 +76,7 @@ static struct ctl_entry *ctl_get(struct rdmx_chan *chan)
 static int ctl_send(struct rdmx_chan *chan, const void *msg, size_t len)
 {
 	struct ctl_entry *ce = ctl_get(chan);
-	struct rdmx_task *task;
+	struct rdmx_task *task = NULL;
 	int rc;
 
 	if (!ce)
@@ -84,15 +84,9 @@ static int ctl_send(struct rdmx_chan *chan, const void *msg, size_t len)
 	memcpy(ce->buf.addr, msg, len);
 	ce->buf.len = len;
 	rc = rdmx_task_send_alloc(chan->worker->ctx, chan->conn, &ce->buf, ce, &task);
-	if (rc == RDMX_E_FULL)
-		rdmx__worker_add_starved(chan->worker, chan);
+	rc = rdmx__chan_submit(chan, rc, task);
 	if (rc)
 		return rc;
-	rc = rdmx_task_submit(task);
-	if (rc) {
-		rdmx_task_free(task);
-		return rc;
-	}
 	ce->busy = true;
 	chan->inflight++;
 	return 0;
@@ -153,21 +147,15 @@ static void chan_send_credit(struct rdmx_chan *chan)
 static int post_write(struct rdmx_chan *chan, struct tx_slot *ts, uint32_t credit)
 {
 	uint32_t seq = chan->tx_seq, peer_slot = seq % chan->peer_count;
-	struct rdmx_task *task;
+	struct rdmx_task *task = NULL;
 	int rc;
 
 	ts->dst.offset = (uint64_t)peer_slot * chan->peer_size;
 	rc = rdmx_task_write_imm_alloc(chan->worker->ctx, chan->conn, &ts->hdr, &ts->dst,
 	                               rdmx__imm_make(peer_slot, seq), ts, &task);
-	if (rc == RDMX_E_FULL)
-		rdmx__worker_add_starved(chan->worker, chan);
+	rc = rdmx__chan_submit(chan, rc, task);
 	if (rc)
 		return rc;
-	rc = rdmx_task_submit(task);
-	if (rc) {
-		rdmx_task_free(task);
-		return rc;
-	}
 	ts->busy = true;
 	chan->inflight++;
 	chan->tx_seq++;

@@ -357,6 +357,20 @@ void rdmx__worker_add_starved(struct rdmx_chan_worker *worker, struct rdmx_chan 
 	worker->starved_head = chan;
 }
 
+int rdmx__chan_submit(struct rdmx_chan *chan, int alloc_rc, struct rdmx_task *task)
+{
+	int rc;
+
+	if (alloc_rc == RDMX_E_FULL)
+		rdmx__worker_add_starved(chan->worker, chan);
+	if (alloc_rc)
+		return alloc_rc;
+	rc = rdmx_task_submit(task);
+	if (rc)
+		rdmx_task_free(task);
+	return rc;
+}
+
 /* Called after a task of the pool came back: give waiting channels a go. */
 static void worker_feed_starved(struct rdmx_chan_worker *worker)
 {
