@@ -44,6 +44,7 @@
 #include "bootstrap_internal.h"
 #include "registry_proto.h"
 #include "tls_internal.h"
+#include "common/clock.h"
 
 #define MAX_VERSIONS 8
 #define MAX_PROVIDER 16
@@ -652,18 +653,10 @@ int rdmx__bootstrap_accept(struct rdmx_bootstrap *b, const void *frame, size_t l
 
 /* ---- client ---- */
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Milliseconds left before the deadline, or 0 when it has passed. */
 static int ms_left(int64_t deadline)
 {
-	int64_t left = deadline - now_ms();
+	int64_t left = deadline - (int64_t)rdmx__now_ms();
 
 	return left > 0 ? (int)left : 0;
 }
@@ -818,7 +811,7 @@ int rdmx_bootstrap_connect(struct rdmx_ctx *ctx, struct rdmx_tls_config *cfg, co
 	    app_len > RDMX_BOOTSTRAP_MAX_APP_DATA || timeout_ms <= 0 ||
 	    (name && !valid_name(name, strlen(name))))
 		return RDMX_E_INVAL;
-	deadline = now_ms() + timeout_ms;
+	deadline = (int64_t)rdmx__now_ms() + timeout_ms;
 	ret = rdmx_tls_connect_timeout(cfg, host, port, timeout_ms, &tls);
 	if (ret)
 		return ret;

@@ -14,6 +14,7 @@
 #include "registry_internal.h"
 #include "registry_proto.h"
 #include "tls_internal.h"
+#include "common/clock.h"
 
 struct rdmx_registry_client {
 	/* another backend: its ops and state; NULL: rdmx-bootstrapd over conn */
@@ -32,17 +33,9 @@ struct rdmx_registry_client {
 	uint64_t dropped;
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int left_ms(int64_t deadline)
 {
-	int64_t left = deadline - now_ms();
+	int64_t left = deadline - (int64_t)rdmx__now_ms();
 
 	return left < 0 ? 0 : (int)left;
 }
@@ -218,7 +211,7 @@ static int receive(struct rdmx_registry_client *c, int64_t deadline, struct rdmx
 static int call(struct rdmx_registry_client *c, struct rdmx__reg_request *req,
                 struct rdmx__reg_reply *r)
 {
-	int64_t deadline = now_ms() + c->timeout_ms;
+	int64_t deadline = (int64_t)rdmx__now_ms() + c->timeout_ms;
 	msgpack_sbuffer sb;
 	int ret;
 
@@ -389,7 +382,7 @@ int rdmx_registry_client_next_event(struct rdmx_registry_client *client, int tim
 	if (!client->q_len) {
 		if (client->broken)
 			return client->broken;
-		ret = receive(client, now_ms() + timeout_ms, &r, 1);
+		ret = receive(client, (int64_t)rdmx__now_ms() + timeout_ms, &r, 1);
 		if (ret < 0)
 			return ret;
 		if (ret == 1)

@@ -15,6 +15,7 @@
 
 #include "registry_proto.h"
 #include "tls_internal.h"
+#include "common/clock.h"
 
 #define UNAVAILABLE 14 /* RDMX_RPC_UNAVAILABLE */
 
@@ -35,20 +36,12 @@ struct rdmx_registry_balancer {
 	uint64_t calls, retries;
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static uint32_t rnd(void)
 {
 	uint32_t r = 0;
 
 	if (RAND_bytes((unsigned char *)&r, sizeof(r)) != 1)
-		r = (uint32_t)now_ms() * 2654435761u;
+		r = (uint32_t)rdmx__now_ms() * 2654435761u;
 	return r;
 }
 
@@ -115,7 +108,7 @@ static void back_off(struct rdmx_registry_balancer *b, struct bmember *x)
 	x->backoff_ms = ms;
 	/* full jitter over the upper half: members that failed together do not
 	 * come back together */
-	x->retry_at = now_ms() + ms / 2 + (int64_t)(rnd() % (ms / 2 + 1));
+	x->retry_at = (int64_t)rdmx__now_ms() + ms / 2 + (int64_t)(rnd() % (ms / 2 + 1));
 	disconnect(b, x);
 }
 
@@ -239,7 +232,7 @@ int rdmx_registry_balancer_pick(struct rdmx_registry_balancer *b, void **conn, u
 	rdmx_registry_balancer_refresh(b);
 	if (!b->n)
 		return RDMX_E_NOT_FOUND;
-	now = now_ms();
+	now = (int64_t)rdmx__now_ms();
 	start = first_choice(b, now);
 	for (size_t k = 0; k < b->n; k++) {
 		struct bmember *x = &b->items[(start + k) % b->n];
@@ -259,7 +252,7 @@ int rdmx_registry_balancer_pick(struct rdmx_registry_balancer *b, void **conn, u
 				back_off(b, x);
 				if (soonest < 0 || x->retry_at < soonest)
 					soonest = x->retry_at;
-				now = now_ms();
+				now = (int64_t)rdmx__now_ms();
 				continue;
 			}
 		}

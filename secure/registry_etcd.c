@@ -39,6 +39,7 @@
 #include "registry_internal.h"
 #include "registry_proto.h"
 #include "tls_internal.h"
+#include "common/clock.h"
 
 #define MAX_REPLY (16u << 20)    /* one answer */
 #define MAX_WATCH_BUF (4u << 20) /* one unparsed watch message */
@@ -95,14 +96,6 @@ static CURLcode curl_init_rc;
 static void curl_init(void)
 {
 	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int jitter(int ms)
@@ -384,7 +377,7 @@ static int reply_error(json_t *r, int64_t *code, const char **msg)
  * stream's first message is unwrapped from {"result":..}). */
 static int post_once(struct etcd *e, const char *path, json_t *body, json_t **reply)
 {
-	int64_t deadline = now_ms() + e->timeout_ms;
+	int64_t deadline = (int64_t)rdmx__now_ms() + e->timeout_ms;
 	char *text = json_dumps(body, JSON_COMPACT);
 	int ret = RDMX_E_TIMEDOUT;
 	size_t tried = 0;
@@ -393,7 +386,7 @@ static int post_once(struct etcd *e, const char *path, json_t *body, json_t **re
 	if (!text)
 		return RDMX_E_NOMEM;
 	for (;;) {
-		int64_t left = deadline - now_ms(), attempt;
+		int64_t left = deadline - (int64_t)rdmx__now_ms(), attempt;
 		char url[RDMX__REG_URL_MAX_HOST + 64];
 		json_error_t jerr;
 		long http = 0;
@@ -1047,7 +1040,7 @@ static void watch_lost(struct etcd *e, const char *why)
 	e->said_lost = true;
 	watch_drop(e);
 	e->cur = (e->cur + 1) % e->url.n;
-	e->retry_at = now_ms() + jitter(e->backoff_ms);
+	e->retry_at = (int64_t)rdmx__now_ms() + jitter(e->backoff_ms);
 	e->backoff_ms =
 	    e->backoff_ms >= WATCH_BACKOFF_MAX_MS / 2 ? WATCH_BACKOFF_MAX_MS : e->backoff_ms * 2;
 }
@@ -1099,7 +1092,7 @@ static int etcd_watch(void *b, const char *service)
 static int etcd_wait_events(void *b, struct rdmx_registry_client *c, int timeout_ms)
 {
 	struct etcd *e = b;
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = (int64_t)rdmx__now_ms() + timeout_ms;
 
 	if (!e->watching)
 		return RDMX_E_BAD_STATE;
@@ -1109,7 +1102,7 @@ static int etcd_wait_events(void *b, struct rdmx_registry_client *c, int timeout
 		CURLMsg *msg;
 		int n;
 
-		if (!e->wh && now_ms() >= e->retry_at && watch_start(e))
+		if (!e->wh && (int64_t)rdmx__now_ms() >= e->retry_at && watch_start(e))
 			return RDMX_E_NOMEM;
 		if (e->wh) {
 			curl_multi_perform(e->multi, &running);
@@ -1136,12 +1129,12 @@ static int etcd_wait_events(void *b, struct rdmx_registry_client *c, int timeout
 		}
 		if (rdmx__reg_client_pending(c))
 			return RDMX_OK;
-		left = (int)(deadline - now_ms());
+		left = (int)(deadline - (int64_t)rdmx__now_ms());
 		if (left <= 0)
 			return RDMX_E_TIMEDOUT;
 		wait = left;
 		if (!e->wh) {
-			int64_t until = e->retry_at - now_ms();
+			int64_t until = e->retry_at - (int64_t)rdmx__now_ms();
 
 			if (until < wait)
 				wait = until < 1 ? 1 : (int)until;

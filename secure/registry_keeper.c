@@ -22,6 +22,7 @@
 
 #include "registry_proto.h"
 #include "tls_internal.h"
+#include "common/clock.h"
 
 struct rdmx_registry_keeper {
 	/* settings (copied, read-only once the thread runs) */
@@ -53,14 +54,6 @@ struct rdmx_registry_keeper {
 	uint64_t failures; /* guarded by lock */
 };
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Waits until `at` (monotonic ms) or a stop request: true when asked to
  * stop. */
 static bool wait_until(struct rdmx_registry_keeper *k, int64_t at)
@@ -70,7 +63,7 @@ static bool wait_until(struct rdmx_registry_keeper *k, int64_t at)
 
 	pthread_mutex_lock(&k->lock);
 	while (!k->stop) {
-		int64_t left = at - mono_ms();
+		int64_t left = at - (int64_t)rdmx__now_ms();
 
 		if (left <= 0)
 			break;
@@ -135,12 +128,12 @@ static int64_t beat_after(const struct rdmx_registry_keeper *k)
 {
 	uint32_t ms = (k->granted_ms ? k->granted_ms : k->ttl_ms) / 3;
 
-	return mono_ms() + (ms < 50 ? 50 : ms);
+	return (int64_t)rdmx__now_ms() + (ms < 50 ? 50 : ms);
 }
 
 static int64_t failed(struct rdmx_registry_keeper *k, const char *what, int ret)
 {
-	int64_t at = mono_ms() + k->backoff_ms;
+	int64_t at = (int64_t)rdmx__now_ms() + k->backoff_ms;
 
 	RDMX_SEC_WARN("registry: %s %s: %s; retrying in %u ms", what, k->service,
 	              rdmx_strerror(ret), k->backoff_ms);

@@ -20,14 +20,9 @@
 #include "tls_internal.h"
 #include "common/clock.h"
 
-static int64_t now_ms(void)
-{
-	return (int64_t)rdmx__now_ms();
-}
-
 static int remaining(int64_t deadline)
 {
-	int64_t left = deadline - now_ms();
+	int64_t left = deadline - (int64_t)rdmx__now_ms();
 
 	if (left < 0)
 		return 0;
@@ -112,7 +107,7 @@ int rdmx_tls_connect_timeout(struct rdmx_tls_config *cfg, const char *host, uint
 	limit_ms = rdmx__tls_config_handshake_timeout(cfg);
 	if (timeout_ms > 0 && (uint32_t)timeout_ms < limit_ms)
 		limit_ms = (uint32_t)timeout_ms;
-	deadline = now_ms() + limit_ms;
+	deadline = (int64_t)rdmx__now_ms() + limit_ms;
 	snprintf(service, sizeof(service), "%u", port);
 	gai = getaddrinfo(host, service, &hints, &res);
 	if (gai != 0) {
@@ -163,7 +158,7 @@ err:
 
 int rdmx_tls_conn_send_wait(struct rdmx_tls_conn *conn, const void *buf, size_t len, int timeout_ms)
 {
-	int64_t deadline = now_ms() + (timeout_ms < 0 ? 0 : timeout_ms);
+	int64_t deadline = (int64_t)rdmx__now_ms() + (timeout_ms < 0 ? 0 : timeout_ms);
 	int fd, ret;
 
 	if (!conn)
@@ -198,7 +193,7 @@ int rdmx_tls_conn_send_wait(struct rdmx_tls_conn *conn, const void *buf, size_t 
 int rdmx_tls_conn_recv_wait(struct rdmx_tls_conn *conn, const void **frame, size_t *len,
                             int timeout_ms)
 {
-	int64_t deadline = now_ms() + (timeout_ms < 0 ? 0 : timeout_ms);
+	int64_t deadline = (int64_t)rdmx__now_ms() + (timeout_ms < 0 ? 0 : timeout_ms);
 	int fd, ret;
 
 	if (!conn || !frame || !len)

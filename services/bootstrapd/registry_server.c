@@ -24,11 +24,8 @@
 
 #include "registry_proto.h"
 #include "registry_server.h"
-
-#define BSD_LOG(level, ...) rdmx__log((level), __FILE__, __LINE__, __func__, __VA_ARGS__)
-#define BSD_WARN(...) BSD_LOG(RDMX_LOG_WARNING, __VA_ARGS__)
-#define BSD_INFO(...) BSD_LOG(RDMX_LOG_INFO, __VA_ARGS__)
-#define BSD_NOTICE(...) BSD_LOG(RDMX_LOG_NOTICE, __VA_ARGS__)
+#include "common/clock.h"
+#include "common/log.h"
 
 #define FRAMES_PER_WAKEUP 64
 
@@ -69,14 +66,6 @@ struct rdmx__bootstrapd {
 	ev_prepare reaper;
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void rdmx__bootstrapd_opts_init(struct rdmx__bootstrapd_opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -100,7 +89,7 @@ static void session_close(struct session *s, const char *why)
 		return;
 	s->closing = 1;
 	if (why)
-		BSD_INFO("bootstrapd: session of %s (peer %s) closed: %s", s->name, s->addr, why);
+		RDMX_INFO("bootstrapd: session of %s (peer %s) closed: %s", s->name, s->addr, why);
 	ev_io_stop(bsd->loop, &s->io);
 	ev_timer_stop(bsd->loop, &s->stall);
 	if (s->prev)
@@ -159,8 +148,8 @@ static void session_send(struct session *s, msgpack_sbuffer *sb)
 		return;
 	ret = rdmx_tls_conn_send(s->conn, sb->data, sb->size);
 	if (ret == RDMX_E_AGAIN) {
-		BSD_WARN("bootstrapd: %s (peer %s) does not read its messages, disconnected",
-		         s->name, s->addr);
+		RDMX_WARN("bootstrapd: %s (peer %s) does not read its messages, disconnected",
+		          s->name, s->addr);
 		session_close(s, NULL);
 		return;
 	}
@@ -194,7 +183,7 @@ static void notify(struct rdmx__bootstrapd *bsd, enum rdmx_registry_event_type t
                    struct member *m)
 {
 	msgpack_sbuffer sb;
-	int64_t now = now_ms();
+	int64_t now = (int64_t)rdmx__now_ms();
 
 	m->pub.expires_in_ms = m->expires > now ? (uint32_t)(m->expires - now) : 0;
 	msgpack_sbuffer_init(&sb);
@@ -239,7 +228,7 @@ static uint64_t new_member_id(struct rdmx__bootstrapd *bsd)
 	/* random, so that ids are not reused across restarts */
 	while (id == 0 || member_find(bsd, id)) {
 		if (getrandom(&id, sizeof(id), 0) != (ssize_t)sizeof(id))
-			id = ((uint64_t)now_ms() << 20) ^ (uint64_t)rand();
+			id = (rdmx__now_ms() << 20) ^ (uint64_t)rand();
 		id &= (1ull << 53) - 1; /* exact in a double, for scripts */
 	}
 	return id;
@@ -248,7 +237,7 @@ static uint64_t new_member_id(struct rdmx__bootstrapd *bsd)
 static void sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct rdmx__bootstrapd *bsd = w->data;
-	int64_t now = now_ms();
+	int64_t now = (int64_t)rdmx__now_ms();
 
 	(void)loop;
 	(void)revents;
@@ -257,8 +246,8 @@ static void sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		if (m->expires > now)
 			continue;
 		member_unlink(bsd, m);
-		BSD_NOTICE("bootstrapd: member %llu (service %s, owner %s) expired",
-		           (unsigned long long)m->pub.id, m->pub.service, m->pub.owner);
+		RDMX_LOG(NOTICE, "bootstrapd: member %llu (service %s, owner %s) expired",
+		         (unsigned long long)m->pub.id, m->pub.service, m->pub.owner);
 		notify(bsd, RDMX_REGISTRY_EXPIRED, m);
 		member_free(m);
 	}
@@ -296,8 +285,8 @@ static void handle_join(struct session *s, struct rdmx__reg_request *r)
 	char err[300];
 
 	if (bsd->policy && !rdmx__policy_allows(bsd->policy, s->name, r->service)) {
-		BSD_WARN("bootstrapd: join of service '%s' by %s (peer %s) refused by the policy",
-		         r->service, s->name, s->addr);
+		RDMX_WARN("bootstrapd: join of service '%s' by %s (peer %s) refused by the policy",
+		          r->service, s->name, s->addr);
 		snprintf(err, sizeof(err), "certificate %s may not register service %s", s->name,
 		         r->service);
 		respond(s, r->id, RDMX_E_AUTH, err, 0, 0, NULL, 0, 0);
@@ -311,14 +300,14 @@ static void handle_join(struct session *s, struct rdmx__reg_request *r)
 		if (!strcmp(m->pub.service, r->service) && !strcmp(m->pub.endpoint, r->endpoint)) {
 			take_meta(m, r);
 			m->pub.ttl_ms = ttl;
-			m->expires = now_ms() + ttl;
+			m->expires = (int64_t)rdmx__now_ms() + ttl;
 			respond(s, r->id, RDMX_OK, NULL, m->pub.id, ttl, NULL, 0, 0);
 			return;
 		}
 	}
 	if (owned >= bsd->o.max_members_per_owner || bsd->n_members >= bsd->o.max_members) {
-		BSD_WARN("bootstrapd: join of '%s' by %s refused: %s full", r->service, s->name,
-		         owned >= bsd->o.max_members_per_owner ? "owner's quota" : "registry");
+		RDMX_WARN("bootstrapd: join of '%s' by %s refused: %s full", r->service, s->name,
+		          owned >= bsd->o.max_members_per_owner ? "owner's quota" : "registry");
 		respond(s, r->id, RDMX_E_FULL, "registry full", 0, 0, NULL, 0, 0);
 		return;
 	}
@@ -336,15 +325,14 @@ static void handle_join(struct session *s, struct rdmx__reg_request *r)
 	r->service = r->endpoint = NULL;
 	take_meta(m, r);
 	m->pub.ttl_ms = ttl;
-	m->expires = now_ms() + ttl;
+	m->expires = (int64_t)rdmx__now_ms() + ttl;
 	m->next = bsd->members;
 	if (bsd->members)
 		bsd->members->prev = m;
 	bsd->members = m;
 	bsd->n_members++;
-	BSD_NOTICE("bootstrapd: member %llu joined: service %s at %s, owner %s, lease %u ms",
-	           (unsigned long long)m->pub.id, m->pub.service, m->pub.endpoint, m->pub.owner,
-	           ttl);
+	RDMX_LOG(NOTICE, "bootstrapd: member %llu joined: service %s at %s, owner %s, lease %u ms",
+	         (unsigned long long)m->pub.id, m->pub.service, m->pub.endpoint, m->pub.owner, ttl);
 	respond(s, r->id, RDMX_OK, NULL, m->pub.id, ttl, NULL, 0, 0);
 	notify(bsd, RDMX_REGISTRY_JOINED, m);
 }
@@ -359,9 +347,9 @@ static struct member *owned_member(struct session *s, struct rdmx__reg_request *
 		return NULL;
 	}
 	if (strcmp(m->pub.owner, s->name) != 0) {
-		BSD_WARN("bootstrapd: %s (peer %s) tried to %s member %llu of %s: refused", s->name,
-		         s->addr, rdmx__reg_op_name(r->op), (unsigned long long)r->member,
-		         m->pub.owner);
+		RDMX_WARN("bootstrapd: %s (peer %s) tried to %s member %llu of %s: refused",
+		          s->name, s->addr, rdmx__reg_op_name(r->op), (unsigned long long)r->member,
+		          m->pub.owner);
 		respond(s, r->id, RDMX_E_AUTH, "member belongs to another certificate", 0, 0, NULL,
 		        0, 0);
 		return NULL;
@@ -373,7 +361,7 @@ static void handle_members(struct session *s, struct rdmx__reg_request *r)
 {
 	struct rdmx__bootstrapd *bsd = s->bsd;
 	const struct rdmx_registry_member **list;
-	int64_t now = now_ms();
+	int64_t now = (int64_t)rdmx__now_ms();
 	size_t n = 0;
 
 	list = calloc(bsd->n_members ? bsd->n_members : 1, sizeof(*list));
@@ -402,7 +390,7 @@ static void handle(struct session *s, struct rdmx__reg_request *r)
 	case RDMX__REG_HEARTBEAT:
 		m = owned_member(s, r);
 		if (m) {
-			m->expires = now_ms() + m->pub.ttl_ms;
+			m->expires = (int64_t)rdmx__now_ms() + m->pub.ttl_ms;
 			respond(s, r->id, RDMX_OK, NULL, m->pub.id, m->pub.ttl_ms, NULL, 0, 0);
 		}
 		break;
@@ -410,8 +398,8 @@ static void handle(struct session *s, struct rdmx__reg_request *r)
 		m = owned_member(s, r);
 		if (m) {
 			member_unlink(s->bsd, m);
-			BSD_NOTICE("bootstrapd: member %llu (service %s) left",
-			           (unsigned long long)m->pub.id, m->pub.service);
+			RDMX_LOG(NOTICE, "bootstrapd: member %llu (service %s) left",
+			         (unsigned long long)m->pub.id, m->pub.service);
 			respond(s, r->id, RDMX_OK, NULL, 0, 0, NULL, 0, 0);
 			notify(s->bsd, RDMX_REGISTRY_LEFT, m);
 			member_free(m);
@@ -437,8 +425,8 @@ static void stall_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	BSD_WARN("bootstrapd: %s (peer %s) stalled mid-frame for %u ms, disconnected", s->name,
-	         s->addr, s->bsd->o.frame_timeout_ms);
+	RDMX_WARN("bootstrapd: %s (peer %s) stalled mid-frame for %u ms, disconnected", s->name,
+	          s->addr, s->bsd->o.frame_timeout_ms);
 	session_close(s, NULL);
 }
 
@@ -490,8 +478,9 @@ static void session_cb(struct ev_loop *loop, ev_io *w, int revents)
 		}
 		ret = rdmx__reg_decode_request(frame, len, &r, why, sizeof(why));
 		if (ret) {
-			BSD_WARN("bootstrapd: bad request from %s (peer %s), connection closed: %s",
-			         s->name, s->addr, why);
+			RDMX_WARN(
+			    "bootstrapd: bad request from %s (peer %s), connection closed: %s",
+			    s->name, s->addr, why);
 			session_close(s, NULL);
 			return;
 		}
@@ -510,8 +499,8 @@ static void established_cb(struct rdmx_tls_listener *l, struct rdmx_tls_conn *co
 
 	(void)l;
 	if (bsd->n_sessions >= bsd->o.max_clients) {
-		BSD_WARN("bootstrapd: %u clients connected, new session refused",
-		         bsd->o.max_clients);
+		RDMX_WARN("bootstrapd: %u clients connected, new session refused",
+		          bsd->o.max_clients);
 		rdmx_tls_conn_destroy(&conn);
 		return;
 	}
@@ -529,7 +518,7 @@ static void established_cb(struct rdmx_tls_listener *l, struct rdmx_tls_conn *co
 		bsd->sessions->prev = s;
 	bsd->sessions = s;
 	bsd->n_sessions++;
-	BSD_INFO("bootstrapd: session of %s (peer %s) opened", s->name, s->addr);
+	RDMX_INFO("bootstrapd: session of %s (peer %s) opened", s->name, s->addr);
 	rdmx_tls_conn_get_fd(conn, &fd);
 	ev_io_init(&s->io, session_cb, fd, EV_READ);
 	s->io.data = s;

@@ -29,6 +29,7 @@
 #include "kv.rdmx.h"
 #include "pool.h"
 #include "progress.h"
+#include "common/clock.h"
 
 struct copts {
 	const char *registry, *registry_name, *server, *server_name, *service;
@@ -86,14 +87,6 @@ void kv_usage(FILE *f)
 	        "      (and --registry, --registry-name, --service, --ca, --cert, --key, --crl,\n"
 	        "       --allow-insecure-key, --device, --verbose as above)\n" RDMX_CLI_HELP_COMMON
 	        "Exit status: 0 done; 1 failure or not found; 2 usage error.\n");
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static void fmt_latency(uint64_t ns, char *out, size_t len)
@@ -169,7 +162,7 @@ struct result {
 
 static void result_set(struct result *r, int rc, const struct rdmx_rpc_status *st, uint64_t t0)
 {
-	r->ns = now_ns() - t0;
+	r->ns = rdmx__now_ns() - t0;
 	r->rc = rc;
 	r->message[0] = '\0';
 	if (rc > 0 && st->message)
@@ -245,7 +238,7 @@ static void do_put(const struct copts *o, const char *key, const void *val, size
 	kv_PutResponse_init(&resp);
 	req.key = rdmx_str_c(key);
 	req.value = rdmx_bytes_n(val, len);
-	t0 = now_ns();
+	t0 = rdmx__now_ns();
 	result_set(r, kv_KV_Put(rpc, &req, &resp, &arena, &co, &st), &st, t0);
 	if (replaced)
 		*replaced = resp.replaced;
@@ -275,7 +268,7 @@ static void do_get(const struct copts *o, const char *key, uint8_t **val, size_t
 	kv_GetRequest_init(&req);
 	kv_GetResponse_init(&resp);
 	req.key = rdmx_str_c(key);
-	t0 = now_ns();
+	t0 = rdmx__now_ns();
 	result_set(r, kv_KV_Get(rpc, &req, &resp, &arena, &co, &st), &st, t0);
 	if (r->rc == 0) {
 		*val = malloc(resp.value.len + 1);
@@ -310,7 +303,7 @@ static void do_del(const struct copts *o, const char *key, bool *deleted, struct
 	kv_DeleteRequest_init(&req);
 	kv_DeleteResponse_init(&resp);
 	req.key = rdmx_str_c(key);
-	t0 = now_ns();
+	t0 = rdmx__now_ns();
 	result_set(r, kv_KV_Delete(rpc, &req, &resp, &arena, &co, &st), &st, t0);
 	*deleted = resp.deleted;
 	rdmx_arena_fini(&arena);
@@ -330,7 +323,7 @@ static void scan_one(struct rdmx_rpc_ep *rpc, const struct copts *o, const char 
 	kv_ScanRequest req;
 	kv_ScanResponse resp;
 	char *token = NULL;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = rdmx__now_ns();
 	int rc;
 
 	*count = 0;
@@ -431,7 +424,7 @@ static void do_scan(const struct copts *o, const char *prefix, uint32_t limit, b
                     scan_fn each, void *arg, size_t *count, struct result *r)
 {
 	struct held_list l = {NULL, 0, 0, false};
-	uint64_t t0 = now_ns();
+	uint64_t t0 = rdmx__now_ns();
 	size_t part;
 
 	*count = 0;
@@ -480,7 +473,7 @@ static void do_scan(const struct copts *o, const char *prefix, uint32_t limit, b
 		free(l.items[i].value);
 	}
 	free(l.items);
-	r->ns = now_ns() - t0;
+	r->ns = rdmx__now_ns() - t0;
 }
 
 /* ---- showing values ---- */

@@ -202,7 +202,7 @@ static int handshake(struct rdmx_conn **out)
 	memset(fake + 24, 0, RDMX__TCP_TOKEN_SIZE);
 	if (rdmx_ctx_connect(F.ctx, fake, sizeof(fake), conn))
 		abort();
-	sin.sin_port = htons(rdmx__tcp_get16(d + 6));
+	sin.sin_port = htons(rdmx__ld16(d + 6));
 	memcpy(&sin.sin_addr, d + 8, 4);
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sin, sizeof(sin)))

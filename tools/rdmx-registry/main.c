@@ -32,6 +32,7 @@
 #include <rdmx/tls.h>
 
 #include "cli.h"
+#include "common/clock.h"
 
 #define MAX_META RDMX_REGISTRY_MAX_META
 
@@ -106,40 +107,6 @@ static int fail(struct rdmx_registry_client *c, const char *what, int ret)
 	return 1;
 }
 
-static int split_host_port(const char *s, char *host, size_t hl, uint16_t *port)
-{
-	const char *colon = strrchr(s, ':');
-	char *end;
-	unsigned long p;
-	size_t n;
-
-	if (!colon)
-		return -1;
-	errno = 0;
-	p = strtoul(colon + 1, &end, 10);
-	if (errno || *end || p == 0 || p > 65535)
-		return -1;
-	n = (size_t)(colon - s);
-	if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
-		s++;
-		n -= 2;
-	}
-	if (n == 0 || n >= hl)
-		return -1;
-	memcpy(host, s, n);
-	host[n] = '\0';
-	*port = (uint16_t)p;
-	return 0;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int cmd_join(struct rdmx_registry_client *c, const char *service, const char *endpoint,
                     struct rdmx_registry_kv *meta, size_t n_meta, uint32_t ttl)
 {
@@ -153,9 +120,9 @@ static int cmd_join(struct rdmx_registry_client *c, const char *service, const c
 	fflush(stdout);
 	/* renew at a third of the lease, so that two lost beats are survived */
 	while (!stop) {
-		int64_t next = now_ms() + granted / 3;
+		int64_t next = (int64_t)rdmx__now_ms() + granted / 3;
 
-		while (!stop && now_ms() < next) {
+		while (!stop && (int64_t)rdmx__now_ms() < next) {
 			struct timespec ts = {0, 20 * 1000 * 1000};
 
 			nanosleep(&ts, NULL);
@@ -340,8 +307,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	etcd = strncmp(server, "etcd://", 7) == 0;
-	if (!etcd && split_host_port(strncmp(server, "rdmx://", 7) ? server : server + 7, host,
-	                             sizeof(host), &port)) {
+	if (!etcd && (rdmx_cli_split_addr(strncmp(server, "rdmx://", 7) ? server : server + 7, host,
+	                                  sizeof(host), &port) ||
+	              !*host || port == 0)) {
 		rdmx_cli_bad_value("rdmx-registry", "--server", server);
 		return 2;
 	}

@@ -93,7 +93,7 @@ void rdmx__tcp_cm_accept(struct tcp_ctx *tc)
 		r->fd = fd;
 		r->peer = ss;
 		r->peer_len = len;
-		r->deadline = rdmx__tcp_now_ns() + (uint64_t)TCP_HELLO_TIMEOUT_MS * 1000000u;
+		r->deadline = rdmx__now_ns() + (uint64_t)TCP_HELLO_TIMEOUT_MS * 1000000u;
 		if (rdmx__tcp_ep_set(tc, fd, &r->ep, EPOLLIN, true)) {
 			close(fd);
 			free(r);

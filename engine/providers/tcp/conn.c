@@ -270,7 +270,7 @@ int rdmx__tcp_conn_up(struct tcp_conn *c, uint32_t peer_psn, uint32_t peer_depth
 	c->expect_psn = peer_psn;
 	c->state = TC_UP;
 	c->conn_deadline = TCP_NEVER;
-	c->tt_last = rdmx__tcp_now_ns(); /* tasks queued meanwhile start now */
+	c->tt_last = rdmx__now_ns(); /* tasks queued meanwhile start now */
 	if (c->sq_count && c->tt_ns)
 		rdmx__tcp_ctx_timer(tc, c->tt_last + c->tt_ns);
 	c->est_queued = true;
@@ -296,7 +296,7 @@ void rdmx__tcp_dial(struct tcp_conn *c)
 {
 	int fd, rc;
 
-	c->conn_deadline = rdmx__tcp_now_ns() + (uint64_t)c->timeout_ms * 1000000u;
+	c->conn_deadline = rdmx__now_ns() + (uint64_t)c->timeout_ms * 1000000u;
 	rdmx__tcp_ctx_timer(c->tc, c->conn_deadline);
 	fd = socket(c->peer.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
@@ -402,7 +402,7 @@ static bool transport_timer(struct tcp_conn *c, uint64_t now)
 void rdmx__tcp_conn_alive(struct tcp_conn *c)
 {
 	if (c->tt_ns)
-		c->tt_last = rdmx__tcp_now_ns();
+		c->tt_last = rdmx__now_ns();
 }
 
 void rdmx__tcp_conn_timer(struct tcp_conn *c, uint64_t now)
@@ -552,7 +552,7 @@ int rdmx__tcp_conn_connect(struct rdmx_conn *conn, const void *details, size_t l
 		finish_accept(c);
 	} else {
 		c->state = TC_ACCEPT_WAIT;
-		c->conn_deadline = rdmx__tcp_now_ns() + (uint64_t)c->timeout_ms * 1000000u;
+		c->conn_deadline = rdmx__now_ns() + (uint64_t)c->timeout_ms * 1000000u;
 		rdmx__tcp_ctx_timer(tc, c->conn_deadline);
 	}
 unlock:

@@ -251,7 +251,7 @@ size_t rdmx__tcp_ctx_serve(struct tcp_ctx *tc, size_t budget)
 	}
 	dl = atomic_load_explicit(&tc->next_deadline, memory_order_relaxed);
 	if (dl != TCP_NEVER) {
-		uint64_t now = rdmx__tcp_now_ns();
+		uint64_t now = rdmx__now_ns();
 
 		if (now >= dl)
 			rdmx__tcp_ctx_run_timers(tc, now);

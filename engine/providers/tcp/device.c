@@ -20,14 +20,6 @@
 #define TCP_DEV_NAME "tcp"
 #define TCP_DEFAULT_ADDR "127.0.0.1"
 
-uint64_t rdmx__tcp_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Fills ss from a numeric address; the family in *family. */
 static int parse_ip(const char *ip, uint16_t port, struct sockaddr_storage *ss, socklen_t *len,
                     int *family)

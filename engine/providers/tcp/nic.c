@@ -109,7 +109,7 @@ int rdmx__tcp_nic_add_ctx(struct tcp_dev *td, struct tcp_ctx *tc)
 {
 	tc->serial = td->next_ctx_serial++;
 	tc->nic_seen = atomic_load_explicit(&tc->progress, memory_order_relaxed);
-	tc->nic_moved_ns = rdmx__tcp_now_ns();
+	tc->nic_moved_ns = rdmx__now_ns();
 	tc->nic_registered = false;
 	tc->nic_in_set = false;
 	tc->next = td->ctxs;
@@ -314,7 +314,7 @@ static void hello_log(struct tcp_dev *td, struct tcp_hello *h, enum tcp_hello_en
 	char src[INET6_ADDRSTRLEN + 1], more[64];
 
 	if (how == TCP_HELLO_ATTACHED ||
-	    !rdmx__log_rate_ok(&td->hello_log[how], rdmx__tcp_now_ns(), &skipped))
+	    !rdmx__log_rate_ok(&td->hello_log[how], rdmx__now_ns(), &skipped))
 		return;
 	source_text(&h->src, src, sizeof(src));
 	more[0] = '\0';
@@ -502,11 +502,11 @@ static void hello_read(struct tcp_dev *td, struct tcp_hello *h)
 		return;
 	}
 	h->got += (uint32_t)n;
-	h->last_rx = rdmx__tcp_now_ns();
+	h->last_rx = rdmx__now_ns();
 	if (h->got < RDMX__TCP_HDR_SIZE)
 		return;
 	sealed = h->buf[0] != RDMX__TCP_OP_HELLO &&
-	         rdmx__tcp_get32(h->buf) == RDMX__TCP_HDR_SIZE + RDMX__TCP_HELLO_LEN;
+	         rdmx__ld32(h->buf) == RDMX__TCP_HDR_SIZE + RDMX__TCP_HELLO_LEN;
 	rdmx__tcp_hdr_decode(h->buf, &hdr);
 	if (!sealed && (hdr.op != RDMX__TCP_OP_HELLO || rdmx__tcp_hdr_check(&hdr, TCP_MAX_MSG) ||
 	                hdr.op0 != RDMX__TCP_HELLO_WORD || hdr.len != RDMX__TCP_HELLO_LEN)) {
@@ -591,7 +591,7 @@ static void *nic_main(void *arg)
 
 	pthread_mutex_lock(&td->lock);
 	while (!td->nic_stop) {
-		uint64_t now = rdmx__tcp_now_ns(), wait = TCP_NEVER;
+		uint64_t now = rdmx__now_ns(), wait = TCP_NEVER;
 		int n;
 
 		atomic_fetch_add_explicit(&td->nic_rounds, 1, memory_order_relaxed);
@@ -631,7 +631,7 @@ static void *nic_main(void *arg)
 		atomic_store(&td->nic_parked, false);
 		n = epoll_wait(td->nic_epfd, evs, NIC_EVENTS, 0);
 		pthread_mutex_lock(&td->lock);
-		now = rdmx__tcp_now_ns();
+		now = rdmx__now_ns();
 		for (int i = 0; i < n && !td->nic_stop; i++) {
 			uint64_t key = evs[i].data.u64;
 

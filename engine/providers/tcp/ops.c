@@ -68,7 +68,7 @@ int rdmx__tcp_post_send(struct rdmx_conn *conn, struct rdmx_task *task)
 		c->sq_cur = task;
 	if (!c->sq_count++ && c->tt_ns) {
 		/* the peer owes us nothing until now: its time starts here */
-		c->tt_last = rdmx__tcp_now_ns();
+		c->tt_last = rdmx__now_ns();
 		rdmx__tcp_ctx_timer(tc, c->tt_last + c->tt_ns);
 	}
 	/* straight to the socket, unless it is full (EPOLLOUT will resume) */

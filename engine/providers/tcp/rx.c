@@ -367,7 +367,7 @@ static void rnr_nak(struct tcp_conn *c)
 	if (c->rnr_backoff_us > TCP_RNR_MAX_US)
 		c->rnr_backoff_us = TCP_RNR_MAX_US;
 	c->rnr_wait = true;
-	c->rnr_deadline = rdmx__tcp_now_ns() + (uint64_t)c->rnr_backoff_us * 1000u;
+	c->rnr_deadline = rdmx__now_ns() + (uint64_t)c->rnr_backoff_us * 1000u;
 	rdmx__tcp_ctx_timer(c->tc, c->rnr_deadline);
 }
 
@@ -728,7 +728,7 @@ static bool open_records(struct tcp_conn *c)
 
 	while (s->rx_len - s->rx_off >= TCP_SEAL_HDR) {
 		uint8_t *rec = s->rxbuf + s->rx_off;
-		uint32_t len = rdmx__tcp_get32(rec);
+		uint32_t len = rdmx__ld32(rec);
 		uint32_t size = TCP_SEAL_HDR + len + TCP_SEAL_TAG;
 		int rc;
 

@@ -71,7 +71,7 @@ int rdmx__tcp_seal_record(struct tcp_seal_dir *d, const struct iovec *iov, int n
 	if (d->seq == UINT64_MAX)
 		return RDMX_E_FULL;
 	nonce_of(d, nonce);
-	rdmx__tcp_put32(out, (uint32_t)take);
+	rdmx__st32(out, (uint32_t)take);
 	if (EVP_EncryptInit_ex(d->evp, NULL, NULL, NULL, nonce) != 1 ||
 	    EVP_EncryptUpdate(d->evp, NULL, &n, out, TCP_SEAL_HDR) != 1)
 		return RDMX_E_PROVIDER;
@@ -102,7 +102,7 @@ int rdmx__tcp_seal_open(struct tcp_seal_dir *d, uint8_t *rec, size_t rec_len)
 
 	if (rec_len < TCP_SEAL_HDR + TCP_SEAL_TAG)
 		return RDMX_E_PROTOCOL;
-	len = rdmx__tcp_get32(rec);
+	len = rdmx__ld32(rec);
 	if (!len || len > TCP_SEAL_MAX || rec_len != TCP_SEAL_HDR + len + TCP_SEAL_TAG)
 		return RDMX_E_PROTOCOL;
 	if (d->seq == UINT64_MAX)

@@ -27,6 +27,7 @@
 #include <sys/uio.h>
 
 #include "../../provider.h"
+#include "common/clock.h"
 #include "wire.h"
 
 #define TCP_MAX_QUEUE 16384u
@@ -296,7 +297,6 @@ struct tcp_ctx {
 	bool nic_strike;       /* armed mode: unserved data seen at the last check */
 };
 
-uint64_t rdmx__tcp_now_ns(void);
 int rdmx__tcp_random(void *buf, size_t len);
 bool rdmx__tcp_ct_equal(const uint8_t *a, const uint8_t *b, size_t n);
 

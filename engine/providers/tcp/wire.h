@@ -45,6 +45,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/byteorder.h"
+
 #define RDMX__TCP_HDR_SIZE 48u
 #define RDMX__TCP_TOKEN_SIZE 16u
 #define RDMX__TCP_MAGIC 0x52444d58u /* "RDMX" */
@@ -103,73 +105,32 @@ struct rdmx__tcp_hdr {
 	uint64_t op1;
 };
 
-static inline void rdmx__tcp_put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static inline void rdmx__tcp_put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static inline void rdmx__tcp_put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static inline uint16_t rdmx__tcp_get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static inline uint32_t rdmx__tcp_get32(const uint8_t *p)
-{
-	uint32_t v = 0;
-
-	for (int i = 0; i < 4; i++)
-		v |= (uint32_t)p[i] << (8 * i);
-	return v;
-}
-
-static inline uint64_t rdmx__tcp_get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
 static inline void rdmx__tcp_hdr_encode(const struct rdmx__tcp_hdr *h, uint8_t *p)
 {
 	p[0] = h->op;
 	p[1] = h->flags;
-	rdmx__tcp_put16(p + 2, h->status);
-	rdmx__tcp_put32(p + 4, h->psn);
-	rdmx__tcp_put32(p + 8, h->rkey);
-	rdmx__tcp_put32(p + 12, h->imm);
-	rdmx__tcp_put64(p + 16, h->offset);
-	rdmx__tcp_put64(p + 24, h->len);
-	rdmx__tcp_put64(p + 32, h->op0);
-	rdmx__tcp_put64(p + 40, h->op1);
+	rdmx__st16(p + 2, h->status);
+	rdmx__st32(p + 4, h->psn);
+	rdmx__st32(p + 8, h->rkey);
+	rdmx__st32(p + 12, h->imm);
+	rdmx__st64(p + 16, h->offset);
+	rdmx__st64(p + 24, h->len);
+	rdmx__st64(p + 32, h->op0);
+	rdmx__st64(p + 40, h->op1);
 }
 
 static inline void rdmx__tcp_hdr_decode(const uint8_t *p, struct rdmx__tcp_hdr *h)
 {
 	h->op = p[0];
 	h->flags = p[1];
-	h->status = rdmx__tcp_get16(p + 2);
-	h->psn = rdmx__tcp_get32(p + 4);
-	h->rkey = rdmx__tcp_get32(p + 8);
-	h->imm = rdmx__tcp_get32(p + 12);
-	h->offset = rdmx__tcp_get64(p + 16);
-	h->len = rdmx__tcp_get64(p + 24);
-	h->op0 = rdmx__tcp_get64(p + 32);
-	h->op1 = rdmx__tcp_get64(p + 40);
+	h->status = rdmx__ld16(p + 2);
+	h->psn = rdmx__ld32(p + 4);
+	h->rkey = rdmx__ld32(p + 8);
+	h->imm = rdmx__ld32(p + 12);
+	h->offset = rdmx__ld64(p + 16);
+	h->len = rdmx__ld64(p + 24);
+	h->op0 = rdmx__ld64(p + 32);
+	h->op1 = rdmx__ld64(p + 40);
 }
 
 static inline bool rdmx__tcp_op_is_request(uint8_t op)
@@ -246,15 +207,15 @@ struct rdmx__tcp_details {
 
 static inline void rdmx__tcp_details_encode(const struct rdmx__tcp_details *d, uint8_t *p)
 {
-	rdmx__tcp_put16(p, RDMX__TCP_DETAILS_MAGIC);
+	rdmx__st16(p, RDMX__TCP_DETAILS_MAGIC);
 	p[2] = RDMX__TCP_DETAILS_VERSION;
 	p[3] = d->provider;
 	p[4] = d->family;
 	p[5] = 0;
-	rdmx__tcp_put16(p + 6, d->port);
+	rdmx__st16(p + 6, d->port);
 	memcpy(p + 8, d->addr, 16);
 	memcpy(p + 24, d->token, RDMX__TCP_TOKEN_SIZE);
-	rdmx__tcp_put64(p + 40, d->nonce);
+	rdmx__st64(p + 40, d->nonce);
 }
 
 /* 0, or -1 for anything malformed (size, magic, version, provider, family,
@@ -266,12 +227,12 @@ static inline int rdmx__tcp_details_decode(const void *buf, size_t len, uint8_t 
 
 	if (!buf || len != RDMX__TCP_DETAILS_SIZE)
 		return -1;
-	if (rdmx__tcp_get16(p) != RDMX__TCP_DETAILS_MAGIC || p[2] != RDMX__TCP_DETAILS_VERSION ||
+	if (rdmx__ld16(p) != RDMX__TCP_DETAILS_MAGIC || p[2] != RDMX__TCP_DETAILS_VERSION ||
 	    p[3] != provider || (p[4] != 4 && p[4] != 6) || p[5] != 0)
 		return -1;
 	d->provider = p[3];
 	d->family = p[4];
-	d->port = rdmx__tcp_get16(p + 6);
+	d->port = rdmx__ld16(p + 6);
 	if (d->port == 0)
 		return -1;
 	memcpy(d->addr, p + 8, 16);
@@ -281,7 +242,7 @@ static inline int rdmx__tcp_details_decode(const void *buf, size_t len, uint8_t 
 				return -1;
 	}
 	memcpy(d->token, p + 24, RDMX__TCP_TOKEN_SIZE);
-	d->nonce = rdmx__tcp_get64(p + 40);
+	d->nonce = rdmx__ld64(p + 40);
 	return 0;
 }
 

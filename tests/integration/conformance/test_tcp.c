@@ -214,7 +214,7 @@ Test(tcp, raw_sockets_with_garbage_or_forged_frames_are_closed)
 	const uint8_t *d = dv;
 	if (d[4] != 4)
 		cr_skip_test("listener is IPv%u; this test dials IPv4", d[4]);
-	uint16_t port = rdmx__tcp_get16(d + 6);
+	uint16_t port = rdmx__ld16(d + 6);
 	uint8_t ip[4];
 	memcpy(ip, d + 8, 4);
 

@@ -127,7 +127,7 @@ static bool relay_bytes(struct relay *r, struct relay_pair *pr, int from, const 
 
 		if (d->len < TCP_SEAL_HDR)
 			return true;
-		size = TCP_SEAL_HDR + rdmx__tcp_get32(d->buf) + TCP_SEAL_TAG;
+		size = TCP_SEAL_HDR + rdmx__ld32(d->buf) + TCP_SEAL_TAG;
 		if (d->len < size)
 			return true;
 		if (!relay_record(r, pr, to, d->buf, size))

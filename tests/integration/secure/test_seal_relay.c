@@ -571,13 +571,13 @@ static int device_descriptors(struct rdmx_dev *dev, uint8_t (*out)[32], int max)
 		if (!r->key)
 			continue;
 		memset(d, 0, 32);
-		rdmx__tcp_put16(d, 0x5852);
+		rdmx__st16(d, 0x5852);
 		d[2] = 1;
 		d[3] = 1;
-		rdmx__tcp_put32(d + 4, r->access);
-		rdmx__tcp_put64(d + 8, (uint64_t)(uintptr_t)r->addr);
-		rdmx__tcp_put64(d + 16, r->len);
-		rdmx__tcp_put32(d + 24, r->key);
+		rdmx__st32(d + 4, r->access);
+		rdmx__st64(d + 8, (uint64_t)(uintptr_t)r->addr);
+		rdmx__st64(d + 16, r->len);
+		rdmx__st32(d + 24, r->key);
 		n++;
 	}
 	pthread_rwlock_unlock(&kt->lock);

@@ -740,7 +740,7 @@ static int raw_dial(const uint8_t *details)
 	struct sockaddr_in sin = {.sin_family = AF_INET};
 	int fd;
 
-	sin.sin_port = htons(rdmx__tcp_get16(details + 6));
+	sin.sin_port = htons(rdmx__ld16(details + 6));
 	memcpy(&sin.sin_addr, details + 8, 4);
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sin, sizeof(sin))) {
@@ -926,7 +926,7 @@ static int stall_dial(const uint8_t *details, int host)
 	struct sockaddr_in sin = {.sin_family = AF_INET}, me = {.sin_family = AF_INET};
 	int fd;
 
-	sin.sin_port = htons(rdmx__tcp_get16(details + 6));
+	sin.sin_port = htons(rdmx__ld16(details + 6));
 	memcpy(&sin.sin_addr, details + 8, 4);
 	me.sin_addr.s_addr = htonl(0x7f000000u | (uint32_t)host);
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -1101,7 +1101,7 @@ static void t_hostile_frames(void)
 		uint8_t desc[RDMX_MR_DESCRIPTOR_SIZE];
 
 		OK(rdmx_mr_get_descriptor(ra.mr, desc));
-		key = rdmx__tcp_get32(desc + 24);
+		key = rdmx__ld32(desc + 24);
 	}
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct hostile *k = &cases[i];
@@ -1311,7 +1311,7 @@ static void t_hostile_random(void)
 	memset(mem, 0xcc, guard + len + guard);
 	OK(rdmx_mr_reg(A.dev, mem + guard, len, RDMX_ACCESS_ALL, &mr));
 	OK(rdmx_mr_get_descriptor(mr, desc));
-	key = rdmx__tcp_get32(desc + 24);
+	key = rdmx__ld32(desc + 24);
 	for (int i = 0; i < 8; i++) {
 		rbufs[i] =
 		    (struct rdmx_buf){.mr = mr, .addr = mem + guard + (size_t)i * 64, .len = 64};

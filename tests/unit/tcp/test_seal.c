@@ -45,7 +45,7 @@ Test(tcp_seal, round_trip_in_place_up_to_the_record_limit)
 		int n = seal(&tx, sizes[i]);
 
 		cr_assert_eq(n, (int)(TCP_SEAL_HDR + sizes[i] + TCP_SEAL_TAG));
-		cr_assert_eq(rdmx__tcp_get32(rec), sizes[i]);
+		cr_assert_eq(rdmx__ld32(rec), sizes[i]);
 		cr_assert(sizes[i] < 16 || memcmp(rec + TCP_SEAL_HDR, plain, 16) != 0,
 		          "ciphertext equals the plaintext");
 		cr_assert_eq(rdmx__tcp_seal_open(&rx, rec, (size_t)n), 0);
@@ -65,9 +65,9 @@ Test(tcp_seal, refuses_bad_lengths)
 	pair(&tx, &rx);
 	cr_assert_eq(rdmx__tcp_seal_record(&tx, &iov, 1, 0, rec), RDMX_E_INVAL);
 	cr_assert_eq(rdmx__tcp_seal_record(&tx, &iov, 1, TCP_SEAL_MAX + 1, rec), RDMX_E_INVAL);
-	rdmx__tcp_put32(rec, TCP_SEAL_MAX + 1);
+	rdmx__st32(rec, TCP_SEAL_MAX + 1);
 	cr_assert_eq(rdmx__tcp_seal_open(&rx, rec, sizeof(rec)), RDMX_E_PROTOCOL);
-	rdmx__tcp_put32(rec, 0);
+	rdmx__st32(rec, 0);
 	cr_assert_eq(rdmx__tcp_seal_open(&rx, rec, TCP_SEAL_HDR + TCP_SEAL_TAG), RDMX_E_PROTOCOL);
 	cr_assert_eq(rdmx__tcp_seal_open(&rx, rec, 3), RDMX_E_PROTOCOL);
 	cr_assert_eq(rx.seq, 0, "a refused record moved the counter");
