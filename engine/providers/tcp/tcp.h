@@ -53,6 +53,10 @@ struct tcp_conn;
 
 /* ---- key table (mr.c) ---- */
 
+/* Random bytes for keys and tokens; constant-time comparison of secrets. */
+int rdmx__tcp_random(void *buf, size_t len);
+bool rdmx__tcp_ct_equal(const uint8_t *a, const uint8_t *b, size_t n);
+
 struct rdmx__tcp_region {
 	uint8_t *addr;
 	uint64_t len;
@@ -297,9 +301,6 @@ struct tcp_ctx {
 	bool nic_strike;       /* armed mode: unserved data seen at the last check */
 };
 
-int rdmx__tcp_random(void *buf, size_t len);
-bool rdmx__tcp_ct_equal(const uint8_t *a, const uint8_t *b, size_t n);
-
 /* Makes the notification fd readable (completions the application did not
  * produce itself are waiting). Any thread, no lock needed. */
 void rdmx__tcp_ctx_signal(struct tcp_ctx *tc);
@@ -314,7 +315,7 @@ void rdmx__tcp_ctx_run_timers(struct tcp_ctx *tc, uint64_t now);
 int rdmx__tcp_ep_set(struct tcp_ctx *tc, int fd, struct tcp_ep *ep, uint32_t events, bool add);
 void rdmx__tcp_ep_del(struct tcp_ctx *tc, int fd);
 
-/* ---- connection (conn.c) ---- */
+/* ---- connection (conn.c; the cm listener's requests in cm.c) ---- */
 
 enum tcp_conn_state {
 	TC_IDLE,        /* exported, no wire yet */
@@ -534,7 +535,7 @@ struct tcp_resp *rdmx__tcp_resp_push(struct tcp_conn *c);
 void rdmx__tcp_conn_want(struct tcp_conn *c, bool out);
 void rdmx__tcp_conn_rnr_timer(struct tcp_conn *c);
 
-/* ---- ops (device.c, mr.c, ctx.c, conn.c, ops.c; the table is in ops.c) ---- */
+/* ---- ops (device.c, mr.c, ctx.c, conn.c, cm.c, ops.c; the table is in ops.c) ---- */
 
 int rdmx__tcp_dev_list(struct rdmx_dev_info *infos, size_t max, size_t *count);
 int rdmx__tcp_dev_open(struct rdmx_dev *dev, const char *ip);
