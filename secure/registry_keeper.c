@@ -41,6 +41,7 @@ struct rdmx_registry_keeper {
 
 	/* the keeper thread's own */
 	struct rdmx_registry_client *client;
+	uint64_t held; /* a member whose renewal failed in transit: its lease may still hold */
 	uint32_t granted_ms;
 	uint32_t backoff_ms;
 
@@ -97,19 +98,24 @@ static void set_state(struct rdmx_registry_keeper *k, uint64_t member, int statu
 		k->cb(k, member, status, k->arg);
 }
 
+/* Connects when needed: 0 or the error. */
+static int open_client(struct rdmx_registry_keeper *k)
+{
+	if (k->client)
+		return RDMX_OK;
+	return k->url ? rdmx_registry_client_open(k->url, k->cfg, k->timeout_ms, &k->client)
+	              : rdmx_registry_client_connect_timeout(k->host, k->port, k->cfg,
+	                                                     k->timeout_ms, &k->client);
+}
+
 /* Connects when needed and joins: 0 or the error. */
 static int join(struct rdmx_registry_keeper *k)
 {
 	uint64_t member = 0;
-	int ret;
+	int ret = open_client(k);
 
-	if (!k->client) {
-		ret = k->url ? rdmx_registry_client_open(k->url, k->cfg, k->timeout_ms, &k->client)
-		             : rdmx_registry_client_connect_timeout(k->host, k->port, k->cfg,
-		                                                    k->timeout_ms, &k->client);
-		if (ret)
-			return ret;
-	}
+	if (ret)
+		return ret;
 	ret = rdmx_registry_client_join(k->client, k->service, k->endpoint, k->meta, k->n_meta,
 	                                k->ttl_ms, &member, &k->granted_ms);
 	if (ret) {
@@ -155,17 +161,31 @@ static void *keeper_main(void *arg)
 		pthread_mutex_lock(&k->lock);
 		member = k->member;
 		pthread_mutex_unlock(&k->lock);
-		if (member && k->client) {
-			ret = rdmx_registry_client_heartbeat(k->client, member);
+		if (!member)
+			member = k->held;
+		if (member) {
+			ret = open_client(k);
+			if (!ret)
+				ret = rdmx_registry_client_heartbeat(k->client, member);
 			if (!ret) {
+				k->held = 0;
+				set_state(k, member, 0);
 				k->backoff_ms = k->backoff_min_ms;
 				at = beat_after(k);
 				continue;
 			}
-			RDMX_SEC_WARN("registry: heartbeat of %s member %llu: %s; joining again",
-			              k->service, (unsigned long long)member, rdmx_strerror(ret));
-			if (ret != RDMX_E_NOT_FOUND)
+			if (ret != RDMX_E_NOT_FOUND && ret != RDMX_E_AUTH) {
+				/* no answer (timeout, lost session, registry down): the
+				 * lease may still hold, so renew this member again rather
+				 * than join a second one beside it */
 				rdmx_registry_client_destroy(&k->client);
+				k->held = member;
+				at = failed(k, "renewing the membership of", ret);
+				continue;
+			}
+			RDMX_SEC_WARN("registry: %s member %llu is gone (%s); joining again",
+			              k->service, (unsigned long long)member, rdmx_strerror(ret));
+			k->held = 0;
 			set_state(k, 0, ret);
 		}
 		ret = join(k);
