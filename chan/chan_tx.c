@@ -107,7 +107,9 @@ void rdmx__chan_try_hello(struct rdmx_chan *chan)
 	rc = rdmx__chan_grant_desc(chan, chan->ring_mr, RDMX_ACCESS_REMOTE_WRITE, &chan->ring_grant,
 	                           h.desc);
 	if (rc) {
-		if (rc != RDMX_E_FULL && rc != RDMX_E_BAD_STATE) /* not connected yet: later */
+		if (rc == RDMX_E_FULL)
+			rdmx__worker_add_starved(chan->worker, chan);
+		else if (rc != RDMX_E_BAD_STATE) /* not connected yet: later */
 			rdmx__chan_fail(chan, rc, NULL);
 		return;
 	}
@@ -241,8 +243,13 @@ static int write_rdv(struct rdmx_chan *chan, struct chan_msg *m)
 	encode_hdr(chan, ts, RDMX__SLOT_F_RDV, m->len);
 	rc = rdmx__chan_grant_desc(chan, m->rdv_mr, RDMX_ACCESS_REMOTE_READ, &m->rdv_grant,
 	                           (uint8_t *)ts->hdr.addr + RDMX_CHAN_HDR_SIZE);
-	if (rc) /* RDMX_E_FULL: the send queue is full, retried by the pump */
+	if (rc) {
+		/* RDMX_E_FULL: no send-queue slot for the grant's bind (verbs):
+		 * pumped again when one of the channel's tasks comes back */
+		if (rc == RDMX_E_FULL)
+			rdmx__worker_add_starved(chan->worker, chan);
 		return rc;
+	}
 	ts->hdr.len = RDMX_CHAN_HDR_SIZE + RDMX__RDV_PAYLOAD;
 	ts->hdr.next = NULL;
 	rc = post_write(chan, ts, chan->rx_consumed);
