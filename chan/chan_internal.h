@@ -243,6 +243,9 @@ uint32_t rdmx__chan_conn_id(const struct rdmx_chan *chan);
 void rdmx__chan_task_done(struct rdmx_chan *chan);
 /* Sends the hello if it is still owed. */
 void rdmx__chan_try_hello(struct rdmx_chan *chan);
+/* Whether the channel's rings and rendezvous sources are granted to its
+ * connection (false on Soft-RoCE: channel.c says why). */
+bool rdmx__chan_uses_grants(const struct rdmx_chan *chan);
 /* Memory the peer reaches (ring, rendezvous sources): registered grant-only
  * where the device has grants, device-wide otherwise (channel.c). */
 int rdmx__chan_reg_remote(struct rdmx_chan *chan, void *addr, size_t len, unsigned access,

@@ -321,19 +321,37 @@ free_mem:
 
 /* ---- memory the peer reaches: connection-bound grants ---- */
 
+bool rdmx__chan_uses_grants(const struct rdmx_chan *chan)
+{
+	const char *name = rdmx_dev_name(chan->worker->dev);
+
+	/* Soft-RoCE (rxe of the 6.1 kernel) keeps a reference on a QP that
+	 * served requests through type-2 windows: destroying that QP then
+	 * stalls about 50 s in the kernel (a rxe_pool WARNING in dmesg), once
+	 * per channel. Channels on rxe get device-wide descriptors, as on a
+	 * device without windows; rdmx_mr_grant itself stays available. */
+	return !(strcmp(rdmx_dev_provider(chan->worker->dev), "verbs") == 0 && name &&
+	         strncmp(name, "rxe", 3) == 0);
+}
+
 int rdmx__chan_reg_remote(struct rdmx_chan *chan, void *addr, size_t len, unsigned access,
                           struct rdmx_mr **mr)
 {
 	static atomic_bool warned;
-	int rc;
+	int rc = RDMX_E_NOT_SUPPORTED;
 
-	rc = rdmx_mr_reg(chan->worker->dev, addr, len, access | RDMX_ACCESS_GRANT_ONLY, mr);
+	if (rdmx__chan_uses_grants(chan))
+		rc = rdmx_mr_reg(chan->worker->dev, addr, len, access | RDMX_ACCESS_GRANT_ONLY, mr);
 	if (rc != RDMX_E_NOT_SUPPORTED)
 		return rc;
 	if (!atomic_exchange(&warned, true))
-		RDMX_WARN("chan: the device has no connection-bound grants: rings and rendezvous "
-		          "buffers get device-wide descriptors (any connection of the device "
-		          "may use them)");
+		RDMX_WARN(
+		    "chan: device %s: no connection-bound grants for channels (%s): rings and "
+		    "rendezvous buffers get device-wide descriptors (any connection of the "
+		    "device may use them)",
+		    rdmx_dev_name(chan->worker->dev),
+		    rdmx__chan_uses_grants(chan) ? "no type-2 memory windows"
+		                                 : "Soft-RoCE: docs/SECURITY.md");
 	return rdmx_mr_reg(chan->worker->dev, addr, len, access, mr);
 }
 
@@ -343,6 +361,8 @@ int rdmx__chan_grant_desc(struct rdmx_chan *chan, struct rdmx_mr *mr, unsigned a
 	size_t len = 0;
 	int rc;
 
+	if (!rdmx__chan_uses_grants(chan))
+		return rdmx_mr_get_descriptor(mr, desc);
 	if (!*grant) {
 		rdmx_mr_get_size(mr, &len);
 		rc = rdmx_mr_grant(mr, chan->conn, 0, len, access, grant);

@@ -17,6 +17,17 @@ struct bare {
 	int established, ok, err, status;
 };
 
+/* Channels on Soft-RoCE use device-wide descriptors (chan/channel.c: the
+ * kernel's window teardown defect); the engine's grants are checked there by
+ * the conformance battery (its grant suite). */
+static void skip_on_rxe(void)
+{
+	const char *dev = getenv("RDMX_TEST_DEVICE");
+
+	if (dev && strncmp(dev, "rxe", 3) == 0)
+		cr_skip_test("channels on Soft-RoCE use device-wide descriptors (chan/channel.c)");
+}
+
 static void bare_ok(struct rdmx_task *t, void *task_ud, void *ctx_ud)
 {
 	struct bare *b = ctx_ud;
@@ -109,6 +120,7 @@ Test(chan, ring_descriptor_works_only_through_the_channel_connection)
 	struct rdmx_mr *src_mr = NULL;
 	struct rdmx_task *t;
 
+	skip_on_rxe();
 	cr_assert_not_null(src);
 	memset(src, 0xe7, 4096);
 	leak_begin();
@@ -161,6 +173,7 @@ Test(chan, rendezvous_source_is_granted_to_the_channel_connection)
 	struct rdmx_mr_remote *remote = NULL;
 	struct rdmx_task *t;
 
+	skip_on_rxe();
 	cr_assert(msg && dst);
 	memset(msg, 0x3c, big);
 	memset(dst, 0, 4096);
