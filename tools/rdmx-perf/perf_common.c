@@ -199,7 +199,15 @@ int perf_session_open(const struct perf_opts *o, struct perf_params *params, siz
 	}
 	perf_header(o, s);
 	if (!o->server) {
+		/* -a listens again for every size: the last size's listener may
+		 * still hold the port for a moment (a loaded host); bounded */
 		rc = rdmx_ctx_listen(s->ctx, o->port);
+		for (int attempt = 0; rc == RDMX_E_EXISTS && attempt < 100; attempt++) {
+			struct timespec pause = {0, 50 * 1000 * 1000};
+
+			nanosleep(&pause, NULL);
+			rc = rdmx_ctx_listen(s->ctx, o->port);
+		}
 		if (rc) {
 			fprintf(stderr, "rdmx-perf: listen on port %u: %s\n", o->port,
 			        rdmx_strerror(rc));
