@@ -74,16 +74,16 @@ static void disarm(struct rdmx_ev *e)
  * the adapter (it is freed: touch nothing). */
 static int run_works(struct rdmx_ev *e)
 {
-	unsigned todo = e->scheduled;
+	unsigned left = e->scheduled;
 	int ran = 0;
 
-	for (struct rdmx_ev_work *w = e->works; w && todo;) {
+	for (struct rdmx_ev_work *w = e->works; w && left;) {
 		struct rdmx_ev_work *next = w->next;
 
 		if (w->scheduled) {
 			w->scheduled = false;
 			e->scheduled--;
-			todo--;
+			left--;
 			e->stats.works_run++;
 			e->in_works = true;
 			w->cb(e, w->arg);
