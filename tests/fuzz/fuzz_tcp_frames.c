@@ -90,6 +90,24 @@ static void fail(const char *what)
 	abort();
 }
 
+static void fail_errno(const char *what)
+{
+	fprintf(stderr, "fuzz_tcp_frames: %s: %s\n", what, strerror(errno));
+	abort();
+}
+
+/* Each run dials from the next loopback source address (127.1.0.0/16): the
+ * context closes first on most inputs, and its TIME_WAIT entries would
+ * otherwise use up the ephemeral ports of one source within a minute. */
+static int bind_next_source(int fd)
+{
+	static uint32_t next;
+	struct sockaddr_in src = {.sin_family = AF_INET};
+
+	src.sin_addr.s_addr = htonl(0x7f010000u | (next++ & 0xffffu));
+	return bind(fd, (struct sockaddr *)&src, sizeof(src));
+}
+
 static void setup(void)
 {
 	rdmx_log_set_threshold(RDMX_LOG_DISABLED);
@@ -205,8 +223,8 @@ static int handshake(struct rdmx_conn **out)
 	sin.sin_port = htons(rdmx__ld16(d + 6));
 	memcpy(&sin.sin_addr, d + 8, 4);
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sin, sizeof(sin)))
-		fail("dialing the data port");
+	if (fd < 0 || bind_next_source(fd) || connect(fd, (struct sockaddr *)&sin, sizeof(sin)))
+		fail_errno("dialing the data port");
 	rdmx__tcp_hdr_encode(&h, buf);
 	memcpy(buf + RDMX__TCP_HDR_SIZE, d + 24, RDMX__TCP_TOKEN_SIZE);
 	memset(buf + RDMX__TCP_HDR_SIZE + RDMX__TCP_TOKEN_SIZE, 0, RDMX__TCP_TOKEN_SIZE);
