@@ -84,6 +84,14 @@ static bool sealed;
 static uint8_t *plain; /* frames to seal */
 static size_t plain_len, plain_cap;
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 static void fail(const char *what)
 {
 	fprintf(stderr, "fuzz_tcp_frames: %s\n", what);
@@ -106,6 +114,36 @@ static int bind_next_source(int fd)
 
 	src.sin_addr.s_addr = htonl(0x7f010000u | (next++ & 0xffffu));
 	return bind(fd, (struct sockaddr *)&src, sizeof(src));
+}
+
+/* A non-blocking connect, the context progressed while it completes: a
+ * blocking one is interrupted by libFuzzer's timer signal (EINTR) when the
+ * handshake waits for a SYN retransmission. Bounded. */
+static int dial(const struct sockaddr_in *sin)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), err = 0;
+	socklen_t el = sizeof(err);
+
+	if (fd < 0 || bind_next_source(fd))
+		fail_errno("dialing the data port");
+	if (connect(fd, (const struct sockaddr *)sin, sizeof(*sin)) == 0)
+		return fd;
+	if (errno != EINPROGRESS && errno != EINTR)
+		fail_errno("dialing the data port");
+	for (uint64_t end = now_ms() + 5000;;) {
+		struct pollfd p = {.fd = fd, .events = POLLOUT};
+
+		if (poll(&p, 1, 10) == 1)
+			break;
+		if (now_ms() > end)
+			fail("dialing the data port: no answer within 5 s");
+		rdmx_pe_progress(F.pe);
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) || err) {
+		errno = err;
+		fail_errno("dialing the data port");
+	}
+	return fd;
 }
 
 static void setup(void)
@@ -143,14 +181,6 @@ static void setup(void)
 		}
 	}
 	F.ready = true;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 /* Progresses the context and discards what it sends the raw end. */
@@ -222,9 +252,7 @@ static int handshake(struct rdmx_conn **out)
 		abort();
 	sin.sin_port = htons(rdmx__ld16(d + 6));
 	memcpy(&sin.sin_addr, d + 8, 4);
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind_next_source(fd) || connect(fd, (struct sockaddr *)&sin, sizeof(sin)))
-		fail_errno("dialing the data port");
+	fd = dial(&sin);
 	rdmx__tcp_hdr_encode(&h, buf);
 	memcpy(buf + RDMX__TCP_HDR_SIZE, d + 24, RDMX__TCP_TOKEN_SIZE);
 	memset(buf + RDMX__TCP_HDR_SIZE + RDMX__TCP_TOKEN_SIZE, 0, RDMX__TCP_TOKEN_SIZE);
