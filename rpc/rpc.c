@@ -262,6 +262,9 @@ static void on_msg(struct rdmx_chan *chan, const void *data, size_t len, void *a
 		/* the draining peer waits for our acks: give them promptly */
 		rdmx__chan_set_eager_credit(ep->chan, true);
 		break;
+	default: /* the stream frames (stream.c) */
+		rdmx__rpc_stream_on_frame(ep, &h, data, len);
+		break;
 	}
 	ep->busy--;
 	rdmx__rpc_check_drained(ep);
@@ -281,6 +284,7 @@ static void on_chan_event(struct rdmx_chan *chan, enum rdmx_chan_event ev, int s
 	snprintf(msg, sizeof(msg), "connection closed: %s", rdmx_err_name(status));
 	ep->busy++;
 	fail_all_calls(ep, RDMX_RPC_UNAVAILABLE, msg);
+	rdmx__rpc_streams_fail(ep, msg);
 	rdmx__rpc_cancel_incoming(ep);
 	if (ep->closed_cb)
 		ep->closed_cb(ep, status, ep->closed_arg);
@@ -320,6 +324,7 @@ int rdmx_rpc_ep_create(struct rdmx_chan *chan, struct rdmx_rpc_server *server,
 	rdmx__map_init(&ep->calls);
 	rdmx__map_init(&ep->incoming);
 	rdmx__map_init(&ep->mstats);
+	rdmx__rpc_streams_init(ep);
 	if (rdmx_chan_get_state(chan) == RDMX_CHAN_IDLE) {
 		rc = rdmx_chan_start(chan);
 		if (rc) {
@@ -350,6 +355,7 @@ void rdmx__rpc_release(struct rdmx_rpc_ep *ep)
 	rdmx__mstats_free_all(&ep->mstats);
 	rdmx__map_fini(&ep->calls);
 	rdmx__map_fini(&ep->incoming);
+	rdmx__rpc_streams_fini(ep);
 	free(ep);
 }
 
@@ -377,6 +383,7 @@ int rdmx_rpc_ep_destroy(struct rdmx_rpc_ep **epp)
 		rdmx__chan_clear_pause(ep->chan);
 	}
 	fail_all_calls(ep, RDMX_RPC_UNAVAILABLE, "endpoint destroyed");
+	rdmx__rpc_streams_fail(ep, "endpoint destroyed");
 	while (ep->oneways) {
 		struct rpc_ccall *c = ep->oneways;
 
@@ -452,7 +459,8 @@ static bool is_drained(const struct rdmx_rpc_ep *ep)
 {
 	if (!ep->draining)
 		return false;
-	if (ep->calls.len || ep->incoming.len || ep->resp_pending || ep->oneways)
+	if (ep->calls.len || ep->incoming.len || ep->resp_pending || ep->oneways ||
+	    rdmx_rpc_ep_get_streams(ep))
 		return false;
 	return ep->closed || rdmx__chan_is_idle(ep->chan);
 }

@@ -357,7 +357,7 @@ void rdmx__rpc_on_request(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const
 		if (rdmx__worker_timer_arm(ep->worker, &c->timer, c->deadline_ns))
 			RDMX_WARN("rpc: no memory for the deadline of an incoming call");
 	}
-	if (!m) {
+	if (!m || !m->handler) { /* unknown, or a stream method (stream.c) */
 		char text[64];
 
 		snprintf(text, sizeof(text), "unknown method 0x%08x", h->word);
