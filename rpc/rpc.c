@@ -73,6 +73,8 @@ struct rpc_fill {
 	struct rpc_hdr h;
 	const char *msg;
 	const struct rdmx_rpc_payload *body;
+	const uint8_t *pre; /* request metadata (call_md.c) */
+	size_t prelen;
 };
 
 static int rpc_fill_fn(void *dst, size_t len, void *arg)
@@ -86,6 +88,10 @@ static int rpc_fill_fn(void *dst, size_t len, void *arg)
 	if (f->h.type == RPC_T_RESPONSE && f->h.word) {
 		memcpy(p + off, f->msg, f->h.word);
 		off += f->h.word;
+	}
+	if (f->prelen) {
+		memcpy(p + off, f->pre, f->prelen);
+		off += f->prelen;
 	}
 	if (f->body && f->body->len) {
 		if (f->body->encode)
@@ -107,10 +113,20 @@ int rdmx__rpc_send_ctl(struct rdmx_rpc_ep *ep, enum rpc_type type, uint64_t call
 
 /* ---- completing calls ---- */
 
-static void call_complete(struct rdmx_rpc_ep *ep, struct rpc_ccall *c, enum rdmx_rpc_code code,
-                          const char *message, const void *data, size_t len)
+static const struct rdmx_rpc_md no_md;
+
+static void call_complete_x(struct rdmx_rpc_ep *ep, struct rpc_ccall *c, enum rdmx_rpc_code code,
+                            const char *message, const void *data, size_t len,
+                            const struct rpc_resp_view *x)
 {
-	struct rdmx_rpc_result res = {.code = code, .message = message, .data = data, .len = len};
+	struct rdmx_rpc_result res = {.code = code,
+	                              .message = message,
+	                              .data = data,
+	                              .len = len,
+	                              .headers = x ? &x->headers : &no_md,
+	                              .trailers = x ? &x->trailers : &no_md,
+	                              .details = x ? x->details : NULL,
+	                              .details_len = x ? x->dlen : 0};
 	uint64_t ns = rdmx__now_ns() - c->start_ns;
 
 	rdmx__worker_timer_disarm(ep->worker, &c->timer);
@@ -123,6 +139,12 @@ static void call_complete(struct rdmx_rpc_ep *ep, struct rpc_ccall *c, enum rdmx
 		ep->busy--;
 	}
 	ccall_put(ep, c);
+}
+
+static void call_complete(struct rdmx_rpc_ep *ep, struct rpc_ccall *c, enum rdmx_rpc_code code,
+                          const char *message, const void *data, size_t len)
+{
+	call_complete_x(ep, c, code, message, data, len, NULL);
 }
 
 static void fail_all_calls(struct rdmx_rpc_ep *ep, enum rdmx_rpc_code code, const char *msg)
@@ -218,10 +240,31 @@ static void on_response(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const u
 	char text[RDMX_RPC_MAX_STATUS_MESSAGE + 1];
 	const uint8_t *body = msg + RDMX_RPC_HDR_SIZE + h->word;
 	size_t blen = len - RDMX_RPC_HDR_SIZE - h->word;
+	struct rpc_resp_view x;
+	const char *why = NULL;
+	size_t used = 0;
 
+	if (h->flags & RPC_F_MD) {
+		memset(&x, 0, sizeof(x));
+		if (rdmx__resp_ext_decode(body, blen, &x, &used, &why)) {
+			rdmx_rpc_md_fini(&x.headers);
+			rdmx_rpc_md_fini(&x.trailers);
+			if (c)
+				rdmx__map_put(&ep->calls, c->id, c); /* the close fails it */
+			rdmx__chan_fail(ep->chan, why ? RDMX_E_PROTOCOL : RDMX_E_NOMEM,
+			                why ? why : "no memory for response metadata");
+			return;
+		}
+		body += used;
+		blen -= used;
+	}
 	if (!c) {
 		/* cancelled or timed out before the reply: dropped */
 		ep->st[RDMX_RPC_ROLE_CLIENT].late_replies++;
+		if (h->flags & RPC_F_MD) {
+			rdmx_rpc_md_fini(&x.headers);
+			rdmx_rpc_md_fini(&x.trailers);
+		}
 		return;
 	}
 	if (h->word) {
@@ -231,8 +274,19 @@ static void on_response(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const u
 	ep->st[RDMX_RPC_ROLE_CLIENT].bytes_received += blen;
 	if (c->ms)
 		c->ms->st[RDMX_RPC_ROLE_CLIENT].bytes_received += blen;
-	call_complete(ep, c, (enum rdmx_rpc_code)h->code, h->word ? text : NULL, blen ? body : NULL,
-	              blen);
+	if (!(h->flags & RPC_F_MD)) {
+		call_complete(ep, c, (enum rdmx_rpc_code)h->code, h->word ? text : NULL,
+		              blen ? body : NULL, blen);
+		return;
+	}
+	if (x.headers.bytes > ep->streams.max_md || x.trailers.bytes > ep->streams.max_md)
+		call_complete(ep, c, RDMX_RPC_RESOURCE_EXHAUSTED,
+		              "response metadata over the metadata limit", NULL, 0);
+	else
+		call_complete_x(ep, c, (enum rdmx_rpc_code)h->code, h->word ? text : NULL,
+		                blen ? body : NULL, blen, &x);
+	rdmx_rpc_md_fini(&x.headers);
+	rdmx_rpc_md_fini(&x.trailers);
 }
 
 static void on_msg(struct rdmx_chan *chan, const void *data, size_t len, void *arg)
@@ -510,6 +564,16 @@ int rdmx_rpc_call_async(struct rdmx_rpc_ep *ep, uint32_t method_id,
                         const struct rdmx_rpc_payload *req, const struct rdmx_rpc_call_opts *opts,
                         rdmx_rpc_done_cb cb, void *arg, uint64_t *call_id)
 {
+	return rdmx_rpc_call_async_md(ep, method_id, req, opts, NULL, cb, arg, call_id);
+}
+
+int rdmx_rpc_call_async_md(struct rdmx_rpc_ep *ep, uint32_t method_id,
+                           const struct rdmx_rpc_payload *req,
+                           const struct rdmx_rpc_call_opts *opts, const struct rdmx_rpc_md *headers,
+                           rdmx_rpc_done_cb cb, void *arg, uint64_t *call_id)
+{
+	uint8_t *pre = NULL;
+	size_t prelen = 0;
 	struct rpc_fill f;
 	struct rpc_ccall *c;
 	bool oneway = opts && opts->oneway;
@@ -521,13 +585,24 @@ int rdmx_rpc_call_async(struct rdmx_rpc_ep *ep, uint32_t method_id,
 		return RDMX_E_INVAL;
 	if (ep->closed || ep->draining || ep->peer_goaway || ep->destroy_pending)
 		return RDMX_E_BAD_STATE;
-	if (blen > SIZE_MAX - RDMX_RPC_HDR_SIZE)
+	if (blen > SIZE_MAX / 2 - RDMX_RPC_HDR_SIZE)
+		return RDMX_E_TOO_BIG;
+	if (headers && headers->bytes > ep->streams.max_md)
 		return RDMX_E_TOO_BIG;
 	if (!oneway && ep->calls.len >= ep->max_inflight)
 		return RDMX_E_AGAIN;
+	if (headers && headers->n) {
+		prelen = rdmx__md_wire_size(headers);
+		pre = malloc(prelen);
+		if (!pre)
+			return RDMX_E_NOMEM;
+		rdmx__md_encode(headers, pre);
+	}
 	c = ccall_get(ep);
-	if (!c)
+	if (!c) {
+		free(pre);
 		return RDMX_E_NOMEM;
+	}
 	c->ep = ep;
 	c->id = ep->next_id++;
 	c->method = method_id;
@@ -538,19 +613,23 @@ int rdmx_rpc_call_async(struct rdmx_rpc_ep *ep, uint32_t method_id,
 	c->ms = rdmx__mstats_get(&ep->mstats, method_id, true);
 	if (!oneway && (rc = rdmx__map_put(&ep->calls, c->id, c)) != 0) {
 		ccall_put(ep, c);
+		free(pre);
 		return rc;
 	}
 	memset(&f, 0, sizeof(f));
 	f.h.type = RPC_T_REQUEST;
-	f.h.flags = oneway ? RPC_F_ONEWAY : 0;
+	f.h.flags = (uint8_t)((oneway ? RPC_F_ONEWAY : 0) | (pre ? RPC_F_MD : 0));
+	f.pre = pre;
+	f.prelen = prelen;
 	f.h.word = method_id;
 	f.h.call_id = c->id;
 	f.h.timeout_us = opts ? opts->timeout_us : 0;
 	f.body = req;
 	c->start_ns = rdmx__now_ns();
-	rc = rdmx__chan_send_ex(ep->chan, RDMX_RPC_HDR_SIZE + blen, rpc_fill_fn, &f,
+	rc = rdmx__chan_send_ex(ep->chan, RDMX_RPC_HDR_SIZE + prelen + blen, rpc_fill_fn, &f,
 	                        oneway ? (cb ? oneway_sent : NULL) : request_sent,
 	                        oneway ? (void *)c : (void *)(uintptr_t)c->id, 0, &how);
+	free(pre);
 	if (rc) {
 		if (!oneway)
 			rdmx__map_del(&ep->calls, c->id);

@@ -35,6 +35,7 @@ enum rpc_type {
 	RPC_T_S_WINDOW = 11, /* flags RPC_SF_ACC, word: more messages granted */
 };
 #define RPC_F_ONEWAY 0x1u
+#define RPC_F_MD 0x2u   /* request / response carries metadata (call_md.c) */
 #define RPC_SF_ACC 0x1u /* stream frame sent by the stream's acceptor */
 
 struct rpc_hdr {
@@ -59,6 +60,24 @@ size_t rdmx__md_encode(const struct rdmx_rpc_md *md, uint8_t *dst);
  * (with *why) or RDMX_E_NOMEM. */
 int rdmx__md_decode(const uint8_t *p, size_t len, struct rdmx_rpc_md *md, size_t *used,
                     const char **why);
+
+/* ---- unary metadata and rich status (call_md.c) ---- */
+struct rpc_resp_md { /* what a server call sends with its response */
+	struct rdmx_rpc_md headers, trailers;
+	void *details;
+	size_t dlen;
+};
+struct rpc_resp_view { /* a response's, decoded; details point into it */
+	struct rdmx_rpc_md headers, trailers;
+	const void *details;
+	size_t dlen;
+};
+size_t rdmx__resp_ext_size(const struct rpc_resp_md *x);
+void rdmx__resp_ext_encode(const struct rpc_resp_md *x, uint8_t *dst);
+int rdmx__resp_ext_decode(const uint8_t *p, size_t len, struct rpc_resp_view *v, size_t *used,
+                          const char **why);
+struct rdmx_rpc_server_call;
+void rdmx__call_md_release(struct rdmx_rpc_server_call *call);
 
 /* ---- stats (stats.c) ---- */
 struct rpc_mstats {
@@ -101,6 +120,8 @@ struct rdmx_rpc_server_call {
 	bool cancelled, cancel_ran, oneway;
 	void (*cancel_cb)(struct rdmx_rpc_server_call *call, void *arg);
 	void *cancel_arg;
+	struct rdmx_rpc_md *req_md;        /* request headers, NULL when none */
+	struct rpc_resp_md *resp_md;       /* response headers, trailers, details */
 	struct rdmx_rpc_server_call *next; /* free list / work list */
 };
 

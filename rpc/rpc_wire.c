@@ -35,13 +35,13 @@ int rdmx__rpc_hdr_decode(const void *msg, size_t len, struct rpc_hdr *h, const c
 	}
 	switch (h->type) {
 	case RPC_T_REQUEST:
-		if ((h->flags & ~RPC_F_ONEWAY) || h->code) {
+		if ((h->flags & ~(RPC_F_ONEWAY | RPC_F_MD)) || h->code) {
 			*why = "rpc request with unknown flags or a status code";
 			return RDMX_E_PROTOCOL;
 		}
 		break;
 	case RPC_T_RESPONSE:
-		if (h->flags || h->timeout_us) {
+		if ((h->flags & ~RPC_F_MD) || h->timeout_us) {
 			*why = "rpc response with flags or a timeout";
 			return RDMX_E_PROTOCOL;
 		}

@@ -56,7 +56,9 @@ names=(
 	rdmx_rpc_stream_resume_read rdmx_rpc_stream_set_window rdmx_rpc_stream_get_headers
 	rdmx_rpc_stream_get_id rdmx_rpc_stream_get_method rdmx_rpc_stream_get_deadline
 	rdmx_rpc_stream_get_queued rdmx_rpc_stream_get_ep rdmx_rpc_ep_get_streams
-	rdmx_rpc_ep_set_max_metadata
+	rdmx_rpc_ep_set_max_metadata rdmx_rpc_call_async_md rdmx_rpc_call_get_headers
+	rdmx_rpc_call_get_request_id rdmx_rpc_call_add_header rdmx_rpc_call_add_trailer
+	rdmx_rpc_call_set_details
 )
 exported=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }')
 missing=0

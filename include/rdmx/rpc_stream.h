@@ -109,6 +109,29 @@ struct rdmx_rpc_rich_status {
 };
 #define RDMX_RPC_MAX_STATUS_DETAILS 65536u
 
+/* ---- unary calls: metadata and rich status ----
+ * rdmx_rpc_call_async with request headers (NULL: none; over the
+ * endpoint's limit: RDMX_E_TOO_BIG). The result (rdmx/rpc.h) carries the
+ * response headers, trailers and details; response metadata over the
+ * limit completes the call RESOURCE_EXHAUSTED. */
+int rdmx_rpc_call_async_md(struct rdmx_rpc_ep *ep, uint32_t method_id,
+                           const struct rdmx_rpc_payload *req,
+                           const struct rdmx_rpc_call_opts *opts, const struct rdmx_rpc_md *headers,
+                           rdmx_rpc_done_cb cb, void *arg, uint64_t *call_id);
+/* Server side, from the handler until rdmx_rpc_respond: the request headers
+ * (never NULL) and id (the caller's call id); response headers, trailers
+ * and status details to send with the answer (copied). Request headers
+ * over the endpoint's limit are answered RESOURCE_EXHAUSTED before the
+ * handler runs. Errors: RDMX_E_INVAL (key or value), RDMX_E_TOO_BIG
+ * (details over RDMX_RPC_MAX_STATUS_DETAILS), RDMX_E_NOMEM. */
+const struct rdmx_rpc_md *rdmx_rpc_call_get_headers(const struct rdmx_rpc_server_call *call);
+uint64_t rdmx_rpc_call_get_request_id(const struct rdmx_rpc_server_call *call);
+int rdmx_rpc_call_add_header(struct rdmx_rpc_server_call *call, const char *key, const void *value,
+                             size_t len);
+int rdmx_rpc_call_add_trailer(struct rdmx_rpc_server_call *call, const char *key, const void *value,
+                              size_t len);
+int rdmx_rpc_call_set_details(struct rdmx_rpc_server_call *call, const void *details, size_t len);
+
 /* ---- streams ---- */
 enum rdmx_rpc_stream_kind {
 	RDMX_RPC_SERVER_STREAMING = 1, /* one request, many responses */

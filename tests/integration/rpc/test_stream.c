@@ -1133,7 +1133,14 @@ static size_t frame(uint8_t *b, uint8_t type, uint8_t flags, uint32_t word, uint
 	return 24;
 }
 
-enum hostile_case { H_UNKNOWN_ID, H_AFTER_END, H_WINDOW_OVERRUN, H_REUSED_ID, H_BAD_MD };
+enum hostile_case {
+	H_UNKNOWN_ID,
+	H_AFTER_END,
+	H_WINDOW_OVERRUN,
+	H_REUSED_ID,
+	H_BAD_MD,
+	H_UNARY_BAD_MD
+};
 
 static void hostile_run(enum hostile_case hc)
 {
@@ -1189,6 +1196,14 @@ static void hostile_run(enum hostile_case hc)
 		break;
 	case H_BAD_MD:
 		break;
+	case H_UNARY_BAD_MD: /* a unary request whose headers lie about their length */
+		n = frame(b, 1, 2, ECHO, 8);
+		b[n++] = 1;
+		b[n++] = 0;
+		b[n++] = 3;
+		b[n++] = 'k';
+		ASSERT_OK(rdmx_chan_send(p, b, n, NULL, NULL));
+		break;
 	}
 	DRIVE_UNTIL(&sc.a, &sc.b, rdmx_chan_get_state(q) == RDMX_CHAN_CLOSED);
 	closed = log_capture_count("rpc");
@@ -1241,4 +1256,119 @@ Test(stream, hostile_reused_stream_id)
 Test(stream, hostile_bad_metadata)
 {
 	hostile_run(H_BAD_MD);
+}
+
+/* ---- unary calls: metadata, request id, rich status ---- */
+
+static uint64_t umeta_req_id;
+static void umeta_handler(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg)
+{
+	const void *v;
+	size_t n;
+	struct rdmx_rpc_payload p = rdmx_rpc_bytes(req, len);
+
+	(void)arg;
+	umeta_req_id = rdmx_rpc_call_get_request_id(call);
+	if (rdmx_rpc_md_get(rdmx_rpc_call_get_headers(call), "x-request-id", &v, &n) == 0)
+		ASSERT_OK(rdmx_rpc_call_add_header(call, "x-request-id", v, n));
+	if (rdmx_rpc_md_get(rdmx_rpc_call_get_headers(call), "big-trailers", &v, &n) == 0) {
+		static char big[2000];
+		memset(big, 'b', sizeof(big));
+		ASSERT_OK(rdmx_rpc_call_add_trailer(call, "pad", big, sizeof(big)));
+	}
+	ASSERT_RC(rdmx_rpc_call_add_trailer(call, "Bad", "x", 1), RDMX_E_INVAL);
+	ASSERT_OK(rdmx_rpc_call_add_trailer(call, "x-trailer", "t1", 2));
+	ASSERT_OK(rdmx_rpc_call_set_details(call, "\x00\x09\x08", 3));
+	ASSERT_OK(rdmx_rpc_respond(call, RDMX_RPC_PERMISSION_DENIED, "no", &p));
+}
+
+struct urec {
+	int done;
+	enum rdmx_rpc_code code;
+	size_t len, details_len;
+	char hdr[32], trailer[32];
+	uint8_t details[8];
+};
+
+static void urec_cb(const struct rdmx_rpc_result *r, void *arg)
+{
+	struct urec *u = arg;
+	const void *v;
+	size_t n;
+
+	u->done++;
+	u->code = r->code;
+	u->len = r->len;
+	cr_assert_not_null(r->headers);
+	cr_assert_not_null(r->trailers);
+	if (rdmx_rpc_md_get(r->headers, "x-request-id", &v, &n) == 0 && n < sizeof(u->hdr))
+		memcpy(u->hdr, v, n);
+	if (rdmx_rpc_md_get(r->trailers, "x-trailer", &v, &n) == 0 && n < sizeof(u->trailer))
+		memcpy(u->trailer, v, n);
+	u->details_len = r->details_len;
+	if (r->details_len <= sizeof(u->details) && r->details_len)
+		memcpy(u->details, r->details, r->details_len);
+}
+
+Test(stream, unary_metadata_request_id_rich_status)
+{
+	struct scene sc;
+	struct rdmx_rpc_md h;
+	uint32_t UMETA = rdmx_rpc_method_id("test.Stream/UMeta");
+	struct rdmx_rpc_payload p = rdmx_rpc_bytes("body", 4);
+	uint64_t id = 0;
+
+	scene_open(&sc, NULL);
+	ASSERT_OK(
+	    rdmx_rpc_server_register(sc.srv, UMETA, "test.Stream/UMeta", umeta_handler, NULL));
+	rdmx_rpc_md_init(&h);
+	ASSERT_OK(rdmx_rpc_md_add_str(&h, "x-request-id", "u-7"));
+	struct urec u = {0};
+	ASSERT_OK(rdmx_rpc_call_async_md(sc.ra, UMETA, &p, NULL, &h, urec_cb, &u, &id));
+	DRIVE_UNTIL(&sc.a, &sc.b, u.done);
+	cr_assert_eq(u.code, RDMX_RPC_PERMISSION_DENIED);
+	cr_assert_eq(u.len, 4);
+	cr_assert_str_eq(u.hdr, "u-7");
+	cr_assert_str_eq(u.trailer, "t1");
+	cr_assert_eq(u.details_len, 3);
+	cr_assert_eq(memcmp(u.details, "\x00\x09\x08", 3), 0);
+	cr_assert_eq(umeta_req_id, id, "the server sees another request id");
+	/* plain calls still carry empty lists */
+	struct urec v = {0};
+	ASSERT_OK(rdmx_rpc_call_async(sc.ra, UMETA, &p, NULL, urec_cb, &v, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b, v.done);
+	cr_assert_eq(v.code, RDMX_RPC_PERMISSION_DENIED);
+	cr_assert_str_eq(v.hdr, "");
+	/* request headers over the server's limit */
+	char big[700];
+	memset(big, 'q', sizeof(big));
+	ASSERT_OK(rdmx_rpc_md_add(&h, "big", big, sizeof(big)));
+	ASSERT_OK(rdmx_rpc_ep_set_max_metadata(sc.rb, 512));
+	struct urec w = {0};
+	ASSERT_OK(rdmx_rpc_call_async_md(sc.ra, UMETA, &p, NULL, &h, urec_cb, &w, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b, w.done);
+	cr_assert_eq(w.code, RDMX_RPC_RESOURCE_EXHAUSTED, "%s", rdmx_rpc_code_name(w.code));
+	ASSERT_OK(rdmx_rpc_ep_set_max_metadata(sc.ra, 512));
+	ASSERT_RC(rdmx_rpc_call_async_md(sc.ra, UMETA, &p, NULL, &h, urec_cb, &w, NULL),
+	          RDMX_E_TOO_BIG);
+	ASSERT_OK(rdmx_rpc_ep_set_max_metadata(sc.rb, RDMX_RPC_DEFAULT_MAX_MD));
+	/* response trailers over the client's limit */
+	rdmx_rpc_md_fini(&h);
+	ASSERT_OK(rdmx_rpc_md_add_str(&h, "big-trailers", "1"));
+	struct urec x = {0};
+	ASSERT_OK(rdmx_rpc_call_async_md(sc.ra, UMETA, &p, NULL, &h, urec_cb, &x, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b, x.done);
+	cr_assert_eq(x.code, RDMX_RPC_RESOURCE_EXHAUSTED, "%s", rdmx_rpc_code_name(x.code));
+	/* the connection stays */
+	unary_done = 0;
+	ASSERT_OK(rdmx_rpc_call_async(sc.ra, ECHO, NULL, NULL, unary_cb, NULL, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b, unary_done);
+	cr_assert_eq(unary_code, RDMX_RPC_OK);
+	rdmx_rpc_md_fini(&h);
+	scene_close(&sc);
+}
+
+Test(stream, hostile_unary_bad_metadata)
+{
+	hostile_run(H_UNARY_BAD_MD);
 }
