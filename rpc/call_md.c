@@ -12,7 +12,7 @@
 
 #include "rpc_priv.h"
 
-static struct rpc_resp_md *resp_md(struct rdmx_rpc_server_call *call)
+struct rpc_resp_md *rdmx__call_resp_md(struct rdmx_rpc_server_call *call)
 {
 	if (!call->resp_md) {
 		call->resp_md = calloc(1, sizeof(*call->resp_md));
@@ -59,7 +59,7 @@ static int add_to(struct rdmx_rpc_server_call *call, bool trailer, const char *k
 
 	if (!call || !key)
 		return RDMX_E_INVAL;
-	x = resp_md(call);
+	x = rdmx__call_resp_md(call);
 	if (!x)
 		return RDMX_E_NOMEM;
 	return rdmx_rpc_md_add(trailer ? &x->trailers : &x->headers, key, value, len);
@@ -86,7 +86,7 @@ int rdmx_rpc_call_set_details(struct rdmx_rpc_server_call *call, const void *det
 		return RDMX_E_INVAL;
 	if (len > RDMX_RPC_MAX_STATUS_DETAILS)
 		return RDMX_E_TOO_BIG;
-	x = resp_md(call);
+	x = rdmx__call_resp_md(call);
 	if (!x)
 		return RDMX_E_NOMEM;
 	copy = len ? malloc(len) : NULL;

@@ -130,6 +130,11 @@ static void call_complete_x(struct rdmx_rpc_ep *ep, struct rpc_ccall *c, enum rd
 	uint64_t ns = rdmx__now_ns() - c->start_ns;
 
 	rdmx__worker_timer_disarm(ep->worker, &c->timer);
+	if (c->ic) { /* interceptors (interceptor.c) */
+		if (len)
+			rdmx__ic_message(c->ic, false, data, len);
+		rdmx__ic_done(&c->ic, code, message);
+	}
 	rdmx__stats_done(&ep->st[RDMX_RPC_ROLE_CLIENT], code, ns);
 	if (c->ms)
 		rdmx__stats_done(&c->ms->st[RDMX_RPC_ROLE_CLIENT], code, ns);
@@ -222,6 +227,14 @@ static void deadline_fired(struct rdmx__timer *t)
 
 	if (rdmx__map_del(&ep->calls, c->id) != c)
 		return;
+	if (c->rejected) { /* an interceptor refused it: nothing was sent */
+		ep->busy++;
+		call_complete(ep, c, c->rejected, c->reject_msg, NULL, 0);
+		ep->busy--;
+		rdmx__rpc_check_drained(ep);
+		rdmx__rpc_release(ep);
+		return;
+	}
 	rdmx__rpc_send_ctl(ep, RPC_T_CANCEL, c->id); /* the server may stop working */
 	ep->st[RDMX_RPC_ROLE_CLIENT].cancels++;
 	ep->busy++;
@@ -410,6 +423,7 @@ void rdmx__rpc_release(struct rdmx_rpc_ep *ep)
 	rdmx__map_fini(&ep->calls);
 	rdmx__map_fini(&ep->incoming);
 	rdmx__rpc_streams_fini(ep);
+	rdmx__ic_chain_free(&ep->chain);
 	free(ep);
 }
 
@@ -611,7 +625,49 @@ int rdmx_rpc_call_async_md(struct rdmx_rpc_ep *ep, uint32_t method_id,
 	c->oneway = oneway;
 	c->timer.fn = deadline_fired;
 	c->ms = rdmx__mstats_get(&ep->mstats, method_id, true);
+	if (ep->chain) { /* interceptors: may annotate the headers or refuse */
+		uint64_t us = opts ? opts->timeout_us : 0;
+		struct rdmx_rpc_call_info info = {.role = RDMX_RPC_ROLE_CLIENT,
+		                                  .method = method_id,
+		                                  .request_id = c->id,
+		                                  .deadline_ns =
+		                                      us ? rdmx__now_ns() + us * 1000u : 0,
+		                                  .ep = ep};
+		const char *why = NULL;
+		enum rdmx_rpc_code code =
+		    rdmx__ic_start(ep->chain, &info, headers, NULL, &why, &c->ic);
+
+		if (code == RDMX_RPC_OK && c->ic && c->ic->own.n) {
+			free(pre);
+			prelen = rdmx__md_wire_size(&c->ic->own);
+			pre = malloc(prelen);
+			if (pre)
+				rdmx__md_encode(&c->ic->own, pre);
+			else
+				code = RDMX_RPC_RESOURCE_EXHAUSTED;
+		}
+		if (code != RDMX_RPC_OK) {
+			/* completes from progress, as every outcome does */
+			free(pre);
+			c->rejected = code;
+			c->reject_msg = why ? why : "no memory for the request headers";
+			c->timer.fn = deadline_fired;
+			c->start_ns = rdmx__now_ns();
+			if ((rc = rdmx__map_put(&ep->calls, c->id, c)) != 0 ||
+			    (rc = rdmx__worker_timer_arm(ep->worker, &c->timer, c->start_ns)) !=
+			        0) {
+				rdmx__map_del(&ep->calls, c->id);
+				rdmx__ic_done(&c->ic, RDMX_RPC_RESOURCE_EXHAUSTED, "not started");
+				ccall_put(ep, c);
+				return rc;
+			}
+			if (call_id)
+				*call_id = c->id;
+			return 0;
+		}
+	}
 	if (!oneway && (rc = rdmx__map_put(&ep->calls, c->id, c)) != 0) {
+		rdmx__ic_done(&c->ic, RDMX_RPC_RESOURCE_EXHAUSTED, "not started");
 		ccall_put(ep, c);
 		free(pre);
 		return rc;
@@ -633,9 +689,12 @@ int rdmx_rpc_call_async_md(struct rdmx_rpc_ep *ep, uint32_t method_id,
 	if (rc) {
 		if (!oneway)
 			rdmx__map_del(&ep->calls, c->id);
+		rdmx__ic_done(&c->ic, RDMX_RPC_UNAVAILABLE, "not sent");
 		ccall_put(ep, c);
 		return rc;
 	}
+	if (c->ic && req && req->len && !req->encode)
+		rdmx__ic_message(c->ic, true, req->obj, req->len);
 	ep->st[RDMX_RPC_ROLE_CLIENT].calls++;
 	ep->st[RDMX_RPC_ROLE_CLIENT].bytes_sent += blen;
 	if (how & RDMX__SENT_QUEUED)

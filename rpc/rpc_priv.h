@@ -78,6 +78,35 @@ int rdmx__resp_ext_decode(const uint8_t *p, size_t len, struct rpc_resp_view *v,
                           const char **why);
 struct rdmx_rpc_server_call;
 void rdmx__call_md_release(struct rdmx_rpc_server_call *call);
+struct rpc_resp_md *rdmx__call_resp_md(struct rdmx_rpc_server_call *call); /* NULL: no memory */
+
+/* ---- interceptors (interceptor.c) ---- */
+struct rpc_chain_entry {
+	struct rdmx_rpc_interceptor ic;
+	void *arg;
+};
+struct rpc_chain {
+	struct rpc_chain_entry v[RDMX_RPC_MAX_INTERCEPTORS];
+	unsigned n;
+};
+struct rpc_icall { /* one call's walk through a chain */
+	const struct rpc_chain *chain;
+	struct rdmx_rpc_call_info info;
+	void *state[RDMX_RPC_MAX_INTERCEPTORS];
+	unsigned started;
+	struct rdmx_rpc_md own; /* client: the request headers, annotated */
+};
+/* Runs the on_start chain; *out is NULL when there is no chain. Client:
+ * annotate NULL, the record copies `copy` into own and annotates that;
+ * server: annotate is the response headers. */
+enum rdmx_rpc_code rdmx__ic_start(const struct rpc_chain *chain,
+                                  const struct rdmx_rpc_call_info *info,
+                                  const struct rdmx_rpc_md *copy, struct rdmx_rpc_md *annotate,
+                                  const char **message, struct rpc_icall **out);
+void rdmx__ic_message(struct rpc_icall *c, bool outgoing, const void *data, size_t len);
+/* Runs on_done (reverse order) and frees *c; NULL: nothing. */
+void rdmx__ic_done(struct rpc_icall **c, enum rdmx_rpc_code code, const char *message);
+void rdmx__ic_chain_free(struct rpc_chain **chain);
 
 /* ---- stats (stats.c) ---- */
 struct rpc_mstats {
@@ -104,6 +133,7 @@ struct rpc_method {
 struct rdmx_rpc_server {
 	struct rdmx__map methods; /* id -> rpc_method */
 	uint32_t refs;            /* endpoints using it */
+	struct rpc_chain *chain;  /* server interceptors, NULL when none */
 };
 
 /* One incoming call (server side). */
@@ -122,6 +152,7 @@ struct rdmx_rpc_server_call {
 	void *cancel_arg;
 	struct rdmx_rpc_md *req_md;        /* request headers, NULL when none */
 	struct rpc_resp_md *resp_md;       /* response headers, trailers, details */
+	struct rpc_icall *ic;              /* interceptors' record, NULL when none */
 	struct rdmx_rpc_server_call *next; /* free list / work list */
 };
 
@@ -136,6 +167,9 @@ struct rpc_ccall {
 	uint64_t start_ns;
 	struct rpc_mstats *ms;
 	bool oneway;
+	struct rpc_icall *ic;        /* interceptors' record, NULL when none */
+	enum rdmx_rpc_code rejected; /* an interceptor's refusal, due from progress */
+	const char *reject_msg;
 	struct rpc_ccall *next, *prev; /* free list / one-way list / work list */
 };
 
@@ -172,6 +206,7 @@ struct rdmx_rpc_ep {
 	struct rdmx_rpc_server_call *free_scalls;
 	uint32_t nfree_calls, nfree_scalls;
 	struct rpc_streams streams;
+	struct rpc_chain *chain; /* client interceptors, NULL when none */
 };
 
 /* rpc.c */

@@ -45,6 +45,7 @@ int rdmx_rpc_server_destroy(struct rdmx_rpc_server **server)
 	if ((*server)->refs)
 		return RDMX_E_BAD_STATE; /* endpoints still use it */
 	rdmx__rpc_builtins_release(*server);
+	rdmx__ic_chain_free(&(*server)->chain);
 	while ((m = rdmx__map_next(&(*server)->methods, &pos, NULL))) {
 		free(m->name);
 		free(m);
@@ -241,6 +242,7 @@ void rdmx__rpc_detach_incoming(struct rdmx_rpc_ep *ep)
 		list = c->next;
 		c->next = NULL;
 		rdmx__worker_timer_disarm(ep->worker, &c->timer);
+		rdmx__ic_done(&c->ic, RDMX_RPC_UNAVAILABLE, "endpoint destroyed");
 		c->ep = NULL;
 		c->m = NULL;
 		c->ms = NULL;
@@ -382,6 +384,26 @@ void rdmx__rpc_on_request(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const
 			                 "request headers over the metadata limit", NULL);
 			return;
 		}
+	}
+	if (ep->server && ep->server->chain) { /* interceptors (interceptor.c) */
+		struct rdmx_rpc_call_info info = {.role = RDMX_RPC_ROLE_SERVER,
+		                                  .method = h->word,
+		                                  .method_name = m ? m->name : NULL,
+		                                  .request_id = c->id,
+		                                  .deadline_ns = c->deadline_ns,
+		                                  .headers = rdmx_rpc_call_get_headers(c),
+		                                  .ep = ep};
+		struct rpc_resp_md *x = rdmx__call_resp_md(c);
+		const char *why = NULL;
+		enum rdmx_rpc_code code =
+		    x ? rdmx__ic_start(ep->server->chain, &info, NULL, &x->headers, &why, &c->ic)
+		      : RDMX_RPC_RESOURCE_EXHAUSTED;
+
+		if (code != RDMX_RPC_OK) {
+			rdmx_rpc_respond(c, code, why ? why : "out of memory", NULL);
+			return;
+		}
+		rdmx__ic_message(c->ic, false, body, len);
 	}
 	if (!m || !m->handler) { /* unknown, or a stream method (stream.c) */
 		char text[64];
@@ -542,6 +564,11 @@ int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 		code = RDMX_RPC_DEADLINE_EXCEEDED;
 	} else if (call->cancelled) {
 		code = RDMX_RPC_CANCELLED;
+	}
+	if (call->ic) {
+		if (resp && resp->len && !resp->encode && ret == 0)
+			rdmx__ic_message(call->ic, true, resp->obj, resp->len);
+		rdmx__ic_done(&call->ic, code, message);
 	}
 	rdmx__stats_done(tot, code, ns);
 	if (call->ms)

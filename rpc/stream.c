@@ -53,6 +53,11 @@ struct rdmx_rpc_stream {
 	void *st_details;
 	size_t st_details_len;
 	struct rdmx_rpc_md st_trailers;
+	/* interceptors (interceptor.c) */
+	struct rpc_icall *ic;
+	struct rdmx_rpc_md ann; /* acceptor: response headers they added */
+	enum rdmx_rpc_code rejected;
+	const char *reject_msg;
 	/* life */
 	bool ended;
 	int busy;
@@ -91,6 +96,8 @@ static void stream_free(struct rdmx_rpc_stream *s)
 	queue_free(s);
 	rdmx_rpc_md_fini(&s->headers);
 	rdmx_rpc_md_fini(&s->st_trailers);
+	rdmx_rpc_md_fini(&s->ann);
+	rdmx__ic_done(&s->ic, RDMX_RPC_CANCELLED, "never started");
 	free(s->st_msg);
 	free(s->st_details);
 	free(s);
@@ -224,6 +231,7 @@ static void end_stream(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, const
 	queue_free(s);
 	s->busy++;
 	ep->busy++;
+	rdmx__ic_done(&s->ic, code, st.message);
 	if (s->cbs.on_done)
 		s->cbs.on_done(s, &st, s->arg);
 	ep->busy--;
@@ -294,6 +302,7 @@ static void deliver_queue(struct rdmx_rpc_stream *s)
 			s->qtail = NULL;
 		s->queued--;
 		s->consumed++;
+		rdmx__ic_message(s->ic, false, q->data, q->len);
 		s->cbs.on_msg(s, q->data, q->len, s->arg);
 		free(q);
 	}
@@ -329,6 +338,7 @@ static void on_s_msg(struct rdmx_rpc_stream *s, const uint8_t *data, size_t len)
 		s->busy++;
 		s->delivering = true;
 		s->consumed++;
+		rdmx__ic_message(s->ic, false, data, len);
 		s->cbs.on_msg(s, data, len, s->arg);
 		s->delivering = false;
 		maybe_grant(s);
@@ -489,7 +499,9 @@ static void stream_deadline(struct rdmx__timer *t)
 	struct rdmx_rpc_ep *ep = s->ep;
 
 	ep->busy++;
-	if (s->opener)
+	if (s->rejected) /* an interceptor refused it: nothing went out */
+		end_stream(s, s->rejected, s->reject_msg, NULL, 0, NULL);
+	else if (s->opener)
 		send_frame(ep, RPC_T_S_RST, 0, RDMX_RPC_DEADLINE_EXCEEDED, 0, s->id, 0, NULL, 0,
 		           NULL);
 	else
@@ -532,6 +544,7 @@ static struct rdmx_rpc_stream *stream_new(struct rdmx_rpc_ep *ep, uint64_t id, u
 	s->timer.fn = stream_deadline;
 	rdmx_rpc_md_init(&s->headers);
 	rdmx_rpc_md_init(&s->st_trailers);
+	rdmx_rpc_md_init(&s->ann);
 	return s;
 }
 
@@ -581,6 +594,24 @@ static void on_s_open(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const uin
 		            0, NULL);
 	} else if (rdmx__map_put(&ep->streams.in, s->id, s) == 0) {
 		arm_deadline(s, now, h->timeout_us);
+		if (ep->server->chain) {
+			struct rdmx_rpc_call_info info = {.role = RDMX_RPC_ROLE_SERVER,
+			                                  .method = s->method,
+			                                  .method_name = m->name,
+			                                  .request_id = s->id,
+			                                  .deadline_ns = s->deadline_ns,
+			                                  .stream = true,
+			                                  .headers = &s->headers,
+			                                  .ep = ep};
+			enum rdmx_rpc_code code =
+			    rdmx__ic_start(ep->server->chain, &info, NULL, &s->ann, &why, &s->ic);
+
+			if (code != RDMX_RPC_OK) {
+				send_status(ep, s->id, code, why, NULL, 0, NULL);
+				end_stream(s, code, why, NULL, 0, NULL);
+				return;
+			}
+		}
 		s->busy++;
 		m->stream_handler(s, m->arg);
 		stream_drop(s);
@@ -700,6 +731,35 @@ int rdmx_rpc_stream_open(struct rdmx_rpc_ep *ep, uint32_t method_id, enum rdmx_r
 		return RDMX_E_NOMEM;
 	s->cbs = *cbs;
 	s->arg = arg;
+	if (ep->chain) { /* interceptors: may annotate the headers or refuse */
+		uint64_t us = opts ? opts->timeout_us : 0;
+		struct rdmx_rpc_call_info info = {.role = RDMX_RPC_ROLE_CLIENT,
+		                                  .method = method_id,
+		                                  .request_id = s->id,
+		                                  .deadline_ns =
+		                                      us ? rdmx__now_ns() + us * 1000u : 0,
+		                                  .stream = true,
+		                                  .ep = ep};
+		const char *why = NULL;
+		enum rdmx_rpc_code code = rdmx__ic_start(ep->chain, &info, hd, NULL, &why, &s->ic);
+
+		if (code != RDMX_RPC_OK) {
+			/* ends from progress, as every outcome does */
+			s->rejected = code;
+			s->reject_msg = why;
+			ep->next_id++;
+			if ((rc = rdmx__map_put(&ep->streams.out, s->id, s)) != 0 ||
+			    (rc = rdmx__worker_timer_arm(ep->worker, &s->timer, rdmx__now_ns())) !=
+			        0) {
+				rdmx__map_del(&ep->streams.out, s->id);
+				stream_free(s);
+				return rc;
+			}
+			*out = s;
+			return 0;
+		}
+		hd = &s->ic->own;
+	}
 	rc = send_md_frame(ep, RPC_T_S_OPEN, (uint8_t)kind, method_id, s->id,
 	                   opts ? opts->timeout_us : 0, hd);
 	if (rc == 0 && (rc = rdmx__map_put(&ep->streams.out, s->id, s)) != 0)
@@ -750,9 +810,15 @@ int rdmx_rpc_stream_write(struct rdmx_rpc_stream *s, const struct rdmx_rpc_paylo
 		s->want_writable = true;
 		return RDMX_E_AGAIN;
 	}
+	if (!s->opener && !s->headers_out && s->ann.n &&
+	    (rc = rdmx_rpc_stream_send_headers(s, NULL)) != 0)
+		return rc;
 	rc = send_frame(s->ep, RPC_T_S_MSG, dir_flag(s), 0, 0, s->id, 0, NULL, 0, msg);
-	if (rc == 0)
+	if (rc == 0) {
 		s->sent++;
+		if (s->ic && msg && msg->len && !msg->encode)
+			rdmx__ic_message(s->ic, true, msg->obj, msg->len);
+	}
 	return rc;
 }
 
@@ -782,6 +848,11 @@ int rdmx_rpc_stream_send_headers(struct rdmx_rpc_stream *s, const struct rdmx_rp
 		return RDMX_E_BAD_STATE;
 	if (headers && headers->bytes > s->ep->streams.max_md)
 		return RDMX_E_TOO_BIG;
+	if (s->ann.n) { /* the interceptors' first */
+		if ((rc = rdmx_rpc_md_append(&s->ann, headers)) != 0)
+			return rc;
+		headers = &s->ann;
+	}
 	rc = send_md_frame(s->ep, RPC_T_S_HEADERS, 0, 0, s->id, 0, headers);
 	if (rc == 0)
 		s->headers_out = true;
@@ -806,6 +877,8 @@ int rdmx_rpc_stream_finish(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, c
 	    (trailers && trailers->bytes > ep->streams.max_md)) {
 		rc = RDMX_E_TOO_BIG;
 	} else {
+		if (!s->headers_out && s->ann.n)
+			rdmx_rpc_stream_send_headers(s, NULL);
 		rc = send_status(ep, s->id, code, message, details, details_len, trailers);
 		if (rc == 0)
 			end_stream(s, code, message, details, details_len, trailers);

@@ -58,7 +58,7 @@ names=(
 	rdmx_rpc_stream_get_queued rdmx_rpc_stream_get_ep rdmx_rpc_ep_get_streams
 	rdmx_rpc_ep_set_max_metadata rdmx_rpc_call_async_md rdmx_rpc_call_get_headers
 	rdmx_rpc_call_get_request_id rdmx_rpc_call_add_header rdmx_rpc_call_add_trailer
-	rdmx_rpc_call_set_details
+	rdmx_rpc_call_set_details rdmx_rpc_ep_add_interceptor rdmx_rpc_server_add_interceptor
 )
 exported=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }')
 missing=0

@@ -132,6 +132,47 @@ int rdmx_rpc_call_add_trailer(struct rdmx_rpc_server_call *call, const char *key
                               size_t len);
 int rdmx_rpc_call_set_details(struct rdmx_rpc_server_call *call, const void *details, size_t len);
 
+/* ---- interceptors (rpc/interceptor.c) ----
+ * Ordered chains that see every call: the endpoint's client chain (calls
+ * and streams this endpoint starts) and the server's chain (calls and
+ * streams it serves, on every endpoint). For each call, on_start runs in
+ * the order of registration — before the request goes out (client) or
+ * before the handler runs (server) — and may add metadata to `annotate`
+ * (client: the request headers; server: the response headers) and keep a
+ * per-call pointer in *state. Returning a code other than RDMX_RPC_OK
+ * rejects the call with it (and *message, a static string, may say why):
+ * the later interceptors do not run, nothing reaches the peer (client) or
+ * the handler (server), and the call ends with that code (client: from
+ * progress). on_message sees each message (outgoing: sent by this side),
+ * on_done the final status, once, in reverse order, for every
+ * interceptor whose on_start ran. All three are optional. */
+#define RDMX_RPC_MAX_INTERCEPTORS 8u
+struct rdmx_rpc_call_info {
+	enum rdmx_rpc_role role;
+	uint32_t method;
+	const char *method_name; /* server: the registered name; client: NULL */
+	uint64_t request_id;
+	uint64_t deadline_ns; /* CLOCK_MONOTONIC, 0: none */
+	bool stream;
+	const struct rdmx_rpc_md *headers; /* the request headers (never NULL) */
+	struct rdmx_rpc_ep *ep;
+};
+struct rdmx_rpc_interceptor {
+	enum rdmx_rpc_code (*on_start)(const struct rdmx_rpc_call_info *info,
+	                               struct rdmx_rpc_md *annotate, const char **message,
+	                               void **state, void *arg);
+	void (*on_message)(const struct rdmx_rpc_call_info *info, bool outgoing, const void *data,
+	                   size_t len, void *state, void *arg);
+	void (*on_done)(const struct rdmx_rpc_call_info *info, enum rdmx_rpc_code code,
+	                const char *message, void *state, void *arg);
+};
+/* ic is copied. Errors: RDMX_E_INVAL, RDMX_E_FULL (RDMX_RPC_MAX_INTERCEPTORS),
+ * RDMX_E_NOMEM. Add them before the first call. */
+int rdmx_rpc_ep_add_interceptor(struct rdmx_rpc_ep *ep, const struct rdmx_rpc_interceptor *ic,
+                                void *arg);
+int rdmx_rpc_server_add_interceptor(struct rdmx_rpc_server *server,
+                                    const struct rdmx_rpc_interceptor *ic, void *arg);
+
 /* ---- streams ---- */
 enum rdmx_rpc_stream_kind {
 	RDMX_RPC_SERVER_STREAMING = 1, /* one request, many responses */

@@ -1372,3 +1372,189 @@ Test(stream, hostile_unary_bad_metadata)
 {
 	hostile_run(H_UNARY_BAD_MD);
 }
+
+/* ---- interceptors ---- */
+
+struct ic_log {
+	char seq[512];
+	int msgs_out, msgs_in, dones;
+	bool reject;
+	enum rdmx_rpc_code last_code;
+};
+
+static void ic_note(struct ic_log *l, const char *what)
+{
+	size_t n = strlen(l->seq);
+
+	snprintf(l->seq + n, sizeof(l->seq) - n, "%s ", what);
+}
+
+struct ic_arg {
+	struct ic_log *log;
+	const char *name; /* "A", "B", "S1", "S2" */
+	const char *key;  /* header it adds, or NULL */
+};
+
+static enum rdmx_rpc_code ic_start(const struct rdmx_rpc_call_info *info,
+                                   struct rdmx_rpc_md *annotate, const char **message, void **state,
+                                   void *arg)
+{
+	struct ic_arg *a = arg;
+	char w[16];
+
+	snprintf(w, sizeof(w), "s%s", a->name);
+	ic_note(a->log, w);
+	*state = a;
+	if (a->key)
+		ASSERT_OK(rdmx_rpc_md_add_str(annotate, a->key, a->name));
+	if (info->role == RDMX_RPC_ROLE_SERVER && strcmp(a->name, "S1") == 0) {
+		const void *v;
+		size_t n;
+
+		if (rdmx_rpc_md_get(info->headers, "authorization", &v, &n) ||
+		    n != strlen("Bearer t0k") || memcmp(v, "Bearer t0k", n)) {
+			*message = "bad token";
+			return RDMX_RPC_UNAUTHENTICATED;
+		}
+		/* the client chain's annotations arrived in order */
+		cr_assert(rdmx_rpc_md_count(info->headers) >= 3);
+		cr_assert_str_eq(info->headers->v[1].key, "x-a");
+		cr_assert_str_eq(info->headers->v[2].key, "x-b");
+		cr_assert_not_null(info->method_name);
+	}
+	if (a->log->reject && strcmp(a->name, "B") == 0) {
+		*message = "refused by B";
+		return RDMX_RPC_PERMISSION_DENIED;
+	}
+	return RDMX_RPC_OK;
+}
+
+static void ic_message(const struct rdmx_rpc_call_info *info, bool outgoing, const void *data,
+                       size_t len, void *state, void *arg)
+{
+	struct ic_arg *a = arg;
+
+	(void)info;
+	(void)data;
+	(void)len;
+	cr_assert_eq(state, a);
+	if (outgoing)
+		a->log->msgs_out++;
+	else
+		a->log->msgs_in++;
+}
+
+static void ic_done(const struct rdmx_rpc_call_info *info, enum rdmx_rpc_code code,
+                    const char *message, void *state, void *arg)
+{
+	struct ic_arg *a = arg;
+	char w[16];
+
+	(void)info;
+	(void)message;
+	cr_assert_eq(state, a);
+	snprintf(w, sizeof(w), "d%s", a->name);
+	ic_note(a->log, w);
+	a->log->dones++;
+	a->log->last_code = code;
+}
+
+static const struct rdmx_rpc_interceptor test_ic = {ic_start, ic_message, ic_done};
+
+Test(stream, interceptor_order_reject_annotate)
+{
+	struct scene sc;
+	struct ic_log cl = {0}, sl = {0};
+	struct ic_arg A = {&cl, "A", "x-a"}, B = {&cl, "B", "x-b"};
+	struct ic_arg S1 = {&sl, "S1", NULL}, S2 = {&sl, "S2", "x-served-by"};
+	struct rdmx_rpc_md h;
+	struct rdmx_rpc_payload p = rdmx_rpc_bytes("ping", 4);
+
+	scene_open(&sc, NULL);
+	ASSERT_OK(rdmx_rpc_ep_add_interceptor(sc.ra, &test_ic, &A));
+	ASSERT_OK(rdmx_rpc_ep_add_interceptor(sc.ra, &test_ic, &B));
+	ASSERT_OK(rdmx_rpc_server_add_interceptor(sc.srv, &test_ic, &S1));
+	ASSERT_OK(rdmx_rpc_server_add_interceptor(sc.srv, &test_ic, &S2));
+	rdmx_rpc_md_init(&h);
+	ASSERT_OK(rdmx_rpc_md_add_str(&h, "authorization", "Bearer t0k"));
+
+	/* unary: both chains in order, messages seen, annotations delivered */
+	struct urec u = {0};
+	uint32_t echoed = sc.ss.echo.echoed;
+	ASSERT_OK(rdmx_rpc_call_async_md(sc.ra, ECHO, &p, NULL, &h, urec_cb, &u, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b, u.done);
+	cr_assert_eq(u.code, RDMX_RPC_OK);
+	cr_assert_str_eq(cl.seq, "sA sB dB dA ");
+	cr_assert_str_eq(sl.seq, "sS1 sS2 dS2 dS1 ");
+	cr_assert_eq(cl.msgs_out, 2); /* the request, seen by A and B */
+	cr_assert_eq(cl.msgs_in, 2);  /* the reply */
+	cr_assert_eq(sl.msgs_in, 2);
+	cr_assert_eq(sl.msgs_out, 2);
+	cr_assert_eq(sc.ss.echo.echoed, echoed + 1);
+
+	/* the server's auth check refuses a call without the token: the
+	 * handler never runs, both of the server's interceptors see the end */
+	memset(&cl, 0, sizeof(cl));
+	memset(&sl, 0, sizeof(sl));
+	struct urec v = {0};
+	ASSERT_OK(rdmx_rpc_call_async(sc.ra, ECHO, &p, NULL, urec_cb, &v, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b, v.done);
+	cr_assert_eq(v.code, RDMX_RPC_UNAUTHENTICATED);
+	cr_assert_eq(sc.ss.echo.echoed, echoed + 1, "the handler ran for a refused call");
+	cr_assert_str_eq(sl.seq, "sS1 dS1 ");
+	cr_assert_str_eq(cl.seq, "sA sB dB dA ");
+
+	/* a client interceptor refuses: from progress, nothing reaches the server */
+	memset(&cl, 0, sizeof(cl));
+	memset(&sl, 0, sizeof(sl));
+	cl.reject = true;
+	struct urec w = {0};
+	ASSERT_OK(rdmx_rpc_call_async_md(sc.ra, ECHO, &p, NULL, &h, urec_cb, &w, NULL));
+	cr_assert_eq(w.done, 0, "the callback ran inside call_async");
+	DRIVE_UNTIL(&sc.a, &sc.b, w.done);
+	cr_assert_eq(w.code, RDMX_RPC_PERMISSION_DENIED);
+	cr_assert_str_eq(cl.seq, "sA sB dB dA ");
+	drive_for(&sc.a, &sc.b, 5);
+	cr_assert_str_eq(sl.seq, "");
+
+	/* streams: the same chains, every message, the end once */
+	memset(&cl, 0, sizeof(cl));
+	memset(&sl, 0, sizeof(sl));
+	struct cstream x = {.echo_check = true};
+	struct rdmx_rpc_stream_opts o = {.headers = &h};
+	ASSERT_OK(rdmx_rpc_stream_open(sc.ra, BIDI, RDMX_RPC_BIDI_STREAMING, &o, &ccbs, &x, &x.s));
+	write_n(&sc, &x, 3, 20);
+	ASSERT_OK(rdmx_rpc_stream_half_close(x.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, x.done_n && sl.dones == 2);
+	cr_assert_eq(x.code, RDMX_RPC_OK);
+	cr_assert_eq(x.got, 3);
+	cr_assert_eq(x.hdr_n, 1, "the server's annotation came as response headers");
+	cr_assert_str_eq(cl.seq, "sA sB dB dA ");
+	cr_assert_str_eq(sl.seq, "sS1 sS2 dS2 dS1 ");
+	cr_assert_eq(cl.msgs_out, 6);
+	cr_assert_eq(cl.msgs_in, 6);
+	cr_assert_eq(sl.msgs_in, 6);
+	cr_assert_eq(sl.msgs_out, 6);
+	/* a stream without the token is refused by the server */
+	memset(&sl, 0, sizeof(sl));
+	struct cstream y = {0};
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, BIDI, RDMX_RPC_BIDI_STREAMING, NULL, &ccbs, &y, &y.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, y.done_n);
+	cr_assert_eq(y.code, RDMX_RPC_UNAUTHENTICATED);
+	cr_assert_str_eq(y.msg, "bad token");
+	cr_assert_str_eq(sl.seq, "sS1 dS1 ");
+	/* refused by the client chain */
+	cl.reject = true;
+	struct cstream z = {0};
+	ASSERT_OK(rdmx_rpc_stream_open(sc.ra, BIDI, RDMX_RPC_BIDI_STREAMING, &o, &ccbs, &z, &z.s));
+	cr_assert_eq(z.done_n, 0);
+	DRIVE_UNTIL(&sc.a, &sc.b, z.done_n);
+	cr_assert_eq(z.code, RDMX_RPC_PERMISSION_DENIED);
+	rdmx_rpc_md_fini(&h);
+	/* a full chain */
+	for (unsigned i = 2; i < RDMX_RPC_MAX_INTERCEPTORS; i++)
+		ASSERT_OK(rdmx_rpc_ep_add_interceptor(sc.ra, &test_ic, &A));
+	ASSERT_RC(rdmx_rpc_ep_add_interceptor(sc.ra, &test_ic, &A), RDMX_E_FULL);
+	scene_close(&sc);
+}
