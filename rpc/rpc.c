@@ -73,6 +73,8 @@ struct rpc_fill {
 	struct rpc_hdr h;
 	const char *msg;
 	const struct rdmx_rpc_payload *body;
+	const uint8_t *pre; /* request metadata (call_md.c) */
+	size_t prelen;
 };
 
 static int rpc_fill_fn(void *dst, size_t len, void *arg)
@@ -86,6 +88,10 @@ static int rpc_fill_fn(void *dst, size_t len, void *arg)
 	if (f->h.type == RPC_T_RESPONSE && f->h.word) {
 		memcpy(p + off, f->msg, f->h.word);
 		off += f->h.word;
+	}
+	if (f->prelen) {
+		memcpy(p + off, f->pre, f->prelen);
+		off += f->prelen;
 	}
 	if (f->body && f->body->len) {
 		if (f->body->encode)
@@ -107,13 +113,28 @@ int rdmx__rpc_send_ctl(struct rdmx_rpc_ep *ep, enum rpc_type type, uint64_t call
 
 /* ---- completing calls ---- */
 
-static void call_complete(struct rdmx_rpc_ep *ep, struct rpc_ccall *c, enum rdmx_rpc_code code,
-                          const char *message, const void *data, size_t len)
+static const struct rdmx_rpc_md no_md;
+
+static void call_complete_x(struct rdmx_rpc_ep *ep, struct rpc_ccall *c, enum rdmx_rpc_code code,
+                            const char *message, const void *data, size_t len,
+                            const struct rpc_resp_view *x)
 {
-	struct rdmx_rpc_result res = {.code = code, .message = message, .data = data, .len = len};
+	struct rdmx_rpc_result res = {.code = code,
+	                              .message = message,
+	                              .data = data,
+	                              .len = len,
+	                              .headers = x ? &x->headers : &no_md,
+	                              .trailers = x ? &x->trailers : &no_md,
+	                              .details = x ? x->details : NULL,
+	                              .details_len = x ? x->dlen : 0};
 	uint64_t ns = rdmx__now_ns() - c->start_ns;
 
 	rdmx__worker_timer_disarm(ep->worker, &c->timer);
+	if (c->ic) { /* interceptors (interceptor.c) */
+		if (len)
+			rdmx__ic_message(c->ic, false, data, len);
+		rdmx__ic_done(&c->ic, code, message);
+	}
 	rdmx__stats_done(&ep->st[RDMX_RPC_ROLE_CLIENT], code, ns);
 	if (c->ms)
 		rdmx__stats_done(&c->ms->st[RDMX_RPC_ROLE_CLIENT], code, ns);
@@ -123,6 +144,12 @@ static void call_complete(struct rdmx_rpc_ep *ep, struct rpc_ccall *c, enum rdmx
 		ep->busy--;
 	}
 	ccall_put(ep, c);
+}
+
+static void call_complete(struct rdmx_rpc_ep *ep, struct rpc_ccall *c, enum rdmx_rpc_code code,
+                          const char *message, const void *data, size_t len)
+{
+	call_complete_x(ep, c, code, message, data, len, NULL);
 }
 
 static void fail_all_calls(struct rdmx_rpc_ep *ep, enum rdmx_rpc_code code, const char *msg)
@@ -200,6 +227,14 @@ static void deadline_fired(struct rdmx__timer *t)
 
 	if (rdmx__map_del(&ep->calls, c->id) != c)
 		return;
+	if (c->rejected) { /* an interceptor refused it: nothing was sent */
+		ep->busy++;
+		call_complete(ep, c, c->rejected, c->reject_msg, NULL, 0);
+		ep->busy--;
+		rdmx__rpc_check_drained(ep);
+		rdmx__rpc_release(ep);
+		return;
+	}
 	rdmx__rpc_send_ctl(ep, RPC_T_CANCEL, c->id); /* the server may stop working */
 	ep->st[RDMX_RPC_ROLE_CLIENT].cancels++;
 	ep->busy++;
@@ -218,10 +253,31 @@ static void on_response(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const u
 	char text[RDMX_RPC_MAX_STATUS_MESSAGE + 1];
 	const uint8_t *body = msg + RDMX_RPC_HDR_SIZE + h->word;
 	size_t blen = len - RDMX_RPC_HDR_SIZE - h->word;
+	struct rpc_resp_view x;
+	const char *why = NULL;
+	size_t used = 0;
 
+	if (h->flags & RPC_F_MD) {
+		memset(&x, 0, sizeof(x));
+		if (rdmx__resp_ext_decode(body, blen, &x, &used, &why)) {
+			rdmx_rpc_md_fini(&x.headers);
+			rdmx_rpc_md_fini(&x.trailers);
+			if (c)
+				rdmx__map_put(&ep->calls, c->id, c); /* the close fails it */
+			rdmx__chan_fail(ep->chan, why ? RDMX_E_PROTOCOL : RDMX_E_NOMEM,
+			                why ? why : "no memory for response metadata");
+			return;
+		}
+		body += used;
+		blen -= used;
+	}
 	if (!c) {
 		/* cancelled or timed out before the reply: dropped */
 		ep->st[RDMX_RPC_ROLE_CLIENT].late_replies++;
+		if (h->flags & RPC_F_MD) {
+			rdmx_rpc_md_fini(&x.headers);
+			rdmx_rpc_md_fini(&x.trailers);
+		}
 		return;
 	}
 	if (h->word) {
@@ -231,8 +287,19 @@ static void on_response(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const u
 	ep->st[RDMX_RPC_ROLE_CLIENT].bytes_received += blen;
 	if (c->ms)
 		c->ms->st[RDMX_RPC_ROLE_CLIENT].bytes_received += blen;
-	call_complete(ep, c, (enum rdmx_rpc_code)h->code, h->word ? text : NULL, blen ? body : NULL,
-	              blen);
+	if (!(h->flags & RPC_F_MD)) {
+		call_complete(ep, c, (enum rdmx_rpc_code)h->code, h->word ? text : NULL,
+		              blen ? body : NULL, blen);
+		return;
+	}
+	if (x.headers.bytes > ep->streams.max_md || x.trailers.bytes > ep->streams.max_md)
+		call_complete(ep, c, RDMX_RPC_RESOURCE_EXHAUSTED,
+		              "response metadata over the metadata limit", NULL, 0);
+	else
+		call_complete_x(ep, c, (enum rdmx_rpc_code)h->code, h->word ? text : NULL,
+		                blen ? body : NULL, blen, &x);
+	rdmx_rpc_md_fini(&x.headers);
+	rdmx_rpc_md_fini(&x.trailers);
 }
 
 static void on_msg(struct rdmx_chan *chan, const void *data, size_t len, void *arg)
@@ -262,6 +329,9 @@ static void on_msg(struct rdmx_chan *chan, const void *data, size_t len, void *a
 		/* the draining peer waits for our acks: give them promptly */
 		rdmx__chan_set_eager_credit(ep->chan, true);
 		break;
+	default: /* the stream frames (stream.c) */
+		rdmx__rpc_stream_on_frame(ep, &h, data, len);
+		break;
 	}
 	ep->busy--;
 	rdmx__rpc_check_drained(ep);
@@ -281,6 +351,7 @@ static void on_chan_event(struct rdmx_chan *chan, enum rdmx_chan_event ev, int s
 	snprintf(msg, sizeof(msg), "connection closed: %s", rdmx_err_name(status));
 	ep->busy++;
 	fail_all_calls(ep, RDMX_RPC_UNAVAILABLE, msg);
+	rdmx__rpc_streams_fail(ep, msg);
 	rdmx__rpc_cancel_incoming(ep);
 	if (ep->closed_cb)
 		ep->closed_cb(ep, status, ep->closed_arg);
@@ -320,6 +391,7 @@ int rdmx_rpc_ep_create(struct rdmx_chan *chan, struct rdmx_rpc_server *server,
 	rdmx__map_init(&ep->calls);
 	rdmx__map_init(&ep->incoming);
 	rdmx__map_init(&ep->mstats);
+	rdmx__rpc_streams_init(ep);
 	if (rdmx_chan_get_state(chan) == RDMX_CHAN_IDLE) {
 		rc = rdmx_chan_start(chan);
 		if (rc) {
@@ -350,6 +422,8 @@ void rdmx__rpc_release(struct rdmx_rpc_ep *ep)
 	rdmx__mstats_free_all(&ep->mstats);
 	rdmx__map_fini(&ep->calls);
 	rdmx__map_fini(&ep->incoming);
+	rdmx__rpc_streams_fini(ep);
+	rdmx__ic_chain_free(&ep->chain);
 	free(ep);
 }
 
@@ -377,6 +451,7 @@ int rdmx_rpc_ep_destroy(struct rdmx_rpc_ep **epp)
 		rdmx__chan_clear_pause(ep->chan);
 	}
 	fail_all_calls(ep, RDMX_RPC_UNAVAILABLE, "endpoint destroyed");
+	rdmx__rpc_streams_fail(ep, "endpoint destroyed");
 	while (ep->oneways) {
 		struct rpc_ccall *c = ep->oneways;
 
@@ -452,7 +527,8 @@ static bool is_drained(const struct rdmx_rpc_ep *ep)
 {
 	if (!ep->draining)
 		return false;
-	if (ep->calls.len || ep->incoming.len || ep->resp_pending || ep->oneways)
+	if (ep->calls.len || ep->incoming.len || ep->resp_pending || ep->oneways ||
+	    rdmx_rpc_ep_get_streams(ep))
 		return false;
 	return ep->closed || rdmx__chan_is_idle(ep->chan);
 }
@@ -502,6 +578,16 @@ int rdmx_rpc_call_async(struct rdmx_rpc_ep *ep, uint32_t method_id,
                         const struct rdmx_rpc_payload *req, const struct rdmx_rpc_call_opts *opts,
                         rdmx_rpc_done_cb cb, void *arg, uint64_t *call_id)
 {
+	return rdmx_rpc_call_async_md(ep, method_id, req, opts, NULL, cb, arg, call_id);
+}
+
+int rdmx_rpc_call_async_md(struct rdmx_rpc_ep *ep, uint32_t method_id,
+                           const struct rdmx_rpc_payload *req,
+                           const struct rdmx_rpc_call_opts *opts, const struct rdmx_rpc_md *headers,
+                           rdmx_rpc_done_cb cb, void *arg, uint64_t *call_id)
+{
+	uint8_t *pre = NULL;
+	size_t prelen = 0;
 	struct rpc_fill f;
 	struct rpc_ccall *c;
 	bool oneway = opts && opts->oneway;
@@ -513,13 +599,24 @@ int rdmx_rpc_call_async(struct rdmx_rpc_ep *ep, uint32_t method_id,
 		return RDMX_E_INVAL;
 	if (ep->closed || ep->draining || ep->peer_goaway || ep->destroy_pending)
 		return RDMX_E_BAD_STATE;
-	if (blen > SIZE_MAX - RDMX_RPC_HDR_SIZE)
+	if (blen > SIZE_MAX / 2 - RDMX_RPC_HDR_SIZE)
+		return RDMX_E_TOO_BIG;
+	if (headers && headers->bytes > ep->streams.max_md)
 		return RDMX_E_TOO_BIG;
 	if (!oneway && ep->calls.len >= ep->max_inflight)
 		return RDMX_E_AGAIN;
+	if (headers && headers->n) {
+		prelen = rdmx__md_wire_size(headers);
+		pre = malloc(prelen);
+		if (!pre)
+			return RDMX_E_NOMEM;
+		rdmx__md_encode(headers, pre);
+	}
 	c = ccall_get(ep);
-	if (!c)
+	if (!c) {
+		free(pre);
 		return RDMX_E_NOMEM;
+	}
 	c->ep = ep;
 	c->id = ep->next_id++;
 	c->method = method_id;
@@ -528,27 +625,76 @@ int rdmx_rpc_call_async(struct rdmx_rpc_ep *ep, uint32_t method_id,
 	c->oneway = oneway;
 	c->timer.fn = deadline_fired;
 	c->ms = rdmx__mstats_get(&ep->mstats, method_id, true);
+	if (ep->chain) { /* interceptors: may annotate the headers or refuse */
+		uint64_t us = opts ? opts->timeout_us : 0;
+		struct rdmx_rpc_call_info info = {.role = RDMX_RPC_ROLE_CLIENT,
+		                                  .method = method_id,
+		                                  .request_id = c->id,
+		                                  .deadline_ns =
+		                                      us ? rdmx__now_ns() + us * 1000u : 0,
+		                                  .ep = ep};
+		const char *why = NULL;
+		enum rdmx_rpc_code code =
+		    rdmx__ic_start(ep->chain, &info, headers, NULL, &why, &c->ic);
+
+		if (code == RDMX_RPC_OK && c->ic && c->ic->own.n) {
+			free(pre);
+			prelen = rdmx__md_wire_size(&c->ic->own);
+			pre = malloc(prelen);
+			if (pre)
+				rdmx__md_encode(&c->ic->own, pre);
+			else
+				code = RDMX_RPC_RESOURCE_EXHAUSTED;
+		}
+		if (code != RDMX_RPC_OK) {
+			/* completes from progress, as every outcome does */
+			free(pre);
+			c->rejected = code;
+			c->reject_msg = why ? why : "no memory for the request headers";
+			c->timer.fn = deadline_fired;
+			c->start_ns = rdmx__now_ns();
+			if ((rc = rdmx__map_put(&ep->calls, c->id, c)) != 0 ||
+			    (rc = rdmx__worker_timer_arm(ep->worker, &c->timer, c->start_ns)) !=
+			        0) {
+				rdmx__map_del(&ep->calls, c->id);
+				rdmx__ic_done(&c->ic, RDMX_RPC_RESOURCE_EXHAUSTED, "not started");
+				ccall_put(ep, c);
+				return rc;
+			}
+			if (call_id)
+				*call_id = c->id;
+			return 0;
+		}
+	}
 	if (!oneway && (rc = rdmx__map_put(&ep->calls, c->id, c)) != 0) {
+		rdmx__ic_done(&c->ic, RDMX_RPC_RESOURCE_EXHAUSTED, "not started");
 		ccall_put(ep, c);
+		free(pre);
 		return rc;
 	}
 	memset(&f, 0, sizeof(f));
 	f.h.type = RPC_T_REQUEST;
-	f.h.flags = oneway ? RPC_F_ONEWAY : 0;
+	f.h.flags = (uint8_t)((oneway ? RPC_F_ONEWAY : 0) | (pre ? RPC_F_MD : 0));
+	f.pre = pre;
+	f.prelen = prelen;
 	f.h.word = method_id;
 	f.h.call_id = c->id;
 	f.h.timeout_us = opts ? opts->timeout_us : 0;
 	f.body = req;
 	c->start_ns = rdmx__now_ns();
-	rc = rdmx__chan_send_ex(ep->chan, RDMX_RPC_HDR_SIZE + blen, rpc_fill_fn, &f,
+	rc = rdmx__chan_send_ex(ep->chan, RDMX_RPC_HDR_SIZE + prelen + blen, rpc_fill_fn, &f,
 	                        oneway ? (cb ? oneway_sent : NULL) : request_sent,
 	                        oneway ? (void *)c : (void *)(uintptr_t)c->id, 0, &how);
+	free(pre);
 	if (rc) {
 		if (!oneway)
 			rdmx__map_del(&ep->calls, c->id);
+		rdmx__ic_done(&c->ic, RDMX_RPC_UNAVAILABLE, "not sent");
 		ccall_put(ep, c);
 		return rc;
 	}
+	if (c->ic && req && req->len && !req->encode)
+		rdmx__ic_message(c->ic, true, req->obj, req->len);
 	ep->st[RDMX_RPC_ROLE_CLIENT].calls++;
 	ep->st[RDMX_RPC_ROLE_CLIENT].bytes_sent += blen;
 	if (how & RDMX__SENT_QUEUED)

@@ -9,6 +9,7 @@
 
 #include <rdmx/channel.h>
 #include <rdmx/rpc.h>
+#include <rdmx/rpc_stream.h>
 
 #include "chan/chan_rpc.h"
 #include "common/byteorder.h"
@@ -22,8 +23,20 @@ enum rpc_type {
 	RPC_T_RESPONSE = 2,
 	RPC_T_CANCEL = 3,
 	RPC_T_GOAWAY = 4,
+	/* streams (stream.c): call_id names the stream (the opener's id) */
+	RPC_T_S_OPEN = 5,    /* flags kind, word method, timeout; body headers */
+	RPC_T_S_HEADERS = 6, /* acceptor -> opener; body headers */
+	RPC_T_S_MSG = 7,     /* flags RPC_SF_ACC; body the message */
+	RPC_T_S_END = 8,     /* flags RPC_SF_ACC: half-close */
+	RPC_T_S_STATUS = 9,  /* acceptor -> opener; code, word message length; body
+	                      * message, u32 details length, details, trailers */
+	RPC_T_S_RST = 10,    /* opener -> acceptor: cancel; code: why (CANCELLED,
+	                      * DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED) */
+	RPC_T_S_WINDOW = 11, /* flags RPC_SF_ACC, word: more messages granted */
 };
 #define RPC_F_ONEWAY 0x1u
+#define RPC_F_MD 0x2u   /* request / response carries metadata (call_md.c) */
+#define RPC_SF_ACC 0x1u /* stream frame sent by the stream's acceptor */
 
 struct rpc_hdr {
 	uint8_t type;
@@ -38,6 +51,62 @@ void rdmx__rpc_hdr_encode(const struct rpc_hdr *h, void *dst);
 /* Checks the header against the message length; on success *body points
  * after the header (and the status message for responses). */
 int rdmx__rpc_hdr_decode(const void *msg, size_t len, struct rpc_hdr *h, const char **why);
+
+/* ---- metadata wire (metadata.c) ---- */
+size_t rdmx__md_wire_size(const struct rdmx_rpc_md *md);
+/* Writes rdmx__md_wire_size(md) bytes; returns that size. */
+size_t rdmx__md_encode(const struct rdmx_rpc_md *md, uint8_t *dst);
+/* Appends the decoded entries to md; *used: bytes read. RDMX_E_PROTOCOL
+ * (with *why) or RDMX_E_NOMEM. */
+int rdmx__md_decode(const uint8_t *p, size_t len, struct rdmx_rpc_md *md, size_t *used,
+                    const char **why);
+
+/* ---- unary metadata and rich status (call_md.c) ---- */
+struct rpc_resp_md { /* what a server call sends with its response */
+	struct rdmx_rpc_md headers, trailers;
+	void *details;
+	size_t dlen;
+};
+struct rpc_resp_view { /* a response's, decoded; details point into it */
+	struct rdmx_rpc_md headers, trailers;
+	const void *details;
+	size_t dlen;
+};
+size_t rdmx__resp_ext_size(const struct rpc_resp_md *x);
+void rdmx__resp_ext_encode(const struct rpc_resp_md *x, uint8_t *dst);
+int rdmx__resp_ext_decode(const uint8_t *p, size_t len, struct rpc_resp_view *v, size_t *used,
+                          const char **why);
+struct rdmx_rpc_server_call;
+void rdmx__call_md_release(struct rdmx_rpc_server_call *call);
+struct rpc_resp_md *rdmx__call_resp_md(struct rdmx_rpc_server_call *call); /* NULL: no memory */
+
+/* ---- interceptors (interceptor.c) ---- */
+struct rpc_chain_entry {
+	struct rdmx_rpc_interceptor ic;
+	void *arg;
+};
+struct rpc_chain {
+	struct rpc_chain_entry v[RDMX_RPC_MAX_INTERCEPTORS];
+	unsigned n;
+};
+struct rpc_icall { /* one call's walk through a chain */
+	const struct rpc_chain *chain;
+	struct rdmx_rpc_call_info info;
+	void *state[RDMX_RPC_MAX_INTERCEPTORS];
+	unsigned started;
+	struct rdmx_rpc_md own; /* client: the request headers, annotated */
+};
+/* Runs the on_start chain; *out is NULL when there is no chain. Client:
+ * annotate NULL, the record copies `copy` into own and annotates that;
+ * server: annotate is the response headers. */
+enum rdmx_rpc_code rdmx__ic_start(const struct rpc_chain *chain,
+                                  const struct rdmx_rpc_call_info *info,
+                                  const struct rdmx_rpc_md *copy, struct rdmx_rpc_md *annotate,
+                                  const char **message, struct rpc_icall **out);
+void rdmx__ic_message(struct rpc_icall *c, bool outgoing, const void *data, size_t len);
+/* Runs on_done (reverse order) and frees *c; NULL: nothing. */
+void rdmx__ic_done(struct rpc_icall **c, enum rdmx_rpc_code code, const char *message);
+void rdmx__ic_chain_free(struct rpc_chain **chain);
 
 /* ---- stats (stats.c) ---- */
 struct rpc_mstats {
@@ -54,7 +123,9 @@ void rdmx__mstats_free_all(struct rdmx__map *m);
 struct rpc_method {
 	uint32_t id;
 	char *name;
-	rdmx_rpc_handler handler;
+	rdmx_rpc_handler handler;               /* NULL for a stream method */
+	rdmx_rpc_stream_handler stream_handler; /* stream.c */
+	enum rdmx_rpc_stream_kind kind;
 	void *arg;
 	struct rdmx_rpc_stats stats; /* server role, summed over endpoints */
 };
@@ -62,6 +133,7 @@ struct rpc_method {
 struct rdmx_rpc_server {
 	struct rdmx__map methods; /* id -> rpc_method */
 	uint32_t refs;            /* endpoints using it */
+	struct rpc_chain *chain;  /* server interceptors, NULL when none */
 };
 
 /* One incoming call (server side). */
@@ -78,6 +150,9 @@ struct rdmx_rpc_server_call {
 	bool cancelled, cancel_ran, oneway;
 	void (*cancel_cb)(struct rdmx_rpc_server_call *call, void *arg);
 	void *cancel_arg;
+	struct rdmx_rpc_md *req_md;        /* request headers, NULL when none */
+	struct rpc_resp_md *resp_md;       /* response headers, trailers, details */
+	struct rpc_icall *ic;              /* interceptors' record, NULL when none */
 	struct rdmx_rpc_server_call *next; /* free list / work list */
 };
 
@@ -92,7 +167,18 @@ struct rpc_ccall {
 	uint64_t start_ns;
 	struct rpc_mstats *ms;
 	bool oneway;
+	struct rpc_icall *ic;        /* interceptors' record, NULL when none */
+	enum rdmx_rpc_code rejected; /* an interceptor's refusal, due from progress */
+	const char *reject_msg;
 	struct rpc_ccall *next, *prev; /* free list / one-way list / work list */
+};
+
+/* The endpoint's streams (stream.c). */
+struct rpc_streams {
+	struct rdmx__map out; /* streams we opened, by id */
+	struct rdmx__map in;  /* streams the peer opened, by its id */
+	uint64_t peer_max_id; /* largest stream id the peer opened */
+	uint32_t max_md;      /* metadata limit, bytes */
 };
 
 struct rdmx_rpc_ep {
@@ -119,6 +205,8 @@ struct rdmx_rpc_ep {
 	struct rpc_ccall *free_calls;
 	struct rdmx_rpc_server_call *free_scalls;
 	uint32_t nfree_calls, nfree_scalls;
+	struct rpc_streams streams;
+	struct rpc_chain *chain; /* client interceptors, NULL when none */
 };
 
 /* rpc.c */
@@ -126,6 +214,15 @@ void rdmx__rpc_check_drained(struct rdmx_rpc_ep *ep);
 /* Sends a header-only message (cancel, goaway), forced. */
 int rdmx__rpc_send_ctl(struct rdmx_rpc_ep *ep, enum rpc_type type, uint64_t call_id);
 void rdmx__rpc_release(struct rdmx_rpc_ep *ep); /* frees if destroyed and idle */
+
+/* stream.c */
+void rdmx__rpc_streams_init(struct rdmx_rpc_ep *ep);
+/* A stream frame (types RPC_T_S_*), header decoded. */
+void rdmx__rpc_stream_on_frame(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const uint8_t *msg,
+                               size_t len);
+/* Ends every stream with UNAVAILABLE (connection closed or endpoint going). */
+void rdmx__rpc_streams_fail(struct rdmx_rpc_ep *ep, const char *why);
+void rdmx__rpc_streams_fini(struct rdmx_rpc_ep *ep);
 
 /* rpc_server.c */
 void rdmx__rpc_on_request(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const void *body,

@@ -45,6 +45,7 @@ int rdmx_rpc_server_destroy(struct rdmx_rpc_server **server)
 	if ((*server)->refs)
 		return RDMX_E_BAD_STATE; /* endpoints still use it */
 	rdmx__rpc_builtins_release(*server);
+	rdmx__ic_chain_free(&(*server)->chain);
 	while ((m = rdmx__map_next(&(*server)->methods, &pos, NULL))) {
 		free(m->name);
 		free(m);
@@ -102,6 +103,7 @@ static void scall_put(struct rdmx_rpc_server_call *c)
 {
 	struct rdmx_rpc_ep *ep = c->ep;
 
+	rdmx__call_md_release(c);
 	if (ep && !ep->destroy_pending && ep->nfree_scalls < SCALL_FREE_CACHE) {
 		c->next = ep->free_scalls;
 		ep->free_scalls = c;
@@ -240,6 +242,7 @@ void rdmx__rpc_detach_incoming(struct rdmx_rpc_ep *ep)
 		list = c->next;
 		c->next = NULL;
 		rdmx__worker_timer_disarm(ep->worker, &c->timer);
+		rdmx__ic_done(&c->ic, RDMX_RPC_UNAVAILABLE, "endpoint destroyed");
 		c->ep = NULL;
 		c->m = NULL;
 		c->ms = NULL;
@@ -290,10 +293,27 @@ void rdmx__rpc_on_request(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const
 	bool oneway = h->flags & RPC_F_ONEWAY;
 	struct rpc_method *m;
 	struct rdmx_rpc_server_call *c;
+	struct rdmx_rpc_md *req_md = NULL;
 	int rc;
 
 	if (ep->closed)
 		return;
+	if (h->flags & RPC_F_MD) {
+		const char *why = NULL;
+		size_t used = 0;
+
+		req_md = calloc(1, sizeof(*req_md));
+		if (!req_md || rdmx__md_decode(body, len, req_md, &used, &why)) {
+			if (req_md)
+				rdmx_rpc_md_fini(req_md);
+			free(req_md);
+			rdmx__chan_fail(ep->chan, why ? RDMX_E_PROTOCOL : RDMX_E_NOMEM,
+			                why ? why : "no memory for request headers");
+			return;
+		}
+		body = (const uint8_t *)body + used;
+		len -= used;
+	}
 	tot->calls++;
 	tot->bytes_received += len;
 	if (oneway)
@@ -303,7 +323,7 @@ void rdmx__rpc_on_request(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const
 		if (!oneway)
 			respond_now(ep, h, RDMX_RPC_UNAVAILABLE, "server draining");
 		rdmx__stats_done(tot, RDMX_RPC_UNAVAILABLE, 0);
-		return;
+		goto drop_md;
 	}
 	m = ep->server ? rdmx__map_get(&ep->server->methods, h->word) : NULL;
 	c = scall_get(ep);
@@ -311,8 +331,9 @@ void rdmx__rpc_on_request(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const
 		if (!oneway)
 			respond_now(ep, h, RDMX_RPC_RESOURCE_EXHAUSTED, "out of memory");
 		rdmx__stats_done(tot, RDMX_RPC_RESOURCE_EXHAUSTED, 0);
-		return;
+		goto drop_md;
 	}
+	c->req_md = req_md; /* released with the call */
 	c->ep = ep;
 	c->m = m;
 	c->id = h->call_id;
@@ -357,7 +378,34 @@ void rdmx__rpc_on_request(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const
 		if (rdmx__worker_timer_arm(ep->worker, &c->timer, c->deadline_ns))
 			RDMX_WARN("rpc: no memory for the deadline of an incoming call");
 	}
-	if (!m) {
+	if (req_md) { /* request headers (call_md.c) */
+		if (req_md->bytes > ep->streams.max_md) {
+			rdmx_rpc_respond(c, RDMX_RPC_RESOURCE_EXHAUSTED,
+			                 "request headers over the metadata limit", NULL);
+			return;
+		}
+	}
+	if (ep->server && ep->server->chain) { /* interceptors (interceptor.c) */
+		struct rdmx_rpc_call_info info = {.role = RDMX_RPC_ROLE_SERVER,
+		                                  .method = h->word,
+		                                  .method_name = m ? m->name : NULL,
+		                                  .request_id = c->id,
+		                                  .deadline_ns = c->deadline_ns,
+		                                  .headers = rdmx_rpc_call_get_headers(c),
+		                                  .ep = ep};
+		struct rpc_resp_md *x = rdmx__call_resp_md(c);
+		const char *why = NULL;
+		enum rdmx_rpc_code code =
+		    x ? rdmx__ic_start(ep->server->chain, &info, NULL, &x->headers, &why, &c->ic)
+		      : RDMX_RPC_RESOURCE_EXHAUSTED;
+
+		if (code != RDMX_RPC_OK) {
+			rdmx_rpc_respond(c, code, why ? why : "out of memory", NULL);
+			return;
+		}
+		rdmx__ic_message(c->ic, false, body, len);
+	}
+	if (!m || !m->handler) { /* unknown, or a stream method (stream.c) */
 		char text[64];
 
 		snprintf(text, sizeof(text), "unknown method 0x%08x", h->word);
@@ -367,6 +415,12 @@ void rdmx__rpc_on_request(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const
 	m->handler(c, body, len, m->arg);
 	/* the handler may have answered (c is gone) or kept the call */
 	rdmx__rpc_check_active(ep);
+	return;
+drop_md:
+	if (req_md) {
+		rdmx_rpc_md_fini(req_md);
+		free(req_md);
+	}
 }
 
 /* ---- answering ---- */
@@ -375,6 +429,8 @@ struct resp_fill {
 	struct rpc_hdr h;
 	const char *msg;
 	const struct rdmx_rpc_payload *body;
+	const struct rpc_resp_md *x; /* metadata and details (call_md.c), or NULL */
+	size_t xlen;
 };
 
 static int resp_fill_fn(void *dst, size_t len, void *arg)
@@ -387,6 +443,10 @@ static int resp_fill_fn(void *dst, size_t len, void *arg)
 	rdmx__rpc_hdr_encode(&f->h, p);
 	if (f->h.word)
 		memcpy(p + RDMX_RPC_HDR_SIZE, f->msg, f->h.word);
+	if (f->x) {
+		rdmx__resp_ext_encode(f->x, p + off);
+		off += f->xlen;
+	}
 	if (f->body && f->body->len) {
 		if (f->body->encode)
 			return f->body->encode(f->body->obj, p + off, f->body->len);
@@ -397,7 +457,8 @@ static int resp_fill_fn(void *dst, size_t len, void *arg)
 
 /* Sends a response; *how tells whether it waited or went by rendezvous. */
 static int send_response(struct rdmx_rpc_ep *ep, uint64_t call_id, enum rdmx_rpc_code code,
-                         const char *msg, const struct rdmx_rpc_payload *body, unsigned *how)
+                         const char *msg, const struct rdmx_rpc_payload *body,
+                         const struct rpc_resp_md *x, unsigned *how)
 {
 	struct resp_fill f;
 	size_t mlen = msg ? strlen(msg) : 0;
@@ -414,12 +475,20 @@ static int send_response(struct rdmx_rpc_ep *ep, uint64_t call_id, enum rdmx_rpc
 	f.h.call_id = call_id;
 	f.msg = msg;
 	f.body = body;
+	if (x) {
+		f.x = x;
+		f.xlen = rdmx__resp_ext_size(x);
+		f.h.flags = RPC_F_MD;
+		mlen += f.xlen; /* sized with the message below */
+	}
 	rdmx_chan_get_max_msg_size(ep->chan, &max);
-	if (blen > max || RDMX_RPC_HDR_SIZE + mlen + blen > max) {
+	if (blen > max || f.xlen > max || RDMX_RPC_HDR_SIZE + mlen + blen > max) {
 		/* the answer cannot travel: tell the caller why instead */
 		f.h.code = RDMX_RPC_RESOURCE_EXHAUSTED;
 		f.msg = "response larger than the maximum message size";
 		f.h.word = (uint32_t)strlen(f.msg);
+		f.h.flags = 0;
+		f.x = NULL;
 		f.body = NULL;
 		rdmx__chan_send_ex(ep->chan, RDMX_RPC_HDR_SIZE + f.h.word, resp_fill_fn, &f,
 		                   resp_sent, ep, RDMX__SEND_FORCE, how);
@@ -438,7 +507,7 @@ static void respond_now(struct rdmx_rpc_ep *ep, const struct rpc_hdr *req, enum 
 {
 	unsigned how = 0;
 
-	send_response(ep, req->call_id, code, msg, NULL, &how);
+	send_response(ep, req->call_id, code, msg, NULL, NULL, &how);
 }
 
 int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
@@ -455,6 +524,7 @@ int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 		return RDMX_E_INVAL;
 	ep = call->ep;
 	if (!ep) {
+		rdmx__call_md_release(call);
 		free(call); /* its endpoint is gone: nobody to answer */
 		return 0;
 	}
@@ -464,7 +534,7 @@ int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 	tot = &ep->st[RDMX_RPC_ROLE_SERVER];
 	expired = call->deadline_ns && rdmx__now_ns() >= call->deadline_ns;
 	if (!call->cancelled && !call->oneway && !ep->closed && !expired) {
-		ret = send_response(ep, call->id, code, message, resp, &how);
+		ret = send_response(ep, call->id, code, message, resp, call->resp_md, &how);
 		if (ret == 0) {
 			size_t blen = resp ? resp->len : 0;
 
@@ -494,6 +564,11 @@ int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 		code = RDMX_RPC_DEADLINE_EXCEEDED;
 	} else if (call->cancelled) {
 		code = RDMX_RPC_CANCELLED;
+	}
+	if (call->ic) {
+		if (resp && resp->len && !resp->encode && ret == 0)
+			rdmx__ic_message(call->ic, true, resp->obj, resp->len);
+		rdmx__ic_done(&call->ic, code, message);
 	}
 	rdmx__stats_done(tot, code, ns);
 	if (call->ms)

@@ -35,13 +35,13 @@ int rdmx__rpc_hdr_decode(const void *msg, size_t len, struct rpc_hdr *h, const c
 	}
 	switch (h->type) {
 	case RPC_T_REQUEST:
-		if ((h->flags & ~RPC_F_ONEWAY) || h->code) {
+		if ((h->flags & ~(RPC_F_ONEWAY | RPC_F_MD)) || h->code) {
 			*why = "rpc request with unknown flags or a status code";
 			return RDMX_E_PROTOCOL;
 		}
 		break;
 	case RPC_T_RESPONSE:
-		if (h->flags || h->timeout_us) {
+		if ((h->flags & ~RPC_F_MD) || h->timeout_us) {
 			*why = "rpc response with flags or a timeout";
 			return RDMX_E_PROTOCOL;
 		}
@@ -58,6 +58,39 @@ int rdmx__rpc_hdr_decode(const void *msg, size_t len, struct rpc_hdr *h, const c
 	case RPC_T_GOAWAY:
 		if (len != RDMX_RPC_HDR_SIZE || h->flags || h->code || h->word || h->timeout_us) {
 			*why = "rpc cancel/goaway with a body or fields set";
+			return RDMX_E_PROTOCOL;
+		}
+		break;
+	case RPC_T_S_OPEN:
+		if (h->flags < RDMX_RPC_SERVER_STREAMING || h->flags > RDMX_RPC_BIDI_STREAMING ||
+		    h->code) {
+			*why = "rpc stream open with a bad kind or a status code";
+			return RDMX_E_PROTOCOL;
+		}
+		break;
+	case RPC_T_S_HEADERS:
+	case RPC_T_S_STATUS:
+		if (h->flags || h->timeout_us || h->code >= RDMX_RPC_CODE_COUNT ||
+		    (h->type == RPC_T_S_HEADERS && (h->code || h->word))) {
+			*why = "rpc stream headers/status with bad fields";
+			return RDMX_E_PROTOCOL;
+		}
+		if (h->word > RDMX_RPC_MAX_STATUS_MESSAGE || h->word > len - RDMX_RPC_HDR_SIZE) {
+			*why = "rpc stream status message longer than the message";
+			return RDMX_E_PROTOCOL;
+		}
+		break;
+	case RPC_T_S_MSG:
+	case RPC_T_S_END:
+	case RPC_T_S_RST:
+	case RPC_T_S_WINDOW:
+		if ((h->flags & ~RPC_SF_ACC) || h->timeout_us ||
+		    (h->code && (h->type != RPC_T_S_RST || h->code >= RDMX_RPC_CODE_COUNT)) ||
+		    (h->type != RPC_T_S_WINDOW && h->word) ||
+		    (h->type == RPC_T_S_WINDOW && !h->word) ||
+		    (h->type != RPC_T_S_MSG && len != RDMX_RPC_HDR_SIZE) ||
+		    (h->type == RPC_T_S_RST && h->flags)) {
+			*why = "rpc stream frame with bad fields";
 			return RDMX_E_PROTOCOL;
 		}
 		break;

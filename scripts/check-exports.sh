@@ -48,6 +48,17 @@ names=(
 	rdmx_registry_balancer_opts_init rdmx_registry_balancer_create rdmx_registry_balancer_destroy
 	rdmx_registry_balancer_refresh rdmx_registry_balancer_pick rdmx_registry_balancer_done
 	rdmx_registry_balancer_may_retry rdmx_registry_balancer_count
+	rdmx_rpc_md_init rdmx_rpc_md_fini rdmx_rpc_md_key_valid rdmx_rpc_md_add rdmx_rpc_md_get
+	rdmx_rpc_md_count rdmx_rpc_md_append
+	rdmx_rpc_stream_open rdmx_rpc_server_register_stream rdmx_rpc_stream_set_callbacks
+	rdmx_rpc_stream_write rdmx_rpc_stream_half_close rdmx_rpc_stream_send_headers
+	rdmx_rpc_stream_finish rdmx_rpc_stream_cancel rdmx_rpc_stream_pause_read
+	rdmx_rpc_stream_resume_read rdmx_rpc_stream_set_window rdmx_rpc_stream_get_headers
+	rdmx_rpc_stream_get_id rdmx_rpc_stream_get_method rdmx_rpc_stream_get_deadline
+	rdmx_rpc_stream_get_queued rdmx_rpc_stream_get_ep rdmx_rpc_ep_get_streams
+	rdmx_rpc_ep_set_max_metadata rdmx_rpc_call_async_md rdmx_rpc_call_get_headers
+	rdmx_rpc_call_get_request_id rdmx_rpc_call_add_header rdmx_rpc_call_add_trailer
+	rdmx_rpc_call_set_details rdmx_rpc_ep_add_interceptor rdmx_rpc_server_add_interceptor
 )
 exported=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }')
 missing=0

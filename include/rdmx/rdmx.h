@@ -16,6 +16,7 @@
 #if __has_include(<rdmx/channel.h>)
 #include <rdmx/channel.h>
 #include <rdmx/rpc.h>
+#include <rdmx/rpc_stream.h>
 #endif
 #endif
 

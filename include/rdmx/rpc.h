@@ -44,6 +44,7 @@ struct rdmx_chan;
 struct rdmx_rpc_server;      /* handler table, shared by many connections */
 struct rdmx_rpc_ep;          /* one peer: client and server endpoint over one channel */
 struct rdmx_rpc_server_call; /* server side: one incoming call */
+struct rdmx_rpc_md;          /* call metadata (rdmx/rpc_stream.h) */
 
 /* gRPC status numbering; never mixed with RDMX_E_* codes. One list
  * (RDMX_RPC_CODE_LIST) makes the enum, RDMX_RPC_CODE_COUNT and
@@ -110,6 +111,13 @@ struct rdmx_rpc_result {
 	const char *message;
 	const void *data;
 	size_t len;
+	/* Metadata and rich status (rdmx/rpc_stream.h), valid likewise: the
+	 * response headers and trailers (never NULL, may be empty) and the
+	 * status details (NULL when none). */
+	const struct rdmx_rpc_md *headers;
+	const struct rdmx_rpc_md *trailers;
+	const void *details;
+	size_t details_len;
 };
 
 typedef void (*rdmx_rpc_done_cb)(const struct rdmx_rpc_result *result, void *arg);

@@ -1,0 +1,1560 @@
+/* RPC streams: the three streaming kinds with 0, 1 and many messages, sizes
+ * around the slot size and above the rendezvous threshold, a stalled reader
+ * (bounded memory; other streams and unary calls go on), cancel racing the
+ * last message, a deadline mid-stream, a peer killed with 100 streams open,
+ * metadata and its limits, rich status, hostile stream frames. */
+#include "rpcfix.h"
+
+#include <rdmx/rpc_stream.h>
+
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SOURCE_NAME "test.Stream/Source" /* server-streaming: (count, size) -> count msgs */
+#define SINK_NAME "test.Stream/Sink"     /* client-streaming: msgs -> (count, checksum) */
+#define BIDI_NAME "test.Stream/Echo"     /* bidi: echoes every message */
+#define HOLD_S_NAME "test.Stream/Hold"   /* bidi: reads, never answers */
+#define MUTE_NAME "test.Stream/Mute"     /* bidi: never reads */
+#define MD_NAME "test.Stream/Meta"       /* server-streaming: metadata and rich status */
+
+static uint32_t SOURCE, SINK, BIDI, HOLD_S, MUTE, META, ECHO;
+
+static void ids(void)
+{
+	SOURCE = rdmx_rpc_method_id(SOURCE_NAME);
+	SINK = rdmx_rpc_method_id(SINK_NAME);
+	BIDI = rdmx_rpc_method_id(BIDI_NAME);
+	HOLD_S = rdmx_rpc_method_id(HOLD_S_NAME);
+	MUTE = rdmx_rpc_method_id(MUTE_NAME);
+	META = rdmx_rpc_method_id(MD_NAME);
+	ECHO = rdmx_rpc_method_id(ECHO_NAME);
+}
+
+/* ---- the server side ---- */
+
+#define SMAX 256
+struct sstream {
+	struct rdmx_rpc_stream *s;
+	uint32_t count, size, sent, got;
+	uint64_t sum;
+	uint8_t *pending; /* echo: a message waiting for credits */
+	size_t pending_len;
+	bool blocked, done;
+	int done_n;
+	enum rdmx_rpc_code code;
+};
+struct sstate {
+	struct sstream st[SMAX];
+	uint32_t n, done, again;
+	uint32_t by_code[RDMX_RPC_CODE_COUNT];
+	struct echo_state echo;
+};
+
+static struct sstream *slot_new(struct sstate *ss, struct rdmx_rpc_stream *s)
+{
+	struct sstream *x;
+
+	cr_assert(ss->n < SMAX);
+	x = &ss->st[ss->n++];
+	memset(x, 0, sizeof(*x));
+	x->s = s;
+	return x;
+}
+
+static void s_done(struct rdmx_rpc_stream *s, const struct rdmx_rpc_rich_status *st, void *arg);
+
+static struct sstate *state_of(struct sstream *x);
+static struct sstate *cur_state;
+static struct sstate *state_of(struct sstream *x)
+{
+	(void)x;
+	return cur_state;
+}
+
+static void source_pump(struct sstream *x)
+{
+	while (x->sent < x->count) {
+		uint8_t *buf = malloc(x->size ? x->size : 1);
+		struct rdmx_rpc_payload p = rdmx_rpc_bytes(buf, x->size);
+		int rc;
+
+		pattern_fill(buf, x->size, x->sent);
+		rc = rdmx_rpc_stream_write(x->s, &p);
+		free(buf);
+		if (rc == RDMX_E_AGAIN) {
+			x->blocked = true;
+			state_of(x)->again++;
+			return;
+		}
+		cr_assert_eq(rc, 0, "server write -> %s", rdmx_err_name(rc));
+		x->sent++;
+	}
+	x->blocked = false;
+	struct rdmx_rpc_md tr;
+	char num[16];
+	rdmx_rpc_md_init(&tr);
+	snprintf(num, sizeof(num), "%u", x->sent);
+	ASSERT_OK(rdmx_rpc_md_add_str(&tr, "x-sent", num));
+	ASSERT_OK(rdmx_rpc_stream_finish(x->s, RDMX_RPC_OK, NULL, NULL, 0, &tr));
+	rdmx_rpc_md_fini(&tr);
+}
+
+static void source_msg(struct rdmx_rpc_stream *s, const void *data, size_t len, void *arg)
+{
+	struct sstream *x = arg;
+	const uint32_t *w = data;
+
+	(void)s;
+	cr_assert_eq(len, 8);
+	x->count = w[0];
+	x->size = w[1];
+	x->got++;
+}
+
+static void source_half(struct rdmx_rpc_stream *s, void *arg)
+{
+	(void)s;
+	source_pump(arg);
+}
+
+static void source_writable(struct rdmx_rpc_stream *s, void *arg)
+{
+	(void)s;
+	source_pump(arg);
+}
+
+static void sink_msg(struct rdmx_rpc_stream *s, const void *data, size_t len, void *arg)
+{
+	struct sstream *x = arg;
+
+	(void)s;
+	cr_assert(pattern_check(data, len, x->got), "sink: message %u corrupt", x->got);
+	x->got++;
+	x->sum += len;
+}
+
+static void sink_half(struct rdmx_rpc_stream *s, void *arg)
+{
+	struct sstream *x = arg;
+	uint64_t r[2] = {x->got, x->sum};
+	struct rdmx_rpc_payload p = rdmx_rpc_bytes(r, sizeof(r));
+
+	ASSERT_OK(rdmx_rpc_stream_write(s, &p));
+	ASSERT_RC(rdmx_rpc_stream_write(s, &p), RDMX_E_BAD_STATE); /* one response only */
+	ASSERT_OK(rdmx_rpc_stream_finish(s, RDMX_RPC_OK, "sunk", NULL, 0, NULL));
+}
+
+static void echo_msg(struct rdmx_rpc_stream *s, const void *data, size_t len, void *arg)
+{
+	struct sstream *x = arg;
+	struct rdmx_rpc_payload p = rdmx_rpc_bytes(data, len);
+	int rc;
+
+	x->got++;
+	rc = rdmx_rpc_stream_write(s, &p);
+	if (rc == RDMX_E_AGAIN) {
+		/* keep it and stop reading until the peer reads */
+		x->pending = malloc(len ? len : 1);
+		memcpy(x->pending, data, len);
+		x->pending_len = len;
+		ASSERT_OK(rdmx_rpc_stream_pause_read(s));
+		return;
+	}
+	cr_assert_eq(rc, 0, "echo write -> %s", rdmx_err_name(rc));
+	x->sent++;
+}
+
+static void echo_writable(struct rdmx_rpc_stream *s, void *arg)
+{
+	struct sstream *x = arg;
+	struct rdmx_rpc_payload p = rdmx_rpc_bytes(x->pending, x->pending_len);
+
+	if (!x->pending)
+		return;
+	ASSERT_OK(rdmx_rpc_stream_write(s, &p));
+	x->sent++;
+	free(x->pending);
+	x->pending = NULL;
+	ASSERT_OK(rdmx_rpc_stream_resume_read(s));
+}
+
+static void echo_half(struct rdmx_rpc_stream *s, void *arg)
+{
+	(void)arg;
+	ASSERT_OK(rdmx_rpc_stream_finish(s, RDMX_RPC_OK, NULL, NULL, 0, NULL));
+}
+
+static void hold_msg(struct rdmx_rpc_stream *s, const void *data, size_t len, void *arg)
+{
+	struct sstream *x = arg;
+
+	(void)s;
+	(void)data;
+	(void)len;
+	x->got++;
+}
+
+static void s_done(struct rdmx_rpc_stream *s, const struct rdmx_rpc_rich_status *st, void *arg)
+{
+	struct sstream *x = arg;
+
+	(void)s;
+	x->done_n++;
+	x->done = true;
+	x->code = st->code;
+	free(x->pending);
+	x->pending = NULL;
+	cur_state->done++;
+	cur_state->by_code[st->code]++;
+}
+
+static void on_source(struct rdmx_rpc_stream *s, void *arg)
+{
+	static const struct rdmx_rpc_stream_cbs cbs = {.on_msg = source_msg,
+	                                               .on_half_close = source_half,
+	                                               .on_writable = source_writable,
+	                                               .on_done = s_done};
+	ASSERT_OK(rdmx_rpc_stream_set_callbacks(s, &cbs, slot_new(arg, s)));
+}
+
+static void on_sink(struct rdmx_rpc_stream *s, void *arg)
+{
+	static const struct rdmx_rpc_stream_cbs cbs = {
+	    .on_msg = sink_msg, .on_half_close = sink_half, .on_done = s_done};
+	ASSERT_OK(rdmx_rpc_stream_set_callbacks(s, &cbs, slot_new(arg, s)));
+}
+
+static void on_echo(struct rdmx_rpc_stream *s, void *arg)
+{
+	static const struct rdmx_rpc_stream_cbs cbs = {.on_msg = echo_msg,
+	                                               .on_half_close = echo_half,
+	                                               .on_writable = echo_writable,
+	                                               .on_done = s_done};
+	ASSERT_OK(rdmx_rpc_stream_set_callbacks(s, &cbs, slot_new(arg, s)));
+}
+
+static void on_hold(struct rdmx_rpc_stream *s, void *arg)
+{
+	static const struct rdmx_rpc_stream_cbs cbs = {.on_msg = hold_msg, .on_done = s_done};
+	ASSERT_OK(rdmx_rpc_stream_set_callbacks(s, &cbs, slot_new(arg, s)));
+}
+
+static void on_mute(struct rdmx_rpc_stream *s, void *arg)
+{
+	static const struct rdmx_rpc_stream_cbs cbs = {.on_done = s_done};
+	ASSERT_OK(rdmx_rpc_stream_set_callbacks(s, &cbs, slot_new(arg, s)));
+}
+
+/* Metadata: echoes x-request-id and every -bin header as response headers,
+ * sends one message, ends with details and trailers. */
+static void on_meta(struct rdmx_rpc_stream *s, void *arg)
+{
+	static const struct rdmx_rpc_stream_cbs cbs = {.on_done = s_done};
+	const struct rdmx_rpc_md *h = rdmx_rpc_stream_get_headers(s);
+	struct rdmx_rpc_md out, tr;
+	const void *v;
+	size_t n;
+
+	ASSERT_OK(rdmx_rpc_stream_set_callbacks(s, &cbs, slot_new(arg, s)));
+	rdmx_rpc_md_init(&out);
+	rdmx_rpc_md_init(&tr);
+	ASSERT_OK(rdmx_rpc_md_get(h, "x-request-id", &v, &n));
+	ASSERT_OK(rdmx_rpc_md_add(&out, "x-request-id", v, n));
+	ASSERT_OK(rdmx_rpc_md_get(h, "trace-bin", &v, &n));
+	ASSERT_OK(rdmx_rpc_md_add(&out, "trace-bin", v, n));
+	if (rdmx_rpc_md_get(h, "big-trailers", &v, &n) == 0) {
+		static char big[1000];
+		memset(big, 'z', sizeof(big));
+		ASSERT_OK(rdmx_rpc_md_add(&tr, "pad", big, sizeof(big)));
+	}
+	ASSERT_OK(rdmx_rpc_md_add_str(&tr, "x-trailer", "last"));
+	ASSERT_OK(rdmx_rpc_stream_send_headers(s, &out));
+	ASSERT_RC(rdmx_rpc_stream_send_headers(s, &out), RDMX_E_BAD_STATE);
+	struct rdmx_rpc_payload p = rdmx_rpc_bytes("m", 1);
+	ASSERT_OK(rdmx_rpc_stream_write(s, &p));
+	ASSERT_OK(rdmx_rpc_stream_finish(s, RDMX_RPC_FAILED_PRECONDITION, "not ready",
+	                                 "\x01\x02\x00\x03", 4, &tr));
+	rdmx_rpc_md_fini(&out);
+	rdmx_rpc_md_fini(&tr);
+}
+
+static struct rdmx_rpc_server *stream_server(struct sstate *ss)
+{
+	struct rdmx_rpc_server *srv = echo_server(&ss->echo);
+
+	cur_state = ss;
+	ASSERT_OK(rdmx_rpc_server_register_stream(srv, SOURCE, SOURCE_NAME,
+	                                          RDMX_RPC_SERVER_STREAMING, on_source, ss));
+	ASSERT_OK(rdmx_rpc_server_register_stream(srv, SINK, SINK_NAME, RDMX_RPC_CLIENT_STREAMING,
+	                                          on_sink, ss));
+	ASSERT_OK(rdmx_rpc_server_register_stream(srv, BIDI, BIDI_NAME, RDMX_RPC_BIDI_STREAMING,
+	                                          on_echo, ss));
+	ASSERT_OK(rdmx_rpc_server_register_stream(srv, HOLD_S, HOLD_S_NAME, RDMX_RPC_BIDI_STREAMING,
+	                                          on_hold, ss));
+	ASSERT_OK(rdmx_rpc_server_register_stream(srv, MUTE, MUTE_NAME, RDMX_RPC_BIDI_STREAMING,
+	                                          on_mute, ss));
+	ASSERT_OK(rdmx_rpc_server_register_stream(srv, META, MD_NAME, RDMX_RPC_SERVER_STREAMING,
+	                                          on_meta, ss));
+	ASSERT_RC(rdmx_rpc_server_register_stream(srv, META, MD_NAME, RDMX_RPC_SERVER_STREAMING,
+	                                          on_meta, ss),
+	          RDMX_E_EXISTS);
+	return srv;
+}
+
+/* ---- the client side ---- */
+
+struct cstream {
+	struct rdmx_rpc_stream *s;
+	uint32_t got, bad, max_queued;
+	uint64_t bytes;
+	size_t want_size; /* 0: any */
+	int done_n, half_n, hdr_n, writable_n;
+	enum rdmx_rpc_code code;
+	char msg[128];
+	char trailer[32];
+	uint8_t details[16];
+	size_t details_len;
+	uint64_t reply[2];
+	char hdr_id[32];
+	bool echo_check; /* messages carry pattern seed = index */
+};
+
+static void c_msg(struct rdmx_rpc_stream *s, const void *data, size_t len, void *arg)
+{
+	struct cstream *x = arg;
+
+	if (rdmx_rpc_stream_get_queued(s) > x->max_queued)
+		x->max_queued = rdmx_rpc_stream_get_queued(s);
+	if (x->echo_check && !pattern_check(data, len, x->got))
+		x->bad++;
+	if (x->want_size && len != x->want_size)
+		x->bad++;
+	if (len == sizeof(x->reply))
+		memcpy(x->reply, data, len);
+	x->got++;
+	x->bytes += len;
+}
+
+static void c_half(struct rdmx_rpc_stream *s, void *arg)
+{
+	(void)s;
+	((struct cstream *)arg)->half_n++;
+}
+
+static void c_writable(struct rdmx_rpc_stream *s, void *arg)
+{
+	(void)s;
+	((struct cstream *)arg)->writable_n++;
+}
+
+static void c_headers(struct rdmx_rpc_stream *s, const struct rdmx_rpc_md *h, void *arg)
+{
+	struct cstream *x = arg;
+	const void *v;
+	size_t n;
+
+	(void)s;
+	x->hdr_n++;
+	if (rdmx_rpc_md_get(h, "x-request-id", &v, &n) == 0 && n < sizeof(x->hdr_id)) {
+		memcpy(x->hdr_id, v, n);
+		x->hdr_id[n] = '\0';
+	}
+}
+
+static void c_done(struct rdmx_rpc_stream *s, const struct rdmx_rpc_rich_status *st, void *arg)
+{
+	struct cstream *x = arg;
+	const void *v;
+	size_t n;
+
+	(void)s;
+	x->done_n++;
+	x->code = st->code;
+	snprintf(x->msg, sizeof(x->msg), "%s", st->message);
+	x->details_len = st->details_len < sizeof(x->details) ? st->details_len : 0;
+	if (x->details_len)
+		memcpy(x->details, st->details, x->details_len);
+	if (rdmx_rpc_md_get(st->trailers, "x-sent", &v, &n) == 0 ||
+	    rdmx_rpc_md_get(st->trailers, "x-trailer", &v, &n) == 0) {
+		n = n < sizeof(x->trailer) - 1 ? n : sizeof(x->trailer) - 1;
+		memcpy(x->trailer, v, n);
+		x->trailer[n] = '\0';
+	}
+	x->s = NULL;
+}
+
+static const struct rdmx_rpc_stream_cbs ccbs = {.on_msg = c_msg,
+                                                .on_half_close = c_half,
+                                                .on_writable = c_writable,
+                                                .on_headers = c_headers,
+                                                .on_done = c_done};
+
+struct scene {
+	struct node a, b;
+	struct sstate ss;
+	struct rdmx_rpc_server *srv;
+	struct rdmx_rpc_ep *ra, *rb;
+};
+
+static void scene_open(struct scene *sc, const struct chan_conf *conf)
+{
+	ids();
+	memset(&sc->ss, 0, sizeof(sc->ss));
+	node_open(&sc->a, "a", 0, NULL);
+	node_open(&sc->b, "b", 1, NULL);
+	sc->srv = stream_server(&sc->ss);
+	rpc_pair(&sc->a, &sc->b, NULL, sc->srv, conf, conf, &sc->ra, &sc->rb);
+}
+
+static void scene_close(struct scene *sc)
+{
+	DRIVE_UNTIL(&sc->a, &sc->b,
+	            rdmx_rpc_ep_get_streams(sc->ra) == 0 && rdmx_rpc_ep_get_streams(sc->rb) == 0);
+	rpc_pair_close(&sc->ra, &sc->rb);
+	ASSERT_OK(rdmx_rpc_server_destroy(&sc->srv));
+	node_close(&sc->a);
+	node_close(&sc->b);
+}
+
+static void source_req(struct rdmx_rpc_stream *s, uint32_t count, uint32_t size)
+{
+	uint32_t w[2] = {count, size};
+	struct rdmx_rpc_payload p = rdmx_rpc_bytes(w, sizeof(w));
+
+	ASSERT_OK(rdmx_rpc_stream_write(s, &p));
+	ASSERT_RC(rdmx_rpc_stream_write(s, &p), RDMX_E_BAD_STATE); /* one request only */
+	ASSERT_OK(rdmx_rpc_stream_half_close(s));
+	ASSERT_RC(rdmx_rpc_stream_half_close(s), RDMX_E_BAD_STATE);
+}
+
+/* Writes n pattern messages of `size`, driving while credits lack. */
+static void write_n(struct scene *sc, struct cstream *x, uint32_t n, size_t size)
+{
+	uint8_t *buf = malloc(size ? size : 1);
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct rdmx_rpc_payload p = rdmx_rpc_bytes(buf, size);
+		int rc;
+
+		pattern_fill(buf, size, i);
+		while ((rc = rdmx_rpc_stream_write(x->s, &p)) == RDMX_E_AGAIN)
+			drive_once(&sc->a, &sc->b);
+		cr_assert_eq(rc, 0, "write %u -> %s", i, rdmx_err_name(rc));
+	}
+	free(buf);
+}
+
+Test(stream, server_streaming_0_1_many)
+{
+	struct scene sc;
+	const uint32_t counts[] = {0, 1, 300};
+
+	leak_begin();
+	scene_open(&sc, NULL);
+	for (unsigned i = 0; i < 3; i++) {
+		struct cstream x = {.echo_check = true, .want_size = 100};
+
+		ASSERT_OK(rdmx_rpc_stream_open(sc.ra, SOURCE, RDMX_RPC_SERVER_STREAMING, NULL,
+		                               &ccbs, &x, &x.s));
+		source_req(x.s, counts[i], 100);
+		DRIVE_UNTIL(&sc.a, &sc.b, x.done_n);
+		cr_assert_eq(x.code, RDMX_RPC_OK, "%s", x.msg);
+		cr_assert_eq(x.got, counts[i]);
+		cr_assert_eq(x.bad, 0);
+		char want[16];
+		snprintf(want, sizeof(want), "%u", counts[i]);
+		cr_assert_str_eq(x.trailer, want);
+		drive_for(&sc.a, &sc.b, 5);
+		cr_assert_eq(x.done_n, 1, "on_done ran %d times", x.done_n);
+	}
+	DRIVE_UNTIL(&sc.a, &sc.b, sc.ss.done == 3);
+	cr_assert_eq(sc.ss.by_code[RDMX_RPC_OK], 3);
+	cr_assert(sc.ss.again > 0, "300 messages never met the window");
+	scene_close(&sc);
+	leak_end();
+}
+
+Test(stream, client_streaming_0_1_many)
+{
+	struct scene sc;
+	const uint32_t counts[] = {0, 1, 300};
+
+	scene_open(&sc, NULL);
+	for (unsigned i = 0; i < 3; i++) {
+		struct cstream x = {0};
+
+		ASSERT_OK(rdmx_rpc_stream_open(sc.ra, SINK, RDMX_RPC_CLIENT_STREAMING, NULL, &ccbs,
+		                               &x, &x.s));
+		write_n(&sc, &x, counts[i], 77);
+		ASSERT_OK(rdmx_rpc_stream_half_close(x.s));
+		DRIVE_UNTIL(&sc.a, &sc.b, x.done_n);
+		cr_assert_eq(x.code, RDMX_RPC_OK, "%s", x.msg);
+		cr_assert_str_eq(x.msg, "sunk");
+		cr_assert_eq(x.got, 1);
+		cr_assert_eq(x.reply[0], counts[i]);
+		cr_assert_eq(x.reply[1], (uint64_t)counts[i] * 77u);
+	}
+	scene_close(&sc);
+}
+
+Test(stream, bidi_0_1_many_both_directions)
+{
+	struct scene sc;
+	const uint32_t counts[] = {0, 1, 300};
+	struct rdmx_rpc_server *srv_a;
+	struct sstate ssa;
+	struct rdmx_rpc_ep *ra, *rb;
+
+	scene_open(&sc, NULL);
+	for (unsigned i = 0; i < 3; i++) {
+		struct cstream x = {.echo_check = true};
+
+		ASSERT_OK(rdmx_rpc_stream_open(sc.ra, BIDI, RDMX_RPC_BIDI_STREAMING, NULL, &ccbs,
+		                               &x, &x.s));
+		write_n(&sc, &x, counts[i], 333);
+		ASSERT_OK(rdmx_rpc_stream_half_close(x.s));
+		DRIVE_UNTIL(&sc.a, &sc.b, x.done_n);
+		cr_assert_eq(x.code, RDMX_RPC_OK, "%s", x.msg);
+		cr_assert_eq(x.got, counts[i]);
+		cr_assert_eq(x.bad, 0);
+	}
+	DRIVE_UNTIL(&sc.a, &sc.b, sc.ss.done == 3);
+	/* both directions on one connection, many streams at once */
+	memset(&ssa, 0, sizeof(ssa));
+	srv_a = stream_server(&ssa);
+	cur_state = &sc.ss;
+	rpc_pair_close(&sc.ra, &sc.rb);
+	rpc_pair(&sc.a, &sc.b, srv_a, sc.srv, NULL, NULL, &ra, &rb);
+	sc.ss.n = sc.ss.done = 0;
+	enum { K = 40 };
+	static struct cstream xa[K], xb[K];
+	memset(xa, 0, sizeof(xa));
+	memset(xb, 0, sizeof(xb));
+	for (int i = 0; i < K; i++) {
+		xa[i].echo_check = xb[i].echo_check = true;
+		ASSERT_OK(rdmx_rpc_stream_open(ra, BIDI, RDMX_RPC_BIDI_STREAMING, NULL, &ccbs,
+		                               &xa[i], &xa[i].s));
+		ASSERT_OK(rdmx_rpc_stream_open(rb, BIDI, RDMX_RPC_BIDI_STREAMING, NULL, &ccbs,
+		                               &xb[i], &xb[i].s));
+	}
+	cr_assert_eq(rdmx_rpc_ep_get_streams(ra), K);
+	for (uint32_t m = 0; m < 5; m++) {
+		for (int i = 0; i < K; i++) {
+			uint8_t buf[64];
+			struct rdmx_rpc_payload p = rdmx_rpc_bytes(buf, sizeof(buf));
+
+			pattern_fill(buf, sizeof(buf), m);
+			ASSERT_OK(rdmx_rpc_stream_write(xa[i].s, &p));
+			ASSERT_OK(rdmx_rpc_stream_write(xb[i].s, &p));
+		}
+	}
+	for (int i = 0; i < K; i++) {
+		ASSERT_OK(rdmx_rpc_stream_half_close(xa[i].s));
+		ASSERT_OK(rdmx_rpc_stream_half_close(xb[i].s));
+	}
+	int done;
+	DRIVE_UNTIL(&sc.a, &sc.b,
+	            (done = 0, ({
+		             for (int i = 0; i < K; i++)
+			             done += xa[i].done_n + xb[i].done_n;
+	             }),
+	             done == 2 * K));
+	for (int i = 0; i < K; i++) {
+		cr_assert_eq(xa[i].code, RDMX_RPC_OK);
+		cr_assert_eq(xb[i].code, RDMX_RPC_OK);
+		cr_assert_eq(xa[i].got, 5);
+		cr_assert_eq(xb[i].got, 5);
+		cr_assert_eq(xa[i].bad + xb[i].bad, 0);
+	}
+	DRIVE_UNTIL(&sc.a, &sc.b,
+	            rdmx_rpc_ep_get_streams(ra) == 0 && rdmx_rpc_ep_get_streams(rb) == 0);
+	rpc_pair_close(&ra, &rb);
+	ASSERT_OK(rdmx_rpc_server_destroy(&srv_a));
+	rpc_pair(&sc.a, &sc.b, NULL, sc.srv, NULL, NULL, &sc.ra, &sc.rb);
+	scene_close(&sc);
+}
+
+/* Eager below the slot, rendezvous above; order kept across the switch. */
+Test(stream, sizes_around_slot_and_rendezvous, .timeout = 300)
+{
+	struct scene sc;
+	struct chan_conf conf = {.slot_size = 4096, .slot_count = 32, .max_msg = 1u << 20};
+	const size_t sizes[] = {1,    4096 - 64,    4096 - 32, 4096 - 24,      4096,
+	                        4097, 3 * 4096 + 5, 300000,    (1u << 20) - 24};
+
+	scene_open(&sc, &conf);
+	struct cstream x = {0};
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, BIDI, RDMX_RPC_BIDI_STREAMING, NULL, &ccbs, &x, &x.s));
+	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		uint8_t *buf = malloc(sizes[i]);
+		struct rdmx_rpc_payload p = rdmx_rpc_bytes(buf, sizes[i]);
+
+		pattern_fill(buf, sizes[i], i);
+		ASSERT_OK(rdmx_rpc_stream_write(x.s, &p));
+		free(buf);
+	}
+	/* one beyond the maximum is refused locally */
+	{
+		size_t big = 1u << 20;
+		uint8_t *buf = calloc(1, big);
+		struct rdmx_rpc_payload p = rdmx_rpc_bytes(buf, big);
+		ASSERT_RC(rdmx_rpc_stream_write(x.s, &p), RDMX_E_TOO_BIG);
+		free(buf);
+	}
+	x.echo_check = true;
+	ASSERT_OK(rdmx_rpc_stream_half_close(x.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, x.done_n);
+	cr_assert_eq(x.code, RDMX_RPC_OK, "%s", x.msg);
+	cr_assert_eq(x.got, sizeof(sizes) / sizeof(sizes[0]));
+	cr_assert_eq(x.bad, 0, "a message came back out of order or corrupt");
+	uint64_t want = 0;
+	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		want += sizes[i];
+	cr_assert_eq(x.bytes, want);
+	struct rdmx_rpc_stats st;
+	ASSERT_OK(rdmx_rpc_ep_get_stats(sc.rb, RDMX_RPC_ROLE_SERVER, &st));
+	scene_close(&sc);
+}
+
+static int unary_done;
+static enum rdmx_rpc_code unary_code;
+static void unary_cb(const struct rdmx_rpc_result *r, void *arg)
+{
+	(void)arg;
+	unary_done++;
+	unary_code = r->code;
+}
+
+/* A paused reader stalls only its stream: its writer sees AGAIN after one
+ * window, at most a window waits in memory, and another stream and unary
+ * calls on the same connection complete meanwhile. */
+Test(stream, stalled_reader_bounded_others_go_on)
+{
+	struct scene sc;
+	struct cstream stalled = {.echo_check = true, .want_size = 64};
+
+	scene_open(&sc, NULL);
+	ASSERT_OK(rdmx_rpc_stream_open(sc.ra, SOURCE, RDMX_RPC_SERVER_STREAMING, NULL, &ccbs,
+	                               &stalled, &stalled.s));
+	ASSERT_OK(rdmx_rpc_stream_pause_read(stalled.s));
+	source_req(stalled.s, 1000, 64);
+	DRIVE_UNTIL(&sc.a, &sc.b,
+	            sc.ss.n == 1 && sc.ss.st[0].blocked &&
+	                rdmx_rpc_stream_get_queued(stalled.s) == RDMX_RPC_STREAM_WINDOW);
+	cr_assert_eq(sc.ss.st[0].sent, RDMX_RPC_STREAM_WINDOW, "the writer went past its window");
+	cr_assert_eq(stalled.got, 0);
+	/* others on the same connection */
+	for (int round = 0; round < 3; round++) {
+		struct cstream other = {.echo_check = true};
+		ASSERT_OK(rdmx_rpc_stream_open(sc.ra, SOURCE, RDMX_RPC_SERVER_STREAMING, NULL,
+		                               &ccbs, &other, &other.s));
+		source_req(other.s, 100, 64);
+		unary_done = 0;
+		ASSERT_OK(rdmx_rpc_call_async(sc.ra, ECHO, NULL, NULL, unary_cb, NULL, NULL));
+		DRIVE_UNTIL(&sc.a, &sc.b, other.done_n && unary_done);
+		cr_assert_eq(other.code, RDMX_RPC_OK);
+		cr_assert_eq(other.got, 100);
+		cr_assert_eq(unary_code, RDMX_RPC_OK);
+		cr_assert_eq(rdmx_rpc_stream_get_queued(stalled.s), RDMX_RPC_STREAM_WINDOW,
+		             "the stalled stream grew");
+		cr_assert_eq(sc.ss.st[0].sent, RDMX_RPC_STREAM_WINDOW);
+	}
+	/* reading again: everything arrives, never more than a window waiting */
+	ASSERT_OK(rdmx_rpc_stream_resume_read(stalled.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, stalled.done_n);
+	cr_assert_eq(stalled.code, RDMX_RPC_OK, "%s", stalled.msg);
+	cr_assert_eq(stalled.got, 1000);
+	cr_assert_eq(stalled.bad, 0);
+	cr_assert_leq(stalled.max_queued, RDMX_RPC_STREAM_WINDOW);
+	scene_close(&sc);
+}
+
+/* A client writer blocked by a server that does not read gets AGAIN and
+ * one on_writable once the reader returns credits; a smaller window is
+ * honoured. */
+Test(stream, writer_backpressure_and_writable_cb)
+{
+	struct scene sc;
+	struct cstream x = {0};
+	struct rdmx_rpc_payload p = rdmx_rpc_bytes("abcd", 4);
+	int n = 0, rc;
+
+	scene_open(&sc, NULL);
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, BIDI, RDMX_RPC_BIDI_STREAMING, NULL, &ccbs, &x, &x.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, sc.ss.n == 1);
+	/* the client does not read: the server's echo blocks, then pauses its
+	 * reading, then the client's writes block */
+	ASSERT_OK(rdmx_rpc_stream_pause_read(x.s));
+	for (;;) {
+		rc = rdmx_rpc_stream_write(x.s, &p);
+		if (rc == RDMX_E_AGAIN) {
+			drive_for(&sc.a, &sc.b, 2);
+			if ((rc = rdmx_rpc_stream_write(x.s, &p)) == RDMX_E_AGAIN &&
+			    x.writable_n == 0)
+				break;
+		}
+		cr_assert(rc == 0 || rc == RDMX_E_AGAIN, "%s", rdmx_err_name(rc));
+		if (rc == 0)
+			n++;
+		drive_once(&sc.a, &sc.b);
+		cr_assert(n < 10000, "writes never blocked");
+	}
+	/* bounded: the client's window on the server + the server's on us + 1 */
+	cr_assert_leq(n, 2 * RDMX_RPC_STREAM_WINDOW + 1);
+	cr_assert_leq(rdmx_rpc_stream_get_queued(x.s), RDMX_RPC_STREAM_WINDOW);
+	ASSERT_OK(rdmx_rpc_stream_resume_read(x.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, x.writable_n == 1);
+	ASSERT_OK(rdmx_rpc_stream_write(x.s, &p));
+	n++;
+	ASSERT_OK(rdmx_rpc_stream_half_close(x.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, x.done_n);
+	cr_assert_eq(x.code, RDMX_RPC_OK);
+	cr_assert_eq((int)x.got, n);
+	/* window 1: one message in flight at a time */
+	struct cstream y = {0};
+	struct rdmx_rpc_stream_opts o = {.window = 1};
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, SOURCE, RDMX_RPC_SERVER_STREAMING, &o, &ccbs, &y, &y.s));
+	ASSERT_OK(rdmx_rpc_stream_pause_read(y.s));
+	source_req(y.s, 50, 8);
+	/* the first 16 credits were granted at open; no more come back */
+	DRIVE_UNTIL(&sc.a, &sc.b, rdmx_rpc_stream_get_queued(y.s) == RDMX_RPC_STREAM_WINDOW);
+	ASSERT_OK(rdmx_rpc_stream_resume_read(y.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, y.done_n);
+	cr_assert_eq(y.got, 50);
+	cr_assert_leq(y.max_queued, RDMX_RPC_STREAM_WINDOW);
+	scene_close(&sc);
+}
+
+/* Cancel at every point around the last message: each side ends once. */
+Test(stream, cancel_races_last_message, .timeout = 300)
+{
+	struct scene sc;
+	enum { R = 60 };
+	static struct cstream x[R];
+
+	scene_open(&sc, NULL);
+	memset(x, 0, sizeof(x));
+	int cancelled = 0;
+	for (int i = 0; i < R; i++) {
+		ASSERT_OK(rdmx_rpc_stream_open(sc.ra, SOURCE, RDMX_RPC_SERVER_STREAMING, NULL,
+		                               &ccbs, &x[i], &x[i].s));
+		source_req(x[i].s, 1, 16);
+		for (int k = 0; k < i % 12; k++)
+			drive_once(&sc.a, &sc.b);
+		if (x[i].done_n == 0) {
+			ASSERT_OK(rdmx_rpc_stream_cancel(x[i].s));
+			cancelled++;
+		}
+		cr_assert_eq(x[i].done_n, 1);
+	}
+	DRIVE_UNTIL(&sc.a, &sc.b, sc.ss.done == R);
+	drive_for(&sc.a, &sc.b, 20);
+	for (int i = 0; i < R; i++) {
+		cr_assert_eq(x[i].done_n, 1, "stream %d ended %d times", i, x[i].done_n);
+		cr_assert(x[i].code == RDMX_RPC_OK || x[i].code == RDMX_RPC_CANCELLED);
+	}
+	for (int i = 0; i < R; i++)
+		cr_assert_eq(sc.ss.st[i].done_n, 1, "server stream %d ended %d times", i,
+		             sc.ss.st[i].done_n);
+	cr_assert_eq(sc.ss.by_code[RDMX_RPC_OK] + sc.ss.by_code[RDMX_RPC_CANCELLED], R);
+	cr_assert(cancelled > 0);
+	/* the server cancels too */
+	struct cstream y = {0};
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, HOLD_S, RDMX_RPC_BIDI_STREAMING, NULL, &ccbs, &y, &y.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, sc.ss.n == R + 1);
+	ASSERT_OK(rdmx_rpc_stream_cancel(sc.ss.st[R].s));
+	cr_assert_eq(sc.ss.st[R].done_n, 1);
+	cr_assert_eq(sc.ss.st[R].code, RDMX_RPC_CANCELLED);
+	DRIVE_UNTIL(&sc.a, &sc.b, y.done_n);
+	cr_assert_eq(y.code, RDMX_RPC_CANCELLED);
+	scene_close(&sc);
+}
+
+Test(stream, deadline_mid_stream)
+{
+	struct scene sc;
+	struct cstream x = {0};
+	struct rdmx_rpc_stream_opts o = {.timeout_us = 100000};
+
+	scene_open(&sc, NULL);
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, HOLD_S, RDMX_RPC_BIDI_STREAMING, &o, &ccbs, &x, &x.s));
+	cr_assert(rdmx_rpc_stream_get_deadline(x.s) > 0);
+	write_n(&sc, &x, 3, 10);
+	DRIVE_UNTIL(&sc.a, &sc.b, sc.ss.n == 1 && sc.ss.st[0].got == 3);
+	cr_assert(rdmx_rpc_stream_get_deadline(sc.ss.st[0].s) > 0, "the server sees no deadline");
+	DRIVE_UNTIL(&sc.a, &sc.b, x.done_n && sc.ss.done == 1);
+	cr_assert_eq(x.code, RDMX_RPC_DEADLINE_EXCEEDED, "%s", rdmx_rpc_code_name(x.code));
+	cr_assert_eq(sc.ss.st[0].code, RDMX_RPC_DEADLINE_EXCEEDED);
+	drive_for(&sc.a, &sc.b, 5);
+	cr_assert_eq(x.done_n, 1);
+	cr_assert_eq(sc.ss.st[0].done_n, 1);
+	/* the connection goes on */
+	unary_done = 0;
+	ASSERT_OK(rdmx_rpc_call_async(sc.ra, ECHO, NULL, NULL, unary_cb, NULL, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b, unary_done);
+	cr_assert_eq(unary_code, RDMX_RPC_OK);
+	scene_close(&sc);
+}
+
+Test(stream, metadata_rich_status_and_limits)
+{
+	struct scene sc;
+	struct rdmx_rpc_md h;
+	struct cstream x = {0};
+	struct rdmx_rpc_stream_opts o = {.headers = &h};
+	const uint8_t trace[5] = {0, 0xff, 7, 0, 1};
+
+	/* keys and values */
+	rdmx_rpc_md_init(&h);
+	ASSERT_RC(rdmx_rpc_md_add_str(&h, "X-Upper", "v"), RDMX_E_INVAL);
+	ASSERT_RC(rdmx_rpc_md_add_str(&h, "", "v"), RDMX_E_INVAL);
+	ASSERT_RC(rdmx_rpc_md_add(&h, "text", "\n", 1), RDMX_E_INVAL);
+	ASSERT_RC(rdmx_rpc_md_add(&h, "trace", trace, sizeof(trace)), RDMX_E_INVAL);
+	cr_assert_eq(rdmx_rpc_md_count(&h), 0);
+	ASSERT_OK(rdmx_rpc_md_add_str(&h, "x-request-id", "req-42"));
+	ASSERT_OK(rdmx_rpc_md_add(&h, "trace-bin", trace, sizeof(trace)));
+	ASSERT_OK(rdmx_rpc_md_add_str(&h, "dup", "1"));
+	ASSERT_OK(rdmx_rpc_md_add_str(&h, "dup", "2"));
+	cr_assert_eq(rdmx_rpc_md_count(&h), 4);
+
+	scene_open(&sc, NULL);
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, META, RDMX_RPC_SERVER_STREAMING, &o, &ccbs, &x, &x.s));
+	ASSERT_OK(rdmx_rpc_stream_half_close(x.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, x.done_n);
+	cr_assert_eq(x.hdr_n, 1);
+	cr_assert_str_eq(x.hdr_id, "req-42");
+	cr_assert_eq(x.got, 1);
+	cr_assert_eq(x.code, RDMX_RPC_FAILED_PRECONDITION);
+	cr_assert_str_eq(x.msg, "not ready");
+	cr_assert_eq(x.details_len, 4);
+	cr_assert_eq(memcmp(x.details, "\x01\x02\x00\x03", 4), 0);
+	cr_assert_str_eq(x.trailer, "last");
+
+	/* request headers over the server's limit: RESOURCE_EXHAUSTED, connection kept */
+	char big[600];
+	memset(big, 'q', sizeof(big));
+	ASSERT_OK(rdmx_rpc_md_add(&h, "big", big, sizeof(big)));
+	ASSERT_OK(rdmx_rpc_ep_set_max_metadata(sc.rb, 512));
+	struct cstream y = {0};
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, META, RDMX_RPC_SERVER_STREAMING, &o, &ccbs, &y, &y.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, y.done_n);
+	cr_assert_eq(y.code, RDMX_RPC_RESOURCE_EXHAUSTED, "%s", rdmx_rpc_code_name(y.code));
+	/* and over our own limit: refused before it goes */
+	ASSERT_OK(rdmx_rpc_ep_set_max_metadata(sc.ra, 512));
+	struct rdmx_rpc_stream *z;
+	ASSERT_RC(rdmx_rpc_stream_open(sc.ra, META, RDMX_RPC_SERVER_STREAMING, &o, &ccbs, &y, &z),
+	          RDMX_E_TOO_BIG);
+	ASSERT_OK(rdmx_rpc_ep_set_max_metadata(sc.rb, RDMX_RPC_DEFAULT_MAX_MD));
+	/* trailers over the client's limit: the client ends it RESOURCE_EXHAUSTED */
+	rdmx_rpc_md_fini(&h);
+	ASSERT_OK(rdmx_rpc_md_add_str(&h, "x-request-id", "r"));
+	ASSERT_OK(rdmx_rpc_md_add(&h, "trace-bin", trace, 1));
+	ASSERT_OK(rdmx_rpc_md_add_str(&h, "big-trailers", "1"));
+	struct cstream w = {0};
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, META, RDMX_RPC_SERVER_STREAMING, &o, &ccbs, &w, &w.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, w.done_n);
+	cr_assert_eq(w.code, RDMX_RPC_RESOURCE_EXHAUSTED, "%s", rdmx_rpc_code_name(w.code));
+	cr_assert_eq(rdmx_chan_get_state(rdmx_rpc_ep_get_chan(sc.ra)), RDMX_CHAN_READY);
+	unary_done = 0;
+	ASSERT_OK(rdmx_rpc_call_async(sc.ra, ECHO, NULL, NULL, unary_cb, NULL, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b, unary_done);
+	cr_assert_eq(unary_code, RDMX_RPC_OK);
+	/* wrong kind, unknown method, unary call to a stream method */
+	struct cstream k = {0}, u = {0};
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, META, RDMX_RPC_BIDI_STREAMING, NULL, &ccbs, &k, &k.s));
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, 12345, RDMX_RPC_BIDI_STREAMING, NULL, &ccbs, &u, &u.s));
+	unary_done = 0;
+	ASSERT_OK(rdmx_rpc_call_async(sc.ra, BIDI, NULL, NULL, unary_cb, NULL, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b, k.done_n && u.done_n && unary_done);
+	cr_assert_eq(k.code, RDMX_RPC_UNIMPLEMENTED);
+	cr_assert_eq(u.code, RDMX_RPC_UNIMPLEMENTED);
+	cr_assert_eq(unary_code, RDMX_RPC_UNIMPLEMENTED);
+	rdmx_rpc_md_fini(&h);
+	scene_close(&sc);
+}
+
+/* ---- peer death: the server is another process, killed with 100 streams ---- */
+
+static int xfer(int fd, void *p, size_t len, bool out)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = out ? write(fd, (char *)p + done, len - done)
+		                : read(fd, (char *)p + done, len - done);
+		if (n <= 0)
+			return -1;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static uint32_t child_got;
+static void child_msg(struct rdmx_rpc_stream *s, const void *d, size_t l, void *arg)
+{
+	(void)s;
+	(void)d;
+	(void)l;
+	(void)arg;
+	child_got++;
+}
+static void child_done(struct rdmx_rpc_stream *s, const struct rdmx_rpc_rich_status *st, void *a)
+{
+	(void)s;
+	(void)st;
+	(void)a;
+}
+static void child_stream(struct rdmx_rpc_stream *s, void *arg)
+{
+	static const struct rdmx_rpc_stream_cbs cbs = {.on_msg = child_msg, .on_done = child_done};
+	(void)arg;
+	if (rdmx_rpc_stream_set_callbacks(s, &cbs, NULL))
+		_exit(20);
+}
+
+static void child_main(int fd)
+{
+	struct rdmx_dev *dev = NULL;
+	struct rdmx_pe *pe = NULL;
+	struct rdmx_ctx *ctx = NULL;
+	struct rdmx_chan_worker *worker = NULL;
+	struct rdmx_conn *conn = NULL;
+	struct rdmx_chan *chan = NULL;
+	struct rdmx_rpc_ep *ep = NULL;
+	struct rdmx_rpc_server *srv = NULL;
+	const void *det;
+	size_t dlen;
+	uint8_t peer[512];
+	uint32_t plen;
+	bool signalled = false;
+	const char *devname = env_device(1);
+	const char *addr = getenv("RDMX_TEST_PEER_ADDR");
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (strcmp(devname, "tcp") == 0 && addr && *addr) {
+		if (rdmx_dev_open_by_addr(addr, &dev))
+			_exit(10);
+	} else if (rdmx_dev_open(devname, &dev)) {
+		_exit(10);
+	}
+	if (rdmx_pe_create(&pe) || rdmx_ctx_create(dev, pe, &ctx) ||
+	    rdmx_chan_worker_create(ctx, pe, NULL, &worker) || rdmx_ctx_start(ctx))
+		_exit(11);
+	if (rdmx_rpc_server_create(&srv) ||
+	    rdmx_rpc_server_register_stream(srv, rdmx_rpc_method_id(HOLD_S_NAME), HOLD_S_NAME,
+	                                    RDMX_RPC_BIDI_STREAMING, child_stream, NULL))
+		_exit(12);
+	if (rdmx_ctx_export(ctx, &det, &dlen, &conn))
+		_exit(13);
+	plen = (uint32_t)dlen;
+	if (xfer(fd, &plen, 4, true) || xfer(fd, (void *)det, dlen, true))
+		_exit(14);
+	if (xfer(fd, &plen, 4, false) || plen > sizeof(peer) || xfer(fd, peer, plen, false))
+		_exit(15);
+	if (rdmx_ctx_connect(ctx, peer, plen, conn) || rdmx_chan_create(worker, conn, &chan) ||
+	    rdmx_rpc_ep_create(chan, srv, &ep))
+		_exit(16);
+	for (;;) {
+		if (rdmx_chan_worker_progress(worker) == 0)
+			sched_yield();
+		if (child_got >= 100 && !signalled) {
+			uint8_t one = 1;
+
+			signalled = true;
+			if (xfer(fd, &one, 1, true))
+				_exit(17);
+		}
+	}
+}
+
+Test(stream, peer_killed_with_100_streams_open, .timeout = 300)
+{
+	int sp[2];
+	pid_t pid;
+	struct node a;
+	struct rdmx_conn *conn;
+	struct rdmx_chan *chan;
+	struct rdmx_rpc_ep *ep;
+	const void *det;
+	size_t dlen;
+	uint32_t plen;
+	uint8_t peer[512], one = 0;
+	static struct cstream x[100];
+
+	ids();
+	memset(x, 0, sizeof(x));
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+	pid = fork(); /* before this process opens anything */
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		close(sp[0]);
+		child_main(sp[1]);
+		_exit(0);
+	}
+	close(sp[1]);
+	node_open(&a, "a", 0, NULL);
+	ASSERT_OK(rdmx_ctx_export(a.ctx, &det, &dlen, &conn));
+	cr_assert_eq(xfer(sp[0], &plen, 4, false), 0, "child died early");
+	cr_assert(plen <= sizeof(peer));
+	cr_assert_eq(xfer(sp[0], peer, plen, false), 0);
+	plen = (uint32_t)dlen;
+	cr_assert_eq(xfer(sp[0], &plen, 4, true), 0);
+	cr_assert_eq(xfer(sp[0], (void *)det, dlen, true), 0);
+	ASSERT_OK(rdmx_ctx_connect(a.ctx, peer, (size_t)plen, conn));
+	ASSERT_OK(rdmx_chan_create(a.worker, conn, &chan));
+	ASSERT_OK(rdmx_rpc_ep_create(chan, NULL, &ep));
+	struct rdmx_rpc_stream_opts o = {.timeout_us = 120u * 1000000u};
+	for (int i = 0; i < 100; i++) {
+		struct rdmx_rpc_payload p = rdmx_rpc_bytes("hi", 2);
+
+		ASSERT_OK(rdmx_rpc_stream_open(ep, HOLD_S, RDMX_RPC_BIDI_STREAMING, &o, &ccbs,
+		                               &x[i], &x[i].s));
+		ASSERT_OK(rdmx_rpc_stream_write(x[i].s, &p));
+	}
+	uint64_t guard = now_ms() + GUARD_MS;
+	for (;;) {
+		struct timeval tv = {0, 0};
+		fd_set fds;
+
+		cr_assert(now_ms() < guard, "the child never held 100 streams");
+		drive_once(&a, NULL);
+		FD_ZERO(&fds);
+		FD_SET(sp[0], &fds);
+		if (select(sp[0] + 1, &fds, NULL, NULL, &tv) == 1) {
+			cr_assert_eq(xfer(sp[0], &one, 1, false), 0, "child died early");
+			break;
+		}
+	}
+	cr_assert_eq(rdmx_rpc_ep_get_streams(ep), 100);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	int done;
+	DRIVE_UNTIL(&a, NULL,
+	            (done = 0, ({
+		             for (int i = 0; i < 100; i++)
+			             done += x[i].done_n;
+	             }),
+	             done == 100));
+	drive_for(&a, NULL, 20);
+	for (int i = 0; i < 100; i++) {
+		cr_assert_eq(x[i].done_n, 1, "stream %d ended %d times", i, x[i].done_n);
+		cr_assert_eq(x[i].code, RDMX_RPC_UNAVAILABLE, "stream %d: %s", i,
+		             rdmx_rpc_code_name(x[i].code));
+	}
+	cr_assert_eq(rdmx_rpc_ep_get_streams(ep), 0);
+	ASSERT_OK(rdmx_rpc_ep_destroy(&ep));
+	ASSERT_OK(rdmx_chan_destroy(&chan));
+	node_close(&a);
+	close(sp[0]);
+}
+
+/* Destroying the endpoint ends every stream of both sides once. */
+Test(stream, endpoint_destroy_ends_streams)
+{
+	struct scene sc;
+	static struct cstream x[20];
+
+	scene_open(&sc, NULL);
+	memset(x, 0, sizeof(x));
+	for (int i = 0; i < 20; i++)
+		ASSERT_OK(rdmx_rpc_stream_open(sc.ra, HOLD_S, RDMX_RPC_BIDI_STREAMING, NULL, &ccbs,
+		                               &x[i], &x[i].s));
+	DRIVE_UNTIL(&sc.a, &sc.b, sc.ss.n == 20);
+	struct rdmx_chan *cb = rdmx_rpc_ep_get_chan(sc.rb);
+	ASSERT_OK(rdmx_rpc_ep_destroy(&sc.rb));
+	cr_assert_eq(sc.ss.done, 20);
+	cr_assert_eq(sc.ss.by_code[RDMX_RPC_UNAVAILABLE], 20);
+	ASSERT_OK(rdmx_chan_destroy(&cb));
+	int done;
+	DRIVE_UNTIL(&sc.a, &sc.b,
+	            (done = 0, ({
+		             for (int i = 0; i < 20; i++)
+			             done += x[i].done_n;
+	             }),
+	             done == 20));
+	for (int i = 0; i < 20; i++) {
+		cr_assert_eq(x[i].done_n, 1);
+		cr_assert_eq(x[i].code, RDMX_RPC_UNAVAILABLE);
+	}
+	struct rdmx_chan *ca = rdmx_rpc_ep_get_chan(sc.ra);
+	ASSERT_OK(rdmx_rpc_ep_destroy(&sc.ra));
+	ASSERT_OK(rdmx_chan_destroy(&ca));
+	ASSERT_OK(rdmx_rpc_server_destroy(&sc.srv));
+	node_close(&sc.a);
+	node_close(&sc.b);
+}
+
+/* ---- hostile stream frames: a raw channel speaks to an endpoint ---- */
+
+static int raw_closed;
+static void raw_recv(struct rdmx_chan *c, const void *d, size_t l, void *arg)
+{
+	(void)c;
+	(void)d;
+	(void)l;
+	(void)arg;
+}
+static void raw_event(struct rdmx_chan *c, enum rdmx_chan_event ev, int st, void *arg)
+{
+	(void)c;
+	(void)st;
+	(void)arg;
+	if (ev == RDMX_CHAN_EV_CLOSED)
+		raw_closed++;
+}
+
+static size_t frame(uint8_t *b, uint8_t type, uint8_t flags, uint32_t word, uint64_t id)
+{
+	memset(b, 0, 64);
+	b[0] = type;
+	b[1] = flags;
+	for (int i = 0; i < 4; i++)
+		b[4 + i] = (uint8_t)(word >> (8 * i));
+	for (int i = 0; i < 8; i++)
+		b[8 + i] = (uint8_t)(id >> (8 * i));
+	return 24;
+}
+
+enum hostile_case {
+	H_UNKNOWN_ID,
+	H_AFTER_END,
+	H_WINDOW_OVERRUN,
+	H_REUSED_ID,
+	H_BAD_MD,
+	H_UNARY_BAD_MD
+};
+
+static void hostile_run(enum hostile_case hc)
+{
+	struct scene sc;
+	struct chan_conf rc = {.recv_cb = raw_recv, .event_cb = raw_event};
+	struct rdmx_chan *p, *q;
+	struct rdmx_rpc_ep *victim;
+	uint8_t b[64];
+	size_t n;
+	int closed = 0;
+
+	scene_open(&sc, NULL);
+	raw_closed = 0;
+	chan_pair(&sc.a, &sc.b, &rc, NULL, &p, &q, false);
+	ASSERT_OK(rdmx_rpc_ep_create(q, sc.srv, &victim));
+	DRIVE_UNTIL(&sc.a, &sc.b,
+	            rdmx_chan_get_state(p) == RDMX_CHAN_READY &&
+	                rdmx_chan_get_state(q) == RDMX_CHAN_READY);
+	log_capture_begin();
+	/* an open (empty headers) of a stream that never reads */
+	n = frame(b, 5, RDMX_RPC_BIDI_STREAMING, MUTE, 7);
+	b[n] = b[n + 1] = 0;
+	n += 2;
+	if (hc == H_BAD_MD) {
+		b[n - 2] = 1; /* one entry, its key upper case */
+		b[n++] = 1;
+		b[n++] = 'K';
+		memset(b + n, 0, 4);
+		n += 4;
+	}
+	ASSERT_OK(rdmx_chan_send(p, b, n, NULL, NULL));
+	switch (hc) {
+	case H_UNKNOWN_ID:
+		n = frame(b, 7, 0, 0, 99);
+		ASSERT_OK(rdmx_chan_send(p, b, n + 3, NULL, NULL));
+		break;
+	case H_AFTER_END:
+		n = frame(b, 8, 0, 0, 7);
+		ASSERT_OK(rdmx_chan_send(p, b, n, NULL, NULL));
+		n = frame(b, 7, 0, 0, 7);
+		ASSERT_OK(rdmx_chan_send(p, b, n + 1, NULL, NULL));
+		break;
+	case H_WINDOW_OVERRUN:
+		for (unsigned i = 0; i <= RDMX_RPC_STREAM_WINDOW; i++) {
+			n = frame(b, 7, 0, 0, 7);
+			ASSERT_OK(rdmx_chan_send(p, b, n + 1, NULL, NULL));
+		}
+		break;
+	case H_REUSED_ID:
+		n = frame(b, 5, RDMX_RPC_BIDI_STREAMING, MUTE, 7);
+		b[n] = b[n + 1] = 0;
+		ASSERT_OK(rdmx_chan_send(p, b, n + 2, NULL, NULL));
+		break;
+	case H_BAD_MD:
+		break;
+	case H_UNARY_BAD_MD: /* a unary request whose headers lie about their length */
+		n = frame(b, 1, 2, ECHO, 8);
+		b[n++] = 1;
+		b[n++] = 0;
+		b[n++] = 3;
+		b[n++] = 'k';
+		ASSERT_OK(rdmx_chan_send(p, b, n, NULL, NULL));
+		break;
+	}
+	DRIVE_UNTIL(&sc.a, &sc.b, rdmx_chan_get_state(q) == RDMX_CHAN_CLOSED);
+	closed = log_capture_count("rpc");
+	log_capture_end();
+	cr_assert(closed >= 1, "no log line for the violation");
+	/* a stream the victim accepted ended once, UNAVAILABLE */
+	cr_assert_eq(sc.ss.done, sc.ss.n);
+	for (uint32_t i = 0; i < sc.ss.n; i++) {
+		cr_assert_eq(sc.ss.st[i].done_n, 1);
+		cr_assert_eq(sc.ss.st[i].code, RDMX_RPC_UNAVAILABLE);
+	}
+	/* the other connection is untouched */
+	struct cstream x = {0};
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, SOURCE, RDMX_RPC_SERVER_STREAMING, NULL, &ccbs, &x, &x.s));
+	source_req(x.s, 20, 10);
+	unary_done = 0;
+	ASSERT_OK(rdmx_rpc_call_async(sc.ra, ECHO, NULL, NULL, unary_cb, NULL, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b, x.done_n && unary_done);
+	cr_assert_eq(x.code, RDMX_RPC_OK);
+	cr_assert_eq(x.got, 20);
+	cr_assert_eq(unary_code, RDMX_RPC_OK);
+	ASSERT_OK(rdmx_rpc_ep_destroy(&victim));
+	ASSERT_OK(rdmx_chan_destroy(&q));
+	DRIVE_UNTIL(&sc.a, &sc.b, raw_closed || rdmx_chan_get_state(p) == RDMX_CHAN_CLOSED);
+	ASSERT_OK(rdmx_chan_destroy(&p));
+	scene_close(&sc);
+}
+
+Test(stream, hostile_unknown_stream_id)
+{
+	hostile_run(H_UNKNOWN_ID);
+}
+
+Test(stream, hostile_frame_after_end)
+{
+	hostile_run(H_AFTER_END);
+}
+
+Test(stream, hostile_window_overrun)
+{
+	hostile_run(H_WINDOW_OVERRUN);
+}
+
+Test(stream, hostile_reused_stream_id)
+{
+	hostile_run(H_REUSED_ID);
+}
+
+Test(stream, hostile_bad_metadata)
+{
+	hostile_run(H_BAD_MD);
+}
+
+/* ---- unary calls: metadata, request id, rich status ---- */
+
+static uint64_t umeta_req_id;
+static void umeta_handler(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg)
+{
+	const void *v;
+	size_t n;
+	struct rdmx_rpc_payload p = rdmx_rpc_bytes(req, len);
+
+	(void)arg;
+	umeta_req_id = rdmx_rpc_call_get_request_id(call);
+	if (rdmx_rpc_md_get(rdmx_rpc_call_get_headers(call), "x-request-id", &v, &n) == 0)
+		ASSERT_OK(rdmx_rpc_call_add_header(call, "x-request-id", v, n));
+	if (rdmx_rpc_md_get(rdmx_rpc_call_get_headers(call), "big-trailers", &v, &n) == 0) {
+		static char big[2000];
+		memset(big, 'b', sizeof(big));
+		ASSERT_OK(rdmx_rpc_call_add_trailer(call, "pad", big, sizeof(big)));
+	}
+	ASSERT_RC(rdmx_rpc_call_add_trailer(call, "Bad", "x", 1), RDMX_E_INVAL);
+	ASSERT_OK(rdmx_rpc_call_add_trailer(call, "x-trailer", "t1", 2));
+	ASSERT_OK(rdmx_rpc_call_set_details(call, "\x00\x09\x08", 3));
+	ASSERT_OK(rdmx_rpc_respond(call, RDMX_RPC_PERMISSION_DENIED, "no", &p));
+}
+
+struct urec {
+	int done;
+	enum rdmx_rpc_code code;
+	size_t len, details_len;
+	char hdr[32], trailer[32];
+	uint8_t details[8];
+};
+
+static void urec_cb(const struct rdmx_rpc_result *r, void *arg)
+{
+	struct urec *u = arg;
+	const void *v;
+	size_t n;
+
+	u->done++;
+	u->code = r->code;
+	u->len = r->len;
+	cr_assert_not_null(r->headers);
+	cr_assert_not_null(r->trailers);
+	if (rdmx_rpc_md_get(r->headers, "x-request-id", &v, &n) == 0 && n < sizeof(u->hdr))
+		memcpy(u->hdr, v, n);
+	if (rdmx_rpc_md_get(r->trailers, "x-trailer", &v, &n) == 0 && n < sizeof(u->trailer))
+		memcpy(u->trailer, v, n);
+	u->details_len = r->details_len;
+	if (r->details_len <= sizeof(u->details) && r->details_len)
+		memcpy(u->details, r->details, r->details_len);
+}
+
+Test(stream, unary_metadata_request_id_rich_status)
+{
+	struct scene sc;
+	struct rdmx_rpc_md h;
+	uint32_t UMETA = rdmx_rpc_method_id("test.Stream/UMeta");
+	struct rdmx_rpc_payload p = rdmx_rpc_bytes("body", 4);
+	uint64_t id = 0;
+
+	scene_open(&sc, NULL);
+	ASSERT_OK(
+	    rdmx_rpc_server_register(sc.srv, UMETA, "test.Stream/UMeta", umeta_handler, NULL));
+	rdmx_rpc_md_init(&h);
+	ASSERT_OK(rdmx_rpc_md_add_str(&h, "x-request-id", "u-7"));
+	struct urec u = {0};
+	ASSERT_OK(rdmx_rpc_call_async_md(sc.ra, UMETA, &p, NULL, &h, urec_cb, &u, &id));
+	DRIVE_UNTIL(&sc.a, &sc.b, u.done);
+	cr_assert_eq(u.code, RDMX_RPC_PERMISSION_DENIED);
+	cr_assert_eq(u.len, 4);
+	cr_assert_str_eq(u.hdr, "u-7");
+	cr_assert_str_eq(u.trailer, "t1");
+	cr_assert_eq(u.details_len, 3);
+	cr_assert_eq(memcmp(u.details, "\x00\x09\x08", 3), 0);
+	cr_assert_eq(umeta_req_id, id, "the server sees another request id");
+	/* plain calls still carry empty lists */
+	struct urec v = {0};
+	ASSERT_OK(rdmx_rpc_call_async(sc.ra, UMETA, &p, NULL, urec_cb, &v, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b, v.done);
+	cr_assert_eq(v.code, RDMX_RPC_PERMISSION_DENIED);
+	cr_assert_str_eq(v.hdr, "");
+	/* request headers over the server's limit */
+	char big[700];
+	memset(big, 'q', sizeof(big));
+	ASSERT_OK(rdmx_rpc_md_add(&h, "big", big, sizeof(big)));
+	ASSERT_OK(rdmx_rpc_ep_set_max_metadata(sc.rb, 512));
+	struct urec w = {0};
+	ASSERT_OK(rdmx_rpc_call_async_md(sc.ra, UMETA, &p, NULL, &h, urec_cb, &w, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b, w.done);
+	cr_assert_eq(w.code, RDMX_RPC_RESOURCE_EXHAUSTED, "%s", rdmx_rpc_code_name(w.code));
+	ASSERT_OK(rdmx_rpc_ep_set_max_metadata(sc.ra, 512));
+	ASSERT_RC(rdmx_rpc_call_async_md(sc.ra, UMETA, &p, NULL, &h, urec_cb, &w, NULL),
+	          RDMX_E_TOO_BIG);
+	ASSERT_OK(rdmx_rpc_ep_set_max_metadata(sc.rb, RDMX_RPC_DEFAULT_MAX_MD));
+	/* response trailers over the client's limit */
+	rdmx_rpc_md_fini(&h);
+	ASSERT_OK(rdmx_rpc_md_add_str(&h, "big-trailers", "1"));
+	struct urec x = {0};
+	ASSERT_OK(rdmx_rpc_call_async_md(sc.ra, UMETA, &p, NULL, &h, urec_cb, &x, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b, x.done);
+	cr_assert_eq(x.code, RDMX_RPC_RESOURCE_EXHAUSTED, "%s", rdmx_rpc_code_name(x.code));
+	/* the connection stays */
+	unary_done = 0;
+	ASSERT_OK(rdmx_rpc_call_async(sc.ra, ECHO, NULL, NULL, unary_cb, NULL, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b, unary_done);
+	cr_assert_eq(unary_code, RDMX_RPC_OK);
+	rdmx_rpc_md_fini(&h);
+	scene_close(&sc);
+}
+
+Test(stream, hostile_unary_bad_metadata)
+{
+	hostile_run(H_UNARY_BAD_MD);
+}
+
+/* ---- interceptors ---- */
+
+struct ic_log {
+	char seq[512];
+	int msgs_out, msgs_in, dones;
+	bool reject;
+	enum rdmx_rpc_code last_code;
+};
+
+static void ic_note(struct ic_log *l, const char *what)
+{
+	size_t n = strlen(l->seq);
+
+	snprintf(l->seq + n, sizeof(l->seq) - n, "%s ", what);
+}
+
+struct ic_arg {
+	struct ic_log *log;
+	const char *name; /* "A", "B", "S1", "S2" */
+	const char *key;  /* header it adds, or NULL */
+};
+
+static enum rdmx_rpc_code ic_start(const struct rdmx_rpc_call_info *info,
+                                   struct rdmx_rpc_md *annotate, const char **message, void **state,
+                                   void *arg)
+{
+	struct ic_arg *a = arg;
+	char w[16];
+
+	snprintf(w, sizeof(w), "s%s", a->name);
+	ic_note(a->log, w);
+	*state = a;
+	if (a->key)
+		ASSERT_OK(rdmx_rpc_md_add_str(annotate, a->key, a->name));
+	if (info->role == RDMX_RPC_ROLE_SERVER && strcmp(a->name, "S1") == 0) {
+		const void *v;
+		size_t n;
+
+		if (rdmx_rpc_md_get(info->headers, "authorization", &v, &n) ||
+		    n != strlen("Bearer t0k") || memcmp(v, "Bearer t0k", n)) {
+			*message = "bad token";
+			return RDMX_RPC_UNAUTHENTICATED;
+		}
+		/* the client chain's annotations arrived in order */
+		cr_assert(rdmx_rpc_md_count(info->headers) >= 3);
+		cr_assert_str_eq(info->headers->v[1].key, "x-a");
+		cr_assert_str_eq(info->headers->v[2].key, "x-b");
+		cr_assert_not_null(info->method_name);
+	}
+	if (a->log->reject && strcmp(a->name, "B") == 0) {
+		*message = "refused by B";
+		return RDMX_RPC_PERMISSION_DENIED;
+	}
+	return RDMX_RPC_OK;
+}
+
+static void ic_message(const struct rdmx_rpc_call_info *info, bool outgoing, const void *data,
+                       size_t len, void *state, void *arg)
+{
+	struct ic_arg *a = arg;
+
+	(void)info;
+	(void)data;
+	(void)len;
+	cr_assert_eq(state, a);
+	if (outgoing)
+		a->log->msgs_out++;
+	else
+		a->log->msgs_in++;
+}
+
+static void ic_done(const struct rdmx_rpc_call_info *info, enum rdmx_rpc_code code,
+                    const char *message, void *state, void *arg)
+{
+	struct ic_arg *a = arg;
+	char w[16];
+
+	(void)info;
+	(void)message;
+	cr_assert_eq(state, a);
+	snprintf(w, sizeof(w), "d%s", a->name);
+	ic_note(a->log, w);
+	a->log->dones++;
+	a->log->last_code = code;
+}
+
+static const struct rdmx_rpc_interceptor test_ic = {ic_start, ic_message, ic_done};
+
+Test(stream, interceptor_order_reject_annotate)
+{
+	struct scene sc;
+	struct ic_log cl = {0}, sl = {0};
+	struct ic_arg A = {&cl, "A", "x-a"}, B = {&cl, "B", "x-b"};
+	struct ic_arg S1 = {&sl, "S1", NULL}, S2 = {&sl, "S2", "x-served-by"};
+	struct rdmx_rpc_md h;
+	struct rdmx_rpc_payload p = rdmx_rpc_bytes("ping", 4);
+
+	scene_open(&sc, NULL);
+	ASSERT_OK(rdmx_rpc_ep_add_interceptor(sc.ra, &test_ic, &A));
+	ASSERT_OK(rdmx_rpc_ep_add_interceptor(sc.ra, &test_ic, &B));
+	ASSERT_OK(rdmx_rpc_server_add_interceptor(sc.srv, &test_ic, &S1));
+	ASSERT_OK(rdmx_rpc_server_add_interceptor(sc.srv, &test_ic, &S2));
+	rdmx_rpc_md_init(&h);
+	ASSERT_OK(rdmx_rpc_md_add_str(&h, "authorization", "Bearer t0k"));
+
+	/* unary: both chains in order, messages seen, annotations delivered */
+	struct urec u = {0};
+	uint32_t echoed = sc.ss.echo.echoed;
+	ASSERT_OK(rdmx_rpc_call_async_md(sc.ra, ECHO, &p, NULL, &h, urec_cb, &u, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b, u.done);
+	cr_assert_eq(u.code, RDMX_RPC_OK);
+	cr_assert_str_eq(cl.seq, "sA sB dB dA ");
+	cr_assert_str_eq(sl.seq, "sS1 sS2 dS2 dS1 ");
+	cr_assert_eq(cl.msgs_out, 2); /* the request, seen by A and B */
+	cr_assert_eq(cl.msgs_in, 2);  /* the reply */
+	cr_assert_eq(sl.msgs_in, 2);
+	cr_assert_eq(sl.msgs_out, 2);
+	cr_assert_eq(sc.ss.echo.echoed, echoed + 1);
+
+	/* the server's auth check refuses a call without the token: the
+	 * handler never runs, both of the server's interceptors see the end */
+	memset(&cl, 0, sizeof(cl));
+	memset(&sl, 0, sizeof(sl));
+	struct urec v = {0};
+	ASSERT_OK(rdmx_rpc_call_async(sc.ra, ECHO, &p, NULL, urec_cb, &v, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b, v.done);
+	cr_assert_eq(v.code, RDMX_RPC_UNAUTHENTICATED);
+	cr_assert_eq(sc.ss.echo.echoed, echoed + 1, "the handler ran for a refused call");
+	cr_assert_str_eq(sl.seq, "sS1 dS1 ");
+	cr_assert_str_eq(cl.seq, "sA sB dB dA ");
+
+	/* a client interceptor refuses: from progress, nothing reaches the server */
+	memset(&cl, 0, sizeof(cl));
+	memset(&sl, 0, sizeof(sl));
+	cl.reject = true;
+	struct urec w = {0};
+	ASSERT_OK(rdmx_rpc_call_async_md(sc.ra, ECHO, &p, NULL, &h, urec_cb, &w, NULL));
+	cr_assert_eq(w.done, 0, "the callback ran inside call_async");
+	DRIVE_UNTIL(&sc.a, &sc.b, w.done);
+	cr_assert_eq(w.code, RDMX_RPC_PERMISSION_DENIED);
+	cr_assert_str_eq(cl.seq, "sA sB dB dA ");
+	drive_for(&sc.a, &sc.b, 5);
+	cr_assert_str_eq(sl.seq, "");
+
+	/* streams: the same chains, every message, the end once */
+	memset(&cl, 0, sizeof(cl));
+	memset(&sl, 0, sizeof(sl));
+	struct cstream x = {.echo_check = true};
+	struct rdmx_rpc_stream_opts o = {.headers = &h};
+	ASSERT_OK(rdmx_rpc_stream_open(sc.ra, BIDI, RDMX_RPC_BIDI_STREAMING, &o, &ccbs, &x, &x.s));
+	write_n(&sc, &x, 3, 20);
+	ASSERT_OK(rdmx_rpc_stream_half_close(x.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, x.done_n && sl.dones == 2);
+	cr_assert_eq(x.code, RDMX_RPC_OK);
+	cr_assert_eq(x.got, 3);
+	cr_assert_eq(x.hdr_n, 1, "the server's annotation came as response headers");
+	cr_assert_str_eq(cl.seq, "sA sB dB dA ");
+	cr_assert_str_eq(sl.seq, "sS1 sS2 dS2 dS1 ");
+	cr_assert_eq(cl.msgs_out, 6);
+	cr_assert_eq(cl.msgs_in, 6);
+	cr_assert_eq(sl.msgs_in, 6);
+	cr_assert_eq(sl.msgs_out, 6);
+	/* a stream without the token is refused by the server */
+	memset(&sl, 0, sizeof(sl));
+	struct cstream y = {0};
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, BIDI, RDMX_RPC_BIDI_STREAMING, NULL, &ccbs, &y, &y.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, y.done_n);
+	cr_assert_eq(y.code, RDMX_RPC_UNAUTHENTICATED);
+	cr_assert_str_eq(y.msg, "bad token");
+	cr_assert_str_eq(sl.seq, "sS1 dS1 ");
+	/* refused by the client chain */
+	cl.reject = true;
+	struct cstream z = {0};
+	ASSERT_OK(rdmx_rpc_stream_open(sc.ra, BIDI, RDMX_RPC_BIDI_STREAMING, &o, &ccbs, &z, &z.s));
+	cr_assert_eq(z.done_n, 0);
+	DRIVE_UNTIL(&sc.a, &sc.b, z.done_n);
+	cr_assert_eq(z.code, RDMX_RPC_PERMISSION_DENIED);
+	rdmx_rpc_md_fini(&h);
+	/* a full chain */
+	for (unsigned i = 2; i < RDMX_RPC_MAX_INTERCEPTORS; i++)
+		ASSERT_OK(rdmx_rpc_ep_add_interceptor(sc.ra, &test_ic, &A));
+	ASSERT_RC(rdmx_rpc_ep_add_interceptor(sc.ra, &test_ic, &A), RDMX_E_FULL);
+	scene_close(&sc);
+}
