@@ -1,16 +1,20 @@
 /* rdmx bootstrap: hello + engine details + app data over mutual TLS, then
  * the TLS session as liveness channel (see rdmx/bootstrap.h).
  *
- * Wire (version 2; one msgpack map per TLS frame), server speaks first:
- *   1. server: {"rdmx":"bootstrap", "versions":[u32], "name":str, "provider":str}
+ * Wire (version 3): one rdmx__wire.BootstrapMsg per TLS frame
+ * (secure/proto/bootstrap.proto, carried by the codec rdmx-gen generates
+ * from it; fields by name below), server speaks first:
+ *   1. server: {rdmx:"bootstrap", versions:[u16], name, provider}
  *      sent once its TLS layer has accepted the client's certificate; no
  *      secret in it.
- *   2. client: {"rdmx":"bootstrap", "version":u32, "name":str, "provider":str,
- *               "data":"sealed"|"plaintext", "details":bin, "app":bin}
+ *   2. client: {rdmx:"bootstrap", version, name, provider, data: sealed|plaintext,
+ *               details, app}
  *      only once 1 arrived and names its version and provider; else
- *      {"status":int, "error":str} and nothing else.
- *   3. server: {"version":u32, "details":bin, "app":bin}
- *          or {"status":int, "error":str}
+ *      {status, error} and nothing else.
+ *   3. server: {version, details, app}
+ *          or {status, error}
+ * A frame that does not decode (an older version's, or garbage) is refused
+ * as "no common bootstrap version ... or a malformed hello".
  * A TLS 1.3 client finishes its handshake before the server has judged its
  * certificate: frame 1 is its proof of acceptance, so nothing secret leaves
  * the client before it. Frames after the exchange are reserved for control
@@ -41,8 +45,10 @@
 #include <rdmx/ctx.h>
 #include <rdmx/dev.h>
 
+#include <rdmx/codec.h>
+
+#include "bootstrap.rdmx.h"
 #include "bootstrap_internal.h"
-#include "registry_proto.h"
 #include "tls_internal.h"
 #include "common/clock.h"
 
@@ -68,7 +74,7 @@ struct rdmx_bootstrap {
 	void *hook_arg;
 };
 
-/* What a hello carries, decoded (pointers into the unpacked message). */
+/* What a frame carries, decoded and checked (pointers into the frame). */
 struct hello {
 	uint32_t versions[MAX_VERSIONS];
 	size_t n_versions;
@@ -259,20 +265,42 @@ int rdmx_bootstrap_get_user_data(const struct rdmx_bootstrap *b, void **user_dat
 
 /* ---- wire ---- */
 
-static void pack_str(msgpack_packer *pk, const char *s)
+/* Encodes m into a malloc'd buffer: 0 or RDMX_E_NOMEM. */
+static int encode_msg(const rdmx__wire_BootstrapMsg *m, void **buf, size_t *len)
 {
-	size_t n = strlen(s);
+	size_t n = rdmx__wire_BootstrapMsg_encoded_size(m);
+	void *p = malloc(n);
 
-	msgpack_pack_str(pk, n);
-	msgpack_pack_str_body(pk, s, n);
+	if (!p)
+		return RDMX_E_NOMEM;
+	if (rdmx__wire_BootstrapMsg_encode(m, p, n)) {
+		free(p);
+		return RDMX_E_NOMEM;
+	}
+	*buf = p;
+	*len = n;
+	return RDMX_OK;
 }
 
-static void pack_bin(msgpack_packer *pk, const char *key, const void *data, size_t len)
+/* Queues m on the TLS connection (written as far as the socket takes it),
+ * or, with timeout_ms > 0, waits until it is written. */
+static int send_msg(struct rdmx_bootstrap *b, const rdmx__wire_BootstrapMsg *m, int timeout_ms)
 {
-	pack_str(pk, key);
-	msgpack_pack_bin(pk, len);
-	if (len)
-		msgpack_pack_bin_body(pk, data, len);
+	void *buf;
+	size_t len;
+	int ret = encode_msg(m, &buf, &len);
+
+	if (ret)
+		return ret;
+	ret = timeout_ms > 0 ? rdmx_tls_conn_send_wait(b->tls, buf, len, timeout_ms)
+	                     : rdmx_tls_conn_send(b->tls, buf, len);
+	free(buf);
+	return ret;
+}
+
+static struct rdmx_bytes bytes_of(const void *p, size_t n)
+{
+	return rdmx_bytes_n(n ? p : NULL, n);
 }
 
 static int valid_name(const char *s, size_t n)
@@ -289,129 +317,101 @@ static int valid_name(const char *s, size_t n)
 	return 1;
 }
 
-static int key_is(const msgpack_object *k, const char *name)
-{
-	size_t n = strlen(name);
-
-	return k->type == MSGPACK_OBJECT_STR && k->via.str.size == n &&
-	       memcmp(k->via.str.ptr, name, n) == 0;
-}
-
 #define BAD(...) (snprintf(why, why_len, __VA_ARGS__), RDMX_E_PROTOCOL)
 
-static int get_str(const msgpack_object *v, size_t max, const char **s, size_t *n, char *why,
+static int get_str(struct rdmx_str v, size_t max, const char **s, size_t *n, char *why,
                    size_t why_len, const char *field)
 {
-	if (v->type != MSGPACK_OBJECT_STR || v->via.str.size > max ||
-	    memchr(v->via.str.ptr, '\0', v->via.str.size))
+	if (v.len > max || (v.len && memchr(v.data, '\0', v.len)))
 		return BAD("field '%s' is not a string of at most %zu bytes", field, max);
-	*s = v->via.str.ptr;
-	*n = v->via.str.size;
+	*s = v.len ? v.data : NULL;
+	*n = v.len;
 	return RDMX_OK;
 }
 
-static int get_bin(const msgpack_object *v, size_t max, const void **p, size_t *n, char *why,
+static int get_bin(struct rdmx_bytes v, size_t max, const void **p, size_t *n, char *why,
                    size_t why_len, const char *field)
 {
-	if (v->type != MSGPACK_OBJECT_BIN || v->via.bin.size > max)
+	if (v.len > max)
 		return BAD("field '%s' is not binary of at most %zu bytes", field, max);
-	*p = v->via.bin.ptr;
-	*n = v->via.bin.size;
+	*p = v.len ? v.data : NULL;
+	*n = v.len;
 	return RDMX_OK;
 }
 
-/* Decodes into *h (pointers into *u, which the caller destroys). */
-static int decode_hello(const void *buf, size_t len, msgpack_unpacked *u, struct hello *h,
-                        char *why, size_t why_len)
+/* Decodes frame[len] into *h: the generated decoder bounds the msgpack
+ * (lengths and counts against the bytes left, depth, trailing bytes, types;
+ * its arena is capped, so a long versions array is refused before it is
+ * stored), then each field is checked here. Pointers into frame. */
+static int decode_hello(const void *buf, size_t len, struct hello *h, char *why, size_t why_len)
 {
-	static const char *const keys[] = {"rdmx",    "versions", "version", "name",  "provider",
-	                                   "details", "app",      "status",  "error", "data"};
-	const msgpack_object *o;
-	uint32_t seen = 0;
-	size_t off = 0;
-	int ret = RDMX_OK;
+	_Alignas(8) unsigned char mem[256];
+	const struct rdmx_decode_opts opts = {.max_depth = 4, .max_alloc = sizeof(mem)};
+	struct rdmx_arena arena;
+	rdmx__wire_BootstrapMsg m;
+	int ret;
 
 	memset(h, 0, sizeof(*h));
-	msgpack_unpacked_init(u);
-	if (rdmx__msgpack_precheck(buf, len) ||
-	    msgpack_unpack_next(u, buf, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len)
-		return BAD("malformed msgpack");
-	o = &u->data;
-	if (o->type != MSGPACK_OBJECT_MAP || o->via.map.size > 16)
-		return BAD("hello is not a map of at most 16 keys");
-	for (uint32_t i = 0; !ret && i < o->via.map.size; i++) {
-		const msgpack_object *k = &o->via.map.ptr[i].key, *v = &o->via.map.ptr[i].val;
-		int idx = -1;
-
-		for (int j = 0; j < 10; j++)
-			if (key_is(k, keys[j]))
-				idx = j;
-		if (idx < 0)
-			continue;
-		if (seen & (1u << idx))
-			return BAD("hello repeats key '%s'", keys[idx]);
-		seen |= 1u << idx;
-		switch (idx) {
-		case 0:
-			h->is_hello = key_is(v, "bootstrap");
-			if (!h->is_hello)
-				ret = BAD("not an rdmx bootstrap hello");
-			break;
-		case 1:
-			if (v->type != MSGPACK_OBJECT_ARRAY || v->via.array.size > MAX_VERSIONS)
-				return BAD("field 'versions' is not a short array");
-			for (uint32_t j = 0; j < v->via.array.size; j++) {
-				const msgpack_object *e = &v->via.array.ptr[j];
-
-				if (e->type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
-				    e->via.u64 > 0xffff)
-					return BAD("field 'versions' holds a non-version");
-				h->versions[h->n_versions++] = (uint32_t)e->via.u64;
-			}
-			break;
-		case 2:
-			if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER || v->via.u64 > 0xffff)
-				return BAD("field 'version' is not a version");
-			h->version = (uint32_t)v->via.u64;
-			h->has_version = 1;
-			break;
-		case 3:
-			ret = get_str(v, RDMX_BOOTSTRAP_MAX_NAME, &h->name, &h->name_len, why,
-			              why_len, "name");
-			if (!ret && !valid_name(h->name, h->name_len))
-				ret = BAD("field 'name' has characters not allowed");
-			break;
-		case 4:
-			ret = get_str(v, MAX_PROVIDER, &h->provider, &h->provider_len, why, why_len,
-			              "provider");
-			break;
-		case 5:
-			ret = get_bin(v, RDMX_BOOTSTRAP_MAX_DETAILS, &h->details, &h->details_len,
-			              why, why_len, "details");
-			break;
-		case 6:
-			ret = get_bin(v, RDMX_BOOTSTRAP_MAX_APP_DATA, &h->app, &h->app_len, why,
-			              why_len, "app");
-			break;
-		case 7:
-			if (v->type != MSGPACK_OBJECT_NEGATIVE_INTEGER || v->via.i64 < -1000)
-				return BAD("field 'status' is not an error code");
-			h->status = (int)v->via.i64;
-			h->has_status = 1;
-			break;
-		case 8:
-			ret =
-			    get_str(v, MAX_ERROR, &h->error, &h->error_len, why, why_len, "error");
-			break;
-		case 9:
-			if (key_is(v, "plaintext"))
-				h->data_plaintext = 1;
-			else if (!key_is(v, "sealed"))
-				return BAD("field 'data' is neither \"sealed\" nor \"plaintext\"");
-			h->has_data = 1;
-			break;
+	rdmx_arena_init(&arena, mem, sizeof(mem), sizeof(mem));
+	ret = rdmx__wire_BootstrapMsg_decode(&m, buf, len, &arena, &opts);
+	if (ret) {
+		ret = BAD("no common bootstrap version (this side speaks %u), or a malformed "
+		          "hello (%s)",
+		          RDMX_BOOTSTRAP_VERSION, rdmx_err_name(ret));
+		goto out;
+	}
+	if (m.rdmx.len) {
+		h->is_hello = rdmx_str_eq(m.rdmx, "bootstrap");
+		if (!h->is_hello) {
+			ret = BAD("not an rdmx bootstrap hello");
+			goto out;
 		}
 	}
+	if (m.n_versions > MAX_VERSIONS) {
+		ret = BAD("field 'versions' is not a short array");
+		goto out;
+	}
+	for (size_t j = 0; j < m.n_versions; j++) {
+		if (m.versions[j] > 0xffff) {
+			ret = BAD("field 'versions' holds a non-version");
+			goto out;
+		}
+		h->versions[h->n_versions++] = m.versions[j];
+	}
+	if (m.version > 0xffff) {
+		ret = BAD("field 'version' is not a version");
+		goto out;
+	}
+	h->version = m.version;
+	h->has_version = m.version != 0;
+	ret =
+	    get_str(m.name, RDMX_BOOTSTRAP_MAX_NAME, &h->name, &h->name_len, why, why_len, "name");
+	if (!ret && !valid_name(m.name.data, m.name.len))
+		ret = BAD("field 'name' has characters not allowed");
+	if (!ret)
+		ret = get_str(m.provider, MAX_PROVIDER, &h->provider, &h->provider_len, why,
+		              why_len, "provider");
+	if (!ret)
+		ret = get_bin(m.details, RDMX_BOOTSTRAP_MAX_DETAILS, &h->details, &h->details_len,
+		              why, why_len, "details");
+	if (!ret)
+		ret = get_bin(m.app, RDMX_BOOTSTRAP_MAX_APP_DATA, &h->app, &h->app_len, why,
+		              why_len, "app");
+	if (!ret)
+		ret = get_str(m.error, MAX_ERROR, &h->error, &h->error_len, why, why_len, "error");
+	if (!ret && (m.status > 0 || m.status < -1000))
+		ret = BAD("field 'status' is not an error code");
+	if (!ret && m.data != rdmx__wire_DataPlane_DATA_SEALED &&
+	    m.data != rdmx__wire_DataPlane_DATA_PLAINTEXT)
+		ret = BAD("field 'data' is neither sealed nor plaintext");
+	if (!ret) {
+		h->status = m.status;
+		h->has_status = m.status != 0;
+		h->data_plaintext = m.data == rdmx__wire_DataPlane_DATA_PLAINTEXT;
+		h->has_data = 1;
+	}
+out:
+	rdmx_arena_fini(&arena);
 	return ret;
 }
 
@@ -508,18 +508,12 @@ static int same_provider(const struct rdmx_bootstrap *b, const struct hello *h)
  * the socket takes it): the caller flushes or closes. */
 static void send_error(struct rdmx_bootstrap *b, int status, const char *text)
 {
-	msgpack_sbuffer sb;
-	msgpack_packer pk;
+	rdmx__wire_BootstrapMsg m;
 
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 2);
-	pack_str(&pk, "status");
-	msgpack_pack_int(&pk, status);
-	pack_str(&pk, "error");
-	pack_str(&pk, text);
-	rdmx_tls_conn_send(b->tls, sb.data, sb.size);
-	msgpack_sbuffer_destroy(&sb);
+	rdmx__wire_BootstrapMsg_init(&m);
+	m.status = status;
+	m.error = rdmx_str_c(text);
+	send_msg(b, &m, 0);
 }
 
 /* ---- server side of the exchange (called by bootstrap_server.c) ---- */
@@ -537,25 +531,16 @@ static int refuse(struct rdmx_bootstrap *b, int status, const char *text)
 int rdmx__bootstrap_greet(struct rdmx_bootstrap *b, const char *my_name)
 {
 	const char *provider = my_provider(b);
-	msgpack_sbuffer sb;
-	msgpack_packer pk;
-	int ret;
+	uint32_t version = RDMX_BOOTSTRAP_VERSION;
+	rdmx__wire_BootstrapMsg m;
 
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 4);
-	pack_str(&pk, "rdmx");
-	pack_str(&pk, "bootstrap");
-	pack_str(&pk, "versions");
-	msgpack_pack_array(&pk, 1);
-	msgpack_pack_uint32(&pk, RDMX_BOOTSTRAP_VERSION);
-	pack_str(&pk, "name");
-	pack_str(&pk, my_name ? my_name : "");
-	pack_str(&pk, "provider");
-	pack_str(&pk, provider ? provider : "?");
-	ret = rdmx_tls_conn_send(b->tls, sb.data, sb.size);
-	msgpack_sbuffer_destroy(&sb);
-	return ret;
+	rdmx__wire_BootstrapMsg_init(&m);
+	m.rdmx = rdmx_str_c("bootstrap");
+	m.n_versions = 1;
+	m.versions = &version;
+	m.name = rdmx_str_c(my_name ? my_name : "");
+	m.provider = rdmx_str_c(provider ? provider : "?");
+	return send_msg(b, &m, 0);
 }
 
 int rdmx__bootstrap_accept(struct rdmx_bootstrap *b, const void *frame, size_t len,
@@ -563,16 +548,14 @@ int rdmx__bootstrap_accept(struct rdmx_bootstrap *b, const void *frame, size_t l
                            void *decide_arg)
 {
 	const char *provider = my_provider(b);
-	msgpack_unpacked u;
-	msgpack_sbuffer sb;
-	msgpack_packer pk;
+	rdmx__wire_BootstrapMsg m;
 	struct hello h;
 	const void *details, *reply = NULL;
 	size_t details_len, reply_len = 0;
 	char why[200];
 	int ret;
 
-	ret = decode_hello(frame, len, &u, &h, why, sizeof(why));
+	ret = decode_hello(frame, len, &h, why, sizeof(why));
 	if (!ret && h.has_status) {
 		/* the client did not like our hello: it says why, sends
 		 * nothing else, and gets nothing */
@@ -581,12 +564,10 @@ int rdmx__bootstrap_accept(struct rdmx_bootstrap *b, const void *frame, size_t l
 		rdmx_tls_conn_get_peer_addr(b->tls, &peer);
 		RDMX_SEC_WARN("bootstrap: client %s gave up: %.*s (%s)", peer, (int)h.error_len,
 		              h.error ? h.error : "", rdmx_strerror(h.status));
-		msgpack_unpacked_destroy(&u);
 		return h.status;
 	}
 	if (!ret && h.is_hello && (!h.has_version || h.version != RDMX_BOOTSTRAP_VERSION)) {
 		/* (a version 1 client spoke first, offering "versions") */
-		msgpack_unpacked_destroy(&u);
 		snprintf(why, sizeof(why), "no common bootstrap version (server speaks %u)",
 		         RDMX_BOOTSTRAP_VERSION);
 		return refuse(b, RDMX_E_PROTOCOL, why);
@@ -596,11 +577,9 @@ int rdmx__bootstrap_accept(struct rdmx_bootstrap *b, const void *frame, size_t l
 		ret = RDMX_E_PROTOCOL;
 	}
 	if (ret) {
-		msgpack_unpacked_destroy(&u);
 		return refuse(b, RDMX_E_PROTOCOL, why);
 	}
 	if (!same_provider(b, &h)) {
-		msgpack_unpacked_destroy(&u);
 		snprintf(why, sizeof(why), "provider mismatch: server uses %s",
 		         provider ? provider : "?");
 		return refuse(b, RDMX_E_PROTOCOL, why);
@@ -611,15 +590,12 @@ int rdmx__bootstrap_accept(struct rdmx_bootstrap *b, const void *frame, size_t l
 	if (!ret && decide)
 		ret = decide(b, &reply, &reply_len, decide_arg);
 	if (ret) {
-		msgpack_unpacked_destroy(&u);
 		return refuse(b, RDMX_E_CONN_REFUSED, "refused by the server application");
 	}
 	if (reply_len > RDMX_BOOTSTRAP_MAX_APP_DATA) {
-		msgpack_unpacked_destroy(&u);
 		return refuse(b, RDMX_E_TOO_BIG, "server app data too large");
 	}
 	if ((h.has_data && h.data_plaintext) != data_plaintext(b)) {
-		msgpack_unpacked_destroy(&u);
 		snprintf(why, sizeof(why), "data-plane mode mismatch: the server wants it %s",
 		         data_plaintext(b) ? "in plaintext" : "sealed");
 		return refuse(b, RDMX_E_PROTOCOL, why);
@@ -634,18 +610,13 @@ int rdmx__bootstrap_accept(struct rdmx_bootstrap *b, const void *frame, size_t l
 		if (ret)
 			drop_conn(b);
 	}
-	msgpack_unpacked_destroy(&u);
 	if (ret)
 		return refuse(b, ret, rdmx_strerror(ret));
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 3);
-	pack_str(&pk, "version");
-	msgpack_pack_uint32(&pk, RDMX_BOOTSTRAP_VERSION);
-	pack_bin(&pk, "details", details, details_len);
-	pack_bin(&pk, "app", reply, reply_len);
-	ret = rdmx_tls_conn_send(b->tls, sb.data, sb.size);
-	msgpack_sbuffer_destroy(&sb);
+	rdmx__wire_BootstrapMsg_init(&m);
+	m.version = RDMX_BOOTSTRAP_VERSION;
+	m.details = bytes_of(details, details_len);
+	m.app = bytes_of(reply, reply_len);
+	ret = send_msg(b, &m, 0);
 	if (ret)
 		drop_conn(b);
 	return ret;
@@ -685,7 +656,6 @@ static int client_read_greeting(struct rdmx_bootstrap *b, int64_t deadline)
 {
 	const char *provider = my_provider(b);
 	const void *frame;
-	msgpack_unpacked u;
 	struct hello h;
 	size_t len;
 	char why[200];
@@ -697,10 +667,9 @@ static int client_read_greeting(struct rdmx_bootstrap *b, int64_t deadline)
 	ret = rdmx_tls_conn_recv_wait(b->tls, &frame, &len, left);
 	if (ret)
 		return ret;
-	ret = decode_hello(frame, len, &u, &h, why, sizeof(why));
+	ret = decode_hello(frame, len, &h, why, sizeof(why));
 	if (!ret && h.has_status) {
 		ret = server_refused(&h);
-		msgpack_unpacked_destroy(&u);
 		return ret;
 	}
 	if (!ret && (!h.is_hello || !h.n_versions || !h.provider)) {
@@ -719,7 +688,6 @@ static int client_read_greeting(struct rdmx_bootstrap *b, int64_t deadline)
 	}
 	if (!ret && h.name)
 		copy_name(b->hello_name, h.name, h.name_len);
-	msgpack_unpacked_destroy(&u);
 	if (ret) {
 		RDMX_SEC_ERR("bootstrap: bad hello from the server: %s", why);
 		send_error(b, ret, why);
@@ -734,8 +702,7 @@ static int client_send_hello(struct rdmx_bootstrap *b, const char *name, const v
 	const char *provider = my_provider(b);
 	const void *details;
 	size_t details_len;
-	msgpack_sbuffer sb;
-	msgpack_packer pk;
+	rdmx__wire_BootstrapMsg m;
 	int ret, left;
 
 	ret = rdmx_ctx_export(b->ctx, &details, &details_len, &b->conn);
@@ -744,31 +711,22 @@ static int client_send_hello(struct rdmx_bootstrap *b, const char *name, const v
 	ret = seal_conn(b);
 	if (ret)
 		return ret;
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 7);
-	pack_str(&pk, "rdmx");
-	pack_str(&pk, "bootstrap");
-	pack_str(&pk, "version");
-	msgpack_pack_uint32(&pk, RDMX_BOOTSTRAP_VERSION);
-	pack_str(&pk, "name");
-	pack_str(&pk, name ? name : "");
-	pack_str(&pk, "provider");
-	pack_str(&pk, provider ? provider : "?");
-	pack_str(&pk, "data");
-	pack_str(&pk, data_plaintext(b) ? "plaintext" : "sealed");
-	pack_bin(&pk, "details", details, details_len);
-	pack_bin(&pk, "app", app, app_len);
+	rdmx__wire_BootstrapMsg_init(&m);
+	m.rdmx = rdmx_str_c("bootstrap");
+	m.version = RDMX_BOOTSTRAP_VERSION;
+	m.name = rdmx_str_c(name ? name : "");
+	m.provider = rdmx_str_c(provider ? provider : "?");
+	m.data = data_plaintext(b) ? rdmx__wire_DataPlane_DATA_PLAINTEXT
+	                           : rdmx__wire_DataPlane_DATA_SEALED;
+	m.details = bytes_of(details, details_len);
+	m.app = bytes_of(app, app_len);
 	left = ms_left(deadline);
-	ret = left ? rdmx_tls_conn_send_wait(b->tls, sb.data, sb.size, left) : RDMX_E_TIMEDOUT;
-	msgpack_sbuffer_destroy(&sb);
-	return ret;
+	return left ? send_msg(b, &m, left) : RDMX_E_TIMEDOUT;
 }
 
 static int client_read_answer(struct rdmx_bootstrap *b, int64_t deadline)
 {
 	const void *frame;
-	msgpack_unpacked u;
 	struct hello h;
 	size_t len;
 	char why[200];
@@ -779,7 +737,7 @@ static int client_read_answer(struct rdmx_bootstrap *b, int64_t deadline)
 	ret = rdmx_tls_conn_recv_wait(b->tls, &frame, &len, left);
 	if (ret)
 		return ret;
-	ret = decode_hello(frame, len, &u, &h, why, sizeof(why));
+	ret = decode_hello(frame, len, &h, why, sizeof(why));
 	if (!ret && h.has_status) {
 		ret = server_refused(&h);
 	} else if (!ret &&
@@ -794,7 +752,6 @@ static int client_read_answer(struct rdmx_bootstrap *b, int64_t deadline)
 		ret = keep_peer_app(b, &h);
 	if (!ret)
 		ret = rdmx_ctx_connect(b->ctx, h.details, h.details_len, b->conn);
-	msgpack_unpacked_destroy(&u);
 	return ret;
 }
 

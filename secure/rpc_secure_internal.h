@@ -14,12 +14,15 @@
 #include <rdmx/tls.h>
 
 /* ---- rpc_secure_wire.c ----
- * One msgpack map in the bootstrap's app-data slot, each way:
- *   {"rdmx-rpc": [u16 version...],   client: versions it speaks;
- *                                    server: the one it chose (one element)
- *    "slots": u32, "slot_size": u32, "max_msg": u64}   the sender's ring
- * Unknown keys are ignored (later versions may add some), repeated keys and
- * values out of the channel's ranges are refused. */
+ * One message in the bootstrap's app-data slot, each way (rpc version 2):
+ * rdmx__wire.RpcHello of secure/proto/rpc_hello.proto, encoded by the codec
+ * rdmx-gen generates from it (a msgpack map keyed by field number):
+ *   1 versions  repeated u16   client: versions it speaks;
+ *                              server: the one it chose (one element)
+ *   2 slots, 3 slot_size (u32), 4 max_msg (u64)   the sender's ring
+ * Unknown fields are skipped (later versions may add some), values out of
+ * the channel's ranges (or absent) are refused. Version 1 (msgpack with
+ * string keys "rdmx-rpc", "slots", ...) is no longer spoken. */
 
 #define RDMX__RPC_HELLO_MAX_VERSIONS 8u
 #define RDMX__RPC_HELLO_MAX_LEN 256u

@@ -1,19 +1,18 @@
 /* The RPC hello: what the secure RPC layer puts in the bootstrap's app-data
- * slot (see rpc_secure_internal.h). The bytes come from a peer that holds a
- * certificate of the cluster, which is no reason to trust them: they are
- * walked before msgpack-c sees them and every field is range-checked. */
+ * slot (see rpc_secure_internal.h). Its format is secure/proto/rpc_hello.proto,
+ * carried by the code rdmx-gen generates from it (the project's codec). The
+ * bytes come from a peer that holds a certificate of the cluster, which is no
+ * reason to trust them: the generated decoder bounds every length, count and
+ * depth, and every field is range-checked here. */
 #include <stdio.h>
 #include <string.h>
 
-#include <msgpack.h>
-
 #include <rdmx/channel.h>
+#include <rdmx/codec.h>
 #include <rdmx/status.h>
 
-#include "registry_proto.h"
+#include "rpc_hello.rdmx.h"
 #include "rpc_secure_internal.h"
-
-#define KEY_VERSIONS "rdmx-rpc"
 
 static int slot_count_ok(uint64_t v)
 {
@@ -50,43 +49,27 @@ int rdmx__rpc_hello_from_opts(const struct rdmx_rpc_secure_opts *opts, uint64_t 
 	return RDMX_OK;
 }
 
-static void pack_key(msgpack_packer *pk, const char *key)
-{
-	size_t n = strlen(key);
-
-	msgpack_pack_str(pk, n);
-	msgpack_pack_str_body(pk, key, n);
-}
-
 int rdmx__rpc_hello_encode(const struct rdmx__rpc_hello *h, void *buf, size_t cap, size_t *len)
 {
-	msgpack_sbuffer sb;
-	msgpack_packer pk;
-	int ret = RDMX_OK;
+	rdmx__wire_RpcHello m;
+	size_t n;
+	int ret;
 
 	if (!h || !buf || !len || !h->n_versions || h->n_versions > RDMX__RPC_HELLO_MAX_VERSIONS ||
 	    !slot_count_ok(h->slot_count) || !slot_size_ok(h->slot_size) || !max_msg_ok(h->max_msg))
 		return RDMX_E_INVAL;
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 4);
-	pack_key(&pk, KEY_VERSIONS);
-	msgpack_pack_array(&pk, h->n_versions);
-	for (uint32_t i = 0; i < h->n_versions; i++)
-		msgpack_pack_uint32(&pk, h->versions[i]);
-	pack_key(&pk, "slots");
-	msgpack_pack_uint32(&pk, h->slot_count);
-	pack_key(&pk, "slot_size");
-	msgpack_pack_uint32(&pk, h->slot_size);
-	pack_key(&pk, "max_msg");
-	msgpack_pack_uint64(&pk, h->max_msg);
-	if (!sb.data || sb.size > cap) {
-		ret = sb.data ? RDMX_E_TOO_BIG : RDMX_E_NOMEM;
-	} else {
-		memcpy(buf, sb.data, sb.size);
-		*len = sb.size;
-	}
-	msgpack_sbuffer_destroy(&sb);
+	rdmx__wire_RpcHello_init(&m);
+	m.n_versions = h->n_versions;
+	m.versions = (uint32_t *)h->versions; /* read only: the encoder takes a const msg */
+	m.slots = h->slot_count;
+	m.slot_size = h->slot_size;
+	m.max_msg = h->max_msg;
+	n = rdmx__wire_RpcHello_encoded_size(&m);
+	if (n > cap)
+		return RDMX_E_TOO_BIG;
+	ret = rdmx__wire_RpcHello_encode(&m, buf, n);
+	if (!ret)
+		*len = n;
 	return ret;
 }
 
@@ -98,88 +81,47 @@ int rdmx__rpc_hello_has_version(const struct rdmx__rpc_hello *h, uint32_t versio
 	return 0;
 }
 
-static int key_is(const msgpack_object *k, const char *name)
-{
-	size_t n = strlen(name);
-
-	return k->type == MSGPACK_OBJECT_STR && k->via.str.size == n &&
-	       memcmp(k->via.str.ptr, name, n) == 0;
-}
-
 #define BAD(...) (snprintf(why, why_len, __VA_ARGS__), RDMX_E_PROTOCOL)
 
-static int get_uint(const msgpack_object *v, uint64_t *out)
+/* The decoded fields against the channel's ranges (the codec has checked the
+ * msgpack and the types; absent fields are 0 and fail here). */
+static int check(const rdmx__wire_RpcHello *m, struct rdmx__rpc_hello *h, char *why, size_t why_len)
 {
-	if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-		return 0;
-	*out = v->via.u64;
-	return 1;
-}
-
-static int decode_map(const msgpack_object *o, struct rdmx__rpc_hello *h, char *why, size_t why_len)
-{
-	static const char *const keys[] = {KEY_VERSIONS, "slots", "slot_size", "max_msg"};
-	unsigned seen = 0;
-
-	if (o->type != MSGPACK_OBJECT_MAP || o->via.map.size > 16)
-		return BAD("rpc hello is not a map of at most 16 keys");
-	for (uint32_t i = 0; i < o->via.map.size; i++) {
-		const msgpack_object *k = &o->via.map.ptr[i].key, *v = &o->via.map.ptr[i].val;
-		uint64_t u = 0;
-		int idx = -1;
-
-		for (int j = 0; j < 4; j++)
-			if (key_is(k, keys[j]))
-				idx = j;
-		if (idx < 0)
-			continue;
-		if (seen & (1u << idx))
-			return BAD("rpc hello repeats key '%s'", keys[idx]);
-		seen |= 1u << idx;
-		switch (idx) {
-		case 0:
-			if (v->type != MSGPACK_OBJECT_ARRAY || !v->via.array.size ||
-			    v->via.array.size > RDMX__RPC_HELLO_MAX_VERSIONS)
-				return BAD("rpc hello: '%s' is not an array of 1 to %u versions",
-				           KEY_VERSIONS, RDMX__RPC_HELLO_MAX_VERSIONS);
-			for (uint32_t j = 0; j < v->via.array.size; j++) {
-				if (!get_uint(&v->via.array.ptr[j], &u) || u > 0xffff)
-					return BAD("rpc hello: '%s' holds a non-version",
-					           KEY_VERSIONS);
-				h->versions[h->n_versions++] = (uint32_t)u;
-			}
-			break;
-		case 1:
-			if (!get_uint(v, &u) || !slot_count_ok(u))
-				return BAD("rpc hello: slot count out of %u..%u",
-				           RDMX_CHAN_MIN_SLOT_COUNT, RDMX_CHAN_MAX_SLOT_COUNT);
-			h->slot_count = (uint32_t)u;
-			break;
-		case 2:
-			if (!get_uint(v, &u) || !slot_size_ok(u))
-				return BAD("rpc hello: slot size not a multiple of 64 in %u..%u",
-				           RDMX_CHAN_MIN_SLOT_SIZE, RDMX_CHAN_MAX_SLOT_SIZE);
-			h->slot_size = (uint32_t)u;
-			break;
-		case 3:
-			if (!get_uint(v, &u) || !max_msg_ok(u))
-				return BAD("rpc hello: max message size out of 1..%u",
-				           RDMX_CHAN_MAX_MSG_SIZE_LIMIT);
-			h->max_msg = u;
-			break;
-		}
+	if (!m->n_versions || m->n_versions > RDMX__RPC_HELLO_MAX_VERSIONS)
+		return BAD("rpc hello: field 1 (versions) holds %zu versions, not 1 to %u (this "
+		           "side speaks rpc version %u)",
+		           m->n_versions, RDMX__RPC_HELLO_MAX_VERSIONS, RDMX_RPC_SECURE_VERSION);
+	for (size_t i = 0; i < m->n_versions; i++) {
+		if (m->versions[i] > 0xffff)
+			return BAD("rpc hello: field 1 (versions) holds a non-version");
+		h->versions[i] = m->versions[i];
 	}
-	if (seen != 0xfu)
-		return BAD("rpc hello lacks a field (versions, slots, slot_size, max_msg)");
+	h->n_versions = (uint32_t)m->n_versions;
+	if (!slot_count_ok(m->slots))
+		return BAD("rpc hello: slot count out of %u..%u", RDMX_CHAN_MIN_SLOT_COUNT,
+		           RDMX_CHAN_MAX_SLOT_COUNT);
+	if (!slot_size_ok(m->slot_size))
+		return BAD("rpc hello: slot size not a multiple of 64 in %u..%u",
+		           RDMX_CHAN_MIN_SLOT_SIZE, RDMX_CHAN_MAX_SLOT_SIZE);
+	if (!max_msg_ok(m->max_msg))
+		return BAD("rpc hello: max message size out of 1..%u",
+		           RDMX_CHAN_MAX_MSG_SIZE_LIMIT);
+	h->slot_count = m->slots;
+	h->slot_size = m->slot_size;
+	h->max_msg = m->max_msg;
 	return RDMX_OK;
 }
 
 int rdmx__rpc_hello_decode(const void *buf, size_t len, struct rdmx__rpc_hello *h, char *why,
                            size_t why_len)
 {
+	/* an input of at most RDMX__RPC_HELLO_MAX_LEN bytes holds fewer versions
+	 * than fit here: the arena never reaches the heap */
+	_Alignas(8) unsigned char mem[4 * RDMX__RPC_HELLO_MAX_LEN + 64];
+	const struct rdmx_decode_opts opts = {.max_depth = 4, .max_alloc = sizeof(mem)};
 	struct rdmx__rpc_hello tmp;
-	msgpack_unpacked u;
-	size_t off = 0;
+	struct rdmx_arena arena;
+	rdmx__wire_RpcHello m;
 	int ret;
 
 	memset(&tmp, 0, sizeof(tmp));
@@ -187,14 +129,14 @@ int rdmx__rpc_hello_decode(const void *buf, size_t len, struct rdmx__rpc_hello *
 		return BAD("no rpc hello in the bootstrap's app data");
 	if (len > RDMX__RPC_HELLO_MAX_LEN)
 		return BAD("rpc hello of %zu bytes (at most %u)", len, RDMX__RPC_HELLO_MAX_LEN);
-	if (rdmx__msgpack_precheck(buf, len))
-		return BAD("rpc hello is malformed msgpack");
-	msgpack_unpacked_init(&u);
-	if (msgpack_unpack_next(&u, buf, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len)
-		ret = BAD("rpc hello is malformed msgpack");
+	rdmx_arena_init(&arena, mem, sizeof(mem), sizeof(mem));
+	ret = rdmx__wire_RpcHello_decode(&m, buf, len, &arena, &opts);
+	if (ret)
+		ret = BAD("rpc hello does not decode as rpc version %u (%s)",
+		          RDMX_RPC_SECURE_VERSION, rdmx_err_name(ret));
 	else
-		ret = decode_map(&u.data, &tmp, why, why_len);
-	msgpack_unpacked_destroy(&u);
+		ret = check(&m, &tmp, why, why_len);
+	rdmx_arena_fini(&arena);
 	if (!ret)
 		*h = tmp;
 	return ret;

@@ -68,9 +68,10 @@ struct rdmx_bootstrap;
 struct rdmx_bootstrap_server;
 struct ev_loop;
 
-/* Wire version 2: server speaks first (version 1, client first, is not
- * spoken any more). */
-#define RDMX_BOOTSTRAP_VERSION 2u
+/* Wire version 3: server speaks first, frames on the project's codec
+ * (secure/proto/bootstrap.proto). Versions 1 (client first) and 2 (msgpack
+ * with string keys) are not spoken any more: such a peer is refused. */
+#define RDMX_BOOTSTRAP_VERSION 3u
 #define RDMX_BOOTSTRAP_MAX_APP_DATA 65536u
 #define RDMX_BOOTSTRAP_MAX_NAME 128u /* hello name: [A-Za-z0-9._-] */
 #define RDMX_BOOTSTRAP_MAX_DETAILS 4096u

@@ -75,7 +75,7 @@ struct ev_loop;
 #define RDMX_RPC_SECURE_DEFAULT_LIVENESS_MS 200u
 #define RDMX_RPC_SECURE_DEFAULT_MAX_CLIENTS 1024u
 /* Version of the RPC hello carried in the bootstrap's app-data slot. */
-#define RDMX_RPC_SECURE_VERSION 1u
+#define RDMX_RPC_SECURE_VERSION 2u
 
 /* Settings common to both sides. Fill with rdmx_rpc_secure_opts_init, then
  * change what you need. Zero fields mean "the default". */

@@ -75,8 +75,9 @@ static int str_is(const msgpack_object *o, const char *lit)
 }
 
 /* 1 when the first frame handed to the client is a server hello it may
- * trust with its details: "rdmx":"bootstrap", "versions" holding ours,
- * "provider":"tcp". Written against the documented wire, not bootstrap.c. */
+ * trust with its details: 1 (rdmx) "bootstrap", 2 (versions) holding ours,
+ * 5 (provider) "tcp". Written against the documented wire
+ * (secure/proto/bootstrap.proto on the codec) with msgpack-c, not bootstrap.c. */
 static int greeting_ok(void)
 {
 	msgpack_unpacked u;
@@ -93,13 +94,18 @@ static int greeting_ok(void)
 			const msgpack_object *k = &u.data.via.map.ptr[i].key;
 			const msgpack_object *v = &u.data.via.map.ptr[i].val;
 
-			if (k->type != MSGPACK_OBJECT_STR)
+			/* keys are field numbers; a nil value is an absent field;
+			 * a repeated key: the last one counts */
+			if (k->type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+			    v->type == MSGPACK_OBJECT_NIL)
 				continue;
-			if (str_is(k, "rdmx"))
+			if (k->via.u64 == 1)
 				rdmx = str_is(v, "bootstrap");
-			if (str_is(k, "provider"))
+			if (k->via.u64 == 5)
 				provider = str_is(v, "tcp");
-			if (str_is(k, "versions") && v->type == MSGPACK_OBJECT_ARRAY)
+			if (k->via.u64 == 2)
+				version = 0;
+			if (k->via.u64 == 2 && v->type == MSGPACK_OBJECT_ARRAY)
 				for (uint32_t j = 0; j < v->via.array.size; j++)
 					if (v->via.array.ptr[j].type ==
 					        MSGPACK_OBJECT_POSITIVE_INTEGER &&

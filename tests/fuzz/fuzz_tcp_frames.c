@@ -34,6 +34,8 @@
 #include "internal.h"
 #include "providers/tcp/tcp.h"
 
+#include "common/clock.h"
+
 #define REGION 65536u
 #define GUARD 4096u
 #define NRECV 8
@@ -268,19 +270,19 @@ static int handshake(struct rdmx_conn **out)
 		send_all(fd, buf, RDMX__TCP_HDR_SIZE + RDMX__TCP_HELLO_LEN);
 	}
 	/* the HELLO_ACK, then ESTABLISHED */
-	for (end = now_ms() + 5000; got < want;) {
+	for (end = rdmx__now_ms() + 5000; got < want;) {
 		ssize_t n = recv(fd, buf + got, want - got, MSG_DONTWAIT);
 
 		if (n > 0)
 			got += (size_t)n;
-		else if (n == 0 || now_ms() > end)
+		else if (n == 0 || rdmx__now_ms() > end)
 			abort(); /* a correct handshake must succeed */
 		rdmx_pe_progress(F.pe);
 	}
 	if (sealed && rdmx__tcp_seal_open(&H_rx, buf, want))
 		abort(); /* the context's answer must open with its keys */
 	while (F.established == est) {
-		if (now_ms() > end)
+		if (rdmx__now_ms() > end)
 			abort();
 		rdmx_pe_progress(F.pe);
 	}
@@ -376,10 +378,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	shutdown(fd, SHUT_WR);
 	/* the close ends the connection; one in error (as RC: a violation)
 	 * waits for its owner, who disconnects it. Bounded. */
-	for (end = now_ms() + 8000; F.ended == ended;) {
+	for (end = rdmx__now_ms() + 8000; F.ended == ended;) {
 		enum rdmx_conn_state st = RDMX_CONN_ESTABLISHED;
 
-		if (now_ms() > end)
+		if (rdmx__now_ms() > end)
 			abort(); /* hang */
 		drive(fd);
 		if (F.ended == ended && !asked && !rdmx_conn_get_state(conn, &st) &&

@@ -1,7 +1,7 @@
 /* Writes the seed corpora of fuzz_bootstrap and fuzz_registry (committed in
  * corpus/): valid messages made by the real encoders where they are
  * reachable (registry, RPC hello) or by the documented format (bootstrap
- * hellos, wire version 2), each behind its target's selector byte, plus a few hostile ones.
+ * hellos, wire version 3), each behind its target's selector byte, plus a few hostile ones.
  * Run: fuzz_secure_seeds DIR   (writes DIR/fuzz_bootstrap, DIR/fuzz_registry) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,27 +73,47 @@ static void put_two(const char *target, msgpack_sbuffer *first, msgpack_sbuffer 
 	msgpack_sbuffer_clear(second);
 }
 
-/* the server's hello (wire version 2: it speaks first) */
+/* Field numbers of secure/proto/bootstrap.proto (wire version 3): the
+ * frames are written with msgpack-c from the documented format. */
+enum {
+	F_RDMX = 1,
+	F_VERSIONS,
+	F_VERSION,
+	F_NAME,
+	F_PROVIDER,
+	F_DATA,
+	F_DETAILS,
+	F_APP,
+	F_STATUS,
+	F_ERROR
+};
+
+static void key(msgpack_packer *pk, uint64_t field)
+{
+	msgpack_pack_uint64(pk, field);
+}
+
+/* the server's hello (wire version 3: it speaks first) */
 static void greeting(msgpack_packer *pk, uint32_t version, const char *provider)
 {
 	msgpack_pack_map(pk, 4);
-	str(pk, "rdmx");
+	key(pk, F_RDMX);
 	str(pk, "bootstrap");
-	str(pk, "versions");
+	key(pk, F_VERSIONS);
 	msgpack_pack_array(pk, 1);
 	msgpack_pack_uint32(pk, version);
-	str(pk, "name");
+	key(pk, F_NAME);
 	str(pk, "kv-server");
-	str(pk, "provider");
+	key(pk, F_PROVIDER);
 	str(pk, provider);
 }
 
 static void refusal(msgpack_packer *pk, int status, const char *text)
 {
 	msgpack_pack_map(pk, 2);
-	str(pk, "status");
+	key(pk, F_STATUS);
 	msgpack_pack_int(pk, status);
-	str(pk, "error");
+	key(pk, F_ERROR);
 	str(pk, text);
 }
 
@@ -119,71 +139,71 @@ static void bootstrap_seeds(void)
 
 	/* client hello (after the server's) */
 	msgpack_pack_map(&pk, 6);
-	str(&pk, "rdmx");
+	key(&pk, F_RDMX);
 	str(&pk, "bootstrap");
-	str(&pk, "version");
-	msgpack_pack_uint32(&pk, 2);
-	str(&pk, "name");
+	key(&pk, F_VERSION);
+	msgpack_pack_uint32(&pk, RDMX_BOOTSTRAP_VERSION);
+	key(&pk, F_NAME);
 	str(&pk, "kv-client");
-	str(&pk, "provider");
+	key(&pk, F_PROVIDER);
 	str(&pk, "tcp");
-	str(&pk, "details");
+	key(&pk, F_DETAILS);
 	bin(&pk, details, sizeof(details));
-	str(&pk, "app");
+	key(&pk, F_APP);
 	bin(&pk, app, app_len);
 	put_sb("fuzz_bootstrap", 0, &sb);
 
-	/* a version 1 client, speaking first */
+	/* a client offering versions, speaking first (as version 1 did) */
 	msgpack_pack_map(&pk, 5);
-	str(&pk, "rdmx");
+	key(&pk, F_RDMX);
 	str(&pk, "bootstrap");
-	str(&pk, "versions");
+	key(&pk, F_VERSIONS);
 	msgpack_pack_array(&pk, 1);
 	msgpack_pack_uint32(&pk, 1);
-	str(&pk, "provider");
+	key(&pk, F_PROVIDER);
 	str(&pk, "tcp");
-	str(&pk, "details");
+	key(&pk, F_DETAILS);
 	bin(&pk, details, sizeof(details));
-	str(&pk, "app");
+	key(&pk, F_APP);
 	bin(&pk, app, app_len);
 	put_sb("fuzz_bootstrap", 0, &sb);
 
 	/* the client did not like the server's hello */
-	refusal(&pk, RDMX_E_PROTOCOL, "no common bootstrap version (client speaks 2)");
+	refusal(&pk, RDMX_E_PROTOCOL, "no common bootstrap version (client speaks 3)");
 	put_sb("fuzz_bootstrap", 0, &sb);
 
 	/* server hello, then its answer */
-	greeting(&pk, 2, "tcp");
+	greeting(&pk, RDMX_BOOTSTRAP_VERSION, "tcp");
 	msgpack_pack_map(&pk2, 3);
-	str(&pk2, "version");
-	msgpack_pack_uint32(&pk2, 2);
-	str(&pk2, "details");
+	key(&pk2, F_VERSION);
+	msgpack_pack_uint32(&pk2, RDMX_BOOTSTRAP_VERSION);
+	key(&pk2, F_DETAILS);
 	bin(&pk2, details, sizeof(details));
-	str(&pk2, "app");
+	key(&pk2, F_APP);
 	bin(&pk2, app, app_len);
 	put_two("fuzz_bootstrap", &sb, &sb2);
 
 	/* server hello, then a refusal */
-	greeting(&pk, 2, "tcp");
+	greeting(&pk, RDMX_BOOTSTRAP_VERSION, "tcp");
 	refusal(&pk2, RDMX_E_CONN_REFUSED, "refused by the server application");
 	put_two("fuzz_bootstrap", &sb, &sb2);
 
 	/* hellos the client must answer without details */
 	greeting(&pk, 99, "tcp");
 	put_two("fuzz_bootstrap", &sb, &sb2);
-	greeting(&pk, 2, "verbs");
+	greeting(&pk, RDMX_BOOTSTRAP_VERSION, "verbs");
 	put_two("fuzz_bootstrap", &sb, &sb2);
-	refusal(&pk, RDMX_E_PROTOCOL, "no common bootstrap version (server speaks 2)");
+	refusal(&pk, RDMX_E_PROTOCOL, "no common bootstrap version (server speaks 3)");
 	put_two("fuzz_bootstrap", &sb, &sb2);
 
 	/* hostile: repeated key, huge declared array, deep nesting */
 	msgpack_pack_map(&pk, 2);
-	str(&pk, "rdmx");
+	key(&pk, F_RDMX);
 	str(&pk, "bootstrap");
-	str(&pk, "rdmx");
+	key(&pk, F_RDMX);
 	str(&pk, "bootstrap");
 	put_sb("fuzz_bootstrap", 0, &sb);
-	put("fuzz_bootstrap", 0, "\x81\xa8versions\xdd\xff\xff\xff\xff", 15);
+	put("fuzz_bootstrap", 0, "\x81\x02\xdd\xff\xff\xff\xff", 7);
 	put("fuzz_bootstrap", 2, "\x91\x91\x91\x91\x91\x91\x91\x91\x91\x91\x91\x01", 12);
 	msgpack_sbuffer_destroy(&sb);
 	msgpack_sbuffer_destroy(&sb2);

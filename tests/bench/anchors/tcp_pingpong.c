@@ -18,14 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static bool busy;
+#include "common/clock.h"
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+static bool busy;
 
 static int xfer(int fd, char *buf, size_t len, bool send_side)
 {
@@ -107,20 +102,20 @@ int main(int argc, char **argv)
 	double *lat = calloc(iters, sizeof(double));
 	uint64_t start = 0;
 	for (unsigned long i = 0; i < total; i++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = rdmx__now_ns();
 		if (i == warm)
 			start = t0;
 		if (server) {
 			if (xfer(fd, buf, size, true) || xfer(fd, buf, size, false))
 				return 1;
 			if (i >= warm)
-				lat[i - warm] = (double)(now_ns() - t0) / 2000.0;
+				lat[i - warm] = (double)(rdmx__now_ns() - t0) / 2000.0;
 		} else if (xfer(fd, buf, size, false) || xfer(fd, buf, size, true)) {
 			return 1;
 		}
 	}
 	if (server) {
-		double secs = (double)(now_ns() - start) / 1e9;
+		double secs = (double)(rdmx__now_ns() - start) / 1e9;
 		qsort(lat, iters, sizeof(double), cmp);
 		printf("RESULT test=tcp_pingpong size=%zu p50_us=%.2f p99_us=%.2f mib_s=%.2f "
 		       "ops_per_s=%.0f\n",

@@ -18,13 +18,13 @@
 #include "bench.pb-c.h"
 #include "bench.rdmx.h"
 
+#include "common/clock.h"
+
 static volatile uint64_t sink;
 
 static double now(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return (double)rdmx__now_ns() * 1e-9;
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -23,15 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
+
 static bool busy;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Sockets are non-blocking; the waiting strategy is the caller's: busy
  * spins, blocking sleeps in poll() on what it waits for. */
@@ -196,12 +190,12 @@ static int client(const char *host, uint16_t port, size_t size, uint64_t iters, 
 			uint64_t s0;
 
 			if (got == warm)
-				t0 = now_ns();
-			s0 = now_ns();
+				t0 = rdmx__now_ns();
+			s0 = rdmx__now_ns();
 			if (msg_blocking(fd, out, size, true) || msg_blocking(fd, in, size, false))
 				return 1;
 			if (got >= warm)
-				lat[nlat++] = now_ns() - s0;
+				lat[nlat++] = rdmx__now_ns() - s0;
 		}
 	}
 	nonblock(fd);
@@ -211,10 +205,10 @@ static int client(const char *host, uint16_t port, size_t size, uint64_t iters, 
 		bool progress = false;
 
 		if (got == warm && !t0)
-			t0 = now_ns();
+			t0 = rdmx__now_ns();
 		if (sent < total && sent - got < inflight) {
 			if (out_off == 0)
-				start[sent % inflight] = now_ns();
+				start[sent % inflight] = rdmx__now_ns();
 			ssize_t n = io_some(fd, out + out_off, size - out_off, true);
 
 			if (n < 0)
@@ -235,14 +229,14 @@ static int client(const char *host, uint16_t port, size_t size, uint64_t iters, 
 		if (in_off == size) {
 			in_off = 0;
 			if (got >= warm && nlat < iters)
-				lat[nlat++] = now_ns() - start[got % inflight];
+				lat[nlat++] = rdmx__now_ns() - start[got % inflight];
 			got++;
 		}
 		if (!progress)
 			wait_fd(fd, (short)(POLLIN |
 			                    (sent < total && sent - got < inflight ? POLLOUT : 0)));
 	}
-	double secs = (double)(now_ns() - t0) / 1e9;
+	double secs = (double)(rdmx__now_ns() - t0) / 1e9;
 	qsort(lat, nlat, sizeof(uint64_t), cmp_u64);
 	double p50 = (double)lat[nlat / 2] / 1000.0,
 	       p99 = (double)lat[(nlat - 1) * 99 / 100] / 1000.0;

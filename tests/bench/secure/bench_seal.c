@@ -42,18 +42,12 @@
 
 #include "tls_test_pki.h"
 
+#include "common/clock.h"
+
 #define ECHO "rdmx.bench.Echo/Echo"
 #define MAX_ROUNDS 9
 
 static struct tls_test_pki pki;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void die(const char *what, int rc)
 {
@@ -174,7 +168,7 @@ static double rpc_rtt(bool plaintext, int calls)
 	TRY("connect", rdmx_rpc_secure_connect("127.0.0.1", S.port, ccfg, NULL, &o, &conn));
 	for (int i = -calls / 10; i < calls; i++) {
 		struct rdmx_rpc_reply reply;
-		uint64_t t0 = now_ns();
+		uint64_t t0 = rdmx__now_ns();
 
 		TRY("call",
 		    rdmx_rpc_call(rdmx_rpc_secure_conn_get_ep(conn), id, &req, NULL, &reply));
@@ -182,7 +176,7 @@ static double rpc_rtt(bool plaintext, int calls)
 			die("echo", RDMX_E_PROTOCOL);
 		rdmx_rpc_reply_fini(&reply);
 		if (i >= 0)
-			lat[i] = (double)(now_ns() - t0) / 1000.0;
+			lat[i] = (double)(rdmx__now_ns() - t0) / 1000.0;
 	}
 	p50 = median(lat, calls);
 	free(lat);
@@ -326,7 +320,7 @@ static double write_bw_w(bool sealed, size_t size, uint64_t total, int window)
 		fin[i] = false;
 		TRY("alloc", rdmx_task_write_alloc(a.ctx, a.conn, &src[i], &dst, &fin[i], &t[i]));
 	}
-	t0 = now_ns();
+	t0 = rdmx__now_ns();
 	for (int i = 0; i < window && posted < n; i++, posted++)
 		TRY("submit", rdmx_task_submit(t[i]));
 	while ((uint64_t)done_writes < n) {
@@ -346,7 +340,7 @@ static double write_bw_w(bool sealed, size_t size, uint64_t total, int window)
 			posted++;
 		}
 	}
-	secs = (double)(now_ns() - t0) / 1e9;
+	secs = (double)(rdmx__now_ns() - t0) / 1e9;
 	for (int i = 0; i < WINDOW; i++)
 		rdmx_task_free(t[i]);
 	rdmx_mr_remote_delete(&rm);

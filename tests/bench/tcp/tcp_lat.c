@@ -25,6 +25,8 @@
 
 #include <rdmx/rdmx.h>
 
+#include "common/clock.h"
+
 struct opts {
 	int iters, warmup;
 	size_t size;
@@ -41,14 +43,6 @@ struct node {
 	uint8_t *mem;
 	volatile int est, recvs, sends, reads, errs;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void die(const char *what, int rc)
 {
@@ -261,12 +255,12 @@ static void client_pingpong(struct node *n, int ctl, const struct opts *o, enum 
 	put(ctl, &c, sizeof(c));
 	get(ctl, &ok, 1);
 	for (int i = 0; i < total; i++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = rdmx__now_ns();
 
 		TRY(rdmx_task_submit(st));
 		wait_until(n, &n->recvs, i + 1);
 		if (i >= o->warmup)
-			lat[i - o->warmup] = now_ns() - t0;
+			lat[i - o->warmup] = rdmx__now_ns() - t0;
 		wait_until(n, &n->sends, i + 1);
 		if (i + 1 < total)
 			TRY(rdmx_task_submit(rt));
@@ -293,12 +287,12 @@ static void client_read(struct node *n, int ctl, const struct opts *o, uint64_t 
 	TRY(rdmx_task_read_alloc(n->ctx, n->conn, &src, &dst, NULL, &t));
 	n->reads = 0;
 	for (int i = 0; i < total; i++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = rdmx__now_ns();
 
 		TRY(rdmx_task_submit(t));
 		wait_until(n, &n->reads, i + 1);
 		if (i >= o->warmup)
-			lat[i - o->warmup] = now_ns() - t0;
+			lat[i - o->warmup] = rdmx__now_ns() - t0;
 	}
 	report("read_target_passive", o->size, lat, o->iters);
 	TRY(rdmx_task_free(t));

@@ -9,12 +9,11 @@
 #include <rdmx/registry.h>
 #include <rdmx/status.h>
 
+#include "common/clock.h"
+
 static long long now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (long long)rdmx__now_ms();
 }
 
 Test(registry_url, refused_forms)

@@ -442,6 +442,34 @@ static void spy_read(SSL *ssl, int one_frame)
 	}
 }
 
+/* Field numbers of secure/proto/bootstrap.proto (wire version 3): the
+ * frames are built and read with msgpack-c, the codec's oracle. */
+enum { BS_RDMX = 1, BS_VERSIONS = 2, BS_VERSION = 3, BS_NAME = 4, BS_PROVIDER = 5, BS_DETAILS = 7 };
+
+static void pack_field_str(msgpack_packer *pk, uint64_t key, const char *s)
+{
+	msgpack_pack_uint64(pk, key);
+	msgpack_pack_str_with_body(pk, s, strlen(s));
+}
+
+/* 1 when frame[len] is a msgpack map with integer key `key`. */
+static int has_field(const void *frame, size_t len, uint64_t key)
+{
+	msgpack_unpacked u;
+	size_t off = 0;
+	int found = 0;
+
+	msgpack_unpacked_init(&u);
+	if (msgpack_unpack_next(&u, frame, len, &off) == MSGPACK_UNPACK_SUCCESS &&
+	    u.data.type == MSGPACK_OBJECT_MAP)
+		for (uint32_t i = 0; i < u.data.via.map.size; i++)
+			if (u.data.via.map.ptr[i].key.type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+			    u.data.via.map.ptr[i].key.via.u64 == key)
+				found = 1;
+	msgpack_unpacked_destroy(&u);
+	return found;
+}
+
 static void spy_send_greeting(SSL *ssl)
 {
 	msgpack_sbuffer sb;
@@ -451,18 +479,12 @@ static void spy_send_greeting(SSL *ssl)
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	msgpack_pack_map(&pk, 4);
-	msgpack_pack_str_with_body(&pk, "rdmx", 4);
-	msgpack_pack_str_with_body(&pk, "bootstrap", 9);
-	msgpack_pack_str_with_body(&pk, "versions", 8);
+	pack_field_str(&pk, BS_RDMX, "bootstrap");
+	msgpack_pack_uint64(&pk, BS_VERSIONS);
 	msgpack_pack_array(&pk, 1);
 	msgpack_pack_uint32(&pk, spy.greeting == SPY_OTHER_VERSION ? 99 : RDMX_BOOTSTRAP_VERSION);
-	msgpack_pack_str_with_body(&pk, "name", 4);
-	msgpack_pack_str_with_body(&pk, "spy", 3);
-	msgpack_pack_str_with_body(&pk, "provider", 8);
-	if (spy.greeting == SPY_OTHER_PROVIDER)
-		msgpack_pack_str_with_body(&pk, "verbs", 5);
-	else
-		msgpack_pack_str_with_body(&pk, "tcp", 3);
+	pack_field_str(&pk, BS_NAME, "spy");
+	pack_field_str(&pk, BS_PROVIDER, spy.greeting == SPY_OTHER_PROVIDER ? "verbs" : "tcp");
 	hdr[0] = (unsigned char)(sb.size >> 24);
 	hdr[1] = (unsigned char)(sb.size >> 16);
 	hdr[2] = (unsigned char)(sb.size >> 8);
@@ -544,6 +566,25 @@ static int spy_saw(const char *needle)
 	return memmem(spy.got, spy.got_len, needle, strlen(needle)) != NULL;
 }
 
+/* 1 when some frame the spy got (4-byte length, then the message) has
+ * engine details (field 7 of secure/proto/bootstrap.proto). */
+static int spy_saw_details(void)
+{
+	size_t off = 0;
+
+	while (spy.got_len - off >= 4) {
+		const unsigned char *h = (const unsigned char *)spy.got + off;
+		size_t n = (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3];
+
+		if (n > spy.got_len - off - 4)
+			break;
+		if (has_field(h + 4, n, BS_DETAILS))
+			return 1;
+		off += 4 + n;
+	}
+	return 0;
+}
+
 /* The client with certificate `cert` talks to a spy that greets (or not) as
  * `greeting`; returns what rdmx_bootstrap_connect said. */
 static int connect_to_spy(struct side *cl, const char *cert, enum spy_greeting greeting)
@@ -600,7 +641,7 @@ Test(bootstrap, refused_client_certificates_send_no_details)
 	/* the control: greeted, the same client sends its details, and the spy
 	 * sees them */
 	cr_assert_lt(connect_to_spy(&cl, "client", SPY_GOOD), 0);
-	cr_assert(spy_saw("details") && spy_saw("app-secret"),
+	cr_assert(spy_saw_details() && spy_saw("app-secret"),
 	          "the spy cannot see details (%zu bytes)", spy.got_len);
 	side_close(&cl);
 	server_stop();
@@ -689,7 +730,7 @@ Test(bootstrap, oversized_frame_after_handshake_is_refused)
 	cr_assert_rc(rdmx_tls_connect(cfg, "127.0.0.1", srv.port, &tls), RDMX_OK);
 	/* the hello (nothing secret in it) */
 	cr_assert_rc(rdmx_tls_conn_recv_wait(tls, &f, &len, 5000), RDMX_OK);
-	cr_assert_null(memmem(f, len, "details", 7));
+	cr_assert_not(has_field(f, len, BS_DETAILS));
 	rdmx_tls_conn_send_wait(tls, big, sizeof(big), 5000); /* may fail midway */
 	cr_assert_lt(rdmx_tls_conn_recv_wait(tls, &f, &len, 5000), 0);
 	cr_assert(tls_test_log_contains("frame of 1048577 bytes refused"));
@@ -717,19 +758,17 @@ static void expect_greeting(struct rdmx_tls_conn *tls)
 	for (uint32_t i = 0; i < u.data.via.map.size; i++) {
 		const msgpack_object *k = &u.data.via.map.ptr[i].key,
 		                     *v = &u.data.via.map.ptr[i].val;
-		const char *ks = k->via.str.ptr;
-		size_t kn = k->via.str.size;
 
-		cr_assert_eq(k->type, MSGPACK_OBJECT_STR);
-		cr_assert(!(kn == 7 && !memcmp(ks, "details", 7)), "the hello carries details");
-		cr_assert(!(kn == 3 && !memcmp(ks, "app", 3)), "the hello carries app data");
-		if (kn == 4 && !memcmp(ks, "rdmx", 4))
+		cr_assert_eq(k->type, MSGPACK_OBJECT_POSITIVE_INTEGER);
+		cr_assert_neq(k->via.u64, BS_DETAILS, "the hello carries details");
+		cr_assert_neq(k->via.u64, 8, "the hello carries app data");
+		if (k->via.u64 == BS_RDMX)
 			rdmx = v->type == MSGPACK_OBJECT_STR && v->via.str.size == 9 &&
 			       !memcmp(v->via.str.ptr, "bootstrap", 9);
-		if (kn == 8 && !memcmp(ks, "versions", 8))
+		if (k->via.u64 == BS_VERSIONS)
 			version = v->type == MSGPACK_OBJECT_ARRAY && v->via.array.size == 1 &&
 			          v->via.array.ptr[0].via.u64 == RDMX_BOOTSTRAP_VERSION;
-		if (kn == 4 && !memcmp(ks, "name", 4))
+		if (k->via.u64 == BS_NAME)
 			name = v->type == MSGPACK_OBJECT_STR && v->via.str.size == 11 &&
 			       !memcmp(v->via.str.ptr, "test-server", 11);
 	}
@@ -737,7 +776,10 @@ static void expect_greeting(struct rdmx_tls_conn *tls)
 	cr_assert(rdmx && version && name, "not the expected hello");
 }
 
-static void send_client_hello(struct rdmx_tls_conn *tls, const char *key, uint32_t version)
+/* A client hello of `version`: in this release's format (version 3 on),
+ * or, for older versions, in the one they spoke (string keys; version 1
+ * offered "versions", version 2 named its "version"). */
+static void send_client_hello(struct rdmx_tls_conn *tls, uint32_t version)
 {
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
@@ -745,16 +787,28 @@ static void send_client_hello(struct rdmx_tls_conn *tls, const char *key, uint32
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	msgpack_pack_map(&pk, 4);
-	msgpack_pack_str_with_body(&pk, "rdmx", 4);
-	msgpack_pack_str_with_body(&pk, "bootstrap", 9);
-	msgpack_pack_str_with_body(&pk, key, strlen(key));
-	if (!strcmp(key, "versions"))
-		msgpack_pack_array(&pk, 1);
-	msgpack_pack_uint32(&pk, version);
-	msgpack_pack_str_with_body(&pk, "provider", 8);
-	msgpack_pack_str_with_body(&pk, "tcp", 3);
-	msgpack_pack_str_with_body(&pk, "details", 7);
-	msgpack_pack_bin_with_body(&pk, "x", 1);
+	if (version >= 3) {
+		pack_field_str(&pk, BS_RDMX, "bootstrap");
+		msgpack_pack_uint64(&pk, BS_VERSION);
+		msgpack_pack_uint32(&pk, version);
+		pack_field_str(&pk, BS_PROVIDER, "tcp");
+		msgpack_pack_uint64(&pk, BS_DETAILS);
+		msgpack_pack_bin_with_body(&pk, "x", 1);
+	} else {
+		msgpack_pack_str_with_body(&pk, "rdmx", 4);
+		msgpack_pack_str_with_body(&pk, "bootstrap", 9);
+		if (version == 1) {
+			msgpack_pack_str_with_body(&pk, "versions", 8);
+			msgpack_pack_array(&pk, 1);
+		} else {
+			msgpack_pack_str_with_body(&pk, "version", 7);
+		}
+		msgpack_pack_uint32(&pk, version);
+		msgpack_pack_str_with_body(&pk, "provider", 8);
+		msgpack_pack_str_with_body(&pk, "tcp", 3);
+		msgpack_pack_str_with_body(&pk, "details", 7);
+		msgpack_pack_bin_with_body(&pk, "x", 1);
+	}
 	cr_assert_rc(rdmx_tls_conn_send_wait(tls, sb.data, sb.size, 5000), RDMX_OK);
 	msgpack_sbuffer_destroy(&sb);
 }
@@ -766,7 +820,7 @@ static void expect_version_refusal(struct rdmx_tls_conn *tls)
 
 	cr_assert_rc(rdmx_tls_conn_recv_wait(tls, &f, &len, 5000), RDMX_OK);
 	cr_assert_not_null(memmem(f, len, "no common bootstrap version", 27));
-	cr_assert_null(memmem(f, len, "details", 7));
+	cr_assert_not(has_field(f, len, BS_DETAILS));
 	cr_assert_lt(rdmx_tls_conn_recv_wait(tls, &f, &len, 5000), 0);
 }
 
@@ -781,12 +835,18 @@ Test(bootstrap, version_mismatch_is_refused)
 	/* a client of a version the server does not speak, after its hello */
 	cr_assert_rc(rdmx_tls_connect(cfg, "127.0.0.1", srv.port, &tls), RDMX_OK);
 	expect_greeting(tls);
-	send_client_hello(tls, "version", 99);
+	send_client_hello(tls, 99);
+	expect_version_refusal(tls);
+	rdmx_tls_conn_destroy(&tls);
+	/* a version 2 client (msgpack with string keys), after the hello */
+	cr_assert_rc(rdmx_tls_connect(cfg, "127.0.0.1", srv.port, &tls), RDMX_OK);
+	expect_greeting(tls);
+	send_client_hello(tls, 2);
 	expect_version_refusal(tls);
 	rdmx_tls_conn_destroy(&tls);
 	/* a version 1 client, which spoke first */
 	cr_assert_rc(rdmx_tls_connect(cfg, "127.0.0.1", srv.port, &tls), RDMX_OK);
-	send_client_hello(tls, "versions", 1);
+	send_client_hello(tls, 1);
 	expect_greeting(tls);
 	expect_version_refusal(tls);
 	rdmx_tls_conn_destroy(&tls);
@@ -801,9 +861,9 @@ Test(bootstrap, version_mismatch_is_refused)
 	side_open(&cl);
 	cr_assert_rc(connect_to_spy(&cl, "client", SPY_OTHER_VERSION), RDMX_E_PROTOCOL);
 	cr_assert(spy_saw("no common bootstrap version"), "%zu bytes", spy.got_len);
-	cr_assert(!spy_saw("details") && !spy_saw("app-secret"));
+	cr_assert(!spy_saw_details() && !spy_saw("app-secret"));
 	cr_assert_rc(connect_to_spy(&cl, "client", SPY_OTHER_PROVIDER), RDMX_E_PROTOCOL);
 	cr_assert(spy_saw("provider mismatch"), "%zu bytes", spy.got_len);
-	cr_assert(!spy_saw("details") && !spy_saw("app-secret"));
+	cr_assert(!spy_saw_details() && !spy_saw("app-secret"));
 	side_close(&cl);
 }

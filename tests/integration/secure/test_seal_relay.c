@@ -48,6 +48,8 @@
 #include "relay.h"
 #include "tls_test_pki.h"
 
+#include "common/clock.h"
+
 #define cr_assert_rc(expr, want)                                                                   \
 	do {                                                                                       \
 		int rc_ = (expr);                                                                  \
@@ -59,10 +61,7 @@ static struct tls_test_pki pki;
 
 static int64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)rdmx__now_ms();
 }
 
 /* ---- engine sides ---- */
