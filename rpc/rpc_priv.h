@@ -92,6 +92,8 @@ struct rpc_ccall {
 	uint64_t start_ns;
 	struct rpc_mstats *ms;
 	bool oneway;
+	bool rdv;                      /* the request went by rendezvous */
+	bool unsent;                   /* failed in the send queue: never reached the server */
 	struct rpc_ccall *next, *prev; /* free list / one-way list / work list */
 };
 

@@ -48,6 +48,8 @@ names=(
 	rdmx_registry_balancer_opts_init rdmx_registry_balancer_create rdmx_registry_balancer_destroy
 	rdmx_registry_balancer_refresh rdmx_registry_balancer_pick rdmx_registry_balancer_done
 	rdmx_registry_balancer_may_retry rdmx_registry_balancer_count
+	rdmx_registry_balancer_call rdmx_registry_balancer_create_secure
+	rdmx_registry_balancer_get_retries
 )
 exported=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }')
 missing=0
