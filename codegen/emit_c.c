@@ -530,6 +530,32 @@ static void emit_method_client(struct gen_ctx *ctx, struct gen_buf *o, const str
 	               up, base);
 	gen_buf_puts(o, "\tif (r)\n\t\tfree(c);\n\treturn r;\n}\n\n");
 
+	/* over a service: the blocking form through the balancer */
+	gen_buf_printf(
+	    o,
+	    "int %s_balanced(struct rdmx_registry_balancer *balancer,\n"
+	    "\tconst %s *req, %s *resp, struct rdmx_arena *arena,\n"
+	    "\tconst struct rdmx_rpc_call_opts *opts, struct rdmx_rpc_status *status)\n{\n",
+	    base, in, out);
+	gen_buf_puts(o, "\tstruct rdmx_rpc_payload p;\n\tstruct rdmx_rpc_reply reply;\n\tint r;\n");
+	gen_buf_puts(o, "\tif (!balancer || !req || !resp)\n\t\treturn RDMX_E_INVAL;\n");
+	gen_buf_printf(o, "\tp = %s_payload(req);\n", in);
+	gen_buf_puts(o, "\tmemset(&reply, 0, sizeof(reply));\n");
+	gen_buf_printf(
+	    o, "\tr = rdmx_registry_balancer_call(balancer, %s_ID, &p, opts, %s, &reply);\n", up,
+	    me->idempotent ? "true" : "false");
+	gen_buf_puts(o, "\tif (r < 0)\n\t\treturn r;\n");
+	gen_buf_puts(
+	    o, "\tr = rdmx__rpc_status_fill(status, arena, (int)reply.code, reply.message);\n");
+	gen_buf_puts(o, "\tif (r == 0 && reply.code == RDMX_RPC_OK) {\n");
+	gen_buf_puts(o, "\t\tstruct rdmx_decode_opts dopts = {0, true, 0};\n");
+	gen_buf_printf(o, "\t\tif (reply.len == 0)\n\t\t\t%s_init(resp);\n", out);
+	gen_buf_printf(
+	    o, "\t\telse\n\t\t\tr = %s_decode(resp, reply.data, reply.len, arena, &dopts);\n", out);
+	gen_buf_puts(o, "\t}\n");
+	gen_buf_puts(o, "\tif (r == 0)\n\t\tr = (int)reply.code;\n");
+	gen_buf_puts(o, "\trdmx_rpc_reply_fini(&reply);\n\treturn r;\n}\n\n");
+
 	/* respond */
 	gen_buf_printf(
 	    o,
@@ -644,6 +670,18 @@ static void emit_service(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 	for (i = 0; i < s->methods.n; i++)
 		if (GEN_UNARY((const struct gen_method *)s->methods.items[i]))
 			emit_method_client(ctx, o, s, s->methods.items[i]);
+	gen_buf_printf(
+	    o,
+	    "int %s_connect_service(const char *registry, const char *service,\n"
+	    "\tstruct rdmx_tls_config *tls, struct rdmx_registry_balancer **balancer)\n{\n",
+	    s->cname);
+	gen_buf_puts(o, "\tstruct rdmx_registry_balancer_opts o;\n");
+	gen_buf_puts(o, "\trdmx_registry_balancer_opts_init(&o);\n");
+	gen_buf_puts(o, "\to.url = registry;\n\to.cfg = tls;\n");
+	gen_buf_printf(o, "\to.service = service ? service : \"%s\";\n", s->full_name);
+	gen_buf_puts(o, "\to.pick = RDMX_REGISTRY_PICK_TWO_CHOICES;\n");
+	gen_buf_puts(o,
+	             "\treturn rdmx_registry_balancer_create_secure(&o, NULL, balancer);\n}\n\n");
 
 	gen_buf_printf(o, "struct %s__binding {\n\tstruct %s_handlers h;\n\tvoid *arg;\n};\n\n",
 	               s->cname, s->cname);
@@ -730,7 +768,7 @@ void gen_emit_c(struct gen_ctx *ctx, struct gen_file *f, struct gen_buf *o)
 	gen_buf_printf(o, "#include \"%s.rdmx.h\"\n\n", f->basename);
 	gen_buf_puts(o, "#include <stdlib.h>\n#include <string.h>\n\n");
 	if (f->services.n)
-		gen_buf_puts(o, "#include <rdmx/reflection.h>\n\n");
+		gen_buf_puts(o, "#include <rdmx/reflection.h>\n#include <rdmx/registry.h>\n\n");
 	for (i = 0; i < msgs.n; i++) {
 		const struct gen_message *m = msgs.items[i];
 		if (!m->map_entry && reach_count(ctx, m) > REACH_INLINE_MAX) {

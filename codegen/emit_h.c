@@ -260,6 +260,16 @@ static const char service_doc[] =
     " *   only when code is RDMX_RPC_OK; valid only during cb: copy what you keep).\n"
     " *   An undecodable response completes with RDMX_RPC_INTERNAL. *call_id (may be\n"
     " *   NULL) names the call for rdmx_rpc_cancel.\n"
+    " * Client, over a service's registered members: S_connect_service(registry,\n"
+    " *   service, tls, &balancer) looks the service up in the registry (URL as\n"
+    " *   rdmx_registry_client_open; service NULL: \"package.Service\"), watches it and\n"
+    " *   connects members with rdmx_rpc_secure_connect on first use (tls: the\n"
+    " *   registry's config, also checking the members' certificates; free with\n"
+    " *   rdmx_registry_balancer_destroy). S_M_balanced(balancer, req, resp, arena,\n"
+    " *   opts, status) is S_M on a member picked per call (least in flight of two),\n"
+    " *   failing over and retrying as rdmx_registry_balancer_call: a request that\n"
+    " *   never reached a server always, one that may have only for a method marked\n"
+    " *   idempotent (S_M_IDEMPOTENT), within opts->timeout_us and the retry budget.\n"
     " * Server: fill a struct S_handlers (NULL members stay unimplemented: the server\n"
     " *   answers UNIMPLEMENTED) and S_register(server, handlers, arg) it (the table is\n"
     " *   copied; rdmx_codec_release_bindings(server) frees the copy after the server\n"
@@ -309,10 +319,21 @@ static void emit_service(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 		               base, in, base);
 		gen_buf_printf(
 		    o,
+		    "int %s_balanced(struct rdmx_registry_balancer *balancer,\n"
+		    "\tconst %s *req, %s *resp, struct rdmx_arena *arena,\n"
+		    "\tconst struct rdmx_rpc_call_opts *opts, struct rdmx_rpc_status *status);\n",
+		    base, in, out);
+		gen_buf_printf(
+		    o,
 		    "int %s_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,\n"
 		    "\tconst char *message, const %s *resp);\n\n",
 		    base, out);
 	}
+	gen_buf_printf(
+	    o,
+	    "int %s_connect_service(const char *registry, const char *service,\n"
+	    "\tstruct rdmx_tls_config *tls, struct rdmx_registry_balancer **balancer);\n",
+	    s->cname);
 	gen_buf_printf(o, "struct %s_handlers {\n", s->cname);
 	for (i = 0, n = 0; i < s->methods.n; i++) {
 		const struct gen_method *m = s->methods.items[i];
@@ -375,8 +396,11 @@ void gen_emit_h(struct gen_ctx *ctx, struct gen_file *f, struct gen_buf *o)
 		if (!m->map_entry)
 			emit_prototypes(o, m);
 	}
-	if (f->services.n)
+	if (f->services.n) {
 		gen_buf_puts(o, service_doc);
+		gen_buf_puts(o, "struct rdmx_registry_balancer; /* rdmx/registry.h */\n"
+		                "struct rdmx_tls_config;       /* rdmx/tls.h */\n\n");
+	}
 	for (i = 0; i < f->services.n; i++)
 		emit_service(ctx, o, f->services.items[i]);
 	gen_buf_puts(o, "#ifdef __cplusplus\n}\n#endif\n");

@@ -126,7 +126,8 @@ static void call_complete_x(struct rdmx_rpc_ep *ep, struct rpc_ccall *c, enum rd
 	                              .headers = x ? &x->headers : &no_md,
 	                              .trailers = x ? &x->trailers : &no_md,
 	                              .details = x ? x->details : NULL,
-	                              .details_len = x ? x->dlen : 0};
+	                              .details_len = x ? x->dlen : 0,
+	                              .reached = !c->unsent};
 	uint64_t ns = rdmx__now_ns() - c->start_ns;
 
 	rdmx__worker_timer_disarm(ep->worker, &c->timer);
@@ -210,6 +211,10 @@ static void request_sent(struct rdmx_chan *chan, int status, void *arg)
 	c = rdmx__map_del(&ep->calls, (uint64_t)(uintptr_t)arg);
 	if (!c)
 		return;
+	/* Posted eager requests are failed by the channel's close (which runs
+	 * before their completion errors), so an eager one failing here never
+	 * left the send queue. A rendezvous one may have been read. */
+	c->unsent = !c->rdv;
 	snprintf(msg, sizeof(msg), "request not delivered: %s", rdmx_err_name(status));
 	ep->busy++;
 	call_complete(ep, c,
@@ -699,8 +704,10 @@ int rdmx_rpc_call_async_md(struct rdmx_rpc_ep *ep, uint32_t method_id,
 	ep->st[RDMX_RPC_ROLE_CLIENT].bytes_sent += blen;
 	if (how & RDMX__SENT_QUEUED)
 		ep->st[RDMX_RPC_ROLE_CLIENT].credit_stalls++;
-	if (how & RDMX__SENT_RDV)
+	if (how & RDMX__SENT_RDV) {
 		ep->st[RDMX_RPC_ROLE_CLIENT].rendezvous++;
+		c->rdv = true;
+	}
 	if (c->ms) {
 		struct rdmx_rpc_stats *s = &c->ms->st[RDMX_RPC_ROLE_CLIENT];
 
@@ -775,6 +782,7 @@ static void sync_done(const struct rdmx_rpc_result *res, void *arg)
 	struct rdmx_rpc_reply *r = s->reply;
 
 	r->code = res->code;
+	r->reached = res->reached;
 	r->message = res->message ? strdup(res->message) : NULL;
 	r->len = 0;
 	r->data = NULL;

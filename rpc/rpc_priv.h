@@ -170,6 +170,8 @@ struct rpc_ccall {
 	struct rpc_icall *ic;        /* interceptors' record, NULL when none */
 	enum rdmx_rpc_code rejected; /* an interceptor's refusal, due from progress */
 	const char *reject_msg;
+	bool rdv;                      /* the request went by rendezvous */
+	bool unsent;                   /* failed in the send queue: never reached the server */
 	struct rpc_ccall *next, *prev; /* free list / one-way list / work list */
 };
 

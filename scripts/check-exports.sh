@@ -59,6 +59,8 @@ names=(
 	rdmx_rpc_ep_set_max_metadata rdmx_rpc_call_async_md rdmx_rpc_call_get_headers
 	rdmx_rpc_call_get_request_id rdmx_rpc_call_add_header rdmx_rpc_call_add_trailer
 	rdmx_rpc_call_set_details rdmx_rpc_ep_add_interceptor rdmx_rpc_server_add_interceptor
+	rdmx_registry_balancer_call rdmx_registry_balancer_create_secure
+	rdmx_registry_balancer_get_retries
 )
 exported=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }')
 missing=0

@@ -5,19 +5,23 @@
 #endif
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include <openssl/rand.h>
 
+#include <rdmx/channel.h>
 #include <rdmx/registry.h>
+#include <rdmx/rpc.h>
+#include <rdmx/rpc_secure.h>
 
 #include "registry_proto.h"
 #include "tls_internal.h"
 #include "common/clock.h"
 
-#define UNAVAILABLE 14 /* RDMX_RPC_UNAVAILABLE */
+#define UNAVAILABLE RDMX_RPC_UNAVAILABLE
 
 struct bmember {
 	struct rdmx_registry_member m; /* owned copy */
@@ -34,6 +38,7 @@ struct rdmx_registry_balancer {
 	struct bmember *items;
 	size_t n, cap, next;
 	uint64_t calls, retries;
+	void *owned; /* the secure members' state (create_secure), freed last */
 };
 
 static uint32_t rnd(void)
@@ -173,6 +178,7 @@ int rdmx_registry_balancer_destroy(struct rdmx_registry_balancer **bp)
 	free(b->items);
 	rdmx_registry_client_destroy(&b->reg);
 	free(b->service);
+	free(b->owned);
 	free(b);
 	*bp = NULL;
 	return RDMX_OK;
@@ -299,4 +305,253 @@ int rdmx_registry_balancer_may_retry(struct rdmx_registry_balancer *b, int statu
 size_t rdmx_registry_balancer_count(const struct rdmx_registry_balancer *b)
 {
 	return b ? b->n : 0;
+}
+
+uint64_t rdmx_registry_balancer_get_retries(const struct rdmx_registry_balancer *b)
+{
+	return b ? b->retries : 0;
+}
+
+/* ---- the call path: pick, call, fail over ---- */
+
+/* An outcome of the call made here, not by the server: UNAVAILABLE with a
+ * message, never reached. */
+static int local_reply(struct rdmx_rpc_reply *r, const char *fmt, const char *a, const char *b)
+{
+	char text[320];
+
+	snprintf(text, sizeof(text), fmt, a, b);
+	memset(r, 0, sizeof(*r));
+	r->code = RDMX_RPC_UNAVAILABLE;
+	r->message = strdup(text);
+	r->reached = false;
+	return r->message ? RDMX_OK : RDMX_E_NOMEM;
+}
+
+static const char *member_endpoint(struct rdmx_registry_balancer *b, uint64_t id)
+{
+	struct bmember *x = find(b, id, NULL);
+
+	return x ? x->m.endpoint : "(gone)";
+}
+
+static void nap_ms(uint32_t ms)
+{
+	struct timespec ts = {(time_t)(ms / 1000u), (long)(ms % 1000u) * 1000000L};
+
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+/* 0 when the deadline (us, 0: none) passed, else the us left. */
+static uint64_t left_us(uint64_t deadline_us)
+{
+	uint64_t now = rdmx__now_ns() / 1000u;
+
+	if (!deadline_us)
+		return UINT64_MAX;
+	return now >= deadline_us ? 0 : deadline_us - now;
+}
+
+/* One attempt on a picked member. Returns the status may_retry weighs
+ * (< 0: the transport; else the reply's code), *reached, and tells done. */
+static int attempt(struct rdmx_registry_balancer *b, void *conn, uint64_t member,
+                   uint32_t method_id, const struct rdmx_rpc_payload *req,
+                   const struct rdmx_rpc_call_opts *co, struct rdmx_rpc_reply *reply, bool *reached,
+                   int *fatal)
+{
+	struct rdmx_rpc_ep *ep = b->o.ep(conn, b->o.arg);
+	struct rdmx_chan *chan;
+	char text[256];
+	int rc = ep ? rdmx_rpc_call(ep, method_id, req, co, reply) : RDMX_E_BAD_STATE;
+
+	*fatal = 0;
+	if (rc == RDMX_E_INVAL || rc == RDMX_E_TOO_BIG || rc == RDMX_E_NOMEM) {
+		rdmx_registry_balancer_done(b, member, 0);
+		*fatal = rc;
+		return rc;
+	}
+	if (rc < 0) {
+		/* BAD_STATE: the endpoint was closed (or going away): nothing
+		 * was sent; another failure of the engine: it may have been */
+		*reached = rc != RDMX_E_BAD_STATE;
+		rdmx_registry_balancer_done(b, member, rc);
+		snprintf(text, sizeof(text), "%s member %s: %s", b->service,
+		         member_endpoint(b, member), rdmx_strerror(rc));
+		memset(reply, 0, sizeof(*reply));
+		reply->code = RDMX_RPC_UNAVAILABLE;
+		reply->message = strdup(text);
+		reply->reached = *reached;
+		return rc;
+	}
+	*reached = reply->reached;
+	chan = rdmx_rpc_ep_get_chan(ep);
+	if (reply->code == RDMX_RPC_UNAVAILABLE && chan &&
+	    rdmx_chan_get_state(chan) == RDMX_CHAN_CLOSED) {
+		rdmx_registry_balancer_done(b, member, RDMX_E_DISCONNECTED);
+		return RDMX_E_DISCONNECTED;
+	}
+	rdmx_registry_balancer_done(b, member, (int)reply->code);
+	return (int)reply->code;
+}
+
+int rdmx_registry_balancer_call(struct rdmx_registry_balancer *b, uint32_t method_id,
+                                const struct rdmx_rpc_payload *req,
+                                const struct rdmx_rpc_call_opts *opts, bool idempotent,
+                                struct rdmx_rpc_reply *reply)
+{
+	struct rdmx_rpc_call_opts co = {0, false};
+	uint64_t deadline_us = 0;
+
+	if (!b || !reply || !b->o.ep || (opts && opts->oneway))
+		return RDMX_E_INVAL;
+	memset(reply, 0, sizeof(*reply));
+	if (opts && opts->timeout_us)
+		deadline_us = rdmx__now_ns() / 1000u + opts->timeout_us;
+	for (;;) {
+		uint64_t member = 0, left;
+		uint32_t wait_ms = 0;
+		void *conn = NULL;
+		bool reached = false;
+		int ret, status, fatal;
+
+		ret = rdmx_registry_balancer_pick(b, &conn, &member, &wait_ms);
+		if (ret == RDMX_E_NOT_FOUND)
+			return local_reply(reply, "no member of %s is registered%s", b->service,
+			                   "");
+		if (ret == RDMX_E_AGAIN) {
+			/* every member backs off: wait for the first, within the
+			 * deadline and the budget (a wait is a retry) */
+			left = left_us(deadline_us);
+			if (left == 0 || (deadline_us && (uint64_t)wait_ms * 1000u >= left) ||
+			    !rdmx_registry_balancer_may_retry(b, RDMX_E_CONN_REFUSED, 0, 0))
+				return local_reply(reply, "no member of %s can be reached%s",
+				                   b->service, "");
+			nap_ms(wait_ms ? wait_ms : 1);
+			continue;
+		}
+		if (ret)
+			return ret;
+		left = left_us(deadline_us);
+		if (left == 0) {
+			rdmx_registry_balancer_done(b, member, 0);
+			memset(reply, 0, sizeof(*reply));
+			reply->code = RDMX_RPC_DEADLINE_EXCEEDED;
+			reply->message = strdup("deadline exceeded");
+			return reply->message ? RDMX_OK : RDMX_E_NOMEM;
+		}
+		co.timeout_us = deadline_us ? left : 0;
+		status = attempt(b, conn, member, method_id, req, &co, reply, &reached, &fatal);
+		if (fatal)
+			return fatal;
+		if (status >= 0 && status != UNAVAILABLE)
+			return RDMX_OK; /* answered */
+		if (left_us(deadline_us) == 0 ||
+		    !rdmx_registry_balancer_may_retry(b, status, reached, idempotent))
+			return RDMX_OK; /* the last attempt's UNAVAILABLE */
+		RDMX_SEC_DBG("registry: %s: retrying a call (%s, %s)", b->service,
+		             reached ? "reached" : "not reached", rdmx_strerror(status));
+		rdmx_rpc_reply_fini(reply);
+	}
+}
+
+/* ---- members connected by rdmx_rpc_secure_connect ---- */
+
+struct secure_members {
+	struct rdmx_rpc_secure_opts so;
+	struct rdmx_tls_config *cfg;
+};
+
+/* "HOST:PORT" or "[V6]:PORT" (as members register them). */
+static int split_endpoint(const char *endpoint, char *host, size_t host_len, uint16_t *port)
+{
+	const char *h = endpoint, *colon = strrchr(endpoint, ':');
+	size_t n;
+	char *end;
+	unsigned long p;
+
+	if (!colon || !colon[1])
+		return RDMX_E_INVAL;
+	n = (size_t)(colon - endpoint);
+	if (endpoint[0] == '[') {
+		if (n < 2 || endpoint[n - 1] != ']')
+			return RDMX_E_INVAL;
+		h = endpoint + 1;
+		n -= 2;
+	}
+	if (!n || n >= host_len)
+		return RDMX_E_INVAL;
+	p = strtoul(colon + 1, &end, 10);
+	if (*end || p == 0 || p > 65535)
+		return RDMX_E_INVAL;
+	memcpy(host, h, n);
+	host[n] = '\0';
+	*port = (uint16_t)p;
+	return RDMX_OK;
+}
+
+static int secure_connect(const struct rdmx_registry_member *m, void *arg, void **conn)
+{
+	struct secure_members *s = arg;
+	struct rdmx_rpc_secure_conn *c = NULL;
+	char host[RDMX_REGISTRY_MAX_ENDPOINT + 1];
+	uint16_t port = 0;
+	int ret = split_endpoint(m->endpoint, host, sizeof(host), &port);
+
+	if (ret) {
+		RDMX_SEC_WARN("registry: %s member endpoint '%.100s' is not HOST:PORT", m->service,
+		              m->endpoint);
+		return ret;
+	}
+	ret = rdmx_rpc_secure_connect(host, port, s->cfg, NULL, &s->so, &c);
+	if (ret)
+		return ret;
+	*conn = c;
+	return RDMX_OK;
+}
+
+static void secure_disconnect(void *conn, void *arg)
+{
+	struct rdmx_rpc_secure_conn *c = conn;
+
+	(void)arg;
+	rdmx_rpc_secure_close(&c);
+}
+
+static struct rdmx_rpc_ep *secure_ep(void *conn, void *arg)
+{
+	(void)arg;
+	return rdmx_rpc_secure_conn_get_ep(conn);
+}
+
+int rdmx_registry_balancer_create_secure(const struct rdmx_registry_balancer_opts *opts,
+                                         const struct rdmx_rpc_secure_opts *secure,
+                                         struct rdmx_registry_balancer **out)
+{
+	struct rdmx_registry_balancer_opts o;
+	struct secure_members *s;
+	int ret;
+
+	if (!opts || !opts->cfg || !out)
+		return RDMX_E_INVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return RDMX_E_NOMEM;
+	if (secure)
+		s->so = *secure;
+	else
+		rdmx_rpc_secure_opts_init(&s->so);
+	s->cfg = opts->cfg;
+	o = *opts;
+	o.connect = secure_connect;
+	o.disconnect = secure_disconnect;
+	o.ep = secure_ep;
+	o.arg = s;
+	ret = rdmx_registry_balancer_create(&o, out);
+	if (ret) {
+		free(s);
+		return ret;
+	}
+	(*out)->owned = s;
+	return RDMX_OK;
 }

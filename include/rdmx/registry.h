@@ -36,6 +36,7 @@
 #ifndef RDMX_REGISTRY_H
 #define RDMX_REGISTRY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -230,6 +231,9 @@ enum rdmx_registry_pick {
 typedef int (*rdmx_registry_connect_cb)(const struct rdmx_registry_member *m, void *arg,
                                         void **conn);
 typedef void (*rdmx_registry_disconnect_cb)(void *conn, void *arg);
+/* The RPC endpoint of a connection made by connect (for
+ * rdmx_registry_balancer_call); NULL when it has none any more. */
+typedef struct rdmx_rpc_ep *(*rdmx_registry_ep_cb)(void *conn, void *arg);
 
 struct rdmx_registry_balancer;
 
@@ -241,6 +245,7 @@ struct rdmx_registry_balancer_opts {
 	enum rdmx_registry_pick pick;
 	rdmx_registry_connect_cb connect; /* required */
 	rdmx_registry_disconnect_cb disconnect;
+	rdmx_registry_ep_cb ep; /* required by rdmx_registry_balancer_call */
 	void *arg;
 	uint32_t backoff_min_ms;       /* 0: 100 */
 	uint32_t backoff_max_ms;       /* 0: 5000 */
@@ -274,6 +279,47 @@ int rdmx_registry_balancer_may_retry(struct rdmx_registry_balancer *b, int statu
                                      int idempotent);
 /* Members known (live or backing off). */
 size_t rdmx_registry_balancer_count(const struct rdmx_registry_balancer *b);
+/* Retries granted by may_retry so far. */
+uint64_t rdmx_registry_balancer_get_retries(const struct rdmx_registry_balancer *b);
+
+/* ---- a blocking call to the service (a channel to a service) ----
+ *
+ * rdmx_rpc_call (rdmx/rpc.h) on a member picked by the balancer, through
+ * opts.ep, with failover: an attempt that ends UNAVAILABLE at the transport
+ * (the connection was lost: the member is closed and backs off) or could
+ * not start (the endpoint was closed), or whose member could not be
+ * connected, goes again on the next pick when may_retry allows it: always
+ * when the request never reached the server (rdmx_rpc_result.reached),
+ * only for an idempotent method (the IDL's idempotency_level; rdmx-gen's
+ * S_M_IDEMPOTENT) when it may have; never past the retry budget nor the
+ * call's deadline (opts->timeout_us covers every attempt and the waits for
+ * members backing off: each attempt gets what is left). An UNAVAILABLE the
+ * server itself answered is a reply, not retried. When every member backs
+ * off, the call waits (bounded by the deadline) for the first to be tried
+ * again. Returns 0 with *reply holding the last attempt's outcome (a
+ * status; no member registered or reachable is UNAVAILABLE with a message
+ * naming the service, reached false), or a negative RDMX_E_* code when the
+ * call cannot be made at all: RDMX_E_INVAL (no opts.ep, bad arguments),
+ * RDMX_E_TOO_BIG, RDMX_E_NOMEM. Not from an RPC callback. */
+struct rdmx_rpc_payload;
+struct rdmx_rpc_call_opts;
+struct rdmx_rpc_reply;
+struct rdmx_rpc_secure_opts;
+int rdmx_registry_balancer_call(struct rdmx_registry_balancer *b, uint32_t method_id,
+                                const struct rdmx_rpc_payload *req,
+                                const struct rdmx_rpc_call_opts *opts, bool idempotent,
+                                struct rdmx_rpc_reply *reply);
+/* A balancer whose members are connected with rdmx_rpc_secure_connect
+ * (rdmx/rpc_secure.h): the member's registered endpoint (HOST:PORT or
+ * [V6]:PORT), opts->cfg (also the registry's: the members' certificates are
+ * checked against its allow-list) and a copy of `secure` (NULL: defaults;
+ * the strings and device it points to must outlive the balancer), each
+ * connection with its own progress engine. opts' connect, disconnect, ep
+ * and arg are ignored. This is what generated stubs' S_connect_service
+ * uses. Errors: as rdmx_registry_balancer_create; RDMX_E_INVAL (no cfg). */
+int rdmx_registry_balancer_create_secure(const struct rdmx_registry_balancer_opts *opts,
+                                         const struct rdmx_rpc_secure_opts *secure,
+                                         struct rdmx_registry_balancer **balancer);
 
 #ifdef __cplusplus
 }

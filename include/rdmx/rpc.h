@@ -105,7 +105,14 @@ struct rdmx_rpc_call_opts {
 };
 
 /* The outcome of a call. `data`/`len` point into the receive ring (zero copy)
- * and are valid only during the callback; `message` likewise (may be NULL). */
+ * and are valid only during the callback; `message` likewise (may be NULL).
+ * `reached` is false only when the request certainly never reached the
+ * server: it failed while still waiting in the channel's send queue (for
+ * credits, or for the connection to be ready), so it was never handed to
+ * the transport; then a retry elsewhere is safe for any method (gRPC's
+ * transparent retry). True whenever the server may have seen it: a reply,
+ * a deadline, a cancel, a connection lost after the request was posted, a
+ * rendezvous request (the peer may have read it), the endpoint destroyed. */
 struct rdmx_rpc_result {
 	enum rdmx_rpc_code code;
 	const char *message;
@@ -118,6 +125,7 @@ struct rdmx_rpc_result {
 	const struct rdmx_rpc_md *trailers;
 	const void *details;
 	size_t details_len;
+	bool reached;
 };
 
 typedef void (*rdmx_rpc_done_cb)(const struct rdmx_rpc_result *result, void *arg);
@@ -183,6 +191,7 @@ struct rdmx_rpc_reply {
 	char *message; /* NULL or heap copy */
 	void *data;    /* heap copy, NULL when len == 0 */
 	size_t len;
+	bool reached; /* as rdmx_rpc_result.reached */
 };
 int rdmx_rpc_call(struct rdmx_rpc_ep *ep, uint32_t method_id, const struct rdmx_rpc_payload *req,
                   const struct rdmx_rpc_call_opts *opts, struct rdmx_rpc_reply *reply);

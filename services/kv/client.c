@@ -195,119 +195,212 @@ static struct rdmx_rpc_ep *route(const char *key, size_t *at, struct result *r)
 	return member_conn(*at, r);
 }
 
-/* After a call to member i: a lost connection marks it down, and with
- * several instances the error names the one whose keys are unavailable. */
-static void after(size_t i, struct result *r)
+/* After a call to member i: a lost connection marks it down (true), and
+ * with several instances the error names the one whose keys are
+ * unavailable. */
+static bool after(size_t i, struct result *r)
 {
 	char msg[sizeof(r->message)];
 
 	if ((r->rc >= 0 && r->rc != RDMX_RPC_UNAVAILABLE) || kv_pool_alive(kv_pool, i))
-		return;
+		return false;
 	kv_pool_lost(kv_pool, i, r->rc < 0 ? r->rc : RDMX_E_DISCONNECTED);
 	if (kv_pool_size(kv_pool) == 1)
-		return;
+		return true;
 	snprintf(msg, sizeof(msg), "%s", r->message);
 	snprintf(r->message, sizeof(r->message), "kv instance %s is unavailable: %.180s",
 	         kv_pool_endpoint(kv_pool, i), msg);
 	r->rc = RDMX_RPC_UNAVAILABLE;
+	return true;
+}
+
+/* Retries (kv.proto, docs/guide-cluster.md). A call whose connection was
+ * lost goes again on a new connection to the same instance (the key's
+ * owner: rendezvous hashing never sends it elsewhere) when it never reached
+ * the server (the stub could not start it: the connection was already
+ * gone) or the method is idempotent (get, del, scan); at most
+ * KV_MAX_RETRIES times per call, within the call's deadline (--timeout-ms
+ * from the first attempt), while the budget lasts (10 retries plus 20 % of
+ * the calls made). A put that may have been applied is reported
+ * UNAVAILABLE, never resent. A reconnect that fails makes the instance back
+ * off: its keys answer UNAVAILABLE at once until then. */
+#define KV_MAX_RETRIES 2
+static uint64_t kv_calls, kv_retries;
+
+#ifdef KV_KV_GET_IDEMPOTENT
+#define GET_IDEMPOTENT true
+#else
+#define GET_IDEMPOTENT false
+#endif
+#ifdef KV_KV_PUT_IDEMPOTENT
+#define PUT_IDEMPOTENT true
+#else
+#define PUT_IDEMPOTENT false
+#endif
+#ifdef KV_KV_DELETE_IDEMPOTENT
+#define DELETE_IDEMPOTENT true
+#else
+#define DELETE_IDEMPOTENT false
+#endif
+#ifdef KV_KV_SCAN_IDEMPOTENT
+#define SCAN_IDEMPOTENT true
+#else
+#define SCAN_IDEMPOTENT false
+#endif
+
+static bool retry(const struct copts *o, bool lost, int rc, bool idempotent, uint64_t t0,
+                  int *tries)
+{
+	bool reached = rc >= 0; /* a negative code: the call was never started */
+
+	if (!lost || (reached && !idempotent) || *tries >= KV_MAX_RETRIES)
+		return false;
+	if (rdmx__now_ns() - t0 >= (uint64_t)o->timeout_ms * 1000000u)
+		return false;
+	if (kv_retries >= 10 + kv_calls / 5)
+		return false;
+	kv_retries++;
+	(*tries)++;
+	if (o->verbose)
+		fprintf(stderr, "rdmx-kv: retrying on a new connection (%s)\n",
+		        reached ? "idempotent" : "never sent");
+	return true;
+}
+
+/* The deadline left of a call that started at t0 (1 us at least). */
+static struct rdmx_rpc_call_opts call_opts_from(const struct copts *o, uint64_t t0)
+{
+	uint64_t total = (uint64_t)o->timeout_ms * 1000u, used = (rdmx__now_ns() - t0) / 1000u;
+	struct rdmx_rpc_call_opts co = {used < total ? total - used : 1, false};
+
+	kv_calls++;
+	return co;
 }
 
 static struct rdmx_rpc_call_opts call_opts(const struct copts *o)
 {
-	struct rdmx_rpc_call_opts co = {(uint64_t)o->timeout_ms * 1000u, false};
-
-	return co;
+	return call_opts_from(o, rdmx__now_ns());
 }
 
 static void do_put(const struct copts *o, const char *key, const void *val, size_t len,
                    bool *replaced, struct result *r)
 {
-	struct rdmx_rpc_call_opts co = call_opts(o);
-	struct rdmx_rpc_status st = {0, NULL};
-	struct rdmx_arena arena;
-	kv_PutRequest req;
-	kv_PutResponse resp;
-	uint64_t t0;
-	size_t at;
-	struct rdmx_rpc_ep *rpc = route(key, &at, r);
+	uint64_t first = rdmx__now_ns();
+	int tries = 0;
+	bool again;
 
-	if (!rpc)
+	do {
+		struct rdmx_rpc_call_opts co = call_opts_from(o, first);
+		struct rdmx_rpc_status st = {0, NULL};
+		struct rdmx_arena arena;
+		kv_PutRequest req;
+		kv_PutResponse resp;
+		uint64_t t0;
+		size_t at;
+		struct rdmx_rpc_ep *rpc = route(key, &at, r);
+		int rc;
+
+		if (!rpc)
+			return;
+		rdmx_arena_init(&arena, NULL, 0, 0);
+		kv_PutRequest_init(&req);
+		kv_PutResponse_init(&resp);
+		req.key = rdmx_str_c(key);
+		req.value = rdmx_bytes_n(val, len);
+		t0 = rdmx__now_ns();
+		rc = kv_KV_Put(rpc, &req, &resp, &arena, &co, &st);
+		result_set(r, rc, &st, t0);
+		if (replaced)
+			*replaced = resp.replaced;
+		rdmx_arena_fini(&arena);
+		again = retry(o, after(at, r), rc, PUT_IDEMPOTENT, first, &tries);
+	} while (again);
+}
+
+/* A get's answer: on success *val gets a malloc'd copy (free it). */
+static void get_value(const kv_GetResponse *resp, int rc, uint8_t **val, size_t *len,
+                      struct result *r)
+{
+	if (rc != 0)
 		return;
-	rdmx_arena_init(&arena, NULL, 0, 0);
-	kv_PutRequest_init(&req);
-	kv_PutResponse_init(&resp);
-	req.key = rdmx_str_c(key);
-	req.value = rdmx_bytes_n(val, len);
-	t0 = rdmx__now_ns();
-	result_set(r, kv_KV_Put(rpc, &req, &resp, &arena, &co, &st), &st, t0);
-	if (replaced)
-		*replaced = resp.replaced;
-	rdmx_arena_fini(&arena);
-	after(at, r);
+	*val = malloc(resp->value.len + 1);
+	if (!*val) {
+		r->rc = RDMX_E_NOMEM;
+		snprintf(r->message, sizeof(r->message), "out of memory");
+		return;
+	}
+	if (resp->value.len)
+		memcpy(*val, resp->value.data, resp->value.len);
+	(*val)[resp->value.len] = 0;
+	*len = resp->value.len;
 }
 
 /* on success *val is malloc'd (free it) */
 static void do_get(const struct copts *o, const char *key, uint8_t **val, size_t *len,
                    struct result *r)
 {
-	struct rdmx_rpc_call_opts co = call_opts(o);
-	struct rdmx_rpc_status st = {0, NULL};
-	struct rdmx_arena arena;
-	kv_GetRequest req;
-	kv_GetResponse resp;
-	uint64_t t0;
-	size_t at;
-	struct rdmx_rpc_ep *rpc;
+	uint64_t first = rdmx__now_ns();
+	int tries = 0;
+	bool again;
 
 	*val = NULL;
 	*len = 0;
-	rpc = route(key, &at, r);
-	if (!rpc)
-		return;
-	rdmx_arena_init(&arena, NULL, 0, 0);
-	kv_GetRequest_init(&req);
-	kv_GetResponse_init(&resp);
-	req.key = rdmx_str_c(key);
-	t0 = rdmx__now_ns();
-	result_set(r, kv_KV_Get(rpc, &req, &resp, &arena, &co, &st), &st, t0);
-	if (r->rc == 0) {
-		*val = malloc(resp.value.len + 1);
-		if (!*val) {
-			r->rc = RDMX_E_NOMEM;
-			snprintf(r->message, sizeof(r->message), "out of memory");
-		} else {
-			if (resp.value.len)
-				memcpy(*val, resp.value.data, resp.value.len);
-			(*val)[resp.value.len] = 0;
-			*len = resp.value.len;
-		}
-	}
-	rdmx_arena_fini(&arena);
-	after(at, r);
+	do {
+		struct rdmx_rpc_call_opts co = call_opts_from(o, first);
+		struct rdmx_rpc_status st = {0, NULL};
+		struct rdmx_arena arena;
+		kv_GetRequest req;
+		kv_GetResponse resp;
+		uint64_t t0;
+		size_t at;
+		struct rdmx_rpc_ep *rpc = route(key, &at, r);
+		int rc;
+
+		if (!rpc)
+			return;
+		rdmx_arena_init(&arena, NULL, 0, 0);
+		kv_GetRequest_init(&req);
+		kv_GetResponse_init(&resp);
+		req.key = rdmx_str_c(key);
+		t0 = rdmx__now_ns();
+		rc = kv_KV_Get(rpc, &req, &resp, &arena, &co, &st);
+		result_set(r, rc, &st, t0);
+		get_value(&resp, rc, val, len, r);
+		rdmx_arena_fini(&arena);
+		again = retry(o, after(at, r), rc, GET_IDEMPOTENT, first, &tries);
+	} while (again);
 }
 
 static void do_del(const struct copts *o, const char *key, bool *deleted, struct result *r)
 {
-	struct rdmx_rpc_call_opts co = call_opts(o);
-	struct rdmx_rpc_status st = {0, NULL};
-	struct rdmx_arena arena;
-	kv_DeleteRequest req;
-	kv_DeleteResponse resp;
-	uint64_t t0;
-	size_t at;
-	struct rdmx_rpc_ep *rpc = route(key, &at, r);
+	uint64_t first = rdmx__now_ns();
+	int tries = 0;
+	bool again;
 
-	if (!rpc)
-		return;
-	rdmx_arena_init(&arena, NULL, 0, 0);
-	kv_DeleteRequest_init(&req);
-	kv_DeleteResponse_init(&resp);
-	req.key = rdmx_str_c(key);
-	t0 = rdmx__now_ns();
-	result_set(r, kv_KV_Delete(rpc, &req, &resp, &arena, &co, &st), &st, t0);
-	*deleted = resp.deleted;
-	rdmx_arena_fini(&arena);
-	after(at, r);
+	do {
+		struct rdmx_rpc_call_opts co = call_opts_from(o, first);
+		struct rdmx_rpc_status st = {0, NULL};
+		struct rdmx_arena arena;
+		kv_DeleteRequest req;
+		kv_DeleteResponse resp;
+		uint64_t t0;
+		size_t at;
+		struct rdmx_rpc_ep *rpc = route(key, &at, r);
+		int rc;
+
+		if (!rpc)
+			return;
+		rdmx_arena_init(&arena, NULL, 0, 0);
+		kv_DeleteRequest_init(&req);
+		kv_DeleteResponse_init(&resp);
+		req.key = rdmx_str_c(key);
+		t0 = rdmx__now_ns();
+		rc = kv_KV_Delete(rpc, &req, &resp, &arena, &co, &st);
+		result_set(r, rc, &st, t0);
+		*deleted = resp.deleted;
+		rdmx_arena_fini(&arena);
+		again = retry(o, after(at, r), rc, DELETE_IDEMPOTENT, first, &tries);
+	} while (again);
 }
 
 /* Every page of a scan; calls `each` per entry. Latency: all pages. */
@@ -429,23 +522,42 @@ static void do_scan(const struct copts *o, const char *prefix, uint32_t limit, b
 
 	*count = 0;
 	if (kv_pool_size(kv_pool) == 1) {
-		struct rdmx_rpc_ep *rpc = member_conn(0, r);
+		int tries = 0, rc;
+		bool lost;
 
-		if (rpc) {
+		do {
+			struct rdmx_rpc_ep *rpc = member_conn(0, r);
+
+			if (!rpc)
+				return;
 			scan_one(rpc, o, prefix, limit, keys_only, each, arg, count, r);
-			after(0, r);
-		}
+			rc = r->rc;
+			lost = after(0, r);
+			/* entries already handed out are not handed out again */
+		} while (*count == 0 && retry(o, lost, rc, SCAN_IDEMPOTENT, t0, &tries));
 		return;
 	}
 	r->rc = 0;
 	r->message[0] = '\0';
 	for (size_t i = 0; i < kv_pool_size(kv_pool) && !r->rc; i++) {
-		struct rdmx_rpc_ep *rpc = member_conn(i, r);
+		size_t kept = l.n;
+		int tries = 0, rc;
+		bool lost;
 
-		if (!rpc)
-			break;
-		scan_one(rpc, o, prefix, limit, keys_only, hold, &l, &part, r);
-		after(i, r);
+		do {
+			struct rdmx_rpc_ep *rpc = member_conn(i, r);
+
+			while (l.n > kept) { /* a failed attempt's entries */
+				l.n--;
+				free(l.items[l.n].key);
+				free(l.items[l.n].value);
+			}
+			if (!rpc)
+				break;
+			scan_one(rpc, o, prefix, limit, keys_only, hold, &l, &part, r);
+			rc = r->rc;
+			lost = after(i, r);
+		} while (retry(o, lost, rc, SCAN_IDEMPOTENT, t0, &tries));
 		if (!r->rc && l.nomem) {
 			r->rc = RDMX_E_NOMEM;
 			snprintf(r->message, sizeof(r->message), "%s", rdmx_strerror(RDMX_E_NOMEM));

@@ -14,6 +14,7 @@
 #include <rdmx/tls.h>
 
 #include "pool.h"
+#include "common/clock.h"
 
 struct member {
 	char endpoint[RDMX_REGISTRY_MAX_ENDPOINT + 1];
@@ -21,7 +22,9 @@ struct member {
 	uint64_t seed; /* hash of the endpoint */
 	struct rdmx_tls_config *cfg;
 	struct rdmx_rpc_secure_conn *conn;
-	int down; /* the error that took it down, 0 while usable */
+	int down;            /* the error that took it down, 0 while usable */
+	uint32_t backoff_ms; /* the last reconnect back-off, 0 after a success */
+	uint64_t retry_at;   /* ms: a down member is not reconnected before */
 };
 
 struct kv_pool {
@@ -200,6 +203,19 @@ size_t kv_pool_pick(const struct kv_pool *p, const char *key, size_t klen)
 	return pick;
 }
 
+/* Exponential back-off (100 ms doubling to 5 s) with jitter over its upper
+ * half, so that clients that lost an instance together do not all come
+ * back at the same moment. */
+static void back_off(struct member *m)
+{
+	uint32_t ms = m->backoff_ms ? m->backoff_ms * 2 : 100;
+
+	if (ms > 5000)
+		ms = 5000;
+	m->backoff_ms = ms;
+	m->retry_at = rdmx__now_ms() + ms / 2 + (uint64_t)random() % (ms / 2 + 1);
+}
+
 static void say_down(const struct member *m, char *why, size_t len)
 {
 	snprintf(why, len, "kv instance %s (%s) is unavailable: %s", m->endpoint, m->owner,
@@ -217,8 +233,8 @@ struct rdmx_rpc_ep *kv_pool_ep(struct kv_pool *p, size_t i, char *why, size_t wh
 
 	if (m->conn)
 		return rdmx_rpc_secure_conn_get_ep(m->conn);
-	if (m->down) {
-		say_down(m, why, why_len);
+	if (m->down && rdmx__now_ms() < m->retry_at) {
+		say_down(m, why, why_len); /* backing off */
 		return NULL;
 	}
 	if (!m->cfg)
@@ -238,12 +254,15 @@ struct rdmx_rpc_ep *kv_pool_ep(struct kv_pool *p, size_t i, char *why, size_t wh
 	if (rc) {
 		m->conn = NULL;
 		m->down = rc;
+		back_off(m);
 		if (p->n == 1)
 			fprintf(stderr, "rdmx-kv: connecting to %s: %s\n", m->endpoint,
 			        rdmx_strerror(rc));
 		say_down(m, why, why_len);
 		return NULL;
 	}
+	m->down = 0;
+	m->backoff_ms = 0;
 	return rdmx_rpc_secure_conn_get_ep(m->conn);
 }
 
@@ -253,6 +272,7 @@ void kv_pool_lost(struct kv_pool *p, size_t i, int rc)
 
 	rdmx_rpc_secure_close(&m->conn);
 	m->down = rc < 0 ? rc : RDMX_E_DISCONNECTED;
+	m->retry_at = 0; /* the first reconnect is tried at once */
 }
 
 int kv_pool_check(struct kv_pool *p, size_t i)

@@ -39,10 +39,13 @@ const char *kv_pool_endpoint(const struct kv_pool *p, size_t i);
 /* The member that owns key[klen]: the highest hash of (endpoint, key). */
 size_t kv_pool_pick(const struct kv_pool *p, const char *key, size_t klen);
 /* Member i's connection, made now when needed; NULL with why[] filled
- * ("kv instance HOST:PORT (NAME) is unavailable: ...") when it is down. */
+ * ("kv instance HOST:PORT (NAME) is unavailable: ...") when it is down:
+ * its connect failed and it backs off (100 ms doubling to 5 s, with
+ * jitter) before the next connect is tried. */
 struct rdmx_rpc_ep *kv_pool_ep(struct kv_pool *p, size_t i, char *why, size_t why_len);
 /* A call to member i failed at the transport (rc < 0): the connection is
- * closed and the member marked down. */
+ * closed and the member marked down; the next kv_pool_ep reconnects at
+ * once (a restarted instance is used again), later ones back off. */
 void kv_pool_lost(struct kv_pool *p, size_t i, int rc);
 /* Whether member i has a connection that is still up. */
 bool kv_pool_alive(struct kv_pool *p, size_t i);

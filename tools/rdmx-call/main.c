@@ -257,22 +257,33 @@ static uint64_t now_ns(void)
 
 /* One call; prints the status to stderr unless OK. Returns 0 when a status
  * came back (reply->code tells), 1 when the call could not be made. */
+/* With --service, calls go through the balancer: another member when the
+ * request never reached the server, or when the method is idempotent. */
+static struct rdmx_registry_balancer *service_balancer;
+
 static int call(struct rpcnet_client *c, const struct opts *o, const char *method, const void *req,
-                size_t len, struct rdmx_rpc_reply *reply)
+                size_t len, bool idempotent, struct rdmx_rpc_reply *reply)
 {
 	struct rdmx_rpc_call_opts co = {(uint64_t)o->timeout_ms * 1000u, false};
 	struct rdmx_rpc_payload p = rdmx_rpc_bytes(req, len);
 	uint64_t t0 = now_ns();
-	int rc = rdmx_rpc_call(rpcnet_client_rpc(c), rdmx_rpc_method_id(method), &p, &co, reply);
+	uint64_t retries = rdmx_registry_balancer_get_retries(service_balancer);
+	int rc =
+	    service_balancer
+	        ? rdmx_registry_balancer_call(service_balancer, rdmx_rpc_method_id(method), &p, &co,
+	                                      idempotent, reply)
+	        : rdmx_rpc_call(rpcnet_client_rpc(c), rdmx_rpc_method_id(method), &p, &co, reply);
 
 	if (rc) {
 		fprintf(stderr, "rdmx-call: %s: %s\n", method, rdmx_strerror(rc));
 		return 1;
 	}
 	if (o->verbose)
-		fprintf(stderr, "rdmx-call: %s: %s, %zu bytes in, %zu out, %.1f us\n", method,
-		        rdmx_rpc_code_name(reply->code), len, reply->len,
-		        (double)(now_ns() - t0) / 1000.0);
+		fprintf(stderr, "rdmx-call: %s: %s, %zu bytes in, %zu out, %.1f us, %llu retries\n",
+		        method, rdmx_rpc_code_name(reply->code), len, reply->len,
+		        (double)(now_ns() - t0) / 1000.0,
+		        (unsigned long long)(rdmx_registry_balancer_get_retries(service_balancer) -
+		                             retries));
 	return 0;
 }
 
@@ -300,7 +311,7 @@ static int cmd_list(struct rpcnet_client *c, const struct opts *o)
 	size_t off = 0;
 	int ret = 1, found = 0;
 
-	if (call(c, o, RDMX_REFLECTION_LIST_NAME, empty, sizeof(empty), &r))
+	if (call(c, o, RDMX_REFLECTION_LIST_NAME, empty, sizeof(empty), true, &r))
 		return 1;
 	if (r.code != RDMX_RPC_OK) {
 		ret = status_exit(&r);
@@ -446,7 +457,7 @@ static int schema_from_server(struct rpcnet_client *c, const struct opts *o, con
 	req[2] = 0xd9;
 	req[3] = (unsigned char)sl;
 	memcpy(req + 4, service, sl);
-	if (call(c, o, RDMX_REFLECTION_FILE_CONTAINING_NAME, req, 4 + sl, &r))
+	if (call(c, o, RDMX_REFLECTION_FILE_CONTAINING_NAME, req, 4 + sl, true, &r))
 		return -1;
 	if (r.code != RDMX_RPC_OK) {
 		fprintf(stderr,
@@ -609,7 +620,7 @@ static int cmd_call(struct rpcnet_client *c, const struct opts *o)
 		fprintf(stderr, "rdmx-call: request (%s): %s\n", m->in->full_name, err);
 		goto out;
 	}
-	if (call(c, o, full, req.data, req.len, &r))
+	if (call(c, o, full, req.data, req.len, m->idempotent, &r))
 		goto out;
 	if (r.code != RDMX_RPC_OK) {
 		ret = status_exit(&r);
@@ -675,6 +686,12 @@ static int member_connect(const struct rdmx_registry_member *m, void *arg, void 
 	return 0;
 }
 
+static struct rdmx_rpc_ep *member_ep(void *conn, void *arg)
+{
+	(void)arg;
+	return rpcnet_client_rpc(conn);
+}
+
 static void member_disconnect(void *conn, void *arg)
 {
 	struct rpcnet_client *c = conn;
@@ -718,6 +735,7 @@ static int run_on_service(const struct opts *o)
 	bo.pick = RDMX_REGISTRY_PICK_TWO_CHOICES;
 	bo.connect = member_connect;
 	bo.disconnect = member_disconnect;
+	bo.ep = member_ep;
 	bo.arg = &arg;
 	ret = rdmx_registry_balancer_create(&bo, &b);
 	if (ret) {
@@ -745,8 +763,11 @@ static int run_on_service(const struct opts *o)
 		        rdmx_strerror(ret));
 		ret = 1;
 	} else {
-		ret = strcmp(o->what, "list") == 0 ? cmd_list(conn, o) : cmd_call(conn, o);
+		/* the picked member is given back: each call picks its own */
 		rdmx_registry_balancer_done(b, member, 0);
+		service_balancer = b;
+		ret = strcmp(o->what, "list") == 0 ? cmd_list(NULL, o) : cmd_call(NULL, o);
+		service_balancer = NULL;
 	}
 	rdmx_registry_balancer_destroy(&b);
 	rdmx_tls_config_destroy(&cfg);

@@ -9,11 +9,19 @@
 #   3. with one of two kv instances dead (kill -9, still registered: lease
 #      30 s): health calls that failed out of 40 through the balancer
 #      (rdmx-call --registry --service: unreachable members skipped) and out
-#      of 40 to a registered member taken at random (no failover).
+#      of 40 to a registered member taken at random (no failover);
+#   4. one of two kv instances killed (kill -9) after the 1000th of 2000
+#      calls, mid-load, through the generated stubs' service channel
+#      (tests/integration/kv/failover_load.c): gets with retries (Get is
+#      NO_SIDE_EFFECTS in kv.proto), gets without (the balancer's pick, no
+#      retry), puts (not idempotent: retried only when never sent);
+#   5. 2000 gets through the balancer, the etcd leader killed after the
+#      1000th: calls that failed while an etcd member died.
 set -eu
 B=$(cd "$1" && pwd)
 KV=$B/services/kv/rdmx-kv REGISTRY=$B/tools/rdmx-registry/rdmx-registry
 CERTS=$B/tools/rdmx-certs/rdmx-certs CALL=$B/tools/rdmx-call/rdmx-call
+LOAD=$B/tests/integration/kv/kv_failover_load
 . "$(dirname "$0")/../../../scripts/etcd-local.sh"
 DIR=$(mktemp -d /tmp/rdmx-etcd-fig-XXXXXX)
 PIDS=
@@ -94,3 +102,30 @@ for i in $(seq 40); do
 		fn=$((fn + 1))
 done
 echo "one of two kv instances dead: $fb of 40 calls failed with the balancer (failover), $fn of 40 without"
+
+# 4. one of two kv instances killed mid-load, with and without retries
+load() { # SERVICE MODE VICTIM_PID
+	"$LOAD" "$URL" "$1" "$P/ca.crt" "$P/client.test.crt" "$P/client.test.key" "$2" 2000 1000 "$3" \
+		2>/dev/null | sed 's/^calls \([0-9]*\) ok \([0-9]*\) answered \([0-9]*\) unavailable \([0-9]*\) other \([0-9]*\) retries \([0-9]*\)/\4 of \1 calls failed UNAVAILABLE (\5 other errors, \6 retries)/'
+}
+for mode in get get-once put; do
+	svc=kvl-$mode
+	serve kv1 "$svc" 30000
+	K1=$LAST
+	serve kv2 "$svc" 30000
+	until_count "$svc" 2
+	case $mode in
+	get) what="gets with retries" ;;
+	get-once) what="gets without retries" ;;
+	put) what="puts (not idempotent)" ;;
+	esac
+	echo "one of two kv instances killed after call 1000, $what: $(load "$svc" $mode $K1)"
+done
+
+# 5. the etcd leader killed mid-load
+serve kv1 kve 30000
+serve kv2 kve 30000
+until_count kve 2
+L=$(etcd_leader)
+eval lp=\$ETCD_PID$L
+echo "etcd leader killed after call 1000 of 2000 gets through the balancer: $(load kve get "$lp")"

@@ -672,6 +672,99 @@ Test(rpc, peer_gone_fails_outstanding)
 	node_close(&b);
 }
 
+/* A call whose connection is lost before its request was handed to the
+ * transport says it never reached the server (safe to retry anywhere); one
+ * lost after says it may have. The server's channel is paused so no credit
+ * comes back: the requests beyond its ring wait in the client's send queue. */
+struct reach_rec {
+	int done;
+	enum rdmx_rpc_code code;
+	bool reached;
+};
+
+static void reach_cb(const struct rdmx_rpc_result *r, void *arg)
+{
+	struct reach_rec *x = arg;
+
+	x->done++;
+	x->code = r->code;
+	x->reached = r->reached;
+}
+
+Test(rpc, reached_tells_posted_from_never_sent)
+{
+	struct node a, b;
+	struct echo_state st = {0};
+	struct rdmx_rpc_server *srv;
+	struct rdmx_rpc_ep *ra, *rb;
+	struct rdmx_chan *ca, *cb;
+	struct chan_conf small = {.slot_count = 8};
+	enum { N = 24 };
+	struct reach_rec r[N];
+	uint32_t queued;
+	int done = 0;
+
+	ids();
+	memset(r, 0, sizeof(r));
+	node_open(&a, "a", 0, NULL);
+	node_open(&b, "b", 1, NULL);
+	srv = echo_server(&st);
+	rpc_pair(&a, &b, NULL, srv, NULL, &small, &ra, &rb);
+	ca = rdmx_rpc_ep_get_chan(ra);
+	cb = rdmx_rpc_ep_get_chan(rb);
+	ASSERT_OK(rdmx_chan_pause(cb)); /* no credits come back */
+	for (int i = 0; i < N; i++)
+		ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, reach_cb, &r[i], NULL));
+	queued = rdmx_chan_get_queued(ca);
+	cr_assert(queued > 0 && queued < N, "%u of %d requests queued", queued, N);
+	ASSERT_OK(rdmx_rpc_ep_destroy(&rb));
+	ASSERT_OK(rdmx_chan_destroy(&cb));
+	while (done < N) {
+		DRIVE_UNTIL(&a, &b, r[done].done);
+		done++;
+	}
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(r[i].done, 1);
+		cr_assert_eq(r[i].code, RDMX_RPC_UNAVAILABLE);
+		cr_assert_eq(r[i].reached, i < N - (int)queued,
+		             "call %d of %d (%u queued): reached %d", i, N, queued, r[i].reached);
+	}
+	/* the blocking form carries it too: a closed endpoint starts nothing */
+	{
+		struct rdmx_rpc_reply reply;
+
+		ASSERT_RC(rdmx_rpc_call(ra, ECHO, NULL, NULL, &reply), RDMX_E_BAD_STATE);
+	}
+	rpc_pair_close(&ra, &rb);
+	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
+	node_close(&a);
+	node_close(&b);
+}
+
+/* A reply says the request reached the server. */
+Test(rpc, reached_on_reply)
+{
+	struct node a, b;
+	struct echo_state st = {0};
+	struct rdmx_rpc_server *srv;
+	struct rdmx_rpc_ep *ra, *rb;
+	struct reach_rec r = {0};
+
+	ids();
+	node_open(&a, "a", 0, NULL);
+	node_open(&b, "b", 1, NULL);
+	srv = echo_server(&st);
+	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
+	ASSERT_OK(rdmx_rpc_call_async(ra, FAIL, NULL, NULL, reach_cb, &r, NULL));
+	DRIVE_UNTIL(&a, &b, r.done);
+	cr_assert_eq(r.code, RDMX_RPC_NOT_FOUND);
+	cr_assert(r.reached);
+	rpc_pair_close(&ra, &rb);
+	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
+	node_close(&a);
+	node_close(&b);
+}
+
 /* Limits: max_inflight answers AGAIN; destroy with calls pending fails them. */
 Test(rpc, limits_and_destroy_pending)
 {

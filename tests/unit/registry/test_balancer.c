@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <ev.h>
 
@@ -118,7 +119,20 @@ static struct fake {
 	int disconnects; /* disconnect callbacks */
 	int picks;
 	int open; /* a connection handed out and not closed */
+	int eps;  /* ep callbacks (the fakes have no RPC endpoint: NULL) */
 } fakes[MAX_FAKE];
+
+/* Makes time pass inside a callback (not a timing check): the callbacks
+ * return only after spin_*_us microseconds. */
+static uint64_t spin_connect_us, spin_ep_us;
+
+static void spin(uint64_t us)
+{
+	struct timespec ts = {(time_t)(us / 1000000u), (long)(us % 1000000u) * 1000L};
+
+	while (us && nanosleep(&ts, &ts) != 0)
+		;
+}
 
 static struct fake *fake_of(const char *endpoint)
 {
@@ -136,6 +150,7 @@ static int fake_connect(const struct rdmx_registry_member *m, void *arg, void **
 	cr_assert_not_null(f, "member %s is not one of ours", m->endpoint);
 	cr_assert_str_eq(m->service, SERVICE);
 	f->connects++;
+	spin(spin_connect_us);
 	if (f->fail)
 		return f->fail;
 	cr_assert_eq(f->open, 0, "%s: connected twice without a disconnect", m->endpoint);
@@ -154,6 +169,17 @@ static void fake_disconnect(void *conn, void *arg)
 	f->disconnects++;
 }
 
+static struct rdmx_rpc_ep *fake_ep(void *conn, void *arg)
+{
+	struct fake *f = conn;
+
+	cr_assert_eq(arg, (void *)fakes);
+	cr_assert_eq(f->open, 1, "asked the endpoint of a closed connection");
+	f->eps++;
+	spin(spin_ep_us);
+	return NULL; /* as a connection whose endpoint is gone: nothing is sent */
+}
+
 /* ---- registry side: one client joins the members ---- */
 
 static struct rdmx_tls_config *cli_cfg;
@@ -164,6 +190,7 @@ static void setup(void)
 {
 	memset(&srv, 0, sizeof(srv));
 	memset(fakes, 0, sizeof(fakes));
+	spin_connect_us = spin_ep_us = 0;
 	for (int i = 0; i < MAX_FAKE; i++)
 		snprintf(fakes[i].endpoint, sizeof(fakes[i].endpoint), "10.0.0.%d:7000", i + 1);
 	cr_assert_eq(tls_test_pki_create(&pki), 0);
@@ -215,6 +242,7 @@ static void opts_for(struct rdmx_registry_balancer_opts *o, enum rdmx_registry_p
 	o->pick = pick;
 	o->connect = fake_connect;
 	o->disconnect = fake_disconnect;
+	o->ep = fake_ep;
 	o->arg = fakes;
 	/* long enough that no back-off ends while a test runs */
 	o->backoff_min_ms = 60000;
@@ -573,4 +601,125 @@ Test(balancer, bad_arguments_are_refused)
 	cr_assert_rc(rdmx_registry_balancer_pick(bal, &conn, NULL, NULL), RDMX_E_INVAL);
 	cr_assert_rc(rdmx_registry_balancer_done(bal, 424242, 0), RDMX_E_NOT_FOUND);
 	cr_assert_eq(fakes[0].connects, 0, "refused calls connect nothing");
+}
+
+/* ---- rdmx_registry_balancer_call: the retry decisions on the call path ---- */
+
+static int eps_total(void)
+{
+	int n = 0;
+
+	for (int i = 0; i < MAX_FAKE; i++)
+		n += fakes[i].eps;
+	return n;
+}
+
+Test(balancer, call_never_sent_fails_over_to_every_member_whatever_the_method)
+{
+	struct rdmx_rpc_call_opts co = {10u * 1000000u, false};
+	struct rdmx_rpc_reply r;
+
+	for (int i = 0; i < 3; i++)
+		join(i, 30000);
+	create(RDMX_REGISTRY_PICK_ROUND_ROBIN);
+	/* not idempotent: still retried, the request never went out */
+	cr_assert_rc(rdmx_registry_balancer_call(bal, 7, NULL, &co, false, &r), RDMX_OK);
+	cr_assert_eq(r.code, RDMX_RPC_UNAVAILABLE);
+	cr_assert_not(r.reached);
+	cr_assert_not_null(r.message);
+	cr_assert(strstr(r.message, "no member of " SERVICE " can be reached"), "message: %s",
+	          r.message);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(fakes[i].eps, 1, "member %d tried %d times", i, fakes[i].eps);
+		cr_assert_eq(fakes[i].open, 0, "a failed member's connection is closed");
+	}
+	/* three failovers; the back-off (30-60 s) is past the deadline: no wait */
+	cr_assert_eq(rdmx_registry_balancer_get_retries(bal), 3);
+	rdmx_rpc_reply_fini(&r);
+}
+
+Test(balancer, call_retries_stop_when_the_budget_is_spent)
+{
+	struct rdmx_registry_balancer_opts o;
+	struct rdmx_rpc_reply r;
+
+	for (int i = 0; i < 3; i++)
+		join(i, 30000);
+	opts_for(&o, RDMX_REGISTRY_PICK_ROUND_ROBIN);
+	o.retry_budget_min = 1;
+	o.retry_budget_percent = 1;
+	cr_assert_rc(rdmx_registry_balancer_create(&o, &bal), RDMX_OK);
+	cr_assert_rc(rdmx_registry_balancer_call(bal, 7, NULL, NULL, true, &r), RDMX_OK);
+	cr_assert_eq(r.code, RDMX_RPC_UNAVAILABLE);
+	cr_assert_eq(eps_total(), 2, "one attempt and one retry, got %d attempts", eps_total());
+	cr_assert_eq(rdmx_registry_balancer_get_retries(bal), 1);
+	rdmx_rpc_reply_fini(&r);
+	/* spent: the next call gets one attempt */
+	cr_assert_rc(rdmx_registry_balancer_call(bal, 7, NULL, NULL, true, &r), RDMX_OK);
+	cr_assert_eq(r.code, RDMX_RPC_UNAVAILABLE);
+	cr_assert_eq(eps_total(), 3);
+	rdmx_rpc_reply_fini(&r);
+}
+
+Test(balancer, call_is_not_retried_past_its_deadline)
+{
+	struct rdmx_rpc_call_opts co = {200000, false}; /* 200 ms */
+	struct rdmx_rpc_reply r;
+
+	for (int i = 0; i < 3; i++)
+		join(i, 30000);
+	create(RDMX_REGISTRY_PICK_ROUND_ROBIN);
+	spin_ep_us = 300000; /* the first attempt outlives the deadline */
+	cr_assert_rc(rdmx_registry_balancer_call(bal, 7, NULL, &co, true, &r), RDMX_OK);
+	cr_assert_eq(r.code, RDMX_RPC_UNAVAILABLE);
+	cr_assert_eq(eps_total(), 1, "retried past the deadline: %d attempts", eps_total());
+	cr_assert_eq(rdmx_registry_balancer_get_retries(bal), 0);
+	rdmx_rpc_reply_fini(&r);
+}
+
+Test(balancer, call_whose_deadline_passed_while_connecting_is_deadline_exceeded)
+{
+	struct rdmx_rpc_call_opts co = {200000, false};
+	struct rdmx_rpc_reply r;
+
+	join(0, 30000);
+	create(RDMX_REGISTRY_PICK_ROUND_ROBIN);
+	spin_connect_us = 300000;
+	cr_assert_rc(rdmx_registry_balancer_call(bal, 7, NULL, &co, true, &r), RDMX_OK);
+	cr_assert_eq(r.code, RDMX_RPC_DEADLINE_EXCEEDED);
+	cr_assert_eq(fakes[0].eps, 0, "nothing is sent once the deadline passed");
+	cr_assert_eq(fakes[0].open, 1, "the member is kept: it did nothing wrong");
+	rdmx_rpc_reply_fini(&r);
+}
+
+Test(balancer, call_with_no_member_registered_names_the_service)
+{
+	struct rdmx_rpc_reply r;
+
+	create(RDMX_REGISTRY_PICK_TWO_CHOICES);
+	cr_assert_rc(rdmx_registry_balancer_call(bal, 7, NULL, NULL, true, &r), RDMX_OK);
+	cr_assert_eq(r.code, RDMX_RPC_UNAVAILABLE);
+	cr_assert_not(r.reached);
+	cr_assert(strstr(r.message, "no member of " SERVICE " is registered"), "%s", r.message);
+	rdmx_rpc_reply_fini(&r);
+}
+
+Test(balancer, call_bad_arguments_are_refused)
+{
+	struct rdmx_registry_balancer_opts o;
+	struct rdmx_rpc_call_opts oneway = {0, true};
+	struct rdmx_rpc_reply r;
+
+	join(0, 30000);
+	cr_assert_rc(rdmx_registry_balancer_call(NULL, 7, NULL, NULL, true, &r), RDMX_E_INVAL);
+	opts_for(&o, RDMX_REGISTRY_PICK_ROUND_ROBIN);
+	o.ep = NULL;
+	cr_assert_rc(rdmx_registry_balancer_create(&o, &bal), RDMX_OK);
+	cr_assert_rc(rdmx_registry_balancer_call(bal, 7, NULL, NULL, true, &r), RDMX_E_INVAL);
+	rdmx_registry_balancer_destroy(&bal);
+	create(RDMX_REGISTRY_PICK_ROUND_ROBIN);
+	cr_assert_rc(rdmx_registry_balancer_call(bal, 7, NULL, NULL, true, NULL), RDMX_E_INVAL);
+	cr_assert_rc(rdmx_registry_balancer_call(bal, 7, NULL, &oneway, true, &r), RDMX_E_INVAL);
+	cr_assert_eq(fakes[0].connects, 0, "refused calls connect nothing");
+	cr_assert_eq(rdmx_registry_balancer_get_retries(NULL), 0);
 }

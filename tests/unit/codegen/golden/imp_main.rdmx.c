@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include <rdmx/reflection.h>
+#include <rdmx/registry.h>
 
 /* ---- imp.main.Drawing ---- */
 
@@ -326,6 +327,34 @@ int imp_main_Painter_Draw_async(struct rdmx_rpc_ep *ep, const imp_main_Drawing *
 	return r;
 }
 
+int imp_main_Painter_Draw_balanced(struct rdmx_registry_balancer *balancer,
+	const imp_main_Drawing *req, imp_dep_Point *resp, struct rdmx_arena *arena,
+	const struct rdmx_rpc_call_opts *opts, struct rdmx_rpc_status *status)
+{
+	struct rdmx_rpc_payload p;
+	struct rdmx_rpc_reply reply;
+	int r;
+	if (!balancer || !req || !resp)
+		return RDMX_E_INVAL;
+	p = imp_main_Drawing_payload(req);
+	memset(&reply, 0, sizeof(reply));
+	r = rdmx_registry_balancer_call(balancer, IMP_MAIN_PAINTER_DRAW_ID, &p, opts, false, &reply);
+	if (r < 0)
+		return r;
+	r = rdmx__rpc_status_fill(status, arena, (int)reply.code, reply.message);
+	if (r == 0 && reply.code == RDMX_RPC_OK) {
+		struct rdmx_decode_opts dopts = {0, true, 0};
+		if (reply.len == 0)
+			imp_dep_Point_init(resp);
+		else
+			r = imp_dep_Point_decode(resp, reply.data, reply.len, arena, &dopts);
+	}
+	if (r == 0)
+		r = (int)reply.code;
+	rdmx_rpc_reply_fini(&reply);
+	return r;
+}
+
 int imp_main_Painter_Draw_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 	const char *message, const imp_dep_Point *resp)
 {
@@ -334,6 +363,18 @@ int imp_main_Painter_Draw_respond(struct rdmx_rpc_server_call *call, enum rdmx_r
 		return rdmx_rpc_respond(call, code, message, NULL);
 	p = imp_dep_Point_payload(resp);
 	return rdmx_rpc_respond(call, code, message, &p);
+}
+
+int imp_main_Painter_connect_service(const char *registry, const char *service,
+	struct rdmx_tls_config *tls, struct rdmx_registry_balancer **balancer)
+{
+	struct rdmx_registry_balancer_opts o;
+	rdmx_registry_balancer_opts_init(&o);
+	o.url = registry;
+	o.cfg = tls;
+	o.service = service ? service : "imp.main.Painter";
+	o.pick = RDMX_REGISTRY_PICK_TWO_CHOICES;
+	return rdmx_registry_balancer_create_secure(&o, NULL, balancer);
 }
 
 struct imp_main_Painter__binding {

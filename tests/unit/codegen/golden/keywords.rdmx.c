@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include <rdmx/reflection.h>
+#include <rdmx/registry.h>
 
 /* ---- Keywords ---- */
 
@@ -329,6 +330,34 @@ int Ops_delete_async(struct rdmx_rpc_ep *ep, const Keywords *req,
 	return r;
 }
 
+int Ops_delete_balanced(struct rdmx_registry_balancer *balancer,
+	const Keywords *req, Keywords *resp, struct rdmx_arena *arena,
+	const struct rdmx_rpc_call_opts *opts, struct rdmx_rpc_status *status)
+{
+	struct rdmx_rpc_payload p;
+	struct rdmx_rpc_reply reply;
+	int r;
+	if (!balancer || !req || !resp)
+		return RDMX_E_INVAL;
+	p = Keywords_payload(req);
+	memset(&reply, 0, sizeof(reply));
+	r = rdmx_registry_balancer_call(balancer, OPS_DELETE_ID, &p, opts, false, &reply);
+	if (r < 0)
+		return r;
+	r = rdmx__rpc_status_fill(status, arena, (int)reply.code, reply.message);
+	if (r == 0 && reply.code == RDMX_RPC_OK) {
+		struct rdmx_decode_opts dopts = {0, true, 0};
+		if (reply.len == 0)
+			Keywords_init(resp);
+		else
+			r = Keywords_decode(resp, reply.data, reply.len, arena, &dopts);
+	}
+	if (r == 0)
+		r = (int)reply.code;
+	rdmx_rpc_reply_fini(&reply);
+	return r;
+}
+
 int Ops_delete_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 	const char *message, const Keywords *resp)
 {
@@ -337,6 +366,18 @@ int Ops_delete_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code cod
 		return rdmx_rpc_respond(call, code, message, NULL);
 	p = Keywords_payload(resp);
 	return rdmx_rpc_respond(call, code, message, &p);
+}
+
+int Ops_connect_service(const char *registry, const char *service,
+	struct rdmx_tls_config *tls, struct rdmx_registry_balancer **balancer)
+{
+	struct rdmx_registry_balancer_opts o;
+	rdmx_registry_balancer_opts_init(&o);
+	o.url = registry;
+	o.cfg = tls;
+	o.service = service ? service : "Ops";
+	o.pick = RDMX_REGISTRY_PICK_TWO_CHOICES;
+	return rdmx_registry_balancer_create_secure(&o, NULL, balancer);
 }
 
 struct Ops__binding {

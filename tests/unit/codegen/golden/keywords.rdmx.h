@@ -88,6 +88,16 @@ int Keywords__encode_cb(const void *msg, void *dst, size_t len);
  *   only when code is RDMX_RPC_OK; valid only during cb: copy what you keep).
  *   An undecodable response completes with RDMX_RPC_INTERNAL. *call_id (may be
  *   NULL) names the call for rdmx_rpc_cancel.
+ * Client, over a service's registered members: S_connect_service(registry,
+ *   service, tls, &balancer) looks the service up in the registry (URL as
+ *   rdmx_registry_client_open; service NULL: "package.Service"), watches it and
+ *   connects members with rdmx_rpc_secure_connect on first use (tls: the
+ *   registry's config, also checking the members' certificates; free with
+ *   rdmx_registry_balancer_destroy). S_M_balanced(balancer, req, resp, arena,
+ *   opts, status) is S_M on a member picked per call (least in flight of two),
+ *   failing over and retrying as rdmx_registry_balancer_call: a request that
+ *   never reached a server always, one that may have only for a method marked
+ *   idempotent (S_M_IDEMPOTENT), within opts->timeout_us and the retry budget.
  * Server: fill a struct S_handlers (NULL members stay unimplemented: the server
  *   answers UNIMPLEMENTED) and S_register(server, handlers, arg) it (the table is
  *   copied; rdmx_codec_release_bindings(server) frees the copy after the server
@@ -96,6 +106,9 @@ int Keywords__encode_cb(const void *msg, void *dst, size_t len);
  *   answers once, now or later, with S_M_respond(call, code, message, resp)
  *   (resp NULL sends the default message). Method ids: 32-bit FNV-1a of
  *   "package.Service/Method". */
+
+struct rdmx_registry_balancer; /* rdmx/registry.h */
+struct rdmx_tls_config;       /* rdmx/tls.h */
 
 /* service Ops */
 #define OPS_DELETE_ID 0x4a0581b7u
@@ -108,9 +121,14 @@ int Ops_delete(struct rdmx_rpc_ep *ep, const Keywords *req, Keywords *resp,
 int Ops_delete_async(struct rdmx_rpc_ep *ep, const Keywords *req,
 	const struct rdmx_rpc_call_opts *opts, Ops_delete_cb cb, void *arg,
 	uint64_t *call_id);
+int Ops_delete_balanced(struct rdmx_registry_balancer *balancer,
+	const Keywords *req, Keywords *resp, struct rdmx_arena *arena,
+	const struct rdmx_rpc_call_opts *opts, struct rdmx_rpc_status *status);
 int Ops_delete_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 	const char *message, const Keywords *resp);
 
+int Ops_connect_service(const char *registry, const char *service,
+	struct rdmx_tls_config *tls, struct rdmx_registry_balancer **balancer);
 struct Ops_handlers {
 	void (*delete_)(struct rdmx_rpc_server_call *call, const Keywords *req, void *arg);
 };

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include <rdmx/reflection.h>
+#include <rdmx/registry.h>
 
 /* ---- hello.HelloRequest ---- */
 
@@ -362,6 +363,34 @@ int hello_Greeter_SayHello_async(struct rdmx_rpc_ep *ep, const hello_HelloReques
 	return r;
 }
 
+int hello_Greeter_SayHello_balanced(struct rdmx_registry_balancer *balancer,
+	const hello_HelloRequest *req, hello_HelloReply *resp, struct rdmx_arena *arena,
+	const struct rdmx_rpc_call_opts *opts, struct rdmx_rpc_status *status)
+{
+	struct rdmx_rpc_payload p;
+	struct rdmx_rpc_reply reply;
+	int r;
+	if (!balancer || !req || !resp)
+		return RDMX_E_INVAL;
+	p = hello_HelloRequest_payload(req);
+	memset(&reply, 0, sizeof(reply));
+	r = rdmx_registry_balancer_call(balancer, HELLO_GREETER_SAYHELLO_ID, &p, opts, false, &reply);
+	if (r < 0)
+		return r;
+	r = rdmx__rpc_status_fill(status, arena, (int)reply.code, reply.message);
+	if (r == 0 && reply.code == RDMX_RPC_OK) {
+		struct rdmx_decode_opts dopts = {0, true, 0};
+		if (reply.len == 0)
+			hello_HelloReply_init(resp);
+		else
+			r = hello_HelloReply_decode(resp, reply.data, reply.len, arena, &dopts);
+	}
+	if (r == 0)
+		r = (int)reply.code;
+	rdmx_rpc_reply_fini(&reply);
+	return r;
+}
+
 int hello_Greeter_SayHello_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 	const char *message, const hello_HelloReply *resp)
 {
@@ -449,6 +478,34 @@ int hello_Greeter_SayAgain_async(struct rdmx_rpc_ep *ep, const hello_HelloReques
 	r = rdmx_rpc_call_async(ep, HELLO_GREETER_SAYAGAIN_ID, &p, opts, hello_Greeter_SayAgain__done, c, call_id);
 	if (r)
 		free(c);
+	return r;
+}
+
+int hello_Greeter_SayAgain_balanced(struct rdmx_registry_balancer *balancer,
+	const hello_HelloRequest *req, hello_HelloReply *resp, struct rdmx_arena *arena,
+	const struct rdmx_rpc_call_opts *opts, struct rdmx_rpc_status *status)
+{
+	struct rdmx_rpc_payload p;
+	struct rdmx_rpc_reply reply;
+	int r;
+	if (!balancer || !req || !resp)
+		return RDMX_E_INVAL;
+	p = hello_HelloRequest_payload(req);
+	memset(&reply, 0, sizeof(reply));
+	r = rdmx_registry_balancer_call(balancer, HELLO_GREETER_SAYAGAIN_ID, &p, opts, false, &reply);
+	if (r < 0)
+		return r;
+	r = rdmx__rpc_status_fill(status, arena, (int)reply.code, reply.message);
+	if (r == 0 && reply.code == RDMX_RPC_OK) {
+		struct rdmx_decode_opts dopts = {0, true, 0};
+		if (reply.len == 0)
+			hello_HelloReply_init(resp);
+		else
+			r = hello_HelloReply_decode(resp, reply.data, reply.len, arena, &dopts);
+	}
+	if (r == 0)
+		r = (int)reply.code;
+	rdmx_rpc_reply_fini(&reply);
 	return r;
 }
 
@@ -542,6 +599,34 @@ int hello_Greeter_Lookup_async(struct rdmx_rpc_ep *ep, const hello_HelloRequest 
 	return r;
 }
 
+int hello_Greeter_Lookup_balanced(struct rdmx_registry_balancer *balancer,
+	const hello_HelloRequest *req, hello_HelloReply *resp, struct rdmx_arena *arena,
+	const struct rdmx_rpc_call_opts *opts, struct rdmx_rpc_status *status)
+{
+	struct rdmx_rpc_payload p;
+	struct rdmx_rpc_reply reply;
+	int r;
+	if (!balancer || !req || !resp)
+		return RDMX_E_INVAL;
+	p = hello_HelloRequest_payload(req);
+	memset(&reply, 0, sizeof(reply));
+	r = rdmx_registry_balancer_call(balancer, HELLO_GREETER_LOOKUP_ID, &p, opts, true, &reply);
+	if (r < 0)
+		return r;
+	r = rdmx__rpc_status_fill(status, arena, (int)reply.code, reply.message);
+	if (r == 0 && reply.code == RDMX_RPC_OK) {
+		struct rdmx_decode_opts dopts = {0, true, 0};
+		if (reply.len == 0)
+			hello_HelloReply_init(resp);
+		else
+			r = hello_HelloReply_decode(resp, reply.data, reply.len, arena, &dopts);
+	}
+	if (r == 0)
+		r = (int)reply.code;
+	rdmx_rpc_reply_fini(&reply);
+	return r;
+}
+
 int hello_Greeter_Lookup_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 	const char *message, const hello_HelloReply *resp)
 {
@@ -632,6 +717,34 @@ int hello_Greeter_Store_async(struct rdmx_rpc_ep *ep, const hello_HelloRequest *
 	return r;
 }
 
+int hello_Greeter_Store_balanced(struct rdmx_registry_balancer *balancer,
+	const hello_HelloRequest *req, hello_HelloReply *resp, struct rdmx_arena *arena,
+	const struct rdmx_rpc_call_opts *opts, struct rdmx_rpc_status *status)
+{
+	struct rdmx_rpc_payload p;
+	struct rdmx_rpc_reply reply;
+	int r;
+	if (!balancer || !req || !resp)
+		return RDMX_E_INVAL;
+	p = hello_HelloRequest_payload(req);
+	memset(&reply, 0, sizeof(reply));
+	r = rdmx_registry_balancer_call(balancer, HELLO_GREETER_STORE_ID, &p, opts, true, &reply);
+	if (r < 0)
+		return r;
+	r = rdmx__rpc_status_fill(status, arena, (int)reply.code, reply.message);
+	if (r == 0 && reply.code == RDMX_RPC_OK) {
+		struct rdmx_decode_opts dopts = {0, true, 0};
+		if (reply.len == 0)
+			hello_HelloReply_init(resp);
+		else
+			r = hello_HelloReply_decode(resp, reply.data, reply.len, arena, &dopts);
+	}
+	if (r == 0)
+		r = (int)reply.code;
+	rdmx_rpc_reply_fini(&reply);
+	return r;
+}
+
 int hello_Greeter_Store_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 	const char *message, const hello_HelloReply *resp)
 {
@@ -640,6 +753,18 @@ int hello_Greeter_Store_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc
 		return rdmx_rpc_respond(call, code, message, NULL);
 	p = hello_HelloReply_payload(resp);
 	return rdmx_rpc_respond(call, code, message, &p);
+}
+
+int hello_Greeter_connect_service(const char *registry, const char *service,
+	struct rdmx_tls_config *tls, struct rdmx_registry_balancer **balancer)
+{
+	struct rdmx_registry_balancer_opts o;
+	rdmx_registry_balancer_opts_init(&o);
+	o.url = registry;
+	o.cfg = tls;
+	o.service = service ? service : "hello.Greeter";
+	o.pick = RDMX_REGISTRY_PICK_TWO_CHOICES;
+	return rdmx_registry_balancer_create_secure(&o, NULL, balancer);
 }
 
 struct hello_Greeter__binding {

@@ -88,6 +88,16 @@ int hello_HelloReply__encode_cb(const void *msg, void *dst, size_t len);
  *   only when code is RDMX_RPC_OK; valid only during cb: copy what you keep).
  *   An undecodable response completes with RDMX_RPC_INTERNAL. *call_id (may be
  *   NULL) names the call for rdmx_rpc_cancel.
+ * Client, over a service's registered members: S_connect_service(registry,
+ *   service, tls, &balancer) looks the service up in the registry (URL as
+ *   rdmx_registry_client_open; service NULL: "package.Service"), watches it and
+ *   connects members with rdmx_rpc_secure_connect on first use (tls: the
+ *   registry's config, also checking the members' certificates; free with
+ *   rdmx_registry_balancer_destroy). S_M_balanced(balancer, req, resp, arena,
+ *   opts, status) is S_M on a member picked per call (least in flight of two),
+ *   failing over and retrying as rdmx_registry_balancer_call: a request that
+ *   never reached a server always, one that may have only for a method marked
+ *   idempotent (S_M_IDEMPOTENT), within opts->timeout_us and the retry budget.
  * Server: fill a struct S_handlers (NULL members stay unimplemented: the server
  *   answers UNIMPLEMENTED) and S_register(server, handlers, arg) it (the table is
  *   copied; rdmx_codec_release_bindings(server) frees the copy after the server
@@ -96,6 +106,9 @@ int hello_HelloReply__encode_cb(const void *msg, void *dst, size_t len);
  *   answers once, now or later, with S_M_respond(call, code, message, resp)
  *   (resp NULL sends the default message). Method ids: 32-bit FNV-1a of
  *   "package.Service/Method". */
+
+struct rdmx_registry_balancer; /* rdmx/registry.h */
+struct rdmx_tls_config;       /* rdmx/tls.h */
 
 /* service hello.Greeter */
 #define HELLO_GREETER_SAYHELLO_ID 0xf93c3e51u
@@ -108,6 +121,9 @@ int hello_Greeter_SayHello(struct rdmx_rpc_ep *ep, const hello_HelloRequest *req
 int hello_Greeter_SayHello_async(struct rdmx_rpc_ep *ep, const hello_HelloRequest *req,
 	const struct rdmx_rpc_call_opts *opts, hello_Greeter_SayHello_cb cb, void *arg,
 	uint64_t *call_id);
+int hello_Greeter_SayHello_balanced(struct rdmx_registry_balancer *balancer,
+	const hello_HelloRequest *req, hello_HelloReply *resp, struct rdmx_arena *arena,
+	const struct rdmx_rpc_call_opts *opts, struct rdmx_rpc_status *status);
 int hello_Greeter_SayHello_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 	const char *message, const hello_HelloReply *resp);
 
@@ -121,6 +137,9 @@ int hello_Greeter_SayAgain(struct rdmx_rpc_ep *ep, const hello_HelloRequest *req
 int hello_Greeter_SayAgain_async(struct rdmx_rpc_ep *ep, const hello_HelloRequest *req,
 	const struct rdmx_rpc_call_opts *opts, hello_Greeter_SayAgain_cb cb, void *arg,
 	uint64_t *call_id);
+int hello_Greeter_SayAgain_balanced(struct rdmx_registry_balancer *balancer,
+	const hello_HelloRequest *req, hello_HelloReply *resp, struct rdmx_arena *arena,
+	const struct rdmx_rpc_call_opts *opts, struct rdmx_rpc_status *status);
 int hello_Greeter_SayAgain_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 	const char *message, const hello_HelloReply *resp);
 
@@ -135,6 +154,9 @@ int hello_Greeter_Lookup(struct rdmx_rpc_ep *ep, const hello_HelloRequest *req, 
 int hello_Greeter_Lookup_async(struct rdmx_rpc_ep *ep, const hello_HelloRequest *req,
 	const struct rdmx_rpc_call_opts *opts, hello_Greeter_Lookup_cb cb, void *arg,
 	uint64_t *call_id);
+int hello_Greeter_Lookup_balanced(struct rdmx_registry_balancer *balancer,
+	const hello_HelloRequest *req, hello_HelloReply *resp, struct rdmx_arena *arena,
+	const struct rdmx_rpc_call_opts *opts, struct rdmx_rpc_status *status);
 int hello_Greeter_Lookup_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 	const char *message, const hello_HelloReply *resp);
 
@@ -149,9 +171,14 @@ int hello_Greeter_Store(struct rdmx_rpc_ep *ep, const hello_HelloRequest *req, h
 int hello_Greeter_Store_async(struct rdmx_rpc_ep *ep, const hello_HelloRequest *req,
 	const struct rdmx_rpc_call_opts *opts, hello_Greeter_Store_cb cb, void *arg,
 	uint64_t *call_id);
+int hello_Greeter_Store_balanced(struct rdmx_registry_balancer *balancer,
+	const hello_HelloRequest *req, hello_HelloReply *resp, struct rdmx_arena *arena,
+	const struct rdmx_rpc_call_opts *opts, struct rdmx_rpc_status *status);
 int hello_Greeter_Store_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 	const char *message, const hello_HelloReply *resp);
 
+int hello_Greeter_connect_service(const char *registry, const char *service,
+	struct rdmx_tls_config *tls, struct rdmx_registry_balancer **balancer);
 struct hello_Greeter_handlers {
 	void (*SayHello)(struct rdmx_rpc_server_call *call, const hello_HelloRequest *req, void *arg);
 	void (*SayAgain)(struct rdmx_rpc_server_call *call, const hello_HelloRequest *req, void *arg);
