@@ -250,20 +250,33 @@ int rdmx_pe_get_fd(struct rdmx_pe *pe, int *fd)
 	return 0;
 }
 
+/* Arms every context; *ready when something is deliverable already (a
+ * provider's ctx_arm answering 1, deferred completions, a dead context). */
+static int arm_all(struct rdmx_pe *pe, bool *ready)
+{
+	int rc;
+
+	*ready = false;
+	for (struct rdmx_ctx *ctx = pe->ctxs; ctx; ctx = ctx->next_in_pe) {
+		rc = ctx->dev->ops->ctx_arm(ctx);
+		if (rc < 0)
+			return rc;
+		*ready = *ready || rc > 0 || rdmx__ctx_deferred_ready(ctx) || ctx->dead;
+	}
+	pe->armed = true;
+	return 0;
+}
+
 int rdmx_pe_request_notification(struct rdmx_pe *pe)
 {
-	bool ready = false;
+	bool ready;
 	int rc;
 
 	if (!pe)
 		return RDMX_E_INVAL;
-	for (struct rdmx_ctx *ctx = pe->ctxs; ctx; ctx = ctx->next_in_pe) {
-		rc = ctx->dev->ops->ctx_arm(ctx);
-		if (rc)
-			return rc;
-		ready = ready || rdmx__ctx_deferred_ready(ctx) || ctx->dead;
-	}
-	pe->armed = true;
+	rc = arm_all(pe, &ready);
+	if (rc)
+		return rc;
 	if (ready)
 		rdmx__pe_signal(pe);
 	return 0;
@@ -325,41 +338,43 @@ static int spin(struct rdmx_pe *pe, uint64_t until_ns)
 	}
 }
 
-/* Sleeps on the fd until something ran or `deadline_ns` (0: forever) passed. */
+/* Sleeps on the fd until something ran or `deadline_ns` (0: forever) passed.
+ *
+ * One system call per wake-up: arming is exact (provider.h: after ctx_arm
+ * the fd becomes readable for anything deliverable, what was already there
+ * included, or ctx_arm says it is ready), so there is no progress pass
+ * before sleeping (on the tcp provider it was a recv answering EAGAIN) and
+ * no eventfd write when something is ready at arming: it is served at once. */
 static int block(struct rdmx_pe *pe, uint64_t deadline_ns)
 {
 	struct epoll_event evs[8];
 
 	for (;;) {
 		int n, rc, ms = -1, tms;
+		bool ready;
 		uint64_t now;
 
-		rc = rdmx_pe_request_notification(pe);
-		if (rc)
+		rc = arm_all(pe, &ready);
+		if (rc) {
+			rdmx_pe_clear_notification(pe);
 			return rc;
-		/* an event that arrived before arming would not wake the fd */
-		n = rdmx_pe_progress(pe);
-		if (n != 0) {
-			rdmx_pe_clear_notification(pe);
-			return n;
 		}
-		now = rdmx_pe_now_ns();
-		if (deadline_ns) {
-			if (now >= deadline_ns) {
+		if (!ready) {
+			now = rdmx_pe_now_ns();
+			if (deadline_ns)
+				ms = now >= deadline_ns
+				         ? 0
+				         : (int)((deadline_ns - now + 999999u) / 1000000u);
+			/* never sleep past the nearest timer: its progress runs it */
+			tms = timer_ms(pe, now);
+			if (tms >= 0 && (ms < 0 || tms < ms))
+				ms = tms;
+			rc = epoll_wait(pe->epfd, evs, 8, ms);
+			if (rc < 0 && errno != EINTR) {
+				RDMX_ERR("epoll_wait failed: %s", strerror(errno));
 				rdmx_pe_clear_notification(pe);
-				return 0;
+				return RDMX_E_PROVIDER;
 			}
-			ms = (int)((deadline_ns - now + 999999u) / 1000000u);
-		}
-		/* never sleep past the nearest timer: its progress runs it */
-		tms = timer_ms(pe, now);
-		if (tms >= 0 && (ms < 0 || tms < ms))
-			ms = tms;
-		rc = epoll_wait(pe->epfd, evs, 8, ms);
-		if (rc < 0 && errno != EINTR) {
-			RDMX_ERR("epoll_wait failed: %s", strerror(errno));
-			rdmx_pe_clear_notification(pe);
-			return RDMX_E_PROVIDER;
 		}
 		rc = rdmx_pe_clear_notification(pe);
 		if (rc)
@@ -367,6 +382,8 @@ static int block(struct rdmx_pe *pe, uint64_t deadline_ns)
 		n = rdmx_pe_progress(pe);
 		if (n != 0)
 			return n;
+		if (deadline_ns && rdmx_pe_now_ns() >= deadline_ns)
+			return 0;
 	}
 }
 

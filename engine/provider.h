@@ -71,7 +71,11 @@ struct rdmx_provider_ops {
 	void (*ctx_stop)(struct rdmx_ctx *ctx);
 	/* The fd the progress engine watches in notification mode. */
 	int (*ctx_get_fd)(struct rdmx_ctx *ctx);
-	/* Arms notification: ctx_get_fd's fd becomes readable on the next event. */
+	/* Arms notification. Exact: from here on ctx_get_fd's fd is readable
+	 * whenever ctx_poll has something to deliver, what arrived before the
+	 * call included; or it returns 1, "deliverable now" (the engine then
+	 * polls instead of sleeping, and signals its own fd for an outside
+	 * loop). 0 armed, 1 ready, or a negative RDMX_E_*. */
 	int (*ctx_arm)(struct rdmx_ctx *ctx);
 	/* Consumes the notification (e.g. reads an eventfd / acks CQ events). */
 	int (*ctx_disarm)(struct rdmx_ctx *ctx);

@@ -1,10 +1,14 @@
 /* tcp provider: contexts.
  *
- * A context owns an epoll set of its sockets (epfd), an eventfd for
- * completions the soft NIC produces (efd) and the notification fd handed to
- * the progress engine (nfd = epoll of {epfd, efd}): a sleeping application
+ * A context owns an epoll set of its sockets (epfd: what a poll serves and
+ * what the soft NIC watches), an eventfd for completions the soft NIC
+ * produces (efd) and the notification fd handed to the progress engine
+ * (nfd: every socket of epfd with the same interest, plus efd; not epfd
+ * nested, one level less for each wake-up to climb): a sleeping application
  * is woken by the kernel as soon as one of its sockets is readable, or when
- * the NIC queued something for it.
+ * the NIC queued something for it. The soft NIC is not on that path: while
+ * the application sleeps on nfd the NIC keeps out of its sockets' wait
+ * queues (nic.c), so a message costs one wake-up.
  *
  * Completions and connection events go through one ring (cq) in the order
  * they happened, under the context lock; ctx_poll moves a batch out, drops
@@ -150,6 +154,14 @@ int rdmx__tcp_ep_set(struct tcp_ctx *tc, int fd, struct tcp_ep *ep, uint32_t eve
 		RDMX_ERR("tcp: epoll_ctl fd %d failed: %s", fd, strerror(errno));
 		return RDMX_E_PROVIDER;
 	}
+	/* the same interest in the notification set: a sleeping application
+	 * is woken by the socket itself, one epoll level below its engine's */
+	if (epoll_ctl(tc->nfd, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev)) {
+		RDMX_ERR("tcp: epoll_ctl fd %d (notification set) failed: %s", fd, strerror(errno));
+		if (add)
+			epoll_ctl(tc->epfd, EPOLL_CTL_DEL, fd, NULL);
+		return RDMX_E_PROVIDER;
+	}
 	if (add) {
 		tc->n_ep++;
 		if (ep->kind == TCP_EP_CONN)
@@ -160,6 +172,9 @@ int rdmx__tcp_ep_set(struct tcp_ctx *tc, int fd, struct tcp_ep *ep, uint32_t eve
 
 void rdmx__tcp_ep_del(struct tcp_ctx *tc, int fd)
 {
+	if (epoll_ctl(tc->nfd, EPOLL_CTL_DEL, fd, NULL))
+		RDMX_WARN("tcp: epoll_ctl del fd %d (notification set) failed: %s", fd,
+		          strerror(errno));
 	if (epoll_ctl(tc->epfd, EPOLL_CTL_DEL, fd, NULL))
 		RDMX_WARN("tcp: epoll_ctl del fd %d failed: %s", fd, strerror(errno));
 	else
@@ -286,6 +301,7 @@ int rdmx__tcp_ctx_start(struct rdmx_ctx *ctx)
 	tc->listen_ep.kind = TCP_EP_LISTEN;
 	atomic_init(&tc->progress, 0);
 	atomic_init(&tc->armed, false);
+	atomic_init(&tc->arms, 0);
 	atomic_init(&tc->next_deadline, TCP_NEVER);
 	atomic_init(&tc->has_dirty, false);
 	atomic_init(&tc->efd_set, false);
@@ -314,8 +330,7 @@ int rdmx__tcp_ctx_start(struct rdmx_ctx *ctx)
 	}
 	memset(&ev, 0, sizeof(ev));
 	ev.events = EPOLLIN;
-	if (epoll_ctl(tc->nfd, EPOLL_CTL_ADD, tc->epfd, &ev) ||
-	    epoll_ctl(tc->nfd, EPOLL_CTL_ADD, tc->efd, &ev)) {
+	if (epoll_ctl(tc->nfd, EPOLL_CTL_ADD, tc->efd, &ev)) {
 		RDMX_ERR("tcp: epoll_ctl failed: %s", strerror(errno));
 		goto close_nfd;
 	}
@@ -451,13 +466,14 @@ int rdmx__tcp_ctx_arm(struct rdmx_ctx *ctx)
 	bool ready;
 
 	atomic_store(&tc->armed, true);
+	atomic_fetch_add_explicit(&tc->arms, 1, memory_order_relaxed);
 	pthread_mutex_lock(&tc->lock);
 	rdmx__tcp_ctx_flush_dirty(tc); /* going to sleep: answers go now */
 	ready = has_ready(tc);
 	pthread_mutex_unlock(&tc->lock);
-	if (ready)
-		rdmx__tcp_ctx_signal(tc);
-	return 0;
+	/* the sockets in nfd are level-triggered: bytes already waiting make
+	 * it readable; queued completions are answered here, no eventfd write */
+	return ready ? 1 : 0;
 }
 
 int rdmx__tcp_ctx_disarm(struct rdmx_ctx *ctx)
@@ -552,9 +568,10 @@ static unsigned deliver_finals(struct tcp_ctx *tc)
  * ping-pong costs one sendmsg and one recv per side instead of two and two,
  * measured 2x faster), its next poll, or its ctx_arm. An application that
  * stops driving the context meanwhile leaves them to the NIC thread, which
- * sends them at its next look (within a grace period): a peer waiting only
- * for a send completion then waits that long. Drive every context you wait
- * on (one progress engine for several contexts does). */
+ * sends them at its next look (within a grace period; within its patience,
+ * nic.c, after an application that sleeps between calls): a peer waiting
+ * only for a send completion then waits that long. Drive every context you
+ * wait on (one progress engine for several contexts does). */
 int rdmx__tcp_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 {
 	struct tcp_ctx *tc = TCP_CTX(ctx);

@@ -29,8 +29,12 @@
  *           every grace period and serves only when one was readable at two
  *           consecutive looks with the counter unchanged (two strikes): the
  *           application did not react, so the NIC must. While none is, the
- *           socket set sits in this thread's epoll set as in IDLE, so an
- *           idle armed context costs no wake-ups.
+ *           thread stays off the sockets for a patience (10 grace periods)
+ *           after the counter last moved: an application that arms between
+ *           calls is woken for each message by the kernel alone, and the NIC
+ *           looks about once per patience instead of once per message. Past
+ *           the patience the socket set sits in this thread's epoll set as in
+ *           IDLE, so an idle armed context costs no wake-ups.
  *   IDLE    no progress for a grace period and not armed: the context's
  *           socket set sits (EPOLLONESHOT) in this thread's epoll set and the
  *           thread blocks until something arrives, then serves it: trylock
@@ -65,6 +69,16 @@
 #define NIC_KEY_CTL 0u
 #define NIC_KEY_LISTEN 1u
 #define NIC_EVENTS 32
+
+/* How long an armed application that was progressing is trusted to serve
+ * its own sockets before this thread watches them: ten grace periods (2 ms
+ * by default), what an application that stops reacting while armed waits at
+ * most before the NIC serves it. A sleep that short is not parking: work
+ * left meanwhile (held acknowledgements, timers) waits for it, no nudge. */
+static uint64_t patience_ns(const struct tcp_dev *td)
+{
+	return td->grace_ns * TCP_PATIENCE_GRACES;
+}
 
 static uint64_t ctx_key(const struct tcp_ctx *tc)
 {
@@ -109,6 +123,7 @@ int rdmx__tcp_nic_add_ctx(struct tcp_dev *td, struct tcp_ctx *tc)
 {
 	tc->serial = td->next_ctx_serial++;
 	tc->nic_seen = atomic_load_explicit(&tc->progress, memory_order_relaxed);
+	tc->nic_arms = atomic_load_explicit(&tc->arms, memory_order_relaxed);
 	tc->nic_moved_ns = rdmx__now_ns();
 	tc->nic_registered = false;
 	tc->nic_in_set = false;
@@ -189,10 +204,17 @@ static uint64_t check_ctx(struct tcp_dev *td, struct tcp_ctx *tc, uint64_t now)
 	uint64_t dl;
 
 	if (p != tc->nic_seen) { /* ACTIVE */
+		uint64_t arms = atomic_load_explicit(&tc->arms, memory_order_relaxed);
+		bool sleeper = arms != tc->nic_arms;
+
 		tc->nic_seen = p;
+		tc->nic_arms = arms;
 		tc->nic_moved_ns = now;
 		tc->nic_strike = false;
-		return now + td->grace_ns;
+		/* an application that sleeps on its fd between calls wakes for its
+		 * sockets itself: looking every grace period would be a second
+		 * wake-up for every few calls */
+		return now + (sleeper ? patience_ns(td) : td->grace_ns);
 	}
 	/* no poll since our last look: acknowledgements held back for the
 	 * application's next post go now (it may be waiting on another
@@ -222,6 +244,17 @@ static uint64_t check_ctx(struct tcp_dev *td, struct tcp_ctx *tc, uint64_t now)
 			dl = atomic_load_explicit(&tc->next_deadline, memory_order_relaxed);
 			if (dl <= now || atomic_load_explicit(&tc->has_dirty, memory_order_relaxed))
 				return now + td->grace_ns; /* trylock failed: look again soon */
+		}
+		/* armed and progressing until recently: the application is
+		 * between calls and its fd holds the sockets, so the kernel wakes
+		 * it for the next message. Watching them too would wake this
+		 * thread as well, for every message (two wake-ups where raw TCP
+		 * has one). Only past the patience (an idle application, or one
+		 * that stopped reacting) do the sockets go into our set. */
+		if (now - tc->nic_moved_ns < patience_ns(td)) {
+			uint64_t until = tc->nic_moved_ns + patience_ns(td);
+
+			return dl < until ? dl : until;
 		}
 		if (!tc->nic_in_set)
 			watch_ctx(td, tc);
@@ -568,10 +601,12 @@ static void expire_hellos(struct tcp_dev *td, uint64_t now, uint64_t *wait)
 
 /* ---- the thread ---- */
 
-static void nic_sleep(struct tcp_dev *td, uint64_t wait, uint64_t now)
+/* Sleeps until an event of the NIC's set or `wait`; returns the events
+ * (one system call per wake-up: epoll_pwait2 takes the timeout in ns). */
+static int nic_sleep(struct tcp_dev *td, struct epoll_event *evs, uint64_t wait, uint64_t now)
 {
-	struct pollfd p = {.fd = td->nic_epfd, .events = POLLIN};
 	struct timespec ts, *tsp = NULL;
+	int n;
 
 	if (wait != TCP_NEVER) {
 		uint64_t d = wait > now ? wait - now : 0;
@@ -580,8 +615,20 @@ static void nic_sleep(struct tcp_dev *td, uint64_t wait, uint64_t now)
 		ts.tv_nsec = (long)(d % 1000000000u);
 		tsp = &ts;
 	}
-	if (ppoll(&p, 1, tsp, NULL) < 0 && errno != EINTR)
-		RDMX_WARN("tcp: nic ppoll failed: %s", strerror(errno));
+	n = epoll_pwait2(td->nic_epfd, evs, NIC_EVENTS, tsp, NULL);
+	if (n < 0 && errno == ENOSYS) { /* kernels before 5.11 */
+		struct pollfd p = {.fd = td->nic_epfd, .events = POLLIN};
+
+		if (ppoll(&p, 1, tsp, NULL) < 0 && errno != EINTR)
+			RDMX_WARN("tcp: nic ppoll failed: %s", strerror(errno));
+		n = epoll_wait(td->nic_epfd, evs, NIC_EVENTS, 0);
+	}
+	if (n < 0) {
+		if (errno != EINTR)
+			RDMX_WARN("tcp: nic epoll_pwait2 failed: %s", strerror(errno));
+		return 0;
+	}
+	return n;
 }
 
 static void *nic_main(void *arg)
@@ -609,7 +656,7 @@ static void *nic_main(void *arg)
 			if (w < wait)
 				wait = w;
 		}
-		if (wait == TCP_NEVER || wait > now + td->grace_ns) {
+		if (wait == TCP_NEVER || wait > now + patience_ns(td)) {
 			/* parking: announce it, then look once more for work the
 			 * application left meanwhile (it nudges us if it sees us
 			 * parked; it may have looked before we announced) */
@@ -627,9 +674,8 @@ static void *nic_main(void *arg)
 			}
 		}
 		pthread_mutex_unlock(&td->lock);
-		nic_sleep(td, wait, now);
+		n = nic_sleep(td, evs, wait, now);
 		atomic_store(&td->nic_parked, false);
-		n = epoll_wait(td->nic_epfd, evs, NIC_EVENTS, 0);
 		pthread_mutex_lock(&td->lock);
 		now = rdmx__now_ns();
 		for (int i = 0; i < n && !td->nic_stop; i++) {

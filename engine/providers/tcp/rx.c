@@ -816,7 +816,9 @@ size_t rdmx__tcp_rx_serve(struct tcp_conn *c, size_t budget)
 			return 0;
 		}
 	}
-	while (c->fd >= 0 && got < budget) {
+	/* the budget is checked before reading, never with staged bytes
+	 * left: an armed sleeper is woken by the socket, not by the stage */
+	while (c->fd >= 0) {
 		bool direct, again = false;
 		size_t want;
 		ssize_t n;
@@ -833,6 +835,8 @@ size_t rdmx__tcp_rx_serve(struct tcp_conn *c, size_t budget)
 			continue;
 		}
 		rx->stage_off = rx->stage_len = 0;
+		if (got >= budget)
+			break;
 		direct = rx->in_payload && rx->left >= TCP_DIRECT_MIN &&
 		         (rx->sink == TCP_SINK_CHAIN || rx->sink == TCP_SINK_MR);
 		if (direct) {

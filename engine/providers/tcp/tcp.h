@@ -46,6 +46,7 @@
 #define TCP_RNR_MAX_US 10000u
 #define TCP_SERVE_BUDGET (1u << 20) /* bytes read from one socket per serve pass */
 #define TCP_GRACE_US_DEFAULT 200u
+#define TCP_PATIENCE_GRACES 10u /* nic.c: armed applications serve themselves this long */
 #define TCP_NEVER UINT64_MAX
 
 struct tcp_ctx;
@@ -207,7 +208,7 @@ struct tcp_dev {
 	pthread_t nic;
 	bool nic_started;
 	bool nic_stop;
-	atomic_bool nic_parked; /* the NIC sleeps past a grace period: nudge it */
+	atomic_bool nic_parked; /* the NIC sleeps past its patience (nic.c): nudge it */
 	int nic_epfd;           /* ctl eventfd, listener, hellos, idle contexts' socket sets */
 	int nic_efd;            /* wakes the NIC thread (context added/removed, stop) */
 	atomic_uint_least64_t nic_rounds; /* passes of the NIC loop (tests: no busy loop) */
@@ -267,9 +268,10 @@ struct tcp_ctx {
 	pthread_mutex_t lock;
 	int epfd;                            /* the context's sockets */
 	int efd;                             /* completions produced by the NIC thread */
-	int nfd;                             /* notification fd = {epfd, efd}: ctx_get_fd */
+	int nfd;                             /* notification fd: epfd's sockets + efd: ctx_get_fd */
 	atomic_uint_least64_t progress;      /* bumped by every ctx_poll / post */
 	atomic_bool armed;                   /* notification requested */
+	atomic_uint_least64_t arms;          /* ctx_arm calls (the NIC: a sleeper between calls) */
 	atomic_bool efd_set;                 /* efd written since the last disarm */
 	atomic_uint_least64_t next_deadline; /* earliest timer (ns), TCP_NEVER */
 
@@ -295,6 +297,7 @@ struct tcp_ctx {
 	struct tcp_ctx *next;
 	uint64_t serial;
 	uint64_t nic_seen;     /* progress value seen last */
+	uint64_t nic_arms;     /* arms value seen last */
 	uint64_t nic_moved_ns; /* when it was seen moving */
 	bool nic_registered;   /* socket set added to the NIC's epoll */
 	bool nic_in_set;       /* ... and armed (oneshot) */

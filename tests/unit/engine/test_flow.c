@@ -483,6 +483,30 @@ Test(flow, wait_modes_return_completions)
 	}
 }
 
+/* Arming is exact (provider.h), so a blocking wait polls once per
+ * wake-up: not before sleeping (on the tcp provider that poll was a recv
+ * answering EAGAIN on every call), and not again when what it found is
+ * ready at arming. */
+Test(flow, block_wait_polls_once_per_wake_up)
+{
+	struct rdmx_conn *conn = connect_one();
+	struct rdmx_task *t;
+
+	drain();
+	assert_ok(rdmx_pe_set_poll_mode(s.pe, RDMX_POLL_BLOCK, 0));
+	mock_stats_reset();
+	cr_assert_eq(rdmx_pe_wait(s.pe, 1), 0);
+	cr_assert_eq(mock_stats()->polls, 1, "%u polls for one timed-out wait",
+	             mock_stats()->polls);
+	t = send_task(conn, 0);
+	assert_ok(rdmx_task_submit(t));
+	mock_stats_reset();
+	cr_assert_eq(rdmx_pe_wait(s.pe, 5000), 1);
+	cr_assert_eq(mock_stats()->polls, 1, "%u polls for one completion", mock_stats()->polls);
+	cr_assert_eq(mock_stats()->arms, 1);
+	cr_assert_eq(mock_stats()->disarms, 1);
+}
+
 Test(flow, nested_calls_from_callbacks_are_refused)
 {
 	struct rdmx_conn *conn = connect_one();

@@ -107,6 +107,49 @@ Test(tcp_notify, armed_idle_context_parks_the_nic)
 	one_close(&o);
 }
 
+/* An application that sleeps on its fd between calls is woken by its
+ * sockets alone: within the patience (ten grace periods since it last
+ * progressed) the NIC keeps its socket set out of its own epoll, or every
+ * message would wake both threads. Past the patience the set goes in, so an
+ * idle armed context still costs no wake-ups. The grace is stretched to
+ * 50 ms so that the loaded test host cannot overrun the windows. */
+Test(tcp_notify, armed_sleeper_keeps_the_nic_off_its_sockets)
+{
+	struct pollfd p;
+	struct tcp_dev *td;
+	struct tcp_ctx *tc;
+	struct one o;
+	bool in_set;
+	int fd;
+
+	cr_assert_eq(rdmx_dev_open("tcp", &o.dev), 0);
+	td = TCP_DEV(o.dev);
+	pthread_mutex_lock(&td->lock);
+	td->grace_ns = 50ull * 1000000u;
+	pthread_mutex_unlock(&td->lock);
+	cr_assert_eq(rdmx_pe_create(&o.pe), 0);
+	cr_assert_eq(rdmx_ctx_create(o.dev, o.pe, &o.ctx), 0);
+	cr_assert_eq(rdmx_ctx_start(o.ctx), 0);
+	tc = TCP_CTX(o.ctx);
+	cr_assert_eq(rdmx_pe_get_fd(o.pe, &fd), 0);
+	cr_assert_geq(rdmx_pe_progress(o.pe), 0); /* the progress counter moves */
+	cr_assert_eq(rdmx_pe_request_notification(o.pe), 0);
+	p = (struct pollfd){.fd = fd, .events = POLLIN};
+	cr_assert_eq(poll(&p, 1, 150), 0); /* three grace periods: ARMED */
+	pthread_mutex_lock(&td->lock);
+	in_set = tc->nic_in_set;
+	pthread_mutex_unlock(&td->lock);
+	cr_assert_not(in_set,
+	              "the NIC watches the sockets of an application sleeping between calls");
+	cr_assert_eq(poll(&p, 1, 700), 0); /* past the patience (500 ms) */
+	pthread_mutex_lock(&td->lock);
+	in_set = tc->nic_in_set;
+	pthread_mutex_unlock(&td->lock);
+	cr_assert(in_set, "past its patience the NIC does not watch an idle armed context");
+	cr_assert_eq(rdmx_pe_clear_notification(o.pe), 0);
+	one_close(&o);
+}
+
 /* ---- the libev adapter ---- */
 
 struct loop_test {
