@@ -40,6 +40,7 @@
 #include <rdmx/task.h>
 #include <rdmx/tls.h>
 
+#include "ev_thread.h"
 #include "tls_test_pki.h"
 
 #include "common/clock.h"
@@ -78,16 +79,11 @@ static double median(double *v, int n)
 /* ---- small RPC round trip over the secure path ---- */
 
 static struct {
-	pthread_t thread;
-	struct ev_loop *loop;
-	ev_async wake;
+	struct rdmx_test_ev_thread ev;
 	struct rdmx_rpc_server *server;
 	struct rdmx_rpc_secure_server *ss;
 	struct rdmx_tls_config *cfg;
 	uint16_t port;
-	int rc, ready;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
 } S;
 
 static void echo(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg)
@@ -98,40 +94,31 @@ static void echo(struct rdmx_rpc_server_call *call, const void *req, size_t len,
 	rdmx_rpc_respond(call, RDMX_RPC_OK, NULL, &p);
 }
 
-static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
+static void server_teardown(struct ev_loop *loop, void *arg)
 {
-	(void)w;
-	(void)revents;
+	(void)loop;
+	(void)arg;
 	rdmx_rpc_secure_server_destroy(&S.ss);
-	ev_async_stop(loop, &S.wake);
-	ev_break(loop, EVBREAK_ALL);
+	rdmx_rpc_server_destroy(&S.server);
 }
 
-static void *server_main(void *arg)
+static int server_setup(struct ev_loop *loop, void *arg)
 {
 	struct rdmx_rpc_secure_opts o;
+	int rc;
 
 	(void)arg;
 	rdmx_rpc_secure_opts_init(&o);
 	o.device = "tcp";
-	S.rc = rdmx_rpc_server_create(&S.server);
-	if (!S.rc)
-		S.rc =
-		    rdmx_rpc_server_register(S.server, rdmx_rpc_method_id(ECHO), ECHO, echo, NULL);
-	if (!S.rc)
-		S.rc = rdmx_rpc_secure_listen(S.loop, S.server, S.cfg, "127.0.0.1", 0, NULL, &o,
-		                              NULL, &S.ss);
-	if (!S.rc)
-		S.rc = rdmx_rpc_secure_server_get_port(S.ss, &S.port);
-	pthread_mutex_lock(&S.lock);
-	S.ready = 1;
-	pthread_cond_broadcast(&S.cond);
-	pthread_mutex_unlock(&S.lock);
-	if (!S.rc)
-		ev_run(S.loop, 0);
-	rdmx_rpc_secure_server_destroy(&S.ss);
-	rdmx_rpc_server_destroy(&S.server);
-	return NULL;
+	rc = rdmx_rpc_server_create(&S.server);
+	if (!rc)
+		rc = rdmx_rpc_server_register(S.server, rdmx_rpc_method_id(ECHO), ECHO, echo, NULL);
+	if (!rc)
+		rc = rdmx_rpc_secure_listen(loop, S.server, S.cfg, "127.0.0.1", 0, NULL, &o, NULL,
+		                            &S.ss);
+	if (!rc)
+		rc = rdmx_rpc_secure_server_get_port(S.ss, &S.port);
+	return rc;
 }
 
 /* p50 of `calls` 32-byte echo round trips, in microseconds. */
@@ -146,23 +133,13 @@ static double rpc_rtt(bool plaintext, int calls)
 	double *lat = malloc(sizeof(double) * (size_t)calls), p50;
 
 	memset(&S, 0, sizeof(S));
-	pthread_mutex_init(&S.lock, NULL);
-	pthread_cond_init(&S.cond, NULL);
 	S.cfg = tls_test_config(&pki, "server", "client.test", 0);
 	ccfg = tls_test_config(&pki, "client", "server.test", 0);
 	if (!S.cfg || !ccfg || !lat)
 		die("configs", RDMX_E_NOMEM);
 	TRY("plaintext option", rdmx_tls_config_set_data_plaintext(S.cfg, plaintext));
 	TRY("plaintext option", rdmx_tls_config_set_data_plaintext(ccfg, plaintext));
-	S.loop = ev_loop_new(EVFLAG_AUTO);
-	ev_async_init(&S.wake, wake_cb);
-	ev_async_start(S.loop, &S.wake);
-	pthread_create(&S.thread, NULL, server_main, NULL);
-	pthread_mutex_lock(&S.lock);
-	while (!S.ready)
-		pthread_cond_wait(&S.cond, &S.lock);
-	pthread_mutex_unlock(&S.lock);
-	TRY("server", S.rc);
+	TRY("server", rdmx_test_ev_thread_start(&S.ev, server_setup, server_teardown, NULL));
 	rdmx_rpc_secure_opts_init(&o);
 	o.device = "tcp";
 	TRY("connect", rdmx_rpc_secure_connect("127.0.0.1", S.port, ccfg, NULL, &o, &conn));
@@ -181,9 +158,7 @@ static double rpc_rtt(bool plaintext, int calls)
 	p50 = median(lat, calls);
 	free(lat);
 	rdmx_rpc_secure_close(&conn);
-	ev_async_send(S.loop, &S.wake);
-	pthread_join(S.thread, NULL);
-	ev_loop_destroy(S.loop);
+	rdmx_test_ev_thread_stop(&S.ev);
 	rdmx_tls_config_destroy(&S.cfg);
 	rdmx_tls_config_destroy(&ccfg);
 	return p50;

@@ -99,19 +99,48 @@ static void count_refusals(enum rdmx_log_level level, const char *file, int line
 		atomic_fetch_add(&refused_lines, 1);
 }
 
-Test(grant, key_of_connection_a_fails_through_connection_b)
-{
+/* The set-up most tests share: the leak check begun, the pair open with
+ * `conns` connections (a1-b1, then a2-b2), a 4 KiB grant-only region of A
+ * filled with `fill`, a 4 KiB region of B (`b_access`, filled with `b_fill`),
+ * all of A's region granted to a1 with `access`, settled, and B's remote view
+ * of the grant. The test revokes g and ends with grant_fix_close. */
+struct grant_fix {
 	struct rdmx_conn *a1, *b1, *a2, *b2;
-	struct rdmx_mr_grant *g = NULL;
+	struct region *ra, *rb;
+	struct rdmx_mr_grant *g;
+	struct rdmx_mr_remote *m;
+};
+
+static void grant_fix_open(struct grant_fix *f, int conns, uint8_t fill, unsigned b_access,
+                           uint8_t b_fill, unsigned access)
+{
+	memset(f, 0, sizeof(*f));
 	leak_begin();
 	pair_open(&A, &B, 32);
-	connect_pair(&A, &B, &a1, &b1);
-	connect_pair(&A, &B, &a2, &b2);
-	struct region *ra = region_new(&A, 4096, GRANTED, 0x11);
-	struct region *src = region_new(&B, 4096, 0, 0x77);
-	ASSERT_OK(rdmx_mr_grant(ra->mr, a1, 0, 4096, RDMX_ACCESS_REMOTE_WRITE, &g));
-	settle(a1);
-	struct rdmx_mr_remote *m = remote_of_grant(&B, g);
+	connect_pair(&A, &B, &f->a1, &f->b1);
+	if (conns > 1)
+		connect_pair(&A, &B, &f->a2, &f->b2);
+	f->ra = region_new(&A, 4096, GRANTED, fill);
+	f->rb = region_new(&B, 4096, b_access, b_fill);
+	ASSERT_OK(rdmx_mr_grant(f->ra->mr, f->a1, 0, 4096, access, &f->g));
+	settle(f->a1);
+	f->m = remote_of_grant(&B, f->g);
+}
+
+static void grant_fix_close(void)
+{
+	pair_close(&A, &B);
+	leak_end();
+}
+
+Test(grant, key_of_connection_a_fails_through_connection_b)
+{
+	struct grant_fix f;
+
+	grant_fix_open(&f, 2, 0x11, 0, 0x77, RDMX_ACCESS_REMOTE_WRITE);
+	struct rdmx_conn *b1 = f.b1, *b2 = f.b2;
+	struct region *ra = f.ra, *src = f.rb;
+	struct rdmx_mr_remote *m = f.m;
 	struct tinfo tok = {0}, tbad = {0}, tafter = {0};
 
 	atomic_store(&refused_lines, 0);
@@ -135,25 +164,19 @@ Test(grant, key_of_connection_a_fails_through_connection_b)
 	ASSERT_DONE_OK(&tafter);
 	cr_assert(all_bytes(ra->mem + 2048, 128, 0x77));
 
-	ASSERT_OK(rdmx_mr_grant_revoke(&g));
-	cr_assert_null(g);
-	pair_close(&A, &B);
-	leak_end();
+	ASSERT_OK(rdmx_mr_grant_revoke(&f.g));
+	cr_assert_null(f.g);
+	grant_fix_close();
 }
 
 Test(grant, read_through_another_connection_fails)
 {
-	struct rdmx_conn *a1, *b1, *a2, *b2;
-	struct rdmx_mr_grant *g = NULL;
-	leak_begin();
-	pair_open(&A, &B, 32);
-	connect_pair(&A, &B, &a1, &b1);
-	connect_pair(&A, &B, &a2, &b2);
-	struct region *ra = region_new(&A, 4096, GRANTED, 0x42);
-	struct region *dst = region_new(&B, 4096, RDMX_ACCESS_LOCAL_WRITE, 0);
-	ASSERT_OK(rdmx_mr_grant(ra->mr, a1, 0, 4096, RDMX_ACCESS_REMOTE_READ, &g));
-	settle(a1);
-	struct rdmx_mr_remote *m = remote_of_grant(&B, g);
+	struct grant_fix f;
+
+	grant_fix_open(&f, 2, 0x42, RDMX_ACCESS_LOCAL_WRITE, 0, RDMX_ACCESS_REMOTE_READ);
+	struct rdmx_conn *b1 = f.b1, *b2 = f.b2;
+	struct region *dst = f.rb;
+	struct rdmx_mr_remote *m = f.m;
 	struct tinfo tbad = {0}, tok = {0};
 
 	read_through(b2, dst, m, 0, 256, &tbad);
@@ -162,27 +185,24 @@ Test(grant, read_through_another_connection_fails)
 	read_through(b1, dst, m, 0, 256, &tok);
 	ASSERT_DONE_OK(&tok);
 	cr_assert(all_bytes(dst->mem, 256, 0x42));
-	ASSERT_OK(rdmx_mr_grant_revoke(&g));
-	pair_close(&A, &B);
-	leak_end();
+	ASSERT_OK(rdmx_mr_grant_revoke(&f.g));
+	grant_fix_close();
 }
 
 Test(grant, key_dies_with_its_connection)
 {
-	struct rdmx_conn *a1, *b1, *a2, *b2;
-	struct rdmx_mr_grant *g = NULL;
+	struct rdmx_conn *a2, *b2;
 	enum rdmx_mr_grant_state st;
 	uint8_t desc[RDMX_MR_DESCRIPTOR_SIZE];
-	leak_begin();
-	pair_open(&A, &B, 32);
-	connect_pair(&A, &B, &a1, &b1);
-	struct region *ra = region_new(&A, 4096, GRANTED, 0x11);
-	struct region *src = region_new(&B, 4096, 0, 0x77);
-	ASSERT_OK(rdmx_mr_grant(ra->mr, a1, 0, 4096, RDMX_ACCESS_REMOTE_WRITE, &g));
-	settle(a1);
+	struct grant_fix f;
+
+	grant_fix_open(&f, 1, 0x11, 0, 0x77, RDMX_ACCESS_REMOTE_WRITE);
+	struct rdmx_conn *a1 = f.a1, *b1 = f.b1;
+	struct region *ra = f.ra, *src = f.rb;
+	struct rdmx_mr_grant *g = f.g;
+	struct rdmx_mr_remote *m = f.m;
 	ASSERT_OK(rdmx_mr_grant_get_state(g, &st));
 	cr_assert_eq(st, RDMX_MR_GRANT_ACTIVE);
-	struct rdmx_mr_remote *m = remote_of_grant(&B, g);
 
 	/* connection A ends (A's side hangs up; B sees it too) */
 	ASSERT_OK(rdmx_conn_disconnect(a1));
@@ -204,23 +224,18 @@ Test(grant, key_dies_with_its_connection)
 	ASSERT_RC(rdmx_mr_dereg(&ra->mr), RDMX_E_BAD_STATE);
 	cr_assert_not_null(ra->mr);
 	ASSERT_OK(rdmx_mr_grant_revoke(&g));
-	pair_close(&A, &B);
-	leak_end();
+	grant_fix_close();
 }
 
 Test(grant, key_dies_at_revoke)
 {
-	struct rdmx_conn *a1, *b1, *a2, *b2;
-	struct rdmx_mr_grant *g = NULL;
-	leak_begin();
-	pair_open(&A, &B, 32);
-	connect_pair(&A, &B, &a1, &b1);
-	connect_pair(&A, &B, &a2, &b2);
-	struct region *ra = region_new(&A, 4096, GRANTED, 0x11);
-	struct region *src = region_new(&B, 4096, 0, 0x77);
-	ASSERT_OK(rdmx_mr_grant(ra->mr, a1, 0, 4096, RDMX_ACCESS_REMOTE_WRITE, &g));
-	settle(a1);
-	struct rdmx_mr_remote *m = remote_of_grant(&B, g);
+	struct grant_fix f;
+
+	grant_fix_open(&f, 2, 0x11, 0, 0x77, RDMX_ACCESS_REMOTE_WRITE);
+	struct rdmx_conn *a2 = f.a2, *b1 = f.b1, *b2 = f.b2;
+	struct region *ra = f.ra, *src = f.rb;
+	struct rdmx_mr_grant *g = f.g;
+	struct rdmx_mr_remote *m = f.m;
 	struct tinfo tok = {0}, tbad = {0};
 
 	write_through(b1, src, m, 0, 64, &tok);
@@ -243,8 +258,7 @@ Test(grant, key_dies_at_revoke)
 	ASSERT_OK(rdmx_mr_grant_revoke(&g2));
 	ASSERT_OK(rdmx_mr_grant_revoke(&g2)); /* NULL: no-op */
 	ASSERT_OK(rdmx_mr_grant_revoke(NULL));
-	pair_close(&A, &B);
-	leak_end();
+	grant_fix_close();
 }
 
 /* A grant of [4096, 5120) of an 8 KiB region. */

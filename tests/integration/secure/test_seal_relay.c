@@ -46,6 +46,7 @@
 #include "internal.h"
 #include "providers/tcp/tcp.h"
 #include "relay.h"
+#include "ev_thread.h"
 #include "tls_test_pki.h"
 
 #include "common/clock.h"
@@ -479,19 +480,14 @@ Test(seal, keyed_export_refuses_plain_peer)
 #define VLEN (60u * 1000u)
 
 static struct {
-	pthread_t thread;
-	struct ev_loop *loop;
-	ev_async wake;
+	struct rdmx_test_ev_thread ev;
 	struct rdmx_rpc_server *server;
 	struct rdmx_rpc_secure_server *ss;
 	struct rdmx_tls_config *cfg;
 	struct rdmx_dev *dev;
 	uint16_t port;
-	int rc, ready;
 	uint8_t value[VLEN];
 	size_t vlen;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
 } S;
 
 static void kv_put(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg)
@@ -516,43 +512,35 @@ static void kv_get(struct rdmx_rpc_server_call *call, const void *req, size_t le
 	rdmx_rpc_respond(call, RDMX_RPC_OK, NULL, &p);
 }
 
-static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
+static void server_teardown(struct ev_loop *loop, void *arg)
 {
-	(void)w;
-	(void)revents;
+	(void)loop;
+	(void)arg;
 	rdmx_rpc_secure_server_destroy(&S.ss);
-	ev_async_stop(loop, &S.wake);
-	ev_break(loop, EVBREAK_ALL);
+	rdmx_rpc_server_destroy(&S.server);
 }
 
-static void *server_main(void *arg)
+static int server_setup(struct ev_loop *loop, void *arg)
 {
 	struct rdmx_rpc_secure_opts o;
+	int rc;
 
 	(void)arg;
 	rdmx_rpc_secure_opts_init(&o);
 	o.dev = S.dev;
-	S.rc = rdmx_rpc_server_create(&S.server);
-	if (!S.rc)
-		S.rc = rdmx_rpc_server_register(S.server, rdmx_rpc_method_id(KV_PUT), KV_PUT,
-		                                kv_put, NULL);
-	if (!S.rc)
-		S.rc = rdmx_rpc_server_register(S.server, rdmx_rpc_method_id(KV_GET), KV_GET,
-		                                kv_get, NULL);
-	if (!S.rc)
-		S.rc = rdmx_rpc_secure_listen(S.loop, S.server, S.cfg, "127.0.0.1", 0, NULL, &o,
-		                              NULL, &S.ss);
-	if (!S.rc)
-		S.rc = rdmx_rpc_secure_server_get_port(S.ss, &S.port);
-	pthread_mutex_lock(&S.lock);
-	S.ready = 1;
-	pthread_cond_broadcast(&S.cond);
-	pthread_mutex_unlock(&S.lock);
-	if (!S.rc)
-		ev_run(S.loop, 0);
-	rdmx_rpc_secure_server_destroy(&S.ss);
-	rdmx_rpc_server_destroy(&S.server);
-	return NULL;
+	rc = rdmx_rpc_server_create(&S.server);
+	if (!rc)
+		rc = rdmx_rpc_server_register(S.server, rdmx_rpc_method_id(KV_PUT), KV_PUT, kv_put,
+		                              NULL);
+	if (!rc)
+		rc = rdmx_rpc_server_register(S.server, rdmx_rpc_method_id(KV_GET), KV_GET, kv_get,
+		                              NULL);
+	if (!rc)
+		rc = rdmx_rpc_secure_listen(loop, S.server, S.cfg, "127.0.0.1", 0, NULL, &o, NULL,
+		                            &S.ss);
+	if (!rc)
+		rc = rdmx_rpc_secure_server_get_port(S.ss, &S.port);
+	return rc;
 }
 
 /* Every registered region of a device as the 32-byte descriptor a peer
@@ -606,8 +594,6 @@ static void kv_session(bool plaintext, struct leak *lk)
 
 	memset(&S, 0, sizeof(S));
 	memset(lk, 0, sizeof(*lk));
-	pthread_mutex_init(&S.lock, NULL);
-	pthread_cond_init(&S.cond, NULL);
 	tls_test_log_capture();
 	tls_test_log_clear();
 	S.cfg = tls_test_config(&pki, "server", "client.test", 0);
@@ -619,15 +605,8 @@ static void kv_session(bool plaintext, struct leak *lk)
 	cr_assert_rc(rdmx_dev_open("tcp", &cdev), RDMX_OK);
 	relay_start(&rs, S.dev, R_FORWARD);
 	relay_start(&rcl, cdev, R_FORWARD);
-	S.loop = ev_loop_new(EVFLAG_AUTO);
-	ev_async_init(&S.wake, wake_cb);
-	ev_async_start(S.loop, &S.wake);
-	cr_assert_eq(pthread_create(&S.thread, NULL, server_main, NULL), 0);
-	pthread_mutex_lock(&S.lock);
-	while (!S.ready)
-		pthread_cond_wait(&S.cond, &S.lock);
-	pthread_mutex_unlock(&S.lock);
-	cr_assert_rc(S.rc, RDMX_OK);
+	cr_assert_rc(rdmx_test_ev_thread_start(&S.ev, server_setup, server_teardown, NULL),
+	             RDMX_OK);
 
 	rdmx_rpc_secure_opts_init(&o);
 	o.dev = cdev;
@@ -664,9 +643,7 @@ static void kv_session(bool plaintext, struct leak *lk)
 	cr_assert(nd >= 2, "no registered rings found");
 
 	cr_assert_rc(rdmx_rpc_secure_close(&conn), RDMX_OK);
-	ev_async_send(S.loop, &S.wake);
-	pthread_join(S.thread, NULL);
-	ev_loop_destroy(S.loop);
+	rdmx_test_ev_thread_stop(&S.ev);
 	relay_stop(&rs);
 	relay_stop(&rcl);
 
@@ -738,8 +715,6 @@ static void mode_mismatch(bool server_plain)
 	int ret;
 
 	memset(&S, 0, sizeof(S));
-	pthread_mutex_init(&S.lock, NULL);
-	pthread_cond_init(&S.cond, NULL);
 	tls_test_log_capture();
 	tls_test_log_clear();
 	S.cfg = tls_test_config(&pki, "server", "client.test", 0);
@@ -748,24 +723,15 @@ static void mode_mismatch(bool server_plain)
 	cr_assert_rc(rdmx_tls_config_set_data_plaintext(S.cfg, server_plain), RDMX_OK);
 	cr_assert_rc(rdmx_tls_config_set_data_plaintext(ccfg, !server_plain), RDMX_OK);
 	cr_assert_rc(rdmx_dev_open("tcp", &S.dev), RDMX_OK);
-	S.loop = ev_loop_new(EVFLAG_AUTO);
-	ev_async_init(&S.wake, wake_cb);
-	ev_async_start(S.loop, &S.wake);
-	cr_assert_eq(pthread_create(&S.thread, NULL, server_main, NULL), 0);
-	pthread_mutex_lock(&S.lock);
-	while (!S.ready)
-		pthread_cond_wait(&S.cond, &S.lock);
-	pthread_mutex_unlock(&S.lock);
-	cr_assert_rc(S.rc, RDMX_OK);
+	cr_assert_rc(rdmx_test_ev_thread_start(&S.ev, server_setup, server_teardown, NULL),
+	             RDMX_OK);
 	rdmx_rpc_secure_opts_init(&o);
 	o.device = "tcp";
 	ret = rdmx_rpc_secure_connect("127.0.0.1", S.port, ccfg, NULL, &o, &conn);
 	cr_assert_lt(ret, 0, "a %s client connected to a %s server",
 	             server_plain ? "sealed" : "plaintext", server_plain ? "plaintext" : "sealed");
 	cr_assert_null(conn);
-	ev_async_send(S.loop, &S.wake);
-	pthread_join(S.thread, NULL);
-	ev_loop_destroy(S.loop);
+	rdmx_test_ev_thread_stop(&S.ev);
 	cr_assert(tls_test_log_contains("data-plane mode mismatch"), "no log line of the refusal");
 	rdmx_dev_close(&S.dev);
 	rdmx_tls_config_destroy(&S.cfg);

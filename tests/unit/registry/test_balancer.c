@@ -23,6 +23,7 @@
 #include <rdmx/tls.h>
 
 #include "registry_server.h"
+#include "ev_thread.h"
 #include "tls_test_pki.h"
 
 #define cr_assert_rc(expr, want)                                                                   \
@@ -38,30 +39,24 @@
 static struct tls_test_pki pki;
 
 static struct {
-	pthread_t thread;
-	struct ev_loop *loop;
-	ev_async stop;
+	struct rdmx_test_ev_thread ev;
 	struct rdmx_tls_config *cfg;
 	struct rdmx__bootstrapd *bsd;
 	uint16_t port;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int ready, rc;
 	char url[64];
 } srv;
 
-static void stop_cb(struct ev_loop *loop, ev_async *w, int revents)
+static void server_teardown(struct ev_loop *loop, void *arg)
 {
-	(void)w;
-	(void)revents;
+	(void)loop;
+	(void)arg;
 	rdmx__bootstrapd_destroy(&srv.bsd);
-	ev_async_stop(loop, &srv.stop);
-	ev_break(loop, EVBREAK_ALL);
 }
 
-static void *server_main(void *arg)
+static int server_setup(struct ev_loop *loop, void *arg)
 {
 	struct rdmx__bootstrapd_opts o;
+	int rc;
 
 	(void)arg;
 	rdmx__bootstrapd_opts_init(&o);
@@ -70,43 +65,24 @@ static void *server_main(void *arg)
 	o.max_ttl_ms = 60000;
 	o.sweep_ms = 20;
 	o.max_members_per_owner = 16;
-	srv.rc = rdmx__bootstrapd_create(srv.loop, srv.cfg, &o, NULL, &srv.bsd);
-	if (!srv.rc)
+	rc = rdmx__bootstrapd_create(loop, srv.cfg, &o, NULL, &srv.bsd);
+	if (!rc)
 		srv.port = rdmx__bootstrapd_get_port(srv.bsd);
-	pthread_mutex_lock(&srv.lock);
-	srv.ready = 1;
-	pthread_cond_signal(&srv.cond);
-	pthread_mutex_unlock(&srv.lock);
-	if (!srv.rc)
-		ev_run(srv.loop, 0);
-	return NULL;
+	return rc;
 }
 
 static void server_start(void)
 {
-	pthread_mutex_init(&srv.lock, NULL);
-	pthread_cond_init(&srv.cond, NULL);
 	srv.cfg = tls_test_config(&pki, "server", "*", 1);
 	cr_assert_not_null(srv.cfg);
-	srv.loop = ev_loop_new(EVFLAG_AUTO);
-	ev_async_init(&srv.stop, stop_cb);
-	ev_async_start(srv.loop, &srv.stop);
-	cr_assert_eq(pthread_create(&srv.thread, NULL, server_main, NULL), 0);
-	pthread_mutex_lock(&srv.lock);
-	while (!srv.ready)
-		pthread_cond_wait(&srv.cond, &srv.lock);
-	pthread_mutex_unlock(&srv.lock);
-	cr_assert_rc(srv.rc, RDMX_OK);
+	cr_assert_rc(rdmx_test_ev_thread_start(&srv.ev, server_setup, server_teardown, NULL),
+	             RDMX_OK);
 	snprintf(srv.url, sizeof(srv.url), "rdmx://127.0.0.1:%u", (unsigned)srv.port);
 }
 
 static void server_stop(void)
 {
-	if (!srv.loop)
-		return;
-	ev_async_send(srv.loop, &srv.stop);
-	pthread_join(srv.thread, NULL);
-	ev_loop_destroy(srv.loop);
+	rdmx_test_ev_thread_stop(&srv.ev);
 	rdmx_tls_config_destroy(&srv.cfg);
 }
 
