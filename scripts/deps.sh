@@ -12,7 +12,7 @@ build_pkgs=(build-essential cmake pkg-config git libibverbs-dev librdmacm-dev rd
 	libjansson-dev liblmdb-dev libcurl4-openssl-dev)
 test_pkgs=(libcriterion-dev clang clang-format libclang-rt-14-dev iproute2 procps dpkg-dev file systemd curl util-linux etcd-server etcd-client)
 bench_pkgs=(libprotobuf-c-dev protobuf-c-compiler libgrpc++-dev protobuf-compiler-grpc
-	libprotobuf-dev protobuf-compiler ucx-utils perftest)
+	libprotobuf-dev protobuf-compiler ucx-utils perftest strace)
 
 want=("${build_pkgs[@]}")
 case "${1:-build}" in

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# tests/bench/tcp/wait-path.sh — the tcp provider's waiting path, in one run:
+#
+#   tests/bench/tcp/wait-path.sh [BUILD_DIR] [--before OTHER_BUILD_DIR] [--rounds R] [-n N]
+#                                [--no-strace] [--no-lat]
+#
+# 1. System calls per 64 B RPC round trip (rdmx-perf rpc_lat --poll block),
+#    per side, every thread (`strace -f -c`), divided by the calls made
+#    (N + N/10 warm-up). The soft NIC thread's epoll_pwait2 / ppoll are part
+#    of the count.
+# 2. Round-trip p50 of rdmx-perf rpc_lat 64 B beside the raw TCP echo
+#    (tests/bench/tcp_echo), blocking then busy, R interleaved rounds
+#    (rdmx, [the --before build's rdmx,] raw TCP in each round); medians.
+#    Server on core 0, client on core 1 (taskset).
+# The load average is printed before and after each part: on a shared
+# machine read the ratios of one round, not absolute numbers.
+# BUILD_DIR (default build) holds tools/rdmx-perf/rdmx-perf and
+# tests/bench/tcp_echo; --before names a build of an older tree (its
+# rdmx-perf only) to put beside it.
+set -euo pipefail
+
+build=build before='' rounds=5 n=20000 do_strace=1 do_lat=1
+while (($#)); do
+  case "$1" in
+    --before) before="$2"; shift ;;
+    --rounds) rounds="$2"; shift ;;
+    -n) n="$2"; shift ;;
+    --no-strace) do_strace=0 ;;
+    --no-lat) do_lat=0 ;;
+    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) build="$1" ;;
+  esac
+  shift
+done
+build="$(realpath "$build")"
+[[ -n $before ]] && before="$(realpath "$before")"
+tcp="$build/tests/bench/tcp_echo"
+port=$((20000 + RANDOM % 20000))
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+perf_of() { echo "$1/tools/rdmx-perf/rdmx-perf"; }
+builds=("$build")
+[[ -n $before ]] && builds+=("$before")
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+if ((do_strace)); then
+  command -v strace >/dev/null || { echo "wait-path.sh: strace missing (apt-get install strace)" >&2; exit 1; }
+  sn=5000
+  echo "## system calls per round trip (rpc_lat 64 B --poll block, $sn calls + $((sn / 10)) warm-up); load $(load)"
+  for b in "${builds[@]}"; do
+    p=$(perf_of "$b")
+    strace -f -c -o "$tmp/srv" taskset -c 0 "$p" rpc_lat -d tcp --poll block -s 64 -n $sn -p $port -q >/dev/null 2>&1 &
+    spid=$!
+    sleep 0.5
+    strace -f -c -o "$tmp/cli" taskset -c 1 "$p" rpc_lat -d tcp --poll block -s 64 -n $sn -p $port -q 127.0.0.1 >/dev/null 2>&1
+    wait $spid || true
+    port=$((port + 1))
+    for side in srv cli; do
+      # rows of calls made at least once per 20 round trips
+      awk -v N=$((sn + sn / 10)) -v b="$b" -v side="$side" '
+        $NF ~ /^[a-z_0-9]+$/ && $NF != "total" && $4 + 0 > N / 20 {
+          e = ($5 ~ /^[0-9]+$/) ? $5 : 0
+          row = row sprintf(" %s %.2f", $NF, $4 / N); if (e) row = row sprintf(" (%.2f EAGAIN/err)", e / N); t += $4 }
+        END { printf "%s %s: %.2f per call:%s\n", b, side, t / N, row }' "$tmp/$side"
+    done
+  done
+  echo "load after: $(load)"
+fi
+
+lat() { # BIN POLL -> p50
+  local bin=$1 poll=$2 s line
+  taskset -c 0 "$bin" rpc_lat -d tcp --poll "$poll" -s 64 -n "$n" -p $port -q >/dev/null 2>&1 &
+  s=$!
+  sleep 0.3
+  line=$(taskset -c 1 "$bin" rpc_lat -d tcp --poll "$poll" -s 64 -n "$n" -p $port -q 127.0.0.1 2>/dev/null | grep '^RESULT' || true)
+  wait $s || true
+  port=$((port + 1))
+  sed -n 's/.* p50_us=\([^ ]*\).*/\1/p' <<<"$line"
+}
+raw() { # POLL -> p50
+  local poll=$1 s line bf=()
+  [[ $poll == busy ]] && bf=(--busy)
+  taskset -c 0 "$tcp" "${bf[@]}" -s 64 -p $port >/dev/null 2>&1 &
+  s=$!
+  sleep 0.3
+  line=$(taskset -c 1 "$tcp" "${bf[@]}" -s 64 -n "$n" -t 1 -p $port 127.0.0.1 2>/dev/null | grep '^RESULT' || true)
+  kill $s 2>/dev/null || true
+  wait $s 2>/dev/null || true
+  port=$((port + 1))
+  sed -n 's/.* p50_us=\([^ ]*\).*/\1/p' <<<"$line"
+}
+med() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "-" }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+
+if ((do_lat)); then
+  for poll in block busy; do
+    echo "## rpc_lat 64 B p50 (us), --poll $poll, $rounds rounds of $n calls; load $(load)"
+    : >"$tmp/rows"
+    for ((k = 0; k < rounds; k++)); do
+      row="round $k"
+      for b in "${builds[@]}"; do row="$row $(lat "$(perf_of "$b")" "$poll")"; done
+      row="$row $(raw "$poll")"
+      echo "$row" | tee -a "$tmp/rows"
+    done
+    cols=${#builds[@]}
+    rawm=$(awk -v c=$((cols + 3)) '{ print $c }' "$tmp/rows" | med)
+    for ((i = 0; i < cols; i++)); do
+      m=$(awk -v c=$((i + 3)) '{ print $c }' "$tmp/rows" | med)
+      pr=$(awk -v c=$((i + 3)) -v r=$((cols + 3)) '{ if ($r > 0) print $c / $r }' "$tmp/rows" | med)
+      echo "median ${builds[$i]}: rdmx $m us, raw TCP $rawm us, ratio of medians $(ratio "$m" "$rawm"), median of per-round ratios $(printf '%.2f' "$pr")"
+    done
+    echo "load after: $(load)"
+  done
+fi
