@@ -197,8 +197,9 @@ done
 wait_grep "$DIR/watch.out" "^expired id=$ID1 "
 dt=$(($(now_ms) - t0))
 echo "dead member detected by the watcher in $dt ms (lease 2000 ms)"
-# a sanity bound only (5 leases): the figure itself is measured by figures.sh
-[ $dt -lt 10000 ] || fail "expiry took $dt ms for a 2000 ms lease"
+# a sanity bound only (15 leases: it catches a lease of the wrong TTL, yet
+# not an etcd slowed by a loaded host); the figure is measured by figures.sh
+[ $dt -lt 30000 ] || fail "expiry took $dt ms for a 2000 ms lease"
 wait_count kv 1
 reg lookup kv | grep -q "owner=kv2.test" || fail "kv2 gone too"
 "$KV" --registry "$URL" $TLS --timeout-ms 4000 put after-kill ok >/dev/null ||
