@@ -63,11 +63,11 @@ wait_count() { # SERVICE N: bounded poll (20 s)
 		sleep 0.2
 	done
 }
-wait_grep() { # FILE REGEX: bounded poll (20 s)
+wait_grep() { # FILE REGEX: bounded poll (60 s: a loaded host slows etcd)
 	n=0
 	until grep -q -- "$2" "$1" 2>/dev/null; do
 		n=$((n + 1))
-		[ $n -gt 100 ] && fail "no '$2' in $1"
+		[ $n -gt 300 ] && fail "no '$2' in $1"
 		sleep 0.2
 	done
 }
