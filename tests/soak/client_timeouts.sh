@@ -30,8 +30,10 @@ for _ in $(seq 1 100); do grep -q '^listening ' "$DIR/silent.out" && break; slee
 PORT=$(awk '/^listening/ {print $2}' "$DIR/silent.out")
 [ -n "$PORT" ] || fail "the silent listener did not start"
 
-# bounded: NAME CMD... must fail, within 6 s (2 s asked; the default is 10 s),
-# saying it timed out
+# bounded: NAME CMD... must fail, saying its handshake timed out after the
+# 2000 ms asked (the default is 10 s). The wall-clock bound only catches a
+# hang: a loaded host (ASan stage beside other work) took 8 s to start, time
+# out and exit.
 bounded() {
 	local name=$1 t0 ms rc=0
 	shift
@@ -40,8 +42,9 @@ bounded() {
 	ms=$((($(date +%s%N) - t0) / 1000000))
 	echo "$name: exit $rc after $ms ms: $(head -c 300 "$DIR/$name.err" | tr '\n' ' ')"
 	[ $rc -ne 0 ] || fail "$name succeeded against a silent server"
-	[ $ms -lt 6000 ] || fail "$name took $ms ms with --timeout-ms 2000"
-	grep -qi 'timed out' "$DIR/$name.err" || fail "$name: no 'timed out' in its error"
+	[ $ms -lt 25000 ] || fail "$name took $ms ms with --timeout-ms 2000"
+	grep -q 'timed out after 2000 ms' "$DIR/$name.err" ||
+		fail "$name: no 'timed out after 2000 ms' in its error"
 }
 bounded rdmx-kv "$KV" --server "127.0.0.1:$PORT" "${TLS[@]}" --timeout-ms 2000 get some-key
 bounded rdmx-call "$CALL" "${TLS[@]}" --timeout-ms 2000 "127.0.0.1:$PORT" list
