@@ -499,15 +499,17 @@ static void stream_deadline(struct rdmx__timer *t)
 	struct rdmx_rpc_ep *ep = s->ep;
 
 	ep->busy++;
-	if (s->rejected) /* an interceptor refused it: nothing went out */
+	if (s->rejected) { /* an interceptor refused it: nothing went out */
 		end_stream(s, s->rejected, s->reject_msg, NULL, 0, NULL);
-	else if (s->opener)
-		send_frame(ep, RPC_T_S_RST, 0, RDMX_RPC_DEADLINE_EXCEEDED, 0, s->id, 0, NULL, 0,
-		           NULL);
-	else
-		send_status(ep, s->id, RDMX_RPC_DEADLINE_EXCEEDED, "deadline exceeded", NULL, 0,
-		            NULL);
-	end_stream(s, RDMX_RPC_DEADLINE_EXCEEDED, "deadline exceeded", NULL, 0, NULL);
+	} else {
+		if (s->opener)
+			send_frame(ep, RPC_T_S_RST, 0, RDMX_RPC_DEADLINE_EXCEEDED, 0, s->id, 0,
+			           NULL, 0, NULL);
+		else
+			send_status(ep, s->id, RDMX_RPC_DEADLINE_EXCEEDED, "deadline exceeded",
+			            NULL, 0, NULL);
+		end_stream(s, RDMX_RPC_DEADLINE_EXCEEDED, "deadline exceeded", NULL, 0, NULL);
+	}
 	ep->busy--;
 	rdmx__rpc_check_drained(ep);
 	rdmx__rpc_release(ep);
