@@ -637,6 +637,10 @@ int rdmx_rpc_call_async_md(struct rdmx_rpc_ep *ep, uint32_t method_id,
 		enum rdmx_rpc_code code =
 		    rdmx__ic_start(ep->chain, &info, headers, NULL, &why, &c->ic);
 
+		if (code == RDMX_RPC_OK && c->ic && c->ic->own.bytes > ep->streams.max_md) {
+			why = "request headers over the metadata limit";
+			code = RDMX_RPC_RESOURCE_EXHAUSTED;
+		}
 		if (code == RDMX_RPC_OK && c->ic && c->ic->own.n) {
 			free(pre);
 			prelen = rdmx__md_wire_size(&c->ic->own);

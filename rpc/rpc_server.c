@@ -534,7 +534,17 @@ int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 	tot = &ep->st[RDMX_RPC_ROLE_SERVER];
 	expired = call->deadline_ns && rdmx__now_ns() >= call->deadline_ns;
 	if (!call->cancelled && !call->oneway && !ep->closed && !expired) {
-		ret = send_response(ep, call->id, code, message, resp, call->resp_md, &how);
+		const struct rpc_resp_md *x = call->resp_md;
+
+		if (x && (x->headers.bytes > ep->streams.max_md ||
+		          x->trailers.bytes > ep->streams.max_md)) {
+			/* our own limit holds for what we send too */
+			code = RDMX_RPC_RESOURCE_EXHAUSTED;
+			message = "response metadata over the metadata limit";
+			resp = NULL;
+			x = NULL;
+		}
+		ret = send_response(ep, call->id, code, message, resp, x, &how);
 		if (ret == 0) {
 			size_t blen = resp ? resp->len : 0;
 

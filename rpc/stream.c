@@ -745,6 +745,10 @@ int rdmx_rpc_stream_open(struct rdmx_rpc_ep *ep, uint32_t method_id, enum rdmx_r
 		const char *why = NULL;
 		enum rdmx_rpc_code code = rdmx__ic_start(ep->chain, &info, hd, NULL, &why, &s->ic);
 
+		if (code == RDMX_RPC_OK && s->ic && s->ic->own.bytes > ep->streams.max_md) {
+			why = "request headers over the metadata limit";
+			code = RDMX_RPC_RESOURCE_EXHAUSTED;
+		}
 		if (code != RDMX_RPC_OK) {
 			/* ends from progress, as every outcome does */
 			s->rejected = code;
@@ -854,6 +858,8 @@ int rdmx_rpc_stream_send_headers(struct rdmx_rpc_stream *s, const struct rdmx_rp
 		if ((rc = rdmx_rpc_md_append(&s->ann, headers)) != 0)
 			return rc;
 		headers = &s->ann;
+		if (headers->bytes > s->ep->streams.max_md)
+			return RDMX_E_TOO_BIG;
 	}
 	rc = send_md_frame(s->ep, RPC_T_S_HEADERS, 0, 0, s->id, 0, headers);
 	if (rc == 0)

@@ -1360,6 +1360,14 @@ Test(stream, unary_metadata_request_id_rich_status)
 	ASSERT_OK(rdmx_rpc_call_async_md(sc.ra, UMETA, &p, NULL, &h, urec_cb, &x, NULL));
 	DRIVE_UNTIL(&sc.a, &sc.b, x.done);
 	cr_assert_eq(x.code, RDMX_RPC_RESOURCE_EXHAUSTED, "%s", rdmx_rpc_code_name(x.code));
+	/* and over the server's own limit: it sends RESOURCE_EXHAUSTED instead */
+	ASSERT_OK(rdmx_rpc_ep_set_max_metadata(sc.ra, RDMX_RPC_DEFAULT_MAX_MD));
+	ASSERT_OK(rdmx_rpc_ep_set_max_metadata(sc.rb, 512));
+	struct urec y = {0};
+	ASSERT_OK(rdmx_rpc_call_async_md(sc.ra, UMETA, &p, NULL, &h, urec_cb, &y, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b, y.done);
+	cr_assert_eq(y.code, RDMX_RPC_RESOURCE_EXHAUSTED, "%s", rdmx_rpc_code_name(y.code));
+	cr_assert_eq(y.len, 0);
 	/* the connection stays */
 	unary_done = 0;
 	ASSERT_OK(rdmx_rpc_call_async(sc.ra, ECHO, NULL, NULL, unary_cb, NULL, NULL));
