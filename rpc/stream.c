@@ -1,10 +1,10 @@
-/* RPC streams (rdmx/rpc_stream.h): the stream object on both sides, its
- * frames (RPC_T_S_* in rpc_priv.h), per-stream credits, half-close, cancel,
- * the one deadline, and the final status.
+/* RPC streams (rdmx/rpc_stream.h): the stream object on both sides (life cycle, frames out, the
+ * API; frames in are stream_rx.c), its frames (RPC_T_S_* in rpc_priv.h), per-stream credits,
+ * half-close, cancel, the one deadline, and the final status.
  *
  * Exactly once: a stream lives in its endpoint's `out` (opened here) or
- * `in` (opened by the peer) table until end_stream takes it out and runs
- * on_done; every outcome goes through end_stream, which does nothing for a
+ * `in` (opened by the peer) table until rdmx__stream_end takes it out and runs
+ * on_done; every outcome goes through rdmx__stream_end, which does nothing for a
  * stream already ended. The object is freed once on_done returned and no
  * callback of the stream is on the stack (`busy`).
  *
