@@ -545,6 +545,9 @@ int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 			x = NULL;
 		}
 		ret = send_response(ep, call->id, code, message, resp, x, &how);
+		if (ret == 0 && call->ic && code == RDMX_RPC_OK)
+			rdmx__ic_message(call->ic, true, resp && !resp->encode ? resp->obj : NULL,
+			                 resp ? resp->len : 0);
 		if (ret == 0) {
 			size_t blen = resp ? resp->len : 0;
 
@@ -576,8 +579,6 @@ int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 		code = RDMX_RPC_CANCELLED;
 	}
 	if (call->ic) {
-		if (resp && resp->len && !resp->encode && ret == 0)
-			rdmx__ic_message(call->ic, true, resp->obj, resp->len);
 		rdmx__ic_done(&call->ic, code, message);
 	}
 	rdmx__stats_done(tot, code, ns);

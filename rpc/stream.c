@@ -429,8 +429,9 @@ int rdmx_rpc_stream_write(struct rdmx_rpc_stream *s, const struct rdmx_rpc_paylo
 	                             NULL, 0, msg);
 	if (rc == 0) {
 		s->sent++;
-		if (s->ic && msg && msg->len && !msg->encode)
-			rdmx__ic_message(s->ic, true, msg->obj, msg->len);
+		if (s->ic)
+			rdmx__ic_message(s->ic, true, msg && !msg->encode ? msg->obj : NULL,
+			                 msg ? msg->len : 0);
 	}
 	return rc;
 }
