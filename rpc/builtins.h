@@ -28,6 +28,8 @@ struct rdmx__refl_file {
 	size_t n_imports;
 };
 
+struct rdmx__health_watch;
+
 struct rdmx__health_entry {
 	char *service;
 	enum rdmx_health_status status;
@@ -41,6 +43,7 @@ struct rdmx__builtins {
 	struct rdmx__health_entry *health;
 	size_t n_health;
 	enum rdmx_health_status overall;
+	struct rdmx__health_watch *watchers; /* open Health/Watch streams (health.c) */
 };
 
 struct rdmx__builtins *rdmx__builtins_of(const struct rdmx_rpc_server *server);

@@ -131,8 +131,8 @@ static void call_complete_x(struct rdmx_rpc_ep *ep, struct rpc_ccall *c, enum rd
 	uint64_t ns = rdmx__now_ns() - c->start_ns;
 
 	rdmx__worker_timer_disarm(ep->worker, &c->timer);
-	if (c->ic) { /* interceptors (interceptor.c) */
-		if (len)
+	if (c->ic) { /* interceptors (interceptor.c): an OK reply is a message */
+		if (code == RDMX_RPC_OK && !c->oneway)
 			rdmx__ic_message(c->ic, false, data, len);
 		rdmx__ic_done(&c->ic, code, message);
 	}
@@ -642,6 +642,10 @@ int rdmx_rpc_call_async_md(struct rdmx_rpc_ep *ep, uint32_t method_id,
 		enum rdmx_rpc_code code =
 		    rdmx__ic_start(ep->chain, &info, headers, NULL, &why, &c->ic);
 
+		if (code == RDMX_RPC_OK && c->ic && c->ic->own.bytes > ep->streams.max_md) {
+			why = "request headers over the metadata limit";
+			code = RDMX_RPC_RESOURCE_EXHAUSTED;
+		}
 		if (code == RDMX_RPC_OK && c->ic && c->ic->own.n) {
 			free(pre);
 			prelen = rdmx__md_wire_size(&c->ic->own);
@@ -698,8 +702,8 @@ int rdmx_rpc_call_async_md(struct rdmx_rpc_ep *ep, uint32_t method_id,
 		ccall_put(ep, c);
 		return rc;
 	}
-	if (c->ic && req && req->len && !req->encode)
-		rdmx__ic_message(c->ic, true, req->obj, req->len);
+	if (c->ic)
+		rdmx__ic_message(c->ic, true, req && !req->encode ? req->obj : NULL, blen);
 	ep->st[RDMX_RPC_ROLE_CLIENT].calls++;
 	ep->st[RDMX_RPC_ROLE_CLIENT].bytes_sent += blen;
 	if (how & RDMX__SENT_QUEUED)

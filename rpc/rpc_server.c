@@ -534,7 +534,20 @@ int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 	tot = &ep->st[RDMX_RPC_ROLE_SERVER];
 	expired = call->deadline_ns && rdmx__now_ns() >= call->deadline_ns;
 	if (!call->cancelled && !call->oneway && !ep->closed && !expired) {
-		ret = send_response(ep, call->id, code, message, resp, call->resp_md, &how);
+		const struct rpc_resp_md *x = call->resp_md;
+
+		if (x && (x->headers.bytes > ep->streams.max_md ||
+		          x->trailers.bytes > ep->streams.max_md)) {
+			/* our own limit holds for what we send too */
+			code = RDMX_RPC_RESOURCE_EXHAUSTED;
+			message = "response metadata over the metadata limit";
+			resp = NULL;
+			x = NULL;
+		}
+		ret = send_response(ep, call->id, code, message, resp, x, &how);
+		if (ret == 0 && call->ic && code == RDMX_RPC_OK)
+			rdmx__ic_message(call->ic, true, resp && !resp->encode ? resp->obj : NULL,
+			                 resp ? resp->len : 0);
 		if (ret == 0) {
 			size_t blen = resp ? resp->len : 0;
 
@@ -566,8 +579,6 @@ int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 		code = RDMX_RPC_CANCELLED;
 	}
 	if (call->ic) {
-		if (resp && resp->len && !resp->encode && ret == 0)
-			rdmx__ic_message(call->ic, true, resp->obj, resp->len);
 		rdmx__ic_done(&call->ic, code, message);
 	}
 	rdmx__stats_done(tot, code, ns);

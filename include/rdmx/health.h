@@ -1,4 +1,5 @@
-/* rdmx health checks: every RPC server answers rdmx.health.v1.Health/Check.
+/* rdmx health checks: every RPC server answers rdmx.health.v1.Health/Check
+ * and rdmx.health.v1.Health/Watch.
  *
  * rdmx_rpc_server_create registers the method on every server (the IDL is
  * rpc/idl/health.proto, also served by reflection, include/rdmx/reflection.h),
@@ -24,6 +25,12 @@ extern "C" {
 struct rdmx_rpc_server;
 
 #define RDMX_HEALTH_CHECK_NAME "rdmx.health.v1.Health/Check"
+/* Server-streaming (rdmx/rpc_stream.h): the status of the requested service
+ * at once, then each change made with rdmx_rpc_server_set_health, until the
+ * caller cancels; an unknown service is reported SERVICE_UNKNOWN and stays
+ * watched. A watcher that does not read gets the latest status when it
+ * reads again (intermediate ones may be skipped). */
+#define RDMX_HEALTH_WATCH_NAME "rdmx.health.v1.Health/Watch"
 
 /* rdmx.health.v1.HealthCheckResponse.ServingStatus */
 enum rdmx_health_status {

@@ -143,7 +143,10 @@ int rdmx_rpc_call_set_details(struct rdmx_rpc_server_call *call, const void *det
  * rejects the call with it (and *message, a static string, may say why):
  * the later interceptors do not run, nothing reaches the peer (client) or
  * the handler (server), and the call ends with that code (client: from
- * progress). on_message sees each message (outgoing: sent by this side),
+ * progress). on_message sees each message (outgoing: sent by this side;
+ * a unary call's request, its reply when the status is OK, every message
+ * of a stream; data is NULL for a message written by an encoder,
+ * rdmx_rpc_payload.encode, and len is its size),
  * on_done the final status, once, in reverse order, for every
  * interceptor whose on_start ran. All three are optional. */
 #define RDMX_RPC_MAX_INTERCEPTORS 8u

@@ -397,7 +397,7 @@ Test(builtins, reflection_lists_every_service)
 	list_text(&r, text, sizeof(text));
 	cr_assert_str_eq(
 	    text, "demo.Svc:Again,Do(demo.proto);"
-	          "rdmx.health.v1.Health:Check(rdmx/health.proto);"
+	          "rdmx.health.v1.Health:Check,Watch(rdmx/health.proto);"
 	          "rdmx.reflection.v1.Reflection:FileContaining,List(rdmx/reflection.proto)");
 	free(r.data);
 }

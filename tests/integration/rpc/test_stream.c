@@ -5,6 +5,7 @@
  * metadata and its limits, rich status, hostile stream frames. */
 #include "rpcfix.h"
 
+#include <rdmx/health.h>
 #include <rdmx/rpc_stream.h>
 
 #include <sched.h>
@@ -1359,6 +1360,14 @@ Test(stream, unary_metadata_request_id_rich_status)
 	ASSERT_OK(rdmx_rpc_call_async_md(sc.ra, UMETA, &p, NULL, &h, urec_cb, &x, NULL));
 	DRIVE_UNTIL(&sc.a, &sc.b, x.done);
 	cr_assert_eq(x.code, RDMX_RPC_RESOURCE_EXHAUSTED, "%s", rdmx_rpc_code_name(x.code));
+	/* and over the server's own limit: it sends RESOURCE_EXHAUSTED instead */
+	ASSERT_OK(rdmx_rpc_ep_set_max_metadata(sc.ra, RDMX_RPC_DEFAULT_MAX_MD));
+	ASSERT_OK(rdmx_rpc_ep_set_max_metadata(sc.rb, 512));
+	struct urec y = {0};
+	ASSERT_OK(rdmx_rpc_call_async_md(sc.ra, UMETA, &p, NULL, &h, urec_cb, &y, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b, y.done);
+	cr_assert_eq(y.code, RDMX_RPC_RESOURCE_EXHAUSTED, "%s", rdmx_rpc_code_name(y.code));
+	cr_assert_eq(y.len, 0);
 	/* the connection stays */
 	unary_done = 0;
 	ASSERT_OK(rdmx_rpc_call_async(sc.ra, ECHO, NULL, NULL, unary_cb, NULL, NULL));
@@ -1557,4 +1566,100 @@ Test(stream, interceptor_order_reject_annotate)
 		ASSERT_OK(rdmx_rpc_ep_add_interceptor(sc.ra, &test_ic, &A));
 	ASSERT_RC(rdmx_rpc_ep_add_interceptor(sc.ra, &test_ic, &A), RDMX_E_FULL);
 	scene_close(&sc);
+}
+
+/* ---- rdmx.health.v1.Health/Watch ---- */
+
+struct watch_rec {
+	int got, done;
+	int status[16];
+	enum rdmx_rpc_code code;
+};
+
+static void watch_msg(struct rdmx_rpc_stream *s, const void *data, size_t len, void *arg)
+{
+	struct watch_rec *w = arg;
+	const uint8_t *b = data;
+
+	(void)s;
+	cr_assert(w->got < 16);
+	/* HealthCheckResponse: {} (UNKNOWN) or {1: status} */
+	w->status[w->got++] = len == 1 && b[0] == 0x80 ? 0 : len == 3 ? b[2] : -1;
+}
+
+static void watch_end(struct rdmx_rpc_stream *s, const struct rdmx_rpc_rich_status *st, void *arg)
+{
+	struct watch_rec *w = arg;
+
+	(void)s;
+	w->done++;
+	w->code = st->code;
+}
+
+static struct rdmx_rpc_stream *watch_open(struct scene *sc, const char *svc, struct watch_rec *w)
+{
+	static const struct rdmx_rpc_stream_cbs cbs = {.on_msg = watch_msg, .on_done = watch_end};
+	struct rdmx_rpc_stream *s;
+	uint8_t req[64];
+	size_t n = strlen(svc);
+
+	cr_assert(n < 32);
+	req[0] = 0x81;
+	req[1] = 0x01;
+	req[2] = (uint8_t)(0xa0 | n);
+	memcpy(req + 3, svc, n);
+	struct rdmx_rpc_payload p = rdmx_rpc_bytes(req, 3 + n);
+	ASSERT_OK(rdmx_rpc_stream_open(sc->ra, rdmx_rpc_method_id(RDMX_HEALTH_WATCH_NAME),
+	                               RDMX_RPC_SERVER_STREAMING, NULL, &cbs, w, &s));
+	ASSERT_OK(rdmx_rpc_stream_write(s, &p));
+	ASSERT_OK(rdmx_rpc_stream_half_close(s));
+	return s;
+}
+
+Test(stream, health_watch)
+{
+	struct scene sc;
+	struct watch_rec all = {0}, svc = {0}, unknown = {0};
+
+	scene_open(&sc, NULL);
+	struct rdmx_rpc_stream *sa = watch_open(&sc, "", &all);
+	struct rdmx_rpc_stream *ss = watch_open(&sc, "test.Stream", &svc);
+	struct rdmx_rpc_stream *su = watch_open(&sc, "no.Such", &unknown);
+	DRIVE_UNTIL(&sc.a, &sc.b, all.got == 1 && svc.got == 1 && unknown.got == 1);
+	cr_assert_eq(all.status[0], RDMX_HEALTH_SERVING);
+	cr_assert_eq(svc.status[0], RDMX_HEALTH_SERVING);
+	cr_assert_eq(unknown.status[0], RDMX_HEALTH_SERVICE_UNKNOWN);
+	/* a change reaches the watchers of what changed */
+	ASSERT_OK(rdmx_rpc_server_set_health(sc.srv, "test.Stream", RDMX_HEALTH_NOT_SERVING));
+	DRIVE_UNTIL(&sc.a, &sc.b, svc.got == 2);
+	cr_assert_eq(svc.status[1], RDMX_HEALTH_NOT_SERVING);
+	/* the same status again sends nothing; the unknown one becomes known */
+	ASSERT_OK(rdmx_rpc_server_set_health(sc.srv, "test.Stream", RDMX_HEALTH_NOT_SERVING));
+	ASSERT_OK(rdmx_rpc_server_set_health(sc.srv, "no.Such", RDMX_HEALTH_SERVING));
+	DRIVE_UNTIL(&sc.a, &sc.b, unknown.got == 2);
+	cr_assert_eq(unknown.status[1], RDMX_HEALTH_SERVING);
+	ASSERT_OK(rdmx_rpc_server_set_health(sc.srv, NULL, RDMX_HEALTH_NOT_SERVING));
+	DRIVE_UNTIL(&sc.a, &sc.b, all.got == 2);
+	cr_assert_eq(all.status[1], RDMX_HEALTH_NOT_SERVING);
+	drive_for(&sc.a, &sc.b, 5);
+	cr_assert_eq(svc.got, 2, "a repeated status was sent again");
+	cr_assert_eq(all.done + svc.done + unknown.done, 0);
+	/* the caller ends the watch; later changes are harmless */
+	ASSERT_OK(rdmx_rpc_stream_cancel(sa));
+	ASSERT_OK(rdmx_rpc_stream_cancel(ss));
+	ASSERT_OK(rdmx_rpc_stream_cancel(su));
+	cr_assert_eq(all.done + svc.done + unknown.done, 3);
+	cr_assert_eq(all.code, RDMX_RPC_CANCELLED);
+	DRIVE_UNTIL(&sc.a, &sc.b, rdmx_rpc_ep_get_streams(sc.rb) == 0);
+	ASSERT_OK(rdmx_rpc_server_set_health(sc.srv, NULL, RDMX_HEALTH_SERVING));
+	/* a watcher whose endpoint goes away is dropped */
+	struct watch_rec gone = {0};
+	watch_open(&sc, "", &gone);
+	DRIVE_UNTIL(&sc.a, &sc.b, gone.got == 1);
+	rpc_pair_close(&sc.ra, &sc.rb);
+	cr_assert_eq(gone.done, 1);
+	cr_assert_eq(gone.code, RDMX_RPC_UNAVAILABLE);
+	ASSERT_OK(rdmx_rpc_server_destroy(&sc.srv)); /* its watcher list is empty again */
+	node_close(&sc.a);
+	node_close(&sc.b);
 }

@@ -1,0 +1,84 @@
+/* Private to the stream object (rpc/stream.c: life cycle, frames out, the
+ * API; rpc/stream_rx.c: frames in, credits, delivery). */
+#ifndef RDMX_RPC_STREAM_PRIV_H
+#define RDMX_RPC_STREAM_PRIV_H
+
+#include "rpc_priv.h"
+
+struct qmsg {
+	struct qmsg *next;
+	size_t len;
+	uint8_t data[];
+};
+
+struct rdmx_rpc_stream {
+	struct rdmx_rpc_ep *ep;
+	uint64_t id;
+	uint32_t method;
+	enum rdmx_rpc_stream_kind kind;
+	bool opener;
+	struct rdmx_rpc_stream_cbs cbs;
+	void *arg;
+	struct rdmx__timer timer;
+	uint64_t deadline_ns;
+	struct rdmx_rpc_md headers; /* the peer's */
+	bool headers_in, headers_out;
+	/* sending */
+	uint64_t sent, send_limit;
+	bool want_writable, local_end;
+	/* receiving */
+	uint64_t received, consumed, granted;
+	uint32_t window;
+	bool paused, delivering, peer_end, half_close_pending;
+	struct qmsg *qhead, *qtail;
+	uint32_t queued;
+	/* opener: a status that waits for the queued messages */
+	bool status_pending;
+	enum rdmx_rpc_code st_code;
+	char *st_msg;
+	void *st_details;
+	size_t st_details_len;
+	struct rdmx_rpc_md st_trailers;
+	/* interceptors (interceptor.c) */
+	struct rpc_icall *ic;
+	struct rdmx_rpc_md ann; /* acceptor: response headers they added */
+	enum rdmx_rpc_code rejected;
+	const char *reject_msg;
+	/* life */
+	bool ended;
+	int busy;
+	struct rdmx_rpc_stream *next; /* fail list */
+};
+
+static inline uint8_t rdmx__stream_dir_flag(const struct rdmx_rpc_stream *s)
+{
+	return s->opener ? 0 : RPC_SF_ACC;
+}
+
+/* stream.c */
+void rdmx__stream_free(struct rdmx_rpc_stream *s);
+/* Drops one hold (busy); frees an ended stream nobody holds. */
+void rdmx__stream_drop(struct rdmx_rpc_stream *s);
+/* Frames out, forced past the channel's queue bound (credits bound them). */
+int rdmx__stream_send_frame(struct rdmx_rpc_ep *ep, uint8_t type, uint8_t flags, uint8_t code,
+                            uint32_t word, uint64_t id, uint64_t timeout_us, const uint8_t *pre,
+                            size_t prelen, const struct rdmx_rpc_payload *body);
+int rdmx__stream_send_status(struct rdmx_rpc_ep *ep, uint64_t id, enum rdmx_rpc_code code,
+                             const char *msg, const void *details, size_t dlen,
+                             const struct rdmx_rpc_md *trailers);
+/* The one end: out of its table, on_done once (nothing if ended). */
+void rdmx__stream_end(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, const char *msg,
+                      const void *details, size_t dlen, const struct rdmx_rpc_md *trailers);
+/* Ends with the status the opener holds for after its queued messages. */
+void rdmx__stream_end_held(struct rdmx_rpc_stream *s);
+struct rdmx_rpc_stream *rdmx__stream_new(struct rdmx_rpc_ep *ep, uint64_t id, uint32_t method,
+                                         enum rdmx_rpc_stream_kind kind, bool opener);
+void rdmx__stream_arm_deadline(struct rdmx_rpc_stream *s, uint64_t start_ns, uint64_t us);
+
+/* stream_rx.c */
+/* Returns credits consumed since the last grant, once half a window is due. */
+void rdmx__stream_grant(struct rdmx_rpc_stream *s);
+/* Delivers what a paused reader holds, then a held half-close or status. */
+void rdmx__stream_deliver(struct rdmx_rpc_stream *s);
+
+#endif

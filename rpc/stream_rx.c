@@ -1,0 +1,362 @@
+/* RPC streams, the receiving side (rdmx/rpc_stream.h): frames from the
+ * peer (open, headers, messages, half-close, status, cancel, window), their
+ * checks against the stream's state — a violation closes the connection —,
+ * credits back to the writer and delivery to a reader that may pause. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chan/chan_rpc.h"
+#include "stream_priv.h"
+
+void rdmx__stream_grant(struct rdmx_rpc_stream *s)
+{
+	uint64_t target = s->consumed + s->window;
+	uint64_t half = s->window / 2 ? s->window / 2 : 1;
+
+	if (s->ended || s->peer_end || target <= s->granted || target - s->granted < half)
+		return;
+	if (rdmx__stream_send_frame(s->ep, RPC_T_S_WINDOW, rdmx__stream_dir_flag(s), 0,
+	                            (uint32_t)(target - s->granted), s->id, 0, NULL, 0, NULL) == 0)
+		s->granted = target;
+}
+
+/* Delivers what waits while the reader reads; then a held half-close or
+ * status. */
+void rdmx__stream_deliver(struct rdmx_rpc_stream *s)
+{
+	if (s->delivering || s->ended)
+		return;
+	s->busy++;
+	s->delivering = true;
+	while (!s->ended && !s->paused && s->qhead && s->cbs.on_msg) {
+		struct qmsg *q = s->qhead;
+
+		s->qhead = q->next;
+		if (!s->qhead)
+			s->qtail = NULL;
+		s->queued--;
+		s->consumed++;
+		rdmx__ic_message(s->ic, false, q->data, q->len);
+		s->cbs.on_msg(s, q->data, q->len, s->arg);
+		free(q);
+	}
+	s->delivering = false;
+	if (!s->ended && !s->qhead) {
+		rdmx__stream_grant(s);
+		if (s->half_close_pending) {
+			s->half_close_pending = false;
+			if (s->cbs.on_half_close)
+				s->cbs.on_half_close(s, s->arg);
+		}
+		if (!s->ended && s->status_pending)
+			rdmx__stream_end_held(s);
+	} else if (!s->ended) {
+		rdmx__stream_grant(s);
+	}
+	rdmx__stream_drop(s);
+}
+
+static void on_s_msg(struct rdmx_rpc_stream *s, const uint8_t *data, size_t len)
+{
+	if (s->peer_end) {
+		rdmx__chan_fail(s->ep->chan, RDMX_E_PROTOCOL, "rpc stream message after its end");
+		return;
+	}
+	if (s->received >= s->granted) {
+		rdmx__chan_fail(s->ep->chan, RDMX_E_PROTOCOL,
+		                "rpc stream message beyond its window");
+		return;
+	}
+	s->received++;
+	if (s->cbs.on_msg && !s->paused && !s->qhead && !s->delivering) {
+		s->busy++;
+		s->delivering = true;
+		s->consumed++;
+		rdmx__ic_message(s->ic, false, data, len);
+		s->cbs.on_msg(s, data, len, s->arg);
+		s->delivering = false;
+		rdmx__stream_grant(s);
+		rdmx__stream_drop(s);
+		return;
+	}
+	struct qmsg *q = malloc(sizeof(*q) + len);
+
+	if (!q) {
+		RDMX_ERR("rpc: no memory for a message of stream %llu (%zu bytes)",
+		         (unsigned long long)s->id, len);
+		if (s->opener)
+			rdmx__stream_send_frame(s->ep, RPC_T_S_RST, 0, RDMX_RPC_RESOURCE_EXHAUSTED,
+			                        0, s->id, 0, NULL, 0, NULL);
+		else
+			rdmx__stream_send_status(s->ep, s->id, RDMX_RPC_RESOURCE_EXHAUSTED,
+			                         "out of memory", NULL, 0, NULL);
+		rdmx__stream_end(s, RDMX_RPC_RESOURCE_EXHAUSTED, "out of memory", NULL, 0, NULL);
+		return;
+	}
+	q->next = NULL;
+	q->len = len;
+	memcpy(q->data, data, len);
+	if (s->qtail)
+		s->qtail->next = q;
+	else
+		s->qhead = q;
+	s->qtail = q;
+	s->queued++;
+}
+
+static void on_s_end(struct rdmx_rpc_stream *s)
+{
+	if (s->peer_end) {
+		rdmx__chan_fail(s->ep->chan, RDMX_E_PROTOCOL, "rpc stream half-closed twice");
+		return;
+	}
+	s->peer_end = true;
+	if (s->qhead) {
+		s->half_close_pending = true;
+		return;
+	}
+	if (s->cbs.on_half_close) {
+		s->busy++;
+		s->cbs.on_half_close(s, s->arg);
+		rdmx__stream_drop(s);
+	}
+}
+
+static void on_s_status(struct rdmx_rpc_stream *s, const struct rpc_hdr *h, const uint8_t *body,
+                        size_t len)
+{
+	const char *why = NULL;
+	size_t dlen, used = 0, off = h->word;
+
+	if (s->peer_end && s->status_pending) {
+		rdmx__chan_fail(s->ep->chan, RDMX_E_PROTOCOL, "rpc stream status twice");
+		return;
+	}
+	if (len - off < 4 || (dlen = rdmx__ld32(body + off)) > len - off - 4 ||
+	    dlen > RDMX_RPC_MAX_STATUS_DETAILS) {
+		rdmx__chan_fail(s->ep->chan, RDMX_E_PROTOCOL,
+		                "rpc stream status details truncated");
+		return;
+	}
+	rdmx_rpc_md_fini(&s->st_trailers);
+	if (rdmx__md_decode(body + off + 4 + dlen, len - off - 4 - dlen, &s->st_trailers, &used,
+	                    &why)) {
+		if (why)
+			rdmx__chan_fail(s->ep->chan, RDMX_E_PROTOCOL, why);
+		else
+			rdmx__stream_end(s, RDMX_RPC_RESOURCE_EXHAUSTED, "out of memory", NULL, 0,
+			                 NULL);
+		return;
+	}
+	if (off + 4 + dlen + used != len) {
+		rdmx__chan_fail(s->ep->chan, RDMX_E_PROTOCOL,
+		                "rpc stream status with trailing bytes");
+		return;
+	}
+	s->peer_end = true;
+	if (s->st_trailers.bytes > s->ep->streams.max_md) {
+		rdmx__stream_end(s, RDMX_RPC_RESOURCE_EXHAUSTED,
+		                 "response trailers over the metadata limit", NULL, 0, NULL);
+		return;
+	}
+	s->st_code = (enum rdmx_rpc_code)h->code;
+	s->st_msg = malloc(h->word + 1u);
+	s->st_details = dlen ? malloc(dlen) : NULL;
+	if (!s->st_msg || (dlen && !s->st_details)) {
+		rdmx__stream_end(s, RDMX_RPC_RESOURCE_EXHAUSTED, "out of memory", NULL, 0, NULL);
+		return;
+	}
+	memcpy(s->st_msg, body, h->word);
+	s->st_msg[h->word] = '\0';
+	if (dlen)
+		memcpy(s->st_details, body + off + 4, dlen);
+	s->st_details_len = dlen;
+	s->status_pending = true;
+	if (!s->qhead)
+		rdmx__stream_end_held(s);
+}
+
+static void on_s_headers(struct rdmx_rpc_stream *s, const uint8_t *body, size_t len)
+{
+	const char *why = NULL;
+	size_t used = 0;
+
+	if (s->headers_in || s->received || s->peer_end) {
+		rdmx__chan_fail(s->ep->chan, RDMX_E_PROTOCOL, "rpc stream headers out of place");
+		return;
+	}
+	s->headers_in = true;
+	if (rdmx__md_decode(body, len, &s->headers, &used, &why) || used != len) {
+		if (why || used != len)
+			rdmx__chan_fail(s->ep->chan, RDMX_E_PROTOCOL,
+			                why ? why : "rpc stream headers with trailing bytes");
+		else
+			rdmx__stream_end(s, RDMX_RPC_RESOURCE_EXHAUSTED, "out of memory", NULL, 0,
+			                 NULL);
+		return;
+	}
+	if (s->headers.bytes > s->ep->streams.max_md) {
+		rdmx__stream_send_frame(s->ep, RPC_T_S_RST, 0, RDMX_RPC_RESOURCE_EXHAUSTED, 0,
+		                        s->id, 0, NULL, 0, NULL);
+		rdmx__stream_end(s, RDMX_RPC_RESOURCE_EXHAUSTED,
+		                 "response headers over the metadata limit", NULL, 0, NULL);
+		return;
+	}
+	if (s->cbs.on_headers) {
+		s->busy++;
+		s->cbs.on_headers(s, &s->headers, s->arg);
+		rdmx__stream_drop(s);
+	}
+}
+
+static void on_s_window(struct rdmx_rpc_stream *s, uint32_t more)
+{
+	if (s->send_limit + more - s->sent > (uint64_t)UINT32_MAX) {
+		rdmx__chan_fail(s->ep->chan, RDMX_E_PROTOCOL, "rpc stream window beyond 2^32");
+		return;
+	}
+	s->send_limit += more;
+	if (s->want_writable && !s->local_end) {
+		s->want_writable = false;
+		if (s->cbs.on_writable) {
+			s->busy++;
+			s->cbs.on_writable(s, s->arg);
+			rdmx__stream_drop(s);
+		}
+	}
+}
+
+/* ---- accepting ---- */
+
+static void on_s_open(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const uint8_t *body,
+                      size_t len)
+{
+	struct rpc_method *m;
+	struct rdmx_rpc_stream *s;
+	const char *why = NULL;
+	size_t used = 0;
+	uint64_t now = rdmx__now_ns();
+
+	if (h->call_id <= ep->streams.peer_max_id) {
+		rdmx__chan_fail(ep->chan, RDMX_E_PROTOCOL, "rpc stream open reuses a stream id");
+		return;
+	}
+	ep->streams.peer_max_id = h->call_id;
+	s = rdmx__stream_new(ep, h->call_id, h->word, (enum rdmx_rpc_stream_kind)h->flags, false);
+	if (!s) {
+		rdmx__stream_send_status(ep, h->call_id, RDMX_RPC_RESOURCE_EXHAUSTED,
+		                         "out of memory", NULL, 0, NULL);
+		return;
+	}
+	if (rdmx__md_decode(body, len, &s->headers, &used, &why) || used != len) {
+		rdmx__stream_free(s);
+		if (why || used != len)
+			rdmx__chan_fail(ep->chan, RDMX_E_PROTOCOL,
+			                why ? why : "rpc stream headers with trailing bytes");
+		else
+			rdmx__stream_send_status(ep, h->call_id, RDMX_RPC_RESOURCE_EXHAUSTED,
+			                         "out of memory", NULL, 0, NULL);
+		return;
+	}
+	m = ep->server ? rdmx__map_get(&ep->server->methods, h->word) : NULL;
+	if (ep->draining) {
+		rdmx__stream_send_status(ep, h->call_id, RDMX_RPC_UNAVAILABLE, "server draining",
+		                         NULL, 0, NULL);
+	} else if (!m || !m->stream_handler || m->kind != s->kind) {
+		char text[64];
+
+		snprintf(text, sizeof(text), "unknown stream method 0x%08x", h->word);
+		rdmx__stream_send_status(ep, h->call_id, RDMX_RPC_UNIMPLEMENTED, text, NULL, 0,
+		                         NULL);
+	} else if (s->headers.bytes > ep->streams.max_md) {
+		rdmx__stream_send_status(ep, h->call_id, RDMX_RPC_RESOURCE_EXHAUSTED,
+		                         "request headers over the metadata limit", NULL, 0, NULL);
+	} else if (ep->streams.in.len >= ep->max_active) {
+		rdmx__stream_send_status(ep, h->call_id, RDMX_RPC_RESOURCE_EXHAUSTED,
+		                         "too many streams", NULL, 0, NULL);
+	} else if (rdmx__map_put(&ep->streams.in, s->id, s) == 0) {
+		rdmx__stream_arm_deadline(s, now, h->timeout_us);
+		if (ep->server->chain) {
+			struct rdmx_rpc_call_info info = {.role = RDMX_RPC_ROLE_SERVER,
+			                                  .method = s->method,
+			                                  .method_name = m->name,
+			                                  .request_id = s->id,
+			                                  .deadline_ns = s->deadline_ns,
+			                                  .stream = true,
+			                                  .headers = &s->headers,
+			                                  .ep = ep};
+			enum rdmx_rpc_code code =
+			    rdmx__ic_start(ep->server->chain, &info, NULL, &s->ann, &why, &s->ic);
+
+			if (code != RDMX_RPC_OK) {
+				rdmx__stream_send_status(ep, s->id, code, why, NULL, 0, NULL);
+				rdmx__stream_end(s, code, why, NULL, 0, NULL);
+				return;
+			}
+		}
+		s->busy++;
+		m->stream_handler(s, m->arg);
+		rdmx__stream_drop(s);
+		return;
+	} else {
+		rdmx__stream_send_status(ep, h->call_id, RDMX_RPC_RESOURCE_EXHAUSTED,
+		                         "out of memory", NULL, 0, NULL);
+	}
+	rdmx__stream_free(s);
+}
+
+void rdmx__rpc_stream_on_frame(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const uint8_t *msg,
+                               size_t len)
+{
+	const uint8_t *body = msg + RDMX_RPC_HDR_SIZE;
+	size_t blen = len - RDMX_RPC_HDR_SIZE;
+	bool from_acc =
+	    (h->flags & RPC_SF_ACC) || h->type == RPC_T_S_HEADERS || h->type == RPC_T_S_STATUS;
+	struct rdmx_rpc_stream *s;
+
+	if (ep->closed)
+		return;
+	if (h->type == RPC_T_S_OPEN) {
+		on_s_open(ep, h, body, blen);
+		return;
+	}
+	s = rdmx__map_get(from_acc ? &ep->streams.out : &ep->streams.in, h->call_id);
+	if (!s) {
+		/* an id that existed: the stream ended here first (cancel, deadline
+		 * crossing the peer's frames); one that never did: hostile */
+		if (from_acc ? h->call_id >= ep->next_id : h->call_id > ep->streams.peer_max_id)
+			rdmx__chan_fail(ep->chan, RDMX_E_PROTOCOL,
+			                "rpc stream frame for an unknown stream id");
+		return;
+	}
+	s->busy++;
+	switch (h->type) {
+	case RPC_T_S_HEADERS:
+		on_s_headers(s, body, blen);
+		break;
+	case RPC_T_S_MSG:
+		on_s_msg(s, body, blen);
+		break;
+	case RPC_T_S_END:
+		on_s_end(s);
+		break;
+	case RPC_T_S_STATUS:
+		on_s_status(s, h, body, blen);
+		break;
+	case RPC_T_S_RST:
+		if (h->code == RDMX_RPC_DEADLINE_EXCEEDED)
+			rdmx__stream_end(s, RDMX_RPC_DEADLINE_EXCEEDED, "deadline exceeded", NULL,
+			                 0, NULL);
+		else
+			rdmx__stream_end(s, RDMX_RPC_CANCELLED, "cancelled by the peer", NULL, 0,
+			                 NULL);
+		break;
+	case RPC_T_S_WINDOW:
+		on_s_window(s, h->word);
+		break;
+	}
+	rdmx__stream_drop(s);
+}
+
+/* ---- the API ---- */
