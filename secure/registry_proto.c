@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #endif
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -535,15 +536,31 @@ static int request_from_wire(const rdmx__wire_RegRequest *w, struct rdmx__reg_re
 	return ret;
 }
 
-/* The decode's arena: a first block on the stack, the rest on the heap
- * within the codec's budget (proportional to the input's size). */
+/* The decode's arena: a first block on the stack, the rest on the heap, at
+ * most ALLOC_PER_BYTE times the input plus ALLOC_SLACK. A real message needs
+ * far less (its smallest metadata entry, 3 bytes, takes 32 of arena; a
+ * member, 20 bytes or more, 80), so a frame of empty sub-messages crafted to
+ * make the decoder allocate is refused (RDMX_E_TOO_BIG) instead of taking
+ * 80 times its size. */
 #define ARENA_STACK 2048
+#define ALLOC_PER_BYTE 16
+#define ALLOC_SLACK 16384
+
+static struct rdmx_decode_opts decode_opts(size_t len)
+{
+	struct rdmx_decode_opts o = {.max_depth = MAX_DEPTH};
+
+	o.max_alloc = len < (SIZE_MAX - ALLOC_SLACK) / ALLOC_PER_BYTE
+	                  ? len * ALLOC_PER_BYTE + ALLOC_SLACK
+	                  : SIZE_MAX;
+	return o;
+}
 
 int rdmx__reg_decode_request(const void *buf, size_t len, struct rdmx__reg_request *out, char *why,
                              size_t why_len)
 {
 	_Alignas(8) unsigned char mem[ARENA_STACK];
-	const struct rdmx_decode_opts opts = {.max_depth = MAX_DEPTH};
+	const struct rdmx_decode_opts opts = decode_opts(len);
 	struct rdmx__reg_request r = {0};
 	struct rdmx_arena arena;
 	rdmx__wire_RegRequest w;
@@ -625,7 +642,7 @@ int rdmx__reg_decode_reply(const void *buf, size_t len, struct rdmx__reg_reply *
                            size_t why_len)
 {
 	_Alignas(8) unsigned char mem[ARENA_STACK];
-	const struct rdmx_decode_opts opts = {.max_depth = MAX_DEPTH};
+	const struct rdmx_decode_opts opts = decode_opts(len);
 	struct rdmx__reg_reply r = {0};
 	struct rdmx_arena arena;
 	rdmx__wire_RegReply w;

@@ -576,3 +576,31 @@ Test(registry_wire, fields_out_of_range)
 	reg_refused(1, "\x81\x02\x81\x01\x01", 5, "event without member");
 	cr_assert_eq(rdmx__reg_encode_event(0, &m, &buf, &len), RDMX_E_INVAL);
 }
+
+/* The decode's arena is bounded by the input: a list of 2000 empty
+ * members (1 byte each, 80 of arena each) is refused; 300 real members,
+ * each with its metadata, decode. */
+Test(registry_wire, arena_bounded_by_the_input)
+{
+	struct rdmx_registry_member m = reg_member();
+	const struct rdmx_registry_member **ms = calloc(300, sizeof(*ms));
+	struct rdmx__reg_reply rep;
+	uint8_t *frame = malloc(2000 + 9);
+	char why[200] = "";
+	void *buf;
+	size_t len;
+
+	cr_assert(ms && frame);
+	memcpy(frame, "\x81\x01\x81\x06\x81\x01\xdc\x07\xd0", 9);
+	memset(frame + 9, 0x80, 2000);
+	reg_refused(1, frame, 2000 + 9, "(E_TOO_BIG)");
+	for (int i = 0; i < 300; i++)
+		ms[i] = &m;
+	cr_assert_eq(rdmx__reg_encode_response(5, 0, NULL, 0, 0, ms, 300, 1, &buf, &len), RDMX_OK);
+	cr_assert_eq(rdmx__reg_decode_reply(buf, len, &rep, why, sizeof(why)), RDMX_OK, "%s", why);
+	cr_assert_eq(rep.members->count, 300);
+	rdmx__reg_reply_fini(&rep);
+	free(buf);
+	free(frame);
+	free(ms);
+}
