@@ -212,18 +212,19 @@ static int call(struct rdmx_registry_client *c, struct rdmx__reg_request *req,
                 struct rdmx__reg_reply *r)
 {
 	int64_t deadline = (int64_t)rdmx__now_ms() + c->timeout_ms;
-	msgpack_sbuffer sb;
+	void *buf;
+	size_t len;
 	int ret;
 
 	if (c->broken)
 		return c->broken;
 	c->last_error[0] = '\0';
 	req->id = c->next_id++;
-	msgpack_sbuffer_init(&sb);
-	ret = rdmx__reg_encode_request(req, &sb);
-	if (!ret)
-		ret = rdmx_tls_conn_send_wait(c->conn, sb.data, sb.size, c->timeout_ms);
-	msgpack_sbuffer_destroy(&sb);
+	ret = rdmx__reg_encode_request(req, &buf, &len);
+	if (!ret) {
+		ret = rdmx_tls_conn_send_wait(c->conn, buf, len, c->timeout_ms);
+		free(buf);
+	}
 	if (ret)
 		return ret == RDMX_E_TOO_BIG || ret == RDMX_E_INVAL ? ret : broken(c, ret);
 	ret = receive(c, deadline, r, 0);

@@ -1,22 +1,37 @@
-/* Registry messages: msgpack encoders and defensive decoders (see
- * registry_proto.h for the format). */
+/* Registry messages (see registry_proto.h): the field checks and the
+ * conversions between the public structs and the rdmx__wire.Reg* messages of
+ * secure/proto/registry.proto, which the code rdmx-gen generates from it
+ * encodes and decodes (the project's codec). The bytes come from a peer with
+ * a certificate of the cluster, which is no reason to trust them: the
+ * generated decoder bounds every length, count and depth and refuses wrong
+ * types and trailing bytes; every field is then checked here. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 
-#include <limits.h>
-#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <rdmx/codec.h>
 #include <rdmx/status.h>
 
+#include "registry.rdmx.h"
 #include "registry_proto.h"
 
-#define MAX_MAP_KEYS 16
 #define MAX_ERROR_TEXT 512
 #define MAX_MEMBERS_IN_REPLY 100000u
+/* message levels below a RegReply: response, members list, member, meta */
+#define MAX_DEPTH 5
+
+/* the public enums are the wire's numbers */
+_Static_assert((int)RDMX__REG_JOIN == (int)rdmx__wire_RegOp_REG_JOIN &&
+                   (int)RDMX__REG_WATCH == (int)rdmx__wire_RegOp_REG_WATCH,
+               "op numbers");
+_Static_assert((int)RDMX_REGISTRY_JOINED == (int)rdmx__wire_RegEventType_REG_JOINED &&
+                   (int)RDMX_REGISTRY_EXPIRED == (int)rdmx__wire_RegEventType_REG_EXPIRED,
+               "event numbers");
 
 /* ---- character classes ---- */
 
@@ -81,198 +96,9 @@ static const char *const op_names[] = {
     [RDMX__REG_LOOKUP] = "lookup", [RDMX__REG_LIST] = "list",           [RDMX__REG_WATCH] = "watch",
 };
 
-static const char *const event_names[] = {
-    [RDMX_REGISTRY_JOINED] = "joined",
-    [RDMX_REGISTRY_LEFT] = "left",
-    [RDMX_REGISTRY_EXPIRED] = "expired",
-};
-
 const char *rdmx__reg_op_name(enum rdmx__reg_op op)
 {
 	return op >= RDMX__REG_JOIN && op <= RDMX__REG_WATCH ? op_names[op] : "unknown";
-}
-
-/* ---- encoding ---- */
-
-static void pack_cstr(msgpack_packer *pk, const char *s)
-{
-	size_t n = strlen(s);
-
-	msgpack_pack_str(pk, n);
-	msgpack_pack_str_body(pk, s, n);
-}
-
-static void pack_meta(msgpack_packer *pk, const struct rdmx_registry_kv *meta, size_t n)
-{
-	msgpack_pack_map(pk, n);
-	for (size_t i = 0; i < n; i++) {
-		pack_cstr(pk, meta[i].key);
-		pack_cstr(pk, meta[i].value);
-	}
-}
-
-static void pack_member(msgpack_packer *pk, const struct rdmx_registry_member *m)
-{
-	msgpack_pack_map(pk, 7);
-	pack_cstr(pk, "id");
-	msgpack_pack_uint64(pk, m->id);
-	pack_cstr(pk, "service");
-	pack_cstr(pk, m->service);
-	pack_cstr(pk, "endpoint");
-	pack_cstr(pk, m->endpoint);
-	pack_cstr(pk, "owner");
-	pack_cstr(pk, m->owner);
-	pack_cstr(pk, "ttl");
-	msgpack_pack_uint32(pk, m->ttl_ms);
-	pack_cstr(pk, "left");
-	msgpack_pack_uint32(pk, m->expires_in_ms);
-	pack_cstr(pk, "meta");
-	pack_meta(pk, m->meta, m->n_meta);
-}
-
-int rdmx__reg_encode_request(const struct rdmx__reg_request *r, msgpack_sbuffer *out)
-{
-	msgpack_packer pk;
-	size_t n = 3;
-
-	if (r->op < RDMX__REG_JOIN || r->op > RDMX__REG_WATCH)
-		return RDMX_E_INVAL;
-	n += (r->service != NULL) + (r->op == RDMX__REG_JOIN ? 3 : 0) +
-	     (r->op == RDMX__REG_HEARTBEAT || r->op == RDMX__REG_LEAVE);
-	msgpack_packer_init(&pk, out, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, n);
-	pack_cstr(&pk, "v");
-	msgpack_pack_uint32(&pk, RDMX_REGISTRY_PROTOCOL_VERSION);
-	pack_cstr(&pk, "id");
-	msgpack_pack_uint64(&pk, r->id);
-	pack_cstr(&pk, "op");
-	pack_cstr(&pk, op_names[r->op]);
-	if (r->service) {
-		pack_cstr(&pk, "service");
-		pack_cstr(&pk, r->service);
-	}
-	if (r->op == RDMX__REG_JOIN) {
-		pack_cstr(&pk, "endpoint");
-		pack_cstr(&pk, r->endpoint ? r->endpoint : "");
-		pack_cstr(&pk, "ttl");
-		msgpack_pack_uint32(&pk, r->ttl_ms);
-		pack_cstr(&pk, "meta");
-		pack_meta(&pk, r->meta, r->n_meta);
-	}
-	if (r->op == RDMX__REG_HEARTBEAT || r->op == RDMX__REG_LEAVE) {
-		pack_cstr(&pk, "member");
-		msgpack_pack_uint64(&pk, r->member);
-	}
-	return RDMX_OK;
-}
-
-int rdmx__reg_encode_response(uint64_t id, int status, const char *error, uint64_t member,
-                              uint32_t ttl_ms, const struct rdmx_registry_member *const *members,
-                              size_t n_members, int with_members, msgpack_sbuffer *out)
-{
-	msgpack_packer pk;
-	size_t n = 2 + (error != NULL) + (member != 0) * 2 + (with_members != 0);
-
-	msgpack_packer_init(&pk, out, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, n);
-	pack_cstr(&pk, "id");
-	msgpack_pack_uint64(&pk, id);
-	pack_cstr(&pk, "status");
-	msgpack_pack_int(&pk, status);
-	if (error) {
-		pack_cstr(&pk, "error");
-		pack_cstr(&pk, error);
-	}
-	if (member) {
-		pack_cstr(&pk, "member");
-		msgpack_pack_uint64(&pk, member);
-		pack_cstr(&pk, "ttl");
-		msgpack_pack_uint32(&pk, ttl_ms);
-	}
-	if (with_members) {
-		pack_cstr(&pk, "members");
-		msgpack_pack_array(&pk, n_members);
-		for (size_t i = 0; i < n_members; i++)
-			pack_member(&pk, members[i]);
-	}
-	return RDMX_OK;
-}
-
-int rdmx__reg_encode_event(enum rdmx_registry_event_type type, const struct rdmx_registry_member *m,
-                           msgpack_sbuffer *out)
-{
-	msgpack_packer pk;
-
-	if (type < RDMX_REGISTRY_JOINED || type > RDMX_REGISTRY_EXPIRED)
-		return RDMX_E_INVAL;
-	msgpack_packer_init(&pk, out, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 2);
-	pack_cstr(&pk, "event");
-	pack_cstr(&pk, event_names[type]);
-	pack_cstr(&pk, "member");
-	pack_member(&pk, m);
-	return RDMX_OK;
-}
-
-/* ---- field readers ---- */
-
-#define BAD(...) (snprintf(why, why_len, __VA_ARGS__), RDMX_E_PROTOCOL)
-
-static int key_is(const msgpack_object *k, const char *name)
-{
-	size_t n = strlen(name);
-
-	return k->type == MSGPACK_OBJECT_STR && k->via.str.size == n &&
-	       memcmp(k->via.str.ptr, name, n) == 0;
-}
-
-static int get_str(const msgpack_object *o, size_t max, int (*valid)(const char *),
-                   const char *field, char **out, char *why, size_t why_len)
-{
-	char *s;
-
-	if (o->type != MSGPACK_OBJECT_STR)
-		return BAD("field '%s' is not a string", field);
-	if (o->via.str.size > max)
-		return BAD("field '%s' longer than %zu bytes", field, max);
-	if (memchr(o->via.str.ptr, '\0', o->via.str.size))
-		return BAD("field '%s' holds a NUL byte", field);
-	s = strndup(o->via.str.ptr, o->via.str.size);
-	if (!s) {
-		snprintf(why, why_len, "out of memory");
-		return RDMX_E_NOMEM;
-	}
-	if (!valid(s)) {
-		free(s);
-		return BAD("field '%s' has characters or a length not allowed", field);
-	}
-	free(*out);
-	*out = s;
-	return RDMX_OK;
-}
-
-static int get_u64(const msgpack_object *o, uint64_t max, const char *field, uint64_t *out,
-                   char *why, size_t why_len)
-{
-	if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-		return BAD("field '%s' is not an unsigned integer", field);
-	if (o->via.u64 > max)
-		return BAD("field '%s' out of range", field);
-	*out = o->via.u64;
-	return RDMX_OK;
-}
-
-static int get_status(const msgpack_object *o, int *out, char *why, size_t why_len)
-{
-	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 == 0) {
-		*out = 0;
-		return RDMX_OK;
-	}
-	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER && o->via.i64 >= -1000) {
-		*out = (int)o->via.i64;
-		return RDMX_OK;
-	}
-	return BAD("field 'status' is not a status code");
 }
 
 static void meta_free(struct rdmx_registry_kv *meta, size_t n)
@@ -284,76 +110,150 @@ static void meta_free(struct rdmx_registry_kv *meta, size_t n)
 	free(meta);
 }
 
-static int get_meta(const msgpack_object *o, struct rdmx_registry_kv **out, size_t *n_out,
-                    char *why, size_t why_len)
+/* ---- encoding ---- */
+
+/* Encodes into a malloc'd buffer, *buf and *len written on success. */
+#define ENCODE(type, msg, buf, len)                                                                \
+	do {                                                                                       \
+		size_t n_ = rdmx__wire_##type##_encoded_size(msg);                                 \
+		void *p_ = malloc(n_ ? n_ : 1);                                                    \
+		if (!p_)                                                                           \
+			return RDMX_E_NOMEM;                                                       \
+		if (rdmx__wire_##type##_encode(msg, p_, n_)) {                                     \
+			free(p_);                                                                  \
+			return RDMX_E_INVAL;                                                       \
+		}                                                                                  \
+		*(buf) = p_;                                                                       \
+		*(len) = n_;                                                                       \
+	} while (0)
+
+/* The entries point at the caller's strings; kv[] holds n entries. */
+static void meta_to_wire(const struct rdmx_registry_kv *meta, size_t n,
+                         rdmx__wire_RegMember_MetaEntry *kv)
 {
-	struct rdmx_registry_kv *meta;
-	uint32_t n;
-	int ret;
-
-	if (o->type != MSGPACK_OBJECT_MAP)
-		return BAD("field 'meta' is not a map");
-	n = o->via.map.size;
-	if (n > RDMX_REGISTRY_MAX_META)
-		return BAD("more than %u metadata entries", RDMX_REGISTRY_MAX_META);
-	meta = calloc(n ? n : 1, sizeof(*meta));
-	if (!meta) {
-		snprintf(why, why_len, "out of memory");
-		return RDMX_E_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		kv[i].key = rdmx_str_c(meta[i].key);
+		kv[i].value = rdmx_str_c(meta[i].value);
 	}
-	for (uint32_t i = 0; i < n; i++) {
-		char *k = NULL, *v = NULL;
+}
 
-		ret = get_str(&o->via.map.ptr[i].key, RDMX_REGISTRY_MAX_META_KEY,
-		              rdmx__reg_valid_meta_key, "meta key", &k, why, why_len);
-		if (!ret)
-			ret = get_str(&o->via.map.ptr[i].val, RDMX_REGISTRY_MAX_META_VALUE,
-			              rdmx__reg_valid_meta_value, "meta value", &v, why, why_len);
-		for (uint32_t j = 0; !ret && j < i; j++)
-			if (strcmp(meta[j].key, k) == 0)
-				ret = BAD("duplicate metadata key '%s'", k);
-		if (ret) {
-			free(k);
-			free(v);
-			meta_free(meta, i);
-			return ret;
+static void member_to_wire(const struct rdmx_registry_member *m, rdmx__wire_RegMember *w,
+                           rdmx__wire_RegMember_MetaEntry *kv)
+{
+	rdmx__wire_RegMember_init(w);
+	w->id = m->id;
+	w->service = rdmx_str_c(m->service);
+	w->endpoint = rdmx_str_c(m->endpoint);
+	w->owner = rdmx_str_c(m->owner);
+	w->ttl = m->ttl_ms;
+	w->left = m->expires_in_ms;
+	meta_to_wire(m->meta, m->n_meta, kv);
+	w->meta = kv;
+	w->n_meta = m->n_meta;
+}
+
+int rdmx__reg_encode_request(const struct rdmx__reg_request *r, void **buf, size_t *len)
+{
+	rdmx__wire_RegRequest_MetaEntry kv[RDMX_REGISTRY_MAX_META];
+	rdmx__wire_RegRequest w;
+
+	if (!r || !buf || !len || r->op < RDMX__REG_JOIN || r->op > RDMX__REG_WATCH ||
+	    r->n_meta > RDMX_REGISTRY_MAX_META || (r->n_meta && !r->meta))
+		return RDMX_E_INVAL;
+	rdmx__wire_RegRequest_init(&w);
+	w.version = RDMX_REGISTRY_PROTOCOL_VERSION;
+	w.id = r->id;
+	w.op = (rdmx__wire_RegOp)r->op;
+	if (r->service) {
+		w.has_service = true;
+		w.service = rdmx_str_c(r->service);
+	}
+	if (r->op == RDMX__REG_JOIN) {
+		w.endpoint = rdmx_str_c(r->endpoint);
+		w.ttl = r->ttl_ms;
+		for (size_t i = 0; i < r->n_meta; i++) {
+			kv[i].key = rdmx_str_c(r->meta[i].key);
+			kv[i].value = rdmx_str_c(r->meta[i].value);
 		}
-		meta[i].key = k;
-		meta[i].value = v;
+		w.meta = kv;
+		w.n_meta = r->n_meta;
 	}
-	/* map_keys refused a second "meta": *out is still empty here */
-	*out = meta;
-	*n_out = n;
+	if (r->op == RDMX__REG_HEARTBEAT || r->op == RDMX__REG_LEAVE)
+		w.member = r->member;
+	ENCODE(RegRequest, &w, buf, len);
 	return RDMX_OK;
 }
 
-/* Checks a map and that no key repeats: keys[] names the known keys, seen
- * gets bit i for keys[i]; unknown keys are skipped. Returns the index of
- * each entry's key through idx[] (-1 unknown). */
-static int map_keys(const msgpack_object *o, const char *const *keys, size_t n_keys, int *idx,
-                    const char *what, char *why, size_t why_len)
+int rdmx__reg_encode_response(uint64_t id, int status, const char *error, uint64_t member,
+                              uint32_t ttl_ms, const struct rdmx_registry_member *const *members,
+                              size_t n_members, int with_members, void **buf, size_t *len)
 {
-	uint32_t seen = 0;
+	rdmx__wire_RegMember_MetaEntry *kv = NULL;
+	rdmx__wire_RegMember *items = NULL;
+	rdmx__wire_RegMembers list;
+	rdmx__wire_RegResponse resp;
+	rdmx__wire_RegReply w;
+	size_t n_kv = 0, at = 0;
+	int ret = RDMX_OK;
 
-	if (o->type != MSGPACK_OBJECT_MAP)
-		return BAD("%s is not a map", what);
-	if (o->via.map.size > MAX_MAP_KEYS)
-		return BAD("%s has more than %d keys", what, MAX_MAP_KEYS);
-	for (uint32_t i = 0; i < o->via.map.size; i++) {
-		const msgpack_object *k = &o->via.map.ptr[i].key;
-
-		if (k->type != MSGPACK_OBJECT_STR)
-			return BAD("%s has a key that is not a string", what);
-		idx[i] = -1;
-		for (size_t j = 0; j < n_keys; j++) {
-			if (key_is(k, keys[j])) {
-				if (seen & (1u << j))
-					return BAD("%s repeats key '%s'", what, keys[j]);
-				seen |= 1u << j;
-				idx[i] = (int)j;
-			}
-		}
+	if (!buf || !len || (n_members && !members))
+		return RDMX_E_INVAL;
+	rdmx__wire_RegResponse_init(&resp);
+	resp.id = id;
+	resp.status = status;
+	if (error) {
+		resp.has_error = true;
+		resp.error = rdmx_str_c(error);
 	}
+	resp.member = member;
+	resp.ttl = ttl_ms;
+	if (with_members) {
+		for (size_t i = 0; i < n_members; i++)
+			n_kv += members[i]->n_meta;
+		items = calloc(n_members ? n_members : 1, sizeof(*items));
+		kv = calloc(n_kv ? n_kv : 1, sizeof(*kv));
+		if (!items || !kv) {
+			ret = RDMX_E_NOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < n_members; i++) {
+			member_to_wire(members[i], &items[i], kv + at);
+			at += members[i]->n_meta;
+		}
+		rdmx__wire_RegMembers_init(&list);
+		list.items = items;
+		list.n_items = n_members;
+		resp.members = &list;
+	}
+	rdmx__wire_RegReply_init(&w);
+	w.kind_case = rdmx__wire_RegReply_kind_response;
+	w.response = &resp;
+	ENCODE(RegReply, &w, buf, len);
+out:
+	free(items);
+	free(kv);
+	return ret;
+}
+
+int rdmx__reg_encode_event(enum rdmx_registry_event_type type, const struct rdmx_registry_member *m,
+                           void **buf, size_t *len)
+{
+	rdmx__wire_RegMember_MetaEntry kv[RDMX_REGISTRY_MAX_META];
+	rdmx__wire_RegMember member;
+	rdmx__wire_RegEvent ev;
+	rdmx__wire_RegReply w;
+
+	if (type < RDMX_REGISTRY_JOINED || type > RDMX_REGISTRY_EXPIRED || !m || !buf || !len ||
+	    m->n_meta > RDMX_REGISTRY_MAX_META)
+		return RDMX_E_INVAL;
+	member_to_wire(m, &member, kv);
+	rdmx__wire_RegEvent_init(&ev);
+	ev.type = (rdmx__wire_RegEventType)type;
+	ev.member = &member;
+	rdmx__wire_RegReply_init(&w);
+	w.kind_case = rdmx__wire_RegReply_kind_event;
+	w.event = &ev;
+	ENCODE(RegReply, &w, buf, len);
 	return RDMX_OK;
 }
 
@@ -401,98 +301,144 @@ int rdmx__reg_member_copy(struct rdmx_registry_member *dst, const struct rdmx_re
 	return RDMX_OK;
 }
 
-static int get_member(const msgpack_object *o, struct rdmx_registry_member *m, char *why,
-                      size_t why_len)
+/* ---- field checks ---- */
+
+#define BAD(...) (snprintf(why, why_len, __VA_ARGS__), RDMX_E_PROTOCOL)
+#define NOMEM() (snprintf(why, why_len, "out of memory"), RDMX_E_NOMEM)
+
+/* A copy of a decoded string that passes valid(), into *out (freed first). */
+static int get_str(struct rdmx_str s, size_t max, int (*valid)(const char *), const char *field,
+                   char **out, char *why, size_t why_len)
 {
-	static const char *const keys[] = {"id",  "service", "endpoint", "owner",
-	                                   "ttl", "left",    "meta"};
-	int idx[MAX_MAP_KEYS];
-	char *service = NULL, *endpoint = NULL, *owner = NULL;
-	struct rdmx_registry_kv *meta = NULL;
-	size_t n_meta = 0;
-	uint64_t id = 0, ttl = 0, left = 0;
-	int ret = map_keys(o, keys, 7, idx, "member", why, why_len);
+	char *c;
 
-	for (uint32_t i = 0; !ret && i < o->via.map.size; i++) {
-		const msgpack_object *v = &o->via.map.ptr[i].val;
-
-		switch (idx[i]) {
-		case 0:
-			ret = get_u64(v, UINT64_MAX, "id", &id, why, why_len);
-			break;
-		case 1:
-			ret = get_str(v, RDMX_REGISTRY_MAX_SERVICE, rdmx__reg_valid_service,
-			              "service", &service, why, why_len);
-			break;
-		case 2:
-			ret = get_str(v, RDMX_REGISTRY_MAX_ENDPOINT, rdmx__reg_valid_endpoint,
-			              "endpoint", &endpoint, why, why_len);
-			break;
-		case 3:
-			ret = get_str(v, RDMX_REGISTRY_MAX_OWNER, valid_owner, "owner", &owner, why,
-			              why_len);
-			break;
-		case 4:
-			ret = get_u64(v, UINT32_MAX, "ttl", &ttl, why, why_len);
-			break;
-		case 5:
-			ret = get_u64(v, UINT32_MAX, "left", &left, why, why_len);
-			break;
-		case 6:
-			ret = get_meta(v, &meta, &n_meta, why, why_len);
-			break;
-		default:
-			break;
-		}
+	if (s.len > max)
+		return BAD("field '%s' longer than %zu bytes", field, max);
+	if (s.len && memchr(s.data, '\0', s.len))
+		return BAD("field '%s' holds a NUL byte", field);
+	c = strndup(s.len ? s.data : "", s.len);
+	if (!c)
+		return NOMEM();
+	if (!valid(c)) {
+		free(c);
+		return BAD("field '%s' has characters or a length not allowed", field);
 	}
-	if (!ret && (!id || !service || !endpoint || !owner))
-		ret = BAD("member lacks id, service, endpoint or owner");
-	if (ret) {
-		free(service);
-		free(endpoint);
-		free(owner);
-		meta_free(meta, n_meta);
-		return ret;
-	}
-	m->id = id;
-	m->service = service;
-	m->endpoint = endpoint;
-	m->owner = owner;
-	m->ttl_ms = (uint32_t)ttl;
-	m->expires_in_ms = (uint32_t)left;
-	m->meta = meta;
-	m->n_meta = meta ? n_meta : 0;
-	if (!meta) {
-		m->meta = calloc(1, sizeof(*m->meta));
-		if (!m->meta) {
-			rdmx__reg_member_fini(m);
-			snprintf(why, why_len, "out of memory");
-			return RDMX_E_NOMEM;
-		}
-	}
+	free(*out);
+	*out = c;
 	return RDMX_OK;
 }
 
-static int get_members(const msgpack_object *o, struct rdmx_registry_members **out, char *why,
-                       size_t why_len)
+/* The meta entries of a request or a member: the two entry types have the
+ * same layout (key 1, value 2), read through key()/value(). */
+static int get_meta(const void *entries, size_t n, size_t entry_size,
+                    struct rdmx_str (*key)(const void *), struct rdmx_str (*value)(const void *),
+                    struct rdmx_registry_kv **out, size_t *n_out, char *why, size_t why_len)
+{
+	struct rdmx_registry_kv *meta;
+	int ret;
+
+	if (n > RDMX_REGISTRY_MAX_META)
+		return BAD("more than %u metadata entries", RDMX_REGISTRY_MAX_META);
+	meta = calloc(n ? n : 1, sizeof(*meta));
+	if (!meta)
+		return NOMEM();
+	for (size_t i = 0; i < n; i++) {
+		const void *e = (const char *)entries + i * entry_size;
+		char *k = NULL, *v = NULL;
+
+		ret = get_str(key(e), RDMX_REGISTRY_MAX_META_KEY, rdmx__reg_valid_meta_key,
+		              "meta key", &k, why, why_len);
+		if (!ret)
+			ret = get_str(value(e), RDMX_REGISTRY_MAX_META_VALUE,
+			              rdmx__reg_valid_meta_value, "meta value", &v, why, why_len);
+		/* the codec keeps map entries in wire order: a key given twice
+		 * would be two entries of one member */
+		for (size_t j = 0; !ret && j < i; j++)
+			if (strcmp(meta[j].key, k) == 0)
+				ret = BAD("duplicate metadata key '%s'", k);
+		if (ret) {
+			free(k);
+			free(v);
+			meta_free(meta, i);
+			return ret;
+		}
+		meta[i].key = k;
+		meta[i].value = v;
+	}
+	*out = meta;
+	*n_out = n;
+	return RDMX_OK;
+}
+
+static struct rdmx_str req_key(const void *e)
+{
+	return ((const rdmx__wire_RegRequest_MetaEntry *)e)->key;
+}
+
+static struct rdmx_str req_value(const void *e)
+{
+	return ((const rdmx__wire_RegRequest_MetaEntry *)e)->value;
+}
+
+static struct rdmx_str member_key(const void *e)
+{
+	return ((const rdmx__wire_RegMember_MetaEntry *)e)->key;
+}
+
+static struct rdmx_str member_value(const void *e)
+{
+	return ((const rdmx__wire_RegMember_MetaEntry *)e)->value;
+}
+
+static int get_member(const rdmx__wire_RegMember *w, struct rdmx_registry_member *m, char *why,
+                      size_t why_len)
+{
+	struct rdmx_registry_member tmp = {0};
+	struct rdmx_registry_kv *meta = NULL;
+	int ret = RDMX_OK;
+
+	if (!w->id || !w->service.len || !w->endpoint.len || !w->owner.len)
+		return BAD("member lacks id, service, endpoint or owner");
+	tmp.id = w->id;
+	tmp.ttl_ms = w->ttl;
+	tmp.expires_in_ms = w->left;
+	ret = get_str(w->service, RDMX_REGISTRY_MAX_SERVICE, rdmx__reg_valid_service, "service",
+	              (char **)&tmp.service, why, why_len);
+	if (!ret)
+		ret = get_str(w->endpoint, RDMX_REGISTRY_MAX_ENDPOINT, rdmx__reg_valid_endpoint,
+		              "endpoint", (char **)&tmp.endpoint, why, why_len);
+	if (!ret)
+		ret = get_str(w->owner, RDMX_REGISTRY_MAX_OWNER, valid_owner, "owner",
+		              (char **)&tmp.owner, why, why_len);
+	if (!ret)
+		ret = get_meta(w->meta, w->n_meta, sizeof(*w->meta), member_key, member_value,
+		               &meta, &tmp.n_meta, why, why_len);
+	tmp.meta = meta;
+	if (ret) {
+		rdmx__reg_member_fini(&tmp);
+		return ret;
+	}
+	*m = tmp;
+	return RDMX_OK;
+}
+
+static int get_members(const rdmx__wire_RegMembers *w, struct rdmx_registry_members **out,
+                       char *why, size_t why_len)
 {
 	struct rdmx_registry_members *ms;
 	int ret = RDMX_OK;
 
-	if (o->type != MSGPACK_OBJECT_ARRAY)
-		return BAD("field 'members' is not an array");
-	if (o->via.array.size > MAX_MEMBERS_IN_REPLY)
+	if (w->n_items > MAX_MEMBERS_IN_REPLY)
 		return BAD("more than %u members in one answer", MAX_MEMBERS_IN_REPLY);
 	ms = calloc(1, sizeof(*ms));
 	if (ms)
-		ms->items = calloc(o->via.array.size ? o->via.array.size : 1, sizeof(*ms->items));
+		ms->items = calloc(w->n_items ? w->n_items : 1, sizeof(*ms->items));
 	if (!ms || !ms->items) {
 		free(ms);
-		snprintf(why, why_len, "out of memory");
-		return RDMX_E_NOMEM;
+		return NOMEM();
 	}
-	for (uint32_t i = 0; !ret && i < o->via.array.size; i++) {
-		ret = get_member(&o->via.array.ptr[i], &ms->items[i], why, why_len);
+	for (size_t i = 0; !ret && i < w->n_items; i++) {
+		ret = get_member(&w->items[i], &ms->items[i], why, why_len);
 		if (!ret)
 			ms->count++;
 	}
@@ -500,8 +446,6 @@ static int get_members(const msgpack_object *o, struct rdmx_registry_members **o
 		rdmx_registry_members_free(&ms);
 		return ret;
 	}
-	if (*out)
-		rdmx_registry_members_free(out);
 	*out = ms;
 	return RDMX_OK;
 }
@@ -530,21 +474,6 @@ int rdmx_registry_event_free(struct rdmx_registry_event **event)
 
 /* ---- top level ---- */
 
-static int unpack(const void *buf, size_t len, msgpack_unpacked *u, char *why, size_t why_len)
-{
-	size_t off;
-
-	if (rdmx__msgpack_precheck(buf, len))
-		return BAD("malformed msgpack (bad length, depth over 8, or trailing bytes)");
-	msgpack_unpacked_init(u);
-	off = 0;
-	if (msgpack_unpack_next(u, buf, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len) {
-		msgpack_unpacked_destroy(u);
-		return BAD("malformed msgpack");
-	}
-	return RDMX_OK;
-}
-
 void rdmx__reg_request_fini(struct rdmx__reg_request *r)
 {
 	free(r->service);
@@ -553,38 +482,29 @@ void rdmx__reg_request_fini(struct rdmx__reg_request *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static int get_op(const msgpack_object *o, enum rdmx__reg_op *op, char *why, size_t why_len)
+static int check_request(const rdmx__wire_RegRequest *w, char *why, size_t why_len)
 {
-	if (o->type != MSGPACK_OBJECT_STR)
-		return BAD("field 'op' is not a string");
-	for (int i = RDMX__REG_JOIN; i <= RDMX__REG_WATCH; i++) {
-		if (key_is(o, op_names[i])) {
-			*op = (enum rdmx__reg_op)i;
-			return RDMX_OK;
-		}
-	}
-	return BAD("unknown op");
-}
-
-static int check_request(const struct rdmx__reg_request *r, int have_v, int have_id, char *why,
-                         size_t why_len)
-{
-	if (!have_v)
+	if (!w->version)
 		return BAD("request without protocol version");
-	if (!have_id || !r->op)
+	if (w->version != RDMX_REGISTRY_PROTOCOL_VERSION)
+		return BAD("protocol version %u not supported (want %u)", w->version,
+		           RDMX_REGISTRY_PROTOCOL_VERSION);
+	if (!w->id || w->op == rdmx__wire_RegOp_REG_OP_NONE)
 		return BAD("request without id or op");
-	switch (r->op) {
-	case RDMX__REG_JOIN:
-		if (!r->service || !r->endpoint)
+	if (w->op < rdmx__wire_RegOp_REG_JOIN || w->op > rdmx__wire_RegOp_REG_WATCH)
+		return BAD("unknown op %d", (int)w->op);
+	switch (w->op) {
+	case rdmx__wire_RegOp_REG_JOIN:
+		if (!w->has_service || !w->endpoint.len)
 			return BAD("join without service or endpoint");
 		break;
-	case RDMX__REG_HEARTBEAT:
-	case RDMX__REG_LEAVE:
-		if (!r->member)
-			return BAD("%s without member", op_names[r->op]);
+	case rdmx__wire_RegOp_REG_HEARTBEAT:
+	case rdmx__wire_RegOp_REG_LEAVE:
+		if (!w->member)
+			return BAD("%s without member", op_names[w->op]);
 		break;
-	case RDMX__REG_LOOKUP:
-		if (!r->service)
+	case rdmx__wire_RegOp_REG_LOOKUP:
+		if (!w->has_service)
 			return BAD("lookup without service");
 		break;
 	default:
@@ -593,66 +513,69 @@ static int check_request(const struct rdmx__reg_request *r, int have_v, int have
 	return RDMX_OK;
 }
 
-int rdmx__reg_decode_request(const void *buf, size_t len, struct rdmx__reg_request *out, char *why,
+static int request_from_wire(const rdmx__wire_RegRequest *w, struct rdmx__reg_request *r, char *why,
                              size_t why_len)
 {
-	static const char *const keys[] = {"v",        "id",   "op",  "service",
-	                                   "endpoint", "meta", "ttl", "member"};
-	struct rdmx__reg_request r = {0};
-	int idx[MAX_MAP_KEYS];
-	msgpack_unpacked u;
-	const msgpack_object *o;
-	uint64_t v = 0, ttl = 0;
-	int have_v = 0, have_id = 0;
-	int ret = unpack(buf, len, &u, why, why_len);
+	int ret = check_request(w, why, why_len);
 
 	if (ret)
 		return ret;
-	o = &u.data;
-	ret = map_keys(o, keys, 8, idx, "request", why, why_len);
-	for (uint32_t i = 0; !ret && i < o->via.map.size; i++) {
-		const msgpack_object *val = &o->via.map.ptr[i].val;
-
-		switch (idx[i]) {
-		case 0:
-			ret = get_u64(val, UINT32_MAX, "v", &v, why, why_len);
-			if (!ret && v != RDMX_REGISTRY_PROTOCOL_VERSION)
-				ret = BAD("protocol version %llu not supported (want %u)",
-				          (unsigned long long)v, RDMX_REGISTRY_PROTOCOL_VERSION);
-			have_v = 1;
-			break;
-		case 1:
-			ret = get_u64(val, UINT64_MAX, "id", &r.id, why, why_len);
-			have_id = 1;
-			break;
-		case 2:
-			ret = get_op(val, &r.op, why, why_len);
-			break;
-		case 3:
-			ret = get_str(val, RDMX_REGISTRY_MAX_SERVICE, rdmx__reg_valid_service,
-			              "service", &r.service, why, why_len);
-			break;
-		case 4:
-			ret = get_str(val, RDMX_REGISTRY_MAX_ENDPOINT, rdmx__reg_valid_endpoint,
-			              "endpoint", &r.endpoint, why, why_len);
-			break;
-		case 5:
-			ret = get_meta(val, &r.meta, &r.n_meta, why, why_len);
-			break;
-		case 6:
-			ret = get_u64(val, UINT32_MAX, "ttl", &ttl, why, why_len);
-			break;
-		case 7:
-			ret = get_u64(val, UINT64_MAX, "member", &r.member, why, why_len);
-			break;
-		default:
-			break;
-		}
-	}
-	msgpack_unpacked_destroy(&u);
-	r.ttl_ms = (uint32_t)ttl;
+	r->id = w->id;
+	r->op = (enum rdmx__reg_op)w->op;
+	r->ttl_ms = w->ttl;
+	r->member = w->member;
+	if (w->has_service)
+		ret = get_str(w->service, RDMX_REGISTRY_MAX_SERVICE, rdmx__reg_valid_service,
+		              "service", &r->service, why, why_len);
+	if (!ret && w->endpoint.len)
+		ret = get_str(w->endpoint, RDMX_REGISTRY_MAX_ENDPOINT, rdmx__reg_valid_endpoint,
+		              "endpoint", &r->endpoint, why, why_len);
 	if (!ret)
-		ret = check_request(&r, have_v, have_id, why, why_len);
+		ret = get_meta(w->meta, w->n_meta, sizeof(*w->meta), req_key, req_value, &r->meta,
+		               &r->n_meta, why, why_len);
+	return ret;
+}
+
+/* The decode's arena: a first block on the stack, the rest on the heap, at
+ * most ALLOC_PER_BYTE times the input plus ALLOC_SLACK. A real message needs
+ * far less (its smallest metadata entry, 3 bytes, takes 32 of arena; a
+ * member, 20 bytes or more, 80), so a frame of empty sub-messages crafted to
+ * make the decoder allocate is refused (RDMX_E_TOO_BIG) instead of taking
+ * 80 times its size. */
+#define ARENA_STACK 2048
+#define ALLOC_PER_BYTE 16
+#define ALLOC_SLACK 16384
+
+static struct rdmx_decode_opts decode_opts(size_t len)
+{
+	struct rdmx_decode_opts o = {.max_depth = MAX_DEPTH};
+
+	o.max_alloc = len < (SIZE_MAX - ALLOC_SLACK) / ALLOC_PER_BYTE
+	                  ? len * ALLOC_PER_BYTE + ALLOC_SLACK
+	                  : SIZE_MAX;
+	return o;
+}
+
+int rdmx__reg_decode_request(const void *buf, size_t len, struct rdmx__reg_request *out, char *why,
+                             size_t why_len)
+{
+	_Alignas(8) unsigned char mem[ARENA_STACK];
+	const struct rdmx_decode_opts opts = decode_opts(len);
+	struct rdmx__reg_request r = {0};
+	struct rdmx_arena arena;
+	rdmx__wire_RegRequest w;
+	int ret;
+
+	if (!buf || !len || !out)
+		return BAD("empty request");
+	rdmx_arena_init(&arena, mem, sizeof(mem), 0);
+	ret = rdmx__wire_RegRequest_decode(&w, buf, len, &arena, &opts);
+	if (ret)
+		ret = BAD("malformed request: does not decode as registry protocol version %u (%s)",
+		          RDMX_REGISTRY_PROTOCOL_VERSION, rdmx_err_name(ret));
+	else
+		ret = request_from_wire(&w, &r, why, why_len);
+	rdmx_arena_fini(&arena);
 	if (ret) {
 		rdmx__reg_request_fini(&r);
 		return ret;
@@ -669,97 +592,76 @@ void rdmx__reg_reply_fini(struct rdmx__reg_reply *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static int get_event(const msgpack_object *type, const msgpack_object *member,
-                     struct rdmx_registry_event **out, char *why, size_t why_len)
+static int response_from_wire(const rdmx__wire_RegResponse *w, struct rdmx__reg_reply *r, char *why,
+                              size_t why_len)
+{
+	int ret = RDMX_OK;
+
+	if (!w->id)
+		return BAD("response without id");
+	if (w->status > 0 || w->status < -1000)
+		return BAD("field 'status' is not a status code");
+	r->id = w->id;
+	r->status = w->status;
+	r->member = w->member;
+	r->ttl_ms = w->ttl;
+	if (w->has_error)
+		ret = get_str(w->error, MAX_ERROR_TEXT, valid_error_text, "error", &r->error, why,
+		              why_len);
+	if (!ret && w->members)
+		ret = get_members(w->members, &r->members, why, why_len);
+	return ret;
+}
+
+static int event_from_wire(const rdmx__wire_RegEvent *w, struct rdmx__reg_reply *r, char *why,
+                           size_t why_len)
 {
 	struct rdmx_registry_event *ev;
-	int t = 0, ret;
+	int ret;
 
-	if (type->type != MSGPACK_OBJECT_STR)
-		return BAD("field 'event' is not a string");
-	for (int i = RDMX_REGISTRY_JOINED; i <= RDMX_REGISTRY_EXPIRED; i++)
-		if (key_is(type, event_names[i]))
-			t = i;
-	if (!t)
-		return BAD("unknown event");
-	if (!member || member->type != MSGPACK_OBJECT_MAP)
+	if (w->type < rdmx__wire_RegEventType_REG_JOINED ||
+	    w->type > rdmx__wire_RegEventType_REG_EXPIRED)
+		return BAD("unknown event %d", (int)w->type);
+	if (!w->member)
 		return BAD("event without member");
 	ev = calloc(1, sizeof(*ev));
-	if (!ev) {
-		snprintf(why, why_len, "out of memory");
-		return RDMX_E_NOMEM;
-	}
-	ev->type = (enum rdmx_registry_event_type)t;
-	ret = get_member(member, &ev->member, why, why_len);
+	if (!ev)
+		return NOMEM();
+	ev->type = (enum rdmx_registry_event_type)w->type;
+	ret = get_member(w->member, &ev->member, why, why_len);
 	if (ret) {
 		free(ev);
 		return ret;
 	}
-	*out = ev;
+	r->is_event = 1;
+	r->event = ev;
 	return RDMX_OK;
 }
 
 int rdmx__reg_decode_reply(const void *buf, size_t len, struct rdmx__reg_reply *out, char *why,
                            size_t why_len)
 {
-	static const char *const keys[] = {"id",  "status",  "error", "member",
-	                                   "ttl", "members", "event"};
+	_Alignas(8) unsigned char mem[ARENA_STACK];
+	const struct rdmx_decode_opts opts = decode_opts(len);
 	struct rdmx__reg_reply r = {0};
-	int idx[MAX_MAP_KEYS];
-	msgpack_unpacked u;
-	const msgpack_object *o, *ev_type = NULL, *ev_member = NULL;
-	uint64_t ttl = 0;
-	int have_id = 0, have_status = 0;
-	int ret = unpack(buf, len, &u, why, why_len);
+	struct rdmx_arena arena;
+	rdmx__wire_RegReply w;
+	int ret;
 
+	if (!buf || !len || !out)
+		return BAD("empty message");
+	rdmx_arena_init(&arena, mem, sizeof(mem), 0);
+	ret = rdmx__wire_RegReply_decode(&w, buf, len, &arena, &opts);
 	if (ret)
-		return ret;
-	o = &u.data;
-	ret = map_keys(o, keys, 7, idx, "reply", why, why_len);
-	for (uint32_t i = 0; !ret && i < o->via.map.size; i++) {
-		const msgpack_object *val = &o->via.map.ptr[i].val;
-
-		switch (idx[i]) {
-		case 0:
-			ret = get_u64(val, UINT64_MAX, "id", &r.id, why, why_len);
-			have_id = 1;
-			break;
-		case 1:
-			ret = get_status(val, &r.status, why, why_len);
-			have_status = 1;
-			break;
-		case 2:
-			ret = get_str(val, MAX_ERROR_TEXT, valid_error_text, "error", &r.error, why,
-			              why_len);
-			break;
-		case 3:
-			/* an id in responses, a member map in events */
-			if (val->type == MSGPACK_OBJECT_MAP)
-				ev_member = val;
-			else
-				ret = get_u64(val, UINT64_MAX, "member", &r.member, why, why_len);
-			break;
-		case 4:
-			ret = get_u64(val, UINT32_MAX, "ttl", &ttl, why, why_len);
-			break;
-		case 5:
-			ret = get_members(val, &r.members, why, why_len);
-			break;
-		case 6:
-			ev_type = val;
-			break;
-		default:
-			break;
-		}
-	}
-	r.ttl_ms = (uint32_t)ttl;
-	if (!ret && ev_type) {
-		r.is_event = 1;
-		ret = get_event(ev_type, ev_member, &r.event, why, why_len);
-	} else if (!ret && (!have_id || !have_status)) {
-		ret = BAD("response without id or status");
-	}
-	msgpack_unpacked_destroy(&u);
+		ret = BAD("malformed message: does not decode as registry protocol version %u (%s)",
+		          RDMX_REGISTRY_PROTOCOL_VERSION, rdmx_err_name(ret));
+	else if (w.kind_case == rdmx__wire_RegReply_kind_response)
+		ret = response_from_wire(w.response, &r, why, why_len);
+	else if (w.kind_case == rdmx__wire_RegReply_kind_event)
+		ret = event_from_wire(w.event, &r, why, why_len);
+	else
+		ret = BAD("message is neither a response nor an event");
+	rdmx_arena_fini(&arena);
 	if (ret) {
 		rdmx__reg_reply_fini(&r);
 		return ret;

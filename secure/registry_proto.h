@@ -1,28 +1,25 @@
-/* The registry wire format, shared by the client (secure/registry.c) and
- * rdmx-bootstrapd (not installed). One msgpack map per TLS frame:
+/* The registry protocol (version 2), shared by the client
+ * (secure/registry.c) and rdmx-bootstrapd (not installed). Its messages are
+ * secure/proto/registry.proto, one per TLS frame: a request
+ * rdmx__wire.RegRequest {version, id, op, service, endpoint, meta, ttl,
+ * member} from the client; a RegReply from the server, holding either the
+ * response to one request {id, status (0 or RDMX_E_*), error, member, ttl,
+ * members} or, for a watching session, an event {type, member}.
  *
- *   request   {"v":1, "id":u64, "op":str, ...op fields}
- *     op "join":      "service":str "endpoint":str "meta":{str:str} "ttl":u32
- *     op "heartbeat": "member":u64          op "leave": "member":u64
- *     op "lookup":    "service":str         op "list": -
- *     op "watch":     "service":str (optional: all services)
- *   response  {"id":u64, "status":int (0 or RDMX_E_*), "error":str?,
- *              "member":u64?, "ttl":u32?, "members":[member]?}
- *   event     {"event":"joined"|"left"|"expired", "member":member}
- *   member    {"id":u64, "service":str, "endpoint":str, "owner":str,
- *              "ttl":u32, "left":u32, "meta":{str:str}}
- *
- * Decoding is defensive: the bytes are walked first (depth <= 8, every
- * declared length or count fits in what is left), then every field is checked
- * for type, size and characters; duplicate keys are refused, unknown keys
- * ignored. A refusal returns RDMX_E_PROTOCOL and a reason for the log. */
+ * This header speaks the public structs (include/rdmx/registry.h): the
+ * encoders fill the generated messages and the project's codec writes them;
+ * the decoders take the codec's bounded decode (lengths, counts, depth,
+ * types, trailing bytes) and then check every field for size and characters
+ * (the RDMX_REGISTRY_MAX_* limits), presence per op, and unique metadata
+ * keys. A field given twice keeps its last value, proto3's rule: there is
+ * one decoder, so no two readings of one frame can differ, and the value
+ * kept is the one checked. A refusal returns RDMX_E_PROTOCOL and a reason
+ * for the log. */
 #ifndef RDMX_SECURE_REGISTRY_PROTO_H
 #define RDMX_SECURE_REGISTRY_PROTO_H
 
 #include <stddef.h>
 #include <stdint.h>
-
-#include <msgpack.h>
 
 #include <rdmx/registry.h>
 
@@ -64,13 +61,16 @@ int rdmx__reg_valid_endpoint(const char *s);
 int rdmx__reg_valid_meta_key(const char *s);
 int rdmx__reg_valid_meta_value(const char *s);
 
-/* Encoders append one message to `out` (initialised by the caller). */
-int rdmx__reg_encode_request(const struct rdmx__reg_request *r, msgpack_sbuffer *out);
+/* Encoders: one message in a malloc'd buffer (*buf, *len; free() it),
+ * written only on success. 0, RDMX_E_INVAL (bad arguments) or RDMX_E_NOMEM.
+ * They do not check the strings: the callers give checked ones. */
+int rdmx__reg_encode_request(const struct rdmx__reg_request *r, void **buf, size_t *len);
+/* with_members: the answer carries a member list (lookup, list), maybe empty */
 int rdmx__reg_encode_response(uint64_t id, int status, const char *error, uint64_t member,
                               uint32_t ttl_ms, const struct rdmx_registry_member *const *members,
-                              size_t n_members, int with_members, msgpack_sbuffer *out);
+                              size_t n_members, int with_members, void **buf, size_t *len);
 int rdmx__reg_encode_event(enum rdmx_registry_event_type type, const struct rdmx_registry_member *m,
-                           msgpack_sbuffer *out);
+                           void **buf, size_t *len);
 
 /* Decoders: 0 with *out filled (fini it), or RDMX_E_PROTOCOL / RDMX_E_NOMEM
  * with the reason in why[]. */
@@ -87,10 +87,5 @@ void rdmx__reg_member_fini(struct rdmx_registry_member *m);
 int rdmx__reg_member_copy(struct rdmx_registry_member *dst, const struct rdmx_registry_member *src);
 
 const char *rdmx__reg_op_name(enum rdmx__reg_op op);
-
-/* The pre-walk alone: exactly one msgpack object in buf[len], depth <= 8,
- * no declared length or count larger than the bytes left. 0 or
- * RDMX_E_PROTOCOL. Run it before msgpack_unpack_next on untrusted bytes. */
-int rdmx__msgpack_precheck(const void *buf, size_t len);
 
 #endif

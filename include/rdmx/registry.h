@@ -32,7 +32,8 @@
  * are queued (up to RDMX_REGISTRY_MAX_QUEUED_EVENTS; past that the oldest
  * are dropped and counted) and read with next_event. One thread at a time.
  *
- * Wire: one msgpack map per TLS frame; see docs/SECURITY.md. */
+ * Wire: one message of secure/proto/registry.proto per TLS frame (registry
+ * protocol version 2); see docs/SECURITY.md. */
 #ifndef RDMX_REGISTRY_H
 #define RDMX_REGISTRY_H
 
@@ -54,7 +55,7 @@ extern "C" {
 #define RDMX_REGISTRY_MAX_META_VALUE 256u /* printable ASCII (spaces allowed) */
 #define RDMX_REGISTRY_MAX_QUEUED_EVENTS 1024u
 #define RDMX_REGISTRY_DEFAULT_TIMEOUT_MS 5000
-#define RDMX_REGISTRY_PROTOCOL_VERSION 1u
+#define RDMX_REGISTRY_PROTOCOL_VERSION 2u
 #define RDMX_REGISTRY_MAX_URL_ENDPOINTS 16u /* etcd:// members in one address */
 
 struct rdmx_registry_client;

@@ -17,7 +17,6 @@
 #include <time.h>
 
 #include <ev.h>
-#include <msgpack.h>
 
 #include <rdmx/log.h>
 #include <rdmx/status.h>
@@ -140,13 +139,13 @@ static void session_rearm(struct session *s)
 }
 
 /* Sends one encoded message; a client whose queue is full is dropped. */
-static void session_send(struct session *s, msgpack_sbuffer *sb)
+static void session_send(struct session *s, const void *buf, size_t len)
 {
 	int ret;
 
 	if (s->closing)
 		return;
-	ret = rdmx_tls_conn_send(s->conn, sb->data, sb->size);
+	ret = rdmx_tls_conn_send(s->conn, buf, len);
 	if (ret == RDMX_E_AGAIN) {
 		RDMX_WARN("bootstrapd: %s (peer %s) does not read its messages, disconnected",
 		          s->name, s->addr);
@@ -164,17 +163,27 @@ static void respond(struct session *s, uint64_t id, int status, const char *erro
                     uint32_t ttl, const struct rdmx_registry_member *const *list, size_t n,
                     int with_list)
 {
-	msgpack_sbuffer sb;
+	void *buf = NULL;
+	size_t len = 0;
+	int ret = rdmx__reg_encode_response(id, status, error, member, ttl, list, n, with_list,
+	                                    &buf, &len);
 
-	msgpack_sbuffer_init(&sb);
-	rdmx__reg_encode_response(id, status, error, member, ttl, list, n, with_list, &sb);
-	if (sb.size > s->bsd->max_frame) {
-		msgpack_sbuffer_clear(&sb);
-		rdmx__reg_encode_response(id, RDMX_E_TOO_BIG, "answer larger than the frame limit",
-		                          0, 0, NULL, 0, 0, &sb);
+	if (!ret && len > s->bsd->max_frame) {
+		free(buf);
+		buf = NULL;
+		ret = RDMX_E_TOO_BIG;
 	}
-	session_send(s, &sb);
-	msgpack_sbuffer_destroy(&sb);
+	if (ret == RDMX_E_TOO_BIG)
+		ret = rdmx__reg_encode_response(id, RDMX_E_TOO_BIG,
+		                                "answer larger than the frame limit", 0, 0, NULL, 0,
+		                                0, &buf, &len);
+	if (ret) {
+		/* the client waits for this answer: without it, end the session */
+		session_close(s, rdmx_strerror(ret));
+		return;
+	}
+	session_send(s, buf, len);
+	free(buf);
 }
 
 /* ---- members ---- */
@@ -182,18 +191,24 @@ static void respond(struct session *s, uint64_t id, int status, const char *erro
 static void notify(struct rdmx__bootstrapd *bsd, enum rdmx_registry_event_type type,
                    struct member *m)
 {
-	msgpack_sbuffer sb;
 	int64_t now = (int64_t)rdmx__now_ms();
+	void *buf;
+	size_t len;
+	int ret;
 
 	m->pub.expires_in_ms = m->expires > now ? (uint32_t)(m->expires - now) : 0;
-	msgpack_sbuffer_init(&sb);
-	rdmx__reg_encode_event(type, &m->pub, &sb);
+	ret = rdmx__reg_encode_event(type, &m->pub, &buf, &len);
+	if (ret) {
+		RDMX_WARN("bootstrapd: event on member %llu not sent to the watchers: %s",
+		          (unsigned long long)m->pub.id, rdmx_strerror(ret));
+		return;
+	}
 	for (struct session *s = bsd->sessions, *next; s; s = next) {
 		next = s->next;
 		if (s->watching && (!s->watch_service || !strcmp(s->watch_service, m->pub.service)))
-			session_send(s, &sb);
+			session_send(s, buf, len);
 	}
-	msgpack_sbuffer_destroy(&sb);
+	free(buf);
 }
 
 static void member_unlink(struct rdmx__bootstrapd *bsd, struct member *m)

@@ -8,63 +8,76 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rdmx/status.h>
+
 #include "registry_proto.h"
 
 static void request(const uint8_t *data, size_t size)
 {
 	struct rdmx__reg_request r, again;
-	msgpack_sbuffer sb;
+	void *buf;
+	size_t len;
 	char why[256];
+	int ret;
 
 	memset(&r, 0, sizeof(r));
 	if (rdmx__reg_decode_request(data, size, &r, why, sizeof(why)))
 		return;
-	msgpack_sbuffer_init(&sb);
-	if (rdmx__reg_encode_request(&r, &sb) == 0) {
+	ret = rdmx__reg_encode_request(&r, &buf, &len);
+	if (ret && ret != RDMX_E_NOMEM)
+		abort(); /* a decoded request the encoder refuses */
+	if (!ret) {
 		memset(&again, 0, sizeof(again));
-		if (rdmx__reg_decode_request(sb.data, sb.size, &again, why, sizeof(why)))
+		if (rdmx__reg_decode_request(buf, len, &again, why, sizeof(why)))
 			abort(); /* we wrote what we refuse to read */
 		if (again.op != r.op || again.id != r.id)
 			abort();
 		rdmx__reg_request_fini(&again);
+		free(buf);
 	}
-	msgpack_sbuffer_destroy(&sb);
 	rdmx__reg_request_fini(&r);
 }
 
 static void reply(const uint8_t *data, size_t size)
 {
+	const struct rdmx_registry_member **m = NULL;
 	struct rdmx__reg_reply r;
-	msgpack_sbuffer sb;
+	void *buf = NULL;
+	size_t len = 0;
 	char why[256];
+	int ret;
 
 	memset(&r, 0, sizeof(r));
 	if (rdmx__reg_decode_reply(data, size, &r, why, sizeof(why)))
 		return;
-	msgpack_sbuffer_init(&sb);
-	if (r.is_event && r.event) {
-		rdmx__reg_encode_event(r.event->type, &r.event->member, &sb);
+	if (r.is_event) {
+		ret = rdmx__reg_encode_event(r.event->type, &r.event->member, &buf, &len);
 	} else if (r.members) {
-		const struct rdmx_registry_member **m =
-		    calloc(r.members->count ? r.members->count : 1, sizeof(*m));
-
-		if (m) {
-			for (size_t i = 0; i < r.members->count; i++)
-				m[i] = &r.members->items[i];
-			rdmx__reg_encode_response(r.id, r.status, r.error, r.member, r.ttl_ms, m,
-			                          r.members->count, 1, &sb);
-			free(m);
-		}
+		m = calloc(r.members->count ? r.members->count : 1, sizeof(*m));
+		for (size_t i = 0; m && i < r.members->count; i++)
+			m[i] = &r.members->items[i];
+		ret = m ? rdmx__reg_encode_response(r.id, r.status, r.error, r.member, r.ttl_ms, m,
+		                                    r.members->count, 1, &buf, &len)
+		        : RDMX_E_NOMEM;
+		free(m);
+	} else {
+		ret = rdmx__reg_encode_response(r.id, r.status, r.error, r.member, r.ttl_ms, NULL,
+		                                0, 0, &buf, &len);
 	}
-	if (sb.size) {
+	if (ret && ret != RDMX_E_NOMEM)
+		abort(); /* a decoded message the encoders refuse */
+	if (!ret) {
 		struct rdmx__reg_reply again;
 
 		memset(&again, 0, sizeof(again));
-		if (rdmx__reg_decode_reply(sb.data, sb.size, &again, why, sizeof(why)))
+		if (rdmx__reg_decode_reply(buf, len, &again, why, sizeof(why)))
+			abort(); /* we wrote what we refuse to read */
+		if (again.is_event != r.is_event || again.id != r.id || again.status != r.status ||
+		    !again.members != !r.members)
 			abort();
 		rdmx__reg_reply_fini(&again);
+		free(buf);
 	}
-	msgpack_sbuffer_destroy(&sb);
 	rdmx__reg_reply_fini(&r);
 }
 

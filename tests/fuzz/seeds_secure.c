@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <msgpack.h>
+
 #include <rdmx/status.h>
 
 #include "registry_proto.h"
@@ -209,6 +211,14 @@ static void bootstrap_seeds(void)
 	msgpack_sbuffer_destroy(&sb2);
 }
 
+static void put_buf(const char *target, int sel, int ret, void *buf, size_t len)
+{
+	if (ret)
+		exit(1);
+	put(target, sel, buf, len);
+	free(buf);
+}
+
 static void registry_seeds(void)
 {
 	struct rdmx_registry_kv meta[2] = {{"zone", "a"}, {"note", "two words"}};
@@ -216,9 +226,10 @@ static void registry_seeds(void)
 	                                 2,  meta};
 	const struct rdmx_registry_member *ms[1] = {&m};
 	struct rdmx__reg_request r;
-	msgpack_sbuffer sb;
+	void *buf = NULL;
+	size_t len = 0;
+	int ret;
 
-	msgpack_sbuffer_init(&sb);
 	for (int op = RDMX__REG_JOIN; op <= RDMX__REG_WATCH; op++) {
 		memset(&r, 0, sizeof(r));
 		r.id = (uint64_t)op;
@@ -234,23 +245,23 @@ static void registry_seeds(void)
 			r.service = NULL;
 			r.member = 42;
 		}
-		if (rdmx__reg_encode_request(&r, &sb))
-			exit(1);
-		put_sb("fuzz_registry", 0, &sb);
+		ret = rdmx__reg_encode_request(&r, &buf, &len);
+		put_buf("fuzz_registry", 0, ret, buf, len);
 	}
-	rdmx__reg_encode_response(1, 0, NULL, 42, 10000, NULL, 0, 0, &sb);
-	put_sb("fuzz_registry", 1, &sb);
-	rdmx__reg_encode_response(2, -17, "policy refuses this certificate", 0, 0, NULL, 0, 0, &sb);
-	put_sb("fuzz_registry", 1, &sb);
-	rdmx__reg_encode_response(3, 0, NULL, 0, 0, ms, 1, 1, &sb);
-	put_sb("fuzz_registry", 1, &sb);
-	rdmx__reg_encode_event(RDMX_REGISTRY_JOINED, &m, &sb);
-	put_sb("fuzz_registry", 1, &sb);
-	rdmx__reg_encode_event(RDMX_REGISTRY_EXPIRED, &m, &sb);
-	put_sb("fuzz_registry", 1, &sb);
+	ret = rdmx__reg_encode_response(1, 0, NULL, 42, 10000, NULL, 0, 0, &buf, &len);
+	put_buf("fuzz_registry", 1, ret, buf, len);
+	ret = rdmx__reg_encode_response(2, -17, "policy refuses this certificate", 0, 0, NULL, 0, 0,
+	                                &buf, &len);
+	put_buf("fuzz_registry", 1, ret, buf, len);
+	ret = rdmx__reg_encode_response(3, 0, NULL, 0, 0, ms, 1, 1, &buf, &len);
+	put_buf("fuzz_registry", 1, ret, buf, len);
+	ret = rdmx__reg_encode_event(RDMX_REGISTRY_JOINED, &m, &buf, &len);
+	put_buf("fuzz_registry", 1, ret, buf, len);
+	ret = rdmx__reg_encode_event(RDMX_REGISTRY_EXPIRED, &m, &buf, &len);
+	put_buf("fuzz_registry", 1, ret, buf, len);
+	/* an array of 2^32-1 elements in 5 bytes; a member list claiming 65535 */
 	put("fuzz_registry", 0, "\xdd\xff\xff\xff\xff", 5);
-	put("fuzz_registry", 1, "\x81\xa7members\xdc\xff\xff", 12);
-	msgpack_sbuffer_destroy(&sb);
+	put("fuzz_registry", 1, "\x81\x01\x81\x06\x81\x01\xdc\xff\xff", 9);
 }
 
 int main(int argc, char **argv)
