@@ -103,8 +103,8 @@ static void usage(FILE *f)
 	        "The request is -d DATA, or the JSON argument ('{}' when absent), @FILE, or -\n"
 	        "(stdin); every response message is printed as it arrives. describe prints a\n"
 	        "service or method from the server's reflection service.\n"
-	        "Options also take --opt=value; grpcurl's single-dash long options\n"
-	        "(-plaintext, -max-time, -proto, -import-path) are accepted.\n"
+	        "An option takes its value after a space or an '='; grpcurl's single-dash\n"
+	        "long options (-plaintext, -max-time, -proto, -import-path) work too.\n"
 	        "Exit status: 0 OK; 1 failure; 2 usage error; 64 + RPC status code otherwise.\n");
 }
 
