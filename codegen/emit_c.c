@@ -667,9 +667,13 @@ static void emit_service(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 {
 	int i;
 	gen_buf_printf(o, "/* ---- service %s ---- */\n\n", s->full_name);
-	for (i = 0; i < s->methods.n; i++)
-		if (GEN_UNARY((const struct gen_method *)s->methods.items[i]))
-			emit_method_client(ctx, o, s, s->methods.items[i]);
+	for (i = 0; i < s->methods.n; i++) {
+		const struct gen_method *me = s->methods.items[i];
+		if (GEN_UNARY(me))
+			emit_method_client(ctx, o, s, me);
+		else
+			gen_emit_stream_c(ctx, o, s, me);
+	}
 	gen_buf_printf(
 	    o,
 	    "int %s_connect_service(const char *registry, const char *service,\n"
@@ -688,8 +692,16 @@ static void emit_service(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 	for (i = 0; i < s->methods.n; i++) {
 		const struct gen_method *me = s->methods.items[i];
 		const char *in = me->in->cname;
-		if (!GEN_UNARY(me))
+		if (!GEN_UNARY(me)) {
+			gen_buf_printf(
+			    o,
+			    "static void %s_%s__handle(struct rdmx_rpc_stream *s, void *arg)\n"
+			    "{\n",
+			    s->cname, me->name);
+			gen_buf_printf(o, "\tconst struct %s__binding *b = arg;\n", s->cname);
+			gen_buf_printf(o, "\tb->h.%s(s, b->arg);\n}\n\n", me->cname);
 			continue;
+		}
 		gen_buf_printf(o,
 		               "static void %s_%s__handle(struct rdmx_rpc_server_call *call, const "
 		               "void *req,\n"
@@ -720,9 +732,16 @@ static void emit_service(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 	for (i = 0; i < s->methods.n; i++) {
 		const struct gen_method *me = s->methods.items[i];
 		char *up = gen_upper(ctx, gen_printf(&ctx->pool, "%s_%s", s->cname, me->name));
-		if (!GEN_UNARY(me))
-			continue;
 		gen_buf_printf(o, "\tif (handlers->%s) {\n", me->cname);
+		if (!GEN_UNARY(me)) {
+			gen_buf_printf(
+			    o,
+			    "\t\tr = rdmx_rpc_server_register_stream(server, %s_ID, %s_NAME,\n"
+			    "\t\t\t%s_KIND, %s_%s__handle, b);\n",
+			    up, up, up, s->cname, me->name);
+			gen_buf_puts(o, "\t\tif (r)\n\t\t\treturn r;\n\t}\n");
+			continue;
+		}
 		gen_buf_printf(o,
 		               "\t\tr = rdmx_rpc_server_register(server, %s_ID, %s_NAME,\n"
 		               "\t\t\t%s_%s__handle, b);\n",

@@ -157,7 +157,7 @@ struct gen_method {
 	bool idempotent; /* option idempotency_level = IDEMPOTENT or NO_SIDE_EFFECTS */
 };
 
-/* a method the unary emitters generate (streaming ones are skipped for now) */
+/* a unary method (the others: emit_stream.c) */
 #define GEN_UNARY(m) (!(m)->client_streaming && !(m)->server_streaming)
 
 struct gen_service {
@@ -300,6 +300,11 @@ const char *gen_type_name(enum gen_type t);
 
 void gen_emit_h(struct gen_ctx *ctx, struct gen_file *f, struct gen_buf *out);
 void gen_emit_c(struct gen_ctx *ctx, struct gen_file *f, struct gen_buf *out);
+/* a streaming method's prototypes / functions (emit_stream.c) */
+void gen_emit_stream_h(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_service *s,
+                       const struct gen_method *m);
+void gen_emit_stream_c(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_service *s,
+                       const struct gen_method *m);
 
 /* shared emitter helpers (emit_h.c) */
 /* every message (pre-order, map entries included) and enum of a file */

@@ -1309,6 +1309,19 @@ static void c_file_idents(struct gen_ctx *ctx, struct table *t, struct gen_file 
 			        f);
 			c_ident(ctx, t, gen_printf(&ctx->pool, "%s_ID", up), owner, &m->loc, f);
 			c_ident(ctx, t, gen_printf(&ctx->pool, "%s_NAME", up), owner, &m->loc, f);
+			if (!GEN_UNARY(m)) {
+				static const char *const sfx[] = {
+				    "_cbs",        "_write_async", "_open",   "_write",
+				    "_close_send", "_read",        "_finish", "_server_cbs",
+				    "_accept",     "_send"};
+				size_t k;
+				for (k = 0; k < sizeof(sfx) / sizeof(sfx[0]); k++)
+					c_ident(ctx, t,
+					        gen_printf(&ctx->pool, "%s%s", base, sfx[k]), owner,
+					        &m->loc, f);
+				c_ident(ctx, t, gen_printf(&ctx->pool, "%s_KIND", up), owner,
+				        &m->loc, f);
+			}
 		}
 	}
 }
@@ -1412,22 +1425,6 @@ static void check_optrefs(struct gen_ctx *ctx, struct gen_file *f)
 	}
 }
 
-static void warn_streaming(struct gen_ctx *ctx, struct gen_file *f)
-{
-	int i, j;
-	for (i = 0; i < f->services.n; i++) {
-		struct gen_service *s = f->services.items[i];
-		for (j = 0; j < s->methods.n; j++) {
-			struct gen_method *m = s->methods.items[j];
-			if (!GEN_UNARY(m))
-				gen_warning(ctx, &m->loc,
-				            "streaming method \"%s.%s\" is skipped: rdmx-gen "
-				            "generates unary methods only for now",
-				            s->full_name, m->name);
-		}
-	}
-}
-
 bool gen_resolve(struct gen_ctx *ctx)
 {
 	int i, j, errors = ctx->errors;
@@ -1451,8 +1448,6 @@ bool gen_resolve(struct gen_ctx *ctx)
 	for (i = 0; i < ctx->files.n; i++) {
 		struct gen_file *f = ctx->files.items[i];
 		check_optrefs(ctx, f);
-		if (f->input)
-			warn_streaming(ctx, f);
 		for (j = 0; j < f->messages.n; j++)
 			check_message(ctx, f->messages.items[j]);
 		for (j = 0; j < f->enums.n; j++)

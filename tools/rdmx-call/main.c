@@ -2,6 +2,7 @@
  *
  *   rdmx-call [options] ADDR list [SERVICE]
  *   rdmx-call [options] ADDR package.Service/Method ['{json}' | @FILE | -]
+ *   rdmx-call [options] ADDR describe SERVICE_OR_METHOD
  *
  * ADDR is HOST:PORT of the server's plain rdmx listener, or — with --ca,
  * --cert and --key — of its secure bootstrap endpoint (mutual TLS).
@@ -31,6 +32,7 @@
 #include <rdmx/status.h>
 #include <rdmx/pe.h>
 
+#include "callstream.h"
 #include "cli.h"
 #include "json.h"
 #include "pbjson.h"
@@ -45,7 +47,10 @@ struct opts {
 	struct rpcnet_tls tls;
 	bool secure, verbose;
 	int timeout_ms;
+	uint64_t deadline_ns; /* -max-time: the whole call's end; 0: none */
 	const char *addr, *what, *data;
+	const char *data_opt;           /* -d: the requests ("@": standard input) */
+	struct rdmx_rpc_md headers;     /* -H */
 	const char *registry, *service; /* --registry URL --service NAME: no ADDR */
 };
 
@@ -54,6 +59,7 @@ static void usage(FILE *f)
 	fprintf(f,
 	        "usage: rdmx-call [options] ADDR list [SERVICE]\n"
 	        "       rdmx-call [options] ADDR package.Service/Method ['{json}' | @FILE | -]\n"
+	        "       rdmx-call [options] ADDR describe SERVICE_OR_METHOD\n"
 	        "       rdmx-call [options] --registry ADDRESS --service NAME list|METHOD ...\n"
 	        "  ADDR                      HOST:PORT of the server's rdmx listener, or of its\n"
 	        "                            secure bootstrap endpoint when --ca/--cert/--key\n"
@@ -81,13 +87,24 @@ static void usage(FILE *f)
 	        "                            listener is used too\n"
 	        "      --server-name PATTERN the name the server's certificate must carry\n"
 	        "                            (default '*': any certificate of the CA)\n"
-	        "  -d, --device NAME         the device ($RDMX_DEVICE)\n"
+	        "  -d DATA                   the request messages: JSON values one after the\n"
+	        "                            other, one request each; '@' reads them from\n"
+	        "                            stdin as the call goes (streams)\n"
+	        "  -H 'KEY: VALUE'           request metadata (repeatable)\n"
+	        "      --device NAME         the device ($RDMX_DEVICE)\n"
 	        "      --timeout-ms N        connection and call deadline (default 10000)\n"
-	        "  -v, --verbose             the device, status and latency on "
-	        "stderr\n" RDMX_CLI_HELP_COMMON
+	        "      --max-time, -max-time SECONDS\n"
+	        "                            the whole call's deadline (a decimal number)\n"
+	        "  -v, --verbose             the request metadata, response headers and\n"
+	        "                            trailers on stdout; device, status and latency\n"
+	        "                            on stderr\n" RDMX_CLI_HELP_COMMON
 	        "The plain cm flow (no TLS) is unauthenticated and unencrypted: use it only\n"
 	        "on a trusted network.\n"
-	        "The request is the JSON argument ('{}' when absent), @FILE, or - (stdin).\n"
+	        "The request is -d DATA, or the JSON argument ('{}' when absent), @FILE, or -\n"
+	        "(stdin); every response message is printed as it arrives. describe prints a\n"
+	        "service or method from the server's reflection service.\n"
+	        "An option takes its value after a space or an '='; grpcurl's single-dash\n"
+	        "long options (-plaintext, -max-time, -proto, -import-path) work too.\n"
 	        "Exit status: 0 OK; 1 failure; 2 usage error; 64 + RPC status code otherwise.\n");
 }
 
@@ -102,6 +119,8 @@ enum {
 	A_TIMEOUT,
 	A_REGISTRY,
 	A_SERVICE,
+	A_DEVICE,
+	A_MAX_TIME,
 };
 
 static const struct option long_options[] = {
@@ -117,7 +136,8 @@ static const struct option long_options[] = {
     {"plaintext", no_argument, NULL, A_PLAIN},
     RDMX_CLI_LONGOPT_ALLOW_INSECURE_KEY,
     {"server-name", required_argument, NULL, A_SERVER_NAME},
-    {"device", required_argument, NULL, 'd'},
+    {"device", required_argument, NULL, A_DEVICE},
+    {"max-time", required_argument, NULL, A_MAX_TIME},
     {"timeout-ms", required_argument, NULL, A_TIMEOUT},
     {"registry", required_argument, NULL, A_REGISTRY},
     {"service", required_argument, NULL, A_SERVICE},
@@ -135,8 +155,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	long v;
 
 	o->timeout_ms = 10000;
+	rdmx_rpc_md_init(&o->headers);
 	rdmx_cli_reset();
-	while ((c = rdmx_cli_getopt("rdmx-call", argc, argv, "hI:d:v", long_options, true)) != -1) {
+	while ((c = rdmx_cli_getopt("rdmx-call", argc, argv, "hI:d:H:v", long_options, true)) !=
+	       -1) {
 		switch (c) {
 		case 'h':
 			usage(stdout);
@@ -178,9 +200,35 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case A_SERVER_NAME:
 			o->tls.peer = optarg;
 			break;
-		case 'd':
+		case A_DEVICE:
 			rdmx_cli_set_device(optarg);
 			break;
+		case 'd':
+			o->data_opt = optarg;
+			break;
+		case 'H':
+			if (callmd_parse_header(optarg, &o->headers))
+				return -1;
+			break;
+		case A_MAX_TIME: {
+			char *end = NULL;
+			double sec;
+
+			errno = 0;
+			sec = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(sec > 0) || sec > 86400) {
+				fprintf(stderr,
+				        "rdmx-call: --max-time: want seconds (a decimal number "
+				        "above 0, at most 86400), got '%s'\n",
+				        optarg);
+				return -1;
+			}
+			o->deadline_ns = rdmx_pe_now_ns() + (uint64_t)(sec * 1e9);
+			o->timeout_ms = (int)(sec * 1000.0 + 0.999);
+			if (o->timeout_ms < 1)
+				o->timeout_ms = 1;
+			break;
+		}
 		case A_TIMEOUT:
 			if (rdmx_cli_parse_long("rdmx-call", "--timeout-ms", optarg, 1, 600000, &v))
 				return -1;
@@ -243,6 +291,19 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		o->what = pos[1];
 		o->data = n_pos == 3 ? pos[2] : NULL;
 	}
+	if (strcmp(o->what, "describe") == 0 && !o->data) {
+		fprintf(stderr, "rdmx-call: describe wants SERVICE_OR_METHOD\n");
+		return -1;
+	}
+	if (o->data_opt && o->data && strcmp(o->what, "describe") != 0) {
+		fprintf(stderr,
+		        "rdmx-call: give the request with -d or as an argument, not both\n");
+		return -1;
+	}
+	if (o->service && (rdmx_rpc_md_count(&o->headers) || o->data_opt)) {
+		fprintf(stderr, "rdmx-call: -H and -d are for ADDR calls, not --service\n");
+		return -1;
+	}
 	if (o->tls.ca || o->tls.cert || o->tls.key) {
 		if (!o->tls.ca || !o->tls.cert || !o->tls.key) {
 			fprintf(stderr, "rdmx-call: TLS needs all of --ca, --cert and --key\n");
@@ -258,6 +319,17 @@ static uint64_t now_ns(void)
 	return rdmx_pe_now_ns();
 }
 
+/* what is left of -max-time (at least 1 us, so that it ends the call with
+ * DEADLINE_EXCEEDED), else --timeout-ms */
+static uint64_t call_timeout_us(const struct opts *o)
+{
+	uint64_t now = now_ns();
+
+	if (!o->deadline_ns)
+		return (uint64_t)o->timeout_ms * 1000u;
+	return o->deadline_ns > now + 1000u ? (o->deadline_ns - now) / 1000u : 1u;
+}
+
 /* One call; prints the status to stderr unless OK. Returns 0 when a status
  * came back (reply->code tells), 1 when the call could not be made. */
 /* With --service, calls go through the balancer: another member when the
@@ -267,7 +339,7 @@ static struct rdmx_registry_balancer *service_balancer;
 static int call(struct rpcnet_client *c, const struct opts *o, const char *method, const void *req,
                 size_t len, bool idempotent, struct rdmx_rpc_reply *reply)
 {
-	struct rdmx_rpc_call_opts co = {(uint64_t)o->timeout_ms * 1000u, false};
+	struct rdmx_rpc_call_opts co = {call_timeout_us(o), false};
 	struct rdmx_rpc_payload p = rdmx_rpc_bytes(req, len);
 	uint64_t t0 = now_ns();
 	uint64_t retries = rdmx_registry_balancer_get_retries(service_balancer);
@@ -612,6 +684,31 @@ static int cmd_call(struct rpcnet_client *c, const struct opts *o)
 		        o->proto ? o->proto : "the server's IDL");
 		goto out;
 	}
+	if (!service_balancer) {
+		struct callstream_opts co = {call_timeout_us(o), &o->headers, o->verbose,
+		                             o->deadline_ns};
+		struct callsrc src;
+
+		if (o->data_opt && strcmp(o->data_opt, "@") == 0) {
+			callsrc_init_fd(&src, STDIN_FILENO);
+		} else if (o->data_opt) {
+			callsrc_init_text(&src, o->data_opt, strlen(o->data_opt));
+		} else if (o->data) {
+			text = request_text(o->data, &tlen);
+			if (!text)
+				goto out;
+			callsrc_init_text(&src, text, tlen);
+		} else {
+			callsrc_init_text(&src, "", 0); /* "{}" unless client-streaming */
+		}
+		ret = callstream_run(rpcnet_client_rpc(c), m, full, &src, &co);
+		callsrc_fini(&src);
+		goto out;
+	}
+	if (m->client_streaming || m->server_streaming) {
+		fprintf(stderr, "rdmx-call: %s is a streaming method: call it at ADDR\n", full);
+		goto out;
+	}
 	text = request_text(o->data, &tlen);
 	if (!text)
 		goto out;
@@ -646,15 +743,99 @@ out:
 	return ret;
 }
 
-/* grpcurl spells the option -plaintext: taken as --plaintext (before a "--",
- * so that an operand is never rewritten). */
-static void plaintext_alias(int argc, char **argv)
-{
-	static char long_form[] = "--plaintext";
+/* grpcurl spells its long options with one dash (-plaintext, -max-time 5,
+ * -max-time=5, -proto F, -import-path D): taken as their "--" forms
+ * (before a "--", so that an operand is never rewritten). */
+static char alias_buf[64][512];
 
-	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-		if (strcmp(argv[i], "-plaintext") == 0)
-			argv[i] = long_form;
+static void single_dash_aliases(int argc, char **argv)
+{
+	static const char *const names[] = {"plaintext", "max-time", "proto", "import-path"};
+	int k = 0;
+
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		const char *a = argv[i];
+
+		if (a[0] != '-' || a[1] == '-' || k == 64)
+			continue;
+		for (size_t n = 0; n < sizeof(names) / sizeof(names[0]); n++) {
+			size_t l = strlen(names[n]);
+
+			if (strncmp(a + 1, names[n], l) == 0 &&
+			    (a[1 + l] == '\0' || a[1 + l] == '=') &&
+			    strlen(a) + 2 < sizeof(alias_buf[0])) {
+				snprintf(alias_buf[k], sizeof(alias_buf[0]), "-%s", a);
+				argv[i] = alias_buf[k++];
+				break;
+			}
+		}
+	}
+}
+
+/* ---- describe (grpcurl-like) ---- */
+
+static const struct gen_service *find_service(const struct pbschema *schema, const char *name)
+{
+	for (int i = 0; i < schema->ctx.files.n; i++) {
+		const struct gen_file *f = schema->ctx.files.items[i];
+
+		for (int k = 0; k < f->services.n; k++) {
+			const struct gen_service *sv = f->services.items[k];
+
+			if (strcmp(sv->full_name, name) == 0)
+				return sv;
+		}
+	}
+	return NULL;
+}
+
+static void print_rpc(const char *indent, const struct gen_method *m)
+{
+	printf("%srpc %s ( %s.%s ) returns ( %s.%s );\n", indent, m->name,
+	       m->client_streaming ? "stream " : "", m->in->full_name,
+	       m->server_streaming ? "stream " : "", m->out->full_name);
+}
+
+static int cmd_describe(struct rpcnet_client *c, const struct opts *o)
+{
+	const char *sym = o->data;
+	const struct gen_service *sv;
+	const struct gen_method *m;
+	struct pbschema schema;
+	char name[512];
+	int ret = 1;
+
+	memset(&schema, 0, sizeof(schema));
+	snprintf(name, sizeof(name), "%s", sym);
+	if (o->proto ? pbschema_load(&schema, o->proto, o->includes, o->n_includes, stderr)
+	             : schema_from_server(c, o, name, &schema))
+		goto out;
+	sv = find_service(&schema, name);
+	if (sv) {
+		printf("%s is a service:\n", sv->full_name);
+		printf("service %s {\n", sv->name);
+		for (int i = 0; i < sv->methods.n; i++)
+			print_rpc("  ", sv->methods.items[i]);
+		printf("}\n");
+		ret = 0;
+		goto out;
+	}
+	m = pbschema_method(&schema, name);
+	if (m) {
+		char *slash = strchr(name, '/');
+
+		if (slash)
+			*slash = '.';
+		printf("%s is a method:\n", name);
+		print_rpc("", m);
+		ret = 0;
+		goto out;
+	}
+	fprintf(stderr, "rdmx-call: Symbol not found: %s\n", sym);
+out:
+	fflush(stdout);
+	pbschema_fini(&schema);
+	return ret;
 }
 
 /* ---- --registry --service: a member picked by the library's balancer ---- */
@@ -769,7 +950,9 @@ static int run_on_service(const struct opts *o)
 		/* the picked member is given back: each call picks its own */
 		rdmx_registry_balancer_done(b, member, 0);
 		service_balancer = b;
-		ret = strcmp(o->what, "list") == 0 ? cmd_list(NULL, o) : cmd_call(NULL, o);
+		ret = strcmp(o->what, "list") == 0       ? cmd_list(NULL, o)
+		      : strcmp(o->what, "describe") == 0 ? cmd_describe(NULL, o)
+		                                         : cmd_call(NULL, o);
 		service_balancer = NULL;
 	}
 	rdmx_registry_balancer_destroy(&b);
@@ -785,27 +968,37 @@ int main(int argc, char **argv)
 	uint16_t port;
 	int ret;
 
-	plaintext_alias(argc, argv);
+	single_dash_aliases(argc, argv);
 	ret = parse_args(argc, argv, &o);
-	if (ret)
+	if (ret) {
+		rdmx_rpc_md_fini(&o.headers);
 		return ret > 0 ? 0 : 2;
-	if (o.service)
-		return run_on_service(&o);
+	}
+	if (o.service) {
+		ret = run_on_service(&o);
+		rdmx_rpc_md_fini(&o.headers);
+		return ret;
+	}
 	if (!o.secure)
 		rdmx_cli_warn_plain("rdmx-call");
 	if (rdmx_cli_split_addr(o.addr, host, sizeof(host), &port) || !*host || port == 0) {
 		fprintf(stderr, "rdmx-call: ADDR is HOST:PORT, got '%s'\n", o.addr);
+		rdmx_rpc_md_fini(&o.headers);
 		return 2;
 	}
 	if (rpcnet_client_connect(host, port, o.secure ? &o.tls : NULL, "rdmx-call", o.timeout_ms,
 	                          &c, err, sizeof(err))) {
 		fprintf(stderr, "rdmx-call: %s\n", err);
+		rdmx_rpc_md_fini(&o.headers);
 		return 1;
 	}
 	if (o.verbose)
 		fprintf(stderr, "rdmx-call: connected to %s on device %s (%s)\n", o.addr,
 		        rpcnet_client_device(c), o.secure ? "mutual TLS bootstrap" : "plain");
-	ret = strcmp(o.what, "list") == 0 ? cmd_list(c, &o) : cmd_call(c, &o);
+	ret = strcmp(o.what, "list") == 0       ? cmd_list(c, &o)
+	      : strcmp(o.what, "describe") == 0 ? cmd_describe(c, &o)
+	                                        : cmd_call(c, &o);
 	rpcnet_client_close(&c);
+	rdmx_rpc_md_fini(&o.headers);
 	return ret;
 }

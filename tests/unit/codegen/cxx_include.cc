@@ -6,6 +6,7 @@
 #include "imp_dep.rdmx.h"
 #include "imp_main.rdmx.h"
 #include "keywords.rdmx.h"
+#include "stream.rdmx.h"
 #include "svc.rdmx.h"
 
 int rdmx_codegen_cxx_include_check();
@@ -24,5 +25,6 @@ int rdmx_codegen_cxx_include_check()
 	k.struct_ = 2;
 	hello_HelloRequest_init(&req);
 	return static_cast<int>(rt_Oneofs_encoded_size(&o) + HELLO_GREETER_SAYHELLO_ID % 2) +
+	       (STREAMS_V1_KINDS_CHAT_KIND == RDMX_RPC_BIDI_STREAMING) +
 	       k.int_;
 }

@@ -105,7 +105,32 @@ int hello_HelloReply__encode_cb(const void *msg, void *dst, size_t len);
  *   (a malformed request is answered INVALID_ARGUMENT without calling it), and
  *   answers once, now or later, with S_M_respond(call, code, message, resp)
  *   (resp NULL sends the default message). Method ids: 32-bit FNV-1a of
- *   "package.Service/Method". */
+ *   "package.Service/Method".
+ * Streaming methods (S_M_KIND: RDMX_RPC_SERVER_STREAMING, _CLIENT_ or _BIDI_;
+ *   rdmx/rpc_stream.h has the stream model: flow control, half-close, one
+ *   deadline, on_done exactly once):
+ * Client, async: S_M_async(ep, [req,] opts, cbs, arg, &s) opens the stream (a
+ *   server-streaming call also writes req and half-closes); struct S_M_cbs (cbs
+ *   copied, every member optional) gets each response decoded (valid during
+ *   on_msg only), the response headers, credits back (on_writable) and the
+ *   final status once (an undecodable response ends it INTERNAL). Returns 0 or
+ *   a negative RDMX_E_* (then no callback runs). S_M_write_async(s, req) writes
+ *   one request: RDMX_E_AGAIN without credit (on_writable follows);
+ *   rdmx_rpc_stream_half_close / _cancel end the sending / the stream.
+ * Client, blocking (drives progress; never from a callback): S_M_open(ep,
+ *   [req,] opts, &call); S_M_write(call, req) waits for credits until the
+ *   stream's deadline: 0, or a positive code when the stream ended;
+ *   S_M_close_send(call); S_M_read(call, resp, arena) waits for the next
+ *   response: 1 (decoded into arena, strings copied), 0 at the end, negative
+ *   RDMX_E_*; S_M_finish(call, status, arena) half-closes, waits for the end and
+ *   frees call: 0 (OK), a positive code or a negative RDMX_E_*
+ *   (rdmx/codec_stream.h).
+ * Server: the handler member (s, arg) runs once per stream and, before it
+ *   returns, calls S_M_accept(s, cbs, arg): struct S_M_server_cbs gets each
+ *   request decoded (valid during on_msg; a malformed one ends the stream
+ *   INVALID_ARGUMENT), the client's half-close, credits back and the end, once.
+ *   S_M_send(s, resp) writes one response (RDMX_E_AGAIN without credit:
+ *   on_writable follows); rdmx_rpc_stream_finish ends the stream with a status. */
 
 struct rdmx_registry_balancer; /* rdmx/registry.h */
 struct rdmx_tls_config;       /* rdmx/tls.h */
