@@ -40,7 +40,7 @@ struct rdmx__builtins {
 	size_t n_files;
 	struct rdmx__health_entry *health;
 	size_t n_health;
-	enum rdmx_health_status overall;
+	_Atomic enum rdmx_health_status overall; /* set from any thread (multi-worker servers) */
 };
 
 struct rdmx__builtins *rdmx__builtins_of(const struct rdmx_rpc_server *server);
