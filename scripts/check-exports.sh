@@ -61,6 +61,8 @@ names=(
 	rdmx_rpc_call_set_details rdmx_rpc_ep_add_interceptor rdmx_rpc_server_add_interceptor
 	rdmx_registry_balancer_call rdmx_registry_balancer_create_secure
 	rdmx_registry_balancer_get_retries
+	rdmx_ctx_listen_join rdmx_rpc_workers_listen rdmx_rpc_workers_destroy
+	rdmx_rpc_workers_get_count rdmx_rpc_workers_get_assigned rdmx_rpc_workers_get_clients
 )
 exported=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }')
 missing=0
