@@ -24,10 +24,13 @@
 #define W_CALLS 8
 #define W_ECHO "rdmx.test.Workers/Echo"
 #define W_HOLD "rdmx.test.Workers/Hold"
+#define W_CHAT "rdmx.test.Workers/Chat" /* bidi: every message back, then OK */
+#define W_MSGS 4
 
 static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t seen[64];
 static unsigned n_seen;
+static atomic_uint chat_write_errors;
 static atomic_uint echoes, held, hold_cancelled, ic_started, ic_done, conn_cbs, gone_cbs;
 
 static void saw_thread(void)
@@ -67,6 +70,41 @@ static void w_hold(struct rdmx_rpc_server_call *call, const void *req, size_t le
 	(void)arg;
 	atomic_fetch_add(&held, 1);
 	rdmx_rpc_call_set_cancel_cb(call, w_hold_cancel, NULL);
+}
+
+/* ---- the bidi stream, on the worker threads ---- */
+
+static void chat_msg(struct rdmx_rpc_stream *s, const void *data, size_t len, void *arg)
+{
+	struct rdmx_rpc_payload p = rdmx_rpc_bytes(data, len);
+
+	(void)arg;
+	saw_thread();
+	/* the client writes fewer than a window: credit never runs out */
+	if (rdmx_rpc_stream_write(s, &p))
+		atomic_fetch_add(&chat_write_errors, 1);
+}
+
+static void chat_half_close(struct rdmx_rpc_stream *s, void *arg)
+{
+	(void)arg;
+	rdmx_rpc_stream_finish(s, RDMX_RPC_OK, NULL, NULL, 0, NULL);
+}
+
+static void chat_done(struct rdmx_rpc_stream *s, const struct rdmx_rpc_rich_status *st, void *arg)
+{
+	(void)s;
+	(void)st;
+	(void)arg;
+}
+
+static void w_chat(struct rdmx_rpc_stream *s, void *arg)
+{
+	static const struct rdmx_rpc_stream_cbs cbs = {chat_msg, chat_half_close, NULL, NULL,
+	                                               chat_done};
+
+	(void)arg;
+	rdmx_rpc_stream_set_callbacks(s, &cbs, NULL);
 }
 
 static enum rdmx_rpc_code w_ic_start(const struct rdmx_rpc_call_info *info,
@@ -156,6 +194,7 @@ static void drive_cli(struct wfix *f)
 static void reset_counters(void)
 {
 	atomic_store(&echoes, 0);
+	atomic_store(&chat_write_errors, 0);
 	atomic_store(&held, 0);
 	atomic_store(&hold_cancelled, 0);
 	atomic_store(&ic_started, 0);
@@ -184,6 +223,8 @@ static bool wfix_start(struct wfix *f, unsigned workers)
 	    rdmx_rpc_server_register(f->server, rdmx_rpc_method_id(W_ECHO), W_ECHO, w_echo, NULL));
 	ASSERT_OK(
 	    rdmx_rpc_server_register(f->server, rdmx_rpc_method_id(W_HOLD), W_HOLD, w_hold, NULL));
+	ASSERT_OK(rdmx_rpc_server_register_stream(f->server, rdmx_rpc_method_id(W_CHAT), W_CHAT,
+	                                          RDMX_RPC_BIDI_STREAMING, w_chat, NULL));
 	ASSERT_OK(rdmx_rpc_server_add_interceptor(f->server, &ic, NULL));
 	for (int i = 0; i < 50; i++) {
 		unsigned v =
@@ -343,6 +384,81 @@ Test(rpc_workers, three_workers_sixteen_clients, .timeout = 240)
 Test(rpc_workers, four_workers_sixteen_clients, .timeout = 240)
 {
 	many_clients(4);
+}
+
+struct wstream {
+	int msgs, done;
+	enum rdmx_rpc_code code;
+	uint64_t sum;
+};
+
+static void cli_msg(struct rdmx_rpc_stream *s, const void *data, size_t len, void *arg)
+{
+	struct wstream *w = arg;
+	uint64_t v = 0;
+
+	(void)s;
+	if (len == sizeof(v))
+		memcpy(&v, data, sizeof(v));
+	w->msgs++;
+	w->sum += v;
+}
+
+static void cli_done(struct rdmx_rpc_stream *s, const struct rdmx_rpc_rich_status *st, void *arg)
+{
+	struct wstream *w = arg;
+
+	(void)s;
+	w->done++;
+	w->code = st->code;
+}
+
+static bool wstreams_done(const struct wstream *v, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (!v[i].done)
+			return false;
+	return true;
+}
+
+Test(rpc_workers, bidi_streams_on_every_worker, .timeout = 240)
+{
+	static const struct rdmx_rpc_stream_cbs cbs = {cli_msg, NULL, NULL, NULL, cli_done};
+	static struct wstream v[W_CLIENTS];
+	struct wfix f;
+
+	if (!wfix_start(&f, 4))
+		cr_skip_test("the device's provider cannot share a cm listener");
+	memset(v, 0, sizeof(v));
+	for (unsigned i = 0; i < W_CLIENTS; i++) {
+		struct rdmx_rpc_stream *s = NULL;
+
+		ASSERT_OK(rdmx_rpc_stream_open(f.eps[i], rdmx_rpc_method_id(W_CHAT),
+		                               RDMX_RPC_BIDI_STREAMING, NULL, &cbs, &v[i], &s));
+		for (uint64_t m = 0; m < W_MSGS; m++) {
+			uint64_t x = i * 1000u + m;
+			struct rdmx_rpc_payload p = rdmx_rpc_bytes(&x, sizeof(x));
+
+			ASSERT_OK(rdmx_rpc_stream_write(s, &p));
+		}
+		ASSERT_OK(rdmx_rpc_stream_half_close(s));
+	}
+	DRIVE_CLI_UNTIL(&f, wstreams_done(v, W_CLIENTS));
+	for (unsigned i = 0; i < W_CLIENTS; i++) {
+		cr_assert_eq(v[i].done, 1, "stream %u ended %d times", i, v[i].done);
+		cr_assert_eq(v[i].code, RDMX_RPC_OK, "stream %u: %s", i,
+		             rdmx_rpc_code_name(v[i].code));
+		cr_assert_eq(v[i].msgs, W_MSGS, "stream %u: %d messages back", i, v[i].msgs);
+		cr_assert_eq(v[i].sum, i * 1000u * W_MSGS + W_MSGS * (W_MSGS - 1) / 2);
+	}
+	pthread_mutex_lock(&seen_lock);
+	cr_assert_eq(n_seen, 4u, "streams served on %u threads", n_seen);
+	pthread_mutex_unlock(&seen_lock);
+	cr_assert_eq(atomic_load(&chat_write_errors), 0);
+	/* the server interceptors saw every stream */
+	cr_assert_eq(atomic_load(&ic_started), W_CLIENTS);
+	wfix_close_clients(&f);
+	wfix_stop(&f);
 }
 
 Test(rpc_workers, shutdown_with_calls_held_on_every_worker, .timeout = 240)
