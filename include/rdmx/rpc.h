@@ -309,7 +309,11 @@ int rdmx_rpc_ep_get_method_stats(const struct rdmx_rpc_ep *ep, enum rdmx_rpc_rol
 int rdmx_rpc_ep_list_methods(const struct rdmx_rpc_ep *ep, enum rdmx_rpc_role role, uint32_t *ids,
                              size_t max, size_t *count);
 /* A method's server-side counters summed over every endpoint that used the
- * server (kept when endpoints go). RDMX_E_NOT_FOUND if not registered. */
+ * server (kept when endpoints go). RDMX_E_NOT_FOUND if not registered.
+ * They are kept per serving thread (no lock on the call path when many
+ * threads serve one server, as the multi-worker servers do) and summed
+ * here; any thread may call it, and while other threads serve, the sum may
+ * lag the calls in progress. */
 int rdmx_rpc_server_get_method_stats(const struct rdmx_rpc_server *server, uint32_t method_id,
                                      struct rdmx_rpc_stats *stats);
 
