@@ -341,6 +341,9 @@ int rdmx_rpc_workers_destroy(struct rdmx_rpc_workers **wp)
 	if (!wp || !*wp)
 		return 0;
 	w = *wp;
+	for (unsigned i = 0; i < w->n; i++)
+		if (w->v[i].running && pthread_equal(w->v[i].thread, pthread_self()))
+			return RDMX_E_BAD_STATE; /* a worker cannot join itself */
 	/* worker 0 first: its listener goes, nothing more is dealt */
 	for (unsigned i = 0; i < w->n; i++)
 		worker_fini(&w->v[i]);

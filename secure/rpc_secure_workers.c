@@ -358,6 +358,9 @@ int rdmx_rpc_secure_workers_destroy(struct rdmx_rpc_secure_workers **wp)
 	if (!wp || !*wp)
 		return RDMX_OK;
 	w = *wp;
+	for (unsigned i = 0; i < w->n; i++)
+		if (w->v[i].running && pthread_equal(w->v[i].thread, pthread_self()))
+			return RDMX_E_BAD_STATE; /* a worker cannot join itself */
 	/* worker 0 first: once its listener is gone nothing is dispatched */
 	for (unsigned i = 0; i < w->n; i++)
 		worker_fini(&w->v[i]);

@@ -370,7 +370,7 @@ uint32_t rdmx_rpc_workers_get_clients(const struct rdmx_rpc_workers *w, unsigned
  * clients are closed (their calls fail UNAVAILABLE on the client side; the
  * server's own calls are cancelled, cancel callbacks run there; gone runs
  * for each), its engine objects released; joins the threads. From any
- * thread but a worker's. NULL / *w == NULL is a no-op. */
+ * thread but a worker's (RDMX_E_BAD_STATE). NULL / *w == NULL is a no-op. */
 int rdmx_rpc_workers_destroy(struct rdmx_rpc_workers **w);
 
 #ifdef __cplusplus

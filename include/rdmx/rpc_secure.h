@@ -305,7 +305,7 @@ int rdmx_rpc_secure_workers_index_of(const struct rdmx_rpc_secure_workers *w,
  * complete once: UNAVAILABLE on the client side; the server's own calls
  * are cancelled, cancel callbacks run there; gone runs for each) and
  * ends; joins the threads and frees everything. From any thread but a
- * worker's. NULL / *w == NULL is a no-op. */
+ * worker's (RDMX_E_BAD_STATE). NULL / *w == NULL is a no-op. */
 int rdmx_rpc_secure_workers_destroy(struct rdmx_rpc_secure_workers **w);
 
 #ifdef __cplusplus

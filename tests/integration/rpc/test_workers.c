@@ -131,13 +131,19 @@ static void w_ic_done(const struct rdmx_rpc_call_info *info, enum rdmx_rpc_code 
 	atomic_fetch_add(&ic_done, 1);
 }
 
+static atomic_int destroy_from_worker;
+
 static void w_connected(struct rdmx_rpc_workers *w, unsigned worker, struct rdmx_rpc_ep *ep,
                         void *arg)
 {
+	struct rdmx_rpc_workers *copy = w;
+
 	(void)ep;
 	(void)arg;
 	if (worker < rdmx_rpc_workers_get_count(w))
 		atomic_fetch_add(&conn_cbs, 1);
+	/* a worker cannot stop the workers (it would join itself) */
+	atomic_store(&destroy_from_worker, rdmx_rpc_workers_destroy(&copy));
 }
 
 static void w_gone(struct rdmx_rpc_workers *w, unsigned worker, struct rdmx_rpc_ep *ep, int status,
@@ -350,6 +356,7 @@ static void many_clients(unsigned workers)
 		cr_assert_eq(rdmx_rpc_workers_get_clients(f.w, i),
 		             rdmx_rpc_workers_get_assigned(f.w, i), "worker %u clients", i);
 	cr_assert_eq(atomic_load(&conn_cbs), W_CLIENTS);
+	cr_assert_eq(atomic_load(&destroy_from_worker), RDMX_E_BAD_STATE);
 	cr_assert_eq(atomic_load(&echoes), total);
 	pthread_mutex_lock(&seen_lock);
 	cr_assert_eq(n_seen, workers, "calls served on %u threads, want %u", n_seen, workers);
