@@ -240,6 +240,18 @@ int rdmx_ctx_stop_listen(struct rdmx_ctx *ctx)
 	return 0;
 }
 
+int rdmx_ctx_listen_join(struct rdmx_ctx *ctx, struct rdmx_ctx *listener)
+{
+	if (!ctx || !listener || ctx == listener || ctx->dev != listener->dev)
+		return RDMX_E_INVAL;
+	if (ctx->state != RDMX_CTX_RUNNING || listener->state != RDMX_CTX_RUNNING ||
+	    !ctx->request_cb || ctx->listening || !listener->listening)
+		return RDMX_E_BAD_STATE;
+	if (!ctx->dev->ops->listen_join)
+		return RDMX_E_NOT_SUPPORTED;
+	return ctx->dev->ops->listen_join(ctx, listener);
+}
+
 int rdmx_ctx_connect_to_addr(struct rdmx_ctx *ctx, const struct rdmx_addr *addr,
                              const void *private_data, size_t private_data_len, void *user_data,
                              struct rdmx_conn **conn)

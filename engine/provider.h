@@ -88,6 +88,9 @@ struct rdmx_provider_ops {
 	/* connections (cm) */
 	int (*listen)(struct rdmx_ctx *ctx, uint16_t port);
 	void (*stop_listen)(struct rdmx_ctx *ctx);
+	/* Optional: deal the listener's cm connections to ctx too
+	 * (rdmx_ctx_listen_join); ctx leaves at ctx_stop. */
+	int (*listen_join)(struct rdmx_ctx *ctx, struct rdmx_ctx *listener);
 	int (*connect_to_addr)(struct rdmx_conn *conn, const struct rdmx_addr *addr, const void *pd,
 	                       size_t pd_len);
 	int (*conn_accept)(struct rdmx_conn *conn, const void *pd, size_t pd_len);

@@ -42,7 +42,7 @@ struct rdmx__builtins {
 	size_t n_files;
 	struct rdmx__health_entry *health;
 	size_t n_health;
-	enum rdmx_health_status overall;
+	_Atomic enum rdmx_health_status overall; /* set from any thread (multi-worker servers) */
 	struct rdmx__health_watch *watchers; /* open Health/Watch streams (health.c) */
 };
 

@@ -405,7 +405,7 @@ int rdmx_rpc_ep_create(struct rdmx_chan *chan, struct rdmx_rpc_server *server,
 		}
 	}
 	if (server)
-		server->refs++;
+		atomic_fetch_add(&server->refs, 1);
 	rdmx__chan_set_idle_cb(chan, on_chan_idle, ep);
 	rdmx_chan_set_callbacks(chan, on_msg, on_chan_event, ep);
 	rdmx__chan_set_owner(chan, ep);
@@ -464,7 +464,7 @@ int rdmx_rpc_ep_destroy(struct rdmx_rpc_ep **epp)
 		call_complete(ep, c, RDMX_RPC_UNAVAILABLE, "endpoint destroyed", NULL, 0);
 	}
 	if (ep->server)
-		ep->server->refs--;
+		atomic_fetch_sub(&ep->server->refs, 1);
 	ep->server = NULL;
 	ep->destroy_pending = true;
 	ep->busy--;

@@ -7,6 +7,8 @@
 #ifndef RDMX_RPC_PRIV_H
 #define RDMX_RPC_PRIV_H
 
+#include <stdatomic.h>
+
 #include <rdmx/channel.h>
 #include <rdmx/rpc.h>
 #include <rdmx/rpc_stream.h>
@@ -119,6 +121,21 @@ void rdmx__stats_done(struct rdmx_rpc_stats *s, enum rdmx_rpc_code code, uint64_
 struct rpc_mstats *rdmx__mstats_get(struct rdmx__map *m, uint32_t method, bool known);
 void rdmx__mstats_free_all(struct rdmx__map *m);
 
+/* A registered method's server-side counters, one slot per thread that
+ * serves it (threads take a slot on first use, give it back when they
+ * exit), summed on read: threads serving one server never write the same
+ * memory, so the hot path takes no lock. Past RPC_STAT_SLOTS - 1 threads
+ * at once the rest share the last slot, under a mutex. */
+#define RPC_STAT_SLOTS 128u
+struct rpc_method;
+/* The calling thread's counters of m, created on first use (NULL when out
+ * of memory); pair with rdmx__method_stats_put. */
+struct rdmx_rpc_stats *rdmx__method_stats_get(struct rpc_method *m);
+void rdmx__method_stats_put(struct rdmx_rpc_stats *s);
+/* Sums the slots into *out. */
+void rdmx__method_stats_sum(const struct rpc_method *m, struct rdmx_rpc_stats *out);
+void rdmx__method_stats_free(struct rpc_method *m);
+
 /* ---- server ---- */
 struct rpc_method {
 	uint32_t id;
@@ -127,12 +144,13 @@ struct rpc_method {
 	rdmx_rpc_stream_handler stream_handler; /* stream.c */
 	enum rdmx_rpc_stream_kind kind;
 	void *arg;
-	struct rdmx_rpc_stats stats; /* server role, summed over endpoints */
+	/* server role, summed over endpoints: one slot per serving thread */
+	_Atomic(struct rdmx_rpc_stats *) stats[RPC_STAT_SLOTS];
 };
 
 struct rdmx_rpc_server {
 	struct rdmx__map methods; /* id -> rpc_method */
-	uint32_t refs;            /* endpoints using it */
+	atomic_uint refs;         /* endpoints using it (from any thread) */
 	struct rpc_chain *chain;  /* server interceptors, NULL when none */
 };
 

@@ -47,6 +47,7 @@ int rdmx_rpc_server_destroy(struct rdmx_rpc_server **server)
 	rdmx__rpc_builtins_release(*server);
 	rdmx__ic_chain_free(&(*server)->chain);
 	while ((m = rdmx__map_next(&(*server)->methods, &pos, NULL))) {
+		rdmx__method_stats_free(m);
 		free(m->name);
 		free(m);
 	}
@@ -352,10 +353,15 @@ void rdmx__rpc_on_request(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const
 			s->oneway++;
 	}
 	if (m) {
-		m->stats.calls++;
-		m->stats.bytes_received += len;
-		if (oneway)
-			m->stats.oneway++;
+		struct rdmx_rpc_stats *s = rdmx__method_stats_get(m);
+
+		if (s) {
+			s->calls++;
+			s->bytes_received += len;
+			if (oneway)
+				s->oneway++;
+			rdmx__method_stats_put(s);
+		}
 	}
 	rc = rdmx__map_put(&ep->incoming, c->id, c);
 	if (rc) {
@@ -516,7 +522,7 @@ int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 	struct rdmx_rpc_ep *ep;
 	struct rdmx_rpc_stats *tot;
 	unsigned how = 0;
-	bool expired;
+	bool expired, sent = false;
 	uint64_t ns;
 	int ret = 0;
 
@@ -548,14 +554,13 @@ int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 		if (ret == 0 && call->ic && code == RDMX_RPC_OK)
 			rdmx__ic_message(call->ic, true, resp && !resp->encode ? resp->obj : NULL,
 			                 resp ? resp->len : 0);
+		sent = true;
 		if (ret == 0) {
 			size_t blen = resp ? resp->len : 0;
 
 			tot->bytes_sent += blen;
 			if (call->ms)
 				call->ms->st[RDMX_RPC_ROLE_SERVER].bytes_sent += blen;
-			if (call->m)
-				call->m->stats.bytes_sent += blen;
 		} else if (ret == RDMX_E_TOO_BIG) {
 			code = RDMX_RPC_RESOURCE_EXHAUSTED;
 		}
@@ -563,15 +568,11 @@ int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 			tot->credit_stalls++;
 			if (call->ms)
 				call->ms->st[RDMX_RPC_ROLE_SERVER].credit_stalls++;
-			if (call->m)
-				call->m->stats.credit_stalls++;
 		}
 		if (how & RDMX__SENT_RDV) {
 			tot->rendezvous++;
 			if (call->ms)
 				call->ms->st[RDMX_RPC_ROLE_SERVER].rendezvous++;
-			if (call->m)
-				call->m->stats.rendezvous++;
 		}
 	} else if (expired) {
 		code = RDMX_RPC_DEADLINE_EXCEEDED;
@@ -584,8 +585,20 @@ int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 	rdmx__stats_done(tot, code, ns);
 	if (call->ms)
 		rdmx__stats_done(&call->ms->st[RDMX_RPC_ROLE_SERVER], code, ns);
-	if (call->m)
-		rdmx__stats_done(&call->m->stats, code, ns);
+	if (call->m) {
+		struct rdmx_rpc_stats *s = rdmx__method_stats_get(call->m);
+
+		if (s) {
+			if (ret == 0 && sent)
+				s->bytes_sent += resp ? resp->len : 0;
+			if (how & RDMX__SENT_QUEUED)
+				s->credit_stalls++;
+			if (how & RDMX__SENT_RDV)
+				s->rendezvous++;
+			rdmx__stats_done(s, code, ns);
+			rdmx__method_stats_put(s);
+		}
+	}
 	scall_put(call);
 	ep->busy++;
 	rdmx__rpc_check_active(ep);

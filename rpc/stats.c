@@ -6,7 +6,9 @@
  * registered (and the ids its own calls name); every id a peer names that
  * the server does not know shares one "unknown" bucket, so a peer cannot
  * grow the endpoint's memory by naming ids. */
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -178,6 +180,137 @@ int rdmx_rpc_server_get_method_stats(const struct rdmx_rpc_server *server, uint3
 	m = rdmx__map_get(&server->methods, method_id);
 	if (!m)
 		return RDMX_E_NOT_FOUND;
-	*stats = m->stats;
+	rdmx__method_stats_sum(m, stats);
 	return 0;
+}
+
+/* ---- a method's server counters, one slot per serving thread ---- */
+
+#define SHARED_SLOT (RPC_STAT_SLOTS - 1u)
+
+static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool slot_used[SHARED_SLOT];
+static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
+static pthread_key_t slot_key;
+static bool slot_key_ok;
+static _Thread_local unsigned thread_slot; /* 0: none yet, else slot + 1 */
+
+static void slot_release(void *p)
+{
+	unsigned i = (unsigned)((uintptr_t)p - 1u);
+
+	pthread_mutex_lock(&slot_lock);
+	if (i < SHARED_SLOT)
+		slot_used[i] = false;
+	pthread_mutex_unlock(&slot_lock);
+}
+
+static void slot_key_make(void)
+{
+	slot_key_ok = pthread_key_create(&slot_key, slot_release) == 0;
+}
+
+/* A thread keeps its slot until it exits; the next thread to take it adds
+ * to the same sums, which is what a sum over time means. */
+static unsigned my_slot(void)
+{
+	unsigned i;
+
+	if (thread_slot)
+		return thread_slot - 1u;
+	pthread_once(&slot_once, slot_key_make);
+	pthread_mutex_lock(&slot_lock);
+	for (i = 0; i < SHARED_SLOT && (slot_used[i] || !slot_key_ok); i++)
+		;
+	if (i < SHARED_SLOT) {
+		if (pthread_setspecific(slot_key, (void *)(uintptr_t)(i + 1u)))
+			i = SHARED_SLOT;
+		else
+			slot_used[i] = true;
+	}
+	pthread_mutex_unlock(&slot_lock);
+	thread_slot = i + 1u;
+	return i;
+}
+
+struct rdmx_rpc_stats *rdmx__method_stats_get(struct rpc_method *m)
+{
+	unsigned i = my_slot();
+	struct rdmx_rpc_stats *s;
+
+	if (i == SHARED_SLOT)
+		pthread_mutex_lock(&shared_lock);
+	s = atomic_load_explicit(&m->stats[i], memory_order_acquire);
+	if (!s) {
+		/* only this thread (or the shared slot's lock holder) fills it */
+		s = calloc(1, sizeof(*s));
+		if (s)
+			atomic_store_explicit(&m->stats[i], s, memory_order_release);
+	}
+	if (!s && i == SHARED_SLOT)
+		pthread_mutex_unlock(&shared_lock);
+	return s;
+}
+
+void rdmx__method_stats_put(struct rdmx_rpc_stats *s)
+{
+	if (s && thread_slot - 1u == SHARED_SLOT)
+		pthread_mutex_unlock(&shared_lock);
+}
+
+static void stats_add(struct rdmx_rpc_stats *d, const struct rdmx_rpc_stats *s)
+{
+	const struct rdmx_rpc_hist *h = &s->latency;
+
+	d->calls += s->calls;
+	d->completed += s->completed;
+	for (unsigned c = 0; c < RDMX_RPC_CODE_COUNT; c++)
+		d->by_code[c] += s->by_code[c];
+	d->errors += s->errors;
+	d->oneway += s->oneway;
+	d->bytes_sent += s->bytes_sent;
+	d->bytes_received += s->bytes_received;
+	d->credit_stalls += s->credit_stalls;
+	d->rendezvous += s->rendezvous;
+	d->cancels += s->cancels;
+	d->late_replies += s->late_replies;
+	if (h->count) {
+		if (!d->latency.count || h->min_ns < d->latency.min_ns)
+			d->latency.min_ns = h->min_ns;
+		if (h->max_ns > d->latency.max_ns)
+			d->latency.max_ns = h->max_ns;
+	}
+	d->latency.count += h->count;
+	d->latency.sum_ns += h->sum_ns;
+	for (unsigned b = 0; b < RDMX_RPC_HIST_BUCKETS; b++)
+		d->latency.buckets[b] += h->buckets[b];
+}
+
+void rdmx__method_stats_sum(const struct rpc_method *m, struct rdmx_rpc_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (unsigned i = 0; i < RPC_STAT_SLOTS; i++) {
+		struct rdmx_rpc_stats *s =
+		    atomic_load_explicit(&((struct rpc_method *)m)->stats[i], memory_order_acquire);
+
+		if (!s)
+			continue;
+		if (i == SHARED_SLOT) {
+			pthread_mutex_lock(&shared_lock);
+			stats_add(out, s);
+			pthread_mutex_unlock(&shared_lock);
+		} else {
+			/* another thread may be adding: each counter is read
+			 * whole (aligned 64-bit words), the set may lag by the
+			 * calls in progress */
+			stats_add(out, s);
+		}
+	}
+}
+
+void rdmx__method_stats_free(struct rpc_method *m)
+{
+	for (unsigned i = 0; i < RPC_STAT_SLOTS; i++)
+		free(atomic_exchange(&m->stats[i], NULL));
 }

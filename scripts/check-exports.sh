@@ -61,6 +61,8 @@ names=(
 	rdmx_rpc_call_set_details rdmx_rpc_ep_add_interceptor rdmx_rpc_server_add_interceptor
 	rdmx_registry_balancer_call rdmx_registry_balancer_create_secure
 	rdmx_registry_balancer_get_retries
+	rdmx_ctx_listen_join rdmx_rpc_workers_listen rdmx_rpc_workers_destroy
+	rdmx_rpc_workers_get_count rdmx_rpc_workers_get_assigned rdmx_rpc_workers_get_clients
 )
 exported=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }')
 missing=0
@@ -71,4 +73,25 @@ for n in "${names[@]}"; do
 	fi
 done
 echo "check-exports: ${#names[@]} engine names checked, $missing missing"
+# the libev servers' library beside it (when installed there)
+ev_lib=$(dirname "$lib")/librdmx_secure_ev.so
+ev_names=(
+	rdmx_rpc_secure_listen rdmx_rpc_secure_server_destroy
+	rdmx_rpc_secure_workers_listen rdmx_rpc_secure_workers_destroy
+	rdmx_rpc_secure_workers_get_port rdmx_rpc_secure_workers_get_count
+	rdmx_rpc_secure_workers_get_assigned rdmx_rpc_secure_workers_get_clients
+	rdmx_rpc_secure_workers_index_of
+)
+if [ -e "$ev_lib" ]; then
+	ev_exported=$(nm -D --defined-only "$ev_lib" | awk '$2 == "T" { print $3 }')
+	ev_missing=0
+	for n in "${ev_names[@]}"; do
+		if ! grep -qx "$n" <<<"$ev_exported"; then
+			echo "check-exports: $ev_lib does not export $n"
+			ev_missing=$((ev_missing + 1))
+		fi
+	done
+	echo "check-exports: ${#ev_names[@]} libev server names checked, $ev_missing missing"
+	missing=$((missing + ev_missing))
+fi
 [ "$missing" -eq 0 ]

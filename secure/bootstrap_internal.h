@@ -31,4 +31,16 @@ int rdmx__bootstrap_accept(struct rdmx_bootstrap *b, const void *frame, size_t l
  * gone); returns the sticky reason. */
 int rdmx__bootstrap_lost(struct rdmx_bootstrap *b, int reason);
 
+/* bootstrap_server.c: a server fed with accepted sockets instead of a
+ * listening socket of its own (rdmx__tls_listener_create_unbound). */
+struct ev_loop;
+struct sockaddr_storage;
+int rdmx__bootstrap_server_create_unbound(struct ev_loop *loop, struct rdmx_ctx *ctx,
+                                          struct rdmx_tls_config *cfg, const char *name,
+                                          const struct rdmx_bootstrap_server_ops *ops, void *arg,
+                                          struct rdmx_bootstrap_server **out);
+struct rdmx_tls_listener *rdmx__bootstrap_server_listener(struct rdmx_bootstrap_server *srv);
+void rdmx__bootstrap_server_adopt(struct rdmx_bootstrap_server *srv, int fd,
+                                  const struct sockaddr_storage *src);
+
 #endif

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #endif
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -199,10 +200,10 @@ static void tls_established(struct rdmx_tls_listener *l, struct rdmx_tls_conn *t
 	ev_feed_event(srv->loop, &s->io, EV_READ);
 }
 
-int rdmx_bootstrap_server_create(struct ev_loop *loop, struct rdmx_ctx *ctx,
-                                 struct rdmx_tls_config *cfg, const char *host, uint16_t port,
-                                 const char *name, const struct rdmx_bootstrap_server_ops *ops,
-                                 void *arg, struct rdmx_bootstrap_server **out)
+static int server_create(struct ev_loop *loop, struct rdmx_ctx *ctx, struct rdmx_tls_config *cfg,
+                         bool bound, const char *host, uint16_t port, const char *name,
+                         const struct rdmx_bootstrap_server_ops *ops, void *arg,
+                         struct rdmx_bootstrap_server **out)
 {
 	struct rdmx_bootstrap_server *srv;
 	int ret;
@@ -223,7 +224,10 @@ int rdmx_bootstrap_server_create(struct ev_loop *loop, struct rdmx_ctx *ctx,
 	srv->ops = *ops;
 	srv->arg = arg;
 	rdmx_tls_config_get_handshake_timeout(cfg, &srv->timeout_ms);
-	ret = rdmx_tls_listener_create(loop, cfg, host, port, tls_established, srv, &srv->listener);
+	ret = bound ? rdmx_tls_listener_create(loop, cfg, host, port, tls_established, srv,
+	                                       &srv->listener)
+	            : rdmx__tls_listener_create_unbound(loop, cfg, tls_established, srv,
+	                                                &srv->listener);
 	if (ret) {
 		free(srv->name);
 		free(srv);
@@ -231,6 +235,33 @@ int rdmx_bootstrap_server_create(struct ev_loop *loop, struct rdmx_ctx *ctx,
 	}
 	*out = srv;
 	return RDMX_OK;
+}
+
+int rdmx_bootstrap_server_create(struct ev_loop *loop, struct rdmx_ctx *ctx,
+                                 struct rdmx_tls_config *cfg, const char *host, uint16_t port,
+                                 const char *name, const struct rdmx_bootstrap_server_ops *ops,
+                                 void *arg, struct rdmx_bootstrap_server **out)
+{
+	return server_create(loop, ctx, cfg, true, host, port, name, ops, arg, out);
+}
+
+int rdmx__bootstrap_server_create_unbound(struct ev_loop *loop, struct rdmx_ctx *ctx,
+                                          struct rdmx_tls_config *cfg, const char *name,
+                                          const struct rdmx_bootstrap_server_ops *ops, void *arg,
+                                          struct rdmx_bootstrap_server **out)
+{
+	return server_create(loop, ctx, cfg, false, NULL, 0, name, ops, arg, out);
+}
+
+struct rdmx_tls_listener *rdmx__bootstrap_server_listener(struct rdmx_bootstrap_server *srv)
+{
+	return srv->listener;
+}
+
+void rdmx__bootstrap_server_adopt(struct rdmx_bootstrap_server *srv, int fd,
+                                  const struct sockaddr_storage *src)
+{
+	rdmx__tls_listener_adopt(srv->listener, fd, src);
 }
 
 int rdmx_bootstrap_server_get_port(const struct rdmx_bootstrap_server *srv, uint16_t *port)

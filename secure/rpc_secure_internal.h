@@ -80,4 +80,19 @@ struct rdmx_rpc_secure_conn {
 /* Copies the peer's names out of conn->b (so they outlive the session). */
 void rdmx__rpc_secure_conn_names(struct rdmx_rpc_secure_conn *conn);
 
+/* rpc_secure_server.c: a secure server without a listening socket, fed
+ * with accepted sockets (the multi-worker server, rpc_secure_workers.c). */
+struct ev_loop;
+struct sockaddr_storage;
+struct rdmx_rpc_secure_server_ops;
+int rdmx__rpc_secure_listen_unbound(struct ev_loop *loop, struct rdmx_rpc_server *server,
+                                    struct rdmx_tls_config *tls,
+                                    const struct rdmx_rpc_secure_server_ops *ops,
+                                    const struct rdmx_rpc_secure_opts *opts, void *arg,
+                                    struct rdmx_rpc_secure_server **out);
+struct rdmx_tls_listener *rdmx__rpc_secure_server_listener(struct rdmx_rpc_secure_server *srv);
+/* On the server's loop thread; the server owns fd from now on. */
+void rdmx__rpc_secure_server_adopt(struct rdmx_rpc_secure_server *srv, int fd,
+                                   const struct sockaddr_storage *src);
+
 #endif

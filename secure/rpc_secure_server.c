@@ -35,6 +35,7 @@
 #include <rdmx/rpc.h>
 #include <rdmx/rpc_secure.h>
 
+#include "bootstrap_internal.h"
 #include "rpc_secure_internal.h"
 #include "tls_internal.h"
 
@@ -344,11 +345,11 @@ static void close_engine(struct rdmx_rpc_secure_server *srv)
 		rdmx_dev_close(&srv->dev);
 }
 
-int rdmx_rpc_secure_listen(struct ev_loop *loop, struct rdmx_rpc_server *server,
-                           struct rdmx_tls_config *tls, const char *host, uint16_t port,
-                           const struct rdmx_rpc_secure_server_ops *ops,
-                           const struct rdmx_rpc_secure_opts *opts, void *arg,
-                           struct rdmx_rpc_secure_server **out)
+static int secure_listen(struct ev_loop *loop, struct rdmx_rpc_server *server,
+                         struct rdmx_tls_config *tls, bool bound, const char *host, uint16_t port,
+                         const struct rdmx_rpc_secure_server_ops *ops,
+                         const struct rdmx_rpc_secure_opts *opts, void *arg,
+                         struct rdmx_rpc_secure_server **out)
 {
 	static const struct rdmx_bootstrap_server_ops bs_ops = {request, established, lost};
 	struct rdmx_rpc_secure_server *srv;
@@ -380,8 +381,10 @@ int rdmx_rpc_secure_listen(struct ev_loop *loop, struct rdmx_rpc_server *server,
 	                              &srv->reply_len);
 	if (ret)
 		goto close_engine;
-	ret = rdmx_bootstrap_server_create(loop, srv->ctx, tls, host, port,
-	                                   opts ? opts->name : NULL, &bs_ops, srv, &srv->bs);
+	ret = bound ? rdmx_bootstrap_server_create(loop, srv->ctx, tls, host, port,
+	                                           opts ? opts->name : NULL, &bs_ops, srv, &srv->bs)
+	            : rdmx__bootstrap_server_create_unbound(
+	                  loop, srv->ctx, tls, opts ? opts->name : NULL, &bs_ops, srv, &srv->bs);
 	if (ret)
 		goto close_engine;
 	*out = srv;
@@ -392,6 +395,35 @@ close_engine:
 free_srv:
 	free(srv);
 	return ret;
+}
+
+int rdmx_rpc_secure_listen(struct ev_loop *loop, struct rdmx_rpc_server *server,
+                           struct rdmx_tls_config *tls, const char *host, uint16_t port,
+                           const struct rdmx_rpc_secure_server_ops *ops,
+                           const struct rdmx_rpc_secure_opts *opts, void *arg,
+                           struct rdmx_rpc_secure_server **out)
+{
+	return secure_listen(loop, server, tls, true, host, port, ops, opts, arg, out);
+}
+
+int rdmx__rpc_secure_listen_unbound(struct ev_loop *loop, struct rdmx_rpc_server *server,
+                                    struct rdmx_tls_config *tls,
+                                    const struct rdmx_rpc_secure_server_ops *ops,
+                                    const struct rdmx_rpc_secure_opts *opts, void *arg,
+                                    struct rdmx_rpc_secure_server **out)
+{
+	return secure_listen(loop, server, tls, false, NULL, 0, ops, opts, arg, out);
+}
+
+struct rdmx_tls_listener *rdmx__rpc_secure_server_listener(struct rdmx_rpc_secure_server *srv)
+{
+	return rdmx__bootstrap_server_listener(srv->bs);
+}
+
+void rdmx__rpc_secure_server_adopt(struct rdmx_rpc_secure_server *srv, int fd,
+                                   const struct sockaddr_storage *src)
+{
+	rdmx__bootstrap_server_adopt(srv->bs, fd, src);
 }
 
 int rdmx_rpc_secure_server_get_port(const struct rdmx_rpc_secure_server *srv, uint16_t *port)

@@ -66,6 +66,29 @@ const char *rdmx__tls_conn_verify_failure(const struct rdmx_tls_conn *conn, cons
  * ClientHello on a server): the listener's "half-open" test. */
 int rdmx__tls_conn_hello_done(const struct rdmx_tls_conn *conn);
 
+/* ---- tls_listener.c ---- */
+
+struct sockaddr_storage;
+struct rdmx_tls_listener;
+/* A listener without a socket of its own: it handshakes the connections
+ * handed to it by rdmx__tls_listener_adopt (rdmx_tls_listener_get_port
+ * answers 0). */
+int rdmx__tls_listener_create_unbound(struct ev_loop *loop, struct rdmx_tls_config *cfg,
+                                      rdmx_tls_established_cb established, void *arg,
+                                      struct rdmx_tls_listener **out);
+/* Takes an accepted, non-blocking socket as if it had accepted it itself
+ * (limits, timeout, handshake); the listener owns fd from now on. On the
+ * listener's loop thread. */
+void rdmx__tls_listener_adopt(struct rdmx_tls_listener *l, int fd,
+                              const struct sockaddr_storage *src);
+
+/* Hands every socket the listener accepts to fn instead of handshaking it
+ * (fn owns fd; it may give it back with rdmx__tls_listener_adopt). */
+typedef void (*rdmx__tls_dispatch_fn)(struct rdmx_tls_listener *l, int fd,
+                                      const struct sockaddr_storage *src, void *arg);
+void rdmx__tls_listener_set_dispatch(struct rdmx_tls_listener *l, rdmx__tls_dispatch_fn fn,
+                                     void *arg);
+
 /* ---- tls_bio.c ---- */
 
 /* A socket BIO that sends with MSG_NOSIGNAL. Does not own the fd. */

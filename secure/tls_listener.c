@@ -18,6 +18,7 @@
 #endif
 
 #include <errno.h>
+#include <stdbool.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,8 @@ struct rdmx_tls_listener {
 	rdmx_tls_established_cb established;
 	rdmx_tls_refused_cb refused;
 	void *arg;
+	rdmx__tls_dispatch_fn dispatch; /* NULL: handshake here */
+	void *dispatch_arg;
 
 	struct rate_log limit_log;
 	struct rate_log timeout_log;
@@ -389,6 +392,10 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			ev_timer_start(l->loop, &l->resume_timer);
 			return;
 		}
+		if (l->dispatch) {
+			l->dispatch(l, fd, &src, l->dispatch_arg);
+			continue;
+		}
 		l->stats.accepted++;
 		handshake_start(l, fd, &src);
 	}
@@ -440,9 +447,9 @@ static int bind_listen(const char *host, uint16_t port, int *out_fd, uint16_t *o
 	return RDMX_OK;
 }
 
-int rdmx_tls_listener_create(struct ev_loop *loop, struct rdmx_tls_config *cfg, const char *host,
-                             uint16_t port, rdmx_tls_established_cb established, void *arg,
-                             struct rdmx_tls_listener **out)
+static int listener_create(struct ev_loop *loop, struct rdmx_tls_config *cfg, bool bound,
+                           const char *host, uint16_t port, rdmx_tls_established_cb established,
+                           void *arg, struct rdmx_tls_listener **out)
 {
 	struct rdmx_tls_listener *l;
 	int ret;
@@ -461,7 +468,8 @@ int rdmx_tls_listener_create(struct ev_loop *loop, struct rdmx_tls_config *cfg, 
 	l->arg = arg;
 	rdmx_tls_config_get_handshake_timeout(cfg, &l->timeout_ms);
 	rdmx_tls_config_get_handshake_limits(cfg, &l->max_total, &l->max_per_source);
-	ret = bind_listen(host, port, &l->fd, &l->port);
+	l->fd = -1;
+	ret = bound ? bind_listen(host, port, &l->fd, &l->port) : RDMX_OK;
 	if (ret) {
 		free(l);
 		return ret;
@@ -473,9 +481,38 @@ int rdmx_tls_listener_create(struct ev_loop *loop, struct rdmx_tls_config *cfg, 
 	l->resume_timer.data = l;
 	rate_log_init(&l->limit_log, "handshake evictions");
 	rate_log_init(&l->timeout_log, "handshake timeouts");
-	ev_io_start(loop, &l->accept_io);
+	if (bound)
+		ev_io_start(loop, &l->accept_io);
 	*out = l;
 	return RDMX_OK;
+}
+
+int rdmx_tls_listener_create(struct ev_loop *loop, struct rdmx_tls_config *cfg, const char *host,
+                             uint16_t port, rdmx_tls_established_cb established, void *arg,
+                             struct rdmx_tls_listener **out)
+{
+	return listener_create(loop, cfg, true, host, port, established, arg, out);
+}
+
+int rdmx__tls_listener_create_unbound(struct ev_loop *loop, struct rdmx_tls_config *cfg,
+                                      rdmx_tls_established_cb established, void *arg,
+                                      struct rdmx_tls_listener **out)
+{
+	return listener_create(loop, cfg, false, NULL, 0, established, arg, out);
+}
+
+void rdmx__tls_listener_set_dispatch(struct rdmx_tls_listener *l, rdmx__tls_dispatch_fn fn,
+                                     void *arg)
+{
+	l->dispatch = fn;
+	l->dispatch_arg = arg;
+}
+
+void rdmx__tls_listener_adopt(struct rdmx_tls_listener *l, int fd,
+                              const struct sockaddr_storage *src)
+{
+	l->stats.accepted++;
+	handshake_start(l, fd, src);
 }
 
 int rdmx_tls_listener_set_refused_cb(struct rdmx_tls_listener *l, rdmx_tls_refused_cb cb)
@@ -519,7 +556,8 @@ int rdmx_tls_listener_destroy(struct rdmx_tls_listener **lp)
 	ev_timer_stop(l->loop, &l->timeout_log.flush);
 	rate_report(&l->limit_log, ev_now(l->loop));
 	rate_report(&l->timeout_log, ev_now(l->loop));
-	close(l->fd);
+	if (l->fd >= 0)
+		close(l->fd);
 	free(l);
 	*lp = NULL;
 	return RDMX_OK;

@@ -246,6 +246,22 @@ int rdmx_conn_is_sealed(const struct rdmx_conn *conn, bool *sealed);
 /* rdma_cm style. Listen on `port` (all addresses of the device). */
 int rdmx_ctx_listen(struct rdmx_ctx *ctx, uint16_t port);
 int rdmx_ctx_stop_listen(struct rdmx_ctx *ctx);
+/* Shares the cm listener of `listener` (RUNNING, listening, on the same
+ * device) with `ctx` (RUNNING, with a request callback, not listening): from
+ * then on the connections that reach the listener's port are dealt in turn,
+ * at accept time, to the listener and each context that joined it, in the
+ * order they joined; a connection dealt to ctx is ctx's own (its request,
+ * established and later events come from ctx's progress engine, on ctx's
+ * thread). This is how one port is served by many contexts, each driven by
+ * its own thread. Call it before the two engines are driven from different
+ * threads, or from the thread that drives ctx. ctx leaves the group when it
+ * stops; when the listener stops listening no more connections are dealt.
+ * Errors: RDMX_E_INVAL (NULL, ctx == listener, different devices),
+ * RDMX_E_BAD_STATE, RDMX_E_FULL (RDMX_CTX_MAX_LISTEN_GROUP contexts already),
+ * RDMX_E_NOT_SUPPORTED (the provider: the tcp provider shares, verbs does
+ * not), RDMX_E_NOMEM. */
+#define RDMX_CTX_MAX_LISTEN_GROUP 64u
+int rdmx_ctx_listen_join(struct rdmx_ctx *ctx, struct rdmx_ctx *listener);
 /* Private data: at most RDMX_PRIVATE_DATA_MAX bytes (else RDMX_E_INVAL). The
  * result arrives as the established or failure callback (RDMX_E_CONN_REFUSED
  * when rejected). *conn written on success. */

@@ -309,9 +309,69 @@ int rdmx_rpc_ep_get_method_stats(const struct rdmx_rpc_ep *ep, enum rdmx_rpc_rol
 int rdmx_rpc_ep_list_methods(const struct rdmx_rpc_ep *ep, enum rdmx_rpc_role role, uint32_t *ids,
                              size_t max, size_t *count);
 /* A method's server-side counters summed over every endpoint that used the
- * server (kept when endpoints go). RDMX_E_NOT_FOUND if not registered. */
+ * server (kept when endpoints go). RDMX_E_NOT_FOUND if not registered.
+ * They are kept per serving thread (no lock on the call path when many
+ * threads serve one server, as the multi-worker servers do) and summed
+ * here; any thread may call it, and while other threads serve, the sum may
+ * lag the calls in progress. */
 int rdmx_rpc_server_get_method_stats(const struct rdmx_rpc_server *server, uint32_t method_id,
                                      struct rdmx_rpc_stats *stats);
+
+/* ---- multi-worker server over the cm flow (rpc/workers.c) ---- */
+
+/* One rdmx_rpc_server served by N worker threads on the engine's
+ * rdma_cm-style listener (rdmx_ctx_listen; no authentication: the secure
+ * equivalent is rdmx_rpc_secure_workers_listen in rdmx/rpc_secure.h). Each
+ * worker is a thread with its own progress engine, context and channel
+ * worker on `dev`: run to completion, no locks on the call path. Worker 0's
+ * context listens on `port`, the others join its listener
+ * (rdmx_ctx_listen_join), so connections are dealt to the workers in turn
+ * at accept time (N consecutive clients land on N different workers); a
+ * client's connection, channel, endpoint and calls stay on its worker.
+ *
+ * Threading rule: handlers, stream handlers, server interceptors and the
+ * ops callbacks run on the owning worker's thread, concurrently with the
+ * other workers (shared state needs its own lock); a call is answered from
+ * its worker's thread only (its handler, a cancel callback, a timer of its
+ * engine); register every method and interceptor before listening (the
+ * table is read by every worker); rdmx_rpc_server_get_method_stats may be
+ * called from any thread (per-thread counters, summed).
+ *
+ * `connected` runs once a client's endpoint exists (its channel may still be
+ * starting), `gone` before it is destroyed (peer gone, protocol error, or
+ * the workers stopping: RDMX_E_CANCELED); neither may destroy the endpoint. */
+struct rdmx_dev;
+struct rdmx_rpc_workers;
+struct rdmx_rpc_workers_ops {
+	void (*connected)(struct rdmx_rpc_workers *w, unsigned worker, struct rdmx_rpc_ep *ep,
+	                  void *arg);
+	void (*gone)(struct rdmx_rpc_workers *w, unsigned worker, struct rdmx_rpc_ep *ep,
+	             int status, void *arg);
+};
+
+#define RDMX_RPC_MAX_WORKERS 64u
+
+/* Starts `workers` threads (1 .. RDMX_RPC_MAX_WORKERS) listening on `port`
+ * (not 0) of `dev` (borrowed: it must outlive the object and allow contexts
+ * on several threads). Signals are blocked on the worker threads. ops may
+ * be NULL. Errors: RDMX_E_INVAL, RDMX_E_NOMEM, RDMX_E_NOT_SUPPORTED (a
+ * provider that cannot share a listener, verbs, with workers > 1), the
+ * errors of rdmx_ctx_listen (RDMX_E_PROVIDER: the port is taken, logged). */
+int rdmx_rpc_workers_listen(unsigned workers, struct rdmx_rpc_server *server, struct rdmx_dev *dev,
+                            uint16_t port, const struct rdmx_rpc_workers_ops *ops, void *arg,
+                            struct rdmx_rpc_workers **w);
+unsigned rdmx_rpc_workers_get_count(const struct rdmx_rpc_workers *w);
+/* From any thread: connections dealt to worker `index` so far (counted at
+ * their request) and its clients with a live endpoint now. 0 for a bad
+ * index. */
+uint64_t rdmx_rpc_workers_get_assigned(const struct rdmx_rpc_workers *w, unsigned index);
+uint32_t rdmx_rpc_workers_get_clients(const struct rdmx_rpc_workers *w, unsigned index);
+/* Stops each worker on its own thread (worker 0, the listener, first): its
+ * clients are closed (their calls fail UNAVAILABLE on the client side; the
+ * server's own calls are cancelled, cancel callbacks run there; gone runs
+ * for each), its engine objects released; joins the threads. From any
+ * thread but a worker's (RDMX_E_BAD_STATE). NULL / *w == NULL is a no-op. */
+int rdmx_rpc_workers_destroy(struct rdmx_rpc_workers **w);
 
 #ifdef __cplusplus
 }

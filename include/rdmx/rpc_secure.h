@@ -237,6 +237,77 @@ rdmx_rpc_secure_server_get_worker(const struct rdmx_rpc_secure_server *srv);
  * NULL / *srv == NULL is a no-op. */
 int rdmx_rpc_secure_server_destroy(struct rdmx_rpc_secure_server **srv);
 
+/* ---- multi-worker server (libev; library rdmx_secure_ev) ---- */
+
+/* One rdmx_rpc_server served by N worker threads. Each worker is a thread
+ * with its own libev loop, device, progress engine, context and channel
+ * worker (a secure server of its own, as rdmx_rpc_secure_listen makes):
+ * run to completion, nothing shared on the hot path. One listening socket
+ * is watched by worker 0, which hands each accepted connection, before its
+ * TLS handshake, to the next worker in turn (round robin, so any N
+ * consecutive clients land on N different workers); from then on that
+ * client's handshake, bootstrap exchange, engine connection, channel,
+ * endpoint and every call on it live on that worker's thread.
+ *
+ * Threading rule: the handlers, stream handlers and server interceptors of
+ * `server`, and ops->accept / connected / gone, run on the thread of the
+ * worker that owns the client, concurrently with other workers: what they
+ * share with each other (their `arg`s, the application's state) needs its
+ * own lock. A call is answered (rdmx_rpc_respond, stream calls) from its
+ * worker's thread only, from a callback of that worker (a handler, a
+ * cancel callback, a timer of its engine). `server`'s handler table is
+ * read by every worker: register every method and interceptor before
+ * rdmx_rpc_secure_workers_listen. Its per-method counters are kept per
+ * thread and summed by rdmx_rpc_server_get_method_stats, which any thread
+ * may call (while workers run, the sum may lag the calls in progress).
+ *
+ * ops->max_clients (0: RDMX_RPC_SECURE_DEFAULT_MAX_CLIENTS) is split over
+ * the workers: each takes at most ceil(max_clients / workers). The TLS
+ * config's handshake limits apply per worker. opts->dev, when given, is
+ * shared by every worker (it must allow contexts on several threads, as
+ * the tcp and verbs providers do); else each worker opens its own device
+ * (opts->device or the default). */
+struct rdmx_rpc_secure_workers;
+
+#define RDMX_RPC_SECURE_MAX_WORKERS 64u
+
+/* Listens on host:port (as rdmx_rpc_secure_listen) and starts `workers`
+ * threads (1 .. RDMX_RPC_SECURE_MAX_WORKERS) serving `server`. Returns
+ * once every worker is ready: clients can connect. Signals are blocked on
+ * the worker threads. `server` and `tls` must outlive the object; ops and
+ * opts may be NULL and are copied; `arg` is passed to ops.
+ * Errors: RDMX_E_INVAL (workers out of range, arguments), RDMX_E_NOMEM,
+ * RDMX_E_PROVIDER (a thread could not start, errno logged) and the errors
+ * of rdmx_rpc_secure_listen. */
+int rdmx_rpc_secure_workers_listen(unsigned workers, struct rdmx_rpc_server *server,
+                                   struct rdmx_tls_config *tls, const char *host, uint16_t port,
+                                   const struct rdmx_rpc_secure_server_ops *ops,
+                                   const struct rdmx_rpc_secure_opts *opts, void *arg,
+                                   struct rdmx_rpc_secure_workers **workers_out);
+
+int rdmx_rpc_secure_workers_get_port(const struct rdmx_rpc_secure_workers *w, uint16_t *port);
+/* Number of workers (0 for NULL). */
+unsigned rdmx_rpc_secure_workers_get_count(const struct rdmx_rpc_secure_workers *w);
+/* Per worker, from any thread: connections handed to worker `index` since
+ * listen (counted at accept time, before their handshake), and its clients
+ * with a live endpoint now (from connected to gone). 0 for a bad index. */
+uint64_t rdmx_rpc_secure_workers_get_assigned(const struct rdmx_rpc_secure_workers *w,
+                                              unsigned index);
+uint32_t rdmx_rpc_secure_workers_get_clients(const struct rdmx_rpc_secure_workers *w,
+                                             unsigned index);
+/* The index of the worker whose server `srv` is (the `srv` of the ops
+ * callbacks), or -1 when it is not one of w's. */
+int rdmx_rpc_secure_workers_index_of(const struct rdmx_rpc_secure_workers *w,
+                                     const struct rdmx_rpc_secure_server *srv);
+
+/* Stops listening, then each worker, on its own thread, closes its clients
+ * as rdmx_rpc_secure_server_destroy does (calls outstanding on them
+ * complete once: UNAVAILABLE on the client side; the server's own calls
+ * are cancelled, cancel callbacks run there; gone runs for each) and
+ * ends; joins the threads and frees everything. From any thread but a
+ * worker's (RDMX_E_BAD_STATE). NULL / *w == NULL is a no-op. */
+int rdmx_rpc_secure_workers_destroy(struct rdmx_rpc_secure_workers **w);
+
 #ifdef __cplusplus
 }
 #endif

@@ -84,6 +84,8 @@ void kv_usage(FILE *f)
 	        "      --data DIR              keep the data in LMDB in DIR (default: in memory)\n"
 	        "      --data-max-bytes SIZE   with --data: the LMDB map size (default 1G)\n"
 	        "      --metrics HOST:PORT     Prometheus metrics at http://HOST:PORT/metrics\n"
+	        "      --workers N             serve from N threads, clients dealt out in turn "
+	        "(1..64, default 1)\n"
 	        "      (and --registry, --registry-name, --service, --ca, --cert, --key, --crl,\n"
 	        "       --allow-insecure-key, --device, --verbose as above)\n" RDMX_CLI_HELP_COMMON
 	        "Exit status: 0 done; 1 failure or not found; 2 usage error.\n");

@@ -8,7 +8,9 @@
 # printing each call with its latency, checks a few values again with the
 # one-shot commands and rdmx-call, then stops everything. The large value is
 # 64 MiB, or the most the device's messages carry (Soft-RoCE: 8 MiB);
-# RDMX_DEMO_BIG=SIZE overrides.
+# RDMX_DEMO_BIG=SIZE overrides. RDMX_DEMO_WORKERS=N serves from N worker
+# threads (rdmx-kv serve --workers N) and checks at the stop that every
+# worker was dealt connections.
 # Exit status 0 only when every value read back is right and both servers
 # stopped cleanly. Loopback only; every wait is bounded.
 set -euo pipefail
@@ -35,6 +37,9 @@ for p in "$KV" "$BSD" "$CERTS" "$CALL"; do
 	[ -x "$p" ] || { echo "demo: $p is missing (build or install first)" >&2; exit 1; }
 done
 BIG=${RDMX_DEMO_BIG:-}
+WORKERS=${RDMX_DEMO_WORKERS:-}
+SERVE_EXTRA=()
+[ -z "$WORKERS" ] || SERVE_EXTRA=(--workers "$WORKERS")
 RUN=$(mktemp -d /tmp/rdmx-kv-demo-XXXXXX)
 [ -n "$STATE" ] || STATE=$RUN/state
 PKI=$STATE/pki
@@ -116,7 +121,7 @@ say "starting the kv server (it registers as service kv)..."
 setpriv --pdeathsig KILL -- "$KV" serve --listen 127.0.0.1:0 --registry "$REG" \
 	--registry-name bootstrap.demo.local \
 	--ca "$PKI/ca.crt" --cert "$PKI/kv.demo.local.crt" --key "$PKI/kv.demo.local.key" \
-	--crl "$PKI/crl.pem" >"$RUN/kv.out" 2>"$RUN/kv.log" &
+	--crl "$PKI/crl.pem" ${SERVE_EXTRA[@]+"${SERVE_EXTRA[@]}"} >"$RUN/kv.out" 2>"$RUN/kv.log" &
 KV_PID=$!
 wait_for "$RUN/kv.out" '^registered ' "the kv server"
 KV_ADDR=$(sed -n 's/^registered .*endpoint=\([^ ]*\).*/\1/p' "$RUN/kv.out")
@@ -184,6 +189,13 @@ KV_PID=
 [ $rc -eq 0 ] || fail "the kv server exited with status $rc"
 grep -q 'stopped' "$RUN/kv.log" || fail "the kv server did not report its stop"
 sed -n 's/^rdmx-kv: \(stopped.*\)/  kv server \1/p' "$RUN/kv.log"
+if [ -n "$WORKERS" ]; then
+	sed -n 's/^rdmx-kv: \(worker [0-9]*: .*\)/  kv server \1/p' "$RUN/kv.log"
+	for ((w = 0; w < WORKERS; w++)); do
+		n=$(sed -n "s/^rdmx-kv: worker $w: \([0-9]*\) connections.*/\1/p" "$RUN/kv.log")
+		[ -n "$n" ] && [ "$n" -gt 0 ] || fail "worker $w of $WORKERS was dealt no connection"
+	done
+fi
 stop "$BSD_PID" rdmx-bootstrapd || rc=$?
 BSD_PID=
 [ $rc -eq 0 ] || fail "rdmx-bootstrapd exited with status $rc"

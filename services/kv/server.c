@@ -5,18 +5,27 @@
  *                 [--registry ADDRESS] [--registry-name PATTERN]
  *                 [--service NAME] [--advertise HOST:PORT] [--allow PATTERN]...
  *                 [--ttl-ms N] [--max-bytes SIZE] [--data DIR [--data-max-bytes SIZE]]
- *                 [--verbose]
+ *                 [--workers N] [--verbose]
  *
  * Prints "listening HOST PORT" once clients can connect, then
  * "registered service=NAME id=N endpoint=HOST:PORT" once it is in the
  * registry. SIGINT / SIGTERM: NOT_SERVING, leave the registry, close.
  * --data DIR keeps the keys and values in LMDB there (store.h): a Put or
- * Delete is answered OK only after its transaction committed. */
+ * Delete is answered OK only after its transaction committed.
+ * --workers N serves from N threads (rdmx_rpc_secure_workers_*, each with
+ * its own device, engine and loop; clients dealt out in turn at accept
+ * time); the handlers then run on the workers concurrently: the store has
+ * its lock (store.h), the call counters are atomic, and the metrics keep
+ * the clients' counters under conns_lock (a live client's channel is
+ * counted when it leaves). Signals, the registry and /metrics stay on the
+ * main loop. */
 #include <errno.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +60,7 @@ struct serve_opts {
 	uint32_t ttl_ms;
 	int64_t max_bytes;
 	uint64_t data_max_bytes;
+	unsigned workers;
 	bool verbose;
 };
 
@@ -63,17 +73,19 @@ struct kv_server {
 	struct rdmx_dev *dev;
 	uint64_t max_msg, max_value;
 	struct rdmx_rpc_secure_server *srv;
+	struct rdmx_rpc_secure_workers *workers; /* --workers N > 1, instead of srv */
 	struct rdmx_registry_keeper *keeper;
 	char reg_host[256], endpoint[300];
 	uint16_t reg_port;
 	ev_signal sigint, sigterm;
-	uint64_t calls[4];
+	_Atomic uint64_t calls[4];
 	/* --metrics: the live endpoints and the counters of those gone */
 	struct rdmx_metrics_http *metrics;
 	struct rdmx_rpc_ep **conns;
 	size_t n_conns, cap_conns;
 	struct rdmx_rpc_stats client_retired;
 	struct rdmx_chan_stats chan_retired;
+	pthread_mutex_t conns_lock; /* conns and the retired counters */
 };
 
 /* ---- handlers ---- */
@@ -348,6 +360,7 @@ enum {
 	S_METRICS,
 	S_DATA,
 	S_DATA_MAX_BYTES,
+	S_WORKERS,
 };
 
 static const struct option serve_options[] = {
@@ -369,6 +382,7 @@ static const struct option serve_options[] = {
     {"metrics", required_argument, NULL, S_METRICS},
     {"data", required_argument, NULL, S_DATA},
     {"data-max-bytes", required_argument, NULL, S_DATA_MAX_BYTES},
+    {"workers", required_argument, NULL, S_WORKERS},
     {"device", required_argument, NULL, 'd'},
     {"verbose", no_argument, NULL, 'v'},
     {NULL, 0, NULL, 0},
@@ -386,6 +400,7 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 	o->ttl_ms = 10000;
 	o->max_bytes = 1ll << 30;
 	o->data_max_bytes = 1ull << 30;
+	o->workers = 1;
 	o->registry = rdmx_cli_registry_env();
 	rdmx_cli_reset();
 	while ((c = rdmx_cli_getopt("rdmx-kv", argc, argv, "hd:v", serve_options, true)) != -1) {
@@ -456,6 +471,12 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 			                        1ull << 40, &o->data_max_bytes))
 				return -1;
 			break;
+		case S_WORKERS:
+			if (rdmx_cli_parse_long("rdmx-kv", "--workers", optarg, 1,
+			                        RDMX_RPC_SECURE_MAX_WORKERS, &v))
+				return -1;
+			o->workers = (unsigned)v;
+			break;
 		case S_METRICS:
 			if (rdmx_cli_split_addr(optarg, o->metrics_host, sizeof(o->metrics_host),
 			                        &o->metrics_port)) {
@@ -491,14 +512,8 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 	return 0;
 }
 
-static void on_connected(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_conn *conn,
-                         void *arg)
+static void conns_add(struct kv_server *k, struct rdmx_rpc_ep *ep)
 {
-	struct rdmx_rpc_ep *ep = rdmx_rpc_secure_conn_get_ep(conn);
-	struct kv_server *k = arg;
-	const char *cert = "?", *hello = "";
-
-	(void)srv;
 	if (k->n_conns == k->cap_conns) {
 		size_t cap = k->cap_conns ? 2 * k->cap_conns : 16;
 		struct rdmx_rpc_ep **grown = realloc(k->conns, cap * sizeof(*grown));
@@ -513,6 +528,22 @@ static void on_connected(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_sec
 	else
 		fprintf(stderr,
 		        "rdmx-kv: out of memory: a client's channel is not in the metrics\n");
+}
+
+static void on_connected(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_conn *conn,
+                         void *arg)
+{
+	struct rdmx_rpc_ep *ep = rdmx_rpc_secure_conn_get_ep(conn);
+	struct kv_server *k = arg;
+	const char *cert = "?", *hello = "";
+
+	(void)srv;
+	pthread_mutex_lock(&k->conns_lock);
+	/* with workers a live endpoint is its worker's alone: counted when it
+	 * goes (on_gone) */
+	if (k->o.workers <= 1)
+		conns_add(k, ep);
+	pthread_mutex_unlock(&k->conns_lock);
 	if (!k->o.verbose)
 		return;
 	rdmx_rpc_secure_get_peer_names(conn, &cert, &hello);
@@ -526,6 +557,9 @@ static void on_gone(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_c
 	struct kv_server *k = arg;
 	const char *cert = "?", *hello = "";
 
+	pthread_mutex_lock(&k->conns_lock);
+	if (k->o.workers > 1)
+		rdmx_metrics_retire(ep, &k->client_retired, &k->chan_retired);
 	for (size_t i = 0; i < k->n_conns; i++) {
 		if (k->conns[i] != ep)
 			continue;
@@ -533,6 +567,7 @@ static void on_gone(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_c
 		k->conns[i] = k->conns[--k->n_conns];
 		break;
 	}
+	pthread_mutex_unlock(&k->conns_lock);
 	if (k->o.verbose) {
 		rdmx_rpc_secure_get_peer_names(conn, &cert, &hello);
 		fprintf(stderr, "rdmx-kv: client %s (%s) gone: %s\n", cert, hello,
@@ -555,6 +590,7 @@ static int fill_metrics(FILE *f, void *arg)
 	struct rdmx_metrics_sources src;
 	struct rdmx_ctx_stats es;
 	struct rdmx_ctx *ctx;
+	int rc;
 
 	memset(&src, 0, sizeof(src));
 	/* the engine context the secure server made for its clients */
@@ -567,7 +603,12 @@ static int fill_metrics(FILE *f, void *arg)
 	src.client_retired = &k->client_retired;
 	src.chan_retired = &k->chan_retired;
 	src.clients = k->srv ? (int64_t)rdmx_rpc_secure_server_get_clients(k->srv) : 0;
-	return rdmx_metrics_write(f, &src);
+	for (unsigned i = 0; i < rdmx_rpc_secure_workers_get_count(k->workers); i++)
+		src.clients += rdmx_rpc_secure_workers_get_clients(k->workers, i);
+	pthread_mutex_lock(&k->conns_lock);
+	rc = rdmx_metrics_write(f, &src);
+	pthread_mutex_unlock(&k->conns_lock);
+	return rc;
 }
 
 int kv_serve_main(int argc, char **argv)
@@ -582,6 +623,7 @@ int kv_serve_main(int argc, char **argv)
 	int ret = 1, rc;
 
 	memset(&k, 0, sizeof(k));
+	pthread_mutex_init(&k.conns_lock, NULL);
 	rc = parse(argc, argv, &k.o);
 	if (rc)
 		return rc > 0 ? 0 : 2;
@@ -627,9 +669,20 @@ int kv_serve_main(int argc, char **argv)
 	so.dev = k.dev;
 	so.name = k.o.service;
 	so.max_msg_size = k.max_msg;
-	rc = rdmx_rpc_secure_listen(k.loop, k.rpc, k.tls, host, port, &ops, &so, &k, &k.srv);
-	if (!rc)
-		rc = rdmx_rpc_secure_server_get_port(k.srv, &bound);
+	if (k.o.workers > 1) {
+		/* each worker opens a device of its own, by the same name */
+		so.dev = NULL;
+		so.device = rdmx_dev_name(k.dev);
+		rc = rdmx_rpc_secure_workers_listen(k.o.workers, k.rpc, k.tls, host, port, &ops,
+		                                    &so, &k, &k.workers);
+		if (!rc)
+			rc = rdmx_rpc_secure_workers_get_port(k.workers, &bound);
+	} else {
+		rc =
+		    rdmx_rpc_secure_listen(k.loop, k.rpc, k.tls, host, port, &ops, &so, &k, &k.srv);
+		if (!rc)
+			rc = rdmx_rpc_secure_server_get_port(k.srv, &bound);
+	}
 	if (rc) {
 		fprintf(stderr, "rdmx-kv serve: listening on %s: %s\n", k.o.listen,
 		        rdmx_strerror(rc));
@@ -650,9 +703,11 @@ int kv_serve_main(int argc, char **argv)
 		       rdmx_metrics_http_port(k.metrics));
 		fflush(stdout);
 	}
-	fprintf(
-	    stderr, "rdmx-kv: serving %s on %s (device %s, mutual TLS), values up to %llu MiB\n",
-	    k.o.service, k.endpoint, server_device(&k), (unsigned long long)(k.max_value >> 20));
+	fprintf(stderr,
+	        "rdmx-kv: serving %s on %s (device %s, mutual TLS), values up to %llu MiB, "
+	        "%u worker%s\n",
+	        k.o.service, k.endpoint, server_device(&k), (unsigned long long)(k.max_value >> 20),
+	        k.o.workers, k.o.workers == 1 ? "" : "s");
 	if (k.o.data)
 		fprintf(stderr, "rdmx-kv: store: lmdb in %s (%zu keys, map up to %llu MiB)\n",
 		        k.o.data, kv_store_count(k.store),
@@ -683,6 +738,9 @@ int kv_serve_main(int argc, char **argv)
 	        kv_store_count(k.store), (unsigned long long)kv_store_bytes(k.store),
 	        (unsigned long long)k.calls[0], (unsigned long long)k.calls[1],
 	        (unsigned long long)k.calls[2], (unsigned long long)k.calls[3]);
+	for (unsigned i = 0; i < rdmx_rpc_secure_workers_get_count(k.workers); i++)
+		fprintf(stderr, "rdmx-kv: worker %u: %llu connections\n", i,
+		        (unsigned long long)rdmx_rpc_secure_workers_get_assigned(k.workers, i));
 out:
 	if (k.loop) {
 		ev_signal_stop(k.loop, &k.sigint);
@@ -691,6 +749,7 @@ out:
 	rdmx_metrics_http_destroy(&k.metrics);
 	rdmx_registry_keeper_stop(&k.keeper);
 	rdmx_rpc_secure_server_destroy(&k.srv);
+	rdmx_rpc_secure_workers_destroy(&k.workers);
 	free(k.conns);
 	rdmx_dev_close(&k.dev);
 	{

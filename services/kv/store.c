@@ -8,6 +8,21 @@
 
 #include "store_backend.h"
 
+/* The store whose read view this thread holds (and so its lock), if any:
+ * a thread that asks again gets its error instead of waiting on itself. */
+static _Thread_local const struct kv_store *my_view;
+
+static bool mine(const struct kv_store *s)
+{
+	return my_view == s;
+}
+
+void kv__store_init(struct kv_store *s, const struct kv_store_ops *ops)
+{
+	s->ops = ops;
+	pthread_mutex_init(&s->lock, NULL);
+}
+
 void kv_store_destroy(struct kv_store **store)
 {
 	struct kv_store *s;
@@ -15,8 +30,9 @@ void kv_store_destroy(struct kv_store **store)
 	if (!store || !*store)
 		return;
 	s = *store;
-	if (s->reading)
-		s->ops->end_read(s);
+	if (mine(s))
+		kv_store_end_read(s);
+	pthread_mutex_destroy(&s->lock);
 	s->ops->destroy(s);
 	*store = NULL;
 }
@@ -30,25 +46,32 @@ int kv_store_begin_read(struct kv_store *s)
 {
 	int rc;
 
-	if (s->reading)
+	if (mine(s))
 		return RDMX_E_BAD_STATE;
+	pthread_mutex_lock(&s->lock);
 	rc = s->ops->begin_read(s);
-	if (!rc)
-		s->reading = true;
-	return rc;
+	if (rc) {
+		pthread_mutex_unlock(&s->lock);
+		return rc;
+	}
+	s->reading = true;
+	my_view = s;
+	return 0;
 }
 
 void kv_store_end_read(struct kv_store *s)
 {
-	if (!s->reading)
+	if (!mine(s))
 		return;
 	s->ops->end_read(s);
 	s->reading = false;
+	my_view = NULL;
+	pthread_mutex_unlock(&s->lock);
 }
 
 int kv_store_get(struct kv_store *s, const char *key, size_t klen, struct kv_entry *e)
 {
-	if (!s->reading || !key || !klen || !e)
+	if (!mine(s) || !key || !klen || !e)
 		return RDMX_E_INVAL;
 	return s->ops->get(s, key, klen, e);
 }
@@ -56,7 +79,7 @@ int kv_store_get(struct kv_store *s, const char *key, size_t klen, struct kv_ent
 int kv_store_scan(struct kv_store *s, const char *from, size_t flen, bool after,
                   kv_store_visit_fn visit, void *arg)
 {
-	if (!s->reading || (flen && !from) || !visit)
+	if (!mine(s) || (flen && !from) || !visit)
 		return RDMX_E_INVAL;
 	return s->ops->scan(s, from ? from : "", flen, after, visit, arg);
 }
@@ -65,27 +88,49 @@ int kv_store_put(struct kv_store *s, const char *key, size_t klen, const void *v
                  bool *replaced)
 {
 	bool dummy;
+	int rc;
 
-	if (s->reading || !key || !klen || (vlen && !val))
+	if (mine(s) || !key || !klen || (vlen && !val))
 		return RDMX_E_INVAL;
-	return s->ops->put(s, key, klen, vlen ? val : "", vlen, replaced ? replaced : &dummy);
+	pthread_mutex_lock(&s->lock);
+	rc = s->ops->put(s, key, klen, vlen ? val : "", vlen, replaced ? replaced : &dummy);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
 }
 
 int kv_store_del(struct kv_store *s, const char *key, size_t klen, bool *deleted)
 {
 	bool dummy;
+	int rc;
 
-	if (s->reading || !key || !klen)
+	if (mine(s) || !key || !klen)
 		return RDMX_E_INVAL;
-	return s->ops->del(s, key, klen, deleted ? deleted : &dummy);
+	pthread_mutex_lock(&s->lock);
+	rc = s->ops->del(s, key, klen, deleted ? deleted : &dummy);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
 }
 
 size_t kv_store_count(struct kv_store *s)
 {
-	return s->ops->count(s);
+	size_t n;
+
+	if (mine(s))
+		return s->ops->count(s);
+	pthread_mutex_lock(&s->lock);
+	n = s->ops->count(s);
+	pthread_mutex_unlock(&s->lock);
+	return n;
 }
 
 uint64_t kv_store_bytes(struct kv_store *s)
 {
-	return s->ops->bytes(s);
+	uint64_t n;
+
+	if (mine(s))
+		return s->ops->bytes(s);
+	pthread_mutex_lock(&s->lock);
+	n = s->ops->bytes(s);
+	pthread_mutex_unlock(&s->lock);
+	return n;
 }

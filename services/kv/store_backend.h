@@ -3,6 +3,8 @@
 #ifndef RDMX_KV_STORE_BACKEND_H
 #define RDMX_KV_STORE_BACKEND_H
 
+#include <pthread.h>
+
 #include "store.h"
 
 struct kv_store_ops {
@@ -20,9 +22,17 @@ struct kv_store_ops {
 	uint64_t (*bytes)(struct kv_store *s);
 };
 
+/* The store is shared by the server's worker threads (rdmx-kv serve
+ * --workers): store.c holds `lock` from begin_read to end_read and around
+ * every change, so a backend's ops never run on two threads at once (the
+ * LMDB read transaction begins and ends on one thread, inside one hold). */
 struct kv_store {
 	const struct kv_store_ops *ops;
 	bool reading;
+	pthread_mutex_t lock;
 };
+
+/* Sets ops and the lock up; the backend's open calls it first. */
+void kv__store_init(struct kv_store *s, const struct kv_store_ops *ops);
 
 #endif

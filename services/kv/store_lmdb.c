@@ -250,7 +250,7 @@ int kv_store_open_lmdb(const char *dir, uint64_t map_bytes, struct kv_store **st
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return RDMX_E_NOMEM;
-	l->base.ops = &lmdb_ops;
+	kv__store_init(&l->base, &lmdb_ops);
 	/* the folder itself, not its parents */
 	if (mkdir(dir, 0700) && errno != EEXIST) {
 		err = errno;

@@ -203,7 +203,7 @@ int kv_store_open_memory(uint64_t max_bytes, struct kv_store **store)
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return RDMX_E_NOMEM;
-	m->base.ops = &mem_ops;
+	kv__store_init(&m->base, &mem_ops);
 	m->max_bytes = max_bytes;
 	*store = &m->base;
 	return 0;

@@ -10,6 +10,7 @@
  * initiator dials with the context's connection request timeout. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -51,6 +52,7 @@ void rdmx__tcp_stop_listen(struct rdmx_ctx *ctx)
 		close(tc->lfd);
 		tc->lfd = -1;
 	}
+	rdmx__tcp_lgroup_leave(tc); /* no more dealing */
 	/* requests not yet reported go with the listener */
 	for (pp = &tc->cmreqs; *pp;) {
 		if (!(*pp)->queued)
@@ -61,10 +63,66 @@ void rdmx__tcp_stop_listen(struct rdmx_ctx *ctx)
 	pthread_mutex_unlock(&tc->lock);
 }
 
+/* A new cm socket waiting for its request, on `tc` (its lock held). */
+static void cmreq_add(struct tcp_ctx *tc, int fd, const struct sockaddr_storage *ss, socklen_t len)
+{
+	struct tcp_cmreq *r;
+
+	if (tc->num_cmreqs >= TCP_MAX_CMREQS) {
+		RDMX_WARN("tcp: cm connection refused: %u requests pending", tc->num_cmreqs);
+		close(fd);
+		return;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		close(fd);
+		return;
+	}
+	rdmx__tcp_data_sockopts(fd);
+	r->ep.kind = TCP_EP_CMREQ;
+	r->fd = fd;
+	r->peer = *ss;
+	r->peer_len = len;
+	r->deadline = rdmx__now_ns() + (uint64_t)TCP_HELLO_TIMEOUT_MS * 1000000u;
+	if (rdmx__tcp_ep_set(tc, fd, &r->ep, EPOLLIN, true)) {
+		close(fd);
+		free(r);
+		return;
+	}
+	r->next = tc->cmreqs;
+	tc->cmreqs = r;
+	tc->num_cmreqs++;
+	rdmx__tcp_ctx_timer(tc, r->deadline);
+}
+
+/* The listener's lock is held; a socket dealt to another member of its
+ * group waits there (that member's progress reads its request). */
+static void deal(struct tcp_ctx *tc, int fd, const struct sockaddr_storage *ss, socklen_t len)
+{
+	struct tcp_lgroup *g = tc->lgroup;
+	struct tcp_ctx *to;
+
+	if (!g) {
+		cmreq_add(tc, fd, ss, len);
+		return;
+	}
+	pthread_mutex_lock(&g->lock);
+	to = g->m[g->next % g->n];
+	g->next = (g->next + 1) % g->n;
+	if (to == tc) {
+		pthread_mutex_unlock(&g->lock);
+		cmreq_add(tc, fd, ss, len);
+		return;
+	}
+	pthread_mutex_lock(&to->lock);
+	cmreq_add(to, fd, ss, len);
+	pthread_mutex_unlock(&to->lock);
+	pthread_mutex_unlock(&g->lock);
+}
+
 void rdmx__tcp_cm_accept(struct tcp_ctx *tc)
 {
 	for (;;) {
-		struct tcp_cmreq *r;
 		struct sockaddr_storage ss;
 		socklen_t len = sizeof(ss);
 		int fd =
@@ -77,32 +135,71 @@ void rdmx__tcp_cm_accept(struct tcp_ctx *tc)
 				RDMX_WARN("tcp: accept failed: %s", strerror(errno));
 			return;
 		}
-		if (tc->num_cmreqs >= TCP_MAX_CMREQS) {
-			RDMX_WARN("tcp: cm connection refused: %u requests pending",
-			          tc->num_cmreqs);
-			close(fd);
-			continue;
+		deal(tc, fd, &ss, len);
+	}
+}
+
+int rdmx__tcp_listen_join(struct rdmx_ctx *ctx, struct rdmx_ctx *listener)
+{
+	struct tcp_ctx *tc = TCP_CTX(ctx), *lc = TCP_CTX(listener);
+	struct tcp_lgroup *g;
+	int rc = 0;
+
+	pthread_mutex_lock(&lc->lock);
+	if (lc->lfd < 0 || tc->lgroup) {
+		rc = RDMX_E_BAD_STATE;
+		goto unlock;
+	}
+	if (!lc->lgroup) {
+		g = calloc(1, sizeof(*g));
+		if (!g) {
+			rc = RDMX_E_NOMEM;
+			goto unlock;
 		}
-		r = calloc(1, sizeof(*r));
-		if (!r) {
-			close(fd);
+		pthread_mutex_init(&g->lock, NULL);
+		g->m[0] = lc;
+		g->n = 1;
+		g->refs = 1;
+		lc->lgroup = g;
+	}
+	g = lc->lgroup;
+	pthread_mutex_lock(&g->lock);
+	if (g->n == RDMX_CTX_MAX_LISTEN_GROUP) {
+		rc = RDMX_E_FULL;
+	} else {
+		g->m[g->n++] = tc;
+		g->refs++;
+		tc->lgroup = g;
+	}
+	pthread_mutex_unlock(&g->lock);
+unlock:
+	pthread_mutex_unlock(&lc->lock);
+	return rc;
+}
+
+void rdmx__tcp_lgroup_leave(struct tcp_ctx *tc)
+{
+	struct tcp_lgroup *g = tc->lgroup;
+	bool last;
+
+	if (!g)
+		return;
+	pthread_mutex_lock(&g->lock);
+	for (unsigned i = 0; i < g->n; i++) {
+		if (g->m[i] != tc)
 			continue;
-		}
-		rdmx__tcp_data_sockopts(fd);
-		r->ep.kind = TCP_EP_CMREQ;
-		r->fd = fd;
-		r->peer = ss;
-		r->peer_len = len;
-		r->deadline = rdmx__now_ns() + (uint64_t)TCP_HELLO_TIMEOUT_MS * 1000000u;
-		if (rdmx__tcp_ep_set(tc, fd, &r->ep, EPOLLIN, true)) {
-			close(fd);
-			free(r);
-			continue;
-		}
-		r->next = tc->cmreqs;
-		tc->cmreqs = r;
-		tc->num_cmreqs++;
-		rdmx__tcp_ctx_timer(tc, r->deadline);
+		memmove(&g->m[i], &g->m[i + 1], (g->n - i - 1) * sizeof(g->m[0]));
+		g->n--;
+		break;
+	}
+	if (g->n)
+		g->next %= g->n;
+	last = --g->refs == 0;
+	pthread_mutex_unlock(&g->lock);
+	tc->lgroup = NULL;
+	if (last) {
+		pthread_mutex_destroy(&g->lock);
+		free(g);
 	}
 }
 

@@ -391,10 +391,20 @@ void rdmx__tcp_ctx_stop(struct rdmx_ctx *ctx)
 	struct tcp_ctx *tc = TCP_CTX(ctx);
 	struct tcp_dev *td;
 	struct tcp_cqe e;
+	bool leader;
 
 	if (!tc)
 		return;
 	td = tc->td;
+	/* out of a listen group first: a listener under its own lock (the
+	 * dealing order), a member before its own lock is taken */
+	pthread_mutex_lock(&tc->lock);
+	leader = tc->lfd >= 0 && tc->lgroup;
+	if (leader)
+		rdmx__tcp_lgroup_leave(tc);
+	pthread_mutex_unlock(&tc->lock);
+	if (!leader)
+		rdmx__tcp_lgroup_leave(tc);
 	/* from here on the NIC thread neither sees the context nor its exports */
 	pthread_mutex_lock(&td->lock);
 	rdmx__tcp_nic_del_ctx(td, tc);

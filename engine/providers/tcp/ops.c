@@ -102,6 +102,7 @@ const struct rdmx_provider_ops rdmx__tcp_ops = {
     .conn_connect = rdmx__tcp_conn_connect,
     .listen = rdmx__tcp_listen,
     .stop_listen = rdmx__tcp_stop_listen,
+    .listen_join = rdmx__tcp_listen_join,
     .connect_to_addr = rdmx__tcp_connect_to_addr,
     .conn_accept = rdmx__tcp_conn_accept,
     .conn_reject = rdmx__tcp_conn_reject,

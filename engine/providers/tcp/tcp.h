@@ -262,6 +262,17 @@ struct tcp_cmreq {
 	struct tcp_cmreq *next;
 };
 
+/* A cm listener shared by contexts of one device (rdmx_ctx_listen_join):
+ * the listener's accept deals each socket to m[next] in turn (m[0] is the
+ * listener). Lock order: the listener's tc->lock, then the group's lock,
+ * then a member's tc->lock; a member leaving takes the group's lock before
+ * its own. Freed by the last to leave. */
+struct tcp_lgroup {
+	pthread_mutex_t lock;
+	struct tcp_ctx *m[RDMX_CTX_MAX_LISTEN_GROUP];
+	unsigned n, next, refs;
+};
+
 struct tcp_ctx {
 	struct rdmx_ctx *ctx;
 	struct tcp_dev *td;
@@ -290,7 +301,8 @@ struct tcp_ctx {
 	int lfd; /* cm listener or -1 */
 	struct tcp_cmreq *cmreqs;
 	unsigned num_cmreqs;
-	bool produced; /* completions pushed since the NIC last looked */
+	struct tcp_lgroup *lgroup; /* listen group joined or led, NULL when none */
+	bool produced;             /* completions pushed since the NIC last looked */
 	bool stopping;
 
 	/* NIC bookkeeping, under the device lock */
@@ -561,6 +573,10 @@ int rdmx__tcp_conn_export(struct rdmx_conn *conn, void *details, size_t *len);
 int rdmx__tcp_conn_connect(struct rdmx_conn *conn, const void *details, size_t len);
 int rdmx__tcp_listen(struct rdmx_ctx *ctx, uint16_t port);
 void rdmx__tcp_stop_listen(struct rdmx_ctx *ctx);
+int rdmx__tcp_listen_join(struct rdmx_ctx *ctx, struct rdmx_ctx *listener);
+/* Leaves the listen group (a member at stop, the listener at stop_listen);
+ * called without the group's lock, and for a member without its own lock. */
+void rdmx__tcp_lgroup_leave(struct tcp_ctx *tc);
 int rdmx__tcp_connect_to_addr(struct rdmx_conn *conn, const struct rdmx_addr *addr, const void *pd,
                               size_t pd_len);
 int rdmx__tcp_conn_accept(struct rdmx_conn *conn, const void *pd, size_t pd_len);

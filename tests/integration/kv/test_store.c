@@ -1,7 +1,10 @@
 /* The kv store's two backends (services/kv/store.h) give the same answers:
  * get / put / replace / delete, bytewise key order, scans from a key or
  * after it, the memory budget and the LMDB map size as RDMX_E_FULL, and the
- * LMDB data still there after the store is closed and opened again. */
+ * LMDB data still there after the store is closed and opened again; and
+ * both shared by threads (rdmx-kv serve --workers): changes and read views
+ * of four threads at once, each view whole. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,4 +230,80 @@ Test(kv_store, lmdb_bad_folder)
 	cr_assert_eq(kv_store_open_lmdb("/nonexistent/rdmx-kv", 1u << 20, &s), RDMX_E_PROVIDER);
 	cr_assert_null(s);
 	cr_assert_eq(kv_store_open_lmdb(dir, 0, &s), RDMX_E_INVAL);
+}
+
+/* ---- shared by worker threads (rdmx-kv serve --workers) ---- */
+
+#define SHARE_THREADS 4
+#define SHARE_KEYS 200
+
+struct sharer {
+	struct kv_store *s;
+	int id;
+	int errors;
+};
+
+/* Each thread puts its own keys, reads each back inside a read view while
+ * the others write, deletes every other one; a read view held by one
+ * thread never sees another's change half done (the lock spans it). */
+static void *share_main(void *arg)
+{
+	struct sharer *t = arg;
+	char k[32], v[32];
+
+	for (int i = 0; i < SHARE_KEYS; i++) {
+		struct kv_entry e;
+		int n = snprintf(k, sizeof(k), "t%d-%04d", t->id, i);
+		int m = snprintf(v, sizeof(v), "v%d-%d", t->id, i);
+
+		if (kv_store_put(t->s, k, (size_t)n, v, (size_t)m, NULL))
+			t->errors++;
+		if (kv_store_begin_read(t->s)) {
+			t->errors++;
+			continue;
+		}
+		/* a second view on the same thread is refused, not a deadlock */
+		if (kv_store_begin_read(t->s) != RDMX_E_BAD_STATE)
+			t->errors++;
+		if (kv_store_get(t->s, k, (size_t)n, &e) || e.vlen != (size_t)m ||
+		    memcmp(e.val, v, (size_t)m))
+			t->errors++;
+		/* and a change inside one's own view is refused */
+		if (kv_store_put(t->s, k, (size_t)n, v, (size_t)m, NULL) != RDMX_E_INVAL)
+			t->errors++;
+		kv_store_end_read(t->s);
+		if (i % 2 && kv_store_del(t->s, k, (size_t)n, NULL))
+			t->errors++;
+	}
+	return NULL;
+}
+
+static void shared_by_threads(bool lmdb)
+{
+	struct kv_store *s = open_kind(lmdb);
+	struct sharer t[SHARE_THREADS];
+	pthread_t th[SHARE_THREADS];
+
+	for (int i = 0; i < SHARE_THREADS; i++) {
+		t[i].s = s;
+		t[i].id = i;
+		t[i].errors = 0;
+		cr_assert_eq(pthread_create(&th[i], NULL, share_main, &t[i]), 0);
+	}
+	for (int i = 0; i < SHARE_THREADS; i++) {
+		pthread_join(th[i], NULL);
+		cr_assert_eq(t[i].errors, 0, "thread %d: %d errors", i, t[i].errors);
+	}
+	cr_assert_eq(kv_store_count(s), SHARE_THREADS * SHARE_KEYS / 2);
+	kv_store_destroy(&s);
+}
+
+Test(kv_store, memory_store_shared_by_threads)
+{
+	shared_by_threads(false);
+}
+
+Test(kv_store, lmdb_store_shared_by_threads)
+{
+	shared_by_threads(true);
 }

@@ -1,0 +1,437 @@
+/* The multi-worker secure server (rdmx_rpc_secure_workers_*, rdmx/rpc_secure.h):
+ * 16 clients over 2..4 workers on the tcp provider; connections dealt out
+ * in turn at accept time (the per-worker counts), every call answered
+ * exactly once and served on every worker's thread, interceptors run on
+ * the workers, per-method counters summed over the workers, and a shutdown
+ * with calls held on every worker (each completes once, UNAVAILABLE).
+ * Certificates are made at test time. Waits are bounded by guards; nothing
+ * depends on how long anything takes. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <criterion/criterion.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rdmx/pe.h>
+#include <rdmx/rpc.h>
+#include <rdmx/rpc_secure.h>
+#include <rdmx/rpc_stream.h>
+#include <rdmx/status.h>
+
+#include "tls_test_pki.h"
+
+#define cr_assert_rc(expr, want)                                                                   \
+	do {                                                                                       \
+		int rc_ = (expr);                                                                  \
+		cr_assert_eq(rc_, (want), "%s = %s (%d), want %s", #expr, rdmx_err_name(rc_), rc_, \
+		             rdmx_err_name(want));                                                 \
+	} while (0)
+
+#define N_CLIENTS 16
+#define CALLS_PER_CLIENT 8
+#define ECHO "rdmx.test.Workers/Echo"
+#define HOLD "rdmx.test.Workers/Hold" /* answered when cancelled */
+#define GUARD_MS 60000
+
+static struct tls_test_pki pki;
+
+/* ---- the service (runs on the worker threads) ---- */
+
+static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t seen[64];
+static unsigned n_seen;
+static atomic_uint echoes, held, hold_cancelled, ic_started, ic_done, conn_cbs, gone_cbs;
+
+static void saw_thread(void)
+{
+	pthread_t me = pthread_self();
+
+	pthread_mutex_lock(&seen_lock);
+	for (unsigned i = 0; i < n_seen; i++)
+		if (pthread_equal(seen[i], me))
+			goto out;
+	if (n_seen < 64)
+		seen[n_seen++] = me;
+out:
+	pthread_mutex_unlock(&seen_lock);
+}
+
+static void echo(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg)
+{
+	struct rdmx_rpc_payload p = rdmx_rpc_bytes(req, len);
+
+	(void)arg;
+	saw_thread();
+	atomic_fetch_add(&echoes, 1);
+	rdmx_rpc_respond(call, RDMX_RPC_OK, NULL, &p);
+}
+
+static void hold_cancel(struct rdmx_rpc_server_call *call, void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&hold_cancelled, 1);
+	rdmx_rpc_respond(call, RDMX_RPC_CANCELLED, "cancelled", NULL);
+}
+
+static void hold(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg)
+{
+	(void)req;
+	(void)len;
+	(void)arg;
+	atomic_fetch_add(&held, 1);
+	rdmx_rpc_call_set_cancel_cb(call, hold_cancel, NULL);
+}
+
+static enum rdmx_rpc_code ic_start(const struct rdmx_rpc_call_info *info,
+                                   struct rdmx_rpc_md *annotate, const char **message, void **state,
+                                   void *arg)
+{
+	(void)info;
+	(void)annotate;
+	(void)message;
+	(void)state;
+	(void)arg;
+	atomic_fetch_add(&ic_started, 1);
+	return RDMX_RPC_OK;
+}
+
+static void ic_end(const struct rdmx_rpc_call_info *info, enum rdmx_rpc_code code,
+                   const char *message, void *state, void *arg)
+{
+	(void)info;
+	(void)code;
+	(void)message;
+	(void)state;
+	(void)arg;
+	atomic_fetch_add(&ic_done, 1);
+}
+
+static void on_connected(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_conn *conn,
+                         void *arg)
+{
+	struct rdmx_rpc_secure_workers **w = arg;
+
+	(void)conn;
+	/* the callback runs on the worker that owns the client */
+	if (rdmx_rpc_secure_workers_index_of(*w, srv) >= 0)
+		atomic_fetch_add(&conn_cbs, 1);
+}
+
+static void on_gone(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_conn *conn,
+                    int status, void *arg)
+{
+	(void)srv;
+	(void)conn;
+	(void)status;
+	(void)arg;
+	atomic_fetch_add(&gone_cbs, 1);
+}
+
+/* ---- the fixture ---- */
+
+struct fix {
+	struct rdmx_rpc_server *server;
+	struct rdmx_tls_config *scfg, *ccfg;
+	struct rdmx_rpc_secure_workers *w;
+	struct rdmx_pe *pe; /* every client connection is driven by this one engine */
+	struct rdmx_rpc_secure_conn *conns[N_CLIENTS];
+};
+
+static void setup(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	cr_assert_eq(tls_test_pki_create(&pki), 0, "test PKI");
+	atomic_store(&echoes, 0);
+	atomic_store(&held, 0);
+	atomic_store(&hold_cancelled, 0);
+	atomic_store(&ic_started, 0);
+	atomic_store(&ic_done, 0);
+	atomic_store(&conn_cbs, 0);
+	atomic_store(&gone_cbs, 0);
+	n_seen = 0;
+}
+
+static void teardown(void)
+{
+	tls_test_pki_destroy(&pki);
+}
+
+static void fix_start(struct fix *f, unsigned workers)
+{
+	static const struct rdmx_rpc_interceptor ic = {ic_start, NULL, ic_end};
+	struct rdmx_rpc_secure_server_ops ops = {NULL, on_connected, on_gone, 0};
+	struct rdmx_rpc_secure_opts so;
+	uint16_t port;
+
+	memset(f, 0, sizeof(*f));
+	cr_assert_rc(rdmx_rpc_server_create(&f->server), RDMX_OK);
+	cr_assert_rc(
+	    rdmx_rpc_server_register(f->server, rdmx_rpc_method_id(ECHO), ECHO, echo, NULL),
+	    RDMX_OK);
+	cr_assert_rc(
+	    rdmx_rpc_server_register(f->server, rdmx_rpc_method_id(HOLD), HOLD, hold, NULL),
+	    RDMX_OK);
+	cr_assert_rc(rdmx_rpc_server_add_interceptor(f->server, &ic, NULL), RDMX_OK);
+	f->scfg = tls_test_config(&pki, "client2", "client.test", 0);
+	f->ccfg = tls_test_config(&pki, "client", "client2.test", 0);
+	cr_assert(f->scfg && f->ccfg);
+	rdmx_rpc_secure_opts_init(&so);
+	so.device = "tcp";
+	so.name = "workers";
+	cr_assert_rc(rdmx_rpc_secure_workers_listen(workers, f->server, f->scfg, "127.0.0.1", 0,
+	                                            &ops, &so, &f->w, &f->w),
+	             RDMX_OK);
+	cr_assert_eq(rdmx_rpc_secure_workers_get_count(f->w), workers);
+	cr_assert_rc(rdmx_rpc_secure_workers_get_port(f->w, &port), RDMX_OK);
+	cr_assert_neq(port, 0);
+	cr_assert_rc(rdmx_pe_create(&f->pe), RDMX_OK);
+	for (int i = 0; i < N_CLIENTS; i++) {
+		struct rdmx_rpc_secure_opts co;
+
+		rdmx_rpc_secure_opts_init(&co);
+		co.device = "tcp";
+		co.name = "client";
+		co.timeout_ms = 30000;
+		/* one at a time: the i-th accepted connection is this one */
+		cr_assert_rc(
+		    rdmx_rpc_secure_connect("127.0.0.1", port, f->ccfg, f->pe, &co, &f->conns[i]),
+		    RDMX_OK);
+	}
+}
+
+static void fix_close_clients(struct fix *f)
+{
+	for (int i = 0; i < N_CLIENTS; i++)
+		cr_assert_rc(rdmx_rpc_secure_close(&f->conns[i]), RDMX_OK);
+}
+
+/* Closes the clients and stops the workers (joined: everything they ran
+ * is visible); the server stays for the checks. */
+static void fix_stop_workers(struct fix *f)
+{
+	fix_close_clients(f);
+	cr_assert_rc(rdmx_rpc_secure_workers_destroy(&f->w), RDMX_OK);
+	cr_assert_null(f->w);
+}
+
+static void fix_stop(struct fix *f)
+{
+	if (f->w)
+		fix_stop_workers(f);
+	cr_assert_rc(rdmx_pe_destroy(&f->pe), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_server_destroy(&f->server), RDMX_OK);
+	rdmx_tls_config_destroy(&f->scfg);
+	rdmx_tls_config_destroy(&f->ccfg);
+}
+
+/* ---- the client side: every call counted ---- */
+
+struct call_rec {
+	int done;
+	enum rdmx_rpc_code code;
+	uint64_t tag, got;
+};
+
+static void call_done(const struct rdmx_rpc_result *r, void *arg)
+{
+	struct call_rec *c = arg;
+
+	c->done++;
+	c->code = r->code;
+	if (r->len == sizeof(c->got))
+		memcpy(&c->got, r->data, sizeof(c->got));
+}
+
+static int all_done(const struct call_rec *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!v[i].done)
+			return 0;
+	return 1;
+}
+
+static void drive_until_done(struct fix *f, const struct call_rec *v, int n)
+{
+	int64_t end = (int64_t)(rdmx_pe_now_ns() / 1000000u) + GUARD_MS;
+
+	while (!all_done(v, n) && (int64_t)(rdmx_pe_now_ns() / 1000000u) < end)
+		rdmx_pe_wait(f->pe, 20);
+	cr_assert(all_done(v, n), "calls still outstanding after the guard");
+}
+
+static void start_call(struct fix *f, int conn, const char *method, struct call_rec *c)
+{
+	struct rdmx_rpc_payload p = rdmx_rpc_bytes(&c->tag, sizeof(c->tag));
+	struct rdmx_rpc_call_opts o = {0, false};
+
+	cr_assert_rc(rdmx_rpc_call_async(rdmx_rpc_secure_conn_get_ep(f->conns[conn]),
+	                                 rdmx_rpc_method_id(method), &p, &o, call_done, c, NULL),
+	             RDMX_OK);
+}
+
+static void many_clients(unsigned workers)
+{
+	static struct call_rec calls[N_CLIENTS * CALLS_PER_CLIENT];
+	const unsigned total = N_CLIENTS * CALLS_PER_CLIENT;
+	struct rdmx_rpc_stats st;
+	struct fix f;
+	uint64_t sum = 0;
+
+	fix_start(&f, workers);
+	/* dealt out in turn: worker i got every workers-th connection */
+	for (unsigned i = 0; i < workers; i++) {
+		uint64_t want = N_CLIENTS / workers + (i < N_CLIENTS % workers ? 1u : 0u);
+
+		cr_assert_eq(rdmx_rpc_secure_workers_get_assigned(&*f.w, i), want,
+		             "worker %u got %llu connections, want %llu", i,
+		             (unsigned long long)rdmx_rpc_secure_workers_get_assigned(f.w, i),
+		             (unsigned long long)want);
+		sum += want;
+	}
+	cr_assert_eq(sum, N_CLIENTS);
+	cr_assert_eq(rdmx_rpc_secure_workers_get_assigned(f.w, workers), 0, "bad index");
+	memset(calls, 0, sizeof(calls));
+	for (unsigned i = 0; i < total; i++) {
+		calls[i].tag = 0x5157000000000000ull | i;
+		start_call(&f, (int)(i % N_CLIENTS), ECHO, &calls[i]);
+	}
+	drive_until_done(&f, calls, (int)total);
+	for (unsigned i = 0; i < total; i++) {
+		cr_assert_eq(calls[i].done, 1, "call %u completed %d times", i, calls[i].done);
+		cr_assert_eq(calls[i].code, RDMX_RPC_OK, "call %u: %s", i,
+		             rdmx_rpc_code_name(calls[i].code));
+		cr_assert_eq(calls[i].got, calls[i].tag, "call %u got another call's answer", i);
+	}
+	/* a reply means its worker ran connected first, on the same thread */
+	for (unsigned i = 0; i < workers; i++)
+		cr_assert_eq(rdmx_rpc_secure_workers_get_clients(f.w, i),
+		             rdmx_rpc_secure_workers_get_assigned(f.w, i), "worker %u clients", i);
+	cr_assert_eq(atomic_load(&conn_cbs), N_CLIENTS);
+	cr_assert_eq(atomic_load(&echoes), total, "the server ran %u echoes", atomic_load(&echoes));
+	pthread_mutex_lock(&seen_lock);
+	cr_assert_eq(n_seen, workers, "calls served on %u threads, want %u", n_seen, workers);
+	pthread_mutex_unlock(&seen_lock);
+	cr_assert_eq(atomic_load(&ic_started), total, "interceptors started %u",
+	             atomic_load(&ic_started));
+	/* read while the workers run: any thread may ask (each call counted
+	 * as it arrived; its completion may still be on its way) */
+	cr_assert_rc(rdmx_rpc_server_get_method_stats(f.server, rdmx_rpc_method_id(ECHO), &st),
+	             RDMX_OK);
+	cr_assert_eq(st.calls, total, "method calls %llu", (unsigned long long)st.calls);
+	/* the workers are joined: what they did after sending the answers
+	 * (interceptors' on_done, the counters of the completion) is done */
+	fix_stop_workers(&f);
+	cr_assert_eq(atomic_load(&ic_done), total, "interceptors done %u", atomic_load(&ic_done));
+	cr_assert_rc(rdmx_rpc_server_get_method_stats(f.server, rdmx_rpc_method_id(ECHO), &st),
+	             RDMX_OK);
+	cr_assert_eq(st.calls, total);
+	cr_assert_eq(st.completed, total);
+	cr_assert_eq(st.by_code[RDMX_RPC_OK], total);
+	cr_assert_eq(st.latency.count, total);
+	cr_assert_eq(st.bytes_received, total * sizeof(uint64_t));
+	cr_assert_eq(st.bytes_sent, total * sizeof(uint64_t));
+	fix_stop(&f);
+	cr_assert_eq(atomic_load(&gone_cbs), N_CLIENTS);
+}
+
+TestSuite(rpc_secure_workers, .init = setup, .fini = teardown, .timeout = 240);
+
+Test(rpc_secure_workers, two_workers_sixteen_clients)
+{
+	many_clients(2);
+}
+
+Test(rpc_secure_workers, three_workers_sixteen_clients)
+{
+	many_clients(3);
+}
+
+Test(rpc_secure_workers, four_workers_sixteen_clients)
+{
+	many_clients(4);
+}
+
+Test(rpc_secure_workers, one_worker_is_the_plain_server)
+{
+	many_clients(1);
+}
+
+Test(rpc_secure_workers, shutdown_with_calls_held_on_every_worker)
+{
+	static struct call_rec holds[N_CLIENTS], echoes_v[N_CLIENTS];
+	struct fix f;
+	int64_t end;
+
+	fix_start(&f, 4);
+	memset(holds, 0, sizeof(holds));
+	memset(echoes_v, 0, sizeof(echoes_v));
+	for (int i = 0; i < N_CLIENTS; i++) {
+		holds[i].tag = (uint64_t)i;
+		start_call(&f, i, HOLD, &holds[i]);
+		echoes_v[i].tag = 100u + (uint64_t)i;
+		start_call(&f, i, ECHO, &echoes_v[i]);
+	}
+	/* the echo behind each hold on the same connection proves the hold
+	 * arrived (one connection delivers in order) */
+	drive_until_done(&f, echoes_v, N_CLIENTS);
+	end = (int64_t)(rdmx_pe_now_ns() / 1000000u) + GUARD_MS;
+	while (atomic_load(&held) < N_CLIENTS && (int64_t)(rdmx_pe_now_ns() / 1000000u) < end)
+		rdmx_pe_wait(f.pe, 20);
+	cr_assert_eq(atomic_load(&held), N_CLIENTS);
+	for (int i = 0; i < N_CLIENTS; i++)
+		cr_assert_eq(holds[i].done, 0, "hold %d answered early", i);
+	/* every worker holds calls; stop them all */
+	cr_assert_rc(rdmx_rpc_secure_workers_destroy(&f.w), RDMX_OK);
+	cr_assert_eq(atomic_load(&hold_cancelled), N_CLIENTS,
+	             "every held call is cancelled on its worker once");
+	cr_assert_eq(atomic_load(&gone_cbs), N_CLIENTS);
+	drive_until_done(&f, holds, N_CLIENTS);
+	for (int i = 0; i < N_CLIENTS; i++) {
+		cr_assert_eq(holds[i].done, 1, "hold %d completed %d times", i, holds[i].done);
+		cr_assert_eq(holds[i].code, RDMX_RPC_UNAVAILABLE, "hold %d: %s", i,
+		             rdmx_rpc_code_name(holds[i].code));
+		cr_assert_eq(echoes_v[i].done, 1);
+	}
+	/* the connections are dead but still ours to close */
+	fix_close_clients(&f);
+	for (int i = 0; i < N_CLIENTS; i++) {
+		cr_assert_eq(holds[i].done, 1);
+		cr_assert_eq(echoes_v[i].done, 1);
+	}
+	cr_assert_rc(rdmx_pe_destroy(&f.pe), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_server_destroy(&f.server), RDMX_OK);
+	rdmx_tls_config_destroy(&f.scfg);
+	rdmx_tls_config_destroy(&f.ccfg);
+}
+
+Test(rpc_secure_workers, bad_arguments)
+{
+	struct rdmx_rpc_server *server = NULL;
+	struct rdmx_tls_config *cfg = tls_test_config(&pki, "client2", "client.test", 0);
+	struct rdmx_rpc_secure_workers *w = NULL;
+
+	cr_assert_rc(rdmx_rpc_server_create(&server), RDMX_OK);
+	cr_assert_rc(
+	    rdmx_rpc_secure_workers_listen(0, server, cfg, "127.0.0.1", 0, NULL, NULL, NULL, &w),
+	    RDMX_E_INVAL);
+	cr_assert_rc(rdmx_rpc_secure_workers_listen(RDMX_RPC_SECURE_MAX_WORKERS + 1, server, cfg,
+	                                            "127.0.0.1", 0, NULL, NULL, NULL, &w),
+	             RDMX_E_INVAL);
+	cr_assert_rc(
+	    rdmx_rpc_secure_workers_listen(2, NULL, cfg, "127.0.0.1", 0, NULL, NULL, NULL, &w),
+	    RDMX_E_INVAL);
+	cr_assert_null(w);
+	cr_assert_rc(rdmx_rpc_secure_workers_destroy(NULL), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_secure_workers_destroy(&w), RDMX_OK);
+	cr_assert_eq(rdmx_rpc_secure_workers_get_count(NULL), 0);
+	cr_assert_eq(rdmx_rpc_secure_workers_index_of(NULL, NULL), -1);
+	cr_assert_rc(rdmx_rpc_secure_workers_get_port(NULL, NULL), RDMX_E_INVAL);
+	cr_assert_rc(rdmx_rpc_server_destroy(&server), RDMX_OK);
+	rdmx_tls_config_destroy(&cfg);
+}
