@@ -43,7 +43,7 @@ struct rdmx__builtins {
 	struct rdmx__health_entry *health;
 	size_t n_health;
 	_Atomic enum rdmx_health_status overall; /* set from any thread (multi-worker servers) */
-	struct rdmx__health_watch *watchers; /* open Health/Watch streams (health.c) */
+	struct rdmx__health_watch *watchers;     /* open Health/Watch streams (health.c) */
 };
 
 struct rdmx__builtins *rdmx__builtins_of(const struct rdmx_rpc_server *server);

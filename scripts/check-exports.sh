@@ -62,6 +62,8 @@ names=(
 	rdmx_registry_balancer_call rdmx_registry_balancer_create_secure
 	rdmx_registry_balancer_get_retries
 	rdmx_ctx_listen_join rdmx_rpc_workers_listen rdmx_rpc_workers_destroy
+	rdmx_codec_stream_cancel rdmx_codec_stream_get_headers rdmx_codec_stream_get_trailers
+	rdmx_codec_stream_get_stream
 	rdmx_rpc_workers_get_count rdmx_rpc_workers_get_assigned rdmx_rpc_workers_get_clients
 )
 exported=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }')
