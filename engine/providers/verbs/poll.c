@@ -221,31 +221,31 @@ static int recv_wc(struct verbs_ctx *vctx, const struct ibv_wc *wc)
 	return 1;
 }
 
-/* Polls each CQ once (at most `room` entries each); returns callbacks run,
- * and in *seen the number of completions taken off the CQs. */
-static int poll_cqs(struct verbs_ctx *vctx, unsigned room, unsigned *seen)
+/* Polls each CQ once (at most `room` entries each, VERBS_POLL_BATCH at a
+ * time); returns callbacks run, and in *full whether a CQ gave a whole
+ * batch (it may hold more: poll again). A CQ that gave less was empty when
+ * polled, so no second, empty ibv_poll_cq follows a short batch. */
+static int poll_cqs(struct verbs_ctx *vctx, unsigned room, bool *full)
 {
 	struct ibv_wc wcs[VERBS_POLL_BATCH];
 	int n = 0, got;
 	unsigned max = room < VERBS_POLL_BATCH ? room : VERBS_POLL_BATCH;
 
-	*seen = 0;
 	if (max == 0)
 		max = 1;
+	*full = false;
 	got = ibv_poll_cq(vctx->scq, (int)max, wcs);
 	if (got < 0)
 		RDMX_ERR("verbs: ibv_poll_cq(send) failed: %d", got);
 	for (int i = 0; i < got; i++)
 		n += send_wc(vctx, &wcs[i]);
-	if (got > 0)
-		*seen += (unsigned)got;
+	*full = got == (int)max;
 	got = ibv_poll_cq(vctx->rcq, (int)max, wcs);
 	if (got < 0)
 		RDMX_ERR("verbs: ibv_poll_cq(recv) failed: %d", got);
 	for (int i = 0; i < got; i++)
 		n += recv_wc(vctx, &wcs[i]);
-	if (got > 0)
-		*seen += (unsigned)got;
+	*full = *full || got == (int)max;
 	return n;
 }
 
@@ -331,7 +331,7 @@ static int take_stash(struct verbs_ctx *vctx)
 int rdmx__verbs_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 {
 	struct verbs_ctx *vctx = verbs_ctx_of(ctx);
-	unsigned seen;
+	bool full = true;
 	int n = 0;
 
 	if (!vctx)
@@ -339,13 +339,17 @@ int rdmx__verbs_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 	n += take_stash(vctx);
 	if (vctx->nprobed && !vctx->stopping)
 		rdmx__verbs_conn_probe(vctx);
-	while ((unsigned)n < budget) {
-		n += poll_cqs(vctx, budget - (unsigned)n, &seen);
-		if (!seen)
-			break;
+	while ((unsigned)n < budget && full)
+		n += poll_cqs(vctx, budget - (unsigned)n, &full);
+	/* the cm channel costs a syscall: not on every busy poll (verbs.h) */
+	if (vctx->cm && (unsigned)n < budget &&
+	    (vctx->cm_due || ++vctx->cm_skip >= VERBS_CM_POLL_EVERY)) {
+		int got = rdmx__verbs_cm_poll(vctx, budget - (unsigned)n);
+
+		vctx->cm_skip = 0;
+		vctx->cm_due = got > 0; /* events come in bursts: look again */
+		n += got;
 	}
-	if (vctx->cm && (unsigned)n < budget)
-		n += rdmx__verbs_cm_poll(vctx, budget - (unsigned)n);
 	n += conn_phase(vctx);
 	return n;
 }
@@ -354,12 +358,13 @@ void rdmx__verbs_drain(struct verbs_ctx *vctx, unsigned timeout_ms)
 {
 	uint64_t deadline = rdmx__verbs_now_ms() + timeout_ms;
 	unsigned seen;
+	bool full;
 
 	take_stash(vctx);
 	for (;;) {
 		bool busy = false;
 
-		poll_cqs(vctx, VERBS_POLL_BATCH, &seen);
+		seen = (unsigned)poll_cqs(vctx, VERBS_POLL_BATCH, &full);
 		for (struct verbs_conn *v = vctx->conns; v; v = v->next) {
 			if (v->posted == 0 && v->stall_head)
 				fail_stalled(v, RDMX_E_CANCELED);
@@ -373,7 +378,7 @@ void rdmx__verbs_drain(struct verbs_ctx *vctx, unsigned timeout_ms)
 			         timeout_ms);
 			break;
 		}
-		if (!seen)
+		if (!seen && !full)
 			usleep(200);
 	}
 	/* what the CQs never returned (only after the deadline) */
