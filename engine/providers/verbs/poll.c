@@ -129,7 +129,11 @@ static int send_wc(struct verbs_ctx *vctx, const struct ibv_wc *wc)
 		rdmx__verbs_bind_wc(vctx, wc);
 		return 0;
 	}
-	vc = rdmx__verbs_conn_by_qpn(vctx, wc->qp_num);
+	/* the task's own connection when the completion is of its QP (the
+	 * common case: no table lookup), else the QP number's */
+	vc = task->conn ? task->conn->prov : NULL;
+	if (!vc || !vc->qp || vc->qpn != wc->qp_num)
+		vc = rdmx__verbs_conn_by_qpn(vctx, wc->qp_num);
 	/* ctx.h: whatever a task did, a stop completes it CANCELED */
 	status = vctx->stopping ? RDMX_E_CANCELED : rdmx__verbs_wc_status(wc->status, false);
 
