@@ -34,6 +34,7 @@ struct perf_state {
 	uint64_t submitted;      /* bandwidth: operations submitted */
 	uint64_t first_recv_ns, last_recv_ns;
 	bool time_recvs; /* send_bw receiver: time the first and last receive */
+	bool serves;     /* server of a one-sided test: the device answers */
 	struct rdmx_task *ring[RING];
 };
 static struct perf_state st;
@@ -179,9 +180,12 @@ static int finish(const struct perf_opts *o, int rc)
 			rdmx_pe_progress(st.s.pe);
 		}
 	} else if (o->server == NULL && rc == 0) { /* server: wait for the client to hang up */
-		rc = perf_drive_until(&st.s, o->poll, &st.s.disconnected) == RDMX_E_DISCONNECTED
-		         ? 0
-		         : rc;
+		/* where the device alone serves, the wait blocks (as perftest's
+		 * server sleeps in a socket read): a busy-polling server would
+		 * take the CPU the device's own work (rxe: the kernel) needs */
+		enum rdmx_poll_mode mode = st.serves ? RDMX_POLL_BLOCK : o->poll;
+		rc = perf_drive_until(&st.s, mode, &st.s.disconnected) == RDMX_E_DISCONNECTED ? 0
+		                                                                              : rc;
 	}
 	perf_session_close(&st.s);
 	if (rc)
@@ -308,6 +312,11 @@ static int run_one_sided_lat(const struct perf_opts *o, bool atomic)
 	unsigned access = RDMX_ACCESS_LOCAL_WRITE |
 	                  (atomic ? RDMX_ACCESS_REMOTE_ATOMIC : RDMX_ACCESS_REMOTE_READ);
 	int rc = open_session(o, sz < 8 ? 8 : sz, access, confs, 1);
+	st.serves = o->server == NULL;
+	if (rc == 0 && st.serves)
+		printf("rdmx-perf: %s server: the device served the one-sided operations; "
+		       "the client prints the results\n",
+		       o->test);
 	if (rc || o->server == NULL)
 		return finish(o, rc);
 	uint64_t size = atomic ? 8 : (st.p.size ? st.p.size : 1), iters = st.p.iters,
@@ -426,6 +435,8 @@ static int run_bw(const struct perf_opts *o, enum rdmx_task_type type)
 		if (type == RDMX_TASK_SEND) /* the receiver side of send_bw */
 			rc = bw_receiver(o, &local, rq, size, iters);
 		else
+			st.serves = true;
+		if (st.serves)
 			printf("rdmx-perf: %s server: the device served the one-sided operations; "
 			       "the client prints the results\n",
 			       o->test);

@@ -84,6 +84,8 @@ grep -q '^ 64 *200 ' "$DIR/wlat.srv.out" || fail "write_lat: no server result"
 grep -q '^RESULT test=write_lat size=64 p50_us=[0-9.]* ' "$DIR/wlat.cli.out" || fail "write_lat: RESULT"
 pair rlat read_lat -s 64 -n 200
 grep -q '^RESULT test=read_lat size=64 p50_us=[0-9.]* ' "$DIR/rlat.cli.out" || fail "read_lat: RESULT"
+grep -q '^rdmx-perf: read_lat server: the device served the one-sided operations' "$DIR/rlat.srv.out" ||
+	fail "read_lat: the server does not say the device served"
 
 pair atomic atomic_bw -n 200
 grep -q '^ 8 *200 ' "$DIR/atomic.cli.out" || fail "atomic_bw: 8-byte operations"
