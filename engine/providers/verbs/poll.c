@@ -228,23 +228,31 @@ static int recv_wc(struct verbs_ctx *vctx, const struct ibv_wc *wc)
 /* Polls each CQ once (at most `room` entries each, VERBS_POLL_BATCH at a
  * time); returns callbacks run, and in *full whether a CQ gave a whole
  * batch (it may hold more: poll again). A CQ that gave less was empty when
- * polled, so no second, empty ibv_poll_cq follows a short batch. */
-static int poll_cqs(struct verbs_ctx *vctx, unsigned room, bool *full)
+ * polled, so no second, empty ibv_poll_cq follows a short batch. Unless
+ * `all`, a CQ with nothing outstanding is not polled: every send queue
+ * entry (task, window bind, probe) is counted in scq_used or nprobing and
+ * every posted receive in srq_used until its completion is taken, so such
+ * a CQ is empty (a write_lat or read_lat loop then polls one CQ, as
+ * perftest does). */
+static int poll_cqs(struct verbs_ctx *vctx, unsigned room, bool all, bool *full)
 {
 	struct ibv_wc wcs[VERBS_POLL_BATCH];
-	int n = 0, got;
+	int n = 0, got = 0;
 	unsigned max = room < VERBS_POLL_BATCH ? room : VERBS_POLL_BATCH;
 
 	if (max == 0)
 		max = 1;
 	*full = false;
-	got = ibv_poll_cq(vctx->scq, (int)max, wcs);
+	if (all || vctx->scq_used || vctx->nprobing)
+		got = ibv_poll_cq(vctx->scq, (int)max, wcs);
 	if (got < 0)
 		RDMX_ERR("verbs: ibv_poll_cq(send) failed: %d", got);
 	for (int i = 0; i < got; i++)
 		n += send_wc(vctx, &wcs[i]);
 	*full = got == (int)max;
-	got = ibv_poll_cq(vctx->rcq, (int)max, wcs);
+	got = 0;
+	if (all || vctx->srq_used)
+		got = ibv_poll_cq(vctx->rcq, (int)max, wcs);
 	if (got < 0)
 		RDMX_ERR("verbs: ibv_poll_cq(recv) failed: %d", got);
 	for (int i = 0; i < got; i++)
@@ -344,7 +352,7 @@ int rdmx__verbs_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 	if (vctx->nprobed && !vctx->stopping)
 		rdmx__verbs_conn_probe(vctx);
 	while ((unsigned)n < budget && full)
-		n += poll_cqs(vctx, budget - (unsigned)n, &full);
+		n += poll_cqs(vctx, budget - (unsigned)n, false, &full);
 	/* the cm channel costs a syscall: not on every busy poll (verbs.h) */
 	if (vctx->cm && (unsigned)n < budget &&
 	    (vctx->cm_due || ++vctx->cm_skip >= VERBS_CM_POLL_EVERY)) {
@@ -368,7 +376,7 @@ void rdmx__verbs_drain(struct verbs_ctx *vctx, unsigned timeout_ms)
 	for (;;) {
 		bool busy = false;
 
-		seen = (unsigned)poll_cqs(vctx, VERBS_POLL_BATCH, &full);
+		seen = (unsigned)poll_cqs(vctx, VERBS_POLL_BATCH, true, &full);
 		for (struct verbs_conn *v = vctx->conns; v; v = v->next) {
 			if (v->posted == 0 && v->stall_head)
 				fail_stalled(v, RDMX_E_CANCELED);
