@@ -1,7 +1,16 @@
 /* rdmx-perf engine tests: latency (ping-pong / one at a time) and bandwidth
  * (a window of operations in flight), perftest's conventions: send_lat and
  * write_lat report half the round trip, read_lat and atomic_lat the whole
- * operation. */
+ * operation.
+ *
+ * Latency loops do what perftest's do (run_iter_lat_send, _lat_write,
+ * run_iter_lat): every operation signaled, one clock read per iteration (a
+ * sample is the time from one iteration's post to the next one's), the
+ * engine's progress driven until the awaited completion. write_lat waits
+ * for its own write's completion and then spins on the last byte of its
+ * landing zone without calling progress (the peer's write places it), as
+ * perftest polls its buffer. The failure guards (a hang-up, 60 s without
+ * progress) read the clock once in GUARD_EVERY polls, not on every one. */
 #include "perf.h"
 
 #include "progress.h"
@@ -11,7 +20,9 @@
 #include <string.h>
 #include <time.h>
 
-#define RING 16 /* send-side tasks reused round-robin in latency tests */
+#define RING 16           /* send-side tasks reused round-robin in latency tests */
+#define GUARD_EVERY 1024u /* busy polls per failure-guard check (a power of 2) */
+#define GUARD_NS 60000000000ull
 
 struct perf_state {
 	struct perf_session s;
@@ -22,6 +33,8 @@ struct perf_state {
 	uint64_t bw_ops;         /* bandwidth: total operations */
 	uint64_t submitted;      /* bandwidth: operations submitted */
 	uint64_t first_recv_ns, last_recv_ns;
+	bool time_recvs; /* send_bw receiver: time the first and last receive */
+	bool serves;     /* server of a one-sided test: the device answers */
 	struct rdmx_task *ring[RING];
 };
 static struct perf_state st;
@@ -36,9 +49,11 @@ static void on_recv(struct rdmx_task *task, void *tud, void *cud)
 {
 	(void)tud;
 	(void)cud;
-	st.last_recv_ns = perf_now_ns();
-	if (!st.recvs)
-		st.first_recv_ns = st.last_recv_ns;
+	if (st.time_recvs) {
+		st.last_recv_ns = perf_now_ns();
+		if (!st.recvs)
+			st.first_recv_ns = st.last_recv_ns;
+	}
 	st.recvs++;
 	if (rdmx_task_submit(task) != 0)
 		fprintf(stderr, "rdmx-perf: receive repost failed\n");
@@ -73,17 +88,49 @@ static void on_bw_done(struct rdmx_task *task, void *tud, void *cud)
 	}
 }
 
+/* The failure guard of a wait: true once GUARD_NS passed since its first
+ * check; reads the clock in one call of GUARD_EVERY (every call when not
+ * busy polling: a blocking drive waits up to 100 ms). */
+static bool guard_expired(uint64_t *since, unsigned *calls, bool busy)
+{
+	if (busy && (++*calls & (GUARD_EVERY - 1)) != 0)
+		return false;
+	uint64_t now = perf_now_ns();
+	if (!*since)
+		*since = now;
+	return now - *since > GUARD_NS;
+}
+
 static int wait_count(volatile uint64_t *counter, uint64_t target, enum rdmx_poll_mode mode)
 {
-	uint64_t guard = perf_now_ns();
+	uint64_t since = 0;
+	unsigned calls = 0;
 	while (*counter < target) {
 		if (st.s.failed || st.s.disconnected)
 			return RDMX_E_DISCONNECTED;
 		int rc = perf_drive(&st.s, mode);
 		if (rc < 0)
 			return rc;
-		if (perf_now_ns() - guard > 60000000000ull)
+		if (guard_expired(&since, &calls, mode == RDMX_POLL_BUSY))
 			return RDMX_E_TIMEDOUT;
+	}
+	return 0;
+}
+
+/* write_lat: spins on a byte the peer's RDMA write sets, with no progress
+ * call per spin; one in GUARD_EVERY drives progress once (a hang-up). */
+static int spin_byte(volatile uint8_t *p, uint8_t mark)
+{
+	uint64_t since = 0;
+	unsigned calls = 0;
+	while (*p != mark) {
+		if ((calls & (GUARD_EVERY - 1)) == GUARD_EVERY - 1) {
+			rdmx_pe_progress(st.s.pe);
+			if (st.s.disconnected || st.s.failed)
+				return *p == mark ? 0 : RDMX_E_DISCONNECTED;
+		}
+		if (guard_expired(&since, &calls, true))
+			return RDMX_E_DISCONNECTED;
 	}
 	return 0;
 }
@@ -133,9 +180,12 @@ static int finish(const struct perf_opts *o, int rc)
 			rdmx_pe_progress(st.s.pe);
 		}
 	} else if (o->server == NULL && rc == 0) { /* server: wait for the client to hang up */
-		rc = perf_drive_until(&st.s, o->poll, &st.s.disconnected) == RDMX_E_DISCONNECTED
-		         ? 0
-		         : rc;
+		/* where the device alone serves, the wait blocks (as perftest's
+		 * server sleeps in a socket read): a busy-polling server would
+		 * take the CPU the device's own work (rxe: the kernel) needs */
+		enum rdmx_poll_mode mode = st.serves ? RDMX_POLL_BLOCK : o->poll;
+		rc = perf_drive_until(&st.s, mode, &st.s.disconnected) == RDMX_E_DISCONNECTED ? 0
+		                                                                              : rc;
 	}
 	perf_session_close(&st.s);
 	if (rc)
@@ -166,30 +216,26 @@ static int run_send_lat(const struct perf_opts *o)
 	for (int i = 0; rc == 0 && i < RING; i++)
 		rc = rdmx_task_send_alloc(st.s.ctx, st.s.conn, &src, NULL, &st.ring[i]);
 	bool client = o->server != NULL;
-	uint64_t t0 = 0, start = 0;
+	uint64_t prev = 0, start = 0, first = total - iters;
 	for (uint64_t i = 0; rc == 0 && i < total; i++) {
-		if (client) {
-			if (i == total - iters)
-				start = perf_now_ns();
-			t0 = perf_now_ns();
-			rc = rdmx_task_submit(ring_next(i));
-			if (rc == 0)
-				rc = wait_count(&st.recvs, i + 1, o->poll);
-			if (rc == 0 && i >= total - iters)
-				lat[i - (total - iters)] = (double)(perf_now_ns() - t0) / 2000.0;
-		} else {
+		if (!client)
 			rc = wait_count(&st.recvs, i + 1, o->poll);
-			/* the server's sample: its reply to the next request */
-			if (rc == 0 && i > total - iters)
-				lat[i - 1 - (total - iters)] =
-				    (double)(perf_now_ns() - t0) / 2000.0;
-			if (rc == 0 && i == total - iters)
-				start = perf_now_ns();
-			t0 = perf_now_ns();
-			if (rc == 0)
-				rc = rdmx_task_submit(ring_next(i));
-		}
+		if (rc)
+			break;
+		/* one clock read per iteration: a sample is post to next post */
+		uint64_t now = perf_now_ns();
+		if (i > first)
+			lat[i - 1 - first] = (double)(now - prev) / 2000.0;
+		if (i == first)
+			start = now;
+		prev = now;
+		rc = rdmx_task_submit(ring_next(i));
+		if (rc == 0 && client)
+			rc = wait_count(&st.recvs, i + 1, o->poll);
 	}
+	/* the client's last sample ends with the last reply */
+	if (rc == 0 && client && iters)
+		lat[iters - 1] = (double)(perf_now_ns() - prev) / 2000.0;
 	if (rc == 0)
 		rc = wait_count(&st.done, total, o->poll);
 	/* the client hangs up once it has the last reply: that reply arrived */
@@ -221,37 +267,31 @@ static int run_write_lat(const struct perf_opts *o)
 	for (int i = 0; rc == 0 && i < RING; i++)
 		rc = rdmx_task_write_alloc(st.s.ctx, st.s.conn, &src, &dst, NULL, &st.ring[i]);
 	bool client = o->server != NULL;
-	uint64_t start = 0, srv_t0 = 0;
+	uint64_t prev = 0, start = 0, first = total - iters;
 	for (uint64_t i = 0; rc == 0 && i < total; i++) {
 		uint8_t mark = (uint8_t)(i % 255 + 1);
-		uint64_t t0 = perf_now_ns();
-		if (client) {
-			if (i == total - iters)
-				start = t0;
-			*src_last = mark;
-			rc = rdmx_task_submit(ring_next(i));
-		}
-		uint64_t guard = perf_now_ns();
-		while (rc == 0 && *land_last != mark) {
-			rdmx_pe_progress(st.s.pe);
-			if (st.s.disconnected || st.s.failed ||
-			    perf_now_ns() - guard > 60000000000ull)
-				rc = RDMX_E_DISCONNECTED;
-		}
-		if (rc == 0 && !client) {
-			/* the server's sample: its write to the next landing */
-			if (i > total - iters)
-				lat[i - 1 - (total - iters)] =
-				    (double)(perf_now_ns() - srv_t0) / 2000.0;
-			if (i == total - iters)
-				start = perf_now_ns();
-			srv_t0 = perf_now_ns();
-			*src_last = mark;
-			rc = rdmx_task_submit(ring_next(i));
-		}
-		if (rc == 0 && client && i >= total - iters)
-			lat[i - (total - iters)] = (double)(perf_now_ns() - t0) / 2000.0;
+		if (!client)
+			rc = spin_byte(land_last, mark);
+		if (rc)
+			break;
+		/* one clock read per iteration: a sample is post to next post */
+		uint64_t now = perf_now_ns();
+		if (i > first)
+			lat[i - 1 - first] = (double)(now - prev) / 2000.0;
+		if (i == first)
+			start = now;
+		prev = now;
+		*src_last = mark;
+		rc = rdmx_task_submit(ring_next(i));
+		/* perftest polls the send CQ for this write's completion, then
+		 * the buffer: so do we */
+		if (rc == 0)
+			rc = wait_count(&st.done, i + 1, RDMX_POLL_BUSY);
+		if (rc == 0 && client)
+			rc = spin_byte(land_last, mark);
 	}
+	if (rc == 0 && client && iters)
+		lat[iters - 1] = (double)(perf_now_ns() - prev) / 2000.0;
 	if (rc == 0)
 		rc = wait_count(&st.done, total, RDMX_POLL_BUSY);
 	if (!client && rc == RDMX_E_DISCONNECTED && st.done + RING >= total)
@@ -272,6 +312,11 @@ static int run_one_sided_lat(const struct perf_opts *o, bool atomic)
 	unsigned access = RDMX_ACCESS_LOCAL_WRITE |
 	                  (atomic ? RDMX_ACCESS_REMOTE_ATOMIC : RDMX_ACCESS_REMOTE_READ);
 	int rc = open_session(o, sz < 8 ? 8 : sz, access, confs, 1);
+	st.serves = o->server == NULL;
+	if (rc == 0 && st.serves)
+		printf("rdmx-perf: %s server: the device served the one-sided operations; "
+		       "the client prints the results\n",
+		       o->test);
 	if (rc || o->server == NULL)
 		return finish(o, rc);
 	uint64_t size = atomic ? 8 : (st.p.size ? st.p.size : 1), iters = st.p.iters,
@@ -282,17 +327,21 @@ static int run_one_sided_lat(const struct perf_opts *o, bool atomic)
 	double *lat = calloc(iters ? iters : 1, sizeof(double));
 	rc = atomic ? rdmx_task_atomic_fadd_alloc(st.s.ctx, st.s.conn, &remote, &local, 1, NULL, &t)
 	            : rdmx_task_read_alloc(st.s.ctx, st.s.conn, &remote, &local, NULL, &t);
-	uint64_t start = 0;
+	uint64_t prev = 0, start = 0, first = total - iters;
 	for (uint64_t i = 0; rc == 0 && i < total; i++) {
-		uint64_t t0 = perf_now_ns();
-		if (i == total - iters)
-			start = t0;
+		/* one clock read per iteration: a sample is post to next post */
+		uint64_t now = perf_now_ns();
+		if (i > first)
+			lat[i - 1 - first] = (double)(now - prev) / 1000.0;
+		if (i == first)
+			start = now;
+		prev = now;
 		rc = rdmx_task_submit(t);
 		if (rc == 0)
 			rc = wait_count(&st.done, i + 1, o->poll);
-		if (rc == 0 && i >= total - iters)
-			lat[i - (total - iters)] = (double)(perf_now_ns() - t0) / 1000.0;
 	}
+	if (rc == 0 && iters)
+		lat[iters - 1] = (double)(perf_now_ns() - prev) / 1000.0;
 	if (rc == 0)
 		perf_report(o, lat, iters, iters, iters * size,
 		            (double)(perf_now_ns() - start) / 1e9);
@@ -319,6 +368,7 @@ static int bw_receiver(const struct perf_opts *o, struct rdmx_buf *local, uint32
 {
 	int rc = 0;
 
+	st.time_recvs = true;
 	for (uint32_t i = 0; rc == 0 && i < rq; i++) {
 		struct rdmx_task *t;
 		rc = rdmx_task_receive_alloc(st.s.ctx, local, NULL, &t);
@@ -385,6 +435,8 @@ static int run_bw(const struct perf_opts *o, enum rdmx_task_type type)
 		if (type == RDMX_TASK_SEND) /* the receiver side of send_bw */
 			rc = bw_receiver(o, &local, rq, size, iters);
 		else
+			st.serves = true;
+		if (st.serves)
 			printf("rdmx-perf: %s server: the device served the one-sided operations; "
 			       "the client prints the results\n",
 			       o->test);

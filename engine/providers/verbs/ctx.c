@@ -301,6 +301,7 @@ int rdmx__verbs_ctx_disarm(struct rdmx_ctx *ctx)
 	if (!vc)
 		return RDMX_E_BAD_STATE;
 	consume_cq_events(vc);
+	vc->cm_due = true; /* the wake-up may be the cm channel's */
 	if (read(vc->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		RDMX_WARN("verbs: eventfd read failed: %s", strerror(errno));
 	if (read(vc->tfd, &v, sizeof(v)) < 0 && errno != EAGAIN)

@@ -129,7 +129,11 @@ static int send_wc(struct verbs_ctx *vctx, const struct ibv_wc *wc)
 		rdmx__verbs_bind_wc(vctx, wc);
 		return 0;
 	}
-	vc = rdmx__verbs_conn_by_qpn(vctx, wc->qp_num);
+	/* the task's own connection when the completion is of its QP (the
+	 * common case: no table lookup), else the QP number's */
+	vc = task->conn ? task->conn->prov : NULL;
+	if (!vc || !vc->qp || vc->qpn != wc->qp_num)
+		vc = rdmx__verbs_conn_by_qpn(vctx, wc->qp_num);
 	/* ctx.h: whatever a task did, a stop completes it CANCELED */
 	status = vctx->stopping ? RDMX_E_CANCELED : rdmx__verbs_wc_status(wc->status, false);
 
@@ -221,31 +225,39 @@ static int recv_wc(struct verbs_ctx *vctx, const struct ibv_wc *wc)
 	return 1;
 }
 
-/* Polls each CQ once (at most `room` entries each); returns callbacks run,
- * and in *seen the number of completions taken off the CQs. */
-static int poll_cqs(struct verbs_ctx *vctx, unsigned room, unsigned *seen)
+/* Polls each CQ once (at most `room` entries each, VERBS_POLL_BATCH at a
+ * time); returns callbacks run, and in *full whether a CQ gave a whole
+ * batch (it may hold more: poll again). A CQ that gave less was empty when
+ * polled, so no second, empty ibv_poll_cq follows a short batch. Unless
+ * `all`, a CQ with nothing outstanding is not polled: every send queue
+ * entry (task, window bind, probe) is counted in scq_used or nprobing and
+ * every posted receive in srq_used until its completion is taken, so such
+ * a CQ is empty (a write_lat or read_lat loop then polls one CQ, as
+ * perftest does). */
+static int poll_cqs(struct verbs_ctx *vctx, unsigned room, bool all, bool *full)
 {
 	struct ibv_wc wcs[VERBS_POLL_BATCH];
-	int n = 0, got;
+	int n = 0, got = 0;
 	unsigned max = room < VERBS_POLL_BATCH ? room : VERBS_POLL_BATCH;
 
-	*seen = 0;
 	if (max == 0)
 		max = 1;
-	got = ibv_poll_cq(vctx->scq, (int)max, wcs);
+	*full = false;
+	if (all || vctx->scq_used || vctx->nprobing)
+		got = ibv_poll_cq(vctx->scq, (int)max, wcs);
 	if (got < 0)
 		RDMX_ERR("verbs: ibv_poll_cq(send) failed: %d", got);
 	for (int i = 0; i < got; i++)
 		n += send_wc(vctx, &wcs[i]);
-	if (got > 0)
-		*seen += (unsigned)got;
-	got = ibv_poll_cq(vctx->rcq, (int)max, wcs);
+	*full = got == (int)max;
+	got = 0;
+	if (all || vctx->srq_used)
+		got = ibv_poll_cq(vctx->rcq, (int)max, wcs);
 	if (got < 0)
 		RDMX_ERR("verbs: ibv_poll_cq(recv) failed: %d", got);
 	for (int i = 0; i < got; i++)
 		n += recv_wc(vctx, &wcs[i]);
-	if (got > 0)
-		*seen += (unsigned)got;
+	*full = *full || got == (int)max;
 	return n;
 }
 
@@ -331,7 +343,7 @@ static int take_stash(struct verbs_ctx *vctx)
 int rdmx__verbs_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 {
 	struct verbs_ctx *vctx = verbs_ctx_of(ctx);
-	unsigned seen;
+	bool full = true;
 	int n = 0;
 
 	if (!vctx)
@@ -339,13 +351,17 @@ int rdmx__verbs_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 	n += take_stash(vctx);
 	if (vctx->nprobed && !vctx->stopping)
 		rdmx__verbs_conn_probe(vctx);
-	while ((unsigned)n < budget) {
-		n += poll_cqs(vctx, budget - (unsigned)n, &seen);
-		if (!seen)
-			break;
+	while ((unsigned)n < budget && full)
+		n += poll_cqs(vctx, budget - (unsigned)n, false, &full);
+	/* the cm channel costs a syscall: not on every busy poll (verbs.h) */
+	if (vctx->cm && (unsigned)n < budget &&
+	    (vctx->cm_due || ++vctx->cm_skip >= VERBS_CM_POLL_EVERY)) {
+		int got = rdmx__verbs_cm_poll(vctx, budget - (unsigned)n);
+
+		vctx->cm_skip = 0;
+		vctx->cm_due = got > 0; /* events come in bursts: look again */
+		n += got;
 	}
-	if (vctx->cm && (unsigned)n < budget)
-		n += rdmx__verbs_cm_poll(vctx, budget - (unsigned)n);
 	n += conn_phase(vctx);
 	return n;
 }
@@ -354,12 +370,13 @@ void rdmx__verbs_drain(struct verbs_ctx *vctx, unsigned timeout_ms)
 {
 	uint64_t deadline = rdmx__verbs_now_ms() + timeout_ms;
 	unsigned seen;
+	bool full;
 
 	take_stash(vctx);
 	for (;;) {
 		bool busy = false;
 
-		poll_cqs(vctx, VERBS_POLL_BATCH, &seen);
+		seen = (unsigned)poll_cqs(vctx, VERBS_POLL_BATCH, true, &full);
 		for (struct verbs_conn *v = vctx->conns; v; v = v->next) {
 			if (v->posted == 0 && v->stall_head)
 				fail_stalled(v, RDMX_E_CANCELED);
@@ -373,7 +390,7 @@ void rdmx__verbs_drain(struct verbs_ctx *vctx, unsigned timeout_ms)
 			         timeout_ms);
 			break;
 		}
-		if (!seen)
+		if (!seen && !full)
 			usleep(200);
 	}
 	/* what the CQs never returned (only after the deadline) */

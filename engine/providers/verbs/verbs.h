@@ -36,6 +36,11 @@
 #define VERBS_MAX_LISTEN 8u
 /* Completions polled per ibv_poll_cq call, and kept from ctx_arm's peek. */
 #define VERBS_POLL_BATCH 16u
+/* The rdma_cm event channel is read (a read(2) on its fd, EAGAIN when
+ * empty) by one ctx_poll in this many while busy polling, and by the first
+ * ctx_poll after a wake-up (ctx_disarm): connection events wait at most
+ * that many polls, and the data path does not pay a syscall per poll. */
+#define VERBS_CM_POLL_EVERY 64u
 /* Exported connection details (little-endian). */
 #define VERBS_DETAILS_SIZE 32u
 #define VERBS_DETAILS_MAGIC 0x5644u /* "VD" */
@@ -109,8 +114,10 @@ struct verbs_ctx {
 	unsigned nsstash, nrstash;
 	uint32_t nprobed; /* connected export/connect connections */
 	uint64_t next_probe_ms;
-	bool pending;  /* a connection waits for the connection phase of ctx_poll */
-	bool stopping; /* ctx_stop runs: flushes become RDMX_E_CANCELED */
+	unsigned cm_skip; /* ctx_polls since the cm channel was last read */
+	bool cm_due;      /* read the cm channel at the next ctx_poll */
+	bool pending;     /* a connection waits for the connection phase of ctx_poll */
+	bool stopping;    /* ctx_stop runs: flushes become RDMX_E_CANCELED */
 };
 
 /* A grant's type-2 memory window (post.c). wr_id of its bind = address | 2.

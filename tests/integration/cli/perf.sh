@@ -76,6 +76,17 @@ rc=0; "$PERF" send_lat -I x >"$DIR/inlbad.out" 2>&1 || rc=$?
 [ $rc = 2 ] || fail "-I x: exit $rc, expected 2"
 grep -q "rdmx-perf: bad value 'x' for --inline_size" "$DIR/inlbad.out" || fail "-I x: $(cat "$DIR/inlbad.out")"
 
+# the perftest-style latency loops (one clock read per iteration; write_lat
+# spins on its landing byte): both sides of write_lat report, read_lat's client
+pair wlat write_lat -s 64 -n 200
+grep -q '^ 64 *200 ' "$DIR/wlat.cli.out" || fail "write_lat: no client result"
+grep -q '^ 64 *200 ' "$DIR/wlat.srv.out" || fail "write_lat: no server result"
+grep -q '^RESULT test=write_lat size=64 p50_us=[0-9.]* ' "$DIR/wlat.cli.out" || fail "write_lat: RESULT"
+pair rlat read_lat -s 64 -n 200
+grep -q '^RESULT test=read_lat size=64 p50_us=[0-9.]* ' "$DIR/rlat.cli.out" || fail "read_lat: RESULT"
+grep -q '^rdmx-perf: read_lat server: the device served the one-sided operations' "$DIR/rlat.srv.out" ||
+	fail "read_lat: the server does not say the device served"
+
 pair atomic atomic_bw -n 200
 grep -q '^ 8 *200 ' "$DIR/atomic.cli.out" || fail "atomic_bw: 8-byte operations"
 

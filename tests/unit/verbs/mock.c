@@ -97,6 +97,10 @@ static int mock_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	int *nq = cq == &fake_scq ? &M.nscq : &M.nrcq;
 	int got = n < *nq ? n : *nq;
 
+	if (cq == &fake_scq)
+		M.scq_polls++;
+	else
+		M.rcq_polls++;
 	memcpy(wc, q, (size_t)got * sizeof(*wc));
 	memmove(q, q + got, (size_t)(*nq - got) * sizeof(*wc));
 	*nq -= got;
@@ -133,6 +137,15 @@ void mock_recv_wc(uint64_t wr_id, uint32_t qpn, enum ibv_wc_status st, enum ibv_
 }
 
 /* ---- exported libibverbs / librdmacm functions, redefined ---- */
+
+int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
+{
+	(void)channel;
+	(void)event;
+	M.cm_reads++;
+	errno = EAGAIN;
+	return -1;
+}
 
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {

@@ -75,6 +75,10 @@ struct mock {
 	 * context's ops): live ones, and the calls */
 	int mw_allocs, mw_deallocs, mw_live;
 	bool mw_alloc_fail; /* the next ibv_alloc_mw fails with ENOMEM */
+	/* ibv_poll_cq calls per CQ; rdma_get_cm_event calls (each answers
+	 * EAGAIN: no event) */
+	int scq_polls, rcq_polls;
+	int cm_reads;
 };
 
 extern struct mock M;

@@ -350,3 +350,63 @@ Test(poll, export_handshake_gives_up_after_the_request_timeout)
 	fixture_conn_free(&F, a);
 	fixture_conn_free(&F, b);
 }
+
+Test(poll, a_cq_is_polled_once_per_short_batch_and_not_when_nothing_is_outstanding)
+{
+	struct rdmx_buf b = {.mr = &local_mr, .addr = local_mem, .len = 8};
+
+	cr_assert_eq(rdmx__verbs_ctx_poll(&F.ctx, 16), 0);
+	cr_assert_eq(M.scq_polls, 0, "a send CQ with nothing outstanding polled %d times",
+	             M.scq_polls);
+	cr_assert_eq(M.rcq_polls, 0, "a recv CQ with no receive posted polled %d times",
+	             M.rcq_polls);
+	cr_assert_eq(rdmx__verbs_post_send(C, task(0, RDMX__OP_WRITE, &b, 0)), 0);
+	cr_assert_eq(rdmx__verbs_post_send(C, task(1, RDMX__OP_WRITE, &b, 0)), 0);
+	cr_assert_eq(rdmx__verbs_ctx_poll(&F.ctx, 16), 0);
+	cr_assert_eq(M.scq_polls, 1, "writes in flight: the send CQ polled %d times", M.scq_polls);
+	cr_assert_eq(M.rcq_polls, 0);
+	mock_send_wc((uintptr_t)&T[0], qpn(), IBV_WC_SUCCESS);
+	mock_send_wc((uintptr_t)&T[1], qpn(), IBV_WC_SUCCESS);
+	M.scq_polls = M.rcq_polls = 0;
+	cr_assert_eq(rdmx__verbs_ctx_poll(&F.ctx, 16), 2);
+	cr_assert_eq(M.scq_polls, 1, "a second, empty poll after a short batch");
+	cr_assert_eq(M.done[0].task, &T[0]);
+	cr_assert_eq(M.done[1].task, &T[1]);
+	/* a budget smaller than what waits: the rest comes at the next poll */
+	cr_assert_eq(rdmx__verbs_post_send(C, task(2, RDMX__OP_WRITE, &b, 0)), 0);
+	cr_assert_eq(rdmx__verbs_post_send(C, task(3, RDMX__OP_WRITE, &b, 0)), 0);
+	mock_send_wc((uintptr_t)&T[2], qpn(), IBV_WC_SUCCESS);
+	mock_send_wc((uintptr_t)&T[3], qpn(), IBV_WC_SUCCESS);
+	cr_assert_eq(rdmx__verbs_ctx_poll(&F.ctx, 1), 1);
+	cr_assert_eq(rdmx__verbs_ctx_poll(&F.ctx, 16), 1);
+	cr_assert_eq(M.done[3].task, &T[3]);
+	/* a posted receive: the recv CQ is polled, once */
+	struct rdmx_task *r = task(4, RDMX__OP_RECV, &b, 0);
+	cr_assert_eq(rdmx__verbs_post_recv(&F.ctx, r), 0);
+	M.scq_polls = M.rcq_polls = 0;
+	cr_assert_eq(rdmx__verbs_ctx_poll(&F.ctx, 16), 0);
+	cr_assert_eq(M.rcq_polls, 1, "a posted receive: the recv CQ polled %d times", M.rcq_polls);
+	cr_assert_eq(M.scq_polls, 0);
+	mock_recv_wc((uintptr_t)r, qpn(), IBV_WC_SUCCESS, IBV_WC_RECV, 0, 8, 0);
+	cr_assert_eq(rdmx__verbs_ctx_poll(&F.ctx, 16), 1);
+	cr_assert_eq(M.done[4].task, r);
+}
+
+Test(poll, the_cm_channel_is_read_once_in_64_busy_polls_and_after_a_wakeup)
+{
+	struct rdma_event_channel ch = {.fd = -1};
+
+	F.vctx->cm = &ch;
+	for (unsigned i = 1; i < VERBS_CM_POLL_EVERY; i++)
+		cr_assert_eq(rdmx__verbs_ctx_poll(&F.ctx, 16), 0);
+	cr_assert_eq(M.cm_reads, 0, "the cm channel was read on a busy poll");
+	cr_assert_eq(rdmx__verbs_ctx_poll(&F.ctx, 16), 0);
+	cr_assert_eq(M.cm_reads, 1, "poll %u did not read the cm channel", VERBS_CM_POLL_EVERY);
+	/* a wake-up (ctx_disarm sets cm_due): the next poll reads it */
+	F.vctx->cm_due = true;
+	rdmx__verbs_ctx_poll(&F.ctx, 16);
+	cr_assert_eq(M.cm_reads, 2, "the poll after a wake-up did not read the cm channel");
+	rdmx__verbs_ctx_poll(&F.ctx, 16);
+	cr_assert_eq(M.cm_reads, 2, "an empty read did not end the wake-up's reading");
+	F.vctx->cm = NULL;
+}
