@@ -720,16 +720,74 @@ static void seal_failed(struct tcp_conn *c, int rc)
 	}
 }
 
+/* Decrypts the first n ciphertext bytes of a record's body (in) straight
+ * into the sink of the frame under way, whose header came in an earlier,
+ * verified record (the grant and bounds were checked at its start). The
+ * bytes stay unverified until the record's tag is: the destination is the
+ * memory of an operation still in flight (undefined until it completes), and
+ * a bad tag moves the connection to error before anything completes. What
+ * the sink cannot take any more (region gone) is decrypted in place. Returns
+ * the bytes placed, or -1 when the cipher failed. */
+static ssize_t sink_decrypt(struct tcp_conn *c, uint8_t *in, size_t n)
+{
+	struct tcp_rx *rx = &c->rx;
+	struct tcp_seal_dir *d = &c->seal->rx;
+	const struct rdmx__tcp_region *r;
+	size_t done = 0;
+
+	if (rx->sink == TCP_SINK_CHAIN) {
+		while (done < n && rx->buf) {
+			size_t piece = rx->buf->len - rx->buf_off;
+
+			if (piece > n - done)
+				piece = n - done;
+			if (rdmx__tcp_seal_open_update(d, (uint8_t *)rx->buf->addr + rx->buf_off,
+			                               in + done, piece))
+				return -1;
+			rx->buf_off += piece;
+			done += piece;
+			if (rx->buf_off == rx->buf->len) {
+				rx->buf = rx->buf->next;
+				rx->buf_off = 0;
+			}
+		}
+		if (done < n)
+			rx->sink = TCP_SINK_DISCARD; /* cannot happen: lengths were checked */
+		return (ssize_t)done;
+	}
+	rdmx__tcp_keytab_rdlock(&c->td->keys);
+	r = rdmx__tcp_keytab_find(&c->td->keys, rx->rkey);
+	if (!r || r->serial != rx->serial) {
+		rdmx__tcp_keytab_unlock(&c->td->keys);
+		rx->sink = TCP_SINK_DISCARD;
+		rx->nak = RDMX__TCP_ST_REMOTE_ACCESS;
+		return 0;
+	}
+	if (rdmx__tcp_seal_open_update(d, r->addr + rx->mr_off, in, n)) {
+		rdmx__tcp_keytab_unlock(&c->td->keys);
+		return -1;
+	}
+	rdmx__tcp_keytab_unlock(&c->td->keys);
+	rx->mr_off += n;
+	return (ssize_t)n;
+}
+
 /* Opens the complete records at the front of the buffer and hands their
- * plaintext to the frame engine. False once the connection lost its socket. */
+ * plaintext to the frame engine. The continuation of a payload already under
+ * way is decrypted straight into its sink; the rest of a record (headers, the
+ * start of payloads) is decrypted in place, and no frame is acted on before
+ * the record's tag is verified. False once the connection lost its socket. */
 static bool open_records(struct tcp_conn *c)
 {
 	struct tcp_seal *s = c->seal;
+	struct tcp_rx *rx = &c->rx;
 
 	while (s->rx_len - s->rx_off >= TCP_SEAL_HDR) {
 		uint8_t *rec = s->rxbuf + s->rx_off;
+		uint8_t *body = rec + TCP_SEAL_HDR;
 		uint32_t len = rdmx__ld32(rec);
 		uint32_t size = TCP_SEAL_HDR + len + TCP_SEAL_TAG;
+		size_t placed = 0;
 		int rc;
 
 		if (!len || len > TCP_SEAL_MAX) {
@@ -738,13 +796,35 @@ static bool open_records(struct tcp_conn *c)
 		}
 		if (s->rx_len - s->rx_off < size)
 			break;
-		rc = rdmx__tcp_seal_open(&s->rx, rec, size);
+		rc = rdmx__tcp_seal_open_begin(&s->rx, rec);
+		if (!rc && rx->in_payload &&
+		    (rx->sink == TCP_SINK_CHAIN || rx->sink == TCP_SINK_MR)) {
+			size_t want = rx->left < len ? (size_t)rx->left : len;
+			ssize_t got = sink_decrypt(c, body, want);
+
+			if (got < 0)
+				rc = RDMX_E_AUTH;
+			else
+				placed = (size_t)got;
+		}
+		if (!rc)
+			rc = rdmx__tcp_seal_open_update(&s->rx, body + placed, body + placed,
+			                                len - placed);
+		if (!rc)
+			rc = rdmx__tcp_seal_open_final(&s->rx, body + len);
 		if (rc) {
 			seal_failed(c, rc);
 			return false;
 		}
 		s->rx_off += size;
-		consume(c, rec + TCP_SEAL_HDR, len);
+		if (placed) {
+			rx->left -= placed;
+			if (!rx->left)
+				frame_end(c);
+			if (c->fd < 0)
+				return false;
+		}
+		consume(c, body + placed, len - placed);
 		if (c->fd < 0)
 			return false;
 	}

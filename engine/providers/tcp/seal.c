@@ -94,30 +94,63 @@ int rdmx__tcp_seal_record(struct tcp_seal_dir *d, const struct iovec *iov, int n
 	return (int)(TCP_SEAL_HDR + take + TCP_SEAL_TAG);
 }
 
-int rdmx__tcp_seal_open(struct tcp_seal_dir *d, uint8_t *rec, size_t rec_len)
+int rdmx__tcp_seal_open_begin(struct tcp_seal_dir *d, const uint8_t *rec)
 {
 	uint8_t nonce[TCP_SEAL_IV];
+	uint32_t len = rdmx__ld32(rec);
+	int n;
+
+	if (!len || len > TCP_SEAL_MAX)
+		return RDMX_E_PROTOCOL;
+	if (d->seq == UINT64_MAX)
+		return RDMX_E_FULL;
+	nonce_of(d, nonce);
+	if (EVP_DecryptInit_ex(d->evp, NULL, NULL, NULL, nonce) != 1 ||
+	    EVP_DecryptUpdate(d->evp, NULL, &n, rec, TCP_SEAL_HDR) != 1)
+		return RDMX_E_AUTH;
+	return 0;
+}
+
+int rdmx__tcp_seal_open_update(struct tcp_seal_dir *d, uint8_t *out, const uint8_t *in, size_t len)
+{
+	int n;
+
+	if (!len)
+		return 0;
+	if (len > TCP_SEAL_MAX || EVP_DecryptUpdate(d->evp, out, &n, in, (int)len) != 1 ||
+	    (size_t)n != len)
+		return RDMX_E_AUTH;
+	return 0;
+}
+
+int rdmx__tcp_seal_open_final(struct tcp_seal_dir *d, const uint8_t tag[TCP_SEAL_TAG])
+{
+	uint8_t rest[16];
+	int m;
+
+	if (EVP_CIPHER_CTX_ctrl(d->evp, EVP_CTRL_GCM_SET_TAG, TCP_SEAL_TAG, (void *)tag) != 1 ||
+	    EVP_DecryptFinal_ex(d->evp, rest, &m) != 1)
+		return RDMX_E_AUTH;
+	d->seq++;
+	return 0;
+}
+
+int rdmx__tcp_seal_open(struct tcp_seal_dir *d, uint8_t *rec, size_t rec_len)
+{
 	uint32_t len;
-	int n, m;
+	int rc;
 
 	if (rec_len < TCP_SEAL_HDR + TCP_SEAL_TAG)
 		return RDMX_E_PROTOCOL;
 	len = rdmx__ld32(rec);
 	if (!len || len > TCP_SEAL_MAX || rec_len != TCP_SEAL_HDR + len + TCP_SEAL_TAG)
 		return RDMX_E_PROTOCOL;
-	if (d->seq == UINT64_MAX)
-		return RDMX_E_FULL;
-	nonce_of(d, nonce);
-	if (EVP_DecryptInit_ex(d->evp, NULL, NULL, NULL, nonce) != 1 ||
-	    EVP_DecryptUpdate(d->evp, NULL, &n, rec, TCP_SEAL_HDR) != 1 ||
-	    EVP_DecryptUpdate(d->evp, rec + TCP_SEAL_HDR, &n, rec + TCP_SEAL_HDR, (int)len) != 1 ||
-	    EVP_CIPHER_CTX_ctrl(d->evp, EVP_CTRL_GCM_SET_TAG, TCP_SEAL_TAG,
-	                        rec + TCP_SEAL_HDR + len) != 1)
-		return RDMX_E_AUTH;
-	if (EVP_DecryptFinal_ex(d->evp, rec + TCP_SEAL_HDR + n, &m) != 1)
-		return RDMX_E_AUTH;
-	d->seq++;
-	return 0;
+	rc = rdmx__tcp_seal_open_begin(d, rec);
+	if (!rc)
+		rc = rdmx__tcp_seal_open_update(d, rec + TCP_SEAL_HDR, rec + TCP_SEAL_HDR, len);
+	if (!rc)
+		rc = rdmx__tcp_seal_open_final(d, rec + TCP_SEAL_HDR + len);
+	return rc;
 }
 
 int rdmx__tcp_seal_create(const uint8_t tx_key[TCP_SEAL_KEY], const uint8_t tx_iv[TCP_SEAL_IV],

@@ -151,6 +151,14 @@ int rdmx__tcp_seal_record(struct tcp_seal_dir *d, const struct iovec *iov, int n
  * RDMX_E_PROTOCOL (length field), RDMX_E_FULL (counter exhausted). The
  * counter moves only on success. */
 int rdmx__tcp_seal_open(struct tcp_seal_dir *d, uint8_t *rec, size_t rec_len);
+/* The same in pieces, so that the plaintext can go straight to where it
+ * belongs: begin with the record's length field (rec[0..TCP_SEAL_HDR)),
+ * update over the ciphertext in order (any split, out may equal in), final
+ * with the tag. Until final returned 0 the plaintext is unverified: whoever
+ * placed it must treat it as undefined and act on none of it. */
+int rdmx__tcp_seal_open_begin(struct tcp_seal_dir *d, const uint8_t *rec);
+int rdmx__tcp_seal_open_update(struct tcp_seal_dir *d, uint8_t *out, const uint8_t *in, size_t len);
+int rdmx__tcp_seal_open_final(struct tcp_seal_dir *d, const uint8_t tag[TCP_SEAL_TAG]);
 int rdmx__tcp_seal_create(const uint8_t tx_key[TCP_SEAL_KEY], const uint8_t tx_iv[TCP_SEAL_IV],
                           const uint8_t rx_key[TCP_SEAL_KEY], const uint8_t rx_iv[TCP_SEAL_IV],
                           struct tcp_seal **out);

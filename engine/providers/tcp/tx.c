@@ -394,6 +394,25 @@ static void send_failed(struct tcp_conn *c)
 	                    c->est_queued ? RDMX__CONN_EV_DISCONNECTED : RDMX__CONN_EV_FAILURE);
 }
 
+/* A record ends right after the header of a frame with a large payload, so
+ * that the payload starts a record of its own: the receiver then decrypts it
+ * straight into its destination (rx.c), which it does only for payload
+ * bytes whose header came in an earlier, verified record. */
+static size_t record_cut(struct tcp_conn *c, size_t take)
+{
+	size_t at = 0;
+
+	for (unsigned i = 0; i < c->tx.count && at < take; i++) {
+		const struct tcp_frame *f = frame_at(c, i);
+		size_t hdr_left = RDMX__TCP_HDR_SIZE - f->hdr_off;
+
+		if (hdr_left && f->left >= TCP_DIRECT_MIN)
+			return at + hdr_left < take ? at + hdr_left : take;
+		at += hdr_left + (size_t)f->left;
+	}
+	return take;
+}
+
 /* Seals picked frames into records while the buffer has room for a whole
  * one. False when the connection had to go to error. */
 static bool seal_frames(struct tcp_conn *c)
@@ -418,6 +437,7 @@ static bool seal_frames(struct tcp_conn *c)
 			take += iov[i].iov_len;
 		if (take > TCP_SEAL_MAX)
 			take = TCP_SEAL_MAX;
+		take = record_cut(c, take);
 		rc = take ? rdmx__tcp_seal_record(&s->tx, iov, n, take, s->txbuf + s->tx_len)
 		          : RDMX_E_INVAL;
 		if (locked)

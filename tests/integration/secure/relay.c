@@ -69,6 +69,11 @@ static bool relay_record(struct relay *r, struct relay_pair *pr, int to, uint8_t
 		send_all(fd, rec, n);
 		return true;
 	}
+	if (r->skip > 0) { /* set before arming; only this thread reads it then */
+		r->skip--;
+		send_all(fd, rec, n);
+		return true;
+	}
 	switch (r->mode) {
 	case R_FLIP:
 		rec[TCP_SEAL_HDR + (n - TCP_SEAL_HDR) / 2] ^= 0x08;

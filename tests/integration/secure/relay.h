@@ -41,6 +41,7 @@ struct relay {
 	enum relay_mode mode;
 	int armed, done; /* atomics */
 	int only_to;     /* -1: any record; 0 / 1: only records going to fd[0] / fd[1] */
+	int skip;        /* armed: records (of only_to's direction) to let pass first */
 	pthread_mutex_t lock;
 	uint8_t *rec; /* every byte seen, both directions */
 	size_t rec_len, rec_cap;

@@ -438,6 +438,112 @@ Test(seal, detecting_side_fails_its_oldest_task_with_auth)
 	pair_down();
 }
 
+/* The continuation of a write's payload (records after the one holding its
+ * header) is decrypted straight into the target region. A bit flipped in
+ * such a record: the write fails exactly once, the receiver's connection goes
+ * to error with the log line, and no later completion appears. */
+Test(seal, tampered_continuation_record_fails_the_write_once)
+{
+	struct rdmx_task *tasks[NWRITES + 1];
+	int one = 1, two = 2;
+
+	tls_test_log_capture();
+	tls_test_log_clear();
+	memset(wc, 0, sizeof(wc));
+	pair_up(R_FLIP, true);
+	RB.only_to = 1; /* towards B, whoever dialed */
+	RA.only_to = 0;
+	write_batch(0, 1, tasks);
+	cr_assert(drive(&A, &B, writes_done, &one));
+	cr_assert_eq(wc[0].ok, 1, "the clean write failed: %s", rdmx_err_name(wc[0].status));
+	/* WLEN spans four records: let the first (frame header and the start of
+	 * the payload) pass, flip a bit in the second (payload only) */
+	RA.skip = RB.skip = 1;
+	__atomic_store_n(&RA.armed, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&RB.armed, 1, __ATOMIC_SEQ_CST);
+	write_batch(1, 1, tasks);
+	cr_assert(drive(&A, &B, writes_done, &two), "the write did not complete");
+	cr_assert(drive(&A, &B, conn_in_error, NULL), "the receiver did not leave the connection");
+	cr_assert(__atomic_load_n(&RA.done, __ATOMIC_SEQ_CST) ||
+	          __atomic_load_n(&RB.done, __ATOMIC_SEQ_CST));
+	cr_assert_eq(wc[1].ok, 0, "a write through a tampered record succeeded");
+	cr_assert_eq(wc[1].err, 1, "the write completed %d times", wc[1].ok + wc[1].err);
+	for (int k = 0; k < 50; k++) {
+		rdmx_pe_progress(A.pe);
+		rdmx_pe_progress(B.pe);
+	}
+	cr_assert_eq(wc[0].ok + wc[0].err, 1);
+	cr_assert_eq(wc[1].ok + wc[1].err, 1);
+	cr_assert(tls_test_log_contains("authentication failed"));
+	rdmx_task_free(tasks[0]);
+	rdmx_task_free(tasks[1]);
+	pair_down();
+}
+
+/* Sealed writes through a connection-bound grant: a multi-record write
+ * inside the grant lands intact (its continuation records are decrypted
+ * straight into the region), one reaching past the grant's end is refused
+ * with RDMX_E_REMOTE_ACCESS and touches no byte of the region. */
+static struct counts gc[2];
+
+static bool grant_writes_done(void *arg)
+{
+	int i = *(int *)arg;
+
+	return gc[i].ok + gc[i].err > 0;
+}
+
+Test(seal, sealed_write_into_grant_and_outside_it)
+{
+	uint8_t desc[RDMX_MR_DESCRIPTOR_SIZE];
+	struct rdmx_mr_remote *rm, *big;
+	struct rdmx_mr_grant *g = NULL;
+	struct rdmx_task *t0, *t1;
+	struct rdmx_buf src;
+	struct rdmx_rbuf dst;
+	const size_t glen = 2 * WLEN;
+	int i0 = 0, i1 = 1;
+
+	memset(gc, 0, sizeof(gc));
+	pair_up(R_FORWARD, true);
+	cr_assert_rc(rdmx_mr_grant(B.mr, B.conn, 0, glen,
+	                           RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_REMOTE_READ, &g),
+	             RDMX_OK);
+	cr_assert_rc(rdmx_mr_grant_get_descriptor(g, desc), RDMX_OK);
+	cr_assert_rc(rdmx_mr_remote_from_descriptor(desc, sizeof(desc), &rm), RDMX_OK);
+	for (size_t k = 0; k < WLEN; k++)
+		A.mem[k] = (uint8_t)(k * 7 + 3);
+	src = (struct rdmx_buf){A.mr, A.mem, WLEN, NULL};
+	dst = (struct rdmx_rbuf){rm, 0, WLEN};
+	cr_assert_rc(rdmx_task_write_alloc(A.ctx, A.conn, &src, &dst, &gc[0], &t0), RDMX_OK);
+	cr_assert_rc(rdmx_task_submit(t0), RDMX_OK);
+	cr_assert(drive(&A, &B, grant_writes_done, &i0));
+	cr_assert_eq(gc[0].ok, 1, "the write inside the grant failed: %s",
+	             rdmx_err_name(gc[0].status));
+	cr_assert(memcmp(B.mem, A.mem, WLEN) == 0, "the granted region does not hold the data");
+	/* [WLEN + WLEN / 2, + WLEN) crosses the grant's end; the initiator
+	 * claims a longer grant (its descriptor's length field rewritten, as a
+	 * hostile peer would), so only the target's check stands in the way */
+	rdmx__st64(desc + 16, MEM);
+	cr_assert_rc(rdmx_mr_remote_from_descriptor(desc, sizeof(desc), &big), RDMX_OK);
+	dst = (struct rdmx_rbuf){big, WLEN + WLEN / 2, WLEN};
+	cr_assert_rc(rdmx_task_write_alloc(A.ctx, A.conn, &src, &dst, &gc[1], &t1), RDMX_OK);
+	cr_assert_rc(rdmx_task_submit(t1), RDMX_OK);
+	cr_assert(drive(&A, &B, grant_writes_done, &i1));
+	cr_assert_eq(gc[1].ok, 0);
+	cr_assert_eq(gc[1].err, 1);
+	cr_assert_eq(gc[1].status, RDMX_E_REMOTE_ACCESS, "refused with %s",
+	             rdmx_err_name(gc[1].status));
+	for (size_t k = WLEN; k < MEM; k++)
+		cr_assert_eq(B.mem[k], 0, "byte %zu of the region was written", k);
+	rdmx_task_free(t0);
+	rdmx_task_free(t1);
+	rdmx_mr_remote_delete(&rm);
+	rdmx_mr_remote_delete(&big);
+	rdmx_mr_grant_revoke(&g);
+	pair_down();
+}
+
 /* A plain hello never reaches a keyed export (no downgrade): the keyed side
  * refuses it as a bad token. */
 Test(seal, keyed_export_refuses_plain_peer)
