@@ -64,6 +64,46 @@ void rdmx__stream_drop(struct rdmx_rpc_stream *s)
 		rdmx__stream_free(s);
 }
 
+/* ---- counters ---- */
+
+static void count_one(struct rdmx_rpc_stats *st, enum rdmx__sstat ev, enum rdmx_rpc_code code,
+                      size_t bytes)
+{
+	switch (ev) {
+	case SST_OPEN:
+		st->streams_opened++;
+		break;
+	case SST_END:
+		st->streams_ended++;
+		if ((unsigned)code < RDMX_RPC_CODE_COUNT)
+			st->streams_by_code[code]++;
+		break;
+	case SST_TX:
+		st->stream_msgs_sent++;
+		st->stream_bytes_sent += bytes;
+		break;
+	case SST_RX:
+		st->stream_msgs_received++;
+		st->stream_bytes_received += bytes;
+		break;
+	}
+}
+
+void rdmx__stream_count(struct rdmx_rpc_stream *s, enum rdmx__sstat ev, enum rdmx_rpc_code code,
+                        size_t bytes)
+{
+	enum rdmx_rpc_role role = s->opener ? RDMX_RPC_ROLE_CLIENT : RDMX_RPC_ROLE_SERVER;
+	struct rdmx_rpc_stats *ms;
+
+	count_one(&s->ep->st[role], ev, code, bytes);
+	if (s->ms)
+		count_one(&s->ms->st[role], ev, code, bytes);
+	if (s->m && (ms = rdmx__method_stats_get(s->m)) != NULL) {
+		count_one(ms, ev, code, bytes);
+		rdmx__method_stats_put(ms);
+	}
+}
+
 /* ---- frames out ---- */
 
 struct sfill {
@@ -177,6 +217,7 @@ void rdmx__stream_end(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, const 
 	if (s->ended)
 		return;
 	s->ended = true;
+	rdmx__stream_count(s, SST_END, code, 0);
 	rdmx__map_del(stream_map(s), s->id);
 	rdmx__worker_timer_disarm(ep->worker, &s->timer);
 	queue_free(s);
@@ -338,6 +379,7 @@ int rdmx_rpc_stream_open(struct rdmx_rpc_ep *ep, uint32_t method_id, enum rdmx_r
 		return RDMX_E_NOMEM;
 	s->cbs = *cbs;
 	s->arg = arg;
+	s->ms = rdmx__mstats_get(&ep->mstats, method_id, true);
 	if (ep->chain) { /* interceptors: may annotate the headers or refuse */
 		uint64_t us = opts ? opts->timeout_us : 0;
 		struct rdmx_rpc_call_info info = {.role = RDMX_RPC_ROLE_CLIENT,
@@ -366,6 +408,7 @@ int rdmx_rpc_stream_open(struct rdmx_rpc_ep *ep, uint32_t method_id, enum rdmx_r
 				rdmx__stream_free(s);
 				return rc;
 			}
+			rdmx__stream_count(s, SST_OPEN, RDMX_RPC_OK, 0);
 			*out = s;
 			return 0;
 		}
@@ -381,6 +424,7 @@ int rdmx_rpc_stream_open(struct rdmx_rpc_ep *ep, uint32_t method_id, enum rdmx_r
 		rdmx__stream_free(s);
 		return rc;
 	}
+	rdmx__stream_count(s, SST_OPEN, RDMX_RPC_OK, 0);
 	rdmx__stream_arm_deadline(s, rdmx__now_ns(), opts ? opts->timeout_us : 0);
 	if (opts && opts->window)
 		rdmx_rpc_stream_set_window(s, opts->window);
@@ -429,6 +473,7 @@ int rdmx_rpc_stream_write(struct rdmx_rpc_stream *s, const struct rdmx_rpc_paylo
 	                             NULL, 0, msg);
 	if (rc == 0) {
 		s->sent++;
+		rdmx__stream_count(s, SST_TX, RDMX_RPC_OK, msg ? msg->len : 0);
 		if (s->ic)
 			rdmx__ic_message(s->ic, true, msg && !msg->encode ? msg->obj : NULL,
 			                 msg ? msg->len : 0);

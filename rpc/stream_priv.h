@@ -44,6 +44,9 @@ struct rdmx_rpc_stream {
 	struct rdmx_rpc_md ann; /* acceptor: response headers they added */
 	enum rdmx_rpc_code rejected;
 	const char *reject_msg;
+	/* stats (stats.c): the endpoint's method bucket, the server's method */
+	struct rpc_mstats *ms;
+	struct rpc_method *m;
 	/* life */
 	bool ended;
 	int busy;
@@ -74,6 +77,11 @@ void rdmx__stream_end_held(struct rdmx_rpc_stream *s);
 struct rdmx_rpc_stream *rdmx__stream_new(struct rdmx_rpc_ep *ep, uint64_t id, uint32_t method,
                                          enum rdmx_rpc_stream_kind kind, bool opener);
 void rdmx__stream_arm_deadline(struct rdmx_rpc_stream *s, uint64_t start_ns, uint64_t us);
+
+/* Counters of the stream's endpoint, method and (acceptor) server method. */
+enum rdmx__sstat { SST_OPEN, SST_END, SST_TX, SST_RX };
+void rdmx__stream_count(struct rdmx_rpc_stream *s, enum rdmx__sstat ev, enum rdmx_rpc_code code,
+                        size_t bytes);
 
 /* stream_rx.c */
 /* Returns credits consumed since the last grant, once half a window is due. */
