@@ -28,7 +28,8 @@ enum rpc_type {
 	/* streams (stream.c): call_id names the stream (the opener's id) */
 	RPC_T_S_OPEN = 5,    /* flags kind, word method, timeout; body headers */
 	RPC_T_S_HEADERS = 6, /* acceptor -> opener; body headers */
-	RPC_T_S_MSG = 7,     /* flags RPC_SF_ACC; body the message */
+	RPC_T_S_MSG = 7,     /* flags RPC_SF_ACC; word 0: body the message; word
+	                      * N >= 2: N messages, each u32 length + bytes */
 	RPC_T_S_END = 8,     /* flags RPC_SF_ACC: half-close */
 	RPC_T_S_STATUS = 9,  /* acceptor -> opener; code, word message length; body
 	                      * message, u32 details length, details, trailers */

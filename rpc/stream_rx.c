@@ -77,7 +77,8 @@ static void on_s_msg(struct rdmx_rpc_stream *s, const uint8_t *data, size_t len)
 		rdmx__ic_message(s->ic, false, data, len);
 		s->cbs.on_msg(s, data, len, s->arg);
 		s->delivering = false;
-		rdmx__stream_grant(s);
+		if (!s->in_batch)
+			rdmx__stream_grant(s);
 		rdmx__stream_drop(s);
 		return;
 	}
@@ -104,6 +105,44 @@ static void on_s_msg(struct rdmx_rpc_stream *s, const uint8_t *data, size_t len)
 		s->qhead = q;
 	s->qtail = q;
 	s->queued++;
+}
+
+/* A batch (word n >= 2): n messages, each u32 length + bytes, checked
+ * whole before the first is delivered; credits go back after the last. */
+static void on_s_msgs(struct rdmx_rpc_stream *s, uint32_t n, const uint8_t *body, size_t len)
+{
+	size_t off = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t l;
+
+		if (len - off < 4 || (l = rdmx__ld32(body + off)) > len - off - 4) {
+			rdmx__chan_fail(s->ep->chan, RDMX_E_PROTOCOL, "rpc stream batch truncated");
+			return;
+		}
+		off += 4 + (size_t)l;
+	}
+	if (off != len) {
+		rdmx__chan_fail(s->ep->chan, RDMX_E_PROTOCOL,
+		                "rpc stream batch with trailing bytes");
+		return;
+	}
+	if (s->received + n > s->granted && !s->peer_end) {
+		rdmx__chan_fail(s->ep->chan, RDMX_E_PROTOCOL,
+		                "rpc stream message beyond its window");
+		return;
+	}
+	s->in_batch = true;
+	off = 0;
+	for (uint32_t i = 0; i < n && !s->ended && !s->ep->closed; i++) {
+		uint32_t l = rdmx__ld32(body + off);
+
+		on_s_msg(s, body + off + 4, l);
+		off += 4 + (size_t)l;
+	}
+	s->in_batch = false;
+	if (!s->ended && !s->ep->closed)
+		rdmx__stream_grant(s);
 }
 
 static void on_s_end(struct rdmx_rpc_stream *s)
@@ -383,7 +422,10 @@ void rdmx__rpc_stream_on_frame(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, 
 		on_s_headers(s, body, blen);
 		break;
 	case RPC_T_S_MSG:
-		on_s_msg(s, body, blen);
+		if (h->word)
+			on_s_msgs(s, h->word, body, blen);
+		else
+			on_s_msg(s, body, blen);
 		break;
 	case RPC_T_S_END:
 		on_s_end(s);

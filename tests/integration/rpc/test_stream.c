@@ -1896,3 +1896,63 @@ Test(stream, blocking_call_metadata_and_details)
 	pthread_join(th, NULL);
 	scene_close(&sc);
 }
+
+/* ---- coalescing: many small messages, back to back, a slow reader ---- */
+
+Test(stream, small_messages_coalesced_in_order_slow_reader, .timeout = 240)
+{
+	struct scene sc;
+	struct cstream x = {.echo_check = true, .want_size = 40};
+	struct rdmx_chan_stats cs0, cs1;
+	struct rdmx_rpc_stats st;
+	const uint32_t total = 3000;
+	uint32_t max_q = 0;
+
+	scene_open(&sc, NULL);
+	ASSERT_OK(rdmx_chan_get_stats(rdmx_rpc_ep_get_chan(sc.rb), &cs0));
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, SOURCE, RDMX_RPC_SERVER_STREAMING, NULL, &ccbs, &x, &x.s));
+	/* the reader is slow: it reads in spurts, paused in between */
+	ASSERT_OK(rdmx_rpc_stream_pause_read(x.s));
+	source_req(x.s, total, 40);
+	while (!x.done_n) {
+		/* the server writes back to back from its callback until the
+		 * window is used up; nothing more arrives while paused */
+		DRIVE_UNTIL(&sc.a, &sc.b,
+		            x.done_n || rdmx_rpc_stream_get_queued(x.s) >= RDMX_RPC_STREAM_WINDOW ||
+		                (sc.ss.n && sc.ss.st[0].done));
+		if (x.done_n)
+			break;
+		if (rdmx_rpc_stream_get_queued(x.s) > max_q)
+			max_q = rdmx_rpc_stream_get_queued(x.s);
+		drive_for(&sc.a, &sc.b, 1);
+		cr_assert(rdmx_rpc_stream_get_queued(x.s) <= RDMX_RPC_STREAM_WINDOW,
+		          "a paused reader holds more than its window: %u",
+		          rdmx_rpc_stream_get_queued(x.s));
+		ASSERT_OK(rdmx_rpc_stream_resume_read(x.s));
+		if (!x.done_n && x.s)
+			ASSERT_OK(rdmx_rpc_stream_pause_read(x.s));
+	}
+	cr_assert_eq(x.code, RDMX_RPC_OK, "%s", x.msg);
+	cr_assert_eq(x.got, total, "complete: %u of %u", x.got, total);
+	cr_assert_eq(x.bad, 0, "in order and intact");
+	cr_assert_leq(max_q, RDMX_RPC_STREAM_WINDOW);
+	/* coalesced: far fewer channel messages than stream messages */
+	ASSERT_OK(rdmx_chan_get_stats(rdmx_rpc_ep_get_chan(sc.rb), &cs1));
+	cr_assert_lt(cs1.msgs_sent - cs0.msgs_sent, total / 4, "%llu channel messages for %u",
+	             (unsigned long long)(cs1.msgs_sent - cs0.msgs_sent), total);
+	ASSERT_OK(rdmx_rpc_ep_get_stats(sc.rb, RDMX_RPC_ROLE_SERVER, &st));
+	cr_assert_eq(st.stream_msgs_sent, total);
+	/* a lone message written outside any callback goes at once */
+	struct cstream e = {0};
+	uint8_t one[8] = {1};
+	struct rdmx_rpc_payload p1 = rdmx_rpc_bytes(one, sizeof(one));
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, BIDI, RDMX_RPC_BIDI_STREAMING, NULL, &ccbs, &e, &e.s));
+	ASSERT_OK(rdmx_rpc_stream_write(e.s, &p1));
+	DRIVE_UNTIL(&sc.a, &sc.b, e.got == 1);
+	ASSERT_OK(rdmx_rpc_stream_half_close(e.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, e.done_n);
+	cr_assert_eq(e.code, RDMX_RPC_OK);
+	scene_close(&sc);
+}
