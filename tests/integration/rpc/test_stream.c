@@ -1142,7 +1142,9 @@ enum hostile_case {
 	H_WINDOW_OVERRUN,
 	H_REUSED_ID,
 	H_BAD_MD,
-	H_UNARY_BAD_MD
+	H_UNARY_BAD_MD,
+	H_BATCH_TRUNCATED,
+	H_BATCH_OVERRUN
 };
 
 static void hostile_run(enum hostile_case hc)
@@ -1199,6 +1201,22 @@ static void hostile_run(enum hostile_case hc)
 		break;
 	case H_BAD_MD:
 		break;
+	case H_BATCH_TRUNCATED: /* a batch of 3 whose second message runs past the end */
+		n = frame(b, 7, 0, 3, 7);
+		memset(b + n, 0, 12);
+		b[n] = 1;     /* 1 byte */
+		b[n + 5] = 9; /* 9 bytes, 3 left */
+		ASSERT_OK(rdmx_chan_send(p, b, n + 12, NULL, NULL));
+		break;
+	case H_BATCH_OVERRUN: { /* a batch of more empty messages than the window */
+		uint8_t big[24 + 4 * (RDMX_RPC_STREAM_WINDOW + 1)];
+
+		n = frame(b, 7, 0, RDMX_RPC_STREAM_WINDOW + 1, 7);
+		memcpy(big, b, n);
+		memset(big + n, 0, sizeof(big) - n);
+		ASSERT_OK(rdmx_chan_send(p, big, sizeof(big), NULL, NULL));
+		break;
+	}
 	case H_UNARY_BAD_MD: /* a unary request whose headers lie about their length */
 		n = frame(b, 1, 2, ECHO, 8);
 		b[n++] = 1;
@@ -1259,6 +1277,16 @@ Test(stream, hostile_reused_stream_id)
 Test(stream, hostile_bad_metadata)
 {
 	hostile_run(H_BAD_MD);
+}
+
+Test(stream, hostile_batch_truncated)
+{
+	hostile_run(H_BATCH_TRUNCATED);
+}
+
+Test(stream, hostile_batch_beyond_window)
+{
+	hostile_run(H_BATCH_OVERRUN);
 }
 
 /* ---- unary calls: metadata, request id, rich status ---- */
