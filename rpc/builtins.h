@@ -6,6 +6,7 @@
 #ifndef RDMX_RPC_BUILTINS_H
 #define RDMX_RPC_BUILTINS_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -44,6 +45,12 @@ struct rdmx__builtins {
 	size_t n_health;
 	_Atomic enum rdmx_health_status overall; /* set from any thread (multi-worker servers) */
 	struct rdmx__health_watch *watchers;     /* open Health/Watch streams (health.c) */
+	/* health.c: health_lock guards health, n_health and watchers (set from
+	 * any thread); health_gen counts the changes, read by each watcher on
+	 * its own engine's thread */
+	pthread_mutex_t health_lock;
+	bool health_lock_ok;
+	_Atomic uint64_t health_gen;
 };
 
 struct rdmx__builtins *rdmx__builtins_of(const struct rdmx_rpc_server *server);

@@ -140,3 +140,61 @@ int rdmx__resp_ext_decode(const uint8_t *p, size_t len, struct rpc_resp_view *v,
 	*used = off + n;
 	return 0;
 }
+
+/* ---- the blocking call's reply ---- */
+
+static int md_copy(struct rdmx_rpc_md **dst, const struct rdmx_rpc_md *src)
+{
+	int rc;
+
+	*dst = NULL;
+	if (!src || !src->n)
+		return 0;
+	*dst = malloc(sizeof(**dst));
+	if (!*dst)
+		return RDMX_E_NOMEM;
+	rdmx_rpc_md_init(*dst);
+	rc = rdmx_rpc_md_append(*dst, src);
+	if (rc) {
+		rdmx_rpc_md_fini(*dst);
+		free(*dst);
+		*dst = NULL;
+	}
+	return rc;
+}
+
+int rdmx__reply_take_md(struct rdmx_rpc_reply *r, const struct rdmx_rpc_result *res)
+{
+	int rc = md_copy(&r->headers, res->headers);
+
+	if (rc == 0)
+		rc = md_copy(&r->trailers, res->trailers);
+	r->details = NULL;
+	r->details_len = 0;
+	if (rc == 0 && res->details_len) {
+		r->details = malloc(res->details_len);
+		if (r->details) {
+			memcpy(r->details, res->details, res->details_len);
+			r->details_len = res->details_len;
+		} else {
+			rc = RDMX_E_NOMEM;
+		}
+	}
+	return rc;
+}
+
+void rdmx__reply_md_fini(struct rdmx_rpc_reply *r)
+{
+	struct rdmx_rpc_md **mds[2] = {&r->headers, &r->trailers};
+
+	for (int i = 0; i < 2; i++) {
+		if (*mds[i]) {
+			rdmx_rpc_md_fini(*mds[i]);
+			free(*mds[i]);
+			*mds[i] = NULL;
+		}
+	}
+	free(r->details);
+	r->details = NULL;
+	r->details_len = 0;
+}

@@ -4,6 +4,9 @@
  * (rdmx/codec.h): two one-field messages do not justify making the core
  * library depend on rdmx-gen at build time. rpc/idl/health.proto is the
  * contract, and the reflection service serves it. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +18,8 @@
 #include <rdmx/status.h>
 
 #include "builtins.h"
+#include "chan/chan_rpc.h"
+#include "rpc_priv.h"
 
 #define HEALTH_MAX_SERVICE 255u
 
@@ -72,6 +77,18 @@ static bool health_lookup(const struct rdmx__builtins *b, const char *svc, size_
 	return false;
 }
 
+/* health_lookup under the lock: the table may change on another thread */
+static bool health_get(struct rdmx__builtins *b, const char *svc, size_t n,
+                       enum rdmx_health_status *st)
+{
+	bool found;
+
+	pthread_mutex_lock(&b->health_lock);
+	found = health_lookup(b, svc, n, st);
+	pthread_mutex_unlock(&b->health_lock);
+	return found;
+}
+
 /* HealthCheckResponse: {1: status}, nothing when the default (UNKNOWN) */
 static struct rdmx_rpc_payload health_response(enum rdmx_health_status st, uint8_t out[4])
 {
@@ -100,7 +117,7 @@ static void health_check(struct rdmx_rpc_server_call *call, const void *req, siz
 		                 NULL);
 		return;
 	}
-	if (!health_lookup(b, svc, n, &st)) {
+	if (!health_get(b, svc, n, &st)) {
 		snprintf(why, sizeof(why), "unknown service \"%.*s\"",
 		         (int)(n > HEALTH_MAX_SERVICE ? HEALTH_MAX_SERVICE : n), svc);
 		rdmx_rpc_respond(call, RDMX_RPC_NOT_FOUND, why, NULL);
@@ -110,11 +127,24 @@ static void health_check(struct rdmx_rpc_server_call *call, const void *req, siz
 	rdmx_rpc_respond(call, RDMX_RPC_OK, NULL, &p);
 }
 
-/* ---- Watch: server-streaming status changes ---- */
+/* ---- Watch: server-streaming status changes ----
+ *
+ * rdmx_rpc_server_set_health may run on any thread, a watch stream is
+ * written only on its own worker's thread (the engine that serves it). So
+ * a change bumps health_gen under health_lock and each watcher looks on its
+ * own engine: set_health on the watcher's thread arms its timer for now,
+ * and on any other thread the watcher's periodic timer (WATCH_POLL_MS, an
+ * atomic load when nothing changed) sees the new generation. */
+
+#define WATCH_POLL_MS 20u
 
 struct rdmx__health_watch {
 	struct rdmx__builtins *b;
 	struct rdmx_rpc_stream *s;
+	struct rdmx_chan_worker *worker; /* the stream's engine */
+	pthread_t owner;                 /* the thread that drives it */
+	struct rdmx__timer timer;
+	uint64_t seen; /* health_gen last acted on */
 	char *service; /* NULL until the request came */
 	size_t n;
 	int last; /* the status last sent, -1: none */
@@ -132,13 +162,33 @@ static void watch_send(struct rdmx__health_watch *w)
 
 	if (!w->service)
 		return;
-	if (!health_lookup(w->b, w->service, w->n, &st))
+	if (!health_get(w->b, w->service, w->n, &st))
 		st = RDMX_HEALTH_SERVICE_UNKNOWN;
 	if ((int)st == w->last)
 		return;
 	p = health_response(st, out);
 	if (rdmx_rpc_stream_write(w->s, &p) == 0)
 		w->last = (int)st;
+}
+
+static void watch_arm(struct rdmx__health_watch *w, uint64_t when_ns)
+{
+	if (rdmx__worker_timer_arm(w->worker, &w->timer, when_ns))
+		RDMX_WARN("rpc health: no memory for the timer of a Watch stream");
+}
+
+static void watch_tick(struct rdmx__timer *t)
+{
+	struct rdmx__health_watch *w =
+	    (struct rdmx__health_watch *)((char *)t - offsetof(struct rdmx__health_watch, timer));
+	uint64_t gen = atomic_load(&w->b->health_gen);
+
+	/* re-armed first: a write below may end the stream (and free w) */
+	watch_arm(w, rdmx__now_ns() + WATCH_POLL_MS * 1000000ull);
+	if (gen != w->seen) {
+		w->seen = gen;
+		watch_send(w);
+	}
 }
 
 static void watch_request(struct rdmx_rpc_stream *s, const void *req, size_t len, void *arg)
@@ -161,6 +211,7 @@ static void watch_request(struct rdmx_rpc_stream *s, const void *req, size_t len
 	memcpy(w->service, svc, n);
 	w->service[n] = '\0';
 	w->n = n;
+	w->seen = atomic_load(&w->b->health_gen);
 	watch_send(w);
 }
 
@@ -173,15 +224,19 @@ static void watch_writable(struct rdmx_rpc_stream *s, void *arg)
 static void watch_done(struct rdmx_rpc_stream *s, const struct rdmx_rpc_rich_status *st, void *arg)
 {
 	struct rdmx__health_watch *w = arg;
+	struct rdmx__builtins *b = w->b;
 
 	(void)s;
 	(void)st;
+	rdmx__worker_timer_disarm(w->worker, &w->timer);
+	pthread_mutex_lock(&b->health_lock);
 	if (w->prev)
 		w->prev->next = w->next;
 	else
-		w->b->watchers = w->next;
+		b->watchers = w->next;
 	if (w->next)
 		w->next->prev = w->prev;
+	pthread_mutex_unlock(&b->health_lock);
 	free(w->service);
 	free(w);
 }
@@ -192,6 +247,7 @@ static void health_watch(struct rdmx_rpc_stream *s, void *arg)
 	    .on_msg = watch_request, .on_writable = watch_writable, .on_done = watch_done};
 	struct rdmx__builtins *b = arg;
 	struct rdmx__health_watch *w = calloc(1, sizeof(*w));
+	struct rdmx_rpc_ep *ep = rdmx_rpc_stream_get_ep(s);
 
 	if (!w || rdmx_rpc_stream_set_callbacks(s, &cbs, w)) {
 		free(w);
@@ -201,21 +257,31 @@ static void health_watch(struct rdmx_rpc_stream *s, void *arg)
 	}
 	w->b = b;
 	w->s = s;
+	w->worker = ep->worker;
+	w->owner = pthread_self();
+	w->timer.fn = watch_tick;
 	w->last = -1;
+	w->seen = atomic_load(&b->health_gen);
+	pthread_mutex_lock(&b->health_lock);
 	w->next = b->watchers;
 	if (b->watchers)
 		b->watchers->prev = w;
 	b->watchers = w;
+	pthread_mutex_unlock(&b->health_lock);
+	watch_arm(w, rdmx__now_ns() + WATCH_POLL_MS * 1000000ull);
 }
 
+/* After a change (health_lock held): the watchers of this thread look at
+ * once, from their engine's progress; the others on their next tick. */
 static void watchers_update(struct rdmx__builtins *b)
 {
-	struct rdmx__health_watch *w = b->watchers, *next;
+	pthread_t me = pthread_self();
+	uint64_t now = rdmx__now_ns();
 
-	for (; w; w = next) {
-		next = w->next; /* a failed write may end w */
-		watch_send(w);
-	}
+	atomic_fetch_add(&b->health_gen, 1);
+	for (struct rdmx__health_watch *w = b->watchers; w; w = w->next)
+		if (pthread_equal(w->owner, me))
+			watch_arm(w, now);
 }
 
 int rdmx__health_register(struct rdmx__builtins *b)
@@ -223,6 +289,10 @@ int rdmx__health_register(struct rdmx__builtins *b)
 	int rc;
 
 	b->overall = RDMX_HEALTH_SERVING;
+	atomic_init(&b->health_gen, 0);
+	if (pthread_mutex_init(&b->health_lock, NULL))
+		return RDMX_E_NOMEM;
+	b->health_lock_ok = true;
 	rc = rdmx_rpc_server_register(b->server, rdmx_rpc_method_id(RDMX_HEALTH_CHECK_NAME),
 	                              RDMX_HEALTH_CHECK_NAME, health_check, b);
 	if (rc)
@@ -239,6 +309,9 @@ void rdmx__health_fini(struct rdmx__builtins *b)
 	free(b->health);
 	b->health = NULL;
 	b->n_health = 0;
+	if (b->health_lock_ok)
+		pthread_mutex_destroy(&b->health_lock);
+	b->health_lock_ok = false;
 }
 
 int rdmx_rpc_server_set_health(struct rdmx_rpc_server *server, const char *service,
@@ -247,35 +320,36 @@ int rdmx_rpc_server_set_health(struct rdmx_rpc_server *server, const char *servi
 	struct rdmx__builtins *b = rdmx__builtins_of(server);
 	struct rdmx__health_entry *grown;
 	char *copy;
+	int rc = 0;
 
-	if (!b || (unsigned)status > RDMX_HEALTH_SERVICE_UNKNOWN)
+	if (!b || (unsigned)status > RDMX_HEALTH_SERVICE_UNKNOWN ||
+	    (service && strlen(service) > HEALTH_MAX_SERVICE))
 		return RDMX_E_INVAL;
+	pthread_mutex_lock(&b->health_lock);
 	if (!service || !*service) {
 		b->overall = status;
-		watchers_update(b);
-		return 0;
+		goto changed;
 	}
-	if (strlen(service) > HEALTH_MAX_SERVICE)
-		return RDMX_E_INVAL;
 	for (size_t i = 0; i < b->n_health; i++) {
 		if (strcmp(b->health[i].service, service) == 0) {
 			b->health[i].status = status;
-			watchers_update(b);
-			return 0;
+			goto changed;
 		}
 	}
 	copy = strdup(service);
-	if (!copy)
-		return RDMX_E_NOMEM;
-	grown = realloc(b->health, (b->n_health + 1) * sizeof(*grown));
+	grown = copy ? realloc(b->health, (b->n_health + 1) * sizeof(*grown)) : NULL;
 	if (!grown) {
 		free(copy);
-		return RDMX_E_NOMEM;
+		rc = RDMX_E_NOMEM;
+		goto out;
 	}
 	b->health = grown;
 	b->health[b->n_health].service = copy;
 	b->health[b->n_health].status = status;
 	b->n_health++;
+changed:
 	watchers_update(b);
-	return 0;
+out:
+	pthread_mutex_unlock(&b->health_lock);
+	return rc;
 }

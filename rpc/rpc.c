@@ -799,11 +799,20 @@ static void sync_done(const struct rdmx_rpc_result *res, void *arg)
 			s->err = RDMX_E_NOMEM;
 		}
 	}
+	if (rdmx__reply_take_md(r, res))
+		s->err = RDMX_E_NOMEM;
 	s->done = true;
 }
 
 int rdmx_rpc_call(struct rdmx_rpc_ep *ep, uint32_t method_id, const struct rdmx_rpc_payload *req,
                   const struct rdmx_rpc_call_opts *opts, struct rdmx_rpc_reply *reply)
+{
+	return rdmx_rpc_call_md(ep, method_id, req, opts, NULL, reply);
+}
+
+int rdmx_rpc_call_md(struct rdmx_rpc_ep *ep, uint32_t method_id, const struct rdmx_rpc_payload *req,
+                     const struct rdmx_rpc_call_opts *opts, const struct rdmx_rpc_md *headers,
+                     struct rdmx_rpc_reply *reply)
 {
 	struct sync_call s = {.done = false, .reply = reply, .err = 0};
 	struct rdmx_chan_worker *worker;
@@ -818,7 +827,7 @@ int rdmx_rpc_call(struct rdmx_rpc_ep *ep, uint32_t method_id, const struct rdmx_
 	uint64_t id = 0;
 
 	for (;;) {
-		rc = rdmx_rpc_call_async(ep, method_id, req, opts, sync_done, &s, &id);
+		rc = rdmx_rpc_call_async_md(ep, method_id, req, opts, headers, sync_done, &s, &id);
 		if (rc != RDMX_E_AGAIN)
 			break;
 		rc = rdmx_chan_worker_wait(worker, 100);
@@ -849,6 +858,7 @@ void rdmx_rpc_reply_fini(struct rdmx_rpc_reply *reply)
 		return;
 	free(reply->message);
 	free(reply->data);
+	rdmx__reply_md_fini(reply);
 	reply->message = NULL;
 	reply->data = NULL;
 	reply->len = 0;

@@ -28,7 +28,8 @@ enum rpc_type {
 	/* streams (stream.c): call_id names the stream (the opener's id) */
 	RPC_T_S_OPEN = 5,    /* flags kind, word method, timeout; body headers */
 	RPC_T_S_HEADERS = 6, /* acceptor -> opener; body headers */
-	RPC_T_S_MSG = 7,     /* flags RPC_SF_ACC; body the message */
+	RPC_T_S_MSG = 7,     /* flags RPC_SF_ACC; word 0: body the message; word
+	                      * N >= 2: N messages, each u32 length + bytes */
 	RPC_T_S_END = 8,     /* flags RPC_SF_ACC: half-close */
 	RPC_T_S_STATUS = 9,  /* acceptor -> opener; code, word message length; body
 	                      * message, u32 details length, details, trailers */
@@ -81,6 +82,10 @@ int rdmx__resp_ext_decode(const uint8_t *p, size_t len, struct rpc_resp_view *v,
 struct rdmx_rpc_server_call;
 void rdmx__call_md_release(struct rdmx_rpc_server_call *call);
 struct rpc_resp_md *rdmx__call_resp_md(struct rdmx_rpc_server_call *call); /* NULL: no memory */
+/* The blocking call's reply: copies of the result's metadata and details
+ * (RDMX_E_NOMEM), and their release. */
+int rdmx__reply_take_md(struct rdmx_rpc_reply *r, const struct rdmx_rpc_result *res);
+void rdmx__reply_md_fini(struct rdmx_rpc_reply *r);
 
 /* ---- interceptors (interceptor.c) ---- */
 struct rpc_chain_entry {
@@ -199,6 +204,12 @@ struct rpc_streams {
 	struct rdmx__map in;  /* streams the peer opened, by its id */
 	uint64_t peer_max_id; /* largest stream id the peer opened */
 	uint32_t max_md;      /* metadata limit, bytes */
+	/* frames for streams ended here: the last ids logged (once per
+	 * stream) and this second's lines (at most RPC_LATE_LOG_PER_S) */
+	uint64_t late_ids[8];
+	unsigned late_pos;
+	uint64_t late_win_ns;
+	uint32_t late_lines, late_quiet;
 };
 
 struct rdmx_rpc_ep {

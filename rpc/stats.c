@@ -123,6 +123,12 @@ void rdmx__mstats_free_all(struct rdmx__map *m)
 	rdmx__map_fini(m);
 }
 
+/* a method was used: a unary call or a stream */
+static bool stats_used(const struct rdmx_rpc_stats *s)
+{
+	return s->calls || s->streams_opened;
+}
+
 int rdmx_rpc_ep_get_stats(const struct rdmx_rpc_ep *ep, enum rdmx_rpc_role role,
                           struct rdmx_rpc_stats *stats)
 {
@@ -140,9 +146,9 @@ int rdmx_rpc_ep_get_method_stats(const struct rdmx_rpc_ep *ep, enum rdmx_rpc_rol
 	if (!ep || !stats || (role != RDMX_RPC_ROLE_CLIENT && role != RDMX_RPC_ROLE_SERVER))
 		return RDMX_E_INVAL;
 	ms = rdmx__map_get(&ep->mstats, method_id);
-	if ((!ms || !ms->st[role].calls) && method_id == RDMX_RPC_METHOD_UNKNOWN)
+	if ((!ms || !stats_used(&ms->st[role])) && method_id == RDMX_RPC_METHOD_UNKNOWN)
 		ms = rdmx__map_get(&ep->mstats, UNKNOWN_KEY);
-	if (!ms || !ms->st[role].calls)
+	if (!ms || !stats_used(&ms->st[role]))
 		return RDMX_E_NOT_FOUND;
 	*stats = ms->st[role];
 	return 0;
@@ -160,7 +166,7 @@ int rdmx_rpc_ep_list_methods(const struct rdmx_rpc_ep *ep, enum rdmx_rpc_role ro
 	    (role != RDMX_RPC_ROLE_CLIENT && role != RDMX_RPC_ROLE_SERVER))
 		return RDMX_E_INVAL;
 	while ((ms = rdmx__map_next(&ep->mstats, &pos, &key))) {
-		if (!ms->st[role].calls)
+		if (!stats_used(&ms->st[role]))
 			continue;
 		if (n < max)
 			ids[n] = key == UNKNOWN_KEY ? RDMX_RPC_METHOD_UNKNOWN : (uint32_t)key;
@@ -275,6 +281,15 @@ static void stats_add(struct rdmx_rpc_stats *d, const struct rdmx_rpc_stats *s)
 	d->rendezvous += s->rendezvous;
 	d->cancels += s->cancels;
 	d->late_replies += s->late_replies;
+	d->streams_opened += s->streams_opened;
+	d->streams_ended += s->streams_ended;
+	for (unsigned c = 0; c < RDMX_RPC_CODE_COUNT; c++)
+		d->streams_by_code[c] += s->streams_by_code[c];
+	d->stream_msgs_sent += s->stream_msgs_sent;
+	d->stream_msgs_received += s->stream_msgs_received;
+	d->stream_bytes_sent += s->stream_bytes_sent;
+	d->stream_bytes_received += s->stream_bytes_received;
+	d->stream_late_frames += s->stream_late_frames;
 	if (h->count) {
 		if (!d->latency.count || h->min_ns < d->latency.min_ns)
 			d->latency.min_ns = h->min_ns;

@@ -53,6 +53,7 @@ void rdmx__stream_free(struct rdmx_rpc_stream *s)
 	rdmx_rpc_md_fini(&s->st_trailers);
 	rdmx_rpc_md_fini(&s->ann);
 	rdmx__ic_done(&s->ic, RDMX_RPC_CANCELLED, "never started");
+	free(s->batch);
 	free(s->st_msg);
 	free(s->st_details);
 	free(s);
@@ -62,6 +63,46 @@ void rdmx__stream_drop(struct rdmx_rpc_stream *s)
 {
 	if (--s->busy == 0 && s->ended)
 		rdmx__stream_free(s);
+}
+
+/* ---- counters ---- */
+
+static void count_one(struct rdmx_rpc_stats *st, enum rdmx__sstat ev, enum rdmx_rpc_code code,
+                      size_t bytes)
+{
+	switch (ev) {
+	case SST_OPEN:
+		st->streams_opened++;
+		break;
+	case SST_END:
+		st->streams_ended++;
+		if ((unsigned)code < RDMX_RPC_CODE_COUNT)
+			st->streams_by_code[code]++;
+		break;
+	case SST_TX:
+		st->stream_msgs_sent++;
+		st->stream_bytes_sent += bytes;
+		break;
+	case SST_RX:
+		st->stream_msgs_received++;
+		st->stream_bytes_received += bytes;
+		break;
+	}
+}
+
+void rdmx__stream_count(struct rdmx_rpc_stream *s, enum rdmx__sstat ev, enum rdmx_rpc_code code,
+                        size_t bytes)
+{
+	enum rdmx_rpc_role role = s->opener ? RDMX_RPC_ROLE_CLIENT : RDMX_RPC_ROLE_SERVER;
+	struct rdmx_rpc_stats *ms;
+
+	count_one(&s->ep->st[role], ev, code, bytes);
+	if (s->ms)
+		count_one(&s->ms->st[role], ev, code, bytes);
+	if (s->m && (ms = rdmx__method_stats_get(s->m)) != NULL) {
+		count_one(ms, ev, code, bytes);
+		rdmx__method_stats_put(ms);
+	}
 }
 
 /* ---- frames out ---- */
@@ -117,6 +158,101 @@ int rdmx__stream_send_frame(struct rdmx_rpc_ep *ep, uint8_t type, uint8_t flags,
 		return RDMX_E_TOO_BIG;
 	return rdmx__chan_send_ex(ep->chan, RDMX_RPC_HDR_SIZE + prelen + blen, sfill_fn, &f, NULL,
 	                          NULL, RDMX__SEND_FORCE, NULL);
+}
+
+/* ---- coalescing small messages ----
+ * A message written from inside a callback of the engine (a handler,
+ * on_msg, on_writable, a timer: the writer is likely to write more before
+ * it returns) waits in the stream's batch; the batch goes as one channel
+ * message when that callback returns (a timer due at once, run at the end
+ * of the same progress call), when it is full, or before any other frame of
+ * the stream. A message written outside every callback goes at once, so a
+ * lone message is never delayed. Credits still count messages. */
+#define BATCH_MAX_MSG 1024u   /* larger messages go alone */
+#define BATCH_MAX_BYTES 8192u /* and at most this much waits */
+
+void rdmx__stream_batch_drop(struct rdmx_rpc_stream *s)
+{
+	rdmx__worker_timer_disarm(s->ep->worker, &s->flush_timer);
+	s->batch_len = 0;
+	s->batch_n = 0;
+}
+
+int rdmx__stream_flush(struct rdmx_rpc_stream *s)
+{
+	struct rdmx_rpc_payload one;
+	int rc;
+
+	if (!s->batch_n)
+		return 0;
+	rdmx__worker_timer_disarm(s->ep->worker, &s->flush_timer);
+	if (s->batch_n == 1) {
+		one = rdmx_rpc_bytes(s->batch + 4, s->batch_len - 4);
+		rc = rdmx__stream_send_frame(s->ep, RPC_T_S_MSG, rdmx__stream_dir_flag(s), 0, 0,
+		                             s->id, 0, NULL, 0, &one);
+	} else {
+		rc = rdmx__stream_send_frame(s->ep, RPC_T_S_MSG, rdmx__stream_dir_flag(s), 0,
+		                             s->batch_n, s->id, 0, s->batch, s->batch_len, NULL);
+	}
+	s->batch_len = 0;
+	s->batch_n = 0;
+	return rc;
+}
+
+static void flush_fired(struct rdmx__timer *t)
+{
+	struct rdmx_rpc_stream *s =
+	    (struct rdmx_rpc_stream *)((char *)t - offsetof(struct rdmx_rpc_stream, flush_timer));
+	struct rdmx_rpc_ep *ep = s->ep;
+	int rc;
+
+	if (s->ended)
+		return;
+	rc = rdmx__stream_flush(s);
+	if (rc && rc != RDMX_E_BAD_STATE)
+		RDMX_WARN("rpc: stream %llu: batched messages not sent: %s",
+		          (unsigned long long)s->id, rdmx_err_name(rc));
+	(void)ep;
+}
+
+/* 1: batched (0 returned in *rc), 0: not batched (send it alone). */
+static int batch_add(struct rdmx_rpc_stream *s, const struct rdmx_rpc_payload *msg, int *rc)
+{
+	size_t len = msg ? msg->len : 0;
+	uint8_t *dst;
+
+	*rc = 0;
+	if (len > BATCH_MAX_MSG || rdmx__worker_depth(s->ep->worker) <= 0)
+		return 0;
+	if (!s->batch) {
+		uint32_t eager = 0;
+
+		if (rdmx_chan_get_eager_threshold(s->ep->chan, &eager) || eager <= 2048u)
+			return 0;
+		s->batch_cap = eager - RDMX_RPC_HDR_SIZE - 64u;
+		if (s->batch_cap > BATCH_MAX_BYTES)
+			s->batch_cap = BATCH_MAX_BYTES;
+		s->batch = malloc(s->batch_cap);
+		if (!s->batch)
+			return 0;
+	}
+	if (s->batch_len + 4 + len > s->batch_cap && (*rc = rdmx__stream_flush(s)) != 0)
+		return 1;
+	dst = s->batch + s->batch_len;
+	rdmx__st32(dst, (uint32_t)len);
+	if (len && msg->encode)
+		*rc = msg->encode(msg->obj, dst + 4, len);
+	else if (len)
+		memcpy(dst + 4, msg->obj, len);
+	if (*rc)
+		return 1;
+	s->batch_len += 4 + len;
+	if (s->batch_n++ == 0) {
+		s->flush_timer.fn = flush_fired;
+		if (rdmx__worker_timer_arm(s->ep->worker, &s->flush_timer, 0) != 0)
+			*rc = rdmx__stream_flush(s); /* no timer: at once */
+	}
+	return 1;
 }
 
 /* A status frame (also for calls refused before a stream object exists). */
@@ -177,8 +313,10 @@ void rdmx__stream_end(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, const 
 	if (s->ended)
 		return;
 	s->ended = true;
+	rdmx__stream_count(s, SST_END, code, 0);
 	rdmx__map_del(stream_map(s), s->id);
 	rdmx__worker_timer_disarm(ep->worker, &s->timer);
+	rdmx__stream_batch_drop(s);
 	queue_free(s);
 	s->busy++;
 	ep->busy++;
@@ -338,6 +476,7 @@ int rdmx_rpc_stream_open(struct rdmx_rpc_ep *ep, uint32_t method_id, enum rdmx_r
 		return RDMX_E_NOMEM;
 	s->cbs = *cbs;
 	s->arg = arg;
+	s->ms = rdmx__mstats_get(&ep->mstats, method_id, true);
 	if (ep->chain) { /* interceptors: may annotate the headers or refuse */
 		uint64_t us = opts ? opts->timeout_us : 0;
 		struct rdmx_rpc_call_info info = {.role = RDMX_RPC_ROLE_CLIENT,
@@ -366,6 +505,7 @@ int rdmx_rpc_stream_open(struct rdmx_rpc_ep *ep, uint32_t method_id, enum rdmx_r
 				rdmx__stream_free(s);
 				return rc;
 			}
+			rdmx__stream_count(s, SST_OPEN, RDMX_RPC_OK, 0);
 			*out = s;
 			return 0;
 		}
@@ -381,6 +521,7 @@ int rdmx_rpc_stream_open(struct rdmx_rpc_ep *ep, uint32_t method_id, enum rdmx_r
 		rdmx__stream_free(s);
 		return rc;
 	}
+	rdmx__stream_count(s, SST_OPEN, RDMX_RPC_OK, 0);
 	rdmx__stream_arm_deadline(s, rdmx__now_ns(), opts ? opts->timeout_us : 0);
 	if (opts && opts->window)
 		rdmx_rpc_stream_set_window(s, opts->window);
@@ -425,10 +566,12 @@ int rdmx_rpc_stream_write(struct rdmx_rpc_stream *s, const struct rdmx_rpc_paylo
 	if (!s->opener && !s->headers_out && s->ann.n &&
 	    (rc = rdmx_rpc_stream_send_headers(s, NULL)) != 0)
 		return rc;
-	rc = rdmx__stream_send_frame(s->ep, RPC_T_S_MSG, rdmx__stream_dir_flag(s), 0, 0, s->id, 0,
-	                             NULL, 0, msg);
+	if (!batch_add(s, msg, &rc) && (rc = rdmx__stream_flush(s)) == 0)
+		rc = rdmx__stream_send_frame(s->ep, RPC_T_S_MSG, rdmx__stream_dir_flag(s), 0, 0,
+		                             s->id, 0, NULL, 0, msg);
 	if (rc == 0) {
 		s->sent++;
+		rdmx__stream_count(s, SST_TX, RDMX_RPC_OK, msg ? msg->len : 0);
 		if (s->ic)
 			rdmx__ic_message(s->ic, true, msg && !msg->encode ? msg->obj : NULL,
 			                 msg ? msg->len : 0);
@@ -444,6 +587,8 @@ int rdmx_rpc_stream_half_close(struct rdmx_rpc_stream *s)
 		return RDMX_E_INVAL;
 	if (s->ended || s->local_end)
 		return RDMX_E_BAD_STATE;
+	if ((rc = rdmx__stream_flush(s)) != 0)
+		return rc;
 	rc = rdmx__stream_send_frame(s->ep, RPC_T_S_END, rdmx__stream_dir_flag(s), 0, 0, s->id, 0,
 	                             NULL, 0, NULL);
 	if (rc == 0) {
@@ -496,8 +641,10 @@ int rdmx_rpc_stream_finish(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, c
 	} else {
 		if (!s->headers_out && s->ann.n)
 			rdmx_rpc_stream_send_headers(s, NULL);
-		rc = rdmx__stream_send_status(ep, s->id, code, message, details, details_len,
-		                              trailers);
+		rc = rdmx__stream_flush(s);
+		if (rc == 0)
+			rc = rdmx__stream_send_status(ep, s->id, code, message, details,
+			                              details_len, trailers);
 		if (rc == 0)
 			rdmx__stream_end(s, code, message, details, details_len, trailers);
 	}

@@ -26,6 +26,15 @@ struct rdmx_rpc_stream {
 	/* sending */
 	uint64_t sent, send_limit;
 	bool want_writable, local_end;
+	/* coalescing (stream.c): small messages written from inside a callback
+	 * of the engine wait here, each u32 length + bytes, until that callback
+	 * returns (flush_timer, due at once: it runs at the end of the same
+	 * progress call), the batch fills, or another frame of the stream goes */
+	uint8_t *batch; /* batch_cap bytes, allocated once */
+	size_t batch_len, batch_cap;
+	uint32_t batch_n;
+	struct rdmx__timer flush_timer;
+	bool in_batch; /* receiving a batch: credits go back after it */
 	/* receiving */
 	uint64_t received, consumed, granted;
 	uint32_t window;
@@ -44,6 +53,9 @@ struct rdmx_rpc_stream {
 	struct rdmx_rpc_md ann; /* acceptor: response headers they added */
 	enum rdmx_rpc_code rejected;
 	const char *reject_msg;
+	/* stats (stats.c): the endpoint's method bucket, the server's method */
+	struct rpc_mstats *ms;
+	struct rpc_method *m;
 	/* life */
 	bool ended;
 	int busy;
@@ -74,6 +86,16 @@ void rdmx__stream_end_held(struct rdmx_rpc_stream *s);
 struct rdmx_rpc_stream *rdmx__stream_new(struct rdmx_rpc_ep *ep, uint64_t id, uint32_t method,
                                          enum rdmx_rpc_stream_kind kind, bool opener);
 void rdmx__stream_arm_deadline(struct rdmx_rpc_stream *s, uint64_t start_ns, uint64_t us);
+
+/* Sends the messages waiting in the batch (nothing when none). */
+int rdmx__stream_flush(struct rdmx_rpc_stream *s);
+/* Drops them (the stream ends without them reaching the peer). */
+void rdmx__stream_batch_drop(struct rdmx_rpc_stream *s);
+
+/* Counters of the stream's endpoint, method and (acceptor) server method. */
+enum rdmx__sstat { SST_OPEN, SST_END, SST_TX, SST_RX };
+void rdmx__stream_count(struct rdmx_rpc_stream *s, enum rdmx__sstat ev, enum rdmx_rpc_code code,
+                        size_t bytes);
 
 /* stream_rx.c */
 /* Returns credits consumed since the last grant, once half a window is due. */

@@ -69,6 +69,7 @@ static void on_s_msg(struct rdmx_rpc_stream *s, const uint8_t *data, size_t len)
 		return;
 	}
 	s->received++;
+	rdmx__stream_count(s, SST_RX, RDMX_RPC_OK, len);
 	if (s->cbs.on_msg && !s->paused && !s->qhead && !s->delivering) {
 		s->busy++;
 		s->delivering = true;
@@ -76,7 +77,8 @@ static void on_s_msg(struct rdmx_rpc_stream *s, const uint8_t *data, size_t len)
 		rdmx__ic_message(s->ic, false, data, len);
 		s->cbs.on_msg(s, data, len, s->arg);
 		s->delivering = false;
-		rdmx__stream_grant(s);
+		if (!s->in_batch)
+			rdmx__stream_grant(s);
 		rdmx__stream_drop(s);
 		return;
 	}
@@ -103,6 +105,44 @@ static void on_s_msg(struct rdmx_rpc_stream *s, const uint8_t *data, size_t len)
 		s->qhead = q;
 	s->qtail = q;
 	s->queued++;
+}
+
+/* A batch (word n >= 2): n messages, each u32 length + bytes, checked
+ * whole before the first is delivered; credits go back after the last. */
+static void on_s_msgs(struct rdmx_rpc_stream *s, uint32_t n, const uint8_t *body, size_t len)
+{
+	size_t off = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t l;
+
+		if (len - off < 4 || (l = rdmx__ld32(body + off)) > len - off - 4) {
+			rdmx__chan_fail(s->ep->chan, RDMX_E_PROTOCOL, "rpc stream batch truncated");
+			return;
+		}
+		off += 4 + (size_t)l;
+	}
+	if (off != len) {
+		rdmx__chan_fail(s->ep->chan, RDMX_E_PROTOCOL,
+		                "rpc stream batch with trailing bytes");
+		return;
+	}
+	if (s->received + n > s->granted && !s->peer_end) {
+		rdmx__chan_fail(s->ep->chan, RDMX_E_PROTOCOL,
+		                "rpc stream message beyond its window");
+		return;
+	}
+	s->in_batch = true;
+	off = 0;
+	for (uint32_t i = 0; i < n && !s->ended && !s->ep->closed; i++) {
+		uint32_t l = rdmx__ld32(body + off);
+
+		on_s_msg(s, body + off + 4, l);
+		off += 4 + (size_t)l;
+	}
+	s->in_batch = false;
+	if (!s->ended && !s->ep->closed)
+		rdmx__stream_grant(s);
 }
 
 static void on_s_end(struct rdmx_rpc_stream *s)
@@ -235,6 +275,8 @@ static void on_s_open(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const uin
 	struct rpc_method *m;
 	struct rdmx_rpc_stream *s;
 	const char *why = NULL;
+	enum rdmx_rpc_code code;
+	char text[64];
 	size_t used = 0;
 	uint64_t now = rdmx__now_ns();
 
@@ -260,22 +302,23 @@ static void on_s_open(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const uin
 		return;
 	}
 	m = ep->server ? rdmx__map_get(&ep->server->methods, h->word) : NULL;
+	s->ms = rdmx__mstats_get(&ep->mstats, h->word, m != NULL);
+	s->m = m;
 	if (ep->draining) {
-		rdmx__stream_send_status(ep, h->call_id, RDMX_RPC_UNAVAILABLE, "server draining",
-		                         NULL, 0, NULL);
+		code = RDMX_RPC_UNAVAILABLE;
+		why = "server draining";
 	} else if (!m || !m->stream_handler || m->kind != s->kind) {
-		char text[64];
-
 		snprintf(text, sizeof(text), "unknown stream method 0x%08x", h->word);
-		rdmx__stream_send_status(ep, h->call_id, RDMX_RPC_UNIMPLEMENTED, text, NULL, 0,
-		                         NULL);
+		code = RDMX_RPC_UNIMPLEMENTED;
+		why = text;
 	} else if (s->headers.bytes > ep->streams.max_md) {
-		rdmx__stream_send_status(ep, h->call_id, RDMX_RPC_RESOURCE_EXHAUSTED,
-		                         "request headers over the metadata limit", NULL, 0, NULL);
+		code = RDMX_RPC_RESOURCE_EXHAUSTED;
+		why = "request headers over the metadata limit";
 	} else if (ep->streams.in.len >= ep->max_active) {
-		rdmx__stream_send_status(ep, h->call_id, RDMX_RPC_RESOURCE_EXHAUSTED,
-		                         "too many streams", NULL, 0, NULL);
+		code = RDMX_RPC_RESOURCE_EXHAUSTED;
+		why = "too many streams";
 	} else if (rdmx__map_put(&ep->streams.in, s->id, s) == 0) {
+		rdmx__stream_count(s, SST_OPEN, RDMX_RPC_OK, 0);
 		rdmx__stream_arm_deadline(s, now, h->timeout_us);
 		if (ep->server->chain) {
 			struct rdmx_rpc_call_info info = {.role = RDMX_RPC_ROLE_SERVER,
@@ -286,9 +329,9 @@ static void on_s_open(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const uin
 			                                  .stream = true,
 			                                  .headers = &s->headers,
 			                                  .ep = ep};
-			enum rdmx_rpc_code code =
-			    rdmx__ic_start(ep->server->chain, &info, NULL, &s->ann, &why, &s->ic);
 
+			code =
+			    rdmx__ic_start(ep->server->chain, &info, NULL, &s->ann, &why, &s->ic);
 			if (code != RDMX_RPC_OK) {
 				rdmx__stream_send_status(ep, s->id, code, why, NULL, 0, NULL);
 				rdmx__stream_end(s, code, why, NULL, 0, NULL);
@@ -300,10 +343,51 @@ static void on_s_open(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const uin
 		rdmx__stream_drop(s);
 		return;
 	} else {
-		rdmx__stream_send_status(ep, h->call_id, RDMX_RPC_RESOURCE_EXHAUSTED,
-		                         "out of memory", NULL, 0, NULL);
+		code = RDMX_RPC_RESOURCE_EXHAUSTED;
+		why = "out of memory";
 	}
+	/* refused: counted as opened and ended with its status */
+	rdmx__stream_send_status(ep, h->call_id, code, why, NULL, 0, NULL);
+	rdmx__stream_count(s, SST_OPEN, RDMX_RPC_OK, 0);
+	rdmx__stream_count(s, SST_END, code, 0);
 	rdmx__stream_free(s);
+}
+
+/* A frame for a stream that ended here (cancel, deadline or status
+ * crossing the peer's frames): dropped and counted; a window update is
+ * routine (credits crossing the end), any other frame is logged once per stream
+ * (the last ids logged are remembered) and at most RPC_LATE_LOG_PER_S
+ * lines a second per endpoint. */
+#define RPC_LATE_LOG_PER_S 10u
+static void late_frame(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, bool ours)
+{
+	struct rpc_streams *ss = &ep->streams;
+	uint64_t key = h->call_id << 1 | (ours ? 1u : 0u);
+	uint64_t now = rdmx__now_ns();
+	const unsigned nids = sizeof(ss->late_ids) / sizeof(ss->late_ids[0]);
+
+	ep->st[ours ? RDMX_RPC_ROLE_CLIENT : RDMX_RPC_ROLE_SERVER].stream_late_frames++;
+	if (h->type == RPC_T_S_WINDOW)
+		return; /* credits crossing the end: routine, counted only */
+	for (unsigned i = 0; i < nids; i++)
+		if (ss->late_ids[i] == key + 1u)
+			return;
+	ss->late_ids[ss->late_pos] = key + 1u;
+	ss->late_pos = (ss->late_pos + 1u) % nids;
+	if (now - ss->late_win_ns >= 1000000000ull) {
+		ss->late_win_ns = now;
+		ss->late_lines = 0;
+	}
+	if (ss->late_lines >= RPC_LATE_LOG_PER_S) {
+		ss->late_quiet++;
+		return;
+	}
+	ss->late_lines++;
+	RDMX_WARN("rpc: stream frame (type %u) for stream %llu (%s), which already ended here: "
+	          "dropped (%u other streams' late frames not logged)",
+	          (unsigned)h->type, (unsigned long long)h->call_id,
+	          ours ? "opened here" : "opened by the peer", ss->late_quiet);
+	ss->late_quiet = 0;
 }
 
 void rdmx__rpc_stream_on_frame(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const uint8_t *msg,
@@ -328,6 +412,8 @@ void rdmx__rpc_stream_on_frame(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, 
 		if (from_acc ? h->call_id >= ep->next_id : h->call_id > ep->streams.peer_max_id)
 			rdmx__chan_fail(ep->chan, RDMX_E_PROTOCOL,
 			                "rpc stream frame for an unknown stream id");
+		else
+			late_frame(ep, h, from_acc);
 		return;
 	}
 	s->busy++;
@@ -336,7 +422,10 @@ void rdmx__rpc_stream_on_frame(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, 
 		on_s_headers(s, body, blen);
 		break;
 	case RPC_T_S_MSG:
-		on_s_msg(s, body, blen);
+		if (h->word)
+			on_s_msgs(s, h->word, body, blen);
+		else
+			on_s_msg(s, body, blen);
 		break;
 	case RPC_T_S_END:
 		on_s_end(s);

@@ -192,6 +192,14 @@ struct rdmx_rpc_reply {
 	void *data;    /* heap copy, NULL when len == 0 */
 	size_t len;
 	bool reached; /* as rdmx_rpc_result.reached */
+	/* The response metadata and rich status (rdmx/rpc_stream.h), owned
+	 * copies freed by rdmx_rpc_reply_fini: headers and trailers (NULL when
+	 * the reply had none; rdmx_rpc_md_get and _count take NULL), details
+	 * (NULL when none). Request headers: rdmx_rpc_call_md. */
+	struct rdmx_rpc_md *headers;
+	struct rdmx_rpc_md *trailers;
+	void *details;
+	size_t details_len;
 };
 int rdmx_rpc_call(struct rdmx_rpc_ep *ep, uint32_t method_id, const struct rdmx_rpc_payload *req,
                   const struct rdmx_rpc_call_opts *opts, struct rdmx_rpc_reply *reply);
@@ -290,6 +298,18 @@ struct rdmx_rpc_stats {
 	uint64_t late_replies;  /* client: replies after cancel/deadline (dropped) */
 	/* client: call round trip; server: request arrival to response sent */
 	struct rdmx_rpc_hist latency;
+	/* Streams (rdmx/rpc_stream.h), role client: the ones this side opened;
+	 * server: the ones it accepted (refused ones included). Not in the
+	 * unary counters above. streams_by_code: the final status as on_done saw it. */
+	uint64_t streams_opened;
+	uint64_t streams_ended;
+	uint64_t streams_by_code[RDMX_RPC_CODE_COUNT];
+	uint64_t stream_msgs_sent, stream_msgs_received;
+	uint64_t stream_bytes_sent, stream_bytes_received; /* message bodies */
+	/* Frames that came for a stream already ended here (late messages, a
+	 * cancel crossing the final status): dropped, counted, logged once per
+	 * stream. Endpoint totals only (the stream, and so its method, is gone). */
+	uint64_t stream_late_frames;
 };
 
 /* Totals of the endpoint for a role. Errors: RDMX_E_INVAL. */

@@ -118,6 +118,13 @@ int rdmx_rpc_call_async_md(struct rdmx_rpc_ep *ep, uint32_t method_id,
                            const struct rdmx_rpc_payload *req,
                            const struct rdmx_rpc_call_opts *opts, const struct rdmx_rpc_md *headers,
                            rdmx_rpc_done_cb cb, void *arg, uint64_t *call_id);
+/* The blocking rdmx_rpc_call with request headers (NULL: none); the reply
+ * (rdmx/rpc.h) owns copies of the response headers, trailers and details
+ * (rdmx_rpc_call fills them too). Errors as rdmx_rpc_call, and
+ * RDMX_E_TOO_BIG (headers over the endpoint's limit). */
+int rdmx_rpc_call_md(struct rdmx_rpc_ep *ep, uint32_t method_id, const struct rdmx_rpc_payload *req,
+                     const struct rdmx_rpc_call_opts *opts, const struct rdmx_rpc_md *headers,
+                     struct rdmx_rpc_reply *reply);
 /* Server side, from the handler until rdmx_rpc_respond: the request headers
  * (never NULL) and id (the caller's call id); response headers, trailers
  * and status details to send with the answer (copied). Request headers

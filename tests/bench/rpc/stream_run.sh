@@ -11,7 +11,8 @@
 # Each cell is the median of R runs (default 3), the runs of the two systems
 # interleaved. gRPC (libgrpc++-dev, protobuf-compiler-grpc) is installed with
 # apt-get when missing; grpc_stream is built into BUILD_DIR/tests/bench/.
-# Prints a markdown table (docs/BENCHMARKS.md "RPC streams").
+# Prints `uptime` before and after, then a markdown table (docs/BENCHMARKS.md
+# "RPC streams").
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 build=build repeat=3 quick=0
@@ -48,6 +49,7 @@ n64=200000 n4k=50000 rounds=20000
 res=$(mktemp)
 gpid=
 trap '[[ -n $gpid ]] && kill $gpid 2>/dev/null; rm -f "$res"' EXIT
+load_before=$(uptime)
 port=$((20000 + RANDOM % 20000))
 taskset -c "$SERVER_CPU" "$grpc" -l "$port" >/dev/null 2>&1 &
 gpid=$!
@@ -69,6 +71,10 @@ med() { # system kind size
   awk -v s="$1" -v k="$2" -v z="$3" '$2 == s && $3 == k && $4 == z {print $6}' "$res" |
     sort -g | awk '{a[NR] = $1} END {if (NR) print a[int((NR + 1) / 2)]; else print "-"}'
 }
+load_after=$(uptime)
+echo "uptime before: $load_before"
+echo "uptime after:  $load_after"
+echo
 echo "| measurement | rdmx (tcp provider) | gRPC C++ | ratio |"
 echo "|---|---|---|---|"
 for size in 64 4096; do

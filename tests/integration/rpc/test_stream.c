@@ -8,7 +8,9 @@
 #include <rdmx/health.h>
 #include <rdmx/rpc_stream.h>
 
+#include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1140,7 +1142,9 @@ enum hostile_case {
 	H_WINDOW_OVERRUN,
 	H_REUSED_ID,
 	H_BAD_MD,
-	H_UNARY_BAD_MD
+	H_UNARY_BAD_MD,
+	H_BATCH_TRUNCATED,
+	H_BATCH_OVERRUN
 };
 
 static void hostile_run(enum hostile_case hc)
@@ -1197,6 +1201,22 @@ static void hostile_run(enum hostile_case hc)
 		break;
 	case H_BAD_MD:
 		break;
+	case H_BATCH_TRUNCATED: /* a batch of 3 whose second message runs past the end */
+		n = frame(b, 7, 0, 3, 7);
+		memset(b + n, 0, 12);
+		b[n] = 1;     /* 1 byte */
+		b[n + 5] = 9; /* 9 bytes, 3 left */
+		ASSERT_OK(rdmx_chan_send(p, b, n + 12, NULL, NULL));
+		break;
+	case H_BATCH_OVERRUN: { /* a batch of more empty messages than the window */
+		uint8_t big[24 + 4 * (RDMX_RPC_STREAM_WINDOW + 1)];
+
+		n = frame(b, 7, 0, RDMX_RPC_STREAM_WINDOW + 1, 7);
+		memcpy(big, b, n);
+		memset(big + n, 0, sizeof(big) - n);
+		ASSERT_OK(rdmx_chan_send(p, big, sizeof(big), NULL, NULL));
+		break;
+	}
 	case H_UNARY_BAD_MD: /* a unary request whose headers lie about their length */
 		n = frame(b, 1, 2, ECHO, 8);
 		b[n++] = 1;
@@ -1257,6 +1277,16 @@ Test(stream, hostile_reused_stream_id)
 Test(stream, hostile_bad_metadata)
 {
 	hostile_run(H_BAD_MD);
+}
+
+Test(stream, hostile_batch_truncated)
+{
+	hostile_run(H_BATCH_TRUNCATED);
+}
+
+Test(stream, hostile_batch_beyond_window)
+{
+	hostile_run(H_BATCH_OVERRUN);
 }
 
 /* ---- unary calls: metadata, request id, rich status ---- */
@@ -1662,4 +1692,295 @@ Test(stream, health_watch)
 	ASSERT_OK(rdmx_rpc_server_destroy(&sc.srv)); /* its watcher list is empty again */
 	node_close(&sc.a);
 	node_close(&sc.b);
+}
+
+/* ---- stream traffic in the stats ---- */
+
+Test(stream, stats_per_endpoint_and_method)
+{
+	struct scene sc;
+	struct cstream src = {.want_size = 100}, unk = {0}, bid = {0};
+	struct rdmx_rpc_stats st;
+	const uint32_t nope = rdmx_rpc_method_id("test.Stream/Nope");
+
+	scene_open(&sc, NULL);
+	ASSERT_OK(rdmx_rpc_stream_open(sc.ra, SOURCE, RDMX_RPC_SERVER_STREAMING, NULL, &ccbs, &src,
+	                               &src.s));
+	source_req(src.s, 300, 100);
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, nope, RDMX_RPC_BIDI_STREAMING, NULL, &ccbs, &unk, &unk.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, src.done_n && unk.done_n);
+	cr_assert_eq(src.code, RDMX_RPC_OK);
+	cr_assert_eq(unk.code, RDMX_RPC_UNIMPLEMENTED);
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, MUTE, RDMX_RPC_BIDI_STREAMING, NULL, &ccbs, &bid, &bid.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, sc.ss.n == 2);
+	ASSERT_OK(rdmx_rpc_stream_cancel(bid.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, sc.ss.done == 2);
+
+	/* the client endpoint */
+	ASSERT_OK(rdmx_rpc_ep_get_stats(sc.ra, RDMX_RPC_ROLE_CLIENT, &st));
+	cr_assert_eq(st.streams_opened, 3);
+	cr_assert_eq(st.streams_ended, 3);
+	cr_assert_eq(st.streams_by_code[RDMX_RPC_OK], 1);
+	cr_assert_eq(st.streams_by_code[RDMX_RPC_UNIMPLEMENTED], 1);
+	cr_assert_eq(st.streams_by_code[RDMX_RPC_CANCELLED], 1);
+	cr_assert_eq(st.stream_msgs_sent, 1);
+	cr_assert_eq(st.stream_bytes_sent, 8);
+	cr_assert_eq(st.stream_msgs_received, 300);
+	cr_assert_eq(st.stream_bytes_received, 30000);
+	cr_assert_eq(st.calls, 0, "streams are not unary calls");
+	ASSERT_OK(rdmx_rpc_ep_get_method_stats(sc.ra, RDMX_RPC_ROLE_CLIENT, SOURCE, &st));
+	cr_assert_eq(st.streams_opened, 1);
+	cr_assert_eq(st.stream_msgs_received, 300);
+	/* the server endpoint */
+	ASSERT_OK(rdmx_rpc_ep_get_stats(sc.rb, RDMX_RPC_ROLE_SERVER, &st));
+	cr_assert_eq(st.streams_opened, 3);
+	cr_assert_eq(st.streams_ended, 3);
+	cr_assert_eq(st.streams_by_code[RDMX_RPC_OK], 1);
+	cr_assert_eq(st.streams_by_code[RDMX_RPC_UNIMPLEMENTED], 1);
+	cr_assert_eq(st.streams_by_code[RDMX_RPC_CANCELLED], 1);
+	cr_assert_eq(st.stream_msgs_received, 1);
+	cr_assert_eq(st.stream_bytes_received, 8);
+	cr_assert_eq(st.stream_msgs_sent, 300);
+	cr_assert_eq(st.stream_bytes_sent, 30000);
+	ASSERT_OK(rdmx_rpc_ep_get_method_stats(sc.rb, RDMX_RPC_ROLE_SERVER, RDMX_RPC_METHOD_UNKNOWN,
+	                                       &st));
+	cr_assert_eq(st.streams_opened, 1);
+	cr_assert_eq(st.streams_by_code[RDMX_RPC_UNIMPLEMENTED], 1);
+	ASSERT_OK(rdmx_rpc_ep_get_method_stats(sc.rb, RDMX_RPC_ROLE_SERVER, MUTE, &st));
+	cr_assert_eq(st.streams_by_code[RDMX_RPC_CANCELLED], 1);
+	size_t n = 0;
+	ASSERT_OK(rdmx_rpc_ep_list_methods(sc.rb, RDMX_RPC_ROLE_SERVER, NULL, 0, &n));
+	cr_assert_eq(n, 3, "Source, Mute and the unknown bucket: %zu", n);
+	/* the server's per-method sums */
+	ASSERT_OK(rdmx_rpc_server_get_method_stats(sc.srv, SOURCE, &st));
+	cr_assert_eq(st.streams_opened, 1);
+	cr_assert_eq(st.streams_ended, 1);
+	cr_assert_eq(st.streams_by_code[RDMX_RPC_OK], 1);
+	cr_assert_eq(st.stream_msgs_sent, 300);
+	cr_assert_eq(st.stream_bytes_sent, 30000);
+	cr_assert_eq(st.stream_msgs_received, 1);
+	ASSERT_OK(rdmx_rpc_server_get_method_stats(sc.srv, MUTE, &st));
+	cr_assert_eq(st.streams_opened, 1);
+	cr_assert_eq(st.streams_by_code[RDMX_RPC_CANCELLED], 1);
+	scene_close(&sc);
+}
+
+/* ---- frames for a stream that ended here: counted, logged once ---- */
+
+/* every level (log_capture keeps errors only) */
+static atomic_int late_lines, unknown_lines;
+static void late_log(enum rdmx_log_level level, const char *file, int line, const char *func,
+                     const char *message)
+{
+	(void)level;
+	(void)file;
+	(void)line;
+	(void)func;
+	if (strstr(message, "already ended"))
+		atomic_fetch_add(&late_lines, 1);
+	if (strstr(message, "unknown stream id"))
+		atomic_fetch_add(&unknown_lines, 1);
+}
+
+Test(stream, late_frames_counted_logged_once)
+{
+	struct scene sc;
+	struct chan_conf rc = {.recv_cb = raw_recv, .event_cb = raw_event};
+	struct rdmx_chan *p, *q;
+	struct rdmx_rpc_ep *victim;
+	struct rdmx_rpc_stats st;
+	uint8_t b[64];
+	size_t n;
+
+	scene_open(&sc, NULL);
+	raw_closed = 0;
+	chan_pair(&sc.a, &sc.b, &rc, NULL, &p, &q, false);
+	ASSERT_OK(rdmx_rpc_ep_create(q, sc.srv, &victim));
+	DRIVE_UNTIL(&sc.a, &sc.b,
+	            rdmx_chan_get_state(p) == RDMX_CHAN_READY &&
+	                rdmx_chan_get_state(q) == RDMX_CHAN_READY);
+	atomic_store(&late_lines, 0);
+	atomic_store(&unknown_lines, 0);
+	rdmx_log_set_function(late_log);
+	n = frame(b, 5, RDMX_RPC_BIDI_STREAMING, MUTE, 7); /* open 7 */
+	b[n] = b[n + 1] = 0;
+	ASSERT_OK(rdmx_chan_send(p, b, n + 2, NULL, NULL));
+	n = frame(b, 10, 0, 0, 7); /* cancel 7: it ends on the victim */
+	ASSERT_OK(rdmx_chan_send(p, b, n, NULL, NULL));
+	for (int i = 0; i < 3; i++) { /* late messages */
+		n = frame(b, 7, 0, 0, 7);
+		ASSERT_OK(rdmx_chan_send(p, b, n + 1, NULL, NULL));
+	}
+	n = frame(b, 8, 0, 0, 7); /* late half-close, late cancel */
+	ASSERT_OK(rdmx_chan_send(p, b, n, NULL, NULL));
+	n = frame(b, 10, 0, 0, 7);
+	ASSERT_OK(rdmx_chan_send(p, b, n, NULL, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b,
+	            rdmx_rpc_ep_get_stats(victim, RDMX_RPC_ROLE_SERVER, &st) == 0 &&
+	                st.stream_late_frames == 5);
+	cr_assert_eq(atomic_load(&late_lines), 1, "one line per stream");
+	cr_assert_eq(rdmx_chan_get_state(q), RDMX_CHAN_READY, "late frames are not hostile");
+	cr_assert_eq(sc.ss.n, 1);
+	cr_assert_eq(sc.ss.st[0].done_n, 1);
+	cr_assert_eq(sc.ss.st[0].code, RDMX_RPC_CANCELLED);
+	/* a second stream's late frame gets its own line */
+	n = frame(b, 5, RDMX_RPC_BIDI_STREAMING, MUTE, 9);
+	b[n] = b[n + 1] = 0;
+	ASSERT_OK(rdmx_chan_send(p, b, n + 2, NULL, NULL));
+	n = frame(b, 10, 0, 0, 9);
+	ASSERT_OK(rdmx_chan_send(p, b, n, NULL, NULL));
+	n = frame(b, 7, 0, 0, 9);
+	ASSERT_OK(rdmx_chan_send(p, b, n + 1, NULL, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b,
+	            rdmx_rpc_ep_get_stats(victim, RDMX_RPC_ROLE_SERVER, &st) == 0 &&
+	                st.stream_late_frames == 6);
+	cr_assert_eq(atomic_load(&late_lines), 2);
+	cr_assert_eq(rdmx_chan_get_state(q), RDMX_CHAN_READY);
+	/* an id never opened is still hostile: closed with a log line */
+	n = frame(b, 7, 0, 0, 99);
+	ASSERT_OK(rdmx_chan_send(p, b, n + 1, NULL, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b, rdmx_chan_get_state(q) == RDMX_CHAN_CLOSED);
+	rdmx_log_set_function(NULL);
+	cr_assert(atomic_load(&unknown_lines) >= 1);
+	ASSERT_OK(rdmx_rpc_ep_destroy(&victim));
+	ASSERT_OK(rdmx_chan_destroy(&q));
+	DRIVE_UNTIL(&sc.a, &sc.b, raw_closed || rdmx_chan_get_state(p) == RDMX_CHAN_CLOSED);
+	ASSERT_OK(rdmx_chan_destroy(&p));
+	scene_close(&sc);
+}
+
+/* ---- the blocking call: response headers, trailers and details ---- */
+
+struct bserve {
+	struct node *n;
+	atomic_int stop;
+};
+
+static void *bserve_thread(void *p)
+{
+	struct bserve *s = p;
+
+	while (!atomic_load(&s->stop))
+		if (rdmx_chan_worker_progress(s->n->worker) == 0)
+			sched_yield();
+	return NULL;
+}
+
+Test(stream, blocking_call_metadata_and_details)
+{
+	struct scene sc;
+	struct rdmx_rpc_md h;
+	struct rdmx_rpc_reply rep;
+	uint32_t UMETA = rdmx_rpc_method_id("test.Stream/UMeta");
+	struct rdmx_rpc_payload p = rdmx_rpc_bytes("body", 4);
+	struct bserve bs = {.n = NULL};
+	pthread_t th;
+	const void *v;
+	size_t n;
+
+	scene_open(&sc, NULL);
+	ASSERT_OK(
+	    rdmx_rpc_server_register(sc.srv, UMETA, "test.Stream/UMeta", umeta_handler, NULL));
+	bs.n = &sc.b;
+	atomic_init(&bs.stop, 0);
+	cr_assert_eq(pthread_create(&th, NULL, bserve_thread, &bs), 0);
+	rdmx_rpc_md_init(&h);
+	ASSERT_OK(rdmx_rpc_md_add_str(&h, "x-request-id", "b-9"));
+	ASSERT_OK(rdmx_rpc_call_md(sc.ra, UMETA, &p, NULL, &h, &rep));
+	cr_assert_eq(rep.code, RDMX_RPC_PERMISSION_DENIED);
+	cr_assert_str_eq(rep.message, "no");
+	cr_assert_eq(rep.len, 4);
+	cr_assert_eq(memcmp(rep.data, "body", 4), 0);
+	ASSERT_OK(rdmx_rpc_md_get(rep.headers, "x-request-id", &v, &n));
+	cr_assert_eq(n, 3);
+	cr_assert_eq(memcmp(v, "b-9", 3), 0);
+	ASSERT_OK(rdmx_rpc_md_get(rep.trailers, "x-trailer", &v, &n));
+	cr_assert_eq(n, 2);
+	cr_assert_eq(memcmp(v, "t1", 2), 0);
+	cr_assert_eq(rep.details_len, 3);
+	cr_assert_eq(memcmp(rep.details, "\x00\x09\x08", 3), 0);
+	rdmx_rpc_reply_fini(&rep);
+	cr_assert_null(rep.headers);
+	cr_assert_null(rep.trailers);
+	cr_assert_null(rep.details);
+	/* plain rdmx_rpc_call fills them as well (no request headers) */
+	ASSERT_OK(rdmx_rpc_call(sc.ra, UMETA, &p, NULL, &rep));
+	cr_assert_eq(rep.code, RDMX_RPC_PERMISSION_DENIED);
+	cr_assert_eq(rdmx_rpc_md_count(rep.headers), 0, "no x-request-id was sent");
+	ASSERT_OK(rdmx_rpc_md_get(rep.trailers, "x-trailer", &v, &n));
+	cr_assert_eq(rep.details_len, 3);
+	rdmx_rpc_reply_fini(&rep);
+	/* a reply without metadata: nothing allocated */
+	ASSERT_OK(rdmx_rpc_call(sc.ra, ECHO, &p, NULL, &rep));
+	cr_assert_eq(rep.code, RDMX_RPC_OK);
+	cr_assert_null(rep.headers);
+	cr_assert_null(rep.trailers);
+	cr_assert_null(rep.details);
+	rdmx_rpc_reply_fini(&rep);
+	rdmx_rpc_md_fini(&h);
+	atomic_store(&bs.stop, 1);
+	pthread_join(th, NULL);
+	scene_close(&sc);
+}
+
+/* ---- coalescing: many small messages, back to back, a slow reader ---- */
+
+Test(stream, small_messages_coalesced_in_order_slow_reader, .timeout = 240)
+{
+	struct scene sc;
+	struct cstream x = {.echo_check = true, .want_size = 40};
+	struct rdmx_chan_stats cs0, cs1;
+	struct rdmx_rpc_stats st;
+	const uint32_t total = 3000;
+	uint32_t max_q = 0;
+
+	scene_open(&sc, NULL);
+	ASSERT_OK(rdmx_chan_get_stats(rdmx_rpc_ep_get_chan(sc.rb), &cs0));
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, SOURCE, RDMX_RPC_SERVER_STREAMING, NULL, &ccbs, &x, &x.s));
+	/* the reader is slow: it reads in spurts, paused in between */
+	ASSERT_OK(rdmx_rpc_stream_pause_read(x.s));
+	source_req(x.s, total, 40);
+	while (!x.done_n) {
+		/* the server writes back to back from its callback until the
+		 * window is used up; nothing more arrives while paused */
+		DRIVE_UNTIL(&sc.a, &sc.b,
+		            x.done_n || rdmx_rpc_stream_get_queued(x.s) >= RDMX_RPC_STREAM_WINDOW ||
+		                (sc.ss.n && sc.ss.st[0].done));
+		if (x.done_n)
+			break;
+		if (rdmx_rpc_stream_get_queued(x.s) > max_q)
+			max_q = rdmx_rpc_stream_get_queued(x.s);
+		drive_for(&sc.a, &sc.b, 1);
+		cr_assert(rdmx_rpc_stream_get_queued(x.s) <= RDMX_RPC_STREAM_WINDOW,
+		          "a paused reader holds more than its window: %u",
+		          rdmx_rpc_stream_get_queued(x.s));
+		ASSERT_OK(rdmx_rpc_stream_resume_read(x.s));
+		if (!x.done_n && x.s)
+			ASSERT_OK(rdmx_rpc_stream_pause_read(x.s));
+	}
+	cr_assert_eq(x.code, RDMX_RPC_OK, "%s", x.msg);
+	cr_assert_eq(x.got, total, "complete: %u of %u", x.got, total);
+	cr_assert_eq(x.bad, 0, "in order and intact");
+	cr_assert_leq(max_q, RDMX_RPC_STREAM_WINDOW);
+	/* coalesced: far fewer channel messages than stream messages */
+	ASSERT_OK(rdmx_chan_get_stats(rdmx_rpc_ep_get_chan(sc.rb), &cs1));
+	cr_assert_lt(cs1.msgs_sent - cs0.msgs_sent, total / 4, "%llu channel messages for %u",
+	             (unsigned long long)(cs1.msgs_sent - cs0.msgs_sent), total);
+	ASSERT_OK(rdmx_rpc_ep_get_stats(sc.rb, RDMX_RPC_ROLE_SERVER, &st));
+	cr_assert_eq(st.stream_msgs_sent, total);
+	/* a lone message written outside any callback goes at once */
+	struct cstream e = {0};
+	uint8_t one[8] = {1};
+	struct rdmx_rpc_payload p1 = rdmx_rpc_bytes(one, sizeof(one));
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, BIDI, RDMX_RPC_BIDI_STREAMING, NULL, &ccbs, &e, &e.s));
+	ASSERT_OK(rdmx_rpc_stream_write(e.s, &p1));
+	DRIVE_UNTIL(&sc.a, &sc.b, e.got == 1);
+	ASSERT_OK(rdmx_rpc_stream_half_close(e.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, e.done_n);
+	cr_assert_eq(e.code, RDMX_RPC_OK);
+	scene_close(&sc);
 }

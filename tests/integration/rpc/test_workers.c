@@ -12,10 +12,12 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <rdmx/health.h>
 #include <rdmx/rpc_stream.h>
 
 #include "rpcfix.h"
@@ -131,6 +133,37 @@ static void w_ic_done(const struct rdmx_rpc_call_info *info, enum rdmx_rpc_code 
 	atomic_fetch_add(&ic_done, 1);
 }
 
+/* Every message a server call or stream sends goes out on the thread that
+ * started it (its worker): the state is that thread. */
+static atomic_uint wrong_thread_msgs, watch_msgs_out;
+static const uint32_t *watch_id_p;
+
+static enum rdmx_rpc_code t_ic_start(const struct rdmx_rpc_call_info *info,
+                                     struct rdmx_rpc_md *annotate, const char **message,
+                                     void **state, void *arg)
+{
+	(void)info;
+	(void)annotate;
+	(void)message;
+	(void)arg;
+	*state = (void *)(uintptr_t)pthread_self();
+	return RDMX_RPC_OK;
+}
+
+static void t_ic_message(const struct rdmx_rpc_call_info *info, bool outgoing, const void *data,
+                         size_t len, void *state, void *arg)
+{
+	(void)data;
+	(void)len;
+	(void)arg;
+	if (!outgoing)
+		return;
+	if (!pthread_equal((pthread_t)(uintptr_t)state, pthread_self()))
+		atomic_fetch_add(&wrong_thread_msgs, 1);
+	if (watch_id_p && info->method == *watch_id_p)
+		atomic_fetch_add(&watch_msgs_out, 1);
+}
+
 static atomic_int destroy_from_worker;
 
 static void w_connected(struct rdmx_rpc_workers *w, unsigned worker, struct rdmx_rpc_ep *ep,
@@ -207,6 +240,8 @@ static void reset_counters(void)
 	atomic_store(&ic_done, 0);
 	atomic_store(&conn_cbs, 0);
 	atomic_store(&gone_cbs, 0);
+	atomic_store(&wrong_thread_msgs, 0);
+	atomic_store(&watch_msgs_out, 0);
 	n_seen = 0;
 }
 
@@ -231,7 +266,9 @@ static bool wfix_start(struct wfix *f, unsigned workers)
 	    rdmx_rpc_server_register(f->server, rdmx_rpc_method_id(W_HOLD), W_HOLD, w_hold, NULL));
 	ASSERT_OK(rdmx_rpc_server_register_stream(f->server, rdmx_rpc_method_id(W_CHAT), W_CHAT,
 	                                          RDMX_RPC_BIDI_STREAMING, w_chat, NULL));
+	static const struct rdmx_rpc_interceptor tic = {t_ic_start, t_ic_message, NULL};
 	ASSERT_OK(rdmx_rpc_server_add_interceptor(f->server, &ic, NULL));
+	ASSERT_OK(rdmx_rpc_server_add_interceptor(f->server, &tic, NULL));
 	for (int i = 0; i < 50; i++) {
 		unsigned v =
 		    (unsigned)getpid() * 7919u + (unsigned)time(NULL) + (unsigned)i * 104729u;
@@ -536,4 +573,106 @@ Test(rpc_workers, bad_arguments_and_listen_join_states)
 	node_close(&b);
 	node_close(&a);
 	ASSERT_OK(rdmx_rpc_server_destroy(&server));
+}
+
+/* ---- Health/Watch on the workers, health set from another thread ---- */
+
+struct hwatch {
+	struct rdmx_rpc_stream *s;
+	int last, got, done;
+	enum rdmx_rpc_code code;
+};
+
+static void hw_msg(struct rdmx_rpc_stream *s, const void *data, size_t len, void *arg)
+{
+	struct hwatch *h = arg;
+	const uint8_t *b = data;
+
+	(void)s;
+	h->got++;
+	h->last = len == 3 ? b[2] : 0; /* {1: status}; UNKNOWN is the empty map */
+}
+
+static void hw_done(struct rdmx_rpc_stream *s, const struct rdmx_rpc_rich_status *st, void *arg)
+{
+	struct hwatch *h = arg;
+
+	(void)s;
+	h->done++;
+	h->code = st->code;
+	h->s = NULL;
+}
+
+struct setter {
+	struct rdmx_rpc_server *server;
+	int rc;
+};
+
+static void *set_not_serving(void *p)
+{
+	struct setter *x = p;
+
+	x->rc = rdmx_rpc_server_set_health(x->server, "", RDMX_HEALTH_NOT_SERVING);
+	if (x->rc == 0)
+		x->rc = rdmx_rpc_server_set_health(x->server, "rdmx.test.Workers",
+		                                   RDMX_HEALTH_NOT_SERVING);
+	return NULL;
+}
+
+Test(rpc_workers, health_watch_set_from_another_thread, .timeout = 240)
+{
+	static const struct rdmx_rpc_stream_cbs cbs = {hw_msg, NULL, NULL, NULL, hw_done};
+	uint32_t wid = rdmx_rpc_method_id(RDMX_HEALTH_WATCH_NAME);
+	struct hwatch hw[2] = {{0}, {0}};
+	const char *svc[2] = {"", "rdmx.test.Workers"};
+	struct rdmx_rpc_payload req;
+	struct setter x;
+	struct wfix f;
+	pthread_t th;
+	uint8_t body[2][32];
+
+	if (!wfix_start(&f, 2))
+		cr_skip_test("the device's provider cannot share a cm listener");
+	watch_id_p = &wid;
+	/* clients 0 and 1 are on different workers (dealt in turn) */
+	for (int i = 0; i < 2; i++) {
+		size_t n = strlen(svc[i]);
+
+		body[i][0] = 0x81; /* {1: service} */
+		body[i][1] = 0x01;
+		body[i][2] = (uint8_t)(0xa0 | n);
+		memcpy(body[i] + 3, svc[i], n);
+		req = rdmx_rpc_bytes(body[i], n ? 3 + n : 0);
+		hw[i].last = -1;
+		ASSERT_OK(rdmx_rpc_stream_open(f.eps[i], wid, RDMX_RPC_SERVER_STREAMING, NULL, &cbs,
+		                               &hw[i], &hw[i].s));
+		ASSERT_OK(rdmx_rpc_stream_write(hw[i].s, &req));
+		ASSERT_OK(rdmx_rpc_stream_half_close(hw[i].s));
+	}
+	DRIVE_CLI_UNTIL(&f, hw[0].got == 1 && hw[1].got == 1);
+	cr_assert_eq(hw[0].last, RDMX_HEALTH_SERVING);
+	cr_assert_eq(hw[1].last, RDMX_HEALTH_SERVING);
+	cr_assert_neq(rdmx_rpc_workers_get_clients(f.w, 0), 0);
+	cr_assert_neq(rdmx_rpc_workers_get_clients(f.w, 1), 0);
+	/* from a thread that is neither worker */
+	x.server = f.server;
+	x.rc = -1;
+	cr_assert_eq(pthread_create(&th, NULL, set_not_serving, &x), 0);
+	pthread_join(th, NULL);
+	ASSERT_OK(x.rc);
+	DRIVE_CLI_UNTIL(&f, hw[0].last == RDMX_HEALTH_NOT_SERVING &&
+	                        hw[1].last == RDMX_HEALTH_NOT_SERVING);
+	/* and from this thread (not a worker either) */
+	ASSERT_OK(rdmx_rpc_server_set_health(f.server, "", RDMX_HEALTH_SERVING));
+	ASSERT_OK(rdmx_rpc_server_set_health(f.server, "rdmx.test.Workers", RDMX_HEALTH_SERVING));
+	DRIVE_CLI_UNTIL(&f, hw[0].last == RDMX_HEALTH_SERVING && hw[1].last == RDMX_HEALTH_SERVING);
+	cr_assert_eq(hw[0].done + hw[1].done, 0);
+	cr_assert(atomic_load(&watch_msgs_out) >= 6, "%u", atomic_load(&watch_msgs_out));
+	cr_assert_eq(atomic_load(&wrong_thread_msgs), 0,
+	             "a Watch stream was written off its worker's thread");
+	for (int i = 0; i < 2; i++)
+		ASSERT_OK(rdmx_rpc_stream_cancel(hw[i].s));
+	watch_id_p = NULL;
+	wfix_close_clients(&f);
+	wfix_stop(&f);
 }
