@@ -304,8 +304,7 @@ static void q_pop(struct rdmx_chan *chan, struct chan_msg *next)
 static void msg_free(struct rdmx_chan *chan, struct chan_msg *m)
 {
 	chan->held_bytes -= m->held;
-	if (m->kind == MSG_COPY)
-		free(m->data);
+	rdmx__chan_msg_release(chan, m);
 	free(m);
 }
 
@@ -428,7 +427,19 @@ static int msg_make(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill, 
 		m->ubuf.next = NULL;
 		m->data = ubuf->addr;
 	} else {
-		m->data = malloc(len ? len : 1);
+		/* a rendezvous source: filled straight into a registered buffer
+		 * of the worker's cache (no heap copy, no registration per
+		 * message) */
+		if (chan->state == RDMX_CHAN_READY && len > eager_eff(chan)) {
+			rc = rdmx__regcache_get(&chan->worker->regc, chan, REGC_TX, len, &m->ent);
+			if (rc) {
+				free(m);
+				return rc;
+			}
+			m->data = m->ent->buf;
+		} else {
+			m->data = malloc(len ? len : 1);
+		}
 		if (!m->data) {
 			free(m);
 			return RDMX_E_NOMEM;
@@ -436,7 +447,7 @@ static int msg_make(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill, 
 		if (staged)
 			memcpy(m->data, staged, len);
 		else if ((rc = fill(m->data, len, fill_arg)) != 0) {
-			free(m->data);
+			rdmx__chan_msg_release(chan, m);
 			free(m);
 			return rc > 0 ? RDMX_E_INVAL : rc;
 		}

@@ -389,8 +389,7 @@ static void chan_fail_queue(struct rdmx_chan *chan, int status)
 			rdmx__rdv_tx_finish(chan, m, status);
 		else {
 			chan->held_bytes -= m->held;
-			if (m->kind == MSG_COPY)
-				free(m->data);
+			rdmx__chan_msg_release(chan, m);
 			if (m->cb)
 				m->cb(chan, status, m->arg);
 			free(m);
@@ -461,21 +460,14 @@ void rdmx__chan_free(struct rdmx_chan *chan)
 		struct chan_msg *m = chan->q_head;
 
 		chan->q_head = m->next;
-		rdmx_mr_grant_revoke(&m->rdv_grant);
-		if (m->rdv_mr)
-			rdmx_mr_dereg(&m->rdv_mr);
-		if (m->kind == MSG_COPY)
-			free(m->data);
+		rdmx__chan_msg_release(chan, m);
 		free(m);
 	}
 	while (chan->rdv_head) {
 		struct chan_msg *m = chan->rdv_head;
 
 		chan->rdv_head = m->next;
-		rdmx_mr_grant_revoke(&m->rdv_grant);
-		rdmx_mr_dereg(&m->rdv_mr);
-		if (m->kind == MSG_COPY)
-			free(m->data);
+		rdmx__chan_msg_release(chan, m);
 		free(m);
 	}
 	if (chan->rx) {
