@@ -43,6 +43,7 @@ struct regc_ent {
 	struct rdmx_mr *mr;
 	enum regc_kind kind;
 	uint32_t refs; /* 0: idle (on the list) */
+	bool no_reuse; /* a device-wide remote descriptor: freed once released */
 };
 struct rdmx__regcache {
 	struct rdmx_dev *dev;
@@ -294,11 +295,12 @@ bool rdmx__chan_uses_grants(const struct rdmx_chan *chan);
  * where the device has grants, device-wide otherwise (channel.c). */
 int rdmx__chan_reg_remote(struct rdmx_chan *chan, void *addr, size_t len, unsigned access,
                           struct rdmx_mr **mr);
-/* The descriptor the peer gets for mr: a grant of all of it bound to the
- * channel's connection (made once into *grant), or the device-wide one when
+/* The descriptor the peer gets for mr: a grant of its first len bytes (0:
+ * all of it) bound to the channel's connection (made once into *grant), or
+ * the device-wide one (all of mr) when
  * the device has no grants. RDMX_E_BAD_STATE / RDMX_E_FULL: not yet (the
  * connection is not up, the send queue is full): retry. */
-int rdmx__chan_grant_desc(struct rdmx_chan *chan, struct rdmx_mr *mr, unsigned access,
+int rdmx__chan_grant_desc(struct rdmx_chan *chan, struct rdmx_mr *mr, size_t len, unsigned access,
                           struct rdmx_mr_grant **grant, void *desc);
 /* The peer's hello: maps its ring, allocates staging, goes READY. */
 void rdmx__chan_apply_hello(struct rdmx_chan *chan, const struct rdmx__hello *h);

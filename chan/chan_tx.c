@@ -104,8 +104,8 @@ void rdmx__chan_try_hello(struct rdmx_chan *chan)
 	h.slot_size = chan->slot_size;
 	h.max_msg = chan->max_msg;
 	/* the grant's bind (verbs) goes on the send queue before the hello */
-	rc = rdmx__chan_grant_desc(chan, chan->ring_mr, RDMX_ACCESS_REMOTE_WRITE, &chan->ring_grant,
-	                           h.desc);
+	rc = rdmx__chan_grant_desc(chan, chan->ring_mr, 0, RDMX_ACCESS_REMOTE_WRITE,
+	                           &chan->ring_grant, h.desc);
 	if (rc) {
 		if (rc == RDMX_E_FULL)
 			rdmx__worker_add_starved(chan->worker, chan);
@@ -241,7 +241,7 @@ static int write_rdv(struct rdmx_chan *chan, struct chan_msg *m)
 	int rc;
 
 	encode_hdr(chan, ts, RDMX__SLOT_F_RDV, m->len);
-	rc = rdmx__chan_grant_desc(chan, m->rdv_mr, RDMX_ACCESS_REMOTE_READ, &m->rdv_grant,
+	rc = rdmx__chan_grant_desc(chan, m->rdv_mr, m->len, RDMX_ACCESS_REMOTE_READ, &m->rdv_grant,
 	                           (uint8_t *)ts->hdr.addr + RDMX_CHAN_HDR_SIZE);
 	if (rc) {
 		/* RDMX_E_FULL: no send-queue slot for the grant's bind (verbs):

@@ -355,16 +355,16 @@ int rdmx__chan_reg_remote(struct rdmx_chan *chan, void *addr, size_t len, unsign
 	return rdmx_mr_reg(chan->worker->dev, addr, len, access, mr);
 }
 
-int rdmx__chan_grant_desc(struct rdmx_chan *chan, struct rdmx_mr *mr, unsigned access,
+int rdmx__chan_grant_desc(struct rdmx_chan *chan, struct rdmx_mr *mr, size_t len, unsigned access,
                           struct rdmx_mr_grant **grant, void *desc)
 {
-	size_t len = 0;
 	int rc;
 
 	if (!rdmx__chan_uses_grants(chan))
 		return rdmx_mr_get_descriptor(mr, desc);
 	if (!*grant) {
-		rdmx_mr_get_size(mr, &len);
+		if (!len)
+			rdmx_mr_get_size(mr, &len);
 		rc = rdmx_mr_grant(mr, chan->conn, 0, len, access, grant);
 		if (rc == RDMX_E_NOT_SUPPORTED)
 			return rdmx_mr_get_descriptor(mr, desc); /* BAD_STATE if grant-only */

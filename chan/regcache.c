@@ -10,7 +10,13 @@
  * idle entry stays cached while the cache's total size is within its limit,
  * least recently used ones go first when it is over. Entries still
  * referenced are never evicted: the cache goes over its limit instead and
- * frees them as they come back. */
+ * frees them as they come back.
+ *
+ * A sender's buffer is granted per message to one connection, for the
+ * message's bytes only; where the device has no connection-bound grants
+ * (its descriptor reaches the whole buffer from any connection, for as long
+ * as it is registered) the buffer is deregistered when its message is done,
+ * as before the cache. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,6 +118,15 @@ static int ent_new(struct rdmx__regcache *c, struct rdmx_chan *chan, enum regc_k
 		free(e);
 		return rc;
 	}
+	/* a sender's buffer reachable device-wide (no connection-bound
+	 * grants here) is never reused: a descriptor of an earlier message
+	 * would read the later ones */
+	if (kind == REGC_TX) {
+		uint8_t desc[RDMX_MR_DESCRIPTOR_SIZE];
+
+		/* a grant-only region has no device-wide descriptor */
+		e->no_reuse = rdmx_mr_get_descriptor(e->mr, desc) == 0;
+	}
 	e->kind = kind;
 	e->size = size;
 	c->bytes += size;
@@ -164,6 +179,11 @@ void rdmx__regcache_put(struct rdmx__regcache *c, struct regc_ent *e)
 	if (!e || --e->refs)
 		return;
 	c->busy--;
+	if (e->no_reuse) {
+		ent_destroy(c, e);
+		c->st.evictions++;
+		return;
+	}
 	list_push(&c->idle_head, &c->idle_tail, e);
 	regcache_trim(c);
 }
