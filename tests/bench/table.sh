@@ -186,7 +186,9 @@ if [[ -n $vm_md ]]; then
   while IFS='|' read -r _ name size p x r _; do
     name=${name// /} size=${size// /}
     case $name in *_lat) tgt="<= 1.10x" ;; *) tgt=">= 0.95x" ;; esac
-    echo "| verbs on Soft-RoCE, ${name#ib_} $size B |${x}| ${name}${p}| ${r// /}x | $tgt |"
+    r=${r// /}
+    [[ $r =~ ^[0-9.]+$ ]] && r="${r}x"
+    echo "| verbs on Soft-RoCE, ${name#ib_} $size B |${x}| ${name}${p}| $r | $tgt |"
   done <<<"$vm_md"
 fi
 echo "| tcp RPC round trip 64 B, busy | $busy_r us | raw TCP ping-pong $busy_t us | $(ratio "$busy_r" "$busy_t") | <= 1.10x |"
