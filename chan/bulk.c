@@ -1,15 +1,19 @@
 /* Rendezvous: messages larger than the eager threshold.
  *
- * Sender: the source — our heap copy or the caller's registered memory — is
- * registered again with REMOTE_READ only, exactly the message's bytes,
- * granted to the channel's connection alone (mr.h), and the grant's
- * descriptor goes into a ring slot. The registration lives until the
- * peer's credit count passes the message (it has read and delivered it),
- * then it is deregistered and the send completes.
+ * Sender: the source is our copy — filled straight into a buffer of the
+ * worker's registration cache (regcache.c), registered REMOTE_READ once
+ * and reused by later messages — or the caller's registered memory, which
+ * is registered again with REMOTE_READ only for this message. Either way
+ * the registration is granted to the channel's connection alone (mr.h) and
+ * the grant's descriptor goes into a ring slot. The grant lives until the
+ * peer's credit count passes the message (it has read and delivered it);
+ * then it is revoked, the cached buffer goes back to the cache (the
+ * caller's memory is deregistered) and the send completes.
  *
  * Receiver: the descriptor is checked (size, access, provider) before
- * anything is allocated, then ONE RDMA read brings the bytes into a buffer
- * the receiver owns; delivery (in order) and the ack follow. */
+ * anything is allocated, then ONE RDMA read brings the bytes into a
+ * registered buffer of the cache; delivery (in order) and the ack follow,
+ * and the buffer goes back to the cache for the next message. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +25,10 @@ int rdmx__rdv_tx_prepare(struct rdmx_chan *chan, struct chan_msg *m)
 
 	if (!m->len || !m->data)
 		return RDMX_E_INVAL;
+	if (m->ent) {
+		m->rdv_mr = m->ent->mr; /* borrowed from the cache */
+		return 0;
+	}
 	rc = rdmx__chan_reg_remote(chan, m->data, m->len, RDMX_ACCESS_REMOTE_READ, &m->rdv_mr);
 	if (rc) {
 		RDMX_ERR("chan: conn %u: rendezvous source of %llu bytes: registration failed: %s",
@@ -30,16 +38,29 @@ int rdmx__rdv_tx_prepare(struct rdmx_chan *chan, struct chan_msg *m)
 	return 0;
 }
 
+void rdmx__chan_msg_release(struct rdmx_chan *chan, struct chan_msg *m)
+{
+	rdmx_mr_grant_revoke(&m->rdv_grant);
+	if (m->ent) {
+		m->rdv_mr = NULL;
+		rdmx__regcache_put(&chan->worker->regc, m->ent);
+		m->ent = NULL;
+	} else {
+		if (m->rdv_mr)
+			rdmx_mr_dereg(&m->rdv_mr);
+		if (m->kind == MSG_COPY)
+			free(m->data);
+	}
+	m->data = NULL;
+}
+
 void rdmx__rdv_tx_finish(struct rdmx_chan *chan, struct chan_msg *m, int status)
 {
 	rdmx_chan_sent_cb cb = m->cb;
 	void *arg = m->arg;
 
-	rdmx_mr_grant_revoke(&m->rdv_grant);
-	rdmx_mr_dereg(&m->rdv_mr);
 	chan->held_bytes -= m->held;
-	if (m->kind == MSG_COPY)
-		free(m->data);
+	rdmx__chan_msg_release(chan, m);
 	free(m);
 	if (cb) {
 		chan->cb_depth++;
@@ -81,6 +102,7 @@ int rdmx__rdv_rx_new(struct rdmx_chan *chan, const void *desc, uint64_t len, str
 		return RDMX_E_PROTOCOL;
 	}
 	r->chan = chan;
+	r->regc = &chan->worker->regc;
 	r->remote = remote;
 	r->len = len;
 	/* one read, unless the device cannot move that much in one operation */
@@ -95,8 +117,7 @@ int rdmx__rdv_rx_new(struct rdmx_chan *chan, const void *desc, uint64_t len, str
 
 static void rdv_rx_release(struct rdv_rx *r)
 {
-	rdmx_mr_dereg(&r->mr);
-	free(r->buf);
+	rdmx__regcache_put(r->regc, r->ent);
 	free(r->lbs);
 	rdmx_mr_remote_delete(&r->remote);
 	free(r);
@@ -114,18 +135,23 @@ void rdmx__rdv_rx_free(struct rdv_rx *r)
 	rdv_rx_release(r);
 }
 
-/* The destination buffer: ours, registered for the reads to land in. */
+/* The destination buffer: a registered one of the cache, for the reads to
+ * land in. */
 static int rdv_buffer(struct rdmx_chan *chan, struct rdv_rx *r)
 {
 	int rc;
 
-	r->buf = malloc(r->len);
 	r->lbs = calloc(r->nchunks, sizeof(*r->lbs));
-	if (!r->buf || !r->lbs)
+	if (!r->lbs)
 		return RDMX_E_NOMEM;
-	rc = rdmx_mr_reg(chan->worker->dev, r->buf, r->len, RDMX_ACCESS_LOCAL_WRITE, &r->mr);
-	if (rc)
+	rc = rdmx__regcache_get(r->regc, chan, REGC_RX, r->len, &r->ent);
+	if (rc) {
+		free(r->lbs);
+		r->lbs = NULL;
 		return rc;
+	}
+	r->buf = r->ent->buf;
+	r->mr = r->ent->mr;
 	for (uint32_t i = 0; i < r->nchunks; i++) {
 		uint64_t off = (uint64_t)i * r->chunk;
 

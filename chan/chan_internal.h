@@ -30,6 +30,44 @@
 
 struct rdmx_chan;
 
+/* ---- regcache.c: the worker's registration cache (rendezvous buffers) ---- */
+#define CHAN_DEFAULT_REG_CACHE_BYTES (64ull << 20)
+enum regc_kind {
+	REGC_RX = 0, /* a read destination: LOCAL_WRITE */
+	REGC_TX = 1, /* a sender's copy: REMOTE_READ, grant-only where the device can */
+};
+struct regc_ent {
+	struct regc_ent *prev, *next; /* the idle list (least recently used first) */
+	void *buf;
+	size_t size;
+	struct rdmx_mr *mr;
+	enum regc_kind kind;
+	uint32_t refs; /* 0: idle (on the list) */
+	bool no_reuse; /* a device-wide remote descriptor: freed once released */
+};
+struct rdmx__regcache {
+	struct rdmx_dev *dev;
+	uint64_t limit; /* total size of the entries kept (idle ones are evicted above it) */
+	uint64_t bytes; /* total size of the entries, busy and idle */
+	uint64_t busy;  /* entries referenced */
+	struct regc_ent *idle_head, *idle_tail;
+	struct rdmx_chan_reg_cache_stats st;
+};
+void rdmx__regcache_init(struct rdmx__regcache *c, struct rdmx_dev *dev, uint64_t limit);
+/* Frees the idle entries (every entry must be back: logs the rest). */
+void rdmx__regcache_fini(struct rdmx__regcache *c);
+/* A registered buffer of at least len bytes, referenced once (chan: whose
+ * connection a REGC_TX registration is for). RDMX_E_INVAL, RDMX_E_NOMEM,
+ * a registration error. */
+int rdmx__regcache_get(struct rdmx__regcache *c, struct rdmx_chan *chan, enum regc_kind kind,
+                       size_t len, struct regc_ent **out);
+void rdmx__regcache_ref(struct regc_ent *e);
+/* Drops a reference (NULL: no-op); the last one makes the entry idle. */
+void rdmx__regcache_put(struct rdmx__regcache *c, struct regc_ent *e);
+/* Evicts idle entries down to the new limit. */
+void rdmx__regcache_set_limit(struct rdmx__regcache *c, uint64_t limit);
+void rdmx__regcache_stats(const struct rdmx__regcache *c, struct rdmx_chan_reg_cache_stats *st);
+
 /* One posted receive of the worker's pool. */
 struct worker_recv {
 	struct rdmx_chan_worker *worker;
@@ -60,6 +98,8 @@ struct rdmx_chan_worker {
 	struct rdmx_chan *starved_head; /* channels waiting for a task of the pool */
 	uint32_t num_chans;
 
+	struct rdmx__regcache regc; /* rendezvous buffers, both directions */
+
 	int depth;    /* callbacks of this worker on the stack */
 	bool stopped; /* the context stopped under us */
 };
@@ -84,6 +124,9 @@ struct chan_msg {
 	void *arg;
 	/* rdv_mr granted to the channel's connection (its descriptor's key) */
 	struct rdmx_mr_grant *rdv_grant;
+	/* a large MSG_COPY: `data` is this cached registered buffer (its mr
+	 * becomes rdv_mr, borrowed) instead of a heap copy */
+	struct regc_ent *ent;
 };
 
 /* One peer slot as seen by the sender (staging copy + in-flight write). */
@@ -105,6 +148,8 @@ enum rdv_state { RDV_NEW = 0, RDV_READING, RDV_DONE };
 struct rdv_rx {
 	struct rdmx_chan *chan;
 	struct rdmx_mr_remote *remote;
+	struct rdmx__regcache *regc; /* the worker's (an orphan outlives its channel) */
+	struct regc_ent *ent;        /* the destination: buf and mr are its */
 	void *buf;
 	struct rdmx_mr *mr;
 	struct rdmx_buf *lbs; /* one local buffer per chunk (tasks reference them) */
@@ -250,11 +295,12 @@ bool rdmx__chan_uses_grants(const struct rdmx_chan *chan);
  * where the device has grants, device-wide otherwise (channel.c). */
 int rdmx__chan_reg_remote(struct rdmx_chan *chan, void *addr, size_t len, unsigned access,
                           struct rdmx_mr **mr);
-/* The descriptor the peer gets for mr: a grant of all of it bound to the
- * channel's connection (made once into *grant), or the device-wide one when
+/* The descriptor the peer gets for mr: a grant of its first len bytes (0:
+ * all of it) bound to the channel's connection (made once into *grant), or
+ * the device-wide one (all of mr) when
  * the device has no grants. RDMX_E_BAD_STATE / RDMX_E_FULL: not yet (the
  * connection is not up, the send queue is full): retry. */
-int rdmx__chan_grant_desc(struct rdmx_chan *chan, struct rdmx_mr *mr, unsigned access,
+int rdmx__chan_grant_desc(struct rdmx_chan *chan, struct rdmx_mr *mr, size_t len, unsigned access,
                           struct rdmx_mr_grant **grant, void *desc);
 /* The peer's hello: maps its ring, allocates staging, goes READY. */
 void rdmx__chan_apply_hello(struct rdmx_chan *chan, const struct rdmx__hello *h);
@@ -276,6 +322,9 @@ void rdmx__chan_send_err(struct rdmx_task *task, void *ud, void *cud);
 int rdmx__rdv_tx_prepare(struct rdmx_chan *chan, struct chan_msg *m);
 /* Sender: releases the source (dereg, free copy) and completes the send. */
 void rdmx__rdv_tx_finish(struct rdmx_chan *chan, struct chan_msg *m, int status);
+/* Releases what a message holds of its source: its grant, its cached
+ * buffer or else its registration and heap copy (not m itself). */
+void rdmx__chan_msg_release(struct rdmx_chan *chan, struct chan_msg *m);
 /* Receiver: checks the descriptor, builds the rx state. */
 int rdmx__rdv_rx_new(struct rdmx_chan *chan, const void *desc, uint64_t len, struct rdv_rx **out,
                      const char **why);

@@ -104,8 +104,8 @@ void rdmx__chan_try_hello(struct rdmx_chan *chan)
 	h.slot_size = chan->slot_size;
 	h.max_msg = chan->max_msg;
 	/* the grant's bind (verbs) goes on the send queue before the hello */
-	rc = rdmx__chan_grant_desc(chan, chan->ring_mr, RDMX_ACCESS_REMOTE_WRITE, &chan->ring_grant,
-	                           h.desc);
+	rc = rdmx__chan_grant_desc(chan, chan->ring_mr, 0, RDMX_ACCESS_REMOTE_WRITE,
+	                           &chan->ring_grant, h.desc);
 	if (rc) {
 		if (rc == RDMX_E_FULL)
 			rdmx__worker_add_starved(chan->worker, chan);
@@ -241,7 +241,7 @@ static int write_rdv(struct rdmx_chan *chan, struct chan_msg *m)
 	int rc;
 
 	encode_hdr(chan, ts, RDMX__SLOT_F_RDV, m->len);
-	rc = rdmx__chan_grant_desc(chan, m->rdv_mr, RDMX_ACCESS_REMOTE_READ, &m->rdv_grant,
+	rc = rdmx__chan_grant_desc(chan, m->rdv_mr, m->len, RDMX_ACCESS_REMOTE_READ, &m->rdv_grant,
 	                           (uint8_t *)ts->hdr.addr + RDMX_CHAN_HDR_SIZE);
 	if (rc) {
 		/* RDMX_E_FULL: no send-queue slot for the grant's bind (verbs):
@@ -304,8 +304,7 @@ static void q_pop(struct rdmx_chan *chan, struct chan_msg *next)
 static void msg_free(struct rdmx_chan *chan, struct chan_msg *m)
 {
 	chan->held_bytes -= m->held;
-	if (m->kind == MSG_COPY)
-		free(m->data);
+	rdmx__chan_msg_release(chan, m);
 	free(m);
 }
 
@@ -428,7 +427,19 @@ static int msg_make(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill, 
 		m->ubuf.next = NULL;
 		m->data = ubuf->addr;
 	} else {
-		m->data = malloc(len ? len : 1);
+		/* a rendezvous source: filled straight into a registered buffer
+		 * of the worker's cache (no heap copy, no registration per
+		 * message) */
+		if (chan->state == RDMX_CHAN_READY && len > eager_eff(chan)) {
+			rc = rdmx__regcache_get(&chan->worker->regc, chan, REGC_TX, len, &m->ent);
+			if (rc) {
+				free(m);
+				return rc;
+			}
+			m->data = m->ent->buf;
+		} else {
+			m->data = malloc(len ? len : 1);
+		}
 		if (!m->data) {
 			free(m);
 			return RDMX_E_NOMEM;
@@ -436,7 +447,7 @@ static int msg_make(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill, 
 		if (staged)
 			memcpy(m->data, staged, len);
 		else if ((rc = fill(m->data, len, fill_arg)) != 0) {
-			free(m->data);
+			rdmx__chan_msg_release(chan, m);
 			free(m);
 			return rc > 0 ? RDMX_E_INVAL : rc;
 		}

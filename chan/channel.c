@@ -355,16 +355,16 @@ int rdmx__chan_reg_remote(struct rdmx_chan *chan, void *addr, size_t len, unsign
 	return rdmx_mr_reg(chan->worker->dev, addr, len, access, mr);
 }
 
-int rdmx__chan_grant_desc(struct rdmx_chan *chan, struct rdmx_mr *mr, unsigned access,
+int rdmx__chan_grant_desc(struct rdmx_chan *chan, struct rdmx_mr *mr, size_t len, unsigned access,
                           struct rdmx_mr_grant **grant, void *desc)
 {
-	size_t len = 0;
 	int rc;
 
 	if (!rdmx__chan_uses_grants(chan))
 		return rdmx_mr_get_descriptor(mr, desc);
 	if (!*grant) {
-		rdmx_mr_get_size(mr, &len);
+		if (!len)
+			rdmx_mr_get_size(mr, &len);
 		rc = rdmx_mr_grant(mr, chan->conn, 0, len, access, grant);
 		if (rc == RDMX_E_NOT_SUPPORTED)
 			return rdmx_mr_get_descriptor(mr, desc); /* BAD_STATE if grant-only */
@@ -389,8 +389,7 @@ static void chan_fail_queue(struct rdmx_chan *chan, int status)
 			rdmx__rdv_tx_finish(chan, m, status);
 		else {
 			chan->held_bytes -= m->held;
-			if (m->kind == MSG_COPY)
-				free(m->data);
+			rdmx__chan_msg_release(chan, m);
 			if (m->cb)
 				m->cb(chan, status, m->arg);
 			free(m);
@@ -461,21 +460,14 @@ void rdmx__chan_free(struct rdmx_chan *chan)
 		struct chan_msg *m = chan->q_head;
 
 		chan->q_head = m->next;
-		rdmx_mr_grant_revoke(&m->rdv_grant);
-		if (m->rdv_mr)
-			rdmx_mr_dereg(&m->rdv_mr);
-		if (m->kind == MSG_COPY)
-			free(m->data);
+		rdmx__chan_msg_release(chan, m);
 		free(m);
 	}
 	while (chan->rdv_head) {
 		struct chan_msg *m = chan->rdv_head;
 
 		chan->rdv_head = m->next;
-		rdmx_mr_grant_revoke(&m->rdv_grant);
-		rdmx_mr_dereg(&m->rdv_mr);
-		if (m->kind == MSG_COPY)
-			free(m->data);
+		rdmx__chan_msg_release(chan, m);
 		free(m);
 	}
 	if (chan->rx) {

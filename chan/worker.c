@@ -108,6 +108,23 @@ struct rdmx_pe *rdmx_chan_worker_get_pe(const struct rdmx_chan_worker *worker)
 	return worker ? worker->pe : NULL;
 }
 
+int rdmx_chan_worker_get_reg_cache_stats(const struct rdmx_chan_worker *worker,
+                                         struct rdmx_chan_reg_cache_stats *stats)
+{
+	if (!worker || !stats)
+		return RDMX_E_INVAL;
+	rdmx__regcache_stats(&worker->regc, stats);
+	return 0;
+}
+
+int rdmx_chan_worker_set_reg_cache_limit(struct rdmx_chan_worker *worker, uint64_t bytes)
+{
+	if (!worker)
+		return RDMX_E_INVAL;
+	rdmx__regcache_set_limit(&worker->regc, bytes ? bytes : CHAN_DEFAULT_REG_CACHE_BYTES);
+	return 0;
+}
+
 /* ---- the receive pool ---- */
 
 static void recv_retry_later(struct rdmx_chan_worker *worker, struct worker_recv *r)
@@ -545,6 +562,9 @@ int rdmx_chan_worker_create(struct rdmx_ctx *ctx, struct rdmx_pe *pe,
 		goto free_host;
 	rdmx__map_init(&h->chans);
 	rdmx__map_init(&h->early);
+	rdmx__regcache_init(&h->regc, h->dev,
+	                    h->attr.reg_cache_bytes ? h->attr.reg_cache_bytes
+	                                            : CHAN_DEFAULT_REG_CACHE_BYTES);
 
 	h->recvs = calloc(h->attr.recv_tasks, sizeof(*h->recvs));
 	mem_len = (size_t)h->attr.recv_tasks * RDMX__CTL_MAX_LEN;
@@ -606,6 +626,7 @@ int rdmx_chan_worker_destroy(struct rdmx_chan_worker **worker)
 	rdmx__map_fini(&h->early);
 	rdmx__map_fini(&h->chans);
 	/* the context's stop completed and freed every task */
+	rdmx__regcache_fini(&h->regc);
 	rdmx_mr_dereg(&h->recv_mr);
 	free(h->recv_mem);
 	free(h->recvs);

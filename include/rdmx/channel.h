@@ -158,6 +158,13 @@ struct rdmx_chan_worker_attr {
 	rdmx_conn_failure_cb failure_cb;
 	rdmx_conn_disconnected_cb disconnected_cb;
 	void *user_data;
+	/* Registration cache of rendezvous buffers (the sender's copy of a
+	 * large message, the receiver's read destination): buffers stay
+	 * registered (pinned) between messages and are reused; idle ones are
+	 * evicted, least recently used first, while the total size of the
+	 * cached buffers is above this many bytes. Buffers in use are never
+	 * evicted. 0: the default, 64 MiB. */
+	uint64_t reg_cache_bytes;
 };
 
 /* Fills the defaults. */
@@ -182,6 +189,24 @@ int rdmx_chan_worker_progress(struct rdmx_chan_worker *worker);
 int rdmx_chan_worker_wait(struct rdmx_chan_worker *worker, int timeout_ms);
 struct rdmx_ctx *rdmx_chan_worker_get_ctx(const struct rdmx_chan_worker *worker);
 struct rdmx_pe *rdmx_chan_worker_get_pe(const struct rdmx_chan_worker *worker);
+
+/* The registration cache's counters (attr.reg_cache_bytes). */
+struct rdmx_chan_reg_cache_stats {
+	uint64_t hits;      /* a rendezvous buffer reused with its registration */
+	uint64_t misses;    /* a buffer allocated and registered */
+	uint64_t evictions; /* idle buffers deregistered and freed to stay within the limit */
+	uint64_t regs;      /* registrations the cache holds now (busy + idle) */
+	uint64_t peak_regs; /* high-water mark of regs */
+	uint64_t busy;      /* buffers in use now */
+	uint64_t bytes;     /* total size of the cached buffers now */
+	uint64_t limit;     /* the limit in bytes */
+};
+/* RDMX_E_INVAL on NULL arguments. */
+int rdmx_chan_worker_get_reg_cache_stats(const struct rdmx_chan_worker *worker,
+                                         struct rdmx_chan_reg_cache_stats *stats);
+/* Sets the cache's limit (0: the default) and evicts idle buffers down to
+ * it; buffers in use stay until they are released. RDMX_E_INVAL. */
+int rdmx_chan_worker_set_reg_cache_limit(struct rdmx_chan_worker *worker, uint64_t bytes);
 
 /* ---- channel ---- */
 

@@ -614,17 +614,21 @@ static void show_value(const uint8_t *p, size_t n, char *out, size_t len)
 }
 
 /* deterministic contents of a generated value: xorshift seeded by the key */
+/* The bytes of `put KEY --random SIZE` (and what `get KEY = --random SIZE`
+ * expects): a xorshift64 stream seeded by the key, eight bytes per step
+ * (a 64 MiB value is 8 Mi steps, not 64 Mi). */
 static void pattern(const char *key, uint8_t *p, size_t n)
 {
 	uint64_t x = 1469598103934665603ull;
+	size_t i = 0;
 
 	for (const char *k = key; *k; k++)
 		x = (x ^ (uint8_t)*k) * 1099511628211ull;
-	for (size_t i = 0; i < n; i++) {
+	for (; i < n; i += 8) {
 		x ^= x << 13;
 		x ^= x >> 7;
 		x ^= x << 17;
-		p[i] = (uint8_t)x;
+		memcpy(p + i, &x, n - i < 8 ? n - i : 8);
 	}
 }
 

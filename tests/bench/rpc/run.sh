@@ -7,26 +7,28 @@
 # $CLIENT_CPU (taskset), the same placement for all three.
 #
 #   tests/bench/rpc/run.sh [BUILD_DIR] [--poll block|busy] [--repeat R]
-#                          [--sizes "64 4096 65536 1048576"] [--quick]
+#                          [--sizes "64 4096 65536 1048576"] [--quick] [--no-grpc]
 #
 # Each cell is the median of R runs (default 3); the runs of the three
 # systems are interleaved, so the load of a shared machine hits them alike.
 # BUILD_DIR (default build) must hold tools/rdmx-perf/rdmx-perf and
 # tests/bench/tcp_echo. gRPC (libgrpc++-dev, protobuf-compiler-grpc) is
 # installed with apt-get when missing, and grpc_echo is built into
-# BUILD_DIR/tests/bench/. Prints a markdown table (docs/BENCHMARKS.md "RPC")
+# BUILD_DIR/tests/bench/ (--no-grpc: no gRPC runs, its cells are "-").
+# Prints a markdown table (docs/BENCHMARKS.md "RPC")
 # and leaves the raw RESULT lines in BUILD_DIR/tests/bench/rpc-results.txt.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-build=build poll=block quick=0 repeat=3 sizes="64 4096 65536 1048576"
+build=build poll=block quick=0 repeat=3 nogrpc=0 sizes="64 4096 65536 1048576"
 while (($#)); do
   case "$1" in
     --poll) poll="$2"; shift ;;
     --quick) quick=1 ;;
+    --no-grpc) nogrpc=1 ;;
     --repeat) repeat="$2"; shift ;;
     --sizes) sizes="$2"; shift ;;
-    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) build="$1" ;;
   esac
   shift
@@ -43,7 +45,7 @@ for b in "$perf" "$tcp"; do
 done
 
 # ---- gRPC: install if missing, build the echo ------------------------------
-if [[ ! -x "$grpc" || "$here/grpc_echo.cc" -nt "$grpc" || "$here/echo.proto" -nt "$grpc" ]]; then
+if ((!nogrpc)) && [[ ! -x "$grpc" || "$here/grpc_echo.cc" -nt "$grpc" || "$here/echo.proto" -nt "$grpc" ]]; then
   if ! command -v grpc_cpp_plugin >/dev/null || ! pkg-config --exists grpc++; then
     echo "run.sh: installing gRPC (libgrpc++-dev protobuf-compiler-grpc)" >&2
     apt-get install -y libgrpc++-dev protobuf-compiler-grpc >/dev/null
@@ -111,6 +113,7 @@ for size in $sizes; do
         "$perf" "$test" -d tcp --poll "$poll" -s "$size" -n "$n" -t "$t" -p "$port" 127.0.0.1)")
       cl+=("$(run_pair "tcp" "$tcp" "${busy_flag[@]}" -s "$size" -p "$port" -- \
         "$tcp" "${busy_flag[@]}" -s "$size" -n "$n" -t "$t" -p "$port" 127.0.0.1)")
+      ((nogrpc)) && { gl+=("RESULT test=grpc skipped"); continue; }
       gl+=("$(run_pair "grpc" "$grpc" -p "$port" -- "$grpc" -s "$size" -n "$n" -t "$t" -p "$port" 127.0.0.1)")
     done
     rp50=$(median p50_us "${rl[@]}") rp99=$(median p99_us "${rl[@]}") rops=$(median ops_per_s "${rl[@]}")

@@ -5,8 +5,13 @@
  * Waiting: blocking (the server and a 1-in-flight client sleep in recv with
  * MSG_WAITALL, a pipelined client sleeps in poll), or --busy (non-blocking,
  * spinning) — the two strategies rdmx-perf's --poll block|busy offers.
- *   tcp_echo [-s SIZE] [-n ITERS] [-t INFLIGHT] [-p PORT] [--busy] [SERVER_ADDR]
- * Prints: RESULT test=tcp_echo size=... p50_us=... p99_us=... mib_s=... ops_per_s=... */
+ * --stream (both sides): the one-way anchor instead: the client sends ITERS
+ * messages of SIZE bytes back to back over blocking sockets, the server
+ * reads them all and answers one byte; mib_s is that one-way rate, p50_us
+ * the mean time per message (64 MiB over raw TCP: -s 64M -n 4).
+ *   tcp_echo [-s SIZE] [-n ITERS] [-t INFLIGHT] [-p PORT] [--busy|--stream] [SERVER_ADDR]
+ * Prints: RESULT test=tcp_echo size=... p50_us=... p99_us=... mib_s=... ops_per_s=...
+ * (test=tcp_stream with --stream) */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -25,7 +30,7 @@
 
 #include "common/clock.h"
 
-static bool busy;
+static bool busy, stream;
 
 /* Sockets are non-blocking; the waiting strategy is the caller's: busy
  * spins, blocking sleeps in poll() on what it waits for. */
@@ -134,6 +139,27 @@ static int serve(uint16_t port, size_t size)
 	if (fd < 0)
 		return 1;
 	tune(fd);
+	if (stream) {
+		/* [u64 total bytes] then the bytes; one byte back at the end */
+		uint64_t total = 0, got = 0;
+		int rc = 1;
+
+		if (msg_blocking(fd, (char *)&total, sizeof(total), false) == 0) {
+			while (got < total) {
+				ssize_t n = recv(fd, buf, total - got < cap ? total - got : cap, 0);
+
+				if (n <= 0 && !(n < 0 && errno == EINTR))
+					break;
+				if (n > 0)
+					got += (uint64_t)n;
+			}
+			if (got == total && msg_blocking(fd, buf, 1, true) == 0)
+				rc = 0;
+		}
+		close(fd);
+		free(buf);
+		return rc;
+	}
 	if (!busy) {
 		while (msg_blocking(fd, buf, size, false) == 0)
 			if (msg_blocking(fd, buf, size, true))
@@ -184,6 +210,27 @@ static int client(const char *host, uint16_t port, size_t size, uint64_t iters, 
 		return 1;
 	}
 	tune(fd);
+	if (stream) {
+		uint64_t bytes = iters * size, t_start;
+		char ack;
+
+		if (msg_blocking(fd, (char *)&bytes, sizeof(bytes), true))
+			return 1;
+		memset(out, 0x5a, size);
+		t_start = rdmx__now_ns();
+		for (uint64_t i = 0; i < iters; i++)
+			if (msg_blocking(fd, out, size, true))
+				return 1;
+		if (msg_blocking(fd, &ack, 1, false))
+			return 1;
+		double secs = (double)(rdmx__now_ns() - t_start) / 1e9,
+		       per = secs * 1e6 / (double)iters;
+		printf("RESULT test=tcp_stream size=%zu p50_us=%.2f p99_us=%.2f mib_s=%.2f "
+		       "ops_per_s=%.0f\n",
+		       size, per, per, (double)bytes / secs / 1048576.0, (double)iters / secs);
+		close(fd);
+		return 0;
+	}
 	if (!busy && inflight == 1) {
 		/* the plain blocking ping-pong */
 		for (got = 0; got < total; got++) {
@@ -249,7 +296,8 @@ static int client(const char *host, uint16_t port, size_t size, uint64_t iters, 
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {{"busy", no_argument, NULL, 'b'}, {0}};
+	static const struct option lo[] = {
+	    {"busy", no_argument, NULL, 'b'}, {"stream", no_argument, NULL, 'S'}, {0}};
 	size_t size = 64;
 	uint64_t iters = 10000;
 	uint32_t inflight = 1;
@@ -258,9 +306,16 @@ int main(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "s:n:t:p:", lo, NULL)) != -1) {
 		switch (c) {
-		case 's':
-			size = strtoull(optarg, NULL, 0);
+		case 's': {
+			char *end = NULL;
+
+			size = strtoull(optarg, &end, 0);
+			if (end && (*end == 'M' || *end == 'm'))
+				size <<= 20;
+			else if (end && (*end == 'K' || *end == 'k'))
+				size <<= 10;
 			break;
+		}
 		case 'n':
 			iters = strtoull(optarg, NULL, 0);
 			break;
@@ -273,9 +328,12 @@ int main(int argc, char **argv)
 		case 'b':
 			busy = true;
 			break;
+		case 'S':
+			stream = true;
+			break;
 		default:
 			fprintf(stderr, "usage: tcp_echo [-s SIZE] [-n ITERS] [-t INFLIGHT] [-p "
-			                "PORT] [--busy] [SERVER]\n");
+			                "PORT] [--busy|--stream] [SERVER]\n");
 			return 2;
 		}
 	}
