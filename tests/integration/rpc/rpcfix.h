@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <criterion/criterion.h>
 
@@ -134,5 +135,27 @@ void leak_end(void);
 void log_capture_begin(void);
 int log_capture_count(const char *needle);
 void log_capture_end(void);
+
+/* Peer death: the server is another process (forked before the test opens
+ * anything), with its own device 1, engine, context, worker and endpoint,
+ * connected to node a by engine details swapped over a socketpair. The
+ * child dies with the test (PR_SET_PDEATHSIG); it serves the server setup
+ * filled and signals the test once when ready() says so. */
+struct peer_proc {
+	pid_t pid;
+	int fd; /* the test's end of the socketpair */
+	struct rdmx_chan *chan;
+	struct rdmx_rpc_ep *ep; /* the test's endpoint to the child */
+};
+/* Child side: setup registers the child's methods (non-zero: the child
+ * exits), ready is polled between progress rounds. */
+void peer_proc_open(struct node *a, int (*setup)(struct rdmx_rpc_server *srv), bool (*ready)(void),
+                    struct peer_proc *p);
+/* Drives a until the child signalled ready (failure guard: `what`). */
+void peer_proc_wait_ready(struct node *a, struct peer_proc *p, const char *what);
+/* SIGKILL and reap the child. */
+void peer_proc_kill(struct peer_proc *p);
+/* Destroys the endpoint and channel, closes the socket. */
+void peer_proc_close(struct peer_proc *p);
 
 #endif
