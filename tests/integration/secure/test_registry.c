@@ -26,6 +26,7 @@
 #include "policy.h"
 #include "registry_proto.h"
 #include "registry_server.h"
+#include "ev_thread.h"
 #include "tls_test_pki.h"
 
 #define cr_assert_rc(expr, want)                                                                   \
@@ -38,31 +39,19 @@
 static struct tls_test_pki pki;
 
 static struct {
-	pthread_t thread;
-	struct ev_loop *loop;
-	ev_async stop;
+	struct rdmx_test_ev_thread th;
 	struct rdmx_tls_config *cfg;
 	struct rdmx__bootstrapd *bsd;
 	uint16_t port;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int ready, rc;
 } srv;
-
-static void stop_cb(struct ev_loop *loop, ev_async *w, int revents)
-{
-	(void)w;
-	(void)revents;
-	rdmx__bootstrapd_destroy(&srv.bsd);
-	ev_async_stop(loop, &srv.stop);
-	ev_break(loop, EVBREAK_ALL);
-}
 
 static struct rdmx__policy *start_policy;
 
-static void *server_main(void *arg)
+/* on the loop thread */
+static int server_setup(struct ev_loop *loop, void *arg)
 {
 	struct rdmx__bootstrapd_opts o;
+	int rc;
 
 	(void)arg;
 	rdmx__bootstrapd_opts_init(&o);
@@ -72,16 +61,17 @@ static void *server_main(void *arg)
 	o.sweep_ms = 20;
 	o.max_members_per_owner = 8;
 	o.frame_timeout_ms = 300;
-	srv.rc = rdmx__bootstrapd_create(srv.loop, srv.cfg, &o, start_policy, &srv.bsd);
-	if (!srv.rc)
+	rc = rdmx__bootstrapd_create(loop, srv.cfg, &o, start_policy, &srv.bsd);
+	if (!rc)
 		srv.port = rdmx__bootstrapd_get_port(srv.bsd);
-	pthread_mutex_lock(&srv.lock);
-	srv.ready = 1;
-	pthread_cond_signal(&srv.cond);
-	pthread_mutex_unlock(&srv.lock);
-	if (!srv.rc)
-		ev_run(srv.loop, 0);
-	return NULL;
+	return rc;
+}
+
+static void server_teardown(struct ev_loop *loop, void *arg)
+{
+	(void)loop;
+	(void)arg;
+	rdmx__bootstrapd_destroy(&srv.bsd);
 }
 
 static void server_start(const char *policy_text)
@@ -90,27 +80,16 @@ static void server_start(const char *policy_text)
 	start_policy = NULL;
 	if (policy_text)
 		cr_assert_eq(rdmx__policy_parse(policy_text, "test-policy", &start_policy), 0);
-	pthread_mutex_init(&srv.lock, NULL);
-	pthread_cond_init(&srv.cond, NULL);
 	srv.cfg = tls_test_config(&pki, "server", "*", 1);
 	cr_assert_not_null(srv.cfg);
 	cr_assert_rc(rdmx_tls_config_set_max_frame(srv.cfg, 65536), RDMX_OK);
-	srv.loop = ev_loop_new(EVFLAG_AUTO);
-	ev_async_init(&srv.stop, stop_cb);
-	ev_async_start(srv.loop, &srv.stop);
-	cr_assert_eq(pthread_create(&srv.thread, NULL, server_main, NULL), 0);
-	pthread_mutex_lock(&srv.lock);
-	while (!srv.ready)
-		pthread_cond_wait(&srv.cond, &srv.lock);
-	pthread_mutex_unlock(&srv.lock);
-	cr_assert_rc(srv.rc, RDMX_OK);
+	cr_assert_rc(rdmx_test_ev_thread_start(&srv.th, server_setup, server_teardown, NULL),
+	             RDMX_OK);
 }
 
 static void server_stop(void)
 {
-	ev_async_send(srv.loop, &srv.stop);
-	pthread_join(srv.thread, NULL);
-	ev_loop_destroy(srv.loop);
+	rdmx_test_ev_thread_stop(&srv.th);
 	rdmx_tls_config_destroy(&srv.cfg);
 }
 
