@@ -381,29 +381,6 @@ struct rdmx_mr_remote *remote_of(struct side *user, const struct region *r)
 	return remote_from_desc(user, r->desc);
 }
 
-static uint8_t pattern_byte(size_t i, uint32_t seed)
-{
-	uint32_t x = (uint32_t)i * 2654435761u + seed * 40503u + 0x9e37u;
-	x ^= x >> 13;
-	return (uint8_t)(x ^ (x >> 7));
-}
-
-void pattern_fill(void *p, size_t len, uint32_t seed)
-{
-	uint8_t *b = p;
-	for (size_t i = 0; i < len; i++)
-		b[i] = pattern_byte(i, seed);
-}
-
-bool pattern_check(const void *p, size_t len, uint32_t seed)
-{
-	const uint8_t *b = p;
-	for (size_t i = 0; i < len; i++)
-		if (b[i] != pattern_byte(i, seed))
-			return false;
-	return true;
-}
-
 /* ---- connections ---- */
 
 enum rdmx_conn_state conn_state(const struct rdmx_conn *c)

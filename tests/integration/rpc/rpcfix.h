@@ -22,19 +22,8 @@
 
 #define GUARD_MS 60000
 
-#define ASSERT_OK(expr)                                                                            \
-	do {                                                                                       \
-		int _rc = (expr);                                                                  \
-		cr_assert_eq(_rc, 0, "%s -> %s (%d)", #expr, rdmx_err_name(_rc), _rc);             \
-	} while (0)
-
-#define ASSERT_RC(expr, want)                                                                      \
-	do {                                                                                       \
-		int _rc = (expr);                                                                  \
-		int _want = (want);                                                                \
-		cr_assert_eq(_rc, _want, "%s -> %s (%d), expected %s", #expr, rdmx_err_name(_rc),  \
-		             _rc, rdmx_err_name(_want));                                           \
-	} while (0)
+#include "test_assert.h"  /* ASSERT_OK, ASSERT_RC (tests/support) */
+#include "test_pattern.h" /* pattern_fill/_check, checksum64 (tests/support) */
 
 struct node {
 	const char *name;
@@ -120,11 +109,6 @@ void drive_once(struct node *a, struct node *b);
 
 /* Observation window (not a timing check): drives for ms. */
 void drive_for(struct node *a, struct node *b, int ms);
-
-/* Deterministic payloads and checksums. */
-void pattern_fill(void *p, size_t len, uint32_t seed);
-bool pattern_check(const void *p, size_t len, uint32_t seed);
-uint64_t checksum64(const void *p, size_t len);
 
 /* Leak baseline of fds and threads (tcp only). */
 void leak_begin(void);
