@@ -31,44 +31,66 @@ int rdmx_mp_pack_bool(struct rdmx_mp_writer *w, bool v)
 	return w->write(w->sink, v ? "\xc3" : "\xc2", 1);
 }
 
-int rdmx_mp_pack_uint(struct rdmx_mp_writer *w, uint64_t v)
+/* the fixed-size forms: a number or a header, at most 9 bytes */
+enum fixed { F_UINT, F_INT, F_F32, F_F64, F_ARRAY, F_MAP };
+
+static int pack_fixed(struct rdmx_mp_writer *w, enum fixed k, uint64_t u, int64_t i, double d)
 {
 	uint8_t b[9];
 	struct rdmx_enc e;
 
 	rdmx__enc_init(&e, b, sizeof(b));
-	rdmx__enc_uint(&e, v);
+	switch (k) {
+	case F_UINT:
+		rdmx__enc_uint(&e, u);
+		break;
+	case F_INT:
+		rdmx__enc_int(&e, i);
+		break;
+	case F_F32:
+		rdmx__enc_f32(&e, (float)d);
+		break;
+	case F_F64:
+		rdmx__enc_f64(&e, d);
+		break;
+	case F_ARRAY:
+		rdmx__enc_array(&e, (size_t)u);
+		break;
+	case F_MAP:
+		rdmx__enc_map(&e, (size_t)u);
+		break;
+	}
 	return flush(w, b, &e);
+}
+
+int rdmx_mp_pack_uint(struct rdmx_mp_writer *w, uint64_t v)
+{
+	return pack_fixed(w, F_UINT, v, 0, 0);
 }
 
 int rdmx_mp_pack_int(struct rdmx_mp_writer *w, int64_t v)
 {
-	uint8_t b[9];
-	struct rdmx_enc e;
-
-	rdmx__enc_init(&e, b, sizeof(b));
-	rdmx__enc_int(&e, v);
-	return flush(w, b, &e);
+	return pack_fixed(w, F_INT, 0, v, 0);
 }
 
 int rdmx_mp_pack_f32(struct rdmx_mp_writer *w, float v)
 {
-	uint8_t b[5];
-	struct rdmx_enc e;
-
-	rdmx__enc_init(&e, b, sizeof(b));
-	rdmx__enc_f32(&e, v);
-	return flush(w, b, &e);
+	return pack_fixed(w, F_F32, 0, 0, v);
 }
 
 int rdmx_mp_pack_f64(struct rdmx_mp_writer *w, double v)
 {
-	uint8_t b[9];
-	struct rdmx_enc e;
+	return pack_fixed(w, F_F64, 0, 0, v);
+}
 
-	rdmx__enc_init(&e, b, sizeof(b));
-	rdmx__enc_f64(&e, v);
-	return flush(w, b, &e);
+int rdmx_mp_pack_array(struct rdmx_mp_writer *w, size_t n)
+{
+	return pack_fixed(w, F_ARRAY, n, 0, 0);
+}
+
+int rdmx_mp_pack_map(struct rdmx_mp_writer *w, size_t n)
+{
+	return pack_fixed(w, F_MAP, n, 0, 0);
 }
 
 /* a string or bytes: header and body in one buffer (the codec writes both) */
@@ -101,26 +123,6 @@ int rdmx_mp_pack_str(struct rdmx_mp_writer *w, const char *s, size_t len)
 int rdmx_mp_pack_bin(struct rdmx_mp_writer *w, const void *p, size_t len)
 {
 	return pack_text(w, p, len, false);
-}
-
-int rdmx_mp_pack_array(struct rdmx_mp_writer *w, size_t n)
-{
-	uint8_t b[5];
-	struct rdmx_enc e;
-
-	rdmx__enc_init(&e, b, sizeof(b));
-	rdmx__enc_array(&e, n);
-	return flush(w, b, &e);
-}
-
-int rdmx_mp_pack_map(struct rdmx_mp_writer *w, size_t n)
-{
-	uint8_t b[5];
-	struct rdmx_enc e;
-
-	rdmx__enc_init(&e, b, sizeof(b));
-	rdmx__enc_map(&e, n);
-	return flush(w, b, &e);
 }
 
 /* ---- reading ---- */
