@@ -1,6 +1,6 @@
 # Shared start-up of the shell tests that run the programs (rdmx-kv,
 # rdmx-bootstrapd, rdmx-certs): sourced, POSIX sh.
-#   . "$(dirname "$0")/../../support/lib.sh"
+#   . "$(dirname "$0")/../../support/lib.sh"   (from tests/integration/<suite>/)
 #   test_init NAME          DIR=$(mktemp -d /tmp/NAME-XXXXXX), PIDS, traps, DEATH
 #   test_pki CERTS NAME...  a CA and one certificate per NAME in $DIR/pki (P)
 #   start_bootstrapd BSD    rdmx-bootstrapd on 127.0.0.1:0 with registry.test's
@@ -12,8 +12,8 @@
 # is killed (util-linux setpriv); add their pids to PIDS: the EXIT trap kills
 # them (SIGKILL) and removes $DIR. Waits are bounded (30 s) and only for
 # start-up lines, never a timing check. FAIL_TAIL (default 20) is how many
-# lines of each log fail shows; TEST_ON_CLEANUP, when set, is run first by
-# the EXIT trap.
+# lines of each log fail shows (FAIL_ALL=1: of every file in $DIR, not only
+# *.log and *.out); TEST_ON_CLEANUP, when set, is run first by the EXIT trap.
 
 test_cleanup() {
 	[ -n "${TEST_ON_CLEANUP:-}" ] && eval "$TEST_ON_CLEANUP"
@@ -34,7 +34,8 @@ test_init() {
 
 fail() {
 	echo "FAIL: $*" >&2
-	for f in "$DIR"/*.log "$DIR"/*.out; do
+	if [ -n "${FAIL_ALL:-}" ]; then set -- "$DIR"/*; else set -- "$DIR"/*.log "$DIR"/*.out; fi
+	for f in "$@"; do
 		[ -f "$f" ] && tail -n "${FAIL_TAIL:-20}" "$f" | sed "s|^|$(basename "$f"): |" >&2
 	done
 	exit 1
