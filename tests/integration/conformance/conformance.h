@@ -144,11 +144,7 @@ struct region {
 
 #include "test_env.h" /* env_device, env_addr (tests/support) */
 
-/* Leak baseline: open fds and threads of the process (tcp only: verbs
- * libraries keep process-wide fds open by design). Call leak_begin first
- * thing and leak_end after everything is closed. */
-void leak_begin(void);
-void leak_end(void);
+#include "test_leak.h" /* leak_begin, leak_end (tests/support) */
 
 /* ---- sides ---- */
 

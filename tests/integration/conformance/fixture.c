@@ -10,49 +10,6 @@
 #include <unistd.h>
 #include <rdmx/pe.h>
 
-/* ---- leak baseline ---- */
-
-static int count_dir(const char *path)
-{
-	DIR *d = opendir(path);
-	int n = 0;
-	struct dirent *e;
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
-}
-
-static int leak_fds = -1, leak_threads = -1;
-static bool leak_tcp;
-
-void leak_begin(void)
-{
-	leak_tcp = strcmp(env_device(0), "tcp") == 0 && strcmp(env_device(1), "tcp") == 0;
-	leak_fds = count_dir("/proc/self/fd");
-	leak_threads = count_dir("/proc/self/task");
-}
-
-void leak_end(void)
-{
-	if (!leak_tcp || leak_fds < 0)
-		return;
-	/* The soft NIC thread is joined by rdmx_dev_close; its /proc entry may
-	 * linger for a moment after the join returns on some kernels. */
-	int fds = count_dir("/proc/self/fd"), threads = count_dir("/proc/self/task");
-	for (int i = 0; i < 200 && threads != leak_threads; i++) {
-		usleep(1000);
-		threads = count_dir("/proc/self/task");
-	}
-	cr_assert_eq(fds, leak_fds, "file descriptors leaked: %d open before, %d after", leak_fds,
-	             fds);
-	cr_assert_eq(threads, leak_threads, "threads leaked: %d before, %d after", leak_threads,
-	             threads);
-}
-
 /* ---- callbacks ---- */
 
 static void record(struct rdmx_task *t, void *ud, void *cud, bool ok)

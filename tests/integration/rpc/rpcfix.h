@@ -110,9 +110,7 @@ void drive_once(struct node *a, struct node *b);
 /* Observation window (not a timing check): drives for ms. */
 void drive_for(struct node *a, struct node *b, int ms);
 
-/* Leak baseline of fds and threads (tcp only). */
-void leak_begin(void);
-void leak_end(void);
+#include "test_leak.h" /* leak_begin, leak_end (tests/support) */
 
 /* Counts log lines at ERROR that contain `needle` (installed by
  * log_capture_begin; restored by log_capture_end). */
