@@ -26,64 +26,38 @@
 #include "policy.h"
 #include "registry_proto.h"
 #include "registry_server.h"
-#include "ev_thread.h"
+#include "test_bsd.h"
 #include "test_assert.h"
 #include "tls_test_pki.h"
 
 static struct tls_test_pki pki;
 
 static struct {
-	struct rdmx_test_ev_thread th;
+	struct rdmx_test_bsd bsd;
 	struct rdmx_tls_config *cfg;
-	struct rdmx__bootstrapd *bsd;
 	uint16_t port;
 } srv;
 
-static struct rdmx__policy *start_policy;
-
-/* on the loop thread */
-static int server_setup(struct ev_loop *loop, void *arg)
-{
-	struct rdmx__bootstrapd_opts o;
-	int rc;
-
-	(void)arg;
-	rdmx__bootstrapd_opts_init(&o);
-	o.host = "127.0.0.1";
-	o.min_ttl_ms = 100;
-	o.max_ttl_ms = 60000;
-	o.sweep_ms = 20;
-	o.max_members_per_owner = 8;
-	o.frame_timeout_ms = 300;
-	rc = rdmx__bootstrapd_create(loop, srv.cfg, &o, start_policy, &srv.bsd);
-	if (!rc)
-		srv.port = rdmx__bootstrapd_get_port(srv.bsd);
-	return rc;
-}
-
-static void server_teardown(struct ev_loop *loop, void *arg)
-{
-	(void)loop;
-	(void)arg;
-	rdmx__bootstrapd_destroy(&srv.bsd);
-}
-
 static void server_start(const char *policy_text)
 {
+	struct rdmx__policy *policy = NULL;
+
 	memset(&srv, 0, sizeof(srv));
-	start_policy = NULL;
 	if (policy_text)
-		cr_assert_eq(rdmx__policy_parse(policy_text, "test-policy", &start_policy), 0);
+		cr_assert_eq(rdmx__policy_parse(policy_text, "test-policy", &policy), 0);
 	srv.cfg = tls_test_config(&pki, "server", "*", 1);
 	cr_assert_not_null(srv.cfg);
 	cr_assert_rc(rdmx_tls_config_set_max_frame(srv.cfg, 65536), RDMX_OK);
-	cr_assert_rc(rdmx_test_ev_thread_start(&srv.th, server_setup, server_teardown, NULL),
-	             RDMX_OK);
+	rdmx_test_bsd_init(&srv.bsd, srv.cfg, policy);
+	srv.bsd.opts.max_members_per_owner = 8;
+	srv.bsd.opts.frame_timeout_ms = 300;
+	cr_assert_rc(rdmx_test_bsd_start(&srv.bsd), RDMX_OK);
+	srv.port = srv.bsd.port;
 }
 
 static void server_stop(void)
 {
-	rdmx_test_ev_thread_stop(&srv.th);
+	rdmx_test_bsd_stop(&srv.bsd);
 	rdmx_tls_config_destroy(&srv.cfg);
 }
 
