@@ -159,6 +159,12 @@ struct rdmx_rpc_server {
 	struct rpc_chain *chain;  /* server interceptors, NULL when none */
 };
 
+/* Adds a copy of *tmpl (id, handlers, kind, arg) named a copy of name (NULL: none) to the
+ * server's method table: RDMX_E_EXISTS when the id is taken, RDMX_E_NOMEM.
+ * What rdmx_rpc_server_register and _register_stream share (rpc_server.c). */
+int rdmx__rpc_server_add_method(struct rdmx_rpc_server *server, const struct rpc_method *tmpl,
+                                const char *name);
+
 /* One incoming call (server side). */
 struct rdmx_rpc_server_call {
 	struct rdmx_rpc_ep *ep; /* NULL once its endpoint was destroyed */

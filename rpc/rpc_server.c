@@ -57,32 +57,42 @@ int rdmx_rpc_server_destroy(struct rdmx_rpc_server **server)
 	return 0;
 }
 
-int rdmx_rpc_server_register(struct rdmx_rpc_server *server, uint32_t method_id, const char *name,
-                             rdmx_rpc_handler handler, void *arg)
+int rdmx__rpc_server_add_method(struct rdmx_rpc_server *server, const struct rpc_method *tmpl,
+                                const char *name)
 {
 	struct rpc_method *m;
 	int rc;
 
-	if (!server || !handler)
-		return RDMX_E_INVAL;
-	if (rdmx__map_get(&server->methods, method_id))
+	if (rdmx__map_get(&server->methods, tmpl->id))
 		return RDMX_E_EXISTS;
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return RDMX_E_NOMEM;
-	m->id = method_id;
-	m->handler = handler;
-	m->arg = arg;
+	m->id = tmpl->id;
+	m->handler = tmpl->handler;
+	m->stream_handler = tmpl->stream_handler;
+	m->kind = tmpl->kind;
+	m->arg = tmpl->arg;
 	if (name && !(m->name = strdup(name))) {
 		free(m);
 		return RDMX_E_NOMEM;
 	}
-	rc = rdmx__map_put(&server->methods, method_id, m);
+	rc = rdmx__map_put(&server->methods, m->id, m);
 	if (rc) {
 		free(m->name);
 		free(m);
 	}
 	return rc;
+}
+
+int rdmx_rpc_server_register(struct rdmx_rpc_server *server, uint32_t method_id, const char *name,
+                             rdmx_rpc_handler handler, void *arg)
+{
+	struct rpc_method tmpl = {.id = method_id, .handler = handler, .arg = arg};
+
+	if (!server || !handler)
+		return RDMX_E_INVAL;
+	return rdmx__rpc_server_add_method(server, &tmpl, name);
 }
 
 /* ---- call objects ---- */

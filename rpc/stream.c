@@ -426,31 +426,13 @@ int rdmx_rpc_server_register_stream(struct rdmx_rpc_server *server, uint32_t met
                                     const char *name, enum rdmx_rpc_stream_kind kind,
                                     rdmx_rpc_stream_handler handler, void *arg)
 {
-	struct rpc_method *m;
-	int rc;
+	struct rpc_method tmpl = {
+	    .id = method_id, .stream_handler = handler, .kind = kind, .arg = arg};
 
 	if (!server || !handler || kind < RDMX_RPC_SERVER_STREAMING ||
 	    kind > RDMX_RPC_BIDI_STREAMING)
 		return RDMX_E_INVAL;
-	if (rdmx__map_get(&server->methods, method_id))
-		return RDMX_E_EXISTS;
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return RDMX_E_NOMEM;
-	m->id = method_id;
-	m->stream_handler = handler;
-	m->kind = kind;
-	m->arg = arg;
-	if (name && !(m->name = strdup(name))) {
-		free(m);
-		return RDMX_E_NOMEM;
-	}
-	rc = rdmx__map_put(&server->methods, method_id, m);
-	if (rc) {
-		free(m->name);
-		free(m);
-	}
-	return rc;
+	return rdmx__rpc_server_add_method(server, &tmpl, name);
 }
 
 int rdmx_rpc_stream_open(struct rdmx_rpc_ep *ep, uint32_t method_id, enum rdmx_rpc_stream_kind kind,

@@ -85,17 +85,12 @@ static enum rdmx_rpc_code call_once(struct pair *p, struct rdmx_rpc_ep *ep)
 
 int main(int argc, char **argv)
 {
-	const char *device = "tcp";
+	const char *device = pair_device(argc, argv);
 	struct rdmx_rpc_server *srv;
 	struct pair p;
-	int opt;
 
-	while ((opt = getopt(argc, argv, "d:")) != -1) {
-		if (opt == 'd')
-			device = optarg;
-		else
-			return 2;
-	}
+	if (!device)
+		return 2;
 	CHECK(rdmx_rpc_server_create(&srv));
 	CHECK(rdmx_rpc_server_register(srv, rdmx_rpc_method_id(HELLO), HELLO, hello, NULL));
 	/* [auth-install] */

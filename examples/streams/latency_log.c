@@ -82,23 +82,11 @@ static void words_msg(struct rdmx_rpc_stream *s, const void *d, size_t l, void *
 	(*(unsigned *)a)++;
 }
 
-static void words_half(struct rdmx_rpc_stream *s, void *a)
-{
-	(void)a;
-	CHECK(rdmx_rpc_stream_finish(s, RDMX_RPC_OK, NULL, NULL, 0, NULL));
-}
-
-static void words_done(struct rdmx_rpc_stream *s, const struct rdmx_rpc_rich_status *st, void *a)
-{
-	(void)s;
-	(void)st;
-	(void)a;
-}
-
 static void on_words(struct rdmx_rpc_stream *s, void *arg)
 {
-	static const struct rdmx_rpc_stream_cbs cbs = {
-	    .on_msg = words_msg, .on_half_close = words_half, .on_done = words_done};
+	static const struct rdmx_rpc_stream_cbs cbs = {.on_msg = words_msg,
+	                                               .on_half_close = pair_finish_on_half_close,
+	                                               .on_done = pair_stream_done};
 
 	CHECK(rdmx_rpc_stream_set_callbacks(s, &cbs, arg));
 }
@@ -123,19 +111,14 @@ static void on_stream_done(struct rdmx_rpc_stream *s, const struct rdmx_rpc_rich
 
 int main(int argc, char **argv)
 {
-	const char *device = "tcp";
+	const char *device = pair_device(argc, argv);
 	struct rdmx_rpc_server *srv;
 	struct latency_log log = {0};
 	unsigned words = 0;
 	struct pair p;
-	int opt;
 
-	while ((opt = getopt(argc, argv, "d:")) != -1) {
-		if (opt == 'd')
-			device = optarg;
-		else
-			return 2;
-	}
+	if (!device)
+		return 2;
 	CHECK(rdmx_rpc_server_create(&srv));
 	CHECK(rdmx_rpc_server_register(srv, rdmx_rpc_method_id(FAST), FAST, fast, NULL));
 	CHECK(rdmx_rpc_server_register_stream(srv, rdmx_rpc_method_id(WORDS), WORDS,

@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define CHECK(expr)                                                                                \
 	do {                                                                                       \
@@ -19,6 +20,38 @@
 			exit(1);                                                                   \
 		}                                                                                  \
 	} while (0)
+
+/* The examples' command line: [-d DEVICE] (default "tcp"). NULL on a bad
+ * option (the example exits 2). */
+static inline const char *pair_device(int argc, char **argv)
+{
+	const char *device = "tcp";
+	int opt;
+
+	while ((opt = getopt(argc, argv, "d:")) != -1) {
+		if (opt != 'd')
+			return NULL;
+		device = optarg;
+	}
+	return device;
+}
+
+/* Server stream callbacks the examples share: on_half_close finishing the
+ * stream OK once the client has sent everything, and an on_done that needs
+ * nothing (the stream is freed when it returns). */
+static inline void pair_finish_on_half_close(struct rdmx_rpc_stream *s, void *arg)
+{
+	(void)arg;
+	CHECK(rdmx_rpc_stream_finish(s, RDMX_RPC_OK, NULL, NULL, 0, NULL));
+}
+
+static inline void pair_stream_done(struct rdmx_rpc_stream *s,
+                                    const struct rdmx_rpc_rich_status *st, void *arg)
+{
+	(void)s;
+	(void)st;
+	(void)arg;
+}
 
 struct side {
 	struct rdmx_dev *dev;

@@ -92,23 +92,11 @@ static void upper_msg(struct rdmx_rpc_stream *s, const void *data, size_t len, v
 	CHECK(rdmx_rpc_stream_write(s, &p));
 }
 
-static void upper_half_close(struct rdmx_rpc_stream *s, void *arg)
-{
-	(void)arg;
-	CHECK(rdmx_rpc_stream_finish(s, RDMX_RPC_OK, NULL, NULL, 0, NULL));
-}
-
-static void upper_done(struct rdmx_rpc_stream *s, const struct rdmx_rpc_rich_status *st, void *arg)
-{
-	(void)s;
-	(void)st;
-	(void)arg;
-}
-
 static void on_upper(struct rdmx_rpc_stream *s, void *arg)
 {
-	static const struct rdmx_rpc_stream_cbs cbs = {
-	    .on_msg = upper_msg, .on_half_close = upper_half_close, .on_done = upper_done};
+	static const struct rdmx_rpc_stream_cbs cbs = {.on_msg = upper_msg,
+	                                               .on_half_close = pair_finish_on_half_close,
+	                                               .on_done = pair_stream_done};
 
 	(void)arg;
 	CHECK(rdmx_rpc_stream_set_callbacks(s, &cbs, NULL));
@@ -160,17 +148,12 @@ static void read_done(struct rdmx_rpc_stream *s, const struct rdmx_rpc_rich_stat
 
 int main(int argc, char **argv)
 {
-	const char *device = "tcp";
+	const char *device = pair_device(argc, argv);
 	struct rdmx_rpc_server *srv;
 	struct pair p;
-	int opt;
 
-	while ((opt = getopt(argc, argv, "d:")) != -1) {
-		if (opt == 'd')
-			device = optarg;
-		else
-			return 2;
-	}
+	if (!device)
+		return 2;
 	CHECK(rdmx_rpc_server_create(&srv));
 	CHECK(rdmx_rpc_server_register_stream(srv, rdmx_rpc_method_id(COUNT), COUNT,
 	                                      RDMX_RPC_SERVER_STREAMING, on_count, NULL));

@@ -23,8 +23,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <msgpack.h>
-
 #include <rdmx/health.h>
 #include <rdmx/reflection.h>
 #include <rdmx/registry.h>
@@ -35,6 +33,7 @@
 #include "callstream.h"
 #include "cli.h"
 #include "json.h"
+#include "mp.h"
 #include "pbjson.h"
 #include "rpcnet.h"
 
@@ -371,9 +370,9 @@ static int status_exit(const struct rdmx_rpc_reply *r)
 
 /* ---- list ---- */
 
-static bool mp_str_eq(const msgpack_object *o, const char *s)
+static bool mp_str_eq(const struct rdmx_mp_obj *o, const char *s)
 {
-	return o->type == MSGPACK_OBJECT_STR && o->via.str.size == strlen(s) &&
+	return o->type == RDMX_MP_STR && o->via.str.size == strlen(s) &&
 	       memcmp(o->via.str.ptr, s, o->via.str.size) == 0;
 }
 
@@ -382,7 +381,7 @@ static int cmd_list(struct rpcnet_client *c, const struct opts *o)
 	static const unsigned char empty[] = {0x80};
 	const char *only = o->data;
 	struct rdmx_rpc_reply r = {0};
-	msgpack_unpacked u;
+	struct rdmx_mp_doc u;
 	size_t off = 0;
 	int ret = 1, found = 0;
 
@@ -393,33 +392,33 @@ static int cmd_list(struct rpcnet_client *c, const struct opts *o)
 		rdmx_rpc_reply_fini(&r);
 		return ret;
 	}
-	msgpack_unpacked_init(&u);
-	if (r.len == 0 || msgpack_unpack_next(&u, r.data, r.len, &off) != MSGPACK_UNPACK_SUCCESS ||
-	    off != r.len || u.data.type != MSGPACK_OBJECT_MAP) {
+	rdmx_mp_doc_init(&u);
+	if (r.len == 0 || rdmx_mp_parse(&u, r.data, r.len, &off) != 0 || off != r.len ||
+	    u.data.type != RDMX_MP_MAP) {
 		fprintf(stderr, "rdmx-call: malformed ListResponse\n");
 		goto out;
 	}
 	/* ListResponse {1: [ServiceInfo {1: name, 2: [methods], 3: file}]} */
 	for (uint32_t i = 0; i < u.data.via.map.size; i++) {
-		const msgpack_object_kv *kv = &u.data.via.map.ptr[i];
+		const struct rdmx_mp_kv *kv = &u.data.via.map.ptr[i];
 
-		if (kv->key.type != MSGPACK_OBJECT_POSITIVE_INTEGER || kv->key.via.u64 != 1 ||
-		    kv->val.type != MSGPACK_OBJECT_ARRAY)
+		if (kv->key.type != RDMX_MP_UINT || kv->key.via.u64 != 1 ||
+		    kv->val.type != RDMX_MP_ARRAY)
 			continue;
 		for (uint32_t s = 0; s < kv->val.via.array.size; s++) {
-			const msgpack_object *svc = &kv->val.via.array.ptr[s];
-			const msgpack_object *name = NULL, *methods = NULL;
+			const struct rdmx_mp_obj *svc = &kv->val.via.array.ptr[s];
+			const struct rdmx_mp_obj *name = NULL, *methods = NULL;
 
-			if (svc->type != MSGPACK_OBJECT_MAP)
+			if (svc->type != RDMX_MP_MAP)
 				continue;
 			for (uint32_t k = 0; k < svc->via.map.size; k++) {
-				const msgpack_object_kv *f = &svc->via.map.ptr[k];
+				const struct rdmx_mp_kv *f = &svc->via.map.ptr[k];
 
-				if (f->key.type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+				if (f->key.type != RDMX_MP_UINT)
 					continue;
-				if (f->key.via.u64 == 1 && f->val.type == MSGPACK_OBJECT_STR)
+				if (f->key.via.u64 == 1 && f->val.type == RDMX_MP_STR)
 					name = &f->val;
-				else if (f->key.via.u64 == 2 && f->val.type == MSGPACK_OBJECT_ARRAY)
+				else if (f->key.via.u64 == 2 && f->val.type == RDMX_MP_ARRAY)
 					methods = &f->val;
 			}
 			if (!name || (only && !mp_str_eq(name, only)))
@@ -427,9 +426,9 @@ static int cmd_list(struct rpcnet_client *c, const struct opts *o)
 			found++;
 			printf("%.*s\n", (int)name->via.str.size, name->via.str.ptr);
 			for (uint32_t m = 0; methods && m < methods->via.array.size; m++) {
-				const msgpack_object *mo = &methods->via.array.ptr[m];
+				const struct rdmx_mp_obj *mo = &methods->via.array.ptr[m];
 
-				if (mo->type == MSGPACK_OBJECT_STR)
+				if (mo->type == RDMX_MP_STR)
 					printf("  %.*s/%.*s\n", (int)name->via.str.size,
 					       name->via.str.ptr, (int)mo->via.str.size,
 					       mo->via.str.ptr);
@@ -441,7 +440,7 @@ static int cmd_list(struct rpcnet_client *c, const struct opts *o)
 	else
 		ret = 0;
 out:
-	msgpack_unpacked_destroy(&u);
+	rdmx_mp_doc_fini(&u);
 	rdmx_rpc_reply_fini(&r);
 	return ret;
 }
@@ -520,7 +519,7 @@ static int schema_from_server(struct rpcnet_client *c, const struct opts *o, con
 	char first[300] = "";
 	const char *incl[1];
 	unsigned char req[300];
-	msgpack_unpacked u;
+	struct rdmx_mp_doc u;
 	size_t off = 0, sl = strlen(service);
 	int ret = -1;
 
@@ -548,28 +547,27 @@ static int schema_from_server(struct rpcnet_client *c, const struct opts *o, con
 		rdmx_rpc_reply_fini(&r);
 		return -1;
 	}
-	msgpack_unpacked_init(&u);
-	if (msgpack_unpack_next(&u, r.data, r.len, &off) != MSGPACK_UNPACK_SUCCESS ||
-	    off != r.len || u.data.type != MSGPACK_OBJECT_MAP)
+	rdmx_mp_doc_init(&u);
+	if (rdmx_mp_parse(&u, r.data, r.len, &off) != 0 || off != r.len ||
+	    u.data.type != RDMX_MP_MAP)
 		goto bad;
 	/* FileContainingResponse {1: [File {1: name, 2: source}]} */
 	for (uint32_t i = 0; i < u.data.via.map.size; i++) {
-		const msgpack_object_kv *kv = &u.data.via.map.ptr[i];
+		const struct rdmx_mp_kv *kv = &u.data.via.map.ptr[i];
 
-		if (kv->key.type != MSGPACK_OBJECT_POSITIVE_INTEGER || kv->key.via.u64 != 1 ||
-		    kv->val.type != MSGPACK_OBJECT_ARRAY)
+		if (kv->key.type != RDMX_MP_UINT || kv->key.via.u64 != 1 ||
+		    kv->val.type != RDMX_MP_ARRAY)
 			continue;
 		for (uint32_t k = 0; k < kv->val.via.array.size; k++) {
-			const msgpack_object *fo = &kv->val.via.array.ptr[k];
-			const msgpack_object *name = NULL, *src = NULL;
+			const struct rdmx_mp_obj *fo = &kv->val.via.array.ptr[k];
+			const struct rdmx_mp_obj *name = NULL, *src = NULL;
 
-			if (fo->type != MSGPACK_OBJECT_MAP)
+			if (fo->type != RDMX_MP_MAP)
 				goto bad;
 			for (uint32_t m = 0; m < fo->via.map.size; m++) {
-				const msgpack_object_kv *f = &fo->via.map.ptr[m];
+				const struct rdmx_mp_kv *f = &fo->via.map.ptr[m];
 
-				if (f->key.type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
-				    f->val.type != MSGPACK_OBJECT_STR)
+				if (f->key.type != RDMX_MP_UINT || f->val.type != RDMX_MP_STR)
 					continue;
 				if (f->key.via.u64 == 1)
 					name = &f->val;
@@ -597,7 +595,7 @@ static int schema_from_server(struct rpcnet_client *c, const struct opts *o, con
 bad:
 	fprintf(stderr, "rdmx-call: malformed FileContainingResponse\n");
 out:
-	msgpack_unpacked_destroy(&u);
+	rdmx_mp_doc_fini(&u);
 	rdmx_rpc_reply_fini(&r);
 	tmpdir_clean(&t);
 	return ret;

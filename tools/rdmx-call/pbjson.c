@@ -1,4 +1,5 @@
 /* Schema-driven JSON <-> msgpack (pbjson.h). */
+#include "mp.h"
 #include "pbjson.h"
 
 #include <errno.h>
@@ -10,8 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#include <msgpack.h>
 
 /* ---- schema ---- */
 
@@ -391,18 +390,18 @@ static int get_int(struct conv *c, const json_t *j, enum gen_type t, int64_t *iv
 	return 0;
 }
 
-static int pack_str(msgpack_packer *pk, const char *s, size_t n)
+static int pack_str(struct rdmx_mp_writer *pk, const char *s, size_t n)
 {
-	return msgpack_pack_str(pk, n) || msgpack_pack_str_body(pk, s, n);
+	return rdmx_mp_pack_str(pk, s, n);
 }
 
 static int enc_value(struct conv *c, const struct gen_field *f, const json_t *j,
-                     msgpack_packer *pk);
+                     struct rdmx_mp_writer *pk);
 static int enc_message(struct conv *c, const struct gen_message *m, const json_t *j,
-                       msgpack_packer *pk);
+                       struct rdmx_mp_writer *pk);
 
 static int enc_scalar(struct conv *c, enum gen_type t, const struct gen_field *f, const json_t *j,
-                      msgpack_packer *pk)
+                      struct rdmx_mp_writer *pk)
 {
 	int64_t iv;
 	uint64_t uv;
@@ -412,7 +411,7 @@ static int enc_scalar(struct conv *c, enum gen_type t, const struct gen_field *f
 	case GT_BOOL:
 		if (!json_is_boolean(j))
 			return fail(c, "expected true or false, got %s", jtype(j));
-		return json_is_true(j) ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+		return json_is_true(j) ? rdmx_mp_pack_bool(pk, true) : rdmx_mp_pack_bool(pk, false);
 	case GT_STRING:
 		if (!json_is_string(j))
 			return fail(c, "expected a string, got %s", jtype(j));
@@ -429,7 +428,7 @@ static int enc_scalar(struct conv *c, enum gen_type t, const struct gen_field *f
 			jbuf_free(&raw);
 			return fail(c, "not valid base64");
 		}
-		rc = msgpack_pack_bin(pk, raw.len) || msgpack_pack_bin_body(pk, raw.data, raw.len);
+		rc = rdmx_mp_pack_bin(pk, raw.data, raw.len);
 		jbuf_free(&raw);
 		return rc ? fail(c, "out of memory") : 0;
 	}
@@ -459,9 +458,9 @@ static int enc_scalar(struct conv *c, enum gen_type t, const struct gen_field *f
 		if (t == GT_FLOAT) {
 			if (isfinite(d) && fabs(d) > 3.4028234663852886e38)
 				return fail(c, "%g is out of the float range", d);
-			return msgpack_pack_float(pk, (float)d);
+			return rdmx_mp_pack_f32(pk, (float)d);
 		}
-		return msgpack_pack_double(pk, d);
+		return rdmx_mp_pack_f64(pk, d);
 	case GT_ENUM:
 		if (json_is_string(j)) {
 			const char *s = json_string_value(j);
@@ -470,27 +469,27 @@ static int enc_scalar(struct conv *c, enum gen_type t, const struct gen_field *f
 				const struct gen_enum_value *v = f->en->values.items[i];
 
 				if (strcmp(v->name, s) == 0)
-					return msgpack_pack_int64(pk, v->number);
+					return rdmx_mp_pack_int(pk, v->number);
 			}
 			return fail(c, "\"%s\" is not a value of enum %s", s, f->en->full_name);
 		}
 		if (json_is_null(j) && strcmp(f->en->full_name, "google.protobuf.NullValue") == 0)
-			return msgpack_pack_int64(pk, 0);
+			return rdmx_mp_pack_int(pk, 0);
 		if (get_int(c, j, GT_ENUM, &iv, &uv))
 			return -1;
-		return msgpack_pack_int64(pk, iv);
+		return rdmx_mp_pack_int(pk, iv);
 	default:
 		if (get_int(c, j, t, &iv, &uv))
 			return -1;
 		if (is_unsigned(t))
-			return msgpack_pack_uint64(pk, uv);
-		return msgpack_pack_int64(pk, iv);
+			return rdmx_mp_pack_uint(pk, uv);
+		return rdmx_mp_pack_int(pk, iv);
 	}
 }
 
 /* a map key, from its JSON member name */
 static int enc_map_key(struct conv *c, const struct gen_field *kf, const char *key,
-                       msgpack_packer *pk)
+                       struct rdmx_mp_writer *pk)
 {
 	int64_t iv;
 	uint64_t uv;
@@ -502,7 +501,7 @@ static int enc_map_key(struct conv *c, const struct gen_field *kf, const char *k
 	if (kf->type == GT_BOOL) {
 		if (strcmp(key, "true") && strcmp(key, "false"))
 			return fail(c, "map key \"%s\" is not true or false", key);
-		return key[0] == 't' ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+		return key[0] == 't' ? rdmx_mp_pack_bool(pk, true) : rdmx_mp_pack_bool(pk, false);
 	}
 	k = json_string(key);
 	if (!k)
@@ -511,21 +510,21 @@ static int enc_map_key(struct conv *c, const struct gen_field *kf, const char *k
 	json_decref(k);
 	if (rc)
 		return -1;
-	return is_unsigned(kf->type) ? msgpack_pack_uint64(pk, uv) : msgpack_pack_int64(pk, iv);
+	return is_unsigned(kf->type) ? rdmx_mp_pack_uint(pk, uv) : rdmx_mp_pack_int(pk, iv);
 }
 
 /* seconds + nanos as a 2-field message (proto3 defaults left out) */
-static int pack_secs_nanos(struct conv *c, int64_t secs, int32_t nanos, msgpack_packer *pk)
+static int pack_secs_nanos(struct conv *c, int64_t secs, int32_t nanos, struct rdmx_mp_writer *pk)
 {
-	if (msgpack_pack_map(pk, (size_t)(secs != 0) + (size_t)(nanos != 0)) ||
-	    (secs && (msgpack_pack_uint8(pk, 1) || msgpack_pack_int64(pk, secs))) ||
-	    (nanos && (msgpack_pack_uint8(pk, 2) || msgpack_pack_int32(pk, nanos))))
+	if (rdmx_mp_pack_map(pk, (size_t)(secs != 0) + (size_t)(nanos != 0)) ||
+	    (secs && (rdmx_mp_pack_uint(pk, 1) || rdmx_mp_pack_int(pk, secs))) ||
+	    (nanos && (rdmx_mp_pack_uint(pk, 2) || rdmx_mp_pack_int(pk, nanos))))
 		return fail(c, "out of memory");
 	return 0;
 }
 
 /* "[-]S[.fffffffff]s" */
-static int enc_duration(struct conv *c, const json_t *j, msgpack_packer *pk)
+static int enc_duration(struct conv *c, const json_t *j, struct rdmx_mp_writer *pk)
 {
 	const char *s;
 	char *end;
@@ -557,7 +556,7 @@ static int enc_duration(struct conv *c, const json_t *j, msgpack_packer *pk)
 }
 
 /* RFC 3339: "2024-05-01T12:00:00[.fffffffff](Z|+hh:mm|-hh:mm)" */
-static int enc_timestamp(struct conv *c, const json_t *j, msgpack_packer *pk)
+static int enc_timestamp(struct conv *c, const json_t *j, struct rdmx_mp_writer *pk)
 {
 	const char *s;
 	struct tm tm;
@@ -608,7 +607,7 @@ static int enc_timestamp(struct conv *c, const json_t *j, msgpack_packer *pk)
 
 /* google.protobuf.Value from any JSON value */
 static int enc_struct_value(struct conv *c, const struct gen_message *m, const json_t *j,
-                            msgpack_packer *pk)
+                            struct rdmx_mp_writer *pk)
 {
 	const struct gen_field *f;
 	int num;
@@ -638,19 +637,19 @@ static int enc_struct_value(struct conv *c, const struct gen_message *m, const j
 	f = field_by_number(m, (uint64_t)num);
 	if (!f)
 		return fail(c, "google.protobuf.Value in the schema lacks field %d", num);
-	if (msgpack_pack_map(pk, 1) || msgpack_pack_uint8(pk, (uint8_t)num))
+	if (rdmx_mp_pack_map(pk, 1) || rdmx_mp_pack_uint(pk, (uint8_t)num))
 		return fail(c, "out of memory");
 	if (num == 1)
-		return msgpack_pack_int64(pk, 0);
+		return rdmx_mp_pack_int(pk, 0);
 	return enc_value(c, f, j, pk);
 }
 
-static int enc_any(struct conv *c, const json_t *j, msgpack_packer *pk)
+static int enc_any(struct conv *c, const json_t *j, struct rdmx_mp_writer *pk)
 {
 	const json_t *t = json_is_object(j) ? json_object_get(j, "@type") : NULL;
 	const struct gen_message *inner;
 	struct jbuf body = {0};
-	msgpack_packer ipk;
+	struct rdmx_mp_writer ipk;
 	const char *url;
 	int rc;
 
@@ -660,7 +659,7 @@ static int enc_any(struct conv *c, const json_t *j, msgpack_packer *pk)
 	inner = find_message(url);
 	if (!inner)
 		return fail(c, "\"@type\": %s is not a message of the schema", url);
-	msgpack_packer_init(&ipk, &body, jbuf_write);
+	rdmx_mp_writer_init(&ipk, &body, jbuf_write);
 	if (strncmp(inner->full_name, "google.protobuf.", 16) == 0 && !is_wkt(inner, "Empty")) {
 		const json_t *v = json_object_get(j, "value");
 
@@ -680,15 +679,15 @@ static int enc_any(struct conv *c, const json_t *j, msgpack_packer *pk)
 		jbuf_free(&body);
 		return rc ? -1 : fail(c, "out of memory");
 	}
-	rc = msgpack_pack_map(pk, 2) || msgpack_pack_uint8(pk, 1) ||
-	     pack_str(pk, url, strlen(url)) || msgpack_pack_uint8(pk, 2) ||
-	     msgpack_pack_bin(pk, body.len) || msgpack_pack_bin_body(pk, body.data, body.len);
+	rc = rdmx_mp_pack_map(pk, 2) || rdmx_mp_pack_uint(pk, 1) ||
+	     pack_str(pk, url, strlen(url)) || rdmx_mp_pack_uint(pk, 2) ||
+	     rdmx_mp_pack_bin(pk, body.data, body.len);
 	jbuf_free(&body);
 	return rc ? fail(c, "out of memory") : 0;
 }
 
 /* "a.b,cD" -> ["a.b", "c_d"] */
-static int enc_field_mask(struct conv *c, const json_t *j, msgpack_packer *pk)
+static int enc_field_mask(struct conv *c, const json_t *j, struct rdmx_mp_writer *pk)
 {
 	const char *s, *p;
 	size_t n = 0;
@@ -701,8 +700,8 @@ static int enc_field_mask(struct conv *c, const json_t *j, msgpack_packer *pk)
 	if (*s)
 		for (n = 1, p = s; *p; p++)
 			n += *p == ',';
-	if (msgpack_pack_map(pk, n ? 1 : 0) ||
-	    (n && (msgpack_pack_uint8(pk, 1) || msgpack_pack_array(pk, n))))
+	if (rdmx_mp_pack_map(pk, n ? 1 : 0) ||
+	    (n && (rdmx_mp_pack_uint(pk, 1) || rdmx_mp_pack_array(pk, n))))
 		return fail(c, "out of memory");
 	for (p = s; n && *p;) {
 		const char *e = strchr(p, ',');
@@ -730,7 +729,8 @@ static int enc_field_mask(struct conv *c, const json_t *j, msgpack_packer *pk)
 	return 0;
 }
 
-static int enc_value(struct conv *c, const struct gen_field *f, const json_t *j, msgpack_packer *pk)
+static int enc_value(struct conv *c, const struct gen_field *f, const json_t *j,
+                     struct rdmx_mp_writer *pk)
 {
 	if (f->is_map) {
 		const struct gen_field *kf = field_by_number(f->msg, 1);
@@ -742,7 +742,7 @@ static int enc_value(struct conv *c, const struct gen_field *f, const json_t *j,
 			return fail(c, "expected an object (a map), got %s", jtype(j));
 		if (!kf || !vf)
 			return fail(c, "malformed map entry in the schema");
-		if (msgpack_pack_map(pk, json_object_size(j)))
+		if (rdmx_mp_pack_map(pk, json_object_size(j)))
 			return fail(c, "out of memory");
 		json_object_foreach((json_t *)j, key, v)
 		{
@@ -765,7 +765,7 @@ static int enc_value(struct conv *c, const struct gen_field *f, const json_t *j,
 
 		if (!json_is_array(j))
 			return fail(c, "expected an array, got %s", jtype(j));
-		if (msgpack_pack_array(pk, json_array_size(j)))
+		if (rdmx_mp_pack_array(pk, json_array_size(j)))
 			return fail(c, "out of memory");
 		json_array_foreach((json_t *)j, i, v)
 		{
@@ -786,7 +786,8 @@ static int enc_value(struct conv *c, const struct gen_field *f, const json_t *j,
 }
 
 /* the JSON forms of the well-known types; 1 when m is not one */
-static int enc_wkt(struct conv *c, const struct gen_message *m, const json_t *j, msgpack_packer *pk)
+static int enc_wkt(struct conv *c, const struct gen_message *m, const json_t *j,
+                   struct rdmx_mp_writer *pk)
 {
 	if (is_wkt(m, "Timestamp"))
 		return enc_timestamp(c, j, pk);
@@ -804,7 +805,7 @@ static int enc_wkt(struct conv *c, const struct gen_message *m, const json_t *j,
 
 		if (!f)
 			return fail(c, "%s in the schema lacks field 1", m->full_name);
-		if (msgpack_pack_map(pk, 1) || msgpack_pack_uint8(pk, 1))
+		if (rdmx_mp_pack_map(pk, 1) || rdmx_mp_pack_uint(pk, 1))
 			return fail(c, "out of memory");
 		return enc_value(c, f, j, pk);
 	}
@@ -813,7 +814,7 @@ static int enc_wkt(struct conv *c, const struct gen_message *m, const json_t *j,
 
 		if (!f)
 			return fail(c, "%s in the schema lacks field 1", m->full_name);
-		if (msgpack_pack_map(pk, 1) || msgpack_pack_uint8(pk, 1))
+		if (rdmx_mp_pack_map(pk, 1) || rdmx_mp_pack_uint(pk, 1))
 			return fail(c, "out of memory");
 		return enc_scalar(c, f->type, f, j, pk);
 	}
@@ -821,7 +822,7 @@ static int enc_wkt(struct conv *c, const struct gen_message *m, const json_t *j,
 }
 
 static int enc_message(struct conv *c, const struct gen_message *m, const json_t *j,
-                       msgpack_packer *pk)
+                       struct rdmx_mp_writer *pk)
 {
 	size_t present = 0;
 	int oneof_seen[64];
@@ -831,7 +832,7 @@ static int enc_message(struct conv *c, const struct gen_message *m, const json_t
 	int rc;
 
 	if (json_is_null(j) && !is_wkt(m, "Value"))
-		return msgpack_pack_map(pk, 0) ? fail(c, "out of memory") : 0;
+		return rdmx_mp_pack_map(pk, 0) ? fail(c, "out of memory") : 0;
 	rc = enc_wkt(c, m, j, pk);
 	if (rc <= 0)
 		return rc;
@@ -868,7 +869,7 @@ static int enc_message(struct conv *c, const struct gen_message *m, const json_t
 		present++;
 		path_pop(c, mark);
 	}
-	if (msgpack_pack_map(pk, present))
+	if (rdmx_mp_pack_map(pk, present))
 		return fail(c, "out of memory");
 	json_object_foreach((json_t *)j, key, v)
 	{
@@ -878,7 +879,7 @@ static int enc_message(struct conv *c, const struct gen_message *m, const json_t
 		if (json_is_null(v) && !(f->type == GT_MESSAGE && is_wkt(f->msg, "Value")))
 			continue;
 		mark = path_push(c, "%s%s", *c->path ? "." : "", key);
-		if (msgpack_pack_uint64(pk, (uint64_t)f->number))
+		if (rdmx_mp_pack_uint(pk, (uint64_t)f->number))
 			return fail(c, "out of memory");
 		if (enc_value(c, f, v, pk))
 			return -1;
@@ -891,11 +892,11 @@ int pbjson_encode(const struct gen_message *m, const json_t *j, struct jbuf *out
                   size_t err_len)
 {
 	struct conv c = {err, err_len, "", false, 0};
-	msgpack_packer pk;
+	struct rdmx_mp_writer pk;
 	json_t *empty = NULL;
 	int rc;
 
-	msgpack_packer_init(&pk, out, jbuf_write);
+	rdmx_mp_writer_init(&pk, out, jbuf_write);
 	if (!j)
 		j = empty = json_object();
 	if (!j)
@@ -911,26 +912,26 @@ int pbjson_encode(const struct gen_message *m, const json_t *j, struct jbuf *out
 
 /* ---- msgpack -> JSON ---- */
 
-static const char *mp_type(const msgpack_object *o)
+static const char *mp_type(const struct rdmx_mp_obj *o)
 {
 	switch (o->type) {
-	case MSGPACK_OBJECT_NIL:
+	case RDMX_MP_NIL:
 		return "nil";
-	case MSGPACK_OBJECT_BOOLEAN:
+	case RDMX_MP_BOOL:
 		return "a boolean";
-	case MSGPACK_OBJECT_POSITIVE_INTEGER:
-	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+	case RDMX_MP_UINT:
+	case RDMX_MP_INT:
 		return "an integer";
-	case MSGPACK_OBJECT_FLOAT32:
-	case MSGPACK_OBJECT_FLOAT64:
+	case RDMX_MP_F32:
+	case RDMX_MP_F64:
 		return "a float";
-	case MSGPACK_OBJECT_STR:
+	case RDMX_MP_STR:
 		return "a string";
-	case MSGPACK_OBJECT_BIN:
+	case RDMX_MP_BIN:
 		return "bytes";
-	case MSGPACK_OBJECT_ARRAY:
+	case RDMX_MP_ARRAY:
 		return "an array";
-	case MSGPACK_OBJECT_MAP:
+	case RDMX_MP_MAP:
 		return "a map";
 	default:
 		return "an extension";
@@ -985,29 +986,30 @@ static json_t *jstrn(const char *s, size_t n)
 	return j;
 }
 
-static json_t *dec_message(struct conv *c, const struct gen_message *m, const msgpack_object *o);
+static json_t *dec_message(struct conv *c, const struct gen_message *m,
+                           const struct rdmx_mp_obj *o);
 
 static json_t *dec_scalar(struct conv *c, enum gen_type t, const struct gen_field *f,
-                          const msgpack_object *o)
+                          const struct rdmx_mp_obj *o)
 {
 	char text[48];
-	bool pos = o->type == MSGPACK_OBJECT_POSITIVE_INTEGER;
-	bool integer = pos || o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER;
+	bool pos = o->type == RDMX_MP_UINT;
+	bool integer = pos || o->type == RDMX_MP_INT;
 
 	switch (t) {
 	case GT_BOOL:
-		if (o->type != MSGPACK_OBJECT_BOOLEAN)
+		if (o->type != RDMX_MP_BOOL)
 			return fail(c, "expected a boolean on the wire, got %s", mp_type(o)), NULL;
 		return json_boolean(o->via.boolean);
 	case GT_STRING:
-		if (o->type != MSGPACK_OBJECT_STR)
+		if (o->type != RDMX_MP_STR)
 			return fail(c, "expected a string on the wire, got %s", mp_type(o)), NULL;
 		return jstrn(o->via.str.ptr, o->via.str.size);
 	case GT_BYTES: {
 		struct jbuf enc = {0};
 		json_t *j;
 
-		if (o->type != MSGPACK_OBJECT_BIN)
+		if (o->type != RDMX_MP_BIN)
 			return fail(c, "expected bytes on the wire, got %s", mp_type(o)), NULL;
 		base64_encode(&enc, (const unsigned char *)o->via.bin.ptr, o->via.bin.size);
 		j = json_stringn(enc.data ? enc.data : "", enc.len);
@@ -1016,7 +1018,7 @@ static json_t *dec_scalar(struct conv *c, enum gen_type t, const struct gen_fiel
 	}
 	case GT_FLOAT:
 	case GT_DOUBLE:
-		if (o->type != MSGPACK_OBJECT_FLOAT32 && o->type != MSGPACK_OBJECT_FLOAT64)
+		if (o->type != RDMX_MP_F32 && o->type != RDMX_MP_F64)
 			return fail(c, "expected a float on the wire, got %s", mp_type(o)), NULL;
 		return real(c, o->via.f64, t == GT_FLOAT);
 	case GT_ENUM:
@@ -1046,22 +1048,22 @@ static json_t *dec_scalar(struct conv *c, enum gen_type t, const struct gen_fiel
 	}
 }
 
-static int map_key(struct conv *c, const msgpack_object *k, char *text, size_t len)
+static int map_key(struct conv *c, const struct rdmx_mp_obj *k, char *text, size_t len)
 {
 	switch (k->type) {
-	case MSGPACK_OBJECT_STR:
+	case RDMX_MP_STR:
 		if (k->via.str.size >= len || memchr(k->via.str.ptr, 0, k->via.str.size))
 			return fail(c, "a map key longer than %zu bytes or with NUL", len - 1);
 		memcpy(text, k->via.str.ptr, k->via.str.size);
 		text[k->via.str.size] = '\0';
 		return 0;
-	case MSGPACK_OBJECT_POSITIVE_INTEGER:
+	case RDMX_MP_UINT:
 		snprintf(text, len, "%" PRIu64, k->via.u64);
 		return 0;
-	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+	case RDMX_MP_INT:
 		snprintf(text, len, "%" PRId64, k->via.i64);
 		return 0;
-	case MSGPACK_OBJECT_BOOLEAN:
+	case RDMX_MP_BOOL:
 		snprintf(text, len, "%s", k->via.boolean ? "true" : "false");
 		return 0;
 	default:
@@ -1069,7 +1071,7 @@ static int map_key(struct conv *c, const msgpack_object *k, char *text, size_t l
 	}
 }
 
-static json_t *dec_value(struct conv *c, const struct gen_field *f, const msgpack_object *o)
+static json_t *dec_value(struct conv *c, const struct gen_field *f, const struct rdmx_mp_obj *o)
 {
 	json_t *r, *e;
 
@@ -1077,13 +1079,13 @@ static json_t *dec_value(struct conv *c, const struct gen_field *f, const msgpac
 		const struct gen_field *vf = field_by_number(f->msg, 2);
 		char key[1024];
 
-		if (o->type != MSGPACK_OBJECT_MAP)
+		if (o->type != RDMX_MP_MAP)
 			return fail(c, "expected a map on the wire, got %s", mp_type(o)), NULL;
 		if (!vf)
 			return fail(c, "malformed map entry in the schema"), NULL;
 		r = json_object();
 		for (uint32_t i = 0; r && i < o->via.map.size; i++) {
-			const msgpack_object_kv *kv = &o->via.map.ptr[i];
+			const struct rdmx_mp_kv *kv = &o->via.map.ptr[i];
 
 			if (map_key(c, &kv->key, key, sizeof(key)))
 				break;
@@ -1100,11 +1102,11 @@ static json_t *dec_value(struct conv *c, const struct gen_field *f, const msgpac
 		return NULL;
 	}
 	if (f->label == GL_REPEATED) {
-		if (o->type != MSGPACK_OBJECT_ARRAY)
+		if (o->type != RDMX_MP_ARRAY)
 			return fail(c, "expected an array on the wire, got %s", mp_type(o)), NULL;
 		r = json_array();
 		for (uint32_t i = 0; r && i < o->via.array.size; i++) {
-			const msgpack_object *x = &o->via.array.ptr[i];
+			const struct rdmx_mp_obj *x = &o->via.array.ptr[i];
 
 			e = f->type == GT_MESSAGE ? dec_message(c, f->msg, x)
 			                          : dec_scalar(c, f->type, f, x);
@@ -1120,27 +1122,27 @@ static json_t *dec_value(struct conv *c, const struct gen_field *f, const msgpac
 	return dec_scalar(c, f->type, f, o);
 }
 
-static const msgpack_object *member(const msgpack_object *o, uint64_t n)
+static const struct rdmx_mp_obj *member(const struct rdmx_mp_obj *o, uint64_t n)
 {
 	for (uint32_t k = 0; k < o->via.map.size; k++) {
-		const msgpack_object_kv *kv = &o->via.map.ptr[k];
+		const struct rdmx_mp_kv *kv = &o->via.map.ptr[k];
 
-		if (kv->key.type == MSGPACK_OBJECT_POSITIVE_INTEGER && kv->key.via.u64 == n &&
-		    kv->val.type != MSGPACK_OBJECT_NIL)
+		if (kv->key.type == RDMX_MP_UINT && kv->key.via.u64 == n &&
+		    kv->val.type != RDMX_MP_NIL)
 			return &kv->val;
 	}
 	return NULL;
 }
 
-static int64_t member_int(const msgpack_object *o, uint64_t n)
+static int64_t member_int(const struct rdmx_mp_obj *o, uint64_t n)
 {
-	const msgpack_object *v = member(o, n);
+	const struct rdmx_mp_obj *v = member(o, n);
 
 	if (!v)
 		return 0;
-	if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+	if (v->type == RDMX_MP_UINT)
 		return v->via.u64 > INT64_MAX ? INT64_MAX : (int64_t)v->via.u64;
-	if (v->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+	if (v->type == RDMX_MP_INT)
 		return v->via.i64;
 	return 0;
 }
@@ -1158,7 +1160,7 @@ static void put_fraction(char *text, size_t len, int64_t nanos)
 }
 
 /* the JSON forms of the well-known types; *done false when m is not one */
-static json_t *dec_wkt(struct conv *c, const struct gen_message *m, const msgpack_object *o,
+static json_t *dec_wkt(struct conv *c, const struct gen_message *m, const struct rdmx_mp_obj *o,
                        bool *done)
 {
 	char text[96], frac[16];
@@ -1194,16 +1196,15 @@ static json_t *dec_wkt(struct conv *c, const struct gen_message *m, const msgpac
 		return json_string(text);
 	}
 	if (is_wkt(m, "FieldMask")) {
-		const msgpack_object *p = member(o, 1);
+		const struct rdmx_mp_obj *p = member(o, 1);
 		struct jbuf b = {0};
 		json_t *r;
 
-		for (uint32_t i = 0; p && p->type == MSGPACK_OBJECT_ARRAY && i < p->via.array.size;
-		     i++) {
-			const msgpack_object *s = &p->via.array.ptr[i];
+		for (uint32_t i = 0; p && p->type == RDMX_MP_ARRAY && i < p->via.array.size; i++) {
+			const struct rdmx_mp_obj *s = &p->via.array.ptr[i];
 			bool up = false;
 
-			if (s->type != MSGPACK_OBJECT_STR)
+			if (s->type != RDMX_MP_STR)
 				continue;
 			if (i)
 				jbuf_put(&b, ",", 1);
@@ -1227,7 +1228,7 @@ static json_t *dec_wkt(struct conv *c, const struct gen_message *m, const msgpac
 	if (is_wkt(m, "Value")) {
 		for (int i = 0; i < m->fields.n; i++) {
 			const struct gen_field *f = m->fields.items[i];
-			const msgpack_object *v = member(o, (uint64_t)f->number);
+			const struct rdmx_mp_obj *v = member(o, (uint64_t)f->number);
 
 			if (v)
 				return dec_value(c, f, v);
@@ -1236,7 +1237,7 @@ static json_t *dec_wkt(struct conv *c, const struct gen_message *m, const msgpac
 	}
 	if (is_wkt(m, "Struct") || is_wkt(m, "ListValue") || is_wrapper(m)) {
 		const struct gen_field *f = field_by_number(m, 1);
-		const msgpack_object *v = f ? member(o, 1) : NULL;
+		const struct rdmx_mp_obj *v = f ? member(o, 1) : NULL;
 
 		if (!f)
 			return fail(c, "%s in the schema lacks field 1", m->full_name), NULL;
@@ -1263,14 +1264,14 @@ static json_t *dec_wkt(struct conv *c, const struct gen_message *m, const msgpac
 		}
 	}
 	if (is_wkt(m, "Any")) {
-		const msgpack_object *u = member(o, 1), *b = member(o, 2);
+		const struct rdmx_mp_obj *u = member(o, 1), *b = member(o, 2);
 		const struct gen_message *inner;
 		char url[512];
-		msgpack_unpacked up;
+		struct rdmx_mp_doc up;
 		size_t off = 0;
 		json_t *r, *body;
 
-		if (!u || u->type != MSGPACK_OBJECT_STR || u->via.str.size >= sizeof(url))
+		if (!u || u->type != RDMX_MP_STR || u->via.str.size >= sizeof(url))
 			return fail(c, "an Any without a type URL"), NULL;
 		memcpy(url, u->via.str.ptr, u->via.str.size);
 		url[u->via.str.size] = '\0';
@@ -1283,7 +1284,7 @@ static json_t *dec_wkt(struct conv *c, const struct gen_message *m, const msgpac
 		if (!inner) { /* unknown to the schema: the bytes as they are */
 			struct jbuf enc = {0};
 
-			if (b && b->type == MSGPACK_OBJECT_BIN)
+			if (b && b->type == RDMX_MP_BIN)
 				base64_encode(&enc, (const unsigned char *)b->via.bin.ptr,
 				              b->via.bin.size);
 			json_object_set_new(r, "value",
@@ -1291,19 +1292,18 @@ static json_t *dec_wkt(struct conv *c, const struct gen_message *m, const msgpac
 			jbuf_free(&enc);
 			return r;
 		}
-		msgpack_unpacked_init(&up);
-		if (b && b->type == MSGPACK_OBJECT_BIN && b->via.bin.size &&
-		    (msgpack_unpack_next(&up, b->via.bin.ptr, b->via.bin.size, &off) !=
-		         MSGPACK_UNPACK_SUCCESS ||
+		rdmx_mp_doc_init(&up);
+		if (b && b->type == RDMX_MP_BIN && b->via.bin.size &&
+		    (rdmx_mp_parse(&up, b->via.bin.ptr, b->via.bin.size, &off) != 0 ||
 		     off != b->via.bin.size)) {
-			msgpack_unpacked_destroy(&up);
+			rdmx_mp_doc_fini(&up);
 			json_decref(r);
 			return fail(c, "the Any's value is not one msgpack object"), NULL;
 		}
-		if (!b || b->type != MSGPACK_OBJECT_BIN || !b->via.bin.size)
-			up.data.type = MSGPACK_OBJECT_NIL;
+		if (!b || b->type != RDMX_MP_BIN || !b->via.bin.size)
+			up.data.type = RDMX_MP_NIL;
 		body = dec_message(c, inner, &up.data);
-		msgpack_unpacked_destroy(&up);
+		rdmx_mp_doc_fini(&up);
 		if (!body) {
 			json_decref(r);
 			return NULL;
@@ -1321,19 +1321,19 @@ static json_t *dec_wkt(struct conv *c, const struct gen_message *m, const msgpac
 	return NULL;
 }
 
-static json_t *dec_message(struct conv *c, const struct gen_message *m, const msgpack_object *o)
+static json_t *dec_message(struct conv *c, const struct gen_message *m, const struct rdmx_mp_obj *o)
 {
-	msgpack_object empty;
+	struct rdmx_mp_obj empty;
 	json_t *r;
 	bool done;
 
-	if (o->type == MSGPACK_OBJECT_NIL) {
-		empty.type = MSGPACK_OBJECT_MAP;
+	if (o->type == RDMX_MP_NIL) {
+		empty.type = RDMX_MP_MAP;
 		empty.via.map.size = 0;
 		empty.via.map.ptr = NULL;
 		o = &empty;
 	}
-	if (o->type != MSGPACK_OBJECT_MAP)
+	if (o->type != RDMX_MP_MAP)
 		return fail(c, "expected a map (message %s) on the wire, got %s", m->full_name,
 		            mp_type(o)),
 		       NULL;
@@ -1344,7 +1344,7 @@ static json_t *dec_message(struct conv *c, const struct gen_message *m, const ms
 	/* in declaration order; unknown keys (newer peers) and nil values are skipped */
 	for (int i = 0; r && i < m->fields.n; i++) {
 		const struct gen_field *f = m->fields.items[i];
-		const msgpack_object *v = member(o, (uint64_t)f->number);
+		const struct rdmx_mp_obj *v = member(o, (uint64_t)f->number);
 		char camel[256];
 		const char *name;
 		size_t mark;
@@ -1368,23 +1368,22 @@ int pbjson_decode(const struct gen_message *m, const void *data, size_t len, str
                   char *err, size_t err_len)
 {
 	struct conv c = {err, err_len, "", false, 1};
-	msgpack_unpacked u;
-	msgpack_object nil;
+	struct rdmx_mp_doc u;
+	struct rdmx_mp_obj nil;
 	json_t *j = NULL;
 	char *text;
 	size_t off = 0;
 
-	msgpack_unpacked_init(&u);
+	rdmx_mp_doc_init(&u);
 	if (len == 0) { /* an empty body is the default message */
-		nil.type = MSGPACK_OBJECT_NIL;
+		nil.type = RDMX_MP_NIL;
 		j = dec_message(&c, m, &nil);
-	} else if (msgpack_unpack_next(&u, data, len, &off) != MSGPACK_UNPACK_SUCCESS ||
-	           off != len) {
+	} else if (rdmx_mp_parse(&u, data, len, &off) != 0 || off != len) {
 		fail(&c, "the reply is not one msgpack object (%zu bytes)", len);
 	} else {
 		j = dec_message(&c, m, &u.data);
 	}
-	msgpack_unpacked_destroy(&u);
+	rdmx_mp_doc_fini(&u);
 	if (!j)
 		return c.failed ? -1 : fail(&c, "out of memory");
 	text = json_dumps(j, JSON_INDENT(2) | JSON_ENCODE_ANY | JSON_REAL_PRECISION(c.prec));

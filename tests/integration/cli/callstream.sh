@@ -8,23 +8,12 @@
 #   callstream.sh ROUTE_GUIDE_SERVER RDMX_CALL PORT
 set -eu
 SERVER=$1 CALL=$2 PORT=$3
-DIR=$(mktemp -d /tmp/rdmx-call-stream-XXXXXX)
-PID=
-cleanup() {
-	[ -n "$PID" ] && kill "$PID" 2>/dev/null || true
-	wait 2>/dev/null || true
-	rm -rf "$DIR"
-}
-trap cleanup EXIT INT TERM
-fail() { echo "FAIL: $*" >&2; for f in "$DIR"/*; do [ -f "$f" ] && sed "s|^|$(basename "$f"): |" "$f" >&2; done; exit 1; }
-
-setpriv --pdeathsig KILL -- "$SERVER" -p "$PORT" >"$DIR/server.log" 2>&1 &
-PID=$!
-i=0
-until grep -q listening "$DIR/server.log" 2>/dev/null; do
-	i=$((i + 1)); [ $i -gt 100 ] && fail "route_guide_server did not start"
-	sleep 0.1
-done
+. "$(dirname "$0")/../../support/lib.sh"
+FAIL_ALL=1 FAIL_TAIL=100000 # every file, whole
+test_init rdmx-call-stream
+$DEATH "$SERVER" -p "$PORT" >"$DIR/server.log" 2>&1 &
+PIDS="$PIDS $!"
+wait_for "$DIR/server.log" listening
 ADDR=127.0.0.1:$PORT
 RG=routeguide.RouteGuide
 P11='{"latitude": 401000000, "longitude": -739000000}'

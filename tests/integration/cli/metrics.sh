@@ -5,32 +5,12 @@
 #   metrics.sh RDMX_KV RDMX_BOOTSTRAPD RDMX_CERTS
 set -eu
 KV=$1 BSD=$2 CERTS=$3
-DIR=$(mktemp -d /tmp/rdmx-metrics-XXXXXX)
-PIDS=
-cleanup() {
-	for p in $PIDS; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$DIR"
-}
-trap cleanup EXIT INT TERM
-fail() { echo "FAIL: $*" >&2; for f in "$DIR"/*.log "$DIR"/*.out; do [ -f "$f" ] && sed "s|^|$(basename "$f"): |" "$f" >&2; done; exit 1; }
-# children die with this script even if it is killed (util-linux setpriv)
-DEATH=
-setpriv --pdeathsig KILL true 2>/dev/null && DEATH="setpriv --pdeathsig KILL"
+. "$(dirname "$0")/../../support/lib.sh"
+FAIL_TAIL=100000 # whole logs
+test_init rdmx-metrics
 command -v curl >/dev/null || fail "curl is needed (Debian: curl)"
-export RDMX_DEVICE=tcp
-
-"$CERTS" init "$DIR/pki" >/dev/null
-for n in kv.test registry.test client.test; do "$CERTS" issue "$DIR/pki" $n >/dev/null; done
-CA=$DIR/pki/ca.crt
-
-wait_line() { # FILE WORD
-	i=0
-	until grep -q "^$2 " "$1" 2>/dev/null; do
-		i=$((i + 1)); [ $i -gt 300 ] && fail "no '$2' line in $1"
-		sleep 0.1
-	done
-}
+test_pki "$CERTS" kv.test registry.test client.test
+CA=$P/ca.crt
 
 $DEATH "$KV" serve --listen 127.0.0.1:0 --metrics=127.0.0.1:0 --ca "$CA" \
 	--cert "$DIR/pki/kv.test.crt" --key "$DIR/pki/kv.test.key" >"$DIR/kv.out" 2>"$DIR/kv.log" &

@@ -21,30 +21,10 @@
 
 #define GUARD_MS 20000
 
-/* ---- assertions that name the expression and the status ---- */
-
-#define ASSERT_OK(expr)                                                                            \
-	do {                                                                                       \
-		int _rc = (expr);                                                                  \
-		cr_assert_eq(_rc, 0, "%s -> %s (%d)", #expr, rdmx_err_name(_rc), _rc);             \
-	} while (0)
-
-#define ASSERT_RC(expr, want)                                                                      \
-	do {                                                                                       \
-		int _rc = (expr);                                                                  \
-		int _want = (want);                                                                \
-		cr_assert_eq(_rc, _want, "%s -> %s (%d), expected %s", #expr, rdmx_err_name(_rc),  \
-		             _rc, rdmx_err_name(_want));                                           \
-	} while (0)
-
-/* One of two codes (where the contract lets the check happen at alloc or at
- * submit, for instance). */
-#define ASSERT_RC2(expr, w1, w2)                                                                   \
-	do {                                                                                       \
-		int _rc = (expr);                                                                  \
-		cr_assert(_rc == (w1) || _rc == (w2), "%s -> %s (%d), expected %s or %s", #expr,   \
-		          rdmx_err_name(_rc), _rc, rdmx_err_name(w1), rdmx_err_name(w2));          \
-	} while (0)
+/* assertions that name the expression and the status: ASSERT_OK, ASSERT_RC,
+ * ASSERT_RC2; deterministic payloads (tests/support) */
+#include "test_assert.h"
+#include "test_pattern.h"
 
 /* ---- per-task completion record (the task's user data) ---- */
 
@@ -164,11 +144,7 @@ struct region {
 
 #include "test_env.h" /* env_device, env_addr (tests/support) */
 
-/* Leak baseline: open fds and threads of the process (tcp only: verbs
- * libraries keep process-wide fds open by design). Call leak_begin first
- * thing and leak_end after everything is closed. */
-void leak_begin(void);
-void leak_end(void);
+#include "test_leak.h" /* leak_begin, leak_end (tests/support) */
 
 /* ---- sides ---- */
 
@@ -215,10 +191,6 @@ static inline struct rdmx_rbuf rbuf(struct rdmx_mr_remote *m, uint64_t off, uint
 	struct rdmx_rbuf b = {.mr = m, .offset = off, .len = len};
 	return b;
 }
-
-/* Deterministic pattern: byte i of stream `seed` */
-void pattern_fill(void *p, size_t len, uint32_t seed);
-bool pattern_check(const void *p, size_t len, uint32_t seed);
 
 /* ---- connections ---- */
 

@@ -10,49 +10,6 @@
 #include <unistd.h>
 #include <rdmx/pe.h>
 
-/* ---- leak baseline ---- */
-
-static int count_dir(const char *path)
-{
-	DIR *d = opendir(path);
-	int n = 0;
-	struct dirent *e;
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
-}
-
-static int leak_fds = -1, leak_threads = -1;
-static bool leak_tcp;
-
-void leak_begin(void)
-{
-	leak_tcp = strcmp(env_device(0), "tcp") == 0 && strcmp(env_device(1), "tcp") == 0;
-	leak_fds = count_dir("/proc/self/fd");
-	leak_threads = count_dir("/proc/self/task");
-}
-
-void leak_end(void)
-{
-	if (!leak_tcp || leak_fds < 0)
-		return;
-	/* The soft NIC thread is joined by rdmx_dev_close; its /proc entry may
-	 * linger for a moment after the join returns on some kernels. */
-	int fds = count_dir("/proc/self/fd"), threads = count_dir("/proc/self/task");
-	for (int i = 0; i < 200 && threads != leak_threads; i++) {
-		usleep(1000);
-		threads = count_dir("/proc/self/task");
-	}
-	cr_assert_eq(fds, leak_fds, "file descriptors leaked: %d open before, %d after", leak_fds,
-	             fds);
-	cr_assert_eq(threads, leak_threads, "threads leaked: %d before, %d after", leak_threads,
-	             threads);
-}
-
 /* ---- callbacks ---- */
 
 static void record(struct rdmx_task *t, void *ud, void *cud, bool ok)
@@ -379,29 +336,6 @@ struct rdmx_mr_remote *remote_from_desc(struct side *user, const void *desc)
 struct rdmx_mr_remote *remote_of(struct side *user, const struct region *r)
 {
 	return remote_from_desc(user, r->desc);
-}
-
-static uint8_t pattern_byte(size_t i, uint32_t seed)
-{
-	uint32_t x = (uint32_t)i * 2654435761u + seed * 40503u + 0x9e37u;
-	x ^= x >> 13;
-	return (uint8_t)(x ^ (x >> 7));
-}
-
-void pattern_fill(void *p, size_t len, uint32_t seed)
-{
-	uint8_t *b = p;
-	for (size_t i = 0; i < len; i++)
-		b[i] = pattern_byte(i, seed);
-}
-
-bool pattern_check(const void *p, size_t len, uint32_t seed)
-{
-	const uint8_t *b = p;
-	for (size_t i = 0; i < len; i++)
-		if (b[i] != pattern_byte(i, seed))
-			return false;
-	return true;
 }
 
 /* ---- connections ---- */

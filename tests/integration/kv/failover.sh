@@ -12,41 +12,10 @@
 #   failover.sh RDMX_KV RDMX_BOOTSTRAPD RDMX_CERTS FAILOVER_LOAD
 set -eu
 KV=$1 BSD=$2 CERTS=$3 LOAD=$4
-DIR=$(mktemp -d /tmp/rdmx-kv-failover-XXXXXX)
-PIDS=
-cleanup() {
-	for p in $PIDS; do kill -KILL "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$DIR"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$DIR"/*.log "$DIR"/*.out; do [ -f "$f" ] && tail -n 20 "$f" | sed "s|^|$(basename "$f"): |" >&2; done
-	exit 1
-}
-DEATH=
-setpriv --pdeathsig KILL true 2>/dev/null && DEATH="setpriv --pdeathsig KILL"
-export RDMX_DEVICE=tcp RDMX_REGISTRY= RDMX_CA= RDMX_CERT= RDMX_KEY=
-
-"$CERTS" init "$DIR/pki" >/dev/null
-for n in kv.test registry.test client.test; do "$CERTS" issue "$DIR/pki" $n >/dev/null; done
-P=$DIR/pki
-
-wait_line() { # FILE WORD (bounded: 30 s; start-up only)
-	i=0
-	until grep -q "^$2 " "$1" 2>/dev/null; do
-		i=$((i + 1)); [ $i -gt 300 ] && fail "no '$2' line in $1"
-		sleep 0.1
-	done
-}
-
-$DEATH "$BSD" --listen 127.0.0.1:0 --ca "$P/ca.crt" --cert "$P/registry.test.crt" \
-	--key "$P/registry.test.key" >"$DIR/bsd.out" 2>"$DIR/bsd.log" &
-PIDS="$PIDS $!"
-wait_line "$DIR/bsd.out" listening
-REG=127.0.0.1:$(awk '/^listening/ {print $3; exit}' "$DIR/bsd.out")
+. "$(dirname "$0")/../../support/lib.sh"
+test_init rdmx-kv-failover
+test_pki "$CERTS" kv.test registry.test client.test
+start_bootstrapd "$BSD"
 
 serve() { # NAME: a kv instance of service kv-fo (memory store), sets KV_PID
 	$DEATH "$KV" serve --listen 127.0.0.1:0 --registry "$REG" --registry-name registry.test \

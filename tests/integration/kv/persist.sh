@@ -10,43 +10,12 @@
 #   persist.sh RDMX_KV RDMX_BOOTSTRAPD RDMX_CERTS
 set -eu
 KV=$1 BSD=$2 CERTS=$3
-DIR=$(mktemp -d /tmp/rdmx-kv-persist-XXXXXX)
-PIDS=
-cleanup() {
-	for p in $PIDS; do kill -KILL "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$DIR"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$DIR"/*.log "$DIR"/*.out; do [ -f "$f" ] && tail -n 40 "$f" | sed "s|^|$(basename "$f"): |" >&2; done
-	exit 1
-}
-# children die with this script even if it is killed (util-linux setpriv)
-DEATH=
-setpriv --pdeathsig KILL true 2>/dev/null && DEATH="setpriv --pdeathsig KILL"
-export RDMX_DEVICE=tcp RDMX_REGISTRY= RDMX_CA= RDMX_CERT= RDMX_KEY=
-
-"$CERTS" init "$DIR/pki" >/dev/null
-for n in kv.test registry.test client.test; do "$CERTS" issue "$DIR/pki" $n >/dev/null; done
-P=$DIR/pki
+. "$(dirname "$0")/../../support/lib.sh"
+FAIL_TAIL=40
+test_init rdmx-kv-persist
+test_pki "$CERTS" kv.test registry.test client.test
 TLS="--ca $P/ca.crt --cert $P/client.test.crt --key $P/client.test.key"
-
-wait_line() { # FILE WORD (bounded: 30 s)
-	i=0
-	until grep -q "^$2 " "$1" 2>/dev/null; do
-		i=$((i + 1)); [ $i -gt 300 ] && fail "no '$2' line in $1"
-		sleep 0.1
-	done
-}
-
-$DEATH "$BSD" --listen 127.0.0.1:0 --ca "$P/ca.crt" --cert "$P/registry.test.crt" \
-	--key "$P/registry.test.key" >"$DIR/bsd.out" 2>"$DIR/bsd.log" &
-PIDS="$PIDS $!"
-wait_line "$DIR/bsd.out" listening
-REG=127.0.0.1:$(awk '/^listening/ {print $3; exit}' "$DIR/bsd.out")
+start_bootstrapd "$BSD"
 
 # $DIR/data is not there yet: the first server makes it
 serve() { # NAME [extra options]: starts a kv server on $DIR/data, sets KV_PID

@@ -10,43 +10,13 @@
 #   reconnect.sh RDMX_KV RDMX_BOOTSTRAPD RDMX_CERTS
 set -eu
 KV=$1 BSD=$2 CERTS=$3
-DIR=$(mktemp -d /tmp/rdmx-kv-reconnect-XXXXXX)
-PIDS=
-cleanup() {
-	exec 3>&- 2>/dev/null || true
-	for p in $PIDS; do kill -KILL "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$DIR"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$DIR"/*.log "$DIR"/*.out; do [ -f "$f" ] && tail -n 30 "$f" | sed "s|^|$(basename "$f"): |" >&2; done
-	exit 1
-}
-DEATH=
-setpriv --pdeathsig KILL true 2>/dev/null && DEATH="setpriv --pdeathsig KILL"
-export RDMX_DEVICE=tcp RDMX_REGISTRY= RDMX_CA= RDMX_CERT= RDMX_KEY=
-
-"$CERTS" init "$DIR/pki" >/dev/null
-for n in kv.test registry.test client.test; do "$CERTS" issue "$DIR/pki" $n >/dev/null; done
-P=$DIR/pki
+. "$(dirname "$0")/../../support/lib.sh"
+FAIL_TAIL=30
+TEST_ON_CLEANUP='exec 3>&- 2>/dev/null || true'
+test_init rdmx-kv-reconnect
+test_pki "$CERTS" kv.test registry.test client.test
 TLS="--ca $P/ca.crt --cert $P/client.test.crt --key $P/client.test.key"
-
-wait_for() { # FILE REGEX (bounded: 30 s)
-	i=0
-	until grep -q "$2" "$1" 2>/dev/null; do
-		i=$((i + 1)); [ $i -gt 300 ] && fail "no '$2' in $1"
-		sleep 0.1
-	done
-}
-
-$DEATH "$BSD" --listen 127.0.0.1:0 --ca "$P/ca.crt" --cert "$P/registry.test.crt" \
-	--key "$P/registry.test.key" >"$DIR/bsd.out" 2>"$DIR/bsd.log" &
-PIDS="$PIDS $!"
-wait_for "$DIR/bsd.out" "^listening "
-REG=127.0.0.1:$(awk '/^listening/ {print $3; exit}' "$DIR/bsd.out")
+start_bootstrapd "$BSD"
 
 serve() { # NAME LISTEN: an instance of kv-rc on $DIR/NAME.data, sets KV_PID
 	# (without the session's command pipe: the session ends at its EOF)

@@ -5,23 +5,13 @@
 #   call_hello.sh HELLO_SERVER RDMX_CALL HELLO_PROTO PORT
 set -eu
 SERVER=$1 CALL=$2 PROTO=$3 PORT=$4
-DIR=$(mktemp -d /tmp/rdmx-call-hello-XXXXXX)
-PID=
-cleanup() {
-	[ -n "$PID" ] && kill "$PID" 2>/dev/null || true
-	wait 2>/dev/null || true
-	rm -rf "$DIR"
-}
-trap cleanup EXIT INT TERM
-fail() { echo "FAIL: $*" >&2; for f in "$DIR"/*; do [ -f "$f" ] && sed "s|^|$(basename "$f"): |" "$f" >&2; done; exit 1; }
-
-setpriv --pdeathsig KILL -- "$SERVER" -p "$PORT" >"$DIR/server.log" 2>&1 &
+. "$(dirname "$0")/../../support/lib.sh"
+FAIL_ALL=1 FAIL_TAIL=100000 # every file, whole
+test_init rdmx-call-hello
+$DEATH "$SERVER" -p "$PORT" >"$DIR/server.log" 2>&1 &
 PID=$!
-i=0
-until grep -q listening "$DIR/server.log" 2>/dev/null; do
-	i=$((i + 1)); [ $i -gt 100 ] && fail "hello_server did not start"
-	sleep 0.1
-done
+PIDS="$PIDS $PID"
+wait_for "$DIR/server.log" listening
 ADDR=127.0.0.1:$PORT
 
 "$CALL" "$ADDR" list >"$DIR/list.out" 2>"$DIR/list.err" || fail "list"

@@ -6,28 +6,15 @@
 #   call_kv.sh RDMX_KV RDMX_CALL RDMX_CERTS KV_PROTO
 set -eu
 KV=$1 CALL=$2 CERTS=$3 PROTO=$4
-DIR=$(mktemp -d /tmp/rdmx-call-kv-XXXXXX)
-PID=
-cleanup() {
-	[ -n "$PID" ] && kill "$PID" 2>/dev/null || true
-	wait 2>/dev/null || true
-	rm -rf "$DIR"
-}
-trap cleanup EXIT INT TERM
-fail() { echo "FAIL: $*" >&2; for f in "$DIR"/*.log "$DIR"/*.out; do [ -f "$f" ] && sed "s|^|$(basename "$f"): |" "$f" >&2; done; exit 1; }
-
-"$CERTS" init "$DIR/pki" >/dev/null
-for n in kv.test.local client.test.local; do "$CERTS" issue "$DIR/pki" $n >/dev/null; done
-
-setpriv --pdeathsig KILL -- "$KV" serve --listen 127.0.0.1:0 --ca "$DIR/pki/ca.crt" \
-	--cert "$DIR/pki/kv.test.local.crt" \
-	--key "$DIR/pki/kv.test.local.key" >"$DIR/kv.out" 2>"$DIR/kv.log" &
+. "$(dirname "$0")/../../support/lib.sh"
+FAIL_TAIL=100000 # whole logs
+test_init rdmx-call-kv
+test_pki "$CERTS" kv.test.local client.test.local
+$DEATH "$KV" serve --listen 127.0.0.1:0 --ca "$P/ca.crt" --cert "$P/kv.test.local.crt" \
+	--key "$P/kv.test.local.key" >"$DIR/kv.out" 2>"$DIR/kv.log" &
 PID=$!
-i=0
-until grep -q '^listening ' "$DIR/kv.out" 2>/dev/null; do
-	i=$((i + 1)); [ $i -gt 200 ] && fail "the kv server did not start"
-	sleep 0.1
-done
+PIDS="$PIDS $PID"
+wait_line "$DIR/kv.out" listening
 ADDR=127.0.0.1:$(awk '/^listening/ {print $3; exit}' "$DIR/kv.out")
 TLS="--ca $DIR/pki/ca.crt --cert $DIR/pki/client.test.local.crt --key $DIR/pki/client.test.local.key"
 

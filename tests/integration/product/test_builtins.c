@@ -25,14 +25,9 @@
 #include "json.h"
 #include "kv.rdmx.h"
 #include "pbjson.h"
+#include "test_assert.h"
 
 #define GUARD_MS 30000
-
-#define ASSERT_OK(expr)                                                                            \
-	do {                                                                                       \
-		int rc_ = (expr);                                                                  \
-		cr_assert_eq(rc_, 0, "%s -> %s (%d)", #expr, rdmx_err_name(rc_), rc_);             \
-	} while (0)
 
 struct side {
 	struct rdmx_dev *dev;

@@ -3,11 +3,17 @@
 #include "rpcfix.h"
 
 #include <dirent.h>
+#include <sched.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/prctl.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <rdmx/pe.h>
 
@@ -219,88 +225,6 @@ struct rdmx_rpc_server *echo_server(struct echo_state *st)
 	return s;
 }
 
-static uint8_t pattern_byte(size_t i, uint32_t seed)
-{
-	uint32_t x = (uint32_t)i * 2654435761u + seed * 40503u + 0x9e37u;
-
-	x ^= x >> 13;
-	return (uint8_t)(x ^ (x >> 7));
-}
-
-void pattern_fill(void *p, size_t len, uint32_t seed)
-{
-	uint8_t *b = p;
-
-	for (size_t i = 0; i < len; i++)
-		b[i] = pattern_byte(i, seed);
-}
-
-bool pattern_check(const void *p, size_t len, uint32_t seed)
-{
-	const uint8_t *b = p;
-
-	for (size_t i = 0; i < len; i++)
-		if (b[i] != pattern_byte(i, seed))
-			return false;
-	return true;
-}
-
-uint64_t checksum64(const void *p, size_t len)
-{
-	const uint8_t *b = p;
-	uint64_t h = 1469598103934665603ull;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= b[i];
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
-/* ---- leaks ---- */
-
-static int count_dir(const char *path)
-{
-	DIR *d = opendir(path);
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
-}
-
-static int leak_fds = -1, leak_threads = -1;
-static bool leak_tcp;
-
-void leak_begin(void)
-{
-	leak_tcp = strcmp(env_device(0), "tcp") == 0 && strcmp(env_device(1), "tcp") == 0;
-	leak_fds = count_dir("/proc/self/fd");
-	leak_threads = count_dir("/proc/self/task");
-}
-
-void leak_end(void)
-{
-	int fds, threads;
-
-	if (!leak_tcp || leak_fds < 0)
-		return;
-	fds = count_dir("/proc/self/fd");
-	threads = count_dir("/proc/self/task");
-	for (int i = 0; i < 200 && threads != leak_threads; i++) {
-		usleep(1000);
-		threads = count_dir("/proc/self/task");
-	}
-	cr_assert_eq(fds, leak_fds, "file descriptors leaked: %d before, %d after", leak_fds, fds);
-	cr_assert_eq(threads, leak_threads, "threads leaked: %d before, %d after", leak_threads,
-	             threads);
-}
-
 /* ---- log capture ---- */
 
 #define CAP_LINES 256
@@ -346,4 +270,146 @@ int log_capture_count(const char *needle)
 void log_capture_end(void)
 {
 	rdmx_log_set_function(NULL);
+}
+
+/* ---- peer death: the server in another process ---- */
+
+static int xfer(int fd, void *p, size_t len, bool out)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = out ? write(fd, (char *)p + done, len - done)
+		                : read(fd, (char *)p + done, len - done);
+		if (n <= 0)
+			return -1;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/* The child: its own device, context, worker and endpoint; plain checks. */
+static void peer_child_main(int fd, int (*setup)(struct rdmx_rpc_server *srv), bool (*ready)(void))
+{
+	struct rdmx_dev *dev = NULL;
+	struct rdmx_pe *pe = NULL;
+	struct rdmx_ctx *ctx = NULL;
+	struct rdmx_chan_worker *worker = NULL;
+	struct rdmx_conn *conn = NULL;
+	struct rdmx_chan *chan = NULL;
+	struct rdmx_rpc_ep *ep = NULL;
+	struct rdmx_rpc_server *srv = NULL;
+	const void *det;
+	size_t dlen;
+	uint8_t peer[512];
+	uint32_t plen;
+	bool signalled = false;
+	const char *devname = env_device(1);
+	const char *addr = getenv("RDMX_TEST_PEER_ADDR");
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (strcmp(devname, "tcp") == 0 && addr && *addr) {
+		if (rdmx_dev_open_by_addr(addr, &dev))
+			_exit(10);
+	} else if (rdmx_dev_open(devname, &dev)) {
+		_exit(10);
+	}
+	if (rdmx_pe_create(&pe) || rdmx_ctx_create(dev, pe, &ctx) ||
+	    rdmx_chan_worker_create(ctx, pe, NULL, &worker) || rdmx_ctx_start(ctx))
+		_exit(11);
+	if (rdmx_rpc_server_create(&srv) || setup(srv))
+		_exit(12);
+	if (rdmx_ctx_export(ctx, &det, &dlen, &conn))
+		_exit(13);
+	plen = (uint32_t)dlen;
+	if (xfer(fd, &plen, 4, true) || xfer(fd, (void *)det, dlen, true))
+		_exit(14);
+	if (xfer(fd, &plen, 4, false) || plen > sizeof(peer) || xfer(fd, peer, plen, false))
+		_exit(15);
+	if (rdmx_ctx_connect(ctx, peer, plen, conn) || rdmx_chan_create(worker, conn, &chan) ||
+	    rdmx_rpc_ep_create(chan, srv, &ep))
+		_exit(16);
+	for (;;) {
+		if (rdmx_chan_worker_progress(worker) == 0)
+			sched_yield();
+		if (!signalled && ready()) {
+			uint8_t one = 1;
+
+			signalled = true;
+			if (xfer(fd, &one, 1, true))
+				_exit(17);
+		}
+	}
+}
+
+void peer_proc_open(struct node *a, int (*setup)(struct rdmx_rpc_server *srv), bool (*ready)(void),
+                    struct peer_proc *p)
+{
+	int sp[2];
+	struct rdmx_conn *conn;
+	const void *det;
+	size_t dlen;
+	uint32_t plen;
+	uint8_t peer[512];
+
+	memset(p, 0, sizeof(*p));
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+	p->pid = fork(); /* before this process opens anything */
+	cr_assert(p->pid >= 0);
+	if (p->pid == 0) {
+		close(sp[0]);
+		peer_child_main(sp[1], setup, ready);
+		_exit(0);
+	}
+	close(sp[1]);
+	p->fd = sp[0];
+	node_open(a, "a", 0, NULL);
+	ASSERT_OK(rdmx_ctx_export(a->ctx, &det, &dlen, &conn));
+	cr_assert_eq(xfer(p->fd, &plen, 4, false), 0, "child died early");
+	cr_assert(plen <= sizeof(peer));
+	cr_assert_eq(xfer(p->fd, peer, plen, false), 0);
+	plen = (uint32_t)dlen;
+	cr_assert_eq(xfer(p->fd, &plen, 4, true), 0);
+	cr_assert_eq(xfer(p->fd, (void *)det, dlen, true), 0);
+	ASSERT_OK(rdmx_ctx_connect(a->ctx, peer, (size_t)plen, conn));
+	ASSERT_OK(rdmx_chan_create(a->worker, conn, &p->chan));
+	ASSERT_OK(rdmx_rpc_ep_create(p->chan, NULL, &p->ep));
+}
+
+void peer_proc_wait_ready(struct node *a, struct peer_proc *p, const char *what)
+{
+	uint64_t guard = now_ms() + GUARD_MS;
+	uint8_t one = 0;
+
+	for (;;) {
+		struct timeval tv = {0, 0};
+		fd_set fds;
+
+		cr_assert(now_ms() < guard, "%s", what);
+		drive_once(a, NULL);
+		FD_ZERO(&fds);
+		FD_SET(p->fd, &fds);
+		if (select(p->fd + 1, &fds, NULL, NULL, &tv) == 1) {
+			cr_assert_eq(xfer(p->fd, &one, 1, false), 0, "child died early");
+			return;
+		}
+	}
+}
+
+void peer_proc_kill(struct peer_proc *p)
+{
+	if (p->pid > 0) {
+		kill(p->pid, SIGKILL);
+		waitpid(p->pid, NULL, 0);
+		p->pid = 0;
+	}
+}
+
+void peer_proc_close(struct peer_proc *p)
+{
+	peer_proc_kill(p);
+	ASSERT_OK(rdmx_rpc_ep_destroy(&p->ep));
+	ASSERT_OK(rdmx_chan_destroy(&p->chan));
+	close(p->fd);
+	p->fd = -1;
 }

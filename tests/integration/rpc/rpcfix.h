@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <criterion/criterion.h>
 
@@ -21,19 +22,8 @@
 
 #define GUARD_MS 60000
 
-#define ASSERT_OK(expr)                                                                            \
-	do {                                                                                       \
-		int _rc = (expr);                                                                  \
-		cr_assert_eq(_rc, 0, "%s -> %s (%d)", #expr, rdmx_err_name(_rc), _rc);             \
-	} while (0)
-
-#define ASSERT_RC(expr, want)                                                                      \
-	do {                                                                                       \
-		int _rc = (expr);                                                                  \
-		int _want = (want);                                                                \
-		cr_assert_eq(_rc, _want, "%s -> %s (%d), expected %s", #expr, rdmx_err_name(_rc),  \
-		             _rc, rdmx_err_name(_want));                                           \
-	} while (0)
+#include "test_assert.h"  /* ASSERT_OK, ASSERT_RC (tests/support) */
+#include "test_pattern.h" /* pattern_fill/_check, checksum64 (tests/support) */
 
 struct node {
 	const char *name;
@@ -120,19 +110,34 @@ void drive_once(struct node *a, struct node *b);
 /* Observation window (not a timing check): drives for ms. */
 void drive_for(struct node *a, struct node *b, int ms);
 
-/* Deterministic payloads and checksums. */
-void pattern_fill(void *p, size_t len, uint32_t seed);
-bool pattern_check(const void *p, size_t len, uint32_t seed);
-uint64_t checksum64(const void *p, size_t len);
-
-/* Leak baseline of fds and threads (tcp only). */
-void leak_begin(void);
-void leak_end(void);
+#include "test_leak.h" /* leak_begin, leak_end (tests/support) */
 
 /* Counts log lines at ERROR that contain `needle` (installed by
  * log_capture_begin; restored by log_capture_end). */
 void log_capture_begin(void);
 int log_capture_count(const char *needle);
 void log_capture_end(void);
+
+/* Peer death: the server is another process (forked before the test opens
+ * anything), with its own device 1, engine, context, worker and endpoint,
+ * connected to node a by engine details swapped over a socketpair. The
+ * child dies with the test (PR_SET_PDEATHSIG); it serves the server setup
+ * filled and signals the test once when ready() says so. */
+struct peer_proc {
+	pid_t pid;
+	int fd; /* the test's end of the socketpair */
+	struct rdmx_chan *chan;
+	struct rdmx_rpc_ep *ep; /* the test's endpoint to the child */
+};
+/* Child side: setup registers the child's methods (non-zero: the child
+ * exits), ready is polled between progress rounds. */
+void peer_proc_open(struct node *a, int (*setup)(struct rdmx_rpc_server *srv), bool (*ready)(void),
+                    struct peer_proc *p);
+/* Drives a until the child signalled ready (failure guard: `what`). */
+void peer_proc_wait_ready(struct node *a, struct peer_proc *p, const char *what);
+/* SIGKILL and reap the child. */
+void peer_proc_kill(struct peer_proc *p);
+/* Destroys the endpoint and channel, closes the socket. */
+void peer_proc_close(struct peer_proc *p);
 
 #endif

@@ -143,89 +143,26 @@ Test(load, calls_100k_over_16_connections, .timeout = 1500)
 
 /* ---- peer death: the server is another process, killed mid-flight ---- */
 
-static int xfer(int fd, void *p, size_t len, bool out)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = out ? write(fd, (char *)p + done, len - done)
-		                : read(fd, (char *)p + done, len - done);
-		if (n <= 0)
-			return -1;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
-struct child_state {
-	uint32_t held;
-	int fd;
-	bool signalled;
-};
+static uint32_t child_held;
 
 static void child_hold(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg)
 {
-	struct child_state *cs = arg;
-
 	(void)call; /* never answered: the process dies holding it */
 	(void)req;
 	(void)len;
-	cs->held++;
+	(void)arg;
+	child_held++;
 }
 
-/* The child: its own device, context, worker and endpoint; plain checks. */
-static void child_main(int fd)
+static int child_setup(struct rdmx_rpc_server *srv)
 {
-	struct rdmx_dev *dev = NULL;
-	struct rdmx_pe *pe = NULL;
-	struct rdmx_ctx *ctx = NULL;
-	struct rdmx_chan_worker *worker = NULL;
-	struct rdmx_conn *conn = NULL;
-	struct rdmx_chan *chan = NULL;
-	struct rdmx_rpc_ep *ep = NULL;
-	struct rdmx_rpc_server *srv = NULL;
-	struct child_state cs = {.fd = fd};
-	const void *det;
-	size_t dlen;
-	uint8_t peer[512];
-	uint32_t plen;
-	const char *devname = env_device(1);
-	const char *addr = getenv("RDMX_TEST_PEER_ADDR");
+	return rdmx_rpc_server_register(srv, rdmx_rpc_method_id(HOLD_NAME), HOLD_NAME, child_hold,
+	                                NULL);
+}
 
-	if (strcmp(devname, "tcp") == 0 && addr && *addr) {
-		if (rdmx_dev_open_by_addr(addr, &dev))
-			_exit(10);
-	} else if (rdmx_dev_open(devname, &dev)) {
-		_exit(10);
-	}
-	if (rdmx_pe_create(&pe) || rdmx_ctx_create(dev, pe, &ctx) ||
-	    rdmx_chan_worker_create(ctx, pe, NULL, &worker) || rdmx_ctx_start(ctx))
-		_exit(11);
-	if (rdmx_rpc_server_create(&srv) ||
-	    rdmx_rpc_server_register(srv, rdmx_rpc_method_id(HOLD_NAME), HOLD_NAME, child_hold,
-	                             &cs))
-		_exit(12);
-	if (rdmx_ctx_export(ctx, &det, &dlen, &conn))
-		_exit(13);
-	plen = (uint32_t)dlen;
-	if (xfer(fd, &plen, 4, true) || xfer(fd, (void *)det, dlen, true))
-		_exit(14);
-	if (xfer(fd, &plen, 4, false) || plen > sizeof(peer) || xfer(fd, peer, plen, false))
-		_exit(15);
-	if (rdmx_ctx_connect(ctx, peer, plen, conn) || rdmx_chan_create(worker, conn, &chan) ||
-	    rdmx_rpc_ep_create(chan, srv, &ep))
-		_exit(16);
-	for (;;) {
-		if (rdmx_chan_worker_progress(worker) == 0)
-			sched_yield();
-		if (cs.held >= 1000 && !cs.signalled) {
-			uint8_t one = 1;
-
-			cs.signalled = true;
-			if (xfer(fd, &one, 1, true))
-				_exit(17);
-		}
-	}
+static bool child_ready(void)
+{
+	return child_held >= 1000;
 }
 
 static void death_done(const struct rdmx_rpc_result *r, void *arg)
@@ -247,70 +184,27 @@ static int count_calls(const struct lcall *c, int n)
 
 Test(load, peer_killed_with_1000_in_flight, .timeout = 600)
 {
-	int sp[2];
-	pid_t pid;
 	struct node a;
-	struct rdmx_conn *conn;
-	struct rdmx_chan *chan;
-	struct rdmx_rpc_ep *ep;
-	const void *det;
-	size_t dlen;
-	uint32_t plen;
-	uint8_t peer[512], one = 0;
+	struct peer_proc p;
 	static struct lcall c[1000];
 	struct rdmx_rpc_call_opts o = {.timeout_us = 60u * 1000000u};
 
 	memset(c, 0, sizeof(c));
-	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
-	pid = fork(); /* before this process opens anything */
-	cr_assert(pid >= 0);
-	if (pid == 0) {
-		close(sp[0]);
-		child_main(sp[1]);
-		_exit(0);
-	}
-	close(sp[1]);
-	node_open(&a, "a", 0, NULL);
-	ASSERT_OK(rdmx_ctx_export(a.ctx, &det, &dlen, &conn));
-	cr_assert_eq(xfer(sp[0], &plen, 4, false), 0, "child died early");
-	cr_assert(plen <= sizeof(peer));
-	cr_assert_eq(xfer(sp[0], peer, plen, false), 0);
-	plen = (uint32_t)dlen;
-	cr_assert_eq(xfer(sp[0], &plen, 4, true), 0);
-	cr_assert_eq(xfer(sp[0], (void *)det, dlen, true), 0);
-	ASSERT_OK(rdmx_ctx_connect(a.ctx, peer, (size_t)plen, conn));
-	ASSERT_OK(rdmx_chan_create(a.worker, conn, &chan));
-	ASSERT_OK(rdmx_rpc_ep_create(chan, NULL, &ep));
+	peer_proc_open(&a, child_setup, child_ready, &p);
 	uint32_t HOLD = rdmx_rpc_method_id(HOLD_NAME);
 	for (int i = 0; i < 1000; i++)
-		ASSERT_OK(rdmx_rpc_call_async(ep, HOLD, NULL, &o, death_done, &c[i], NULL));
+		ASSERT_OK(rdmx_rpc_call_async(p.ep, HOLD, NULL, &o, death_done, &c[i], NULL));
 	/* wait until the child holds all 1000 */
-	uint64_t guard = now_ms() + GUARD_MS;
-	for (;;) {
-		struct timeval tv = {0, 0};
-		fd_set fds;
-
-		cr_assert(now_ms() < guard, "the child never held 1000 calls");
-		drive_once(&a, NULL);
-		FD_ZERO(&fds);
-		FD_SET(sp[0], &fds);
-		if (select(sp[0] + 1, &fds, NULL, NULL, &tv) == 1) {
-			cr_assert_eq(xfer(sp[0], &one, 1, false), 0, "child died early");
-			break;
-		}
-	}
-	cr_assert_eq(rdmx_rpc_ep_get_inflight(ep), 1000);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	peer_proc_wait_ready(&a, &p, "the child never held 1000 calls");
+	cr_assert_eq(rdmx_rpc_ep_get_inflight(p.ep), 1000);
+	peer_proc_kill(&p);
 	DRIVE_UNTIL(&a, NULL, count_calls(c, 1000) == 1000);
 	drive_for(&a, NULL, 50);
 	for (int i = 0; i < 1000; i++) {
 		cr_assert_eq(c[i].done, 1, "call %d completed %u times", i, c[i].done);
 		cr_assert_eq(c[i].ok, 1, "call %d did not fail with UNAVAILABLE", i);
 	}
-	cr_assert_eq(rdmx_chan_get_state(chan), RDMX_CHAN_CLOSED);
-	ASSERT_OK(rdmx_rpc_ep_destroy(&ep));
-	ASSERT_OK(rdmx_chan_destroy(&chan));
+	cr_assert_eq(rdmx_chan_get_state(p.chan), RDMX_CHAN_CLOSED);
+	peer_proc_close(&p);
 	node_close(&a);
-	close(sp[0]);
 }

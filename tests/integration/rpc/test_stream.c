@@ -896,20 +896,6 @@ Test(stream, metadata_rich_status_and_limits)
 
 /* ---- peer death: the server is another process, killed with 100 streams ---- */
 
-static int xfer(int fd, void *p, size_t len, bool out)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = out ? write(fd, (char *)p + done, len - done)
-		                : read(fd, (char *)p + done, len - done);
-		if (n <= 0)
-			return -1;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 static uint32_t child_got;
 static void child_msg(struct rdmx_rpc_stream *s, const void *d, size_t l, void *arg)
 {
@@ -933,122 +919,37 @@ static void child_stream(struct rdmx_rpc_stream *s, void *arg)
 		_exit(20);
 }
 
-static void child_main(int fd)
+static int child_setup(struct rdmx_rpc_server *srv)
 {
-	struct rdmx_dev *dev = NULL;
-	struct rdmx_pe *pe = NULL;
-	struct rdmx_ctx *ctx = NULL;
-	struct rdmx_chan_worker *worker = NULL;
-	struct rdmx_conn *conn = NULL;
-	struct rdmx_chan *chan = NULL;
-	struct rdmx_rpc_ep *ep = NULL;
-	struct rdmx_rpc_server *srv = NULL;
-	const void *det;
-	size_t dlen;
-	uint8_t peer[512];
-	uint32_t plen;
-	bool signalled = false;
-	const char *devname = env_device(1);
-	const char *addr = getenv("RDMX_TEST_PEER_ADDR");
+	return rdmx_rpc_server_register_stream(srv, rdmx_rpc_method_id(HOLD_S_NAME), HOLD_S_NAME,
+	                                       RDMX_RPC_BIDI_STREAMING, child_stream, NULL);
+}
 
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (strcmp(devname, "tcp") == 0 && addr && *addr) {
-		if (rdmx_dev_open_by_addr(addr, &dev))
-			_exit(10);
-	} else if (rdmx_dev_open(devname, &dev)) {
-		_exit(10);
-	}
-	if (rdmx_pe_create(&pe) || rdmx_ctx_create(dev, pe, &ctx) ||
-	    rdmx_chan_worker_create(ctx, pe, NULL, &worker) || rdmx_ctx_start(ctx))
-		_exit(11);
-	if (rdmx_rpc_server_create(&srv) ||
-	    rdmx_rpc_server_register_stream(srv, rdmx_rpc_method_id(HOLD_S_NAME), HOLD_S_NAME,
-	                                    RDMX_RPC_BIDI_STREAMING, child_stream, NULL))
-		_exit(12);
-	if (rdmx_ctx_export(ctx, &det, &dlen, &conn))
-		_exit(13);
-	plen = (uint32_t)dlen;
-	if (xfer(fd, &plen, 4, true) || xfer(fd, (void *)det, dlen, true))
-		_exit(14);
-	if (xfer(fd, &plen, 4, false) || plen > sizeof(peer) || xfer(fd, peer, plen, false))
-		_exit(15);
-	if (rdmx_ctx_connect(ctx, peer, plen, conn) || rdmx_chan_create(worker, conn, &chan) ||
-	    rdmx_rpc_ep_create(chan, srv, &ep))
-		_exit(16);
-	for (;;) {
-		if (rdmx_chan_worker_progress(worker) == 0)
-			sched_yield();
-		if (child_got >= 100 && !signalled) {
-			uint8_t one = 1;
-
-			signalled = true;
-			if (xfer(fd, &one, 1, true))
-				_exit(17);
-		}
-	}
+static bool child_ready(void)
+{
+	return child_got >= 100;
 }
 
 Test(stream, peer_killed_with_100_streams_open, .timeout = 300)
 {
-	int sp[2];
-	pid_t pid;
 	struct node a;
-	struct rdmx_conn *conn;
-	struct rdmx_chan *chan;
-	struct rdmx_rpc_ep *ep;
-	const void *det;
-	size_t dlen;
-	uint32_t plen;
-	uint8_t peer[512], one = 0;
+	struct peer_proc p;
 	static struct cstream x[100];
 
 	ids();
 	memset(x, 0, sizeof(x));
-	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
-	pid = fork(); /* before this process opens anything */
-	cr_assert(pid >= 0);
-	if (pid == 0) {
-		close(sp[0]);
-		child_main(sp[1]);
-		_exit(0);
-	}
-	close(sp[1]);
-	node_open(&a, "a", 0, NULL);
-	ASSERT_OK(rdmx_ctx_export(a.ctx, &det, &dlen, &conn));
-	cr_assert_eq(xfer(sp[0], &plen, 4, false), 0, "child died early");
-	cr_assert(plen <= sizeof(peer));
-	cr_assert_eq(xfer(sp[0], peer, plen, false), 0);
-	plen = (uint32_t)dlen;
-	cr_assert_eq(xfer(sp[0], &plen, 4, true), 0);
-	cr_assert_eq(xfer(sp[0], (void *)det, dlen, true), 0);
-	ASSERT_OK(rdmx_ctx_connect(a.ctx, peer, (size_t)plen, conn));
-	ASSERT_OK(rdmx_chan_create(a.worker, conn, &chan));
-	ASSERT_OK(rdmx_rpc_ep_create(chan, NULL, &ep));
+	peer_proc_open(&a, child_setup, child_ready, &p);
 	struct rdmx_rpc_stream_opts o = {.timeout_us = 120u * 1000000u};
 	for (int i = 0; i < 100; i++) {
-		struct rdmx_rpc_payload p = rdmx_rpc_bytes("hi", 2);
+		struct rdmx_rpc_payload pl = rdmx_rpc_bytes("hi", 2);
 
-		ASSERT_OK(rdmx_rpc_stream_open(ep, HOLD_S, RDMX_RPC_BIDI_STREAMING, &o, &ccbs,
+		ASSERT_OK(rdmx_rpc_stream_open(p.ep, HOLD_S, RDMX_RPC_BIDI_STREAMING, &o, &ccbs,
 		                               &x[i], &x[i].s));
-		ASSERT_OK(rdmx_rpc_stream_write(x[i].s, &p));
+		ASSERT_OK(rdmx_rpc_stream_write(x[i].s, &pl));
 	}
-	uint64_t guard = now_ms() + GUARD_MS;
-	for (;;) {
-		struct timeval tv = {0, 0};
-		fd_set fds;
-
-		cr_assert(now_ms() < guard, "the child never held 100 streams");
-		drive_once(&a, NULL);
-		FD_ZERO(&fds);
-		FD_SET(sp[0], &fds);
-		if (select(sp[0] + 1, &fds, NULL, NULL, &tv) == 1) {
-			cr_assert_eq(xfer(sp[0], &one, 1, false), 0, "child died early");
-			break;
-		}
-	}
-	cr_assert_eq(rdmx_rpc_ep_get_streams(ep), 100);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	peer_proc_wait_ready(&a, &p, "the child never held 100 streams");
+	cr_assert_eq(rdmx_rpc_ep_get_streams(p.ep), 100);
+	peer_proc_kill(&p);
 	int done;
 	DRIVE_UNTIL(&a, NULL,
 	            (done = 0, ({
@@ -1062,11 +963,9 @@ Test(stream, peer_killed_with_100_streams_open, .timeout = 300)
 		cr_assert_eq(x[i].code, RDMX_RPC_UNAVAILABLE, "stream %d: %s", i,
 		             rdmx_rpc_code_name(x[i].code));
 	}
-	cr_assert_eq(rdmx_rpc_ep_get_streams(ep), 0);
-	ASSERT_OK(rdmx_rpc_ep_destroy(&ep));
-	ASSERT_OK(rdmx_chan_destroy(&chan));
+	cr_assert_eq(rdmx_rpc_ep_get_streams(p.ep), 0);
+	peer_proc_close(&p);
 	node_close(&a);
-	close(sp[0]);
 }
 
 /* Destroying the endpoint ends every stream of both sides once. */

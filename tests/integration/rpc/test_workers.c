@@ -21,6 +21,7 @@
 #include <rdmx/rpc_stream.h>
 
 #include "rpcfix.h"
+#include "worker_service.h"
 
 #define W_CLIENTS 16
 #define W_CALLS 8
@@ -29,50 +30,8 @@
 #define W_CHAT "rdmx.test.Workers/Chat" /* bidi: every message back, then OK */
 #define W_MSGS 4
 
-static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_t seen[64];
-static unsigned n_seen;
 static atomic_uint chat_write_errors;
-static atomic_uint echoes, held, hold_cancelled, ic_started, ic_done, conn_cbs, gone_cbs;
-
-static void saw_thread(void)
-{
-	pthread_t me = pthread_self();
-	unsigned i;
-
-	pthread_mutex_lock(&seen_lock);
-	for (i = 0; i < n_seen && !pthread_equal(seen[i], me); i++)
-		;
-	if (i == n_seen && n_seen < 64)
-		seen[n_seen++] = me;
-	pthread_mutex_unlock(&seen_lock);
-}
-
-static void w_echo(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg)
-{
-	struct rdmx_rpc_payload p = rdmx_rpc_bytes(req, len);
-
-	(void)arg;
-	saw_thread();
-	atomic_fetch_add(&echoes, 1);
-	rdmx_rpc_respond(call, RDMX_RPC_OK, NULL, &p);
-}
-
-static void w_hold_cancel(struct rdmx_rpc_server_call *call, void *arg)
-{
-	(void)arg;
-	atomic_fetch_add(&hold_cancelled, 1);
-	rdmx_rpc_respond(call, RDMX_RPC_CANCELLED, "cancelled", NULL);
-}
-
-static void w_hold(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg)
-{
-	(void)req;
-	(void)len;
-	(void)arg;
-	atomic_fetch_add(&held, 1);
-	rdmx_rpc_call_set_cancel_cb(call, w_hold_cancel, NULL);
-}
+static atomic_uint ic_started, ic_done, conn_cbs, gone_cbs;
 
 /* ---- the bidi stream, on the worker threads ---- */
 
@@ -81,7 +40,7 @@ static void chat_msg(struct rdmx_rpc_stream *s, const void *data, size_t len, vo
 	struct rdmx_rpc_payload p = rdmx_rpc_bytes(data, len);
 
 	(void)arg;
-	saw_thread();
+	wsvc_saw_thread();
 	/* the client writes fewer than a window: credit never runs out */
 	if (rdmx_rpc_stream_write(s, &p))
 		atomic_fetch_add(&chat_write_errors, 1);
@@ -232,10 +191,8 @@ static void drive_cli(struct wfix *f)
 
 static void reset_counters(void)
 {
-	atomic_store(&echoes, 0);
+	wsvc_reset();
 	atomic_store(&chat_write_errors, 0);
-	atomic_store(&held, 0);
-	atomic_store(&hold_cancelled, 0);
 	atomic_store(&ic_started, 0);
 	atomic_store(&ic_done, 0);
 	atomic_store(&conn_cbs, 0);
@@ -260,10 +217,10 @@ static bool wfix_start(struct wfix *f, unsigned workers)
 	reset_counters();
 	ASSERT_OK(rdmx_dev_open(env_device(0), &f->dev));
 	ASSERT_OK(rdmx_rpc_server_create(&f->server));
-	ASSERT_OK(
-	    rdmx_rpc_server_register(f->server, rdmx_rpc_method_id(W_ECHO), W_ECHO, w_echo, NULL));
-	ASSERT_OK(
-	    rdmx_rpc_server_register(f->server, rdmx_rpc_method_id(W_HOLD), W_HOLD, w_hold, NULL));
+	ASSERT_OK(rdmx_rpc_server_register(f->server, rdmx_rpc_method_id(W_ECHO), W_ECHO, wsvc_echo,
+	                                   NULL));
+	ASSERT_OK(rdmx_rpc_server_register(f->server, rdmx_rpc_method_id(W_HOLD), W_HOLD, wsvc_hold,
+	                                   NULL));
 	ASSERT_OK(rdmx_rpc_server_register_stream(f->server, rdmx_rpc_method_id(W_CHAT), W_CHAT,
 	                                          RDMX_RPC_BIDI_STREAMING, w_chat, NULL));
 	static const struct rdmx_rpc_interceptor tic = {t_ic_start, t_ic_message, NULL};
@@ -394,10 +351,9 @@ static void many_clients(unsigned workers)
 		             rdmx_rpc_workers_get_assigned(f.w, i), "worker %u clients", i);
 	cr_assert_eq(atomic_load(&conn_cbs), W_CLIENTS);
 	cr_assert_eq(atomic_load(&destroy_from_worker), RDMX_E_BAD_STATE);
-	cr_assert_eq(atomic_load(&echoes), total);
-	pthread_mutex_lock(&seen_lock);
-	cr_assert_eq(n_seen, workers, "calls served on %u threads, want %u", n_seen, workers);
-	pthread_mutex_unlock(&seen_lock);
+	cr_assert_eq(atomic_load(&wsvc_echoes), total);
+	cr_assert_eq(wsvc_threads(), workers, "calls served on %u threads, want %u", wsvc_threads(),
+	             workers);
 	cr_assert_eq(atomic_load(&ic_started), total);
 	ASSERT_OK(rdmx_rpc_server_get_method_stats(f.server, rdmx_rpc_method_id(W_ECHO), &st));
 	cr_assert_eq(st.calls, total);
@@ -495,9 +451,7 @@ Test(rpc_workers, bidi_streams_on_every_worker, .timeout = 240)
 		cr_assert_eq(v[i].msgs, W_MSGS, "stream %u: %d messages back", i, v[i].msgs);
 		cr_assert_eq(v[i].sum, i * 1000u * W_MSGS + W_MSGS * (W_MSGS - 1) / 2);
 	}
-	pthread_mutex_lock(&seen_lock);
-	cr_assert_eq(n_seen, 4u, "streams served on %u threads", n_seen);
-	pthread_mutex_unlock(&seen_lock);
+	cr_assert_eq(wsvc_threads(), 4u, "streams served on %u threads", wsvc_threads());
 	cr_assert_eq(atomic_load(&chat_write_errors), 0);
 	/* the server interceptors saw every stream */
 	cr_assert_eq(atomic_load(&ic_started), W_CLIENTS);
@@ -522,11 +476,11 @@ Test(rpc_workers, shutdown_with_calls_held_on_every_worker, .timeout = 240)
 	}
 	/* the echo behind each hold on the same connection: the hold arrived */
 	DRIVE_CLI_UNTIL(&f, wcalls_done(echoes_v, W_CLIENTS));
-	DRIVE_CLI_UNTIL(&f, atomic_load(&held) == W_CLIENTS);
+	DRIVE_CLI_UNTIL(&f, atomic_load(&wsvc_held) == W_CLIENTS);
 	for (unsigned i = 0; i < W_CLIENTS; i++)
 		cr_assert_eq(holds[i].done, 0, "hold %u answered early", i);
 	ASSERT_OK(rdmx_rpc_workers_destroy(&f.w));
-	cr_assert_eq(atomic_load(&hold_cancelled), W_CLIENTS);
+	cr_assert_eq(atomic_load(&wsvc_hold_cancelled), W_CLIENTS);
 	cr_assert_eq(atomic_load(&gone_cbs), W_CLIENTS);
 	DRIVE_CLI_UNTIL(&f, wcalls_done(holds, W_CLIENTS));
 	for (unsigned i = 0; i < W_CLIENTS; i++) {

@@ -25,6 +25,7 @@
 #include <rdmx/registry.h>
 #include <rdmx/pe.h>
 
+#include "ev_thread.h"
 #include "rpcsec_fix.h"
 #include "test_child.h"
 
@@ -153,9 +154,9 @@ void fix_client_opts(struct rdmx_rpc_secure_opts *o)
 /* ---- the server thread ---- */
 
 static struct {
-	pthread_t thread;
-	struct ev_loop *loop;
-	ev_async wake;
+	struct rdmx_test_ev_thread th; /* the loop and its thread */
+	struct ev_loop *loop;          /* th.loop */
+	ev_async wake;                 /* commands from the test thread */
 	struct rdmx_tls_config *cfg, *reg_cfg;
 	struct rdmx_rpc_server *server;
 	struct rdmx_rpc_secure_server *ss;
@@ -163,7 +164,6 @@ static struct {
 	uint64_t member;
 	char allow[64];
 	uint16_t port, bsd_port;
-	int ready, rc, stop;
 	enum fix_cmd cmd;
 	int cmd_done;
 	struct fix_server_stats st;
@@ -302,12 +302,7 @@ static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
 		pthread_cond_broadcast(&S.cond);
 		pthread_mutex_unlock(&S.lock);
 	}
-	if (__atomic_load_n(&S.stop, __ATOMIC_SEQ_CST)) {
-		run_cmd(FIX_CMD_CALM);
-		rdmx_rpc_secure_server_destroy(&S.ss);
-		ev_async_stop(loop, &S.wake);
-		ev_break(loop, EVBREAK_ALL);
-	}
+	(void)loop;
 }
 
 static int join_registry(void)
@@ -325,43 +320,50 @@ static int join_registry(void)
 	                                 NULL);
 }
 
-static void *server_main(void *arg)
+/* on the loop thread */
+static int server_setup(struct ev_loop *loop, void *arg)
 {
 	static const struct rdmx_rpc_secure_server_ops ops = {accept_cb, connected_cb, gone_cb, 0};
 	struct rdmx_rpc_secure_opts o;
+	int rc;
 
 	(void)arg;
+	S.loop = loop;
+	ev_async_init(&S.wake, wake_cb);
+	ev_async_start(loop, &S.wake);
 	rdmx_rpc_secure_opts_init(&o);
 	o.device = fix_device(0);
 	o.name = FIX_SERVER_HELLO;
-	S.rc = rdmx_rpc_server_create(&S.server);
-	if (!S.rc)
-		S.rc = rdmx_rpc_server_register(S.server, rdmx_rpc_method_id(FIX_ECHO), FIX_ECHO,
-		                                echo, NULL);
-	if (!S.rc)
-		S.rc = rdmx_rpc_server_register(S.server, rdmx_rpc_method_id(FIX_HOLD), FIX_HOLD,
-		                                hold, NULL);
-	if (!S.rc)
-		S.rc = rdmx_rpc_secure_listen(S.loop, S.server, S.cfg, fix_addr(), 0, &ops, &o,
-		                              NULL, &S.ss);
-	if (!S.rc)
-		S.rc = rdmx_rpc_secure_server_get_port(S.ss, &S.port);
-	if (!S.rc && S.bsd_port)
-		S.rc = join_registry();
-	pthread_mutex_lock(&S.lock);
-	S.ready = 1;
-	pthread_cond_broadcast(&S.cond);
-	pthread_mutex_unlock(&S.lock);
-	if (!S.rc)
-		ev_run(S.loop, 0);
+	rc = rdmx_rpc_server_create(&S.server);
+	if (!rc)
+		rc = rdmx_rpc_server_register(S.server, rdmx_rpc_method_id(FIX_ECHO), FIX_ECHO,
+		                              echo, NULL);
+	if (!rc)
+		rc = rdmx_rpc_server_register(S.server, rdmx_rpc_method_id(FIX_HOLD), FIX_HOLD,
+		                              hold, NULL);
+	if (!rc)
+		rc = rdmx_rpc_secure_listen(loop, S.server, S.cfg, fix_addr(), 0, &ops, &o, NULL,
+		                            &S.ss);
+	if (!rc)
+		rc = rdmx_rpc_secure_server_get_port(S.ss, &S.port);
+	if (!rc && S.bsd_port)
+		rc = join_registry();
+	return rc;
+}
+
+/* on the loop thread (or the test's, when setup failed) */
+static void server_teardown(struct ev_loop *loop, void *arg)
+{
+	(void)arg;
+	run_cmd(FIX_CMD_CALM);
 	rdmx_rpc_secure_server_destroy(&S.ss);
+	ev_async_stop(loop, &S.wake);
 	if (S.reg) {
 		rdmx_registry_client_leave(S.reg, S.member);
 		rdmx_registry_client_destroy(&S.reg);
 	}
 	rdmx_tls_config_destroy(&S.reg_cfg);
 	rdmx_rpc_server_destroy(&S.server);
-	return NULL;
 }
 
 void fix_server_start(const char *allow, uint16_t bsd_port)
@@ -373,16 +375,8 @@ void fix_server_start(const char *allow, uint16_t bsd_port)
 	S.bsd_port = bsd_port;
 	S.cfg = tls_test_config(&fix_pki, "client2", allow, 0);
 	cr_assert_not_null(S.cfg);
-	S.loop = ev_loop_new(EVFLAG_AUTO);
-	cr_assert_not_null(S.loop);
-	ev_async_init(&S.wake, wake_cb);
-	ev_async_start(S.loop, &S.wake);
-	cr_assert_eq(pthread_create(&S.thread, NULL, server_main, NULL), 0);
-	pthread_mutex_lock(&S.lock);
-	while (!S.ready)
-		pthread_cond_wait(&S.cond, &S.lock);
-	pthread_mutex_unlock(&S.lock);
-	cr_assert_rc(S.rc, RDMX_OK);
+	cr_assert_rc(rdmx_test_ev_thread_start(&S.th, server_setup, server_teardown, NULL),
+	             RDMX_OK);
 }
 
 uint16_t fix_server_port(void)
@@ -433,10 +427,7 @@ int fix_server_wait(int (*pred)(const struct fix_server_stats *st), int guard_ms
 
 void fix_server_stop(void)
 {
-	__atomic_store_n(&S.stop, 1, __ATOMIC_SEQ_CST);
-	ev_async_send(S.loop, &S.wake);
-	pthread_join(S.thread, NULL);
-	ev_loop_destroy(S.loop);
+	rdmx_test_ev_thread_stop(&S.th);
 	rdmx_tls_config_destroy(&S.cfg);
 	pthread_mutex_destroy(&S.lock);
 	pthread_cond_destroy(&S.cond);

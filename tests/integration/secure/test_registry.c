@@ -26,91 +26,38 @@
 #include "policy.h"
 #include "registry_proto.h"
 #include "registry_server.h"
+#include "test_bsd.h"
+#include "test_assert.h"
 #include "tls_test_pki.h"
-
-#define cr_assert_rc(expr, want)                                                                   \
-	do {                                                                                       \
-		int rc_ = (expr);                                                                  \
-		cr_assert_eq(rc_, (want), "%s = %s (%d), want %s", #expr, rdmx_err_name(rc_), rc_, \
-		             rdmx_err_name(want));                                                 \
-	} while (0)
 
 static struct tls_test_pki pki;
 
 static struct {
-	pthread_t thread;
-	struct ev_loop *loop;
-	ev_async stop;
+	struct rdmx_test_bsd bsd;
 	struct rdmx_tls_config *cfg;
-	struct rdmx__bootstrapd *bsd;
 	uint16_t port;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int ready, rc;
 } srv;
-
-static void stop_cb(struct ev_loop *loop, ev_async *w, int revents)
-{
-	(void)w;
-	(void)revents;
-	rdmx__bootstrapd_destroy(&srv.bsd);
-	ev_async_stop(loop, &srv.stop);
-	ev_break(loop, EVBREAK_ALL);
-}
-
-static struct rdmx__policy *start_policy;
-
-static void *server_main(void *arg)
-{
-	struct rdmx__bootstrapd_opts o;
-
-	(void)arg;
-	rdmx__bootstrapd_opts_init(&o);
-	o.host = "127.0.0.1";
-	o.min_ttl_ms = 100;
-	o.max_ttl_ms = 60000;
-	o.sweep_ms = 20;
-	o.max_members_per_owner = 8;
-	o.frame_timeout_ms = 300;
-	srv.rc = rdmx__bootstrapd_create(srv.loop, srv.cfg, &o, start_policy, &srv.bsd);
-	if (!srv.rc)
-		srv.port = rdmx__bootstrapd_get_port(srv.bsd);
-	pthread_mutex_lock(&srv.lock);
-	srv.ready = 1;
-	pthread_cond_signal(&srv.cond);
-	pthread_mutex_unlock(&srv.lock);
-	if (!srv.rc)
-		ev_run(srv.loop, 0);
-	return NULL;
-}
 
 static void server_start(const char *policy_text)
 {
+	struct rdmx__policy *policy = NULL;
+
 	memset(&srv, 0, sizeof(srv));
-	start_policy = NULL;
 	if (policy_text)
-		cr_assert_eq(rdmx__policy_parse(policy_text, "test-policy", &start_policy), 0);
-	pthread_mutex_init(&srv.lock, NULL);
-	pthread_cond_init(&srv.cond, NULL);
+		cr_assert_eq(rdmx__policy_parse(policy_text, "test-policy", &policy), 0);
 	srv.cfg = tls_test_config(&pki, "server", "*", 1);
 	cr_assert_not_null(srv.cfg);
 	cr_assert_rc(rdmx_tls_config_set_max_frame(srv.cfg, 65536), RDMX_OK);
-	srv.loop = ev_loop_new(EVFLAG_AUTO);
-	ev_async_init(&srv.stop, stop_cb);
-	ev_async_start(srv.loop, &srv.stop);
-	cr_assert_eq(pthread_create(&srv.thread, NULL, server_main, NULL), 0);
-	pthread_mutex_lock(&srv.lock);
-	while (!srv.ready)
-		pthread_cond_wait(&srv.cond, &srv.lock);
-	pthread_mutex_unlock(&srv.lock);
-	cr_assert_rc(srv.rc, RDMX_OK);
+	rdmx_test_bsd_init(&srv.bsd, srv.cfg, policy);
+	srv.bsd.opts.max_members_per_owner = 8;
+	srv.bsd.opts.frame_timeout_ms = 300;
+	cr_assert_rc(rdmx_test_bsd_start(&srv.bsd), RDMX_OK);
+	srv.port = srv.bsd.port;
 }
 
 static void server_stop(void)
 {
-	ev_async_send(srv.loop, &srv.stop);
-	pthread_join(srv.thread, NULL);
-	ev_loop_destroy(srv.loop);
+	rdmx_test_bsd_stop(&srv.bsd);
 	rdmx_tls_config_destroy(&srv.cfg);
 }
 

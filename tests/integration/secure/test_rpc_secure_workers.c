@@ -24,14 +24,9 @@
 #include <rdmx/rpc_stream.h>
 #include <rdmx/status.h>
 
+#include "test_assert.h"
 #include "tls_test_pki.h"
-
-#define cr_assert_rc(expr, want)                                                                   \
-	do {                                                                                       \
-		int rc_ = (expr);                                                                  \
-		cr_assert_eq(rc_, (want), "%s = %s (%d), want %s", #expr, rdmx_err_name(rc_), rc_, \
-		             rdmx_err_name(want));                                                 \
-	} while (0)
+#include "worker_service.h"
 
 #define N_CLIENTS 16
 #define CALLS_PER_CLIENT 8
@@ -43,50 +38,7 @@ static struct tls_test_pki pki;
 
 /* ---- the service (runs on the worker threads) ---- */
 
-static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_t seen[64];
-static unsigned n_seen;
-static atomic_uint echoes, held, hold_cancelled, ic_started, ic_done, conn_cbs, gone_cbs;
-
-static void saw_thread(void)
-{
-	pthread_t me = pthread_self();
-
-	pthread_mutex_lock(&seen_lock);
-	for (unsigned i = 0; i < n_seen; i++)
-		if (pthread_equal(seen[i], me))
-			goto out;
-	if (n_seen < 64)
-		seen[n_seen++] = me;
-out:
-	pthread_mutex_unlock(&seen_lock);
-}
-
-static void echo(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg)
-{
-	struct rdmx_rpc_payload p = rdmx_rpc_bytes(req, len);
-
-	(void)arg;
-	saw_thread();
-	atomic_fetch_add(&echoes, 1);
-	rdmx_rpc_respond(call, RDMX_RPC_OK, NULL, &p);
-}
-
-static void hold_cancel(struct rdmx_rpc_server_call *call, void *arg)
-{
-	(void)arg;
-	atomic_fetch_add(&hold_cancelled, 1);
-	rdmx_rpc_respond(call, RDMX_RPC_CANCELLED, "cancelled", NULL);
-}
-
-static void hold(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg)
-{
-	(void)req;
-	(void)len;
-	(void)arg;
-	atomic_fetch_add(&held, 1);
-	rdmx_rpc_call_set_cancel_cb(call, hold_cancel, NULL);
-}
+static atomic_uint ic_started, ic_done, conn_cbs, gone_cbs;
 
 static enum rdmx_rpc_code ic_start(const struct rdmx_rpc_call_info *info,
                                    struct rdmx_rpc_md *annotate, const char **message, void **state,
@@ -147,14 +99,11 @@ static void setup(void)
 {
 	signal(SIGPIPE, SIG_IGN);
 	cr_assert_eq(tls_test_pki_create(&pki), 0, "test PKI");
-	atomic_store(&echoes, 0);
-	atomic_store(&held, 0);
-	atomic_store(&hold_cancelled, 0);
+	wsvc_reset();
 	atomic_store(&ic_started, 0);
 	atomic_store(&ic_done, 0);
 	atomic_store(&conn_cbs, 0);
 	atomic_store(&gone_cbs, 0);
-	n_seen = 0;
 }
 
 static void teardown(void)
@@ -172,10 +121,10 @@ static void fix_start(struct fix *f, unsigned workers)
 	memset(f, 0, sizeof(*f));
 	cr_assert_rc(rdmx_rpc_server_create(&f->server), RDMX_OK);
 	cr_assert_rc(
-	    rdmx_rpc_server_register(f->server, rdmx_rpc_method_id(ECHO), ECHO, echo, NULL),
+	    rdmx_rpc_server_register(f->server, rdmx_rpc_method_id(ECHO), ECHO, wsvc_echo, NULL),
 	    RDMX_OK);
 	cr_assert_rc(
-	    rdmx_rpc_server_register(f->server, rdmx_rpc_method_id(HOLD), HOLD, hold, NULL),
+	    rdmx_rpc_server_register(f->server, rdmx_rpc_method_id(HOLD), HOLD, wsvc_hold, NULL),
 	    RDMX_OK);
 	cr_assert_rc(rdmx_rpc_server_add_interceptor(f->server, &ic, NULL), RDMX_OK);
 	f->scfg = tls_test_config(&pki, "client2", "client.test", 0);
@@ -313,10 +262,10 @@ static void many_clients(unsigned workers)
 		cr_assert_eq(rdmx_rpc_secure_workers_get_clients(f.w, i),
 		             rdmx_rpc_secure_workers_get_assigned(f.w, i), "worker %u clients", i);
 	cr_assert_eq(atomic_load(&conn_cbs), N_CLIENTS);
-	cr_assert_eq(atomic_load(&echoes), total, "the server ran %u echoes", atomic_load(&echoes));
-	pthread_mutex_lock(&seen_lock);
-	cr_assert_eq(n_seen, workers, "calls served on %u threads, want %u", n_seen, workers);
-	pthread_mutex_unlock(&seen_lock);
+	cr_assert_eq(atomic_load(&wsvc_echoes), total, "the server ran %u echoes",
+	             atomic_load(&wsvc_echoes));
+	cr_assert_eq(wsvc_threads(), workers, "calls served on %u threads, want %u", wsvc_threads(),
+	             workers);
 	cr_assert_eq(atomic_load(&ic_started), total, "interceptors started %u",
 	             atomic_load(&ic_started));
 	/* read while the workers run: any thread may ask (each call counted
@@ -381,14 +330,14 @@ Test(rpc_secure_workers, shutdown_with_calls_held_on_every_worker)
 	 * arrived (one connection delivers in order) */
 	drive_until_done(&f, echoes_v, N_CLIENTS);
 	end = (int64_t)(rdmx_pe_now_ns() / 1000000u) + GUARD_MS;
-	while (atomic_load(&held) < N_CLIENTS && (int64_t)(rdmx_pe_now_ns() / 1000000u) < end)
+	while (atomic_load(&wsvc_held) < N_CLIENTS && (int64_t)(rdmx_pe_now_ns() / 1000000u) < end)
 		rdmx_pe_wait(f.pe, 20);
-	cr_assert_eq(atomic_load(&held), N_CLIENTS);
+	cr_assert_eq(atomic_load(&wsvc_held), N_CLIENTS);
 	for (int i = 0; i < N_CLIENTS; i++)
 		cr_assert_eq(holds[i].done, 0, "hold %d answered early", i);
 	/* every worker holds calls; stop them all */
 	cr_assert_rc(rdmx_rpc_secure_workers_destroy(&f.w), RDMX_OK);
-	cr_assert_eq(atomic_load(&hold_cancelled), N_CLIENTS,
+	cr_assert_eq(atomic_load(&wsvc_hold_cancelled), N_CLIENTS,
 	             "every held call is cancelled on its worker once");
 	cr_assert_eq(atomic_load(&gone_cbs), N_CLIENTS);
 	drive_until_done(&f, holds, N_CLIENTS);

@@ -47,16 +47,10 @@
 #include "providers/tcp/tcp.h"
 #include "relay.h"
 #include "ev_thread.h"
+#include "test_assert.h"
 #include "tls_test_pki.h"
 
 #include "common/clock.h"
-
-#define cr_assert_rc(expr, want)                                                                   \
-	do {                                                                                       \
-		int rc_ = (expr);                                                                  \
-		cr_assert_eq(rc_, (want), "%s = %s (%d), want %s", #expr, rdmx_err_name(rc_), rc_, \
-		             rdmx_err_name(want));                                                 \
-	} while (0)
 
 static struct tls_test_pki pki;
 

@@ -24,14 +24,9 @@
 
 #include "registry_server.h"
 #include "ev_thread.h"
+#include "test_assert.h"
+#include "test_bsd.h"
 #include "tls_test_pki.h"
-
-#define cr_assert_rc(expr, want)                                                                   \
-	do {                                                                                       \
-		int rc_ = (expr);                                                                  \
-		cr_assert_eq(rc_, (want), "%s = %s (%d), want %s", #expr, rdmx_err_name(rc_), rc_, \
-		             rdmx_err_name(want));                                                 \
-	} while (0)
 
 #define SERVICE "kv"
 #define MAX_FAKE 4
@@ -39,50 +34,26 @@
 static struct tls_test_pki pki;
 
 static struct {
-	struct rdmx_test_ev_thread ev;
+	struct rdmx_test_bsd bsd;
 	struct rdmx_tls_config *cfg;
-	struct rdmx__bootstrapd *bsd;
 	uint16_t port;
 	char url[64];
 } srv;
-
-static void server_teardown(struct ev_loop *loop, void *arg)
-{
-	(void)loop;
-	(void)arg;
-	rdmx__bootstrapd_destroy(&srv.bsd);
-}
-
-static int server_setup(struct ev_loop *loop, void *arg)
-{
-	struct rdmx__bootstrapd_opts o;
-	int rc;
-
-	(void)arg;
-	rdmx__bootstrapd_opts_init(&o);
-	o.host = "127.0.0.1";
-	o.min_ttl_ms = 100;
-	o.max_ttl_ms = 60000;
-	o.sweep_ms = 20;
-	o.max_members_per_owner = 16;
-	rc = rdmx__bootstrapd_create(loop, srv.cfg, &o, NULL, &srv.bsd);
-	if (!rc)
-		srv.port = rdmx__bootstrapd_get_port(srv.bsd);
-	return rc;
-}
 
 static void server_start(void)
 {
 	srv.cfg = tls_test_config(&pki, "server", "*", 1);
 	cr_assert_not_null(srv.cfg);
-	cr_assert_rc(rdmx_test_ev_thread_start(&srv.ev, server_setup, server_teardown, NULL),
-	             RDMX_OK);
+	rdmx_test_bsd_init(&srv.bsd, srv.cfg, NULL);
+	srv.bsd.opts.max_members_per_owner = 16;
+	cr_assert_rc(rdmx_test_bsd_start(&srv.bsd), RDMX_OK);
+	srv.port = srv.bsd.port;
 	snprintf(srv.url, sizeof(srv.url), "rdmx://127.0.0.1:%u", (unsigned)srv.port);
 }
 
 static void server_stop(void)
 {
-	rdmx_test_ev_thread_stop(&srv.ev);
+	rdmx_test_bsd_stop(&srv.bsd);
 	rdmx_tls_config_destroy(&srv.cfg);
 }
 

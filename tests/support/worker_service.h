@@ -1,0 +1,24 @@
+/* The service of the multi-worker server tests (rdmx_rpc_workers_* over the
+ * cm flow, rdmx_rpc_secure_workers_*): Echo, and Hold (answered CANCELLED
+ * once cancelled), run on the worker threads; it counts what it did and
+ * the threads it ran on. */
+#ifndef RDMX_TEST_WORKER_SERVICE_H
+#define RDMX_TEST_WORKER_SERVICE_H
+
+#include <stdatomic.h>
+
+#include <rdmx/rpc.h>
+
+extern atomic_uint wsvc_echoes, wsvc_held, wsvc_hold_cancelled;
+
+/* Counters and threads back to none (between tests, workers stopped). */
+void wsvc_reset(void);
+/* Records the calling thread among those that served (any handler). */
+void wsvc_saw_thread(void);
+/* How many threads served so far. */
+unsigned wsvc_threads(void);
+/* Echo: the request back, OK. Hold: kept until cancelled. */
+void wsvc_echo(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg);
+void wsvc_hold(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg);
+
+#endif
