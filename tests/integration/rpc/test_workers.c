@@ -199,7 +199,6 @@ static void reset_counters(void)
 	atomic_store(&gone_cbs, 0);
 	atomic_store(&wrong_thread_msgs, 0);
 	atomic_store(&watch_msgs_out, 0);
-	n_seen = 0;
 }
 
 /* false: the provider cannot share a listener (skip) */
