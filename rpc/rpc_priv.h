@@ -35,7 +35,8 @@ enum rpc_type {
 	                      * message, u32 details length, details, trailers */
 	RPC_T_S_RST = 10,    /* opener -> acceptor: cancel; code: why (CANCELLED,
 	                      * DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED) */
-	RPC_T_S_WINDOW = 11, /* flags RPC_SF_ACC, word: more messages granted */
+	RPC_T_S_WINDOW = 11, /* flags RPC_SF_ACC, word: more messages granted,
+	                      * timeout_us: more bytes granted (one is not 0) */
 };
 #define RPC_F_ONEWAY 0x1u
 #define RPC_F_MD 0x2u   /* request / response carries metadata (call_md.c) */

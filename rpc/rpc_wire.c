@@ -84,11 +84,12 @@ int rdmx__rpc_hdr_decode(const void *msg, size_t len, struct rpc_hdr *h, const c
 	case RPC_T_S_END:
 	case RPC_T_S_RST:
 	case RPC_T_S_WINDOW:
-		if ((h->flags & ~RPC_SF_ACC) || h->timeout_us ||
+		if ((h->flags & ~RPC_SF_ACC) || (h->timeout_us && h->type != RPC_T_S_WINDOW) ||
+		    (h->type == RPC_T_S_WINDOW && h->timeout_us > UINT32_MAX) ||
 		    (h->code && (h->type != RPC_T_S_RST || h->code >= RDMX_RPC_CODE_COUNT)) ||
 		    (h->type != RPC_T_S_WINDOW && h->type != RPC_T_S_MSG && h->word) ||
 		    (h->type == RPC_T_S_MSG && h->word == 1) ||
-		    (h->type == RPC_T_S_WINDOW && !h->word) ||
+		    (h->type == RPC_T_S_WINDOW && !h->word && !h->timeout_us) ||
 		    (h->type != RPC_T_S_MSG && len != RDMX_RPC_HDR_SIZE) ||
 		    (h->type == RPC_T_S_RST && h->flags)) {
 			*why = "rpc stream frame with bad fields";

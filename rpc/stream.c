@@ -8,10 +8,13 @@
  * stream already ended. The object is freed once on_done returned and no
  * callback of the stream is on the stack (`busy`).
  *
- * Credits count messages. The receiver's `granted` is what the writer may
- * have sent in total; a message beyond it is a protocol violation. Credits
- * go back as the application consumes (delivered to on_msg), so a paused
- * reader holds at most `granted - consumed` copies. */
+ * Credits count messages and bytes (length + RDMX_RPC_STREAM_MSG_COST). The
+ * receiver's `granted` / `granted_bytes` are what the writer may have sent in
+ * total (a message may start while any byte credit is left); a message
+ * beyond them is a protocol violation. Credits go back as the application
+ * consumes (delivered to on_msg), so a paused reader holds at most
+ * `granted - consumed` copies and `granted_bytes - consumed_bytes` bytes
+ * plus its last message. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +47,7 @@ static void queue_free(struct rdmx_rpc_stream *s)
 	}
 	s->qtail = NULL;
 	s->queued = 0;
+	s->queued_bytes = 0;
 }
 
 void rdmx__stream_free(struct rdmx_rpc_stream *s)
@@ -167,9 +171,11 @@ int rdmx__stream_send_frame(struct rdmx_rpc_ep *ep, uint8_t type, uint8_t flags,
  * message when that callback returns (a timer due at once, run at the end
  * of the same progress call), when it is full, or before any other frame of
  * the stream. A message written outside every callback goes at once, so a
- * lone message is never delayed. Credits still count messages. */
-#define BATCH_MAX_MSG 1024u   /* larger messages go alone */
-#define BATCH_MAX_BYTES 8192u /* and at most this much waits */
+ * lone message is never delayed. Credits still count every message. A batch
+ * larger than the channel's eager threshold spans several ring slots' worth:
+ * the channel sends it by rendezvous, one read for all its messages. */
+#define BATCH_MAX_MSG 16384u   /* larger messages go alone */
+#define BATCH_MAX_BYTES 65536u /* and at most this much waits */
 
 void rdmx__stream_batch_drop(struct rdmx_rpc_stream *s)
 {
@@ -225,13 +231,12 @@ static int batch_add(struct rdmx_rpc_stream *s, const struct rdmx_rpc_payload *m
 	if (len > BATCH_MAX_MSG || rdmx__worker_depth(s->ep->worker) <= 0)
 		return 0;
 	if (!s->batch) {
-		uint32_t eager = 0;
+		uint64_t max = 0;
 
-		if (rdmx_chan_get_eager_threshold(s->ep->chan, &eager) || eager <= 2048u)
+		if (rdmx_chan_get_max_msg_size(s->ep->chan, &max) ||
+		    max < BATCH_MAX_BYTES + RDMX_RPC_HDR_SIZE)
 			return 0;
-		s->batch_cap = eager - RDMX_RPC_HDR_SIZE - 64u;
-		if (s->batch_cap > BATCH_MAX_BYTES)
-			s->batch_cap = BATCH_MAX_BYTES;
+		s->batch_cap = BATCH_MAX_BYTES;
 		s->batch = malloc(s->batch_cap);
 		if (!s->batch)
 			return 0;
@@ -412,9 +417,14 @@ struct rdmx_rpc_stream *rdmx__stream_new(struct rdmx_rpc_ep *ep, uint64_t id, ui
 	s->method = method;
 	s->kind = kind;
 	s->opener = opener;
-	s->window = RDMX_RPC_STREAM_WINDOW;
+	/* the protocol's grant at open; the reader's window follows with its
+	 * first credits */
+	s->window = RDMX_RPC_STREAM_MAX_WINDOW;
+	s->window_bytes = RDMX_RPC_STREAM_WINDOW_BYTES;
 	s->granted = RDMX_RPC_STREAM_WINDOW;
+	s->granted_bytes = RDMX_RPC_STREAM_WINDOW_BYTES;
 	s->send_limit = RDMX_RPC_STREAM_WINDOW;
+	s->send_limit_bytes = RDMX_RPC_STREAM_WINDOW_BYTES;
 	s->timer.fn = stream_deadline;
 	rdmx_rpc_md_init(&s->headers);
 	rdmx_rpc_md_init(&s->st_trailers);
@@ -507,6 +517,8 @@ int rdmx_rpc_stream_open(struct rdmx_rpc_ep *ep, uint32_t method_id, enum rdmx_r
 	rdmx__stream_arm_deadline(s, rdmx__now_ns(), opts ? opts->timeout_us : 0);
 	if (opts && opts->window)
 		rdmx_rpc_stream_set_window(s, opts->window);
+	if (opts && opts->window_bytes)
+		rdmx_rpc_stream_set_window_bytes(s, opts->window_bytes);
 	*out = s;
 	return 0;
 }
@@ -541,7 +553,7 @@ int rdmx_rpc_stream_write(struct rdmx_rpc_stream *s, const struct rdmx_rpc_paylo
 	if (s->sent >= 1 && ((s->opener && s->kind == RDMX_RPC_SERVER_STREAMING) ||
 	                     (!s->opener && s->kind == RDMX_RPC_CLIENT_STREAMING)))
 		return RDMX_E_BAD_STATE;
-	if (s->sent >= s->send_limit) {
+	if (s->sent >= s->send_limit || s->sent_bytes >= s->send_limit_bytes) {
 		s->want_writable = true;
 		return RDMX_E_AGAIN;
 	}
@@ -553,6 +565,7 @@ int rdmx_rpc_stream_write(struct rdmx_rpc_stream *s, const struct rdmx_rpc_paylo
 		                             s->id, 0, NULL, 0, msg);
 	if (rc == 0) {
 		s->sent++;
+		s->sent_bytes += rdmx__stream_cost(msg ? msg->len : 0);
 		rdmx__stream_count(s, SST_TX, RDMX_RPC_OK, msg ? msg->len : 0);
 		if (s->ic)
 			rdmx__ic_message(s->ic, true, msg && !msg->encode ? msg->obj : NULL,
@@ -703,6 +716,17 @@ int rdmx_rpc_stream_set_window(struct rdmx_rpc_stream *s, uint32_t window)
 	return 0;
 }
 
+int rdmx_rpc_stream_set_window_bytes(struct rdmx_rpc_stream *s, uint32_t bytes)
+{
+	if (!s || !bytes)
+		return RDMX_E_INVAL;
+	if (s->ended)
+		return RDMX_E_BAD_STATE;
+	s->window_bytes = bytes;
+	rdmx__stream_grant(s);
+	return 0;
+}
+
 const struct rdmx_rpc_md *rdmx_rpc_stream_get_headers(const struct rdmx_rpc_stream *s)
 {
 	return s ? &s->headers : &no_md;
@@ -726,6 +750,11 @@ uint64_t rdmx_rpc_stream_get_deadline(const struct rdmx_rpc_stream *s)
 uint32_t rdmx_rpc_stream_get_queued(const struct rdmx_rpc_stream *s)
 {
 	return s ? s->queued : 0;
+}
+
+uint64_t rdmx_rpc_stream_get_queued_bytes(const struct rdmx_rpc_stream *s)
+{
+	return s ? s->queued_bytes : 0;
 }
 
 struct rdmx_rpc_ep *rdmx_rpc_stream_get_ep(const struct rdmx_rpc_stream *s)

@@ -24,7 +24,8 @@ struct rdmx_rpc_stream {
 	struct rdmx_rpc_md headers; /* the peer's */
 	bool headers_in, headers_out;
 	/* sending */
-	uint64_t sent, send_limit;
+	uint64_t sent, send_limit;             /* messages */
+	uint64_t sent_bytes, send_limit_bytes; /* bytes: length + RDMX_RPC_STREAM_MSG_COST */
 	bool want_writable, local_end;
 	/* coalescing (stream.c): small messages written from inside a callback
 	 * of the engine wait here, each u32 length + bytes, until that callback
@@ -36,11 +37,13 @@ struct rdmx_rpc_stream {
 	struct rdmx__timer flush_timer;
 	bool in_batch; /* receiving a batch: credits go back after it */
 	/* receiving */
-	uint64_t received, consumed, granted;
-	uint32_t window;
+	uint64_t received, consumed, granted;                   /* messages */
+	uint64_t received_bytes, consumed_bytes, granted_bytes; /* bytes, as sent_bytes */
+	uint32_t window, window_bytes;
 	bool paused, delivering, peer_end, half_close_pending;
 	struct qmsg *qhead, *qtail;
 	uint32_t queued;
+	uint64_t queued_bytes;
 	/* opener: a status that waits for the queued messages */
 	bool status_pending;
 	enum rdmx_rpc_code st_code;
@@ -98,7 +101,13 @@ void rdmx__stream_count(struct rdmx_rpc_stream *s, enum rdmx__sstat ev, enum rdm
                         size_t bytes);
 
 /* stream_rx.c */
-/* Returns credits consumed since the last grant, once half a window is due. */
+/* A message's cost in the byte window. */
+static inline uint64_t rdmx__stream_cost(size_t len)
+{
+	return (uint64_t)len + RDMX_RPC_STREAM_MSG_COST;
+}
+/* Returns credits consumed since the last grant, once half a window (of
+ * messages or of bytes) is due. */
 void rdmx__stream_grant(struct rdmx_rpc_stream *s);
 /* Delivers what a paused reader holds, then a held half-close or status. */
 void rdmx__stream_deliver(struct rdmx_rpc_stream *s);

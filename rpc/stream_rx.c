@@ -13,12 +13,22 @@ void rdmx__stream_grant(struct rdmx_rpc_stream *s)
 {
 	uint64_t target = s->consumed + s->window;
 	uint64_t half = s->window / 2 ? s->window / 2 : 1;
+	uint64_t target_b = s->consumed_bytes + s->window_bytes;
+	uint64_t half_b = s->window_bytes / 2 ? s->window_bytes / 2 : 1;
+	uint64_t more = target > s->granted ? target - s->granted : 0;
+	uint64_t more_b = target_b > s->granted_bytes ? target_b - s->granted_bytes : 0;
 
-	if (s->ended || s->peer_end || target <= s->granted || target - s->granted < half)
+	if (more_b > UINT32_MAX)
+		more_b = UINT32_MAX;
+
+	/* one frame for both, once half a window of either is due */
+	if (s->ended || s->peer_end || (more < half && more_b < half_b))
 		return;
 	if (rdmx__stream_send_frame(s->ep, RPC_T_S_WINDOW, rdmx__stream_dir_flag(s), 0,
-	                            (uint32_t)(target - s->granted), s->id, 0, NULL, 0, NULL) == 0)
-		s->granted = target;
+	                            (uint32_t)more, s->id, more_b, NULL, 0, NULL) == 0) {
+		s->granted += more;
+		s->granted_bytes += more_b;
+	}
 }
 
 /* Delivers what waits while the reader reads; then a held half-close or
@@ -36,7 +46,9 @@ void rdmx__stream_deliver(struct rdmx_rpc_stream *s)
 		if (!s->qhead)
 			s->qtail = NULL;
 		s->queued--;
+		s->queued_bytes -= rdmx__stream_cost(q->len);
 		s->consumed++;
+		s->consumed_bytes += rdmx__stream_cost(q->len);
 		rdmx__ic_message(s->ic, false, q->data, q->len);
 		s->cbs.on_msg(s, q->data, q->len, s->arg);
 		free(q);
@@ -63,17 +75,19 @@ static void on_s_msg(struct rdmx_rpc_stream *s, const uint8_t *data, size_t len)
 		rdmx__chan_fail(s->ep->chan, RDMX_E_PROTOCOL, "rpc stream message after its end");
 		return;
 	}
-	if (s->received >= s->granted) {
+	if (s->received >= s->granted || s->received_bytes >= s->granted_bytes) {
 		rdmx__chan_fail(s->ep->chan, RDMX_E_PROTOCOL,
 		                "rpc stream message beyond its window");
 		return;
 	}
 	s->received++;
+	s->received_bytes += rdmx__stream_cost(len);
 	rdmx__stream_count(s, SST_RX, RDMX_RPC_OK, len);
 	if (s->cbs.on_msg && !s->paused && !s->qhead && !s->delivering) {
 		s->busy++;
 		s->delivering = true;
 		s->consumed++;
+		s->consumed_bytes += rdmx__stream_cost(len);
 		rdmx__ic_message(s->ic, false, data, len);
 		s->cbs.on_msg(s, data, len, s->arg);
 		s->delivering = false;
@@ -105,6 +119,7 @@ static void on_s_msg(struct rdmx_rpc_stream *s, const uint8_t *data, size_t len)
 		s->qhead = q;
 	s->qtail = q;
 	s->queued++;
+	s->queued_bytes += rdmx__stream_cost(len);
 }
 
 /* A batch (word n >= 2): n messages, each u32 length + bytes, checked
@@ -250,13 +265,18 @@ static void on_s_headers(struct rdmx_rpc_stream *s, const uint8_t *body, size_t 
 	}
 }
 
-static void on_s_window(struct rdmx_rpc_stream *s, uint32_t more)
+static void on_s_window(struct rdmx_rpc_stream *s, uint32_t more, uint64_t more_bytes)
 {
-	if (s->send_limit + more - s->sent > (uint64_t)UINT32_MAX) {
+	uint64_t limit_b = s->send_limit_bytes + more_bytes;
+
+	/* the bytes may lag what was sent: a message may run past the window */
+	if (s->send_limit + more - s->sent > (uint64_t)UINT32_MAX ||
+	    (limit_b > s->sent_bytes && limit_b - s->sent_bytes > (uint64_t)UINT32_MAX)) {
 		rdmx__chan_fail(s->ep->chan, RDMX_E_PROTOCOL, "rpc stream window beyond 2^32");
 		return;
 	}
 	s->send_limit += more;
+	s->send_limit_bytes += more_bytes;
 	if (s->want_writable && !s->local_end) {
 		s->want_writable = false;
 		if (s->cbs.on_writable) {
@@ -442,7 +462,7 @@ void rdmx__rpc_stream_on_frame(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, 
 			                 NULL);
 		break;
 	case RPC_T_S_WINDOW:
-		on_s_window(s, h->word);
+		on_s_window(s, h->word, h->timeout_us);
 		break;
 	}
 	rdmx__stream_drop(s);

@@ -20,14 +20,24 @@
  * rdmx_rpc_stream_finish / _cancel), so interceptors and timers see it.
  *
  * Flow control, per stream and per direction: a receiver grants its peer a
- * window of messages (RDMX_RPC_STREAM_WINDOW at open; rdmx_rpc_stream_set_window
- * changes it). A message is delivered to on_msg straight from the channel's
- * ring when the reader is not paused; a paused reader's messages wait in the
- * stream (copies, at most its window), and credits go back to the writer only
- * as the reader consumes them. A writer without credits gets RDMX_E_AGAIN and,
- * once credits return, one on_writable call. So a reader that stops reading
- * stalls its own stream's writer only; other streams and unary calls on the
- * connection go on; memory per stream is bounded by window x max message size.
+ * window counted both in messages and in bytes (a message counts its length
+ * plus RDMX_RPC_STREAM_MSG_COST). At open every stream grants
+ * RDMX_RPC_STREAM_WINDOW messages (and RDMX_RPC_STREAM_WINDOW_BYTES bytes);
+ * the reader's own window — by default RDMX_RPC_STREAM_WINDOW_BYTES bytes
+ * and no count beyond RDMX_RPC_STREAM_MAX_WINDOW messages, else what
+ * opts.window / window_bytes or rdmx_rpc_stream_set_window / _set_window_bytes
+ * ask — comes with the first credits it returns (as it consumes its first
+ * messages; at once when set explicitly). A writer may write while it has a
+ * message credit and any byte credit left (so one message may run past the
+ * byte window, and a message larger than the window still goes). A message
+ * is delivered to on_msg straight from the channel's ring when the reader is
+ * not paused; a paused reader's messages wait in the stream (copies, at most
+ * its window: window messages, and window_bytes bytes plus one message), and
+ * credits go back to the writer only as the reader consumes them. A writer
+ * without credits gets RDMX_E_AGAIN and, once credits return, one on_writable
+ * call. So a reader that stops reading stalls its own stream's writer only;
+ * other streams and unary calls on the connection go on; memory per stream
+ * is bounded by the window.
  * A peer that writes beyond its window, names a stream it never opened or
  * writes after its own half-close violates the protocol: the connection is
  * closed with a log line (RDMX_E_PROTOCOL), other connections are untouched.
@@ -189,7 +199,14 @@ enum rdmx_rpc_stream_kind {
 	RDMX_RPC_CLIENT_STREAMING = 2, /* many requests, one response */
 	RDMX_RPC_BIDI_STREAMING = 3,   /* many both ways */
 };
-#define RDMX_RPC_STREAM_WINDOW 16u /* initial window, messages, each direction */
+/* Granted at open, each direction, before the reader's own window. */
+#define RDMX_RPC_STREAM_WINDOW 16u /* messages */
+/* The default window, each direction: bytes (also granted at open). */
+#define RDMX_RPC_STREAM_WINDOW_BYTES (256u << 10)
+/* The default count limit (messages): the bytes bind long before it. */
+#define RDMX_RPC_STREAM_MAX_WINDOW 65536u
+/* What a message counts in the byte window beyond its length. */
+#define RDMX_RPC_STREAM_MSG_COST 32u
 
 struct rdmx_rpc_stream_cbs {
 	/* A message; data is valid during the call only. Required to read. */
@@ -208,7 +225,8 @@ struct rdmx_rpc_stream_cbs {
 struct rdmx_rpc_stream_opts {
 	uint64_t timeout_us;               /* one deadline for the whole stream; 0: none */
 	const struct rdmx_rpc_md *headers; /* request headers, may be NULL */
-	uint32_t window;                   /* 0: RDMX_RPC_STREAM_WINDOW */
+	uint32_t window;                   /* messages; 0: RDMX_RPC_STREAM_MAX_WINDOW */
+	uint32_t window_bytes;             /* bytes; 0: RDMX_RPC_STREAM_WINDOW_BYTES */
 };
 
 /* Opens a stream on ep (client side). cbs is copied. Callbacks run from
@@ -259,19 +277,23 @@ int rdmx_rpc_stream_cancel(struct rdmx_rpc_stream *s);
  * credits. */
 int rdmx_rpc_stream_pause_read(struct rdmx_rpc_stream *s);
 int rdmx_rpc_stream_resume_read(struct rdmx_rpc_stream *s);
-/* The window this side grants (messages, >= 1). A larger one is granted at
- * once, a smaller one by returning fewer credits. */
+/* The window this side grants: messages (>= 1) and bytes (>= 1). A larger
+ * one is granted at once, a smaller one by returning fewer credits. */
 int rdmx_rpc_stream_set_window(struct rdmx_rpc_stream *s, uint32_t window);
+int rdmx_rpc_stream_set_window_bytes(struct rdmx_rpc_stream *s, uint32_t bytes);
 
 /* Getters. headers: acceptor — the request headers; opener — the response
  * headers (empty until they come). id: the request id (the opener's stream
  * id, unique per endpoint and direction). deadline: CLOCK_MONOTONIC ns, 0
- * when none. queued: messages waiting for a paused reader. */
+ * when none. queued: messages waiting for a paused reader; queued_bytes:
+ * their bytes as the byte window counts them (length + RDMX_RPC_STREAM_MSG_COST
+ * each). */
 const struct rdmx_rpc_md *rdmx_rpc_stream_get_headers(const struct rdmx_rpc_stream *s);
 uint64_t rdmx_rpc_stream_get_id(const struct rdmx_rpc_stream *s);
 uint32_t rdmx_rpc_stream_get_method(const struct rdmx_rpc_stream *s);
 uint64_t rdmx_rpc_stream_get_deadline(const struct rdmx_rpc_stream *s);
 uint32_t rdmx_rpc_stream_get_queued(const struct rdmx_rpc_stream *s);
+uint64_t rdmx_rpc_stream_get_queued_bytes(const struct rdmx_rpc_stream *s);
 struct rdmx_rpc_ep *rdmx_rpc_stream_get_ep(const struct rdmx_rpc_stream *s);
 /* Streams of the endpoint not yet ended (both directions). */
 uint32_t rdmx_rpc_ep_get_streams(const struct rdmx_rpc_ep *ep);
