@@ -554,6 +554,12 @@ int rdmx_rpc_stream_write(struct rdmx_rpc_stream *s, const struct rdmx_rpc_paylo
 	                     (!s->opener && s->kind == RDMX_RPC_CLIENT_STREAMING)))
 		return RDMX_E_BAD_STATE;
 	if (s->sent >= s->send_limit || s->sent_bytes >= s->send_limit_bytes) {
+		uint64_t max = 0;
+
+		/* a message that could never go is refused, not made to wait */
+		if (msg && rdmx_chan_get_max_msg_size(s->ep->chan, &max) == 0 &&
+		    (uint64_t)msg->len + RDMX_RPC_HDR_SIZE > max)
+			return RDMX_E_TOO_BIG;
 		s->want_writable = true;
 		return RDMX_E_AGAIN;
 	}

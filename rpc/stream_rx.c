@@ -126,6 +126,8 @@ static void on_s_msg(struct rdmx_rpc_stream *s, const uint8_t *data, size_t len)
  * whole before the first is delivered; credits go back after the last. */
 static void on_s_msgs(struct rdmx_rpc_stream *s, uint32_t n, const uint8_t *body, size_t len)
 {
+	uint64_t at = s->received_bytes; /* byte credit used before each message */
+	bool over_bytes = false;
 	size_t off = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
@@ -135,6 +137,10 @@ static void on_s_msgs(struct rdmx_rpc_stream *s, uint32_t n, const uint8_t *body
 			rdmx__chan_fail(s->ep->chan, RDMX_E_PROTOCOL, "rpc stream batch truncated");
 			return;
 		}
+		/* as the writer: a message starts while any byte credit is left */
+		if (at >= s->granted_bytes)
+			over_bytes = true;
+		at += rdmx__stream_cost(l);
 		off += 4 + (size_t)l;
 	}
 	if (off != len) {
@@ -142,11 +148,13 @@ static void on_s_msgs(struct rdmx_rpc_stream *s, uint32_t n, const uint8_t *body
 		                "rpc stream batch with trailing bytes");
 		return;
 	}
-	if (s->received + n > s->granted && !s->peer_end) {
+	if ((s->received + n > s->granted || over_bytes) && !s->peer_end) {
 		rdmx__chan_fail(s->ep->chan, RDMX_E_PROTOCOL,
 		                "rpc stream message beyond its window");
 		return;
 	}
+	uint64_t consumed = s->consumed;
+
 	s->in_batch = true;
 	off = 0;
 	for (uint32_t i = 0; i < n && !s->ended && !s->ep->closed; i++) {
@@ -156,7 +164,8 @@ static void on_s_msgs(struct rdmx_rpc_stream *s, uint32_t n, const uint8_t *body
 		off += 4 + (size_t)l;
 	}
 	s->in_batch = false;
-	if (!s->ended && !s->ep->closed)
+	/* credits only for what the reader took: a paused one grants nothing */
+	if (!s->ended && !s->ep->closed && s->consumed != consumed)
 		rdmx__stream_grant(s);
 }
 

@@ -41,12 +41,19 @@ static void ids(void)
 	ECHO = rdmx_rpc_method_id(ECHO_NAME);
 }
 
+/* What a message counts in the byte window (rdmx/rpc_stream.h). */
+static uint64_t cost(size_t len)
+{
+	return (uint64_t)len + RDMX_RPC_STREAM_MSG_COST;
+}
+
 /* ---- the server side ---- */
 
 #define SMAX 256
 struct sstream {
 	struct rdmx_rpc_stream *s;
 	uint32_t count, size, sent, got;
+	uint32_t sent_at_again; /* source: sent when a write last met the window */
 	uint64_t sum;
 	uint8_t *pending; /* echo: a message waiting for credits */
 	size_t pending_len;
@@ -94,6 +101,7 @@ static void source_pump(struct sstream *x)
 		free(buf);
 		if (rc == RDMX_E_AGAIN) {
 			x->blocked = true;
+			x->sent_at_again = x->sent;
 			state_of(x)->again++;
 			return;
 		}
@@ -317,8 +325,11 @@ static struct rdmx_rpc_server *stream_server(struct sstate *ss)
 struct cstream {
 	struct rdmx_rpc_stream *s;
 	uint32_t got, bad, max_queued;
-	uint64_t bytes;
-	size_t want_size; /* 0: any */
+	uint64_t bytes, max_queued_bytes;
+	size_t want_size;  /* 0: any */
+	uint32_t pause_at; /* on_msg pauses the reader after this many; 0: never */
+	bool check_ended;  /* on_done: calls that must see an ended stream */
+	int ended_rc[2];
 	int done_n, half_n, hdr_n, writable_n;
 	enum rdmx_rpc_code code;
 	char msg[128];
@@ -336,6 +347,8 @@ static void c_msg(struct rdmx_rpc_stream *s, const void *data, size_t len, void 
 
 	if (rdmx_rpc_stream_get_queued(s) > x->max_queued)
 		x->max_queued = rdmx_rpc_stream_get_queued(s);
+	if (rdmx_rpc_stream_get_queued_bytes(s) > x->max_queued_bytes)
+		x->max_queued_bytes = rdmx_rpc_stream_get_queued_bytes(s);
 	if (x->echo_check && !pattern_check(data, len, x->got))
 		x->bad++;
 	if (x->want_size && len != x->want_size)
@@ -344,6 +357,8 @@ static void c_msg(struct rdmx_rpc_stream *s, const void *data, size_t len, void 
 		memcpy(x->reply, data, len);
 	x->got++;
 	x->bytes += len;
+	if (x->pause_at && x->got == x->pause_at)
+		ASSERT_OK(rdmx_rpc_stream_pause_read(s));
 }
 
 static void c_half(struct rdmx_rpc_stream *s, void *arg)
@@ -378,9 +393,12 @@ static void c_done(struct rdmx_rpc_stream *s, const struct rdmx_rpc_rich_status 
 	const void *v;
 	size_t n;
 
-	(void)s;
 	x->done_n++;
 	x->code = st->code;
+	if (x->check_ended) {
+		x->ended_rc[0] = rdmx_rpc_stream_set_window_bytes(s, 4096);
+		x->ended_rc[1] = rdmx_rpc_stream_set_window(s, 4);
+	}
 	snprintf(x->msg, sizeof(x->msg), "%s", st->message);
 	x->details_len = st->details_len < sizeof(x->details) ? st->details_len : 0;
 	if (x->details_len)
@@ -463,11 +481,12 @@ Test(stream, server_streaming_0_1_many)
 	leak_begin();
 	scene_open(&sc, NULL);
 	for (unsigned i = 0; i < 3; i++) {
-		struct cstream x = {.echo_check = true, .want_size = 100};
+		/* 300 x 1000 B: more than the byte window */
+		struct cstream x = {.echo_check = true, .want_size = 1000};
 
 		ASSERT_OK(rdmx_rpc_stream_open(sc.ra, SOURCE, RDMX_RPC_SERVER_STREAMING, NULL,
 		                               &ccbs, &x, &x.s));
-		source_req(x.s, counts[i], 100);
+		source_req(x.s, counts[i], 1000);
 		DRIVE_UNTIL(&sc.a, &sc.b, x.done_n);
 		cr_assert_eq(x.code, RDMX_RPC_OK, "%s", x.msg);
 		cr_assert_eq(x.got, counts[i]);
@@ -601,8 +620,13 @@ Test(stream, sizes_around_slot_and_rendezvous, .timeout = 300)
 		uint8_t *buf = malloc(sizes[i]);
 		struct rdmx_rpc_payload p = rdmx_rpc_bytes(buf, sizes[i]);
 
+		int rc;
+
 		pattern_fill(buf, sizes[i], i);
-		ASSERT_OK(rdmx_rpc_stream_write(x.s, &p));
+		/* the byte window: the larger ones wait for the echo's credits */
+		while ((rc = rdmx_rpc_stream_write(x.s, &p)) == RDMX_E_AGAIN)
+			drive_once(&sc.a, &sc.b);
+		ASSERT_OK(rc);
 		free(buf);
 	}
 	/* one beyond the maximum is refused locally */
@@ -710,11 +734,17 @@ Test(stream, writer_backpressure_and_writable_cb)
 		if (rc == 0)
 			n++;
 		drive_once(&sc.a, &sc.b);
-		cr_assert(n < 10000, "writes never blocked");
+		cr_assert(n < 100000, "writes never blocked");
 	}
-	/* bounded: the client's window on the server + the server's on us + 1 */
-	cr_assert_leq(n, 2 * RDMX_RPC_STREAM_WINDOW + 1);
+	/* bounded: the server echoed what the client's 16 credits at open let
+	 * it (the client never read), holds one echo, and queues at most its
+	 * byte window (plus one message) while paused; the client queues 16 */
 	cr_assert_leq(rdmx_rpc_stream_get_queued(x.s), RDMX_RPC_STREAM_WINDOW);
+	cr_assert_leq(rdmx_rpc_stream_get_queued_bytes(sc.ss.st[0].s),
+	              RDMX_RPC_STREAM_WINDOW_BYTES + cost(4));
+	cr_assert_leq((uint64_t)n * cost(4),
+	              RDMX_RPC_STREAM_WINDOW_BYTES + (2 * RDMX_RPC_STREAM_WINDOW + 2) * cost(4));
+	cr_assert_gt(n, 2 * RDMX_RPC_STREAM_WINDOW + 1, "the byte window, not 16 messages, binds");
 	ASSERT_OK(rdmx_rpc_stream_resume_read(x.s));
 	DRIVE_UNTIL(&sc.a, &sc.b, x.writable_n == 1);
 	ASSERT_OK(rdmx_rpc_stream_write(x.s, &p));
@@ -1043,7 +1073,9 @@ enum hostile_case {
 	H_BAD_MD,
 	H_UNARY_BAD_MD,
 	H_BATCH_TRUNCATED,
-	H_BATCH_OVERRUN
+	H_BATCH_OVERRUN,
+	H_BYTES_OVERRUN,
+	H_BATCH_BYTES_OVERRUN
 };
 
 static void hostile_run(enum hostile_case hc)
@@ -1116,6 +1148,31 @@ static void hostile_run(enum hostile_case hc)
 		ASSERT_OK(rdmx_chan_send(p, big, sizeof(big), NULL, NULL));
 		break;
 	}
+	case H_BYTES_OVERRUN:         /* 9 x 32 KiB: the 9th starts past the 256 KiB */
+	case H_BATCH_BYTES_OVERRUN: { /* the same 9 in one batch (9 < 16 messages) */
+		const size_t ml = 32768, one = 24 + ml, batch = 24 + 9 * (4 + ml);
+		uint8_t *big = calloc(1, batch);
+
+		cr_assert_not_null(big);
+		if (hc == H_BYTES_OVERRUN) {
+			n = frame(b, 7, 0, 0, 7);
+			memcpy(big, b, n);
+			for (int i = 0; i < 9; i++)
+				ASSERT_OK(rdmx_chan_send(p, big, one, NULL, NULL));
+		} else {
+			n = frame(b, 7, 0, 9, 7);
+			memcpy(big, b, n);
+			for (int i = 0; i < 9; i++) {
+				uint8_t *m = big + n + (size_t)i * (4 + ml);
+
+				m[0] = (uint8_t)ml;
+				m[1] = (uint8_t)(ml >> 8);
+			}
+			ASSERT_OK(rdmx_chan_send(p, big, batch, NULL, NULL));
+		}
+		free(big);
+		break;
+	}
 	case H_UNARY_BAD_MD: /* a unary request whose headers lie about their length */
 		n = frame(b, 1, 2, ECHO, 8);
 		b[n++] = 1;
@@ -1186,6 +1243,18 @@ Test(stream, hostile_batch_truncated)
 Test(stream, hostile_batch_beyond_window)
 {
 	hostile_run(H_BATCH_OVERRUN);
+}
+
+/* The byte window: 9 x 32 KiB to a stream that never reads, alone or in
+ * one batch, run past the 256 KiB granted at open. */
+Test(stream, hostile_byte_window_overrun)
+{
+	hostile_run(H_BYTES_OVERRUN);
+}
+
+Test(stream, hostile_batch_byte_window_overrun)
+{
+	hostile_run(H_BATCH_BYTES_OVERRUN);
 }
 
 /* ---- unary calls: metadata, request id, rich status ---- */
@@ -1832,8 +1901,9 @@ Test(stream, small_messages_coalesced_in_order_slow_reader, .timeout = 240)
 	struct cstream x = {.echo_check = true, .want_size = 40};
 	struct rdmx_chan_stats cs0, cs1;
 	struct rdmx_rpc_stats st;
-	const uint32_t total = 3000;
-	uint32_t max_q = 0;
+	const uint32_t total = 12000; /* 12000 x (40 + 32) B: over three byte windows */
+	uint32_t max_q = 0, again = 0;
+	uint64_t max_qb = 0;
 
 	scene_open(&sc, NULL);
 	ASSERT_OK(rdmx_chan_get_stats(rdmx_rpc_ep_get_chan(sc.rb), &cs0));
@@ -1846,16 +1916,23 @@ Test(stream, small_messages_coalesced_in_order_slow_reader, .timeout = 240)
 		/* the server writes back to back from its callback until the
 		 * window is used up; nothing more arrives while paused */
 		DRIVE_UNTIL(&sc.a, &sc.b,
-		            x.done_n || rdmx_rpc_stream_get_queued(x.s) >= RDMX_RPC_STREAM_WINDOW ||
-		                (sc.ss.n && sc.ss.st[0].done));
+		            x.done_n ||
+		                (sc.ss.n && (sc.ss.again > again || sc.ss.st[0].done) &&
+		                 x.got + rdmx_rpc_stream_get_queued(x.s) == sc.ss.st[0].sent));
 		if (x.done_n)
 			break;
+		again = sc.ss.again;
 		if (rdmx_rpc_stream_get_queued(x.s) > max_q)
 			max_q = rdmx_rpc_stream_get_queued(x.s);
+		if (rdmx_rpc_stream_get_queued_bytes(x.s) > max_qb)
+			max_qb = rdmx_rpc_stream_get_queued_bytes(x.s);
 		drive_for(&sc.a, &sc.b, 1);
-		cr_assert(rdmx_rpc_stream_get_queued(x.s) <= RDMX_RPC_STREAM_WINDOW,
-		          "a paused reader holds more than its window: %u",
-		          rdmx_rpc_stream_get_queued(x.s));
+		cr_assert(rdmx_rpc_stream_get_queued_bytes(x.s) <=
+		              RDMX_RPC_STREAM_WINDOW_BYTES + cost(40),
+		          "a paused reader holds more than its byte window: %llu",
+		          (unsigned long long)rdmx_rpc_stream_get_queued_bytes(x.s));
+		cr_assert_eq(rdmx_rpc_stream_get_queued_bytes(x.s),
+		             (uint64_t)rdmx_rpc_stream_get_queued(x.s) * cost(40));
 		ASSERT_OK(rdmx_rpc_stream_resume_read(x.s));
 		if (!x.done_n && x.s)
 			ASSERT_OK(rdmx_rpc_stream_pause_read(x.s));
@@ -1863,7 +1940,10 @@ Test(stream, small_messages_coalesced_in_order_slow_reader, .timeout = 240)
 	cr_assert_eq(x.code, RDMX_RPC_OK, "%s", x.msg);
 	cr_assert_eq(x.got, total, "complete: %u of %u", x.got, total);
 	cr_assert_eq(x.bad, 0, "in order and intact");
-	cr_assert_leq(max_q, RDMX_RPC_STREAM_WINDOW);
+	cr_assert_leq(max_qb, RDMX_RPC_STREAM_WINDOW_BYTES + cost(40));
+	/* the reader's byte window, not the 16 messages granted at open, binds */
+	cr_assert_gt(max_q, RDMX_RPC_STREAM_WINDOW, "%u", max_q);
+	cr_assert_geq(max_qb, RDMX_RPC_STREAM_WINDOW_BYTES / 2, "%llu", (unsigned long long)max_qb);
 	/* coalesced: far fewer channel messages than stream messages */
 	ASSERT_OK(rdmx_chan_get_stats(rdmx_rpc_ep_get_chan(sc.rb), &cs1));
 	cr_assert_lt(cs1.msgs_sent - cs0.msgs_sent, total / 4, "%llu channel messages for %u",
@@ -1881,5 +1961,192 @@ Test(stream, small_messages_coalesced_in_order_slow_reader, .timeout = 240)
 	ASSERT_OK(rdmx_rpc_stream_half_close(e.s));
 	DRIVE_UNTIL(&sc.a, &sc.b, e.done_n);
 	cr_assert_eq(e.code, RDMX_RPC_OK);
+	scene_close(&sc);
+}
+
+/* ---- the byte window ---- */
+
+/* Waits until the reader paused with something queued, the server's last
+ * write met the window and everything it sent has arrived. The tests pick
+ * pause points where no credits are due (or the queued message proves the
+ * last ones were used), so nothing more comes after. */
+#define DRIVE_STALLED(sc, x, slot)                                                                 \
+	DRIVE_UNTIL(&(sc)->a, &(sc)->b,                                                            \
+	            (x)->done_n ||                                                                 \
+	                ((x)->got == (x)->pause_at && (sc)->ss.n > (slot) &&                       \
+	                 (sc)->ss.st[slot].blocked &&                                              \
+	                 (sc)->ss.st[slot].sent_at_again == (sc)->ss.st[slot].sent &&              \
+	                 rdmx_rpc_stream_get_queued((x)->s) > 0 &&                                 \
+	                 (x)->got + rdmx_rpc_stream_get_queued((x)->s) == (sc)->ss.st[slot].sent))
+
+/* A reader that stops reading mid-stream holds at most its byte window
+ * (plus the message that crossed it) of 4 KiB messages — far more than
+ * 16 messages, far less than the stream —, its writer gets AGAIN, another
+ * stream and a unary call on the connection go on, and a smaller window set
+ * at open is honoured once the open's grant is used. */
+Test(stream, byte_window_bounds_queued_bytes_stalled_reader, .timeout = 120)
+{
+	struct scene sc;
+	struct cstream x = {.echo_check = true, .want_size = 4096, .pause_at = 20};
+	const uint32_t total = 400; /* 400 x 4 KiB: over six default windows */
+
+	scene_open(&sc, NULL);
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, SOURCE, RDMX_RPC_SERVER_STREAMING, NULL, &ccbs, &x, &x.s));
+	source_req(x.s, total, 4096);
+	DRIVE_STALLED(&sc, &x, 0);
+	cr_assert_eq(x.done_n, 0);
+	cr_assert(sc.ss.st[0].blocked, "the writer was not told to wait");
+	uint64_t qb = rdmx_rpc_stream_get_queued_bytes(x.s);
+	uint32_t q = rdmx_rpc_stream_get_queued(x.s);
+	cr_assert_leq(qb, RDMX_RPC_STREAM_WINDOW_BYTES + cost(4096), "%llu queued",
+	              (unsigned long long)qb);
+	cr_assert_geq(qb, RDMX_RPC_STREAM_WINDOW_BYTES / 2, "%llu queued", (unsigned long long)qb);
+	cr_assert_eq(qb, (uint64_t)q * cost(4096));
+	cr_assert_gt(q, RDMX_RPC_STREAM_WINDOW, "%u queued: the byte window should bind", q);
+	cr_assert_lt(sc.ss.st[0].sent, total);
+	/* the same connection: another stream and a unary call complete, the
+	 * stalled stream does not grow */
+	struct cstream other = {.echo_check = true, .want_size = 4096};
+	ASSERT_OK(rdmx_rpc_stream_open(sc.ra, SOURCE, RDMX_RPC_SERVER_STREAMING, NULL, &ccbs,
+	                               &other, &other.s));
+	source_req(other.s, 200, 4096);
+	unary_done = 0;
+	ASSERT_OK(rdmx_rpc_call_async(sc.ra, ECHO, NULL, NULL, unary_cb, NULL, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b, other.done_n && unary_done);
+	cr_assert_eq(other.code, RDMX_RPC_OK, "%s", other.msg);
+	cr_assert_eq(other.got, 200);
+	cr_assert_eq(other.bad, 0);
+	cr_assert_eq(unary_code, RDMX_RPC_OK);
+	cr_assert_eq(rdmx_rpc_stream_get_queued_bytes(x.s), qb, "the stalled stream grew");
+	cr_assert_eq(rdmx_rpc_stream_get_queued(x.s) + x.got, sc.ss.st[0].sent);
+	/* reading again: all of it, in order */
+	ASSERT_OK(rdmx_rpc_stream_resume_read(x.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, x.done_n);
+	cr_assert_eq(x.code, RDMX_RPC_OK, "%s", x.msg);
+	cr_assert_eq(x.got, total);
+	cr_assert_eq(x.bad, 0, "out of order or corrupt");
+	cr_assert_leq(x.max_queued_bytes, RDMX_RPC_STREAM_WINDOW_BYTES + cost(4096));
+	cr_assert_eq(rdmx_rpc_stream_get_queued_bytes(NULL), 0);
+	/* a 16 KiB window: once the 256 KiB granted at open are consumed (62
+	 * messages), a paused reader holds at most 16 KiB + one message */
+	struct cstream y = {.echo_check = true, .want_size = 4096, .pause_at = 99};
+	struct rdmx_rpc_stream_opts o = {.window_bytes = 16384};
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, SOURCE, RDMX_RPC_SERVER_STREAMING, &o, &ccbs, &y, &y.s));
+	source_req(y.s, total, 4096);
+	DRIVE_STALLED(&sc, &y, 2);
+	cr_assert_eq(y.done_n, 0);
+	cr_assert_leq(rdmx_rpc_stream_get_queued_bytes(y.s), 16384 + cost(4096), "%llu",
+	              (unsigned long long)rdmx_rpc_stream_get_queued_bytes(y.s));
+	cr_assert_gt(rdmx_rpc_stream_get_queued(y.s), 0);
+	ASSERT_OK(rdmx_rpc_stream_resume_read(y.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, y.done_n);
+	cr_assert_eq(y.code, RDMX_RPC_OK, "%s", y.msg);
+	cr_assert_eq(y.got, total);
+	cr_assert_eq(y.bad, 0);
+	scene_close(&sc);
+}
+
+/* Messages written back to back from the server's callback travel in
+ * batches larger than a ring slot (rendezvous, many messages per channel
+ * message); every one arrives intact and in order, at sizes on both sides
+ * of the batching limit. */
+Test(stream, batch_spanning_slots_intact_in_order, .timeout = 120)
+{
+	struct scene sc;
+	const uint32_t sizes[] = {1000, 4096, 16384, 16385};
+	uint32_t eager = 0;
+
+	scene_open(&sc, NULL);
+	ASSERT_OK(rdmx_chan_get_eager_threshold(rdmx_rpc_ep_get_chan(sc.rb), &eager));
+	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct cstream x = {.echo_check = true, .want_size = sizes[i]};
+		struct rdmx_chan_stats c0, c1;
+		const uint32_t total = 300;
+
+		ASSERT_OK(rdmx_chan_get_stats(rdmx_rpc_ep_get_chan(sc.rb), &c0));
+		ASSERT_OK(rdmx_rpc_stream_open(sc.ra, SOURCE, RDMX_RPC_SERVER_STREAMING, NULL,
+		                               &ccbs, &x, &x.s));
+		source_req(x.s, total, sizes[i]);
+		DRIVE_UNTIL(&sc.a, &sc.b, x.done_n);
+		cr_assert_eq(x.code, RDMX_RPC_OK, "%u B: %s", sizes[i], x.msg);
+		cr_assert_eq(x.got, total, "%u B: %u of %u", sizes[i], x.got, total);
+		cr_assert_eq(x.bad, 0, "%u B: out of order or corrupt", sizes[i]);
+		cr_assert_eq(x.bytes, (uint64_t)total * sizes[i]);
+		ASSERT_OK(rdmx_chan_get_stats(rdmx_rpc_ep_get_chan(sc.rb), &c1));
+		uint64_t msgs = c1.msgs_sent - c0.msgs_sent;
+		uint64_t rdv = c1.rendezvous_sent - c0.rendezvous_sent;
+		if (sizes[i] <= 16384) {
+			/* batched: few channel messages (64 KiB each at most: 3 of
+			 * 16 KiB, 15 of 4 KiB), some larger than a slot */
+			cr_assert_lt(msgs, sizes[i] <= 4096 ? total / 8 : total / 2,
+			             "%u B: %llu channel messages", sizes[i],
+			             (unsigned long long)msgs);
+			cr_assert_gt(rdv, 0, "%u B: no batch spanned slots (eager %u)", sizes[i],
+			             eager);
+		} else {
+			cr_assert_geq(msgs, total, "%u B: larger messages go alone", sizes[i]);
+		}
+	}
+	scene_close(&sc);
+}
+
+/* A message larger than the whole byte window still goes (one at a time),
+ * and so do 4 KiB messages under a 1-byte window. */
+Test(stream, message_larger_than_window_goes, .timeout = 120)
+{
+	struct scene sc;
+	const uint32_t big = RDMX_RPC_STREAM_WINDOW_BYTES + 4096;
+	struct cstream x = {.echo_check = true, .want_size = big, .pause_at = 1};
+
+	scene_open(&sc, NULL);
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, SOURCE, RDMX_RPC_SERVER_STREAMING, NULL, &ccbs, &x, &x.s));
+	source_req(x.s, 6, big);
+	DRIVE_STALLED(&sc, &x, 0);
+	/* paused after one: the next one crossed the window, no third came */
+	cr_assert_eq(rdmx_rpc_stream_get_queued(x.s), 1);
+	cr_assert_leq(rdmx_rpc_stream_get_queued_bytes(x.s),
+	              RDMX_RPC_STREAM_WINDOW_BYTES + cost(big));
+	ASSERT_OK(rdmx_rpc_stream_resume_read(x.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, x.done_n);
+	cr_assert_eq(x.code, RDMX_RPC_OK, "%s", x.msg);
+	cr_assert_eq(x.got, 6);
+	cr_assert_eq(x.bad, 0);
+	/* a 1-byte window, set after open */
+	struct cstream y = {.echo_check = true, .want_size = 4096};
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, SOURCE, RDMX_RPC_SERVER_STREAMING, NULL, &ccbs, &y, &y.s));
+	ASSERT_OK(rdmx_rpc_stream_set_window_bytes(y.s, 1));
+	source_req(y.s, 200, 4096);
+	DRIVE_UNTIL(&sc.a, &sc.b, y.done_n);
+	cr_assert_eq(y.code, RDMX_RPC_OK, "%s", y.msg);
+	cr_assert_eq(y.got, 200);
+	cr_assert_eq(y.bad, 0);
+	scene_close(&sc);
+}
+
+/* rdmx_rpc_stream_set_window_bytes: NULL or 0 -> RDMX_E_INVAL; an ended
+ * stream -> RDMX_E_BAD_STATE (so does set_window); a valid one -> 0. */
+Test(stream, set_window_bytes_argument_errors)
+{
+	struct scene sc;
+	struct cstream x = {.check_ended = true};
+
+	scene_open(&sc, NULL);
+	ASSERT_RC(rdmx_rpc_stream_set_window_bytes(NULL, 4096), RDMX_E_INVAL);
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, SOURCE, RDMX_RPC_SERVER_STREAMING, NULL, &ccbs, &x, &x.s));
+	ASSERT_RC(rdmx_rpc_stream_set_window_bytes(x.s, 0), RDMX_E_INVAL);
+	ASSERT_RC(rdmx_rpc_stream_set_window(x.s, 0), RDMX_E_INVAL);
+	ASSERT_OK(rdmx_rpc_stream_set_window_bytes(x.s, UINT32_MAX));
+	ASSERT_OK(rdmx_rpc_stream_set_window_bytes(x.s, 8192));
+	source_req(x.s, 50, 4096);
+	DRIVE_UNTIL(&sc.a, &sc.b, x.done_n);
+	cr_assert_eq(x.code, RDMX_RPC_OK, "%s", x.msg);
+	cr_assert_eq(x.got, 50);
+	cr_assert_eq(x.ended_rc[0], RDMX_E_BAD_STATE, "%s", rdmx_err_name(x.ended_rc[0]));
+	cr_assert_eq(x.ended_rc[1], RDMX_E_BAD_STATE, "%s", rdmx_err_name(x.ended_rc[1]));
 	scene_close(&sc);
 }
