@@ -38,7 +38,8 @@
  * call. So a reader that stops reading stalls its own stream's writer only;
  * other streams and unary calls on the connection go on; memory per stream
  * is bounded by the window.
- * A peer that writes beyond its window, names a stream it never opened or
+ * A peer that writes beyond its window (messages or bytes; a batch is checked
+ * whole before any of its messages is delivered), names a stream it never opened or
  * writes after its own half-close violates the protocol: the connection is
  * closed with a log line (RDMX_E_PROTOCOL), other connections are untouched.
  *
@@ -254,8 +255,13 @@ int rdmx_rpc_stream_set_callbacks(struct rdmx_rpc_stream *s, const struct rdmx_r
 /* Writes one message. Errors: RDMX_E_AGAIN (no credit: nothing sent; on_writable
  * follows), RDMX_E_BAD_STATE (after half-close, ended, or beyond the kind: a
  * second request of a server-streaming call, a second response of a
- * client-streaming one), RDMX_E_TOO_BIG (over the maximum message size),
- * RDMX_E_INVAL. */
+ * client-streaming one), RDMX_E_TOO_BIG (over the maximum message size, with
+ * or without credit), RDMX_E_INVAL. A message counts one message credit and
+ * its length + RDMX_RPC_STREAM_MSG_COST byte credits; it may start while any
+ * byte credit is left. Written from inside a callback of the engine, messages
+ * up to 16 KiB are coalesced (up to 64 KiB per channel message, in order)
+ * and go when that callback returns or before any other frame of the
+ * stream. */
 int rdmx_rpc_stream_write(struct rdmx_rpc_stream *s, const struct rdmx_rpc_payload *msg);
 /* Ends this side's sending; the peer's on_half_close follows its last message. */
 int rdmx_rpc_stream_half_close(struct rdmx_rpc_stream *s);
@@ -278,7 +284,9 @@ int rdmx_rpc_stream_cancel(struct rdmx_rpc_stream *s);
 int rdmx_rpc_stream_pause_read(struct rdmx_rpc_stream *s);
 int rdmx_rpc_stream_resume_read(struct rdmx_rpc_stream *s);
 /* The window this side grants: messages (>= 1) and bytes (>= 1). A larger
- * one is granted at once, a smaller one by returning fewer credits. */
+ * one is granted at once, a smaller one by returning fewer credits (what
+ * was granted stays granted). Errors: RDMX_E_INVAL (NULL, 0), RDMX_E_BAD_STATE
+ * (the stream ended: also from inside on_done). */
 int rdmx_rpc_stream_set_window(struct rdmx_rpc_stream *s, uint32_t window);
 int rdmx_rpc_stream_set_window_bytes(struct rdmx_rpc_stream *s, uint32_t bytes);
 
