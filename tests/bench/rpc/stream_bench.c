@@ -6,9 +6,11 @@
  *   RESULT rdmx stream SIZE MSGS MSGS_PER_S
  *   RESULT rdmx bidi SIZE ROUNDS US_PER_MSG
  *   RESULT rdmx unary SIZE CALLS US_PER_CALL
- *   stream_bench [-d DEVICE] [-s SIZE] [-n MSGS] [-r ROUNDS] [-w WINDOW]
- * WINDOW: the client's receive window of the server-streaming run
- * (messages; default RDMX_RPC_STREAM_WINDOW). */
+ *   stream_bench [-d DEVICE] [-s SIZE] [-n MSGS] [-r ROUNDS] [-w WINDOW] [-W BYTES]
+ * WINDOW / BYTES: the client's receive window of the server-streaming run,
+ * in messages (default RDMX_RPC_STREAM_MAX_WINDOW) and in bytes (default
+ * RDMX_RPC_STREAM_WINDOW_BYTES); either one set marks the result line
+ * "rdmx-w". */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -198,9 +200,9 @@ int main(int argc, char **argv)
 	pthread_t th;
 	int c;
 
-	uint32_t window = 0;
+	uint32_t window = 0, window_bytes = 0;
 
-	while ((c = getopt(argc, argv, "d:s:n:r:w:")) != -1) {
+	while ((c = getopt(argc, argv, "d:s:n:r:w:W:")) != -1) {
 		switch (c) {
 		case 'd':
 			device = optarg;
@@ -217,9 +219,12 @@ int main(int argc, char **argv)
 		case 'w':
 			window = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
+		case 'W':
+			window_bytes = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
 		default:
 			fprintf(stderr, "usage: stream_bench [-d DEVICE] [-s SIZE] [-n MSGS] [-r "
-			                "ROUNDS] [-w WINDOW]\n");
+			                "ROUNDS] [-w WINDOW] [-W BYTES]\n");
 			return 2;
 		}
 	}
@@ -246,7 +251,10 @@ int main(int argc, char **argv)
 		struct rdmx_rpc_payload q = rdmx_rpc_bytes(&want, sizeof(want));
 
 		t0 = rdmx_pe_now_ns();
-		struct rdmx_rpc_stream_opts so = {0, NULL, window};
+		struct rdmx_rpc_stream_opts so = {.timeout_us = 0,
+		                                  .headers = NULL,
+		                                  .window = window,
+		                                  .window_bytes = window_bytes};
 
 		CHECK(rdmx_rpc_stream_open(p.client.ep, rdmx_rpc_method_id(FLOOD),
 		                           RDMX_RPC_SERVER_STREAMING, &so, &cbs, &r, &r.s));
@@ -259,8 +267,8 @@ int main(int argc, char **argv)
 			        (unsigned long long)r.msgs, (unsigned long long)n);
 			return 1;
 		}
-		printf("RESULT rdmx%s stream %zu %llu %.0f\n", window ? "-w" : "", size,
-		       (unsigned long long)n, (double)n * 1e9 / (double)(t1 - t0));
+		printf("RESULT rdmx%s stream %zu %llu %.0f\n", window || window_bytes ? "-w" : "",
+		       size, (unsigned long long)n, (double)n * 1e9 / (double)(t1 - t0));
 	}
 	{ /* bidi ping-pong: one message each way per round */
 		static const struct rdmx_rpc_stream_cbs cbs = {.on_msg = pong_msg,
