@@ -174,7 +174,7 @@ int main(int argc, char **argv)
 	                           RDMX_RPC_SERVER_STREAMING, &opts, &count_cbs, &r, &s));
 	CHECK(rdmx_rpc_stream_write(s, &req));
 	CHECK(rdmx_rpc_stream_half_close(s));
-	/* a slow reader: the server stops after one window of messages */
+	/* a slow reader: the server stops after the 16 messages granted at open */
 	CHECK(rdmx_rpc_stream_pause_read(s));
 	while (rdmx_rpc_stream_get_queued(s) < RDMX_RPC_STREAM_WINDOW)
 		pair_drive(&p);
