@@ -203,7 +203,7 @@ enum rdmx_rpc_stream_kind {
 /* Granted at open, each direction, before the reader's own window. */
 #define RDMX_RPC_STREAM_WINDOW 16u /* messages */
 /* The default window, each direction: bytes (also granted at open). */
-#define RDMX_RPC_STREAM_WINDOW_BYTES (256u << 10)
+#define RDMX_RPC_STREAM_WINDOW_BYTES (1u << 20)
 /* The default count limit (messages): the bytes bind long before it. */
 #define RDMX_RPC_STREAM_MAX_WINDOW 65536u
 /* What a message counts in the byte window beyond its length. */

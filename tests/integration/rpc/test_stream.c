@@ -481,12 +481,12 @@ Test(stream, server_streaming_0_1_many)
 	leak_begin();
 	scene_open(&sc, NULL);
 	for (unsigned i = 0; i < 3; i++) {
-		/* 300 x 1000 B: more than the byte window */
-		struct cstream x = {.echo_check = true, .want_size = 1000};
+		/* 300 x 4000 B: more than the byte window */
+		struct cstream x = {.echo_check = true, .want_size = 4000};
 
 		ASSERT_OK(rdmx_rpc_stream_open(sc.ra, SOURCE, RDMX_RPC_SERVER_STREAMING, NULL,
 		                               &ccbs, &x, &x.s));
-		source_req(x.s, counts[i], 1000);
+		source_req(x.s, counts[i], 4000);
 		DRIVE_UNTIL(&sc.a, &sc.b, x.done_n);
 		cr_assert_eq(x.code, RDMX_RPC_OK, "%s", x.msg);
 		cr_assert_eq(x.got, counts[i]);
@@ -1148,25 +1148,26 @@ static void hostile_run(enum hostile_case hc)
 		ASSERT_OK(rdmx_chan_send(p, big, sizeof(big), NULL, NULL));
 		break;
 	}
-	case H_BYTES_OVERRUN:         /* 9 x 32 KiB: the 9th starts past the 256 KiB */
-	case H_BATCH_BYTES_OVERRUN: { /* the same 9 in one batch (9 < 16 messages) */
-		const size_t ml = 32768, one = 24 + ml, batch = 24 + 9 * (4 + ml);
+	case H_BYTES_OVERRUN:         /* 5 x a quarter window: the 5th starts past it */
+	case H_BATCH_BYTES_OVERRUN: { /* the same 5 in one batch (5 < 16 messages) */
+		const size_t ml = RDMX_RPC_STREAM_WINDOW_BYTES / 4, one = 24 + ml,
+		             batch = 24 + 5 * (4 + ml);
 		uint8_t *big = calloc(1, batch);
 
 		cr_assert_not_null(big);
 		if (hc == H_BYTES_OVERRUN) {
 			n = frame(b, 7, 0, 0, 7);
 			memcpy(big, b, n);
-			for (int i = 0; i < 9; i++)
+			for (int i = 0; i < 5; i++)
 				ASSERT_OK(rdmx_chan_send(p, big, one, NULL, NULL));
 		} else {
-			n = frame(b, 7, 0, 9, 7);
+			n = frame(b, 7, 0, 5, 7);
 			memcpy(big, b, n);
-			for (int i = 0; i < 9; i++) {
+			for (int i = 0; i < 5; i++) {
 				uint8_t *m = big + n + (size_t)i * (4 + ml);
 
-				m[0] = (uint8_t)ml;
-				m[1] = (uint8_t)(ml >> 8);
+				for (int k = 0; k < 4; k++)
+					m[k] = (uint8_t)(ml >> (8 * k));
 			}
 			ASSERT_OK(rdmx_chan_send(p, big, batch, NULL, NULL));
 		}
@@ -1245,8 +1246,8 @@ Test(stream, hostile_batch_beyond_window)
 	hostile_run(H_BATCH_OVERRUN);
 }
 
-/* The byte window: 9 x 32 KiB to a stream that never reads, alone or in
- * one batch, run past the 256 KiB granted at open. */
+/* The byte window: 5 messages of a quarter window each to a stream that
+ * never reads, alone or in one batch, run past the bytes granted at open. */
 Test(stream, hostile_byte_window_overrun)
 {
 	hostile_run(H_BYTES_OVERRUN);
@@ -1901,7 +1902,7 @@ Test(stream, small_messages_coalesced_in_order_slow_reader, .timeout = 240)
 	struct cstream x = {.echo_check = true, .want_size = 40};
 	struct rdmx_chan_stats cs0, cs1;
 	struct rdmx_rpc_stats st;
-	const uint32_t total = 12000; /* 12000 x (40 + 32) B: over three byte windows */
+	const uint32_t total = 50000; /* 50000 x (40 + 32) B: over three byte windows */
 	uint32_t max_q = 0, again = 0;
 	uint64_t max_qb = 0;
 
@@ -1988,7 +1989,7 @@ Test(stream, byte_window_bounds_queued_bytes_stalled_reader, .timeout = 120)
 {
 	struct scene sc;
 	struct cstream x = {.echo_check = true, .want_size = 4096, .pause_at = 20};
-	const uint32_t total = 400; /* 400 x 4 KiB: over six default windows */
+	const uint32_t total = 1000; /* 1000 x 4 KiB: near four default windows */
 
 	scene_open(&sc, NULL);
 	ASSERT_OK(
@@ -2028,9 +2029,10 @@ Test(stream, byte_window_bounds_queued_bytes_stalled_reader, .timeout = 120)
 	cr_assert_eq(x.bad, 0, "out of order or corrupt");
 	cr_assert_leq(x.max_queued_bytes, RDMX_RPC_STREAM_WINDOW_BYTES + cost(4096));
 	cr_assert_eq(rdmx_rpc_stream_get_queued_bytes(NULL), 0);
-	/* a 16 KiB window: once the 256 KiB granted at open are consumed (62
-	 * messages), a paused reader holds at most 16 KiB + one message */
-	struct cstream y = {.echo_check = true, .want_size = 4096, .pause_at = 99};
+	/* a 16 KiB window: once the 1 MiB granted at open is consumed (253
+	 * messages; then credits every second message), a paused reader holds
+	 * at most 16 KiB + one message */
+	struct cstream y = {.echo_check = true, .want_size = 4096, .pause_at = 300};
 	struct rdmx_rpc_stream_opts o = {.window_bytes = 16384};
 	ASSERT_OK(
 	    rdmx_rpc_stream_open(sc.ra, SOURCE, RDMX_RPC_SERVER_STREAMING, &o, &ccbs, &y, &y.s));
