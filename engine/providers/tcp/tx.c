@@ -413,6 +413,15 @@ static size_t record_cut(struct tcp_conn *c, size_t take)
 	return take;
 }
 
+static size_t iov_total(const struct iovec *iov, int n)
+{
+	size_t sum = 0;
+
+	for (int i = 0; i < n; i++)
+		sum += iov[i].iov_len;
+	return sum;
+}
+
 /* Seals picked frames into records while the buffer has room for a whole
  * one. False when the connection had to go to error. */
 static bool seal_frames(struct tcp_conn *c)
@@ -486,8 +495,14 @@ static void tx_flush_sealed(struct tcp_conn *c)
 		if (n > 0)
 			rdmx__tcp_conn_alive(c);
 		s->tx_off += (uint32_t)n;
-		if (s->tx_off == s->tx_len)
+		if (s->tx_off == s->tx_len) {
 			s->tx_off = s->tx_len = 0;
+		} else {
+			/* a short write filled the socket buffer: wait for room
+			 * instead of a send that would only return EAGAIN */
+			rdmx__tcp_conn_want(c, true);
+			return;
+		}
 	}
 	if (c->fd >= 0 && c->state != TC_DIALING)
 		rdmx__tcp_conn_want(c, false);
@@ -538,6 +553,11 @@ void rdmx__tcp_tx_flush(struct tcp_conn *c)
 		if (s > 0)
 			rdmx__tcp_conn_alive(c);
 		advance(c, (size_t)s);
+		if ((size_t)s < iov_total(iov, n)) {
+			/* short write: the socket buffer is full (no EAGAIN round) */
+			rdmx__tcp_conn_want(c, true);
+			return;
+		}
 	}
 	if (c->fd >= 0 && c->state != TC_DIALING)
 		rdmx__tcp_conn_want(c, false);
