@@ -172,6 +172,15 @@ void rpc_pair_close(struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb)
 	ASSERT_OK(rdmx_chan_destroy(&q));
 }
 
+void rpc_pair_close_all(struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb,
+                        struct rdmx_rpc_server **srv, struct node *a, struct node *b)
+{
+	rpc_pair_close(ra, rb);
+	ASSERT_OK(rdmx_rpc_server_destroy(srv));
+	node_close(a);
+	node_close(b);
+}
+
 static void echo_handler(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg)
 {
 	struct echo_state *st = arg;

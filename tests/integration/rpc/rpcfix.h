@@ -70,6 +70,10 @@ void rpc_pair(struct node *a, struct node *b, struct rdmx_rpc_server *sa,
               struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb);
 /* Destroys both endpoints and their channels. */
 void rpc_pair_close(struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb);
+/* The end of a test on one rpc_pair: rpc_pair_close, the server destroyed,
+ * both nodes closed. */
+void rpc_pair_close_all(struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb,
+                        struct rdmx_rpc_server **srv, struct node *a, struct node *b);
 
 /* Echo server methods used across tests: "test.Echo/Echo" returns the
  * request, "test.Echo/Fail" answers NOT_FOUND with a message,
