@@ -422,3 +422,26 @@ void peer_proc_close(struct peer_proc *p)
 	close(p->fd);
 	p->fd = -1;
 }
+
+static void *node_serve_main(void *p)
+{
+	struct node_serve *s = p;
+
+	while (!s->stop)
+		if (rdmx_chan_worker_progress(s->n->worker) == 0)
+			sched_yield();
+	return NULL;
+}
+
+void node_serve_start(struct node_serve *s, struct node *n)
+{
+	s->n = n;
+	s->stop = 0;
+	cr_assert_eq(pthread_create(&s->th, NULL, node_serve_main, s), 0);
+}
+
+void node_serve_stop(struct node_serve *s)
+{
+	s->stop = 1;
+	pthread_join(s->th, NULL);
+}

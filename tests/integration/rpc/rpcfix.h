@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <sys/types.h>
 
 #include <criterion/criterion.h>
@@ -143,5 +144,16 @@ void peer_proc_wait_ready(struct node *a, struct peer_proc *p, const char *what)
 void peer_proc_kill(struct peer_proc *p);
 /* Destroys the endpoint and channel, closes the socket. */
 void peer_proc_close(struct peer_proc *p);
+
+/* A node served on a thread of its own (one thread per node, as the
+ * threading rule says): node_serve_start spawns a thread that drives n's
+ * worker until node_serve_stop, which joins it. */
+struct node_serve {
+	struct node *n;
+	volatile int stop;
+	pthread_t th;
+};
+void node_serve_start(struct node_serve *s, struct node *n);
+void node_serve_stop(struct node_serve *s);
 
 #endif

@@ -99,23 +99,7 @@ Test(rpc, unary_status_and_unimplemented)
 }
 
 /* The blocking call drives its own worker; the server side runs on a thread
- * of its own node here (one thread per node, as the threading rule says). */
-#include <pthread.h>
-struct serve_arg {
-	struct node *n;
-	volatile int stop;
-};
-
-static void *serve_thread(void *p)
-{
-	struct serve_arg *s = p;
-
-	while (!s->stop)
-		if (rdmx_chan_worker_progress(s->n->worker) == 0)
-			sched_yield();
-	return NULL;
-}
-
+ * of its own node here (node_serve_start). */
 Test(rpc, blocking_call)
 {
 	struct node a, b;
@@ -123,8 +107,7 @@ Test(rpc, blocking_call)
 	struct rdmx_rpc_server *srv;
 	struct rdmx_rpc_ep *ra, *rb;
 	struct rdmx_rpc_reply rep;
-	struct serve_arg sa = {.n = &b};
-	pthread_t th;
+	struct node_serve sa;
 	char buf[3000];
 
 	ids();
@@ -132,7 +115,7 @@ Test(rpc, blocking_call)
 	node_open(&b, "b", 1, NULL);
 	srv = echo_server(&st);
 	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
-	cr_assert_eq(pthread_create(&th, NULL, serve_thread, &sa), 0);
+	node_serve_start(&sa, &b);
 	pattern_fill(buf, sizeof(buf), 3);
 	struct rdmx_rpc_payload p = rdmx_rpc_bytes(buf, sizeof(buf));
 	for (int i = 0; i < 100; i++) {
@@ -151,8 +134,7 @@ Test(rpc, blocking_call)
 	ASSERT_OK(rdmx_rpc_call(ra, HOLD, NULL, &o, &rep));
 	cr_assert_eq(rep.code, RDMX_RPC_DEADLINE_EXCEEDED);
 	rdmx_rpc_reply_fini(&rep);
-	sa.stop = 1;
-	pthread_join(th, NULL);
+	node_serve_stop(&sa);
 	for (uint32_t i = 0; i < st.held_n; i++)
 		rdmx_rpc_respond(st.held[i], RDMX_RPC_OK, NULL, NULL);
 	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
