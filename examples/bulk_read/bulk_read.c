@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/two_procs.h"
+
 #define REGION (4u << 20)
 #define CHUNK (64u << 10)
 #define INFLIGHT 8
@@ -168,28 +170,5 @@ static int reader(int fd)
 
 int main(int argc, char **argv)
 {
-	int sv[2], status;
-	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-		printf(
-		    "usage: %s [-d DEVICE]\n"
-		    "The plain cm flow it uses (no TLS) is unauthenticated and unencrypted: use\n"
-		    "it only on a trusted network.\n",
-		    "bulk_read");
-		return 0;
-	}
-	if (argc == 3 && strcmp(argv[1], "-d") == 0)
-		device = argv[2];
-	fprintf(stderr, "bulk_read: warning: the plain cm flow is unauthenticated and unencrypted; "
-	                "use it only on a trusted network\n");
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
-		return 1;
-	pid_t child = fork();
-	if (child == 0) {
-		int rc_child = owner(sv[1]);
-		fflush(stdout);
-		_exit(rc_child);
-	}
-	int rc = reader(sv[0]);
-	waitpid(child, &status, 0);
-	return rc || !WIFEXITED(status) || WEXITSTATUS(status);
+	return example_two_procs(argc, argv, "bulk_read", &device, owner, reader);
 }

@@ -1,11 +1,13 @@
 /* See net.h. Everything runs on the calling thread: the engine's callbacks,
  * the channel's and the RPC handlers run from rdmx_chan_worker_wait. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <rdmx/rdmx.h>
 #include <rdmx/channel.h>
+#include <rdmx/codec.h>
 
 #include "net.h"
 
@@ -232,4 +234,51 @@ void net_close(struct net_client **cp)
 	node_close(&c->n);
 	free(c);
 	*cp = NULL;
+}
+
+static volatile bool server_stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	server_stop = true;
+}
+
+int net_server_args(int argc, char **argv, const char *prog, uint16_t *port, bool *once)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			printf("usage: %s [-p PORT] [--once]\n"
+			       "The plain cm flow it uses (no TLS) is unauthenticated and "
+			       "unencrypted:\n"
+			       "use it only on a trusted network.\n",
+			       prog);
+			return 1;
+		}
+		if (strcmp(argv[i], "-p") == 0 && i + 1 < argc)
+			*port = (uint16_t)atoi(argv[++i]);
+		else if (strcmp(argv[i], "--once") == 0)
+			*once = true;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	return 0;
+}
+
+int net_server_run(const char *prog, struct rdmx_rpc_server *server, uint16_t port, bool once)
+{
+	int rc;
+
+	fprintf(stderr,
+	        "%s: warning: the plain cm flow is unauthenticated and unencrypted; use it only on "
+	        "a trusted network\n",
+	        prog);
+	printf("%s: listening on port %u\n", prog, port);
+	fflush(stdout);
+	rc = net_serve(port, server, once, &server_stop);
+	rdmx_rpc_server_destroy(&server);
+	rdmx_codec_release_bindings(server);
+	if (rc)
+		fprintf(stderr, "%s: %s\n", prog, rdmx_strerror(rc));
+	return rc;
 }

@@ -4,7 +4,6 @@
  * (RDMX_E_AGAIN, then on_writable), a client-streaming reader that answers
  * on the client's half-close, and a bidi chat.
  *   route_guide_server [-p PORT] [--once] */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,14 +13,6 @@
 #include "db.h"
 #include "net.h"
 #include "route_guide.rdmx.h"
-
-static volatile bool stop;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop = true;
-}
 
 /* Metadata: every request header whose key starts with "x-" comes back as a
  * response header and as a trailer, and a "served-by" trailer names the
@@ -366,35 +357,14 @@ int main(int argc, char **argv)
 	struct rdmx_rpc_server *server;
 	uint16_t port = 18710;
 	bool once = false;
-	int i, rc;
+	int rc;
 
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			printf("usage: route_guide_server [-p PORT] [--once]\n"
-			       "The plain cm flow it uses (no TLS) is unauthenticated and "
-			       "unencrypted:\n"
-			       "use it only on a trusted network.\n");
-			return 0;
-		}
-		if (strcmp(argv[i], "-p") == 0 && i + 1 < argc)
-			port = (uint16_t)atoi(argv[++i]);
-		else if (strcmp(argv[i], "--once") == 0)
-			once = true;
-	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	if (net_server_args(argc, argv, "route_guide_server", &port, &once))
+		return 0;
 	if (rdmx_rpc_server_create(&server) ||
 	    routeguide_RouteGuide_register(server, &handlers, NULL))
 		return 1;
-	fprintf(stderr, "route_guide_server: warning: the plain cm flow is unauthenticated and "
-	                "unencrypted; use it only on a trusted network\n");
-	printf("route_guide_server: listening on port %u\n", port);
-	fflush(stdout);
-	rc = net_serve(port, server, once, &stop);
-	rdmx_rpc_server_destroy(&server);
-	rdmx_codec_release_bindings(server);
-	if (rc)
-		fprintf(stderr, "route_guide_server: %s\n", rdmx_strerror(rc));
+	rc = net_server_run("route_guide_server", server, port, once);
 	printf("route_guide_server: done\n");
 	return rc ? 1 : 0;
 }

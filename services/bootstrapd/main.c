@@ -86,10 +86,6 @@ static int parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max,
 
 enum {
 	B_LISTEN = RDMX_CLI_OPT_VERSION + 1,
-	B_CA,
-	B_CERT,
-	B_KEY,
-	B_CRL,
 	B_POLICY,
 	B_ALLOW,
 	B_MIN_TTL,
@@ -103,11 +99,7 @@ static const struct option long_options[] = {
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
     {"listen", required_argument, NULL, B_LISTEN},
-    {"ca", required_argument, NULL, B_CA},
-    {"cert", required_argument, NULL, B_CERT},
-    {"key", required_argument, NULL, B_KEY},
-    RDMX_CLI_LONGOPT_ALLOW_INSECURE_KEY,
-    {"crl", required_argument, NULL, B_CRL},
+    RDMX_CLI_LONGOPTS_TLS,
     {"policy", required_argument, NULL, B_POLICY},
     {"allow", required_argument, NULL, B_ALLOW},
     {"min-ttl-ms", required_argument, NULL, B_MIN_TTL},
@@ -128,6 +120,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 	rdmx_cli_reset();
 	while ((c = rdmx_cli_getopt("rdmx-bootstrapd", argc, argv, "hv", long_options, true)) !=
 	       -1) {
+		if (rdmx_cli_tls_opt(&tls, c, optarg))
+			continue;
 		switch (c) {
 		case 'h':
 			usage(stdout);
@@ -144,21 +138,6 @@ static int parse_args(int argc, char **argv, struct args *a)
 				return -1;
 			}
 			have_listen = 1;
-			break;
-		case B_CA:
-			tls.ca = optarg;
-			break;
-		case B_CERT:
-			tls.cert = optarg;
-			break;
-		case B_KEY:
-			tls.key = optarg;
-			break;
-		case RDMX_CLI_OPT_ALLOW_INSECURE_KEY:
-			a->allow_insecure_key = true;
-			break;
-		case B_CRL:
-			a->crl = optarg;
 			break;
 		case B_POLICY:
 			a->policy = optarg;
@@ -207,6 +186,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 	a->ca = tls.ca;
 	a->cert = tls.cert;
 	a->key = tls.key;
+	a->crl = tls.crl;
+	a->allow_insecure_key = tls.allow_insecure_key;
 	if (!have_listen || !a->ca || !a->cert || !a->key) {
 		fprintf(stderr, "rdmx-bootstrapd: --listen, --ca, --cert and --key are required\n");
 		return -1;

@@ -1130,10 +1130,6 @@ enum {
 	O_SERVER,
 	O_SERVER_NAME,
 	O_SERVICE,
-	O_CA,
-	O_CERT,
-	O_KEY,
-	O_CRL,
 	O_TIMEOUT,
 	O_TIME,
 	O_FILE,
@@ -1150,11 +1146,7 @@ static const struct option client_options[] = {
     {"server", required_argument, NULL, O_SERVER},
     {"server-name", required_argument, NULL, O_SERVER_NAME},
     {"service", required_argument, NULL, O_SERVICE},
-    {"ca", required_argument, NULL, O_CA},
-    {"cert", required_argument, NULL, O_CERT},
-    {"key", required_argument, NULL, O_KEY},
-    RDMX_CLI_LONGOPT_ALLOW_INSECURE_KEY,
-    {"crl", required_argument, NULL, O_CRL},
+    RDMX_CLI_LONGOPTS_TLS,
     {"device", required_argument, NULL, 'd'},
     {"timeout-ms", required_argument, NULL, O_TIMEOUT},
     {"time", no_argument, NULL, O_TIME},
@@ -1179,6 +1171,8 @@ static int parse_client(int argc, char **argv, struct copts *o)
 	o->registry = rdmx_cli_registry_env();
 	rdmx_cli_reset();
 	while ((c = rdmx_cli_getopt("rdmx-kv", argc, argv, "hd:qv", client_options, true)) != -1) {
+		if (rdmx_cli_tls_opt(&tls, c, optarg))
+			continue;
 		switch (c) {
 		case 'h':
 			kv_usage(stdout);
@@ -1200,21 +1194,6 @@ static int parse_client(int argc, char **argv, struct copts *o)
 			break;
 		case O_SERVICE:
 			o->service = optarg;
-			break;
-		case O_CA:
-			tls.ca = optarg;
-			break;
-		case O_CERT:
-			tls.cert = optarg;
-			break;
-		case O_KEY:
-			tls.key = optarg;
-			break;
-		case RDMX_CLI_OPT_ALLOW_INSECURE_KEY:
-			tls.allow_insecure_key = true;
-			break;
-		case O_CRL:
-			tls.crl = optarg;
 			break;
 		case 'd':
 			rdmx_cli_set_device(optarg);

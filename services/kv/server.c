@@ -350,10 +350,6 @@ enum {
 	S_REGISTRY_NAME,
 	S_SERVICE,
 	S_ADVERTISE,
-	S_CA,
-	S_CERT,
-	S_KEY,
-	S_CRL,
 	S_ALLOW,
 	S_TTL,
 	S_MAX_BYTES,
@@ -371,11 +367,7 @@ static const struct option serve_options[] = {
     {"registry-name", required_argument, NULL, S_REGISTRY_NAME},
     {"service", required_argument, NULL, S_SERVICE},
     {"advertise", required_argument, NULL, S_ADVERTISE},
-    {"ca", required_argument, NULL, S_CA},
-    {"cert", required_argument, NULL, S_CERT},
-    {"key", required_argument, NULL, S_KEY},
-    RDMX_CLI_LONGOPT_ALLOW_INSECURE_KEY,
-    {"crl", required_argument, NULL, S_CRL},
+    RDMX_CLI_LONGOPTS_TLS,
     {"allow", required_argument, NULL, S_ALLOW},
     {"ttl-ms", required_argument, NULL, S_TTL},
     {"max-bytes", required_argument, NULL, S_MAX_BYTES},
@@ -404,6 +396,8 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 	o->registry = rdmx_cli_registry_env();
 	rdmx_cli_reset();
 	while ((c = rdmx_cli_getopt("rdmx-kv", argc, argv, "hd:v", serve_options, true)) != -1) {
+		if (rdmx_cli_tls_opt(&tls, c, optarg))
+			continue;
 		switch (c) {
 		case 'h':
 			kv_usage(stdout);
@@ -425,21 +419,6 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 			break;
 		case S_ADVERTISE:
 			o->advertise = optarg;
-			break;
-		case S_CA:
-			tls.ca = optarg;
-			break;
-		case S_CERT:
-			tls.cert = optarg;
-			break;
-		case S_KEY:
-			tls.key = optarg;
-			break;
-		case RDMX_CLI_OPT_ALLOW_INSECURE_KEY:
-			tls.allow_insecure_key = true;
-			break;
-		case S_CRL:
-			tls.crl = optarg;
 			break;
 		case S_ALLOW:
 			if (o->n_allow == MAX_ALLOW) {

@@ -1,6 +1,7 @@
 #include "worker_service.h"
 
 #include <pthread.h>
+#include <string.h>
 
 atomic_uint wsvc_echoes, wsvc_held, wsvc_hold_cancelled;
 
@@ -65,4 +66,22 @@ void wsvc_hold(struct rdmx_rpc_server_call *call, const void *req, size_t len, v
 	(void)arg;
 	atomic_fetch_add(&wsvc_held, 1);
 	rdmx_rpc_call_set_cancel_cb(call, hold_cancel, NULL);
+}
+
+void wsvc_call_done(const struct rdmx_rpc_result *r, void *arg)
+{
+	struct wsvc_call *c = arg;
+
+	c->done++;
+	c->code = r->code;
+	if (r->len == sizeof(c->got))
+		memcpy(&c->got, r->data, sizeof(c->got));
+}
+
+bool wsvc_calls_done(const struct wsvc_call *v, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (!v[i].done)
+			return false;
+	return true;
 }

@@ -6,6 +6,8 @@
 #define RDMX_TEST_WORKER_SERVICE_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #include <rdmx/rpc.h>
 
@@ -20,5 +22,16 @@ unsigned wsvc_threads(void);
 /* Echo: the request back, OK. Hold: kept until cancelled. */
 void wsvc_echo(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg);
 void wsvc_hold(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg);
+
+/* A client's record of one async call to the service: wsvc_call_done is its
+ * rdmx_rpc_call_async callback (counts, keeps the code and an 8-byte echo). */
+struct wsvc_call {
+	int done;
+	enum rdmx_rpc_code code;
+	uint64_t tag, got;
+};
+void wsvc_call_done(const struct rdmx_rpc_result *r, void *arg);
+/* Whether all n calls of v have completed. */
+bool wsvc_calls_done(const struct wsvc_call *v, unsigned n);
 
 #endif

@@ -154,6 +154,29 @@ void rdmx_cli_tls_env(struct rdmx_cli_tls *t)
 		t->key = env("RDMX_KEY");
 }
 
+int rdmx_cli_tls_opt(struct rdmx_cli_tls *t, int opt, const char *arg)
+{
+	switch (opt) {
+	case RDMX_CLI_OPT_CA:
+		t->ca = arg;
+		return 1;
+	case RDMX_CLI_OPT_CERT:
+		t->cert = arg;
+		return 1;
+	case RDMX_CLI_OPT_KEY:
+		t->key = arg;
+		return 1;
+	case RDMX_CLI_OPT_CRL:
+		t->crl = arg;
+		return 1;
+	case RDMX_CLI_OPT_ALLOW_INSECURE_KEY:
+		t->allow_insecure_key = true;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 const char *rdmx_cli_registry_env(void)
 {
 	return env("RDMX_REGISTRY");

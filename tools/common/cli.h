@@ -65,6 +65,22 @@ void rdmx_cli_tls_env(struct rdmx_cli_tls *t);
 	{                                                                                          \
 		"allow-insecure-key", no_argument, NULL, RDMX_CLI_OPT_ALLOW_INSECURE_KEY           \
 	}
+/* The TLS file options, alike in every program that takes them: --ca,
+ * --cert, --key, --crl FILE and --allow-insecure-key. Put
+ * RDMX_CLI_LONGOPTS_TLS in the longopts and hand each option getopt returns
+ * to rdmx_cli_tls_opt first: it stores the option's value in `t` and returns
+ * 1, or returns 0 for an option that is not one of these. */
+#define RDMX_CLI_OPT_CA 0x0f01
+#define RDMX_CLI_OPT_CERT 0x0f02
+#define RDMX_CLI_OPT_KEY 0x0f03
+#define RDMX_CLI_OPT_CRL 0x0f04
+#define RDMX_CLI_LONGOPTS_TLS                                                                      \
+	{"ca", required_argument, NULL, RDMX_CLI_OPT_CA},                                          \
+	    {"cert", required_argument, NULL, RDMX_CLI_OPT_CERT},                                  \
+	    {"key", required_argument, NULL, RDMX_CLI_OPT_KEY},                                    \
+	    {"crl", required_argument, NULL, RDMX_CLI_OPT_CRL},                                    \
+	    RDMX_CLI_LONGOPT_ALLOW_INSECURE_KEY
+int rdmx_cli_tls_opt(struct rdmx_cli_tls *t, int opt, const char *arg);
 /* After a TLS setup that failed with `status`: for RDMX_E_INSECURE_KEY prints
  * "PROG: private key KEY is readable by group or others (mode 0644); chmod 600
  * it, or pass --allow-insecure-key" on stderr and returns 1; else prints

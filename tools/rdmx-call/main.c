@@ -109,10 +109,6 @@ static void usage(FILE *f)
 
 enum {
 	A_PROTO = RDMX_CLI_OPT_VERSION + 1,
-	A_CA,
-	A_CERT,
-	A_KEY,
-	A_CRL,
 	A_PLAIN,
 	A_SERVER_NAME,
 	A_TIMEOUT,
@@ -127,13 +123,9 @@ static const struct option long_options[] = {
     {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
     {"proto", required_argument, NULL, A_PROTO},
     {"import-path", required_argument, NULL, 'I'},
-    {"ca", required_argument, NULL, A_CA},
-    {"cert", required_argument, NULL, A_CERT},
-    {"key", required_argument, NULL, A_KEY},
-    {"crl", required_argument, NULL, A_CRL},
+    RDMX_CLI_LONGOPTS_TLS,
     {"plain", no_argument, NULL, A_PLAIN},
     {"plaintext", no_argument, NULL, A_PLAIN},
-    RDMX_CLI_LONGOPT_ALLOW_INSECURE_KEY,
     {"server-name", required_argument, NULL, A_SERVER_NAME},
     {"device", required_argument, NULL, A_DEVICE},
     {"max-time", required_argument, NULL, A_MAX_TIME},
@@ -158,6 +150,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	rdmx_cli_reset();
 	while ((c = rdmx_cli_getopt("rdmx-call", argc, argv, "hI:d:H:v", long_options, true)) !=
 	       -1) {
+		if (rdmx_cli_tls_opt(&tls, c, optarg))
+			continue;
 		switch (c) {
 		case 'h':
 			usage(stdout);
@@ -178,23 +172,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			}
 			o->includes[o->n_includes++] = optarg;
 			break;
-		case A_CA:
-			tls.ca = optarg;
-			break;
-		case A_CERT:
-			tls.cert = optarg;
-			break;
-		case A_KEY:
-			tls.key = optarg;
-			break;
-		case A_CRL:
-			tls.crl = optarg;
-			break;
 		case A_PLAIN:
 			plain = true;
-			break;
-		case RDMX_CLI_OPT_ALLOW_INSECURE_KEY:
-			o->tls.allow_insecure_key = true;
 			break;
 		case A_SERVER_NAME:
 			o->tls.peer = optarg;
@@ -262,6 +241,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->tls.cert = tls.cert;
 	o->tls.key = tls.key;
 	o->tls.crl = tls.crl;
+	o->tls.allow_insecure_key = tls.allow_insecure_key;
 	if (o->service) {
 		if (!o->registry)
 			o->registry = rdmx_cli_registry_env();

@@ -135,6 +135,33 @@ static int spin_byte(volatile uint8_t *p, uint8_t mark)
 	return 0;
 }
 
+/* The latency clock of a ping-pong loop: one clock read per iteration, a
+ * sample is post to next post, divided by div (2000 for a round trip halved,
+ * 1000 for a one-sided operation); the warm-up iterations before first give
+ * no sample. */
+struct lat_clock {
+	double *lat;
+	double div;
+	uint64_t first, prev, start;
+};
+
+static inline void lat_tick(struct lat_clock *c, uint64_t i)
+{
+	uint64_t now = perf_now_ns();
+	if (i > c->first)
+		c->lat[i - 1 - c->first] = (double)(now - c->prev) / c->div;
+	if (i == c->first)
+		c->start = now;
+	c->prev = now;
+}
+
+/* The last sample ends with the last reply or completion. */
+static inline void lat_last(struct lat_clock *c, uint64_t iters)
+{
+	if (iters)
+		c->lat[iters - 1] = (double)(perf_now_ns() - c->prev) / c->div;
+}
+
 /* The task for operation i of the ring. Send-side completions come in
  * submission order, so slot i % RING is free once operation i - RING is done;
  * drives progress until then. */
@@ -216,26 +243,20 @@ static int run_send_lat(const struct perf_opts *o)
 	for (int i = 0; rc == 0 && i < RING; i++)
 		rc = rdmx_task_send_alloc(st.s.ctx, st.s.conn, &src, NULL, &st.ring[i]);
 	bool client = o->server != NULL;
-	uint64_t prev = 0, start = 0, first = total - iters;
+	struct lat_clock clk = {lat, 2000.0, total - iters, 0, 0};
 	for (uint64_t i = 0; rc == 0 && i < total; i++) {
 		if (!client)
 			rc = wait_count(&st.recvs, i + 1, o->poll);
 		if (rc)
 			break;
-		/* one clock read per iteration: a sample is post to next post */
-		uint64_t now = perf_now_ns();
-		if (i > first)
-			lat[i - 1 - first] = (double)(now - prev) / 2000.0;
-		if (i == first)
-			start = now;
-		prev = now;
+		lat_tick(&clk, i);
 		rc = rdmx_task_submit(ring_next(i));
 		if (rc == 0 && client)
 			rc = wait_count(&st.recvs, i + 1, o->poll);
 	}
 	/* the client's last sample ends with the last reply */
-	if (rc == 0 && client && iters)
-		lat[iters - 1] = (double)(perf_now_ns() - prev) / 2000.0;
+	if (rc == 0 && client)
+		lat_last(&clk, iters);
 	if (rc == 0)
 		rc = wait_count(&st.done, total, o->poll);
 	/* the client hangs up once it has the last reply: that reply arrived */
@@ -243,7 +264,7 @@ static int run_send_lat(const struct perf_opts *o)
 		rc = 0;
 	if (rc == 0)
 		perf_report_as(o, size, lat, client ? iters : iters - 1, iters, iters * size,
-		               (double)(perf_now_ns() - start) / 1e9);
+		               (double)(perf_now_ns() - clk.start) / 1e9);
 	free(lat);
 	return finish(o, rc);
 }
@@ -267,20 +288,14 @@ static int run_write_lat(const struct perf_opts *o)
 	for (int i = 0; rc == 0 && i < RING; i++)
 		rc = rdmx_task_write_alloc(st.s.ctx, st.s.conn, &src, &dst, NULL, &st.ring[i]);
 	bool client = o->server != NULL;
-	uint64_t prev = 0, start = 0, first = total - iters;
+	struct lat_clock clk = {lat, 2000.0, total - iters, 0, 0};
 	for (uint64_t i = 0; rc == 0 && i < total; i++) {
 		uint8_t mark = (uint8_t)(i % 255 + 1);
 		if (!client)
 			rc = spin_byte(land_last, mark);
 		if (rc)
 			break;
-		/* one clock read per iteration: a sample is post to next post */
-		uint64_t now = perf_now_ns();
-		if (i > first)
-			lat[i - 1 - first] = (double)(now - prev) / 2000.0;
-		if (i == first)
-			start = now;
-		prev = now;
+		lat_tick(&clk, i);
 		*src_last = mark;
 		rc = rdmx_task_submit(ring_next(i));
 		/* perftest polls the send CQ for this write's completion, then
@@ -290,15 +305,15 @@ static int run_write_lat(const struct perf_opts *o)
 		if (rc == 0 && client)
 			rc = spin_byte(land_last, mark);
 	}
-	if (rc == 0 && client && iters)
-		lat[iters - 1] = (double)(perf_now_ns() - prev) / 2000.0;
+	if (rc == 0 && client)
+		lat_last(&clk, iters);
 	if (rc == 0)
 		rc = wait_count(&st.done, total, RDMX_POLL_BUSY);
 	if (!client && rc == RDMX_E_DISCONNECTED && st.done + RING >= total)
 		rc = 0;
 	if (rc == 0)
 		perf_report_as(o, size, lat, client ? iters : iters - 1, iters, iters * size,
-		               (double)(perf_now_ns() - start) / 1e9);
+		               (double)(perf_now_ns() - clk.start) / 1e9);
 	free(lat);
 	return finish(o, rc);
 }
@@ -327,24 +342,18 @@ static int run_one_sided_lat(const struct perf_opts *o, bool atomic)
 	double *lat = calloc(iters ? iters : 1, sizeof(double));
 	rc = atomic ? rdmx_task_atomic_fadd_alloc(st.s.ctx, st.s.conn, &remote, &local, 1, NULL, &t)
 	            : rdmx_task_read_alloc(st.s.ctx, st.s.conn, &remote, &local, NULL, &t);
-	uint64_t prev = 0, start = 0, first = total - iters;
+	struct lat_clock clk = {lat, 1000.0, total - iters, 0, 0};
 	for (uint64_t i = 0; rc == 0 && i < total; i++) {
-		/* one clock read per iteration: a sample is post to next post */
-		uint64_t now = perf_now_ns();
-		if (i > first)
-			lat[i - 1 - first] = (double)(now - prev) / 1000.0;
-		if (i == first)
-			start = now;
-		prev = now;
+		lat_tick(&clk, i);
 		rc = rdmx_task_submit(t);
 		if (rc == 0)
 			rc = wait_count(&st.done, i + 1, o->poll);
 	}
-	if (rc == 0 && iters)
-		lat[iters - 1] = (double)(perf_now_ns() - prev) / 1000.0;
+	if (rc == 0)
+		lat_last(&clk, iters);
 	if (rc == 0)
 		perf_report(o, lat, iters, iters, iters * size,
-		            (double)(perf_now_ns() - start) / 1e9);
+		            (double)(perf_now_ns() - clk.start) / 1e9);
 	free(lat);
 	return finish(o, rc);
 }

@@ -177,11 +177,7 @@ static int cmd_members(struct rdmx_registry_client *c, const char *service)
 }
 
 enum {
-	R_CA = RDMX_CLI_OPT_VERSION + 1,
-	R_CERT,
-	R_KEY,
-	R_CRL,
-	R_SERVER,
+	R_SERVER = RDMX_CLI_OPT_VERSION + 1,
 	R_SERVER_NAME,
 	R_TIMEOUT,
 	R_TTL,
@@ -191,11 +187,7 @@ enum {
 static const struct option long_options[] = {
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
-    {"ca", required_argument, NULL, R_CA},
-    {"cert", required_argument, NULL, R_CERT},
-    {"key", required_argument, NULL, R_KEY},
-    RDMX_CLI_LONGOPT_ALLOW_INSECURE_KEY,
-    {"crl", required_argument, NULL, R_CRL},
+    RDMX_CLI_LONGOPTS_TLS,
     {"server", required_argument, NULL, R_SERVER},
     {"registry", required_argument, NULL, R_SERVER},
     {"server-name", required_argument, NULL, R_SERVER_NAME},
@@ -226,6 +218,8 @@ int main(int argc, char **argv)
 	       -1) {
 		long v;
 
+		if (rdmx_cli_tls_opt(&tls, opt, optarg))
+			continue;
 		switch (opt) {
 		case 'h':
 			usage(stdout);
@@ -233,21 +227,6 @@ int main(int argc, char **argv)
 		case RDMX_CLI_OPT_VERSION:
 			rdmx_cli_print_version("rdmx-registry");
 			return 0;
-		case R_CA:
-			tls.ca = optarg;
-			break;
-		case R_CERT:
-			tls.cert = optarg;
-			break;
-		case R_KEY:
-			tls.key = optarg;
-			break;
-		case RDMX_CLI_OPT_ALLOW_INSECURE_KEY:
-			tls.allow_insecure_key = true;
-			break;
-		case R_CRL:
-			crl = optarg;
-			break;
 		case R_SERVER:
 			server = optarg;
 			break;
@@ -295,6 +274,7 @@ int main(int argc, char **argv)
 	ca = tls.ca;
 	cert = tls.cert;
 	key = tls.key;
+	crl = tls.crl;
 	if (!server)
 		server = rdmx_cli_registry_env();
 	if (!server || !ca || !cert || !key) {

@@ -4,7 +4,6 @@
  * flow control past the window in both directions, a blocking write held by
  * a stalled reader until the stream's deadline, malformed requests and
  * responses, argument errors. */
-#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -373,34 +372,18 @@ Test(codegen_stream, malformed_request_ends_the_stream_invalid_argument)
 
 /* ---- blocking client: the server's node runs on its own thread ---- */
 
-struct serve_arg {
-	struct node *n;
-	volatile int stop;
-};
-
-static void *serve_thread(void *p)
-{
-	struct serve_arg *s = p;
-
-	while (!s->stop)
-		if (rdmx_chan_worker_progress(s->n->worker) == 0)
-			sched_yield();
-	return NULL;
-}
-
 Test(codegen_stream, blocking_all_kinds)
 {
 	struct node a, b;
 	struct rdmx_rpc_server *srv;
 	struct rdmx_rpc_ep *ra, *rb;
-	struct serve_arg sa;
+	struct node_serve sa;
 	struct rdmx_rpc_stream_opts opts = {.timeout_us = 30000000};
 	struct rdmx_codec_stream *call;
 	struct rdmx_rpc_status status;
 	struct rdmx_arena arena;
 	sstubs_Num req, resp;
 	sstubs_Sum sum;
-	pthread_t th;
 	int64_t i;
 	int rc;
 
@@ -408,9 +391,7 @@ Test(codegen_stream, blocking_all_kinds)
 	node_open(&b, "b", 1, NULL);
 	srv = streams_server();
 	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
-	sa.n = &b;
-	sa.stop = 0;
-	cr_assert_eq(pthread_create(&th, NULL, serve_thread, &sa), 0);
+	node_serve_start(&sa, &b);
 	rdmx_arena_init(&arena, NULL, 0, 0);
 	sstubs_Num_init(&req);
 
@@ -467,8 +448,7 @@ Test(codegen_stream, blocking_all_kinds)
 	ASSERT_RC(sstubs_Streams_Count_open(ra, NULL, &opts, &call), RDMX_E_INVAL);
 	ASSERT_RC(sstubs_Streams_Add_open(NULL, &opts, &call), RDMX_E_INVAL);
 
-	sa.stop = 1;
-	pthread_join(th, NULL);
+	node_serve_stop(&sa);
 	rdmx_arena_fini(&arena);
 	rpc_pair_close(&ra, &rb);
 	destroy_server(&srv);
@@ -481,22 +461,19 @@ Test(codegen_stream, blocking_write_to_a_stalled_reader_ends_at_the_deadline)
 	struct node a, b;
 	struct rdmx_rpc_server *srv;
 	struct rdmx_rpc_ep *ra, *rb;
-	struct serve_arg sa;
+	struct node_serve sa;
 	struct rdmx_rpc_stream_opts opts = {.timeout_us = 300000, .window = 0};
 	struct rdmx_codec_stream *call;
 	struct rdmx_rpc_status status;
 	struct rdmx_arena arena;
 	sstubs_Num req;
-	pthread_t th;
 	int i, rc = 0;
 
 	node_open(&a, "a", 0, NULL);
 	node_open(&b, "b", 1, NULL);
 	srv = streams_server();
 	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
-	sa.n = &b;
-	sa.stop = 0;
-	cr_assert_eq(pthread_create(&th, NULL, serve_thread, &sa), 0);
+	node_serve_start(&sa, &b);
 	rdmx_arena_init(&arena, NULL, 0, 0);
 	sstubs_Num_init(&req);
 	ASSERT_OK(sstubs_Streams_Stall_open(ra, &opts, &call));
@@ -511,8 +488,7 @@ Test(codegen_stream, blocking_write_to_a_stalled_reader_ends_at_the_deadline)
 	cr_assert_lt(i, MANY, "the writer was held");
 	ASSERT_RC(sstubs_Streams_Stall_finish(call, &status, &arena), RDMX_RPC_DEADLINE_EXCEEDED);
 	cr_assert_eq(status.code, RDMX_RPC_DEADLINE_EXCEEDED);
-	sa.stop = 1;
-	pthread_join(th, NULL);
+	node_serve_stop(&sa);
 	rdmx_arena_fini(&arena);
 	rpc_pair_close(&ra, &rb);
 	destroy_server(&srv);

@@ -3,7 +3,6 @@
  * blocking and async calls, typed handlers and respond, status codes and
  * messages, unimplemented methods, malformed requests, deadlines, method ids,
  * registration errors. */
-#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -280,28 +279,13 @@ Test(codegen_rpc, async_calls)
 
 /* ---- blocking: the server's node runs on its own thread ---- */
 
-struct serve_arg {
-	struct node *n;
-	volatile int stop;
-};
-
-static void *serve_thread(void *p)
-{
-	struct serve_arg *s = p;
-	while (!s->stop)
-		if (rdmx_chan_worker_progress(s->n->worker) == 0)
-			sched_yield();
-	return NULL;
-}
-
 Test(codegen_rpc, blocking_calls)
 {
 	struct node a, b;
 	struct srv_state st;
 	struct rdmx_rpc_server *srv;
 	struct rdmx_rpc_ep *ra, *rb;
-	struct serve_arg sa;
-	pthread_t th;
+	struct node_serve sa;
 	stubs_PutRequest req;
 	stubs_PutReply resp;
 	struct rdmx_str tags[2];
@@ -317,9 +301,7 @@ Test(codegen_rpc, blocking_calls)
 	node_open(&b, "b", 1, NULL);
 	srv = store_server(&st);
 	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
-	sa.n = &b;
-	sa.stop = 0;
-	cr_assert_eq(pthread_create(&th, NULL, serve_thread, &sa), 0);
+	node_serve_start(&sa, &b);
 	fill_request(&req, tags, meta);
 	stubs_Empty_init(&empty);
 	rdmx_arena_init(&arena, NULL, 0, 0);
@@ -350,8 +332,7 @@ Test(codegen_rpc, blocking_calls)
 	ASSERT_RC(stubs_Raw_Bad(ra, &empty, &resp, &arena, NULL, NULL), RDMX_E_PROTOCOL);
 	ASSERT_RC(stubs_Store_Put(ra, NULL, &resp, &arena, NULL, NULL), RDMX_E_INVAL);
 
-	sa.stop = 1;
-	pthread_join(th, NULL);
+	node_serve_stop(&sa);
 	for (i = 0; i < st.n_later; i++)
 		stubs_Store_Later_respond(st.later[i], RDMX_RPC_OK, NULL, NULL);
 	rdmx_arena_fini(&arena);

@@ -172,6 +172,15 @@ void rpc_pair_close(struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb)
 	ASSERT_OK(rdmx_chan_destroy(&q));
 }
 
+void rpc_pair_close_all(struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb,
+                        struct rdmx_rpc_server **srv, struct node *a, struct node *b)
+{
+	rpc_pair_close(ra, rb);
+	ASSERT_OK(rdmx_rpc_server_destroy(srv));
+	node_close(a);
+	node_close(b);
+}
+
 static void echo_handler(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg)
 {
 	struct echo_state *st = arg;
@@ -412,4 +421,27 @@ void peer_proc_close(struct peer_proc *p)
 	ASSERT_OK(rdmx_chan_destroy(&p->chan));
 	close(p->fd);
 	p->fd = -1;
+}
+
+static void *node_serve_main(void *p)
+{
+	struct node_serve *s = p;
+
+	while (!s->stop)
+		if (rdmx_chan_worker_progress(s->n->worker) == 0)
+			sched_yield();
+	return NULL;
+}
+
+void node_serve_start(struct node_serve *s, struct node *n)
+{
+	s->n = n;
+	s->stop = 0;
+	cr_assert_eq(pthread_create(&s->th, NULL, node_serve_main, s), 0);
+}
+
+void node_serve_stop(struct node_serve *s)
+{
+	s->stop = 1;
+	pthread_join(s->th, NULL);
 }

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <sys/types.h>
 
 #include <criterion/criterion.h>
@@ -70,6 +71,10 @@ void rpc_pair(struct node *a, struct node *b, struct rdmx_rpc_server *sa,
               struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb);
 /* Destroys both endpoints and their channels. */
 void rpc_pair_close(struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb);
+/* The end of a test on one rpc_pair: rpc_pair_close, the server destroyed,
+ * both nodes closed. */
+void rpc_pair_close_all(struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb,
+                        struct rdmx_rpc_server **srv, struct node *a, struct node *b);
 
 /* Echo server methods used across tests: "test.Echo/Echo" returns the
  * request, "test.Echo/Fail" answers NOT_FOUND with a message,
@@ -139,5 +144,16 @@ void peer_proc_wait_ready(struct node *a, struct peer_proc *p, const char *what)
 void peer_proc_kill(struct peer_proc *p);
 /* Destroys the endpoint and channel, closes the socket. */
 void peer_proc_close(struct peer_proc *p);
+
+/* A node served on a thread of its own (one thread per node, as the
+ * threading rule says): node_serve_start spawns a thread that drives n's
+ * worker until node_serve_stop, which joins it. */
+struct node_serve {
+	struct node *n;
+	volatile int stop;
+	pthread_t th;
+};
+void node_serve_start(struct node_serve *s, struct node *n);
+void node_serve_stop(struct node_serve *s);
 
 #endif

@@ -84,10 +84,7 @@ Test(ev, rpc_server_in_libev_loop, .timeout = 300)
 	cr_assert_eq(st.echoed, 200);
 	for (uint32_t i = 0; i < st.held_n; i++)
 		rdmx_rpc_respond(st.held[i], RDMX_RPC_OK, NULL, NULL);
-	rpc_pair_close(&ra, &rb);
-	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
-	node_close(&a);
-	node_close(&b);
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
 }
 
 struct ev_client {
@@ -133,9 +130,6 @@ Test(ev, client_deadline_fires_from_loop_timer, .timeout = 120)
 	ASSERT_OK(rdmx_ev_detach(&ev));
 	ev_loop_destroy(c.loop);
 	rdmx_rpc_respond(st.held[0], RDMX_RPC_OK, NULL, NULL);
-	rpc_pair_close(&ra, &rb);
-	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
-	node_close(&a);
-	node_close(&b);
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
 }
 #endif

@@ -353,6 +353,24 @@ static void scene_close(struct scene *s)
 	log_capture_end();
 }
 
+/* A scene whose victim channel is READY after a valid hello of the evil
+ * peer. */
+static void scene_open_ready(struct scene *s)
+{
+	scene_open(s);
+	valid_hello(&s->e);
+	DRIVE3_UNTIL(s, rdmx_chan_get_state(s->vc) == RDMX_CHAN_READY);
+}
+
+/* The evil peer writes m (n bytes) into the victim's slot 0; the victim must
+ * close saying `needle` (scene_expect_closed); the scene is closed. */
+static void slot_attack(struct scene *s, const uint8_t *m, size_t n, const char *needle)
+{
+	evil_write(&s->e, 0, 0, m, n);
+	scene_expect_closed(s, needle);
+	scene_close(s);
+}
+
 /* ---- the attacks ---- */
 
 Test(hostile, hello_bad_magic)
@@ -409,9 +427,7 @@ Test(hostile, hello_truncated_and_second_hello)
 	struct scene s;
 	uint8_t h[64];
 
-	scene_open(&s);
-	valid_hello(&s.e);
-	DRIVE3_UNTIL(&s, rdmx_chan_get_state(s.vc) == RDMX_CHAN_READY);
+	scene_open_ready(&s);
 	hello_bytes(&s.e, h, 16, 1024, 1 << 20, NULL);
 	evil_send(&s.e, h, 64);
 	scene_expect_closed(&s, "second hello");
@@ -438,9 +454,7 @@ Test(hostile, ring_write_before_hello)
 
 	scene_open(&s);
 	n = slot_msg(m, 0, 4, 0, 0, "abcd", 4);
-	evil_write(&s.e, 0, 0, m, n);
-	scene_expect_closed(&s, "before the hello");
-	scene_close(&s);
+	slot_attack(&s, m, n, "before the hello");
 }
 
 Test(hostile, bad_slot_number)
@@ -449,9 +463,7 @@ Test(hostile, bad_slot_number)
 	uint8_t m[64];
 	size_t n;
 
-	scene_open(&s);
-	valid_hello(&s.e);
-	DRIVE3_UNTIL(&s, rdmx_chan_get_state(s.vc) == RDMX_CHAN_READY);
+	scene_open_ready(&s);
 	good_msg(&s.e, "ok", 2); /* slot 0, delivered */
 	DRIVE3_UNTIL(&s, s.wv.got == 1);
 	n = slot_msg(m, 0, 4, 1, 0, "abcd", 4);
@@ -467,9 +479,7 @@ Test(hostile, slot_beyond_ring_in_immediate)
 	uint8_t m[64];
 	size_t n;
 
-	scene_open(&s);
-	valid_hello(&s.e);
-	DRIVE3_UNTIL(&s, rdmx_chan_get_state(s.vc) == RDMX_CHAN_READY);
+	scene_open_ready(&s);
 	n = slot_msg(m, 0, 4, 0, 0, "abcd", 4);
 	evil_write(&s.e, 0, 0xffffu, m, n); /* the immediate names slot 65535 of 8 */
 	scene_expect_closed(&s, "wrong slot");
@@ -482,13 +492,9 @@ Test(hostile, bad_sequence_number)
 	uint8_t m[64];
 	size_t n;
 
-	scene_open(&s);
-	valid_hello(&s.e);
-	DRIVE3_UNTIL(&s, rdmx_chan_get_state(s.vc) == RDMX_CHAN_READY);
+	scene_open_ready(&s);
 	n = slot_msg(m, 0, 4, 7, 0, "abcd", 4); /* header says seq 7 */
-	evil_write(&s.e, 0, 0, m, n);
-	scene_expect_closed(&s, "sequence");
-	scene_close(&s);
+	slot_attack(&s, m, n, "sequence");
 }
 
 Test(hostile, header_bad_magic_and_flags)
@@ -497,13 +503,9 @@ Test(hostile, header_bad_magic_and_flags)
 	uint8_t m[64];
 	size_t n;
 
-	scene_open(&s);
-	valid_hello(&s.e);
-	DRIVE3_UNTIL(&s, rdmx_chan_get_state(s.vc) == RDMX_CHAN_READY);
+	scene_open_ready(&s);
 	n = slot_msg(m, 0x80, 4, 0, 0, "abcd", 4);
-	evil_write(&s.e, 0, 0, m, n);
-	scene_expect_closed(&s, "flags");
-	scene_close(&s);
+	slot_attack(&s, m, n, "flags");
 }
 
 Test(hostile, length_larger_than_slot)
@@ -512,9 +514,7 @@ Test(hostile, length_larger_than_slot)
 	uint8_t m[300];
 	size_t n;
 
-	scene_open(&s);
-	valid_hello(&s.e);
-	DRIVE3_UNTIL(&s, rdmx_chan_get_state(s.vc) == RDMX_CHAN_READY);
+	scene_open_ready(&s);
 	memset(m, 0, sizeof(m));
 	n = slot_msg(m, 0, 100000, 0, 0, NULL, 0); /* claims 100000 in a 256-byte slot */
 	evil_write(&s.e, 0, 0, m, n + 200);
@@ -528,13 +528,9 @@ Test(hostile, length_does_not_match_write)
 	uint8_t m[64];
 	size_t n;
 
-	scene_open(&s);
-	valid_hello(&s.e);
-	DRIVE3_UNTIL(&s, rdmx_chan_get_state(s.vc) == RDMX_CHAN_READY);
+	scene_open_ready(&s);
 	n = slot_msg(m, 0, 40, 0, 0, "abcd", 4); /* says 40, wrote 4 */
-	evil_write(&s.e, 0, 0, m, n);
-	scene_expect_closed(&s, "written length");
-	scene_close(&s);
+	slot_attack(&s, m, n, "written length");
 }
 
 Test(hostile, rendezvous_descriptor_wrong_length)
@@ -543,13 +539,9 @@ Test(hostile, rendezvous_descriptor_wrong_length)
 	uint8_t m[64];
 	size_t n;
 
-	scene_open(&s);
-	valid_hello(&s.e);
-	DRIVE3_UNTIL(&s, rdmx_chan_get_state(s.vc) == RDMX_CHAN_READY);
+	scene_open_ready(&s);
 	n = slot_msg(m, 1, 5000, 0, 0, "0123456789abcdefghij", 20);
-	evil_write(&s.e, 0, 0, m, n);
-	scene_expect_closed(&s, "rendezvous descriptor of the wrong length");
-	scene_close(&s);
+	slot_attack(&s, m, n, "rendezvous descriptor of the wrong length");
 }
 
 Test(hostile, rendezvous_longer_than_source)
@@ -558,14 +550,10 @@ Test(hostile, rendezvous_longer_than_source)
 	uint8_t m[64], desc[RDMX_MR_DESCRIPTOR_SIZE];
 	size_t n;
 
-	scene_open(&s);
-	valid_hello(&s.e);
-	DRIVE3_UNTIL(&s, rdmx_chan_get_state(s.vc) == RDMX_CHAN_READY);
+	scene_open_ready(&s);
 	ASSERT_OK(rdmx_mr_get_descriptor(s.e.ro_mr, desc)); /* 4096 bytes, readable */
 	n = slot_msg(m, 1, 500000, 0, 0, desc, sizeof(desc));
-	evil_write(&s.e, 0, 0, m, n);
-	scene_expect_closed(&s, "shorter than the message");
-	scene_close(&s);
+	slot_attack(&s, m, n, "shorter than the message");
 }
 
 Test(hostile, rendezvous_source_not_readable)
@@ -574,14 +562,10 @@ Test(hostile, rendezvous_source_not_readable)
 	uint8_t m[64], desc[RDMX_MR_DESCRIPTOR_SIZE];
 	size_t n;
 
-	scene_open(&s);
-	valid_hello(&s.e);
-	DRIVE3_UNTIL(&s, rdmx_chan_get_state(s.vc) == RDMX_CHAN_READY);
+	scene_open_ready(&s);
 	ASSERT_OK(rdmx_mr_get_descriptor(s.e.ring_mr, desc)); /* write-only region */
 	n = slot_msg(m, 1, 1000, 0, 0, desc, sizeof(desc));
-	evil_write(&s.e, 0, 0, m, n);
-	scene_expect_closed(&s, "not readable");
-	scene_close(&s);
+	slot_attack(&s, m, n, "not readable");
 }
 
 Test(hostile, rendezvous_above_max_message)
@@ -590,14 +574,10 @@ Test(hostile, rendezvous_above_max_message)
 	uint8_t m[64], desc[RDMX_MR_DESCRIPTOR_SIZE];
 	size_t n;
 
-	scene_open(&s);
-	valid_hello(&s.e);
-	DRIVE3_UNTIL(&s, rdmx_chan_get_state(s.vc) == RDMX_CHAN_READY);
+	scene_open_ready(&s);
 	ASSERT_OK(rdmx_mr_get_descriptor(s.e.ro_mr, desc));
 	n = slot_msg(m, 1, (1u << 20) + 1, 0, 0, desc, sizeof(desc)); /* victim max is 1 MiB */
-	evil_write(&s.e, 0, 0, m, n);
-	scene_expect_closed(&s, "maximum message size");
-	scene_close(&s);
+	slot_attack(&s, m, n, "maximum message size");
 }
 
 Test(hostile, credit_never_earned)
@@ -606,13 +586,9 @@ Test(hostile, credit_never_earned)
 	uint8_t m[64];
 	size_t n;
 
-	scene_open(&s);
-	valid_hello(&s.e);
-	DRIVE3_UNTIL(&s, rdmx_chan_get_state(s.vc) == RDMX_CHAN_READY);
+	scene_open_ready(&s);
 	n = slot_msg(m, 0, 4, 0, 1000, "abcd", 4); /* credits for 1000 messages we never got */
-	evil_write(&s.e, 0, 0, m, n);
-	scene_expect_closed(&s, "credit beyond");
-	scene_close(&s);
+	slot_attack(&s, m, n, "credit beyond");
 }
 
 Test(hostile, credit_update_never_earned)
@@ -620,9 +596,7 @@ Test(hostile, credit_update_never_earned)
 	struct scene s;
 	uint8_t c[16] = {0};
 
-	scene_open(&s);
-	valid_hello(&s.e);
-	DRIVE3_UNTIL(&s, rdmx_chan_get_state(s.vc) == RDMX_CHAN_READY);
+	scene_open_ready(&s);
 	st16(c, 0x4352);
 	c[2] = 1;
 	c[3] = 2;
@@ -636,9 +610,7 @@ Test(hostile, writes_beyond_credits)
 {
 	struct scene s;
 
-	scene_open(&s);
-	valid_hello(&s.e);
-	DRIVE3_UNTIL(&s, rdmx_chan_get_state(s.vc) == RDMX_CHAN_READY);
+	scene_open_ready(&s);
 	ASSERT_OK(rdmx_chan_pause(s.vc)); /* no credits come back */
 	for (int i = 0; i < 8; i++)       /* a ring of 8: full */
 		good_msg(&s.e, "xx", 2);
@@ -716,9 +688,7 @@ Test(hostile, random_garbage_writes)
 	struct scene s;
 	uint8_t m[256];
 
-	scene_open(&s);
-	valid_hello(&s.e);
-	DRIVE3_UNTIL(&s, rdmx_chan_get_state(s.vc) == RDMX_CHAN_READY);
+	scene_open_ready(&s);
 	srand(42);
 	for (size_t i = 0; i < sizeof(m); i++)
 		m[i] = (uint8_t)rand();

@@ -195,10 +195,7 @@ Test(regcache, large_rpc_calls_keep_registrations_bounded, .timeout = 600)
 	cr_assert_eq(sa.busy, 0, "a buffer not released after its message");
 	cr_assert_eq(sb.busy, 0);
 	cr_assert(sa.bytes <= sa.limit && sb.bytes <= sb.limit);
-	rpc_pair_close(&ra, &rb);
-	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
-	node_close(&a);
-	node_close(&b);
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
 	free(src);
 }
 

@@ -94,31 +94,12 @@ Test(rpc, unary_status_and_unimplemented)
 	ASSERT_RC(rdmx_rpc_call(ra, ECHO, &p, NULL, NULL), RDMX_E_INVAL);
 	drive_for(&a, &b, 20);
 	cr_assert_eq(r.done + f.done + u.done + v.done, 4, "a callback ran twice");
-	rpc_pair_close(&ra, &rb);
-	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
-	node_close(&a);
-	node_close(&b);
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
 	leak_end();
 }
 
 /* The blocking call drives its own worker; the server side runs on a thread
- * of its own node here (one thread per node, as the threading rule says). */
-#include <pthread.h>
-struct serve_arg {
-	struct node *n;
-	volatile int stop;
-};
-
-static void *serve_thread(void *p)
-{
-	struct serve_arg *s = p;
-
-	while (!s->stop)
-		if (rdmx_chan_worker_progress(s->n->worker) == 0)
-			sched_yield();
-	return NULL;
-}
-
+ * of its own node here (node_serve_start). */
 Test(rpc, blocking_call)
 {
 	struct node a, b;
@@ -126,8 +107,7 @@ Test(rpc, blocking_call)
 	struct rdmx_rpc_server *srv;
 	struct rdmx_rpc_ep *ra, *rb;
 	struct rdmx_rpc_reply rep;
-	struct serve_arg sa = {.n = &b};
-	pthread_t th;
+	struct node_serve sa;
 	char buf[3000];
 
 	ids();
@@ -135,7 +115,7 @@ Test(rpc, blocking_call)
 	node_open(&b, "b", 1, NULL);
 	srv = echo_server(&st);
 	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
-	cr_assert_eq(pthread_create(&th, NULL, serve_thread, &sa), 0);
+	node_serve_start(&sa, &b);
 	pattern_fill(buf, sizeof(buf), 3);
 	struct rdmx_rpc_payload p = rdmx_rpc_bytes(buf, sizeof(buf));
 	for (int i = 0; i < 100; i++) {
@@ -154,14 +134,10 @@ Test(rpc, blocking_call)
 	ASSERT_OK(rdmx_rpc_call(ra, HOLD, NULL, &o, &rep));
 	cr_assert_eq(rep.code, RDMX_RPC_DEADLINE_EXCEEDED);
 	rdmx_rpc_reply_fini(&rep);
-	sa.stop = 1;
-	pthread_join(th, NULL);
+	node_serve_stop(&sa);
 	for (uint32_t i = 0; i < st.held_n; i++)
 		rdmx_rpc_respond(st.held[i], RDMX_RPC_OK, NULL, NULL);
-	rpc_pair_close(&ra, &rb);
-	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
-	node_close(&a);
-	node_close(&b);
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
 }
 
 /* Many calls in flight on one connection, replies matched by id/checksum,
@@ -253,10 +229,7 @@ Test(rpc, pipelined_inflight_and_stats, .timeout = 600)
 	struct rdmx_chan_stats chs;
 	ASSERT_OK(rdmx_chan_get_stats(rdmx_rpc_ep_get_chan(ra), &chs));
 	cr_assert(chs.credit_stalls > 0);
-	rpc_pair_close(&ra, &rb);
-	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
-	node_close(&a);
-	node_close(&b);
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
 }
 
 Test(rpc, deadline_exceeded_and_server_sees_it)
@@ -295,10 +268,7 @@ Test(rpc, deadline_exceeded_and_server_sees_it)
 	ASSERT_OK(rdmx_rpc_ep_get_stats(ra, RDMX_RPC_ROLE_CLIENT, &cs));
 	cr_assert_eq(cs.by_code[RDMX_RPC_DEADLINE_EXCEEDED], 1);
 	cr_assert_eq(st.cancels, 1);
-	rpc_pair_close(&ra, &rb);
-	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
-	node_close(&a);
-	node_close(&b);
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
 }
 
 /* The deadline is a timer of the client's progress engine: with keep-alives
@@ -338,10 +308,7 @@ Test(rpc, deadline_fires_from_pe_wait_alone, .timeout = 120)
 	}
 	cr_assert_eq(r.code, RDMX_RPC_DEADLINE_EXCEEDED, "got %s", rdmx_rpc_code_name(r.code));
 	rdmx_rpc_respond(st.held[0], RDMX_RPC_OK, NULL, NULL);
-	rpc_pair_close(&ra, &rb);
-	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
-	node_close(&a);
-	node_close(&b);
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
 }
 
 /* Cancel against a reply in every interleaving we can produce: each call
@@ -397,10 +364,7 @@ Test(rpc, cancel_races_reply, .timeout = 600)
 	ASSERT_OK(rdmx_rpc_ep_get_stats(ra, RDMX_RPC_ROLE_CLIENT, &cs));
 	cr_assert_eq(cs.cancels, (uint64_t)cancelled);
 	cr_assert_eq(rdmx_rpc_ep_get_inflight(ra), 0);
-	rpc_pair_close(&ra, &rb);
-	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
-	node_close(&a);
-	node_close(&b);
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
 }
 
 /* A held call the client cancels: the handler's cancel callback runs once. */
@@ -434,10 +398,7 @@ Test(rpc, server_sees_cancel)
 	ASSERT_OK(rdmx_rpc_ep_get_stats(rb, RDMX_RPC_ROLE_SERVER, &ss));
 	cr_assert_eq(ss.cancels, 1);
 	cr_assert_eq(ss.by_code[RDMX_RPC_CANCELLED], 1);
-	rpc_pair_close(&ra, &rb);
-	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
-	node_close(&a);
-	node_close(&b);
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
 }
 
 /* Answering later, from a different callback than the handler's. */
@@ -550,10 +511,7 @@ Test(rpc, oneway_calls)
 	cr_assert_eq(cs.oneway, 20);
 	ASSERT_OK(rdmx_rpc_ep_get_stats(ra, RDMX_RPC_ROLE_SERVER, &cs));
 	cr_assert_eq(cs.calls, 0);
-	rpc_pair_close(&ra, &rb);
-	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
-	node_close(&a);
-	node_close(&b);
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
 }
 
 static int drained_a, drained_b;
@@ -666,10 +624,7 @@ Test(rpc, peer_gone_fails_outstanding)
 	/* answering detached calls is harmless */
 	for (uint32_t i = 0; i < st.held_n; i++)
 		ASSERT_OK(rdmx_rpc_respond(st.held[i], RDMX_RPC_OK, NULL, NULL));
-	rpc_pair_close(&ra, &rb);
-	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
-	node_close(&a);
-	node_close(&b);
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
 }
 
 /* A call whose connection is lost before its request was handed to the
@@ -735,10 +690,7 @@ Test(rpc, reached_tells_posted_from_never_sent)
 
 		ASSERT_RC(rdmx_rpc_call(ra, ECHO, NULL, NULL, &reply), RDMX_E_BAD_STATE);
 	}
-	rpc_pair_close(&ra, &rb);
-	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
-	node_close(&a);
-	node_close(&b);
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
 }
 
 /* A reply says the request reached the server. */
@@ -759,10 +711,7 @@ Test(rpc, reached_on_reply)
 	DRIVE_UNTIL(&a, &b, r.done);
 	cr_assert_eq(r.code, RDMX_RPC_NOT_FOUND);
 	cr_assert(r.reached);
-	rpc_pair_close(&ra, &rb);
-	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
-	node_close(&a);
-	node_close(&b);
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
 }
 
 /* Limits: max_inflight answers AGAIN; destroy with calls pending fails them. */
@@ -798,10 +747,7 @@ Test(rpc, limits_and_destroy_pending)
 	DRIVE_UNTIL(&a, &b, st.cancels == 4);
 	for (uint32_t i = 0; i < st.held_n; i++)
 		ASSERT_OK(rdmx_rpc_respond(st.held[i], RDMX_RPC_OK, NULL, NULL));
-	rpc_pair_close(&ra, &rb);
-	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
-	node_close(&a);
-	node_close(&b);
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
 }
 
 /* Server-side backpressure: a peer beyond max_active is not read from. */
@@ -836,10 +782,7 @@ Test(rpc, max_active_pauses_peer)
 	}
 	for (int i = 0; i < 100; i++)
 		cr_assert_eq(r[i].code, RDMX_RPC_OK);
-	rpc_pair_close(&ra, &rb);
-	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
-	node_close(&a);
-	node_close(&b);
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
 }
 
 static int enc_calls;
@@ -875,10 +818,7 @@ Test(rpc, encoder_payload)
 	DRIVE_UNTIL(&a, &b, r.done);
 	cr_assert_eq(enc_calls, 1);
 	cr_assert_eq(r.sum, checksum64(v, sizeof(v)));
-	rpc_pair_close(&ra, &rb);
-	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
-	node_close(&a);
-	node_close(&b);
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
 }
 
 /* A call queued before the handshake, larger than the peer's maximum
@@ -911,8 +851,5 @@ Test(rpc, request_too_big_for_peer)
 	ASSERT_RC(rdmx_rpc_call_async(ra, ECHO, &pb, NULL, rec_cb, &r, NULL), RDMX_E_TOO_BIG);
 	drive_for(&a, &b, 30);
 	cr_assert_eq(r.done, 1);
-	rpc_pair_close(&ra, &rb);
-	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
-	node_close(&a);
-	node_close(&b);
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
 }

@@ -278,42 +278,18 @@ static void wfix_stop(struct wfix *f)
 	ASSERT_OK(rdmx_dev_close(&f->dev));
 }
 
-struct wcall {
-	int done;
-	enum rdmx_rpc_code code;
-	uint64_t tag, got;
-};
-
-static void wcall_done(const struct rdmx_rpc_result *r, void *arg)
-{
-	struct wcall *c = arg;
-
-	c->done++;
-	c->code = r->code;
-	if (r->len == sizeof(c->got))
-		memcpy(&c->got, r->data, sizeof(c->got));
-}
-
-static bool wcalls_done(const struct wcall *v, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++)
-		if (!v[i].done)
-			return false;
-	return true;
-}
-
-static void wcall_start(struct wfix *f, unsigned conn, const char *method, struct wcall *c)
+static void wcall_start(struct wfix *f, unsigned conn, const char *method, struct wsvc_call *c)
 {
 	struct rdmx_rpc_payload p = rdmx_rpc_bytes(&c->tag, sizeof(c->tag));
 	struct rdmx_rpc_call_opts o = {0, false};
 
-	ASSERT_OK(rdmx_rpc_call_async(f->eps[conn], rdmx_rpc_method_id(method), &p, &o, wcall_done,
-	                              c, NULL));
+	ASSERT_OK(rdmx_rpc_call_async(f->eps[conn], rdmx_rpc_method_id(method), &p, &o,
+	                              wsvc_call_done, c, NULL));
 }
 
 static void many_clients(unsigned workers)
 {
-	static struct wcall calls[W_CLIENTS * W_CALLS];
+	static struct wsvc_call calls[W_CLIENTS * W_CALLS];
 	const unsigned total = W_CLIENTS * W_CALLS;
 	struct rdmx_rpc_stats st;
 	struct wfix f;
@@ -337,7 +313,7 @@ static void many_clients(unsigned workers)
 		calls[i].tag = 0x7700000000000000ull | i;
 		wcall_start(&f, i % W_CLIENTS, W_ECHO, &calls[i]);
 	}
-	DRIVE_CLI_UNTIL(&f, wcalls_done(calls, total));
+	DRIVE_CLI_UNTIL(&f, wsvc_calls_done(calls, total));
 	for (unsigned i = 0; i < total; i++) {
 		cr_assert_eq(calls[i].done, 1, "call %u completed %d times", i, calls[i].done);
 		cr_assert_eq(calls[i].code, RDMX_RPC_OK, "call %u: %s", i,
@@ -460,7 +436,7 @@ Test(rpc_workers, bidi_streams_on_every_worker, .timeout = 240)
 
 Test(rpc_workers, shutdown_with_calls_held_on_every_worker, .timeout = 240)
 {
-	static struct wcall holds[W_CLIENTS], echoes_v[W_CLIENTS];
+	static struct wsvc_call holds[W_CLIENTS], echoes_v[W_CLIENTS];
 	struct wfix f;
 
 	if (!wfix_start(&f, 4))
@@ -474,14 +450,14 @@ Test(rpc_workers, shutdown_with_calls_held_on_every_worker, .timeout = 240)
 		wcall_start(&f, i, W_ECHO, &echoes_v[i]);
 	}
 	/* the echo behind each hold on the same connection: the hold arrived */
-	DRIVE_CLI_UNTIL(&f, wcalls_done(echoes_v, W_CLIENTS));
+	DRIVE_CLI_UNTIL(&f, wsvc_calls_done(echoes_v, W_CLIENTS));
 	DRIVE_CLI_UNTIL(&f, atomic_load(&wsvc_held) == W_CLIENTS);
 	for (unsigned i = 0; i < W_CLIENTS; i++)
 		cr_assert_eq(holds[i].done, 0, "hold %u answered early", i);
 	ASSERT_OK(rdmx_rpc_workers_destroy(&f.w));
 	cr_assert_eq(atomic_load(&wsvc_hold_cancelled), W_CLIENTS);
 	cr_assert_eq(atomic_load(&gone_cbs), W_CLIENTS);
-	DRIVE_CLI_UNTIL(&f, wcalls_done(holds, W_CLIENTS));
+	DRIVE_CLI_UNTIL(&f, wsvc_calls_done(holds, W_CLIENTS));
 	for (unsigned i = 0; i < W_CLIENTS; i++) {
 		cr_assert_eq(holds[i].done, 1, "hold %u completed %d times", i, holds[i].done);
 		cr_assert_eq(holds[i].code, RDMX_RPC_UNAVAILABLE, "hold %u: %s", i,

@@ -41,6 +41,7 @@
 
 #include "test_assert.h"
 #include "tls_test_pki.h"
+#include "tls_test_suite.h"
 
 static struct tls_test_pki pki;
 
@@ -245,34 +246,18 @@ static void server_stop(void)
 	rdmx_tls_config_destroy(&srv.cfg);
 }
 
-static int64_t now_ms(void)
-{
-	return (int64_t)(rdmx_pe_now_ns() / 1000000u);
-}
-
 /* Drives the client's engine until cond or the guard runs out. */
 #define drive_until(s, cond, guard_ms)                                                             \
 	do {                                                                                       \
-		int64_t end_ = now_ms() + (guard_ms);                                              \
-		while (!(cond) && now_ms() < end_) {                                               \
+		int64_t end_ = tls_test_now_ms() + (guard_ms);                                     \
+		while (!(cond) && tls_test_now_ms() < end_) {                                      \
 			rdmx_pe_progress((s)->pe);                                                 \
 			usleep(1000);                                                              \
 		}                                                                                  \
 		cr_assert((cond), "timed out waiting for %s", #cond);                              \
 	} while (0)
 
-static void setup(void)
-{
-	cr_assert_eq(tls_test_pki_create(&pki), 0);
-	tls_test_log_capture();
-}
-
-static void teardown(void)
-{
-	tls_test_pki_destroy(&pki);
-}
-
-TestSuite(bootstrap, .init = setup, .fini = teardown, .timeout = 120);
+TLS_TEST_SUITE(bootstrap, pki, 120);
 
 Test(bootstrap, connects_exchanges_and_loses_liveness)
 {

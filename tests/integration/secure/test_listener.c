@@ -26,6 +26,7 @@
 
 #include "test_assert.h"
 #include "tls_test_pki.h"
+#include "tls_test_suite.h"
 
 static struct tls_test_pki pki;
 
@@ -235,32 +236,16 @@ static int refused_count(void)
 	return n;
 }
 
-static int64_t now_ms(void)
-{
-	return (int64_t)(rdmx_pe_now_ns() / 1000000u);
-}
-
 /* Polls `cond` every 10 ms for up to guard_ms. */
 #define wait_until(cond, guard_ms)                                                                 \
 	do {                                                                                       \
-		int64_t end_ = now_ms() + (guard_ms);                                              \
-		while (!(cond) && now_ms() < end_)                                                 \
+		int64_t end_ = tls_test_now_ms() + (guard_ms);                                     \
+		while (!(cond) && tls_test_now_ms() < end_)                                        \
 			usleep(10000);                                                             \
 		cr_assert((cond), "timed out waiting for %s", #cond);                              \
 	} while (0)
 
-static void setup(void)
-{
-	cr_assert_eq(tls_test_pki_create(&pki), 0);
-	tls_test_log_capture();
-}
-
-static void teardown(void)
-{
-	tls_test_pki_destroy(&pki);
-}
-
-TestSuite(listener, .init = setup, .fini = teardown, .timeout = 120);
+TLS_TEST_SUITE(listener, pki, 120);
 
 /* A good client: connect, one echo. */
 static void echo_once(const char *msg)
@@ -301,10 +286,10 @@ static int tcp_from(const char *src_ip)
 /* 1 when the server closed fd (EOF or reset) within guard_ms. */
 static int closed_by_server(int fd, int guard_ms)
 {
-	int64_t end = now_ms() + guard_ms;
+	int64_t end = tls_test_now_ms() + guard_ms;
 	char buf[4096];
 
-	while (now_ms() < end) {
+	while (tls_test_now_ms() < end) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 
 		if (poll(&p, 1, 100) > 0) {
@@ -635,10 +620,10 @@ Test(listener, client_timeout_bounds_the_handshake_against_a_silent_server)
 	cr_assert_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
 	cr_assert_eq(listen(lfd, 16), 0); /* the kernel accepts; nobody answers */
 	cr_assert_eq(getsockname(lfd, (struct sockaddr *)&a, &al), 0);
-	t0 = now_ms();
+	t0 = tls_test_now_ms();
 	cr_assert_rc(rdmx_tls_connect_timeout(cfg, "127.0.0.1", ntohs(a.sin_port), 300, &conn),
 	             RDMX_E_TIMEDOUT);
-	took = now_ms() - t0;
+	took = tls_test_now_ms() - t0;
 	cr_assert_null(conn);
 	cr_assert_geq(took, 290);
 	cr_assert_lt(took, 5000, "took %lld ms with a 300 ms budget", (long long)took);

@@ -29,6 +29,7 @@
 #include "test_bsd.h"
 #include "test_assert.h"
 #include "tls_test_pki.h"
+#include "tls_test_suite.h"
 
 static struct tls_test_pki pki;
 
@@ -190,11 +191,6 @@ Test(registry, ttl_is_clamped_to_server_bounds)
 	server_stop();
 }
 
-static int64_t now_ms(void)
-{
-	return (int64_t)(rdmx_pe_now_ns() / 1000000u);
-}
-
 Test(registry, lease_expiry_and_watch_notification)
 {
 	struct rdmx_registry_client *a, *w;
@@ -222,8 +218,8 @@ Test(registry, lease_expiry_and_watch_notification)
 	rdmx_registry_event_free(&ev);
 
 	/* heartbeats keep it alive well past its ttl */
-	end = now_ms() + 900;
-	while (now_ms() < end) {
+	end = tls_test_now_ms() + 900;
+	while (tls_test_now_ms() < end) {
 		cr_assert_rc(rdmx_registry_client_heartbeat(a, id), RDMX_OK);
 		usleep(50000);
 	}

@@ -181,52 +181,29 @@ static void fix_stop(struct fix *f)
 
 /* ---- the client side: every call counted ---- */
 
-struct call_rec {
-	int done;
-	enum rdmx_rpc_code code;
-	uint64_t tag, got;
-};
-
-static void call_done(const struct rdmx_rpc_result *r, void *arg)
-{
-	struct call_rec *c = arg;
-
-	c->done++;
-	c->code = r->code;
-	if (r->len == sizeof(c->got))
-		memcpy(&c->got, r->data, sizeof(c->got));
-}
-
-static int all_done(const struct call_rec *v, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (!v[i].done)
-			return 0;
-	return 1;
-}
-
-static void drive_until_done(struct fix *f, const struct call_rec *v, int n)
+static void drive_until_done(struct fix *f, const struct wsvc_call *v, int n)
 {
 	int64_t end = (int64_t)(rdmx_pe_now_ns() / 1000000u) + GUARD_MS;
 
-	while (!all_done(v, n) && (int64_t)(rdmx_pe_now_ns() / 1000000u) < end)
+	while (!wsvc_calls_done(v, (unsigned)n) && (int64_t)(rdmx_pe_now_ns() / 1000000u) < end)
 		rdmx_pe_wait(f->pe, 20);
-	cr_assert(all_done(v, n), "calls still outstanding after the guard");
+	cr_assert(wsvc_calls_done(v, (unsigned)n), "calls still outstanding after the guard");
 }
 
-static void start_call(struct fix *f, int conn, const char *method, struct call_rec *c)
+static void start_call(struct fix *f, int conn, const char *method, struct wsvc_call *c)
 {
 	struct rdmx_rpc_payload p = rdmx_rpc_bytes(&c->tag, sizeof(c->tag));
 	struct rdmx_rpc_call_opts o = {0, false};
 
 	cr_assert_rc(rdmx_rpc_call_async(rdmx_rpc_secure_conn_get_ep(f->conns[conn]),
-	                                 rdmx_rpc_method_id(method), &p, &o, call_done, c, NULL),
+	                                 rdmx_rpc_method_id(method), &p, &o, wsvc_call_done, c,
+	                                 NULL),
 	             RDMX_OK);
 }
 
 static void many_clients(unsigned workers)
 {
-	static struct call_rec calls[N_CLIENTS * CALLS_PER_CLIENT];
+	static struct wsvc_call calls[N_CLIENTS * CALLS_PER_CLIENT];
 	const unsigned total = N_CLIENTS * CALLS_PER_CLIENT;
 	struct rdmx_rpc_stats st;
 	struct fix f;
@@ -313,7 +290,7 @@ Test(rpc_secure_workers, one_worker_is_the_plain_server)
 
 Test(rpc_secure_workers, shutdown_with_calls_held_on_every_worker)
 {
-	static struct call_rec holds[N_CLIENTS], echoes_v[N_CLIENTS];
+	static struct wsvc_call holds[N_CLIENTS], echoes_v[N_CLIENTS];
 	struct fix f;
 	int64_t end;
 

@@ -49,15 +49,9 @@
 #include "ev_thread.h"
 #include "test_assert.h"
 #include "tls_test_pki.h"
-
-#include "common/clock.h"
+#include "tls_test_suite.h"
 
 static struct tls_test_pki pki;
-
-static int64_t now_ms(void)
-{
-	return (int64_t)rdmx__now_ms();
-}
 
 /* ---- engine sides ---- */
 
@@ -143,10 +137,10 @@ static void side_close(struct side *s)
 /* Drives both sides until pred holds; a bounded guard, not a timing test. */
 static bool drive(struct side *a, struct side *b, bool (*pred)(void *), void *arg)
 {
-	int64_t until = now_ms() + 20000;
+	int64_t until = tls_test_now_ms() + 20000;
 
 	while (!pred(arg)) {
-		if (now_ms() > until)
+		if (tls_test_now_ms() > until)
 			return false;
 		rdmx_pe_progress(a->pe);
 		rdmx_pe_progress(b->pe);
@@ -558,9 +552,9 @@ Test(seal, keyed_export_refuses_plain_peer)
 	cr_assert_rc(rdmx_ctx_connect(A.ctx, db, lb, A.conn), RDMX_OK);
 	cr_assert_rc(rdmx_ctx_connect(B.ctx, da, la, B.conn), RDMX_OK);
 	{
-		int64_t until = now_ms() + 20000;
+		int64_t until = tls_test_now_ms() + 20000;
 
-		while ((A.ended == 0 || B.ended == 0) && now_ms() < until) {
+		while ((A.ended == 0 || B.ended == 0) && tls_test_now_ms() < until) {
 			rdmx_pe_progress(A.pe);
 			rdmx_pe_progress(B.pe);
 			rdmx_pe_wait(A.pe, 1);
