@@ -564,6 +564,25 @@ static void frame_begin(struct tcp_conn *c)
 		frame_end(c);
 }
 
+/* The region of the TCP_SINK_MR sink, with the key table read-locked (the
+ * caller unlocks); NULL, with the table unlocked and the rest of the payload
+ * discarded and refused, when the region is gone (deregistered or reused). */
+static const struct rdmx__tcp_region *sink_region_lock(struct tcp_conn *c)
+{
+	struct tcp_rx *rx = &c->rx;
+	const struct rdmx__tcp_region *r;
+
+	rdmx__tcp_keytab_rdlock(&c->td->keys);
+	r = rdmx__tcp_keytab_find(&c->td->keys, rx->rkey);
+	if (!r || r->serial != rx->serial) {
+		rdmx__tcp_keytab_unlock(&c->td->keys);
+		rx->sink = TCP_SINK_DISCARD;
+		rx->nak = RDMX__TCP_ST_REMOTE_ACCESS;
+		return NULL;
+	}
+	return r;
+}
+
 /* Copies staged payload bytes to the frame's sink. */
 static void sink_copy(struct tcp_conn *c, const uint8_t *p, size_t n)
 {
@@ -593,14 +612,9 @@ static void sink_copy(struct tcp_conn *c, const uint8_t *p, size_t n)
 		}
 		return;
 	case TCP_SINK_MR:
-		rdmx__tcp_keytab_rdlock(&c->td->keys);
-		r = rdmx__tcp_keytab_find(&c->td->keys, rx->rkey);
-		if (!r || r->serial != rx->serial) {
-			rdmx__tcp_keytab_unlock(&c->td->keys);
-			rx->sink = TCP_SINK_DISCARD;
-			rx->nak = RDMX__TCP_ST_REMOTE_ACCESS;
+		r = sink_region_lock(c);
+		if (!r)
 			return;
-		}
 		memcpy(r->addr + rx->mr_off, p, n);
 		rdmx__tcp_keytab_unlock(&c->td->keys);
 		rx->mr_off += n;
@@ -674,12 +688,8 @@ static ssize_t recv_direct(struct tcp_conn *c, bool *again, size_t *asked)
 			rx->buf_off += (size_t)n;
 		return n;
 	}
-	rdmx__tcp_keytab_rdlock(&c->td->keys);
-	r = rdmx__tcp_keytab_find(&c->td->keys, rx->rkey);
-	if (!r || r->serial != rx->serial) {
-		rdmx__tcp_keytab_unlock(&c->td->keys);
-		rx->sink = TCP_SINK_DISCARD;
-		rx->nak = RDMX__TCP_ST_REMOTE_ACCESS;
+	r = sink_region_lock(c);
+	if (!r) {
 		*again = true;
 		return 0;
 	}
@@ -755,14 +765,9 @@ static ssize_t sink_decrypt(struct tcp_conn *c, uint8_t *in, size_t n)
 			rx->sink = TCP_SINK_DISCARD; /* cannot happen: lengths were checked */
 		return (ssize_t)done;
 	}
-	rdmx__tcp_keytab_rdlock(&c->td->keys);
-	r = rdmx__tcp_keytab_find(&c->td->keys, rx->rkey);
-	if (!r || r->serial != rx->serial) {
-		rdmx__tcp_keytab_unlock(&c->td->keys);
-		rx->sink = TCP_SINK_DISCARD;
-		rx->nak = RDMX__TCP_ST_REMOTE_ACCESS;
+	r = sink_region_lock(c);
+	if (!r)
 		return 0;
-	}
 	if (rdmx__tcp_seal_open_update(d, r->addr + rx->mr_off, in, n)) {
 		rdmx__tcp_keytab_unlock(&c->td->keys);
 		return -1;
