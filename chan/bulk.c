@@ -13,7 +13,9 @@
  * Receiver: the descriptor is checked (size, access, provider) before
  * anything is allocated, then ONE RDMA read brings the bytes into a
  * registered buffer of the cache; delivery (in order) and the ack follow,
- * and the buffer goes back to the cache for the next message. */
+ * and the buffer goes back to the cache for the next message — unless the
+ * receive callback kept it (rdmx__chan_take_rx): then it leaves the cache,
+ * deregistered, and belongs to the caller. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,6 +114,26 @@ int rdmx__rdv_rx_new(struct rdmx_chan *chan, const void *desc, uint64_t len, str
 	r->nchunks = (uint32_t)((len + r->chunk - 1) / r->chunk);
 	r->state = RDV_NEW;
 	*out = r;
+	return 0;
+}
+
+int rdmx__chan_take_rx(struct rdmx_chan *chan, const void *data, void **owned, size_t *size)
+{
+	struct rdv_rx *r = chan ? chan->rx_cur : NULL;
+	const uint8_t *p = data;
+
+	if (!owned)
+		return RDMX_E_INVAL;
+	*owned = NULL;
+	if (!r || !r->ent || !p || p < (const uint8_t *)r->buf ||
+	    p > (const uint8_t *)r->buf + r->len)
+		return RDMX_E_BAD_STATE; /* an eager message, or not in its callback */
+	if (size)
+		*size = r->ent->size;
+	*owned = rdmx__regcache_detach(r->regc, r->ent);
+	r->ent = NULL;
+	r->buf = NULL;
+	r->mr = NULL;
 	return 0;
 }
 

@@ -62,6 +62,10 @@ void rdmx__regcache_fini(struct rdmx__regcache *c);
 int rdmx__regcache_get(struct rdmx__regcache *c, struct rdmx_chan *chan, enum regc_kind kind,
                        size_t len, struct regc_ent **out);
 void rdmx__regcache_ref(struct regc_ent *e);
+/* Takes a REGC_RX entry referenced once out of the cache for good: its
+ * registration goes, the entry is freed and its buffer (aligned_alloc'd,
+ * released with free()) is returned; counted in handovers. */
+void *rdmx__regcache_detach(struct rdmx__regcache *c, struct regc_ent *e);
 /* Drops a reference (NULL: no-op); the last one makes the entry idle. */
 void rdmx__regcache_put(struct rdmx__regcache *c, struct regc_ent *e);
 /* Evicts idle entries down to the new limit. */
@@ -183,10 +187,11 @@ struct rdmx_chan {
 	bool disconnecting; /* rdmx_conn_disconnect called */
 	bool paused;
 	bool delivering;
-	bool starved;      /* on worker->starved list */
-	bool eager_credit; /* return credits after every delivery batch */
-	uint32_t inflight; /* tasks submitted, not completed */
-	uint32_t cb_depth; /* user callbacks of this channel on the stack */
+	struct rdv_rx *rx_cur; /* the rendezvous message in recv_cb now, or NULL */
+	bool starved;          /* on worker->starved list */
+	bool eager_credit;     /* return credits after every delivery batch */
+	uint32_t inflight;     /* tasks submitted, not completed */
+	uint32_t cb_depth;     /* user callbacks of this channel on the stack */
 	struct rdmx_chan *next_all, *prev_all;
 	struct rdmx_chan *next_starved;
 

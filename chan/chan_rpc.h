@@ -31,6 +31,15 @@ void rdmx__chan_forget_cb(struct rdmx_chan *chan, rdmx_chan_sent_cb cb);
  * not NULL). */
 void rdmx__chan_fail(struct rdmx_chan *chan, int status, const char *why);
 
+/* ---- receiving ---- */
+/* Inside the receive callback of a rendezvous message, `data` pointing into
+ * it: takes the message's buffer out of the worker's registration cache
+ * (deregistered, no longer counted there) and gives it to the caller, who
+ * releases it with free(); `data` stays valid in it. *size (may be NULL):
+ * the buffer's size. RDMX_E_BAD_STATE for an eager message (it lives in a
+ * ring slot: copy it) or outside the callback, RDMX_E_INVAL. */
+int rdmx__chan_take_rx(struct rdmx_chan *chan, const void *data, void **owned, size_t *size);
+
 /* ---- the object built on a channel (an RPC endpoint) ---- */
 /* The owner, NULL when none; while set, rdmx_chan_destroy refuses. */
 void *rdmx__chan_get_owner(const struct rdmx_chan *chan);

@@ -4,7 +4,8 @@
  * A message stays in its slot until the callback returned; the slot is then
  * freed and counted in rx_consumed, the cumulative credit the next header or
  * credit update carries back. Delivery stops at a rendezvous whose read has
- * not finished, so the order is kept. */
+ * not finished, so the order is kept. The callback of a rendezvous
+ * message may keep its buffer (rdmx__chan_take_rx, bulk.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,7 +149,9 @@ void rdmx__chan_deliver(struct rdmx_chan *chan)
 		chan->stats.msgs_received++;
 		chan->stats.bytes_received += rs->len;
 		chan->cb_depth++;
+		chan->rx_cur = rdv;
 		chan->recv_cb(chan, data, rs->len, chan->arg);
+		chan->rx_cur = NULL;
 		chan->cb_depth--;
 		if (rdv) {
 			rs->rdv = NULL;

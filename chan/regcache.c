@@ -12,6 +12,10 @@
  * referenced are never evicted: the cache goes over its limit instead and
  * frees them as they come back.
  *
+ * A receiver may keep the buffer a message was read into
+ * (rdmx__chan_take_rx): rdmx__regcache_detach deregisters it and lets it
+ * go, so what the cache holds stays bounded however many are kept.
+ *
  * A sender's buffer is granted per message to one connection, for the
  * message's bytes only; where the device has no connection-bound grants
  * (its descriptor reaches the whole buffer from any connection, for as long
@@ -172,6 +176,19 @@ int rdmx__regcache_get(struct rdmx__regcache *c, struct rdmx_chan *chan, enum re
 void rdmx__regcache_ref(struct regc_ent *e)
 {
 	e->refs++;
+}
+
+void *rdmx__regcache_detach(struct rdmx__regcache *c, struct regc_ent *e)
+{
+	void *buf = e->buf;
+
+	rdmx_mr_dereg(&e->mr);
+	c->bytes -= e->size;
+	c->st.regs--;
+	c->busy--;
+	c->st.handovers++;
+	free(e);
+	return buf;
 }
 
 void rdmx__regcache_put(struct rdmx__regcache *c, struct regc_ent *e)

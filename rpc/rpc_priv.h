@@ -176,6 +176,7 @@ struct rdmx_rpc_server_call {
 	uint64_t deadline_ns;
 	uint64_t start_ns;
 	uint64_t req_len;
+	const void *req; /* the request body, while the handler runs (take_request) */
 	struct rdmx__timer timer;
 	bool cancelled, cancel_ran, oneway;
 	void (*cancel_cb)(struct rdmx_rpc_server_call *call, void *arg);
@@ -223,9 +224,10 @@ struct rdmx_rpc_ep {
 	struct rdmx_chan *chan;
 	struct rdmx_chan_worker *worker;
 	struct rdmx_rpc_server *server;
-	struct rdmx__map calls;    /* our call id -> rpc_ccall */
-	struct rdmx__map incoming; /* peer's call id -> rdmx_rpc_call */
-	struct rpc_ccall *oneways; /* one-way calls with a callback, not yet sent */
+	struct rdmx__map calls;                /* our call id -> rpc_ccall */
+	struct rdmx__map incoming;             /* peer's call id -> rdmx_rpc_call */
+	struct rpc_ccall *oneways;             /* one-way calls with a callback, not yet sent */
+	struct rdmx_rpc_server_call *cur_call; /* whose handler runs now, or NULL */
 	uint64_t next_id;
 	uint32_t max_inflight, max_active;
 	uint32_t resp_pending; /* responses handed to the channel, not yet sent */

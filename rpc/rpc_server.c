@@ -115,6 +115,8 @@ static void scall_put(struct rdmx_rpc_server_call *c)
 	struct rdmx_rpc_ep *ep = c->ep;
 
 	rdmx__call_md_release(c);
+	if (ep && ep->cur_call == c)
+		ep->cur_call = NULL;
 	if (ep && !ep->destroy_pending && ep->nfree_scalls < SCALL_FREE_CACHE) {
 		c->next = ep->free_scalls;
 		ep->free_scalls = c;
@@ -149,6 +151,16 @@ bool rdmx_rpc_call_is_cancelled(const struct rdmx_rpc_server_call *call)
 	if (!call->cancelled && call->deadline_ns && rdmx__now_ns() >= call->deadline_ns)
 		return true; /* the timer just has not run yet */
 	return call->cancelled;
+}
+
+int rdmx_rpc_server_call_take_request(struct rdmx_rpc_server_call *call, void **owned, size_t *size)
+{
+	if (!call || !owned)
+		return RDMX_E_INVAL;
+	*owned = NULL;
+	if (!call->ep || call->ep->cur_call != call || !call->req)
+		return RDMX_E_BAD_STATE; /* not inside its handler */
+	return rdmx__chan_take_rx(call->ep->chan, call->req, owned, size);
 }
 
 uint32_t rdmx_rpc_call_get_method(const struct rdmx_rpc_server_call *call)
@@ -428,7 +440,10 @@ void rdmx__rpc_on_request(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const
 		rdmx_rpc_respond(c, RDMX_RPC_UNIMPLEMENTED, text, NULL);
 		return;
 	}
+	c->req = body;
+	ep->cur_call = c;
 	m->handler(c, body, len, m->arg);
+	ep->cur_call = NULL;
 	/* the handler may have answered (c is gone) or kept the call */
 	rdmx__rpc_check_active(ep);
 	return;

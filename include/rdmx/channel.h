@@ -200,6 +200,8 @@ struct rdmx_chan_reg_cache_stats {
 	uint64_t busy;      /* buffers in use now */
 	uint64_t bytes;     /* total size of the cached buffers now */
 	uint64_t limit;     /* the limit in bytes */
+	uint64_t handovers; /* receive buffers given away with their message (deregistered, out of
+	                       the cache) */
 };
 /* RDMX_E_INVAL on NULL arguments. */
 int rdmx_chan_worker_get_reg_cache_stats(const struct rdmx_chan_worker *worker,

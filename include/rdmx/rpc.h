@@ -149,6 +149,18 @@ int rdmx_rpc_server_register(struct rdmx_rpc_server *server, uint32_t method_id,
  * resp may be NULL (empty body); message may be NULL. */
 int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
                      const char *message, const struct rdmx_rpc_payload *resp);
+/* Inside the handler (before it answers): keeps the request's memory
+ * instead of copying it. A request that came by rendezvous (larger than a
+ * channel slot) was read into a registered buffer of the worker's
+ * registration cache; this takes that buffer out of the cache
+ * (deregistered, counted in the cache's `handovers`) and gives it to the
+ * caller: *owned is the start of the allocation, released with free(), and
+ * `req`/`len` of the handler (and what a decode without copies points at)
+ * stay valid in it until then. *size (may be NULL): the allocation's size.
+ * RDMX_E_BAD_STATE when the request lives in a channel slot (copy it) or
+ * outside the handler; RDMX_E_INVAL. */
+int rdmx_rpc_server_call_take_request(struct rdmx_rpc_server_call *call, void **owned,
+                                      size_t *size);
 /* Absolute deadline in CLOCK_MONOTONIC nanoseconds, 0 when none. */
 uint64_t rdmx_rpc_call_get_deadline(const struct rdmx_rpc_server_call *call);
 bool rdmx_rpc_call_is_cancelled(const struct rdmx_rpc_server_call *call);

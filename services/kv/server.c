@@ -12,6 +12,9 @@
  * registry. SIGINT / SIGTERM: NOT_SERVING, leave the registry, close.
  * --data DIR keeps the keys and values in LMDB there (store.h): a Put or
  * Delete is answered OK only after its transaction committed.
+ * A large Put value is not copied on its way in: the memory store keeps the
+ * buffer the value was read into (rdmx_rpc_server_call_take_request), LMDB
+ * copies it once into its map.
  * --workers N serves from N threads (rdmx_rpc_secure_workers_*, each with
  * its own device, engine and loop; clients dealt out in turn at accept
  * time); the handlers then run on the workers concurrently: the store has
@@ -45,6 +48,7 @@
 #include "kv.h"
 #include "kv.rdmx.h"
 #include "metrics_http.h"
+#include "put.h"
 #include "sd_notify.h"
 #include "store.h"
 
@@ -163,8 +167,7 @@ static void on_put(struct rdmx_rpc_server_call *call, const kv_PutRequest *req, 
 		return;
 	}
 	kv_PutResponse_init(&resp);
-	rc = kv_store_put(k->store, req->key.data, req->key.len, req->value.data, req->value.len,
-	                  &resp.replaced);
+	rc = kv_put_request(k->store, call, req, &resp.replaced, NULL); /* put.c */
 	if (rc) {
 		kv_KV_Put_respond(call, store_code(rc), store_message(k, rc), NULL);
 		return;

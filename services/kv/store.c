@@ -98,6 +98,28 @@ int kv_store_put(struct kv_store *s, const char *key, size_t klen, const void *v
 	return rc;
 }
 
+int kv_store_put_owned(struct kv_store *s, const char *key, size_t klen, const void *val,
+                       size_t vlen, void *owned, bool *replaced)
+{
+	bool dummy;
+	int rc;
+
+	if (mine(s) || !key || !klen || !owned || (vlen && !val)) {
+		free(owned);
+		return RDMX_E_INVAL;
+	}
+	pthread_mutex_lock(&s->lock);
+	if (s->ops->put_owned) {
+		rc = s->ops->put_owned(s, key, klen, vlen ? val : "", vlen, owned,
+		                       replaced ? replaced : &dummy);
+	} else {
+		rc = s->ops->put(s, key, klen, vlen ? val : "", vlen, replaced ? replaced : &dummy);
+		free(owned);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
 int kv_store_del(struct kv_store *s, const char *key, size_t klen, bool *deleted)
 {
 	bool dummy;

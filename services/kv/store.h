@@ -59,6 +59,14 @@ int kv_store_scan(struct kv_store *s, const char *from, size_t flen, bool after,
  * then unchanged. */
 int kv_store_put(struct kv_store *s, const char *key, size_t klen, const void *val, size_t vlen,
                  bool *replaced);
+/* kv_store_put without a copy where the backend can: val (vlen bytes) lies
+ * inside `owned`, a malloc'd block the store takes on every return, success
+ * or not (it is freed with free()). The memory backend keeps `owned` as the
+ * value's storage (gets then point into it) until the value is replaced or
+ * deleted; LMDB copies the value into its map (its one copy) and frees
+ * `owned`. Same errors as kv_store_put. */
+int kv_store_put_owned(struct kv_store *s, const char *key, size_t klen, const void *val,
+                       size_t vlen, void *owned, bool *replaced);
 /* *deleted: the key was there. Same errors as kv_store_put. */
 int kv_store_del(struct kv_store *s, const char *key, size_t klen, bool *deleted);
 

@@ -20,6 +20,9 @@ struct kv_store_ops {
 	int (*del)(struct kv_store *s, const char *key, size_t klen, bool *deleted);
 	size_t (*count)(struct kv_store *s);
 	uint64_t (*bytes)(struct kv_store *s);
+	/* kv_store_put_owned; NULL: store.c puts a copy and frees owned */
+	int (*put_owned)(struct kv_store *s, const char *key, size_t klen, const void *val,
+	                 size_t vlen, void *owned, bool *replaced);
 };
 
 /* The store is shared by the server's worker threads (rdmx-kv serve

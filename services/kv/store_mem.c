@@ -1,7 +1,8 @@
 /* The memory backend of the kv store (store.h): a sorted array, O(log n)
  * lookups, O(n) pointer moves per insert or delete, which is fine for the
  * demo's and tests' sizes and keeps scans trivial. Keys and values are
- * copied in. */
+ * copied in, except by kv_store_put_owned: then the entry keeps the
+ * caller's allocation (a large value's receive buffer) and points into it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,7 @@ struct mem_entry {
 	size_t klen;
 	uint8_t *val;
 	size_t vlen;
+	void *mem; /* what holds val, freed with the entry (val itself when copied) */
 };
 
 struct mem_store {
@@ -68,7 +70,7 @@ static void mem_destroy(struct kv_store *s)
 
 	for (size_t i = 0; i < m->n; i++) {
 		free(m->v[i].key);
-		free(m->v[i].val);
+		free(m->v[i].mem);
 	}
 	free(m->v);
 	free(m);
@@ -110,26 +112,25 @@ static int mem_scan(struct kv_store *s, const char *from, size_t flen, bool afte
 	return 0;
 }
 
-static int mem_put(struct kv_store *s, const char *key, size_t klen, const void *val, size_t vlen,
-                   bool *replaced)
+/* Stores val (inside mem, which the entry then owns) under key; on an
+ * error mem is freed. */
+static int mem_insert(struct mem_store *m, const char *key, size_t klen, uint8_t *val, size_t vlen,
+                      void *mem, bool *replaced)
 {
-	struct mem_store *m = (struct mem_store *)s;
 	size_t i = seek(m, key, klen, false);
 	bool found = found_at(m, i, key, klen);
 	uint64_t old = found ? m->v[i].klen + m->v[i].vlen : 0;
-	uint8_t *copy;
+	void *copy = mem;
 
-	if (m->max_bytes && m->bytes - old + klen + vlen > m->max_bytes)
+	if (m->max_bytes && m->bytes - old + klen + vlen > m->max_bytes) {
+		free(mem);
 		return RDMX_E_FULL;
-	copy = malloc(vlen ? vlen : 1);
-	if (!copy)
-		return RDMX_E_NOMEM;
-	if (vlen)
-		memcpy(copy, val, vlen);
+	}
 	if (found) {
-		free(m->v[i].val);
-		m->v[i].val = copy;
+		free(m->v[i].mem);
+		m->v[i].val = val;
 		m->v[i].vlen = vlen;
+		m->v[i].mem = mem;
 	} else {
 		char *k = malloc(klen + 1);
 
@@ -154,13 +155,36 @@ static int mem_put(struct kv_store *s, const char *key, size_t klen, const void 
 		memmove(&m->v[i + 1], &m->v[i], (m->n - i) * sizeof(*m->v));
 		m->v[i].key = k;
 		m->v[i].klen = klen;
-		m->v[i].val = copy;
+		m->v[i].val = val;
 		m->v[i].vlen = vlen;
+		m->v[i].mem = mem;
 		m->n++;
 	}
 	m->bytes = m->bytes - old + klen + vlen;
 	*replaced = found;
 	return 0;
+}
+
+static int mem_put(struct kv_store *s, const char *key, size_t klen, const void *val, size_t vlen,
+                   bool *replaced)
+{
+	struct mem_store *m = (struct mem_store *)s;
+	uint8_t *copy;
+
+	if (m->max_bytes && vlen > m->max_bytes)
+		return RDMX_E_FULL;
+	copy = malloc(vlen ? vlen : 1);
+	if (!copy)
+		return RDMX_E_NOMEM;
+	if (vlen)
+		memcpy(copy, val, vlen);
+	return mem_insert(m, key, klen, copy, vlen, copy, replaced);
+}
+
+static int mem_put_owned(struct kv_store *s, const char *key, size_t klen, const void *val,
+                         size_t vlen, void *owned, bool *replaced)
+{
+	return mem_insert((struct mem_store *)s, key, klen, (uint8_t *)val, vlen, owned, replaced);
 }
 
 static int mem_del(struct kv_store *s, const char *key, size_t klen, bool *deleted)
@@ -173,7 +197,7 @@ static int mem_del(struct kv_store *s, const char *key, size_t klen, bool *delet
 		return 0;
 	m->bytes -= m->v[i].klen + m->v[i].vlen;
 	free(m->v[i].key);
-	free(m->v[i].val);
+	free(m->v[i].mem);
 	memmove(&m->v[i], &m->v[i + 1], (m->n - i - 1) * sizeof(*m->v));
 	m->n--;
 	return 0;
@@ -190,8 +214,8 @@ static uint64_t mem_bytes(struct kv_store *s)
 }
 
 static const struct kv_store_ops mem_ops = {
-    "memory", mem_destroy, mem_begin_read, mem_end_read, mem_get,
-    mem_scan, mem_put,     mem_del,        mem_count,    mem_bytes,
+    "memory", mem_destroy, mem_begin_read, mem_end_read, mem_get,       mem_scan,
+    mem_put,  mem_del,     mem_count,      mem_bytes,    mem_put_owned,
 };
 
 int kv_store_open_memory(uint64_t max_bytes, struct kv_store **store)

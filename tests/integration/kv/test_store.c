@@ -307,3 +307,55 @@ Test(kv_store, lmdb_store_shared_by_threads)
 {
 	shared_by_threads(true);
 }
+
+/* kv_store_put_owned: the memory store keeps the caller's block (a get
+ * points into it), LMDB copies once and frees it; on an error the block is
+ * freed too (the sanitizer stage would report a leak). */
+static void owned_kind(bool lmdb)
+{
+	struct kv_store *s = open_kind(lmdb);
+	struct kv_entry e;
+	bool replaced = true;
+	char *blk = malloc(64);
+
+	cr_assert_not_null(blk);
+	memcpy(blk, "hdr:value", 9);
+	cr_assert_eq(kv_store_put_owned(s, "k", 1, blk + 4, 5, blk, &replaced), 0);
+	cr_assert(!replaced);
+	cr_assert_eq(kv_store_begin_read(s), 0);
+	cr_assert_eq(kv_store_get(s, "k", 1, &e), 0);
+	cr_assert_eq(e.vlen, 5);
+	cr_assert(!memcmp(e.val, "value", 5));
+	if (!lmdb)
+		cr_assert_eq((const char *)e.val, blk + 4, "the memory store copied the value");
+	kv_store_end_read(s);
+	cr_assert_eq(kv_store_bytes(s) >= 6, true);
+	/* replaced by a copied put: the block is freed with the old value */
+	put(s, "k", "other", true);
+	blk = malloc(8);
+	cr_assert_not_null(blk);
+	cr_assert_eq(kv_store_put_owned(s, "", 0, blk, 1, blk, NULL), RDMX_E_INVAL);
+	kv_store_destroy(&s);
+}
+
+Test(kv_store, memory_put_owned_keeps_the_block)
+{
+	owned_kind(false);
+}
+
+Test(kv_store, lmdb_put_owned_copies_once)
+{
+	owned_kind(true);
+}
+
+Test(kv_store, memory_put_owned_over_budget_frees_it)
+{
+	struct kv_store *s = NULL;
+	char *blk = malloc(4096);
+
+	cr_assert_not_null(blk);
+	cr_assert_eq(kv_store_open_memory(100, &s), 0);
+	cr_assert_eq(kv_store_put_owned(s, "k", 1, blk, 4096, blk, NULL), RDMX_E_FULL);
+	cr_assert_eq(kv_store_count(s), 0);
+	kv_store_destroy(&s);
+}
