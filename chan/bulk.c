@@ -131,6 +131,8 @@ int rdmx__chan_take_rx(struct rdmx_chan *chan, const void *data, void **owned, s
 	if (size)
 		*size = r->ent->size;
 	*owned = rdmx__regcache_detach(r->regc, r->ent);
+	if (!*owned)
+		return RDMX_E_BAD_STATE; /* held elsewhere too (logged): copy it */
 	r->ent = NULL;
 	r->buf = NULL;
 	r->mr = NULL;

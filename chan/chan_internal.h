@@ -64,7 +64,9 @@ int rdmx__regcache_get(struct rdmx__regcache *c, struct rdmx_chan *chan, enum re
 void rdmx__regcache_ref(struct regc_ent *e);
 /* Takes a REGC_RX entry referenced once out of the cache for good: its
  * registration goes, the entry is freed and its buffer (aligned_alloc'd,
- * released with free()) is returned; counted in handovers. */
+ * released with free()) is returned; counted in handovers. An entry held
+ * more than once (or a sender's, or NULL) is refused: NULL, an error
+ * logged, the entry untouched. */
 void *rdmx__regcache_detach(struct rdmx__regcache *c, struct regc_ent *e);
 /* Drops a reference (NULL: no-op); the last one makes the entry idle. */
 void rdmx__regcache_put(struct rdmx__regcache *c, struct regc_ent *e);

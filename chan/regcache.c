@@ -180,8 +180,18 @@ void rdmx__regcache_ref(struct regc_ent *e)
 
 void *rdmx__regcache_detach(struct rdmx__regcache *c, struct regc_ent *e)
 {
-	void *buf = e->buf;
+	void *buf;
 
+	/* only a receive buffer held by its message alone may leave: another
+	 * holder (a read in flight, a second reference) would use freed memory */
+	if (!e || e->kind != REGC_RX || e->refs != 1) {
+		RDMX_ERR("chan: registration cache: handover refused: %s",
+		         !e                   ? "no entry"
+		         : e->kind != REGC_RX ? "a sender's buffer"
+		                              : "the buffer is held more than once");
+		return NULL;
+	}
+	buf = e->buf;
 	rdmx_mr_dereg(&e->mr);
 	c->bytes -= e->size;
 	c->st.regs--;

@@ -130,6 +130,21 @@ struct rdmx_rpc_result {
 
 typedef void (*rdmx_rpc_done_cb)(const struct rdmx_rpc_result *result, void *arg);
 
+/* Inside a call's completion callback, `result` its argument: keeps the
+ * response body instead of copying it (the client's mirror of
+ * rdmx_rpc_server_call_take_request). A response larger than a channel
+ * slot came by rendezvous into a registered buffer of the worker's
+ * registration cache; this takes that buffer out of the cache
+ * (deregistered, counted in the cache's `handovers`) and gives it to the
+ * caller: *owned is the start of the allocation, released with free()
+ * once the callback has returned, and result->data / len (and what a
+ * decode without copies points at) stay valid in it until then. *size
+ * (may be NULL): the allocation's size. RDMX_E_BAD_STATE when the body
+ * lives in a channel slot (copy it), the result has no body, or outside
+ * the callback; RDMX_E_INVAL. ep is the call's endpoint. */
+int rdmx_rpc_result_take(struct rdmx_rpc_ep *ep, const struct rdmx_rpc_result *result, void **owned,
+                         size_t *size);
+
 /* ---- server side ---- */
 
 /* `req`/`len` are valid only during the handler: copy what a later

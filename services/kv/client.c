@@ -25,6 +25,7 @@
 #include <rdmx/tls.h>
 
 #include "cli.h"
+#include "get.h"
 #include "kv.h"
 #include "kv.rdmx.h"
 #include "pool.h"
@@ -319,40 +320,18 @@ static void do_put(const struct copts *o, const char *key, const void *val, size
 	} while (again);
 }
 
-/* A get's answer: on success *val gets a malloc'd copy (free it). */
-static void get_value(const kv_GetResponse *resp, int rc, uint8_t **val, size_t *len,
-                      struct result *r)
-{
-	if (rc != 0)
-		return;
-	*val = malloc(resp->value.len + 1);
-	if (!*val) {
-		r->rc = RDMX_E_NOMEM;
-		snprintf(r->message, sizeof(r->message), "out of memory");
-		return;
-	}
-	if (resp->value.len)
-		memcpy(*val, resp->value.data, resp->value.len);
-	(*val)[resp->value.len] = 0;
-	*len = resp->value.len;
-}
-
-/* on success *val is malloc'd (free it) */
-static void do_get(const struct copts *o, const char *key, uint8_t **val, size_t *len,
-                   struct result *r)
+/* g holds the value on success (kv_get_fini it): decoded in place, a
+ * large one in the buffer its response was read into (get.c) */
+static void do_get(const struct copts *o, const char *key, struct kv_get *g, struct result *r)
 {
 	uint64_t first = rdmx__now_ns();
 	int tries = 0;
 	bool again;
 
-	*val = NULL;
-	*len = 0;
+	memset(g, 0, sizeof(*g));
 	do {
 		struct rdmx_rpc_call_opts co = call_opts_from(o, first);
 		struct rdmx_rpc_status st = {0, NULL};
-		struct rdmx_arena arena;
-		kv_GetRequest req;
-		kv_GetResponse resp;
 		uint64_t t0;
 		size_t at;
 		struct rdmx_rpc_ep *rpc = route(key, &at, r);
@@ -360,15 +339,14 @@ static void do_get(const struct copts *o, const char *key, uint8_t **val, size_t
 
 		if (!rpc)
 			return;
-		rdmx_arena_init(&arena, NULL, 0, 0);
-		kv_GetRequest_init(&req);
-		kv_GetResponse_init(&resp);
-		req.key = rdmx_str_c(key);
+		kv_get_fini(g);
 		t0 = rdmx__now_ns();
-		rc = kv_KV_Get(rpc, &req, &resp, &arena, &co, &st);
+		rc = kv_get_call(rpc, key, strlen(key), &co, g);
+		if (rc == 0)
+			rc = g->rc;
+		st.code = rc;
+		st.message = g->message[0] ? g->message : NULL;
 		result_set(r, rc, &st, t0);
-		get_value(&resp, rc, val, len, r);
-		rdmx_arena_fini(&arena);
 		again = retry(o, after(at, r), rc, GET_IDEMPOTENT, first, &tries);
 	} while (again);
 }
@@ -754,15 +732,18 @@ static int cmd_put(const struct copts *o, int argc, char **argv)
 static int cmd_get(const struct copts *o, int argc, char **argv)
 {
 	struct rdmx_progress meter;
+	struct kv_get g;
 	struct result r;
-	uint8_t *val;
+	const uint8_t *val;
 	size_t len;
 	int ret;
 
 	(void)argc;
 	/* the size is known once the reply is in: the meter counts time */
 	rdmx_progress_init(&meter, "get", 0, o->quiet);
-	do_get(o, argv[1], &val, &len, &r);
+	do_get(o, argv[1], &g, &r);
+	val = g.value;
+	len = g.len;
 	if (len >= (1u << 20))
 		rdmx_progress_finish(&meter, len);
 	ret = report("get", argv[1], &r, o);
@@ -776,7 +757,7 @@ static int cmd_get(const struct copts *o, int argc, char **argv)
 			ret = 1;
 		}
 	}
-	free(val);
+	kv_get_fini(&g);
 	return ret;
 }
 
@@ -924,8 +905,10 @@ static void s_put(struct session *s, char **w, int n)
 static void s_get(struct session *s, char **w, int n)
 {
 	char shown[96], check[64] = "";
+	struct kv_get g;
 	struct result r;
-	uint8_t *val, *want = NULL;
+	const uint8_t *val;
+	uint8_t *want = NULL;
 	size_t len, want_len = 0;
 	bool expect = n >= 4 && !strcmp(w[2], "="), missing = false, ok = true;
 	int64_t size = 0;
@@ -951,7 +934,9 @@ static void s_get(struct session *s, char **w, int n)
 		s->failed++;
 		return;
 	}
-	do_get(s->o, w[1], &val, &len, &r);
+	do_get(s->o, w[1], &g, &r);
+	val = g.value;
+	len = g.len;
 	s->calls++;
 	if (r.rc == 0) {
 		show_value(val, len, shown, sizeof(shown));
@@ -968,7 +953,7 @@ static void s_get(struct session *s, char **w, int n)
 	if (!ok)
 		s->failed++;
 	line_out("get", w[1], shown, check, r.ns);
-	free(val);
+	kv_get_fini(&g);
 	free(want);
 }
 

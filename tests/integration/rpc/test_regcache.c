@@ -267,3 +267,49 @@ Test(regcache, channel_messages_small_limit, .timeout = 600)
 	node_close(&b);
 	free(src);
 }
+
+/* A handover (rdmx__regcache_detach) is for a receive buffer held by its
+ * message alone: one held twice, or a sender's buffer, is refused (NULL,
+ * logged) and stays in the cache, registered, for its holders. */
+Test(regcache, detach_refuses_an_entry_held_twice)
+{
+	struct rdmx_chan_reg_cache_stats st;
+	struct rdmx__regcache *c;
+	struct regc_ent *e;
+	struct node a;
+	void *buf;
+
+	node_open(&a, "a", 0, NULL);
+	c = &a.worker->regc;
+	ASSERT_OK(rdmx__regcache_get(c, NULL, REGC_RX, MIB, &e));
+	rdmx__regcache_ref(e);
+	log_capture_begin();
+	cr_assert_null(rdmx__regcache_detach(c, e), "an entry held twice was handed over");
+	cr_assert_eq(log_capture_count("handover refused: the buffer is held more than once"), 1);
+	log_capture_end();
+	cr_assert_eq(e->refs, 2);
+	cr_assert_not_null(e->mr, "a refused entry lost its registration");
+	cache_stats(&a, &st);
+	cr_assert_eq(st.handovers, 0);
+	cr_assert_eq(st.regs, 1);
+	cr_assert_eq(st.busy, 1);
+	cr_assert_null(rdmx__regcache_detach(c, NULL));
+	/* the holders let go: idle again, reusable */
+	rdmx__regcache_put(c, e);
+	cache_stats(&a, &st);
+	cr_assert_eq(st.busy, 1);
+	rdmx__regcache_put(c, e);
+	cache_stats(&a, &st);
+	cr_assert_eq(st.busy, 0);
+	cr_assert_eq(st.regs, 1);
+	/* held once: handed over */
+	ASSERT_OK(rdmx__regcache_get(c, NULL, REGC_RX, MIB, &e));
+	buf = rdmx__regcache_detach(c, e);
+	cr_assert_not_null(buf);
+	free(buf);
+	cache_stats(&a, &st);
+	cr_assert_eq(st.handovers, 1);
+	cr_assert_eq(st.regs, 0);
+	cr_assert_eq(st.busy, 0);
+	node_close(&a);
+}

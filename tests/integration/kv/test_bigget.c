@@ -1,0 +1,384 @@
+/* Large kv values read back without extra copies (services/kv/get.c,
+ * rdmx_rpc_result_take): the server answers a Get from the store's memory
+ * (the memory store keeps a large Put's receive buffer), the response
+ * travels by rendezvous into a receive buffer of the client's registration
+ * cache, and the client keeps that buffer and decodes the value in place.
+ * Two nodes in one process over the battery's fixture
+ * (tests/integration/rpc/rpcfix.c), the generated kv stubs, the real store:
+ * - a 64 MiB value got back intact (checksum), the client's buffer handed
+ *   over once, nothing left busy on either side;
+ * - many large gets: every receive buffer handed over once, the
+ *   registrations of both caches bounded;
+ * - a client gone while it reads a 64 MiB answer: its call completes once
+ *   with UNAVAILABLE, no buffer left busy or handed over, the server's
+ *   source released, and the server serves the next client;
+ * - a small value (a channel slot) is copied once; a take outside the
+ *   completion callback, or without a body, is refused. */
+#include "rpcfix.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "get.h"
+#include "kv.rdmx.h"
+#include "put.h"
+#include "store.h"
+
+#define MIB (1u << 20)
+#define BIG (64u * MIB)
+
+struct srv_state {
+	struct kv_store *store;
+	uint32_t gets;
+};
+
+static void on_put(struct rdmx_rpc_server_call *call, const kv_PutRequest *req, void *arg)
+{
+	struct srv_state *s = arg;
+	kv_PutResponse resp;
+
+	kv_PutResponse_init(&resp);
+	if (kv_put_request(s->store, call, req, &resp.replaced, NULL)) {
+		kv_KV_Put_respond(call, RDMX_RPC_INTERNAL, "store failed", NULL);
+		return;
+	}
+	kv_KV_Put_respond(call, RDMX_RPC_OK, NULL, &resp);
+}
+
+/* as rdmx-kv serve's: the value from the store's memory into the reply */
+static void on_get(struct rdmx_rpc_server_call *call, const kv_GetRequest *req, void *arg)
+{
+	struct srv_state *s = arg;
+	struct kv_entry e;
+	kv_GetResponse resp;
+
+	s->gets++;
+	cr_assert_eq(kv_store_begin_read(s->store), 0);
+	if (kv_store_get(s->store, req->key.data, req->key.len, &e)) {
+		kv_KV_Get_respond(call, RDMX_RPC_NOT_FOUND, "no such key", NULL);
+	} else {
+		kv_GetResponse_init(&resp);
+		resp.value = rdmx_bytes_n(e.val, e.vlen);
+		kv_KV_Get_respond(call, RDMX_RPC_OK, NULL, &resp);
+	}
+	kv_store_end_read(s->store);
+}
+
+struct fix {
+	struct node a, b;
+	struct rdmx_rpc_server *srv;
+	struct rdmx_rpc_ep *ra, *rb;
+	struct srv_state st;
+};
+
+static const struct chan_conf big_conf = {.max_msg = BIG + MIB};
+
+static void fix_open(struct fix *f)
+{
+	static const struct kv_KV_handlers h = {on_get, on_put, NULL, NULL};
+
+	memset(f, 0, sizeof(*f));
+	ASSERT_OK(kv_store_open_memory(0, &f->st.store));
+	node_open(&f->a, "a", 0, NULL);
+	node_open(&f->b, "b", 1, NULL);
+	ASSERT_OK(rdmx_rpc_server_create(&f->srv));
+	ASSERT_OK(kv_KV_register(f->srv, &h, &f->st));
+	rpc_pair(&f->a, &f->b, NULL, f->srv, &big_conf, &big_conf, &f->ra, &f->rb);
+}
+
+static void fix_close(struct fix *f)
+{
+	if (f->ra || f->rb)
+		rpc_pair_close(&f->ra, &f->rb);
+	ASSERT_OK(rdmx_rpc_server_destroy(&f->srv));
+	node_close(&f->a);
+	node_close(&f->b);
+	kv_store_destroy(&f->st.store);
+}
+
+struct put_rec {
+	int done;
+	enum rdmx_rpc_code code;
+};
+
+static void put_cb(enum rdmx_rpc_code code, const char *message, const kv_PutResponse *resp,
+                   void *arg)
+{
+	struct put_rec *r = arg;
+
+	(void)message;
+	(void)resp;
+	r->done++;
+	r->code = code;
+}
+
+static void put_sync(struct fix *f, const char *key, const void *val, size_t len)
+{
+	struct put_rec r = {0, RDMX_RPC_UNKNOWN};
+	kv_PutRequest req;
+
+	kv_PutRequest_init(&req);
+	req.key = rdmx_str_c(key);
+	req.value = rdmx_bytes_n(val, len);
+	ASSERT_OK(kv_KV_Put_async(f->ra, &req, NULL, put_cb, &r, NULL));
+	DRIVE_UNTIL(&f->a, &f->b, r.done);
+	cr_assert_eq(r.code, RDMX_RPC_OK, "put %s: code %d", key, r.code);
+}
+
+static void get_sync(struct fix *f, const char *key, struct kv_get *g)
+{
+	ASSERT_OK(kv_get_start(f->ra, key, strlen(key), NULL, g, NULL));
+	DRIVE_UNTIL(&f->a, &f->b, g->done);
+}
+
+static void cache(struct node *n, struct rdmx_chan_reg_cache_stats *st)
+{
+	ASSERT_OK(rdmx_chan_worker_get_reg_cache_stats(n->worker, st));
+}
+
+Test(kv_bigget, value_64mib_intact_not_copied, .timeout = 600)
+{
+	struct rdmx_chan_reg_cache_stats ca, cb;
+	uint8_t *src = malloc(BIG);
+	struct kv_get g;
+	struct fix f;
+	uint64_t want;
+
+	cr_assert_not_null(src);
+	pattern_fill(src, BIG, 17);
+	want = checksum64(src, BIG);
+	fix_open(&f);
+	put_sync(&f, "blob", src, BIG);
+	free(src); /* the client holds no copy of its own from here */
+	get_sync(&f, "blob", &g);
+	cr_assert_eq(g.rc, 0, "get: %d %s", g.rc, g.message);
+	cr_assert_eq(g.len, BIG);
+	cr_assert(g.taken, "the 64 MiB answer was copied, not kept");
+	cr_assert(g.value > (const uint8_t *)g.owned &&
+	              g.value + g.len <= (const uint8_t *)g.owned + BIG + MIB,
+	          "the value does not lie in the kept receive buffer");
+	cr_assert_eq(checksum64(g.value, g.len), want, "the value came back different");
+	cache(&f.a, &ca);
+	cr_assert_eq(ca.handovers, 1, "the client's receive buffer was not handed over");
+	cr_assert_eq(ca.busy, 0);
+	cr_assert(ca.bytes < BIG, "the kept buffer still counts in the client's cache");
+	/* the server's source goes back once the client acknowledged it */
+	for (uint64_t guard = now_ms() + GUARD_MS;;) {
+		cache(&f.b, &cb);
+		if (!cb.busy)
+			break;
+		cr_assert(now_ms() < guard, "the server's source left busy (failure guard)");
+		drive_once(&f.a, &f.b);
+	}
+	kv_get_fini(&g);
+	cr_assert_null(g.owned);
+	/* a missing key: a status, nothing held */
+	get_sync(&f, "nope", &g);
+	cr_assert_eq(g.rc, RDMX_RPC_NOT_FOUND);
+	cr_assert_null(g.owned);
+	cr_assert_eq(g.len, 0);
+	fix_close(&f);
+}
+
+Test(kv_bigget, many_large_gets_stay_bounded, .timeout = 600)
+{
+	enum { N = 32, KEYS = 4, INFLIGHT = 4 };
+	const size_t len = 4 * MIB;
+	struct rdmx_chan_reg_cache_stats ca, cb;
+	static struct kv_get g[N];
+	uint8_t *src = malloc(len);
+	uint64_t want;
+	int sent = 0, done;
+	struct fix f;
+	char key[16];
+
+	cr_assert_not_null(src);
+	pattern_fill(src, len, 5);
+	want = checksum64(src, len);
+	fix_open(&f);
+	for (int k = 0; k < KEYS; k++) {
+		snprintf(key, sizeof(key), "k%d", k);
+		put_sync(&f, key, src, len);
+	}
+	for (uint64_t guard = now_ms() + GUARD_MS;;) {
+		done = 0;
+		for (int i = 0; i < sent; i++)
+			done += g[i].done;
+		if (done == N)
+			break;
+		while (sent < N && sent - done < INFLIGHT) {
+			snprintf(key, sizeof(key), "k%d", sent % KEYS);
+			ASSERT_OK(kv_get_start(f.ra, key, strlen(key), NULL, &g[sent], NULL));
+			sent++;
+		}
+		cr_assert(now_ms() < guard, "timed out (failure guard), %d of %d done", done, N);
+		drive_once(&f.a, &f.b);
+	}
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(g[i].rc, 0, "get %d: %d", i, g[i].rc);
+		cr_assert(g[i].taken, "get %d copied", i);
+		cr_assert_eq(g[i].len, len);
+		cr_assert_eq(checksum64(g[i].value, len), want, "get %d", i);
+		kv_get_fini(&g[i]);
+	}
+	cr_assert_eq(f.st.gets, N);
+	/* the server's sources go back as the client's acks come */
+	for (uint64_t guard = now_ms() + GUARD_MS;;) {
+		cache(&f.b, &cb);
+		if (!cb.busy)
+			break;
+		cr_assert(now_ms() < guard, "server sources left busy (failure guard)");
+		drive_once(&f.a, &f.b);
+	}
+	cache(&f.a, &ca);
+	cr_assert_eq(ca.handovers, N, "%llu of %d receive buffers handed over",
+	             (unsigned long long)ca.handovers, N);
+	cr_assert_eq(ca.busy, 0);
+	cr_assert(ca.peak_regs <= 2 * INFLIGHT + 2, "client: peak %llu registrations",
+	          (unsigned long long)ca.peak_regs);
+	cr_assert(ca.bytes <= ca.limit);
+	/* the server's reply sources: reused from its cache, not one per get */
+	cr_assert(cb.peak_regs <= 2 * INFLIGHT + KEYS + 2, "server: peak %llu registrations",
+	          (unsigned long long)cb.peak_regs);
+	cr_assert(cb.bytes <= cb.limit, "server: %llu bytes cached over the limit",
+	          (unsigned long long)cb.bytes);
+	fix_close(&f);
+	free(src);
+}
+
+/* One attempt: a 64 MiB get, the client gone as soon as it began to read
+ * the answer. true when caught mid-transfer (not yet delivered). */
+static bool get_then_vanish(const uint8_t *src, uint64_t want)
+{
+	struct rdmx_chan_reg_cache_stats ca, cb;
+	struct rdmx_chan_stats cs;
+	struct rdmx_chan *x, *y;
+	struct kv_get g;
+	struct fix f;
+	bool mid;
+
+	fix_open(&f);
+	put_sync(&f, "blob", src, BIG);
+	cache(&f.a, &ca);
+	x = rdmx_rpc_ep_get_chan(f.ra);
+	y = rdmx_rpc_ep_get_chan(f.rb);
+	ASSERT_OK(kv_get_start(f.ra, "blob", 4, NULL, &g, NULL));
+	for (uint64_t guard = now_ms() + GUARD_MS;;) {
+		ASSERT_OK(rdmx_chan_get_stats(x, &cs));
+		if (cs.rendezvous_received || g.done)
+			break;
+		cr_assert(now_ms() < guard, "the client never saw the answer (failure guard)");
+		drive_once(&f.a, &f.b);
+	}
+	mid = !g.done;
+	/* the client goes away: its endpoint, channel and connection */
+	ASSERT_OK(rdmx_rpc_ep_destroy(&f.ra));
+	ASSERT_OK(rdmx_chan_destroy(&x));
+	cr_assert(g.done, "the get did not complete with its endpoint");
+	if (mid) {
+		cr_assert_eq(g.rc, RDMX_RPC_UNAVAILABLE, "a get cut off: code %d", g.rc);
+		cr_assert_null(g.owned, "a get cut off holds memory");
+	}
+	kv_get_fini(&g);
+	for (uint64_t guard = now_ms() + GUARD_MS; rdmx_chan_get_state(y) == RDMX_CHAN_READY;) {
+		cr_assert(now_ms() < guard, "the server never noticed (failure guard)");
+		rdmx_pe_progress(f.b.pe);
+	}
+	ASSERT_OK(rdmx_rpc_ep_destroy(&f.rb));
+	ASSERT_OK(rdmx_chan_destroy(&y));
+	/* reads still in flight hold the client's buffer until they fail;
+	 * the server's source goes with its channel */
+	for (uint64_t guard = now_ms() + GUARD_MS;;) {
+		cache(&f.a, &ca);
+		cache(&f.b, &cb);
+		if (!ca.busy && !cb.busy)
+			break;
+		cr_assert(now_ms() < guard, "a buffer left busy: client %llu, server %llu",
+		          (unsigned long long)ca.busy, (unsigned long long)cb.busy);
+		rdmx_pe_progress(f.a.pe);
+		rdmx_pe_progress(f.b.pe);
+	}
+	if (mid)
+		cr_assert_eq(ca.handovers, 0, "a buffer handed over for a get never completed");
+	/* the server serves the next client, the value still intact */
+	rpc_pair(&f.a, &f.b, NULL, f.srv, &big_conf, &big_conf, &f.ra, &f.rb);
+	get_sync(&f, "blob", &g);
+	cr_assert_eq(g.rc, 0);
+	cr_assert_eq(g.len, BIG);
+	cr_assert_eq(checksum64(g.value, g.len), want);
+	kv_get_fini(&g);
+	fix_close(&f);
+	return mid;
+}
+
+Test(kv_bigget, client_gone_mid_get, .timeout = 900)
+{
+	uint8_t *src = malloc(BIG);
+	uint64_t want;
+	int hits = 0;
+
+	cr_assert_not_null(src);
+	pattern_fill(src, BIG, 29);
+	want = checksum64(src, BIG);
+	for (int i = 0; i < 5 && !hits; i++)
+		hits += get_then_vanish(src, want);
+	cr_assert(hits > 0, "no attempt caught the get mid-transfer");
+	free(src);
+}
+
+struct small {
+	struct rdmx_rpc_ep *ep;
+	int done, rc;
+};
+
+static void small_done(const struct rdmx_rpc_result *res, void *arg)
+{
+	struct small *s = arg;
+	void *owned = (void *)1;
+
+	/* an answer in a channel slot cannot be taken (copy it) */
+	s->rc = rdmx_rpc_result_take(s->ep, res, &owned, NULL);
+	cr_assert_null(owned);
+	s->done++;
+}
+
+Test(kv_bigget, small_value_copied_and_take_refused)
+{
+	struct rdmx_rpc_result fake;
+	void *owned = (void *)1;
+	struct kv_get g;
+	struct fix f;
+
+	fix_open(&f);
+	put_sync(&f, "s", "tiny", 4);
+	get_sync(&f, "s", &g);
+	cr_assert_eq(g.rc, 0);
+	cr_assert(!g.taken, "a slot-sized answer was taken");
+	cr_assert_eq(g.len, 4);
+	cr_assert_eq(memcmp(g.value, "tiny", 4), 0);
+	kv_get_fini(&g);
+	{
+		struct small sm = {f.ra, 0, 0};
+		kv_GetRequest req;
+		struct rdmx_rpc_payload p;
+
+		kv_GetRequest_init(&req);
+		req.key = rdmx_str_c("s");
+		p = kv_GetRequest_payload(&req);
+		ASSERT_OK(rdmx_rpc_call_async(f.ra, KV_KV_GET_ID, &p, NULL, small_done, &sm, NULL));
+		DRIVE_UNTIL(&f.a, &f.b, sm.done);
+		cr_assert_eq(sm.rc, RDMX_E_BAD_STATE, "a slot-sized answer taken: %d", sm.rc);
+	}
+	/* outside any callback, or without a body */
+	memset(&fake, 0, sizeof(fake));
+	ASSERT_RC(rdmx_rpc_result_take(f.ra, &fake, &owned, NULL), RDMX_E_BAD_STATE);
+	cr_assert_null(owned);
+	fake.data = "xyz";
+	fake.len = 3;
+	ASSERT_RC(rdmx_rpc_result_take(f.ra, &fake, &owned, NULL), RDMX_E_BAD_STATE);
+	ASSERT_RC(rdmx_rpc_result_take(NULL, &fake, &owned, NULL), RDMX_E_INVAL);
+	ASSERT_RC(rdmx_rpc_result_take(f.ra, NULL, &owned, NULL), RDMX_E_INVAL);
+	ASSERT_RC(rdmx_rpc_result_take(f.ra, &fake, NULL, NULL), RDMX_E_INVAL);
+	fix_close(&f);
+}
