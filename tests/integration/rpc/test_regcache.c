@@ -4,6 +4,7 @@
  * keep the rendezvous registrations bounded. */
 #include "rpcfix.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -311,5 +312,70 @@ Test(regcache, detach_refuses_an_entry_held_twice)
 	cr_assert_eq(st.handovers, 1);
 	cr_assert_eq(st.regs, 0);
 	cr_assert_eq(st.busy, 0);
+	node_close(&a);
+}
+
+/* Whether the kernel gives 2 MiB pages to a range advised MADV_HUGEPAGE. */
+static bool thp_madvise_on(void)
+{
+	char line[128] = "";
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+
+	if (!f)
+		return false;
+	if (!fgets(line, sizeof(line), f))
+		line[0] = '\0';
+	fclose(f);
+	return strstr(line, "[always]") || strstr(line, "[madvise]");
+}
+
+/* The VmFlags of the mapping of this process that holds addr ("" if none). */
+static void vm_flags_of(const void *addr, char *out, size_t len)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	uintptr_t a = (uintptr_t)addr;
+	bool in = false;
+	char line[512];
+
+	cr_assert_not_null(f);
+	out[0] = '\0';
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 &&
+		    strchr(line, '-') < strchr(line, ' '))
+			in = a >= lo && a < hi;
+		else if (in && !strncmp(line, "VmFlags:", 8)) {
+			snprintf(out, len, "%s", line + 8);
+			break;
+		}
+	}
+	fclose(f);
+}
+
+/* A large buffer is made of whole 2 MiB pages, advised MADV_HUGEPAGE:
+ * its first touch costs a page fault per 2 MiB, not per 4 KiB (the largest
+ * cost of a 64 MiB kv put on a fresh buffer). A small one stays on 4 KiB. */
+Test(regcache, large_buffers_on_huge_pages)
+{
+	struct regc_ent *big, *small;
+	struct rdmx__regcache *c;
+	char flags[512];
+	struct node a;
+
+	node_open(&a, "a", 0, NULL);
+	c = &a.worker->regc;
+	ASSERT_OK(rdmx__regcache_get(c, NULL, REGC_RX, 4 * MIB + 1, &big));
+	cr_assert_eq((uintptr_t)big->buf % (2 * MIB), 0, "not 2 MiB aligned");
+	cr_assert_eq(big->size, 6 * MIB, "whole huge pages: %zu bytes", big->size);
+	ASSERT_OK(rdmx__regcache_get(c, NULL, REGC_RX, 64 * 1024, &small));
+	cr_assert_eq(small->size, 64 * 1024);
+	if (thp_madvise_on()) {
+		vm_flags_of(big->buf, flags, sizeof(flags));
+		cr_assert(strstr(flags, " hg"), "the large buffer is not advised: %s", flags);
+	}
+	memset(big->buf, 1, big->size); /* usable as any buffer */
+	rdmx__regcache_put(c, small);
+	rdmx__regcache_put(c, big);
 	node_close(&a);
 }
