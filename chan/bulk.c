@@ -121,6 +121,7 @@ int rdmx__chan_take_rx(struct rdmx_chan *chan, const void *data, void **owned, s
 {
 	struct rdv_rx *r = chan ? chan->rx_cur : NULL;
 	const uint8_t *p = data;
+	size_t bytes;
 
 	if (!owned)
 		return RDMX_E_INVAL;
@@ -128,11 +129,12 @@ int rdmx__chan_take_rx(struct rdmx_chan *chan, const void *data, void **owned, s
 	if (!r || !r->ent || !p || p < (const uint8_t *)r->buf ||
 	    p > (const uint8_t *)r->buf + r->len)
 		return RDMX_E_BAD_STATE; /* an eager message, or not in its callback */
-	if (size)
-		*size = r->ent->size;
+	bytes = r->ent->size;
 	*owned = rdmx__regcache_detach(r->regc, r->ent);
 	if (!*owned)
 		return RDMX_E_BAD_STATE; /* held elsewhere too (logged): copy it */
+	if (size)
+		*size = bytes;
 	r->ent = NULL;
 	r->buf = NULL;
 	r->mr = NULL;
