@@ -12,12 +12,17 @@
  * replayed, reordered or dropped record fails its tag on the receiver, as
  * does any forged or altered one. A direction refuses to seal or open once
  * its counter would wrap. One EVP context per direction, keyed once; a
- * record only resets the IV, so sealing allocates nothing. */
+ * record only resets the IV, so sealing allocates nothing. The cipher is
+ * fetched explicitly and the tag moves through OSSL_PARAMs: OpenSSL 3's
+ * legacy entry points (EVP_aes_256_gcm, EVP_CIPHER_CTX_ctrl) translate to
+ * the same calls at a cost that shows on small records. */
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/params.h>
 
 #include "tcp.h"
 
@@ -37,15 +42,20 @@ int rdmx__tcp_seal_dir_init(struct tcp_seal_dir *d, const uint8_t key[TCP_SEAL_K
 	d->evp = EVP_CIPHER_CTX_new();
 	if (!d->evp)
 		return RDMX_E_NOMEM;
+	d->cipher = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
 	d->encrypt = encrypt;
-	if (encrypt)
-		ok = EVP_EncryptInit_ex(d->evp, EVP_aes_256_gcm(), NULL, key, NULL);
+	if (!d->cipher)
+		ok = 0;
+	else if (encrypt)
+		ok = EVP_EncryptInit_ex2(d->evp, d->cipher, key, NULL, NULL);
 	else
-		ok = EVP_DecryptInit_ex(d->evp, EVP_aes_256_gcm(), NULL, key, NULL);
+		ok = EVP_DecryptInit_ex2(d->evp, d->cipher, key, NULL, NULL);
 	if (ok != 1) {
 		RDMX_ERR("tcp: AES-256-GCM setup failed");
+		EVP_CIPHER_free(d->cipher);
 		EVP_CIPHER_CTX_free(d->evp);
 		d->evp = NULL;
+		d->cipher = NULL;
 		return RDMX_E_PROVIDER;
 	}
 	memcpy(d->iv, iv, TCP_SEAL_IV);
@@ -55,7 +65,19 @@ int rdmx__tcp_seal_dir_init(struct tcp_seal_dir *d, const uint8_t key[TCP_SEAL_K
 void rdmx__tcp_seal_dir_fini(struct tcp_seal_dir *d)
 {
 	EVP_CIPHER_CTX_free(d->evp);
+	EVP_CIPHER_free(d->cipher);
 	OPENSSL_cleanse(d, sizeof(*d));
+}
+
+/* The tag out of (get) or into (set) the context. */
+static bool tag_param(struct tcp_seal_dir *d, uint8_t *tag, bool set)
+{
+	OSSL_PARAM p[2];
+
+	p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag, TCP_SEAL_TAG);
+	p[1] = OSSL_PARAM_construct_end();
+	return (set ? EVP_CIPHER_CTX_set_params(d->evp, p)
+	            : EVP_CIPHER_CTX_get_params(d->evp, p)) == 1;
 }
 
 int rdmx__tcp_seal_record(struct tcp_seal_dir *d, const struct iovec *iov, int niov, size_t take,
@@ -72,7 +94,7 @@ int rdmx__tcp_seal_record(struct tcp_seal_dir *d, const struct iovec *iov, int n
 		return RDMX_E_FULL;
 	nonce_of(d, nonce);
 	rdmx__st32(out, (uint32_t)take);
-	if (EVP_EncryptInit_ex(d->evp, NULL, NULL, NULL, nonce) != 1 ||
+	if (EVP_EncryptInit_ex2(d->evp, NULL, NULL, nonce, NULL) != 1 ||
 	    EVP_EncryptUpdate(d->evp, NULL, &n, out, TCP_SEAL_HDR) != 1)
 		return RDMX_E_PROVIDER;
 	for (int i = 0; i < niov && left; i++) {
@@ -88,7 +110,7 @@ int rdmx__tcp_seal_record(struct tcp_seal_dir *d, const struct iovec *iov, int n
 	if (left || EVP_EncryptFinal_ex(d->evp, p, &n) != 1)
 		return RDMX_E_PROVIDER;
 	p += n;
-	if (EVP_CIPHER_CTX_ctrl(d->evp, EVP_CTRL_GCM_GET_TAG, TCP_SEAL_TAG, p) != 1)
+	if (!tag_param(d, p, false))
 		return RDMX_E_PROVIDER;
 	d->seq++;
 	return (int)(TCP_SEAL_HDR + take + TCP_SEAL_TAG);
@@ -105,7 +127,7 @@ int rdmx__tcp_seal_open_begin(struct tcp_seal_dir *d, const uint8_t *rec)
 	if (d->seq == UINT64_MAX)
 		return RDMX_E_FULL;
 	nonce_of(d, nonce);
-	if (EVP_DecryptInit_ex(d->evp, NULL, NULL, NULL, nonce) != 1 ||
+	if (EVP_DecryptInit_ex2(d->evp, NULL, NULL, nonce, NULL) != 1 ||
 	    EVP_DecryptUpdate(d->evp, NULL, &n, rec, TCP_SEAL_HDR) != 1)
 		return RDMX_E_AUTH;
 	return 0;
@@ -125,11 +147,11 @@ int rdmx__tcp_seal_open_update(struct tcp_seal_dir *d, uint8_t *out, const uint8
 
 int rdmx__tcp_seal_open_final(struct tcp_seal_dir *d, const uint8_t tag[TCP_SEAL_TAG])
 {
-	uint8_t rest[16];
+	uint8_t rest[16], want[TCP_SEAL_TAG];
 	int m;
 
-	if (EVP_CIPHER_CTX_ctrl(d->evp, EVP_CTRL_GCM_SET_TAG, TCP_SEAL_TAG, (void *)tag) != 1 ||
-	    EVP_DecryptFinal_ex(d->evp, rest, &m) != 1)
+	memcpy(want, tag, TCP_SEAL_TAG);
+	if (!tag_param(d, want, true) || EVP_DecryptFinal_ex(d->evp, rest, &m) != 1)
 		return RDMX_E_AUTH;
 	d->seq++;
 	return 0;

@@ -121,10 +121,12 @@ bool rdmx__tcp_region_allows(const struct rdmx__tcp_region *r, uint64_t off, uin
 #define TCP_SEAL_HELLO_SIZE (TCP_SEAL_HDR + RDMX__TCP_HDR_SIZE + RDMX__TCP_HELLO_LEN + TCP_SEAL_TAG)
 
 struct evp_cipher_ctx_st;
+struct evp_cipher_st;
 
 /* One direction: its key schedule (in evp), IV and record counter. */
 struct tcp_seal_dir {
 	struct evp_cipher_ctx_st *evp;
+	struct evp_cipher_st *cipher; /* fetched once: no per-record lookup */
 	uint8_t iv[TCP_SEAL_IV];
 	bool encrypt;
 	uint64_t seq; /* records sealed / opened so far: the next nonce */

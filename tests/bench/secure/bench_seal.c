@@ -10,12 +10,13 @@
  * Each measure runs `rounds` times, plain and sealed interleaved; the table
  * gives the median of the rounds.
  *
- *   bench_seal [-r rounds] [-n calls] [-m MiB per bandwidth run] [-o only] [-b]
+ *   bench_seal [-r rounds] [-n calls] [-m MiB per bandwidth run] [-o only] [-k mode] [-b]
  * -o runs one measure, plaintext then sealed, and prints its rounds
  * (rtt, 64k, 1m; wlat: the engine write round trip, one in flight): for
- * profiling one path. -b: the bandwidth sender waits blocking instead of
- * spinning (a spinning sender takes a core from the target's soft NIC).
- * Certificates are made at start in a temporary directory. */
+ * profiling one path. -k plaintext|sealed runs that mode only (the other
+ * prints 0), so that strace -c or perf see one mode. -b: the bandwidth sender waits blocking
+ * instead of spinning (a spinning sender takes a core from the target's soft NIC). Certificates are
+ * made at start in a temporary directory. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -331,13 +332,13 @@ static double write_bw_w(bool sealed, size_t size, uint64_t total, int window)
 
 int main(int argc, char **argv)
 {
-	int rounds = 3, calls = 20000, mib = 1024, opt, only = -1;
+	int rounds = 3, calls = 20000, mib = 1024, opt, only = -1, mode = -1;
 	double v[2][3][MAX_ROUNDS];
 	static const char *const name[3] = {"small RPC round trip, 32 B (p50 us)",
 	                                    "write bandwidth, 64 KiB (MB/s)",
 	                                    "write bandwidth, 1 MiB (MB/s)"};
 
-	while ((opt = getopt(argc, argv, "r:n:m:o:b")) != -1) {
+	while ((opt = getopt(argc, argv, "r:n:m:o:k:b")) != -1) {
 		switch (opt) {
 		case 'r':
 			rounds = atoi(optarg);
@@ -350,6 +351,11 @@ int main(int argc, char **argv)
 			break;
 		case 'b':
 			blocking = true;
+			break;
+		case 'k':
+			mode = !strcmp(optarg, "plaintext") ? 0
+			       : !strcmp(optarg, "sealed")  ? 1
+			                                    : -2;
 			break;
 		case 'o':
 			if (!strcmp(optarg, "wlat")) {
@@ -367,15 +373,17 @@ int main(int argc, char **argv)
 			only = !strcmp(optarg, "rtt") ? 0 : !strcmp(optarg, "64k") ? 1 : 2;
 			break;
 		default:
-			fprintf(
-			    stderr,
-			    "usage: %s [-r rounds] [-n calls] [-m MiB] [-o rtt|64k|1m|wlat] [-b]\n",
-			    argv[0]);
+			fprintf(stderr,
+			        "usage: %s [-r rounds] [-n calls] [-m MiB] [-o rtt|64k|1m|wlat] "
+			        "[-k plaintext|sealed] [-b]\n",
+			        argv[0]);
 			return 2;
 		}
 	}
-	if (rounds < 1 || rounds > MAX_ROUNDS || calls < 10 || mib < 1) {
-		fprintf(stderr, "bench_seal: rounds 1..%d, calls >= 10, MiB >= 1\n", MAX_ROUNDS);
+	if (rounds < 1 || rounds > MAX_ROUNDS || calls < 10 || mib < 1 || mode == -2) {
+		fprintf(stderr,
+		        "bench_seal: rounds 1..%d, calls >= 10, MiB >= 1, -k plaintext|sealed\n",
+		        MAX_ROUNDS);
 		return 2;
 	}
 	if (tls_test_pki_create(&pki)) {
@@ -385,13 +393,13 @@ int main(int argc, char **argv)
 	rdmx_log_set_threshold(RDMX_LOG_ERROR);
 	for (int r = 0; r < rounds; r++) {
 		for (int s = 0; s < 2; s++) {
-			bool sealed = s == 1;
+			bool sealed = s == 1, run = mode < 0 || mode == s;
 
-			v[s][0][r] = only < 0 || only == 0 ? rpc_rtt(!sealed, calls) : 0;
-			v[s][1][r] = only < 0 || only == 1
+			v[s][0][r] = run && (only < 0 || only == 0) ? rpc_rtt(!sealed, calls) : 0;
+			v[s][1][r] = run && (only < 0 || only == 1)
 			                 ? write_bw(sealed, 64u << 10, (uint64_t)mib << 20)
 			                 : 0;
-			v[s][2][r] = only < 0 || only == 2
+			v[s][2][r] = run && (only < 0 || only == 2)
 			                 ? write_bw(sealed, 1u << 20, (uint64_t)mib << 20)
 			                 : 0;
 			printf("round %d %-9s rtt %.2f us  64KiB %.0f MB/s  1MiB %.0f MB/s\n",
@@ -412,7 +420,7 @@ int main(int argc, char **argv)
 			ratio[r] = v[0][m][r] > 0 ? v[1][m][r] / v[0][m][r] : 0;
 		p = median(v[0][m], rounds);
 		q = median(v[1][m], rounds);
-		printf("| %s | %.2f | %.2f | %.2f | %.2f |\n", name[m], p, q, q / p,
+		printf("| %s | %.2f | %.2f | %.2f | %.2f |\n", name[m], p, q, p > 0 ? q / p : 0,
 		       median(ratio, rounds));
 	}
 	tls_test_pki_destroy(&pki);
