@@ -19,6 +19,9 @@
 /* rdmx_chan_send with flags, and *how (may be NULL) telling how it went. */
 int rdmx__chan_send_ex(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill, void *fill_arg,
                        rdmx_chan_sent_cb cb, void *arg, unsigned flags, unsigned *how);
+/* The largest message that goes eager (in one ring slot, no rendezvous)
+ * once the channel is READY; 0 before. */
+size_t rdmx__chan_get_eager_max(const struct rdmx_chan *chan);
 /* Return credits after every delivery batch (a draining peer wants acks). */
 void rdmx__chan_set_eager_credit(struct rdmx_chan *chan, bool on);
 /* Called when the queue is empty and every message was acknowledged. */

@@ -45,6 +45,13 @@ static inline uint32_t eager_eff(const struct rdmx_chan *chan)
 	return chan->eager < cap ? chan->eager : cap;
 }
 
+size_t rdmx__chan_get_eager_max(const struct rdmx_chan *chan)
+{
+	if (chan->state != RDMX_CHAN_READY)
+		return 0;
+	return eager_eff(chan);
+}
+
 static inline uint64_t send_limit(const struct rdmx_chan *chan)
 {
 	if (chan->peer_max_msg && chan->peer_max_msg < chan->max_msg)
@@ -122,7 +129,9 @@ void rdmx__chan_try_hello(struct rdmx_chan *chan)
 		rdmx__chan_fail(chan, rc, NULL);
 }
 
-static void chan_send_credit(struct rdmx_chan *chan)
+/* Sends a credit update carrying rx_consumed; on success the peer knows
+ * every credit (nothing owed). 0, RDMX_E_FULL, or an error. */
+static int credit_update_send(struct rdmx_chan *chan)
 {
 	uint8_t msg[RDMX__CTL_CREDIT_LEN];
 	uint32_t credit = chan->rx_consumed;
@@ -134,6 +143,15 @@ static void chan_send_credit(struct rdmx_chan *chan)
 		chan->rx_reported = credit;
 		chan->rx_need_ack = false;
 		chan->credit_pending = false;
+	}
+	return rc;
+}
+
+static void chan_send_credit(struct rdmx_chan *chan)
+{
+	int rc = credit_update_send(chan);
+
+	if (rc == 0) {
 		chan->stats.credit_updates_sent++;
 	} else if (rc == RDMX_E_FULL) {
 		chan->credit_pending = true;
@@ -610,17 +628,9 @@ static void keepalive_fired(struct rdmx__timer *t)
 	if (chan->rx_events == chan->ka_seen && !chan->hello_pending) {
 		/* nothing heard for a whole period: a probe the transport must
 		 * deliver or fail (a credit update is always valid) */
-		uint8_t msg[RDMX__CTL_CREDIT_LEN];
-		uint32_t credit = chan->rx_consumed;
-		int rc;
+		int rc = credit_update_send(chan);
 
-		rdmx__ctl_credit_encode(credit, msg);
-		rc = ctl_send(chan, msg, sizeof(msg));
-		if (rc == 0) {
-			chan->rx_reported = credit;
-			chan->rx_need_ack = false;
-			chan->credit_pending = false;
-		} else if (rc != RDMX_E_FULL) {
+		if (rc != 0 && rc != RDMX_E_FULL) {
 			rdmx__chan_fail(chan, rc, NULL);
 			rdmx__chan_maybe_free(chan);
 			return;

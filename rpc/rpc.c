@@ -251,8 +251,8 @@ static void deadline_fired(struct rdmx__timer *t)
 
 /* ---- the channel's callbacks ---- */
 
-static void on_response(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const uint8_t *msg,
-                        size_t len)
+void rdmx__rpc_on_response(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const uint8_t *msg,
+                           size_t len)
 {
 	struct rpc_ccall *c = rdmx__map_del(&ep->calls, h->call_id);
 	char text[RDMX_RPC_MAX_STATUS_MESSAGE + 1];
@@ -324,7 +324,10 @@ static void on_msg(struct rdmx_chan *chan, const void *data, size_t len, void *a
 		                     len - RDMX_RPC_HDR_SIZE);
 		break;
 	case RPC_T_RESPONSE:
-		on_response(ep, &h, data, len);
+		rdmx__rpc_on_response(ep, &h, data, len);
+		break;
+	case RPC_T_BATCH:
+		rdmx__rpc_batch_on_frame(ep, &h, data, len);
 		break;
 	case RPC_T_CANCEL:
 		rdmx__rpc_on_cancel(ep, h.call_id);
@@ -354,6 +357,7 @@ static void on_chan_event(struct rdmx_chan *chan, enum rdmx_chan_event ev, int s
 	ep->closed = true;
 	ep->close_status = status;
 	snprintf(msg, sizeof(msg), "connection closed: %s", rdmx_err_name(status));
+	rdmx__rpc_batch_drop(ep); /* those answers cannot go any more */
 	ep->busy++;
 	fail_all_calls(ep, RDMX_RPC_UNAVAILABLE, msg);
 	rdmx__rpc_streams_fail(ep, msg);
@@ -424,6 +428,7 @@ void rdmx__rpc_release(struct rdmx_rpc_ep *ep)
 		free(c);
 	}
 	rdmx__rpc_free_scalls(ep);
+	rdmx__rpc_batch_fini(ep);
 	rdmx__mstats_free_all(&ep->mstats);
 	rdmx__map_fini(&ep->calls);
 	rdmx__map_fini(&ep->incoming);

@@ -37,6 +37,8 @@ enum rpc_type {
 	                      * DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED) */
 	RPC_T_S_WINDOW = 11, /* flags RPC_SF_ACC, word: more messages granted,
 	                      * timeout_us: more bytes granted (one is not 0) */
+	RPC_T_BATCH = 12,    /* word = call_id = N >= 2 responses, each u32
+	                      * length + the whole message (batch.c) */
 };
 #define RPC_F_ONEWAY 0x1u
 #define RPC_F_MD 0x2u   /* request / response carries metadata (call_md.c) */
@@ -206,6 +208,15 @@ struct rpc_ccall {
 	struct rpc_ccall *next, *prev; /* free list / one-way list / work list */
 };
 
+/* Answers gathered during one progress call (batch.c). */
+#define RPC_BATCH_ENTRY_MAX 1024u /* a larger answer goes alone */
+struct rpc_batch {
+	uint8_t *buf;             /* header room, then entries; NULL until first used */
+	size_t len;               /* bytes used, header room included */
+	uint32_t n;               /* entries */
+	struct rdmx__timer timer; /* due now: flushes at the end of progress */
+};
+
 /* The endpoint's streams (stream.c). */
 struct rpc_streams {
 	struct rdmx__map out; /* streams we opened, by id */
@@ -247,6 +258,7 @@ struct rdmx_rpc_ep {
 	uint32_t nfree_calls, nfree_scalls;
 	struct rpc_streams streams;
 	struct rpc_chain *chain; /* client interceptors, NULL when none */
+	struct rpc_batch batch;  /* answers not yet handed to the channel */
 };
 
 /* rpc.c */
@@ -254,6 +266,26 @@ void rdmx__rpc_check_drained(struct rdmx_rpc_ep *ep);
 /* Sends a header-only message (cancel, goaway), forced. */
 int rdmx__rpc_send_ctl(struct rdmx_rpc_ep *ep, enum rpc_type type, uint64_t call_id);
 void rdmx__rpc_release(struct rdmx_rpc_ep *ep); /* frees if destroyed and idle */
+/* A response message (header decoded) for one of our calls. */
+void rdmx__rpc_on_response(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const uint8_t *msg,
+                           size_t len);
+
+/* batch.c */
+/* Adds a response of len bytes (produced by fill) to the endpoint's batch:
+ * 0 (counted in resp_pending, sent at the end of this progress call), or
+ * RDMX_E_AGAIN when it must go alone (too big, outside progress, no
+ * memory); another error from fill. */
+int rdmx__rpc_batch_add(struct rdmx_rpc_ep *ep, size_t len, rdmx_chan_fill_fn fill, void *arg);
+/* Hands the batch to the channel now (before an answer that goes alone). */
+void rdmx__rpc_batch_flush(struct rdmx_rpc_ep *ep);
+/* Forgets the batch's answers (the channel closed, the endpoint goes). */
+void rdmx__rpc_batch_drop(struct rdmx_rpc_ep *ep);
+void rdmx__rpc_batch_fini(struct rdmx_rpc_ep *ep);
+/* Drops the channel's pending callbacks of sent batches. */
+void rdmx__rpc_batch_forget(struct rdmx_rpc_ep *ep);
+/* An RPC_T_BATCH message, header decoded. */
+void rdmx__rpc_batch_on_frame(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const uint8_t *msg,
+                              size_t len);
 
 /* stream.c */
 void rdmx__rpc_streams_init(struct rdmx_rpc_ep *ep);

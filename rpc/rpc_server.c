@@ -258,6 +258,8 @@ void rdmx__rpc_detach_incoming(struct rdmx_rpc_ep *ep)
 	struct rdmx_rpc_server_call *list = take_incoming(ep), *c;
 
 	rdmx__chan_forget_cb(ep->chan, resp_sent);
+	rdmx__rpc_batch_forget(ep);
+	rdmx__rpc_batch_drop(ep);
 	ep->resp_pending = 0;
 	rdmx__map_fini(&ep->incoming);
 	rdmx__map_init(&ep->incoming);
@@ -521,11 +523,18 @@ static int send_response(struct rdmx_rpc_ep *ep, uint64_t call_id, enum rdmx_rpc
 		f.h.flags = 0;
 		f.x = NULL;
 		f.body = NULL;
+		rdmx__rpc_batch_flush(ep);
 		rdmx__chan_send_ex(ep->chan, RDMX_RPC_HDR_SIZE + f.h.word, resp_fill_fn, &f,
 		                   resp_sent, ep, RDMX__SEND_FORCE, how);
 		ep->resp_pending++;
 		return RDMX_E_TOO_BIG;
 	}
+	if (!x) { /* small, no metadata: with the other answers of this progress */
+		rc = rdmx__rpc_batch_add(ep, RDMX_RPC_HDR_SIZE + mlen + blen, resp_fill_fn, &f);
+		if (rc != RDMX_E_AGAIN)
+			return rc;
+	}
+	rdmx__rpc_batch_flush(ep); /* answers leave in order */
 	rc = rdmx__chan_send_ex(ep->chan, RDMX_RPC_HDR_SIZE + mlen + blen, resp_fill_fn, &f,
 	                        resp_sent, ep, RDMX__SEND_FORCE, how);
 	if (rc == 0)

@@ -96,6 +96,13 @@ int rdmx__rpc_hdr_decode(const void *msg, size_t len, struct rpc_hdr *h, const c
 			return RDMX_E_PROTOCOL;
 		}
 		break;
+	case RPC_T_BATCH:
+		if (h->flags || h->code || h->timeout_us || h->word < 2 || h->call_id != h->word ||
+		    (len - RDMX_RPC_HDR_SIZE) / (4 + RDMX_RPC_HDR_SIZE) < h->word) {
+			*why = "rpc batch with bad fields";
+			return RDMX_E_PROTOCOL;
+		}
+		break;
 	default:
 		*why = "unknown rpc message type";
 		return RDMX_E_PROTOCOL;

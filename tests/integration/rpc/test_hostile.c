@@ -682,6 +682,65 @@ Test(hostile, rpc_garbage_header)
 	scene_close(&s);
 }
 
+/* A batch of answers (rpc/batch.c) that lies: checked whole before any
+ * entry is delivered, the connection closes. */
+static void rpc_batch_attack(const uint8_t *m, size_t n, const char *needle)
+{
+	struct scene s;
+	struct rdmx_rpc_ep *ep;
+	struct rdmx_rpc_server *srv;
+	struct echo_state st = {0};
+
+	scene_open(&s);
+	srv = echo_server(&st);
+	ASSERT_OK(rdmx_chan_set_callbacks(s.vc, NULL, NULL, NULL));
+	ASSERT_OK(rdmx_rpc_ep_create(s.vc, srv, &ep));
+	valid_hello(&s.e);
+	DRIVE3_UNTIL(&s, rdmx_chan_get_state(s.vc) == RDMX_CHAN_READY);
+	good_msg(&s.e, m, n);
+	DRIVE3_UNTIL(&s, rdmx_chan_get_state(s.vc) == RDMX_CHAN_CLOSED && s.e.disconnected);
+	cr_assert(log_capture_count(needle) >= 1, "log line does not say '%s'", needle);
+	ASSERT_OK(rdmx_rpc_ep_destroy(&ep));
+	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
+	s.wv.closed = 1;
+	s.wv.status = RDMX_E_PROTOCOL;
+	scene_expect_closed(&s, NULL);
+	scene_close(&s);
+}
+
+/* batch header (type 12, N = 2) and two 24-byte entries */
+static size_t batch_msg(uint8_t *m, uint8_t second_type, uint32_t second_len)
+{
+	memset(m, 0, 24 + 2 * 28);
+	m[0] = 12;
+	st32(m + 4, 2);
+	st64(m + 8, 2);
+	st32(m + 24, 24);
+	m[28] = 2; /* a response to call 5 */
+	st64(m + 28 + 8, 5);
+	st32(m + 52, second_len);
+	m[56] = second_type;
+	st32(m + 56 + 4, 7);
+	st64(m + 56 + 8, 6);
+	return 24 + 2 * 28;
+}
+
+Test(hostile, rpc_batch_entry_not_a_response)
+{
+	uint8_t m[80];
+	size_t n = batch_msg(m, 1, 24); /* a request inside a batch of answers */
+
+	rpc_batch_attack(m, n, "not a response");
+}
+
+Test(hostile, rpc_batch_entry_longer_than_batch)
+{
+	uint8_t m[80];
+	size_t n = batch_msg(m, 2, 25);
+
+	rpc_batch_attack(m, n, "longer than the batch");
+}
+
 /* Random garbage into every slot: never a crash, the connection closes. */
 Test(hostile, random_garbage_writes)
 {

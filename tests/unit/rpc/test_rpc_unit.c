@@ -166,6 +166,23 @@ Test(rpc_wire, header_round_trip_and_refusals)
 	cr_assert_eq(rdmx__rpc_hdr_decode(b, 24, &g, &why), RDMX_E_PROTOCOL);
 	b[0] = 9;
 	cr_assert_eq(rdmx__rpc_hdr_decode(b, 24, &g, &why), RDMX_E_PROTOCOL);
+	/* batch of answers: word = call_id = N >= 2, room for N entries */
+	uint8_t bb[24 + 2 * 28];
+	struct rpc_hdr t = {.type = RPC_T_BATCH, .word = 2, .call_id = 2};
+	rdmx__rpc_hdr_encode(&t, bb);
+	cr_assert_eq(rdmx__rpc_hdr_decode(bb, sizeof(bb), &g, &why), 0);
+	cr_assert_eq(g.word, 2);
+	cr_assert_eq(rdmx__rpc_hdr_decode(bb, sizeof(bb) - 1, &g, &why), RDMX_E_PROTOCOL);
+	t.call_id = 3; /* must repeat the count */
+	rdmx__rpc_hdr_encode(&t, bb);
+	cr_assert_eq(rdmx__rpc_hdr_decode(bb, sizeof(bb), &g, &why), RDMX_E_PROTOCOL);
+	t.word = t.call_id = 1; /* a batch of one is the plain message */
+	rdmx__rpc_hdr_encode(&t, bb);
+	cr_assert_eq(rdmx__rpc_hdr_decode(bb, sizeof(bb), &g, &why), RDMX_E_PROTOCOL);
+	t.word = t.call_id = 2;
+	t.code = 1;
+	rdmx__rpc_hdr_encode(&t, bb);
+	cr_assert_eq(rdmx__rpc_hdr_decode(bb, sizeof(bb), &g, &why), RDMX_E_PROTOCOL);
 }
 
 /* Random bytes never crash a decoder and what it accepts is consistent. */
