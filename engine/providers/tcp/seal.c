@@ -227,6 +227,7 @@ void rdmx__tcp_seal_destroy(struct tcp_seal *s)
 {
 	if (!s)
 		return;
+	rdmx__tcp_seal_pipe_settle(s, false); /* nothing seals into txbuf any more */
 	rdmx__tcp_seal_dir_fini(&s->tx);
 	rdmx__tcp_seal_dir_fini(&s->rx);
 	rdmx__tcp_seal_dir_fini(&s->tx_pipe);
@@ -242,6 +243,7 @@ void rdmx__tcp_seal_reset(struct tcp_seal *s)
 {
 	if (!s)
 		return;
+	rdmx__tcp_seal_pipe_settle(s, false);
 	s->slot_head = s->slot_count = 0;
 	s->tx_off = 0;
 	s->rx_len = s->rx_off = 0;

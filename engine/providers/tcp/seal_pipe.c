@@ -84,11 +84,11 @@ void rdmx__tcp_seal_pipe_serve(struct tcp_seal_pipe *p)
 	atomic_store_explicit(&p->state, PIPE_DONE, memory_order_release);
 }
 
-int rdmx__tcp_seal_pipe_join(struct tcp_seal_pipe *p)
+int rdmx__tcp_seal_pipe_join(struct tcp_seal_pipe *p, bool may_wait)
 {
 	int st = PIPE_POSTED;
 
-	if (atomic_load_explicit(&p->wait_for_nic, memory_order_relaxed)) {
+	if (may_wait && atomic_load_explicit(&p->wait_for_nic, memory_order_relaxed)) {
 		/* tests: the records are the NIC's (it was kicked at the post) */
 		while (atomic_load_explicit(&p->state, memory_order_acquire) == PIPE_POSTED)
 			sched_yield();
@@ -115,4 +115,27 @@ int rdmx__tcp_seal_pipe_join(struct tcp_seal_pipe *p)
 	}
 	atomic_store_explicit(&p->state, PIPE_IDLE, memory_order_release);
 	return 0;
+}
+
+int rdmx__tcp_seal_pipe_settle(struct tcp_seal *s, bool may_wait)
+{
+	struct tcp_seal_pipe *p = s->posted;
+	int rc;
+
+	if (!p)
+		return 0;
+	s->posted = NULL;
+	rc = rdmx__tcp_seal_pipe_join(p, may_wait);
+	for (unsigned i = 0; i < p->nrec; i++) {
+		unsigned slot = (unsigned)((p->rec[i].out - s->txbuf) / TCP_SEAL_REC);
+
+		if (p->rec[i].rc < 0) {
+			/* this record's place in the ring: it and the later ones go */
+			s->slot_count =
+			    (uint8_t)((slot + TCP_SEAL_SLOTS - s->slot_head) % TCP_SEAL_SLOTS);
+			break;
+		}
+		s->slot_len[slot] = (uint32_t)p->rec[i].rc;
+	}
+	return rc;
 }

@@ -132,6 +132,8 @@ struct tcp_seal_dir {
 	uint64_t seq; /* records sealed / opened so far: the next nonce */
 };
 
+struct tcp_seal_pipe;
+
 struct tcp_seal {
 	struct tcp_seal_dir tx, rx;
 	struct tcp_seal_dir tx_pipe; /* tx's key and IV, for records sealed by the pipe */
@@ -143,7 +145,8 @@ struct tcp_seal {
 	uint32_t slot_len[TCP_SEAL_SLOTS];
 	uint8_t slot_head, slot_count;
 	uint32_t tx_off;
-	uint8_t *rxbuf; /* [rx_off, rx_len): received, not yet opened */
+	struct tcp_seal_pipe *posted; /* the device pipe holding records of ours, NULL: none */
+	uint8_t *rxbuf;               /* [rx_off, rx_len): received, not yet opened */
 	uint32_t rx_len, rx_off;
 };
 
@@ -179,14 +182,15 @@ void rdmx__tcp_seal_reset(struct tcp_seal *s);
  *
  * One per device: payload records of a sealed connection sealed on the
  * device's NIC thread while the application thread sends the records before
- * them. The thread that flushes claims the pipe, fills up to
- * TCP_PIPE_RECS records (each with its record number, its source bytes and
- * its slot), posts it and kicks the NIC; the NIC thread seals them when it
- * wakes. The flushing thread joins before its flush returns and before
- * anything that can complete a task: a record the NIC has not started is
- * taken back and sealed by the joiner, one it is sealing is waited for (pure
- * cipher work, no lock). So a posted record never outlives the flush that
- * posted it, and its source bytes (a task's buffer) stay valid. */
+ * them. A flush claims the pipe, fills up to TCP_PIPE_RECS records (each with
+ * its record number, its source bytes and its slot), posts it (s->posted)
+ * and kicks the NIC; the NIC thread seals them when it wakes. A flush that
+ * ends on a full socket leaves them there; the connection's next flush, or
+ * any path that completes or forgets its tasks or drops its records
+ * (rdmx__tcp_tx_forget_task, rdmx__tcp_seal_reset, rdmx__tcp_seal_destroy),
+ * joins first: a record the NIC has not started is taken back and sealed by
+ * the joiner, one it is sealing is waited for (pure cipher work, no lock).
+ * So no source byte (a task's buffer) is read after its task completes. */
 
 #define TCP_PIPE_RECS 2
 #define TCP_PIPE_IOV 16 /* source pieces per record (more: sealed inline) */
@@ -219,8 +223,13 @@ struct tcp_seal_pipe_rec *rdmx__tcp_seal_pipe_next(struct tcp_seal_pipe *p);
 /* Hands the filled records to the NIC thread (the caller kicks it). */
 void rdmx__tcp_seal_pipe_post(struct tcp_seal_pipe *p);
 /* Every posted record sealed (by the NIC or here), the pipe idle again. 0,
- * or the first record's error. */
-int rdmx__tcp_seal_pipe_join(struct tcp_seal_pipe *p);
+ * or the first record's error. may_wait: the caller is not the NIC thread
+ * (only then does wait_for_nic hold it until the NIC took the records). */
+int rdmx__tcp_seal_pipe_join(struct tcp_seal_pipe *p, bool may_wait);
+/* Joins the pipe that holds records of s (s->posted), if any, and gives
+ * their slots their sizes; a failed record and those after it leave the
+ * ring (the connection is going to error). 0 or that record's error. */
+int rdmx__tcp_seal_pipe_settle(struct tcp_seal *s, bool may_wait);
 /* NIC thread: seals the posted records, if any. */
 void rdmx__tcp_seal_pipe_serve(struct tcp_seal_pipe *p);
 

@@ -54,12 +54,15 @@ static bool frame_started(const struct tcp_frame *f)
 }
 
 /* Every task of the connection is being completed: no frame may refer to
- * one any more. */
+ * one any more, nor may the seal pipe still read their buffers. */
 void rdmx__tcp_tx_forget_task(struct tcp_conn *c)
 {
 	struct tcp_tx *tx = &c->tx;
 	struct tcp_frame keep[TCP_TX_FRAMES];
 	unsigned n = 0;
+
+	if (c->seal)
+		rdmx__tcp_seal_pipe_settle(c->seal, false);
 
 	for (unsigned i = 0; i < tx->count; i++) {
 		struct tcp_frame *f = frame_at(c, i);
@@ -493,24 +496,15 @@ static bool pipe_usable(struct tcp_conn *c)
 	       rdmx__tcp_seal_pipe_enabled();
 }
 
-/* Waits for the records this flush posted (or seals them here); their slots
- * get their sizes. False when one failed: the connection went to error. */
-static bool pipe_join(struct tcp_conn *c, bool *held)
+/* Waits for the records posted for this connection (or seals them here);
+ * their slots get their sizes. False when one failed: the connection went to
+ * error. */
+static bool pipe_join(struct tcp_conn *c)
 {
-	struct tcp_seal_pipe *p = &c->td->seal_pipe;
-	struct tcp_seal *s = c->seal;
-	int rc;
+	int rc = rdmx__tcp_seal_pipe_settle(c->seal, pipe_usable(c));
 
-	if (!*held)
+	if (!rc)
 		return true;
-	*held = false;
-	rc = rdmx__tcp_seal_pipe_join(p);
-	if (!rc) {
-		for (unsigned i = 0; i < p->nrec; i++)
-			s->slot_len[(p->rec[i].out - s->txbuf) / TCP_SEAL_REC] =
-			    (uint32_t)p->rec[i].rc;
-		return true;
-	}
 	RDMX_ERR("tcp: connection %u: cannot seal a record: %s", c->conn->id, rdmx_strerror(rc));
 	rdmx__tcp_conn_error(c, RDMX_E_CONN_ABORTED, 0, true);
 	if (c->state != TC_ERROR && c->state != TC_DOWN)
@@ -518,16 +512,16 @@ static bool pipe_join(struct tcp_conn *c, bool *held)
 	return false;
 }
 
-/* Seals picked frames into records while a slot is free: inline, or
- * payload records into the seal pipe (claimed into *held, posted at the end:
- * the NIC thread seals them while the flush sends the records before them).
- * False when the connection had to go to error (the pipe joined first). */
-static bool seal_frames(struct tcp_conn *c, bool *held)
+/* Seals picked frames into records while a slot is free (none of ours in
+ * the pipe): inline, or payload records into the seal pipe (claimed, posted
+ * at the end: the NIC thread seals them while the flush sends the records
+ * before them). False when the connection had to go to error. */
+static bool seal_frames(struct tcp_conn *c)
 {
 	struct tcp_seal *s = c->seal;
 	struct tcp_tx *tx = &c->tx;
 	struct tcp_seal_pipe *p = &c->td->seal_pipe;
-	bool try_pipe = pipe_usable(c);
+	bool try_pipe = pipe_usable(c), held = false;
 
 	while (s->slot_count < TCP_SEAL_SLOTS) {
 		struct iovec iov[TX_IOV];
@@ -542,7 +536,10 @@ static bool seal_frames(struct tcp_conn *c, bool *held)
 		if (!tx->count)
 			break;
 		if (!build_iov(c, iov, &n, &locked)) {
-			pipe_join(c, held);
+			if (held) { /* filled, not posted: sealed here by the join */
+				s->posted = p;
+				pipe_join(c);
+			}
 			return false;
 		}
 		for (int i = 0; i < n && take < TCP_SEAL_MAX; i++)
@@ -551,12 +548,12 @@ static bool seal_frames(struct tcp_conn *c, bool *held)
 			take = TCP_SEAL_MAX;
 		take = record_cut(c, take);
 		k = try_pipe && take ? pipe_pieces(c, iov, n, take) : 0;
-		if (k && (*held || rdmx__tcp_seal_pipe_claim(p, &s->tx_pipe))) {
+		if (k && (held || rdmx__tcp_seal_pipe_claim(p, &s->tx_pipe))) {
 			struct tcp_seal_pipe_rec *r = rdmx__tcp_seal_pipe_next(p);
 
 			if (locked) /* a read response further down the queue */
 				rdmx__tcp_keytab_unlock(&c->td->keys);
-			*held = true;
+			held = true;
 			r->seq = s->tx.seq++;
 			r->out = out;
 			r->take = take;
@@ -570,7 +567,7 @@ static bool seal_frames(struct tcp_conn *c, bool *held)
 				break;
 			continue;
 		}
-		if (*held) {
+		if (held) {
 			/* the pipe's records go first: this one waits for the next
 			 * round (the flush sends meanwhile) */
 			if (locked)
@@ -594,7 +591,8 @@ static bool seal_frames(struct tcp_conn *c, bool *held)
 		*slot_len_at(s, s->slot_count++) = (uint32_t)rc;
 		advance(c, take);
 	}
-	if (*held) {
+	if (held) {
+		s->posted = p;
 		rdmx__tcp_seal_pipe_post(p);
 		rdmx__tcp_nic_kick(c->td);
 	}
@@ -637,12 +635,11 @@ static void slots_sent(struct tcp_seal *s, size_t sent)
 
 /* The sealed path: frames are sealed into records (the plaintext is copied
  * out of the sources by the cipher), then the records go out; with the seal
- * pipe, the next records are sealed on the NIC thread while these go. Every
- * way out of here joins the pipe first. */
+ * pipe, the next records are sealed on the NIC thread while these go. A
+ * flush that ends on a full socket leaves its posted records to the NIC. */
 static void tx_flush_sealed(struct tcp_conn *c)
 {
 	struct tcp_seal *s = c->seal;
-	bool held = false;
 
 	while (c->fd >= 0 && c->state != TC_DIALING) {
 		struct iovec iov[TCP_SEAL_SLOTS];
@@ -650,24 +647,22 @@ static void tx_flush_sealed(struct tcp_conn *c)
 		ssize_t n;
 		int k;
 
-		if (!seal_frames(c, &held))
+		if (!s->posted && !seal_frames(c))
 			return;
 		total = sealed_iov(s, iov, &k);
 		if (!total) {
-			if (!held)
+			if (!s->posted)
 				break;
-			if (!pipe_join(c, &held))
+			if (!pipe_join(c))
 				return;
 			continue;
 		}
 		n = tx_sendmsg(c, iov, k);
 		if (n > 0)
 			slots_sent(s, (size_t)n);
-		if (!pipe_join(c, &held) || !tx_sent(c, n, total))
+		if (!tx_sent(c, n, total))
 			return;
 	}
-	if (held && !pipe_join(c, &held))
-		return;
 	if (c->fd >= 0 && c->state != TC_DIALING)
 		rdmx__tcp_conn_want(c, false);
 	if (c->err_after_tx && c->fd >= 0 && !c->tx.count && !s->slot_count) {

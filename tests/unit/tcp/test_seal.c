@@ -245,20 +245,20 @@ Test(tcp_seal, pipe_records_equal_inline_ones_sealed_or_taken_back)
 	rdmx__tcp_seal_pipe_post(&p);
 	rdmx__tcp_seal_pipe_serve(&p);
 	cr_assert_eq(atomic_load(&p.nic_records), TCP_PIPE_RECS);
-	cr_assert_eq(rdmx__tcp_seal_pipe_join(&p), 0);
+	cr_assert_eq(rdmx__tcp_seal_pipe_join(&p, true), 0);
 	pipe_expect_inline(&tx, &rx);
 	/* taken back by the joiner: the NIC never woke */
 	cr_assert(rdmx__tcp_seal_pipe_claim(&p, &pd));
 	pipe_fill(&p, TCP_PIPE_RECS);
 	rdmx__tcp_seal_pipe_post(&p);
-	cr_assert_eq(rdmx__tcp_seal_pipe_join(&p), 0);
+	cr_assert_eq(rdmx__tcp_seal_pipe_join(&p, true), 0);
 	rdmx__tcp_seal_pipe_serve(&p); /* joined: nothing left to seal */
 	cr_assert_eq(atomic_load(&p.nic_records), TCP_PIPE_RECS);
 	pipe_expect_inline(&tx, &rx);
 	/* a join of a pipe filled but never posted seals it too */
 	cr_assert(rdmx__tcp_seal_pipe_claim(&p, &pd));
 	pipe_fill(&p, 2 * TCP_PIPE_RECS);
-	cr_assert_eq(rdmx__tcp_seal_pipe_join(&p), 0);
+	cr_assert_eq(rdmx__tcp_seal_pipe_join(&p, true), 0);
 	pipe_expect_inline(&tx, &rx);
 	cr_assert_eq(tx.seq, 3 * TCP_PIPE_RECS);
 	cr_assert_eq(rx.seq, 3 * TCP_PIPE_RECS);
@@ -279,10 +279,10 @@ Test(tcp_seal, pipe_join_reports_a_failed_record_and_frees_the_pipe)
 	p.rec[1].take = TCP_SEAL_MAX + 1;
 	rdmx__tcp_seal_pipe_post(&p);
 	rdmx__tcp_seal_pipe_serve(&p);
-	cr_assert_eq(rdmx__tcp_seal_pipe_join(&p), RDMX_E_INVAL);
+	cr_assert_eq(rdmx__tcp_seal_pipe_join(&p, true), RDMX_E_INVAL);
 	cr_assert(rdmx__tcp_seal_pipe_claim(&p, &pd), "the pipe stayed taken after an error");
 	pipe_fill(&p, UINT64_MAX - 1); /* the second record would reuse the last nonce */
-	cr_assert_eq(rdmx__tcp_seal_pipe_join(&p), RDMX_E_FULL);
+	cr_assert_eq(rdmx__tcp_seal_pipe_join(&p, true), RDMX_E_FULL);
 	rdmx__tcp_seal_dir_fini(&pd);
 }
 
@@ -312,7 +312,7 @@ Test(tcp_seal, pipe_joiner_waits_for_the_nic_thread)
 	cr_assert(rdmx__tcp_seal_pipe_claim(&p, &pd));
 	pipe_fill(&p, 0);
 	rdmx__tcp_seal_pipe_post(&p);
-	cr_assert_eq(rdmx__tcp_seal_pipe_join(&p), 0);
+	cr_assert_eq(rdmx__tcp_seal_pipe_join(&p, true), 0);
 	cr_assert_eq(pthread_join(nic, NULL), 0);
 	cr_assert_eq(atomic_load(&p.nic_records), TCP_PIPE_RECS);
 	pipe_expect_inline(&tx, &rx);
