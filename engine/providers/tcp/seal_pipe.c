@@ -1,16 +1,15 @@
 /* tcp provider: the seal pipe (tcp.h). Payload records of a sealed
- * connection's bulk write are sealed on the device's NIC thread, mostly idle
- * during a bulk write, while the flushing application thread sends the
- * records before them: the cipher pass and the socket's copy overlap instead
- * of adding up.
+ * connection's bulk write are sealed on the device's NIC thread while the
+ * flushing application thread sends the records before them: the cipher pass
+ * and the socket's copy overlap instead of adding up.
  *
  * States: IDLE -> FILLING (a flush claimed it) -> POSTED -> SEALING (the NIC
- * took it) -> DONE -> IDLE (joined). The joiner takes a POSTED pipe back
- * (POSTED -> SEALING by compare-and-swap) and seals it itself, so a NIC that
- * is busy or asleep never delays a flush by more than the cipher work; it
- * waits only while the NIC seals, which takes no lock. Records keep the
- * numbers the flush gave them (their nonces), so the byte stream is the one
- * the inline path makes. */
+ * took it) -> DONE -> IDLE (joined; who joins when: tcp.h). The joiner
+ * takes a POSTED pipe back (POSTED -> SEALING by compare-and-swap) and seals
+ * it itself, so a NIC that is busy or asleep never delays a flush by more
+ * than the cipher work; it waits only while the NIC seals, which takes no
+ * lock. Records keep the numbers the flush gave them (their nonces), so the
+ * byte stream is the one the inline path makes. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
