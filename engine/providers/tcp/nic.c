@@ -676,6 +676,7 @@ static void *nic_main(void *arg)
 		pthread_mutex_unlock(&td->lock);
 		n = nic_sleep(td, evs, wait, now);
 		atomic_store(&td->nic_parked, false);
+		rdmx__tcp_seal_pipe_serve(&td->seal_pipe); /* records a flush posted */
 		pthread_mutex_lock(&td->lock);
 		now = rdmx__now_ns();
 		for (int i = 0; i < n && !td->nic_stop; i++) {

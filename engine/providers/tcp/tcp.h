@@ -115,7 +115,7 @@ bool rdmx__tcp_region_allows(const struct rdmx__tcp_region *r, uint64_t off, uin
 #define TCP_SEAL_HDR 4u
 #define TCP_SEAL_MAX 65536u /* plaintext bytes per record */
 #define TCP_SEAL_REC (TCP_SEAL_HDR + TCP_SEAL_MAX + TCP_SEAL_TAG)
-#define TCP_SEAL_TXBUF (4u * TCP_SEAL_REC) /* sealed records waiting for the socket */
+#define TCP_SEAL_SLOTS 4u /* sealed records waiting for the socket (tx.c's slot ring) */
 #define TCP_SEAL_RXBUF (2u * TCP_SEAL_REC) /* records being received */
 /* The first record of an initiator: its HELLO frame. */
 #define TCP_SEAL_HELLO_SIZE (TCP_SEAL_HDR + RDMX__TCP_HDR_SIZE + RDMX__TCP_HELLO_LEN + TCP_SEAL_TAG)
@@ -132,11 +132,21 @@ struct tcp_seal_dir {
 	uint64_t seq; /* records sealed / opened so far: the next nonce */
 };
 
+struct tcp_seal_pipe;
+
 struct tcp_seal {
 	struct tcp_seal_dir tx, rx;
-	uint8_t *txbuf; /* [tx_off, tx_len): sealed, not yet sent */
-	uint32_t tx_len, tx_off;
-	uint8_t *rxbuf; /* [rx_off, rx_len): received, not yet opened */
+	struct tcp_seal_dir tx_pipe; /* tx's key and IV, for records sealed by the pipe */
+	/* TCP_SEAL_SLOTS slots of TCP_SEAL_REC bytes, a ring of records in
+	 * record order: [slot_head, slot_head + slot_count) hold records, the
+	 * first tx_off bytes of the head one are sent; slot_len 0 marks a slot
+	 * the pipe is sealing (tx.c) */
+	uint8_t *txbuf;
+	uint32_t slot_len[TCP_SEAL_SLOTS];
+	uint8_t slot_head, slot_count;
+	uint32_t tx_off;
+	struct tcp_seal_pipe *posted; /* the device pipe holding records of ours, NULL: none */
+	uint8_t *rxbuf;               /* [rx_off, rx_len): received, not yet opened */
 	uint32_t rx_len, rx_off;
 };
 
@@ -167,6 +177,61 @@ int rdmx__tcp_seal_create(const uint8_t tx_key[TCP_SEAL_KEY], const uint8_t tx_i
 void rdmx__tcp_seal_destroy(struct tcp_seal *s);
 /* Drops buffered records (the socket is gone). */
 void rdmx__tcp_seal_reset(struct tcp_seal *s);
+
+/* ---- the seal pipe (seal_pipe.c) ----
+ *
+ * One per device: payload records of a sealed connection sealed on the
+ * device's NIC thread while the application thread sends the records before
+ * them. A flush claims the pipe, fills up to TCP_PIPE_RECS records (each with
+ * its record number, its source bytes and its slot), posts it (s->posted)
+ * and kicks the NIC; the NIC thread seals them when it wakes. A flush that
+ * ends on a full socket leaves them there; the connection's next flush, or
+ * any path that completes or forgets its tasks or drops its records
+ * (rdmx__tcp_tx_forget_task, rdmx__tcp_seal_reset, rdmx__tcp_seal_destroy),
+ * joins first: a record the NIC has not started is taken back and sealed by
+ * the joiner, one it is sealing is waited for (pure cipher work, no lock).
+ * So no source byte (a task's buffer) is read after its task completes. */
+
+#define TCP_PIPE_RECS 2
+#define TCP_PIPE_IOV 16 /* source pieces per record (more: sealed inline) */
+
+struct tcp_seal_pipe_rec {
+	uint64_t seq;
+	uint8_t *out;
+	size_t take;
+	int niov;
+	int rc; /* the record's size, or an error (seal.c) */
+	struct iovec iov[TCP_PIPE_IOV];
+};
+
+struct tcp_seal_pipe {
+	atomic_int state; /* enum in seal_pipe.c; zero: idle */
+	struct tcp_seal_dir *dir;
+	unsigned nrec;
+	struct tcp_seal_pipe_rec rec[TCP_PIPE_RECS];
+	atomic_uint_least64_t nic_records; /* records the NIC thread sealed */
+	atomic_bool wait_for_nic;          /* tests: the joiner never takes records back */
+};
+
+/* False when RDMX_TCP_SEAL_PIPE=0 (read once): every record sealed inline. */
+bool rdmx__tcp_seal_pipe_enabled(void);
+
+/* Takes the idle pipe for this flush; false when another flush holds it. */
+bool rdmx__tcp_seal_pipe_claim(struct tcp_seal_pipe *p, struct tcp_seal_dir *dir);
+/* The next record to fill (nrec < TCP_PIPE_RECS), NULL when full. */
+struct tcp_seal_pipe_rec *rdmx__tcp_seal_pipe_next(struct tcp_seal_pipe *p);
+/* Hands the filled records to the NIC thread (the caller kicks it). */
+void rdmx__tcp_seal_pipe_post(struct tcp_seal_pipe *p);
+/* Every posted record sealed (by the NIC or here), the pipe idle again. 0,
+ * or the first record's error. may_wait: the caller is not the NIC thread
+ * (only then does wait_for_nic hold it until the NIC took the records). */
+int rdmx__tcp_seal_pipe_join(struct tcp_seal_pipe *p, bool may_wait);
+/* Joins the pipe that holds records of s (s->posted), if any, and gives
+ * their slots their sizes; a failed record and those after it leave the
+ * ring (the connection is going to error). 0 or that record's error. */
+int rdmx__tcp_seal_pipe_settle(struct tcp_seal *s, bool may_wait);
+/* NIC thread: seals the posted records, if any. */
+void rdmx__tcp_seal_pipe_serve(struct tcp_seal_pipe *p);
 
 /* ---- device (device.c, nic.c) ---- */
 
@@ -222,6 +287,7 @@ struct tcp_dev {
 	int nic_epfd;           /* ctl eventfd, listener, hellos, idle contexts' socket sets */
 	int nic_efd;            /* wakes the NIC thread (context added/removed, stop) */
 	atomic_uint_least64_t nic_rounds; /* passes of the NIC loop (tests: no busy loop) */
+	struct tcp_seal_pipe seal_pipe;   /* seal_pipe.c */
 };
 
 /* Starts the NIC thread once (device lock held). */

@@ -45,8 +45,7 @@ void rdmx__tcp_tx_reset(struct tcp_conn *c)
 bool rdmx__tcp_tx_pending(const struct tcp_conn *c)
 {
 	return c->tx.count || c->ctl_pending || c->resp_count > c->tx.resp_picked ||
-	       (c->seal && c->seal->tx_len > c->seal->tx_off) ||
-	       (c->state == TC_UP && !c->rnr_wait && c->sq_cur);
+	       (c->seal && c->seal->slot_count) || (c->state == TC_UP && !c->rnr_wait && c->sq_cur);
 }
 
 static bool frame_started(const struct tcp_frame *f)
@@ -55,12 +54,15 @@ static bool frame_started(const struct tcp_frame *f)
 }
 
 /* Every task of the connection is being completed: no frame may refer to
- * one any more. */
+ * one any more, nor may the seal pipe still read their buffers. */
 void rdmx__tcp_tx_forget_task(struct tcp_conn *c)
 {
 	struct tcp_tx *tx = &c->tx;
 	struct tcp_frame keep[TCP_TX_FRAMES];
 	unsigned n = 0;
+
+	if (c->seal)
+		rdmx__tcp_seal_pipe_settle(c->seal, false);
 
 	for (unsigned i = 0; i < tx->count; i++) {
 		struct tcp_frame *f = frame_at(c, i);
@@ -387,11 +389,47 @@ static bool build_iov(struct tcp_conn *c, struct iovec *iov, int *n, bool *locke
 	return true;
 }
 
-static void send_failed(struct tcp_conn *c)
+/* One sendmsg of iov[n], again after EINTR: the bytes the socket took, or
+ * -errno. */
+static ssize_t tx_sendmsg(struct tcp_conn *c, struct iovec *iov, int n)
 {
-	RDMX_DBG("tcp: connection %u: send failed: %s", c->conn->id, strerror(errno));
-	rdmx__tcp_conn_down(c, RDMX_E_CONN_ABORTED,
-	                    c->est_queued ? RDMX__CONN_EV_DISCONNECTED : RDMX__CONN_EV_FAILURE);
+	struct msghdr msg;
+	ssize_t s;
+
+	memset(&msg, 0, sizeof(msg));
+	msg.msg_iov = iov;
+	msg.msg_iovlen = (size_t)n;
+	do
+		s = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (s < 0 && errno == EINTR);
+	return s < 0 ? -errno : s;
+}
+
+/* What a send of `total` bytes that returned s (tx_sendmsg) means for the
+ * flush; called once the caller advanced its queue by what was sent. True:
+ * everything went, go on. False: stop; the socket is full (EAGAIN, or a
+ * short write: EPOLLOUT is wanted instead of a send that would only answer
+ * EAGAIN) or the connection failed and went down. */
+static bool tx_sent(struct tcp_conn *c, ssize_t s, size_t total)
+{
+	if (s == -EAGAIN || s == -EWOULDBLOCK) {
+		rdmx__tcp_conn_want(c, true);
+		return false;
+	}
+	if (s < 0) {
+		RDMX_DBG("tcp: connection %u: send failed: %s", c->conn->id, strerror((int)-s));
+		rdmx__tcp_conn_down(c, RDMX_E_CONN_ABORTED,
+		                    c->est_queued ? RDMX__CONN_EV_DISCONNECTED
+		                                  : RDMX__CONN_EV_FAILURE);
+		return false;
+	}
+	if (s > 0)
+		rdmx__tcp_conn_alive(c);
+	if ((size_t)s < total) {
+		rdmx__tcp_conn_want(c, true);
+		return false;
+	}
+	return true;
 }
 
 /* A record ends right after the header of a frame with a large payload, so
@@ -422,33 +460,122 @@ static size_t iov_total(const struct iovec *iov, int n)
 	return sum;
 }
 
-/* Seals picked frames into records while the buffer has room for a whole
- * one. False when the connection had to go to error. */
+static uint8_t *slot_at(const struct tcp_seal *s, unsigned i)
+{
+	return s->txbuf + (size_t)((s->slot_head + i) % TCP_SEAL_SLOTS) * TCP_SEAL_REC;
+}
+
+static uint32_t *slot_len_at(struct tcp_seal *s, unsigned i)
+{
+	return &s->slot_len[(s->slot_head + i) % TCP_SEAL_SLOTS];
+}
+
+/* Whether the record of the first `take` bytes of iov[n] can go to the seal
+ * pipe: bytes of one request's payload whose header is already sealed (a
+ * pure function of the key, the record number and the task's buffer; headers,
+ * control frames and read responses, which need the key table's lock, stay
+ * inline), few enough pieces, and a flush that is not running on the NIC
+ * thread (which seals the pipe's records). */
+static int pipe_pieces(struct tcp_conn *c, const struct iovec *iov, int n, size_t take)
+{
+	const struct tcp_frame *f = frame_at(c, 0);
+	size_t sum = 0;
+	int k = 0;
+
+	if (f->hdr_off != RDMX__TCP_HDR_SIZE || f->src != TCP_SRC_CHAIN || f->left < take ||
+	    f->what != TCP_TX_REQ || c->seal->tx.seq == UINT64_MAX)
+		return 0;
+	while (k < n && sum < take)
+		sum += iov[k++].iov_len;
+	return k <= TCP_PIPE_IOV ? k : 0;
+}
+
+static bool pipe_usable(struct tcp_conn *c)
+{
+	return c->td->nic_started && !pthread_equal(pthread_self(), c->td->nic) &&
+	       rdmx__tcp_seal_pipe_enabled();
+}
+
+/* Waits for the records posted for this connection (or seals them here);
+ * their slots get their sizes. False when one failed: the connection went to
+ * error. */
+static bool pipe_join(struct tcp_conn *c)
+{
+	int rc = rdmx__tcp_seal_pipe_settle(c->seal, pipe_usable(c));
+
+	if (!rc)
+		return true;
+	RDMX_ERR("tcp: connection %u: cannot seal a record: %s", c->conn->id, rdmx_strerror(rc));
+	rdmx__tcp_conn_error(c, RDMX_E_CONN_ABORTED, 0, true);
+	if (c->state != TC_ERROR && c->state != TC_DOWN)
+		rdmx__tcp_conn_down(c, RDMX_E_CONN_ABORTED, RDMX__CONN_EV_FAILURE);
+	return false;
+}
+
+/* Seals picked frames into records while a slot is free (none of ours in
+ * the pipe): inline, or payload records into the seal pipe (claimed, posted
+ * at the end: the NIC thread seals them while the flush sends the records
+ * before them). False when the connection had to go to error. */
 static bool seal_frames(struct tcp_conn *c)
 {
 	struct tcp_seal *s = c->seal;
 	struct tcp_tx *tx = &c->tx;
+	struct tcp_seal_pipe *p = &c->td->seal_pipe;
+	bool try_pipe = pipe_usable(c), held = false;
 
-	while (s->tx_len + TCP_SEAL_REC <= TCP_SEAL_TXBUF) {
+	while (s->slot_count < TCP_SEAL_SLOTS) {
 		struct iovec iov[TX_IOV];
+		uint8_t *out = slot_at(s, s->slot_count);
 		bool locked = false;
 		size_t take = 0;
-		int n, rc;
+		int n, k, rc;
 
 		while (tx->count < TCP_TX_FRAMES &&
 		       pick(c, &tx->q[(tx->head + tx->count) % TCP_TX_FRAMES]))
 			tx->count++;
 		if (!tx->count)
-			return true;
-		if (!build_iov(c, iov, &n, &locked))
+			break;
+		if (!build_iov(c, iov, &n, &locked)) {
+			if (held) { /* filled, not posted: sealed here by the join */
+				s->posted = p;
+				pipe_join(c);
+			}
 			return false;
+		}
 		for (int i = 0; i < n && take < TCP_SEAL_MAX; i++)
 			take += iov[i].iov_len;
 		if (take > TCP_SEAL_MAX)
 			take = TCP_SEAL_MAX;
 		take = record_cut(c, take);
-		rc = take ? rdmx__tcp_seal_record(&s->tx, iov, n, take, s->txbuf + s->tx_len)
-		          : RDMX_E_INVAL;
+		k = try_pipe && take ? pipe_pieces(c, iov, n, take) : 0;
+		if (k && (held || rdmx__tcp_seal_pipe_claim(p, &s->tx_pipe))) {
+			struct tcp_seal_pipe_rec *r = rdmx__tcp_seal_pipe_next(p);
+
+			if (locked) /* a read response further down the queue */
+				rdmx__tcp_keytab_unlock(&c->td->keys);
+			held = true;
+			r->seq = s->tx.seq++;
+			r->out = out;
+			r->take = take;
+			r->niov = k;
+			r->rc = RDMX_E_INVAL;
+			memcpy(r->iov, iov, (size_t)k * sizeof(iov[0]));
+			p->nrec++;
+			*slot_len_at(s, s->slot_count++) = 0; /* being sealed */
+			advance(c, take);
+			if (!rdmx__tcp_seal_pipe_next(p))
+				break;
+			continue;
+		}
+		if (held) {
+			/* the pipe's records go first: this one waits for the next
+			 * round (the flush sends meanwhile) */
+			if (locked)
+				rdmx__tcp_keytab_unlock(&c->td->keys);
+			break;
+		}
+		try_pipe = false; /* the pipe is another flush's: inline */
+		rc = take ? rdmx__tcp_seal_record(&s->tx, iov, n, take, out) : RDMX_E_INVAL;
 		if (locked)
 			rdmx__tcp_keytab_unlock(&c->td->keys);
 		if (rc < 0) {
@@ -461,52 +588,84 @@ static bool seal_frames(struct tcp_conn *c)
 				rdmx__tcp_conn_down(c, RDMX_E_CONN_ABORTED, RDMX__CONN_EV_FAILURE);
 			return false;
 		}
-		s->tx_len += (uint32_t)rc;
+		*slot_len_at(s, s->slot_count++) = (uint32_t)rc;
 		advance(c, take);
+	}
+	if (held) {
+		s->posted = p;
+		rdmx__tcp_seal_pipe_post(p);
+		rdmx__tcp_nic_kick(c->td);
 	}
 	return true;
 }
 
+/* The sealed records at the head of the ring that can go out (up to the
+ * first one the pipe is sealing), as an iovec; their total. */
+static size_t sealed_iov(struct tcp_seal *s, struct iovec *iov, int *n)
+{
+	size_t total = 0;
+
+	*n = 0;
+	for (unsigned i = 0; i < s->slot_count && *slot_len_at(s, i); i++) {
+		uint32_t off = i ? 0 : s->tx_off;
+
+		iov[*n].iov_base = slot_at(s, i) + off;
+		iov[*n].iov_len = *slot_len_at(s, i) - off;
+		total += iov[(*n)++].iov_len;
+	}
+	return total;
+}
+
+/* `sent` bytes of the head records went out: whole ones free their slots. */
+static void slots_sent(struct tcp_seal *s, size_t sent)
+{
+	while (sent) {
+		uint32_t left = *slot_len_at(s, 0) - s->tx_off;
+
+		if (sent < left) {
+			s->tx_off += (uint32_t)sent;
+			return;
+		}
+		sent -= left;
+		s->tx_off = 0;
+		s->slot_head = (uint8_t)((s->slot_head + 1) % TCP_SEAL_SLOTS);
+		s->slot_count--;
+	}
+}
+
 /* The sealed path: frames are sealed into records (the plaintext is copied
- * out of the sources by the cipher), then the records go out. */
+ * out of the sources by the cipher), then the records go out; with the seal
+ * pipe, the next records are sealed on the NIC thread while these go. A
+ * flush that ends on a full socket leaves its posted records to the NIC. */
 static void tx_flush_sealed(struct tcp_conn *c)
 {
 	struct tcp_seal *s = c->seal;
 
 	while (c->fd >= 0 && c->state != TC_DIALING) {
+		struct iovec iov[TCP_SEAL_SLOTS];
+		size_t total;
 		ssize_t n;
+		int k;
 
-		if (!seal_frames(c))
+		if (!s->posted && !seal_frames(c))
 			return;
-		if (s->tx_off == s->tx_len)
-			break;
-		n = send(c->fd, s->txbuf + s->tx_off, s->tx_len - s->tx_off,
-		         MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				rdmx__tcp_conn_want(c, true);
+		total = sealed_iov(s, iov, &k);
+		if (!total) {
+			if (!s->posted)
+				break;
+			if (!pipe_join(c))
 				return;
-			}
-			send_failed(c);
-			return;
+			continue;
 		}
+		n = tx_sendmsg(c, iov, k);
 		if (n > 0)
-			rdmx__tcp_conn_alive(c);
-		s->tx_off += (uint32_t)n;
-		if (s->tx_off == s->tx_len) {
-			s->tx_off = s->tx_len = 0;
-		} else {
-			/* a short write filled the socket buffer: wait for room
-			 * instead of a send that would only return EAGAIN */
-			rdmx__tcp_conn_want(c, true);
+			slots_sent(s, (size_t)n);
+		if (!tx_sent(c, n, total))
 			return;
-		}
 	}
 	if (c->fd >= 0 && c->state != TC_DIALING)
 		rdmx__tcp_conn_want(c, false);
-	if (c->err_after_tx && c->fd >= 0 && !c->tx.count && s->tx_len == 0) {
+	if (c->err_after_tx && c->fd >= 0 && !c->tx.count && !s->slot_count) {
 		c->err_after_tx = false;
 		rdmx__tcp_conn_error(c, RDMX_E_CONN_ABORTED, 0, false);
 	}
@@ -522,7 +681,6 @@ void rdmx__tcp_tx_flush(struct tcp_conn *c)
 	}
 	while (c->fd >= 0 && c->state != TC_DIALING) {
 		struct iovec iov[TX_IOV];
-		struct msghdr msg;
 		bool locked = false;
 		ssize_t s;
 		int n;
@@ -534,30 +692,13 @@ void rdmx__tcp_tx_flush(struct tcp_conn *c)
 			break;
 		if (!build_iov(c, iov, &n, &locked))
 			return;
-		memset(&msg, 0, sizeof(msg));
-		msg.msg_iov = iov;
-		msg.msg_iovlen = (size_t)n;
-		s = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		s = tx_sendmsg(c, iov, n);
 		if (locked)
 			rdmx__tcp_keytab_unlock(&c->td->keys);
-		if (s < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				rdmx__tcp_conn_want(c, true);
-				return;
-			}
-			send_failed(c);
-			return;
-		}
 		if (s > 0)
-			rdmx__tcp_conn_alive(c);
-		advance(c, (size_t)s);
-		if ((size_t)s < iov_total(iov, n)) {
-			/* short write: the socket buffer is full (no EAGAIN round) */
-			rdmx__tcp_conn_want(c, true);
+			advance(c, (size_t)s);
+		if (!tx_sent(c, s, iov_total(iov, n)))
 			return;
-		}
 	}
 	if (c->fd >= 0 && c->state != TC_DIALING)
 		rdmx__tcp_conn_want(c, false);

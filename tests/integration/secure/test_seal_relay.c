@@ -468,6 +468,188 @@ Test(seal, tampered_continuation_record_fails_the_write_once)
 	pair_down();
 }
 
+/* ---- the seal pipe: payload records sealed on the sender's NIC thread ----
+ *
+ * wait_for_nic makes the sending flush leave every posted record to A's NIC
+ * thread (never taken back), so these tests run the pipelined path whatever
+ * the scheduling; nic_records shows that it did. */
+
+static struct rdmx_mr_remote *b_remote(void)
+{
+	static struct rdmx_mr_remote *rm;
+	uint8_t desc[RDMX_MR_DESCRIPTOR_SIZE];
+
+	if (!rm) {
+		cr_assert_rc(rdmx_mr_get_descriptor(B.mr, desc), RDMX_OK);
+		cr_assert_rc(rdmx_mr_remote_from_descriptor(desc, sizeof(desc), &rm), RDMX_OK);
+	}
+	return rm;
+}
+
+/* Task i writes A.mem[src, src + len) (filled with `fill` first) into
+ * B.mem[dst, dst + len). */
+static struct rdmx_task *pipe_write(int i, size_t src, size_t dst, size_t len, int fill)
+{
+	static struct rdmx_buf sb[NWRITES + 1];
+	struct rdmx_rbuf db = {b_remote(), dst, len};
+	struct rdmx_task *t;
+
+	if (fill >= 0)
+		memset(A.mem + src, fill, len);
+	sb[i] = (struct rdmx_buf){A.mr, A.mem + src, len, NULL};
+	cr_assert_rc(rdmx_task_write_alloc(A.ctx, A.conn, &sb[i], &db, &wc[i], &t), RDMX_OK);
+	cr_assert_rc(rdmx_task_submit(t), RDMX_OK);
+	return t;
+}
+
+static uint64_t pipe_sealed(void)
+{
+	return atomic_load(&TCP_DEV(A.dev)->seal_pipe.nic_records);
+}
+
+static void pipe_up(enum relay_mode mode)
+{
+	pair_up(mode, true);
+	atomic_store(&TCP_DEV(A.dev)->seal_pipe.wait_for_nic, true);
+	RB.only_to = 1; /* tampering: only what travels towards B */
+	RA.only_to = 0;
+}
+
+/* A 1 MiB write is 17 records: its header's, then 16 of payload only, which
+ * the pipe seals. One goes through clean; in the next the relay flips a bit
+ * of the fifth record (a payload record the NIC thread sealed): the write
+ * fails exactly once, the receiver logs the refusal and leaves the
+ * connection, no completion follows. */
+Test(seal, pipelined_write_with_a_tampered_record_fails_once)
+{
+	struct rdmx_task *t[2];
+	int one = 1, two = 2;
+
+	tls_test_log_capture();
+	tls_test_log_clear();
+	memset(wc, 0, sizeof(wc));
+	pipe_up(R_FLIP);
+	t[0] = pipe_write(0, 0, 0, MEM, 0xc1);
+	cr_assert(drive(&A, &B, writes_done, &one));
+	cr_assert_eq(wc[0].ok, 1, "the clean write failed: %s", rdmx_err_name(wc[0].status));
+	cr_assert(memcmp(A.mem, B.mem, MEM) == 0, "the pipelined write did not land intact");
+	cr_assert_gt(pipe_sealed(), 0, "no record went through the pipe");
+	RA.skip = RB.skip = 4;
+	__atomic_store_n(&RA.armed, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&RB.armed, 1, __ATOMIC_SEQ_CST);
+	t[1] = pipe_write(1, 0, 0, MEM, 0xc2);
+	cr_assert(drive(&A, &B, writes_done, &two), "the write did not complete");
+	cr_assert(drive(&A, &B, conn_in_error, NULL), "the receiver did not leave the connection");
+	cr_assert(__atomic_load_n(&RB.done, __ATOMIC_SEQ_CST) ||
+	          __atomic_load_n(&RA.done, __ATOMIC_SEQ_CST));
+	cr_assert_eq(wc[1].ok, 0, "a write through a tampered record succeeded");
+	cr_assert_eq(wc[1].err, 1);
+	for (int k = 0; k < 50; k++) {
+		rdmx_pe_progress(A.pe);
+		rdmx_pe_progress(B.pe);
+	}
+	cr_assert_eq(wc[0].ok + wc[0].err, 1);
+	cr_assert_eq(wc[1].ok + wc[1].err, 1, "the write completed %d times", wc[1].ok + wc[1].err);
+	cr_assert(tls_test_log_contains("authentication failed"));
+	rdmx_task_free(t[0]);
+	rdmx_task_free(t[1]);
+	pair_down();
+}
+
+/* Writes submitted back to back share the send queue: the header of the
+ * second follows the payload records of the first that the pipe holds.
+ * Three writes, the second over the same bytes as the first: every write
+ * succeeds and the target holds the later bytes where they overlap. */
+Test(seal, pipelined_writes_back_to_back_stay_in_order)
+{
+	struct rdmx_task *t[3];
+	const size_t half = MEM / 2;
+	int three = 3;
+
+	memset(wc, 0, sizeof(wc));
+	pipe_up(R_FORWARD);
+	t[0] = pipe_write(0, 0, 0, half, 0xd1);
+	t[1] = pipe_write(1, half, 0, half, 0xd2);
+	for (size_t k = 0; k < half; k++) /* not one 64 KiB pattern: order shows */
+		A.mem[k] = (uint8_t)(k / 4099);
+	memcpy(B.mem + half, "stale", 5);
+	t[2] = pipe_write(2, 0, half, half, -1);
+	cr_assert(drive(&A, &B, writes_done, &three));
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(wc[i].ok, 1, "write %d: %s", i, rdmx_err_name(wc[i].status));
+	for (size_t k = 0; k < half; k++)
+		cr_assert_eq(B.mem[k], 0xd2, "byte %zu: the first write landed after the second",
+		             k);
+	cr_assert(memcmp(B.mem + half, A.mem, half) == 0, "the third write is not intact");
+	cr_assert_gt(pipe_sealed(), 0, "no record went through the pipe");
+	for (int i = 0; i < 3; i++)
+		rdmx_task_free(t[i]);
+	pair_down();
+}
+
+/* The target goes away in the middle of pipelined writes: every write
+ * completes once, with an error, and the source memory is released right
+ * after the last completion; nothing reads it afterwards (ASan stage: a
+ * record still being sealed from it would be a use after free). */
+static bool a_writes_done(void *arg)
+{
+	int n = *(int *)arg;
+
+	for (int i = 0; i < n; i++)
+		if (wc[i].ok + wc[i].err == 0)
+			return false;
+	return A.ended > 0;
+}
+
+Test(seal, target_gone_during_pipelined_writes_frees_everything)
+{
+	struct rdmx_task *t[NWRITES];
+	const size_t len = MEM / NWRITES;
+	int all = NWRITES, one = 1;
+
+	memset(wc, 0, sizeof(wc));
+	pipe_up(R_FORWARD);
+	t[0] = pipe_write(0, 0, 0, len, 0xe0);
+	cr_assert(drive(&A, &B, writes_done, &one));
+	cr_assert_eq(wc[0].ok, 1);
+	cr_assert_gt(pipe_sealed(), 0, "no record went through the pipe");
+	memset(wc, 0, sizeof(wc));
+	rdmx_task_free(t[0]);
+	for (int i = 0; i < NWRITES; i++)
+		t[i] = pipe_write(i, (size_t)i * len, (size_t)i * len, len, 0xe1 + i);
+	/* B goes away at once: A learns it in the middle of its writes */
+	relay_stop(&RA);
+	relay_stop(&RB);
+	{
+		int64_t until = tls_test_now_ms() + 20000;
+
+		while (!a_writes_done(&all) && tls_test_now_ms() < until) {
+			rdmx_pe_progress(A.pe);
+			rdmx_pe_wait(A.pe, 1);
+		}
+	}
+	cr_assert(a_writes_done(&all), "A's writes did not all complete");
+	rdmx_mr_dereg(&A.mr);
+	free(A.mem);
+	A.mem = NULL;
+	for (int i = 0; i < NWRITES; i++) {
+		cr_assert_eq(wc[i].ok + wc[i].err, 1, "write %d completed %d times", i,
+		             wc[i].ok + wc[i].err);
+		rdmx_task_free(t[i]);
+	}
+	for (int k = 0; k < 50; k++)
+		rdmx_pe_progress(A.pe);
+	for (int i = 0; i < NWRITES; i++)
+		cr_assert_eq(wc[i].ok + wc[i].err, 1);
+	/* pair_down without its relay_stop: the relays are stopped */
+	if (!B.ended)
+		rdmx_conn_disconnect(B.conn);
+	side_close(&A);
+	side_close(&B);
+	relay_free(&RA);
+	relay_free(&RB);
+}
+
 /* Sealed writes through a connection-bound grant: a multi-record write
  * inside the grant lands intact (its continuation records are decrypted
  * straight into the region), one reaching past the grant's end is refused

@@ -1,7 +1,9 @@
 /* tcp provider: sealed records (engine/providers/tcp/seal.c). No network:
  * records made by one direction opened by its mirror; every tampering, a
- * replay, a skipped record and counter exhaustion refused. */
+ * replay, a skipped record and counter exhaustion refused; the seal pipe
+ * makes the bytes the inline path makes. */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "providers/tcp/tcp.h"
@@ -182,4 +184,139 @@ Test(tcp_seal, counter_exhaustion_stops_both_directions)
 	cr_assert_eq(rdmx__tcp_seal_open(&rx, rec, (size_t)n), RDMX_E_FULL);
 	rdmx__tcp_seal_dir_fini(&tx);
 	rdmx__tcp_seal_dir_fini(&rx);
+}
+
+/* ---- the seal pipe (seal_pipe.c): records sealed by another thread ---- */
+
+static uint8_t pipe_plain[TCP_PIPE_RECS][3000];
+static uint8_t pipe_out[TCP_PIPE_RECS][TCP_SEAL_REC];
+
+/* Fills the claimed pipe with TCP_PIPE_RECS records numbered from seq. */
+static void pipe_fill(struct tcp_seal_pipe *p, uint64_t seq)
+{
+	for (unsigned i = 0; i < TCP_PIPE_RECS; i++) {
+		struct tcp_seal_pipe_rec *r = rdmx__tcp_seal_pipe_next(p);
+
+		cr_assert_not_null(r);
+		for (size_t b = 0; b < sizeof(pipe_plain[i]); b++)
+			pipe_plain[i][b] = (uint8_t)(b * 13 + seq + i);
+		r->seq = seq + i;
+		r->out = pipe_out[i];
+		r->take = sizeof(pipe_plain[i]);
+		/* two pieces: the scatter list travels with the record */
+		r->niov = 2;
+		r->iov[0] = (struct iovec){pipe_plain[i], 1000};
+		r->iov[1] = (struct iovec){pipe_plain[i] + 1000, sizeof(pipe_plain[i]) - 1000};
+		p->nrec++;
+	}
+	cr_assert_null(rdmx__tcp_seal_pipe_next(p));
+}
+
+/* The pipe's records are the bytes the inline path makes for the same
+ * record numbers, and open in order on the receiver. */
+static void pipe_expect_inline(struct tcp_seal_dir *tx, struct tcp_seal_dir *rx)
+{
+	for (unsigned i = 0; i < TCP_PIPE_RECS; i++) {
+		struct iovec iov = {pipe_plain[i], sizeof(pipe_plain[i])};
+		int n = rdmx__tcp_seal_record(tx, &iov, 1, sizeof(pipe_plain[i]), rec);
+
+		cr_assert_eq(n, (int)(TCP_SEAL_HDR + sizeof(pipe_plain[i]) + TCP_SEAL_TAG));
+		cr_assert(memcmp(rec, pipe_out[i], (size_t)n) == 0, "record %u differs", i);
+		cr_assert_eq(rdmx__tcp_seal_open(rx, pipe_out[i], (size_t)n), 0);
+		cr_assert(
+		    memcmp(pipe_out[i] + TCP_SEAL_HDR, pipe_plain[i], sizeof(pipe_plain[i])) == 0);
+	}
+}
+
+Test(tcp_seal, pipe_records_equal_inline_ones_sealed_or_taken_back)
+{
+	struct tcp_seal_pipe p;
+	struct tcp_seal_dir tx, rx, pd;
+
+	memset(&p, 0, sizeof(p));
+	pair(&tx, &rx);
+	cr_assert_eq(rdmx__tcp_seal_dir_init(&pd, key_a, iv_a, true), 0);
+	/* sealed by the "NIC" (serve, here on this thread) */
+	cr_assert(rdmx__tcp_seal_pipe_claim(&p, &pd));
+	cr_assert(!rdmx__tcp_seal_pipe_claim(&p, &pd), "claimed twice");
+	pipe_fill(&p, 0);
+	rdmx__tcp_seal_pipe_serve(&p); /* not posted yet: nothing */
+	cr_assert_eq(atomic_load(&p.nic_records), 0);
+	rdmx__tcp_seal_pipe_post(&p);
+	rdmx__tcp_seal_pipe_serve(&p);
+	cr_assert_eq(atomic_load(&p.nic_records), TCP_PIPE_RECS);
+	cr_assert_eq(rdmx__tcp_seal_pipe_join(&p, true), 0);
+	pipe_expect_inline(&tx, &rx);
+	/* taken back by the joiner: the NIC never woke */
+	cr_assert(rdmx__tcp_seal_pipe_claim(&p, &pd));
+	pipe_fill(&p, TCP_PIPE_RECS);
+	rdmx__tcp_seal_pipe_post(&p);
+	cr_assert_eq(rdmx__tcp_seal_pipe_join(&p, true), 0);
+	rdmx__tcp_seal_pipe_serve(&p); /* joined: nothing left to seal */
+	cr_assert_eq(atomic_load(&p.nic_records), TCP_PIPE_RECS);
+	pipe_expect_inline(&tx, &rx);
+	/* a join of a pipe filled but never posted seals it too */
+	cr_assert(rdmx__tcp_seal_pipe_claim(&p, &pd));
+	pipe_fill(&p, 2 * TCP_PIPE_RECS);
+	cr_assert_eq(rdmx__tcp_seal_pipe_join(&p, true), 0);
+	pipe_expect_inline(&tx, &rx);
+	cr_assert_eq(tx.seq, 3 * TCP_PIPE_RECS);
+	cr_assert_eq(rx.seq, 3 * TCP_PIPE_RECS);
+	rdmx__tcp_seal_dir_fini(&tx);
+	rdmx__tcp_seal_dir_fini(&rx);
+	rdmx__tcp_seal_dir_fini(&pd);
+}
+
+Test(tcp_seal, pipe_join_reports_a_failed_record_and_frees_the_pipe)
+{
+	struct tcp_seal_pipe p;
+	struct tcp_seal_dir pd;
+
+	memset(&p, 0, sizeof(p));
+	cr_assert_eq(rdmx__tcp_seal_dir_init(&pd, key_a, iv_a, true), 0);
+	cr_assert(rdmx__tcp_seal_pipe_claim(&p, &pd));
+	pipe_fill(&p, 0);
+	p.rec[1].take = TCP_SEAL_MAX + 1;
+	rdmx__tcp_seal_pipe_post(&p);
+	rdmx__tcp_seal_pipe_serve(&p);
+	cr_assert_eq(rdmx__tcp_seal_pipe_join(&p, true), RDMX_E_INVAL);
+	cr_assert(rdmx__tcp_seal_pipe_claim(&p, &pd), "the pipe stayed taken after an error");
+	pipe_fill(&p, UINT64_MAX - 1); /* the second record would reuse the last nonce */
+	cr_assert_eq(rdmx__tcp_seal_pipe_join(&p, true), RDMX_E_FULL);
+	rdmx__tcp_seal_dir_fini(&pd);
+}
+
+/* The joiner waits for records the NIC thread took (wait_for_nic: it never
+ * takes them back), whatever the scheduling: no sleep, the "NIC" thread
+ * serves until it sealed once. */
+static void *pipe_nic(void *arg)
+{
+	struct tcp_seal_pipe *p = arg;
+
+	while (atomic_load(&p->nic_records) == 0)
+		rdmx__tcp_seal_pipe_serve(p);
+	return NULL;
+}
+
+Test(tcp_seal, pipe_joiner_waits_for_the_nic_thread)
+{
+	struct tcp_seal_pipe p;
+	struct tcp_seal_dir tx, rx, pd;
+	pthread_t nic;
+
+	memset(&p, 0, sizeof(p));
+	pair(&tx, &rx);
+	cr_assert_eq(rdmx__tcp_seal_dir_init(&pd, key_a, iv_a, true), 0);
+	atomic_store(&p.wait_for_nic, true);
+	cr_assert_eq(pthread_create(&nic, NULL, pipe_nic, &p), 0);
+	cr_assert(rdmx__tcp_seal_pipe_claim(&p, &pd));
+	pipe_fill(&p, 0);
+	rdmx__tcp_seal_pipe_post(&p);
+	cr_assert_eq(rdmx__tcp_seal_pipe_join(&p, true), 0);
+	cr_assert_eq(pthread_join(nic, NULL), 0);
+	cr_assert_eq(atomic_load(&p.nic_records), TCP_PIPE_RECS);
+	pipe_expect_inline(&tx, &rx);
+	rdmx__tcp_seal_dir_fini(&tx);
+	rdmx__tcp_seal_dir_fini(&rx);
+	rdmx__tcp_seal_dir_fini(&pd);
 }
