@@ -15,6 +15,19 @@ void rdmx_cli_print_version(const char *prog)
 	printf("%s %s\n", prog, RDMX_VERSION_STRING);
 }
 
+int rdmx_cli_std_opt(const char *prog, int opt, void (*usage)(FILE *))
+{
+	if (opt == RDMX_CLI_OPT_HELP) {
+		usage(stdout);
+		return 1;
+	}
+	if (opt == RDMX_CLI_OPT_VERSION) {
+		rdmx_cli_print_version(prog);
+		return 1;
+	}
+	return 0;
+}
+
 void rdmx_cli_reset(void)
 {
 	optind = 0; /* glibc: full re-initialisation */
