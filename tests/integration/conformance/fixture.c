@@ -364,6 +364,17 @@ void connect_pair(struct side *a, struct side *b, struct rdmx_conn **ca, struct 
 	*cb = y;
 }
 
+struct rdmx_mr_remote *pair_one_sided(struct side *a, struct side *b, uint32_t num_tasks,
+                                      struct rdmx_conn **ca, struct rdmx_conn **cb,
+                                      struct region **ra, struct region **rb)
+{
+	pair_open(a, b, num_tasks);
+	connect_pair(a, b, ca, cb);
+	*ra = region_new(a, 4096, RDMX_ACCESS_ALL, 0);
+	*rb = region_new(b, 4096, RDMX_ACCESS_LOCAL_WRITE, 0);
+	return remote_of(b, *ra);
+}
+
 struct rdmx_addr *addr_of(struct side *s, uint16_t port)
 {
 	struct rdmx_addr *ad = NULL;
