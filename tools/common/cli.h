@@ -56,6 +56,9 @@ int rdmx_cli_parse_long(const char *prog, const char *opt, const char *value, lo
  * [min, max] -> 0; else the bad-value line and -1. */
 int rdmx_cli_parse_size(const char *prog, const char *opt, const char *value, uint64_t min,
                         uint64_t max, uint64_t *out);
+/* The same numbers without range or message (a size in a command, not an
+ * option): 0 with *out, or -1. */
+int rdmx_cli_size(const char *value, uint64_t *out);
 
 /* "host:port", "[v6]:port" or ":port" (host "" = every address) -> 0, or -1. */
 int rdmx_cli_split_addr(const char *s, char *host, size_t host_len, uint16_t *port);

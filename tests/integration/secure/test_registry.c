@@ -562,6 +562,7 @@ Test(registry_proto, policy_parse_errors_name_the_line)
 	cr_assert_eq(rdmx__policy_parse("a.test\n", "p", &p), -1);
 	cr_assert_eq(rdmx__policy_parse("a.test kv extra\n", "p", &p), -1);
 	cr_assert_eq(rdmx__policy_parse("a.*.test kv\n", "p", &p), -1);
+	cr_assert_eq(rdmx__policy_parse("a..test kv\n", "p", &p), -1);
 	cr_assert_eq(rdmx__policy_parse("a.test k/v\n", "p", &p), -1);
 	cr_assert_null(p);
 }
