@@ -58,6 +58,26 @@ expect_refused() {
 	grep -qxF "$want" "$DIR/$name.err" || fail "$name: no line '$want'"
 }
 
+# serve_starts WHAT [ARGS...]: rdmx-kv serve (with ARGS) says it is listening,
+# then is stopped; its first stdout line comes through the fifo $DIR/out
+serve_starts() {
+	what=$1
+	shift
+	$DEATH "$KV" serve --listen 127.0.0.1:0 $TLS "$@" >"$DIR/out" 2>"$DIR/kv.err" &
+	PID=$!
+	exec 3<"$DIR/out"
+	line=
+	read -r line <&3 || true
+	exec 3<&-
+	case $line in
+	listening\ *) ;;
+	*) fail "$what did not start (first line '$line')" ;;
+	esac
+	kill "$PID"
+	wait "$PID" 2>/dev/null || true
+	PID=
+}
+
 expect_refused rdmx-kv 0644 $DEATH "$KV" serve --listen 127.0.0.1:0 $TLS
 expect_refused rdmx-kv 0640 $DEATH "$KV" serve --listen 127.0.0.1:0 $TLS
 expect_refused rdmx-kv 0644 $DEATH "$KV" --server 127.0.0.1:1 $TLS get k
@@ -69,33 +89,9 @@ expect_refused rdmx-call 0644 $DEATH "$CALL" $TLS --timeout-ms 2000 127.0.0.1:1 
 # stdout line is read through a fifo: a blocking read, no polling.
 chmod 0644 "$KEY"
 mkfifo "$DIR/out"
-$DEATH "$KV" serve --listen 127.0.0.1:0 $TLS --allow-insecure-key >"$DIR/out" 2>"$DIR/kv.err" &
-PID=$!
-exec 3<"$DIR/out"
-line=
-read -r line <&3 || true
-exec 3<&-
-case $line in
-listening\ *) ;;
-*) fail "rdmx-kv serve --allow-insecure-key did not start (first line '$line')" ;;
-esac
-kill "$PID"
-wait "$PID" 2>/dev/null || true
-PID=
+serve_starts "rdmx-kv serve --allow-insecure-key" --allow-insecure-key
 grep -q "readable by group or others" "$DIR/kv.err" || fail "the accepted 0644 key is not logged"
 # and 0600 starts without the option
 chmod 0600 "$KEY"
-$DEATH "$KV" serve --listen 127.0.0.1:0 $TLS >"$DIR/out" 2>"$DIR/kv.err" &
-PID=$!
-exec 3<"$DIR/out"
-line=
-read -r line <&3 || true
-exec 3<&-
-case $line in
-listening\ *) ;;
-*) fail "rdmx-kv serve with a 0600 key did not start (first line '$line')" ;;
-esac
-kill "$PID"
-wait "$PID" 2>/dev/null || true
-PID=
+serve_starts "rdmx-kv serve with a 0600 key"
 echo "ok: key modes"

@@ -331,19 +331,9 @@ Test(codegen_stream, async_server_and_client_streaming)
 	node_close(&b);
 }
 
-static void raw_done(struct rdmx_rpc_stream *s, const struct rdmx_rpc_rich_status *st, void *arg)
-{
-	struct seen *g = arg;
-
-	(void)s;
-	g->done++;
-	g->code = st->code;
-	snprintf(g->message, sizeof(g->message), "%s", st->message);
-}
-
 Test(codegen_stream, malformed_request_ends_the_stream_invalid_argument)
 {
-	static const struct rdmx_rpc_stream_cbs cbs = {.on_done = raw_done};
+	static const struct rdmx_rpc_stream_cbs cbs = {.on_done = seen_done};
 	static const uint8_t junk[] = {0x81, 0x01, 0xa1, 'x'};
 	struct node a, b;
 	struct rdmx_rpc_server *srv;

@@ -197,6 +197,10 @@ static inline struct rdmx_rbuf rbuf(struct rdmx_mr_remote *m, uint64_t off, uint
 enum rdmx_conn_state conn_state(const struct rdmx_conn *c);
 /* export/connect both ways and drive until both ESTABLISHED. */
 void connect_pair(struct side *a, struct side *b, struct rdmx_conn **ca, struct rdmx_conn **cb);
+/* b writes len bytes (at most 4096) of pattern `seed` on cb into a fresh
+ * region of a and the data is checked there: the connection carries
+ * traffic. */
+void write_checked(struct side *a, struct side *b, struct rdmx_conn *cb, size_t len, uint32_t seed);
 /* The one-sided set-up: pair_open(a, b, num_tasks), one connection (*ca on
  * a, *cb on b), a zeroed 4096-byte region on a with every access (*ra) and
  * one on b for local writes (*rb); returns b's view of a's region. */
