@@ -5,18 +5,9 @@
 #   keymode.sh RDMX_KV RDMX_BOOTSTRAPD RDMX_REGISTRY RDMX_CALL RDMX_CERTS
 set -eu
 KV=$1 BSD=$2 REG=$3 CALL=$4 CERTS=$5
-DIR=$(mktemp -d /tmp/rdmx-keymode-XXXXXX)
-PID=
-cleanup() {
-	[ -n "$PID" ] && kill "$PID" 2>/dev/null || true
-	wait 2>/dev/null || true
-	rm -rf "$DIR"
-}
-trap cleanup EXIT INT TERM
-fail() { echo "FAIL: $*" >&2; for f in "$DIR"/*.err; do [ -f "$f" ] && sed "s|^|$(basename "$f"): |" "$f" >&2; done; exit 1; }
-DEATH=
-setpriv --pdeathsig KILL true 2>/dev/null && DEATH="setpriv --pdeathsig KILL"
-export RDMX_DEVICE=tcp
+. "$(dirname "$0")/../../support/lib.sh"
+test_init rdmx-keymode
+FAIL_ALL=1 # the programs' lines are in *.err
 unset RDMX_CA RDMX_CERT RDMX_KEY RDMX_REGISTRY || true
 
 # rdmx-certs: 0600 keys even under umask 000, and on --force over a 0644 file
@@ -64,7 +55,7 @@ serve_starts() {
 	what=$1
 	shift
 	$DEATH "$KV" serve --listen 127.0.0.1:0 $TLS "$@" >"$DIR/out" 2>"$DIR/kv.err" &
-	PID=$!
+	PIDS=$!
 	exec 3<"$DIR/out"
 	line=
 	read -r line <&3 || true
@@ -73,9 +64,9 @@ serve_starts() {
 	listening\ *) ;;
 	*) fail "$what did not start (first line '$line')" ;;
 	esac
-	kill "$PID"
-	wait "$PID" 2>/dev/null || true
-	PID=
+	kill "$PIDS"
+	wait "$PIDS" 2>/dev/null || true
+	PIDS=
 }
 
 expect_refused rdmx-kv 0644 $DEATH "$KV" serve --listen 127.0.0.1:0 $TLS

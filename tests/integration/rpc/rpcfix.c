@@ -238,10 +238,16 @@ void echo_pair_open(struct node *a, struct node *b, const struct rdmx_chan_worke
                     struct echo_state *st, struct rdmx_rpc_server **srv, struct rdmx_rpc_ep **ra,
                     struct rdmx_rpc_ep **rb)
 {
+	*srv = echo_server(st);
+	server_pair_open(a, b, attr, *srv, ra, rb);
+}
+
+void server_pair_open(struct node *a, struct node *b, const struct rdmx_chan_worker_attr *attr,
+                      struct rdmx_rpc_server *srv, struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb)
+{
 	node_open(a, "a", 0, attr);
 	node_open(b, "b", 1, attr);
-	*srv = echo_server(st);
-	rpc_pair(a, b, NULL, *srv, NULL, NULL, ra, rb);
+	rpc_pair(a, b, NULL, srv, NULL, NULL, ra, rb);
 }
 
 /* ---- log capture ---- */

@@ -89,6 +89,12 @@ struct echo_state {
 	uint64_t held_deadline[HELD_MAX];
 };
 struct rdmx_rpc_server *echo_server(struct echo_state *st);
+/* Nodes a and b (worker attributes attr on both, may be NULL) and an
+ * rpc_pair with default channels and server srv on b: a's endpoint *ra is
+ * the client, b's *rb the server's. */
+void server_pair_open(struct node *a, struct node *b, const struct rdmx_chan_worker_attr *attr,
+                      struct rdmx_rpc_server *srv, struct rdmx_rpc_ep **ra,
+                      struct rdmx_rpc_ep **rb);
 /* The set-up of most tests: nodes a and b (worker attributes attr on both,
  * may be NULL), an echo server with state st (*srv) and an rpc_pair with
  * default channels, a's endpoint *ra the client, b's *rb the server's.
