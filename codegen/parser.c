@@ -597,14 +597,34 @@ static struct gen_field *new_field(struct parser *p, struct gen_message *m)
 	return fd;
 }
 
+/* The "name =" of a field whose type (at type_loc) was read: a new field of
+ * m with its name and locations, or NULL with the statement skipped. */
+static struct gen_field *named_field(struct parser *p, struct gen_message *m,
+                                     struct gen_loc type_loc)
+{
+	struct gen_loc nloc;
+	struct gen_field *fd;
+	char *name = expect_ident(p, "a field name", &nloc);
+
+	if (!name || !expect_sym(p, '=')) {
+		skip_statement(p);
+		return NULL;
+	}
+	fd = new_field(p, m);
+	fd->name = name;
+	fd->loc = nloc;
+	fd->type_loc = type_loc;
+	return fd;
+}
+
 /* map<K, V> name = N; -> a repeated field of the nested entry message. */
 static void parse_map_field(struct parser *p, struct gen_message *m, struct gen_loc start)
 {
 	struct gen_message *entry;
 	struct gen_field *fd, *key, *val;
 	enum gen_type kt;
-	struct gen_loc kloc, vloc, nloc;
-	char *vname, *name;
+	struct gen_loc kloc, vloc;
+	char *vname;
 	next(p); /* map */
 	next(p); /* < */
 	kloc = cur(p)->loc;
@@ -636,15 +656,9 @@ static void parse_map_field(struct parser *p, struct gen_message *m, struct gen_
 		skip_statement(p);
 		return;
 	}
-	name = expect_ident(p, "a field name", &nloc);
-	if (!name || !expect_sym(p, '=')) {
-		skip_statement(p);
+	fd = named_field(p, m, start);
+	if (!fd)
 		return;
-	}
-	fd = new_field(p, m);
-	fd->name = name;
-	fd->loc = nloc;
-	fd->type_loc = start;
 	fd->label = GL_REPEATED;
 	fd->is_map = true;
 	fd->type = GT_MESSAGE;
@@ -659,8 +673,8 @@ static void parse_map_field(struct parser *p, struct gen_message *m, struct gen_
 	}
 
 	entry = gen_alloc(&p->ctx->pool, sizeof(*entry));
-	entry->name = camel_entry_name(p, name);
-	entry->loc = nloc;
+	entry->name = camel_entry_name(p, fd->name);
+	entry->loc = fd->loc;
 	entry->parent = m;
 	entry->file = p->f;
 	entry->map_entry = true;
@@ -687,8 +701,8 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 	struct gen_tok *start = cur(p);
 	enum gen_label label = GL_NONE;
 	struct gen_field *fd;
-	struct gen_loc tloc, nloc;
-	char *tname, *name;
+	struct gen_loc tloc;
+	char *tname;
 	if (is_kw(start, "required") && p->f->proto2) {
 		next(p); /* proto2 file read for its definitions only */
 	} else if (is_kw(start, "required")) {
@@ -734,15 +748,9 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 		skip_statement(p);
 		return;
 	}
-	name = expect_ident(p, "a field name", &nloc);
-	if (!name || !expect_sym(p, '=')) {
-		skip_statement(p);
+	fd = named_field(p, m, tloc);
+	if (!fd)
 		return;
-	}
-	fd = new_field(p, m);
-	fd->name = name;
-	fd->loc = nloc;
-	fd->type_loc = tloc;
 	fd->label = label;
 	fd->oneof = oneof;
 	fd->type = scalar_type(tname);
@@ -766,6 +774,32 @@ static void parse_enum(struct parser *p, struct gen_file *f, struct gen_message 
                        struct gen_vec *into);
 static void parse_message(struct parser *p, struct gen_message *parent, struct gen_vec *into,
                           int depth);
+
+enum body_step { BODY_END, BODY_TAKEN, BODY_ITEM };
+
+/* One step in the body of a message, enum or service (`what`, named `name`,
+ * declared on `line`): BODY_END at its end (the "}" taken, or the end of
+ * file reported), BODY_TAKEN after an empty statement or one that
+ * common_statement took, else BODY_ITEM: the caller parses the item at
+ * cur(p). */
+static enum body_step body_step(struct parser *p, const char *what, const char *name, int line,
+                                const struct opt_target *tg)
+{
+	struct gen_tok *t = cur(p);
+
+	if (t->kind == TK_EOF) {
+		syntax_error(p, t, "expected \"}\" closing %s \"%s\" (line %d), got end of file",
+		             what, name, line);
+		return BODY_END;
+	}
+	if (is_sym(t, '}')) {
+		next(p);
+		return BODY_END;
+	}
+	if (accept_sym(p, ';') || common_statement(p, tg))
+		return BODY_TAKEN;
+	return BODY_ITEM;
+}
 
 static void parse_oneof(struct parser *p, struct gen_message *m)
 {
@@ -816,23 +850,14 @@ static void parse_message(struct parser *p, struct gen_message *parent, struct g
 	m->file = p->f;
 	gen_vec_push(&p->ctx->pool, into, m);
 	for (;;) {
+		struct opt_target tg = {OPT_MESSAGE, m, m};
+		enum body_step step = body_step(p, "message", m->name, m->loc.line, &tg);
 		struct gen_tok *t = cur(p);
-		if (t->kind == TK_EOF) {
-			syntax_error(
-			    p, cur(p),
-			    "expected \"}\" closing message \"%s\" (line %d), got end of file",
-			    m->name, m->loc.line);
+
+		if (step == BODY_END)
 			return;
-		}
-		if (is_sym(t, '}')) {
-			next(p);
-			return;
-		}
-		{
-			struct opt_target tg = {OPT_MESSAGE, m, m};
-			if (accept_sym(p, ';') || common_statement(p, &tg))
-				continue;
-		}
+		if (step == BODY_TAKEN)
+			continue;
 		if (is_kw(t, "message") && peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '{'))
 			parse_message(p, m, &m->messages, depth + 1);
 		else if (is_kw(t, "enum") && peek(p, 1)->kind == TK_IDENT &&
@@ -863,24 +888,15 @@ static void parse_enum(struct parser *p, struct gen_file *f, struct gen_message 
 	e->file = f;
 	gen_vec_push(&p->ctx->pool, into, e);
 	for (;;) {
+		struct opt_target etg = {OPT_ENUM, parent, e};
+		enum body_step step = body_step(p, "enum", e->name, e->loc.line, &etg);
 		struct gen_tok *t = cur(p);
 		struct gen_enum_value *v;
-		if (t->kind == TK_EOF) {
-			syntax_error(
-			    p, cur(p),
-			    "expected \"}\" closing enum \"%s\" (line %d), got end of file",
-			    e->name, e->loc.line);
+
+		if (step == BODY_END)
 			return;
-		}
-		if (is_sym(t, '}')) {
-			next(p);
-			break;
-		}
-		{
-			struct opt_target tg = {OPT_ENUM, parent, e};
-			if (accept_sym(p, ';') || common_statement(p, &tg))
-				continue;
-		}
+		if (step == BODY_TAKEN)
+			continue;
 		if (is_kw(t, "reserved") && !is_sym(peek(p, 1), '=')) {
 			parse_reserved(p, &e->reserved, &e->rnames, INT32_MAX);
 			continue;
@@ -927,21 +943,14 @@ static void parse_service(struct parser *p)
 	}
 	gen_vec_push(&p->ctx->pool, &p->f->services, s);
 	for (;;) {
+		struct opt_target tg = {OPT_SERVICE, NULL, s};
+		enum body_step step = body_step(p, "service", s->name, s->loc.line, &tg);
 		struct gen_tok *t = cur(p);
 		struct gen_method *m;
-		struct opt_target tg = {OPT_SERVICE, NULL, s};
-		if (t->kind == TK_EOF) {
-			syntax_error(
-			    p, cur(p),
-			    "expected \"}\" closing service \"%s\" (line %d), got end of file",
-			    s->name, s->loc.line);
+
+		if (step == BODY_END)
 			return;
-		}
-		if (is_sym(t, '}')) {
-			next(p);
-			return;
-		}
-		if (accept_sym(p, ';') || common_statement(p, &tg))
+		if (step == BODY_TAKEN)
 			continue;
 		if (!is_kw(t, "rpc")) {
 			expected(p, "\"rpc\"");

@@ -648,6 +648,30 @@ static int server_refused(const struct hello *h)
 	                                                                   : RDMX_E_CONN_REFUSED;
 }
 
+/* The server's next frame by `deadline`, decoded into *h (pointers into the
+ * frame). Returns false when the exchange is over with *ret its outcome:
+ * nothing arrived (the deadline or the TLS layer's error; TLS 1.3: a refused
+ * certificate shows here, as the server's alert), or the frame is the
+ * server's refusal. Else true with *ret the decoding's status, `why` saying
+ * what is wrong with a frame that does not decode. */
+static bool client_recv_hello(struct rdmx_bootstrap *b, int64_t deadline, struct hello *h,
+                              char *why, size_t why_len, int *ret)
+{
+	const void *frame;
+	size_t len;
+	int left = ms_left(deadline);
+
+	*ret = left ? rdmx_tls_conn_recv_wait(b->tls, &frame, &len, left) : RDMX_E_TIMEDOUT;
+	if (*ret)
+		return false;
+	*ret = decode_hello(frame, len, h, why, why_len);
+	if (!*ret && h->has_status) {
+		*ret = server_refused(h);
+		return false;
+	}
+	return true;
+}
+
 /* The server's hello: its TLS layer accepted our certificate, it speaks our
  * version and uses our provider. Until it has arrived nothing is exported
  * and nothing is sent. A hello we cannot use is answered with an error
@@ -655,23 +679,12 @@ static int server_refused(const struct hello *h)
 static int client_read_greeting(struct rdmx_bootstrap *b, int64_t deadline)
 {
 	const char *provider = my_provider(b);
-	const void *frame;
 	struct hello h;
-	size_t len;
 	char why[200];
-	int ret, left = ms_left(deadline);
+	int ret;
 
-	if (!left)
-		return RDMX_E_TIMEDOUT;
-	/* TLS 1.3: a refused certificate shows here, as the server's alert */
-	ret = rdmx_tls_conn_recv_wait(b->tls, &frame, &len, left);
-	if (ret)
+	if (!client_recv_hello(b, deadline, &h, why, sizeof(why), &ret))
 		return ret;
-	ret = decode_hello(frame, len, &h, why, sizeof(why));
-	if (!ret && h.has_status) {
-		ret = server_refused(&h);
-		return ret;
-	}
 	if (!ret && (!h.is_hello || !h.n_versions || !h.provider)) {
 		snprintf(why, sizeof(why), "server hello lacks versions or provider");
 		ret = RDMX_E_PROTOCOL;
@@ -726,27 +739,18 @@ static int client_send_hello(struct rdmx_bootstrap *b, const char *name, const v
 
 static int client_read_answer(struct rdmx_bootstrap *b, int64_t deadline)
 {
-	const void *frame;
 	struct hello h;
-	size_t len;
 	char why[200];
-	int ret, left = ms_left(deadline);
+	int ret;
 
-	if (!left)
-		return RDMX_E_TIMEDOUT;
-	ret = rdmx_tls_conn_recv_wait(b->tls, &frame, &len, left);
-	if (ret)
+	if (!client_recv_hello(b, deadline, &h, why, sizeof(why), &ret))
 		return ret;
-	ret = decode_hello(frame, len, &h, why, sizeof(why));
-	if (!ret && h.has_status) {
-		ret = server_refused(&h);
-	} else if (!ret &&
-	           (!h.has_version || h.version != RDMX_BOOTSTRAP_VERSION || !h.details_len)) {
+	if (!ret && (!h.has_version || h.version != RDMX_BOOTSTRAP_VERSION || !h.details_len)) {
 		snprintf(why, sizeof(why), "server answer lacks version %u or details",
 		         RDMX_BOOTSTRAP_VERSION);
 		ret = RDMX_E_PROTOCOL;
 	}
-	if (ret == RDMX_E_PROTOCOL && !h.has_status)
+	if (ret == RDMX_E_PROTOCOL)
 		RDMX_SEC_ERR("bootstrap: bad answer from the server: %s", why);
 	if (!ret)
 		ret = keep_peer_app(b, &h);

@@ -193,29 +193,30 @@ bool rdmx__tls_config_once(struct rdmx_tls_config *cfg, unsigned bit)
 
 /* '*' is allowed alone or as the whole first label; the rest must be DNS
  * characters, so that a pattern can never match more than it says. */
-static int valid_pattern(const char *p)
+int rdmx_tls_check_peer_pattern(const char *pattern)
 {
-	size_t n = strlen(p);
+	const char *p = pattern;
+	size_t n = p ? strlen(p) : 0;
 
 	if (n == 0 || n > RDMX_TLS_NAME_MAX)
-		return 0;
+		return RDMX_E_INVAL;
 	if (strcmp(p, "*") == 0)
-		return 1;
+		return RDMX_OK;
 	if (p[0] == '*') {
 		if (p[1] != '.' || p[2] == '\0')
-			return 0;
+			return RDMX_E_INVAL;
 		p += 2;
 	}
 	if (*p == '.' || p[strlen(p) - 1] == '.' || strstr(p, ".."))
-		return 0;
+		return RDMX_E_INVAL;
 	for (; *p; p++) {
 		char c = *p;
 
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 		      c == '-' || c == '.' || c == '_'))
-			return 0;
+			return RDMX_E_INVAL;
 	}
-	return 1;
+	return RDMX_OK;
 }
 
 int rdmx_tls_config_add_allowed_peer(struct rdmx_tls_config *cfg, const char *pattern)
@@ -226,7 +227,7 @@ int rdmx_tls_config_add_allowed_peer(struct rdmx_tls_config *cfg, const char *pa
 
 	if (ret)
 		return ret;
-	if (!pattern || !valid_pattern(pattern))
+	if (rdmx_tls_check_peer_pattern(pattern))
 		return RDMX_E_INVAL;
 	if (cfg->n_names >= RDMX_TLS_MAX_ALLOWED_NAMES)
 		return RDMX_E_FULL;

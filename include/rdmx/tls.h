@@ -95,6 +95,10 @@ int rdmx_tls_config_set_crl_file(struct rdmx_tls_config *cfg, const char *path);
  * refused. Errors: RDMX_E_INVAL (empty, too long, '*' elsewhere),
  * RDMX_E_FULL past RDMX_TLS_MAX_ALLOWED_NAMES. */
 int rdmx_tls_config_add_allowed_peer(struct rdmx_tls_config *cfg, const char *pattern);
+/* Whether `pattern` is one rdmx_tls_config_add_allowed_peer accepts (the
+ * rule above; the rest DNS characters, no empty label): RDMX_OK or
+ * RDMX_E_INVAL. For programs that read patterns from their own files. */
+int rdmx_tls_check_peer_pattern(const char *pattern);
 
 /* Handshake timeout, enforced by the listener and by rdmx_tls_connect.
  * 1 ms .. 10 min; default RDMX_TLS_DEFAULT_HANDSHAKE_TIMEOUT_MS. */

@@ -96,8 +96,7 @@ enum {
 };
 
 static const struct option long_options[] = {
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
+    RDMX_CLI_LONGOPTS_STD,
     {"listen", required_argument, NULL, B_LISTEN},
     RDMX_CLI_LONGOPTS_TLS,
     {"policy", required_argument, NULL, B_POLICY},
@@ -122,13 +121,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 	       -1) {
 		if (rdmx_cli_tls_opt(&tls, c, optarg))
 			continue;
+		if (rdmx_cli_std_opt("rdmx-bootstrapd", c, usage))
+			return 1;
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			return 1;
-		case RDMX_CLI_OPT_VERSION:
-			rdmx_cli_print_version("rdmx-bootstrapd");
-			return 1;
 		case 'v':
 			a->verbose = 1;
 			break;

@@ -23,26 +23,6 @@ struct rdmx__policy {
 	size_t n;
 };
 
-static int cert_pattern_ok(const char *p)
-{
-	size_t n = strlen(p);
-
-	if (n == 0 || n > RDMX_TLS_NAME_MAX)
-		return 0;
-	if (strcmp(p, "*") == 0)
-		return 1;
-	if (p[0] == '*') {
-		if (p[1] != '.' || !p[2])
-			return 0;
-		p += 2;
-	}
-	for (; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		      (*p >= '0' && *p <= '9') || *p == '.' || *p == '-' || *p == '_'))
-			return 0;
-	return 1;
-}
-
 static int service_pattern_ok(const char *p)
 {
 	if (!*p || strlen(p) > 256)
@@ -104,7 +84,7 @@ static int parse_line(struct rdmx__policy *p, char *line, const char *origin, un
 		        origin, lineno);
 		return -1;
 	}
-	if (!cert_pattern_ok(cert)) {
+	if (rdmx_tls_check_peer_pattern(cert)) {
 		fprintf(stderr,
 		        "rdmx-bootstrapd: %s:%u: bad certificate name pattern '%s' "
 		        "(exact name, *.suffix or *)\n",

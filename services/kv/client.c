@@ -285,8 +285,15 @@ static struct rdmx_rpc_call_opts call_opts(const struct copts *o)
 	return call_opts_from(o, rdmx__now_ns());
 }
 
-static void do_put(const struct copts *o, const char *key, const void *val, size_t len,
-                   bool *replaced, struct result *r)
+/* One attempt of a keyed call on rpc within the deadline co: makes the call
+ * (its response in arena) and returns its code, its status in *st. */
+typedef int (*attempt_fn)(struct rdmx_rpc_ep *rpc, const struct rdmx_rpc_call_opts *co,
+                          struct rdmx_arena *arena, struct rdmx_rpc_status *st, void *arg);
+
+/* A call on the instance that owns key, with the retries above; r holds
+ * the outcome of the last attempt. */
+static void keyed_call(const struct copts *o, const char *key, bool idempotent, attempt_fn attempt,
+                       void *arg, struct result *r)
 {
 	uint64_t first = rdmx__now_ns();
 	int tries = 0;
@@ -296,8 +303,6 @@ static void do_put(const struct copts *o, const char *key, const void *val, size
 		struct rdmx_rpc_call_opts co = call_opts_from(o, first);
 		struct rdmx_rpc_status st = {0, NULL};
 		struct rdmx_arena arena;
-		kv_PutRequest req;
-		kv_PutResponse resp;
 		uint64_t t0;
 		size_t at;
 		struct rdmx_rpc_ep *rpc = route(key, &at, r);
@@ -306,81 +311,105 @@ static void do_put(const struct copts *o, const char *key, const void *val, size
 		if (!rpc)
 			return;
 		rdmx_arena_init(&arena, NULL, 0, 0);
-		kv_PutRequest_init(&req);
-		kv_PutResponse_init(&resp);
-		req.key = rdmx_str_c(key);
-		req.value = rdmx_bytes_n(val, len);
 		t0 = rdmx__now_ns();
-		rc = kv_KV_Put(rpc, &req, &resp, &arena, &co, &st);
+		rc = attempt(rpc, &co, &arena, &st, arg);
 		result_set(r, rc, &st, t0);
-		if (replaced)
-			*replaced = resp.replaced;
 		rdmx_arena_fini(&arena);
-		again = retry(o, after(at, r), rc, PUT_IDEMPOTENT, first, &tries);
+		again = retry(o, after(at, r), rc, idempotent, first, &tries);
 	} while (again);
+}
+
+struct put_call {
+	const char *key;
+	const void *val;
+	size_t len;
+	bool *replaced;
+};
+
+static int put_attempt(struct rdmx_rpc_ep *rpc, const struct rdmx_rpc_call_opts *co,
+                       struct rdmx_arena *arena, struct rdmx_rpc_status *st, void *arg)
+{
+	struct put_call *pc = arg;
+	kv_PutRequest req;
+	kv_PutResponse resp;
+	int rc;
+
+	kv_PutRequest_init(&req);
+	kv_PutResponse_init(&resp);
+	req.key = rdmx_str_c(pc->key);
+	req.value = rdmx_bytes_n(pc->val, pc->len);
+	rc = kv_KV_Put(rpc, &req, &resp, arena, co, st);
+	if (pc->replaced)
+		*pc->replaced = resp.replaced;
+	return rc;
+}
+
+static void do_put(const struct copts *o, const char *key, const void *val, size_t len,
+                   bool *replaced, struct result *r)
+{
+	struct put_call pc = {key, val, len, replaced};
+
+	keyed_call(o, key, PUT_IDEMPOTENT, put_attempt, &pc, r);
+}
+
+struct get_call {
+	const char *key;
+	struct kv_get *g;
+};
+
+/* the value is decoded in place (get.c), not into the arena */
+static int get_attempt(struct rdmx_rpc_ep *rpc, const struct rdmx_rpc_call_opts *co,
+                       struct rdmx_arena *arena, struct rdmx_rpc_status *st, void *arg)
+{
+	struct get_call *gc = arg;
+	int rc;
+
+	(void)arena;
+	kv_get_fini(gc->g);
+	rc = kv_get_call(rpc, gc->key, strlen(gc->key), co, gc->g);
+	if (rc == 0)
+		rc = gc->g->rc;
+	st->code = rc;
+	st->message = gc->g->message[0] ? gc->g->message : NULL;
+	return rc;
 }
 
 /* g holds the value on success (kv_get_fini it): decoded in place, a
  * large one in the buffer its response was read into (get.c) */
 static void do_get(const struct copts *o, const char *key, struct kv_get *g, struct result *r)
 {
-	uint64_t first = rdmx__now_ns();
-	int tries = 0;
-	bool again;
+	struct get_call gc = {key, g};
 
 	memset(g, 0, sizeof(*g));
-	do {
-		struct rdmx_rpc_call_opts co = call_opts_from(o, first);
-		struct rdmx_rpc_status st = {0, NULL};
-		uint64_t t0;
-		size_t at;
-		struct rdmx_rpc_ep *rpc = route(key, &at, r);
-		int rc;
+	keyed_call(o, key, GET_IDEMPOTENT, get_attempt, &gc, r);
+}
 
-		if (!rpc)
-			return;
-		kv_get_fini(g);
-		t0 = rdmx__now_ns();
-		rc = kv_get_call(rpc, key, strlen(key), &co, g);
-		if (rc == 0)
-			rc = g->rc;
-		st.code = rc;
-		st.message = g->message[0] ? g->message : NULL;
-		result_set(r, rc, &st, t0);
-		again = retry(o, after(at, r), rc, GET_IDEMPOTENT, first, &tries);
-	} while (again);
+struct del_call {
+	const char *key;
+	bool *deleted;
+};
+
+static int del_attempt(struct rdmx_rpc_ep *rpc, const struct rdmx_rpc_call_opts *co,
+                       struct rdmx_arena *arena, struct rdmx_rpc_status *st, void *arg)
+{
+	struct del_call *dc = arg;
+	kv_DeleteRequest req;
+	kv_DeleteResponse resp;
+	int rc;
+
+	kv_DeleteRequest_init(&req);
+	kv_DeleteResponse_init(&resp);
+	req.key = rdmx_str_c(dc->key);
+	rc = kv_KV_Delete(rpc, &req, &resp, arena, co, st);
+	*dc->deleted = resp.deleted;
+	return rc;
 }
 
 static void do_del(const struct copts *o, const char *key, bool *deleted, struct result *r)
 {
-	uint64_t first = rdmx__now_ns();
-	int tries = 0;
-	bool again;
+	struct del_call dc = {key, deleted};
 
-	do {
-		struct rdmx_rpc_call_opts co = call_opts_from(o, first);
-		struct rdmx_rpc_status st = {0, NULL};
-		struct rdmx_arena arena;
-		kv_DeleteRequest req;
-		kv_DeleteResponse resp;
-		uint64_t t0;
-		size_t at;
-		struct rdmx_rpc_ep *rpc = route(key, &at, r);
-		int rc;
-
-		if (!rpc)
-			return;
-		rdmx_arena_init(&arena, NULL, 0, 0);
-		kv_DeleteRequest_init(&req);
-		kv_DeleteResponse_init(&resp);
-		req.key = rdmx_str_c(key);
-		t0 = rdmx__now_ns();
-		rc = kv_KV_Delete(rpc, &req, &resp, &arena, &co, &st);
-		result_set(r, rc, &st, t0);
-		*deleted = resp.deleted;
-		rdmx_arena_fini(&arena);
-		again = retry(o, after(at, r), rc, DELETE_IDEMPOTENT, first, &tries);
-	} while (again);
+	keyed_call(o, key, DELETE_IDEMPOTENT, del_attempt, &dc, r);
 }
 
 /* Every page of a scan; calls `each` per entry. Latency: all pages. */
@@ -1124,8 +1153,7 @@ enum {
 };
 
 static const struct option client_options[] = {
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
+    RDMX_CLI_LONGOPTS_STD,
     {"registry", required_argument, NULL, O_REGISTRY},
     {"registry-name", required_argument, NULL, O_REGISTRY_NAME},
     {"server", required_argument, NULL, O_SERVER},
@@ -1158,13 +1186,9 @@ static int parse_client(int argc, char **argv, struct copts *o)
 	while ((c = rdmx_cli_getopt("rdmx-kv", argc, argv, "hd:qv", client_options, true)) != -1) {
 		if (rdmx_cli_tls_opt(&tls, c, optarg))
 			continue;
+		if (rdmx_cli_std_opt("rdmx-kv", c, kv_usage))
+			return 1;
 		switch (c) {
-		case 'h':
-			kv_usage(stdout);
-			return 1;
-		case RDMX_CLI_OPT_VERSION:
-			rdmx_cli_print_version("rdmx-kv");
-			return 1;
 		case O_REGISTRY:
 			o->registry = optarg;
 			break;

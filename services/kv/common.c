@@ -58,29 +58,11 @@ struct rdmx_tls_config *kv_tls_config(const struct kv_tls *t, const char *const 
 
 int64_t kv_parse_size(const char *s)
 {
-	char *end;
-	unsigned long long v;
-	int shift = 0;
+	uint64_t v;
 
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
+	if (rdmx_cli_size(s, &v) || v > (1ull << 40))
 		return -1;
-	if (*end == 'k' || *end == 'K')
-		shift = 10;
-	else if (*end == 'm' || *end == 'M')
-		shift = 20;
-	else if (*end == 'g' || *end == 'G')
-		shift = 30;
-	if (shift)
-		end++;
-	if (*end == 'i' && shift)
-		end++;
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end || v > (1ull << 40) >> shift)
-		return -1;
-	return (int64_t)(v << shift);
+	return (int64_t)v;
 }
 
 int kv_open_device(struct rdmx_dev **dev, uint64_t *max_msg, uint64_t *max_value, const char *who)

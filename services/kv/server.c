@@ -363,8 +363,7 @@ enum {
 };
 
 static const struct option serve_options[] = {
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
+    RDMX_CLI_LONGOPTS_STD,
     {"listen", required_argument, NULL, S_LISTEN},
     {"registry", required_argument, NULL, S_REGISTRY},
     {"registry-name", required_argument, NULL, S_REGISTRY_NAME},
@@ -401,13 +400,9 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 	while ((c = rdmx_cli_getopt("rdmx-kv", argc, argv, "hd:v", serve_options, true)) != -1) {
 		if (rdmx_cli_tls_opt(&tls, c, optarg))
 			continue;
+		if (rdmx_cli_std_opt("rdmx-kv", c, kv_usage))
+			return 1;
 		switch (c) {
-		case 'h':
-			kv_usage(stdout);
-			return 1;
-		case RDMX_CLI_OPT_VERSION:
-			rdmx_cli_print_version("rdmx-kv");
-			return 1;
 		case S_LISTEN:
 			o->listen = optarg;
 			break;

@@ -38,4 +38,18 @@
 		             rdmx_err_name(want));                                                 \
 	} while (0)
 
+/* Runs `step` until cond holds, failing the test after the battery's
+ * failure guard (its GUARD_MS and now_ms()) with the condition's text: the
+ * loop under each battery's DRIVE_UNTIL. */
+#define TEST_DRIVE_UNTIL(cond, step)                                                               \
+	do {                                                                                       \
+		uint64_t _deadline = now_ms() + GUARD_MS;                                          \
+		while (!(cond)) {                                                                  \
+			cr_assert(now_ms() < _deadline,                                            \
+			          "timed out (failure guard %d ms) waiting for: %s", GUARD_MS,     \
+			          #cond);                                                          \
+			step;                                                                      \
+		}                                                                                  \
+	} while (0)
+
 #endif

@@ -1,9 +1,12 @@
 #include "worker_service.h"
 
+#include <criterion/criterion.h>
+
 #include <pthread.h>
 #include <string.h>
 
 atomic_uint wsvc_echoes, wsvc_held, wsvc_hold_cancelled;
+atomic_uint wsvc_ic_started, wsvc_ic_done;
 
 static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t seen[64];
@@ -14,10 +17,38 @@ void wsvc_reset(void)
 	atomic_store(&wsvc_echoes, 0);
 	atomic_store(&wsvc_held, 0);
 	atomic_store(&wsvc_hold_cancelled, 0);
+	atomic_store(&wsvc_ic_started, 0);
+	atomic_store(&wsvc_ic_done, 0);
 	pthread_mutex_lock(&seen_lock);
 	n_seen = 0;
 	pthread_mutex_unlock(&seen_lock);
 }
+
+static enum rdmx_rpc_code count_ic_start(const struct rdmx_rpc_call_info *info,
+                                         struct rdmx_rpc_md *annotate, const char **message,
+                                         void **state, void *arg)
+{
+	(void)info;
+	(void)annotate;
+	(void)message;
+	(void)state;
+	(void)arg;
+	atomic_fetch_add(&wsvc_ic_started, 1);
+	return RDMX_RPC_OK;
+}
+
+static void count_ic_done(const struct rdmx_rpc_call_info *info, enum rdmx_rpc_code code,
+                          const char *message, void *state, void *arg)
+{
+	(void)info;
+	(void)code;
+	(void)message;
+	(void)state;
+	(void)arg;
+	atomic_fetch_add(&wsvc_ic_done, 1);
+}
+
+const struct rdmx_rpc_interceptor wsvc_count_ic = {count_ic_start, NULL, count_ic_done};
 
 void wsvc_saw_thread(void)
 {
@@ -84,4 +115,14 @@ bool wsvc_calls_done(const struct wsvc_call *v, unsigned n)
 		if (!v[i].done)
 			return false;
 	return true;
+}
+
+void wsvc_assert_echoed(const struct wsvc_call *v, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		cr_assert_eq(v[i].done, 1, "call %u completed %d times", i, v[i].done);
+		cr_assert_eq(v[i].code, RDMX_RPC_OK, "call %u: %s", i,
+		             rdmx_rpc_code_name(v[i].code));
+		cr_assert_eq(v[i].got, v[i].tag, "call %u got another call's answer", i);
+	}
 }

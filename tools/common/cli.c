@@ -15,6 +15,19 @@ void rdmx_cli_print_version(const char *prog)
 	printf("%s %s\n", prog, RDMX_VERSION_STRING);
 }
 
+int rdmx_cli_std_opt(const char *prog, int opt, void (*usage)(FILE *))
+{
+	if (opt == RDMX_CLI_OPT_HELP) {
+		usage(stdout);
+		return 1;
+	}
+	if (opt == RDMX_CLI_OPT_VERSION) {
+		rdmx_cli_print_version(prog);
+		return 1;
+	}
+	return 0;
+}
+
 void rdmx_cli_reset(void)
 {
 	optind = 0; /* glibc: full re-initialisation */
@@ -76,8 +89,7 @@ int rdmx_cli_parse_long(const char *prog, const char *opt, const char *value, lo
 	return 0;
 }
 
-int rdmx_cli_parse_size(const char *prog, const char *opt, const char *value, uint64_t min,
-                        uint64_t max, uint64_t *out)
+int rdmx_cli_size(const char *value, uint64_t *out)
 {
 	unsigned long long v;
 	unsigned shift = 0;
@@ -85,10 +97,10 @@ int rdmx_cli_parse_size(const char *prog, const char *opt, const char *value, ui
 
 	errno = 0;
 	if (!value || *value < '0' || *value > '9')
-		goto bad;
+		return -1;
 	v = strtoull(value, &end, 10);
 	if (errno)
-		goto bad;
+		return -1;
 	if (*end == 'k' || *end == 'K')
 		shift = 10;
 	else if (*end == 'm' || *end == 'M')
@@ -101,13 +113,23 @@ int rdmx_cli_parse_size(const char *prog, const char *opt, const char *value, ui
 		end++;
 	if (*end == 'B' || *end == 'b')
 		end++;
-	if (*end || v > (UINT64_MAX >> shift) || (v << shift) < min || (v << shift) > max)
-		goto bad;
+	if (*end || v > (UINT64_MAX >> shift))
+		return -1;
 	*out = (uint64_t)v << shift;
 	return 0;
-bad:
-	rdmx_cli_bad_value(prog, opt, value);
-	return -1;
+}
+
+int rdmx_cli_parse_size(const char *prog, const char *opt, const char *value, uint64_t min,
+                        uint64_t max, uint64_t *out)
+{
+	uint64_t v;
+
+	if (rdmx_cli_size(value, &v) || v < min || v > max) {
+		rdmx_cli_bad_value(prog, opt, value);
+		return -1;
+	}
+	*out = v;
+	return 0;
 }
 
 int rdmx_cli_split_addr(const char *s, char *host, size_t host_len, uint16_t *port)

@@ -23,6 +23,18 @@
 /* Prints "PROG VERSION\n" on stdout (the one place the version line is made). */
 void rdmx_cli_print_version(const char *prog);
 
+/* -h/--help and --version, alike in every program: put RDMX_CLI_LONGOPTS_STD
+ * in the longopts ('h' in the shortopts) and hand each option getopt returns
+ * to rdmx_cli_std_opt: for -h/--help it calls usage(stdout), for --version
+ * rdmx_cli_print_version(prog), and returns 1 (the program is done, exit
+ * status 0); for any other option it returns 0. */
+#define RDMX_CLI_LONGOPTS_STD                                                                      \
+	{"help", no_argument, NULL, RDMX_CLI_OPT_HELP},                                            \
+	{                                                                                          \
+		"version", no_argument, NULL, RDMX_CLI_OPT_VERSION                                 \
+	}
+int rdmx_cli_std_opt(const char *prog, int opt, void (*usage)(FILE *));
+
 /* getopt_long with our messages: call it with `shortopts` not starting with
  * ':' or '+' (they are added: `permute` false stops at the first operand,
  * for programs whose sub-command takes its own options). Returns the option
@@ -44,6 +56,9 @@ int rdmx_cli_parse_long(const char *prog, const char *opt, const char *value, lo
  * [min, max] -> 0; else the bad-value line and -1. */
 int rdmx_cli_parse_size(const char *prog, const char *opt, const char *value, uint64_t min,
                         uint64_t max, uint64_t *out);
+/* The same numbers without range or message (a size in a command, not an
+ * option): 0 with *out, or -1. */
+int rdmx_cli_size(const char *value, uint64_t *out);
 
 /* "host:port", "[v6]:port" or ":port" (host "" = every address) -> 0, or -1. */
 int rdmx_cli_split_addr(const char *s, char *host, size_t host_len, uint16_t *port);

@@ -119,8 +119,7 @@ enum {
 };
 
 static const struct option long_options[] = {
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
+    RDMX_CLI_LONGOPTS_STD,
     {"proto", required_argument, NULL, A_PROTO},
     {"import-path", required_argument, NULL, 'I'},
     RDMX_CLI_LONGOPTS_TLS,
@@ -152,13 +151,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	       -1) {
 		if (rdmx_cli_tls_opt(&tls, c, optarg))
 			continue;
+		if (rdmx_cli_std_opt("rdmx-call", c, usage))
+			return 1;
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			return 1;
-		case RDMX_CLI_OPT_VERSION:
-			rdmx_cli_print_version("rdmx-call");
-			return 1;
 		case 'v':
 			o->verbose = true;
 			break;

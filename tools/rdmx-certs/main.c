@@ -256,10 +256,13 @@ out:
 enum { C_FORCE = RDMX_CLI_OPT_VERSION + 1, C_DAYS, C_SAN, C_NO_CN };
 
 static const struct option long_options[] = {
-    {"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
-    {"force", no_argument, NULL, C_FORCE},     {"no-cn", no_argument, NULL, C_NO_CN},
-    {"days", required_argument, NULL, C_DAYS}, {"san", required_argument, NULL, C_SAN},
-    RDMX_CLI_LONGOPT_ALLOW_INSECURE_KEY,       {NULL, 0, NULL, 0},
+    RDMX_CLI_LONGOPTS_STD,
+    {"force", no_argument, NULL, C_FORCE},
+    {"no-cn", no_argument, NULL, C_NO_CN},
+    {"days", required_argument, NULL, C_DAYS},
+    {"san", required_argument, NULL, C_SAN},
+    RDMX_CLI_LONGOPT_ALLOW_INSECURE_KEY,
+    {NULL, 0, NULL, 0},
 };
 
 int main(int argc, char **argv)
@@ -272,13 +275,9 @@ int main(int argc, char **argv)
 
 	rdmx_cli_reset();
 	while ((c = rdmx_cli_getopt("rdmx-certs", argc, argv, "h", long_options, true)) != -1) {
+		if (rdmx_cli_std_opt("rdmx-certs", c, usage))
+			return 0;
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			return 0;
-		case RDMX_CLI_OPT_VERSION:
-			rdmx_cli_print_version("rdmx-certs");
-			return 0;
 		case C_NO_CN:
 			no_cn = 1;
 			break;

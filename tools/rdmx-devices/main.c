@@ -94,8 +94,7 @@ static int show(const struct rdmx_dev_info *info, bool verbose)
 }
 
 static const struct option long_options[] = {
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
+    RDMX_CLI_LONGOPTS_STD,
     {"ib-dev", required_argument, NULL, 'd'},
     {"device", required_argument, NULL, 'd'},
     {"list", no_argument, NULL, 'l'},
@@ -115,13 +114,9 @@ int main(int argc, char **argv)
 		only = NULL;
 	while ((c = rdmx_cli_getopt("rdmx-devices", argc, argv, "hd:lv", long_options, true)) !=
 	       -1) {
+		if (rdmx_cli_std_opt("rdmx-devices", c, usage))
+			return 0;
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			return 0;
-		case RDMX_CLI_OPT_VERSION:
-			rdmx_cli_print_version("rdmx-devices");
-			return 0;
 		case 'd':
 			only = optarg;
 			break;

@@ -75,8 +75,7 @@ static bool is_lat(const char *test)
 enum { P_POLL = RDMX_CLI_OPT_VERSION + 1, P_PASSIVE, P_GBITS, P_JSON };
 
 static const struct option longopts[] = {
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
+    RDMX_CLI_LONGOPTS_STD,
     {"size", required_argument, NULL, 's'},
     {"iters", required_argument, NULL, 'n'},
     {"all", no_argument, NULL, 'a'},
@@ -111,13 +110,9 @@ int main(int argc, char **argv)
 
 	while ((c = rdmx_cli_getopt("rdmx-perf", argc, argv, "hs:n:aD:p:d:x:m:I:t:Fq", longopts,
 	                            true)) != -1) {
+		if (rdmx_cli_std_opt("rdmx-perf", c, usage))
+			return 0;
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			return 0;
-		case RDMX_CLI_OPT_VERSION:
-			rdmx_cli_print_version("rdmx-perf");
-			return 0;
 		case 's':
 			if (rdmx_cli_parse_size("rdmx-perf", "--size", optarg, 1, 1ull << 30,
 			                        &o.size))

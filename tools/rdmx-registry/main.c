@@ -185,8 +185,7 @@ enum {
 };
 
 static const struct option long_options[] = {
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, RDMX_CLI_OPT_VERSION},
+    RDMX_CLI_LONGOPTS_STD,
     RDMX_CLI_LONGOPTS_TLS,
     {"server", required_argument, NULL, R_SERVER},
     {"registry", required_argument, NULL, R_SERVER},
@@ -220,13 +219,9 @@ int main(int argc, char **argv)
 
 		if (rdmx_cli_tls_opt(&tls, opt, optarg))
 			continue;
+		if (rdmx_cli_std_opt("rdmx-registry", opt, usage))
+			return 0;
 		switch (opt) {
-		case 'h':
-			usage(stdout);
-			return 0;
-		case RDMX_CLI_OPT_VERSION:
-			rdmx_cli_print_version("rdmx-registry");
-			return 0;
 		case R_SERVER:
 			server = optarg;
 			break;

@@ -5,18 +5,9 @@
 #   keymode.sh RDMX_KV RDMX_BOOTSTRAPD RDMX_REGISTRY RDMX_CALL RDMX_CERTS
 set -eu
 KV=$1 BSD=$2 REG=$3 CALL=$4 CERTS=$5
-DIR=$(mktemp -d /tmp/rdmx-keymode-XXXXXX)
-PID=
-cleanup() {
-	[ -n "$PID" ] && kill "$PID" 2>/dev/null || true
-	wait 2>/dev/null || true
-	rm -rf "$DIR"
-}
-trap cleanup EXIT INT TERM
-fail() { echo "FAIL: $*" >&2; for f in "$DIR"/*.err; do [ -f "$f" ] && sed "s|^|$(basename "$f"): |" "$f" >&2; done; exit 1; }
-DEATH=
-setpriv --pdeathsig KILL true 2>/dev/null && DEATH="setpriv --pdeathsig KILL"
-export RDMX_DEVICE=tcp
+. "$(dirname "$0")/../../support/lib.sh"
+test_init rdmx-keymode
+FAIL_ALL=1 # the programs' lines are in *.err
 unset RDMX_CA RDMX_CERT RDMX_KEY RDMX_REGISTRY || true
 
 # rdmx-certs: 0600 keys even under umask 000, and on --force over a 0644 file
@@ -58,6 +49,26 @@ expect_refused() {
 	grep -qxF "$want" "$DIR/$name.err" || fail "$name: no line '$want'"
 }
 
+# serve_starts WHAT [ARGS...]: rdmx-kv serve (with ARGS) says it is listening,
+# then is stopped; its first stdout line comes through the fifo $DIR/out
+serve_starts() {
+	what=$1
+	shift
+	$DEATH "$KV" serve --listen 127.0.0.1:0 $TLS "$@" >"$DIR/out" 2>"$DIR/kv.err" &
+	PIDS=$!
+	exec 3<"$DIR/out"
+	line=
+	read -r line <&3 || true
+	exec 3<&-
+	case $line in
+	listening\ *) ;;
+	*) fail "$what did not start (first line '$line')" ;;
+	esac
+	kill "$PIDS"
+	wait "$PIDS" 2>/dev/null || true
+	PIDS=
+}
+
 expect_refused rdmx-kv 0644 $DEATH "$KV" serve --listen 127.0.0.1:0 $TLS
 expect_refused rdmx-kv 0640 $DEATH "$KV" serve --listen 127.0.0.1:0 $TLS
 expect_refused rdmx-kv 0644 $DEATH "$KV" --server 127.0.0.1:1 $TLS get k
@@ -69,33 +80,9 @@ expect_refused rdmx-call 0644 $DEATH "$CALL" $TLS --timeout-ms 2000 127.0.0.1:1 
 # stdout line is read through a fifo: a blocking read, no polling.
 chmod 0644 "$KEY"
 mkfifo "$DIR/out"
-$DEATH "$KV" serve --listen 127.0.0.1:0 $TLS --allow-insecure-key >"$DIR/out" 2>"$DIR/kv.err" &
-PID=$!
-exec 3<"$DIR/out"
-line=
-read -r line <&3 || true
-exec 3<&-
-case $line in
-listening\ *) ;;
-*) fail "rdmx-kv serve --allow-insecure-key did not start (first line '$line')" ;;
-esac
-kill "$PID"
-wait "$PID" 2>/dev/null || true
-PID=
+serve_starts "rdmx-kv serve --allow-insecure-key" --allow-insecure-key
 grep -q "readable by group or others" "$DIR/kv.err" || fail "the accepted 0644 key is not logged"
 # and 0600 starts without the option
 chmod 0600 "$KEY"
-$DEATH "$KV" serve --listen 127.0.0.1:0 $TLS >"$DIR/out" 2>"$DIR/kv.err" &
-PID=$!
-exec 3<"$DIR/out"
-line=
-read -r line <&3 || true
-exec 3<&-
-case $line in
-listening\ *) ;;
-*) fail "rdmx-kv serve with a 0600 key did not start (first line '$line')" ;;
-esac
-kill "$PID"
-wait "$PID" 2>/dev/null || true
-PID=
+serve_starts "rdmx-kv serve with a 0600 key"
 echo "ok: key modes"

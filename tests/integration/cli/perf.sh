@@ -6,18 +6,8 @@
 #   perf.sh RDMX_PERF
 set -eu
 PERF=$1
-DIR=$(mktemp -d /tmp/rdmx-perf-XXXXXX)
-PIDS=
-cleanup() {
-	for p in $PIDS; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$DIR"
-}
-trap cleanup EXIT INT TERM
-fail() { echo "FAIL: $*" >&2; for f in "$DIR"/*.out; do [ -f "$f" ] && sed "s|^|$(basename "$f"): |" "$f" >&2; done; exit 1; }
-DEATH=
-setpriv --pdeathsig KILL true 2>/dev/null && DEATH="setpriv --pdeathsig KILL"
-export RDMX_DEVICE=tcp
+. "$(dirname "$0")/../../support/lib.sh"
+test_init rdmx-perf
 # below the ephemeral range (32768-60999 by default): an outgoing socket of a
 # test running beside this one once held the port a server here wanted
 PORT=$((20000 + $$ % 12000))

@@ -274,10 +274,8 @@ Test(codegen_stream, async_server_and_client_streaming)
 	sstubs_Num req;
 	int64_t i;
 
-	node_open(&a, "a", 0, NULL);
-	node_open(&b, "b", 1, NULL);
 	srv = streams_server();
-	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
+	server_pair_open(&a, &b, NULL, srv, &ra, &rb);
 
 	/* server-streaming: MANY typed messages, in order, through the window */
 	sstubs_Num_init(&req);
@@ -331,19 +329,9 @@ Test(codegen_stream, async_server_and_client_streaming)
 	node_close(&b);
 }
 
-static void raw_done(struct rdmx_rpc_stream *s, const struct rdmx_rpc_rich_status *st, void *arg)
-{
-	struct seen *g = arg;
-
-	(void)s;
-	g->done++;
-	g->code = st->code;
-	snprintf(g->message, sizeof(g->message), "%s", st->message);
-}
-
 Test(codegen_stream, malformed_request_ends_the_stream_invalid_argument)
 {
-	static const struct rdmx_rpc_stream_cbs cbs = {.on_done = raw_done};
+	static const struct rdmx_rpc_stream_cbs cbs = {.on_done = seen_done};
 	static const uint8_t junk[] = {0x81, 0x01, 0xa1, 'x'};
 	struct node a, b;
 	struct rdmx_rpc_server *srv;
@@ -352,10 +340,8 @@ Test(codegen_stream, malformed_request_ends_the_stream_invalid_argument)
 	struct rdmx_rpc_stream *s;
 	struct rdmx_rpc_payload p = rdmx_rpc_bytes(junk, sizeof(junk));
 
-	node_open(&a, "a", 0, NULL);
-	node_open(&b, "b", 1, NULL);
 	srv = streams_server();
-	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
+	server_pair_open(&a, &b, NULL, srv, &ra, &rb);
 	server_done = 0;
 	ASSERT_OK(rdmx_rpc_stream_open(ra, SSTUBS_STREAMS_ADD_ID, RDMX_RPC_CLIENT_STREAMING, NULL,
 	                               &cbs, &got, &s));
@@ -387,10 +373,8 @@ Test(codegen_stream, blocking_all_kinds)
 	int64_t i;
 	int rc;
 
-	node_open(&a, "a", 0, NULL);
-	node_open(&b, "b", 1, NULL);
 	srv = streams_server();
-	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
+	server_pair_open(&a, &b, NULL, srv, &ra, &rb);
 	node_serve_start(&sa, &b);
 	rdmx_arena_init(&arena, NULL, 0, 0);
 	sstubs_Num_init(&req);
@@ -469,10 +453,8 @@ Test(codegen_stream, blocking_write_to_a_stalled_reader_ends_at_the_deadline)
 	sstubs_Num req;
 	int i, rc = 0;
 
-	node_open(&a, "a", 0, NULL);
-	node_open(&b, "b", 1, NULL);
 	srv = streams_server();
-	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
+	server_pair_open(&a, &b, NULL, srv, &ra, &rb);
 	node_serve_start(&sa, &b);
 	rdmx_arena_init(&arena, NULL, 0, 0);
 	sstubs_Num_init(&req);

@@ -201,10 +201,8 @@ Test(codegen_rpc, async_calls)
 	uint64_t id = 0;
 
 	memset(&st, 0, sizeof(st));
-	node_open(&a, "a", 0, NULL);
-	node_open(&b, "b", 1, NULL);
 	srv = store_server(&st);
-	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
+	server_pair_open(&a, &b, NULL, srv, &ra, &rb);
 	fill_request(&req, tags, meta);
 	stubs_Empty_init(&empty);
 
@@ -297,10 +295,8 @@ Test(codegen_rpc, blocking_calls)
 	unsigned i;
 
 	memset(&st, 0, sizeof(st));
-	node_open(&a, "a", 0, NULL);
-	node_open(&b, "b", 1, NULL);
 	srv = store_server(&st);
-	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
+	server_pair_open(&a, &b, NULL, srv, &ra, &rb);
 	node_serve_start(&sa, &b);
 	fill_request(&req, tags, meta);
 	stubs_Empty_init(&empty);

@@ -197,6 +197,16 @@ static inline struct rdmx_rbuf rbuf(struct rdmx_mr_remote *m, uint64_t off, uint
 enum rdmx_conn_state conn_state(const struct rdmx_conn *c);
 /* export/connect both ways and drive until both ESTABLISHED. */
 void connect_pair(struct side *a, struct side *b, struct rdmx_conn **ca, struct rdmx_conn **cb);
+/* b writes len bytes (at most 4096) of pattern `seed` on cb into a fresh
+ * region of a and the data is checked there: the connection carries
+ * traffic. */
+void write_checked(struct side *a, struct side *b, struct rdmx_conn *cb, size_t len, uint32_t seed);
+/* The one-sided set-up: pair_open(a, b, num_tasks), one connection (*ca on
+ * a, *cb on b), a zeroed 4096-byte region on a with every access (*ra) and
+ * one on b for local writes (*rb); returns b's view of a's region. */
+struct rdmx_mr_remote *pair_one_sided(struct side *a, struct side *b, uint32_t num_tasks,
+                                      struct rdmx_conn **ca, struct rdmx_conn **cb,
+                                      struct region **ra, struct region **rb);
 /* Listens on `srv` on a free port (returns it). */
 uint16_t listen_any(struct side *srv);
 /* rdmx_addr for side s's address at port. Caller destroys it. */
@@ -220,16 +230,7 @@ bool drive(struct side *a, struct side *b, bool (*pred)(void *), void *arg, int 
 /* Progresses for ms milliseconds (an observation window, not a timing check). */
 void drive_for(struct side *a, struct side *b, struct side *c, int ms);
 
-#define DRIVE_UNTIL3(a, b, c, cond)                                                                \
-	do {                                                                                       \
-		uint64_t _deadline = now_ms() + GUARD_MS;                                          \
-		while (!(cond)) {                                                                  \
-			cr_assert(now_ms() < _deadline,                                            \
-			          "timed out (failure guard %d ms) waiting for: %s", GUARD_MS,     \
-			          #cond);                                                          \
-			drive_once((a), (b), (c));                                                 \
-		}                                                                                  \
-	} while (0)
+#define DRIVE_UNTIL3(a, b, c, cond) TEST_DRIVE_UNTIL(cond, drive_once((a), (b), (c)))
 #define DRIVE_UNTIL(a, b, cond) DRIVE_UNTIL3(a, b, NULL, cond)
 
 /* ---- tasks ---- */

@@ -364,6 +364,33 @@ void connect_pair(struct side *a, struct side *b, struct rdmx_conn **ca, struct 
 	*cb = y;
 }
 
+void write_checked(struct side *a, struct side *b, struct rdmx_conn *cb, size_t len, uint32_t seed)
+{
+	struct region *ra = region_new(a, 4096, RDMX_ACCESS_ALL, 0);
+	struct region *rb = region_new(b, 4096, RDMX_ACCESS_ALL, 0);
+	pattern_fill(rb->mem, len, seed);
+	struct rdmx_mr_remote *m = remote_of(b, ra);
+	struct rdmx_buf s = lbuf(rb, 0, len);
+	struct rdmx_rbuf r = rbuf(m, 0, 0);
+	struct tinfo ti = {0};
+	struct rdmx_task *t;
+	ASSERT_OK(rdmx_task_write_alloc(b->ctx, cb, &s, &r, &ti, &t));
+	submit_wait(a, b, t, &ti);
+	ASSERT_DONE_OK(&ti);
+	cr_assert(pattern_check(ra->mem, len, seed));
+}
+
+struct rdmx_mr_remote *pair_one_sided(struct side *a, struct side *b, uint32_t num_tasks,
+                                      struct rdmx_conn **ca, struct rdmx_conn **cb,
+                                      struct region **ra, struct region **rb)
+{
+	pair_open(a, b, num_tasks);
+	connect_pair(a, b, ca, cb);
+	*ra = region_new(a, 4096, RDMX_ACCESS_ALL, 0);
+	*rb = region_new(b, 4096, RDMX_ACCESS_LOCAL_WRITE, 0);
+	return remote_of(b, *ra);
+}
+
 struct rdmx_addr *addr_of(struct side *s, uint16_t port)
 {
 	struct rdmx_addr *ad = NULL;

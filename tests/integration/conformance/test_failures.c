@@ -264,12 +264,9 @@ Test(failures, deregistered_region)
 {
 	struct rdmx_conn *ca, *cb;
 	leak_begin();
-	pair_open(&A, &B, 16);
-	connect_pair(&A, &B, &ca, &cb);
-	struct region *ra = region_new(&A, 4096, RDMX_ACCESS_ALL, 0);
-	struct region *rb = region_new(&B, 4096, RDMX_ACCESS_LOCAL_WRITE, 0);
+	struct region *ra, *rb;
+	struct rdmx_mr_remote *m = pair_one_sided(&A, &B, 16, &ca, &cb, &ra, &rb);
 	pattern_fill(rb->mem, 4096, 90);
-	struct rdmx_mr_remote *m = remote_of(&B, ra);
 	struct rdmx_buf s = lbuf(rb, 0, 256), s2 = lbuf(rb, 256, 256);
 	struct rdmx_rbuf r = rbuf(m, 0, 0), r2 = rbuf(m, 1024, 0);
 	struct tinfo ti = {0}, t2 = {0};

@@ -118,20 +118,55 @@ static void child_main(int fd)
 
 TestSuite(peer_death, .timeout = 180);
 
-Test(peer_death, killed_peer_completes_every_task_once)
+/* Forks the child (child_main) on one end of a socket pair; returns the
+ * parent's end. */
+static int start_child(pid_t *pid)
 {
 	int sp[2];
-	leak_begin();
+
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
-	pid_t pid = fork();
-	cr_assert(pid >= 0, "fork: %s", strerror(errno));
-	if (pid == 0) {
+	*pid = fork();
+	cr_assert(*pid >= 0, "fork: %s", strerror(errno));
+	if (*pid == 0) {
 		close(sp[0]);
 		child_main(sp[1]);
 		_exit(1);
 	}
 	close(sp[1]);
-	int fd = sp[0];
+	return sp[0];
+}
+
+/* P's connection to the child behind fd, established: the child's details
+ * and the descriptor of its region (into cdesc) come first, P's details go
+ * back, then the child says it has posted its receives. */
+static struct rdmx_conn *connect_to_child(int fd, pid_t pid,
+                                          uint8_t cdesc[RDMX_MR_DESCRIPTOR_SIZE + 1])
+{
+	uint8_t cdet[512], ready[8];
+	uint32_t cdlen, n;
+	const void *pdet;
+	size_t pdlen;
+	struct rdmx_conn *pc = NULL;
+	int st;
+
+	cr_assert_eq(get_msg(fd, cdet, sizeof(cdet), &cdlen), 0,
+	             "child gave no details (exit status %d)",
+	             waitpid(pid, &st, WNOHANG) == pid ? WEXITSTATUS(st) : -1);
+	cr_assert_eq(get_msg(fd, cdesc, RDMX_MR_DESCRIPTOR_SIZE + 1, &n), 0);
+	cr_assert_eq(n, RDMX_MR_DESCRIPTOR_SIZE);
+	ASSERT_OK(rdmx_ctx_export(P.ctx, &pdet, &pdlen, &pc));
+	cr_assert_eq(put_msg(fd, pdet, (uint32_t)pdlen), 0);
+	ASSERT_OK(rdmx_ctx_connect(P.ctx, cdet, cdlen, pc));
+	cr_assert_eq(get_msg(fd, ready, sizeof(ready), &n), 0, "child failed to post receives");
+	DRIVE_UNTIL(&P, NULL, conn_state(pc) == RDMX_CONN_ESTABLISHED);
+	return pc;
+}
+
+Test(peer_death, killed_peer_completes_every_task_once)
+{
+	leak_begin();
+	pid_t pid;
+	int fd = start_child(&pid);
 
 	side_open(&P, "parent", 0);
 	side_open(&T, "third", 1);
@@ -141,22 +176,9 @@ Test(peer_death, killed_peer_completes_every_task_once)
 	side_start(&T);
 
 	/* connect to the child */
-	uint8_t cdet[512], cdesc[RDMX_MR_DESCRIPTOR_SIZE + 1], ready[8];
-	uint32_t cdlen, n;
+	uint8_t cdesc[RDMX_MR_DESCRIPTOR_SIZE + 1];
 	int st;
-	cr_assert_eq(get_msg(fd, cdet, sizeof(cdet), &cdlen), 0,
-	             "child gave no details (exit status %d)",
-	             waitpid(pid, &st, WNOHANG) == pid ? WEXITSTATUS(st) : -1);
-	cr_assert_eq(get_msg(fd, cdesc, sizeof(cdesc), &n), 0);
-	cr_assert_eq(n, RDMX_MR_DESCRIPTOR_SIZE);
-	const void *pdet;
-	size_t pdlen;
-	struct rdmx_conn *pc = NULL;
-	ASSERT_OK(rdmx_ctx_export(P.ctx, &pdet, &pdlen, &pc));
-	cr_assert_eq(put_msg(fd, pdet, (uint32_t)pdlen), 0);
-	ASSERT_OK(rdmx_ctx_connect(P.ctx, cdet, cdlen, pc));
-	cr_assert_eq(get_msg(fd, ready, sizeof(ready), &n), 0, "child failed to post receives");
-	DRIVE_UNTIL(&P, NULL, conn_state(pc) == RDMX_CONN_ESTABLISHED);
+	struct rdmx_conn *pc = connect_to_child(fd, pid, cdesc);
 
 	/* and to the third party */
 	struct rdmx_conn *p2, *t2;
@@ -298,22 +320,14 @@ Test(peer_death, killed_peer_completes_every_task_once)
 Test(peer_death, frozen_peer_fails_outstanding_tasks_once)
 {
 	enum { N = 64 };
-	int sp[2], st;
+	int st;
 	if (strcmp(env_device(0), "tcp") != 0 || strcmp(env_device(1), "tcp") != 0)
 		cr_skip_test("a frozen process is a lost peer only where the NIC is in the "
 		             "process (tcp); devices %s/%s",
 		             env_device(0), env_device(1));
 	leak_begin();
-	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
-	pid_t pid = fork();
-	cr_assert(pid >= 0, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		close(sp[0]);
-		child_main(sp[1]);
-		_exit(1);
-	}
-	close(sp[1]);
-	int fd = sp[0];
+	pid_t pid;
+	int fd = start_child(&pid);
 
 	side_open(&P, "parent", 0);
 	side_open(&T, "third", 1);
@@ -324,18 +338,8 @@ Test(peer_death, frozen_peer_fails_outstanding_tasks_once)
 	side_start(&P);
 	side_start(&T);
 
-	uint8_t cdet[512], cdesc[RDMX_MR_DESCRIPTOR_SIZE + 1], ready[8];
-	uint32_t cdlen, n;
-	cr_assert_eq(get_msg(fd, cdet, sizeof(cdet), &cdlen), 0, "child gave no details");
-	cr_assert_eq(get_msg(fd, cdesc, sizeof(cdesc), &n), 0);
-	const void *pdet;
-	size_t pdlen;
-	struct rdmx_conn *pc = NULL;
-	ASSERT_OK(rdmx_ctx_export(P.ctx, &pdet, &pdlen, &pc));
-	cr_assert_eq(put_msg(fd, pdet, (uint32_t)pdlen), 0);
-	ASSERT_OK(rdmx_ctx_connect(P.ctx, cdet, cdlen, pc));
-	cr_assert_eq(get_msg(fd, ready, sizeof(ready), &n), 0, "child failed to post receives");
-	DRIVE_UNTIL(&P, NULL, conn_state(pc) == RDMX_CONN_ESTABLISHED);
+	uint8_t cdesc[RDMX_MR_DESCRIPTOR_SIZE + 1];
+	struct rdmx_conn *pc = connect_to_child(fd, pid, cdesc);
 	struct rdmx_conn *p2, *t2;
 	connect_pair(&P, &T, &p2, &t2);
 

@@ -472,13 +472,10 @@ Test(semantics, one_sided_without_target_progress)
 {
 	struct rdmx_conn *ca, *cb;
 	leak_begin();
-	pair_open(&A, &B, 16);
-	connect_pair(&A, &B, &ca, &cb);
-	struct region *ra = region_new(&A, 4096, RDMX_ACCESS_ALL, 0);
-	struct region *rb = region_new(&B, 4096, RDMX_ACCESS_LOCAL_WRITE, 0);
+	struct region *ra, *rb;
+	struct rdmx_mr_remote *m = pair_one_sided(&A, &B, 16, &ca, &cb, &ra, &rb);
 	pattern_fill(rb->mem, 1024, 60);
 	pattern_fill(ra->mem + 2048, 1024, 61);
-	struct rdmx_mr_remote *m = remote_of(&B, ra);
 	struct rdmx_buf s = lbuf(rb, 0, 1024), d = lbuf(rb, 2048, 1024), res = lbuf(rb, 4000, 8);
 	struct rdmx_rbuf wr = rbuf(m, 0, 0), rd = rbuf(m, 2048, 1024), at = rbuf(m, 3072, 8);
 	struct tinfo tw = {0}, tr = {0}, ta = {0};

@@ -249,18 +249,7 @@ Test(state, ctx_restart_after_stop)
 	ASSERT_OK(rdmx_ctx_stop(A.ctx));
 	ASSERT_OK(rdmx_ctx_start(A.ctx));
 	connect_pair(&A, &B, &ca, &cb);
-	struct region *ra = region_new(&A, 4096, RDMX_ACCESS_ALL, 0);
-	struct region *rb = region_new(&B, 4096, RDMX_ACCESS_ALL, 0);
-	pattern_fill(rb->mem, 512, 70);
-	struct rdmx_mr_remote *m = remote_of(&B, ra);
-	struct rdmx_buf s = lbuf(rb, 0, 512);
-	struct rdmx_rbuf r = rbuf(m, 0, 0);
-	struct tinfo ti = {0};
-	struct rdmx_task *t;
-	ASSERT_OK(rdmx_task_write_alloc(B.ctx, cb, &s, &r, &ti, &t));
-	submit_wait(&A, &B, t, &ti);
-	ASSERT_DONE_OK(&ti);
-	cr_assert(pattern_check(ra->mem, 512, 70));
+	write_checked(&A, &B, cb, 512, 70);
 	pair_close(&A, &B);
 	leak_end();
 }

@@ -41,23 +41,6 @@ static void open_tcp_pair(void)
 	side_start(&B);
 }
 
-/* Writes from B into a fresh region of A on (ca, cb) and checks the data. */
-static void honest_write(struct rdmx_conn *cb, uint32_t seed)
-{
-	struct region *ra = region_new(&A, 4096, RDMX_ACCESS_ALL, 0);
-	struct region *rb = region_new(&B, 4096, RDMX_ACCESS_ALL, 0);
-	pattern_fill(rb->mem, 4096, seed);
-	struct rdmx_mr_remote *m = remote_of(&B, ra);
-	struct rdmx_buf s = lbuf(rb, 0, 4096);
-	struct rdmx_rbuf r = rbuf(m, 0, 0);
-	struct tinfo ti = {0};
-	struct rdmx_task *t;
-	ASSERT_OK(rdmx_task_write_alloc(B.ctx, cb, &s, &r, &ti, &t));
-	submit_wait(&A, &B, t, &ti);
-	ASSERT_DONE_OK(&ti);
-	cr_assert(pattern_check(ra->mem, 4096, seed));
-}
-
 static bool any_end(const struct side *s, const struct rdmx_conn *c)
 {
 	return conn_events(s, CEV_FAILURE, c) + conn_events(s, CEV_DISCONNECTED, c) > 0;
@@ -137,7 +120,7 @@ Test(tcp, wrong_token_is_refused)
 	refused_with(flip_token, false);
 	/* an honest connection of the same contexts works */
 	connect_pair(&A, &B, &ca, &cb);
-	honest_write(cb, 120);
+	write_checked(&A, &B, cb, 4096, 120);
 	pair_close(&A, &B);
 	leak_end();
 }
@@ -276,8 +259,8 @@ Test(tcp, raw_sockets_with_garbage_or_forged_frames_are_closed)
 
 	/* the honest connection still works */
 	cr_assert_eq(conn_state(ca), RDMX_CONN_ESTABLISHED);
-	honest_write(cb, 131);
-	honest_write(c2, 132);
+	write_checked(&A, &B, cb, 4096, 131);
+	write_checked(&A, &B, c2, 4096, 132);
 	pair_close(&A, &B);
 	leak_end();
 }

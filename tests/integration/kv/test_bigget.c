@@ -14,7 +14,7 @@
  *   source released, and the server serves the next client;
  * - a small value (a channel slot) is copied once; a take outside the
  *   completion callback, or without a body, is refused. */
-#include "rpcfix.h"
+#include "kvfix.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,75 +27,6 @@
 
 #define MIB (1u << 20)
 #define BIG (64u * MIB)
-
-struct srv_state {
-	struct kv_store *store;
-	uint32_t gets;
-};
-
-static void on_put(struct rdmx_rpc_server_call *call, const kv_PutRequest *req, void *arg)
-{
-	struct srv_state *s = arg;
-	kv_PutResponse resp;
-
-	kv_PutResponse_init(&resp);
-	if (kv_put_request(s->store, call, req, &resp.replaced, NULL)) {
-		kv_KV_Put_respond(call, RDMX_RPC_INTERNAL, "store failed", NULL);
-		return;
-	}
-	kv_KV_Put_respond(call, RDMX_RPC_OK, NULL, &resp);
-}
-
-/* as rdmx-kv serve's: the value from the store's memory into the reply */
-static void on_get(struct rdmx_rpc_server_call *call, const kv_GetRequest *req, void *arg)
-{
-	struct srv_state *s = arg;
-	struct kv_entry e;
-	kv_GetResponse resp;
-
-	s->gets++;
-	cr_assert_eq(kv_store_begin_read(s->store), 0);
-	if (kv_store_get(s->store, req->key.data, req->key.len, &e)) {
-		kv_KV_Get_respond(call, RDMX_RPC_NOT_FOUND, "no such key", NULL);
-	} else {
-		kv_GetResponse_init(&resp);
-		resp.value = rdmx_bytes_n(e.val, e.vlen);
-		kv_KV_Get_respond(call, RDMX_RPC_OK, NULL, &resp);
-	}
-	kv_store_end_read(s->store);
-}
-
-struct fix {
-	struct node a, b;
-	struct rdmx_rpc_server *srv;
-	struct rdmx_rpc_ep *ra, *rb;
-	struct srv_state st;
-};
-
-static const struct chan_conf big_conf = {.max_msg = BIG + MIB};
-
-static void fix_open(struct fix *f)
-{
-	static const struct kv_KV_handlers h = {on_get, on_put, NULL, NULL};
-
-	memset(f, 0, sizeof(*f));
-	ASSERT_OK(kv_store_open_memory(0, &f->st.store));
-	node_open(&f->a, "a", 0, NULL);
-	node_open(&f->b, "b", 1, NULL);
-	ASSERT_OK(rdmx_rpc_server_create(&f->srv));
-	ASSERT_OK(kv_KV_register(f->srv, &h, &f->st));
-	rpc_pair(&f->a, &f->b, NULL, f->srv, &big_conf, &big_conf, &f->ra, &f->rb);
-}
-
-static void fix_close(struct fix *f)
-{
-	if (f->ra || f->rb)
-		rpc_pair_close(&f->ra, &f->rb);
-	ASSERT_OK(rdmx_rpc_server_destroy(&f->srv));
-	node_close(&f->a);
-	node_close(&f->b);
-	kv_store_destroy(&f->st.store);
-}
 
 struct put_rec {
 	int done;
@@ -113,7 +44,7 @@ static void put_cb(enum rdmx_rpc_code code, const char *message, const kv_PutRes
 	r->code = code;
 }
 
-static void put_sync(struct fix *f, const char *key, const void *val, size_t len)
+static void put_sync(struct kv_fix *f, const char *key, const void *val, size_t len)
 {
 	struct put_rec r = {0, RDMX_RPC_UNKNOWN};
 	kv_PutRequest req;
@@ -126,7 +57,7 @@ static void put_sync(struct fix *f, const char *key, const void *val, size_t len
 	cr_assert_eq(r.code, RDMX_RPC_OK, "put %s: code %d", key, r.code);
 }
 
-static void get_sync(struct fix *f, const char *key, struct kv_get *g)
+static void get_sync(struct kv_fix *f, const char *key, struct kv_get *g)
 {
 	ASSERT_OK(kv_get_start(f->ra, key, strlen(key), NULL, g, NULL));
 	DRIVE_UNTIL(&f->a, &f->b, g->done);
@@ -142,13 +73,13 @@ Test(kv_bigget, value_64mib_intact_not_copied, .timeout = 600)
 	struct rdmx_chan_reg_cache_stats ca, cb;
 	uint8_t *src = malloc(BIG);
 	struct kv_get g;
-	struct fix f;
+	struct kv_fix f;
 	uint64_t want;
 
 	cr_assert_not_null(src);
 	pattern_fill(src, BIG, 17);
 	want = checksum64(src, BIG);
-	fix_open(&f);
+	kv_fix_open(&f, NULL, NULL);
 	put_sync(&f, "blob", src, BIG);
 	free(src); /* the client holds no copy of its own from here */
 	get_sync(&f, "blob", &g);
@@ -178,7 +109,7 @@ Test(kv_bigget, value_64mib_intact_not_copied, .timeout = 600)
 	cr_assert_eq(g.rc, RDMX_RPC_NOT_FOUND);
 	cr_assert_null(g.owned);
 	cr_assert_eq(g.len, 0);
-	fix_close(&f);
+	kv_fix_close(&f);
 }
 
 Test(kv_bigget, many_large_gets_stay_bounded, .timeout = 600)
@@ -190,13 +121,13 @@ Test(kv_bigget, many_large_gets_stay_bounded, .timeout = 600)
 	uint8_t *src = malloc(len);
 	uint64_t want;
 	int sent = 0, done;
-	struct fix f;
+	struct kv_fix f;
 	char key[16];
 
 	cr_assert_not_null(src);
 	pattern_fill(src, len, 5);
 	want = checksum64(src, len);
-	fix_open(&f);
+	kv_fix_open(&f, NULL, NULL);
 	for (int k = 0; k < KEYS; k++) {
 		snprintf(key, sizeof(key), "k%d", k);
 		put_sync(&f, key, src, len);
@@ -243,7 +174,7 @@ Test(kv_bigget, many_large_gets_stay_bounded, .timeout = 600)
 	          (unsigned long long)cb.peak_regs);
 	cr_assert(cb.bytes <= cb.limit, "server: %llu bytes cached over the limit",
 	          (unsigned long long)cb.bytes);
-	fix_close(&f);
+	kv_fix_close(&f);
 	free(src);
 }
 
@@ -255,10 +186,10 @@ static bool get_then_vanish(const uint8_t *src, uint64_t want)
 	struct rdmx_chan_stats cs;
 	struct rdmx_chan *x, *y;
 	struct kv_get g;
-	struct fix f;
+	struct kv_fix f;
 	bool mid;
 
-	fix_open(&f);
+	kv_fix_open(&f, NULL, NULL);
 	put_sync(&f, "blob", src, BIG);
 	cache(&f.a, &ca);
 	x = rdmx_rpc_ep_get_chan(f.ra);
@@ -281,10 +212,7 @@ static bool get_then_vanish(const uint8_t *src, uint64_t want)
 		cr_assert_null(g.owned, "a get cut off holds memory");
 	}
 	kv_get_fini(&g);
-	for (uint64_t guard = now_ms() + GUARD_MS; rdmx_chan_get_state(y) == RDMX_CHAN_READY;) {
-		cr_assert(now_ms() < guard, "the server never noticed (failure guard)");
-		rdmx_pe_progress(f.b.pe);
-	}
+	kv_fix_wait_server_noticed(&f, y);
 	ASSERT_OK(rdmx_rpc_ep_destroy(&f.rb));
 	ASSERT_OK(rdmx_chan_destroy(&y));
 	/* reads still in flight hold the client's buffer until they fail;
@@ -302,13 +230,13 @@ static bool get_then_vanish(const uint8_t *src, uint64_t want)
 	if (mid)
 		cr_assert_eq(ca.handovers, 0, "a buffer handed over for a get never completed");
 	/* the server serves the next client, the value still intact */
-	rpc_pair(&f.a, &f.b, NULL, f.srv, &big_conf, &big_conf, &f.ra, &f.rb);
+	rpc_pair(&f.a, &f.b, NULL, f.srv, &kv_fix_conf, &kv_fix_conf, &f.ra, &f.rb);
 	get_sync(&f, "blob", &g);
 	cr_assert_eq(g.rc, 0);
 	cr_assert_eq(g.len, BIG);
 	cr_assert_eq(checksum64(g.value, g.len), want);
 	kv_get_fini(&g);
-	fix_close(&f);
+	kv_fix_close(&f);
 	return mid;
 }
 
@@ -348,9 +276,9 @@ Test(kv_bigget, small_value_copied_and_take_refused)
 	struct rdmx_rpc_result fake;
 	void *owned = (void *)1;
 	struct kv_get g;
-	struct fix f;
+	struct kv_fix f;
 
-	fix_open(&f);
+	kv_fix_open(&f, NULL, NULL);
 	put_sync(&f, "s", "tiny", 4);
 	get_sync(&f, "s", &g);
 	cr_assert_eq(g.rc, 0);
@@ -380,5 +308,5 @@ Test(kv_bigget, small_value_copied_and_take_refused)
 	ASSERT_RC(rdmx_rpc_result_take(NULL, &fake, &owned, NULL), RDMX_E_INVAL);
 	ASSERT_RC(rdmx_rpc_result_take(f.ra, NULL, &owned, NULL), RDMX_E_INVAL);
 	ASSERT_RC(rdmx_rpc_result_take(f.ra, &fake, NULL, NULL), RDMX_E_INVAL);
-	fix_close(&f);
+	kv_fix_close(&f);
 }

@@ -12,7 +12,7 @@
  *   no buffer left busy or handed over, the server serves the next client;
  * - small values (in a channel slot) are copied; a request outside its
  *   handler cannot be taken. */
-#include "rpcfix.h"
+#include "kvfix.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,47 +24,6 @@
 
 #define MIB (1u << 20)
 #define BIG (64u * MIB)
-
-struct srv_state {
-	struct kv_store *store;
-	uint32_t puts, kept, failed;
-};
-
-static void on_put(struct rdmx_rpc_server_call *call, const kv_PutRequest *req, void *arg)
-{
-	struct srv_state *s = arg;
-	kv_PutResponse resp;
-	bool kept = false;
-	int rc;
-
-	s->puts++;
-	kv_PutResponse_init(&resp);
-	rc = kv_put_request(s->store, call, req, &resp.replaced, &kept);
-	s->kept += kept;
-	if (rc) {
-		s->failed++;
-		kv_KV_Put_respond(call, RDMX_RPC_INTERNAL, "store failed", NULL);
-		return;
-	}
-	kv_KV_Put_respond(call, RDMX_RPC_OK, NULL, &resp);
-}
-
-static void on_get(struct rdmx_rpc_server_call *call, const kv_GetRequest *req, void *arg)
-{
-	struct srv_state *s = arg;
-	struct kv_entry e;
-	kv_GetResponse resp;
-
-	cr_assert_eq(kv_store_begin_read(s->store), 0);
-	if (kv_store_get(s->store, req->key.data, req->key.len, &e)) {
-		kv_KV_Get_respond(call, RDMX_RPC_NOT_FOUND, "no such key", NULL);
-	} else {
-		kv_GetResponse_init(&resp);
-		resp.value = rdmx_bytes_n(e.val, e.vlen);
-		kv_KV_Get_respond(call, RDMX_RPC_OK, NULL, &resp);
-	}
-	kv_store_end_read(s->store);
-}
 
 /* a raw method: tries to take its request after the handler returned */
 static struct rdmx_rpc_server_call *late_call;
@@ -79,40 +38,6 @@ static void on_late(struct rdmx_rpc_server_call *call, const void *req, size_t l
 	late_call = call; /* answered by the test */
 	ASSERT_RC(rdmx_rpc_server_call_take_request(NULL, &owned, NULL), RDMX_E_INVAL);
 	ASSERT_RC(rdmx_rpc_server_call_take_request(call, NULL, NULL), RDMX_E_INVAL);
-}
-
-struct fix {
-	struct node a, b;
-	struct rdmx_rpc_server *srv;
-	struct rdmx_rpc_ep *ra, *rb;
-	struct srv_state st;
-};
-
-static const struct chan_conf big_conf = {.max_msg = BIG + MIB};
-
-static void fix_open(struct fix *f)
-{
-	static const struct kv_KV_handlers h = {on_get, on_put, NULL, NULL};
-
-	memset(f, 0, sizeof(*f));
-	ASSERT_OK(kv_store_open_memory(0, &f->st.store));
-	node_open(&f->a, "a", 0, NULL);
-	node_open(&f->b, "b", 1, NULL);
-	ASSERT_OK(rdmx_rpc_server_create(&f->srv));
-	ASSERT_OK(kv_KV_register(f->srv, &h, &f->st));
-	ASSERT_OK(rdmx_rpc_server_register(f->srv, rdmx_rpc_method_id("test.Late/Late"),
-	                                   "test.Late/Late", on_late, NULL));
-	rpc_pair(&f->a, &f->b, NULL, f->srv, &big_conf, &big_conf, &f->ra, &f->rb);
-}
-
-static void fix_close(struct fix *f)
-{
-	if (f->ra || f->rb)
-		rpc_pair_close(&f->ra, &f->rb);
-	ASSERT_OK(rdmx_rpc_server_destroy(&f->srv));
-	node_close(&f->a);
-	node_close(&f->b);
-	kv_store_destroy(&f->st.store);
 }
 
 struct rec {
@@ -148,7 +73,7 @@ static void get_cb(enum rdmx_rpc_code code, const char *message, const kv_GetRes
 	}
 }
 
-static void put_async(struct fix *f, const char *key, const void *val, size_t len, struct rec *r)
+static void put_async(struct kv_fix *f, const char *key, const void *val, size_t len, struct rec *r)
 {
 	kv_PutRequest req;
 
@@ -159,7 +84,7 @@ static void put_async(struct fix *f, const char *key, const void *val, size_t le
 	ASSERT_OK(kv_KV_Put_async(f->ra, &req, NULL, put_cb, r, NULL));
 }
 
-static void put_sync(struct fix *f, const char *key, const void *val, size_t len)
+static void put_sync(struct kv_fix *f, const char *key, const void *val, size_t len)
 {
 	struct rec r;
 
@@ -168,7 +93,7 @@ static void put_sync(struct fix *f, const char *key, const void *val, size_t len
 	cr_assert_eq(r.code, RDMX_RPC_OK, "put %s: code %d", key, r.code);
 }
 
-static void get_sync(struct fix *f, const char *key, struct rec *r)
+static void get_sync(struct kv_fix *f, const char *key, struct rec *r)
 {
 	kv_GetRequest req;
 
@@ -179,7 +104,7 @@ static void get_sync(struct fix *f, const char *key, struct rec *r)
 	DRIVE_UNTIL(&f->a, &f->b, r->done);
 }
 
-static void srv_cache(struct fix *f, struct rdmx_chan_reg_cache_stats *st)
+static void srv_cache(struct kv_fix *f, struct rdmx_chan_reg_cache_stats *st)
 {
 	ASSERT_OK(rdmx_chan_worker_get_reg_cache_stats(f->b.worker, st));
 }
@@ -188,7 +113,7 @@ Test(kv_bigput, value_64mib_round_trip_kept_not_copied, .timeout = 600)
 {
 	struct rdmx_chan_reg_cache_stats st;
 	struct kv_entry e;
-	struct fix f;
+	struct kv_fix f;
 	struct rec r;
 	uint8_t *src = malloc(BIG);
 	uint64_t want;
@@ -196,7 +121,7 @@ Test(kv_bigput, value_64mib_round_trip_kept_not_copied, .timeout = 600)
 	cr_assert_not_null(src);
 	pattern_fill(src, BIG, 64);
 	want = checksum64(src, BIG);
-	fix_open(&f);
+	kv_fix_open(&f, "test.Late/Late", on_late);
 	put_sync(&f, "blob", src, BIG);
 	cr_assert_eq(f.st.kept, 1, "the 64 MiB value was copied, not kept");
 	srv_cache(&f, &st);
@@ -222,7 +147,7 @@ Test(kv_bigput, value_64mib_round_trip_kept_not_copied, .timeout = 600)
 	get_sync(&f, "blob", &r);
 	cr_assert_eq(r.len, 4);
 	cr_assert_eq(r.sum, checksum64("tiny", 4));
-	fix_close(&f);
+	kv_fix_close(&f);
 	free(src);
 }
 
@@ -233,13 +158,13 @@ Test(kv_bigput, many_large_puts_stay_bounded, .timeout = 600)
 	struct rdmx_chan_reg_cache_stats st;
 	static struct rec r[N];
 	uint8_t *src = malloc(len);
-	struct fix f;
+	struct kv_fix f;
 	int sent = 0, done;
 	char key[16];
 
 	cr_assert_not_null(src);
 	pattern_fill(src, len, 9);
-	fix_open(&f);
+	kv_fix_open(&f, "test.Late/Late", on_late);
 	for (uint64_t guard = now_ms() + GUARD_MS;;) {
 		done = 0;
 		for (int i = 0; i < sent; i++)
@@ -278,7 +203,7 @@ Test(kv_bigput, many_large_puts_stay_bounded, .timeout = 600)
 		cr_assert_eq(g.len, len);
 		cr_assert_eq(g.sum, checksum64(src, len), "value of %s", key);
 	}
-	fix_close(&f);
+	kv_fix_close(&f);
 	free(src);
 }
 
@@ -290,11 +215,11 @@ static bool put_then_vanish(uint8_t *src, bool *stored)
 	struct rdmx_chan_reg_cache_stats st;
 	struct rdmx_chan_stats cs;
 	struct rdmx_chan *x, *y;
-	struct fix f;
+	struct kv_fix f;
 	struct rec r;
 	bool mid;
 
-	fix_open(&f);
+	kv_fix_open(&f, "test.Late/Late", on_late);
 	x = rdmx_rpc_ep_get_chan(f.ra);
 	y = rdmx_rpc_ep_get_chan(f.rb);
 	put_async(&f, "gone", src, BIG, &r);
@@ -310,10 +235,7 @@ static bool put_then_vanish(uint8_t *src, bool *stored)
 	ASSERT_OK(rdmx_rpc_ep_destroy(&f.ra));
 	ASSERT_OK(rdmx_chan_destroy(&x));
 	cr_assert_eq(r.done, 1, "the call did not complete with its endpoint");
-	for (uint64_t guard = now_ms() + GUARD_MS; rdmx_chan_get_state(y) == RDMX_CHAN_READY;) {
-		cr_assert(now_ms() < guard, "the server never noticed (failure guard)");
-		rdmx_pe_progress(f.b.pe);
-	}
+	kv_fix_wait_server_noticed(&f, y);
 	*stored = kv_store_count(f.st.store) != 0;
 	ASSERT_OK(rdmx_rpc_ep_destroy(&f.rb));
 	ASSERT_OK(rdmx_chan_destroy(&y));
@@ -331,11 +253,11 @@ static bool put_then_vanish(uint8_t *src, bool *stored)
 		cr_assert_eq(st.handovers, 0, "a buffer handed over for a put never completed");
 		cr_assert(!*stored, "something was stored");
 	}
-	rpc_pair(&f.a, &f.b, NULL, f.srv, &big_conf, &big_conf, &f.ra, &f.rb);
+	rpc_pair(&f.a, &f.b, NULL, f.srv, &kv_fix_conf, &kv_fix_conf, &f.ra, &f.rb);
 	put_sync(&f, "next", src, 2 * MIB);
 	get_sync(&f, "next", &r);
 	cr_assert_eq(r.sum, checksum64(src, 2 * MIB));
-	fix_close(&f);
+	kv_fix_close(&f);
 	return mid;
 }
 
@@ -364,10 +286,10 @@ Test(kv_bigput, take_outside_the_handler_refused)
 {
 	struct rdmx_rpc_payload p = rdmx_rpc_bytes("x", 1);
 	void *owned = (void *)1;
-	struct fix f;
+	struct kv_fix f;
 	int done = 0, rc;
 
-	fix_open(&f);
+	kv_fix_open(&f, "test.Late/Late", on_late);
 	late_call = NULL;
 	ASSERT_OK(rdmx_rpc_call_async(f.ra, rdmx_rpc_method_id("test.Late/Late"), &p, NULL,
 	                              late_done, &done, NULL));
@@ -378,5 +300,5 @@ Test(kv_bigput, take_outside_the_handler_refused)
 	ASSERT_OK(rdmx_rpc_respond(late_call, RDMX_RPC_OK, NULL, NULL));
 	DRIVE_UNTIL(&f.a, &f.b, done != 0);
 	cr_assert_eq(done, 1);
-	fix_close(&f);
+	kv_fix_close(&f);
 }

@@ -234,6 +234,22 @@ struct rdmx_rpc_server *echo_server(struct echo_state *st)
 	return s;
 }
 
+void echo_pair_open(struct node *a, struct node *b, const struct rdmx_chan_worker_attr *attr,
+                    struct echo_state *st, struct rdmx_rpc_server **srv, struct rdmx_rpc_ep **ra,
+                    struct rdmx_rpc_ep **rb)
+{
+	*srv = echo_server(st);
+	server_pair_open(a, b, attr, *srv, ra, rb);
+}
+
+void server_pair_open(struct node *a, struct node *b, const struct rdmx_chan_worker_attr *attr,
+                      struct rdmx_rpc_server *srv, struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb)
+{
+	node_open(a, "a", 0, attr);
+	node_open(b, "b", 1, attr);
+	rpc_pair(a, b, NULL, srv, NULL, NULL, ra, rb);
+}
+
 /* ---- log capture ---- */
 
 #define CAP_LINES 256

@@ -89,6 +89,19 @@ struct echo_state {
 	uint64_t held_deadline[HELD_MAX];
 };
 struct rdmx_rpc_server *echo_server(struct echo_state *st);
+/* Nodes a and b (worker attributes attr on both, may be NULL) and an
+ * rpc_pair with default channels and server srv on b: a's endpoint *ra is
+ * the client, b's *rb the server's. */
+void server_pair_open(struct node *a, struct node *b, const struct rdmx_chan_worker_attr *attr,
+                      struct rdmx_rpc_server *srv, struct rdmx_rpc_ep **ra,
+                      struct rdmx_rpc_ep **rb);
+/* The set-up of most tests: nodes a and b (worker attributes attr on both,
+ * may be NULL), an echo server with state st (*srv) and an rpc_pair with
+ * default channels, a's endpoint *ra the client, b's *rb the server's.
+ * rpc_pair_close_all ends it. */
+void echo_pair_open(struct node *a, struct node *b, const struct rdmx_chan_worker_attr *attr,
+                    struct echo_state *st, struct rdmx_rpc_server **srv, struct rdmx_rpc_ep **ra,
+                    struct rdmx_rpc_ep **rb);
 
 /* The statuses a channel closes with when its peer went away: a disconnect
  * event (tcp, rdma_cm) or, where the transport gives none (verbs
@@ -101,16 +114,7 @@ static inline bool conn_lost_status(int st)
 uint64_t now_ms(void);
 void drive_once(struct node *a, struct node *b);
 
-#define DRIVE_UNTIL(a, b, cond)                                                                    \
-	do {                                                                                       \
-		uint64_t _deadline = now_ms() + GUARD_MS;                                          \
-		while (!(cond)) {                                                                  \
-			cr_assert(now_ms() < _deadline,                                            \
-			          "timed out (failure guard %d ms) waiting for: %s", GUARD_MS,     \
-			          #cond);                                                          \
-			drive_once((a), (b));                                                      \
-		}                                                                                  \
-	} while (0)
+#define DRIVE_UNTIL(a, b, cond) TEST_DRIVE_UNTIL(cond, drive_once((a), (b)))
 
 /* Observation window (not a timing check): drives for ms. */
 void drive_for(struct node *a, struct node *b, int ms);

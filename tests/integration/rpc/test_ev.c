@@ -43,10 +43,7 @@ Test(ev, rpc_server_in_libev_loop, .timeout = 300)
 	struct rdmx_rpc_reply rep;
 	char buf[20000];
 
-	node_open(&a, "client", 0, NULL);
-	node_open(&b, "server", 1, NULL);
-	srv = echo_server(&st);
-	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
+	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
 	/* from here on only the loop's thread touches b */
 	lt.loop = ev_loop_new(EVFLAG_AUTO);
 	cr_assert_not_null(lt.loop);
@@ -112,10 +109,7 @@ Test(ev, client_deadline_fires_from_loop_timer, .timeout = 120)
 	struct ev_client c = {0};
 	struct rdmx_rpc_call_opts o = {.timeout_us = 30000};
 
-	node_open(&a, "client", 0, NULL);
-	node_open(&b, "server", 1, NULL);
-	srv = echo_server(&st);
-	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
+	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
 	/* the server takes the call and holds it, then nobody sends anything */
 	c.loop = ev_loop_new(EVFLAG_AUTO);
 	ASSERT_OK(rdmx_ev_attach(c.loop, a.pe, &ev));

@@ -285,14 +285,7 @@ static void drive3(struct scene *s)
 	rdmx_pe_progress(s->e.pe);
 }
 
-#define DRIVE3_UNTIL(s, cond)                                                                      \
-	do {                                                                                       \
-		uint64_t _deadline = now_ms() + GUARD_MS;                                          \
-		while (!(cond)) {                                                                  \
-			cr_assert(now_ms() < _deadline, "timed out waiting for: %s", #cond);       \
-			drive3(s);                                                                 \
-		}                                                                                  \
-	} while (0)
+#define DRIVE3_UNTIL(s, cond) TEST_DRIVE_UNTIL(cond, drive3(s))
 
 static void scene_open(struct scene *s)
 {
@@ -373,6 +366,20 @@ static void slot_attack(struct scene *s, const uint8_t *m, size_t n, const char 
 
 /* ---- the attacks ---- */
 
+/* evil sends the first `len` bytes of a hello of that geometry (ring NULL:
+ * its own; max message 1 MiB): the victim closes, its log naming `why`;
+ * then the scene is closed. */
+static void hello_refused(struct scene *s, uint32_t slots, uint32_t size, struct rdmx_mr *ring,
+                          size_t len, const char *why)
+{
+	uint8_t h[64];
+
+	hello_bytes(&s->e, h, slots, size, 1 << 20, ring);
+	evil_send(&s->e, h, len);
+	scene_expect_closed(s, why);
+	scene_close(s);
+}
+
 Test(hostile, hello_bad_magic)
 {
 	struct scene s;
@@ -389,61 +396,44 @@ Test(hostile, hello_bad_magic)
 Test(hostile, hello_geometry_out_of_range)
 {
 	struct scene s;
-	uint8_t h[64];
 
 	scene_open(&s);
-	hello_bytes(&s.e, h, 0, 1024, 1 << 20, NULL);
-	evil_send(&s.e, h, 64);
-	scene_expect_closed(&s, "slot count");
-	scene_close(&s);
+	hello_refused(&s, 0, 1024, NULL, 64, "slot count");
 }
 
 Test(hostile, hello_ring_not_writable)
 {
 	struct scene s;
-	uint8_t h[64];
 
 	scene_open(&s);
-	hello_bytes(&s.e, h, 2, 2048, 1 << 20, s.e.ro_mr); /* read-only, 4096 bytes */
-	evil_send(&s.e, h, 64);
-	scene_expect_closed(&s, "not writable");
-	scene_close(&s);
+	/* read-only, 4096 bytes */
+	hello_refused(&s, 2, 2048, s.e.ro_mr, 64, "not writable");
 }
 
 Test(hostile, hello_ring_smaller_than_slots)
 {
 	struct scene s;
-	uint8_t h[64];
 
 	scene_open(&s);
-	hello_bytes(&s.e, h, 1024, 1024, 1 << 20, NULL); /* claims 1 MiB, region is 16 KiB */
-	evil_send(&s.e, h, 64);
-	scene_expect_closed(&s, "smaller than its slots");
-	scene_close(&s);
+	/* claims 1 MiB, region is 16 KiB */
+	hello_refused(&s, 1024, 1024, NULL, 64, "smaller than its slots");
 }
 
 Test(hostile, hello_truncated_and_second_hello)
 {
 	struct scene s;
-	uint8_t h[64];
 
 	scene_open_ready(&s);
-	hello_bytes(&s.e, h, 16, 1024, 1 << 20, NULL);
-	evil_send(&s.e, h, 64);
-	scene_expect_closed(&s, "second hello");
-	scene_close(&s);
+	hello_refused(&s, 16, 1024, NULL, 64, "second hello");
 }
 
 Test(hostile, control_bad_length)
 {
 	struct scene s;
-	uint8_t h[64];
 
 	scene_open(&s);
-	hello_bytes(&s.e, h, 16, 1024, 1 << 20, NULL);
-	evil_send(&s.e, h, 40); /* a cut hello */
-	scene_expect_closed(&s, "wrong length");
-	scene_close(&s);
+	/* a cut hello */
+	hello_refused(&s, 16, 1024, NULL, 40, "wrong length");
 }
 
 Test(hostile, ring_write_before_hello)

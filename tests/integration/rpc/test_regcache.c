@@ -152,10 +152,7 @@ Test(regcache, large_rpc_calls_keep_registrations_bounded, .timeout = 600)
 	cr_assert_not_null(src);
 	pattern_fill(src, len, 77);
 	want = checksum64(src, len);
-	node_open(&a, "a", 0, NULL);
-	node_open(&b, "b", 1, NULL);
-	srv = echo_server(&st);
-	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
+	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
 	for (uint64_t guard = now_ms() + GUARD_MS;;) {
 		int done = 0;
 

@@ -56,10 +56,7 @@ Test(rpc, unary_status_and_unimplemented)
 
 	ids();
 	leak_begin();
-	node_open(&a, "a", 0, NULL);
-	node_open(&b, "b", 1, NULL);
-	srv = echo_server(&st);
-	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
+	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
 	/* both nodes share this thread: async calls and drive both (the
 	 * blocking call has its own test, with the server on a thread) */
 	struct rec r = {0};
@@ -111,10 +108,7 @@ Test(rpc, blocking_call)
 	char buf[3000];
 
 	ids();
-	node_open(&a, "a", 0, NULL);
-	node_open(&b, "b", 1, NULL);
-	srv = echo_server(&st);
-	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
+	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
 	node_serve_start(&sa, &b);
 	pattern_fill(buf, sizeof(buf), 3);
 	struct rdmx_rpc_payload p = rdmx_rpc_bytes(buf, sizeof(buf));
@@ -242,10 +236,7 @@ Test(rpc, deadline_exceeded_and_server_sees_it)
 	struct rdmx_rpc_call_opts o = {.timeout_us = 50000};
 
 	ids();
-	node_open(&a, "a", 0, NULL);
-	node_open(&b, "b", 1, NULL);
-	srv = echo_server(&st);
-	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
+	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
 	ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, &o, rec_cb, &r, NULL));
 	DRIVE_UNTIL(&a, &b, st.held_n == 1);
 	cr_assert(st.held_deadline[0] != 0, "the handler sees the deadline");
@@ -288,10 +279,7 @@ Test(rpc, deadline_fires_from_pe_wait_alone, .timeout = 120)
 	ids();
 	rdmx_chan_worker_attr_init(&quiet);
 	quiet.keepalive_ms = 0;
-	node_open(&a, "a", 0, &quiet);
-	node_open(&b, "b", 1, &quiet);
-	srv = echo_server(&st);
-	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
+	echo_pair_open(&a, &b, &quiet, &st, &srv, &ra, &rb);
 	ASSERT_OK(rdmx_pe_set_poll_mode(a.pe, RDMX_POLL_BLOCK, 0));
 	ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, &o, rec_cb, &r, NULL));
 	DRIVE_UNTIL(&a, &b, st.held_n == 1);
@@ -326,10 +314,7 @@ Test(rpc, cancel_races_reply, .timeout = 600)
 
 	ids();
 	memset(r, 0, sizeof(r));
-	node_open(&a, "a", 0, NULL);
-	node_open(&b, "b", 1, NULL);
-	srv = echo_server(&st);
-	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
+	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
 	for (int i = 0; i < N; i++) {
 		uint64_t id = 0;
 		uint32_t x = (uint32_t)i;
@@ -378,10 +363,7 @@ Test(rpc, server_sees_cancel)
 	uint64_t id;
 
 	ids();
-	node_open(&a, "a", 0, NULL);
-	node_open(&b, "b", 1, NULL);
-	srv = echo_server(&st);
-	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
+	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
 	ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, rec_cb, &r, &id));
 	DRIVE_UNTIL(&a, &b, st.held_n == 1);
 	cr_assert_eq(st.held_deadline[0], 0);
@@ -602,10 +584,7 @@ Test(rpc, peer_gone_fails_outstanding)
 	ids();
 	memset(r, 0, sizeof(r));
 	closed_n = 0;
-	node_open(&a, "a", 0, NULL);
-	node_open(&b, "b", 1, NULL);
-	srv = echo_server(&st);
-	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
+	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
 	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(ra, on_closed, NULL));
 	for (int i = 0; i < N; i++)
 		ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, rec_cb, &r[i], NULL));
@@ -703,10 +682,7 @@ Test(rpc, reached_on_reply)
 	struct reach_rec r = {0};
 
 	ids();
-	node_open(&a, "a", 0, NULL);
-	node_open(&b, "b", 1, NULL);
-	srv = echo_server(&st);
-	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
+	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
 	ASSERT_OK(rdmx_rpc_call_async(ra, FAIL, NULL, NULL, reach_cb, &r, NULL));
 	DRIVE_UNTIL(&a, &b, r.done);
 	cr_assert_eq(r.code, RDMX_RPC_NOT_FOUND);
@@ -725,10 +701,7 @@ Test(rpc, limits_and_destroy_pending)
 
 	ids();
 	memset(r, 0, sizeof(r));
-	node_open(&a, "a", 0, NULL);
-	node_open(&b, "b", 1, NULL);
-	srv = echo_server(&st);
-	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
+	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
 	ASSERT_OK(rdmx_rpc_ep_set_limits(ra, 4, 4));
 	for (int i = 0; i < 4; i++)
 		ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, rec_cb, &r[i], NULL));
@@ -761,10 +734,7 @@ Test(rpc, max_active_pauses_peer)
 
 	ids();
 	memset(r, 0, sizeof(r));
-	node_open(&a, "a", 0, NULL);
-	node_open(&b, "b", 1, NULL);
-	srv = echo_server(&st);
-	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
+	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
 	ASSERT_OK(rdmx_rpc_ep_set_limits(rb, 100, 10));
 	for (int i = 0; i < 100; i++)
 		ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, rec_cb, &r[i], NULL));
@@ -809,10 +779,7 @@ Test(rpc, encoder_payload)
 	ids();
 	for (int i = 0; i < 300; i++)
 		v[i] = (uint32_t)i * 7u;
-	node_open(&a, "a", 0, NULL);
-	node_open(&b, "b", 1, NULL);
-	srv = echo_server(&st);
-	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
+	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
 	struct rdmx_rpc_payload p = {.obj = v, .len = sizeof(v), .encode = enc_u32s};
 	ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, &p, NULL, rec_cb, &r, NULL));
 	DRIVE_UNTIL(&a, &b, r.done);

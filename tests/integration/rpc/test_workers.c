@@ -31,7 +31,7 @@
 #define W_MSGS 4
 
 static atomic_uint chat_write_errors;
-static atomic_uint ic_started, ic_done, conn_cbs, gone_cbs;
+static atomic_uint conn_cbs, gone_cbs;
 
 /* ---- the bidi stream, on the worker threads ---- */
 
@@ -66,30 +66,6 @@ static void w_chat(struct rdmx_rpc_stream *s, void *arg)
 
 	(void)arg;
 	rdmx_rpc_stream_set_callbacks(s, &cbs, NULL);
-}
-
-static enum rdmx_rpc_code w_ic_start(const struct rdmx_rpc_call_info *info,
-                                     struct rdmx_rpc_md *annotate, const char **message,
-                                     void **state, void *arg)
-{
-	(void)info;
-	(void)annotate;
-	(void)message;
-	(void)state;
-	(void)arg;
-	atomic_fetch_add(&ic_started, 1);
-	return RDMX_RPC_OK;
-}
-
-static void w_ic_done(const struct rdmx_rpc_call_info *info, enum rdmx_rpc_code code,
-                      const char *message, void *state, void *arg)
-{
-	(void)info;
-	(void)code;
-	(void)message;
-	(void)state;
-	(void)arg;
-	atomic_fetch_add(&ic_done, 1);
 }
 
 /* Every message a server call or stream sends goes out on the thread that
@@ -180,21 +156,12 @@ static void drive_cli(struct wfix *f)
 		sched_yield();
 }
 
-#define DRIVE_CLI_UNTIL(f, cond)                                                                   \
-	do {                                                                                       \
-		uint64_t _end = now_ms() + GUARD_MS;                                               \
-		while (!(cond)) {                                                                  \
-			cr_assert(now_ms() < _end, "timed out waiting for: %s", #cond);            \
-			drive_cli(f);                                                              \
-		}                                                                                  \
-	} while (0)
+#define DRIVE_CLI_UNTIL(f, cond) TEST_DRIVE_UNTIL(cond, drive_cli(f))
 
 static void reset_counters(void)
 {
 	wsvc_reset();
 	atomic_store(&chat_write_errors, 0);
-	atomic_store(&ic_started, 0);
-	atomic_store(&ic_done, 0);
 	atomic_store(&conn_cbs, 0);
 	atomic_store(&gone_cbs, 0);
 	atomic_store(&wrong_thread_msgs, 0);
@@ -204,7 +171,6 @@ static void reset_counters(void)
 /* false: the provider cannot share a listener (skip) */
 static bool wfix_start(struct wfix *f, unsigned workers)
 {
-	static const struct rdmx_rpc_interceptor ic = {w_ic_start, NULL, w_ic_done};
 	static const struct rdmx_rpc_workers_ops ops = {w_connected, w_gone};
 	struct rdmx_chan_worker_attr attr;
 	const char *addr = env_addr(0);
@@ -223,7 +189,7 @@ static bool wfix_start(struct wfix *f, unsigned workers)
 	ASSERT_OK(rdmx_rpc_server_register_stream(f->server, rdmx_rpc_method_id(W_CHAT), W_CHAT,
 	                                          RDMX_RPC_BIDI_STREAMING, w_chat, NULL));
 	static const struct rdmx_rpc_interceptor tic = {t_ic_start, t_ic_message, NULL};
-	ASSERT_OK(rdmx_rpc_server_add_interceptor(f->server, &ic, NULL));
+	ASSERT_OK(rdmx_rpc_server_add_interceptor(f->server, &wsvc_count_ic, NULL));
 	ASSERT_OK(rdmx_rpc_server_add_interceptor(f->server, &tic, NULL));
 	for (int i = 0; i < 50; i++) {
 		unsigned v =
@@ -314,12 +280,7 @@ static void many_clients(unsigned workers)
 		wcall_start(&f, i % W_CLIENTS, W_ECHO, &calls[i]);
 	}
 	DRIVE_CLI_UNTIL(&f, wsvc_calls_done(calls, total));
-	for (unsigned i = 0; i < total; i++) {
-		cr_assert_eq(calls[i].done, 1, "call %u completed %d times", i, calls[i].done);
-		cr_assert_eq(calls[i].code, RDMX_RPC_OK, "call %u: %s", i,
-		             rdmx_rpc_code_name(calls[i].code));
-		cr_assert_eq(calls[i].got, calls[i].tag, "call %u got another call's answer", i);
-	}
+	wsvc_assert_echoed(calls, total);
 	/* a reply means its worker ran connected before, on the same thread */
 	for (unsigned i = 0; i < workers; i++)
 		cr_assert_eq(rdmx_rpc_workers_get_clients(f.w, i),
@@ -329,14 +290,14 @@ static void many_clients(unsigned workers)
 	cr_assert_eq(atomic_load(&wsvc_echoes), total);
 	cr_assert_eq(wsvc_threads(), workers, "calls served on %u threads, want %u", wsvc_threads(),
 	             workers);
-	cr_assert_eq(atomic_load(&ic_started), total);
+	cr_assert_eq(atomic_load(&wsvc_ic_started), total);
 	ASSERT_OK(rdmx_rpc_server_get_method_stats(f.server, rdmx_rpc_method_id(W_ECHO), &st));
 	cr_assert_eq(st.calls, total);
 	/* joined workers: what they did after sending the answers is done */
 	wfix_close_clients(&f);
 	ASSERT_OK(rdmx_rpc_workers_destroy(&f.w));
 	cr_assert_null(f.w);
-	cr_assert_eq(atomic_load(&ic_done), total);
+	cr_assert_eq(atomic_load(&wsvc_ic_done), total);
 	cr_assert_eq(atomic_load(&gone_cbs), W_CLIENTS);
 	ASSERT_OK(rdmx_rpc_server_get_method_stats(f.server, rdmx_rpc_method_id(W_ECHO), &st));
 	cr_assert_eq(st.calls, total);
@@ -429,7 +390,7 @@ Test(rpc_workers, bidi_streams_on_every_worker, .timeout = 240)
 	cr_assert_eq(wsvc_threads(), 4u, "streams served on %u threads", wsvc_threads());
 	cr_assert_eq(atomic_load(&chat_write_errors), 0);
 	/* the server interceptors saw every stream */
-	cr_assert_eq(atomic_load(&ic_started), W_CLIENTS);
+	cr_assert_eq(atomic_load(&wsvc_ic_started), W_CLIENTS);
 	wfix_close_clients(&f);
 	wfix_stop(&f);
 }

@@ -321,6 +321,40 @@ Test(registry, per_owner_quota)
 }
 
 /* A member speaking nonsense is disconnected with a log line. */
+/* Field `field` of a request with an integer / a string value. */
+static void pack_u32(msgpack_packer *pk, uint32_t field, uint32_t v)
+{
+	msgpack_pack_uint32(pk, field);
+	msgpack_pack_uint32(pk, v);
+}
+
+static void pack_str(msgpack_packer *pk, uint32_t field, const char *v, size_t len)
+{
+	msgpack_pack_uint32(pk, field);
+	msgpack_pack_str_with_body(pk, v, len);
+}
+
+/* The header of a request keyed by field number: version, id 1, then
+ * n_more fields for the caller to pack. */
+static void request_head(msgpack_packer *pk, uint32_t version, size_t n_more)
+{
+	msgpack_pack_map(pk, 2 + n_more);
+	pack_u32(pk, 1, version);
+	pack_u32(pk, 2, 1);
+}
+
+/* A list request of registry protocol version 1 (string keys). */
+static void pack_v1_list(msgpack_packer *pk)
+{
+	msgpack_pack_map(pk, 3);
+	msgpack_pack_str_with_body(pk, "v", 1);
+	msgpack_pack_uint32(pk, 1);
+	msgpack_pack_str_with_body(pk, "id", 2);
+	msgpack_pack_uint32(pk, 1);
+	msgpack_pack_str_with_body(pk, "op", 2);
+	msgpack_pack_str_with_body(pk, "list", 4);
+}
+
 static void send_raw_and_expect_close(const void *bytes, size_t len, const char *log_words)
 {
 	struct rdmx_tls_config *cfg = tls_test_config(&pki, "client", "server.test", 0);
@@ -360,40 +394,26 @@ Test(registry, hostile_requests_close_the_session)
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	msgpack_pack_map(&pk, 3);
-	msgpack_pack_uint32(&pk, 1);
-	msgpack_pack_uint32(&pk, RDMX_REGISTRY_PROTOCOL_VERSION);
-	msgpack_pack_uint32(&pk, 2);
-	msgpack_pack_str_with_body(&pk, "x", 1);
-	msgpack_pack_uint32(&pk, 3);
-	msgpack_pack_uint32(&pk, RDMX__REG_LIST);
+	pack_u32(&pk, 1, RDMX_REGISTRY_PROTOCOL_VERSION);
+	pack_str(&pk, 2, "x", 1);
+	pack_u32(&pk, 3, RDMX__REG_LIST);
 	send_raw_and_expect_close(sb.data, sb.size, "malformed request");
 	msgpack_sbuffer_destroy(&sb);
 	/* a join whose service name (field 4) holds a NUL */
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	msgpack_pack_map(&pk, 5);
-	msgpack_pack_uint32(&pk, 1);
-	msgpack_pack_uint32(&pk, RDMX_REGISTRY_PROTOCOL_VERSION);
-	msgpack_pack_uint32(&pk, 2);
-	msgpack_pack_uint32(&pk, 1);
-	msgpack_pack_uint32(&pk, 3);
-	msgpack_pack_uint32(&pk, RDMX__REG_JOIN);
-	msgpack_pack_uint32(&pk, 4);
-	msgpack_pack_str_with_body(&pk, "kv\0evil", 7);
-	msgpack_pack_uint32(&pk, 5);
-	msgpack_pack_str_with_body(&pk, "h:1", 3);
+	pack_u32(&pk, 1, RDMX_REGISTRY_PROTOCOL_VERSION);
+	pack_u32(&pk, 2, 1);
+	pack_u32(&pk, 3, RDMX__REG_JOIN);
+	pack_str(&pk, 4, "kv\0evil", 7);
+	pack_str(&pk, 5, "h:1", 3);
 	send_raw_and_expect_close(sb.data, sb.size, "NUL byte");
 	msgpack_sbuffer_destroy(&sb);
 	/* a request of registry protocol version 1 (string keys) */
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 3);
-	msgpack_pack_str_with_body(&pk, "v", 1);
-	msgpack_pack_uint32(&pk, 1);
-	msgpack_pack_str_with_body(&pk, "id", 2);
-	msgpack_pack_uint32(&pk, 1);
-	msgpack_pack_str_with_body(&pk, "op", 2);
-	msgpack_pack_str_with_body(&pk, "list", 4);
+	pack_v1_list(&pk);
 	send_raw_and_expect_close(sb.data, sb.size,
 	                          "does not decode as registry protocol version 2");
 	msgpack_sbuffer_destroy(&sb);
@@ -449,15 +469,15 @@ Test(registry_proto, request_round_trip)
 	free(buf);
 }
 
-/* The header of a request keyed by field number: version, id 1, then
- * n_more fields for the caller to pack. */
-static void request_head(msgpack_packer *pk, uint32_t version, size_t n_more)
+/* The request in sb does not decode: RDMX_E_PROTOCOL, the reason naming `words`. */
+static void expect_refused(const msgpack_sbuffer *sb, const char *words)
 {
-	msgpack_pack_map(pk, 2 + n_more);
-	msgpack_pack_uint32(pk, 1);
-	msgpack_pack_uint32(pk, version);
-	msgpack_pack_uint32(pk, 2);
-	msgpack_pack_uint32(pk, 1);
+	struct rdmx__reg_request out;
+	char why[200];
+
+	cr_assert_rc(rdmx__reg_decode_request(sb->data, sb->size, &out, why, sizeof(why)),
+	             RDMX_E_PROTOCOL);
+	cr_assert(strstr(why, words), "%s", why);
 }
 
 /* Version 1 refused repeated keys: its frames were pre-walked by one parser
@@ -476,53 +496,37 @@ Test(registry_proto, repeated_fields_keep_the_last_value_checked)
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	/* op join, then op list: a list */
 	request_head(&pk, RDMX_REGISTRY_PROTOCOL_VERSION, 2);
-	msgpack_pack_uint32(&pk, 3);
-	msgpack_pack_uint32(&pk, RDMX__REG_JOIN);
-	msgpack_pack_uint32(&pk, 3);
-	msgpack_pack_uint32(&pk, RDMX__REG_LIST);
+	pack_u32(&pk, 3, RDMX__REG_JOIN);
+	pack_u32(&pk, 3, RDMX__REG_LIST);
 	cr_assert_rc(rdmx__reg_decode_request(sb.data, sb.size, &out, why, sizeof(why)), RDMX_OK);
 	cr_assert_eq(out.op, RDMX__REG_LIST);
 	rdmx__reg_request_fini(&out);
 	/* op list, then an op that does not exist: refused */
 	msgpack_sbuffer_clear(&sb);
 	request_head(&pk, RDMX_REGISTRY_PROTOCOL_VERSION, 2);
-	msgpack_pack_uint32(&pk, 3);
-	msgpack_pack_uint32(&pk, RDMX__REG_LIST);
-	msgpack_pack_uint32(&pk, 3);
-	msgpack_pack_uint32(&pk, 99);
-	cr_assert_rc(rdmx__reg_decode_request(sb.data, sb.size, &out, why, sizeof(why)),
-	             RDMX_E_PROTOCOL);
-	cr_assert(strstr(why, "unknown op 99"), "%s", why);
+	pack_u32(&pk, 3, RDMX__REG_LIST);
+	pack_u32(&pk, 3, 99);
+	expect_refused(&sb, "unknown op 99");
 	/* a good service, then one with a NUL: refused */
 	msgpack_sbuffer_clear(&sb);
 	request_head(&pk, RDMX_REGISTRY_PROTOCOL_VERSION, 3);
-	msgpack_pack_uint32(&pk, 3);
-	msgpack_pack_uint32(&pk, RDMX__REG_LOOKUP);
-	msgpack_pack_uint32(&pk, 4);
-	msgpack_pack_str_with_body(&pk, "kv", 2);
-	msgpack_pack_uint32(&pk, 4);
-	msgpack_pack_str_with_body(&pk, "k\0v", 3);
-	cr_assert_rc(rdmx__reg_decode_request(sb.data, sb.size, &out, why, sizeof(why)),
-	             RDMX_E_PROTOCOL);
-	cr_assert(strstr(why, "NUL byte"), "%s", why);
+	pack_u32(&pk, 3, RDMX__REG_LOOKUP);
+	pack_str(&pk, 4, "kv", 2);
+	pack_str(&pk, 4, "k\0v", 3);
+	expect_refused(&sb, "NUL byte");
 	/* a metadata key twice: refused */
 	msgpack_sbuffer_clear(&sb);
 	request_head(&pk, RDMX_REGISTRY_PROTOCOL_VERSION, 4);
-	msgpack_pack_uint32(&pk, 3);
-	msgpack_pack_uint32(&pk, RDMX__REG_JOIN);
-	msgpack_pack_uint32(&pk, 4);
-	msgpack_pack_str_with_body(&pk, "kv", 2);
-	msgpack_pack_uint32(&pk, 5);
-	msgpack_pack_str_with_body(&pk, "h:1", 3);
+	pack_u32(&pk, 3, RDMX__REG_JOIN);
+	pack_str(&pk, 4, "kv", 2);
+	pack_str(&pk, 5, "h:1", 3);
 	msgpack_pack_uint32(&pk, 6);
 	msgpack_pack_map(&pk, 2);
 	msgpack_pack_str_with_body(&pk, "zone", 4);
 	msgpack_pack_str_with_body(&pk, "a", 1);
 	msgpack_pack_str_with_body(&pk, "zone", 4);
 	msgpack_pack_str_with_body(&pk, "b", 1);
-	cr_assert_rc(rdmx__reg_decode_request(sb.data, sb.size, &out, why, sizeof(why)),
-	             RDMX_E_PROTOCOL);
-	cr_assert(strstr(why, "duplicate metadata key 'zone'"), "%s", why);
+	expect_refused(&sb, "duplicate metadata key 'zone'");
 	msgpack_sbuffer_destroy(&sb);
 }
 
@@ -530,29 +534,16 @@ Test(registry_proto, refuses_wrong_versions)
 {
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
-	struct rdmx__reg_request out;
-	char why[200];
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	request_head(&pk, 99, 1);
-	msgpack_pack_uint32(&pk, 3);
-	msgpack_pack_uint32(&pk, RDMX__REG_LIST);
-	cr_assert_rc(rdmx__reg_decode_request(sb.data, sb.size, &out, why, sizeof(why)),
-	             RDMX_E_PROTOCOL);
-	cr_assert(strstr(why, "version 99"), "%s", why);
+	pack_u32(&pk, 3, RDMX__REG_LIST);
+	expect_refused(&sb, "version 99");
 	/* version 1's string keys do not decode */
 	msgpack_sbuffer_clear(&sb);
-	msgpack_pack_map(&pk, 3);
-	msgpack_pack_str_with_body(&pk, "v", 1);
-	msgpack_pack_uint32(&pk, 1);
-	msgpack_pack_str_with_body(&pk, "id", 2);
-	msgpack_pack_uint32(&pk, 1);
-	msgpack_pack_str_with_body(&pk, "op", 2);
-	msgpack_pack_str_with_body(&pk, "list", 4);
-	cr_assert_rc(rdmx__reg_decode_request(sb.data, sb.size, &out, why, sizeof(why)),
-	             RDMX_E_PROTOCOL);
-	cr_assert(strstr(why, "does not decode as registry protocol version 2"), "%s", why);
+	pack_v1_list(&pk);
+	expect_refused(&sb, "does not decode as registry protocol version 2");
 	msgpack_sbuffer_destroy(&sb);
 }
 
@@ -571,6 +562,7 @@ Test(registry_proto, policy_parse_errors_name_the_line)
 	cr_assert_eq(rdmx__policy_parse("a.test\n", "p", &p), -1);
 	cr_assert_eq(rdmx__policy_parse("a.test kv extra\n", "p", &p), -1);
 	cr_assert_eq(rdmx__policy_parse("a.*.test kv\n", "p", &p), -1);
+	cr_assert_eq(rdmx__policy_parse("a..test kv\n", "p", &p), -1);
 	cr_assert_eq(rdmx__policy_parse("a.test k/v\n", "p", &p), -1);
 	cr_assert_null(p);
 }

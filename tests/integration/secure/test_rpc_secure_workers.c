@@ -38,31 +38,7 @@ static struct tls_test_pki pki;
 
 /* ---- the service (runs on the worker threads) ---- */
 
-static atomic_uint ic_started, ic_done, conn_cbs, gone_cbs;
-
-static enum rdmx_rpc_code ic_start(const struct rdmx_rpc_call_info *info,
-                                   struct rdmx_rpc_md *annotate, const char **message, void **state,
-                                   void *arg)
-{
-	(void)info;
-	(void)annotate;
-	(void)message;
-	(void)state;
-	(void)arg;
-	atomic_fetch_add(&ic_started, 1);
-	return RDMX_RPC_OK;
-}
-
-static void ic_end(const struct rdmx_rpc_call_info *info, enum rdmx_rpc_code code,
-                   const char *message, void *state, void *arg)
-{
-	(void)info;
-	(void)code;
-	(void)message;
-	(void)state;
-	(void)arg;
-	atomic_fetch_add(&ic_done, 1);
-}
+static atomic_uint conn_cbs, gone_cbs;
 
 static void on_connected(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_conn *conn,
                          void *arg)
@@ -100,8 +76,6 @@ static void setup(void)
 	signal(SIGPIPE, SIG_IGN);
 	cr_assert_eq(tls_test_pki_create(&pki), 0, "test PKI");
 	wsvc_reset();
-	atomic_store(&ic_started, 0);
-	atomic_store(&ic_done, 0);
 	atomic_store(&conn_cbs, 0);
 	atomic_store(&gone_cbs, 0);
 }
@@ -113,7 +87,6 @@ static void teardown(void)
 
 static void fix_start(struct fix *f, unsigned workers)
 {
-	static const struct rdmx_rpc_interceptor ic = {ic_start, NULL, ic_end};
 	struct rdmx_rpc_secure_server_ops ops = {NULL, on_connected, on_gone, 0};
 	struct rdmx_rpc_secure_opts so;
 	uint16_t port;
@@ -126,7 +99,7 @@ static void fix_start(struct fix *f, unsigned workers)
 	cr_assert_rc(
 	    rdmx_rpc_server_register(f->server, rdmx_rpc_method_id(HOLD), HOLD, wsvc_hold, NULL),
 	    RDMX_OK);
-	cr_assert_rc(rdmx_rpc_server_add_interceptor(f->server, &ic, NULL), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_server_add_interceptor(f->server, &wsvc_count_ic, NULL), RDMX_OK);
 	f->scfg = tls_test_config(&pki, "client2", "client.test", 0);
 	f->ccfg = tls_test_config(&pki, "client", "client2.test", 0);
 	cr_assert(f->scfg && f->ccfg);
@@ -228,12 +201,7 @@ static void many_clients(unsigned workers)
 		start_call(&f, (int)(i % N_CLIENTS), ECHO, &calls[i]);
 	}
 	drive_until_done(&f, calls, (int)total);
-	for (unsigned i = 0; i < total; i++) {
-		cr_assert_eq(calls[i].done, 1, "call %u completed %d times", i, calls[i].done);
-		cr_assert_eq(calls[i].code, RDMX_RPC_OK, "call %u: %s", i,
-		             rdmx_rpc_code_name(calls[i].code));
-		cr_assert_eq(calls[i].got, calls[i].tag, "call %u got another call's answer", i);
-	}
+	wsvc_assert_echoed(calls, total);
 	/* a reply means its worker ran connected first, on the same thread */
 	for (unsigned i = 0; i < workers; i++)
 		cr_assert_eq(rdmx_rpc_secure_workers_get_clients(f.w, i),
@@ -243,8 +211,8 @@ static void many_clients(unsigned workers)
 	             atomic_load(&wsvc_echoes));
 	cr_assert_eq(wsvc_threads(), workers, "calls served on %u threads, want %u", wsvc_threads(),
 	             workers);
-	cr_assert_eq(atomic_load(&ic_started), total, "interceptors started %u",
-	             atomic_load(&ic_started));
+	cr_assert_eq(atomic_load(&wsvc_ic_started), total, "interceptors started %u",
+	             atomic_load(&wsvc_ic_started));
 	/* read while the workers run: any thread may ask (each call counted
 	 * as it arrived; its completion may still be on its way) */
 	cr_assert_rc(rdmx_rpc_server_get_method_stats(f.server, rdmx_rpc_method_id(ECHO), &st),
@@ -253,7 +221,8 @@ static void many_clients(unsigned workers)
 	/* the workers are joined: what they did after sending the answers
 	 * (interceptors' on_done, the counters of the completion) is done */
 	fix_stop_workers(&f);
-	cr_assert_eq(atomic_load(&ic_done), total, "interceptors done %u", atomic_load(&ic_done));
+	cr_assert_eq(atomic_load(&wsvc_ic_done), total, "interceptors done %u",
+	             atomic_load(&wsvc_ic_done));
 	cr_assert_rc(rdmx_rpc_server_get_method_stats(f.server, rdmx_rpc_method_id(ECHO), &st),
 	             RDMX_OK);
 	cr_assert_eq(st.calls, total);

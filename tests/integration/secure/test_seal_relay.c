@@ -47,6 +47,7 @@
 #include "providers/tcp/tcp.h"
 #include "relay.h"
 #include "ev_thread.h"
+#include "secure_server.h"
 #include "test_assert.h"
 #include "tls_test_pki.h"
 #include "tls_test_suite.h"
@@ -757,11 +758,7 @@ Test(seal, keyed_export_refuses_plain_peer)
 
 static struct {
 	struct rdmx_test_ev_thread ev;
-	struct rdmx_rpc_server *server;
-	struct rdmx_rpc_secure_server *ss;
-	struct rdmx_tls_config *cfg;
-	struct rdmx_dev *dev;
-	uint16_t port;
+	struct test_secure_server srv;
 	uint8_t value[VLEN];
 	size_t vlen;
 } S;
@@ -788,36 +785,7 @@ static void kv_get(struct rdmx_rpc_server_call *call, const void *req, size_t le
 	rdmx_rpc_respond(call, RDMX_RPC_OK, NULL, &p);
 }
 
-static void server_teardown(struct ev_loop *loop, void *arg)
-{
-	(void)loop;
-	(void)arg;
-	rdmx_rpc_secure_server_destroy(&S.ss);
-	rdmx_rpc_server_destroy(&S.server);
-}
-
-static int server_setup(struct ev_loop *loop, void *arg)
-{
-	struct rdmx_rpc_secure_opts o;
-	int rc;
-
-	(void)arg;
-	rdmx_rpc_secure_opts_init(&o);
-	o.dev = S.dev;
-	rc = rdmx_rpc_server_create(&S.server);
-	if (!rc)
-		rc = rdmx_rpc_server_register(S.server, rdmx_rpc_method_id(KV_PUT), KV_PUT, kv_put,
-		                              NULL);
-	if (!rc)
-		rc = rdmx_rpc_server_register(S.server, rdmx_rpc_method_id(KV_GET), KV_GET, kv_get,
-		                              NULL);
-	if (!rc)
-		rc = rdmx_rpc_secure_listen(loop, S.server, S.cfg, "127.0.0.1", 0, NULL, &o, NULL,
-		                            &S.ss);
-	if (!rc)
-		rc = rdmx_rpc_secure_server_get_port(S.ss, &S.port);
-	return rc;
-}
+static const struct test_secure_method kv_methods[] = {{KV_PUT, kv_put}, {KV_GET, kv_get}};
 
 /* Every registered region of a device as the 32-byte descriptor a peer
  * would get (rdmx/mr.h format): found in the recording means leaked. */
@@ -869,24 +837,28 @@ static void kv_session(bool plaintext, struct leak *lk)
 	int nd = 0;
 
 	memset(&S, 0, sizeof(S));
+	S.srv.methods = kv_methods;
+	S.srv.n_methods = sizeof(kv_methods) / sizeof(kv_methods[0]);
 	memset(lk, 0, sizeof(*lk));
 	tls_test_log_capture();
 	tls_test_log_clear();
-	S.cfg = tls_test_config(&pki, "server", "client.test", 0);
+	S.srv.cfg = tls_test_config(&pki, "server", "client.test", 0);
 	ccfg = tls_test_config(&pki, "client", "server.test", 0);
-	cr_assert(S.cfg && ccfg);
-	cr_assert_rc(rdmx_tls_config_set_data_plaintext(S.cfg, plaintext), RDMX_OK);
+	cr_assert(S.srv.cfg && ccfg);
+	cr_assert_rc(rdmx_tls_config_set_data_plaintext(S.srv.cfg, plaintext), RDMX_OK);
 	cr_assert_rc(rdmx_tls_config_set_data_plaintext(ccfg, plaintext), RDMX_OK);
-	cr_assert_rc(rdmx_dev_open("tcp", &S.dev), RDMX_OK);
+	cr_assert_rc(rdmx_dev_open("tcp", &S.srv.dev), RDMX_OK);
 	cr_assert_rc(rdmx_dev_open("tcp", &cdev), RDMX_OK);
-	relay_start(&rs, S.dev, R_FORWARD);
+	relay_start(&rs, S.srv.dev, R_FORWARD);
 	relay_start(&rcl, cdev, R_FORWARD);
-	cr_assert_rc(rdmx_test_ev_thread_start(&S.ev, server_setup, server_teardown, NULL),
+	cr_assert_rc(rdmx_test_ev_thread_start(&S.ev, test_secure_server_setup,
+	                                       test_secure_server_teardown, &S.srv),
 	             RDMX_OK);
 
 	rdmx_rpc_secure_opts_init(&o);
 	o.dev = cdev;
-	cr_assert_rc(rdmx_rpc_secure_connect("127.0.0.1", S.port, ccfg, NULL, &o, &conn), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_secure_connect("127.0.0.1", S.srv.port, ccfg, NULL, &o, &conn),
+	             RDMX_OK);
 	tcn = TCP_CONN(rdmx_chan_get_conn(rdmx_rpc_ep_get_chan(rdmx_rpc_secure_conn_get_ep(conn))));
 	memcpy(tokens[0], tcn->my_token, sizeof(tokens[0]));
 	memcpy(tokens[1], tcn->peer_token, sizeof(tokens[1]));
@@ -914,7 +886,7 @@ static void kv_session(bool plaintext, struct leak *lk)
 	    RDMX_OK);
 	cr_assert_eq(st.conns_sealed, plaintext ? 0 : 1);
 	cr_assert_eq(st.conns_plaintext, plaintext ? 1 : 0);
-	nd += device_descriptors(S.dev, descs + nd, 32);
+	nd += device_descriptors(S.srv.dev, descs + nd, 32);
 	nd += device_descriptors(cdev, descs + nd, 32);
 	cr_assert(nd >= 2, "no registered rings found");
 
@@ -939,9 +911,9 @@ static void kv_session(bool plaintext, struct leak *lk)
 	lk->n_desc = nd;
 	relay_free(&rs);
 	relay_free(&rcl);
-	rdmx_dev_close(&S.dev);
+	rdmx_dev_close(&S.srv.dev);
 	rdmx_dev_close(&cdev);
-	rdmx_tls_config_destroy(&S.cfg);
+	rdmx_tls_config_destroy(&S.srv.cfg);
 	rdmx_tls_config_destroy(&ccfg);
 }
 
@@ -991,26 +963,29 @@ static void mode_mismatch(bool server_plain)
 	int ret;
 
 	memset(&S, 0, sizeof(S));
+	S.srv.methods = kv_methods;
+	S.srv.n_methods = sizeof(kv_methods) / sizeof(kv_methods[0]);
 	tls_test_log_capture();
 	tls_test_log_clear();
-	S.cfg = tls_test_config(&pki, "server", "client.test", 0);
+	S.srv.cfg = tls_test_config(&pki, "server", "client.test", 0);
 	ccfg = tls_test_config(&pki, "client", "server.test", 0);
-	cr_assert(S.cfg && ccfg);
-	cr_assert_rc(rdmx_tls_config_set_data_plaintext(S.cfg, server_plain), RDMX_OK);
+	cr_assert(S.srv.cfg && ccfg);
+	cr_assert_rc(rdmx_tls_config_set_data_plaintext(S.srv.cfg, server_plain), RDMX_OK);
 	cr_assert_rc(rdmx_tls_config_set_data_plaintext(ccfg, !server_plain), RDMX_OK);
-	cr_assert_rc(rdmx_dev_open("tcp", &S.dev), RDMX_OK);
-	cr_assert_rc(rdmx_test_ev_thread_start(&S.ev, server_setup, server_teardown, NULL),
+	cr_assert_rc(rdmx_dev_open("tcp", &S.srv.dev), RDMX_OK);
+	cr_assert_rc(rdmx_test_ev_thread_start(&S.ev, test_secure_server_setup,
+	                                       test_secure_server_teardown, &S.srv),
 	             RDMX_OK);
 	rdmx_rpc_secure_opts_init(&o);
 	o.device = "tcp";
-	ret = rdmx_rpc_secure_connect("127.0.0.1", S.port, ccfg, NULL, &o, &conn);
+	ret = rdmx_rpc_secure_connect("127.0.0.1", S.srv.port, ccfg, NULL, &o, &conn);
 	cr_assert_lt(ret, 0, "a %s client connected to a %s server",
 	             server_plain ? "sealed" : "plaintext", server_plain ? "plaintext" : "sealed");
 	cr_assert_null(conn);
 	rdmx_test_ev_thread_stop(&S.ev);
 	cr_assert(tls_test_log_contains("data-plane mode mismatch"), "no log line of the refusal");
-	rdmx_dev_close(&S.dev);
-	rdmx_tls_config_destroy(&S.cfg);
+	rdmx_dev_close(&S.srv.dev);
+	rdmx_tls_config_destroy(&S.srv.cfg);
 	rdmx_tls_config_destroy(&ccfg);
 }
 

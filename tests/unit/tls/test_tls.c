@@ -18,21 +18,11 @@
 
 #include "test_assert.h"
 #include "tls_test_pki.h"
+#include "tls_test_suite.h"
 
 static struct tls_test_pki pki;
 
-static void setup(void)
-{
-	cr_assert_eq(tls_test_pki_create(&pki), 0, "cannot make the test PKI");
-	tls_test_log_capture();
-}
-
-static void teardown(void)
-{
-	tls_test_pki_destroy(&pki);
-}
-
-TestSuite(tls, .init = setup, .fini = teardown, .timeout = 60);
+TLS_TEST_SUITE(tls, pki, 60);
 
 /* ---- stepping both ends ---- */
 
@@ -177,6 +167,20 @@ Test(tls, name_match_rules)
 	cr_assert_not(rdmx_tls_name_match(NULL, "a"));
 }
 
+/* The check on its own (rdmx-bootstrapd's policy file uses it) answers as
+ * rdmx_tls_config_add_allowed_peer does. */
+Test(tls, check_peer_pattern)
+{
+	static const char *good[] = {"*", "*.svc.local", "db1.svc.local", "a-b_c.D9"};
+	static const char *bad[] = {"", "a.*.b", "*a.b", "*.", "a b", "a..b", ".a", "a.", "**"};
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		cr_assert_eq(rdmx_tls_check_peer_pattern(good[i]), RDMX_OK, "%s", good[i]);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_eq(rdmx_tls_check_peer_pattern(bad[i]), RDMX_E_INVAL, "%s", bad[i]);
+	cr_assert_rc(rdmx_tls_check_peer_pattern(NULL), RDMX_E_INVAL);
+}
+
 Test(tls, config_rejects_bad_values)
 {
 	struct rdmx_tls_config *cfg = NULL;
@@ -187,6 +191,7 @@ Test(tls, config_rejects_bad_values)
 	cr_assert_rc(rdmx_tls_config_add_allowed_peer(cfg, "*a.b"), RDMX_E_INVAL);
 	cr_assert_rc(rdmx_tls_config_add_allowed_peer(cfg, "*."), RDMX_E_INVAL);
 	cr_assert_rc(rdmx_tls_config_add_allowed_peer(cfg, "a b"), RDMX_E_INVAL);
+	cr_assert_rc(rdmx_tls_config_add_allowed_peer(cfg, "a..b"), RDMX_E_INVAL);
 	cr_assert_rc(rdmx_tls_config_add_allowed_peer(cfg, "*.svc.local"), RDMX_OK);
 	cr_assert_rc(rdmx_tls_config_set_max_frame(cfg, 0), RDMX_E_INVAL);
 	cr_assert_rc(rdmx_tls_config_set_handshake_timeout(cfg, 0), RDMX_E_INVAL);

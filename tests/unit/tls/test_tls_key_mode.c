@@ -11,21 +11,11 @@
 
 #include "test_assert.h"
 #include "tls_test_pki.h"
+#include "tls_test_suite.h"
 
 static struct tls_test_pki pki;
 
-static void setup(void)
-{
-	cr_assert_eq(tls_test_pki_create(&pki), 0, "cannot make the test PKI");
-	tls_test_log_capture();
-}
-
-static void teardown(void)
-{
-	tls_test_pki_destroy(&pki);
-}
-
-TestSuite(tls_key_mode, .init = setup, .fini = teardown, .timeout = 60);
+TLS_TEST_SUITE(tls_key_mode, pki, 60);
 
 static const char *server_key(mode_t mode)
 {

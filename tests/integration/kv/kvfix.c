@@ -1,0 +1,79 @@
+#include "kvfix.h"
+
+#include <string.h>
+
+#include "put.h"
+
+static void on_put(struct rdmx_rpc_server_call *call, const kv_PutRequest *req, void *arg)
+{
+	struct kv_fix_state *s = arg;
+	kv_PutResponse resp;
+	bool kept = false;
+	int rc;
+
+	s->puts++;
+	kv_PutResponse_init(&resp);
+	rc = kv_put_request(s->store, call, req, &resp.replaced, &kept);
+	s->kept += kept;
+	if (rc) {
+		s->failed++;
+		kv_KV_Put_respond(call, RDMX_RPC_INTERNAL, "store failed", NULL);
+		return;
+	}
+	kv_KV_Put_respond(call, RDMX_RPC_OK, NULL, &resp);
+}
+
+/* as rdmx-kv serve's: the value from the store's memory into the reply */
+static void on_get(struct rdmx_rpc_server_call *call, const kv_GetRequest *req, void *arg)
+{
+	struct kv_fix_state *s = arg;
+	struct kv_entry e;
+	kv_GetResponse resp;
+
+	s->gets++;
+	cr_assert_eq(kv_store_begin_read(s->store), 0);
+	if (kv_store_get(s->store, req->key.data, req->key.len, &e)) {
+		kv_KV_Get_respond(call, RDMX_RPC_NOT_FOUND, "no such key", NULL);
+	} else {
+		kv_GetResponse_init(&resp);
+		resp.value = rdmx_bytes_n(e.val, e.vlen);
+		kv_KV_Get_respond(call, RDMX_RPC_OK, NULL, &resp);
+	}
+	kv_store_end_read(s->store);
+}
+
+const struct chan_conf kv_fix_conf = {.max_msg = KV_FIX_MAX_MSG};
+
+void kv_fix_open(struct kv_fix *f, const char *extra_name, rdmx_rpc_handler extra)
+{
+	static const struct kv_KV_handlers h = {on_get, on_put, NULL, NULL};
+
+	memset(f, 0, sizeof(*f));
+	ASSERT_OK(kv_store_open_memory(0, &f->st.store));
+	node_open(&f->a, "a", 0, NULL);
+	node_open(&f->b, "b", 1, NULL);
+	ASSERT_OK(rdmx_rpc_server_create(&f->srv));
+	ASSERT_OK(kv_KV_register(f->srv, &h, &f->st));
+	if (extra)
+		ASSERT_OK(rdmx_rpc_server_register(f->srv, rdmx_rpc_method_id(extra_name),
+		                                   extra_name, extra, NULL));
+	rpc_pair(&f->a, &f->b, NULL, f->srv, &kv_fix_conf, &kv_fix_conf, &f->ra, &f->rb);
+}
+
+void kv_fix_close(struct kv_fix *f)
+{
+	if (f->ra || f->rb)
+		rpc_pair_close(&f->ra, &f->rb);
+	ASSERT_OK(rdmx_rpc_server_destroy(&f->srv));
+	node_close(&f->a);
+	node_close(&f->b);
+	kv_store_destroy(&f->st.store);
+}
+
+void kv_fix_wait_server_noticed(struct kv_fix *f, struct rdmx_chan *y)
+{
+	for (uint64_t guard = now_ms() + GUARD_MS; rdmx_chan_get_state(y) == RDMX_CHAN_READY;) {
+		cr_assert(now_ms() < guard, "the server never noticed (failure guard)");
+		rdmx_pe_progress(f->b.pe);
+	}
+}

@@ -1,0 +1,45 @@
+/* The two-node fixture of the large-value kv tests (test_bigput.c,
+ * test_bigget.c): nodes a and b over the rpc battery's fixture (rpcfix.h),
+ * the generated kv service on b with a memory store, served as `rdmx-kv
+ * serve` does (a Put's value kept by the store when it can be taken, a Get
+ * answered from the store's memory), and a's endpoint to it; channels carry
+ * messages up to KV_FIX_MAX_MSG. */
+#ifndef RDMX_TEST_KVFIX_H
+#define RDMX_TEST_KVFIX_H
+
+#include <stdint.h>
+
+#include "rpcfix.h"
+
+#include "kv.rdmx.h"
+#include "store.h"
+
+#define KV_FIX_MAX_MSG (65u << 20) /* a 64 MiB value and its framing */
+
+/* What the server did: Puts served, values kept (not copied), Puts the
+ * store failed, Gets served. */
+struct kv_fix_state {
+	struct kv_store *store;
+	uint32_t puts, kept, failed, gets;
+};
+
+struct kv_fix {
+	struct node a, b;
+	struct rdmx_rpc_server *srv;
+	struct rdmx_rpc_ep *ra, *rb;
+	struct kv_fix_state st;
+};
+
+/* The channel settings of both sides (for a reconnect in a test). */
+extern const struct chan_conf kv_fix_conf;
+
+/* Opens the fixture; `extra` (may be NULL) is registered on the server too,
+ * as method `extra_name`. */
+void kv_fix_open(struct kv_fix *f, const char *extra_name, rdmx_rpc_handler extra);
+/* Drives b until its channel y (a's peer) has left READY: the server saw
+ * the client go (failure guard: GUARD_MS). */
+void kv_fix_wait_server_noticed(struct kv_fix *f, struct rdmx_chan *y);
+/* Closes what is still open (the endpoints may be closed already). */
+void kv_fix_close(struct kv_fix *f);
+
+#endif
