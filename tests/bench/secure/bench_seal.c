@@ -42,6 +42,7 @@
 #include <rdmx/tls.h>
 
 #include "ev_thread.h"
+#include "secure_server.h"
 #include "tls_test_pki.h"
 
 #include "common/clock.h"
@@ -81,10 +82,7 @@ static double median(double *v, int n)
 
 static struct {
 	struct rdmx_test_ev_thread ev;
-	struct rdmx_rpc_server *server;
-	struct rdmx_rpc_secure_server *ss;
-	struct rdmx_tls_config *cfg;
-	uint16_t port;
+	struct test_secure_server srv;
 } S;
 
 static void echo(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg)
@@ -95,32 +93,7 @@ static void echo(struct rdmx_rpc_server_call *call, const void *req, size_t len,
 	rdmx_rpc_respond(call, RDMX_RPC_OK, NULL, &p);
 }
 
-static void server_teardown(struct ev_loop *loop, void *arg)
-{
-	(void)loop;
-	(void)arg;
-	rdmx_rpc_secure_server_destroy(&S.ss);
-	rdmx_rpc_server_destroy(&S.server);
-}
-
-static int server_setup(struct ev_loop *loop, void *arg)
-{
-	struct rdmx_rpc_secure_opts o;
-	int rc;
-
-	(void)arg;
-	rdmx_rpc_secure_opts_init(&o);
-	o.device = "tcp";
-	rc = rdmx_rpc_server_create(&S.server);
-	if (!rc)
-		rc = rdmx_rpc_server_register(S.server, rdmx_rpc_method_id(ECHO), ECHO, echo, NULL);
-	if (!rc)
-		rc = rdmx_rpc_secure_listen(loop, S.server, S.cfg, "127.0.0.1", 0, NULL, &o, NULL,
-		                            &S.ss);
-	if (!rc)
-		rc = rdmx_rpc_secure_server_get_port(S.ss, &S.port);
-	return rc;
-}
+static const struct test_secure_method echo_methods[] = {{ECHO, echo}};
 
 /* p50 of `calls` 32-byte echo round trips, in microseconds. */
 static double rpc_rtt(bool plaintext, int calls)
@@ -134,16 +107,20 @@ static double rpc_rtt(bool plaintext, int calls)
 	double *lat = malloc(sizeof(double) * (size_t)calls), p50;
 
 	memset(&S, 0, sizeof(S));
-	S.cfg = tls_test_config(&pki, "server", "client.test", 0);
+	S.srv.cfg = tls_test_config(&pki, "server", "client.test", 0);
+	S.srv.device = "tcp";
+	S.srv.methods = echo_methods;
+	S.srv.n_methods = 1;
 	ccfg = tls_test_config(&pki, "client", "server.test", 0);
-	if (!S.cfg || !ccfg || !lat)
+	if (!S.srv.cfg || !ccfg || !lat)
 		die("configs", RDMX_E_NOMEM);
-	TRY("plaintext option", rdmx_tls_config_set_data_plaintext(S.cfg, plaintext));
+	TRY("plaintext option", rdmx_tls_config_set_data_plaintext(S.srv.cfg, plaintext));
 	TRY("plaintext option", rdmx_tls_config_set_data_plaintext(ccfg, plaintext));
-	TRY("server", rdmx_test_ev_thread_start(&S.ev, server_setup, server_teardown, NULL));
+	TRY("server", rdmx_test_ev_thread_start(&S.ev, test_secure_server_setup,
+	                                        test_secure_server_teardown, &S.srv));
 	rdmx_rpc_secure_opts_init(&o);
 	o.device = "tcp";
-	TRY("connect", rdmx_rpc_secure_connect("127.0.0.1", S.port, ccfg, NULL, &o, &conn));
+	TRY("connect", rdmx_rpc_secure_connect("127.0.0.1", S.srv.port, ccfg, NULL, &o, &conn));
 	for (int i = -calls / 10; i < calls; i++) {
 		struct rdmx_rpc_reply reply;
 		uint64_t t0 = rdmx__now_ns();
@@ -160,7 +137,7 @@ static double rpc_rtt(bool plaintext, int calls)
 	free(lat);
 	rdmx_rpc_secure_close(&conn);
 	rdmx_test_ev_thread_stop(&S.ev);
-	rdmx_tls_config_destroy(&S.cfg);
+	rdmx_tls_config_destroy(&S.srv.cfg);
 	rdmx_tls_config_destroy(&ccfg);
 	return p50;
 }
