@@ -69,15 +69,23 @@ names=(
 	rdmx_codec_stream_get_stream
 	rdmx_rpc_workers_get_count rdmx_rpc_workers_get_assigned rdmx_rpc_workers_get_clients
 )
-exported=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }')
+# check_lib LIB LABEL NAME...: counts in $missing the NAMEs LIB does not
+# export as functions, saying which.
+check_lib() {
+	local lib=$1 label=$2 exported n lib_missing=0
+	shift 2
+	exported=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }')
+	for n in "$@"; do
+		if ! grep -qx "$n" <<<"$exported"; then
+			echo "check-exports: $lib does not export $n"
+			lib_missing=$((lib_missing + 1))
+		fi
+	done
+	echo "check-exports: $# $label names checked, $lib_missing missing"
+	missing=$((missing + lib_missing))
+}
 missing=0
-for n in "${names[@]}"; do
-	if ! grep -qx "$n" <<<"$exported"; then
-		echo "check-exports: $lib does not export $n"
-		missing=$((missing + 1))
-	fi
-done
-echo "check-exports: ${#names[@]} engine names checked, $missing missing"
+check_lib "$lib" engine "${names[@]}"
 # the libev servers' library beside it (when installed there)
 ev_lib=$(dirname "$lib")/librdmx_secure_ev.so
 ev_names=(
@@ -88,15 +96,6 @@ ev_names=(
 	rdmx_rpc_secure_workers_index_of
 )
 if [ -e "$ev_lib" ]; then
-	ev_exported=$(nm -D --defined-only "$ev_lib" | awk '$2 == "T" { print $3 }')
-	ev_missing=0
-	for n in "${ev_names[@]}"; do
-		if ! grep -qx "$n" <<<"$ev_exported"; then
-			echo "check-exports: $ev_lib does not export $n"
-			ev_missing=$((ev_missing + 1))
-		fi
-	done
-	echo "check-exports: ${#ev_names[@]} libev server names checked, $ev_missing missing"
-	missing=$((missing + ev_missing))
+	check_lib "$ev_lib" "libev server" "${ev_names[@]}"
 fi
 [ "$missing" -eq 0 ]
