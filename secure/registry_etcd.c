@@ -40,6 +40,7 @@
 #include "registry_proto.h"
 #include "tls_internal.h"
 #include "common/clock.h"
+#include "common/grow.h"
 
 #define MAX_REPLY (16u << 20)    /* one answer */
 #define MAX_WATCH_BUF (4u << 20) /* one unparsed watch message */
@@ -118,18 +119,8 @@ static size_t buf_write(char *ptr, size_t size, size_t n, void *arg)
 		b->overflow = true;
 		return 0; /* curl ends the transfer */
 	}
-	if (b->len + add + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		char *p;
-
-		while (cap < b->len + add + 1)
-			cap *= 2;
-		p = realloc(b->data, cap);
-		if (!p)
-			return 0;
-		b->data = p;
-		b->cap = cap;
-	}
+	if (!rdmx__grow(&b->data, &b->cap, b->len + add + 1, 4096))
+		return 0;
 	memcpy(b->data + b->len, ptr, add);
 	b->len += add;
 	b->data[b->len] = '\0';

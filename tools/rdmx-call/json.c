@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
+
 int json_parse(const char *text, size_t len, json_t **out, char *err, size_t err_len)
 {
 	json_error_t e;
@@ -30,19 +32,9 @@ void jbuf_put(struct jbuf *b, const char *s, size_t n)
 {
 	if (b->oom)
 		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		char *p;
-
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		p = realloc(b->data, cap);
-		if (!p) {
-			b->oom = true;
-			return;
-		}
-		b->data = p;
-		b->cap = cap;
+	if (!rdmx__grow(&b->data, &b->cap, b->len + n + 1, 256)) {
+		b->oom = true;
+		return;
 	}
 	if (n)
 		memcpy(b->data + b->len, s, n);
