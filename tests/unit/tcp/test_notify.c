@@ -150,6 +150,50 @@ Test(tcp_notify, armed_sleeper_keeps_the_nic_off_its_sockets)
 	one_close(&o);
 }
 
+/* The NIC's look period over a context: under td->lock, as the thread
+ * keeps it. */
+static uint64_t nic_period(struct tcp_dev *td, struct tcp_ctx *tc)
+{
+	uint64_t v;
+
+	pthread_mutex_lock(&td->lock);
+	v = tc->nic_period;
+	pthread_mutex_unlock(&td->lock);
+	return v;
+}
+
+/* A busy-polled context: the NIC looks less and less often (each look that
+ * finds the counter moved doubles its period, up to TCP_BUSY_GRACES grace
+ * periods) and never parks (a busy application's polls do not nudge it);
+ * once the application stops, the NIC sees it at its next look and its
+ * period starts short again. The wake-ups are counted over a bounded busy
+ * period: a slow machine only lowers the count. */
+Test(tcp_notify, busy_context_backs_the_nic_off)
+{
+	struct tcp_dev *td;
+	struct tcp_ctx *tc;
+	uint64_t before, rounds, end;
+	struct one o;
+
+	one_open(&o);
+	td = TCP_DEV(o.dev);
+	tc = TCP_CTX(o.ctx);
+	while (nic_period(td, tc) < td->grace_ns * TCP_BUSY_GRACES)
+		cr_assert_geq(rdmx_pe_progress(o.pe), 0);
+	cr_assert_not(atomic_load(&td->nic_parked), "the NIC parked over a busy context");
+	before = atomic_load(&td->nic_rounds);
+	end = rdmx__now_ns() + 100ull * 1000000u; /* 100 ms: 500 looks at the grace */
+	while (rdmx__now_ns() < end)
+		cr_assert_geq(rdmx_pe_progress(o.pe), 0);
+	rounds = atomic_load(&td->nic_rounds) - before;
+	cr_assert_lt(rounds, 60, "the NIC woke %llu times in 100 ms over a busy context",
+	             (unsigned long long)rounds);
+	/* the application stops: the next look sees it (a state, waited for) */
+	while (nic_period(td, tc) != td->grace_ns)
+		cr_assert_eq(poll(NULL, 0, 1), 0);
+	one_close(&o);
+}
+
 /* ---- the libev adapter ---- */
 
 struct loop_test {
