@@ -578,12 +578,10 @@ static unsigned deliver_finals(struct tcp_ctx *tc)
  * ping-pong costs one sendmsg and one recv per side instead of two and two,
  * measured 2x faster), its next poll, or its ctx_arm. An application that
  * stops driving the context meanwhile leaves them to the NIC thread, which
- * sends them at its next look (nic.c: a grace period after a short run of
- * polls; its patience after an application that sleeps between calls; up to
- * two look periods of 32 grace periods, 12.8 ms by default, after a long
- * busy run): a peer waiting only for a send completion then waits that
- * long. Drive every context you wait on (one progress engine for several
- * contexts does). */
+ * sends them at its next look (within a grace period; within its patience,
+ * nic.c, after an application that sleeps between calls): a peer waiting
+ * only for a send completion then waits that long. Drive every context you
+ * wait on (one progress engine for several contexts does). */
 int rdmx__tcp_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 {
 	struct tcp_ctx *tc = TCP_CTX(ctx);

@@ -20,13 +20,13 @@
  * - Each context has a progress counter (ctx_poll and post_* bump it,
  *   relaxed) and an "armed" flag (ctx_arm / ctx_disarm). Per context, this
  *   thread picks one of three modes:
- *   ACTIVE  the counter moved since the last look: the thread does not
- *           touch the sockets and is not nudged (the application serves,
- *           runs its timers and sends its answers itself); it sleeps and
- *           looks again, one grace period (200 us, RDMX_TCP_NIC_GRACE_US)
- *           after the first look, twice as long after each further look
- *           that finds the counter moved, up to 32 grace periods (busy_ns):
- *           a busy-polled context costs ~150 wake-ups a second, not 5000.
+ *   ACTIVE  the counter moved within the last grace period (200 us,
+ *           RDMX_TCP_NIC_GRACE_US), or the application holds the context
+ *           lock (it is inside a call: one sendmsg of a bulk answer can
+ *           outlast a grace period): the thread does not touch the sockets;
+ *           it sleeps one grace period and looks again. (Looking less often
+ *           over a busy context was tried: p99 of a busy 64 B RPC round trip
+ *           went from 0.1 to 4 ms and read_bw halved, docs/BENCHMARKS.md.)
  *   ARMED   the application sleeps on its notification fd, which contains
  *           the context's sockets, so the kernel wakes it directly (one
  *           wake-up, as raw TCP). While a socket is readable the thread looks
@@ -84,21 +84,6 @@ static uint64_t patience_ns(const struct tcp_dev *td)
 	return td->grace_ns * TCP_PATIENCE_GRACES;
 }
 
-/* The longest a context whose counter keeps moving goes unlooked at: 32
- * grace periods (6.4 ms by default). A busy application serves its own
- * sockets, runs its own timers and sends its own answers; the NIC only has
- * to notice that it stopped. Only a clock can notice that (a stopped
- * application runs no code that could tell), so the thread still looks, but
- * its look period doubles at every look that finds the counter moved: a
- * busy-polled context costs about 150 wake-ups a second instead of 5000
- * (each one a time slice taken from a busy thread on a loaded core). The
- * price: a target that stops progressing serves its next one-sided
- * operation, timer or held answer after at most two such periods. */
-static uint64_t busy_ns(const struct tcp_dev *td)
-{
-	return td->grace_ns * TCP_BUSY_GRACES;
-}
-
 static uint64_t ctx_key(const struct tcp_ctx *tc)
 {
 	return (tc->serial << 1) | 1u;
@@ -144,7 +129,6 @@ int rdmx__tcp_nic_add_ctx(struct tcp_dev *td, struct tcp_ctx *tc)
 	tc->nic_seen = atomic_load_explicit(&tc->progress, memory_order_relaxed);
 	tc->nic_arms = atomic_load_explicit(&tc->arms, memory_order_relaxed);
 	tc->nic_moved_ns = rdmx__now_ns();
-	tc->nic_period = td->grace_ns;
 	tc->nic_registered = false;
 	tc->nic_in_set = false;
 	tc->next = td->ctxs;
@@ -237,32 +221,25 @@ static bool app_inside(struct tcp_ctx *tc)
 }
 
 /* Decides the context's mode, serves it if needed; returns when to look
- * again (TCP_NEVER: when its sockets wake us). *busy: the context is ACTIVE
- * (its application looks after it: no reason to be nudged). */
-static uint64_t check_ctx(struct tcp_dev *td, struct tcp_ctx *tc, uint64_t now, bool *busy)
+ * again (TCP_NEVER: when its sockets wake us). */
+static uint64_t check_ctx(struct tcp_dev *td, struct tcp_ctx *tc, uint64_t now)
 {
 	uint64_t p = atomic_load_explicit(&tc->progress, memory_order_relaxed);
 	uint64_t dl;
 
 	if (p != tc->nic_seen || app_inside(tc)) { /* ACTIVE */
 		uint64_t arms = atomic_load_explicit(&tc->arms, memory_order_relaxed);
-		uint64_t period = tc->nic_period;
 		bool sleeper = arms != tc->nic_arms;
 
 		tc->nic_seen = p;
 		tc->nic_arms = arms;
 		tc->nic_moved_ns = now;
 		tc->nic_strike = false;
-		tc->nic_period = period * 2 < busy_ns(td) ? period * 2 : busy_ns(td);
-		*busy = true;
 		/* an application that sleeps on its fd between calls wakes for its
-		 * sockets itself: looking sooner than the patience would be a
-		 * second wake-up for every few calls */
-		if (sleeper && period < patience_ns(td))
-			period = patience_ns(td);
-		return now + period;
+		 * sockets itself: looking every grace period would be a second
+		 * wake-up for every few calls */
+		return now + (sleeper ? patience_ns(td) : td->grace_ns);
 	}
-	tc->nic_period = td->grace_ns; /* it stopped: the next run starts short */
 	/* no poll since our last look: acknowledgements held back for the
 	 * application's next post go now (it may be waiting on another
 	 * context for a completion that needs them) */
@@ -687,13 +664,12 @@ static void *nic_main(void *arg)
 	pthread_mutex_lock(&td->lock);
 	while (!td->nic_stop) {
 		uint64_t now = rdmx__now_ns(), wait = TCP_NEVER;
-		bool busy = false;
 		int n;
 
 		atomic_fetch_add_explicit(&td->nic_rounds, 1, memory_order_relaxed);
 
 		for (struct tcp_ctx *tc = td->ctxs; tc; tc = tc->next) {
-			uint64_t w = check_ctx(td, tc, now, &busy);
+			uint64_t w = check_ctx(td, tc, now);
 
 			if (w < wait)
 				wait = w;
@@ -705,14 +681,10 @@ static void *nic_main(void *arg)
 			if (w < wait)
 				wait = w;
 		}
-		if (!busy && (wait == TCP_NEVER || wait > now + patience_ns(td))) {
+		if (wait == TCP_NEVER || wait > now + patience_ns(td)) {
 			/* parking: announce it, then look once more for work the
 			 * application left meanwhile (it nudges us if it sees us
-			 * parked; it may have looked before we announced). Not while
-			 * a context is busy: its application drives its own work, and
-			 * a nudge from every one of its polls that leaves a timer
-			 * running would be a wake-up per poll; the look period bounds
-			 * what a busy application that stops leaves behind. */
+			 * parked; it may have looked before we announced) */
 			bool work = false;
 
 			atomic_store(&td->nic_parked, true);

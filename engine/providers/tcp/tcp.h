@@ -47,7 +47,6 @@
 #define TCP_SERVE_BUDGET (1u << 20) /* bytes read from one socket per serve pass */
 #define TCP_GRACE_US_DEFAULT 200u
 #define TCP_PATIENCE_GRACES 10u /* nic.c: armed applications serve themselves this long */
-#define TCP_BUSY_GRACES 32u     /* nic.c: longest look period over a busy context */
 #define TCP_NEVER UINT64_MAX
 
 struct tcp_ctx;
@@ -322,7 +321,6 @@ struct tcp_ctx {
 	uint64_t nic_seen;     /* progress value seen last */
 	uint64_t nic_arms;     /* arms value seen last */
 	uint64_t nic_moved_ns; /* when it was seen moving */
-	uint64_t nic_period;   /* ACTIVE: ns until the next look (doubles per look) */
 	bool nic_registered;   /* socket set added to the NIC's epoll */
 	bool nic_in_set;       /* ... and armed (oneshot) */
 	bool nic_strike;       /* armed mode: unserved data seen at the last check */
