@@ -21,8 +21,12 @@
  *   relaxed) and an "armed" flag (ctx_arm / ctx_disarm). Per context, this
  *   thread picks one of three modes:
  *   ACTIVE  the counter moved within the last grace period (200 us,
- *           RDMX_TCP_NIC_GRACE_US): the thread does not touch the sockets; it
- *           sleeps one grace period and looks again.
+ *           RDMX_TCP_NIC_GRACE_US), or the application holds the context
+ *           lock (it is inside a call: one sendmsg of a bulk answer can
+ *           outlast a grace period): the thread does not touch the sockets;
+ *           it sleeps one grace period and looks again. (Looking less often
+ *           over a busy context was tried: p99 of a busy 64 B RPC round trip
+ *           went from 0.1 to 4 ms and read_bw halved, docs/BENCHMARKS.md.)
  *   ARMED   the application sleeps on its notification fd, which contains
  *           the context's sockets, so the kernel wakes it directly (one
  *           wake-up, as raw TCP). While a socket is readable the thread looks
@@ -176,16 +180,24 @@ static bool ctx_readable(const struct tcp_ctx *tc)
 	return poll(&p, 1, 0) > 0;
 }
 
-/* Serves a context on behalf of an application that does not. */
-static void serve(struct tcp_ctx *tc)
+/* Serves a context on behalf of an application that does not. False when
+ * the application holds the lock: it is inside a call (one long sendmsg of a
+ * bulk answer can take a millisecond), which is progress as much as a moved
+ * counter is, so the caller gives it a grace period before it looks again.
+ * Watching the sockets again at once would spin: they stay readable until
+ * the application is back, and on its core this thread is what keeps it
+ * away (measured: 40% of a read_bw responder's samples). */
+static bool serve(struct tcp_ctx *tc)
 {
 	bool produced;
 
-	if (pthread_mutex_trylock(&tc->lock))
-		return; /* the application holds it: it is serving */
+	if (pthread_mutex_trylock(&tc->lock)) {
+		tc->nic_moved_ns = rdmx__now_ns();
+		return false;
+	}
 	if (tc->stopping) {
 		pthread_mutex_unlock(&tc->lock);
-		return;
+		return true;
 	}
 	rdmx__tcp_ctx_serve(tc, TCP_SERVE_BUDGET);
 	rdmx__tcp_ctx_flush_dirty(tc);
@@ -194,6 +206,18 @@ static void serve(struct tcp_ctx *tc)
 	pthread_mutex_unlock(&tc->lock);
 	if (produced)
 		rdmx__tcp_ctx_signal(tc);
+	return true;
+}
+
+/* The application holds the context's lock: it is inside a poll or a post
+ * (a poll that sends bulk answers can outlast a grace period with the
+ * counter unchanged). As good as a moved counter. */
+static bool app_inside(struct tcp_ctx *tc)
+{
+	if (pthread_mutex_trylock(&tc->lock))
+		return true;
+	pthread_mutex_unlock(&tc->lock);
+	return false;
 }
 
 /* Decides the context's mode, serves it if needed; returns when to look
@@ -203,7 +227,7 @@ static uint64_t check_ctx(struct tcp_dev *td, struct tcp_ctx *tc, uint64_t now)
 	uint64_t p = atomic_load_explicit(&tc->progress, memory_order_relaxed);
 	uint64_t dl;
 
-	if (p != tc->nic_seen) { /* ACTIVE */
+	if (p != tc->nic_seen || app_inside(tc)) { /* ACTIVE */
 		uint64_t arms = atomic_load_explicit(&tc->arms, memory_order_relaxed);
 		bool sleeper = arms != tc->nic_arms;
 
@@ -222,7 +246,7 @@ static uint64_t check_ctx(struct tcp_dev *td, struct tcp_ctx *tc, uint64_t now)
 	if (atomic_load_explicit(&tc->has_dirty, memory_order_relaxed) &&
 	    !atomic_load_explicit(&tc->armed, memory_order_relaxed))
 		serve(tc);
-	if (now - tc->nic_moved_ns < td->grace_ns)
+	if (now < tc->nic_moved_ns + td->grace_ns)
 		return tc->nic_moved_ns + td->grace_ns;
 	dl = atomic_load_explicit(&tc->next_deadline, memory_order_relaxed);
 	if (atomic_load(&tc->armed)) { /* ARMED */
@@ -251,7 +275,7 @@ static uint64_t check_ctx(struct tcp_dev *td, struct tcp_ctx *tc, uint64_t now)
 		 * thread as well, for every message (two wake-ups where raw TCP
 		 * has one). Only past the patience (an idle application, or one
 		 * that stopped reacting) do the sockets go into our set. */
-		if (now - tc->nic_moved_ns < patience_ns(td)) {
+		if (now < tc->nic_moved_ns + patience_ns(td)) {
 			uint64_t until = tc->nic_moved_ns + patience_ns(td);
 
 			return dl < until ? dl : until;
@@ -263,10 +287,11 @@ static uint64_t check_ctx(struct tcp_dev *td, struct tcp_ctx *tc, uint64_t now)
 	/* IDLE */
 	tc->nic_strike = false;
 	if (dl <= now || atomic_load_explicit(&tc->has_dirty, memory_order_relaxed)) {
-		serve(tc);
+		if (!serve(tc))
+			return now + td->grace_ns; /* the application is inside a call */
 		dl = atomic_load_explicit(&tc->next_deadline, memory_order_relaxed);
 		if (dl <= now || atomic_load_explicit(&tc->has_dirty, memory_order_relaxed))
-			dl = now + td->grace_ns; /* trylock failed: look again soon */
+			dl = now + td->grace_ns;
 	}
 	if (!tc->nic_in_set)
 		watch_ctx(td, tc);

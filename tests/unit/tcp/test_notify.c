@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <ev.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
@@ -147,6 +148,49 @@ Test(tcp_notify, armed_sleeper_keeps_the_nic_off_its_sockets)
 	pthread_mutex_unlock(&td->lock);
 	cr_assert(in_set, "past its patience the NIC does not watch an idle armed context");
 	cr_assert_eq(rdmx_pe_clear_notification(o.pe), 0);
+	one_close(&o);
+}
+
+/* An application inside a call (its context lock held) while one of its
+ * sockets stays readable: the NIC must count it as progressing and look
+ * once per grace period, not re-watch the readable socket set at once and
+ * spin on a lock it cannot take (what stole a read_bw responder's core: one
+ * sendmsg of a bulk answer holds the lock for a millisecond). The readable
+ * socket is a pipe in the context's epoll set; no NIC serve can run while
+ * the lock is held. Counted in NIC loop passes over a bounded period: a
+ * slow machine only lowers the count (the spin made tens of thousands). */
+Test(tcp_notify, held_context_lock_does_not_spin_the_nic)
+{
+	struct tcp_ep none = {.kind = 0};
+	struct epoll_event ev = {.events = EPOLLIN};
+	struct tcp_dev *td;
+	struct tcp_ctx *tc;
+	uint64_t before, rounds;
+	struct pollfd p;
+	struct one o;
+	int fds[2];
+	char c = 'x';
+
+	one_open(&o);
+	td = TCP_DEV(o.dev);
+	tc = TCP_CTX(o.ctx);
+	cr_assert_eq(pipe(fds), 0);
+	cr_assert_eq(write(fds[1], &c, 1), 1);
+	ev.data.ptr = &none;
+	pthread_mutex_lock(&tc->lock);
+	cr_assert_eq(epoll_ctl(tc->epfd, EPOLL_CTL_ADD, fds[0], &ev), 0);
+	atomic_store(&tc->has_dirty, true); /* work for the NIC, which it cannot do */
+	p = (struct pollfd){.fd = -1};
+	before = atomic_load(&td->nic_rounds);
+	cr_assert_eq(poll(&p, 1, 200), 0); /* 1000 grace periods */
+	rounds = atomic_load(&td->nic_rounds) - before;
+	cr_assert_eq(epoll_ctl(tc->epfd, EPOLL_CTL_DEL, fds[0], NULL), 0);
+	atomic_store(&tc->has_dirty, false);
+	pthread_mutex_unlock(&tc->lock);
+	cr_assert_leq(rounds, 2000, "the NIC looped %llu times in 200 ms over a held context",
+	              (unsigned long long)rounds);
+	close(fds[0]);
+	close(fds[1]);
 	one_close(&o);
 }
 
