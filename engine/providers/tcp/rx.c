@@ -849,6 +849,31 @@ static bool frame_partial(const struct tcp_conn *c)
 	return c->rx.hdr_got || c->rx.in_payload || (c->seal && c->seal->rx_len > c->seal->rx_off);
 }
 
+/* What a serve loop does after recv returned n: use the bytes, call recv
+ * again (EINTR), or stop (the socket is empty, or the connection is gone:
+ * an end of stream or an error takes it down, an end inside a record or
+ * frame with a log line). */
+enum recv_step { RECV_GOT, RECV_RETRY, RECV_STOP };
+
+static enum recv_step recv_step(struct tcp_conn *c, ssize_t n)
+{
+	if (n > 0)
+		return RECV_GOT;
+	if (n == 0) {
+		if (frame_partial(c))
+			RDMX_WARN("tcp: connection %u: stream truncated inside a record or "
+			          "frame: connection lost",
+			          c->conn->id);
+		peer_gone(c, 0);
+		return RECV_STOP;
+	}
+	if (errno == EINTR)
+		return RECV_RETRY;
+	if (errno != EAGAIN && errno != EWOULDBLOCK)
+		peer_gone(c, errno);
+	return RECV_STOP;
+}
+
 static size_t rx_serve_sealed(struct tcp_conn *c, size_t budget)
 {
 	struct tcp_seal *s = c->seal;
@@ -859,21 +884,11 @@ static size_t rx_serve_sealed(struct tcp_conn *c, size_t budget)
 		ssize_t n;
 
 		n = recv(c->fd, s->rxbuf + s->rx_len, want, 0);
-		if (n == 0) {
-			if (frame_partial(c))
-				RDMX_WARN("tcp: connection %u: stream truncated inside a record or "
-				          "frame: connection lost",
-				          c->conn->id);
-			peer_gone(c, 0);
+		enum recv_step step = recv_step(c, n);
+		if (step == RECV_RETRY)
+			continue;
+		if (step == RECV_STOP)
 			break;
-		}
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				peer_gone(c, errno);
-			break;
-		}
 		got += (size_t)n;
 		s->rx_len += (uint32_t)n;
 		if (!open_records(c))
@@ -932,17 +947,11 @@ size_t rdmx__tcp_rx_serve(struct tcp_conn *c, size_t budget)
 			want = TCP_STAGE_SIZE;
 			n = recv(c->fd, rx->stage, TCP_STAGE_SIZE, 0);
 		}
-		if (n == 0) {
-			peer_gone(c, 0);
+		enum recv_step step = recv_step(c, n);
+		if (step == RECV_RETRY)
+			continue;
+		if (step == RECV_STOP)
 			break;
-		}
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				peer_gone(c, errno);
-			break;
-		}
 		got += (size_t)n;
 		if (direct) {
 			rx->left -= (uint64_t)n;
