@@ -43,6 +43,20 @@ static void busy_phase(struct rdmx_conn *cb, struct region *ra, struct region *r
 	ASSERT_OK(rdmx_task_free(t));
 }
 
+/* The two one-sided tests' start: a connected pair, A's region open to
+ * B for everything, B's local one, and the busy phase behind them. */
+static void busy_pair_open(struct rdmx_conn **cb, struct region **ra, struct region **rb)
+{
+	struct rdmx_conn *ca;
+
+	leak_begin();
+	pair_open(&A, &B, 64);
+	connect_pair(&A, &B, &ca, cb);
+	*ra = region_new(&A, 4096, RDMX_ACCESS_ALL, 0);
+	*rb = region_new(&B, 4096, RDMX_ACCESS_LOCAL_WRITE, 0);
+	busy_phase(*cb, *ra, *rb);
+}
+
 /* Write, read and (where supported) fetch-add on A's region, driven by B
  * alone; checks the bytes moved. */
 static void one_sided_by_b_alone(struct rdmx_conn *cb, struct region *ra, struct region *rb,
@@ -86,14 +100,10 @@ static void one_sided_by_b_alone(struct rdmx_conn *cb, struct region *ra, struct
  * still answers: its provider notices that it stopped. */
 Test(wakeups, one_sided_after_target_stops_busy_polling)
 {
-	struct rdmx_conn *ca, *cb;
-	leak_begin();
-	pair_open(&A, &B, 64);
-	connect_pair(&A, &B, &ca, &cb);
-	struct region *ra = region_new(&A, 4096, RDMX_ACCESS_ALL, 0);
-	struct region *rb = region_new(&B, 4096, RDMX_ACCESS_LOCAL_WRITE, 0);
+	struct rdmx_conn *cb;
+	struct region *ra, *rb;
 
-	busy_phase(cb, ra, rb);
+	busy_pair_open(&cb, &ra, &rb);
 	/* A stops here: only B progresses from now on */
 	one_sided_by_b_alone(cb, ra, rb, 70);
 	one_sided_by_b_alone(cb, ra, rb, 80);
@@ -106,14 +116,10 @@ Test(wakeups, one_sided_after_target_stops_busy_polling)
  * at its fd (its event loop is busy elsewhere) still answers. */
 Test(wakeups, one_sided_target_armed_never_reacting)
 {
-	struct rdmx_conn *ca, *cb;
-	leak_begin();
-	pair_open(&A, &B, 64);
-	connect_pair(&A, &B, &ca, &cb);
-	struct region *ra = region_new(&A, 4096, RDMX_ACCESS_ALL, 0);
-	struct region *rb = region_new(&B, 4096, RDMX_ACCESS_LOCAL_WRITE, 0);
+	struct rdmx_conn *cb;
+	struct region *ra, *rb;
 
-	busy_phase(cb, ra, rb);
+	busy_pair_open(&cb, &ra, &rb);
 	ASSERT_OK(rdmx_pe_request_notification(A.pe));
 	one_sided_by_b_alone(cb, ra, rb, 90);
 	one_sided_by_b_alone(cb, ra, rb, 100);

@@ -461,3 +461,24 @@ void node_serve_stop(struct node_serve *s)
 	s->stop = 1;
 	pthread_join(s->th, NULL);
 }
+
+void rec_cb(const struct rdmx_rpc_result *r, void *arg)
+{
+	struct rec *x = arg;
+
+	x->done++;
+	x->code = r->code;
+	snprintf(x->msg, sizeof(x->msg), "%s", r->message ? r->message : "");
+	x->len = r->len;
+	x->first = r->len ? ((const uint8_t *)r->data)[0] : 0;
+	x->sum = r->len ? checksum64(r->data, r->len) : 0;
+}
+
+int count_done(const struct rec *r, int n)
+{
+	int d = 0;
+
+	for (int i = 0; i < n; i++)
+		d += r[i].done;
+	return d;
+}

@@ -76,6 +76,23 @@ void rpc_pair_close(struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb);
 void rpc_pair_close_all(struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb,
                         struct rdmx_rpc_server **srv, struct node *a, struct node *b);
 
+/* One async call's record, filled by rec_cb (an rdmx_rpc_callback whose
+ * argument is the record): its callback must run exactly once (done == 1).
+ * want_* are the caller's expectations, left alone by rec_cb. */
+struct rec {
+	int done;
+	enum rdmx_rpc_code code;
+	char msg[128];
+	size_t len;
+	uint8_t first; /* first payload byte, 0 for none */
+	uint64_t sum;  /* checksum64 of the payload */
+	uint64_t want_sum;
+	size_t want_len;
+};
+void rec_cb(const struct rdmx_rpc_result *r, void *arg);
+/* How many callbacks ran over r[0..n). */
+int count_done(const struct rec *r, int n);
+
 /* Echo server methods used across tests: "test.Echo/Echo" returns the
  * request, "test.Echo/Fail" answers NOT_FOUND with a message,
  * "test.Echo/Hold" keeps the call in held_calls (answered by the test). */

@@ -12,34 +12,6 @@
 
 static uint32_t ECHO, HOLD;
 
-struct rec {
-	int done;
-	enum rdmx_rpc_code code;
-	size_t len;
-	uint8_t first;
-	uint64_t sum;
-};
-
-static void rec_cb(const struct rdmx_rpc_result *r, void *arg)
-{
-	struct rec *x = arg;
-
-	x->done++;
-	x->code = r->code;
-	x->len = r->len;
-	x->first = r->len ? ((const uint8_t *)r->data)[0] : 0;
-	x->sum = r->len ? checksum64(r->data, r->len) : 0;
-}
-
-static int count_done(const struct rec *r, int n)
-{
-	int d = 0;
-
-	for (int i = 0; i < n; i++)
-		d += r[i].done;
-	return d;
-}
-
 static uint64_t msgs_sent(struct rdmx_rpc_ep *ep)
 {
 	struct rdmx_chan_stats st;

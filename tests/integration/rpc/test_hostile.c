@@ -644,37 +644,10 @@ Test(hostile, control_unknown_type)
 	scene_close(&s);
 }
 
-/* RPC level: a well-formed channel message carrying a garbage RPC header. */
-Test(hostile, rpc_garbage_header)
-{
-	struct scene s;
-	struct rdmx_rpc_ep *ep;
-	struct rdmx_rpc_server *srv;
-	struct echo_state st = {0};
-	uint8_t junk[40];
-
-	scene_open(&s);
-	srv = echo_server(&st);
-	ASSERT_OK(rdmx_chan_set_callbacks(s.vc, NULL, NULL, NULL));
-	ASSERT_OK(rdmx_rpc_ep_create(s.vc, srv, &ep));
-	valid_hello(&s.e);
-	DRIVE3_UNTIL(&s, rdmx_chan_get_state(s.vc) == RDMX_CHAN_READY);
-	memset(junk, 0xee, sizeof(junk));
-	good_msg(&s.e, junk, sizeof(junk));
-	DRIVE3_UNTIL(&s, rdmx_chan_get_state(s.vc) == RDMX_CHAN_CLOSED && s.e.disconnected);
-	cr_assert(log_capture_count("rpc") >= 1, "no rpc error log line");
-	ASSERT_RC(rdmx_rpc_call_async(ep, 1, NULL, NULL, NULL, NULL, NULL), RDMX_E_INVAL);
-	ASSERT_OK(rdmx_rpc_ep_destroy(&ep));
-	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
-	s.wv.closed = 1;
-	s.wv.status = RDMX_E_PROTOCOL;
-	scene_expect_closed(&s, NULL);
-	scene_close(&s);
-}
-
-/* A batch of answers (rpc/batch.c) that lies: checked whole before any
- * entry is delivered, the connection closes. */
-static void rpc_batch_attack(const uint8_t *m, size_t n, const char *needle)
+/* RPC level: a well-formed channel message carrying RPC bytes that lie
+ * (m, n) closes the connection with a log line saying `needle`; the
+ * endpoint then refuses new calls. */
+static void rpc_msg_attack(const uint8_t *m, size_t n, const char *needle)
 {
 	struct scene s;
 	struct rdmx_rpc_ep *ep;
@@ -690,6 +663,7 @@ static void rpc_batch_attack(const uint8_t *m, size_t n, const char *needle)
 	good_msg(&s.e, m, n);
 	DRIVE3_UNTIL(&s, rdmx_chan_get_state(s.vc) == RDMX_CHAN_CLOSED && s.e.disconnected);
 	cr_assert(log_capture_count(needle) >= 1, "log line does not say '%s'", needle);
+	ASSERT_RC(rdmx_rpc_call_async(ep, 1, NULL, NULL, NULL, NULL, NULL), RDMX_E_INVAL);
 	ASSERT_OK(rdmx_rpc_ep_destroy(&ep));
 	ASSERT_OK(rdmx_rpc_server_destroy(&srv));
 	s.wv.closed = 1;
@@ -698,6 +672,16 @@ static void rpc_batch_attack(const uint8_t *m, size_t n, const char *needle)
 	scene_close(&s);
 }
 
+Test(hostile, rpc_garbage_header)
+{
+	uint8_t junk[40];
+
+	memset(junk, 0xee, sizeof(junk));
+	rpc_msg_attack(junk, sizeof(junk), "rpc");
+}
+
+/* A batch of answers (rpc/batch.c) that lies: checked whole before any
+ * entry is delivered, the connection closes. */
 /* batch header (type 12, N = 2) and two 24-byte entries */
 static size_t batch_msg(uint8_t *m, uint8_t second_type, uint32_t second_len)
 {
@@ -720,7 +704,7 @@ Test(hostile, rpc_batch_entry_not_a_response)
 	uint8_t m[80];
 	size_t n = batch_msg(m, 1, 24); /* a request inside a batch of answers */
 
-	rpc_batch_attack(m, n, "not a response");
+	rpc_msg_attack(m, n, "not a response");
 }
 
 Test(hostile, rpc_batch_entry_longer_than_batch)
@@ -728,7 +712,7 @@ Test(hostile, rpc_batch_entry_longer_than_batch)
 	uint8_t m[80];
 	size_t n = batch_msg(m, 2, 25);
 
-	rpc_batch_attack(m, n, "longer than the batch");
+	rpc_msg_attack(m, n, "longer than the batch");
 }
 
 /* Random garbage into every slot: never a crash, the connection closes. */

@@ -15,37 +15,6 @@ static void ids(void)
 	HOLD = rdmx_rpc_method_id(HOLD_NAME);
 }
 
-/* One async call's record (its callback must run exactly once). */
-struct rec {
-	int done;
-	enum rdmx_rpc_code code;
-	char msg[128];
-	size_t len;
-	uint64_t sum;
-	uint64_t want_sum;
-	size_t want_len;
-};
-
-static void rec_cb(const struct rdmx_rpc_result *r, void *arg)
-{
-	struct rec *x = arg;
-
-	x->done++;
-	x->code = r->code;
-	snprintf(x->msg, sizeof(x->msg), "%s", r->message ? r->message : "");
-	x->len = r->len;
-	x->sum = r->len ? checksum64(r->data, r->len) : 0;
-}
-
-static int count_done(const struct rec *r, int n)
-{
-	int d = 0;
-
-	for (int i = 0; i < n; i++)
-		d += r[i].done;
-	return d;
-}
-
 Test(rpc, unary_status_and_unimplemented)
 {
 	struct node a, b;
