@@ -1394,3 +1394,16 @@ int pbjson_decode(const struct gen_message *m, const void *data, size_t len, str
 	free(text);
 	return out->oom ? fail(&c, "out of memory") : 0;
 }
+
+int pbjson_encode_text(const struct gen_message *m, const char *text, struct jbuf *out, char *err,
+                       size_t err_len)
+{
+	json_t *j = NULL;
+	int rc;
+
+	if (json_parse(text, strlen(text), &j, err, err_len))
+		return -1;
+	rc = pbjson_encode(m, j, out, err, err_len);
+	json_free(j);
+	return rc;
+}

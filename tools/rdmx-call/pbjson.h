@@ -41,6 +41,10 @@ const struct gen_method *pbschema_method(const struct pbschema *s, const char *f
  * 0, or -1 with the reason in err (the JSON path of the bad value). */
 int pbjson_encode(const struct gen_message *m, const json_t *j, struct jbuf *out, char *err,
                   size_t err_len);
+/* The same from JSON text (NUL-terminated): parse, then encode. 0, or -1
+ * with the parse error or the encode reason in err. */
+int pbjson_encode_text(const struct gen_message *m, const char *text, struct jbuf *out, char *err,
+                       size_t err_len);
 /* msgpack -> JSON (two-space indentation), appended to out. 0 or -1. */
 int pbjson_decode(const struct gen_message *m, const void *data, size_t len, struct jbuf *out,
                   char *err, size_t err_len);

@@ -462,9 +462,9 @@ void node_serve_stop(struct node_serve *s)
 	pthread_join(s->th, NULL);
 }
 
-void rec_cb(const struct rdmx_rpc_result *r, void *arg)
+void call_rec_cb(const struct rdmx_rpc_result *r, void *arg)
 {
-	struct rec *x = arg;
+	struct call_rec *x = arg;
 
 	x->done++;
 	x->code = r->code;
@@ -474,7 +474,7 @@ void rec_cb(const struct rdmx_rpc_result *r, void *arg)
 	x->sum = r->len ? checksum64(r->data, r->len) : 0;
 }
 
-int count_done(const struct rec *r, int n)
+int call_recs_done(const struct call_rec *r, int n)
 {
 	int d = 0;
 

@@ -76,10 +76,10 @@ void rpc_pair_close(struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb);
 void rpc_pair_close_all(struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb,
                         struct rdmx_rpc_server **srv, struct node *a, struct node *b);
 
-/* One async call's record, filled by rec_cb (an rdmx_rpc_callback whose
+/* One async call's record, filled by call_rec_cb (an rdmx_rpc_callback whose
  * argument is the record): its callback must run exactly once (done == 1).
- * want_* are the caller's expectations, left alone by rec_cb. */
-struct rec {
+ * want_* are the caller's expectations, left alone by call_rec_cb. */
+struct call_rec {
 	int done;
 	enum rdmx_rpc_code code;
 	char msg[128];
@@ -89,9 +89,9 @@ struct rec {
 	uint64_t want_sum;
 	size_t want_len;
 };
-void rec_cb(const struct rdmx_rpc_result *r, void *arg);
+void call_rec_cb(const struct rdmx_rpc_result *r, void *arg);
 /* How many callbacks ran over r[0..n). */
-int count_done(const struct rec *r, int n);
+int call_recs_done(const struct call_rec *r, int n);
 
 /* Echo server methods used across tests: "test.Echo/Echo" returns the
  * request, "test.Echo/Fail" answers NOT_FOUND with a message,

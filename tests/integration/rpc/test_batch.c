@@ -59,7 +59,7 @@ struct scene {
 	struct echo_state sta;
 	struct rdmx_rpc_server *srva;
 	struct rdmx_rpc_ep *ra, *rb;
-	struct rec held[NHELD];
+	struct call_rec held[NHELD];
 };
 
 /* b calls a's Hold NHELD times; a holds them all */
@@ -73,14 +73,15 @@ static void scene_open(struct scene *s)
 	s->srva = echo_server(&s->sta);
 	rpc_pair(&s->a, &s->b, s->srva, NULL, NULL, NULL, &s->ra, &s->rb);
 	for (int i = 0; i < NHELD; i++)
-		ASSERT_OK(rdmx_rpc_call_async(s->rb, HOLD, NULL, NULL, rec_cb, &s->held[i], NULL));
+		ASSERT_OK(
+		    rdmx_rpc_call_async(s->rb, HOLD, NULL, NULL, call_rec_cb, &s->held[i], NULL));
 	DRIVE_UNTIL(&s->a, &s->b, s->sta.held_n == NHELD);
 	held_st = &s->sta;
 }
 
 static void scene_check_answers(struct scene *s, int big_at)
 {
-	DRIVE_UNTIL(&s->a, &s->b, count_done(s->held, NHELD) == NHELD);
+	DRIVE_UNTIL(&s->a, &s->b, call_recs_done(s->held, NHELD) == NHELD);
 	for (int i = 0; i < NHELD; i++) {
 		size_t n = answer_size(i, big_at);
 		uint8_t want[sizeof(big_answer)];
@@ -112,7 +113,7 @@ static void scene_close(struct scene *s)
 Test(rpc_batch, answers_inside_progress_leave_in_one_message)
 {
 	struct scene s;
-	struct rec trig = {0};
+	struct call_rec trig = {0};
 
 	scene_open(&s);
 	uint64_t m0 = msgs_sent(s.ra);
@@ -146,7 +147,7 @@ Test(rpc_batch, answers_outside_progress_leave_at_once)
 Test(rpc_batch, large_answer_goes_alone_in_order)
 {
 	struct scene s;
-	struct rec trig = {0};
+	struct call_rec trig = {0};
 
 	scene_open(&s);
 	held_big_at = 5; /* 5 small, one too large for a batch, 10 small */

@@ -28,29 +28,29 @@ Test(rpc, unary_status_and_unimplemented)
 	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
 	/* both nodes share this thread: async calls and drive both (the
 	 * blocking call has its own test, with the server on a thread) */
-	struct rec r = {0};
+	struct call_rec r = {0};
 	struct rdmx_rpc_payload p = rdmx_rpc_bytes(hello, strlen(hello));
-	ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, &p, NULL, rec_cb, &r, NULL));
+	ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, &p, NULL, call_rec_cb, &r, NULL));
 	cr_assert_eq(r.done, 0, "callback ran inside call_async");
 	DRIVE_UNTIL(&a, &b, r.done);
 	cr_assert_eq(r.code, RDMX_RPC_OK);
 	cr_assert_eq(r.len, strlen(hello));
 	cr_assert_eq(r.sum, checksum64(hello, strlen(hello)));
 	/* status with a message */
-	struct rec f = {0};
-	ASSERT_OK(rdmx_rpc_call_async(ra, FAIL, NULL, NULL, rec_cb, &f, NULL));
+	struct call_rec f = {0};
+	ASSERT_OK(rdmx_rpc_call_async(ra, FAIL, NULL, NULL, call_rec_cb, &f, NULL));
 	DRIVE_UNTIL(&a, &b, f.done);
 	cr_assert_eq(f.code, RDMX_RPC_NOT_FOUND);
 	cr_assert_str_eq(f.msg, "no such key");
 	/* unknown method */
-	struct rec u = {0};
-	ASSERT_OK(rdmx_rpc_call_async(ra, rdmx_rpc_method_id("test.Echo/Nope"), NULL, NULL, rec_cb,
-	                              &u, NULL));
+	struct call_rec u = {0};
+	ASSERT_OK(rdmx_rpc_call_async(ra, rdmx_rpc_method_id("test.Echo/Nope"), NULL, NULL,
+	                              call_rec_cb, &u, NULL));
 	DRIVE_UNTIL(&a, &b, u.done);
 	cr_assert_eq(u.code, RDMX_RPC_UNIMPLEMENTED);
 	/* a has no server: b's calls to a are UNIMPLEMENTED */
-	struct rec v = {0};
-	ASSERT_OK(rdmx_rpc_call_async(rb, ECHO, &p, NULL, rec_cb, &v, NULL));
+	struct call_rec v = {0};
+	ASSERT_OK(rdmx_rpc_call_async(rb, ECHO, &p, NULL, call_rec_cb, &v, NULL));
 	DRIVE_UNTIL(&a, &b, v.done);
 	cr_assert_eq(v.code, RDMX_RPC_UNIMPLEMENTED);
 	cr_assert_str_eq(rdmx_rpc_code_name(RDMX_RPC_UNAVAILABLE), "UNAVAILABLE");
@@ -113,7 +113,7 @@ Test(rpc, pipelined_inflight_and_stats, .timeout = 600)
 	struct rdmx_rpc_ep *ra, *rb;
 	struct chan_conf small = {.slot_count = 16, .slot_size = 1024, .queue_len = 2048};
 	enum { N = 1000 };
-	static struct rec r[N];
+	static struct call_rec r[N];
 	static uint8_t buf[N][64];
 
 	ids();
@@ -130,19 +130,19 @@ Test(rpc, pipelined_inflight_and_stats, .timeout = 600)
 		r[i].want_len = len;
 		r[i].want_sum = checksum64(buf[i], len);
 		p = rdmx_rpc_bytes(buf[i], len);
-		ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, &p, NULL, rec_cb, &r[i], NULL));
+		ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, &p, NULL, call_rec_cb, &r[i], NULL));
 	}
 	/* a few big ones: rendezvous both ways */
 	static uint8_t big[3][100000];
-	static struct rec rbig[3];
+	static struct call_rec rbig[3];
 	memset(rbig, 0, sizeof(rbig));
 	for (int i = 0; i < 3; i++) {
 		pattern_fill(big[i], sizeof(big[i]), 1000u + (uint32_t)i);
 		struct rdmx_rpc_payload p = rdmx_rpc_bytes(big[i], sizeof(big[i]));
-		ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, &p, NULL, rec_cb, &rbig[i], NULL));
+		ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, &p, NULL, call_rec_cb, &rbig[i], NULL));
 	}
 	cr_assert(rdmx_rpc_ep_get_inflight(ra) == N + 3);
-	DRIVE_UNTIL(&a, &b, count_done(r, N) == N && count_done(rbig, 3) == 3);
+	DRIVE_UNTIL(&a, &b, call_recs_done(r, N) == N && call_recs_done(rbig, 3) == 3);
 	for (int i = 0; i < N; i++) {
 		cr_assert_eq(r[i].done, 1);
 		cr_assert_eq(r[i].code, RDMX_RPC_OK);
@@ -154,8 +154,8 @@ Test(rpc, pipelined_inflight_and_stats, .timeout = 600)
 		cr_assert_eq(rbig[i].sum, checksum64(big[i], sizeof(big[i])));
 	}
 	/* a failing call for the error counters */
-	struct rec f = {0};
-	ASSERT_OK(rdmx_rpc_call_async(ra, FAIL, NULL, NULL, rec_cb, &f, NULL));
+	struct call_rec f = {0};
+	ASSERT_OK(rdmx_rpc_call_async(ra, FAIL, NULL, NULL, call_rec_cb, &f, NULL));
 	DRIVE_UNTIL(&a, &b, f.done);
 
 	struct rdmx_rpc_stats cs, ss, ms;
@@ -201,12 +201,12 @@ Test(rpc, deadline_exceeded_and_server_sees_it)
 	struct echo_state st = {0};
 	struct rdmx_rpc_server *srv;
 	struct rdmx_rpc_ep *ra, *rb;
-	struct rec r = {0}, ok = {0};
+	struct call_rec r = {0}, ok = {0};
 	struct rdmx_rpc_call_opts o = {.timeout_us = 50000};
 
 	ids();
 	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
-	ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, &o, rec_cb, &r, NULL));
+	ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, &o, call_rec_cb, &r, NULL));
 	DRIVE_UNTIL(&a, &b, st.held_n == 1);
 	cr_assert(st.held_deadline[0] != 0, "the handler sees the deadline");
 	cr_assert(!rdmx_rpc_call_is_cancelled(st.held[0]) || r.done);
@@ -221,7 +221,7 @@ Test(rpc, deadline_exceeded_and_server_sees_it)
 	cr_assert_eq(r.done, 1);
 	/* a call with a deadline that is met */
 	struct rdmx_rpc_call_opts lo = {.timeout_us = 20000000};
-	ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, NULL, &lo, rec_cb, &ok, NULL));
+	ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, NULL, &lo, call_rec_cb, &ok, NULL));
 	DRIVE_UNTIL(&a, &b, ok.done);
 	cr_assert_eq(ok.code, RDMX_RPC_OK);
 	struct rdmx_rpc_stats cs;
@@ -241,7 +241,7 @@ Test(rpc, deadline_fires_from_pe_wait_alone, .timeout = 120)
 	struct echo_state st = {0};
 	struct rdmx_rpc_server *srv;
 	struct rdmx_rpc_ep *ra, *rb;
-	struct rec r = {0};
+	struct call_rec r = {0};
 	struct rdmx_rpc_call_opts o = {.timeout_us = 30000};
 	struct rdmx_chan_worker_attr quiet;
 
@@ -250,7 +250,7 @@ Test(rpc, deadline_fires_from_pe_wait_alone, .timeout = 120)
 	quiet.keepalive_ms = 0;
 	echo_pair_open(&a, &b, &quiet, &st, &srv, &ra, &rb);
 	ASSERT_OK(rdmx_pe_set_poll_mode(a.pe, RDMX_POLL_BLOCK, 0));
-	ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, &o, rec_cb, &r, NULL));
+	ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, &o, call_rec_cb, &r, NULL));
 	DRIVE_UNTIL(&a, &b, st.held_n == 1);
 	if (!r.done) {
 		int ms = rdmx_pe_next_timeout_ms(a.pe);
@@ -278,7 +278,7 @@ Test(rpc, cancel_races_reply, .timeout = 600)
 	struct rdmx_rpc_server *srv;
 	struct rdmx_rpc_ep *ra, *rb;
 	enum { N = 600 };
-	static struct rec r[N];
+	static struct call_rec r[N];
 	int oks = 0, cancelled = 0;
 
 	ids();
@@ -289,7 +289,7 @@ Test(rpc, cancel_races_reply, .timeout = 600)
 		uint32_t x = (uint32_t)i;
 		struct rdmx_rpc_payload p = rdmx_rpc_bytes(&x, sizeof(x));
 
-		ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, &p, NULL, rec_cb, &r[i], &id));
+		ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, &p, NULL, call_rec_cb, &r[i], &id));
 		/* progress a varying amount before cancelling: before the
 		 * request left, while the reply travels, after it arrived */
 		for (int k = 0; k < i % 6; k++)
@@ -328,12 +328,12 @@ Test(rpc, server_sees_cancel)
 	struct echo_state st = {0};
 	struct rdmx_rpc_server *srv;
 	struct rdmx_rpc_ep *ra, *rb;
-	struct rec r = {0};
+	struct call_rec r = {0};
 	uint64_t id;
 
 	ids();
 	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
-	ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, rec_cb, &r, &id));
+	ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, call_rec_cb, &r, &id));
 	DRIVE_UNTIL(&a, &b, st.held_n == 1);
 	cr_assert_eq(st.held_deadline[0], 0);
 	ASSERT_OK(rdmx_rpc_cancel(ra, id));
@@ -373,7 +373,7 @@ Test(rpc, both_directions_and_answer_later)
 	struct echo_state sta = {0}, stb = {0};
 	struct rdmx_rpc_server *srva, *srvb;
 	struct rdmx_rpc_ep *ra, *rb;
-	struct rec ra_recs[50], rb_recs[50], held[5], trig = {0};
+	struct call_rec ra_recs[50], rb_recs[50], held[5], trig = {0};
 
 	ids();
 	memset(ra_recs, 0, sizeof(ra_recs));
@@ -388,13 +388,13 @@ Test(rpc, both_directions_and_answer_later)
 		uint32_t x = (uint32_t)i;
 		struct rdmx_rpc_payload p = rdmx_rpc_bytes(&x, sizeof(x));
 
-		ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, &p, NULL, rec_cb, &ra_recs[i], NULL));
-		ASSERT_OK(rdmx_rpc_call_async(rb, ECHO, &p, NULL, rec_cb, &rb_recs[i], NULL));
+		ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, &p, NULL, call_rec_cb, &ra_recs[i], NULL));
+		ASSERT_OK(rdmx_rpc_call_async(rb, ECHO, &p, NULL, call_rec_cb, &rb_recs[i], NULL));
 	}
 	for (int i = 0; i < 5; i++)
-		ASSERT_OK(rdmx_rpc_call_async(rb, HOLD, NULL, NULL, rec_cb, &held[i], NULL));
+		ASSERT_OK(rdmx_rpc_call_async(rb, HOLD, NULL, NULL, call_rec_cb, &held[i], NULL));
 	DRIVE_UNTIL(&a, &b,
-	            count_done(ra_recs, 50) == 50 && count_done(rb_recs, 50) == 50 &&
+	            call_recs_done(ra_recs, 50) == 50 && call_recs_done(rb_recs, 50) == 50 &&
 	                sta.held_n == 5);
 	cr_assert_eq(sta.echoed, 50);
 	cr_assert_eq(stb.echoed, 50);
@@ -402,7 +402,7 @@ Test(rpc, both_directions_and_answer_later)
 	 * call (on a) answers the held ones: respond from another callback */
 	later_st = &sta;
 	ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, NULL, NULL, later_cb, &trig, NULL));
-	DRIVE_UNTIL(&a, &b, count_done(held, 5) == 5);
+	DRIVE_UNTIL(&a, &b, call_recs_done(held, 5) == 5);
 	for (int i = 0; i < 5; i++) {
 		cr_assert_eq(held[i].code, RDMX_RPC_OK);
 		cr_assert_str_eq(held[i].msg, "later");
@@ -435,7 +435,7 @@ Test(rpc, oneway_calls)
 	struct ow_state ow = {0};
 	struct rdmx_rpc_server *srv;
 	struct rdmx_rpc_ep *ra, *rb;
-	struct rec r[20];
+	struct call_rec r[20];
 	uint32_t M = rdmx_rpc_method_id("test.Log/Write");
 	struct rdmx_rpc_call_opts o = {.oneway = true};
 
@@ -448,9 +448,10 @@ Test(rpc, oneway_calls)
 	rpc_pair(&a, &b, NULL, srv, NULL, NULL, &ra, &rb);
 	for (int i = 0; i < 20; i++) {
 		struct rdmx_rpc_payload p = rdmx_rpc_bytes("log line", 8);
-		ASSERT_OK(rdmx_rpc_call_async(ra, M, &p, &o, i < 10 ? rec_cb : NULL, &r[i], NULL));
+		ASSERT_OK(
+		    rdmx_rpc_call_async(ra, M, &p, &o, i < 10 ? call_rec_cb : NULL, &r[i], NULL));
 	}
-	DRIVE_UNTIL(&a, &b, ow.calls == 20 && count_done(r, 10) == 10);
+	DRIVE_UNTIL(&a, &b, ow.calls == 20 && call_recs_done(r, 10) == 10);
 	drive_for(&a, &b, 30);
 	for (int i = 0; i < 10; i++) {
 		cr_assert_eq(r[i].done, 1);
@@ -480,7 +481,7 @@ Test(rpc, drain_graceful)
 	struct echo_state sta = {0}, stb = {0};
 	struct rdmx_rpc_server *srva, *srvb;
 	struct rdmx_rpc_ep *ra, *rb;
-	struct rec held[10], mine[3];
+	struct call_rec held[10], mine[3];
 
 	ids();
 	memset(held, 0, sizeof(held));
@@ -492,18 +493,18 @@ Test(rpc, drain_graceful)
 	srvb = echo_server(&stb);
 	rpc_pair(&a, &b, srva, srvb, NULL, NULL, &ra, &rb);
 	for (int i = 0; i < 10; i++)
-		ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, rec_cb, &held[i], NULL));
+		ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, call_rec_cb, &held[i], NULL));
 	for (int i = 0; i < 3; i++)
-		ASSERT_OK(rdmx_rpc_call_async(rb, HOLD, NULL, NULL, rec_cb, &mine[i], NULL));
+		ASSERT_OK(rdmx_rpc_call_async(rb, HOLD, NULL, NULL, call_rec_cb, &mine[i], NULL));
 	DRIVE_UNTIL(&a, &b, stb.held_n == 10 && sta.held_n == 3);
 	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(rb, on_drained, &drained_b));
 	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(ra, on_drained, &drained_a));
 	ASSERT_OK(rdmx_rpc_ep_drain(rb));
-	ASSERT_RC(rdmx_rpc_call_async(rb, ECHO, NULL, NULL, rec_cb, &held[0], NULL),
+	ASSERT_RC(rdmx_rpc_call_async(rb, ECHO, NULL, NULL, call_rec_cb, &held[0], NULL),
 	          RDMX_E_BAD_STATE);
 	drive_for(&a, &b, 50);
 	cr_assert_eq(drained_b, 0, "drained with calls in flight");
-	ASSERT_RC(rdmx_rpc_call_async(ra, ECHO, NULL, NULL, rec_cb, &held[0], NULL),
+	ASSERT_RC(rdmx_rpc_call_async(ra, ECHO, NULL, NULL, call_rec_cb, &held[0], NULL),
 	          RDMX_E_BAD_STATE); /* the peer said GOAWAY */
 	for (uint32_t i = 0; i < stb.held_n; i++)
 		ASSERT_OK(rdmx_rpc_respond(stb.held[i], RDMX_RPC_OK, NULL, NULL));
@@ -512,7 +513,8 @@ Test(rpc, drain_graceful)
 	for (uint32_t i = 0; i < sta.held_n; i++)
 		ASSERT_OK(rdmx_rpc_respond(sta.held[i], RDMX_RPC_OK, NULL, NULL));
 	DRIVE_UNTIL(&a, &b,
-	            drained_b == 1 && count_done(held, 10) == 10 && count_done(mine, 3) == 3);
+	            drained_b == 1 && call_recs_done(held, 10) == 10 &&
+	                call_recs_done(mine, 3) == 3);
 	for (int i = 0; i < 10; i++)
 		cr_assert_eq(held[i].code, RDMX_RPC_OK);
 	for (int i = 0; i < 3; i++)
@@ -548,7 +550,7 @@ Test(rpc, peer_gone_fails_outstanding)
 	struct rdmx_rpc_ep *ra, *rb;
 	struct rdmx_chan *cb;
 	enum { N = 200 };
-	static struct rec r[N];
+	static struct call_rec r[N];
 
 	ids();
 	memset(r, 0, sizeof(r));
@@ -556,19 +558,20 @@ Test(rpc, peer_gone_fails_outstanding)
 	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
 	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(ra, on_closed, NULL));
 	for (int i = 0; i < N; i++)
-		ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, rec_cb, &r[i], NULL));
+		ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, call_rec_cb, &r[i], NULL));
 	DRIVE_UNTIL(&a, &b, st.held_n == N);
 	cb = rdmx_rpc_ep_get_chan(rb);
 	ASSERT_OK(rdmx_rpc_ep_destroy(&rb)); /* held calls detached */
 	cr_assert_eq(st.cancels, N, "the endpoint going cancels its incoming calls");
 	ASSERT_OK(rdmx_chan_destroy(&cb));
-	DRIVE_UNTIL(&a, &b, count_done(r, N) == N && closed_n == 1);
+	DRIVE_UNTIL(&a, &b, call_recs_done(r, N) == N && closed_n == 1);
 	for (int i = 0; i < N; i++) {
 		cr_assert_eq(r[i].done, 1);
 		cr_assert_eq(r[i].code, RDMX_RPC_UNAVAILABLE);
 	}
 	cr_assert(conn_lost_status(closed_status), "closed with %s", rdmx_err_name(closed_status));
-	ASSERT_RC(rdmx_rpc_call_async(ra, ECHO, NULL, NULL, rec_cb, &r[0], NULL), RDMX_E_BAD_STATE);
+	ASSERT_RC(rdmx_rpc_call_async(ra, ECHO, NULL, NULL, call_rec_cb, &r[0], NULL),
+	          RDMX_E_BAD_STATE);
 	/* answering detached calls is harmless */
 	for (uint32_t i = 0; i < st.held_n; i++)
 		ASSERT_OK(rdmx_rpc_respond(st.held[i], RDMX_RPC_OK, NULL, NULL));
@@ -666,15 +669,16 @@ Test(rpc, limits_and_destroy_pending)
 	struct echo_state st = {0};
 	struct rdmx_rpc_server *srv;
 	struct rdmx_rpc_ep *ra, *rb;
-	struct rec r[8];
+	struct call_rec r[8];
 
 	ids();
 	memset(r, 0, sizeof(r));
 	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
 	ASSERT_OK(rdmx_rpc_ep_set_limits(ra, 4, 4));
 	for (int i = 0; i < 4; i++)
-		ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, rec_cb, &r[i], NULL));
-	ASSERT_RC(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, rec_cb, &r[4], NULL), RDMX_E_AGAIN);
+		ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, call_rec_cb, &r[i], NULL));
+	ASSERT_RC(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, call_rec_cb, &r[4], NULL),
+	          RDMX_E_AGAIN);
 	ASSERT_RC(rdmx_rpc_server_destroy(&srv), RDMX_E_BAD_STATE); /* in use */
 	DRIVE_UNTIL(&a, &b, st.held_n == 4);
 	struct rdmx_chan *ca = rdmx_rpc_ep_get_chan(ra);
@@ -699,21 +703,21 @@ Test(rpc, max_active_pauses_peer)
 	struct echo_state st = {0};
 	struct rdmx_rpc_server *srv;
 	struct rdmx_rpc_ep *ra, *rb;
-	static struct rec r[100];
+	static struct call_rec r[100];
 
 	ids();
 	memset(r, 0, sizeof(r));
 	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
 	ASSERT_OK(rdmx_rpc_ep_set_limits(rb, 100, 10));
 	for (int i = 0; i < 100; i++)
-		ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, rec_cb, &r[i], NULL));
+		ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, call_rec_cb, &r[i], NULL));
 	drive_for(&a, &b, 200);
 	cr_assert_eq(st.held_n, 10, "server took %u calls with max_active 10", st.held_n);
 	cr_assert_eq(rdmx_rpc_ep_get_active(rb), 10);
 	/* answer as they come: all 100 go through */
 	uint32_t answered = 0;
 	uint64_t guard = now_ms() + GUARD_MS;
-	while (count_done(r, 100) < 100) {
+	while (call_recs_done(r, 100) < 100) {
 		cr_assert(now_ms() < guard);
 		while (answered < st.held_n)
 			ASSERT_OK(rdmx_rpc_respond(st.held[answered++], RDMX_RPC_OK, NULL, NULL));
@@ -743,14 +747,14 @@ Test(rpc, encoder_payload)
 	struct rdmx_rpc_server *srv;
 	struct rdmx_rpc_ep *ra, *rb;
 	uint32_t v[300];
-	struct rec r = {0};
+	struct call_rec r = {0};
 
 	ids();
 	for (int i = 0; i < 300; i++)
 		v[i] = (uint32_t)i * 7u;
 	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
 	struct rdmx_rpc_payload p = {.obj = v, .len = sizeof(v), .encode = enc_u32s};
-	ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, &p, NULL, rec_cb, &r, NULL));
+	ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, &p, NULL, call_rec_cb, &r, NULL));
 	DRIVE_UNTIL(&a, &b, r.done);
 	cr_assert_eq(enc_calls, 1);
 	cr_assert_eq(r.sum, checksum64(v, sizeof(v)));
@@ -769,7 +773,7 @@ Test(rpc, request_too_big_for_peer)
 	struct rdmx_chan *p, *q;
 	struct chan_conf cb = {.max_msg = 4096};
 	static uint8_t big[8192];
-	struct rec r = {0}, ok = {0};
+	struct call_rec r = {0}, ok = {0};
 
 	ids();
 	node_open(&a, "a", 0, NULL);
@@ -779,12 +783,12 @@ Test(rpc, request_too_big_for_peer)
 	ASSERT_OK(rdmx_rpc_ep_create(p, NULL, &ra));
 	ASSERT_OK(rdmx_rpc_ep_create(q, srv, &rb));
 	struct rdmx_rpc_payload pb = rdmx_rpc_bytes(big, sizeof(big));
-	ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, &pb, NULL, rec_cb, &r, NULL)); /* queued */
-	ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, NULL, NULL, rec_cb, &ok, NULL));
+	ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, &pb, NULL, call_rec_cb, &r, NULL)); /* queued */
+	ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, NULL, NULL, call_rec_cb, &ok, NULL));
 	DRIVE_UNTIL(&a, &b, r.done && ok.done);
 	cr_assert_eq(r.code, RDMX_RPC_RESOURCE_EXHAUSTED, "got %s", rdmx_rpc_code_name(r.code));
 	cr_assert_eq(ok.code, RDMX_RPC_OK);
-	ASSERT_RC(rdmx_rpc_call_async(ra, ECHO, &pb, NULL, rec_cb, &r, NULL), RDMX_E_TOO_BIG);
+	ASSERT_RC(rdmx_rpc_call_async(ra, ECHO, &pb, NULL, call_rec_cb, &r, NULL), RDMX_E_TOO_BIG);
 	drive_for(&a, &b, 30);
 	cr_assert_eq(r.done, 1);
 	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
