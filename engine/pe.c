@@ -193,6 +193,26 @@ static int progress_ctx(struct rdmx_ctx *ctx)
 	return done;
 }
 
+/* Runs the due timers with as few clock-source reads as can tell them:
+ * the coarse clock (common/clock.h: never ahead) runs those surely due (a
+ * timer started at a past time: answer batches), and rules out the far
+ * ones (keep-alives); the full clock is read only for a timer due within a
+ * tick of now. Never runs a timer early. */
+static int run_timers(struct rdmx_pe *pe)
+{
+	uint64_t coarse = rdmx__now_coarse_ns(), next, now;
+	int n = 0;
+
+	if (rdmx__timers_next(&pe->timers) <= coarse)
+		n = rdmx__timers_run(&pe->timers, coarse);
+	if (!pe->timers.len)
+		return n;
+	next = rdmx__timers_next(&pe->timers);
+	if (next <= coarse + RDMX__COARSE_SLACK_NS && next <= (now = rdmx__now_ns()))
+		n += rdmx__timers_run(&pe->timers, now);
+	return n;
+}
+
 int rdmx_pe_progress(struct rdmx_pe *pe)
 {
 	int total = 0, err = 0;
@@ -211,12 +231,8 @@ int rdmx_pe_progress(struct rdmx_pe *pe)
 		else
 			total += n;
 	}
-	if (pe->timers.len) {
-		uint64_t now = rdmx_pe_now_ns();
-
-		if (rdmx__timers_next(&pe->timers) <= now)
-			total += rdmx__timers_run(&pe->timers, now);
-	}
+	if (pe->timers.len)
+		total += run_timers(pe);
 	pe->in_progress = false;
 	return total ? total : err;
 }
