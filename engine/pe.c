@@ -361,11 +361,13 @@ static int spin(struct rdmx_pe *pe, uint64_t until_ns)
  * included, or ctx_arm says it is ready), so there is no progress pass
  * before sleeping (on the tcp provider it was a recv answering EAGAIN) and
  * no eventfd write when something is ready at arming: it is served at once. */
-static int block(struct rdmx_pe *pe, uint64_t deadline_ns)
+static int block(struct rdmx_pe *pe, uint64_t deadline_ns, uint64_t now0)
 {
 	struct epoll_event evs[8];
 
-	for (;;) {
+	/* now0: the caller's reading, used for the first sleep (only the arming
+	 * came between: the timeouts round up to whole milliseconds anyway) */
+	for (;; now0 = 0) {
 		int n, rc, ms = -1, tms;
 		bool ready;
 		uint64_t now;
@@ -376,7 +378,7 @@ static int block(struct rdmx_pe *pe, uint64_t deadline_ns)
 			return rc;
 		}
 		if (!ready) {
-			now = rdmx_pe_now_ns();
+			now = now0 ? now0 : rdmx_pe_now_ns();
 			if (deadline_ns)
 				ms = now >= deadline_ns
 				         ? 0
@@ -418,7 +420,7 @@ int rdmx_pe_wait(struct rdmx_pe *pe, int timeout_ms)
 	case RDMX_POLL_BUSY:
 		return spin(pe, deadline);
 	case RDMX_POLL_BLOCK:
-		return block(pe, deadline);
+		return block(pe, deadline, start);
 	case RDMX_POLL_HYBRID:
 	default: {
 		int n;
@@ -429,7 +431,7 @@ int rdmx_pe_wait(struct rdmx_pe *pe, int timeout_ms)
 		n = spin(pe, spin_until);
 		if (n != 0 || (deadline && rdmx_pe_now_ns() >= deadline))
 			return n;
-		return block(pe, deadline);
+		return block(pe, deadline, 0);
 	}
 	}
 }
