@@ -52,8 +52,11 @@ struct rdmx__timers {
 void rdmx__timers_init(struct rdmx__timers *ts);
 /* Stops every timer (their callbacks do not run) and frees the heap. */
 void rdmx__timers_fini(struct rdmx__timers *ts);
-/* Earliest due time, UINT64_MAX when none. */
-uint64_t rdmx__timers_next(const struct rdmx__timers *ts);
+/* Earliest due time, UINT64_MAX when none (inline: every progress pass). */
+static inline uint64_t rdmx__timers_next(const struct rdmx__timers *ts)
+{
+	return ts->len ? ts->heap[0]->when_ns : UINT64_MAX;
+}
 /* Stops and runs every timer due at now_ns (a callback may start or stop
  * timers); returns how many ran. */
 int rdmx__timers_run(struct rdmx__timers *ts, uint64_t now_ns);

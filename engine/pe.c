@@ -193,6 +193,26 @@ static int progress_ctx(struct rdmx_ctx *ctx)
 	return done;
 }
 
+/* Runs the due timers with as few clock-source reads as can tell them:
+ * the coarse clock (common/clock.h: never ahead) runs those surely due (a
+ * timer started at a past time: answer batches), and rules out the far
+ * ones (keep-alives); the full clock is read only for a timer due within a
+ * tick of now. Never runs a timer early. */
+static int run_timers(struct rdmx_pe *pe)
+{
+	uint64_t coarse = rdmx__now_coarse_ns(), next, now;
+	int n = 0;
+
+	if (rdmx__timers_next(&pe->timers) <= coarse)
+		n = rdmx__timers_run(&pe->timers, coarse);
+	if (!pe->timers.len)
+		return n;
+	next = rdmx__timers_next(&pe->timers);
+	if (next <= coarse + RDMX__COARSE_SLACK_NS && next <= (now = rdmx__now_ns()))
+		n += rdmx__timers_run(&pe->timers, now);
+	return n;
+}
+
 int rdmx_pe_progress(struct rdmx_pe *pe)
 {
 	int total = 0, err = 0;
@@ -211,12 +231,8 @@ int rdmx_pe_progress(struct rdmx_pe *pe)
 		else
 			total += n;
 	}
-	if (pe->timers.len) {
-		uint64_t now = rdmx_pe_now_ns();
-
-		if (rdmx__timers_next(&pe->timers) <= now)
-			total += rdmx__timers_run(&pe->timers, now);
-	}
+	if (pe->timers.len)
+		total += run_timers(pe);
 	pe->in_progress = false;
 	return total ? total : err;
 }
@@ -345,11 +361,13 @@ static int spin(struct rdmx_pe *pe, uint64_t until_ns)
  * included, or ctx_arm says it is ready), so there is no progress pass
  * before sleeping (on the tcp provider it was a recv answering EAGAIN) and
  * no eventfd write when something is ready at arming: it is served at once. */
-static int block(struct rdmx_pe *pe, uint64_t deadline_ns)
+static int block(struct rdmx_pe *pe, uint64_t deadline_ns, uint64_t now0)
 {
 	struct epoll_event evs[8];
 
-	for (;;) {
+	/* now0: the caller's reading, used for the first sleep (only the arming
+	 * came between: the timeouts round up to whole milliseconds anyway) */
+	for (;; now0 = 0) {
 		int n, rc, ms = -1, tms;
 		bool ready;
 		uint64_t now;
@@ -360,7 +378,7 @@ static int block(struct rdmx_pe *pe, uint64_t deadline_ns)
 			return rc;
 		}
 		if (!ready) {
-			now = rdmx_pe_now_ns();
+			now = now0 ? now0 : rdmx_pe_now_ns();
 			if (deadline_ns)
 				ms = now >= deadline_ns
 				         ? 0
@@ -402,7 +420,7 @@ int rdmx_pe_wait(struct rdmx_pe *pe, int timeout_ms)
 	case RDMX_POLL_BUSY:
 		return spin(pe, deadline);
 	case RDMX_POLL_BLOCK:
-		return block(pe, deadline);
+		return block(pe, deadline, start);
 	case RDMX_POLL_HYBRID:
 	default: {
 		int n;
@@ -413,7 +431,7 @@ int rdmx_pe_wait(struct rdmx_pe *pe, int timeout_ms)
 		n = spin(pe, spin_until);
 		if (n != 0 || (deadline && rdmx_pe_now_ns() >= deadline))
 			return n;
-		return block(pe, deadline);
+		return block(pe, deadline, 0);
 	}
 	}
 }

@@ -116,11 +116,6 @@ static void heap_remove(struct rdmx__timers *ts, struct rdmx_pe_timer *t)
 		sift_down(ts, i);
 }
 
-uint64_t rdmx__timers_next(const struct rdmx__timers *ts)
-{
-	return ts->len ? ts->heap[0]->when_ns : UINT64_MAX;
-}
-
 int rdmx__timers_run(struct rdmx__timers *ts, uint64_t now_ns)
 {
 	int n = 0;

@@ -117,7 +117,9 @@ int rdmx__rpc_batch_add(struct rdmx_rpc_ep *ep, size_t len, rdmx_chan_fill_fn fi
 	rc = fill(b->buf + b->len + 4, len, arg);
 	if (rc)
 		return rc > 0 ? RDMX_E_INVAL : rc;
-	if (!b->n && rdmx__worker_timer_arm(ep->worker, &b->timer, rdmx__now_ns()))
+	/* due at once (a past time: the end of this progress pass, or of the
+	 * next one outside a pass), with no clock read (engine/pe.c) */
+	if (!b->n && rdmx__worker_timer_arm(ep->worker, &b->timer, 1))
 		return RDMX_E_AGAIN; /* no flush would come: goes alone */
 	rdmx__st32(b->buf + b->len, (uint32_t)len);
 	b->len += 4 + len;

@@ -557,7 +557,7 @@ int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 	struct rdmx_rpc_stats *tot;
 	unsigned how = 0;
 	bool expired, sent = false;
-	uint64_t ns;
+	uint64_t ns, now;
 	int ret = 0;
 
 	if (!call || (unsigned)code >= RDMX_RPC_CODE_COUNT || (resp && resp->len && !resp->obj))
@@ -570,9 +570,10 @@ int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 	}
 	rdmx__map_del(&ep->incoming, call->id);
 	rdmx__worker_timer_disarm(ep->worker, &call->timer);
-	ns = rdmx__now_ns() - call->start_ns;
+	now = rdmx__now_ns(); /* one read: the handler's time and the deadline */
+	ns = now - call->start_ns;
 	tot = &ep->st[RDMX_RPC_ROLE_SERVER];
-	expired = call->deadline_ns && rdmx__now_ns() >= call->deadline_ns;
+	expired = call->deadline_ns && now >= call->deadline_ns;
 	if (!call->cancelled && !call->oneway && !ep->closed && !expired) {
 		const struct rpc_resp_md *x = call->resp_md;
 

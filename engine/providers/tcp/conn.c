@@ -401,8 +401,11 @@ static bool transport_timer(struct tcp_conn *c, uint64_t now)
 
 void rdmx__tcp_conn_alive(struct tcp_conn *c)
 {
-	if (c->tt_ns)
-		c->tt_last = rdmx__now_ns();
+	/* tt_last counts only while tasks are outstanding (transport_timer),
+	 * and the post that makes them outstanding sets it: with none there is
+	 * nothing to note and no clock to read */
+	if (c->tt_ns && c->sq_count)
+		c->tt_last = c->tc ? rdmx__tcp_ctx_now(c->tc) : rdmx__now_ns();
 }
 
 void rdmx__tcp_conn_timer(struct tcp_conn *c, uint64_t now)

@@ -266,10 +266,16 @@ size_t rdmx__tcp_ctx_serve(struct tcp_ctx *tc, size_t budget)
 	}
 	dl = atomic_load_explicit(&tc->next_deadline, memory_order_relaxed);
 	if (dl != TCP_NEVER) {
-		uint64_t now = rdmx__now_ns();
+		uint64_t now;
 
-		if (now >= dl)
+		/* the section's reading when there is one, else a far deadline
+		 * costs no clock-source read (common/clock.h) */
+		if (tc->clock_open && tc->clock_ns) {
+			if (tc->clock_ns >= dl)
+				rdmx__tcp_ctx_run_timers(tc, tc->clock_ns);
+		} else if (rdmx__due(dl, &now)) {
 			rdmx__tcp_ctx_run_timers(tc, now);
+		}
 	}
 	return got;
 }
@@ -590,27 +596,43 @@ int rdmx__tcp_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 
 	atomic_fetch_add_explicit(&tc->progress, 1, memory_order_relaxed);
 	pthread_mutex_lock(&tc->lock);
+	/* one clock read for the flush's and the serve's signs of life and the
+	 * timer check (no callback runs before the close) */
+	rdmx__tcp_ctx_clock_open(tc);
 	/* answers queued by the previous poll: the application did not post
 	 * anything they could have shared a segment with */
 	rdmx__tcp_ctx_flush_dirty(tc);
 	rdmx__tcp_ctx_serve(tc, TCP_SERVE_BUDGET);
+	rdmx__tcp_ctx_clock_close(tc);
 	tc->produced = false; /* the application is here: no wake-up needed */
 	while (done < budget) {
 		unsigned k = 0;
+		bool more;
 
 		while (k < CQ_BATCH && done + k < budget && cq_pop(tc, &batch[k]))
 			k++;
 		if (!k)
 			break;
+		/* the lock is taken again after the callbacks only when there
+		 * is more to deliver in this poll: a full batch (entries may be
+		 * left) or a final event (it must follow the batch's entries).
+		 * What the callbacks queue meanwhile goes at the next poll, as
+		 * it would once the budget is spent; a sleeper's ctx_arm sees it
+		 * (has_ready), so nobody waits for it. One lock pair per poll in
+		 * the common case instead of two. */
+		more = (k == CQ_BATCH && done + k < budget) || tc->num_finals;
 		pthread_mutex_unlock(&tc->lock);
 		for (unsigned i = 0; i < k; i++)
 			deliver_one(tc, &batch[i]);
-		pthread_mutex_lock(&tc->lock);
 		done += k;
+		if (!more)
+			goto delivered;
+		pthread_mutex_lock(&tc->lock);
 	}
 	if (tc->num_finals && done < budget)
 		done += deliver_finals(tc);
 	pthread_mutex_unlock(&tc->lock);
+delivered:
 	/* answers wait for the next poll or post: if none comes, the NIC
 	 * sends them (and runs the timers) once we look idle */
 	rdmx__tcp_nic_nudge(tc);

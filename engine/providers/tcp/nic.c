@@ -199,8 +199,10 @@ static bool serve(struct tcp_ctx *tc)
 		pthread_mutex_unlock(&tc->lock);
 		return true;
 	}
+	rdmx__tcp_ctx_clock_open(tc); /* one clock read for the pass (tcp.h) */
 	rdmx__tcp_ctx_serve(tc, TCP_SERVE_BUDGET);
 	rdmx__tcp_ctx_flush_dirty(tc);
+	rdmx__tcp_ctx_clock_close(tc);
 	produced = tc->produced;
 	tc->produced = false;
 	pthread_mutex_unlock(&tc->lock);

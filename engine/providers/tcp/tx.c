@@ -176,6 +176,10 @@ static bool pick(struct tcp_conn *c, struct tcp_frame *f)
 	struct tcp_tx *tx = &c->tx;
 	struct rdmx__tcp_hdr h;
 
+	/* the last call of every flush finds nothing: it clears nothing */
+	if (!c->ctl_pending && c->resp_count <= tx->resp_picked &&
+	    (c->state != TC_UP || c->rnr_wait || c->rewind_pending || !c->sq_cur))
+		return false;
 	memset(f, 0, offsetof(struct tcp_frame, inl));
 	memset(&h, 0, sizeof(h));
 	if (c->ctl_pending) {
@@ -203,13 +207,11 @@ static bool pick(struct tcp_conn *c, struct tcp_frame *f)
 		}
 		f->what = TCP_TX_RESP;
 		tx->resp_picked++;
-	} else if (c->state == TC_UP && !c->rnr_wait && !c->rewind_pending && c->sq_cur) {
+	} else { /* a request: the check above saw one ready */
 		build_request(f, c->sq_cur, &h);
 		c->sq_cur = c->sq_cur->next;
 		f->what = TCP_TX_REQ;
 		tx->reqs++;
-	} else {
-		return false;
 	}
 	f->left = h.len;
 	if (!f->left)

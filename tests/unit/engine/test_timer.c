@@ -148,3 +148,73 @@ Test(pe_timer, callback_stops_another_due_one)
 	cr_assert_eq(p.b_runs, 0);
 	assert_ok(rdmx_pe_destroy(&pe));
 }
+
+/* engine/pe.c runs due timers with the coarse clock first (a timer started
+ * at a past time) and reads the full clock only for one due within a tick:
+ * a timer due at the full clock's reading made just before the progress
+ * runs in it, one started from a callback at a past time runs in the same
+ * progress, and one due in an hour does not run. */
+struct chain {
+	struct rdmx_pe_timer a, b, far;
+	int a_runs, b_runs, far_runs;
+};
+
+static void start_b(struct rdmx_pe_timer *t, void *arg)
+{
+	struct chain *c = arg;
+
+	(void)t;
+	c->a_runs++;
+	cr_assert_eq(rdmx_pe_timer_start(&c->b, 1), 0);
+}
+
+static void count_chain_b(struct rdmx_pe_timer *t, void *arg)
+{
+	(void)t;
+	((struct chain *)arg)->b_runs++;
+}
+
+static void count_far(struct rdmx_pe_timer *t, void *arg)
+{
+	(void)t;
+	((struct chain *)arg)->far_runs++;
+}
+
+Test(pe_timer, due_now_and_past_run_in_the_same_progress)
+{
+	struct rdmx_pe *pe = NULL;
+	struct chain c = {0};
+
+	assert_ok(rdmx_pe_create(&pe));
+	rdmx_pe_timer_init(pe, &c.a, start_b, &c);
+	rdmx_pe_timer_init(pe, &c.b, count_chain_b, &c);
+	rdmx_pe_timer_init(pe, &c.far, count_far, &c);
+	assert_ok(rdmx_pe_timer_start(&c.far, rdmx_pe_now_ns() + 3600000000000ull));
+	assert_ok(rdmx_pe_timer_start(&c.a, rdmx_pe_now_ns())); /* due now: the full clock */
+	cr_assert_eq(rdmx_pe_progress(pe), 2, "a, then b started by a at a past time");
+	cr_assert_eq(c.a_runs, 1);
+	cr_assert_eq(c.b_runs, 1);
+	cr_assert_eq(c.far_runs, 0);
+	cr_assert(rdmx_pe_timer_is_active(&c.far));
+	cr_assert_eq(rdmx_pe_progress(pe), 0);
+	assert_ok(rdmx_pe_destroy(&pe));
+}
+
+/* common/clock.h: the coarse clock is never ahead of the full one, and
+ * rdmx__due answers from it alone for a far due time (*now untouched), from
+ * the full clock otherwise (never true early). */
+Test(pe_clock, coarse_and_due)
+{
+	uint64_t coarse = rdmx__now_coarse_ns(), full = rdmx__now_ns(), now = 7;
+
+	cr_assert(coarse <= full, "coarse %llu ahead of full %llu", (unsigned long long)coarse,
+	          (unsigned long long)full);
+	cr_assert(!rdmx__due(full + 3600000000000ull, &now));
+	cr_assert_eq(now, 7, "a far due time needs no full reading");
+	cr_assert(rdmx__due(1, &now));
+	cr_assert(now >= full, "the full reading is handed back");
+	cr_assert(rdmx__due(full, &now), "a due time already read is due");
+	now = 7;
+	cr_assert(!rdmx__due(rdmx__now_ns() + 5 * RDMX__COARSE_SLACK_NS, &now));
+	cr_assert_eq(now, 7);
+}
