@@ -574,7 +574,10 @@ static bool seal_frames(struct tcp_conn *c)
 				rdmx__tcp_keytab_unlock(&c->td->keys);
 			break;
 		}
-		try_pipe = false; /* the pipe is another flush's: inline */
+		if (k) /* the pipe is another flush's: the rest inline */
+			try_pipe = false;
+		/* else a header or a control frame: the payload after it may
+		 * still go to the pipe */
 		rc = take ? rdmx__tcp_seal_record(&s->tx, iov, n, take, out) : RDMX_E_INVAL;
 		if (locked)
 			rdmx__tcp_keytab_unlock(&c->td->keys);
