@@ -115,8 +115,8 @@ bool rdmx__tcp_region_allows(const struct rdmx__tcp_region *r, uint64_t off, uin
 #define TCP_SEAL_HDR 4u
 #define TCP_SEAL_MAX 65536u /* plaintext bytes per record */
 #define TCP_SEAL_REC (TCP_SEAL_HDR + TCP_SEAL_MAX + TCP_SEAL_TAG)
-#define TCP_SEAL_SLOTS 4u /* sealed records waiting for the socket (tx.c's slot ring) */
-#define TCP_SEAL_RXBUF (2u * TCP_SEAL_REC) /* records being received */
+#define TCP_SEAL_SLOTS 8u /* sealed records waiting for the socket (tx.c's slot ring) */
+#define TCP_SEAL_RXBUF (4u * TCP_SEAL_REC) /* records being received (one recv) */
 /* The first record of an initiator: its HELLO frame. */
 #define TCP_SEAL_HELLO_SIZE (TCP_SEAL_HDR + RDMX__TCP_HDR_SIZE + RDMX__TCP_HELLO_LEN + TCP_SEAL_TAG)
 
@@ -192,8 +192,12 @@ void rdmx__tcp_seal_reset(struct tcp_seal *s);
  * the joiner, one it is sealing is waited for (pure cipher work, no lock).
  * So no source byte (a task's buffer) is read after its task completes. */
 
-#define TCP_PIPE_RECS 2
+#define TCP_PIPE_RECS 4
 #define TCP_PIPE_IOV 16 /* source pieces per record (more: sealed inline) */
+/* A flush posts a whole pipe behind the records sealed before it (a
+ * header's), and the slot ring keeps a slot index in a byte. */
+_Static_assert(TCP_SEAL_SLOTS > TCP_PIPE_RECS && TCP_SEAL_SLOTS < 256, "tx slot ring too small");
+_Static_assert(TCP_SEAL_RXBUF >= 2u * TCP_SEAL_REC, "a partial record needs room behind it");
 
 struct tcp_seal_pipe_rec {
 	uint64_t seq;

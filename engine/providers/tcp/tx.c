@@ -492,6 +492,21 @@ static int pipe_pieces(struct tcp_conn *c, const struct iovec *iov, int n, size_
 	return k <= TCP_PIPE_IOV ? k : 0;
 }
 
+/* Whether the payload after this record (the header of a request, cut
+ * right after it) fills a whole pipe: then it goes to the pipe in this
+ * flush. A shorter one stays inline, with the frames after it: a pipe of
+ * one or two records costs a wake-up of the NIC for little cipher work and
+ * keeps the next frames out of the flush (measured: 64 KiB writes at half
+ * the rate). */
+static bool pipe_after(struct tcp_conn *c, size_t take)
+{
+	const struct tcp_frame *f = frame_at(c, 0);
+
+	return f->hdr_off < RDMX__TCP_HDR_SIZE && take == RDMX__TCP_HDR_SIZE - f->hdr_off &&
+	       f->src == TCP_SRC_CHAIN && f->what == TCP_TX_REQ &&
+	       f->left >= (uint64_t)TCP_PIPE_RECS * TCP_SEAL_MAX;
+}
+
 static bool pipe_usable(struct tcp_conn *c)
 {
 	return c->td->nic_started && !pthread_equal(pthread_self(), c->td->nic) &&
@@ -576,7 +591,8 @@ static bool seal_frames(struct tcp_conn *c)
 				rdmx__tcp_keytab_unlock(&c->td->keys);
 			break;
 		}
-		try_pipe = false; /* the pipe is another flush's: inline */
+		if (k || !pipe_after(c, take)) /* the rest inline */
+			try_pipe = false;
 		rc = take ? rdmx__tcp_seal_record(&s->tx, iov, n, take, out) : RDMX_E_INVAL;
 		if (locked)
 			rdmx__tcp_keytab_unlock(&c->td->keys);

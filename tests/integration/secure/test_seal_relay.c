@@ -557,6 +557,34 @@ Test(seal, pipelined_write_with_a_tampered_record_fails_once)
 	pair_down();
 }
 
+/* The payload after a header sealed in the same flush goes to the pipe
+ * too: a write of exactly one pipe of payload records (TCP_PIPE_RECS records
+ * of TCP_SEAL_MAX bytes) is its header's record, sealed inline, then a pipe
+ * that the NIC thread seals whole; the write lands intact. */
+Test(seal, pipelined_payload_follows_its_header_into_the_pipe)
+{
+	const size_t len = (size_t)TCP_PIPE_RECS * TCP_SEAL_MAX;
+	struct rdmx_task *t;
+	uint64_t before;
+	int one = 1;
+
+	cr_assert_leq(len, MEM);
+	memset(wc, 0, sizeof(wc));
+	pipe_up(R_FORWARD);
+	before = pipe_sealed();
+	for (size_t k = 0; k < len; k++)
+		A.mem[k] = (uint8_t)(k / 4099 + 7);
+	t = pipe_write(0, 0, 0, len, -1);
+	cr_assert(drive(&A, &B, writes_done, &one));
+	cr_assert_eq(wc[0].ok, 1, "the write failed: %s", rdmx_err_name(wc[0].status));
+	cr_assert(memcmp(A.mem, B.mem, len) == 0, "the pipelined write did not land intact");
+	cr_assert_eq(pipe_sealed() - before, TCP_PIPE_RECS,
+	             "the NIC sealed %llu of the write's %u payload records",
+	             (unsigned long long)(pipe_sealed() - before), TCP_PIPE_RECS);
+	rdmx_task_free(t);
+	pair_down();
+}
+
 /* Writes submitted back to back share the send queue: the header of the
  * second follows the payload records of the first that the pipe holds.
  * Three writes, the second over the same bytes as the first: every write
