@@ -35,12 +35,18 @@ static inline uint64_t rdmx__now_coarse_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static inline bool rdmx__due(uint64_t due, uint64_t *now)
+/* rdmx__due with a coarse reading its caller already made. */
+static inline bool rdmx__due_after(uint64_t due, uint64_t coarse, uint64_t *now)
 {
-	if (due > rdmx__now_coarse_ns() + RDMX__COARSE_SLACK_NS)
+	if (due > coarse + RDMX__COARSE_SLACK_NS)
 		return false;
 	*now = rdmx__now_ns();
 	return due <= *now;
+}
+
+static inline bool rdmx__due(uint64_t due, uint64_t *now)
+{
+	return rdmx__due_after(due, rdmx__now_coarse_ns(), now);
 }
 
 static inline uint64_t rdmx__now_ms(void)

@@ -200,15 +200,14 @@ static int progress_ctx(struct rdmx_ctx *ctx)
  * tick of now. Never runs a timer early. */
 static int run_timers(struct rdmx_pe *pe)
 {
-	uint64_t coarse = rdmx__now_coarse_ns(), next, now;
+	uint64_t coarse = rdmx__now_coarse_ns(), now;
 	int n = 0;
 
 	if (rdmx__timers_next(&pe->timers) <= coarse)
 		n = rdmx__timers_run(&pe->timers, coarse);
 	if (!pe->timers.len)
 		return n;
-	next = rdmx__timers_next(&pe->timers);
-	if (next <= coarse + RDMX__COARSE_SLACK_NS && next <= (now = rdmx__now_ns()))
+	if (rdmx__due_after(rdmx__timers_next(&pe->timers), coarse, &now))
 		n += rdmx__timers_run(&pe->timers, now);
 	return n;
 }

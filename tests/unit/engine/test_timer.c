@@ -125,12 +125,11 @@ static void stop_other(struct rdmx_pe_timer *t, void *arg)
 	rdmx_pe_timer_stop(&p->b); /* due too, but stopped: it must not run */
 }
 
-static void count_b(struct rdmx_pe_timer *t, void *arg)
+/* a timer callback that counts its runs in the int at `arg` */
+static void count_run(struct rdmx_pe_timer *t, void *arg)
 {
-	struct pair *p = arg;
-
 	(void)t;
-	p->b_runs++;
+	(*(int *)arg)++;
 }
 
 Test(pe_timer, callback_stops_another_due_one)
@@ -140,7 +139,7 @@ Test(pe_timer, callback_stops_another_due_one)
 
 	assert_ok(rdmx_pe_create(&pe));
 	rdmx_pe_timer_init(pe, &p.a, stop_other, &p);
-	rdmx_pe_timer_init(pe, &p.b, count_b, &p);
+	rdmx_pe_timer_init(pe, &p.b, count_run, &p.b_runs);
 	assert_ok(rdmx_pe_timer_start(&p.a, 1));
 	assert_ok(rdmx_pe_timer_start(&p.b, 2));
 	cr_assert_eq(rdmx_pe_progress(pe), 1);
@@ -168,18 +167,6 @@ static void start_b(struct rdmx_pe_timer *t, void *arg)
 	cr_assert_eq(rdmx_pe_timer_start(&c->b, 1), 0);
 }
 
-static void count_chain_b(struct rdmx_pe_timer *t, void *arg)
-{
-	(void)t;
-	((struct chain *)arg)->b_runs++;
-}
-
-static void count_far(struct rdmx_pe_timer *t, void *arg)
-{
-	(void)t;
-	((struct chain *)arg)->far_runs++;
-}
-
 Test(pe_timer, due_now_and_past_run_in_the_same_progress)
 {
 	struct rdmx_pe *pe = NULL;
@@ -187,8 +174,8 @@ Test(pe_timer, due_now_and_past_run_in_the_same_progress)
 
 	assert_ok(rdmx_pe_create(&pe));
 	rdmx_pe_timer_init(pe, &c.a, start_b, &c);
-	rdmx_pe_timer_init(pe, &c.b, count_chain_b, &c);
-	rdmx_pe_timer_init(pe, &c.far, count_far, &c);
+	rdmx_pe_timer_init(pe, &c.b, count_run, &c.b_runs);
+	rdmx_pe_timer_init(pe, &c.far, count_run, &c.far_runs);
 	assert_ok(rdmx_pe_timer_start(&c.far, rdmx_pe_now_ns() + 3600000000000ull));
 	assert_ok(rdmx_pe_timer_start(&c.a, rdmx_pe_now_ns())); /* due now: the full clock */
 	cr_assert_eq(rdmx_pe_progress(pe), 2, "a, then b started by a at a past time");
