@@ -2,7 +2,7 @@
 # tests/bench/tcp/wait-path.sh — the tcp provider's waiting path, in one run:
 #
 #   tests/bench/tcp/wait-path.sh [BUILD_DIR] [--before OTHER_BUILD_DIR] [--rounds R] [-n N]
-#                                [--no-strace] [--no-lat]
+#                                [--no-strace] [--no-lat] [--layers]
 #
 # 1. System calls per 64 B RPC round trip (rdmx-perf rpc_lat --poll block),
 #    per side, every thread (`strace -f -c`), divided by the calls made
@@ -12,6 +12,11 @@
 #    (tests/bench/tcp_echo), blocking then busy, R interleaved rounds
 #    (rdmx, [the --before build's rdmx,] raw TCP in each round); medians.
 #    Server on core 0, client on core 1 (taskset).
+# 3. With --layers: user-space instructions per 64 B round trip, per side, by
+#    layer (valgrind's callgrind, self cost by source folder: engine/providers/tcp,
+#    engine, chan, rpc, common, libc, ld.so (start-up), the rest: the benchmark
+#    program's own loop and timing), rdmx-perf rpc_lat --poll block beside the raw
+#    TCP echo. Deterministic: the count does not depend on load.
 # The load average is printed before and after each part: on a shared
 # machine read the ratios of one round, not absolute numbers.
 # BUILD_DIR (default build) holds tools/rdmx-perf/rdmx-perf and
@@ -19,7 +24,7 @@
 # rdmx-perf only) to put beside it.
 set -euo pipefail
 
-build=build before='' rounds=5 n=20000 do_strace=1 do_lat=1
+build=build before='' rounds=5 n=20000 do_strace=1 do_lat=1 do_layers=0
 while (($#)); do
   case "$1" in
     --before) before="$2"; shift ;;
@@ -27,7 +32,8 @@ while (($#)); do
     -n) n="$2"; shift ;;
     --no-strace) do_strace=0 ;;
     --no-lat) do_lat=0 ;;
-    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --layers) do_layers=1 ;;
+    -h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) build="$1" ;;
   esac
   shift
@@ -111,4 +117,57 @@ if ((do_lat)); then
     done
     echo "load after: $(load)"
   done
+fi
+
+# layers FILE N: self instructions per call of a callgrind profile, by layer
+layers() {
+  callgrind_annotate --auto=no --threshold=100 "$1" 2>/dev/null | awk -v N="$2" '
+    /PROGRAM TOTALS/ { gsub(",", "", $1); total = $1; next }
+    /^ *[0-9,]+ \( *[0-9.]+%\)  / {
+      n1 = $1
+      gsub(",", "", n1)
+      f = $0
+      sub(/^[^)]*\) +/, "", f)
+      if (f ~ /(^|\/)(tests|tools)\//) l = "rest"
+      else if (f ~ /providers\/tcp\//) l = "tcp"
+      else if (f ~ /(^|\/)engine\//) l = "engine"
+      else if (f ~ /(^|\/)chan\//) l = "chan"
+      else if (f ~ /(^|\/)rpc\//) l = "rpc"
+      else if (f ~ /(^|\/)common\//) l = "common"
+      else if (f ~ /libc\.so/) l = "libc"
+      else if (f ~ /ld-linux/) l = "ld.so"
+      else l = "rest"
+      c[l] += n1
+    }
+    END {
+      printf "%.0f per call:", total / N
+      n = split("tcp engine chan rpc common libc ld.so rest", order, " ")
+      for (i = 1; i <= n; i++) printf " %s %.0f", order[i], c[order[i]] / N
+      printf "\n"
+    }'
+}
+
+if ((do_layers)); then
+  command -v valgrind >/dev/null || { echo "wait-path.sh: valgrind missing (apt-get install valgrind)" >&2; exit 1; }
+  ln=5000
+  echo "## user instructions per round trip (rpc_lat 64 B --poll block, $ln calls + $((ln / 10)) warm-up, callgrind)"
+  cg=(valgrind --tool=callgrind -q)
+  for b in "${builds[@]}"; do
+    p=$(perf_of "$b")
+    "${cg[@]}" --callgrind-out-file="$tmp/srv.cg" "$p" rpc_lat -d tcp --poll block -s 64 -n $ln -p $port -q >/dev/null 2>&1 &
+    spid=$!
+    sleep 3
+    "${cg[@]}" --callgrind-out-file="$tmp/cli.cg" "$p" rpc_lat -d tcp --poll block -s 64 -n $ln -p $port -q 127.0.0.1 >/dev/null 2>&1
+    wait $spid || true
+    port=$((port + 1))
+    for side in srv cli; do echo "$b $side: $(layers "$tmp/$side.cg" $((ln + ln / 10)))"; done
+  done
+  "${cg[@]}" --callgrind-out-file="$tmp/srv.cg" "$tcp" -s 64 -p $port >/dev/null 2>&1 &
+  spid=$!
+  sleep 2
+  "${cg[@]}" --callgrind-out-file="$tmp/cli.cg" "$tcp" -s 64 -n $ln -t 1 -p $port 127.0.0.1 >/dev/null 2>&1
+  sleep 0.5
+  kill -INT $spid 2>/dev/null || true
+  wait $spid 2>/dev/null || true
+  for side in srv cli; do echo "raw TCP $side: $(layers "$tmp/$side.cg" $ln)"; done
 fi
