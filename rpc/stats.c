@@ -200,7 +200,10 @@ static bool slot_used[SHARED_SLOT];
 static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
 static pthread_key_t slot_key;
 static bool slot_key_ok;
-static _Thread_local unsigned thread_slot; /* 0: none yet, else slot + 1 */
+/* 0: none yet, else slot + 1. Initial-exec: read twice per call, one
+ * %fs-relative load instead of a __tls_get_addr call (4 bytes of the static
+ * TLS surplus glibc keeps for libraries, also when librdmx is dlopen()ed). */
+static _Thread_local unsigned thread_slot __attribute__((tls_model("initial-exec")));
 
 static void slot_release(void *p)
 {
