@@ -187,3 +187,91 @@ Test(wakeups, armed_sleeper_woken_once_per_message)
 	pair_close(&A, &B);
 	leak_end();
 }
+
+/* B sends `rounds` messages to `rx` over cb; rx's engine, in blocking mode,
+ * must be woken by each one inside rdmx_pe_wait (the guard is the failure
+ * bound: a wait that sleeps through the message answers 0 at its end). */
+static void blocking_waits(struct side *rx, struct rdmx_conn *cb, struct region *rr,
+                           struct region *rb, int rounds)
+{
+	struct rdmx_buf d = lbuf(rr, 0, 64), s = lbuf(rb, 0, 24);
+
+	for (int i = 0; i < rounds; i++) {
+		struct tinfo tr = {0}, ts = {0};
+		struct rdmx_task *t, *rt;
+
+		rt = post_recv(rx, &d, &tr);
+		ASSERT_OK(rdmx_task_send_alloc(B.ctx, cb, &s, &ts, &t));
+		ASSERT_OK(rdmx_task_submit(t));
+		while (!TI_DONE(&tr)) {
+			int n = rdmx_pe_wait(rx->pe, GUARD_MS);
+
+			cr_assert_gt(n, 0, "%s: message %d: the blocking wait answered %d",
+			             rx->name, i, n);
+		}
+		ASSERT_DONE_OK(&tr);
+		cr_assert_eq(tr.len, 24u);
+		DRIVE_UNTIL(rx, &B, TI_DONE(&ts));
+		ASSERT_DONE_OK(&ts);
+		ASSERT_OK(rdmx_task_free(t));
+		ASSERT_OK(rdmx_task_free(rt));
+	}
+}
+
+/* rdmx_pe_wait sleeps on the one context's own fd when the engine drives
+ * one context, on the engine's set when it drives several (engine/pe.c):
+ * a message wakes it in both cases, on either context, and once a context
+ * is gone the engine sleeps on what is left (no stale fd). */
+Test(wakeups, blocking_wait_with_one_then_two_contexts)
+{
+	static struct side A2;
+	struct rdmx_conn *a1, *b1, *a2, *b2;
+
+	leak_begin();
+	side_open(&A, "a", 0);
+	side_attach(&A2, "a2", &A, A.pe);
+	side_open(&B, "b", 1);
+	side_conf(&A, 16);
+	side_conf(&A2, 16);
+	side_conf(&B, 16);
+	side_start(&A);
+	side_start(&B);
+	ASSERT_OK(rdmx_pe_set_poll_mode(A.pe, RDMX_POLL_BLOCK, 0));
+	connect_pair(&A, &B, &a1, &b1);
+	struct region *r1 = region_new(&A, 4096, RDMX_ACCESS_LOCAL_WRITE, 0);
+	struct region *r2 = region_new(&A2, 4096, RDMX_ACCESS_LOCAL_WRITE, 0);
+	struct region *rb = region_new(&B, 4096, 0, 0);
+	pattern_fill(rb->mem, 4096, 7);
+	blocking_waits(&A, b1, r1, rb, 8); /* one context on the engine */
+	side_start(&A2);
+	connect_pair(&A2, &B, &a2, &b2);
+	blocking_waits(&A, b1, r1, rb, 8); /* two: a message to either wakes it */
+	blocking_waits(&A2, b2, r2, rb, 8);
+	ASSERT_OK(rdmx_ctx_stop(B.ctx));
+	side_close(&A2);
+	/* one context again: a wait with nothing to deliver ends at its
+	 * timeout, not with an error from a closed fd */
+	for (int i = 0; i < 3; i++)
+		cr_assert_geq(rdmx_pe_wait(A.pe, 1), 0);
+	side_close(&A);
+	side_close(&B);
+	leak_end();
+}
+
+/* The engine's only context stopped and destroyed: a blocking wait on the
+ * engine ends at its timeout, it does not sleep on the context's old fd. */
+Test(wakeups, blocking_wait_after_the_only_context_is_gone)
+{
+	leak_begin();
+	side_open(&A, "a", 0);
+	side_conf(&A, 16);
+	side_start(&A);
+	ASSERT_OK(rdmx_pe_set_poll_mode(A.pe, RDMX_POLL_BLOCK, 0));
+	cr_assert_geq(rdmx_pe_wait(A.pe, 1), 0);
+	ASSERT_OK(rdmx_ctx_stop(A.ctx));
+	ASSERT_OK(rdmx_ctx_destroy(&A.ctx));
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(rdmx_pe_wait(A.pe, 1), 0);
+	side_close(&A);
+	leak_end();
+}
