@@ -16,7 +16,10 @@
  *   non-blocking epoll_wait over the context's sockets and handles what is
  *   ready inline (places writes, answers reads and atomics, completes
  *   sends); post_send writes its frame straight to the socket when nothing
- *   is queued ahead of it.
+ *   is queued or outstanding ahead of it, or the application is armed; a
+ *   request posted behind unanswered ones waits for the application's next
+ *   poll or arm (ops.c: back-to-back posts share one sendmsg), or for this
+ *   thread's next look at a context that stopped driving.
  * - Each context has a progress counter (ctx_poll and post_* bump it,
  *   relaxed) and an "armed" flag (ctx_arm / ctx_disarm). Per context, this
  *   thread picks one of three modes:

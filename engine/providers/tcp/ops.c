@@ -37,6 +37,7 @@ int rdmx__tcp_post_send(struct rdmx_conn *conn, struct rdmx_task *task)
 {
 	struct tcp_conn *c = TCP_CONN(conn);
 	struct tcp_ctx *tc = c->tc;
+	bool held = false;
 	int rc = 0;
 
 	atomic_fetch_add_explicit(&tc->progress, 1, memory_order_relaxed);
@@ -72,12 +73,26 @@ int rdmx__tcp_post_send(struct rdmx_conn *conn, struct rdmx_task *task)
 		c->tt_last = rdmx__tcp_ctx_now(tc);
 		rdmx__tcp_ctx_timer(tc, c->tt_last + c->tt_ns);
 	}
-	/* straight to the socket, unless it is full (EPOLLOUT will resume) */
-	if (c->state == TC_UP && !(c->ep_events & EPOLLOUT))
+	/* Straight to the socket, unless it is full (EPOLLOUT will resume) or
+	 * requests posted before are still unanswered while the application
+	 * is not armed: then it waits on the dirty list for the application's
+	 * next poll or arm, which every wait makes (or the NIC's next look,
+	 * nic.c), so that requests posted back to back share segments: one
+	 * sendmsg for a burst of calls instead of one each. A request with
+	 * nothing outstanding ahead of it (a ping-pong) goes at once, and so
+	 * does one posted while armed (the application may sleep next
+	 * without another arm: from a callback of another loop's watcher). */
+	held = c->state == TC_UP && !(c->ep_events & EPOLLOUT) && c->sq_count > 1 &&
+	       !atomic_load_explicit(&tc->armed, memory_order_relaxed);
+	if (held)
+		rdmx__tcp_conn_dirty(c);
+	else if (c->state == TC_UP && !(c->ep_events & EPOLLOUT))
 		rdmx__tcp_tx_flush(c);
 unlock:
 	rdmx__tcp_ctx_clock_close(tc);
 	pthread_mutex_unlock(&tc->lock);
+	if (held)
+		rdmx__tcp_nic_nudge(tc); /* a parked NIC looks, should no poll come */
 	return rc;
 }
 

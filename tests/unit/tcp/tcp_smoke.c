@@ -1,7 +1,8 @@
 /* tcp provider smoke test over loopback: two tcp devices in one process.
  *
  *   export/connect, send/recv, send_imm, write, write_imm, read, atomics,
- *   flush, 32 MiB streamed write and read, receiver-not-ready (retried in
+ *   flush, back-to-back posts sharing segments (held for the next poll, at
+ *   once while armed), 32 MiB streamed write and read, receiver-not-ready (retried in
  *   order, and exhausted), receive too small, one-sided operations while the
  *   target never progresses, a blocking (notification mode) ping-pong on two
  *   threads, a raw socket with a wrong token, and hostile frames sent by a
@@ -622,6 +623,107 @@ static void t_armed_target(void)
 	CHECK(memcmp(rb.mem, ra.mem, 4096) == 0 && memcmp(ra.mem + 4096, rb.mem + 4096, 4096) == 0,
 	      "armed target data");
 	OK(rdmx_pe_clear_notification(A.pe));
+	OK(rdmx_conn_disconnect(cb));
+	DRIVE_UNTIL(&A, &B, A.ended >= 1 && B.ended >= 1);
+	region_free(&ra);
+	region_free(&rb);
+}
+
+/* ---- back-to-back posts share segments ---- */
+
+#define BURST 8
+
+/* What the flush left unsent on c, read under its context's lock. */
+static struct rdmx_task *unsent(struct tcp_conn *c, bool *dirty)
+{
+	struct rdmx_task *t;
+
+	pthread_mutex_lock(&c->tc->lock);
+	t = c->sq_cur;
+	*dirty = c->dirty;
+	pthread_mutex_unlock(&c->tc->lock);
+	return t;
+}
+
+/* BURST sends posted back to back: the first goes to the socket at once,
+ * the rest (requests are outstanding ahead of them) wait for the
+ * application's next poll, which sends them together; posted while the
+ * engine is armed, each goes at once; posted by an application that then
+ * stops driving, the soft NIC sends them. B's soft NIC is kept off its context
+ * (a grace of 1 s) so that only the application's own calls move frames. */
+static void t_coalesced_posts(void)
+{
+	struct rdmx_conn *ca, *cb;
+	struct region ra, rb;
+	struct rdmx_task *t, *sent[BURST];
+	struct rec rr[BURST], rs[BURST];
+	struct rdmx_buf d[BURST], src[BURST]; /* a task keeps its buffer list */
+	struct tcp_conn *c;
+	bool dirty;
+
+	side_close(&B);
+	setenv("RDMX_TCP_NIC_GRACE_US", "1000000", 1);
+	int rc = side_open(&B, 7);
+	unsetenv("RDMX_TCP_NIC_GRACE_US");
+	OK(rc);
+	connect_pair(&A, &B, &ca, &cb);
+	if (failures)
+		return;
+	OK(region_new(&A, &ra, BURST * 64, RDMX_ACCESS_ALL));
+	OK(region_new(&B, &rb, BURST * 64, RDMX_ACCESS_ALL));
+	fill(rb.mem, BURST * 64, 21);
+	c = TCP_CONN(cb);
+	for (int armed = 0; armed < 2; armed++) {
+		memset(rr, 0, sizeof(rr));
+		memset(rs, 0, sizeof(rs));
+		for (int i = 0; i < BURST; i++) {
+			d[i] = lbuf(&ra, (size_t)i * 64, 64);
+			OK(rdmx_task_receive_alloc(A.ctx, &d[i], &rr[i], &t));
+			OK(rdmx_task_submit(t));
+		}
+		if (armed)
+			OK(rdmx_pe_request_notification(B.pe));
+		for (int i = 0; i < BURST; i++) {
+			src[i] = lbuf(&rb, (size_t)i * 64, 64);
+			OK(rdmx_task_send_alloc(B.ctx, cb, &src[i], &rs[i], &sent[i]));
+			OK(rdmx_task_submit(sent[i]));
+		}
+		t = unsent(c, &dirty);
+		if (armed) {
+			CHECK(!t, "armed: a post waited for a poll");
+			OK(rdmx_pe_clear_notification(B.pe));
+		} else {
+			CHECK(t == sent[1] && dirty,
+			      "back to back: the posts after the first did not wait for the poll");
+			CHECK(rdmx_pe_progress(B.pe) >= 0, "progress");
+			t = unsent(c, &dirty);
+			CHECK(!t, "back to back: one poll did not send the waiting posts");
+		}
+		DRIVE_UNTIL(&A, &B,
+		            rr[BURST - 1].ok + rr[BURST - 1].err &&
+		                rs[BURST - 1].ok + rs[BURST - 1].err);
+		for (int i = 0; i < BURST; i++)
+			CHECK(rr[i].ok && rs[i].ok && rr[i].len == 64,
+			      "%s: message %d: recv %s send %s", armed ? "armed" : "back to back",
+			      i, rdmx_err_name(rr[i].status), rdmx_err_name(rs[i].status));
+		CHECK(memcmp(ra.mem, rb.mem, BURST * 64) == 0, "%s: data in order",
+		      armed ? "armed" : "back to back");
+		memset(ra.mem, 0, BURST * 64);
+	}
+	/* posted by A (default grace), then A never drives again: its soft
+	 * NIC sends what waits */
+	memset(rr, 0, sizeof(rr));
+	for (int i = 0; i < 2; i++) {
+		OK(rdmx_task_receive_alloc(B.ctx, &src[i], &rr[i], &t));
+		OK(rdmx_task_submit(t));
+	}
+	for (int i = 0; i < 2; i++) {
+		OK(rdmx_task_send_alloc(A.ctx, ca, &d[i], &rs[i], &sent[i]));
+		OK(rdmx_task_submit(sent[i]));
+	}
+	DRIVE_UNTIL(NULL, &B, rr[1].ok + rr[1].err);
+	CHECK(rr[0].ok && rr[1].ok, "not driven: recv %s %s", rdmx_err_name(rr[0].status),
+	      rdmx_err_name(rr[1].status));
 	OK(rdmx_conn_disconnect(cb));
 	DRIVE_UNTIL(&A, &B, A.ended >= 1 && B.ended >= 1);
 	region_free(&ra);
@@ -1386,6 +1488,7 @@ int main(int argc, char **argv)
 		{"recv_too_small", t_recv_too_small},
 		{"passive_target", t_passive_target},
 		{"armed_target", t_armed_target},
+		{"coalesced_posts", t_coalesced_posts},
 		{"blocking_pingpong", t_blocking_pingpong},
 		{"bad_token", t_bad_token},
 		{"stalled_flood", t_stalled_flood},
