@@ -168,6 +168,9 @@ void side_close(struct side *s);
 /* Open + conf + start both sides; close both (stop both first). */
 void pair_open(struct side *a, struct side *b, uint32_t num_tasks);
 void pair_close(struct side *a, struct side *b);
+/* a on device 0, a2 a second context on a's device and engine, b on device
+ * 1, all configured with num_tasks; none started. Close a2 before a. */
+void trio_open(struct side *a, struct side *a2, struct side *b, uint32_t num_tasks);
 
 /* ---- memory ---- */
 

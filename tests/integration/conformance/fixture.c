@@ -278,6 +278,16 @@ void pair_open(struct side *a, struct side *b, uint32_t num_tasks)
 	side_start(b);
 }
 
+void trio_open(struct side *a, struct side *a2, struct side *b, uint32_t num_tasks)
+{
+	side_open(a, "a", 0);
+	side_attach(a2, "a2", a, a->pe);
+	side_open(b, "b", 1);
+	side_conf(a, num_tasks);
+	side_conf(a2, num_tasks);
+	side_conf(b, num_tasks);
+}
+
 void pair_close(struct side *a, struct side *b)
 {
 	side_stop(a);

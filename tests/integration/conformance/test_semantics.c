@@ -685,12 +685,7 @@ Test(semantics, one_pe_drives_two_contexts)
 	static struct side A2;
 	struct rdmx_conn *a1, *b1, *a2, *b2;
 	leak_begin();
-	side_open(&A, "a", 0);
-	side_attach(&A2, "a2", &A, A.pe);
-	side_open(&B, "b", 1);
-	side_conf(&A, 8);
-	side_conf(&A2, 8);
-	side_conf(&B, 8);
+	trio_open(&A, &A2, &B, 8);
 	side_start(&A);
 	side_start(&A2);
 	side_start(&B);

@@ -228,12 +228,7 @@ Test(wakeups, blocking_wait_with_one_then_two_contexts)
 	struct rdmx_conn *a1, *b1, *a2, *b2;
 
 	leak_begin();
-	side_open(&A, "a", 0);
-	side_attach(&A2, "a2", &A, A.pe);
-	side_open(&B, "b", 1);
-	side_conf(&A, 16);
-	side_conf(&A2, 16);
-	side_conf(&B, 16);
+	trio_open(&A, &A2, &B, 16);
 	side_start(&A);
 	side_start(&B);
 	ASSERT_OK(rdmx_pe_set_poll_mode(A.pe, RDMX_POLL_BLOCK, 0));
