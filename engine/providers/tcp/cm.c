@@ -48,7 +48,7 @@ void rdmx__tcp_stop_listen(struct rdmx_ctx *ctx)
 
 	pthread_mutex_lock(&tc->lock);
 	if (tc->lfd >= 0) {
-		rdmx__tcp_ep_del(tc, tc->lfd);
+		rdmx__tcp_ep_del(tc, tc->lfd, &tc->listen_ep);
 		close(tc->lfd);
 		tc->lfd = -1;
 	}
@@ -214,7 +214,7 @@ void rdmx__tcp_cmreq_free(struct tcp_ctx *tc, struct tcp_cmreq *r)
 	}
 	if (r->fd >= 0) {
 		if (!r->queued)
-			rdmx__tcp_ep_del(tc, r->fd);
+			rdmx__tcp_ep_del(tc, r->fd, &r->ep);
 		close(r->fd);
 	}
 	free(r);
@@ -247,7 +247,7 @@ void rdmx__tcp_cmreq_read(struct tcp_ctx *tc, struct tcp_cmreq *r)
 	if (r->got < RDMX__TCP_HDR_SIZE + h.len)
 		return;
 	/* complete: stop reading until the user accepts */
-	rdmx__tcp_ep_del(tc, r->fd);
+	rdmx__tcp_ep_del(tc, r->fd, &r->ep);
 	r->queued = true;
 	rdmx__tcp_cq_event(tc, TCP_CQE_REQUEST, r);
 }

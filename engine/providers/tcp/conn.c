@@ -179,7 +179,7 @@ void rdmx__tcp_conn_close_fd(struct tcp_conn *c)
 	if (c->fd < 0)
 		return;
 	if (c->ep_events && c->tc)
-		rdmx__tcp_ep_del(c->tc, c->fd);
+		rdmx__tcp_ep_del(c->tc, c->fd, &c->ep);
 	close(c->fd);
 	c->fd = -1;
 	c->ep_events = 0;

@@ -164,33 +164,60 @@ int rdmx__tcp_ep_set(struct tcp_ctx *tc, int fd, struct tcp_ep *ep, uint32_t eve
 	}
 	if (add) {
 		tc->n_ep++;
-		if (ep->kind == TCP_EP_CONN)
+		if (ep->kind == TCP_EP_CONN) {
+			tc->n_conn_ep++;
 			tc->last_conn = (struct tcp_conn *)ep;
+		}
 	}
 	return 0;
 }
 
-void rdmx__tcp_ep_del(struct tcp_ctx *tc, int fd)
+void rdmx__tcp_ep_del(struct tcp_ctx *tc, int fd, const struct tcp_ep *ep)
 {
 	if (epoll_ctl(tc->nfd, EPOLL_CTL_DEL, fd, NULL))
 		RDMX_WARN("tcp: epoll_ctl del fd %d (notification set) failed: %s", fd,
 		          strerror(errno));
-	if (epoll_ctl(tc->epfd, EPOLL_CTL_DEL, fd, NULL))
+	if (epoll_ctl(tc->epfd, EPOLL_CTL_DEL, fd, NULL)) {
 		RDMX_WARN("tcp: epoll_ctl del fd %d failed: %s", fd, strerror(errno));
-	else
-		tc->n_ep--;
+		return;
+	}
+	tc->n_ep--;
+	if (ep->kind == TCP_EP_CONN)
+		tc->n_conn_ep--;
 }
 
-/* The context's only socket, when it is an established connection's: then
- * a poll needs no epoll_wait, a recv tells as much (one syscall less per
- * message, the common case of one connection per context). */
+/* The context's only connection socket, when it is an established one:
+ * then a poll needs no epoll_wait to find it, a recv tells as much (one
+ * syscall less per message, the common case of one connection per context).
+ * The other fds, a listener or handshakes under way, if any, are looked at
+ * as side_look says. */
 static struct tcp_conn *solo_conn(const struct tcp_ctx *tc)
 {
 	struct tcp_conn *c = tc->last_conn;
 
-	if (tc->n_ep != 1 || !c || !c->ep_events)
+	if (tc->n_conn_ep != 1 || !c || !c->ep_events)
 		return NULL;
 	return c->state == TC_UP || c->state == TC_ERROR ? c : NULL;
+}
+
+/* Whether a pass looks at the set's fds that are no connection's (a
+ * listener, handshakes), with epoll_wait, when the connections need none
+ * (there is none, or only the solo one). The NIC thread's passes do. The
+ * application's polls do once every TCP_SIDE_LOOK polls, and at the first
+ * one after a wake-up that found nothing on the connection (what woke the
+ * application was another fd): a busy server with one client spins on one
+ * recv per poll, as a raw TCP server does, and still accepts the next
+ * client within TCP_SIDE_LOOK polls, or at once when it sleeps. */
+static bool side_look(struct tcp_ctx *tc, bool app, size_t got)
+{
+	if (tc->n_ep == tc->n_conn_ep)
+		return false;
+	if (app && ++tc->side_polls < TCP_SIDE_LOOK &&
+	    (got || !atomic_load_explicit(&tc->side_due, memory_order_relaxed)))
+		return false;
+	tc->side_polls = 0;
+	atomic_store_explicit(&tc->side_due, false, memory_order_relaxed);
+	return true;
 }
 
 void rdmx__tcp_ctx_timer(struct tcp_ctx *tc, uint64_t deadline)
@@ -221,21 +248,14 @@ void rdmx__tcp_ctx_run_timers(struct tcp_ctx *tc, uint64_t now)
 	}
 }
 
-size_t rdmx__tcp_ctx_serve(struct tcp_ctx *tc, size_t budget)
+/* Serves what epoll_wait finds ready in the context's set, but the solo
+ * connection (served already in this pass) */
+static size_t serve_set(struct tcp_ctx *tc, size_t budget, const struct tcp_conn *solo)
 {
 	struct epoll_event evs[SERVE_EVENTS];
-	struct tcp_conn *solo = solo_conn(tc);
+	int n = epoll_wait(tc->epfd, evs, SERVE_EVENTS, 0);
 	size_t got = 0;
-	uint64_t dl;
-	int n = 0;
 
-	if (solo) {
-		got = rdmx__tcp_rx_serve(solo, budget);
-		if (solo->fd >= 0 && (solo->ep_events & EPOLLOUT))
-			rdmx__tcp_tx_flush(solo);
-	} else {
-		n = epoll_wait(tc->epfd, evs, SERVE_EVENTS, 0);
-	}
 	for (int i = 0; i < n; i++) {
 		struct tcp_ep *ep = evs[i].data.ptr;
 		uint32_t e = evs[i].events;
@@ -244,6 +264,8 @@ size_t rdmx__tcp_ctx_serve(struct tcp_ctx *tc, size_t budget)
 		case TCP_EP_CONN: {
 			struct tcp_conn *c = (struct tcp_conn *)ep;
 
+			if (c == solo)
+				break;
 			if (c->state == TC_DIALING) {
 				rdmx__tcp_conn_dialed(c);
 				break;
@@ -264,6 +286,24 @@ size_t rdmx__tcp_ctx_serve(struct tcp_ctx *tc, size_t budget)
 			break;
 		}
 	}
+	return got;
+}
+
+size_t rdmx__tcp_ctx_serve(struct tcp_ctx *tc, size_t budget, bool app)
+{
+	struct tcp_conn *solo = solo_conn(tc);
+	size_t got = 0;
+	uint64_t dl;
+
+	if (solo) {
+		got = rdmx__tcp_rx_serve(solo, budget);
+		if (solo->fd >= 0 && (solo->ep_events & EPOLLOUT))
+			rdmx__tcp_tx_flush(solo);
+	}
+	/* other connections need epoll_wait to be found; side fds alone
+	 * (a listener, handshakes) are looked at as side_look says */
+	if (tc->n_conn_ep > (solo ? 1u : 0u) || side_look(tc, app, got))
+		got += serve_set(tc, budget, solo);
 	dl = atomic_load_explicit(&tc->next_deadline, memory_order_relaxed);
 	if (dl != TCP_NEVER) {
 		uint64_t now;
@@ -498,6 +538,7 @@ int rdmx__tcp_ctx_disarm(struct rdmx_ctx *ctx)
 	uint64_t v;
 
 	atomic_store(&tc->armed, false);
+	atomic_store_explicit(&tc->side_due, true, memory_order_relaxed);
 	/* one syscall less per wake-up when the NIC did not signal */
 	if (!atomic_exchange(&tc->efd_set, false))
 		return 0;
@@ -602,7 +643,7 @@ int rdmx__tcp_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 	/* answers queued by the previous poll: the application did not post
 	 * anything they could have shared a segment with */
 	rdmx__tcp_ctx_flush_dirty(tc);
-	rdmx__tcp_ctx_serve(tc, TCP_SERVE_BUDGET);
+	rdmx__tcp_ctx_serve(tc, TCP_SERVE_BUDGET, true);
 	rdmx__tcp_ctx_clock_close(tc);
 	tc->produced = false; /* the application is here: no wake-up needed */
 	while (done < budget) {

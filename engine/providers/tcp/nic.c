@@ -12,8 +12,10 @@
  * does not poll. So the application serves the wire itself whenever it can,
  * and the NIC thread steps in only when nobody else will:
  *
- * - Fast path (no thread hop): ctx_poll takes the context lock, does one
- *   non-blocking epoll_wait over the context's sockets and handles what is
+ * - Fast path (no thread hop): ctx_poll takes the context lock, reads a
+ *   context's only connection with one recv (its listener, if any, is
+ *   looked at every few polls and after each wake-up) or else does one
+ *   non-blocking epoll_wait over the context's sockets, and handles what is
  *   ready inline (places writes, answers reads and atomics, completes
  *   sends); post_send writes its frame straight to the socket when nothing
  *   is queued or outstanding ahead of it, or the application is armed; a
@@ -203,7 +205,7 @@ static bool serve(struct tcp_ctx *tc)
 		return true;
 	}
 	rdmx__tcp_ctx_clock_open(tc); /* one clock read for the pass (tcp.h) */
-	rdmx__tcp_ctx_serve(tc, TCP_SERVE_BUDGET);
+	rdmx__tcp_ctx_serve(tc, TCP_SERVE_BUDGET, false);
 	rdmx__tcp_ctx_flush_dirty(tc);
 	rdmx__tcp_ctx_clock_close(tc);
 	produced = tc->produced;

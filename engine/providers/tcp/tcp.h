@@ -45,6 +45,7 @@
 #define TCP_RNR_MIN_US 200u
 #define TCP_RNR_MAX_US 10000u
 #define TCP_SERVE_BUDGET (1u << 20) /* bytes read from one socket per serve pass */
+#define TCP_SIDE_LOOK 32u           /* app polls per look at a solo conn's side fds */
 #define TCP_GRACE_US_DEFAULT 200u
 #define TCP_PATIENCE_GRACES 10u /* nic.c: armed applications serve themselves this long */
 #define TCP_NEVER UINT64_MAX
@@ -374,7 +375,10 @@ struct tcp_ctx {
 	struct tcp_conn *conns;
 	struct tcp_conn *dirty;     /* conns with answers to send (rx.c, tx.c) */
 	uint32_t n_ep;              /* fds in epfd */
+	uint32_t n_conn_ep;         /* ... of them, connections' */
 	struct tcp_conn *last_conn; /* the conn added to epfd last */
+	uint32_t side_polls;        /* app polls since the last look at the other fds */
+	atomic_bool side_due;       /* woken from a wait: look at every fd */
 	atomic_bool has_dirty;      /* dirty != NULL, for the NIC thread's look */
 	uint32_t num_finals;        /* conns with a final event to deliver */
 	struct tcp_ep listen_ep;
@@ -405,8 +409,10 @@ void rdmx__tcp_cq_task(struct tcp_ctx *tc, struct rdmx_task *task, int status);
 void rdmx__tcp_cq_event(struct tcp_ctx *tc, enum tcp_cqe_kind kind, void *p);
 /* Makes room for the completions a new connection may queue. */
 int rdmx__tcp_cq_reserve(struct tcp_ctx *tc, uint32_t extra);
-/* Serves the context's sockets and timers (lock held). Returns bytes read. */
-size_t rdmx__tcp_ctx_serve(struct tcp_ctx *tc, size_t budget);
+/* Serves the context's sockets and timers (lock held). Returns bytes read.
+ * app: the application's poll (ctx.c: one connection and a listener cost
+ * one recv, not an epoll_wait and a recv); false: the NIC thread's pass. */
+size_t rdmx__tcp_ctx_serve(struct tcp_ctx *tc, size_t budget, bool app);
 void rdmx__tcp_ctx_timer(struct tcp_ctx *tc, uint64_t deadline);
 /* One clock read per locked section of the context (lock held from open to
  * close, no callback in between: a poll's flush + serve + timer check, one
@@ -434,7 +440,7 @@ static inline uint64_t rdmx__tcp_ctx_now(struct tcp_ctx *tc)
 }
 void rdmx__tcp_ctx_run_timers(struct tcp_ctx *tc, uint64_t now);
 int rdmx__tcp_ep_set(struct tcp_ctx *tc, int fd, struct tcp_ep *ep, uint32_t events, bool add);
-void rdmx__tcp_ep_del(struct tcp_ctx *tc, int fd);
+void rdmx__tcp_ep_del(struct tcp_ctx *tc, int fd, const struct tcp_ep *ep);
 
 /* ---- connection (conn.c; the cm listener's requests in cm.c) ---- */
 

@@ -1,9 +1,11 @@
 /* rdma_cm style connections: listen / connect_to_addr / accept / reject,
  * private data both ways, connection ids, user data, peer addresses, max
- * connections on incoming requests. Side a (RDMX_TEST_DEVICE) listens on
+ * connections on incoming requests, a second request while one connection
+ * is served. Side a (RDMX_TEST_DEVICE) listens on
  * RDMX_TEST_ADDR; side b (the peer device) connects. */
 #include "conformance.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static struct side A, B;
@@ -168,6 +170,48 @@ Test(cm, reject_reaches_initiator_failure_callback)
 	cr_assert_eq(B.est_pd_len, 0u, "accept without private data delivered %zu bytes",
 	             B.est_pd_len);
 	ASSERT_OK(rdmx_addr_destroy(&ad));
+	pair_close(&A, &B);
+	leak_end();
+}
+
+/* A listening context that serves one connection reads it without looking
+ * at its listener on every poll (tcp provider: once every few polls, and
+ * after every wake-up): a second request is still accepted while the first
+ * connection carries traffic, and both connections work. */
+Test(cm, second_request_while_serving_one)
+{
+	struct rdmx_conn *c1 = NULL, *c2 = NULL, *s1 = NULL, *s2 = NULL;
+	/* tcp: the soft NIC thread stays away from contexts that progress
+	 * for a whole second (it would accept in their place after 200 us):
+	 * the server's own polls must find the requests */
+	setenv("RDMX_TCP_NIC_GRACE_US", "1000000", 1);
+	leak_begin();
+	pair_open(&A, &B, 16);
+	uint16_t port = listen_any(&A);
+	struct rdmx_addr *ad = addr_of(&A, port);
+	A.policy = REQ_ACCEPT;
+	ASSERT_OK(rdmx_ctx_connect_to_addr(B.ctx, ad, NULL, 0, NULL, &c1));
+	DRIVE_UNTIL(&A, &B, A.established == 1 && B.established == 1);
+	for (int i = A.nevents - 1; i >= 0 && !s1; i--)
+		if (A.events[i].kind == CEV_ESTABLISHED)
+			s1 = A.events[i].conn;
+	cr_assert_not_null(s1);
+	write_checked(&A, &B, c1, 512, 201);
+	write_checked(&B, &A, s1, 512, 202);
+
+	ASSERT_OK(rdmx_ctx_connect_to_addr(B.ctx, ad, NULL, 0, NULL, &c2));
+	write_checked(&A, &B, c1, 1024, 203); /* the first one, meanwhile */
+	DRIVE_UNTIL(&A, &B, A.established == 2 && B.established == 2);
+	cr_assert_eq(A.requests, 2);
+	for (int i = A.nevents - 1; i >= 0 && !s2; i--)
+		if (A.events[i].kind == CEV_ESTABLISHED && A.events[i].conn != s1)
+			s2 = A.events[i].conn;
+	cr_assert_not_null(s2);
+	write_checked(&A, &B, c2, 512, 204);
+	write_checked(&B, &A, s2, 512, 205);
+	write_checked(&B, &A, s1, 512, 206);
+	ASSERT_OK(rdmx_addr_destroy(&ad));
+	ASSERT_OK(rdmx_ctx_stop_listen(A.ctx));
 	pair_close(&A, &B);
 	leak_end();
 }
