@@ -221,6 +221,8 @@ void cm_pair(struct side *srv, struct side *cli, const void *pd, size_t pd_len, 
 
 /* Count of events of a kind on conn (NULL: any conn). */
 int conn_events(const struct side *s, enum conn_ev_kind kind, const struct rdmx_conn *conn);
+/* The connection of the side's latest event of a kind (NULL: none yet). */
+struct rdmx_conn *latest_conn(const struct side *s, enum conn_ev_kind kind);
 
 /* ---- driving ---- */
 

@@ -140,6 +140,14 @@ int conn_events(const struct side *s, enum conn_ev_kind kind, const struct rdmx_
 	return n;
 }
 
+struct rdmx_conn *latest_conn(const struct side *s, enum conn_ev_kind kind)
+{
+	for (int i = s->nevents - 1; i >= 0; i--)
+		if (s->events[i].kind == kind)
+			return s->events[i].conn;
+	return NULL;
+}
+
 /* ---- sides ---- */
 
 int side_open_dev(int which, struct rdmx_dev **dev)
@@ -437,12 +445,7 @@ void cm_pair(struct side *srv, struct side *cli, const void *pd, size_t pd_len, 
 	DRIVE_UNTIL(srv, cli, srv->established > se && cli->established > ce);
 	ASSERT_OK(srv->accept_rc);
 	*cconn = c;
-	*sconn = srv->events[srv->nevents - 1].conn;
-	for (int i = srv->nevents - 1; i >= 0; i--)
-		if (srv->events[i].kind == CEV_ESTABLISHED) {
-			*sconn = srv->events[i].conn;
-			break;
-		}
+	*sconn = latest_conn(srv, CEV_ESTABLISHED);
 }
 
 /* ---- driving ---- */

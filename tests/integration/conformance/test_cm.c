@@ -180,7 +180,7 @@ Test(cm, reject_reaches_initiator_failure_callback)
  * connection carries traffic, and both connections work. */
 Test(cm, second_request_while_serving_one)
 {
-	struct rdmx_conn *c1 = NULL, *c2 = NULL, *s1 = NULL, *s2 = NULL;
+	struct rdmx_conn *c1 = NULL, *c2 = NULL, *s1, *s2;
 	/* tcp: the soft NIC thread stays away from contexts that progress
 	 * for a whole second (it would accept in their place after 200 us):
 	 * the server's own polls must find the requests */
@@ -192,9 +192,7 @@ Test(cm, second_request_while_serving_one)
 	A.policy = REQ_ACCEPT;
 	ASSERT_OK(rdmx_ctx_connect_to_addr(B.ctx, ad, NULL, 0, NULL, &c1));
 	DRIVE_UNTIL(&A, &B, A.established == 1 && B.established == 1);
-	for (int i = A.nevents - 1; i >= 0 && !s1; i--)
-		if (A.events[i].kind == CEV_ESTABLISHED)
-			s1 = A.events[i].conn;
+	s1 = latest_conn(&A, CEV_ESTABLISHED);
 	cr_assert_not_null(s1);
 	write_checked(&A, &B, c1, 512, 201);
 	write_checked(&B, &A, s1, 512, 202);
@@ -203,10 +201,8 @@ Test(cm, second_request_while_serving_one)
 	write_checked(&A, &B, c1, 1024, 203); /* the first one, meanwhile */
 	DRIVE_UNTIL(&A, &B, A.established == 2 && B.established == 2);
 	cr_assert_eq(A.requests, 2);
-	for (int i = A.nevents - 1; i >= 0 && !s2; i--)
-		if (A.events[i].kind == CEV_ESTABLISHED && A.events[i].conn != s1)
-			s2 = A.events[i].conn;
-	cr_assert_not_null(s2);
+	s2 = latest_conn(&A, CEV_ESTABLISHED);
+	cr_assert(s2 && s2 != s1, "the second request established no new connection");
 	write_checked(&A, &B, c2, 512, 204);
 	write_checked(&B, &A, s2, 512, 205);
 	write_checked(&B, &A, s1, 512, 206);
@@ -276,10 +272,7 @@ Test(cm, max_connections_rejects_extra_requests)
 	cr_assert_eq(B.established, 1);
 	/* the first connection is untouched */
 	cr_assert_eq(conn_state(c1), RDMX_CONN_ESTABLISHED);
-	struct rdmx_conn *sc = NULL;
-	for (int i = 0; i < A.nevents; i++)
-		if (A.events[i].kind == CEV_ESTABLISHED)
-			sc = A.events[i].conn;
+	struct rdmx_conn *sc = latest_conn(&A, CEV_ESTABLISHED);
 	struct region *ra = region_new(&A, 4096, RDMX_ACCESS_ALL, 0);
 	struct region *rb = region_new(&B, 4096, RDMX_ACCESS_ALL, 0);
 	struct rdmx_buf d = lbuf(ra, 0, 4096), s = lbuf(rb, 0, 77);
