@@ -72,5 +72,8 @@ void rdmx__worker_timer_disarm(struct rdmx_chan_worker *worker, struct rdmx__tim
 /* Callbacks (and timers) of this worker on the stack: > 0 inside one, where
  * a blocking call or a close may not nest. */
 int rdmx__worker_depth(const struct rdmx_chan_worker *worker);
+/* Whether the poll running the current callback has more completions in
+ * hand (rdmx_ctx_get_completions_pending). */
+bool rdmx__worker_more_pending(const struct rdmx_chan_worker *worker);
 
 #endif

@@ -74,6 +74,14 @@ int rdmx__worker_depth(const struct rdmx_chan_worker *worker)
 	return worker->depth;
 }
 
+bool rdmx__worker_more_pending(const struct rdmx_chan_worker *worker)
+{
+	uint32_t n = 0;
+
+	rdmx_ctx_get_completions_pending(worker->ctx, &n);
+	return n > 0;
+}
+
 void rdmx__worker_enter(struct rdmx_chan_worker *worker)
 {
 	worker->depth++;

@@ -188,6 +188,14 @@ int rdmx_ctx_get_state(const struct rdmx_ctx *ctx, enum rdmx_ctx_state *state)
 	return 0;
 }
 
+int rdmx_ctx_get_completions_pending(const struct rdmx_ctx *ctx, uint32_t *n)
+{
+	if (!ctx || !n)
+		return RDMX_E_INVAL;
+	*n = ctx->in_poll ? ctx->cb_more : 0;
+	return 0;
+}
+
 int rdmx_ctx_get_dev(const struct rdmx_ctx *ctx, struct rdmx_dev **dev)
 {
 	if (!ctx || !dev)

@@ -4,12 +4,20 @@
  * 16 calls answered from one receive cost one ring write (one send on the
  * tcp provider) instead of 16.
  *
- * Only small answers without metadata ride in a batch (an entry is at most
- * RPC_BATCH_ENTRY_MAX bytes, a batch at most the channel's eager size);
- * anything else flushes the batch first and goes alone, so answers leave
- * in the order they were given. A batch of one goes as the plain message.
- * The flush is an engine timer due now: the engine runs due timers after it
- * polled its contexts, so it fires at the end of the same progress call.
+ * The first answer of a pass goes alone, at once, when the poll has no
+ * other completion in hand after the one being delivered
+ * (rdmx_ctx_get_completions_pending): a lone call (a ping-pong) is answered
+ * without waiting for the end of the pass, and the pass's bookkeeping
+ * (receive reposts, credits, the timer) comes after its send instead of
+ * before; the answers given after it in the same pass are batched, and so
+ * are those of calls delivered together. Only small answers without
+ * metadata ride in a batch (an entry is at most RPC_BATCH_ENTRY_MAX bytes,
+ * a batch at most the channel's eager size); anything else flushes the
+ * batch first and goes alone, so answers leave in the order they were
+ * given. A batch of one goes as the plain message. The flush is an engine
+ * timer due now: the engine runs due timers after it polled its contexts,
+ * so it fires at the end of the same progress call; it also ends the
+ * pass's `alone_sent`.
  *
  * Wire (RPC_T_BATCH): header with word = call_id = N (N >= 2), then N
  * entries, each a u32 length and a whole response message. The receiver
@@ -54,7 +62,8 @@ void rdmx__rpc_batch_flush(struct rdmx_rpc_ep *ep)
 
 	if (!n)
 		return;
-	rdmx__worker_timer_disarm(ep->worker, &b->timer);
+	if (!b->alone_sent) /* else the timer stays: it ends the pass */
+		rdmx__worker_timer_disarm(ep->worker, &b->timer);
 	b->n = 0;
 	if (n == 1) { /* the plain message */
 		msg = b->buf + RDMX_RPC_HDR_SIZE + 4;
@@ -84,6 +93,7 @@ static void batch_due(struct rdmx__timer *t)
 	struct rdmx_rpc_ep *ep =
 	    (struct rdmx_rpc_ep *)((char *)t - offsetof(struct rdmx_rpc_ep, batch.timer));
 
+	ep->batch.alone_sent = false; /* the pass ended */
 	ep->busy++;
 	rdmx__rpc_batch_flush(ep);
 	ep->busy--;
@@ -114,12 +124,19 @@ int rdmx__rpc_batch_add(struct rdmx_rpc_ep *ep, size_t len, rdmx_chan_fill_fn fi
 		b->len = RDMX_RPC_HDR_SIZE;
 		b->timer.fn = batch_due;
 	}
+	if (!b->n && !b->alone_sent && !rdmx__worker_more_pending(ep->worker)) {
+		/* the pass's first answer, nothing else delivered after it: at
+		 * once; the timer ends the pass */
+		b->alone_sent = !rdmx__worker_timer_arm(ep->worker, &b->timer, 1);
+		return RDMX_E_AGAIN;
+	}
 	rc = fill(b->buf + b->len + 4, len, arg);
 	if (rc)
 		return rc > 0 ? RDMX_E_INVAL : rc;
 	/* due at once (a past time: the end of this progress pass, or of the
-	 * next one outside a pass), with no clock read (engine/pe.c) */
-	if (!b->n && rdmx__worker_timer_arm(ep->worker, &b->timer, 1))
+	 * next one outside a pass), with no clock read (engine/pe.c); armed
+	 * already when this pass's first answer went alone */
+	if (!b->n && !b->alone_sent && rdmx__worker_timer_arm(ep->worker, &b->timer, 1))
 		return RDMX_E_AGAIN; /* no flush would come: goes alone */
 	rdmx__st32(b->buf + b->len, (uint32_t)len);
 	b->len += 4 + len;
@@ -134,6 +151,7 @@ void rdmx__rpc_batch_drop(struct rdmx_rpc_ep *ep)
 
 	if (b->buf)
 		rdmx__worker_timer_disarm(ep->worker, &b->timer);
+	b->alone_sent = false;
 	ep->resp_pending = ep->resp_pending > b->n ? ep->resp_pending - b->n : 0;
 	b->n = 0;
 	b->len = RDMX_RPC_HDR_SIZE;

@@ -214,6 +214,7 @@ struct rpc_batch {
 	uint8_t *buf;             /* header room, then entries; NULL until first used */
 	size_t len;               /* bytes used, header room included */
 	uint32_t n;               /* entries */
+	bool alone_sent;          /* this pass's first answer went alone (timer armed) */
 	struct rdmx__timer timer; /* due now: flushes at the end of progress */
 };
 
@@ -273,8 +274,8 @@ void rdmx__rpc_on_response(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, cons
 /* batch.c */
 /* Adds a response of len bytes (produced by fill) to the endpoint's batch:
  * 0 (counted in resp_pending, sent at the end of this progress call), or
- * RDMX_E_AGAIN when it must go alone (too big, outside progress, no
- * memory); another error from fill. */
+ * RDMX_E_AGAIN when it must go alone (the first answer of a progress pass,
+ * too big, outside progress, no memory); another error from fill. */
 int rdmx__rpc_batch_add(struct rdmx_rpc_ep *ep, size_t len, rdmx_chan_fill_fn fill, void *arg);
 /* Hands the batch to the channel now (before an answer that goes alone). */
 void rdmx__rpc_batch_flush(struct rdmx_rpc_ep *ep);

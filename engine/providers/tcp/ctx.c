@@ -663,8 +663,11 @@ int rdmx__tcp_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 		 * the common case instead of two. */
 		more = (k == CQ_BATCH && done + k < budget) || tc->num_finals;
 		pthread_mutex_unlock(&tc->lock);
-		for (unsigned i = 0; i < k; i++)
+		for (unsigned i = 0; i < k; i++) {
+			ctx->cb_more = k - 1 - i; /* of this batch: a lower bound */
 			deliver_one(tc, &batch[i]);
+		}
+		ctx->cb_more = 0;
 		done += k;
 		if (!more)
 			goto delivered;

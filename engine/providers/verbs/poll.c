@@ -247,16 +247,21 @@ static int poll_cqs(struct verbs_ctx *vctx, unsigned room, bool all, bool *full)
 		got = ibv_poll_cq(vctx->scq, (int)max, wcs);
 	if (got < 0)
 		RDMX_ERR("verbs: ibv_poll_cq(send) failed: %d", got);
-	for (int i = 0; i < got; i++)
+	for (int i = 0; i < got; i++) {
+		vctx->ctx->cb_more = (uint32_t)(got - 1 - i); /* of this CQ's batch */
 		n += send_wc(vctx, &wcs[i]);
+	}
 	*full = got == (int)max;
 	got = 0;
 	if (all || vctx->srq_used)
 		got = ibv_poll_cq(vctx->rcq, (int)max, wcs);
 	if (got < 0)
 		RDMX_ERR("verbs: ibv_poll_cq(recv) failed: %d", got);
-	for (int i = 0; i < got; i++)
+	for (int i = 0; i < got; i++) {
+		vctx->ctx->cb_more = (uint32_t)(got - 1 - i);
 		n += recv_wc(vctx, &wcs[i]);
+	}
+	vctx->ctx->cb_more = 0;
 	*full = *full || got == (int)max;
 	return n;
 }

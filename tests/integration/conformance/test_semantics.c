@@ -767,3 +767,85 @@ Test(semantics, callback_frees_its_task_and_disconnects)
 	pair_close(&A, &B);
 	leak_end();
 }
+
+/* ---- completions pending: what a poll delivers after this callback ---- */
+
+#define NPEND 8
+
+struct pend_rec {
+	int polls;               /* progress calls made */
+	int poll_of[NPEND];      /* the progress call that delivered completion i */
+	uint32_t pending[NPEND]; /* rdmx_ctx_get_completions_pending in its callback */
+	int n;
+};
+static struct pend_rec PR;
+
+static void record_pending(struct side *s, struct rdmx_task *task, struct tinfo *ti, bool ok)
+{
+	(void)task;
+	(void)ti;
+	(void)ok;
+	if (PR.n >= NPEND)
+		return;
+	PR.pending[PR.n] = UINT32_MAX;
+	ASSERT_OK(rdmx_ctx_get_completions_pending(s->ctx, &PR.pending[PR.n]));
+	PR.poll_of[PR.n++] = PR.polls;
+}
+
+/* B's 8 sends complete (the peer acknowledged them: they are on A's side)
+ * before A polls; A's polls then deliver them with the count of those each
+ * poll delivers after the one running: k-1, ..., 0 for a poll of k, so at
+ * least one callback saw more coming. Outside a callback: 0. */
+Test(semantics, completions_pending_counts_what_the_poll_delivers_next)
+{
+	struct rdmx_conn *ca, *cb;
+	leak_begin();
+	pair_open(&A, &B, 16);
+	connect_pair(&A, &B, &ca, &cb);
+	struct region *ra = region_new(&A, NPEND * 64, RDMX_ACCESS_LOCAL_WRITE, 0);
+	struct region *rb = region_new(&B, NPEND * 64, 0, 7);
+	struct rdmx_buf dst[NPEND], src[NPEND];
+	struct tinfo tr[NPEND] = {0}, ts[NPEND] = {0};
+	struct rdmx_task *t;
+	uint32_t outside = UINT32_MAX;
+
+	for (int i = 0; i < NPEND; i++) {
+		dst[i] = lbuf(ra, (size_t)i * 64, 64);
+		post_recv(&A, &dst[i], &tr[i]);
+	}
+	int a0 = A.completions;
+	for (int i = 0; i < NPEND; i++) {
+		src[i] = lbuf(rb, (size_t)i * 64, 64);
+		ASSERT_OK(rdmx_task_send_alloc(B.ctx, cb, &src[i], &ts[i], &t));
+		ASSERT_OK(rdmx_task_submit(t));
+	}
+	DRIVE_UNTIL(&B, NULL, B.completions == NPEND);
+	memset(&PR, 0, sizeof(PR));
+	A.hook = record_pending;
+	uint64_t until = now_ms() + GUARD_MS;
+	while (A.completions - a0 < NPEND && now_ms() < until) {
+		rdmx_pe_progress(A.pe);
+		PR.polls++;
+	}
+	A.hook = NULL;
+	cr_assert_eq(A.completions - a0, NPEND, "%d of %d receives", A.completions - a0, NPEND);
+	bool saw_more = false;
+	for (int i = 0; i < NPEND; i++) {
+		uint32_t after = 0;
+
+		ASSERT_DONE_OK(&tr[i]);
+		for (int j = i + 1; j < NPEND && PR.poll_of[j] == PR.poll_of[i]; j++)
+			after++;
+		cr_assert_eq(PR.pending[i], after,
+		             "completion %d: %u pending, its poll delivered %u after it", i,
+		             PR.pending[i], after);
+		saw_more = saw_more || after > 0;
+	}
+	cr_assert(saw_more, "every receive came in a poll of its own");
+	ASSERT_OK(rdmx_ctx_get_completions_pending(A.ctx, &outside));
+	cr_assert_eq(outside, 0);
+	ASSERT_RC(rdmx_ctx_get_completions_pending(NULL, &outside), RDMX_E_INVAL);
+	ASSERT_RC(rdmx_ctx_get_completions_pending(A.ctx, NULL), RDMX_E_INVAL);
+	pair_close(&A, &B);
+	leak_end();
+}
