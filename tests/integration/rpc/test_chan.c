@@ -552,3 +552,54 @@ Test(chan, rendezvous_in_chunks)
 	node_close(&a);
 	node_close(&b);
 }
+
+/* The receive pool is reposted in batches (chan/worker.c): after the
+ * worker's next ring write, or once an eighth of the pool waits. A small
+ * pool on a receiver that only receives (and returns credits) stays nearly
+ * full all along and carries a long one-way run in order; nothing is lost
+ * or reposted twice. */
+static struct rdmx_chan_worker *pool_worker;
+static uint32_t pool_most_waiting;
+
+static void pool_recv(struct rdmx_chan *chan, const void *data, size_t len, void *arg)
+{
+	if (pool_worker->recvs_later > pool_most_waiting)
+		pool_most_waiting = pool_worker->recvs_later;
+	sink_recv(chan, data, len, arg);
+}
+
+Test(chan, small_receive_pool_one_way)
+{
+	struct node a, b;
+	struct rdmx_chan_worker_attr attr;
+	struct sink sa = {0}, sb = {0};
+	struct chan_conf ca = {.recv_cb = sink_recv, .arg = &sa};
+	struct chan_conf cb = {.recv_cb = pool_recv, .arg = &sb};
+	struct rdmx_chan *x, *y;
+	const uint32_t n = 600, pool = 24, batch = pool / 8;
+
+	rdmx_chan_worker_attr_init(&attr);
+	attr.recv_tasks = pool;
+	node_open(&a, "a", 0, NULL);
+	node_open(&b, "b", 1, &attr);
+	pool_worker = b.worker;
+	pool_most_waiting = 0;
+	chan_pair(&a, &b, &ca, &cb, &x, &y, true);
+	for (uint32_t i = 0; i < n; i++) {
+		ASSERT_OK(send_msg(x, i, 64, NULL, NULL));
+		if (i % 32 == 31)
+			DRIVE_UNTIL(&a, &b, sb.n == i + 1);
+	}
+	DRIVE_UNTIL(&a, &b, sb.n == n);
+	cr_assert_eq(sb.bad, 0);
+	cr_assert_eq(b.worker->recvs_outstanding + b.worker->recvs_later, pool,
+	             "%u posted + %u to repost of %u", b.worker->recvs_outstanding,
+	             b.worker->recvs_later, pool);
+	/* seen from a delivery: the one being delivered is not back yet */
+	cr_assert_lt(pool_most_waiting, batch, "%u receives waited for a repost of %u",
+	             pool_most_waiting, pool);
+	ASSERT_OK(rdmx_chan_destroy(&x));
+	ASSERT_OK(rdmx_chan_destroy(&y));
+	node_close(&a);
+	node_close(&b);
+}
