@@ -2,7 +2,7 @@
 # tests/bench/tcp/wait-path.sh — the tcp provider's waiting path, in one run:
 #
 #   tests/bench/tcp/wait-path.sh [BUILD_DIR] [--before OTHER_BUILD_DIR] [--rounds R] [-n N]
-#                                [--no-strace] [--no-lat] [--layers]
+#                                [--no-strace] [--no-lat] [--layers] [--gap]
 #
 # 1. System calls per 64 B RPC round trip (rdmx-perf rpc_lat --poll block),
 #    per side, every thread (`strace -f -c`), divided by the calls made
@@ -17,6 +17,12 @@
 #    engine, chan, rpc, common, libc, ld.so (start-up), the rest: the benchmark
 #    program's own loop and timing), rdmx-perf rpc_lat --poll block beside the raw
 #    TCP echo. Deterministic: the count does not depend on load.
+# 4. With --gap: the user-space critical path of a busy 64 B round trip, per
+#    side: the median time from a recv that returned data to the next send
+#    entering (perf record of the raw_syscalls tracepoints for 0.5 s of
+#    rpc_lat --poll busy), R rounds of rdmx [, the --before build,] and the
+#    raw TCP echo, whose gap is the tracepoints' own cost: rdmx minus raw
+#    TCP is the library's time between a message in and the answer out.
 # The load average is printed before and after each part: on a shared
 # machine read the ratios of one round, not absolute numbers.
 # BUILD_DIR (default build) holds tools/rdmx-perf/rdmx-perf and
@@ -24,7 +30,7 @@
 # rdmx-perf only) to put beside it.
 set -euo pipefail
 
-build=build before='' rounds=5 n=20000 do_strace=1 do_lat=1 do_layers=0
+build=build before='' rounds=5 n=20000 do_strace=1 do_lat=1 do_layers=0 do_gap=0
 while (($#)); do
   case "$1" in
     --before) before="$2"; shift ;;
@@ -33,7 +39,8 @@ while (($#)); do
     --no-strace) do_strace=0 ;;
     --no-lat) do_lat=0 ;;
     --layers) do_layers=1 ;;
-    -h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --gap) do_gap=1 ;;
+    -h | --help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) build="$1" ;;
   esac
   shift
@@ -170,4 +177,62 @@ if ((do_layers)); then
   kill -INT $spid 2>/dev/null || true
   wait $spid 2>/dev/null || true
   for side in srv cli; do echo "raw TCP $side: $(layers "$tmp/$side.cg" $ln)"; done
+fi
+
+# gap_run rdmx BIN | raw: one 0.5 s trace of a busy run -> "srv_median cli_median" (us)
+gap_run() {
+  local kind=$1 bin=${2:-} s c
+  if [[ $kind == rdmx ]]; then
+    taskset -c 0 "$bin" rpc_lat -d tcp --poll busy -s 64 -n 400000 -p $port -q >/dev/null 2>&1 &
+    s=$!
+    sleep 0.3
+    taskset -c 1 "$bin" rpc_lat -d tcp --poll busy -s 64 -n 400000 -p $port -q 127.0.0.1 >/dev/null 2>&1 &
+    c=$!
+  else
+    taskset -c 0 "$tcp" --busy -s 64 -p $port >/dev/null 2>&1 &
+    s=$!
+    sleep 0.3
+    taskset -c 1 "$tcp" --busy -s 64 -n 400000 -t 1 -p $port 127.0.0.1 >/dev/null 2>&1 &
+    c=$!
+  fi
+  port=$((port + 1))
+  sleep 0.4
+  perf record -q -e raw_syscalls:sys_enter,raw_syscalls:sys_exit -p "$s,$c" -o "$tmp/gap.data" \
+    -- sleep 0.5 >/dev/null 2>&1 || true
+  kill "$c" "$s" 2>/dev/null || true
+  wait "$c" "$s" 2>/dev/null || true
+  # recv/recvfrom/read exits with data, then the thread's next sendmsg/sendto/write
+  perf script -i "$tmp/gap.data" --ns -F pid,tid,time,event,trace 2>/dev/null | awk -v S="$s" '
+    { split($1, id, "/"); tid = id[2]; t = $2; sub(":", "", t); t *= 1e6 }
+    /sys_exit/ { split($0, a, "NR "); split(a[2], b, " = ")
+      if ((b[1] == 45 || b[1] == 0 || b[1] == 47) && b[2] + 0 > 0) start[tid] = t; next }
+    /sys_enter/ { split($0, a, "NR "); split(a[2], b, " ")
+      if ((b[1] == 46 || b[1] == 44 || b[1] == 1) && (tid in start)) {
+        print (id[1] == S ? "srv" : "cli"), t - start[tid]; delete start[tid] } }' >"$tmp/gap.rows"
+  for side in srv cli; do
+    awk -v k=$side '$1 == k { print $2 }' "$tmp/gap.rows" | med
+  done | paste -sd' '
+}
+
+if ((do_gap)); then
+  command -v perf >/dev/null || { echo "wait-path.sh: perf missing (apt-get install linux-perf)" >&2; exit 1; }
+  echo "## recv-to-send gap per side (us, medians), busy 64 B, $rounds rounds; load $(load)"
+  echo "columns: per build server client, then raw TCP server client"
+  : >"$tmp/grows"
+  for ((k = 0; k < rounds; k++)); do
+    row="round $k"
+    for b in "${builds[@]}"; do row="$row $(gap_run rdmx "$(perf_of "$b")")"; done
+    row="$row $(gap_run raw)"
+    echo "$row" | tee -a "$tmp/grows"
+  done
+  cols=$((2 * ${#builds[@]} + 2))
+  for ((i = 0; i < cols; i++)); do
+    printf '%s ' "$(awk -v c=$((i + 3)) '{ print $c }' "$tmp/grows" | med)"
+  done | awk -v nb=${#builds[@]} -v names="${builds[*]}" '{
+    split(names, bn, " ")
+    rs = $(2 * nb + 1); rc = $(2 * nb + 2)
+    for (i = 1; i <= nb; i++)
+      printf "median %s: server %s us (raw TCP %s, +%.2f), client %s us (raw TCP %s, +%.2f)\n",
+        bn[i], $(2 * i - 1), rs, $(2 * i - 1) - rs, $(2 * i), rc, $(2 * i) - rc }'
+  echo "load after: $(load)"
 fi
