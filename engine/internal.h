@@ -244,8 +244,8 @@ struct rdmx_ctx {
 	/* engine-private */
 	struct rdmx_dev_caps caps; /* queried at create */
 	unsigned in_poll;          /* > 0 while ctx_poll / ctx_stop run its callbacks */
-	/* completions the running poll has in hand after the callback it runs
-	 * (set by the provider: rdmx_ctx_get_completions_pending) */
+	/* completions the running poll has in hand after the callback it runs,
+	 * a lower bound (set by the provider: rdmx_ctx_get_completions_pending) */
 	uint32_t cb_more;
 	bool listening;
 	struct rdmx_conn *dead;      /* finished connections, released after ctx_poll returns */

@@ -84,10 +84,11 @@ int rdmx_ctx_destroy(struct rdmx_ctx **ctx);
 int rdmx_ctx_start(struct rdmx_ctx *ctx);
 int rdmx_ctx_stop(struct rdmx_ctx *ctx);
 int rdmx_ctx_get_state(const struct rdmx_ctx *ctx, enum rdmx_ctx_state *state);
-/* Inside a completion callback of a poll: how many completions that poll
- * has in hand to deliver after this one (0: none yet; more may arrive).
- * Outside a callback: 0. A batching hint: answers gathered while it is
- * nonzero can leave together after the last one, a lone one at once. */
+/* Inside a completion callback of a poll: how many more completions that
+ * poll has in hand after this one, a lower bound (the provider's current
+ * batch: 0 at its last; more may follow or arrive). Outside a callback: 0.
+ * A batching hint: answers gathered while it is nonzero can leave together
+ * after the last one, a lone one at once. */
 int rdmx_ctx_get_completions_pending(const struct rdmx_ctx *ctx, uint32_t *n);
 int rdmx_ctx_get_dev(const struct rdmx_ctx *ctx, struct rdmx_dev **dev);
 

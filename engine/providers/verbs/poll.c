@@ -338,10 +338,15 @@ static int take_stash(struct verbs_ctx *vctx)
 	memcpy(sw, vctx->sstash, ns * sizeof(sw[0]));
 	memcpy(rw, vctx->rstash, nr * sizeof(rw[0]));
 	vctx->nsstash = vctx->nrstash = 0;
-	for (unsigned i = 0; i < ns; i++)
+	for (unsigned i = 0; i < ns; i++) {
+		vctx->ctx->cb_more = ns - 1 - i + nr;
 		n += send_wc(vctx, &sw[i]);
-	for (unsigned i = 0; i < nr; i++)
+	}
+	for (unsigned i = 0; i < nr; i++) {
+		vctx->ctx->cb_more = nr - 1 - i;
 		n += recv_wc(vctx, &rw[i]);
+	}
+	vctx->ctx->cb_more = 0;
 	return n;
 }
 

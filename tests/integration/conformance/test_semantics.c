@@ -793,9 +793,9 @@ static void record_pending(struct side *s, struct rdmx_task *task, struct tinfo 
 }
 
 /* B's 8 sends complete (the peer acknowledged them: they are on A's side)
- * before A polls; A's polls then deliver them with the count of those each
- * poll delivers after the one running: k-1, ..., 0 for a poll of k, so at
- * least one callback saw more coming. Outside a callback: 0. */
+ * before A polls; A's polls then deliver them, each callback seeing at most
+ * the number its poll delivers after it (a lower bound: 0 at a poll's last
+ * one), and at least one seeing more coming. Outside a callback: 0. */
 Test(semantics, completions_pending_counts_what_the_poll_delivers_next)
 {
 	struct rdmx_conn *ca, *cb;
@@ -836,10 +836,10 @@ Test(semantics, completions_pending_counts_what_the_poll_delivers_next)
 		ASSERT_DONE_OK(&tr[i]);
 		for (int j = i + 1; j < NPEND && PR.poll_of[j] == PR.poll_of[i]; j++)
 			after++;
-		cr_assert_eq(PR.pending[i], after,
-		             "completion %d: %u pending, its poll delivered %u after it", i,
-		             PR.pending[i], after);
-		saw_more = saw_more || after > 0;
+		cr_assert_leq(PR.pending[i], after,
+		              "completion %d: %u pending, its poll delivered %u after it", i,
+		              PR.pending[i], after);
+		saw_more = saw_more || PR.pending[i] > 0;
 	}
 	cr_assert(saw_more, "every receive came in a poll of its own");
 	ASSERT_OK(rdmx_ctx_get_completions_pending(A.ctx, &outside));
