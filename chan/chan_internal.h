@@ -79,7 +79,7 @@ struct worker_recv {
 	struct rdmx_chan_worker *worker;
 	struct rdmx_task *task;
 	struct rdmx_buf buf;
-	struct worker_recv *next_later; /* on the repost list (consumed, or resubmit failed) */
+	struct worker_recv *next_retry; /* resubmit failed: retried later */
 };
 
 struct rdmx_chan_worker {
@@ -95,9 +95,8 @@ struct rdmx_chan_worker {
 	uint8_t *recv_mem;
 	struct rdmx_mr *recv_mr;
 	bool recvs_posted;
-	uint32_t recvs_outstanding;     /* submitted, not yet completed */
-	struct worker_recv *later_head; /* to repost (recv_later) */
-	uint32_t recvs_later;           /* on that list */
+	uint32_t recvs_outstanding; /* submitted, not yet completed */
+	struct worker_recv *retry_head;
 
 	struct rdmx__map chans;         /* conn pointer -> channel */
 	struct rdmx__map early;         /* conn pointer -> 64-byte hello copy */

@@ -133,27 +133,12 @@ int rdmx_chan_worker_set_reg_cache_limit(struct rdmx_chan_worker *worker, uint64
 	return 0;
 }
 
-/* ---- the receive pool ----
- *
- * A consumed receive is reposted after the worker's next ring write went to
- * the provider (rdmx__chan_submit), or once an eighth of the pool (at most
- * WORKER_REPOST_BATCH) waits: on a round trip the repost follows the send
- * instead of preceding it, and the pool stays nearly full. */
+/* ---- the receive pool ---- */
 
-#define WORKER_REPOST_BATCH 16u
-
-static uint32_t repost_batch(const struct rdmx_chan_worker *worker)
+static void recv_retry_later(struct rdmx_chan_worker *worker, struct worker_recv *r)
 {
-	uint32_t b = worker->attr.recv_tasks / 8;
-
-	return b < 1 ? 1 : b > WORKER_REPOST_BATCH ? WORKER_REPOST_BATCH : b;
-}
-
-static void recv_later(struct rdmx_chan_worker *worker, struct worker_recv *r)
-{
-	r->next_later = worker->later_head;
-	worker->later_head = r;
-	worker->recvs_later++;
+	r->next_retry = worker->retry_head;
+	worker->retry_head = r;
 }
 
 static void recv_submit(struct rdmx_chan_worker *worker, struct worker_recv *r)
@@ -166,20 +151,19 @@ static void recv_submit(struct rdmx_chan_worker *worker, struct worker_recv *r)
 	}
 	if (rc != RDMX_E_BAD_STATE)
 		RDMX_WARN("chan: receive repost failed (%s): retried later", rdmx_err_name(rc));
-	recv_later(worker, r);
+	recv_retry_later(worker, r);
 }
 
-static void recv_repost(struct rdmx_chan_worker *worker)
+static void recv_retry(struct rdmx_chan_worker *worker)
 {
-	struct worker_recv *list = worker->later_head;
+	struct worker_recv *list = worker->retry_head;
 
-	worker->later_head = NULL;
-	worker->recvs_later = 0;
+	worker->retry_head = NULL;
 	while (list) {
 		struct worker_recv *r = list;
 
-		list = r->next_later;
-		r->next_later = NULL;
+		list = r->next_retry;
+		r->next_retry = NULL;
 		recv_submit(worker, r);
 	}
 }
@@ -272,11 +256,10 @@ static void worker_recv_ok(struct rdmx_task *task, void *ud, void *cud)
 		else
 			rdmx__worker_reject_conn(worker, conn, "send with immediate is not used");
 	}
-	if (!worker->stopped) {
-		recv_later(worker, r);
-		if (worker->recvs_later >= repost_batch(worker))
-			recv_repost(worker);
-	}
+	if (!worker->stopped)
+		recv_submit(worker, r);
+	if (worker->retry_head && !worker->stopped)
+		recv_retry(worker);
 	rdmx__worker_leave(worker);
 }
 
@@ -302,7 +285,7 @@ static void worker_recv_err(struct rdmx_task *task, void *ud, void *cud)
 		return; /* the context stops: the pool goes with it */
 	/* a receive failing on a running context (a provider error): repost */
 	RDMX_WARN("chan: receive failed (%s): reposting", rdmx_err_name(st));
-	recv_later(worker, r);
+	recv_retry_later(worker, r);
 }
 
 /* ---- connections ---- */
@@ -410,8 +393,6 @@ int rdmx__chan_submit(struct rdmx_chan *chan, int alloc_rc, struct rdmx_task *ta
 	rc = rdmx_task_submit(task);
 	if (rc)
 		rdmx_task_free(task);
-	else if (chan->worker->later_head && !chan->worker->stopped)
-		recv_repost(chan->worker); /* after the send */
 	return rc;
 }
 
