@@ -60,6 +60,9 @@ struct perf_params {
 };
 
 uint64_t perf_now_ns(void);
+/* The monotonic clock as of its last tick (no clock-source read): for the
+ * failure guards of busy loops. */
+uint64_t perf_coarse_ns(void);
 /* Drives progress once per the poll mode (busy: progress; block/hybrid:
  * rdmx_pe_wait). Returns completions run or a negative code. */
 int perf_drive(struct perf_session *s, enum rdmx_poll_mode mode);

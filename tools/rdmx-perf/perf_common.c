@@ -15,11 +15,23 @@ uint64_t perf_now_ns(void)
 	return rdmx_pe_now_ns();
 }
 
+uint64_t perf_coarse_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* One drive of the engine in `mode`: a busy one is one progress pass; else
+ * rdmx_pe_wait in that mode (the engine's own mode is set to it: a serving
+ * side that blocks must not spin in a busy engine). */
 int perf_drive(struct perf_session *s, enum rdmx_poll_mode mode)
 {
 	if (mode == RDMX_POLL_BUSY)
 		return rdmx_pe_progress(s->pe);
-	return rdmx_pe_wait(s->pe, 100);
+	int rc = rdmx_pe_set_poll_mode(s->pe, mode, 50);
+	return rc ? rc : rdmx_pe_wait(s->pe, 100);
 }
 
 int perf_drive_until(struct perf_session *s, enum rdmx_poll_mode mode, volatile bool *flag)

@@ -19,6 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
 
 #define RING 16           /* send-side tasks reused round-robin in latency tests */
 #define GUARD_EVERY 1024u /* busy polls per failure-guard check (a power of 2) */
@@ -95,7 +98,7 @@ static bool guard_expired(uint64_t *since, unsigned *calls, bool busy)
 {
 	if (busy && (++*calls & (GUARD_EVERY - 1)) != 0)
 		return false;
-	uint64_t now = perf_now_ns();
+	uint64_t now = perf_coarse_ns();
 	if (!*since)
 		*since = now;
 	return now - *since > GUARD_NS;
@@ -138,20 +141,38 @@ static int spin_byte(volatile uint8_t *p, uint8_t mark)
 /* The latency clock of a ping-pong loop: one clock read per iteration, a
  * sample is post to next post, divided by div (2000 for a round trip halved,
  * 1000 for a one-sided operation); the warm-up iterations before first give
- * no sample. */
+ * no sample. As perftest's get_cycles(), the read is the CPU's cycle counter
+ * where there is one (x86: rdtsc), converted to time at the end with the
+ * rate measured over the run against the monotonic clock: a clock_gettime
+ * per iteration would be a system call wherever the kernel's clock source
+ * is not readable from user space (a guest on HPET: Soft-RoCE under QEMU),
+ * a cost perftest does not pay. */
 struct lat_clock {
 	double *lat;
 	double div;
-	uint64_t first, prev, start;
+	uint64_t first, prev, start;    /* cycle counter readings */
+	uint64_t start_ns, start_ticks; /* rate: the first sample's pair */
 };
+
+static inline uint64_t lat_ticks(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return __rdtsc();
+#else
+	return perf_now_ns();
+#endif
+}
 
 static inline void lat_tick(struct lat_clock *c, uint64_t i)
 {
-	uint64_t now = perf_now_ns();
+	uint64_t now = lat_ticks();
 	if (i > c->first)
-		c->lat[i - 1 - c->first] = (double)(now - c->prev) / c->div;
-	if (i == c->first)
+		c->lat[i - 1 - c->first] = (double)(now - c->prev);
+	if (i == c->first) {
 		c->start = now;
+		c->start_ns = perf_now_ns();
+		c->start_ticks = lat_ticks();
+	}
 	c->prev = now;
 }
 
@@ -159,7 +180,19 @@ static inline void lat_tick(struct lat_clock *c, uint64_t i)
 static inline void lat_last(struct lat_clock *c, uint64_t iters)
 {
 	if (iters)
-		c->lat[iters - 1] = (double)(perf_now_ns() - c->prev) / c->div;
+		c->lat[iters - 1] = (double)(lat_ticks() - c->prev);
+}
+
+/* Converts the n samples to microseconds (divided by div); returns the
+ * seconds since the first sample. */
+static double lat_finish(struct lat_clock *c, uint64_t n)
+{
+	uint64_t ns = perf_now_ns() - c->start_ns, ticks = lat_ticks() - c->start_ticks;
+	double ns_per_tick = ticks ? (double)ns / (double)ticks : 1.0;
+
+	for (uint64_t i = 0; i < n; i++)
+		c->lat[i] *= ns_per_tick / c->div;
+	return (double)ns / 1e9;
 }
 
 /* The task for operation i of the ring. Send-side completions come in
@@ -243,7 +276,7 @@ static int run_send_lat(const struct perf_opts *o)
 	for (int i = 0; rc == 0 && i < RING; i++)
 		rc = rdmx_task_send_alloc(st.s.ctx, st.s.conn, &src, NULL, &st.ring[i]);
 	bool client = o->server != NULL;
-	struct lat_clock clk = {lat, 2000.0, total - iters, 0, 0};
+	struct lat_clock clk = {lat, 2000.0, total - iters, 0, 0, 0, 0};
 	for (uint64_t i = 0; rc == 0 && i < total; i++) {
 		if (!client)
 			rc = wait_count(&st.recvs, i + 1, o->poll);
@@ -262,9 +295,12 @@ static int run_send_lat(const struct perf_opts *o)
 	/* the client hangs up once it has the last reply: that reply arrived */
 	if (!client && rc == RDMX_E_DISCONNECTED && st.recvs >= total)
 		rc = 0;
-	if (rc == 0)
-		perf_report_as(o, size, lat, client ? iters : iters - 1, iters, iters * size,
-		               (double)(perf_now_ns() - clk.start) / 1e9);
+	if (rc == 0) {
+		uint64_t n = client ? iters : iters - 1;
+		double secs = lat_finish(&clk, n);
+
+		perf_report_as(o, size, lat, n, iters, iters * size, secs);
+	}
 	free(lat);
 	return finish(o, rc);
 }
@@ -288,7 +324,7 @@ static int run_write_lat(const struct perf_opts *o)
 	for (int i = 0; rc == 0 && i < RING; i++)
 		rc = rdmx_task_write_alloc(st.s.ctx, st.s.conn, &src, &dst, NULL, &st.ring[i]);
 	bool client = o->server != NULL;
-	struct lat_clock clk = {lat, 2000.0, total - iters, 0, 0};
+	struct lat_clock clk = {lat, 2000.0, total - iters, 0, 0, 0, 0};
 	for (uint64_t i = 0; rc == 0 && i < total; i++) {
 		uint8_t mark = (uint8_t)(i % 255 + 1);
 		if (!client)
@@ -311,9 +347,12 @@ static int run_write_lat(const struct perf_opts *o)
 		rc = wait_count(&st.done, total, RDMX_POLL_BUSY);
 	if (!client && rc == RDMX_E_DISCONNECTED && st.done + RING >= total)
 		rc = 0;
-	if (rc == 0)
-		perf_report_as(o, size, lat, client ? iters : iters - 1, iters, iters * size,
-		               (double)(perf_now_ns() - clk.start) / 1e9);
+	if (rc == 0) {
+		uint64_t n = client ? iters : iters - 1;
+		double secs = lat_finish(&clk, n);
+
+		perf_report_as(o, size, lat, n, iters, iters * size, secs);
+	}
 	free(lat);
 	return finish(o, rc);
 }
@@ -342,7 +381,7 @@ static int run_one_sided_lat(const struct perf_opts *o, bool atomic)
 	double *lat = calloc(iters ? iters : 1, sizeof(double));
 	rc = atomic ? rdmx_task_atomic_fadd_alloc(st.s.ctx, st.s.conn, &remote, &local, 1, NULL, &t)
 	            : rdmx_task_read_alloc(st.s.ctx, st.s.conn, &remote, &local, NULL, &t);
-	struct lat_clock clk = {lat, 1000.0, total - iters, 0, 0};
+	struct lat_clock clk = {lat, 1000.0, total - iters, 0, 0, 0, 0};
 	for (uint64_t i = 0; rc == 0 && i < total; i++) {
 		lat_tick(&clk, i);
 		rc = rdmx_task_submit(t);
@@ -352,8 +391,7 @@ static int run_one_sided_lat(const struct perf_opts *o, bool atomic)
 	if (rc == 0)
 		lat_last(&clk, iters);
 	if (rc == 0)
-		perf_report(o, lat, iters, iters, iters * size,
-		            (double)(perf_now_ns() - clk.start) / 1e9);
+		perf_report(o, lat, iters, iters, iters * size, lat_finish(&clk, iters));
 	free(lat);
 	return finish(o, rc);
 }

@@ -316,6 +316,7 @@ int rdmx__verbs_connect_to_addr(struct rdmx_conn *conn, const struct rdmx_addr *
 		rc = RDMX_E_PROVIDER;
 		goto destroy;
 	}
+	rdmx__verbs_cm_expect(vctx);
 	return 0;
 
 destroy:
@@ -470,6 +471,7 @@ int rdmx__verbs_conn_accept(struct rdmx_conn *conn, const void *pd, size_t pd_le
 		return RDMX_E_PROVIDER;
 	}
 	vc->accepted = true;
+	rdmx__verbs_cm_expect(vc->vctx); /* ESTABLISHED */
 	return 0;
 }
 

@@ -544,7 +544,8 @@ void rdmx__verbs_conn_hello_done(struct verbs_conn *vc, bool ok)
 
 void rdmx__verbs_conn_probe(struct verbs_ctx *vctx)
 {
-	uint64_t now = rdmx__verbs_now_ms();
+	/* every poll looks: the coarse clock (a probe a tick late is fine) */
+	uint64_t now = rdmx__verbs_now_coarse_ms();
 
 	if (now < vctx->next_probe_ms)
 		return;

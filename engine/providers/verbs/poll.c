@@ -350,6 +350,21 @@ static int take_stash(struct verbs_ctx *vctx)
 	return n;
 }
 
+static unsigned cm_every(const struct verbs_ctx *vctx)
+{
+	return vctx->cm_every ? vctx->cm_every : VERBS_CM_POLL_EVERY;
+}
+
+/* After a read of the cm channel (verbs.h): soon again after an event,
+ * half as often after nothing, down to VERBS_CM_POLL_MAX. */
+static void cm_backoff(struct verbs_ctx *vctx, bool got)
+{
+	unsigned every = cm_every(vctx);
+
+	vctx->cm_every =
+	    got ? VERBS_CM_POLL_EVERY : (every < VERBS_CM_POLL_MAX ? every * 2 : VERBS_CM_POLL_MAX);
+}
+
 int rdmx__verbs_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 {
 	struct verbs_ctx *vctx = verbs_ctx_of(ctx);
@@ -365,11 +380,12 @@ int rdmx__verbs_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 		n += poll_cqs(vctx, budget - (unsigned)n, false, &full);
 	/* the cm channel costs a syscall: not on every busy poll (verbs.h) */
 	if (vctx->cm && (unsigned)n < budget &&
-	    (vctx->cm_due || ++vctx->cm_skip >= VERBS_CM_POLL_EVERY)) {
+	    (vctx->cm_due || ++vctx->cm_skip >= cm_every(vctx))) {
 		int got = rdmx__verbs_cm_poll(vctx, budget - (unsigned)n);
 
 		vctx->cm_skip = 0;
 		vctx->cm_due = got > 0; /* events come in bursts: look again */
+		cm_backoff(vctx, got > 0);
 		n += got;
 	}
 	n += conn_phase(vctx);

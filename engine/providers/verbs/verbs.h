@@ -36,11 +36,19 @@
 #define VERBS_MAX_LISTEN 8u
 /* Completions polled per ibv_poll_cq call, and kept from ctx_arm's peek. */
 #define VERBS_POLL_BATCH 16u
-/* The rdma_cm event channel is read (a read(2) on its fd, EAGAIN when
- * empty) by one ctx_poll in this many while busy polling, and by the first
- * ctx_poll after a wake-up (ctx_disarm): connection events wait at most
- * that many polls, and the data path does not pay a syscall per poll. */
+/* The rdma_cm event channel is read (a write(2) of a get-event command on
+ * its fd, EAGAIN when empty) by the first ctx_poll after a wake-up
+ * (ctx_disarm), by the next one after an event (they come in bursts), and
+ * while busy polling by one ctx_poll in `cm_every`: VERBS_CM_POLL_EVERY
+ * after an event or after this context asked rdma_cm for one (resolve,
+ * connect, accept, disconnect), doubled by every read that finds nothing,
+ * up to VERBS_CM_POLL_MAX. So an awaited event waits at most about as many
+ * polls as were already spent waiting for it (and never more than the
+ * cap), and a busy data path pays one such syscall per VERBS_CM_POLL_MAX
+ * polls, not one per VERBS_CM_POLL_EVERY (a ping-pong polls about 64 times
+ * per round trip on Soft-RoCE: that was one syscall per operation). */
 #define VERBS_CM_POLL_EVERY 64u
+#define VERBS_CM_POLL_MAX 4096u
 /* Exported connection details (little-endian). */
 #define VERBS_DETAILS_SIZE 32u
 #define VERBS_DETAILS_MAGIC 0x5644u /* "VD" */
@@ -114,10 +122,11 @@ struct verbs_ctx {
 	unsigned nsstash, nrstash;
 	uint32_t nprobed; /* connected export/connect connections */
 	uint64_t next_probe_ms;
-	unsigned cm_skip; /* ctx_polls since the cm channel was last read */
-	bool cm_due;      /* read the cm channel at the next ctx_poll */
-	bool pending;     /* a connection waits for the connection phase of ctx_poll */
-	bool stopping;    /* ctx_stop runs: flushes become RDMX_E_CANCELED */
+	unsigned cm_skip;  /* ctx_polls since the cm channel was last read */
+	unsigned cm_every; /* busy polls per cm read (0: VERBS_CM_POLL_EVERY) */
+	bool cm_due;       /* read the cm channel at the next ctx_poll */
+	bool pending;      /* a connection waits for the connection phase of ctx_poll */
+	bool stopping;     /* ctx_stop runs: flushes become RDMX_E_CANCELED */
 };
 
 /* A grant's type-2 memory window (post.c). wr_id of its bind = address | 2.
@@ -183,6 +192,21 @@ struct verbs_conn {
 static inline uint64_t rdmx__verbs_now_ms(void)
 {
 	return rdmx__now_ms();
+}
+
+/* The same clock as of its last tick (common/clock.h: never ahead, a tick
+ * behind at most), with no clock-source read: for checks made on every
+ * poll whose due times need no better than a tick (liveness probes). */
+static inline uint64_t rdmx__verbs_now_coarse_ms(void)
+{
+	return rdmx__now_coarse_ns() / 1000000u;
+}
+
+/* This context asked rdma_cm for an event (verbs.h, VERBS_CM_POLL_EVERY):
+ * read the channel soon again. */
+static inline void rdmx__verbs_cm_expect(struct verbs_ctx *vctx)
+{
+	vctx->cm_every = VERBS_CM_POLL_EVERY;
 }
 
 static inline struct verbs_ctx *verbs_ctx_of(const struct rdmx_ctx *ctx)
