@@ -150,8 +150,8 @@ static int spin_byte(volatile uint8_t *p, uint8_t mark)
 struct lat_clock {
 	double *lat;
 	double div;
-	uint64_t first, prev, start;    /* cycle counter readings */
-	uint64_t start_ns, start_ticks; /* rate: the first sample's pair */
+	uint64_t first, prev;           /* cycle counter readings */
+	uint64_t start_ticks, start_ns; /* the first sample's: the rate */
 };
 
 static inline uint64_t lat_ticks(void)
@@ -169,9 +169,8 @@ static inline void lat_tick(struct lat_clock *c, uint64_t i)
 	if (i > c->first)
 		c->lat[i - 1 - c->first] = (double)(now - c->prev);
 	if (i == c->first) {
-		c->start = now;
+		c->start_ticks = now;
 		c->start_ns = perf_now_ns();
-		c->start_ticks = lat_ticks();
 	}
 	c->prev = now;
 }
@@ -276,7 +275,7 @@ static int run_send_lat(const struct perf_opts *o)
 	for (int i = 0; rc == 0 && i < RING; i++)
 		rc = rdmx_task_send_alloc(st.s.ctx, st.s.conn, &src, NULL, &st.ring[i]);
 	bool client = o->server != NULL;
-	struct lat_clock clk = {lat, 2000.0, total - iters, 0, 0, 0, 0};
+	struct lat_clock clk = {lat, 2000.0, total - iters, 0, 0, 0};
 	for (uint64_t i = 0; rc == 0 && i < total; i++) {
 		if (!client)
 			rc = wait_count(&st.recvs, i + 1, o->poll);
@@ -324,7 +323,7 @@ static int run_write_lat(const struct perf_opts *o)
 	for (int i = 0; rc == 0 && i < RING; i++)
 		rc = rdmx_task_write_alloc(st.s.ctx, st.s.conn, &src, &dst, NULL, &st.ring[i]);
 	bool client = o->server != NULL;
-	struct lat_clock clk = {lat, 2000.0, total - iters, 0, 0, 0, 0};
+	struct lat_clock clk = {lat, 2000.0, total - iters, 0, 0, 0};
 	for (uint64_t i = 0; rc == 0 && i < total; i++) {
 		uint8_t mark = (uint8_t)(i % 255 + 1);
 		if (!client)
@@ -381,7 +380,7 @@ static int run_one_sided_lat(const struct perf_opts *o, bool atomic)
 	double *lat = calloc(iters ? iters : 1, sizeof(double));
 	rc = atomic ? rdmx_task_atomic_fadd_alloc(st.s.ctx, st.s.conn, &remote, &local, 1, NULL, &t)
 	            : rdmx_task_read_alloc(st.s.ctx, st.s.conn, &remote, &local, NULL, &t);
-	struct lat_clock clk = {lat, 1000.0, total - iters, 0, 0, 0, 0};
+	struct lat_clock clk = {lat, 1000.0, total - iters, 0, 0, 0};
 	for (uint64_t i = 0; rc == 0 && i < total; i++) {
 		lat_tick(&clk, i);
 		rc = rdmx_task_submit(t);

@@ -350,16 +350,11 @@ static int take_stash(struct verbs_ctx *vctx)
 	return n;
 }
 
-static unsigned cm_every(const struct verbs_ctx *vctx)
-{
-	return vctx->cm_every ? vctx->cm_every : VERBS_CM_POLL_EVERY;
-}
-
 /* After a read of the cm channel (verbs.h): soon again after an event,
  * half as often after nothing, down to VERBS_CM_POLL_MAX. */
 static void cm_backoff(struct verbs_ctx *vctx, bool got)
 {
-	unsigned every = cm_every(vctx);
+	unsigned every = vctx->cm_every;
 
 	vctx->cm_every =
 	    got ? VERBS_CM_POLL_EVERY : (every < VERBS_CM_POLL_MAX ? every * 2 : VERBS_CM_POLL_MAX);
@@ -380,7 +375,7 @@ int rdmx__verbs_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 		n += poll_cqs(vctx, budget - (unsigned)n, false, &full);
 	/* the cm channel costs a syscall: not on every busy poll (verbs.h) */
 	if (vctx->cm && (unsigned)n < budget &&
-	    (vctx->cm_due || ++vctx->cm_skip >= cm_every(vctx))) {
+	    (vctx->cm_due || ++vctx->cm_skip >= vctx->cm_every)) {
 		int got = rdmx__verbs_cm_poll(vctx, budget - (unsigned)n);
 
 		vctx->cm_skip = 0;

@@ -40,13 +40,12 @@
  * its fd, EAGAIN when empty) by the first ctx_poll after a wake-up
  * (ctx_disarm), by the next one after an event (they come in bursts), and
  * while busy polling by one ctx_poll in `cm_every`: VERBS_CM_POLL_EVERY
- * after an event or after this context asked rdma_cm for one (resolve,
- * connect, accept, disconnect), doubled by every read that finds nothing,
- * up to VERBS_CM_POLL_MAX. So an awaited event waits at most about as many
- * polls as were already spent waiting for it (and never more than the
- * cap), and a busy data path pays one such syscall per VERBS_CM_POLL_MAX
- * polls, not one per VERBS_CM_POLL_EVERY (a ping-pong polls about 64 times
- * per round trip on Soft-RoCE: that was one syscall per operation). */
+ * after an event or after this context asked rdma_cm for one (an address
+ * resolve, an accept; the rest of the flow follows events), doubled by every read that finds
+ * nothing, up to VERBS_CM_POLL_MAX. So an awaited event waits at most about as many polls as were
+ * already spent waiting for it (and never more than the cap), and a busy data path pays one such
+ * syscall per VERBS_CM_POLL_MAX polls, not one per VERBS_CM_POLL_EVERY (a ping-pong polls about 64
+ * times per round trip on Soft-RoCE: that was one syscall per operation). */
 #define VERBS_CM_POLL_EVERY 64u
 #define VERBS_CM_POLL_MAX 4096u
 /* Exported connection details (little-endian). */
@@ -123,7 +122,7 @@ struct verbs_ctx {
 	uint32_t nprobed; /* connected export/connect connections */
 	uint64_t next_probe_ms;
 	unsigned cm_skip;  /* ctx_polls since the cm channel was last read */
-	unsigned cm_every; /* busy polls per cm read (0: VERBS_CM_POLL_EVERY) */
+	unsigned cm_every; /* busy polls per cm read (VERBS_CM_POLL_EVERY..MAX) */
 	bool cm_due;       /* read the cm channel at the next ctx_poll */
 	bool pending;      /* a connection waits for the connection phase of ctx_poll */
 	bool stopping;     /* ctx_stop runs: flushes become RDMX_E_CANCELED */
