@@ -410,3 +410,36 @@ Test(poll, the_cm_channel_is_read_once_in_64_busy_polls_and_after_a_wakeup)
 	cr_assert_eq(M.cm_reads, 2, "an empty read did not end the wake-up's reading");
 	F.vctx->cm = NULL;
 }
+
+/* Busy polls until the next read of the cm channel; 0 past `limit`. */
+static unsigned polls_to_cm_read(unsigned limit)
+{
+	int reads = M.cm_reads;
+
+	for (unsigned i = 1; i <= limit; i++) {
+		rdmx__verbs_ctx_poll(&F.ctx, 16);
+		if (M.cm_reads != reads)
+			return i;
+	}
+	return 0;
+}
+
+Test(poll, empty_cm_reads_back_off_to_the_cap_and_an_expected_event_resets_it)
+{
+	struct rdma_event_channel ch = {.fd = -1};
+	unsigned every = VERBS_CM_POLL_EVERY;
+
+	F.vctx->cm = &ch;
+	cr_assert_eq(polls_to_cm_read(2 * VERBS_CM_POLL_MAX), VERBS_CM_POLL_EVERY);
+	while (every < VERBS_CM_POLL_MAX) {
+		every *= 2;
+		cr_assert_eq(polls_to_cm_read(2 * VERBS_CM_POLL_MAX), every,
+		             "after an empty read the next came not in %u polls", every);
+	}
+	cr_assert_eq(polls_to_cm_read(2 * VERBS_CM_POLL_MAX), VERBS_CM_POLL_MAX,
+	             "the back-off went past VERBS_CM_POLL_MAX");
+	/* a resolve or an accept awaits an event: read soon, not in 4096 polls */
+	rdmx__verbs_cm_expect(F.vctx);
+	cr_assert_eq(polls_to_cm_read(2 * VERBS_CM_POLL_MAX), VERBS_CM_POLL_EVERY);
+	F.vctx->cm = NULL;
+}
