@@ -461,13 +461,16 @@ void rdmx__tcp_ctx_stop(struct rdmx_ctx *ctx)
 	pthread_mutex_lock(&tc->lock);
 	tc->stopping = true;
 	cancel_all(tc);
-	/* entries already queued keep their own status and order; connection
-	 * events are left to the engine, which ends every connection itself */
+	/* entries already queued complete in their order, CANCELED as every
+	 * task at a stop (include/rdmx/ctx.h; the verbs provider does the
+	 * same): the NIC thread may have finished one before the stop, and
+	 * what a task reports must not depend on that race. Connection events
+	 * are left to the engine, which ends every connection itself. */
 	while (cq_pop(tc, &e)) {
 		if (e.kind != TCP_CQE_TASK)
 			continue;
 		pthread_mutex_unlock(&tc->lock);
-		deliver_task(e.p, e.status);
+		deliver_task(e.p, RDMX_E_CANCELED);
 		pthread_mutex_lock(&tc->lock);
 	}
 	for (struct tcp_conn *c = tc->conns; c; c = c->next) {
