@@ -104,6 +104,8 @@ int rdmx__verbs_ctx_start(struct rdmx_ctx *ctx)
 	vc->epfd = vc->evfd = vc->tfd = -1;
 	ctx_params(vc, p);
 	vc->cm_every = VERBS_CM_POLL_EVERY;
+	vc->soft = vd->attr.orig_attr.vendor_id == VERBS_VENDOR_RXE ||
+	           vd->attr.orig_attr.vendor_id == VERBS_VENDOR_SIW;
 	vc->qpn_mask = pow2_at_least(p->max_connections < 64 ? 64 : p->max_connections) - 1;
 	vc->qpn_tab = calloc((size_t)vc->qpn_mask + 1, sizeof(*vc->qpn_tab));
 	if (!vc->qpn_tab) {

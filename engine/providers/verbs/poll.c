@@ -9,6 +9,7 @@
  * completed before the final event, exactly once. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -360,6 +361,13 @@ static void cm_backoff(struct verbs_ctx *vctx, bool got)
 	    got ? VERBS_CM_POLL_EVERY : (every < VERBS_CM_POLL_MAX ? every * 2 : VERBS_CM_POLL_MAX);
 }
 
+/* A software device's work runs on this CPU too (verbs.h): leave it room. */
+static void soft_yield(struct verbs_ctx *vctx)
+{
+	vctx->idle = 0;
+	sched_yield();
+}
+
 int rdmx__verbs_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 {
 	struct verbs_ctx *vctx = verbs_ctx_of(ctx);
@@ -384,6 +392,10 @@ int rdmx__verbs_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 		n += got;
 	}
 	n += conn_phase(vctx);
+	if (n)
+		vctx->idle = 0;
+	else if (vctx->soft_big && ++vctx->idle >= VERBS_SOFT_YIELD_EVERY)
+		soft_yield(vctx);
 	return n;
 }
 

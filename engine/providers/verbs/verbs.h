@@ -48,6 +48,22 @@
  * times per round trip on Soft-RoCE: that was one syscall per operation). */
 #define VERBS_CM_POLL_EVERY 64u
 #define VERBS_CM_POLL_MAX 4096u
+/* A software device (Soft-RoCE, Soft-iWARP: the vendor ids their kernel
+ * drivers report) does the NIC's work on the host's CPUs, in softirq
+ * context that the kernel hands to ksoftirqd when it runs long (checksums
+ * and copies of large messages): a busy poller on that CPU then shares it
+ * with the device's work by the scheduler's fair share, and a stream went
+ * at half speed (Soft-RoCE send_bw 64 KiB: 15 against 30 MiB/s with the
+ * sender blocking). So while the last operation it posted was large
+ * (VERBS_SOFT_YIELD_LEN or more), a context of a software device yields
+ * the CPU (sched_yield) after every VERBS_SOFT_YIELD_EVERY polls in a row
+ * that found nothing. Small operations leave the kernel little to do and
+ * keep the spin (a yield during a ping-pong delays the answer); a
+ * context of a hardware device never yields. */
+#define VERBS_SOFT_YIELD_EVERY 16u
+#define VERBS_SOFT_YIELD_LEN 16384u
+#define VERBS_VENDOR_RXE 0xffffffu
+#define VERBS_VENDOR_SIW 0x626d74u
 /* Exported connection details (little-endian). */
 #define VERBS_DETAILS_SIZE 32u
 #define VERBS_DETAILS_MAGIC 0x5644u /* "VD" */
@@ -124,6 +140,9 @@ struct verbs_ctx {
 	unsigned cm_skip;  /* ctx_polls since the cm channel was last read */
 	unsigned cm_every; /* busy polls per cm read (VERBS_CM_POLL_EVERY..MAX) */
 	bool cm_due;       /* read the cm channel at the next ctx_poll */
+	bool soft;         /* a software device (VERBS_SOFT_YIELD_EVERY) */
+	bool soft_big;     /* and the last operation posted was large */
+	unsigned idle;     /* ctx_polls in a row that found nothing */
 	bool pending;      /* a connection waits for the connection phase of ctx_poll */
 	bool stopping;     /* ctx_stop runs: flushes become RDMX_E_CANCELED */
 };

@@ -79,6 +79,7 @@ struct mock {
 	 * EAGAIN: no event) */
 	int scq_polls, rcq_polls;
 	int cm_reads;
+	int yields; /* sched_yield calls */
 };
 
 extern struct mock M;
