@@ -103,7 +103,7 @@ int rdmx__verbs_ctx_start(struct rdmx_ctx *ctx)
 	vc->vdev = vd;
 	vc->epfd = vc->evfd = vc->tfd = -1;
 	ctx_params(vc, p);
-	vc->cm_every = VERBS_CM_POLL_EVERY;
+	rdmx__verbs_cm_expect(vc); /* the cm flow starts with an event awaited */
 	vc->soft = vd->attr.orig_attr.vendor_id == VERBS_VENDOR_RXE ||
 	           vd->attr.orig_attr.vendor_id == VERBS_VENDOR_SIW;
 	vc->qpn_mask = pow2_at_least(p->max_connections < 64 ? 64 : p->max_connections) - 1;

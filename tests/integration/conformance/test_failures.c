@@ -662,18 +662,12 @@ Test(failures, a_completion_waiting_at_stop_is_canceled)
 {
 	struct rdmx_conn *ca, *cb;
 	leak_begin();
-	pair_open(&A, &B, 8);
-	connect_pair(&A, &B, &ca, &cb);
-	struct region *ra = region_new(&A, 4096, RDMX_ACCESS_ALL, 0);
-	struct region *rb = region_new(&B, 4096, RDMX_ACCESS_ALL, 0);
-	struct rdmx_mr_remote *m = remote_of(&B, ra);
-	static struct rdmx_buf s;
-	static struct rdmx_rbuf r;
-	static struct tinfo ti;
+	struct region *ra, *rb;
+	struct rdmx_mr_remote *m = pair_one_sided(&A, &B, 8, &ca, &cb, &ra, &rb);
+	struct rdmx_buf s = lbuf(rb, 0, 64);
+	struct rdmx_rbuf r = rbuf(m, 0, 0);
+	struct tinfo ti = {0};
 	struct rdmx_task *t;
-
-	s = lbuf(rb, 0, 64);
-	r = rbuf(m, 0, 0);
 	ASSERT_OK(rdmx_task_write_alloc(B.ctx, cb, &s, &r, &ti, &t));
 	ASSERT_OK(rdmx_task_submit(t));
 	await_deliverable(&B); /* the write's completion waits in B */

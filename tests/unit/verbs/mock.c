@@ -413,7 +413,7 @@ void fixture_init(struct fixture *f, uint32_t sq_size)
 	vc->rcq = &fake_rcq;
 	vc->srq = &fake_srq;
 	vc->epfd = vc->evfd = vc->tfd = -1;
-	vc->cm_every = VERBS_CM_POLL_EVERY; /* as ctx.c */
+	rdmx__verbs_cm_expect(vc); /* as ctx.c */
 	vc->scq_cap = sq_size * 4;
 	vc->probe_cap = 4;
 	vc->srq_cap = 16;
