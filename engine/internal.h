@@ -90,6 +90,9 @@ struct rdmx_mr {
 	atomic_uint grants;
 	uint32_t lkey; /* provider-defined; tcp: same as rkey */
 	uint32_t rkey;
+	/* no other registration of this process had it: a region registered
+	 * at the address of a freed one is told apart (task.c) */
+	uint64_t serial;
 	void *prov;
 };
 
@@ -138,6 +141,16 @@ enum rdmx__op {
 	RDMX__OP_FLUSH,
 };
 
+/* What the last successful validation of a task saw (task.c): the only entry
+ * of its local chain, copied (mr NULL: no chain). The remote side needs no
+ * copy: the task holds its own rbuf, and a rdmx_mr_remote is the library's
+ * and never changes. A submit whose chain still matches skips the walk. */
+struct rdmx__task_checked {
+	bool valid;          /* the chain had at most one entry */
+	struct rdmx_buf buf; /* that entry as it was (next NULL) */
+	uint64_t mr_serial;  /* and its region's serial */
+};
+
 enum rdmx__task_state {
 	RDMX__TASK_FREE = 0,     /* in the pool */
 	RDMX__TASK_IDLE = 1,     /* allocated, not in flight */
@@ -162,6 +175,7 @@ struct rdmx_task {
 	uint32_t res_len;
 	uint32_t res_imm;
 	struct rdmx_conn *res_conn;
+	struct rdmx__task_checked checked;
 	/* provider scratch while in flight (and the pool's free list link) */
 	struct rdmx_task *next;
 	uint64_t prov_u64[2];

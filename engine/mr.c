@@ -56,6 +56,8 @@ static uint64_t get_u64(const uint8_t *p)
 	return v;
 }
 
+static atomic_uint_fast64_t mr_serials;
+
 int rdmx_mr_reg(struct rdmx_dev *dev, void *addr, size_t len, unsigned access, struct rdmx_mr **mr)
 {
 	struct rdmx_mr *m;
@@ -77,6 +79,7 @@ int rdmx_mr_reg(struct rdmx_dev *dev, void *addr, size_t len, unsigned access, s
 	m->len = len;
 	m->access = access & RDMX_ACCESS_ALL;
 	m->grant_only = (access & RDMX_ACCESS_GRANT_ONLY) != 0;
+	m->serial = atomic_fetch_add(&mr_serials, 1) + 1;
 	rc = dev->ops->mr_reg(m);
 	if (rc) {
 		RDMX_DBG("registering %zu bytes on %s failed: %s", len, dev->name,

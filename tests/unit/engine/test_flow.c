@@ -574,3 +574,53 @@ Test(flow, submit_revalidates_changed_buffers)
 	cr_assert_eq(rdmx_task_get_status(t), 0);
 	assert_ok(rdmx_mr_remote_delete(&remote));
 }
+
+/* A submit after a good one skips the checks only while the chain reads as
+ * it was checked: each in-place change below is caught. */
+Test(flow, a_buffer_changed_after_a_good_submit_is_checked_again)
+{
+	struct rdmx_conn *conn = connect_one();
+	static uint8_t other[64];
+	struct rdmx_buf b = {.mr = s.mr, .addr = s.mem, .len = 16};
+	struct rdmx_buf tail = {.mr = s.mr, .addr = s.mem + sizeof(s.mem) - 8, .len = 16};
+	struct rdmx_task *t, *recv;
+	struct rdmx_mr *mr2, *mr3, *ro;
+
+	drain();
+	assert_ok(rdmx_task_send_alloc(s.ctx, conn, &b, NULL, &t));
+	assert_ok(rdmx_task_submit(t));
+	drain();
+	cr_assert_eq(rdmx_task_get_status(t), 0);
+	b.addr = s.mem + sizeof(s.mem) - 8; /* runs past the region's end */
+	assert_rc(rdmx_task_submit(t), RDMX_E_INVAL);
+	b.addr = s.mem;
+	assert_ok(rdmx_task_submit(t));
+	drain();
+	b.next = &tail; /* a second entry, out of its region */
+	assert_rc(rdmx_task_submit(t), RDMX_E_INVAL);
+	b.next = NULL;
+	/* a region freed and another registered over other memory: glibc hands
+	 * the same chunk back, so only the serial tells them apart */
+	assert_ok(rdmx_mr_reg(s.dev, other, sizeof(other), RDMX_ACCESS_ALL, &mr2));
+	b.mr = mr2;
+	b.addr = other;
+	assert_ok(rdmx_task_submit(t));
+	drain();
+	assert_ok(rdmx_mr_dereg(&mr2));
+	assert_ok(rdmx_mr_reg(s.dev, other, 8, RDMX_ACCESS_ALL, &mr3));
+	b.mr = mr3; /* 16 bytes no longer fit */
+	assert_rc(rdmx_task_submit(t), RDMX_E_INVAL);
+	b.len = 8;
+	assert_ok(rdmx_task_submit(t));
+	drain();
+	/* a receive's buffer moved to a region it may not write */
+	assert_ok(rdmx_mr_reg(s.dev, other, sizeof(other), RDMX_ACCESS_REMOTE_READ, &ro));
+	b = (struct rdmx_buf){.mr = s.mr, .addr = s.mem, .len = 16};
+	assert_ok(rdmx_task_receive_alloc(s.ctx, &b, NULL, &recv));
+	b.mr = ro;
+	b.addr = other;
+	assert_rc(rdmx_task_submit(recv), RDMX_E_INVAL);
+	assert_ok(rdmx_task_free(recv));
+	assert_ok(rdmx_mr_dereg(&ro));
+	assert_ok(rdmx_mr_dereg(&mr3));
+}
