@@ -296,6 +296,18 @@ static void consume_cq_events(struct verbs_ctx *vc)
 	}
 }
 
+void rdmx__verbs_ctx_nap(struct verbs_ctx *vc, int ms)
+{
+	struct epoll_event ev;
+
+	vc->idle = 0;
+	if (rdmx__verbs_ctx_arm(vc->ctx))
+		return;
+	if (epoll_wait(vc->epfd, &ev, 1, ms) < 0 && errno != EINTR)
+		RDMX_WARN("verbs: epoll_wait failed: %s", strerror(errno));
+	rdmx__verbs_ctx_disarm(vc->ctx);
+}
+
 int rdmx__verbs_ctx_disarm(struct rdmx_ctx *ctx)
 {
 	struct verbs_ctx *vc = ctx->prov;

@@ -9,7 +9,6 @@
  * completed before the final event, exactly once. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <sched.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -361,13 +360,6 @@ static void cm_backoff(struct verbs_ctx *vctx, bool got)
 	    got ? VERBS_CM_POLL_EVERY : (every < VERBS_CM_POLL_MAX ? every * 2 : VERBS_CM_POLL_MAX);
 }
 
-/* A software device's work runs on this CPU too (verbs.h): leave it room. */
-static void soft_yield(struct verbs_ctx *vctx)
-{
-	vctx->idle = 0;
-	sched_yield();
-}
-
 int rdmx__verbs_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 {
 	struct verbs_ctx *vctx = verbs_ctx_of(ctx);
@@ -394,8 +386,8 @@ int rdmx__verbs_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 	n += conn_phase(vctx);
 	if (n)
 		vctx->idle = 0;
-	else if (vctx->soft_big && ++vctx->idle >= VERBS_SOFT_YIELD_EVERY)
-		soft_yield(vctx);
+	else if (vctx->soft_big && vctx->scq_used && ++vctx->idle >= VERBS_SOFT_NAP_EVERY)
+		rdmx__verbs_ctx_nap(vctx, VERBS_SOFT_NAP_MS);
 	return n;
 }
 

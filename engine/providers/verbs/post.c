@@ -249,7 +249,7 @@ int rdmx__verbs_post_now(struct verbs_conn *vc, struct rdmx_task *task)
 		return rc == ENOMEM ? RDMX_E_FULL : RDMX_E_PROVIDER;
 	}
 	task->prov_u64[0] = slot_idx;
-	vc->vctx->soft_big = vc->vctx->soft && task->len >= VERBS_SOFT_YIELD_LEN; /* verbs.h */
+	vc->vctx->soft_big = vc->vctx->soft && task->len >= VERBS_SOFT_NAP_LEN; /* verbs.h */
 	vc->seq++;
 	vc->posted++;
 	infl_append(vc, task);

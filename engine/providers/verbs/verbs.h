@@ -49,19 +49,25 @@
 #define VERBS_CM_POLL_EVERY 64u
 #define VERBS_CM_POLL_MAX 4096u
 /* A software device (Soft-RoCE, Soft-iWARP: the vendor ids their kernel
- * drivers report) does the NIC's work on the host's CPUs, in softirq
- * context that the kernel hands to ksoftirqd when it runs long (checksums
- * and copies of large messages): a busy poller on that CPU then shares it
- * with the device's work by the scheduler's fair share, and a stream went
- * at half speed (Soft-RoCE send_bw 64 KiB: 15 against 30 MiB/s with the
- * sender blocking). So while the last operation it posted was large
- * (VERBS_SOFT_YIELD_LEN or more), a context of a software device yields
- * the CPU (sched_yield) after every VERBS_SOFT_YIELD_EVERY polls in a row
- * that found nothing. Small operations leave the kernel little to do and
- * keep the spin (a yield during a ping-pong delays the answer); a
- * context of a hardware device never yields. */
-#define VERBS_SOFT_YIELD_EVERY 16u
-#define VERBS_SOFT_YIELD_LEN 16384u
+ * drivers report) does the NIC's work on the host's CPUs, mostly on the
+ * sender's (the requester runs in its post system call, the veth pair's
+ * receive path and the acknowledgements in softirq context there), and
+ * the kernel hands long softirq work (checksums and copies of large
+ * messages) to ksoftirqd: a busy poller on that CPU then shares it with
+ * the device's work by the scheduler's fair share. Soft-RoCE send_bw 64 KiB
+ * went at 0.53-0.63x perftest with a busy sender, and a sched_yield every
+ * 16 empty polls did not change that (9-pass medians). So while the last
+ * operation it posted was large (VERBS_SOFT_NAP_LEN or more) and some are
+ * outstanding, a context of a software device that found nothing in
+ * VERBS_SOFT_NAP_EVERY polls in a row naps: both CQs armed (what came
+ * before the arm is stashed), it sleeps on its epoll fd until a completion
+ * or another event comes, at most VERBS_SOFT_NAP_MS (0.96x perftest). Small
+ * operations leave the kernel little to do and keep the spin (a nap
+ * during a ping-pong delays the answer); a context of a hardware device
+ * never naps. */
+#define VERBS_SOFT_NAP_EVERY 16u
+#define VERBS_SOFT_NAP_LEN 16384u
+#define VERBS_SOFT_NAP_MS 1
 #define VERBS_VENDOR_RXE 0xffffffu
 #define VERBS_VENDOR_SIW 0x626d74u
 /* Exported connection details (little-endian). */
@@ -140,7 +146,7 @@ struct verbs_ctx {
 	unsigned cm_skip;  /* ctx_polls since the cm channel was last read */
 	unsigned cm_every; /* busy polls per cm read (VERBS_CM_POLL_EVERY..MAX) */
 	bool cm_due;       /* read the cm channel at the next ctx_poll */
-	bool soft;         /* a software device (VERBS_SOFT_YIELD_EVERY) */
+	bool soft;         /* a software device (VERBS_SOFT_NAP_EVERY) */
 	bool soft_big;     /* and the last operation posted was large */
 	unsigned idle;     /* ctx_polls in a row that found nothing */
 	bool pending;      /* a connection waits for the connection phase of ctx_poll */
@@ -274,6 +280,9 @@ void rdmx__verbs_ctx_stop(struct rdmx_ctx *ctx);
 int rdmx__verbs_ctx_get_fd(struct rdmx_ctx *ctx);
 int rdmx__verbs_ctx_arm(struct rdmx_ctx *ctx);
 int rdmx__verbs_ctx_disarm(struct rdmx_ctx *ctx);
+/* A software device's nap (VERBS_SOFT_NAP_EVERY): arms, sleeps on the
+ * epoll fd until an event or `ms`, disarms; what the arm found is stashed. */
+void rdmx__verbs_ctx_nap(struct verbs_ctx *vctx, int ms);
 /* Starts / stops the probe timer (when the first export/connect connection
  * is connected / the last one is gone). */
 void rdmx__verbs_ctx_probe_timer(struct verbs_ctx *vctx, bool on);

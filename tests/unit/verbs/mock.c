@@ -147,11 +147,6 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 	return -1;
 }
 
-int sched_yield(void)
-{
-	M.yields++;
-	return 0;
-}
 
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
@@ -321,6 +316,13 @@ void rdmx__verbs_ctx_probe_timer(struct verbs_ctx *vctx, bool on)
 {
 	(void)vctx;
 	(void)on;
+}
+
+void rdmx__verbs_ctx_nap(struct verbs_ctx *vctx, int ms)
+{
+	(void)ms;
+	vctx->idle = 0;
+	M.naps++;
 }
 
 int rdmx__verbs_ctx_cm_channel(struct verbs_ctx *vctx)

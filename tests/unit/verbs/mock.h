@@ -79,7 +79,7 @@ struct mock {
 	 * EAGAIN: no event) */
 	int scq_polls, rcq_polls;
 	int cm_reads;
-	int yields; /* sched_yield calls */
+	int naps; /* rdmx__verbs_ctx_nap calls (ctx.c is not compiled here) */
 };
 
 extern struct mock M;

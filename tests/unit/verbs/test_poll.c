@@ -7,7 +7,7 @@
 
 static struct fixture F;
 static struct rdmx_conn *C;
-static uint8_t local_mem[VERBS_SOFT_YIELD_LEN] __attribute__((aligned(64)));
+static uint8_t local_mem[VERBS_SOFT_NAP_LEN] __attribute__((aligned(64)));
 static struct rdmx_mr local_mr;
 static struct rdmx_mr_remote remote = {.addr = 0x20000,
                                        .len = 4096,
@@ -411,46 +411,62 @@ Test(poll, the_cm_channel_is_read_once_in_64_busy_polls_and_after_a_wakeup)
 	F.vctx->cm = NULL;
 }
 
-/* Empty polls: the number of sched_yield calls they made. */
-static int yields_in(unsigned polls)
+/* Empty polls: the number of naps they took. */
+static int naps_in(unsigned polls)
 {
-	int before = M.yields;
+	int before = M.naps;
 
 	for (unsigned i = 0; i < polls; i++)
 		rdmx__verbs_ctx_poll(&F.ctx, 16);
-	return M.yields - before;
+	return M.naps - before;
 }
 
-/* One write of `len` bytes posted and completed. */
-static void write_done(unsigned i, uint64_t len)
+/* Completes write i (posted by write_posted). */
+static void complete_write(unsigned i)
+{
+	mock_send_wc((uintptr_t)&T[i], qpn(), IBV_WC_SUCCESS);
+	cr_assert_eq(rdmx__verbs_ctx_poll(&F.ctx, 16), 1);
+}
+
+/* One write of `len` bytes posted; completed unless `keep`. */
+static void write_posted(unsigned i, uint64_t len, bool keep)
 {
 	static struct rdmx_buf b[4];
 
 	b[i] = (struct rdmx_buf){.mr = &local_mr, .addr = local_mem, .len = len};
 	task(i, RDMX__OP_WRITE, &b[i], 0)->len = len;
 	cr_assert_eq(rdmx__verbs_post_send(C, &T[i]), 0);
-	mock_send_wc((uintptr_t)&T[i], qpn(), IBV_WC_SUCCESS);
-	cr_assert_eq(rdmx__verbs_ctx_poll(&F.ctx, 16), 1);
+	if (!keep)
+		complete_write(i);
 }
 
-Test(poll, a_software_device_moving_large_messages_yields_the_cpu_when_idle)
+Test(poll, a_software_device_moving_large_messages_naps_when_idle)
 {
 	/* a hardware device: never, whatever the size */
-	write_done(0, VERBS_SOFT_YIELD_LEN);
-	cr_assert_eq(yields_in(4 * VERBS_SOFT_YIELD_EVERY), 0,
-	             "a hardware device's poller yielded");
+	write_posted(0, VERBS_SOFT_NAP_LEN, true);
+	cr_assert_eq(naps_in(4 * VERBS_SOFT_NAP_EVERY), 0, "a hardware device's poller napped");
+	complete_write(0);
 	/* a software device after a small operation: the spin is kept */
 	F.vctx->soft = true;
-	write_done(1, 64);
-	cr_assert_eq(yields_in(4 * VERBS_SOFT_YIELD_EVERY), 0, "yielded after a 64-byte write");
-	/* after a large one: once per VERBS_SOFT_YIELD_EVERY empty polls in a
-	 * row, the count started again by a completion */
-	write_done(2, VERBS_SOFT_YIELD_LEN);
-	cr_assert_eq(yields_in(VERBS_SOFT_YIELD_EVERY - 1), 0, "yielded before %u empty polls",
-	             VERBS_SOFT_YIELD_EVERY);
-	cr_assert_eq(yields_in(1), 1, "no yield after %u empty polls", VERBS_SOFT_YIELD_EVERY);
-	cr_assert_eq(yields_in(4 * VERBS_SOFT_YIELD_EVERY), 4, "not once per %u empty polls",
-	             VERBS_SOFT_YIELD_EVERY);
+	write_posted(1, 64, true);
+	cr_assert_eq(naps_in(4 * VERBS_SOFT_NAP_EVERY), 0, "napped after a 64-byte write");
+	complete_write(1);
+	/* after a large one, with nothing outstanding: nothing to wait for */
+	write_posted(2, VERBS_SOFT_NAP_LEN, false);
+	cr_assert_eq(naps_in(4 * VERBS_SOFT_NAP_EVERY), 0, "napped with nothing outstanding");
+	/* a large one outstanding: once per VERBS_SOFT_NAP_EVERY empty polls
+	 * in a row, the count started again by a completion */
+	write_posted(3, VERBS_SOFT_NAP_LEN, true);
+	cr_assert_eq(naps_in(VERBS_SOFT_NAP_EVERY - 1), 0, "napped before %u empty polls",
+	             VERBS_SOFT_NAP_EVERY);
+	cr_assert_eq(naps_in(1), 1, "no nap after %u empty polls", VERBS_SOFT_NAP_EVERY);
+	cr_assert_eq(naps_in(2 * VERBS_SOFT_NAP_EVERY), 2, "not once per %u empty polls",
+	             VERBS_SOFT_NAP_EVERY);
+	naps_in(VERBS_SOFT_NAP_EVERY - 1);
+	complete_write(3);
+	write_posted(0, VERBS_SOFT_NAP_LEN, true);
+	cr_assert_eq(naps_in(VERBS_SOFT_NAP_EVERY - 1), 0, "a completion did not restart the count");
+	complete_write(0);
 }
 
 /* Busy polls until the next read of the cm channel; 0 past `limit`. */
