@@ -38,7 +38,7 @@ struct perf_state {
 	uint64_t first_recv_ns, last_recv_ns;
 	bool time_recvs;      /* send_bw receiver: time the first and last receive */
 	uint64_t recv_target; /* ... the last one's number (UINT64_MAX: every one is) */
-	bool serves;     /* server of a one-sided test: the device answers */
+	bool serves;          /* server of a one-sided test: the device answers */
 	struct rdmx_task *ring[RING];
 };
 static struct perf_state st;
@@ -55,8 +55,8 @@ static void on_recv(struct rdmx_task *task, void *tud, void *cud)
 	(void)cud;
 	/* a clock read is a system call in a guest on HPET: only the first
 	 * and the last receive are timed when the count is known */
-	if (st.time_recvs && (!st.recvs || st.recv_target == UINT64_MAX ||
-	                      st.recvs + 1 == st.recv_target)) {
+	if (st.time_recvs &&
+	    (!st.recvs || st.recv_target == UINT64_MAX || st.recvs + 1 == st.recv_target)) {
 		st.last_recv_ns = perf_now_ns();
 		if (!st.recvs)
 			st.first_recv_ns = st.last_recv_ns;

@@ -147,7 +147,6 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 	return -1;
 }
 
-
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
 	struct ibv_qp *qp;

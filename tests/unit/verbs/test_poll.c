@@ -465,7 +465,8 @@ Test(poll, a_software_device_moving_large_messages_naps_when_idle)
 	naps_in(VERBS_SOFT_NAP_EVERY - 1);
 	complete_write(3);
 	write_posted(0, VERBS_SOFT_NAP_LEN, true);
-	cr_assert_eq(naps_in(VERBS_SOFT_NAP_EVERY - 1), 0, "a completion did not restart the count");
+	cr_assert_eq(naps_in(VERBS_SOFT_NAP_EVERY - 1), 0,
+	             "a completion did not restart the count");
 	complete_write(0);
 }
 
