@@ -135,7 +135,9 @@ static int send_wc(struct verbs_ctx *vctx, const struct ibv_wc *wc)
 	if (!vc || !vc->qp || vc->qpn != wc->qp_num)
 		vc = rdmx__verbs_conn_by_qpn(vctx, wc->qp_num);
 	/* ctx.h: whatever a task did, a stop completes it CANCELED */
-	status = vctx->stopping ? RDMX_E_CANCELED : rdmx__verbs_wc_status(wc->status, false);
+	status = vctx->stopping                 ? RDMX_E_CANCELED
+	         : wc->status == IBV_WC_SUCCESS ? 0
+	                                        : rdmx__verbs_wc_status(wc->status, false);
 
 	if (!vc && task->conn)
 		vc = task->conn->prov;
@@ -165,7 +167,7 @@ static int send_wc(struct verbs_ctx *vctx, const struct ibv_wc *wc)
 	if (vc->posted == 0 && (vc->closing || vc->in_error || vc->fail_pending))
 		vctx->pending = true;
 	rdmx__task_complete(task, status);
-	if (!vctx->stopping)
+	if (vc->stall_head && !vctx->stopping)
 		rdmx__verbs_unstall(vc);
 	return 1;
 }
@@ -174,7 +176,9 @@ static int recv_wc(struct verbs_ctx *vctx, const struct ibv_wc *wc)
 {
 	struct rdmx_task *task = (struct rdmx_task *)(uintptr_t)wc->wr_id;
 	struct verbs_conn *vc = rdmx__verbs_conn_by_qpn(vctx, wc->qp_num);
-	int status = vctx->stopping ? RDMX_E_CANCELED : rdmx__verbs_wc_status(wc->status, false);
+	int status = vctx->stopping                 ? RDMX_E_CANCELED
+	             : wc->status == IBV_WC_SUCCESS ? 0
+	                                            : rdmx__verbs_wc_status(wc->status, false);
 
 	rdmx__verbs_recv_unlink(vctx, task);
 	if (!vc || vc->final) {
@@ -368,7 +372,8 @@ int rdmx__verbs_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 
 	if (!vctx)
 		return 0;
-	n += take_stash(vctx);
+	if (vctx->nsstash || vctx->nrstash)
+		n += take_stash(vctx);
 	if (vctx->nprobed && !vctx->stopping)
 		rdmx__verbs_conn_probe(vctx);
 	while ((unsigned)n < budget && full)

@@ -49,6 +49,14 @@ static unsigned chain_sges(const struct rdmx_buf *b, uint64_t limit, struct ibv_
 {
 	unsigned n = 0;
 
+	/* the common chain: one buffer, taken whole */
+	if (b && !b->next && b->len && b->len <= limit && b->len <= UINT32_MAX) {
+		sge->addr = (uintptr_t)b->addr;
+		sge->length = (uint32_t)b->len;
+		sge->lkey = b->mr->lkey;
+		return 1;
+	}
+
 	for (; b && limit && n < VERBS_MAX_SGE; b = b->next) {
 		uint64_t l = b->len < limit ? b->len : limit;
 
