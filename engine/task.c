@@ -130,9 +130,7 @@ static void remember_chain(struct rdmx_task *t)
 {
 	const struct rdmx_buf *b = t->local;
 
-	t->checked.valid = !b || !b->next;
-	t->checked.buf = (struct rdmx_buf){0};
-	t->checked.mr_serial = 0;
+	t->checked = (struct rdmx__task_checked){.valid = !b || !b->next};
 	if (b && !b->next) {
 		t->checked.buf = *b;
 		t->checked.mr_serial = b->mr->serial;
@@ -240,9 +238,10 @@ int rdmx__task_validate(struct rdmx_task *t)
 {
 	int rc = validate_op(t);
 
-	t->checked.valid = false;
 	if (rc == 0)
 		remember_chain(t);
+	else
+		t->checked.valid = false;
 	return rc;
 }
 

@@ -45,6 +45,15 @@ int rdmx__verbs_wc_status(enum ibv_wc_status st, bool stopping)
 	}
 }
 
+/* The status a completion gives its task: CANCELED at a stop whatever the
+ * task did (ctx.h), a success without the map. */
+static inline int task_status(const struct verbs_ctx *vctx, const struct ibv_wc *wc)
+{
+	if (vctx->stopping)
+		return RDMX_E_CANCELED;
+	return wc->status == IBV_WC_SUCCESS ? 0 : rdmx__verbs_wc_status(wc->status, false);
+}
+
 /* Marks a connection failed by a completion error (once). */
 static void conn_failed(struct verbs_conn *vc, const struct ibv_wc *wc)
 {
@@ -134,10 +143,7 @@ static int send_wc(struct verbs_ctx *vctx, const struct ibv_wc *wc)
 	vc = task->conn ? task->conn->prov : NULL;
 	if (!vc || !vc->qp || vc->qpn != wc->qp_num)
 		vc = rdmx__verbs_conn_by_qpn(vctx, wc->qp_num);
-	/* ctx.h: whatever a task did, a stop completes it CANCELED */
-	status = vctx->stopping                 ? RDMX_E_CANCELED
-	         : wc->status == IBV_WC_SUCCESS ? 0
-	                                        : rdmx__verbs_wc_status(wc->status, false);
+	status = task_status(vctx, wc);
 
 	if (!vc && task->conn)
 		vc = task->conn->prov;
@@ -176,9 +182,7 @@ static int recv_wc(struct verbs_ctx *vctx, const struct ibv_wc *wc)
 {
 	struct rdmx_task *task = (struct rdmx_task *)(uintptr_t)wc->wr_id;
 	struct verbs_conn *vc = rdmx__verbs_conn_by_qpn(vctx, wc->qp_num);
-	int status = vctx->stopping                 ? RDMX_E_CANCELED
-	             : wc->status == IBV_WC_SUCCESS ? 0
-	                                            : rdmx__verbs_wc_status(wc->status, false);
+	int status = task_status(vctx, wc);
 
 	rdmx__verbs_recv_unlink(vctx, task);
 	if (!vc || vc->final) {
