@@ -17,7 +17,9 @@
 # DIR (default /tmp/rdmx-critpath) holds the marked copy and its build,
 # rebuilt when the working tree changed. R runs (default 3); each row is the
 # median of the runs' medians. MODE: busy (default) or block. A mark adds
-# ~25 cycles (one rdtsc) to what follows it. x86-64 only.
+# ~25 cycles (one rdtsc) to what follows it. Beside the table, the cost of
+# one system call here (syscall_cost.c): the scale the path is read
+# against. x86-64 only.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -29,7 +31,7 @@ while (($#)); do
     -n) calls="$2"; shift ;;
     --repeat) repeat="$2"; shift ;;
     --poll) poll="$2"; shift ;;
-    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "critical-path.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
   shift
@@ -53,9 +55,9 @@ if [[ ! -x $dir/build/tools/rdmx-perf/rdmx-perf || $(cat "$dir/stamp" 2>/dev/nul
   mkdir -p "$dir/src"
   (cd "$src" && git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$dir/src")
   python3 "$here/critical_path_marks.py" "$dir/src"
-  cmake -S "$dir/src" -B "$dir/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRDMX_BUILD_TESTS=OFF \
+  cmake -S "$dir/src" -B "$dir/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRDMX_BUILD_TESTS=ON \
     -DRDMX_WITH_VERBS=OFF >/dev/null
-  cmake --build "$dir/build" -j2 --target rdmx-perf >/dev/null
+  cmake --build "$dir/build" -j2 --target rdmx-perf syscall_cost >/dev/null
   echo "$stamp" >"$dir/stamp"
 fi
 perf="$dir/build/tools/rdmx-perf/rdmx-perf"
@@ -105,6 +107,9 @@ names=(
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "-" }'; }
 ghz=$(cat "$tmp"/srv.* "$tmp"/cli.* | awk '$1 == "CPMARK" && $2 == "tsc_ghz" { print $3 }' | median)
 echo "--poll $poll; TSC $ghz GHz; medians of $repeat runs of $calls calls; cycles and ns since the recv that brought the message"
+read -r _ _ null < <("$dir/build/tests/bench/syscall_cost" | grep getppid)
+read -r _ _ empty < <("$dir/build/tests/bench/syscall_cost" | grep recv_empty)
+echo "one system call on this machine (tests/bench/rpc/syscall_cost.c): getppid $null cycles, a recv that finds nothing $empty"
 for side in srv cli; do
   echo
   if [[ $side == srv ]]; then echo "server: request in -> answer out"; else echo "client: response in -> next call out"; fi
