@@ -10,7 +10,7 @@ build_pkgs=(build-essential cmake pkg-config git libibverbs-dev librdmacm-dev rd
 	ibverbs-utils libssl-dev openssl libmsgpack-dev libev-dev libsystemd-dev scdoc libmicrohttpd-dev
 	protobuf-compiler libprotobuf-dev libprotoc-dev libprotobuf-c-dev protobuf-c-compiler
 	libjansson-dev liblmdb-dev libcurl4-openssl-dev)
-test_pkgs=(libcriterion-dev clang clang-format libclang-rt-14-dev iproute2 procps dpkg-dev file systemd curl util-linux etcd-server etcd-client)
+test_pkgs=(libcriterion-dev clang clang-format libclang-rt-14-dev iproute2 procps dpkg-dev file systemd curl util-linux etcd-server etcd-client python3)
 bench_pkgs=(libprotobuf-c-dev protobuf-c-compiler libgrpc++-dev protobuf-compiler-grpc
 	libprotobuf-dev protobuf-compiler ucx-utils perftest strace)
 

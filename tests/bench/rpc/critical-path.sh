@@ -13,6 +13,8 @@
 #
 #   tests/bench/rpc/critical-path.sh [--build-dir DIR] [-n CALLS] [--repeat R]
 #                                    [--poll busy|block]
+#   tests/bench/rpc/critical-path.sh --check   (ctest bench-critical-path-marks:
+#                                    every mark still finds its place; no build)
 #
 # DIR (default /tmp/rdmx-critpath) holds the marked copy and its build,
 # rebuilt when the working tree changed. R runs (default 3); each row is the
@@ -24,18 +26,27 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 src="$(cd "$here/../../.." && pwd)"
-dir=/tmp/rdmx-critpath calls=50000 repeat=3 poll=busy
+dir=/tmp/rdmx-critpath calls=50000 repeat=3 poll=busy check=0
 while (($#)); do
   case "$1" in
     --build-dir) dir="$2"; shift ;;
     -n) calls="$2"; shift ;;
     --repeat) repeat="$2"; shift ;;
     --poll) poll="$2"; shift ;;
-    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --check) check=1 ;;
+    -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "critical-path.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
   shift
 done
+if ((check)); then
+  tmp="$(mktemp -d /tmp/rdmx-critpath-check-XXXXXX)"
+  trap 'rm -rf "$tmp"' EXIT
+  cp -r "$src/engine" "$src/chan" "$src/rpc" "$tmp"
+  python3 "$here/critical_path_marks.py" "$tmp"
+  echo "critical-path.sh: every mark finds its place"
+  exit 0
+fi
 [[ $(uname -m) == x86_64 ]] || { echo "critical-path.sh: x86-64 only (rdtsc)" >&2; exit 2; }
 [[ $calls =~ ^[1-9][0-9]*$ && $repeat =~ ^[1-9][0-9]*$ ]] ||
   { echo "critical-path.sh: -n and --repeat want positive numbers" >&2; exit 2; }
