@@ -379,6 +379,35 @@ static int spin(struct rdmx_pe *pe, uint64_t until_ns)
 	}
 }
 
+/* How long block() may sleep from `now`: up to the deadline (0: none) and
+ * the nearest timer, in whole milliseconds rounded up; -1: forever. */
+static int sleep_ms(const struct rdmx_pe *pe, uint64_t deadline_ns, uint64_t now)
+{
+	int ms = -1, tms;
+
+	if (deadline_ns)
+		ms = now >= deadline_ns ? 0 : (int)((deadline_ns - now + 999999u) / 1000000u);
+	/* never sleep past the nearest timer: its progress runs it */
+	tms = timer_ms(pe, now);
+	if (tms >= 0 && (ms < 0 || tms < ms))
+		ms = tms;
+	return ms;
+}
+
+/* The start of a sleep of `ms` on an engine with one context, spent in a
+ * read of its only connection when the provider can (provider.h
+ * ctx_wait_read): 1 something came, 0 nothing came in the read's time, -1
+ * not tried. */
+static int wait_read(struct rdmx_pe *pe, int ms)
+{
+	struct rdmx_ctx *ctx = pe->ctxs;
+
+	if (pe->num_ctxs != 1 || !ctx || ctx->next_in_pe || !ctx->dev->ops->ctx_wait_read ||
+	    (ms >= 0 && ms < RDMX__WAIT_READ_MAX_MS))
+		return -1;
+	return ctx->dev->ops->ctx_wait_read(ctx) > 0 ? 1 : 0;
+}
+
 /* Sleeps on the fd until something ran or `deadline_ns` (0: forever) passed.
  *
  * One system call per wake-up: arming is exact (provider.h: after ctx_arm
@@ -393,9 +422,8 @@ static int block(struct rdmx_pe *pe, uint64_t deadline_ns, uint64_t now0)
 	/* now0: the caller's reading, used for the first sleep (only the arming
 	 * came between: the timeouts round up to whole milliseconds anyway) */
 	for (;; now0 = 0) {
-		int n, rc, ms = -1, tms;
+		int n, rc, ms = -1;
 		bool ready;
-		uint64_t now;
 
 		rc = arm_all(pe, &ready);
 		if (rc) {
@@ -403,15 +431,13 @@ static int block(struct rdmx_pe *pe, uint64_t deadline_ns, uint64_t now0)
 			return rc;
 		}
 		if (!ready) {
-			now = now0 ? now0 : rdmx_pe_now_ns();
-			if (deadline_ns)
-				ms = now >= deadline_ns
-				         ? 0
-				         : (int)((deadline_ns - now + 999999u) / 1000000u);
-			/* never sleep past the nearest timer: its progress runs it */
-			tms = timer_ms(pe, now);
-			if (tms >= 0 && (ms < 0 || tms < ms))
-				ms = tms;
+			ms = sleep_ms(pe, deadline_ns, now0 ? now0 : rdmx_pe_now_ns());
+			rc = wait_read(pe, ms);
+			if (rc == 0) /* the read took its time: what is left of the sleep */
+				ms = sleep_ms(pe, deadline_ns, rdmx_pe_now_ns());
+			ready = rc > 0;
+		}
+		if (!ready) {
 			rc = epoll_wait(pe->solo_fd >= 0 ? pe->solo_fd : pe->epfd, evs, 8, ms);
 			if (rc < 0 && errno != EINTR) {
 				RDMX_ERR("epoll_wait failed: %s", strerror(errno));

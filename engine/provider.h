@@ -14,7 +14,8 @@
  * - Mandatory ops are checked at first use (engine/dev.c): a provider lacking
  *   one is disabled with an error log. Optional: dev_find_by_addr, listen,
  *   stop_listen, connect_to_addr, conn_accept, conn_reject (the engine answers
- *   RDMX_E_NOT_SUPPORTED without them).
+ *   RDMX_E_NOT_SUPPORTED without them), ctx_wait_read (a blocking wait then
+ *   sleeps on the fd alone).
  * - conn_export / connect_to_addr that fail leave nothing to release: the
  *   engine frees the conn without calling conn_release.
  * - conn_disconnect (on any connection not in REQUESTED, also one exported
@@ -28,6 +29,10 @@
 #define RDMX_ENGINE_PROVIDER_H
 
 #include "internal.h"
+
+/* ctx_wait_read returns within this (a socket receive timeout of 1 ms is
+ * counted in kernel ticks: up to 10 ms at HZ=100) */
+#define RDMX__WAIT_READ_MAX_MS 10
 
 struct rdmx_provider_ops {
 	const char *name; /* "verbs", "tcp" */
@@ -81,6 +86,15 @@ struct rdmx_provider_ops {
 	int (*ctx_disarm)(struct rdmx_ctx *ctx);
 	/* Delivers up to `budget` completions/events; returns how many. */
 	int (*ctx_poll)(struct rdmx_ctx *ctx, unsigned budget);
+	/* Optional: the first part of a blocking wait spent in a read of ctx's
+	 * only connection, where the provider can (one system call that waits
+	 * and reads; a sleep on ctx_get_fd's fd and the read after it take
+	 * two). Called on an engine whose only context is ctx, after ctx_arm
+	 * found nothing ready, when the sleep may last RDMX__WAIT_READ_MAX_MS or
+	 * more; it returns within that time. 1: something came (poll now); 0:
+	 * nothing came, or the provider could not wait this way (sleep on the
+	 * fd as usual). */
+	int (*ctx_wait_read)(struct rdmx_ctx *ctx);
 
 	/* connections (export/connect) */
 	int (*conn_export)(struct rdmx_conn *conn, void *details, size_t *len);

@@ -121,6 +121,8 @@ void rdmx__tcp_conn_unlink(struct tcp_ctx *tc, struct tcp_conn *c)
 	}
 	c->next = NULL;
 	c->linked = false;
+	if (tc->wait_staged == c)
+		tc->wait_staged = NULL;
 	if (tc->last_conn == c)
 		tc->last_conn = NULL;
 	if (c->dirty) {

@@ -300,6 +300,11 @@ size_t rdmx__tcp_ctx_serve(struct tcp_ctx *tc, size_t budget, bool app)
 		if (solo->fd >= 0 && (solo->ep_events & EPOLLOUT))
 			rdmx__tcp_tx_flush(solo);
 	}
+	/* bytes a wait read (ctx_wait_read) for a connection that is no longer
+	 * the only one: its socket may not be readable any more */
+	if (tc->wait_staged && tc->wait_staged != solo)
+		got += rdmx__tcp_rx_serve(tc->wait_staged, budget);
+	tc->wait_staged = NULL;
 	/* other connections need epoll_wait to be found; side fds alone
 	 * (a listener, handshakes) are looked at as side_look says */
 	if (tc->n_conn_ep > (solo ? 1u : 0u) || side_look(tc, app, got))
@@ -507,6 +512,38 @@ static bool has_ready(struct tcp_ctx *tc)
 		if (c->final_pending && c->cq_refs == 0)
 			return true;
 	return false;
+}
+
+/* provider.h ctx_wait_read: the wait's first moments spent in a read of the
+ * context's only connection (rx.c), when nothing else could need the
+ * context meanwhile: no other fd in its set (a listener, handshakes),
+ * nothing to deliver or signalled, nothing queued to send, no timer due
+ * within RDMX__WAIT_READ_MAX_MS. The read holds the context lock: the NIC
+ * thread, finding it held, leaves the context to the application (nic.c),
+ * and every socket is still read and written only under its lock. A
+ * blocking RPC round trip then costs each side a recv and a sendmsg, as a
+ * raw TCP ping-pong does, instead of epoll_wait, recv and sendmsg. */
+#define WAIT_READ_NS (RDMX__WAIT_READ_MAX_MS * 1000000ull)
+
+int rdmx__tcp_ctx_wait_read(struct rdmx_ctx *ctx)
+{
+	struct tcp_ctx *tc = TCP_CTX(ctx);
+	struct tcp_conn *c;
+	uint64_t dl, now;
+	int rc = 0;
+
+	pthread_mutex_lock(&tc->lock);
+	c = solo_conn(tc);
+	dl = atomic_load_explicit(&tc->next_deadline, memory_order_relaxed);
+	if (c && c->state == TC_UP && tc->n_ep == tc->n_conn_ep && !has_ready(tc) &&
+	    !atomic_load(&tc->efd_set) && !atomic_load(&tc->has_dirty) &&
+	    !rdmx__tcp_tx_pending(c) && !(c->ep_events & EPOLLOUT) &&
+	    (dl == TCP_NEVER || !rdmx__due(dl > WAIT_READ_NS ? dl - WAIT_READ_NS : 0, &now)))
+		rc = rdmx__tcp_rx_wait(c);
+	if (rc > 0 && c->rx.stage_off < c->rx.stage_len)
+		tc->wait_staged = c; /* the next serve frames what was read */
+	pthread_mutex_unlock(&tc->lock);
+	return rc;
 }
 
 void rdmx__tcp_ctx_signal(struct tcp_ctx *tc)

@@ -28,7 +28,8 @@
  *   ACTIVE  the counter moved within the last grace period (200 us,
  *           RDMX_TCP_NIC_GRACE_US), or the application holds the context
  *           lock (it is inside a call: one sendmsg of a bulk answer can
- *           outlast a grace period): the thread does not touch the sockets;
+ *           outlast a grace period; or it sleeps in a read of its only
+ *           connection, ctx_wait_read): the thread does not touch the sockets;
  *           it sleeps one grace period and looks again. (Looking less often
  *           over a busy context was tried: p99 of a busy 64 B RPC round trip
  *           went from 0.1 to 4 ms and read_bw halved, docs/BENCHMARKS.md.)

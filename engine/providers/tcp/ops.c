@@ -113,6 +113,7 @@ const struct rdmx_provider_ops rdmx__tcp_ops = {
     .ctx_stop = rdmx__tcp_ctx_stop,
     .ctx_get_fd = rdmx__tcp_ctx_get_fd,
     .ctx_arm = rdmx__tcp_ctx_arm,
+    .ctx_wait_read = rdmx__tcp_ctx_wait_read,
     .ctx_disarm = rdmx__tcp_ctx_disarm,
     .ctx_poll = rdmx__tcp_ctx_poll,
     .conn_export = rdmx__tcp_conn_export,

@@ -12,9 +12,12 @@
  * psn comes again), response ring room, then key / bounds / access. Every
  * accepted request gets exactly one response, queued in request order. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 
 #include "tcp.h"
 
@@ -683,7 +686,7 @@ static ssize_t recv_direct(struct tcp_conn *c, bool *again, size_t *asked)
 		if (want > rx->left)
 			want = (size_t)rx->left;
 		*asked = want;
-		n = recv(c->fd, (uint8_t *)rx->buf->addr + rx->buf_off, want, 0);
+		n = recv(c->fd, (uint8_t *)rx->buf->addr + rx->buf_off, want, MSG_DONTWAIT);
 		if (n > 0)
 			rx->buf_off += (size_t)n;
 		return n;
@@ -695,7 +698,7 @@ static ssize_t recv_direct(struct tcp_conn *c, bool *again, size_t *asked)
 	}
 	want = rx->left > (1u << 30) ? (1u << 30) : (size_t)rx->left;
 	*asked = want;
-	n = recv(c->fd, r->addr + rx->mr_off, want, 0);
+	n = recv(c->fd, r->addr + rx->mr_off, want, MSG_DONTWAIT);
 	rdmx__tcp_keytab_unlock(&c->td->keys);
 	if (n > 0)
 		rx->mr_off += (uint64_t)n;
@@ -883,7 +886,7 @@ static size_t rx_serve_sealed(struct tcp_conn *c, size_t budget)
 		size_t want = TCP_SEAL_RXBUF - s->rx_len;
 		ssize_t n;
 
-		n = recv(c->fd, s->rxbuf + s->rx_len, want, 0);
+		n = recv(c->fd, s->rxbuf + s->rx_len, want, MSG_DONTWAIT);
 		enum recv_step step = recv_step(c, n);
 		if (step == RECV_RETRY)
 			continue;
@@ -897,6 +900,58 @@ static size_t rx_serve_sealed(struct tcp_conn *c, size_t budget)
 			break; /* a short read emptied the socket: no EAGAIN round */
 	}
 	return got;
+}
+
+/* The payload under way is read straight into its destination. */
+static bool goes_direct(const struct tcp_rx *rx)
+{
+	return rx->in_payload && rx->left >= TCP_DIRECT_MIN &&
+	       (rx->sink == TCP_SINK_CHAIN || rx->sink == TCP_SINK_MR);
+}
+
+/* Makes the socket blocking with a receive timeout of TCP_WAIT_READ_US, once:
+ * every other read passes MSG_DONTWAIT, every send too (tx.c). */
+static bool wait_read_prepare(struct tcp_conn *c)
+{
+	struct timeval tv = {.tv_sec = 0, .tv_usec = TCP_WAIT_READ_US};
+	int fl = fcntl(c->fd, F_GETFL);
+
+	if (fl < 0 || setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
+	    fcntl(c->fd, F_SETFL, fl & ~O_NONBLOCK)) {
+		RDMX_DBG("tcp: connection %u: no blocking read in waits: %s", c->conn->id,
+		         strerror(errno));
+		c->wait_read_off = true;
+		return false;
+	}
+	c->wait_read_on = true;
+	return true;
+}
+
+int rdmx__tcp_rx_wait(struct tcp_conn *c)
+{
+	struct tcp_rx *rx = &c->rx;
+	ssize_t n;
+	int err;
+
+	if (c->seal || !rx->stage || rx->stage_off < rx->stage_len || goes_direct(rx) ||
+	    c->wait_read_off || (!c->wait_read_on && !wait_read_prepare(c)))
+		return 0;
+	n = recv(c->fd, rx->stage, TCP_STAGE_SIZE, 0);
+	if (n > 0) {
+		rx->stage_off = 0;
+		rx->stage_len = (uint32_t)n;
+		c->tc->wait_reads++;
+		rdmx__tcp_conn_alive(c);
+		return 1;
+	}
+	err = errno;
+	if (n < 0 && (err == EAGAIN || err == EWOULDBLOCK))
+		return 0; /* the timeout */
+	if (n < 0 && err == EINTR)
+		return 1; /* a signal: the caller looks, then waits again */
+	errno = err;
+	recv_step(c, n); /* the end of the stream, or its error: as rx_serve */
+	return 1;
 }
 
 size_t rdmx__tcp_rx_serve(struct tcp_conn *c, size_t budget)
@@ -937,15 +992,14 @@ size_t rdmx__tcp_rx_serve(struct tcp_conn *c, size_t budget)
 		rx->stage_off = rx->stage_len = 0;
 		if (got >= budget)
 			break;
-		direct = rx->in_payload && rx->left >= TCP_DIRECT_MIN &&
-		         (rx->sink == TCP_SINK_CHAIN || rx->sink == TCP_SINK_MR);
+		direct = goes_direct(rx);
 		if (direct) {
 			n = recv_direct(c, &again, &want);
 			if (again)
 				continue;
 		} else {
 			want = TCP_STAGE_SIZE;
-			n = recv(c->fd, rx->stage, TCP_STAGE_SIZE, 0);
+			n = recv(c->fd, rx->stage, TCP_STAGE_SIZE, MSG_DONTWAIT);
 		}
 		enum recv_step step = recv_step(c, n);
 		if (step == RECV_RETRY)

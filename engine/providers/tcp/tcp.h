@@ -38,6 +38,7 @@
 #define TCP_MAX_INLINE 1024u
 #define TCP_STAGE_SIZE 16384u        /* per connection receive staging buffer */
 #define TCP_DIRECT_MIN 4096u         /* payload remainders this big bypass the stage */
+#define TCP_WAIT_READ_US 1000u       /* receive timeout of a connection read in a wait */
 #define TCP_HELLO_TIMEOUT_MS 5000u   /* to read a hello / cm request */
 #define TCP_MAX_HELLOS 64u           /* per device: data connections awaiting their hello */
 #define TCP_MAX_HELLOS_PER_SOURCE 8u /* ... of them from one source address */
@@ -373,14 +374,16 @@ struct tcp_ctx {
 	struct tcp_cqe *cq; /* ring of completions and events, delivered in order */
 	uint32_t cq_cap, cq_head, cq_count;
 	struct tcp_conn *conns;
-	struct tcp_conn *dirty;     /* conns with answers to send (rx.c, tx.c) */
-	uint32_t n_ep;              /* fds in epfd */
-	uint32_t n_conn_ep;         /* ... of them, connections' */
-	struct tcp_conn *last_conn; /* the conn added to epfd last */
-	uint32_t side_polls;        /* app polls since the last look at the other fds */
-	atomic_bool side_due;       /* woken from a wait: look at every fd */
-	atomic_bool has_dirty;      /* dirty != NULL, for the NIC thread's look */
-	uint32_t num_finals;        /* conns with a final event to deliver */
+	struct tcp_conn *dirty;       /* conns with answers to send (rx.c, tx.c) */
+	uint32_t n_ep;                /* fds in epfd */
+	uint32_t n_conn_ep;           /* ... of them, connections' */
+	struct tcp_conn *last_conn;   /* the conn added to epfd last */
+	uint32_t side_polls;          /* app polls since the last look at the other fds */
+	atomic_bool side_due;         /* woken from a wait: look at every fd */
+	atomic_bool has_dirty;        /* dirty != NULL, for the NIC thread's look */
+	uint32_t num_finals;          /* conns with a final event to deliver */
+	uint64_t wait_reads;          /* waits that ended in a read with bytes (ctx_wait_read) */
+	struct tcp_conn *wait_staged; /* ... the conn read, until the next serve */
 	struct tcp_ep listen_ep;
 	int lfd; /* cm listener or -1 */
 	struct tcp_cmreq *cmreqs;
@@ -538,6 +541,8 @@ struct tcp_conn {
 	bool initiator;
 	bool cm;              /* listen/connect_to_addr flow */
 	bool err_after_tx;    /* a response turned into a NAK: error once it is out */
+	bool wait_read_on;    /* socket blocking with a receive timeout (rx_wait) */
+	bool wait_read_off;   /* ... could not be made so: never read in a wait */
 	bool local_connected; /* export flow: rdmx_ctx_connect called */
 	bool peer_arrived;    /* export flow acceptor: the peer's socket is attached */
 	bool est_queued;
@@ -645,6 +650,15 @@ void rdmx__tcp_conn_flush_tasks(struct tcp_conn *c, int head_status, int rest_st
 
 /* Reads and handles frames (lock held). Returns bytes read. */
 size_t rdmx__tcp_rx_serve(struct tcp_conn *c, size_t budget);
+/* ctx_wait_read's read (context lock held): one blocking recv of the
+ * connection into its stage, for up to TCP_WAIT_READ_US (the socket's
+ * receive timeout, set at the first such read; every other read passes
+ * MSG_DONTWAIT); the next serve frames the staged bytes (without a recv of
+ * its own when they were a short read). 1: bytes came,
+ * or the stream ended (handled as rx_serve does); 0: the time ran out, or
+ * the connection cannot be read this way now (sealed, a payload going
+ * straight to its destination, bytes still staged). */
+int rdmx__tcp_rx_wait(struct tcp_conn *c);
 /* Sends whatever is queued until the socket is full (lock held). */
 void rdmx__tcp_tx_flush(struct tcp_conn *c);
 bool rdmx__tcp_tx_pending(const struct tcp_conn *c);
@@ -679,6 +693,7 @@ int rdmx__tcp_ctx_start(struct rdmx_ctx *ctx);
 void rdmx__tcp_ctx_stop(struct rdmx_ctx *ctx);
 int rdmx__tcp_ctx_get_fd(struct rdmx_ctx *ctx);
 int rdmx__tcp_ctx_arm(struct rdmx_ctx *ctx);
+int rdmx__tcp_ctx_wait_read(struct rdmx_ctx *ctx);
 int rdmx__tcp_ctx_disarm(struct rdmx_ctx *ctx);
 int rdmx__tcp_ctx_poll(struct rdmx_ctx *ctx, unsigned budget);
 int rdmx__tcp_conn_export(struct rdmx_conn *conn, void *details, size_t *len);

@@ -100,9 +100,12 @@ for f in ["engine/providers/tcp/rx.c", "engine/providers/tcp/tx.c",
 
 # tcp provider: bytes in, frames parsed, completions delivered, frame out
 edit("engine/providers/tcp/rx.c", '#include "tcp.h"\n', '#include "tcp.h"\n' + DUMP)
-edit("engine/providers/tcp/rx.c",
-     "\t\t\tn = recv(c->fd, rx->stage, TCP_STAGE_SIZE, 0);\n",
-     "\t\t\tn = recv(c->fd, rx->stage, TCP_STAGE_SIZE, 0);\n"
+edit("engine/providers/tcp/rx.c",  # a blocking wait's read (ctx_wait_read)
+     "\tn = recv(c->fd, rx->stage, TCP_STAGE_SIZE, 0);\n\tif (n > 0) {\n",
+     "\tn = recv(c->fd, rx->stage, TCP_STAGE_SIZE, 0);\n\tif (n > 0) {\n\t\trdmx_cp_t0 = __rdtsc();\n")
+edit("engine/providers/tcp/rx.c",  # a poll's read
+     "\t\t\tn = recv(c->fd, rx->stage, TCP_STAGE_SIZE, MSG_DONTWAIT);\n",
+     "\t\t\tn = recv(c->fd, rx->stage, TCP_STAGE_SIZE, MSG_DONTWAIT);\n"
      "\t\t\trdmx_cp_t0 = n > 0 ? __rdtsc() : 0; /* a path that did not end in the poll\n"
      "\t\t\t\t\t\t\t     * that read its message is not counted */\n")
 edit("engine/providers/tcp/rx.c", "done:\n\tif (got)\n", "done:\n\trdmx_cp_mark(1);\n\tif (got)\n")

@@ -828,6 +828,14 @@ static void t_blocking_pingpong(void)
 	CHECK(pa.errors == 0 && pb.errors == 0, "ping-pong errors: a %s, b %s", pa.why, pb.why);
 	CHECK(atomic_load(&pa.got) == 300 && atomic_load(&pb.got) == 300, "got %d/%d",
 	      atomic_load(&pa.got), atomic_load(&pb.got));
+	/* each side sleeps in a read of its only connection (ctx_wait_read: a
+	 * recv, not epoll_wait then recv) and the peer's message ends it; a
+	 * message that came first (the NIC thread took it, or it beat the
+	 * arming) is served without that read, so not every one is counted */
+	CHECK(TCP_CTX(A.ctx)->wait_reads > 0 && TCP_CTX(B.ctx)->wait_reads > 0,
+	      "no wait read its message: %llu / %llu",
+	      (unsigned long long)TCP_CTX(A.ctx)->wait_reads,
+	      (unsigned long long)TCP_CTX(B.ctx)->wait_reads);
 	OK(rdmx_conn_disconnect(ca));
 	DRIVE_UNTIL(&A, &B, A.ended >= 1 && B.ended >= 1);
 	/* the receive each side left posted is canceled by the stop at the end */
