@@ -516,11 +516,14 @@ static bool has_ready(struct tcp_ctx *tc)
 
 /* provider.h ctx_wait_read: the wait's first moments spent in a read of the
  * context's only connection (rx.c), when nothing else could need the
- * context meanwhile: no other fd in its set (a listener, handshakes),
- * nothing to deliver or signalled, nothing queued to send, no timer due
- * within RDMX__WAIT_READ_MAX_MS. The read holds the context lock: the NIC
- * thread, finding it held, leaves the context to the application (nic.c),
- * and every socket is still read and written only under its lock. A
+ * context meanwhile: no other connection (one exported and waiting for its
+ * data connection would be attached by the NIC thread, under this lock),
+ * no other fd in its set (a listener, handshakes), no listen group (another
+ * member's thread deals connections to it under this lock), nothing to
+ * deliver or signalled, nothing queued to send, no timer due within
+ * RDMX__WAIT_READ_MAX_MS. The read holds the context lock: the NIC thread,
+ * which only tries it, leaves the context to the application (nic.c), and
+ * every socket is still read and written only under its lock. A
  * blocking RPC round trip then costs each side a recv and a sendmsg, as a
  * raw TCP ping-pong does, instead of epoll_wait, recv and sendmsg. */
 #define WAIT_READ_NS (RDMX__WAIT_READ_MAX_MS * 1000000ull)
@@ -535,9 +538,10 @@ int rdmx__tcp_ctx_wait_read(struct rdmx_ctx *ctx)
 	pthread_mutex_lock(&tc->lock);
 	c = solo_conn(tc);
 	dl = atomic_load_explicit(&tc->next_deadline, memory_order_relaxed);
-	if (c && c->state == TC_UP && tc->n_ep == tc->n_conn_ep && !has_ready(tc) &&
-	    !atomic_load(&tc->efd_set) && !atomic_load(&tc->has_dirty) &&
-	    !rdmx__tcp_tx_pending(c) && !(c->ep_events & EPOLLOUT) &&
+	if (c && c->state == TC_UP && tc->conns == c && !c->next && !tc->lgroup &&
+	    tc->n_ep == tc->n_conn_ep && !has_ready(tc) && !atomic_load(&tc->efd_set) &&
+	    !atomic_load(&tc->has_dirty) && !rdmx__tcp_tx_pending(c) &&
+	    !(c->ep_events & EPOLLOUT) &&
 	    (dl == TCP_NEVER || !rdmx__due(dl > WAIT_READ_NS ? dl - WAIT_READ_NS : 0, &now)))
 		rc = rdmx__tcp_rx_wait(c);
 	if (rc > 0 && c->rx.stage_off < c->rx.stage_len)
