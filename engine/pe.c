@@ -402,7 +402,7 @@ static int wait_read(struct rdmx_pe *pe, int ms)
 {
 	struct rdmx_ctx *ctx = pe->ctxs;
 
-	if (pe->num_ctxs != 1 || !ctx || ctx->next_in_pe || !ctx->dev->ops->ctx_wait_read ||
+	if (pe->num_ctxs != 1 || !ctx->dev->ops->ctx_wait_read ||
 	    (ms >= 0 && ms < RDMX__WAIT_READ_MAX_MS))
 		return -1;
 	return ctx->dev->ops->ctx_wait_read(ctx) > 0 ? 1 : 0;

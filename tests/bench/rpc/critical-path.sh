@@ -118,8 +118,9 @@ names=(
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "-" }'; }
 ghz=$(cat "$tmp"/srv.* "$tmp"/cli.* | awk '$1 == "CPMARK" && $2 == "tsc_ghz" { print $3 }' | median)
 echo "--poll $poll; TSC $ghz GHz; medians of $repeat runs of $calls calls; cycles and ns since the recv that brought the message"
-read -r _ _ null < <("$dir/build/tests/bench/syscall_cost" | grep getppid)
-read -r _ _ empty < <("$dir/build/tests/bench/syscall_cost" | grep recv_empty)
+sc=$("$dir/build/tests/bench/syscall_cost")
+null=$(awk '$2 == "getppid" { print $3 }' <<<"$sc")
+empty=$(awk '$2 == "recv_empty" { print $3 }' <<<"$sc")
 echo "one system call on this machine (tests/bench/rpc/syscall_cost.c): getppid $null cycles, a recv that finds nothing $empty"
 for side in srv cli; do
   echo
