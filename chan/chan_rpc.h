@@ -75,5 +75,8 @@ int rdmx__worker_depth(const struct rdmx_chan_worker *worker);
 /* Whether the poll running the current callback has more completions in
  * hand (rdmx_ctx_get_completions_pending). */
 bool rdmx__worker_more_pending(const struct rdmx_chan_worker *worker);
+/* The worker's engine pass under way (rdmx_pe_get_pass): equal values, the same
+ * pass. */
+uint64_t rdmx__worker_pass(const struct rdmx_chan_worker *worker);
 
 #endif

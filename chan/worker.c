@@ -82,6 +82,14 @@ bool rdmx__worker_more_pending(const struct rdmx_chan_worker *worker)
 	return n > 0;
 }
 
+uint64_t rdmx__worker_pass(const struct rdmx_chan_worker *worker)
+{
+	uint64_t pass = 0;
+
+	rdmx_pe_get_pass(worker->pe, &pass);
+	return pass;
+}
+
 void rdmx__worker_enter(struct rdmx_chan_worker *worker)
 {
 	worker->depth++;

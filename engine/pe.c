@@ -32,6 +32,7 @@ struct rdmx_pe {
 	bool armed;            /* request_notification called, not yet cleared */
 	bool signaled;         /* evfd written since the last clear (progress thread only) */
 	bool in_progress;      /* guards against progress from a callback */
+	uint64_t passes;       /* progress passes begun (rdmx__pe_pass) */
 	enum rdmx_poll_mode mode;
 	uint32_t spin_us;
 	/* the only attached context's fd when it is an epoll set, else -1:
@@ -52,6 +53,14 @@ static inline void cpu_relax(void)
 struct rdmx__timers *rdmx__pe_timers(struct rdmx_pe *pe)
 {
 	return &pe->timers;
+}
+
+int rdmx_pe_get_pass(const struct rdmx_pe *pe, uint64_t *pass)
+{
+	if (!pe || !pass)
+		return RDMX_E_INVAL;
+	*pass = pe->passes;
+	return 0;
 }
 
 int rdmx_pe_create(struct rdmx_pe **pe)
@@ -247,6 +256,7 @@ int rdmx_pe_progress(struct rdmx_pe *pe)
 	if (pe->in_progress)
 		return RDMX_E_BAD_STATE;
 	pe->in_progress = true;
+	pe->passes++;
 	/* read `next` after the callbacks ran: they may stop other contexts */
 	for (struct rdmx_ctx *ctx = pe->ctxs; ctx; ctx = ctx->next_in_pe) {
 		int n = progress_ctx(ctx);

@@ -8,16 +8,17 @@
  * other completion in hand after the one being delivered
  * (rdmx_ctx_get_completions_pending): a lone call (a ping-pong) is answered
  * without waiting for the end of the pass, and the pass's bookkeeping
- * (receive reposts, credits, the timer) comes after its send instead of
- * before; the answers given after it in the same pass are batched, and so
- * are those of calls delivered together. Only small answers without
- * metadata ride in a batch (an entry is at most RPC_BATCH_ENTRY_MAX bytes,
- * a batch at most the channel's eager size); anything else flushes the
- * batch first and goes alone, so answers leave in the order they were
- * given. A batch of one goes as the plain message. The flush is an engine
- * timer due now: the engine runs due timers after it polled its contexts,
- * so it fires at the end of the same progress call; it also ends the
- * pass's `alone_sent`.
+ * (receive reposts, credits) comes after its send instead of before; the
+ * answers given after it in the same pass are batched, and so are those of
+ * calls delivered together. The engine's pass number (rdmx__worker_pass)
+ * tells whether this pass's first answer went already: a lone answer arms
+ * nothing. Only small answers without metadata ride in a batch (an entry is
+ * at most RPC_BATCH_ENTRY_MAX bytes, a batch at most the channel's eager
+ * size); anything else flushes the batch first and goes alone, so answers
+ * leave in the order they were given. A batch of one goes as the plain
+ * message. The flush is an engine timer due now, armed with a batch's first
+ * entry: the engine runs due timers after it polled its contexts, so it
+ * fires at the end of the same progress call.
  *
  * Wire (RPC_T_BATCH): header with word = call_id = N (N >= 2), then N
  * entries, each a u32 length and a whole response message. The receiver
@@ -62,8 +63,7 @@ void rdmx__rpc_batch_flush(struct rdmx_rpc_ep *ep)
 
 	if (!n)
 		return;
-	if (!b->alone_sent) /* else the timer stays: it ends the pass */
-		rdmx__worker_timer_disarm(ep->worker, &b->timer);
+	rdmx__worker_timer_disarm(ep->worker, &b->timer);
 	b->n = 0;
 	if (n == 1) { /* the plain message */
 		msg = b->buf + RDMX_RPC_HDR_SIZE + 4;
@@ -93,7 +93,6 @@ static void batch_due(struct rdmx__timer *t)
 	struct rdmx_rpc_ep *ep =
 	    (struct rdmx_rpc_ep *)((char *)t - offsetof(struct rdmx_rpc_ep, batch.timer));
 
-	ep->batch.alone_sent = false; /* the pass ended */
 	ep->busy++;
 	rdmx__rpc_batch_flush(ep);
 	ep->busy--;
@@ -105,6 +104,7 @@ int rdmx__rpc_batch_add(struct rdmx_rpc_ep *ep, size_t len, rdmx_chan_fill_fn fi
 {
 	struct rpc_batch *b = &ep->batch;
 	size_t cap = rdmx__chan_get_eager_max(ep->chan);
+	uint64_t pass;
 	int rc;
 
 	if (cap > RPC_BATCH_MAX_BYTES)
@@ -124,19 +124,19 @@ int rdmx__rpc_batch_add(struct rdmx_rpc_ep *ep, size_t len, rdmx_chan_fill_fn fi
 		b->len = RDMX_RPC_HDR_SIZE;
 		b->timer.fn = batch_due;
 	}
-	if (!b->n && !b->alone_sent && !rdmx__worker_more_pending(ep->worker)) {
+	pass = rdmx__worker_pass(ep->worker);
+	if (!b->n && b->alone_pass != pass && !rdmx__worker_more_pending(ep->worker)) {
 		/* the pass's first answer, nothing else delivered after it: at
-		 * once; the timer ends the pass */
-		b->alone_sent = !rdmx__worker_timer_arm(ep->worker, &b->timer, 1);
+		 * once */
+		b->alone_pass = pass;
 		return RDMX_E_AGAIN;
 	}
 	rc = fill(b->buf + b->len + 4, len, arg);
 	if (rc)
 		return rc > 0 ? RDMX_E_INVAL : rc;
 	/* due at once (a past time: the end of this progress pass, or of the
-	 * next one outside a pass), with no clock read (engine/pe.c); armed
-	 * already when this pass's first answer went alone */
-	if (!b->n && !b->alone_sent && rdmx__worker_timer_arm(ep->worker, &b->timer, 1))
+	 * next one outside a pass), with no clock read (engine/pe.c) */
+	if (!b->n && rdmx__worker_timer_arm(ep->worker, &b->timer, 1))
 		return RDMX_E_AGAIN; /* no flush would come: goes alone */
 	rdmx__st32(b->buf + b->len, (uint32_t)len);
 	b->len += 4 + len;
@@ -151,7 +151,7 @@ void rdmx__rpc_batch_drop(struct rdmx_rpc_ep *ep)
 
 	if (b->buf)
 		rdmx__worker_timer_disarm(ep->worker, &b->timer);
-	b->alone_sent = false;
+	b->alone_pass = 0;
 	ep->resp_pending = ep->resp_pending > b->n ? ep->resp_pending - b->n : 0;
 	b->n = 0;
 	b->len = RDMX_RPC_HDR_SIZE;

@@ -214,8 +214,9 @@ struct rpc_batch {
 	uint8_t *buf;             /* header room, then entries; NULL until first used */
 	size_t len;               /* bytes used, header room included */
 	uint32_t n;               /* entries */
-	bool alone_sent;          /* this pass's first answer went alone (timer armed) */
-	struct rdmx__timer timer; /* due now: flushes at the end of progress */
+	uint64_t alone_pass;      /* the engine pass whose first answer went alone, 0: none */
+	struct rdmx__timer timer; /* due now, armed with the first entry: flushes at the
+	                           * end of progress */
 };
 
 /* The endpoint's streams (stream.c). */

@@ -50,6 +50,14 @@ int rdmx_pe_destroy(struct rdmx_pe **pe);
  * a negative RDMX_E_* code. */
 int rdmx_pe_progress(struct rdmx_pe *pe);
 
+/* The number of the progress pass under way (or of the last one): it grows
+ * by one as each rdmx_pe_progress begins (rdmx_pe_wait runs passes too), 0
+ * before the first. Two callbacks that read the same number ran in the same
+ * pass: a callback can gather work for the end of its pass (an engine timer
+ * due now runs there) and tell a pass's first event without a timer.
+ * RDMX_E_INVAL for NULL arguments. */
+int rdmx_pe_get_pass(const struct rdmx_pe *pe, uint64_t *pass);
+
 /* An fd (epoll-able) that becomes readable when a completion is ready after
  * rdmx_pe_request_notification(). Owned by the engine: do not close it. */
 int rdmx_pe_get_fd(struct rdmx_pe *pe, int *fd);

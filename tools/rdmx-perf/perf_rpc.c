@@ -42,8 +42,11 @@ struct rpc_perf {
 	/* client */
 	void *req;
 	uint64_t done, issued, target;
-	uint64_t *start_ns; /* per call slot */
-	double *samples;    /* per measured call, us */
+	uint64_t *start_ns;   /* per call slot */
+	uint32_t *free_slots; /* slots with no call, for the main loop */
+	uint32_t nfree;
+	int issue_rc;    /* a failure of an issue made from a completion */
+	double *samples; /* per measured call, us */
 	uint64_t nsamples, warmup;
 	uint64_t errors;
 };
@@ -238,6 +241,7 @@ static void teardown(void)
 	rdmx_dev_close(&rp.dev);
 	free(rp.req);
 	free(rp.start_ns);
+	free(rp.free_slots);
 	free(rp.samples);
 }
 
@@ -260,9 +264,16 @@ static int serve(void)
 
 /* ---- client ---- */
 
+static int issue(uint64_t slot);
+
+/* A finished call's slot issues the next call at once, from its completion
+ * (as perftest and the raw TCP client post the next operation as soon as the
+ * last one completed); when that cannot go now the slot waits for the main
+ * loop. */
 static void call_done(const struct rdmx_rpc_result *r, void *arg)
 {
 	uint64_t slot = (uint64_t)(uintptr_t)arg, seq = rp.done++;
+	int rc = RDMX_E_AGAIN;
 
 	if (r->code != RDMX_RPC_OK || r->len != rp.o->size) {
 		if (rp.errors++ < 5)
@@ -271,6 +282,12 @@ static void call_done(const struct rdmx_rpc_result *r, void *arg)
 	}
 	if (seq >= rp.warmup && rp.nsamples < rp.target - rp.warmup)
 		rp.samples[rp.nsamples++] = (double)(perf_now_ns() - rp.start_ns[slot]) / 1000.0;
+	if (rp.issued < rp.target && !rp.issue_rc)
+		rc = issue(slot);
+	if (rc == RDMX_E_AGAIN)
+		rp.free_slots[rp.nfree++] = (uint32_t)slot;
+	else if (rc)
+		rp.issue_rc = rc;
 }
 
 static int issue(uint64_t slot)
@@ -290,30 +307,34 @@ static int run_client(uint32_t inflight)
 {
 	uint64_t warm = rp.o->iters / 10 > 1000 ? 1000 : rp.o->iters / 10;
 	uint64_t t_start = 0, guard = perf_now_ns();
-	uint64_t next_slot = 0;
 	int rc;
 
 	rp.warmup = warm;
 	rp.target = rp.o->iters + warm;
 	rp.req = malloc(rp.o->size ? rp.o->size : 1);
 	rp.start_ns = calloc(inflight, sizeof(*rp.start_ns));
+	rp.free_slots = calloc(inflight, sizeof(*rp.free_slots));
 	rp.samples = calloc(rp.o->iters, sizeof(double));
-	if (!rp.req || !rp.start_ns || !rp.samples)
+	if (!rp.req || !rp.start_ns || !rp.free_slots || !rp.samples)
 		return RDMX_E_NOMEM;
+	for (uint32_t i = 0; i < inflight; i++)
+		rp.free_slots[rp.nfree++] = inflight - 1 - i;
 	for (uint64_t i = 0; i < rp.o->size; i++)
 		((uint8_t *)rp.req)[i] = (uint8_t)(i * 31);
 	/* each slot keeps one call in flight; a finished slot is reused */
 	while (rp.done < rp.target) {
 		if (rp.done >= warm && !t_start)
 			t_start = perf_now_ns();
-		while (rp.issued < rp.target && rp.issued - rp.done < inflight) {
-			rc = issue(next_slot);
+		while (rp.issued < rp.target && rp.nfree) {
+			rc = issue(rp.free_slots[rp.nfree - 1]);
 			if (rc == RDMX_E_AGAIN)
 				break;
 			if (rc)
 				return rc;
-			next_slot = (next_slot + 1) % inflight;
+			rp.nfree--;
 		}
+		if (rp.issue_rc)
+			return rp.issue_rc;
 		rc = drive();
 		if (rc < 0)
 			return rc;

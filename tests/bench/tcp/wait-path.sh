@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/bench/tcp/wait-path.sh — the tcp provider's waiting path, in one run:
 #
-#   tests/bench/tcp/wait-path.sh [BUILD_DIR] [--before OTHER_BUILD_DIR] [--rounds R] [-n N]
+#   tests/bench/tcp/wait-path.sh [BUILD_DIR] [--before OTHER_BUILD_DIR]... [--rounds R] [-n N]
 #                                [--no-strace] [--no-lat] [--layers] [--gap]
 #
 # 1. System calls per 64 B RPC round trip (rdmx-perf rpc_lat --poll block),
@@ -26,14 +26,14 @@
 # The load average is printed before and after each part: on a shared
 # machine read the ratios of one round, not absolute numbers.
 # BUILD_DIR (default build) holds tools/rdmx-perf/rdmx-perf and
-# tests/bench/tcp_echo; --before names a build of an older tree (its
-# rdmx-perf only) to put beside it.
+# tests/bench/tcp_echo; each --before names another build (an older tree, other
+# build flags; its rdmx-perf only) to put beside it, in the order given.
 set -euo pipefail
 
-build=build before='' rounds=5 n=20000 do_strace=1 do_lat=1 do_layers=0 do_gap=0
+build=build befores=() rounds=5 n=20000 do_strace=1 do_lat=1 do_layers=0 do_gap=0
 while (($#)); do
   case "$1" in
-    --before) before="$2"; shift ;;
+    --before) befores+=("$(realpath "$2")"); shift ;;
     --rounds) rounds="$2"; shift ;;
     -n) n="$2"; shift ;;
     --no-strace) do_strace=0 ;;
@@ -46,13 +46,12 @@ while (($#)); do
   shift
 done
 build="$(realpath "$build")"
-[[ -n $before ]] && before="$(realpath "$before")"
 tcp="$build/tests/bench/tcp_echo"
 port=$((20000 + RANDOM % 20000))
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 perf_of() { echo "$1/tools/rdmx-perf/rdmx-perf"; }
 builds=("$build")
-[[ -n $before ]] && builds+=("$before")
+builds+=("${befores[@]}")
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 

@@ -187,6 +187,42 @@ Test(pe_timer, due_now_and_past_run_in_the_same_progress)
 	assert_ok(rdmx_pe_destroy(&pe));
 }
 
+/* rdmx_pe_get_pass: one number per progress pass, the same for every
+ * callback of a pass (rpc/batch.c tells a pass's first answer by it). */
+static void note_pass(struct rdmx_pe_timer *t, void *arg)
+{
+	uint64_t *seen = arg;
+
+	cr_assert_eq(rdmx_pe_get_pass(t->pe, seen), 0);
+}
+
+Test(pe_timer, pass_number)
+{
+	struct rdmx_pe *pe = NULL;
+	struct rdmx_pe_timer a, b;
+	uint64_t pass = 99, in_a = 0, in_b = 0;
+
+	cr_assert_eq(rdmx_pe_get_pass(NULL, &pass), RDMX_E_INVAL);
+	assert_ok(rdmx_pe_create(&pe));
+	cr_assert_eq(rdmx_pe_get_pass(pe, NULL), RDMX_E_INVAL);
+	assert_ok(rdmx_pe_get_pass(pe, &pass));
+	cr_assert_eq(pass, 0, "no pass before the first progress");
+	rdmx_pe_timer_init(pe, &a, note_pass, &in_a);
+	rdmx_pe_timer_init(pe, &b, note_pass, &in_b);
+	assert_ok(rdmx_pe_timer_start(&a, 1));
+	assert_ok(rdmx_pe_timer_start(&b, 1));
+	cr_assert_eq(rdmx_pe_progress(pe), 2);
+	cr_assert_eq(in_a, 1, "the first pass is number 1");
+	cr_assert_eq(in_b, in_a, "two callbacks of one pass read one number");
+	assert_ok(rdmx_pe_timer_start(&a, 1));
+	cr_assert_eq(rdmx_pe_progress(pe), 1);
+	cr_assert_eq(in_a, 2, "the next pass reads the next number");
+	cr_assert_eq(rdmx_pe_wait(pe, 0), 0);
+	assert_ok(rdmx_pe_get_pass(pe, &pass));
+	cr_assert_geq(pass, 3, "rdmx_pe_wait runs passes too");
+	assert_ok(rdmx_pe_destroy(&pe));
+}
+
 /* common/clock.h: the coarse clock is never ahead of the full one, and
  * rdmx__due answers from it alone for a far due time (*now untouched), from
  * the full clock otherwise (never true early). */
