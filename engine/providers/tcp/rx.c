@@ -387,32 +387,56 @@ static bool ack_kind(enum rdmx__op op)
 	       op == RDMX__OP_WRITE_IMM || op == RDMX__OP_ATOMIC_WRITE || op == RDMX__OP_FLUSH;
 }
 
+/* Whether a response with this psn (an ACK when `ack`) answers our oldest
+ * outstanding request; a protocol error when not. */
+static bool answers_head(struct tcp_conn *c, uint32_t psn, bool ack)
+{
+	struct rdmx_task *t = c->sq_head;
+	char why[80];
+
+	if (!t || !(t->prov_u64[1] & TCP_TASK_SENT)) {
+		proto_error(c, "response with no request outstanding");
+		return false;
+	}
+	if (psn != task_psn(t)) {
+		snprintf(why, sizeof(why), "response psn %u, expected %u", psn, task_psn(t));
+		proto_error(c, why);
+		return false;
+	}
+	if (ack && !ack_kind(t->op)) {
+		proto_error(c, "ack for a read or an atomic");
+		return false;
+	}
+	return true;
+}
+
+/* The ACK a request frame carries (RDMX__TCP_F_ACK), taken as the ACK frame
+ * it stands for, which would have come just before it. False when the
+ * connection went to error. */
+static bool carried_ack(struct tcp_conn *c)
+{
+	if (c->state != TC_UP)
+		return true; /* drained, as that frame would be */
+	if (!answers_head(c, (uint32_t)c->rx.h.op1, true))
+		return false;
+	pop_head(c, 0);
+	return true;
+}
+
 static void response_begin(struct tcp_conn *c)
 {
 	struct tcp_rx *rx = &c->rx;
 	const struct rdmx__tcp_hdr *h = &rx->h;
 	struct rdmx_task *t = c->sq_head;
-	char why[80];
 
 	if (c->state != TC_UP) {
 		rx->post = RX_POST_DROP;
 		return;
 	}
-	if (!t || !(t->prov_u64[1] & TCP_TASK_SENT)) {
-		proto_error(c, "response with no request outstanding");
+	if (!answers_head(c, h->psn, h->op == RDMX__TCP_OP_ACK))
 		return;
-	}
-	if (h->psn != task_psn(t)) {
-		snprintf(why, sizeof(why), "response psn %u, expected %u", h->psn, task_psn(t));
-		proto_error(c, why);
-		return;
-	}
 	switch (h->op) {
 	case RDMX__TCP_OP_ACK:
-		if (!ack_kind(t->op)) {
-			proto_error(c, "ack for a read or an atomic");
-			return;
-		}
 		break;
 	case RDMX__TCP_OP_ATOMIC_RESP:
 		if (t->op != RDMX__OP_CAS && t->op != RDMX__OP_FADD) {
@@ -544,9 +568,11 @@ static void frame_begin(struct tcp_conn *c)
 			proto_error(c, "data frame before the handshake finished");
 			return;
 		}
-		if (rdmx__tcp_op_is_request(h->op))
+		if (rdmx__tcp_op_is_request(h->op)) {
+			if ((h->flags & RDMX__TCP_F_ACK) && !carried_ack(c))
+				return;
 			request_begin(c);
-		else if (rdmx__tcp_op_is_response(h->op))
+		} else if (rdmx__tcp_op_is_response(h->op))
 			response_begin(c);
 		else if (c->state == TC_UP)
 			rx->post = RX_POST_PEER_ERROR;

@@ -486,6 +486,7 @@ struct tcp_frame {
 	uint64_t mr_off;
 	uint32_t inl_off; /* inline source */
 	uint64_t left;    /* payload bytes still to send */
+	bool acks;        /* a request carrying the next owed ACK (RDMX__TCP_F_ACK) */
 	uint8_t inl[RDMX__TCP_PD_MAX];
 };
 

@@ -53,6 +53,23 @@ static bool frame_started(const struct tcp_frame *f)
 	return f->hdr_off > 0;
 }
 
+/* A request frame not yet started that carried an ACK becomes that ACK's
+ * own frame (its request will not go). */
+static void ack_alone(struct tcp_frame *f)
+{
+	struct rdmx__tcp_hdr h;
+
+	memset(&h, 0, sizeof(h));
+	h.op = RDMX__TCP_OP_ACK;
+	h.psn = (uint32_t)rdmx__ld64(f->hdr + 40); /* op1 */
+	rdmx__tcp_hdr_encode(&h, f->hdr);
+	f->what = TCP_TX_RESP;
+	f->acks = false;
+	f->task = NULL;
+	f->src = TCP_SRC_NONE;
+	f->left = 0;
+}
+
 /* Every task of the connection is being completed: no frame may refer to
  * one any more, nor may the seal pipe still read their buffers. */
 void rdmx__tcp_tx_forget_task(struct tcp_conn *c)
@@ -68,6 +85,11 @@ void rdmx__tcp_tx_forget_task(struct tcp_conn *c)
 		struct tcp_frame *f = frame_at(c, i);
 
 		if (f->what == TCP_TX_REQ) {
+			if ((i > 0 || !frame_started(f)) && f->acks) {
+				ack_alone(f); /* the ACK it carried still goes, in its place */
+				keep[n++] = *f;
+				continue;
+			}
 			if (i > 0 || !frame_started(f))
 				continue; /* never started: drop it */
 			f->what = TCP_TX_ORPHAN;
@@ -170,6 +192,16 @@ static void resp_to_nak(struct tcp_conn *c, struct tcp_frame *f)
 	c->err_after_tx = true;
 }
 
+/* Whether the owed response r may ride on the next request instead of going
+ * as a frame (wire.h, RDMX__TCP_F_ACK): a plain ACK, the last response owed,
+ * and a request ready to go right after it that has room (not CAS). */
+static bool ack_rides(const struct tcp_conn *c, const struct tcp_resp *r)
+{
+	return r->op == RDMX__TCP_OP_ACK && c->resp_count == c->tx.resp_picked + 1 &&
+	       c->state == TC_UP && !c->rnr_wait && !c->rewind_pending && c->sq_cur &&
+	       c->sq_cur->op != RDMX__OP_CAS;
+}
+
 /* Picks the next frame into f; false when there is nothing to send. */
 static bool pick(struct tcp_conn *c, struct tcp_frame *f)
 {
@@ -190,7 +222,8 @@ static bool pick(struct tcp_conn *c, struct tcp_frame *f)
 			memcpy(f->inl, c->ctl_payload, h.len);
 			f->src = TCP_SRC_INLINE;
 		}
-	} else if (c->resp_count > tx->resp_picked) {
+	} else if (c->resp_count > tx->resp_picked &&
+	           !ack_rides(c, &c->resp[(c->resp_head + tx->resp_picked) % c->resp_cap])) {
 		const struct tcp_resp *r = &c->resp[(c->resp_head + tx->resp_picked) % c->resp_cap];
 
 		h.op = r->op;
@@ -208,6 +241,12 @@ static bool pick(struct tcp_conn *c, struct tcp_frame *f)
 		f->what = TCP_TX_RESP;
 		tx->resp_picked++;
 	} else { /* a request: the check above saw one ready */
+		if (c->resp_count > tx->resp_picked) { /* the owed ACK rides on it */
+			h.flags = RDMX__TCP_F_ACK;
+			h.op1 = c->resp[(c->resp_head + tx->resp_picked) % c->resp_cap].psn;
+			f->acks = true;
+			tx->resp_picked++;
+		}
 		build_request(f, c->sq_cur, &h);
 		c->sq_cur = c->sq_cur->next;
 		f->what = TCP_TX_REQ;
@@ -220,15 +259,23 @@ static bool pick(struct tcp_conn *c, struct tcp_frame *f)
 	return true;
 }
 
+/* The owed response at the head of the ring is on the wire. */
+static void resp_done(struct tcp_conn *c)
+{
+	c->resp_head = (c->resp_head + 1) % c->resp_cap;
+	c->resp_count--;
+	c->tx.resp_picked--;
+}
+
 static void frame_done(struct tcp_conn *c, struct tcp_frame *f)
 {
 	struct tcp_tx *tx = &c->tx;
 
+	if (f->acks)
+		resp_done(c);
 	switch (f->what) {
 	case TCP_TX_RESP:
-		c->resp_head = (c->resp_head + 1) % c->resp_cap;
-		c->resp_count--;
-		tx->resp_picked--;
+		resp_done(c);
 		break;
 	case TCP_TX_REQ:
 		f->task->prov_u64[1] |= TCP_TASK_SENT;

@@ -7,7 +7,7 @@
  * receiver can always skip (drain) a frame it refuses.
  *
  * Header (little-endian):
- *   0 u8  op        1 u8 flags (0)     2 u16 status (NAK / ERROR: RDMX__TCP_ST_*)
+ *   0 u8  op        1 u8 flags         2 u16 status (NAK / ERROR: RDMX__TCP_ST_*)
  *   4 u32 psn       8 u32 rkey        12 u32 imm
  *  16 u64 offset   24 u64 len (payload bytes)
  *  32 u64 op0      40 u64 op1
@@ -20,6 +20,12 @@
  *   FLUSH                   rkey, offset, op0 = range length
  * Responses (target -> initiator, psn = the request's, strictly in order):
  *   ACK, NAK (status), ATOMIC_RESP (op0 = previous value), READ_RESP (payload)
+ * Flags: 0, except RDMX__TCP_F_ACK on a request other than CAS: op1 = the
+ *   psn of an ACK the sender owes, carried in this header instead of an ACK
+ *   frame of its own just before it (same meaning, same order: the receiver
+ *   takes the ACK first). A sender uses it for the last response it owes
+ *   when a request of its own goes right after (a call's answer carries the
+ *   call's acknowledgement).
  * Connection:
  *   ERROR (status)          the sender moved the connection to error
  *   HELLO                   export/connect initiator: psn = its initial psn,
@@ -50,7 +56,7 @@
 #define RDMX__TCP_HDR_SIZE 48u
 #define RDMX__TCP_TOKEN_SIZE 16u
 #define RDMX__TCP_MAGIC 0x52444d58u /* "RDMX" */
-#define RDMX__TCP_VERSION 1u
+#define RDMX__TCP_VERSION 2u        /* 2: RDMX__TCP_F_ACK */
 #define RDMX__TCP_HELLO_WORD (((uint64_t)RDMX__TCP_VERSION << 32) | RDMX__TCP_MAGIC)
 #define RDMX__TCP_HELLO_LEN (2u * RDMX__TCP_TOKEN_SIZE)
 #define RDMX__TCP_PD_MAX 56u
@@ -58,6 +64,8 @@
 #define RDMX__TCP_DETAILS_MAGIC 0x5854u
 #define RDMX__TCP_DETAILS_VERSION 1u
 #define RDMX__TCP_DETAILS_SIZE 48u
+
+#define RDMX__TCP_F_ACK 0x01u /* flags: op1 carries an ACK (see above) */
 
 enum rdmx__tcp_op {
 	RDMX__TCP_OP_SEND = 1,
@@ -152,8 +160,14 @@ static inline bool rdmx__tcp_op_is_handshake(uint8_t op)
  * is wrong (for the log line). max_msg bounds data payloads and reads. */
 static inline const char *rdmx__tcp_hdr_check(const struct rdmx__tcp_hdr *h, uint64_t max_msg)
 {
-	if (h->flags)
-		return "nonzero flags";
+	if (h->flags & ~RDMX__TCP_F_ACK)
+		return "unknown flags";
+	if (h->flags) {
+		if (!rdmx__tcp_op_is_request(h->op) || h->op == RDMX__TCP_OP_CAS)
+			return "acknowledgement flag on a frame that cannot carry it";
+		if (h->op1 > UINT32_MAX)
+			return "carried acknowledgement psn out of range";
+	}
 	switch (h->op) {
 	case RDMX__TCP_OP_SEND:
 	case RDMX__TCP_OP_SEND_IMM:

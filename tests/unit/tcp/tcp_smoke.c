@@ -900,6 +900,26 @@ static int raw_read(int fd, struct rdmx__tcp_hdr *h, int ms)
 	return -1;
 }
 
+/* Reads and drops n payload bytes while driving A; false when they did not
+ * come within the guard. */
+static bool raw_skip(int fd, size_t n)
+{
+	uint8_t buf[256];
+	uint64_t dl = now_ms() + GUARD_MS;
+
+	while (n && now_ms() < dl) {
+		ssize_t got = recv(fd, buf, n < sizeof(buf) ? n : sizeof(buf), MSG_DONTWAIT);
+
+		if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR))
+			return false;
+		if (got > 0)
+			n -= (size_t)got;
+		else
+			drive_once(&A, NULL);
+	}
+	return n == 0;
+}
+
 static bool raw_closed(int fd)
 {
 	struct rdmx__tcp_hdr h;
@@ -1159,7 +1179,17 @@ static void t_hostile_frames(void)
 	uint8_t junk[4096];
 	const struct hostile cases[] = {
 	    {"unknown opcode", {.op = 0x77}, 0, false, 0},
-	    {"nonzero flags", {.op = RDMX__TCP_OP_WRITE, .flags = 3, .len = 8}, 8, false, 0},
+	    {"unknown flags", {.op = RDMX__TCP_OP_WRITE, .flags = 3, .len = 8}, 8, false, 0},
+	    {"carried ack with nothing outstanding",
+	     {.op = RDMX__TCP_OP_WRITE, .flags = RDMX__TCP_F_ACK, .len = 8},
+	     8,
+	     false,
+	     0},
+	    {"ack flag on a compare-and-swap",
+	     {.op = RDMX__TCP_OP_CAS, .flags = RDMX__TCP_F_ACK},
+	     0,
+	     false,
+	     0},
 	    {"psn ahead", {.op = RDMX__TCP_OP_WRITE, .psn = 5, .len = 8}, 8, false, 0},
 	    {"write beyond the size limit",
 	     {.op = RDMX__TCP_OP_WRITE, .len = 3ull << 30},
@@ -1365,6 +1395,7 @@ static size_t random_frame(uint32_t *x, struct rdmx__tcp_hdr *h, uint32_t *psn, 
 		h->op0 = (r & 0x80) ? (r >> 14) % 256 : r;
 		h->op1 = r >> 3;
 		h->status = (uint16_t)((r >> 16) % 7);
+		h->flags = (r & 0x400) ? RDMX__TCP_F_ACK : 0;
 		n = (r & 0x100) ? 0 : (r >> 9) % max;
 		h->len = (r & 0x200) ? n : (uint64_t)r << 11;
 	} else {
@@ -1398,6 +1429,90 @@ static size_t random_frame(uint32_t *x, struct rdmx__tcp_hdr *h, uint32_t *psn, 
 	for (size_t k = 0; k < n; k++)
 		payload[k] = (uint8_t)(r >> (k % 24));
 	return n;
+}
+
+/* RDMX__TCP_F_ACK (wire.h) against a raw peer. Taken: a write carrying the
+ * ACK of A's outstanding send completes that send, then is placed and
+ * acknowledged. Given: an ACK A owes rides on the request A posts before its
+ * next poll. That is tried a few times: the NIC thread sends owed ACKs alone
+ * once A has been silent for a grace period, which a loaded host can
+ * stretch; with the flag gone no try ever rides. */
+static void t_carried_acks(void)
+{
+	struct region ra;
+	struct rdmx_conn *c;
+	struct rdmx__tcp_hdr r, w;
+	struct rdmx_task *t;
+	struct rec rs = {0};
+	struct rdmx_buf src;
+	uint8_t desc[RDMX_MR_DESCRIPTOR_SIZE];
+	uint32_t psn, key;
+	int fd, ended = A.ended, rides = 0;
+
+	OK(region_new(&A, &ra, 4096, RDMX_ACCESS_ALL));
+	memset(ra.mem, 0, 4096);
+	OK(rdmx_mr_get_descriptor(ra.mr, desc));
+	key = rdmx__ld32(desc + 24);
+	src = lbuf(&ra, 0, 16);
+	fd = raw_peer(&c, &psn);
+	CHECK(fd >= 0, "raw handshake failed");
+
+	OK(rdmx_task_send_alloc(A.ctx, c, &src, &rs, &t));
+	OK(rdmx_task_submit(t));
+	CHECK(raw_read(fd, &r, GUARD_MS) == 1 && r.op == RDMX__TCP_OP_SEND && r.len == 16 &&
+	          !r.flags,
+	      "A's send: op %u len %llu flags %u", r.op, (unsigned long long)r.len, r.flags);
+	CHECK(raw_skip(fd, 16), "send payload");
+	w = (struct rdmx__tcp_hdr){.op = RDMX__TCP_OP_WRITE,
+	                           .flags = RDMX__TCP_F_ACK,
+	                           .psn = psn,
+	                           .rkey = key,
+	                           .offset = 100,
+	                           .len = 4,
+	                           .op1 = r.psn};
+	raw_frame(fd, &w, "\x01\x02\x03\x04", 4);
+	CHECK(raw_read(fd, &r, GUARD_MS) == 1 && r.op == RDMX__TCP_OP_ACK && r.psn == psn,
+	      "write carrying an ack: answer op %u psn %u", r.op, r.psn);
+	DRIVE_UNTIL(&A, NULL, rs.ok + rs.err);
+	CHECK(rs.ok == 1, "the carried ack did not complete the send: %s",
+	      rdmx_err_name(rs.status));
+	CHECK(ra.mem[100] == 1 && ra.mem[103] == 4, "the write carrying the ack was not placed");
+	psn++;
+
+	for (int i = 0; i < 8 && !rides; i++) {
+		struct rec rq = {0};
+		struct rdmx__tcp_hdr ack;
+
+		ra.mem[200] = 0;
+		w = (struct rdmx__tcp_hdr){
+		    .op = RDMX__TCP_OP_WRITE, .psn = psn, .rkey = key, .offset = 200, .len = 4};
+		raw_frame(fd, &w, "\x05\x06\x07\x08", 4);
+		DRIVE_UNTIL(&A, NULL, ra.mem[200] == 5); /* no poll after the one that placed it */
+		OK(rdmx_task_send_alloc(A.ctx, c, &src, &rq, &t));
+		OK(rdmx_task_submit(t));
+		CHECK(raw_read(fd, &r, GUARD_MS) == 1, "nothing after the write");
+		if (r.op == RDMX__TCP_OP_ACK) { /* went alone (the NIC thread) */
+			CHECK(r.psn == psn, "ack psn %u, expected %u", r.psn, psn);
+			CHECK(raw_read(fd, &r, GUARD_MS) == 1, "no send after the ack");
+		}
+		CHECK(r.op == RDMX__TCP_OP_SEND && r.len == 16, "op %u", r.op);
+		if (r.flags == RDMX__TCP_F_ACK) {
+			CHECK(r.op1 == psn, "carried ack psn %llu, expected %u",
+			      (unsigned long long)r.op1, psn);
+			rides++;
+		}
+		CHECK(raw_skip(fd, 16), "send payload");
+		psn++;
+		ack = (struct rdmx__tcp_hdr){.op = RDMX__TCP_OP_ACK, .psn = r.psn};
+		raw_frame(fd, &ack, NULL, 0);
+		DRIVE_UNTIL(&A, NULL, rq.ok + rq.err);
+		CHECK(rq.ok == 1, "send: %s", rdmx_err_name(rq.status));
+	}
+	CHECK(rides > 0, "no owed ACK rode on a request in 8 tries");
+	CHECK(state_of(c) == RDMX_CONN_ESTABLISHED, "state %d", (int)state_of(c));
+	close(fd);
+	DRIVE_UNTIL(&A, NULL, A.ended > ended);
+	region_free(&ra);
 }
 
 /* Random streams after a real handshake, mostly valid requests with now and
@@ -1503,6 +1618,7 @@ int main(int argc, char **argv)
 		{"frozen_peer", t_frozen_peer},
 		{"hostile_frames", t_hostile_frames},
 		{"hostile_random", t_hostile_random},
+		{"carried_acks", t_carried_acks},
 	};
 	/* clang-format on */
 	int ran = 0;
