@@ -143,7 +143,10 @@ static void deliver_task(struct rdmx_task *t, int status)
 
 /* ---- sockets and timers ---- */
 
-int rdmx__tcp_ep_set(struct tcp_ctx *tc, int fd, struct tcp_ep *ep, uint32_t events, bool add)
+/* fd into (or changed in) both sets: epfd, and the notification set, where
+ * a sleeping application is woken by the socket itself, one epoll level
+ * below its engine's. */
+static int ep_ctl_both(struct tcp_ctx *tc, int fd, struct tcp_ep *ep, uint32_t events, bool add)
 {
 	struct epoll_event ev;
 
@@ -154,14 +157,79 @@ int rdmx__tcp_ep_set(struct tcp_ctx *tc, int fd, struct tcp_ep *ep, uint32_t eve
 		RDMX_ERR("tcp: epoll_ctl fd %d failed: %s", fd, strerror(errno));
 		return RDMX_E_PROVIDER;
 	}
-	/* the same interest in the notification set: a sleeping application
-	 * is woken by the socket itself, one epoll level below its engine's */
 	if (epoll_ctl(tc->nfd, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev)) {
 		RDMX_ERR("tcp: epoll_ctl fd %d (notification set) failed: %s", fd, strerror(errno));
 		if (add)
 			epoll_ctl(tc->epfd, EPOLL_CTL_DEL, fd, NULL);
 		return RDMX_E_PROVIDER;
 	}
+	return 0;
+}
+
+/* ---- quiet sockets ----
+ *
+ * A socket in an epoll set costs every segment that arrives on it a walk of
+ * the socket's wait queue: one epoll callback per set, each under a lock
+ * taken with interrupts off (this machine kind: about 700 cycles more of
+ * the sender's sendmsg, which runs the receive side on loopback, and as
+ * much of the receiver's recv; docs/BENCHMARKS.md, session 17). An
+ * application that busy-polls its context's only connection needs neither
+ * set: every poll reads that socket with a recv. So after TCP_QUIET_POLLS
+ * polls in a row without arming, the solo connection's socket leaves both
+ * sets (quiet). It is back in them before anybody could wait on them: the
+ * application arming to sleep (ctx_arm), another connection joining the
+ * context, a send that needs EPOLLOUT (ep_set), the NIC thread taking over
+ * a context that stopped polling (nic.c, before it watches the set). The NIC
+ * is kicked when a socket goes quiet: a NIC thread parked on the set (the
+ * application paused, then came back) looks again and sees it active. */
+static void quiet(struct tcp_ctx *tc, struct tcp_conn *c)
+{
+	if (epoll_ctl(tc->nfd, EPOLL_CTL_DEL, c->fd, NULL) ||
+	    epoll_ctl(tc->epfd, EPOLL_CTL_DEL, c->fd, NULL)) {
+		RDMX_WARN("tcp: connection %u: epoll_ctl del (quiet) failed: %s", c->conn->id,
+		          strerror(errno));
+		ep_ctl_both(tc, c->fd, &c->ep, c->ep_events, true);
+		tc->quiet_polls = 0;
+		return;
+	}
+	c->ep_quiet = true;
+	tc->quiets++;
+	atomic_store(&tc->quiet, true);
+	rdmx__tcp_nic_kick(tc->td);
+}
+
+void rdmx__tcp_ctx_unquiet(struct tcp_ctx *tc)
+{
+	tc->quiet_polls = 0;
+	if (!atomic_load_explicit(&tc->quiet, memory_order_relaxed))
+		return;
+	for (struct tcp_conn *c = tc->conns; c; c = c->next) {
+		if (!c->ep_quiet)
+			continue;
+		c->ep_quiet = false;
+		if (c->fd >= 0 && ep_ctl_both(tc, c->fd, &c->ep, c->ep_events, true))
+			rdmx__tcp_conn_error(c, RDMX_E_PROVIDER, 0, true); /* cannot be watched */
+	}
+	atomic_store(&tc->quiet, false);
+}
+
+bool rdmx__tcp_ctx_unquiet_try(struct tcp_ctx *tc)
+{
+	if (pthread_mutex_trylock(&tc->lock))
+		return false;
+	rdmx__tcp_ctx_unquiet(tc);
+	pthread_mutex_unlock(&tc->lock);
+	return true;
+}
+
+int rdmx__tcp_ep_set(struct tcp_ctx *tc, int fd, struct tcp_ep *ep, uint32_t events, bool add)
+{
+	/* a connection joining, or a quiet one changing its interest: every
+	 * socket back in the sets first */
+	if (ep->kind == TCP_EP_CONN && (add || ((struct tcp_conn *)ep)->ep_quiet))
+		rdmx__tcp_ctx_unquiet(tc);
+	if (ep_ctl_both(tc, fd, ep, events, add))
+		return RDMX_E_PROVIDER;
 	if (add) {
 		tc->n_ep++;
 		if (ep->kind == TCP_EP_CONN) {
@@ -174,6 +242,12 @@ int rdmx__tcp_ep_set(struct tcp_ctx *tc, int fd, struct tcp_ep *ep, uint32_t eve
 
 void rdmx__tcp_ep_del(struct tcp_ctx *tc, int fd, const struct tcp_ep *ep)
 {
+	if (ep->kind == TCP_EP_CONN && ((const struct tcp_conn *)ep)->ep_quiet) {
+		((struct tcp_conn *)ep)->ep_quiet = false; /* in neither set */
+		tc->n_ep--;
+		tc->n_conn_ep--;
+		return;
+	}
 	if (epoll_ctl(tc->nfd, EPOLL_CTL_DEL, fd, NULL))
 		RDMX_WARN("tcp: epoll_ctl del fd %d (notification set) failed: %s", fd,
 		          strerror(errno));
@@ -198,6 +272,22 @@ static struct tcp_conn *solo_conn(const struct tcp_ctx *tc)
 	if (tc->n_conn_ep != 1 || !c || !c->ep_events)
 		return NULL;
 	return c->state == TC_UP || c->state == TC_ERROR ? c : NULL;
+}
+
+/* An application poll: the solo connection's socket goes quiet after
+ * TCP_QUIET_POLLS of them in a row (see quiet). */
+static void quiet_check(struct tcp_ctx *tc)
+{
+	struct tcp_conn *c;
+
+	if (tc->quiet_polls < TCP_QUIET_POLLS) {
+		tc->quiet_polls++;
+		return;
+	}
+	c = solo_conn(tc);
+	if (c && !c->ep_quiet && c->state == TC_UP && c->fd >= 0 && c->ep_events == EPOLLIN &&
+	    !atomic_load(&tc->armed)) /* an armed application may sleep on nfd any time */
+		quiet(tc, c);
 }
 
 /* Whether a pass looks at the set's fds that are no connection's (a
@@ -568,6 +658,7 @@ int rdmx__tcp_ctx_arm(struct rdmx_ctx *ctx)
 	atomic_store(&tc->armed, true);
 	atomic_fetch_add_explicit(&tc->arms, 1, memory_order_relaxed);
 	pthread_mutex_lock(&tc->lock);
+	rdmx__tcp_ctx_unquiet(tc);     /* going to sleep: the sockets wake it */
 	rdmx__tcp_ctx_flush_dirty(tc); /* going to sleep: answers go now */
 	ready = has_ready(tc);
 	pthread_mutex_unlock(&tc->lock);
@@ -689,6 +780,7 @@ int rdmx__tcp_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 	rdmx__tcp_ctx_flush_dirty(tc);
 	rdmx__tcp_ctx_serve(tc, TCP_SERVE_BUDGET, true);
 	rdmx__tcp_ctx_clock_close(tc);
+	quiet_check(tc);
 	tc->produced = false; /* the application is here: no wake-up needed */
 	while (done < budget) {
 		unsigned k = 0;

@@ -228,6 +228,18 @@ static bool app_inside(struct tcp_ctx *tc)
 	return false;
 }
 
+/* Before the context's socket set is watched: a socket a busy application
+ * took out of it (ctx.c: quiet) goes back. False, with *dl one grace period
+ * away, when the application holds the lock (it is inside a call: look
+ * again then). */
+static bool watch_ready(struct tcp_dev *td, struct tcp_ctx *tc, uint64_t now, uint64_t *dl)
+{
+	if (!atomic_load(&tc->quiet) || rdmx__tcp_ctx_unquiet_try(tc))
+		return true;
+	*dl = now + td->grace_ns;
+	return false;
+}
+
 /* Decides the context's mode, serves it if needed; returns when to look
  * again (TCP_NEVER: when its sockets wake us). */
 static uint64_t check_ctx(struct tcp_dev *td, struct tcp_ctx *tc, uint64_t now)
@@ -288,6 +300,8 @@ static uint64_t check_ctx(struct tcp_dev *td, struct tcp_ctx *tc, uint64_t now)
 
 			return dl < until ? dl : until;
 		}
+		if (!watch_ready(td, tc, now, &dl))
+			return dl;
 		if (!tc->nic_in_set)
 			watch_ctx(td, tc);
 		return dl;
@@ -301,6 +315,8 @@ static uint64_t check_ctx(struct tcp_dev *td, struct tcp_ctx *tc, uint64_t now)
 		if (dl <= now || atomic_load_explicit(&tc->has_dirty, memory_order_relaxed))
 			dl = now + td->grace_ns;
 	}
+	if (!watch_ready(td, tc, now, &dl))
+		return dl;
 	if (!tc->nic_in_set)
 		watch_ctx(td, tc);
 	return dl;

@@ -47,6 +47,9 @@
 #define TCP_RNR_MAX_US 10000u
 #define TCP_SERVE_BUDGET (1u << 20) /* bytes read from one socket per serve pass */
 #define TCP_SIDE_LOOK 32u           /* app polls per look at a solo conn's side fds */
+#define TCP_QUIET_POLLS                                                                            \
+	256u /* app polls in a row, unarmed, before a solo conn's                                  \
+	      * socket leaves the epoll sets (ctx.c: quiet) */
 #define TCP_GRACE_US_DEFAULT 200u
 #define TCP_PATIENCE_GRACES 10u /* nic.c: armed applications serve themselves this long */
 #define TCP_NEVER UINT64_MAX
@@ -383,6 +386,9 @@ struct tcp_ctx {
 	atomic_bool has_dirty;        /* dirty != NULL, for the NIC thread's look */
 	uint32_t num_finals;          /* conns with a final event to deliver */
 	uint64_t wait_reads;          /* waits that ended in a read with bytes (ctx_wait_read) */
+	uint32_t quiet_polls;         /* app polls since the last arm or unquiet */
+	uint64_t quiets;              /* sockets that went quiet (ctx.c) */
+	atomic_bool quiet;            /* a conn's socket is out of the sets (ctx.c: quiet) */
 	struct tcp_conn *wait_staged; /* ... the conn read, until the next serve */
 	struct tcp_ep listen_ep;
 	int lfd; /* cm listener or -1 */
@@ -444,6 +450,10 @@ static inline uint64_t rdmx__tcp_ctx_now(struct tcp_ctx *tc)
 void rdmx__tcp_ctx_run_timers(struct tcp_ctx *tc, uint64_t now);
 int rdmx__tcp_ep_set(struct tcp_ctx *tc, int fd, struct tcp_ep *ep, uint32_t events, bool add);
 void rdmx__tcp_ep_del(struct tcp_ctx *tc, int fd, const struct tcp_ep *ep);
+/* Puts quiet sockets back into the context's sets (lock held); the NIC
+ * thread's form trylocks, false when the application holds the lock. */
+void rdmx__tcp_ctx_unquiet(struct tcp_ctx *tc);
+bool rdmx__tcp_ctx_unquiet_try(struct tcp_ctx *tc);
 
 /* ---- connection (conn.c; the cm listener's requests in cm.c) ---- */
 
@@ -537,6 +547,7 @@ struct tcp_conn {
 	enum tcp_conn_state state;
 	int fd;
 	uint32_t ep_events; /* registered in tc->epfd (0: not registered) */
+	bool ep_quiet;      /* registered, yet out of epfd and nfd for now (ctx.c: quiet) */
 	bool linked;        /* in tc->conns */
 	bool pending;       /* in td->pending */
 	bool initiator;

@@ -843,6 +843,81 @@ static void t_blocking_pingpong(void)
 	region_free(&rb);
 }
 
+/* ctx.c quiet: a context that polls its only connection TCP_QUIET_POLLS
+ * times in a row, unarmed, takes that socket out of its epoll sets. Writes
+ * still land while it polls; arming puts the socket back (a message then
+ * makes the engine's fd readable: the application would wake); after that,
+ * quiet again, the application stops: the NIC thread puts the socket back
+ * and serves a read of its memory. */
+static void t_quiet_socket(void)
+{
+	struct rdmx_conn *ca, *cb;
+	struct region ra, rb;
+	struct rdmx_task *t;
+	struct pollfd p = {.events = POLLIN};
+	int fd = -1;
+
+	connect_pair(&A, &B, &ca, &cb);
+	if (failures)
+		return;
+	OK(region_new(&A, &ra, 8192, RDMX_ACCESS_ALL));
+	OK(region_new(&B, &rb, 8192, RDMX_ACCESS_ALL));
+	fill(rb.mem, 8192, 21);
+	struct rdmx_buf src = lbuf(&rb, 0, 64), dst = lbuf(&rb, 4096, 64);
+	struct rdmx_rbuf w = {.mr = ra.remote, .offset = 0, .len = 64};
+	for (int i = 0; i < 3 * (int)TCP_QUIET_POLLS; i++)
+		CHECK(rdmx_pe_progress(A.pe) >= 0, "A's poll failed");
+	CHECK(TCP_CTX(A.ctx)->quiets == 1 && atomic_load(&TCP_CTX(A.ctx)->quiet),
+	      "A's socket did not go quiet (%llu)", (unsigned long long)TCP_CTX(A.ctx)->quiets);
+	for (int i = 0; i < 20; i++) { /* still served by A's polls */
+		struct rec rw = {0};
+
+		OK(rdmx_task_write_alloc(B.ctx, cb, &src, &w, &rw, &t));
+		OK(rdmx_task_submit(t));
+		DRIVE_UNTIL(&A, &B, rw.ok + rw.err);
+		CHECK(rw.ok == 1, "write to a quiet socket: %s", rdmx_err_name(rw.status));
+	}
+	CHECK(memcmp(ra.mem, rb.mem, 64) == 0, "write data");
+
+	/* arming: the socket is back in the notification set */
+	OK(rdmx_pe_request_notification(A.pe));
+	CHECK(!atomic_load(&TCP_CTX(A.ctx)->quiet), "arming left the socket quiet");
+	OK(rdmx_pe_get_fd(A.pe, &fd));
+	struct rec rs = {0};
+	struct rdmx_buf rbuf_a = lbuf(&ra, 4096, 64);
+	struct rec rr = {0};
+	OK(rdmx_task_receive_alloc(A.ctx, &rbuf_a, &rr, &t));
+	OK(rdmx_task_submit(t));
+	OK(rdmx_task_send_alloc(B.ctx, cb, &src, &rs, &t));
+	OK(rdmx_task_submit(t));
+	p.fd = fd;
+	for (uint64_t end = now_ms() + GUARD_MS; poll(&p, 1, 0) <= 0 && now_ms() < end;)
+		drive_once(NULL, &B);
+	CHECK(poll(&p, 1, 0) > 0, "a message did not wake an armed application");
+	OK(rdmx_pe_clear_notification(A.pe));
+	DRIVE_UNTIL(&A, &B, rr.ok + rr.err && rs.ok + rs.err);
+	CHECK(rr.ok == 1 && rs.ok == 1, "send %s recv %s", rdmx_err_name(rs.status),
+	      rdmx_err_name(rr.status));
+
+	/* quiet again, then A stops: its NIC thread serves B's read */
+	for (int i = 0; i < 3 * (int)TCP_QUIET_POLLS; i++)
+		CHECK(rdmx_pe_progress(A.pe) >= 0, "A's poll failed");
+	CHECK(TCP_CTX(A.ctx)->quiets == 2, "quiet again: %llu",
+	      (unsigned long long)TCP_CTX(A.ctx)->quiets);
+	struct rec rd = {0};
+	struct rdmx_rbuf r = {.mr = ra.remote, .offset = 0, .len = 64};
+	OK(rdmx_task_read_alloc(B.ctx, cb, &r, &dst, &rd, &t));
+	OK(rdmx_task_submit(t));
+	DRIVE_UNTIL(NULL, &B, rd.ok + rd.err);
+	CHECK(rd.ok == 1, "read from a stopped application: %s", rdmx_err_name(rd.status));
+	CHECK(memcmp(rb.mem + 4096, ra.mem, 64) == 0, "read data");
+	CHECK(!atomic_load(&TCP_CTX(A.ctx)->quiet), "the NIC served without the socket back");
+	OK(rdmx_conn_disconnect(cb));
+	DRIVE_UNTIL(&A, &B, A.ended >= 1 && B.ended >= 1);
+	region_free(&ra);
+	region_free(&rb);
+}
+
 /* ---- raw peers ---- */
 
 static int raw_dial(const uint8_t *details)
@@ -1613,6 +1688,7 @@ int main(int argc, char **argv)
 		{"armed_target", t_armed_target},
 		{"coalesced_posts", t_coalesced_posts},
 		{"blocking_pingpong", t_blocking_pingpong},
+		{"quiet_socket", t_quiet_socket},
 		{"bad_token", t_bad_token},
 		{"stalled_flood", t_stalled_flood},
 		{"frozen_peer", t_frozen_peer},
