@@ -264,10 +264,11 @@ int rdmx__tcp_conn_up(struct tcp_conn *c, uint32_t peer_psn, uint32_t peer_depth
 		if (!c->rx.stage)
 			goto nomem;
 	}
-	c->resp = calloc(peer_depth, sizeof(*c->resp));
+	c->resp = calloc(rdmx__tcp_pow2(peer_depth), sizeof(*c->resp));
 	if (!c->resp)
 		goto nomem;
 	c->resp_cap = peer_depth;
+	c->resp_mask = rdmx__tcp_pow2(peer_depth) - 1;
 	c->peer_depth = peer_depth;
 	c->expect_psn = peer_psn;
 	c->state = TC_UP;

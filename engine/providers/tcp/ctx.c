@@ -29,17 +29,19 @@
 
 /* ---- completion queue ---- */
 
+/* The ring holds a power of two of entries: indexes are masked. */
 static int cq_grow(struct tcp_ctx *tc, uint32_t cap)
 {
 	struct tcp_cqe *n;
 
+	cap = rdmx__tcp_pow2(cap);
 	if (cap <= tc->cq_cap)
 		return 0;
 	n = malloc((size_t)cap * sizeof(*n));
 	if (!n)
 		return RDMX_E_NOMEM;
 	for (uint32_t i = 0; i < tc->cq_count; i++)
-		n[i] = tc->cq[(tc->cq_head + i) % tc->cq_cap];
+		n[i] = tc->cq[(tc->cq_head + i) & (tc->cq_cap - 1)];
 	free(tc->cq);
 	tc->cq = n;
 	tc->cq_cap = cap;
@@ -53,7 +55,7 @@ int rdmx__tcp_cq_reserve(struct tcp_ctx *tc, uint32_t extra)
 
 	if (want <= tc->cq_cap)
 		return 0;
-	if (want > UINT32_MAX / 2)
+	if (want > UINT32_MAX / 4) /* twice that, rounded up to a power of two, fits */
 		return RDMX_E_NOMEM;
 	return cq_grow(tc, (uint32_t)(want * 2));
 }
@@ -87,7 +89,7 @@ static void cq_push(struct tcp_ctx *tc, uint8_t kind, void *p, int status)
 		RDMX_ERR("tcp: completion queue full (%u entries): completion lost", tc->cq_cap);
 		return;
 	}
-	e = &tc->cq[(tc->cq_head + tc->cq_count) % tc->cq_cap];
+	e = &tc->cq[(tc->cq_head + tc->cq_count) & (tc->cq_cap - 1)];
 	e->p = p;
 	e->status = status;
 	e->kind = kind;
@@ -116,7 +118,7 @@ static bool cq_pop(struct tcp_ctx *tc, struct tcp_cqe *out)
 	if (!tc->cq_count)
 		return false;
 	*out = tc->cq[tc->cq_head];
-	tc->cq_head = (tc->cq_head + 1) % tc->cq_cap;
+	tc->cq_head = (tc->cq_head + 1) & (tc->cq_cap - 1);
 	tc->cq_count--;
 	c = cqe_conn(out);
 	if (c)

@@ -70,7 +70,7 @@ struct tcp_resp *rdmx__tcp_resp_push(struct tcp_conn *c)
 
 	if (c->resp_count == c->resp_cap)
 		return NULL;
-	r = &c->resp[(c->resp_head + c->resp_count) % c->resp_cap];
+	r = &c->resp[(c->resp_head + c->resp_count) & c->resp_mask];
 	memset(r, 0, sizeof(*r));
 	c->resp_count++;
 	return r;

@@ -54,6 +54,17 @@
 #define TCP_PATIENCE_GRACES 10u /* nic.c: armed applications serve themselves this long */
 #define TCP_NEVER UINT64_MAX
 
+/* The least power of two >= n (n <= 2^31): ring sizes, indexed with a mask
+ * (a division by a variable size costs tens of cycles per index). */
+static inline uint32_t rdmx__tcp_pow2(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
 struct tcp_ctx;
 struct tcp_conn;
 
@@ -597,8 +608,9 @@ struct tcp_conn {
 	uint32_t expect_psn;
 	bool rnr_discard; /* go-back-N: drop requests until rnr_psn comes again */
 	uint32_t rnr_psn;
-	struct tcp_resp *resp; /* responses in request order */
-	uint32_t resp_cap, resp_head, resp_count;
+	struct tcp_resp *resp; /* responses in request order: a ring of resp_mask + 1 (a
+	                        * power of two) entries, at most resp_cap of them used */
+	uint32_t resp_cap, resp_mask, resp_head, resp_count;
 	uint32_t peer_depth;
 
 	struct tcp_tx tx;

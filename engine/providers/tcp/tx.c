@@ -223,8 +223,9 @@ static bool pick(struct tcp_conn *c, struct tcp_frame *f)
 			f->src = TCP_SRC_INLINE;
 		}
 	} else if (c->resp_count > tx->resp_picked &&
-	           !ack_rides(c, &c->resp[(c->resp_head + tx->resp_picked) % c->resp_cap])) {
-		const struct tcp_resp *r = &c->resp[(c->resp_head + tx->resp_picked) % c->resp_cap];
+	           !ack_rides(c, &c->resp[(c->resp_head + tx->resp_picked) & c->resp_mask])) {
+		const struct tcp_resp *r =
+		    &c->resp[(c->resp_head + tx->resp_picked) & c->resp_mask];
 
 		h.op = r->op;
 		h.status = r->status;
@@ -243,7 +244,7 @@ static bool pick(struct tcp_conn *c, struct tcp_frame *f)
 	} else { /* a request: the check above saw one ready */
 		if (c->resp_count > tx->resp_picked) { /* the owed ACK rides on it */
 			h.flags = RDMX__TCP_F_ACK;
-			h.op1 = c->resp[(c->resp_head + tx->resp_picked) % c->resp_cap].psn;
+			h.op1 = c->resp[(c->resp_head + tx->resp_picked) & c->resp_mask].psn;
 			f->acks = true;
 			tx->resp_picked++;
 		}
@@ -262,7 +263,7 @@ static bool pick(struct tcp_conn *c, struct tcp_frame *f)
 /* The owed response at the head of the ring is on the wire. */
 static void resp_done(struct tcp_conn *c)
 {
-	c->resp_head = (c->resp_head + 1) % c->resp_cap;
+	c->resp_head = (c->resp_head + 1) & c->resp_mask;
 	c->resp_count--;
 	c->tx.resp_picked--;
 }
