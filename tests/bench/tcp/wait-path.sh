@@ -2,7 +2,7 @@
 # tests/bench/tcp/wait-path.sh — the tcp provider's waiting path, in one run:
 #
 #   tests/bench/tcp/wait-path.sh [BUILD_DIR] [--before OTHER_BUILD_DIR]... [--rounds R] [-n N]
-#                                [--no-strace] [--no-lat] [--layers] [--gap]
+#                                [--no-strace] [--no-lat] [--layers] [--gap] [--cycles]
 #
 # 1. System calls per 64 B RPC round trip (rdmx-perf rpc_lat --poll block),
 #    per side, every thread (`strace -f -c`), divided by the calls made
@@ -23,6 +23,13 @@
 #    rpc_lat --poll busy), R rounds of rdmx [, the --before build,] and the
 #    raw TCP echo, whose gap is the tracepoints' own cost: rdmx minus raw
 #    TCP is the library's time between a message in and the answer out.
+# 5. With --cycles: the cycles each side spends inside its system calls, busy
+#    64 B, R rounds of rdmx [, the --before builds,] and the raw TCP echo
+#    (tests/bench/syscall_cycles.so, LD_PRELOAD, TSC around recv / send /
+#    sendmsg): a recv that brought bytes, one that found nothing, a send
+#    (on loopback it also runs the receiving socket's TCP input), and the
+#    user time of an empty poll turn. What the kernel charges per message
+#    for the way the library holds its sockets shows here, not in --gap.
 # The load average is printed before and after each part: on a shared
 # machine read the ratios of one round, not absolute numbers.
 # BUILD_DIR (default build) holds tools/rdmx-perf/rdmx-perf and
@@ -30,7 +37,7 @@
 # build flags; its rdmx-perf only) to put beside it, in the order given.
 set -euo pipefail
 
-build=build befores=() rounds=5 n=20000 do_strace=1 do_lat=1 do_layers=0 do_gap=0
+build=build befores=() rounds=5 n=20000 do_strace=1 do_lat=1 do_layers=0 do_gap=0 do_cycles=0
 while (($#)); do
   case "$1" in
     --before) befores+=("$(realpath "$2")"); shift ;;
@@ -40,7 +47,8 @@ while (($#)); do
     --no-lat) do_lat=0 ;;
     --layers) do_layers=1 ;;
     --gap) do_gap=1 ;;
-    -h | --help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --cycles) do_cycles=1 ;;
+    -h | --help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) build="$1" ;;
   esac
   shift
@@ -233,5 +241,46 @@ if ((do_gap)); then
     for (i = 1; i <= nb; i++)
       printf "median %s: server %s us (raw TCP %s, +%.2f), client %s us (raw TCP %s, +%.2f)\n",
         bn[i], $(2 * i - 1), rs, $(2 * i - 1) - rs, $(2 * i), rc, $(2 * i) - rc }'
+  echo "load after: $(load)"
+fi
+
+# cycles_run rdmx BIN | raw: one busy run under syscall_cycles.so -> its
+# "CYCLES ..." lines, server's then client's
+cycles_run() {
+  local kind=$1 bin=${2:-} so="$build/tests/bench/syscall_cycles.so"
+  if [[ $kind == rdmx ]]; then
+    LD_PRELOAD=$so taskset -c 0 "$bin" rpc_lat -d tcp --poll busy -s 64 -n "$n" -p $port -q \
+      >/dev/null 2>"$tmp/cyc.srv" &
+    s=$!
+    sleep 0.3
+    LD_PRELOAD=$so taskset -c 1 "$bin" rpc_lat -d tcp --poll busy -s 64 -n "$n" -p $port -q \
+      127.0.0.1 >/dev/null 2>"$tmp/cyc.cli"
+    wait $s || true
+  else
+    LD_PRELOAD=$so taskset -c 0 "$tcp" --busy -s 64 -p $port >/dev/null 2>"$tmp/cyc.srv" &
+    s=$!
+    sleep 0.3
+    LD_PRELOAD=$so taskset -c 1 "$tcp" --busy -s 64 -n "$n" -t 1 -p $port 127.0.0.1 \
+      >/dev/null 2>"$tmp/cyc.cli"
+    sleep 0.3
+    kill -INT $s 2>/dev/null || true
+    wait $s 2>/dev/null || true
+  fi
+  port=$((port + 1))
+  for side in srv cli; do echo "  $side $(grep '^CYCLES' "$tmp/cyc.$side" | tail -1 | cut -d' ' -f2-)"; done
+}
+
+if ((do_cycles)); then
+  [[ -f $build/tests/bench/syscall_cycles.so ]] ||
+    { echo "wait-path.sh: $build/tests/bench/syscall_cycles.so missing (x86-64 test build)" >&2; exit 1; }
+  echo "## cycles in the system calls per side (medians; busy 64 B, $n calls), $rounds rounds; load $(load)"
+  for ((k = 0; k < rounds; k++)); do
+    for b in "${builds[@]}"; do
+      echo "round $k $b"
+      cycles_run rdmx "$(perf_of "$b")"
+    done
+    echo "round $k raw TCP"
+    cycles_run raw
+  done
   echo "load after: $(load)"
 fi
