@@ -186,11 +186,20 @@ static int ep_ctl_both(struct tcp_ctx *tc, int fd, struct tcp_ep *ep, uint32_t e
  * application paused, then came back) looks again and sees it active. */
 static void quiet(struct tcp_ctx *tc, struct tcp_conn *c)
 {
-	if (epoll_ctl(tc->nfd, EPOLL_CTL_DEL, c->fd, NULL) ||
-	    epoll_ctl(tc->epfd, EPOLL_CTL_DEL, c->fd, NULL)) {
+	struct epoll_event ev = {.events = c->ep_events, .data.ptr = &c->ep};
+
+	if (epoll_ctl(tc->nfd, EPOLL_CTL_DEL, c->fd, NULL)) {
 		RDMX_WARN("tcp: connection %u: epoll_ctl del (quiet) failed: %s", c->conn->id,
 		          strerror(errno));
-		ep_ctl_both(tc, c->fd, &c->ep, c->ep_events, true);
+		tc->quiet_polls = 0;
+		return;
+	}
+	if (epoll_ctl(tc->epfd, EPOLL_CTL_DEL, c->fd, NULL)) {
+		RDMX_WARN("tcp: connection %u: epoll_ctl del (quiet) failed: %s", c->conn->id,
+		          strerror(errno));
+		if (epoll_ctl(tc->nfd, EPOLL_CTL_ADD, c->fd, &ev))
+			RDMX_ERR("tcp: connection %u: back into the notification set failed: %s",
+			         c->conn->id, strerror(errno));
 		tc->quiet_polls = 0;
 		return;
 	}
@@ -205,12 +214,17 @@ void rdmx__tcp_ctx_unquiet(struct tcp_ctx *tc)
 	tc->quiet_polls = 0;
 	if (!atomic_load_explicit(&tc->quiet, memory_order_relaxed))
 		return;
-	for (struct tcp_conn *c = tc->conns; c; c = c->next) {
+	for (struct tcp_conn *c = tc->conns, *next; c; c = next) {
+		next = c->next;
 		if (!c->ep_quiet)
 			continue;
+		if (c->fd >= 0 && ep_ctl_both(tc, c->fd, &c->ep, c->ep_events, true)) {
+			/* cannot be watched: closed (still quiet, so the close's
+			 * ep_del only counts it out) */
+			rdmx__tcp_conn_error(c, RDMX_E_PROVIDER, 0, true);
+			continue;
+		}
 		c->ep_quiet = false;
-		if (c->fd >= 0 && ep_ctl_both(tc, c->fd, &c->ep, c->ep_events, true))
-			rdmx__tcp_conn_error(c, RDMX_E_PROVIDER, 0, true); /* cannot be watched */
 	}
 	atomic_store(&tc->quiet, false);
 }
