@@ -32,7 +32,7 @@ struct rdmx_pe {
 	bool armed;            /* request_notification called, not yet cleared */
 	bool signaled;         /* evfd written since the last clear (progress thread only) */
 	bool in_progress;      /* guards against progress from a callback */
-	uint64_t passes;       /* progress passes begun (rdmx__pe_pass) */
+	uint64_t passes;       /* progress passes begun (rdmx_pe_get_pass) */
 	enum rdmx_poll_mode mode;
 	uint32_t spin_us;
 	/* the only attached context's fd when it is an epoll set, else -1:

@@ -172,7 +172,7 @@ static int ep_ctl_both(struct tcp_ctx *tc, int fd, struct tcp_ep *ep, uint32_t e
  *
  * A socket in an epoll set costs every segment that arrives on it a walk of
  * the socket's wait queue: one epoll callback per set, each under a lock
- * taken with interrupts off (this machine kind: about 700 cycles more of
+ * taken with interrupts off (this machine kind: 600-900 cycles more of
  * the sender's sendmsg, which runs the receive side on loopback, and as
  * much of the receiver's recv; docs/BENCHMARKS.md, session 17). An
  * application that busy-polls its context's only connection needs neither
