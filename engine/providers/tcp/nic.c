@@ -30,9 +30,16 @@
  *           lock (it is inside a call: one sendmsg of a bulk answer can
  *           outlast a grace period; or it sleeps in a read of its only
  *           connection, ctx_wait_read): the thread does not touch the sockets;
- *           it sleeps one grace period and looks again. (Looking less often
- *           over a busy context was tried: p99 of a busy 64 B RPC round trip
- *           went from 0.1 to 4 ms and read_bw halved, docs/BENCHMARKS.md.)
+ *           it sleeps and looks again, one grace period later at first, the
+ *           period doubling at each look that finds the counter moved, up to
+ *           TCP_BUSY_GRACES grace periods (1.6 ms). Pinned beside its busy
+ *           application the thread's every look preempts it (5000 looks a
+ *           second cost a busy 64 B RPC round trip a fifth of its mean and a
+ *           quarter of its p99). The longest period stays under the patience:
+ *           a period past it made the thread park and the application's
+ *           polls kick it, every poll (p99.9 of 4.8 ms, docs/BENCHMARKS.md
+ *           session 17). An application that stops is served within that
+ *           period and one grace period more.
  *   ARMED   the application sleeps on its notification fd, which contains
  *           the context's sockets, so the kernel wakes it directly (one
  *           wake-up, as raw TCP). While a socket is readable the thread looks
@@ -258,8 +265,14 @@ static uint64_t check_ctx(struct tcp_dev *td, struct tcp_ctx *tc, uint64_t now)
 		/* an application that sleeps on its fd between calls wakes for its
 		 * sockets itself: looking every grace period would be a second
 		 * wake-up for every few calls */
-		return now + (sleeper ? patience_ns(td) : td->grace_ns);
+		if (sleeper)
+			return now + patience_ns(td);
+		tc->nic_period = tc->nic_period ? tc->nic_period * 2 : td->grace_ns;
+		if (tc->nic_period > td->grace_ns * TCP_BUSY_GRACES)
+			tc->nic_period = td->grace_ns * TCP_BUSY_GRACES;
+		return now + tc->nic_period;
 	}
+	tc->nic_period = 0;
 	/* no poll since our last look: acknowledgements held back for the
 	 * application's next post go now (it may be waiting on another
 	 * context for a completion that needs them) */

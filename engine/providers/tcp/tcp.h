@@ -52,6 +52,7 @@
 	      * socket leaves the epoll sets (ctx.c: quiet) */
 #define TCP_GRACE_US_DEFAULT 200u
 #define TCP_PATIENCE_GRACES 10u /* nic.c: armed applications serve themselves this long */
+#define TCP_BUSY_GRACES 8u      /* nic.c: longest look period over a busy context (< patience) */
 #define TCP_NEVER UINT64_MAX
 
 /* The least power of two >= n (n <= 2^31): ring sizes, indexed with a mask
@@ -420,6 +421,7 @@ struct tcp_ctx {
 	bool nic_registered;   /* socket set added to the NIC's epoll */
 	bool nic_in_set;       /* ... and armed (oneshot) */
 	bool nic_strike;       /* armed mode: unserved data seen at the last check */
+	uint64_t nic_period;   /* ACTIVE: time between looks, 0: one grace period */
 };
 
 /* Makes the notification fd readable (completions the application did not

@@ -176,8 +176,18 @@ Test(regcache, large_rpc_calls_keep_registrations_bounded, .timeout = 600)
 		cr_assert_eq(r[i].len, len, "call %d", i);
 		cr_assert_eq(r[i].sum, want, "call %d: payload differs", i);
 	}
-	cache_stats(&a, &sa);
-	cache_stats(&b, &sb);
+	/* the last answers' buffers are released when their readers' acks
+	 * come: an ack posted behind unanswered messages leaves at its
+	 * sender's next poll (tcp: ops.c), so both sides poll until then */
+	for (uint64_t guard = now_ms() + GUARD_MS;; drive_once(&a, &b)) {
+		cache_stats(&a, &sa);
+		cache_stats(&b, &sb);
+		if (!sa.busy && !sb.busy)
+			break;
+		cr_assert(now_ms() < guard,
+		          "buffers not released after their messages: %llu / %llu",
+		          (unsigned long long)sa.busy, (unsigned long long)sb.busy);
+	}
 	/* each side sent N and received N large messages: 2N rendezvous
 	 * buffers, served by a few registrations (at most the calls in flight
 	 * each way plus the sources awaiting their ack), not 2N */
@@ -190,8 +200,6 @@ Test(regcache, large_rpc_calls_keep_registrations_bounded, .timeout = 600)
 	          (unsigned long long)sb.misses);
 	cr_assert(sa.peak_regs <= CHAN_RDV_MAX_TX + INFLIGHT);
 	cr_assert(sb.peak_regs <= CHAN_RDV_MAX_TX + INFLIGHT);
-	cr_assert_eq(sa.busy, 0, "a buffer not released after its message");
-	cr_assert_eq(sb.busy, 0);
 	cr_assert(sa.bytes <= sa.limit && sb.bytes <= sb.limit);
 	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
 	free(src);

@@ -194,6 +194,33 @@ Test(tcp_notify, held_context_lock_does_not_spin_the_nic)
 	one_close(&o);
 }
 
+/* An application that busy-polls: the NIC thread's looks at its context
+ * space out (nic.c: the look period doubles while the counter moves, up to
+ * TCP_BUSY_GRACES grace periods, below the patience so the NIC never parks
+ * and gets kicked), instead of one per grace period: each look on the
+ * application's core preempts it. 200 ms of polls: one look per grace period
+ * would be 1000; the back-off makes about 125. Counted over a bounded period:
+ * a slow machine only lowers the count. */
+Test(tcp_notify, busy_context_spaces_out_the_nics_looks)
+{
+	struct tcp_dev *td;
+	uint64_t before, rounds, end;
+	struct one o;
+
+	one_open(&o);
+	td = TCP_DEV(o.dev);
+	for (int i = 0; i < 1000; i++) /* the period's ramp */
+		cr_assert_geq(rdmx_pe_progress(o.pe), 0);
+	before = atomic_load(&td->nic_rounds);
+	end = rdmx_pe_now_ns() + 200000000u;
+	while (rdmx_pe_now_ns() < end)
+		cr_assert_geq(rdmx_pe_progress(o.pe), 0);
+	rounds = atomic_load(&td->nic_rounds) - before;
+	cr_assert_leq(rounds, 400, "the NIC looked %llu times in 200 ms at a busy context",
+	              (unsigned long long)rounds);
+	one_close(&o);
+}
+
 /* ---- the libev adapter ---- */
 
 struct loop_test {
