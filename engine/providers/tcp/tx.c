@@ -57,11 +57,12 @@ static bool frame_started(const struct tcp_frame *f)
  * own frame (its request will not go). */
 static void ack_alone(struct tcp_frame *f)
 {
-	struct rdmx__tcp_hdr h;
+	struct rdmx__tcp_hdr carried, h;
 
+	rdmx__tcp_hdr_decode(f->hdr, &carried);
 	memset(&h, 0, sizeof(h));
 	h.op = RDMX__TCP_OP_ACK;
-	h.psn = (uint32_t)rdmx__ld64(f->hdr + 40); /* op1 */
+	h.psn = (uint32_t)carried.op1;
 	rdmx__tcp_hdr_encode(&h, f->hdr);
 	f->what = TCP_TX_RESP;
 	f->acks = false;
@@ -195,6 +196,12 @@ static void resp_to_nak(struct tcp_conn *c, struct tcp_frame *f)
 /* Whether the owed response r may ride on the next request instead of going
  * as a frame (wire.h, RDMX__TCP_F_ACK): a plain ACK, the last response owed,
  * and a request ready to go right after it that has room (not CAS). */
+/* The owed response the next frame would carry (resp_count > resp_picked). */
+static const struct tcp_resp *next_resp(const struct tcp_conn *c)
+{
+	return &c->resp[(c->resp_head + c->tx.resp_picked) & c->resp_mask];
+}
+
 static bool ack_rides(const struct tcp_conn *c, const struct tcp_resp *r)
 {
 	return r->op == RDMX__TCP_OP_ACK && c->resp_count == c->tx.resp_picked + 1 &&
@@ -222,10 +229,8 @@ static bool pick(struct tcp_conn *c, struct tcp_frame *f)
 			memcpy(f->inl, c->ctl_payload, h.len);
 			f->src = TCP_SRC_INLINE;
 		}
-	} else if (c->resp_count > tx->resp_picked &&
-	           !ack_rides(c, &c->resp[(c->resp_head + tx->resp_picked) & c->resp_mask])) {
-		const struct tcp_resp *r =
-		    &c->resp[(c->resp_head + tx->resp_picked) & c->resp_mask];
+	} else if (c->resp_count > tx->resp_picked && !ack_rides(c, next_resp(c))) {
+		const struct tcp_resp *r = next_resp(c);
 
 		h.op = r->op;
 		h.status = r->status;
@@ -244,7 +249,7 @@ static bool pick(struct tcp_conn *c, struct tcp_frame *f)
 	} else { /* a request: the check above saw one ready */
 		if (c->resp_count > tx->resp_picked) { /* the owed ACK rides on it */
 			h.flags = RDMX__TCP_F_ACK;
-			h.op1 = c->resp[(c->resp_head + tx->resp_picked) & c->resp_mask].psn;
+			h.op1 = next_resp(c)->psn;
 			f->acks = true;
 			tx->resp_picked++;
 		}
