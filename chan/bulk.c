@@ -223,11 +223,12 @@ static int rdv_read(struct rdmx_chan *chan, struct rdv_rx *r)
 
 void rdmx__rdv_rx_start(struct rdmx_chan *chan)
 {
-	uint32_t seq = chan->rx_consumed;
+	uint32_t seq = chan->rx_consumed, slot = chan->consumed_slot;
 
 	/* in order, a few messages at a time; the head of the line always may */
-	for (; seq != chan->rx_seq && chan->state == RDMX_CHAN_READY; seq++) {
-		struct rdv_rx *r = chan->rx[seq % chan->slot_count].rdv;
+	for (; seq != chan->rx_seq && chan->state == RDMX_CHAN_READY;
+	     seq++, slot = rdmx__slot_next(slot, chan->slot_count)) {
+		struct rdv_rx *r = chan->rx[slot].rdv;
 		int rc;
 
 		if (!r || r->state == RDV_DONE || r->next_chunk == r->nchunks)

@@ -217,11 +217,13 @@ struct rdmx_chan {
 	struct rdmx_mr *ring_mr;
 	struct rdmx_mr_grant *ring_grant; /* the ring, granted to the connection */
 	struct rx_slot *rx;
-	uint32_t rx_seq;      /* next expected sequence number */
-	uint32_t rx_consumed; /* slots freed (== messages delivered) */
-	uint32_t rx_reported; /* rx_consumed last told to the peer */
-	bool rx_need_ack;     /* a rendezvous was delivered: ack now */
-	uint32_t rdv_reads;   /* rendezvous reads in flight */
+	uint32_t rx_seq;        /* next expected sequence number */
+	uint32_t rx_consumed;   /* slots freed (== messages delivered) */
+	uint32_t rx_slot;       /* rx_seq's slot in the ring (ring.h) */
+	uint32_t consumed_slot; /* rx_consumed's slot */
+	uint32_t rx_reported;   /* rx_consumed last told to the peer */
+	bool rx_need_ack;       /* a rendezvous was delivered: ack now */
+	uint32_t rdv_reads;     /* rendezvous reads in flight */
 	uint64_t rdv_read_bytes;
 
 	/* peer ring, as the sender sees it */
@@ -233,6 +235,8 @@ struct rdmx_chan {
 	struct tx_slot *tx;
 	uint32_t tx_window; /* staging slots: min(peer slots, staging budget) */
 	uint32_t tx_seq;    /* messages written */
+	uint32_t tx_slot;   /* tx_seq's staging slot (ring.h) */
+	uint32_t peer_slot; /* tx_seq's slot in the peer's ring */
 	uint32_t tx_acked;  /* peer's credit count */
 
 	/* control sends */

@@ -34,7 +34,7 @@ void rdmx__chan_on_write(struct rdmx_chan *chan, uint32_t imm, uint32_t len)
 		goto out;
 	}
 	slot = rdmx__imm_slot(imm);
-	want_slot = chan->rx_seq % chan->slot_count;
+	want_slot = chan->rx_slot;
 	if (slot != want_slot) {
 		fail_fmt(chan, "ring write into the wrong slot", slot, want_slot);
 		goto out;
@@ -76,6 +76,7 @@ void rdmx__chan_on_write(struct rdmx_chan *chan, uint32_t imm, uint32_t len)
 		chan->stats.rendezvous_received++;
 	}
 	chan->rx_seq++;
+	chan->rx_slot = rdmx__slot_next(chan->rx_slot, chan->slot_count);
 	rdmx__chan_on_credit(chan, h.credit);
 	if (chan->state != RDMX_CHAN_READY)
 		goto out;
@@ -134,7 +135,7 @@ void rdmx__chan_deliver(struct rdmx_chan *chan)
 	chan->delivering = true;
 	while (chan->state == RDMX_CHAN_READY && !chan->paused && chan->recv_cb &&
 	       chan->rx_consumed != chan->rx_seq) {
-		uint32_t slot = chan->rx_consumed % chan->slot_count;
+		uint32_t slot = chan->consumed_slot;
 		struct rx_slot *rs = &chan->rx[slot];
 		struct rdv_rx *rdv = rs->rdv;
 		const void *data;
@@ -159,6 +160,7 @@ void rdmx__chan_deliver(struct rdmx_chan *chan)
 			chan->rx_need_ack = true; /* the sender waits to release its source */
 		}
 		chan->rx_consumed++;
+		chan->consumed_slot = rdmx__slot_next(slot, chan->slot_count);
 	}
 	chan->delivering = false;
 	if (chan->state != RDMX_CHAN_READY)

@@ -30,7 +30,7 @@ uint32_t rdmx_chan_get_credits(const struct rdmx_chan *chan)
 
 static inline struct tx_slot *next_tx(const struct rdmx_chan *chan)
 {
-	return &chan->tx[chan->tx_seq % chan->tx_window];
+	return &chan->tx[chan->tx_slot];
 }
 
 static inline bool slot_free(const struct rdmx_chan *chan)
@@ -166,19 +166,20 @@ static void chan_send_credit(struct rdmx_chan *chan)
  * tx_seq. 0, RDMX_E_FULL, or an error. */
 static int post_write(struct rdmx_chan *chan, struct tx_slot *ts, uint32_t credit)
 {
-	uint32_t seq = chan->tx_seq, peer_slot = seq % chan->peer_count;
 	struct rdmx_task *task = NULL;
 	int rc;
 
-	ts->dst.offset = (uint64_t)peer_slot * chan->peer_size;
+	ts->dst.offset = (uint64_t)chan->peer_slot * chan->peer_size;
 	rc = rdmx_task_write_imm_alloc(chan->worker->ctx, chan->conn, &ts->hdr, &ts->dst,
-	                               rdmx__imm_make(peer_slot, seq), ts, &task);
+	                               rdmx__imm_make(chan->peer_slot, chan->tx_seq), ts, &task);
 	rc = rdmx__chan_submit(chan, rc, task);
 	if (rc)
 		return rc;
 	ts->busy = true;
 	chan->inflight++;
 	chan->tx_seq++;
+	chan->tx_slot = rdmx__slot_next(chan->tx_slot, chan->tx_window);
+	chan->peer_slot = rdmx__slot_next(chan->peer_slot, chan->peer_count);
 	chan->rx_reported = credit;
 	if (credit == chan->rx_consumed) {
 		chan->rx_need_ack = false;

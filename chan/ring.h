@@ -3,7 +3,10 @@
  * and flag is checked against what the receiver expects.
  *
  * Immediate of a ring write:  bits 0..15 slot index, bits 16..31 the low 16
- * bits of the message sequence number.
+ * bits of the message sequence number. Message k of a channel (counted from
+ * 0) goes into slot k mod slot_count: both ends count the slots on, one per
+ * message, never from the 32-bit sequence number, whose wrap would send two
+ * messages in flight into one slot when the count is not a power of two.
  *
  * Slot header (RDMX_CHAN_HDR_SIZE = 16 bytes at the start of the slot):
  *   0 u16 magic 0x4352 ("RC")   2 u8 version (1)   3 u8 flags (bit 0: RDV)
@@ -63,6 +66,12 @@ struct rdmx__ctl {
 	struct rdmx__hello hello; /* HELLO */
 	uint32_t credit;          /* CREDIT */
 };
+
+/* The slot after `slot` in a ring of `count`. */
+static inline uint32_t rdmx__slot_next(uint32_t slot, uint32_t count)
+{
+	return slot + 1 == count ? 0 : slot + 1;
+}
 
 static inline uint32_t rdmx__imm_make(uint32_t slot, uint32_t seq)
 {

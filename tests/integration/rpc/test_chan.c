@@ -428,6 +428,47 @@ Test(chan, stalled_consumer_bounded)
 	node_close(&b);
 }
 
+/* The 32-bit sequence number wraps: a ring of a count that is no power of
+ * two (3) keeps one slot per message in flight across it. Slots counted
+ * from the sequence number put message 2^32 - 1 and message 0 into one
+ * slot: with the consumer paused the second overwrote the first. */
+Test(chan, sequence_wrap_keeps_slots_apart)
+{
+	struct node a, b;
+	struct sink sb = {0};
+	const uint32_t slots = 3, start = UINT32_MAX - 1u, total = 20;
+	struct chan_conf ca = {.slot_count = slots, .slot_size = 256};
+	struct chan_conf cb = {
+	    .slot_count = slots, .slot_size = 256, .recv_cb = sink_recv, .arg = &sb};
+	struct rdmx_chan *x, *y;
+	struct sent_log sl = {0};
+
+	node_open(&a, "a", 0, NULL);
+	node_open(&b, "b", 1, NULL);
+	chan_pair(&a, &b, &ca, &cb, &x, &y, true);
+	cr_assert(x->tx_seq == 0 && y->rx_seq == 0, "the channel moved before the test");
+	/* as if 2^32 - 2 messages had gone x -> y and been consumed */
+	x->tx_seq = x->tx_acked = start;
+	y->rx_seq = y->rx_consumed = y->rx_reported = start;
+	ASSERT_OK(rdmx_chan_pause(y));
+	for (uint32_t i = 0; i < slots; i++)
+		ASSERT_OK(send_msg(x, i, 64 + i, sent_cb, &sl));
+	DRIVE_UNTIL(&a, &b, rdmx_chan_get_credits(x) == 0 && sl.ok == (int)slots);
+	ASSERT_OK(rdmx_chan_resume(y));
+	DRIVE_UNTIL(&a, &b, sb.n == slots);
+	cr_assert_eq(sb.bad, 0, "%u of the messages across the wrap came wrong", sb.bad);
+	for (uint32_t i = slots; i < total; i++) {
+		ASSERT_OK(send_msg(x, i, 64 + i, sent_cb, &sl));
+		DRIVE_UNTIL(&a, &b, sb.n == i + 1);
+	}
+	cr_assert_eq(sb.bad, 0);
+	cr_assert_eq(y->rx_seq, start + total); /* wrapped */
+	ASSERT_OK(rdmx_chan_destroy(&x));
+	ASSERT_OK(rdmx_chan_destroy(&y));
+	node_close(&a);
+	node_close(&b);
+}
+
 /* Everything by rendezvous (eager threshold 0), with the consumer slower. */
 Test(chan, eager_threshold_zero)
 {
