@@ -16,6 +16,16 @@ static inline uint64_t rdmx__now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The time `us` microseconds after `start_ns` (rdmx__now_ns clock), a
+ * deadline: a timeout too long to count in 64-bit nanoseconds is held at
+ * about 292 years past the start instead of wrapping into the past. */
+static inline uint64_t rdmx__deadline_after(uint64_t start_ns, uint64_t us)
+{
+	if (us > UINT64_MAX / 2000u)
+		us = UINT64_MAX / 2000u;
+	return start_ns + us * 1000u;
+}
+
 /* Whether `due` (rdmx__now_ns clock) has come, with no clock-source read
  * when it is far: CLOCK_MONOTONIC_COARSE is the same clock as of its last
  * tick (never ahead of it, a tick behind at most: 10 ms with the slowest

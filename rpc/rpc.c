@@ -637,12 +637,12 @@ int rdmx_rpc_call_async_md(struct rdmx_rpc_ep *ep, uint32_t method_id,
 	c->ms = rdmx__mstats_get(&ep->mstats, method_id, true);
 	if (ep->chain) { /* interceptors: may annotate the headers or refuse */
 		uint64_t us = opts ? opts->timeout_us : 0;
-		struct rdmx_rpc_call_info info = {.role = RDMX_RPC_ROLE_CLIENT,
-		                                  .method = method_id,
-		                                  .request_id = c->id,
-		                                  .deadline_ns =
-		                                      us ? rdmx__now_ns() + us * 1000u : 0,
-		                                  .ep = ep};
+		struct rdmx_rpc_call_info info = {
+		    .role = RDMX_RPC_ROLE_CLIENT,
+		    .method = method_id,
+		    .request_id = c->id,
+		    .deadline_ns = us ? rdmx__deadline_after(rdmx__now_ns(), us) : 0,
+		    .ep = ep};
 		const char *why = NULL;
 		enum rdmx_rpc_code code =
 		    rdmx__ic_start(ep->chain, &info, headers, NULL, &why, &c->ic);
@@ -742,11 +742,8 @@ int rdmx_rpc_call_async_md(struct rdmx_rpc_ep *ep, uint32_t method_id,
 			ep->oneways = c;
 		}
 	} else if (opts && opts->timeout_us) {
-		uint64_t us = opts->timeout_us;
-
-		if (us > UINT64_MAX / 2000u)
-			us = UINT64_MAX / 2000u;
-		if (rdmx__worker_timer_arm(ep->worker, &c->timer, c->start_ns + us * 1000u))
+		if (rdmx__worker_timer_arm(ep->worker, &c->timer,
+		                           rdmx__deadline_after(c->start_ns, opts->timeout_us)))
 			RDMX_WARN("rpc: no memory for the deadline of call %llu",
 			          (unsigned long long)c->id);
 	}

@@ -400,11 +400,7 @@ void rdmx__rpc_on_request(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const
 		return;
 	}
 	if (h->timeout_us) {
-		uint64_t us = h->timeout_us;
-
-		if (us > UINT64_MAX / 2000u)
-			us = UINT64_MAX / 2000u;
-		c->deadline_ns = c->start_ns + us * 1000u;
+		c->deadline_ns = rdmx__deadline_after(c->start_ns, h->timeout_us);
 		if (rdmx__worker_timer_arm(ep->worker, &c->timer, c->deadline_ns))
 			RDMX_WARN("rpc: no memory for the deadline of an incoming call");
 	}

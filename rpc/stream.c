@@ -396,9 +396,7 @@ void rdmx__stream_arm_deadline(struct rdmx_rpc_stream *s, uint64_t start_ns, uin
 {
 	if (!us)
 		return;
-	if (us > UINT64_MAX / 2000u)
-		us = UINT64_MAX / 2000u;
-	s->deadline_ns = start_ns + us * 1000u;
+	s->deadline_ns = rdmx__deadline_after(start_ns, us);
 	s->timer.fn = stream_deadline;
 	if (rdmx__worker_timer_arm(s->ep->worker, &s->timer, s->deadline_ns))
 		RDMX_WARN("rpc: no memory for the deadline of stream %llu",

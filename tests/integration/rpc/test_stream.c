@@ -1388,6 +1388,7 @@ struct ic_log {
 	int msgs_out, msgs_in, dones;
 	bool reject;
 	enum rdmx_rpc_code last_code;
+	uint64_t deadline_ns; /* the last start's */
 };
 
 static void ic_note(struct ic_log *l, const char *what)
@@ -1412,6 +1413,7 @@ static enum rdmx_rpc_code ic_start(const struct rdmx_rpc_call_info *info,
 
 	snprintf(w, sizeof(w), "s%s", a->name);
 	ic_note(a->log, w);
+	a->log->deadline_ns = info->deadline_ns;
 	*state = a;
 	if (a->key)
 		ASSERT_OK(rdmx_rpc_md_add_str(annotate, a->key, a->name));
@@ -1564,6 +1566,34 @@ Test(stream, interceptor_order_reject_annotate)
 	for (unsigned i = 2; i < RDMX_RPC_MAX_INTERCEPTORS; i++)
 		ASSERT_OK(rdmx_rpc_ep_add_interceptor(sc.ra, &test_ic, &A));
 	ASSERT_RC(rdmx_rpc_ep_add_interceptor(sc.ra, &test_ic, &A), RDMX_E_FULL);
+	scene_close(&sc);
+}
+
+/* A timeout too long for 64-bit nanoseconds: both chains see a deadline far
+ * ahead (it wrapped into the past on the client's side once), and the call
+ * completes. */
+Test(stream, interceptor_far_deadline)
+{
+	struct scene sc;
+	struct ic_log cl = {0}, sl = {0};
+	struct ic_arg A = {&cl, "A", NULL}, S2 = {&sl, "S2", NULL};
+	struct rdmx_rpc_payload p = rdmx_rpc_bytes("ping", 4);
+	struct rdmx_rpc_call_opts o = {.timeout_us = UINT64_MAX};
+	const uint64_t year_ns = 365ull * 24 * 3600 * 1000000000ull;
+	struct urec u = {0};
+	uint64_t t0;
+
+	scene_open(&sc, NULL);
+	ASSERT_OK(rdmx_rpc_ep_add_interceptor(sc.ra, &test_ic, &A));
+	ASSERT_OK(rdmx_rpc_server_add_interceptor(sc.srv, &test_ic, &S2));
+	t0 = rdmx_pe_now_ns();
+	ASSERT_OK(rdmx_rpc_call_async(sc.ra, ECHO, &p, &o, urec_cb, &u, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b, u.done);
+	cr_assert_eq(u.code, RDMX_RPC_OK);
+	cr_assert(cl.deadline_ns > t0 + 100 * year_ns, "client deadline %llu, now %llu",
+	          (unsigned long long)cl.deadline_ns, (unsigned long long)t0);
+	cr_assert(sl.deadline_ns > t0 + 100 * year_ns, "server deadline %llu, now %llu",
+	          (unsigned long long)sl.deadline_ns, (unsigned long long)t0);
 	scene_close(&sc);
 }
 
