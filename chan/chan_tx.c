@@ -201,16 +201,21 @@ static void encode_hdr(struct rdmx_chan *chan, struct tx_slot *ts, uint8_t flags
 	rdmx__slot_hdr_encode(&h, ts->hdr.addr);
 }
 
-/* Eager from bytes produced by fill (into the staging slot). */
-static int write_eager_fill(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill,
-                            void *fill_arg, rdmx_chan_sent_cb cb, void *arg)
+/* The caller's fill of the next staging slot: its error is the send's
+ * answer (a positive one is RDMX_E_INVAL); nothing went anywhere. */
+static int eager_fill(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill, void *fill_arg)
+{
+	int rc = fill((uint8_t *)next_tx(chan)->hdr.addr + RDMX_CHAN_HDR_SIZE, len, fill_arg);
+
+	return rc > 0 ? RDMX_E_INVAL : rc;
+}
+
+/* Eager from the bytes eager_fill put into the staging slot. */
+static int write_eager_staged(struct rdmx_chan *chan, size_t len, rdmx_chan_sent_cb cb, void *arg)
 {
 	struct tx_slot *ts = next_tx(chan);
 	int rc;
 
-	rc = fill((uint8_t *)ts->hdr.addr + RDMX_CHAN_HDR_SIZE, len, fill_arg);
-	if (rc)
-		return rc > 0 ? RDMX_E_INVAL : rc;
 	encode_hdr(chan, ts, 0, len);
 	ts->hdr.len = RDMX_CHAN_HDR_SIZE + len;
 	ts->hdr.next = NULL;
@@ -350,7 +355,8 @@ static int try_msg(struct rdmx_chan *chan, struct chan_msg *m)
 	}
 	if (m->kind == MSG_ZC)
 		return write_eager_zc(chan, &m->ubuf, m->cb, m->arg);
-	return write_eager_fill(chan, m->len, copy_fill, m->data, m->cb, m->arg);
+	eager_fill(chan, m->len, copy_fill, m->data); /* a copy: cannot fail */
+	return write_eager_staged(chan, m->len, m->cb, m->arg);
 }
 
 static void run_idle(struct rdmx_chan *chan)
@@ -494,8 +500,11 @@ static int chan_send(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill,
 	ready = chan->state == RDMX_CHAN_READY;
 	if (ready && !chan->q_head && slot_free(chan)) {
 		if (len <= eager_eff(chan)) {
+			/* the fill's own error fails this send alone */
+			if (!ubuf && (rc = eager_fill(chan, len, fill, fill_arg)) != 0)
+				return rc;
 			rc = ubuf ? write_eager_zc(chan, ubuf, cb, arg)
-			          : write_eager_fill(chan, len, fill, fill_arg, cb, arg);
+			          : write_eager_staged(chan, len, cb, arg);
 			if (rc == 0)
 				return 0;
 			if (rc != RDMX_E_FULL) {

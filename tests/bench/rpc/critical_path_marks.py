@@ -137,9 +137,7 @@ edit("rpc/rpc_server.c", "\t\tret = send_response(ep, call->id, code, message, r
      "\t\trdmx_cp_mark(8);\n\t\tret = send_response(ep, call->id, code, message, resp, x, &how);")
 
 # channel: the slot filled, the engine task made and submitted
-edit("chan/chan_tx.c",
-     "\tstruct tx_slot *ts = next_tx(chan);\n\tint rc;\n\n\trc = fill(",
-     "\tstruct tx_slot *ts;\n\tint rc;\n\n\trdmx_cp_mark(9);\n\tts = next_tx(chan);\n\trc = fill(")
+after_brace("chan/chan_tx.c", "static int write_eager_staged(struct rdmx_chan *chan", "rdmx_cp_mark(9);")
 after_brace("chan/chan_tx.c", "static int post_write(struct rdmx_chan *chan", "rdmx_cp_mark(10);")
 edit("chan/chan_tx.c", "\trc = rdmx__chan_submit(chan, rc, task);\n\tif (rc)\n\t\treturn rc;\n\tts->busy = true;",
      "\trdmx_cp_mark(11);\n\trc = rdmx__chan_submit(chan, rc, task);\n\tif (rc)\n\t\treturn rc;\n"

@@ -469,6 +469,48 @@ Test(chan, sequence_wrap_keeps_slots_apart)
 	node_close(&b);
 }
 
+/* A fill that refuses: its error is the send's answer, nothing is sent, and
+ * the channel goes on; whatever code it uses (once, RDMX_E_FULL queued the
+ * half-filled slot and answered 0; other codes closed the channel). */
+static int refuse_fill(void *dst, size_t len, void *arg)
+{
+	memset(dst, 'X', len / 2);
+	return *(const int *)arg;
+}
+
+Test(chan, fill_error_fails_that_send_alone)
+{
+	static const int codes[] = {RDMX_E_FULL, RDMX_E_TOO_BIG, RDMX_E_PROTOCOL, 7};
+	struct node a, b;
+	struct sink sb = {0};
+	struct chan_conf ca = {.slot_count = 4, .slot_size = 256};
+	struct chan_conf cb = {.slot_count = 4, .slot_size = 256, .recv_cb = sink_recv, .arg = &sb};
+	struct rdmx_chan *x, *y;
+	struct sent_log sl = {0};
+
+	node_open(&a, "a", 0, NULL);
+	node_open(&b, "b", 1, NULL);
+	chan_pair(&a, &b, &ca, &cb, &x, &y, true);
+	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+		int rc = rdmx_chan_send_fill(x, 40, refuse_fill, (void *)&codes[i], sent_cb, &sl);
+
+		cr_assert_eq(rc, codes[i] > 0 ? RDMX_E_INVAL : codes[i],
+		             "fill %d: send answered %d", codes[i], rc);
+		cr_assert_eq(x->state, RDMX_CHAN_READY, "fill %d closed the channel", codes[i]);
+		cr_assert_eq(rdmx_chan_get_queued(x), 0, "fill %d: something was queued", codes[i]);
+	}
+	drive_for(&a, &b, 20);
+	cr_assert_eq(sb.n, 0, "a refused message arrived");
+	cr_assert_eq(sl.ok + sl.err, 0, "a refused send's callback ran");
+	ASSERT_OK(send_msg(x, 0, 40, sent_cb, &sl));
+	DRIVE_UNTIL(&a, &b, sb.n == 1 && sl.ok == 1);
+	cr_assert_eq(sb.bad, 0);
+	ASSERT_OK(rdmx_chan_destroy(&x));
+	ASSERT_OK(rdmx_chan_destroy(&y));
+	node_close(&a);
+	node_close(&b);
+}
+
 /* Everything by rendezvous (eager threshold 0), with the consumer slower. */
 Test(chan, eager_threshold_zero)
 {

@@ -761,6 +761,44 @@ Test(rpc, encoder_payload)
 	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
 }
 
+/* An encoder that refuses: the call returns its error and its callback
+ * never runs; the connection and the other calls go on. (The refusal once
+ * closed the channel inside the call, which completed the call there too:
+ * its callback ran, the call returned the error anyway, and its record was
+ * released twice.) Small (eager) and large (rendezvous) requests. */
+static int enc_refuse(const void *obj, void *dst, size_t len)
+{
+	(void)obj;
+	memset(dst, 0, len / 2);
+	return RDMX_E_PROTOCOL;
+}
+
+Test(rpc, encoder_error_fails_that_call_alone)
+{
+	static const size_t sizes[] = {64, 256u << 10};
+	struct node a, b;
+	struct echo_state st = {0};
+	struct rdmx_rpc_server *srv;
+	struct rdmx_rpc_ep *ra, *rb;
+	struct call_rec r = {0}, ok = {0};
+
+	ids();
+	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct rdmx_rpc_payload p = {.obj = &r, .len = sizes[i], .encode = enc_refuse};
+
+		ASSERT_RC(rdmx_rpc_call_async(ra, ECHO, &p, NULL, call_rec_cb, &r, NULL),
+		          RDMX_E_PROTOCOL);
+		cr_assert_eq(r.done, 0, "the refused call's callback ran");
+	}
+	ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, NULL, NULL, call_rec_cb, &ok, NULL));
+	DRIVE_UNTIL(&a, &b, ok.done);
+	cr_assert_eq(ok.code, RDMX_RPC_OK, "got %s", rdmx_rpc_code_name(ok.code));
+	drive_for(&a, &b, 10);
+	cr_assert_eq(r.done, 0, "the refused call's callback ran later");
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
+}
+
 /* A call queued before the handshake, larger than the peer's maximum
  * message size (learnt with the peer's hello): it completes once, with
  * RESOURCE_EXHAUSTED; a call made after the handshake is refused at once. */
