@@ -509,7 +509,8 @@ struct tcp_frame {
 	uint64_t mr_off;
 	uint32_t inl_off; /* inline source */
 	uint64_t left;    /* payload bytes still to send */
-	bool acks;        /* a request carrying the next owed ACK (RDMX__TCP_F_ACK) */
+	bool acks;        /* a request carrying the next owed ACK (RDMX__TCP_F_ACK),
+	                   * until its header is out (the ACK's slot is freed then) */
 	uint8_t inl[RDMX__TCP_PD_MAX];
 };
 

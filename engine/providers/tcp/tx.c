@@ -277,8 +277,6 @@ static void frame_done(struct tcp_conn *c, struct tcp_frame *f)
 {
 	struct tcp_tx *tx = &c->tx;
 
-	if (f->acks)
-		resp_done(c);
 	switch (f->what) {
 	case TCP_TX_RESP:
 		resp_done(c);
@@ -371,6 +369,12 @@ static void advance(struct tcp_conn *c, size_t sent)
 			take = sent;
 		f->hdr_off += (uint32_t)take;
 		sent -= take;
+		if (f->acks && f->hdr_off == RDMX__TCP_HDR_SIZE) {
+			/* the carried ACK is the peer's with the header: it may post
+			 * again before the payload is through */
+			resp_done(c);
+			f->acks = false;
+		}
 		take = f->left < sent ? (size_t)f->left : sent;
 		f->left -= take;
 		sent -= take;

@@ -1590,6 +1590,84 @@ static void t_carried_acks(void)
 	region_free(&ra);
 }
 
+/* An owed ACK riding on a large request is the peer's as soon as the
+ * request's header is: the peer may fill its queue again (the raw peer
+ * announced 4) while the payload still streams. Its response slot is freed
+ * with the header, not with the last payload byte (then the fourth request
+ * read "more than the 4 outstanding requests announced" and A failed an
+ * honest peer). */
+static void t_carried_ack_frees_its_slot(void)
+{
+	const size_t big = 32u << 20;
+	struct region ra, rb;
+	struct rdmx_conn *c;
+	struct rdmx__tcp_hdr r, w;
+	struct rdmx_task *t;
+	struct rdmx_buf src;
+	uint8_t desc[RDMX_MR_DESCRIPTOR_SIZE];
+	uint32_t psn, key;
+	int fd, ended = A.ended, stalled = 0;
+
+	OK(region_new(&A, &ra, 4096, RDMX_ACCESS_ALL));
+	OK(region_new(&A, &rb, big, RDMX_ACCESS_ALL));
+	memset(ra.mem, 0, 4096);
+	OK(rdmx_mr_get_descriptor(ra.mr, desc));
+	key = rdmx__ld32(desc + 24);
+	src = lbuf(&rb, 0, big);
+	fd = raw_peer(&c, &psn);
+	CHECK(fd >= 0, "raw handshake failed");
+	for (uint8_t i = 1; i <= 8 && !stalled; i++) {
+		struct rec rq = {0};
+		struct rdmx__tcp_hdr ack;
+
+		w = (struct rdmx__tcp_hdr){
+		    .op = RDMX__TCP_OP_WRITE, .psn = psn++, .rkey = key, .offset = 0, .len = 1};
+		raw_frame(fd, &w, &i, 1);
+		DRIVE_UNTIL(&A, NULL, ra.mem[0] == i);
+		OK(rdmx_task_send_alloc(A.ctx, c, &src, &rq, &t));
+		OK(rdmx_task_submit(t));
+		CHECK(raw_read(fd, &r, GUARD_MS) == 1, "nothing after the write");
+		if (r.op == RDMX__TCP_OP_ACK) /* went alone (the NIC thread) */
+			CHECK(raw_read(fd, &r, GUARD_MS) == 1, "no send after the ack");
+		CHECK(r.op == RDMX__TCP_OP_SEND && r.len == big, "op %u len %llu", r.op,
+		      (unsigned long long)r.len);
+		if (r.flags == RDMX__TCP_F_ACK) {
+			/* the payload is not read: A's socket fills, the frame waits */
+			stalled = 1;
+			for (unsigned k = 0; k < 4; k++) {
+				uint8_t b = (uint8_t)(0x40 + k);
+
+				w = (struct rdmx__tcp_hdr){.op = RDMX__TCP_OP_WRITE,
+				                           .psn = psn++,
+				                           .rkey = key,
+				                           .offset = 10 + k,
+				                           .len = 1};
+				raw_frame(fd, &w, &b, 1);
+			}
+			DRIVE_UNTIL(&A, NULL,
+			            ra.mem[13] == 0x43 || state_of(c) != RDMX_CONN_ESTABLISHED);
+			CHECK(state_of(c) == RDMX_CONN_ESTABLISHED,
+			      "four requests behind a carried ack failed the connection");
+			CHECK(ra.mem[10] == 0x40 && ra.mem[12] == 0x42, "writes not placed");
+		}
+		CHECK(raw_skip(fd, big), "send payload");
+		for (int k = 0; stalled && k < 4; k++)
+			CHECK(raw_read(fd, &ack, GUARD_MS) == 1 && ack.op == RDMX__TCP_OP_ACK &&
+			          ack.psn == psn - 4 + (uint32_t)k,
+			      "ack %d: op %u psn %u", k, ack.op, ack.psn);
+		ack = (struct rdmx__tcp_hdr){.op = RDMX__TCP_OP_ACK, .psn = r.psn};
+		raw_frame(fd, &ack, NULL, 0);
+		DRIVE_UNTIL(&A, NULL, rq.ok + rq.err);
+		CHECK(rq.ok == 1, "send: %s", rdmx_err_name(rq.status));
+	}
+	CHECK(stalled, "no owed ACK rode on the large send in 8 tries");
+	CHECK(state_of(c) == RDMX_CONN_ESTABLISHED, "state %d", (int)state_of(c));
+	close(fd);
+	DRIVE_UNTIL(&A, NULL, A.ended > ended);
+	region_free(&rb);
+	region_free(&ra);
+}
+
 /* Random streams after a real handshake, mostly valid requests with now and
  * then a random frame: the connection survives or goes to error, never a
  * crash, never a byte outside the registered region (canaries around it). */
@@ -1695,6 +1773,7 @@ int main(int argc, char **argv)
 		{"hostile_frames", t_hostile_frames},
 		{"hostile_random", t_hostile_random},
 		{"carried_acks", t_carried_acks},
+		{"carried_ack_frees_its_slot", t_carried_ack_frees_its_slot},
 	};
 	/* clang-format on */
 	int ran = 0;
