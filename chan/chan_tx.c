@@ -59,6 +59,19 @@ static inline uint64_t send_limit(const struct rdmx_chan *chan)
 	return chan->max_msg;
 }
 
+/* How many messages a writer into a ring of this geometry keeps in flight
+ * at most: its staging mirror holds at most STAGE_MAX_BYTES of slots. */
+static uint32_t stage_window(uint32_t slot_count, uint32_t slot_size)
+{
+	if ((uint64_t)slot_count * slot_size > STAGE_MAX_BYTES)
+		return STAGE_MAX_BYTES / slot_size;
+	return slot_count;
+}
+
+/* Freed slots are told once half of what the writer can have in flight is
+ * consumed (half of our ring, or of its window when that is smaller: else a
+ * one-way writer would wait on its full window for a threshold it can never
+ * reach), or at once when asked. */
 static inline bool credit_owed(const struct rdmx_chan *chan)
 {
 	uint32_t diff = chan->rx_consumed - chan->rx_reported;
@@ -66,7 +79,7 @@ static inline bool credit_owed(const struct rdmx_chan *chan)
 	if (!diff)
 		return false;
 	return chan->credit_pending || chan->rx_need_ack || chan->eager_credit ||
-	       diff >= (chan->slot_count + 1) / 2;
+	       diff >= (stage_window(chan->slot_count, chan->slot_size) + 1) / 2;
 }
 
 /* ---- control sends ---- */
@@ -682,9 +695,7 @@ void rdmx__chan_apply_hello(struct rdmx_chan *chan, const struct rdmx__hello *h)
 		                "hello ring descriptor smaller than its slots or not writable");
 		return;
 	}
-	win = h->slot_count;
-	if ((uint64_t)win * h->slot_size > STAGE_MAX_BYTES)
-		win = STAGE_MAX_BYTES / h->slot_size;
+	win = stage_window(h->slot_count, h->slot_size);
 	stage_len = (size_t)win * h->slot_size;
 	if (posix_memalign((void **)&chan->stage, 4096, stage_len)) {
 		chan->stage = NULL;

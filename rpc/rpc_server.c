@@ -520,9 +520,9 @@ static int send_response(struct rdmx_rpc_ep *ep, uint64_t call_id, enum rdmx_rpc
 		f.x = NULL;
 		f.body = NULL;
 		rdmx__rpc_batch_flush(ep);
-		rdmx__chan_send_ex(ep->chan, RDMX_RPC_HDR_SIZE + f.h.word, resp_fill_fn, &f,
-		                   resp_sent, ep, RDMX__SEND_FORCE, how);
-		ep->resp_pending++;
+		if (rdmx__chan_send_ex(ep->chan, RDMX_RPC_HDR_SIZE + f.h.word, resp_fill_fn, &f,
+		                       resp_sent, ep, RDMX__SEND_FORCE, how) == 0)
+			ep->resp_pending++; /* resp_sent counts it out */
 		return RDMX_E_TOO_BIG;
 	}
 	if (!x) { /* small, no metadata: with the other answers of this progress */

@@ -511,6 +511,41 @@ Test(chan, fill_error_fails_that_send_alone)
 	node_close(&b);
 }
 
+/* A ring of large slots whose writer keeps fewer in flight than half the
+ * ring (130 slots of 1 MiB: the writer stages 64): one-way traffic with no
+ * liveness probes must still get its credits back (the receiver waited for
+ * 65 consumed before telling, the writer stopped at 64: stalled for good). */
+Test(chan, one_way_credits_within_the_writers_window, .timeout = 120)
+{
+	struct node a, b;
+	struct rdmx_chan_worker_attr attr;
+	struct sink sb = {0};
+	const uint32_t total = 200;
+	struct chan_conf ca = {.slot_count = 4, .slot_size = 256};
+	struct chan_conf cb = {
+	    .slot_count = 130, .slot_size = 1u << 20, .recv_cb = sink_recv, .arg = &sb};
+	struct rdmx_chan *x, *y;
+	uint32_t sent = 0;
+
+	rdmx_chan_worker_attr_init(&attr);
+	attr.keepalive_ms = 0;
+	node_open(&a, "a", 0, &attr);
+	node_open(&b, "b", 1, &attr);
+	chan_pair(&a, &b, &ca, &cb, &x, &y, true);
+	cr_assert_eq(x->tx_window, 64);
+	while (sb.n < total) {
+		while (sent < total && rdmx_chan_get_credits(x) > 0)
+			ASSERT_OK(send_msg(x, sent++, 64, NULL, NULL));
+		DRIVE_UNTIL(&a, &b,
+		            sb.n == sent && (sent == total || rdmx_chan_get_credits(x) > 0));
+	}
+	cr_assert_eq(sb.bad, 0);
+	ASSERT_OK(rdmx_chan_destroy(&x));
+	ASSERT_OK(rdmx_chan_destroy(&y));
+	node_close(&a);
+	node_close(&b);
+}
+
 /* Everything by rendezvous (eager threshold 0), with the consumer slower. */
 Test(chan, eager_threshold_zero)
 {
