@@ -1594,6 +1594,19 @@ Test(stream, interceptor_far_deadline)
 	          (unsigned long long)cl.deadline_ns, (unsigned long long)t0);
 	cr_assert(sl.deadline_ns > t0 + 100 * year_ns, "server deadline %llu, now %llu",
 	          (unsigned long long)sl.deadline_ns, (unsigned long long)t0);
+
+	/* the same for a stream */
+	struct cstream x = {0};
+	struct rdmx_rpc_stream_opts so = {.timeout_us = UINT64_MAX};
+	cl.deadline_ns = sl.deadline_ns = 0;
+	ASSERT_OK(rdmx_rpc_stream_open(sc.ra, BIDI, RDMX_RPC_BIDI_STREAMING, &so, &ccbs, &x, &x.s));
+	ASSERT_OK(rdmx_rpc_stream_half_close(x.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, x.done_n);
+	cr_assert_eq(x.code, RDMX_RPC_OK);
+	cr_assert(cl.deadline_ns > t0 + 100 * year_ns, "stream: client deadline %llu, now %llu",
+	          (unsigned long long)cl.deadline_ns, (unsigned long long)t0);
+	cr_assert(sl.deadline_ns > t0 + 100 * year_ns, "stream: server deadline %llu, now %llu",
+	          (unsigned long long)sl.deadline_ns, (unsigned long long)t0);
 	scene_close(&sc);
 }
 
