@@ -102,6 +102,7 @@ struct rdmx_chan_worker {
 	struct rdmx__map early;         /* conn pointer -> 64-byte hello copy */
 	struct rdmx_chan *all;          /* every channel not yet freed (user's and zombies) */
 	struct rdmx_chan *starved_head; /* channels waiting for a task of the pool */
+	struct rdmx_chan *feeding;      /* the rest of the list worker_feed_starved runs */
 	uint32_t num_chans;
 
 	struct rdmx__regcache regc; /* rendezvous buffers, both directions */

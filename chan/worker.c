@@ -381,6 +381,17 @@ static void on_disconnected(struct rdmx_conn *conn, void *ud, void *cud)
 
 /* ---- starved channels (a task pool ran dry) ---- */
 
+static bool unlink_starved(struct rdmx_chan **head, struct rdmx_chan *chan)
+{
+	for (struct rdmx_chan **pp = head; *pp; pp = &(*pp)->next_starved) {
+		if (*pp == chan) {
+			*pp = chan->next_starved;
+			return true;
+		}
+	}
+	return false;
+}
+
 void rdmx__worker_add_starved(struct rdmx_chan_worker *worker, struct rdmx_chan *chan)
 {
 	if (chan->starved)
@@ -404,19 +415,23 @@ int rdmx__chan_submit(struct rdmx_chan *chan, int alloc_rc, struct rdmx_task *ta
 	return rc;
 }
 
-/* Called after a task of the pool came back: give waiting channels a go. */
+/* Called after a task of the pool came back: give waiting channels a go,
+ * their sends and their rendezvous reads (a read that found the pool empty
+ * waits here too). The list being fed stays where a channel destroyed from
+ * a callback meanwhile unlinks itself (worker_chan_unlink). */
 static void worker_feed_starved(struct rdmx_chan_worker *worker)
 {
-	struct rdmx_chan *list = worker->starved_head;
-
+	worker->feeding = worker->starved_head;
 	worker->starved_head = NULL;
-	while (list) {
-		struct rdmx_chan *c = list;
+	while (worker->feeding) {
+		struct rdmx_chan *c = worker->feeding;
 
-		list = c->next_starved;
+		worker->feeding = c->next_starved;
 		c->next_starved = NULL;
 		c->starved = false;
 		rdmx__chan_pump(c);
+		if (c->state == RDMX_CHAN_READY && c->rx_consumed != c->rx_seq)
+			rdmx__rdv_rx_start(c);
 	}
 }
 
@@ -687,13 +702,8 @@ void rdmx__worker_chan_unlink(struct rdmx_chan_worker *worker, struct rdmx_chan 
 		chan->next_all->prev_all = chan->prev_all;
 	chan->next_all = chan->prev_all = NULL;
 	if (chan->starved) {
-		for (struct rdmx_chan **pp = &worker->starved_head; *pp;
-		     pp = &(*pp)->next_starved) {
-			if (*pp == chan) {
-				*pp = chan->next_starved;
-				break;
-			}
-		}
+		if (!unlink_starved(&worker->starved_head, chan))
+			unlink_starved(&worker->feeding, chan);
 		chan->starved = false;
 	}
 	worker->num_chans--;

@@ -546,6 +546,41 @@ Test(chan, one_way_credits_within_the_writers_window, .timeout = 120)
 	node_close(&b);
 }
 
+/* Two channels of one receiving worker whose pool holds one rendezvous
+ * read: the second channel's read waits for the first one's task, and runs
+ * when it comes back (a channel starved of a read was given its sends back,
+ * never its read: its message hung until another one arrived). */
+Test(chan, rendezvous_read_waits_for_the_pool)
+{
+	struct node a, b;
+	struct rdmx_chan_worker_attr attr;
+	struct sink s1 = {0}, s2 = {0};
+	struct chan_conf ca = {.slot_count = 8, .slot_size = 1024};
+	struct chan_conf c1 = {
+	    .slot_count = 8, .slot_size = 1024, .recv_cb = sink_recv, .arg = &s1};
+	struct chan_conf c2 = {
+	    .slot_count = 8, .slot_size = 1024, .recv_cb = sink_recv, .arg = &s2};
+	struct rdmx_chan *x1, *y1, *x2, *y2;
+	struct sent_log sl = {0};
+
+	rdmx_chan_worker_attr_init(&attr);
+	attr.read_tasks = 1;
+	node_open(&a, "a", 0, NULL);
+	node_open(&b, "b", 1, &attr);
+	chan_pair(&a, &b, &ca, &c1, &x1, &y1, true);
+	chan_pair(&a, &b, &ca, &c2, &x2, &y2, true);
+	ASSERT_OK(send_msg(x1, 0, 256u << 10, sent_cb, &sl));
+	ASSERT_OK(send_msg(x2, 0, 256u << 10, sent_cb, &sl));
+	DRIVE_UNTIL(&a, &b, s1.n == 1 && s2.n == 1 && sl.ok == 2);
+	cr_assert_eq(s1.bad + s2.bad, 0);
+	ASSERT_OK(rdmx_chan_destroy(&x1));
+	ASSERT_OK(rdmx_chan_destroy(&y1));
+	ASSERT_OK(rdmx_chan_destroy(&x2));
+	ASSERT_OK(rdmx_chan_destroy(&y2));
+	node_close(&a);
+	node_close(&b);
+}
+
 /* Everything by rendezvous (eager threshold 0), with the consumer slower. */
 Test(chan, eager_threshold_zero)
 {
