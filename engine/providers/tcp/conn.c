@@ -197,13 +197,13 @@ void rdmx__tcp_conn_close_fd(struct tcp_conn *c)
 	c->ctl_pending = false;
 }
 
-void rdmx__tcp_conn_flush_tasks(struct tcp_conn *c, int head_status, int rest_status)
+bool rdmx__tcp_conn_flush_tasks(struct tcp_conn *c, int head_status, int rest_status)
 {
 	struct tcp_ctx *tc = c->tc;
 	struct rdmx_task *t = c->sq_head;
-	bool first = true;
+	bool first = true, cut;
 
-	rdmx__tcp_tx_forget_task(c);
+	cut = rdmx__tcp_tx_forget_task(c);
 	rdmx__tcp_rx_forget_task(c, RDMX_E_CONN_ABORTED);
 	while (t) {
 		struct rdmx_task *next = t->next;
@@ -216,6 +216,7 @@ void rdmx__tcp_conn_flush_tasks(struct tcp_conn *c, int head_status, int rest_st
 	c->sq_count = 0;
 	c->rnr_wait = false;
 	c->rewind_pending = false;
+	return cut;
 }
 
 void rdmx__tcp_conn_error(struct tcp_conn *c, int head_status, uint16_t frame, bool close_fd)
@@ -227,7 +228,12 @@ void rdmx__tcp_conn_error(struct tcp_conn *c, int head_status, uint16_t frame, b
 	}
 	c->state = TC_ERROR;
 	rdmx__tcp_cq_event(c->tc, TCP_CQE_SET_ERROR, c);
-	rdmx__tcp_conn_flush_tasks(c, head_status, RDMX_E_CONN_ABORTED);
+	if (rdmx__tcp_conn_flush_tasks(c, head_status, RDMX_E_CONN_ABORTED) && !close_fd) {
+		RDMX_WARN("tcp: connection %u: to error with a request half sent: the stream "
+		          "closes (its end cannot be told in-band)",
+		          c->conn->id);
+		close_fd = true;
+	}
 	c->rnr_discard = false;
 	if (close_fd) {
 		rdmx__tcp_conn_close_fd(c);

@@ -492,7 +492,7 @@ struct tcp_resp {
 	uint64_t val;
 };
 
-enum tcp_src { TCP_SRC_NONE, TCP_SRC_CHAIN, TCP_SRC_MR, TCP_SRC_INLINE, TCP_SRC_ZERO };
+enum tcp_src { TCP_SRC_NONE, TCP_SRC_CHAIN, TCP_SRC_MR, TCP_SRC_INLINE };
 enum tcp_tx_what { TCP_TX_CTL = 1, TCP_TX_RESP, TCP_TX_REQ, TCP_TX_ORPHAN };
 
 /* One frame picked for sending (tx.c). */
@@ -670,8 +670,10 @@ void rdmx__tcp_cm_deliver(struct tcp_ctx *tc, struct tcp_cmreq *r);
 void rdmx__tcp_conn_attach(struct tcp_conn *c, int fd, const struct rdmx__tcp_hdr *h,
                            const uint8_t *payload);
 void rdmx__tcp_pending_del(struct tcp_dev *td, struct tcp_conn *c);
-/* Aborts every send-side task (first one with head_status). */
-void rdmx__tcp_conn_flush_tasks(struct tcp_conn *c, int head_status, int rest_status);
+/* Aborts every send-side task (first one with head_status). True when a
+ * request was cut in its payload: the stream cannot go on (its frame can
+ * neither be finished nor dropped), close it. */
+bool rdmx__tcp_conn_flush_tasks(struct tcp_conn *c, int head_status, int rest_status);
 
 /* ---- wire engine (rx.c, tx.c) ---- */
 
@@ -695,8 +697,9 @@ void rdmx__tcp_tx_rewind(struct tcp_conn *c);
 /* Queues the conn for a flush at the end of the current serve / poll. */
 void rdmx__tcp_conn_dirty(struct tcp_conn *c);
 void rdmx__tcp_ctx_flush_dirty(struct tcp_ctx *tc);
-/* The task under transmission is completing early: stop referencing it. */
-void rdmx__tcp_tx_forget_task(struct tcp_conn *c);
+/* The tasks are completing early: stop referencing them. True when the one
+ * under transmission was cut in its payload (the stream must close). */
+bool rdmx__tcp_tx_forget_task(struct tcp_conn *c);
 void rdmx__tcp_rx_forget_task(struct tcp_conn *c, int status);
 struct tcp_resp *rdmx__tcp_resp_push(struct tcp_conn *c);
 /* Sets the epoll interest of the connection's socket. */

@@ -7,8 +7,10 @@
  * request that follows it. Read responses stream from the registered region
  * under the key table's read lock, re-checked on every sendmsg. A request
  * whose task completes while its frame is half sent (connection to error)
- * finishes with zeros: the stream stays in sync and the user's buffer is
- * never touched again; requests not yet started are simply dropped. */
+ * cannot be finished: the user's buffer is never touched again, and bytes
+ * made up in its place would complete the peer's side with them; the stream
+ * is closed instead (rdmx__tcp_tx_forget_task). A header half sent with no
+ * payload is finished; requests not yet started are simply dropped. */
 #include <errno.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -18,9 +20,6 @@
 #include "tcp.h"
 
 #define TX_IOV 64
-#define TX_ZEROS 16384u
-
-static const uint8_t zeros[TX_ZEROS];
 
 void rdmx__tcp_conn_want(struct tcp_conn *c, bool out)
 {
@@ -73,11 +72,12 @@ static void ack_alone(struct tcp_frame *f)
 
 /* Every task of the connection is being completed: no frame may refer to
  * one any more, nor may the seal pipe still read their buffers. */
-void rdmx__tcp_tx_forget_task(struct tcp_conn *c)
+bool rdmx__tcp_tx_forget_task(struct tcp_conn *c)
 {
 	struct tcp_tx *tx = &c->tx;
 	struct tcp_frame keep[TCP_TX_FRAMES];
 	unsigned n = 0;
+	bool cut = false;
 
 	if (c->seal)
 		rdmx__tcp_seal_pipe_settle(c->seal, false);
@@ -93,10 +93,12 @@ void rdmx__tcp_tx_forget_task(struct tcp_conn *c)
 			}
 			if (i > 0 || !frame_started(f))
 				continue; /* never started: drop it */
-			f->what = TCP_TX_ORPHAN;
+			if (f->left) {
+				cut = true; /* payload on its way: the caller closes */
+				continue;
+			}
+			f->what = TCP_TX_ORPHAN; /* the rest of its header still goes */
 			f->task = NULL;
-			if (f->left)
-				f->src = TCP_SRC_ZERO;
 		}
 		keep[n++] = *f;
 	}
@@ -105,6 +107,7 @@ void rdmx__tcp_tx_forget_task(struct tcp_conn *c)
 	tx->head = 0;
 	tx->count = (uint8_t)n;
 	tx->reqs = 0;
+	return cut;
 }
 
 void rdmx__tcp_tx_rewind(struct tcp_conn *c)
@@ -331,13 +334,6 @@ static void frame_iov(const struct tcp_frame *f, struct iovec *iov, int *n)
 		if (*n < TX_IOV) {
 			iov[*n].iov_base = (uint8_t *)f->inl + f->inl_off;
 			iov[*n].iov_len = (size_t)left;
-			(*n)++;
-		}
-		break;
-	case TCP_SRC_ZERO:
-		if (*n < TX_IOV) {
-			iov[*n].iov_base = (void *)(uintptr_t)zeros;
-			iov[*n].iov_len = left > TX_ZEROS ? TX_ZEROS : (size_t)left;
 			(*n)++;
 		}
 		break;

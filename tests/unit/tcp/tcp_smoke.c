@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -1668,6 +1669,58 @@ static void t_carried_ack_frees_its_slot(void)
 	region_free(&ra);
 }
 
+/* A's connection goes to error (it refuses a write with a bad key) while
+ * its own large send is half on the wire: the rest of that frame cannot be
+ * sent (its task completes now) nor made up (bytes in its place would
+ * complete the peer's receive with them, as a success), so the stream
+ * closes before the frame is whole. */
+static void t_error_mid_request_closes(void)
+{
+	const size_t big = 32u << 20;
+	struct region rb;
+	struct rdmx_conn *c;
+	struct rdmx__tcp_hdr r, w;
+	struct rdmx_task *t;
+	struct rdmx_buf src;
+	struct rec rq = {0};
+	static uint8_t buf[65536];
+	size_t got = 0;
+	uint32_t psn;
+	int fd, ended = A.ended;
+	ssize_t n;
+
+	OK(region_new(&A, &rb, big, RDMX_ACCESS_ALL));
+	memset(rb.mem, 0xab, big);
+	src = lbuf(&rb, 0, big);
+	fd = raw_peer(&c, &psn);
+	CHECK(fd >= 0, "raw handshake failed");
+	OK(rdmx_task_send_alloc(A.ctx, c, &src, &rq, &t));
+	OK(rdmx_task_submit(t));
+	CHECK(raw_read(fd, &r, GUARD_MS) == 1 && r.op == RDMX__TCP_OP_SEND && r.len == big,
+	      "A's send: op %u", r.op);
+	DRIVE_UNTIL(&A, NULL, TCP_CONN(c)->ep_events & EPOLLOUT); /* the socket is full */
+	w = (struct rdmx__tcp_hdr){
+	    .op = RDMX__TCP_OP_WRITE, .psn = psn, .rkey = 0x7fffffffu, .offset = 0, .len = 8};
+	raw_frame(fd, &w, "12345678", 8);
+	DRIVE_UNTIL(&A, NULL, rq.ok + rq.err);
+	CHECK(rq.err == 1, "the cut send completed %s", rq.ok ? "OK" : "twice");
+	for (uint64_t dl = now_ms() + GUARD_MS; got < big && now_ms() < dl;) {
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			break;
+		if (n > 0)
+			got += (size_t)n;
+		else
+			drive_once(&A, NULL);
+	}
+	CHECK(got < big, "the cut request's frame was finished (%zu bytes of %zu)", got, big);
+	close(fd);
+	CHECK(state_of(c) == RDMX_CONN_ERROR, "state %d", (int)state_of(c));
+	OK(rdmx_conn_disconnect(c));
+	DRIVE_UNTIL(&A, NULL, A.ended > ended);
+	region_free(&rb);
+}
+
 /* Random streams after a real handshake, mostly valid requests with now and
  * then a random frame: the connection survives or goes to error, never a
  * crash, never a byte outside the registered region (canaries around it). */
@@ -1774,6 +1827,7 @@ int main(int argc, char **argv)
 		{"hostile_random", t_hostile_random},
 		{"carried_acks", t_carried_acks},
 		{"carried_ack_frees_its_slot", t_carried_ack_frees_its_slot},
+		{"error_mid_request_closes", t_error_mid_request_closes},
 	};
 	/* clang-format on */
 	int ran = 0;
