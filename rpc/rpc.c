@@ -160,6 +160,8 @@ static void fail_all_calls(struct rdmx_rpc_ep *ep, enum rdmx_rpc_code code, cons
 
 	/* take them all out first: callbacks may start or cancel calls */
 	while ((c = rdmx__map_next(&ep->calls, &pos, NULL))) {
+		if (c == ep->issuing)
+			continue;
 		c->next = list;
 		list = c;
 	}
@@ -696,15 +698,20 @@ int rdmx_rpc_call_async_md(struct rdmx_rpc_ep *ep, uint32_t method_id,
 	f.h.timeout_us = opts ? opts->timeout_us : 0;
 	f.body = req;
 	c->start_ns = rdmx__now_ns();
+	ep->issuing = c;
+	ep->busy++; /* a close inside the send runs callbacks that may destroy ep */
 	rc = rdmx__chan_send_ex(ep->chan, RDMX_RPC_HDR_SIZE + prelen + blen, rpc_fill_fn, &f,
 	                        oneway ? (cb ? oneway_sent : NULL) : request_sent,
 	                        oneway ? (void *)c : (void *)(uintptr_t)c->id, 0, &how);
+	ep->busy--;
+	ep->issuing = NULL;
 	free(pre);
 	if (rc) {
 		if (!oneway)
 			rdmx__map_del(&ep->calls, c->id);
 		rdmx__ic_done(&c->ic, RDMX_RPC_UNAVAILABLE, "not sent");
 		ccall_put(ep, c);
+		rdmx__rpc_release(ep);
 		return rc;
 	}
 	if (c->ic)

@@ -240,6 +240,9 @@ struct rdmx_rpc_ep {
 	struct rdmx__map calls;                /* our call id -> rpc_ccall */
 	struct rdmx__map incoming;             /* peer's call id -> rdmx_rpc_call */
 	struct rpc_ccall *oneways;             /* one-way calls with a callback, not yet sent */
+	struct rpc_ccall *issuing;             /* the call whose request call_async is handing
+	                                        * to the channel: a close meanwhile leaves it to
+	                                        * call_async, which returns the error */
 	struct rdmx_rpc_server_call *cur_call; /* whose handler runs now, or NULL */
 	uint64_t next_id;
 	uint32_t max_inflight, max_active;
