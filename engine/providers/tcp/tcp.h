@@ -523,11 +523,17 @@ struct tcp_tx {
 	uint8_t head, count;
 	uint8_t reqs;         /* request frames in q */
 	uint32_t resp_picked; /* response ring entries in q */
+	bool piping;          /* advancing over bytes handed to the seal pipe */
 };
 
 /* prov_u64[1] of a send-side task: rkey (low bits) and this flag once its
  * frame is completely on the wire (a response before that is a violation). */
 #define TCP_TASK_SENT (1ull << 63)
+/* Instead of TCP_TASK_SENT while the frame's last bytes are in records the
+ * seal pipe has not sealed yet (the NIC thread may still read the task's
+ * buffer): it becomes TCP_TASK_SENT when the pipe is joined, before those
+ * records can go; an answer before then is a violation too. */
+#define TCP_TASK_PIPED (1ull << 62)
 
 enum tcp_sink { TCP_SINK_DISCARD, TCP_SINK_CHAIN, TCP_SINK_MR, TCP_SINK_INLINE };
 

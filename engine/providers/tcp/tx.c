@@ -117,7 +117,7 @@ void rdmx__tcp_tx_rewind(struct tcp_conn *c)
 		return;
 	}
 	for (struct rdmx_task *t = c->sq_head; t && t != c->sq_cur; t = t->next)
-		t->prov_u64[1] &= ~TCP_TASK_SENT;
+		t->prov_u64[1] &= ~(TCP_TASK_SENT | TCP_TASK_PIPED);
 	c->sq_cur = c->sq_head;
 	c->rewind_pending = false;
 }
@@ -285,7 +285,7 @@ static void frame_done(struct tcp_conn *c, struct tcp_frame *f)
 		resp_done(c);
 		break;
 	case TCP_TX_REQ:
-		f->task->prov_u64[1] |= TCP_TASK_SENT;
+		f->task->prov_u64[1] |= tx->piping ? TCP_TASK_PIPED : TCP_TASK_SENT;
 		tx->reqs--;
 		if (!tx->reqs && c->rewind_pending)
 			rdmx__tcp_tx_rewind(c);
@@ -573,8 +573,14 @@ static bool pipe_join(struct tcp_conn *c)
 {
 	int rc = rdmx__tcp_seal_pipe_settle(c->seal, pipe_usable(c));
 
-	if (!rc)
+	if (!rc) {
+		/* no record reads a task's buffer any more (tcp.h TCP_TASK_PIPED) */
+		for (struct rdmx_task *t = c->sq_head; t && t != c->sq_cur; t = t->next) {
+			if (t->prov_u64[1] & TCP_TASK_PIPED)
+				t->prov_u64[1] ^= TCP_TASK_PIPED | TCP_TASK_SENT;
+		}
 		return true;
+	}
 	RDMX_ERR("tcp: connection %u: cannot seal a record: %s", c->conn->id, rdmx_strerror(rc));
 	rdmx__tcp_conn_error(c, RDMX_E_CONN_ABORTED, 0, true);
 	if (c->state != TC_ERROR && c->state != TC_DOWN)
@@ -632,7 +638,9 @@ static bool seal_frames(struct tcp_conn *c)
 			memcpy(r->iov, iov, (size_t)k * sizeof(iov[0]));
 			p->nrec++;
 			*slot_len_at(s, s->slot_count++) = 0; /* being sealed */
+			tx->piping = true;
 			advance(c, take);
+			tx->piping = false;
 			if (!rdmx__tcp_seal_pipe_next(p))
 				break;
 			continue;
