@@ -548,6 +548,8 @@ int rdmx_rpc_stream_write(struct rdmx_rpc_stream *s, const struct rdmx_rpc_paylo
 		return RDMX_E_INVAL;
 	if (s->ended || s->local_end || s->ep->closed)
 		return RDMX_E_BAD_STATE;
+	if (s->rejected)
+		return 0; /* refused by an interceptor: it ends so at the next progress */
 	if (s->sent >= 1 && ((s->opener && s->kind == RDMX_RPC_SERVER_STREAMING) ||
 	                     (!s->opener && s->kind == RDMX_RPC_CLIENT_STREAMING)))
 		return RDMX_E_BAD_STATE;
@@ -586,6 +588,10 @@ int rdmx_rpc_stream_half_close(struct rdmx_rpc_stream *s)
 		return RDMX_E_INVAL;
 	if (s->ended || s->local_end)
 		return RDMX_E_BAD_STATE;
+	if (s->rejected) { /* nothing went out, nothing to end on the wire */
+		s->local_end = true;
+		return 0;
+	}
 	if ((rc = rdmx__stream_flush(s)) != 0)
 		return rc;
 	rc = rdmx__stream_send_frame(s->ep, RPC_T_S_END, rdmx__stream_dir_flag(s), 0, 0, s->id, 0,
@@ -671,10 +677,10 @@ int rdmx_rpc_stream_cancel(struct rdmx_rpc_stream *s)
 	ep = s->ep;
 	ep->busy++;
 	s->busy++;
-	if (s->opener)
+	if (s->opener && !s->rejected) /* a refused one never reached the peer */
 		rdmx__stream_send_frame(ep, RPC_T_S_RST, 0, RDMX_RPC_CANCELLED, 0, s->id, 0, NULL,
 		                        0, NULL);
-	else
+	else if (!s->opener)
 		rdmx__stream_send_status(ep, s->id, RDMX_RPC_CANCELLED, "cancelled by the server",
 		                         NULL, 0, NULL);
 	rdmx__stream_end(s, RDMX_RPC_CANCELLED, "cancelled", NULL, 0, NULL);

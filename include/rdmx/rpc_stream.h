@@ -231,7 +231,10 @@ struct rdmx_rpc_stream_opts {
 };
 
 /* Opens a stream on ep (client side). cbs is copied. Callbacks run from
- * progress, never from inside this function.
+ * progress, never from inside this function. A stream one of ep's
+ * interceptors refused is opened all the same and ends with the refusal at
+ * the next progress; until then its writes, half-close, window changes and
+ * cancel are accepted and send nothing (the peer never heard of it).
  * Errors: RDMX_E_INVAL, RDMX_E_BAD_STATE (closed, draining), RDMX_E_AGAIN
  * (max_inflight calls and streams of ep open), RDMX_E_TOO_BIG (headers over
  * the endpoint's metadata limit or the message size), RDMX_E_NOMEM. */

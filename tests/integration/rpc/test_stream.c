@@ -1554,13 +1554,30 @@ Test(stream, interceptor_order_reject_annotate)
 	cr_assert_eq(y.code, RDMX_RPC_UNAUTHENTICATED);
 	cr_assert_str_eq(y.msg, "bad token");
 	cr_assert_str_eq(sl.seq, "sS1 dS1 ");
-	/* refused by the client chain */
+	/* refused by the client chain: what the caller does with it before it
+	 * ends (write, half-close, window, cancel) sends nothing (the server
+	 * never heard of it: a frame for it failed the whole connection once) */
 	cl.reject = true;
-	struct cstream z = {0};
+	struct cstream z = {0}, z2 = {0};
+	struct urec busy = {0};
+	ASSERT_OK(rdmx_rpc_call_async_md(sc.ra, ECHO, &p, NULL, &h, urec_cb, &busy, NULL));
 	ASSERT_OK(rdmx_rpc_stream_open(sc.ra, BIDI, RDMX_RPC_BIDI_STREAMING, &o, &ccbs, &z, &z.s));
 	cr_assert_eq(z.done_n, 0);
-	DRIVE_UNTIL(&sc.a, &sc.b, z.done_n);
+	ASSERT_OK(rdmx_rpc_stream_write(z.s, &p));
+	ASSERT_OK(rdmx_rpc_stream_set_window(z.s, 200));
+	ASSERT_OK(rdmx_rpc_stream_half_close(z.s));
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, BIDI, RDMX_RPC_BIDI_STREAMING, &o, &ccbs, &z2, &z2.s));
+	ASSERT_OK(rdmx_rpc_stream_cancel(z2.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, z.done_n && z2.done_n && busy.done);
 	cr_assert_eq(z.code, RDMX_RPC_PERMISSION_DENIED);
+	cr_assert_eq(busy.code, RDMX_RPC_PERMISSION_DENIED); /* B refuses every call */
+	cl.reject = false;
+	struct urec after = {0};
+	ASSERT_OK(rdmx_rpc_call_async_md(sc.ra, ECHO, &p, NULL, &h, urec_cb, &after, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b, after.done);
+	cr_assert_eq(after.code, RDMX_RPC_OK, "the connection did not survive: %s",
+	             rdmx_rpc_code_name(after.code));
 	rdmx_rpc_md_fini(&h);
 	/* a full chain */
 	for (unsigned i = 2; i < RDMX_RPC_MAX_INTERCEPTORS; i++)
