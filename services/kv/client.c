@@ -424,7 +424,8 @@ static void scan_one(struct rdmx_rpc_ep *rpc, const struct copts *o, const char 
 	struct rdmx_arena arena;
 	kv_ScanRequest req;
 	kv_ScanResponse resp;
-	char *token = NULL;
+	char *token = NULL; /* the next page's token: bytes (a key may hold a NUL) */
+	size_t token_len = 0;
 	uint64_t t0 = rdmx__now_ns();
 	int rc;
 
@@ -436,7 +437,7 @@ static void scan_one(struct rdmx_rpc_ep *rpc, const struct copts *o, const char 
 		req.prefix = rdmx_str_c(prefix);
 		req.limit = limit;
 		req.keys_only = keys_only;
-		req.page_token = rdmx_str_c(token);
+		req.page_token = rdmx_str_n(token, token_len);
 		rc = kv_KV_Scan(rpc, &req, &resp, &arena, &co, &st);
 		if (rc)
 			break;
@@ -447,13 +448,16 @@ static void scan_one(struct rdmx_rpc_ep *rpc, const struct copts *o, const char 
 		}
 		free(token);
 		token = NULL;
+		token_len = 0;
 		if (!resp.next_page_token.len)
 			break;
-		token = strndup(resp.next_page_token.data, resp.next_page_token.len);
+		token = malloc(resp.next_page_token.len);
 		if (!token) {
 			rc = RDMX_E_NOMEM;
 			break;
 		}
+		token_len = resp.next_page_token.len;
+		memcpy(token, resp.next_page_token.data, token_len);
 		rdmx_arena_reset(&arena);
 	}
 	result_set(r, rc, &st, t0);
