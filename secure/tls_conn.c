@@ -43,6 +43,7 @@ struct rdmx_tls_conn {
 	const char *verify_failure; /* static text set by the verify callback */
 	char verify_detail[RDMX_TLS_NAME_MAX + 1];
 	char reason[200];
+	int quiet_fail; /* its owner logs the failure (rdmx__tls_conn_set_quiet_fail) */
 
 	/* receive: at most one frame (header + payload) is ever buffered */
 	uint8_t *rx;
@@ -237,6 +238,8 @@ static int fail(struct rdmx_tls_conn *c, int code, const char *fmt, ...)
 	}
 	c->fail_code = code;
 	c->state = code == RDMX_E_DISCONNECTED ? CONN_CLOSED : CONN_FAILED;
+	if (c->quiet_fail)
+		return code;
 	if (code == RDMX_E_DISCONNECTED)
 		RDMX_SEC_INFO("tls: %s (peer %s)", c->reason, c->peer_addr);
 	else
@@ -501,6 +504,11 @@ int rdmx_tls_conn_recv(struct rdmx_tls_conn *c, const void **frame, size_t *len)
 			return RDMX_E_TOO_BIG;
 		}
 	}
+}
+
+void rdmx__tls_conn_set_quiet_fail(struct rdmx_tls_conn *c, int on)
+{
+	c->quiet_fail = on;
 }
 
 int rdmx__tls_conn_hello_done(const struct rdmx_tls_conn *c)

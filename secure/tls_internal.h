@@ -65,6 +65,10 @@ const char *rdmx__tls_conn_verify_failure(const struct rdmx_tls_conn *conn, cons
 /* 1 once the handshake has moved past the peer's first message (a whole
  * ClientHello on a server): the listener's "half-open" test. */
 int rdmx__tls_conn_hello_done(const struct rdmx_tls_conn *conn);
+/* On: a failure is not logged by the connection (its reason is kept,
+ * rdmx_tls_conn_get_failure): the owner logs it, as the listener does for
+ * refused handshakes, at most a line a second whatever a scanner sends. */
+void rdmx__tls_conn_set_quiet_fail(struct rdmx_tls_conn *conn, int on);
 
 /* ---- tls_listener.c ---- */
 

@@ -78,6 +78,7 @@ struct rdmx_tls_listener {
 
 	struct rate_log limit_log;
 	struct rate_log timeout_log;
+	struct rate_log refused_log;
 };
 
 /* Per accept callback, then back to the loop (other watchers run). */
@@ -186,6 +187,8 @@ static void handshake_refused(struct handshake *h, int err, const char *reason)
 	handshake_end(h, 0);
 }
 
+static void log_refused(struct handshake *h, int err);
+
 static void handshake_step(struct handshake *h)
 {
 	struct rdmx_tls_listener *l = h->l;
@@ -196,12 +199,14 @@ static void handshake_step(struct handshake *h)
 	if (ret == RDMX_TLS_DONE) {
 		conn = h->conn;
 		l->stats.established++;
+		rdmx__tls_conn_set_quiet_fail(conn, 0); /* its own failures from now on */
 		handshake_end(h, 1);
 		l->established(l, conn, l->arg);
 		return;
 	}
 	if (ret < 0) {
 		l->stats.refused++;
+		log_refused(h, ret);
 		handshake_refused(h, ret, rdmx_tls_conn_get_failure(h->conn));
 		return;
 	}
@@ -275,6 +280,24 @@ static void rate_log_init(struct rate_log *r, const char *what)
 	r->what = what;
 }
 
+/* The one line of a refused handshake (the connection keeps quiet about it):
+ * at most one a second, a scanner's flood counted in the next. */
+static void log_refused(struct handshake *h, int err)
+{
+	const char *peer = "unknown", *why = rdmx_tls_conn_get_failure(h->conn);
+	uint64_t skipped;
+
+	if (!rate_ok(h->l, &h->l->refused_log, &skipped))
+		return;
+	rdmx_tls_conn_get_peer_addr(h->conn, &peer);
+	if (err == RDMX_E_DISCONNECTED)
+		RDMX_SEC_INFO("tls: %s (peer %s)%s", why ? why : rdmx_strerror(err), peer,
+		              skipped_text(skipped));
+	else
+		RDMX_SEC_WARN("tls: %s (peer %s)%s", why ? why : rdmx_strerror(err), peer,
+		              skipped_text(skipped));
+}
+
 static void handshake_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct handshake *h = w->data;
@@ -342,6 +365,7 @@ static void handshake_start(struct rdmx_tls_listener *l, int fd, const struct so
 		free(h);
 		return;
 	}
+	rdmx__tls_conn_set_quiet_fail(h->conn, 1); /* log_refused, rate-limited */
 	h->l = l;
 	h->src = *src;
 	h->last = ev_now(l->loop);
@@ -474,13 +498,14 @@ static int listener_create(struct ev_loop *loop, struct rdmx_tls_config *cfg, bo
 		free(l);
 		return ret;
 	}
-	l->limit_log.last = l->timeout_log.last = -10.0;
+	l->limit_log.last = l->timeout_log.last = l->refused_log.last = -10.0;
 	ev_io_init(&l->accept_io, accept_cb, l->fd, EV_READ);
 	l->accept_io.data = l;
 	ev_timer_init(&l->resume_timer, resume_timer_cb, 0.1, 0.0);
 	l->resume_timer.data = l;
 	rate_log_init(&l->limit_log, "handshake evictions");
 	rate_log_init(&l->timeout_log, "handshake timeouts");
+	rate_log_init(&l->refused_log, "refused handshakes");
 	if (bound)
 		ev_io_start(loop, &l->accept_io);
 	*out = l;
@@ -554,8 +579,10 @@ int rdmx_tls_listener_destroy(struct rdmx_tls_listener **lp)
 		handshake_end(l->head, 0);
 	ev_timer_stop(l->loop, &l->limit_log.flush);
 	ev_timer_stop(l->loop, &l->timeout_log.flush);
+	ev_timer_stop(l->loop, &l->refused_log.flush);
 	rate_report(&l->limit_log, ev_now(l->loop));
 	rate_report(&l->timeout_log, ev_now(l->loop));
+	rate_report(&l->refused_log, ev_now(l->loop));
 	if (l->fd >= 0)
 		close(l->fd);
 	free(l);

@@ -460,7 +460,8 @@ static void count_evictions(enum rdmx_log_level level, const char *file, int lin
 		more = strstr(message, "; ");
 		if (more && sscanf(more, "; %llu more not logged", &n) == 1)
 			evict_seen += n;
-	} else if (sscanf(message, "tls: %llu more handshake evictions not logged", &n) == 1) {
+	} else if (strstr(message, "more handshake evictions not logged") &&
+	           sscanf(message, "tls: %llu more", &n) == 1) {
 		evict_seen += n;
 	}
 	pthread_mutex_unlock(&evict_lock);
@@ -495,6 +496,77 @@ Test(listener, rate_limited_log_keeps_the_count_of_evictions)
 		close(fds[i]);
 	server_stop();
 	cr_assert_eq(evictions_logged(), FLOOD - PER_SOURCE);
+}
+
+/* Refused handshakes: lines seen (each counts 1, its "; N more not logged"
+ * suffix N more) and "N more refused handshakes not logged" summaries. */
+static uint64_t refused_lines, refused_seen;
+
+static void count_refusals(enum rdmx_log_level level, const char *file, int line, const char *func,
+                           const char *message)
+{
+	unsigned long long n = 0;
+	const char *more;
+
+	(void)level;
+	(void)file;
+	(void)line;
+	(void)func;
+	pthread_mutex_lock(&evict_lock);
+	if (strstr(message, "did not speak TLS")) {
+		refused_lines++;
+		refused_seen++;
+		more = strstr(message, "); ");
+		if (more && sscanf(more, "); %llu more not logged", &n) == 1)
+			refused_seen += n;
+	} else if (strstr(message, "more refused handshakes not logged") &&
+	           sscanf(message, "tls: %llu more", &n) == 1) {
+		refused_seen += n;
+	}
+	pthread_mutex_unlock(&evict_lock);
+}
+
+static uint64_t refusals(uint64_t *lines)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&evict_lock);
+	n = refused_seen;
+	*lines = refused_lines;
+	pthread_mutex_unlock(&evict_lock);
+	return n;
+}
+
+/* A scanner's garbage is refused with at most one line a second, and the
+ * count of the others is kept (a line per connection before: a scanner
+ * could flood the log). */
+Test(listener, refused_handshakes_logged_at_most_one_a_second)
+{
+	enum { FLOOD = 100 };
+	static int fds[FLOOD];
+	uint64_t lines = 0;
+	int64_t t0;
+
+	rdmx_log_set_function(count_refusals);
+	server_start(30000, 256, 256);
+	t0 = tls_test_now_ms();
+	for (int i = 0; i < FLOOD; i++) {
+		fds[i] = tcp_from("127.0.0.5");
+		cr_assert_eq(write(fds[i], "GET / HTTP/1.0\r\n\r\n", 18), 18);
+	}
+	for (int i = 0; i < FLOOD; i++) {
+		cr_assert(closed_by_server(fds[i], 20000));
+		close(fds[i]);
+	}
+	wait_until(refused_count() >= FLOOD, 20000);
+	cr_assert_eq(refused_count(), FLOOD);
+	refusals(&lines);
+	cr_assert_leq(lines, 2 + (uint64_t)(tls_test_now_ms() - t0) / 1000,
+	              "%llu lines for %d refusals in %lld ms", (unsigned long long)lines, FLOOD,
+	              (long long)(tls_test_now_ms() - t0));
+	wait_until(refusals(&lines) == FLOOD, 20000);
+	server_stop();
+	cr_assert_eq(refusals(&lines), FLOOD, "refusals lost from the log");
 }
 
 Test(listener, flood_from_many_sources_bounded_by_total_limit)
