@@ -439,42 +439,59 @@ Test(listener, flood_from_one_source_bounded_by_per_source_limit)
 	server_stop();
 }
 
-/* Eviction lines seen: each logged line counts 1, each "N more handshake
- * evictions not logged" summary or "; N more not logged" suffix counts N. */
-static pthread_mutex_t evict_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t evict_seen;
+/* A rate-limited kind of log line, counted as the log gives it: each line
+ * with `mark` counts 1 (and its "; N more not logged" suffix N more), each
+ * "tls: N more <summary> not logged" line N. */
+struct logged {
+	const char *mark, *summary;
+	uint64_t lines, seen;
+};
 
-static void count_evictions(enum rdmx_log_level level, const char *file, int line, const char *func,
-                            const char *message)
+static pthread_mutex_t logged_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct logged *counting;
+
+static void count_logged(enum rdmx_log_level level, const char *file, int line, const char *func,
+                         const char *message)
 {
+	struct logged *c = counting;
 	unsigned long long n = 0;
-	const char *more;
+	const char *more = NULL;
 
 	(void)level;
 	(void)file;
 	(void)line;
 	(void)func;
-	pthread_mutex_lock(&evict_lock);
-	if (strstr(message, "dropped the one idle longest")) {
-		evict_seen++;
-		more = strstr(message, "; ");
+	pthread_mutex_lock(&logged_lock);
+	if (strstr(message, c->mark)) {
+		c->lines++;
+		c->seen++;
+		for (const char *p = strstr(message, "; "); p; p = strstr(p + 2, "; "))
+			more = p; /* the suffix is the last "; " of the line */
 		if (more && sscanf(more, "; %llu more not logged", &n) == 1)
-			evict_seen += n;
-	} else if (strstr(message, "more handshake evictions not logged") &&
-	           sscanf(message, "tls: %llu more", &n) == 1) {
-		evict_seen += n;
+			c->seen += n;
+	} else if (strstr(message, c->summary) && sscanf(message, "tls: %llu more", &n) == 1) {
+		c->seen += n;
 	}
-	pthread_mutex_unlock(&evict_lock);
+	pthread_mutex_unlock(&logged_lock);
 }
 
-static uint64_t evictions_logged(void)
+/* The count so far; *lines: the lines it came in. */
+static uint64_t logged_count(struct logged *c, uint64_t *lines)
 {
 	uint64_t n;
 
-	pthread_mutex_lock(&evict_lock);
-	n = evict_seen;
-	pthread_mutex_unlock(&evict_lock);
+	pthread_mutex_lock(&logged_lock);
+	n = c->seen;
+	if (lines)
+		*lines = c->lines;
+	pthread_mutex_unlock(&logged_lock);
 	return n;
+}
+
+static void count_log(struct logged *c)
+{
+	counting = c;
+	rdmx_log_set_function(count_logged);
 }
 
 /* The log's rate limit keeps the count: every eviction of a flood is in
@@ -485,56 +502,20 @@ Test(listener, rate_limited_log_keeps_the_count_of_evictions)
 	enum { FLOOD = 100, PER_SOURCE = 4 };
 	static int fds[FLOOD];
 
-	rdmx_log_set_function(count_evictions);
+	static struct logged ev = {"dropped the one idle longest",
+	                           "more handshake evictions not logged", 0, 0};
+
+	count_log(&ev);
 	server_start(30000, 16, PER_SOURCE);
 	for (int i = 0; i < FLOOD; i++)
 		fds[i] = tcp_from("127.0.0.4");
 	wait_until(stats().evicted >= FLOOD - PER_SOURCE, 20000);
 	cr_assert_eq(stats().evicted, FLOOD - PER_SOURCE);
-	wait_until(evictions_logged() == FLOOD - PER_SOURCE, 20000);
+	wait_until(logged_count(&ev, NULL) == FLOOD - PER_SOURCE, 20000);
 	for (int i = 0; i < FLOOD; i++)
 		close(fds[i]);
 	server_stop();
-	cr_assert_eq(evictions_logged(), FLOOD - PER_SOURCE);
-}
-
-/* Refused handshakes: lines seen (each counts 1, its "; N more not logged"
- * suffix N more) and "N more refused handshakes not logged" summaries. */
-static uint64_t refused_lines, refused_seen;
-
-static void count_refusals(enum rdmx_log_level level, const char *file, int line, const char *func,
-                           const char *message)
-{
-	unsigned long long n = 0;
-	const char *more;
-
-	(void)level;
-	(void)file;
-	(void)line;
-	(void)func;
-	pthread_mutex_lock(&evict_lock);
-	if (strstr(message, "did not speak TLS")) {
-		refused_lines++;
-		refused_seen++;
-		more = strstr(message, "); ");
-		if (more && sscanf(more, "); %llu more not logged", &n) == 1)
-			refused_seen += n;
-	} else if (strstr(message, "more refused handshakes not logged") &&
-	           sscanf(message, "tls: %llu more", &n) == 1) {
-		refused_seen += n;
-	}
-	pthread_mutex_unlock(&evict_lock);
-}
-
-static uint64_t refusals(uint64_t *lines)
-{
-	uint64_t n;
-
-	pthread_mutex_lock(&evict_lock);
-	n = refused_seen;
-	*lines = refused_lines;
-	pthread_mutex_unlock(&evict_lock);
-	return n;
+	cr_assert_eq(logged_count(&ev, NULL), FLOOD - PER_SOURCE);
 }
 
 /* A scanner's garbage is refused with at most one line a second, and the
@@ -544,10 +525,11 @@ Test(listener, refused_handshakes_logged_at_most_one_a_second)
 {
 	enum { FLOOD = 100 };
 	static int fds[FLOOD];
+	static struct logged rf = {"did not speak TLS", "more refused handshakes not logged", 0, 0};
 	uint64_t lines = 0;
 	int64_t t0;
 
-	rdmx_log_set_function(count_refusals);
+	count_log(&rf);
 	server_start(30000, 256, 256);
 	t0 = tls_test_now_ms();
 	for (int i = 0; i < FLOOD; i++) {
@@ -560,13 +542,13 @@ Test(listener, refused_handshakes_logged_at_most_one_a_second)
 	}
 	wait_until(refused_count() >= FLOOD, 20000);
 	cr_assert_eq(refused_count(), FLOOD);
-	refusals(&lines);
+	logged_count(&rf, &lines);
 	cr_assert_leq(lines, 2 + (uint64_t)(tls_test_now_ms() - t0) / 1000,
 	              "%llu lines for %d refusals in %lld ms", (unsigned long long)lines, FLOOD,
 	              (long long)(tls_test_now_ms() - t0));
-	wait_until(refusals(&lines) == FLOOD, 20000);
+	wait_until(logged_count(&rf, NULL) == FLOOD, 20000);
 	server_stop();
-	cr_assert_eq(refusals(&lines), FLOOD, "refusals lost from the log");
+	cr_assert_eq(logged_count(&rf, NULL), FLOOD, "refusals lost from the log");
 }
 
 Test(listener, flood_from_many_sources_bounded_by_total_limit)
