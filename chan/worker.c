@@ -429,9 +429,9 @@ static void worker_feed_starved(struct rdmx_chan_worker *worker)
 		worker->feeding = c->next_starved;
 		c->next_starved = NULL;
 		c->starved = false;
-		rdmx__chan_pump(c);
 		if (c->state == RDMX_CHAN_READY && c->rx_consumed != c->rx_seq)
 			rdmx__rdv_rx_start(c);
+		rdmx__chan_pump(c); /* last: its callbacks may end the channel */
 	}
 }
 

@@ -196,15 +196,15 @@ static void resp_to_nak(struct tcp_conn *c, struct tcp_frame *f)
 	c->err_after_tx = true;
 }
 
-/* Whether the owed response r may ride on the next request instead of going
- * as a frame (wire.h, RDMX__TCP_F_ACK): a plain ACK, the last response owed,
- * and a request ready to go right after it that has room (not CAS). */
 /* The owed response the next frame would carry (resp_count > resp_picked). */
 static const struct tcp_resp *next_resp(const struct tcp_conn *c)
 {
 	return &c->resp[(c->resp_head + c->tx.resp_picked) & c->resp_mask];
 }
 
+/* Whether the owed response r may ride on the next request instead of going
+ * as a frame (wire.h, RDMX__TCP_F_ACK): a plain ACK, the last response owed,
+ * and a request ready to go right after it that has room (not CAS). */
 static bool ack_rides(const struct tcp_conn *c, const struct tcp_resp *r)
 {
 	return r->op == RDMX__TCP_OP_ACK && c->resp_count == c->tx.resp_picked + 1 &&
