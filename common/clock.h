@@ -59,6 +59,15 @@ static inline bool rdmx__due(uint64_t due, uint64_t *now)
 	return rdmx__due_after(due, rdmx__now_coarse_ns(), now);
 }
 
+/* A stamp that starts a timeout, from the coarse reading alone: never
+ * before rdmx__now_ns(), at most RDMX__COARSE_SLACK_NS after it. A timeout
+ * counted from it ends that much late at most, never early; the stamp costs
+ * no clock-source read (a sign of life on every message). */
+static inline uint64_t rdmx__stamp_ns(void)
+{
+	return rdmx__now_coarse_ns() + RDMX__COARSE_SLACK_NS;
+}
+
 static inline uint64_t rdmx__now_ms(void)
 {
 	return rdmx__now_ns() / 1000000u;

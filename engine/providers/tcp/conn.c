@@ -414,7 +414,7 @@ void rdmx__tcp_conn_alive(struct tcp_conn *c)
 	 * and the post that makes them outstanding sets it: with none there is
 	 * nothing to note and no clock to read */
 	if (c->tt_ns && c->sq_count)
-		c->tt_last = c->tc ? rdmx__tcp_ctx_now(c->tc) : rdmx__now_ns();
+		c->tt_last = rdmx__stamp_ns();
 }
 
 void rdmx__tcp_conn_timer(struct tcp_conn *c, uint64_t now)

@@ -399,7 +399,7 @@ size_t rdmx__tcp_ctx_serve(struct tcp_ctx *tc, size_t budget, bool app)
 {
 	struct tcp_conn *solo = solo_conn(tc);
 	size_t got = 0;
-	uint64_t dl;
+	uint64_t dl, now;
 
 	if (solo) {
 		got = rdmx__tcp_rx_serve(solo, budget);
@@ -416,18 +416,8 @@ size_t rdmx__tcp_ctx_serve(struct tcp_ctx *tc, size_t budget, bool app)
 	if (tc->n_conn_ep > (solo ? 1u : 0u) || side_look(tc, app, got))
 		got += serve_set(tc, budget, solo);
 	dl = atomic_load_explicit(&tc->next_deadline, memory_order_relaxed);
-	if (dl != TCP_NEVER) {
-		uint64_t now;
-
-		/* the section's reading when there is one, else a far deadline
-		 * costs no clock-source read (common/clock.h) */
-		if (tc->clock_open && tc->clock_ns) {
-			if (tc->clock_ns >= dl)
-				rdmx__tcp_ctx_run_timers(tc, tc->clock_ns);
-		} else if (rdmx__due(dl, &now)) {
-			rdmx__tcp_ctx_run_timers(tc, now);
-		}
-	}
+	if (dl != TCP_NEVER && rdmx__due(dl, &now)) /* a far one: no clock-source read */
+		rdmx__tcp_ctx_run_timers(tc, now);
 	return got;
 }
 
@@ -788,14 +778,10 @@ int rdmx__tcp_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 
 	atomic_fetch_add_explicit(&tc->progress, 1, memory_order_relaxed);
 	pthread_mutex_lock(&tc->lock);
-	/* one clock read for the flush's and the serve's signs of life and the
-	 * timer check (no callback runs before the close) */
-	rdmx__tcp_ctx_clock_open(tc);
 	/* answers queued by the previous poll: the application did not post
 	 * anything they could have shared a segment with */
 	rdmx__tcp_ctx_flush_dirty(tc);
 	rdmx__tcp_ctx_serve(tc, TCP_SERVE_BUDGET, true);
-	rdmx__tcp_ctx_clock_close(tc);
 	quiet_check(tc);
 	tc->produced = false; /* the application is here: no wake-up needed */
 	while (done < budget) {

@@ -212,10 +212,8 @@ static bool serve(struct tcp_ctx *tc)
 		pthread_mutex_unlock(&tc->lock);
 		return true;
 	}
-	rdmx__tcp_ctx_clock_open(tc); /* one clock read for the pass (tcp.h) */
 	rdmx__tcp_ctx_serve(tc, TCP_SERVE_BUDGET, false);
 	rdmx__tcp_ctx_flush_dirty(tc);
-	rdmx__tcp_ctx_clock_close(tc);
 	produced = tc->produced;
 	tc->produced = false;
 	pthread_mutex_unlock(&tc->lock);

@@ -42,7 +42,6 @@ int rdmx__tcp_post_send(struct rdmx_conn *conn, struct rdmx_task *task)
 
 	atomic_fetch_add_explicit(&tc->progress, 1, memory_order_relaxed);
 	pthread_mutex_lock(&tc->lock);
-	rdmx__tcp_ctx_clock_open(tc); /* the queued time and the flush's sign of life */
 	switch (c->state) {
 	case TC_ERROR:
 	case TC_DOWN:
@@ -70,7 +69,7 @@ int rdmx__tcp_post_send(struct rdmx_conn *conn, struct rdmx_task *task)
 		c->sq_cur = task;
 	if (!c->sq_count++ && c->tt_ns) {
 		/* the peer owes us nothing until now: its time starts here */
-		c->tt_last = rdmx__tcp_ctx_now(tc);
+		c->tt_last = rdmx__stamp_ns();
 		rdmx__tcp_ctx_timer(tc, c->tt_last + c->tt_ns);
 	}
 	/* Straight to the socket, unless it is full (EPOLLOUT will resume) or
@@ -89,7 +88,6 @@ int rdmx__tcp_post_send(struct rdmx_conn *conn, struct rdmx_task *task)
 	else if (c->state == TC_UP && !(c->ep_events & EPOLLOUT))
 		rdmx__tcp_tx_flush(c);
 unlock:
-	rdmx__tcp_ctx_clock_close(tc);
 	pthread_mutex_unlock(&tc->lock);
 	if (held)
 		rdmx__tcp_nic_nudge(tc); /* a parked NIC looks, should no poll come */

@@ -409,8 +409,6 @@ struct tcp_ctx {
 	struct tcp_lgroup *lgroup; /* listen group joined or led, NULL when none */
 	bool produced;             /* completions pushed since the NIC last looked */
 	bool stopping;
-	bool clock_open;   /* inside a clock section: rdmx__tcp_ctx_now reuses clock_ns */
-	uint64_t clock_ns; /* the section's clock, 0 until its first read */
 
 	/* NIC bookkeeping, under the device lock */
 	struct tcp_ctx *next;
@@ -436,30 +434,6 @@ int rdmx__tcp_cq_reserve(struct tcp_ctx *tc, uint32_t extra);
  * one recv, not an epoll_wait and a recv); false: the NIC thread's pass. */
 size_t rdmx__tcp_ctx_serve(struct tcp_ctx *tc, size_t budget, bool app);
 void rdmx__tcp_ctx_timer(struct tcp_ctx *tc, uint64_t deadline);
-/* One clock read per locked section of the context (lock held from open to
- * close, no callback in between: a poll's flush + serve + timer check, one
- * post, one NIC pass): inside a section rdmx__tcp_ctx_now reads the clock
- * at its first use and answers that value until the close; outside one it
- * reads the clock every time. A section lasts a few system calls, so its
- * readers (signs of life, due timers) see a time at most that old, never a
- * later one (a timer is never run early). */
-static inline void rdmx__tcp_ctx_clock_open(struct tcp_ctx *tc)
-{
-	tc->clock_open = true;
-	tc->clock_ns = 0;
-}
-static inline void rdmx__tcp_ctx_clock_close(struct tcp_ctx *tc)
-{
-	tc->clock_open = false;
-}
-static inline uint64_t rdmx__tcp_ctx_now(struct tcp_ctx *tc)
-{
-	if (!tc->clock_open)
-		return rdmx__now_ns();
-	if (!tc->clock_ns)
-		tc->clock_ns = rdmx__now_ns();
-	return tc->clock_ns;
-}
 void rdmx__tcp_ctx_run_timers(struct tcp_ctx *tc, uint64_t now);
 int rdmx__tcp_ep_set(struct tcp_ctx *tc, int fd, struct tcp_ep *ep, uint32_t events, bool add);
 void rdmx__tcp_ep_del(struct tcp_ctx *tc, int fd, const struct tcp_ep *ep);
@@ -584,7 +558,8 @@ struct tcp_conn {
 	uint32_t cq_refs;       /* completion queue entries naming this conn */
 	uint64_t conn_deadline; /* handshake timeout */
 	uint64_t tt_ns;         /* transport timeout x tries (0: none) */
-	uint64_t tt_last;       /* last sign of life: bytes in or out, or sq was empty */
+	uint64_t tt_last;       /* last sign of life: bytes in or out, or sq was empty
+	                         * (rdmx__stamp_ns: the timeout never ends early) */
 	uint32_t timeout_ms;
 	uint8_t my_token[RDMX__TCP_TOKEN_SIZE];
 	uint8_t peer_token[RDMX__TCP_TOKEN_SIZE];
