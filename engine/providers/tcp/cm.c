@@ -327,8 +327,7 @@ int rdmx__tcp_conn_accept(struct rdmx_conn *conn, const void *pd, size_t pd_len)
 	struct tcp_ctx *tc = c->tc;
 	int rc = 0;
 
-	atomic_fetch_add_explicit(&tc->progress, 1, memory_order_relaxed);
-	pthread_mutex_lock(&tc->lock);
+	rdmx__tcp_ctx_enter(tc);
 	if (c->state != TC_REQUESTED) {
 		rc = RDMX_E_BAD_STATE;
 		goto unlock;
@@ -373,8 +372,7 @@ int rdmx__tcp_connect_to_addr(struct rdmx_conn *conn, const struct rdmx_addr *ad
 	c->cm = true;
 	c->peer = addr->ss;
 	c->peer_len = addr->ss_len;
-	atomic_fetch_add_explicit(&tc->progress, 1, memory_order_relaxed);
-	pthread_mutex_lock(&tc->lock);
+	rdmx__tcp_ctx_enter(tc);
 	rc = rdmx__tcp_conn_link(tc, c);
 	if (rc) {
 		pthread_mutex_unlock(&tc->lock);

@@ -533,8 +533,7 @@ int rdmx__tcp_conn_connect(struct rdmx_conn *conn, const void *details, size_t l
 		rdmx__tcp_pending_del(tc->td, c);
 		pthread_mutex_unlock(&tc->td->lock);
 	}
-	atomic_fetch_add_explicit(&tc->progress, 1, memory_order_relaxed);
-	pthread_mutex_lock(&tc->lock);
+	rdmx__tcp_ctx_enter(tc);
 	if (c->state != TC_IDLE || c->local_connected) {
 		rc = RDMX_E_BAD_STATE;
 		goto unlock;
@@ -654,8 +653,7 @@ int rdmx__tcp_conn_disconnect(struct rdmx_conn *conn)
 	struct tcp_conn *c = TCP_CONN(conn);
 	struct tcp_ctx *tc = c->tc;
 
-	atomic_fetch_add_explicit(&tc->progress, 1, memory_order_relaxed);
-	pthread_mutex_lock(&tc->lock);
+	rdmx__tcp_ctx_enter(tc);
 	rdmx__tcp_conn_down(c, RDMX_E_CONN_ABORTED, RDMX__CONN_EV_DISCONNECTED);
 	pthread_mutex_unlock(&tc->lock);
 	return 0;

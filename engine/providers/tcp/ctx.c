@@ -776,8 +776,7 @@ int rdmx__tcp_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 	struct tcp_cqe batch[CQ_BATCH];
 	unsigned done = 0;
 
-	atomic_fetch_add_explicit(&tc->progress, 1, memory_order_relaxed);
-	pthread_mutex_lock(&tc->lock);
+	rdmx__tcp_ctx_enter(tc);
 	/* answers queued by the previous poll: the application did not post
 	 * anything they could have shared a segment with */
 	rdmx__tcp_ctx_flush_dirty(tc);

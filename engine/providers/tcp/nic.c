@@ -22,8 +22,8 @@
  *   request posted behind unanswered ones waits for the application's next
  *   poll or arm (ops.c: back-to-back posts share one sendmsg), or for this
  *   thread's next look at a context that stopped driving.
- * - Each context has a progress counter (ctx_poll and post_* bump it,
- *   relaxed) and an "armed" flag (ctx_arm / ctx_disarm). Per context, this
+ * - Each context has a progress counter (ctx_poll and post_* bump it, under
+ *   the lock, relaxed) and an "armed" flag (ctx_arm / ctx_disarm). Per context, this
  *   thread picks one of three modes:
  *   ACTIVE  the counter moved within the last grace period (200 us,
  *           RDMX_TCP_NIC_GRACE_US), or the application holds the context

@@ -14,8 +14,7 @@ int rdmx__tcp_post_recv(struct rdmx_ctx *ctx, struct rdmx_task *task)
 	struct tcp_ctx *tc = TCP_CTX(ctx);
 	int rc = 0;
 
-	atomic_fetch_add_explicit(&tc->progress, 1, memory_order_relaxed);
-	pthread_mutex_lock(&tc->lock);
+	rdmx__tcp_ctx_enter(tc);
 	if (tc->rq_count >= ctx->props.recv_queue_size) {
 		rc = RDMX_E_FULL;
 		goto unlock;
@@ -40,8 +39,7 @@ int rdmx__tcp_post_send(struct rdmx_conn *conn, struct rdmx_task *task)
 	bool held = false;
 	int rc = 0;
 
-	atomic_fetch_add_explicit(&tc->progress, 1, memory_order_relaxed);
-	pthread_mutex_lock(&tc->lock);
+	rdmx__tcp_ctx_enter(tc);
 	switch (c->state) {
 	case TC_ERROR:
 	case TC_DOWN:

@@ -377,7 +377,7 @@ struct tcp_ctx {
 	int epfd;                            /* the context's sockets */
 	int efd;                             /* completions produced by the NIC thread */
 	int nfd;                             /* notification fd: epfd's sockets + efd: ctx_get_fd */
-	atomic_uint_least64_t progress;      /* bumped by every ctx_poll / post */
+	atomic_uint_least64_t progress;      /* bumped by every ctx_poll / post (lock held) */
 	atomic_bool armed;                   /* notification requested */
 	atomic_uint_least64_t arms;          /* ctx_arm calls (the NIC: a sleeper between calls) */
 	atomic_bool efd_set;                 /* efd written since the last disarm */
@@ -435,6 +435,17 @@ int rdmx__tcp_cq_reserve(struct tcp_ctx *tc, uint32_t extra);
 size_t rdmx__tcp_ctx_serve(struct tcp_ctx *tc, size_t budget, bool app);
 void rdmx__tcp_ctx_timer(struct tcp_ctx *tc, uint64_t deadline);
 void rdmx__tcp_ctx_run_timers(struct tcp_ctx *tc, uint64_t now);
+/* The application's entry into the context (a poll, a post, a connection
+ * call): takes the lock and bumps the progress counter the NIC thread reads
+ * (nic.c). Every writer holds the lock, so the bump is a plain load and
+ * store, no locked instruction. */
+static inline void rdmx__tcp_ctx_enter(struct tcp_ctx *tc)
+{
+	pthread_mutex_lock(&tc->lock);
+	atomic_store_explicit(&tc->progress,
+	                      atomic_load_explicit(&tc->progress, memory_order_relaxed) + 1,
+	                      memory_order_relaxed);
+}
 int rdmx__tcp_ep_set(struct tcp_ctx *tc, int fd, struct tcp_ep *ep, uint32_t events, bool add);
 void rdmx__tcp_ep_del(struct tcp_ctx *tc, int fd, const struct tcp_ep *ep);
 /* Puts quiet sockets back into the context's sets (lock held); the NIC
