@@ -161,6 +161,14 @@ void rpc_pair(struct node *a, struct node *b, struct rdmx_rpc_server *sa,
 	                rdmx_chan_get_state(q) == RDMX_CHAN_READY);
 }
 
+void chan_pair_close(struct rdmx_chan **xa, struct rdmx_chan **xb, struct node *a, struct node *b)
+{
+	ASSERT_OK(rdmx_chan_destroy(xa));
+	ASSERT_OK(rdmx_chan_destroy(xb));
+	node_close(a);
+	node_close(b);
+}
+
 void rpc_pair_close(struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb)
 {
 	struct rdmx_chan *p = *ra ? rdmx_rpc_ep_get_chan(*ra) : NULL;

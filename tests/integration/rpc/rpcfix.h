@@ -61,6 +61,9 @@ struct chan_conf {
 void chan_pair(struct node *a, struct node *b, const struct chan_conf *ca,
                const struct chan_conf *cb, struct rdmx_chan **xa, struct rdmx_chan **xb,
                bool wait_ready);
+/* The end of a test on one chan_pair: both channels destroyed, both nodes
+ * closed. */
+void chan_pair_close(struct rdmx_chan **xa, struct rdmx_chan **xb, struct node *a, struct node *b);
 /* Raw connection pair only (export/connect); drives until both can post. */
 void conn_pair(struct node *a, struct node *b, struct rdmx_conn **ca, struct rdmx_conn **cb);
 

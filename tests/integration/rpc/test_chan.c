@@ -209,10 +209,7 @@ Test(chan, settings_and_limits)
 	free(big);
 	ASSERT_RC(rdmx_chan_send(NULL, "x", 1, NULL, NULL), RDMX_E_INVAL);
 	ASSERT_RC(rdmx_chan_send_buf(p, NULL, sent_cb, NULL), RDMX_E_INVAL);
-	ASSERT_OK(rdmx_chan_destroy(&p));
-	ASSERT_OK(rdmx_chan_destroy(&q));
-	node_close(&a);
-	node_close(&b);
+	chan_pair_close(&p, &q, &a, &b);
 }
 
 /* Every size class: around the slot payload and the raw slot size, then 1 B
@@ -275,10 +272,7 @@ Test(chan, sizes_eager_and_rendezvous, .timeout = 900)
 	          (unsigned long long)st.rendezvous_sent);
 	ASSERT_OK(rdmx_chan_get_stats(y, &st));
 	cr_assert_eq(st.rendezvous_received, st.rendezvous_received);
-	ASSERT_OK(rdmx_chan_destroy(&x));
-	ASSERT_OK(rdmx_chan_destroy(&y));
-	node_close(&a);
-	node_close(&b);
+	chan_pair_close(&x, &y, &a, &b);
 }
 
 /* Pipelined mix of eager and rendezvous messages: order and exactly once. */
@@ -316,10 +310,7 @@ Test(chan, ordered_mix_pipelined, .timeout = 600)
 	cr_assert_eq(sb.bad, 0);
 	cr_assert_eq(sb.n, total);
 	cr_assert_eq(sl.err, 0);
-	ASSERT_OK(rdmx_chan_destroy(&x));
-	ASSERT_OK(rdmx_chan_destroy(&y));
-	node_close(&a);
-	node_close(&b);
+	chan_pair_close(&x, &y, &a, &b);
 }
 
 /* Zero copy from registered memory, eager and rendezvous. */
@@ -422,10 +413,7 @@ Test(chan, stalled_consumer_bounded)
 	ASSERT_OK(send_msg(x, accepted, 64, NULL, NULL));
 	DRIVE_UNTIL(&a, &b, sb.n == accepted + 1);
 	cr_assert_eq(sb.bad, 0);
-	ASSERT_OK(rdmx_chan_destroy(&x));
-	ASSERT_OK(rdmx_chan_destroy(&y));
-	node_close(&a);
-	node_close(&b);
+	chan_pair_close(&x, &y, &a, &b);
 }
 
 /* The 32-bit sequence number wraps: a ring of a count that is no power of
@@ -463,10 +451,7 @@ Test(chan, sequence_wrap_keeps_slots_apart)
 	}
 	cr_assert_eq(sb.bad, 0);
 	cr_assert_eq(y->rx_seq, start + total); /* wrapped */
-	ASSERT_OK(rdmx_chan_destroy(&x));
-	ASSERT_OK(rdmx_chan_destroy(&y));
-	node_close(&a);
-	node_close(&b);
+	chan_pair_close(&x, &y, &a, &b);
 }
 
 /* A fill that refuses: its error is the send's answer, nothing is sent, and
@@ -505,10 +490,7 @@ Test(chan, fill_error_fails_that_send_alone)
 	ASSERT_OK(send_msg(x, 0, 40, sent_cb, &sl));
 	DRIVE_UNTIL(&a, &b, sb.n == 1 && sl.ok == 1);
 	cr_assert_eq(sb.bad, 0);
-	ASSERT_OK(rdmx_chan_destroy(&x));
-	ASSERT_OK(rdmx_chan_destroy(&y));
-	node_close(&a);
-	node_close(&b);
+	chan_pair_close(&x, &y, &a, &b);
 }
 
 /* A ring of large slots whose writer keeps fewer in flight than half the
@@ -540,10 +522,7 @@ Test(chan, one_way_credits_within_the_writers_window, .timeout = 120)
 		            sb.n == sent && (sent == total || rdmx_chan_get_credits(x) > 0));
 	}
 	cr_assert_eq(sb.bad, 0);
-	ASSERT_OK(rdmx_chan_destroy(&x));
-	ASSERT_OK(rdmx_chan_destroy(&y));
-	node_close(&a);
-	node_close(&b);
+	chan_pair_close(&x, &y, &a, &b);
 }
 
 /* Two channels of one receiving worker whose pool holds one rendezvous
@@ -575,10 +554,7 @@ Test(chan, rendezvous_read_waits_for_the_pool)
 	cr_assert_eq(s1.bad + s2.bad, 0);
 	ASSERT_OK(rdmx_chan_destroy(&x1));
 	ASSERT_OK(rdmx_chan_destroy(&y1));
-	ASSERT_OK(rdmx_chan_destroy(&x2));
-	ASSERT_OK(rdmx_chan_destroy(&y2));
-	node_close(&a);
-	node_close(&b);
+	chan_pair_close(&x2, &y2, &a, &b);
 }
 
 /* Everything by rendezvous (eager threshold 0), with the consumer slower. */
@@ -604,10 +580,7 @@ Test(chan, eager_threshold_zero)
 	cr_assert_eq(st.rendezvous_sent, 50);
 	ASSERT_OK(rdmx_chan_get_stats(y, &st));
 	cr_assert_eq(st.rendezvous_received, 50);
-	ASSERT_OK(rdmx_chan_destroy(&x));
-	ASSERT_OK(rdmx_chan_destroy(&y));
-	node_close(&a);
-	node_close(&b);
+	chan_pair_close(&x, &y, &a, &b);
 }
 
 /* Closing with sends queued: each completes once with an error. */
@@ -668,10 +641,7 @@ Test(chan, keepalive_probes_idle_channel)
 	ASSERT_OK(send_msg(x, 0, 50, NULL, NULL));
 	DRIVE_UNTIL(&a, &b, sb.n == 1);
 	cr_assert_eq(sb.bad, 0);
-	ASSERT_OK(rdmx_chan_destroy(&x));
-	ASSERT_OK(rdmx_chan_destroy(&y));
-	node_close(&a);
-	node_close(&b);
+	chan_pair_close(&x, &y, &a, &b);
 }
 
 /* A rendezvous above the largest single read (Soft-RoCE: 8 MiB) is read in
@@ -700,8 +670,5 @@ Test(chan, rendezvous_in_chunks)
 	DRIVE_UNTIL(&a, &b, sb.n == (uint32_t)n && sl.ok == n);
 	cr_assert_eq(sb.bad, 0);
 	cr_assert_eq(sl.err, 0);
-	ASSERT_OK(rdmx_chan_destroy(&x));
-	ASSERT_OK(rdmx_chan_destroy(&y));
-	node_close(&a);
-	node_close(&b);
+	chan_pair_close(&x, &y, &a, &b);
 }

@@ -151,10 +151,7 @@ Test(chan, ring_descriptor_works_only_through_the_channel_connection)
 	bare_close(&bx);
 	bare_close(&by);
 	ASSERT_OK(rdmx_mr_dereg(&src_mr));
-	ASSERT_OK(rdmx_chan_destroy(&x));
-	ASSERT_OK(rdmx_chan_destroy(&y));
-	node_close(&a);
-	node_close(&b);
+	chan_pair_close(&x, &y, &a, &b);
 	free(src);
 	leak_end();
 }
@@ -215,10 +212,7 @@ Test(chan, rendezvous_source_is_granted_to_the_channel_connection)
 	bare_close(&by);
 	ASSERT_OK(rdmx_mr_remote_delete(&remote));
 	ASSERT_OK(rdmx_mr_dereg(&dst_mr));
-	ASSERT_OK(rdmx_chan_destroy(&x));
-	ASSERT_OK(rdmx_chan_destroy(&y));
-	node_close(&a);
-	node_close(&b);
+	chan_pair_close(&x, &y, &a, &b);
 	free(msg);
 	free(dst);
 	leak_end();

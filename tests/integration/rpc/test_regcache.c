@@ -267,10 +267,7 @@ Test(regcache, channel_messages_small_limit, .timeout = 600)
 	cr_assert_eq(sa.regs, 0, "%llu registrations left over the limit",
 	             (unsigned long long)sa.regs);
 	cr_assert_eq(sb.regs, 0);
-	ASSERT_OK(rdmx_chan_destroy(&x));
-	ASSERT_OK(rdmx_chan_destroy(&y));
-	node_close(&a);
-	node_close(&b);
+	chan_pair_close(&x, &y, &a, &b);
 	free(src);
 }
 
