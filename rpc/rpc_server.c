@@ -566,8 +566,9 @@ int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 	}
 	rdmx__map_del(&ep->incoming, call->id);
 	rdmx__worker_timer_disarm(ep->worker, &call->timer);
-	now = rdmx__now_ns(); /* one read: the handler's time and the deadline */
-	ns = now - call->start_ns;
+	/* the deadline's clock read only when there is one: the call's time is
+	 * read once its answer went (after the send, off the answer's path) */
+	now = call->deadline_ns ? rdmx__now_ns() : 0;
 	tot = &ep->st[RDMX_RPC_ROLE_SERVER];
 	expired = call->deadline_ns && now >= call->deadline_ns;
 	if (!call->cancelled && !call->oneway && !ep->closed && !expired) {
@@ -610,6 +611,7 @@ int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 	} else if (call->cancelled) {
 		code = RDMX_RPC_CANCELLED;
 	}
+	ns = (sent || !now ? rdmx__now_ns() : now) - call->start_ns; /* arrival to answer sent */
 	if (call->ic) {
 		rdmx__ic_done(&call->ic, code, message);
 	}
