@@ -31,8 +31,11 @@ int kv_get_start(struct rdmx_rpc_ep *ep, const char *key, size_t klen,
                  const struct rdmx_rpc_call_opts *opts, struct kv_get *g, uint64_t *call_id);
 /* Blocking: starts the Get and drives ep's worker until it completes (not
  * from a callback of that worker). 0 once g holds the outcome (see g->rc),
- * or a negative RDMX_E_* when the call could not be started or the engine
- * failed (the call is then cancelled). */
+ * or a negative RDMX_E_* when the call could not be started or the wait
+ * failed (the engine's error); g is then empty. A call a failed wait left
+ * pending is cancelled; one the cancel cannot reach (a one-way call
+ * completes when sent) completes later into a record of its own, which its
+ * callback frees: the call never writes g after this returned. */
 int kv_get_call(struct rdmx_rpc_ep *ep, const char *key, size_t klen,
                 const struct rdmx_rpc_call_opts *opts, struct kv_get *g);
 /* Frees what g holds (NULL: no-op); g is then empty. */

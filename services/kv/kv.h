@@ -14,7 +14,9 @@ struct rdmx_tls_config;
 #define KV_DEFAULT_SERVICE "kv"
 #define KV_SCAN_DEFAULT_LIMIT 100u
 #define KV_SCAN_MAX_LIMIT 1000u
-#define KV_SCAN_PAGE_BYTES (4u << 20) /* values per page, beyond the first entry */
+/* a Scan page's entries as encoded (keys, values, framing) beyond its
+ * first; the channel's largest message caps it too (scan.h) */
+#define KV_SCAN_PAGE_BYTES (4u << 20)
 /* largest channel message: a 64 MiB value and the request around it; a
  * device whose messages are smaller (Soft-RoCE: 8 MiB) lowers both */
 #define KV_MSG_OVERHEAD (64u << 10)

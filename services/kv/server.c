@@ -49,6 +49,7 @@
 #include "kv.rdmx.h"
 #include "metrics_http.h"
 #include "put.h"
+#include "scan.h"
 #include "sd_notify.h"
 #include "store.h"
 
@@ -196,93 +197,12 @@ static void on_delete(struct rdmx_rpc_server_call *call, const kv_DeleteRequest 
 	kv_KV_Delete_respond(call, RDMX_RPC_OK, NULL, &resp);
 }
 
-static bool has_prefix(const struct kv_entry *e, struct rdmx_str prefix)
-{
-	return e->klen >= prefix.len &&
-	       (prefix.len == 0 || !memcmp(e->key, prefix.data, prefix.len));
-}
-
-struct scan_page {
-	const kv_ScanRequest *req;
-	kv_ScanResponse *resp;
-	kv_Entry *v;
-	uint32_t limit;
-	uint64_t bytes;
-	size_t n;
-};
-
-static bool scan_visit(const struct kv_entry *e, void *arg)
-{
-	struct scan_page *p = arg;
-
-	if (!has_prefix(e, p->req->prefix))
-		return false;
-	if (p->n == p->limit ||
-	    (p->n > 0 && !p->req->keys_only && p->bytes + e->vlen > KV_SCAN_PAGE_BYTES)) {
-		p->resp->next_page_token =
-		    rdmx_str_n(p->v[p->n - 1].key.data, p->v[p->n - 1].key.len);
-		return false;
-	}
-	kv_Entry_init(&p->v[p->n]);
-	p->v[p->n].key = rdmx_str_n(e->key, e->klen);
-	p->v[p->n].size = e->vlen;
-	if (!p->req->keys_only) {
-		p->v[p->n].value = rdmx_bytes_n(e->val, e->vlen);
-		p->bytes += e->vlen;
-	}
-	p->n++;
-	return true;
-}
-
 static void on_scan(struct rdmx_rpc_server_call *call, const kv_ScanRequest *req, void *arg)
 {
 	struct kv_server *k = arg;
-	uint32_t limit = req->limit ? req->limit : KV_SCAN_DEFAULT_LIMIT;
-	struct scan_page page;
-	kv_ScanResponse resp;
-	kv_Entry *v;
-	int rc;
 
 	k->calls[3]++;
-	if (limit > KV_SCAN_MAX_LIMIT)
-		limit = KV_SCAN_MAX_LIMIT;
-	if (req->prefix.len > KV_MAX_KEY || req->page_token.len > KV_MAX_KEY ||
-	    (req->page_token.len &&
-	     (req->page_token.len < req->prefix.len ||
-	      memcmp(req->page_token.data, req->prefix.data, req->prefix.len)))) {
-		kv_KV_Scan_respond(call, RDMX_RPC_INVALID_ARGUMENT,
-		                   "page_token does not belong to this prefix", NULL);
-		return;
-	}
-	v = calloc(limit, sizeof(*v));
-	if (!v) {
-		kv_KV_Scan_respond(call, RDMX_RPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
-		return;
-	}
-	kv_ScanResponse_init(&resp);
-	page.req = req;
-	page.resp = &resp;
-	page.v = v;
-	page.limit = limit;
-	page.bytes = 0;
-	page.n = 0;
-	rc = kv_store_begin_read(k->store);
-	/* the page starts after the token (the last key of the previous page) */
-	if (!rc)
-		rc = req->page_token.len
-		         ? kv_store_scan(k->store, req->page_token.data, req->page_token.len, true,
-		                         scan_visit, &page)
-		         : kv_store_scan(k->store, req->prefix.data, req->prefix.len, false,
-		                         scan_visit, &page);
-	if (rc) {
-		kv_KV_Scan_respond(call, RDMX_RPC_INTERNAL, "the store failed (logged)", NULL);
-	} else {
-		resp.n_entries = page.n;
-		resp.entries = v;
-		kv_KV_Scan_respond(call, RDMX_RPC_OK, NULL, &resp);
-	}
-	kv_store_end_read(k->store);
-	free(v);
+	kv_scan_respond(k->store, call, req); /* scan.c */
 }
 
 static const char *server_device(const struct kv_server *k)

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "put.h"
+#include "scan.h"
 
 static void on_put(struct rdmx_rpc_server_call *call, const kv_PutRequest *req, void *arg)
 {
@@ -42,11 +43,20 @@ static void on_get(struct rdmx_rpc_server_call *call, const kv_GetRequest *req, 
 	kv_store_end_read(s->store);
 }
 
+static void on_scan(struct rdmx_rpc_server_call *call, const kv_ScanRequest *req, void *arg)
+{
+	struct kv_fix_state *s = arg;
+
+	s->scans++;
+	kv_scan_respond(s->store, call, req);
+}
+
 const struct chan_conf kv_fix_conf = {.max_msg = KV_FIX_MAX_MSG};
 
-void kv_fix_open(struct kv_fix *f, const char *extra_name, rdmx_rpc_handler extra)
+static void fix_open(struct kv_fix *f, const char *extra_name, rdmx_rpc_handler extra,
+                     const struct chan_conf *client)
 {
-	static const struct kv_KV_handlers h = {on_get, on_put, NULL, NULL};
+	static const struct kv_KV_handlers h = {on_get, on_put, NULL, on_scan};
 
 	memset(f, 0, sizeof(*f));
 	ASSERT_OK(kv_store_open_memory(0, &f->st.store));
@@ -57,7 +67,17 @@ void kv_fix_open(struct kv_fix *f, const char *extra_name, rdmx_rpc_handler extr
 	if (extra)
 		ASSERT_OK(rdmx_rpc_server_register(f->srv, rdmx_rpc_method_id(extra_name),
 		                                   extra_name, extra, NULL));
-	rpc_pair(&f->a, &f->b, NULL, f->srv, &kv_fix_conf, &kv_fix_conf, &f->ra, &f->rb);
+	rpc_pair(&f->a, &f->b, NULL, f->srv, client, &kv_fix_conf, &f->ra, &f->rb);
+}
+
+void kv_fix_open(struct kv_fix *f, const char *extra_name, rdmx_rpc_handler extra)
+{
+	fix_open(f, extra_name, extra, &kv_fix_conf);
+}
+
+void kv_fix_open_conf(struct kv_fix *f, const struct chan_conf *client)
+{
+	fix_open(f, NULL, NULL, client);
 }
 
 void kv_fix_close(struct kv_fix *f)

@@ -13,7 +13,10 @@
  *   with UNAVAILABLE, no buffer left busy or handed over, the server's
  *   source released, and the server serves the next client;
  * - a small value (a channel slot) is copied once; a take outside the
- *   completion callback, or without a body, is refused. */
+ *   completion callback, or without a body, is refused;
+ * - the blocking get (kv_get_call) fills the caller's g, and a call it had
+ *   to leave pending (its wait failed, the cancel could not reach it)
+ *   never writes g after the return. */
 #include "kvfix.h"
 
 #include <stdio.h>
@@ -309,4 +312,126 @@ Test(kv_bigget, small_value_copied_and_take_refused)
 	ASSERT_RC(rdmx_rpc_result_take(f.ra, NULL, &owned, NULL), RDMX_E_INVAL);
 	ASSERT_RC(rdmx_rpc_result_take(f.ra, &fake, NULL, NULL), RDMX_E_INVAL);
 	kv_fix_close(&f);
+}
+
+/* the blocking get (kv_get_call), the server on a thread of its own: the
+ * outcome lands in the caller's g, a large value still not copied */
+Test(kv_bigget, blocking_get_fills_g, .timeout = 600)
+{
+	const size_t len = 8 * MIB;
+	uint8_t *src = malloc(len);
+	struct node_serve ns;
+	struct kv_get g;
+	struct kv_fix f;
+	uint64_t want;
+
+	cr_assert_not_null(src);
+	pattern_fill(src, len, 3);
+	want = checksum64(src, len);
+	kv_fix_open(&f, NULL, NULL);
+	put_sync(&f, "blob", src, len);
+	put_sync(&f, "s", "tiny", 4);
+	free(src);
+	node_serve_start(&ns, &f.b);
+	ASSERT_OK(kv_get_call(f.ra, "blob", 4, NULL, &g));
+	cr_assert_eq(g.rc, 0, "get: %d %s", g.rc, g.message);
+	cr_assert(g.taken, "the 8 MiB answer was copied, not kept");
+	cr_assert_eq(g.len, len);
+	cr_assert_eq(checksum64(g.value, g.len), want);
+	kv_get_fini(&g);
+	ASSERT_OK(kv_get_call(f.ra, "s", 1, NULL, &g));
+	cr_assert_eq(g.rc, 0);
+	cr_assert(!g.taken);
+	cr_assert_eq(g.len, 4);
+	cr_assert_eq(memcmp(g.value, "tiny", 4), 0);
+	kv_get_fini(&g);
+	ASSERT_OK(kv_get_call(f.ra, "nope", 4, NULL, &g));
+	cr_assert_eq(g.rc, RDMX_RPC_NOT_FOUND);
+	cr_assert_null(g.owned);
+	node_serve_stop(&ns);
+	kv_fix_close(&f);
+}
+
+/* kv_get_call run from a callback of its own worker, where its wait
+ * answers RDMX_E_BAD_STATE at once: the one failure of that wait a test
+ * can cause (an engine failure cannot be). */
+struct nested {
+	struct rdmx_rpc_ep *ep;
+	struct rdmx_rpc_call_opts opts;
+	struct kv_get *g; /* the caller's record: other data once the call returned */
+	int ran, rc;
+};
+
+static void nested_get(enum rdmx_rpc_code code, const char *message, const kv_PutResponse *resp,
+                       void *arg)
+{
+	struct nested *n = arg;
+
+	(void)code;
+	(void)message;
+	(void)resp;
+	n->ran++;
+	n->rc = kv_get_call(n->ep, "k", 1, &n->opts, n->g);
+	memset(n->g, 0xa5, sizeof(*n->g)); /* the caller's memory, put to other use */
+}
+
+static bool untouched(const struct kv_get *g)
+{
+	const uint8_t *p = (const uint8_t *)g;
+
+	for (size_t i = 0; i < sizeof(*g); i++)
+		if (p[i] != 0xa5)
+			return false;
+	return true;
+}
+
+static uint64_t client_completed(struct kv_fix *f)
+{
+	struct rdmx_rpc_stats st;
+
+	ASSERT_OK(rdmx_rpc_ep_get_stats(f->ra, RDMX_RPC_ROLE_CLIENT, &st));
+	return st.completed;
+}
+
+/* a put whose callback runs the nested get; then until both completed */
+static void get_from_callback(struct kv_fix *f, struct nested *n)
+{
+	uint64_t before = client_completed(f);
+	kv_PutRequest req;
+
+	kv_PutRequest_init(&req);
+	req.key = rdmx_str_c("k");
+	req.value = rdmx_bytes_n("v", 1);
+	ASSERT_OK(kv_KV_Put_async(f->ra, &req, NULL, nested_get, n, NULL));
+	DRIVE_UNTIL(&f->a, &f->b, n->ran);
+	DRIVE_UNTIL(&f->a, &f->b, client_completed(f) == before + 2);
+	cr_assert_eq(n->ran, 1);
+}
+
+Test(kv_bigget, get_left_pending_never_writes_g)
+{
+	struct kv_get *g = malloc(sizeof(*g));
+	struct nested n;
+	struct kv_fix f;
+
+	cr_assert_not_null(g);
+	kv_fix_open(&f, NULL, NULL);
+	/* one-way: no cancel reaches it, it completes when sent, after the
+	 * return */
+	memset(&n, 0, sizeof(n));
+	n.ep = f.ra;
+	n.g = g;
+	n.opts.oneway = true;
+	get_from_callback(&f, &n);
+	ASSERT_RC(n.rc, RDMX_E_BAD_STATE);
+	cr_assert(untouched(g), "the get completed into g after kv_get_call returned");
+	DRIVE_UNTIL(&f.a, &f.b, f.st.gets == 1); /* it was sent, and served */
+	/* two-way: cancelled, its callback runs inside the cancel */
+	n.opts.oneway = false;
+	n.ran = 0;
+	get_from_callback(&f, &n);
+	ASSERT_RC(n.rc, RDMX_E_BAD_STATE);
+	cr_assert(untouched(g), "the cancelled get wrote g after kv_get_call returned");
+	kv_fix_close(&f);
+	free(g);
 }
