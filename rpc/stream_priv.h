@@ -86,6 +86,15 @@ void rdmx__stream_end(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, const 
                       const void *details, size_t dlen, const struct rdmx_rpc_md *trailers);
 /* Ends with the status the opener holds for after its queued messages. */
 void rdmx__stream_end_held(struct rdmx_rpc_stream *s);
+/* Ends the stream here and for the peer: the opener sends a reset with code,
+ * the acceptor a status without details or trailers (code, peer_msg); on_done
+ * gets code and msg. The peer always learns the end: when that frame cannot
+ * go, the connection is closed. The caller holds the endpoint. */
+void rdmx__stream_abort(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, const char *peer_msg,
+                        const char *msg);
+/* Refuses stream id, which has no object here (acceptor): a status as above. */
+void rdmx__stream_refuse(struct rdmx_rpc_ep *ep, uint64_t id, enum rdmx_rpc_code code,
+                         const char *msg);
 struct rdmx_rpc_stream *rdmx__stream_new(struct rdmx_rpc_ep *ep, uint64_t id, uint32_t method,
                                          enum rdmx_rpc_stream_kind kind, bool opener);
 void rdmx__stream_arm_deadline(struct rdmx_rpc_stream *s, uint64_t start_ns, uint64_t us);
