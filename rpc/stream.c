@@ -166,6 +166,16 @@ int rdmx__stream_send_frame(struct rdmx_rpc_ep *ep, uint8_t type, uint8_t flags,
 	                          NULL, RDMX__SEND_FORCE, NULL);
 }
 
+int rdmx__stream_send(struct rdmx_rpc_stream *s, uint8_t type, uint8_t code, uint32_t word,
+                      uint64_t wide, const uint8_t *pre, size_t prelen,
+                      const struct rdmx_rpc_payload *body)
+{
+	if (rdmx__stream_silent(s))
+		return 0;
+	return rdmx__stream_send_frame(s->ep, type, rdmx__stream_dir_flag(s), code, word, s->id,
+	                               wide, pre, prelen, body);
+}
+
 /* ---- coalescing small messages ----
  * A message written from inside a callback of the engine (a handler,
  * on_msg, on_writable, a timer: the writer is likely to write more before
@@ -196,11 +206,10 @@ int rdmx__stream_flush(struct rdmx_rpc_stream *s)
 	rdmx__worker_timer_disarm(s->ep->worker, &s->flush_timer);
 	if (s->batch_n == 1) {
 		one = rdmx_rpc_bytes(s->batch + 4, s->batch_len - 4);
-		rc = rdmx__stream_send_frame(s->ep, RPC_T_S_MSG, rdmx__stream_dir_flag(s), 0, 0,
-		                             s->id, 0, NULL, 0, &one);
+		rc = rdmx__stream_send(s, RPC_T_S_MSG, 0, 0, 0, NULL, 0, &one);
 	} else {
-		rc = rdmx__stream_send_frame(s->ep, RPC_T_S_MSG, rdmx__stream_dir_flag(s), 0,
-		                             s->batch_n, s->id, 0, s->batch, s->batch_len, NULL);
+		rc = rdmx__stream_send(s, RPC_T_S_MSG, 0, s->batch_n, 0, s->batch, s->batch_len,
+		                       NULL);
 	}
 	s->batch_len = 0;
 	s->batch_n = 0;
@@ -389,15 +398,12 @@ void rdmx__stream_abort(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, cons
 {
 	struct rdmx_rpc_ep *ep = s->ep;
 	uint64_t id = s->id;
-	int rc = 0;
+	int rc;
 
-	if (!s->rejected) { /* a refused one never reached the peer */
-		if (s->opener)
-			rc = rdmx__stream_send_frame(ep, RPC_T_S_RST, 0, (uint8_t)code, 0, id, 0,
-			                             NULL, 0, NULL);
-		else
-			rc = send_bare_status(ep, id, code, peer_msg);
-	}
+	if (s->opener)
+		rc = rdmx__stream_send(s, RPC_T_S_RST, (uint8_t)code, 0, 0, NULL, 0, NULL);
+	else
+		rc = send_bare_status(ep, id, code, peer_msg);
 	/* here first: on_done sees code, not the close it may take to tell the peer */
 	rdmx__stream_end(s, code, msg, NULL, 0, NULL);
 	close_if_unsent(ep, id, rc);
@@ -614,8 +620,8 @@ int rdmx_rpc_stream_write(struct rdmx_rpc_stream *s, const struct rdmx_rpc_paylo
 		return RDMX_E_INVAL;
 	if (s->ended || s->local_end || s->ep->closed)
 		return RDMX_E_BAD_STATE;
-	if (s->rejected)
-		return 0; /* refused by an interceptor: it ends so at the next progress */
+	if (rdmx__stream_silent(s))
+		return 0; /* accepted, and no message: the peer never heard of it */
 	if (s->sent >= 1 && ((s->opener && s->kind == RDMX_RPC_SERVER_STREAMING) ||
 	                     (!s->opener && s->kind == RDMX_RPC_CLIENT_STREAMING)))
 		return RDMX_E_BAD_STATE;
@@ -633,8 +639,7 @@ int rdmx_rpc_stream_write(struct rdmx_rpc_stream *s, const struct rdmx_rpc_paylo
 	    (rc = rdmx_rpc_stream_send_headers(s, NULL)) != 0)
 		return rc;
 	if (!batch_add(s, msg, &rc) && (rc = rdmx__stream_flush(s)) == 0)
-		rc = rdmx__stream_send_frame(s->ep, RPC_T_S_MSG, rdmx__stream_dir_flag(s), 0, 0,
-		                             s->id, 0, NULL, 0, msg);
+		rc = rdmx__stream_send(s, RPC_T_S_MSG, 0, 0, 0, NULL, 0, msg);
 	if (rc == 0) {
 		s->sent++;
 		s->sent_bytes += rdmx__stream_cost(msg ? msg->len : 0);
@@ -654,14 +659,9 @@ int rdmx_rpc_stream_half_close(struct rdmx_rpc_stream *s)
 		return RDMX_E_INVAL;
 	if (s->ended || s->local_end)
 		return RDMX_E_BAD_STATE;
-	if (s->rejected) { /* nothing went out, nothing to end on the wire */
-		s->local_end = true;
-		return 0;
-	}
 	if ((rc = rdmx__stream_flush(s)) != 0)
 		return rc;
-	rc = rdmx__stream_send_frame(s->ep, RPC_T_S_END, rdmx__stream_dir_flag(s), 0, 0, s->id, 0,
-	                             NULL, 0, NULL);
+	rc = rdmx__stream_send(s, RPC_T_S_END, 0, 0, 0, NULL, 0, NULL);
 	if (rc == 0) {
 		s->local_end = true;
 		s->want_writable = false;

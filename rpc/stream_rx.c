@@ -22,10 +22,9 @@ void rdmx__stream_grant(struct rdmx_rpc_stream *s)
 		more_b = UINT32_MAX;
 
 	/* one frame for both, once half a window of either is due */
-	if (s->ended || s->peer_end || s->rejected || (more < half && more_b < half_b))
+	if (s->ended || s->peer_end || (more < half && more_b < half_b))
 		return;
-	if (rdmx__stream_send_frame(s->ep, RPC_T_S_WINDOW, rdmx__stream_dir_flag(s), 0,
-	                            (uint32_t)more, s->id, more_b, NULL, 0, NULL) == 0) {
+	if (rdmx__stream_send(s, RPC_T_S_WINDOW, 0, (uint32_t)more, more_b, NULL, 0, NULL) == 0) {
 		s->granted += more;
 		s->granted_bytes += more_b;
 	}
