@@ -6,7 +6,9 @@
  * `in` (opened by the peer) table until rdmx__stream_end takes it out and runs
  * on_done; every outcome goes through rdmx__stream_end, which does nothing for a
  * stream already ended. The object is freed once on_done returned and no
- * callback of the stream is on the stack (`busy`).
+ * callback of the stream is on the stack (`busy`). The peer learns every end
+ * too: a status that cannot go as given gives way to a bare one, and when no
+ * frame that ends the stream (status, reset) can go, the connection closes.
  *
  * Credits count messages and bytes (length + RDMX_RPC_STREAM_MSG_COST). The
  * receiver's `granted` / `granted_bytes` are what the writer may have sent in
@@ -164,6 +166,16 @@ int rdmx__stream_send_frame(struct rdmx_rpc_ep *ep, uint8_t type, uint8_t flags,
 	                          NULL, RDMX__SEND_FORCE, NULL);
 }
 
+int rdmx__stream_send(struct rdmx_rpc_stream *s, uint8_t type, uint8_t code, uint32_t word,
+                      uint64_t wide, const uint8_t *pre, size_t prelen,
+                      const struct rdmx_rpc_payload *body)
+{
+	if (rdmx__stream_silent(s))
+		return 0;
+	return rdmx__stream_send_frame(s->ep, type, rdmx__stream_dir_flag(s), code, word, s->id,
+	                               wide, pre, prelen, body);
+}
+
 /* ---- coalescing small messages ----
  * A message written from inside a callback of the engine (a handler,
  * on_msg, on_writable, a timer: the writer is likely to write more before
@@ -194,11 +206,10 @@ int rdmx__stream_flush(struct rdmx_rpc_stream *s)
 	rdmx__worker_timer_disarm(s->ep->worker, &s->flush_timer);
 	if (s->batch_n == 1) {
 		one = rdmx_rpc_bytes(s->batch + 4, s->batch_len - 4);
-		rc = rdmx__stream_send_frame(s->ep, RPC_T_S_MSG, rdmx__stream_dir_flag(s), 0, 0,
-		                             s->id, 0, NULL, 0, &one);
+		rc = rdmx__stream_send(s, RPC_T_S_MSG, 0, 0, 0, NULL, 0, &one);
 	} else {
-		rc = rdmx__stream_send_frame(s->ep, RPC_T_S_MSG, rdmx__stream_dir_flag(s), 0,
-		                             s->batch_n, s->id, 0, s->batch, s->batch_len, NULL);
+		rc = rdmx__stream_send(s, RPC_T_S_MSG, 0, s->batch_n, 0, s->batch, s->batch_len,
+		                       NULL);
 	}
 	s->batch_len = 0;
 	s->batch_n = 0;
@@ -260,32 +271,82 @@ static int batch_add(struct rdmx_rpc_stream *s, const struct rdmx_rpc_payload *m
 	return 1;
 }
 
-/* A status frame (also for calls refused before a stream object exists). */
-int rdmx__stream_send_status(struct rdmx_rpc_ep *ep, uint64_t id, enum rdmx_rpc_code code,
-                             const char *msg, const void *details, size_t dlen,
-                             const struct rdmx_rpc_md *trailers)
+/* A status frame with the message's first mlen bytes. A small one is
+ * built on the stack: the bare statuses that stand in for others (below)
+ * then need no memory of their own. */
+static int send_status_n(struct rdmx_rpc_ep *ep, uint64_t id, enum rdmx_rpc_code code,
+                         const char *msg, size_t mlen, const void *details, size_t dlen,
+                         const struct rdmx_rpc_md *trailers)
 {
-	size_t mlen = msg ? strlen(msg) : 0;
-	size_t n, off;
-	uint8_t *buf;
+	uint8_t small[256];
+	size_t n = mlen + 4 + dlen + rdmx__md_wire_size(trailers);
+	uint8_t *buf = n <= sizeof(small) ? small : malloc(n);
 	int rc;
 
-	if (mlen > RDMX_RPC_MAX_STATUS_MESSAGE)
-		mlen = RDMX_RPC_MAX_STATUS_MESSAGE;
-	n = mlen + 4 + dlen + rdmx__md_wire_size(trailers);
-	buf = malloc(n);
 	if (!buf)
 		return RDMX_E_NOMEM;
 	memcpy(buf, msg ? msg : "", mlen);
 	rdmx__st32(buf + mlen, (uint32_t)dlen);
 	if (dlen)
 		memcpy(buf + mlen + 4, details, dlen);
-	off = mlen + 4 + dlen;
-	rdmx__md_encode(trailers, buf + off);
+	rdmx__md_encode(trailers, buf + mlen + 4 + dlen);
 	rc = rdmx__stream_send_frame(ep, RPC_T_S_STATUS, 0, (uint8_t)code, (uint32_t)mlen, id, 0,
 	                             buf, n, NULL);
-	free(buf);
+	if (buf != small)
+		free(buf);
 	return rc;
+}
+
+/* A status frame (also for calls refused before a stream object exists). */
+int rdmx__stream_send_status(struct rdmx_rpc_ep *ep, uint64_t id, enum rdmx_rpc_code code,
+                             const char *msg, const void *details, size_t dlen,
+                             const struct rdmx_rpc_md *trailers)
+{
+	size_t mlen = msg ? strlen(msg) : 0;
+
+	if (mlen > RDMX_RPC_MAX_STATUS_MESSAGE)
+		mlen = RDMX_RPC_MAX_STATUS_MESSAGE;
+	return send_status_n(ep, id, code, msg, mlen, details, dlen, trailers);
+}
+
+/* The least a peer can be told of a stream's end: a status without details
+ * or trailers, its message cut to what the channel carries. RDMX_E_TOO_BIG
+ * only when not even an empty one fits. */
+static int send_bare_status(struct rdmx_rpc_ep *ep, uint64_t id, enum rdmx_rpc_code code,
+                            const char *msg)
+{
+	const size_t fixed = RDMX_RPC_HDR_SIZE + 4 + rdmx__md_wire_size(NULL);
+	size_t mlen = msg ? strlen(msg) : 0;
+	uint64_t max = 0;
+
+	rdmx_chan_get_max_msg_size(ep->chan, &max);
+	if (max < fixed)
+		return RDMX_E_TOO_BIG;
+	if (mlen > max - fixed)
+		mlen = (size_t)(max - fixed);
+	if (mlen > RDMX_RPC_MAX_STATUS_MESSAGE)
+		mlen = RDMX_RPC_MAX_STATUS_MESSAGE;
+	return send_status_n(ep, id, code, msg, mlen, NULL, 0, NULL);
+}
+
+/* A frame that ends stream id for the peer (a status, a reset) did not go
+ * (rc), and the peer's stream would wait for its deadline, or forever:
+ * closing the connection tells it (its calls and streams end UNAVAILABLE),
+ * as batch.c does for unary answers. Nothing when it went (0) or when the
+ * endpoint or the channel closes anyway (RDMX_E_BAD_STATE). */
+static void close_if_unsent(struct rdmx_rpc_ep *ep, uint64_t id, int rc)
+{
+	if (rc == 0 || rc == RDMX_E_BAD_STATE || ep->closed)
+		return;
+	RDMX_WARN("rpc: the end of stream %llu not sent (%s): closing the connection",
+	          (unsigned long long)id, rdmx_err_name(rc));
+	rdmx__chan_fail(ep->chan, rc, NULL);
+}
+
+void rdmx__stream_refuse(struct rdmx_rpc_ep *ep, uint64_t id, enum rdmx_rpc_code code,
+                         const char *msg)
+{
+	close_if_unsent(ep, id, send_bare_status(ep, id, code, msg));
 }
 
 static int send_md_frame(struct rdmx_rpc_ep *ep, uint8_t type, uint8_t flags, uint32_t word,
@@ -330,6 +391,22 @@ void rdmx__stream_end(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, const 
 		s->cbs.on_done(s, &st, s->arg);
 	ep->busy--;
 	rdmx__stream_drop(s);
+}
+
+void rdmx__stream_abort(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, const char *peer_msg,
+                        const char *msg)
+{
+	struct rdmx_rpc_ep *ep = s->ep;
+	uint64_t id = s->id;
+	int rc;
+
+	if (s->opener)
+		rc = rdmx__stream_send(s, RPC_T_S_RST, (uint8_t)code, 0, 0, NULL, 0, NULL);
+	else
+		rc = send_bare_status(ep, id, code, peer_msg);
+	/* here first: on_done sees code, not the close it may take to tell the peer */
+	rdmx__stream_end(s, code, msg, NULL, 0, NULL);
+	close_if_unsent(ep, id, rc);
 }
 
 /* The opener's held status, once nothing waits before it. */
@@ -379,13 +456,8 @@ static void stream_deadline(struct rdmx__timer *t)
 	if (s->rejected) { /* an interceptor refused it: nothing went out */
 		rdmx__stream_end(s, s->rejected, s->reject_msg, NULL, 0, NULL);
 	} else {
-		if (s->opener)
-			rdmx__stream_send_frame(ep, RPC_T_S_RST, 0, RDMX_RPC_DEADLINE_EXCEEDED, 0,
-			                        s->id, 0, NULL, 0, NULL);
-		else
-			rdmx__stream_send_status(ep, s->id, RDMX_RPC_DEADLINE_EXCEEDED,
-			                         "deadline exceeded", NULL, 0, NULL);
-		rdmx__stream_end(s, RDMX_RPC_DEADLINE_EXCEEDED, "deadline exceeded", NULL, 0, NULL);
+		rdmx__stream_abort(s, RDMX_RPC_DEADLINE_EXCEEDED, "deadline exceeded",
+		                   "deadline exceeded");
 	}
 	ep->busy--;
 	rdmx__rpc_check_drained(ep);
@@ -548,8 +620,8 @@ int rdmx_rpc_stream_write(struct rdmx_rpc_stream *s, const struct rdmx_rpc_paylo
 		return RDMX_E_INVAL;
 	if (s->ended || s->local_end || s->ep->closed)
 		return RDMX_E_BAD_STATE;
-	if (s->rejected)
-		return 0; /* refused by an interceptor: it ends so at the next progress */
+	if (rdmx__stream_silent(s))
+		return 0; /* accepted, and no message: the peer never heard of it */
 	if (s->sent >= 1 && ((s->opener && s->kind == RDMX_RPC_SERVER_STREAMING) ||
 	                     (!s->opener && s->kind == RDMX_RPC_CLIENT_STREAMING)))
 		return RDMX_E_BAD_STATE;
@@ -567,8 +639,7 @@ int rdmx_rpc_stream_write(struct rdmx_rpc_stream *s, const struct rdmx_rpc_paylo
 	    (rc = rdmx_rpc_stream_send_headers(s, NULL)) != 0)
 		return rc;
 	if (!batch_add(s, msg, &rc) && (rc = rdmx__stream_flush(s)) == 0)
-		rc = rdmx__stream_send_frame(s->ep, RPC_T_S_MSG, rdmx__stream_dir_flag(s), 0, 0,
-		                             s->id, 0, NULL, 0, msg);
+		rc = rdmx__stream_send(s, RPC_T_S_MSG, 0, 0, 0, NULL, 0, msg);
 	if (rc == 0) {
 		s->sent++;
 		s->sent_bytes += rdmx__stream_cost(msg ? msg->len : 0);
@@ -588,14 +659,9 @@ int rdmx_rpc_stream_half_close(struct rdmx_rpc_stream *s)
 		return RDMX_E_INVAL;
 	if (s->ended || s->local_end)
 		return RDMX_E_BAD_STATE;
-	if (s->rejected) { /* nothing went out, nothing to end on the wire */
-		s->local_end = true;
-		return 0;
-	}
 	if ((rc = rdmx__stream_flush(s)) != 0)
 		return rc;
-	rc = rdmx__stream_send_frame(s->ep, RPC_T_S_END, rdmx__stream_dir_flag(s), 0, 0, s->id, 0,
-	                             NULL, 0, NULL);
+	rc = rdmx__stream_send(s, RPC_T_S_END, 0, 0, 0, NULL, 0, NULL);
 	if (rc == 0) {
 		s->local_end = true;
 		s->want_writable = false;
@@ -626,12 +692,53 @@ int rdmx_rpc_stream_send_headers(struct rdmx_rpc_stream *s, const struct rdmx_rp
 	return rc;
 }
 
+/* The acceptor's status as given, after the messages batched before it. */
+static int send_final(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, const char *message,
+                      const void *details, size_t dlen, const struct rdmx_rpc_md *trailers)
+{
+	int rc;
+
+	if (dlen > RDMX_RPC_MAX_STATUS_DETAILS ||
+	    (trailers && trailers->bytes > s->ep->streams.max_md))
+		return RDMX_E_TOO_BIG;
+	if (!s->headers_out && s->ann.n)
+		rdmx_rpc_stream_send_headers(s, NULL);
+	if ((rc = rdmx__stream_flush(s)) != 0)
+		return rc;
+	return rdmx__stream_send_status(s->ep, s->id, code, message, details, dlen, trailers);
+}
+
+/* The status could not go as given (rc; a failed send leaves nothing on the
+ * wire): the client still learns the end, once. A bare RESOURCE_EXHAUSTED
+ * goes in its place, else the connection closes. There is no waiting for
+ * room to retry: stream frames are forced past the channel's queue bound,
+ * so what fails here is memory, registration or the message size. */
+static void finish_instead(struct rdmx_rpc_stream *s, int rc)
+{
+	struct rdmx_rpc_ep *ep = s->ep;
+	uint64_t id = s->id;
+	const char *why = "status details or trailers over the limit";
+	char text[64];
+
+	if (rc != RDMX_E_TOO_BIG) {
+		snprintf(text, sizeof(text), "status not sent: %s", rdmx_err_name(rc));
+		why = text;
+	}
+	rc = send_bare_status(ep, id, RDMX_RPC_RESOURCE_EXHAUSTED, why);
+	if (rc == 0) {
+		rdmx__stream_end(s, RDMX_RPC_RESOURCE_EXHAUSTED, why, NULL, 0, NULL);
+		return;
+	}
+	rdmx__stream_end(s, RDMX_RPC_UNAVAILABLE, "status not sent", NULL, 0, NULL);
+	close_if_unsent(ep, id, rc);
+}
+
 int rdmx_rpc_stream_finish(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, const char *message,
                            const void *details, size_t details_len,
                            const struct rdmx_rpc_md *trailers)
 {
 	struct rdmx_rpc_ep *ep;
-	int rc = 0;
+	int rc;
 
 	if (!s || (unsigned)code >= RDMX_RPC_CODE_COUNT || (details_len && !details))
 		return RDMX_E_INVAL;
@@ -640,28 +747,11 @@ int rdmx_rpc_stream_finish(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, c
 	ep = s->ep;
 	ep->busy++;
 	s->busy++;
-	if (details_len > RDMX_RPC_MAX_STATUS_DETAILS ||
-	    (trailers && trailers->bytes > ep->streams.max_md)) {
-		rc = RDMX_E_TOO_BIG;
-	} else {
-		if (!s->headers_out && s->ann.n)
-			rdmx_rpc_stream_send_headers(s, NULL);
-		rc = rdmx__stream_flush(s);
-		if (rc == 0)
-			rc = rdmx__stream_send_status(ep, s->id, code, message, details,
-			                              details_len, trailers);
-		if (rc == 0)
-			rdmx__stream_end(s, code, message, details, details_len, trailers);
-	}
-	if (rc == RDMX_E_TOO_BIG) {
-		const char *why = "status details or trailers over the limit";
-
-		rdmx__stream_send_status(ep, s->id, RDMX_RPC_RESOURCE_EXHAUSTED, why, NULL, 0,
-		                         NULL);
-		rdmx__stream_end(s, RDMX_RPC_RESOURCE_EXHAUSTED, why, NULL, 0, NULL);
-	} else if (rc) {
-		rdmx__stream_end(s, RDMX_RPC_UNAVAILABLE, "status not sent", NULL, 0, NULL);
-	}
+	rc = send_final(s, code, message, details, details_len, trailers);
+	if (rc == 0)
+		rdmx__stream_end(s, code, message, details, details_len, trailers);
+	else if (!s->ended) /* a send that closed the channel ended it already */
+		finish_instead(s, rc);
 	api_leave(ep, s);
 	return rc;
 }
@@ -677,13 +767,7 @@ int rdmx_rpc_stream_cancel(struct rdmx_rpc_stream *s)
 	ep = s->ep;
 	ep->busy++;
 	s->busy++;
-	if (s->opener && !s->rejected) /* a refused one never reached the peer */
-		rdmx__stream_send_frame(ep, RPC_T_S_RST, 0, RDMX_RPC_CANCELLED, 0, s->id, 0, NULL,
-		                        0, NULL);
-	else if (!s->opener)
-		rdmx__stream_send_status(ep, s->id, RDMX_RPC_CANCELLED, "cancelled by the server",
-		                         NULL, 0, NULL);
-	rdmx__stream_end(s, RDMX_RPC_CANCELLED, "cancelled", NULL, 0, NULL);
+	rdmx__stream_abort(s, RDMX_RPC_CANCELLED, "cancelled by the server", "cancelled");
 	api_leave(ep, s);
 	return 0;
 }

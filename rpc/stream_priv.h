@@ -53,8 +53,8 @@ struct rdmx_rpc_stream {
 	struct rdmx_rpc_md st_trailers;
 	/* interceptors (interceptor.c) */
 	struct rpc_icall *ic;
-	struct rdmx_rpc_md ann; /* acceptor: response headers they added */
-	enum rdmx_rpc_code rejected;
+	struct rdmx_rpc_md ann;      /* acceptor: response headers they added */
+	enum rdmx_rpc_code rejected; /* opener: their refusal, due from progress */
 	const char *reject_msg;
 	/* stats (stats.c): the endpoint's method bucket, the server's method */
 	struct rpc_mstats *ms;
@@ -70,6 +70,16 @@ static inline uint8_t rdmx__stream_dir_flag(const struct rdmx_rpc_stream *s)
 	return s->opener ? 0 : RPC_SF_ACC;
 }
 
+/* Nothing of this stream goes on the wire: a client interceptor refused it
+ * before its open went out, so the peer never heard of it (a frame under its
+ * id would make the peer close the connection). It ends with the refusal
+ * from progress; until then the caller's writes, half-close, window changes
+ * and cancel are accepted and send nothing. */
+static inline bool rdmx__stream_silent(const struct rdmx_rpc_stream *s)
+{
+	return s->rejected != RDMX_RPC_OK;
+}
+
 /* stream.c */
 void rdmx__stream_free(struct rdmx_rpc_stream *s);
 /* Drops one hold (busy); frees an ended stream nobody holds. */
@@ -78,6 +88,11 @@ void rdmx__stream_drop(struct rdmx_rpc_stream *s);
 int rdmx__stream_send_frame(struct rdmx_rpc_ep *ep, uint8_t type, uint8_t flags, uint8_t code,
                             uint32_t word, uint64_t id, uint64_t timeout_us, const uint8_t *pre,
                             size_t prelen, const struct rdmx_rpc_payload *body);
+/* A frame of stream s (its id and direction; wide: the header's 64-bit
+ * field); for a silent stream none, and 0. */
+int rdmx__stream_send(struct rdmx_rpc_stream *s, uint8_t type, uint8_t code, uint32_t word,
+                      uint64_t wide, const uint8_t *pre, size_t prelen,
+                      const struct rdmx_rpc_payload *body);
 int rdmx__stream_send_status(struct rdmx_rpc_ep *ep, uint64_t id, enum rdmx_rpc_code code,
                              const char *msg, const void *details, size_t dlen,
                              const struct rdmx_rpc_md *trailers);
@@ -86,6 +101,15 @@ void rdmx__stream_end(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, const 
                       const void *details, size_t dlen, const struct rdmx_rpc_md *trailers);
 /* Ends with the status the opener holds for after its queued messages. */
 void rdmx__stream_end_held(struct rdmx_rpc_stream *s);
+/* Ends the stream here and for the peer: the opener sends a reset with code,
+ * the acceptor a status without details or trailers (code, peer_msg); on_done
+ * gets code and msg. The peer always learns the end: when that frame cannot
+ * go, the connection is closed. The caller holds the endpoint. */
+void rdmx__stream_abort(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, const char *peer_msg,
+                        const char *msg);
+/* Refuses stream id, which has no object here (acceptor): a status as above. */
+void rdmx__stream_refuse(struct rdmx_rpc_ep *ep, uint64_t id, enum rdmx_rpc_code code,
+                         const char *msg);
 struct rdmx_rpc_stream *rdmx__stream_new(struct rdmx_rpc_ep *ep, uint64_t id, uint32_t method,
                                          enum rdmx_rpc_stream_kind kind, bool opener);
 void rdmx__stream_arm_deadline(struct rdmx_rpc_stream *s, uint64_t start_ns, uint64_t us);

@@ -22,10 +22,9 @@ void rdmx__stream_grant(struct rdmx_rpc_stream *s)
 		more_b = UINT32_MAX;
 
 	/* one frame for both, once half a window of either is due */
-	if (s->ended || s->peer_end || s->rejected || (more < half && more_b < half_b))
+	if (s->ended || s->peer_end || (more < half && more_b < half_b))
 		return;
-	if (rdmx__stream_send_frame(s->ep, RPC_T_S_WINDOW, rdmx__stream_dir_flag(s), 0,
-	                            (uint32_t)more, s->id, more_b, NULL, 0, NULL) == 0) {
+	if (rdmx__stream_send(s, RPC_T_S_WINDOW, 0, (uint32_t)more, more_b, NULL, 0, NULL) == 0) {
 		s->granted += more;
 		s->granted_bytes += more_b;
 	}
@@ -101,13 +100,8 @@ static void on_s_msg(struct rdmx_rpc_stream *s, const uint8_t *data, size_t len)
 	if (!q) {
 		RDMX_ERR("rpc: no memory for a message of stream %llu (%zu bytes)",
 		         (unsigned long long)s->id, len);
-		if (s->opener)
-			rdmx__stream_send_frame(s->ep, RPC_T_S_RST, 0, RDMX_RPC_RESOURCE_EXHAUSTED,
-			                        0, s->id, 0, NULL, 0, NULL);
-		else
-			rdmx__stream_send_status(s->ep, s->id, RDMX_RPC_RESOURCE_EXHAUSTED,
-			                         "out of memory", NULL, 0, NULL);
-		rdmx__stream_end(s, RDMX_RPC_RESOURCE_EXHAUSTED, "out of memory", NULL, 0, NULL);
+		rdmx__stream_abort(s, RDMX_RPC_RESOURCE_EXHAUSTED, "out of memory",
+		                   "out of memory");
 		return;
 	}
 	q->next = NULL;
@@ -261,10 +255,8 @@ static void on_s_headers(struct rdmx_rpc_stream *s, const uint8_t *body, size_t 
 		return;
 	}
 	if (s->headers.bytes > s->ep->streams.max_md) {
-		rdmx__stream_send_frame(s->ep, RPC_T_S_RST, 0, RDMX_RPC_RESOURCE_EXHAUSTED, 0,
-		                        s->id, 0, NULL, 0, NULL);
-		rdmx__stream_end(s, RDMX_RPC_RESOURCE_EXHAUSTED,
-		                 "response headers over the metadata limit", NULL, 0, NULL);
+		rdmx__stream_abort(s, RDMX_RPC_RESOURCE_EXHAUSTED, NULL,
+		                   "response headers over the metadata limit");
 		return;
 	}
 	if (s->cbs.on_headers) {
@@ -316,8 +308,7 @@ static void on_s_open(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const uin
 	ep->streams.peer_max_id = h->call_id;
 	s = rdmx__stream_new(ep, h->call_id, h->word, (enum rdmx_rpc_stream_kind)h->flags, false);
 	if (!s) {
-		rdmx__stream_send_status(ep, h->call_id, RDMX_RPC_RESOURCE_EXHAUSTED,
-		                         "out of memory", NULL, 0, NULL);
+		rdmx__stream_refuse(ep, h->call_id, RDMX_RPC_RESOURCE_EXHAUSTED, "out of memory");
 		return;
 	}
 	if (rdmx__md_decode(body, len, &s->headers, &used, &why) || used != len) {
@@ -326,8 +317,8 @@ static void on_s_open(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const uin
 			rdmx__chan_fail(ep->chan, RDMX_E_PROTOCOL,
 			                why ? why : "rpc stream headers with trailing bytes");
 		else
-			rdmx__stream_send_status(ep, h->call_id, RDMX_RPC_RESOURCE_EXHAUSTED,
-			                         "out of memory", NULL, 0, NULL);
+			rdmx__stream_refuse(ep, h->call_id, RDMX_RPC_RESOURCE_EXHAUSTED,
+			                    "out of memory");
 		return;
 	}
 	m = ep->server ? rdmx__map_get(&ep->server->methods, h->word) : NULL;
@@ -362,8 +353,7 @@ static void on_s_open(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const uin
 			code =
 			    rdmx__ic_start(ep->server->chain, &info, NULL, &s->ann, &why, &s->ic);
 			if (code != RDMX_RPC_OK) {
-				rdmx__stream_send_status(ep, s->id, code, why, NULL, 0, NULL);
-				rdmx__stream_end(s, code, why, NULL, 0, NULL);
+				rdmx__stream_abort(s, code, why, why);
 				return;
 			}
 		}
@@ -376,7 +366,7 @@ static void on_s_open(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const uin
 		why = "out of memory";
 	}
 	/* refused: counted as opened and ended with its status */
-	rdmx__stream_send_status(ep, h->call_id, code, why, NULL, 0, NULL);
+	rdmx__stream_refuse(ep, h->call_id, code, why);
 	rdmx__stream_count(s, SST_OPEN, RDMX_RPC_OK, 0);
 	rdmx__stream_count(s, SST_END, code, 0);
 	rdmx__stream_free(s);

@@ -2217,3 +2217,81 @@ Test(stream, set_window_bytes_argument_errors)
 	cr_assert_eq(x.ended_rc[1], RDMX_E_BAD_STATE, "%s", rdmx_err_name(x.ended_rc[1]));
 	scene_close(&sc);
 }
+
+/* ---- the acceptor's status always ends the opener's stream ---- */
+
+#define TELL_NAME "test.Stream/Tell" /* server-streaming: a long status at once */
+static int tell_rc;
+
+/* Finishes at once with a message longer than a small channel carries. */
+static void on_tell(struct rdmx_rpc_stream *s, void *arg)
+{
+	static const struct rdmx_rpc_stream_cbs cbs = {.on_done = s_done};
+	char msg[200];
+
+	memset(msg, 'w', sizeof(msg) - 1);
+	msg[sizeof(msg) - 1] = '\0';
+	ASSERT_OK(rdmx_rpc_stream_set_callbacks(s, &cbs, slot_new(arg, s)));
+	tell_rc = rdmx_rpc_stream_finish(s, RDMX_RPC_OK, msg, NULL, 0, NULL);
+}
+
+/* A scene whose channels carry at most max_msg bytes, with TELL_NAME served,
+ * and a stream opened to it (a deadline bounds a status that never comes). */
+static void tell_open(struct scene *sc, uint64_t max_msg, struct cstream *x)
+{
+	struct chan_conf conf = {.max_msg = max_msg};
+	struct rdmx_rpc_stream_opts o = {.timeout_us = 5u * 1000000u};
+	uint32_t tell = rdmx_rpc_method_id(TELL_NAME);
+
+	tell_rc = 1;
+	scene_open(sc, &conf);
+	ASSERT_OK(rdmx_rpc_server_register_stream(sc->srv, tell, TELL_NAME,
+	                                          RDMX_RPC_SERVER_STREAMING, on_tell, &sc->ss));
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc->ra, tell, RDMX_RPC_SERVER_STREAMING, &o, &ccbs, x, &x->s));
+	DRIVE_UNTIL(&sc->a, &sc->b, x->done_n && sc->ss.done);
+	drive_for(&sc->a, &sc->b, 20);
+	cr_assert_eq(tell_rc, RDMX_E_TOO_BIG, "finish -> %s", rdmx_err_name(tell_rc));
+	cr_assert_eq(x->done_n, 1, "the client's stream ended %d times", x->done_n);
+	cr_assert_eq(sc->ss.done, 1);
+}
+
+/* A status the channel cannot carry (a 200-byte message, 64-byte messages)
+ * reaches the client as a bare RESOURCE_EXHAUSTED whose reason is cut to
+ * fit, once; both sides end with it and the connection goes on. */
+Test(stream, finish_status_too_big_for_the_channel_ends_the_client)
+{
+	struct scene sc;
+	struct cstream x = {0}, y = {0};
+
+	tell_open(&sc, 64, &x);
+	cr_assert_eq(x.code, RDMX_RPC_RESOURCE_EXHAUSTED, "the client ended %s (%s)",
+	             rdmx_rpc_code_name(x.code), x.msg);
+	cr_assert_str_eq(x.msg, "status details or trailers over th");
+	cr_assert_eq(sc.ss.st[0].code, RDMX_RPC_RESOURCE_EXHAUSTED, "%s",
+	             rdmx_rpc_code_name(sc.ss.st[0].code));
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, SOURCE, RDMX_RPC_SERVER_STREAMING, NULL, &ccbs, &y, &y.s));
+	source_req(y.s, 3, 8);
+	DRIVE_UNTIL(&sc.a, &sc.b, y.done_n);
+	cr_assert_eq(y.code, RDMX_RPC_OK, "%s", y.msg);
+	cr_assert_eq(y.got, 3);
+	scene_close(&sc);
+}
+
+/* Not even a bare status fits (28-byte messages): the connection closes,
+ * so the client learns the end from it, once, instead of waiting for its
+ * deadline (or forever without one). */
+Test(stream, finish_status_that_cannot_go_closes_the_connection)
+{
+	struct scene sc;
+	struct cstream x = {0};
+
+	tell_open(&sc, 28, &x);
+	cr_assert_eq(x.code, RDMX_RPC_UNAVAILABLE, "the client ended %s (%s)",
+	             rdmx_rpc_code_name(x.code), x.msg);
+	cr_assert_eq(sc.ss.st[0].code, RDMX_RPC_UNAVAILABLE, "%s",
+	             rdmx_rpc_code_name(sc.ss.st[0].code));
+	cr_assert_eq(rdmx_chan_get_state(rdmx_rpc_ep_get_chan(sc.ra)), RDMX_CHAN_CLOSED);
+	scene_close(&sc);
+}
