@@ -273,7 +273,12 @@ int rdmx_rpc_stream_send_headers(struct rdmx_rpc_stream *s, const struct rdmx_rp
 /* Acceptor: the final status (details and trailers may be NULL); on_done
  * runs with it from inside this call. Errors: RDMX_E_BAD_STATE (opener, or
  * ended), RDMX_E_TOO_BIG (details over RDMX_RPC_MAX_STATUS_DETAILS or
- * trailers over the metadata limit: the stream ends RESOURCE_EXHAUSTED). */
+ * trailers over the metadata limit: the stream ends RESOURCE_EXHAUSTED).
+ * A status that cannot go as given (too big for the channel, or another
+ * send error such as RDMX_E_NOMEM, returned) gives way to a bare
+ * RESOURCE_EXHAUSTED on both sides; when not even that fits, the
+ * connection closes and the opener's stream ends UNAVAILABLE. The opener
+ * always learns the end, once. */
 int rdmx_rpc_stream_finish(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, const char *message,
                            const void *details, size_t details_len,
                            const struct rdmx_rpc_md *trailers);
