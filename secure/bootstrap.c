@@ -184,30 +184,42 @@ int rdmx__bootstrap_lost(struct rdmx_bootstrap *b, int reason)
 	return b->lost;
 }
 
-int rdmx_bootstrap_check(struct rdmx_bootstrap *b)
+int rdmx__bootstrap_check_wants(struct rdmx_bootstrap *b, int *wants)
 {
 	const void *frame;
 	size_t len;
-	int ret;
+	int ret, out = 0;
 
-	if (!b)
-		return RDMX_E_INVAL;
+	*wants = RDMX_TLS_WANT_READ;
 	if (b->lost)
 		return b->lost;
 	/* bounded: frames are ignored, at most a few per check */
 	for (int i = 0; i < 16; i++) {
+		out = 0;
 		if (rdmx_tls_conn_want_write(b->tls)) {
-			ret = rdmx_tls_conn_flush(b->tls);
-			if (ret < 0)
-				return rdmx__bootstrap_lost(b, ret);
+			out = rdmx_tls_conn_flush(b->tls);
+			if (out < 0)
+				return rdmx__bootstrap_lost(b, out);
 		}
 		ret = rdmx_tls_conn_recv(b->tls, &frame, &len);
-		if (ret > 0)
+		if (ret > 0) {
+			*wants = ret | out;
 			return RDMX_OK;
+		}
 		if (ret < 0)
 			return rdmx__bootstrap_lost(b, ret);
 	}
+	*wants = RDMX_TLS_WANT_READ | out;
 	return RDMX_OK;
+}
+
+int rdmx_bootstrap_check(struct rdmx_bootstrap *b)
+{
+	int wants;
+
+	if (!b)
+		return RDMX_E_INVAL;
+	return rdmx__bootstrap_check_wants(b, &wants);
 }
 
 int rdmx_bootstrap_get_conn(const struct rdmx_bootstrap *b, struct rdmx_conn **conn)
