@@ -426,6 +426,7 @@ enum spy_greeting {
 	SPY_GOOD,           /* a version 2 hello on tcp */
 	SPY_OTHER_VERSION,  /* a hello offering version 99 only */
 	SPY_OTHER_PROVIDER, /* a hello on "verbs" */
+	SPY_REFUSING,       /* a refusal whose text forges a log line */
 };
 
 static struct {
@@ -476,12 +477,38 @@ static void spy_read(SSL *ssl, int one_frame)
 
 /* Field numbers of secure/proto/bootstrap.proto (wire version 3): the
  * frames are built and read with msgpack-c, the codec's oracle. */
-enum { BS_RDMX = 1, BS_VERSIONS = 2, BS_VERSION = 3, BS_NAME = 4, BS_PROVIDER = 5, BS_DETAILS = 7 };
+enum {
+	BS_RDMX = 1,
+	BS_VERSIONS = 2,
+	BS_VERSION = 3,
+	BS_NAME = 4,
+	BS_PROVIDER = 5,
+	BS_DETAILS = 7,
+	BS_STATUS = 9,
+	BS_ERROR = 10,
+};
 
 static void pack_field_str(msgpack_packer *pk, uint64_t key, const char *s)
 {
 	msgpack_pack_uint64(pk, key);
 	msgpack_pack_str_with_body(pk, s, strlen(s));
+}
+
+/* A refusal's text that would forge a second log line and restyle a
+ * terminal if logged as received, and what the log must show instead. */
+#define FORGED_TEXT "go away\nrdmx error: forged line\x1b[2K\\"
+#define FORGED_LOGGED "go away\\x0ardmx error: forged line\\x1b[2K\\\\"
+
+/* {status, error}: a refusal, packed into sb. */
+static void pack_refusal(msgpack_sbuffer *sb, const char *text)
+{
+	msgpack_packer pk;
+
+	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 2);
+	msgpack_pack_uint64(&pk, BS_STATUS);
+	msgpack_pack_int32(&pk, RDMX_E_CONN_REFUSED);
+	pack_field_str(&pk, BS_ERROR, text);
 }
 
 /* 1 when frame[len] is a msgpack map with integer key `key`. */
@@ -510,13 +537,19 @@ static void spy_send_greeting(SSL *ssl)
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 4);
-	pack_field_str(&pk, BS_RDMX, "bootstrap");
-	msgpack_pack_uint64(&pk, BS_VERSIONS);
-	msgpack_pack_array(&pk, 1);
-	msgpack_pack_uint32(&pk, spy.greeting == SPY_OTHER_VERSION ? 99 : RDMX_BOOTSTRAP_VERSION);
-	pack_field_str(&pk, BS_NAME, "spy");
-	pack_field_str(&pk, BS_PROVIDER, spy.greeting == SPY_OTHER_PROVIDER ? "verbs" : "tcp");
+	if (spy.greeting == SPY_REFUSING) {
+		pack_refusal(&sb, FORGED_TEXT);
+	} else {
+		msgpack_pack_map(&pk, 4);
+		pack_field_str(&pk, BS_RDMX, "bootstrap");
+		msgpack_pack_uint64(&pk, BS_VERSIONS);
+		msgpack_pack_array(&pk, 1);
+		msgpack_pack_uint32(
+		    &pk, spy.greeting == SPY_OTHER_VERSION ? 99 : RDMX_BOOTSTRAP_VERSION);
+		pack_field_str(&pk, BS_NAME, "spy");
+		pack_field_str(&pk, BS_PROVIDER,
+		               spy.greeting == SPY_OTHER_PROVIDER ? "verbs" : "tcp");
+	}
 	hdr[0] = (unsigned char)(sb.size >> 24);
 	hdr[1] = (unsigned char)(sb.size >> 16);
 	hdr[2] = (unsigned char)(sb.size >> 8);
@@ -898,6 +931,44 @@ Test(bootstrap, version_mismatch_is_refused)
 	cr_assert(spy_saw("provider mismatch"), "%zu bytes", spy.got_len);
 	cr_assert(!spy_saw_details() && !spy_saw("app-secret"));
 	side_close(&cl);
+}
+
+/* A peer's refusal text is logged escaped, on either side: no control
+ * character in it can end the line and forge another. */
+Test(bootstrap, peer_error_text_logged_escaped)
+{
+	struct rdmx_tls_config *cfg;
+	struct rdmx_tls_conn *tls = NULL;
+	msgpack_sbuffer sb;
+	struct side cl;
+	const void *f;
+	size_t len;
+
+	/* the client logs the server's refusal */
+	side_open(&cl);
+	cr_assert_rc(connect_to_spy(&cl, "client", SPY_REFUSING), RDMX_E_CONN_REFUSED);
+	side_close(&cl);
+	cr_assert(tls_test_log_contains("server refused: " FORGED_LOGGED " ("),
+	          "the client did not log the server's refusal escaped");
+	cr_assert_not(tls_test_log_contains("go away\n"), "the refusal was logged as received");
+
+	/* the server logs the client's: it gives up on the server's hello */
+	server_start();
+	cfg = tls_test_config(&pki, "client", "server.test", 1);
+	cr_assert_rc(rdmx_tls_connect(cfg, "127.0.0.1", srv.port, &tls), RDMX_OK);
+	expect_greeting(tls);
+	msgpack_sbuffer_init(&sb);
+	pack_refusal(&sb, FORGED_TEXT);
+	cr_assert_rc(rdmx_tls_conn_send_wait(tls, sb.data, sb.size, 5000), RDMX_OK);
+	msgpack_sbuffer_destroy(&sb);
+	/* the server drops the session once it has logged why */
+	cr_assert_lt(rdmx_tls_conn_recv_wait(tls, &f, &len, 5000), 0);
+	cr_assert(tls_test_log_contains("gave up: " FORGED_LOGGED " ("),
+	          "the server did not log the client's refusal escaped");
+	cr_assert_not(tls_test_log_contains("go away\n"), "the refusal was logged as received");
+	rdmx_tls_conn_destroy(&tls);
+	rdmx_tls_config_destroy(&cfg);
+	server_stop();
 }
 
 /* ---- a client that floods KeyUpdates (OpenSSL, no rdmx) ---- */
