@@ -7,6 +7,7 @@
 #define RDMX_COMMON_LOG_H
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include <rdmx/log.h>
@@ -26,6 +27,14 @@
 	} while (0)
 #define RDMX_ERR_ERRNO(fmt, ...) RDMX_LOG_ERRNO(ERROR, fmt, ##__VA_ARGS__)
 #define RDMX_WARN_ERRNO(fmt, ...) RDMX_LOG_ERRNO(WARNING, fmt, ##__VA_ARGS__)
+
+/* Text a peer sent, made fit for a log line (common/log.c): printable
+ * ASCII as is, a backslash doubled, every other byte as \xNN, so that no
+ * control character can end the line, forge another or restyle a terminal.
+ * Writes out[out_len], always NUL-terminated: all of it, or as many whole
+ * escapes as fit followed by "...", so out_len bounds the line (4 * len + 1
+ * holds any text whole). Returns out ("" when out_len is 0). */
+const char *rdmx__log_escape(const void *text, size_t len, char *out, size_t out_len);
 
 #define RDMX_LIKELY(x) __builtin_expect(!!(x), 1)
 #define RDMX_UNLIKELY(x) __builtin_expect(!!(x), 0)

@@ -55,6 +55,9 @@
 #define MAX_VERSIONS 8
 #define MAX_PROVIDER 16
 #define MAX_ERROR 256
+/* a peer's error text in the log, escaped: a printable one whole, a
+ * hostile one (every byte \xNN) cut */
+#define LOGGED_ERROR 300
 #define RDMX_DATA_LABEL "EXPORTER-rdmx-data-plane-v1"
 #define ONCE_PLAINTEXT 0u
 #define ONCE_UNSEALED 1u
@@ -184,30 +187,42 @@ int rdmx__bootstrap_lost(struct rdmx_bootstrap *b, int reason)
 	return b->lost;
 }
 
-int rdmx_bootstrap_check(struct rdmx_bootstrap *b)
+int rdmx__bootstrap_check_wants(struct rdmx_bootstrap *b, int *wants)
 {
 	const void *frame;
 	size_t len;
-	int ret;
+	int ret, out = 0;
 
-	if (!b)
-		return RDMX_E_INVAL;
+	*wants = RDMX_TLS_WANT_READ;
 	if (b->lost)
 		return b->lost;
 	/* bounded: frames are ignored, at most a few per check */
 	for (int i = 0; i < 16; i++) {
+		out = 0;
 		if (rdmx_tls_conn_want_write(b->tls)) {
-			ret = rdmx_tls_conn_flush(b->tls);
-			if (ret < 0)
-				return rdmx__bootstrap_lost(b, ret);
+			out = rdmx_tls_conn_flush(b->tls);
+			if (out < 0)
+				return rdmx__bootstrap_lost(b, out);
 		}
 		ret = rdmx_tls_conn_recv(b->tls, &frame, &len);
-		if (ret > 0)
+		if (ret > 0) {
+			*wants = ret | out;
 			return RDMX_OK;
+		}
 		if (ret < 0)
 			return rdmx__bootstrap_lost(b, ret);
 	}
+	*wants = RDMX_TLS_WANT_READ | out;
 	return RDMX_OK;
+}
+
+int rdmx_bootstrap_check(struct rdmx_bootstrap *b)
+{
+	int wants;
+
+	if (!b)
+		return RDMX_E_INVAL;
+	return rdmx__bootstrap_check_wants(b, &wants);
 }
 
 int rdmx_bootstrap_get_conn(const struct rdmx_bootstrap *b, struct rdmx_conn **conn)
@@ -560,10 +575,12 @@ int rdmx__bootstrap_accept(struct rdmx_bootstrap *b, const void *frame, size_t l
 		/* the client did not like our hello: it says why, sends
 		 * nothing else, and gets nothing */
 		const char *peer = "unknown";
+		char text[LOGGED_ERROR];
 
 		rdmx_tls_conn_get_peer_addr(b->tls, &peer);
-		RDMX_SEC_WARN("bootstrap: client %s gave up: %.*s (%s)", peer, (int)h.error_len,
-		              h.error ? h.error : "", rdmx_strerror(h.status));
+		RDMX_SEC_WARN("bootstrap: client %s gave up: %s (%s)", peer,
+		              rdmx__log_escape(h.error, h.error_len, text, sizeof(text)),
+		              rdmx_strerror(h.status));
 		return h.status;
 	}
 	if (!ret && h.is_hello && (!h.has_version || h.version != RDMX_BOOTSTRAP_VERSION)) {
@@ -642,8 +659,11 @@ static int has_version(const struct hello *h, uint32_t v)
 
 static int server_refused(const struct hello *h)
 {
-	RDMX_SEC_WARN("bootstrap: server refused: %.*s (%s)", (int)h->error_len,
-	              h->error ? h->error : "", rdmx_strerror(h->status));
+	char text[LOGGED_ERROR];
+
+	RDMX_SEC_WARN("bootstrap: server refused: %s (%s)",
+	              rdmx__log_escape(h->error, h->error_len, text, sizeof(text)),
+	              rdmx_strerror(h->status));
 	return h->status == RDMX_E_PROTOCOL || h->status == RDMX_E_TOO_BIG ? h->status
 	                                                                   : RDMX_E_CONN_REFUSED;
 }

@@ -68,15 +68,26 @@ static void session_drop(struct session *s)
 	free(s);
 }
 
-static void rearm(struct session *s)
+/* Watches for what the TLS layer waits for, and only that: a read that
+ * must first write (its answer to a KeyUpdate, the socket full) gets no
+ * further on a readable socket, so watching readability then spins. */
+static void rearm(struct session *s, int wants)
 {
-	struct rdmx_tls_conn *tls = rdmx__bootstrap_tls(s->b);
-	int fd;
+	int fd, events = (wants & RDMX_TLS_WANT_WRITE) ? EV_WRITE : 0;
 
-	rdmx_tls_conn_get_fd(tls, &fd);
+	if ((wants & RDMX_TLS_WANT_READ) || !events)
+		events |= EV_READ;
+	rdmx_tls_conn_get_fd(rdmx__bootstrap_tls(s->b), &fd);
 	ev_io_stop(s->srv->loop, &s->io);
-	ev_io_set(&s->io, fd, EV_READ | (rdmx_tls_conn_want_write(tls) ? EV_WRITE : 0));
+	ev_io_set(&s->io, fd, events);
 	ev_io_start(s->srv->loop, &s->io);
+}
+
+/* After queueing a frame: read on, and write what the socket did not take. */
+static int wants_after_send(struct session *s)
+{
+	return RDMX_TLS_WANT_READ |
+	       (rdmx_tls_conn_want_write(rdmx__bootstrap_tls(s->b)) ? RDMX_TLS_WANT_WRITE : 0);
 }
 
 static int decide(struct rdmx_bootstrap *b, const void **reply, size_t *reply_len, void *arg)
@@ -90,10 +101,11 @@ static void established_io(struct session *s)
 {
 	struct rdmx_bootstrap_server *srv = s->srv;
 	struct rdmx_bootstrap *b = s->b;
-	int ret = rdmx_bootstrap_check(b);
+	int wants;
+	int ret = rdmx__bootstrap_check_wants(b, &wants);
 
 	if (ret == RDMX_OK) {
-		rearm(s);
+		rearm(s, wants);
 		return;
 	}
 	/* stop watching; the owner still destroys b (and with it s) */
@@ -108,15 +120,17 @@ static void exchange_io(struct session *s)
 	struct rdmx_tls_conn *tls = rdmx__bootstrap_tls(s->b);
 	const void *frame;
 	size_t len;
-	int ret;
+	int ret, out = 0;
 
-	if (rdmx_tls_conn_want_write(tls) && rdmx_tls_conn_flush(tls) < 0) {
+	if (rdmx_tls_conn_want_write(tls))
+		out = rdmx_tls_conn_flush(tls);
+	if (out < 0) {
 		session_drop(s);
 		return;
 	}
 	ret = rdmx_tls_conn_recv(tls, &frame, &len);
 	if (ret > 0) {
-		rearm(s);
+		rearm(s, ret | out);
 		return;
 	}
 	if (ret < 0) {
@@ -132,7 +146,7 @@ static void exchange_io(struct session *s)
 	s->established = 1;
 	ev_timer_stop(srv->loop, &s->timer);
 	rdmx__bootstrap_set_hook(s->b, destroy_hook, s);
-	rearm(s);
+	rearm(s, wants_after_send(s));
 	srv->ops.established(srv, s->b, srv->arg);
 }
 
@@ -195,7 +209,7 @@ static void tls_established(struct rdmx_tls_listener *l, struct rdmx_tls_conn *t
 		session_drop(s);
 		return;
 	}
-	rearm(s);
+	rearm(s, wants_after_send(s));
 	/* a frame may already sit in TLS buffers */
 	ev_feed_event(srv->loop, &s->io, EV_READ);
 }

@@ -238,13 +238,20 @@ static int fail(struct rdmx_tls_conn *c, int code, const char *fmt, ...)
 	}
 	c->fail_code = code;
 	c->state = code == RDMX_E_DISCONNECTED ? CONN_CLOSED : CONN_FAILED;
-	if (c->quiet_fail)
-		return code;
-	if (code == RDMX_E_DISCONNECTED)
-		RDMX_SEC_INFO("tls: %s (peer %s)", c->reason, c->peer_addr);
-	else
-		RDMX_SEC_WARN("tls: %s (peer %s)", c->reason, c->peer_addr);
+	if (!c->quiet_fail)
+		rdmx__tls_conn_log_failure(c, "");
 	return code;
+}
+
+void rdmx__tls_conn_log_failure(const struct rdmx_tls_conn *c, const char *suffix)
+{
+	const char *why = c->reason[0] ? c->reason : rdmx_strerror(c->fail_code);
+
+	/* a peer that closes is an ordinary end, not a fault */
+	if (c->fail_code == RDMX_E_DISCONNECTED)
+		RDMX_SEC_INFO("tls: %s (peer %s)%s", why, c->peer_addr, suffix);
+	else
+		RDMX_SEC_WARN("tls: %s (peer %s)%s", why, c->peer_addr, suffix);
 }
 
 static int fail_ssl(struct rdmx_tls_conn *c, int ret, int in_handshake)

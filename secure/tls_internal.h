@@ -69,6 +69,10 @@ int rdmx__tls_conn_hello_done(const struct rdmx_tls_conn *conn);
  * rdmx_tls_conn_get_failure): the owner logs it, as the listener does for
  * refused handshakes, at most a line a second whatever a scanner sends. */
 void rdmx__tls_conn_set_quiet_fail(struct rdmx_tls_conn *conn, int on);
+/* The one line of a failed connection: its reason and peer, then `suffix`
+ * ("" or e.g. the listener's "; N more ... not logged"); INFO when the peer
+ * closed (RDMX_E_DISCONNECTED), WARN otherwise. */
+void rdmx__tls_conn_log_failure(const struct rdmx_tls_conn *conn, const char *suffix);
 
 /* ---- tls_listener.c ---- */
 

@@ -187,7 +187,7 @@ static void handshake_refused(struct handshake *h, int err, const char *reason)
 	handshake_end(h, 0);
 }
 
-static void log_refused(struct handshake *h, int err);
+static void log_refused(struct handshake *h);
 
 static void handshake_step(struct handshake *h)
 {
@@ -206,7 +206,7 @@ static void handshake_step(struct handshake *h)
 	}
 	if (ret < 0) {
 		l->stats.refused++;
-		log_refused(h, ret);
+		log_refused(h);
 		handshake_refused(h, ret, rdmx_tls_conn_get_failure(h->conn));
 		return;
 	}
@@ -282,20 +282,12 @@ static void rate_log_init(struct rate_log *r, const char *what)
 
 /* The one line of a refused handshake (the connection keeps quiet about it):
  * at most one a second, a scanner's flood counted in the next. */
-static void log_refused(struct handshake *h, int err)
+static void log_refused(struct handshake *h)
 {
-	const char *peer = "unknown", *why = rdmx_tls_conn_get_failure(h->conn);
 	uint64_t skipped;
 
-	if (!rate_ok(h->l, &h->l->refused_log, &skipped))
-		return;
-	rdmx_tls_conn_get_peer_addr(h->conn, &peer);
-	if (err == RDMX_E_DISCONNECTED)
-		RDMX_SEC_INFO("tls: %s (peer %s)%s", why ? why : rdmx_strerror(err), peer,
-		              skipped_text(skipped));
-	else
-		RDMX_SEC_WARN("tls: %s (peer %s)%s", why ? why : rdmx_strerror(err), peer,
-		              skipped_text(skipped));
+	if (rate_ok(h->l, &h->l->refused_log, &skipped))
+		rdmx__tls_conn_log_failure(h->conn, skipped_text(skipped));
 }
 
 static void handshake_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)

@@ -2,7 +2,9 @@
  * libev loop that also drives its progress engine; the test thread is the
  * client. Checks that the engine connection comes up from details that only
  * travelled inside mutual TLS, that app data crosses, that refusals refuse,
- * and that losing the TLS channel disconnects the RDMA side.
+ * that losing the TLS channel disconnects the RDMA side, and that a peer
+ * flooding KeyUpdates without reading neither makes the server spin nor
+ * costs it the session.
  *
  * Server speaks first (wire version 2): a refused client must not have sent
  * its details. The real server cannot show that (it never decrypts what a
@@ -19,13 +21,17 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/sockios.h>
 
 #include <ev.h>
 #include <msgpack.h>
@@ -124,6 +130,12 @@ static struct {
 	char hello_name[64], cert_name[64], peer_data[64];
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
+	/* the KeyUpdate floods: the server's end of the flooding session and
+	 * the probe of the loop (see quiet_cb) */
+	int session_fd, probe, probe_result;
+	unsigned long probe_iterations;
+	ev_idle quiet;
+	ev_check busy;
 } srv;
 
 static int request_cb(struct rdmx_bootstrap_server *s, struct rdmx_bootstrap *b, const void **reply,
@@ -182,15 +194,54 @@ static void progress_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		;
 }
 
+/* The probe of the KeyUpdate flood test: runs until the loop has an
+ * iteration with nothing to do, or gives up after PROBE_LIMIT iterations. */
+enum { PROBE_RUNNING, PROBE_QUIET_UNREAD, PROBE_QUIET_EMPTY, PROBE_BUSY };
+#define PROBE_LIMIT 100000ul
+
+static void probe_end(struct ev_loop *loop, int result)
+{
+	ev_idle_stop(loop, &srv.quiet);
+	ev_check_stop(loop, &srv.busy);
+	__atomic_store_n(&srv.probe_result, result, __ATOMIC_SEQ_CST);
+}
+
+/* An iteration with no event pending: was the session's socket readable?
+ * A loop that watches a readable socket always has its event pending. */
+static void quiet_cb(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	int unread = 0;
+
+	(void)w;
+	(void)revents;
+	ioctl(srv.session_fd, FIONREAD, &unread);
+	probe_end(loop, unread > 0 ? PROBE_QUIET_UNREAD : PROBE_QUIET_EMPTY);
+}
+
+static void busy_cb(struct ev_loop *loop, ev_check *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	if (++srv.probe_iterations > PROBE_LIMIT)
+		probe_end(loop, PROBE_BUSY);
+}
+
 static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
 {
 	(void)w;
 	(void)revents;
+	if (__atomic_exchange_n(&srv.probe, 0, __ATOMIC_SEQ_CST)) {
+		srv.probe_iterations = 0;
+		ev_idle_start(loop, &srv.quiet);
+		ev_check_start(loop, &srv.busy);
+	}
 	if (__atomic_exchange_n(&srv.drop, 0, __ATOMIC_SEQ_CST))
 		rdmx_bootstrap_destroy(&srv.b);
 	if (get(&srv.stop)) {
 		rdmx_bootstrap_destroy(&srv.b);
 		rdmx_bootstrap_server_destroy(&srv.bs);
+		ev_idle_stop(loop, &srv.quiet);
+		ev_check_stop(loop, &srv.busy);
 		ev_timer_stop(loop, &srv.progress);
 		ev_async_stop(loop, &srv.wake);
 		ev_break(loop, EVBREAK_ALL);
@@ -229,6 +280,8 @@ static void server_start(void)
 	ev_async_start(srv.loop, &srv.wake);
 	ev_timer_init(&srv.progress, progress_cb, 0.001, 0.001);
 	ev_timer_start(srv.loop, &srv.progress);
+	ev_idle_init(&srv.quiet, quiet_cb);
+	ev_check_init(&srv.busy, busy_cb);
 	cr_assert_eq(pthread_create(&srv.thread, NULL, server_main, NULL), 0);
 	pthread_mutex_lock(&srv.lock);
 	while (!srv.ready)
@@ -373,6 +426,7 @@ enum spy_greeting {
 	SPY_GOOD,           /* a version 2 hello on tcp */
 	SPY_OTHER_VERSION,  /* a hello offering version 99 only */
 	SPY_OTHER_PROVIDER, /* a hello on "verbs" */
+	SPY_REFUSING,       /* a refusal whose text forges a log line */
 };
 
 static struct {
@@ -423,12 +477,38 @@ static void spy_read(SSL *ssl, int one_frame)
 
 /* Field numbers of secure/proto/bootstrap.proto (wire version 3): the
  * frames are built and read with msgpack-c, the codec's oracle. */
-enum { BS_RDMX = 1, BS_VERSIONS = 2, BS_VERSION = 3, BS_NAME = 4, BS_PROVIDER = 5, BS_DETAILS = 7 };
+enum {
+	BS_RDMX = 1,
+	BS_VERSIONS = 2,
+	BS_VERSION = 3,
+	BS_NAME = 4,
+	BS_PROVIDER = 5,
+	BS_DETAILS = 7,
+	BS_STATUS = 9,
+	BS_ERROR = 10,
+};
 
 static void pack_field_str(msgpack_packer *pk, uint64_t key, const char *s)
 {
 	msgpack_pack_uint64(pk, key);
 	msgpack_pack_str_with_body(pk, s, strlen(s));
+}
+
+/* A refusal's text that would forge a second log line and restyle a
+ * terminal if logged as received, and what the log must show instead. */
+#define FORGED_TEXT "go away\nrdmx error: forged line\x1b[2K\\"
+#define FORGED_LOGGED "go away\\x0ardmx error: forged line\\x1b[2K\\\\"
+
+/* {status, error}: a refusal, packed into sb. */
+static void pack_refusal(msgpack_sbuffer *sb, const char *text)
+{
+	msgpack_packer pk;
+
+	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 2);
+	msgpack_pack_uint64(&pk, BS_STATUS);
+	msgpack_pack_int32(&pk, RDMX_E_CONN_REFUSED);
+	pack_field_str(&pk, BS_ERROR, text);
 }
 
 /* 1 when frame[len] is a msgpack map with integer key `key`. */
@@ -457,13 +537,19 @@ static void spy_send_greeting(SSL *ssl)
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 4);
-	pack_field_str(&pk, BS_RDMX, "bootstrap");
-	msgpack_pack_uint64(&pk, BS_VERSIONS);
-	msgpack_pack_array(&pk, 1);
-	msgpack_pack_uint32(&pk, spy.greeting == SPY_OTHER_VERSION ? 99 : RDMX_BOOTSTRAP_VERSION);
-	pack_field_str(&pk, BS_NAME, "spy");
-	pack_field_str(&pk, BS_PROVIDER, spy.greeting == SPY_OTHER_PROVIDER ? "verbs" : "tcp");
+	if (spy.greeting == SPY_REFUSING) {
+		pack_refusal(&sb, FORGED_TEXT);
+	} else {
+		msgpack_pack_map(&pk, 4);
+		pack_field_str(&pk, BS_RDMX, "bootstrap");
+		msgpack_pack_uint64(&pk, BS_VERSIONS);
+		msgpack_pack_array(&pk, 1);
+		msgpack_pack_uint32(
+		    &pk, spy.greeting == SPY_OTHER_VERSION ? 99 : RDMX_BOOTSTRAP_VERSION);
+		pack_field_str(&pk, BS_NAME, "spy");
+		pack_field_str(&pk, BS_PROVIDER,
+		               spy.greeting == SPY_OTHER_PROVIDER ? "verbs" : "tcp");
+	}
 	hdr[0] = (unsigned char)(sb.size >> 24);
 	hdr[1] = (unsigned char)(sb.size >> 16);
 	hdr[2] = (unsigned char)(sb.size >> 8);
@@ -845,4 +931,342 @@ Test(bootstrap, version_mismatch_is_refused)
 	cr_assert(spy_saw("provider mismatch"), "%zu bytes", spy.got_len);
 	cr_assert(!spy_saw_details() && !spy_saw("app-secret"));
 	side_close(&cl);
+}
+
+/* A peer's refusal text is logged escaped, on either side: no control
+ * character in it can end the line and forge another. */
+Test(bootstrap, peer_error_text_logged_escaped)
+{
+	struct rdmx_tls_config *cfg;
+	struct rdmx_tls_conn *tls = NULL;
+	msgpack_sbuffer sb;
+	struct side cl;
+	const void *f;
+	size_t len;
+
+	/* the client logs the server's refusal */
+	side_open(&cl);
+	cr_assert_rc(connect_to_spy(&cl, "client", SPY_REFUSING), RDMX_E_CONN_REFUSED);
+	side_close(&cl);
+	cr_assert(tls_test_log_contains("server refused: " FORGED_LOGGED " ("),
+	          "the client did not log the server's refusal escaped");
+	cr_assert_not(tls_test_log_contains("go away\n"), "the refusal was logged as received");
+
+	/* the server logs the client's: it gives up on the server's hello */
+	server_start();
+	cfg = tls_test_config(&pki, "client", "server.test", 1);
+	cr_assert_rc(rdmx_tls_connect(cfg, "127.0.0.1", srv.port, &tls), RDMX_OK);
+	expect_greeting(tls);
+	msgpack_sbuffer_init(&sb);
+	pack_refusal(&sb, FORGED_TEXT);
+	cr_assert_rc(rdmx_tls_conn_send_wait(tls, sb.data, sb.size, 5000), RDMX_OK);
+	msgpack_sbuffer_destroy(&sb);
+	/* the server drops the session once it has logged why */
+	cr_assert_lt(rdmx_tls_conn_recv_wait(tls, &f, &len, 5000), 0);
+	cr_assert(tls_test_log_contains("gave up: " FORGED_LOGGED " ("),
+	          "the server did not log the client's refusal escaped");
+	cr_assert_not(tls_test_log_contains("go away\n"), "the refusal was logged as received");
+	rdmx_tls_conn_destroy(&tls);
+	rdmx_tls_config_destroy(&cfg);
+	server_stop();
+}
+
+/* ---- a client that floods KeyUpdates (OpenSSL, no rdmx) ---- */
+
+enum { FLOOD_KEY_UPDATES = 1000 };
+
+static int key_updates_seen;
+
+/* Counts the KeyUpdate messages the client receives. */
+static void count_key_updates(int write_p, int version, int content_type, const void *buf,
+                              size_t len, SSL *ssl, void *arg)
+{
+	(void)version;
+	(void)ssl;
+	(void)arg;
+	if (!write_p && content_type == SSL3_RT_HANDSHAKE && len > 0 &&
+	    ((const unsigned char *)buf)[0] == SSL3_MT_KEY_UPDATE)
+		key_updates_seen++;
+}
+
+/* A TLS 1.3 session with the server under the "client" certificate; the
+ * socket's receive buffer small (set before connect, so that the window it
+ * offers stays small), its send buffer large. */
+static SSL *raw_connect(SSL_CTX **ctx_out, int *fd_out)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	struct timeval guard = {.tv_sec = 10};
+	int small = 4096, big = 1 << 20, fd;
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	SSL *ssl;
+
+	cr_assert_not_null(ctx);
+	SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+	cr_assert_eq(SSL_CTX_load_verify_file(ctx, tls_test_pki_path(&pki, "ca", ".crt")), 1);
+	cr_assert_eq(SSL_CTX_use_certificate_file(ctx, tls_test_pki_path(&pki, "client", ".crt"),
+	                                          SSL_FILETYPE_PEM),
+	             1);
+	cr_assert_eq(SSL_CTX_use_PrivateKey_file(ctx, tls_test_pki_path(&pki, "client", ".key"),
+	                                         SSL_FILETYPE_PEM),
+	             1);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(fd, 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof(guard));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &guard, sizeof(guard));
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons(srv.port);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ssl = SSL_new(ctx);
+	cr_assert_not_null(ssl);
+	SSL_set_fd(ssl, fd);
+	cr_assert_eq(SSL_connect(ssl), 1);
+	SSL_set_msg_callback(ssl, count_key_updates);
+	*ctx_out = ctx;
+	*fd_out = fd;
+	return ssl;
+}
+
+static void raw_read_exact(SSL *ssl, unsigned char *p, size_t n)
+{
+	while (n) {
+		int r = SSL_read(ssl, p, n > 4096 ? 4096 : (int)n);
+
+		cr_assert_gt(r, 0, "no frame from the server");
+		p += r;
+		n -= (size_t)r;
+	}
+}
+
+/* One whole frame (4-byte length, then the message) into buf: its length. */
+static size_t raw_read_frame(SSL *ssl, unsigned char *buf, size_t cap)
+{
+	unsigned char h[4];
+	size_t n;
+
+	raw_read_exact(ssl, h, sizeof(h));
+	n = (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3];
+	cr_assert_leq(n, cap, "a frame of %zu bytes", n);
+	raw_read_exact(ssl, buf, n);
+	return n;
+}
+
+static void raw_write_frame(SSL *ssl, const void *p, size_t n)
+{
+	unsigned char h[4] = {(unsigned char)(n >> 24), (unsigned char)(n >> 16),
+	                      (unsigned char)(n >> 8), (unsigned char)n};
+
+	cr_assert_eq(SSL_write(ssl, h, sizeof(h)), (int)sizeof(h));
+	cr_assert_eq(SSL_write(ssl, p, (int)n), (int)n);
+}
+
+/* Seals the data connection as a client does (secure/bootstrap.c,
+ * seal_conn): keys from the TLS exporter, client-to-server first. */
+static void raw_seal(SSL *ssl, struct rdmx_conn *conn)
+{
+	static const char label[] = "EXPORTER-rdmx-data-plane-v1";
+	uint8_t km[2 * (RDMX_CONN_KEY_SIZE + RDMX_CONN_IV_SIZE)];
+	const uint8_t *c2s = km, *s2c = km + RDMX_CONN_KEY_SIZE + RDMX_CONN_IV_SIZE;
+	struct rdmx_conn_keys k;
+
+	cr_assert_eq(
+	    SSL_export_keying_material(ssl, km, sizeof(km), label, strlen(label), NULL, 0, 0), 1);
+	memcpy(k.tx_key, c2s, RDMX_CONN_KEY_SIZE);
+	memcpy(k.tx_iv, c2s + RDMX_CONN_KEY_SIZE, RDMX_CONN_IV_SIZE);
+	memcpy(k.rx_key, s2c, RDMX_CONN_KEY_SIZE);
+	memcpy(k.rx_iv, s2c + RDMX_CONN_KEY_SIZE, RDMX_CONN_IV_SIZE);
+	cr_assert_rc(rdmx_conn_set_data_keys(conn, &k), RDMX_OK);
+}
+
+static void raw_read_greeting(SSL *ssl)
+{
+	static unsigned char buf[16384];
+	size_t n = raw_read_frame(ssl, buf, sizeof(buf));
+
+	cr_assert(has_field(buf, n, BS_VERSIONS), "not the server's hello");
+}
+
+/* The rest of the client's side of the bootstrap over the raw session:
+ * our hello with the engine details of `cl`, the server's answer. The
+ * server's session is established when it returns. */
+static void raw_send_hello(SSL *ssl, struct side *cl)
+{
+	static unsigned char buf[16384];
+	const void *details;
+	size_t details_len, n;
+	struct rdmx_conn *conn;
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	cr_assert_rc(rdmx_ctx_export(cl->ctx, &details, &details_len, &conn), RDMX_OK);
+	raw_seal(ssl, conn);
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 4);
+	pack_field_str(&pk, BS_RDMX, "bootstrap");
+	msgpack_pack_uint64(&pk, BS_VERSION);
+	msgpack_pack_uint32(&pk, RDMX_BOOTSTRAP_VERSION);
+	pack_field_str(&pk, BS_PROVIDER, "tcp");
+	msgpack_pack_uint64(&pk, BS_DETAILS);
+	msgpack_pack_bin_with_body(&pk, details, details_len);
+	raw_write_frame(ssl, sb.data, sb.size);
+	msgpack_sbuffer_destroy(&sb);
+	n = raw_read_frame(ssl, buf, sizeof(buf));
+	cr_assert(has_field(buf, n, BS_DETAILS), "the server did not accept the hello");
+}
+
+/* Bytes the peer's kernel has not acknowledged yet. */
+static int unacked(int fd)
+{
+	int n = -1;
+
+	ioctl(fd, SIOCOUTQ, &n);
+	return n;
+}
+
+/* Reads (TLS records only: the server sends no frame) until at least
+ * `want` KeyUpdates have come, or the guard. */
+static void drain_key_updates(SSL *ssl, int fd, int want)
+{
+	int64_t end = tls_test_now_ms() + 20000;
+	unsigned char buf[256];
+
+	while (key_updates_seen < want && tls_test_now_ms() < end) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int n;
+
+		ERR_clear_error();
+		n = SSL_read(ssl, buf, sizeof(buf));
+		cr_assert_leq(n, 0, "the server sent application data");
+		cr_assert_eq(SSL_get_error(ssl, n), SSL_ERROR_WANT_READ, "session failed (%d)",
+		             SSL_get_error(ssl, n));
+		poll(&p, 1, 100);
+	}
+	cr_assert_geq(key_updates_seen, want, "%d of %d KeyUpdates answered: the server stalled",
+	              key_updates_seen, want);
+}
+
+/* The server's end of the client's TCP connection `fd` (this process). */
+static int server_end_of(int fd)
+{
+	struct sockaddr_in me, peer, a, b;
+	socklen_t len = sizeof(me);
+
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&me, &len), 0);
+	len = sizeof(peer);
+	cr_assert_eq(getpeername(fd, (struct sockaddr *)&peer, &len), 0);
+	for (int i = 0; i < (int)sysconf(_SC_OPEN_MAX); i++) {
+		socklen_t la = sizeof(a), lb = sizeof(b);
+
+		if (i != fd && getsockname(i, (struct sockaddr *)&a, &la) == 0 &&
+		    getpeername(i, (struct sockaddr *)&b, &lb) == 0 && la == sizeof(a) &&
+		    lb == sizeof(b) && a.sin_port == peer.sin_port && b.sin_port == me.sin_port &&
+		    a.sin_addr.s_addr == peer.sin_addr.s_addr &&
+		    b.sin_addr.s_addr == me.sin_addr.s_addr)
+			return i;
+	}
+	cr_assert_fail("the server's end of the connection is not in this process");
+	return -1;
+}
+
+/* The peer asks for a KeyUpdate over and over and does not read: the
+ * server's answers fill its socket and its TLS layer, reading, wants to
+ * write (SSL_ERROR_WANT_WRITE from SSL_read) while more requests wait in
+ * the socket. The server must wait for writability, not spin on the
+ * readable socket; once the peer reads, it answers every request. The
+ * probe counts loop iterations, no clock: it ends at the first iteration
+ * without a pending event (quiet_cb: the socket must still hold unread
+ * requests then), or after PROBE_LIMIT busy ones (a spin). */
+static void key_update_flood(SSL *ssl, int fd, struct side *cl)
+{
+	int server_fd = server_end_of(fd), small = 4096, big = 1 << 20, result, flags;
+
+	/* what the server sends fills up at once, what it is sent fits (the
+	 * system's limits are far below and above these) */
+	setsockopt(server_fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+	setsockopt(server_fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+	__atomic_store_n(&srv.session_fd, server_fd, __ATOMIC_SEQ_CST);
+	flags = fcntl(fd, F_GETFL);
+	cr_assert_eq(fcntl(fd, F_SETFL, flags | O_NONBLOCK), 0);
+	key_updates_seen = 0;
+	for (int i = 0; i < FLOOD_KEY_UPDATES; i++) {
+		cr_assert_eq(SSL_key_update(ssl, SSL_KEY_UPDATE_REQUESTED), 1);
+		cr_assert_eq(SSL_do_handshake(ssl), 1,
+		             "setup: KeyUpdate %d did not fit in the client's send buffer", i);
+	}
+	/* every request is in the server's socket: nothing more arrives */
+	drive_until(cl, unacked(fd) == 0, 10000);
+
+	__atomic_store_n(&srv.probe_result, PROBE_RUNNING, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&srv.probe, 1, __ATOMIC_SEQ_CST);
+	ev_async_send(srv.loop, &srv.wake);
+	drive_until(cl, get(&srv.probe_result) != PROBE_RUNNING, 30000);
+	result = get(&srv.probe_result);
+	cr_assert_neq(result, PROBE_QUIET_EMPTY,
+	              "setup: the server answered all %d KeyUpdates without its send blocking",
+	              FLOOD_KEY_UPDATES);
+	cr_assert_eq(result, PROBE_QUIET_UNREAD,
+	             "the server's loop ran %lu iterations, none quiet, its session's socket "
+	             "readable and its TLS layer waiting to write: it spins",
+	             PROBE_LIMIT);
+
+	/* the peer reads: every request is answered. The answer to the last
+	 * one may wait for the server's next application data (RFC 8446
+	 * 4.6.3 allows it; OpenSSL 3.0 sends the answer to one request when
+	 * it processes the next) */
+	drain_key_updates(ssl, fd, FLOOD_KEY_UPDATES - 1);
+	cr_assert_eq(fcntl(fd, F_SETFL, flags), 0);
+}
+
+/* The peer's close is seen: the server still watches the session. */
+static void raw_close_is_seen(struct side *cl, SSL_CTX *ctx, SSL *ssl, int fd)
+{
+	cr_assert_eq(get(&srv.lost), 0);
+	SSL_shutdown(ssl);
+	close(fd);
+	drive_until(cl, get(&srv.lost) == 1, 10000);
+	ERR_clear_error();
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+}
+
+/* An established session flooded (see key_update_flood) stays. */
+Test(bootstrap, key_update_flood_neither_spins_nor_stalls)
+{
+	struct side cl;
+	SSL_CTX *ctx;
+	SSL *ssl;
+	int fd;
+
+	server_start();
+	side_open(&cl);
+	ssl = raw_connect(&ctx, &fd);
+	raw_read_greeting(ssl);
+	raw_send_hello(ssl, &cl);
+	key_update_flood(ssl, fd, &cl);
+	raw_close_is_seen(&cl, ctx, ssl, fd);
+	side_close(&cl);
+	server_stop();
+}
+
+/* The same flood in place of the client's hello: the exchange goes on
+ * after it. */
+Test(bootstrap, key_update_flood_before_the_hello_neither_spins_nor_stalls)
+{
+	struct side cl;
+	SSL_CTX *ctx;
+	SSL *ssl;
+	int fd;
+
+	server_start();
+	side_open(&cl);
+	ssl = raw_connect(&ctx, &fd);
+	raw_read_greeting(ssl);
+	key_update_flood(ssl, fd, &cl);
+	raw_send_hello(ssl, &cl);
+	raw_close_is_seen(&cl, ctx, ssl, fd);
+	side_close(&cl);
+	server_stop();
 }
