@@ -187,12 +187,14 @@ int rdmx__bootstrap_lost(struct rdmx_bootstrap *b, int reason)
 	return b->lost;
 }
 
-int rdmx__bootstrap_check_wants(struct rdmx_bootstrap *b, int *wants)
+int rdmx_bootstrap_check_wants(struct rdmx_bootstrap *b, int *wants)
 {
 	const void *frame;
 	size_t len;
 	int ret, out = 0;
 
+	if (!b || !wants)
+		return RDMX_E_INVAL;
 	*wants = RDMX_TLS_WANT_READ;
 	if (b->lost)
 		return b->lost;
@@ -220,9 +222,7 @@ int rdmx_bootstrap_check(struct rdmx_bootstrap *b)
 {
 	int wants;
 
-	if (!b)
-		return RDMX_E_INVAL;
-	return rdmx__bootstrap_check_wants(b, &wants);
+	return rdmx_bootstrap_check_wants(b, &wants);
 }
 
 int rdmx_bootstrap_get_conn(const struct rdmx_bootstrap *b, struct rdmx_conn **conn)

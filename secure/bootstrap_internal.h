@@ -27,13 +27,6 @@ int rdmx__bootstrap_greet(struct rdmx_bootstrap *b, const char *my_name);
 int rdmx__bootstrap_accept(struct rdmx_bootstrap *b, const void *frame, size_t len,
                            int (*decide)(struct rdmx_bootstrap *, const void **, size_t *, void *),
                            void *decide_arg);
-/* rdmx_bootstrap_check that also says, while the channel is alive, what
- * the TLS layer waits for before it can go on: *wants holds
- * RDMX_TLS_WANT_READ and/or RDMX_TLS_WANT_WRITE. A read that must first
- * write (the answer to the peer's KeyUpdate, its socket full) wants write
- * alone: a readable socket does not help it, and a watcher woken by one
- * would spin. */
-int rdmx__bootstrap_check_wants(struct rdmx_bootstrap *b, int *wants);
 /* Marks the channel lost and disconnects the engine connection (unless
  * gone); returns the sticky reason. */
 int rdmx__bootstrap_lost(struct rdmx_bootstrap *b, int reason);

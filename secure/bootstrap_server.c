@@ -102,7 +102,7 @@ static void established_io(struct session *s)
 	struct rdmx_bootstrap_server *srv = s->srv;
 	struct rdmx_bootstrap *b = s->b;
 	int wants;
-	int ret = rdmx__bootstrap_check_wants(b, &wants);
+	int ret = rdmx_bootstrap_check_wants(b, &wants);
 
 	if (ret == RDMX_OK) {
 		rearm(s, wants);

@@ -47,21 +47,29 @@ struct rdmx_rpc_ep *rdmx_rpc_secure_conn_get_ep(const struct rdmx_rpc_secure_con
 	return conn ? conn->ep : NULL;
 }
 
-int rdmx_rpc_secure_check(struct rdmx_rpc_secure_conn *conn)
+int rdmx_rpc_secure_check_wants(struct rdmx_rpc_secure_conn *conn, int *wants)
 {
 	int ret;
 
-	if (!conn)
+	if (!conn || !wants)
 		return RDMX_E_INVAL;
+	*wants = RDMX_TLS_WANT_READ;
 	if (conn->lost)
 		return conn->lost;
 	if (!conn->b)
 		return RDMX_E_DISCONNECTED;
 	/* on loss the bootstrap disconnects the engine connection itself */
-	ret = rdmx_bootstrap_check(conn->b);
+	ret = rdmx_bootstrap_check_wants(conn->b, wants);
 	if (ret)
 		conn->lost = ret;
 	return ret;
+}
+
+int rdmx_rpc_secure_check(struct rdmx_rpc_secure_conn *conn)
+{
+	int wants;
+
+	return rdmx_rpc_secure_check_wants(conn, &wants);
 }
 
 int rdmx_rpc_secure_get_peer_names(const struct rdmx_rpc_secure_conn *conn, const char **cert_name,

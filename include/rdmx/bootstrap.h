@@ -95,9 +95,16 @@ int rdmx_bootstrap_connect(struct rdmx_ctx *ctx, struct rdmx_tls_config *cfg, co
 
 /* Non-blocking liveness check of the TLS channel: 0 while alive; once lost,
  * disconnects the engine connection (unless gone) and returns the reason
- * (RDMX_E_DISCONNECTED, ...). Call when rdmx_bootstrap_get_fd is readable,
- * or from time to time. */
+ * (RDMX_E_DISCONNECTED, ...). Call it from time to time, or use
+ * rdmx_bootstrap_check_wants to sleep on rdmx_bootstrap_get_fd. */
 int rdmx_bootstrap_check(struct rdmx_bootstrap *bootstrap);
+/* rdmx_bootstrap_check that also says, while the channel is alive, what to
+ * wait for on rdmx_bootstrap_get_fd before the next call: *wants holds
+ * RDMX_TLS_WANT_READ and/or RDMX_TLS_WANT_WRITE (rdmx/tls.h). Wait for
+ * exactly those: a read that must first write (the answer to the peer's TLS
+ * KeyUpdate while its socket is full) wants write alone, and a loop that
+ * waits for readable then would spin. RDMX_E_INVAL for NULL. */
+int rdmx_bootstrap_check_wants(struct rdmx_bootstrap *bootstrap, int *wants);
 
 /* Closes the TLS channel and disconnects the engine connection (unless gone).
  * NULL / *bootstrap == NULL is a no-op. */

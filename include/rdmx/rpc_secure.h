@@ -163,9 +163,15 @@ struct rdmx_rpc_ep *rdmx_rpc_secure_conn_get_ep(const struct rdmx_rpc_secure_con
 /* Checks the TLS session now (without waiting): 0 while it is alive, else
  * the reason it was lost (RDMX_E_DISCONNECTED, ...), after which the engine
  * connection is being disconnected. The client's timer does this by itself;
- * a program that sleeps on the socket (rdmx_rpc_secure_get_fd) may call it
- * when the socket is readable. RDMX_E_INVAL for NULL. */
+ * a program that sleeps on the socket (rdmx_rpc_secure_get_fd) uses
+ * rdmx_rpc_secure_check_wants. RDMX_E_INVAL for NULL. */
 int rdmx_rpc_secure_check(struct rdmx_rpc_secure_conn *conn);
+/* rdmx_rpc_secure_check that also says what to wait for on the socket
+ * before the next call: *wants holds RDMX_TLS_WANT_READ and/or
+ * RDMX_TLS_WANT_WRITE (rdmx/tls.h); wait for exactly those
+ * (rdmx_bootstrap_check_wants: a readable socket does not help a session
+ * that must write first). */
+int rdmx_rpc_secure_check_wants(struct rdmx_rpc_secure_conn *conn, int *wants);
 
 /* The peer's allow-listed certificate name and its hello name ("" if none),
  * valid while the connection lives. */

@@ -321,7 +321,7 @@ Test(bootstrap, connects_exchanges_and_loses_liveness)
 	const char *cert, *hello;
 	const void *data;
 	size_t len;
-	int r = 0;
+	int r = 0, wants = 0;
 
 	server_start();
 	side_open(&cl);
@@ -347,6 +347,10 @@ Test(bootstrap, connects_exchanges_and_loses_liveness)
 	cr_assert_str_eq(srv.peer_data, "client-app");
 	pthread_mutex_unlock(&srv.lock);
 	cr_assert_rc(rdmx_bootstrap_check(b), RDMX_OK);
+	cr_assert_rc(rdmx_bootstrap_check_wants(b, &wants), RDMX_OK);
+	cr_assert_eq(wants, RDMX_TLS_WANT_READ, "an idle channel waits for its peer: %d", wants);
+	cr_assert_rc(rdmx_bootstrap_check_wants(NULL, &wants), RDMX_E_INVAL);
+	cr_assert_rc(rdmx_bootstrap_check_wants(b, NULL), RDMX_E_INVAL);
 
 	/* the server drops its control channel: our RDMA connection goes */
 	__atomic_store_n(&srv.drop, 1, __ATOMIC_SEQ_CST);

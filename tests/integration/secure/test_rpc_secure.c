@@ -155,6 +155,7 @@ Test(rpc_secure, registry_discovery_then_calls_over_the_engine)
 	const char *cert, *hello;
 	char host[64];
 	uint16_t port = 0;
+	int wants = 0;
 
 	ids();
 	fix_bsd_start(&bsd);
@@ -201,6 +202,8 @@ Test(rpc_secure, registry_discovery_then_calls_over_the_engine)
 	cr_assert_eq(rs.by_code[RDMX_RPC_OK], rs.calls);
 	cr_assert_gt(rs.rendezvous, 0, "no message went by rendezvous");
 	cr_assert_rc(rdmx_rpc_secure_check(sc), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_secure_check_wants(sc, &wants), RDMX_OK);
+	cr_assert_eq(wants, RDMX_TLS_WANT_READ, "an idle session waits for its peer: %d", wants);
 
 	cr_assert_rc(rdmx_rpc_secure_close(&sc), RDMX_OK);
 	cr_assert_null(sc);
@@ -402,6 +405,7 @@ Test(rpc_secure, bad_arguments)
 	cr_assert_null(sc);
 	cr_assert_rc(rdmx_rpc_secure_close(NULL), RDMX_OK);
 	cr_assert_rc(rdmx_rpc_secure_check(NULL), RDMX_E_INVAL);
+	cr_assert_rc(rdmx_rpc_secure_check_wants(NULL, &fd), RDMX_E_INVAL);
 	cr_assert_rc(rdmx_rpc_secure_get_fd(NULL, &fd), RDMX_E_INVAL);
 	cr_assert_rc(rdmx_rpc_secure_server_destroy(NULL), RDMX_OK);
 	rdmx_tls_config_destroy(&cfg);
