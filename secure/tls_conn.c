@@ -177,7 +177,9 @@ void rdmx__tls_conn_set_verify_failure(struct rdmx_tls_conn *conn, const char *r
 	if (conn->verify_failure)
 		return;
 	conn->verify_failure = reason;
-	snprintf(conn->verify_detail, sizeof(conn->verify_detail), "%s", detail ? detail : "");
+	/* a name from the peer's certificate: logged, so escaped */
+	rdmx__log_escape(detail ? detail : "", detail ? strlen(detail) : 0, conn->verify_detail,
+	                 sizeof(conn->verify_detail));
 }
 
 const char *rdmx__tls_conn_verify_failure(const struct rdmx_tls_conn *conn, const char **detail)

@@ -28,6 +28,7 @@ static const struct leaf leaves[] = {
     {"expired", "client.test", "DNS:client.test", -30 * DAY, -DAY, 3, 0},
     {"notyet", "client.test", "DNS:client.test", DAY, 30 * DAY, 3, 0},
     {"wrongsan", "client.test", "DNS:evil.example", -DAY, 30 * DAY, 3, 0},
+    {"ctlsan", "client.test", "DNS:evil\x1b[2K\nrdmx: forged.example", -DAY, 30 * DAY, 3, 0},
     {"cnonly", "client.test", NULL, -DAY, 30 * DAY, 3, 0},
     {"selfsigned", "client.test", "DNS:client.test", -DAY, 30 * DAY, 3, 2},
     {"revoked", "client.test", "DNS:client.test", -DAY, 30 * DAY, 3, 0},

@@ -18,6 +18,7 @@
  *   expired     DNS:client.test  validity ended yesterday
  *   notyet      DNS:client.test  validity starts tomorrow
  *   wrongsan    DNS:evil.example
+ *   ctlsan      DNS:evil.example with control characters (ESC, newline) in it
  *   cnonly      CN=client.test, no subjectAltName
  *   selfsigned  DNS:client.test, self-signed
  *   revoked     DNS:client.test, listed in crl.pem

@@ -296,6 +296,16 @@ Test(tls, refuses_wrong_san)
 	expect_server_refuses("wrongsan", 0, "peer certificate name not allowed");
 }
 
+/* The refused name comes from the peer's certificate: the reason and its
+ * log line carry it escaped, never a control character. */
+Test(tls, refused_name_escaped)
+{
+	expect_server_refuses(
+	    "ctlsan", 0,
+	    "peer certificate name not allowed: evil\\x1b[2K\\x0ardmx: forged.example");
+	cr_assert(!tls_test_log_contains("\n"), "a raw newline reached the log");
+}
+
 Test(tls, refuses_cn_only)
 {
 	expect_server_refuses("cnonly", 0, "no DNS subjectAltName");
