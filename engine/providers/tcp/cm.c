@@ -120,6 +120,30 @@ static void deal(struct tcp_ctx *tc, int fd, const struct sockaddr_storage *ss, 
 	pthread_mutex_unlock(&g->lock);
 }
 
+/* The cm listener out of its sets until cm_rest.until (tcp.h: struct
+ * tcp_accept_rest); rdmx__tcp_cm_resume puts it back. */
+static void cm_rest(struct tcp_ctx *tc)
+{
+	if (rdmx__tcp_ep_set(tc, tc->lfd, &tc->listen_ep, 0, false)) {
+		tc->cm_rest.until = 0; /* still watched: the next look retries */
+		return;
+	}
+	rdmx__tcp_ctx_timer(tc, tc->cm_rest.until);
+}
+
+void rdmx__tcp_cm_resume(struct tcp_ctx *tc, uint64_t now)
+{
+	if (!tc->cm_rest.until)
+		return;
+	if (tc->cm_rest.until > now) {
+		rdmx__tcp_ctx_timer(tc, tc->cm_rest.until);
+		return;
+	}
+	tc->cm_rest.until = 0;
+	if (tc->lfd >= 0)
+		rdmx__tcp_ep_set(tc, tc->lfd, &tc->listen_ep, EPOLLIN, false);
+}
+
 void rdmx__tcp_cm_accept(struct tcp_ctx *tc)
 {
 	for (;;) {
@@ -131,8 +155,13 @@ void rdmx__tcp_cm_accept(struct tcp_ctx *tc)
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				RDMX_WARN("tcp: accept failed: %s", strerror(errno));
+			if (errno != EAGAIN && errno != EWOULDBLOCK) {
+				int err = errno;
+
+				if (rdmx__tcp_accept_rests(&tc->cm_rest, err))
+					cm_rest(tc);
+				rdmx__tcp_accept_log(&tc->cm_rest, err, "cm listener");
+			}
 			return;
 		}
 		deal(tc, fd, &ss, len);

@@ -337,6 +337,7 @@ void rdmx__tcp_ctx_run_timers(struct tcp_ctx *tc, uint64_t now)
 	struct tcp_cmreq **pp;
 
 	atomic_store_explicit(&tc->next_deadline, TCP_NEVER, memory_order_relaxed);
+	rdmx__tcp_cm_resume(tc, now);
 	for (struct tcp_conn *c = tc->conns; c; c = c->next)
 		rdmx__tcp_conn_timer(c, now);
 	for (pp = &tc->cmreqs; *pp;) {

@@ -105,6 +105,30 @@ int rdmx__tcp_listen_socket(const struct sockaddr_storage *ss, socklen_t len, in
 	return fd;
 }
 
+bool rdmx__tcp_accept_rests(struct tcp_accept_rest *r, int err)
+{
+	if (err != EMFILE && err != ENFILE && err != ENOBUFS && err != ENOMEM)
+		return false;
+	r->until = rdmx__now_ns() + TCP_ACCEPT_REST_MS * 1000000ull;
+	return true;
+}
+
+void rdmx__tcp_accept_log(struct tcp_accept_rest *r, int err, const char *what)
+{
+	uint64_t skipped = 0;
+	char more[48] = "";
+
+	if (!rdmx__log_rate_ok(&r->log, rdmx__now_ns(), &skipped))
+		return;
+	if (skipped)
+		snprintf(more, sizeof(more), "; %llu more not logged", (unsigned long long)skipped);
+	if (r->until)
+		RDMX_WARN("tcp: %s: accept failed: %s, not accepting for %u ms%s", what,
+		          strerror(err), TCP_ACCEPT_REST_MS, more);
+	else
+		RDMX_WARN("tcp: %s: accept failed: %s%s", what, strerror(err), more);
+}
+
 static uint64_t grace_from_env(void)
 {
 	const char *s = getenv("RDMX_TCP_NIC_GRACE_US");

@@ -506,11 +506,16 @@ static void accept_data(struct tcp_dev *td, uint64_t now)
 		                 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-			    errno != ECONNABORTED)
-				RDMX_WARN("tcp: accept failed: %s", strerror(errno));
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK) {
+				int err = errno;
+
+				if (rdmx__tcp_accept_rests(&td->data_rest, err) &&
+				    nic_ctl(td, EPOLL_CTL_MOD, td->lfd, 0, NIC_KEY_LISTEN))
+					td->data_rest.until = 0; /* still watched: retried */
+				rdmx__tcp_accept_log(&td->data_rest, err, "data listener");
+			}
 			return;
 		}
 		h = calloc(1, sizeof(*h));
@@ -640,6 +645,21 @@ static void hello_read(struct tcp_dev *td, struct tcp_hello *h)
 	OPENSSL_cleanse(payload, sizeof(payload));
 }
 
+/* The data listener back in the NIC's set once its rest is over (tcp.h:
+ * struct tcp_accept_rest), else *wait no later than that. */
+static void data_listener_resume(struct tcp_dev *td, uint64_t now, uint64_t *wait)
+{
+	if (!td->data_rest.until)
+		return;
+	if (td->data_rest.until > now) {
+		if (td->data_rest.until < *wait)
+			*wait = td->data_rest.until;
+		return;
+	}
+	td->data_rest.until = 0;
+	nic_ctl(td, EPOLL_CTL_MOD, td->lfd, EPOLLIN, NIC_KEY_LISTEN);
+}
+
 static void expire_hellos(struct tcp_dev *td, uint64_t now, uint64_t *wait)
 {
 	struct tcp_hello *h = td->hellos;
@@ -710,6 +730,7 @@ static void *nic_main(void *arg)
 				wait = w;
 		}
 		expire_hellos(td, now, &wait);
+		data_listener_resume(td, now, &wait);
 		{
 			uint64_t w = hello_log_flush(td, now);
 

@@ -54,6 +54,7 @@
 #define TCP_PATIENCE_GRACES 10u /* nic.c: armed applications serve themselves this long */
 #define TCP_BUSY_GRACES 8u      /* nic.c: longest look period over a busy context (< patience) */
 #define TCP_NEVER UINT64_MAX
+#define TCP_ACCEPT_REST_MS 250u /* a listener out of descriptors rests this long */
 
 /* The least power of two >= n (n <= 2^31): ring sizes, indexed with a mask
  * (a division by a variable size costs tens of cycles per index). */
@@ -277,6 +278,22 @@ struct tcp_hello {
 	struct tcp_hello *next;
 };
 
+/* A listener whose accept failed for want of descriptors or memory
+ * (EMFILE, ENFILE, ENOBUFS, ENOMEM): the pending connection keeps it
+ * readable, so a loop that retried at once would spin and log without end.
+ * It leaves its epoll sets for TCP_ACCEPT_REST_MS instead (the connection
+ * waits in the backlog: a legitimate client is served once descriptors
+ * are free), and the failure is logged at most once a second. */
+struct tcp_accept_rest {
+	uint64_t until; /* 0: watching; else when it watches again */
+	struct rdmx__log_rate log;
+};
+/* After a failed accept (err: errno): true when the listener should rest
+ * (until set; the caller takes it out of its sets, then logs). */
+bool rdmx__tcp_accept_rests(struct tcp_accept_rest *r, int err);
+/* The failure's line, at most one a second (it says whether it rests). */
+void rdmx__tcp_accept_log(struct tcp_accept_rest *r, int err, const char *what);
+
 struct tcp_dev {
 	struct rdmx_dev *dev;
 	int lfd; /* data listener of the export/connect flow */
@@ -301,6 +318,7 @@ struct tcp_dev {
 	 * the count */
 	atomic_uint_least64_t hello_ends[TCP_HELLO_END_COUNT];
 	struct rdmx__log_rate hello_log[TCP_HELLO_END_COUNT]; /* NIC thread */
+	struct tcp_accept_rest data_rest;                     /* lfd's (NIC thread) */
 	pthread_t nic;
 	bool nic_started;
 	bool nic_stop;
@@ -404,6 +422,7 @@ struct tcp_ctx {
 	struct tcp_conn *wait_staged; /* ... the conn read, until the next serve */
 	struct tcp_ep listen_ep;
 	int lfd; /* cm listener or -1 */
+	struct tcp_accept_rest cm_rest;
 	struct tcp_cmreq *cmreqs;
 	unsigned num_cmreqs;
 	struct tcp_lgroup *lgroup; /* listen group joined or led, NULL when none */
@@ -653,6 +672,9 @@ void rdmx__tcp_conn_timer(struct tcp_conn *c, uint64_t now);
 void rdmx__tcp_conn_alive(struct tcp_conn *c);
 /* cm listener became readable / a cm request socket became readable. */
 void rdmx__tcp_cm_accept(struct tcp_ctx *tc);
+/* Puts a resting cm listener back in its sets once its rest is over, else
+ * keeps its timer (lock held; run_timers). */
+void rdmx__tcp_cm_resume(struct tcp_ctx *tc, uint64_t now);
 void rdmx__tcp_cmreq_read(struct tcp_ctx *tc, struct tcp_cmreq *r);
 void rdmx__tcp_cmreq_free(struct tcp_ctx *tc, struct tcp_cmreq *r);
 /* Delivers a queued cm request (ctx_poll, no lock held). */

@@ -11,10 +11,16 @@
 #include "../../../engine/providers/tcp/wire.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -304,6 +310,206 @@ Test(tcp, keys_are_fresh_per_registration)
 	ASSERT_DONE_ERR(&t2, RDMX_E_REMOTE_ACCESS);
 	cr_assert_eq(mem[0], 0, "a dead key wrote into re-registered memory");
 	ASSERT_OK(rdmx_mr_dereg(&mr));
+	pair_close(&A, &B);
+	leak_end();
+}
+
+/* ---- a listener out of descriptors ---- */
+
+static int held[4096], n_held, rest_lfd = -1;
+static atomic_int accept_lines, rest_lines, rest_sets, rest_watching, rest_done;
+
+/* The listening socket on port (this process). */
+static int listener_fd(uint16_t port)
+{
+	for (int fd = 0; fd < 4096; fd++) {
+		struct sockaddr_storage a;
+		socklen_t len = sizeof(a), alen = sizeof(int);
+		int acc = 0;
+
+		if (getsockname(fd, (struct sockaddr *)&a, &len) == 0 && a.ss_family == AF_INET &&
+		    ntohs(((struct sockaddr_in *)&a)->sin_port) == port &&
+		    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &alen) == 0 && acc)
+			return fd;
+	}
+	return -1;
+}
+
+/* How many of this process's epoll sets hold fd, and how many of them wait
+ * for it to be readable (/proc/self/fdinfo of each set: "tfd: N events: X"). */
+static void epoll_interest(int fd, int *sets, int *watching)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+
+	*sets = *watching = 0;
+	while (d && (e = readdir(d))) {
+		char path[300], link[64], line[256];
+		ssize_t k;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		k = readlink(path, link, sizeof(link) - 1);
+		if (k <= 0 || (link[k] = '\0', strcmp(link, "anon_inode:[eventpoll]")))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%s", e->d_name);
+		f = fopen(path, "r");
+		while (f && fgets(line, sizeof(line), f)) {
+			int tfd;
+			unsigned ev;
+
+			if (sscanf(line, "tfd: %d events: %x", &tfd, &ev) == 2 && tfd == fd) {
+				(*sets)++;
+				*watching += (ev & EPOLLIN) != 0;
+			}
+		}
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* Logged from the accepting thread (the application's poll for the cm
+ * listener, the NIC thread for the data listener) right after the failure:
+ * the listener's interest is read there (two held descriptors given back to
+ * read /proc); rest_done says the reading is complete. */
+static void on_accept_line(enum rdmx_log_level level, const char *file, int line, const char *func,
+                           const char *message)
+{
+	int sets, watching;
+
+	(void)level, (void)file, (void)line, (void)func;
+	if (!strstr(message, "accept failed") || atomic_fetch_add(&accept_lines, 1) != 0)
+		return;
+	if (strstr(message, "Too many open files, not accepting for"))
+		atomic_store(&rest_lines, 1);
+	close(held[--n_held]);
+	close(held[--n_held]);
+	epoll_interest(rest_lfd, &sets, &watching);
+	atomic_store(&rest_sets, sets);
+	atomic_store(&rest_watching, watching);
+	atomic_store(&rest_done, 1);
+}
+
+static void rest_watch_begin(uint16_t port)
+{
+	atomic_store(&accept_lines, 0);
+	atomic_store(&rest_lines, 0);
+	atomic_store(&rest_done, 0);
+	rest_lfd = listener_fd(port);
+	cr_assert_geq(rest_lfd, 0, "setup: the listening socket is not in this process");
+	ASSERT_OK(rdmx_log_set_function(on_accept_line));
+}
+
+/* The listener rests: out of every set's interest at the failure, and the
+ * failure's line says so. */
+static void assert_rested(void)
+{
+	DRIVE_UNTIL(&A, &B, atomic_load(&rest_done) == 1);
+	cr_assert_geq(atomic_load(&rest_sets), 1, "setup: the listener is in no epoll set");
+	cr_assert_eq(atomic_load(&rest_watching), 0,
+	             "%d of %d epoll sets still wait for the failing listener: it spins",
+	             atomic_load(&rest_watching), atomic_load(&rest_sets));
+	cr_assert_eq(atomic_load(&rest_lines), 1, "the failure's line does not say it rests");
+}
+
+/* Takes every free descriptor number: the soft limit drops to four past
+ * the highest open descriptor and every number below it is filled with a
+ * dup (three of them to give back later). */
+static void exhaust_descriptors(struct rlimit *saved)
+{
+	struct rlimit lim;
+	int top = 0;
+
+	cr_assert_eq(getrlimit(RLIMIT_NOFILE, saved), 0);
+	for (int fd = 0; fd < 65536 && fd < (int)saved->rlim_cur; fd++)
+		if (fcntl(fd, F_GETFD) >= 0)
+			top = fd;
+	lim = *saved;
+	lim.rlim_cur = (rlim_t)top + 4;
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &lim), 0);
+	n_held = 0;
+	while (n_held < 4096 && (held[n_held] = dup(0)) >= 0)
+		n_held++;
+	cr_assert_eq(errno, EMFILE, "setup: dup stopped with %s", strerror(errno));
+	cr_assert_geq(n_held, 3, "setup: too few descriptor numbers below the limit");
+}
+
+static void release_descriptors(const struct rlimit *saved)
+{
+	while (n_held > 0)
+		close(held[--n_held]);
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, saved), 0);
+}
+
+/* accept() failing with EMFILE leaves the client in the backlog and the
+ * listener readable: a provider that retried at every look would spin and
+ * log a line each time. The cm listener rests instead: out of its epoll
+ * sets' interest when the failure is logged (one line that says so, read
+ * from the log callback, in the failing thread: no timing), and the waiting
+ * client is served once descriptors are free again. */
+Test(tcp, cm_listener_out_of_descriptors_rests_then_serves)
+{
+	struct rlimit saved;
+	struct rdmx_conn *cc = NULL;
+
+	leak_begin();
+	pair_open(&A, &B, 16);
+	if (!A.tcp || !B.tcp)
+		cr_skip_test("tcp provider only (devices %s/%s)", A.devname, B.devname);
+	uint16_t port = listen_any(&A);
+	struct rdmx_addr *ad = addr_of(&A, port);
+	A.policy = REQ_ACCEPT;
+	rest_watch_begin(port);
+
+	exhaust_descriptors(&saved);
+	/* one number for the client's socket: its handshake completes in the
+	 * kernel, and the listener has none left to take it */
+	close(held[--n_held]);
+	ASSERT_OK(rdmx_ctx_connect_to_addr(B.ctx, ad, NULL, 0, NULL, &cc));
+	assert_rested();
+	cr_assert_eq(A.requests, 0);
+
+	release_descriptors(&saved);
+	DRIVE_UNTIL(&A, &B, A.established == 1 && B.established == 1);
+	ASSERT_OK(rdmx_log_set_function(NULL));
+	ASSERT_OK(rdmx_addr_destroy(&ad));
+	pair_close(&A, &B);
+	leak_end();
+}
+
+/* The same for the data listener of the export/connect flow, served by the
+ * NIC thread: it rests, then takes the waiting socket once descriptors are
+ * free (here a raw one sending garbage, which it then closes). */
+Test(tcp, data_listener_out_of_descriptors_rests_then_serves)
+{
+	struct rlimit saved;
+	struct rdmx_conn *xa = NULL;
+	const void *dv;
+	size_t dl;
+	uint8_t ip[4], junk[256];
+	int fd;
+
+	open_tcp_pair();
+	ASSERT_OK(rdmx_ctx_export(A.ctx, &dv, &dl, &xa));
+	const uint8_t *d = dv;
+	if (d[4] != 4)
+		cr_skip_test("listener is IPv%u; this test dials IPv4", d[4]);
+	memcpy(ip, d + 8, 4);
+	rest_watch_begin(rdmx__ld16(d + 6));
+
+	exhaust_descriptors(&saved);
+	close(held[--n_held]); /* the raw client's socket */
+	fd = raw_connect(ip, rdmx__ld16(d + 6));
+	assert_rested();
+
+	release_descriptors(&saved);
+	memset(junk, 0xee, sizeof(junk)); /* no such opcode */
+	raw_send(fd, junk, sizeof(junk));
+	cr_assert(closed_by_peer(fd), "the socket that waited was never served");
+	close(fd);
+	ASSERT_OK(rdmx_log_set_function(NULL));
 	pair_close(&A, &B);
 	leak_end();
 }
