@@ -271,6 +271,8 @@ static int batch_add(struct rdmx_rpc_stream *s, const struct rdmx_rpc_payload *m
 	return 1;
 }
 
+#define STATUS_STACK_BYTES 256u /* a status this small is built on the stack */
+
 /* A status frame with the message's first mlen bytes. A small one is
  * built on the stack: the bare statuses that stand in for others (below)
  * then need no memory of their own. */
@@ -278,7 +280,7 @@ static int send_status_n(struct rdmx_rpc_ep *ep, uint64_t id, enum rdmx_rpc_code
                          const char *msg, size_t mlen, const void *details, size_t dlen,
                          const struct rdmx_rpc_md *trailers)
 {
-	uint8_t small[256];
+	uint8_t small[STATUS_STACK_BYTES];
 	size_t n = mlen + 4 + dlen + rdmx__md_wire_size(trailers);
 	uint8_t *buf = n <= sizeof(small) ? small : malloc(n);
 	int rc;
@@ -310,8 +312,9 @@ int rdmx__stream_send_status(struct rdmx_rpc_ep *ep, uint64_t id, enum rdmx_rpc_
 }
 
 /* The least a peer can be told of a stream's end: a status without details
- * or trailers, its message cut to what the channel carries. RDMX_E_TOO_BIG
- * only when not even an empty one fits. */
+ * or trailers, its message cut to what the channel carries and to a stack
+ * buffer (no allocation to fail). RDMX_E_TOO_BIG only when not even an
+ * empty one fits. */
 static int send_bare_status(struct rdmx_rpc_ep *ep, uint64_t id, enum rdmx_rpc_code code,
                             const char *msg)
 {
@@ -324,8 +327,8 @@ static int send_bare_status(struct rdmx_rpc_ep *ep, uint64_t id, enum rdmx_rpc_c
 		return RDMX_E_TOO_BIG;
 	if (mlen > max - fixed)
 		mlen = (size_t)(max - fixed);
-	if (mlen > RDMX_RPC_MAX_STATUS_MESSAGE)
-		mlen = RDMX_RPC_MAX_STATUS_MESSAGE;
+	if (mlen > STATUS_STACK_BYTES - 4 - rdmx__md_wire_size(NULL))
+		mlen = STATUS_STACK_BYTES - 4 - rdmx__md_wire_size(NULL); /* no allocation */
 	return send_status_n(ep, id, code, msg, mlen, NULL, 0, NULL);
 }
 
@@ -400,12 +403,14 @@ void rdmx__stream_abort(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, cons
 	uint64_t id = s->id;
 	int rc;
 
+	s->busy++; /* a send that fails in the post closes the channel, which ends s */
 	if (s->opener)
 		rc = rdmx__stream_send(s, RPC_T_S_RST, (uint8_t)code, 0, 0, NULL, 0, NULL);
 	else
 		rc = send_bare_status(ep, id, code, peer_msg);
 	/* here first: on_done sees code, not the close it may take to tell the peer */
 	rdmx__stream_end(s, code, msg, NULL, 0, NULL);
+	rdmx__stream_drop(s);
 	close_if_unsent(ep, id, rc);
 }
 
@@ -693,13 +698,19 @@ int rdmx_rpc_stream_send_headers(struct rdmx_rpc_stream *s, const struct rdmx_rp
 }
 
 /* The acceptor's status as given, after the messages batched before it. */
+static bool status_over_limits(const struct rdmx_rpc_stream *s, size_t dlen,
+                               const struct rdmx_rpc_md *trailers)
+{
+	return dlen > RDMX_RPC_MAX_STATUS_DETAILS ||
+	       (trailers && trailers->bytes > s->ep->streams.max_md);
+}
+
 static int send_final(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, const char *message,
                       const void *details, size_t dlen, const struct rdmx_rpc_md *trailers)
 {
 	int rc;
 
-	if (dlen > RDMX_RPC_MAX_STATUS_DETAILS ||
-	    (trailers && trailers->bytes > s->ep->streams.max_md))
+	if (status_over_limits(s, dlen, trailers))
 		return RDMX_E_TOO_BIG;
 	if (!s->headers_out && s->ann.n)
 		rdmx_rpc_stream_send_headers(s, NULL);
@@ -713,14 +724,16 @@ static int send_final(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, const 
  * goes in its place, else the connection closes. There is no waiting for
  * room to retry: stream frames are forced past the channel's queue bound,
  * so what fails here is memory, registration or the message size. */
-static void finish_instead(struct rdmx_rpc_stream *s, int rc)
+static void finish_instead(struct rdmx_rpc_stream *s, int rc, bool over_limits)
 {
 	struct rdmx_rpc_ep *ep = s->ep;
 	uint64_t id = s->id;
 	const char *why = "status details or trailers over the limit";
 	char text[64];
 
-	if (rc != RDMX_E_TOO_BIG) {
+	if (!over_limits && rc == RDMX_E_TOO_BIG) {
+		why = "status larger than this connection carries";
+	} else if (!over_limits) {
 		snprintf(text, sizeof(text), "status not sent: %s", rdmx_err_name(rc));
 		why = text;
 	}
@@ -751,7 +764,7 @@ int rdmx_rpc_stream_finish(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, c
 	if (rc == 0)
 		rdmx__stream_end(s, code, message, details, details_len, trailers);
 	else if (!s->ended) /* a send that closed the channel ended it already */
-		finish_instead(s, rc);
+		finish_instead(s, rc, status_over_limits(s, details_len, trailers));
 	api_leave(ep, s);
 	return rc;
 }

@@ -2267,7 +2267,7 @@ Test(stream, finish_status_too_big_for_the_channel_ends_the_client)
 	tell_open(&sc, 64, &x);
 	cr_assert_eq(x.code, RDMX_RPC_RESOURCE_EXHAUSTED, "the client ended %s (%s)",
 	             rdmx_rpc_code_name(x.code), x.msg);
-	cr_assert_str_eq(x.msg, "status details or trailers over th");
+	cr_assert_str_eq(x.msg, "status larger than this connection");
 	cr_assert_eq(sc.ss.st[0].code, RDMX_RPC_RESOURCE_EXHAUSTED, "%s",
 	             rdmx_rpc_code_name(sc.ss.st[0].code));
 	ASSERT_OK(
