@@ -55,8 +55,9 @@
 #define MAX_VERSIONS 8
 #define MAX_PROVIDER 16
 #define MAX_ERROR 256
-/* a peer's error text in the log, escaped: a printable one whole, a
- * hostile one (every byte \xNN) cut */
+/* a peer's error text in the log, escaped: plain printable text whole
+ * (backslashes double: 150 of them fill it), a hostile one (every byte
+ * \xNN) cut */
 #define LOGGED_ERROR 300
 #define RDMX_DATA_LABEL "EXPORTER-rdmx-data-plane-v1"
 #define ONCE_PLAINTEXT 0u
@@ -191,30 +192,30 @@ int rdmx_bootstrap_check_wants(struct rdmx_bootstrap *b, int *wants)
 {
 	const void *frame;
 	size_t len;
-	int ret, out = 0;
+	int ret;
 
 	if (!b || !wants)
 		return RDMX_E_INVAL;
-	*wants = RDMX_TLS_WANT_READ;
 	if (b->lost)
 		return b->lost;
 	/* bounded: frames are ignored, at most a few per check */
 	for (int i = 0; i < 16; i++) {
-		out = 0;
 		if (rdmx_tls_conn_want_write(b->tls)) {
-			out = rdmx_tls_conn_flush(b->tls);
-			if (out < 0)
-				return rdmx__bootstrap_lost(b, out);
+			ret = rdmx_tls_conn_flush(b->tls);
+			if (ret < 0)
+				return rdmx__bootstrap_lost(b, ret);
 		}
 		ret = rdmx_tls_conn_recv(b->tls, &frame, &len);
 		if (ret > 0) {
-			*wants = ret | out;
+			*wants = ret | (rdmx_tls_conn_want_write(b->tls) ? RDMX_TLS_WANT_WRITE : 0);
 			return RDMX_OK;
 		}
 		if (ret < 0)
 			return rdmx__bootstrap_lost(b, ret);
 	}
-	*wants = RDMX_TLS_WANT_READ | out;
+	/* a full batch: records may wait inside the TLS layer, where no fd
+	 * shows them; wanting write too brings a waiter straight back */
+	*wants = RDMX_TLS_WANT_READ | RDMX_TLS_WANT_WRITE;
 	return RDMX_OK;
 }
 

@@ -53,7 +53,6 @@ int rdmx_rpc_secure_check_wants(struct rdmx_rpc_secure_conn *conn, int *wants)
 
 	if (!conn || !wants)
 		return RDMX_E_INVAL;
-	*wants = RDMX_TLS_WANT_READ;
 	if (conn->lost)
 		return conn->lost;
 	if (!conn->b)

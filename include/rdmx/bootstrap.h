@@ -103,7 +103,9 @@ int rdmx_bootstrap_check(struct rdmx_bootstrap *bootstrap);
  * RDMX_TLS_WANT_READ and/or RDMX_TLS_WANT_WRITE (rdmx/tls.h). Wait for
  * exactly those: a read that must first write (the answer to the peer's TLS
  * KeyUpdate while its socket is full) wants write alone, and a loop that
- * waits for readable then would spin. RDMX_E_INVAL for NULL. */
+ * waits for readable then would spin. After many frames in one call it
+ * wants both (come back at once: more may wait inside the TLS layer).
+ * *wants is written only on success. RDMX_E_INVAL for NULL. */
 int rdmx_bootstrap_check_wants(struct rdmx_bootstrap *bootstrap, int *wants);
 
 /* Closes the TLS channel and disconnects the engine connection (unless gone).

@@ -323,7 +323,8 @@ struct rdmx_rpc_stats {
 	uint64_t rendezvous;    /* messages that went by rendezvous */
 	uint64_t cancels;       /* client: cancels sent; server: cancels seen */
 	uint64_t late_replies;  /* client: replies after cancel/deadline (dropped) */
-	/* client: call round trip; server: request arrival to response sent */
+	/* client: call round trip; server: request arrival to the response
+	 * handed to the channel (sent, or queued for credit) */
 	struct rdmx_rpc_hist latency;
 	/* Streams (rdmx/rpc_stream.h), role client: the ones this side opened;
 	 * server: the ones it accepted (refused ones included). Not in the
