@@ -23,10 +23,13 @@
  *   poll or arm (ops.c: back-to-back posts share one sendmsg), or for this
  *   thread's next look at a context that stopped driving.
  * - Each context has a progress counter (ctx_poll, post_* and the
- *   connection calls bump it under the lock) and an "armed" flag (ctx_arm / ctx_disarm). Per
- * context, this thread picks one of three modes: ACTIVE  the counter moved within the last grace
- * period (200 us, RDMX_TCP_NIC_GRACE_US), or the application holds the context lock (it is inside a
- * call: one sendmsg of a bulk answer can outlast a grace period; or it sleeps in a read of its only
+ *   connection calls bump it under the lock) and an "armed" flag
+ *   (ctx_arm / ctx_disarm). Per context, this thread picks one of three
+ *   modes:
+ *   ACTIVE  the counter moved within the last grace period (200 us,
+ *           RDMX_TCP_NIC_GRACE_US), or the application holds the context
+ *           lock (it is inside a call: one sendmsg of a bulk answer can
+ *           outlast a grace period; or it sleeps in a read of its only
  *           connection, ctx_wait_read): the thread does not touch the sockets;
  *           it sleeps and looks again, one grace period later at first, the
  *           period doubling at each look that finds the counter moved, up to
