@@ -1138,7 +1138,9 @@ bool gen_parse(struct gen_ctx *ctx, struct gen_file *f, const char *text, size_t
 	}
 	if (!p.seen_syntax && ctx->errors == errors) {
 		struct gen_loc l = {f->path, 1, 1};
-		gen_warning(ctx, &l, "no syntax specified; assuming syntax = \"proto3\"");
+		gen_warning(ctx, &l, "no syntax specified; assuming syntax = \"%s\"%s",
+		            f->proto2 ? "proto2" : "proto3",
+		            f->proto2 ? " (as protoc does for an imported file)" : "");
 	}
 	return !p.failed && ctx->errors == errors;
 }
