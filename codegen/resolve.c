@@ -600,6 +600,31 @@ static const char *const c_type_names[] = {
     "nullptr_t", "char16_t", "char32_t",  "mbstate_t",   "wint_t",   "locale_t",
 };
 
+/* functions declared by the system headers generated code includes
+ * (<string.h>, <stdlib.h>; with the POSIX and GNU ones a default compile
+ * sees): a top-level type of a file without package named so would be
+ * redeclared as a different kind of symbol */
+static const char *const c_function_names[] = {
+    "abort",          "abs",       "aligned_alloc", "alloca",     "at_quick_exit", "atexit",
+    "atof",           "atoi",      "atol",          "atoll",      "basename",      "bcopy",
+    "bsearch",        "bzero",     "calloc",        "div",        "drand48",       "ecvt",
+    "exit",           "fcvt",      "ffs",           "free",       "gcvt",          "getenv",
+    "index",          "initstate", "labs",          "ldiv",       "llabs",         "lldiv",
+    "lrand48",        "malloc",    "mblen",         "mbstowcs",   "mbtowc",        "memccpy",
+    "memchr",         "memcmp",    "memcpy",        "memmem",     "memmove",       "mempcpy",
+    "memrchr",        "memset",    "mkdtemp",       "mkstemp",    "mktemp",        "mrand48",
+    "posix_memalign", "putenv",    "qsort",         "quick_exit", "rand",          "rand_r",
+    "random",         "realloc",   "reallocarray",  "realpath",   "rindex",        "setenv",
+    "setstate",       "srand",     "srand48",       "srandom",    "stpcpy",        "stpncpy",
+    "strcasecmp",     "strcat",    "strchr",        "strcmp",     "strcoll",       "strcpy",
+    "strcspn",        "strdup",    "strerror",      "strerror_r", "strlen",        "strncasecmp",
+    "strncat",        "strncmp",   "strncpy",       "strndup",    "strnlen",       "strpbrk",
+    "strrchr",        "strsep",    "strsignal",     "strspn",     "strstr",        "strtod",
+    "strtof",         "strtok",    "strtok_r",      "strtol",     "strtold",       "strtoll",
+    "strtoul",        "strtoull",  "strxfrm",       "system",     "unsetenv",      "valloc",
+    "wcstombs",       "wctomb",    "_Exit",
+};
+
 static char *c_member(struct gen_ctx *ctx, const char *name);
 
 static char *c_type(struct gen_ctx *ctx, const char *cscope, const char *name)
@@ -609,6 +634,9 @@ static char *c_type(struct gen_ctx *ctx, const char *cscope, const char *name)
 		return gen_printf(&ctx->pool, "%s%s", cscope, name);
 	for (i = 0; i < sizeof(c_type_names) / sizeof(c_type_names[0]); i++)
 		if (strcmp(c_type_names[i], name) == 0)
+			return gen_printf(&ctx->pool, "%s_", name);
+	for (i = 0; i < sizeof(c_function_names) / sizeof(c_function_names[0]); i++)
+		if (strcmp(c_function_names[i], name) == 0)
 			return gen_printf(&ctx->pool, "%s_", name);
 	if (strncmp(name, "rdmx", 4) == 0 || strncmp(name, "RDMX", 4) == 0)
 		return gen_printf(&ctx->pool, "%s_", name);
