@@ -643,11 +643,20 @@ static char *c_type(struct gen_ctx *ctx, const char *cscope, const char *name)
 	return gen_strdup(&ctx->pool, c_member(ctx, name));
 }
 
+/* types generated structs name without `struct`/`enum`: in C++ a member
+ * named so changes their meaning in the struct (an error) */
+static const char *const c_member_types[] = {
+    "size_t", "int32_t", "uint32_t", "int64_t", "uint64_t",
+};
+
 static char *c_member(struct gen_ctx *ctx, const char *name)
 {
 	size_t i;
 	for (i = 0; i < sizeof(c_keywords) / sizeof(c_keywords[0]); i++)
 		if (strcmp(c_keywords[i], name) == 0)
+			return gen_printf(&ctx->pool, "%s_", name);
+	for (i = 0; i < sizeof(c_member_types) / sizeof(c_member_types[0]); i++)
+		if (strcmp(c_member_types[i], name) == 0)
 			return gen_printf(&ctx->pool, "%s_", name);
 	return (char *)name;
 }
