@@ -804,7 +804,7 @@ static enum body_step body_step(struct parser *p, const char *what, const char *
 static void parse_oneof(struct parser *p, struct gen_message *m)
 {
 	struct gen_oneof *o = gen_alloc(&p->ctx->pool, sizeof(*o));
-	int idx = m->oneofs.n;
+	int idx = m->oneofs.n, groups = 0;
 	next(p);
 	o->name = expect_ident(p, "a oneof name", &o->loc);
 	if (!o->name || !expect_sym(p, '{')) {
@@ -823,10 +823,16 @@ static void parse_oneof(struct parser *p, struct gen_message *m)
 			if (accept_sym(p, ';') || common_statement(p, &tg))
 				continue;
 		}
+		if (p->f->proto2 && is_kw(cur(p), "group"))
+			groups++;
 		parse_field(p, m, idx);
 		o->nfields += m->fields.n - before;
 	}
 	next(p);
+	/* a proto2 oneof of groups only: the groups are left out, and so is the
+	 * oneof (protoc-gen-rdmx does the same) */
+	if (o->nfields == 0 && groups > 0)
+		m->oneofs.n--;
 }
 
 static void parse_message(struct parser *p, struct gen_message *parent, struct gen_vec *into,
