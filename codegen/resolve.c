@@ -970,11 +970,54 @@ static struct sym *lookup(struct gen_ctx *ctx, const char *scope, const char *na
 	}
 }
 
+/* a message of protobuf's descriptor.proto that rdmx's own copy leaves out
+ * (it has the option messages only) */
+static bool descriptor_message(const char *name)
+{
+	static const char *const names[] = {
+	    "FileDescriptorSet",
+	    "FileDescriptorProto",
+	    "DescriptorProto",
+	    "FieldDescriptorProto",
+	    "OneofDescriptorProto",
+	    "EnumDescriptorProto",
+	    "EnumValueDescriptorProto",
+	    "ServiceDescriptorProto",
+	    "MethodDescriptorProto",
+	    "UninterpretedOption",
+	    "SourceCodeInfo",
+	    "GeneratedCodeInfo",
+	    "FeatureSet",
+	    "FeatureSetDefaults",
+	};
+	size_t i, n;
+	if (name[0] == '.')
+		name++;
+	if (strncmp(name, "google.protobuf.", 16) != 0)
+		return false;
+	name += 16;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		n = strlen(names[i]);
+		if (strncmp(name, names[i], n) == 0 && (name[n] == 0 || name[n] == '.'))
+			return true;
+	}
+	return false;
+}
+
 static bool resolve_type(struct gen_ctx *ctx, struct gen_file *f, const char *scope,
                          const char *name, const struct gen_loc *loc, enum gen_type *type,
                          struct gen_message **msg, struct gen_enum **en)
 {
 	struct sym *s = lookup(ctx, scope, name);
+	if (!s && descriptor_message(name)) {
+		gen_error(
+		    ctx, loc,
+		    "\"%s\" is not supported: rdmx-gen's google/protobuf/descriptor.proto has "
+		    "only the option messages (*Options), not the descriptors; carry a "
+		    "serialized descriptor as bytes",
+		    name);
+		return false;
+	}
 	if (!s) {
 		gen_error(ctx, loc, "\"%s\" is not defined", name);
 		return false;
