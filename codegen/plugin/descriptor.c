@@ -264,23 +264,9 @@ static bool conv_message(struct conv *c, const MessageDP *md, struct gen_message
 		gen_vec_push(&c->ctx->pool, &m->fields, fd);
 		pop(c);
 	}
+	/* a proto2 group's type is a nested message like the others (its field
+	 * was left out above), as in rdmx-gen's parser */
 	for (i = 0; i < md->n_nested_type; i++) {
-		size_t k;
-		bool group = false;
-		/* a proto2 group's type is not in rdmx-gen's model (the parser skips
-		 * the group whole) */
-		for (k = 0; k < md->n_field; k++) {
-			const char *tn = md->field[k]->type_name, *last;
-			if (md->field[k]->type !=
-			        GOOGLE__PROTOBUF__FIELD_DESCRIPTOR_PROTO__TYPE__TYPE_GROUP ||
-			    !tn)
-				continue;
-			last = strrchr(tn, '.');
-			if (strcmp(last ? last + 1 : tn, md->nested_type[i]->name) == 0)
-				group = true;
-		}
-		if (group)
-			continue;
 		push(c, 3, (int32_t)i);
 		if (!conv_message(c, md->nested_type[i], m, &m->messages,
 		                  is_map_entry(md->nested_type[i])))
