@@ -496,6 +496,7 @@ static void parse_reserved(struct parser *p, struct gen_vec *ranges, struct gen_
 }
 
 static void parse_field(struct parser *p, struct gen_message *m, int oneof);
+static void parse_message_body(struct parser *p, struct gen_message *m, int depth);
 
 /* extend X { fields } : kept as extensions (custom option definitions) */
 static void parse_extend(struct parser *p, struct gen_message *parent)
@@ -696,6 +697,41 @@ static void parse_map_field(struct parser *p, struct gen_message *m, struct gen_
 	val->loc = val->type_loc = val->number_loc = vloc;
 }
 
+/* proto2 `group Name = N [...] { ... }` in a file read for its definitions:
+ * the field is left out, its type is kept, as the nested message Name protoc
+ * defines (of m, or of the scope of the extend block m stands for), so that
+ * other files can name it */
+static void parse_group(struct parser *p, struct gen_message *m)
+{
+	struct gen_message *g = gen_alloc(&p->ctx->pool, sizeof(*g)), *up;
+	int depth = 0;
+	struct gen_tok *name = peek(p, 1);
+	next(p); /* group */
+	g->name = name->text;
+	g->loc = name->loc;
+	while (!is_sym(cur(p), '{')) {
+		if (cur(p)->kind == TK_EOF || is_sym(cur(p), ';') || is_sym(cur(p), '}')) {
+			expected(p, "\"{\" opening the group");
+			skip_statement(p);
+			return;
+		}
+		next(p); /* Name = N [options] */
+	}
+	next(p); /* { */
+	g->parent = m->name ? m : p->ext_parent;
+	g->file = p->f;
+	for (up = g->parent; up; up = up->parent)
+		depth++;
+	if (depth >= MAX_NESTING) {
+		syntax_error(p, name, "messages nested more than %d levels deep", MAX_NESTING);
+		p->i--; /* back to '{' */
+		skip_statement(p);
+		return;
+	}
+	gen_vec_push(&p->ctx->pool, g->parent ? &g->parent->messages : &p->f->messages, g);
+	parse_message_body(p, g, depth);
+}
+
 static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 {
 	struct gen_tok *start = cur(p);
@@ -722,7 +758,7 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 	}
 	if (is_kw(cur(p), "group") && peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '=')) {
 		if (p->f->proto2)
-			skip_statement(p);
+			parse_group(p, m);
 		else {
 			syntax_error(
 			    p, cur(p),
@@ -804,7 +840,7 @@ static enum body_step body_step(struct parser *p, const char *what, const char *
 static void parse_oneof(struct parser *p, struct gen_message *m)
 {
 	struct gen_oneof *o = gen_alloc(&p->ctx->pool, sizeof(*o));
-	int idx = m->oneofs.n;
+	int idx = m->oneofs.n, groups = 0;
 	next(p);
 	o->name = expect_ident(p, "a oneof name", &o->loc);
 	if (!o->name || !expect_sym(p, '{')) {
@@ -823,10 +859,16 @@ static void parse_oneof(struct parser *p, struct gen_message *m)
 			if (accept_sym(p, ';') || common_statement(p, &tg))
 				continue;
 		}
+		if (p->f->proto2 && is_kw(cur(p), "group"))
+			groups++;
 		parse_field(p, m, idx);
 		o->nfields += m->fields.n - before;
 	}
 	next(p);
+	/* a proto2 oneof of groups only: the groups are left out, and so is the
+	 * oneof (protoc-gen-rdmx does the same) */
+	if (o->nfields == 0 && groups > 0)
+		m->oneofs.n--;
 }
 
 static void parse_message(struct parser *p, struct gen_message *parent, struct gen_vec *into,
@@ -849,6 +891,12 @@ static void parse_message(struct parser *p, struct gen_message *parent, struct g
 	m->parent = parent;
 	m->file = p->f;
 	gen_vec_push(&p->ctx->pool, into, m);
+	parse_message_body(p, m, depth);
+}
+
+/* the statements of m's body, through its closing '}' */
+static void parse_message_body(struct parser *p, struct gen_message *m, int depth)
+{
 	for (;;) {
 		struct opt_target tg = {OPT_MESSAGE, m, m};
 		enum body_step step = body_step(p, "message", m->name, m->loc.line, &tg);
@@ -1138,7 +1186,9 @@ bool gen_parse(struct gen_ctx *ctx, struct gen_file *f, const char *text, size_t
 	}
 	if (!p.seen_syntax && ctx->errors == errors) {
 		struct gen_loc l = {f->path, 1, 1};
-		gen_warning(ctx, &l, "no syntax specified; assuming syntax = \"proto3\"");
+		gen_warning(ctx, &l, "no syntax specified; assuming syntax = \"%s\"%s",
+		            f->proto2 ? "proto2" : "proto3",
+		            f->proto2 ? " (as protoc does for an imported file)" : "");
 	}
 	return !p.failed && ctx->errors == errors;
 }

@@ -600,6 +600,31 @@ static const char *const c_type_names[] = {
     "nullptr_t", "char16_t", "char32_t",  "mbstate_t",   "wint_t",   "locale_t",
 };
 
+/* functions declared by the system headers generated code includes
+ * (<string.h>, <stdlib.h>; with the POSIX and GNU ones a default compile
+ * sees): a top-level type of a file without package named so would be
+ * redeclared as a different kind of symbol */
+static const char *const c_function_names[] = {
+    "abort",          "abs",       "aligned_alloc", "alloca",     "at_quick_exit", "atexit",
+    "atof",           "atoi",      "atol",          "atoll",      "basename",      "bcopy",
+    "bsearch",        "bzero",     "calloc",        "div",        "drand48",       "ecvt",
+    "exit",           "fcvt",      "ffs",           "free",       "gcvt",          "getenv",
+    "index",          "initstate", "labs",          "ldiv",       "llabs",         "lldiv",
+    "lrand48",        "malloc",    "mblen",         "mbstowcs",   "mbtowc",        "memccpy",
+    "memchr",         "memcmp",    "memcpy",        "memmem",     "memmove",       "mempcpy",
+    "memrchr",        "memset",    "mkdtemp",       "mkstemp",    "mktemp",        "mrand48",
+    "posix_memalign", "putenv",    "qsort",         "quick_exit", "rand",          "rand_r",
+    "random",         "realloc",   "reallocarray",  "realpath",   "rindex",        "setenv",
+    "setstate",       "srand",     "srand48",       "srandom",    "stpcpy",        "stpncpy",
+    "strcasecmp",     "strcat",    "strchr",        "strcmp",     "strcoll",       "strcpy",
+    "strcspn",        "strdup",    "strerror",      "strerror_r", "strlen",        "strncasecmp",
+    "strncat",        "strncmp",   "strncpy",       "strndup",    "strnlen",       "strpbrk",
+    "strrchr",        "strsep",    "strsignal",     "strspn",     "strstr",        "strtod",
+    "strtof",         "strtok",    "strtok_r",      "strtol",     "strtold",       "strtoll",
+    "strtoul",        "strtoull",  "strxfrm",       "system",     "unsetenv",      "valloc",
+    "wcstombs",       "wctomb",    "_Exit",
+};
+
 static char *c_member(struct gen_ctx *ctx, const char *name);
 
 static char *c_type(struct gen_ctx *ctx, const char *cscope, const char *name)
@@ -610,16 +635,28 @@ static char *c_type(struct gen_ctx *ctx, const char *cscope, const char *name)
 	for (i = 0; i < sizeof(c_type_names) / sizeof(c_type_names[0]); i++)
 		if (strcmp(c_type_names[i], name) == 0)
 			return gen_printf(&ctx->pool, "%s_", name);
+	for (i = 0; i < sizeof(c_function_names) / sizeof(c_function_names[0]); i++)
+		if (strcmp(c_function_names[i], name) == 0)
+			return gen_printf(&ctx->pool, "%s_", name);
 	if (strncmp(name, "rdmx", 4) == 0 || strncmp(name, "RDMX", 4) == 0)
 		return gen_printf(&ctx->pool, "%s_", name);
 	return gen_strdup(&ctx->pool, c_member(ctx, name));
 }
+
+/* types generated structs name without `struct`/`enum`: in C++ a member
+ * named so changes their meaning in the struct (an error) */
+static const char *const c_member_types[] = {
+    "size_t", "int32_t", "uint32_t", "int64_t", "uint64_t",
+};
 
 static char *c_member(struct gen_ctx *ctx, const char *name)
 {
 	size_t i;
 	for (i = 0; i < sizeof(c_keywords) / sizeof(c_keywords[0]); i++)
 		if (strcmp(c_keywords[i], name) == 0)
+			return gen_printf(&ctx->pool, "%s_", name);
+	for (i = 0; i < sizeof(c_member_types) / sizeof(c_member_types[0]); i++)
+		if (strcmp(c_member_types[i], name) == 0)
 			return gen_printf(&ctx->pool, "%s_", name);
 	return (char *)name;
 }
@@ -933,11 +970,54 @@ static struct sym *lookup(struct gen_ctx *ctx, const char *scope, const char *na
 	}
 }
 
+/* a message of protobuf's descriptor.proto that rdmx's own copy leaves out
+ * (it has the option messages only) */
+static bool descriptor_message(const char *name)
+{
+	static const char *const names[] = {
+	    "FileDescriptorSet",
+	    "FileDescriptorProto",
+	    "DescriptorProto",
+	    "FieldDescriptorProto",
+	    "OneofDescriptorProto",
+	    "EnumDescriptorProto",
+	    "EnumValueDescriptorProto",
+	    "ServiceDescriptorProto",
+	    "MethodDescriptorProto",
+	    "UninterpretedOption",
+	    "SourceCodeInfo",
+	    "GeneratedCodeInfo",
+	    "FeatureSet",
+	    "FeatureSetDefaults",
+	};
+	size_t i, n;
+	if (name[0] == '.')
+		name++;
+	if (strncmp(name, "google.protobuf.", 16) != 0)
+		return false;
+	name += 16;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		n = strlen(names[i]);
+		if (strncmp(name, names[i], n) == 0 && (name[n] == 0 || name[n] == '.'))
+			return true;
+	}
+	return false;
+}
+
 static bool resolve_type(struct gen_ctx *ctx, struct gen_file *f, const char *scope,
                          const char *name, const struct gen_loc *loc, enum gen_type *type,
                          struct gen_message **msg, struct gen_enum **en)
 {
 	struct sym *s = lookup(ctx, scope, name);
+	if (!s && descriptor_message(name)) {
+		gen_error(
+		    ctx, loc,
+		    "\"%s\" is not supported: rdmx-gen's google/protobuf/descriptor.proto has "
+		    "only the option messages (*Options), not the descriptors; carry a "
+		    "serialized descriptor as bytes",
+		    name);
+		return false;
+	}
 	if (!s) {
 		gen_error(ctx, loc, "\"%s\" is not defined", name);
 		return false;

@@ -175,7 +175,7 @@ static bool conv_message(struct conv *c, const MessageDP *md, struct gen_message
 {
 	struct gen_message *m = gen_alloc(&c->ctx->pool, sizeof(*m));
 	size_t i;
-	int real_oneofs = 0;
+	int real_oneofs = 0, *oneof_at;
 	m->name = gen_strdup(&c->ctx->pool, md->name);
 	m->loc = loc_of(c, 1);
 	m->parent = parent;
@@ -196,8 +196,22 @@ static bool conv_message(struct conv *c, const MessageDP *md, struct gen_message
 			break; /* protoc puts them after the real ones */
 		real_oneofs++;
 	}
+	oneof_at = gen_alloc(&c->ctx->pool, sizeof(*oneof_at) * ((size_t)real_oneofs + 1));
 	for (i = 0; i < (size_t)real_oneofs; i++) {
-		struct gen_oneof *o = gen_alloc(&c->ctx->pool, sizeof(*o));
+		struct gen_oneof *o;
+		size_t k;
+		bool kept = !c->f->proto2;
+		/* a proto2 oneof of groups only is left out with its groups (as
+		 * rdmx-gen's parser does) */
+		for (k = 0; k < md->n_field && !kept; k++)
+			if (md->field[k]->has_oneof_index && md->field[k]->oneof_index == (int)i &&
+			    md->field[k]->type !=
+			        GOOGLE__PROTOBUF__FIELD_DESCRIPTOR_PROTO__TYPE__TYPE_GROUP)
+				kept = true;
+		oneof_at[i] = kept ? m->oneofs.n : -1;
+		if (!kept)
+			continue;
+		o = gen_alloc(&c->ctx->pool, sizeof(*o));
 		push(c, 8, (int32_t)i);
 		o->name = gen_strdup(&c->ctx->pool, md->oneof_decl[i]->name);
 		o->loc = loc_of(c, 1);
@@ -226,7 +240,7 @@ static bool conv_message(struct conv *c, const MessageDP *md, struct gen_message
 		fd->number_loc = loc_of(c, 3);
 		fd->oneof = -1;
 		if (fdp->has_oneof_index && fdp->oneof_index < real_oneofs) {
-			fd->oneof = fdp->oneof_index;
+			fd->oneof = oneof_at[fdp->oneof_index];
 			((struct gen_oneof *)m->oneofs.items[fd->oneof])->nfields++;
 		}
 		if (fdp->label == GOOGLE__PROTOBUF__FIELD_DESCRIPTOR_PROTO__LABEL__LABEL_REPEATED)
@@ -250,23 +264,9 @@ static bool conv_message(struct conv *c, const MessageDP *md, struct gen_message
 		gen_vec_push(&c->ctx->pool, &m->fields, fd);
 		pop(c);
 	}
+	/* a proto2 group's type is a nested message like the others (its field
+	 * was left out above), as in rdmx-gen's parser */
 	for (i = 0; i < md->n_nested_type; i++) {
-		size_t k;
-		bool group = false;
-		/* a proto2 group's type is not in rdmx-gen's model (the parser skips
-		 * the group whole) */
-		for (k = 0; k < md->n_field; k++) {
-			const char *tn = md->field[k]->type_name, *last;
-			if (md->field[k]->type !=
-			        GOOGLE__PROTOBUF__FIELD_DESCRIPTOR_PROTO__TYPE__TYPE_GROUP ||
-			    !tn)
-				continue;
-			last = strrchr(tn, '.');
-			if (strcmp(last ? last + 1 : tn, md->nested_type[i]->name) == 0)
-				group = true;
-		}
-		if (group)
-			continue;
 		push(c, 3, (int32_t)i);
 		if (!conv_message(c, md->nested_type[i], m, &m->messages,
 		                  is_map_entry(md->nested_type[i])))

@@ -115,3 +115,14 @@ if(NOT EXISTS "${OUT}/wkt3/google/protobuf/duration.rdmx.c")
   message(FATAL_ERROR "a built-in well-known type was not generated on request")
 endif()
 message(STATUS "cli: well-known types ok")
+
+# a file without a syntax line: an input is read as proto3, an import as
+# proto2 (as protoc reads it), and the warning says which
+file(MAKE_DIRECTORY "${OUT}/nosyntax")
+file(WRITE "${OUT}/nosyntax/dep.proto" "package dep;\nmessage D { optional int32 x = 1; }\n")
+file(WRITE "${OUT}/nosyntax/main.proto" "syntax = \"proto3\";\npackage m;\nimport \"dep.proto\";\nmessage M { dep.D d = 1; }\n")
+run(0 -I "${OUT}/nosyntax" --out "${OUT}/nosyntax/gen" "${OUT}/nosyntax/main.proto")
+expect(nosyntax-import "${err}" "dep.proto:1:1: warning: no syntax specified; assuming syntax = \"proto2\" [(]as protoc does for an imported file[)]")
+run(0 -I "${OUT}/nosyntax" --out "${OUT}/nosyntax/gen" "${OUT}/nosyntax/dep.proto")
+expect(nosyntax-input "${err}" "dep.proto:1:1: warning: no syntax specified; assuming syntax = \"proto3\"\n")
+message(STATUS "cli: files without syntax ok")
