@@ -5,7 +5,8 @@
  * max_members_per_owner per certificate), sessions (max_clients), one
  * frame per session being decoded, and each session's send queue (the TLS
  * connection refuses past two frames: a client that does not read its
- * answers or events is disconnected). */
+ * answers or events is disconnected, as is one that leaves the session
+ * waiting to write for frame_timeout_ms). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -40,7 +41,12 @@ struct session {
 	const char *name; /* certificate name, owned by conn */
 	const char *addr;
 	ev_io io;
-	ev_timer stall; /* runs while a frame is received in part */
+	/* RDMX_TLS_WANT_* of the last recv: what the TLS layer waits for
+	 * before it can read on (write alone: its answer to a KeyUpdate, say,
+	 * the socket full because the peer does not read) */
+	int wants;
+	/* runs while a frame is received in part or the session waits to write */
+	ev_timer stall;
 	int closing;
 	int watching;
 	char *watch_service; /* NULL: all */
@@ -126,16 +132,61 @@ static void reaper_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 	ev_prepare_stop(loop, w);
 }
 
+/* The session waits for its peer to read: its TLS layer cannot read on
+ * before it writes, or our frames wait in its queue. */
+static int session_waits_to_write(const struct session *s)
+{
+	return (s->wants & RDMX_TLS_WANT_WRITE) || rdmx_tls_conn_want_write(s->conn);
+}
+
+static void stall_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct session *s = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (session_waits_to_write(s))
+		RDMX_WARN("bootstrapd: %s (peer %s) does not read: waited %u ms to write, "
+		          "disconnected",
+		          s->name, s->addr, s->bsd->o.frame_timeout_ms);
+	else
+		RDMX_WARN("bootstrapd: %s (peer %s) stalled mid-frame for %u ms, disconnected",
+		          s->name, s->addr, s->bsd->o.frame_timeout_ms);
+	session_close(s, NULL);
+}
+
+/* A frame begun must end, and what we write must be taken, within
+ * frame_timeout_ms: the clock starts when the session begins to stall (the
+ * first bytes of a frame, or a write the socket does not take) and stops
+ * when it no longer does. */
+static void stall_watch(struct session *s)
+{
+	if (!rdmx_tls_conn_rx_partial(s->conn) && !session_waits_to_write(s)) {
+		ev_timer_stop(s->bsd->loop, &s->stall);
+	} else if (!ev_is_active(&s->stall)) {
+		ev_timer_set(&s->stall, s->bsd->o.frame_timeout_ms / 1000.0, 0.0);
+		ev_timer_start(s->bsd->loop, &s->stall);
+	}
+}
+
+/* Watches for what the TLS layer waits for, and only that (a read that must
+ * first write gets no further on a readable socket: watching readability
+ * then spins), plus writability while our frames are queued. */
 static void session_rearm(struct session *s)
 {
-	int fd;
+	int fd, events = 0;
 
 	if (s->closing)
 		return;
+	if (s->wants & RDMX_TLS_WANT_READ)
+		events |= EV_READ;
+	if ((s->wants & RDMX_TLS_WANT_WRITE) || rdmx_tls_conn_want_write(s->conn))
+		events |= EV_WRITE;
 	rdmx_tls_conn_get_fd(s->conn, &fd);
 	ev_io_stop(s->bsd->loop, &s->io);
-	ev_io_set(&s->io, fd, EV_READ | (rdmx_tls_conn_want_write(s->conn) ? EV_WRITE : 0));
+	ev_io_set(&s->io, fd, events);
 	ev_io_start(s->bsd->loop, &s->io);
+	stall_watch(s);
 }
 
 /* Sends one encoded message; a client whose queue is full is dropped. */
@@ -434,31 +485,6 @@ static void handle(struct session *s, struct rdmx__reg_request *r)
 	}
 }
 
-static void stall_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct session *s = w->data;
-
-	(void)loop;
-	(void)revents;
-	RDMX_WARN("bootstrapd: %s (peer %s) stalled mid-frame for %u ms, disconnected", s->name,
-	          s->addr, s->bsd->o.frame_timeout_ms);
-	session_close(s, NULL);
-}
-
-/* A frame begun must end within frame_timeout_ms: the clock starts with its
- * first bytes and stops when no frame is in part. */
-static void stall_watch(struct session *s)
-{
-	if (s->closing)
-		return;
-	if (!rdmx_tls_conn_rx_partial(s->conn)) {
-		ev_timer_stop(s->bsd->loop, &s->stall);
-	} else if (!ev_is_active(&s->stall)) {
-		ev_timer_set(&s->stall, s->bsd->o.frame_timeout_ms / 1000.0, 0.0);
-		ev_timer_start(s->bsd->loop, &s->stall);
-	}
-}
-
 static void session_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct session *s = w->data;
@@ -480,12 +506,15 @@ static void session_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 		if (i == FRAMES_PER_WAKEUP) {
 			/* fairness: let the others in, come back next iteration */
+			s->wants = RDMX_TLS_WANT_READ;
 			ev_feed_event(s->bsd->loop, &s->io, EV_READ);
 			break;
 		}
 		ret = rdmx_tls_conn_recv(s->conn, &frame, &len);
-		if (ret > 0)
+		if (ret > 0) {
+			s->wants = ret;
 			break;
+		}
 		if (ret < 0) {
 			session_close(s, ret == RDMX_E_DISCONNECTED ? "peer closed"
 			                                            : rdmx_strerror(ret));
@@ -502,7 +531,6 @@ static void session_cb(struct ev_loop *loop, ev_io *w, int revents)
 		handle(s, &r);
 		rdmx__reg_request_fini(&r);
 	}
-	stall_watch(s);
 	session_rearm(s);
 }
 
@@ -526,6 +554,7 @@ static void established_cb(struct rdmx_tls_listener *l, struct rdmx_tls_conn *co
 	}
 	s->bsd = bsd;
 	s->conn = conn;
+	s->wants = RDMX_TLS_WANT_READ;
 	rdmx_tls_conn_get_peer_name(conn, &s->name);
 	rdmx_tls_conn_get_peer_addr(conn, &s->addr);
 	s->next = bsd->sessions;
