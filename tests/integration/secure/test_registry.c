@@ -30,6 +30,7 @@
 #include "policy.h"
 #include "registry_proto.h"
 #include "registry_server.h"
+#include "certgen.h"
 #include "test_bsd.h"
 #include "test_assert.h"
 #include "tls_test_pki.h"
@@ -1037,5 +1038,59 @@ Test(registry, a_watcher_that_does_not_read_is_timed_out)
 	cr_assert_rc(rdmx_registry_client_list(a, &ms), RDMX_OK);
 	rdmx_registry_members_free(&ms);
 	rdmx_registry_client_destroy(&a);
+	server_stop();
+}
+
+/* ---- certificate names as logged ---- */
+
+/* A client certificate of the test CA named `san` ("DNS:..."), as `name`
+ * in the PKI's directory. */
+static void issue_client_cert(const char *name, const char *san)
+{
+	const char *sans[1] = {san};
+	struct rdmx_certgen_opts o = {.sans = sans,
+	                              .n_sans = 1,
+	                              .not_before_s = -86400,
+	                              .not_after_s = 86400,
+	                              .eku = RDMX_CERTGEN_EKU_SERVER | RDMX_CERTGEN_EKU_CLIENT};
+	EVP_PKEY *ca_key = rdmx__certgen_read_key(tls_test_pki_path(&pki, "ca", ".key"), 0);
+	X509 *ca = rdmx__certgen_read_cert(tls_test_pki_path(&pki, "ca", ".crt"));
+	EVP_PKEY *key = rdmx__certgen_key();
+	X509 *x;
+
+	cr_assert(ca_key && ca && key);
+	x = rdmx__certgen_cert(&o, key, ca, ca_key);
+	cr_assert_not_null(x);
+	cr_assert_eq(rdmx__certgen_write_key(tls_test_pki_path(&pki, name, ".key"), key), 0);
+	cr_assert_eq(rdmx__certgen_write_cert(tls_test_pki_path(&pki, name, ".crt"), x), 0);
+	X509_free(x);
+	X509_free(ca);
+	EVP_PKEY_free(key);
+	EVP_PKEY_free(ca_key);
+}
+
+/* A certificate name is the peer's text: with a server that allows any
+ * name it may hold a newline (a forged log line) or an escape sequence.
+ * The daemon logs it escaped (rdmx__log_escape). */
+Test(registry, certificate_names_are_logged_escaped)
+{
+	struct rdmx_registry_client *a;
+	uint64_t id = 0;
+
+	server_start(NULL);
+	issue_client_cert("oddname", "DNS:odd\x1b[2K\nrdmx error: forged.test");
+	a = client("oddname");
+	cr_assert_rc(rdmx_registry_client_join(a, "kv", "10.0.0.1:7000", NULL, 0, 5000, &id, NULL),
+	             RDMX_OK);
+	rdmx_registry_client_destroy(&a);
+	for (int i = 0; i < 100 && !tls_test_log_contains("closed: peer closed"); i++)
+		usleep(10000);
+	cr_assert(tls_test_log_contains("owner odd\\x1b[2K\\x0ardmx error: forged.test, lease"),
+	          "the join's line does not show the name escaped");
+	cr_assert(tls_test_log_contains(
+	              "session of odd\\x1b[2K\\x0ardmx error: forged.test (peer 127.0.0.1:"),
+	          "the session's lines do not show the name escaped");
+	cr_assert(!tls_test_log_contains("\x1b") && !tls_test_log_contains("\nrdmx error: forged"),
+	          "the name reached the log raw");
 	server_stop();
 }
