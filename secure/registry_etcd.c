@@ -41,6 +41,7 @@
 #include "tls_internal.h"
 #include "common/clock.h"
 #include "common/grow.h"
+#include "common/log.h"
 
 #define MAX_REPLY (16u << 20)    /* one answer */
 #define MAX_WATCH_BUF (4u << 20) /* one unparsed watch message */
@@ -280,20 +281,6 @@ static void endpoint_url(const struct etcd *e, size_t i, const char *path, char 
 
 /* ---- requests ---- */
 
-/* The first line of a text answer, control bytes replaced (for a log). */
-static const char *printable_prefix(char *s)
-{
-	for (char *p = s; *p; p++) {
-		if (*p == '\n' || *p == '\r') {
-			*p = '\0';
-			break;
-		}
-		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
-			*p = '?';
-	}
-	return s;
-}
-
 /* gRPC status of a gateway error -> our code; 0: try another endpoint. */
 static int grpc_code_to_rdmx(int64_t code)
 {
@@ -379,10 +366,11 @@ static int post_once(struct etcd *e, const char *path, json_t *body, json_t **re
 	for (;;) {
 		int64_t left = deadline - (int64_t)rdmx__now_ms(), attempt;
 		char url[RDMX__REG_URL_MAX_HOST + 64];
+		char peer[201]; /* etcd's text, escaped: at most 200 characters */
 		json_error_t jerr;
 		long http = 0;
-		int64_t code;
-		const char *msg;
+		int64_t code = 0; /* unless reply_error finds them */
+		const char *msg = "";
 		json_t *r, *res;
 		CURLcode cc;
 
@@ -424,10 +412,9 @@ static int post_once(struct etcd *e, const char *path, json_t *body, json_t **re
 		               JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES, &jerr);
 		if (!r || !json_is_object(r)) {
 			json_decref(r);
-			snprintf(e->last_error, sizeof(e->last_error),
-			         "etcd %s:%u%s: HTTP %ld: %.200s", e->url.ep[e->cur].host,
-			         e->url.ep[e->cur].port, path, http,
-			         printable_prefix(e->rbuf.data ? e->rbuf.data : ""));
+			snprintf(e->last_error, sizeof(e->last_error), "etcd %s:%u%s: HTTP %ld: %s",
+			         e->url.ep[e->cur].host, e->url.ep[e->cur].port, path, http,
+			         rdmx__log_escape(e->rbuf.data, e->rbuf.len, peer, sizeof(peer)));
 			RDMX_SEC_WARN("registry: %s", e->last_error);
 			ret = RDMX_E_PROTOCOL;
 			if (http >= 400 && http < 500)
@@ -438,12 +425,13 @@ static int post_once(struct etcd *e, const char *path, json_t *body, json_t **re
 		if (reply_error(r, &code, &msg) || http != 200) {
 			int mapped = grpc_code_to_rdmx(code);
 
-			snprintf(e->last_error, sizeof(e->last_error), "etcd: %s", msg ? msg : "");
+			rdmx__log_escape(msg, strlen(msg), peer, sizeof(peer));
 			json_decref(r);
+			snprintf(e->last_error, sizeof(e->last_error), "etcd: %s", peer);
 			if (!mapped && (code || http >= 500)) {
 				RDMX_SEC_DBG("registry: etcd %s:%u%s: %s; trying the next member",
 				             e->url.ep[e->cur].host, e->url.ep[e->cur].port, path,
-				             msg);
+				             peer);
 				ret = RDMX_E_AGAIN;
 				e->cur = (e->cur + 1) % e->url.n;
 				continue;
@@ -971,7 +959,10 @@ static void watch_message(struct etcd *e, struct rdmx_registry_client *c, json_t
 	size_t i;
 
 	if (reply_error(msg, &code, &text)) {
-		RDMX_SEC_WARN("registry: etcd watch: %s", text);
+		char peer[201];
+
+		RDMX_SEC_WARN("registry: etcd watch: %s",
+		              rdmx__log_escape(text, strlen(text), peer, sizeof(peer)));
 		return;
 	}
 	if (!json_is_object(res))

@@ -5,7 +5,8 @@
  * max_members_per_owner per certificate), sessions (max_clients), one
  * frame per session being decoded, and each session's send queue (the TLS
  * connection refuses past two frames: a client that does not read its
- * answers or events is disconnected). */
+ * answers or events is disconnected, as is one that leaves the session
+ * waiting to write for frame_timeout_ms). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -27,6 +28,10 @@
 #include "common/log.h"
 
 #define FRAMES_PER_WAKEUP 64
+/* A certificate name escaped for a log line (rdmx__log_escape): a
+ * printable name of up to RDMX_TLS_NAME_MAX bytes shows whole, a longer
+ * escape is cut with "...". */
+#define LOG_NAME 300
 
 struct member {
 	struct rdmx_registry_member pub;
@@ -37,10 +42,16 @@ struct member {
 struct session {
 	struct rdmx__bootstrapd *bsd;
 	struct rdmx_tls_conn *conn;
-	const char *name; /* certificate name, owned by conn */
+	const char *name;        /* certificate name, owned by conn */
+	char log_name[LOG_NAME]; /* name escaped: the certificate's text, any byte but NUL */
 	const char *addr;
 	ev_io io;
-	ev_timer stall; /* runs while a frame is received in part */
+	/* RDMX_TLS_WANT_* of the last recv: what the TLS layer waits for
+	 * before it can read on (write alone: its answer to a KeyUpdate, say,
+	 * the socket full because the peer does not read) */
+	int wants;
+	/* runs while a frame is received in part or the session waits to write */
+	ev_timer stall;
 	int closing;
 	int watching;
 	char *watch_service; /* NULL: all */
@@ -80,6 +91,14 @@ void rdmx__bootstrapd_opts_init(struct rdmx__bootstrapd_opts *o)
 
 /* ---- sessions ---- */
 
+/* A certificate name for a log line: the peer's certificate may hold any
+ * byte but NUL in it (a newline, an escape sequence) when the allow-list
+ * takes any name. */
+static const char *log_name(const char *name, char out[LOG_NAME])
+{
+	return rdmx__log_escape(name, strlen(name), out, LOG_NAME);
+}
+
 static void session_close(struct session *s, const char *why)
 {
 	struct rdmx__bootstrapd *bsd = s->bsd;
@@ -88,7 +107,8 @@ static void session_close(struct session *s, const char *why)
 		return;
 	s->closing = 1;
 	if (why)
-		RDMX_INFO("bootstrapd: session of %s (peer %s) closed: %s", s->name, s->addr, why);
+		RDMX_INFO("bootstrapd: session of %s (peer %s) closed: %s", s->log_name, s->addr,
+		          why);
 	ev_io_stop(bsd->loop, &s->io);
 	ev_timer_stop(bsd->loop, &s->stall);
 	if (s->prev)
@@ -126,16 +146,61 @@ static void reaper_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 	ev_prepare_stop(loop, w);
 }
 
+/* The session waits for its peer to read: its TLS layer cannot read on
+ * before it writes, or our frames wait in its queue. */
+static int session_waits_to_write(const struct session *s)
+{
+	return (s->wants & RDMX_TLS_WANT_WRITE) || rdmx_tls_conn_want_write(s->conn);
+}
+
+static void stall_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct session *s = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (session_waits_to_write(s))
+		RDMX_WARN("bootstrapd: %s (peer %s) does not read: waited %u ms to write, "
+		          "disconnected",
+		          s->log_name, s->addr, s->bsd->o.frame_timeout_ms);
+	else
+		RDMX_WARN("bootstrapd: %s (peer %s) stalled mid-frame for %u ms, disconnected",
+		          s->log_name, s->addr, s->bsd->o.frame_timeout_ms);
+	session_close(s, NULL);
+}
+
+/* A frame begun must end, and what we write must be taken, within
+ * frame_timeout_ms: the clock starts when the session begins to stall (the
+ * first bytes of a frame, or a write the socket does not take) and stops
+ * when it no longer does. */
+static void stall_watch(struct session *s)
+{
+	if (!rdmx_tls_conn_rx_partial(s->conn) && !session_waits_to_write(s)) {
+		ev_timer_stop(s->bsd->loop, &s->stall);
+	} else if (!ev_is_active(&s->stall)) {
+		ev_timer_set(&s->stall, s->bsd->o.frame_timeout_ms / 1000.0, 0.0);
+		ev_timer_start(s->bsd->loop, &s->stall);
+	}
+}
+
+/* Watches for what the TLS layer waits for, and only that (a read that must
+ * first write gets no further on a readable socket: watching readability
+ * then spins), plus writability while our frames are queued. */
 static void session_rearm(struct session *s)
 {
-	int fd;
+	int fd, events = 0;
 
 	if (s->closing)
 		return;
+	if (s->wants & RDMX_TLS_WANT_READ)
+		events |= EV_READ;
+	if ((s->wants & RDMX_TLS_WANT_WRITE) || rdmx_tls_conn_want_write(s->conn))
+		events |= EV_WRITE;
 	rdmx_tls_conn_get_fd(s->conn, &fd);
 	ev_io_stop(s->bsd->loop, &s->io);
-	ev_io_set(&s->io, fd, EV_READ | (rdmx_tls_conn_want_write(s->conn) ? EV_WRITE : 0));
+	ev_io_set(&s->io, fd, events);
 	ev_io_start(s->bsd->loop, &s->io);
+	stall_watch(s);
 }
 
 /* Sends one encoded message; a client whose queue is full is dropped. */
@@ -148,7 +213,7 @@ static void session_send(struct session *s, const void *buf, size_t len)
 	ret = rdmx_tls_conn_send(s->conn, buf, len);
 	if (ret == RDMX_E_AGAIN) {
 		RDMX_WARN("bootstrapd: %s (peer %s) does not read its messages, disconnected",
-		          s->name, s->addr);
+		          s->log_name, s->addr);
 		session_close(s, NULL);
 		return;
 	}
@@ -253,6 +318,7 @@ static void sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct rdmx__bootstrapd *bsd = w->data;
 	int64_t now = (int64_t)rdmx__now_ms();
+	char owner[LOG_NAME];
 
 	(void)loop;
 	(void)revents;
@@ -262,7 +328,8 @@ static void sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			continue;
 		member_unlink(bsd, m);
 		RDMX_LOG(NOTICE, "bootstrapd: member %llu (service %s, owner %s) expired",
-		         (unsigned long long)m->pub.id, m->pub.service, m->pub.owner);
+		         (unsigned long long)m->pub.id, m->pub.service,
+		         log_name(m->pub.owner, owner));
 		notify(bsd, RDMX_REGISTRY_EXPIRED, m);
 		member_free(m);
 	}
@@ -297,13 +364,13 @@ static void handle_join(struct session *s, struct rdmx__reg_request *r)
 	struct rdmx__bootstrapd *bsd = s->bsd;
 	uint32_t ttl = clamp_ttl(bsd, r->ttl_ms), owned = 0;
 	struct member *m;
-	char err[300];
+	char err[LOG_NAME + RDMX_REGISTRY_MAX_SERVICE + 64]; /* under the 512 bytes of the wire */
 
 	if (bsd->policy && !rdmx__policy_allows(bsd->policy, s->name, r->service)) {
 		RDMX_WARN("bootstrapd: join of service '%s' by %s (peer %s) refused by the policy",
-		          r->service, s->name, s->addr);
-		snprintf(err, sizeof(err), "certificate %s may not register service %s", s->name,
-		         r->service);
+		          r->service, s->log_name, s->addr);
+		snprintf(err, sizeof(err), "certificate %s may not register service %s",
+		         s->log_name, r->service);
 		respond(s, r->id, RDMX_E_AUTH, err, 0, 0, NULL, 0, 0);
 		return;
 	}
@@ -321,7 +388,8 @@ static void handle_join(struct session *s, struct rdmx__reg_request *r)
 		}
 	}
 	if (owned >= bsd->o.max_members_per_owner || bsd->n_members >= bsd->o.max_members) {
-		RDMX_WARN("bootstrapd: join of '%s' by %s refused: %s full", r->service, s->name,
+		RDMX_WARN("bootstrapd: join of '%s' by %s refused: %s full", r->service,
+		          s->log_name,
 		          owned >= bsd->o.max_members_per_owner ? "owner's quota" : "registry");
 		respond(s, r->id, RDMX_E_FULL, "registry full", 0, 0, NULL, 0, 0);
 		return;
@@ -347,7 +415,7 @@ static void handle_join(struct session *s, struct rdmx__reg_request *r)
 	bsd->members = m;
 	bsd->n_members++;
 	RDMX_LOG(NOTICE, "bootstrapd: member %llu joined: service %s at %s, owner %s, lease %u ms",
-	         (unsigned long long)m->pub.id, m->pub.service, m->pub.endpoint, m->pub.owner, ttl);
+	         (unsigned long long)m->pub.id, m->pub.service, m->pub.endpoint, s->log_name, ttl);
 	respond(s, r->id, RDMX_OK, NULL, m->pub.id, ttl, NULL, 0, 0);
 	notify(bsd, RDMX_REGISTRY_JOINED, m);
 }
@@ -356,6 +424,7 @@ static void handle_join(struct session *s, struct rdmx__reg_request *r)
 static struct member *owned_member(struct session *s, struct rdmx__reg_request *r)
 {
 	struct member *m = member_find(s->bsd, r->member);
+	char owner[LOG_NAME];
 
 	if (!m) {
 		respond(s, r->id, RDMX_E_NOT_FOUND, "no such member (expired?)", 0, 0, NULL, 0, 0);
@@ -363,8 +432,8 @@ static struct member *owned_member(struct session *s, struct rdmx__reg_request *
 	}
 	if (strcmp(m->pub.owner, s->name) != 0) {
 		RDMX_WARN("bootstrapd: %s (peer %s) tried to %s member %llu of %s: refused",
-		          s->name, s->addr, rdmx__reg_op_name(r->op), (unsigned long long)r->member,
-		          m->pub.owner);
+		          s->log_name, s->addr, rdmx__reg_op_name(r->op),
+		          (unsigned long long)r->member, log_name(m->pub.owner, owner));
 		respond(s, r->id, RDMX_E_AUTH, "member belongs to another certificate", 0, 0, NULL,
 		        0, 0);
 		return NULL;
@@ -434,31 +503,6 @@ static void handle(struct session *s, struct rdmx__reg_request *r)
 	}
 }
 
-static void stall_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct session *s = w->data;
-
-	(void)loop;
-	(void)revents;
-	RDMX_WARN("bootstrapd: %s (peer %s) stalled mid-frame for %u ms, disconnected", s->name,
-	          s->addr, s->bsd->o.frame_timeout_ms);
-	session_close(s, NULL);
-}
-
-/* A frame begun must end within frame_timeout_ms: the clock starts with its
- * first bytes and stops when no frame is in part. */
-static void stall_watch(struct session *s)
-{
-	if (s->closing)
-		return;
-	if (!rdmx_tls_conn_rx_partial(s->conn)) {
-		ev_timer_stop(s->bsd->loop, &s->stall);
-	} else if (!ev_is_active(&s->stall)) {
-		ev_timer_set(&s->stall, s->bsd->o.frame_timeout_ms / 1000.0, 0.0);
-		ev_timer_start(s->bsd->loop, &s->stall);
-	}
-}
-
 static void session_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct session *s = w->data;
@@ -480,12 +524,15 @@ static void session_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 		if (i == FRAMES_PER_WAKEUP) {
 			/* fairness: let the others in, come back next iteration */
+			s->wants = RDMX_TLS_WANT_READ;
 			ev_feed_event(s->bsd->loop, &s->io, EV_READ);
 			break;
 		}
 		ret = rdmx_tls_conn_recv(s->conn, &frame, &len);
-		if (ret > 0)
+		if (ret > 0) {
+			s->wants = ret;
 			break;
+		}
 		if (ret < 0) {
 			session_close(s, ret == RDMX_E_DISCONNECTED ? "peer closed"
 			                                            : rdmx_strerror(ret));
@@ -495,14 +542,13 @@ static void session_cb(struct ev_loop *loop, ev_io *w, int revents)
 		if (ret) {
 			RDMX_WARN(
 			    "bootstrapd: bad request from %s (peer %s), connection closed: %s",
-			    s->name, s->addr, why);
+			    s->log_name, s->addr, why);
 			session_close(s, NULL);
 			return;
 		}
 		handle(s, &r);
 		rdmx__reg_request_fini(&r);
 	}
-	stall_watch(s);
 	session_rearm(s);
 }
 
@@ -526,14 +572,16 @@ static void established_cb(struct rdmx_tls_listener *l, struct rdmx_tls_conn *co
 	}
 	s->bsd = bsd;
 	s->conn = conn;
+	s->wants = RDMX_TLS_WANT_READ;
 	rdmx_tls_conn_get_peer_name(conn, &s->name);
+	log_name(s->name, s->log_name);
 	rdmx_tls_conn_get_peer_addr(conn, &s->addr);
 	s->next = bsd->sessions;
 	if (bsd->sessions)
 		bsd->sessions->prev = s;
 	bsd->sessions = s;
 	bsd->n_sessions++;
-	RDMX_INFO("bootstrapd: session of %s (peer %s) opened", s->name, s->addr);
+	RDMX_INFO("bootstrapd: session of %s (peer %s) opened", s->log_name, s->addr);
 	rdmx_tls_conn_get_fd(conn, &fd);
 	ev_io_init(&s->io, session_cb, fd, EV_READ);
 	s->io.data = s;

@@ -22,7 +22,10 @@ struct rdmx__bootstrapd_opts {
 	uint32_t max_members_per_owner; /* per certificate name */
 	uint32_t max_clients;           /* established sessions */
 	uint32_t sweep_ms;              /* how often leases are checked */
-	uint32_t frame_timeout_ms;      /* a frame begun must end within (0: 10000) */
+	/* a frame begun must end, and a session waiting to write (its peer
+	 * not reading) must be able to, within this (0: 10000); else the
+	 * session is closed */
+	uint32_t frame_timeout_ms;
 };
 
 /* Fills the defaults: ttl 1 s .. 5 min (default 30 s), 4096 members, 64 per

@@ -23,6 +23,8 @@ static int bsd_setup(struct ev_loop *loop, void *arg)
 
 	if (!rc)
 		b->port = rdmx__bootstrapd_get_port(b->bsd);
+	if (!rc && b->hook)
+		b->hook(loop, 1, b->hook_arg);
 	return rc;
 }
 
@@ -30,7 +32,8 @@ static void bsd_teardown(struct ev_loop *loop, void *arg)
 {
 	struct rdmx_test_bsd *b = arg;
 
-	(void)loop;
+	if (b->bsd && b->hook)
+		b->hook(loop, 0, b->hook_arg);
 	rdmx__bootstrapd_destroy(&b->bsd);
 }
 

@@ -20,6 +20,11 @@ struct rdmx_test_bsd {
 	struct rdmx_tls_config *cfg;
 	struct rdmx__policy *policy;
 	uint16_t port; /* once started */
+	/* optional, on the loop thread: hook(loop, 1, arg) once the server is
+	 * created, hook(loop, 0, arg) before it is destroyed (a test's own
+	 * watchers on the server's loop) */
+	void (*hook)(struct ev_loop *loop, int up, void *arg);
+	void *hook_arg;
 	/* private */
 	struct rdmx_test_ev_thread th;
 	struct rdmx__bootstrapd *bsd;

@@ -1,8 +1,16 @@
 /* Registry addresses (rdmx_registry_client_open): the forms that pick a
- * backend, the ones refused, and an etcd address whose members are all gone
- * answering within the timeout, never hanging. No etcd needed. */
+ * backend, the ones refused, an etcd address whose members are all gone
+ * answering within the timeout, never hanging, and a gateway's text kept
+ * escaped. No etcd needed. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -137,4 +145,126 @@ Test(registry_url, keeper_takes_a_url)
 	cr_expect_eq(rdmx_registry_keeper_start(&o, &k), RDMX_E_INVAL);
 	cr_expect_null(k);
 	rdmx_tls_config_destroy(&cfg);
+}
+
+/* ---- a fake etcd gateway: one answer per connection ---- */
+
+struct gateway {
+	int fd;
+	uint16_t port;
+	const char *answer; /* the whole HTTP answer */
+	size_t answer_len;
+	pthread_t thread;
+};
+
+/* Reads one request (headers, then Content-Length bytes) and answers it. */
+static void gateway_serve(struct gateway *g, int c)
+{
+	char req[8192];
+	size_t got = 0;
+	const char *end = NULL, *cl;
+	size_t body = 0;
+
+	while (got < sizeof(req) - 1) {
+		ssize_t n = recv(c, req + got, sizeof(req) - 1 - got, 0);
+
+		if (n <= 0)
+			return;
+		got += (size_t)n;
+		req[got] = '\0';
+		if (!end && (end = strstr(req, "\r\n\r\n")) != NULL) {
+			cl = strcasestr(req, "content-length:");
+			body = cl ? strtoul(cl + 15, NULL, 10) : 0;
+		}
+		if (end && got >= (size_t)(end + 4 - req) + body)
+			break;
+	}
+	(void)!send(c, g->answer, g->answer_len, MSG_NOSIGNAL);
+}
+
+static void *gateway_main(void *arg)
+{
+	struct gateway *g = arg;
+	int c;
+
+	while ((c = accept(g->fd, NULL, NULL)) >= 0) {
+		gateway_serve(g, c);
+		close(c);
+	}
+	return NULL;
+}
+
+static void gateway_start(struct gateway *g, const char *answer, size_t len)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t alen = sizeof(a);
+
+	g->answer = answer;
+	g->answer_len = len;
+	g->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(g->fd, 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(bind(g->fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(listen(g->fd, 8), 0);
+	cr_assert_eq(getsockname(g->fd, (struct sockaddr *)&a, &alen), 0);
+	g->port = ntohs(a.sin_port);
+	cr_assert_eq(pthread_create(&g->thread, NULL, gateway_main, g), 0);
+}
+
+static void gateway_stop(struct gateway *g)
+{
+	shutdown(g->fd, SHUT_RDWR); /* ends the accept */
+	pthread_join(g->thread, NULL);
+	close(g->fd);
+}
+
+/* A lookup against a gateway answering 400 with `body`: fails, and the
+ * client's last error is `expect` ("%u" for the gateway's port). */
+static void expect_last_error(const char *body, const char *expect)
+{
+	struct rdmx_registry_client *c = NULL;
+	struct rdmx_registry_members *ms = NULL;
+	char answer[1024], url[64], want[512];
+	struct gateway g;
+	int n;
+
+	n = snprintf(answer, sizeof(answer),
+	             "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n"
+	             "Content-Length: %zu\r\n\r\n%s",
+	             strlen(body), body);
+	cr_assert(n > 0 && (size_t)n < sizeof(answer));
+	gateway_start(&g, answer, (size_t)n);
+	snprintf(url, sizeof(url), "etcd://127.0.0.1:%u", g.port);
+	snprintf(want, sizeof(want), expect, g.port);
+	cr_assert_eq(rdmx_registry_client_open(url, NULL, 5000, &c), RDMX_OK);
+	cr_expect_lt(rdmx_registry_client_lookup(c, "kv", &ms), 0);
+	cr_expect_str_eq(rdmx_registry_client_last_error(c), want);
+	rdmx_registry_client_destroy(&c);
+	gateway_stop(&g);
+}
+
+/* What a gateway (or what answers in its place) says reaches the log and
+ * rdmx_registry_client_last_error escaped (rdmx__log_escape): a newline
+ * can neither end the line nor forge another, nor an escape sequence
+ * restyle a terminal; a long text is cut at 200 characters. */
+Test(registry_url, etcd_gateway_text_is_escaped)
+{
+	char big[301], expect[300];
+
+	/* not JSON: the body, whole lines and all */
+	expect_last_error("<html>\r\nrdmx error: forged\x1b[2K\\\n</html>\r\n",
+	                  "etcd 127.0.0.1:%u/v3/kv/range: HTTP 400: <html>\\x0d\\x0ardmx error: "
+	                  "forged\\x1b[2K\\\\\\x0a</html>\\x0d\\x0a");
+	/* etcd's JSON error: its message, decoded */
+	expect_last_error("{\"error\":\"x\",\"code\":3,\"message\":\"bad\\nrdmx error: "
+	                  "forged\\u001b[2K\\\\\"}",
+	                  "etcd: bad\\x0ardmx error: forged\\x1b[2K\\\\");
+	/* JSON but no error field: no message (its code and text were read
+	 * uninitialized) */
+	expect_last_error("{\"code\":3,\"message\":\"bad\"}", "etcd: ");
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	snprintf(expect, sizeof(expect), "etcd 127.0.0.1:%%u/v3/kv/range: HTTP 400: %.197s...",
+	         big);
+	expect_last_error(big, expect);
 }

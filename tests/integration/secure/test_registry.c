@@ -13,10 +13,14 @@
 #include <msgpack.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+
+#include <linux/sockios.h>
 
 #include <rdmx/registry.h>
 #include <rdmx/status.h>
@@ -26,6 +30,7 @@
 #include "policy.h"
 #include "registry_proto.h"
 #include "registry_server.h"
+#include "certgen.h"
 #include "test_bsd.h"
 #include "test_assert.h"
 #include "tls_test_pki.h"
@@ -39,7 +44,9 @@ static struct {
 	uint16_t port;
 } srv;
 
-static void server_start(const char *policy_text)
+static void probe_hook(struct ev_loop *loop, int up, void *arg);
+
+static void server_start_timeout(const char *policy_text, uint32_t frame_timeout_ms)
 {
 	struct rdmx__policy *policy = NULL;
 
@@ -51,9 +58,15 @@ static void server_start(const char *policy_text)
 	cr_assert_rc(rdmx_tls_config_set_max_frame(srv.cfg, 65536), RDMX_OK);
 	rdmx_test_bsd_init(&srv.bsd, srv.cfg, policy);
 	srv.bsd.opts.max_members_per_owner = 8;
-	srv.bsd.opts.frame_timeout_ms = 300;
+	srv.bsd.opts.frame_timeout_ms = frame_timeout_ms;
+	srv.bsd.hook = probe_hook;
 	cr_assert_rc(rdmx_test_bsd_start(&srv.bsd), RDMX_OK);
 	srv.port = srv.bsd.port;
+}
+
+static void server_start(const char *policy_text)
+{
+	server_start_timeout(policy_text, 300);
 }
 
 static void server_stop(void)
@@ -620,5 +633,464 @@ Test(registry, a_session_stalled_mid_frame_is_timed_out)
 	cr_assert_rc(rdmx_registry_client_list(a, &ms), RDMX_OK);
 	rdmx_registry_members_free(&ms);
 	rdmx_registry_client_destroy(&a);
+	server_stop();
+}
+
+/* ---- a client that floods KeyUpdates (OpenSSL, no rdmx) ---- */
+
+/* The probe of the server's loop (the flood tests): started from the test
+ * thread (wake), it runs until the loop has an iteration with nothing to do
+ * (quiet_cb) or gives up after PROBE_LIMIT iterations (busy_cb). It counts
+ * iterations, no clock. */
+enum { PROBE_RUNNING, PROBE_QUIET_UNREAD, PROBE_QUIET_EMPTY, PROBE_BUSY };
+#define PROBE_LIMIT 100000ul
+
+static struct {
+	ev_async wake;
+	ev_idle quiet;
+	ev_check busy;
+	int start, result, session_fd;
+	unsigned long iterations;
+} probe;
+
+static void probe_end(struct ev_loop *loop, int result)
+{
+	ev_idle_stop(loop, &probe.quiet);
+	ev_check_stop(loop, &probe.busy);
+	__atomic_store_n(&probe.result, result, __ATOMIC_SEQ_CST);
+}
+
+/* An iteration with no event pending: does the session's socket still hold
+ * unread bytes? A loop that watches a readable socket always has its event
+ * pending. */
+static void quiet_cb(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	int unread = 0;
+
+	(void)w;
+	(void)revents;
+	ioctl(probe.session_fd, FIONREAD, &unread);
+	probe_end(loop, unread > 0 ? PROBE_QUIET_UNREAD : PROBE_QUIET_EMPTY);
+}
+
+static void busy_cb(struct ev_loop *loop, ev_check *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	if (++probe.iterations > PROBE_LIMIT)
+		probe_end(loop, PROBE_BUSY);
+}
+
+static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	if (__atomic_exchange_n(&probe.start, 0, __ATOMIC_SEQ_CST)) {
+		probe.iterations = 0;
+		ev_idle_start(loop, &probe.quiet);
+		ev_check_start(loop, &probe.busy);
+	}
+}
+
+static void probe_hook(struct ev_loop *loop, int up, void *arg)
+{
+	(void)arg;
+	if (up) {
+		memset(&probe, 0, sizeof(probe));
+		ev_async_init(&probe.wake, wake_cb);
+		ev_idle_init(&probe.quiet, quiet_cb);
+		ev_check_init(&probe.busy, busy_cb);
+		ev_async_start(loop, &probe.wake);
+		return;
+	}
+	ev_idle_stop(loop, &probe.quiet);
+	ev_check_stop(loop, &probe.busy);
+	ev_async_stop(loop, &probe.wake);
+}
+
+/* Runs the probe on the server's loop: its result. */
+static int probe_run(int session_fd)
+{
+	int64_t end = tls_test_now_ms() + 60000;
+
+	__atomic_store_n(&probe.session_fd, session_fd, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&probe.result, PROBE_RUNNING, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&probe.start, 1, __ATOMIC_SEQ_CST);
+	ev_async_send(srv.bsd.th.loop, &probe.wake);
+	while (__atomic_load_n(&probe.result, __ATOMIC_SEQ_CST) == PROBE_RUNNING &&
+	       tls_test_now_ms() < end)
+		usleep(1000);
+	return __atomic_load_n(&probe.result, __ATOMIC_SEQ_CST);
+}
+
+enum { FLOOD_KEY_UPDATES = 1000 };
+
+static int key_updates_seen;
+
+/* Counts the KeyUpdate messages the client receives. */
+static void count_key_updates(int write_p, int version, int content_type, const void *buf,
+                              size_t len, SSL *ssl, void *arg)
+{
+	(void)version;
+	(void)ssl;
+	(void)arg;
+	if (!write_p && content_type == SSL3_RT_HANDSHAKE && len > 0 &&
+	    ((const unsigned char *)buf)[0] == SSL3_MT_KEY_UPDATE)
+		key_updates_seen++;
+}
+
+/* A TLS 1.3 session with the registry under the "client" certificate; the
+ * socket's receive buffer small (set before connect, so that the window it
+ * offers stays small), its send buffer large. */
+static SSL *raw_connect(SSL_CTX **ctx_out, int *fd_out)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	struct timeval guard = {.tv_sec = 10};
+	int small = 4096, big = 1 << 20, fd;
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	SSL *ssl;
+
+	cr_assert_not_null(ctx);
+	SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+	cr_assert_eq(SSL_CTX_load_verify_file(ctx, tls_test_pki_path(&pki, "ca", ".crt")), 1);
+	cr_assert_eq(SSL_CTX_use_certificate_file(ctx, tls_test_pki_path(&pki, "client", ".crt"),
+	                                          SSL_FILETYPE_PEM),
+	             1);
+	cr_assert_eq(SSL_CTX_use_PrivateKey_file(ctx, tls_test_pki_path(&pki, "client", ".key"),
+	                                         SSL_FILETYPE_PEM),
+	             1);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(fd, 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof(guard));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &guard, sizeof(guard));
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons(srv.port);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ssl = SSL_new(ctx);
+	cr_assert_not_null(ssl);
+	SSL_set_fd(ssl, fd);
+	cr_assert_eq(SSL_connect(ssl), 1, "TLS handshake with the registry");
+	SSL_set_msg_callback(ssl, count_key_updates);
+	*ctx_out = ctx;
+	*fd_out = fd;
+	return ssl;
+}
+
+static void raw_close(SSL_CTX *ctx, SSL *ssl, int fd)
+{
+	ERR_clear_error();
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+	close(fd);
+}
+
+/* The server's end of the client's TCP connection `fd` (this process). */
+static int server_end_of(int fd)
+{
+	struct sockaddr_in me, peer, a, b;
+	socklen_t len = sizeof(me);
+
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&me, &len), 0);
+	len = sizeof(peer);
+	cr_assert_eq(getpeername(fd, (struct sockaddr *)&peer, &len), 0);
+	for (int i = 0; i < (int)sysconf(_SC_OPEN_MAX); i++) {
+		socklen_t la = sizeof(a), lb = sizeof(b);
+
+		if (i != fd && getsockname(i, (struct sockaddr *)&a, &la) == 0 &&
+		    getpeername(i, (struct sockaddr *)&b, &lb) == 0 && la == sizeof(a) &&
+		    lb == sizeof(b) && a.sin_port == peer.sin_port && b.sin_port == me.sin_port &&
+		    a.sin_addr.s_addr == peer.sin_addr.s_addr &&
+		    b.sin_addr.s_addr == me.sin_addr.s_addr)
+			return i;
+	}
+	cr_assert_fail("the server's end of the connection is not in this process");
+	return -1;
+}
+
+/* Bytes the peer's kernel has not acknowledged yet. */
+static int unacked(int fd)
+{
+	int n = -1;
+
+	ioctl(fd, SIOCOUTQ, &n);
+	return n;
+}
+
+/* The peer asks for a KeyUpdate over and over and does not read: the
+ * server's answers fill its socket (a small send buffer) and its TLS layer,
+ * reading, wants to write (SSL_ERROR_WANT_WRITE from SSL_read) while more
+ * requests wait in the socket. Returns once every request sits in the
+ * server's socket, the client's fd non-blocking; *server_fd is the
+ * server's end. */
+static void key_update_flood(SSL *ssl, int fd, int *server_fd)
+{
+	int small = 4096, big = 1 << 20;
+	int64_t end;
+
+	*server_fd = server_end_of(fd);
+	/* what the server sends fills up at once, what it is sent fits (the
+	 * system's limits are far below and above these) */
+	setsockopt(*server_fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+	setsockopt(*server_fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+	cr_assert_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+	key_updates_seen = 0;
+	for (int i = 0; i < FLOOD_KEY_UPDATES; i++) {
+		cr_assert_eq(SSL_key_update(ssl, SSL_KEY_UPDATE_REQUESTED), 1);
+		cr_assert_eq(SSL_do_handshake(ssl), 1,
+		             "setup: KeyUpdate %d did not fit in the client's send buffer", i);
+	}
+	/* every request is in the server's socket: nothing more arrives */
+	end = tls_test_now_ms() + 10000;
+	while (unacked(fd) != 0 && tls_test_now_ms() < end)
+		usleep(1000);
+	cr_assert_eq(unacked(fd), 0, "setup: the server's kernel did not take the requests");
+}
+
+/* Reads (TLS records only: the server sends no frame) until at least
+ * `want` KeyUpdates have come, or the guard. */
+static void drain_key_updates(SSL *ssl, int fd, int want)
+{
+	int64_t end = tls_test_now_ms() + 20000;
+	unsigned char buf[256];
+
+	while (key_updates_seen < want && tls_test_now_ms() < end) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int n;
+
+		ERR_clear_error();
+		n = SSL_read(ssl, buf, sizeof(buf));
+		cr_assert_leq(n, 0, "the server sent a frame unasked");
+		cr_assert_eq(SSL_get_error(ssl, n), SSL_ERROR_WANT_READ,
+		             "the session failed (SSL error %d): the server lost it",
+		             SSL_get_error(ssl, n));
+		poll(&p, 1, 100);
+	}
+	cr_assert_geq(key_updates_seen, want, "%d of %d KeyUpdates answered: the server stalled",
+	              key_updates_seen, want);
+}
+
+/* Reads and drops what comes (non-blocking fd) until the session ends, or
+ * the guard. */
+static void raw_expect_closed(SSL *ssl, int fd)
+{
+	int64_t end = tls_test_now_ms() + 20000;
+	unsigned char buf[256];
+	int n = -1;
+
+	while (tls_test_now_ms() < end) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+
+		ERR_clear_error();
+		n = SSL_read(ssl, buf, sizeof(buf));
+		if (n > 0)
+			continue;
+		if (SSL_get_error(ssl, n) != SSL_ERROR_WANT_READ)
+			return;
+		poll(&p, 1, 100);
+	}
+	cr_assert_fail("the session did not end (failure guard)");
+}
+
+static void raw_read_exact(SSL *ssl, unsigned char *p, size_t n)
+{
+	while (n) {
+		int r = SSL_read(ssl, p, n > 4096 ? 4096 : (int)n);
+
+		cr_assert_gt(r, 0, "no answer from the registry");
+		p += r;
+		n -= (size_t)r;
+	}
+}
+
+/* One request over the raw session, the way the client library sends it;
+ * its answer in *rep (fini it), checked to be the answer to it. */
+static void raw_request(SSL *ssl, const struct rdmx__reg_request *req, struct rdmx__reg_reply *rep)
+{
+	static unsigned char frame[65536];
+	unsigned char h[4];
+	char why[200];
+	void *buf;
+	size_t len, n;
+
+	cr_assert_rc(rdmx__reg_encode_request(req, &buf, &len), RDMX_OK);
+	h[0] = (unsigned char)(len >> 24);
+	h[1] = (unsigned char)(len >> 16);
+	h[2] = (unsigned char)(len >> 8);
+	h[3] = (unsigned char)len;
+	cr_assert_eq(SSL_write(ssl, h, sizeof(h)), (int)sizeof(h));
+	cr_assert_eq(SSL_write(ssl, buf, (int)len), (int)len);
+	free(buf);
+	raw_read_exact(ssl, h, sizeof(h));
+	n = (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3];
+	cr_assert_leq(n, sizeof(frame), "an answer of %zu bytes", n);
+	raw_read_exact(ssl, frame, n);
+	cr_assert_rc(rdmx__reg_decode_reply(frame, n, rep, why, sizeof(why)), RDMX_OK);
+	cr_assert(!rep->is_event && rep->id == req->id, "not the answer to the %s",
+	          rdmx__reg_op_name(req->op));
+}
+
+/* A join over the raw session: the member id of the answer. */
+static uint64_t raw_join(SSL *ssl, const char *service)
+{
+	struct rdmx__reg_request req = {
+	    .id = 77, .op = RDMX__REG_JOIN, .service = (char *)service, .endpoint = "h:1"};
+	struct rdmx__reg_reply rep;
+	uint64_t member;
+
+	raw_request(ssl, &req, &rep);
+	cr_assert_rc(rep.status, RDMX_OK);
+	member = rep.member;
+	rdmx__reg_reply_fini(&rep);
+	cr_assert_neq(member, 0);
+	return member;
+}
+
+/* A session flooded with KeyUpdates waits for writability, not for the
+ * readable socket: the probe finds a quiet iteration with the requests
+ * still unread (with the session watched for readability alone the loop
+ * spins and the probe ends after PROBE_LIMIT busy iterations). Once the
+ * client reads, it gets its answers, and the same session and others are
+ * served. The frame timeout is far above the test's run: the session is
+ * not timed out meanwhile. */
+Test(registry, key_update_flood_neither_spins_nor_loses_the_session)
+{
+	struct rdmx_registry_members *ms = NULL;
+	struct rdmx_registry_client *a;
+	int fd, server_fd, result;
+	uint64_t member;
+	SSL_CTX *ctx;
+	SSL *ssl;
+
+	server_start_timeout(NULL, 600000);
+	ssl = raw_connect(&ctx, &fd);
+	key_update_flood(ssl, fd, &server_fd);
+	result = probe_run(server_fd);
+	cr_assert_neq(result, PROBE_RUNNING, "the probe did not end (failure guard)");
+	cr_assert_neq(result, PROBE_QUIET_EMPTY,
+	              "setup: the server answered all %d KeyUpdates without its send blocking",
+	              FLOOD_KEY_UPDATES);
+	cr_assert_eq(result, PROBE_QUIET_UNREAD,
+	             "the server's loop ran %lu iterations, none quiet, its session's socket "
+	             "readable and its TLS layer waiting to write: it spins",
+	             PROBE_LIMIT);
+	/* the answer to the last request may wait for the server's next
+	 * application data (RFC 8446 4.6.3; OpenSSL 3.0 sends the answer to one
+	 * request when it processes the next) */
+	drain_key_updates(ssl, fd, FLOOD_KEY_UPDATES - 1);
+	cr_assert_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK), 0);
+	member = raw_join(ssl, "flood");
+	a = client("client");
+	cr_assert_rc(rdmx_registry_client_list(a, &ms), RDMX_OK);
+	cr_assert_eq(ms->count, 1);
+	cr_assert_eq(ms->items[0].id, member);
+	cr_assert_str_eq(ms->items[0].owner, "client.test");
+	rdmx_registry_members_free(&ms);
+	rdmx_registry_client_destroy(&a);
+	cr_assert(!tls_test_log_contains("does not read"));
+	raw_close(ctx, ssl, fd);
+	server_stop();
+}
+
+/* A watcher that reads neither its events nor anything else: once its
+ * socket is full the session waits to write, with fewer bytes queued than
+ * the two frames that would drop it, and nothing more arrives from the
+ * peer. It is disconnected after the frame timeout (300 ms here), with a
+ * log line, and others are served. */
+Test(registry, a_watcher_that_does_not_read_is_timed_out)
+{
+	struct rdmx__reg_request watch = {.id = 5, .op = RDMX__REG_WATCH};
+	struct rdmx_registry_members *ms = NULL;
+	struct rdmx_registry_client *a;
+	struct rdmx__reg_reply rep;
+	int fd, server_fd, small = 4096;
+	uint64_t id;
+	SSL_CTX *ctx;
+	SSL *ssl;
+
+	server_start(NULL);
+	ssl = raw_connect(&ctx, &fd);
+	raw_request(ssl, &watch, &rep);
+	cr_assert_rc(rep.status, RDMX_OK);
+	rdmx__reg_reply_fini(&rep);
+	server_fd = server_end_of(fd);
+	setsockopt(server_fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+	/* 300 events of ~100 bytes: far more than the sockets hold, far less
+	 * than the two frames of 64 KiB the server queues before it drops */
+	a = client("client");
+	for (int i = 0; i < 150 && !tls_test_log_contains("does not read"); i++) {
+		cr_assert_rc(
+		    rdmx_registry_client_join(a, "kv", "10.0.0.1:7000", NULL, 0, 5000, &id, NULL),
+		    RDMX_OK);
+		cr_assert_rc(rdmx_registry_client_leave(a, id), RDMX_OK);
+	}
+	for (int i = 0; i < 1000 && !tls_test_log_contains("does not read: waited"); i++)
+		usleep(10000);
+	cr_assert(tls_test_log_contains("does not read: waited 300 ms to write, disconnected"),
+	          "the registry kept a session that waits to write (failure guard)");
+	cr_assert(!tls_test_log_contains("does not read its messages"),
+	          "setup: the watcher was dropped for its full queue, not timed out");
+	cr_assert_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+	raw_expect_closed(ssl, fd);
+	raw_close(ctx, ssl, fd);
+	cr_assert_rc(rdmx_registry_client_list(a, &ms), RDMX_OK);
+	rdmx_registry_members_free(&ms);
+	rdmx_registry_client_destroy(&a);
+	server_stop();
+}
+
+/* ---- certificate names as logged ---- */
+
+/* A client certificate of the test CA named `san` ("DNS:..."), as `name`
+ * in the PKI's directory. */
+static void issue_client_cert(const char *name, const char *san)
+{
+	const char *sans[1] = {san};
+	struct rdmx_certgen_opts o = {.sans = sans,
+	                              .n_sans = 1,
+	                              .not_before_s = -86400,
+	                              .not_after_s = 86400,
+	                              .eku = RDMX_CERTGEN_EKU_SERVER | RDMX_CERTGEN_EKU_CLIENT};
+	EVP_PKEY *ca_key = rdmx__certgen_read_key(tls_test_pki_path(&pki, "ca", ".key"), 0);
+	X509 *ca = rdmx__certgen_read_cert(tls_test_pki_path(&pki, "ca", ".crt"));
+	EVP_PKEY *key = rdmx__certgen_key();
+	X509 *x;
+
+	cr_assert(ca_key && ca && key);
+	x = rdmx__certgen_cert(&o, key, ca, ca_key);
+	cr_assert_not_null(x);
+	cr_assert_eq(rdmx__certgen_write_key(tls_test_pki_path(&pki, name, ".key"), key), 0);
+	cr_assert_eq(rdmx__certgen_write_cert(tls_test_pki_path(&pki, name, ".crt"), x), 0);
+	X509_free(x);
+	X509_free(ca);
+	EVP_PKEY_free(key);
+	EVP_PKEY_free(ca_key);
+}
+
+/* A certificate name is the peer's text: with a server that allows any
+ * name it may hold a newline (a forged log line) or an escape sequence.
+ * The daemon logs it escaped (rdmx__log_escape). */
+Test(registry, certificate_names_are_logged_escaped)
+{
+	struct rdmx_registry_client *a;
+	uint64_t id = 0;
+
+	server_start(NULL);
+	issue_client_cert("oddname", "DNS:odd\x1b[2K\nrdmx error: forged.test");
+	a = client("oddname");
+	cr_assert_rc(rdmx_registry_client_join(a, "kv", "10.0.0.1:7000", NULL, 0, 5000, &id, NULL),
+	             RDMX_OK);
+	rdmx_registry_client_destroy(&a);
+	for (int i = 0; i < 100 && !tls_test_log_contains("closed: peer closed"); i++)
+		usleep(10000);
+	cr_assert(tls_test_log_contains("owner odd\\x1b[2K\\x0ardmx error: forged.test, lease"),
+	          "the join's line does not show the name escaped");
+	cr_assert(tls_test_log_contains(
+	              "session of odd\\x1b[2K\\x0ardmx error: forged.test (peer 127.0.0.1:"),
+	          "the session's lines do not show the name escaped");
+	cr_assert(!tls_test_log_contains("\x1b") && !tls_test_log_contains("\nrdmx error: forged"),
+	          "the name reached the log raw");
 	server_stop();
 }
