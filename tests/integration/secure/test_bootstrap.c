@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <string.h>
@@ -1195,11 +1196,16 @@ static void key_update_flood(SSL *ssl, int fd, struct side *cl)
 	flags = fcntl(fd, F_GETFL);
 	cr_assert_eq(fcntl(fd, F_SETFL, flags | O_NONBLOCK), 0);
 	key_updates_seen = 0;
+	/* one corked burst: a few full segments, not a thousand tiny ones whose
+	 * per-segment overhead could fill the server's receive buffer while it
+	 * reads slowly (it then stopped acknowledging: zero window) */
+	setsockopt(fd, IPPROTO_TCP, TCP_CORK, &(int){1}, sizeof(int));
 	for (int i = 0; i < FLOOD_KEY_UPDATES; i++) {
 		cr_assert_eq(SSL_key_update(ssl, SSL_KEY_UPDATE_REQUESTED), 1);
 		cr_assert_eq(SSL_do_handshake(ssl), 1,
 		             "setup: KeyUpdate %d did not fit in the client's send buffer", i);
 	}
+	setsockopt(fd, IPPROTO_TCP, TCP_CORK, &(int){0}, sizeof(int));
 	/* every request is in the server's socket: nothing more arrives */
 	drive_until(cl, unacked(fd) == 0, 10000);
 
