@@ -120,17 +120,10 @@ static void exchange_io(struct session *s)
 	struct rdmx_tls_conn *tls = rdmx__bootstrap_tls(s->b);
 	const void *frame;
 	size_t len;
-	int ret, out = 0;
+	int ret = rdmx__tls_conn_step(tls, &frame, &len);
 
-	if (rdmx_tls_conn_want_write(tls))
-		out = rdmx_tls_conn_flush(tls);
-	if (out < 0) {
-		session_drop(s);
-		return;
-	}
-	ret = rdmx_tls_conn_recv(tls, &frame, &len);
 	if (ret > 0) {
-		rearm(s, ret | out);
+		rearm(s, ret);
 		return;
 	}
 	if (ret < 0) {

@@ -515,6 +515,23 @@ int rdmx_tls_conn_recv(struct rdmx_tls_conn *c, const void **frame, size_t *len)
 	}
 }
 
+/* ---- the step of a loop ---- */
+
+int rdmx__tls_conn_step(struct rdmx_tls_conn *c, const void **frame, size_t *len)
+{
+	int out = RDMX_TLS_DONE, ret;
+
+	if (rdmx_tls_conn_want_write(c)) {
+		out = rdmx_tls_conn_flush(c);
+		if (out < 0)
+			return out;
+	}
+	ret = rdmx_tls_conn_recv(c, frame, len);
+	/* nothing the receive does queues frames: bytes left after the
+	 * flush are all that the write waits for */
+	return ret <= 0 ? ret : ret | out;
+}
+
 void rdmx__tls_conn_set_quiet_fail(struct rdmx_tls_conn *c, int on)
 {
 	c->quiet_fail = on;

@@ -24,6 +24,7 @@
 
 #include "registry_proto.h"
 #include "registry_server.h"
+#include "tls_internal.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -46,9 +47,9 @@ struct session {
 	char log_name[LOG_NAME]; /* name escaped: the certificate's text, any byte but NUL */
 	const char *addr;
 	ev_io io;
-	/* RDMX_TLS_WANT_* of the last recv: what the TLS layer waits for
-	 * before it can read on (write alone: its answer to a KeyUpdate, say,
-	 * the socket full because the peer does not read) */
+	/* RDMX_TLS_WANT_* of the last rdmx__tls_conn_step: what the TLS layer
+	 * waits for before it can read on (write alone: its answer to a
+	 * KeyUpdate, say, the socket full because the peer does not read) */
 	int wants;
 	/* runs while a frame is received in part or the session waits to write */
 	ev_timer stall;
@@ -512,13 +513,7 @@ static void session_cb(struct ev_loop *loop, ev_io *w, int revents)
 	int ret;
 
 	(void)loop;
-	if ((revents & EV_WRITE) && rdmx_tls_conn_want_write(s->conn)) {
-		ret = rdmx_tls_conn_flush(s->conn);
-		if (ret < 0) {
-			session_close(s, rdmx_strerror(ret));
-			return;
-		}
-	}
+	(void)revents;
 	for (int i = 0; !s->closing; i++) {
 		struct rdmx__reg_request r;
 
@@ -528,7 +523,7 @@ static void session_cb(struct ev_loop *loop, ev_io *w, int revents)
 			ev_feed_event(s->bsd->loop, &s->io, EV_READ);
 			break;
 		}
-		ret = rdmx_tls_conn_recv(s->conn, &frame, &len);
+		ret = rdmx__tls_conn_step(s->conn, &frame, &len);
 		if (ret > 0) {
 			s->wants = ret;
 			break;
