@@ -90,6 +90,12 @@ void rdmx__tls_conn_log_failure(const struct rdmx_tls_conn *conn, const char *su
  * Used by the bootstrap's liveness check (bootstrap.c), the bootstrap
  * server's exchange (bootstrap_server.c) and rdmx-bootstrapd's sessions. */
 int rdmx__tls_conn_step(struct rdmx_tls_conn *conn, const void **frame, size_t *len);
+/* 1 while the connection waits for its peer to read: frames of ours are
+ * queued, or its last receive stopped because the TLS layer must first
+ * send (its answer to a KeyUpdate, the socket full). A server bounds how
+ * long a session may stay so (a peer that never reads would hold it
+ * forever). 0 once dead. */
+int rdmx__tls_conn_waits_to_write(const struct rdmx_tls_conn *conn);
 
 /* ---- tls_listener.c ---- */
 

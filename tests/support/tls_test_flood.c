@@ -36,7 +36,8 @@ static void count_key_updates(int write_p, int version, int content_type, const 
 		f->key_updates_seen++;
 }
 
-void tls_test_flood_connect(struct tls_test_flood *f, const struct tls_test_pki *pki, uint16_t port)
+void tls_test_flood_connect(struct tls_test_flood *f, const struct tls_test_pki *pki, uint16_t port,
+                            const char *cert)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET};
 	struct timeval guard = {.tv_sec = 10};
@@ -47,10 +48,10 @@ void tls_test_flood_connect(struct tls_test_flood *f, const struct tls_test_pki 
 	cr_assert_not_null(f->ctx);
 	SSL_CTX_set_min_proto_version(f->ctx, TLS1_3_VERSION);
 	cr_assert_eq(SSL_CTX_load_verify_file(f->ctx, tls_test_pki_path(pki, "ca", ".crt")), 1);
-	cr_assert_eq(SSL_CTX_use_certificate_file(f->ctx, tls_test_pki_path(pki, "client", ".crt"),
+	cr_assert_eq(SSL_CTX_use_certificate_file(f->ctx, tls_test_pki_path(pki, cert, ".crt"),
 	                                          SSL_FILETYPE_PEM),
 	             1);
-	cr_assert_eq(SSL_CTX_use_PrivateKey_file(f->ctx, tls_test_pki_path(pki, "client", ".key"),
+	cr_assert_eq(SSL_CTX_use_PrivateKey_file(f->ctx, tls_test_pki_path(pki, cert, ".key"),
 	                                         SSL_FILETYPE_PEM),
 	             1);
 	SSL_CTX_set_verify(f->ctx, SSL_VERIFY_PEER, NULL);

@@ -26,13 +26,13 @@ struct tls_test_flood {
 	int key_updates_seen; /* KeyUpdate messages received */
 };
 
-/* A TLS 1.3 session with 127.0.0.1:port under the PKI's "client"
- * certificate, the server's verified against the PKI's CA. The socket's
- * receive buffer is small (set before connect, so that the window it
- * offers stays small), its send buffer large; blocking, with a 10 s guard
- * on reads and writes. */
-void tls_test_flood_connect(struct tls_test_flood *f, const struct tls_test_pki *pki,
-                            uint16_t port);
+/* A TLS 1.3 session with 127.0.0.1:port under the PKI's certificate
+ * `cert` ("client", ...), the server's verified against the PKI's CA. The
+ * socket's receive buffer is small (set before connect, so that the window
+ * it offers stays small), its send buffer large; blocking, with a 10 s
+ * guard on reads and writes. */
+void tls_test_flood_connect(struct tls_test_flood *f, const struct tls_test_pki *pki, uint16_t port,
+                            const char *cert);
 /* SSL_free, SSL_CTX_free, close: no close_notify. */
 void tls_test_flood_close(struct tls_test_flood *f);
 

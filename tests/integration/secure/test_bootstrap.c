@@ -42,6 +42,7 @@
 #include <rdmx/status.h>
 #include <rdmx/tls.h>
 
+#include "bootstrap_internal.h"
 #include "test_assert.h"
 #include "tls_test_flood.h"
 #include "tls_test_pki.h"
@@ -124,7 +125,9 @@ static struct {
 	struct side side;
 	struct rdmx_bootstrap *b; /* the established one */
 	uint16_t port;
-	int ready, rc, stop, drop, requests, lost;
+	uint32_t write_timeout_ms;     /* 0: the server's default */
+	uint32_t new_write_timeout_ms; /* set by the loop at the next wake */
+	int ready, rc, stop, drop, requests, lost, lost_reason;
 	char hello_name[64], cert_name[64], peer_data[64];
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -176,8 +179,8 @@ static void lost_cb(struct rdmx_bootstrap_server *s, struct rdmx_bootstrap *b, i
                     void *arg)
 {
 	(void)s;
-	(void)reason;
 	(void)arg;
+	__atomic_store_n(&srv.lost_reason, reason, __ATOMIC_SEQ_CST);
 	__atomic_add_fetch(&srv.lost, 1, __ATOMIC_SEQ_CST);
 	if (b == srv.b)
 		rdmx_bootstrap_destroy(&srv.b);
@@ -226,6 +229,8 @@ static void busy_cb(struct ev_loop *loop, ev_check *w, int revents)
 
 static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
 {
+	uint32_t ms;
+
 	(void)w;
 	(void)revents;
 	if (__atomic_exchange_n(&srv.probe, 0, __ATOMIC_SEQ_CST)) {
@@ -235,6 +240,9 @@ static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
 	}
 	if (__atomic_exchange_n(&srv.drop, 0, __ATOMIC_SEQ_CST))
 		rdmx_bootstrap_destroy(&srv.b);
+	ms = __atomic_exchange_n(&srv.new_write_timeout_ms, 0, __ATOMIC_SEQ_CST);
+	if (ms)
+		rdmx__bootstrap_server_set_write_timeout(srv.bs, ms);
 	if (get(&srv.stop)) {
 		rdmx_bootstrap_destroy(&srv.b);
 		rdmx_bootstrap_server_destroy(&srv.bs);
@@ -256,6 +264,8 @@ static void *server_main(void *arg)
 	                                      "test-server", &ops, NULL, &srv.bs);
 	if (!srv.rc)
 		rdmx_bootstrap_server_get_port(srv.bs, &srv.port);
+	if (!srv.rc && srv.write_timeout_ms)
+		rdmx__bootstrap_server_set_write_timeout(srv.bs, srv.write_timeout_ms);
 	pthread_mutex_lock(&srv.lock);
 	srv.ready = 1;
 	pthread_cond_signal(&srv.cond);
@@ -266,13 +276,21 @@ static void *server_main(void *arg)
 	return NULL;
 }
 
-static void server_start(void)
+/* A server allowing the certificate names `allow`; write_timeout_ms: how
+ * long a session may wait for its peer to read, hello_timeout_ms: how long
+ * the client's hello may take (0: the server's defaults). */
+static void server_start_opts(const char *allow, uint32_t write_timeout_ms,
+                              uint32_t hello_timeout_ms)
 {
 	memset(&srv, 0, sizeof(srv));
+	srv.write_timeout_ms = write_timeout_ms;
 	pthread_mutex_init(&srv.lock, NULL);
 	pthread_cond_init(&srv.cond, NULL);
-	srv.cfg = tls_test_config(&pki, "server", "*.test", 1);
+	srv.cfg = tls_test_config(&pki, "server", allow, 1);
 	cr_assert_not_null(srv.cfg);
+	if (hello_timeout_ms)
+		cr_assert_rc(rdmx_tls_config_set_handshake_timeout(srv.cfg, hello_timeout_ms),
+		             RDMX_OK);
 	srv.loop = ev_loop_new(EVFLAG_AUTO);
 	ev_async_init(&srv.wake, wake_cb);
 	ev_async_start(srv.loop, &srv.wake);
@@ -286,6 +304,11 @@ static void server_start(void)
 		pthread_cond_wait(&srv.cond, &srv.lock);
 	pthread_mutex_unlock(&srv.lock);
 	cr_assert_rc(srv.rc, RDMX_OK);
+}
+
+static void server_start(void)
+{
+	server_start_opts("*.test", 0, 0);
 }
 
 static void server_stop(void)
@@ -1077,15 +1100,17 @@ static void raw_close_is_seen(struct side *cl, struct tls_test_flood *f)
 	drive_until(cl, get(&srv.lost) == 1, 10000);
 }
 
-/* An established session flooded (see key_update_flood) stays. */
+/* An established session flooded (see key_update_flood) stays. The bound
+ * on waiting to write is far above the test's run: the session is not
+ * timed out meanwhile. */
 Test(bootstrap, key_update_flood_neither_spins_nor_stalls)
 {
 	struct tls_test_flood f;
 	struct side cl;
 
-	server_start();
+	server_start_opts("*.test", 600000, 0);
 	side_open(&cl);
-	tls_test_flood_connect(&f, &pki, srv.port);
+	tls_test_flood_connect(&f, &pki, srv.port, "client");
 	raw_read_greeting(&f);
 	raw_send_hello(&f, &cl);
 	key_update_flood(&f, &cl);
@@ -1101,13 +1126,80 @@ Test(bootstrap, key_update_flood_before_the_hello_neither_spins_nor_stalls)
 	struct tls_test_flood f;
 	struct side cl;
 
-	server_start();
+	server_start_opts("*.test", 600000, 0);
 	side_open(&cl);
-	tls_test_flood_connect(&f, &pki, srv.port);
+	tls_test_flood_connect(&f, &pki, srv.port, "client");
 	raw_read_greeting(&f);
 	key_update_flood(&f, &cl);
 	raw_send_hello(&f, &cl);
 	raw_close_is_seen(&cl, &f);
+	side_close(&cl);
+	server_stop();
+}
+
+/* The flood of key_update_flood, left unread, then the server's bound on
+ * waiting to write brought down from far above the test's run to 1 ms:
+ * the session, waiting since the flood (or about to), is ended then. The
+ * flood is in place first, whole: a session ended while the client still
+ * sends would fail the client's writes instead. */
+static void flood_then_bound(struct tls_test_flood *f, struct side *cl)
+{
+	tls_test_flood_send(f, tls_test_flood_server_fd(f));
+	drive_until(cl, tls_test_flood_unacked(f) == 0, 10000);
+	__atomic_store_n(&srv.new_write_timeout_ms, 1, __ATOMIC_SEQ_CST);
+	ev_async_send(srv.loop, &srv.wake);
+}
+
+/* A peer that floods KeyUpdates and never reads leaves its session waiting
+ * to write for as long as it likes: one descriptor per valid peer. The
+ * server ends such a session once it has waited for the bound: the owner
+ * learns it through the lost callback (RDMX_E_TIMEDOUT) and the peer sees
+ * its session end. The line says why, the peer's certificate name in it
+ * escaped (a server that allows any name: ESC and a newline in it). */
+Test(bootstrap, a_peer_that_does_not_read_is_disconnected)
+{
+	struct tls_test_flood f;
+	struct side cl;
+
+	server_start_opts("*", 600000, 0);
+	side_open(&cl);
+	tls_test_flood_connect(&f, &pki, srv.port, "ctlsan");
+	raw_read_greeting(&f);
+	raw_send_hello(&f, &cl);
+	cr_assert_eq(get(&srv.requests), 1);
+	flood_then_bound(&f, &cl);
+	drive_until(&cl, get(&srv.lost) == 1, 20000);
+	cr_assert_rc(get(&srv.lost_reason), RDMX_E_TIMEDOUT);
+	/* logged on the server's thread before it called lost_cb */
+	cr_assert(tls_test_log_contains("bootstrap: evil\\x1b[2K\\x0ardmx: forged.example (peer "
+	                                "127.0.0.1:"),
+	          "the line does not name the peer escaped");
+	cr_assert(tls_test_log_contains(") does not read: waited 1 ms to write, disconnected"));
+	tls_test_flood_expect_closed(&f);
+	tls_test_flood_close(&f);
+	side_close(&cl);
+	server_stop();
+}
+
+/* The same before the exchange: the session is dropped at the bound, not
+ * at the hello's timeout (10 minutes here). */
+Test(bootstrap, a_peer_that_does_not_read_before_the_hello_is_dropped)
+{
+	struct tls_test_flood f;
+	struct side cl;
+
+	server_start_opts("*.test", 600000, 600000);
+	side_open(&cl);
+	tls_test_flood_connect(&f, &pki, srv.port, "client");
+	raw_read_greeting(&f);
+	flood_then_bound(&f, &cl);
+	tls_test_flood_expect_closed(&f);
+	/* logged before the server closed the socket */
+	cr_assert(tls_test_log_contains("bootstrap: client.test (peer 127.0.0.1:"));
+	cr_assert(tls_test_log_contains(") does not read: waited 1 ms to write, dropped"));
+	cr_assert_not(tls_test_log_contains("no hello from"));
+	cr_assert_eq(get(&srv.requests), 0);
+	tls_test_flood_close(&f);
 	side_close(&cl);
 	server_stop();
 }

@@ -784,7 +784,7 @@ Test(registry, key_update_flood_neither_spins_nor_loses_the_session)
 	uint64_t member;
 
 	server_start_timeout(NULL, 600000);
-	tls_test_flood_connect(&f, &pki, srv.port);
+	tls_test_flood_connect(&f, &pki, srv.port, "client");
 	server_fd = tls_test_flood_server_fd(&f);
 	tls_test_flood_send(&f, server_fd);
 	/* every request is in the server's socket: nothing more arrives */
@@ -832,7 +832,7 @@ Test(registry, a_watcher_that_does_not_read_is_timed_out)
 	uint64_t id;
 
 	server_start(NULL);
-	tls_test_flood_connect(&f, &pki, srv.port);
+	tls_test_flood_connect(&f, &pki, srv.port, "client");
 	raw_request(&f, &watch, &rep);
 	cr_assert_rc(rep.status, RDMX_OK);
 	rdmx__reg_reply_fini(&rep);
