@@ -367,6 +367,20 @@ static void handle_join(struct session *s, struct rdmx__reg_request *r)
 	struct member *m;
 	char err[LOG_NAME + RDMX_REGISTRY_MAX_SERVICE + 64]; /* under the 512 bytes of the wire */
 
+	/* a member's owner is its certificate's name, sent in every list and
+	 * event: one the decoders refuse would fail them for every client */
+	if (!rdmx__reg_valid_owner(s->name)) {
+		RDMX_WARN("bootstrapd: join of service '%s' by %s (peer %s) refused: the "
+		          "certificate name is not a registry owner (printable ASCII, no spaces)",
+		          r->service, s->log_name, s->addr);
+		snprintf(
+		    err, sizeof(err),
+		    "certificate name %s is not a registry owner (printable ASCII, no spaces): "
+		    "not registered",
+		    s->log_name);
+		respond(s, r->id, RDMX_E_AUTH, err, 0, 0, NULL, 0, 0);
+		return;
+	}
 	if (bsd->policy && !rdmx__policy_allows(bsd->policy, s->name, r->service)) {
 		RDMX_WARN("bootstrapd: join of service '%s' by %s (peer %s) refused by the policy",
 		          r->service, s->log_name, s->addr);

@@ -892,7 +892,8 @@ static void issue_client_cert(const char *name, const char *san)
 
 /* A certificate name is the peer's text: with a server that allows any
  * name it may hold a newline (a forged log line) or an escape sequence.
- * The daemon logs it escaped (rdmx__log_escape). */
+ * The daemon logs it escaped (rdmx__log_escape); such a name is no
+ * registry owner, so the join is refused, its line escaped too. */
 Test(registry, certificate_names_are_logged_escaped)
 {
 	struct rdmx_registry_client *a;
@@ -902,16 +903,60 @@ Test(registry, certificate_names_are_logged_escaped)
 	issue_client_cert("oddname", "DNS:odd\x1b[2K\nrdmx error: forged.test");
 	a = client("oddname");
 	cr_assert_rc(rdmx_registry_client_join(a, "kv", "10.0.0.1:7000", NULL, 0, 5000, &id, NULL),
-	             RDMX_OK);
+	             RDMX_E_AUTH);
 	rdmx_registry_client_destroy(&a);
 	for (int i = 0; i < 100 && !tls_test_log_contains("closed: peer closed"); i++)
 		usleep(10000);
-	cr_assert(tls_test_log_contains("owner odd\\x1b[2K\\x0ardmx error: forged.test, lease"),
+	cr_assert(tls_test_log_contains("join of service 'kv' by odd\\x1b[2K\\x0ardmx error: "
+	                                "forged.test (peer 127.0.0.1:"),
 	          "the join's line does not show the name escaped");
 	cr_assert(tls_test_log_contains(
 	              "session of odd\\x1b[2K\\x0ardmx error: forged.test (peer 127.0.0.1:"),
 	          "the session's lines do not show the name escaped");
 	cr_assert(!tls_test_log_contains("\x1b") && !tls_test_log_contains("\nrdmx error: forged"),
 	          "the name reached the log raw");
+	server_stop();
+}
+
+/* A member's owner is its certificate's name, and the client's decoders
+ * refuse an owner with bytes the protocol does not allow: one such member
+ * would fail every client's lists and events. With any name allowed, a
+ * certificate named with ESC and a newline ("ctlsan") may connect, but its
+ * join is refused with a reason; the others' lists keep working. */
+Test(registry, a_certificate_name_that_is_no_owner_does_not_join)
+{
+	struct rdmx_registry_members *ms = NULL;
+	struct rdmx_registry_client *bad, *good;
+	uint64_t bad_id = 0, good_id = 0;
+	char why[512];
+	int bad_join;
+
+	server_start(NULL);
+	bad = client("ctlsan");
+	good = client("client");
+	bad_join =
+	    rdmx_registry_client_join(bad, "kv", "10.0.0.1:7000", NULL, 0, 5000, &bad_id, NULL);
+	snprintf(why, sizeof(why), "%s", rdmx_registry_client_last_error(bad));
+	cr_assert_rc(
+	    rdmx_registry_client_join(good, "kv", "10.0.0.2:7000", NULL, 0, 5000, &good_id, NULL),
+	    RDMX_OK);
+	/* the lists of both, the refused one's too */
+	cr_assert_rc(rdmx_registry_client_list(good, &ms), RDMX_OK);
+	cr_assert_eq(ms->count, 1);
+	cr_assert_eq(ms->items[0].id, good_id);
+	cr_assert_str_eq(ms->items[0].owner, "client.test");
+	rdmx_registry_members_free(&ms);
+	cr_assert_rc(rdmx_registry_client_lookup(bad, "kv", &ms), RDMX_OK);
+	cr_assert_eq(ms->count, 1);
+	rdmx_registry_members_free(&ms);
+	cr_assert_rc(bad_join, RDMX_E_AUTH);
+	cr_assert(strstr(why, "certificate name evil\\x1b[2K\\x0ardmx: forged.example is not a "
+	                      "registry owner"),
+	          "the refusal does not say why: %s", why);
+	cr_assert(tls_test_log_contains("join of service 'kv' by evil\\x1b[2K\\x0ardmx: "
+	                                "forged.example (peer 127.0.0.1:"),
+	          "the refusal is not logged, the name escaped");
+	rdmx_registry_client_destroy(&bad);
+	rdmx_registry_client_destroy(&good);
 	server_stop();
 }
