@@ -200,14 +200,9 @@ int rdmx_bootstrap_check_wants(struct rdmx_bootstrap *b, int *wants)
 		return b->lost;
 	/* bounded: frames are ignored, at most a few per check */
 	for (int i = 0; i < 16; i++) {
-		if (rdmx_tls_conn_want_write(b->tls)) {
-			ret = rdmx_tls_conn_flush(b->tls);
-			if (ret < 0)
-				return rdmx__bootstrap_lost(b, ret);
-		}
-		ret = rdmx_tls_conn_recv(b->tls, &frame, &len);
+		ret = rdmx__tls_conn_step(b->tls, &frame, &len);
 		if (ret > 0) {
-			*wants = ret | (rdmx_tls_conn_want_write(b->tls) ? RDMX_TLS_WANT_WRITE : 0);
+			*wants = ret;
 			return RDMX_OK;
 		}
 		if (ret < 0)

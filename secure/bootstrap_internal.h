@@ -4,6 +4,7 @@
 #define RDMX_SECURE_BOOTSTRAP_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <rdmx/bootstrap.h>
 
@@ -42,5 +43,10 @@ int rdmx__bootstrap_server_create_unbound(struct ev_loop *loop, struct rdmx_ctx 
 struct rdmx_tls_listener *rdmx__bootstrap_server_listener(struct rdmx_bootstrap_server *srv);
 void rdmx__bootstrap_server_adopt(struct rdmx_bootstrap_server *srv, int fd,
                                   const struct sockaddr_storage *src);
+/* How long a session may wait for its peer to read before it is ended
+ * (10 s; 0: that default). A session waiting at the call is ended `ms`
+ * after it. For the tests (far above their run, or tiny once a flood is in
+ * place); on the loop's thread. */
+void rdmx__bootstrap_server_set_write_timeout(struct rdmx_bootstrap_server *srv, uint32_t ms);
 
 #endif

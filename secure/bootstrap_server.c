@@ -2,7 +2,11 @@
  * gives established sessions (client certificate and allow-list accepted);
  * the server greets each with its hello, the client must answer with its
  * own within the handshake timeout; then the exchange, and the session is
- * watched for liveness until its owner destroys the bootstrap. */
+ * watched for liveness until its owner destroys the bootstrap. A session
+ * that waits for its peer to read (our frames queued, or the TLS layer's
+ * answer to a KeyUpdate not taken by the full socket) for longer than
+ * write_timeout_ms is ended: a peer that floods KeyUpdates and never reads
+ * would otherwise hold it, and its descriptor, for as long as it likes. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -16,11 +20,22 @@
 #include "bootstrap_internal.h"
 #include "tls_internal.h"
 
+/* How long a session may wait for its peer to read (rdmx-bootstrapd's
+ * frame timeout has the same default): far above what a peer that reads
+ * ever makes us wait, the few bytes we write after the exchange being
+ * TLS's own. */
+#define WRITE_TIMEOUT_MS 10000u
+/* A certificate name escaped for a log line (rdmx__log_escape): a printable
+ * name of up to RDMX_TLS_NAME_MAX bytes shows whole, a longer escape is cut
+ * with "...". */
+#define LOG_NAME 300
+
 struct session {
 	struct rdmx_bootstrap_server *srv;
 	struct rdmx_bootstrap *b;
 	ev_io io;
-	ev_timer timer;
+	ev_timer timer; /* the client's hello must come within timeout_ms */
+	ev_timer stall; /* runs while the session waits for its peer to read */
 	int established;
 	struct session *prev, *next;
 };
@@ -33,6 +48,7 @@ struct rdmx_bootstrap_server {
 	struct rdmx_bootstrap_server_ops ops;
 	void *arg;
 	uint32_t timeout_ms;
+	uint32_t write_timeout_ms;
 	struct session *sessions;
 };
 
@@ -42,6 +58,7 @@ static void unlink_session(struct session *s)
 
 	ev_io_stop(srv->loop, &s->io);
 	ev_timer_stop(srv->loop, &s->timer);
+	ev_timer_stop(srv->loop, &s->stall);
 	if (s->prev)
 		s->prev->next = s->next;
 	else
@@ -68,6 +85,20 @@ static void session_drop(struct session *s)
 	free(s);
 }
 
+/* The clock of a session waiting for its peer to read starts when it
+ * begins to wait and stops when it no longer does. */
+static void stall_watch(struct session *s)
+{
+	struct rdmx_bootstrap_server *srv = s->srv;
+
+	if (!rdmx__tls_conn_waits_to_write(rdmx__bootstrap_tls(s->b))) {
+		ev_timer_stop(srv->loop, &s->stall);
+	} else if (!ev_is_active(&s->stall)) {
+		ev_timer_set(&s->stall, srv->write_timeout_ms / 1000.0, 0.0);
+		ev_timer_start(srv->loop, &s->stall);
+	}
+}
+
 /* Watches for what the TLS layer waits for, and only that: a read that
  * must first write (its answer to a KeyUpdate, the socket full) gets no
  * further on a readable socket, so watching readability then spins. */
@@ -81,6 +112,7 @@ static void rearm(struct session *s, int wants)
 	ev_io_stop(s->srv->loop, &s->io);
 	ev_io_set(&s->io, fd, events);
 	ev_io_start(s->srv->loop, &s->io);
+	stall_watch(s);
 }
 
 /* After queueing a frame: read on, and write what the socket did not take. */
@@ -110,6 +142,7 @@ static void established_io(struct session *s)
 	}
 	/* stop watching; the owner still destroys b (and with it s) */
 	ev_io_stop(srv->loop, &s->io);
+	ev_timer_stop(srv->loop, &s->stall);
 	if (srv->ops.lost)
 		srv->ops.lost(srv, b, ret, srv->arg);
 }
@@ -120,17 +153,10 @@ static void exchange_io(struct session *s)
 	struct rdmx_tls_conn *tls = rdmx__bootstrap_tls(s->b);
 	const void *frame;
 	size_t len;
-	int ret, out = 0;
+	int ret = rdmx__tls_conn_step(tls, &frame, &len);
 
-	if (rdmx_tls_conn_want_write(tls))
-		out = rdmx_tls_conn_flush(tls);
-	if (out < 0) {
-		session_drop(s);
-		return;
-	}
-	ret = rdmx_tls_conn_recv(tls, &frame, &len);
 	if (ret > 0) {
-		rearm(s, ret | out);
+		rearm(s, ret);
 		return;
 	}
 	if (ret < 0) {
@@ -175,6 +201,40 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	session_drop(s);
 }
 
+/* The peer has left the session waiting to write for write_timeout_ms:
+ * dropped before the exchange; after it, lost as a dead channel is (the
+ * engine connection disconnected, the owner told, who destroys it). */
+static void stall_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct session *s = w->data;
+	struct rdmx_bootstrap_server *srv = s->srv;
+	struct rdmx_bootstrap *b = s->b;
+	const char *addr = "unknown", *cert = "", *hello = "";
+	char cert_log[LOG_NAME], hello_log[LOG_NAME];
+
+	(void)revents;
+	rdmx_tls_conn_get_peer_addr(rdmx__bootstrap_tls(b), &addr);
+	rdmx_tls_conn_get_peer_name(rdmx__bootstrap_tls(b), &cert);
+	if (s->established)
+		rdmx_bootstrap_get_peer_names(b, &cert, &hello);
+	/* the names are the peer's text: a certificate allowed by "*" may
+	 * hold any byte but NUL */
+	rdmx__log_escape(cert, strlen(cert), cert_log, sizeof(cert_log));
+	rdmx__log_escape(hello, strlen(hello), hello_log, sizeof(hello_log));
+	RDMX_SEC_WARN("bootstrap: %s (peer %s%s%s) does not read: waited %u ms to write, %s",
+	              cert_log, addr, *hello ? ", hello name " : "", hello_log,
+	              srv->write_timeout_ms, s->established ? "disconnected" : "dropped");
+	if (!s->established) {
+		session_drop(s);
+		return;
+	}
+	ev_io_stop(loop, &s->io);
+	rdmx__bootstrap_lost(b, RDMX_E_TIMEDOUT);
+	/* may destroy b, and with it s */
+	if (srv->ops.lost)
+		srv->ops.lost(srv, b, RDMX_E_TIMEDOUT, srv->arg);
+}
+
 static void tls_established(struct rdmx_tls_listener *l, struct rdmx_tls_conn *tls, void *arg)
 {
 	struct rdmx_bootstrap_server *srv = arg;
@@ -199,6 +259,8 @@ static void tls_established(struct rdmx_tls_listener *l, struct rdmx_tls_conn *t
 	ev_timer_init(&s->timer, timer_cb, srv->timeout_ms / 1000.0, 0.0);
 	s->timer.data = s;
 	ev_timer_start(srv->loop, &s->timer);
+	ev_timer_init(&s->stall, stall_cb, srv->write_timeout_ms / 1000.0, 0.0);
+	s->stall.data = s;
 	/* server speaks first: the client holds its details back until our
 	 * hello tells it that its certificate was accepted */
 	if (rdmx__bootstrap_greet(s->b, srv->name)) {
@@ -238,6 +300,7 @@ static int server_create(struct ev_loop *loop, struct rdmx_ctx *ctx, struct rdmx
 	srv->ops = *ops;
 	srv->arg = arg;
 	rdmx_tls_config_get_handshake_timeout(cfg, &srv->timeout_ms);
+	srv->write_timeout_ms = WRITE_TIMEOUT_MS;
 	ret = bound ? rdmx_tls_listener_create(loop, cfg, host, port, tls_established, srv,
 	                                       &srv->listener)
 	            : rdmx__tls_listener_create_unbound(loop, cfg, tls_established, srv,
@@ -270,6 +333,19 @@ int rdmx__bootstrap_server_create_unbound(struct ev_loop *loop, struct rdmx_ctx 
 struct rdmx_tls_listener *rdmx__bootstrap_server_listener(struct rdmx_bootstrap_server *srv)
 {
 	return srv->listener;
+}
+
+void rdmx__bootstrap_server_set_write_timeout(struct rdmx_bootstrap_server *srv, uint32_t ms)
+{
+	srv->write_timeout_ms = ms ? ms : WRITE_TIMEOUT_MS;
+	/* the sessions waiting now restart their clock with the new bound */
+	for (struct session *s = srv->sessions; s; s = s->next) {
+		if (!ev_is_active(&s->stall))
+			continue;
+		ev_timer_stop(srv->loop, &s->stall);
+		ev_timer_set(&s->stall, srv->write_timeout_ms / 1000.0, 0.0);
+		ev_timer_start(srv->loop, &s->stall);
+	}
 }
 
 void rdmx__bootstrap_server_adopt(struct rdmx_bootstrap_server *srv, int fd,

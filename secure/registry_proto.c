@@ -81,9 +81,9 @@ int rdmx__reg_valid_meta_value(const char *s)
 	return s && all_chars(s, 0, RDMX_REGISTRY_MAX_META_VALUE, print_char);
 }
 
-static int valid_owner(const char *s)
+int rdmx__reg_valid_owner(const char *s)
 {
-	return all_chars(s, 1, RDMX_REGISTRY_MAX_OWNER, graph_char);
+	return s && all_chars(s, 1, RDMX_REGISTRY_MAX_OWNER, graph_char);
 }
 
 static int valid_error_text(const char *s)
@@ -408,7 +408,7 @@ static int get_member(const rdmx__wire_RegMember *w, struct rdmx_registry_member
 		ret = get_str(w->endpoint, RDMX_REGISTRY_MAX_ENDPOINT, rdmx__reg_valid_endpoint,
 		              "endpoint", (char **)&tmp.endpoint, why, why_len);
 	if (!ret)
-		ret = get_str(w->owner, RDMX_REGISTRY_MAX_OWNER, valid_owner, "owner",
+		ret = get_str(w->owner, RDMX_REGISTRY_MAX_OWNER, rdmx__reg_valid_owner, "owner",
 		              (char **)&tmp.owner, why, why_len);
 	if (!ret)
 		ret = get_meta(w->meta, w->n_meta, sizeof(*w->meta), member_key, member_value,

@@ -60,6 +60,11 @@ int rdmx__reg_valid_service(const char *s);
 int rdmx__reg_valid_endpoint(const char *s);
 int rdmx__reg_valid_meta_key(const char *s);
 int rdmx__reg_valid_meta_value(const char *s);
+/* A member's owner, a certificate name: printable ASCII without spaces, up
+ * to RDMX_REGISTRY_MAX_OWNER bytes. The decoders refuse any other: a
+ * server registers no member for a certificate whose name is not one (an
+ * allow-list of "*" takes any byte but NUL). */
+int rdmx__reg_valid_owner(const char *s);
 
 /* Encoders: one message in a malloc'd buffer (*buf, *len; free() it),
  * written only on success. 0, RDMX_E_INVAL (bad arguments) or RDMX_E_NOMEM.

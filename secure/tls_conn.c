@@ -50,6 +50,7 @@ struct rdmx_tls_conn {
 	size_t rx_cap;
 	size_t rx_len;    /* bytes of the current frame read so far */
 	int rx_delivered; /* the frame in rx was returned: start over */
+	int rx_blocked;   /* the last recv answered WANT_WRITE: it must send first */
 
 	/* send queue: header + payload bytes not yet taken by SSL_write */
 	uint8_t *tx;
@@ -464,6 +465,7 @@ int rdmx_tls_conn_recv(struct rdmx_tls_conn *c, const void **frame, size_t *len)
 		c->rx_len = 0;
 		c->rx_delivered = 0;
 	}
+	c->rx_blocked = 0;
 	for (;;) {
 		/* read only what the current frame still needs, so that no
 		 * more than one frame is ever held in memory */
@@ -493,8 +495,10 @@ int rdmx_tls_conn_recv(struct rdmx_tls_conn *c, const void **frame, size_t *len)
 			err = SSL_get_error(c->ssl, n);
 			if (err == SSL_ERROR_WANT_READ)
 				return RDMX_TLS_WANT_READ;
-			if (err == SSL_ERROR_WANT_WRITE)
+			if (err == SSL_ERROR_WANT_WRITE) {
+				c->rx_blocked = 1;
 				return RDMX_TLS_WANT_WRITE;
+			}
 			if (err == SSL_ERROR_ZERO_RETURN && c->rx_len == 0)
 				return fail(c, RDMX_E_DISCONNECTED, "peer closed the session");
 			return fail_ssl(c, n, 0);
@@ -513,6 +517,28 @@ int rdmx_tls_conn_recv(struct rdmx_tls_conn *c, const void **frame, size_t *len)
 			return RDMX_E_TOO_BIG;
 		}
 	}
+}
+
+/* ---- the step of a loop ---- */
+
+int rdmx__tls_conn_step(struct rdmx_tls_conn *c, const void **frame, size_t *len)
+{
+	int out = RDMX_TLS_DONE, ret;
+
+	if (rdmx_tls_conn_want_write(c)) {
+		out = rdmx_tls_conn_flush(c);
+		if (out < 0)
+			return out;
+	}
+	ret = rdmx_tls_conn_recv(c, frame, len);
+	/* nothing the receive does queues frames: bytes left after the
+	 * flush are all that the write waits for */
+	return ret <= 0 ? ret : ret | out;
+}
+
+int rdmx__tls_conn_waits_to_write(const struct rdmx_tls_conn *c)
+{
+	return !dead(c) && (c->tx_off < c->tx_len || c->rx_blocked);
 }
 
 void rdmx__tls_conn_set_quiet_fail(struct rdmx_tls_conn *c, int on)

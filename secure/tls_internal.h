@@ -74,6 +74,29 @@ void rdmx__tls_conn_set_quiet_fail(struct rdmx_tls_conn *conn, int on);
  * closed (RDMX_E_DISCONNECTED), WARN otherwise. */
 void rdmx__tls_conn_log_failure(const struct rdmx_tls_conn *conn, const char *suffix);
 
+/* One step of an established connection's I/O, the one a loop that waits
+ * on the fd repeats: writes what is queued (as much as the socket takes),
+ * then receives. Answers
+ * - RDMX_TLS_DONE: the next whole frame is in *frame / *len (valid until the
+ *   next step, recv or destroy); step again for more;
+ * - RDMX_TLS_WANT_READ and/or RDMX_TLS_WANT_WRITE: no whole frame yet; wait
+ *   for exactly these on the fd before the next step: what the receive waits
+ *   for (WANT_WRITE alone: it must first send, e.g. its answer to a
+ *   KeyUpdate that the full socket did not take, and a readable socket gets
+ *   it no further: watching readability then spins), plus what the write of
+ *   our queued frames waits for (WANT_WRITE while bytes remain);
+ * - an error of the write or of the receive (rdmx_tls_conn_flush /
+ *   rdmx_tls_conn_recv): the connection is dead.
+ * Used by the bootstrap's liveness check (bootstrap.c), the bootstrap
+ * server's exchange (bootstrap_server.c) and rdmx-bootstrapd's sessions. */
+int rdmx__tls_conn_step(struct rdmx_tls_conn *conn, const void **frame, size_t *len);
+/* 1 while the connection waits for its peer to read: frames of ours are
+ * queued, or its last receive stopped because the TLS layer must first
+ * send (its answer to a KeyUpdate, the socket full). A server bounds how
+ * long a session may stay so (a peer that never reads would hold it
+ * forever). 0 once dead. */
+int rdmx__tls_conn_waits_to_write(const struct rdmx_tls_conn *conn);
+
 /* ---- tls_listener.c ---- */
 
 struct sockaddr_storage;

@@ -24,6 +24,7 @@
 
 #include "registry_proto.h"
 #include "registry_server.h"
+#include "tls_internal.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -46,9 +47,9 @@ struct session {
 	char log_name[LOG_NAME]; /* name escaped: the certificate's text, any byte but NUL */
 	const char *addr;
 	ev_io io;
-	/* RDMX_TLS_WANT_* of the last recv: what the TLS layer waits for
-	 * before it can read on (write alone: its answer to a KeyUpdate, say,
-	 * the socket full because the peer does not read) */
+	/* RDMX_TLS_WANT_* of the last rdmx__tls_conn_step: what the TLS layer
+	 * waits for before it can read on (write alone: its answer to a
+	 * KeyUpdate, say, the socket full because the peer does not read) */
 	int wants;
 	/* runs while a frame is received in part or the session waits to write */
 	ev_timer stall;
@@ -366,6 +367,20 @@ static void handle_join(struct session *s, struct rdmx__reg_request *r)
 	struct member *m;
 	char err[LOG_NAME + RDMX_REGISTRY_MAX_SERVICE + 64]; /* under the 512 bytes of the wire */
 
+	/* a member's owner is its certificate's name, sent in every list and
+	 * event: one the decoders refuse would fail them for every client */
+	if (!rdmx__reg_valid_owner(s->name)) {
+		RDMX_WARN("bootstrapd: join of service '%s' by %s (peer %s) refused: the "
+		          "certificate name is not a registry owner (printable ASCII, no spaces)",
+		          r->service, s->log_name, s->addr);
+		snprintf(
+		    err, sizeof(err),
+		    "certificate name %s is not a registry owner (printable ASCII, no spaces): "
+		    "not registered",
+		    s->log_name);
+		respond(s, r->id, RDMX_E_AUTH, err, 0, 0, NULL, 0, 0);
+		return;
+	}
 	if (bsd->policy && !rdmx__policy_allows(bsd->policy, s->name, r->service)) {
 		RDMX_WARN("bootstrapd: join of service '%s' by %s (peer %s) refused by the policy",
 		          r->service, s->log_name, s->addr);
@@ -512,13 +527,7 @@ static void session_cb(struct ev_loop *loop, ev_io *w, int revents)
 	int ret;
 
 	(void)loop;
-	if ((revents & EV_WRITE) && rdmx_tls_conn_want_write(s->conn)) {
-		ret = rdmx_tls_conn_flush(s->conn);
-		if (ret < 0) {
-			session_close(s, rdmx_strerror(ret));
-			return;
-		}
-	}
+	(void)revents;
 	for (int i = 0; !s->closing; i++) {
 		struct rdmx__reg_request r;
 
@@ -528,7 +537,7 @@ static void session_cb(struct ev_loop *loop, ev_io *w, int revents)
 			ev_feed_event(s->bsd->loop, &s->io, EV_READ);
 			break;
 		}
-		ret = rdmx_tls_conn_recv(s->conn, &frame, &len);
+		ret = rdmx__tls_conn_step(s->conn, &frame, &len);
 		if (ret > 0) {
 			s->wants = ret;
 			break;

@@ -278,6 +278,11 @@ int rdmx_tls_conn_recv(struct rdmx_tls_conn *conn, const void **frame, size_t *l
 	return RDMX_TLS_WANT_READ;
 }
 
+int rdmx__tls_conn_step(struct rdmx_tls_conn *conn, const void **frame, size_t *len)
+{
+	return rdmx_tls_conn_recv(conn, frame, len);
+}
+
 int rdmx_tls_conn_recv_wait(struct rdmx_tls_conn *conn, const void **frame, size_t *len,
                             int timeout_ms)
 {

@@ -21,9 +21,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <string.h>
@@ -31,8 +29,6 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <linux/sockios.h>
 
 #include <ev.h>
 #include <msgpack.h>
@@ -46,7 +42,9 @@
 #include <rdmx/status.h>
 #include <rdmx/tls.h>
 
+#include "bootstrap_internal.h"
 #include "test_assert.h"
+#include "tls_test_flood.h"
 #include "tls_test_pki.h"
 #include "tls_test_suite.h"
 
@@ -127,7 +125,9 @@ static struct {
 	struct side side;
 	struct rdmx_bootstrap *b; /* the established one */
 	uint16_t port;
-	int ready, rc, stop, drop, requests, lost;
+	uint32_t write_timeout_ms;     /* 0: the server's default */
+	uint32_t new_write_timeout_ms; /* set by the loop at the next wake */
+	int ready, rc, stop, drop, requests, lost, lost_reason;
 	char hello_name[64], cert_name[64], peer_data[64];
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -179,8 +179,8 @@ static void lost_cb(struct rdmx_bootstrap_server *s, struct rdmx_bootstrap *b, i
                     void *arg)
 {
 	(void)s;
-	(void)reason;
 	(void)arg;
+	__atomic_store_n(&srv.lost_reason, reason, __ATOMIC_SEQ_CST);
 	__atomic_add_fetch(&srv.lost, 1, __ATOMIC_SEQ_CST);
 	if (b == srv.b)
 		rdmx_bootstrap_destroy(&srv.b);
@@ -229,6 +229,8 @@ static void busy_cb(struct ev_loop *loop, ev_check *w, int revents)
 
 static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
 {
+	uint32_t ms;
+
 	(void)w;
 	(void)revents;
 	if (__atomic_exchange_n(&srv.probe, 0, __ATOMIC_SEQ_CST)) {
@@ -238,6 +240,9 @@ static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
 	}
 	if (__atomic_exchange_n(&srv.drop, 0, __ATOMIC_SEQ_CST))
 		rdmx_bootstrap_destroy(&srv.b);
+	ms = __atomic_exchange_n(&srv.new_write_timeout_ms, 0, __ATOMIC_SEQ_CST);
+	if (ms)
+		rdmx__bootstrap_server_set_write_timeout(srv.bs, ms);
 	if (get(&srv.stop)) {
 		rdmx_bootstrap_destroy(&srv.b);
 		rdmx_bootstrap_server_destroy(&srv.bs);
@@ -259,6 +264,8 @@ static void *server_main(void *arg)
 	                                      "test-server", &ops, NULL, &srv.bs);
 	if (!srv.rc)
 		rdmx_bootstrap_server_get_port(srv.bs, &srv.port);
+	if (!srv.rc && srv.write_timeout_ms)
+		rdmx__bootstrap_server_set_write_timeout(srv.bs, srv.write_timeout_ms);
 	pthread_mutex_lock(&srv.lock);
 	srv.ready = 1;
 	pthread_cond_signal(&srv.cond);
@@ -269,13 +276,21 @@ static void *server_main(void *arg)
 	return NULL;
 }
 
-static void server_start(void)
+/* A server allowing the certificate names `allow`; write_timeout_ms: how
+ * long a session may wait for its peer to read, hello_timeout_ms: how long
+ * the client's hello may take (0: the server's defaults). */
+static void server_start_opts(const char *allow, uint32_t write_timeout_ms,
+                              uint32_t hello_timeout_ms)
 {
 	memset(&srv, 0, sizeof(srv));
+	srv.write_timeout_ms = write_timeout_ms;
 	pthread_mutex_init(&srv.lock, NULL);
 	pthread_cond_init(&srv.cond, NULL);
-	srv.cfg = tls_test_config(&pki, "server", "*.test", 1);
+	srv.cfg = tls_test_config(&pki, "server", allow, 1);
 	cr_assert_not_null(srv.cfg);
+	if (hello_timeout_ms)
+		cr_assert_rc(rdmx_tls_config_set_handshake_timeout(srv.cfg, hello_timeout_ms),
+		             RDMX_OK);
 	srv.loop = ev_loop_new(EVFLAG_AUTO);
 	ev_async_init(&srv.wake, wake_cb);
 	ev_async_start(srv.loop, &srv.wake);
@@ -289,6 +304,11 @@ static void server_start(void)
 		pthread_cond_wait(&srv.cond, &srv.lock);
 	pthread_mutex_unlock(&srv.lock);
 	cr_assert_rc(srv.rc, RDMX_OK);
+}
+
+static void server_start(void)
+{
+	server_start_opts("*.test", 0, 0);
 }
 
 static void server_stop(void)
@@ -976,96 +996,7 @@ Test(bootstrap, peer_error_text_logged_escaped)
 	server_stop();
 }
 
-/* ---- a client that floods KeyUpdates (OpenSSL, no rdmx) ---- */
-
-enum { FLOOD_KEY_UPDATES = 1000 };
-
-static int key_updates_seen;
-
-/* Counts the KeyUpdate messages the client receives. */
-static void count_key_updates(int write_p, int version, int content_type, const void *buf,
-                              size_t len, SSL *ssl, void *arg)
-{
-	(void)version;
-	(void)ssl;
-	(void)arg;
-	if (!write_p && content_type == SSL3_RT_HANDSHAKE && len > 0 &&
-	    ((const unsigned char *)buf)[0] == SSL3_MT_KEY_UPDATE)
-		key_updates_seen++;
-}
-
-/* A TLS 1.3 session with the server under the "client" certificate; the
- * socket's receive buffer small (set before connect, so that the window it
- * offers stays small), its send buffer large. */
-static SSL *raw_connect(SSL_CTX **ctx_out, int *fd_out)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	struct timeval guard = {.tv_sec = 10};
-	int small = 4096, big = 1 << 20, fd;
-	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-	SSL *ssl;
-
-	cr_assert_not_null(ctx);
-	SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
-	cr_assert_eq(SSL_CTX_load_verify_file(ctx, tls_test_pki_path(&pki, "ca", ".crt")), 1);
-	cr_assert_eq(SSL_CTX_use_certificate_file(ctx, tls_test_pki_path(&pki, "client", ".crt"),
-	                                          SSL_FILETYPE_PEM),
-	             1);
-	cr_assert_eq(SSL_CTX_use_PrivateKey_file(ctx, tls_test_pki_path(&pki, "client", ".key"),
-	                                         SSL_FILETYPE_PEM),
-	             1);
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	cr_assert_geq(fd, 0);
-	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof(guard));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &guard, sizeof(guard));
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	a.sin_port = htons(srv.port);
-	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	ssl = SSL_new(ctx);
-	cr_assert_not_null(ssl);
-	SSL_set_fd(ssl, fd);
-	cr_assert_eq(SSL_connect(ssl), 1);
-	SSL_set_msg_callback(ssl, count_key_updates);
-	*ctx_out = ctx;
-	*fd_out = fd;
-	return ssl;
-}
-
-static void raw_read_exact(SSL *ssl, unsigned char *p, size_t n)
-{
-	while (n) {
-		int r = SSL_read(ssl, p, n > 4096 ? 4096 : (int)n);
-
-		cr_assert_gt(r, 0, "no frame from the server");
-		p += r;
-		n -= (size_t)r;
-	}
-}
-
-/* One whole frame (4-byte length, then the message) into buf: its length. */
-static size_t raw_read_frame(SSL *ssl, unsigned char *buf, size_t cap)
-{
-	unsigned char h[4];
-	size_t n;
-
-	raw_read_exact(ssl, h, sizeof(h));
-	n = (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3];
-	cr_assert_leq(n, cap, "a frame of %zu bytes", n);
-	raw_read_exact(ssl, buf, n);
-	return n;
-}
-
-static void raw_write_frame(SSL *ssl, const void *p, size_t n)
-{
-	unsigned char h[4] = {(unsigned char)(n >> 24), (unsigned char)(n >> 16),
-	                      (unsigned char)(n >> 8), (unsigned char)n};
-
-	cr_assert_eq(SSL_write(ssl, h, sizeof(h)), (int)sizeof(h));
-	cr_assert_eq(SSL_write(ssl, p, (int)n), (int)n);
-}
+/* ---- a client that floods KeyUpdates (tls_test_flood.h) ---- */
 
 /* Seals the data connection as a client does (secure/bootstrap.c,
  * seal_conn): keys from the TLS exporter, client-to-server first. */
@@ -1085,10 +1016,10 @@ static void raw_seal(SSL *ssl, struct rdmx_conn *conn)
 	cr_assert_rc(rdmx_conn_set_data_keys(conn, &k), RDMX_OK);
 }
 
-static void raw_read_greeting(SSL *ssl)
+static void raw_read_greeting(struct tls_test_flood *f)
 {
 	static unsigned char buf[16384];
-	size_t n = raw_read_frame(ssl, buf, sizeof(buf));
+	size_t n = tls_test_flood_read_frame(f, buf, sizeof(buf));
 
 	cr_assert(has_field(buf, n, BS_VERSIONS), "not the server's hello");
 }
@@ -1096,7 +1027,7 @@ static void raw_read_greeting(SSL *ssl)
 /* The rest of the client's side of the bootstrap over the raw session:
  * our hello with the engine details of `cl`, the server's answer. The
  * server's session is established when it returns. */
-static void raw_send_hello(SSL *ssl, struct side *cl)
+static void raw_send_hello(struct tls_test_flood *f, struct side *cl)
 {
 	static unsigned char buf[16384];
 	const void *details;
@@ -1106,7 +1037,7 @@ static void raw_send_hello(SSL *ssl, struct side *cl)
 	msgpack_packer pk;
 
 	cr_assert_rc(rdmx_ctx_export(cl->ctx, &details, &details_len, &conn), RDMX_OK);
-	raw_seal(ssl, conn);
+	raw_seal(f->ssl, conn);
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	msgpack_pack_map(&pk, 4);
@@ -1116,64 +1047,10 @@ static void raw_send_hello(SSL *ssl, struct side *cl)
 	pack_field_str(&pk, BS_PROVIDER, "tcp");
 	msgpack_pack_uint64(&pk, BS_DETAILS);
 	msgpack_pack_bin_with_body(&pk, details, details_len);
-	raw_write_frame(ssl, sb.data, sb.size);
+	tls_test_flood_write_frame(f, sb.data, sb.size);
 	msgpack_sbuffer_destroy(&sb);
-	n = raw_read_frame(ssl, buf, sizeof(buf));
+	n = tls_test_flood_read_frame(f, buf, sizeof(buf));
 	cr_assert(has_field(buf, n, BS_DETAILS), "the server did not accept the hello");
-}
-
-/* Bytes the peer's kernel has not acknowledged yet. */
-static int unacked(int fd)
-{
-	int n = -1;
-
-	ioctl(fd, SIOCOUTQ, &n);
-	return n;
-}
-
-/* Reads (TLS records only: the server sends no frame) until at least
- * `want` KeyUpdates have come, or the guard. */
-static void drain_key_updates(SSL *ssl, int fd, int want)
-{
-	int64_t end = tls_test_now_ms() + 20000;
-	unsigned char buf[256];
-
-	while (key_updates_seen < want && tls_test_now_ms() < end) {
-		struct pollfd p = {.fd = fd, .events = POLLIN};
-		int n;
-
-		ERR_clear_error();
-		n = SSL_read(ssl, buf, sizeof(buf));
-		cr_assert_leq(n, 0, "the server sent application data");
-		cr_assert_eq(SSL_get_error(ssl, n), SSL_ERROR_WANT_READ, "session failed (%d)",
-		             SSL_get_error(ssl, n));
-		poll(&p, 1, 100);
-	}
-	cr_assert_geq(key_updates_seen, want, "%d of %d KeyUpdates answered: the server stalled",
-	              key_updates_seen, want);
-}
-
-/* The server's end of the client's TCP connection `fd` (this process). */
-static int server_end_of(int fd)
-{
-	struct sockaddr_in me, peer, a, b;
-	socklen_t len = sizeof(me);
-
-	cr_assert_eq(getsockname(fd, (struct sockaddr *)&me, &len), 0);
-	len = sizeof(peer);
-	cr_assert_eq(getpeername(fd, (struct sockaddr *)&peer, &len), 0);
-	for (int i = 0; i < (int)sysconf(_SC_OPEN_MAX); i++) {
-		socklen_t la = sizeof(a), lb = sizeof(b);
-
-		if (i != fd && getsockname(i, (struct sockaddr *)&a, &la) == 0 &&
-		    getpeername(i, (struct sockaddr *)&b, &lb) == 0 && la == sizeof(a) &&
-		    lb == sizeof(b) && a.sin_port == peer.sin_port && b.sin_port == me.sin_port &&
-		    a.sin_addr.s_addr == peer.sin_addr.s_addr &&
-		    b.sin_addr.s_addr == me.sin_addr.s_addr)
-			return i;
-	}
-	cr_assert_fail("the server's end of the connection is not in this process");
-	return -1;
 }
 
 /* The peer asks for a KeyUpdate over and over and does not read: the
@@ -1184,30 +1061,14 @@ static int server_end_of(int fd)
  * probe counts loop iterations, no clock: it ends at the first iteration
  * without a pending event (quiet_cb: the socket must still hold unread
  * requests then), or after PROBE_LIMIT busy ones (a spin). */
-static void key_update_flood(SSL *ssl, int fd, struct side *cl)
+static void key_update_flood(struct tls_test_flood *f, struct side *cl)
 {
-	int server_fd = server_end_of(fd), small = 4096, big = 1 << 20, result, flags;
+	int server_fd = tls_test_flood_server_fd(f), result;
 
-	/* what the server sends fills up at once, what it is sent fits (the
-	 * system's limits are far below and above these) */
-	setsockopt(server_fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
-	setsockopt(server_fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
 	__atomic_store_n(&srv.session_fd, server_fd, __ATOMIC_SEQ_CST);
-	flags = fcntl(fd, F_GETFL);
-	cr_assert_eq(fcntl(fd, F_SETFL, flags | O_NONBLOCK), 0);
-	key_updates_seen = 0;
-	/* one corked burst: a few full segments, not a thousand tiny ones whose
-	 * per-segment overhead could fill the server's receive buffer while it
-	 * reads slowly (it then stopped acknowledging: zero window) */
-	setsockopt(fd, IPPROTO_TCP, TCP_CORK, &(int){1}, sizeof(int));
-	for (int i = 0; i < FLOOD_KEY_UPDATES; i++) {
-		cr_assert_eq(SSL_key_update(ssl, SSL_KEY_UPDATE_REQUESTED), 1);
-		cr_assert_eq(SSL_do_handshake(ssl), 1,
-		             "setup: KeyUpdate %d did not fit in the client's send buffer", i);
-	}
-	setsockopt(fd, IPPROTO_TCP, TCP_CORK, &(int){0}, sizeof(int));
+	tls_test_flood_send(f, server_fd);
 	/* every request is in the server's socket: nothing more arrives */
-	drive_until(cl, unacked(fd) == 0, 10000);
+	drive_until(cl, tls_test_flood_unacked(f) == 0, 10000);
 
 	__atomic_store_n(&srv.probe_result, PROBE_RUNNING, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&srv.probe, 1, __ATOMIC_SEQ_CST);
@@ -1216,7 +1077,7 @@ static void key_update_flood(SSL *ssl, int fd, struct side *cl)
 	result = get(&srv.probe_result);
 	cr_assert_neq(result, PROBE_QUIET_EMPTY,
 	              "setup: the server answered all %d KeyUpdates without its send blocking",
-	              FLOOD_KEY_UPDATES);
+	              TLS_TEST_FLOOD_KEY_UPDATES);
 	cr_assert_eq(result, PROBE_QUIET_UNREAD,
 	             "the server's loop ran %lu iterations, none quiet, its session's socket "
 	             "readable and its TLS layer waiting to write: it spins",
@@ -1226,37 +1087,34 @@ static void key_update_flood(SSL *ssl, int fd, struct side *cl)
 	 * one may wait for the server's next application data (RFC 8446
 	 * 4.6.3 allows it; OpenSSL 3.0 sends the answer to one request when
 	 * it processes the next) */
-	drain_key_updates(ssl, fd, FLOOD_KEY_UPDATES - 1);
-	cr_assert_eq(fcntl(fd, F_SETFL, flags), 0);
+	tls_test_flood_drain(f, TLS_TEST_FLOOD_KEY_UPDATES - 1);
+	tls_test_flood_set_blocking(f, 1);
 }
 
 /* The peer's close is seen: the server still watches the session. */
-static void raw_close_is_seen(struct side *cl, SSL_CTX *ctx, SSL *ssl, int fd)
+static void raw_close_is_seen(struct side *cl, struct tls_test_flood *f)
 {
 	cr_assert_eq(get(&srv.lost), 0);
-	SSL_shutdown(ssl);
-	close(fd);
+	SSL_shutdown(f->ssl);
+	tls_test_flood_close(f);
 	drive_until(cl, get(&srv.lost) == 1, 10000);
-	ERR_clear_error();
-	SSL_free(ssl);
-	SSL_CTX_free(ctx);
 }
 
-/* An established session flooded (see key_update_flood) stays. */
+/* An established session flooded (see key_update_flood) stays. The bound
+ * on waiting to write is far above the test's run: the session is not
+ * timed out meanwhile. */
 Test(bootstrap, key_update_flood_neither_spins_nor_stalls)
 {
+	struct tls_test_flood f;
 	struct side cl;
-	SSL_CTX *ctx;
-	SSL *ssl;
-	int fd;
 
-	server_start();
+	server_start_opts("*.test", 600000, 0);
 	side_open(&cl);
-	ssl = raw_connect(&ctx, &fd);
-	raw_read_greeting(ssl);
-	raw_send_hello(ssl, &cl);
-	key_update_flood(ssl, fd, &cl);
-	raw_close_is_seen(&cl, ctx, ssl, fd);
+	tls_test_flood_connect(&f, &pki, srv.port, "client");
+	raw_read_greeting(&f);
+	raw_send_hello(&f, &cl);
+	key_update_flood(&f, &cl);
+	raw_close_is_seen(&cl, &f);
 	side_close(&cl);
 	server_stop();
 }
@@ -1265,18 +1123,83 @@ Test(bootstrap, key_update_flood_neither_spins_nor_stalls)
  * after it. */
 Test(bootstrap, key_update_flood_before_the_hello_neither_spins_nor_stalls)
 {
+	struct tls_test_flood f;
 	struct side cl;
-	SSL_CTX *ctx;
-	SSL *ssl;
-	int fd;
 
-	server_start();
+	server_start_opts("*.test", 600000, 0);
 	side_open(&cl);
-	ssl = raw_connect(&ctx, &fd);
-	raw_read_greeting(ssl);
-	key_update_flood(ssl, fd, &cl);
-	raw_send_hello(ssl, &cl);
-	raw_close_is_seen(&cl, ctx, ssl, fd);
+	tls_test_flood_connect(&f, &pki, srv.port, "client");
+	raw_read_greeting(&f);
+	key_update_flood(&f, &cl);
+	raw_send_hello(&f, &cl);
+	raw_close_is_seen(&cl, &f);
+	side_close(&cl);
+	server_stop();
+}
+
+/* The flood of key_update_flood, left unread, then the server's bound on
+ * waiting to write brought down from far above the test's run to 1 ms:
+ * the session, waiting since the flood (or about to), is ended then. The
+ * flood is in place first, whole: a session ended while the client still
+ * sends would fail the client's writes instead. */
+static void flood_then_bound(struct tls_test_flood *f, struct side *cl)
+{
+	tls_test_flood_send(f, tls_test_flood_server_fd(f));
+	drive_until(cl, tls_test_flood_unacked(f) == 0, 10000);
+	__atomic_store_n(&srv.new_write_timeout_ms, 1, __ATOMIC_SEQ_CST);
+	ev_async_send(srv.loop, &srv.wake);
+}
+
+/* A peer that floods KeyUpdates and never reads leaves its session waiting
+ * to write for as long as it likes: one descriptor per valid peer. The
+ * server ends such a session once it has waited for the bound: the owner
+ * learns it through the lost callback (RDMX_E_TIMEDOUT) and the peer sees
+ * its session end. The line says why, the peer's certificate name in it
+ * escaped (a server that allows any name: ESC and a newline in it). */
+Test(bootstrap, a_peer_that_does_not_read_is_disconnected)
+{
+	struct tls_test_flood f;
+	struct side cl;
+
+	server_start_opts("*", 600000, 0);
+	side_open(&cl);
+	tls_test_flood_connect(&f, &pki, srv.port, "ctlsan");
+	raw_read_greeting(&f);
+	raw_send_hello(&f, &cl);
+	cr_assert_eq(get(&srv.requests), 1);
+	flood_then_bound(&f, &cl);
+	drive_until(&cl, get(&srv.lost) == 1, 20000);
+	cr_assert_rc(get(&srv.lost_reason), RDMX_E_TIMEDOUT);
+	/* logged on the server's thread before it called lost_cb */
+	cr_assert(tls_test_log_contains("bootstrap: evil\\x1b[2K\\x0ardmx: forged.example (peer "
+	                                "127.0.0.1:"),
+	          "the line does not name the peer escaped");
+	cr_assert(tls_test_log_contains(") does not read: waited 1 ms to write, disconnected"));
+	tls_test_flood_expect_closed(&f);
+	tls_test_flood_close(&f);
+	side_close(&cl);
+	server_stop();
+}
+
+/* The same before the exchange: the session is dropped at the bound, not
+ * at the hello's timeout (10 minutes here). */
+Test(bootstrap, a_peer_that_does_not_read_before_the_hello_is_dropped)
+{
+	struct tls_test_flood f;
+	struct side cl;
+
+	server_start_opts("*.test", 600000, 600000);
+	side_open(&cl);
+	tls_test_flood_connect(&f, &pki, srv.port, "client");
+	raw_read_greeting(&f);
+	flood_then_bound(&f, &cl);
+	tls_test_flood_expect_closed(&f);
+	/* logged before the server closed the socket */
+	cr_assert(tls_test_log_contains("bootstrap: client.test (peer 127.0.0.1:"));
+	cr_assert(tls_test_log_contains(") does not read: waited 1 ms to write, dropped"));
+	cr_assert_not(tls_test_log_contains("no hello from"));
+	cr_assert_eq(get(&srv.requests), 0);
+	tls_test_flood_close(&f);
 	side_close(&cl);
 	server_stop();
 }

@@ -13,15 +13,11 @@
 #include <msgpack.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <arpa/inet.h>
-
-#include <linux/sockios.h>
 
 #include <rdmx/registry.h>
 #include <rdmx/status.h>
@@ -34,6 +30,7 @@
 #include "certgen.h"
 #include "test_bsd.h"
 #include "test_assert.h"
+#include "tls_test_flood.h"
 #include "tls_test_pki.h"
 #include "tls_test_suite.h"
 
@@ -724,229 +721,46 @@ static int probe_run(int session_fd)
 	return __atomic_load_n(&probe.result, __ATOMIC_SEQ_CST);
 }
 
-enum { FLOOD_KEY_UPDATES = 1000 };
-
-static int key_updates_seen;
-
-/* Counts the KeyUpdate messages the client receives. */
-static void count_key_updates(int write_p, int version, int content_type, const void *buf,
-                              size_t len, SSL *ssl, void *arg)
-{
-	(void)version;
-	(void)ssl;
-	(void)arg;
-	if (!write_p && content_type == SSL3_RT_HANDSHAKE && len > 0 &&
-	    ((const unsigned char *)buf)[0] == SSL3_MT_KEY_UPDATE)
-		key_updates_seen++;
-}
-
-/* A TLS 1.3 session with the registry under the "client" certificate; the
- * socket's receive buffer small (set before connect, so that the window it
- * offers stays small), its send buffer large. */
-static SSL *raw_connect(SSL_CTX **ctx_out, int *fd_out)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	struct timeval guard = {.tv_sec = 10};
-	int small = 4096, big = 1 << 20, fd;
-	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-	SSL *ssl;
-
-	cr_assert_not_null(ctx);
-	SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
-	cr_assert_eq(SSL_CTX_load_verify_file(ctx, tls_test_pki_path(&pki, "ca", ".crt")), 1);
-	cr_assert_eq(SSL_CTX_use_certificate_file(ctx, tls_test_pki_path(&pki, "client", ".crt"),
-	                                          SSL_FILETYPE_PEM),
-	             1);
-	cr_assert_eq(SSL_CTX_use_PrivateKey_file(ctx, tls_test_pki_path(&pki, "client", ".key"),
-	                                         SSL_FILETYPE_PEM),
-	             1);
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	cr_assert_geq(fd, 0);
-	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof(guard));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &guard, sizeof(guard));
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	a.sin_port = htons(srv.port);
-	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	ssl = SSL_new(ctx);
-	cr_assert_not_null(ssl);
-	SSL_set_fd(ssl, fd);
-	cr_assert_eq(SSL_connect(ssl), 1, "TLS handshake with the registry");
-	SSL_set_msg_callback(ssl, count_key_updates);
-	*ctx_out = ctx;
-	*fd_out = fd;
-	return ssl;
-}
-
-static void raw_close(SSL_CTX *ctx, SSL *ssl, int fd)
-{
-	ERR_clear_error();
-	SSL_free(ssl);
-	SSL_CTX_free(ctx);
-	close(fd);
-}
-
-/* The server's end of the client's TCP connection `fd` (this process). */
-static int server_end_of(int fd)
-{
-	struct sockaddr_in me, peer, a, b;
-	socklen_t len = sizeof(me);
-
-	cr_assert_eq(getsockname(fd, (struct sockaddr *)&me, &len), 0);
-	len = sizeof(peer);
-	cr_assert_eq(getpeername(fd, (struct sockaddr *)&peer, &len), 0);
-	for (int i = 0; i < (int)sysconf(_SC_OPEN_MAX); i++) {
-		socklen_t la = sizeof(a), lb = sizeof(b);
-
-		if (i != fd && getsockname(i, (struct sockaddr *)&a, &la) == 0 &&
-		    getpeername(i, (struct sockaddr *)&b, &lb) == 0 && la == sizeof(a) &&
-		    lb == sizeof(b) && a.sin_port == peer.sin_port && b.sin_port == me.sin_port &&
-		    a.sin_addr.s_addr == peer.sin_addr.s_addr &&
-		    b.sin_addr.s_addr == me.sin_addr.s_addr)
-			return i;
-	}
-	cr_assert_fail("the server's end of the connection is not in this process");
-	return -1;
-}
-
-/* Bytes the peer's kernel has not acknowledged yet. */
-static int unacked(int fd)
-{
-	int n = -1;
-
-	ioctl(fd, SIOCOUTQ, &n);
-	return n;
-}
-
-/* The peer asks for a KeyUpdate over and over and does not read: the
- * server's answers fill its socket (a small send buffer) and its TLS layer,
- * reading, wants to write (SSL_ERROR_WANT_WRITE from SSL_read) while more
- * requests wait in the socket. Returns once every request sits in the
- * server's socket, the client's fd non-blocking; *server_fd is the
- * server's end. */
-static void key_update_flood(SSL *ssl, int fd, int *server_fd)
-{
-	int small = 4096, big = 1 << 20;
-	int64_t end;
-
-	*server_fd = server_end_of(fd);
-	/* what the server sends fills up at once, what it is sent fits (the
-	 * system's limits are far below and above these) */
-	setsockopt(*server_fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
-	setsockopt(*server_fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
-	cr_assert_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
-	key_updates_seen = 0;
-	/* one corked burst: a few full segments, not a thousand tiny ones whose
-	 * per-segment overhead could fill the server's receive buffer while it
-	 * reads slowly (it then stopped acknowledging: zero window) */
-	setsockopt(fd, IPPROTO_TCP, TCP_CORK, &(int){1}, sizeof(int));
-	for (int i = 0; i < FLOOD_KEY_UPDATES; i++) {
-		cr_assert_eq(SSL_key_update(ssl, SSL_KEY_UPDATE_REQUESTED), 1);
-		cr_assert_eq(SSL_do_handshake(ssl), 1,
-		             "setup: KeyUpdate %d did not fit in the client's send buffer", i);
-	}
-	setsockopt(fd, IPPROTO_TCP, TCP_CORK, &(int){0}, sizeof(int));
-	/* every request is in the server's socket: nothing more arrives */
-	end = tls_test_now_ms() + 10000;
-	while (unacked(fd) != 0 && tls_test_now_ms() < end)
-		usleep(1000);
-	cr_assert_eq(unacked(fd), 0, "setup: the server's kernel did not take the requests");
-}
-
-/* Reads (TLS records only: the server sends no frame) until at least
- * `want` KeyUpdates have come, or the guard. */
-static void drain_key_updates(SSL *ssl, int fd, int want)
-{
-	int64_t end = tls_test_now_ms() + 20000;
-	unsigned char buf[256];
-
-	while (key_updates_seen < want && tls_test_now_ms() < end) {
-		struct pollfd p = {.fd = fd, .events = POLLIN};
-		int n;
-
-		ERR_clear_error();
-		n = SSL_read(ssl, buf, sizeof(buf));
-		cr_assert_leq(n, 0, "the server sent a frame unasked");
-		cr_assert_eq(SSL_get_error(ssl, n), SSL_ERROR_WANT_READ,
-		             "the session failed (SSL error %d): the server lost it",
-		             SSL_get_error(ssl, n));
-		poll(&p, 1, 100);
-	}
-	cr_assert_geq(key_updates_seen, want, "%d of %d KeyUpdates answered: the server stalled",
-	              key_updates_seen, want);
-}
-
-/* Reads and drops what comes (non-blocking fd) until the session ends, or
- * the guard. */
-static void raw_expect_closed(SSL *ssl, int fd)
-{
-	int64_t end = tls_test_now_ms() + 20000;
-	unsigned char buf[256];
-	int n = -1;
-
-	while (tls_test_now_ms() < end) {
-		struct pollfd p = {.fd = fd, .events = POLLIN};
-
-		ERR_clear_error();
-		n = SSL_read(ssl, buf, sizeof(buf));
-		if (n > 0)
-			continue;
-		if (SSL_get_error(ssl, n) != SSL_ERROR_WANT_READ)
-			return;
-		poll(&p, 1, 100);
-	}
-	cr_assert_fail("the session did not end (failure guard)");
-}
-
-static void raw_read_exact(SSL *ssl, unsigned char *p, size_t n)
-{
-	while (n) {
-		int r = SSL_read(ssl, p, n > 4096 ? 4096 : (int)n);
-
-		cr_assert_gt(r, 0, "no answer from the registry");
-		p += r;
-		n -= (size_t)r;
-	}
-}
-
 /* One request over the raw session, the way the client library sends it;
  * its answer in *rep (fini it), checked to be the answer to it. */
-static void raw_request(SSL *ssl, const struct rdmx__reg_request *req, struct rdmx__reg_reply *rep)
+static void raw_request(struct tls_test_flood *f, const struct rdmx__reg_request *req,
+                        struct rdmx__reg_reply *rep)
 {
 	static unsigned char frame[65536];
-	unsigned char h[4];
 	char why[200];
 	void *buf;
 	size_t len, n;
 
 	cr_assert_rc(rdmx__reg_encode_request(req, &buf, &len), RDMX_OK);
-	h[0] = (unsigned char)(len >> 24);
-	h[1] = (unsigned char)(len >> 16);
-	h[2] = (unsigned char)(len >> 8);
-	h[3] = (unsigned char)len;
-	cr_assert_eq(SSL_write(ssl, h, sizeof(h)), (int)sizeof(h));
-	cr_assert_eq(SSL_write(ssl, buf, (int)len), (int)len);
+	tls_test_flood_write_frame(f, buf, len);
 	free(buf);
-	raw_read_exact(ssl, h, sizeof(h));
-	n = (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3];
-	cr_assert_leq(n, sizeof(frame), "an answer of %zu bytes", n);
-	raw_read_exact(ssl, frame, n);
+	n = tls_test_flood_read_frame(f, frame, sizeof(frame));
 	cr_assert_rc(rdmx__reg_decode_reply(frame, n, rep, why, sizeof(why)), RDMX_OK);
 	cr_assert(!rep->is_event && rep->id == req->id, "not the answer to the %s",
 	          rdmx__reg_op_name(req->op));
 }
 
+/* Waits (failure guard 10 s) until every request of the flood sits in the
+ * server's socket. */
+static void flood_wait_taken(const struct tls_test_flood *f)
+{
+	int64_t end = tls_test_now_ms() + 10000;
+
+	while (tls_test_flood_unacked(f) != 0 && tls_test_now_ms() < end)
+		usleep(1000);
+	cr_assert_eq(tls_test_flood_unacked(f), 0,
+	             "setup: the server's kernel did not take the requests");
+}
+
 /* A join over the raw session: the member id of the answer. */
-static uint64_t raw_join(SSL *ssl, const char *service)
+static uint64_t raw_join(struct tls_test_flood *f, const char *service)
 {
 	struct rdmx__reg_request req = {
 	    .id = 77, .op = RDMX__REG_JOIN, .service = (char *)service, .endpoint = "h:1"};
 	struct rdmx__reg_reply rep;
 	uint64_t member;
 
-	raw_request(ssl, &req, &rep);
+	raw_request(f, &req, &rep);
 	cr_assert_rc(rep.status, RDMX_OK);
 	member = rep.member;
 	rdmx__reg_reply_fini(&rep);
@@ -965,19 +779,21 @@ Test(registry, key_update_flood_neither_spins_nor_loses_the_session)
 {
 	struct rdmx_registry_members *ms = NULL;
 	struct rdmx_registry_client *a;
-	int fd, server_fd, result;
+	struct tls_test_flood f;
+	int server_fd, result;
 	uint64_t member;
-	SSL_CTX *ctx;
-	SSL *ssl;
 
 	server_start_timeout(NULL, 600000);
-	ssl = raw_connect(&ctx, &fd);
-	key_update_flood(ssl, fd, &server_fd);
+	tls_test_flood_connect(&f, &pki, srv.port, "client");
+	server_fd = tls_test_flood_server_fd(&f);
+	tls_test_flood_send(&f, server_fd);
+	/* every request is in the server's socket: nothing more arrives */
+	flood_wait_taken(&f);
 	result = probe_run(server_fd);
 	cr_assert_neq(result, PROBE_RUNNING, "the probe did not end (failure guard)");
 	cr_assert_neq(result, PROBE_QUIET_EMPTY,
 	              "setup: the server answered all %d KeyUpdates without its send blocking",
-	              FLOOD_KEY_UPDATES);
+	              TLS_TEST_FLOOD_KEY_UPDATES);
 	cr_assert_eq(result, PROBE_QUIET_UNREAD,
 	             "the server's loop ran %lu iterations, none quiet, its session's socket "
 	             "readable and its TLS layer waiting to write: it spins",
@@ -985,9 +801,9 @@ Test(registry, key_update_flood_neither_spins_nor_loses_the_session)
 	/* the answer to the last request may wait for the server's next
 	 * application data (RFC 8446 4.6.3; OpenSSL 3.0 sends the answer to one
 	 * request when it processes the next) */
-	drain_key_updates(ssl, fd, FLOOD_KEY_UPDATES - 1);
-	cr_assert_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK), 0);
-	member = raw_join(ssl, "flood");
+	tls_test_flood_drain(&f, TLS_TEST_FLOOD_KEY_UPDATES - 1);
+	tls_test_flood_set_blocking(&f, 1);
+	member = raw_join(&f, "flood");
 	a = client("client");
 	cr_assert_rc(rdmx_registry_client_list(a, &ms), RDMX_OK);
 	cr_assert_eq(ms->count, 1);
@@ -996,7 +812,7 @@ Test(registry, key_update_flood_neither_spins_nor_loses_the_session)
 	rdmx_registry_members_free(&ms);
 	rdmx_registry_client_destroy(&a);
 	cr_assert(!tls_test_log_contains("does not read"));
-	raw_close(ctx, ssl, fd);
+	tls_test_flood_close(&f);
 	server_stop();
 }
 
@@ -1011,17 +827,16 @@ Test(registry, a_watcher_that_does_not_read_is_timed_out)
 	struct rdmx_registry_members *ms = NULL;
 	struct rdmx_registry_client *a;
 	struct rdmx__reg_reply rep;
-	int fd, server_fd, small = 4096;
+	struct tls_test_flood f;
+	int server_fd, small = 4096;
 	uint64_t id;
-	SSL_CTX *ctx;
-	SSL *ssl;
 
 	server_start(NULL);
-	ssl = raw_connect(&ctx, &fd);
-	raw_request(ssl, &watch, &rep);
+	tls_test_flood_connect(&f, &pki, srv.port, "client");
+	raw_request(&f, &watch, &rep);
 	cr_assert_rc(rep.status, RDMX_OK);
 	rdmx__reg_reply_fini(&rep);
-	server_fd = server_end_of(fd);
+	server_fd = tls_test_flood_server_fd(&f);
 	setsockopt(server_fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
 	/* 300 events of ~100 bytes: far more than the sockets hold, far less
 	 * than the two frames of 64 KiB the server queues before it drops */
@@ -1038,9 +853,9 @@ Test(registry, a_watcher_that_does_not_read_is_timed_out)
 	          "the registry kept a session that waits to write (failure guard)");
 	cr_assert(!tls_test_log_contains("does not read its messages"),
 	          "setup: the watcher was dropped for its full queue, not timed out");
-	cr_assert_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
-	raw_expect_closed(ssl, fd);
-	raw_close(ctx, ssl, fd);
+	tls_test_flood_set_blocking(&f, 0);
+	tls_test_flood_expect_closed(&f);
+	tls_test_flood_close(&f);
 	cr_assert_rc(rdmx_registry_client_list(a, &ms), RDMX_OK);
 	rdmx_registry_members_free(&ms);
 	rdmx_registry_client_destroy(&a);
@@ -1077,7 +892,8 @@ static void issue_client_cert(const char *name, const char *san)
 
 /* A certificate name is the peer's text: with a server that allows any
  * name it may hold a newline (a forged log line) or an escape sequence.
- * The daemon logs it escaped (rdmx__log_escape). */
+ * The daemon logs it escaped (rdmx__log_escape); such a name is no
+ * registry owner, so the join is refused, its line escaped too. */
 Test(registry, certificate_names_are_logged_escaped)
 {
 	struct rdmx_registry_client *a;
@@ -1087,16 +903,60 @@ Test(registry, certificate_names_are_logged_escaped)
 	issue_client_cert("oddname", "DNS:odd\x1b[2K\nrdmx error: forged.test");
 	a = client("oddname");
 	cr_assert_rc(rdmx_registry_client_join(a, "kv", "10.0.0.1:7000", NULL, 0, 5000, &id, NULL),
-	             RDMX_OK);
+	             RDMX_E_AUTH);
 	rdmx_registry_client_destroy(&a);
 	for (int i = 0; i < 100 && !tls_test_log_contains("closed: peer closed"); i++)
 		usleep(10000);
-	cr_assert(tls_test_log_contains("owner odd\\x1b[2K\\x0ardmx error: forged.test, lease"),
+	cr_assert(tls_test_log_contains("join of service 'kv' by odd\\x1b[2K\\x0ardmx error: "
+	                                "forged.test (peer 127.0.0.1:"),
 	          "the join's line does not show the name escaped");
 	cr_assert(tls_test_log_contains(
 	              "session of odd\\x1b[2K\\x0ardmx error: forged.test (peer 127.0.0.1:"),
 	          "the session's lines do not show the name escaped");
 	cr_assert(!tls_test_log_contains("\x1b") && !tls_test_log_contains("\nrdmx error: forged"),
 	          "the name reached the log raw");
+	server_stop();
+}
+
+/* A member's owner is its certificate's name, and the client's decoders
+ * refuse an owner with bytes the protocol does not allow: one such member
+ * would fail every client's lists and events. With any name allowed, a
+ * certificate named with ESC and a newline ("ctlsan") may connect, but its
+ * join is refused with a reason; the others' lists keep working. */
+Test(registry, a_certificate_name_that_is_no_owner_does_not_join)
+{
+	struct rdmx_registry_members *ms = NULL;
+	struct rdmx_registry_client *bad, *good;
+	uint64_t bad_id = 0, good_id = 0;
+	char why[512];
+	int bad_join;
+
+	server_start(NULL);
+	bad = client("ctlsan");
+	good = client("client");
+	bad_join =
+	    rdmx_registry_client_join(bad, "kv", "10.0.0.1:7000", NULL, 0, 5000, &bad_id, NULL);
+	snprintf(why, sizeof(why), "%s", rdmx_registry_client_last_error(bad));
+	cr_assert_rc(
+	    rdmx_registry_client_join(good, "kv", "10.0.0.2:7000", NULL, 0, 5000, &good_id, NULL),
+	    RDMX_OK);
+	/* the lists of both, the refused one's too */
+	cr_assert_rc(rdmx_registry_client_list(good, &ms), RDMX_OK);
+	cr_assert_eq(ms->count, 1);
+	cr_assert_eq(ms->items[0].id, good_id);
+	cr_assert_str_eq(ms->items[0].owner, "client.test");
+	rdmx_registry_members_free(&ms);
+	cr_assert_rc(rdmx_registry_client_lookup(bad, "kv", &ms), RDMX_OK);
+	cr_assert_eq(ms->count, 1);
+	rdmx_registry_members_free(&ms);
+	cr_assert_rc(bad_join, RDMX_E_AUTH);
+	cr_assert(strstr(why, "certificate name evil\\x1b[2K\\x0ardmx: forged.example is not a "
+	                      "registry owner"),
+	          "the refusal does not say why: %s", why);
+	cr_assert(tls_test_log_contains("join of service 'kv' by evil\\x1b[2K\\x0ardmx: "
+	                                "forged.example (peer 127.0.0.1:"),
+	          "the refusal is not logged, the name escaped");
+	rdmx_registry_client_destroy(&bad);
+	rdmx_registry_client_destroy(&good);
 	server_stop();
 }
