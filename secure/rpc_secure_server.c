@@ -39,6 +39,8 @@
 #include "rpc_secure_internal.h"
 #include "tls_internal.h"
 
+#define RPC_SECURE_LOG_NAME 300 /* a peer name escaped for the log */
+
 struct session {
 	struct rdmx_rpc_secure_conn conn; /* first: what the callbacks get */
 	struct rdmx_rpc_secure_server *srv;
@@ -167,14 +169,19 @@ static int request(struct rdmx_bootstrap_server *bs, struct rdmx_bootstrap *b, c
 {
 	struct rdmx_rpc_secure_server *srv = arg;
 	struct rdmx__rpc_hello h;
-	const char *cert = "", *hello = "";
+	const char *cert_raw = "", *hello_raw = "";
+	char cert[RPC_SECURE_LOG_NAME], hello[RPC_SECURE_LOG_NAME];
 	const void *data;
 	size_t len;
 	char why[160];
 	int ret;
 
 	(void)bs;
-	rdmx_bootstrap_get_peer_names(b, &cert, &hello);
+	rdmx_bootstrap_get_peer_names(b, &cert_raw, &hello_raw);
+	/* the peer's text: a certificate allowed by "*" may hold any byte but
+	 * NUL, the hello name is what the client sent */
+	rdmx__log_escape(cert_raw, strlen(cert_raw), cert, sizeof(cert));
+	rdmx__log_escape(hello_raw, strlen(hello_raw), hello, sizeof(hello));
 	rdmx_bootstrap_get_peer_data(b, &data, &len);
 	if (rdmx__rpc_hello_decode(data, len, &h, why, sizeof(why))) {
 		RDMX_SEC_WARN("rpc_secure: client %s refused: %s", cert, why);
@@ -193,7 +200,7 @@ static int request(struct rdmx_bootstrap_server *bs, struct rdmx_bootstrap *b, c
 	}
 	if (srv->ops.accept) {
 		srv->depth++;
-		ret = srv->ops.accept(srv, cert, hello, srv->arg);
+		ret = srv->ops.accept(srv, cert_raw, hello_raw, srv->arg);
 		srv->depth--;
 		if (ret) {
 			RDMX_SEC_WARN("rpc_secure: client %s (%s) refused by the application: %s",

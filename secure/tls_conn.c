@@ -302,6 +302,7 @@ static int dead(const struct rdmx_tls_conn *c)
 
 int rdmx_tls_conn_handshake(struct rdmx_tls_conn *c)
 {
+	char name[300]; /* the peer's name escaped for the log */
 	int ret, err;
 
 	if (!c)
@@ -317,8 +318,10 @@ int rdmx_tls_conn_handshake(struct rdmx_tls_conn *c)
 		if (SSL_version(c->ssl) != TLS1_3_VERSION || !c->peer_name)
 			return fail(c, RDMX_E_AUTH, "handshake ended without a verified peer");
 		c->state = CONN_ESTABLISHED;
-		RDMX_SEC_DBG("tls: session established with %s (peer %s)", c->peer_name,
-		             c->peer_addr);
+		RDMX_SEC_DBG(
+		    "tls: session established with %s (peer %s)",
+		    rdmx__log_escape(c->peer_name, strlen(c->peer_name), name, sizeof(name)),
+		    c->peer_addr);
 		return RDMX_TLS_DONE;
 	}
 	err = SSL_get_error(c->ssl, ret);

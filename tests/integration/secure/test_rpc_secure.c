@@ -386,6 +386,29 @@ Test(rpc_secure, the_application_may_refuse_a_client)
 	fix_server_stop();
 }
 
+/* The certificate name is the peer's text (a CA-signed name that an
+ * allow-list of "*" lets in may hold any byte but NUL): the refusal's log
+ * line escapes it, so that it cannot end the line or forge one. */
+Test(rpc_secure, a_refused_client_name_is_logged_escaped)
+{
+	struct rdmx_tls_config *cfg;
+	struct rdmx_rpc_secure_opts o;
+	struct rdmx_rpc_secure_conn *sc = NULL;
+
+	fix_server_start("*", 0);
+	cfg = fix_client_config("ctlsan", "client2.test");
+	fix_client_opts(&o);
+	o.name = "refuse-me";
+	cr_assert_rc(rdmx_rpc_secure_connect(fix_addr(), fix_server_port(), cfg, NULL, &o, &sc),
+	             RDMX_E_CONN_REFUSED);
+	cr_assert_null(sc);
+	cr_assert(tls_test_log_contains("client evil\\x1b[2K\\x0ardmx: forged.example (refuse-me) "
+	                                "refused by the application"));
+	cr_assert(!tls_test_log_contains("\x1b") && !tls_test_log_contains("\nrdmx: forged"));
+	rdmx_tls_config_destroy(&cfg);
+	fix_server_stop();
+}
+
 Test(rpc_secure, bad_arguments)
 {
 	struct rdmx_tls_config *cfg = fix_client_config("client", "client2.test");
