@@ -431,6 +431,8 @@ void rdmx__rpc_streams_fail(struct rdmx_rpc_ep *ep, const char *why)
 		uint32_t pos = 0;
 
 		while ((s = rdmx__map_next(maps[i], &pos, NULL))) {
+			if (s->opening)
+				continue; /* rdmx_rpc_stream_open returns the error */
 			s->next = list;
 			list = s;
 			s->busy++; /* kept while the list is walked */
@@ -578,14 +580,27 @@ int rdmx_rpc_stream_open(struct rdmx_rpc_ep *ep, uint32_t method_id, enum rdmx_r
 		}
 		hd = &s->ic->own;
 	}
+	/* in the table before the open goes: a table without room fails the
+	 * open with nothing on the wire */
+	ep->next_id++;
+	if ((rc = rdmx__map_put(&ep->streams.out, s->id, s)) != 0) {
+		rdmx__ic_done(&s->ic, RDMX_RPC_RESOURCE_EXHAUSTED, "not started");
+		rdmx__stream_free(s);
+		return rc;
+	}
+	s->opening = true; /* a close inside the send leaves it to us (streams_fail) */
+	ep->busy++;        /* that close runs callbacks that may destroy ep */
 	rc = send_md_frame(ep, RPC_T_S_OPEN, (uint8_t)kind, method_id, s->id,
 	                   opts ? opts->timeout_us : 0, hd);
-	if (rc == 0 && (rc = rdmx__map_put(&ep->streams.out, s->id, s)) != 0)
-		rdmx__stream_send_frame(ep, RPC_T_S_RST, 0, RDMX_RPC_CANCELLED, 0, s->id, 0, NULL,
-		                        0, NULL);
-	ep->next_id++;
+	if (rc == 0 && ep->closed)
+		rc = RDMX_E_BAD_STATE; /* closed by the send itself: the open never counts */
+	s->opening = false;
+	ep->busy--;
 	if (rc) {
+		rdmx__map_del(&ep->streams.out, s->id);
+		rdmx__ic_done(&s->ic, RDMX_RPC_UNAVAILABLE, "not sent");
 		rdmx__stream_free(s);
+		rdmx__rpc_release(ep);
 		return rc;
 	}
 	rdmx__stream_count(s, SST_OPEN, RDMX_RPC_OK, 0);

@@ -2,12 +2,14 @@
  * around the slot size and above the rendezvous threshold, a stalled reader
  * (bounded memory; other streams and unary calls go on), cancel racing the
  * last message, a deadline mid-stream, a peer killed with 100 streams open,
- * metadata and its limits, rich status, hostile stream frames. */
+ * metadata and its limits, rich status, hostile stream frames, an open
+ * whose stream table has no room (librdmx's rdmx__map_put interposed). */
 #include "rpcfix.h"
 
 #include <rdmx/health.h>
 #include <rdmx/rpc_stream.h>
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -2298,5 +2300,106 @@ Test(stream, finish_status_that_cannot_go_closes_the_connection)
 	cr_assert_eq(sc.ss.st[0].code, RDMX_RPC_UNAVAILABLE, "%s",
 	             rdmx_rpc_code_name(sc.ss.st[0].code));
 	cr_assert_eq(rdmx_chan_get_state(rdmx_rpc_ep_get_chan(sc.ra)), RDMX_CHAN_CLOSED);
+	scene_close(&sc);
+}
+
+/* ---- an open whose stream table has no room ---- */
+
+/* librdmx's rdmx__map_put, interposed: this battery links the shared
+ * library, whose calls between its own files go through the PLT, so this
+ * definition takes them. It fails the insert of key map_fail_key once, on
+ * this thread, as a table that cannot grow does (RDMX_E_NOMEM: the only way
+ * a stream table's insert fails), and passes every other on. */
+struct rdmx__map;
+static _Thread_local uint64_t map_fail_key; /* 0: none armed */
+static _Thread_local int map_fail_hits;
+
+int rdmx__map_put(struct rdmx__map *m, uint64_t key, void *val);
+int rdmx__map_put(struct rdmx__map *m, uint64_t key, void *val)
+{
+	static int (*_Atomic real)(struct rdmx__map *, uint64_t, void *);
+	int (*fn)(struct rdmx__map *, uint64_t, void *) = real;
+
+	if (map_fail_key && key == map_fail_key) {
+		map_fail_key = 0;
+		map_fail_hits++;
+		return RDMX_E_NOMEM;
+	}
+	if (!fn) {
+		*(void **)&fn = dlsym(RTLD_NEXT, "rdmx__map_put");
+		cr_assert_not_null(fn, "librdmx's rdmx__map_put not found: %s", dlerror());
+		real = fn;
+	}
+	return fn(m, key, val);
+}
+
+/* The open fails RDMX_E_NOMEM before anything reaches the wire: no stream
+ * (*s untouched, no callback, none counted on either side), the server never
+ * hears of it (it once got the open, then a reset), the interceptors that
+ * saw it start see it end, once; the connection goes on. */
+Test(stream, open_without_room_in_the_stream_table_sends_nothing)
+{
+	struct scene sc;
+	struct ic_log cl = {0}, seen;
+	struct ic_arg A = {&cl, "A", NULL};
+	struct cstream pre = {0}, x = {0}, y = {.echo_check = true};
+	struct rdmx_rpc_stream *const sentinel = (struct rdmx_rpc_stream *)&x;
+	struct rdmx_rpc_stats before, after, cbefore, cafter;
+	struct rdmx_rpc_payload p = rdmx_rpc_bytes("ping", 4);
+	struct urec u = {0};
+	int rc;
+
+	scene_open(&sc, NULL);
+	ASSERT_OK(rdmx_rpc_ep_add_interceptor(sc.ra, &test_ic, &A));
+	/* stream ids count on from this one (no other call in between) */
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, MUTE, RDMX_RPC_BIDI_STREAMING, NULL, &ccbs, &pre, &pre.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, sc.ss.n == 1);
+	ASSERT_OK(rdmx_rpc_ep_get_stats(sc.rb, RDMX_RPC_ROLE_SERVER, &before));
+	ASSERT_OK(rdmx_rpc_ep_get_stats(sc.ra, RDMX_RPC_ROLE_CLIENT, &cbefore));
+	memset(&cl, 0, sizeof(cl));
+
+	x.s = sentinel;
+	map_fail_key = rdmx_rpc_stream_get_id(pre.s) + 1;
+	map_fail_hits = 0;
+	rc = rdmx_rpc_stream_open(sc.ra, MUTE, RDMX_RPC_BIDI_STREAMING, NULL, &ccbs, &x, &x.s);
+	map_fail_key = 0;
+	cr_assert_eq(map_fail_hits, 1, "the table's insert was not failed (interposition lost?)");
+	cr_assert_eq(rc, RDMX_E_NOMEM, "open -> %s", rdmx_err_name(rc));
+	cr_assert_eq(x.s, sentinel, "*s written by a failed open");
+	cr_assert_eq(rdmx_rpc_ep_get_streams(sc.ra), 1, "the failed stream is in the table");
+	seen = cl;
+
+	/* a call behind it has its answer: anything sent before it arrived */
+	ASSERT_OK(rdmx_rpc_call_async(sc.ra, ECHO, &p, NULL, urec_cb, &u, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b, u.done);
+	cr_assert_eq(u.code, RDMX_RPC_OK);
+	drive_for(&sc.a, &sc.b, 5);
+	cr_assert_eq(x.done_n, 0, "on_done ran for a stream that failed to open");
+	cr_assert_eq(sc.ss.n, 1, "the server heard of the failed stream");
+	ASSERT_OK(rdmx_rpc_ep_get_stats(sc.rb, RDMX_RPC_ROLE_SERVER, &after));
+	cr_assert_eq(after.streams_opened, before.streams_opened);
+	cr_assert_eq(after.streams_ended, before.streams_ended);
+	cr_assert_eq(after.stream_late_frames, before.stream_late_frames);
+	ASSERT_OK(rdmx_rpc_ep_get_stats(sc.ra, RDMX_RPC_ROLE_CLIENT, &cafter));
+	cr_assert_eq(cafter.streams_opened, cbefore.streams_opened);
+	cr_assert_eq(cafter.streams_ended, cbefore.streams_ended);
+	cr_assert_str_eq(seen.seq, "sA dA ");
+	cr_assert_eq(seen.last_code, RDMX_RPC_RESOURCE_EXHAUSTED, "%s",
+	             rdmx_rpc_code_name(seen.last_code));
+
+	/* the connection goes on: a new stream, and the first one still open */
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, BIDI, RDMX_RPC_BIDI_STREAMING, NULL, &ccbs, &y, &y.s));
+	write_n(&sc, &y, 3, 100);
+	ASSERT_OK(rdmx_rpc_stream_half_close(y.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, y.done_n);
+	cr_assert_eq(y.code, RDMX_RPC_OK, "%s", y.msg);
+	cr_assert_eq(y.got, 3);
+	cr_assert_eq(y.bad, 0);
+	cr_assert_eq(pre.done_n, 0);
+	ASSERT_OK(rdmx_rpc_stream_cancel(pre.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, pre.done_n && sc.ss.st[0].done);
+	cr_assert_eq(pre.code, RDMX_RPC_CANCELLED);
 	scene_close(&sc);
 }
