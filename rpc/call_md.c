@@ -1,6 +1,7 @@
 /* Metadata and rich status of unary calls (rdmx/rpc_stream.h): request
  * headers on the client's request, response headers, trailers and details
- * on the server's response, and their wire form.
+ * on the server's response, and their wire form; the handler's view of the
+ * request's header (its id, one-way or not).
  *
  * Wire (rdmx/rpc.h's header, flag RPC_F_MD): a request's body starts with
  * a metadata block (metadata.c); a response's status message is followed by
@@ -50,6 +51,11 @@ const struct rdmx_rpc_md *rdmx_rpc_call_get_headers(const struct rdmx_rpc_server
 uint64_t rdmx_rpc_call_get_request_id(const struct rdmx_rpc_server_call *call)
 {
 	return call ? call->id : 0;
+}
+
+bool rdmx_rpc_call_is_oneway(const struct rdmx_rpc_server_call *call)
+{
+	return call && call->oneway;
 }
 
 static int add_to(struct rdmx_rpc_server_call *call, bool trailer, const char *key,

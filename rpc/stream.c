@@ -431,6 +431,8 @@ void rdmx__rpc_streams_fail(struct rdmx_rpc_ep *ep, const char *why)
 		uint32_t pos = 0;
 
 		while ((s = rdmx__map_next(maps[i], &pos, NULL))) {
+			if (s->opening)
+				continue; /* rdmx_rpc_stream_open returns the error */
 			s->next = list;
 			list = s;
 			s->busy++; /* kept while the list is walked */
@@ -578,14 +580,27 @@ int rdmx_rpc_stream_open(struct rdmx_rpc_ep *ep, uint32_t method_id, enum rdmx_r
 		}
 		hd = &s->ic->own;
 	}
+	/* in the table before the open goes: a table without room fails the
+	 * open with nothing on the wire */
+	ep->next_id++;
+	if ((rc = rdmx__map_put(&ep->streams.out, s->id, s)) != 0) {
+		rdmx__ic_done(&s->ic, RDMX_RPC_RESOURCE_EXHAUSTED, "not started");
+		rdmx__stream_free(s);
+		return rc;
+	}
+	s->opening = true; /* a close inside the send leaves it to us (streams_fail) */
+	ep->busy++;        /* that close runs callbacks that may destroy ep */
 	rc = send_md_frame(ep, RPC_T_S_OPEN, (uint8_t)kind, method_id, s->id,
 	                   opts ? opts->timeout_us : 0, hd);
-	if (rc == 0 && (rc = rdmx__map_put(&ep->streams.out, s->id, s)) != 0)
-		rdmx__stream_send_frame(ep, RPC_T_S_RST, 0, RDMX_RPC_CANCELLED, 0, s->id, 0, NULL,
-		                        0, NULL);
-	ep->next_id++;
+	if (rc == 0 && ep->closed)
+		rc = RDMX_E_BAD_STATE; /* closed by the send itself: the open never counts */
+	s->opening = false;
+	ep->busy--;
 	if (rc) {
+		rdmx__map_del(&ep->streams.out, s->id);
+		rdmx__ic_done(&s->ic, RDMX_RPC_UNAVAILABLE, "not sent");
 		rdmx__stream_free(s);
+		rdmx__rpc_release(ep);
 		return rc;
 	}
 	rdmx__stream_count(s, SST_OPEN, RDMX_RPC_OK, 0);
@@ -664,6 +679,11 @@ int rdmx_rpc_stream_half_close(struct rdmx_rpc_stream *s)
 		return RDMX_E_INVAL;
 	if (s->ended || s->local_end)
 		return RDMX_E_BAD_STATE;
+	/* the interceptors' response headers before the end (after it the
+	 * opener takes them for a protocol violation) */
+	if (!s->opener && !s->headers_out && s->ann.n &&
+	    (rc = rdmx_rpc_stream_send_headers(s, NULL)) != 0)
+		return rc;
 	if ((rc = rdmx__stream_flush(s)) != 0)
 		return rc;
 	rc = rdmx__stream_send(s, RPC_T_S_END, 0, 0, 0, NULL, 0, NULL);
@@ -705,39 +725,54 @@ static bool status_over_limits(const struct rdmx_rpc_stream *s, size_t dlen,
 	       (trailers && trailers->bytes > s->ep->streams.max_md);
 }
 
+/* Sends the end as given: the interceptors' response headers when they
+ * have not gone yet (the client must not see an OK without them), the
+ * batched messages, the status. On failure (rc; a failed send leaves
+ * nothing on the wire) why[] says what could not go, for the bare status
+ * that takes its place. */
 static int send_final(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, const char *message,
-                      const void *details, size_t dlen, const struct rdmx_rpc_md *trailers)
+                      const void *details, size_t dlen, const struct rdmx_rpc_md *trailers,
+                      char *why, size_t why_len)
 {
 	int rc;
 
-	if (status_over_limits(s, dlen, trailers))
+	if (status_over_limits(s, dlen, trailers)) {
+		snprintf(why, why_len, "status details or trailers over the limit");
 		return RDMX_E_TOO_BIG;
-	if (!s->headers_out && s->ann.n)
-		rdmx_rpc_stream_send_headers(s, NULL);
-	if ((rc = rdmx__stream_flush(s)) != 0)
+	}
+	if (!s->headers_out && s->ann.n && (rc = rdmx_rpc_stream_send_headers(s, NULL)) != 0) {
+		if (rc == RDMX_E_TOO_BIG && s->ann.bytes > s->ep->streams.max_md)
+			snprintf(why, why_len, "response headers over the metadata limit");
+		else if (rc == RDMX_E_TOO_BIG)
+			snprintf(why, why_len,
+			         "response headers larger than this connection carries");
+		else
+			snprintf(why, why_len, "response headers not sent: %s", rdmx_err_name(rc));
 		return rc;
-	return rdmx__stream_send_status(s->ep, s->id, code, message, details, dlen, trailers);
+	}
+	if ((rc = rdmx__stream_flush(s)) != 0) {
+		snprintf(why, why_len, "status not sent: %s", rdmx_err_name(rc));
+		return rc;
+	}
+	rc = rdmx__stream_send_status(s->ep, s->id, code, message, details, dlen, trailers);
+	if (rc == RDMX_E_TOO_BIG)
+		snprintf(why, why_len, "status larger than this connection carries");
+	else if (rc)
+		snprintf(why, why_len, "status not sent: %s", rdmx_err_name(rc));
+	return rc;
 }
 
-/* The status could not go as given (rc; a failed send leaves nothing on the
- * wire): the client still learns the end, once. A bare RESOURCE_EXHAUSTED
- * goes in its place, else the connection closes. There is no waiting for
- * room to retry: stream frames are forced past the channel's queue bound,
- * so what fails here is memory, registration or the message size. */
-static void finish_instead(struct rdmx_rpc_stream *s, int rc, bool over_limits)
+/* The end could not go as given (why): the client still learns it, once. A
+ * bare RESOURCE_EXHAUSTED goes in its place, else the connection closes.
+ * There is no waiting for room to retry: stream frames are forced past the
+ * channel's queue bound, so what fails here is memory, registration, the
+ * metadata limit or the message size. */
+static void finish_instead(struct rdmx_rpc_stream *s, const char *why)
 {
 	struct rdmx_rpc_ep *ep = s->ep;
 	uint64_t id = s->id;
-	const char *why = "status details or trailers over the limit";
-	char text[64];
+	int rc = send_bare_status(ep, id, RDMX_RPC_RESOURCE_EXHAUSTED, why);
 
-	if (!over_limits && rc == RDMX_E_TOO_BIG) {
-		why = "status larger than this connection carries";
-	} else if (!over_limits) {
-		snprintf(text, sizeof(text), "status not sent: %s", rdmx_err_name(rc));
-		why = text;
-	}
-	rc = send_bare_status(ep, id, RDMX_RPC_RESOURCE_EXHAUSTED, why);
 	if (rc == 0) {
 		rdmx__stream_end(s, RDMX_RPC_RESOURCE_EXHAUSTED, why, NULL, 0, NULL);
 		return;
@@ -751,6 +786,7 @@ int rdmx_rpc_stream_finish(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, c
                            const struct rdmx_rpc_md *trailers)
 {
 	struct rdmx_rpc_ep *ep;
+	char why[80];
 	int rc;
 
 	if (!s || (unsigned)code >= RDMX_RPC_CODE_COUNT || (details_len && !details))
@@ -760,11 +796,11 @@ int rdmx_rpc_stream_finish(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, c
 	ep = s->ep;
 	ep->busy++;
 	s->busy++;
-	rc = send_final(s, code, message, details, details_len, trailers);
+	rc = send_final(s, code, message, details, details_len, trailers, why, sizeof(why));
 	if (rc == 0)
 		rdmx__stream_end(s, code, message, details, details_len, trailers);
 	else if (!s->ended) /* a send that closed the channel ended it already */
-		finish_instead(s, rc, status_over_limits(s, details_len, trailers));
+		finish_instead(s, why);
 	api_leave(ep, s);
 	return rc;
 }

@@ -60,6 +60,7 @@ struct rdmx_rpc_stream {
 	struct rpc_mstats *ms;
 	struct rpc_method *m;
 	/* life */
+	bool opening; /* its open is being sent: rdmx_rpc_stream_open ends a failure */
 	bool ended;
 	int busy;
 	struct rdmx_rpc_stream *next; /* fail list */

@@ -179,6 +179,11 @@ int rdmx_rpc_server_call_take_request(struct rdmx_rpc_server_call *call, void **
 /* Absolute deadline in CLOCK_MONOTONIC nanoseconds, 0 when none. */
 uint64_t rdmx_rpc_call_get_deadline(const struct rdmx_rpc_server_call *call);
 bool rdmx_rpc_call_is_cancelled(const struct rdmx_rpc_server_call *call);
+/* The caller wants no answer (it called with rdmx_rpc_call_opts.oneway):
+ * rdmx_rpc_respond still ends the call, and sends nothing. A method whose
+ * answer is its only effect (a read) may refuse such a call instead of
+ * doing the work. false for NULL. */
+bool rdmx_rpc_call_is_oneway(const struct rdmx_rpc_server_call *call);
 uint32_t rdmx_rpc_call_get_method(const struct rdmx_rpc_server_call *call);
 struct rdmx_rpc_ep *rdmx_rpc_call_get_conn(const struct rdmx_rpc_server_call *call);
 /* Runs once if the caller cancels, times out or goes away before the answer. */

@@ -237,7 +237,9 @@ struct rdmx_rpc_stream_opts {
  * cancel are accepted and send nothing (the peer never heard of it).
  * Errors: RDMX_E_INVAL, RDMX_E_BAD_STATE (closed, draining), RDMX_E_AGAIN
  * (max_inflight calls and streams of ep open), RDMX_E_TOO_BIG (headers over
- * the endpoint's metadata limit or the message size), RDMX_E_NOMEM. */
+ * the endpoint's metadata limit or the message size), RDMX_E_NOMEM; the
+ * send's error. On an error no stream exists: *s is not written, no
+ * callback runs and nothing of it reached the peer. */
 int rdmx_rpc_stream_open(struct rdmx_rpc_ep *ep, uint32_t method_id, enum rdmx_rpc_stream_kind kind,
                          const struct rdmx_rpc_stream_opts *opts,
                          const struct rdmx_rpc_stream_cbs *cbs, void *arg,
@@ -266,17 +268,22 @@ int rdmx_rpc_stream_set_callbacks(struct rdmx_rpc_stream *s, const struct rdmx_r
  * and go when that callback returns or before any other frame of the
  * stream. */
 int rdmx_rpc_stream_write(struct rdmx_rpc_stream *s, const struct rdmx_rpc_payload *msg);
-/* Ends this side's sending; the peer's on_half_close follows its last message. */
+/* Ends this side's sending; the peer's on_half_close follows its last message.
+ * Acceptor: response headers that server interceptors added and that have
+ * not gone yet go first; an error sending them is returned (the stream is
+ * not half-closed). */
 int rdmx_rpc_stream_half_close(struct rdmx_rpc_stream *s);
 /* Acceptor: response headers, at most once, before the first message. */
 int rdmx_rpc_stream_send_headers(struct rdmx_rpc_stream *s, const struct rdmx_rpc_md *headers);
 /* Acceptor: the final status (details and trailers may be NULL); on_done
- * runs with it from inside this call. Errors: RDMX_E_BAD_STATE (opener, or
- * ended), RDMX_E_TOO_BIG (details over RDMX_RPC_MAX_STATUS_DETAILS or
- * trailers over the metadata limit: the stream ends RESOURCE_EXHAUSTED).
- * A status that cannot go as given (too big for the channel, or another
- * send error such as RDMX_E_NOMEM, returned) gives way to a bare
- * RESOURCE_EXHAUSTED on both sides; when not even that fits, the
+ * runs with it from inside this call. Response headers that server
+ * interceptors added and that have not gone yet (no message was written)
+ * go first. Errors: RDMX_E_BAD_STATE (opener, or ended), RDMX_E_TOO_BIG
+ * (details over RDMX_RPC_MAX_STATUS_DETAILS or trailers over the metadata
+ * limit: the stream ends RESOURCE_EXHAUSTED). A status, or those headers,
+ * that cannot go as given (over the metadata limit, too big for the
+ * channel, or another send error such as RDMX_E_NOMEM, returned) gives way
+ * to a bare RESOURCE_EXHAUSTED on both sides; when not even that fits, the
  * connection closes and the opener's stream ends UNAVAILABLE. The opener
  * always learns the end, once. */
 int rdmx_rpc_stream_finish(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, const char *message,

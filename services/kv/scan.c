@@ -8,6 +8,7 @@
 #include <rdmx/channel.h>
 
 #include "kv.h"
+#include "read.h"
 
 struct scan_page {
 	const kv_ScanRequest *req;
@@ -116,7 +117,7 @@ static void page_respond(struct rdmx_rpc_server_call *call, struct scan_page *p,
 	kv_KV_Scan_respond(call, RDMX_RPC_OK, NULL, p->resp);
 }
 
-void kv_scan_respond(struct kv_store *s, struct rdmx_rpc_server_call *call,
+bool kv_scan_respond(struct kv_store *s, struct rdmx_rpc_server_call *call,
                      const kv_ScanRequest *req)
 {
 	uint32_t limit = req->limit ? req->limit : KV_SCAN_DEFAULT_LIMIT;
@@ -126,17 +127,19 @@ void kv_scan_respond(struct kv_store *s, struct rdmx_rpc_server_call *call,
 	kv_Entry *v;
 	int rc;
 
+	if (kv_read_refuse_oneway(call, "scan"))
+		return false;
 	if (limit > KV_SCAN_MAX_LIMIT)
 		limit = KV_SCAN_MAX_LIMIT;
 	if (!token_ok(req)) {
 		kv_KV_Scan_respond(call, RDMX_RPC_INVALID_ARGUMENT,
 		                   "page_token does not belong to this prefix", NULL);
-		return;
+		return true;
 	}
 	v = calloc(limit, sizeof(*v));
 	if (!v) {
 		kv_KV_Scan_respond(call, RDMX_RPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
-		return;
+		return true;
 	}
 	kv_ScanResponse_init(&resp);
 	page_init(&page, req, &resp, v, limit, max_msg);
@@ -154,4 +157,5 @@ void kv_scan_respond(struct kv_store *s, struct rdmx_rpc_server_call *call,
 		page_respond(call, &page, max_msg);
 	kv_store_end_read(s);
 	free(v);
+	return true;
 }

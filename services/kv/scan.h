@@ -4,6 +4,8 @@
 #ifndef RDMX_KV_SCAN_H
 #define RDMX_KV_SCAN_H
 
+#include <stdbool.h>
+
 #include <rdmx/rpc.h>
 
 #include "kv.rdmx.h"
@@ -28,8 +30,10 @@
  * passes it, and a scan from its key as page_token goes on after it).
  * Other answers: INVALID_ARGUMENT (a page token outside the prefix, or a
  * prefix or token over KV_MAX_KEY), RESOURCE_EXHAUSTED (out of memory),
- * INTERNAL (the store failed; logged). */
-void kv_scan_respond(struct kv_store *s, struct rdmx_rpc_server_call *call,
+ * INTERNAL (the store failed; logged). A one-way Scan is refused
+ * (kv_read_refuse_oneway, read.h; the store not read): false; true
+ * otherwise. */
+bool kv_scan_respond(struct kv_store *s, struct rdmx_rpc_server_call *call,
                      const kv_ScanRequest *req);
 
 #endif

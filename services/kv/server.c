@@ -49,6 +49,7 @@
 #include "kv.rdmx.h"
 #include "metrics_http.h"
 #include "put.h"
+#include "read.h"
 #include "scan.h"
 #include "sd_notify.h"
 #include "store.h"
@@ -100,34 +101,13 @@ static bool key_ok(struct rdmx_str key)
 	return key.len >= 1 && key.len <= KV_MAX_KEY;
 }
 
+/* a one-way Get or Scan is refused (read.h): counted apart, not as a call */
 static void on_get(struct rdmx_rpc_server_call *call, const kv_GetRequest *req, void *arg)
 {
 	struct kv_server *k = arg;
-	struct kv_entry e;
-	kv_GetResponse resp;
-	int rc;
 
-	k->calls[0]++;
-	if (!key_ok(req->key)) {
-		kv_KV_Get_respond(call, RDMX_RPC_INVALID_ARGUMENT, "a key is 1..4096 bytes", NULL);
-		return;
-	}
-	if (kv_store_begin_read(k->store)) {
-		kv_KV_Get_respond(call, RDMX_RPC_INTERNAL, "the store failed (logged)", NULL);
-		return;
-	}
-	/* the value goes from the store into the reply, inside the read view */
-	rc = kv_store_get(k->store, req->key.data, req->key.len, &e);
-	if (rc) {
-		kv_KV_Get_respond(
-		    call, rc == RDMX_E_NOT_FOUND ? RDMX_RPC_NOT_FOUND : RDMX_RPC_INTERNAL,
-		    rc == RDMX_E_NOT_FOUND ? "no such key" : "the store failed (logged)", NULL);
-	} else {
-		kv_GetResponse_init(&resp);
-		resp.value = rdmx_bytes_n(e.val, e.vlen);
-		kv_KV_Get_respond(call, RDMX_RPC_OK, NULL, &resp);
-	}
-	kv_store_end_read(k->store);
+	if (kv_get_respond(k->store, call, req)) /* read.c */
+		k->calls[0]++;
 }
 
 /* a failed put or delete: the status code and the client's message */
@@ -201,8 +181,8 @@ static void on_scan(struct rdmx_rpc_server_call *call, const kv_ScanRequest *req
 {
 	struct kv_server *k = arg;
 
-	k->calls[3]++;
-	kv_scan_respond(k->store, call, req); /* scan.c */
+	if (kv_scan_respond(k->store, call, req)) /* scan.c */
+		k->calls[3]++;
 }
 
 static const char *server_device(const struct kv_server *k)
@@ -631,10 +611,11 @@ int kv_serve_main(int argc, char **argv)
 	rdmx_registry_keeper_stop(&k.keeper); /* leaves the registry */
 	fprintf(stderr,
 	        "rdmx-kv: stopped (%zu keys, %llu bytes; calls: get %llu, put %llu, del %llu, "
-	        "scan %llu)\n",
+	        "scan %llu; one-way reads refused %llu)\n",
 	        kv_store_count(k.store), (unsigned long long)kv_store_bytes(k.store),
 	        (unsigned long long)k.calls[0], (unsigned long long)k.calls[1],
-	        (unsigned long long)k.calls[2], (unsigned long long)k.calls[3]);
+	        (unsigned long long)k.calls[2], (unsigned long long)k.calls[3],
+	        (unsigned long long)kv_read_oneway_refused());
 	for (unsigned i = 0; i < rdmx_rpc_secure_workers_get_count(k.workers); i++)
 		fprintf(stderr, "rdmx-kv: worker %u: %llu connections\n", i,
 		        (unsigned long long)rdmx_rpc_secure_workers_get_assigned(k.workers, i));

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "put.h"
+#include "read.h"
 #include "scan.h"
 
 static void on_put(struct rdmx_rpc_server_call *call, const kv_PutRequest *req, void *arg)
@@ -24,31 +25,25 @@ static void on_put(struct rdmx_rpc_server_call *call, const kv_PutRequest *req, 
 	kv_KV_Put_respond(call, RDMX_RPC_OK, NULL, &resp);
 }
 
-/* as rdmx-kv serve's: the value from the store's memory into the reply */
+/* as rdmx-kv serve's (read.c, scan.c): a one-way read refused */
 static void on_get(struct rdmx_rpc_server_call *call, const kv_GetRequest *req, void *arg)
 {
 	struct kv_fix_state *s = arg;
-	struct kv_entry e;
-	kv_GetResponse resp;
 
-	s->gets++;
-	cr_assert_eq(kv_store_begin_read(s->store), 0);
-	if (kv_store_get(s->store, req->key.data, req->key.len, &e)) {
-		kv_KV_Get_respond(call, RDMX_RPC_NOT_FOUND, "no such key", NULL);
-	} else {
-		kv_GetResponse_init(&resp);
-		resp.value = rdmx_bytes_n(e.val, e.vlen);
-		kv_KV_Get_respond(call, RDMX_RPC_OK, NULL, &resp);
-	}
-	kv_store_end_read(s->store);
+	if (kv_get_respond(s->store, call, req))
+		s->gets++;
+	else
+		s->refused++;
 }
 
 static void on_scan(struct rdmx_rpc_server_call *call, const kv_ScanRequest *req, void *arg)
 {
 	struct kv_fix_state *s = arg;
 
-	s->scans++;
-	kv_scan_respond(s->store, call, req);
+	if (kv_scan_respond(s->store, call, req))
+		s->scans++;
+	else
+		s->refused++;
 }
 
 const struct chan_conf kv_fix_conf = {.max_msg = KV_FIX_MAX_MSG};

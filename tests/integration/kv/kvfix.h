@@ -2,7 +2,8 @@
  * test_bigget.c, test_scan.c): nodes a and b over the rpc battery's fixture
  * (rpcfix.h), the generated kv service on b with a memory store, served as
  * `rdmx-kv serve` does (a Put's value kept by the store when it can be
- * taken, a Get answered from the store's memory, a Scan by scan.c), and a's
+ * taken, a Get answered from the store's memory by read.c, a Scan by
+ * scan.c, a one-way Get or Scan refused), and a's
  * endpoint to it; channels carry messages up to KV_FIX_MAX_MSG unless the
  * client's asks for less (kv_fix_open_conf). */
 #ifndef RDMX_TEST_KVFIX_H
@@ -18,10 +19,11 @@
 #define KV_FIX_MAX_MSG (65u << 20) /* a 64 MiB value and its framing */
 
 /* What the server did: Puts served, values kept (not copied), Puts the
- * store failed, Gets and Scans served. */
+ * store failed, Gets and Scans served, one-way Gets and Scans refused (not
+ * served: read.h). */
 struct kv_fix_state {
 	struct kv_store *store;
-	uint32_t puts, kept, failed, gets, scans;
+	uint32_t puts, kept, failed, gets, scans, refused;
 };
 
 struct kv_fix {

@@ -2,12 +2,14 @@
  * around the slot size and above the rendezvous threshold, a stalled reader
  * (bounded memory; other streams and unary calls go on), cancel racing the
  * last message, a deadline mid-stream, a peer killed with 100 streams open,
- * metadata and its limits, rich status, hostile stream frames. */
+ * metadata and its limits, rich status, hostile stream frames, an open
+ * whose stream table has no room (librdmx's rdmx__map_put interposed). */
 #include "rpcfix.h"
 
 #include <rdmx/health.h>
 #include <rdmx/rpc_stream.h>
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -2298,5 +2300,257 @@ Test(stream, finish_status_that_cannot_go_closes_the_connection)
 	cr_assert_eq(sc.ss.st[0].code, RDMX_RPC_UNAVAILABLE, "%s",
 	             rdmx_rpc_code_name(sc.ss.st[0].code));
 	cr_assert_eq(rdmx_chan_get_state(rdmx_rpc_ep_get_chan(sc.ra)), RDMX_CHAN_CLOSED);
+	scene_close(&sc);
+}
+
+/* ---- response headers of the server's interceptors that cannot go ---- */
+
+#define FIN_NAME "test.Stream/Fin" /* server-streaming: finishes OK at once */
+static int fin_rc;
+
+static void on_fin(struct rdmx_rpc_stream *s, void *arg)
+{
+	static const struct rdmx_rpc_stream_cbs cbs = {.on_done = s_done};
+
+	ASSERT_OK(rdmx_rpc_stream_set_callbacks(s, &cbs, slot_new(arg, s)));
+	fin_rc = rdmx_rpc_stream_finish(s, RDMX_RPC_OK, "done", NULL, 0, NULL);
+}
+
+/* A server interceptor that adds one response header, "x-big", of big_len
+ * bytes (none when 0), and notes the ends it sees. */
+static size_t big_len;
+static struct ic_log big_log;
+
+static enum rdmx_rpc_code big_start(const struct rdmx_rpc_call_info *info,
+                                    struct rdmx_rpc_md *annotate, const char **message,
+                                    void **state, void *arg)
+{
+	static char v[1024];
+
+	(void)info;
+	(void)message;
+	(void)state;
+	(void)arg;
+	cr_assert(big_len <= sizeof(v));
+	memset(v, 'h', big_len);
+	if (big_len)
+		ASSERT_OK(rdmx_rpc_md_add(annotate, "x-big", v, big_len));
+	return RDMX_RPC_OK;
+}
+
+static void big_done(const struct rdmx_rpc_call_info *info, enum rdmx_rpc_code code,
+                     const char *message, void *state, void *arg)
+{
+	(void)info;
+	(void)message;
+	(void)state;
+	(void)arg;
+	big_log.dones++;
+	big_log.last_code = code;
+}
+
+static const struct rdmx_rpc_interceptor big_ic = {big_start, NULL, big_done};
+
+/* A scene (channels of max_msg bytes, 0: the default; the server's
+ * endpoint's metadata limit max_md) whose server's interceptor adds a
+ * header of len bytes to FIN_NAME's stream, which finishes OK at once: the
+ * headers cannot go, so finish fails with RDMX_E_TOO_BIG and the stream
+ * ends RESOURCE_EXHAUSTED on both sides, once, with the reason `why`; the
+ * client never sees an OK without the headers. Then the connection goes on. */
+static void fin_headers_fail(uint64_t max_msg, uint32_t max_md, size_t len, const char *why)
+{
+	struct chan_conf conf = {.max_msg = max_msg};
+	struct rdmx_rpc_stream_opts o = {.timeout_us = 5u * 1000000u};
+	uint32_t fin = rdmx_rpc_method_id(FIN_NAME);
+	struct scene sc;
+	struct cstream x = {0}, y = {0};
+
+	fin_rc = 1;
+	big_len = len;
+	memset(&big_log, 0, sizeof(big_log));
+	scene_open(&sc, max_msg ? &conf : NULL);
+	ASSERT_OK(rdmx_rpc_server_register_stream(sc.srv, fin, FIN_NAME, RDMX_RPC_SERVER_STREAMING,
+	                                          on_fin, &sc.ss));
+	ASSERT_OK(rdmx_rpc_server_add_interceptor(sc.srv, &big_ic, NULL));
+	ASSERT_OK(rdmx_rpc_ep_set_max_metadata(sc.rb, max_md));
+	ASSERT_OK(rdmx_rpc_stream_open(sc.ra, fin, RDMX_RPC_SERVER_STREAMING, &o, &ccbs, &x, &x.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, x.done_n && sc.ss.done);
+	drive_for(&sc.a, &sc.b, 20);
+	cr_assert_eq(fin_rc, RDMX_E_TOO_BIG, "finish -> %s", rdmx_err_name(fin_rc));
+	cr_assert_eq(x.code, RDMX_RPC_RESOURCE_EXHAUSTED, "the client ended %s (%s)",
+	             rdmx_rpc_code_name(x.code), x.msg);
+	cr_assert_str_eq(x.msg, why);
+	cr_assert_eq(x.hdr_n, 0);
+	cr_assert_eq(x.done_n, 1, "the client's stream ended %d times", x.done_n);
+	cr_assert_eq(sc.ss.done, 1);
+	cr_assert_eq(sc.ss.st[0].done_n, 1);
+	cr_assert_eq(sc.ss.st[0].code, RDMX_RPC_RESOURCE_EXHAUSTED, "%s",
+	             rdmx_rpc_code_name(sc.ss.st[0].code));
+	cr_assert_eq(big_log.dones, 1);
+	cr_assert_eq(big_log.last_code, RDMX_RPC_RESOURCE_EXHAUSTED, "%s",
+	             rdmx_rpc_code_name(big_log.last_code));
+
+	big_len = 0;
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, SOURCE, RDMX_RPC_SERVER_STREAMING, NULL, &ccbs, &y, &y.s));
+	source_req(y.s, 3, 8);
+	DRIVE_UNTIL(&sc.a, &sc.b, y.done_n);
+	cr_assert_eq(y.code, RDMX_RPC_OK, "%s", y.msg);
+	cr_assert_eq(y.got, 3);
+	scene_close(&sc);
+}
+
+Test(stream, finish_interceptor_headers_over_the_metadata_limit)
+{
+	fin_headers_fail(0, 256, 300, "response headers over the metadata limit");
+}
+
+/* 136 bytes of headers frame, 128-byte messages; the bare status fits. */
+Test(stream, finish_interceptor_headers_too_big_for_the_channel)
+{
+	fin_headers_fail(128, RDMX_RPC_DEFAULT_MAX_MD, 100,
+	                 "response headers larger than this connection carries");
+}
+
+#define HALF_FIN_NAME "test.Stream/HalfFin" /* server-streaming: half-close, then OK */
+
+static void on_half_fin(struct rdmx_rpc_stream *s, void *arg)
+{
+	static const struct rdmx_rpc_stream_cbs cbs = {.on_done = s_done};
+
+	ASSERT_OK(rdmx_rpc_stream_set_callbacks(s, &cbs, slot_new(arg, s)));
+	ASSERT_OK(rdmx_rpc_stream_half_close(s));
+	fin_rc = rdmx_rpc_stream_finish(s, RDMX_RPC_OK, "done", NULL, 0, NULL);
+}
+
+/* A server that half-closes without a message, then finishes: the
+ * interceptor's response headers go before its half-close (after it the
+ * client takes them for a protocol violation), so the client sees them,
+ * then the half-close and the OK; they were dropped once. */
+Test(stream, half_close_sends_interceptor_headers_first)
+{
+	uint32_t half_fin = rdmx_rpc_method_id(HALF_FIN_NAME);
+	struct scene sc;
+	struct cstream x = {0};
+
+	fin_rc = 1;
+	big_len = 10;
+	memset(&big_log, 0, sizeof(big_log));
+	scene_open(&sc, NULL);
+	ASSERT_OK(rdmx_rpc_server_register_stream(sc.srv, half_fin, HALF_FIN_NAME,
+	                                          RDMX_RPC_SERVER_STREAMING, on_half_fin, &sc.ss));
+	ASSERT_OK(rdmx_rpc_server_add_interceptor(sc.srv, &big_ic, NULL));
+	ASSERT_OK(rdmx_rpc_stream_open(sc.ra, half_fin, RDMX_RPC_SERVER_STREAMING, NULL, &ccbs, &x,
+	                               &x.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, x.done_n && sc.ss.done);
+	cr_assert_eq(fin_rc, 0, "finish -> %s", rdmx_err_name(fin_rc));
+	cr_assert_eq(x.code, RDMX_RPC_OK, "the client ended %s (%s)", rdmx_rpc_code_name(x.code),
+	             x.msg);
+	cr_assert_eq(x.hdr_n, 1, "the client saw the response headers %d times", x.hdr_n);
+	cr_assert_eq(x.half_n, 1);
+	cr_assert_eq(big_log.dones, 1);
+	cr_assert_eq(big_log.last_code, RDMX_RPC_OK);
+	big_len = 0;
+	scene_close(&sc);
+}
+
+/* ---- an open whose stream table has no room ---- */
+
+/* librdmx's rdmx__map_put, interposed: this battery links the shared
+ * library, whose calls between its own files go through the PLT, so this
+ * definition takes them. It fails the insert of key map_fail_key once, on
+ * this thread, as a table that cannot grow does (RDMX_E_NOMEM: the only way
+ * a stream table's insert fails), and passes every other on. */
+struct rdmx__map;
+static _Thread_local uint64_t map_fail_key; /* 0: none armed */
+static _Thread_local int map_fail_hits;
+
+int rdmx__map_put(struct rdmx__map *m, uint64_t key, void *val);
+int rdmx__map_put(struct rdmx__map *m, uint64_t key, void *val)
+{
+	static int (*_Atomic real)(struct rdmx__map *, uint64_t, void *);
+	int (*fn)(struct rdmx__map *, uint64_t, void *) = real;
+
+	if (map_fail_key && key == map_fail_key) {
+		map_fail_key = 0;
+		map_fail_hits++;
+		return RDMX_E_NOMEM;
+	}
+	if (!fn) {
+		*(void **)&fn = dlsym(RTLD_NEXT, "rdmx__map_put");
+		cr_assert_not_null(fn, "librdmx's rdmx__map_put not found: %s", dlerror());
+		real = fn;
+	}
+	return fn(m, key, val);
+}
+
+/* The open fails RDMX_E_NOMEM before anything reaches the wire: no stream
+ * (*s untouched, no callback, none counted on either side), the server never
+ * hears of it (it once got the open, then a reset), the interceptors that
+ * saw it start see it end, once; the connection goes on. */
+Test(stream, open_without_room_in_the_stream_table_sends_nothing)
+{
+	struct scene sc;
+	struct ic_log cl = {0}, seen;
+	struct ic_arg A = {&cl, "A", NULL};
+	struct cstream pre = {0}, x = {0}, y = {.echo_check = true};
+	struct rdmx_rpc_stream *const sentinel = (struct rdmx_rpc_stream *)&x;
+	struct rdmx_rpc_stats before, after, cbefore, cafter;
+	struct rdmx_rpc_payload p = rdmx_rpc_bytes("ping", 4);
+	struct urec u = {0};
+	int rc;
+
+	scene_open(&sc, NULL);
+	ASSERT_OK(rdmx_rpc_ep_add_interceptor(sc.ra, &test_ic, &A));
+	/* stream ids count on from this one (no other call in between) */
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, MUTE, RDMX_RPC_BIDI_STREAMING, NULL, &ccbs, &pre, &pre.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, sc.ss.n == 1);
+	ASSERT_OK(rdmx_rpc_ep_get_stats(sc.rb, RDMX_RPC_ROLE_SERVER, &before));
+	ASSERT_OK(rdmx_rpc_ep_get_stats(sc.ra, RDMX_RPC_ROLE_CLIENT, &cbefore));
+	memset(&cl, 0, sizeof(cl));
+
+	x.s = sentinel;
+	map_fail_key = rdmx_rpc_stream_get_id(pre.s) + 1;
+	map_fail_hits = 0;
+	rc = rdmx_rpc_stream_open(sc.ra, MUTE, RDMX_RPC_BIDI_STREAMING, NULL, &ccbs, &x, &x.s);
+	map_fail_key = 0;
+	cr_assert_eq(map_fail_hits, 1, "the table's insert was not failed (interposition lost?)");
+	cr_assert_eq(rc, RDMX_E_NOMEM, "open -> %s", rdmx_err_name(rc));
+	cr_assert_eq(x.s, sentinel, "*s written by a failed open");
+	cr_assert_eq(rdmx_rpc_ep_get_streams(sc.ra), 1, "the failed stream is in the table");
+	seen = cl;
+
+	/* a call behind it has its answer: anything sent before it arrived */
+	ASSERT_OK(rdmx_rpc_call_async(sc.ra, ECHO, &p, NULL, urec_cb, &u, NULL));
+	DRIVE_UNTIL(&sc.a, &sc.b, u.done);
+	cr_assert_eq(u.code, RDMX_RPC_OK);
+	drive_for(&sc.a, &sc.b, 5);
+	cr_assert_eq(x.done_n, 0, "on_done ran for a stream that failed to open");
+	cr_assert_eq(sc.ss.n, 1, "the server heard of the failed stream");
+	ASSERT_OK(rdmx_rpc_ep_get_stats(sc.rb, RDMX_RPC_ROLE_SERVER, &after));
+	cr_assert_eq(after.streams_opened, before.streams_opened);
+	cr_assert_eq(after.streams_ended, before.streams_ended);
+	cr_assert_eq(after.stream_late_frames, before.stream_late_frames);
+	ASSERT_OK(rdmx_rpc_ep_get_stats(sc.ra, RDMX_RPC_ROLE_CLIENT, &cafter));
+	cr_assert_eq(cafter.streams_opened, cbefore.streams_opened);
+	cr_assert_eq(cafter.streams_ended, cbefore.streams_ended);
+	cr_assert_str_eq(seen.seq, "sA dA ");
+	cr_assert_eq(seen.last_code, RDMX_RPC_RESOURCE_EXHAUSTED, "%s",
+	             rdmx_rpc_code_name(seen.last_code));
+
+	/* the connection goes on: a new stream, and the first one still open */
+	ASSERT_OK(
+	    rdmx_rpc_stream_open(sc.ra, BIDI, RDMX_RPC_BIDI_STREAMING, NULL, &ccbs, &y, &y.s));
+	write_n(&sc, &y, 3, 100);
+	ASSERT_OK(rdmx_rpc_stream_half_close(y.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, y.done_n);
+	cr_assert_eq(y.code, RDMX_RPC_OK, "%s", y.msg);
+	cr_assert_eq(y.got, 3);
+	cr_assert_eq(y.bad, 0);
+	cr_assert_eq(pre.done_n, 0);
+	ASSERT_OK(rdmx_rpc_stream_cancel(pre.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, pre.done_n && sc.ss.st[0].done);
+	cr_assert_eq(pre.code, RDMX_RPC_CANCELLED);
 	scene_close(&sc);
 }
