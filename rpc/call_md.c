@@ -53,11 +53,6 @@ uint64_t rdmx_rpc_call_get_request_id(const struct rdmx_rpc_server_call *call)
 	return call ? call->id : 0;
 }
 
-bool rdmx_rpc_call_is_oneway(const struct rdmx_rpc_server_call *call)
-{
-	return call && call->oneway;
-}
-
 static int add_to(struct rdmx_rpc_server_call *call, bool trailer, const char *key,
                   const void *value, size_t len)
 {

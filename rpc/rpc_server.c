@@ -153,6 +153,11 @@ bool rdmx_rpc_call_is_cancelled(const struct rdmx_rpc_server_call *call)
 	return call->cancelled;
 }
 
+bool rdmx_rpc_call_is_oneway(const struct rdmx_rpc_server_call *call)
+{
+	return call && call->oneway;
+}
+
 int rdmx_rpc_server_call_take_request(struct rdmx_rpc_server_call *call, void **owned, size_t *size)
 {
 	if (!call || !owned)
