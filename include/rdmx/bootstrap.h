@@ -141,8 +141,11 @@ typedef int (*rdmx_bootstrap_request_cb)(struct rdmx_bootstrap_server *server,
 typedef void (*rdmx_bootstrap_established_cb)(struct rdmx_bootstrap_server *server,
                                               struct rdmx_bootstrap *bootstrap, void *arg);
 /* The TLS channel of an established bootstrap was lost; the engine
- * connection has been disconnected (unless gone). The owner still destroys
- * `bootstrap`. */
+ * connection has been disconnected (unless gone). `reason` is the TLS
+ * layer's status, or RDMX_E_TIMEDOUT when the peer did not read: a session
+ * that waits 10 s to write (its peer leaves our frames, or the TLS layer's
+ * own answers to KeyUpdate requests, unread) is ended and logged. The owner
+ * still destroys `bootstrap`. */
 typedef void (*rdmx_bootstrap_lost_cb)(struct rdmx_bootstrap_server *server,
                                        struct rdmx_bootstrap *bootstrap, int reason, void *arg);
 
@@ -155,7 +158,8 @@ struct rdmx_bootstrap_server_ops {
 /* Listens on host:port (TLS listener of rdmx/tls.h with its limits). Each
  * client whose certificate the TLS layer accepted is greeted with the
  * server's hello at once; its hello must then arrive within the config's
- * handshake timeout. `name` is sent in the hello (may be NULL). `cfg` and
+ * handshake timeout, and a session that waits 10 s for its peer to read is
+ * dropped (before the exchange) or lost (after it, see the lost callback). `name` is sent in the hello (may be NULL). `cfg` and
  * `ctx` must outlive the server. */
 int rdmx_bootstrap_server_create(struct ev_loop *loop, struct rdmx_ctx *ctx,
                                  struct rdmx_tls_config *cfg, const char *host, uint16_t port,
