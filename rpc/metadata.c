@@ -126,16 +126,32 @@ size_t rdmx_rpc_md_count(const struct rdmx_rpc_md *md)
 	return md ? md->n : 0;
 }
 
+void rdmx__md_truncate(struct rdmx_rpc_md *md, size_t n)
+{
+	while (md->n > n) {
+		struct rdmx_rpc_md_entry *e = &md->v[--md->n];
+
+		md->bytes -= strlen(e->key) + e->len + RDMX_RPC_MD_ENTRY_OVERHEAD;
+		free(e->key);
+		free(e->value);
+	}
+}
+
 int rdmx_rpc_md_append(struct rdmx_rpc_md *dst, const struct rdmx_rpc_md *src)
 {
+	size_t n0;
+
 	if (!dst)
 		return RDMX_E_INVAL;
+	n0 = dst->n;
 	for (size_t i = 0; src && i < src->n; i++) {
 		int rc = md_add_n(dst, src->v[i].key, strlen(src->v[i].key), src->v[i].value,
 		                  src->v[i].len);
 
-		if (rc)
+		if (rc) {
+			rdmx__md_truncate(dst, n0); /* all of src, or nothing */
 			return rc;
+		}
 	}
 	return 0;
 }

@@ -59,6 +59,8 @@ void rdmx__rpc_hdr_encode(const struct rpc_hdr *h, void *dst);
 int rdmx__rpc_hdr_decode(const void *msg, size_t len, struct rpc_hdr *h, const char **why);
 
 /* ---- metadata wire (metadata.c) ---- */
+/* Drops md's entries from the n-th on (n <= md->n). */
+void rdmx__md_truncate(struct rdmx_rpc_md *md, size_t n);
 size_t rdmx__md_wire_size(const struct rdmx_rpc_md *md);
 /* Writes rdmx__md_wire_size(md) bytes; returns that size. */
 size_t rdmx__md_encode(const struct rdmx_rpc_md *md, uint8_t *dst);

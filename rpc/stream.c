@@ -705,13 +705,18 @@ int rdmx_rpc_stream_send_headers(struct rdmx_rpc_stream *s, const struct rdmx_rp
 	if (headers && headers->bytes > s->ep->streams.max_md)
 		return RDMX_E_TOO_BIG;
 	if (s->ann.n) { /* the interceptors' first */
+		size_t n0 = s->ann.n;
+
 		if ((rc = rdmx_rpc_md_append(&s->ann, headers)) != 0)
 			return rc;
-		headers = &s->ann;
-		if (headers->bytes > s->ep->streams.max_md)
-			return RDMX_E_TOO_BIG;
+		rc = s->ann.bytes > s->ep->streams.max_md
+		         ? RDMX_E_TOO_BIG
+		         : send_md_frame(s->ep, RPC_T_S_HEADERS, 0, 0, s->id, 0, &s->ann);
+		if (rc)
+			rdmx__md_truncate(&s->ann, n0); /* the interceptors' alone, for a retry */
+	} else {
+		rc = send_md_frame(s->ep, RPC_T_S_HEADERS, 0, 0, s->id, 0, headers);
 	}
-	rc = send_md_frame(s->ep, RPC_T_S_HEADERS, 0, 0, s->id, 0, headers);
 	if (rc == 0)
 		s->headers_out = true;
 	return rc;

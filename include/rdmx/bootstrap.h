@@ -159,8 +159,8 @@ struct rdmx_bootstrap_server_ops {
  * client whose certificate the TLS layer accepted is greeted with the
  * server's hello at once; its hello must then arrive within the config's
  * handshake timeout, and a session that waits 10 s for its peer to read is
- * dropped (before the exchange) or lost (after it, see the lost callback). `name` is sent in the hello (may be NULL). `cfg` and
- * `ctx` must outlive the server. */
+ * dropped (before the exchange) or lost (after it, see the lost callback). `name` is sent in the
+ * hello (may be NULL). `cfg` and `ctx` must outlive the server. */
 int rdmx_bootstrap_server_create(struct ev_loop *loop, struct rdmx_ctx *ctx,
                                  struct rdmx_tls_config *cfg, const char *host, uint16_t port,
                                  const char *name, const struct rdmx_bootstrap_server_ops *ops,

@@ -104,7 +104,8 @@ static inline int rdmx_rpc_md_add_str(struct rdmx_rpc_md *md, const char *key, c
  * md may be NULL (nothing found). */
 int rdmx_rpc_md_get(const struct rdmx_rpc_md *md, const char *key, const void **value, size_t *len);
 size_t rdmx_rpc_md_count(const struct rdmx_rpc_md *md);
-/* Copies every entry of src after those of dst. */
+/* Copies every entry of src after those of dst: all of them, or (an error,
+ * RDMX_E_NOMEM) none. */
 int rdmx_rpc_md_append(struct rdmx_rpc_md *dst, const struct rdmx_rpc_md *src);
 
 /* ---- rich status ---- */

@@ -340,7 +340,8 @@ struct cstream {
 	size_t details_len;
 	uint64_t reply[2];
 	char hdr_id[32];
-	bool echo_check; /* messages carry pattern seed = index */
+	size_t hdr_count, hdr_app_len; /* the last headers: entries, "x-app"'s length */
+	bool echo_check;               /* messages carry pattern seed = index */
 };
 
 static void c_msg(struct rdmx_rpc_stream *s, const void *data, size_t len, void *arg)
@@ -383,6 +384,8 @@ static void c_headers(struct rdmx_rpc_stream *s, const struct rdmx_rpc_md *h, vo
 
 	(void)s;
 	x->hdr_n++;
+	x->hdr_count = rdmx_rpc_md_count(h);
+	x->hdr_app_len = rdmx_rpc_md_get(h, "x-app", &v, &n) == 0 ? n : 0;
 	if (rdmx_rpc_md_get(h, "x-request-id", &v, &n) == 0 && n < sizeof(x->hdr_id)) {
 		memcpy(x->hdr_id, v, n);
 		x->hdr_id[n] = '\0';
@@ -2450,6 +2453,64 @@ Test(stream, half_close_sends_interceptor_headers_first)
 	cr_assert_eq(x.half_n, 1);
 	cr_assert_eq(big_log.dones, 1);
 	cr_assert_eq(big_log.last_code, RDMX_RPC_OK);
+	big_len = 0;
+	scene_close(&sc);
+}
+
+#define HDR_RETRY_NAME "test.Stream/HdrRetry" /* headers too big, then smaller, then OK */
+static int hdr_retry_rc[2];
+
+static int send_app_header(struct rdmx_rpc_stream *s, size_t len)
+{
+	static char v[512];
+	struct rdmx_rpc_md h;
+	int rc;
+
+	memset(v, 'a', len);
+	rdmx_rpc_md_init(&h);
+	ASSERT_OK(rdmx_rpc_md_add(&h, "x-app", v, len));
+	rc = rdmx_rpc_stream_send_headers(s, &h);
+	rdmx_rpc_md_fini(&h);
+	return rc;
+}
+
+static void on_hdr_retry(struct rdmx_rpc_stream *s, void *arg)
+{
+	static const struct rdmx_rpc_stream_cbs cbs = {.on_done = s_done};
+
+	ASSERT_OK(rdmx_rpc_stream_set_callbacks(s, &cbs, slot_new(arg, s)));
+	hdr_retry_rc[0] = send_app_header(s, 200); /* 237 bytes alone, 284 with x-big */
+	hdr_retry_rc[1] = send_app_header(s, 10);
+	fin_rc = rdmx_rpc_stream_finish(s, RDMX_RPC_OK, "done", NULL, 0, NULL);
+}
+
+/* Response headers that fit the metadata limit alone but not with the
+ * interceptors' are refused (RDMX_E_TOO_BIG) and leave nothing behind: a
+ * smaller retry goes as the interceptors' headers and the retry's, once
+ * (the refused ones were kept with the interceptors' and went again). */
+Test(stream, refused_response_headers_leave_nothing_behind)
+{
+	uint32_t m = rdmx_rpc_method_id(HDR_RETRY_NAME);
+	struct scene sc;
+	struct cstream x = {0};
+
+	fin_rc = 1;
+	big_len = 10;
+	memset(&big_log, 0, sizeof(big_log));
+	scene_open(&sc, NULL);
+	ASSERT_OK(rdmx_rpc_server_register_stream(sc.srv, m, HDR_RETRY_NAME,
+	                                          RDMX_RPC_SERVER_STREAMING, on_hdr_retry, &sc.ss));
+	ASSERT_OK(rdmx_rpc_server_add_interceptor(sc.srv, &big_ic, NULL));
+	ASSERT_OK(rdmx_rpc_ep_set_max_metadata(sc.rb, 256));
+	ASSERT_OK(rdmx_rpc_stream_open(sc.ra, m, RDMX_RPC_SERVER_STREAMING, NULL, &ccbs, &x, &x.s));
+	DRIVE_UNTIL(&sc.a, &sc.b, x.done_n && sc.ss.done);
+	cr_assert_eq(hdr_retry_rc[0], RDMX_E_TOO_BIG, "%s", rdmx_err_name(hdr_retry_rc[0]));
+	cr_assert_eq(hdr_retry_rc[1], 0, "the retry -> %s", rdmx_err_name(hdr_retry_rc[1]));
+	cr_assert_eq(fin_rc, 0, "finish -> %s", rdmx_err_name(fin_rc));
+	cr_assert_eq(x.code, RDMX_RPC_OK, "%s (%s)", rdmx_rpc_code_name(x.code), x.msg);
+	cr_assert_eq(x.hdr_n, 1);
+	cr_assert_eq(x.hdr_count, 2, "the client got %zu headers", x.hdr_count);
+	cr_assert_eq(x.hdr_app_len, 10);
 	big_len = 0;
 	scene_close(&sc);
 }
