@@ -9,7 +9,12 @@
  * messages of SIZE bytes back to back over blocking sockets, the server
  * reads them all and answers one byte; mib_s is that one-way rate, p50_us
  * the mean time per message (64 MiB over raw TCP: -s 64M -n 4).
- *   tcp_echo [-s SIZE] [-n ITERS] [-t INFLIGHT] [-p PORT] [--busy|--stream] [SERVER_ADDR]
+ * --work CYCLES (busy; both sides): spin CYCLES TSC cycles between a whole
+ * message in and the answer (or the next call) out: what a library's
+ * per-message path of that length would add to the ping-pong, no more (no
+ * cache or TLB cost of its own). x86-64 only.
+ *   tcp_echo [-s SIZE] [-n ITERS] [-t INFLIGHT] [-p PORT] [--busy [--work CYCLES]|--stream]
+ *            [SERVER_ADDR]
  * Prints: RESULT test=tcp_echo size=... p50_us=... p99_us=... mib_s=... ops_per_s=...
  * (test=tcp_stream with --stream) */
 #include <arpa/inet.h>
@@ -30,7 +35,23 @@
 
 #include "common/clock.h"
 
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
 static bool busy, stream;
+static uint64_t work_cycles; /* --work */
+
+/* --work: the modelled library path between a message in and one out */
+static void work(void)
+{
+#if defined(__x86_64__)
+	uint64_t t0 = __rdtsc();
+
+	while (work_cycles && __rdtsc() - t0 < work_cycles)
+		;
+#endif
+}
 
 /* Sockets are non-blocking; the waiting strategy is the caller's: busy
  * spins, blocking sleeps in poll() on what it waits for. */
@@ -176,7 +197,7 @@ static int serve(uint16_t port, size_t size)
 			break;
 		if (n == 0)
 			wait_fd(fd, POLLIN);
-		else if (io_all(fd, buf, (size_t)n, true))
+		else if ((work(), io_all(fd, buf, (size_t)n, true)))
 			break;
 	}
 	close(fd);
@@ -274,6 +295,7 @@ static int client(const char *host, uint16_t port, size_t size, uint64_t iters, 
 		progress |= n > 0;
 		in_off += (size_t)n;
 		if (in_off == size) {
+			work();
 			in_off = 0;
 			if (got >= warm && nlat < iters)
 				lat[nlat++] = rdmx__now_ns() - start[got % inflight];
@@ -296,8 +318,10 @@ static int client(const char *host, uint16_t port, size_t size, uint64_t iters, 
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-	    {"busy", no_argument, NULL, 'b'}, {"stream", no_argument, NULL, 'S'}, {0}};
+	static const struct option lo[] = {{"busy", no_argument, NULL, 'b'},
+	                                   {"stream", no_argument, NULL, 'S'},
+	                                   {"work", required_argument, NULL, 'w'},
+	                                   {0}};
 	size_t size = 64;
 	uint64_t iters = 10000;
 	uint32_t inflight = 1;
@@ -331,13 +355,16 @@ int main(int argc, char **argv)
 		case 'S':
 			stream = true;
 			break;
+		case 'w':
+			work_cycles = strtoull(optarg, NULL, 0);
+			break;
 		default:
 			fprintf(stderr, "usage: tcp_echo [-s SIZE] [-n ITERS] [-t INFLIGHT] [-p "
-			                "PORT] [--busy|--stream] [SERVER]\n");
+			                "PORT] [--busy [--work CYCLES]|--stream] [SERVER]\n");
 			return 2;
 		}
 	}
-	if (!size || !iters || !inflight)
+	if (!size || !iters || !inflight || (work_cycles && (!busy || stream)))
 		return 2;
 	if (optind < argc)
 		return client(argv[optind], port, size, iters, inflight);

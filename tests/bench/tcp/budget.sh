@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# tests/bench/tcp/budget.sh — how many cycles per side a library may spend
+# between a message in and the answer out, for its busy 64 B round trip to
+# stay within a ratio of raw TCP's, measured beside rdmx in one run:
+#
+#   tests/bench/tcp/budget.sh [BUILD_DIR] [--rounds R] [-n N] [--work "W1 W2 ..."]
+#
+# Each round runs the raw TCP ping-pong (tcp_echo --busy) with --work W for
+# every W (TSC cycles spun per side between a whole message in and the next
+# one out: a library path of that length, with no cache or TLB cost of its
+# own), then rdmx-perf rpc_lat --poll busy; server on core 0, client on core
+# 1. Prints each round's p50s, then per W the median p50 and its ratio to
+# W = 0, and rdmx's median and ratio: the W whose ratio matches rdmx's is the
+# path rdmx costs per side; the W at 1.10x is what the target allows.
+set -euo pipefail
+
+build=build rounds=3 calls=20000 works="0 500 1000 1500 2000 2500"
+while (($#)); do
+  case "$1" in
+    --rounds) rounds="$2"; shift ;;
+    -n) calls="$2"; shift ;;
+    --work) works="$2"; shift ;;
+    -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "budget.sh: unknown option $1 (--help)" >&2; exit 2 ;;
+    *) build="$1" ;;
+  esac
+  shift
+done
+echo_bin="$build/tests/bench/tcp_echo"
+perf="$build/tools/rdmx-perf/rdmx-perf"
+[[ -x $echo_bin && -x $perf ]] || { echo "budget.sh: build tcp_echo and rdmx-perf in $build" >&2; exit 2; }
+[[ $(uname -m) == x86_64 ]] || { echo "budget.sh: x86-64 only (--work spins on rdtsc)" >&2; exit 2; }
+
+spid=
+trap '[[ -n $spid ]] && kill "$spid" 2>/dev/null; true' EXIT
+p50() { sed -n 's/^RESULT .*p50_us=\([0-9.]*\).*/\1/p'; }
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+run_pair() { # run_pair SERVER_CMD... -- CLIENT_ARGS: p50 of the client
+  local port=$((30000 + RANDOM % 20000)) out
+  taskset -c 0 "$@" -p "$port" >/dev/null 2>&1 &
+  spid=$!
+  sleep 0.3
+  out=$(taskset -c 1 "$@" -p "$port" 127.0.0.1 2>/dev/null | p50)
+  wait "$spid" 2>/dev/null || true
+  spid=
+  echo "$out"
+}
+
+tmp="$(mktemp -d /tmp/rdmx-budget-XXXXXX)"
+trap '[[ -n $spid ]] && kill "$spid" 2>/dev/null; rm -rf "$tmp"' EXIT
+echo "## busy 64 B round trip p50 (us): raw TCP with W cycles per side, and rdmx; load $(cut -d' ' -f1-3 /proc/loadavg)"
+for ((r = 1; r <= rounds; r++)); do
+  line="round $r:"
+  for w in $works; do
+    v=$(run_pair "$echo_bin" --busy --work "$w" -s 64 -n "$calls")
+    echo "$v" >>"$tmp/raw.$w"
+    line+=" W=$w $v"
+  done
+  v=$(run_pair "$perf" rpc_lat -d tcp --poll busy -s 64 -n "$calls")
+  echo "$v" >>"$tmp/rdmx"
+  echo "$line rdmx $v"
+done
+base=$(median <"$tmp/raw.0")
+for w in $works; do
+  m=$(median <"$tmp/raw.$w")
+  awk -v w="$w" -v m="$m" -v b="$base" 'BEGIN { printf "W=%s cycles per side: %.2f us, %.2fx raw TCP\n", w, m, m / b }'
+done
+m=$(median <"$tmp/rdmx")
+awk -v m="$m" -v b="$base" 'BEGIN { printf "rdmx: %.2f us, %.2fx raw TCP\n", m, m / b }'
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
