@@ -174,12 +174,14 @@ struct gen_import {
 	bool is_public, is_weak;
 };
 
-/* a field of an `extend X { ... }` block: only custom options are extended in
- * proto3, so these are kept to resolve option names, never generated */
+/* a field of an `extend X { ... }` block: kept to resolve custom option names,
+ * never generated (proto3 extends only the *Options messages; a proto2
+ * extension of a data message gets a warning when its file is generated) */
 struct gen_ext {
 	char *name;
 	char *full_name;            /* set by the resolver */
 	char *extendee;             /* as written */
+	char *extendee_full;        /* set by the resolver: the extended message */
 	struct gen_message *parent; /* scope: NULL at file level */
 	struct gen_file *file;
 	struct gen_loc loc, extendee_loc;
@@ -199,7 +201,7 @@ struct gen_file {
 	char *basename; /* file name without folder and extension */
 	char *name;     /* protoc's name: relative to its proto path (a/b/c.proto) */
 	char *package;  /* "" when none */
-	bool proto2;    /* syntax = "proto2": parsed leniently, refused as an input */
+	bool proto2;    /* syntax = "proto2" (or none): parsed leniently */
 	bool builtin;   /* one of the well-known types embedded in rdmx-gen */
 	struct gen_loc syntax_loc;
 	struct gen_vec exts;    /* struct gen_ext * */

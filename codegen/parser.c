@@ -359,8 +359,8 @@ static void apply_option(struct parser *p, const struct opt_target *tg, const ch
 			((struct gen_field *)tg->ptr)->json_name = (char *)value;
 	} else if (tg->owner == OPT_FIELD && strcmp(name, "default") == 0 && !p->f->proto2) {
 		syntax_error(p, name_tok,
-		             "explicit default values are not supported (proto3 has none): "
-		             "remove [default = ...] and set the value in code");
+		             "explicit default values are not allowed in proto3: remove "
+		             "[default = ...] and set the value in code");
 	} else if (tg->owner == OPT_METHOD && strcmp(name, "idempotency_level") == 0) {
 		/* protobuf's own MethodOptions.idempotency_level: a client may retry
 		 * such a call after a failure that may have reached the server */
@@ -560,8 +560,8 @@ static bool common_statement(struct parser *p, const struct opt_target *tg)
 			return true;
 		}
 		syntax_error(p, t,
-		             "extension ranges (\"extensions\") are not supported (proto2): "
-		             "in proto3, extend only google.protobuf.*Options, for custom options");
+		             "extension ranges (\"extensions\") are not allowed in proto3: "
+		             "extend only google.protobuf.*Options, for custom options");
 		skip_statement(p);
 		return true;
 	}
@@ -740,10 +740,10 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 	struct gen_loc tloc;
 	char *tname;
 	if (is_kw(start, "required") && p->f->proto2) {
-		next(p); /* proto2 file read for its definitions only */
+		next(p); /* not checked: the field is written unless it holds its default */
 	} else if (is_kw(start, "required")) {
 		syntax_error(p, start,
-		             "\"required\" fields are not supported (proto2): drop the label "
+		             "\"required\" fields are not allowed in proto3: drop the label "
 		             "and check presence in code");
 		skip_statement(p);
 		return;
@@ -760,10 +760,9 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 		if (p->f->proto2)
 			parse_group(p, m);
 		else {
-			syntax_error(
-			    p, cur(p),
-			    "groups are not supported (proto2): use a nested message and a "
-			    "field of its type");
+			syntax_error(p, cur(p),
+			             "groups are not allowed in proto3: use a nested message and a "
+			             "field of its type");
 			skip_statement(p);
 		}
 		return;
@@ -1071,7 +1070,7 @@ static void parse_syntax(struct parser *p)
 	}
 	p->f->syntax_loc = cur(p)->loc;
 	if (strcmp(cur(p)->text, "proto2") == 0)
-		p->f->proto2 = true; /* refused as an input by the resolver */
+		p->f->proto2 = true;
 	else if (strcmp(cur(p)->text, "proto3") != 0)
 		syntax_error(p, cur(p), "unrecognized syntax \"%s\" (only proto3 is supported)",
 		             cur(p)->text);
@@ -1143,9 +1142,9 @@ bool gen_parse(struct gen_ctx *ctx, struct gen_file *f, const char *text, size_t
 	if (p.n > 3 && is_kw(&p.t[0], "syntax") && p.t[2].kind == TK_STRING &&
 	    strcmp(p.t[2].text, "proto2") == 0)
 		f->proto2 = true;
-	/* without a syntax line protoc reads proto2: so does an import here (an
-	 * input is read as proto3, with a warning) */
-	if (!f->input && !is_kw(&p.t[0], "syntax") && !is_kw(&p.t[0], "edition"))
+	/* without a syntax line protoc reads proto2: so does rdmx-gen, with a
+	 * warning */
+	if (!is_kw(&p.t[0], "syntax") && !is_kw(&p.t[0], "edition"))
 		f->proto2 = true;
 	if (!f->package)
 		f->package = "";
@@ -1187,8 +1186,7 @@ bool gen_parse(struct gen_ctx *ctx, struct gen_file *f, const char *text, size_t
 	if (!p.seen_syntax && ctx->errors == errors) {
 		struct gen_loc l = {f->path, 1, 1};
 		gen_warning(ctx, &l, "no syntax specified; assuming syntax = \"%s\"%s",
-		            f->proto2 ? "proto2" : "proto3",
-		            f->proto2 ? " (as protoc does for an imported file)" : "");
+		            f->proto2 ? "proto2" : "proto3", f->proto2 ? " (as protoc does)" : "");
 	}
 	return !p.failed && ctx->errors == errors;
 }

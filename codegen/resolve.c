@@ -367,6 +367,26 @@ struct gen_file *gen_load(struct gen_ctx *ctx, const char *path, bool input)
 	return ctx->errors == errors ? f : NULL;
 }
 
+/* proto2 extensions of data messages (not of google.protobuf.*Options, which
+ * define custom options) have no place in the generated structs */
+static void warn_extensions(struct gen_ctx *ctx, const struct gen_file *f)
+{
+	int i;
+	for (i = 0; i < f->exts.n; i++) {
+		const struct gen_ext *x = f->exts.items[i];
+		const char *e = x->extendee_full;
+		size_t n = e ? strlen(e) : 0;
+		if (!e || (strncmp(e, "google.protobuf.", 16) == 0 && n > 7 &&
+		           strcmp(e + n - 7, "Options") == 0))
+			continue;
+		gen_warning(ctx, &x->loc,
+		            "extension \"%s\" of \"%s\" is not generated: the C struct of "
+		            "\"%s\" has no member for it (its decoder skips it as an unknown "
+		            "field)",
+		            x->full_name, e, e);
+	}
+}
+
 static void mark_outputs(struct gen_ctx *ctx, struct gen_file *f, struct gen_vec *out)
 {
 	int i;
@@ -374,15 +394,14 @@ static void mark_outputs(struct gen_ctx *ctx, struct gen_file *f, struct gen_vec
 		if (out->items[i] == f)
 			return;
 	gen_vec_push(&ctx->pool, out, f);
+	warn_extensions(ctx, f);
 	for (i = 0; i < f->imports.n; i++) {
 		struct gen_import *im = f->imports.items[i];
 		if (!gen_import_needed(f, im) || !(im->file->builtin || im->file->proto2))
 			continue;
 		if (im->file->proto2 && !im->file->input)
 			gen_warning(ctx, &im->loc,
-			            "\"%s\" is proto2: generated too, for the types used here, "
-			            "with proto3 semantics (required not checked, defaults zero, "
-			            "groups left out)",
+			            "\"%s\" is proto2: generated too, for the types used here",
 			            im->name);
 		mark_outputs(ctx, im->file, out);
 	}
@@ -1449,6 +1468,8 @@ static void declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 		const char *scope = x->parent ? x->parent->full_name : f->package;
 		struct sym *s = lookup(ctx, scope, x->extendee);
 		x->full_name = qualify(ctx, scope, x->name);
+		if (s && s->kind == SYM_MESSAGE)
+			x->extendee_full = (char *)s->name;
 		if (!s || s->kind != SYM_MESSAGE)
 			gen_error(ctx, &x->extendee_loc, "\"%s\" is not defined", x->extendee);
 		else if (!f->proto2 &&
@@ -1512,14 +1533,6 @@ bool gen_resolve(struct gen_ctx *ctx)
 		struct gen_file *f = ctx->files.items[i];
 		if (!f->parsed)
 			return false;
-	}
-	for (i = 0; i < ctx->files.n; i++) {
-		struct gen_file *f = ctx->files.items[i];
-		if (f->input && f->proto2)
-			gen_error(ctx, &f->syntax_loc,
-			          "proto2 syntax is not supported: rdmx-gen takes proto3 (write "
-			          "syntax = \"proto3\" and drop required, defaults, groups and "
-			          "extension ranges)");
 	}
 	for (i = 0; i < ctx->files.n; i++)
 		declare_file(ctx, ctx->files.items[i]);

@@ -226,7 +226,7 @@ static bool conv_message(struct conv *c, const MessageDP *md, struct gen_message
 			struct gen_loc l = loc_of(c, -1);
 			if (!c->f->proto2) {
 				gen_error(c->ctx, &l,
-				          "groups are not supported (proto2): use a "
+				          "groups are not allowed in proto3: use a "
 				          "nested message and a field of its type");
 				return false;
 			}
