@@ -697,33 +697,51 @@ static void parse_map_field(struct parser *p, struct gen_message *m, struct gen_
 	val->loc = val->type_loc = val->number_loc = vloc;
 }
 
-/* proto2 `group Name = N [...] { ... }` in a file read for its definitions:
- * the field is left out, its type is kept, as the nested message Name protoc
- * defines (of m, or of the scope of the extend block m stands for), so that
- * other files can name it */
-static void parse_group(struct parser *p, struct gen_message *m)
+/* proto2 `[label] group Name = N [options] { ... }`: a field of the nested
+ * message type Name protoc defines (of m, or of the scope of the extend block
+ * m stands for), named like the group in lower case, as protoc names it. The
+ * wire format has no groups: its value is a message like any other */
+static void parse_group(struct parser *p, struct gen_message *m, enum gen_label label, int oneof)
 {
 	struct gen_message *g = gen_alloc(&p->ctx->pool, sizeof(*g)), *up;
+	struct gen_tok *kw = cur(p);
+	struct gen_field *fd;
 	int depth = 0;
-	struct gen_tok *name = peek(p, 1);
+	char *c;
 	next(p); /* group */
-	g->name = name->text;
-	g->loc = name->loc;
-	while (!is_sym(cur(p), '{')) {
-		if (cur(p)->kind == TK_EOF || is_sym(cur(p), ';') || is_sym(cur(p), '}')) {
-			expected(p, "\"{\" opening the group");
+	g->name = expect_ident(p, "a group name", &g->loc);
+	if (!g->name || !expect_sym(p, '=')) {
+		skip_statement(p);
+		return;
+	}
+	fd = new_field(p, m);
+	fd->name = gen_strdup(&p->ctx->pool, g->name);
+	for (c = fd->name; *c; c++)
+		*c = (char)tolower((unsigned char)*c);
+	fd->loc = g->loc;
+	fd->type_loc = kw->loc;
+	fd->label = label;
+	fd->oneof = oneof;
+	fd->type = GT_NAMED;
+	fd->type_name = g->name;
+	if (!parse_int(p, true, &fd->number, &fd->number_loc)) {
+		skip_statement(p);
+		return;
+	}
+	fd->number_text = p->last_int_text;
+	{
+		struct opt_target tg = {OPT_FIELD, m->name ? m : p->ext_parent, fd};
+		if (!parse_field_options(p, &tg) || !expect_sym(p, '{')) {
 			skip_statement(p);
 			return;
 		}
-		next(p); /* Name = N [options] */
 	}
-	next(p); /* { */
 	g->parent = m->name ? m : p->ext_parent;
 	g->file = p->f;
 	for (up = g->parent; up; up = up->parent)
 		depth++;
 	if (depth >= MAX_NESTING) {
-		syntax_error(p, name, "messages nested more than %d levels deep", MAX_NESTING);
+		syntax_error(p, kw, "messages nested more than %d levels deep", MAX_NESTING);
 		p->i--; /* back to '{' */
 		skip_statement(p);
 		return;
@@ -758,7 +776,7 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 	}
 	if (is_kw(cur(p), "group") && peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '=')) {
 		if (p->f->proto2)
-			parse_group(p, m);
+			parse_group(p, m, label, oneof);
 		else {
 			syntax_error(p, cur(p),
 			             "groups are not allowed in proto3: use a nested message and a "
@@ -839,7 +857,7 @@ static enum body_step body_step(struct parser *p, const char *what, const char *
 static void parse_oneof(struct parser *p, struct gen_message *m)
 {
 	struct gen_oneof *o = gen_alloc(&p->ctx->pool, sizeof(*o));
-	int idx = m->oneofs.n, groups = 0;
+	int idx = m->oneofs.n;
 	next(p);
 	o->name = expect_ident(p, "a oneof name", &o->loc);
 	if (!o->name || !expect_sym(p, '{')) {
@@ -858,16 +876,10 @@ static void parse_oneof(struct parser *p, struct gen_message *m)
 			if (accept_sym(p, ';') || common_statement(p, &tg))
 				continue;
 		}
-		if (p->f->proto2 && is_kw(cur(p), "group"))
-			groups++;
 		parse_field(p, m, idx);
 		o->nfields += m->fields.n - before;
 	}
 	next(p);
-	/* a proto2 oneof of groups only: the groups are left out, and so is the
-	 * oneof (protoc-gen-rdmx does the same) */
-	if (o->nfields == 0 && groups > 0)
-		m->oneofs.n--;
 }
 
 static void parse_message(struct parser *p, struct gen_message *parent, struct gen_vec *into,
