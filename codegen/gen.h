@@ -72,6 +72,24 @@ struct gen_message;
 struct gen_enum;
 struct gen_file;
 
+/* [default = ...] of a proto2 field, as written (rdmx-gen's parser) or as
+ * protoc sends it (protoc-gen-rdmx). The resolver checks it against the
+ * field's type and sets the value, which is what the emitters use, so both
+ * front ends generate the same code; it also gives a proto2 enum field
+ * without one its first value, as protobuf does. */
+struct gen_default {
+	char *text;  /* a number (sign included), an identifier, or a string's bytes */
+	size_t len;  /* string and bytes: the number of bytes in text */
+	bool string; /* text holds the bytes of a string literal */
+	struct gen_loc loc;
+	/* set by the resolver, by the field's type */
+	int64_t i;                       /* signed integers, bool (0/1) */
+	uint64_t u;                      /* unsigned integers */
+	double d;                        /* float (rounded to float), double */
+	const struct gen_enum_value *ev; /* enum */
+	bool zero;                       /* the value is the zero default */
+};
+
 struct gen_field {
 	char *name;
 	char *cname; /* C member name (keywords get a trailing '_') */
@@ -82,10 +100,11 @@ struct gen_field {
 	char *type_name; /* GT_NAMED: as written */
 	struct gen_message *msg;
 	struct gen_enum *en;
-	int oneof;       /* index into the message's oneofs, -1 for none */
-	bool is_map;     /* repeated field of a map entry message (msg) */
-	bool deprecated; /* [deprecated = true]: a comment in the generated struct */
-	char *json_name; /* [json_name = "..."], NULL when not given */
+	int oneof;               /* index into the message's oneofs, -1 for none */
+	bool is_map;             /* repeated field of a map entry message (msg) */
+	bool deprecated;         /* [deprecated = true]: a comment in the generated struct */
+	char *json_name;         /* [json_name = "..."], NULL when not given */
+	struct gen_default *def; /* proto2 [default = ...], NULL when none */
 	struct gen_loc loc, type_loc, number_loc;
 };
 

@@ -325,6 +325,32 @@ static bool parse_option_value(struct parser *p, const char **value)
 	return false;
 }
 
+/* the value of a proto2 [default = ...] from its first token t (after '='),
+ * as written: the resolver checks it against the field's type */
+static void keep_default(struct parser *p, struct gen_field *fd, const struct gen_tok *t)
+{
+	struct gen_default *d = gen_alloc(&p->ctx->pool, sizeof(*d));
+	const struct gen_tok *u;
+	size_t n = 0;
+	d->loc = t->loc;
+	if (t->kind == TK_STRING) {
+		/* concatenated literals; the value may hold NULs */
+		for (u = t; u->kind == TK_STRING; u++)
+			n += u->len;
+		d->text = gen_alloc(&p->ctx->pool, n + 1);
+		for (u = t; u->kind == TK_STRING; u++) {
+			memcpy(d->text + d->len, u->text, u->len);
+			d->len += u->len;
+		}
+		d->string = true;
+	} else if (is_sym(t, '-') || is_sym(t, '+')) {
+		d->text = gen_printf(&p->ctx->pool, "%s%s", t->sym == '-' ? "-" : "", t[1].text);
+	} else {
+		d->text = t->text;
+	}
+	fd->def = d;
+}
+
 static void apply_option(struct parser *p, const struct opt_target *tg, const char *name,
                          const struct gen_tok *name_tok, const char *value)
 {
@@ -361,6 +387,8 @@ static void apply_option(struct parser *p, const struct opt_target *tg, const ch
 		syntax_error(p, name_tok,
 		             "explicit default values are not allowed in proto3: remove "
 		             "[default = ...] and set the value in code");
+	} else if (tg->owner == OPT_FIELD && strcmp(name, "default") == 0) {
+		keep_default(p, tg->ptr, name_tok + 2);
 	} else if (tg->owner == OPT_METHOD && strcmp(name, "idempotency_level") == 0) {
 		/* protobuf's own MethodOptions.idempotency_level: a client may retry
 		 * such a call after a failure that may have reached the server */

@@ -170,6 +170,61 @@ static void conv_ext(struct conv *c, const FieldDP *xd, struct gen_message *pare
 	gen_vec_push(&c->ctx->pool, &c->f->exts, x);
 }
 
+static int octal(int ch)
+{
+	return ch >= '0' && ch <= '7' ? ch - '0' : -1;
+}
+
+/* protoc's default_value as rdmx-gen's parser keeps it: numbers, bools and
+ * enum value names as text; a string's bytes (protoc sends a bytes default
+ * C-escaped, a string default as is) */
+static struct gen_default *conv_default(struct conv *c, const FieldDP *fdp)
+{
+	struct gen_default *d = gen_alloc(&c->ctx->pool, sizeof(*d));
+	const char *s = fdp->default_value;
+	bool bytes = fdp->type == GOOGLE__PROTOBUF__FIELD_DESCRIPTOR_PROTO__TYPE__TYPE_BYTES;
+	d->loc = loc_of(c, 7);
+	d->text = gen_strdup(&c->ctx->pool, s);
+	d->len = strlen(s);
+	d->string =
+	    bytes || fdp->type == GOOGLE__PROTOBUF__FIELD_DESCRIPTOR_PROTO__TYPE__TYPE_STRING;
+	if (bytes) {
+		size_t n = 0;
+		while (*s) {
+			int v = 0, k;
+			if (*s != '\\' || !s[1]) {
+				d->text[n++] = *s++;
+				continue;
+			}
+			s++;
+			switch (*s) {
+			case 'n':
+				v = '\n';
+				break;
+			case 'r':
+				v = '\r';
+				break;
+			case 't':
+				v = '\t';
+				break;
+			default:
+				if (octal(*s) < 0) {
+					v = (unsigned char)*s; /* \\ \' \" */
+					break;
+				}
+				for (k = 0; k < 3 && octal(*s) >= 0; k++)
+					v = v * 8 + octal(*s++);
+				d->text[n++] = (char)v;
+				continue;
+			}
+			d->text[n++] = (char)v;
+			s++;
+		}
+		d->len = n;
+	}
+	return d;
+}
+
 static bool conv_message(struct conv *c, const MessageDP *md, struct gen_message *parent,
                          struct gen_vec *into, bool map_entry)
 {
@@ -239,6 +294,8 @@ static bool conv_message(struct conv *c, const MessageDP *md, struct gen_message
 			fd->type_name = gen_strdup(&c->ctx->pool, fdp->type_name);
 		if (fdp->json_name)
 			fd->json_name = gen_strdup(&c->ctx->pool, fdp->json_name);
+		if (fdp->default_value)
+			fd->def = conv_default(c, fdp);
 		fd->deprecated =
 		    fdp->options && fdp->options->has_deprecated && fdp->options->deprecated;
 		if (fdp->type == GOOGLE__PROTOBUF__FIELD_DESCRIPTOR_PROTO__TYPE__TYPE_MESSAGE &&

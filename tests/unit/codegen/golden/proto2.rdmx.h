@@ -19,11 +19,13 @@ extern "C" {
  * when you encode; when you decode, the input buffer (strings/bytes, unless
  * opts->copy) and the arena (arrays, sub-messages, copies). Keep those alive
  * as long as you use the struct; rdmx_arena_reset/fini frees it all at once.
- * Presence: a zeroed struct (X_init) is the default message. Singular
- * message fields are pointers (NULL = absent); `optional` scalars have a
- * has_<field> flag; repeated and map fields are n_<field> + an array (a map
- * is an array of key/value entries, in wire order); a oneof is <oneof>_case
- * (0 = none) + an anonymous union of its members.
+ * Presence: X_init makes the default message: zeroed, but for the fields
+ * of proto2 files with a default (the decoder gives an absent field its
+ * default too). Singular message fields are pointers (NULL = absent);
+ * `optional` scalars have a has_<field> flag; repeated and map fields are
+ * n_<field> + an array (a map is an array of key/value entries, in wire
+ * order); a oneof is <oneof>_case (0 = none) + an anonymous union of its
+ * members.
  *
  * X_encoded_size(msg)  exact size of the encoding (1 for NULL: an empty map)
  * X_encode(msg, dst, len)  writes exactly len = X_encoded_size(msg) bytes;
@@ -40,6 +42,16 @@ typedef struct p2_Doc p2_Doc;
 typedef struct p2_Doc_Meta p2_Doc_Meta;
 typedef struct p2_Doc_Section p2_Doc_Section;
 typedef struct p2_Doc_Blob p2_Doc_Blob;
+typedef struct p2_Defaults p2_Defaults;
+
+/* enum p2.Level */
+typedef enum p2_Level {
+	p2_Level_LOW = 2,
+	p2_Level_HIGH = 3,
+	p2_Level_NEG = -1,
+	p2_Level__FORCE_INT_MIN = -2147483647 - 1, /* keeps the enum an int */
+	p2_Level__FORCE_INT_MAX = 2147483647
+} p2_Level;
 
 /* which member of oneof p2.Doc.body is set */
 typedef enum p2_Doc_body_case {
@@ -47,6 +59,13 @@ typedef enum p2_Doc_body_case {
 	p2_Doc_body_text = 4,
 	p2_Doc_body_blob = 5
 } p2_Doc_body_case;
+
+/* which member of oneof p2.Defaults.pick is set */
+typedef enum p2_Defaults_pick_case {
+	p2_Defaults_pick_NOT_SET = 0,
+	p2_Defaults_pick_picked = 15,
+	p2_Defaults_pick_other = 16
+} p2_Defaults_pick_case;
 
 /* message p2.Doc */
 struct p2_Doc {
@@ -81,6 +100,37 @@ struct p2_Doc_Section {
 struct p2_Doc_Blob {
 	bool has_data;
 	struct rdmx_bytes data; /* 1: optional bytes */
+};
+
+/* message p2.Defaults */
+struct p2_Defaults {
+	struct rdmx_str unit; /* 1: string */
+	bool on; /* 2: bool */
+	uint64_t big; /* 3: uint64 */
+	int64_t min; /* 4: int64 */
+	int32_t perm; /* 5: int32 */
+	enum p2_Level level; /* 6: p2.Level */
+	float ratio; /* 7: float */
+	enum p2_Level worst; /* 8: p2.Level */
+	bool has_count;
+	int32_t count; /* 9: optional int32 */
+	bool has_low;
+	float low; /* 10: optional float */
+	bool has_missing;
+	double missing; /* 11: optional double */
+	bool has_raw;
+	struct rdmx_bytes raw; /* 12: optional bytes */
+	bool has_empty;
+	struct rdmx_str empty; /* 13: optional string */
+	bool has_zero;
+	int32_t zero; /* 14: optional sint32 */
+	p2_Defaults_pick_case pick_case; /* oneof pick */
+	union {
+		int32_t picked; /* 15: int32 */
+		struct rdmx_str other; /* 16: string */
+	};
+	size_t n_levels; /* 17: repeated p2.Level */
+	enum p2_Level *levels;
 };
 
 /* p2.Doc */
@@ -130,6 +180,18 @@ void p2_Doc_Blob__enc(struct rdmx_enc *e, const p2_Doc_Blob *msg);
 int p2_Doc_Blob__dec(struct rdmx_dec *d, p2_Doc_Blob *msg);
 int p2_Doc_Blob__decp(struct rdmx_dec *d, p2_Doc_Blob **msg);
 int p2_Doc_Blob__encode_cb(const void *msg, void *dst, size_t len);
+
+/* p2.Defaults */
+void p2_Defaults_init(p2_Defaults *msg);
+size_t p2_Defaults_encoded_size(const p2_Defaults *msg);
+int p2_Defaults_encode(const p2_Defaults *msg, void *dst, size_t len);
+int p2_Defaults_decode(p2_Defaults *msg, const void *src, size_t len, struct rdmx_arena *arena,
+	const struct rdmx_decode_opts *opts);
+struct rdmx_rpc_payload p2_Defaults_payload(const p2_Defaults *msg);
+void p2_Defaults__enc(struct rdmx_enc *e, const p2_Defaults *msg);
+int p2_Defaults__dec(struct rdmx_dec *d, p2_Defaults *msg);
+int p2_Defaults__decp(struct rdmx_dec *d, p2_Defaults **msg);
+int p2_Defaults__encode_cb(const void *msg, void *dst, size_t len);
 
 #ifdef __cplusplus
 }
