@@ -645,6 +645,19 @@ static const char *const c_function_names[] = {
     "wcstombs",       "wctomb",    "_Exit",
 };
 
+/* the parameters and locals of generated functions: a top-level type of a
+ * file without package named so would be hidden by them (`int d__dec(struct
+ * rdmx_dec *d, d *m)` does not compile; `sizeof(ratio)` would silently be
+ * the local's size) */
+static const char *const c_local_names[] = {
+    "a",       "arena",  "arg",      "b",   "bad",      "balancer", "buf",  "c",     "call",
+    "call_id", "cb",     "cbs",      "cnt", "code",     "d",        "data", "dopts", "dst",
+    "e",       "ep",     "handlers", "hdr", "headers",  "i",        "j",    "k",     "key",
+    "len",     "m",      "message",  "msg", "n",        "o",        "opts", "out",   "p",
+    "r",       "ratio",  "raw",      "rc",  "registry", "reply",    "req",  "res",   "resp",
+    "s",       "server", "service",  "src", "st",       "status",   "tls",  "tmp",
+};
+
 static char *c_member(struct gen_ctx *ctx, const char *name);
 
 static char *c_type(struct gen_ctx *ctx, const char *cscope, const char *name)
@@ -657,6 +670,9 @@ static char *c_type(struct gen_ctx *ctx, const char *cscope, const char *name)
 			return gen_printf(&ctx->pool, "%s_", name);
 	for (i = 0; i < sizeof(c_function_names) / sizeof(c_function_names[0]); i++)
 		if (strcmp(c_function_names[i], name) == 0)
+			return gen_printf(&ctx->pool, "%s_", name);
+	for (i = 0; i < sizeof(c_local_names) / sizeof(c_local_names[0]); i++)
+		if (strcmp(c_local_names[i], name) == 0)
 			return gen_printf(&ctx->pool, "%s_", name);
 	if (strncmp(name, "rdmx", 4) == 0 || strncmp(name, "RDMX", 4) == 0)
 		return gen_printf(&ctx->pool, "%s_", name);
