@@ -302,7 +302,8 @@ bool gen_resolve(struct gen_ctx *ctx);
 bool gen_import_needed(const struct gen_file *f, const struct gen_import *im);
 /* The files one run writes: the inputs, plus what they need that nobody
  * else would generate: the built-in well-known types and proto2 files
- * imported for their types (read leniently: proto3 semantics). */
+ * imported for their types. Reports (as errors) the descriptor types an
+ * imported file may use only while it is not generated. */
 void gen_outputs(struct gen_ctx *ctx, struct gen_vec *out);
 /* The generated path of f without extension: its name minus ".proto". */
 char *gen_out_stem(struct gen_ctx *ctx, const struct gen_file *f);

@@ -69,7 +69,17 @@ struct resolver {
 	struct table exts;                   /* extension full name -> struct gen_ext */
 	struct gen_vec stack;                /* files being loaded, for cycle reports */
 	const char *last_owner, *last_other; /* last C name collision reported */
+	struct gen_vec deferred;             /* struct deferred *: descriptor types of imports */
 };
+
+/* a field of an imported file whose type is a descriptor message rdmx-gen's
+ * descriptor.proto leaves out: an error only when that file is generated */
+struct deferred {
+	struct gen_field *fd;
+	struct gen_file *f;
+};
+
+static void descriptor_error(struct gen_ctx *ctx, const struct gen_loc *loc, const char *name);
 
 static struct resolver *R(struct gen_ctx *ctx)
 {
@@ -410,11 +420,19 @@ static void mark_outputs(struct gen_ctx *ctx, struct gen_file *f, struct gen_vec
 
 void gen_outputs(struct gen_ctx *ctx, struct gen_vec *out)
 {
-	int i;
+	struct resolver *r = R(ctx);
+	int i, j;
 	for (i = 0; i < ctx->files.n; i++) {
 		struct gen_file *f = ctx->files.items[i];
 		if (f->input)
 			mark_outputs(ctx, f, out);
+	}
+	/* descriptor types of imports that are generated after all */
+	for (i = 0; i < r->deferred.n; i++) {
+		const struct deferred *d = r->deferred.items[i];
+		for (j = 0; j < out->n; j++)
+			if (out->items[j] == d->f)
+				descriptor_error(ctx, &d->fd->type_loc, d->fd->type_name);
 	}
 }
 
@@ -1040,18 +1058,22 @@ static bool descriptor_message(const char *name)
 	return false;
 }
 
+static void descriptor_error(struct gen_ctx *ctx, const struct gen_loc *loc, const char *name)
+{
+	gen_error(ctx, loc,
+	          "\"%s\" is not supported: rdmx-gen's google/protobuf/descriptor.proto has only "
+	          "the option messages (*Options), not the descriptors; carry a serialized "
+	          "descriptor as bytes",
+	          name);
+}
+
 static bool resolve_type(struct gen_ctx *ctx, struct gen_file *f, const char *scope,
                          const char *name, const struct gen_loc *loc, enum gen_type *type,
                          struct gen_message **msg, struct gen_enum **en)
 {
 	struct sym *s = lookup(ctx, scope, name);
 	if (!s && descriptor_message(name)) {
-		gen_error(
-		    ctx, loc,
-		    "\"%s\" is not supported: rdmx-gen's google/protobuf/descriptor.proto has "
-		    "only the option messages (*Options), not the descriptors; carry a "
-		    "serialized descriptor as bytes",
-		    name);
+		descriptor_error(ctx, loc, name);
 		return false;
 	}
 	if (!s) {
@@ -1287,6 +1309,17 @@ static void resolve_message(struct gen_ctx *ctx, struct gen_message *m)
 		struct gen_field *fd = m->fields.items[i];
 		if (fd->type != GT_NAMED)
 			continue;
+		if (!m->file->input && descriptor_message(fd->type_name) &&
+		    !lookup(ctx, m->full_name, fd->type_name)) {
+			/* an option-definition import may describe descriptors
+			 * (a validation library's violation paths do): fine while
+			 * nothing generates that file */
+			struct deferred *d = gen_alloc(&ctx->pool, sizeof(*d));
+			d->fd = fd;
+			d->f = m->file;
+			gen_vec_push(&ctx->pool, &R(ctx)->deferred, d);
+			continue;
+		}
 		resolve_type(ctx, m->file, m->full_name, fd->type_name, &fd->type_loc, &fd->type,
 		             &fd->msg, &fd->en);
 	}

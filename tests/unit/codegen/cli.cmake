@@ -141,3 +141,14 @@ if(NOT EXISTS "${OUT}/p2/gen/old.rdmx.h")
   message(FATAL_ERROR "a proto2 input was not generated")
 endif()
 message(STATUS "cli: proto2 input ok")
+
+# an import used only for its options may describe descriptors
+# (google.protobuf.FieldDescriptorProto.Type, which rdmx-gen's descriptor.proto
+# leaves out); generating it is the error (errors/descriptor_import)
+file(MAKE_DIRECTORY "${OUT}/dopt")
+file(WRITE "${OUT}/dopt/opt_only.proto" "syntax = \"proto3\";\npackage oo;\nimport \"descriptor_dep.proto\";\nmessage M { int32 n = 1 [(dd.rule).min = 1]; }\n")
+run(0 -I "${OUT}/dopt" -I errors --out "${OUT}/dopt/gen" "${OUT}/dopt/opt_only.proto")
+if(NOT EXISTS "${OUT}/dopt/gen/opt_only.rdmx.h" OR EXISTS "${OUT}/dopt/gen/descriptor_dep.rdmx.h")
+  message(FATAL_ERROR "an option-only import that describes descriptors: not generated as expected")
+endif()
+message(STATUS "cli: option import with descriptor types ok")
