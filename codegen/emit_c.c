@@ -594,10 +594,9 @@ static void emit_message(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 
 /* ---- services ---- */
 
-static void emit_method_client(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_service *s,
-                               const struct gen_method *me)
+static void emit_method_client(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_method *me)
 {
-	char *base = gen_printf(&ctx->pool, "%s_%s", s->cname, me->name);
+	char *base = me->cbase;
 	char *up = gen_upper(ctx, base);
 	const char *in = me->in->cname, *out = me->out->cname;
 
@@ -798,9 +797,9 @@ static void emit_service(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 	for (i = 0; i < s->methods.n; i++) {
 		const struct gen_method *me = s->methods.items[i];
 		if (GEN_UNARY(me))
-			emit_method_client(ctx, o, s, me);
+			emit_method_client(ctx, o, me);
 		else
-			gen_emit_stream_c(ctx, o, s, me);
+			gen_emit_stream_c(ctx, o, me);
 	}
 	gen_buf_printf(
 	    o,
@@ -823,18 +822,18 @@ static void emit_service(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 		if (!GEN_UNARY(me)) {
 			gen_buf_printf(
 			    o,
-			    "static void %s_%s__handle(struct rdmx_rpc_stream *s, void *arg)\n"
+			    "static void %s__handle(struct rdmx_rpc_stream *s, void *arg)\n"
 			    "{\n",
-			    s->cname, me->name);
+			    me->cbase);
 			gen_buf_printf(o, "\tconst struct %s__binding *b = arg;\n", s->cname);
 			gen_buf_printf(o, "\tb->h.%s(s, b->arg);\n}\n\n", me->cname);
 			continue;
 		}
 		gen_buf_printf(o,
-		               "static void %s_%s__handle(struct rdmx_rpc_server_call *call, const "
+		               "static void %s__handle(struct rdmx_rpc_server_call *call, const "
 		               "void *req,\n"
 		               "\tsize_t len, void *arg)\n{\n",
-		               s->cname, me->name);
+		               me->cbase);
 		gen_buf_printf(o, "\tconst struct %s__binding *b = arg;\n", s->cname);
 		gen_buf_puts(
 		    o, "\tunsigned char buf[RDMX_CODEC_STACK_ARENA];\n\tstruct rdmx_arena a;\n");
@@ -859,21 +858,21 @@ static void emit_service(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 	gen_buf_puts(o, "\tif (r) {\n\t\tfree(b);\n\t\treturn r;\n\t}\n");
 	for (i = 0; i < s->methods.n; i++) {
 		const struct gen_method *me = s->methods.items[i];
-		char *up = gen_upper(ctx, gen_printf(&ctx->pool, "%s_%s", s->cname, me->name));
+		char *up = gen_upper(ctx, me->cbase);
 		gen_buf_printf(o, "\tif (handlers->%s) {\n", me->cname);
 		if (!GEN_UNARY(me)) {
 			gen_buf_printf(
 			    o,
 			    "\t\tr = rdmx_rpc_server_register_stream(server, %s_ID, %s_NAME,\n"
-			    "\t\t\t%s_KIND, %s_%s__handle, b);\n",
-			    up, up, up, s->cname, me->name);
+			    "\t\t\t%s_KIND, %s__handle, b);\n",
+			    up, up, up, me->cbase);
 			gen_buf_puts(o, "\t\tif (r)\n\t\t\treturn r;\n\t}\n");
 			continue;
 		}
 		gen_buf_printf(o,
 		               "\t\tr = rdmx_rpc_server_register(server, %s_ID, %s_NAME,\n"
-		               "\t\t\t%s_%s__handle, b);\n",
-		               up, up, s->cname, me->name);
+		               "\t\t\t%s__handle, b);\n",
+		               up, up, me->cbase);
 		gen_buf_puts(o, "\t\tif (r)\n\t\t\treturn r;\n\t}\n");
 	}
 	gen_buf_puts(o, "\trdmx__idl_add(server);\n\treturn 0;\n}\n\n");

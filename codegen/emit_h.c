@@ -318,7 +318,7 @@ static void emit_service(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 		}
 		if (m->deprecated)
 			gen_buf_printf(o, "/* %s is deprecated */\n", m->name);
-		char *base = gen_printf(&ctx->pool, "%s_%s", s->cname, m->name);
+		char *base = m->cbase;
 		char *up = gen_upper(ctx, base);
 		const char *in = m->in->cname, *out = m->out->cname;
 		gen_buf_printf(o, "#define %s_ID 0x%08xu\n", up, m->id);

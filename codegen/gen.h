@@ -166,6 +166,7 @@ struct gen_enum {
 struct gen_method {
 	char *name;
 	char *cname; /* handler member name */
+	char *cbase; /* the prefix of its C names: service_method */
 	struct gen_loc loc;
 	char *in_name, *out_name;
 	struct gen_loc in_loc, out_loc;
@@ -325,8 +326,7 @@ void gen_emit_c(struct gen_ctx *ctx, struct gen_file *f, struct gen_buf *out);
 /* a streaming method's prototypes / functions (emit_stream.c) */
 void gen_emit_stream_h(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_service *s,
                        const struct gen_method *m);
-void gen_emit_stream_c(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_service *s,
-                       const struct gen_method *m);
+void gen_emit_stream_c(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_method *m);
 
 /* shared emitter helpers (emit_h.c) */
 /* every message (pre-order, map entries included) and enum of a file */

@@ -932,6 +932,13 @@ static void declare_service(struct gen_ctx *ctx, struct gen_file *f, struct gen_
 	for (j = 0; j < s->methods.n; j++) {
 		struct gen_method *m = s->methods.items[j];
 		m->cname = c_member(ctx, m->name);
+		/* S_register, S_handlers and S_connect_service are the service's */
+		m->cbase = gen_printf(&ctx->pool, "%s_%s%s", s->cname, m->name,
+		                      strcmp(m->name, "register") == 0 ||
+		                              strcmp(m->name, "handlers") == 0 ||
+		                              strcmp(m->name, "connect_service") == 0
+		                          ? "_"
+		                          : "");
 		add_sym(ctx, qualify(ctx, s->full_name, m->name), SYM_METHOD, m, f, &m->loc);
 	}
 }
@@ -1608,9 +1615,11 @@ static void c_file_idents(struct gen_ctx *ctx, struct table *t, struct gen_file 
 		        &s->loc, f);
 		c_ident(ctx, t, gen_printf(&ctx->pool, "%s_register", s->cname), s->full_name,
 		        &s->loc, f);
+		c_ident(ctx, t, gen_printf(&ctx->pool, "%s_connect_service", s->cname),
+		        s->full_name, &s->loc, f);
 		for (j = 0; j < s->methods.n; j++) {
 			struct gen_method *m = s->methods.items[j];
-			char *base = gen_printf(&ctx->pool, "%s_%s", s->cname, m->name);
+			char *base = m->cbase;
 			char *up = gen_upper(ctx, base);
 			char *owner = gen_printf(&ctx->pool, "%s/%s", s->full_name, m->name);
 			c_ident(ctx, t, base, owner, &m->loc, f);
@@ -1621,6 +1630,12 @@ static void c_file_idents(struct gen_ctx *ctx, struct table *t, struct gen_file 
 			        f);
 			c_ident(ctx, t, gen_printf(&ctx->pool, "%s_ID", up), owner, &m->loc, f);
 			c_ident(ctx, t, gen_printf(&ctx->pool, "%s_NAME", up), owner, &m->loc, f);
+			if (GEN_UNARY(m))
+				c_ident(ctx, t, gen_printf(&ctx->pool, "%s_balanced", base), owner,
+				        &m->loc, f);
+			if (GEN_UNARY(m) && m->idempotent)
+				c_ident(ctx, t, gen_printf(&ctx->pool, "%s_IDEMPOTENT", up), owner,
+				        &m->loc, f);
 			if (!GEN_UNARY(m)) {
 				static const char *const sfx[] = {
 				    "_cbs",        "_write_async", "_open",   "_write",
