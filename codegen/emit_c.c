@@ -214,6 +214,15 @@ static void emit_defaults(struct gen_ctx *ctx, struct gen_buf *o, const struct g
 	}
 }
 
+static bool has_defaults(const struct gen_message *m)
+{
+	int i;
+	for (i = 0; i < m->fields.n; i++)
+		if (has_default(m->fields.items[i]))
+			return true;
+	return false;
+}
+
 static bool file_needs_math(const struct gen_vec *msgs)
 {
 	int i, j;
@@ -512,8 +521,15 @@ static void emit_dec(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_me
 	}
 	gen_buf_printf(o, "int %s__dec(struct rdmx_dec *d, %s *m)\n{\n", c, c);
 	gen_buf_printf(o, "\tuint32_t n, i, key%s;\n", arrays ? ", cnt, j" : "");
-	gen_buf_puts(o, "\tint rc = rdmx__dec_map(d, &n);\n");
-	emit_defaults(ctx, o, m, "m"); /* what an absent field holds */
+	if (has_defaults(m)) {
+		/* what an absent field holds; set before n is read, so that no
+		 * compiler sees a store through m between n's write and its use */
+		gen_buf_puts(o, "\tint rc;\n");
+		emit_defaults(ctx, o, m, "m");
+		gen_buf_puts(o, "\trc = rdmx__dec_map(d, &n);\n");
+	} else {
+		gen_buf_puts(o, "\tint rc = rdmx__dec_map(d, &n);\n");
+	}
 	gen_buf_puts(o, "\tfor (i = 0; rc == 0 && i < n; i++) {\n");
 	gen_buf_puts(o, "\t\trc = rdmx__dec_key(d, &key);\n");
 	gen_buf_puts(o, "\t\tif (rc)\n\t\t\tbreak;\n");

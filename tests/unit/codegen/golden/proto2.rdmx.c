@@ -838,7 +838,7 @@ struct rdmx_rpc_payload p2_Defaults_payload(const p2_Defaults *msg)
 int p2_Defaults__dec(struct rdmx_dec *d, p2_Defaults *m)
 {
 	uint32_t n, i, key, cnt, j;
-	int rc = rdmx__dec_map(d, &n);
+	int rc;
 	m->unit.data = "kg";
 	m->unit.len = 2;
 	m->on = true;
@@ -853,6 +853,7 @@ int p2_Defaults__dec(struct rdmx_dec *d, p2_Defaults *m)
 	m->missing = NAN;
 	m->raw.data = (const uint8_t *)"\000\001\\z";
 	m->raw.len = 4;
+	rc = rdmx__dec_map(d, &n);
 	for (i = 0; rc == 0 && i < n; i++) {
 		rc = rdmx__dec_key(d, &key);
 		if (rc)
