@@ -1410,7 +1410,17 @@ static bool default_float(const char *s, bool is_float, double *out)
 		v = HUGE_VAL;
 	else if (strcmp(a, "nan") == 0)
 		v = NAN;
-	else if ((a[0] >= '0' && a[0] <= '9') || a[0] == '.') {
+	else if (a[0] >= '0' && a[0] <= '9' && !strpbrk(a, ".eE") &&
+	         (a[1] == 'x' || a[1] == 'X' || a[0] == '0')) {
+		/* a hex or octal integer, as protoc reads it (strtod takes 010
+		 * for ten) */
+		unsigned long long u;
+		errno = 0;
+		u = strtoull(a, &end, 0);
+		if (*end || errno == ERANGE)
+			return false;
+		v = (double)u;
+	} else if ((a[0] >= '0' && a[0] <= '9') || a[0] == '.') {
 		v = strtod(a, &end);
 		if (*end)
 			return false;

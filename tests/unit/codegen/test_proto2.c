@@ -114,6 +114,8 @@ static void assert_defaults(const p2_Defaults *d)
 	cr_assert_eq(d->zero, 0);
 	cr_assert_eq(d->pick_case, p2_Defaults_pick_NOT_SET);
 	cr_assert_eq(d->n_levels, 0);
+	cr_assert_eq(d->octal, 8.0, "010 is octal, as protoc reads it");
+	cr_assert_eq(d->hex, -16.0f);
 }
 
 Test(proto2, init_sets_the_defaults)

@@ -631,6 +631,8 @@ void p2_Defaults_init(p2_Defaults *msg)
 	msg->missing = NAN;
 	msg->raw.data = (const uint8_t *)"\000\001\\z";
 	msg->raw.len = 4;
+	msg->octal = 8.0;
+	msg->hex = -16.0f;
 }
 
 size_t p2_Defaults_encoded_size(const p2_Defaults *m)
@@ -709,6 +711,14 @@ size_t p2_Defaults_encoded_size(const p2_Defaults *m)
 		for (i = 0; i < m->n_levels; i++)
 			n += rdmx__size_int((int64_t)m->levels[i]);
 	}
+	if (m->octal != 8.0) {
+		k++;
+		n += 1 + 9;
+	}
+	if (m->hex != -16.0f) {
+		k++;
+		n += 1 + 5;
+	}
 	return n + rdmx__size_hdr(k);
 }
 
@@ -737,6 +747,8 @@ void p2_Defaults__enc(struct rdmx_enc *e, const p2_Defaults *m)
 	k += (m->pick_case == p2_Defaults_pick_picked) ? 1 : 0;
 	k += (m->pick_case == p2_Defaults_pick_other) ? 1 : 0;
 	k += (m->n_levels != 0) ? 1 : 0;
+	k += (m->octal != 8.0) ? 1 : 0;
+	k += (m->hex != -16.0f) ? 1 : 0;
 	rdmx__enc_map(e, k);
 	if (m->unit.len != 2 || memcmp(m->unit.data, "kg", 2) != 0) {
 		rdmx__enc_byte(e, 1);
@@ -808,6 +820,14 @@ void p2_Defaults__enc(struct rdmx_enc *e, const p2_Defaults *m)
 		for (i = 0; i < m->n_levels; i++)
 			rdmx__enc_int(e, (int64_t)m->levels[i]);
 	}
+	if (m->octal != 8.0) {
+		rdmx__enc_byte(e, 18);
+		rdmx__enc_f64(e, m->octal);
+	}
+	if (m->hex != -16.0f) {
+		rdmx__enc_byte(e, 19);
+		rdmx__enc_f32(e, m->hex);
+	}
 	(void)k;
 }
 
@@ -853,6 +873,8 @@ int p2_Defaults__dec(struct rdmx_dec *d, p2_Defaults *m)
 	m->missing = NAN;
 	m->raw.data = (const uint8_t *)"\000\001\\z";
 	m->raw.len = 4;
+	m->octal = 8.0;
+	m->hex = -16.0f;
 	rc = rdmx__dec_map(d, &n);
 	for (i = 0; rc == 0 && i < n; i++) {
 		rc = rdmx__dec_key(d, &key);
@@ -927,6 +949,12 @@ int p2_Defaults__dec(struct rdmx_dec *d, p2_Defaults *m)
 				m->levels = a;
 				m->n_levels = cnt;
 			}
+			break;
+		case 18: /* octal */
+			rc = rdmx__dec_f64(d, &m->octal);
+			break;
+		case 19: /* hex */
+			rc = rdmx__dec_f32(d, &m->hex);
 			break;
 		default: /* unknown: a newer peer's field */
 			rc = rdmx__dec_skip(d);

@@ -131,6 +131,8 @@ struct p2_Defaults {
 	};
 	size_t n_levels; /* 17: repeated p2.Level */
 	enum p2_Level *levels;
+	double octal; /* 18: double */
+	float hex; /* 19: float */
 };
 
 /* p2.Doc */
