@@ -1,6 +1,7 @@
 /* rdmx-gen: the generated source (NAME.rdmx.c): size, encode and decode per
  * message, client stubs and server skeletons per service. The emitted code
  * calls the inline readers/writers of include/rdmx/codec.h. */
+#include <math.h>
 #include <string.h>
 
 #include "gen.h"
@@ -116,6 +117,127 @@ static char *dec_stmt(struct gen_ctx *ctx, const struct gen_field *fd, const cha
 	return gen_printf(&ctx->pool, "rc = rdmx__dec_%s(d, &%s);", fn, v);
 }
 
+/* ---- proto2 defaults ---- */
+
+/* a field that starts at a default other than zero: set by X_init and by the
+ * decoder before it reads the message (a oneof member's default is not
+ * kept: the union holds one member at a time) */
+static bool has_default(const struct gen_field *fd)
+{
+	return fd->def && !fd->def->zero && fd->label != GL_REPEATED && fd->oneof < 0;
+}
+
+/* a C string literal of len bytes: printable ASCII, the rest in octal */
+static char *c_literal(struct gen_ctx *ctx, const char *s, size_t len)
+{
+	struct gen_buf b = {0};
+	char *r;
+	size_t i;
+	gen_buf_puts(&b, "\"");
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '\\' || c == '"' || c == '?')
+			gen_buf_printf(&b, "\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			gen_buf_printf(&b, "\\%03o", c);
+		else
+			gen_buf_printf(&b, "%c", c);
+	}
+	gen_buf_puts(&b, "\"");
+	r = gen_strdup(&ctx->pool, b.data);
+	gen_buf_free(&b);
+	return r;
+}
+
+/* a floating constant C reads back as the same value */
+static char *c_float(struct gen_ctx *ctx, double v, bool is_float)
+{
+	char *t;
+	if (isnan(v))
+		return "NAN";
+	if (isinf(v))
+		return v < 0 ? "-INFINITY" : "INFINITY";
+	t = gen_printf(&ctx->pool, is_float ? "%.9g" : "%.17g", v);
+	if (!strpbrk(t, ".e"))
+		t = gen_printf(&ctx->pool, "%s.0", t);
+	return is_float ? gen_printf(&ctx->pool, "%sf", t) : t;
+}
+
+/* the default of a scalar or enum field (strings: c_literal) */
+static char *default_expr(struct gen_ctx *ctx, const struct gen_field *fd)
+{
+	const struct gen_default *d = fd->def;
+	switch (fd->type) {
+	case GT_BOOL:
+		return d->i ? "true" : "false";
+	case GT_ENUM:
+		return d->ev->cname;
+	case GT_FLOAT:
+	case GT_DOUBLE:
+		return c_float(ctx, d->d, fd->type == GT_FLOAT);
+	case GT_INT32:
+	case GT_SINT32:
+	case GT_SFIXED32:
+		return d->i == INT32_MIN ? "(-2147483647 - 1)"
+		                         : gen_printf(&ctx->pool, "%lld", (long long)d->i);
+	case GT_INT64:
+	case GT_SINT64:
+	case GT_SFIXED64:
+		return d->i == INT64_MIN ? "(-INT64_C(9223372036854775807) - 1)"
+		                         : gen_printf(&ctx->pool, "INT64_C(%lld)", (long long)d->i);
+	case GT_UINT32:
+	case GT_FIXED32:
+		return gen_printf(&ctx->pool, "%lluu", (unsigned long long)d->u);
+	default:
+		return gen_printf(&ctx->pool, "UINT64_C(%llu)", (unsigned long long)d->u);
+	}
+}
+
+/* statements giving the fields of *var (a pointer) their proto2 defaults */
+static void emit_defaults(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_message *m,
+                          const char *var)
+{
+	int i;
+	for (i = 0; i < m->fields.n; i++) {
+		const struct gen_field *fd = m->fields.items[i];
+		if (!has_default(fd))
+			continue;
+		if (fd->type == GT_STRING || fd->type == GT_BYTES) {
+			gen_buf_printf(o, "\t%s->%s.data = %s%s;\n", var, fd->cname,
+			               fd->type == GT_BYTES ? "(const uint8_t *)" : "",
+			               c_literal(ctx, fd->def->text, fd->def->len));
+			gen_buf_printf(o, "\t%s->%s.len = %zu;\n", var, fd->cname, fd->def->len);
+		} else {
+			gen_buf_printf(o, "\t%s->%s = %s;\n", var, fd->cname,
+			               default_expr(ctx, fd));
+		}
+	}
+}
+
+static bool has_defaults(const struct gen_message *m)
+{
+	int i;
+	for (i = 0; i < m->fields.n; i++)
+		if (has_default(m->fields.items[i]))
+			return true;
+	return false;
+}
+
+static bool file_needs_math(const struct gen_vec *msgs)
+{
+	int i, j;
+	for (i = 0; i < msgs->n; i++) {
+		const struct gen_message *m = msgs->items[i];
+		for (j = 0; j < m->fields.n; j++) {
+			const struct gen_field *fd = m->fields.items[j];
+			if (has_default(fd) && (fd->type == GT_FLOAT || fd->type == GT_DOUBLE) &&
+			    !isfinite(fd->def->d))
+				return true;
+		}
+	}
+	return false;
+}
+
 static char *present_expr(struct gen_ctx *ctx, const struct gen_message *m,
                           const struct gen_field *fd)
 {
@@ -131,6 +253,18 @@ static char *present_expr(struct gen_ctx *ctx, const struct gen_message *m,
 		return gen_printf(&ctx->pool, "m->%s != NULL", f);
 	if (fd->label == GL_OPTIONAL)
 		return gen_printf(&ctx->pool, "m->has_%s", f);
+	if (has_default(fd)) {
+		/* a proto2 field without presence is written unless it holds its
+		 * default (which the decoder gives it when it is absent) */
+		if (fd->type == GT_STRING || fd->type == GT_BYTES)
+			return gen_printf(
+			    &ctx->pool, "m->%s.len != %zu || memcmp(m->%s.data, %s, %zu) != 0", f,
+			    fd->def->len, f, c_literal(ctx, fd->def->text, fd->def->len),
+			    fd->def->len);
+		if (fd->type == GT_BOOL)
+			return gen_printf(&ctx->pool, "!m->%s", f);
+		return gen_printf(&ctx->pool, "m->%s != %s", f, default_expr(ctx, fd));
+	}
 	switch (fd->type) {
 	case GT_BOOL:
 		return gen_printf(&ctx->pool, "m->%s", f);
@@ -387,7 +521,15 @@ static void emit_dec(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_me
 	}
 	gen_buf_printf(o, "int %s__dec(struct rdmx_dec *d, %s *m)\n{\n", c, c);
 	gen_buf_printf(o, "\tuint32_t n, i, key%s;\n", arrays ? ", cnt, j" : "");
-	gen_buf_puts(o, "\tint rc = rdmx__dec_map(d, &n);\n");
+	if (has_defaults(m)) {
+		/* what an absent field holds; set before n is read, so that no
+		 * compiler sees a store through m between n's write and its use */
+		gen_buf_puts(o, "\tint rc;\n");
+		emit_defaults(ctx, o, m, "m");
+		gen_buf_puts(o, "\trc = rdmx__dec_map(d, &n);\n");
+	} else {
+		gen_buf_puts(o, "\tint rc = rdmx__dec_map(d, &n);\n");
+	}
 	gen_buf_puts(o, "\tfor (i = 0; rc == 0 && i < n; i++) {\n");
 	gen_buf_puts(o, "\t\trc = rdmx__dec_key(d, &key);\n");
 	gen_buf_puts(o, "\t\tif (rc)\n\t\t\tbreak;\n");
@@ -447,7 +589,9 @@ static void emit_message(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 {
 	const char *c = m->cname;
 	gen_buf_printf(o, "/* ---- %s ---- */\n\n", m->full_name);
-	gen_buf_printf(o, "void %s_init(%s *msg)\n{\n\tmemset(msg, 0, sizeof(*msg));\n}\n\n", c, c);
+	gen_buf_printf(o, "void %s_init(%s *msg)\n{\n\tmemset(msg, 0, sizeof(*msg));\n", c, c);
+	emit_defaults(ctx, o, m, "msg");
+	gen_buf_puts(o, "}\n\n");
 	emit_size(ctx, o, m);
 	emit_enc(ctx, o, m);
 	gen_buf_printf(o, "int %s_encode(const %s *msg, void *dst, size_t len)\n{\n", c, c);
@@ -466,10 +610,9 @@ static void emit_message(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 
 /* ---- services ---- */
 
-static void emit_method_client(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_service *s,
-                               const struct gen_method *me)
+static void emit_method_client(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_method *me)
 {
-	char *base = gen_printf(&ctx->pool, "%s_%s", s->cname, me->name);
+	char *base = me->cbase;
 	char *up = gen_upper(ctx, base);
 	const char *in = me->in->cname, *out = me->out->cname;
 
@@ -670,9 +813,9 @@ static void emit_service(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 	for (i = 0; i < s->methods.n; i++) {
 		const struct gen_method *me = s->methods.items[i];
 		if (GEN_UNARY(me))
-			emit_method_client(ctx, o, s, me);
+			emit_method_client(ctx, o, me);
 		else
-			gen_emit_stream_c(ctx, o, s, me);
+			gen_emit_stream_c(ctx, o, me);
 	}
 	gen_buf_printf(
 	    o,
@@ -695,18 +838,18 @@ static void emit_service(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 		if (!GEN_UNARY(me)) {
 			gen_buf_printf(
 			    o,
-			    "static void %s_%s__handle(struct rdmx_rpc_stream *s, void *arg)\n"
+			    "static void %s__handle(struct rdmx_rpc_stream *s, void *arg)\n"
 			    "{\n",
-			    s->cname, me->name);
+			    me->cbase);
 			gen_buf_printf(o, "\tconst struct %s__binding *b = arg;\n", s->cname);
 			gen_buf_printf(o, "\tb->h.%s(s, b->arg);\n}\n\n", me->cname);
 			continue;
 		}
 		gen_buf_printf(o,
-		               "static void %s_%s__handle(struct rdmx_rpc_server_call *call, const "
+		               "static void %s__handle(struct rdmx_rpc_server_call *call, const "
 		               "void *req,\n"
 		               "\tsize_t len, void *arg)\n{\n",
-		               s->cname, me->name);
+		               me->cbase);
 		gen_buf_printf(o, "\tconst struct %s__binding *b = arg;\n", s->cname);
 		gen_buf_puts(
 		    o, "\tunsigned char buf[RDMX_CODEC_STACK_ARENA];\n\tstruct rdmx_arena a;\n");
@@ -731,21 +874,21 @@ static void emit_service(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 	gen_buf_puts(o, "\tif (r) {\n\t\tfree(b);\n\t\treturn r;\n\t}\n");
 	for (i = 0; i < s->methods.n; i++) {
 		const struct gen_method *me = s->methods.items[i];
-		char *up = gen_upper(ctx, gen_printf(&ctx->pool, "%s_%s", s->cname, me->name));
+		char *up = gen_upper(ctx, me->cbase);
 		gen_buf_printf(o, "\tif (handlers->%s) {\n", me->cname);
 		if (!GEN_UNARY(me)) {
 			gen_buf_printf(
 			    o,
 			    "\t\tr = rdmx_rpc_server_register_stream(server, %s_ID, %s_NAME,\n"
-			    "\t\t\t%s_KIND, %s_%s__handle, b);\n",
-			    up, up, up, s->cname, me->name);
+			    "\t\t\t%s_KIND, %s__handle, b);\n",
+			    up, up, up, me->cbase);
 			gen_buf_puts(o, "\t\tif (r)\n\t\t\treturn r;\n\t}\n");
 			continue;
 		}
 		gen_buf_printf(o,
 		               "\t\tr = rdmx_rpc_server_register(server, %s_ID, %s_NAME,\n"
-		               "\t\t\t%s_%s__handle, b);\n",
-		               up, up, s->cname, me->name);
+		               "\t\t\t%s__handle, b);\n",
+		               up, up, me->cbase);
 		gen_buf_puts(o, "\t\tif (r)\n\t\t\treturn r;\n\t}\n");
 	}
 	gen_buf_puts(o, "\trdmx__idl_add(server);\n\treturn 0;\n}\n\n");
@@ -785,6 +928,8 @@ void gen_emit_c(struct gen_ctx *ctx, struct gen_file *f, struct gen_buf *o)
 	gen_buf_printf(o, "/* Generated by rdmx-gen from %s. Do not edit. */\n", f->name);
 	/* the header sits next to this file */
 	gen_buf_printf(o, "#include \"%s.rdmx.h\"\n\n", f->basename);
+	if (file_needs_math(&msgs)) /* INFINITY, NAN */
+		gen_buf_puts(o, "#include <math.h>\n");
 	gen_buf_puts(o, "#include <stdlib.h>\n#include <string.h>\n\n");
 	if (f->services.n)
 		gen_buf_puts(o, "#include <rdmx/reflection.h>\n#include <rdmx/registry.h>\n\n");

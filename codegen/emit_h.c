@@ -227,11 +227,13 @@ static const char header_doc[] =
     " * when you encode; when you decode, the input buffer (strings/bytes, unless\n"
     " * opts->copy) and the arena (arrays, sub-messages, copies). Keep those alive\n"
     " * as long as you use the struct; rdmx_arena_reset/fini frees it all at once.\n"
-    " * Presence: a zeroed struct (X_init) is the default message. Singular\n"
-    " * message fields are pointers (NULL = absent); `optional` scalars have a\n"
-    " * has_<field> flag; repeated and map fields are n_<field> + an array (a map\n"
-    " * is an array of key/value entries, in wire order); a oneof is <oneof>_case\n"
-    " * (0 = none) + an anonymous union of its members.\n"
+    " * Presence: X_init makes the default message: zeroed, but for the fields\n"
+    " * of proto2 files with a default (the decoder gives an absent field its\n"
+    " * default too). Singular message fields are pointers (NULL = absent);\n"
+    " * `optional` scalars have a has_<field> flag; repeated and map fields are\n"
+    " * n_<field> + an array (a map is an array of key/value entries, in wire\n"
+    " * order); a oneof is <oneof>_case (0 = none) + an anonymous union of its\n"
+    " * members.\n"
     " *\n"
     " * X_encoded_size(msg)  exact size of the encoding (1 for NULL: an empty map)\n"
     " * X_encode(msg, dst, len)  writes exactly len = X_encoded_size(msg) bytes;\n"
@@ -316,7 +318,7 @@ static void emit_service(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 		}
 		if (m->deprecated)
 			gen_buf_printf(o, "/* %s is deprecated */\n", m->name);
-		char *base = gen_printf(&ctx->pool, "%s_%s", s->cname, m->name);
+		char *base = m->cbase;
 		char *up = gen_upper(ctx, base);
 		const char *in = m->in->cname, *out = m->out->cname;
 		gen_buf_printf(o, "#define %s_ID 0x%08xu\n", up, m->id);

@@ -29,7 +29,7 @@ static const char *req_param(struct gen_ctx *ctx, const struct gen_method *m)
 void gen_emit_stream_h(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_service *s,
                        const struct gen_method *m)
 {
-	char *base = gen_printf(&ctx->pool, "%s_%s", s->cname, m->name);
+	char *base = m->cbase;
 	char *up = gen_upper(ctx, base);
 	const char *in = m->in->cname, *out = m->out->cname, *rq = req_param(ctx, m);
 
@@ -294,10 +294,9 @@ static void emit_server(struct gen_buf *o, const char *base, const struct gen_me
 	gen_buf_puts(o, "\treturn rdmx_rpc_stream_write(s, &p);\n}\n\n");
 }
 
-void gen_emit_stream_c(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_service *s,
-                       const struct gen_method *m)
+void gen_emit_stream_c(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_method *m)
 {
-	char *base = gen_printf(&ctx->pool, "%s_%s", s->cname, m->name);
+	char *base = m->cbase;
 	char *up = gen_upper(ctx, base);
 
 	gen_buf_printf(o, "/* %s: %s-streaming */\n\n", m->name, kind_name(m));

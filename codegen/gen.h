@@ -72,6 +72,24 @@ struct gen_message;
 struct gen_enum;
 struct gen_file;
 
+/* [default = ...] of a proto2 field, as written (rdmx-gen's parser) or as
+ * protoc sends it (protoc-gen-rdmx). The resolver checks it against the
+ * field's type and sets the value, which is what the emitters use, so both
+ * front ends generate the same code; it also gives a proto2 enum field
+ * without one its first value, as protobuf does. */
+struct gen_default {
+	char *text;  /* a number (sign included), an identifier, or a string's bytes */
+	size_t len;  /* string and bytes: the number of bytes in text */
+	bool string; /* text holds the bytes of a string literal */
+	struct gen_loc loc;
+	/* set by the resolver, by the field's type */
+	int64_t i;                       /* signed integers, bool (0/1) */
+	uint64_t u;                      /* unsigned integers */
+	double d;                        /* float (rounded to float), double */
+	const struct gen_enum_value *ev; /* enum */
+	bool zero;                       /* the value is the zero default */
+};
+
 struct gen_field {
 	char *name;
 	char *cname; /* C member name (keywords get a trailing '_') */
@@ -82,10 +100,11 @@ struct gen_field {
 	char *type_name; /* GT_NAMED: as written */
 	struct gen_message *msg;
 	struct gen_enum *en;
-	int oneof;       /* index into the message's oneofs, -1 for none */
-	bool is_map;     /* repeated field of a map entry message (msg) */
-	bool deprecated; /* [deprecated = true]: a comment in the generated struct */
-	char *json_name; /* [json_name = "..."], NULL when not given */
+	int oneof;               /* index into the message's oneofs, -1 for none */
+	bool is_map;             /* repeated field of a map entry message (msg) */
+	bool deprecated;         /* [deprecated = true]: a comment in the generated struct */
+	char *json_name;         /* [json_name = "..."], NULL when not given */
+	struct gen_default *def; /* proto2 [default = ...], NULL when none */
 	struct gen_loc loc, type_loc, number_loc;
 };
 
@@ -147,6 +166,7 @@ struct gen_enum {
 struct gen_method {
 	char *name;
 	char *cname; /* handler member name */
+	char *cbase; /* the prefix of its C names: service_method */
 	struct gen_loc loc;
 	char *in_name, *out_name;
 	struct gen_loc in_loc, out_loc;
@@ -174,12 +194,14 @@ struct gen_import {
 	bool is_public, is_weak;
 };
 
-/* a field of an `extend X { ... }` block: only custom options are extended in
- * proto3, so these are kept to resolve option names, never generated */
+/* a field of an `extend X { ... }` block: kept to resolve custom option names,
+ * never generated (proto3 extends only the *Options messages; a proto2
+ * extension of a data message gets a warning when its file is generated) */
 struct gen_ext {
 	char *name;
 	char *full_name;            /* set by the resolver */
 	char *extendee;             /* as written */
+	char *extendee_full;        /* set by the resolver: the extended message */
 	struct gen_message *parent; /* scope: NULL at file level */
 	struct gen_file *file;
 	struct gen_loc loc, extendee_loc;
@@ -199,7 +221,7 @@ struct gen_file {
 	char *basename; /* file name without folder and extension */
 	char *name;     /* protoc's name: relative to its proto path (a/b/c.proto) */
 	char *package;  /* "" when none */
-	bool proto2;    /* syntax = "proto2": parsed leniently, refused as an input */
+	bool proto2;    /* syntax = "proto2" (or none): parsed leniently */
 	bool builtin;   /* one of the well-known types embedded in rdmx-gen */
 	struct gen_loc syntax_loc;
 	struct gen_vec exts;    /* struct gen_ext * */
@@ -281,7 +303,8 @@ bool gen_resolve(struct gen_ctx *ctx);
 bool gen_import_needed(const struct gen_file *f, const struct gen_import *im);
 /* The files one run writes: the inputs, plus what they need that nobody
  * else would generate: the built-in well-known types and proto2 files
- * imported for their types (read leniently: proto3 semantics). */
+ * imported for their types. Reports (as errors) the descriptor types an
+ * imported file may use only while it is not generated. */
 void gen_outputs(struct gen_ctx *ctx, struct gen_vec *out);
 /* The generated path of f without extension: its name minus ".proto". */
 char *gen_out_stem(struct gen_ctx *ctx, const struct gen_file *f);
@@ -303,8 +326,7 @@ void gen_emit_c(struct gen_ctx *ctx, struct gen_file *f, struct gen_buf *out);
 /* a streaming method's prototypes / functions (emit_stream.c) */
 void gen_emit_stream_h(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_service *s,
                        const struct gen_method *m);
-void gen_emit_stream_c(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_service *s,
-                       const struct gen_method *m);
+void gen_emit_stream_c(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_method *m);
 
 /* shared emitter helpers (emit_h.c) */
 /* every message (pre-order, map entries included) and enum of a file */

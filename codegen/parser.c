@@ -325,6 +325,32 @@ static bool parse_option_value(struct parser *p, const char **value)
 	return false;
 }
 
+/* the value of a proto2 [default = ...] from its first token t (after '='),
+ * as written: the resolver checks it against the field's type */
+static void keep_default(struct parser *p, struct gen_field *fd, const struct gen_tok *t)
+{
+	struct gen_default *d = gen_alloc(&p->ctx->pool, sizeof(*d));
+	const struct gen_tok *u;
+	size_t n = 0;
+	d->loc = t->loc;
+	if (t->kind == TK_STRING) {
+		/* concatenated literals; the value may hold NULs */
+		for (u = t; u->kind == TK_STRING; u++)
+			n += u->len;
+		d->text = gen_alloc(&p->ctx->pool, n + 1);
+		for (u = t; u->kind == TK_STRING; u++) {
+			memcpy(d->text + d->len, u->text, u->len);
+			d->len += u->len;
+		}
+		d->string = true;
+	} else if (is_sym(t, '-') || is_sym(t, '+')) {
+		d->text = gen_printf(&p->ctx->pool, "%s%s", t->sym == '-' ? "-" : "", t[1].text);
+	} else {
+		d->text = t->text;
+	}
+	fd->def = d;
+}
+
 static void apply_option(struct parser *p, const struct opt_target *tg, const char *name,
                          const struct gen_tok *name_tok, const char *value)
 {
@@ -359,8 +385,10 @@ static void apply_option(struct parser *p, const struct opt_target *tg, const ch
 			((struct gen_field *)tg->ptr)->json_name = (char *)value;
 	} else if (tg->owner == OPT_FIELD && strcmp(name, "default") == 0 && !p->f->proto2) {
 		syntax_error(p, name_tok,
-		             "explicit default values are not supported (proto3 has none): "
-		             "remove [default = ...] and set the value in code");
+		             "explicit default values are not allowed in proto3: remove "
+		             "[default = ...] and set the value in code");
+	} else if (tg->owner == OPT_FIELD && strcmp(name, "default") == 0) {
+		keep_default(p, tg->ptr, name_tok + 2);
 	} else if (tg->owner == OPT_METHOD && strcmp(name, "idempotency_level") == 0) {
 		/* protobuf's own MethodOptions.idempotency_level: a client may retry
 		 * such a call after a failure that may have reached the server */
@@ -560,8 +588,8 @@ static bool common_statement(struct parser *p, const struct opt_target *tg)
 			return true;
 		}
 		syntax_error(p, t,
-		             "extension ranges (\"extensions\") are not supported (proto2): "
-		             "in proto3, extend only google.protobuf.*Options, for custom options");
+		             "extension ranges (\"extensions\") are not allowed in proto3: "
+		             "extend only google.protobuf.*Options, for custom options");
 		skip_statement(p);
 		return true;
 	}
@@ -697,33 +725,51 @@ static void parse_map_field(struct parser *p, struct gen_message *m, struct gen_
 	val->loc = val->type_loc = val->number_loc = vloc;
 }
 
-/* proto2 `group Name = N [...] { ... }` in a file read for its definitions:
- * the field is left out, its type is kept, as the nested message Name protoc
- * defines (of m, or of the scope of the extend block m stands for), so that
- * other files can name it */
-static void parse_group(struct parser *p, struct gen_message *m)
+/* proto2 `[label] group Name = N [options] { ... }`: a field of the nested
+ * message type Name protoc defines (of m, or of the scope of the extend block
+ * m stands for), named like the group in lower case, as protoc names it. The
+ * wire format has no groups: its value is a message like any other */
+static void parse_group(struct parser *p, struct gen_message *m, enum gen_label label, int oneof)
 {
 	struct gen_message *g = gen_alloc(&p->ctx->pool, sizeof(*g)), *up;
+	struct gen_tok *kw = cur(p);
+	struct gen_field *fd;
 	int depth = 0;
-	struct gen_tok *name = peek(p, 1);
+	char *c;
 	next(p); /* group */
-	g->name = name->text;
-	g->loc = name->loc;
-	while (!is_sym(cur(p), '{')) {
-		if (cur(p)->kind == TK_EOF || is_sym(cur(p), ';') || is_sym(cur(p), '}')) {
-			expected(p, "\"{\" opening the group");
+	g->name = expect_ident(p, "a group name", &g->loc);
+	if (!g->name || !expect_sym(p, '=')) {
+		skip_statement(p);
+		return;
+	}
+	fd = new_field(p, m);
+	fd->name = gen_strdup(&p->ctx->pool, g->name);
+	for (c = fd->name; *c; c++)
+		*c = (char)tolower((unsigned char)*c);
+	fd->loc = g->loc;
+	fd->type_loc = kw->loc;
+	fd->label = label;
+	fd->oneof = oneof;
+	fd->type = GT_NAMED;
+	fd->type_name = g->name;
+	if (!parse_int(p, true, &fd->number, &fd->number_loc)) {
+		skip_statement(p);
+		return;
+	}
+	fd->number_text = p->last_int_text;
+	{
+		struct opt_target tg = {OPT_FIELD, m->name ? m : p->ext_parent, fd};
+		if (!parse_field_options(p, &tg) || !expect_sym(p, '{')) {
 			skip_statement(p);
 			return;
 		}
-		next(p); /* Name = N [options] */
 	}
-	next(p); /* { */
 	g->parent = m->name ? m : p->ext_parent;
 	g->file = p->f;
 	for (up = g->parent; up; up = up->parent)
 		depth++;
 	if (depth >= MAX_NESTING) {
-		syntax_error(p, name, "messages nested more than %d levels deep", MAX_NESTING);
+		syntax_error(p, kw, "messages nested more than %d levels deep", MAX_NESTING);
 		p->i--; /* back to '{' */
 		skip_statement(p);
 		return;
@@ -740,10 +786,10 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 	struct gen_loc tloc;
 	char *tname;
 	if (is_kw(start, "required") && p->f->proto2) {
-		next(p); /* proto2 file read for its definitions only */
+		next(p); /* not checked: the field is written unless it holds its default */
 	} else if (is_kw(start, "required")) {
 		syntax_error(p, start,
-		             "\"required\" fields are not supported (proto2): drop the label "
+		             "\"required\" fields are not allowed in proto3: drop the label "
 		             "and check presence in code");
 		skip_statement(p);
 		return;
@@ -758,12 +804,11 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 	}
 	if (is_kw(cur(p), "group") && peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '=')) {
 		if (p->f->proto2)
-			parse_group(p, m);
+			parse_group(p, m, label, oneof);
 		else {
-			syntax_error(
-			    p, cur(p),
-			    "groups are not supported (proto2): use a nested message and a "
-			    "field of its type");
+			syntax_error(p, cur(p),
+			             "groups are not allowed in proto3: use a nested message and a "
+			             "field of its type");
 			skip_statement(p);
 		}
 		return;
@@ -840,7 +885,7 @@ static enum body_step body_step(struct parser *p, const char *what, const char *
 static void parse_oneof(struct parser *p, struct gen_message *m)
 {
 	struct gen_oneof *o = gen_alloc(&p->ctx->pool, sizeof(*o));
-	int idx = m->oneofs.n, groups = 0;
+	int idx = m->oneofs.n;
 	next(p);
 	o->name = expect_ident(p, "a oneof name", &o->loc);
 	if (!o->name || !expect_sym(p, '{')) {
@@ -859,16 +904,10 @@ static void parse_oneof(struct parser *p, struct gen_message *m)
 			if (accept_sym(p, ';') || common_statement(p, &tg))
 				continue;
 		}
-		if (p->f->proto2 && is_kw(cur(p), "group"))
-			groups++;
 		parse_field(p, m, idx);
 		o->nfields += m->fields.n - before;
 	}
 	next(p);
-	/* a proto2 oneof of groups only: the groups are left out, and so is the
-	 * oneof (protoc-gen-rdmx does the same) */
-	if (o->nfields == 0 && groups > 0)
-		m->oneofs.n--;
 }
 
 static void parse_message(struct parser *p, struct gen_message *parent, struct gen_vec *into,
@@ -1071,7 +1110,7 @@ static void parse_syntax(struct parser *p)
 	}
 	p->f->syntax_loc = cur(p)->loc;
 	if (strcmp(cur(p)->text, "proto2") == 0)
-		p->f->proto2 = true; /* refused as an input by the resolver */
+		p->f->proto2 = true;
 	else if (strcmp(cur(p)->text, "proto3") != 0)
 		syntax_error(p, cur(p), "unrecognized syntax \"%s\" (only proto3 is supported)",
 		             cur(p)->text);
@@ -1143,9 +1182,9 @@ bool gen_parse(struct gen_ctx *ctx, struct gen_file *f, const char *text, size_t
 	if (p.n > 3 && is_kw(&p.t[0], "syntax") && p.t[2].kind == TK_STRING &&
 	    strcmp(p.t[2].text, "proto2") == 0)
 		f->proto2 = true;
-	/* without a syntax line protoc reads proto2: so does an import here (an
-	 * input is read as proto3, with a warning) */
-	if (!f->input && !is_kw(&p.t[0], "syntax") && !is_kw(&p.t[0], "edition"))
+	/* without a syntax line protoc reads proto2: so does rdmx-gen, with a
+	 * warning */
+	if (!is_kw(&p.t[0], "syntax") && !is_kw(&p.t[0], "edition"))
 		f->proto2 = true;
 	if (!f->package)
 		f->package = "";
@@ -1187,8 +1226,7 @@ bool gen_parse(struct gen_ctx *ctx, struct gen_file *f, const char *text, size_t
 	if (!p.seen_syntax && ctx->errors == errors) {
 		struct gen_loc l = {f->path, 1, 1};
 		gen_warning(ctx, &l, "no syntax specified; assuming syntax = \"%s\"%s",
-		            f->proto2 ? "proto2" : "proto3",
-		            f->proto2 ? " (as protoc does for an imported file)" : "");
+		            f->proto2 ? "proto2" : "proto3", f->proto2 ? " (as protoc does)" : "");
 	}
 	return !p.failed && ctx->errors == errors;
 }

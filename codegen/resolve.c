@@ -3,6 +3,7 @@
  * names the emitters use and their collisions. */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -68,7 +69,17 @@ struct resolver {
 	struct table exts;                   /* extension full name -> struct gen_ext */
 	struct gen_vec stack;                /* files being loaded, for cycle reports */
 	const char *last_owner, *last_other; /* last C name collision reported */
+	struct gen_vec deferred;             /* struct deferred *: descriptor types of imports */
 };
+
+/* a field of an imported file whose type is a descriptor message rdmx-gen's
+ * descriptor.proto leaves out: an error only when that file is generated */
+struct deferred {
+	struct gen_field *fd;
+	struct gen_file *f;
+};
+
+static void descriptor_error(struct gen_ctx *ctx, const struct gen_loc *loc, const char *name);
 
 static struct resolver *R(struct gen_ctx *ctx)
 {
@@ -367,6 +378,26 @@ struct gen_file *gen_load(struct gen_ctx *ctx, const char *path, bool input)
 	return ctx->errors == errors ? f : NULL;
 }
 
+/* proto2 extensions of data messages (not of google.protobuf.*Options, which
+ * define custom options) have no place in the generated structs */
+static void warn_extensions(struct gen_ctx *ctx, const struct gen_file *f)
+{
+	int i;
+	for (i = 0; i < f->exts.n; i++) {
+		const struct gen_ext *x = f->exts.items[i];
+		const char *e = x->extendee_full;
+		size_t n = e ? strlen(e) : 0;
+		if (!e || (strncmp(e, "google.protobuf.", 16) == 0 && n > 7 &&
+		           strcmp(e + n - 7, "Options") == 0))
+			continue;
+		gen_warning(ctx, &x->loc,
+		            "extension \"%s\" of \"%s\" is not generated: the C struct of "
+		            "\"%s\" has no member for it (its decoder skips it as an unknown "
+		            "field)",
+		            x->full_name, e, e);
+	}
+}
+
 static void mark_outputs(struct gen_ctx *ctx, struct gen_file *f, struct gen_vec *out)
 {
 	int i;
@@ -374,15 +405,14 @@ static void mark_outputs(struct gen_ctx *ctx, struct gen_file *f, struct gen_vec
 		if (out->items[i] == f)
 			return;
 	gen_vec_push(&ctx->pool, out, f);
+	warn_extensions(ctx, f);
 	for (i = 0; i < f->imports.n; i++) {
 		struct gen_import *im = f->imports.items[i];
 		if (!gen_import_needed(f, im) || !(im->file->builtin || im->file->proto2))
 			continue;
 		if (im->file->proto2 && !im->file->input)
 			gen_warning(ctx, &im->loc,
-			            "\"%s\" is proto2: generated too, for the types used here, "
-			            "with proto3 semantics (required not checked, defaults zero, "
-			            "groups left out)",
+			            "\"%s\" is proto2: generated too, for the types used here",
 			            im->name);
 		mark_outputs(ctx, im->file, out);
 	}
@@ -390,11 +420,19 @@ static void mark_outputs(struct gen_ctx *ctx, struct gen_file *f, struct gen_vec
 
 void gen_outputs(struct gen_ctx *ctx, struct gen_vec *out)
 {
-	int i;
+	struct resolver *r = R(ctx);
+	int i, j;
 	for (i = 0; i < ctx->files.n; i++) {
 		struct gen_file *f = ctx->files.items[i];
 		if (f->input)
 			mark_outputs(ctx, f, out);
+	}
+	/* descriptor types of imports that are generated after all */
+	for (i = 0; i < r->deferred.n; i++) {
+		const struct deferred *d = r->deferred.items[i];
+		for (j = 0; j < out->n; j++)
+			if (out->items[j] == d->f)
+				descriptor_error(ctx, &d->fd->type_loc, d->fd->type_name);
 	}
 }
 
@@ -625,6 +663,19 @@ static const char *const c_function_names[] = {
     "wcstombs",       "wctomb",    "_Exit",
 };
 
+/* the parameters and locals of generated functions: a top-level type of a
+ * file without package named so would be hidden by them (`int d__dec(struct
+ * rdmx_dec *d, d *m)` does not compile; `sizeof(ratio)` would silently be
+ * the local's size) */
+static const char *const c_local_names[] = {
+    "a",       "arena",  "arg",      "b",   "bad",      "balancer", "buf",  "c",     "call",
+    "call_id", "cb",     "cbs",      "cnt", "code",     "d",        "data", "dopts", "dst",
+    "e",       "ep",     "handlers", "hdr", "headers",  "i",        "j",    "k",     "key",
+    "len",     "m",      "message",  "msg", "n",        "o",        "opts", "out",   "p",
+    "r",       "ratio",  "raw",      "rc",  "registry", "reply",    "req",  "res",   "resp",
+    "s",       "server", "service",  "src", "st",       "status",   "tls",  "tmp",
+};
+
 static char *c_member(struct gen_ctx *ctx, const char *name);
 
 static char *c_type(struct gen_ctx *ctx, const char *cscope, const char *name)
@@ -637,6 +688,9 @@ static char *c_type(struct gen_ctx *ctx, const char *cscope, const char *name)
 			return gen_printf(&ctx->pool, "%s_", name);
 	for (i = 0; i < sizeof(c_function_names) / sizeof(c_function_names[0]); i++)
 		if (strcmp(c_function_names[i], name) == 0)
+			return gen_printf(&ctx->pool, "%s_", name);
+	for (i = 0; i < sizeof(c_local_names) / sizeof(c_local_names[0]); i++)
+		if (strcmp(c_local_names[i], name) == 0)
 			return gen_printf(&ctx->pool, "%s_", name);
 	if (strncmp(name, "rdmx", 4) == 0 || strncmp(name, "RDMX", 4) == 0)
 		return gen_printf(&ctx->pool, "%s_", name);
@@ -878,6 +932,13 @@ static void declare_service(struct gen_ctx *ctx, struct gen_file *f, struct gen_
 	for (j = 0; j < s->methods.n; j++) {
 		struct gen_method *m = s->methods.items[j];
 		m->cname = c_member(ctx, m->name);
+		/* S_register, S_handlers and S_connect_service are the service's */
+		m->cbase = gen_printf(&ctx->pool, "%s_%s%s", s->cname, m->name,
+		                      strcmp(m->name, "register") == 0 ||
+		                              strcmp(m->name, "handlers") == 0 ||
+		                              strcmp(m->name, "connect_service") == 0
+		                          ? "_"
+		                          : "");
 		add_sym(ctx, qualify(ctx, s->full_name, m->name), SYM_METHOD, m, f, &m->loc);
 	}
 }
@@ -1004,18 +1065,22 @@ static bool descriptor_message(const char *name)
 	return false;
 }
 
+static void descriptor_error(struct gen_ctx *ctx, const struct gen_loc *loc, const char *name)
+{
+	gen_error(ctx, loc,
+	          "\"%s\" is not supported: rdmx-gen's google/protobuf/descriptor.proto has only "
+	          "the option messages (*Options), not the descriptors; carry a serialized "
+	          "descriptor as bytes",
+	          name);
+}
+
 static bool resolve_type(struct gen_ctx *ctx, struct gen_file *f, const char *scope,
                          const char *name, const struct gen_loc *loc, enum gen_type *type,
                          struct gen_message **msg, struct gen_enum **en)
 {
 	struct sym *s = lookup(ctx, scope, name);
 	if (!s && descriptor_message(name)) {
-		gen_error(
-		    ctx, loc,
-		    "\"%s\" is not supported: rdmx-gen's google/protobuf/descriptor.proto has "
-		    "only the option messages (*Options), not the descriptors; carry a "
-		    "serialized descriptor as bytes",
-		    name);
+		descriptor_error(ctx, loc, name);
 		return false;
 	}
 	if (!s) {
@@ -1251,6 +1316,17 @@ static void resolve_message(struct gen_ctx *ctx, struct gen_message *m)
 		struct gen_field *fd = m->fields.items[i];
 		if (fd->type != GT_NAMED)
 			continue;
+		if (!m->file->input && descriptor_message(fd->type_name) &&
+		    !lookup(ctx, m->full_name, fd->type_name)) {
+			/* an option-definition import may describe descriptors
+			 * (a validation library's violation paths do): fine while
+			 * nothing generates that file */
+			struct deferred *d = gen_alloc(&ctx->pool, sizeof(*d));
+			d->fd = fd;
+			d->f = m->file;
+			gen_vec_push(&ctx->pool, &R(ctx)->deferred, d);
+			continue;
+		}
 		resolve_type(ctx, m->file, m->full_name, fd->type_name, &fd->type_loc, &fd->type,
 		             &fd->msg, &fd->en);
 	}
@@ -1289,6 +1365,179 @@ static void resolve_services(struct gen_ctx *ctx, struct gen_file *f)
 			}
 		}
 	}
+}
+
+/* ---- proto2 defaults ---- */
+
+/* a whole decimal, hex or octal integer, sign included, within [lo, hi] */
+static bool default_signed(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+	char *end;
+	long long v;
+	if (!s[0] || (s[0] != '-' && s[0] != '+' && (s[0] < '0' || s[0] > '9')))
+		return false;
+	errno = 0;
+	v = strtoll(s, &end, 0);
+	if (*end || errno == ERANGE || v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool default_unsigned(const char *s, uint64_t hi, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	if (s[0] < '0' || s[0] > '9')
+		return false;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (*end || errno == ERANGE || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* a number, inf or nan with an optional sign; a float field's value is the
+ * double rounded to float (protoc sends the double's shortest spelling, so
+ * both front ends round the same double) */
+static bool default_float(const char *s, bool is_float, double *out)
+{
+	const char *a = s[0] == '-' || s[0] == '+' ? s + 1 : s;
+	char *end;
+	double v;
+	if (strcmp(a, "inf") == 0)
+		v = HUGE_VAL;
+	else if (strcmp(a, "nan") == 0)
+		v = NAN;
+	else if (a[0] >= '0' && a[0] <= '9' && !strpbrk(a, ".eE") &&
+	         (a[1] == 'x' || a[1] == 'X' || a[0] == '0')) {
+		/* a hex or octal integer, as protoc reads it (strtod takes 010
+		 * for ten) */
+		unsigned long long u;
+		errno = 0;
+		u = strtoull(a, &end, 0);
+		if (*end || errno == ERANGE)
+			return false;
+		v = (double)u;
+	} else if ((a[0] >= '0' && a[0] <= '9') || a[0] == '.') {
+		v = strtod(a, &end);
+		if (*end)
+			return false;
+	} else {
+		return false;
+	}
+	if (s[0] == '-')
+		v = -v;
+	*out = is_float ? (double)(float)v : v;
+	return true;
+}
+
+static void check_default(struct gen_ctx *ctx, struct gen_field *fd)
+{
+	struct gen_default *d = fd->def;
+	const char *what = fd->type == GT_ENUM ? fd->en->full_name : gen_type_name(fd->type);
+	bool ok = !d->string;
+	int i;
+	if (fd->label == GL_REPEATED) {
+		gen_error(ctx, &d->loc, "repeated field \"%s\" cannot have a default value",
+		          fd->name);
+		return;
+	}
+	switch (fd->type) {
+	case GT_MESSAGE:
+		gen_error(ctx, &d->loc, "message field \"%s\" cannot have a default value",
+		          fd->name);
+		return;
+	case GT_INT32:
+	case GT_SINT32:
+	case GT_SFIXED32:
+		ok = ok && default_signed(d->text, INT32_MIN, INT32_MAX, &d->i);
+		d->zero = d->i == 0;
+		break;
+	case GT_INT64:
+	case GT_SINT64:
+	case GT_SFIXED64:
+		ok = ok && default_signed(d->text, INT64_MIN, INT64_MAX, &d->i);
+		d->zero = d->i == 0;
+		break;
+	case GT_UINT32:
+	case GT_FIXED32:
+		ok = ok && default_unsigned(d->text, UINT32_MAX, &d->u);
+		d->zero = d->u == 0;
+		break;
+	case GT_UINT64:
+	case GT_FIXED64:
+		ok = ok && default_unsigned(d->text, UINT64_MAX, &d->u);
+		d->zero = d->u == 0;
+		break;
+	case GT_FLOAT:
+	case GT_DOUBLE:
+		ok = ok && default_float(d->text, fd->type == GT_FLOAT, &d->d);
+		d->zero = d->d == 0 && !signbit(d->d);
+		break;
+	case GT_BOOL:
+		ok = ok && (strcmp(d->text, "true") == 0 || strcmp(d->text, "false") == 0);
+		d->i = ok && d->text[0] == 't';
+		d->zero = !d->i;
+		break;
+	case GT_STRING:
+		/* protoc-gen-rdmx reads a string default as a C string (protobuf-c):
+		 * a NUL ends it in both front ends */
+		ok = d->string;
+		d->len = strnlen(d->text, d->len);
+		d->zero = d->len == 0;
+		break;
+	case GT_BYTES:
+		ok = d->string;
+		d->zero = d->len == 0;
+		break;
+	case GT_ENUM:
+		for (i = 0; ok && !d->ev && i < fd->en->values.n; i++) {
+			const struct gen_enum_value *v = fd->en->values.items[i];
+			if (strcmp(v->name, d->text) == 0)
+				d->ev = v;
+		}
+		if (ok && !d->ev) {
+			gen_error(ctx, &d->loc,
+			          "default value \"%s\" of \"%s\" is not a value of enum \"%s\"",
+			          d->text, fd->name, fd->en->full_name);
+			return;
+		}
+		ok = ok && d->ev;
+		d->zero = ok && d->ev->number == 0;
+		break;
+	default:
+		return;
+	}
+	if (!ok)
+		gen_error(ctx, &d->loc, "default value %s%s%s of \"%s\" is not a valid %s",
+		          d->string ? "" : "\"", d->string ? "(a string)" : d->text,
+		          d->string ? "" : "\"", fd->name, what);
+}
+
+/* checks the defaults of m's fields; a singular proto2 enum field without
+ * one defaults to the enum's first value, as in protobuf */
+static void resolve_defaults(struct gen_ctx *ctx, struct gen_message *m)
+{
+	int i;
+	for (i = 0; i < m->fields.n; i++) {
+		struct gen_field *fd = m->fields.items[i];
+		if (fd->def) {
+			check_default(ctx, fd);
+		} else if (m->file->proto2 && !m->map_entry && fd->type == GT_ENUM &&
+		           fd->label != GL_REPEATED && fd->en->values.n) {
+			const struct gen_enum_value *first = fd->en->values.items[0];
+			if (first->number != 0) {
+				fd->def = gen_alloc(&ctx->pool, sizeof(*fd->def));
+				fd->def->text = first->name;
+				fd->def->loc = fd->loc;
+				fd->def->ev = first;
+			}
+		}
+	}
+	for (i = 0; i < m->messages.n; i++)
+		resolve_defaults(ctx, m->messages.items[i]);
 }
 
 /* ---- global C identifiers ---- */
@@ -1376,9 +1625,11 @@ static void c_file_idents(struct gen_ctx *ctx, struct table *t, struct gen_file 
 		        &s->loc, f);
 		c_ident(ctx, t, gen_printf(&ctx->pool, "%s_register", s->cname), s->full_name,
 		        &s->loc, f);
+		c_ident(ctx, t, gen_printf(&ctx->pool, "%s_connect_service", s->cname),
+		        s->full_name, &s->loc, f);
 		for (j = 0; j < s->methods.n; j++) {
 			struct gen_method *m = s->methods.items[j];
-			char *base = gen_printf(&ctx->pool, "%s_%s", s->cname, m->name);
+			char *base = m->cbase;
 			char *up = gen_upper(ctx, base);
 			char *owner = gen_printf(&ctx->pool, "%s/%s", s->full_name, m->name);
 			c_ident(ctx, t, base, owner, &m->loc, f);
@@ -1389,6 +1640,12 @@ static void c_file_idents(struct gen_ctx *ctx, struct table *t, struct gen_file 
 			        f);
 			c_ident(ctx, t, gen_printf(&ctx->pool, "%s_ID", up), owner, &m->loc, f);
 			c_ident(ctx, t, gen_printf(&ctx->pool, "%s_NAME", up), owner, &m->loc, f);
+			if (GEN_UNARY(m))
+				c_ident(ctx, t, gen_printf(&ctx->pool, "%s_balanced", base), owner,
+				        &m->loc, f);
+			if (GEN_UNARY(m) && m->idempotent)
+				c_ident(ctx, t, gen_printf(&ctx->pool, "%s_IDEMPOTENT", up), owner,
+				        &m->loc, f);
 			if (!GEN_UNARY(m)) {
 				static const char *const sfx[] = {
 				    "_cbs",        "_write_async", "_open",   "_write",
@@ -1449,6 +1706,8 @@ static void declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 		const char *scope = x->parent ? x->parent->full_name : f->package;
 		struct sym *s = lookup(ctx, scope, x->extendee);
 		x->full_name = qualify(ctx, scope, x->name);
+		if (s && s->kind == SYM_MESSAGE)
+			x->extendee_full = (char *)s->name;
 		if (!s || s->kind != SYM_MESSAGE)
 			gen_error(ctx, &x->extendee_loc, "\"%s\" is not defined", x->extendee);
 		else if (!f->proto2 &&
@@ -1513,14 +1772,6 @@ bool gen_resolve(struct gen_ctx *ctx)
 		if (!f->parsed)
 			return false;
 	}
-	for (i = 0; i < ctx->files.n; i++) {
-		struct gen_file *f = ctx->files.items[i];
-		if (f->input && f->proto2)
-			gen_error(ctx, &f->syntax_loc,
-			          "proto2 syntax is not supported: rdmx-gen takes proto3 (write "
-			          "syntax = \"proto3\" and drop required, defaults, groups and "
-			          "extension ranges)");
-	}
 	for (i = 0; i < ctx->files.n; i++)
 		declare_file(ctx, ctx->files.items[i]);
 	for (i = 0; i < ctx->files.n; i++)
@@ -1535,6 +1786,13 @@ bool gen_resolve(struct gen_ctx *ctx)
 		for (j = 0; j < f->messages.n; j++)
 			resolve_message(ctx, f->messages.items[j]);
 		resolve_services(ctx, f);
+	}
+	if (ctx->errors != errors)
+		return false;
+	for (i = 0; i < ctx->files.n; i++) {
+		struct gen_file *f = ctx->files.items[i];
+		for (j = 0; j < f->messages.n; j++)
+			resolve_defaults(ctx, f->messages.items[j]);
 	}
 	if (ctx->errors != errors)
 		return false;

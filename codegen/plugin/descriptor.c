@@ -98,7 +98,7 @@ static enum gen_type scalar(Google__Protobuf__FieldDescriptorProto__Type t)
 	case GOOGLE__PROTOBUF__FIELD_DESCRIPTOR_PROTO__TYPE__TYPE_SINT64:
 		return GT_SINT64;
 	default:
-		return GT_NAMED; /* message, enum (group: refused by the caller) */
+		return GT_NAMED; /* message, group (a message field), enum */
 	}
 }
 
@@ -170,12 +170,67 @@ static void conv_ext(struct conv *c, const FieldDP *xd, struct gen_message *pare
 	gen_vec_push(&c->ctx->pool, &c->f->exts, x);
 }
 
+static int octal(int ch)
+{
+	return ch >= '0' && ch <= '7' ? ch - '0' : -1;
+}
+
+/* protoc's default_value as rdmx-gen's parser keeps it: numbers, bools and
+ * enum value names as text; a string's bytes (protoc sends a bytes default
+ * C-escaped, a string default as is) */
+static struct gen_default *conv_default(struct conv *c, const FieldDP *fdp)
+{
+	struct gen_default *d = gen_alloc(&c->ctx->pool, sizeof(*d));
+	const char *s = fdp->default_value;
+	bool bytes = fdp->type == GOOGLE__PROTOBUF__FIELD_DESCRIPTOR_PROTO__TYPE__TYPE_BYTES;
+	d->loc = loc_of(c, 7);
+	d->text = gen_strdup(&c->ctx->pool, s);
+	d->len = strlen(s);
+	d->string =
+	    bytes || fdp->type == GOOGLE__PROTOBUF__FIELD_DESCRIPTOR_PROTO__TYPE__TYPE_STRING;
+	if (bytes) {
+		size_t n = 0;
+		while (*s) {
+			int v = 0, k;
+			if (*s != '\\' || !s[1]) {
+				d->text[n++] = *s++;
+				continue;
+			}
+			s++;
+			switch (*s) {
+			case 'n':
+				v = '\n';
+				break;
+			case 'r':
+				v = '\r';
+				break;
+			case 't':
+				v = '\t';
+				break;
+			default:
+				if (octal(*s) < 0) {
+					v = (unsigned char)*s; /* \\ \' \" */
+					break;
+				}
+				for (k = 0; k < 3 && octal(*s) >= 0; k++)
+					v = v * 8 + octal(*s++);
+				d->text[n++] = (char)v;
+				continue;
+			}
+			d->text[n++] = (char)v;
+			s++;
+		}
+		d->len = n;
+	}
+	return d;
+}
+
 static bool conv_message(struct conv *c, const MessageDP *md, struct gen_message *parent,
                          struct gen_vec *into, bool map_entry)
 {
 	struct gen_message *m = gen_alloc(&c->ctx->pool, sizeof(*m));
 	size_t i;
-	int real_oneofs = 0, *oneof_at;
+	int real_oneofs = 0;
 	m->name = gen_strdup(&c->ctx->pool, md->name);
 	m->loc = loc_of(c, 1);
 	m->parent = parent;
@@ -196,22 +251,8 @@ static bool conv_message(struct conv *c, const MessageDP *md, struct gen_message
 			break; /* protoc puts them after the real ones */
 		real_oneofs++;
 	}
-	oneof_at = gen_alloc(&c->ctx->pool, sizeof(*oneof_at) * ((size_t)real_oneofs + 1));
 	for (i = 0; i < (size_t)real_oneofs; i++) {
-		struct gen_oneof *o;
-		size_t k;
-		bool kept = !c->f->proto2;
-		/* a proto2 oneof of groups only is left out with its groups (as
-		 * rdmx-gen's parser does) */
-		for (k = 0; k < md->n_field && !kept; k++)
-			if (md->field[k]->has_oneof_index && md->field[k]->oneof_index == (int)i &&
-			    md->field[k]->type !=
-			        GOOGLE__PROTOBUF__FIELD_DESCRIPTOR_PROTO__TYPE__TYPE_GROUP)
-				kept = true;
-		oneof_at[i] = kept ? m->oneofs.n : -1;
-		if (!kept)
-			continue;
-		o = gen_alloc(&c->ctx->pool, sizeof(*o));
+		struct gen_oneof *o = gen_alloc(&c->ctx->pool, sizeof(*o));
 		push(c, 8, (int32_t)i);
 		o->name = gen_strdup(&c->ctx->pool, md->oneof_decl[i]->name);
 		o->loc = loc_of(c, 1);
@@ -222,16 +263,13 @@ static bool conv_message(struct conv *c, const MessageDP *md, struct gen_message
 		const FieldDP *fdp = md->field[i];
 		struct gen_field *fd = gen_alloc(&c->ctx->pool, sizeof(*fd));
 		push(c, 2, (int32_t)i);
-		if (fdp->type == GOOGLE__PROTOBUF__FIELD_DESCRIPTOR_PROTO__TYPE__TYPE_GROUP) {
+		if (fdp->type == GOOGLE__PROTOBUF__FIELD_DESCRIPTOR_PROTO__TYPE__TYPE_GROUP &&
+		    !c->f->proto2) {
 			struct gen_loc l = loc_of(c, -1);
-			if (!c->f->proto2) {
-				gen_error(c->ctx, &l,
-				          "groups are not supported (proto2): use a "
-				          "nested message and a field of its type");
-				return false;
-			}
-			pop(c);
-			continue; /* a proto2 file read for its definitions only */
+			gen_error(c->ctx, &l,
+			          "groups are not allowed in proto3: use a nested message and a "
+			          "field of its type");
+			return false;
 		}
 		fd->name = gen_strdup(&c->ctx->pool, fdp->name);
 		fd->number = fdp->number;
@@ -240,7 +278,7 @@ static bool conv_message(struct conv *c, const MessageDP *md, struct gen_message
 		fd->number_loc = loc_of(c, 3);
 		fd->oneof = -1;
 		if (fdp->has_oneof_index && fdp->oneof_index < real_oneofs) {
-			fd->oneof = oneof_at[fdp->oneof_index];
+			fd->oneof = fdp->oneof_index;
 			((struct gen_oneof *)m->oneofs.items[fd->oneof])->nfields++;
 		}
 		if (fdp->label == GOOGLE__PROTOBUF__FIELD_DESCRIPTOR_PROTO__LABEL__LABEL_REPEATED)
@@ -256,6 +294,8 @@ static bool conv_message(struct conv *c, const MessageDP *md, struct gen_message
 			fd->type_name = gen_strdup(&c->ctx->pool, fdp->type_name);
 		if (fdp->json_name)
 			fd->json_name = gen_strdup(&c->ctx->pool, fdp->json_name);
+		if (fdp->default_value)
+			fd->def = conv_default(c, fdp);
 		fd->deprecated =
 		    fdp->options && fdp->options->has_deprecated && fdp->options->deprecated;
 		if (fdp->type == GOOGLE__PROTOBUF__FIELD_DESCRIPTOR_PROTO__TYPE__TYPE_MESSAGE &&
@@ -264,8 +304,8 @@ static bool conv_message(struct conv *c, const MessageDP *md, struct gen_message
 		gen_vec_push(&c->ctx->pool, &m->fields, fd);
 		pop(c);
 	}
-	/* a proto2 group's type is a nested message like the others (its field
-	 * was left out above), as in rdmx-gen's parser */
+	/* a proto2 group's type is a nested message like the others, as in
+	 * rdmx-gen's parser */
 	for (i = 0; i < md->n_nested_type; i++) {
 		push(c, 3, (int32_t)i);
 		if (!conv_message(c, md->nested_type[i], m, &m->messages,

@@ -112,6 +112,8 @@ static int generate(struct gen_ctx *ctx,
 	if (!gen_resolve(ctx))
 		return -1;
 	gen_outputs(ctx, &outputs);
+	if (ctx->errors)
+		return -1;
 	resp->file = gen_alloc(&ctx->pool, sizeof(*resp->file) * (size_t)(2 * outputs.n + 1));
 	for (j = 0; j < outputs.n; j++) {
 		struct gen_file *f = outputs.items[j];

@@ -116,13 +116,39 @@ if(NOT EXISTS "${OUT}/wkt3/google/protobuf/duration.rdmx.c")
 endif()
 message(STATUS "cli: well-known types ok")
 
-# a file without a syntax line: an input is read as proto3, an import as
-# proto2 (as protoc reads it), and the warning says which
+# a file without a syntax line is read as proto2, as protoc reads it (an
+# input and an import alike), and the warning says so
 file(MAKE_DIRECTORY "${OUT}/nosyntax")
-file(WRITE "${OUT}/nosyntax/dep.proto" "package dep;\nmessage D { optional int32 x = 1; }\n")
+file(WRITE "${OUT}/nosyntax/dep.proto" "package dep;\nmessage D { optional int32 x = 1; required string s = 2; }\n")
 file(WRITE "${OUT}/nosyntax/main.proto" "syntax = \"proto3\";\npackage m;\nimport \"dep.proto\";\nmessage M { dep.D d = 1; }\n")
 run(0 -I "${OUT}/nosyntax" --out "${OUT}/nosyntax/gen" "${OUT}/nosyntax/main.proto")
-expect(nosyntax-import "${err}" "dep.proto:1:1: warning: no syntax specified; assuming syntax = \"proto2\" [(]as protoc does for an imported file[)]")
+expect(nosyntax-import "${err}" "dep.proto:1:1: warning: no syntax specified; assuming syntax = \"proto2\" [(]as protoc does[)]")
 run(0 -I "${OUT}/nosyntax" --out "${OUT}/nosyntax/gen" "${OUT}/nosyntax/dep.proto")
-expect(nosyntax-input "${err}" "dep.proto:1:1: warning: no syntax specified; assuming syntax = \"proto3\"\n")
+expect(nosyntax-input "${err}" "dep.proto:1:1: warning: no syntax specified; assuming syntax = \"proto2\" [(]as protoc does[)]\n")
+if(NOT EXISTS "${OUT}/nosyntax/gen/dep.rdmx.c")
+  message(FATAL_ERROR "a file without syntax was not generated")
+endif()
 message(STATUS "cli: files without syntax ok")
+
+# a proto2 input is generated; an extension of one of its data messages is
+# not, and the warning says so (an extension of an *Options message defines
+# a custom option: no warning)
+file(MAKE_DIRECTORY "${OUT}/p2")
+file(WRITE "${OUT}/p2/old.proto" "syntax = \"proto2\";\npackage old;\nimport \"google/protobuf/descriptor.proto\";\nmessage R { required int32 id = 1; extensions 10 to max; }\nextend R {\n  optional string note = 10;\n}\nextend google.protobuf.FieldOptions { optional bool tag = 50000; }\n")
+run(0 -I "${OUT}/p2" --out "${OUT}/p2/gen" "${OUT}/p2/old.proto")
+expect(proto2-input "${err}" "^[^\n]*old.proto:6:19: warning: extension \"old.note\" of \"old.R\" is not generated: the C struct of \"old.R\" has no member for it [(]its decoder skips it as an unknown field[)]\n$")
+if(NOT EXISTS "${OUT}/p2/gen/old.rdmx.h")
+  message(FATAL_ERROR "a proto2 input was not generated")
+endif()
+message(STATUS "cli: proto2 input ok")
+
+# an import used only for its options may describe descriptors
+# (google.protobuf.FieldDescriptorProto.Type, which rdmx-gen's descriptor.proto
+# leaves out); generating it is the error (errors/descriptor_import)
+file(MAKE_DIRECTORY "${OUT}/dopt")
+file(WRITE "${OUT}/dopt/opt_only.proto" "syntax = \"proto3\";\npackage oo;\nimport \"descriptor_dep.proto\";\nmessage M { int32 n = 1 [(dd.rule).min = 1]; }\n")
+run(0 -I "${OUT}/dopt" -I errors --out "${OUT}/dopt/gen" "${OUT}/dopt/opt_only.proto")
+if(NOT EXISTS "${OUT}/dopt/gen/opt_only.rdmx.h" OR EXISTS "${OUT}/dopt/gen/descriptor_dep.rdmx.h")
+  message(FATAL_ERROR "an option-only import that describes descriptors: not generated as expected")
+endif()
+message(STATUS "cli: option import with descriptor types ok")

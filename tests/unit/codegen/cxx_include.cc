@@ -6,6 +6,7 @@
 #include "imp_dep.rdmx.h"
 #include "imp_main.rdmx.h"
 #include "keywords.rdmx.h"
+#include "proto2.rdmx.h"
 #include "stream.rdmx.h"
 #include "svc.rdmx.h"
 

@@ -4,7 +4,7 @@
 file(REMOVE_RECURSE "${OUT}")
 file(MAKE_DIRECTORY "${OUT}")
 file(GLOB golden RELATIVE "${SRC}/golden" "${SRC}/golden/*.rdmx.[ch]")
-set(protos all svc stream imp_dep imp_main keywords evo_v1 evo_v2)
+set(protos all svc stream imp_dep imp_main keywords evo_v1 evo_v2 proto2)
 foreach(p ${protos})
   execute_process(COMMAND "${GEN}" --out "${OUT}" "${p}.proto"
     WORKING_DIRECTORY "${SRC}/protos" RESULT_VARIABLE rc ERROR_VARIABLE err)

@@ -1,7 +1,8 @@
 /* Corpus files through the generated codecs and through rdmx-call's JSON
  * mapping: C structs round-trip; JSON -> msgpack (pbjson) decodes with the
  * generated decoder, and what the generated encoder writes prints as the
- * proto3 JSON form (well-known types, json_name, keywords as field names). */
+ * proto3 JSON form (well-known types, json_name, keywords as field names,
+ * a proto2 file's groups and defaults). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "edge/numbers.rdmx.h"
 #include "edge/options_everywhere.rdmx.h"
 #include "edge/wkt_all.rdmx.h"
+#include "legacy2/store/inventory.rdmx.h"
 #include "json.h"
 #include "pbjson.h"
 
@@ -289,6 +291,81 @@ Test(corpus, json_name_and_camel_case)
 	                           "  \"defaultJson\": \"b\",\n"
 	                           "  \"big\": \"-9007199254740993\",\n"
 	                           "  \"status\": \"STATUS_OK\"\n"
+	                           "}");
+	jbuf_free(&wire);
+	jbuf_free(&out);
+	pbschema_fini(&s);
+}
+
+Test(corpus, proto2_groups_and_defaults_through_json_and_the_generated_codecs)
+{
+	struct pbschema s;
+	const char *inc[] = {CORPUS_DIR};
+	const struct gen_message *m;
+	struct jbuf wire = {0}, out = {0};
+	char err[256];
+	legacy2_store_Item it;
+
+	cr_assert_eq(pbschema_load(&s, CORPUS_DIR "/legacy2/store/inventory.proto", inc, 1, stderr),
+	             0);
+	m = pbschema_message(&s, "legacy2.store.Item");
+	cr_assert_not_null(m);
+	cr_assert_eq(pbjson_encode_text(m,
+	                                "{\"id\": \"7\", \"sku\": \"A-1\", \"shelf\": 3,"
+	                                " \"dimensions\": {\"width\": 2.5, \"height\": 1},"
+	                                " \"note\": [{\"author\": \"x\"}, {\"text\": \"y\"}],"
+	                                " \"manufactured\": {\"plant\": \"P\"}}",
+	                                &wire, err, 256),
+	             0, "%s", err);
+	ASSERT_OK(legacy2_store_Item_decode(&it, wire.data, wire.len, &arena, NULL));
+	cr_assert_eq(it.id, 7);
+	cr_assert(rdmx_str_eq(it.sku, "A-1"));
+	cr_assert(it.has_shelf);
+	cr_assert_eq(it.shelf, 3);
+	/* absent: the proto2 defaults */
+	cr_assert(!it.has_title);
+	cr_assert(rdmx_str_eq(it.title, "untitled \"item\"\t!!"));
+	cr_assert_eq(it.condition, legacy2_store_Condition_NEW);
+	cr_assert(isinf(it.weight_kg) && it.weight_kg > 0);
+	cr_assert(isnan(it.ratio));
+	cr_assert_eq(it.bin, 0xBEEF);
+	cr_assert_eq(it.barcode, UINT64_MAX);
+	/* groups: message fields */
+	cr_assert_not_null(it.dimensions);
+	cr_assert_eq(it.dimensions->width, 2.5);
+	cr_assert_eq(it.dimensions->depth, 1, "a group's own default");
+	cr_assert_eq(it.n_note, 2);
+	cr_assert(rdmx_str_eq(it.note[1].text, "y"));
+	cr_assert_eq(it.source_case, legacy2_store_Item_source_manufactured);
+	cr_assert(rdmx_str_eq(it.manufactured->plant, "P"));
+	cr_assert_eq(it.manufactured->line, 1);
+	{
+		size_t n = legacy2_store_Item_encoded_size(&it);
+		uint8_t *b = malloc(n);
+		cr_assert_not_null(b);
+		ASSERT_OK(legacy2_store_Item_encode(&it, b, n));
+		cr_assert_eq(pbjson_decode(m, b, n, &out, err, sizeof(err)), 0, "%s", err);
+		free(b);
+	}
+	cr_assert_str_eq(out.data, "{\n"
+	                           "  \"id\": \"7\",\n"
+	                           "  \"sku\": \"A-1\",\n"
+	                           "  \"shelf\": 3,\n"
+	                           "  \"dimensions\": {\n"
+	                           "    \"width\": 2.5,\n"
+	                           "    \"height\": 1.0\n"
+	                           "  },\n"
+	                           "  \"note\": [\n"
+	                           "    {\n"
+	                           "      \"author\": \"x\"\n"
+	                           "    },\n"
+	                           "    {\n"
+	                           "      \"text\": \"y\"\n"
+	                           "    }\n"
+	                           "  ],\n"
+	                           "  \"manufactured\": {\n"
+	                           "    \"plant\": \"P\"\n"
+	                           "  }\n"
 	                           "}");
 	jbuf_free(&wire);
 	jbuf_free(&out);

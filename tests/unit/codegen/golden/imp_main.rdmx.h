@@ -21,11 +21,13 @@ extern "C" {
  * when you encode; when you decode, the input buffer (strings/bytes, unless
  * opts->copy) and the arena (arrays, sub-messages, copies). Keep those alive
  * as long as you use the struct; rdmx_arena_reset/fini frees it all at once.
- * Presence: a zeroed struct (X_init) is the default message. Singular
- * message fields are pointers (NULL = absent); `optional` scalars have a
- * has_<field> flag; repeated and map fields are n_<field> + an array (a map
- * is an array of key/value entries, in wire order); a oneof is <oneof>_case
- * (0 = none) + an anonymous union of its members.
+ * Presence: X_init makes the default message: zeroed, but for the fields
+ * of proto2 files with a default (the decoder gives an absent field its
+ * default too). Singular message fields are pointers (NULL = absent);
+ * `optional` scalars have a has_<field> flag; repeated and map fields are
+ * n_<field> + an array (a map is an array of key/value entries, in wire
+ * order); a oneof is <oneof>_case (0 = none) + an anonymous union of its
+ * members.
  *
  * X_encoded_size(msg)  exact size of the encoding (1 for NULL: an empty map)
  * X_encode(msg, dst, len)  writes exactly len = X_encoded_size(msg) bytes;
