@@ -59,7 +59,7 @@ static bool default_json_name(const char *name, const char *json)
 	return *json == 0;
 }
 
-static void print_field(struct gen_buf *o, const struct gen_field *fd, int depth)
+static void print_field(struct gen_buf *o, const struct gen_field *fd, bool proto2, int depth)
 {
 	indent(o, depth);
 	if (fd->is_map) {
@@ -72,6 +72,8 @@ static void print_field(struct gen_buf *o, const struct gen_field *fd, int depth
 			gen_buf_puts(o, "optional ");
 		else if (fd->label == GL_REPEATED)
 			gen_buf_puts(o, "repeated ");
+		else if (proto2 && fd->oneof < 0)
+			gen_buf_puts(o, "required "); /* proto2 has no unlabeled fields */
 		type_ref(o, fd);
 	}
 	gen_buf_printf(o, " %s = %lld", fd->name, (long long)fd->number);
@@ -116,7 +118,7 @@ static void print_message(struct gen_buf *o, const struct gen_message *m, int de
 		const struct gen_field *fd = m->fields.items[i];
 		const struct gen_oneof *of;
 		if (fd->oneof < 0) {
-			print_field(o, fd, depth + 1);
+			print_field(o, fd, m->file->proto2, depth + 1);
 			continue;
 		}
 		for (j = 0; j < i; j++)
@@ -130,7 +132,7 @@ static void print_message(struct gen_buf *o, const struct gen_message *m, int de
 		for (j = i; j < m->fields.n; j++) {
 			const struct gen_field *mem = m->fields.items[j];
 			if (mem->oneof == fd->oneof)
-				print_field(o, mem, depth + 2);
+				print_field(o, mem, m->file->proto2, depth + 2);
 		}
 		indent(o, depth + 1);
 		gen_buf_puts(o, "}\n");

@@ -1032,8 +1032,8 @@ static struct sym *lookup(struct gen_ctx *ctx, const char *scope, const char *na
 }
 
 /* a message of protobuf's descriptor.proto that rdmx's own copy leaves out
- * (it has the option messages only) */
-static bool descriptor_message(const char *name)
+ * (it has the option messages only): full is "google.protobuf.<name>" */
+static bool descriptor_full_name(const char *full)
 {
 	static const char *const names[] = {
 	    "FileDescriptorSet",
@@ -1052,17 +1052,38 @@ static bool descriptor_message(const char *name)
 	    "FeatureSetDefaults",
 	};
 	size_t i, n;
-	if (name[0] == '.')
-		name++;
-	if (strncmp(name, "google.protobuf.", 16) != 0)
+	if (strncmp(full, "google.protobuf.", 16) != 0)
 		return false;
-	name += 16;
+	full += 16;
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		n = strlen(names[i]);
-		if (strncmp(name, names[i], n) == 0 && (name[n] == 0 || name[n] == '.'))
+		if (strncmp(full, names[i], n) == 0 && (full[n] == 0 || full[n] == '.'))
 			return true;
 	}
 	return false;
+}
+
+/* name (as written in scope) names one of those, by protoc's scoping rules
+ * (compiler/plugin.proto writes FileDescriptorProto from inside
+ * google.protobuf) */
+static bool descriptor_message(struct gen_ctx *ctx, const char *scope, const char *name)
+{
+	char *sc;
+	if (name[0] == '.')
+		return descriptor_full_name(name + 1);
+	sc = gen_strdup(&ctx->pool, scope);
+	for (;;) {
+		char *d;
+		if (descriptor_full_name(qualify(ctx, sc, name)))
+			return true;
+		if (!sc[0])
+			return false;
+		d = strrchr(sc, '.');
+		if (d)
+			*d = 0;
+		else
+			sc[0] = 0;
+	}
 }
 
 static void descriptor_error(struct gen_ctx *ctx, const struct gen_loc *loc, const char *name)
@@ -1079,7 +1100,7 @@ static bool resolve_type(struct gen_ctx *ctx, struct gen_file *f, const char *sc
                          struct gen_message **msg, struct gen_enum **en)
 {
 	struct sym *s = lookup(ctx, scope, name);
-	if (!s && descriptor_message(name)) {
+	if (!s && descriptor_message(ctx, scope, name)) {
 		descriptor_error(ctx, loc, name);
 		return false;
 	}
@@ -1316,7 +1337,7 @@ static void resolve_message(struct gen_ctx *ctx, struct gen_message *m)
 		struct gen_field *fd = m->fields.items[i];
 		if (fd->type != GT_NAMED)
 			continue;
-		if (!m->file->input && descriptor_message(fd->type_name) &&
+		if (!m->file->input && descriptor_message(ctx, m->full_name, fd->type_name) &&
 		    !lookup(ctx, m->full_name, fd->type_name)) {
 			/* an option-definition import may describe descriptors
 			 * (a validation library's violation paths do): fine while

@@ -18,6 +18,7 @@
 #include "edge/numbers.rdmx.h"
 #include "edge/options_everywhere.rdmx.h"
 #include "edge/wkt_all.rdmx.h"
+#include "gen.h"
 #include "legacy2/store/inventory.rdmx.h"
 #include "json.h"
 #include "pbjson.h"
@@ -370,4 +371,40 @@ Test(corpus, proto2_groups_and_defaults_through_json_and_the_generated_codecs)
 	jbuf_free(&wire);
 	jbuf_free(&out);
 	pbschema_fini(&s);
+}
+
+/* the reflection text of a proto2 file is proto2 text protoc would take
+ * (required fields say so) and reads back as the same model */
+Test(corpus, proto2_reflection_text_reads_back)
+{
+	struct gen_ctx ctx, back;
+	struct gen_file *f;
+	struct gen_buf text = {0};
+	const struct gen_message *item;
+
+	gen_ctx_init(&ctx, stderr);
+	ctx.diag = NULL; /* the extension warnings */
+	gen_vec_push(&ctx.pool, &ctx.include_dirs, (void *)CORPUS_DIR);
+	f = gen_load(&ctx, CORPUS_DIR "/legacy2/store/inventory.proto", true);
+	cr_assert(f && gen_resolve(&ctx));
+	gen_print_proto(&ctx, f, &text);
+	cr_assert(strstr(text.data, "syntax = \"proto2\";\n"), "%s", text.data);
+	cr_assert(strstr(text.data, "  required uint64 id = 1;\n"), "%s", text.data);
+	cr_assert(strstr(text.data, "  optional .legacy2.store.Item.Dimensions dimensions = 20;\n"),
+	          "%s", text.data);
+	cr_assert(strstr(text.data, "    .legacy2.store.Item.Manufactured manufactured = 23;\n"),
+	          "a oneof member has no label: %s", text.data);
+
+	gen_ctx_init(&back, stderr);
+	back.mem_path = "legacy2/store/inventory.proto";
+	back.mem_text = text.data;
+	back.mem_len = text.len;
+	f = gen_load(&back, back.mem_path, true);
+	cr_assert(f && gen_resolve(&back), "%s", text.data);
+	item = f->messages.items[1];
+	cr_assert_str_eq(item->full_name, "legacy2.store.Item");
+	cr_assert_eq(((const struct gen_field *)item->fields.items[0])->label, GL_NONE);
+	gen_buf_free(&text);
+	gen_ctx_fini(&back);
+	gen_ctx_fini(&ctx);
 }

@@ -116,6 +116,7 @@ static void assert_defaults(const p2_Defaults *d)
 	cr_assert_eq(d->n_levels, 0);
 	cr_assert_eq(d->octal, 8.0, "010 is octal, as protoc reads it");
 	cr_assert_eq(d->hex, -16.0f);
+	cr_assert(isnan(d->unknown));
 }
 
 Test(proto2, init_sets_the_defaults)
@@ -165,6 +166,7 @@ Test(proto2, values_other_than_the_defaults_round_trip)
 	d.worst = p2_Level_LOW;
 	d.has_count = true;
 	d.count = -42; /* present, at its default: written */
+	d.unknown = 1;
 	b = ROUNDTRIP(p2_Defaults, &d, &back, &arena, NULL);
 	cr_assert_eq(back.unit.len, 0);
 	cr_assert_eq(back.on, false);
@@ -177,5 +179,6 @@ Test(proto2, values_other_than_the_defaults_round_trip)
 	cr_assert(back.has_count);
 	cr_assert_eq(back.count, -42);
 	cr_assert(isinf(back.low), "unset optional fields keep their defaults");
+	cr_assert_eq(back.unknown, 1);
 	free(b);
 }

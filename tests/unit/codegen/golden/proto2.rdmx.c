@@ -633,6 +633,7 @@ void p2_Defaults_init(p2_Defaults *msg)
 	msg->raw.len = 4;
 	msg->octal = 8.0;
 	msg->hex = -16.0f;
+	msg->unknown = NAN;
 }
 
 size_t p2_Defaults_encoded_size(const p2_Defaults *m)
@@ -719,6 +720,10 @@ size_t p2_Defaults_encoded_size(const p2_Defaults *m)
 		k++;
 		n += 1 + 5;
 	}
+	if (!isnan(m->unknown)) {
+		k++;
+		n += 1 + 9;
+	}
 	return n + rdmx__size_hdr(k);
 }
 
@@ -749,6 +754,7 @@ void p2_Defaults__enc(struct rdmx_enc *e, const p2_Defaults *m)
 	k += (m->n_levels != 0) ? 1 : 0;
 	k += (m->octal != 8.0) ? 1 : 0;
 	k += (m->hex != -16.0f) ? 1 : 0;
+	k += (!isnan(m->unknown)) ? 1 : 0;
 	rdmx__enc_map(e, k);
 	if (m->unit.len != 2 || memcmp(m->unit.data, "kg", 2) != 0) {
 		rdmx__enc_byte(e, 1);
@@ -828,6 +834,10 @@ void p2_Defaults__enc(struct rdmx_enc *e, const p2_Defaults *m)
 		rdmx__enc_byte(e, 19);
 		rdmx__enc_f32(e, m->hex);
 	}
+	if (!isnan(m->unknown)) {
+		rdmx__enc_byte(e, 20);
+		rdmx__enc_f64(e, m->unknown);
+	}
 	(void)k;
 }
 
@@ -875,6 +885,7 @@ int p2_Defaults__dec(struct rdmx_dec *d, p2_Defaults *m)
 	m->raw.len = 4;
 	m->octal = 8.0;
 	m->hex = -16.0f;
+	m->unknown = NAN;
 	rc = rdmx__dec_map(d, &n);
 	for (i = 0; rc == 0 && i < n; i++) {
 		rc = rdmx__dec_key(d, &key);
@@ -955,6 +966,9 @@ int p2_Defaults__dec(struct rdmx_dec *d, p2_Defaults *m)
 			break;
 		case 19: /* hex */
 			rc = rdmx__dec_f32(d, &m->hex);
+			break;
+		case 20: /* unknown */
+			rc = rdmx__dec_f64(d, &m->unknown);
 			break;
 		default: /* unknown: a newer peer's field */
 			rc = rdmx__dec_skip(d);

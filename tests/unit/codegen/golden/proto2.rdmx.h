@@ -133,6 +133,7 @@ struct p2_Defaults {
 	enum p2_Level *levels;
 	double octal; /* 18: double */
 	float hex; /* 19: float */
+	double unknown; /* 20: double */
 };
 
 /* p2.Doc */
