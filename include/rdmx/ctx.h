@@ -264,8 +264,8 @@ int rdmx_ctx_stop_listen(struct rdmx_ctx *ctx);
  * stops; when the listener stops listening no more connections are dealt.
  * Errors: RDMX_E_INVAL (NULL, ctx == listener, different devices),
  * RDMX_E_BAD_STATE, RDMX_E_FULL (RDMX_CTX_MAX_LISTEN_GROUP contexts already),
- * RDMX_E_NOT_SUPPORTED (the provider: the tcp provider shares, verbs does
- * not), RDMX_E_NOMEM. */
+ * RDMX_E_NOT_SUPPORTED (a provider that cannot share; tcp and verbs both
+ * share), RDMX_E_NOMEM. */
 #define RDMX_CTX_MAX_LISTEN_GROUP 64u
 int rdmx_ctx_listen_join(struct rdmx_ctx *ctx, struct rdmx_ctx *listener);
 /* Private data: at most RDMX_PRIVATE_DATA_MAX bytes (else RDMX_E_INVAL). The

@@ -70,15 +70,6 @@ size_t rdmx__verbs_pd_decode(const uint8_t *in, size_t len, uint8_t *out)
 
 /* ---- helpers ---- */
 
-struct cm_ev {
-	enum rdma_cm_event_type type;
-	int status;
-	struct rdma_cm_id *id;
-	uint8_t pd[256];
-	size_t pd_len;
-	uint8_t resp_res, init_depth;
-};
-
 static uint8_t min_u8(uint8_t a, uint8_t b)
 {
 	return a < b ? a : b;
@@ -367,7 +358,7 @@ static void on_route_resolved(struct verbs_conn *vc)
 	}
 }
 
-static int on_connect_response(struct verbs_conn *vc, const struct cm_ev *e)
+static int on_connect_response(struct verbs_conn *vc, const struct verbs_cm_ev *e)
 {
 	struct rdmx_conn *conn = vc->conn;
 
@@ -390,7 +381,15 @@ static int on_connect_response(struct verbs_conn *vc, const struct cm_ev *e)
 
 /* ---- passive side ---- */
 
-static int on_request(struct verbs_ctx *vctx, const struct cm_ev *e)
+void rdmx__verbs_cm_refuse(struct rdma_cm_id *id)
+{
+	if (rdma_reject(id, NULL, 0))
+		RDMX_DBG("verbs: rdma_reject failed: %s", strerror(errno));
+	if (rdma_destroy_id(id))
+		RDMX_ERR("verbs: rdma_destroy_id(rejected request) failed: %s", strerror(errno));
+}
+
+int rdmx__verbs_cm_request(struct verbs_ctx *vctx, const struct verbs_cm_ev *e)
 {
 	struct rdma_cm_id *id = e->id;
 	struct rdmx_conn *conn;
@@ -430,10 +429,7 @@ static int on_request(struct verbs_ctx *vctx, const struct cm_ev *e)
 	return 1;
 
 reject:
-	if (rdma_reject(id, NULL, 0))
-		RDMX_DBG("verbs: rdma_reject failed: %s", strerror(errno));
-	if (rdma_destroy_id(id))
-		RDMX_ERR("verbs: rdma_destroy_id(rejected request) failed: %s", strerror(errno));
+	rdmx__verbs_cm_refuse(id);
 	return 0;
 }
 
@@ -515,12 +511,12 @@ static void on_disconnected(struct verbs_conn *vc)
 	rdmx__verbs_conn_close(vc);
 }
 
-static int handle(struct verbs_ctx *vctx, const struct cm_ev *e)
+static int handle(struct verbs_ctx *vctx, const struct verbs_cm_ev *e)
 {
 	struct verbs_conn *vc;
 
 	if (e->type == RDMA_CM_EVENT_CONNECT_REQUEST)
-		return on_request(vctx, e);
+		return rdmx__verbs_lgroup_deal(vctx, e) ? 0 : rdmx__verbs_cm_request(vctx, e);
 	vc = e->id->context;
 	if (!vc) { /* a listener's own event */
 		RDMX_DBG("verbs: listener event %s (status %d)", rdma_event_str(e->type),
@@ -565,7 +561,7 @@ int rdmx__verbs_cm_poll(struct verbs_ctx *vctx, unsigned budget)
 
 	while ((unsigned)n < budget) {
 		struct rdma_cm_event *ev;
-		struct cm_ev e;
+		struct verbs_cm_ev e;
 
 		if (rdma_get_cm_event(vctx->cm, &ev)) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK)

@@ -102,6 +102,7 @@ int rdmx__verbs_ctx_start(struct rdmx_ctx *ctx)
 	vc->ctx = ctx;
 	vc->vdev = vd;
 	vc->epfd = vc->evfd = vc->tfd = -1;
+	vc->dealt_tail = &vc->dealt;
 	ctx_params(vc, p);
 	rdmx__verbs_cm_expect(vc); /* the cm flow starts with an event awaited */
 	vc->soft = vd->attr.orig_attr.vendor_id == VERBS_VENDOR_RXE ||
@@ -264,7 +265,8 @@ int rdmx__verbs_ctx_arm(struct rdmx_ctx *ctx)
 	}
 	peek(vc->scq, vc->sstash, &vc->nsstash, "send");
 	peek(vc->rcq, vc->rstash, &vc->nrstash, "recv");
-	if (vc->nsstash || vc->nrstash || vc->pending)
+	if (vc->nsstash || vc->nrstash || vc->pending ||
+	    atomic_load_explicit(&vc->dealt_due, memory_order_relaxed))
 		rdmx__verbs_ctx_kick(vc);
 	return 0;
 }
@@ -351,6 +353,7 @@ void rdmx__verbs_ctx_stop(struct rdmx_ctx *ctx)
 	if (!vc)
 		return;
 	vc->stopping = true;
+	rdmx__verbs_lgroup_leave(vc);
 	rdmx__verbs_stop_listen(ctx);
 	for (struct verbs_conn *v = vc->conns; v; v = v->next) {
 		/* tell a cm peer (DREQ); the QP itself goes to error below */

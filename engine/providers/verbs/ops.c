@@ -24,6 +24,7 @@ const struct rdmx_provider_ops rdmx__verbs_ops = {
     .conn_connect = rdmx__verbs_conn_connect,
     .listen = rdmx__verbs_listen,
     .stop_listen = rdmx__verbs_stop_listen,
+    .listen_join = rdmx__verbs_listen_join,
     .connect_to_addr = rdmx__verbs_connect_to_addr,
     .conn_accept = rdmx__verbs_conn_accept,
     .conn_reject = rdmx__verbs_conn_reject,

@@ -382,6 +382,9 @@ int rdmx__verbs_ctx_poll(struct rdmx_ctx *ctx, unsigned budget)
 		rdmx__verbs_conn_probe(vctx);
 	while ((unsigned)n < budget && full)
 		n += poll_cqs(vctx, budget - (unsigned)n, false, &full);
+	/* connection requests a listen group's listener dealt to us (lgroup.c) */
+	if (atomic_load_explicit(&vctx->dealt_due, memory_order_acquire) && (unsigned)n < budget)
+		n += rdmx__verbs_lgroup_take(vctx);
 	/* the cm channel costs a syscall: not on every busy poll (verbs.h) */
 	if (vctx->cm && (unsigned)n < budget &&
 	    (vctx->cm_due || ++vctx->cm_skip >= vctx->cm_every)) {

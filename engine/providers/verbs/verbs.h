@@ -105,6 +105,31 @@ struct verbs_dev {
 };
 
 struct verbs_conn;
+struct verbs_ctx;
+
+/* An rdma_cm event as cm.c keeps it: copied, and acked at once. */
+struct verbs_cm_ev {
+	enum rdma_cm_event_type type;
+	int status;
+	struct rdma_cm_id *id;
+	uint8_t pd[256];
+	size_t pd_len;
+	uint8_t resp_res, init_depth;
+};
+
+/* A shared cm listener (rdmx_ctx_listen_join, lgroup.c): the contexts its
+ * connection requests are dealt to, in turn (the listener's own first). */
+struct verbs_lgroup {
+	struct verbs_ctx *m[RDMX_CTX_MAX_LISTEN_GROUP];
+	unsigned n, next;
+};
+
+/* A connection request dealt to another member of a listen group: its id
+ * already on that member's cm channel, waiting for the member's ctx_poll. */
+struct verbs_dealt {
+	struct verbs_cm_ev e;
+	struct verbs_dealt *next;
+};
 
 /* A peer's exported details (conn.c), kept for a QP restart. */
 struct verbs_peer {
@@ -151,6 +176,11 @@ struct verbs_ctx {
 	unsigned idle;     /* ctx_polls in a row that found nothing */
 	bool pending;      /* a connection waits for the connection phase of ctx_poll */
 	bool stopping;     /* ctx_stop runs: flushes become RDMX_E_CANCELED */
+	/* listen group (lgroup.c): these three under its lock */
+	struct verbs_lgroup *lgroup; /* joined or led, NULL when none */
+	struct verbs_dealt *dealt;   /* requests dealt to us, oldest first */
+	struct verbs_dealt **dealt_tail;
+	atomic_bool dealt_due; /* dealt is not empty: ctx_poll takes it */
 };
 
 /* A grant's type-2 memory window (post.c). wr_id of its bind = address | 2.
@@ -326,6 +356,22 @@ int rdmx__verbs_conn_reject(struct rdmx_conn *conn);
 /* Handles pending rdma_cm events (at most budget callbacks); returns the
  * number of callbacks run. */
 int rdmx__verbs_cm_poll(struct verbs_ctx *vctx, unsigned budget);
+/* A connection request for this context (from its own channel or dealt to
+ * it): 1 when the engine was told, 0 when it was refused here. */
+int rdmx__verbs_cm_request(struct verbs_ctx *vctx, const struct verbs_cm_ev *e);
+/* Rejects a connection request's id and destroys it. */
+void rdmx__verbs_cm_refuse(struct rdma_cm_id *id);
+
+/* lgroup.c */
+int rdmx__verbs_listen_join(struct rdmx_ctx *ctx, struct rdmx_ctx *listener);
+/* Deals a connection request that came to the listener lc: true when it
+ * went to another member, false when lc serves it itself. */
+bool rdmx__verbs_lgroup_deal(struct verbs_ctx *lc, const struct verbs_cm_ev *e);
+/* The requests dealt to vc (ctx_poll, when dealt_due): callbacks run. */
+int rdmx__verbs_lgroup_take(struct verbs_ctx *vc);
+/* vc leaves its group (ctx_stop); requests dealt to it and not taken are
+ * rejected. */
+void rdmx__verbs_lgroup_leave(struct verbs_ctx *vc);
 /* Private data framing (exposed for unit tests). */
 size_t rdmx__verbs_pd_encode(const void *pd, size_t len, size_t room, uint8_t *out);
 size_t rdmx__verbs_pd_decode(const uint8_t *in, size_t len, uint8_t *out);

@@ -4,8 +4,9 @@
  * per-worker counts), every call answered exactly once and served on every
  * worker's thread, server interceptors on the workers, per-method counters
  * summed over the workers, and a shutdown with calls held on every worker
- * (each completes once, UNAVAILABLE). Providers that cannot share a
- * listener (verbs) skip. Waits are bounded by guards only. */
+ * (each completes once, UNAVAILABLE). Both providers share a listener
+ * (tcp here; verbs on Soft-RoCE in tests/vm/guest-tests.txt); one that
+ * could not would skip. Waits are bounded by guards only. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
