@@ -408,8 +408,9 @@ struct rdmx_rpc_workers_ops {
  * (not 0) of `dev` (borrowed: it must outlive the object and allow contexts
  * on several threads). Signals are blocked on the worker threads. ops may
  * be NULL. Errors: RDMX_E_INVAL, RDMX_E_NOMEM, RDMX_E_NOT_SUPPORTED (a
- * provider that cannot share a listener, verbs, with workers > 1), the
- * errors of rdmx_ctx_listen (RDMX_E_PROVIDER: the port is taken, logged). */
+ * provider that cannot share a listener, with workers > 1; tcp and verbs
+ * share), the errors of rdmx_ctx_listen (RDMX_E_PROVIDER: the port is
+ * taken, logged). */
 int rdmx_rpc_workers_listen(unsigned workers, struct rdmx_rpc_server *server, struct rdmx_dev *dev,
                             uint16_t port, const struct rdmx_rpc_workers_ops *ops, void *arg,
                             struct rdmx_rpc_workers **w);
