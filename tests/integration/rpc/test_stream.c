@@ -2354,6 +2354,40 @@ static void big_done(const struct rdmx_rpc_call_info *info, enum rdmx_rpc_code c
 
 static const struct rdmx_rpc_interceptor big_ic = {big_start, NULL, big_done};
 
+/* A scene for a server-streaming method of the server's (name, served by
+ * handler) behind big_ic, which adds a header of hdr_len bytes; fin_rc is 1
+ * and big_log empty until the handler runs. */
+struct fin_scene {
+	const char *name;
+	rdmx_rpc_stream_handler handler;
+	uint64_t max_msg;    /* the channels' message size; 0: the default */
+	uint32_t max_md;     /* the server's endpoint's metadata limit; 0: the default */
+	size_t hdr_len;      /* big_ic's header; 0: none */
+	uint64_t timeout_us; /* the stream's deadline; 0: none */
+};
+
+/* Opens the scene fs describes and a stream to its method (callbacks ccbs,
+ * arg x), and drives until the stream has ended on both sides. */
+static void fin_scene_open(struct scene *sc, const struct fin_scene *fs, struct cstream *x)
+{
+	struct chan_conf conf = {.max_msg = fs->max_msg};
+	struct rdmx_rpc_stream_opts o = {.timeout_us = fs->timeout_us};
+	uint32_t m = rdmx_rpc_method_id(fs->name);
+
+	fin_rc = 1;
+	big_len = fs->hdr_len;
+	memset(&big_log, 0, sizeof(big_log));
+	scene_open(sc, fs->max_msg ? &conf : NULL);
+	ASSERT_OK(rdmx_rpc_server_register_stream(sc->srv, m, fs->name, RDMX_RPC_SERVER_STREAMING,
+	                                          fs->handler, &sc->ss));
+	ASSERT_OK(rdmx_rpc_server_add_interceptor(sc->srv, &big_ic, NULL));
+	if (fs->max_md)
+		ASSERT_OK(rdmx_rpc_ep_set_max_metadata(sc->rb, fs->max_md));
+	ASSERT_OK(rdmx_rpc_stream_open(sc->ra, m, RDMX_RPC_SERVER_STREAMING,
+	                               fs->timeout_us ? &o : NULL, &ccbs, x, &x->s));
+	DRIVE_UNTIL(&sc->a, &sc->b, x->done_n && sc->ss.done);
+}
+
 /* A scene (channels of max_msg bytes, 0: the default; the server's
  * endpoint's metadata limit max_md) whose server's interceptor adds a
  * header of len bytes to FIN_NAME's stream, which finishes OK at once: the
@@ -2362,22 +2396,16 @@ static const struct rdmx_rpc_interceptor big_ic = {big_start, NULL, big_done};
  * client never sees an OK without the headers. Then the connection goes on. */
 static void fin_headers_fail(uint64_t max_msg, uint32_t max_md, size_t len, const char *why)
 {
-	struct chan_conf conf = {.max_msg = max_msg};
-	struct rdmx_rpc_stream_opts o = {.timeout_us = 5u * 1000000u};
-	uint32_t fin = rdmx_rpc_method_id(FIN_NAME);
+	const struct fin_scene fs = {.name = FIN_NAME,
+	                             .handler = on_fin,
+	                             .max_msg = max_msg,
+	                             .max_md = max_md,
+	                             .hdr_len = len,
+	                             .timeout_us = 5u * 1000000u};
 	struct scene sc;
 	struct cstream x = {0}, y = {0};
 
-	fin_rc = 1;
-	big_len = len;
-	memset(&big_log, 0, sizeof(big_log));
-	scene_open(&sc, max_msg ? &conf : NULL);
-	ASSERT_OK(rdmx_rpc_server_register_stream(sc.srv, fin, FIN_NAME, RDMX_RPC_SERVER_STREAMING,
-	                                          on_fin, &sc.ss));
-	ASSERT_OK(rdmx_rpc_server_add_interceptor(sc.srv, &big_ic, NULL));
-	ASSERT_OK(rdmx_rpc_ep_set_max_metadata(sc.rb, max_md));
-	ASSERT_OK(rdmx_rpc_stream_open(sc.ra, fin, RDMX_RPC_SERVER_STREAMING, &o, &ccbs, &x, &x.s));
-	DRIVE_UNTIL(&sc.a, &sc.b, x.done_n && sc.ss.done);
+	fin_scene_open(&sc, &fs, &x);
 	drive_for(&sc.a, &sc.b, 20);
 	cr_assert_eq(fin_rc, RDMX_E_TOO_BIG, "finish -> %s", rdmx_err_name(fin_rc));
 	cr_assert_eq(x.code, RDMX_RPC_RESOURCE_EXHAUSTED, "the client ended %s (%s)",
@@ -2432,20 +2460,11 @@ static void on_half_fin(struct rdmx_rpc_stream *s, void *arg)
  * then the half-close and the OK; they were dropped once. */
 Test(stream, half_close_sends_interceptor_headers_first)
 {
-	uint32_t half_fin = rdmx_rpc_method_id(HALF_FIN_NAME);
+	const struct fin_scene fs = {.name = HALF_FIN_NAME, .handler = on_half_fin, .hdr_len = 10};
 	struct scene sc;
 	struct cstream x = {0};
 
-	fin_rc = 1;
-	big_len = 10;
-	memset(&big_log, 0, sizeof(big_log));
-	scene_open(&sc, NULL);
-	ASSERT_OK(rdmx_rpc_server_register_stream(sc.srv, half_fin, HALF_FIN_NAME,
-	                                          RDMX_RPC_SERVER_STREAMING, on_half_fin, &sc.ss));
-	ASSERT_OK(rdmx_rpc_server_add_interceptor(sc.srv, &big_ic, NULL));
-	ASSERT_OK(rdmx_rpc_stream_open(sc.ra, half_fin, RDMX_RPC_SERVER_STREAMING, NULL, &ccbs, &x,
-	                               &x.s));
-	DRIVE_UNTIL(&sc.a, &sc.b, x.done_n && sc.ss.done);
+	fin_scene_open(&sc, &fs, &x);
 	cr_assert_eq(fin_rc, 0, "finish -> %s", rdmx_err_name(fin_rc));
 	cr_assert_eq(x.code, RDMX_RPC_OK, "the client ended %s (%s)", rdmx_rpc_code_name(x.code),
 	             x.msg);
@@ -2490,20 +2509,12 @@ static void on_hdr_retry(struct rdmx_rpc_stream *s, void *arg)
  * (the refused ones were kept with the interceptors' and went again). */
 Test(stream, refused_response_headers_leave_nothing_behind)
 {
-	uint32_t m = rdmx_rpc_method_id(HDR_RETRY_NAME);
+	const struct fin_scene fs = {
+	    .name = HDR_RETRY_NAME, .handler = on_hdr_retry, .max_md = 256, .hdr_len = 10};
 	struct scene sc;
 	struct cstream x = {0};
 
-	fin_rc = 1;
-	big_len = 10;
-	memset(&big_log, 0, sizeof(big_log));
-	scene_open(&sc, NULL);
-	ASSERT_OK(rdmx_rpc_server_register_stream(sc.srv, m, HDR_RETRY_NAME,
-	                                          RDMX_RPC_SERVER_STREAMING, on_hdr_retry, &sc.ss));
-	ASSERT_OK(rdmx_rpc_server_add_interceptor(sc.srv, &big_ic, NULL));
-	ASSERT_OK(rdmx_rpc_ep_set_max_metadata(sc.rb, 256));
-	ASSERT_OK(rdmx_rpc_stream_open(sc.ra, m, RDMX_RPC_SERVER_STREAMING, NULL, &ccbs, &x, &x.s));
-	DRIVE_UNTIL(&sc.a, &sc.b, x.done_n && sc.ss.done);
+	fin_scene_open(&sc, &fs, &x);
 	cr_assert_eq(hdr_retry_rc[0], RDMX_E_TOO_BIG, "%s", rdmx_err_name(hdr_retry_rc[0]));
 	cr_assert_eq(hdr_retry_rc[1], 0, "the retry -> %s", rdmx_err_name(hdr_retry_rc[1]));
 	cr_assert_eq(fin_rc, 0, "finish -> %s", rdmx_err_name(fin_rc));
