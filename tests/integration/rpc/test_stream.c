@@ -3,7 +3,9 @@
  * (bounded memory; other streams and unary calls go on), cancel racing the
  * last message, a deadline mid-stream, a peer killed with 100 streams open,
  * metadata and its limits, rich status, hostile stream frames, an open
- * whose stream table has no room (librdmx's rdmx__map_put interposed). */
+ * whose stream table has no room (librdmx's rdmx__map_put interposed), an
+ * open whose channel closes inside its own send (rdmx__chan_send_ex
+ * interposed). */
 #include "rpcfix.h"
 
 #include <rdmx/health.h>
@@ -2625,4 +2627,103 @@ Test(stream, open_without_room_in_the_stream_table_sends_nothing)
 	DRIVE_UNTIL(&sc.a, &sc.b, pre.done_n && sc.ss.st[0].done);
 	cr_assert_eq(pre.code, RDMX_RPC_CANCELLED);
 	scene_close(&sc);
+}
+
+/* ---- an open whose channel closes during its own send ---- */
+
+/* librdmx's rdmx__chan_send_ex, interposed as rdmx__map_put is above.
+ * Armed with a channel, the next send on it from this thread sends nothing
+ * and closes the channel from inside the send, as a send whose post fails
+ * does (rdmx__chan_fail, then the post's error), and returns send_fail_rc:
+ * that error, or 0 (a send that took its message and saw its channel close
+ * on the way, which rdmx_rpc_stream_open tells by its endpoint closed). */
+typedef int send_ex_fn(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill, void *fill_arg,
+                       rdmx_chan_sent_cb cb, void *arg, unsigned flags, unsigned *how);
+send_ex_fn rdmx__chan_send_ex;
+void rdmx__chan_fail(struct rdmx_chan *chan, int status, const char *why);
+static _Thread_local struct rdmx_chan *send_fail_chan; /* NULL: none armed */
+static _Thread_local int send_fail_rc, send_fail_hits;
+
+int rdmx__chan_send_ex(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill, void *fill_arg,
+                       rdmx_chan_sent_cb cb, void *arg, unsigned flags, unsigned *how)
+{
+	static send_ex_fn *_Atomic real;
+	send_ex_fn *fn = real;
+
+	if (send_fail_chan && chan == send_fail_chan) {
+		send_fail_chan = NULL;
+		send_fail_hits++;
+		rdmx__chan_fail(chan, RDMX_E_PROVIDER, NULL);
+		if (how)
+			*how = 0;
+		return send_fail_rc;
+	}
+	if (!fn) {
+		*(void **)&fn = dlsym(RTLD_NEXT, "rdmx__chan_send_ex");
+		cr_assert_not_null(fn, "librdmx's rdmx__chan_send_ex not found: %s", dlerror());
+		real = fn;
+	}
+	return fn(chan, len, fill, fill_arg, cb, arg, flags, how);
+}
+
+/* The channel closes inside the open's own send (which returns send_rc):
+ * the open returns `want`, once: *s untouched, no stream in the table, no
+ * on_done then or later, not counted opened; the interceptor that saw it
+ * start sees it end, once (UNAVAILABLE); the server, once it has seen the
+ * close, never ran a handler. tcp only: over verbs' export/connect flow the
+ * server learns of the close from its keep-alive probe, long after. */
+static void open_closed_by_its_send(int send_rc, int want)
+{
+	struct scene sc;
+	struct ic_log cl = {0};
+	struct ic_arg A = {&cl, "A", NULL};
+	struct cstream x = {0};
+	struct rdmx_rpc_stream *const sentinel = (struct rdmx_rpc_stream *)&x;
+	struct rdmx_rpc_stats before, after;
+	struct rdmx_chan *ca;
+	int rc;
+
+	if (strcmp(env_device(0), "tcp") || strcmp(env_device(1), "tcp"))
+		cr_skip_test("tcp devices only (%s/%s)", env_device(0), env_device(1));
+	scene_open(&sc, NULL);
+	ASSERT_OK(rdmx_rpc_ep_add_interceptor(sc.ra, &test_ic, &A));
+	ASSERT_OK(rdmx_rpc_ep_get_stats(sc.ra, RDMX_RPC_ROLE_CLIENT, &before));
+	ca = rdmx_rpc_ep_get_chan(sc.ra);
+
+	x.s = sentinel;
+	send_fail_chan = ca;
+	send_fail_rc = send_rc;
+	send_fail_hits = 0;
+	rc = rdmx_rpc_stream_open(sc.ra, MUTE, RDMX_RPC_BIDI_STREAMING, NULL, &ccbs, &x, &x.s);
+	send_fail_chan = NULL;
+	cr_assert_eq(send_fail_hits, 1, "the open's send was not failed (interposition lost?)");
+	cr_assert_eq(rc, want, "open -> %s", rdmx_err_name(rc));
+	cr_assert_eq(x.s, sentinel, "*s written by a failed open");
+	cr_assert_eq(rdmx_chan_get_state(ca), RDMX_CHAN_CLOSED);
+	cr_assert_eq(rdmx_rpc_ep_get_streams(sc.ra), 0, "the failed stream is in the table");
+	cr_assert_eq(x.done_n, 0, "on_done ran for a stream whose open failed");
+	cr_assert_str_eq(cl.seq, "sA dA ");
+	cr_assert_eq(cl.last_code, RDMX_RPC_UNAVAILABLE, "%s", rdmx_rpc_code_name(cl.last_code));
+	ASSERT_OK(rdmx_rpc_ep_get_stats(sc.ra, RDMX_RPC_ROLE_CLIENT, &after));
+	cr_assert_eq(after.streams_opened, before.streams_opened);
+	cr_assert_eq(after.streams_ended, before.streams_ended);
+
+	/* over tcp the disconnect comes after anything sent before it */
+	DRIVE_UNTIL(&sc.a, &sc.b,
+	            rdmx_chan_get_state(rdmx_rpc_ep_get_chan(sc.rb)) == RDMX_CHAN_CLOSED);
+	drive_for(&sc.a, &sc.b, 5);
+	cr_assert_eq(x.done_n, 0, "on_done ran for a stream whose open failed");
+	cr_assert_eq(sc.ss.n, 0, "the server ran a handler for the failed open");
+	cr_assert_eq(rdmx_rpc_ep_get_streams(sc.rb), 0);
+	scene_close(&sc);
+}
+
+Test(stream, open_whose_send_fails_closing_the_channel_returns_the_error)
+{
+	open_closed_by_its_send(RDMX_E_PROVIDER, RDMX_E_PROVIDER);
+}
+
+Test(stream, open_whose_channel_closes_inside_a_taken_send_returns_bad_state)
+{
+	open_closed_by_its_send(0, RDMX_E_BAD_STATE);
 }
