@@ -221,7 +221,11 @@ static void stall_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	 * hold any byte but NUL */
 	rdmx__log_escape(cert, strlen(cert), cert_log, sizeof(cert_log));
 	rdmx__log_escape(hello, strlen(hello), hello_log, sizeof(hello_log));
-	RDMX_SEC_WARN("bootstrap: %s (peer %s%s%s) does not read: waited %u ms to write, %s",
+	/* "at least": the bound is what the session waited since its clock
+	 * last started, and rdmx__bootstrap_server_set_write_timeout restarts
+	 * the clock of a session already waiting */
+	RDMX_SEC_WARN("bootstrap: %s (peer %s%s%s) does not read: "
+	              "waited at least %u ms to write, %s",
 	              cert_log, addr, *hello ? ", hello name " : "", hello_log,
 	              srv->write_timeout_ms, s->established ? "disconnected" : "dropped");
 	if (!s->established) {

@@ -11,33 +11,22 @@
 
 static _Atomic uint64_t oneway_refused;
 
-/* The one-way reads the connection's endpoint has received, this one
- * included (the endpoint counts a call as it arrives, before the handler). */
-static uint64_t conn_oneway_reads(const struct rdmx_rpc_ep *ep)
-{
-	static const uint32_t reads[] = {KV_KV_GET_ID, KV_KV_SCAN_ID};
-	struct rdmx_rpc_stats st;
-	uint64_t n = 0;
-
-	for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++)
-		if (rdmx_rpc_ep_get_method_stats(ep, RDMX_RPC_ROLE_SERVER, reads[i], &st) == 0)
-			n += st.oneway;
-	return n;
-}
-
 bool kv_read_refuse_oneway(struct rdmx_rpc_server_call *call, const char *what)
 {
-	const struct rdmx_rpc_ep *ep;
+	struct kv_conn *c;
 
 	if (!rdmx_rpc_call_is_oneway(call))
 		return false;
 	atomic_fetch_add(&oneway_refused, 1);
-	ep = rdmx_rpc_call_get_conn(call);
-	if (ep && conn_oneway_reads(ep) == 1)
+	/* the connection's record: only its own thread runs its handlers */
+	c = rdmx_rpc_ep_get_user_data(rdmx_rpc_call_get_conn(call));
+	if (c && !c->oneway_read_logged) {
+		c->oneway_read_logged = true;
 		RDMX_WARN(
 		    "rdmx-kv: a one-way %s (request %llu) refused: its answer would reach "
 		    "nobody; this connection's further one-way reads are refused without a line",
 		    what, (unsigned long long)rdmx_rpc_call_get_request_id(call));
+	}
 	rdmx_rpc_respond(call, RDMX_RPC_INVALID_ARGUMENT, "a read called one-way is refused", NULL);
 	return true;
 }

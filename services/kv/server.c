@@ -413,8 +413,15 @@ static void on_connected(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_sec
 	struct rdmx_rpc_ep *ep = rdmx_rpc_secure_conn_get_ep(conn);
 	struct kv_server *k = arg;
 	const char *cert = "?", *hello = "";
+	struct kv_conn *kc;
 
 	(void)srv;
+	kc = calloc(1, sizeof(*kc));
+	if (!kc || rdmx_rpc_ep_set_user_data(ep, kc)) {
+		free(kc);
+		fprintf(stderr, "rdmx-kv: out of memory: a client's one-way reads are refused "
+		                "without a line\n");
+	}
 	pthread_mutex_lock(&k->conns_lock);
 	/* with workers a live endpoint is its worker's alone: counted when it
 	 * goes (on_gone) */
@@ -434,6 +441,8 @@ static void on_gone(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_c
 	struct kv_server *k = arg;
 	const char *cert = "?", *hello = "";
 
+	free(rdmx_rpc_ep_get_user_data(ep)); /* its struct kv_conn (on_connected) */
+	rdmx_rpc_ep_set_user_data(ep, NULL);
 	pthread_mutex_lock(&k->conns_lock);
 	if (k->o.workers > 1)
 		rdmx_metrics_retire(ep, &k->client_retired, &k->chan_retired);

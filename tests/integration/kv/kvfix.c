@@ -63,6 +63,7 @@ static void fix_open(struct kv_fix *f, const char *extra_name, rdmx_rpc_handler 
 		ASSERT_OK(rdmx_rpc_server_register(f->srv, rdmx_rpc_method_id(extra_name),
 		                                   extra_name, extra, NULL));
 	rpc_pair(&f->a, &f->b, NULL, f->srv, client, &kv_fix_conf, &f->ra, &f->rb);
+	ASSERT_OK(rdmx_rpc_ep_set_user_data(f->rb, &f->conn));
 }
 
 void kv_fix_open(struct kv_fix *f, const char *extra_name, rdmx_rpc_handler extra)

@@ -14,6 +14,7 @@
 #include "rpcfix.h"
 
 #include "kv.rdmx.h"
+#include "read.h"
 #include "store.h"
 
 #define KV_FIX_MAX_MSG (65u << 20) /* a 64 MiB value and its framing */
@@ -31,6 +32,7 @@ struct kv_fix {
 	struct rdmx_rpc_server *srv;
 	struct rdmx_rpc_ep *ra, *rb;
 	struct kv_fix_state st;
+	struct kv_conn conn; /* rb's record, as rdmx-kv serve keeps (read.h) */
 };
 
 /* The channel settings of both sides (for a reconnect in a test). */

@@ -114,6 +114,7 @@ Test(kv_oneway, reads_called_oneway_are_refused_once_logged_per_connection)
 	struct out p1 = {0}, p2 = {0}, g1 = {0}, g2 = {0}, s1 = {0}, g3 = {0};
 	struct out ow[6] = {{0}};
 	struct rdmx_rpc_ep *ra2 = NULL, *rb2 = NULL;
+	struct kv_conn conn2 = {0};
 	enum rdmx_log_level level;
 	struct rdmx_rpc_stats st;
 	uint64_t refused0 = kv_read_oneway_refused();
@@ -173,6 +174,7 @@ Test(kv_oneway, reads_called_oneway_are_refused_once_logged_per_connection)
 
 	/* another connection: its own line */
 	rpc_pair(&f.a, &f.b, NULL, f.srv, &kv_fix_conf, &kv_fix_conf, &ra2, &rb2);
+	ASSERT_OK(rdmx_rpc_ep_set_user_data(rb2, &conn2)); /* as on_connected does */
 	get(ra2, "k", &oneway, &ow[5]);
 	get(ra2, "k", NULL, &g3);
 	DRIVE_UNTIL(&f.a, &f.b, g3.done);
@@ -181,6 +183,49 @@ Test(kv_oneway, reads_called_oneway_are_refused_once_logged_per_connection)
 	cr_assert_eq(atomic_load(&oneway_lines), 2, "%d lines for two connections",
 	             atomic_load(&oneway_lines));
 	rpc_pair_close(&ra2, &rb2);
+	kv_fix_close(&f);
+	rdmx_log_set_function(NULL);
+	ASSERT_OK(rdmx_log_set_threshold(level));
+}
+
+static void raw_cb(const struct rdmx_rpc_result *r, void *arg)
+{
+	(void)r;
+	((struct out *)arg)->done++;
+}
+
+/* A one-way Get the server cannot decode (answered "malformed request"
+ * before any kv handler runs) comes first: the connection's first one-way
+ * read the handler refuses is still logged, once (told by the endpoint's
+ * one-way counters, which count the malformed one too, it was not). */
+Test(kv_oneway, a_malformed_oneway_get_first_leaves_the_line_to_the_next)
+{
+	static const uint8_t truncated[] = {0x0a, 0x05, 'k'}; /* key: 5 bytes, 1 there */
+	struct rdmx_rpc_payload bad = rdmx_rpc_bytes(truncated, sizeof(truncated));
+	struct out m = {0}, ow[2] = {{0}}, g = {0};
+	enum rdmx_log_level level;
+	struct rdmx_rpc_stats st;
+	struct kv_fix f;
+
+	ASSERT_OK(rdmx_log_get_threshold(&level));
+	if (level < RDMX_LOG_WARNING)
+		ASSERT_OK(rdmx_log_set_threshold(RDMX_LOG_WARNING));
+	atomic_store(&oneway_lines, 0);
+	rdmx_log_set_function(count_log);
+	kv_fix_open(&f, NULL, NULL);
+	ASSERT_OK(rdmx_rpc_call_async(f.ra, KV_KV_GET_ID, &bad, &oneway, raw_cb, &m, NULL));
+	get(f.ra, "k", &oneway, &ow[0]);
+	get(f.ra, "k", &oneway, &ow[1]);
+	get(f.ra, "k", NULL, &g);
+	/* handled in order: the answered Get comes after the one-way ones */
+	DRIVE_UNTIL(&f.a, &f.b, g.done);
+	cr_assert_eq(g.code, RDMX_RPC_NOT_FOUND, "%s", rdmx_rpc_code_name(g.code));
+	method_stats(f.rb, KV_KV_GET_ID, &st);
+	cr_assert_eq(st.oneway, 3);
+	cr_assert_eq(st.by_code[RDMX_RPC_INVALID_ARGUMENT], 3);
+	cr_assert_eq(f.st.refused, 2, "%u one-way reads refused by the handler", f.st.refused);
+	cr_assert_eq(atomic_load(&oneway_lines), 1, "%d lines for one connection",
+	             atomic_load(&oneway_lines));
 	kv_fix_close(&f);
 	rdmx_log_set_function(NULL);
 	ASSERT_OK(rdmx_log_set_threshold(level));

@@ -3,7 +3,9 @@
  * (bounded memory; other streams and unary calls go on), cancel racing the
  * last message, a deadline mid-stream, a peer killed with 100 streams open,
  * metadata and its limits, rich status, hostile stream frames, an open
- * whose stream table has no room (librdmx's rdmx__map_put interposed). */
+ * whose stream table has no room (librdmx's rdmx__map_put interposed), an
+ * open whose channel closes inside its own send (rdmx__chan_send_ex
+ * interposed). */
 #include "rpcfix.h"
 
 #include <rdmx/health.h>
@@ -2354,6 +2356,40 @@ static void big_done(const struct rdmx_rpc_call_info *info, enum rdmx_rpc_code c
 
 static const struct rdmx_rpc_interceptor big_ic = {big_start, NULL, big_done};
 
+/* A scene for a server-streaming method of the server's (name, served by
+ * handler) behind big_ic, which adds a header of hdr_len bytes; fin_rc is 1
+ * and big_log empty until the handler runs. */
+struct fin_scene {
+	const char *name;
+	rdmx_rpc_stream_handler handler;
+	uint64_t max_msg;    /* the channels' message size; 0: the default */
+	uint32_t max_md;     /* the server's endpoint's metadata limit; 0: the default */
+	size_t hdr_len;      /* big_ic's header; 0: none */
+	uint64_t timeout_us; /* the stream's deadline; 0: none */
+};
+
+/* Opens the scene fs describes and a stream to its method (callbacks ccbs,
+ * arg x), and drives until the stream has ended on both sides. */
+static void fin_scene_open(struct scene *sc, const struct fin_scene *fs, struct cstream *x)
+{
+	struct chan_conf conf = {.max_msg = fs->max_msg};
+	struct rdmx_rpc_stream_opts o = {.timeout_us = fs->timeout_us};
+	uint32_t m = rdmx_rpc_method_id(fs->name);
+
+	fin_rc = 1;
+	big_len = fs->hdr_len;
+	memset(&big_log, 0, sizeof(big_log));
+	scene_open(sc, fs->max_msg ? &conf : NULL);
+	ASSERT_OK(rdmx_rpc_server_register_stream(sc->srv, m, fs->name, RDMX_RPC_SERVER_STREAMING,
+	                                          fs->handler, &sc->ss));
+	ASSERT_OK(rdmx_rpc_server_add_interceptor(sc->srv, &big_ic, NULL));
+	if (fs->max_md)
+		ASSERT_OK(rdmx_rpc_ep_set_max_metadata(sc->rb, fs->max_md));
+	ASSERT_OK(rdmx_rpc_stream_open(sc->ra, m, RDMX_RPC_SERVER_STREAMING,
+	                               fs->timeout_us ? &o : NULL, &ccbs, x, &x->s));
+	DRIVE_UNTIL(&sc->a, &sc->b, x->done_n && sc->ss.done);
+}
+
 /* A scene (channels of max_msg bytes, 0: the default; the server's
  * endpoint's metadata limit max_md) whose server's interceptor adds a
  * header of len bytes to FIN_NAME's stream, which finishes OK at once: the
@@ -2362,22 +2398,16 @@ static const struct rdmx_rpc_interceptor big_ic = {big_start, NULL, big_done};
  * client never sees an OK without the headers. Then the connection goes on. */
 static void fin_headers_fail(uint64_t max_msg, uint32_t max_md, size_t len, const char *why)
 {
-	struct chan_conf conf = {.max_msg = max_msg};
-	struct rdmx_rpc_stream_opts o = {.timeout_us = 5u * 1000000u};
-	uint32_t fin = rdmx_rpc_method_id(FIN_NAME);
+	const struct fin_scene fs = {.name = FIN_NAME,
+	                             .handler = on_fin,
+	                             .max_msg = max_msg,
+	                             .max_md = max_md,
+	                             .hdr_len = len,
+	                             .timeout_us = 5u * 1000000u};
 	struct scene sc;
 	struct cstream x = {0}, y = {0};
 
-	fin_rc = 1;
-	big_len = len;
-	memset(&big_log, 0, sizeof(big_log));
-	scene_open(&sc, max_msg ? &conf : NULL);
-	ASSERT_OK(rdmx_rpc_server_register_stream(sc.srv, fin, FIN_NAME, RDMX_RPC_SERVER_STREAMING,
-	                                          on_fin, &sc.ss));
-	ASSERT_OK(rdmx_rpc_server_add_interceptor(sc.srv, &big_ic, NULL));
-	ASSERT_OK(rdmx_rpc_ep_set_max_metadata(sc.rb, max_md));
-	ASSERT_OK(rdmx_rpc_stream_open(sc.ra, fin, RDMX_RPC_SERVER_STREAMING, &o, &ccbs, &x, &x.s));
-	DRIVE_UNTIL(&sc.a, &sc.b, x.done_n && sc.ss.done);
+	fin_scene_open(&sc, &fs, &x);
 	drive_for(&sc.a, &sc.b, 20);
 	cr_assert_eq(fin_rc, RDMX_E_TOO_BIG, "finish -> %s", rdmx_err_name(fin_rc));
 	cr_assert_eq(x.code, RDMX_RPC_RESOURCE_EXHAUSTED, "the client ended %s (%s)",
@@ -2432,20 +2462,11 @@ static void on_half_fin(struct rdmx_rpc_stream *s, void *arg)
  * then the half-close and the OK; they were dropped once. */
 Test(stream, half_close_sends_interceptor_headers_first)
 {
-	uint32_t half_fin = rdmx_rpc_method_id(HALF_FIN_NAME);
+	const struct fin_scene fs = {.name = HALF_FIN_NAME, .handler = on_half_fin, .hdr_len = 10};
 	struct scene sc;
 	struct cstream x = {0};
 
-	fin_rc = 1;
-	big_len = 10;
-	memset(&big_log, 0, sizeof(big_log));
-	scene_open(&sc, NULL);
-	ASSERT_OK(rdmx_rpc_server_register_stream(sc.srv, half_fin, HALF_FIN_NAME,
-	                                          RDMX_RPC_SERVER_STREAMING, on_half_fin, &sc.ss));
-	ASSERT_OK(rdmx_rpc_server_add_interceptor(sc.srv, &big_ic, NULL));
-	ASSERT_OK(rdmx_rpc_stream_open(sc.ra, half_fin, RDMX_RPC_SERVER_STREAMING, NULL, &ccbs, &x,
-	                               &x.s));
-	DRIVE_UNTIL(&sc.a, &sc.b, x.done_n && sc.ss.done);
+	fin_scene_open(&sc, &fs, &x);
 	cr_assert_eq(fin_rc, 0, "finish -> %s", rdmx_err_name(fin_rc));
 	cr_assert_eq(x.code, RDMX_RPC_OK, "the client ended %s (%s)", rdmx_rpc_code_name(x.code),
 	             x.msg);
@@ -2490,20 +2511,12 @@ static void on_hdr_retry(struct rdmx_rpc_stream *s, void *arg)
  * (the refused ones were kept with the interceptors' and went again). */
 Test(stream, refused_response_headers_leave_nothing_behind)
 {
-	uint32_t m = rdmx_rpc_method_id(HDR_RETRY_NAME);
+	const struct fin_scene fs = {
+	    .name = HDR_RETRY_NAME, .handler = on_hdr_retry, .max_md = 256, .hdr_len = 10};
 	struct scene sc;
 	struct cstream x = {0};
 
-	fin_rc = 1;
-	big_len = 10;
-	memset(&big_log, 0, sizeof(big_log));
-	scene_open(&sc, NULL);
-	ASSERT_OK(rdmx_rpc_server_register_stream(sc.srv, m, HDR_RETRY_NAME,
-	                                          RDMX_RPC_SERVER_STREAMING, on_hdr_retry, &sc.ss));
-	ASSERT_OK(rdmx_rpc_server_add_interceptor(sc.srv, &big_ic, NULL));
-	ASSERT_OK(rdmx_rpc_ep_set_max_metadata(sc.rb, 256));
-	ASSERT_OK(rdmx_rpc_stream_open(sc.ra, m, RDMX_RPC_SERVER_STREAMING, NULL, &ccbs, &x, &x.s));
-	DRIVE_UNTIL(&sc.a, &sc.b, x.done_n && sc.ss.done);
+	fin_scene_open(&sc, &fs, &x);
 	cr_assert_eq(hdr_retry_rc[0], RDMX_E_TOO_BIG, "%s", rdmx_err_name(hdr_retry_rc[0]));
 	cr_assert_eq(hdr_retry_rc[1], 0, "the retry -> %s", rdmx_err_name(hdr_retry_rc[1]));
 	cr_assert_eq(fin_rc, 0, "finish -> %s", rdmx_err_name(fin_rc));
@@ -2614,4 +2627,103 @@ Test(stream, open_without_room_in_the_stream_table_sends_nothing)
 	DRIVE_UNTIL(&sc.a, &sc.b, pre.done_n && sc.ss.st[0].done);
 	cr_assert_eq(pre.code, RDMX_RPC_CANCELLED);
 	scene_close(&sc);
+}
+
+/* ---- an open whose channel closes during its own send ---- */
+
+/* librdmx's rdmx__chan_send_ex, interposed as rdmx__map_put is above.
+ * Armed with a channel, the next send on it from this thread sends nothing
+ * and closes the channel from inside the send, as a send whose post fails
+ * does (rdmx__chan_fail, then the post's error), and returns send_fail_rc:
+ * that error, or 0 (a send that took its message and saw its channel close
+ * on the way, which rdmx_rpc_stream_open tells by its endpoint closed). */
+typedef int send_ex_fn(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill, void *fill_arg,
+                       rdmx_chan_sent_cb cb, void *arg, unsigned flags, unsigned *how);
+send_ex_fn rdmx__chan_send_ex;
+void rdmx__chan_fail(struct rdmx_chan *chan, int status, const char *why);
+static _Thread_local struct rdmx_chan *send_fail_chan; /* NULL: none armed */
+static _Thread_local int send_fail_rc, send_fail_hits;
+
+int rdmx__chan_send_ex(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill, void *fill_arg,
+                       rdmx_chan_sent_cb cb, void *arg, unsigned flags, unsigned *how)
+{
+	static send_ex_fn *_Atomic real;
+	send_ex_fn *fn = real;
+
+	if (send_fail_chan && chan == send_fail_chan) {
+		send_fail_chan = NULL;
+		send_fail_hits++;
+		rdmx__chan_fail(chan, RDMX_E_PROVIDER, NULL);
+		if (how)
+			*how = 0;
+		return send_fail_rc;
+	}
+	if (!fn) {
+		*(void **)&fn = dlsym(RTLD_NEXT, "rdmx__chan_send_ex");
+		cr_assert_not_null(fn, "librdmx's rdmx__chan_send_ex not found: %s", dlerror());
+		real = fn;
+	}
+	return fn(chan, len, fill, fill_arg, cb, arg, flags, how);
+}
+
+/* The channel closes inside the open's own send (which returns send_rc):
+ * the open returns `want`, once: *s untouched, no stream in the table, no
+ * on_done then or later, not counted opened; the interceptor that saw it
+ * start sees it end, once (UNAVAILABLE); the server, once it has seen the
+ * close, never ran a handler. tcp only: over verbs' export/connect flow the
+ * server learns of the close from its keep-alive probe, long after. */
+static void open_closed_by_its_send(int send_rc, int want)
+{
+	struct scene sc;
+	struct ic_log cl = {0};
+	struct ic_arg A = {&cl, "A", NULL};
+	struct cstream x = {0};
+	struct rdmx_rpc_stream *const sentinel = (struct rdmx_rpc_stream *)&x;
+	struct rdmx_rpc_stats before, after;
+	struct rdmx_chan *ca;
+	int rc;
+
+	if (strcmp(env_device(0), "tcp") || strcmp(env_device(1), "tcp"))
+		cr_skip_test("tcp devices only (%s/%s)", env_device(0), env_device(1));
+	scene_open(&sc, NULL);
+	ASSERT_OK(rdmx_rpc_ep_add_interceptor(sc.ra, &test_ic, &A));
+	ASSERT_OK(rdmx_rpc_ep_get_stats(sc.ra, RDMX_RPC_ROLE_CLIENT, &before));
+	ca = rdmx_rpc_ep_get_chan(sc.ra);
+
+	x.s = sentinel;
+	send_fail_chan = ca;
+	send_fail_rc = send_rc;
+	send_fail_hits = 0;
+	rc = rdmx_rpc_stream_open(sc.ra, MUTE, RDMX_RPC_BIDI_STREAMING, NULL, &ccbs, &x, &x.s);
+	send_fail_chan = NULL;
+	cr_assert_eq(send_fail_hits, 1, "the open's send was not failed (interposition lost?)");
+	cr_assert_eq(rc, want, "open -> %s", rdmx_err_name(rc));
+	cr_assert_eq(x.s, sentinel, "*s written by a failed open");
+	cr_assert_eq(rdmx_chan_get_state(ca), RDMX_CHAN_CLOSED);
+	cr_assert_eq(rdmx_rpc_ep_get_streams(sc.ra), 0, "the failed stream is in the table");
+	cr_assert_eq(x.done_n, 0, "on_done ran for a stream whose open failed");
+	cr_assert_str_eq(cl.seq, "sA dA ");
+	cr_assert_eq(cl.last_code, RDMX_RPC_UNAVAILABLE, "%s", rdmx_rpc_code_name(cl.last_code));
+	ASSERT_OK(rdmx_rpc_ep_get_stats(sc.ra, RDMX_RPC_ROLE_CLIENT, &after));
+	cr_assert_eq(after.streams_opened, before.streams_opened);
+	cr_assert_eq(after.streams_ended, before.streams_ended);
+
+	/* over tcp the disconnect comes after anything sent before it */
+	DRIVE_UNTIL(&sc.a, &sc.b,
+	            rdmx_chan_get_state(rdmx_rpc_ep_get_chan(sc.rb)) == RDMX_CHAN_CLOSED);
+	drive_for(&sc.a, &sc.b, 5);
+	cr_assert_eq(x.done_n, 0, "on_done ran for a stream whose open failed");
+	cr_assert_eq(sc.ss.n, 0, "the server ran a handler for the failed open");
+	cr_assert_eq(rdmx_rpc_ep_get_streams(sc.rb), 0);
+	scene_close(&sc);
+}
+
+Test(stream, open_whose_send_fails_closing_the_channel_returns_the_error)
+{
+	open_closed_by_its_send(RDMX_E_PROVIDER, RDMX_E_PROVIDER);
+}
+
+Test(stream, open_whose_channel_closes_inside_a_taken_send_returns_bad_state)
+{
+	open_closed_by_its_send(0, RDMX_E_BAD_STATE);
 }
