@@ -1000,7 +1000,14 @@ bool gen_import_needed(const struct gen_file *f, const struct gen_import *im)
 	return false;
 }
 
-static struct sym *lookup(struct gen_ctx *ctx, const char *scope, const char *name)
+/* protoc's scoping rules (DescriptorBuilder::LookupSymbol): the scopes are
+ * tried from the innermost out, each with the first part of name. For a
+ * dotted name the first aggregate found (package, message, enum, service)
+ * decides and the rest must be inside it; a simple name's first symbol wins,
+ * but with types_only (field types) one that is neither a type nor a
+ * package is passed over. At the root the whole name is taken, whatever it
+ * is. */
+static struct sym *lookup(struct gen_ctx *ctx, const char *scope, const char *name, bool types_only)
 {
 	struct resolver *r = R(ctx);
 	const char *dot;
@@ -1010,25 +1017,24 @@ static struct sym *lookup(struct gen_ctx *ctx, const char *scope, const char *na
 	dot = strchr(name, '.');
 	first = dot ? gen_strndup(&ctx->pool, name, (size_t)(dot - name)) : (char *)name;
 	sc = gen_strdup(&ctx->pool, scope);
-	for (;;) {
+	while (sc[0]) {
 		struct sym *s = table_get(&r->syms, qualify(ctx, sc, first));
-		if (s &&
-		    (s->kind == SYM_PACKAGE || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM)) {
-			if (!dot)
-				return s;
-			/* the first part decides; the rest must be inside it */
+		char *d;
+		if (s && dot &&
+		    (s->kind == SYM_PACKAGE || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM ||
+		     s->kind == SYM_SERVICE))
 			return table_get(&r->syms, qualify(ctx, sc, name));
-		}
-		if (!sc[0])
-			return NULL;
-		{
-			char *d = strrchr(sc, '.');
-			if (d)
-				*d = 0;
-			else
-				sc[0] = 0;
-		}
+		if (s && !dot &&
+		    (!types_only || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM ||
+		     s->kind == SYM_PACKAGE))
+			return s;
+		d = strrchr(sc, '.');
+		if (d)
+			*d = 0;
+		else
+			sc[0] = 0;
 	}
+	return table_get(&r->syms, name);
 }
 
 /* a message of protobuf's descriptor.proto that rdmx's own copy leaves out
@@ -1095,17 +1101,25 @@ static void descriptor_error(struct gen_ctx *ctx, const struct gen_loc *loc, con
 	          name);
 }
 
+/* a field's type (rpc false) or an rpc's request or response type, looked up
+ * as protoc does: a field's among types only, from the message; an rpc's
+ * among all symbols, from the service (a method of that name hides a
+ * message) */
 static bool resolve_type(struct gen_ctx *ctx, struct gen_file *f, const char *scope,
-                         const char *name, const struct gen_loc *loc, enum gen_type *type,
+                         const char *name, bool rpc, const struct gen_loc *loc, enum gen_type *type,
                          struct gen_message **msg, struct gen_enum **en)
 {
-	struct sym *s = lookup(ctx, scope, name);
+	struct sym *s = lookup(ctx, scope, name, !rpc);
 	if (!s && descriptor_message(ctx, scope, name)) {
 		descriptor_error(ctx, loc, name);
 		return false;
 	}
 	if (!s) {
 		gen_error(ctx, loc, "\"%s\" is not defined", name);
+		return false;
+	}
+	if (rpc && s->kind != SYM_MESSAGE) {
+		gen_error(ctx, loc, "\"%s\" is not a message type", name);
 		return false;
 	}
 	if (s->kind != SYM_MESSAGE && s->kind != SYM_ENUM) {
@@ -1338,7 +1352,7 @@ static void resolve_message(struct gen_ctx *ctx, struct gen_message *m)
 		if (fd->type != GT_NAMED)
 			continue;
 		if (!m->file->input && descriptor_message(ctx, m->full_name, fd->type_name) &&
-		    !lookup(ctx, m->full_name, fd->type_name)) {
+		    !lookup(ctx, m->full_name, fd->type_name, true)) {
 			/* an option-definition import may describe descriptors
 			 * (a validation library's violation paths do): fine while
 			 * nothing generates that file */
@@ -1348,8 +1362,8 @@ static void resolve_message(struct gen_ctx *ctx, struct gen_message *m)
 			gen_vec_push(&ctx->pool, &R(ctx)->deferred, d);
 			continue;
 		}
-		resolve_type(ctx, m->file, m->full_name, fd->type_name, &fd->type_loc, &fd->type,
-		             &fd->msg, &fd->en);
+		resolve_type(ctx, m->file, m->full_name, fd->type_name, false, &fd->type_loc,
+		             &fd->type, &fd->msg, &fd->en);
 	}
 	for (i = 0; i < m->messages.n; i++)
 		resolve_message(ctx, m->messages.items[i]);
@@ -1365,14 +1379,14 @@ static void resolve_services(struct gen_ctx *ctx, struct gen_file *f)
 			enum gen_type t = GT_NONE;
 			struct gen_enum *en = NULL;
 			char *full = gen_printf(&ctx->pool, "%s/%s", s->full_name, m->name);
-			if (resolve_type(ctx, f, f->package, m->in_name, &m->in_loc, &t, &m->in,
-			                 &en) &&
+			if (resolve_type(ctx, f, s->full_name, m->in_name, true, &m->in_loc, &t,
+			                 &m->in, &en) &&
 			    t != GT_MESSAGE)
 				gen_error(ctx, &m->in_loc, "\"%s\" is not a message type",
 				          m->in_name);
 			t = GT_NONE;
-			if (resolve_type(ctx, f, f->package, m->out_name, &m->out_loc, &t, &m->out,
-			                 &en) &&
+			if (resolve_type(ctx, f, s->full_name, m->out_name, true, &m->out_loc, &t,
+			                 &m->out, &en) &&
 			    t != GT_MESSAGE)
 				gen_error(ctx, &m->out_loc, "\"%s\" is not a message type",
 				          m->out_name);
@@ -1725,7 +1739,7 @@ static void declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 	for (i = 0; i < f->exts.n; i++) {
 		struct gen_ext *x = f->exts.items[i];
 		const char *scope = x->parent ? x->parent->full_name : f->package;
-		struct sym *s = lookup(ctx, scope, x->extendee);
+		struct sym *s = lookup(ctx, scope, x->extendee, false);
 		x->full_name = qualify(ctx, scope, x->name);
 		if (s && s->kind == SYM_MESSAGE)
 			x->extendee_full = (char *)s->name;
