@@ -1004,9 +1004,8 @@ bool gen_import_needed(const struct gen_file *f, const struct gen_import *im)
  * tried from the innermost out, each with the first part of name. For a
  * dotted name the first aggregate found (package, message, enum, service)
  * decides and the rest must be inside it; a simple name's first symbol wins,
- * but with types_only (field types) one that is neither a type nor a
- * package is passed over. At the root the whole name is taken, whatever it
- * is. */
+ * but with types_only (field types) one that is not a type (a package too)
+ * is passed over. At the root the whole name is taken, whatever it is. */
 static struct sym *lookup(struct gen_ctx *ctx, const char *scope, const char *name, bool types_only)
 {
 	struct resolver *r = R(ctx);
@@ -1024,9 +1023,7 @@ static struct sym *lookup(struct gen_ctx *ctx, const char *scope, const char *na
 		    (s->kind == SYM_PACKAGE || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM ||
 		     s->kind == SYM_SERVICE))
 			return table_get(&r->syms, qualify(ctx, sc, name));
-		if (s && !dot &&
-		    (!types_only || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM ||
-		     s->kind == SYM_PACKAGE))
+		if (s && !dot && (!types_only || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM))
 			return s;
 		d = strrchr(sc, '.');
 		if (d)
