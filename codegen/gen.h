@@ -211,6 +211,9 @@ struct gen_ext {
 struct gen_optref {
 	char *name;                /* inside the parentheses, as written */
 	struct gen_message *scope; /* innermost message around the option, NULL: file */
+	const char *options;       /* the *Options message it must extend (the place it is
+	                              set: "google.protobuf.FieldOptions", ...); NULL
+	                              inside a name, `(a).(b)`, where (a)'s type decides */
 	struct gen_loc loc;
 };
 

@@ -415,7 +415,18 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 	for (;;) {
 		if (accept_sym(p, '(')) {
 			struct gen_optref *r = gen_alloc(&p->ctx->pool, sizeof(*r));
+			static const char *const options[] = {
+			    [OPT_FILE] = "google.protobuf.FileOptions",
+			    [OPT_MESSAGE] = "google.protobuf.MessageOptions",
+			    [OPT_FIELD] = "google.protobuf.FieldOptions",
+			    [OPT_ENUM] = "google.protobuf.EnumOptions",
+			    [OPT_VALUE] = "google.protobuf.EnumValueOptions",
+			    [OPT_ONEOF] = "google.protobuf.OneofOptions",
+			    [OPT_SERVICE] = "google.protobuf.ServiceOptions",
+			    [OPT_METHOD] = "google.protobuf.MethodOptions",
+			};
 			r->scope = tg->scope;
+			r->options = parts ? NULL : options[tg->owner];
 			r->name = parse_dotted(p, true, "an option name", &r->loc);
 			if (!r->name || !expect_sym(p, ')'))
 				return false;

@@ -1780,7 +1780,9 @@ static struct sym *lookup_ext(struct gen_ctx *ctx, const char *scope, const char
 	}
 }
 
-/* as protoc: a custom option must be defined in the file or an import */
+/* as protoc: a custom option must be defined in the file or an import, and
+ * extend the options of the place it is set (a FieldOptions extension on a
+ * field, not on a method) */
 static void check_optrefs(struct gen_ctx *ctx, struct gen_file *f)
 {
 	int i;
@@ -1788,11 +1790,18 @@ static void check_optrefs(struct gen_ctx *ctx, struct gen_file *f)
 		struct gen_optref *o = f->optrefs.items[i];
 		const char *scope = o->scope ? o->scope->full_name : f->package;
 		struct sym *s = lookup_ext(ctx, scope, o->name);
+		const struct gen_ext *x = s ? s->ptr : NULL;
 		if (!s || !visible(f, s->file))
 			gen_error(ctx, &o->loc,
 			          "Option \"(%s)\" unknown. Ensure that your proto definition file "
 			          "imports the proto which defines the option.",
 			          o->name);
+		else if (o->options && x->extendee_full &&
+		         strcmp(x->extendee_full, o->options) != 0)
+			gen_error(ctx, &o->loc,
+			          "Option field \"(%s)\" is not a field or extension of message "
+			          "\"%s\": it extends \"%s\"",
+			          o->name, last_of(o->options), x->extendee_full);
 	}
 }
 
