@@ -1022,9 +1022,18 @@ static bool parse_method_type(struct parser *p, char **name, struct gen_loc *loc
 {
 	if (!expect_sym(p, '('))
 		return false;
-	if (is_kw(cur(p), "stream") && (peek(p, 1)->kind == TK_IDENT || is_sym(peek(p, 1), '.'))) {
+	/* as protoc: a leading `stream` is always the keyword, so `(stream)`
+	 * names no type, even when a message is called stream */
+	if (is_kw(cur(p), "stream")) {
 		*stream = true;
 		next(p);
+		if (is_sym(cur(p), ')')) {
+			syntax_error(
+			    p, cur(p),
+			    "expected a message type after \"stream\", got \")\" (a message "
+			    "named stream is written with its package here: .pkg.stream)");
+			return false;
+		}
 	}
 	*name = parse_dotted(p, true, "a message type", loc);
 	return *name && expect_sym(p, ')');
