@@ -796,7 +796,11 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 	struct gen_field *fd;
 	struct gen_loc tloc;
 	char *tname;
-	if (is_kw(start, "required") && p->f->proto2) {
+	if (is_kw(start, "required") && p->f->proto2 && oneof >= 0) {
+		syntax_error(p, start, "fields in oneofs must not have labels");
+		skip_statement(p);
+		return;
+	} else if (is_kw(start, "required") && p->f->proto2) {
 		next(p); /* not checked: the field is written unless it holds its default */
 	} else if (is_kw(start, "required")) {
 		syntax_error(p, start,
