@@ -102,6 +102,7 @@ struct gen_field {
 	struct gen_enum *en;
 	int oneof;               /* index into the message's oneofs, -1 for none */
 	bool is_map;             /* repeated field of a map entry message (msg) */
+	bool required;           /* proto2 `required`: always written, checked by the decoder */
 	bool deprecated;         /* [deprecated = true]: a comment in the generated struct */
 	char *json_name;         /* [json_name = "..."], NULL when not given */
 	struct gen_default *def; /* proto2 [default = ...], NULL when none */

@@ -740,7 +740,8 @@ static void parse_map_field(struct parser *p, struct gen_message *m, struct gen_
  * message type Name protoc defines (of m, or of the scope of the extend block
  * m stands for), named like the group in lower case, as protoc names it. The
  * wire format has no groups: its value is a message like any other */
-static void parse_group(struct parser *p, struct gen_message *m, enum gen_label label, int oneof)
+static void parse_group(struct parser *p, struct gen_message *m, enum gen_label label,
+                        bool required, int oneof)
 {
 	struct gen_message *g = gen_alloc(&p->ctx->pool, sizeof(*g)), *up;
 	struct gen_tok *kw = cur(p);
@@ -760,6 +761,7 @@ static void parse_group(struct parser *p, struct gen_message *m, enum gen_label 
 	fd->loc = g->loc;
 	fd->type_loc = kw->loc;
 	fd->label = label;
+	fd->required = required;
 	fd->oneof = oneof;
 	fd->type = GT_NAMED;
 	fd->type_name = g->name;
@@ -793,6 +795,7 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 {
 	struct gen_tok *start = cur(p);
 	enum gen_label label = GL_NONE;
+	bool required = false;
 	struct gen_field *fd;
 	struct gen_loc tloc;
 	char *tname;
@@ -801,7 +804,8 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 		skip_statement(p);
 		return;
 	} else if (is_kw(start, "required") && p->f->proto2) {
-		next(p); /* not checked: the field is written unless it holds its default */
+		next(p);
+		required = true;
 	} else if (is_kw(start, "required")) {
 		syntax_error(p, start,
 		             "\"required\" fields are not allowed in proto3: drop the label "
@@ -819,7 +823,7 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 	}
 	if (is_kw(cur(p), "group") && peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '=')) {
 		if (p->f->proto2)
-			parse_group(p, m, label, oneof);
+			parse_group(p, m, label, required, oneof);
 		else {
 			syntax_error(p, cur(p),
 			             "groups are not allowed in proto3: use a nested message and a "
@@ -848,6 +852,7 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 	if (!fd)
 		return;
 	fd->label = label;
+	fd->required = required;
 	fd->oneof = oneof;
 	fd->type = scalar_type(tname);
 	if (fd->type == GT_NONE) {
