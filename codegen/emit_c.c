@@ -193,6 +193,13 @@ static char *default_expr(struct gen_ctx *ctx, const struct gen_field *fd)
 	}
 }
 
+char *gen_default_c(struct gen_ctx *ctx, const struct gen_field *fd)
+{
+	if (fd->type == GT_STRING || fd->type == GT_BYTES)
+		return c_literal(ctx, fd->def->text, fd->def->len);
+	return default_expr(ctx, fd);
+}
+
 /* statements giving the fields of *var (a pointer) their proto2 defaults */
 static void emit_defaults(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_message *m,
                           const char *var)

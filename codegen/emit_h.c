@@ -121,6 +121,15 @@ static void emit_member(struct gen_ctx *ctx, struct gen_buf *o, const struct gen
 		gen_buf_printf(o, "%sbool has_%s;\n", indent, fd->cname);
 		gen_buf_printf(o, "%s%s %s; /* %lld: optional %s */\n", indent, t, fd->cname,
 		               (long long)fd->number, proto_type(fd));
+	} else if (fd->oneof >= 0 && fd->def) {
+		/* a oneof member's default is what protobuf reads while the oneof
+		 * holds another member or none: the union cannot keep it, the
+		 * comment does (a string's "*" "/" must not end it) */
+		char *v = gen_default_c(ctx, fd), *c;
+		while ((c = strstr(v, "*/")) != NULL)
+			v = gen_printf(&ctx->pool, "%.*s*\\/%s", (int)(c - v), v, c + 2);
+		gen_buf_printf(o, "%s%s %s; /* %lld: %s [default = %s] */\n", indent, t, fd->cname,
+		               (long long)fd->number, proto_type(fd), v);
 	} else {
 		gen_buf_printf(o, "%s%s %s; /* %lld: %s%s */\n", indent, t, fd->cname,
 		               (long long)fd->number, fd->required ? "required " : "",

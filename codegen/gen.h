@@ -338,6 +338,9 @@ void gen_collect(struct gen_ctx *ctx, const struct gen_file *f, struct gen_vec *
                  struct gen_vec *enums);
 const char *gen_ctype(struct gen_ctx *ctx, const struct gen_field *fd); /* element type */
 char *gen_upper(struct gen_ctx *ctx, const char *s);
+/* a proto2 field's default as a C expression (emit_c.c): 7, INT64_C(-1),
+ * 1.5f, pkg_E_B, "text" */
+char *gen_default_c(struct gen_ctx *ctx, const struct gen_field *fd);
 char *gen_guard(struct gen_ctx *ctx, const struct gen_file *f);
 
 #endif

@@ -1549,7 +1549,8 @@ static void check_default(struct gen_ctx *ctx, struct gen_field *fd)
 }
 
 /* checks the defaults of m's fields; a singular proto2 enum field without
- * one defaults to the enum's first value, as in protobuf */
+ * one (outside a oneof, whose union keeps no default) defaults to the enum's
+ * first value, as in protobuf */
 static void resolve_defaults(struct gen_ctx *ctx, struct gen_message *m)
 {
 	int i;
@@ -1558,7 +1559,7 @@ static void resolve_defaults(struct gen_ctx *ctx, struct gen_message *m)
 		if (fd->def) {
 			check_default(ctx, fd);
 		} else if (m->file->proto2 && !m->map_entry && fd->type == GT_ENUM &&
-		           fd->label != GL_REPEATED && fd->en->values.n) {
+		           fd->label != GL_REPEATED && fd->oneof < 0 && fd->en->values.n) {
 			const struct gen_enum_value *first = fd->en->values.items[0];
 			if (first->number != 0) {
 				fd->def = gen_alloc(&ctx->pool, sizeof(*fd->def));

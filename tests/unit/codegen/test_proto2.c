@@ -13,6 +13,7 @@
 DEFINE_ENCODE_NEW(p2_Doc)
 DEFINE_ENCODE_NEW(p2_Defaults)
 DEFINE_ENCODE_NEW(p2_Envelope)
+DEFINE_ENCODE_NEW(p2_Choice)
 
 static struct rdmx_arena arena;
 
@@ -245,5 +246,23 @@ Test(proto2, values_other_than_the_defaults_round_trip)
 	cr_assert_eq(back.count, -42);
 	cr_assert(isinf(back.low), "unset optional fields keep their defaults");
 	cr_assert_eq(back.unknown, 1);
+	free(b);
+}
+
+Test(proto2, a_oneof_member_at_its_default_is_written_when_set)
+{
+	p2_Choice c, back;
+	uint8_t *b;
+	size_t n;
+	p2_Choice_init(&c);
+	cr_assert_eq(c.value_case, p2_Choice_value_NOT_SET, "the default keeps the oneof unset");
+	b = ENCODE_NEW(p2_Choice, &c, &n);
+	cr_assert_eq(n, 1);
+	free(b);
+	c.value_case = p2_Choice_value_level;
+	c.level = p2_Level_HIGH; /* its default */
+	b = ROUNDTRIP(p2_Choice, &c, &back, &arena, NULL);
+	cr_assert_eq(back.value_case, p2_Choice_value_level);
+	cr_assert_eq(back.level, p2_Level_HIGH);
 	free(b);
 }

@@ -1170,3 +1170,153 @@ int p2_Envelope_decode(p2_Envelope *msg, const void *src, size_t len, struct rdm
 	return rc;
 }
 
+/* ---- p2.Choice ---- */
+
+void p2_Choice_init(p2_Choice *msg)
+{
+	memset(msg, 0, sizeof(*msg));
+}
+
+size_t p2_Choice_encoded_size(const p2_Choice *m)
+{
+	size_t n = 0, k = 0;
+	if (!m)
+		return 1;
+	if (m->value_case == p2_Choice_value_note) {
+		k++;
+		n += 1 + rdmx__size_str(m->note.len);
+	}
+	if (m->value_case == p2_Choice_value_level) {
+		k++;
+		n += 1 + rdmx__size_int((int64_t)m->level);
+	}
+	if (m->value_case == p2_Choice_value_first) {
+		k++;
+		n += 1 + rdmx__size_int((int64_t)m->first);
+	}
+	return n + rdmx__size_hdr(k);
+}
+
+void p2_Choice__enc(struct rdmx_enc *e, const p2_Choice *m)
+{
+	uint8_t *hdr;
+	size_t k = 0;
+	if (!m) {
+		rdmx__enc_map(e, 0);
+		return;
+	}
+	hdr = rdmx__enc_room(e, 1) ? e->p++ : NULL;
+	if (m->value_case == p2_Choice_value_note) {
+		rdmx__enc_byte(e, 1);
+		rdmx__enc_str(e, m->note.data, m->note.len);
+		k++;
+	}
+	if (m->value_case == p2_Choice_value_level) {
+		rdmx__enc_byte(e, 2);
+		rdmx__enc_int(e, (int64_t)m->level);
+		k++;
+	}
+	if (m->value_case == p2_Choice_value_first) {
+		rdmx__enc_byte(e, 3);
+		rdmx__enc_int(e, (int64_t)m->first);
+		k++;
+	}
+	if (hdr)
+		*hdr = (uint8_t)(0x80 | k);
+}
+
+int p2_Choice_encode(const p2_Choice *msg, void *dst, size_t len)
+{
+	struct rdmx_enc e;
+	if (!msg || (!dst && len))
+		return RDMX_E_INVAL;
+	rdmx__enc_init(&e, dst, len);
+	p2_Choice__enc(&e, msg);
+	return rdmx__enc_finish(&e);
+}
+
+int p2_Choice__encode_cb(const void *msg, void *dst, size_t len)
+{
+	return p2_Choice_encode((const p2_Choice *)msg, dst, len);
+}
+
+struct rdmx_rpc_payload p2_Choice_payload(const p2_Choice *msg)
+{
+	struct rdmx_rpc_payload p;
+	p.obj = msg;
+	p.len = p2_Choice_encoded_size(msg);
+	p.encode = p2_Choice__encode_cb;
+	return p;
+}
+
+int p2_Choice__dec(struct rdmx_dec *d, p2_Choice *m)
+{
+	uint32_t n, i, key;
+	int rc = rdmx__dec_map(d, &n);
+	for (i = 0; rc == 0 && i < n; i++) {
+		rc = rdmx__dec_key(d, &key);
+		if (rc)
+			break;
+		if (rdmx__dec_nil(d))
+			continue; /* nil: absent */
+		switch (key) {
+		case 1: /* note */
+			rc = rdmx__dec_str(d, &m->note);
+			m->value_case = p2_Choice_value_note;
+			break;
+		case 2: /* level */
+			rc = rdmx__dec_enum(d, (int32_t *)&m->level);
+			m->value_case = p2_Choice_value_level;
+			break;
+		case 3: /* first */
+			rc = rdmx__dec_enum(d, (int32_t *)&m->first);
+			m->value_case = p2_Choice_value_first;
+			break;
+		default: /* unknown: a newer peer's field */
+			rc = rdmx__dec_skip(d);
+			break;
+		}
+	}
+	return rc;
+}
+
+int p2_Choice__decp(struct rdmx_dec *d, p2_Choice **out)
+{
+	p2_Choice *m;
+	int rc = rdmx__dec_enter(d);
+	if (rc)
+		return rc;
+	if (!rdmx__dec_is_map(d)) {
+		rc = RDMX_E_PROTOCOL;
+	} else {
+		m = rdmx__dec_alloc(d, 1, sizeof(*m), &rc);
+		if (m) {
+			rc = p2_Choice__dec(d, m);
+			*out = m;
+		}
+	}
+	rdmx__dec_leave(d);
+	return rc;
+}
+
+int p2_Choice_decode(p2_Choice *msg, const void *src, size_t len, struct rdmx_arena *arena,
+	const struct rdmx_decode_opts *opts)
+{
+	struct rdmx_dec d;
+	p2_Choice tmp;
+	size_t ratio = RDMX_DECODE_ALLOC_FACTOR;
+	int rc;
+	if (!msg)
+		return RDMX_E_INVAL;
+	rc = rdmx__dec_init(&d, src, len, arena, opts, ratio);
+	if (rc)
+		return rc;
+	memset(&tmp, 0, sizeof(tmp));
+	rc = p2_Choice__dec(&d, &tmp);
+	if (rc == 0)
+		rc = rdmx__dec_finish(&d);
+	if (rc == 0)
+		*msg = tmp;
+	return rc;
+}
+

@@ -50,6 +50,7 @@ typedef struct p2_Doc_Blob p2_Doc_Blob;
 typedef struct p2_Defaults p2_Defaults;
 typedef struct p2_Envelope p2_Envelope;
 typedef struct p2_Envelope_ByNameEntry p2_Envelope_ByNameEntry;
+typedef struct p2_Choice p2_Choice;
 
 /* enum p2.Level */
 typedef enum p2_Level {
@@ -73,6 +74,14 @@ typedef enum p2_Defaults_pick_case {
 	p2_Defaults_pick_picked = 15,
 	p2_Defaults_pick_other = 16
 } p2_Defaults_pick_case;
+
+/* which member of oneof p2.Choice.value is set */
+typedef enum p2_Choice_value_case {
+	p2_Choice_value_NOT_SET = 0,
+	p2_Choice_value_note = 1,
+	p2_Choice_value_level = 2,
+	p2_Choice_value_first = 3
+} p2_Choice_value_case;
 
 /* message p2.Doc */
 struct p2_Doc {
@@ -133,7 +142,7 @@ struct p2_Defaults {
 	int32_t zero; /* 14: optional sint32 */
 	p2_Defaults_pick_case pick_case; /* oneof pick */
 	union {
-		int32_t picked; /* 15: int32 */
+		int32_t picked; /* 15: int32 [default = 7] */
 		struct rdmx_str other; /* 16: string */
 	};
 	size_t n_levels; /* 17: repeated p2.Level */
@@ -156,6 +165,16 @@ struct p2_Envelope {
 struct p2_Envelope_ByNameEntry {
 	struct rdmx_str key; /* 1: string */
 	struct p2_Doc *value; /* 2: p2.Doc, NULL when absent */
+};
+
+/* message p2.Choice */
+struct p2_Choice {
+	p2_Choice_value_case value_case; /* oneof value */
+	union {
+		struct rdmx_str note; /* 1: string [default = "a*\/b"] */
+		enum p2_Level level; /* 2: p2.Level [default = p2_Level_HIGH] */
+		enum p2_Level first; /* 3: p2.Level */
+	};
 };
 
 /* p2.Doc */
@@ -229,6 +248,18 @@ void p2_Envelope__enc(struct rdmx_enc *e, const p2_Envelope *msg);
 int p2_Envelope__dec(struct rdmx_dec *d, p2_Envelope *msg);
 int p2_Envelope__decp(struct rdmx_dec *d, p2_Envelope **msg);
 int p2_Envelope__encode_cb(const void *msg, void *dst, size_t len);
+
+/* p2.Choice */
+void p2_Choice_init(p2_Choice *msg);
+size_t p2_Choice_encoded_size(const p2_Choice *msg);
+int p2_Choice_encode(const p2_Choice *msg, void *dst, size_t len);
+int p2_Choice_decode(p2_Choice *msg, const void *src, size_t len, struct rdmx_arena *arena,
+	const struct rdmx_decode_opts *opts);
+struct rdmx_rpc_payload p2_Choice_payload(const p2_Choice *msg);
+void p2_Choice__enc(struct rdmx_enc *e, const p2_Choice *msg);
+int p2_Choice__dec(struct rdmx_dec *d, p2_Choice *msg);
+int p2_Choice__decp(struct rdmx_dec *d, p2_Choice **msg);
+int p2_Choice__encode_cb(const void *msg, void *dst, size_t len);
 
 #ifdef __cplusplus
 }
