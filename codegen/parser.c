@@ -791,6 +791,11 @@ static void parse_group(struct parser *p, struct gen_message *m, enum gen_label 
 	parse_message_body(p, g, depth);
 }
 
+/* proto2 has no unlabelled fields outside oneofs (maps excepted), as in protoc */
+#define UNLABELLED                                                                                 \
+	"expected \"required\", \"optional\" or \"repeated\": a proto2 field outside a oneof "     \
+	"says its label"
+
 static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 {
 	struct gen_tok *start = cur(p);
@@ -822,7 +827,10 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 		next(p);
 	}
 	if (is_kw(cur(p), "group") && peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '=')) {
-		if (p->f->proto2)
+		if (p->f->proto2 && oneof < 0 && label == GL_NONE && !required) {
+			syntax_error(p, start, UNLABELLED);
+			skip_statement(p);
+		} else if (p->f->proto2)
 			parse_group(p, m, label, required, oneof);
 		else {
 			syntax_error(p, cur(p),
@@ -833,7 +841,7 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 		return;
 	}
 	if (is_kw(cur(p), "map") && is_sym(peek(p, 1), '<')) {
-		if (label != GL_NONE || oneof >= 0) {
+		if (label != GL_NONE || required || oneof >= 0) {
 			syntax_error(p, start,
 			             oneof >= 0 ? "map fields are not allowed in oneofs"
 			                        : "map fields cannot have labels");
@@ -841,6 +849,11 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 			return;
 		}
 		parse_map_field(p, m, start->loc);
+		return;
+	}
+	if (p->f->proto2 && oneof < 0 && label == GL_NONE && !required) {
+		syntax_error(p, start, UNLABELLED);
+		skip_statement(p);
 		return;
 	}
 	tname = parse_dotted(p, true, "a field type", &tloc);
