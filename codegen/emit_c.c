@@ -385,13 +385,22 @@ static void emit_size(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_m
 	ind "/* a required field is unset: X_encode fails */\n" ind "e->overflow = true;\n" ind    \
 	    "e->end = e->p;\n"
 
-static bool has_required(const struct gen_message *m)
+bool gen_has_required(const struct gen_message *m)
 {
 	int i;
 	for (i = 0; i < m->fields.n; i++)
 		if (((const struct gen_field *)m->fields.items[i])->required)
 			return true;
 	return false;
+}
+
+char *gen_empty_payload(struct gen_ctx *ctx, const struct gen_message *m, const char *var,
+                        const char *rc)
+{
+	if (gen_has_required(m))
+		return gen_printf(&ctx->pool,
+		                  "%s = RDMX_E_PROTOCOL; /* lacks its required fields */", rc);
+	return gen_printf(&ctx->pool, "%s_init(%s);", m->cname, var);
 }
 
 static void emit_enc(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_message *m)
@@ -410,7 +419,7 @@ static void emit_enc(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_me
 		gen_buf_puts(o, "\tsize_t k = 0;\n");
 	if (loops)
 		gen_buf_puts(o, "\tsize_t i;\n");
-	if (has_required(m))
+	if (gen_has_required(m))
 		/* the default message lacks its required fields */
 		gen_buf_printf(o, "\tif (!m) {\n%s\t\treturn;\n\t}\n", ENC_FAIL("\t\t"));
 	else
@@ -712,7 +721,8 @@ static void emit_method_client(struct gen_ctx *ctx, struct gen_buf *o, const str
 	gen_buf_puts(o,
 	             "\tif (r == 0 && reply.code == RDMX_RPC_OK && !(opts && opts->oneway)) {\n");
 	gen_buf_puts(o, "\t\tstruct rdmx_decode_opts dopts = {0, true, 0};\n");
-	gen_buf_printf(o, "\t\tif (reply.len == 0)\n\t\t\t%s_init(resp);\n", out);
+	gen_buf_printf(o, "\t\tif (reply.len == 0)\n\t\t\t%s\n",
+	               gen_empty_payload(ctx, me->out, "resp", "r"));
 	gen_buf_printf(
 	    o, "\t\telse\n\t\t\tr = %s_decode(resp, reply.data, reply.len, arena, &dopts);\n", out);
 	gen_buf_puts(o, "\t}\n");
@@ -730,7 +740,8 @@ static void emit_method_client(struct gen_ctx *ctx, struct gen_buf *o, const str
 	gen_buf_puts(o, "\tif (res->code != RDMX_RPC_OK || c.oneway) {\n");
 	gen_buf_puts(o, "\t\tc.cb(res->code, res->message, NULL, c.arg);\n\t\treturn;\n\t}\n");
 	gen_buf_puts(o, "\trdmx_arena_init(&a, buf, sizeof(buf), 0);\n");
-	gen_buf_printf(o, "\tif (res->len == 0)\n\t\t%s_init(&resp);\n", out);
+	gen_buf_printf(o, "\tif (res->len == 0)\n\t\t%s\n",
+	               gen_empty_payload(ctx, me->out, "&resp", "r"));
 	gen_buf_printf(o, "\telse\n\t\tr = %s_decode(&resp, res->data, res->len, &a, NULL);\n",
 	               out);
 	gen_buf_puts(o, "\tif (r)\n");
@@ -771,7 +782,8 @@ static void emit_method_client(struct gen_ctx *ctx, struct gen_buf *o, const str
 	    o, "\tr = rdmx__rpc_status_fill(status, arena, (int)reply.code, reply.message);\n");
 	gen_buf_puts(o, "\tif (r == 0 && reply.code == RDMX_RPC_OK) {\n");
 	gen_buf_puts(o, "\t\tstruct rdmx_decode_opts dopts = {0, true, 0};\n");
-	gen_buf_printf(o, "\t\tif (reply.len == 0)\n\t\t\t%s_init(resp);\n", out);
+	gen_buf_printf(o, "\t\tif (reply.len == 0)\n\t\t\t%s\n",
+	               gen_empty_payload(ctx, me->out, "resp", "r"));
 	gen_buf_printf(
 	    o, "\t\telse\n\t\t\tr = %s_decode(resp, reply.data, reply.len, arena, &dopts);\n", out);
 	gen_buf_puts(o, "\t}\n");
@@ -934,7 +946,8 @@ static void emit_service(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 		    o, "\tunsigned char buf[RDMX_CODEC_STACK_ARENA];\n\tstruct rdmx_arena a;\n");
 		gen_buf_printf(o, "\t%s msg;\n\tint r = 0;\n", in);
 		gen_buf_puts(o, "\trdmx_arena_init(&a, buf, sizeof(buf), 0);\n");
-		gen_buf_printf(o, "\tif (len == 0)\n\t\t%s_init(&msg);\n", in);
+		gen_buf_printf(o, "\tif (len == 0)\n\t\t%s\n",
+		               gen_empty_payload(ctx, me->in, "&msg", "r"));
 		gen_buf_printf(o, "\telse\n\t\tr = %s_decode(&msg, req, len, &a, NULL);\n", in);
 		gen_buf_puts(o, "\tif (r)\n\t\trdmx_rpc_respond(call, RDMX_RPC_INVALID_ARGUMENT, "
 		                "\"malformed request\", NULL);\n");

@@ -263,7 +263,9 @@ static const char required_doc[] =
     "/* proto2 required fields (members marked so) are always written; X_decode\n"
     " * refuses a message without one (RDMX_E_PROTOCOL, at any depth); X_encode\n"
     " * fails with RDMX_E_INVAL when a required message field is NULL, or when a\n"
-    " * NULL map value is of a message type with required fields. */\n\n";
+    " * NULL map value is of a message type with required fields. An RPC payload\n"
+    " * of no bytes (S_M_respond with resp NULL) is not such a message either: the\n"
+    " * stubs fail it as malformed, the skeletons answer INVALID_ARGUMENT. */\n\n";
 
 static const char service_doc[] =
     "/* Services.\n"

@@ -341,6 +341,13 @@ char *gen_upper(struct gen_ctx *ctx, const char *s);
 /* a proto2 field's default as a C expression (emit_c.c): 7, INT64_C(-1),
  * 1.5f, pkg_E_B, "text" */
 char *gen_default_c(struct gen_ctx *ctx, const struct gen_field *fd);
+/* m has proto2 required fields (emit_c.c) */
+bool gen_has_required(const struct gen_message *m);
+/* the statement for an RPC payload of no bytes, the default message m: var
+ * (an m *) gets X_init, or, when m has required fields, which the default
+ * message lacks, rc (an int) gets RDMX_E_PROTOCOL */
+char *gen_empty_payload(struct gen_ctx *ctx, const struct gen_message *m, const char *var,
+                        const char *rc);
 char *gen_guard(struct gen_ctx *ctx, const struct gen_file *f);
 
 #endif

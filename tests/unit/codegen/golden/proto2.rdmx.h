@@ -41,7 +41,9 @@ extern "C" {
 /* proto2 required fields (members marked so) are always written; X_decode
  * refuses a message without one (RDMX_E_PROTOCOL, at any depth); X_encode
  * fails with RDMX_E_INVAL when a required message field is NULL, or when a
- * NULL map value is of a message type with required fields. */
+ * NULL map value is of a message type with required fields. An RPC payload
+ * of no bytes (S_M_respond with resp NULL) is not such a message either: the
+ * stubs fail it as malformed, the skeletons answer INVALID_ARGUMENT. */
 
 typedef struct p2_Doc p2_Doc;
 typedef struct p2_Doc_Meta p2_Doc_Meta;
