@@ -193,6 +193,13 @@ static char *default_expr(struct gen_ctx *ctx, const struct gen_field *fd)
 	}
 }
 
+char *gen_default_c(struct gen_ctx *ctx, const struct gen_field *fd)
+{
+	if (fd->type == GT_STRING || fd->type == GT_BYTES)
+		return c_literal(ctx, fd->def->text, fd->def->len);
+	return default_expr(ctx, fd);
+}
+
 /* statements giving the fields of *var (a pointer) their proto2 defaults */
 static void emit_defaults(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_message *m,
                           const char *var)
@@ -238,6 +245,8 @@ static bool file_needs_math(const struct gen_vec *msgs)
 	return false;
 }
 
+/* when field fd of *m is written; NULL: always (a proto2 required field
+ * other than a message, which has no presence in C) */
 static char *present_expr(struct gen_ctx *ctx, const struct gen_message *m,
                           const struct gen_field *fd)
 {
@@ -251,6 +260,8 @@ static char *present_expr(struct gen_ctx *ctx, const struct gen_message *m,
 		return gen_printf(&ctx->pool, "m->n_%s != 0", f);
 	if (fd->type == GT_MESSAGE)
 		return gen_printf(&ctx->pool, "m->%s != NULL", f);
+	if (fd->required)
+		return NULL; /* always written, as protobuf writes it */
 	if (fd->label == GL_OPTIONAL)
 		return gen_printf(&ctx->pool, "m->has_%s", f);
 	if (has_default(fd)) {
@@ -326,6 +337,11 @@ static void emit_size(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_m
 		const struct gen_field *fd = m->fields.items[i];
 		char *pres = present_expr(ctx, m, fd);
 		char *v = gen_printf(&ctx->pool, "m->%s", fd->cname);
+		if (!pres) {
+			gen_buf_printf(o, "\tk++;\n\tn += %d + %s;\n", key_size(fd->number),
+			               size_expr(ctx, fd, v, true));
+			continue;
+		}
 		gen_buf_printf(o, "\tif (%s) {\n\t\tk++;\n", pres);
 		if (fd->is_map) {
 			const struct gen_field *kf = fd->msg->fields.items[0];
@@ -362,6 +378,31 @@ static void emit_size(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_m
 
 /* ---- encode ---- */
 
+/* statements that stop the encoder as a full buffer does, so that X_encode
+ * fails with RDMX_E_INVAL: a required message field is NULL (C has no
+ * presence for the other required fields, which are always written) */
+#define ENC_FAIL(ind)                                                                              \
+	ind "/* a required field is unset: X_encode fails */\n" ind "e->overflow = true;\n" ind    \
+	    "e->end = e->p;\n"
+
+bool gen_has_required(const struct gen_message *m)
+{
+	int i;
+	for (i = 0; i < m->fields.n; i++)
+		if (((const struct gen_field *)m->fields.items[i])->required)
+			return true;
+	return false;
+}
+
+char *gen_empty_payload(struct gen_ctx *ctx, const struct gen_message *m, const char *var,
+                        const char *rc)
+{
+	if (gen_has_required(m))
+		return gen_printf(&ctx->pool,
+		                  "%s = RDMX_E_PROTOCOL; /* lacks its required fields */", rc);
+	return gen_printf(&ctx->pool, "%s_init(%s);", m->cname, var);
+}
+
 static void emit_enc(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_message *m)
 {
 	int i, nkeys = max_keys(m);
@@ -378,20 +419,41 @@ static void emit_enc(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_me
 		gen_buf_puts(o, "\tsize_t k = 0;\n");
 	if (loops)
 		gen_buf_puts(o, "\tsize_t i;\n");
-	gen_buf_puts(o, "\tif (!m) {\n\t\trdmx__enc_map(e, 0);\n\t\treturn;\n\t}\n");
+	if (gen_has_required(m))
+		/* the default message lacks its required fields */
+		gen_buf_printf(o, "\tif (!m) {\n%s\t\treturn;\n\t}\n", ENC_FAIL("\t\t"));
+	else
+		gen_buf_puts(o, "\tif (!m) {\n\t\trdmx__enc_map(e, 0);\n\t\treturn;\n\t}\n");
 	if (patch) {
 		/* fewer than 16 keys: a fixmap whose count is patched at the end */
 		gen_buf_puts(o, "\thdr = rdmx__enc_room(e, 1) ? e->p++ : NULL;\n");
 	} else {
+		int always = 0;
 		for (i = 0; i < m->fields.n; i++) {
 			const struct gen_field *fd = m->fields.items[i];
-			gen_buf_printf(o, "\tk += (%s) ? 1 : 0;\n", present_expr(ctx, m, fd));
+			char *pres = present_expr(ctx, m, fd);
+			if (pres)
+				gen_buf_printf(o, "\tk += (%s) ? 1 : 0;\n", pres);
+			else
+				always++;
 		}
+		if (always)
+			gen_buf_printf(o, "\tk += %d; /* required */\n", always);
 		gen_buf_puts(o, "\trdmx__enc_map(e, k);\n");
 	}
 	for (i = 0; i < m->fields.n; i++) {
 		const struct gen_field *fd = m->fields.items[i];
-		gen_buf_printf(o, "\tif (%s) {\n", present_expr(ctx, m, fd));
+		char *pres = present_expr(ctx, m, fd);
+		if (!pres) {
+			emit_key(o, "\t", fd->number);
+			gen_buf_printf(
+			    o, "\t%s\n",
+			    enc_stmt(ctx, fd, gen_printf(&ctx->pool, "m->%s", fd->cname), true));
+			if (patch)
+				gen_buf_puts(o, "\tk++;\n");
+			continue;
+		}
+		gen_buf_printf(o, "\tif (%s) {\n", pres);
 		emit_key(o, "\t\t", fd->number);
 		if (fd->is_map) {
 			const struct gen_field *kf = fd->msg->fields.items[0];
@@ -421,6 +483,8 @@ static void emit_enc(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_me
 		}
 		if (patch)
 			gen_buf_puts(o, "\t\tk++;\n");
+		if (fd->required) /* a message: NULL is unset */
+			gen_buf_printf(o, "\t} else {\n%s", ENC_FAIL("\t\t"));
 		gen_buf_puts(o, "\t}\n");
 	}
 	if (patch)
@@ -432,8 +496,9 @@ static void emit_enc(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_me
 
 /* ---- decode ---- */
 
+/* req: fd's index among the required fields of m, -1 when it is not one */
 static void emit_dec_case(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_message *m,
-                          const struct gen_field *fd)
+                          const struct gen_field *fd, int req)
 {
 	gen_buf_printf(o, "\t\tcase %lld: /* %s */\n", (long long)fd->number, fd->name);
 	if (fd->is_map || fd->label == GL_REPEATED) {
@@ -476,6 +541,8 @@ static void emit_dec_case(struct gen_ctx *ctx, struct gen_buf *o, const struct g
 		               fd->name);
 	} else if (fd->label == GL_OPTIONAL && fd->type != GT_MESSAGE) {
 		gen_buf_printf(o, "\t\t\tm->has_%s = rc == 0;\n", fd->cname);
+	} else if (req >= 0) {
+		gen_buf_printf(o, "\t\t\treq[%d] |= 0x%xu;\n", req / 32, 1u << (req % 32));
 	}
 	gen_buf_puts(o, "\t\t\tbreak;\n");
 }
@@ -513,16 +580,19 @@ static int reach_count(struct gen_ctx *ctx, const struct gen_message *m)
 
 static void emit_dec(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_message *m)
 {
-	int i;
+	int i, nreq = 0;
 	bool arrays = false;
 	const char *c = m->cname;
 	for (i = 0; i < m->fields.n; i++) {
 		const struct gen_field *fd = m->fields.items[i];
 		if (fd->label == GL_REPEATED)
 			arrays = true;
+		nreq += fd->required;
 	}
 	gen_buf_printf(o, "int %s__dec(struct rdmx_dec *d, %s *m)\n{\n", c, c);
 	gen_buf_printf(o, "\tuint32_t n, i, key%s;\n", arrays ? ", cnt, j" : "");
+	if (nreq) /* the required fields seen, one bit each */
+		gen_buf_printf(o, "\tuint32_t req[%d] = {0};\n", (nreq + 31) / 32);
 	if (has_defaults(m)) {
 		/* what an absent field holds; set before n is read, so that no
 		 * compiler sees a store through m between n's write and its use */
@@ -537,10 +607,26 @@ static void emit_dec(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_me
 	gen_buf_puts(o, "\t\tif (rc)\n\t\t\tbreak;\n");
 	gen_buf_puts(o, "\t\tif (rdmx__dec_nil(d))\n\t\t\tcontinue; /* nil: absent */\n");
 	gen_buf_puts(o, "\t\tswitch (key) {\n");
-	for (i = 0; i < m->fields.n; i++)
-		emit_dec_case(ctx, o, m, m->fields.items[i]);
+	for (i = 0, nreq = 0; i < m->fields.n; i++) {
+		const struct gen_field *fd = m->fields.items[i];
+		emit_dec_case(ctx, o, m, fd, fd->required ? nreq++ : -1);
+	}
 	gen_buf_puts(o, "\t\tdefault: /* unknown: a newer peer's field */\n");
 	gen_buf_puts(o, "\t\t\trc = rdmx__dec_skip(d);\n\t\t\tbreak;\n\t\t}\n\t}\n");
+	if (nreq) {
+		/* a message without one of its required fields is malformed, as in
+		 * protobuf (a nil value counts as absent) */
+		int words = (nreq + 31) / 32;
+		gen_buf_puts(o, words > 1 ? "\tif (rc == 0 && (" : "\tif (rc == 0 && ");
+		for (i = 0; i < words; i++) {
+			int bits = i < nreq / 32 ? 32 : nreq % 32;
+			gen_buf_printf(o, "%sreq[%d] != 0x%xu", i ? " || " : "", i,
+			               bits == 32 ? 0xffffffffu : (1u << bits) - 1);
+		}
+		gen_buf_printf(o,
+		               "%s\n\t\trc = RDMX_E_PROTOCOL; /* a required field is missing */\n",
+		               words > 1 ? "))" : ")");
+	}
 	if (m->fields.n == 0)
 		gen_buf_puts(o, "\t(void)m;\n");
 	gen_buf_puts(o, "\treturn rc;\n}\n\n");
@@ -635,7 +721,8 @@ static void emit_method_client(struct gen_ctx *ctx, struct gen_buf *o, const str
 	gen_buf_puts(o,
 	             "\tif (r == 0 && reply.code == RDMX_RPC_OK && !(opts && opts->oneway)) {\n");
 	gen_buf_puts(o, "\t\tstruct rdmx_decode_opts dopts = {0, true, 0};\n");
-	gen_buf_printf(o, "\t\tif (reply.len == 0)\n\t\t\t%s_init(resp);\n", out);
+	gen_buf_printf(o, "\t\tif (reply.len == 0)\n\t\t\t%s\n",
+	               gen_empty_payload(ctx, me->out, "resp", "r"));
 	gen_buf_printf(
 	    o, "\t\telse\n\t\t\tr = %s_decode(resp, reply.data, reply.len, arena, &dopts);\n", out);
 	gen_buf_puts(o, "\t}\n");
@@ -653,7 +740,8 @@ static void emit_method_client(struct gen_ctx *ctx, struct gen_buf *o, const str
 	gen_buf_puts(o, "\tif (res->code != RDMX_RPC_OK || c.oneway) {\n");
 	gen_buf_puts(o, "\t\tc.cb(res->code, res->message, NULL, c.arg);\n\t\treturn;\n\t}\n");
 	gen_buf_puts(o, "\trdmx_arena_init(&a, buf, sizeof(buf), 0);\n");
-	gen_buf_printf(o, "\tif (res->len == 0)\n\t\t%s_init(&resp);\n", out);
+	gen_buf_printf(o, "\tif (res->len == 0)\n\t\t%s\n",
+	               gen_empty_payload(ctx, me->out, "&resp", "r"));
 	gen_buf_printf(o, "\telse\n\t\tr = %s_decode(&resp, res->data, res->len, &a, NULL);\n",
 	               out);
 	gen_buf_puts(o, "\tif (r)\n");
@@ -694,7 +782,8 @@ static void emit_method_client(struct gen_ctx *ctx, struct gen_buf *o, const str
 	    o, "\tr = rdmx__rpc_status_fill(status, arena, (int)reply.code, reply.message);\n");
 	gen_buf_puts(o, "\tif (r == 0 && reply.code == RDMX_RPC_OK) {\n");
 	gen_buf_puts(o, "\t\tstruct rdmx_decode_opts dopts = {0, true, 0};\n");
-	gen_buf_printf(o, "\t\tif (reply.len == 0)\n\t\t\t%s_init(resp);\n", out);
+	gen_buf_printf(o, "\t\tif (reply.len == 0)\n\t\t\t%s\n",
+	               gen_empty_payload(ctx, me->out, "resp", "r"));
 	gen_buf_printf(
 	    o, "\t\telse\n\t\t\tr = %s_decode(resp, reply.data, reply.len, arena, &dopts);\n", out);
 	gen_buf_puts(o, "\t}\n");
@@ -857,7 +946,8 @@ static void emit_service(struct gen_ctx *ctx, struct gen_buf *o, const struct ge
 		    o, "\tunsigned char buf[RDMX_CODEC_STACK_ARENA];\n\tstruct rdmx_arena a;\n");
 		gen_buf_printf(o, "\t%s msg;\n\tint r = 0;\n", in);
 		gen_buf_puts(o, "\trdmx_arena_init(&a, buf, sizeof(buf), 0);\n");
-		gen_buf_printf(o, "\tif (len == 0)\n\t\t%s_init(&msg);\n", in);
+		gen_buf_printf(o, "\tif (len == 0)\n\t\t%s\n",
+		               gen_empty_payload(ctx, me->in, "&msg", "r"));
 		gen_buf_printf(o, "\telse\n\t\tr = %s_decode(&msg, req, len, &a, NULL);\n", in);
 		gen_buf_puts(o, "\tif (r)\n\t\trdmx_rpc_respond(call, RDMX_RPC_INVALID_ARGUMENT, "
 		                "\"malformed request\", NULL);\n");

@@ -96,19 +96,20 @@ void gen_emit_stream_h(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_
 }
 
 /* on_msg of a stream: decode `type` on a stack arena and hand it on */
-static void emit_decode_msg(struct gen_buf *o, const char *type)
+static void emit_decode_msg(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_message *m)
 {
+	const char *type = m->cname;
 	gen_buf_puts(o, "\tunsigned char buf[RDMX_CODEC_STACK_ARENA];\n\tstruct rdmx_arena a;\n");
 	gen_buf_printf(o, "\t%s msg;\n\tint r = 0;\n", type);
 	gen_buf_puts(o, "\trdmx_arena_init(&a, buf, sizeof(buf), 0);\n");
-	gen_buf_printf(o, "\tif (len == 0)\n\t\t%s_init(&msg);\n", type);
+	gen_buf_printf(o, "\tif (len == 0)\n\t\t%s\n", gen_empty_payload(ctx, m, "&msg", "r"));
 	gen_buf_printf(o, "\telse\n\t\tr = %s_decode(&msg, data, len, &a, NULL);\n", type);
 }
 
 static void emit_client_async(struct gen_ctx *ctx, struct gen_buf *o, const char *base,
                               const char *up, const struct gen_method *m)
 {
-	const char *in = m->in->cname, *out = m->out->cname;
+	const char *in = m->in->cname;
 
 	/* the context lives from _async to on_done; `quiet` when _async itself
 	 * fails after the open (the caller gets the error, not on_done) */
@@ -122,7 +123,7 @@ static void emit_client_async(struct gen_ctx *ctx, struct gen_buf *o, const char
 	    "\tvoid *arg)\n{\n",
 	    base);
 	gen_buf_printf(o, "\tstruct %s__sctx *c = arg;\n", base);
-	emit_decode_msg(o, out);
+	emit_decode_msg(ctx, o, m->out);
 	gen_buf_puts(o, "\tif (r) {\n\t\tc->bad = true; /* on_done says INTERNAL */\n"
 	                "\t\trdmx_rpc_stream_cancel(s);\n");
 	gen_buf_puts(o,
@@ -231,7 +232,11 @@ static void emit_client_blocking(struct gen_ctx *ctx, struct gen_buf *o, const c
 	gen_buf_puts(o, "\tif (!resp)\n\t\treturn RDMX_E_INVAL;\n");
 	gen_buf_puts(o, "\tr = rdmx__codec_stream_read(call, &data, &len);\n");
 	gen_buf_puts(o, "\tif (r <= 0)\n\t\treturn r;\n");
-	gen_buf_printf(o, "\tif (len == 0) {\n\t\t%s_init(resp);\n\t\treturn 1;\n\t}\n", out);
+	if (gen_has_required(m->out)) /* the default message lacks its required fields */
+		gen_buf_puts(o, "\tif (len == 0)\n\t\treturn RDMX_E_PROTOCOL;\n");
+	else
+		gen_buf_printf(o, "\tif (len == 0) {\n\t\t%s_init(resp);\n\t\treturn 1;\n\t}\n",
+		               out);
 	gen_buf_printf(o, "\tr = %s_decode(resp, data, len, arena, &dopts);\n", out);
 	gen_buf_puts(o, "\treturn r ? r : 1;\n}\n\n");
 	gen_buf_printf(
@@ -242,9 +247,10 @@ static void emit_client_blocking(struct gen_ctx *ctx, struct gen_buf *o, const c
 	gen_buf_puts(o, "\treturn rdmx__codec_stream_finish(call, status, arena);\n}\n\n");
 }
 
-static void emit_server(struct gen_buf *o, const char *base, const struct gen_method *m)
+static void emit_server(struct gen_ctx *ctx, struct gen_buf *o, const char *base,
+                        const struct gen_method *m)
 {
-	const char *in = m->in->cname, *out = m->out->cname;
+	const char *out = m->out->cname;
 
 	gen_buf_printf(o, "struct %s__actx {\n\tstruct %s_server_cbs cbs;\n\tvoid *arg;\n};\n\n",
 	               base, base);
@@ -254,7 +260,7 @@ static void emit_server(struct gen_buf *o, const char *base, const struct gen_me
 	    "\tvoid *arg)\n{\n",
 	    base);
 	gen_buf_printf(o, "\tstruct %s__actx *c = arg;\n", base);
-	emit_decode_msg(o, in);
+	emit_decode_msg(ctx, o, m->in);
 	gen_buf_puts(o, "\tif (r)\n\t\trdmx_rpc_stream_finish(s, RDMX_RPC_INVALID_ARGUMENT, "
 	                "\"malformed request\", NULL, 0,\n\t\t\tNULL);\n");
 	gen_buf_puts(o, "\telse if (c->cbs.on_msg)\n\t\tc->cbs.on_msg(s, &msg, c->arg);\n");
@@ -302,5 +308,5 @@ void gen_emit_stream_c(struct gen_ctx *ctx, struct gen_buf *o, const struct gen_
 	gen_buf_printf(o, "/* %s: %s-streaming */\n\n", m->name, kind_name(m));
 	emit_client_async(ctx, o, base, up, m);
 	emit_client_blocking(ctx, o, base, up, m);
-	emit_server(o, base, m);
+	emit_server(ctx, o, base, m);
 }

@@ -102,6 +102,7 @@ struct gen_field {
 	struct gen_enum *en;
 	int oneof;               /* index into the message's oneofs, -1 for none */
 	bool is_map;             /* repeated field of a map entry message (msg) */
+	bool required;           /* proto2 `required`: always written, checked by the decoder */
 	bool deprecated;         /* [deprecated = true]: a comment in the generated struct */
 	char *json_name;         /* [json_name = "..."], NULL when not given */
 	struct gen_default *def; /* proto2 [default = ...], NULL when none */
@@ -211,6 +212,9 @@ struct gen_ext {
 struct gen_optref {
 	char *name;                /* inside the parentheses, as written */
 	struct gen_message *scope; /* innermost message around the option, NULL: file */
+	const char *options;       /* the *Options message it must extend (the place it is
+	                              set: "google.protobuf.FieldOptions", ...); NULL
+	                              inside a name, `(a).(b)`, where (a)'s type decides */
 	struct gen_loc loc;
 };
 
@@ -334,6 +338,16 @@ void gen_collect(struct gen_ctx *ctx, const struct gen_file *f, struct gen_vec *
                  struct gen_vec *enums);
 const char *gen_ctype(struct gen_ctx *ctx, const struct gen_field *fd); /* element type */
 char *gen_upper(struct gen_ctx *ctx, const char *s);
+/* a proto2 field's default as a C expression (emit_c.c): 7, INT64_C(-1),
+ * 1.5f, pkg_E_B, "text" */
+char *gen_default_c(struct gen_ctx *ctx, const struct gen_field *fd);
+/* m has proto2 required fields (emit_c.c) */
+bool gen_has_required(const struct gen_message *m);
+/* the statement for an RPC payload of no bytes, the default message m: var
+ * (an m *) gets X_init, or, when m has required fields, which the default
+ * message lacks, rc (an int) gets RDMX_E_PROTOCOL */
+char *gen_empty_payload(struct gen_ctx *ctx, const struct gen_message *m, const char *var,
+                        const char *rc);
 char *gen_guard(struct gen_ctx *ctx, const struct gen_file *f);
 
 #endif

@@ -415,7 +415,18 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 	for (;;) {
 		if (accept_sym(p, '(')) {
 			struct gen_optref *r = gen_alloc(&p->ctx->pool, sizeof(*r));
+			static const char *const options[] = {
+			    [OPT_FILE] = "google.protobuf.FileOptions",
+			    [OPT_MESSAGE] = "google.protobuf.MessageOptions",
+			    [OPT_FIELD] = "google.protobuf.FieldOptions",
+			    [OPT_ENUM] = "google.protobuf.EnumOptions",
+			    [OPT_VALUE] = "google.protobuf.EnumValueOptions",
+			    [OPT_ONEOF] = "google.protobuf.OneofOptions",
+			    [OPT_SERVICE] = "google.protobuf.ServiceOptions",
+			    [OPT_METHOD] = "google.protobuf.MethodOptions",
+			};
 			r->scope = tg->scope;
+			r->options = parts ? NULL : options[tg->owner];
 			r->name = parse_dotted(p, true, "an option name", &r->loc);
 			if (!r->name || !expect_sym(p, ')'))
 				return false;
@@ -555,6 +566,11 @@ static void parse_extend(struct parser *p, struct gen_message *parent)
 	for (i = 0; i < tmp.fields.n; i++) {
 		struct gen_field *fd = tmp.fields.items[i];
 		struct gen_ext *x = gen_alloc(&p->ctx->pool, sizeof(*x));
+		if (fd->required) { /* as protoc: an old peer could never send it */
+			p->failed = true;
+			gen_error(p->ctx, &fd->type_loc, "the extension \"%s\" cannot be required",
+			          fd->name);
+		}
 		x->name = fd->name;
 		x->extendee = extendee;
 		x->parent = parent;
@@ -729,7 +745,8 @@ static void parse_map_field(struct parser *p, struct gen_message *m, struct gen_
  * message type Name protoc defines (of m, or of the scope of the extend block
  * m stands for), named like the group in lower case, as protoc names it. The
  * wire format has no groups: its value is a message like any other */
-static void parse_group(struct parser *p, struct gen_message *m, enum gen_label label, int oneof)
+static void parse_group(struct parser *p, struct gen_message *m, enum gen_label label,
+                        bool required, int oneof)
 {
 	struct gen_message *g = gen_alloc(&p->ctx->pool, sizeof(*g)), *up;
 	struct gen_tok *kw = cur(p);
@@ -749,6 +766,7 @@ static void parse_group(struct parser *p, struct gen_message *m, enum gen_label 
 	fd->loc = g->loc;
 	fd->type_loc = kw->loc;
 	fd->label = label;
+	fd->required = required;
 	fd->oneof = oneof;
 	fd->type = GT_NAMED;
 	fd->type_name = g->name;
@@ -778,15 +796,26 @@ static void parse_group(struct parser *p, struct gen_message *m, enum gen_label 
 	parse_message_body(p, g, depth);
 }
 
+/* proto2 has no unlabelled fields outside oneofs (maps excepted), as in protoc */
+#define UNLABELLED                                                                                 \
+	"expected \"required\", \"optional\" or \"repeated\": a proto2 field outside a oneof "     \
+	"says its label"
+
 static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 {
 	struct gen_tok *start = cur(p);
 	enum gen_label label = GL_NONE;
+	bool required = false;
 	struct gen_field *fd;
 	struct gen_loc tloc;
 	char *tname;
-	if (is_kw(start, "required") && p->f->proto2) {
-		next(p); /* not checked: the field is written unless it holds its default */
+	if (is_kw(start, "required") && p->f->proto2 && oneof >= 0) {
+		syntax_error(p, start, "fields in oneofs must not have labels");
+		skip_statement(p);
+		return;
+	} else if (is_kw(start, "required") && p->f->proto2) {
+		next(p);
+		required = true;
 	} else if (is_kw(start, "required")) {
 		syntax_error(p, start,
 		             "\"required\" fields are not allowed in proto3: drop the label "
@@ -803,8 +832,11 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 		next(p);
 	}
 	if (is_kw(cur(p), "group") && peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '=')) {
-		if (p->f->proto2)
-			parse_group(p, m, label, oneof);
+		if (p->f->proto2 && oneof < 0 && label == GL_NONE && !required) {
+			syntax_error(p, start, UNLABELLED);
+			skip_statement(p);
+		} else if (p->f->proto2)
+			parse_group(p, m, label, required, oneof);
 		else {
 			syntax_error(p, cur(p),
 			             "groups are not allowed in proto3: use a nested message and a "
@@ -814,7 +846,7 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 		return;
 	}
 	if (is_kw(cur(p), "map") && is_sym(peek(p, 1), '<')) {
-		if (label != GL_NONE || oneof >= 0) {
+		if (label != GL_NONE || required || oneof >= 0) {
 			syntax_error(p, start,
 			             oneof >= 0 ? "map fields are not allowed in oneofs"
 			                        : "map fields cannot have labels");
@@ -822,6 +854,11 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 			return;
 		}
 		parse_map_field(p, m, start->loc);
+		return;
+	}
+	if (p->f->proto2 && oneof < 0 && label == GL_NONE && !required) {
+		syntax_error(p, start, UNLABELLED);
+		skip_statement(p);
 		return;
 	}
 	tname = parse_dotted(p, true, "a field type", &tloc);
@@ -833,6 +870,7 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 	if (!fd)
 		return;
 	fd->label = label;
+	fd->required = required;
 	fd->oneof = oneof;
 	fd->type = scalar_type(tname);
 	if (fd->type == GT_NONE) {
@@ -1011,9 +1049,18 @@ static bool parse_method_type(struct parser *p, char **name, struct gen_loc *loc
 {
 	if (!expect_sym(p, '('))
 		return false;
-	if (is_kw(cur(p), "stream") && (peek(p, 1)->kind == TK_IDENT || is_sym(peek(p, 1), '.'))) {
+	/* as protoc: a leading `stream` is always the keyword, so `(stream)`
+	 * names no type, even when a message is called stream */
+	if (is_kw(cur(p), "stream")) {
 		*stream = true;
 		next(p);
+		if (is_sym(cur(p), ')')) {
+			syntax_error(
+			    p, cur(p),
+			    "expected a message type after \"stream\", got \")\" (a message "
+			    "named stream is written with its package here: .pkg.stream)");
+			return false;
+		}
 	}
 	*name = parse_dotted(p, true, "a message type", loc);
 	return *name && expect_sym(p, ')');

@@ -1000,7 +1000,13 @@ bool gen_import_needed(const struct gen_file *f, const struct gen_import *im)
 	return false;
 }
 
-static struct sym *lookup(struct gen_ctx *ctx, const char *scope, const char *name)
+/* protoc's scoping rules (DescriptorBuilder::LookupSymbol): the scopes are
+ * tried from the innermost out, each with the first part of name. For a
+ * dotted name the first aggregate found (package, message, enum, service)
+ * decides and the rest must be inside it; a simple name's first symbol wins,
+ * but with types_only (field types) one that is not a type (a package too)
+ * is passed over. At the root the whole name is taken, whatever it is. */
+static struct sym *lookup(struct gen_ctx *ctx, const char *scope, const char *name, bool types_only)
 {
 	struct resolver *r = R(ctx);
 	const char *dot;
@@ -1010,25 +1016,22 @@ static struct sym *lookup(struct gen_ctx *ctx, const char *scope, const char *na
 	dot = strchr(name, '.');
 	first = dot ? gen_strndup(&ctx->pool, name, (size_t)(dot - name)) : (char *)name;
 	sc = gen_strdup(&ctx->pool, scope);
-	for (;;) {
+	while (sc[0]) {
 		struct sym *s = table_get(&r->syms, qualify(ctx, sc, first));
-		if (s &&
-		    (s->kind == SYM_PACKAGE || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM)) {
-			if (!dot)
-				return s;
-			/* the first part decides; the rest must be inside it */
+		char *d;
+		if (s && dot &&
+		    (s->kind == SYM_PACKAGE || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM ||
+		     s->kind == SYM_SERVICE))
 			return table_get(&r->syms, qualify(ctx, sc, name));
-		}
-		if (!sc[0])
-			return NULL;
-		{
-			char *d = strrchr(sc, '.');
-			if (d)
-				*d = 0;
-			else
-				sc[0] = 0;
-		}
+		if (s && !dot && (!types_only || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM))
+			return s;
+		d = strrchr(sc, '.');
+		if (d)
+			*d = 0;
+		else
+			sc[0] = 0;
 	}
+	return table_get(&r->syms, name);
 }
 
 /* a message of protobuf's descriptor.proto that rdmx's own copy leaves out
@@ -1095,17 +1098,25 @@ static void descriptor_error(struct gen_ctx *ctx, const struct gen_loc *loc, con
 	          name);
 }
 
+/* a field's type (rpc false) or an rpc's request or response type, looked up
+ * as protoc does: a field's among types only, from the message; an rpc's
+ * among all symbols, from the service (a method of that name hides a
+ * message) */
 static bool resolve_type(struct gen_ctx *ctx, struct gen_file *f, const char *scope,
-                         const char *name, const struct gen_loc *loc, enum gen_type *type,
+                         const char *name, bool rpc, const struct gen_loc *loc, enum gen_type *type,
                          struct gen_message **msg, struct gen_enum **en)
 {
-	struct sym *s = lookup(ctx, scope, name);
+	struct sym *s = lookup(ctx, scope, name, !rpc);
 	if (!s && descriptor_message(ctx, scope, name)) {
 		descriptor_error(ctx, loc, name);
 		return false;
 	}
 	if (!s) {
 		gen_error(ctx, loc, "\"%s\" is not defined", name);
+		return false;
+	}
+	if (rpc && s->kind != SYM_MESSAGE) {
+		gen_error(ctx, loc, "\"%s\" is not a message type", name);
 		return false;
 	}
 	if (s->kind != SYM_MESSAGE && s->kind != SYM_ENUM) {
@@ -1338,7 +1349,7 @@ static void resolve_message(struct gen_ctx *ctx, struct gen_message *m)
 		if (fd->type != GT_NAMED)
 			continue;
 		if (!m->file->input && descriptor_message(ctx, m->full_name, fd->type_name) &&
-		    !lookup(ctx, m->full_name, fd->type_name)) {
+		    !lookup(ctx, m->full_name, fd->type_name, true)) {
 			/* an option-definition import may describe descriptors
 			 * (a validation library's violation paths do): fine while
 			 * nothing generates that file */
@@ -1348,8 +1359,8 @@ static void resolve_message(struct gen_ctx *ctx, struct gen_message *m)
 			gen_vec_push(&ctx->pool, &R(ctx)->deferred, d);
 			continue;
 		}
-		resolve_type(ctx, m->file, m->full_name, fd->type_name, &fd->type_loc, &fd->type,
-		             &fd->msg, &fd->en);
+		resolve_type(ctx, m->file, m->full_name, fd->type_name, false, &fd->type_loc,
+		             &fd->type, &fd->msg, &fd->en);
 	}
 	for (i = 0; i < m->messages.n; i++)
 		resolve_message(ctx, m->messages.items[i]);
@@ -1365,14 +1376,14 @@ static void resolve_services(struct gen_ctx *ctx, struct gen_file *f)
 			enum gen_type t = GT_NONE;
 			struct gen_enum *en = NULL;
 			char *full = gen_printf(&ctx->pool, "%s/%s", s->full_name, m->name);
-			if (resolve_type(ctx, f, f->package, m->in_name, &m->in_loc, &t, &m->in,
-			                 &en) &&
+			if (resolve_type(ctx, f, s->full_name, m->in_name, true, &m->in_loc, &t,
+			                 &m->in, &en) &&
 			    t != GT_MESSAGE)
 				gen_error(ctx, &m->in_loc, "\"%s\" is not a message type",
 				          m->in_name);
 			t = GT_NONE;
-			if (resolve_type(ctx, f, f->package, m->out_name, &m->out_loc, &t, &m->out,
-			                 &en) &&
+			if (resolve_type(ctx, f, s->full_name, m->out_name, true, &m->out_loc, &t,
+			                 &m->out, &en) &&
 			    t != GT_MESSAGE)
 				gen_error(ctx, &m->out_loc, "\"%s\" is not a message type",
 				          m->out_name);
@@ -1538,7 +1549,8 @@ static void check_default(struct gen_ctx *ctx, struct gen_field *fd)
 }
 
 /* checks the defaults of m's fields; a singular proto2 enum field without
- * one defaults to the enum's first value, as in protobuf */
+ * one (outside a oneof, whose union keeps no default) defaults to the enum's
+ * first value, as in protobuf */
 static void resolve_defaults(struct gen_ctx *ctx, struct gen_message *m)
 {
 	int i;
@@ -1547,7 +1559,7 @@ static void resolve_defaults(struct gen_ctx *ctx, struct gen_message *m)
 		if (fd->def) {
 			check_default(ctx, fd);
 		} else if (m->file->proto2 && !m->map_entry && fd->type == GT_ENUM &&
-		           fd->label != GL_REPEATED && fd->en->values.n) {
+		           fd->label != GL_REPEATED && fd->oneof < 0 && fd->en->values.n) {
 			const struct gen_enum_value *first = fd->en->values.items[0];
 			if (first->number != 0) {
 				fd->def = gen_alloc(&ctx->pool, sizeof(*fd->def));
@@ -1725,7 +1737,7 @@ static void declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 	for (i = 0; i < f->exts.n; i++) {
 		struct gen_ext *x = f->exts.items[i];
 		const char *scope = x->parent ? x->parent->full_name : f->package;
-		struct sym *s = lookup(ctx, scope, x->extendee);
+		struct sym *s = lookup(ctx, scope, x->extendee, false);
 		x->full_name = qualify(ctx, scope, x->name);
 		if (s && s->kind == SYM_MESSAGE)
 			x->extendee_full = (char *)s->name;
@@ -1769,7 +1781,9 @@ static struct sym *lookup_ext(struct gen_ctx *ctx, const char *scope, const char
 	}
 }
 
-/* as protoc: a custom option must be defined in the file or an import */
+/* as protoc: a custom option must be defined in the file or an import, and
+ * extend the options of the place it is set (a FieldOptions extension on a
+ * field, not on a method) */
 static void check_optrefs(struct gen_ctx *ctx, struct gen_file *f)
 {
 	int i;
@@ -1777,11 +1791,18 @@ static void check_optrefs(struct gen_ctx *ctx, struct gen_file *f)
 		struct gen_optref *o = f->optrefs.items[i];
 		const char *scope = o->scope ? o->scope->full_name : f->package;
 		struct sym *s = lookup_ext(ctx, scope, o->name);
+		const struct gen_ext *x = s ? s->ptr : NULL;
 		if (!s || !visible(f, s->file))
 			gen_error(ctx, &o->loc,
 			          "Option \"(%s)\" unknown. Ensure that your proto definition file "
 			          "imports the proto which defines the option.",
 			          o->name);
+		else if (o->options && x->extendee_full &&
+		         strcmp(x->extendee_full, o->options) != 0)
+			gen_error(ctx, &o->loc,
+			          "Option field \"(%s)\" is not a field or extension of message "
+			          "\"%s\": it extends \"%s\"",
+			          o->name, last_of(o->options), x->extendee_full);
 	}
 }
 

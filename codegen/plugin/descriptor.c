@@ -289,6 +289,8 @@ static bool conv_message(struct conv *c, const MessageDP *md, struct gen_message
 		              GOOGLE__PROTOBUF__FIELD_DESCRIPTOR_PROTO__LABEL__LABEL_OPTIONAL &&
 		          !(fdp->has_oneof_index)))
 			fd->label = GL_OPTIONAL;
+		fd->required =
+		    fdp->label == GOOGLE__PROTOBUF__FIELD_DESCRIPTOR_PROTO__LABEL__LABEL_REQUIRED;
 		fd->type = scalar(fdp->type);
 		if (fd->type == GT_NAMED)
 			fd->type_name = gen_strdup(&c->ctx->pool, fdp->type_name);

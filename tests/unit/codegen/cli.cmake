@@ -152,3 +152,13 @@ if(NOT EXISTS "${OUT}/dopt/gen/opt_only.rdmx.h" OR EXISTS "${OUT}/dopt/gen/descr
   message(FATAL_ERROR "an option-only import that describes descriptors: not generated as expected")
 endif()
 message(STATUS "cli: option import with descriptor types ok")
+
+# a field type's simple name passes over a package of that name in an inner
+# scope (protoc's scoping rules look for types only): `b` in package a.b is
+# the top-level message b
+file(WRITE "${OUT}/lookup/top.proto" "syntax = \"proto3\";\nmessage b { int32 v = 1; }\n")
+file(WRITE "${OUT}/lookup/inner.proto"
+  "syntax = \"proto3\";\npackage a.b;\nimport \"top.proto\";\nmessage M { b x = 1; }\n")
+run(0 -I "${OUT}/lookup" --out "${OUT}/lookup/gen" "${OUT}/lookup/inner.proto")
+file(READ "${OUT}/lookup/gen/inner.rdmx.h" h)
+expect(type-past-package "${h}" "struct b_ \\*x;")

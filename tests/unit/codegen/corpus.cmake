@@ -1,6 +1,8 @@
 # The corpus (tests/corpus/proto): every file generates with rdmx-gen (one
 # run per file, as a build would), every generated .c compiles as C11 with
-# -Wall -Wextra -Werror -pedantic and every header compiles as C++11.
+# -Wall -Wextra -Werror -Wshadow -pedantic and every header compiles as C++11
+# (wild/lang/short_names.proto: each type named like a generated local is a
+# compile error or a shadowing unless rdmx-gen renames it).
 #   cmake -DGEN=<rdmx-gen> -DCORPUS=<corpus> -DOUT=<scratch> -DCC=<cc> -DCXX=<c++>
 #         -DINC=<rdmx include dir> -P corpus.cmake
 file(REMOVE_RECURSE "${OUT}")
@@ -23,7 +25,7 @@ endforeach()
 file(GLOB_RECURSE cfiles "${OUT}/gen/*.rdmx.c")
 file(GLOB_RECURSE hfiles "${OUT}/gen/*.rdmx.h")
 foreach(c ${cfiles})
-  execute_process(COMMAND "${CC}" -std=c11 -Wall -Wextra -Werror -pedantic -I "${OUT}/gen"
+  execute_process(COMMAND "${CC}" -std=c11 -Wall -Wextra -Werror -Wshadow -pedantic -I "${OUT}/gen"
     -I "${INC}" -c "${c}" -o "${OUT}/obj.o" RESULT_VARIABLE rc ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
     list(APPEND failed "${c}: C: ${err}")

@@ -18,10 +18,8 @@ size_t p2_Doc_encoded_size(const p2_Doc *m)
 	size_t i;
 	if (!m)
 		return 1;
-	if (m->title.len != 0) {
-		k++;
-		n += 1 + rdmx__size_str(m->title.len);
-	}
+	k++;
+	n += 1 + rdmx__size_str(m->title.len);
 	if (m->meta != NULL) {
 		k++;
 		n += 1 + p2_Doc_Meta_encoded_size(m->meta);
@@ -49,15 +47,15 @@ void p2_Doc__enc(struct rdmx_enc *e, const p2_Doc *m)
 	size_t k = 0;
 	size_t i;
 	if (!m) {
-		rdmx__enc_map(e, 0);
+		/* a required field is unset: X_encode fails */
+		e->overflow = true;
+		e->end = e->p;
 		return;
 	}
 	hdr = rdmx__enc_room(e, 1) ? e->p++ : NULL;
-	if (m->title.len != 0) {
-		rdmx__enc_byte(e, 1);
-		rdmx__enc_str(e, m->title.data, m->title.len);
-		k++;
-	}
+	rdmx__enc_byte(e, 1);
+	rdmx__enc_str(e, m->title.data, m->title.len);
+	k++;
 	if (m->meta != NULL) {
 		rdmx__enc_byte(e, 2);
 		p2_Doc_Meta__enc(e, m->meta);
@@ -111,6 +109,7 @@ struct rdmx_rpc_payload p2_Doc_payload(const p2_Doc *msg)
 int p2_Doc__dec(struct rdmx_dec *d, p2_Doc *m)
 {
 	uint32_t n, i, key, cnt, j;
+	uint32_t req[1] = {0};
 	int rc = rdmx__dec_map(d, &n);
 	for (i = 0; rc == 0 && i < n; i++) {
 		rc = rdmx__dec_key(d, &key);
@@ -121,6 +120,7 @@ int p2_Doc__dec(struct rdmx_dec *d, p2_Doc *m)
 		switch (key) {
 		case 1: /* title */
 			rc = rdmx__dec_str(d, &m->title);
+			req[0] |= 0x1u;
 			break;
 		case 2: /* meta */
 			rc = p2_Doc_Meta__decp(d, &m->meta);
@@ -153,6 +153,8 @@ int p2_Doc__dec(struct rdmx_dec *d, p2_Doc *m)
 			break;
 		}
 	}
+	if (rc == 0 && req[0] != 0x1u)
+		rc = RDMX_E_PROTOCOL; /* a required field is missing */
 	return rc;
 }
 
@@ -364,10 +366,8 @@ size_t p2_Doc_Section_encoded_size(const p2_Doc_Section *m)
 	size_t n = 0, k = 0;
 	if (!m)
 		return 1;
-	if (m->level != 0) {
-		k++;
-		n += 1 + rdmx__size_int((int64_t)m->level);
-	}
+	k++;
+	n += 1 + rdmx__size_int((int64_t)m->level);
 	if (m->has_heading) {
 		k++;
 		n += 1 + rdmx__size_str(m->heading.len);
@@ -380,15 +380,15 @@ void p2_Doc_Section__enc(struct rdmx_enc *e, const p2_Doc_Section *m)
 	uint8_t *hdr;
 	size_t k = 0;
 	if (!m) {
-		rdmx__enc_map(e, 0);
+		/* a required field is unset: X_encode fails */
+		e->overflow = true;
+		e->end = e->p;
 		return;
 	}
 	hdr = rdmx__enc_room(e, 1) ? e->p++ : NULL;
-	if (m->level != 0) {
-		rdmx__enc_byte(e, 1);
-		rdmx__enc_int(e, (int64_t)m->level);
-		k++;
-	}
+	rdmx__enc_byte(e, 1);
+	rdmx__enc_int(e, (int64_t)m->level);
+	k++;
 	if (m->has_heading) {
 		rdmx__enc_byte(e, 2);
 		rdmx__enc_str(e, m->heading.data, m->heading.len);
@@ -425,6 +425,7 @@ struct rdmx_rpc_payload p2_Doc_Section_payload(const p2_Doc_Section *msg)
 int p2_Doc_Section__dec(struct rdmx_dec *d, p2_Doc_Section *m)
 {
 	uint32_t n, i, key;
+	uint32_t req[1] = {0};
 	int rc = rdmx__dec_map(d, &n);
 	for (i = 0; rc == 0 && i < n; i++) {
 		rc = rdmx__dec_key(d, &key);
@@ -435,6 +436,7 @@ int p2_Doc_Section__dec(struct rdmx_dec *d, p2_Doc_Section *m)
 		switch (key) {
 		case 1: /* level */
 			rc = rdmx__dec_i32(d, &m->level);
+			req[0] |= 0x1u;
 			break;
 		case 2: /* heading */
 			rc = rdmx__dec_str(d, &m->heading);
@@ -445,6 +447,8 @@ int p2_Doc_Section__dec(struct rdmx_dec *d, p2_Doc_Section *m)
 			break;
 		}
 	}
+	if (rc == 0 && req[0] != 0x1u)
+		rc = RDMX_E_PROTOCOL; /* a required field is missing */
 	return rc;
 }
 
@@ -642,38 +646,22 @@ size_t p2_Defaults_encoded_size(const p2_Defaults *m)
 	size_t i;
 	if (!m)
 		return 1;
-	if (m->unit.len != 2 || memcmp(m->unit.data, "kg", 2) != 0) {
-		k++;
-		n += 1 + rdmx__size_str(m->unit.len);
-	}
-	if (!m->on) {
-		k++;
-		n += 1 + 1;
-	}
-	if (m->big != UINT64_C(18446744073709551615)) {
-		k++;
-		n += 1 + rdmx__size_uint((uint64_t)m->big);
-	}
-	if (m->min != (-INT64_C(9223372036854775807) - 1)) {
-		k++;
-		n += 1 + rdmx__size_int((int64_t)m->min);
-	}
-	if (m->perm != 511) {
-		k++;
-		n += 1 + rdmx__size_int((int64_t)m->perm);
-	}
-	if (m->level != p2_Level_LOW) {
-		k++;
-		n += 1 + rdmx__size_int((int64_t)m->level);
-	}
-	if (m->ratio != 0.00150000001f) {
-		k++;
-		n += 1 + 5;
-	}
-	if (m->worst != p2_Level_NEG) {
-		k++;
-		n += 1 + rdmx__size_int((int64_t)m->worst);
-	}
+	k++;
+	n += 1 + rdmx__size_str(m->unit.len);
+	k++;
+	n += 1 + 1;
+	k++;
+	n += 1 + rdmx__size_uint((uint64_t)m->big);
+	k++;
+	n += 1 + rdmx__size_int((int64_t)m->min);
+	k++;
+	n += 1 + rdmx__size_int((int64_t)m->perm);
+	k++;
+	n += 1 + rdmx__size_int((int64_t)m->level);
+	k++;
+	n += 1 + 5;
+	k++;
+	n += 1 + rdmx__size_int((int64_t)m->worst);
 	if (m->has_count) {
 		k++;
 		n += 1 + rdmx__size_int((int64_t)m->count);
@@ -712,18 +700,12 @@ size_t p2_Defaults_encoded_size(const p2_Defaults *m)
 		for (i = 0; i < m->n_levels; i++)
 			n += rdmx__size_int((int64_t)m->levels[i]);
 	}
-	if (m->octal != 8.0) {
-		k++;
-		n += 1 + 9;
-	}
-	if (m->hex != -16.0f) {
-		k++;
-		n += 1 + 5;
-	}
-	if (!isnan(m->unknown)) {
-		k++;
-		n += 1 + 9;
-	}
+	k++;
+	n += 1 + 9;
+	k++;
+	n += 1 + 5;
+	k++;
+	n += 1 + 9;
 	return n + rdmx__size_hdr(k);
 }
 
@@ -732,17 +714,11 @@ void p2_Defaults__enc(struct rdmx_enc *e, const p2_Defaults *m)
 	size_t k = 0;
 	size_t i;
 	if (!m) {
-		rdmx__enc_map(e, 0);
+		/* a required field is unset: X_encode fails */
+		e->overflow = true;
+		e->end = e->p;
 		return;
 	}
-	k += (m->unit.len != 2 || memcmp(m->unit.data, "kg", 2) != 0) ? 1 : 0;
-	k += (!m->on) ? 1 : 0;
-	k += (m->big != UINT64_C(18446744073709551615)) ? 1 : 0;
-	k += (m->min != (-INT64_C(9223372036854775807) - 1)) ? 1 : 0;
-	k += (m->perm != 511) ? 1 : 0;
-	k += (m->level != p2_Level_LOW) ? 1 : 0;
-	k += (m->ratio != 0.00150000001f) ? 1 : 0;
-	k += (m->worst != p2_Level_NEG) ? 1 : 0;
 	k += (m->has_count) ? 1 : 0;
 	k += (m->has_low) ? 1 : 0;
 	k += (m->has_missing) ? 1 : 0;
@@ -752,42 +728,24 @@ void p2_Defaults__enc(struct rdmx_enc *e, const p2_Defaults *m)
 	k += (m->pick_case == p2_Defaults_pick_picked) ? 1 : 0;
 	k += (m->pick_case == p2_Defaults_pick_other) ? 1 : 0;
 	k += (m->n_levels != 0) ? 1 : 0;
-	k += (m->octal != 8.0) ? 1 : 0;
-	k += (m->hex != -16.0f) ? 1 : 0;
-	k += (!isnan(m->unknown)) ? 1 : 0;
+	k += 11; /* required */
 	rdmx__enc_map(e, k);
-	if (m->unit.len != 2 || memcmp(m->unit.data, "kg", 2) != 0) {
-		rdmx__enc_byte(e, 1);
-		rdmx__enc_str(e, m->unit.data, m->unit.len);
-	}
-	if (!m->on) {
-		rdmx__enc_byte(e, 2);
-		rdmx__enc_bool(e, m->on);
-	}
-	if (m->big != UINT64_C(18446744073709551615)) {
-		rdmx__enc_byte(e, 3);
-		rdmx__enc_uint(e, (uint64_t)m->big);
-	}
-	if (m->min != (-INT64_C(9223372036854775807) - 1)) {
-		rdmx__enc_byte(e, 4);
-		rdmx__enc_int(e, (int64_t)m->min);
-	}
-	if (m->perm != 511) {
-		rdmx__enc_byte(e, 5);
-		rdmx__enc_int(e, (int64_t)m->perm);
-	}
-	if (m->level != p2_Level_LOW) {
-		rdmx__enc_byte(e, 6);
-		rdmx__enc_int(e, (int64_t)m->level);
-	}
-	if (m->ratio != 0.00150000001f) {
-		rdmx__enc_byte(e, 7);
-		rdmx__enc_f32(e, m->ratio);
-	}
-	if (m->worst != p2_Level_NEG) {
-		rdmx__enc_byte(e, 8);
-		rdmx__enc_int(e, (int64_t)m->worst);
-	}
+	rdmx__enc_byte(e, 1);
+	rdmx__enc_str(e, m->unit.data, m->unit.len);
+	rdmx__enc_byte(e, 2);
+	rdmx__enc_bool(e, m->on);
+	rdmx__enc_byte(e, 3);
+	rdmx__enc_uint(e, (uint64_t)m->big);
+	rdmx__enc_byte(e, 4);
+	rdmx__enc_int(e, (int64_t)m->min);
+	rdmx__enc_byte(e, 5);
+	rdmx__enc_int(e, (int64_t)m->perm);
+	rdmx__enc_byte(e, 6);
+	rdmx__enc_int(e, (int64_t)m->level);
+	rdmx__enc_byte(e, 7);
+	rdmx__enc_f32(e, m->ratio);
+	rdmx__enc_byte(e, 8);
+	rdmx__enc_int(e, (int64_t)m->worst);
 	if (m->has_count) {
 		rdmx__enc_byte(e, 9);
 		rdmx__enc_int(e, (int64_t)m->count);
@@ -826,18 +784,12 @@ void p2_Defaults__enc(struct rdmx_enc *e, const p2_Defaults *m)
 		for (i = 0; i < m->n_levels; i++)
 			rdmx__enc_int(e, (int64_t)m->levels[i]);
 	}
-	if (m->octal != 8.0) {
-		rdmx__enc_byte(e, 18);
-		rdmx__enc_f64(e, m->octal);
-	}
-	if (m->hex != -16.0f) {
-		rdmx__enc_byte(e, 19);
-		rdmx__enc_f32(e, m->hex);
-	}
-	if (!isnan(m->unknown)) {
-		rdmx__enc_byte(e, 20);
-		rdmx__enc_f64(e, m->unknown);
-	}
+	rdmx__enc_byte(e, 18);
+	rdmx__enc_f64(e, m->octal);
+	rdmx__enc_byte(e, 19);
+	rdmx__enc_f32(e, m->hex);
+	rdmx__enc_byte(e, 20);
+	rdmx__enc_f64(e, m->unknown);
 	(void)k;
 }
 
@@ -868,6 +820,7 @@ struct rdmx_rpc_payload p2_Defaults_payload(const p2_Defaults *msg)
 int p2_Defaults__dec(struct rdmx_dec *d, p2_Defaults *m)
 {
 	uint32_t n, i, key, cnt, j;
+	uint32_t req[1] = {0};
 	int rc;
 	m->unit.data = "kg";
 	m->unit.len = 2;
@@ -896,27 +849,35 @@ int p2_Defaults__dec(struct rdmx_dec *d, p2_Defaults *m)
 		switch (key) {
 		case 1: /* unit */
 			rc = rdmx__dec_str(d, &m->unit);
+			req[0] |= 0x1u;
 			break;
 		case 2: /* on */
 			rc = rdmx__dec_bool(d, &m->on);
+			req[0] |= 0x2u;
 			break;
 		case 3: /* big */
 			rc = rdmx__dec_u64(d, &m->big);
+			req[0] |= 0x4u;
 			break;
 		case 4: /* min */
 			rc = rdmx__dec_i64(d, &m->min);
+			req[0] |= 0x8u;
 			break;
 		case 5: /* perm */
 			rc = rdmx__dec_i32(d, &m->perm);
+			req[0] |= 0x10u;
 			break;
 		case 6: /* level */
 			rc = rdmx__dec_enum(d, (int32_t *)&m->level);
+			req[0] |= 0x20u;
 			break;
 		case 7: /* ratio */
 			rc = rdmx__dec_f32(d, &m->ratio);
+			req[0] |= 0x40u;
 			break;
 		case 8: /* worst */
 			rc = rdmx__dec_enum(d, (int32_t *)&m->worst);
+			req[0] |= 0x80u;
 			break;
 		case 9: /* count */
 			rc = rdmx__dec_i32(d, &m->count);
@@ -963,18 +924,23 @@ int p2_Defaults__dec(struct rdmx_dec *d, p2_Defaults *m)
 			break;
 		case 18: /* octal */
 			rc = rdmx__dec_f64(d, &m->octal);
+			req[0] |= 0x100u;
 			break;
 		case 19: /* hex */
 			rc = rdmx__dec_f32(d, &m->hex);
+			req[0] |= 0x200u;
 			break;
 		case 20: /* unknown */
 			rc = rdmx__dec_f64(d, &m->unknown);
+			req[0] |= 0x400u;
 			break;
 		default: /* unknown: a newer peer's field */
 			rc = rdmx__dec_skip(d);
 			break;
 		}
 	}
+	if (rc == 0 && req[0] != 0x7ffu)
+		rc = RDMX_E_PROTOCOL; /* a required field is missing */
 	return rc;
 }
 
@@ -1011,6 +977,342 @@ int p2_Defaults_decode(p2_Defaults *msg, const void *src, size_t len, struct rdm
 		return rc;
 	memset(&tmp, 0, sizeof(tmp));
 	rc = p2_Defaults__dec(&d, &tmp);
+	if (rc == 0)
+		rc = rdmx__dec_finish(&d);
+	if (rc == 0)
+		*msg = tmp;
+	return rc;
+}
+
+/* ---- p2.Envelope ---- */
+
+void p2_Envelope_init(p2_Envelope *msg)
+{
+	memset(msg, 0, sizeof(*msg));
+}
+
+size_t p2_Envelope_encoded_size(const p2_Envelope *m)
+{
+	size_t n = 0, k = 0;
+	size_t i;
+	if (!m)
+		return 1;
+	if (m->doc != NULL) {
+		k++;
+		n += 1 + p2_Doc_encoded_size(m->doc);
+	}
+	if (m->n_by_name != 0) {
+		k++;
+		n += 1 + rdmx__size_hdr(m->n_by_name);
+		for (i = 0; i < m->n_by_name; i++)
+			n += rdmx__size_str(m->by_name[i].key.len) + p2_Doc_encoded_size(m->by_name[i].value);
+	}
+	if (m->has_seq) {
+		k++;
+		n += 1 + rdmx__size_int((int64_t)m->seq);
+	}
+	return n + rdmx__size_hdr(k);
+}
+
+void p2_Envelope__enc(struct rdmx_enc *e, const p2_Envelope *m)
+{
+	uint8_t *hdr;
+	size_t k = 0;
+	size_t i;
+	if (!m) {
+		/* a required field is unset: X_encode fails */
+		e->overflow = true;
+		e->end = e->p;
+		return;
+	}
+	hdr = rdmx__enc_room(e, 1) ? e->p++ : NULL;
+	if (m->doc != NULL) {
+		rdmx__enc_byte(e, 1);
+		p2_Doc__enc(e, m->doc);
+		k++;
+	} else {
+		/* a required field is unset: X_encode fails */
+		e->overflow = true;
+		e->end = e->p;
+	}
+	if (m->n_by_name != 0) {
+		rdmx__enc_byte(e, 2);
+		rdmx__enc_map(e, m->n_by_name);
+		for (i = 0; i < m->n_by_name; i++) {
+			rdmx__enc_str(e, m->by_name[i].key.data, m->by_name[i].key.len);
+			p2_Doc__enc(e, m->by_name[i].value);
+		}
+		k++;
+	}
+	if (m->has_seq) {
+		rdmx__enc_byte(e, 3);
+		rdmx__enc_int(e, (int64_t)m->seq);
+		k++;
+	}
+	if (hdr)
+		*hdr = (uint8_t)(0x80 | k);
+}
+
+int p2_Envelope_encode(const p2_Envelope *msg, void *dst, size_t len)
+{
+	struct rdmx_enc e;
+	if (!msg || (!dst && len))
+		return RDMX_E_INVAL;
+	rdmx__enc_init(&e, dst, len);
+	p2_Envelope__enc(&e, msg);
+	return rdmx__enc_finish(&e);
+}
+
+int p2_Envelope__encode_cb(const void *msg, void *dst, size_t len)
+{
+	return p2_Envelope_encode((const p2_Envelope *)msg, dst, len);
+}
+
+struct rdmx_rpc_payload p2_Envelope_payload(const p2_Envelope *msg)
+{
+	struct rdmx_rpc_payload p;
+	p.obj = msg;
+	p.len = p2_Envelope_encoded_size(msg);
+	p.encode = p2_Envelope__encode_cb;
+	return p;
+}
+
+int p2_Envelope__dec(struct rdmx_dec *d, p2_Envelope *m)
+{
+	uint32_t n, i, key, cnt, j;
+	uint32_t req[1] = {0};
+	int rc = rdmx__dec_map(d, &n);
+	for (i = 0; rc == 0 && i < n; i++) {
+		rc = rdmx__dec_key(d, &key);
+		if (rc)
+			break;
+		if (rdmx__dec_nil(d))
+			continue; /* nil: absent */
+		switch (key) {
+		case 1: /* doc */
+			rc = p2_Doc__decp(d, &m->doc);
+			req[0] |= 0x1u;
+			break;
+		case 2: /* by_name */
+			rc = rdmx__dec_map(d, &cnt);
+			if (rc == 0) {
+				p2_Envelope_ByNameEntry *a = rdmx__dec_alloc(d, cnt, sizeof(*a), &rc);
+				for (j = 0; rc == 0 && j < cnt; j++) {
+					rc = rdmx__dec_str(d, &a[j].key);
+					if (rc == 0 && !rdmx__dec_nil(d))
+						rc = p2_Doc__decp(d, &a[j].value);
+				}
+				m->by_name = a;
+				m->n_by_name = cnt;
+			}
+			break;
+		case 3: /* seq */
+			rc = rdmx__dec_i32(d, &m->seq);
+			m->has_seq = rc == 0;
+			break;
+		default: /* unknown: a newer peer's field */
+			rc = rdmx__dec_skip(d);
+			break;
+		}
+	}
+	if (rc == 0 && req[0] != 0x1u)
+		rc = RDMX_E_PROTOCOL; /* a required field is missing */
+	return rc;
+}
+
+int p2_Envelope__decp(struct rdmx_dec *d, p2_Envelope **out)
+{
+	p2_Envelope *m;
+	int rc = rdmx__dec_enter(d);
+	if (rc)
+		return rc;
+	if (!rdmx__dec_is_map(d)) {
+		rc = RDMX_E_PROTOCOL;
+	} else {
+		m = rdmx__dec_alloc(d, 1, sizeof(*m), &rc);
+		if (m) {
+			rc = p2_Envelope__dec(d, m);
+			*out = m;
+		}
+	}
+	rdmx__dec_leave(d);
+	return rc;
+}
+
+int p2_Envelope_decode(p2_Envelope *msg, const void *src, size_t len, struct rdmx_arena *arena,
+	const struct rdmx_decode_opts *opts)
+{
+	struct rdmx_dec d;
+	p2_Envelope tmp;
+	size_t ratio = RDMX_DECODE_ALLOC_FACTOR;
+	int rc;
+	if (!msg)
+		return RDMX_E_INVAL;
+	if (sizeof(p2_Doc) > ratio)
+		ratio = sizeof(p2_Doc);
+	if (sizeof(p2_Doc_Meta) > ratio)
+		ratio = sizeof(p2_Doc_Meta);
+	if (sizeof(p2_Doc_Section) > ratio)
+		ratio = sizeof(p2_Doc_Section);
+	if (sizeof(p2_Doc_Blob) > ratio)
+		ratio = sizeof(p2_Doc_Blob);
+	if (sizeof(p2_Envelope_ByNameEntry) > ratio)
+		ratio = sizeof(p2_Envelope_ByNameEntry);
+	rc = rdmx__dec_init(&d, src, len, arena, opts, ratio);
+	if (rc)
+		return rc;
+	memset(&tmp, 0, sizeof(tmp));
+	rc = p2_Envelope__dec(&d, &tmp);
+	if (rc == 0)
+		rc = rdmx__dec_finish(&d);
+	if (rc == 0)
+		*msg = tmp;
+	return rc;
+}
+
+/* ---- p2.Choice ---- */
+
+void p2_Choice_init(p2_Choice *msg)
+{
+	memset(msg, 0, sizeof(*msg));
+}
+
+size_t p2_Choice_encoded_size(const p2_Choice *m)
+{
+	size_t n = 0, k = 0;
+	if (!m)
+		return 1;
+	if (m->value_case == p2_Choice_value_note) {
+		k++;
+		n += 1 + rdmx__size_str(m->note.len);
+	}
+	if (m->value_case == p2_Choice_value_level) {
+		k++;
+		n += 1 + rdmx__size_int((int64_t)m->level);
+	}
+	if (m->value_case == p2_Choice_value_first) {
+		k++;
+		n += 1 + rdmx__size_int((int64_t)m->first);
+	}
+	return n + rdmx__size_hdr(k);
+}
+
+void p2_Choice__enc(struct rdmx_enc *e, const p2_Choice *m)
+{
+	uint8_t *hdr;
+	size_t k = 0;
+	if (!m) {
+		rdmx__enc_map(e, 0);
+		return;
+	}
+	hdr = rdmx__enc_room(e, 1) ? e->p++ : NULL;
+	if (m->value_case == p2_Choice_value_note) {
+		rdmx__enc_byte(e, 1);
+		rdmx__enc_str(e, m->note.data, m->note.len);
+		k++;
+	}
+	if (m->value_case == p2_Choice_value_level) {
+		rdmx__enc_byte(e, 2);
+		rdmx__enc_int(e, (int64_t)m->level);
+		k++;
+	}
+	if (m->value_case == p2_Choice_value_first) {
+		rdmx__enc_byte(e, 3);
+		rdmx__enc_int(e, (int64_t)m->first);
+		k++;
+	}
+	if (hdr)
+		*hdr = (uint8_t)(0x80 | k);
+}
+
+int p2_Choice_encode(const p2_Choice *msg, void *dst, size_t len)
+{
+	struct rdmx_enc e;
+	if (!msg || (!dst && len))
+		return RDMX_E_INVAL;
+	rdmx__enc_init(&e, dst, len);
+	p2_Choice__enc(&e, msg);
+	return rdmx__enc_finish(&e);
+}
+
+int p2_Choice__encode_cb(const void *msg, void *dst, size_t len)
+{
+	return p2_Choice_encode((const p2_Choice *)msg, dst, len);
+}
+
+struct rdmx_rpc_payload p2_Choice_payload(const p2_Choice *msg)
+{
+	struct rdmx_rpc_payload p;
+	p.obj = msg;
+	p.len = p2_Choice_encoded_size(msg);
+	p.encode = p2_Choice__encode_cb;
+	return p;
+}
+
+int p2_Choice__dec(struct rdmx_dec *d, p2_Choice *m)
+{
+	uint32_t n, i, key;
+	int rc = rdmx__dec_map(d, &n);
+	for (i = 0; rc == 0 && i < n; i++) {
+		rc = rdmx__dec_key(d, &key);
+		if (rc)
+			break;
+		if (rdmx__dec_nil(d))
+			continue; /* nil: absent */
+		switch (key) {
+		case 1: /* note */
+			rc = rdmx__dec_str(d, &m->note);
+			m->value_case = p2_Choice_value_note;
+			break;
+		case 2: /* level */
+			rc = rdmx__dec_enum(d, (int32_t *)&m->level);
+			m->value_case = p2_Choice_value_level;
+			break;
+		case 3: /* first */
+			rc = rdmx__dec_enum(d, (int32_t *)&m->first);
+			m->value_case = p2_Choice_value_first;
+			break;
+		default: /* unknown: a newer peer's field */
+			rc = rdmx__dec_skip(d);
+			break;
+		}
+	}
+	return rc;
+}
+
+int p2_Choice__decp(struct rdmx_dec *d, p2_Choice **out)
+{
+	p2_Choice *m;
+	int rc = rdmx__dec_enter(d);
+	if (rc)
+		return rc;
+	if (!rdmx__dec_is_map(d)) {
+		rc = RDMX_E_PROTOCOL;
+	} else {
+		m = rdmx__dec_alloc(d, 1, sizeof(*m), &rc);
+		if (m) {
+			rc = p2_Choice__dec(d, m);
+			*out = m;
+		}
+	}
+	rdmx__dec_leave(d);
+	return rc;
+}
+
+int p2_Choice_decode(p2_Choice *msg, const void *src, size_t len, struct rdmx_arena *arena,
+	const struct rdmx_decode_opts *opts)
+{
+	struct rdmx_dec d;
+	p2_Choice tmp;
+	size_t ratio = RDMX_DECODE_ALLOC_FACTOR;
+	int rc;
+	if (!msg)
+		return RDMX_E_INVAL;
+	rc = rdmx__dec_init(&d, src, len, arena, opts, ratio);
+	if (rc)
+		return rc;
+	memset(&tmp, 0, sizeof(tmp));
+	rc = p2_Choice__dec(&d, &tmp);
 	if (rc == 0)
 		rc = rdmx__dec_finish(&d);
 	if (rc == 0)

@@ -38,11 +38,21 @@ extern "C" {
  *     channel buffer (msg must stay valid until the call/respond returns)
  * X__* functions are internal to generated code. */
 
+/* proto2 required fields (members marked so) are always written; X_decode
+ * refuses a message without one (RDMX_E_PROTOCOL, at any depth); X_encode
+ * fails with RDMX_E_INVAL when a required message field is NULL, or when a
+ * NULL map value is of a message type with required fields. An RPC payload
+ * of no bytes (S_M_respond with resp NULL) is not such a message either: the
+ * stubs fail it as malformed, the skeletons answer INVALID_ARGUMENT. */
+
 typedef struct p2_Doc p2_Doc;
 typedef struct p2_Doc_Meta p2_Doc_Meta;
 typedef struct p2_Doc_Section p2_Doc_Section;
 typedef struct p2_Doc_Blob p2_Doc_Blob;
 typedef struct p2_Defaults p2_Defaults;
+typedef struct p2_Envelope p2_Envelope;
+typedef struct p2_Envelope_ByNameEntry p2_Envelope_ByNameEntry;
+typedef struct p2_Choice p2_Choice;
 
 /* enum p2.Level */
 typedef enum p2_Level {
@@ -67,9 +77,17 @@ typedef enum p2_Defaults_pick_case {
 	p2_Defaults_pick_other = 16
 } p2_Defaults_pick_case;
 
+/* which member of oneof p2.Choice.value is set */
+typedef enum p2_Choice_value_case {
+	p2_Choice_value_NOT_SET = 0,
+	p2_Choice_value_note = 1,
+	p2_Choice_value_level = 2,
+	p2_Choice_value_first = 3
+} p2_Choice_value_case;
+
 /* message p2.Doc */
 struct p2_Doc {
-	struct rdmx_str title; /* 1: string */
+	struct rdmx_str title; /* 1: required string */
 	/* meta is deprecated */
 	struct p2_Doc_Meta *meta; /* 2: optional p2.Doc.Meta, NULL when absent */
 	size_t n_section; /* 3: repeated p2.Doc.Section */
@@ -91,7 +109,7 @@ struct p2_Doc_Meta {
 
 /* message p2.Doc.Section */
 struct p2_Doc_Section {
-	int32_t level; /* 1: int32 */
+	int32_t level; /* 1: required int32 */
 	bool has_heading;
 	struct rdmx_str heading; /* 2: optional string */
 };
@@ -104,14 +122,14 @@ struct p2_Doc_Blob {
 
 /* message p2.Defaults */
 struct p2_Defaults {
-	struct rdmx_str unit; /* 1: string */
-	bool on; /* 2: bool */
-	uint64_t big; /* 3: uint64 */
-	int64_t min; /* 4: int64 */
-	int32_t perm; /* 5: int32 */
-	enum p2_Level level; /* 6: p2.Level */
-	float ratio; /* 7: float */
-	enum p2_Level worst; /* 8: p2.Level */
+	struct rdmx_str unit; /* 1: required string */
+	bool on; /* 2: required bool */
+	uint64_t big; /* 3: required uint64 */
+	int64_t min; /* 4: required int64 */
+	int32_t perm; /* 5: required int32 */
+	enum p2_Level level; /* 6: required p2.Level */
+	float ratio; /* 7: required float */
+	enum p2_Level worst; /* 8: required p2.Level */
 	bool has_count;
 	int32_t count; /* 9: optional int32 */
 	bool has_low;
@@ -126,14 +144,39 @@ struct p2_Defaults {
 	int32_t zero; /* 14: optional sint32 */
 	p2_Defaults_pick_case pick_case; /* oneof pick */
 	union {
-		int32_t picked; /* 15: int32 */
+		int32_t picked; /* 15: int32 [default = 7] */
 		struct rdmx_str other; /* 16: string */
 	};
 	size_t n_levels; /* 17: repeated p2.Level */
 	enum p2_Level *levels;
-	double octal; /* 18: double */
-	float hex; /* 19: float */
-	double unknown; /* 20: double */
+	double octal; /* 18: required double */
+	float hex; /* 19: required float */
+	double unknown; /* 20: required double */
+};
+
+/* message p2.Envelope */
+struct p2_Envelope {
+	struct p2_Doc *doc; /* 1: required p2.Doc, NULL when absent */
+	size_t n_by_name; /* 2: map<string, p2.Doc> */
+	struct p2_Envelope_ByNameEntry *by_name;
+	bool has_seq;
+	int32_t seq; /* 3: optional int32 */
+};
+
+/* map entry p2.Envelope.ByNameEntry */
+struct p2_Envelope_ByNameEntry {
+	struct rdmx_str key; /* 1: string */
+	struct p2_Doc *value; /* 2: p2.Doc, NULL when absent */
+};
+
+/* message p2.Choice */
+struct p2_Choice {
+	p2_Choice_value_case value_case; /* oneof value */
+	union {
+		struct rdmx_str note; /* 1: string [default = "a*\/b"] */
+		enum p2_Level level; /* 2: p2.Level [default = p2_Level_HIGH] */
+		enum p2_Level first; /* 3: p2.Level */
+	};
 };
 
 /* p2.Doc */
@@ -195,6 +238,30 @@ void p2_Defaults__enc(struct rdmx_enc *e, const p2_Defaults *msg);
 int p2_Defaults__dec(struct rdmx_dec *d, p2_Defaults *msg);
 int p2_Defaults__decp(struct rdmx_dec *d, p2_Defaults **msg);
 int p2_Defaults__encode_cb(const void *msg, void *dst, size_t len);
+
+/* p2.Envelope */
+void p2_Envelope_init(p2_Envelope *msg);
+size_t p2_Envelope_encoded_size(const p2_Envelope *msg);
+int p2_Envelope_encode(const p2_Envelope *msg, void *dst, size_t len);
+int p2_Envelope_decode(p2_Envelope *msg, const void *src, size_t len, struct rdmx_arena *arena,
+	const struct rdmx_decode_opts *opts);
+struct rdmx_rpc_payload p2_Envelope_payload(const p2_Envelope *msg);
+void p2_Envelope__enc(struct rdmx_enc *e, const p2_Envelope *msg);
+int p2_Envelope__dec(struct rdmx_dec *d, p2_Envelope *msg);
+int p2_Envelope__decp(struct rdmx_dec *d, p2_Envelope **msg);
+int p2_Envelope__encode_cb(const void *msg, void *dst, size_t len);
+
+/* p2.Choice */
+void p2_Choice_init(p2_Choice *msg);
+size_t p2_Choice_encoded_size(const p2_Choice *msg);
+int p2_Choice_encode(const p2_Choice *msg, void *dst, size_t len);
+int p2_Choice_decode(p2_Choice *msg, const void *src, size_t len, struct rdmx_arena *arena,
+	const struct rdmx_decode_opts *opts);
+struct rdmx_rpc_payload p2_Choice_payload(const p2_Choice *msg);
+void p2_Choice__enc(struct rdmx_enc *e, const p2_Choice *msg);
+int p2_Choice__dec(struct rdmx_dec *d, p2_Choice *msg);
+int p2_Choice__decp(struct rdmx_dec *d, p2_Choice **msg);
+int p2_Choice__encode_cb(const void *msg, void *dst, size_t len);
 
 #ifdef __cplusplus
 }
