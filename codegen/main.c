@@ -1,4 +1,4 @@
-/* rdmx-gen: compiles proto3 .proto files into C.
+/* rdmx-gen: compiles .proto files (proto3 and proto2) into C.
  *   rdmx-gen [-I DIR]... --out DIR [--depfile FILE] FILE.proto...
  * writes DIR/<proto path>.rdmx.h and .rdmx.c for each input. Errors go to
  * stderr as FILE:LINE:COL: error: MESSAGE; exit status 1 when any, 2 for

@@ -1,4 +1,4 @@
-/* rdmx-gen: recursive-descent parser of the supported proto3 subset.
+/* rdmx-gen: recursive-descent parser of .proto files (proto3, proto2).
  * Syntax errors are reported where they happen; the parser then skips the
  * statement and goes on, so one run reports several errors. Constructs
  * outside the subset get a "not supported" error, never silence. */
