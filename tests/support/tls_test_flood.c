@@ -187,6 +187,35 @@ void tls_test_flood_send(struct tls_test_flood *f, int server_fd)
 	setsockopt(f->fd, IPPROTO_TCP, TCP_CORK, &off, sizeof(off));
 }
 
+int tls_test_flood_more(struct tls_test_flood *f)
+{
+	int on = 1, off = 0, ok = 1;
+
+	setsockopt(f->fd, IPPROTO_TCP, TCP_CORK, &on, sizeof(on));
+	for (int i = 0; i < TLS_TEST_FLOOD_KEY_UPDATES && ok; i++) {
+		ERR_clear_error();
+		ok = SSL_key_update(f->ssl, SSL_KEY_UPDATE_REQUESTED) == 1 &&
+		     SSL_do_handshake(f->ssl) == 1;
+	}
+	setsockopt(f->fd, IPPROTO_TCP, TCP_CORK, &off, sizeof(off));
+	return ok;
+}
+
+int tls_test_flood_unread(int server_fd)
+{
+	int n = -1;
+
+	ioctl(server_fd, SIOCINQ, &n);
+	return n;
+}
+
+int tls_test_flood_ended(const struct tls_test_flood *f)
+{
+	struct pollfd p = {.fd = f->fd, .events = POLLRDHUP};
+
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 int tls_test_flood_unacked(const struct tls_test_flood *f)
 {
 	int n = -1;

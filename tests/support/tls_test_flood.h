@@ -61,6 +61,15 @@ void tls_test_flood_send(struct tls_test_flood *f, int server_fd);
 /* Bytes sent that the server's kernel has not acknowledged yet (SIOCOUTQ):
  * 0 once every request sits in the server's socket. */
 int tls_test_flood_unacked(const struct tls_test_flood *f);
+/* Another burst of TLS_TEST_FLOOD_KEY_UPDATES requests on a session the
+ * server may end meanwhile: 0 when a write failed (it ended), else 1. */
+int tls_test_flood_more(struct tls_test_flood *f);
+/* Bytes in the server's end `server_fd` that the server has not read
+ * (SIOCINQ; -1 once that descriptor is gone). */
+int tls_test_flood_unread(int server_fd);
+/* The server ended the session (its FIN or reset came), seen without
+ * reading anything. */
+int tls_test_flood_ended(const struct tls_test_flood *f);
 
 /* Reads (TLS records only: the server must send no frame) until at least
  * `want` KeyUpdates have come; fails at the guard (20 s) as "the server
