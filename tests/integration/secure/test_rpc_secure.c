@@ -100,6 +100,15 @@ static int one_held(const struct fix_server_stats *st)
 	return st->held == 1;
 }
 
+/* The server released the client and its held call was cancelled: the
+ * release runs the gone callback, then destroys the endpoint, whose
+ * destruction cancels what it still holds (so a reader between the two
+ * sees gone with the call still held). */
+static int gone_and_cancelled(const struct fix_server_stats *st)
+{
+	return st->gone == 1 && st->held == 0;
+}
+
 /* ---- async calls ---- */
 
 struct pending {
@@ -484,9 +493,11 @@ Test(rpc_secure, client_tls_loss_fails_a_blocked_call_unavailable)
 		         fix_server_port());
 		cr_assert(tls_test_log_contains(line), "no client liveness log line '%s'", line);
 	}
-	/* the engine connection went: the server released its endpoint */
-	cr_assert(fix_server_wait(one_gone, 10000));
+	/* the engine connection went: the server released its endpoint and
+	 * cancelled the held call */
+	fix_server_wait(gone_and_cancelled, 10000);
 	fix_server_stats(&st);
+	cr_assert_eq(st.gone, 1, "the server did not release the client");
 	cr_assert_eq(st.held, 0, "the held call was not cancelled on the server");
 	/* no new call goes out on a dead endpoint */
 	cr_assert(rdmx_rpc_call(EP(sc), id_echo, &req, NULL, &reply) < 0 ||
