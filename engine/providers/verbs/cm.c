@@ -411,11 +411,7 @@ int rdmx__verbs_cm_request(struct verbs_ctx *vctx, const struct verbs_cm_ev *e)
 	vc = rdmx__verbs_conn_new(vctx, conn);
 	if (!vc) {
 		RDMX_ERR("verbs: no memory for a connection request: rejected");
-		if (rdma_reject(id, NULL, 0))
-			RDMX_DBG("verbs: rdma_reject failed: %s", strerror(errno));
-		rdma_destroy_id(id);
-		rdmx_conn_reject(conn); /* the engine's object (conn->prov is NULL) */
-		return 0;
+		goto release_conn;
 	}
 	vc->id = id;
 	id->context = vc;
@@ -428,6 +424,10 @@ int rdmx__verbs_cm_request(struct verbs_ctx *vctx, const struct verbs_cm_ev *e)
 	rdmx__conn_event(conn, RDMX__CONN_EV_REQUEST);
 	return 1;
 
+release_conn:
+	/* the engine's object: with no provider part (conn->prov is NULL) the
+	 * reject only retires it, and it is freed once ctx_poll returned */
+	rdmx_conn_reject(conn);
 reject:
 	rdmx__verbs_cm_refuse(id);
 	return 0;

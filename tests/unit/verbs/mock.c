@@ -138,6 +138,22 @@ void mock_recv_wc(uint64_t wr_id, uint32_t qpn, enum ibv_wc_status st, enum ibv_
 
 /* ---- exported libibverbs / librdmacm functions, redefined ---- */
 
+int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)
+{
+	(void)private_data;
+	(void)private_data_len;
+	cr_assert_lt(M.nrejected, MOCK_MAX_EV);
+	M.rejected[M.nrejected++] = id;
+	return 0;
+}
+
+int rdma_destroy_id(struct rdma_cm_id *id)
+{
+	cr_assert_lt(M.ndestroyed, MOCK_MAX_EV);
+	M.destroyed[M.ndestroyed++] = id;
+	return 0;
+}
+
 int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
 {
 	(void)channel;
@@ -235,6 +251,22 @@ int ibv_query_gid(struct ibv_context *ctx, uint8_t port, int index, union ibv_gi
 	return 0;
 }
 
+/* ---- allocation failures (the test links with -Wl,--wrap=calloc: the
+ * calls of the objects linked into it come here, the libraries' do not) ---- */
+
+void *__real_calloc(size_t n, size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+	if (M.calloc_fails > 0) {
+		M.calloc_fails--;
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __real_calloc(n, size);
+}
+
 /* ---- engine services ---- */
 
 void rdmx__task_complete(struct rdmx_task *task, int status)
@@ -275,14 +307,24 @@ void rdmx__conn_set_error(struct rdmx_conn *conn)
 
 struct rdmx_conn *rdmx__conn_new(struct rdmx_ctx *ctx, enum rdmx_conn_state state)
 {
-	(void)ctx;
-	(void)state;
-	return NULL;
+	struct rdmx_conn *conn = M.conn_new;
+
+	M.conn_new = NULL;
+	if (conn) {
+		conn->ctx = ctx;
+		conn->state = state;
+	}
+	return conn;
 }
 
+/* The engine's reject of a connection with no provider part left (the
+ * real one would call the provider's conn_reject and conn_release, both
+ * no-ops then) */
 int rdmx_conn_reject(struct rdmx_conn *conn)
 {
-	(void)conn;
+	cr_assert_lt(M.nconn_rejects, MOCK_MAX_EV);
+	M.conn_rejected[M.nconn_rejects++] = conn;
+	conn->state = RDMX_CONN_DISCONNECTED;
 	return 0;
 }
 

@@ -80,6 +80,18 @@ struct mock {
 	int scq_polls, rcq_polls;
 	int cm_reads;
 	int naps; /* rdmx__verbs_ctx_nap calls (ctx.c is not compiled here) */
+	/* rdma_reject / rdma_destroy_id: the ids, in call order */
+	struct rdma_cm_id *rejected[MOCK_MAX_EV], *destroyed[MOCK_MAX_EV];
+	int nrejected, ndestroyed;
+	/* the engine's connections: what the next rdmx__conn_new hands out
+	 * (NULL: the context is at its max_connections), the connections given
+	 * to rdmx_conn_reject */
+	struct rdmx_conn *conn_new;
+	struct rdmx_conn *conn_rejected[MOCK_MAX_EV];
+	int nconn_rejects;
+	/* the next this many calloc calls of the code under test fail with
+	 * ENOMEM (the test is linked with --wrap=calloc) */
+	int calloc_fails;
 };
 
 extern struct mock M;

@@ -3,15 +3,14 @@
  * they joined); one dealt to a member moves to the member's cm channel and
  * waits in its dealt list, with its eventfd kicked; a failed move leaves it
  * with the listener; a member that leaves is dealt nothing more and rejects
- * what it had not taken. rdma_migrate_id / rdma_reject / rdma_destroy_id
- * are redefined here and record their calls. */
+ * what it had not taken. rdma_migrate_id is redefined here and records its
+ * calls (rdma_reject / rdma_destroy_id: mock.c). */
 #include "mock.h"
 
 #include <string.h>
 
 static struct rdma_event_channel *migrated_to[8];
-static struct rdma_cm_id *rejected[8], *destroyed[8];
-static int n_migrated, n_rejected, n_destroyed, migrate_fails;
+static int n_migrated, migrate_fails;
 
 int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 {
@@ -21,20 +20,6 @@ int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 		return -1;
 	}
 	migrated_to[n_migrated++] = channel;
-	return 0;
-}
-
-int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)
-{
-	(void)private_data;
-	(void)private_data_len;
-	rejected[n_rejected++] = id;
-	return 0;
-}
-
-int rdma_destroy_id(struct rdma_cm_id *id)
-{
-	destroyed[n_destroyed++] = id;
 	return 0;
 }
 
@@ -66,7 +51,7 @@ static struct verbs_cm_ev request(struct rdma_cm_id *id)
 static void reset(void)
 {
 	mock_reset();
-	n_migrated = n_rejected = n_destroyed = migrate_fails = 0;
+	n_migrated = migrate_fails = 0;
 }
 
 Test(lgroup, requests_are_dealt_in_turn_listener_first)
@@ -101,9 +86,9 @@ Test(lgroup, requests_are_dealt_in_turn_listener_first)
 	/* b leaves: rejects what it had not taken; a and l share from now on */
 	rdmx__verbs_lgroup_leave(&b.vc);
 	cr_assert_null(b.vc.lgroup);
-	cr_assert_eq(n_rejected, 2);
-	cr_assert(rejected[0] == &ids[2] && rejected[1] == &ids[5]);
-	cr_assert(destroyed[0] == &ids[2] && destroyed[1] == &ids[5]);
+	cr_assert_eq(M.nrejected, 2);
+	cr_assert(M.rejected[0] == &ids[2] && M.rejected[1] == &ids[5]);
+	cr_assert(M.destroyed[0] == &ids[2] && M.destroyed[1] == &ids[5]);
 	cr_assert_null(b.vc.dealt);
 	cr_assert(!atomic_load(&b.vc.dealt_due));
 	for (int i = 0; i < 4; i++) {
@@ -114,7 +99,7 @@ Test(lgroup, requests_are_dealt_in_turn_listener_first)
 	cr_assert_eq(n_migrated, 6);
 	cr_assert(migrated_to[4] == &a.cm && migrated_to[5] == &a.cm, "only a is left to deal to");
 	rdmx__verbs_lgroup_leave(&a.vc); /* its two first requests and two new ones */
-	cr_assert_eq(n_rejected, 6);
+	cr_assert_eq(M.nrejected, 6);
 	rdmx__verbs_lgroup_leave(&l.vc);
 	cr_assert_null(l.vc.lgroup);
 }
@@ -137,7 +122,7 @@ Test(lgroup, a_request_that_cannot_move_stays_with_the_listener)
 	cr_assert_eq(M.kicks, 0);
 	rdmx__verbs_lgroup_leave(&a.vc);
 	rdmx__verbs_lgroup_leave(&l.vc);
-	cr_assert_eq(n_rejected, 0);
+	cr_assert_eq(M.nrejected, 0);
 }
 
 Test(lgroup, without_a_group_the_listener_serves_everything)
@@ -151,5 +136,5 @@ Test(lgroup, without_a_group_the_listener_serves_everything)
 	cr_assert(!rdmx__verbs_lgroup_deal(&l.vc, &e));
 	cr_assert_eq(n_migrated, 0);
 	rdmx__verbs_lgroup_leave(&l.vc); /* not in a group: nothing to do */
-	cr_assert_eq(n_rejected, 0);
+	cr_assert_eq(M.nrejected, 0);
 }
