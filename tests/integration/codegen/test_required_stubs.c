@@ -41,18 +41,6 @@ static void partial_handler(struct rdmx_rpc_server_call *call, const void *req, 
 	ASSERT_OK(rdmx_rpc_respond(call, RDMX_RPC_OK, NULL, &p));
 }
 
-struct raw_got {
-	int done;
-	enum rdmx_rpc_code code;
-};
-
-static void raw_done(const struct rdmx_rpc_result *res, void *arg)
-{
-	struct raw_got *g = arg;
-	g->done++;
-	g->code = res->code;
-}
-
 struct answer_got {
 	int done;
 	enum rdmx_rpc_code code;
@@ -107,11 +95,11 @@ Test(codegen_required, a_missing_required_field_fails_the_call)
 	{
 		static const uint8_t empty_map[] = {0x80};
 		struct rdmx_rpc_payload p = rdmx_rpc_bytes(empty_map, sizeof(empty_map));
-		struct raw_got none = {0}, empty = {0};
-		ASSERT_OK(rdmx_rpc_call_async(ra, REQ2_ORACLE_REPLY_ID, NULL, NULL, raw_done, &none,
-		                              NULL));
-		ASSERT_OK(rdmx_rpc_call_async(ra, REQ2_ORACLE_REPLY_ID, &p, NULL, raw_done, &empty,
-		                              NULL));
+		struct call_rec none = {0}, empty = {0};
+		ASSERT_OK(rdmx_rpc_call_async(ra, REQ2_ORACLE_REPLY_ID, NULL, NULL, call_rec_cb,
+		                              &none, NULL));
+		ASSERT_OK(rdmx_rpc_call_async(ra, REQ2_ORACLE_REPLY_ID, &p, NULL, call_rec_cb,
+		                              &empty, NULL));
 		DRIVE_UNTIL(&a, &b, none.done && empty.done);
 		cr_assert_eq(none.code, RDMX_RPC_INVALID_ARGUMENT);
 		cr_assert_eq(empty.code, RDMX_RPC_INVALID_ARGUMENT);

@@ -65,18 +65,6 @@ static void on_default(struct rdmx_rpc_server_call *call, const stubs_Empty *req
 	ASSERT_OK(stubs_Store_Default_respond(call, RDMX_RPC_OK, NULL, NULL));
 }
 
-struct raw_got {
-	int done;
-	enum rdmx_rpc_code code;
-};
-
-static void raw_done(const struct rdmx_rpc_result *res, void *arg)
-{
-	struct raw_got *g = arg;
-	g->done++;
-	g->code = res->code;
-}
-
 /* stubs.Raw/Bad: answers bytes that do not decode as a PutReply */
 static void bad_handler(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg)
 {
@@ -250,10 +238,10 @@ Test(codegen_rpc, async_calls)
 	{
 		const uint8_t garbage[] = {0x81, 0x01, 0xc3}; /* key: a bool */
 		struct rdmx_rpc_payload p = rdmx_rpc_bytes(garbage, sizeof(garbage));
-		struct raw_got rg = {0};
+		struct call_rec rg = {0};
 		unsigned puts = st.puts;
 		ASSERT_OK(
-		    rdmx_rpc_call_async(ra, STUBS_STORE_PUT_ID, &p, NULL, raw_done, &rg, NULL));
+		    rdmx_rpc_call_async(ra, STUBS_STORE_PUT_ID, &p, NULL, call_rec_cb, &rg, NULL));
 		DRIVE_UNTIL(&a, &b, rg.done);
 		cr_assert_eq(rg.code, RDMX_RPC_INVALID_ARGUMENT);
 		cr_assert_eq(st.puts, puts);
