@@ -28,6 +28,8 @@
 #ifndef RDMX_ENGINE_PROVIDER_H
 #define RDMX_ENGINE_PROVIDER_H
 
+#include <string.h>
+
 #include "internal.h"
 
 /* ctx_wait_read returns within this (a socket receive timeout of 1 ms is
@@ -123,6 +125,27 @@ struct rdmx_provider_ops {
 	/* Every send-side op (task->op != RDMX__OP_RECV). */
 	int (*post_send)(struct rdmx_conn *conn, struct rdmx_task *task);
 };
+
+/* A listen group's members as a provider keeps them (listen_join): *n
+ * elements of `size` bytes each (pointers to the members' contexts) at
+ * `members`, dealt connections in turn, *next the one whose turn it is.
+ * Removes the element whose bytes equal *member's, if there is one, moving
+ * the later ones down, and keeps *next in range while a member is left. */
+static inline void rdmx__lgroup_remove(void *members, size_t size, unsigned *n, unsigned *next,
+                                       const void *member)
+{
+	unsigned char *m = members;
+
+	for (unsigned i = 0; i < *n; i++) {
+		if (memcmp(m + i * size, member, size) != 0)
+			continue;
+		memmove(m + i * size, m + (i + 1) * size, (*n - i - 1) * size);
+		(*n)--;
+		break;
+	}
+	if (*n)
+		*next %= *n;
+}
 
 extern const struct rdmx_provider_ops rdmx__tcp_ops;
 

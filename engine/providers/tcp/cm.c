@@ -214,15 +214,7 @@ void rdmx__tcp_lgroup_leave(struct tcp_ctx *tc)
 	if (!g)
 		return;
 	pthread_mutex_lock(&g->lock);
-	for (unsigned i = 0; i < g->n; i++) {
-		if (g->m[i] != tc)
-			continue;
-		memmove(&g->m[i], &g->m[i + 1], (g->n - i - 1) * sizeof(g->m[0]));
-		g->n--;
-		break;
-	}
-	if (g->n)
-		g->next %= g->n;
+	rdmx__lgroup_remove(g->m, sizeof(g->m[0]), &g->n, &g->next, &tc);
 	last = --g->refs == 0;
 	pthread_mutex_unlock(&g->lock);
 	tc->lgroup = NULL;

@@ -139,16 +139,8 @@ void rdmx__verbs_lgroup_leave(struct verbs_ctx *vc)
 	pthread_mutex_lock(&groups_lock);
 	g = vc->lgroup;
 	if (g) {
-		for (unsigned i = 0; i < g->n; i++) {
-			if (g->m[i] != vc)
-				continue;
-			memmove(&g->m[i], &g->m[i + 1], (g->n - i - 1) * sizeof(g->m[0]));
-			g->n--;
-			break;
-		}
-		if (g->n)
-			g->next %= g->n;
-		else
+		rdmx__lgroup_remove(g->m, sizeof(g->m[0]), &g->n, &g->next, &vc);
+		if (!g->n)
 			free(g);
 		vc->lgroup = NULL;
 	}
