@@ -34,6 +34,7 @@
 #include <rdmx/rpc.h>
 #include <rdmx/status.h>
 
+#include "chan/chan_rpc.h"
 #include "common/log.h"
 
 struct client {
@@ -87,6 +88,11 @@ static void client_release(struct client *c)
 {
 	struct rpcw *wk = c->wk;
 
+	/* a live client (the workers stop) is closed as the end of its
+	 * connection would close it: its held calls are cancelled (their
+	 * cancel callbacks run) before gone, which may free what they use */
+	rdmx_rpc_ep_set_closed_cb(c->ep, NULL, NULL);
+	rdmx__chan_fail(c->chan, c->status, NULL);
 	if (wk->w->ops.gone)
 		wk->w->ops.gone(wk->w, wk->index, c->ep, c->status, wk->w->arg);
 	rdmx_rpc_ep_destroy(&c->ep);

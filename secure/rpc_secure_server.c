@@ -36,6 +36,7 @@
 #include <rdmx/rpc_secure.h>
 
 #include "bootstrap_internal.h"
+#include "chan/chan_rpc.h"
 #include "rpc_secure_internal.h"
 #include "tls_internal.h"
 
@@ -83,13 +84,29 @@ static void mark_dead(struct session *s, int status)
 	ev_prepare_start(s->srv->loop, &s->srv->reaper);
 }
 
+/* Closes the session's channel as the end of its engine connection would:
+ * the endpoint cancels the calls it holds (their cancel callbacks run),
+ * fails its own calls and ends its streams, all before gone, which may free
+ * what those callbacks use. The endpoint itself stays valid through gone.
+ * A channel closed already (TLS and engine connection ending together, the
+ * usual case on tcp) did all this when it closed; on verbs the engine
+ * connection's end may come only after the release. */
+static void session_close(struct session *s)
+{
+	/* the session is dead already: nothing left for the closed callback */
+	rdmx_rpc_ep_set_closed_cb(s->conn.ep, NULL, NULL);
+	rdmx__chan_fail(s->conn.chan, s->status, NULL);
+}
+
 static void session_release(struct session *s)
 {
 	struct rdmx_rpc_secure_server *srv = s->srv;
 
-	if (srv->ops.gone && s->conn.ep) {
+	if (s->conn.ep) {
 		srv->depth++;
-		srv->ops.gone(srv, &s->conn, s->status, srv->arg);
+		session_close(s);
+		if (srv->ops.gone)
+			srv->ops.gone(srv, &s->conn, s->status, srv->arg);
 		srv->depth--;
 	}
 	rdmx_rpc_ep_destroy(&s->conn.ep);

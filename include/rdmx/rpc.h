@@ -392,7 +392,10 @@ int rdmx_rpc_server_get_method_stats(const struct rdmx_rpc_server *server, uint3
  *
  * `connected` runs once a client's endpoint exists (its channel may still be
  * starting), `gone` before it is destroyed (peer gone, protocol error, or
- * the workers stopping: RDMX_E_CANCELED); neither may destroy the endpoint. */
+ * the workers stopping: RDMX_E_CANCELED); neither may destroy the endpoint.
+ * Before `gone` runs the endpoint's channel is closed: every call held on
+ * it has been cancelled (its cancel callback has run, once), its own calls
+ * have completed with UNAVAILABLE, its streams have ended. */
 struct rdmx_dev;
 struct rdmx_rpc_workers;
 struct rdmx_rpc_workers_ops {

@@ -199,9 +199,14 @@ typedef void (*rdmx_rpc_secure_conn_cb)(struct rdmx_rpc_secure_server *srv,
                                         struct rdmx_rpc_secure_conn *conn, void *arg);
 /* A client's connection is going away (TLS lost, engine connection ended,
  * server destroyed); `status` is the reason. Runs from the loop, outside
- * engine callbacks. When it returns, calls still outstanding on its
- * endpoint (both ways) complete with UNAVAILABLE / are cancelled, the
- * engine connection and the TLS session are closed, and `conn` is freed. */
+ * engine callbacks. Before it runs, the endpoint's channel is closed:
+ * every call the server still holds on it has been cancelled (each one's
+ * cancel callback has run, once), the endpoint's own calls have completed
+ * with UNAVAILABLE and its streams have ended, so none of their callbacks
+ * runs after gone (which may free what they use). The endpoint (user data,
+ * stats) stays valid through the callback. When it returns, the engine
+ * connection and the TLS session are closed, the endpoint is destroyed and
+ * `conn` is freed. */
 typedef void (*rdmx_rpc_secure_gone_cb)(struct rdmx_rpc_secure_server *srv,
                                         struct rdmx_rpc_secure_conn *conn, int status, void *arg);
 

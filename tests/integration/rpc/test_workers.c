@@ -33,6 +33,17 @@
 
 static atomic_uint chat_write_errors;
 static atomic_uint conn_cbs, gone_cbs;
+/* gone callbacks that ran before their endpoint's held call was cancelled:
+ * the hold's cancel callback answers it CANCELLED, counted on the endpoint */
+static atomic_uint gone_early;
+
+static void count_gone_early(const struct rdmx_rpc_ep *ep)
+{
+	struct rdmx_rpc_stats st;
+
+	if (rdmx_rpc_ep_get_stats(ep, RDMX_RPC_ROLE_SERVER, &st) || !st.by_code[RDMX_RPC_CANCELLED])
+		atomic_fetch_add(&gone_early, 1);
+}
 
 /* ---- the bidi stream, on the worker threads ---- */
 
@@ -120,9 +131,9 @@ static void w_gone(struct rdmx_rpc_workers *w, unsigned worker, struct rdmx_rpc_
 {
 	(void)w;
 	(void)worker;
-	(void)ep;
 	(void)status;
 	(void)arg;
+	count_gone_early(ep);
 	atomic_fetch_add(&gone_cbs, 1);
 }
 
@@ -165,6 +176,7 @@ static void reset_counters(void)
 	atomic_store(&chat_write_errors, 0);
 	atomic_store(&conn_cbs, 0);
 	atomic_store(&gone_cbs, 0);
+	atomic_store(&gone_early, 0);
 	atomic_store(&wrong_thread_msgs, 0);
 	atomic_store(&watch_msgs_out, 0);
 }
@@ -419,6 +431,9 @@ Test(rpc_workers, shutdown_with_calls_held_on_every_worker, .timeout = 240)
 	ASSERT_OK(rdmx_rpc_workers_destroy(&f.w));
 	cr_assert_eq(atomic_load(&wsvc_hold_cancelled), W_CLIENTS);
 	cr_assert_eq(atomic_load(&gone_cbs), W_CLIENTS);
+	cr_assert_eq(atomic_load(&gone_early), 0,
+	             "%u gone callbacks ran before their held call's cancel callback",
+	             atomic_load(&gone_early));
 	DRIVE_CLI_UNTIL(&f, wsvc_calls_done(holds, W_CLIENTS));
 	for (unsigned i = 0; i < W_CLIENTS; i++) {
 		cr_assert_eq(holds[i].done, 1, "hold %u completed %d times", i, holds[i].done);

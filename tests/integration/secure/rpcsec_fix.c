@@ -153,6 +153,13 @@ void fix_client_opts(struct rdmx_rpc_secure_opts *o)
 
 /* ---- the server thread ---- */
 
+#define FIX_CONNS 16 /* client connections with a record, per server */
+
+struct fix_conn { /* one connection's state, "freed" by gone */
+	int held; /* calls held, not yet cancelled */
+	int gone;
+};
+
 static struct {
 	struct rdmx_test_ev_thread th; /* the loop and its thread */
 	struct ev_loop *loop;          /* th.loop */
@@ -168,6 +175,8 @@ static struct {
 	int cmd_done;
 	struct fix_server_stats st;
 	struct rdmx_rpc_secure_conn *last; /* loop thread only */
+	struct fix_conn conns[FIX_CONNS];  /* under lock */
+	int n_conns;                       /* records given out */
 	int busy_fd[2];                    /* a pipe holding one byte nobody reads */
 	ev_io busy;
 	pthread_mutex_t lock;
@@ -185,24 +194,36 @@ static void echo(struct rdmx_rpc_server_call *call, const void *req, size_t len,
 	rdmx_rpc_respond(call, RDMX_RPC_OK, NULL, &p);
 }
 
+/* arg: the call's connection record (NULL past FIX_CONNS connections) */
 static void hold_cancelled(struct rdmx_rpc_server_call *call, void *arg)
 {
-	(void)arg;
+	struct fix_conn *fc = arg;
+
 	pthread_mutex_lock(&S.lock);
 	S.st.held--;
+	S.st.cancels++;
+	if (fc) {
+		if (fc->gone)
+			S.st.late_cancels++; /* an application would use freed memory */
+		fc->held--;
+	}
 	pthread_mutex_unlock(&S.lock);
 	rdmx_rpc_respond(call, RDMX_RPC_CANCELLED, "held call cancelled", NULL);
 }
 
 static void hold(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg)
 {
+	struct fix_conn *fc = rdmx_rpc_ep_get_user_data(rdmx_rpc_call_get_conn(call));
+
 	(void)req;
 	(void)len;
 	(void)arg;
 	pthread_mutex_lock(&S.lock);
 	S.st.held++;
+	if (fc)
+		fc->held++;
 	pthread_mutex_unlock(&S.lock);
-	rdmx_rpc_call_set_cancel_cb(call, hold_cancelled, NULL);
+	rdmx_rpc_call_set_cancel_cb(call, hold_cancelled, fc);
 }
 
 static int accept_cb(struct rdmx_rpc_secure_server *srv, const char *cert, const char *hello,
@@ -226,12 +247,17 @@ static void connected_cb(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_sec
 	S.last = conn;
 	pthread_mutex_lock(&S.lock);
 	S.st.connected++;
+	if (S.n_conns < FIX_CONNS)
+		rdmx_rpc_ep_set_user_data(rdmx_rpc_secure_conn_get_ep(conn), &S.conns[S.n_conns++]);
 	pthread_mutex_unlock(&S.lock);
 }
 
 static void gone_cb(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_conn *conn,
                     int status, void *arg)
 {
+	struct rdmx_rpc_ep *ep = rdmx_rpc_secure_conn_get_ep(conn);
+	struct fix_conn *fc = rdmx_rpc_ep_get_user_data(ep);
+
 	(void)srv;
 	(void)arg;
 	if (conn == S.last)
@@ -239,7 +265,13 @@ static void gone_cb(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_c
 	pthread_mutex_lock(&S.lock);
 	S.st.gone++;
 	S.st.gone_status = status;
+	if (fc) {
+		if (fc->held)
+			S.st.gone_holding++;
+		fc->gone = 1; /* what an application would free here */
+	}
 	pthread_mutex_unlock(&S.lock);
+	rdmx_rpc_ep_set_user_data(ep, NULL);
 }
 
 /* Level-triggered and never read: pending on every loop iteration, as an
@@ -425,10 +457,17 @@ int fix_server_wait(int (*pred)(const struct fix_server_stats *st), int guard_ms
 	}
 }
 
-void fix_server_stop(void)
+void fix_server_stop_stats(struct fix_server_stats *st)
 {
 	rdmx_test_ev_thread_stop(&S.th);
+	if (st)
+		*st = S.st; /* the loop thread has ended */
 	rdmx_tls_config_destroy(&S.cfg);
 	pthread_mutex_destroy(&S.lock);
 	pthread_cond_destroy(&S.cond);
+}
+
+void fix_server_stop(void)
+{
+	fix_server_stop_stats(NULL);
 }

@@ -61,8 +61,14 @@ enum fix_cmd {
 	FIX_CMD_CALM,      /* stop that */
 };
 
+/* cancels: held calls cancelled; each client's connection has a record of
+ * its own (the endpoint's user data, as an application's per-connection
+ * state would be) that gone marks as freed: late_cancels counts cancel
+ * callbacks that ran on such a record, gone_holding gone callbacks that
+ * ran while their connection still held a call not cancelled. */
 struct fix_server_stats {
 	int accepts, connected, gone, gone_status, held, echoes;
+	int cancels, late_cancels, gone_holding;
 	char cert[64], hello[64];
 };
 
@@ -76,6 +82,8 @@ void fix_server_cmd(enum fix_cmd cmd);
 /* Waits (bounded) until the server's counters satisfy pred. */
 int fix_server_wait(int (*pred)(const struct fix_server_stats *st), int guard_ms);
 void fix_server_stop(void);
+/* fix_server_stop, then *st: the counters once the server is destroyed. */
+void fix_server_stop_stats(struct fix_server_stats *st);
 
 /* The caller's config: identity `name`, allowing `allow`. */
 struct rdmx_tls_config *fix_client_config(const char *name, const char *allow);

@@ -100,10 +100,9 @@ static int one_held(const struct fix_server_stats *st)
 	return st->held == 1;
 }
 
-/* The server released the client and its held call was cancelled: the
- * release runs the gone callback, then destroys the endpoint, whose
- * destruction cancels what it still holds (so a reader between the two
- * sees gone with the call still held). */
+/* The server released the client and its held call was cancelled (the
+ * release cancels what the endpoint holds before gone runs; a reader that
+ * waits for both does not depend on that order). */
 static int gone_and_cancelled(const struct fix_server_stats *st)
 {
 	return st->gone == 1 && st->held == 0;
@@ -507,6 +506,115 @@ Test(rpc_secure, client_tls_loss_fails_a_blocked_call_unavailable)
 	cr_assert_rc(rdmx_rpc_secure_close(&sc), RDMX_OK);
 	rdmx_tls_config_destroy(&cfg);
 	fix_server_stop();
+}
+
+/* The server released its one client, which held one call: that call's
+ * cancel callback ran once, before gone, so never on the connection state
+ * that gone frees (the fixture's per-connection record). A command on the
+ * loop first: the release that counted gone has returned, so a cancel it
+ * ran after gone is counted too. */
+static void check_cancelled_before_gone(const struct fix_server_stats *st)
+{
+	cr_assert_eq(st->gone, 1, "the server did not release the client");
+	cr_assert_eq(st->gone_holding, 0, "gone ran while the connection still held its call");
+	cr_assert_eq(st->late_cancels, 0, "a cancel callback ran after gone");
+	cr_assert_eq(st->cancels, 1, "the held call was cancelled %d times", st->cancels);
+	cr_assert_eq(st->held, 0);
+}
+
+static void released_after_cancel(void)
+{
+	struct fix_server_stats st;
+
+	cr_assert(fix_server_wait(one_gone, 10000), "the server did not release the client");
+	fix_server_cmd(FIX_CMD_CALM); /* a no-op: the loop went round */
+	fix_server_stats(&st);
+	check_cancelled_before_gone(&st);
+}
+
+/* The client's TLS session dies under a held call: the server is told by
+ * the session (its release may run before its engine connection's end is
+ * seen, as on verbs) or by the engine connection; either way the held
+ * call's cancel callback runs before gone. */
+Test(rpc_secure, client_loss_cancels_a_held_call_before_gone)
+{
+	struct rdmx_tls_config *cfg;
+	struct rdmx_rpc_secure_conn *sc;
+	struct rdmx_rpc_reply reply;
+	struct rdmx_rpc_payload req = rdmx_rpc_bytes("c", 1);
+	struct killer k;
+
+	ids();
+	fix_server_start("client.test", 0);
+	cfg = fix_client_config("client", "client2.test");
+	sc = connect_ok(cfg);
+	cr_assert_rc(rdmx_rpc_secure_get_fd(sc, &k.fd), RDMX_OK);
+	cr_assert_eq(pthread_create(&k.thread, NULL, kill_client_tls, &k), 0);
+	cr_assert_rc(rdmx_rpc_call(EP(sc), id_hold, &req, NULL, &reply), RDMX_OK);
+	pthread_join(k.thread, NULL);
+	cr_assert_eq(reply.code, RDMX_RPC_UNAVAILABLE, "%s", rdmx_rpc_code_name(reply.code));
+	rdmx_rpc_reply_fini(&reply);
+	released_after_cancel();
+	cr_assert_rc(rdmx_rpc_secure_close(&sc), RDMX_OK);
+	rdmx_tls_config_destroy(&cfg);
+	fix_server_stop();
+}
+
+/* The server's own TLS session to the client is lost (its read side only:
+ * its liveness watch finds it): the server releases the client while the
+ * engine connection it has just disconnected may still be up, the case of
+ * verbs, where the engine's end comes later. The held call's cancel
+ * callback still runs before gone. */
+Test(rpc_secure, server_tls_loss_cancels_a_held_call_before_gone)
+{
+	struct rdmx_tls_config *cfg;
+	struct rdmx_rpc_secure_conn *sc;
+	struct rdmx_rpc_payload req = rdmx_rpc_bytes("s", 1);
+	struct pending p;
+	struct fix_server_stats st;
+
+	ids();
+	fix_server_start("client.test", 0);
+	cfg = fix_client_config("client", "client2.test");
+	sc = connect_ok(cfg);
+	memset(&p, 0, sizeof(p));
+	cr_assert_rc(rdmx_rpc_call_async(EP(sc), id_hold, &req, NULL, pending_done, &p, NULL),
+	             RDMX_OK);
+	drive_until(sc, (fix_server_stats(&st), st.held == 1), 10000);
+	fix_server_cmd(FIX_CMD_KILL_TLS);
+	released_after_cancel();
+	drive_until(sc, p.done, 10000);
+	cr_assert_eq(p.code, RDMX_RPC_UNAVAILABLE, "%s %s", rdmx_rpc_code_name(p.code), p.message);
+	cr_assert_rc(rdmx_rpc_secure_close(&sc), RDMX_OK);
+	rdmx_tls_config_destroy(&cfg);
+	fix_server_stop();
+}
+
+/* Destroying the server releases a live client, its channel still up: the
+ * call it holds is cancelled before gone. */
+Test(rpc_secure, server_destroy_cancels_a_held_call_before_gone)
+{
+	struct rdmx_tls_config *cfg;
+	struct rdmx_rpc_secure_conn *sc;
+	struct rdmx_rpc_payload req = rdmx_rpc_bytes("d", 1);
+	struct pending p;
+	struct fix_server_stats st;
+
+	ids();
+	fix_server_start("client.test", 0);
+	cfg = fix_client_config("client", "client2.test");
+	sc = connect_ok(cfg);
+	memset(&p, 0, sizeof(p));
+	cr_assert_rc(rdmx_rpc_call_async(EP(sc), id_hold, &req, NULL, pending_done, &p, NULL),
+	             RDMX_OK);
+	drive_until(sc, (fix_server_stats(&st), st.held == 1), 10000);
+	fix_server_stop_stats(&st);
+	check_cancelled_before_gone(&st);
+	cr_assert_eq(st.gone_status, RDMX_E_CANCELED, "%s", rdmx_err_name(st.gone_status));
+	drive_until(sc, p.done, 10000);
+	cr_assert_eq(p.code, RDMX_RPC_UNAVAILABLE, "%s %s", rdmx_rpc_code_name(p.code), p.message);
+	cr_assert_rc(rdmx_rpc_secure_close(&sc), RDMX_OK);
+	rdmx_tls_config_destroy(&cfg);
 }
 
 Test(rpc_secure, server_tls_loss_fails_pending_calls_unavailable)

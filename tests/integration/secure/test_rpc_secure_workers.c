@@ -39,6 +39,17 @@ static struct tls_test_pki pki;
 /* ---- the service (runs on the worker threads) ---- */
 
 static atomic_uint conn_cbs, gone_cbs;
+/* gone callbacks that ran before their endpoint's held call was cancelled:
+ * the hold's cancel callback answers it CANCELLED, counted on the endpoint */
+static atomic_uint gone_early;
+
+static void count_gone_early(const struct rdmx_rpc_ep *ep)
+{
+	struct rdmx_rpc_stats st;
+
+	if (rdmx_rpc_ep_get_stats(ep, RDMX_RPC_ROLE_SERVER, &st) || !st.by_code[RDMX_RPC_CANCELLED])
+		atomic_fetch_add(&gone_early, 1);
+}
 
 static void on_connected(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_conn *conn,
                          void *arg)
@@ -55,9 +66,9 @@ static void on_gone(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_c
                     int status, void *arg)
 {
 	(void)srv;
-	(void)conn;
 	(void)status;
 	(void)arg;
+	count_gone_early(rdmx_rpc_secure_conn_get_ep(conn));
 	atomic_fetch_add(&gone_cbs, 1);
 }
 
@@ -78,6 +89,7 @@ static void setup(void)
 	wsvc_reset();
 	atomic_store(&conn_cbs, 0);
 	atomic_store(&gone_cbs, 0);
+	atomic_store(&gone_early, 0);
 }
 
 static void teardown(void)
@@ -286,6 +298,9 @@ Test(rpc_secure_workers, shutdown_with_calls_held_on_every_worker)
 	cr_assert_eq(atomic_load(&wsvc_hold_cancelled), N_CLIENTS,
 	             "every held call is cancelled on its worker once");
 	cr_assert_eq(atomic_load(&gone_cbs), N_CLIENTS);
+	cr_assert_eq(atomic_load(&gone_early), 0,
+	             "%u gone callbacks ran before their held call's cancel callback",
+	             atomic_load(&gone_early));
 	drive_until_done(&f, holds, N_CLIENTS);
 	for (int i = 0; i < N_CLIENTS; i++) {
 		cr_assert_eq(holds[i].done, 1, "hold %d completed %d times", i, holds[i].done);
