@@ -305,7 +305,10 @@ void rdmx__tcp_cm_deliver(struct tcp_ctx *tc, struct tcp_cmreq *r)
 	rdmx__tcp_hdr_decode(r->buf, &h);
 	conn = rdmx__conn_new(tc->ctx, RDMX_CONN_REQUESTED);
 	if (!conn) {
-		RDMX_DBG("tcp: cm request rejected: at max connections");
+		if (tc->ctx->num_conns >= tc->ctx->props.max_connections)
+			RDMX_DBG("tcp: cm request rejected: at max connections");
+		else
+			RDMX_ERR("tcp: no memory for a cm request: rejected");
 		send_reject(fd);
 		close(fd);
 		free(r);

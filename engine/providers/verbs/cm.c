@@ -403,9 +403,12 @@ int rdmx__verbs_cm_request(struct verbs_ctx *vctx, const struct verbs_cm_ev *e)
 	}
 	conn = rdmx__conn_new(vctx->ctx, RDMX_CONN_REQUESTED);
 	if (!conn) {
-		RDMX_WARN("verbs: connection request rejected: the context is at its %u "
-		          "connections",
-		          vctx->ctx->props.max_connections);
+		if (vctx->ctx->num_conns >= vctx->ctx->props.max_connections)
+			RDMX_WARN("verbs: connection request rejected: the context is at its %u "
+			          "connections",
+			          vctx->ctx->props.max_connections);
+		else
+			RDMX_ERR("verbs: no memory for a connection request: rejected");
 		goto reject;
 	}
 	vc = rdmx__verbs_conn_new(vctx, conn);
