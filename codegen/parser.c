@@ -259,7 +259,8 @@ enum opt_owner {
 	OPT_VALUE,
 	OPT_ONEOF,
 	OPT_SERVICE,
-	OPT_METHOD
+	OPT_METHOD,
+	OPT_EXTRANGE /* extensions N to M [...] */
 };
 
 struct opt_target {
@@ -418,6 +419,7 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 	    [OPT_ONEOF] = "google.protobuf.OneofOptions",
 	    [OPT_SERVICE] = "google.protobuf.ServiceOptions",
 	    [OPT_METHOD] = "google.protobuf.MethodOptions",
+	    [OPT_EXTRANGE] = "google.protobuf.ExtensionRangeOptions",
 	};
 	struct gen_tok *first = cur(p);
 	const char *value;
@@ -444,8 +446,11 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 	}
 	if (!expect_sym(p, '='))
 		return false;
-	/* a plain name alone is not checked, but for the one protoc reserves */
-	if (custom || parts.n > 1 || strcmp(first->text, "uninterpreted_option") == 0) {
+	/* a plain name alone is not checked, but for the one protoc reserves
+	 * and on an extension range, where protobuf 3.21 has none at all (so
+	 * rdmx-gen's descriptor.proto is complete there) */
+	if (custom || parts.n > 1 || strcmp(first->text, "uninterpreted_option") == 0 ||
+	    tg->owner == OPT_EXTRANGE) {
 		struct gen_optref *r = gen_alloc(&p->ctx->pool, sizeof(*r));
 		int i;
 		r->parts = gen_alloc(&p->ctx->pool, sizeof(*r->parts) * (size_t)parts.n);
@@ -545,6 +550,36 @@ static void parse_reserved(struct parser *p, struct gen_vec *ranges, struct gen_
 		skip_statement(p);
 }
 
+/* proto2 `extensions 100 to 199, 500 to max [options];` in m: the numbers
+ * are read, not kept (extensions are not generated), the options checked */
+static void parse_extensions(struct parser *p, struct gen_message *m)
+{
+	/* options are looked up around m, as a message's own */
+	struct opt_target tg = {OPT_EXTRANGE, m->parent, NULL};
+	next(p); /* extensions */
+	for (;;) {
+		int64_t n;
+		struct gen_loc l;
+		if (!parse_int(p, false, &n, &l)) {
+			skip_statement(p);
+			return;
+		}
+		if (is_kw(cur(p), "to")) {
+			next(p);
+			if (is_kw(cur(p), "max")) {
+				next(p);
+			} else if (!parse_int(p, false, &n, &l)) {
+				skip_statement(p);
+				return;
+			}
+		}
+		if (!accept_sym(p, ','))
+			break;
+	}
+	if (!parse_field_options(p, &tg) || !expect_semi(p))
+		skip_statement(p);
+}
+
 static void parse_field(struct parser *p, struct gen_message *m, int oneof);
 static void parse_message_body(struct parser *p, struct gen_message *m, int depth);
 
@@ -612,7 +647,7 @@ static bool common_statement(struct parser *p, const struct opt_target *tg)
 	if (is_kw(t, "extensions") && tg->owner == OPT_MESSAGE &&
 	    (peek(p, 1)->kind == TK_INT || is_sym(peek(p, 1), '-'))) {
 		if (p->f->proto2) {
-			skip_statement(p);
+			parse_extensions(p, tg->ptr);
 			return true;
 		}
 		syntax_error(p, t,
