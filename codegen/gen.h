@@ -203,19 +203,31 @@ struct gen_ext {
 	char *full_name;            /* set by the resolver */
 	char *extendee;             /* as written */
 	char *extendee_full;        /* set by the resolver: the extended message */
+	struct gen_field *field;    /* its type and label, resolved by the resolver (its
+	                               message type is where `(ext).x` looks for x); NULL
+	                               from protoc-gen-rdmx, where protoc checked the options */
 	struct gen_message *parent; /* scope: NULL at file level */
 	struct gen_file *file;
 	struct gen_loc loc, extendee_loc;
 };
 
-/* a custom option name `(a.b)` used somewhere, checked against the extensions */
-struct gen_optref {
-	char *name;                /* inside the parentheses, as written */
-	struct gen_message *scope; /* innermost message around the option, NULL: file */
-	const char *options;       /* the *Options message it must extend (the place it is
-	                              set: "google.protobuf.FieldOptions", ...); NULL
-	                              inside a name, `(a).(b)`, where (a)'s type decides */
+/* one part of an option name: `name`, or `(ext.name)` */
+struct gen_optpart {
+	char *name; /* the identifier, or what is inside the parentheses */
+	bool ext;   /* (name): an extension */
 	struct gen_loc loc;
+};
+
+/* an option name with a custom option in it or more than one part (`(a.b)`,
+ * `(a).b.(c)`, `deprecated.x`), checked part by part as protoc does: each
+ * part a field or extension of the message the part before it is of */
+struct gen_optref {
+	struct gen_optpart *parts;
+	int nparts;
+	struct gen_message *scope; /* where (x) is looked up from (protoc's: the scope
+	                              around what the option is set on), NULL: the package */
+	const char *options;       /* the *Options message of the place the option is set:
+	                              "google.protobuf.FieldOptions", ... */
 };
 
 struct gen_file {

@@ -259,7 +259,8 @@ enum opt_owner {
 	OPT_VALUE,
 	OPT_ONEOF,
 	OPT_SERVICE,
-	OPT_METHOD
+	OPT_METHOD,
+	OPT_EXTRANGE /* extensions N to M [...] */
 };
 
 struct opt_target {
@@ -409,46 +410,61 @@ static void apply_option(struct parser *p, const struct opt_target *tg, const ch
 /* name = value (without the leading `option` or the surrounding [ ]) */
 static bool parse_option(struct parser *p, const struct opt_target *tg)
 {
+	static const char *const options[] = {
+	    [OPT_FILE] = "google.protobuf.FileOptions",
+	    [OPT_MESSAGE] = "google.protobuf.MessageOptions",
+	    [OPT_FIELD] = "google.protobuf.FieldOptions",
+	    [OPT_ENUM] = "google.protobuf.EnumOptions",
+	    [OPT_VALUE] = "google.protobuf.EnumValueOptions",
+	    [OPT_ONEOF] = "google.protobuf.OneofOptions",
+	    [OPT_SERVICE] = "google.protobuf.ServiceOptions",
+	    [OPT_METHOD] = "google.protobuf.MethodOptions",
+	    [OPT_EXTRANGE] = "google.protobuf.ExtensionRangeOptions",
+	};
 	struct gen_tok *first = cur(p);
-	const char *simple = NULL, *value;
-	bool parts = false;
+	const char *value;
+	struct gen_vec parts = {0};
+	bool custom = false;
 	for (;;) {
+		struct gen_optpart *part = gen_alloc(&p->ctx->pool, sizeof(*part));
 		if (accept_sym(p, '(')) {
-			struct gen_optref *r = gen_alloc(&p->ctx->pool, sizeof(*r));
-			static const char *const options[] = {
-			    [OPT_FILE] = "google.protobuf.FileOptions",
-			    [OPT_MESSAGE] = "google.protobuf.MessageOptions",
-			    [OPT_FIELD] = "google.protobuf.FieldOptions",
-			    [OPT_ENUM] = "google.protobuf.EnumOptions",
-			    [OPT_VALUE] = "google.protobuf.EnumValueOptions",
-			    [OPT_ONEOF] = "google.protobuf.OneofOptions",
-			    [OPT_SERVICE] = "google.protobuf.ServiceOptions",
-			    [OPT_METHOD] = "google.protobuf.MethodOptions",
-			};
-			r->scope = tg->scope;
-			r->options = parts ? NULL : options[tg->owner];
-			r->name = parse_dotted(p, true, "an option name", &r->loc);
-			if (!r->name || !expect_sym(p, ')'))
+			part->ext = custom = true;
+			part->name = parse_dotted(p, true, "an option name", &part->loc);
+			if (!part->name || !expect_sym(p, ')'))
 				return false;
-			gen_vec_push(&p->ctx->pool, &p->f->optrefs, r);
 		} else if (cur(p)->kind == TK_IDENT) {
-			if (!parts)
-				simple = cur(p)->text;
+			part->name = cur(p)->text;
+			part->loc = cur(p)->loc;
 			next(p);
 		} else {
 			expected(p, "an option name");
 			return false;
 		}
+		gen_vec_push(&p->ctx->pool, &parts, part);
 		if (!accept_sym(p, '.'))
 			break;
-		parts = true;
 	}
 	if (!expect_sym(p, '='))
 		return false;
+	/* a plain name alone is not checked, but for the one protoc reserves
+	 * and on an extension range, where protobuf 3.21 has none at all (so
+	 * rdmx-gen's descriptor.proto is complete there) */
+	if (custom || parts.n > 1 || strcmp(first->text, "uninterpreted_option") == 0 ||
+	    tg->owner == OPT_EXTRANGE) {
+		struct gen_optref *r = gen_alloc(&p->ctx->pool, sizeof(*r));
+		int i;
+		r->parts = gen_alloc(&p->ctx->pool, sizeof(*r->parts) * (size_t)parts.n);
+		for (i = 0; i < parts.n; i++)
+			r->parts[i] = *(struct gen_optpart *)parts.items[i];
+		r->nparts = parts.n;
+		r->scope = tg->scope;
+		r->options = options[tg->owner];
+		gen_vec_push(&p->ctx->pool, &p->f->optrefs, r);
+	}
 	if (!parse_option_value(p, &value))
 		return false;
-	if (simple && !parts && first->kind == TK_IDENT)
-		apply_option(p, tg, simple, first, value);
+	if (!custom && parts.n == 1)
+		apply_option(p, tg, first->text, first, value);
 	return true;
 }
 
@@ -534,6 +550,36 @@ static void parse_reserved(struct parser *p, struct gen_vec *ranges, struct gen_
 		skip_statement(p);
 }
 
+/* proto2 `extensions 100 to 199, 500 to max [options];` in m: the numbers
+ * are read, not kept (extensions are not generated), the options checked */
+static void parse_extensions(struct parser *p, struct gen_message *m)
+{
+	/* options are looked up around m, as a message's own */
+	struct opt_target tg = {OPT_EXTRANGE, m->parent, NULL};
+	next(p); /* extensions */
+	for (;;) {
+		int64_t n;
+		struct gen_loc l;
+		if (!parse_int(p, false, &n, &l)) {
+			skip_statement(p);
+			return;
+		}
+		if (is_kw(cur(p), "to")) {
+			next(p);
+			if (is_kw(cur(p), "max")) {
+				next(p);
+			} else if (!parse_int(p, false, &n, &l)) {
+				skip_statement(p);
+				return;
+			}
+		}
+		if (!accept_sym(p, ','))
+			break;
+	}
+	if (!parse_field_options(p, &tg) || !expect_semi(p))
+		skip_statement(p);
+}
+
 static void parse_field(struct parser *p, struct gen_message *m, int oneof);
 static void parse_message_body(struct parser *p, struct gen_message *m, int depth);
 
@@ -572,6 +618,7 @@ static void parse_extend(struct parser *p, struct gen_message *parent)
 			          fd->name);
 		}
 		x->name = fd->name;
+		x->field = fd;
 		x->extendee = extendee;
 		x->parent = parent;
 		x->file = p->f;
@@ -600,7 +647,7 @@ static bool common_statement(struct parser *p, const struct opt_target *tg)
 	if (is_kw(t, "extensions") && tg->owner == OPT_MESSAGE &&
 	    (peek(p, 1)->kind == TK_INT || is_sym(peek(p, 1), '-'))) {
 		if (p->f->proto2) {
-			skip_statement(p);
+			parse_extensions(p, tg->ptr);
 			return true;
 		}
 		syntax_error(p, t,
@@ -975,7 +1022,9 @@ static void parse_message(struct parser *p, struct gen_message *parent, struct g
 static void parse_message_body(struct parser *p, struct gen_message *m, int depth)
 {
 	for (;;) {
-		struct opt_target tg = {OPT_MESSAGE, m, m};
+		/* (x) is looked up around m, not in it, as protoc does (a
+		 * message's own options cannot name its nested extensions) */
+		struct opt_target tg = {OPT_MESSAGE, m->parent, m};
 		enum body_step step = body_step(p, "message", m->name, m->loc.line, &tg);
 		struct gen_tok *t = cur(p);
 

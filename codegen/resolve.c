@@ -23,7 +23,16 @@ struct sym {
 	struct gen_loc loc;
 };
 
-enum { SYM_PACKAGE = 1, SYM_MESSAGE, SYM_ENUM, SYM_VALUE, SYM_FIELD, SYM_SERVICE, SYM_METHOD };
+enum {
+	SYM_PACKAGE = 1,
+	SYM_MESSAGE,
+	SYM_ENUM,
+	SYM_VALUE,
+	SYM_FIELD,
+	SYM_ONEOF,
+	SYM_SERVICE,
+	SYM_METHOD
+};
 
 struct table {
 	struct sym **slots;
@@ -742,6 +751,8 @@ static const char *kind_name(int kind)
 		return "enum value";
 	case SYM_FIELD:
 		return "field";
+	case SYM_ONEOF:
+		return "oneof";
 	case SYM_SERVICE:
 		return "service";
 	default:
@@ -867,7 +878,7 @@ static void declare_message(struct gen_ctx *ctx, struct gen_message *m, const ch
 		} else if (mem[i].kind == 1) {
 			struct gen_oneof *o = mem[i].ptr;
 			o->cname = o->name; /* used as <name>_case only */
-			add_sym(ctx, qualify(ctx, m->full_name, o->name), SYM_FIELD, o, m->file,
+			add_sym(ctx, qualify(ctx, m->full_name, o->name), SYM_ONEOF, o, m->file,
 			        &o->loc);
 		} else if (mem[i].kind == 2) {
 			declare_message(ctx, mem[i].ptr, m->full_name, inner);
@@ -1730,6 +1741,36 @@ static void check_c_names(struct gen_ctx *ctx, struct gen_file *f)
 
 /* ---- extensions and custom options ---- */
 
+/* the type of x's field, looked up from x's scope as a field type is; not
+ * generated, so neither "used" (its file is not included) nor refused for
+ * being a descriptor type rdmx-gen leaves out (then it stays unresolved) */
+static void resolve_ext_type(struct gen_ctx *ctx, struct gen_ext *x, const char *scope)
+{
+	struct gen_field *fd = x->field;
+	struct sym *s;
+	if (!fd || fd->type != GT_NAMED)
+		return;
+	s = lookup(ctx, scope, fd->type_name, true);
+	if (!s && descriptor_message(ctx, scope, fd->type_name))
+		return;
+	if (!s)
+		gen_error(ctx, &fd->type_loc, "\"%s\" is not defined", fd->type_name);
+	else if (s->kind != SYM_MESSAGE && s->kind != SYM_ENUM)
+		gen_error(ctx, &fd->type_loc, "\"%s\" is not a type (it is a %s)", fd->type_name,
+		          kind_name(s->kind));
+	else if (!visible(x->file, s->file))
+		gen_error(ctx, &fd->type_loc,
+		          "\"%s\" is defined in \"%s\", which is not imported by \"%s\"",
+		          fd->type_name, s->file->path, x->file->path);
+	else if (s->kind == SYM_MESSAGE) {
+		fd->type = GT_MESSAGE;
+		fd->msg = s->ptr;
+	} else {
+		fd->type = GT_ENUM;
+		fd->en = s->ptr;
+	}
+}
+
 static void declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 {
 	struct resolver *r = R(ctx);
@@ -1750,6 +1791,7 @@ static void declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 			          "extending \"%s\" is not supported: proto3 extends only "
 			          "google.protobuf.*Options, to define custom options",
 			          s->name);
+		resolve_ext_type(ctx, x, scope);
 		if (table_get(&r->exts, x->full_name))
 			continue;
 		s = gen_alloc(&ctx->pool, sizeof(*s));
@@ -1761,48 +1803,201 @@ static void declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 	}
 }
 
-static struct sym *lookup_ext(struct gen_ctx *ctx, const char *scope, const char *name)
+/* name is the package pkg or inside it */
+static bool in_package(const char *pkg, const char *name)
+{
+	size_t n = strlen(name);
+	return strncmp(pkg, name, n) == 0 && (pkg[n] == 0 || pkg[n] == '.');
+}
+
+/* f, or a file it re-exports with `import public`, is in package name */
+static bool package_reexported(const struct gen_file *f, const char *name, int depth)
+{
+	int i;
+	if (in_package(f->package, name))
+		return true;
+	if (depth > 64)
+		return false;
+	for (i = 0; i < f->imports.n; i++) {
+		const struct gen_import *im = f->imports.items[i];
+		if (im->is_public && im->file && package_reexported(im->file, name, depth + 1))
+			return true;
+	}
+	return false;
+}
+
+/* a symbol, extensions included, that from may name (protoc's FindSymbol:
+ * defined in from or a file it imports; a package that from or one of those
+ * files is in) */
+static struct sym *find_visible(struct gen_ctx *ctx, const struct gen_file *from, const char *full)
 {
 	struct resolver *r = R(ctx);
-	char *sc;
-	if (name[0] == '.')
-		return table_get(&r->exts, name + 1);
-	sc = gen_strdup(&ctx->pool, scope);
-	for (;;) {
-		struct sym *s = table_get(&r->exts, qualify(ctx, sc, name));
-		char *d;
-		if (s || !sc[0])
+	struct sym *s = table_get(&r->syms, full);
+	int i;
+	if (!s)
+		s = table_get(&r->exts, full);
+	if (!s || visible(from, s->file))
+		return s;
+	if (s->kind != SYM_PACKAGE)
+		return NULL;
+	if (in_package(from->package, full))
+		return s;
+	for (i = 0; i < from->imports.n; i++) {
+		const struct gen_import *im = from->imports.items[i];
+		if (im->file && package_reexported(im->file, full, 0))
 			return s;
+	}
+	return NULL;
+}
+
+/* the (name) of an option, looked up as protoc does (LookupSymbol, any kind
+ * of symbol): from scope outwards, the first part of name decides; when it
+ * is an aggregate whose rest is not defined, NULL with *undefined set to the
+ * full name it stood for */
+static struct sym *lookup_option(struct gen_ctx *ctx, const struct gen_file *from,
+                                 const char *scope, const char *name, const char **undefined)
+{
+	const char *dot;
+	char *first, *sc;
+	*undefined = NULL;
+	if (name[0] == '.')
+		return find_visible(ctx, from, name + 1);
+	dot = strchr(name, '.');
+	first = dot ? gen_strndup(&ctx->pool, name, (size_t)(dot - name)) : (char *)name;
+	sc = gen_strdup(&ctx->pool, scope);
+	while (sc[0]) {
+		struct sym *s = find_visible(ctx, from, qualify(ctx, sc, first));
+		char *d;
+		if (s && !dot)
+			return s;
+		if (s && (s->kind == SYM_PACKAGE || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM ||
+		          s->kind == SYM_SERVICE)) {
+			char *full = qualify(ctx, sc, name);
+			s = find_visible(ctx, from, full);
+			if (!s)
+				*undefined = full;
+			return s;
+		}
 		d = strrchr(sc, '.');
 		if (d)
 			*d = 0;
 		else
 			sc[0] = 0;
 	}
+	return find_visible(ctx, from, name);
 }
 
-/* as protoc: a custom option must be defined in the file or an import, and
- * extend the options of the place it is set (a FieldOptions extension on a
- * field, not on a method) */
-static void check_optrefs(struct gen_ctx *ctx, struct gen_file *f)
+/* parts 0..n-1 of o's name as written: (a).b.(c) */
+static char *option_name(struct gen_ctx *ctx, const struct gen_optref *o, int n)
 {
+	struct gen_buf b = {0};
+	char *r;
 	int i;
-	for (i = 0; i < f->optrefs.n; i++) {
-		struct gen_optref *o = f->optrefs.items[i];
-		const char *scope = o->scope ? o->scope->full_name : f->package;
-		struct sym *s = lookup_ext(ctx, scope, o->name);
-		const struct gen_ext *x = s ? s->ptr : NULL;
-		if (!s || !visible(f, s->file))
-			gen_error(ctx, &o->loc,
-			          "Option \"(%s)\" unknown. Ensure that your proto definition file "
-			          "imports the proto which defines the option.",
-			          o->name);
-		else if (o->options && x->extendee_full &&
-		         strcmp(x->extendee_full, o->options) != 0)
-			gen_error(ctx, &o->loc,
-			          "Option field \"(%s)\" is not a field or extension of message "
-			          "\"%s\": it extends \"%s\"",
-			          o->name, last_of(o->options), x->extendee_full);
+	for (i = 0; i < n; i++)
+		gen_buf_printf(&b, o->parts[i].ext ? "%s(%s)" : "%s%s", i ? "." : "",
+		               o->parts[i].name);
+	r = gen_strdup(&ctx->pool, b.data);
+	gen_buf_free(&b);
+	return r;
+}
+
+#define OPTION_UNKNOWN                                                                             \
+	"Option \"%s\" unknown. Ensure that your proto definition file imports the proto which "   \
+	"defines the option."
+
+/* as protoc (OptionInterpreter::InterpretSingleOption): each part of a
+ * custom option's name is a field or an extension of the message of the part
+ * before it, the first one of the *Options message of the place the option
+ * is set (a FieldOptions extension on a field, not on a method); (x) is
+ * defined in the file or an import; every part but the last is a message,
+ * not repeated (nor a map). Stops at a part whose message is not known (a
+ * type rdmx-gen's descriptor.proto leaves out). */
+static void check_optref(struct gen_ctx *ctx, struct gen_file *f, const struct gen_optref *o)
+{
+	struct resolver *r = R(ctx);
+	const char *scope = o->scope ? o->scope->full_name : f->package;
+	const char *msg = o->options; /* full name of the message the part is in */
+	int i;
+	for (i = 0; i < o->nparts; i++) {
+		const struct gen_optpart *pt = &o->parts[i];
+		const char *name = option_name(ctx, o, i + 1), *in, *undefined;
+		const struct gen_field *fd;
+		struct sym *s;
+		if (!pt->ext && strcmp(pt->name, "uninterpreted_option") == 0 && i == 0) {
+			gen_error(ctx, &pt->loc,
+			          "Option must not use reserved name \"uninterpreted_option\".");
+			return;
+		}
+		if (pt->ext) {
+			s = lookup_option(ctx, f, scope, pt->name, &undefined);
+			if (!s && undefined) {
+				gen_error(
+				    ctx, &pt->loc,
+				    "Option \"%s\" is resolved to \"(%s)\", which is not defined: "
+				    "the innermost scope is searched first; write \"(.%s)\" to "
+				    "start "
+				    "from the outermost scope",
+				    name, undefined, pt->name);
+				return;
+			}
+			if (s && s->kind == SYM_FIELD) {
+				fd = s->ptr;
+				in = scope_of(ctx, s->name);
+			} else if (s && table_get(&r->exts, s->name) == s) {
+				const struct gen_ext *x = s->ptr;
+				if (!x->extendee_full || !x->field)
+					return; /* reported where it is defined */
+				fd = x->field;
+				in = x->extendee_full;
+			} else {
+				gen_error(ctx, &pt->loc, OPTION_UNKNOWN, name);
+				return;
+			}
+			if (strcmp(in, msg) != 0) {
+				gen_error(
+				    ctx, &pt->loc,
+				    "Option field \"%s\" is not a field or extension of message "
+				    "\"%s\": it %s \"%s\"",
+				    name, last_of(msg),
+				    s->kind == SYM_FIELD ? "is a field of" : "extends", in);
+				return;
+			}
+		} else {
+			if (!table_get(&r->syms, msg) && i + 1 < o->nparts) {
+				/* i == 0 and the file does not import descriptor.proto: none
+				 * of protobuf's own options is a message */
+				gen_error(ctx, &pt->loc,
+				          "Option \"%s\" is not a message: only a custom option, "
+				          "\"(name)\", can be followed by \".%s\"",
+				          name,
+				          o->parts[i + 1].ext ? "(...)" : o->parts[i + 1].name);
+				return;
+			}
+			s = table_get(&r->syms, qualify(ctx, msg, pt->name));
+			if (!s || s->kind != SYM_FIELD) {
+				gen_error(ctx, &pt->loc, OPTION_UNKNOWN, name);
+				return;
+			}
+			fd = s->ptr;
+		}
+		if (i == o->nparts - 1)
+			return;
+		if (fd->type == GT_NAMED)
+			return; /* not resolved: reported, or a descriptor type */
+		if (fd->type != GT_MESSAGE) {
+			gen_error(ctx, &pt->loc, "Option \"%s\" is an atomic type, not a message.",
+			          name);
+			return;
+		}
+		if (fd->label == GL_REPEATED) {
+			gen_error(
+			    ctx, &pt->loc,
+			    "Option field \"%s\" is a repeated message. Repeated message options "
+			    "must be initialized using an aggregate value.",
+			    name);
+			return;
+		}
+		msg = fd->msg->full_name;
 	}
 }
 
@@ -1820,7 +2015,6 @@ bool gen_resolve(struct gen_ctx *ctx)
 		declare_exts(ctx, ctx->files.items[i]);
 	for (i = 0; i < ctx->files.n; i++) {
 		struct gen_file *f = ctx->files.items[i];
-		check_optrefs(ctx, f);
 		for (j = 0; j < f->messages.n; j++)
 			check_message(ctx, f->messages.items[j]);
 		for (j = 0; j < f->enums.n; j++)
@@ -1828,6 +2022,12 @@ bool gen_resolve(struct gen_ctx *ctx)
 		for (j = 0; j < f->messages.n; j++)
 			resolve_message(ctx, f->messages.items[j]);
 		resolve_services(ctx, f);
+	}
+	/* options name fields of any file's messages: after all are resolved */
+	for (i = 0; i < ctx->files.n; i++) {
+		struct gen_file *f = ctx->files.items[i];
+		for (j = 0; j < f->optrefs.n; j++)
+			check_optref(ctx, f, f->optrefs.items[j]);
 	}
 	if (ctx->errors != errors)
 		return false;
