@@ -24,6 +24,7 @@
 #include <rdmx/ctx.h>
 #include <rdmx/registry.h>
 #include <rdmx/pe.h>
+#include <rdmx/rpc_stream.h>
 
 #include "ev_thread.h"
 #include "rpcsec_fix.h"
@@ -155,8 +156,9 @@ void fix_client_opts(struct rdmx_rpc_secure_opts *o)
 
 #define FIX_CONNS 16 /* client connections with a record, per server */
 
-struct fix_conn { /* one connection's state, "freed" by gone */
-	int held; /* calls held, not yet cancelled */
+struct fix_conn {    /* one connection's state, "freed" by gone */
+	int held;    /* calls held, not yet cancelled */
+	int streams; /* streams open, not yet ended */
 	int gone;
 };
 
@@ -226,6 +228,48 @@ static void hold(struct rdmx_rpc_server_call *call, const void *req, size_t len,
 	rdmx_rpc_call_set_cancel_cb(call, hold_cancelled, fc);
 }
 
+/* The streams: accepted, then held open until the connection ends them.
+ * arg: the stream's connection record (NULL past FIX_CONNS connections). */
+static void stream_msg(struct rdmx_rpc_stream *s, const void *data, size_t len, void *arg)
+{
+	(void)s;
+	(void)data;
+	(void)len;
+	(void)arg;
+}
+
+static void stream_done(struct rdmx_rpc_stream *s, const struct rdmx_rpc_rich_status *st, void *arg)
+{
+	struct fix_conn *fc = arg;
+
+	(void)s;
+	pthread_mutex_lock(&S.lock);
+	S.st.streams--;
+	S.st.stream_ends++;
+	S.st.stream_code = (int)st->code;
+	if (fc) {
+		if (fc->gone)
+			S.st.late_stream_ends++; /* an application would use freed memory */
+		fc->streams--;
+	}
+	pthread_mutex_unlock(&S.lock);
+}
+
+static void stream_hold(struct rdmx_rpc_stream *s, void *arg)
+{
+	static const struct rdmx_rpc_stream_cbs cbs = {.on_msg = stream_msg,
+	                                               .on_done = stream_done};
+	struct fix_conn *fc = rdmx_rpc_ep_get_user_data(rdmx_rpc_stream_get_ep(s));
+
+	(void)arg;
+	pthread_mutex_lock(&S.lock);
+	S.st.streams++;
+	if (fc)
+		fc->streams++;
+	pthread_mutex_unlock(&S.lock);
+	rdmx_rpc_stream_set_callbacks(s, &cbs, fc);
+}
+
 static int accept_cb(struct rdmx_rpc_secure_server *srv, const char *cert, const char *hello,
                      void *arg)
 {
@@ -268,6 +312,8 @@ static void gone_cb(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_c
 	if (fc) {
 		if (fc->held)
 			S.st.gone_holding++;
+		if (fc->streams)
+			S.st.gone_streaming++;
 		fc->gone = 1; /* what an application would free here */
 	}
 	pthread_mutex_unlock(&S.lock);
@@ -373,6 +419,14 @@ static int server_setup(struct ev_loop *loop, void *arg)
 	if (!rc)
 		rc = rdmx_rpc_server_register(S.server, rdmx_rpc_method_id(FIX_HOLD), FIX_HOLD,
 		                              hold, NULL);
+	if (!rc)
+		rc = rdmx_rpc_server_register_stream(S.server, rdmx_rpc_method_id(FIX_WATCH),
+		                                     FIX_WATCH, RDMX_RPC_SERVER_STREAMING,
+		                                     stream_hold, NULL);
+	if (!rc)
+		rc = rdmx_rpc_server_register_stream(S.server, rdmx_rpc_method_id(FIX_CHAT),
+		                                     FIX_CHAT, RDMX_RPC_BIDI_STREAMING, stream_hold,
+		                                     NULL);
 	if (!rc)
 		rc = rdmx_rpc_secure_listen(loop, S.server, S.cfg, fix_addr(), 0, &ops, &o, NULL,
 		                            &S.ss);

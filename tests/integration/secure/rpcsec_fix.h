@@ -29,6 +29,9 @@
 /* methods of the test service */
 #define FIX_ECHO "rdmx.test.Echo/Echo"
 #define FIX_HOLD "rdmx.test.Echo/Hold" /* answered only when cancelled */
+/* streams the server accepts and never finishes: server-streaming, bidi */
+#define FIX_WATCH "rdmx.test.Echo/Watch"
+#define FIX_CHAT "rdmx.test.Echo/Chat"
 
 extern struct tls_test_pki fix_pki;
 
@@ -65,10 +68,15 @@ enum fix_cmd {
  * its own (the endpoint's user data, as an application's per-connection
  * state would be) that gone marks as freed: late_cancels counts cancel
  * callbacks that ran on such a record, gone_holding gone callbacks that
- * ran while their connection still held a call not cancelled. */
+ * ran while their connection still held a call not cancelled.
+ * streams: FIX_WATCH / FIX_CHAT streams open on the server; stream_ends
+ * their on_done callbacks (stream_code: the last one's code),
+ * late_stream_ends those that ran on a freed record, gone_streaming gone
+ * callbacks that ran while their connection still had a stream open. */
 struct fix_server_stats {
 	int accepts, connected, gone, gone_status, held, echoes;
 	int cancels, late_cancels, gone_holding;
+	int streams, stream_ends, stream_code, late_stream_ends, gone_streaming;
 	char cert[64], hello[64];
 };
 
