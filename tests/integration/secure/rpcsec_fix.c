@@ -160,6 +160,7 @@ struct fix_conn {    /* one connection's state, "freed" by gone */
 	int held;    /* calls held, not yet cancelled */
 	int streams; /* streams open, not yet ended */
 	int gone;
+	struct rdmx_rpc_secure_conn *conn; /* until gone */
 };
 
 static struct {
@@ -179,6 +180,7 @@ static struct {
 	struct rdmx_rpc_secure_conn *last; /* loop thread only */
 	struct fix_conn conns[FIX_CONNS];  /* under lock */
 	int n_conns;                       /* records given out */
+	fix_gone_hook gone_hook;           /* under lock */
 	int busy_fd[2];                    /* a pipe holding one byte nobody reads */
 	ev_io busy;
 	pthread_mutex_t lock;
@@ -291,8 +293,10 @@ static void connected_cb(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_sec
 	S.last = conn;
 	pthread_mutex_lock(&S.lock);
 	S.st.connected++;
-	if (S.n_conns < FIX_CONNS)
+	if (S.n_conns < FIX_CONNS) {
+		S.conns[S.n_conns].conn = conn;
 		rdmx_rpc_ep_set_user_data(rdmx_rpc_secure_conn_get_ep(conn), &S.conns[S.n_conns++]);
+	}
 	pthread_mutex_unlock(&S.lock);
 }
 
@@ -301,9 +305,14 @@ static void gone_cb(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_c
 {
 	struct rdmx_rpc_ep *ep = rdmx_rpc_secure_conn_get_ep(conn);
 	struct fix_conn *fc = rdmx_rpc_ep_get_user_data(ep);
+	fix_gone_hook hook;
 
-	(void)srv;
 	(void)arg;
+	pthread_mutex_lock(&S.lock);
+	hook = S.gone_hook;
+	pthread_mutex_unlock(&S.lock);
+	if (hook)
+		hook(srv, conn);
 	if (conn == S.last)
 		S.last = NULL;
 	pthread_mutex_lock(&S.lock);
@@ -315,6 +324,7 @@ static void gone_cb(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_c
 		if (fc->streams)
 			S.st.gone_streaming++;
 		fc->gone = 1; /* what an application would free here */
+		fc->conn = NULL;
 	}
 	pthread_mutex_unlock(&S.lock);
 	rdmx_rpc_ep_set_user_data(ep, NULL);
@@ -442,7 +452,13 @@ static void server_teardown(struct ev_loop *loop, void *arg)
 {
 	(void)arg;
 	run_cmd(FIX_CMD_CALM);
-	rdmx_rpc_secure_server_destroy(&S.ss);
+	if (S.ss) {
+		rdmx_rpc_secure_server_destroy(&S.ss);
+		/* one more loop iteration (nested, in the stop callback): a
+		 * watcher the destroyed server left active would run now, on
+		 * freed memory, which the sanitizer build reports */
+		ev_run(loop, EVRUN_NOWAIT);
+	}
 	ev_async_stop(loop, &S.wake);
 	if (S.reg) {
 		rdmx_registry_client_leave(S.reg, S.member);
@@ -509,6 +525,25 @@ int fix_server_wait(int (*pred)(const struct fix_server_stats *st), int guard_ms
 			return 0;
 		usleep(2000);
 	}
+}
+
+void fix_server_set_gone_hook(fix_gone_hook hook)
+{
+	pthread_mutex_lock(&S.lock);
+	S.gone_hook = hook;
+	pthread_mutex_unlock(&S.lock);
+}
+
+struct rdmx_rpc_secure_conn *fix_server_other_conn(const struct rdmx_rpc_secure_conn *conn)
+{
+	struct rdmx_rpc_secure_conn *other = NULL;
+
+	pthread_mutex_lock(&S.lock);
+	for (int i = 0; i < S.n_conns && !other; i++)
+		if (S.conns[i].conn && S.conns[i].conn != conn)
+			other = S.conns[i].conn;
+	pthread_mutex_unlock(&S.lock);
+	return other;
 }
 
 void fix_server_stop_stats(struct fix_server_stats *st)

@@ -92,6 +92,14 @@ int fix_server_wait(int (*pred)(const struct fix_server_stats *st), int guard_ms
 void fix_server_stop(void);
 /* fix_server_stop, then *st: the counters once the server is destroyed. */
 void fix_server_stop_stats(struct fix_server_stats *st);
+/* A function the server's gone callback runs first, on the loop thread
+ * (NULL: none; set it before what releases the clients). */
+typedef void (*fix_gone_hook)(struct rdmx_rpc_secure_server *srv,
+                              struct rdmx_rpc_secure_conn *conn);
+void fix_server_set_gone_hook(fix_gone_hook hook);
+/* On the loop thread: a client connection the server has not released
+ * yet, other than `conn` (NULL when none, or past FIX_CONNS clients). */
+struct rdmx_rpc_secure_conn *fix_server_other_conn(const struct rdmx_rpc_secure_conn *conn);
 
 /* The caller's config: identity `name`, allowing `allow`. */
 struct rdmx_tls_config *fix_client_config(const char *name, const char *allow);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <rdmx/channel.h>
+#include <rdmx/ctx.h>
 #include <rdmx/pe.h>
 #include <rdmx/registry.h>
 #include <rdmx/rpc_stream.h>
@@ -735,6 +736,75 @@ Test(rpc_secure, server_destroy_ends_held_streams_before_gone)
 	cr_assert_eq(st.gone_status, RDMX_E_CANCELED, "%s", rdmx_err_name(st.gone_status));
 	check_client_streams_ended(sc, v);
 	cr_assert_rc(rdmx_rpc_secure_close(&sc), RDMX_OK);
+	rdmx_tls_config_destroy(&cfg);
+}
+
+/* ---- a client that ends while the server is being destroyed ---- */
+
+static struct {
+	int runs;   /* gone callbacks the hook saw */
+	int closed; /* it ended the other client: that channel closed */
+} ender;
+
+/* Gone hook, on the loop thread: at the first release (inside the server's
+ * destroy) ends another client's engine connection and drives the
+ * server's engine until that client's channel has closed, as an
+ * application whose gone callback makes a blocking call would drive it.
+ * The server hears of the end there: it marks that session dead, from
+ * inside its destroy. */
+static void end_another_client(struct rdmx_rpc_secure_server *srv,
+                               struct rdmx_rpc_secure_conn *conn)
+{
+	struct rdmx_rpc_secure_conn *other = fix_server_other_conn(conn);
+	struct rdmx_chan_worker *worker = rdmx_rpc_secure_server_get_worker(srv);
+	struct rdmx_chan *chan;
+	struct rdmx_conn *ec;
+	int64_t end = fix_now_ms() + 10000;
+
+	if (ender.runs++ || !other)
+		return;
+	chan = rdmx_rpc_ep_get_chan(rdmx_rpc_secure_conn_get_ep(other));
+	ec = chan ? rdmx_chan_get_conn(chan) : NULL;
+	if (!ec || rdmx_conn_disconnect(ec))
+		return;
+	while (rdmx_chan_get_state(chan) != RDMX_CHAN_CLOSED && fix_now_ms() < end)
+		rdmx_chan_worker_wait(worker, 10);
+	ender.closed = rdmx_chan_get_state(chan) == RDMX_CHAN_CLOSED;
+}
+
+static int two_connected(const struct fix_server_stats *st)
+{
+	return st->connected == 2;
+}
+
+/* A session marked dead while the server's destroy releases the others
+ * must not restart the server's reaper (a libev prepare watcher inside the
+ * server): the destroy frees it, and the fixture's teardown then runs one
+ * more loop iteration, where a watcher left active would run on freed
+ * memory (reported by the RDMX_SANITIZE build; a plain build does not see
+ * it). Both clients are released once, by the destroy. */
+Test(rpc_secure, a_client_ending_during_the_server_destroy_leaves_no_watcher)
+{
+	struct rdmx_tls_config *cfg;
+	struct rdmx_rpc_secure_conn *sc[2];
+	struct rdmx_rpc_secure_opts o;
+	struct fix_server_stats st;
+
+	memset(&ender, 0, sizeof(ender));
+	fix_server_start("client.test", 0);
+	cfg = fix_client_config("client", "client2.test");
+	sc[0] = connect_ok(cfg);
+	fix_client_opts(&o);
+	cr_assert_rc(rdmx_rpc_secure_connect(fix_addr(), fix_server_port(), cfg, NULL, &o, &sc[1]),
+	             RDMX_OK);
+	cr_assert(fix_server_wait(two_connected, 10000), "server never saw the second client");
+	fix_server_set_gone_hook(end_another_client);
+	fix_server_stop_stats(&st); /* the loop thread has ended: ender is ours */
+	cr_assert_eq(ender.runs, 2);
+	cr_assert(ender.closed, "the hook did not end the other client during the destroy");
+	cr_assert_eq(st.gone, 2, "%d gone callbacks", st.gone);
+	for (int i = 0; i < 2; i++)
+		cr_assert_rc(rdmx_rpc_secure_close(&sc[i]), RDMX_OK);
 	rdmx_tls_config_destroy(&cfg);
 }
 
