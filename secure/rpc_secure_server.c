@@ -70,7 +70,8 @@ struct rdmx_rpc_secure_server {
 	struct session *sessions;
 	uint32_t clients;
 	ev_prepare reaper;
-	int depth; /* our callbacks on the stack */
+	int depth;       /* our callbacks on the stack */
+	bool destroying; /* rdmx_rpc_secure_server_destroy releases every session */
 };
 
 static void mark_dead(struct session *s, int status)
@@ -81,7 +82,11 @@ static void mark_dead(struct session *s, int status)
 		if (!s->conn.lost)
 			s->conn.lost = status;
 	}
-	ev_prepare_start(s->srv->loop, &s->srv->reaper);
+	/* the destroy releases every session itself, and then frees the
+	 * reaper: a session may still die inside it (an application callback
+	 * that drives the engine), and must not restart the watcher there */
+	if (!s->srv->destroying)
+		ev_prepare_start(s->srv->loop, &s->srv->reaper);
 }
 
 /* Closes the session's channel as the end of its engine connection would:
@@ -476,10 +481,12 @@ int rdmx_rpc_secure_server_destroy(struct rdmx_rpc_secure_server **sp)
 	srv = *sp;
 	if (srv->depth)
 		return RDMX_E_BAD_STATE;
+	/* from here on no session restarts the reaper (mark_dead) */
+	srv->destroying = true;
+	ev_prepare_stop(srv->loop, &srv->reaper);
 	/* handshakes and exchanges in progress are dropped; the established
 	 * bootstraps are ours */
 	rdmx_bootstrap_server_destroy(&srv->bs);
-	ev_prepare_stop(srv->loop, &srv->reaper);
 	while (srv->sessions) {
 		struct session *s = srv->sessions;
 

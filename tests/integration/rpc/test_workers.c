@@ -64,11 +64,20 @@ static void chat_half_close(struct rdmx_rpc_stream *s, void *arg)
 	rdmx_rpc_stream_finish(s, RDMX_RPC_OK, NULL, NULL, 0, NULL);
 }
 
+/* Chat streams ended on the server, and those that ended on an endpoint
+ * whose gone callback had run (w_gone marks it): an application that frees
+ * per-connection state in gone would use freed memory there. Gone callbacks
+ * that ran while their endpoint still had a stream open. */
+static atomic_uint chat_ends, late_chat_ends, gone_streaming;
+static int gone_mark; /* the user data w_gone leaves on its endpoint */
+
 static void chat_done(struct rdmx_rpc_stream *s, const struct rdmx_rpc_rich_status *st, void *arg)
 {
-	(void)s;
 	(void)st;
 	(void)arg;
+	atomic_fetch_add(&chat_ends, 1);
+	if (rdmx_rpc_ep_get_user_data(rdmx_rpc_stream_get_ep(s)) == &gone_mark)
+		atomic_fetch_add(&late_chat_ends, 1);
 }
 
 static void w_chat(struct rdmx_rpc_stream *s, void *arg)
@@ -134,6 +143,9 @@ static void w_gone(struct rdmx_rpc_workers *w, unsigned worker, struct rdmx_rpc_
 	(void)status;
 	(void)arg;
 	count_gone_early(ep);
+	if (rdmx_rpc_ep_get_streams(ep))
+		atomic_fetch_add(&gone_streaming, 1);
+	rdmx_rpc_ep_set_user_data(ep, &gone_mark);
 	atomic_fetch_add(&gone_cbs, 1);
 }
 
@@ -177,6 +189,9 @@ static void reset_counters(void)
 	atomic_store(&conn_cbs, 0);
 	atomic_store(&gone_cbs, 0);
 	atomic_store(&gone_early, 0);
+	atomic_store(&chat_ends, 0);
+	atomic_store(&late_chat_ends, 0);
+	atomic_store(&gone_streaming, 0);
 	atomic_store(&wrong_thread_msgs, 0);
 	atomic_store(&watch_msgs_out, 0);
 }
@@ -444,6 +459,50 @@ Test(rpc_workers, shutdown_with_calls_held_on_every_worker, .timeout = 240)
 	wfix_close_clients(&f);
 	for (unsigned i = 0; i < W_CLIENTS; i++)
 		cr_assert_eq(holds[i].done, 1);
+	wfix_stop(&f);
+}
+
+/* Each client's Chat stream is open both ways (one message echoed) when the
+ * workers stop: every stream ends once on its worker, before its endpoint's
+ * gone callback; on the clients each ends once, UNAVAILABLE. */
+Test(rpc_workers, shutdown_with_streams_open_on_every_worker, .timeout = 240)
+{
+	static const struct rdmx_rpc_stream_cbs cbs = {cli_msg, NULL, NULL, NULL, cli_done};
+	static struct wstream v[W_CLIENTS];
+	struct wfix f;
+
+	if (!wfix_start(&f, 4))
+		cr_skip_test("the device's provider cannot share a cm listener");
+	memset(v, 0, sizeof(v));
+	for (unsigned i = 0; i < W_CLIENTS; i++) {
+		struct rdmx_rpc_stream *s = NULL;
+		uint64_t x = i;
+		struct rdmx_rpc_payload p = rdmx_rpc_bytes(&x, sizeof(x));
+
+		ASSERT_OK(rdmx_rpc_stream_open(f.eps[i], rdmx_rpc_method_id(W_CHAT),
+		                               RDMX_RPC_BIDI_STREAMING, NULL, &cbs, &v[i], &s));
+		ASSERT_OK(rdmx_rpc_stream_write(s, &p));
+	}
+	/* each message back: every stream is open on its worker */
+	for (unsigned i = 0; i < W_CLIENTS; i++)
+		DRIVE_CLI_UNTIL(&f, v[i].msgs == 1);
+	ASSERT_OK(rdmx_rpc_workers_destroy(&f.w));
+	cr_assert_eq(atomic_load(&gone_cbs), W_CLIENTS);
+	cr_assert_eq(atomic_load(&chat_ends), W_CLIENTS, "%u of %u streams ended on the server",
+	             atomic_load(&chat_ends), W_CLIENTS);
+	cr_assert_eq(atomic_load(&gone_streaming), 0,
+	             "%u gone callbacks ran while their endpoint had a stream open",
+	             atomic_load(&gone_streaming));
+	cr_assert_eq(atomic_load(&late_chat_ends), 0, "%u streams ended after their gone callback",
+	             atomic_load(&late_chat_ends));
+	DRIVE_CLI_UNTIL(&f, wstreams_done(v, W_CLIENTS));
+	for (unsigned i = 0; i < W_CLIENTS; i++) {
+		cr_assert_eq(v[i].done, 1, "stream %u ended %d times", i, v[i].done);
+		cr_assert_eq(v[i].code, RDMX_RPC_UNAVAILABLE, "stream %u: %s", i,
+		             rdmx_rpc_code_name(v[i].code));
+	}
+	cr_assert_eq(atomic_load(&chat_write_errors), 0);
+	wfix_close_clients(&f);
 	wfix_stop(&f);
 }
 

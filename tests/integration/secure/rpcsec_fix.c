@@ -24,6 +24,7 @@
 #include <rdmx/ctx.h>
 #include <rdmx/registry.h>
 #include <rdmx/pe.h>
+#include <rdmx/rpc_stream.h>
 
 #include "ev_thread.h"
 #include "rpcsec_fix.h"
@@ -155,9 +156,11 @@ void fix_client_opts(struct rdmx_rpc_secure_opts *o)
 
 #define FIX_CONNS 16 /* client connections with a record, per server */
 
-struct fix_conn { /* one connection's state, "freed" by gone */
-	int held; /* calls held, not yet cancelled */
+struct fix_conn {    /* one connection's state, "freed" by gone */
+	int held;    /* calls held, not yet cancelled */
+	int streams; /* streams open, not yet ended */
 	int gone;
+	struct rdmx_rpc_secure_conn *conn; /* until gone */
 };
 
 static struct {
@@ -177,6 +180,7 @@ static struct {
 	struct rdmx_rpc_secure_conn *last; /* loop thread only */
 	struct fix_conn conns[FIX_CONNS];  /* under lock */
 	int n_conns;                       /* records given out */
+	fix_gone_hook gone_hook;           /* under lock */
 	int busy_fd[2];                    /* a pipe holding one byte nobody reads */
 	ev_io busy;
 	pthread_mutex_t lock;
@@ -226,6 +230,48 @@ static void hold(struct rdmx_rpc_server_call *call, const void *req, size_t len,
 	rdmx_rpc_call_set_cancel_cb(call, hold_cancelled, fc);
 }
 
+/* The streams: accepted, then held open until the connection ends them.
+ * arg: the stream's connection record (NULL past FIX_CONNS connections). */
+static void stream_msg(struct rdmx_rpc_stream *s, const void *data, size_t len, void *arg)
+{
+	(void)s;
+	(void)data;
+	(void)len;
+	(void)arg;
+}
+
+static void stream_done(struct rdmx_rpc_stream *s, const struct rdmx_rpc_rich_status *st, void *arg)
+{
+	struct fix_conn *fc = arg;
+
+	(void)s;
+	pthread_mutex_lock(&S.lock);
+	S.st.streams--;
+	S.st.stream_ends++;
+	S.st.stream_code = (int)st->code;
+	if (fc) {
+		if (fc->gone)
+			S.st.late_stream_ends++; /* an application would use freed memory */
+		fc->streams--;
+	}
+	pthread_mutex_unlock(&S.lock);
+}
+
+static void stream_hold(struct rdmx_rpc_stream *s, void *arg)
+{
+	static const struct rdmx_rpc_stream_cbs cbs = {.on_msg = stream_msg,
+	                                               .on_done = stream_done};
+	struct fix_conn *fc = rdmx_rpc_ep_get_user_data(rdmx_rpc_stream_get_ep(s));
+
+	(void)arg;
+	pthread_mutex_lock(&S.lock);
+	S.st.streams++;
+	if (fc)
+		fc->streams++;
+	pthread_mutex_unlock(&S.lock);
+	rdmx_rpc_stream_set_callbacks(s, &cbs, fc);
+}
+
 static int accept_cb(struct rdmx_rpc_secure_server *srv, const char *cert, const char *hello,
                      void *arg)
 {
@@ -247,8 +293,10 @@ static void connected_cb(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_sec
 	S.last = conn;
 	pthread_mutex_lock(&S.lock);
 	S.st.connected++;
-	if (S.n_conns < FIX_CONNS)
+	if (S.n_conns < FIX_CONNS) {
+		S.conns[S.n_conns].conn = conn;
 		rdmx_rpc_ep_set_user_data(rdmx_rpc_secure_conn_get_ep(conn), &S.conns[S.n_conns++]);
+	}
 	pthread_mutex_unlock(&S.lock);
 }
 
@@ -257,9 +305,14 @@ static void gone_cb(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_c
 {
 	struct rdmx_rpc_ep *ep = rdmx_rpc_secure_conn_get_ep(conn);
 	struct fix_conn *fc = rdmx_rpc_ep_get_user_data(ep);
+	fix_gone_hook hook;
 
-	(void)srv;
 	(void)arg;
+	pthread_mutex_lock(&S.lock);
+	hook = S.gone_hook;
+	pthread_mutex_unlock(&S.lock);
+	if (hook)
+		hook(srv, conn);
 	if (conn == S.last)
 		S.last = NULL;
 	pthread_mutex_lock(&S.lock);
@@ -268,7 +321,10 @@ static void gone_cb(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_c
 	if (fc) {
 		if (fc->held)
 			S.st.gone_holding++;
+		if (fc->streams)
+			S.st.gone_streaming++;
 		fc->gone = 1; /* what an application would free here */
+		fc->conn = NULL;
 	}
 	pthread_mutex_unlock(&S.lock);
 	rdmx_rpc_ep_set_user_data(ep, NULL);
@@ -374,6 +430,14 @@ static int server_setup(struct ev_loop *loop, void *arg)
 		rc = rdmx_rpc_server_register(S.server, rdmx_rpc_method_id(FIX_HOLD), FIX_HOLD,
 		                              hold, NULL);
 	if (!rc)
+		rc = rdmx_rpc_server_register_stream(S.server, rdmx_rpc_method_id(FIX_WATCH),
+		                                     FIX_WATCH, RDMX_RPC_SERVER_STREAMING,
+		                                     stream_hold, NULL);
+	if (!rc)
+		rc = rdmx_rpc_server_register_stream(S.server, rdmx_rpc_method_id(FIX_CHAT),
+		                                     FIX_CHAT, RDMX_RPC_BIDI_STREAMING, stream_hold,
+		                                     NULL);
+	if (!rc)
 		rc = rdmx_rpc_secure_listen(loop, S.server, S.cfg, fix_addr(), 0, &ops, &o, NULL,
 		                            &S.ss);
 	if (!rc)
@@ -388,7 +452,13 @@ static void server_teardown(struct ev_loop *loop, void *arg)
 {
 	(void)arg;
 	run_cmd(FIX_CMD_CALM);
-	rdmx_rpc_secure_server_destroy(&S.ss);
+	if (S.ss) {
+		rdmx_rpc_secure_server_destroy(&S.ss);
+		/* one more loop iteration (nested, in the stop callback): a
+		 * watcher the destroyed server left active would run now, on
+		 * freed memory, which the sanitizer build reports */
+		ev_run(loop, EVRUN_NOWAIT);
+	}
 	ev_async_stop(loop, &S.wake);
 	if (S.reg) {
 		rdmx_registry_client_leave(S.reg, S.member);
@@ -455,6 +525,25 @@ int fix_server_wait(int (*pred)(const struct fix_server_stats *st), int guard_ms
 			return 0;
 		usleep(2000);
 	}
+}
+
+void fix_server_set_gone_hook(fix_gone_hook hook)
+{
+	pthread_mutex_lock(&S.lock);
+	S.gone_hook = hook;
+	pthread_mutex_unlock(&S.lock);
+}
+
+struct rdmx_rpc_secure_conn *fix_server_other_conn(const struct rdmx_rpc_secure_conn *conn)
+{
+	struct rdmx_rpc_secure_conn *other = NULL;
+
+	pthread_mutex_lock(&S.lock);
+	for (int i = 0; i < S.n_conns && !other; i++)
+		if (S.conns[i].conn && S.conns[i].conn != conn)
+			other = S.conns[i].conn;
+	pthread_mutex_unlock(&S.lock);
+	return other;
 }
 
 void fix_server_stop_stats(struct fix_server_stats *st)

@@ -29,6 +29,9 @@
 /* methods of the test service */
 #define FIX_ECHO "rdmx.test.Echo/Echo"
 #define FIX_HOLD "rdmx.test.Echo/Hold" /* answered only when cancelled */
+/* streams the server accepts and never finishes: server-streaming, bidi */
+#define FIX_WATCH "rdmx.test.Echo/Watch"
+#define FIX_CHAT "rdmx.test.Echo/Chat"
 
 extern struct tls_test_pki fix_pki;
 
@@ -65,10 +68,15 @@ enum fix_cmd {
  * its own (the endpoint's user data, as an application's per-connection
  * state would be) that gone marks as freed: late_cancels counts cancel
  * callbacks that ran on such a record, gone_holding gone callbacks that
- * ran while their connection still held a call not cancelled. */
+ * ran while their connection still held a call not cancelled.
+ * streams: FIX_WATCH / FIX_CHAT streams open on the server; stream_ends
+ * their on_done callbacks (stream_code: the last one's code),
+ * late_stream_ends those that ran on a freed record, gone_streaming gone
+ * callbacks that ran while their connection still had a stream open. */
 struct fix_server_stats {
 	int accepts, connected, gone, gone_status, held, echoes;
 	int cancels, late_cancels, gone_holding;
+	int streams, stream_ends, stream_code, late_stream_ends, gone_streaming;
 	char cert[64], hello[64];
 };
 
@@ -84,6 +92,14 @@ int fix_server_wait(int (*pred)(const struct fix_server_stats *st), int guard_ms
 void fix_server_stop(void);
 /* fix_server_stop, then *st: the counters once the server is destroyed. */
 void fix_server_stop_stats(struct fix_server_stats *st);
+/* A function the server's gone callback runs first, on the loop thread
+ * (NULL: none; set it before what releases the clients). */
+typedef void (*fix_gone_hook)(struct rdmx_rpc_secure_server *srv,
+                              struct rdmx_rpc_secure_conn *conn);
+void fix_server_set_gone_hook(fix_gone_hook hook);
+/* On the loop thread: a client connection the server has not released
+ * yet, other than `conn` (NULL when none, or past FIX_CONNS clients). */
+struct rdmx_rpc_secure_conn *fix_server_other_conn(const struct rdmx_rpc_secure_conn *conn);
 
 /* The caller's config: identity `name`, allowing `allow`. */
 struct rdmx_tls_config *fix_client_config(const char *name, const char *allow);

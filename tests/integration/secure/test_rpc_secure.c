@@ -19,8 +19,10 @@
 #include <unistd.h>
 
 #include <rdmx/channel.h>
+#include <rdmx/ctx.h>
 #include <rdmx/pe.h>
 #include <rdmx/registry.h>
+#include <rdmx/rpc_stream.h>
 
 #include "rpcsec_fix.h"
 #include "test_child.h"
@@ -614,6 +616,195 @@ Test(rpc_secure, server_destroy_cancels_a_held_call_before_gone)
 	drive_until(sc, p.done, 10000);
 	cr_assert_eq(p.code, RDMX_RPC_UNAVAILABLE, "%s %s", rdmx_rpc_code_name(p.code), p.message);
 	cr_assert_rc(rdmx_rpc_secure_close(&sc), RDMX_OK);
+	rdmx_tls_config_destroy(&cfg);
+}
+
+/* ---- streams the server holds open when it releases the client ---- */
+
+struct cli_stream {
+	struct rdmx_rpc_stream *s;
+	int done;
+	enum rdmx_rpc_code code;
+};
+
+static void cli_stream_msg(struct rdmx_rpc_stream *s, const void *data, size_t len, void *arg)
+{
+	(void)s;
+	(void)data;
+	(void)len;
+	(void)arg;
+}
+
+static void cli_stream_done(struct rdmx_rpc_stream *s, const struct rdmx_rpc_rich_status *st,
+                            void *arg)
+{
+	struct cli_stream *c = arg;
+
+	(void)s;
+	c->done++;
+	c->code = st->code;
+}
+
+/* A server-streaming stream (its request sent, half-closed) and a bidi one
+ * (one message, still open both ways), both accepted and held open by the
+ * server. */
+static void open_held_streams(struct rdmx_rpc_secure_conn *sc, struct cli_stream *v)
+{
+	static const struct rdmx_rpc_stream_cbs cbs = {.on_msg = cli_stream_msg,
+	                                               .on_done = cli_stream_done};
+	struct rdmx_rpc_payload msg = rdmx_rpc_bytes("w", 1);
+	struct fix_server_stats st;
+
+	memset(v, 0, 2 * sizeof(*v));
+	cr_assert_rc(rdmx_rpc_stream_open(EP(sc), rdmx_rpc_method_id(FIX_WATCH),
+	                                  RDMX_RPC_SERVER_STREAMING, NULL, &cbs, &v[0], &v[0].s),
+	             RDMX_OK);
+	cr_assert_rc(rdmx_rpc_stream_write(v[0].s, &msg), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_stream_half_close(v[0].s), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_stream_open(EP(sc), rdmx_rpc_method_id(FIX_CHAT),
+	                                  RDMX_RPC_BIDI_STREAMING, NULL, &cbs, &v[1], &v[1].s),
+	             RDMX_OK);
+	cr_assert_rc(rdmx_rpc_stream_write(v[1].s, &msg), RDMX_OK);
+	drive_until(sc, (fix_server_stats(&st), st.streams == 2), 10000);
+}
+
+/* The server released its one client, which had two streams open on it:
+ * each stream's on_done ran once on the server, before gone, so never on
+ * the connection state that gone frees. */
+static void check_streams_ended_before_gone(const struct fix_server_stats *st)
+{
+	cr_assert_eq(st->gone, 1, "the server did not release the client");
+	cr_assert_eq(st->gone_streaming, 0, "gone ran while the connection still had a stream");
+	cr_assert_eq(st->late_stream_ends, 0, "a stream's on_done ran after gone");
+	cr_assert_eq(st->stream_ends, 2, "2 streams ended %d times", st->stream_ends);
+	cr_assert_eq(st->streams, 0);
+	cr_assert_eq(st->stream_code, RDMX_RPC_UNAVAILABLE, "%s",
+	             rdmx_rpc_code_name((enum rdmx_rpc_code)st->stream_code));
+}
+
+/* On the client both streams end once, UNAVAILABLE (the connection). */
+static void check_client_streams_ended(struct rdmx_rpc_secure_conn *sc, struct cli_stream *v)
+{
+	drive_until(sc, v[0].done && v[1].done, 10000);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(v[i].done, 1, "client stream %d ended %d times", i, v[i].done);
+		cr_assert_eq(v[i].code, RDMX_RPC_UNAVAILABLE, "client stream %d: %s", i,
+		             rdmx_rpc_code_name(v[i].code));
+	}
+}
+
+/* As server_tls_loss_cancels_a_held_call_before_gone, with streams: the
+ * server, released while its engine connection may still be up, ends the
+ * streams it holds before gone. */
+Test(rpc_secure, server_tls_loss_ends_held_streams_before_gone)
+{
+	struct rdmx_tls_config *cfg;
+	struct rdmx_rpc_secure_conn *sc;
+	struct cli_stream v[2];
+	struct fix_server_stats st;
+
+	fix_server_start("client.test", 0);
+	cfg = fix_client_config("client", "client2.test");
+	sc = connect_ok(cfg);
+	open_held_streams(sc, v);
+	fix_server_cmd(FIX_CMD_KILL_TLS);
+	cr_assert(fix_server_wait(one_gone, 10000), "the server did not release the client");
+	fix_server_cmd(FIX_CMD_CALM); /* a no-op: the release has returned */
+	fix_server_stats(&st);
+	check_streams_ended_before_gone(&st);
+	check_client_streams_ended(sc, v);
+	cr_assert_rc(rdmx_rpc_secure_close(&sc), RDMX_OK);
+	rdmx_tls_config_destroy(&cfg);
+	fix_server_stop();
+}
+
+/* Destroying the server releases a live client with streams open on it:
+ * they end before gone. */
+Test(rpc_secure, server_destroy_ends_held_streams_before_gone)
+{
+	struct rdmx_tls_config *cfg;
+	struct rdmx_rpc_secure_conn *sc;
+	struct cli_stream v[2];
+	struct fix_server_stats st;
+
+	fix_server_start("client.test", 0);
+	cfg = fix_client_config("client", "client2.test");
+	sc = connect_ok(cfg);
+	open_held_streams(sc, v);
+	fix_server_stop_stats(&st);
+	check_streams_ended_before_gone(&st);
+	cr_assert_eq(st.gone_status, RDMX_E_CANCELED, "%s", rdmx_err_name(st.gone_status));
+	check_client_streams_ended(sc, v);
+	cr_assert_rc(rdmx_rpc_secure_close(&sc), RDMX_OK);
+	rdmx_tls_config_destroy(&cfg);
+}
+
+/* ---- a client that ends while the server is being destroyed ---- */
+
+static struct {
+	int runs;   /* gone callbacks the hook saw */
+	int closed; /* it ended the other client: that channel closed */
+} ender;
+
+/* Gone hook, on the loop thread: at the first release (inside the server's
+ * destroy) ends another client's engine connection and drives the
+ * server's engine until that client's channel has closed, as an
+ * application whose gone callback makes a blocking call would drive it.
+ * The server hears of the end there: it marks that session dead, from
+ * inside its destroy. */
+static void end_another_client(struct rdmx_rpc_secure_server *srv,
+                               struct rdmx_rpc_secure_conn *conn)
+{
+	struct rdmx_rpc_secure_conn *other = fix_server_other_conn(conn);
+	struct rdmx_chan_worker *worker = rdmx_rpc_secure_server_get_worker(srv);
+	struct rdmx_chan *chan;
+	struct rdmx_conn *ec;
+	int64_t end = fix_now_ms() + 10000;
+
+	if (ender.runs++ || !other)
+		return;
+	chan = rdmx_rpc_ep_get_chan(rdmx_rpc_secure_conn_get_ep(other));
+	ec = chan ? rdmx_chan_get_conn(chan) : NULL;
+	if (!ec || rdmx_conn_disconnect(ec))
+		return;
+	while (rdmx_chan_get_state(chan) != RDMX_CHAN_CLOSED && fix_now_ms() < end)
+		rdmx_chan_worker_wait(worker, 10);
+	ender.closed = rdmx_chan_get_state(chan) == RDMX_CHAN_CLOSED;
+}
+
+static int two_connected(const struct fix_server_stats *st)
+{
+	return st->connected == 2;
+}
+
+/* A session marked dead while the server's destroy releases the others
+ * must not restart the server's reaper (a libev prepare watcher inside the
+ * server): the destroy frees it, and the fixture's teardown then runs one
+ * more loop iteration, where a watcher left active would run on freed
+ * memory (reported by the RDMX_SANITIZE build; a plain build does not see
+ * it). Both clients are released once, by the destroy. */
+Test(rpc_secure, a_client_ending_during_the_server_destroy_leaves_no_watcher)
+{
+	struct rdmx_tls_config *cfg;
+	struct rdmx_rpc_secure_conn *sc[2];
+	struct rdmx_rpc_secure_opts o;
+	struct fix_server_stats st;
+
+	memset(&ender, 0, sizeof(ender));
+	fix_server_start("client.test", 0);
+	cfg = fix_client_config("client", "client2.test");
+	sc[0] = connect_ok(cfg);
+	fix_client_opts(&o);
+	cr_assert_rc(rdmx_rpc_secure_connect(fix_addr(), fix_server_port(), cfg, NULL, &o, &sc[1]),
+	             RDMX_OK);
+	cr_assert(fix_server_wait(two_connected, 10000), "server never saw the second client");
+	fix_server_set_gone_hook(end_another_client);
+	fix_server_stop_stats(&st); /* the loop thread has ended: ender is ours */
+	cr_assert_eq(ender.runs, 2);
+	cr_assert(ender.closed, "the hook did not end the other client during the destroy");
+	cr_assert_eq(st.gone, 2, "%d gone callbacks", st.gone);
+	for (int i = 0; i < 2; i++)
+		cr_assert_rc(rdmx_rpc_secure_close(&sc[i]), RDMX_OK);
 	rdmx_tls_config_destroy(&cfg);
 }
 
