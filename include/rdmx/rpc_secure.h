@@ -242,10 +242,11 @@ uint32_t rdmx_rpc_secure_server_get_clients(const struct rdmx_rpc_secure_server 
 struct rdmx_chan_worker *
 rdmx_rpc_secure_server_get_worker(const struct rdmx_rpc_secure_server *srv);
 
-/* Stops listening and closes every client (their calls complete with
- * UNAVAILABLE on both sides; gone runs for each), then releases the engine
- * objects. On the loop's thread, outside the server's callbacks.
- * NULL / *srv == NULL is a no-op. */
+/* Stops listening and closes every client, then releases the engine
+ * objects: the calls the server holds for a client are cancelled (their
+ * cancel callbacks run) and its streams end, then gone runs for it; the
+ * client's calls complete with UNAVAILABLE. On the loop's thread, outside
+ * the server's callbacks. NULL / *srv == NULL is a no-op. */
 int rdmx_rpc_secure_server_destroy(struct rdmx_rpc_secure_server **srv);
 
 /* ---- multi-worker server (libev; library rdmx_secure_ev) ---- */
