@@ -562,6 +562,25 @@ Test(rpc_secure, client_loss_cancels_a_held_call_before_gone)
 	fix_server_stop();
 }
 
+/* A server started, a client connected, and one call of it held by the
+ * server (id_hold): the test then takes the connection away. */
+static struct rdmx_rpc_secure_conn *
+start_holding(struct rdmx_tls_config **cfg, const struct rdmx_rpc_payload *req, struct pending *p)
+{
+	struct rdmx_rpc_secure_conn *sc;
+	struct fix_server_stats st;
+
+	ids();
+	fix_server_start("client.test", 0);
+	*cfg = fix_client_config("client", "client2.test");
+	sc = connect_ok(*cfg);
+	memset(p, 0, sizeof(*p));
+	cr_assert_rc(rdmx_rpc_call_async(EP(sc), id_hold, req, NULL, pending_done, p, NULL),
+	             RDMX_OK);
+	drive_until(sc, (fix_server_stats(&st), st.held == 1), 10000);
+	return sc;
+}
+
 /* The server's own TLS session to the client is lost (its read side only:
  * its liveness watch finds it): the server releases the client while the
  * engine connection it has just disconnected may still be up, the case of
@@ -573,16 +592,8 @@ Test(rpc_secure, server_tls_loss_cancels_a_held_call_before_gone)
 	struct rdmx_rpc_secure_conn *sc;
 	struct rdmx_rpc_payload req = rdmx_rpc_bytes("s", 1);
 	struct pending p;
-	struct fix_server_stats st;
 
-	ids();
-	fix_server_start("client.test", 0);
-	cfg = fix_client_config("client", "client2.test");
-	sc = connect_ok(cfg);
-	memset(&p, 0, sizeof(p));
-	cr_assert_rc(rdmx_rpc_call_async(EP(sc), id_hold, &req, NULL, pending_done, &p, NULL),
-	             RDMX_OK);
-	drive_until(sc, (fix_server_stats(&st), st.held == 1), 10000);
+	sc = start_holding(&cfg, &req, &p);
 	fix_server_cmd(FIX_CMD_KILL_TLS);
 	released_after_cancel();
 	drive_until(sc, p.done, 10000);
@@ -602,14 +613,7 @@ Test(rpc_secure, server_destroy_cancels_a_held_call_before_gone)
 	struct pending p;
 	struct fix_server_stats st;
 
-	ids();
-	fix_server_start("client.test", 0);
-	cfg = fix_client_config("client", "client2.test");
-	sc = connect_ok(cfg);
-	memset(&p, 0, sizeof(p));
-	cr_assert_rc(rdmx_rpc_call_async(EP(sc), id_hold, &req, NULL, pending_done, &p, NULL),
-	             RDMX_OK);
-	drive_until(sc, (fix_server_stats(&st), st.held == 1), 10000);
+	sc = start_holding(&cfg, &req, &p);
 	fix_server_stop_stats(&st);
 	check_cancelled_before_gone(&st);
 	cr_assert_eq(st.gone_status, RDMX_E_CANCELED, "%s", rdmx_err_name(st.gone_status));
@@ -847,17 +851,9 @@ Test(rpc_secure, engine_loss_closes_the_tls_session)
 	struct rdmx_rpc_secure_conn *sc;
 	struct rdmx_rpc_payload req = rdmx_rpc_bytes("z", 1);
 	struct pending p;
-	struct fix_server_stats st;
 	int fd;
 
-	ids();
-	fix_server_start("client.test", 0);
-	cfg = fix_client_config("client", "client2.test");
-	sc = connect_ok(cfg);
-	memset(&p, 0, sizeof(p));
-	cr_assert_rc(rdmx_rpc_call_async(EP(sc), id_hold, &req, NULL, pending_done, &p, NULL),
-	             RDMX_OK);
-	drive_until(sc, (fix_server_stats(&st), st.held == 1), 10000);
+	sc = start_holding(&cfg, &req, &p);
 	/* the server disconnects the RDMA side only */
 	fix_server_cmd(FIX_CMD_KILL_RDMA);
 	drive_until(sc, p.done, 10000);
