@@ -12,6 +12,10 @@
 # 1. Prints each round's p50s, then per W the median p50 and its ratio to
 # W = 0, and rdmx's median and ratio: the W whose ratio matches rdmx's is the
 # path rdmx costs per side; the W at 1.10x is what the target allows.
+# Each round also runs the engine alone, rdmx-perf send_lat --poll busy (a
+# send and a receive completion per side, no channel and no RPC; its half
+# round trip doubled): the floor the provider's emulation of RDMA semantics
+# sets under rdmx's RPC row.
 set -euo pipefail
 
 build=build rounds=3 calls=20000 works="0 500 1000 1500 2000 2500"
@@ -20,7 +24,7 @@ while (($#)); do
     --rounds) rounds="$2"; shift ;;
     -n) calls="$2"; shift ;;
     --work) works="$2"; shift ;;
-    -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "budget.sh: unknown option $1 (--help)" >&2; exit 2 ;;
     *) build="$1" ;;
   esac
@@ -58,7 +62,9 @@ for ((r = 1; r <= rounds; r++)); do
   done
   v=$(run_pair "$perf" rpc_lat -d tcp --poll busy -s 64 -n "$calls")
   echo "$v" >>"$tmp/rdmx"
-  echo "$line rdmx $v"
+  e=$(run_pair "$perf" send_lat -d tcp --poll busy -s 64 -n "$calls" | awk '{ printf "%.2f", 2 * $1 }')
+  echo "$e" >>"$tmp/engine"
+  echo "$line rdmx $v engine $e"
 done
 base=$(median <"$tmp/raw.0")
 for w in $works; do
@@ -67,4 +73,6 @@ for w in $works; do
 done
 m=$(median <"$tmp/rdmx")
 awk -v m="$m" -v b="$base" 'BEGIN { printf "rdmx: %.2f us, %.2fx raw TCP\n", m, m / b }'
+m=$(median <"$tmp/engine")
+awk -v m="$m" -v b="$base" 'BEGIN { printf "engine send ping-pong (no channel, no RPC): %.2f us, %.2fx raw TCP\n", m, m / b }'
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
