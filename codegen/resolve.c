@@ -9,42 +9,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gen.h"
+#include "resolve.h"
 
 #define FIELD_MAX 536870911 /* 2^29 - 1 */
 
 /* ---- a string -> pointer table (open addressing) ---- */
-
-struct sym {
-	const char *name;
-	int kind; /* SYM_* */
-	void *ptr;
-	struct gen_file *file;
-	struct gen_loc loc;
-};
-
-enum {
-	SYM_PACKAGE = 1,
-	SYM_MESSAGE,
-	SYM_ENUM,
-	SYM_VALUE,
-	SYM_FIELD,
-	SYM_ONEOF,
-	SYM_SERVICE,
-	SYM_METHOD
-};
-
-struct table {
-	struct sym **slots;
-	size_t cap, n;
-};
 
 static size_t hash(const char *s)
 {
 	return gen_fnv1a(s);
 }
 
-static struct sym *table_get(struct table *t, const char *name)
+struct sym *gen_table_get(struct table *t, const char *name)
 {
 	size_t i;
 	if (!t->cap)
@@ -55,7 +31,7 @@ static struct sym *table_get(struct table *t, const char *name)
 	return NULL;
 }
 
-static void table_put(struct gen_pool *pool, struct table *t, struct sym *s)
+void gen_table_put(struct gen_pool *pool, struct table *t, struct sym *s)
 {
 	size_t i;
 	if ((t->n + 1) * 2 > t->cap) {
@@ -63,7 +39,7 @@ static void table_put(struct gen_pool *pool, struct table *t, struct sym *s)
 		nt.slots = gen_alloc(pool, sizeof(*nt.slots) * nt.cap);
 		for (i = 0; i < t->cap; i++)
 			if (t->slots[i])
-				table_put(pool, &nt, t->slots[i]);
+				gen_table_put(pool, &nt, t->slots[i]);
 		*t = nt;
 	}
 	for (i = hash(s->name) & (t->cap - 1); t->slots[i]; i = (i + 1) & (t->cap - 1))
@@ -71,15 +47,6 @@ static void table_put(struct gen_pool *pool, struct table *t, struct sym *s)
 	t->slots[i] = s;
 	t->n++;
 }
-
-struct resolver {
-	struct gen_ctx *ctx;
-	struct table syms;
-	struct table exts;                   /* extension full name -> struct gen_ext */
-	struct gen_vec stack;                /* files being loaded, for cycle reports */
-	const char *last_owner, *last_other; /* last C name collision reported */
-	struct gen_vec deferred;             /* struct deferred *: descriptor types of imports */
-};
 
 /* a field of an imported file whose type is a descriptor message rdmx-gen's
  * descriptor.proto leaves out: an error only when that file is generated */
@@ -90,7 +57,7 @@ struct deferred {
 
 static void descriptor_error(struct gen_ctx *ctx, const struct gen_loc *loc, const char *name);
 
-static struct resolver *R(struct gen_ctx *ctx)
+struct resolver *gen_resolver(struct gen_ctx *ctx)
 {
 	if (!ctx->priv) {
 		struct resolver *r = gen_alloc(&ctx->pool, sizeof(*r));
@@ -188,7 +155,7 @@ static struct gen_file *find_loaded(struct gen_ctx *ctx, const char *real)
 
 static void report_cycle(struct gen_ctx *ctx, struct gen_file *target, const struct gen_loc *loc)
 {
-	struct resolver *r = R(ctx);
+	struct resolver *r = gen_resolver(ctx);
 	struct gen_buf b = {0};
 	int i, start = 0;
 	for (i = 0; i < r->stack.n; i++)
@@ -307,7 +274,7 @@ static char *input_name(struct gen_ctx *ctx, const char *path, const char *real)
 static struct gen_file *load(struct gen_ctx *ctx, const char *path, const char *name, bool input,
                              const struct gen_loc *from)
 {
-	struct resolver *r = R(ctx);
+	struct resolver *r = gen_resolver(ctx);
 	struct gen_file *f;
 	char realbuf[PATH_MAX];
 	const char *text;
@@ -429,7 +396,7 @@ static void mark_outputs(struct gen_ctx *ctx, struct gen_file *f, struct gen_vec
 
 void gen_outputs(struct gen_ctx *ctx, struct gen_vec *out)
 {
-	struct resolver *r = R(ctx);
+	struct resolver *r = gen_resolver(ctx);
 	int i, j;
 	for (i = 0; i < ctx->files.n; i++) {
 		struct gen_file *f = ctx->files.items[i];
@@ -738,7 +705,7 @@ static char *c_prefix(struct gen_ctx *ctx, const char *package)
 
 /* ---- symbols ---- */
 
-static const char *kind_name(int kind)
+const char *gen_kind_name(int kind)
 {
 	switch (kind) {
 	case SYM_PACKAGE:
@@ -760,13 +727,13 @@ static const char *kind_name(int kind)
 	}
 }
 
-static const char *scope_of(struct gen_ctx *ctx, const char *full)
+const char *gen_scope_of(struct gen_ctx *ctx, const char *full)
 {
 	const char *dot = strrchr(full, '.');
 	return dot ? gen_strndup(&ctx->pool, full, (size_t)(dot - full)) : "";
 }
 
-static const char *last_of(const char *full)
+const char *gen_last_of(const char *full)
 {
 	const char *dot = strrchr(full, '.');
 	return dot ? dot + 1 : full;
@@ -775,8 +742,8 @@ static const char *last_of(const char *full)
 static void add_sym(struct gen_ctx *ctx, const char *full, int kind, void *ptr, struct gen_file *f,
                     const struct gen_loc *loc)
 {
-	struct resolver *r = R(ctx);
-	struct sym *old = table_get(&r->syms, full), *s;
+	struct resolver *r = gen_resolver(ctx);
+	struct sym *old = gen_table_get(&r->syms, full), *s;
 	if (old) {
 		if (kind == SYM_PACKAGE && old->kind == SYM_PACKAGE)
 			return;
@@ -785,11 +752,11 @@ static void add_sym(struct gen_ctx *ctx, const char *full, int kind, void *ptr, 
 			          old->file->path);
 		else if (kind == SYM_PACKAGE || old->kind == SYM_PACKAGE)
 			gen_error(ctx, loc, "\"%s\" is already defined (as a %s)", full,
-			          kind_name(old->kind));
+			          gen_kind_name(old->kind));
 		else {
-			const char *scope = scope_of(ctx, full);
-			gen_error(ctx, loc, "\"%s\" is already defined in \"%s\"", last_of(full),
-			          scope[0] ? scope : f->path);
+			const char *scope = gen_scope_of(ctx, full);
+			gen_error(ctx, loc, "\"%s\" is already defined in \"%s\"",
+			          gen_last_of(full), scope[0] ? scope : f->path);
 		}
 		return;
 	}
@@ -800,10 +767,10 @@ static void add_sym(struct gen_ctx *ctx, const char *full, int kind, void *ptr, 
 	s->file = f;
 	if (loc)
 		s->loc = *loc;
-	table_put(&ctx->pool, &r->syms, s);
+	gen_table_put(&ctx->pool, &r->syms, s);
 }
 
-static char *qualify(struct gen_ctx *ctx, const char *scope, const char *name)
+char *gen_qualify(struct gen_ctx *ctx, const char *scope, const char *name)
 {
 	return scope[0] ? gen_printf(&ctx->pool, "%s.%s", scope, name) : (char *)name;
 }
@@ -812,14 +779,14 @@ static void declare_enum(struct gen_ctx *ctx, struct gen_enum *e, const char *sc
                          const char *cscope)
 {
 	int i;
-	e->full_name = qualify(ctx, scope, e->name);
+	e->full_name = gen_qualify(ctx, scope, e->name);
 	e->cname = c_type(ctx, cscope, e->name);
 	add_sym(ctx, e->full_name, SYM_ENUM, e, e->file, &e->loc);
 	/* C++ scoping: values are siblings of the enum */
 	for (i = 0; i < e->values.n; i++) {
 		struct gen_enum_value *v = e->values.items[i];
 		v->cname = gen_printf(&ctx->pool, "%s_%s", e->cname, v->name);
-		add_sym(ctx, qualify(ctx, scope, v->name), SYM_VALUE, v, e->file, &v->loc);
+		add_sym(ctx, gen_qualify(ctx, scope, v->name), SYM_VALUE, v, e->file, &v->loc);
 	}
 }
 
@@ -847,7 +814,7 @@ static void declare_message(struct gen_ctx *ctx, struct gen_message *m, const ch
 	int total = m->fields.n + m->oneofs.n + m->messages.n + m->enums.n;
 	struct member *mem = gen_alloc(&ctx->pool, sizeof(*mem) * (size_t)(total + 1));
 	char *inner = NULL;
-	m->full_name = qualify(ctx, scope, m->name);
+	m->full_name = gen_qualify(ctx, scope, m->name);
 	m->cname = c_type(ctx, cscope, m->name);
 	add_sym(ctx, m->full_name, SYM_MESSAGE, m, m->file, &m->loc);
 	/* the symbols of this scope in source order: the later one is the duplicate */
@@ -873,12 +840,12 @@ static void declare_message(struct gen_ctx *ctx, struct gen_message *m, const ch
 		if (mem[i].kind == 0) {
 			struct gen_field *fd = mem[i].ptr;
 			fd->cname = c_member(ctx, fd->name);
-			add_sym(ctx, qualify(ctx, m->full_name, fd->name), SYM_FIELD, fd, m->file,
-			        &fd->loc);
+			add_sym(ctx, gen_qualify(ctx, m->full_name, fd->name), SYM_FIELD, fd,
+			        m->file, &fd->loc);
 		} else if (mem[i].kind == 1) {
 			struct gen_oneof *o = mem[i].ptr;
 			o->cname = o->name; /* used as <name>_case only */
-			add_sym(ctx, qualify(ctx, m->full_name, o->name), SYM_ONEOF, o, m->file,
+			add_sym(ctx, gen_qualify(ctx, m->full_name, o->name), SYM_ONEOF, o, m->file,
 			        &o->loc);
 		} else if (mem[i].kind == 2) {
 			declare_message(ctx, mem[i].ptr, m->full_name, inner);
@@ -937,7 +904,7 @@ static void declare_service(struct gen_ctx *ctx, struct gen_file *f, struct gen_
                             const char *cp)
 {
 	int j;
-	s->full_name = qualify(ctx, f->package, s->name);
+	s->full_name = gen_qualify(ctx, f->package, s->name);
 	s->cname = c_type(ctx, cp, s->name);
 	add_sym(ctx, s->full_name, SYM_SERVICE, s, f, &s->loc);
 	for (j = 0; j < s->methods.n; j++) {
@@ -950,7 +917,7 @@ static void declare_service(struct gen_ctx *ctx, struct gen_file *f, struct gen_
 		                              strcmp(m->name, "connect_service") == 0
 		                          ? "_"
 		                          : "");
-		add_sym(ctx, qualify(ctx, s->full_name, m->name), SYM_METHOD, m, f, &m->loc);
+		add_sym(ctx, gen_qualify(ctx, s->full_name, m->name), SYM_METHOD, m, f, &m->loc);
 	}
 }
 
@@ -972,7 +939,7 @@ static bool reexports(const struct gen_file *f, const struct gen_file *def, int 
 	return false;
 }
 
-static bool visible(const struct gen_file *from, const struct gen_file *def)
+bool gen_visible(const struct gen_file *from, const struct gen_file *def)
 {
 	int i;
 	if (from == def)
@@ -1017,23 +984,23 @@ bool gen_import_needed(const struct gen_file *f, const struct gen_import *im)
  * decides and the rest must be inside it; a simple name's first symbol wins,
  * but with types_only (field types) one that is not a type (a package too)
  * is passed over. At the root the whole name is taken, whatever it is. */
-static struct sym *lookup(struct gen_ctx *ctx, const char *scope, const char *name, bool types_only)
+struct sym *gen_lookup(struct gen_ctx *ctx, const char *scope, const char *name, bool types_only)
 {
-	struct resolver *r = R(ctx);
+	struct resolver *r = gen_resolver(ctx);
 	const char *dot;
 	char *first, *sc;
 	if (name[0] == '.')
-		return table_get(&r->syms, name + 1);
+		return gen_table_get(&r->syms, name + 1);
 	dot = strchr(name, '.');
 	first = dot ? gen_strndup(&ctx->pool, name, (size_t)(dot - name)) : (char *)name;
 	sc = gen_strdup(&ctx->pool, scope);
 	while (sc[0]) {
-		struct sym *s = table_get(&r->syms, qualify(ctx, sc, first));
+		struct sym *s = gen_table_get(&r->syms, gen_qualify(ctx, sc, first));
 		char *d;
 		if (s && dot &&
 		    (s->kind == SYM_PACKAGE || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM ||
 		     s->kind == SYM_SERVICE))
-			return table_get(&r->syms, qualify(ctx, sc, name));
+			return gen_table_get(&r->syms, gen_qualify(ctx, sc, name));
 		if (s && !dot && (!types_only || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM))
 			return s;
 		d = strrchr(sc, '.');
@@ -1042,7 +1009,7 @@ static struct sym *lookup(struct gen_ctx *ctx, const char *scope, const char *na
 		else
 			sc[0] = 0;
 	}
-	return table_get(&r->syms, name);
+	return gen_table_get(&r->syms, name);
 }
 
 /* a message of protobuf's descriptor.proto that rdmx's own copy leaves out
@@ -1080,7 +1047,7 @@ static bool descriptor_full_name(const char *full)
 /* name (as written in scope) names one of those, by protoc's scoping rules
  * (compiler/plugin.proto writes FileDescriptorProto from inside
  * google.protobuf) */
-static bool descriptor_message(struct gen_ctx *ctx, const char *scope, const char *name)
+bool gen_descriptor_message(struct gen_ctx *ctx, const char *scope, const char *name)
 {
 	char *sc;
 	if (name[0] == '.')
@@ -1088,7 +1055,7 @@ static bool descriptor_message(struct gen_ctx *ctx, const char *scope, const cha
 	sc = gen_strdup(&ctx->pool, scope);
 	for (;;) {
 		char *d;
-		if (descriptor_full_name(qualify(ctx, sc, name)))
+		if (descriptor_full_name(gen_qualify(ctx, sc, name)))
 			return true;
 		if (!sc[0])
 			return false;
@@ -1117,8 +1084,8 @@ static bool resolve_type(struct gen_ctx *ctx, struct gen_file *f, const char *sc
                          const char *name, bool rpc, const struct gen_loc *loc, enum gen_type *type,
                          struct gen_message **msg, struct gen_enum **en)
 {
-	struct sym *s = lookup(ctx, scope, name, !rpc);
-	if (!s && descriptor_message(ctx, scope, name)) {
+	struct sym *s = gen_lookup(ctx, scope, name, !rpc);
+	if (!s && gen_descriptor_message(ctx, scope, name)) {
 		descriptor_error(ctx, loc, name);
 		return false;
 	}
@@ -1131,10 +1098,11 @@ static bool resolve_type(struct gen_ctx *ctx, struct gen_file *f, const char *sc
 		return false;
 	}
 	if (s->kind != SYM_MESSAGE && s->kind != SYM_ENUM) {
-		gen_error(ctx, loc, "\"%s\" is not a type (it is a %s)", name, kind_name(s->kind));
+		gen_error(ctx, loc, "\"%s\" is not a type (it is a %s)", name,
+		          gen_kind_name(s->kind));
 		return false;
 	}
-	if (!visible(f, s->file)) {
+	if (!gen_visible(f, s->file)) {
 		gen_error(ctx, loc, "\"%s\" is defined in \"%s\", which is not imported by \"%s\"",
 		          name, s->file->path, f->path);
 		return false;
@@ -1272,7 +1240,7 @@ static void check_members(struct gen_ctx *ctx, struct gen_message *m)
 			loc = &o->loc;
 		}
 		for (k = 0; k < 2 && names[k]; k++) {
-			struct sym *s, *old = table_get(&t, names[k]);
+			struct sym *s, *old = gen_table_get(&t, names[k]);
 			if (old) {
 				/* the same proto name twice is reported as a duplicate */
 				if (strcmp((const char *)old->ptr, pname) != 0)
@@ -1286,7 +1254,7 @@ static void check_members(struct gen_ctx *ctx, struct gen_message *m)
 			s = gen_alloc(&ctx->pool, sizeof(*s));
 			s->name = names[k];
 			s->ptr = (void *)pname;
-			table_put(&ctx->pool, &t, s);
+			gen_table_put(&ctx->pool, &t, s);
 		}
 	}
 }
@@ -1359,15 +1327,15 @@ static void resolve_message(struct gen_ctx *ctx, struct gen_message *m)
 		struct gen_field *fd = m->fields.items[i];
 		if (fd->type != GT_NAMED)
 			continue;
-		if (!m->file->input && descriptor_message(ctx, m->full_name, fd->type_name) &&
-		    !lookup(ctx, m->full_name, fd->type_name, true)) {
+		if (!m->file->input && gen_descriptor_message(ctx, m->full_name, fd->type_name) &&
+		    !gen_lookup(ctx, m->full_name, fd->type_name, true)) {
 			/* an option-definition import may describe descriptors
 			 * (a validation library's violation paths do): fine while
 			 * nothing generates that file */
 			struct deferred *d = gen_alloc(&ctx->pool, sizeof(*d));
 			d->fd = fd;
 			d->f = m->file;
-			gen_vec_push(&ctx->pool, &R(ctx)->deferred, d);
+			gen_vec_push(&ctx->pool, &gen_resolver(ctx)->deferred, d);
 			continue;
 		}
 		resolve_type(ctx, m->file, m->full_name, fd->type_name, false, &fd->type_loc,
@@ -1410,187 +1378,13 @@ static void resolve_services(struct gen_ctx *ctx, struct gen_file *f)
 	}
 }
 
-/* ---- proto2 defaults ---- */
-
-/* a whole decimal, hex or octal integer, sign included, within [lo, hi] */
-static bool default_signed(const char *s, int64_t lo, int64_t hi, int64_t *out)
-{
-	char *end;
-	long long v;
-	if (!s[0] || (s[0] != '-' && s[0] != '+' && (s[0] < '0' || s[0] > '9')))
-		return false;
-	errno = 0;
-	v = strtoll(s, &end, 0);
-	if (*end || errno == ERANGE || v < lo || v > hi)
-		return false;
-	*out = v;
-	return true;
-}
-
-static bool default_unsigned(const char *s, uint64_t hi, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	if (s[0] < '0' || s[0] > '9')
-		return false;
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (*end || errno == ERANGE || v > hi)
-		return false;
-	*out = v;
-	return true;
-}
-
-/* a number, inf or nan with an optional sign; a float field's value is the
- * double rounded to float (protoc sends the double's shortest spelling, so
- * both front ends round the same double) */
-static bool default_float(const char *s, bool is_float, double *out)
-{
-	const char *a = s[0] == '-' || s[0] == '+' ? s + 1 : s;
-	char *end;
-	double v;
-	if (strcmp(a, "inf") == 0)
-		v = HUGE_VAL;
-	else if (strcmp(a, "nan") == 0)
-		v = NAN;
-	else if (a[0] >= '0' && a[0] <= '9' && !strpbrk(a, ".eE") &&
-	         (a[1] == 'x' || a[1] == 'X' || a[0] == '0')) {
-		/* a hex or octal integer, as protoc reads it (strtod takes 010
-		 * for ten) */
-		unsigned long long u;
-		errno = 0;
-		u = strtoull(a, &end, 0);
-		if (*end || errno == ERANGE)
-			return false;
-		v = (double)u;
-	} else if ((a[0] >= '0' && a[0] <= '9') || a[0] == '.') {
-		v = strtod(a, &end);
-		if (*end)
-			return false;
-	} else {
-		return false;
-	}
-	if (s[0] == '-')
-		v = -v;
-	*out = is_float ? (double)(float)v : v;
-	return true;
-}
-
-static void check_default(struct gen_ctx *ctx, struct gen_field *fd)
-{
-	struct gen_default *d = fd->def;
-	const char *what = fd->type == GT_ENUM ? fd->en->full_name : gen_type_name(fd->type);
-	bool ok = !d->string;
-	int i;
-	if (fd->label == GL_REPEATED) {
-		gen_error(ctx, &d->loc, "repeated field \"%s\" cannot have a default value",
-		          fd->name);
-		return;
-	}
-	switch (fd->type) {
-	case GT_MESSAGE:
-		gen_error(ctx, &d->loc, "message field \"%s\" cannot have a default value",
-		          fd->name);
-		return;
-	case GT_INT32:
-	case GT_SINT32:
-	case GT_SFIXED32:
-		ok = ok && default_signed(d->text, INT32_MIN, INT32_MAX, &d->i);
-		d->zero = d->i == 0;
-		break;
-	case GT_INT64:
-	case GT_SINT64:
-	case GT_SFIXED64:
-		ok = ok && default_signed(d->text, INT64_MIN, INT64_MAX, &d->i);
-		d->zero = d->i == 0;
-		break;
-	case GT_UINT32:
-	case GT_FIXED32:
-		ok = ok && default_unsigned(d->text, UINT32_MAX, &d->u);
-		d->zero = d->u == 0;
-		break;
-	case GT_UINT64:
-	case GT_FIXED64:
-		ok = ok && default_unsigned(d->text, UINT64_MAX, &d->u);
-		d->zero = d->u == 0;
-		break;
-	case GT_FLOAT:
-	case GT_DOUBLE:
-		ok = ok && default_float(d->text, fd->type == GT_FLOAT, &d->d);
-		d->zero = d->d == 0 && !signbit(d->d);
-		break;
-	case GT_BOOL:
-		ok = ok && (strcmp(d->text, "true") == 0 || strcmp(d->text, "false") == 0);
-		d->i = ok && d->text[0] == 't';
-		d->zero = !d->i;
-		break;
-	case GT_STRING:
-		/* protoc-gen-rdmx reads a string default as a C string (protobuf-c):
-		 * a NUL ends it in both front ends */
-		ok = d->string;
-		d->len = strnlen(d->text, d->len);
-		d->zero = d->len == 0;
-		break;
-	case GT_BYTES:
-		ok = d->string;
-		d->zero = d->len == 0;
-		break;
-	case GT_ENUM:
-		for (i = 0; ok && !d->ev && i < fd->en->values.n; i++) {
-			const struct gen_enum_value *v = fd->en->values.items[i];
-			if (strcmp(v->name, d->text) == 0)
-				d->ev = v;
-		}
-		if (ok && !d->ev) {
-			gen_error(ctx, &d->loc,
-			          "default value \"%s\" of \"%s\" is not a value of enum \"%s\"",
-			          d->text, fd->name, fd->en->full_name);
-			return;
-		}
-		ok = ok && d->ev;
-		d->zero = ok && d->ev->number == 0;
-		break;
-	default:
-		return;
-	}
-	if (!ok)
-		gen_error(ctx, &d->loc, "default value %s%s%s of \"%s\" is not a valid %s",
-		          d->string ? "" : "\"", d->string ? "(a string)" : d->text,
-		          d->string ? "" : "\"", fd->name, what);
-}
-
-/* checks the defaults of m's fields; a singular proto2 enum field without
- * one (outside a oneof, whose union keeps no default) defaults to the enum's
- * first value, as in protobuf */
-static void resolve_defaults(struct gen_ctx *ctx, struct gen_message *m)
-{
-	int i;
-	for (i = 0; i < m->fields.n; i++) {
-		struct gen_field *fd = m->fields.items[i];
-		if (fd->def) {
-			check_default(ctx, fd);
-		} else if (m->file->proto2 && !m->map_entry && fd->type == GT_ENUM &&
-		           fd->label != GL_REPEATED && fd->oneof < 0 && fd->en->values.n) {
-			const struct gen_enum_value *first = fd->en->values.items[0];
-			if (first->number != 0) {
-				fd->def = gen_alloc(&ctx->pool, sizeof(*fd->def));
-				fd->def->text = first->name;
-				fd->def->loc = fd->loc;
-				fd->def->ev = first;
-			}
-		}
-	}
-	for (i = 0; i < m->messages.n; i++)
-		resolve_defaults(ctx, m->messages.items[i]);
-}
-
 /* ---- global C identifiers ---- */
 
 static void c_ident(struct gen_ctx *ctx, struct table *t, const char *name, const char *owner,
                     const struct gen_loc *loc, struct gen_file *f)
 {
-	struct sym *old = table_get(t, name), *s;
-	struct resolver *r = R(ctx);
+	struct sym *old = gen_table_get(t, name), *s;
+	struct resolver *r = gen_resolver(ctx);
 	if (old) {
 		/* once per pair of owners: their other names collide alike */
 		if (r->last_owner && strcmp(r->last_owner, owner) == 0 &&
@@ -1608,7 +1402,7 @@ static void c_ident(struct gen_ctx *ctx, struct table *t, const char *name, cons
 	s->ptr = (void *)owner;
 	s->file = f;
 	s->loc = *loc;
-	table_put(&ctx->pool, t, s);
+	gen_table_put(&ctx->pool, t, s);
 }
 
 static void c_enum_idents(struct gen_ctx *ctx, struct table *t, struct gen_enum *e)
@@ -1726,7 +1520,7 @@ static void check_c_names(struct gen_ctx *ctx, struct gen_file *f)
 			ctx->errors = before; /* reported when that file is checked */
 			for (k = 0; k < ti.cap; k++) {
 				struct sym *s = ti.slots[k];
-				struct sym *o = s ? table_get(&t, s->name) : NULL;
+				struct sym *o = s ? gen_table_get(&t, s->name) : NULL;
 				if (o && o->file == f)
 					gen_error(ctx, &o->loc,
 					          "generated C name \"%s\" of \"%s\" collides with "
@@ -1736,268 +1530,6 @@ static void check_c_names(struct gen_ctx *ctx, struct gen_file *f)
 					          (const char *)s->ptr, im->file->path);
 			}
 		}
-	}
-}
-
-/* ---- extensions and custom options ---- */
-
-/* the type of x's field, looked up from x's scope as a field type is; not
- * generated, so neither "used" (its file is not included) nor refused for
- * being a descriptor type rdmx-gen leaves out (then it stays unresolved) */
-static void resolve_ext_type(struct gen_ctx *ctx, struct gen_ext *x, const char *scope)
-{
-	struct gen_field *fd = x->field;
-	struct sym *s;
-	if (!fd || fd->type != GT_NAMED)
-		return;
-	s = lookup(ctx, scope, fd->type_name, true);
-	if (!s && descriptor_message(ctx, scope, fd->type_name))
-		return;
-	if (!s)
-		gen_error(ctx, &fd->type_loc, "\"%s\" is not defined", fd->type_name);
-	else if (s->kind != SYM_MESSAGE && s->kind != SYM_ENUM)
-		gen_error(ctx, &fd->type_loc, "\"%s\" is not a type (it is a %s)", fd->type_name,
-		          kind_name(s->kind));
-	else if (!visible(x->file, s->file))
-		gen_error(ctx, &fd->type_loc,
-		          "\"%s\" is defined in \"%s\", which is not imported by \"%s\"",
-		          fd->type_name, s->file->path, x->file->path);
-	else if (s->kind == SYM_MESSAGE) {
-		fd->type = GT_MESSAGE;
-		fd->msg = s->ptr;
-	} else {
-		fd->type = GT_ENUM;
-		fd->en = s->ptr;
-	}
-}
-
-static void declare_exts(struct gen_ctx *ctx, struct gen_file *f)
-{
-	struct resolver *r = R(ctx);
-	int i;
-	for (i = 0; i < f->exts.n; i++) {
-		struct gen_ext *x = f->exts.items[i];
-		const char *scope = x->parent ? x->parent->full_name : f->package;
-		struct sym *s = lookup(ctx, scope, x->extendee, false);
-		x->full_name = qualify(ctx, scope, x->name);
-		if (s && s->kind == SYM_MESSAGE)
-			x->extendee_full = (char *)s->name;
-		if (!s || s->kind != SYM_MESSAGE)
-			gen_error(ctx, &x->extendee_loc, "\"%s\" is not defined", x->extendee);
-		else if (!f->proto2 &&
-		         (strncmp(s->name, "google.protobuf.", 16) != 0 || strlen(s->name) < 7 ||
-		          strcmp(s->name + strlen(s->name) - 7, "Options") != 0))
-			gen_error(ctx, &x->extendee_loc,
-			          "extending \"%s\" is not supported: proto3 extends only "
-			          "google.protobuf.*Options, to define custom options",
-			          s->name);
-		resolve_ext_type(ctx, x, scope);
-		if (table_get(&r->exts, x->full_name))
-			continue;
-		s = gen_alloc(&ctx->pool, sizeof(*s));
-		s->name = x->full_name;
-		s->ptr = x;
-		s->file = f;
-		s->loc = x->loc;
-		table_put(&ctx->pool, &r->exts, s);
-	}
-}
-
-/* name is the package pkg or inside it */
-static bool in_package(const char *pkg, const char *name)
-{
-	size_t n = strlen(name);
-	return strncmp(pkg, name, n) == 0 && (pkg[n] == 0 || pkg[n] == '.');
-}
-
-/* f, or a file it re-exports with `import public`, is in package name */
-static bool package_reexported(const struct gen_file *f, const char *name, int depth)
-{
-	int i;
-	if (in_package(f->package, name))
-		return true;
-	if (depth > 64)
-		return false;
-	for (i = 0; i < f->imports.n; i++) {
-		const struct gen_import *im = f->imports.items[i];
-		if (im->is_public && im->file && package_reexported(im->file, name, depth + 1))
-			return true;
-	}
-	return false;
-}
-
-/* a symbol, extensions included, that from may name (protoc's FindSymbol:
- * defined in from or a file it imports; a package that from or one of those
- * files is in) */
-static struct sym *find_visible(struct gen_ctx *ctx, const struct gen_file *from, const char *full)
-{
-	struct resolver *r = R(ctx);
-	struct sym *s = table_get(&r->syms, full);
-	int i;
-	if (!s)
-		s = table_get(&r->exts, full);
-	if (!s || visible(from, s->file))
-		return s;
-	if (s->kind != SYM_PACKAGE)
-		return NULL;
-	if (in_package(from->package, full))
-		return s;
-	for (i = 0; i < from->imports.n; i++) {
-		const struct gen_import *im = from->imports.items[i];
-		if (im->file && package_reexported(im->file, full, 0))
-			return s;
-	}
-	return NULL;
-}
-
-/* the (name) of an option, looked up as protoc does (LookupSymbol, any kind
- * of symbol): from scope outwards, the first part of name decides; when it
- * is an aggregate whose rest is not defined, NULL with *undefined set to the
- * full name it stood for */
-static struct sym *lookup_option(struct gen_ctx *ctx, const struct gen_file *from,
-                                 const char *scope, const char *name, const char **undefined)
-{
-	const char *dot;
-	char *first, *sc;
-	*undefined = NULL;
-	if (name[0] == '.')
-		return find_visible(ctx, from, name + 1);
-	dot = strchr(name, '.');
-	first = dot ? gen_strndup(&ctx->pool, name, (size_t)(dot - name)) : (char *)name;
-	sc = gen_strdup(&ctx->pool, scope);
-	while (sc[0]) {
-		struct sym *s = find_visible(ctx, from, qualify(ctx, sc, first));
-		char *d;
-		if (s && !dot)
-			return s;
-		if (s && (s->kind == SYM_PACKAGE || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM ||
-		          s->kind == SYM_SERVICE)) {
-			char *full = qualify(ctx, sc, name);
-			s = find_visible(ctx, from, full);
-			if (!s)
-				*undefined = full;
-			return s;
-		}
-		d = strrchr(sc, '.');
-		if (d)
-			*d = 0;
-		else
-			sc[0] = 0;
-	}
-	return find_visible(ctx, from, name);
-}
-
-/* parts 0..n-1 of o's name as written: (a).b.(c) */
-static char *option_name(struct gen_ctx *ctx, const struct gen_optref *o, int n)
-{
-	struct gen_buf b = {0};
-	char *r;
-	int i;
-	for (i = 0; i < n; i++)
-		gen_buf_printf(&b, o->parts[i].ext ? "%s(%s)" : "%s%s", i ? "." : "",
-		               o->parts[i].name);
-	r = gen_strdup(&ctx->pool, b.data);
-	gen_buf_free(&b);
-	return r;
-}
-
-#define OPTION_UNKNOWN                                                                             \
-	"Option \"%s\" unknown. Ensure that your proto definition file imports the proto which "   \
-	"defines the option."
-
-/* as protoc (OptionInterpreter::InterpretSingleOption): each part of a
- * custom option's name is a field or an extension of the message of the part
- * before it, the first one of the *Options message of the place the option
- * is set (a FieldOptions extension on a field, not on a method); (x) is
- * defined in the file or an import; every part but the last is a message,
- * not repeated (nor a map). Stops at a part whose message is not known (a
- * type rdmx-gen's descriptor.proto leaves out). */
-static void check_optref(struct gen_ctx *ctx, struct gen_file *f, const struct gen_optref *o)
-{
-	struct resolver *r = R(ctx);
-	const char *scope = o->scope ? o->scope->full_name : f->package;
-	const char *msg = o->options; /* full name of the message the part is in */
-	int i;
-	for (i = 0; i < o->nparts; i++) {
-		const struct gen_optpart *pt = &o->parts[i];
-		const char *name = option_name(ctx, o, i + 1), *in, *undefined;
-		const struct gen_field *fd;
-		struct sym *s;
-		if (!pt->ext && strcmp(pt->name, "uninterpreted_option") == 0 && i == 0) {
-			gen_error(ctx, &pt->loc,
-			          "Option must not use reserved name \"uninterpreted_option\".");
-			return;
-		}
-		if (pt->ext) {
-			s = lookup_option(ctx, f, scope, pt->name, &undefined);
-			if (!s && undefined) {
-				gen_error(
-				    ctx, &pt->loc,
-				    "Option \"%s\" is resolved to \"(%s)\", which is not defined: "
-				    "the innermost scope is searched first; write \"(.%s)\" to "
-				    "start "
-				    "from the outermost scope",
-				    name, undefined, pt->name);
-				return;
-			}
-			if (s && s->kind == SYM_FIELD) {
-				fd = s->ptr;
-				in = scope_of(ctx, s->name);
-			} else if (s && table_get(&r->exts, s->name) == s) {
-				const struct gen_ext *x = s->ptr;
-				if (!x->extendee_full || !x->field)
-					return; /* reported where it is defined */
-				fd = x->field;
-				in = x->extendee_full;
-			} else {
-				gen_error(ctx, &pt->loc, OPTION_UNKNOWN, name);
-				return;
-			}
-			if (strcmp(in, msg) != 0) {
-				gen_error(
-				    ctx, &pt->loc,
-				    "Option field \"%s\" is not a field or extension of message "
-				    "\"%s\": it %s \"%s\"",
-				    name, last_of(msg),
-				    s->kind == SYM_FIELD ? "is a field of" : "extends", in);
-				return;
-			}
-		} else {
-			if (!table_get(&r->syms, msg) && i + 1 < o->nparts) {
-				/* i == 0 and the file does not import descriptor.proto: none
-				 * of protobuf's own options is a message */
-				gen_error(ctx, &pt->loc,
-				          "Option \"%s\" is not a message: only a custom option, "
-				          "\"(name)\", can be followed by \".%s\"",
-				          name,
-				          o->parts[i + 1].ext ? "(...)" : o->parts[i + 1].name);
-				return;
-			}
-			s = table_get(&r->syms, qualify(ctx, msg, pt->name));
-			if (!s || s->kind != SYM_FIELD) {
-				gen_error(ctx, &pt->loc, OPTION_UNKNOWN, name);
-				return;
-			}
-			fd = s->ptr;
-		}
-		if (i == o->nparts - 1)
-			return;
-		if (fd->type == GT_NAMED)
-			return; /* not resolved: reported, or a descriptor type */
-		if (fd->type != GT_MESSAGE) {
-			gen_error(ctx, &pt->loc, "Option \"%s\" is an atomic type, not a message.",
-			          name);
-			return;
-		}
-		if (fd->label == GL_REPEATED) {
-			gen_error(
-			    ctx, &pt->loc,
-			    "Option field \"%s\" is a repeated message. Repeated message options "
-			    "must be initialized using an aggregate value.",
-			    name);
-			return;
-		}
-		msg = fd->msg->full_name;
 	}
 }
 
@@ -2012,7 +1544,7 @@ bool gen_resolve(struct gen_ctx *ctx)
 	for (i = 0; i < ctx->files.n; i++)
 		declare_file(ctx, ctx->files.items[i]);
 	for (i = 0; i < ctx->files.n; i++)
-		declare_exts(ctx, ctx->files.items[i]);
+		gen_declare_exts(ctx, ctx->files.items[i]);
 	for (i = 0; i < ctx->files.n; i++) {
 		struct gen_file *f = ctx->files.items[i];
 		for (j = 0; j < f->messages.n; j++)
@@ -2027,14 +1559,14 @@ bool gen_resolve(struct gen_ctx *ctx)
 	for (i = 0; i < ctx->files.n; i++) {
 		struct gen_file *f = ctx->files.items[i];
 		for (j = 0; j < f->optrefs.n; j++)
-			check_optref(ctx, f, f->optrefs.items[j]);
+			gen_check_optref(ctx, f, f->optrefs.items[j]);
 	}
 	if (ctx->errors != errors)
 		return false;
 	for (i = 0; i < ctx->files.n; i++) {
 		struct gen_file *f = ctx->files.items[i];
 		for (j = 0; j < f->messages.n; j++)
-			resolve_defaults(ctx, f->messages.items[j]);
+			gen_resolve_defaults(ctx, f->messages.items[j]);
 	}
 	if (ctx->errors != errors)
 		return false;

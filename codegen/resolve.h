@@ -1,0 +1,91 @@
+/* rdmx-gen resolver internals shared by resolve.c (loading, symbols, name
+ * lookup, checks, C names), resolve_options.c (extensions and custom option
+ * names) and resolve_defaults.c (proto2 defaults); private to codegen/. */
+#ifndef RDMX_GEN_RESOLVE_H
+#define RDMX_GEN_RESOLVE_H
+
+#include "gen.h"
+
+/* ---- a string -> pointer table (open addressing) ---- */
+
+struct sym {
+	const char *name;
+	int kind; /* SYM_* */
+	void *ptr;
+	struct gen_file *file;
+	struct gen_loc loc;
+};
+
+enum {
+	SYM_PACKAGE = 1,
+	SYM_MESSAGE,
+	SYM_ENUM,
+	SYM_VALUE,
+	SYM_FIELD,
+	SYM_ONEOF,
+	SYM_SERVICE,
+	SYM_METHOD
+};
+
+struct table {
+	struct sym **slots;
+	size_t cap, n;
+};
+
+/* the resolver state of one run (ctx->priv) */
+struct resolver {
+	struct gen_ctx *ctx;
+	struct table syms;
+	struct table exts;                   /* extension full name -> struct gen_ext */
+	struct gen_vec stack;                /* files being loaded, for cycle reports */
+	const char *last_owner, *last_other; /* last C name collision reported */
+	struct gen_vec deferred;             /* struct deferred *: descriptor types of imports */
+};
+
+/* The resolver of ctx, created (zeroed, in ctx's pool) on first use. */
+struct resolver *gen_resolver(struct gen_ctx *ctx);
+/* The symbol of t named name, NULL when none. */
+struct sym *gen_table_get(struct table *t, const char *name);
+/* Adds s to t (growing it from pool); s->name must not be in t yet. */
+void gen_table_put(struct gen_pool *pool, struct table *t, struct sym *s);
+
+/* What a SYM_* kind is called in diagnostics: "message", "enum value", ... */
+const char *gen_kind_name(int kind);
+/* The scope of a full name (what is before its last dot), "" at the root;
+ * allocated from ctx's pool. */
+const char *gen_scope_of(struct gen_ctx *ctx, const char *full);
+/* The last part of a full name (a pointer into full). */
+const char *gen_last_of(const char *full);
+/* scope.name, or name when scope is "" (then name itself, not a copy). */
+char *gen_qualify(struct gen_ctx *ctx, const char *scope, const char *name);
+/* def is from or a file from imports, directly or through `import public`
+ * of the imported file: from may use what def defines. */
+bool gen_visible(const struct gen_file *from, const struct gen_file *def);
+/* The symbol name (as written in scope) stands for, by protoc's scoping rules
+ * (DescriptorBuilder::LookupSymbol); with types_only a simple name skips
+ * symbols that are not messages or enums. NULL when none; visibility is not
+ * checked (gen_visible). Extensions are not symbols here. */
+struct sym *gen_lookup(struct gen_ctx *ctx, const char *scope, const char *name, bool types_only);
+/* name (as written in scope) names a message of protobuf's descriptor.proto
+ * that rdmx-gen's own copy leaves out (it has the option messages only). */
+bool gen_descriptor_message(struct gen_ctx *ctx, const char *scope, const char *name);
+
+/* ---- resolve_options.c ---- */
+
+/* Declares f's extensions (full names, extendees, field types) into the
+ * resolver's extension table, reporting undefined or (in proto3) refused
+ * extendees and undefined types; after every file's symbols are declared. */
+void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f);
+/* Checks one custom or multi-part option name of f part by part as protoc
+ * does, reporting the first part that is wrong; after every file's messages
+ * and extensions are resolved. */
+void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, const struct gen_optref *o);
+
+/* ---- resolve_defaults.c ---- */
+
+/* Checks the proto2 [default = ...] of m's fields (nested messages included)
+ * against their types and sets their values; a singular proto2 enum field
+ * without one gets the enum's first value. After types are resolved. */
+void gen_resolve_defaults(struct gen_ctx *ctx, struct gen_message *m);
+
+#endif

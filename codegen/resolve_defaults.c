@@ -1,0 +1,180 @@
+/* rdmx-gen: proto2 defaults (`[default = ...]`), checked against their
+ * field's type and turned into the values the emitters use. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "resolve.h"
+
+/* a whole decimal, hex or octal integer, sign included, within [lo, hi] */
+static bool default_signed(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+	char *end;
+	long long v;
+	if (!s[0] || (s[0] != '-' && s[0] != '+' && (s[0] < '0' || s[0] > '9')))
+		return false;
+	errno = 0;
+	v = strtoll(s, &end, 0);
+	if (*end || errno == ERANGE || v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool default_unsigned(const char *s, uint64_t hi, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	if (s[0] < '0' || s[0] > '9')
+		return false;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (*end || errno == ERANGE || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* a number, inf or nan with an optional sign; a float field's value is the
+ * double rounded to float (protoc sends the double's shortest spelling, so
+ * both front ends round the same double) */
+static bool default_float(const char *s, bool is_float, double *out)
+{
+	const char *a = s[0] == '-' || s[0] == '+' ? s + 1 : s;
+	char *end;
+	double v;
+	if (strcmp(a, "inf") == 0)
+		v = HUGE_VAL;
+	else if (strcmp(a, "nan") == 0)
+		v = NAN;
+	else if (a[0] >= '0' && a[0] <= '9' && !strpbrk(a, ".eE") &&
+	         (a[1] == 'x' || a[1] == 'X' || a[0] == '0')) {
+		/* a hex or octal integer, as protoc reads it (strtod takes 010
+		 * for ten) */
+		unsigned long long u;
+		errno = 0;
+		u = strtoull(a, &end, 0);
+		if (*end || errno == ERANGE)
+			return false;
+		v = (double)u;
+	} else if ((a[0] >= '0' && a[0] <= '9') || a[0] == '.') {
+		v = strtod(a, &end);
+		if (*end)
+			return false;
+	} else {
+		return false;
+	}
+	if (s[0] == '-')
+		v = -v;
+	*out = is_float ? (double)(float)v : v;
+	return true;
+}
+
+static void check_default(struct gen_ctx *ctx, struct gen_field *fd)
+{
+	struct gen_default *d = fd->def;
+	const char *what = fd->type == GT_ENUM ? fd->en->full_name : gen_type_name(fd->type);
+	bool ok = !d->string;
+	int i;
+	if (fd->label == GL_REPEATED) {
+		gen_error(ctx, &d->loc, "repeated field \"%s\" cannot have a default value",
+		          fd->name);
+		return;
+	}
+	switch (fd->type) {
+	case GT_MESSAGE:
+		gen_error(ctx, &d->loc, "message field \"%s\" cannot have a default value",
+		          fd->name);
+		return;
+	case GT_INT32:
+	case GT_SINT32:
+	case GT_SFIXED32:
+		ok = ok && default_signed(d->text, INT32_MIN, INT32_MAX, &d->i);
+		d->zero = d->i == 0;
+		break;
+	case GT_INT64:
+	case GT_SINT64:
+	case GT_SFIXED64:
+		ok = ok && default_signed(d->text, INT64_MIN, INT64_MAX, &d->i);
+		d->zero = d->i == 0;
+		break;
+	case GT_UINT32:
+	case GT_FIXED32:
+		ok = ok && default_unsigned(d->text, UINT32_MAX, &d->u);
+		d->zero = d->u == 0;
+		break;
+	case GT_UINT64:
+	case GT_FIXED64:
+		ok = ok && default_unsigned(d->text, UINT64_MAX, &d->u);
+		d->zero = d->u == 0;
+		break;
+	case GT_FLOAT:
+	case GT_DOUBLE:
+		ok = ok && default_float(d->text, fd->type == GT_FLOAT, &d->d);
+		d->zero = d->d == 0 && !signbit(d->d);
+		break;
+	case GT_BOOL:
+		ok = ok && (strcmp(d->text, "true") == 0 || strcmp(d->text, "false") == 0);
+		d->i = ok && d->text[0] == 't';
+		d->zero = !d->i;
+		break;
+	case GT_STRING:
+		/* protoc-gen-rdmx reads a string default as a C string (protobuf-c):
+		 * a NUL ends it in both front ends */
+		ok = d->string;
+		d->len = strnlen(d->text, d->len);
+		d->zero = d->len == 0;
+		break;
+	case GT_BYTES:
+		ok = d->string;
+		d->zero = d->len == 0;
+		break;
+	case GT_ENUM:
+		for (i = 0; ok && !d->ev && i < fd->en->values.n; i++) {
+			const struct gen_enum_value *v = fd->en->values.items[i];
+			if (strcmp(v->name, d->text) == 0)
+				d->ev = v;
+		}
+		if (ok && !d->ev) {
+			gen_error(ctx, &d->loc,
+			          "default value \"%s\" of \"%s\" is not a value of enum \"%s\"",
+			          d->text, fd->name, fd->en->full_name);
+			return;
+		}
+		ok = ok && d->ev;
+		d->zero = ok && d->ev->number == 0;
+		break;
+	default:
+		return;
+	}
+	if (!ok)
+		gen_error(ctx, &d->loc, "default value %s%s%s of \"%s\" is not a valid %s",
+		          d->string ? "" : "\"", d->string ? "(a string)" : d->text,
+		          d->string ? "" : "\"", fd->name, what);
+}
+
+/* checks the defaults of m's fields; a singular proto2 enum field without
+ * one (outside a oneof, whose union keeps no default) defaults to the enum's
+ * first value, as in protobuf */
+void gen_resolve_defaults(struct gen_ctx *ctx, struct gen_message *m)
+{
+	int i;
+	for (i = 0; i < m->fields.n; i++) {
+		struct gen_field *fd = m->fields.items[i];
+		if (fd->def) {
+			check_default(ctx, fd);
+		} else if (m->file->proto2 && !m->map_entry && fd->type == GT_ENUM &&
+		           fd->label != GL_REPEATED && fd->oneof < 0 && fd->en->values.n) {
+			const struct gen_enum_value *first = fd->en->values.items[0];
+			if (first->number != 0) {
+				fd->def = gen_alloc(&ctx->pool, sizeof(*fd->def));
+				fd->def->text = first->name;
+				fd->def->loc = fd->loc;
+				fd->def->ev = first;
+			}
+		}
+	}
+	for (i = 0; i < m->messages.n; i++)
+		gen_resolve_defaults(ctx, m->messages.items[i]);
+}

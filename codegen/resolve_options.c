@@ -1,0 +1,266 @@
+/* rdmx-gen: extensions (`extend X { ... }`) and the names of custom options
+ * (`(a).b.(c)`), checked against the *Options messages they extend as protoc
+ * does. */
+#include <string.h>
+
+#include "resolve.h"
+
+/* the type of x's field, looked up from x's scope as a field type is; not
+ * generated, so neither "used" (its file is not included) nor refused for
+ * being a descriptor type rdmx-gen leaves out (then it stays unresolved) */
+static void resolve_ext_type(struct gen_ctx *ctx, struct gen_ext *x, const char *scope)
+{
+	struct gen_field *fd = x->field;
+	struct sym *s;
+	if (!fd || fd->type != GT_NAMED)
+		return;
+	s = gen_lookup(ctx, scope, fd->type_name, true);
+	if (!s && gen_descriptor_message(ctx, scope, fd->type_name))
+		return;
+	if (!s)
+		gen_error(ctx, &fd->type_loc, "\"%s\" is not defined", fd->type_name);
+	else if (s->kind != SYM_MESSAGE && s->kind != SYM_ENUM)
+		gen_error(ctx, &fd->type_loc, "\"%s\" is not a type (it is a %s)", fd->type_name,
+		          gen_kind_name(s->kind));
+	else if (!gen_visible(x->file, s->file))
+		gen_error(ctx, &fd->type_loc,
+		          "\"%s\" is defined in \"%s\", which is not imported by \"%s\"",
+		          fd->type_name, s->file->path, x->file->path);
+	else if (s->kind == SYM_MESSAGE) {
+		fd->type = GT_MESSAGE;
+		fd->msg = s->ptr;
+	} else {
+		fd->type = GT_ENUM;
+		fd->en = s->ptr;
+	}
+}
+
+void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f)
+{
+	struct resolver *r = gen_resolver(ctx);
+	int i;
+	for (i = 0; i < f->exts.n; i++) {
+		struct gen_ext *x = f->exts.items[i];
+		const char *scope = x->parent ? x->parent->full_name : f->package;
+		struct sym *s = gen_lookup(ctx, scope, x->extendee, false);
+		x->full_name = gen_qualify(ctx, scope, x->name);
+		if (s && s->kind == SYM_MESSAGE)
+			x->extendee_full = (char *)s->name;
+		if (!s || s->kind != SYM_MESSAGE)
+			gen_error(ctx, &x->extendee_loc, "\"%s\" is not defined", x->extendee);
+		else if (!f->proto2 &&
+		         (strncmp(s->name, "google.protobuf.", 16) != 0 || strlen(s->name) < 7 ||
+		          strcmp(s->name + strlen(s->name) - 7, "Options") != 0))
+			gen_error(ctx, &x->extendee_loc,
+			          "extending \"%s\" is not supported: proto3 extends only "
+			          "google.protobuf.*Options, to define custom options",
+			          s->name);
+		resolve_ext_type(ctx, x, scope);
+		if (gen_table_get(&r->exts, x->full_name))
+			continue;
+		s = gen_alloc(&ctx->pool, sizeof(*s));
+		s->name = x->full_name;
+		s->ptr = x;
+		s->file = f;
+		s->loc = x->loc;
+		gen_table_put(&ctx->pool, &r->exts, s);
+	}
+}
+
+/* name is the package pkg or inside it */
+static bool in_package(const char *pkg, const char *name)
+{
+	size_t n = strlen(name);
+	return strncmp(pkg, name, n) == 0 && (pkg[n] == 0 || pkg[n] == '.');
+}
+
+/* f, or a file it re-exports with `import public`, is in package name */
+static bool package_reexported(const struct gen_file *f, const char *name, int depth)
+{
+	int i;
+	if (in_package(f->package, name))
+		return true;
+	if (depth > 64)
+		return false;
+	for (i = 0; i < f->imports.n; i++) {
+		const struct gen_import *im = f->imports.items[i];
+		if (im->is_public && im->file && package_reexported(im->file, name, depth + 1))
+			return true;
+	}
+	return false;
+}
+
+/* a symbol, extensions included, that from may name (protoc's FindSymbol:
+ * defined in from or a file it imports; a package that from or one of those
+ * files is in) */
+static struct sym *find_visible(struct gen_ctx *ctx, const struct gen_file *from, const char *full)
+{
+	struct resolver *r = gen_resolver(ctx);
+	struct sym *s = gen_table_get(&r->syms, full);
+	int i;
+	if (!s)
+		s = gen_table_get(&r->exts, full);
+	if (!s || gen_visible(from, s->file))
+		return s;
+	if (s->kind != SYM_PACKAGE)
+		return NULL;
+	if (in_package(from->package, full))
+		return s;
+	for (i = 0; i < from->imports.n; i++) {
+		const struct gen_import *im = from->imports.items[i];
+		if (im->file && package_reexported(im->file, full, 0))
+			return s;
+	}
+	return NULL;
+}
+
+/* the (name) of an option, looked up as protoc does (LookupSymbol, any kind
+ * of symbol): from scope outwards, the first part of name decides; when it
+ * is an aggregate whose rest is not defined, NULL with *undefined set to the
+ * full name it stood for */
+static struct sym *lookup_option(struct gen_ctx *ctx, const struct gen_file *from,
+                                 const char *scope, const char *name, const char **undefined)
+{
+	const char *dot;
+	char *first, *sc;
+	*undefined = NULL;
+	if (name[0] == '.')
+		return find_visible(ctx, from, name + 1);
+	dot = strchr(name, '.');
+	first = dot ? gen_strndup(&ctx->pool, name, (size_t)(dot - name)) : (char *)name;
+	sc = gen_strdup(&ctx->pool, scope);
+	while (sc[0]) {
+		struct sym *s = find_visible(ctx, from, gen_qualify(ctx, sc, first));
+		char *d;
+		if (s && !dot)
+			return s;
+		if (s && (s->kind == SYM_PACKAGE || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM ||
+		          s->kind == SYM_SERVICE)) {
+			char *full = gen_qualify(ctx, sc, name);
+			s = find_visible(ctx, from, full);
+			if (!s)
+				*undefined = full;
+			return s;
+		}
+		d = strrchr(sc, '.');
+		if (d)
+			*d = 0;
+		else
+			sc[0] = 0;
+	}
+	return find_visible(ctx, from, name);
+}
+
+/* parts 0..n-1 of o's name as written: (a).b.(c) */
+static char *option_name(struct gen_ctx *ctx, const struct gen_optref *o, int n)
+{
+	struct gen_buf b = {0};
+	char *r;
+	int i;
+	for (i = 0; i < n; i++)
+		gen_buf_printf(&b, o->parts[i].ext ? "%s(%s)" : "%s%s", i ? "." : "",
+		               o->parts[i].name);
+	r = gen_strdup(&ctx->pool, b.data);
+	gen_buf_free(&b);
+	return r;
+}
+
+#define OPTION_UNKNOWN                                                                             \
+	"Option \"%s\" unknown. Ensure that your proto definition file imports the proto which "   \
+	"defines the option."
+
+/* as protoc (OptionInterpreter::InterpretSingleOption): each part of a
+ * custom option's name is a field or an extension of the message of the part
+ * before it, the first one of the *Options message of the place the option
+ * is set (a FieldOptions extension on a field, not on a method); (x) is
+ * defined in the file or an import; every part but the last is a message,
+ * not repeated (nor a map). Stops at a part whose message is not known (a
+ * type rdmx-gen's descriptor.proto leaves out). */
+void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, const struct gen_optref *o)
+{
+	struct resolver *r = gen_resolver(ctx);
+	const char *scope = o->scope ? o->scope->full_name : f->package;
+	const char *msg = o->options; /* full name of the message the part is in */
+	int i;
+	for (i = 0; i < o->nparts; i++) {
+		const struct gen_optpart *pt = &o->parts[i];
+		const char *name = option_name(ctx, o, i + 1), *in, *undefined;
+		const struct gen_field *fd;
+		struct sym *s;
+		if (!pt->ext && strcmp(pt->name, "uninterpreted_option") == 0 && i == 0) {
+			gen_error(ctx, &pt->loc,
+			          "Option must not use reserved name \"uninterpreted_option\".");
+			return;
+		}
+		if (pt->ext) {
+			s = lookup_option(ctx, f, scope, pt->name, &undefined);
+			if (!s && undefined) {
+				gen_error(
+				    ctx, &pt->loc,
+				    "Option \"%s\" is resolved to \"(%s)\", which is not defined: "
+				    "the innermost scope is searched first; write \"(.%s)\" to "
+				    "start "
+				    "from the outermost scope",
+				    name, undefined, pt->name);
+				return;
+			}
+			if (s && s->kind == SYM_FIELD) {
+				fd = s->ptr;
+				in = gen_scope_of(ctx, s->name);
+			} else if (s && gen_table_get(&r->exts, s->name) == s) {
+				const struct gen_ext *x = s->ptr;
+				if (!x->extendee_full || !x->field)
+					return; /* reported where it is defined */
+				fd = x->field;
+				in = x->extendee_full;
+			} else {
+				gen_error(ctx, &pt->loc, OPTION_UNKNOWN, name);
+				return;
+			}
+			if (strcmp(in, msg) != 0) {
+				gen_error(
+				    ctx, &pt->loc,
+				    "Option field \"%s\" is not a field or extension of message "
+				    "\"%s\": it %s \"%s\"",
+				    name, gen_last_of(msg),
+				    s->kind == SYM_FIELD ? "is a field of" : "extends", in);
+				return;
+			}
+		} else {
+			if (!gen_table_get(&r->syms, msg) && i + 1 < o->nparts) {
+				/* i == 0 and the file does not import descriptor.proto: none
+				 * of protobuf's own options is a message */
+				gen_error(ctx, &pt->loc,
+				          "Option \"%s\" is not a message: only a custom option, "
+				          "\"(name)\", can be followed by \".%s\"",
+				          name,
+				          o->parts[i + 1].ext ? "(...)" : o->parts[i + 1].name);
+				return;
+			}
+			s = gen_table_get(&r->syms, gen_qualify(ctx, msg, pt->name));
+			if (!s || s->kind != SYM_FIELD) {
+				gen_error(ctx, &pt->loc, OPTION_UNKNOWN, name);
+				return;
+			}
+			fd = s->ptr;
+		}
+		if (i == o->nparts - 1)
+			return;
+		if (fd->type == GT_NAMED)
+			return; /* not resolved: reported, or a descriptor type */
+		if (fd->type != GT_MESSAGE) {
+			gen_error(ctx, &pt->loc, "Option \"%s\" is an atomic type, not a message.",
+			          name);
+			return;
+		}
+		if (fd->label == GL_REPEATED) {
+			gen_error(
+			    ctx, &pt->loc,
+			    "Option field \"%s\" is a repeated message. Repeated message options "
+			    "must be initialized using an aggregate value.",
+			    name);
+			return;
+		}
+		msg = fd->msg->full_name;
+	}
+}
