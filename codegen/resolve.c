@@ -952,6 +952,48 @@ bool gen_visible(const struct gen_file *from, const struct gen_file *def)
 	return false;
 }
 
+/* name is the package pkg or inside it */
+static bool in_package(const char *pkg, const char *name)
+{
+	size_t n = strlen(name);
+	return strncmp(pkg, name, n) == 0 && (pkg[n] == 0 || pkg[n] == '.');
+}
+
+/* f, or a file it re-exports with `import public`, is in package name */
+static bool package_reexported(const struct gen_file *f, const char *name, int depth)
+{
+	int i;
+	if (in_package(f->package, name))
+		return true;
+	if (depth > 64)
+		return false;
+	for (i = 0; i < f->imports.n; i++) {
+		const struct gen_import *im = f->imports.items[i];
+		if (im->is_public && im->file && package_reexported(im->file, name, depth + 1))
+			return true;
+	}
+	return false;
+}
+
+/* protoc's FindSymbol: a package when from or a file it imports (or one
+ * such a file re-exports) is in it, anything else when gen_visible */
+bool gen_sym_visible(const struct gen_file *from, const struct sym *s)
+{
+	int i;
+	if (gen_visible(from, s->file))
+		return true;
+	if (s->kind != SYM_PACKAGE)
+		return false;
+	if (in_package(from->package, s->name))
+		return true;
+	for (i = 0; i < from->imports.n; i++) {
+		const struct gen_import *im = from->imports.items[i];
+		if (im->file && package_reexported(im->file, s->name, 0))
+			return true;
+	}
+	return false;
+}
+
 static void mark_used(struct gen_ctx *ctx, struct gen_file *f, struct gen_file *def)
 {
 	int i;
@@ -979,14 +1021,20 @@ bool gen_import_needed(const struct gen_file *f, const struct gen_import *im)
 }
 
 /* protoc's scoping rules (DescriptorBuilder::LookupSymbol): the scopes are
- * tried from the innermost out, each with the first part of name. For a
- * dotted name the first aggregate found (package, message, enum, service)
- * decides and the rest must be inside it; a simple name's first symbol wins,
- * but with types_only (field types) one that is not a type (a package too)
- * is passed over. At the root the whole name is taken, whatever it is. */
-struct sym *gen_lookup(struct gen_ctx *ctx, const char *scope, const char *name, bool types_only)
+ * tried from the innermost out, each with the first part of name. A symbol
+ * from cannot see (gen_sym_visible) is passed over, as protoc's FindSymbol
+ * does. For a dotted name the first aggregate found (package, message, enum,
+ * service) decides and the rest must be inside it; a simple name's first
+ * symbol wins, but with types_only (field types) one that is not a type (a
+ * package too) is passed over. At the root the whole name is taken, whatever
+ * it is. When nothing visible stands for name, the first symbol passed over
+ * for not being visible, so that the caller can say which import is
+ * missing. */
+struct sym *gen_lookup(struct gen_ctx *ctx, const struct gen_file *from, const char *scope,
+                       const char *name, bool types_only)
 {
 	struct resolver *r = gen_resolver(ctx);
+	struct sym *hidden = NULL, *s;
 	const char *dot;
 	char *first, *sc;
 	if (name[0] == '.')
@@ -995,8 +1043,12 @@ struct sym *gen_lookup(struct gen_ctx *ctx, const char *scope, const char *name,
 	first = dot ? gen_strndup(&ctx->pool, name, (size_t)(dot - name)) : (char *)name;
 	sc = gen_strdup(&ctx->pool, scope);
 	while (sc[0]) {
-		struct sym *s = gen_table_get(&r->syms, gen_qualify(ctx, sc, first));
 		char *d;
+		s = gen_table_get(&r->syms, gen_qualify(ctx, sc, first));
+		if (s && !gen_sym_visible(from, s)) {
+			hidden = hidden ? hidden : s;
+			s = NULL;
+		}
 		if (s && dot &&
 		    (s->kind == SYM_PACKAGE || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM ||
 		     s->kind == SYM_SERVICE))
@@ -1009,7 +1061,8 @@ struct sym *gen_lookup(struct gen_ctx *ctx, const char *scope, const char *name,
 		else
 			sc[0] = 0;
 	}
-	return gen_table_get(&r->syms, name);
+	s = gen_table_get(&r->syms, name);
+	return s && (gen_sym_visible(from, s) || !hidden) ? s : hidden;
 }
 
 /* a message of protobuf's descriptor.proto that rdmx's own copy leaves out
@@ -1084,7 +1137,7 @@ static bool resolve_type(struct gen_ctx *ctx, struct gen_file *f, const char *sc
                          const char *name, bool rpc, const struct gen_loc *loc, enum gen_type *type,
                          struct gen_message **msg, struct gen_enum **en)
 {
-	struct sym *s = gen_lookup(ctx, scope, name, !rpc);
+	struct sym *s = gen_lookup(ctx, f, scope, name, !rpc);
 	if (!s && gen_descriptor_message(ctx, scope, name)) {
 		descriptor_error(ctx, loc, name);
 		return false;
@@ -1328,7 +1381,7 @@ static void resolve_message(struct gen_ctx *ctx, struct gen_message *m)
 		if (fd->type != GT_NAMED)
 			continue;
 		if (!m->file->input && gen_descriptor_message(ctx, m->full_name, fd->type_name) &&
-		    !gen_lookup(ctx, m->full_name, fd->type_name, true)) {
+		    !gen_lookup(ctx, m->file, m->full_name, fd->type_name, true)) {
 			/* an option-definition import may describe descriptors
 			 * (a validation library's violation paths do): fine while
 			 * nothing generates that file */

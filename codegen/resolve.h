@@ -61,11 +61,18 @@ char *gen_qualify(struct gen_ctx *ctx, const char *scope, const char *name);
 /* def is from or a file from imports, directly or through `import public`
  * of the imported file: from may use what def defines. */
 bool gen_visible(const struct gen_file *from, const struct gen_file *def);
-/* The symbol name (as written in scope) stands for, by protoc's scoping rules
- * (DescriptorBuilder::LookupSymbol); with types_only a simple name skips
- * symbols that are not messages or enums. NULL when none; visibility is not
- * checked (gen_visible). Extensions are not symbols here. */
-struct sym *gen_lookup(struct gen_ctx *ctx, const char *scope, const char *name, bool types_only);
+/* s is a symbol from may name (protoc's FindSymbol): defined in from or a
+ * file it can see (gen_visible); a package when from, or a file it
+ * imports or one such a file re-exports, is in it. */
+bool gen_sym_visible(const struct gen_file *from, const struct sym *s);
+/* The symbol name (as written in scope, in file from) stands for, by
+ * protoc's scoping rules (DescriptorBuilder::LookupSymbol): symbols from
+ * cannot see are passed over; with types_only a simple name also skips
+ * symbols that are not messages or enums. NULL when none; when only symbols
+ * from cannot see match, the first of them (the caller reports the missing
+ * import: check gen_visible). Extensions are not symbols here. */
+struct sym *gen_lookup(struct gen_ctx *ctx, const struct gen_file *from, const char *scope,
+                       const char *name, bool types_only);
 /* name (as written in scope) names a message of protobuf's descriptor.proto
  * that rdmx-gen's own copy leaves out (it has the option messages only). */
 bool gen_descriptor_message(struct gen_ctx *ctx, const char *scope, const char *name);

@@ -14,7 +14,7 @@ static void resolve_ext_type(struct gen_ctx *ctx, struct gen_ext *x, const char 
 	struct sym *s;
 	if (!fd || fd->type != GT_NAMED)
 		return;
-	s = gen_lookup(ctx, scope, fd->type_name, true);
+	s = gen_lookup(ctx, x->file, scope, fd->type_name, true);
 	if (!s && gen_descriptor_message(ctx, scope, fd->type_name))
 		return;
 	if (!s)
@@ -42,7 +42,7 @@ void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 	for (i = 0; i < f->exts.n; i++) {
 		struct gen_ext *x = f->exts.items[i];
 		const char *scope = x->parent ? x->parent->full_name : f->package;
-		struct sym *s = gen_lookup(ctx, scope, x->extendee, false);
+		struct sym *s = gen_lookup(ctx, f, scope, x->extendee, false);
 		x->full_name = gen_qualify(ctx, scope, x->name);
 		if (s && s->kind == SYM_MESSAGE)
 			x->extendee_full = (char *)s->name;
@@ -67,29 +67,6 @@ void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 	}
 }
 
-/* name is the package pkg or inside it */
-static bool in_package(const char *pkg, const char *name)
-{
-	size_t n = strlen(name);
-	return strncmp(pkg, name, n) == 0 && (pkg[n] == 0 || pkg[n] == '.');
-}
-
-/* f, or a file it re-exports with `import public`, is in package name */
-static bool package_reexported(const struct gen_file *f, const char *name, int depth)
-{
-	int i;
-	if (in_package(f->package, name))
-		return true;
-	if (depth > 64)
-		return false;
-	for (i = 0; i < f->imports.n; i++) {
-		const struct gen_import *im = f->imports.items[i];
-		if (im->is_public && im->file && package_reexported(im->file, name, depth + 1))
-			return true;
-	}
-	return false;
-}
-
 /* a symbol, extensions included, that from may name (protoc's FindSymbol:
  * defined in from or a file it imports; a package that from or one of those
  * files is in) */
@@ -97,21 +74,9 @@ static struct sym *find_visible(struct gen_ctx *ctx, const struct gen_file *from
 {
 	struct resolver *r = gen_resolver(ctx);
 	struct sym *s = gen_table_get(&r->syms, full);
-	int i;
 	if (!s)
 		s = gen_table_get(&r->exts, full);
-	if (!s || gen_visible(from, s->file))
-		return s;
-	if (s->kind != SYM_PACKAGE)
-		return NULL;
-	if (in_package(from->package, full))
-		return s;
-	for (i = 0; i < from->imports.n; i++) {
-		const struct gen_import *im = from->imports.items[i];
-		if (im->file && package_reexported(im->file, full, 0))
-			return s;
-	}
-	return NULL;
+	return s && gen_sym_visible(from, s) ? s : NULL;
 }
 
 /* the (name) of an option, looked up as protoc does (LookupSymbol, any kind
