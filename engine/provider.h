@@ -130,7 +130,8 @@ struct rdmx_provider_ops {
  * elements of `size` bytes each (pointers to the members' contexts) at
  * `members`, dealt connections in turn, *next the one whose turn it is.
  * Removes the element whose bytes equal *member's, if there is one, moving
- * the later ones down, and keeps *next in range while a member is left. */
+ * the later ones down; the member whose turn it was keeps it, and *next
+ * stays in range while a member is left. */
 static inline void rdmx__lgroup_remove(void *members, size_t size, unsigned *n, unsigned *next,
                                        const void *member)
 {
@@ -141,6 +142,8 @@ static inline void rdmx__lgroup_remove(void *members, size_t size, unsigned *n, 
 			continue;
 		memmove(m + i * size, m + (i + 1) * size, (*n - i - 1) * size);
 		(*n)--;
+		if (i < *next)
+			(*next)--; /* the member whose turn it was keeps it */
 		break;
 	}
 	if (*n)
