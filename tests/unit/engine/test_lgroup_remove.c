@@ -1,7 +1,7 @@
 /* rdmx__lgroup_remove (provider.h): the member table both providers' listen
  * groups keep. A member leaves, the later ones move down in order, the
- * member whose turn it was keeps it, the turn stays in range; a context that is not a member
- * changes nothing. */
+ * member whose turn it was keeps it, the turn stays in range; a context
+ * that is not a member changes nothing. */
 #include "helpers.h"
 #include "provider.h"
 
