@@ -183,6 +183,8 @@ struct rdmx_rpc_server_call {
 	const void *req; /* the request body, while the handler runs (take_request) */
 	struct rdmx__timer timer;
 	bool cancelled, cancel_ran, oneway;
+	bool walked;   /* on a cancel walk's list (take_incoming): not recycled */
+	bool answered; /* answered while walked: recycled when the walk ends */
 	void (*cancel_cb)(struct rdmx_rpc_server_call *call, void *arg);
 	void *cancel_arg;
 	struct rdmx_rpc_md *req_md;        /* request headers, NULL when none */

@@ -110,13 +110,10 @@ static struct rdmx_rpc_server_call *scall_get(struct rdmx_rpc_ep *ep)
 	return calloc(1, sizeof(*c));
 }
 
-static void scall_put(struct rdmx_rpc_server_call *c)
+static void scall_recycle(struct rdmx_rpc_server_call *c)
 {
 	struct rdmx_rpc_ep *ep = c->ep;
 
-	rdmx__call_md_release(c);
-	if (ep && ep->cur_call == c)
-		ep->cur_call = NULL;
 	if (ep && !ep->destroy_pending && ep->nfree_scalls < SCALL_FREE_CACHE) {
 		c->next = ep->free_scalls;
 		ep->free_scalls = c;
@@ -124,6 +121,20 @@ static void scall_put(struct rdmx_rpc_server_call *c)
 		return;
 	}
 	free(c);
+}
+
+static void scall_put(struct rdmx_rpc_server_call *c)
+{
+	struct rdmx_rpc_ep *ep = c->ep;
+
+	rdmx__call_md_release(c);
+	if (ep && ep->cur_call == c)
+		ep->cur_call = NULL;
+	if (c->walked) {
+		c->answered = true; /* a cancel walk still holds it: see walk_end */
+		return;
+	}
+	scall_recycle(c);
 }
 
 void rdmx__rpc_free_scalls(struct rdmx_rpc_ep *ep)
@@ -232,16 +243,40 @@ void rdmx__rpc_on_cancel(struct rdmx_rpc_ep *ep, uint64_t call_id)
 	call_cancel(c);
 }
 
+/*
+ * A cancel walk chains the held calls through c->next, then runs their cancel
+ * callbacks; a callback may answer any call of the list, also one the walk
+ * has not reached yet. Such a call must neither be recycled (that rewrites
+ * c->next, or frees it, under the walk) nor see its cancel callback run after
+ * its answer. So while a call is on the list (walked), scall_put only marks
+ * it answered; the walk skips answered calls and recycles them at its end,
+ * where no callback runs any more.
+ */
 static struct rdmx_rpc_server_call *take_incoming(struct rdmx_rpc_ep *ep)
 {
 	struct rdmx_rpc_server_call *list = NULL, *c;
 	uint32_t pos = 0;
 
 	while ((c = rdmx__map_next(&ep->incoming, &pos, NULL))) {
+		c->walked = true;
+		c->answered = false;
 		c->next = list;
 		list = c;
 	}
 	return list;
+}
+
+static void walk_end(struct rdmx_rpc_server_call *list)
+{
+	struct rdmx_rpc_server_call *c;
+
+	while ((c = list)) {
+		list = c->next;
+		c->next = NULL;
+		c->walked = false;
+		if (c->answered)
+			scall_recycle(c);
+	}
 }
 
 void rdmx__rpc_cancel_incoming(struct rdmx_rpc_ep *ep)
@@ -249,11 +284,10 @@ void rdmx__rpc_cancel_incoming(struct rdmx_rpc_ep *ep)
 	struct rdmx_rpc_server_call *list = take_incoming(ep), *c;
 
 	/* they stay in the table: the application still answers each */
-	while ((c = list)) {
-		list = c->next;
-		c->next = NULL;
-		call_cancel(c);
-	}
+	for (c = list; c; c = c->next)
+		if (!c->answered)
+			call_cancel(c);
+	walk_end(list);
 }
 
 static void resp_sent(struct rdmx_chan *chan, int status, void *arg);
@@ -268,9 +302,9 @@ void rdmx__rpc_detach_incoming(struct rdmx_rpc_ep *ep)
 	ep->resp_pending = 0;
 	rdmx__map_fini(&ep->incoming);
 	rdmx__map_init(&ep->incoming);
-	while ((c = list)) {
-		list = c->next;
-		c->next = NULL;
+	for (c = list; c; c = c->next) {
+		if (c->answered)
+			continue;
 		rdmx__worker_timer_disarm(ep->worker, &c->timer);
 		rdmx__ic_done(&c->ic, RDMX_RPC_UNAVAILABLE, "endpoint destroyed");
 		c->ep = NULL;
@@ -278,6 +312,7 @@ void rdmx__rpc_detach_incoming(struct rdmx_rpc_ep *ep)
 		c->ms = NULL;
 		call_cancel(c);
 	}
+	walk_end(list);
 }
 
 /* ---- backpressure on incoming calls ---- */
@@ -565,8 +600,7 @@ int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 		return RDMX_E_INVAL;
 	ep = call->ep;
 	if (!ep) {
-		rdmx__call_md_release(call);
-		free(call); /* its endpoint is gone: nobody to answer */
+		scall_put(call); /* its endpoint is gone: nobody to answer */
 		return 0;
 	}
 	rdmx__map_del(&ep->incoming, call->id);

@@ -696,6 +696,79 @@ Test(rpc, limits_and_destroy_pending)
 	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
 }
 
+/* The held calls of a closing channel, where one call's cancel callback
+ * answers the other. */
+struct pair_cancel {
+	struct rdmx_rpc_server_call *call[2];
+	bool answered[2];
+	int runs[2];  /* cancel callback runs per call */
+	int after[2]; /* runs after that call was answered */
+	int stale;    /* runs of a recycled call's callback */
+};
+
+static void pair_cancel_cb(struct rdmx_rpc_server_call *call, void *arg)
+{
+	struct pair_cancel *pc = arg;
+	int i = call == pc->call[1], o = !i;
+
+	pc->runs[i]++;
+	if (pc->answered[i])
+		pc->after[i]++;
+	if (!pc->answered[o]) {
+		pc->answered[o] = true;
+		ASSERT_OK(rdmx_rpc_respond(pc->call[o], RDMX_RPC_OK, NULL, NULL));
+	}
+}
+
+static void stale_cancel_cb(struct rdmx_rpc_server_call *call, void *arg)
+{
+	(void)call;
+	((struct pair_cancel *)arg)->stale++;
+}
+
+/* A held call's cancel callback that answers another held call of the same
+ * endpoint: the answered call's callback does not run (it was answered
+ * before its turn), the first runs once, and the walk never reaches the
+ * recycled call objects (whose old callbacks would run again). */
+Test(rpc, cancel_cb_answers_other_held_call)
+{
+	struct node a, b;
+	struct echo_state st = {0};
+	struct pair_cancel pc = {0};
+	struct rdmx_rpc_server *srv;
+	struct rdmx_rpc_ep *ra, *rb;
+	struct rdmx_chan *ca;
+	struct call_rec r[3];
+
+	ids();
+	memset(r, 0, sizeof(r));
+	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
+	for (int i = 0; i < 3; i++)
+		ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, call_rec_cb, &r[i], NULL));
+	DRIVE_UNTIL(&a, &b, st.held_n == 3);
+	for (int i = 0; i < 2; i++) {
+		pc.call[i] = st.held[i];
+		ASSERT_OK(rdmx_rpc_call_set_cancel_cb(pc.call[i], pair_cancel_cb, &pc));
+	}
+	/* the third, answered: in the endpoint's cache, its callback still set */
+	ASSERT_OK(rdmx_rpc_call_set_cancel_cb(st.held[2], stale_cancel_cb, &pc));
+	ASSERT_OK(rdmx_rpc_respond(st.held[2], RDMX_RPC_OK, NULL, NULL));
+	DRIVE_UNTIL(&a, &b, r[2].done == 1);
+	ca = rdmx_rpc_ep_get_chan(ra);
+	ASSERT_OK(rdmx_rpc_ep_destroy(&ra));
+	ASSERT_OK(rdmx_chan_destroy(&ca));
+	DRIVE_UNTIL(&a, &b, pc.runs[0] + pc.runs[1] >= 1);
+	drive_for(&a, &b, 50);
+	cr_assert_eq(pc.runs[0] + pc.runs[1], 1, "cancel callbacks ran %d + %d times", pc.runs[0],
+	             pc.runs[1]);
+	cr_assert_eq(pc.after[0] + pc.after[1], 0, "a cancel callback ran after its answer");
+	cr_assert_eq(pc.stale, 0, "a recycled call's cancel callback ran");
+	cr_assert_eq(pc.answered[0] + pc.answered[1], 1, "the callback answered the other call");
+	/* the call whose callback ran is still held: the test answers it */
+	ASSERT_OK(rdmx_rpc_respond(pc.call[pc.runs[0] ? 0 : 1], RDMX_RPC_OK, NULL, NULL));
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
+}
+
 /* Server-side backpressure: a peer beyond max_active is not read from. */
 Test(rpc, max_active_pauses_peer)
 {
