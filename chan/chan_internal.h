@@ -20,6 +20,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/map.h"
+#include "engine/msg.h"
 #include "ring.h"
 
 #define CHAN_CTL_ENTRIES 8u     /* control send buffers per channel */
@@ -107,6 +108,7 @@ struct rdmx_chan_worker {
 
 	struct rdmx__regcache regc; /* rendezvous buffers, both directions */
 
+	bool light;   /* the context takes light messages (engine/msg.h) */
 	int depth;    /* callbacks of this worker on the stack */
 	bool stopped; /* the context stopped under us */
 };
@@ -239,6 +241,7 @@ struct rdmx_chan {
 	uint32_t tx_slot;   /* tx_seq's staging slot (ring.h) */
 	uint32_t peer_slot; /* tx_seq's slot in the peer's ring */
 	uint32_t tx_acked;  /* peer's credit count */
+	bool peer_light;    /* small writes go as light messages (both sides take them) */
 
 	/* control sends */
 	uint8_t *ctl_mem;

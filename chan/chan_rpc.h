@@ -13,9 +13,15 @@
 #include <rdmx/pe.h>
 
 /* ---- sending ---- */
-#define RDMX__SEND_FORCE 0x1u  /* ignore the queue bounds (RPC responses) */
+#define RDMX__SEND_FORCE 0x1u /* ignore the queue bounds (RPC responses) */
+/* the callback matters only if the message fails: a message that leaves at
+ * once as a light message (engine/msg.h: tcp) is done then, and its
+ * callback never runs (RDMX__SENT_LIGHT says so). A connection that fails
+ * later closes the channel, which the owner sees. */
+#define RDMX__SEND_LIGHT 0x2u
 #define RDMX__SENT_QUEUED 0x1u /* out: the message waited for credits */
 #define RDMX__SENT_RDV 0x2u    /* out: it goes by rendezvous */
+#define RDMX__SENT_LIGHT 0x4u  /* out: done, its callback will not run */
 /* rdmx_chan_send with flags, and *how (may be NULL) telling how it went. */
 int rdmx__chan_send_ex(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill, void *fill_arg,
                        rdmx_chan_sent_cb cb, void *arg, unsigned flags, unsigned *how);

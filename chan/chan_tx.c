@@ -123,6 +123,11 @@ void rdmx__chan_try_hello(struct rdmx_chan *chan)
 	h.slot_count = chan->slot_count;
 	h.slot_size = chan->slot_size;
 	h.max_msg = chan->max_msg;
+	/* the provider holds at most RDMX__MSG_BACKLOG_MAX for us: a ring this
+	 * size never has more in flight */
+	h.flags = chan->worker->light && chan->slot_count <= RDMX__MSG_BACKLOG_MAX
+	              ? RDMX__HELLO_F_MSG
+	              : 0;
 	/* the grant's bind (verbs) goes on the send queue before the hello */
 	rc = rdmx__chan_grant_desc(chan, chan->ring_mr, 0, RDMX_ACCESS_REMOTE_WRITE,
 	                           &chan->ring_grant, h.desc);
@@ -175,21 +180,35 @@ static void chan_send_credit(struct rdmx_chan *chan)
 
 /* ---- ring writes ---- */
 
-/* Posts the write of tx slot `ts` (header encoded, chain set) as message
- * tx_seq. 0, RDMX_E_FULL, or an error. */
-static int post_write(struct rdmx_chan *chan, struct tx_slot *ts, uint32_t credit)
+/* Whether tx slot ts may go as a light message (engine/msg.h): both sides
+ * take them, it is small, and no one waits for its completion. */
+static bool light_write(const struct rdmx_chan *chan, const struct tx_slot *ts, bool wait)
 {
+	return chan->peer_light && !wait &&
+	       ts->hdr.len + (ts->hdr.next ? ts->hdr.next->len : 0) <= RDMX__MSG_MAX;
+}
+
+/* Posts the write of tx slot `ts` (header encoded, chain set) as message
+ * tx_seq: a light message where it can (the slot is free again at once), a
+ * write task otherwise (wait: its sender waits for its completion). 0,
+ * RDMX_E_FULL, or an error. */
+static int post_write(struct rdmx_chan *chan, struct tx_slot *ts, uint32_t credit, bool wait)
+{
+	uint32_t imm = rdmx__imm_make(chan->peer_slot, chan->tx_seq);
 	struct rdmx_task *task = NULL;
 	int rc;
 
 	ts->dst.offset = (uint64_t)chan->peer_slot * chan->peer_size;
-	rc = rdmx_task_write_imm_alloc(chan->worker->ctx, chan->conn, &ts->hdr, &ts->dst,
-	                               rdmx__imm_make(chan->peer_slot, chan->tx_seq), ts, &task);
-	rc = rdmx__chan_submit(chan, rc, task);
-	if (rc)
-		return rc;
-	ts->busy = true;
-	chan->inflight++;
+	if (!light_write(chan, ts, wait) ||
+	    rdmx__conn_post_msg(chan->conn, &ts->hdr, &ts->dst, imm)) {
+		rc = rdmx_task_write_imm_alloc(chan->worker->ctx, chan->conn, &ts->hdr, &ts->dst,
+		                               imm, ts, &task);
+		rc = rdmx__chan_submit(chan, rc, task);
+		if (rc)
+			return rc;
+		ts->busy = true;
+		chan->inflight++;
+	}
 	chan->tx_seq++;
 	chan->tx_slot = rdmx__slot_next(chan->tx_slot, chan->tx_window);
 	chan->peer_slot = rdmx__slot_next(chan->peer_slot, chan->peer_count);
@@ -223,31 +242,45 @@ static int eager_fill(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill
 	return rc > 0 ? RDMX_E_INVAL : rc;
 }
 
+/* Posts the eager write of ts with its sent callback cb. light (not NULL:
+ * RDMX__SEND_LIGHT): cb may be skipped, for a light message, which is done
+ * once posted; *light gets RDMX__SENT_LIGHT then. */
+static int post_eager(struct rdmx_chan *chan, struct tx_slot *ts, uint32_t len,
+                      rdmx_chan_sent_cb cb, void *arg, unsigned *light)
+{
+	int rc = post_write(chan, ts, chan->rx_consumed, cb && !light);
+
+	if (rc)
+		return rc;
+	ts->len = len;
+	chan->stats.bytes_sent += len;
+	if (!ts->busy) {
+		if (cb)
+			*light |= RDMX__SENT_LIGHT;
+		return 0;
+	}
+	ts->cb = cb;
+	ts->arg = arg;
+	return 0;
+}
+
 /* Eager from the bytes eager_fill put into the staging slot. */
-static int write_eager_staged(struct rdmx_chan *chan, size_t len, rdmx_chan_sent_cb cb, void *arg)
+static int write_eager_staged(struct rdmx_chan *chan, size_t len, rdmx_chan_sent_cb cb, void *arg,
+                              unsigned *light)
 {
 	struct tx_slot *ts = next_tx(chan);
-	int rc;
 
 	encode_hdr(chan, ts, 0, len);
 	ts->hdr.len = RDMX_CHAN_HDR_SIZE + len;
 	ts->hdr.next = NULL;
-	rc = post_write(chan, ts, chan->rx_consumed);
-	if (rc)
-		return rc;
-	ts->cb = cb;
-	ts->arg = arg;
-	ts->len = (uint32_t)len;
-	chan->stats.bytes_sent += len;
-	return 0;
+	return post_eager(chan, ts, (uint32_t)len, cb, arg, light);
 }
 
 /* Eager from the caller's registered memory, chained after the header. */
 static int write_eager_zc(struct rdmx_chan *chan, const struct rdmx_buf *ubuf, rdmx_chan_sent_cb cb,
-                          void *arg)
+                          void *arg, unsigned *light)
 {
 	struct tx_slot *ts = next_tx(chan);
-	int rc;
 
 	encode_hdr(chan, ts, 0, ubuf->len);
 	if (chan->worker->max_sge >= 2 && ubuf->len) {
@@ -260,14 +293,7 @@ static int write_eager_zc(struct rdmx_chan *chan, const struct rdmx_buf *ubuf, r
 		ts->hdr.len = RDMX_CHAN_HDR_SIZE + ubuf->len;
 		ts->hdr.next = NULL;
 	}
-	rc = post_write(chan, ts, chan->rx_consumed);
-	if (rc)
-		return rc;
-	ts->cb = cb;
-	ts->arg = arg;
-	ts->len = (uint32_t)ubuf->len;
-	chan->stats.bytes_sent += ubuf->len;
-	return 0;
+	return post_eager(chan, ts, (uint32_t)ubuf->len, cb, arg, light);
 }
 
 /* The rendezvous descriptor of m (source already registered). */
@@ -289,7 +315,7 @@ static int write_rdv(struct rdmx_chan *chan, struct chan_msg *m)
 	}
 	ts->hdr.len = RDMX_CHAN_HDR_SIZE + RDMX__RDV_PAYLOAD;
 	ts->hdr.next = NULL;
-	rc = post_write(chan, ts, chan->rx_consumed);
+	rc = post_write(chan, ts, chan->rx_consumed, false);
 	if (rc)
 		return rc;
 	ts->cb = NULL;
@@ -367,9 +393,9 @@ static int try_msg(struct rdmx_chan *chan, struct chan_msg *m)
 		return rc ? rc : 1;
 	}
 	if (m->kind == MSG_ZC)
-		return write_eager_zc(chan, &m->ubuf, m->cb, m->arg);
+		return write_eager_zc(chan, &m->ubuf, m->cb, m->arg, NULL);
 	eager_fill(chan, m->len, copy_fill, m->data); /* a copy: cannot fail */
-	return write_eager_staged(chan, m->len, m->cb, m->arg);
+	return write_eager_staged(chan, m->len, m->cb, m->arg, NULL);
 }
 
 static void run_idle(struct rdmx_chan *chan)
@@ -516,8 +542,10 @@ static int chan_send(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill,
 			/* the fill's own error fails this send alone */
 			if (!ubuf && (rc = eager_fill(chan, len, fill, fill_arg)) != 0)
 				return rc;
-			rc = ubuf ? write_eager_zc(chan, ubuf, cb, arg)
-			          : write_eager_staged(chan, len, cb, arg);
+			unsigned *light = flags & RDMX__SEND_LIGHT ? how : NULL;
+
+			rc = ubuf ? write_eager_zc(chan, ubuf, cb, arg, light)
+			          : write_eager_staged(chan, len, cb, arg, light);
 			if (rc == 0)
 				return 0;
 			if (rc != RDMX_E_FULL) {
@@ -714,6 +742,7 @@ void rdmx__chan_apply_hello(struct rdmx_chan *chan, const struct rdmx__hello *h)
 	chan->peer_count = h->slot_count;
 	chan->peer_size = h->slot_size;
 	chan->peer_max_msg = h->max_msg;
+	chan->peer_light = (h->flags & RDMX__HELLO_F_MSG) && chan->worker->light;
 	chan->tx_window = win;
 	for (uint32_t i = 0; i < win; i++) {
 		struct tx_slot *ts = &chan->tx[i];

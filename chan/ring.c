@@ -108,6 +108,7 @@ size_t rdmx__ctl_hello_encode(const struct rdmx__hello *h, void *dst)
 	ctl_head(b, RDMX__CTL_HELLO);
 	rdmx__st32(b + 4, h->slot_count);
 	rdmx__st32(b + 8, h->slot_size);
+	rdmx__st32(b + 12, h->flags);
 	rdmx__st64(b + 16, h->max_msg);
 	memcpy(b + 24, h->desc, RDMX_MR_DESCRIPTOR_SIZE);
 	return RDMX__CTL_HELLO_LEN;
@@ -154,7 +155,8 @@ int rdmx__ctl_decode(const void *src, size_t len, struct rdmx__ctl *ctl, const c
 		ctl->hello.slot_size = rdmx__ld32(b + 8);
 		ctl->hello.max_msg = rdmx__ld64(b + 16);
 		memcpy(ctl->hello.desc, b + 24, RDMX_MR_DESCRIPTOR_SIZE);
-		if (rdmx__ld32(b + 12) != 0 || !all_zero(b + 56, 8)) {
+		ctl->hello.flags = rdmx__ld32(b + 12);
+		if ((ctl->hello.flags & ~RDMX__HELLO_F_MSG) || !all_zero(b + 56, 8)) {
 			*why = "hello with reserved fields set";
 			return RDMX_E_PROTOCOL;
 		}

@@ -18,7 +18,9 @@
  *
  * Control messages (two-sided SENDs into the worker's receive buffers):
  *   0 u16 magic   2 u8 version   3 u8 type
- *   HELLO  (64 bytes): 4 u32 slot_count  8 u32 slot_size  12 u32 flags (0)
+ *   HELLO  (64 bytes): 4 u32 slot_count  8 u32 slot_size  12 u32 flags
+ *                      (bit 0: this side takes its ring writes as light
+ *                      messages, engine/msg.h; other bits 0)
  *                      16 u64 max_msg_size  24 desc[32] ring descriptor
  *                      56 u64 reserved (0)
  *   CREDIT (16 bytes): 4 u32 credit (as in the slot header)  8 u64 reserved (0)
@@ -38,6 +40,7 @@
 #define RDMX__SLOT_F_RDV 0x1u
 #define RDMX__SLOT_F_KNOWN RDMX__SLOT_F_RDV
 #define RDMX__RDV_PAYLOAD RDMX_MR_DESCRIPTOR_SIZE
+#define RDMX__HELLO_F_MSG 0x1u
 
 enum rdmx__ctl_type {
 	RDMX__CTL_HELLO = 1,
@@ -59,6 +62,7 @@ struct rdmx__hello {
 	uint32_t slot_size;
 	uint64_t max_msg;
 	uint8_t desc[RDMX_MR_DESCRIPTOR_SIZE];
+	uint32_t flags; /* RDMX__HELLO_F_* */
 };
 
 struct rdmx__ctl {

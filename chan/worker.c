@@ -230,6 +230,28 @@ static void stash_hello(struct rdmx_chan_worker *worker, struct rdmx_conn *conn,
 	memcpy(copy, buf, RDMX__CTL_HELLO_LEN);
 }
 
+/* A ring write that came (a receive completion's, or a light message's). */
+static void worker_on_write(struct rdmx_chan_worker *worker, struct rdmx_conn *conn, uint32_t imm,
+                            uint32_t len)
+{
+	struct rdmx_chan *chan = rdmx__map_get(&worker->chans, conn_key(conn));
+
+	if (chan)
+		rdmx__chan_on_write(chan, imm, len);
+	else
+		rdmx__worker_reject_conn(worker, conn, "ring write before the channel exists");
+}
+
+/* The context's light message handler (engine/msg.h). */
+static void worker_msg(void *arg, struct rdmx_conn *conn, uint32_t imm, uint32_t len)
+{
+	struct rdmx_chan_worker *worker = arg;
+
+	rdmx__worker_enter(worker);
+	worker_on_write(worker, conn, imm, len);
+	rdmx__worker_leave(worker);
+}
+
 static void worker_recv_ok(struct rdmx_task *task, void *ud, void *cud)
 {
 	struct worker_recv *r = ud;
@@ -242,15 +264,13 @@ static void worker_recv_ok(struct rdmx_task *task, void *ud, void *cud)
 	(void)cud;
 	worker->recvs_outstanding--;
 	rdmx__worker_enter(worker);
-	chan = conn ? rdmx__map_get(&worker->chans, conn_key(conn)) : NULL;
+	chan = conn && op != RDMX_OPCODE_WRITE_WITH_IMM
+	           ? rdmx__map_get(&worker->chans, conn_key(conn))
+	           : NULL;
 	if (!conn) {
 		RDMX_WARN("chan: receive completion without a connection: ignored");
 	} else if (op == RDMX_OPCODE_WRITE_WITH_IMM) {
-		if (chan)
-			rdmx__chan_on_write(chan, rdmx_task_receive_get_imm(task), len);
-		else
-			rdmx__worker_reject_conn(worker, conn,
-			                         "ring write before the channel exists");
+		worker_on_write(worker, conn, rdmx_task_receive_get_imm(task), len);
 	} else if (op == RDMX_OPCODE_SEND) {
 		if (len > RDMX__CTL_MAX_LEN)
 			len = RDMX__CTL_MAX_LEN + 1; /* truncated: decoders reject it */
@@ -555,6 +575,9 @@ static int worker_conf_ctx(struct rdmx_chan_worker *worker)
 		                                 on_disconnected);
 	if (!rc)
 		rc = rdmx_ctx_set_user_data(ctx, worker);
+	/* small ring writes go as light messages where the provider has them */
+	if (!rc)
+		worker->light = rdmx__ctx_set_msg_handler(ctx, worker_msg, worker) == 0;
 	return rc;
 }
 

@@ -264,6 +264,9 @@ struct rdmx_ctx {
 	bool listening;
 	struct rdmx_conn *dead;      /* finished connections, released after ctx_poll returns */
 	struct rdmx_ctx_stats stats; /* engine/ctx_stats.c; kept by task.c and conn.c */
+	/* light messages' handler (engine/msg.h), NULL: none */
+	void (*msg_fn)(void *arg, struct rdmx_conn *conn, uint32_t imm, uint32_t len);
+	void *msg_arg;
 };
 
 /* ---- engine services for providers (engine/ core files) ---- */
@@ -272,6 +275,10 @@ struct rdmx_ctx {
  * the progress thread only (from ops->ctx_poll or ops->ctx_stop), never
  * holding a provider lock: the callback may submit, free or disconnect. */
 void rdmx__task_complete(struct rdmx_task *task, int status);
+
+/* A light message arrived on conn (engine/msg.h): counts it and runs the
+ * context's handler. Same rules as rdmx__task_complete. */
+void rdmx__msg_arrived(struct rdmx_conn *conn, uint32_t imm, uint32_t len);
 
 enum rdmx__conn_event {
 	RDMX__CONN_EV_REQUEST, /* incoming cm request (conn from rdmx__conn_new) */

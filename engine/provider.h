@@ -15,7 +15,7 @@
  *   one is disabled with an error log. Optional: dev_find_by_addr, listen,
  *   stop_listen, connect_to_addr, conn_accept, conn_reject (the engine answers
  *   RDMX_E_NOT_SUPPORTED without them), ctx_wait_read (a blocking wait then
- *   sleeps on the fd alone).
+ *   sleeps on the fd alone), post_msg.
  * - conn_export / connect_to_addr that fail leave nothing to release: the
  *   engine frees the conn without calling conn_release.
  * - conn_disconnect (on any connection not in REQUESTED, also one exported
@@ -124,6 +124,12 @@ struct rdmx_provider_ops {
 	int (*post_recv)(struct rdmx_ctx *ctx, struct rdmx_task *task);
 	/* Every send-side op (task->op != RDMX__OP_RECV). */
 	int (*post_send)(struct rdmx_conn *conn, struct rdmx_task *task);
+	/* Optional: light messages (engine/msg.h, which holds the contract).
+	 * Called on an established conn with src's total length at most
+	 * RDMX__MSG_MAX; 0 or RDMX_E_AGAIN. The receiving side calls
+	 * ctx->msg_fn from ctx_poll, like a completion. */
+	int (*post_msg)(struct rdmx_conn *conn, const struct rdmx_buf *src,
+	                const struct rdmx_rbuf *dst, uint32_t imm, uint32_t len);
 };
 
 /* A listen group's members as a provider keeps them (listen_join): *n

@@ -58,6 +58,7 @@ void rdmx__rpc_batch_flush(struct rdmx_rpc_ep *ep)
 	struct rpc_batch *b = &ep->batch;
 	uint32_t n = b->n;
 	const uint8_t *msg;
+	unsigned how = 0;
 	size_t len;
 	int rc;
 
@@ -77,7 +78,9 @@ void rdmx__rpc_batch_flush(struct rdmx_rpc_ep *ep)
 	}
 	b->len = RDMX_RPC_HDR_SIZE;
 	rc = rdmx__chan_send_ex(ep->chan, len, copy_fill, (void *)msg, batch_sent,
-	                        (void *)(uintptr_t)n, RDMX__SEND_FORCE, NULL);
+	                        (void *)(uintptr_t)n, RDMX__SEND_FORCE | RDMX__SEND_LIGHT, &how);
+	if (rc == 0 && (how & RDMX__SENT_LIGHT)) /* gone: batch_sent will not run */
+		ep->resp_pending = ep->resp_pending > n ? ep->resp_pending - n : 0;
 	if (rc) {
 		ep->resp_pending = ep->resp_pending > n ? ep->resp_pending - n : 0;
 		if (rc != RDMX_E_BAD_STATE) {
@@ -95,6 +98,7 @@ static void batch_due(struct rdmx__timer *t)
 
 	ep->busy++;
 	rdmx__rpc_batch_flush(ep);
+	rdmx__rpc_check_active(ep); /* the answers may have left at once */
 	ep->busy--;
 	rdmx__rpc_check_drained(ep);
 	rdmx__rpc_release(ep);

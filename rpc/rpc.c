@@ -700,9 +700,11 @@ int rdmx_rpc_call_async_md(struct rdmx_rpc_ep *ep, uint32_t method_id,
 	c->start_ns = rdmx__now_ns();
 	ep->issuing = c;
 	ep->busy++; /* a close inside the send runs callbacks that may destroy ep */
+	/* request_sent matters only for a request that fails */
 	rc = rdmx__chan_send_ex(ep->chan, RDMX_RPC_HDR_SIZE + prelen + blen, rpc_fill_fn, &f,
 	                        oneway ? (cb ? oneway_sent : NULL) : request_sent,
-	                        oneway ? (void *)c : (void *)(uintptr_t)c->id, 0, &how);
+	                        oneway ? (void *)c : (void *)(uintptr_t)c->id,
+	                        oneway ? 0 : RDMX__SEND_LIGHT, &how);
 	ep->busy--;
 	ep->issuing = NULL;
 	free(pre);

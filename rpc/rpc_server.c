@@ -572,9 +572,9 @@ static int send_response(struct rdmx_rpc_ep *ep, uint64_t call_id, enum rdmx_rpc
 	}
 	rdmx__rpc_batch_flush(ep); /* answers leave in order */
 	rc = rdmx__chan_send_ex(ep->chan, RDMX_RPC_HDR_SIZE + mlen + blen, resp_fill_fn, &f,
-	                        resp_sent, ep, RDMX__SEND_FORCE, how);
-	if (rc == 0)
-		ep->resp_pending++;
+	                        resp_sent, ep, RDMX__SEND_FORCE | RDMX__SEND_LIGHT, how);
+	if (rc == 0 && !(*how & RDMX__SENT_LIGHT))
+		ep->resp_pending++; /* resp_sent counts it out */
 	return rc;
 }
 

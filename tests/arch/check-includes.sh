@@ -8,6 +8,7 @@
 # layer is private to it, except the interfaces meant for other layers:
 #   common/*.h       for every layer (utilities below the engine)
 #   chan/chan_rpc.h  for rpc/ and secure/ (the channel's narrow interface)
+#   engine/msg.h     for chan/ (light messages: the engine's entry for it)
 #   tools/common/*.h for tools/ and services/ (the programs' shared parts)
 # Public headers (<rdmx/...>) are everyone's. Tests may include anything.
 set -euo pipefail
@@ -43,6 +44,7 @@ allowed() { # $1 = including layer, $2 = header path from the root
 	case "$2" in
 	common/*.h) return 0 ;;
 	chan/chan_rpc.h) [ "$1" = rpc ] || [ "$1" = secure ] ;;
+	engine/msg.h) [ "$1" = chan ] ;;
 	tools/common/*.h) [ "$1" = tools ] || [ "$1" = services ] ;;
 	*) return 1 ;;
 	esac

@@ -73,6 +73,7 @@ static struct tcp_conn *cqe_conn(const struct tcp_cqe *e)
 		return t->conn ? TCP_CONN(t->conn) : NULL;
 	case TCP_CQE_ESTABLISHED:
 	case TCP_CQE_SET_ERROR:
+	case TCP_CQE_MSG:
 		return e->p;
 	default:
 		return NULL;
@@ -111,6 +112,17 @@ void rdmx__tcp_cq_event(struct tcp_ctx *tc, enum tcp_cqe_kind kind, void *p)
 	cq_push(tc, (uint8_t)kind, p, 0);
 }
 
+void rdmx__tcp_cq_msg(struct tcp_ctx *tc, struct tcp_conn *c, uint32_t imm, uint32_t len)
+{
+	struct tcp_cqe *e;
+
+	cq_push(tc, TCP_CQE_MSG, c, 0);
+	e = &tc->cq[(tc->cq_head + tc->cq_count - 1) & (tc->cq_cap - 1)];
+	e->imm = imm;
+	e->len = len;
+	c->msg_backlog++;
+}
+
 static bool cq_pop(struct tcp_ctx *tc, struct tcp_cqe *out)
 {
 	struct tcp_conn *c;
@@ -123,6 +135,8 @@ static bool cq_pop(struct tcp_ctx *tc, struct tcp_cqe *out)
 	c = cqe_conn(out);
 	if (c)
 		c->cq_refs--;
+	if (out->kind == TCP_CQE_MSG)
+		c->msg_backlog--;
 	return true;
 }
 
@@ -724,6 +738,10 @@ static void deliver_one(struct tcp_ctx *tc, const struct tcp_cqe *e)
 		break;
 	case TCP_CQE_REQUEST:
 		rdmx__tcp_cm_deliver(tc, e->p);
+		break;
+	case TCP_CQE_MSG:
+		c = e->p;
+		rdmx__msg_arrived(c->conn, e->imm, e->len);
 		break;
 	default:
 		break;

@@ -9,6 +9,10 @@
 
 #include "tcp.h"
 
+#include "../../msg.h"
+
+_Static_assert(RDMX__TCP_MSG_MAX == RDMX__MSG_MAX, "a light message fits a MSG frame");
+
 int rdmx__tcp_post_recv(struct rdmx_ctx *ctx, struct rdmx_task *task)
 {
 	struct tcp_ctx *tc = TCP_CTX(ctx);
@@ -92,6 +96,34 @@ unlock:
 	return rc;
 }
 
+/* As post_send's requests, a light message goes at once unless others sent
+ * since the peer's last frame wait for it (a burst: they share a sendmsg at
+ * the application's next poll or arm). */
+int rdmx__tcp_post_msg(struct rdmx_conn *conn, const struct rdmx_buf *src,
+                       const struct rdmx_rbuf *dst, uint32_t imm, uint32_t len)
+{
+	struct tcp_conn *c = TCP_CONN(conn);
+	struct tcp_ctx *tc = c->tc;
+	bool held = false;
+	int rc = RDMX_E_AGAIN;
+
+	rdmx__tcp_ctx_enter(tc);
+	if (!rdmx__tcp_tx_msg(c, src, dst, imm, len))
+		goto unlock;
+	rc = 0;
+	held = c->msgs_unheard++ > 0 && !(c->ep_events & EPOLLOUT) &&
+	       !atomic_load_explicit(&tc->armed, memory_order_relaxed);
+	if (held)
+		rdmx__tcp_conn_dirty(c);
+	else if (!(c->ep_events & EPOLLOUT))
+		rdmx__tcp_tx_flush(c);
+unlock:
+	pthread_mutex_unlock(&tc->lock);
+	if (held)
+		rdmx__tcp_nic_nudge(tc);
+	return rc;
+}
+
 const struct rdmx_provider_ops rdmx__tcp_ops = {
     .name = "tcp",
     .id = RDMX_PROVIDER_ID_TCP,
@@ -125,4 +157,5 @@ const struct rdmx_provider_ops rdmx__tcp_ops = {
     .conn_release = rdmx__tcp_conn_release,
     .post_recv = rdmx__tcp_post_recv,
     .post_send = rdmx__tcp_post_send,
+    .post_msg = rdmx__tcp_post_msg,
 };

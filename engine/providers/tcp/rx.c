@@ -21,6 +21,8 @@
 
 #include "tcp.h"
 
+#include "../../msg.h"
+
 enum rx_post {
 	RX_POST_NONE = 0,
 	RX_POST_DROP,       /* drained: no answer (error state, go-back-N) */
@@ -29,6 +31,7 @@ enum rx_post {
 	RX_POST_NAK,        /* refused at its start: answer rx.nak at its end */
 	RX_POST_RESPONSE,   /* a response to the oldest outstanding task */
 	RX_POST_PEER_ERROR, /* the peer moved the connection to error */
+	RX_POST_MSG,        /* a light message placed: hand it over at its end */
 };
 
 static uint32_t task_psn(const struct rdmx_task *t)
@@ -224,6 +227,63 @@ static void request_begin(struct tcp_conn *c)
 	default:
 		return; /* no payload: handled at the end */
 	}
+}
+
+/* Start of a light message (engine/msg.h; state UP or ERROR): placed as a
+ * write is, handed to the context's handler at its end; no psn, no answer. */
+static void msg_begin(struct tcp_conn *c)
+{
+	struct tcp_rx *rx = &c->rx;
+	const struct rdmx__tcp_hdr *h = &rx->h;
+	const struct rdmx__tcp_region *r = NULL;
+
+	if (c->state != TC_UP)
+		return; /* drained */
+	if (!c->tc->ctx->msg_fn) {
+		proto_error(c, "light message to a context that takes none");
+		return;
+	}
+	if (c->msg_backlog >= RDMX__MSG_BACKLOG_MAX) {
+		proto_error(c, "more light messages undelivered than allowed");
+		return;
+	}
+	if (rdmx__tcp_cq_reserve(c->tc, 1)) {
+		RDMX_ERR("tcp: connection %u: no memory for a light message", c->conn->id);
+		rdmx__tcp_conn_error(c, RDMX_E_NOMEM, 0, true);
+		return;
+	}
+	rx->serial = 0;
+	if (h->len) {
+		rdmx__tcp_keytab_rdlock(&c->td->keys);
+		r = rdmx__tcp_remote_access(c, h->rkey, h->offset, h->len,
+		                            RDMX_ACCESS_REMOTE_WRITE);
+		rx->serial = r ? r->serial : 0;
+		rdmx__tcp_keytab_unlock(&c->td->keys);
+		if (!r) {
+			proto_error(c, "light message outside the memory it may write");
+			return;
+		}
+	}
+	rx->post = RX_POST_MSG;
+	rx->sink = TCP_SINK_MR;
+	rx->rkey = h->rkey;
+	rx->mr_off = h->offset;
+}
+
+/* End of a light message: to the handler, unless its region went away
+ * while it came (deregistered: the connection cannot go on). */
+static void msg_end(struct tcp_conn *c)
+{
+	struct tcp_rx *rx = &c->rx;
+
+	if (rx->nak) {
+		RDMX_WARN("tcp: connection %u: region gone under a light message: connection "
+		          "to error",
+		          c->conn->id);
+		rdmx__tcp_conn_error(c, RDMX_E_CONN_ABORTED, 0, true);
+		return;
+	}
+	rdmx__tcp_cq_msg(c->tc, c, rx->h.imm, (uint32_t)rx->h.len);
 }
 
 /* One-sided requests without payload, answered from registered memory. */
@@ -506,8 +566,8 @@ static void frame_end(struct tcp_conn *c)
 	rx->in_payload = false;
 	rx->post = RX_POST_NONE;
 	rx->sink = TCP_SINK_DISCARD;
-	if (c->state != TC_UP &&
-	    (post == RX_POST_REQUEST || post == RX_POST_NAK || post == RX_POST_RESPONSE))
+	if (c->state != TC_UP && (post == RX_POST_REQUEST || post == RX_POST_NAK ||
+	                          post == RX_POST_RESPONSE || post == RX_POST_MSG))
 		return; /* the connection went to error while the frame came: drained
 		         * (its receive or read was flushed with the other tasks) */
 	switch (post) {
@@ -533,6 +593,9 @@ static void frame_end(struct tcp_conn *c)
 		break;
 	case RX_POST_RESPONSE:
 		response_end(c);
+		break;
+	case RX_POST_MSG:
+		msg_end(c);
 		break;
 	case RX_POST_PEER_ERROR:
 		RDMX_DBG("tcp: connection %u: peer moved it to error (status %u)", c->conn->id,
@@ -563,12 +626,15 @@ static void frame_begin(struct tcp_conn *c)
 		return;
 	}
 	if (rdmx__tcp_op_is_request(h->op) || rdmx__tcp_op_is_response(h->op) ||
-	    h->op == RDMX__TCP_OP_ERROR) {
+	    h->op == RDMX__TCP_OP_MSG || h->op == RDMX__TCP_OP_ERROR) {
 		if (c->state != TC_UP && c->state != TC_ERROR) {
 			proto_error(c, "data frame before the handshake finished");
 			return;
 		}
-		if (rdmx__tcp_op_is_request(h->op)) {
+		c->msgs_unheard = 0;
+		if (h->op == RDMX__TCP_OP_MSG) {
+			msg_begin(c);
+		} else if (rdmx__tcp_op_is_request(h->op)) {
 			if ((h->flags & RDMX__TCP_F_ACK) && !carried_ack(c))
 				return;
 			request_begin(c);

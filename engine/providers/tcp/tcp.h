@@ -349,12 +349,14 @@ enum tcp_cqe_kind {
 	TCP_CQE_ESTABLISHED, /* p: tcp_conn */
 	TCP_CQE_SET_ERROR,   /* p: tcp_conn */
 	TCP_CQE_REQUEST,     /* p: tcp_cmreq (incoming cm request) */
+	TCP_CQE_MSG,         /* p: tcp_conn, a light message (engine/msg.h): imm, len */
 };
 
 struct tcp_cqe {
 	void *p;
 	int32_t status;
 	uint8_t kind;
+	uint32_t imm, len; /* TCP_CQE_MSG */
 };
 
 /* What an epoll entry of a context's socket set stands for. */
@@ -446,6 +448,9 @@ struct tcp_ctx {
 void rdmx__tcp_ctx_signal(struct tcp_ctx *tc);
 void rdmx__tcp_cq_task(struct tcp_ctx *tc, struct rdmx_task *task, int status);
 void rdmx__tcp_cq_event(struct tcp_ctx *tc, enum tcp_cqe_kind kind, void *p);
+/* A light message that arrived on c (counted in c->msg_backlog until
+ * delivered); the caller reserved its entry (rdmx__tcp_cq_reserve). */
+void rdmx__tcp_cq_msg(struct tcp_ctx *tc, struct tcp_conn *c, uint32_t imm, uint32_t len);
 /* Makes room for the completions a new connection may queue. */
 int rdmx__tcp_cq_reserve(struct tcp_ctx *tc, uint32_t extra);
 /* Serves the context's sockets and timers (lock held). Returns bytes read.
@@ -497,7 +502,7 @@ struct tcp_resp {
 };
 
 enum tcp_src { TCP_SRC_NONE, TCP_SRC_CHAIN, TCP_SRC_MR, TCP_SRC_INLINE };
-enum tcp_tx_what { TCP_TX_CTL = 1, TCP_TX_RESP, TCP_TX_REQ, TCP_TX_ORPHAN };
+enum tcp_tx_what { TCP_TX_CTL = 1, TCP_TX_RESP, TCP_TX_REQ, TCP_TX_ORPHAN, TCP_TX_MSG };
 
 /* One frame picked for sending (tx.c). */
 struct tcp_frame {
@@ -511,11 +516,11 @@ struct tcp_frame {
 	uint32_t rkey; /* region source (read response) */
 	uint64_t serial;
 	uint64_t mr_off;
-	uint32_t inl_off; /* inline source */
-	uint64_t left;    /* payload bytes still to send */
-	bool acks;        /* a request carrying the next owed ACK (RDMX__TCP_F_ACK),
-	                   * until its header is out (the ACK's slot is freed then) */
-	uint8_t inl[RDMX__TCP_PD_MAX];
+	uint32_t inl_off;               /* inline source */
+	uint64_t left;                  /* payload bytes still to send */
+	bool acks;                      /* a request carrying the next owed ACK (RDMX__TCP_F_ACK),
+	                                 * until its header is out (the ACK's slot is freed then) */
+	uint8_t inl[RDMX__TCP_MSG_MAX]; /* private data, or a light message (TCP_TX_MSG) */
 };
 
 /* Frames go out several per sendmsg: an acknowledgement and the next
@@ -586,6 +591,8 @@ struct tcp_conn {
 	bool final_done;
 	uint8_t final_ev;       /* RDMX__CONN_EV_FAILURE / DISCONNECTED */
 	uint32_t cq_refs;       /* completion queue entries naming this conn */
+	uint32_t msg_backlog;   /* ... of them, light messages (engine/msg.h) */
+	uint32_t msgs_unheard;  /* light messages sent since the peer's last frame */
 	uint64_t conn_deadline; /* handshake timeout */
 	uint64_t tt_ns;         /* transport timeout x tries (0: none) */
 	uint64_t tt_last;       /* last sign of life: bytes in or out, or sq was empty
@@ -704,6 +711,12 @@ size_t rdmx__tcp_rx_serve(struct tcp_conn *c, size_t budget);
 int rdmx__tcp_rx_wait(struct tcp_conn *c);
 /* Sends whatever is queued until the socket is full (lock held). */
 void rdmx__tcp_tx_flush(struct tcp_conn *c);
+/* Queues a light message's frame (engine/msg.h) behind the frames queued,
+ * its bytes copied (lock held). False when it cannot go now: a request is
+ * unanswered or not yet on the wire, the frame queue is full, or the
+ * connection is not up. */
+bool rdmx__tcp_tx_msg(struct tcp_conn *c, const struct rdmx_buf *src, const struct rdmx_rbuf *dst,
+                      uint32_t imm, uint32_t len);
 bool rdmx__tcp_tx_pending(const struct tcp_conn *c);
 void rdmx__tcp_tx_reset(struct tcp_conn *c);
 /* RNR timer: go back to the oldest unanswered request. */
@@ -757,6 +770,8 @@ int rdmx__tcp_conn_set_keys(struct rdmx_conn *conn, const struct rdmx_conn_keys 
 void rdmx__tcp_conn_release(struct rdmx_conn *conn);
 int rdmx__tcp_post_recv(struct rdmx_ctx *ctx, struct rdmx_task *task);
 int rdmx__tcp_post_send(struct rdmx_conn *conn, struct rdmx_task *task);
+int rdmx__tcp_post_msg(struct rdmx_conn *conn, const struct rdmx_buf *src,
+                       const struct rdmx_rbuf *dst, uint32_t imm, uint32_t len);
 
 #define TCP_CTX(ctx) ((struct tcp_ctx *)(ctx)->prov)
 #define TCP_DEV(dev) ((struct tcp_dev *)(dev)->prov)

@@ -269,6 +269,43 @@ static bool pick(struct tcp_conn *c, struct tcp_frame *f)
 	return true;
 }
 
+bool rdmx__tcp_tx_msg(struct tcp_conn *c, const struct rdmx_buf *src, const struct rdmx_rbuf *dst,
+                      uint32_t imm, uint32_t len)
+{
+	struct tcp_tx *tx = &c->tx;
+	struct rdmx__tcp_hdr h;
+	struct tcp_frame *f;
+	uint32_t off = 0;
+
+	if (c->state != TC_UP || c->sq_head || c->rnr_wait || c->rewind_pending ||
+	    len > sizeof(f->inl))
+		return false;
+	/* the answers owed go first: the peer's requests they answer leave its
+	 * send queue before it reads this, and it may send light ones again */
+	while (tx->count < TCP_TX_FRAMES - 1 && pick(c, frame_at(c, tx->count)))
+		tx->count++;
+	if (tx->count >= TCP_TX_FRAMES)
+		return false;
+	f = frame_at(c, tx->count);
+	memset(f, 0, offsetof(struct tcp_frame, inl));
+	for (const struct rdmx_buf *b = src; b && off < len; b = b->next) {
+		memcpy(f->inl + off, b->addr, b->len);
+		off += (uint32_t)b->len;
+	}
+	memset(&h, 0, sizeof(h));
+	h.op = RDMX__TCP_OP_MSG;
+	h.rkey = dst->mr->rkey;
+	h.offset = dst->offset;
+	h.imm = imm;
+	h.len = len;
+	rdmx__tcp_hdr_encode(&h, f->hdr);
+	f->what = TCP_TX_MSG;
+	f->src = len ? TCP_SRC_INLINE : TCP_SRC_NONE;
+	f->left = len;
+	tx->count++;
+	return true;
+}
+
 /* The owed response at the head of the ring is on the wire. */
 static void resp_done(struct tcp_conn *c)
 {

@@ -18,6 +18,11 @@
  *   READ_REQ                rkey, offset, op0 = length to read; no payload
  *   CAS (op0 cmp, op1 swap), FADD (op0 add), AWRITE (op0 value): rkey, offset
  *   FLUSH                   rkey, offset, op0 = range length
+ *   MSG                     rkey, offset, imm; payload = data (<= 512 bytes):
+ *                           a light message (engine/msg.h), placed as a
+ *                           WRITE_IMM's but with no psn (0), no receive
+ *                           consumed and no response; sent only when every
+ *                           request before it was answered
  * Responses (target -> initiator, psn = the request's, strictly in order):
  *   ACK, NAK (status), ATOMIC_RESP (op0 = previous value), READ_RESP (payload)
  * Flags: 0, except RDMX__TCP_F_ACK on a request other than CAS: op1 = the
@@ -65,7 +70,8 @@
 #define RDMX__TCP_DETAILS_VERSION 1u
 #define RDMX__TCP_DETAILS_SIZE 48u
 
-#define RDMX__TCP_F_ACK 0x01u /* flags: op1 carries an ACK (see above) */
+#define RDMX__TCP_MSG_MAX 512u /* payload of a MSG frame (RDMX__MSG_MAX) */
+#define RDMX__TCP_F_ACK 0x01u  /* flags: op1 carries an ACK (see above) */
 
 enum rdmx__tcp_op {
 	RDMX__TCP_OP_SEND = 1,
@@ -77,6 +83,7 @@ enum rdmx__tcp_op {
 	RDMX__TCP_OP_FADD = 7,
 	RDMX__TCP_OP_AWRITE = 8,
 	RDMX__TCP_OP_FLUSH = 9,
+	RDMX__TCP_OP_MSG = 10,
 	RDMX__TCP_OP_ACK = 16,
 	RDMX__TCP_OP_NAK = 17,
 	RDMX__TCP_OP_READ_RESP = 18,
@@ -169,6 +176,10 @@ static inline const char *rdmx__tcp_hdr_check(const struct rdmx__tcp_hdr *h, uin
 			return "carried acknowledgement psn out of range";
 	}
 	switch (h->op) {
+	case RDMX__TCP_OP_MSG:
+		if (h->len > RDMX__TCP_MSG_MAX)
+			return "light message longer than its limit";
+		return h->status || h->psn ? "status or psn on a light message" : NULL;
 	case RDMX__TCP_OP_SEND:
 	case RDMX__TCP_OP_SEND_IMM:
 	case RDMX__TCP_OP_WRITE:

@@ -117,6 +117,10 @@ after_brace("engine/providers/tcp/ctx.c", "static void deliver_task(struct rdmx_
             "rdmx_cp_mark(t->op == RDMX__OP_RECV ? 3 : 20);")
 after_brace("engine/providers/tcp/ops.c", "int rdmx__tcp_post_send(struct rdmx_conn *conn",
             "rdmx_cp_mark(12);")
+after_brace("engine/providers/tcp/ops.c", "int rdmx__tcp_post_msg(struct rdmx_conn *conn",
+            "rdmx_cp_mark(12);")
+edit("engine/providers/tcp/ctx.c", "\t\trdmx__msg_arrived(c->conn, e->imm, e->len);",
+     "\t\trdmx_cp_mark(3);\n\t\trdmx__msg_arrived(c->conn, e->imm, e->len);")
 after_brace("engine/providers/tcp/tx.c", "void rdmx__tcp_tx_flush(struct tcp_conn *c)",
             "rdmx_cp_mark(13);")
 edit("engine/providers/tcp/tx.c", "\tmemset(&msg, 0, sizeof(msg));\n\tmsg.msg_iov = iov;",
@@ -139,6 +143,5 @@ edit("rpc/rpc_server.c", "\t\tret = send_response(ep, call->id, code, message, r
 # channel: the slot filled, the engine task made and submitted
 after_brace("chan/chan_tx.c", "static int write_eager_staged(struct rdmx_chan *chan", "rdmx_cp_mark(9);")
 after_brace("chan/chan_tx.c", "static int post_write(struct rdmx_chan *chan", "rdmx_cp_mark(10);")
-edit("chan/chan_tx.c", "\trc = rdmx__chan_submit(chan, rc, task);\n\tif (rc)\n\t\treturn rc;\n\tts->busy = true;",
-     "\trdmx_cp_mark(11);\n\trc = rdmx__chan_submit(chan, rc, task);\n\tif (rc)\n\t\treturn rc;\n"
-     "\tts->busy = true;")
+edit("chan/chan_tx.c", "\tif (!light_write(chan, ts, wait) ||\n",
+     "\trdmx_cp_mark(11);\n\tif (!light_write(chan, ts, wait) ||\n")

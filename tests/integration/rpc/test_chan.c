@@ -78,6 +78,12 @@ static void *make_msg(uint32_t seq, size_t len)
 	return p;
 }
 
+static int copy_fill_for_test(void *dst, size_t len, void *arg)
+{
+	memcpy(dst, arg, len);
+	return 0;
+}
+
 static int send_msg(struct rdmx_chan *c, uint32_t seq, size_t len, rdmx_chan_sent_cb cb, void *arg)
 {
 	void *p = make_msg(seq, len);
@@ -144,6 +150,51 @@ Test(chan, basic_both_ways)
 	node_close(&a);
 	node_close(&b);
 	leak_end();
+}
+
+/* Small eager writes go as light messages where the provider has them (the
+ * tcp device): a send with RDMX__SEND_LIGHT is done at once and its callback
+ * never runs; without the flag the callback runs at the write's completion;
+ * a message too big for a light one is a write task, as on verbs. */
+Test(chan, light_messages_where_the_provider_has_them)
+{
+	struct node a, b;
+	struct sink sa = {0}, sb = {0};
+	struct chan_conf ca = {.recv_cb = sink_recv, .event_cb = sink_event, .arg = &sa};
+	struct chan_conf cb = {.recv_cb = sink_recv, .event_cb = sink_event, .arg = &sb};
+	struct rdmx_chan *x, *y;
+	struct sent_log light = {0}, plain = {0}, large = {0};
+	void *p;
+	unsigned how = 0;
+
+	node_open(&a, "a", 0, NULL);
+	node_open(&b, "b", 1, NULL);
+	chan_pair(&a, &b, &ca, &cb, &x, &y, true);
+	cr_assert_eq(x->peer_light, a.tcp && b.tcp, "light messages %s on this device",
+	             x->peer_light ? "used" : "not used");
+	/* a light message waits behind requests not yet answered (the hello) */
+	ASSERT_OK(send_msg(x, 0, 100, NULL, NULL));
+	DRIVE_UNTIL(&a, &b, sb.n == 1 && x->inflight == 0);
+	p = make_msg(1, 100);
+	ASSERT_OK(rdmx__chan_send_ex(x, 100, copy_fill_for_test, p, sent_cb, &light,
+	                             RDMX__SEND_LIGHT, &how));
+	cr_assert_eq(!!(how & RDMX__SENT_LIGHT), x->peer_light);
+	free(p);
+	p = make_msg(2, 100);
+	ASSERT_OK(rdmx_chan_send(x, p, 100, sent_cb, &plain));
+	free(p);
+	p = make_msg(3, RDMX__MSG_MAX + 64);
+	ASSERT_OK(rdmx_chan_send(x, p, RDMX__MSG_MAX + 64, sent_cb, &large));
+	DRIVE_UNTIL(&a, &b, sb.n == 4 && plain.ok == 1 && large.ok == 1);
+	cr_assert_eq(sb.bad, 0);
+	cr_assert_eq(light.ok, x->peer_light ? 0 : 1, "the light send's callback ran %d times",
+	             light.ok);
+	free(p);
+	ASSERT_OK(rdmx_chan_destroy(&x));
+	DRIVE_UNTIL(&a, &b, sb.closed == 1);
+	ASSERT_OK(rdmx_chan_destroy(&y));
+	node_close(&a);
+	node_close(&b);
 }
 
 Test(chan, settings_and_limits)

@@ -103,6 +103,16 @@ Test(ring, control_messages)
 	cr_assert_eq(c.hello.slot_count, 256);
 	cr_assert_eq(c.hello.max_msg, 1u << 26);
 	cr_assert_eq(memcmp(c.hello.desc, h.desc, 32), 0);
+	cr_assert_eq(c.hello.flags, 0);
+	h.flags = RDMX__HELLO_F_MSG;
+	rdmx__ctl_hello_encode(&h, b);
+	cr_assert_eq(rdmx__ctl_decode(b, 64, &c, &why), 0);
+	cr_assert_eq(c.hello.flags, RDMX__HELLO_F_MSG);
+	h.flags = 2; /* unknown flag */
+	rdmx__ctl_hello_encode(&h, b);
+	cr_assert_eq(rdmx__ctl_decode(b, 64, &c, &why), RDMX_E_PROTOCOL);
+	h.flags = 0;
+	rdmx__ctl_hello_encode(&h, b);
 	cr_assert_eq(rdmx__ctl_decode(b, 63, &c, &why), RDMX_E_PROTOCOL);
 	b[60] = 1;
 	cr_assert_eq(rdmx__ctl_decode(b, 64, &c, &why), RDMX_E_PROTOCOL); /* reserved */

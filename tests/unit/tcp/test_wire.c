@@ -48,7 +48,7 @@ Test(tcp_wire, well_formed_frames_pass)
 	    RDMX__TCP_OP_WRITE_IMM, RDMX__TCP_OP_READ_REQ,  RDMX__TCP_OP_CAS,
 	    RDMX__TCP_OP_FADD,      RDMX__TCP_OP_AWRITE,    RDMX__TCP_OP_FLUSH,
 	    RDMX__TCP_OP_ACK,       RDMX__TCP_OP_READ_RESP, RDMX__TCP_OP_ATOMIC_RESP,
-	    RDMX__TCP_OP_HELLO_ACK, RDMX__TCP_OP_CM_REJECT};
+	    RDMX__TCP_OP_HELLO_ACK, RDMX__TCP_OP_CM_REJECT, RDMX__TCP_OP_MSG};
 
 	for (size_t i = 0; i < sizeof(ops); i++) {
 		struct rdmx__tcp_hdr h = hdr(ops[i]);
@@ -68,6 +68,10 @@ Test(tcp_wire, well_formed_frames_pass)
 	h = hdr(RDMX__TCP_OP_SEND);
 	h.len = TCP_MAX_MSG;
 	cr_assert_null(rdmx__tcp_hdr_check(&h, TCP_MAX_MSG));
+	h = hdr(RDMX__TCP_OP_MSG);
+	h.len = RDMX__TCP_MSG_MAX;
+	h.imm = UINT32_MAX;
+	cr_assert_null(rdmx__tcp_hdr_check(&h, TCP_MAX_MSG));
 }
 
 struct bad_case {
@@ -80,7 +84,7 @@ Test(tcp_wire, malformed_frames_are_named)
 	const struct bad_case cases[] = {
 	    {"opcode 0", {.op = 0}},
 	    {"unknown opcode", {.op = 0xee}},
-	    {"opcode between ranges", {.op = 10}},
+	    {"opcode between ranges", {.op = 11}},
 	    {"unknown flags", {.op = RDMX__TCP_OP_SEND, .flags = 2}},
 	    {"ack flag on a response", {.op = RDMX__TCP_OP_ACK, .flags = RDMX__TCP_F_ACK}},
 	    {"ack flag on a compare-and-swap", {.op = RDMX__TCP_OP_CAS, .flags = RDMX__TCP_F_ACK}},
@@ -97,6 +101,10 @@ Test(tcp_wire, malformed_frames_are_named)
 	    {"ack with payload", {.op = RDMX__TCP_OP_ACK, .len = 1}},
 	    {"status on a write", {.op = RDMX__TCP_OP_WRITE, .status = 1}},
 	    {"status on an ack", {.op = RDMX__TCP_OP_ACK, .status = 2}},
+	    {"light message too long", {.op = RDMX__TCP_OP_MSG, .len = RDMX__TCP_MSG_MAX + 1}},
+	    {"light message with a psn", {.op = RDMX__TCP_OP_MSG, .psn = 1}},
+	    {"light message with a status", {.op = RDMX__TCP_OP_MSG, .status = 1}},
+	    {"ack flag on a light message", {.op = RDMX__TCP_OP_MSG, .flags = RDMX__TCP_F_ACK}},
 	    {"nak without status", {.op = RDMX__TCP_OP_NAK}},
 	    {"nak with unknown status", {.op = RDMX__TCP_OP_NAK, .status = 99}},
 	    {"error with payload", {.op = RDMX__TCP_OP_ERROR, .status = 4, .len = 8}},
