@@ -197,7 +197,16 @@ int rdmx_rpc_call_set_cancel_cb(struct rdmx_rpc_server_call *call,
  * (call-only endpoint) and may be shared by many endpoints. */
 int rdmx_rpc_ep_create(struct rdmx_chan *chan, struct rdmx_rpc_server *server,
                        struct rdmx_rpc_ep **ep);
-/* Fails outstanding calls with UNAVAILABLE (callbacks run), then frees. */
+/* Fails outstanding calls with UNAVAILABLE (callbacks run), cancels the
+ * incoming calls not yet answered (their cancel callbacks run; answering
+ * one afterwards only frees it), lets go of the channel (rdmx_chan_destroy
+ * may follow at once), then frees. Once it is over no callback of the
+ * endpoint runs, its closed callback included. *ep is NULL on return.
+ * Called from a cancel callback that the endpoint's own close runs (its
+ * channel closed: the close runs the cancel callback of every incoming call
+ * not yet answered, one after the other), it lets go of the channel and
+ * returns, and the rest waits for the end of that walk: the other calls'
+ * cancel callbacks still run, once each, every call answerable in its own. */
 int rdmx_rpc_ep_destroy(struct rdmx_rpc_ep **ep);
 /* Graceful shutdown: refuse new calls, let in-flight ones finish. */
 int rdmx_rpc_ep_drain(struct rdmx_rpc_ep *ep);
@@ -283,7 +292,8 @@ void *rdmx_rpc_ep_get_user_data(const struct rdmx_rpc_ep *ep);
 /* A peer that goes away (disconnect, process death, protocol violation)
  * closes the channel: every outstanding call completes with UNAVAILABLE
  * (message names the cause) and every incoming call is cancelled. The
- * callback (optional) then runs once. */
+ * callback (optional) then runs once, unless one of those callbacks
+ * destroyed the endpoint. */
 typedef void (*rdmx_rpc_closed_cb)(struct rdmx_rpc_ep *ep, int status, void *arg);
 int rdmx_rpc_ep_set_closed_cb(struct rdmx_rpc_ep *ep, rdmx_rpc_closed_cb cb, void *arg);
 
