@@ -560,7 +560,10 @@ uint32_t rdmx_rpc_ep_get_inflight(const struct rdmx_rpc_ep *ep)
 
 uint32_t rdmx_rpc_ep_get_active(const struct rdmx_rpc_ep *ep)
 {
-	return ep ? ep->incoming.len + ep->resp_pending : 0;
+	if (!ep)
+		return 0;
+	/* once closed, an answer handed to the channel can only fail */
+	return ep->incoming.len + (ep->closed ? 0 : ep->resp_pending);
 }
 
 static bool is_drained(const struct rdmx_rpc_ep *ep)

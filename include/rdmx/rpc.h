@@ -283,8 +283,12 @@ int rdmx_rpc_ep_set_limits(struct rdmx_rpc_ep *ep, uint32_t max_inflight, uint32
 typedef void (*rdmx_rpc_drained_cb)(struct rdmx_rpc_ep *ep, void *arg);
 int rdmx_rpc_ep_set_drained_cb(struct rdmx_rpc_ep *ep, rdmx_rpc_drained_cb cb, void *arg);
 bool rdmx_rpc_ep_is_drained(const struct rdmx_rpc_ep *ep);
-/* Calls waiting for replies / incoming calls not yet answered. */
+/* Calls waiting for replies. */
 uint32_t rdmx_rpc_ep_get_inflight(const struct rdmx_rpc_ep *ep);
+/* Incoming calls not yet answered, plus, while the channel is open,
+ * answers handed to it and not yet sent (max_active counts them too).
+ * Once the channel closed, only the calls not yet answered: an answer
+ * still on its way can no longer arrive. */
 uint32_t rdmx_rpc_ep_get_active(const struct rdmx_rpc_ep *ep);
 /* The user argument given to rdmx_rpc_ep_set_user_data. */
 int rdmx_rpc_ep_set_user_data(struct rdmx_rpc_ep *ep, void *user_data);

@@ -151,3 +151,45 @@ Test(rpc, completion_destroys_its_endpoint_no_closed_cb)
 	ASSERT_OK(rdmx_rpc_respond(st.held[0], RDMX_RPC_OK, NULL, NULL)); /* detached */
 	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
 }
+
+/* What the closed callback saw. */
+static uint32_t active_at_close;
+static void active_closed(struct rdmx_rpc_ep *ep, int status, void *arg)
+{
+	(void)status;
+	(void)arg;
+	active_at_close = rdmx_rpc_ep_get_active(ep);
+	closed_n++;
+}
+
+/* Answers handed to the channel and not yet delivered when the peer goes
+ * can never complete: after the close the endpoint's active count is its
+ * unanswered calls only. */
+Test(rpc, active_counts_no_answer_of_a_closed_channel)
+{
+	struct node a, b;
+	struct echo_state st = {0};
+	struct rdmx_rpc_server *srv;
+	struct rdmx_rpc_ep *ra, *rb;
+	enum { N = 8 };
+	struct call_rec r[N];
+
+	HOLD = rdmx_rpc_method_id(HOLD_NAME);
+	memset(r, 0, sizeof(r));
+	closed_n = 0;
+	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
+	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(rb, active_closed, NULL));
+	for (int i = 0; i < N; i++)
+		ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, call_rec_cb, &r[i], NULL));
+	DRIVE_UNTIL(&a, &b, st.held_n == N);
+	for (int i = 0; i < N - 1; i++) /* the last one stays held */
+		ASSERT_OK(rdmx_rpc_respond(st.held[i], RDMX_RPC_OK, NULL, NULL));
+	cr_assert_eq(rdmx_rpc_ep_get_active(rb), N, "answers on their way count while open");
+	side_goes(&ra); /* before a read any answer */
+	DRIVE_UNTIL(&a, &b, closed_n == 1);
+	cr_assert_eq(active_at_close, 1, "active %u in the closed callback", active_at_close);
+	cr_assert_eq(rdmx_rpc_ep_get_active(rb), 1);
+	ASSERT_OK(rdmx_rpc_respond(st.held[N - 1], RDMX_RPC_OK, NULL, NULL));
+	cr_assert_eq(rdmx_rpc_ep_get_active(rb), 0);
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
+}
