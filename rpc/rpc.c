@@ -544,6 +544,13 @@ int rdmx_rpc_ep_set_closed_cb(struct rdmx_rpc_ep *ep, rdmx_rpc_closed_cb cb, voi
 	return 0;
 }
 
+void rdmx__rpc_ep_close(struct rdmx_rpc_ep *ep, int status)
+{
+	ep->closed_cb = NULL;
+	ep->closed_arg = NULL;
+	rdmx__chan_fail(ep->chan, status, NULL);
+}
+
 int rdmx_rpc_ep_set_drained_cb(struct rdmx_rpc_ep *ep, rdmx_rpc_drained_cb cb, void *arg)
 {
 	if (!ep)
