@@ -58,6 +58,15 @@ bool rdmx__chan_has_receiver(const struct rdmx_chan *chan);
 /* Clears a pause of the owner's without delivering (the owner goes away). */
 void rdmx__chan_clear_pause(struct rdmx_chan *chan);
 
+/* ---- defined by rpc/ for the servers built on it (rpc/workers.c,
+ * secure/rpc_secure_server.c), which reach no rpc/ header but this one ---- */
+struct rdmx_rpc_ep;
+/* Closes the endpoint's channel with `status` as the end of its connection
+ * would (the held calls' cancel callbacks run, its calls fail, its streams
+ * end), without the endpoint's closed callback, which it clears. Nothing
+ * more when the channel is closed already. */
+void rdmx__rpc_ep_close(struct rdmx_rpc_ep *ep, int status);
+
 /* ---- timers of the worker: an engine timer (rdmx/pe.h) whose callback
  * runs inside the worker's callback bracket (chan/worker.c) ---- */
 struct rdmx__timer;

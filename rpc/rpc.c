@@ -348,6 +348,37 @@ static void on_msg(struct rdmx_chan *chan, const void *data, size_t len, void *a
 	rdmx__rpc_release(ep);
 }
 
+/* Nothing of the channel calls the endpoint any more, and the endpoint
+ * touches the channel no more: the channel may be destroyed next. */
+static void leave_chan(struct rdmx_rpc_ep *ep)
+{
+	rdmx__chan_set_owner(ep->chan, NULL);
+	rdmx_chan_set_callbacks(ep->chan, NULL, NULL, NULL);
+	rdmx__chan_set_idle_cb(ep->chan, NULL, NULL);
+	rdmx__chan_forget_cb(ep->chan, oneway_sent);
+	rdmx__chan_forget_cb(ep->chan, request_sent);
+	rdmx__rpc_forget_answers(ep);
+	if (ep->paused_by_us) {
+		ep->paused_by_us = false;
+		rdmx__chan_clear_pause(ep->chan);
+	}
+}
+
+/* Last: until the held calls are detached they point into its methods. */
+static void leave_server(struct rdmx_rpc_ep *ep)
+{
+	if (ep->server)
+		atomic_fetch_sub(&ep->server->refs, 1);
+	ep->server = NULL;
+}
+
+/* The part of a destroy that a close's walk over the held calls defers. */
+static void leave_calls(struct rdmx_rpc_ep *ep)
+{
+	rdmx__rpc_detach_incoming(ep);
+	leave_server(ep);
+}
+
 static void on_chan_event(struct rdmx_chan *chan, enum rdmx_chan_event ev, int status, void *arg)
 {
 	struct rdmx_rpc_ep *ep = arg;
@@ -363,8 +394,12 @@ static void on_chan_event(struct rdmx_chan *chan, enum rdmx_chan_event ev, int s
 	ep->busy++;
 	fail_all_calls(ep, RDMX_RPC_UNAVAILABLE, msg);
 	rdmx__rpc_streams_fail(ep, msg);
+	ep->close_walk = true;
 	rdmx__rpc_cancel_incoming(ep);
-	if (ep->closed_cb)
+	ep->close_walk = false;
+	if (ep->destroy_pending) /* destroyed meanwhile: no closed callback */
+		leave_calls(ep); /* what a destroy inside the walk left */
+	else if (ep->closed_cb)
 		ep->closed_cb(ep, status, ep->closed_arg);
 	ep->busy--;
 	rdmx__rpc_release(ep);
@@ -451,17 +486,11 @@ int rdmx_rpc_ep_destroy(struct rdmx_rpc_ep **epp)
 		return 0;
 	ep->closed = true;
 	ep->busy++;
-	/* nothing of the channel may call us any more */
-	rdmx__chan_set_owner(ep->chan, NULL);
-	rdmx_chan_set_callbacks(ep->chan, NULL, NULL, NULL);
-	rdmx__chan_set_idle_cb(ep->chan, NULL, NULL);
-	rdmx__chan_forget_cb(ep->chan, oneway_sent);
-	rdmx__chan_forget_cb(ep->chan, request_sent);
-	rdmx__rpc_detach_incoming(ep); /* forgets our response callbacks too */
-	if (ep->paused_by_us) {
-		ep->paused_by_us = false;
-		rdmx__chan_clear_pause(ep->chan);
-	}
+	leave_chan(ep);
+	/* inside the close's walk over the held calls (a cancel callback), the
+	 * walk holds them: on_chan_event lets go of them when it ends */
+	if (!ep->close_walk)
+		rdmx__rpc_detach_incoming(ep);
 	fail_all_calls(ep, RDMX_RPC_UNAVAILABLE, "endpoint destroyed");
 	rdmx__rpc_streams_fail(ep, "endpoint destroyed");
 	while (ep->oneways) {
@@ -470,9 +499,8 @@ int rdmx_rpc_ep_destroy(struct rdmx_rpc_ep **epp)
 		oneway_unlink(ep, c);
 		call_complete(ep, c, RDMX_RPC_UNAVAILABLE, "endpoint destroyed", NULL, 0);
 	}
-	if (ep->server)
-		atomic_fetch_sub(&ep->server->refs, 1);
-	ep->server = NULL;
+	if (!ep->close_walk)
+		leave_server(ep);
 	ep->destroy_pending = true;
 	ep->busy--;
 	rdmx__rpc_release(ep);
@@ -516,6 +544,13 @@ int rdmx_rpc_ep_set_closed_cb(struct rdmx_rpc_ep *ep, rdmx_rpc_closed_cb cb, voi
 	return 0;
 }
 
+void rdmx__rpc_ep_close(struct rdmx_rpc_ep *ep, int status)
+{
+	ep->closed_cb = NULL;
+	ep->closed_arg = NULL;
+	rdmx__chan_fail(ep->chan, status, NULL);
+}
+
 int rdmx_rpc_ep_set_drained_cb(struct rdmx_rpc_ep *ep, rdmx_rpc_drained_cb cb, void *arg)
 {
 	if (!ep)
@@ -532,7 +567,10 @@ uint32_t rdmx_rpc_ep_get_inflight(const struct rdmx_rpc_ep *ep)
 
 uint32_t rdmx_rpc_ep_get_active(const struct rdmx_rpc_ep *ep)
 {
-	return ep ? ep->incoming.len + ep->resp_pending : 0;
+	if (!ep)
+		return 0;
+	/* once closed, an answer handed to the channel can only fail */
+	return ep->incoming.len + (ep->closed ? 0 : ep->resp_pending);
 }
 
 static bool is_drained(const struct rdmx_rpc_ep *ep)

@@ -255,6 +255,8 @@ struct rdmx_rpc_ep {
 	int close_status;
 	int busy; /* our callbacks on the stack */
 	bool destroy_pending;
+	bool close_walk; /* the close's walk over the held calls runs: a destroy
+	                  * leaves them to its end (rdmx_rpc_ep_destroy) */
 	rdmx_rpc_drained_cb drained_cb;
 	void *drained_arg;
 	rdmx_rpc_closed_cb closed_cb;
@@ -311,7 +313,12 @@ void rdmx__rpc_on_request(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const
 void rdmx__rpc_on_cancel(struct rdmx_rpc_ep *ep, uint64_t call_id);
 /* The channel closed: every incoming call is cancelled (kept until answered). */
 void rdmx__rpc_cancel_incoming(struct rdmx_rpc_ep *ep);
-/* The endpoint goes: incoming calls are cancelled and detached. */
+/* The endpoint goes: the answers handed to the channel are forgotten (their
+ * callbacks never run); the only part of the endpoint's going that touches
+ * its channel. */
+void rdmx__rpc_forget_answers(struct rdmx_rpc_ep *ep);
+/* The endpoint goes: incoming calls are cancelled and detached (answering
+ * one then frees it). Touches no channel. */
 void rdmx__rpc_detach_incoming(struct rdmx_rpc_ep *ep);
 void rdmx__rpc_free_scalls(struct rdmx_rpc_ep *ep);
 /* Rechecks max_active after a call was answered / a response was sent. */

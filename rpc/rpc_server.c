@@ -292,14 +292,18 @@ void rdmx__rpc_cancel_incoming(struct rdmx_rpc_ep *ep)
 
 static void resp_sent(struct rdmx_chan *chan, int status, void *arg);
 
-void rdmx__rpc_detach_incoming(struct rdmx_rpc_ep *ep)
+void rdmx__rpc_forget_answers(struct rdmx_rpc_ep *ep)
 {
-	struct rdmx_rpc_server_call *list = take_incoming(ep), *c;
-
 	rdmx__chan_forget_cb(ep->chan, resp_sent);
 	rdmx__rpc_batch_forget(ep);
 	rdmx__rpc_batch_drop(ep);
 	ep->resp_pending = 0;
+}
+
+void rdmx__rpc_detach_incoming(struct rdmx_rpc_ep *ep)
+{
+	struct rdmx_rpc_server_call *list = take_incoming(ep), *c;
+
 	rdmx__map_fini(&ep->incoming);
 	rdmx__map_init(&ep->incoming);
 	for (c = list; c; c = c->next) {

@@ -91,8 +91,7 @@ static void client_release(struct client *c)
 	/* a live client (the workers stop) is closed as the end of its
 	 * connection would close it: its held calls are cancelled (their
 	 * cancel callbacks run) before gone, which may free what they use */
-	rdmx_rpc_ep_set_closed_cb(c->ep, NULL, NULL);
-	rdmx__chan_fail(c->chan, c->status, NULL);
+	rdmx__rpc_ep_close(c->ep, c->status);
 	if (wk->w->ops.gone)
 		wk->w->ops.gone(wk->w, wk->index, c->ep, c->status, wk->w->arg);
 	rdmx_rpc_ep_destroy(&c->ep);

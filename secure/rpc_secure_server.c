@@ -89,27 +89,22 @@ static void mark_dead(struct session *s, int status)
 		ev_prepare_start(s->srv->loop, &s->srv->reaper);
 }
 
-/* Closes the session's channel as the end of its engine connection would:
- * the endpoint cancels the calls it holds (their cancel callbacks run),
- * fails its own calls and ends its streams, all before gone, which may free
- * what those callbacks use. The endpoint itself stays valid through gone.
- * A channel closed already (TLS and engine connection ending together, the
- * usual case on tcp) did all this when it closed; on verbs the engine
- * connection's end may come only after the release. */
-static void session_close(struct session *s)
-{
-	/* the session is dead already: nothing left for the closed callback */
-	rdmx_rpc_ep_set_closed_cb(s->conn.ep, NULL, NULL);
-	rdmx__chan_fail(s->conn.chan, s->status, NULL);
-}
-
 static void session_release(struct session *s)
 {
 	struct rdmx_rpc_secure_server *srv = s->srv;
 
 	if (s->conn.ep) {
 		srv->depth++;
-		session_close(s);
+		/* The session's channel closes as the end of its engine connection
+		 * would: the endpoint cancels the calls it holds (their cancel
+		 * callbacks run), fails its own calls and ends its streams, all
+		 * before gone, which may free what those callbacks use; the endpoint
+		 * stays valid through gone. The session is dead already: nothing
+		 * left for the closed callback. A channel closed already (TLS and
+		 * engine connection ending together, the usual case on tcp) did all
+		 * this when it closed; on verbs the engine connection's end may come
+		 * only after the release. */
+		rdmx__rpc_ep_close(s->conn.ep, s->status);
 		if (srv->ops.gone)
 			srv->ops.gone(srv, &s->conn, s->status, srv->arg);
 		srv->depth--;

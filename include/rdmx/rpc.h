@@ -197,7 +197,16 @@ int rdmx_rpc_call_set_cancel_cb(struct rdmx_rpc_server_call *call,
  * (call-only endpoint) and may be shared by many endpoints. */
 int rdmx_rpc_ep_create(struct rdmx_chan *chan, struct rdmx_rpc_server *server,
                        struct rdmx_rpc_ep **ep);
-/* Fails outstanding calls with UNAVAILABLE (callbacks run), then frees. */
+/* Fails outstanding calls with UNAVAILABLE (callbacks run), cancels the
+ * incoming calls not yet answered (their cancel callbacks run; answering
+ * one afterwards only frees it), lets go of the channel (rdmx_chan_destroy
+ * may follow at once), then frees. Once it is over no callback of the
+ * endpoint runs, its closed callback included. *ep is NULL on return.
+ * Called from a cancel callback that the endpoint's own close runs (its
+ * channel closed: the close runs the cancel callback of every incoming call
+ * not yet answered, one after the other), it lets go of the channel and
+ * returns, and the rest waits for the end of that walk: the other calls'
+ * cancel callbacks still run, once each, every call answerable in its own. */
 int rdmx_rpc_ep_destroy(struct rdmx_rpc_ep **ep);
 /* Graceful shutdown: refuse new calls, let in-flight ones finish. */
 int rdmx_rpc_ep_drain(struct rdmx_rpc_ep *ep);
@@ -274,8 +283,12 @@ int rdmx_rpc_ep_set_limits(struct rdmx_rpc_ep *ep, uint32_t max_inflight, uint32
 typedef void (*rdmx_rpc_drained_cb)(struct rdmx_rpc_ep *ep, void *arg);
 int rdmx_rpc_ep_set_drained_cb(struct rdmx_rpc_ep *ep, rdmx_rpc_drained_cb cb, void *arg);
 bool rdmx_rpc_ep_is_drained(const struct rdmx_rpc_ep *ep);
-/* Calls waiting for replies / incoming calls not yet answered. */
+/* Calls waiting for replies. */
 uint32_t rdmx_rpc_ep_get_inflight(const struct rdmx_rpc_ep *ep);
+/* Incoming calls not yet answered, plus, while the channel is open,
+ * answers handed to it and not yet sent (max_active counts them too).
+ * Once the channel closed, only the calls not yet answered: an answer
+ * still on its way can no longer arrive. */
 uint32_t rdmx_rpc_ep_get_active(const struct rdmx_rpc_ep *ep);
 /* The user argument given to rdmx_rpc_ep_set_user_data. */
 int rdmx_rpc_ep_set_user_data(struct rdmx_rpc_ep *ep, void *user_data);
@@ -283,7 +296,8 @@ void *rdmx_rpc_ep_get_user_data(const struct rdmx_rpc_ep *ep);
 /* A peer that goes away (disconnect, process death, protocol violation)
  * closes the channel: every outstanding call completes with UNAVAILABLE
  * (message names the cause) and every incoming call is cancelled. The
- * callback (optional) then runs once. */
+ * callback (optional) then runs once, unless one of those callbacks
+ * destroyed the endpoint. */
 typedef void (*rdmx_rpc_closed_cb)(struct rdmx_rpc_ep *ep, int status, void *arg);
 int rdmx_rpc_ep_set_closed_cb(struct rdmx_rpc_ep *ep, rdmx_rpc_closed_cb cb, void *arg);
 

@@ -446,21 +446,43 @@ Test(rpc_secure, bad_arguments)
 
 /* ---- liveness ---- */
 
+#define KILLER_WAIT_MS 10000 /* a failure guard, not a timing check */
 struct killer {
 	pthread_t thread;
 	int fd;
+	bool held; /* the server held the call before the kill */
 };
 
 /* Waits until the server holds the call, then breaks the client's TLS
  * session under the blocked caller: its read side only, so that only the
- * client's own liveness check can notice. */
+ * client's own liveness check can notice. Past the wait's guard it breaks
+ * it all the same: the blocked call returns, and killer_join fails the
+ * test saying why (instead of the call hanging until the suite's timeout). */
 static void *kill_client_tls(void *arg)
 {
 	struct killer *k = arg;
 
-	if (fix_server_wait(one_held, 10000))
-		shutdown(k->fd, SHUT_RD);
+	k->held = fix_server_wait(one_held, KILLER_WAIT_MS);
+	shutdown(k->fd, SHUT_RD);
 	return NULL;
+}
+
+static void killer_start(struct killer *k, struct rdmx_rpc_secure_conn *sc)
+{
+	k->held = false;
+	cr_assert_rc(rdmx_rpc_secure_get_fd(sc, &k->fd), RDMX_OK);
+	cr_assert_eq(pthread_create(&k->thread, NULL, kill_client_tls, k), 0);
+}
+
+/* Once the blocked call returned, before its result is checked (which says
+ * nothing when the killer's wait ran out). */
+static void killer_join(struct killer *k)
+{
+	pthread_join(k->thread, NULL);
+	cr_assert(k->held,
+	          "the server did not hold the call within the killer's wait (%d ms): the "
+	          "session was broken anyway to end the blocked call",
+	          KILLER_WAIT_MS);
 }
 
 Test(rpc_secure, client_tls_loss_fails_a_blocked_call_unavailable)
@@ -471,17 +493,17 @@ Test(rpc_secure, client_tls_loss_fails_a_blocked_call_unavailable)
 	struct rdmx_rpc_payload req = rdmx_rpc_bytes("x", 1);
 	struct killer k;
 	struct fix_server_stats st;
-	int fd;
+	int fd, rc;
 
 	ids();
 	fix_server_start("client.test", 0);
 	cfg = fix_client_config("client", "client2.test");
 	sc = connect_ok(cfg);
 	echo_ok(EP(sc), 10, 0);
-	cr_assert_rc(rdmx_rpc_secure_get_fd(sc, &k.fd), RDMX_OK);
-	cr_assert_eq(pthread_create(&k.thread, NULL, kill_client_tls, &k), 0);
-	cr_assert_rc(rdmx_rpc_call(EP(sc), id_hold, &req, NULL, &reply), RDMX_OK);
-	pthread_join(k.thread, NULL);
+	killer_start(&k, sc);
+	rc = rdmx_rpc_call(EP(sc), id_hold, &req, NULL, &reply);
+	killer_join(&k);
+	cr_assert_rc(rc, RDMX_OK);
 	cr_assert_eq(reply.code, RDMX_RPC_UNAVAILABLE, "%s %s", rdmx_rpc_code_name(reply.code),
 	             reply.message ? reply.message : "");
 	rdmx_rpc_reply_fini(&reply);
@@ -545,15 +567,16 @@ Test(rpc_secure, client_loss_cancels_a_held_call_before_gone)
 	struct rdmx_rpc_reply reply;
 	struct rdmx_rpc_payload req = rdmx_rpc_bytes("c", 1);
 	struct killer k;
+	int rc;
 
 	ids();
 	fix_server_start("client.test", 0);
 	cfg = fix_client_config("client", "client2.test");
 	sc = connect_ok(cfg);
-	cr_assert_rc(rdmx_rpc_secure_get_fd(sc, &k.fd), RDMX_OK);
-	cr_assert_eq(pthread_create(&k.thread, NULL, kill_client_tls, &k), 0);
-	cr_assert_rc(rdmx_rpc_call(EP(sc), id_hold, &req, NULL, &reply), RDMX_OK);
-	pthread_join(k.thread, NULL);
+	killer_start(&k, sc);
+	rc = rdmx_rpc_call(EP(sc), id_hold, &req, NULL, &reply);
+	killer_join(&k);
+	cr_assert_rc(rc, RDMX_OK);
 	cr_assert_eq(reply.code, RDMX_RPC_UNAVAILABLE, "%s", rdmx_rpc_code_name(reply.code));
 	rdmx_rpc_reply_fini(&reply);
 	released_after_cancel();

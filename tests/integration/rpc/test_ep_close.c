@@ -1,0 +1,195 @@
+/* RPC: an endpoint destroyed from inside its own close (the channel closed:
+ * a held call's cancel callback, a call's completion). */
+#include "rpcfix.h"
+
+#include <string.h>
+
+static uint32_t HOLD;
+
+static int closed_n;
+static void count_closed(struct rdmx_rpc_ep *ep, int status, void *arg)
+{
+	(void)ep;
+	(void)status;
+	(void)arg;
+	closed_n++;
+}
+
+/* One side's endpoint and channel go: the other side's channel closes. */
+static void side_goes(struct rdmx_rpc_ep **ep)
+{
+	struct rdmx_chan *chan = rdmx_rpc_ep_get_chan(*ep);
+
+	ASSERT_OK(rdmx_rpc_ep_destroy(ep));
+	ASSERT_OK(rdmx_chan_destroy(&chan));
+}
+
+/* Held calls whose cancel callbacks tear their endpoint down (the first to
+ * run: endpoint, then channel, the documented order) and answer their call. */
+#define SD_CALLS 3
+struct self_destroy {
+	struct rdmx_rpc_ep **ep;
+	struct rdmx_chan **chan;
+	struct rdmx_rpc_server_call *call[SD_CALLS];
+	int runs[SD_CALLS];
+	int nested; /* cancel callbacks run inside the destroy */
+	bool in_destroy;
+	int answered;
+};
+
+static void destroy_cancel_cb(struct rdmx_rpc_server_call *call, void *arg)
+{
+	struct self_destroy *sd = arg;
+	int i = 0;
+
+	while (i < SD_CALLS && sd->call[i] != call)
+		i++;
+	cr_assert_lt(i, SD_CALLS, "a cancel callback of a call the test does not hold");
+	sd->runs[i]++;
+	if (sd->in_destroy)
+		sd->nested++;
+	if (*sd->ep) {
+		sd->in_destroy = true;
+		ASSERT_OK(rdmx_rpc_ep_destroy(sd->ep));
+		sd->in_destroy = false;
+		cr_assert_null(*sd->ep);
+		ASSERT_OK(rdmx_chan_destroy(sd->chan));
+	}
+	ASSERT_OK(rdmx_rpc_respond(call, RDMX_RPC_OK, NULL, NULL));
+	sd->answered++;
+}
+
+/* The destroy waits for the close's walk over the held calls: no cancel
+ * callback runs inside it, the walk goes on (each callback once, each
+ * call answerable in it), the channel may be destroyed at once, the
+ * closed callback does not run, and the server is let go (its destroy
+ * succeeds). Under ASan, the walk resuming over freed calls showed here. */
+Test(rpc, cancel_cb_destroys_its_endpoint)
+{
+	struct node a, b;
+	struct echo_state st = {0};
+	struct self_destroy sd = {0};
+	struct rdmx_rpc_server *srv;
+	struct rdmx_rpc_ep *ra, *rb;
+	struct rdmx_chan *chb;
+	struct call_rec r[SD_CALLS];
+
+	HOLD = rdmx_rpc_method_id(HOLD_NAME);
+	memset(r, 0, sizeof(r));
+	closed_n = 0;
+	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
+	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(rb, count_closed, NULL));
+	for (int i = 0; i < SD_CALLS; i++)
+		ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, call_rec_cb, &r[i], NULL));
+	DRIVE_UNTIL(&a, &b, st.held_n == SD_CALLS);
+	chb = rdmx_rpc_ep_get_chan(rb);
+	sd.ep = &rb;
+	sd.chan = &chb;
+	for (int i = 0; i < SD_CALLS; i++) {
+		sd.call[i] = st.held[i];
+		ASSERT_OK(rdmx_rpc_call_set_cancel_cb(sd.call[i], destroy_cancel_cb, &sd));
+	}
+	side_goes(&ra);
+	DRIVE_UNTIL(&a, &b, sd.answered == SD_CALLS);
+	drive_for(&a, &b, 20);
+	cr_assert_null(rb);
+	cr_assert_null(chb);
+	for (int i = 0; i < SD_CALLS; i++)
+		cr_assert_eq(sd.runs[i], 1, "call %d: cancel callback ran %d times", i, sd.runs[i]);
+	cr_assert_eq(sd.nested, 0, "%d cancel callbacks ran inside the destroy", sd.nested);
+	cr_assert_eq(closed_n, 0, "the closed callback ran after the destroy");
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
+}
+
+/* A call's completion that tears its endpoint down. */
+struct destroy_on_done {
+	struct rdmx_rpc_ep **ep;
+	struct rdmx_chan **chan;
+	int done;
+	enum rdmx_rpc_code code;
+};
+
+static void destroy_on_done_cb(const struct rdmx_rpc_result *res, void *arg)
+{
+	struct destroy_on_done *d = arg;
+
+	d->done++;
+	d->code = res->code;
+	if (*d->ep) {
+		ASSERT_OK(rdmx_rpc_ep_destroy(d->ep));
+		ASSERT_OK(rdmx_chan_destroy(d->chan));
+	}
+}
+
+/* The close fails the client's call; its completion destroys the endpoint:
+ * the endpoint's closed callback does not run after that. */
+Test(rpc, completion_destroys_its_endpoint_no_closed_cb)
+{
+	struct node a, b;
+	struct echo_state st = {0};
+	struct destroy_on_done d = {0};
+	struct rdmx_rpc_server *srv;
+	struct rdmx_rpc_ep *ra, *rb;
+	struct rdmx_chan *cha;
+
+	HOLD = rdmx_rpc_method_id(HOLD_NAME);
+	closed_n = 0;
+	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
+	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(ra, count_closed, NULL));
+	cha = rdmx_rpc_ep_get_chan(ra);
+	d.ep = &ra;
+	d.chan = &cha;
+	ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, destroy_on_done_cb, &d, NULL));
+	DRIVE_UNTIL(&a, &b, st.held_n == 1);
+	side_goes(&rb);
+	DRIVE_UNTIL(&a, &b, d.done);
+	drive_for(&a, &b, 20);
+	cr_assert_eq(d.done, 1);
+	cr_assert_eq(d.code, RDMX_RPC_UNAVAILABLE, "%s", rdmx_rpc_code_name(d.code));
+	cr_assert_null(ra);
+	cr_assert_eq(closed_n, 0, "the closed callback ran after the destroy");
+	ASSERT_OK(rdmx_rpc_respond(st.held[0], RDMX_RPC_OK, NULL, NULL)); /* detached */
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
+}
+
+/* What the closed callback saw. */
+static uint32_t active_at_close;
+static void active_closed(struct rdmx_rpc_ep *ep, int status, void *arg)
+{
+	(void)status;
+	(void)arg;
+	active_at_close = rdmx_rpc_ep_get_active(ep);
+	closed_n++;
+}
+
+/* Answers handed to the channel and not yet delivered when the peer goes
+ * can never complete: after the close the endpoint's active count is its
+ * unanswered calls only. */
+Test(rpc, active_counts_no_answer_of_a_closed_channel)
+{
+	struct node a, b;
+	struct echo_state st = {0};
+	struct rdmx_rpc_server *srv;
+	struct rdmx_rpc_ep *ra, *rb;
+	enum { N = 8 };
+	struct call_rec r[N];
+
+	HOLD = rdmx_rpc_method_id(HOLD_NAME);
+	memset(r, 0, sizeof(r));
+	closed_n = 0;
+	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
+	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(rb, active_closed, NULL));
+	for (int i = 0; i < N; i++)
+		ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, call_rec_cb, &r[i], NULL));
+	DRIVE_UNTIL(&a, &b, st.held_n == N);
+	for (int i = 0; i < N - 1; i++) /* the last one stays held */
+		ASSERT_OK(rdmx_rpc_respond(st.held[i], RDMX_RPC_OK, NULL, NULL));
+	cr_assert_eq(rdmx_rpc_ep_get_active(rb), N, "answers on their way count while open");
+	side_goes(&ra); /* before a read any answer */
+	DRIVE_UNTIL(&a, &b, closed_n == 1);
+	cr_assert_eq(active_at_close, 1, "active %u in the closed callback", active_at_close);
+	cr_assert_eq(rdmx_rpc_ep_get_active(rb), 1);
+	ASSERT_OK(rdmx_rpc_respond(st.held[N - 1], RDMX_RPC_OK, NULL, NULL));
+	cr_assert_eq(rdmx_rpc_ep_get_active(rb), 0);
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
+}
