@@ -36,7 +36,10 @@
  *   eager threshold (<= S - RDMX_CHAN_HDR_SIZE) goes as ONE write-with-
  *   immediate of header + payload into the peer's next slot; the immediate
  *   names the slot and the low bits of the sequence number; the 16-byte slot
- *   header holds magic, flags, length, sequence and the credit count;
+ *   header holds magic, flags, length, sequence and the credit count; on
+ *   the tcp device a small one (<= 512 bytes with its header) whose send has
+ *   no callback goes as a light message, the same write without an engine
+ *   task on either side (no receive consumed, no acknowledgement);
  * - credits: the sender never writes into a slot the receiver has not freed.
  *   Each header carries the cumulative number of slots its writer has freed
  *   in its own ring (piggybacked credits); a receiver with nothing to send
