@@ -1020,40 +1020,61 @@ bool gen_import_needed(const struct gen_file *f, const struct gen_import *im)
 	return false;
 }
 
+/* name in the tables flags asks for: the symbols, then the extensions */
+static struct sym *lookup_get(struct resolver *r, const char *name, unsigned flags)
+{
+	struct sym *s = gen_table_get(&r->syms, name);
+	if (!s && (flags & GEN_LOOKUP_EXTS))
+		s = gen_table_get(&r->exts, name);
+	return s;
+}
+
+static bool is_aggregate(const struct sym *s)
+{
+	return s->kind == SYM_PACKAGE || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM ||
+	       s->kind == SYM_SERVICE;
+}
+
 /* protoc's scoping rules (DescriptorBuilder::LookupSymbol): the scopes are
  * tried from the innermost out, each with the first part of name. A symbol
  * from cannot see (gen_sym_visible) is passed over, as protoc's FindSymbol
  * does. For a dotted name the first aggregate found (package, message, enum,
- * service) decides and the rest must be inside it; a simple name's first
- * symbol wins, but with types_only (field types) one that is not a type (a
- * package too) is passed over. At the root the whole name is taken, whatever
- * it is. When nothing visible stands for name, the first symbol passed over
- * for not being visible, so that the caller can say which import is
- * missing. */
+ * service) decides and the rest must be inside it (else *undefined names
+ * what it stood for); a simple name's first symbol wins, but with
+ * GEN_LOOKUP_TYPES (field types) one that is not a type (a package too) is
+ * passed over. At the root the whole name is taken, whatever it is. When
+ * nothing visible stands for name, the first symbol passed over for not
+ * being visible, so that the caller can say which import is missing. */
 struct sym *gen_lookup(struct gen_ctx *ctx, const struct gen_file *from, const char *scope,
-                       const char *name, bool types_only)
+                       const char *name, unsigned flags, const char **undefined)
 {
 	struct resolver *r = gen_resolver(ctx);
 	struct sym *hidden = NULL, *s;
 	const char *dot;
 	char *first, *sc;
+	if (undefined)
+		*undefined = NULL;
 	if (name[0] == '.')
-		return gen_table_get(&r->syms, name + 1);
+		return lookup_get(r, name + 1, flags);
 	dot = strchr(name, '.');
 	first = dot ? gen_strndup(&ctx->pool, name, (size_t)(dot - name)) : (char *)name;
 	sc = gen_strdup(&ctx->pool, scope);
 	while (sc[0]) {
 		char *d;
-		s = gen_table_get(&r->syms, gen_qualify(ctx, sc, first));
+		s = lookup_get(r, gen_qualify(ctx, sc, first), flags);
 		if (s && !gen_sym_visible(from, s)) {
 			hidden = hidden ? hidden : s;
 			s = NULL;
 		}
-		if (s && dot &&
-		    (s->kind == SYM_PACKAGE || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM ||
-		     s->kind == SYM_SERVICE))
-			return gen_table_get(&r->syms, gen_qualify(ctx, sc, name));
-		if (s && !dot && (!types_only || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM))
+		if (s && dot && is_aggregate(s)) {
+			char *full = gen_qualify(ctx, sc, name);
+			s = lookup_get(r, full, flags);
+			if (undefined && (!s || !gen_sym_visible(from, s)))
+				*undefined = full;
+			return s;
+		}
+		if (s && !dot &&
+		    (!(flags & GEN_LOOKUP_TYPES) || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM))
 			return s;
 		d = strrchr(sc, '.');
 		if (d)
@@ -1061,7 +1082,7 @@ struct sym *gen_lookup(struct gen_ctx *ctx, const struct gen_file *from, const c
 		else
 			sc[0] = 0;
 	}
-	s = gen_table_get(&r->syms, name);
+	s = lookup_get(r, name, flags);
 	return s && (gen_sym_visible(from, s) || !hidden) ? s : hidden;
 }
 
@@ -1137,7 +1158,7 @@ static bool resolve_type(struct gen_ctx *ctx, struct gen_file *f, const char *sc
                          const char *name, bool rpc, const struct gen_loc *loc, enum gen_type *type,
                          struct gen_message **msg, struct gen_enum **en)
 {
-	struct sym *s = gen_lookup(ctx, f, scope, name, !rpc);
+	struct sym *s = gen_lookup(ctx, f, scope, name, rpc ? 0 : GEN_LOOKUP_TYPES, NULL);
 	if (!s && gen_descriptor_message(ctx, scope, name)) {
 		descriptor_error(ctx, loc, name);
 		return false;
@@ -1381,7 +1402,8 @@ static void resolve_message(struct gen_ctx *ctx, struct gen_message *m)
 		if (fd->type != GT_NAMED)
 			continue;
 		if (!m->file->input && gen_descriptor_message(ctx, m->full_name, fd->type_name) &&
-		    !gen_lookup(ctx, m->file, m->full_name, fd->type_name, true)) {
+		    !gen_lookup(ctx, m->file, m->full_name, fd->type_name, GEN_LOOKUP_TYPES,
+		                NULL)) {
 			/* an option-definition import may describe descriptors
 			 * (a validation library's violation paths do): fine while
 			 * nothing generates that file */

@@ -65,14 +65,21 @@ bool gen_visible(const struct gen_file *from, const struct gen_file *def);
  * file it can see (gen_visible); a package when from, or a file it
  * imports or one such a file re-exports, is in it. */
 bool gen_sym_visible(const struct gen_file *from, const struct sym *s);
+/* what gen_lookup looks among */
+enum {
+	GEN_LOOKUP_TYPES = 1, /* a simple name skips symbols that are not messages or enums */
+	GEN_LOOKUP_EXTS = 2   /* the extensions too (after the symbols of one name) */
+};
 /* The symbol name (as written in scope, in file from) stands for, by
  * protoc's scoping rules (DescriptorBuilder::LookupSymbol): symbols from
- * cannot see are passed over; with types_only a simple name also skips
- * symbols that are not messages or enums. NULL when none; when only symbols
- * from cannot see match, the first of them (the caller reports the missing
- * import: check gen_visible). Extensions are not symbols here. */
+ * cannot see are passed over; flags are GEN_LOOKUP_*. NULL when none; when
+ * only symbols from cannot see match, the first of them (the caller reports
+ * the missing import: check gen_sym_visible). undefined may be NULL; else
+ * *undefined is set to the full name a dotted name stood for when the first
+ * aggregate matched decides it and nothing from can see is defined there
+ * (protoc's "undefine_resolved_name"), to NULL otherwise. */
 struct sym *gen_lookup(struct gen_ctx *ctx, const struct gen_file *from, const char *scope,
-                       const char *name, bool types_only);
+                       const char *name, unsigned flags, const char **undefined);
 /* name (as written in scope) names a message of protobuf's descriptor.proto
  * that rdmx-gen's own copy leaves out (it has the option messages only). */
 bool gen_descriptor_message(struct gen_ctx *ctx, const char *scope, const char *name);

@@ -14,7 +14,7 @@ static void resolve_ext_type(struct gen_ctx *ctx, struct gen_ext *x, const char 
 	struct sym *s;
 	if (!fd || fd->type != GT_NAMED)
 		return;
-	s = gen_lookup(ctx, x->file, scope, fd->type_name, true);
+	s = gen_lookup(ctx, x->file, scope, fd->type_name, GEN_LOOKUP_TYPES, NULL);
 	if (!s && gen_descriptor_message(ctx, scope, fd->type_name))
 		return;
 	if (!s)
@@ -42,7 +42,7 @@ void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 	for (i = 0; i < f->exts.n; i++) {
 		struct gen_ext *x = f->exts.items[i];
 		const char *scope = x->parent ? x->parent->full_name : f->package;
-		struct sym *s = gen_lookup(ctx, f, scope, x->extendee, false);
+		struct sym *s = gen_lookup(ctx, f, scope, x->extendee, 0, NULL);
 		x->full_name = gen_qualify(ctx, scope, x->name);
 		if (s && s->kind == SYM_MESSAGE)
 			x->extendee_full = (char *)s->name;
@@ -67,53 +67,15 @@ void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 	}
 }
 
-/* a symbol, extensions included, that from may name (protoc's FindSymbol:
- * defined in from or a file it imports; a package that from or one of those
- * files is in) */
-static struct sym *find_visible(struct gen_ctx *ctx, const struct gen_file *from, const char *full)
-{
-	struct resolver *r = gen_resolver(ctx);
-	struct sym *s = gen_table_get(&r->syms, full);
-	if (!s)
-		s = gen_table_get(&r->exts, full);
-	return s && gen_sym_visible(from, s) ? s : NULL;
-}
-
 /* the (name) of an option, looked up as protoc does (LookupSymbol, any kind
- * of symbol): from scope outwards, the first part of name decides; when it
- * is an aggregate whose rest is not defined, NULL with *undefined set to the
+ * of symbol, extensions included): only what from can see; when a dotted
+ * name's aggregate does not define the rest, NULL with *undefined set to the
  * full name it stood for */
 static struct sym *lookup_option(struct gen_ctx *ctx, const struct gen_file *from,
                                  const char *scope, const char *name, const char **undefined)
 {
-	const char *dot;
-	char *first, *sc;
-	*undefined = NULL;
-	if (name[0] == '.')
-		return find_visible(ctx, from, name + 1);
-	dot = strchr(name, '.');
-	first = dot ? gen_strndup(&ctx->pool, name, (size_t)(dot - name)) : (char *)name;
-	sc = gen_strdup(&ctx->pool, scope);
-	while (sc[0]) {
-		struct sym *s = find_visible(ctx, from, gen_qualify(ctx, sc, first));
-		char *d;
-		if (s && !dot)
-			return s;
-		if (s && (s->kind == SYM_PACKAGE || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM ||
-		          s->kind == SYM_SERVICE)) {
-			char *full = gen_qualify(ctx, sc, name);
-			s = find_visible(ctx, from, full);
-			if (!s)
-				*undefined = full;
-			return s;
-		}
-		d = strrchr(sc, '.');
-		if (d)
-			*d = 0;
-		else
-			sc[0] = 0;
-	}
-	return find_visible(ctx, from, name);
+	struct sym *s = gen_lookup(ctx, from, scope, name, GEN_LOOKUP_EXTS, undefined);
+	return s && gen_sym_visible(from, s) ? s : NULL;
 }
 
 /* parts 0..n-1 of o's name as written: (a).b.(c) */
