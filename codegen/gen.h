@@ -110,8 +110,12 @@ struct gen_field {
 	struct gen_loc loc, type_loc, number_loc;
 };
 
+/* the largest field number (2^29 - 1) */
+#define GEN_FIELD_MAX 536870911
+
 struct gen_range {
 	int64_t lo, hi; /* inclusive */
+	bool to_max;    /* an extension range `N to max`: hi set at the message's end */
 	struct gen_loc loc;
 };
 
@@ -137,10 +141,13 @@ struct gen_message {
 	struct gen_vec fields;   /* struct gen_field * */
 	struct gen_vec messages; /* nested (map entries included) */
 	struct gen_vec enums;
-	struct gen_vec oneofs;   /* struct gen_oneof * */
-	struct gen_vec reserved; /* struct gen_range * */
-	struct gen_vec rnames;   /* struct gen_name * */
+	struct gen_vec oneofs;     /* struct gen_oneof * */
+	struct gen_vec reserved;   /* struct gen_range * */
+	struct gen_vec rnames;     /* struct gen_name * */
+	struct gen_vec ext_ranges; /* struct gen_range *: `extensions` (proto2) */
 	bool map_entry;
+	bool message_set; /* option message_set_wire_format = true: extensions may
+	                     go up to 2^31 - 2 */
 	bool deprecated;
 	unsigned mark; /* scratch for graph walks (emit_c.c) */
 };

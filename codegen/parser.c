@@ -402,6 +402,8 @@ static void apply_option(struct parser *p, const struct opt_target *tg, const ch
 			syntax_error(p, name_tok,
 			             "idempotency_level is IDEMPOTENCY_UNKNOWN, NO_SIDE_EFFECTS or "
 			             "IDEMPOTENT");
+	} else if (tg->owner == OPT_MESSAGE && strcmp(name, "message_set_wire_format") == 0) {
+		((struct gen_message *)tg->ptr)->message_set = yes;
 	} else if (tg->owner == OPT_ENUM && strcmp(name, "allow_alias") == 0) {
 		((struct gen_enum *)tg->ptr)->allow_alias = yes;
 	}
@@ -491,6 +493,36 @@ static void parse_option_statement(struct parser *p, const struct opt_target *tg
 		skip_statement(p);
 }
 
+/* `N`, `N to M`, `N to max`, ... into ranges (max: max's value, or 0 to
+ * leave the range's hi for the end of the message, `to_max`); false, the
+ * statement skipped, on a syntax error */
+static bool parse_ranges(struct parser *p, struct gen_vec *ranges, bool allow_neg, int64_t max)
+{
+	for (;;) {
+		struct gen_range *r = gen_alloc(&p->ctx->pool, sizeof(*r));
+		struct gen_loc l;
+		if (!parse_int(p, allow_neg, &r->lo, &r->loc)) {
+			skip_statement(p);
+			return false;
+		}
+		r->hi = r->lo;
+		if (is_kw(cur(p), "to")) {
+			next(p);
+			if (is_kw(cur(p), "max")) {
+				r->hi = max;
+				r->to_max = !max;
+				next(p);
+			} else if (!parse_int(p, allow_neg, &r->hi, &l)) {
+				skip_statement(p);
+				return false;
+			}
+		}
+		gen_vec_push(&p->ctx->pool, ranges, r);
+		if (!accept_sym(p, ','))
+			return true;
+	}
+}
+
 static void parse_reserved(struct parser *p, struct gen_vec *ranges, struct gen_vec *names,
                            int64_t max)
 {
@@ -513,28 +545,8 @@ static void parse_reserved(struct parser *p, struct gen_vec *ranges, struct gen_
 				break;
 		}
 	} else if (cur(p)->kind == TK_INT || is_sym(cur(p), '-')) {
-		for (;;) {
-			struct gen_range *r = gen_alloc(&p->ctx->pool, sizeof(*r));
-			struct gen_loc l;
-			if (!parse_int(p, max != 536870911, &r->lo, &r->loc)) {
-				skip_statement(p);
-				return;
-			}
-			r->hi = r->lo;
-			if (is_kw(cur(p), "to")) {
-				next(p);
-				if (is_kw(cur(p), "max")) {
-					r->hi = max;
-					next(p);
-				} else if (!parse_int(p, max != 536870911, &r->hi, &l)) {
-					skip_statement(p);
-					return;
-				}
-			}
-			gen_vec_push(&p->ctx->pool, ranges, r);
-			if (!accept_sym(p, ','))
-				break;
-		}
+		if (!parse_ranges(p, ranges, max != GEN_FIELD_MAX, max))
+			return;
 	} else if (cur(p)->kind == TK_IDENT) {
 		syntax_error(
 		    p, cur(p),
@@ -550,32 +562,19 @@ static void parse_reserved(struct parser *p, struct gen_vec *ranges, struct gen_
 		skip_statement(p);
 }
 
-/* proto2 `extensions 100 to 199, 500 to max [options];` in m: the numbers
- * are read, not kept (extensions are not generated), the options checked */
+/* proto2 `extensions 100 to 199, 500 to max [options];` in m: the ranges
+ * are kept for the checks (extensions are not generated), the options
+ * checked */
 static void parse_extensions(struct parser *p, struct gen_message *m)
 {
-	/* options are looked up around m, as a message's own */
+	/* options are looked up around m, as a message's own; they are about
+	 * the statement's first range */
 	struct opt_target tg = {OPT_EXTRANGE, m->parent, NULL};
+	int first = m->ext_ranges.n;
 	next(p); /* extensions */
-	for (;;) {
-		int64_t n;
-		struct gen_loc l;
-		if (!parse_int(p, false, &n, &l)) {
-			skip_statement(p);
-			return;
-		}
-		if (is_kw(cur(p), "to")) {
-			next(p);
-			if (is_kw(cur(p), "max")) {
-				next(p);
-			} else if (!parse_int(p, false, &n, &l)) {
-				skip_statement(p);
-				return;
-			}
-		}
-		if (!accept_sym(p, ','))
-			break;
-	}
+	if (!parse_ranges(p, &m->ext_ranges, false, 0))
+		return;
+	tg.ptr = m->ext_ranges.items[first];
 	if (!parse_field_options(p, &tg) || !expect_semi(p))
 		skip_statement(p);
 }
@@ -1018,6 +1017,19 @@ static void parse_message(struct parser *p, struct gen_message *parent, struct g
 	parse_message_body(p, m, depth);
 }
 
+/* `to max` of m's extension ranges, known once m's options are: protoc's
+ * largest field number, or the largest int32 a message set takes (protoc's
+ * range ends are exclusive int32s) */
+static void end_ext_ranges(struct gen_message *m)
+{
+	int i;
+	for (i = 0; i < m->ext_ranges.n; i++) {
+		struct gen_range *r = m->ext_ranges.items[i];
+		if (r->to_max)
+			r->hi = m->message_set ? INT32_MAX - 1 : GEN_FIELD_MAX;
+	}
+}
+
 /* the statements of m's body, through its closing '}' */
 static void parse_message_body(struct parser *p, struct gen_message *m, int depth)
 {
@@ -1028,8 +1040,10 @@ static void parse_message_body(struct parser *p, struct gen_message *m, int dept
 		enum body_step step = body_step(p, "message", m->name, m->loc.line, &tg);
 		struct gen_tok *t = cur(p);
 
-		if (step == BODY_END)
+		if (step == BODY_END) {
+			end_ext_ranges(m);
 			return;
+		}
 		if (step == BODY_TAKEN)
 			continue;
 		if (is_kw(t, "message") && peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '{'))
@@ -1042,7 +1056,7 @@ static void parse_message_body(struct parser *p, struct gen_message *m, int dept
 			parse_oneof(p, m);
 		else if (is_kw(t, "reserved") &&
 		         !(peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '=')))
-			parse_reserved(p, &m->reserved, &m->rnames, 536870911);
+			parse_reserved(p, &m->reserved, &m->rnames, GEN_FIELD_MAX);
 		else
 			parse_field(p, m, -1);
 	}

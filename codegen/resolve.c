@@ -11,8 +11,6 @@
 
 #include "resolve.h"
 
-#define FIELD_MAX 536870911 /* 2^29 - 1 */
-
 /* ---- a string -> pointer table (open addressing) ---- */
 
 static size_t hash(const char *s)
@@ -1194,15 +1192,15 @@ static bool resolve_type(struct gen_ctx *ctx, struct gen_file *f, const char *sc
 
 /* ---- checks ---- */
 
-static bool in_ranges(const struct gen_vec *ranges, int64_t n)
+const struct gen_range *gen_range_find(const struct gen_vec *ranges, int64_t n)
 {
 	int i;
 	for (i = 0; i < ranges->n; i++) {
 		const struct gen_range *r = ranges->items[i];
 		if (n >= r->lo && n <= r->hi)
-			return true;
+			return r;
 	}
-	return false;
+	return NULL;
 }
 
 static bool in_names(const struct gen_vec *names, const char *n)
@@ -1216,31 +1214,37 @@ static bool in_names(const struct gen_vec *names, const char *n)
 	return false;
 }
 
-static void check_reserved(struct gen_ctx *ctx, const struct gen_vec *ranges,
-                           const struct gen_vec *names, int64_t lo_limit, int64_t hi_limit,
-                           const char *what)
+void gen_check_ranges(struct gen_ctx *ctx, const struct gen_vec *ranges, int64_t lo_limit,
+                      int64_t hi_limit, const char *kind, const char *what)
 {
 	int i, j;
 	for (i = 0; i < ranges->n; i++) {
 		const struct gen_range *r = ranges->items[i];
 		if (r->lo > r->hi)
-			gen_error(ctx, &r->loc,
-			          "reserved range %lld to %lld is empty (end before start)",
-			          (long long)r->lo, (long long)r->hi);
+			gen_error(ctx, &r->loc, "%s range %lld to %lld is empty (end before start)",
+			          kind, (long long)r->lo, (long long)r->hi);
 		else if (r->lo < lo_limit || r->hi > hi_limit)
-			gen_error(ctx, &r->loc, "reserved %s numbers must be between %lld and %lld",
-			          what, (long long)lo_limit, (long long)hi_limit);
+			gen_error(ctx, &r->loc, "%s numbers must be between %lld and %lld", what,
+			          (long long)lo_limit, (long long)hi_limit);
 		for (j = 0; j < i; j++) {
 			const struct gen_range *o = ranges->items[j];
 			if (r->lo <= o->hi && o->lo <= r->hi) {
 				gen_error(ctx, &r->loc,
-				          "reserved range %lld to %lld overlaps range %lld to %lld",
+				          "%s range %lld to %lld overlaps range %lld to %lld", kind,
 				          (long long)r->lo, (long long)r->hi, (long long)o->lo,
 				          (long long)o->hi);
 				break;
 			}
 		}
 	}
+}
+
+static void check_reserved(struct gen_ctx *ctx, const struct gen_vec *ranges,
+                           const struct gen_vec *names, int64_t lo_limit, int64_t hi_limit,
+                           const char *what)
+{
+	int i, j;
+	gen_check_ranges(ctx, ranges, lo_limit, hi_limit, "reserved", what);
 	for (i = 0; i < names->n; i++) {
 		const struct gen_name *n = names->items[i];
 		for (j = 0; j < i; j++) {
@@ -1257,7 +1261,7 @@ static void check_reserved(struct gen_ctx *ctx, const struct gen_vec *ranges,
 static void check_enum(struct gen_ctx *ctx, struct gen_enum *e)
 {
 	int i, j;
-	check_reserved(ctx, &e->reserved, &e->rnames, INT32_MIN, INT32_MAX, "enum value");
+	check_reserved(ctx, &e->reserved, &e->rnames, INT32_MIN, INT32_MAX, "reserved enum value");
 	if (e->values.n == 0)
 		gen_error(ctx, &e->loc, "enum \"%s\" must have at least one value", e->name);
 	for (i = 0; i < e->values.n; i++) {
@@ -1270,7 +1274,7 @@ static void check_enum(struct gen_ctx *ctx, struct gen_enum *e)
 		}
 		if (i == 0 && v->number != 0 && !e->file->proto2)
 			gen_error(ctx, &v->loc, "the first enum value must be zero in proto3");
-		if (in_ranges(&e->reserved, v->number))
+		if (gen_range_find(&e->reserved, v->number))
 			gen_error(ctx, &v->loc, "enum value \"%s\" uses reserved number %lld",
 			          v->name, (long long)v->number);
 		if (in_names(&e->rnames, v->name))
@@ -1346,21 +1350,23 @@ static void check_message(struct gen_ctx *ctx, struct gen_message *m)
 			gen_error(ctx, &o->loc, "oneof \"%s\" must have at least one field",
 			          o->name);
 	}
-	if (!m->map_entry)
-		check_reserved(ctx, &m->reserved, &m->rnames, 1, FIELD_MAX, "field");
+	if (!m->map_entry) {
+		check_reserved(ctx, &m->reserved, &m->rnames, 1, GEN_FIELD_MAX, "reserved field");
+		gen_check_ext_ranges(ctx, m);
+	}
 	for (i = 0; i < m->fields.n; i++) {
 		struct gen_field *fd = m->fields.items[i];
 		if (fd->number <= 0) {
 			gen_error(ctx, &fd->number_loc,
 			          "field number %s of \"%s\" must be a positive "
 			          "integer (1 to %d)",
-			          NUM(fd), fd->name, FIELD_MAX);
+			          NUM(fd), fd->name, GEN_FIELD_MAX);
 			continue;
 		}
-		if (fd->number > FIELD_MAX) {
+		if (fd->number > GEN_FIELD_MAX) {
 			gen_error(ctx, &fd->number_loc,
 			          "field number %s of \"%s\" is out of range (1 to %d)", NUM(fd),
-			          fd->name, FIELD_MAX);
+			          fd->name, GEN_FIELD_MAX);
 			continue;
 		}
 		if (fd->number >= 19000 && fd->number <= 19999)
@@ -1369,7 +1375,7 @@ static void check_message(struct gen_ctx *ctx, struct gen_message *m)
 			    "field number %lld of \"%s\" is in 19000 to 19999, reserved for the "
 			    "protocol buffer implementation",
 			    (long long)fd->number, fd->name);
-		if (in_ranges(&m->reserved, fd->number))
+		if (gen_range_find(&m->reserved, fd->number))
 			gen_error(ctx, &fd->number_loc,
 			          "field \"%s\" uses reserved field number %lld", fd->name,
 			          (long long)fd->number);

@@ -49,6 +49,14 @@ struct sym *gen_table_get(struct table *t, const char *name);
 /* Adds s to t (growing it from pool); s->name must not be in t yet. */
 void gen_table_put(struct gen_pool *pool, struct table *t, struct sym *s);
 
+/* The range of ranges (struct gen_range *) n is in, NULL when none. */
+const struct gen_range *gen_range_find(const struct gen_vec *ranges, int64_t n);
+/* Reports ranges (struct gen_range *, of one message or enum) that are
+ * empty, outside lo_limit..hi_limit or overlap an earlier one; kind names
+ * them ("reserved": "reserved range 5 to 3 ..."), what their numbers
+ * ("reserved field": "reserved field numbers must be between ..."). */
+void gen_check_ranges(struct gen_ctx *ctx, const struct gen_vec *ranges, int64_t lo_limit,
+                      int64_t hi_limit, const char *kind, const char *what);
 /* What a SYM_* kind is called in diagnostics: "message", "enum value", ... */
 const char *gen_kind_name(int kind);
 /* The scope of a full name (what is before its last dot), "" at the root;
@@ -90,6 +98,10 @@ bool gen_descriptor_message(struct gen_ctx *ctx, const char *scope, const char *
  * resolver's extension table, reporting undefined or (in proto3) refused
  * extendees and undefined types; after every file's symbols are declared. */
 void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f);
+/* Checks m's extension ranges as protoc does: numbers 1 to 2^29 - 1 (2^31 -
+ * 2 in a message set), none empty, none overlapping another, a reserved
+ * range or a field's number. */
+void gen_check_ext_ranges(struct gen_ctx *ctx, const struct gen_message *m);
 /* Checks one custom or multi-part option name of f part by part as protoc
  * does, reporting the first part that is wrong; after every file's messages
  * and extensions are resolved. */

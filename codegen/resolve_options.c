@@ -35,6 +35,39 @@ static void resolve_ext_type(struct gen_ctx *ctx, struct gen_ext *x, const char 
 	}
 }
 
+void gen_check_ext_ranges(struct gen_ctx *ctx, const struct gen_message *m)
+{
+	int64_t max = m->message_set ? INT32_MAX - 1 : GEN_FIELD_MAX;
+	int i;
+	gen_check_ranges(ctx, &m->ext_ranges, 1, max, "extension", "extension");
+	for (i = 0; i < m->ext_ranges.n; i++) {
+		const struct gen_range *r = m->ext_ranges.items[i], *o;
+		int j;
+		for (j = 0; j < m->reserved.n; j++) {
+			o = m->reserved.items[j];
+			if (r->lo <= o->hi && o->lo <= r->hi) {
+				gen_error(
+				    ctx, &r->loc,
+				    "extension range %lld to %lld overlaps reserved range %lld "
+				    "to %lld",
+				    (long long)r->lo, (long long)r->hi, (long long)o->lo,
+				    (long long)o->hi);
+				break;
+			}
+		}
+	}
+	for (i = 0; i < m->fields.n; i++) {
+		const struct gen_field *fd = m->fields.items[i];
+		const struct gen_range *r = gen_range_find(&m->ext_ranges, fd->number);
+		if (r)
+			gen_error(ctx, &fd->number_loc,
+			          "field \"%s\" uses number %lld, which is in extension range %lld "
+			          "to %lld",
+			          fd->name, (long long)fd->number, (long long)r->lo,
+			          (long long)r->hi);
+	}
+}
+
 void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 {
 	struct resolver *r = gen_resolver(ctx);
