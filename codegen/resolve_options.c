@@ -68,6 +68,17 @@ void gen_check_ext_ranges(struct gen_ctx *ctx, const struct gen_message *m)
 	}
 }
 
+/* x's number is in a range its extendee (a message, s) declares, as protoc
+ * checks */
+static void check_ext_number(struct gen_ctx *ctx, const struct gen_ext *x, const struct sym *s)
+{
+	const struct gen_message *m = s->ptr;
+	if (!x->field || gen_range_find(&m->ext_ranges, x->field->number))
+		return;
+	gen_error(ctx, &x->field->number_loc, "\"%s\" does not declare %lld as an extension number",
+	          s->name, (long long)x->field->number);
+}
+
 void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 {
 	struct resolver *r = gen_resolver(ctx);
@@ -88,6 +99,8 @@ void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 			          "extending \"%s\" is not supported: proto3 extends only "
 			          "google.protobuf.*Options, to define custom options",
 			          s->name);
+		else
+			check_ext_number(ctx, x, s);
 		resolve_ext_type(ctx, x, scope);
 		if (gen_table_get(&r->exts, x->full_name))
 			continue;
