@@ -224,11 +224,14 @@ struct gen_optpart {
 	char *name; /* the identifier, or what is inside the parentheses */
 	bool ext;   /* (name): an extension */
 	struct gen_loc loc;
+	const struct gen_field *field; /* set by the resolver: the field or extension */
 };
 
-/* an option name with a custom option in it or more than one part (`(a.b)`,
- * `(a).b.(c)`, `deprecated.x`), checked part by part as protoc does: each
- * part a field or extension of the message the part before it is of */
+/* the name of an option set somewhere. One with a custom option in it or
+ * more than one part (`(a.b)`, `(a).b.(c)`, `deprecated.x`) is checked
+ * part by part as protoc does: each part a field or extension of the
+ * message the part before it is of. Every one is checked against the
+ * options set before it on the same place (set twice). */
 struct gen_optref {
 	struct gen_optpart *parts;
 	int nparts;
@@ -236,6 +239,11 @@ struct gen_optref {
 	                              around what the option is set on), NULL: the package */
 	const char *options;       /* the *Options message of the place the option is set:
 	                              "google.protobuf.FieldOptions", ... */
+	const void *owner;         /* what it is set on: the gen_* object (the file, an
+	                              extension statement's first range) */
+	bool check_name;           /* its parts are checked (else a plain name alone) */
+	bool resolved;             /* set by the resolver: every part is known */
+	bool repeated;             /* set by the resolver: its last part is repeated */
 };
 
 struct gen_file {

@@ -426,7 +426,9 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 	struct gen_tok *first = cur(p);
 	const char *value;
 	struct gen_vec parts = {0};
+	struct gen_optref *r;
 	bool custom = false;
+	int i;
 	for (;;) {
 		struct gen_optpart *part = gen_alloc(&p->ctx->pool, sizeof(*part));
 		if (accept_sym(p, '(')) {
@@ -448,21 +450,20 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 	}
 	if (!expect_sym(p, '='))
 		return false;
+	r = gen_alloc(&p->ctx->pool, sizeof(*r));
+	r->parts = gen_alloc(&p->ctx->pool, sizeof(*r->parts) * (size_t)parts.n);
+	for (i = 0; i < parts.n; i++)
+		r->parts[i] = *(struct gen_optpart *)parts.items[i];
+	r->nparts = parts.n;
+	r->scope = tg->scope;
+	r->options = options[tg->owner];
+	r->owner = tg->ptr ? tg->ptr : p->f;
 	/* a plain name alone is not checked, but for the one protoc reserves
 	 * and on an extension range, where protobuf 3.21 has none at all (so
 	 * rdmx-gen's descriptor.proto is complete there) */
-	if (custom || parts.n > 1 || strcmp(first->text, "uninterpreted_option") == 0 ||
-	    tg->owner == OPT_EXTRANGE) {
-		struct gen_optref *r = gen_alloc(&p->ctx->pool, sizeof(*r));
-		int i;
-		r->parts = gen_alloc(&p->ctx->pool, sizeof(*r->parts) * (size_t)parts.n);
-		for (i = 0; i < parts.n; i++)
-			r->parts[i] = *(struct gen_optpart *)parts.items[i];
-		r->nparts = parts.n;
-		r->scope = tg->scope;
-		r->options = options[tg->owner];
-		gen_vec_push(&p->ctx->pool, &p->f->optrefs, r);
-	}
+	r->check_name = custom || parts.n > 1 || strcmp(first->text, "uninterpreted_option") == 0 ||
+	                tg->owner == OPT_EXTRANGE;
+	gen_vec_push(&p->ctx->pool, &p->f->optrefs, r);
 	if (!parse_option_value(p, &value))
 		return false;
 	if (!custom && parts.n == 1)

@@ -1641,6 +1641,7 @@ bool gen_resolve(struct gen_ctx *ctx)
 		struct gen_file *f = ctx->files.items[i];
 		for (j = 0; j < f->optrefs.n; j++)
 			gen_check_optref(ctx, f, f->optrefs.items[j]);
+		gen_check_options_twice(ctx, f);
 	}
 	if (ctx->errors != errors)
 		return false;

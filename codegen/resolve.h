@@ -103,9 +103,17 @@ void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f);
  * range or a field's number. */
 void gen_check_ext_ranges(struct gen_ctx *ctx, const struct gen_message *m);
 /* Checks one custom or multi-part option name of f part by part as protoc
- * does, reporting the first part that is wrong; after every file's messages
- * and extensions are resolved. */
-void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, const struct gen_optref *o);
+ * does, reporting the first part that is wrong, and records what its parts
+ * name (o->resolved, parts' field, o->repeated; a plain name alone is not
+ * looked up, only taken as resolved); after every file's messages and
+ * extensions are resolved. */
+void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, struct gen_optref *o);
+/* Reports an option of f set again on the same place (protoc's "was already
+ * set"): the same field, but for a repeated one, or a message an earlier
+ * option set a field of ((a).b = 1, then (a) = {...}). After
+ * gen_check_optref on all of f's options. Not seen: a field set inside an
+ * aggregate value, then on its own ((a) = { b: 1 }, then (a).b = 2). */
+void gen_check_options_twice(struct gen_ctx *ctx, const struct gen_file *f);
 
 /* ---- resolve_defaults.c ---- */
 

@@ -149,14 +149,15 @@ static char *option_name(struct gen_ctx *ctx, const struct gen_optref *o, int n)
  * defined in the file or an import; every part but the last is a message,
  * not repeated (nor a map). Stops at a part whose message is not known (a
  * type rdmx-gen's descriptor.proto leaves out). */
-void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, const struct gen_optref *o)
+void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, struct gen_optref *o)
 {
 	struct resolver *r = gen_resolver(ctx);
 	const char *scope = o->scope ? o->scope->full_name : f->package;
 	const char *msg = o->options; /* full name of the message the part is in */
 	int i;
-	for (i = 0; i < o->nparts; i++) {
-		const struct gen_optpart *pt = &o->parts[i];
+	o->resolved = !o->check_name;
+	for (i = 0; i < o->nparts && o->check_name; i++) {
+		struct gen_optpart *pt = &o->parts[i];
 		const char *name = option_name(ctx, o, i + 1), *in, *undefined;
 		const struct gen_field *fd;
 		struct sym *s;
@@ -217,8 +218,12 @@ void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, const struct gen_
 			}
 			fd = s->ptr;
 		}
-		if (i == o->nparts - 1)
+		pt->field = fd;
+		if (i == o->nparts - 1) {
+			o->resolved = true;
+			o->repeated = fd->label == GL_REPEATED;
 			return;
+		}
 		if (fd->type == GT_NAMED)
 			return; /* not resolved: reported, or a descriptor type */
 		if (fd->type != GT_MESSAGE) {
@@ -235,5 +240,44 @@ void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, const struct gen_
 			return;
 		}
 		msg = fd->msg->full_name;
+	}
+}
+
+/* a and b, after the same parts, name the same field: the same extension,
+ * or the same plain name */
+static bool same_part(const struct gen_optpart *a, const struct gen_optpart *b)
+{
+	if (a->ext != b->ext)
+		return false;
+	return a->ext ? a->field == b->field : strcmp(a->name, b->name) == 0;
+}
+
+/* o sets again what e, set before it on the same place, did: the same
+ * field (not a repeated one) or a message e set a field of (protoc's
+ * OptionInterpreter::ExamineIfOptionIsSet) */
+static bool set_again(const struct gen_optref *o, const struct gen_optref *e)
+{
+	int i;
+	if (o->nparts > e->nparts || (o->nparts == e->nparts && o->repeated))
+		return false;
+	for (i = 0; i < o->nparts; i++)
+		if (!same_part(&o->parts[i], &e->parts[i]))
+			return false;
+	return true;
+}
+
+void gen_check_options_twice(struct gen_ctx *ctx, const struct gen_file *f)
+{
+	int i, j;
+	for (i = 0; i < f->optrefs.n; i++) {
+		const struct gen_optref *o = f->optrefs.items[i];
+		for (j = 0; j < i && o->resolved; j++) {
+			const struct gen_optref *e = f->optrefs.items[j];
+			if (e->owner == o->owner && e->resolved && set_again(o, e)) {
+				gen_error(ctx, &o->parts[0].loc, "Option \"%s\" was already set.",
+				          option_name(ctx, o, o->nparts));
+				break;
+			}
+		}
 	}
 }
