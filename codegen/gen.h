@@ -242,6 +242,9 @@ struct gen_optref {
 	const void *owner;         /* what it is set on: the gen_* object (the file, an
 	                              extension statement's first range) */
 	bool check_name;           /* its parts are checked (else a plain name alone) */
+	bool aggregate;            /* its value is `{ ... }` */
+	struct gen_vec keys;       /* char *: the fields that value sets, as paths (`a`,
+	                              `b.c`), but inside lists and extensions */
 	bool resolved;             /* set by the resolver: every part is known */
 	bool repeated;             /* set by the resolver: its last part is repeated */
 };

@@ -269,32 +269,61 @@ struct opt_target {
 	void *ptr;                 /* the gen_* object the option is about, may be NULL */
 };
 
-/* skips a balanced aggregate value from '{' (or '<') through its close */
-static bool skip_aggregate(struct parser *p)
+#define AGGREGATE_DEPTH 64 /* deeper keys are not recorded */
+
+/* name is a field's name in an aggregate value: followed by ':' or a
+ * message's '{' or '<' */
+static bool is_key(const struct gen_tok *name)
 {
+	return name->kind == TK_IDENT &&
+	       (is_sym(&name[1], ':') || is_sym(&name[1], '{') || is_sym(&name[1], '<'));
+}
+
+/* skips a balanced aggregate value from '{' (or '<') through its close,
+ * recording in keys the fields it sets as paths from the value (`a`,
+ * `b.c` for `{ a: 1 b { c: 2 } }`); none inside a list or an extension
+ * (`[x.y] { ... }`) */
+static bool skip_aggregate(struct parser *p, struct gen_vec *keys)
+{
+	const char *path[AGGREGATE_DEPTH]; /* of each open bracket; NULL: not recorded */
+	const char *key = NULL;            /* the field just named, before its value */
 	int depth = 0;
 	do {
 		struct gen_tok *t = cur(p);
+		const char *in = depth && depth <= AGGREGATE_DEPTH ? path[depth - 1] : NULL;
 		if (t->kind == TK_EOF) {
 			expected(p, "\"}\" closing the option value");
 			return false;
 		}
-		if (is_sym(t, '{') || is_sym(t, '<') || is_sym(t, '['))
+		if (is_sym(t, '{') || is_sym(t, '<') || is_sym(t, '[')) {
+			if (depth < AGGREGATE_DEPTH)
+				path[depth] = depth == 0 ? "" : is_sym(t, '[') ? NULL : key;
 			depth++;
-		else if (is_sym(t, '}') || is_sym(t, '>') || is_sym(t, ']'))
+		} else if (is_sym(t, '}') || is_sym(t, '>') || is_sym(t, ']')) {
 			depth--;
+		} else if (in && is_key(t)) {
+			key = in[0] ? gen_printf(&p->ctx->pool, "%s.%s", in, t->text) : t->text;
+			gen_vec_push(&p->ctx->pool, keys, (void *)key);
+			next(p);
+			continue;
+		}
+		if (!is_sym(t, ':'))
+			key = NULL;
 		next(p);
 	} while (depth > 0);
 	return true;
 }
 
-/* the constant after '='; *value gets a bool/ident/string spelling */
-static bool parse_option_value(struct parser *p, const char **value)
+/* the constant after '=' of r; *value gets a bool/ident/string spelling
+ * (an aggregate: NULL, its fields in r->keys) */
+static bool parse_option_value(struct parser *p, struct gen_optref *r, const char **value)
 {
 	struct gen_tok *t = cur(p);
 	*value = NULL;
-	if (is_sym(t, '{'))
-		return skip_aggregate(p);
+	if (is_sym(t, '{')) {
+		r->aggregate = true;
+		return skip_aggregate(p, &r->keys);
+	}
 	if (is_sym(t, '-') || is_sym(t, '+')) {
 		next(p);
 		t = cur(p);
@@ -464,7 +493,7 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 	r->check_name = custom || parts.n > 1 || strcmp(first->text, "uninterpreted_option") == 0 ||
 	                tg->owner == OPT_EXTRANGE;
 	gen_vec_push(&p->ctx->pool, &p->f->optrefs, r);
-	if (!parse_option_value(p, &value))
+	if (!parse_option_value(p, r, &value))
 		return false;
 	if (!custom && parts.n == 1)
 		apply_option(p, tg, first->text, first, value);

@@ -252,18 +252,50 @@ static bool same_part(const struct gen_optpart *a, const struct gen_optpart *b)
 	return a->ext ? a->field == b->field : strcmp(a->name, b->name) == 0;
 }
 
-/* o sets again what e, set before it on the same place, did: the same
- * field (not a repeated one) or a message e set a field of (protoc's
- * OptionInterpreter::ExamineIfOptionIsSet) */
-static bool set_again(const struct gen_optref *o, const struct gen_optref *e)
+/* the first n parts of a and b name the same fields */
+static bool same_parts(const struct gen_optref *a, const struct gen_optref *b, int n)
 {
 	int i;
-	if (o->nparts > e->nparts || (o->nparts == e->nparts && o->repeated))
-		return false;
-	for (i = 0; i < o->nparts; i++)
-		if (!same_part(&o->parts[i], &e->parts[i]))
+	for (i = 0; i < n; i++)
+		if (!same_part(&a->parts[i], &b->parts[i]))
 			return false;
 	return true;
+}
+
+/* o's parts after e's, plain names, are a field e's aggregate value set, or
+ * a message it set a field in */
+static bool set_in_aggregate(const struct gen_optref *o, const struct gen_optref *e)
+{
+	struct gen_buf b = {0};
+	size_t n;
+	bool found = false;
+	int i;
+	for (i = e->nparts; i < o->nparts; i++) {
+		if (o->parts[i].ext) {
+			gen_buf_free(&b);
+			return false;
+		}
+		gen_buf_printf(&b, "%s%s", i > e->nparts ? "." : "", o->parts[i].name);
+	}
+	n = strlen(b.data);
+	for (i = 0; i < e->keys.n && !found; i++) {
+		const char *k = e->keys.items[i];
+		found = strncmp(k, b.data, n) == 0 && (k[n] == 0 || k[n] == '.');
+	}
+	gen_buf_free(&b);
+	return found;
+}
+
+/* o sets again what e, set before it on the same place, did: the same
+ * field (not a repeated one), a message e set a field of, or a field e's
+ * aggregate value set (protoc's OptionInterpreter::ExamineIfOptionIsSet) */
+static bool set_again(const struct gen_optref *o, const struct gen_optref *e)
+{
+	if (o->repeated)
+		return false;
+	if (o->nparts <= e->nparts)
+		return same_parts(o, e, o->nparts);
+	return e->aggregate && same_parts(o, e, e->nparts) && set_in_aggregate(o, e);
 }
 
 void gen_check_options_twice(struct gen_ctx *ctx, const struct gen_file *f)
