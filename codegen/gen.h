@@ -227,6 +227,14 @@ struct gen_optpart {
 	const struct gen_field *field; /* set by the resolver: the field or extension */
 };
 
+/* what an option's value is, as written */
+enum gen_value_kind {
+	GV_IDENT = 1, /* true, SPEED */
+	GV_STRING,    /* "..." (concatenated) */
+	GV_NUMBER,    /* 5, 1.5, a signed one (-5, -inf) */
+	GV_AGGREGATE  /* { ... } */
+};
+
 /* the name of an option set somewhere. One with a custom option in it or
  * more than one part (`(a.b)`, `(a).b.(c)`, `deprecated.x`) is checked
  * part by part as protoc does: each part a field or extension of the
@@ -242,11 +250,13 @@ struct gen_optref {
 	const void *owner;         /* what it is set on: the gen_* object (the file, an
 	                              extension statement's first range) */
 	bool check_name;           /* its parts are checked (else a plain name alone) */
-	bool aggregate;            /* its value is `{ ... }` */
-	struct gen_vec keys;       /* char *: the fields that value sets, as paths (`a`,
-	                              `b.c`), but inside lists and extensions */
-	bool resolved;             /* set by the resolver: every part is known */
-	bool repeated;             /* set by the resolver: its last part is repeated */
+	enum gen_value_kind value_kind;
+	const char *value; /* GV_IDENT, GV_STRING: its text */
+	struct gen_loc value_loc;
+	struct gen_vec keys; /* char *: the fields a GV_AGGREGATE value sets, as
+	                        paths (`a`, `b.c`), but inside lists and extensions */
+	bool resolved;       /* set by the resolver: every part is known */
+	bool repeated;       /* set by the resolver: its last part is repeated */
 };
 
 struct gen_file {

@@ -314,14 +314,15 @@ static bool skip_aggregate(struct parser *p, struct gen_vec *keys)
 	return true;
 }
 
-/* the constant after '=' of r; *value gets a bool/ident/string spelling
- * (an aggregate: NULL, its fields in r->keys) */
-static bool parse_option_value(struct parser *p, struct gen_optref *r, const char **value)
+/* the constant after '=' of r: its kind and spelling into r (an
+ * aggregate's fields into r->keys) */
+static bool parse_option_value(struct parser *p, struct gen_optref *r)
 {
 	struct gen_tok *t = cur(p);
-	*value = NULL;
+	r->value_loc = t->loc;
+	r->value_kind = GV_NUMBER;
 	if (is_sym(t, '{')) {
-		r->aggregate = true;
+		r->value_kind = GV_AGGREGATE;
 		return skip_aggregate(p, &r->keys);
 	}
 	if (is_sym(t, '-') || is_sym(t, '+')) {
@@ -342,12 +343,15 @@ static bool parse_option_value(struct parser *p, struct gen_optref *r, const cha
 			gen_buf_puts(&b, cur(p)->text);
 			next(p);
 		}
-		*value = gen_strdup(&p->ctx->pool, b.data ? b.data : "");
+		r->value = gen_strdup(&p->ctx->pool, b.data ? b.data : "");
 		gen_buf_free(&b);
+		r->value_kind = GV_STRING;
 		return true;
 	}
 	if (t->kind == TK_IDENT || t->kind == TK_INT || t->kind == TK_FLOAT) {
-		*value = t->text;
+		r->value = t->text;
+		if (t->kind == TK_IDENT)
+			r->value_kind = GV_IDENT;
 		next(p);
 		return true;
 	}
@@ -421,16 +425,11 @@ static void apply_option(struct parser *p, const struct opt_target *tg, const ch
 		keep_default(p, tg->ptr, name_tok + 2);
 	} else if (tg->owner == OPT_METHOD && strcmp(name, "idempotency_level") == 0) {
 		/* protobuf's own MethodOptions.idempotency_level: a client may retry
-		 * such a call after a failure that may have reached the server */
-		if (value &&
-		    (strcmp(value, "IDEMPOTENT") == 0 || strcmp(value, "NO_SIDE_EFFECTS") == 0))
-			((struct gen_method *)tg->ptr)->idempotent = true;
-		else if (value && strcmp(value, "IDEMPOTENCY_UNKNOWN") == 0)
-			((struct gen_method *)tg->ptr)->idempotent = false;
-		else
-			syntax_error(p, name_tok,
-			             "idempotency_level is IDEMPOTENCY_UNKNOWN, NO_SIDE_EFFECTS or "
-			             "IDEMPOTENT");
+		 * such a call after a failure that may have reached the server (the
+		 * resolver checks the value against the enum) */
+		((struct gen_method *)tg->ptr)->idempotent =
+		    value &&
+		    (strcmp(value, "IDEMPOTENT") == 0 || strcmp(value, "NO_SIDE_EFFECTS") == 0);
 	} else if (tg->owner == OPT_MESSAGE && strcmp(name, "message_set_wire_format") == 0) {
 		((struct gen_message *)tg->ptr)->message_set = yes;
 	} else if (tg->owner == OPT_ENUM && strcmp(name, "allow_alias") == 0) {
@@ -453,7 +452,6 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 	    [OPT_EXTRANGE] = "google.protobuf.ExtensionRangeOptions",
 	};
 	struct gen_tok *first = cur(p);
-	const char *value;
 	struct gen_vec parts = {0};
 	struct gen_optref *r;
 	bool custom = false;
@@ -493,10 +491,10 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 	r->check_name = custom || parts.n > 1 || strcmp(first->text, "uninterpreted_option") == 0 ||
 	                tg->owner == OPT_EXTRANGE;
 	gen_vec_push(&p->ctx->pool, &p->f->optrefs, r);
-	if (!parse_option_value(p, r, &value))
+	if (!parse_option_value(p, r))
 		return false;
 	if (!custom && parts.n == 1)
-		apply_option(p, tg, first->text, first, value);
+		apply_option(p, tg, first->text, first, r->value);
 	return true;
 }
 

@@ -1192,6 +1192,17 @@ static bool resolve_type(struct gen_ctx *ctx, struct gen_file *f, const char *sc
 
 /* ---- checks ---- */
 
+const struct gen_enum_value *gen_enum_value_named(const struct gen_enum *e, const char *name)
+{
+	int i;
+	for (i = 0; i < e->values.n; i++) {
+		const struct gen_enum_value *v = e->values.items[i];
+		if (strcmp(v->name, name) == 0)
+			return v;
+	}
+	return NULL;
+}
+
 const struct gen_range *gen_range_find(const struct gen_vec *ranges, int64_t n)
 {
 	int i;

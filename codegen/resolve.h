@@ -40,6 +40,7 @@ struct resolver {
 	struct gen_vec stack;                /* files being loaded, for cycle reports */
 	const char *last_owner, *last_other; /* last C name collision reported */
 	struct gen_vec deferred;             /* struct deferred *: descriptor types of imports */
+	struct gen_file *builtin_options;    /* rdmx-gen's descriptor.proto, parsed apart */
 };
 
 /* The resolver of ctx, created (zeroed, in ctx's pool) on first use. */
@@ -49,6 +50,8 @@ struct sym *gen_table_get(struct table *t, const char *name);
 /* Adds s to t (growing it from pool); s->name must not be in t yet. */
 void gen_table_put(struct gen_pool *pool, struct table *t, struct sym *s);
 
+/* The value of e named name, NULL when none. */
+const struct gen_enum_value *gen_enum_value_named(const struct gen_enum *e, const char *name);
 /* The range of ranges (struct gen_range *) n is in, NULL when none. */
 const struct gen_range *gen_range_find(const struct gen_vec *ranges, int64_t n);
 /* Reports ranges (struct gen_range *, of one message or enum) that are

@@ -142,6 +142,86 @@ static char *option_name(struct gen_ctx *ctx, const struct gen_optref *o, int n)
 	"Option \"%s\" unknown. Ensure that your proto definition file imports the proto which "   \
 	"defines the option."
 
+/* rdmx-gen's own descriptor.proto, parsed once apart from the run's files
+ * (nothing is declared): the types of protobuf's options, whether the
+ * file setting one imports it or not */
+static struct gen_file *builtin_options(struct gen_ctx *ctx)
+{
+	struct resolver *r = gen_resolver(ctx);
+	struct gen_file *f = r->builtin_options;
+	size_t len;
+	if (f)
+		return f;
+	f = gen_alloc(&ctx->pool, sizeof(*f));
+	f->path = f->name = "google/protobuf/descriptor.proto";
+	f->builtin = true;
+	f->text = gen_wkt_text(f->path, &len);
+	f->text_len = len;
+	f->parsed = f->text && gen_parse(ctx, f, f->text, len);
+	r->builtin_options = f;
+	return f;
+}
+
+/* the field name of protobuf's options message msg ("FileOptions"), with
+ * its enum in *en (NULL when not an enum); NULL when rdmx-gen's copy does
+ * not have it */
+static const struct gen_field *builtin_option(struct gen_ctx *ctx, const char *msg,
+                                              const char *name, const struct gen_enum **en)
+{
+	const struct gen_file *f = builtin_options(ctx);
+	const struct gen_message *m = NULL;
+	const struct gen_field *fd = NULL;
+	int i;
+	*en = NULL;
+	for (i = 0; f->parsed && i < f->messages.n && !m; i++) {
+		const struct gen_message *c = f->messages.items[i];
+		if (strcmp(c->name, msg) == 0)
+			m = c;
+	}
+	for (i = 0; m && i < m->fields.n && !fd; i++) {
+		const struct gen_field *c = m->fields.items[i];
+		if (strcmp(c->name, name) == 0)
+			fd = c;
+	}
+	for (i = 0; fd && fd->type == GT_NAMED && i < m->enums.n; i++) {
+		const struct gen_enum *e = m->enums.items[i];
+		if (strcmp(e->name, fd->type_name) == 0)
+			*en = e;
+	}
+	return fd;
+}
+
+#define OPTION_VALUE(what) "Value must be " what " option \"%s.%s\"."
+
+/* the value of o, a plain option name alone, fits the type of protobuf's
+ * option of that name as protoc requires (OptionInterpreter::
+ * SetOptionValue); one rdmx-gen's descriptor.proto does not have is not
+ * checked */
+static void check_builtin_value(struct gen_ctx *ctx, const struct gen_optref *o)
+{
+	const char *msg = gen_last_of(o->options), *name = o->parts[0].name;
+	const struct gen_loc *loc = &o->value_loc;
+	const struct gen_enum *en;
+	const struct gen_field *fd = builtin_option(ctx, msg, name, &en);
+	bool ident = o->value_kind == GV_IDENT;
+	if (!fd)
+		return;
+	if (fd->type == GT_BOOL && !ident)
+		gen_error(ctx, loc, OPTION_VALUE("identifier for boolean"), o->options, name);
+	else if (fd->type == GT_BOOL && strcmp(o->value, "true") != 0 &&
+	         strcmp(o->value, "false") != 0)
+		gen_error(ctx, loc, OPTION_VALUE("\"true\" or \"false\" for boolean"), o->options,
+		          name);
+	else if (fd->type == GT_STRING && o->value_kind != GV_STRING)
+		gen_error(ctx, loc, OPTION_VALUE("quoted string for string"), o->options, name);
+	else if (en && !ident)
+		gen_error(ctx, loc, OPTION_VALUE("identifier for enum-valued"), o->options, name);
+	else if (en && !gen_enum_value_named(en, o->value))
+		gen_error(ctx, loc,
+		          "Enum type \"%s.%s\" has no value named \"%s\" for option \"%s.%s\".",
+		          o->options, en->name, o->value, o->options, name);
+}
+
 /* as protoc (OptionInterpreter::InterpretSingleOption): each part of a
  * custom option's name is a field or an extension of the message of the part
  * before it, the first one of the *Options message of the place the option
@@ -156,6 +236,8 @@ void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, struct gen_optref
 	const char *msg = o->options; /* full name of the message the part is in */
 	int i;
 	o->resolved = !o->check_name;
+	if (!o->check_name)
+		check_builtin_value(ctx, o);
 	for (i = 0; i < o->nparts && o->check_name; i++) {
 		struct gen_optpart *pt = &o->parts[i];
 		const char *name = option_name(ctx, o, i + 1), *in, *undefined;
@@ -295,7 +377,8 @@ static bool set_again(const struct gen_optref *o, const struct gen_optref *e)
 		return false;
 	if (o->nparts <= e->nparts)
 		return same_parts(o, e, o->nparts);
-	return e->aggregate && same_parts(o, e, e->nparts) && set_in_aggregate(o, e);
+	return e->value_kind == GV_AGGREGATE && same_parts(o, e, e->nparts) &&
+	       set_in_aggregate(o, e);
 }
 
 void gen_check_options_twice(struct gen_ctx *ctx, const struct gen_file *f)
