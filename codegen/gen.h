@@ -110,8 +110,12 @@ struct gen_field {
 	struct gen_loc loc, type_loc, number_loc;
 };
 
+/* the largest field number (2^29 - 1) */
+#define GEN_FIELD_MAX 536870911
+
 struct gen_range {
 	int64_t lo, hi; /* inclusive */
+	bool to_max;    /* an extension range `N to max`: hi set at the message's end */
 	struct gen_loc loc;
 };
 
@@ -137,10 +141,13 @@ struct gen_message {
 	struct gen_vec fields;   /* struct gen_field * */
 	struct gen_vec messages; /* nested (map entries included) */
 	struct gen_vec enums;
-	struct gen_vec oneofs;   /* struct gen_oneof * */
-	struct gen_vec reserved; /* struct gen_range * */
-	struct gen_vec rnames;   /* struct gen_name * */
+	struct gen_vec oneofs;     /* struct gen_oneof * */
+	struct gen_vec reserved;   /* struct gen_range * */
+	struct gen_vec rnames;     /* struct gen_name * */
+	struct gen_vec ext_ranges; /* struct gen_range *: `extensions` (proto2) */
 	bool map_entry;
+	bool message_set; /* option message_set_wire_format = true: extensions may
+	                     go up to 2^31 - 2 */
 	bool deprecated;
 	unsigned mark; /* scratch for graph walks (emit_c.c) */
 };
@@ -217,11 +224,22 @@ struct gen_optpart {
 	char *name; /* the identifier, or what is inside the parentheses */
 	bool ext;   /* (name): an extension */
 	struct gen_loc loc;
+	const struct gen_field *field; /* set by the resolver: the field or extension */
 };
 
-/* an option name with a custom option in it or more than one part (`(a.b)`,
- * `(a).b.(c)`, `deprecated.x`), checked part by part as protoc does: each
- * part a field or extension of the message the part before it is of */
+/* what an option's value is, as written */
+enum gen_value_kind {
+	GV_IDENT = 1, /* true, SPEED */
+	GV_STRING,    /* "..." (concatenated) */
+	GV_NUMBER,    /* 5, 1.5, a signed one (-5, -inf) */
+	GV_AGGREGATE  /* { ... } */
+};
+
+/* the name of an option set somewhere. One with a custom option in it or
+ * more than one part (`(a.b)`, `(a).b.(c)`, `deprecated.x`) is checked
+ * part by part as protoc does: each part a field or extension of the
+ * message the part before it is of. Every one is checked against the
+ * options set before it on the same place (set twice). */
 struct gen_optref {
 	struct gen_optpart *parts;
 	int nparts;
@@ -229,6 +247,16 @@ struct gen_optref {
 	                              around what the option is set on), NULL: the package */
 	const char *options;       /* the *Options message of the place the option is set:
 	                              "google.protobuf.FieldOptions", ... */
+	const void *owner;         /* what it is set on: the gen_* object (the file, an
+	                              extension statement's first range) */
+	bool check_name;           /* its parts are checked (else a plain name alone) */
+	enum gen_value_kind value_kind;
+	const char *value; /* GV_IDENT, GV_STRING: its text */
+	struct gen_loc value_loc;
+	struct gen_vec keys; /* char *: the fields a GV_AGGREGATE value sets, as
+	                        paths (`a`, `b.c`), but inside lists and extensions */
+	bool resolved;       /* set by the resolver: every part is known */
+	bool repeated;       /* set by the resolver: its last part is repeated */
 };
 
 struct gen_file {

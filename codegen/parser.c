@@ -269,32 +269,62 @@ struct opt_target {
 	void *ptr;                 /* the gen_* object the option is about, may be NULL */
 };
 
-/* skips a balanced aggregate value from '{' (or '<') through its close */
-static bool skip_aggregate(struct parser *p)
+#define AGGREGATE_DEPTH 64 /* deeper keys are not recorded */
+
+/* name is a field's name in an aggregate value: followed by ':' or a
+ * message's '{' or '<' */
+static bool is_key(const struct gen_tok *name)
 {
+	return name->kind == TK_IDENT &&
+	       (is_sym(&name[1], ':') || is_sym(&name[1], '{') || is_sym(&name[1], '<'));
+}
+
+/* skips a balanced aggregate value from '{' (or '<') through its close,
+ * recording in keys the fields it sets as paths from the value (`a`,
+ * `b.c` for `{ a: 1 b { c: 2 } }`); none inside a list or an extension
+ * (`[x.y] { ... }`) */
+static bool skip_aggregate(struct parser *p, struct gen_vec *keys)
+{
+	const char *path[AGGREGATE_DEPTH]; /* of each open bracket; NULL: not recorded */
+	const char *key = NULL;            /* the field just named, before its value */
 	int depth = 0;
 	do {
 		struct gen_tok *t = cur(p);
+		const char *in = depth && depth <= AGGREGATE_DEPTH ? path[depth - 1] : NULL;
 		if (t->kind == TK_EOF) {
 			expected(p, "\"}\" closing the option value");
 			return false;
 		}
-		if (is_sym(t, '{') || is_sym(t, '<') || is_sym(t, '['))
+		if (is_sym(t, '{') || is_sym(t, '<') || is_sym(t, '[')) {
+			if (depth < AGGREGATE_DEPTH)
+				path[depth] = depth == 0 ? "" : is_sym(t, '[') ? NULL : key;
 			depth++;
-		else if (is_sym(t, '}') || is_sym(t, '>') || is_sym(t, ']'))
+		} else if (is_sym(t, '}') || is_sym(t, '>') || is_sym(t, ']')) {
 			depth--;
+		} else if (in && is_key(t)) {
+			key = in[0] ? gen_printf(&p->ctx->pool, "%s.%s", in, t->text) : t->text;
+			gen_vec_push(&p->ctx->pool, keys, (void *)key);
+			next(p);
+			continue;
+		}
+		if (!is_sym(t, ':'))
+			key = NULL;
 		next(p);
 	} while (depth > 0);
 	return true;
 }
 
-/* the constant after '='; *value gets a bool/ident/string spelling */
-static bool parse_option_value(struct parser *p, const char **value)
+/* the constant after '=' of r: its kind and spelling into r (an
+ * aggregate's fields into r->keys) */
+static bool parse_option_value(struct parser *p, struct gen_optref *r)
 {
 	struct gen_tok *t = cur(p);
-	*value = NULL;
-	if (is_sym(t, '{'))
-		return skip_aggregate(p);
+	r->value_loc = t->loc;
+	r->value_kind = GV_NUMBER;
+	if (is_sym(t, '{')) {
+		r->value_kind = GV_AGGREGATE;
+		return skip_aggregate(p, &r->keys);
+	}
 	if (is_sym(t, '-') || is_sym(t, '+')) {
 		next(p);
 		t = cur(p);
@@ -313,12 +343,15 @@ static bool parse_option_value(struct parser *p, const char **value)
 			gen_buf_puts(&b, cur(p)->text);
 			next(p);
 		}
-		*value = gen_strdup(&p->ctx->pool, b.data ? b.data : "");
+		r->value = gen_strdup(&p->ctx->pool, b.data ? b.data : "");
 		gen_buf_free(&b);
+		r->value_kind = GV_STRING;
 		return true;
 	}
 	if (t->kind == TK_IDENT || t->kind == TK_INT || t->kind == TK_FLOAT) {
-		*value = t->text;
+		r->value = t->text;
+		if (t->kind == TK_IDENT)
+			r->value_kind = GV_IDENT;
 		next(p);
 		return true;
 	}
@@ -392,16 +425,13 @@ static void apply_option(struct parser *p, const struct opt_target *tg, const ch
 		keep_default(p, tg->ptr, name_tok + 2);
 	} else if (tg->owner == OPT_METHOD && strcmp(name, "idempotency_level") == 0) {
 		/* protobuf's own MethodOptions.idempotency_level: a client may retry
-		 * such a call after a failure that may have reached the server */
-		if (value &&
-		    (strcmp(value, "IDEMPOTENT") == 0 || strcmp(value, "NO_SIDE_EFFECTS") == 0))
-			((struct gen_method *)tg->ptr)->idempotent = true;
-		else if (value && strcmp(value, "IDEMPOTENCY_UNKNOWN") == 0)
-			((struct gen_method *)tg->ptr)->idempotent = false;
-		else
-			syntax_error(p, name_tok,
-			             "idempotency_level is IDEMPOTENCY_UNKNOWN, NO_SIDE_EFFECTS or "
-			             "IDEMPOTENT");
+		 * such a call after a failure that may have reached the server (the
+		 * resolver checks the value against the enum) */
+		((struct gen_method *)tg->ptr)->idempotent =
+		    value &&
+		    (strcmp(value, "IDEMPOTENT") == 0 || strcmp(value, "NO_SIDE_EFFECTS") == 0);
+	} else if (tg->owner == OPT_MESSAGE && strcmp(name, "message_set_wire_format") == 0) {
+		((struct gen_message *)tg->ptr)->message_set = yes;
 	} else if (tg->owner == OPT_ENUM && strcmp(name, "allow_alias") == 0) {
 		((struct gen_enum *)tg->ptr)->allow_alias = yes;
 	}
@@ -422,9 +452,10 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 	    [OPT_EXTRANGE] = "google.protobuf.ExtensionRangeOptions",
 	};
 	struct gen_tok *first = cur(p);
-	const char *value;
 	struct gen_vec parts = {0};
+	struct gen_optref *r;
 	bool custom = false;
+	int i;
 	for (;;) {
 		struct gen_optpart *part = gen_alloc(&p->ctx->pool, sizeof(*part));
 		if (accept_sym(p, '(')) {
@@ -446,25 +477,24 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 	}
 	if (!expect_sym(p, '='))
 		return false;
+	r = gen_alloc(&p->ctx->pool, sizeof(*r));
+	r->parts = gen_alloc(&p->ctx->pool, sizeof(*r->parts) * (size_t)parts.n);
+	for (i = 0; i < parts.n; i++)
+		r->parts[i] = *(struct gen_optpart *)parts.items[i];
+	r->nparts = parts.n;
+	r->scope = tg->scope;
+	r->options = options[tg->owner];
+	r->owner = tg->ptr ? tg->ptr : p->f;
 	/* a plain name alone is not checked, but for the one protoc reserves
 	 * and on an extension range, where protobuf 3.21 has none at all (so
 	 * rdmx-gen's descriptor.proto is complete there) */
-	if (custom || parts.n > 1 || strcmp(first->text, "uninterpreted_option") == 0 ||
-	    tg->owner == OPT_EXTRANGE) {
-		struct gen_optref *r = gen_alloc(&p->ctx->pool, sizeof(*r));
-		int i;
-		r->parts = gen_alloc(&p->ctx->pool, sizeof(*r->parts) * (size_t)parts.n);
-		for (i = 0; i < parts.n; i++)
-			r->parts[i] = *(struct gen_optpart *)parts.items[i];
-		r->nparts = parts.n;
-		r->scope = tg->scope;
-		r->options = options[tg->owner];
-		gen_vec_push(&p->ctx->pool, &p->f->optrefs, r);
-	}
-	if (!parse_option_value(p, &value))
+	r->check_name = custom || parts.n > 1 || strcmp(first->text, "uninterpreted_option") == 0 ||
+	                tg->owner == OPT_EXTRANGE;
+	gen_vec_push(&p->ctx->pool, &p->f->optrefs, r);
+	if (!parse_option_value(p, r))
 		return false;
 	if (!custom && parts.n == 1)
-		apply_option(p, tg, first->text, first, value);
+		apply_option(p, tg, first->text, first, r->value);
 	return true;
 }
 
@@ -491,6 +521,36 @@ static void parse_option_statement(struct parser *p, const struct opt_target *tg
 		skip_statement(p);
 }
 
+/* `N`, `N to M`, `N to max`, ... into ranges (max: max's value, or 0 to
+ * leave the range's hi for the end of the message, `to_max`); false, the
+ * statement skipped, on a syntax error */
+static bool parse_ranges(struct parser *p, struct gen_vec *ranges, bool allow_neg, int64_t max)
+{
+	for (;;) {
+		struct gen_range *r = gen_alloc(&p->ctx->pool, sizeof(*r));
+		struct gen_loc l;
+		if (!parse_int(p, allow_neg, &r->lo, &r->loc)) {
+			skip_statement(p);
+			return false;
+		}
+		r->hi = r->lo;
+		if (is_kw(cur(p), "to")) {
+			next(p);
+			if (is_kw(cur(p), "max")) {
+				r->hi = max;
+				r->to_max = !max;
+				next(p);
+			} else if (!parse_int(p, allow_neg, &r->hi, &l)) {
+				skip_statement(p);
+				return false;
+			}
+		}
+		gen_vec_push(&p->ctx->pool, ranges, r);
+		if (!accept_sym(p, ','))
+			return true;
+	}
+}
+
 static void parse_reserved(struct parser *p, struct gen_vec *ranges, struct gen_vec *names,
                            int64_t max)
 {
@@ -513,28 +573,8 @@ static void parse_reserved(struct parser *p, struct gen_vec *ranges, struct gen_
 				break;
 		}
 	} else if (cur(p)->kind == TK_INT || is_sym(cur(p), '-')) {
-		for (;;) {
-			struct gen_range *r = gen_alloc(&p->ctx->pool, sizeof(*r));
-			struct gen_loc l;
-			if (!parse_int(p, max != 536870911, &r->lo, &r->loc)) {
-				skip_statement(p);
-				return;
-			}
-			r->hi = r->lo;
-			if (is_kw(cur(p), "to")) {
-				next(p);
-				if (is_kw(cur(p), "max")) {
-					r->hi = max;
-					next(p);
-				} else if (!parse_int(p, max != 536870911, &r->hi, &l)) {
-					skip_statement(p);
-					return;
-				}
-			}
-			gen_vec_push(&p->ctx->pool, ranges, r);
-			if (!accept_sym(p, ','))
-				break;
-		}
+		if (!parse_ranges(p, ranges, max != GEN_FIELD_MAX, max))
+			return;
 	} else if (cur(p)->kind == TK_IDENT) {
 		syntax_error(
 		    p, cur(p),
@@ -550,32 +590,19 @@ static void parse_reserved(struct parser *p, struct gen_vec *ranges, struct gen_
 		skip_statement(p);
 }
 
-/* proto2 `extensions 100 to 199, 500 to max [options];` in m: the numbers
- * are read, not kept (extensions are not generated), the options checked */
+/* proto2 `extensions 100 to 199, 500 to max [options];` in m: the ranges
+ * are kept for the checks (extensions are not generated), the options
+ * checked */
 static void parse_extensions(struct parser *p, struct gen_message *m)
 {
-	/* options are looked up around m, as a message's own */
+	/* options are looked up around m, as a message's own; they are about
+	 * the statement's first range */
 	struct opt_target tg = {OPT_EXTRANGE, m->parent, NULL};
+	int first = m->ext_ranges.n;
 	next(p); /* extensions */
-	for (;;) {
-		int64_t n;
-		struct gen_loc l;
-		if (!parse_int(p, false, &n, &l)) {
-			skip_statement(p);
-			return;
-		}
-		if (is_kw(cur(p), "to")) {
-			next(p);
-			if (is_kw(cur(p), "max")) {
-				next(p);
-			} else if (!parse_int(p, false, &n, &l)) {
-				skip_statement(p);
-				return;
-			}
-		}
-		if (!accept_sym(p, ','))
-			break;
-	}
+	if (!parse_ranges(p, &m->ext_ranges, false, 0))
+		return;
+	tg.ptr = m->ext_ranges.items[first];
 	if (!parse_field_options(p, &tg) || !expect_semi(p))
 		skip_statement(p);
 }
@@ -1018,6 +1045,19 @@ static void parse_message(struct parser *p, struct gen_message *parent, struct g
 	parse_message_body(p, m, depth);
 }
 
+/* `to max` of m's extension ranges, known once m's options are: protoc's
+ * largest field number, or the largest int32 a message set takes (protoc's
+ * range ends are exclusive int32s) */
+static void end_ext_ranges(struct gen_message *m)
+{
+	int i;
+	for (i = 0; i < m->ext_ranges.n; i++) {
+		struct gen_range *r = m->ext_ranges.items[i];
+		if (r->to_max)
+			r->hi = m->message_set ? INT32_MAX - 1 : GEN_FIELD_MAX;
+	}
+}
+
 /* the statements of m's body, through its closing '}' */
 static void parse_message_body(struct parser *p, struct gen_message *m, int depth)
 {
@@ -1028,8 +1068,10 @@ static void parse_message_body(struct parser *p, struct gen_message *m, int dept
 		enum body_step step = body_step(p, "message", m->name, m->loc.line, &tg);
 		struct gen_tok *t = cur(p);
 
-		if (step == BODY_END)
+		if (step == BODY_END) {
+			end_ext_ranges(m);
 			return;
+		}
 		if (step == BODY_TAKEN)
 			continue;
 		if (is_kw(t, "message") && peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '{'))
@@ -1042,7 +1084,7 @@ static void parse_message_body(struct parser *p, struct gen_message *m, int dept
 			parse_oneof(p, m);
 		else if (is_kw(t, "reserved") &&
 		         !(peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '=')))
-			parse_reserved(p, &m->reserved, &m->rnames, 536870911);
+			parse_reserved(p, &m->reserved, &m->rnames, GEN_FIELD_MAX);
 		else
 			parse_field(p, m, -1);
 	}

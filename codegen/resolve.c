@@ -11,8 +11,6 @@
 
 #include "resolve.h"
 
-#define FIELD_MAX 536870911 /* 2^29 - 1 */
-
 /* ---- a string -> pointer table (open addressing) ---- */
 
 static size_t hash(const char *s)
@@ -1020,40 +1018,61 @@ bool gen_import_needed(const struct gen_file *f, const struct gen_import *im)
 	return false;
 }
 
+/* name in the tables flags asks for: the symbols, then the extensions */
+static struct sym *lookup_get(struct resolver *r, const char *name, unsigned flags)
+{
+	struct sym *s = gen_table_get(&r->syms, name);
+	if (!s && (flags & GEN_LOOKUP_EXTS))
+		s = gen_table_get(&r->exts, name);
+	return s;
+}
+
+static bool is_aggregate(const struct sym *s)
+{
+	return s->kind == SYM_PACKAGE || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM ||
+	       s->kind == SYM_SERVICE;
+}
+
 /* protoc's scoping rules (DescriptorBuilder::LookupSymbol): the scopes are
  * tried from the innermost out, each with the first part of name. A symbol
  * from cannot see (gen_sym_visible) is passed over, as protoc's FindSymbol
  * does. For a dotted name the first aggregate found (package, message, enum,
- * service) decides and the rest must be inside it; a simple name's first
- * symbol wins, but with types_only (field types) one that is not a type (a
- * package too) is passed over. At the root the whole name is taken, whatever
- * it is. When nothing visible stands for name, the first symbol passed over
- * for not being visible, so that the caller can say which import is
- * missing. */
+ * service) decides and the rest must be inside it (else *undefined names
+ * what it stood for); a simple name's first symbol wins, but with
+ * GEN_LOOKUP_TYPES (field types) one that is not a type (a package too) is
+ * passed over. At the root the whole name is taken, whatever it is. When
+ * nothing visible stands for name, the first symbol passed over for not
+ * being visible, so that the caller can say which import is missing. */
 struct sym *gen_lookup(struct gen_ctx *ctx, const struct gen_file *from, const char *scope,
-                       const char *name, bool types_only)
+                       const char *name, unsigned flags, const char **undefined)
 {
 	struct resolver *r = gen_resolver(ctx);
 	struct sym *hidden = NULL, *s;
 	const char *dot;
 	char *first, *sc;
+	if (undefined)
+		*undefined = NULL;
 	if (name[0] == '.')
-		return gen_table_get(&r->syms, name + 1);
+		return lookup_get(r, name + 1, flags);
 	dot = strchr(name, '.');
 	first = dot ? gen_strndup(&ctx->pool, name, (size_t)(dot - name)) : (char *)name;
 	sc = gen_strdup(&ctx->pool, scope);
 	while (sc[0]) {
 		char *d;
-		s = gen_table_get(&r->syms, gen_qualify(ctx, sc, first));
+		s = lookup_get(r, gen_qualify(ctx, sc, first), flags);
 		if (s && !gen_sym_visible(from, s)) {
 			hidden = hidden ? hidden : s;
 			s = NULL;
 		}
-		if (s && dot &&
-		    (s->kind == SYM_PACKAGE || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM ||
-		     s->kind == SYM_SERVICE))
-			return gen_table_get(&r->syms, gen_qualify(ctx, sc, name));
-		if (s && !dot && (!types_only || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM))
+		if (s && dot && is_aggregate(s)) {
+			char *full = gen_qualify(ctx, sc, name);
+			s = lookup_get(r, full, flags);
+			if (undefined && (!s || !gen_sym_visible(from, s)))
+				*undefined = full;
+			return s;
+		}
+		if (s && !dot &&
+		    (!(flags & GEN_LOOKUP_TYPES) || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM))
 			return s;
 		d = strrchr(sc, '.');
 		if (d)
@@ -1061,7 +1080,7 @@ struct sym *gen_lookup(struct gen_ctx *ctx, const struct gen_file *from, const c
 		else
 			sc[0] = 0;
 	}
-	s = gen_table_get(&r->syms, name);
+	s = lookup_get(r, name, flags);
 	return s && (gen_sym_visible(from, s) || !hidden) ? s : hidden;
 }
 
@@ -1137,7 +1156,7 @@ static bool resolve_type(struct gen_ctx *ctx, struct gen_file *f, const char *sc
                          const char *name, bool rpc, const struct gen_loc *loc, enum gen_type *type,
                          struct gen_message **msg, struct gen_enum **en)
 {
-	struct sym *s = gen_lookup(ctx, f, scope, name, !rpc);
+	struct sym *s = gen_lookup(ctx, f, scope, name, rpc ? 0 : GEN_LOOKUP_TYPES, NULL);
 	if (!s && gen_descriptor_message(ctx, scope, name)) {
 		descriptor_error(ctx, loc, name);
 		return false;
@@ -1173,15 +1192,26 @@ static bool resolve_type(struct gen_ctx *ctx, struct gen_file *f, const char *sc
 
 /* ---- checks ---- */
 
-static bool in_ranges(const struct gen_vec *ranges, int64_t n)
+const struct gen_enum_value *gen_enum_value_named(const struct gen_enum *e, const char *name)
+{
+	int i;
+	for (i = 0; i < e->values.n; i++) {
+		const struct gen_enum_value *v = e->values.items[i];
+		if (strcmp(v->name, name) == 0)
+			return v;
+	}
+	return NULL;
+}
+
+const struct gen_range *gen_range_find(const struct gen_vec *ranges, int64_t n)
 {
 	int i;
 	for (i = 0; i < ranges->n; i++) {
 		const struct gen_range *r = ranges->items[i];
 		if (n >= r->lo && n <= r->hi)
-			return true;
+			return r;
 	}
-	return false;
+	return NULL;
 }
 
 static bool in_names(const struct gen_vec *names, const char *n)
@@ -1195,31 +1225,37 @@ static bool in_names(const struct gen_vec *names, const char *n)
 	return false;
 }
 
-static void check_reserved(struct gen_ctx *ctx, const struct gen_vec *ranges,
-                           const struct gen_vec *names, int64_t lo_limit, int64_t hi_limit,
-                           const char *what)
+void gen_check_ranges(struct gen_ctx *ctx, const struct gen_vec *ranges, int64_t lo_limit,
+                      int64_t hi_limit, const char *kind, const char *what)
 {
 	int i, j;
 	for (i = 0; i < ranges->n; i++) {
 		const struct gen_range *r = ranges->items[i];
 		if (r->lo > r->hi)
-			gen_error(ctx, &r->loc,
-			          "reserved range %lld to %lld is empty (end before start)",
-			          (long long)r->lo, (long long)r->hi);
+			gen_error(ctx, &r->loc, "%s range %lld to %lld is empty (end before start)",
+			          kind, (long long)r->lo, (long long)r->hi);
 		else if (r->lo < lo_limit || r->hi > hi_limit)
-			gen_error(ctx, &r->loc, "reserved %s numbers must be between %lld and %lld",
-			          what, (long long)lo_limit, (long long)hi_limit);
+			gen_error(ctx, &r->loc, "%s numbers must be between %lld and %lld", what,
+			          (long long)lo_limit, (long long)hi_limit);
 		for (j = 0; j < i; j++) {
 			const struct gen_range *o = ranges->items[j];
 			if (r->lo <= o->hi && o->lo <= r->hi) {
 				gen_error(ctx, &r->loc,
-				          "reserved range %lld to %lld overlaps range %lld to %lld",
+				          "%s range %lld to %lld overlaps range %lld to %lld", kind,
 				          (long long)r->lo, (long long)r->hi, (long long)o->lo,
 				          (long long)o->hi);
 				break;
 			}
 		}
 	}
+}
+
+static void check_reserved(struct gen_ctx *ctx, const struct gen_vec *ranges,
+                           const struct gen_vec *names, int64_t lo_limit, int64_t hi_limit,
+                           const char *what)
+{
+	int i, j;
+	gen_check_ranges(ctx, ranges, lo_limit, hi_limit, "reserved", what);
 	for (i = 0; i < names->n; i++) {
 		const struct gen_name *n = names->items[i];
 		for (j = 0; j < i; j++) {
@@ -1236,7 +1272,7 @@ static void check_reserved(struct gen_ctx *ctx, const struct gen_vec *ranges,
 static void check_enum(struct gen_ctx *ctx, struct gen_enum *e)
 {
 	int i, j;
-	check_reserved(ctx, &e->reserved, &e->rnames, INT32_MIN, INT32_MAX, "enum value");
+	check_reserved(ctx, &e->reserved, &e->rnames, INT32_MIN, INT32_MAX, "reserved enum value");
 	if (e->values.n == 0)
 		gen_error(ctx, &e->loc, "enum \"%s\" must have at least one value", e->name);
 	for (i = 0; i < e->values.n; i++) {
@@ -1249,7 +1285,7 @@ static void check_enum(struct gen_ctx *ctx, struct gen_enum *e)
 		}
 		if (i == 0 && v->number != 0 && !e->file->proto2)
 			gen_error(ctx, &v->loc, "the first enum value must be zero in proto3");
-		if (in_ranges(&e->reserved, v->number))
+		if (gen_range_find(&e->reserved, v->number))
 			gen_error(ctx, &v->loc, "enum value \"%s\" uses reserved number %lld",
 			          v->name, (long long)v->number);
 		if (in_names(&e->rnames, v->name))
@@ -1325,21 +1361,23 @@ static void check_message(struct gen_ctx *ctx, struct gen_message *m)
 			gen_error(ctx, &o->loc, "oneof \"%s\" must have at least one field",
 			          o->name);
 	}
-	if (!m->map_entry)
-		check_reserved(ctx, &m->reserved, &m->rnames, 1, FIELD_MAX, "field");
+	if (!m->map_entry) {
+		check_reserved(ctx, &m->reserved, &m->rnames, 1, GEN_FIELD_MAX, "reserved field");
+		gen_check_ext_ranges(ctx, m);
+	}
 	for (i = 0; i < m->fields.n; i++) {
 		struct gen_field *fd = m->fields.items[i];
 		if (fd->number <= 0) {
 			gen_error(ctx, &fd->number_loc,
 			          "field number %s of \"%s\" must be a positive "
 			          "integer (1 to %d)",
-			          NUM(fd), fd->name, FIELD_MAX);
+			          NUM(fd), fd->name, GEN_FIELD_MAX);
 			continue;
 		}
-		if (fd->number > FIELD_MAX) {
+		if (fd->number > GEN_FIELD_MAX) {
 			gen_error(ctx, &fd->number_loc,
 			          "field number %s of \"%s\" is out of range (1 to %d)", NUM(fd),
-			          fd->name, FIELD_MAX);
+			          fd->name, GEN_FIELD_MAX);
 			continue;
 		}
 		if (fd->number >= 19000 && fd->number <= 19999)
@@ -1348,7 +1386,7 @@ static void check_message(struct gen_ctx *ctx, struct gen_message *m)
 			    "field number %lld of \"%s\" is in 19000 to 19999, reserved for the "
 			    "protocol buffer implementation",
 			    (long long)fd->number, fd->name);
-		if (in_ranges(&m->reserved, fd->number))
+		if (gen_range_find(&m->reserved, fd->number))
 			gen_error(ctx, &fd->number_loc,
 			          "field \"%s\" uses reserved field number %lld", fd->name,
 			          (long long)fd->number);
@@ -1381,7 +1419,8 @@ static void resolve_message(struct gen_ctx *ctx, struct gen_message *m)
 		if (fd->type != GT_NAMED)
 			continue;
 		if (!m->file->input && gen_descriptor_message(ctx, m->full_name, fd->type_name) &&
-		    !gen_lookup(ctx, m->file, m->full_name, fd->type_name, true)) {
+		    !gen_lookup(ctx, m->file, m->full_name, fd->type_name, GEN_LOOKUP_TYPES,
+		                NULL)) {
 			/* an option-definition import may describe descriptors
 			 * (a validation library's violation paths do): fine while
 			 * nothing generates that file */
@@ -1613,6 +1652,7 @@ bool gen_resolve(struct gen_ctx *ctx)
 		struct gen_file *f = ctx->files.items[i];
 		for (j = 0; j < f->optrefs.n; j++)
 			gen_check_optref(ctx, f, f->optrefs.items[j]);
+		gen_check_options_twice(ctx, f);
 	}
 	if (ctx->errors != errors)
 		return false;

@@ -40,6 +40,7 @@ struct resolver {
 	struct gen_vec stack;                /* files being loaded, for cycle reports */
 	const char *last_owner, *last_other; /* last C name collision reported */
 	struct gen_vec deferred;             /* struct deferred *: descriptor types of imports */
+	struct gen_file *builtin_options;    /* rdmx-gen's descriptor.proto, parsed apart */
 };
 
 /* The resolver of ctx, created (zeroed, in ctx's pool) on first use. */
@@ -49,6 +50,16 @@ struct sym *gen_table_get(struct table *t, const char *name);
 /* Adds s to t (growing it from pool); s->name must not be in t yet. */
 void gen_table_put(struct gen_pool *pool, struct table *t, struct sym *s);
 
+/* The value of e named name, NULL when none. */
+const struct gen_enum_value *gen_enum_value_named(const struct gen_enum *e, const char *name);
+/* The range of ranges (struct gen_range *) n is in, NULL when none. */
+const struct gen_range *gen_range_find(const struct gen_vec *ranges, int64_t n);
+/* Reports ranges (struct gen_range *, of one message or enum) that are
+ * empty, outside lo_limit..hi_limit or overlap an earlier one; kind names
+ * them ("reserved": "reserved range 5 to 3 ..."), what their numbers
+ * ("reserved field": "reserved field numbers must be between ..."). */
+void gen_check_ranges(struct gen_ctx *ctx, const struct gen_vec *ranges, int64_t lo_limit,
+                      int64_t hi_limit, const char *kind, const char *what);
 /* What a SYM_* kind is called in diagnostics: "message", "enum value", ... */
 const char *gen_kind_name(int kind);
 /* The scope of a full name (what is before its last dot), "" at the root;
@@ -65,14 +76,21 @@ bool gen_visible(const struct gen_file *from, const struct gen_file *def);
  * file it can see (gen_visible); a package when from, or a file it
  * imports or one such a file re-exports, is in it. */
 bool gen_sym_visible(const struct gen_file *from, const struct sym *s);
+/* what gen_lookup looks among */
+enum {
+	GEN_LOOKUP_TYPES = 1, /* a simple name skips symbols that are not messages or enums */
+	GEN_LOOKUP_EXTS = 2   /* the extensions too (after the symbols of one name) */
+};
 /* The symbol name (as written in scope, in file from) stands for, by
  * protoc's scoping rules (DescriptorBuilder::LookupSymbol): symbols from
- * cannot see are passed over; with types_only a simple name also skips
- * symbols that are not messages or enums. NULL when none; when only symbols
- * from cannot see match, the first of them (the caller reports the missing
- * import: check gen_visible). Extensions are not symbols here. */
+ * cannot see are passed over; flags are GEN_LOOKUP_*. NULL when none; when
+ * only symbols from cannot see match, the first of them (the caller reports
+ * the missing import: check gen_sym_visible). undefined may be NULL; else
+ * *undefined is set to the full name a dotted name stood for when the first
+ * aggregate matched decides it and nothing from can see is defined there
+ * (protoc's "undefine_resolved_name"), to NULL otherwise. */
 struct sym *gen_lookup(struct gen_ctx *ctx, const struct gen_file *from, const char *scope,
-                       const char *name, bool types_only);
+                       const char *name, unsigned flags, const char **undefined);
 /* name (as written in scope) names a message of protobuf's descriptor.proto
  * that rdmx-gen's own copy leaves out (it has the option messages only). */
 bool gen_descriptor_message(struct gen_ctx *ctx, const char *scope, const char *name);
@@ -83,10 +101,22 @@ bool gen_descriptor_message(struct gen_ctx *ctx, const char *scope, const char *
  * resolver's extension table, reporting undefined or (in proto3) refused
  * extendees and undefined types; after every file's symbols are declared. */
 void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f);
+/* Checks m's extension ranges as protoc does: numbers 1 to 2^29 - 1 (2^31 -
+ * 2 in a message set), none empty, none overlapping another, a reserved
+ * range or a field's number. */
+void gen_check_ext_ranges(struct gen_ctx *ctx, const struct gen_message *m);
 /* Checks one custom or multi-part option name of f part by part as protoc
- * does, reporting the first part that is wrong; after every file's messages
- * and extensions are resolved. */
-void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, const struct gen_optref *o);
+ * does, reporting the first part that is wrong, and records what its parts
+ * name (o->resolved, parts' field, o->repeated; a plain name alone is not
+ * looked up, only taken as resolved); after every file's messages and
+ * extensions are resolved. */
+void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, struct gen_optref *o);
+/* Reports an option of f set again on the same place (protoc's "was already
+ * set"): the same field, but for a repeated one, a message an earlier
+ * option set a field of ((a).b = 1, then (a) = {...}) or a field an earlier
+ * aggregate value set ((a) = { b: 1 }, then (a).b = 2; not an extension
+ * set in it, [x.y]). After gen_check_optref on all of f's options. */
+void gen_check_options_twice(struct gen_ctx *ctx, const struct gen_file *f);
 
 /* ---- resolve_defaults.c ---- */
 

@@ -76,7 +76,6 @@ static void check_default(struct gen_ctx *ctx, struct gen_field *fd)
 	struct gen_default *d = fd->def;
 	const char *what = fd->type == GT_ENUM ? fd->en->full_name : gen_type_name(fd->type);
 	bool ok = !d->string;
-	int i;
 	if (fd->label == GL_REPEATED) {
 		gen_error(ctx, &d->loc, "repeated field \"%s\" cannot have a default value",
 		          fd->name);
@@ -131,11 +130,7 @@ static void check_default(struct gen_ctx *ctx, struct gen_field *fd)
 		d->zero = d->len == 0;
 		break;
 	case GT_ENUM:
-		for (i = 0; ok && !d->ev && i < fd->en->values.n; i++) {
-			const struct gen_enum_value *v = fd->en->values.items[i];
-			if (strcmp(v->name, d->text) == 0)
-				d->ev = v;
-		}
+		d->ev = ok ? gen_enum_value_named(fd->en, d->text) : NULL;
 		if (ok && !d->ev) {
 			gen_error(ctx, &d->loc,
 			          "default value \"%s\" of \"%s\" is not a value of enum \"%s\"",

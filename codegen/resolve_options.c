@@ -14,7 +14,7 @@ static void resolve_ext_type(struct gen_ctx *ctx, struct gen_ext *x, const char 
 	struct sym *s;
 	if (!fd || fd->type != GT_NAMED)
 		return;
-	s = gen_lookup(ctx, x->file, scope, fd->type_name, true);
+	s = gen_lookup(ctx, x->file, scope, fd->type_name, GEN_LOOKUP_TYPES, NULL);
 	if (!s && gen_descriptor_message(ctx, scope, fd->type_name))
 		return;
 	if (!s)
@@ -35,6 +35,50 @@ static void resolve_ext_type(struct gen_ctx *ctx, struct gen_ext *x, const char 
 	}
 }
 
+void gen_check_ext_ranges(struct gen_ctx *ctx, const struct gen_message *m)
+{
+	int64_t max = m->message_set ? INT32_MAX - 1 : GEN_FIELD_MAX;
+	int i;
+	gen_check_ranges(ctx, &m->ext_ranges, 1, max, "extension", "extension");
+	for (i = 0; i < m->ext_ranges.n; i++) {
+		const struct gen_range *r = m->ext_ranges.items[i], *o;
+		int j;
+		for (j = 0; j < m->reserved.n; j++) {
+			o = m->reserved.items[j];
+			if (r->lo <= o->hi && o->lo <= r->hi) {
+				gen_error(
+				    ctx, &r->loc,
+				    "extension range %lld to %lld overlaps reserved range %lld "
+				    "to %lld",
+				    (long long)r->lo, (long long)r->hi, (long long)o->lo,
+				    (long long)o->hi);
+				break;
+			}
+		}
+	}
+	for (i = 0; i < m->fields.n; i++) {
+		const struct gen_field *fd = m->fields.items[i];
+		const struct gen_range *r = gen_range_find(&m->ext_ranges, fd->number);
+		if (r)
+			gen_error(ctx, &fd->number_loc,
+			          "field \"%s\" uses number %lld, which is in extension range %lld "
+			          "to %lld",
+			          fd->name, (long long)fd->number, (long long)r->lo,
+			          (long long)r->hi);
+	}
+}
+
+/* x's number is in a range its extendee (a message, s) declares, as protoc
+ * checks */
+static void check_ext_number(struct gen_ctx *ctx, const struct gen_ext *x, const struct sym *s)
+{
+	const struct gen_message *m = s->ptr;
+	if (!x->field || gen_range_find(&m->ext_ranges, x->field->number))
+		return;
+	gen_error(ctx, &x->field->number_loc, "\"%s\" does not declare %lld as an extension number",
+	          s->name, (long long)x->field->number);
+}
+
 void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 {
 	struct resolver *r = gen_resolver(ctx);
@@ -42,7 +86,7 @@ void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 	for (i = 0; i < f->exts.n; i++) {
 		struct gen_ext *x = f->exts.items[i];
 		const char *scope = x->parent ? x->parent->full_name : f->package;
-		struct sym *s = gen_lookup(ctx, f, scope, x->extendee, false);
+		struct sym *s = gen_lookup(ctx, f, scope, x->extendee, 0, NULL);
 		x->full_name = gen_qualify(ctx, scope, x->name);
 		if (s && s->kind == SYM_MESSAGE)
 			x->extendee_full = (char *)s->name;
@@ -55,6 +99,8 @@ void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 			          "extending \"%s\" is not supported: proto3 extends only "
 			          "google.protobuf.*Options, to define custom options",
 			          s->name);
+		else
+			check_ext_number(ctx, x, s);
 		resolve_ext_type(ctx, x, scope);
 		if (gen_table_get(&r->exts, x->full_name))
 			continue;
@@ -67,53 +113,15 @@ void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 	}
 }
 
-/* a symbol, extensions included, that from may name (protoc's FindSymbol:
- * defined in from or a file it imports; a package that from or one of those
- * files is in) */
-static struct sym *find_visible(struct gen_ctx *ctx, const struct gen_file *from, const char *full)
-{
-	struct resolver *r = gen_resolver(ctx);
-	struct sym *s = gen_table_get(&r->syms, full);
-	if (!s)
-		s = gen_table_get(&r->exts, full);
-	return s && gen_sym_visible(from, s) ? s : NULL;
-}
-
 /* the (name) of an option, looked up as protoc does (LookupSymbol, any kind
- * of symbol): from scope outwards, the first part of name decides; when it
- * is an aggregate whose rest is not defined, NULL with *undefined set to the
+ * of symbol, extensions included): only what from can see; when a dotted
+ * name's aggregate does not define the rest, NULL with *undefined set to the
  * full name it stood for */
 static struct sym *lookup_option(struct gen_ctx *ctx, const struct gen_file *from,
                                  const char *scope, const char *name, const char **undefined)
 {
-	const char *dot;
-	char *first, *sc;
-	*undefined = NULL;
-	if (name[0] == '.')
-		return find_visible(ctx, from, name + 1);
-	dot = strchr(name, '.');
-	first = dot ? gen_strndup(&ctx->pool, name, (size_t)(dot - name)) : (char *)name;
-	sc = gen_strdup(&ctx->pool, scope);
-	while (sc[0]) {
-		struct sym *s = find_visible(ctx, from, gen_qualify(ctx, sc, first));
-		char *d;
-		if (s && !dot)
-			return s;
-		if (s && (s->kind == SYM_PACKAGE || s->kind == SYM_MESSAGE || s->kind == SYM_ENUM ||
-		          s->kind == SYM_SERVICE)) {
-			char *full = gen_qualify(ctx, sc, name);
-			s = find_visible(ctx, from, full);
-			if (!s)
-				*undefined = full;
-			return s;
-		}
-		d = strrchr(sc, '.');
-		if (d)
-			*d = 0;
-		else
-			sc[0] = 0;
-	}
-	return find_visible(ctx, from, name);
+	struct sym *s = gen_lookup(ctx, from, scope, name, GEN_LOOKUP_EXTS, undefined);
+	return s && gen_sym_visible(from, s) ? s : NULL;
 }
 
 /* parts 0..n-1 of o's name as written: (a).b.(c) */
@@ -134,6 +142,86 @@ static char *option_name(struct gen_ctx *ctx, const struct gen_optref *o, int n)
 	"Option \"%s\" unknown. Ensure that your proto definition file imports the proto which "   \
 	"defines the option."
 
+/* rdmx-gen's own descriptor.proto, parsed once apart from the run's files
+ * (nothing is declared): the types of protobuf's options, whether the
+ * file setting one imports it or not */
+static struct gen_file *builtin_options(struct gen_ctx *ctx)
+{
+	struct resolver *r = gen_resolver(ctx);
+	struct gen_file *f = r->builtin_options;
+	size_t len;
+	if (f)
+		return f;
+	f = gen_alloc(&ctx->pool, sizeof(*f));
+	f->path = f->name = "google/protobuf/descriptor.proto";
+	f->builtin = true;
+	f->text = gen_wkt_text(f->path, &len);
+	f->text_len = len;
+	f->parsed = f->text && gen_parse(ctx, f, f->text, len);
+	r->builtin_options = f;
+	return f;
+}
+
+/* the field name of protobuf's options message msg ("FileOptions"), with
+ * its enum in *en (NULL when not an enum); NULL when rdmx-gen's copy does
+ * not have it */
+static const struct gen_field *builtin_option(struct gen_ctx *ctx, const char *msg,
+                                              const char *name, const struct gen_enum **en)
+{
+	const struct gen_file *f = builtin_options(ctx);
+	const struct gen_message *m = NULL;
+	const struct gen_field *fd = NULL;
+	int i;
+	*en = NULL;
+	for (i = 0; f->parsed && i < f->messages.n && !m; i++) {
+		const struct gen_message *c = f->messages.items[i];
+		if (strcmp(c->name, msg) == 0)
+			m = c;
+	}
+	for (i = 0; m && i < m->fields.n && !fd; i++) {
+		const struct gen_field *c = m->fields.items[i];
+		if (strcmp(c->name, name) == 0)
+			fd = c;
+	}
+	for (i = 0; fd && fd->type == GT_NAMED && i < m->enums.n; i++) {
+		const struct gen_enum *e = m->enums.items[i];
+		if (strcmp(e->name, fd->type_name) == 0)
+			*en = e;
+	}
+	return fd;
+}
+
+#define OPTION_VALUE(what) "Value must be " what " option \"%s.%s\"."
+
+/* the value of o, a plain option name alone, fits the type of protobuf's
+ * option of that name as protoc requires (OptionInterpreter::
+ * SetOptionValue); one rdmx-gen's descriptor.proto does not have is not
+ * checked */
+static void check_builtin_value(struct gen_ctx *ctx, const struct gen_optref *o)
+{
+	const char *msg = gen_last_of(o->options), *name = o->parts[0].name;
+	const struct gen_loc *loc = &o->value_loc;
+	const struct gen_enum *en;
+	const struct gen_field *fd = builtin_option(ctx, msg, name, &en);
+	bool ident = o->value_kind == GV_IDENT;
+	if (!fd)
+		return;
+	if (fd->type == GT_BOOL && !ident)
+		gen_error(ctx, loc, OPTION_VALUE("identifier for boolean"), o->options, name);
+	else if (fd->type == GT_BOOL && strcmp(o->value, "true") != 0 &&
+	         strcmp(o->value, "false") != 0)
+		gen_error(ctx, loc, OPTION_VALUE("\"true\" or \"false\" for boolean"), o->options,
+		          name);
+	else if (fd->type == GT_STRING && o->value_kind != GV_STRING)
+		gen_error(ctx, loc, OPTION_VALUE("quoted string for string"), o->options, name);
+	else if (en && !ident)
+		gen_error(ctx, loc, OPTION_VALUE("identifier for enum-valued"), o->options, name);
+	else if (en && !gen_enum_value_named(en, o->value))
+		gen_error(ctx, loc,
+		          "Enum type \"%s.%s\" has no value named \"%s\" for option \"%s.%s\".",
+		          o->options, en->name, o->value, o->options, name);
+}
+
 /* as protoc (OptionInterpreter::InterpretSingleOption): each part of a
  * custom option's name is a field or an extension of the message of the part
  * before it, the first one of the *Options message of the place the option
@@ -141,14 +229,17 @@ static char *option_name(struct gen_ctx *ctx, const struct gen_optref *o, int n)
  * defined in the file or an import; every part but the last is a message,
  * not repeated (nor a map). Stops at a part whose message is not known (a
  * type rdmx-gen's descriptor.proto leaves out). */
-void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, const struct gen_optref *o)
+void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, struct gen_optref *o)
 {
 	struct resolver *r = gen_resolver(ctx);
 	const char *scope = o->scope ? o->scope->full_name : f->package;
 	const char *msg = o->options; /* full name of the message the part is in */
 	int i;
-	for (i = 0; i < o->nparts; i++) {
-		const struct gen_optpart *pt = &o->parts[i];
+	o->resolved = !o->check_name;
+	if (!o->check_name)
+		check_builtin_value(ctx, o);
+	for (i = 0; i < o->nparts && o->check_name; i++) {
+		struct gen_optpart *pt = &o->parts[i];
 		const char *name = option_name(ctx, o, i + 1), *in, *undefined;
 		const struct gen_field *fd;
 		struct sym *s;
@@ -209,8 +300,12 @@ void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, const struct gen_
 			}
 			fd = s->ptr;
 		}
-		if (i == o->nparts - 1)
+		pt->field = fd;
+		if (i == o->nparts - 1) {
+			o->resolved = true;
+			o->repeated = fd->label == GL_REPEATED;
 			return;
+		}
 		if (fd->type == GT_NAMED)
 			return; /* not resolved: reported, or a descriptor type */
 		if (fd->type != GT_MESSAGE) {
@@ -227,5 +322,77 @@ void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, const struct gen_
 			return;
 		}
 		msg = fd->msg->full_name;
+	}
+}
+
+/* a and b, after the same parts, name the same field: the same extension,
+ * or the same plain name */
+static bool same_part(const struct gen_optpart *a, const struct gen_optpart *b)
+{
+	if (a->ext != b->ext)
+		return false;
+	return a->ext ? a->field == b->field : strcmp(a->name, b->name) == 0;
+}
+
+/* the first n parts of a and b name the same fields */
+static bool same_parts(const struct gen_optref *a, const struct gen_optref *b, int n)
+{
+	int i;
+	for (i = 0; i < n; i++)
+		if (!same_part(&a->parts[i], &b->parts[i]))
+			return false;
+	return true;
+}
+
+/* o's parts after e's, plain names, are a field e's aggregate value set, or
+ * a message it set a field in */
+static bool set_in_aggregate(const struct gen_optref *o, const struct gen_optref *e)
+{
+	struct gen_buf b = {0};
+	size_t n;
+	bool found = false;
+	int i;
+	for (i = e->nparts; i < o->nparts; i++) {
+		if (o->parts[i].ext) {
+			gen_buf_free(&b);
+			return false;
+		}
+		gen_buf_printf(&b, "%s%s", i > e->nparts ? "." : "", o->parts[i].name);
+	}
+	n = strlen(b.data);
+	for (i = 0; i < e->keys.n && !found; i++) {
+		const char *k = e->keys.items[i];
+		found = strncmp(k, b.data, n) == 0 && (k[n] == 0 || k[n] == '.');
+	}
+	gen_buf_free(&b);
+	return found;
+}
+
+/* o sets again what e, set before it on the same place, did: the same
+ * field (not a repeated one), a message e set a field of, or a field e's
+ * aggregate value set (protoc's OptionInterpreter::ExamineIfOptionIsSet) */
+static bool set_again(const struct gen_optref *o, const struct gen_optref *e)
+{
+	if (o->repeated)
+		return false;
+	if (o->nparts <= e->nparts)
+		return same_parts(o, e, o->nparts);
+	return e->value_kind == GV_AGGREGATE && same_parts(o, e, e->nparts) &&
+	       set_in_aggregate(o, e);
+}
+
+void gen_check_options_twice(struct gen_ctx *ctx, const struct gen_file *f)
+{
+	int i, j;
+	for (i = 0; i < f->optrefs.n; i++) {
+		const struct gen_optref *o = f->optrefs.items[i];
+		for (j = 0; j < i && o->resolved; j++) {
+			const struct gen_optref *e = f->optrefs.items[j];
+			if (e->owner == o->owner && e->resolved && set_again(o, e)) {
+				gen_error(ctx, &o->parts[0].loc, "Option \"%s\" was already set.",
+				          option_name(ctx, o, o->nparts));
+				break;
+			}
+		}
 	}
 }
