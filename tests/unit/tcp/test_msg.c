@@ -76,7 +76,8 @@ static void on_down(struct rdmx_conn *conn, void *u, void *cu)
 static void side_make(struct side *x, bool handler)
 {
 	cr_assert_eq(rdmx_ctx_create(s.dev, s.pe, &x->ctx), 0);
-	cr_assert_eq(rdmx_ctx_set_task_conf(x->ctx, RDMX_TASK_WRITE, task_ok, task_err, 16), 0);
+	cr_assert_eq(rdmx_ctx_set_task_conf(x->ctx, RDMX_TASK_WRITE_IMM, task_ok, task_err, 16), 0);
+	cr_assert_eq(rdmx_ctx_set_task_conf(x->ctx, RDMX_TASK_RECEIVE, task_ok, task_err, 16), 0);
 	cr_assert_eq(rdmx_ctx_set_conn_callbacks(x->ctx, NULL, on_up, on_down, on_down), 0);
 	if (handler)
 		cr_assert_eq(rdmx__ctx_set_msg_handler(x->ctx, on_msg, NULL), 0);
@@ -186,21 +187,31 @@ Test(tcp_msg, placed_and_handed_over_in_order)
 	unpair();
 }
 
+/* A write with immediate to a context with no receive posted is answered
+ * "receiver not ready" and retried until a receive is posted: until then it
+ * stays unanswered whatever the NIC threads do, and a light message posted
+ * meanwhile would pass its retry. */
 Test(tcp_msg, waits_behind_an_unanswered_request)
 {
-	static uint8_t src[64];
+	static uint8_t src[64], sink[64];
 	struct rdmx_buf b = {.addr = src, .len = sizeof(src)};
+	struct rdmx_buf rb = {.addr = sink, .len = sizeof(sink)};
 	struct rdmx_rbuf dst = {.mr = NULL, .offset = 0, .len = sizeof(src)};
-	struct rdmx_task *t = NULL;
+	struct rdmx_task *t = NULL, *r = NULL;
 
 	pair(true);
 	cr_assert_eq(rdmx_mr_reg(s.dev, src, sizeof(src), 0, &b.mr), 0);
+	cr_assert_eq(rdmx_mr_reg(s.dev, sink, sizeof(sink), RDMX_ACCESS_LOCAL_WRITE, &rb.mr), 0);
 	dst.mr = s.remote;
-	cr_assert_eq(rdmx_task_write_alloc(s.b.ctx, s.b.conn, &b, &dst, NULL, &t), 0);
+	cr_assert_eq(rdmx_task_write_imm_alloc(s.b.ctx, s.b.conn, &b, &dst, 7, NULL, &t), 0);
 	cr_assert_eq(rdmx_task_submit(t), 0);
-	/* the write is not answered yet: a light message would pass a retry of it */
-	cr_assert_eq(post(128, 9, 64, 8), RDMX_E_AGAIN);
-	for (unsigned i = 0; !s.writes_done; i++) {
+	for (unsigned i = 0; i < 1000; i++) {
+		rdmx_pe_progress(s.pe);
+		cr_assert_eq(post(128, 9, 64, 8), RDMX_E_AGAIN, "a light message passed a request");
+	}
+	cr_assert_eq(rdmx_task_receive_alloc(s.a.ctx, &rb, NULL, &r), 0);
+	cr_assert_eq(rdmx_task_submit(r), 0);
+	for (unsigned i = 0; s.writes_done < 2; i++) { /* the write and the receive */
 		cr_assert_lt(i, 10000000u, "the write never completed");
 		rdmx_pe_progress(s.pe);
 	}
@@ -211,6 +222,7 @@ Test(tcp_msg, waits_behind_an_unanswered_request)
 	}
 	cr_assert_eq(s.imm[0], 8);
 	cr_assert_eq(rdmx_mr_dereg(&b.mr), 0);
+	cr_assert_eq(rdmx_mr_dereg(&rb.mr), 0);
 	unpair();
 }
 
