@@ -34,8 +34,8 @@
 #include <rdmx/ctx.h>
 #include <rdmx/task.h>
 
-#define RDMX__MSG_MAX 512u           /* bytes in one light message */
-#define RDMX__MSG_BACKLOG_MAX 4096u  /* per connection, not yet handed over */
+#define RDMX__MSG_MAX 512u          /* bytes in one light message */
+#define RDMX__MSG_BACKLOG_MAX 4096u /* per connection, not yet handed over */
 
 typedef void (*rdmx__msg_fn)(void *arg, struct rdmx_conn *conn, uint32_t imm, uint32_t len);
 

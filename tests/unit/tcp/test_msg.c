@@ -72,7 +72,6 @@ static void on_down(struct rdmx_conn *conn, void *u, void *cu)
 	side_of(conn)->down = true;
 }
 
-
 static void side_make(struct side *x, bool handler)
 {
 	cr_assert_eq(rdmx_ctx_create(s.dev, s.pe, &x->ctx), 0);
