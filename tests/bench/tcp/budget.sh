@@ -4,6 +4,7 @@
 # stay within a ratio of raw TCP's, measured beside rdmx in one run:
 #
 #   tests/bench/tcp/budget.sh [BUILD_DIR] [--rounds R] [-n N] [--work "W1 W2 ..."]
+#                             [--compare OTHER_BUILD_DIR]
 #
 # Each round runs the raw TCP ping-pong (tcp_echo --busy) with --work W for
 # every W (TSC cycles spun per side between a whole message in and the next
@@ -15,16 +16,20 @@
 # Each round also runs the engine alone, rdmx-perf send_lat --poll busy (a
 # send and a receive completion per side, no channel and no RPC; its half
 # round trip doubled): the floor the provider's emulation of RDMA semantics
-# sets under rdmx's RPC row.
+# sets under rdmx's RPC row. --compare: each round also runs OTHER_BUILD_DIR's
+# rdmx-perf rpc_lat (an earlier tree: a same-run before/after). The host may
+# switch speed between rounds: each round's ratios (to its own raw TCP) are
+# printed, and their medians at the end.
 set -euo pipefail
 
-build=build rounds=3 calls=20000 works="0 500 1000 1500 2000 2500"
+build=build rounds=3 calls=20000 works="0 500 1000 1500 2000 2500" other=
 while (($#)); do
   case "$1" in
     --rounds) rounds="$2"; shift ;;
     -n) calls="$2"; shift ;;
     --work) works="$2"; shift ;;
-    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --compare) other="$2"; shift ;;
+    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "budget.sh: unknown option $1 (--help)" >&2; exit 2 ;;
     *) build="$1" ;;
   esac
@@ -33,6 +38,7 @@ done
 echo_bin="$build/tests/bench/tcp_echo"
 perf="$build/tools/rdmx-perf/rdmx-perf"
 [[ -x $echo_bin && -x $perf ]] || { echo "budget.sh: build tcp_echo and rdmx-perf in $build" >&2; exit 2; }
+[[ -z $other || -x $other/tools/rdmx-perf/rdmx-perf ]] || { echo "budget.sh: no rdmx-perf in $other" >&2; exit 2; }
 [[ $(uname -m) == x86_64 ]] || { echo "budget.sh: x86-64 only (--work spins on rdtsc)" >&2; exit 2; }
 
 spid=
@@ -64,7 +70,17 @@ for ((r = 1; r <= rounds; r++)); do
   echo "$v" >>"$tmp/rdmx"
   e=$(run_pair "$perf" send_lat -d tcp --poll busy -s 64 -n "$calls" | awk '{ printf "%.2f", 2 * $1 }')
   echo "$e" >>"$tmp/engine"
-  echo "$line rdmx $v engine $e"
+  raw=$(tail -n 1 "$tmp/raw.0")
+  ratio() { awk -v a="$1" -v b="$raw" 'BEGIN { printf "%.2f", a / b }'; }
+  line+=" rdmx $v ($(ratio "$v")x) engine $e ($(ratio "$e")x)"
+  ratio "$v" >"$tmp/r" && echo >>"$tmp/r" && cat "$tmp/r" >>"$tmp/rdmx.ratio"
+  ratio "$e" >"$tmp/r" && echo >>"$tmp/r" && cat "$tmp/r" >>"$tmp/engine.ratio"
+  if [[ -n $other ]]; then
+    o=$(run_pair "$other/tools/rdmx-perf/rdmx-perf" rpc_lat -d tcp --poll busy -s 64 -n "$calls")
+    ratio "$o" >"$tmp/r" && echo >>"$tmp/r" && cat "$tmp/r" >>"$tmp/other.ratio"
+    line+=" compared $o ($(ratio "$o")x)"
+  fi
+  echo "$line"
 done
 base=$(median <"$tmp/raw.0")
 for w in $works; do
@@ -75,4 +91,6 @@ m=$(median <"$tmp/rdmx")
 awk -v m="$m" -v b="$base" 'BEGIN { printf "rdmx: %.2f us, %.2fx raw TCP\n", m, m / b }'
 m=$(median <"$tmp/engine")
 awk -v m="$m" -v b="$base" 'BEGIN { printf "engine send ping-pong (no channel, no RPC): %.2f us, %.2fx raw TCP\n", m, m / b }'
+echo "median of the rounds' own ratios: rdmx $(median <"$tmp/rdmx.ratio")x," \
+  "engine $(median <"$tmp/engine.ratio")x${other:+, compared $(median <"$tmp/other.ratio")x}"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
