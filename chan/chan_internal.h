@@ -323,6 +323,9 @@ void rdmx__chan_apply_hello(struct rdmx_chan *chan, const struct rdmx__hello *h)
 void rdmx__chan_keepalive_start(struct rdmx_chan *chan);
 /* A credit count from the peer (validated by the caller). */
 void rdmx__chan_on_credit(struct rdmx_chan *chan, uint32_t credit);
+/* The same without the pump that sends what the credits let go (the
+ * caller pumps next): true when it is due. */
+bool rdmx__chan_take_credit(struct rdmx_chan *chan, uint32_t credit);
 /* Frees a channel whatever its state (worker destroy after a context stop). */
 void rdmx__chan_free(struct rdmx_chan *chan);
 

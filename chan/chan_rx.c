@@ -77,7 +77,10 @@ void rdmx__chan_on_write(struct rdmx_chan *chan, uint32_t imm, uint32_t len)
 	}
 	chan->rx_seq++;
 	chan->rx_slot = rdmx__slot_next(chan->rx_slot, chan->slot_count);
-	rdmx__chan_on_credit(chan, h.credit);
+	/* what the credits let go is sent when the delivery below ends (it
+	 * pumps; a nested one leaves it to the outer one): a message given in
+	 * its callback queues behind it, the order is kept */
+	rdmx__chan_take_credit(chan, h.credit);
 	if (chan->state != RDMX_CHAN_READY)
 		goto out;
 	if (rs->rdv || chan->rdv_reads)

@@ -765,8 +765,14 @@ void rdmx__chan_apply_hello(struct rdmx_chan *chan, const struct rdmx__hello *h)
 
 void rdmx__chan_on_credit(struct rdmx_chan *chan, uint32_t credit)
 {
+	if (rdmx__chan_take_credit(chan, credit))
+		rdmx__chan_pump(chan);
+}
+
+bool rdmx__chan_take_credit(struct rdmx_chan *chan, uint32_t credit)
+{
 	if (credit == chan->tx_acked)
-		return;
+		return false;
 	chan->tx_acked = credit;
 	/* rendezvous sources whose messages the peer consumed: read and done */
 	while (chan->rdv_head && (int32_t)(credit - chan->rdv_head->seq) > 0) {
@@ -778,9 +784,9 @@ void rdmx__chan_on_credit(struct rdmx_chan *chan, uint32_t credit)
 		chan->rdv_tx--;
 		rdmx__rdv_tx_finish(chan, m, 0);
 		if (chan->state == RDMX_CHAN_CLOSED)
-			return;
+			return false;
 	}
-	rdmx__chan_pump(chan);
+	return true;
 }
 
 /* ---- completions ---- */
