@@ -11,7 +11,9 @@
  * is a sequence of frames, each a 48-byte header followed by up to `len`
  * payload bytes, where the harness makes the header plausible first: psn
  * becomes the next expected psn plus the header's psn modulo 4, and an rkey
- * of 1 becomes the region's key (so writes, reads and atomics get placed).
+ * of 1 becomes the region's key (so writes, reads and atomics get placed);
+ * a light message's psn becomes 0 unless the header's psn modulo 4 is not
+ * (the context takes light messages: engine/msg.h).
  * Byte 0 bit 1 set: the connection is sealed (rdmx_conn_set_data_keys; the
  * harness holds the mirror keys and seals its hello): with bit 0 the rest
  * goes out as it is (hostile records), without it the frames are sealed in
@@ -32,6 +34,7 @@
 #include <rdmx/rdmx.h>
 
 #include "internal.h"
+#include "msg.h"
 #include "providers/tcp/tcp.h"
 
 #include "common/clock.h"
@@ -148,6 +151,15 @@ static int dial(const struct sockaddr_in *sin)
 	return fd;
 }
 
+static void on_msg(void *arg, struct rdmx_conn *conn, uint32_t imm, uint32_t len)
+{
+	(void)arg;
+	(void)conn;
+	(void)imm;
+	if (len > RDMX__MSG_MAX)
+		fail("a light message longer than the limit was handed over");
+}
+
 static void setup(void)
 {
 	rdmx_log_set_threshold(RDMX_LOG_DISABLED);
@@ -161,6 +173,8 @@ static void setup(void)
 	for (int t = 0; t < RDMX_TASK_TYPE_COUNT; t++)
 		if (rdmx_ctx_set_task_conf(F.ctx, (enum rdmx_task_type)t, on_task, on_task, 16))
 			fail("configuring tasks");
+	if (rdmx__ctx_set_msg_handler(F.ctx, on_msg, NULL))
+		fail("setting the light message handler");
 	if (rdmx_ctx_start(F.ctx))
 		fail("starting the context");
 	F.mem = malloc(REGION + 2 * GUARD);
@@ -335,7 +349,10 @@ static void frames(int fd, const uint8_t *p, size_t n)
 		size_t pay;
 
 		rdmx__tcp_hdr_decode(p, &h);
-		h.psn = next + (h.psn & 3u);
+		if (h.op == RDMX__TCP_OP_MSG)
+			h.psn = h.psn & 3u;
+		else
+			h.psn = next + (h.psn & 3u);
 		if (h.rkey == 1)
 			h.rkey = F.mr->rkey;
 		if (rdmx__tcp_op_is_request(h.op))

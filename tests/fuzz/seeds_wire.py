@@ -76,3 +76,7 @@ write("fuzz_tcp_frames", "responses", b"\x00" + frame(ACK) + frame(NAK, status=1
 write("fuzz_tcp_frames", "error", b"\x00" + frame(ERROR, status=4))
 write("fuzz_tcp_frames", "truncated", b"\x00" + frame(WRITE, rkey=1, length=1 << 20, payload=b"short"))
 write("fuzz_tcp_frames", "raw-garbage", b"\x01" + bytes(range(200)))
+MSG = 10
+write("fuzz_tcp_frames", "msg", b"\x00" + frame(MSG, rkey=1, offset=512, imm=3, payload=b"m" * 100) +
+      frame(WRITE_IMM, rkey=1, offset=0, imm=4, payload=b"w" * 8) + frame(MSG, rkey=1, imm=5))
+write("fuzz_tcp_frames", "msg-oob", b"\x00" + frame(MSG, rkey=1, offset=65500, payload=b"o" * 100))
