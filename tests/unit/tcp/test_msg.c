@@ -3,7 +3,9 @@
  * unanswered request, and refused (the connection ends) when the receiving
  * context takes none or the target memory is not the sender's to write. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rdmx/rdmx.h>
 
@@ -21,7 +23,8 @@ struct side {
 static struct {
 	struct rdmx_dev *dev;
 	struct rdmx_pe *pe;
-	struct side a, b; /* a receives, b sends */
+	struct rdmx_pe *pe_a; /* a's own engine, not driven (pair_apart), or NULL */
+	struct side a, b;     /* a receives, b sends */
 	uint8_t *mem;
 	struct rdmx_mr *mr;
 	struct rdmx_mr_remote *remote;
@@ -33,15 +36,22 @@ static void on_msg(void *arg, struct rdmx_conn *conn, uint32_t imm, uint32_t len
 {
 	(void)arg;
 	cr_assert_eq(conn, s.a.conn);
-	cr_assert_lt(s.seen, MAX_SEEN);
-	s.imm[s.seen] = imm;
-	s.len[s.seen++] = len;
+	if (s.seen < MAX_SEEN) {
+		s.imm[s.seen] = imm;
+		s.len[s.seen] = len;
+	}
+	s.seen++;
 }
 
 static void task_ok(struct rdmx_task *t, void *u, void *c)
 {
-	(void)u;
 	(void)c;
+	/* a receive on a's side goes into the order of what a was handed */
+	if (u == &s.a && s.seen < MAX_SEEN) {
+		s.imm[s.seen] = rdmx_task_receive_get_imm(t);
+		s.len[s.seen] = rdmx_task_receive_get_len(t);
+		s.seen++;
+	}
 	s.writes_done++;
 	rdmx_task_free(t);
 }
@@ -74,21 +84,13 @@ static void on_down(struct rdmx_conn *conn, void *u, void *cu)
 
 static void side_make(struct side *x, bool handler)
 {
-	cr_assert_eq(rdmx_ctx_create(s.dev, s.pe, &x->ctx), 0);
+	cr_assert_eq(rdmx_ctx_create(s.dev, x == &s.a && s.pe_a ? s.pe_a : s.pe, &x->ctx), 0);
 	cr_assert_eq(rdmx_ctx_set_task_conf(x->ctx, RDMX_TASK_WRITE_IMM, task_ok, task_err, 16), 0);
 	cr_assert_eq(rdmx_ctx_set_task_conf(x->ctx, RDMX_TASK_RECEIVE, task_ok, task_err, 16), 0);
 	cr_assert_eq(rdmx_ctx_set_conn_callbacks(x->ctx, NULL, on_up, on_down, on_down), 0);
 	if (handler)
 		cr_assert_eq(rdmx__ctx_set_msg_handler(x->ctx, on_msg, NULL), 0);
 	cr_assert_eq(rdmx_ctx_start(x->ctx), 0);
-}
-
-static void progress_until(const bool *flag)
-{
-	for (unsigned i = 0; !*flag; i++) {
-		cr_assert_lt(i, 10000000u, "no progress");
-		rdmx_pe_progress(s.pe);
-	}
 }
 
 /* A connection in error stays until disconnected (RC): its state says it;
@@ -106,8 +108,10 @@ static void progress_until_error(struct side *x)
 	}
 }
 
-/* a receives (with a handler when a_handler), b sends; both connected. */
-static void pair(bool a_handler)
+/* a receives (with a handler when a_handler), b sends; both connected.
+ * apart: a runs on an engine of its own (s.pe_a), which the tests drive
+ * only when they say so (its NIC thread serves it meanwhile). */
+static void pair_on(bool a_handler, bool apart)
 {
 	const void *da, *db;
 	uint8_t desc[64];
@@ -116,20 +120,31 @@ static void pair(bool a_handler)
 	memset(&s, 0, sizeof(s));
 	cr_assert_eq(rdmx_dev_open("tcp", &s.dev), 0);
 	cr_assert_eq(rdmx_pe_create(&s.pe), 0);
+	if (apart)
+		cr_assert_eq(rdmx_pe_create(&s.pe_a), 0);
 	side_make(&s.a, a_handler);
 	side_make(&s.b, true);
 	cr_assert_eq(rdmx_ctx_export(s.a.ctx, &da, &la, &s.a.conn), 0);
 	cr_assert_eq(rdmx_ctx_export(s.b.ctx, &db, &lb, &s.b.conn), 0);
 	cr_assert_eq(rdmx_ctx_connect(s.a.ctx, db, lb, s.a.conn), 0);
 	cr_assert_eq(rdmx_ctx_connect(s.b.ctx, da, la, s.b.conn), 0);
-	progress_until(&s.a.up);
-	progress_until(&s.b.up);
+	for (unsigned i = 0; !s.a.up || !s.b.up; i++) {
+		cr_assert_lt(i, 10000000u, "no connection");
+		rdmx_pe_progress(s.pe);
+		if (s.pe_a)
+			rdmx_pe_progress(s.pe_a);
+	}
 	s.mem = calloc(1, REGION);
 	cr_assert_not_null(s.mem);
 	cr_assert_eq(rdmx_mr_reg(s.dev, s.mem, REGION, RDMX_ACCESS_REMOTE_WRITE, &s.mr), 0);
 	cr_assert_eq(rdmx_mr_get_descriptor_size(s.mr, &dlen), 0);
 	cr_assert_eq(rdmx_mr_get_descriptor(s.mr, desc), 0);
 	cr_assert_eq(rdmx_mr_remote_from_descriptor(desc, dlen, &s.remote), 0);
+}
+
+static void pair(bool a_handler)
+{
+	pair_on(a_handler, false);
 }
 
 static void unpair(void)
@@ -142,6 +157,8 @@ static void unpair(void)
 	cr_assert_eq(rdmx_ctx_destroy(&s.a.ctx), 0);
 	cr_assert_eq(rdmx_ctx_destroy(&s.b.ctx), 0);
 	cr_assert_eq(rdmx_pe_destroy(&s.pe), 0);
+	if (s.pe_a)
+		cr_assert_eq(rdmx_pe_destroy(&s.pe_a), 0);
 	cr_assert_eq(rdmx_dev_close(&s.dev), 0);
 }
 
@@ -261,5 +278,111 @@ Test(tcp_msg, bad_arguments)
 	dst.mr = s.remote;
 	cr_assert_eq(rdmx__conn_post_msg(s.b.conn, &b, &dst, 0), RDMX_E_INVAL); /* too long */
 	cr_assert_eq(rdmx__conn_post_msg(NULL, &b, &dst, 0), RDMX_E_INVAL);
+	unpair();
+}
+
+/* Light messages held for the next poll (a burst) go before a write task
+ * posted after them, and the receiver hands them over in that order: the
+ * handler's messages, then the write's receive. */
+Test(tcp_msg, held_messages_go_before_a_later_write)
+{
+	static uint8_t src[64], sink[64];
+	struct rdmx_buf b = {.addr = src, .len = sizeof(src)};
+	struct rdmx_buf rb = {.addr = sink, .len = sizeof(sink)};
+	struct rdmx_rbuf dst = {.offset = 4096, .len = sizeof(src)};
+	struct rdmx_task *t = NULL, *r = NULL;
+
+	pair(true);
+	cr_assert_eq(rdmx_mr_reg(s.dev, src, sizeof(src), 0, &b.mr), 0);
+	cr_assert_eq(rdmx_mr_reg(s.dev, sink, sizeof(sink), RDMX_ACCESS_LOCAL_WRITE, &rb.mr), 0);
+	dst.mr = s.remote;
+	cr_assert_eq(rdmx_task_receive_alloc(s.a.ctx, &rb, &s.a, &r), 0);
+	cr_assert_eq(rdmx_task_submit(r), 0);
+	for (uint32_t i = 1; i <= 3; i++)
+		cr_assert_eq(post(i * 64, (uint8_t)i, 64, i), 0);
+	cr_assert_eq(rdmx_task_write_imm_alloc(s.b.ctx, s.b.conn, &b, &dst, 4, NULL, &t), 0);
+	cr_assert_eq(rdmx_task_submit(t), 0);
+	for (unsigned i = 0; s.seen < 4 || s.writes_done < 2; i++) {
+		cr_assert_lt(i, 10000000u, "%u of 4 handed over", s.seen);
+		rdmx_pe_progress(s.pe);
+	}
+	for (uint32_t i = 0; i < 4; i++)
+		cr_assert_eq(s.imm[i], i + 1, "place %u: imm %u", i, s.imm[i]);
+	cr_assert_eq(rdmx_mr_dereg(&b.mr), 0);
+	cr_assert_eq(rdmx_mr_dereg(&rb.mr), 0);
+	unpair();
+}
+
+/* Whether x's connection is in error or ended (then freed: not read). */
+static bool conn_in_error(const struct side *x)
+{
+	enum rdmx_conn_state st = RDMX_CONN_ESTABLISHED;
+
+	if (x->down)
+		return true;
+	cr_assert_eq(rdmx_conn_get_state(x->conn, &st), 0);
+	return st != RDMX_CONN_ESTABLISHED;
+}
+
+/* A receiver whose application does not poll: its NIC thread places the
+ * messages and queues them. Past RDMX__MSG_BACKLOG_MAX the connection ends;
+ * those queued before are still handed over, never more than the cap. */
+Test(tcp_msg, backlog_cap_of_a_receiver_that_does_not_poll, .timeout = 60)
+{
+	uint32_t sent = 0;
+
+	pair_on(true, true);
+	for (unsigned i = 0; sent < RDMX__MSG_BACKLOG_MAX + 64 && !conn_in_error(&s.b); i++) {
+		int rc = post(0, 1, 16, sent);
+
+		cr_assert_lt(i, 100000000u, "stuck at %u sent", sent);
+		if (rc == 0)
+			sent++;
+		else
+			cr_assert_eq(rc, RDMX_E_AGAIN, "post: %s", rdmx_err_name(rc));
+		rdmx_pe_progress(s.pe);
+	}
+	for (unsigned i = 0; !conn_in_error(&s.b); i++) {
+		cr_assert_lt(i, 100000000u, "the sender's connection never ended");
+		rdmx_pe_progress(s.pe);
+	}
+	for (unsigned i = 0; !conn_in_error(&s.a); i++) {
+		cr_assert_lt(i, 100000000u, "the receiver's connection never ended");
+		rdmx_pe_progress(s.pe_a);
+	}
+	for (unsigned i = 0; i < 1000; i++)
+		rdmx_pe_progress(s.pe_a);
+	cr_assert_leq(s.seen, RDMX__MSG_BACKLOG_MAX, "%u handed over", s.seen);
+	cr_assert_geq(s.seen, RDMX__MSG_BACKLOG_MAX - 64, "%u handed over", s.seen);
+	for (uint32_t i = 0; i < MAX_SEEN; i++)
+		cr_assert_eq(s.imm[i], i);
+	unpair();
+}
+
+/* A context stopped with light messages in its completion queue (placed by
+ * the NIC thread while the application did not poll): they are dropped with
+ * the connection, the handler does not run. */
+Test(tcp_msg, stop_with_messages_queued)
+{
+	struct rdmx_ctx_stats st;
+
+	pair_on(true, true);
+	for (uint32_t n = 0; n < 100;) {
+		int rc = post(0, 1, 16, n);
+
+		if (rc == 0)
+			n++;
+		rdmx_pe_progress(s.pe);
+	}
+	for (unsigned i = 0; i < 200; i++) { /* the NIC thread reads them */
+		rdmx_pe_progress(s.pe);
+		usleep(1000);
+	}
+	cr_assert_eq(rdmx_ctx_stop(s.a.ctx), 0);
+	cr_assert_eq(s.seen, 0);
+	cr_assert_eq(rdmx_ctx_get_stats(s.b.ctx, &st), 0);
+	cr_assert_eq(st.submitted[RDMX_TASK_WRITE_IMM], 100);
+	cr_assert_eq(st.completed[RDMX_TASK_WRITE_IMM], 100);
+	cr_assert_eq(rdmx_ctx_start(s.a.ctx), 0); /* unpair stops it */
 	unpair();
 }
