@@ -181,10 +181,13 @@ static void chan_send_credit(struct rdmx_chan *chan)
 /* ---- ring writes ---- */
 
 /* Whether tx slot ts may go as a light message (engine/msg.h): both sides
- * take them, it is small, and no one waits for its completion. */
+ * take them, it is small, and no one waits for its completion. A light
+ * message waits for no answer, so the transport timeout never sees a frozen
+ * or vanished peer behind it: only the liveness probes (keepalive_ms), which
+ * are requests, do. Without them every write stays a request. */
 static bool light_write(const struct rdmx_chan *chan, const struct tx_slot *ts, bool wait)
 {
-	return chan->peer_light && !wait &&
+	return chan->peer_light && !wait && chan->worker->attr.keepalive_ms &&
 	       ts->hdr.len + (ts->hdr.next ? ts->hdr.next->len : 0) <= RDMX__MSG_MAX;
 }
 

@@ -145,7 +145,9 @@ struct rdmx_chan_worker_attr {
 	 * long sends a 16-byte probe (a credit update); a dead peer fails it
 	 * (RC retries exhausted, broken socket), which closes the channel and
 	 * fails its RPC calls with UNAVAILABLE — also where the transport gives
-	 * no disconnect event (export/connect on verbs). 0 turns it off.
+	 * no disconnect event (export/connect on verbs). 0 turns it off; then
+	 * every ring write is a write task (no light messages on tcp), whose
+	 * wait for its acknowledgement is what the transport timeout watches.
 	 * Default 1000 ms. */
 	uint32_t keepalive_ms;
 	/* A rendezvous is ONE RDMA read of the whole message when the device

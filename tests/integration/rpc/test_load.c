@@ -208,3 +208,58 @@ Test(load, peer_killed_with_1000_in_flight, .timeout = 600)
 	peer_proc_close(&p);
 	node_close(&a);
 }
+
+/* ---- a frozen server (SIGSTOP) with the client's liveness probes off ---- */
+
+#include "chan_internal.h"
+
+static bool frozen_ready(void)
+{
+	return child_held >= 1;
+}
+
+struct frozen_call {
+	int done;
+	enum rdmx_rpc_code code;
+};
+
+static void frozen_done(const struct rdmx_rpc_result *r, void *arg)
+{
+	struct frozen_call *c = arg;
+
+	c->done++;
+	c->code = r->code;
+}
+
+/* The transport timeout (tcp: 1000 ms x 8 by default) declares a frozen
+ * peer lost while a request of ours waits for its answer: a call made to a
+ * frozen server fails UNAVAILABLE even with the channel's liveness probes
+ * off (keepalive_ms = 0). A light message (engine/msg.h) waits for no
+ * answer: sent as one, the call hung for good. */
+Test(load, frozen_server_fails_calls_without_liveness_probes, .timeout = 120)
+{
+	struct node a;
+	struct peer_proc p;
+	struct frozen_call c1 = {0}, c2 = {0};
+	uint32_t hold = rdmx_rpc_method_id(HOLD_NAME);
+	uint64_t end;
+
+	peer_proc_open(&a, child_setup, frozen_ready, &p);
+	a.worker->attr.keepalive_ms = 0; /* before the channel is READY */
+	ASSERT_OK(rdmx_rpc_call_async(p.ep, hold, NULL, NULL, frozen_done, &c1, NULL));
+	peer_proc_wait_ready(&a, &p, "the child never held the call");
+	drive_for(&a, NULL, 200); /* every request before the freeze answered */
+	cr_assert_eq(kill(p.pid, SIGSTOP), 0);
+	ASSERT_OK(rdmx_rpc_call_async(p.ep, hold, NULL, NULL, frozen_done, &c2, NULL));
+	end = now_ms() + 30000; /* failure guard: the loss is declared after ~8 s */
+	while ((!c1.done || !c2.done) && now_ms() < end)
+		drive_once(&a, NULL);
+	kill(p.pid, SIGCONT);
+	cr_assert_eq(c2.done, 1, "the call to the frozen server completed %d times in 30 s",
+	             c2.done);
+	cr_assert_eq(c1.done, 1, "the held call completed %d times in 30 s", c1.done);
+	cr_assert_eq(c2.code, RDMX_RPC_UNAVAILABLE);
+	cr_assert_eq(c1.code, RDMX_RPC_UNAVAILABLE);
+	peer_proc_close(&p);
+	node_close(&a);
+}
