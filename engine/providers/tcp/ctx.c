@@ -80,7 +80,8 @@ static struct tcp_conn *cqe_conn(const struct tcp_cqe *e)
 	}
 }
 
-static void cq_push(struct tcp_ctx *tc, uint8_t kind, void *p, int status)
+/* The entry pushed, or NULL when the queue could not grow. */
+static struct tcp_cqe *cq_push(struct tcp_ctx *tc, uint8_t kind, void *p, int status)
 {
 	struct tcp_cqe *e;
 	struct tcp_conn *c;
@@ -88,7 +89,7 @@ static void cq_push(struct tcp_ctx *tc, uint8_t kind, void *p, int status)
 	if (tc->cq_count == tc->cq_cap && cq_grow(tc, tc->cq_cap ? tc->cq_cap * 2 : 64)) {
 		/* sized at start and per connection: reaching this is a bug */
 		RDMX_ERR("tcp: completion queue full (%u entries): completion lost", tc->cq_cap);
-		return;
+		return NULL;
 	}
 	e = &tc->cq[(tc->cq_head + tc->cq_count) & (tc->cq_cap - 1)];
 	e->p = p;
@@ -99,6 +100,7 @@ static void cq_push(struct tcp_ctx *tc, uint8_t kind, void *p, int status)
 	c = cqe_conn(e);
 	if (c)
 		c->cq_refs++;
+	return e;
 }
 
 void rdmx__tcp_cq_task(struct tcp_ctx *tc, struct rdmx_task *task, int status)
@@ -112,15 +114,16 @@ void rdmx__tcp_cq_event(struct tcp_ctx *tc, enum tcp_cqe_kind kind, void *p)
 	cq_push(tc, (uint8_t)kind, p, 0);
 }
 
-void rdmx__tcp_cq_msg(struct tcp_ctx *tc, struct tcp_conn *c, uint32_t imm, uint32_t len)
+bool rdmx__tcp_cq_msg(struct tcp_ctx *tc, struct tcp_conn *c, uint32_t imm, uint32_t len)
 {
-	struct tcp_cqe *e;
+	struct tcp_cqe *e = cq_push(tc, TCP_CQE_MSG, c, 0);
 
-	cq_push(tc, TCP_CQE_MSG, c, 0);
-	e = &tc->cq[(tc->cq_head + tc->cq_count - 1) & (tc->cq_cap - 1)];
+	if (!e)
+		return false;
 	e->imm = imm;
 	e->len = len;
 	c->msg_backlog++;
+	return true;
 }
 
 static bool cq_pop(struct tcp_ctx *tc, struct tcp_cqe *out)

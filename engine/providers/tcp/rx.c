@@ -247,11 +247,6 @@ static void msg_begin(struct tcp_conn *c)
 		proto_error(c, "more light messages undelivered than allowed");
 		return;
 	}
-	if (rdmx__tcp_cq_reserve(c->tc, 1)) {
-		RDMX_ERR("tcp: connection %u: no memory for a light message", c->conn->id);
-		rdmx__tcp_conn_error(c, RDMX_E_NOMEM, 0, true);
-		return;
-	}
 	rx->serial = 0;
 	if (h->len) {
 		rdmx__tcp_keytab_rdlock(&c->td->keys);
@@ -283,7 +278,11 @@ static void msg_end(struct tcp_conn *c)
 		rdmx__tcp_conn_error(c, RDMX_E_CONN_ABORTED, 0, true);
 		return;
 	}
-	rdmx__tcp_cq_msg(c->tc, c, rx->h.imm, (uint32_t)rx->h.len);
+	if (!rdmx__tcp_cq_msg(c->tc, c, rx->h.imm, (uint32_t)rx->h.len)) {
+		RDMX_ERR("tcp: connection %u: no memory for a light message: connection to error",
+		         c->conn->id);
+		rdmx__tcp_conn_error(c, RDMX_E_NOMEM, 0, true);
+	}
 }
 
 /* One-sided requests without payload, answered from registered memory. */

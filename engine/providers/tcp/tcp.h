@@ -449,8 +449,8 @@ void rdmx__tcp_ctx_signal(struct tcp_ctx *tc);
 void rdmx__tcp_cq_task(struct tcp_ctx *tc, struct rdmx_task *task, int status);
 void rdmx__tcp_cq_event(struct tcp_ctx *tc, enum tcp_cqe_kind kind, void *p);
 /* A light message that arrived on c (counted in c->msg_backlog until
- * delivered); the caller reserved its entry (rdmx__tcp_cq_reserve). */
-void rdmx__tcp_cq_msg(struct tcp_ctx *tc, struct tcp_conn *c, uint32_t imm, uint32_t len);
+ * delivered). False: no memory for its entry (not queued). */
+bool rdmx__tcp_cq_msg(struct tcp_ctx *tc, struct tcp_conn *c, uint32_t imm, uint32_t len);
 /* Makes room for the completions a new connection may queue. */
 int rdmx__tcp_cq_reserve(struct tcp_ctx *tc, uint32_t extra);
 /* Serves the context's sockets and timers (lock held). Returns bytes read.
