@@ -1,6 +1,6 @@
 /* rdmx-gen internals: the parsed schema (AST), diagnostics, memory pool.
- * lexer.c -> parser.c -> resolve.c (imports, types, checks; with resolve_options.c
- * and resolve_defaults.c) -> emit_h.c/emit_c.c. */
+ * lexer.c -> parser.c -> resolve.c (imports, types, checks; with resolve_load.c,
+ * resolve_checks.c, resolve_options.c and resolve_defaults.c) -> emit_h.c/emit_c.c. */
 #ifndef RDMX_GEN_H
 #define RDMX_GEN_H
 

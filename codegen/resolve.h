@@ -1,6 +1,8 @@
-/* rdmx-gen resolver internals shared by resolve.c (loading, symbols, name
- * lookup, checks, C names), resolve_options.c (extensions and custom option
- * names) and resolve_defaults.c (proto2 defaults); private to codegen/. */
+/* rdmx-gen resolver internals shared by resolve.c (symbols, name lookup, C
+ * names), resolve_load.c (loading files and imports), resolve_checks.c
+ * (semantic checks, C identifier collisions), resolve_options.c (extensions
+ * and custom option names) and resolve_defaults.c (proto2 defaults); private
+ * to codegen/. */
 #ifndef RDMX_GEN_RESOLVE_H
 #define RDMX_GEN_RESOLVE_H
 
@@ -43,6 +45,13 @@ struct resolver {
 	struct gen_file *builtin_options;    /* rdmx-gen's descriptor.proto, parsed apart */
 };
 
+/* a field of an imported file whose type is a descriptor message rdmx-gen's
+ * descriptor.proto leaves out: an error only when that file is generated */
+struct deferred {
+	struct gen_field *fd;
+	struct gen_file *f;
+};
+
 /* The resolver of ctx, created (zeroed, in ctx's pool) on first use. */
 struct resolver *gen_resolver(struct gen_ctx *ctx);
 /* The symbol of t named name, NULL when none. */
@@ -50,16 +59,6 @@ struct sym *gen_table_get(struct table *t, const char *name);
 /* Adds s to t (growing it from pool); s->name must not be in t yet. */
 void gen_table_put(struct gen_pool *pool, struct table *t, struct sym *s);
 
-/* The value of e named name, NULL when none. */
-const struct gen_enum_value *gen_enum_value_named(const struct gen_enum *e, const char *name);
-/* The range of ranges (struct gen_range *) n is in, NULL when none. */
-const struct gen_range *gen_range_find(const struct gen_vec *ranges, int64_t n);
-/* Reports ranges (struct gen_range *, of one message or enum) that are
- * empty, outside lo_limit..hi_limit or overlap an earlier one; kind names
- * them ("reserved": "reserved range 5 to 3 ..."), what their numbers
- * ("reserved field": "reserved field numbers must be between ..."). */
-void gen_check_ranges(struct gen_ctx *ctx, const struct gen_vec *ranges, int64_t lo_limit,
-                      int64_t hi_limit, const char *kind, const char *what);
 /* What a SYM_* kind is called in diagnostics: "message", "enum value", ... */
 const char *gen_kind_name(int kind);
 /* The scope of a full name (what is before its last dot), "" at the root;
@@ -94,6 +93,30 @@ struct sym *gen_lookup(struct gen_ctx *ctx, const struct gen_file *from, const c
 /* name (as written in scope) names a message of protobuf's descriptor.proto
  * that rdmx-gen's own copy leaves out (it has the option messages only). */
 bool gen_descriptor_message(struct gen_ctx *ctx, const char *scope, const char *name);
+/* Reports name (at loc) as a descriptor message rdmx-gen does not support. */
+void gen_descriptor_error(struct gen_ctx *ctx, const struct gen_loc *loc, const char *name);
+
+/* ---- resolve_checks.c ---- */
+
+/* The value of e named name, NULL when none. */
+const struct gen_enum_value *gen_enum_value_named(const struct gen_enum *e, const char *name);
+/* The range of ranges (struct gen_range *) n is in, NULL when none. */
+const struct gen_range *gen_range_find(const struct gen_vec *ranges, int64_t n);
+/* Reports ranges (struct gen_range *, of one message or enum) that are
+ * empty, outside lo_limit..hi_limit or overlap an earlier one; kind names
+ * them ("reserved": "reserved range 5 to 3 ..."), what their numbers
+ * ("reserved field": "reserved field numbers must be between ..."). */
+void gen_check_ranges(struct gen_ctx *ctx, const struct gen_vec *ranges, int64_t lo_limit,
+                      int64_t hi_limit, const char *kind, const char *what);
+/* Checks e: its reserved ranges and names, values (int32, proto3's zero
+ * first, reserved, aliases without allow_alias). */
+void gen_check_enum(struct gen_ctx *ctx, struct gen_enum *e);
+/* Checks m and its nested messages and enums: oneofs, reserved and
+ * extension ranges, field numbers and names, the generated C members. */
+void gen_check_message(struct gen_ctx *ctx, struct gen_message *m);
+/* Reports generated C names of input f that collide with each other or
+ * with those of a file f imports; after defaults are resolved. */
+void gen_check_c_names(struct gen_ctx *ctx, struct gen_file *f);
 
 /* ---- resolve_options.c ---- */
 

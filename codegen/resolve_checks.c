@@ -1,0 +1,382 @@
+/* rdmx-gen: the semantic checks of proto3 (numbers, names, reserved, enums,
+ * the generated struct's members) and the collisions of the global C
+ * identifiers the emitters make. */
+#include <string.h>
+
+#include "resolve.h"
+
+/* ---- checks ---- */
+
+const struct gen_enum_value *gen_enum_value_named(const struct gen_enum *e, const char *name)
+{
+	int i;
+	for (i = 0; i < e->values.n; i++) {
+		const struct gen_enum_value *v = e->values.items[i];
+		if (strcmp(v->name, name) == 0)
+			return v;
+	}
+	return NULL;
+}
+
+const struct gen_range *gen_range_find(const struct gen_vec *ranges, int64_t n)
+{
+	int i;
+	for (i = 0; i < ranges->n; i++) {
+		const struct gen_range *r = ranges->items[i];
+		if (n >= r->lo && n <= r->hi)
+			return r;
+	}
+	return NULL;
+}
+
+static bool in_names(const struct gen_vec *names, const char *n)
+{
+	int i;
+	for (i = 0; i < names->n; i++) {
+		const struct gen_name *r = names->items[i];
+		if (strcmp(r->name, n) == 0)
+			return true;
+	}
+	return false;
+}
+
+void gen_check_ranges(struct gen_ctx *ctx, const struct gen_vec *ranges, int64_t lo_limit,
+                      int64_t hi_limit, const char *kind, const char *what)
+{
+	int i, j;
+	for (i = 0; i < ranges->n; i++) {
+		const struct gen_range *r = ranges->items[i];
+		if (r->lo > r->hi)
+			gen_error(ctx, &r->loc, "%s range %lld to %lld is empty (end before start)",
+			          kind, (long long)r->lo, (long long)r->hi);
+		else if (r->lo < lo_limit || r->hi > hi_limit)
+			gen_error(ctx, &r->loc, "%s numbers must be between %lld and %lld", what,
+			          (long long)lo_limit, (long long)hi_limit);
+		for (j = 0; j < i; j++) {
+			const struct gen_range *o = ranges->items[j];
+			if (r->lo <= o->hi && o->lo <= r->hi) {
+				gen_error(ctx, &r->loc,
+				          "%s range %lld to %lld overlaps range %lld to %lld", kind,
+				          (long long)r->lo, (long long)r->hi, (long long)o->lo,
+				          (long long)o->hi);
+				break;
+			}
+		}
+	}
+}
+
+static void check_reserved(struct gen_ctx *ctx, const struct gen_vec *ranges,
+                           const struct gen_vec *names, int64_t lo_limit, int64_t hi_limit,
+                           const char *what)
+{
+	int i, j;
+	gen_check_ranges(ctx, ranges, lo_limit, hi_limit, "reserved", what);
+	for (i = 0; i < names->n; i++) {
+		const struct gen_name *n = names->items[i];
+		for (j = 0; j < i; j++) {
+			const struct gen_name *o = names->items[j];
+			if (strcmp(n->name, o->name) == 0) {
+				gen_error(ctx, &n->loc, "name \"%s\" is reserved more than once",
+				          n->name);
+				break;
+			}
+		}
+	}
+}
+
+void gen_check_enum(struct gen_ctx *ctx, struct gen_enum *e)
+{
+	int i, j;
+	check_reserved(ctx, &e->reserved, &e->rnames, INT32_MIN, INT32_MAX, "reserved enum value");
+	if (e->values.n == 0)
+		gen_error(ctx, &e->loc, "enum \"%s\" must have at least one value", e->name);
+	for (i = 0; i < e->values.n; i++) {
+		struct gen_enum_value *v = e->values.items[i];
+		if (v->number < INT32_MIN || v->number > INT32_MAX) {
+			gen_error(ctx, &v->loc,
+			          "enum value \"%s\" = %lld is out of the int32 range", v->name,
+			          (long long)v->number);
+			continue;
+		}
+		if (i == 0 && v->number != 0 && !e->file->proto2)
+			gen_error(ctx, &v->loc, "the first enum value must be zero in proto3");
+		if (gen_range_find(&e->reserved, v->number))
+			gen_error(ctx, &v->loc, "enum value \"%s\" uses reserved number %lld",
+			          v->name, (long long)v->number);
+		if (in_names(&e->rnames, v->name))
+			gen_error(ctx, &v->loc, "enum value name \"%s\" is reserved", v->name);
+		for (j = 0; j < i && !e->allow_alias; j++) {
+			struct gen_enum_value *o = e->values.items[j];
+			if (o->number == v->number) {
+				gen_error(ctx, &v->loc,
+				          "\"%s\" uses the same enum value %lld as \"%s\" (set "
+				          "option allow_alias = true to allow aliases)",
+				          v->name, (long long)v->number, o->name);
+				break;
+			}
+		}
+	}
+}
+
+/* Member names of the generated struct: name, has_name, n_name, oneof_case. */
+static void check_members(struct gen_ctx *ctx, struct gen_message *m)
+{
+	struct table t = {0};
+	int i;
+	for (i = 0; i < m->fields.n + m->oneofs.n; i++) {
+		const char *names[2] = {NULL, NULL};
+		const char *pname;
+		const struct gen_loc *loc;
+		int k;
+		if (i < m->fields.n) {
+			struct gen_field *fd = m->fields.items[i];
+			names[0] = fd->cname;
+			pname = fd->name;
+			loc = &fd->loc;
+			if (fd->label == GL_REPEATED)
+				names[1] = gen_printf(&ctx->pool, "n_%s", fd->cname);
+			else if (fd->label == GL_OPTIONAL && fd->type != GT_MESSAGE)
+				names[1] = gen_printf(&ctx->pool, "has_%s", fd->cname);
+		} else {
+			struct gen_oneof *o = m->oneofs.items[i - m->fields.n];
+			names[0] = gen_printf(&ctx->pool, "%s_case", o->cname);
+			pname = o->name;
+			loc = &o->loc;
+		}
+		for (k = 0; k < 2 && names[k]; k++) {
+			struct sym *s, *old = gen_table_get(&t, names[k]);
+			if (old) {
+				/* the same proto name twice is reported as a duplicate */
+				if (strcmp((const char *)old->ptr, pname) != 0)
+					gen_error(
+					    ctx, loc,
+					    "generated C member \"%s\" of \"%s\" (for \"%s\") "
+					    "collides with the one for \"%s\"",
+					    names[k], m->full_name, pname, (const char *)old->ptr);
+				continue;
+			}
+			s = gen_alloc(&ctx->pool, sizeof(*s));
+			s->name = names[k];
+			s->ptr = (void *)pname;
+			gen_table_put(&ctx->pool, &t, s);
+		}
+	}
+}
+
+#define NUM(fd)                                                                                    \
+	((fd)->number_text ? (fd)->number_text                                                     \
+	                   : gen_printf(&ctx->pool, "%lld", (long long)(fd)->number))
+
+void gen_check_message(struct gen_ctx *ctx, struct gen_message *m)
+{
+	int i, j;
+	for (i = 0; i < m->oneofs.n; i++) {
+		struct gen_oneof *o = m->oneofs.items[i];
+		if (o->nfields == 0)
+			gen_error(ctx, &o->loc, "oneof \"%s\" must have at least one field",
+			          o->name);
+	}
+	if (!m->map_entry) {
+		check_reserved(ctx, &m->reserved, &m->rnames, 1, GEN_FIELD_MAX, "reserved field");
+		gen_check_ext_ranges(ctx, m);
+	}
+	for (i = 0; i < m->fields.n; i++) {
+		struct gen_field *fd = m->fields.items[i];
+		if (fd->number <= 0) {
+			gen_error(ctx, &fd->number_loc,
+			          "field number %s of \"%s\" must be a positive "
+			          "integer (1 to %d)",
+			          NUM(fd), fd->name, GEN_FIELD_MAX);
+			continue;
+		}
+		if (fd->number > GEN_FIELD_MAX) {
+			gen_error(ctx, &fd->number_loc,
+			          "field number %s of \"%s\" is out of range (1 to %d)", NUM(fd),
+			          fd->name, GEN_FIELD_MAX);
+			continue;
+		}
+		if (fd->number >= 19000 && fd->number <= 19999)
+			gen_error(
+			    ctx, &fd->number_loc,
+			    "field number %lld of \"%s\" is in 19000 to 19999, reserved for the "
+			    "protocol buffer implementation",
+			    (long long)fd->number, fd->name);
+		if (gen_range_find(&m->reserved, fd->number))
+			gen_error(ctx, &fd->number_loc,
+			          "field \"%s\" uses reserved field number %lld", fd->name,
+			          (long long)fd->number);
+		if (in_names(&m->rnames, fd->name))
+			gen_error(ctx, &fd->loc, "field name \"%s\" is reserved", fd->name);
+		for (j = 0; j < i; j++) {
+			struct gen_field *o = m->fields.items[j];
+			if (o->number == fd->number) {
+				gen_error(
+				    ctx, &fd->number_loc,
+				    "field number %lld has already been used in \"%s\" by field "
+				    "\"%s\"",
+				    (long long)fd->number, m->full_name, o->name);
+				break;
+			}
+		}
+	}
+	check_members(ctx, m);
+	for (i = 0; i < m->messages.n; i++)
+		gen_check_message(ctx, m->messages.items[i]);
+	for (i = 0; i < m->enums.n; i++)
+		gen_check_enum(ctx, m->enums.items[i]);
+}
+
+/* ---- global C identifiers ---- */
+
+static void c_ident(struct gen_ctx *ctx, struct table *t, const char *name, const char *owner,
+                    const struct gen_loc *loc, struct gen_file *f)
+{
+	struct sym *old = gen_table_get(t, name), *s;
+	struct resolver *r = gen_resolver(ctx);
+	if (old) {
+		/* once per pair of owners: their other names collide alike */
+		if (r->last_owner && strcmp(r->last_owner, owner) == 0 &&
+		    strcmp(r->last_other, (const char *)old->ptr) == 0)
+			return;
+		r->last_owner = owner;
+		r->last_other = old->ptr;
+		gen_error(ctx, loc,
+		          "generated C name \"%s\" of \"%s\" collides with the one of \"%s\"", name,
+		          owner, (const char *)old->ptr);
+		return;
+	}
+	s = gen_alloc(&ctx->pool, sizeof(*s));
+	s->name = name;
+	s->ptr = (void *)owner;
+	s->file = f;
+	s->loc = *loc;
+	gen_table_put(&ctx->pool, t, s);
+}
+
+static void c_enum_idents(struct gen_ctx *ctx, struct table *t, struct gen_enum *e)
+{
+	int i;
+	c_ident(ctx, t, e->cname, e->full_name, &e->loc, e->file);
+	c_ident(ctx, t, gen_printf(&ctx->pool, "%s__FORCE_INT_MIN", e->cname), e->full_name,
+	        &e->loc, e->file);
+	c_ident(ctx, t, gen_printf(&ctx->pool, "%s__FORCE_INT_MAX", e->cname), e->full_name,
+	        &e->loc, e->file);
+	for (i = 0; i < e->values.n; i++) {
+		struct gen_enum_value *v = e->values.items[i];
+		c_ident(ctx, t, v->cname, gen_printf(&ctx->pool, "%s.%s", e->full_name, v->name),
+		        &v->loc, e->file);
+	}
+}
+
+static void c_message_idents(struct gen_ctx *ctx, struct table *t, struct gen_message *m)
+{
+	static const char *const suffixes[] = {"",        "_init",      "_encoded_size", "_encode",
+	                                       "_decode", "_payload",   "__enc",         "__dec",
+	                                       "__decp",  "__encode_cb"};
+	int i;
+	for (i = 0; i < (m->map_entry ? 1 : (int)(sizeof(suffixes) / sizeof(suffixes[0]))); i++)
+		c_ident(ctx, t, gen_printf(&ctx->pool, "%s%s", m->cname, suffixes[i]), m->full_name,
+		        &m->loc, m->file);
+	for (i = 0; i < m->oneofs.n; i++) {
+		struct gen_oneof *o = m->oneofs.items[i];
+		int j;
+		char *base = gen_printf(&ctx->pool, "%s_%s", m->cname, o->name);
+		char *owner = gen_printf(&ctx->pool, "%s.%s", m->full_name, o->name);
+		c_ident(ctx, t, gen_printf(&ctx->pool, "%s_case", base), owner, &o->loc, m->file);
+		c_ident(ctx, t, gen_printf(&ctx->pool, "%s_NOT_SET", base), owner, &o->loc,
+		        m->file);
+		for (j = 0; j < m->fields.n; j++) {
+			struct gen_field *fd = m->fields.items[j];
+			if (fd->oneof == i)
+				c_ident(ctx, t, gen_printf(&ctx->pool, "%s_%s", base, fd->name),
+				        owner, &fd->loc, m->file);
+		}
+	}
+	for (i = 0; i < m->messages.n; i++)
+		c_message_idents(ctx, t, m->messages.items[i]);
+	for (i = 0; i < m->enums.n; i++)
+		c_enum_idents(ctx, t, m->enums.items[i]);
+}
+
+static void c_file_idents(struct gen_ctx *ctx, struct table *t, struct gen_file *f)
+{
+	int i, j;
+	for (i = 0; i < f->messages.n; i++)
+		c_message_idents(ctx, t, f->messages.items[i]);
+	for (i = 0; i < f->enums.n; i++)
+		c_enum_idents(ctx, t, f->enums.items[i]);
+	for (i = 0; i < f->services.n; i++) {
+		struct gen_service *s = f->services.items[i];
+		c_ident(ctx, t, gen_printf(&ctx->pool, "%s_handlers", s->cname), s->full_name,
+		        &s->loc, f);
+		c_ident(ctx, t, gen_printf(&ctx->pool, "%s_register", s->cname), s->full_name,
+		        &s->loc, f);
+		c_ident(ctx, t, gen_printf(&ctx->pool, "%s_connect_service", s->cname),
+		        s->full_name, &s->loc, f);
+		for (j = 0; j < s->methods.n; j++) {
+			struct gen_method *m = s->methods.items[j];
+			char *base = m->cbase;
+			char *up = gen_upper(ctx, base);
+			char *owner = gen_printf(&ctx->pool, "%s/%s", s->full_name, m->name);
+			c_ident(ctx, t, base, owner, &m->loc, f);
+			c_ident(ctx, t, gen_printf(&ctx->pool, "%s_async", base), owner, &m->loc,
+			        f);
+			c_ident(ctx, t, gen_printf(&ctx->pool, "%s_cb", base), owner, &m->loc, f);
+			c_ident(ctx, t, gen_printf(&ctx->pool, "%s_respond", base), owner, &m->loc,
+			        f);
+			c_ident(ctx, t, gen_printf(&ctx->pool, "%s_ID", up), owner, &m->loc, f);
+			c_ident(ctx, t, gen_printf(&ctx->pool, "%s_NAME", up), owner, &m->loc, f);
+			if (GEN_UNARY(m))
+				c_ident(ctx, t, gen_printf(&ctx->pool, "%s_balanced", base), owner,
+				        &m->loc, f);
+			if (GEN_UNARY(m) && m->idempotent)
+				c_ident(ctx, t, gen_printf(&ctx->pool, "%s_IDEMPOTENT", up), owner,
+				        &m->loc, f);
+			if (!GEN_UNARY(m)) {
+				static const char *const sfx[] = {
+				    "_cbs",        "_write_async", "_open",   "_write",
+				    "_close_send", "_read",        "_finish", "_server_cbs",
+				    "_accept",     "_send"};
+				size_t k;
+				for (k = 0; k < sizeof(sfx) / sizeof(sfx[0]); k++)
+					c_ident(ctx, t,
+					        gen_printf(&ctx->pool, "%s%s", base, sfx[k]), owner,
+					        &m->loc, f);
+				c_ident(ctx, t, gen_printf(&ctx->pool, "%s_KIND", up), owner,
+				        &m->loc, f);
+			}
+		}
+	}
+}
+
+/* C identifiers are checked per input together with what it includes. */
+void gen_check_c_names(struct gen_ctx *ctx, struct gen_file *f)
+{
+	struct table t = {0};
+	int i;
+	c_file_idents(ctx, &t, f);
+	for (i = 0; i < f->imports.n; i++) {
+		struct gen_import *im = f->imports.items[i];
+		if (im->file && im->file != f) {
+			int before = ctx->errors;
+			FILE *diag = ctx->diag;
+			struct table ti = {0};
+			size_t k;
+			ctx->diag = NULL;
+			c_file_idents(ctx, &ti, im->file);
+			ctx->diag = diag;
+			ctx->errors = before; /* reported when that file is checked */
+			for (k = 0; k < ti.cap; k++) {
+				struct sym *s = ti.slots[k];
+				struct sym *o = s ? gen_table_get(&t, s->name) : NULL;
+				if (o && o->file == f)
+					gen_error(ctx, &o->loc,
+					          "generated C name \"%s\" of \"%s\" collides with "
+					          "the one "
+					          "of \"%s\" in \"%s\"",
+					          s->name, (const char *)o->ptr,
+					          (const char *)s->ptr, im->file->path);
+			}
+		}
+	}
+}
