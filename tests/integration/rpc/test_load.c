@@ -244,6 +244,11 @@ Test(load, frozen_server_fails_calls_without_liveness_probes, .timeout = 120)
 	uint32_t hold = rdmx_rpc_method_id(HOLD_NAME);
 	uint64_t end;
 
+	/* light messages are tcp's; on verbs the NIC (rxe: the kernel) still
+	 * acknowledges the writes of a stopped process, which no transport
+	 * timeout can call frozen */
+	if (strcmp(env_device(0), "tcp") || strcmp(env_device(1), "tcp"))
+		cr_skip_test("tcp devices only (%s/%s)", env_device(0), env_device(1));
 	peer_proc_open(&a, child_setup, frozen_ready, &p);
 	a.worker->attr.keepalive_ms = 0; /* before the channel is READY */
 	ASSERT_OK(rdmx_rpc_call_async(p.ep, hold, NULL, NULL, frozen_done, &c1, NULL));
