@@ -104,24 +104,25 @@ int rdmx__tcp_post_msg(struct rdmx_conn *conn, const struct rdmx_buf *src,
 {
 	struct tcp_conn *c = TCP_CONN(conn);
 	struct tcp_ctx *tc = c->tc;
-	bool held = false;
-	int rc = RDMX_E_AGAIN;
+	bool held, posted;
 
 	rdmx__tcp_ctx_enter(tc);
-	if (!rdmx__tcp_tx_msg(c, src, dst, imm, len))
-		goto unlock;
-	rc = 0;
-	held = c->msgs_unheard++ > 0 && !(c->ep_events & EPOLLOUT) &&
+	held = c->msgs_unheard > 0 && !(c->ep_events & EPOLLOUT) &&
 	       !atomic_load_explicit(&tc->armed, memory_order_relaxed);
-	if (held)
-		rdmx__tcp_conn_dirty(c);
-	else if (!(c->ep_events & EPOLLOUT))
-		rdmx__tcp_tx_flush(c);
-unlock:
+	posted = !held && rdmx__tcp_tx_msg_now(c, src, dst, imm, len);
+	if (!posted && rdmx__tcp_tx_msg(c, src, dst, imm, len)) {
+		posted = true;
+		if (held)
+			rdmx__tcp_conn_dirty(c);
+		else if (!(c->ep_events & EPOLLOUT))
+			rdmx__tcp_tx_flush(c);
+	}
+	if (posted)
+		c->msgs_unheard++;
 	pthread_mutex_unlock(&tc->lock);
-	if (held)
+	if (posted && held)
 		rdmx__tcp_nic_nudge(tc);
-	return rc;
+	return posted ? 0 : RDMX_E_AGAIN;
 }
 
 const struct rdmx_provider_ops rdmx__tcp_ops = {

@@ -235,7 +235,6 @@ static void msg_begin(struct tcp_conn *c)
 {
 	struct tcp_rx *rx = &c->rx;
 	const struct rdmx__tcp_hdr *h = &rx->h;
-	const struct rdmx__tcp_region *r = NULL;
 
 	if (c->state != TC_UP)
 		return; /* drained */
@@ -247,18 +246,7 @@ static void msg_begin(struct tcp_conn *c)
 		proto_error(c, "more light messages undelivered than allowed");
 		return;
 	}
-	rx->serial = 0;
-	if (h->len) {
-		rdmx__tcp_keytab_rdlock(&c->td->keys);
-		r = rdmx__tcp_remote_access(c, h->rkey, h->offset, h->len,
-		                            RDMX_ACCESS_REMOTE_WRITE);
-		rx->serial = r ? r->serial : 0;
-		rdmx__tcp_keytab_unlock(&c->td->keys);
-		if (!r) {
-			proto_error(c, "light message outside the memory it may write");
-			return;
-		}
-	}
+	rx->serial = 0; /* its target is checked with its first bytes (sink_region_lock) */
 	rx->post = RX_POST_MSG;
 	rx->sink = TCP_SINK_MR;
 	rx->rkey = h->rkey;
@@ -660,13 +648,29 @@ static void frame_begin(struct tcp_conn *c)
 
 /* The region of the TCP_SINK_MR sink, with the key table read-locked (the
  * caller unlocks); NULL, with the table unlocked and the rest of the payload
- * discarded and refused, when the region is gone (deregistered or reused). */
+ * discarded and refused, when the region is gone (deregistered or reused),
+ * or, at a light message's first bytes, when the message may not write
+ * where it names (the connection goes to error). */
 static const struct rdmx__tcp_region *sink_region_lock(struct tcp_conn *c)
 {
 	struct tcp_rx *rx = &c->rx;
 	const struct rdmx__tcp_region *r;
 
 	rdmx__tcp_keytab_rdlock(&c->td->keys);
+	if (!rx->serial) {
+		/* a light message's first bytes: its whole target is checked
+		 * under the lock their copy holds (one lock, not two) */
+		r = rdmx__tcp_remote_access(c, rx->rkey, rx->mr_off, rx->left,
+		                            RDMX_ACCESS_REMOTE_WRITE);
+		if (r) {
+			rx->serial = r->serial;
+			return r;
+		}
+		rdmx__tcp_keytab_unlock(&c->td->keys);
+		rx->sink = TCP_SINK_DISCARD;
+		proto_error(c, "light message outside the memory it may write");
+		return NULL;
+	}
 	r = rdmx__tcp_keytab_find(&c->td->keys, rx->rkey);
 	if (!r || r->serial != rx->serial) {
 		rdmx__tcp_keytab_unlock(&c->td->keys);

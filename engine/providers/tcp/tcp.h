@@ -717,6 +717,13 @@ void rdmx__tcp_tx_flush(struct tcp_conn *c);
  * connection is not up. */
 bool rdmx__tcp_tx_msg(struct tcp_conn *c, const struct rdmx_buf *src, const struct rdmx_rbuf *dst,
                       uint32_t imm, uint32_t len);
+/* A light message sent at once, from the stack, in one send() (lock held):
+ * when nothing is queued or owed before it and the socket took the last
+ * bytes, the common case of a ping-pong. What the socket does not take is
+ * queued as its frame (the flush sends it on EPOLLOUT). False, with nothing
+ * done: use rdmx__tcp_tx_msg (something goes first, or it cannot go now). */
+bool rdmx__tcp_tx_msg_now(struct tcp_conn *c, const struct rdmx_buf *src,
+                          const struct rdmx_rbuf *dst, uint32_t imm, uint32_t len);
 bool rdmx__tcp_tx_pending(const struct tcp_conn *c);
 void rdmx__tcp_tx_reset(struct tcp_conn *c);
 /* RNR timer: go back to the oldest unanswered request. */

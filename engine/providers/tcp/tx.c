@@ -269,16 +269,48 @@ static bool pick(struct tcp_conn *c, struct tcp_frame *f)
 	return true;
 }
 
+/* Whether a light message of len bytes may go now (tcp.h rdmx__tcp_tx_msg). */
+static bool msg_may_go(const struct tcp_conn *c, uint32_t len)
+{
+	return c->state == TC_UP && !c->sq_head && !c->rnr_wait && !c->rewind_pending &&
+	       len <= RDMX__TCP_MSG_MAX;
+}
+
+/* A light message's frame into hdr (its header) and inl (its payload). */
+static void msg_build(uint8_t *hdr, uint8_t *inl, const struct rdmx_buf *src,
+                      const struct rdmx_rbuf *dst, uint32_t imm, uint32_t len)
+{
+	struct rdmx__tcp_hdr h;
+	uint32_t off = 0;
+
+	for (const struct rdmx_buf *b = src; b && off < len; b = b->next) {
+		memcpy(inl + off, b->addr, b->len);
+		off += (uint32_t)b->len;
+	}
+	memset(&h, 0, sizeof(h));
+	h.op = RDMX__TCP_OP_MSG;
+	h.rkey = dst->mr->rkey;
+	h.offset = dst->offset;
+	h.imm = imm;
+	h.len = len;
+	rdmx__tcp_hdr_encode(&h, hdr);
+}
+
+/* f, zeroed but for its header and payload, becomes a light message's frame. */
+static void msg_frame(struct tcp_frame *f, uint32_t len)
+{
+	f->what = TCP_TX_MSG;
+	f->src = len ? TCP_SRC_INLINE : TCP_SRC_NONE;
+	f->left = len;
+}
+
 bool rdmx__tcp_tx_msg(struct tcp_conn *c, const struct rdmx_buf *src, const struct rdmx_rbuf *dst,
                       uint32_t imm, uint32_t len)
 {
 	struct tcp_tx *tx = &c->tx;
-	struct rdmx__tcp_hdr h;
 	struct tcp_frame *f;
-	uint32_t off = 0;
 
-	if (c->state != TC_UP || c->sq_head || c->rnr_wait || c->rewind_pending ||
-	    len > sizeof(f->inl))
+	if (!msg_may_go(c, len))
 		return false;
 	/* the answers owed go first: the peer's requests they answer leave its
 	 * send queue before it reads this, and it may send light ones again */
@@ -288,20 +320,8 @@ bool rdmx__tcp_tx_msg(struct tcp_conn *c, const struct rdmx_buf *src, const stru
 		return false;
 	f = frame_at(c, tx->count);
 	memset(f, 0, offsetof(struct tcp_frame, inl));
-	for (const struct rdmx_buf *b = src; b && off < len; b = b->next) {
-		memcpy(f->inl + off, b->addr, b->len);
-		off += (uint32_t)b->len;
-	}
-	memset(&h, 0, sizeof(h));
-	h.op = RDMX__TCP_OP_MSG;
-	h.rkey = dst->mr->rkey;
-	h.offset = dst->offset;
-	h.imm = imm;
-	h.len = len;
-	rdmx__tcp_hdr_encode(&h, f->hdr);
-	f->what = TCP_TX_MSG;
-	f->src = len ? TCP_SRC_INLINE : TCP_SRC_NONE;
-	f->left = len;
+	msg_build(f->hdr, f->inl, src, dst, imm, len);
+	msg_frame(f, len);
 	tx->count++;
 	return true;
 }
@@ -804,6 +824,39 @@ static void tx_flush_sealed(struct tcp_conn *c)
 		c->err_after_tx = false;
 		rdmx__tcp_conn_error(c, RDMX_E_CONN_ABORTED, 0, false);
 	}
+}
+
+bool rdmx__tcp_tx_msg_now(struct tcp_conn *c, const struct rdmx_buf *src,
+                          const struct rdmx_rbuf *dst, uint32_t imm, uint32_t len)
+{
+	uint8_t frame[RDMX__TCP_HDR_SIZE + RDMX__TCP_MSG_MAX];
+	size_t total = RDMX__TCP_HDR_SIZE + len;
+	struct tcp_frame *f;
+	ssize_t s;
+
+	if (c->seal || c->fd < 0 || c->tx.count || c->ctl_pending || c->resp_count ||
+	    c->err_after_tx || c->ep_events != EPOLLIN || !msg_may_go(c, len))
+		return false; /* something goes before it, or the socket is full */
+	msg_build(frame, frame + RDMX__TCP_HDR_SIZE, src, dst, imm, len);
+	do
+		s = send(c->fd, frame, total, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (s < 0 && errno == EINTR);
+	if (s == (ssize_t)total) {
+		rdmx__tcp_conn_alive(c);
+		return true;
+	}
+	/* the rest goes as a queued frame, when the socket takes it */
+	s = s < 0 ? -errno : s;
+	f = frame_at(c, 0);
+	memset(f, 0, offsetof(struct tcp_frame, inl));
+	memcpy(f->hdr, frame, sizeof(f->hdr));
+	memcpy(f->inl, frame + sizeof(f->hdr), len);
+	msg_frame(f, len);
+	c->tx.count = 1;
+	if (s > 0)
+		advance(c, (size_t)s);
+	tx_sent(c, s, total);
+	return true;
 }
 
 void rdmx__tcp_tx_flush(struct tcp_conn *c)

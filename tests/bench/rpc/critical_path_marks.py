@@ -125,6 +125,9 @@ after_brace("engine/providers/tcp/tx.c", "void rdmx__tcp_tx_flush(struct tcp_con
             "rdmx_cp_mark(13);")
 edit("engine/providers/tcp/tx.c", "\tmemset(&msg, 0, sizeof(msg));\n\tmsg.msg_iov = iov;",
      "\trdmx_cp_mark(14);\n\trdmx_cp_t0 = 0;\n\tmemset(&msg, 0, sizeof(msg));\n\tmsg.msg_iov = iov;")
+edit("engine/providers/tcp/tx.c",  # a light message sent at once (tx_msg_now)
+     "\tdo\n\t\ts = send(c->fd, frame, total, MSG_NOSIGNAL | MSG_DONTWAIT);",
+     "\trdmx_cp_mark(14);\n\trdmx_cp_t0 = 0;\n\tdo\n\t\ts = send(c->fd, frame, total, MSG_NOSIGNAL | MSG_DONTWAIT);")
 
 # RPC: the message in, the server's handler and answer, the client's completion and next call
 after_brace("rpc/rpc.c", "static void on_msg(struct rdmx_chan *chan", "rdmx_cp_mark(4);")

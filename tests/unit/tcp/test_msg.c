@@ -1,15 +1,19 @@
 /* tcp provider: light messages (engine/msg.h) between two contexts of the
  * loopback device: placed and handed over in order, held back behind an
- * unanswered request, and refused (the connection ends) when the receiving
- * context takes none or the target memory is not the sender's to write. */
+ * unanswered request, queued whole when the socket is full, and refused
+ * (the connection ends) when the receiving context takes none or the target
+ * memory is not the sender's to write. */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <rdmx/rdmx.h>
 
 #include "msg.h"
+#include "providers/tcp/tcp.h"
 
 #define REGION (16u * RDMX__MSG_MAX)
 #define MAX_SEEN 256u
@@ -384,5 +388,60 @@ Test(tcp_msg, stop_with_messages_queued)
 	cr_assert_eq(st.submitted[RDMX_TASK_WRITE_IMM], 100);
 	cr_assert_eq(st.completed[RDMX_TASK_WRITE_IMM], 100);
 	cr_assert_eq(rdmx_ctx_start(s.a.ctx), 0); /* unpair stops it */
+	unpair();
+}
+
+/* A light message sent at once (tx.c rdmx__tcp_tx_msg_now) that the socket
+ * does not take whole: the rest is queued as its frame and goes when the
+ * socket has room, in order with the messages queued behind it. The
+ * receiver reads nothing meanwhile: its application does not poll and its
+ * NIC thread cannot take the context lock this test holds. Every message is
+ * posted as the first since the peer's last frame (as in a ping-pong), so
+ * each goes by the direct path until the socket is full. */
+Test(tcp_msg, the_rest_of_a_message_the_socket_did_not_take_is_queued)
+{
+	const uint32_t len = RDMX__MSG_MAX - 12, slots = REGION / RDMX__MSG_MAX;
+	struct tcp_conn *bc;
+	struct tcp_ctx *atc;
+	int small = 1024;
+	uint32_t n = 0;
+	int rc = 0;
+
+	pair_on(true, true);
+	bc = TCP_CONN(s.b.conn);
+	atc = TCP_CTX(s.a.ctx);
+	cr_assert_eq(setsockopt(bc->fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	cr_assert_eq(setsockopt(TCP_CONN(s.a.conn)->fd, SOL_SOCKET, SO_RCVBUF, &small,
+	                        sizeof(small)),
+	             0);
+	pthread_mutex_lock(&atc->lock);
+	while (rc == 0) {
+		cr_assert_lt(n, MAX_SEEN, "the socket never filled");
+		bc->msgs_unheard = 0;
+		rc = post((uint64_t)(n % slots) * RDMX__MSG_MAX, (uint8_t)n, len, n);
+		if (rc == 0)
+			n++;
+		rdmx_pe_progress(s.pe);
+	}
+	cr_assert_eq(rc, RDMX_E_AGAIN, "post: %s", rdmx_err_name(rc));
+	cr_assert_gt(bc->tx.count, 0, "nothing queued at a full socket");
+	pthread_mutex_unlock(&atc->lock);
+	for (unsigned i = 0; s.seen < n; i++) {
+		cr_assert_lt(i, 10000000u, "%u of %u messages arrived", s.seen, n);
+		rdmx_pe_progress(s.pe);
+		rdmx_pe_progress(s.pe_a);
+	}
+	cr_assert_eq(s.seen, n);
+	for (uint32_t i = 0; i < n; i++) {
+		cr_assert_eq(s.imm[i], i);
+		cr_assert_eq(s.len[i], len);
+	}
+	for (uint32_t i = n > slots ? n - slots : 0; i < n; i++) {
+		const uint8_t *at = s.mem + (size_t)(i % slots) * RDMX__MSG_MAX;
+
+		for (uint32_t k = 0; k < len; k++)
+			cr_assert_eq(at[k], (uint8_t)i, "message %u, byte %u", i, k);
+	}
+	cr_assert(!s.a.down && !s.b.down);
 	unpair();
 }
