@@ -411,9 +411,8 @@ Test(tcp_msg, the_rest_of_a_message_the_socket_did_not_take_is_queued)
 	bc = TCP_CONN(s.b.conn);
 	atc = TCP_CTX(s.a.ctx);
 	cr_assert_eq(setsockopt(bc->fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
-	cr_assert_eq(setsockopt(TCP_CONN(s.a.conn)->fd, SOL_SOCKET, SO_RCVBUF, &small,
-	                        sizeof(small)),
-	             0);
+	cr_assert_eq(
+	    setsockopt(TCP_CONN(s.a.conn)->fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
 	pthread_mutex_lock(&atc->lock);
 	while (rc == 0) {
 		cr_assert_lt(n, MAX_SEEN, "the socket never filled");
