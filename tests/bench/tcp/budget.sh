@@ -16,7 +16,9 @@
 # Each round also runs the engine alone, rdmx-perf send_lat --poll busy (a
 # send and a receive completion per side, no channel and no RPC; its half
 # round trip doubled): the floor the provider's emulation of RDMA semantics
-# sets under rdmx's RPC row. --compare: each round also runs OTHER_BUILD_DIR's
+# sets under rdmx's RPC row; and the light message ping-pong (tcp_lat -t msg,
+# which pins itself the same way): the provider's own floor under the
+# channel's small ring writes, what the RPC row costs without chan/ and rpc/. --compare: each round also runs OTHER_BUILD_DIR's
 # rdmx-perf rpc_lat (an earlier tree: a same-run before/after). The host may
 # switch speed between rounds: each round's ratios (to its own raw TCP) are
 # printed, and their medians at the end.
@@ -36,8 +38,10 @@ while (($#)); do
   shift
 done
 echo_bin="$build/tests/bench/tcp_echo"
+lat_bin="$build/tests/bench/tcp_lat"
 perf="$build/tools/rdmx-perf/rdmx-perf"
-[[ -x $echo_bin && -x $perf ]] || { echo "budget.sh: build tcp_echo and rdmx-perf in $build" >&2; exit 2; }
+[[ -x $echo_bin && -x $perf && -x $lat_bin ]] ||
+  { echo "budget.sh: build tcp_echo, tcp_lat and rdmx-perf in $build" >&2; exit 2; }
 [[ -z $other || -x $other/tools/rdmx-perf/rdmx-perf ]] || { echo "budget.sh: no rdmx-perf in $other" >&2; exit 2; }
 [[ $(uname -m) == x86_64 ]] || { echo "budget.sh: x86-64 only (--work spins on rdtsc)" >&2; exit 2; }
 
@@ -70,11 +74,14 @@ for ((r = 1; r <= rounds; r++)); do
   echo "$v" >>"$tmp/rdmx"
   e=$(run_pair "$perf" send_lat -d tcp --poll busy -s 64 -n "$calls" | awk '{ printf "%.2f", 2 * $1 }')
   echo "$e" >>"$tmp/engine"
+  m=$("$lat_bin" -t msg -s 64 -n "$calls" 2>/dev/null | p50)
+  echo "$m" >>"$tmp/msg"
   raw=$(tail -n 1 "$tmp/raw.0")
   ratio() { awk -v a="$1" -v b="$raw" 'BEGIN { printf "%.2f", a / b }'; }
-  line+=" rdmx $v ($(ratio "$v")x) engine $e ($(ratio "$e")x)"
+  line+=" rdmx $v ($(ratio "$v")x) engine $e ($(ratio "$e")x) light $m ($(ratio "$m")x)"
   ratio "$v" >"$tmp/r" && echo >>"$tmp/r" && cat "$tmp/r" >>"$tmp/rdmx.ratio"
   ratio "$e" >"$tmp/r" && echo >>"$tmp/r" && cat "$tmp/r" >>"$tmp/engine.ratio"
+  ratio "$m" >"$tmp/r" && echo >>"$tmp/r" && cat "$tmp/r" >>"$tmp/msg.ratio"
   if [[ -n $other ]]; then
     o=$(run_pair "$other/tools/rdmx-perf/rdmx-perf" rpc_lat -d tcp --poll busy -s 64 -n "$calls")
     ratio "$o" >"$tmp/r" && echo >>"$tmp/r" && cat "$tmp/r" >>"$tmp/other.ratio"
@@ -91,6 +98,8 @@ m=$(median <"$tmp/rdmx")
 awk -v m="$m" -v b="$base" 'BEGIN { printf "rdmx: %.2f us, %.2fx raw TCP\n", m, m / b }'
 m=$(median <"$tmp/engine")
 awk -v m="$m" -v b="$base" 'BEGIN { printf "engine send ping-pong (no channel, no RPC): %.2f us, %.2fx raw TCP\n", m, m / b }'
+m=$(median <"$tmp/msg")
+awk -v m="$m" -v b="$base" 'BEGIN { printf "light message ping-pong (tcp_lat -t msg: no channel, no RPC): %.2f us, %.2fx raw TCP\n", m, m / b }'
 echo "median of the rounds' own ratios: rdmx $(median <"$tmp/rdmx.ratio")x," \
-  "engine $(median <"$tmp/engine.ratio")x${other:+, compared $(median <"$tmp/other.ratio")x}"
+  "engine $(median <"$tmp/engine.ratio")x, light $(median <"$tmp/msg.ratio")x${other:+, compared $(median <"$tmp/other.ratio")x}"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

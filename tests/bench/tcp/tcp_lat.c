@@ -3,12 +3,14 @@
  *   send_imm ping-pong round trip, both sides waiting with rdmx_pe_wait in
  *   BUSY mode, then in BLOCK mode (notification: the kernel wakes the waiter);
  *   remote read round trip while the target process never calls progress
- *   (it sleeps in read() on a control socket: its soft NIC serves).
+ *   (it sleeps in read() on a control socket: its soft NIC serves);
+ *   light message ping-pong (engine/msg.h, busy: what the channel's small
+ *   ring writes cost the provider, with no channel or RPC above it).
  *
  * The server is a forked child (it opens its device after fork); the two
  * exchange connection details and region descriptors over a socketpair.
  * Optional pinning: server on CPU 0, client on CPU 1 (when both exist).
- *   tcp_lat [-n ITERS] [-s BYTES] [-w WARMUP] [-t busy|block|read] [--no-pin]
+ *   tcp_lat [-n ITERS] [-s BYTES] [-w WARMUP] [-t busy|block|read|msg] [--no-pin]
  * Prints one RESULT line per measure (microseconds). */
 #include <errno.h>
 #include <getopt.h>
@@ -26,12 +28,13 @@
 #include <rdmx/rdmx.h>
 
 #include "common/clock.h"
+#include "engine/msg.h"
 
 struct opts {
 	int iters, warmup;
 	size_t size;
 	bool pin;
-	const char *only; /* busy, block or read: run just that one */
+	const char *only; /* busy, block, read or msg: run just that one */
 };
 
 struct node {
@@ -41,7 +44,7 @@ struct node {
 	struct rdmx_conn *conn;
 	struct rdmx_mr *mr;
 	uint8_t *mem;
-	volatile int est, recvs, sends, reads, errs;
+	volatile int est, recvs, sends, reads, errs, msgs;
 };
 
 static void die(const char *what, int rc)
@@ -79,6 +82,14 @@ static void cb(struct rdmx_task *t, void *ud, void *cud)
 	default:
 		break;
 	}
+}
+
+static void on_msg(void *arg, struct rdmx_conn *c, uint32_t imm, uint32_t len)
+{
+	(void)c;
+	(void)imm;
+	(void)len;
+	((struct node *)arg)->msgs++;
 }
 
 static void on_est(struct rdmx_conn *c, void *ud, void *cud)
@@ -126,6 +137,7 @@ static void node_open(struct node *n, int ctl, size_t size)
 	TRY(rdmx_ctx_set_conn_callbacks(n->ctx, NULL, on_est, NULL, NULL));
 	for (int t = 0; t <= RDMX_TASK_FLUSH; t++)
 		TRY(rdmx_ctx_set_task_conf(n->ctx, (enum rdmx_task_type)t, cb, cb, 16));
+	TRY(rdmx__ctx_set_msg_handler(n->ctx, on_msg, n));
 	TRY(rdmx_ctx_start(n->ctx));
 	n->mem = aligned_alloc(4096, (size + 4095) & ~(size_t)4095);
 	if (!n->mem)
@@ -172,9 +184,32 @@ static void pin(int cpu)
 		fprintf(stderr, "tcp_lat: pinning to cpu %d failed (ignored)\n", cpu);
 }
 
+/* Both sides: each sends its region's descriptor and takes the peer's. */
+static struct rdmx_mr_remote *swap_regions(struct node *n, int ctl)
+{
+	uint8_t mine[RDMX_MR_DESCRIPTOR_SIZE], theirs[RDMX_MR_DESCRIPTOR_SIZE];
+	struct rdmx_mr_remote *rm;
+	uint32_t len;
+
+	TRY(rdmx_mr_get_descriptor(n->mr, mine));
+	put(ctl, mine, sizeof(mine));
+	len = get(ctl, theirs, sizeof(theirs));
+	TRY(rdmx_mr_remote_from_descriptor(theirs, len, &rm));
+	return rm;
+}
+
+/* One light message of the first size bytes of n's region into the peer's. */
+static void post_msg(struct node *n, struct rdmx_mr_remote *rm, size_t size, uint32_t imm)
+{
+	struct rdmx_buf b = {.mr = n->mr, .addr = n->mem, .len = size};
+	struct rdmx_rbuf dst = {.mr = rm, .offset = size, .len = size};
+
+	TRY(rdmx__conn_post_msg(n->conn, &b, &dst, imm));
+}
+
 /* ---- server (child) ---- */
 
-enum { CMD_PINGPONG = 1, CMD_READ, CMD_QUIT };
+enum { CMD_PINGPONG = 1, CMD_READ, CMD_MSG, CMD_QUIT };
 
 struct cmd {
 	uint32_t op, mode, iters;
@@ -202,6 +237,19 @@ static void server(int ctl, const struct opts *o)
 			put(ctl, desc, sizeof(desc));
 			/* never progress: sleep in read() until the client is done */
 			get(ctl, &c, sizeof(c));
+			continue;
+		}
+		if (c.op == CMD_MSG) {
+			struct rdmx_mr_remote *rm = swap_regions(&n, ctl);
+
+			TRY(rdmx_pe_set_poll_mode(n.pe, RDMX_POLL_BUSY, 0));
+			n.msgs = 0;
+			put(ctl, &ok, 1);
+			for (uint32_t i = 0; i < c.iters; i++) {
+				wait_until(&n, &n.msgs, (int)i + 1);
+				post_msg(&n, rm, o->size, i);
+			}
+			rdmx_mr_remote_delete(&rm);
 			continue;
 		}
 		TRY(rdmx_pe_set_poll_mode(n.pe, (enum rdmx_poll_mode)c.mode, 0));
@@ -300,6 +348,30 @@ static void client_read(struct node *n, int ctl, const struct opts *o, uint64_t 
 	put(ctl, &c, sizeof(c)); /* wakes the server */
 }
 
+static void client_msg(struct node *n, int ctl, const struct opts *o, uint64_t *lat)
+{
+	int total = o->warmup + o->iters;
+	struct cmd c = {.op = CMD_MSG, .iters = (uint32_t)total};
+	struct rdmx_mr_remote *rm;
+	uint8_t ok;
+
+	put(ctl, &c, sizeof(c));
+	rm = swap_regions(n, ctl);
+	get(ctl, &ok, 1);
+	TRY(rdmx_pe_set_poll_mode(n->pe, RDMX_POLL_BUSY, 0));
+	n->msgs = 0;
+	for (int i = 0; i < total; i++) {
+		uint64_t t0 = rdmx__now_ns();
+
+		post_msg(n, rm, o->size, (uint32_t)i);
+		wait_until(n, &n->msgs, i + 1);
+		if (i >= o->warmup)
+			lat[i - o->warmup] = rdmx__now_ns() - t0;
+	}
+	report("light_msg_pingpong_busy", o->size, lat, o->iters);
+	rdmx_mr_remote_delete(&rm);
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {.iters = 10000, .warmup = 1000, .size = 64, .pin = true};
@@ -330,11 +402,12 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr, "usage: tcp_lat [-n ITERS] [-s BYTES] [-w WARMUP] "
-			                "[-t busy|block|read] [--no-pin]\n");
+			                "[-t busy|block|read|msg] [--no-pin]\n");
 			return 2;
 		}
 	}
-	if (o.iters <= 0 || o.warmup < 0 || o.size == 0) {
+	if (o.iters <= 0 || o.warmup < 0 || o.size == 0 ||
+	    (o.only && strcmp(o.only, "msg") == 0 && o.size > RDMX__MSG_MAX)) {
 		fprintf(stderr, "tcp_lat: bad arguments\n");
 		return 2;
 	}
@@ -367,6 +440,8 @@ int main(int argc, char **argv)
 		client_pingpong(&n, sv[0], &o, RDMX_POLL_BLOCK, rt, st, lat);
 	if (!o.only || strcmp(o.only, "read") == 0)
 		client_read(&n, sv[0], &o, lat);
+	if ((!o.only || strcmp(o.only, "msg") == 0) && o.size <= RDMX__MSG_MAX)
+		client_msg(&n, sv[0], &o, lat);
 	{
 		struct cmd q = {.op = CMD_QUIT};
 
