@@ -401,6 +401,9 @@ static void on_chan_event(struct rdmx_chan *chan, enum rdmx_chan_event ev, int s
 		leave_calls(ep); /* what a destroy inside the walk left */
 	else if (ep->closed_cb)
 		ep->closed_cb(ep, status, ep->closed_arg);
+	/* a draining endpoint that waited only for the peer's acknowledgements
+	 * is drained now, and no later event of the channel would tell it */
+	rdmx__rpc_check_drained(ep);
 	ep->busy--;
 	rdmx__rpc_release(ep);
 }

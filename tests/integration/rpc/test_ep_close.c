@@ -205,3 +205,89 @@ Test(rpc, active_counts_no_answer_of_a_closed_channel)
 	cr_assert_eq(rdmx_rpc_ep_get_active(f.rb), 0);
 	close_fix_close(&f);
 }
+
+/* What the drained callback ran, and what the closed callback saw of it;
+ * a closed callback given an argument destroys that endpoint and channel. */
+static int drained_n, drained_n_at_close;
+static bool drained_at_close;
+static void count_drained(struct rdmx_rpc_ep *ep, void *arg)
+{
+	(void)ep;
+	(void)arg;
+	drained_n++;
+}
+
+static void drained_closed(struct rdmx_rpc_ep *ep, int status, void *arg)
+{
+	struct rdmx_rpc_ep **own = arg;
+
+	(void)status;
+	drained_at_close = rdmx_rpc_ep_is_drained(ep);
+	drained_n_at_close = drained_n;
+	closed_n++;
+	if (own)
+		side_goes(own);
+}
+
+/* The server answers every call it holds and the answers are delivered;
+ * then it drains, and the client goes before it acknowledged anything (a
+ * few messages owe it no credit update yet). All the endpoint waited for
+ * was those acknowledgements, which no event will bring now: the close
+ * itself runs the drained callback, once. Should the client's credits have
+ * come early, the callback runs from rdmx_rpc_ep_drain instead: once all
+ * the same. */
+Test(rpc, drained_cb_runs_from_the_close)
+{
+	struct close_fix f;
+	enum { N = 4 };
+	struct call_rec r[N];
+
+	memset(r, 0, sizeof(r));
+	close_fix_open(&f);
+	drained_n = drained_n_at_close = 0;
+	drained_at_close = false;
+	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(f.rb, drained_closed, NULL));
+	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(f.rb, count_drained, NULL));
+	for (int i = 0; i < N; i++)
+		ASSERT_OK(rdmx_rpc_call_async(f.ra, HOLD, NULL, NULL, call_rec_cb, &r[i], NULL));
+	DRIVE_UNTIL(&f.a, &f.b, f.st.held_n == N);
+	for (int i = 0; i < N; i++)
+		ASSERT_OK(rdmx_rpc_respond(f.st.held[i], RDMX_RPC_OK, NULL, NULL));
+	DRIVE_UNTIL(&f.a, &f.b, call_recs_done(r, N) == N && rdmx_rpc_ep_get_active(f.rb) == 0);
+	ASSERT_OK(rdmx_rpc_ep_drain(f.rb));
+	side_goes(&f.ra);
+	DRIVE_UNTIL(&f.a, &f.b, closed_n == 1);
+	cr_assert(drained_at_close, "not drained in the closed callback");
+	cr_assert_eq(drained_n, 1, "the drained callback ran %d times by the close", drained_n);
+	drive_for(&f.a, &f.b, 20);
+	cr_assert_eq(drained_n, 1, "the drained callback ran %d times", drained_n);
+	close_fix_close(&f);
+}
+
+/* The same close as above, with a closed callback that destroys the
+ * endpoint: the drained callback does not run after the destroy. */
+Test(rpc, drained_cb_not_after_destroy_in_closed_cb)
+{
+	struct close_fix f;
+	enum { N = 4 };
+	struct call_rec r[N];
+
+	memset(r, 0, sizeof(r));
+	close_fix_open(&f);
+	drained_n = drained_n_at_close = 0;
+	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(f.rb, drained_closed, &f.rb));
+	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(f.rb, count_drained, NULL));
+	for (int i = 0; i < N; i++)
+		ASSERT_OK(rdmx_rpc_call_async(f.ra, HOLD, NULL, NULL, call_rec_cb, &r[i], NULL));
+	DRIVE_UNTIL(&f.a, &f.b, f.st.held_n == N);
+	for (int i = 0; i < N; i++)
+		ASSERT_OK(rdmx_rpc_respond(f.st.held[i], RDMX_RPC_OK, NULL, NULL));
+	DRIVE_UNTIL(&f.a, &f.b, call_recs_done(r, N) == N && rdmx_rpc_ep_get_active(f.rb) == 0);
+	ASSERT_OK(rdmx_rpc_ep_drain(f.rb));
+	side_goes(&f.ra);
+	DRIVE_UNTIL(&f.a, &f.b, closed_n == 1);
+	drive_for(&f.a, &f.b, 20);
+	cr_assert_null(f.rb);
+	cr_assert_eq(drained_n, drained_n_at_close, "the drained callback ran after the destroy");
+	close_fix_close(&f);
+}
