@@ -229,6 +229,45 @@ static void drained_closed(struct rdmx_rpc_ep *ep, int status, void *arg)
 		side_goes(own);
 }
 
+/* The server drains, answers every call it holds, and the client goes
+ * before any answer was delivered. The answers can never be sent: once the
+ * channel closed they no longer keep the endpoint from being drained (as
+ * rdmx_rpc_ep_get_active counts them no more), so it is drained in its
+ * closed callback, the drained callback runs from the close, after the
+ * closed callback, and it runs once, whatever completions come back later.
+ * The answers go as write tasks, as on verbs (see above). */
+Test(rpc, drained_counts_no_answer_of_a_closed_channel)
+{
+	struct close_fix f;
+	enum { N = 8 };
+	struct call_rec r[N];
+
+	memset(r, 0, sizeof(r));
+	close_fix_open(&f);
+	drained_n = drained_n_at_close = 0;
+	drained_at_close = false;
+	rdmx_rpc_ep_get_chan(f.rb)->peer_light = false;
+	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(f.rb, drained_closed, NULL));
+	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(f.rb, count_drained, NULL));
+	for (int i = 0; i < N; i++)
+		ASSERT_OK(rdmx_rpc_call_async(f.ra, HOLD, NULL, NULL, call_rec_cb, &r[i], NULL));
+	DRIVE_UNTIL(&f.a, &f.b, f.st.held_n == N);
+	ASSERT_OK(rdmx_rpc_ep_drain(f.rb));
+	for (int i = 0; i < N; i++)
+		ASSERT_OK(rdmx_rpc_respond(f.st.held[i], RDMX_RPC_OK, NULL, NULL));
+	cr_assert_not(rdmx_rpc_ep_is_drained(f.rb), "drained with answers on their way, open");
+	cr_assert_eq(drained_n, 0);
+	side_goes(&f.ra); /* before a read any answer */
+	DRIVE_UNTIL(&f.a, &f.b, closed_n == 1);
+	cr_assert(drained_at_close, "not drained in the closed callback");
+	cr_assert_eq(drained_n_at_close, 0, "the drained callback ran before the closed one");
+	cr_assert_eq(drained_n, 1, "the close ran the drained callback %d times", drained_n);
+	drive_for(&f.a, &f.b, 20); /* observation window: the answers' failed completions */
+	cr_assert_eq(drained_n, 1, "the drained callback ran %d times", drained_n);
+	cr_assert(rdmx_rpc_ep_is_drained(f.rb));
+	close_fix_close(&f);
+}
+
 /* The server answers every call it holds and the answers are delivered;
  * then it drains, and the client goes before it acknowledged anything (a
  * few messages owe it no credit update yet). All the endpoint waited for
