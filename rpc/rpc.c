@@ -401,6 +401,10 @@ static void on_chan_event(struct rdmx_chan *chan, enum rdmx_chan_event ev, int s
 		leave_calls(ep); /* what a destroy inside the walk left */
 	else if (ep->closed_cb)
 		ep->closed_cb(ep, status, ep->closed_arg);
+	/* a draining endpoint that waited only for the peer's acknowledgements,
+	 * or for answers that cannot go now, is drained now, and no later event
+	 * of the channel would tell it */
+	rdmx__rpc_check_drained(ep);
 	ep->busy--;
 	rdmx__rpc_release(ep);
 }
@@ -573,11 +577,13 @@ uint32_t rdmx_rpc_ep_get_active(const struct rdmx_rpc_ep *ep)
 	return ep->incoming.len + (ep->closed ? 0 : ep->resp_pending);
 }
 
+/* What it waits for is what rdmx_rpc_ep_get_active counts: once closed, no
+ * answer handed to the channel, which can only fail now. */
 static bool is_drained(const struct rdmx_rpc_ep *ep)
 {
 	if (!ep->draining)
 		return false;
-	if (ep->calls.len || ep->incoming.len || ep->resp_pending || ep->oneways ||
+	if (ep->calls.len || rdmx_rpc_ep_get_active(ep) || ep->oneways ||
 	    rdmx_rpc_ep_get_streams(ep))
 		return false;
 	return ep->closed || rdmx__chan_is_idle(ep->chan);

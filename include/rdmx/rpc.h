@@ -279,7 +279,11 @@ int rdmx_rpc_ep_set_limits(struct rdmx_rpc_ep *ep, uint32_t max_inflight, uint32
  * UNAVAILABLE), calls in flight in both directions complete normally. The
  * endpoint is drained when none remains and the peer acknowledged every
  * message; then the callback runs once (from rdmx_rpc_ep_drain itself if
- * nothing was in flight). */
+ * nothing was in flight). Once the channel closed no acknowledgement is
+ * awaited and the answers handed to the channel no longer count (as in
+ * rdmx_rpc_ep_get_active): if nothing else remains then, the close runs
+ * the callback, after the closed callback. It never runs once
+ * rdmx_rpc_ep_destroy was called. */
 typedef void (*rdmx_rpc_drained_cb)(struct rdmx_rpc_ep *ep, void *arg);
 int rdmx_rpc_ep_set_drained_cb(struct rdmx_rpc_ep *ep, rdmx_rpc_drained_cb cb, void *arg);
 bool rdmx_rpc_ep_is_drained(const struct rdmx_rpc_ep *ep);

@@ -1,5 +1,6 @@
-/* RPC: an endpoint destroyed from inside its own close (the channel closed:
- * a held call's cancel callback, a call's completion). */
+/* RPC: an endpoint whose channel closes — destroyed from inside its own
+ * close (a held call's cancel callback, a call's completion), and what it
+ * counts afterwards (active calls, drained). */
 #include "rpcfix.h"
 
 #include "chan_internal.h" /* peer_light */
@@ -15,6 +16,28 @@ static void count_closed(struct rdmx_rpc_ep *ep, int status, void *arg)
 	(void)status;
 	(void)arg;
 	closed_n++;
+}
+
+/* The set-up of every test here: nodes a and b, the echo server on b, a's
+ * endpoint ra the client, b's rb the server's; close_fix_close ends it. */
+struct close_fix {
+	struct node a, b;
+	struct echo_state st;
+	struct rdmx_rpc_server *srv;
+	struct rdmx_rpc_ep *ra, *rb;
+};
+
+static void close_fix_open(struct close_fix *f)
+{
+	memset(f, 0, sizeof(*f));
+	HOLD = rdmx_rpc_method_id(HOLD_NAME);
+	closed_n = 0;
+	echo_pair_open(&f->a, &f->b, NULL, &f->st, &f->srv, &f->ra, &f->rb);
+}
+
+static void close_fix_close(struct close_fix *f)
+{
+	rpc_pair_close_all(&f->ra, &f->rb, &f->srv, &f->a, &f->b);
 }
 
 /* One side's endpoint and channel go: the other side's channel closes. */
@@ -68,39 +91,34 @@ static void destroy_cancel_cb(struct rdmx_rpc_server_call *call, void *arg)
  * succeeds). Under ASan, the walk resuming over freed calls showed here. */
 Test(rpc, cancel_cb_destroys_its_endpoint)
 {
-	struct node a, b;
-	struct echo_state st = {0};
+	struct close_fix f;
 	struct self_destroy sd = {0};
-	struct rdmx_rpc_server *srv;
-	struct rdmx_rpc_ep *ra, *rb;
 	struct rdmx_chan *chb;
 	struct call_rec r[SD_CALLS];
 
-	HOLD = rdmx_rpc_method_id(HOLD_NAME);
 	memset(r, 0, sizeof(r));
-	closed_n = 0;
-	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
-	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(rb, count_closed, NULL));
+	close_fix_open(&f);
+	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(f.rb, count_closed, NULL));
 	for (int i = 0; i < SD_CALLS; i++)
-		ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, call_rec_cb, &r[i], NULL));
-	DRIVE_UNTIL(&a, &b, st.held_n == SD_CALLS);
-	chb = rdmx_rpc_ep_get_chan(rb);
-	sd.ep = &rb;
+		ASSERT_OK(rdmx_rpc_call_async(f.ra, HOLD, NULL, NULL, call_rec_cb, &r[i], NULL));
+	DRIVE_UNTIL(&f.a, &f.b, f.st.held_n == SD_CALLS);
+	chb = rdmx_rpc_ep_get_chan(f.rb);
+	sd.ep = &f.rb;
 	sd.chan = &chb;
 	for (int i = 0; i < SD_CALLS; i++) {
-		sd.call[i] = st.held[i];
+		sd.call[i] = f.st.held[i];
 		ASSERT_OK(rdmx_rpc_call_set_cancel_cb(sd.call[i], destroy_cancel_cb, &sd));
 	}
-	side_goes(&ra);
-	DRIVE_UNTIL(&a, &b, sd.answered == SD_CALLS);
-	drive_for(&a, &b, 20);
-	cr_assert_null(rb);
+	side_goes(&f.ra);
+	DRIVE_UNTIL(&f.a, &f.b, sd.answered == SD_CALLS);
+	drive_for(&f.a, &f.b, 20);
+	cr_assert_null(f.rb);
 	cr_assert_null(chb);
 	for (int i = 0; i < SD_CALLS; i++)
 		cr_assert_eq(sd.runs[i], 1, "call %d: cancel callback ran %d times", i, sd.runs[i]);
 	cr_assert_eq(sd.nested, 0, "%d cancel callbacks ran inside the destroy", sd.nested);
 	cr_assert_eq(closed_n, 0, "the closed callback ran after the destroy");
-	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
+	close_fix_close(&f);
 }
 
 /* A call's completion that tears its endpoint down. */
@@ -127,31 +145,26 @@ static void destroy_on_done_cb(const struct rdmx_rpc_result *res, void *arg)
  * the endpoint's closed callback does not run after that. */
 Test(rpc, completion_destroys_its_endpoint_no_closed_cb)
 {
-	struct node a, b;
-	struct echo_state st = {0};
+	struct close_fix f;
 	struct destroy_on_done d = {0};
-	struct rdmx_rpc_server *srv;
-	struct rdmx_rpc_ep *ra, *rb;
 	struct rdmx_chan *cha;
 
-	HOLD = rdmx_rpc_method_id(HOLD_NAME);
-	closed_n = 0;
-	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
-	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(ra, count_closed, NULL));
-	cha = rdmx_rpc_ep_get_chan(ra);
-	d.ep = &ra;
+	close_fix_open(&f);
+	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(f.ra, count_closed, NULL));
+	cha = rdmx_rpc_ep_get_chan(f.ra);
+	d.ep = &f.ra;
 	d.chan = &cha;
-	ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, destroy_on_done_cb, &d, NULL));
-	DRIVE_UNTIL(&a, &b, st.held_n == 1);
-	side_goes(&rb);
-	DRIVE_UNTIL(&a, &b, d.done);
-	drive_for(&a, &b, 20);
+	ASSERT_OK(rdmx_rpc_call_async(f.ra, HOLD, NULL, NULL, destroy_on_done_cb, &d, NULL));
+	DRIVE_UNTIL(&f.a, &f.b, f.st.held_n == 1);
+	side_goes(&f.rb);
+	DRIVE_UNTIL(&f.a, &f.b, d.done);
+	drive_for(&f.a, &f.b, 20);
 	cr_assert_eq(d.done, 1);
 	cr_assert_eq(d.code, RDMX_RPC_UNAVAILABLE, "%s", rdmx_rpc_code_name(d.code));
-	cr_assert_null(ra);
+	cr_assert_null(f.ra);
 	cr_assert_eq(closed_n, 0, "the closed callback ran after the destroy");
-	ASSERT_OK(rdmx_rpc_respond(st.held[0], RDMX_RPC_OK, NULL, NULL)); /* detached */
-	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
+	ASSERT_OK(rdmx_rpc_respond(f.st.held[0], RDMX_RPC_OK, NULL, NULL)); /* detached */
+	close_fix_close(&f);
 }
 
 /* What the closed callback saw. */
@@ -170,30 +183,150 @@ static void active_closed(struct rdmx_rpc_ep *ep, int status, void *arg)
  * verbs (on tcp a light message would be gone at once, nothing on its way). */
 Test(rpc, active_counts_no_answer_of_a_closed_channel)
 {
-	struct node a, b;
-	struct echo_state st = {0};
-	struct rdmx_rpc_server *srv;
-	struct rdmx_rpc_ep *ra, *rb;
+	struct close_fix f;
 	enum { N = 8 };
 	struct call_rec r[N];
 
-	HOLD = rdmx_rpc_method_id(HOLD_NAME);
 	memset(r, 0, sizeof(r));
-	closed_n = 0;
-	echo_pair_open(&a, &b, NULL, &st, &srv, &ra, &rb);
-	rdmx_rpc_ep_get_chan(rb)->peer_light = false;
-	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(rb, active_closed, NULL));
+	close_fix_open(&f);
+	rdmx_rpc_ep_get_chan(f.rb)->peer_light = false;
+	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(f.rb, active_closed, NULL));
 	for (int i = 0; i < N; i++)
-		ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, call_rec_cb, &r[i], NULL));
-	DRIVE_UNTIL(&a, &b, st.held_n == N);
+		ASSERT_OK(rdmx_rpc_call_async(f.ra, HOLD, NULL, NULL, call_rec_cb, &r[i], NULL));
+	DRIVE_UNTIL(&f.a, &f.b, f.st.held_n == N);
 	for (int i = 0; i < N - 1; i++) /* the last one stays held */
-		ASSERT_OK(rdmx_rpc_respond(st.held[i], RDMX_RPC_OK, NULL, NULL));
-	cr_assert_eq(rdmx_rpc_ep_get_active(rb), N, "answers on their way count while open");
-	side_goes(&ra); /* before a read any answer */
-	DRIVE_UNTIL(&a, &b, closed_n == 1);
+		ASSERT_OK(rdmx_rpc_respond(f.st.held[i], RDMX_RPC_OK, NULL, NULL));
+	cr_assert_eq(rdmx_rpc_ep_get_active(f.rb), N, "answers on their way count while open");
+	side_goes(&f.ra); /* before a read any answer */
+	DRIVE_UNTIL(&f.a, &f.b, closed_n == 1);
 	cr_assert_eq(active_at_close, 1, "active %u in the closed callback", active_at_close);
-	cr_assert_eq(rdmx_rpc_ep_get_active(rb), 1);
-	ASSERT_OK(rdmx_rpc_respond(st.held[N - 1], RDMX_RPC_OK, NULL, NULL));
-	cr_assert_eq(rdmx_rpc_ep_get_active(rb), 0);
-	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
+	cr_assert_eq(rdmx_rpc_ep_get_active(f.rb), 1);
+	ASSERT_OK(rdmx_rpc_respond(f.st.held[N - 1], RDMX_RPC_OK, NULL, NULL));
+	cr_assert_eq(rdmx_rpc_ep_get_active(f.rb), 0);
+	close_fix_close(&f);
+}
+
+/* What the drained callback ran, and what the closed callback saw of it;
+ * a closed callback given an argument destroys that endpoint and channel. */
+static int drained_n, drained_n_at_close;
+static bool drained_at_close;
+static void count_drained(struct rdmx_rpc_ep *ep, void *arg)
+{
+	(void)ep;
+	(void)arg;
+	drained_n++;
+}
+
+static void drained_closed(struct rdmx_rpc_ep *ep, int status, void *arg)
+{
+	struct rdmx_rpc_ep **own = arg;
+
+	(void)status;
+	drained_at_close = rdmx_rpc_ep_is_drained(ep);
+	drained_n_at_close = drained_n;
+	closed_n++;
+	if (own)
+		side_goes(own);
+}
+
+/* The server drains, answers every call it holds, and the client goes
+ * before any answer was delivered. The answers can never be sent: once the
+ * channel closed they no longer keep the endpoint from being drained (as
+ * rdmx_rpc_ep_get_active counts them no more), so it is drained in its
+ * closed callback, the drained callback runs from the close, after the
+ * closed callback, and it runs once, whatever completions come back later.
+ * The answers go as write tasks, as on verbs (see above). */
+Test(rpc, drained_counts_no_answer_of_a_closed_channel)
+{
+	struct close_fix f;
+	enum { N = 8 };
+	struct call_rec r[N];
+
+	memset(r, 0, sizeof(r));
+	close_fix_open(&f);
+	drained_n = drained_n_at_close = 0;
+	drained_at_close = false;
+	rdmx_rpc_ep_get_chan(f.rb)->peer_light = false;
+	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(f.rb, drained_closed, NULL));
+	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(f.rb, count_drained, NULL));
+	for (int i = 0; i < N; i++)
+		ASSERT_OK(rdmx_rpc_call_async(f.ra, HOLD, NULL, NULL, call_rec_cb, &r[i], NULL));
+	DRIVE_UNTIL(&f.a, &f.b, f.st.held_n == N);
+	ASSERT_OK(rdmx_rpc_ep_drain(f.rb));
+	for (int i = 0; i < N; i++)
+		ASSERT_OK(rdmx_rpc_respond(f.st.held[i], RDMX_RPC_OK, NULL, NULL));
+	cr_assert_not(rdmx_rpc_ep_is_drained(f.rb), "drained with answers on their way, open");
+	cr_assert_eq(drained_n, 0);
+	side_goes(&f.ra); /* before a read any answer */
+	DRIVE_UNTIL(&f.a, &f.b, closed_n == 1);
+	cr_assert(drained_at_close, "not drained in the closed callback");
+	cr_assert_eq(drained_n_at_close, 0, "the drained callback ran before the closed one");
+	cr_assert_eq(drained_n, 1, "the close ran the drained callback %d times", drained_n);
+	drive_for(&f.a, &f.b, 20); /* observation window: the answers' failed completions */
+	cr_assert_eq(drained_n, 1, "the drained callback ran %d times", drained_n);
+	cr_assert(rdmx_rpc_ep_is_drained(f.rb));
+	close_fix_close(&f);
+}
+
+/* The server answers every call it holds and the answers are delivered;
+ * then it drains, and the client goes before it acknowledged anything (a
+ * few messages owe it no credit update yet). All the endpoint waited for
+ * was those acknowledgements, which no event will bring now: the close
+ * itself runs the drained callback, once. Should the client's credits have
+ * come early, the callback runs from rdmx_rpc_ep_drain instead: once all
+ * the same. */
+Test(rpc, drained_cb_runs_from_the_close)
+{
+	struct close_fix f;
+	enum { N = 4 };
+	struct call_rec r[N];
+
+	memset(r, 0, sizeof(r));
+	close_fix_open(&f);
+	drained_n = drained_n_at_close = 0;
+	drained_at_close = false;
+	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(f.rb, drained_closed, NULL));
+	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(f.rb, count_drained, NULL));
+	for (int i = 0; i < N; i++)
+		ASSERT_OK(rdmx_rpc_call_async(f.ra, HOLD, NULL, NULL, call_rec_cb, &r[i], NULL));
+	DRIVE_UNTIL(&f.a, &f.b, f.st.held_n == N);
+	for (int i = 0; i < N; i++)
+		ASSERT_OK(rdmx_rpc_respond(f.st.held[i], RDMX_RPC_OK, NULL, NULL));
+	DRIVE_UNTIL(&f.a, &f.b, call_recs_done(r, N) == N && rdmx_rpc_ep_get_active(f.rb) == 0);
+	ASSERT_OK(rdmx_rpc_ep_drain(f.rb));
+	side_goes(&f.ra);
+	DRIVE_UNTIL(&f.a, &f.b, closed_n == 1);
+	cr_assert(drained_at_close, "not drained in the closed callback");
+	cr_assert_eq(drained_n, 1, "the drained callback ran %d times by the close", drained_n);
+	drive_for(&f.a, &f.b, 20);
+	cr_assert_eq(drained_n, 1, "the drained callback ran %d times", drained_n);
+	close_fix_close(&f);
+}
+
+/* The same close as above, with a closed callback that destroys the
+ * endpoint: the drained callback does not run after the destroy. */
+Test(rpc, drained_cb_not_after_destroy_in_closed_cb)
+{
+	struct close_fix f;
+	enum { N = 4 };
+	struct call_rec r[N];
+
+	memset(r, 0, sizeof(r));
+	close_fix_open(&f);
+	drained_n = drained_n_at_close = 0;
+	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(f.rb, drained_closed, &f.rb));
+	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(f.rb, count_drained, NULL));
+	for (int i = 0; i < N; i++)
+		ASSERT_OK(rdmx_rpc_call_async(f.ra, HOLD, NULL, NULL, call_rec_cb, &r[i], NULL));
+	DRIVE_UNTIL(&f.a, &f.b, f.st.held_n == N);
+	for (int i = 0; i < N; i++)
+		ASSERT_OK(rdmx_rpc_respond(f.st.held[i], RDMX_RPC_OK, NULL, NULL));
+	DRIVE_UNTIL(&f.a, &f.b, call_recs_done(r, N) == N && rdmx_rpc_ep_get_active(f.rb) == 0);
+	ASSERT_OK(rdmx_rpc_ep_drain(f.rb));
+	side_goes(&f.ra);
+	DRIVE_UNTIL(&f.a, &f.b, closed_n == 1);
+	drive_for(&f.a, &f.b, 20);
+	cr_assert_null(f.rb);
+	cr_assert_eq(drained_n, drained_n_at_close, "the drained callback ran after the destroy");
+	close_fix_close(&f);
 }
