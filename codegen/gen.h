@@ -254,7 +254,7 @@ struct gen_optref {
 	const char *value; /* GV_IDENT, GV_STRING: its text */
 	struct gen_loc value_loc;
 	struct gen_vec keys; /* char *: the fields a GV_AGGREGATE value sets, as
-	                        paths (`a`, `b.c`), but inside lists and extensions */
+	                        paths (`a`, `b.c`, `[x.y].c`), but inside lists */
 	bool resolved;       /* set by the resolver: every part is known */
 	bool repeated;       /* set by the resolver: its last part is repeated */
 };

@@ -279,21 +279,61 @@ static bool is_key(const struct gen_tok *name)
 	       (is_sym(&name[1], ':') || is_sym(&name[1], '{') || is_sym(&name[1], '<'));
 }
 
+/* t starts an extension's name in a field's place (`[x.y]` before ':', '{'
+ * or '<'): the number of its tokens, else 0 (a list, or an Any's type URL) */
+static int ext_key_len(const struct gen_tok *t)
+{
+	int n = 1;
+	if (!is_sym(t, '['))
+		return 0;
+	while (t[n].kind == TK_IDENT && is_sym(&t[n + 1], '.'))
+		n += 2;
+	if (t[n].kind != TK_IDENT || !is_sym(&t[n + 1], ']'))
+		return 0;
+	n += 2;
+	return is_sym(&t[n], ':') || is_sym(&t[n], '{') || is_sym(&t[n], '<') ? n : 0;
+}
+
+/* in (a path, "" at the top) followed by the extension's name of n tokens
+ * at t, without spaces: `[x.y]`, `a.[x.y]` */
+static char *ext_key(struct parser *p, const char *in, const struct gen_tok *t, int n)
+{
+	struct gen_buf b = {0};
+	char *r;
+	int i;
+	gen_buf_printf(&b, "%s%s", in, in[0] ? "." : "");
+	for (i = 0; i < n; i++) {
+		if (t[i].kind == TK_SYM)
+			gen_buf_printf(&b, "%c", t[i].sym);
+		else
+			gen_buf_puts(&b, t[i].text);
+	}
+	r = gen_strdup(&p->ctx->pool, b.data);
+	gen_buf_free(&b);
+	return r;
+}
+
 /* skips a balanced aggregate value from '{' (or '<') through its close,
  * recording in keys the fields it sets as paths from the value (`a`,
- * `b.c` for `{ a: 1 b { c: 2 } }`); none inside a list or an extension
- * (`[x.y] { ... }`) */
+ * `b.c` for `{ a: 1 b { c: 2 } }`, `[x.y].c` for `{ [x.y] { c: 2 } }`);
+ * none inside a list */
 static bool skip_aggregate(struct parser *p, struct gen_vec *keys)
 {
 	const char *path[AGGREGATE_DEPTH]; /* of each open bracket; NULL: not recorded */
 	const char *key = NULL;            /* the field just named, before its value */
-	int depth = 0;
+	int depth = 0, n;
 	do {
 		struct gen_tok *t = cur(p);
 		const char *in = depth && depth <= AGGREGATE_DEPTH ? path[depth - 1] : NULL;
 		if (t->kind == TK_EOF) {
 			expected(p, "\"}\" closing the option value");
 			return false;
+		}
+		if (in && (n = ext_key_len(t)) > 0) {
+			key = ext_key(p, in, t, n);
+			gen_vec_push(&p->ctx->pool, keys, (void *)key);
+			p->i += n;
+			continue;
 		}
 		if (is_sym(t, '{') || is_sym(t, '<') || is_sym(t, '[')) {
 			if (depth < AGGREGATE_DEPTH)

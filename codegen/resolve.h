@@ -137,8 +137,8 @@ void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, struct gen_optref
 /* Reports an option of f set again on the same place (protoc's "was already
  * set"): the same field, but for a repeated one, a message an earlier
  * option set a field of ((a).b = 1, then (a) = {...}) or a field an earlier
- * aggregate value set ((a) = { b: 1 }, then (a).b = 2; not an extension
- * set in it, [x.y]). After gen_check_optref on all of f's options. */
+ * aggregate value set ((a) = { b: 1 }, then (a).b = 2; (a) = { [x.y]: 1 },
+ * then (a).(y) = 2). After gen_check_optref on all of f's options. */
 void gen_check_options_twice(struct gen_ctx *ctx, const struct gen_file *f);
 
 /* ---- resolve_defaults.c ---- */

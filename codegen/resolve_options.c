@@ -344,41 +344,64 @@ static bool same_parts(const struct gen_optref *a, const struct gen_optref *b, i
 	return true;
 }
 
-/* o's parts after e's, plain names, are a field e's aggregate value set, or
- * a message it set a field in */
-static bool set_in_aggregate(const struct gen_optref *o, const struct gen_optref *e)
+/* the length of the first part of an aggregate value's key k: up to its
+ * first '.' but inside an extension's name (`[x.y]`) */
+static size_t key_part_len(const char *k)
 {
-	struct gen_buf b = {0};
-	size_t n;
-	bool found = false;
-	int i;
-	for (i = e->nparts; i < o->nparts; i++) {
-		if (o->parts[i].ext) {
-			gen_buf_free(&b);
-			return false;
+	const char *end = k[0] == '[' ? strchr(k, ']') + 1 : strchr(k, '.');
+	return end ? (size_t)(end - k) : strlen(k);
+}
+
+/* k, the first part (n bytes) of a key of an aggregate value of message
+ * msg, names the field of pt: the same plain name, or an extension's name
+ * that stands, looked up from msg as protoc looks it up, for pt's extension */
+static bool key_part_is(struct gen_ctx *ctx, const struct gen_file *f, const char *msg,
+                        const char *k, size_t n, const struct gen_optpart *pt)
+{
+	struct resolver *r = gen_resolver(ctx);
+	struct sym *s;
+	if (k[0] != '[')
+		return !pt->ext && strlen(pt->name) == n && strncmp(k, pt->name, n) == 0;
+	if (!pt->ext)
+		return false;
+	s = gen_lookup(ctx, f, msg, gen_strndup(&ctx->pool, k + 1, n - 2), GEN_LOOKUP_EXTS, NULL);
+	return s && gen_table_get(&r->exts, s->name) == s &&
+	       ((const struct gen_ext *)s->ptr)->field == pt->field;
+}
+
+/* o's parts after e's are a field e's aggregate value set, or a message it
+ * set a field in: the start of one of e's keys */
+static bool set_in_aggregate(struct gen_ctx *ctx, const struct gen_file *f,
+                             const struct gen_optref *o, const struct gen_optref *e)
+{
+	int i, j;
+	for (j = 0; j < e->keys.n; j++) {
+		const char *k = e->keys.items[j];
+		for (i = e->nparts; i < o->nparts && *k; i++) {
+			size_t n = key_part_len(k);
+			const char *msg = o->parts[i - 1].field->msg->full_name;
+			if (!key_part_is(ctx, f, msg, k, n, &o->parts[i]))
+				break;
+			k += n + (k[n] == '.');
 		}
-		gen_buf_printf(&b, "%s%s", i > e->nparts ? "." : "", o->parts[i].name);
+		if (i == o->nparts)
+			return true;
 	}
-	n = strlen(b.data);
-	for (i = 0; i < e->keys.n && !found; i++) {
-		const char *k = e->keys.items[i];
-		found = strncmp(k, b.data, n) == 0 && (k[n] == 0 || k[n] == '.');
-	}
-	gen_buf_free(&b);
-	return found;
+	return false;
 }
 
 /* o sets again what e, set before it on the same place, did: the same
  * field (not a repeated one), a message e set a field of, or a field e's
  * aggregate value set (protoc's OptionInterpreter::ExamineIfOptionIsSet) */
-static bool set_again(const struct gen_optref *o, const struct gen_optref *e)
+static bool set_again(struct gen_ctx *ctx, const struct gen_file *f, const struct gen_optref *o,
+                      const struct gen_optref *e)
 {
 	if (o->repeated)
 		return false;
 	if (o->nparts <= e->nparts)
 		return same_parts(o, e, o->nparts);
 	return e->value_kind == GV_AGGREGATE && same_parts(o, e, e->nparts) &&
-	       set_in_aggregate(o, e);
+	       set_in_aggregate(ctx, f, o, e);
 }
 
 void gen_check_options_twice(struct gen_ctx *ctx, const struct gen_file *f)
@@ -388,7 +411,7 @@ void gen_check_options_twice(struct gen_ctx *ctx, const struct gen_file *f)
 		const struct gen_optref *o = f->optrefs.items[i];
 		for (j = 0; j < i && o->resolved; j++) {
 			const struct gen_optref *e = f->optrefs.items[j];
-			if (e->owner == o->owner && e->resolved && set_again(o, e)) {
+			if (e->owner == o->owner && e->resolved && set_again(ctx, f, o, e)) {
 				gen_error(ctx, &o->parts[0].loc, "Option \"%s\" was already set.",
 				          option_name(ctx, o, o->nparts));
 				break;
