@@ -168,7 +168,9 @@ struct gen_enum {
 	struct gen_vec values; /* struct gen_enum_value * */
 	struct gen_vec reserved;
 	struct gen_vec rnames;
-	bool allow_alias; /* option allow_alias = true */
+	bool allow_alias;         /* option allow_alias = true */
+	bool alias_false;         /* option allow_alias = false, as written (first set) */
+	struct gen_loc alias_loc; /* where allow_alias is first set (line 0: nowhere) */
 	bool deprecated;
 };
 

@@ -473,7 +473,13 @@ static void apply_option(struct parser *p, const struct opt_target *tg, const ch
 	} else if (tg->owner == OPT_MESSAGE && strcmp(name, "message_set_wire_format") == 0) {
 		((struct gen_message *)tg->ptr)->message_set = yes;
 	} else if (tg->owner == OPT_ENUM && strcmp(name, "allow_alias") == 0) {
-		((struct gen_enum *)tg->ptr)->allow_alias = yes;
+		struct gen_enum *e = tg->ptr;
+		e->allow_alias = yes;
+		if (!e->alias_loc.line) {
+			e->alias_loc = name_tok->loc;
+			e->alias_false =
+			    name_tok[2].kind == TK_IDENT && strcmp(value, "false") == 0;
+		}
 	}
 }
 

@@ -84,12 +84,46 @@ static void check_reserved(struct gen_ctx *ctx, const struct gen_vec *ranges,
 	}
 }
 
+/* two values of e share a number */
+static bool has_aliases(const struct gen_enum *e)
+{
+	int i, j;
+	for (i = 0; i < e->values.n; i++) {
+		const struct gen_enum_value *v = e->values.items[i];
+		for (j = 0; j < i; j++) {
+			const struct gen_enum_value *o = e->values.items[j];
+			if (o->number == v->number)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* allow_alias, where written, says what e's values do, as protoc's parser
+ * requires: never false (that has no effect), true only with aliases */
+static void check_allow_alias(struct gen_ctx *ctx, const struct gen_enum *e)
+{
+	if (e->alias_false)
+		gen_error(ctx, &e->alias_loc,
+		          "\"%s\" declares 'option allow_alias = false;' which has no effect. "
+		          "Please remove the declaration.",
+		          e->name);
+	if (!e->allow_alias || !e->alias_loc.line || has_aliases(e))
+		return;
+	gen_error(ctx, &e->alias_loc,
+	          "\"%s\" declares support for enum aliases but no enum values share field "
+	          "numbers. Please remove the unnecessary 'option allow_alias = true;' "
+	          "declaration.",
+	          e->name);
+}
+
 void gen_check_enum(struct gen_ctx *ctx, struct gen_enum *e)
 {
 	int i, j;
 	check_reserved(ctx, &e->reserved, &e->rnames, INT32_MIN, INT32_MAX, "reserved enum value");
 	if (e->values.n == 0)
 		gen_error(ctx, &e->loc, "enum \"%s\" must have at least one value", e->name);
+	check_allow_alias(ctx, e);
 	for (i = 0; i < e->values.n; i++) {
 		struct gen_enum_value *v = e->values.items[i];
 		if (v->number < INT32_MIN || v->number > INT32_MAX) {
