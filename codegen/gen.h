@@ -105,6 +105,7 @@ struct gen_field {
 	bool is_map;             /* repeated field of a map entry message (msg) */
 	bool required;           /* proto2 `required`: always written, checked by the decoder */
 	bool deprecated;         /* [deprecated = true]: a comment in the generated struct */
+	bool jstype;             /* [jstype = JS_STRING] or JS_NUMBER (64-bit integers only) */
 	char *json_name;         /* [json_name = "..."], NULL when not given */
 	struct gen_default *def; /* proto2 [default = ...], NULL when none */
 	struct gen_loc loc, type_loc, number_loc;

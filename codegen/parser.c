@@ -463,6 +463,9 @@ static void apply_option(struct parser *p, const struct opt_target *tg, const ch
 		             "[default = ...] and set the value in code");
 	} else if (tg->owner == OPT_FIELD && strcmp(name, "default") == 0) {
 		keep_default(p, tg->ptr, name_tok + 2);
+	} else if (tg->owner == OPT_FIELD && strcmp(name, "jstype") == 0) {
+		((struct gen_field *)tg->ptr)->jstype =
+		    value && (strcmp(value, "JS_STRING") == 0 || strcmp(value, "JS_NUMBER") == 0);
 	} else if (tg->owner == OPT_METHOD && strcmp(name, "idempotency_level") == 0) {
 		/* protobuf's own MethodOptions.idempotency_level: a client may retry
 		 * such a call after a failure that may have reached the server (the

@@ -111,8 +111,12 @@ void gen_check_ranges(struct gen_ctx *ctx, const struct gen_vec *ranges, int64_t
 /* Checks e: its reserved ranges and names, values (int32, proto3's zero
  * first, reserved, aliases without allow_alias). */
 void gen_check_enum(struct gen_ctx *ctx, struct gen_enum *e);
+/* Checks fd's options against its type as protoc does: jstype (but
+ * JS_NORMAL) only on a 64-bit integer. */
+void gen_check_field_options(struct gen_ctx *ctx, const struct gen_field *fd);
 /* Checks m and its nested messages and enums: oneofs, reserved and
- * extension ranges, field numbers and names, the generated C members. */
+ * extension ranges, field numbers, names and options, the generated C
+ * members. */
 void gen_check_message(struct gen_ctx *ctx, struct gen_message *m);
 /* Reports generated C names of input f that collide with each other or
  * with those of a file f imports; after defaults are resolved. */

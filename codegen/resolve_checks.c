@@ -197,6 +197,23 @@ static void check_members(struct gen_ctx *ctx, struct gen_message *m)
 	}
 }
 
+void gen_check_field_options(struct gen_ctx *ctx, const struct gen_field *fd)
+{
+	switch (fd->type) {
+	case GT_INT64:
+	case GT_UINT64:
+	case GT_SINT64:
+	case GT_FIXED64:
+	case GT_SFIXED64:
+		return;
+	default:
+		if (fd->jstype)
+			gen_error(ctx, &fd->type_loc,
+			          "jstype is only allowed on int64, uint64, sint64, fixed64 or "
+			          "sfixed64 fields.");
+	}
+}
+
 #define NUM(fd)                                                                                    \
 	((fd)->number_text ? (fd)->number_text                                                     \
 	                   : gen_printf(&ctx->pool, "%lld", (long long)(fd)->number))
@@ -216,6 +233,7 @@ void gen_check_message(struct gen_ctx *ctx, struct gen_message *m)
 	}
 	for (i = 0; i < m->fields.n; i++) {
 		struct gen_field *fd = m->fields.items[i];
+		gen_check_field_options(ctx, fd);
 		if (fd->number <= 0) {
 			gen_error(ctx, &fd->number_loc,
 			          "field number %s of \"%s\" must be a positive "

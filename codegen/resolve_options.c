@@ -102,6 +102,8 @@ void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 		else
 			check_ext_number(ctx, x, s);
 		resolve_ext_type(ctx, x, scope);
+		if (x->field)
+			gen_check_field_options(ctx, x->field);
 		if (gen_table_get(&r->exts, x->full_name))
 			continue;
 		s = gen_alloc(&ctx->pool, sizeof(*s));
