@@ -39,6 +39,7 @@ struct resolver {
 	struct gen_ctx *ctx;
 	struct table syms;
 	struct table exts;                   /* extension full name -> struct gen_ext */
+	struct table ext_numbers;            /* "extendee/number" -> struct gen_ext */
 	struct gen_vec stack;                /* files being loaded, for cycle reports */
 	const char *last_owner, *last_other; /* last C name collision reported */
 	struct gen_vec deferred;             /* struct deferred *: descriptor types of imports */
@@ -128,6 +129,11 @@ void gen_check_c_names(struct gen_ctx *ctx, struct gen_file *f);
  * resolver's extension table, reporting undefined or (in proto3) refused
  * extendees and undefined types; after every file's symbols are declared. */
 void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f);
+/* Reports extensions of one extendee with one number, as protoc does: an
+ * error within a file, a warning across files (reported on the one of the
+ * file loaded after the other's, imports first). After gen_declare_exts on
+ * every file. */
+void gen_check_ext_numbers(struct gen_ctx *ctx);
 /* Checks m's extension ranges as protoc does: numbers 1 to 2^29 - 1 (2^31 -
  * 2 in a message set), none empty, none overlapping another, a reserved
  * range or a field's number. */

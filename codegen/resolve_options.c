@@ -115,6 +115,86 @@ void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 	}
 }
 
+/* x's number is not one an extension of its extendee declared before it
+ * has (protoc's "has already been used": an error in one file, a warning
+ * across files) */
+static void check_ext_number_free(struct gen_ctx *ctx, const struct gen_ext *x)
+{
+	struct resolver *r = gen_resolver(ctx);
+	const struct gen_ext *o;
+	struct sym *s;
+	char *key;
+	if (!x->extendee_full || !x->field)
+		return;
+	key = gen_printf(&ctx->pool, "%s/%lld", x->extendee_full, (long long)x->field->number);
+	s = gen_table_get(&r->ext_numbers, key);
+	if (!s) {
+		s = gen_alloc(&ctx->pool, sizeof(*s));
+		s->name = key;
+		s->ptr = (void *)x;
+		s->file = x->file;
+		s->loc = x->loc;
+		gen_table_put(&ctx->pool, &r->ext_numbers, s);
+		return;
+	}
+	o = s->ptr;
+	if (o->file == x->file)
+		gen_error(ctx, &x->field->number_loc,
+		          "Extension number %lld has already been used in \"%s\" by extension "
+		          "\"%s\".",
+		          (long long)x->field->number, x->extendee_full, o->full_name);
+	else
+		gen_warning(ctx, &x->field->number_loc,
+		            "Extension number %lld has already been used in \"%s\" by extension "
+		            "\"%s\" defined in %s.",
+		            (long long)x->field->number, x->extendee_full, o->full_name,
+		            o->file->name);
+}
+
+/* the numbers of f's extensions declared in m (NULL: at the file's level),
+ * those of m's nested messages first: the order protoc adds them in
+ * (DescriptorBuilder::CrossLinkMessage, CrossLinkFile) */
+static void check_ext_numbers_in(struct gen_ctx *ctx, const struct gen_file *f,
+                                 const struct gen_message *m)
+{
+	int i;
+	for (i = 0; m && i < m->messages.n; i++)
+		check_ext_numbers_in(ctx, f, m->messages.items[i]);
+	for (i = 0; i < f->exts.n; i++) {
+		const struct gen_ext *x = f->exts.items[i];
+		if (x->parent == m)
+			check_ext_number_free(ctx, x);
+	}
+}
+
+/* the extension numbers of f after those of the files it imports (done:
+ * the files already seen), as protoc builds them */
+static void check_ext_numbers_of(struct gen_ctx *ctx, const struct gen_file *f,
+                                 struct gen_vec *done)
+{
+	int i;
+	for (i = 0; i < done->n; i++)
+		if (done->items[i] == f)
+			return;
+	gen_vec_push(&ctx->pool, done, (void *)f);
+	for (i = 0; i < f->imports.n; i++) {
+		const struct gen_import *im = f->imports.items[i];
+		if (im->file)
+			check_ext_numbers_of(ctx, im->file, done);
+	}
+	for (i = 0; i < f->messages.n; i++)
+		check_ext_numbers_in(ctx, f, f->messages.items[i]);
+	check_ext_numbers_in(ctx, f, NULL);
+}
+
+void gen_check_ext_numbers(struct gen_ctx *ctx)
+{
+	struct gen_vec done = {0};
+	int i;
+	for (i = 0; i < ctx->files.n; i++)
+		check_ext_numbers_of(ctx, ctx->files.items[i], &done);
+}
+
 /* the (name) of an option, looked up as protoc does (LookupSymbol, any kind
  * of symbol, extensions included): only what from can see; when a dotted
  * name's aggregate does not define the rest, NULL with *undefined set to the
