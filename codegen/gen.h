@@ -234,7 +234,8 @@ struct gen_optpart {
 enum gen_value_kind {
 	GV_IDENT = 1, /* true, SPEED */
 	GV_STRING,    /* "..." (concatenated) */
-	GV_NUMBER,    /* 5, 1.5, a signed one (-5, -inf) */
+	GV_INT,       /* 5, -5, 0x10 */
+	GV_FLOAT,     /* 1.5, -1e3, and in a default -inf, +nan */
 	GV_AGGREGATE  /* { ... } */
 };
 
@@ -254,7 +255,10 @@ struct gen_optref {
 	                              extension statement's first range) */
 	bool check_name;           /* its parts are checked (else a plain name alone) */
 	enum gen_value_kind value_kind;
-	const char *value; /* GV_IDENT, GV_STRING: its text */
+	const char *value;   /* GV_IDENT, GV_STRING: its text; GV_INT, GV_FLOAT: as
+	                        written, with its '-' (not a signed inf or nan) */
+	uint64_t value_int;  /* GV_INT: its magnitude */
+	bool value_negative; /* GV_INT, GV_FLOAT: written with '-' */
 	struct gen_loc value_loc;
 	struct gen_vec keys; /* char *: the fields a GV_AGGREGATE value sets, as
 	                        paths (`a`, `b.c`, `[x.y].c`), but inside lists */

@@ -354,29 +354,67 @@ static bool skip_aggregate(struct parser *p, struct gen_vec *keys)
 	return true;
 }
 
+/* the number at the current token, after a '-' when negative, as r's
+ * value; an integer must fit 64 bits (protoc's parser: not below -2^63,
+ * not above 2^64 - 1), but in a default (checked against its field) */
+static bool number_value(struct parser *p, struct gen_optref *r, bool negative, bool in_default)
+{
+	struct gen_tok *t = cur(p);
+	bool in_range = !t->overflow && (!negative || t->ival <= (uint64_t)INT64_MAX + 1);
+	if (t->kind == TK_INT && !in_range && !in_default) {
+		syntax_error(p, t, "Integer out of range.");
+		return false;
+	}
+	r->value_kind = t->kind == TK_INT ? GV_INT : GV_FLOAT;
+	r->value_int = t->ival;
+	r->value_negative = negative;
+	r->value = negative ? gen_printf(&p->ctx->pool, "-%s", t->text) : t->text;
+	next(p);
+	return true;
+}
+
+/* a value after '-' or '+' (at the current token): a number; as protoc,
+ * '+' only in a default, and a signed identifier only there, inf or nan */
+static bool signed_value(struct parser *p, struct gen_optref *r, bool in_default)
+{
+	struct gen_tok *sign = cur(p), *t = peek(p, 1);
+	if (!in_default && is_sym(sign, '+')) {
+		syntax_error(p, sign, "Expected option value.");
+		return false;
+	}
+	next(p);
+	if (t->kind == TK_INT || t->kind == TK_FLOAT)
+		return number_value(p, r, is_sym(sign, '-'), in_default);
+	if (!in_default && t->kind == TK_IDENT) {
+		syntax_error(p, t, "Invalid '-' symbol before identifier.");
+		return false;
+	}
+	if (t->kind != TK_IDENT || (strcmp(t->text, "inf") != 0 && strcmp(t->text, "nan") != 0)) {
+		expected(p, "a number");
+		return false;
+	}
+	r->value_kind = GV_FLOAT;
+	r->value_negative = is_sym(sign, '-');
+	next(p);
+	return true;
+}
+
 /* the constant after '=' of r: its kind and spelling into r (an
- * aggregate's fields into r->keys) */
-static bool parse_option_value(struct parser *p, struct gen_optref *r)
+ * aggregate's fields into r->keys); in_default: of a field's [default =
+ * ...], which takes more (a '+', a signed inf or nan) and is checked
+ * against its field by the resolver */
+static bool parse_option_value(struct parser *p, struct gen_optref *r, bool in_default)
 {
 	struct gen_tok *t = cur(p);
 	r->value_loc = t->loc;
-	r->value_kind = GV_NUMBER;
 	if (is_sym(t, '{')) {
 		r->value_kind = GV_AGGREGATE;
 		return skip_aggregate(p, &r->keys);
 	}
-	if (is_sym(t, '-') || is_sym(t, '+')) {
-		next(p);
-		t = cur(p);
-		if (t->kind != TK_INT && t->kind != TK_FLOAT &&
-		    !(t->kind == TK_IDENT &&
-		      (strcmp(t->text, "inf") == 0 || strcmp(t->text, "nan") == 0))) {
-			expected(p, "a number");
-			return false;
-		}
-		next(p);
-		return true;
-	}
+	if (is_sym(t, '-') || is_sym(t, '+'))
+		return signed_value(p, r, in_default);
+	if (t->kind == TK_INT || t->kind == TK_FLOAT)
+		return number_value(p, r, false, in_default);
 	if (t->kind == TK_STRING) {
 		struct gen_buf b = {0};
 		while (cur(p)->kind == TK_STRING) {
@@ -388,10 +426,9 @@ static bool parse_option_value(struct parser *p, struct gen_optref *r)
 		r->value_kind = GV_STRING;
 		return true;
 	}
-	if (t->kind == TK_IDENT || t->kind == TK_INT || t->kind == TK_FLOAT) {
+	if (t->kind == TK_IDENT) {
 		r->value = t->text;
-		if (t->kind == TK_IDENT)
-			r->value_kind = GV_IDENT;
+		r->value_kind = GV_IDENT;
 		next(p);
 		return true;
 	}
@@ -503,7 +540,7 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 	struct gen_tok *first = cur(p);
 	struct gen_vec parts = {0};
 	struct gen_optref *r;
-	bool custom = false;
+	bool custom = false, in_default;
 	int i;
 	for (;;) {
 		struct gen_optpart *part = gen_alloc(&p->ctx->pool, sizeof(*part));
@@ -540,7 +577,9 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 	r->check_name = custom || parts.n > 1 || strcmp(first->text, "uninterpreted_option") == 0 ||
 	                tg->owner == OPT_EXTRANGE;
 	gen_vec_push(&p->ctx->pool, &p->f->optrefs, r);
-	if (!parse_option_value(p, r))
+	in_default = tg->owner == OPT_FIELD && !custom && parts.n == 1 &&
+	             strcmp(first->text, "default") == 0;
+	if (!parse_option_value(p, r, in_default))
 		return false;
 	if (!custom && parts.n == 1)
 		apply_option(p, tg, first->text, first, r->value);
