@@ -36,6 +36,10 @@ struct gen_buf {
 };
 void gen_buf_printf(struct gen_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void gen_buf_puts(struct gen_buf *b, const char *s);
+/* Appends what fp holds up to its end (any bytes; a NUL follows them, so
+ * data is set even for none); false on a read error (errno says which),
+ * with what was read before it appended. */
+bool gen_buf_read(struct gen_buf *b, FILE *fp);
 void gen_buf_free(struct gen_buf *b);
 
 /* ---- schema ---- */
