@@ -36,6 +36,10 @@ struct gen_buf {
 };
 void gen_buf_printf(struct gen_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void gen_buf_puts(struct gen_buf *b, const char *s);
+/* Appends what fp holds up to its end (any bytes; a NUL follows them, so
+ * data is set even for none); false on a read error (errno says which),
+ * with what was read before it appended. */
+bool gen_buf_read(struct gen_buf *b, FILE *fp);
 void gen_buf_free(struct gen_buf *b);
 
 /* ---- schema ---- */
@@ -105,6 +109,7 @@ struct gen_field {
 	bool is_map;             /* repeated field of a map entry message (msg) */
 	bool required;           /* proto2 `required`: always written, checked by the decoder */
 	bool deprecated;         /* [deprecated = true]: a comment in the generated struct */
+	bool jstype;             /* [jstype = JS_STRING] or JS_NUMBER (64-bit integers only) */
 	char *json_name;         /* [json_name = "..."], NULL when not given */
 	struct gen_default *def; /* proto2 [default = ...], NULL when none */
 	struct gen_loc loc, type_loc, number_loc;
@@ -168,7 +173,9 @@ struct gen_enum {
 	struct gen_vec values; /* struct gen_enum_value * */
 	struct gen_vec reserved;
 	struct gen_vec rnames;
-	bool allow_alias; /* option allow_alias = true */
+	bool allow_alias;         /* option allow_alias = true */
+	bool alias_false;         /* option allow_alias = false, as written (first set) */
+	struct gen_loc alias_loc; /* where allow_alias is first set (line 0: nowhere) */
 	bool deprecated;
 };
 
@@ -231,7 +238,8 @@ struct gen_optpart {
 enum gen_value_kind {
 	GV_IDENT = 1, /* true, SPEED */
 	GV_STRING,    /* "..." (concatenated) */
-	GV_NUMBER,    /* 5, 1.5, a signed one (-5, -inf) */
+	GV_INT,       /* 5, -5, 0x10 */
+	GV_FLOAT,     /* 1.5, -1e3, and in a default -inf, +nan */
 	GV_AGGREGATE  /* { ... } */
 };
 
@@ -251,10 +259,13 @@ struct gen_optref {
 	                              extension statement's first range) */
 	bool check_name;           /* its parts are checked (else a plain name alone) */
 	enum gen_value_kind value_kind;
-	const char *value; /* GV_IDENT, GV_STRING: its text */
+	const char *value;   /* GV_IDENT, GV_STRING: its text; GV_INT, GV_FLOAT: as
+	                        written, with its '-' (not a signed inf or nan) */
+	uint64_t value_int;  /* GV_INT: its magnitude */
+	bool value_negative; /* GV_INT, GV_FLOAT: written with '-' */
 	struct gen_loc value_loc;
 	struct gen_vec keys; /* char *: the fields a GV_AGGREGATE value sets, as
-	                        paths (`a`, `b.c`), but inside lists and extensions */
+	                        paths (`a`, `b.c`, `[x.y].c`), but inside lists */
 	bool resolved;       /* set by the resolver: every part is known */
 	bool repeated;       /* set by the resolver: its last part is repeated */
 };

@@ -279,21 +279,61 @@ static bool is_key(const struct gen_tok *name)
 	       (is_sym(&name[1], ':') || is_sym(&name[1], '{') || is_sym(&name[1], '<'));
 }
 
+/* t starts an extension's name in a field's place (`[x.y]` before ':', '{'
+ * or '<'): the number of its tokens, else 0 (a list, or an Any's type URL) */
+static int ext_key_len(const struct gen_tok *t)
+{
+	int n = 1;
+	if (!is_sym(t, '['))
+		return 0;
+	while (t[n].kind == TK_IDENT && is_sym(&t[n + 1], '.'))
+		n += 2;
+	if (t[n].kind != TK_IDENT || !is_sym(&t[n + 1], ']'))
+		return 0;
+	n += 2;
+	return is_sym(&t[n], ':') || is_sym(&t[n], '{') || is_sym(&t[n], '<') ? n : 0;
+}
+
+/* in (a path, "" at the top) followed by the extension's name of n tokens
+ * at t, without spaces: `[x.y]`, `a.[x.y]` */
+static char *ext_key(struct parser *p, const char *in, const struct gen_tok *t, int n)
+{
+	struct gen_buf b = {0};
+	char *r;
+	int i;
+	gen_buf_printf(&b, "%s%s", in, in[0] ? "." : "");
+	for (i = 0; i < n; i++) {
+		if (t[i].kind == TK_SYM)
+			gen_buf_printf(&b, "%c", t[i].sym);
+		else
+			gen_buf_puts(&b, t[i].text);
+	}
+	r = gen_strdup(&p->ctx->pool, b.data);
+	gen_buf_free(&b);
+	return r;
+}
+
 /* skips a balanced aggregate value from '{' (or '<') through its close,
  * recording in keys the fields it sets as paths from the value (`a`,
- * `b.c` for `{ a: 1 b { c: 2 } }`); none inside a list or an extension
- * (`[x.y] { ... }`) */
+ * `b.c` for `{ a: 1 b { c: 2 } }`, `[x.y].c` for `{ [x.y] { c: 2 } }`);
+ * none inside a list */
 static bool skip_aggregate(struct parser *p, struct gen_vec *keys)
 {
 	const char *path[AGGREGATE_DEPTH]; /* of each open bracket; NULL: not recorded */
 	const char *key = NULL;            /* the field just named, before its value */
-	int depth = 0;
+	int depth = 0, n;
 	do {
 		struct gen_tok *t = cur(p);
 		const char *in = depth && depth <= AGGREGATE_DEPTH ? path[depth - 1] : NULL;
 		if (t->kind == TK_EOF) {
 			expected(p, "\"}\" closing the option value");
 			return false;
+		}
+		if (in && (n = ext_key_len(t)) > 0) {
+			key = ext_key(p, in, t, n);
+			gen_vec_push(&p->ctx->pool, keys, (void *)key);
+			p->i += n;
+			continue;
 		}
 		if (is_sym(t, '{') || is_sym(t, '<') || is_sym(t, '[')) {
 			if (depth < AGGREGATE_DEPTH)
@@ -314,29 +354,67 @@ static bool skip_aggregate(struct parser *p, struct gen_vec *keys)
 	return true;
 }
 
+/* the number at the current token, after a '-' when negative, as r's
+ * value; an integer must fit 64 bits (protoc's parser: not below -2^63,
+ * not above 2^64 - 1), but in a default (checked against its field) */
+static bool number_value(struct parser *p, struct gen_optref *r, bool negative, bool in_default)
+{
+	struct gen_tok *t = cur(p);
+	bool in_range = !t->overflow && (!negative || t->ival <= (uint64_t)INT64_MAX + 1);
+	if (t->kind == TK_INT && !in_range && !in_default) {
+		syntax_error(p, t, "Integer out of range.");
+		return false;
+	}
+	r->value_kind = t->kind == TK_INT ? GV_INT : GV_FLOAT;
+	r->value_int = t->ival;
+	r->value_negative = negative;
+	r->value = negative ? gen_printf(&p->ctx->pool, "-%s", t->text) : t->text;
+	next(p);
+	return true;
+}
+
+/* a value after '-' or '+' (at the current token): a number; as protoc,
+ * '+' only in a default, and a signed identifier only there, inf or nan */
+static bool signed_value(struct parser *p, struct gen_optref *r, bool in_default)
+{
+	struct gen_tok *sign = cur(p), *t = peek(p, 1);
+	if (!in_default && is_sym(sign, '+')) {
+		syntax_error(p, sign, "Expected option value.");
+		return false;
+	}
+	next(p);
+	if (t->kind == TK_INT || t->kind == TK_FLOAT)
+		return number_value(p, r, is_sym(sign, '-'), in_default);
+	if (!in_default && t->kind == TK_IDENT) {
+		syntax_error(p, t, "Invalid '-' symbol before identifier.");
+		return false;
+	}
+	if (t->kind != TK_IDENT || (strcmp(t->text, "inf") != 0 && strcmp(t->text, "nan") != 0)) {
+		expected(p, "a number");
+		return false;
+	}
+	r->value_kind = GV_FLOAT;
+	r->value_negative = is_sym(sign, '-');
+	next(p);
+	return true;
+}
+
 /* the constant after '=' of r: its kind and spelling into r (an
- * aggregate's fields into r->keys) */
-static bool parse_option_value(struct parser *p, struct gen_optref *r)
+ * aggregate's fields into r->keys); in_default: of a field's [default =
+ * ...], which takes more (a '+', a signed inf or nan) and is checked
+ * against its field by the resolver */
+static bool parse_option_value(struct parser *p, struct gen_optref *r, bool in_default)
 {
 	struct gen_tok *t = cur(p);
 	r->value_loc = t->loc;
-	r->value_kind = GV_NUMBER;
 	if (is_sym(t, '{')) {
 		r->value_kind = GV_AGGREGATE;
 		return skip_aggregate(p, &r->keys);
 	}
-	if (is_sym(t, '-') || is_sym(t, '+')) {
-		next(p);
-		t = cur(p);
-		if (t->kind != TK_INT && t->kind != TK_FLOAT &&
-		    !(t->kind == TK_IDENT &&
-		      (strcmp(t->text, "inf") == 0 || strcmp(t->text, "nan") == 0))) {
-			expected(p, "a number");
-			return false;
-		}
-		next(p);
-		return true;
-	}
+	if (is_sym(t, '-') || is_sym(t, '+'))
+		return signed_value(p, r, in_default);
+	if (t->kind == TK_INT || t->kind == TK_FLOAT)
+		return number_value(p, r, false, in_default);
 	if (t->kind == TK_STRING) {
 		struct gen_buf b = {0};
 		while (cur(p)->kind == TK_STRING) {
@@ -348,10 +426,9 @@ static bool parse_option_value(struct parser *p, struct gen_optref *r)
 		r->value_kind = GV_STRING;
 		return true;
 	}
-	if (t->kind == TK_IDENT || t->kind == TK_INT || t->kind == TK_FLOAT) {
+	if (t->kind == TK_IDENT) {
 		r->value = t->text;
-		if (t->kind == TK_IDENT)
-			r->value_kind = GV_IDENT;
+		r->value_kind = GV_IDENT;
 		next(p);
 		return true;
 	}
@@ -423,6 +500,9 @@ static void apply_option(struct parser *p, const struct opt_target *tg, const ch
 		             "[default = ...] and set the value in code");
 	} else if (tg->owner == OPT_FIELD && strcmp(name, "default") == 0) {
 		keep_default(p, tg->ptr, name_tok + 2);
+	} else if (tg->owner == OPT_FIELD && strcmp(name, "jstype") == 0) {
+		((struct gen_field *)tg->ptr)->jstype =
+		    value && (strcmp(value, "JS_STRING") == 0 || strcmp(value, "JS_NUMBER") == 0);
 	} else if (tg->owner == OPT_METHOD && strcmp(name, "idempotency_level") == 0) {
 		/* protobuf's own MethodOptions.idempotency_level: a client may retry
 		 * such a call after a failure that may have reached the server (the
@@ -433,7 +513,13 @@ static void apply_option(struct parser *p, const struct opt_target *tg, const ch
 	} else if (tg->owner == OPT_MESSAGE && strcmp(name, "message_set_wire_format") == 0) {
 		((struct gen_message *)tg->ptr)->message_set = yes;
 	} else if (tg->owner == OPT_ENUM && strcmp(name, "allow_alias") == 0) {
-		((struct gen_enum *)tg->ptr)->allow_alias = yes;
+		struct gen_enum *e = tg->ptr;
+		e->allow_alias = yes;
+		if (!e->alias_loc.line) {
+			e->alias_loc = name_tok->loc;
+			e->alias_false =
+			    name_tok[2].kind == TK_IDENT && strcmp(value, "false") == 0;
+		}
 	}
 }
 
@@ -454,7 +540,7 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 	struct gen_tok *first = cur(p);
 	struct gen_vec parts = {0};
 	struct gen_optref *r;
-	bool custom = false;
+	bool custom = false, in_default;
 	int i;
 	for (;;) {
 		struct gen_optpart *part = gen_alloc(&p->ctx->pool, sizeof(*part));
@@ -491,7 +577,9 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 	r->check_name = custom || parts.n > 1 || strcmp(first->text, "uninterpreted_option") == 0 ||
 	                tg->owner == OPT_EXTRANGE;
 	gen_vec_push(&p->ctx->pool, &p->f->optrefs, r);
-	if (!parse_option_value(p, r))
+	in_default = tg->owner == OPT_FIELD && !custom && parts.n == 1 &&
+	             strcmp(first->text, "default") == 0;
+	if (!parse_option_value(p, r, in_default))
 		return false;
 	if (!custom && parts.n == 1)
 		apply_option(p, tg, first->text, first, r->value);

@@ -895,6 +895,7 @@ bool gen_resolve(struct gen_ctx *ctx)
 		declare_file(ctx, ctx->files.items[i]);
 	for (i = 0; i < ctx->files.n; i++)
 		gen_declare_exts(ctx, ctx->files.items[i]);
+	gen_check_ext_numbers(ctx);
 	for (i = 0; i < ctx->files.n; i++) {
 		struct gen_file *f = ctx->files.items[i];
 		for (j = 0; j < f->messages.n; j++)

@@ -39,6 +39,7 @@ struct resolver {
 	struct gen_ctx *ctx;
 	struct table syms;
 	struct table exts;                   /* extension full name -> struct gen_ext */
+	struct table ext_numbers;            /* "extendee/number" -> struct gen_ext */
 	struct gen_vec stack;                /* files being loaded, for cycle reports */
 	const char *last_owner, *last_other; /* last C name collision reported */
 	struct gen_vec deferred;             /* struct deferred *: descriptor types of imports */
@@ -111,8 +112,12 @@ void gen_check_ranges(struct gen_ctx *ctx, const struct gen_vec *ranges, int64_t
 /* Checks e: its reserved ranges and names, values (int32, proto3's zero
  * first, reserved, aliases without allow_alias). */
 void gen_check_enum(struct gen_ctx *ctx, struct gen_enum *e);
+/* Checks fd's options against its type as protoc does: jstype (but
+ * JS_NORMAL) only on a 64-bit integer. */
+void gen_check_field_options(struct gen_ctx *ctx, const struct gen_field *fd);
 /* Checks m and its nested messages and enums: oneofs, reserved and
- * extension ranges, field numbers and names, the generated C members. */
+ * extension ranges, field numbers, names and options, the generated C
+ * members. */
 void gen_check_message(struct gen_ctx *ctx, struct gen_message *m);
 /* Reports generated C names of input f that collide with each other or
  * with those of a file f imports; after defaults are resolved. */
@@ -124,6 +129,11 @@ void gen_check_c_names(struct gen_ctx *ctx, struct gen_file *f);
  * resolver's extension table, reporting undefined or (in proto3) refused
  * extendees and undefined types; after every file's symbols are declared. */
 void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f);
+/* Reports extensions of one extendee with one number, as protoc does: an
+ * error within a file, a warning across files (reported on the one of the
+ * file loaded after the other's, imports first). After gen_declare_exts on
+ * every file. */
+void gen_check_ext_numbers(struct gen_ctx *ctx);
 /* Checks m's extension ranges as protoc does: numbers 1 to 2^29 - 1 (2^31 -
  * 2 in a message set), none empty, none overlapping another, a reserved
  * range or a field's number. */
@@ -137,8 +147,8 @@ void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, struct gen_optref
 /* Reports an option of f set again on the same place (protoc's "was already
  * set"): the same field, but for a repeated one, a message an earlier
  * option set a field of ((a).b = 1, then (a) = {...}) or a field an earlier
- * aggregate value set ((a) = { b: 1 }, then (a).b = 2; not an extension
- * set in it, [x.y]). After gen_check_optref on all of f's options. */
+ * aggregate value set ((a) = { b: 1 }, then (a).b = 2; (a) = { [x.y]: 1 },
+ * then (a).(y) = 2). After gen_check_optref on all of f's options. */
 void gen_check_options_twice(struct gen_ctx *ctx, const struct gen_file *f);
 
 /* ---- resolve_defaults.c ---- */

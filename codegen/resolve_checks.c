@@ -84,12 +84,46 @@ static void check_reserved(struct gen_ctx *ctx, const struct gen_vec *ranges,
 	}
 }
 
+/* two values of e share a number */
+static bool has_aliases(const struct gen_enum *e)
+{
+	int i, j;
+	for (i = 0; i < e->values.n; i++) {
+		const struct gen_enum_value *v = e->values.items[i];
+		for (j = 0; j < i; j++) {
+			const struct gen_enum_value *o = e->values.items[j];
+			if (o->number == v->number)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* allow_alias, where written, says what e's values do, as protoc's parser
+ * requires: never false (that has no effect), true only with aliases */
+static void check_allow_alias(struct gen_ctx *ctx, const struct gen_enum *e)
+{
+	if (e->alias_false)
+		gen_error(ctx, &e->alias_loc,
+		          "\"%s\" declares 'option allow_alias = false;' which has no effect. "
+		          "Please remove the declaration.",
+		          e->name);
+	if (!e->allow_alias || !e->alias_loc.line || has_aliases(e))
+		return;
+	gen_error(ctx, &e->alias_loc,
+	          "\"%s\" declares support for enum aliases but no enum values share field "
+	          "numbers. Please remove the unnecessary 'option allow_alias = true;' "
+	          "declaration.",
+	          e->name);
+}
+
 void gen_check_enum(struct gen_ctx *ctx, struct gen_enum *e)
 {
 	int i, j;
 	check_reserved(ctx, &e->reserved, &e->rnames, INT32_MIN, INT32_MAX, "reserved enum value");
 	if (e->values.n == 0)
 		gen_error(ctx, &e->loc, "enum \"%s\" must have at least one value", e->name);
+	check_allow_alias(ctx, e);
 	for (i = 0; i < e->values.n; i++) {
 		struct gen_enum_value *v = e->values.items[i];
 		if (v->number < INT32_MIN || v->number > INT32_MAX) {
@@ -163,6 +197,23 @@ static void check_members(struct gen_ctx *ctx, struct gen_message *m)
 	}
 }
 
+void gen_check_field_options(struct gen_ctx *ctx, const struct gen_field *fd)
+{
+	switch (fd->type) {
+	case GT_INT64:
+	case GT_UINT64:
+	case GT_SINT64:
+	case GT_FIXED64:
+	case GT_SFIXED64:
+		return;
+	default:
+		if (fd->jstype)
+			gen_error(ctx, &fd->type_loc,
+			          "jstype is only allowed on int64, uint64, sint64, fixed64 or "
+			          "sfixed64 fields.");
+	}
+}
+
 #define NUM(fd)                                                                                    \
 	((fd)->number_text ? (fd)->number_text                                                     \
 	                   : gen_printf(&ctx->pool, "%lld", (long long)(fd)->number))
@@ -182,6 +233,7 @@ void gen_check_message(struct gen_ctx *ctx, struct gen_message *m)
 	}
 	for (i = 0; i < m->fields.n; i++) {
 		struct gen_field *fd = m->fields.items[i];
+		gen_check_field_options(ctx, fd);
 		if (fd->number <= 0) {
 			gen_error(ctx, &fd->number_loc,
 			          "field number %s of \"%s\" must be a positive "

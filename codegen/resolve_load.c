@@ -14,39 +14,19 @@ static char *read_file(struct gen_ctx *ctx, const char *path, size_t *len, int *
 {
 	FILE *fp = fopen(path, "rb");
 	struct gen_buf b = {0};
-	char chunk[8192];
-	size_t n;
-	char *r;
+	char *r = NULL;
 	if (!fp) {
 		*err = errno;
 		return NULL;
 	}
-	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0) {
-		if (b.len + n + 1 > b.cap) {
-			size_t cap = b.cap ? b.cap : 8192;
-			while (cap < b.len + n + 1)
-				cap *= 2;
-			b.data = realloc(b.data, cap);
-			if (!b.data) {
-				fclose(fp);
-				*err = ENOMEM;
-				return NULL;
-			}
-			b.cap = cap;
-		}
-		memcpy(b.data + b.len, chunk, n);
-		b.len += n;
-	}
-	if (ferror(fp)) {
+	if (gen_buf_read(&b, fp)) {
+		r = gen_strndup(&ctx->pool, b.data, b.len);
+		*len = b.len;
+	} else {
 		*err = EIO;
-		fclose(fp);
-		free(b.data);
-		return NULL;
 	}
 	fclose(fp);
-	r = gen_strndup(&ctx->pool, b.data ? b.data : "", b.len);
-	*len = b.len;
-	free(b.data);
+	gen_buf_free(&b);
 	return r;
 }
 

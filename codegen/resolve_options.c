@@ -102,6 +102,8 @@ void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 		else
 			check_ext_number(ctx, x, s);
 		resolve_ext_type(ctx, x, scope);
+		if (x->field)
+			gen_check_field_options(ctx, x->field);
 		if (gen_table_get(&r->exts, x->full_name))
 			continue;
 		s = gen_alloc(&ctx->pool, sizeof(*s));
@@ -111,6 +113,86 @@ void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 		s->loc = x->loc;
 		gen_table_put(&ctx->pool, &r->exts, s);
 	}
+}
+
+/* x's number is not one an extension of its extendee declared before it
+ * has (protoc's "has already been used": an error in one file, a warning
+ * across files) */
+static void check_ext_number_free(struct gen_ctx *ctx, const struct gen_ext *x)
+{
+	struct resolver *r = gen_resolver(ctx);
+	const struct gen_ext *o;
+	struct sym *s;
+	char *key;
+	if (!x->extendee_full || !x->field)
+		return;
+	key = gen_printf(&ctx->pool, "%s/%lld", x->extendee_full, (long long)x->field->number);
+	s = gen_table_get(&r->ext_numbers, key);
+	if (!s) {
+		s = gen_alloc(&ctx->pool, sizeof(*s));
+		s->name = key;
+		s->ptr = (void *)x;
+		s->file = x->file;
+		s->loc = x->loc;
+		gen_table_put(&ctx->pool, &r->ext_numbers, s);
+		return;
+	}
+	o = s->ptr;
+	if (o->file == x->file)
+		gen_error(ctx, &x->field->number_loc,
+		          "Extension number %lld has already been used in \"%s\" by extension "
+		          "\"%s\".",
+		          (long long)x->field->number, x->extendee_full, o->full_name);
+	else
+		gen_warning(ctx, &x->field->number_loc,
+		            "Extension number %lld has already been used in \"%s\" by extension "
+		            "\"%s\" defined in %s.",
+		            (long long)x->field->number, x->extendee_full, o->full_name,
+		            o->file->name);
+}
+
+/* the numbers of f's extensions declared in m (NULL: at the file's level),
+ * those of m's nested messages first: the order protoc adds them in
+ * (DescriptorBuilder::CrossLinkMessage, CrossLinkFile) */
+static void check_ext_numbers_in(struct gen_ctx *ctx, const struct gen_file *f,
+                                 const struct gen_message *m)
+{
+	int i;
+	for (i = 0; m && i < m->messages.n; i++)
+		check_ext_numbers_in(ctx, f, m->messages.items[i]);
+	for (i = 0; i < f->exts.n; i++) {
+		const struct gen_ext *x = f->exts.items[i];
+		if (x->parent == m)
+			check_ext_number_free(ctx, x);
+	}
+}
+
+/* the extension numbers of f after those of the files it imports (done:
+ * the files already seen), as protoc builds them */
+static void check_ext_numbers_of(struct gen_ctx *ctx, const struct gen_file *f,
+                                 struct gen_vec *done)
+{
+	int i;
+	for (i = 0; i < done->n; i++)
+		if (done->items[i] == f)
+			return;
+	gen_vec_push(&ctx->pool, done, (void *)f);
+	for (i = 0; i < f->imports.n; i++) {
+		const struct gen_import *im = f->imports.items[i];
+		if (im->file)
+			check_ext_numbers_of(ctx, im->file, done);
+	}
+	for (i = 0; i < f->messages.n; i++)
+		check_ext_numbers_in(ctx, f, f->messages.items[i]);
+	check_ext_numbers_in(ctx, f, NULL);
+}
+
+void gen_check_ext_numbers(struct gen_ctx *ctx)
+{
+	struct gen_vec done = {0};
+	int i;
+	for (i = 0; i < ctx->files.n; i++)
+		check_ext_numbers_of(ctx, ctx->files.items[i], &done);
 }
 
 /* the (name) of an option, looked up as protoc does (LookupSymbol, any kind
@@ -191,35 +273,134 @@ static const struct gen_field *builtin_option(struct gen_ctx *ctx, const char *m
 	return fd;
 }
 
-#define OPTION_VALUE(what) "Value must be " what " option \"%s.%s\"."
+/* the field an option's name ends at, as protoc names it */
+struct option_field {
+	const struct gen_field *fd;
+	const char *full;          /* its full name */
+	const struct gen_enum *en; /* its enum type, NULL when it is not one */
+	const char *en_full;       /* the enum's full name */
+	bool builtin;              /* of rdmx-gen's descriptor.proto, parsed apart */
+};
+
+#define OPTION_VALUE(what) "Value must be " what " option \"%s\"."
+
+static bool is_signed_type(enum gen_type t)
+{
+	return t == GT_INT32 || t == GT_SINT32 || t == GT_SFIXED32 || t == GT_INT64 ||
+	       t == GT_SINT64 || t == GT_SFIXED64;
+}
+
+static bool is_int_type(enum gen_type t)
+{
+	return is_signed_type(t) || t == GT_UINT32 || t == GT_FIXED32 || t == GT_UINT64 ||
+	       t == GT_FIXED64;
+}
+
+static bool is_64bit_type(enum gen_type t)
+{
+	return t == GT_INT64 || t == GT_SINT64 || t == GT_SFIXED64 || t == GT_UINT64 ||
+	       t == GT_FIXED64;
+}
+
+/* an integer option's value is an integer its type holds (protoc's words:
+ * an unsigned one out of range is named by its field's name alone) */
+static void check_int_value(struct gen_ctx *ctx, const struct gen_optref *o,
+                            const struct option_field *of)
+{
+	bool is_signed = is_signed_type(of->fd->type), wide = is_64bit_type(of->fd->type);
+	const char *tn = is_signed ? (wide ? "int64" : "int32") : (wide ? "uint64" : "uint32");
+	uint64_t max =
+	    is_signed ? (wide ? INT64_MAX : INT32_MAX) : (wide ? UINT64_MAX : UINT32_MAX);
+	const struct gen_loc *loc = &o->value_loc;
+	if (o->value_kind != GV_INT && is_signed)
+		gen_error(ctx, loc, OPTION_VALUE("integer for %s"), tn, of->full);
+	else if (!is_signed && (o->value_kind != GV_INT || o->value_negative))
+		gen_error(ctx, loc, OPTION_VALUE("non-negative integer for %s"), tn, of->full);
+	else if (o->value_negative ? o->value_int > max + 1 : o->value_int > max)
+		gen_error(ctx, loc, "Value out of range for %s option \"%s\".", tn,
+		          is_signed ? of->full : of->fd->name);
+}
+
+/* an enum option's value names one of its values; protoc says so when it
+ * names a value of another enum of the same scope (C++ scoping makes
+ * them siblings), but for protobuf's own options */
+static void check_enum_value(struct gen_ctx *ctx, const struct gen_optref *o,
+                             const struct option_field *of)
+{
+	struct resolver *r = gen_resolver(ctx);
+	const struct sym *s = NULL;
+	if (o->value_kind != GV_IDENT) {
+		gen_error(ctx, &o->value_loc, OPTION_VALUE("identifier for enum-valued"), of->full);
+		return;
+	}
+	if (gen_enum_value_named(of->en, o->value))
+		return;
+	if (!of->builtin)
+		s = gen_table_get(&r->syms,
+		                  gen_qualify(ctx, gen_scope_of(ctx, of->en_full), o->value));
+	gen_error(
+	    ctx, &o->value_loc, "Enum type \"%s\" has no value named \"%s\" for option \"%s\".%s",
+	    of->en_full, o->value, of->full,
+	    s && s->kind == SYM_VALUE ? " This appears to be a value from a sibling type." : "");
+}
+
+/* o's value fits the type of the field its name ends at, as protoc
+ * requires (OptionInterpreter::SetOptionValue), in protoc's words */
+static void check_value(struct gen_ctx *ctx, const struct gen_optref *o,
+                        const struct option_field *of)
+{
+	const struct gen_loc *loc = &o->value_loc;
+	enum gen_type t = of->fd->type;
+	if (of->en) {
+		check_enum_value(ctx, o, of);
+	} else if (t == GT_BOOL && o->value_kind != GV_IDENT) {
+		gen_error(ctx, loc, OPTION_VALUE("identifier for boolean"), of->full);
+	} else if (t == GT_BOOL && strcmp(o->value, "true") != 0 &&
+	           strcmp(o->value, "false") != 0) {
+		gen_error(ctx, loc, OPTION_VALUE("\"true\" or \"false\" for boolean"), of->full);
+	} else if ((t == GT_STRING || t == GT_BYTES) && o->value_kind != GV_STRING) {
+		gen_error(ctx, loc, OPTION_VALUE("quoted string for string"), of->full);
+	} else if ((t == GT_FLOAT || t == GT_DOUBLE) && o->value_kind != GV_INT &&
+	           o->value_kind != GV_FLOAT) {
+		gen_error(ctx, loc, OPTION_VALUE("number for %s"),
+		          t == GT_FLOAT ? "float" : "double", of->full);
+	} else if (t == GT_MESSAGE && o->value_kind != GV_AGGREGATE) {
+		gen_error(ctx, loc,
+		          "Option \"%s\" is a message. To set the entire message, use syntax like "
+		          "\"%s = { <proto text format> }\". To set fields within it, use syntax "
+		          "like \"%s.foo = value\".",
+		          of->full, of->fd->name, of->fd->name);
+	} else if (is_int_type(t)) {
+		check_int_value(ctx, o, of);
+	}
+}
 
 /* the value of o, a plain option name alone, fits the type of protobuf's
- * option of that name as protoc requires (OptionInterpreter::
- * SetOptionValue); one rdmx-gen's descriptor.proto does not have is not
- * checked */
+ * option of that name; one rdmx-gen's descriptor.proto does not have is
+ * not checked */
 static void check_builtin_value(struct gen_ctx *ctx, const struct gen_optref *o)
 {
 	const char *msg = gen_last_of(o->options), *name = o->parts[0].name;
-	const struct gen_loc *loc = &o->value_loc;
-	const struct gen_enum *en;
-	const struct gen_field *fd = builtin_option(ctx, msg, name, &en);
-	bool ident = o->value_kind == GV_IDENT;
-	if (!fd)
+	struct option_field of = {NULL, NULL, NULL, NULL, true};
+	of.fd = builtin_option(ctx, msg, name, &of.en);
+	if (!of.fd)
 		return;
-	if (fd->type == GT_BOOL && !ident)
-		gen_error(ctx, loc, OPTION_VALUE("identifier for boolean"), o->options, name);
-	else if (fd->type == GT_BOOL && strcmp(o->value, "true") != 0 &&
-	         strcmp(o->value, "false") != 0)
-		gen_error(ctx, loc, OPTION_VALUE("\"true\" or \"false\" for boolean"), o->options,
-		          name);
-	else if (fd->type == GT_STRING && o->value_kind != GV_STRING)
-		gen_error(ctx, loc, OPTION_VALUE("quoted string for string"), o->options, name);
-	else if (en && !ident)
-		gen_error(ctx, loc, OPTION_VALUE("identifier for enum-valued"), o->options, name);
-	else if (en && !gen_enum_value_named(en, o->value))
-		gen_error(ctx, loc,
-		          "Enum type \"%s.%s\" has no value named \"%s\" for option \"%s.%s\".",
-		          o->options, en->name, o->value, o->options, name);
+	of.full = gen_printf(&ctx->pool, "%s.%s", o->options, name);
+	if (of.en)
+		of.en_full = gen_printf(&ctx->pool, "%s.%s", o->options, of.en->name);
+	check_value(ctx, o, &of);
+}
+
+/* the value of o, whose name ends at fd (full: its full name), fits fd */
+static void check_custom_value(struct gen_ctx *ctx, const struct gen_optref *o,
+                               const struct gen_field *fd, const char *full)
+{
+	struct option_field of = {fd, full, NULL, NULL, false};
+	if (fd->type == GT_ENUM) {
+		of.en = fd->en;
+		of.en_full = fd->en->full_name;
+	}
+	check_value(ctx, o, &of);
 }
 
 /* as protoc (OptionInterpreter::InterpretSingleOption): each part of a
@@ -304,6 +485,7 @@ void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, struct gen_optref
 		if (i == o->nparts - 1) {
 			o->resolved = true;
 			o->repeated = fd->label == GL_REPEATED;
+			check_custom_value(ctx, o, fd, s->name);
 			return;
 		}
 		if (fd->type == GT_NAMED)
@@ -344,41 +526,64 @@ static bool same_parts(const struct gen_optref *a, const struct gen_optref *b, i
 	return true;
 }
 
-/* o's parts after e's, plain names, are a field e's aggregate value set, or
- * a message it set a field in */
-static bool set_in_aggregate(const struct gen_optref *o, const struct gen_optref *e)
+/* the length of the first part of an aggregate value's key k: up to its
+ * first '.' but inside an extension's name (`[x.y]`) */
+static size_t key_part_len(const char *k)
 {
-	struct gen_buf b = {0};
-	size_t n;
-	bool found = false;
-	int i;
-	for (i = e->nparts; i < o->nparts; i++) {
-		if (o->parts[i].ext) {
-			gen_buf_free(&b);
-			return false;
+	const char *end = k[0] == '[' ? strchr(k, ']') + 1 : strchr(k, '.');
+	return end ? (size_t)(end - k) : strlen(k);
+}
+
+/* k, the first part (n bytes) of a key of an aggregate value of message
+ * msg, names the field of pt: the same plain name, or an extension's name
+ * that stands, looked up from msg as protoc looks it up, for pt's extension */
+static bool key_part_is(struct gen_ctx *ctx, const struct gen_file *f, const char *msg,
+                        const char *k, size_t n, const struct gen_optpart *pt)
+{
+	struct resolver *r = gen_resolver(ctx);
+	struct sym *s;
+	if (k[0] != '[')
+		return !pt->ext && strlen(pt->name) == n && strncmp(k, pt->name, n) == 0;
+	if (!pt->ext)
+		return false;
+	s = gen_lookup(ctx, f, msg, gen_strndup(&ctx->pool, k + 1, n - 2), GEN_LOOKUP_EXTS, NULL);
+	return s && gen_table_get(&r->exts, s->name) == s &&
+	       ((const struct gen_ext *)s->ptr)->field == pt->field;
+}
+
+/* o's parts after e's are a field e's aggregate value set, or a message it
+ * set a field in: the start of one of e's keys */
+static bool set_in_aggregate(struct gen_ctx *ctx, const struct gen_file *f,
+                             const struct gen_optref *o, const struct gen_optref *e)
+{
+	int i, j;
+	for (j = 0; j < e->keys.n; j++) {
+		const char *k = e->keys.items[j];
+		for (i = e->nparts; i < o->nparts && *k; i++) {
+			size_t n = key_part_len(k);
+			const char *msg = o->parts[i - 1].field->msg->full_name;
+			if (!key_part_is(ctx, f, msg, k, n, &o->parts[i]))
+				break;
+			k += n + (k[n] == '.');
 		}
-		gen_buf_printf(&b, "%s%s", i > e->nparts ? "." : "", o->parts[i].name);
+		if (i == o->nparts)
+			return true;
 	}
-	n = strlen(b.data);
-	for (i = 0; i < e->keys.n && !found; i++) {
-		const char *k = e->keys.items[i];
-		found = strncmp(k, b.data, n) == 0 && (k[n] == 0 || k[n] == '.');
-	}
-	gen_buf_free(&b);
-	return found;
+	return false;
 }
 
 /* o sets again what e, set before it on the same place, did: the same
  * field (not a repeated one), a message e set a field of, or a field e's
  * aggregate value set (protoc's OptionInterpreter::ExamineIfOptionIsSet) */
-static bool set_again(const struct gen_optref *o, const struct gen_optref *e)
+static bool set_again(struct gen_ctx *ctx, const struct gen_file *f, const struct gen_optref *o,
+                      const struct gen_optref *e)
 {
 	if (o->repeated)
 		return false;
 	if (o->nparts <= e->nparts)
 		return same_parts(o, e, o->nparts);
 	return e->value_kind == GV_AGGREGATE && same_parts(o, e, e->nparts) &&
-	       set_in_aggregate(o, e);
+	       set_in_aggregate(ctx, f, o, e);
 }
 
 void gen_check_options_twice(struct gen_ctx *ctx, const struct gen_file *f)
@@ -388,7 +593,7 @@ void gen_check_options_twice(struct gen_ctx *ctx, const struct gen_file *f)
 		const struct gen_optref *o = f->optrefs.items[i];
 		for (j = 0; j < i && o->resolved; j++) {
 			const struct gen_optref *e = f->optrefs.items[j];
-			if (e->owner == o->owner && e->resolved && set_again(o, e)) {
+			if (e->owner == o->owner && e->resolved && set_again(ctx, f, o, e)) {
 				gen_error(ctx, &o->parts[0].loc, "Option \"%s\" was already set.",
 				          option_name(ctx, o, o->nparts));
 				break;

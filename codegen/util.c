@@ -141,6 +141,18 @@ void gen_buf_printf(struct gen_buf *b, const char *fmt, ...)
 	b->len += (size_t)n;
 }
 
+bool gen_buf_read(struct gen_buf *b, FILE *fp)
+{
+	size_t n;
+	do {
+		buf_reserve(b, 8192);
+		n = fread(b->data + b->len, 1, b->cap - b->len - 1, fp);
+		b->len += n;
+		b->data[b->len] = 0;
+	} while (n > 0);
+	return !ferror(fp);
+}
+
 void gen_buf_free(struct gen_buf *b)
 {
 	free(b->data);

@@ -30,33 +30,6 @@ static void usage(FILE *fp)
 	      fp);
 }
 
-static unsigned char *read_all(FILE *fp, size_t *len)
-{
-	size_t cap = 65536, n = 0;
-	unsigned char *b = malloc(cap);
-	size_t got;
-	if (!b)
-		return NULL;
-	while ((got = fread(b + n, 1, cap - n, fp)) > 0) {
-		n += got;
-		if (n == cap) {
-			unsigned char *nb = realloc(b, cap * 2);
-			if (!nb) {
-				free(b);
-				return NULL;
-			}
-			b = nb;
-			cap *= 2;
-		}
-	}
-	if (ferror(fp)) {
-		free(b);
-		return NULL;
-	}
-	*len = n;
-	return b;
-}
-
 static struct gen_file *find(struct gen_ctx *ctx, const char *name)
 {
 	int i;
@@ -141,9 +114,10 @@ int main(int argc, char **argv)
 	Google__Protobuf__Compiler__CodeGeneratorRequest *req;
 	Google__Protobuf__Compiler__CodeGeneratorResponse resp;
 	struct gen_ctx ctx;
-	unsigned char *in, *outb;
+	struct gen_buf in = {0};
+	unsigned char *outb;
 	char *diag_text = NULL;
-	size_t len = 0, diag_len = 0, olen;
+	size_t diag_len = 0, olen;
 	FILE *diag;
 	int c, rc = 0;
 
@@ -173,13 +147,14 @@ int main(int argc, char **argv)
 		        argv[optind]);
 		return 2;
 	}
-	in = read_all(stdin, &len);
-	if (!in) {
+	if (!gen_buf_read(&in, stdin)) {
 		fprintf(stderr, "protoc-gen-rdmx: cannot read the request: %s\n", strerror(errno));
+		gen_buf_free(&in);
 		return 1;
 	}
-	req = google__protobuf__compiler__code_generator_request__unpack(NULL, len, in);
-	free(in);
+	req = google__protobuf__compiler__code_generator_request__unpack(NULL, in.len,
+	                                                                 (const uint8_t *)in.data);
+	gen_buf_free(&in);
 	if (!req) {
 		fputs("protoc-gen-rdmx: stdin is not a CodeGeneratorRequest (run it from protoc)\n",
 		      stderr);
