@@ -136,14 +136,16 @@ static void call_complete_x(struct rdmx_rpc_ep *ep, struct rpc_ccall *c, enum rd
 			rdmx__ic_message(c->ic, false, data, len);
 		rdmx__ic_done(&c->ic, code, message);
 	}
-	rdmx__stats_done(&ep->st[RDMX_RPC_ROLE_CLIENT], code, ns);
-	if (c->ms)
-		rdmx__stats_done(&c->ms->st[RDMX_RPC_ROLE_CLIENT], code, ns);
 	if (c->cb) {
 		ep->busy++;
 		c->cb(&res, c->arg);
 		ep->busy--;
 	}
+	/* counted once its callback ran: a next call the callback issues goes
+	 * out first (the histogram's work is off the round trip's path) */
+	rdmx__stats_done(&ep->st[RDMX_RPC_ROLE_CLIENT], code, ns);
+	if (c->ms)
+		rdmx__stats_done(&c->ms->st[RDMX_RPC_ROLE_CLIENT], code, ns);
 	ccall_put(ep, c);
 }
 
