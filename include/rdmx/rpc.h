@@ -334,6 +334,8 @@ enum rdmx_rpc_role {
 /* Number of codes: one past the largest (the list is dense from 0). */
 #define RDMX__RPC_CODE_ONE(name, value) +1
 #define RDMX_RPC_CODE_COUNT (0u RDMX_RPC_CODE_LIST(RDMX__RPC_CODE_ONE))
+/* A client call's completion (completed, by_code, errors, latency) is
+ * counted once its callback returned. */
 struct rdmx_rpc_stats {
 	uint64_t calls;                        /* started (client) / received (server) */
 	uint64_t completed;                    /* client: completed; server: answered */
