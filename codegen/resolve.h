@@ -76,6 +76,10 @@ bool gen_visible(const struct gen_file *from, const struct gen_file *def);
  * file it can see (gen_visible); a package when from, or a file it
  * imports or one such a file re-exports, is in it. */
 bool gen_sym_visible(const struct gen_file *from, const struct sym *s);
+/* Reports full (at loc, in f) as defined before: old, a symbol or an
+ * extension; is_package: full is a package's name. protoc's words. */
+void gen_report_defined(struct gen_ctx *ctx, const struct gen_loc *loc, const char *full,
+                        const struct sym *old, bool is_package, const struct gen_file *f);
 /* what gen_lookup looks among */
 enum {
 	GEN_LOOKUP_TYPES = 1, /* a simple name skips symbols that are not messages or enums */
@@ -125,14 +129,15 @@ void gen_check_c_names(struct gen_ctx *ctx, struct gen_file *f);
 
 /* ---- resolve_options.c ---- */
 
-/* Declares f's extensions (full names, extendees, field types) into the
- * resolver's extension table, reporting undefined or (in proto3) refused
- * extendees and undefined types; after every file's symbols are declared. */
-void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f);
+/* Declares every file's extensions (full names, extendees, field types)
+ * into the resolver's extension table, a file's after those of its
+ * imports, reporting undefined or (in proto3) refused extendees, undefined
+ * types and names already defined; after every file's symbols are
+ * declared. */
+void gen_declare_exts(struct gen_ctx *ctx);
 /* Reports extensions of one extendee with one number, as protoc does: an
  * error within a file, a warning across files (reported on the one of the
- * file loaded after the other's, imports first). After gen_declare_exts on
- * every file. */
+ * file loaded after the other's, imports first). After gen_declare_exts. */
 void gen_check_ext_numbers(struct gen_ctx *ctx);
 /* Checks m's extension ranges as protoc does: numbers 1 to 2^29 - 1 (2^31 -
  * 2 in a message set), none empty, none overlapping another, a reserved

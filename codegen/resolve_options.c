@@ -79,7 +79,7 @@ static void check_ext_number(struct gen_ctx *ctx, const struct gen_ext *x, const
 	          s->name, (long long)x->field->number);
 }
 
-void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f)
+static void declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 {
 	struct resolver *r = gen_resolver(ctx);
 	int i;
@@ -104,8 +104,18 @@ void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 		resolve_ext_type(ctx, x, scope);
 		if (x->field)
 			gen_check_field_options(ctx, x->field);
-		if (gen_table_get(&r->exts, x->full_name))
+		/* protoc adds an extension's symbol after those of its scope,
+		 * but for the messages nested in its message, and after the
+		 * extensions before it: the later one is refused */
+		if ((s = gen_table_get(&r->syms, x->full_name)) && x->parent &&
+		    s->kind == SYM_MESSAGE) {
+			gen_report_defined(ctx, &s->loc, x->full_name, s, false, f);
 			continue;
+		}
+		if (s || (s = gen_table_get(&r->exts, x->full_name))) {
+			gen_report_defined(ctx, &x->loc, x->full_name, s, false, f);
+			continue;
+		}
 		s = gen_alloc(&ctx->pool, sizeof(*s));
 		s->name = x->full_name;
 		s->ptr = x;
@@ -113,6 +123,31 @@ void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 		s->loc = x->loc;
 		gen_table_put(&ctx->pool, &r->exts, s);
 	}
+}
+
+/* the extensions of f after those of the files it imports (done: the
+ * files already seen), as protoc builds them */
+static void declare_exts_of(struct gen_ctx *ctx, struct gen_file *f, struct gen_vec *done)
+{
+	int i;
+	for (i = 0; i < done->n; i++)
+		if (done->items[i] == f)
+			return;
+	gen_vec_push(&ctx->pool, done, f);
+	for (i = 0; i < f->imports.n; i++) {
+		const struct gen_import *im = f->imports.items[i];
+		if (im->file)
+			declare_exts_of(ctx, im->file, done);
+	}
+	declare_exts(ctx, f);
+}
+
+void gen_declare_exts(struct gen_ctx *ctx)
+{
+	struct gen_vec done = {0};
+	int i;
+	for (i = 0; i < ctx->files.n; i++)
+		declare_exts_of(ctx, ctx->files.items[i], &done);
 }
 
 /* x's number is not one an extension of its extendee declared before it
