@@ -87,6 +87,8 @@ struct gen_default {
 	size_t len;  /* string and bytes: the number of bytes in text */
 	bool string; /* text holds the bytes of a string literal */
 	struct gen_loc loc;
+	struct gen_loc num_loc; /* the number's, after a sign (protoc's place for its
+	                           errors); loc when there is no sign */
 	/* set by the resolver, by the field's type */
 	int64_t i;                       /* signed integers, bool (0/1) */
 	uint64_t u;                      /* unsigned integers */
