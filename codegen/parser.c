@@ -604,11 +604,13 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 	int i;
 	for (;;) {
 		struct gen_optpart *part = gen_alloc(&p->ctx->pool, sizeof(*part));
+		struct gen_loc open = cur(p)->loc;
 		if (accept_sym(p, '(')) {
 			part->ext = custom = true;
 			part->name = parse_dotted(p, true, "an option name", &part->loc);
 			if (!part->name || !expect_sym(p, ')'))
 				return false;
+			part->loc = open; /* protoc's place for (name): its '(' */
 		} else if (cur(p)->kind == TK_IDENT) {
 			part->name = cur(p)->text;
 			part->loc = cur(p)->loc;
