@@ -228,6 +228,8 @@ struct gen_ext {
 	struct gen_loc loc, extendee_loc;
 };
 
+struct gen_tok;
+
 /* one part of an option name: `name`, or `(ext.name)` */
 struct gen_optpart {
 	char *name; /* the identifier, or what is inside the parentheses */
@@ -266,10 +268,12 @@ struct gen_optref {
 	uint64_t value_int;  /* GV_INT: its magnitude */
 	bool value_negative; /* GV_INT, GV_FLOAT: written with '-' */
 	struct gen_loc value_loc;
-	struct gen_vec keys; /* char *: the fields a GV_AGGREGATE value sets, as
-	                        paths (`a`, `b.c`, `[x.y].c`), but inside lists */
-	bool resolved;       /* set by the resolver: every part is known */
-	bool repeated;       /* set by the resolver: its last part is repeated */
+	struct gen_vec keys;                 /* char *: the fields a GV_AGGREGATE value sets, as
+	                                        paths (`a`, `b.c`, `[x.y].c`), but inside lists */
+	const struct gen_tok *agg, *agg_end; /* GV_AGGREGATE: its tokens, from its '{' up
+	                                        to its closing token (agg_end) */
+	bool resolved;                       /* set by the resolver: every part is known */
+	bool repeated;                       /* set by the resolver: its last part is repeated */
 };
 
 struct gen_file {

@@ -409,7 +409,11 @@ static bool parse_option_value(struct parser *p, struct gen_optref *r, bool in_d
 	r->value_loc = t->loc;
 	if (is_sym(t, '{')) {
 		r->value_kind = GV_AGGREGATE;
-		return skip_aggregate(p, &r->keys);
+		r->agg = t;
+		if (!skip_aggregate(p, &r->keys))
+			return false;
+		r->agg_end = p->t + p->i - 1;
+		return true;
 	}
 	if (is_sym(t, '-') || is_sym(t, '+'))
 		return signed_value(p, r, in_default);

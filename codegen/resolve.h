@@ -1,8 +1,8 @@
 /* rdmx-gen resolver internals shared by resolve.c (symbols, name lookup, C
  * names), resolve_load.c (loading files and imports), resolve_checks.c
  * (semantic checks, C identifier collisions), resolve_options.c (extensions
- * and custom option names) and resolve_defaults.c (proto2 defaults); private
- * to codegen/. */
+ * and custom option names), resolve_values.c (option values) and
+ * resolve_defaults.c (proto2 defaults); private to codegen/. */
 #ifndef RDMX_GEN_RESOLVE_H
 #define RDMX_GEN_RESOLVE_H
 
@@ -155,6 +155,20 @@ void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, struct gen_optref
  * aggregate value set ((a) = { b: 1 }, then (a).b = 2; (a) = { [x.y]: 1 },
  * then (a).(y) = 2). After gen_check_optref on all of f's options. */
 void gen_check_options_twice(struct gen_ctx *ctx, const struct gen_file *f);
+
+/* ---- resolve_values.c ---- */
+
+/* Checks the value of o, a plain option name alone, against the type of
+ * protobuf's option of that name (none when rdmx-gen's descriptor.proto
+ * does not have it), as protoc does, in its words. */
+void gen_check_builtin_value(struct gen_ctx *ctx, const struct gen_optref *o);
+/* Checks the value of o, an option of f whose name ends at fd (full: its
+ * full name), against fd's type as protoc does, in its words: a constant
+ * (type, range, enum value) or an aggregate read as protoc's text format
+ * parser reads it (its first error, at the value). */
+void gen_check_custom_value(struct gen_ctx *ctx, const struct gen_file *f,
+                            const struct gen_optref *o, const struct gen_field *fd,
+                            const char *full);
 
 /* ---- resolve_defaults.c ---- */
 
