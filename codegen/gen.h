@@ -87,6 +87,8 @@ struct gen_default {
 	size_t len;  /* string and bytes: the number of bytes in text */
 	bool string; /* text holds the bytes of a string literal */
 	struct gen_loc loc;
+	struct gen_loc num_loc; /* the number's, after a sign (protoc's place for its
+	                           errors); loc when there is no sign */
 	/* set by the resolver, by the field's type */
 	int64_t i;                       /* signed integers, bool (0/1) */
 	uint64_t u;                      /* unsigned integers */
@@ -226,6 +228,8 @@ struct gen_ext {
 	struct gen_loc loc, extendee_loc;
 };
 
+struct gen_tok;
+
 /* one part of an option name: `name`, or `(ext.name)` */
 struct gen_optpart {
 	char *name; /* the identifier, or what is inside the parentheses */
@@ -264,10 +268,12 @@ struct gen_optref {
 	uint64_t value_int;  /* GV_INT: its magnitude */
 	bool value_negative; /* GV_INT, GV_FLOAT: written with '-' */
 	struct gen_loc value_loc;
-	struct gen_vec keys; /* char *: the fields a GV_AGGREGATE value sets, as
-	                        paths (`a`, `b.c`, `[x.y].c`), but inside lists */
-	bool resolved;       /* set by the resolver: every part is known */
-	bool repeated;       /* set by the resolver: its last part is repeated */
+	struct gen_vec keys;                 /* char *: the fields a GV_AGGREGATE value sets, as
+	                                        paths (`a`, `b.c`, `[x.y].c`), but inside lists */
+	const struct gen_tok *agg, *agg_end; /* GV_AGGREGATE: its tokens, from its '{' up
+	                                        to its closing token (agg_end) */
+	bool resolved;                       /* set by the resolver: every part is known */
+	bool repeated;                       /* set by the resolver: its last part is repeated */
 };
 
 struct gen_file {

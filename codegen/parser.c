@@ -409,7 +409,11 @@ static bool parse_option_value(struct parser *p, struct gen_optref *r, bool in_d
 	r->value_loc = t->loc;
 	if (is_sym(t, '{')) {
 		r->value_kind = GV_AGGREGATE;
-		return skip_aggregate(p, &r->keys);
+		r->agg = t;
+		if (!skip_aggregate(p, &r->keys))
+			return false;
+		r->agg_end = p->t + p->i - 1;
+		return true;
 	}
 	if (is_sym(t, '-') || is_sym(t, '+'))
 		return signed_value(p, r, in_default);
@@ -436,6 +440,65 @@ static bool parse_option_value(struct parser *p, struct gen_optref *r, bool in_d
 	return false;
 }
 
+/* a sign before a [default = ...] of fd, at the current token: refused
+ * where protoc's parser (ParseDefaultAssignment) refuses it, in its words
+ * for fd's type: a '+' always, a '-' but before a number of a signed or
+ * floating type; not for a named type, whose default protoc takes as one
+ * token before it is resolved (the value after the sign is refused) */
+static bool default_sign(struct parser *p, const struct gen_field *fd)
+{
+	const struct gen_tok *sign = cur(p), *t = peek(p, 1);
+	bool minus = is_sym(sign, '-'), number = t->kind == TK_INT || t->kind == TK_FLOAT;
+	bool inf_nan =
+	    t->kind == TK_IDENT && (strcmp(t->text, "inf") == 0 || strcmp(t->text, "nan") == 0);
+	const char *what;
+	switch (fd->type) {
+	case GT_NONE:
+	case GT_NAMED:
+	case GT_MESSAGE:
+	case GT_ENUM:
+		return true;
+	case GT_FLOAT:
+	case GT_DOUBLE:
+		if (minus && (number || inf_nan))
+			return true;
+		what = "Expected number.";
+		break;
+	case GT_BOOL:
+		what = "Expected \"true\" or \"false\".";
+		break;
+	case GT_STRING:
+		what = "Expected string for field default value.";
+		break;
+	case GT_BYTES:
+		what = "Expected string.";
+		break;
+	case GT_UINT32:
+	case GT_UINT64:
+	case GT_FIXED32:
+	case GT_FIXED64:
+		/* a negative number: refused by the resolver, in the same words */
+		if (minus && number)
+			return true;
+		what = minus ? "Unsigned field can't have negative default value."
+		             : "Expected integer for field default value.";
+		break;
+	default:
+		if (minus && (number || inf_nan))
+			return true;
+		what = "Expected integer for field default value.";
+		break;
+	}
+	/* after a '-' protoc's error is at the token after it, but for the
+	 * types that take no sign at all */
+	syntax_error(p,
+	             minus && fd->type != GT_BOOL && fd->type != GT_STRING && fd->type != GT_BYTES
+	                 ? t
+	                 : sign,
+	             "%s", what);
+	return false;
+}
+
 /* the value of a proto2 [default = ...] from its first token t (after '='),
  * as written: the resolver checks it against the field's type */
 static void keep_default(struct parser *p, struct gen_field *fd, const struct gen_tok *t)
@@ -443,7 +506,7 @@ static void keep_default(struct parser *p, struct gen_field *fd, const struct ge
 	struct gen_default *d = gen_alloc(&p->ctx->pool, sizeof(*d));
 	const struct gen_tok *u;
 	size_t n = 0;
-	d->loc = t->loc;
+	d->loc = d->num_loc = t->loc;
 	if (t->kind == TK_STRING) {
 		/* concatenated literals; the value may hold NULs */
 		for (u = t; u->kind == TK_STRING; u++)
@@ -456,6 +519,7 @@ static void keep_default(struct parser *p, struct gen_field *fd, const struct ge
 		d->string = true;
 	} else if (is_sym(t, '-') || is_sym(t, '+')) {
 		d->text = gen_printf(&p->ctx->pool, "%s%s", t->sym == '-' ? "-" : "", t[1].text);
+		d->num_loc = t[1].loc;
 	} else {
 		d->text = t->text;
 	}
@@ -491,7 +555,7 @@ static void apply_option(struct parser *p, const struct opt_target *tg, const ch
 		}
 	} else if (tg->owner == OPT_FIELD && strcmp(name, "json_name") == 0) {
 		if (!value || name_tok[2].kind != TK_STRING)
-			syntax_error(p, name_tok, "json_name must be a string");
+			syntax_error(p, &name_tok[2], "Expected string for JSON name.");
 		else
 			((struct gen_field *)tg->ptr)->json_name = (char *)value;
 	} else if (tg->owner == OPT_FIELD && strcmp(name, "default") == 0 && !p->f->proto2) {
@@ -544,11 +608,13 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 	int i;
 	for (;;) {
 		struct gen_optpart *part = gen_alloc(&p->ctx->pool, sizeof(*part));
+		struct gen_loc open = cur(p)->loc;
 		if (accept_sym(p, '(')) {
 			part->ext = custom = true;
 			part->name = parse_dotted(p, true, "an option name", &part->loc);
 			if (!part->name || !expect_sym(p, ')'))
 				return false;
+			part->loc = open; /* protoc's place for (name): its '(' */
 		} else if (cur(p)->kind == TK_IDENT) {
 			part->name = cur(p)->text;
 			part->loc = cur(p)->loc;
@@ -579,6 +645,8 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 	gen_vec_push(&p->ctx->pool, &p->f->optrefs, r);
 	in_default = tg->owner == OPT_FIELD && !custom && parts.n == 1 &&
 	             strcmp(first->text, "default") == 0;
+	if (in_default && (is_sym(cur(p), '+') || is_sym(cur(p), '-')) && !default_sign(p, tg->ptr))
+		return false;
 	if (!parse_option_value(p, r, in_default))
 		return false;
 	if (!custom && parts.n == 1)

@@ -371,25 +371,30 @@ const char *gen_last_of(const char *full)
 	return dot ? dot + 1 : full;
 }
 
+void gen_report_defined(struct gen_ctx *ctx, const struct gen_loc *loc, const char *full,
+                        const struct sym *old, bool is_package, const struct gen_file *f)
+{
+	if (old->file != f)
+		gen_error(ctx, loc, "\"%s\" is already defined in file \"%s\".", full,
+		          old->file->path);
+	else if (is_package || old->kind == SYM_PACKAGE)
+		gen_error(ctx, loc, "\"%s\" is already defined (as a %s).", full,
+		          gen_kind_name(old->kind));
+	else {
+		const char *scope = gen_scope_of(ctx, full);
+		gen_error(ctx, loc, "\"%s\" is already defined in \"%s\".", gen_last_of(full),
+		          scope[0] ? scope : f->path);
+	}
+}
+
 static void add_sym(struct gen_ctx *ctx, const char *full, int kind, void *ptr, struct gen_file *f,
                     const struct gen_loc *loc)
 {
 	struct resolver *r = gen_resolver(ctx);
 	struct sym *old = gen_table_get(&r->syms, full), *s;
 	if (old) {
-		if (kind == SYM_PACKAGE && old->kind == SYM_PACKAGE)
-			return;
-		if (old->file != f)
-			gen_error(ctx, loc, "\"%s\" is already defined in file \"%s\"", full,
-			          old->file->path);
-		else if (kind == SYM_PACKAGE || old->kind == SYM_PACKAGE)
-			gen_error(ctx, loc, "\"%s\" is already defined (as a %s)", full,
-			          gen_kind_name(old->kind));
-		else {
-			const char *scope = gen_scope_of(ctx, full);
-			gen_error(ctx, loc, "\"%s\" is already defined in \"%s\"",
-			          gen_last_of(full), scope[0] ? scope : f->path);
-		}
+		if (kind != SYM_PACKAGE || old->kind != SYM_PACKAGE)
+			gen_report_defined(ctx, loc, full, old, kind == SYM_PACKAGE, f);
 		return;
 	}
 	s = gen_alloc(&ctx->pool, sizeof(*s));
@@ -893,8 +898,7 @@ bool gen_resolve(struct gen_ctx *ctx)
 	}
 	for (i = 0; i < ctx->files.n; i++)
 		declare_file(ctx, ctx->files.items[i]);
-	for (i = 0; i < ctx->files.n; i++)
-		gen_declare_exts(ctx, ctx->files.items[i]);
+	gen_declare_exts(ctx);
 	gen_check_ext_numbers(ctx);
 	for (i = 0; i < ctx->files.n; i++) {
 		struct gen_file *f = ctx->files.items[i];

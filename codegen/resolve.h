@@ -1,8 +1,8 @@
 /* rdmx-gen resolver internals shared by resolve.c (symbols, name lookup, C
  * names), resolve_load.c (loading files and imports), resolve_checks.c
  * (semantic checks, C identifier collisions), resolve_options.c (extensions
- * and custom option names) and resolve_defaults.c (proto2 defaults); private
- * to codegen/. */
+ * and custom option names), resolve_values.c (option values) and
+ * resolve_defaults.c (proto2 defaults); private to codegen/. */
 #ifndef RDMX_GEN_RESOLVE_H
 #define RDMX_GEN_RESOLVE_H
 
@@ -76,6 +76,10 @@ bool gen_visible(const struct gen_file *from, const struct gen_file *def);
  * file it can see (gen_visible); a package when from, or a file it
  * imports or one such a file re-exports, is in it. */
 bool gen_sym_visible(const struct gen_file *from, const struct sym *s);
+/* Reports full (at loc, in f) as defined before: old, a symbol or an
+ * extension; is_package: full is a package's name. protoc's words. */
+void gen_report_defined(struct gen_ctx *ctx, const struct gen_loc *loc, const char *full,
+                        const struct sym *old, bool is_package, const struct gen_file *f);
 /* what gen_lookup looks among */
 enum {
 	GEN_LOOKUP_TYPES = 1, /* a simple name skips symbols that are not messages or enums */
@@ -125,14 +129,15 @@ void gen_check_c_names(struct gen_ctx *ctx, struct gen_file *f);
 
 /* ---- resolve_options.c ---- */
 
-/* Declares f's extensions (full names, extendees, field types) into the
- * resolver's extension table, reporting undefined or (in proto3) refused
- * extendees and undefined types; after every file's symbols are declared. */
-void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f);
+/* Declares every file's extensions (full names, extendees, field types)
+ * into the resolver's extension table, a file's after those of its
+ * imports, reporting undefined or (in proto3) refused extendees, undefined
+ * types and names already defined; after every file's symbols are
+ * declared. */
+void gen_declare_exts(struct gen_ctx *ctx);
 /* Reports extensions of one extendee with one number, as protoc does: an
  * error within a file, a warning across files (reported on the one of the
- * file loaded after the other's, imports first). After gen_declare_exts on
- * every file. */
+ * file loaded after the other's, imports first). After gen_declare_exts. */
 void gen_check_ext_numbers(struct gen_ctx *ctx);
 /* Checks m's extension ranges as protoc does: numbers 1 to 2^29 - 1 (2^31 -
  * 2 in a message set), none empty, none overlapping another, a reserved
@@ -150,6 +155,20 @@ void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, struct gen_optref
  * aggregate value set ((a) = { b: 1 }, then (a).b = 2; (a) = { [x.y]: 1 },
  * then (a).(y) = 2). After gen_check_optref on all of f's options. */
 void gen_check_options_twice(struct gen_ctx *ctx, const struct gen_file *f);
+
+/* ---- resolve_values.c ---- */
+
+/* Checks the value of o, a plain option name alone, against the type of
+ * protobuf's option of that name (none when rdmx-gen's descriptor.proto
+ * does not have it), as protoc does, in its words. */
+void gen_check_builtin_value(struct gen_ctx *ctx, const struct gen_optref *o);
+/* Checks the value of o, an option of f whose name ends at fd (full: its
+ * full name), against fd's type as protoc does, in its words: a constant
+ * (type, range, enum value) or an aggregate read as protoc's text format
+ * parser reads it (its first error, at the value). */
+void gen_check_custom_value(struct gen_ctx *ctx, const struct gen_file *f,
+                            const struct gen_optref *o, const struct gen_field *fd,
+                            const char *full);
 
 /* ---- resolve_defaults.c ---- */
 

@@ -1,5 +1,6 @@
 /* rdmx-gen: proto2 defaults (`[default = ...]`), checked against their
  * field's type and turned into the values the emitters use. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -71,20 +72,72 @@ static bool default_float(const char *s, bool is_float, double *out)
 	return true;
 }
 
+/* text (a default, sign included) is an integer literal: then one that
+ * does not fit is out of range, in protoc's words */
+static bool is_integer_text(const char *text)
+{
+	const char *a = text[0] == '-' ? text + 1 : text;
+	if (a[0] == '0' && (a[1] == 'x' || a[1] == 'X'))
+		return a[2] && strspn(a + 2, "0123456789abcdefABCDEF") == strlen(a + 2);
+	return a[0] && strspn(a, "0123456789") == strlen(a);
+}
+
+/* protoc's words for a default that does not fit fd's type (its parser's,
+ * ParseDefaultAssignment, and DescriptorBuilder's), at protoc's place:
+ * after a number's '-' */
+static void default_error(struct gen_ctx *ctx, const struct gen_field *fd)
+{
+	const struct gen_default *d = fd->def;
+	bool sign = !d->string && d->text[0] == '-';
+	const struct gen_loc *num = sign ? &d->num_loc : &d->loc;
+	switch (fd->type) {
+	case GT_UINT32:
+	case GT_FIXED32:
+	case GT_UINT64:
+	case GT_FIXED64:
+		if (sign) {
+			gen_error(ctx, num, "Unsigned field can't have negative default value.");
+			return;
+		}
+		/* fall through */
+	case GT_INT32:
+	case GT_SINT32:
+	case GT_SFIXED32:
+	case GT_INT64:
+	case GT_SINT64:
+	case GT_SFIXED64:
+		gen_error(ctx, num, "%s",
+		          !d->string && is_integer_text(d->text)
+		              ? "Integer out of range."
+		              : "Expected integer for field default value.");
+		return;
+	case GT_FLOAT:
+	case GT_DOUBLE:
+		gen_error(ctx, num, "Expected number.");
+		return;
+	case GT_BOOL:
+		gen_error(ctx, &d->loc, "Expected \"true\" or \"false\".");
+		return;
+	case GT_STRING:
+		gen_error(ctx, &d->loc, "Expected string for field default value.");
+		return;
+	default:
+		gen_error(ctx, &d->loc, "Expected string.");
+		return;
+	}
+}
+
 static void check_default(struct gen_ctx *ctx, struct gen_field *fd)
 {
 	struct gen_default *d = fd->def;
-	const char *what = fd->type == GT_ENUM ? fd->en->full_name : gen_type_name(fd->type);
 	bool ok = !d->string;
 	if (fd->label == GL_REPEATED) {
-		gen_error(ctx, &d->loc, "repeated field \"%s\" cannot have a default value",
-		          fd->name);
+		gen_error(ctx, &d->loc, "Repeated fields can't have default values.");
 		return;
 	}
 	switch (fd->type) {
 	case GT_MESSAGE:
-		gen_error(ctx, &d->loc, "message field \"%s\" cannot have a default value",
-		          fd->name);
+		gen_error(ctx, &d->loc, "Messages can't have default values.");
 		return;
 	case GT_INT32:
 	case GT_SINT32:
@@ -130,23 +183,24 @@ static void check_default(struct gen_ctx *ctx, struct gen_field *fd)
 		d->zero = d->len == 0;
 		break;
 	case GT_ENUM:
-		d->ev = ok ? gen_enum_value_named(fd->en, d->text) : NULL;
-		if (ok && !d->ev) {
+		if (!ok || !(isalpha((unsigned char)d->text[0]) || d->text[0] == '_')) {
 			gen_error(ctx, &d->loc,
-			          "default value \"%s\" of \"%s\" is not a value of enum \"%s\"",
-			          d->text, fd->name, fd->en->full_name);
+			          "Default value for an enum field must be an identifier.");
 			return;
 		}
-		ok = ok && d->ev;
-		d->zero = ok && d->ev->number == 0;
+		d->ev = gen_enum_value_named(fd->en, d->text);
+		if (!d->ev) {
+			gen_error(ctx, &d->loc, "Enum type \"%s\" has no value named \"%s\".",
+			          fd->en->full_name, d->text);
+			return;
+		}
+		d->zero = d->ev->number == 0;
 		break;
 	default:
 		return;
 	}
 	if (!ok)
-		gen_error(ctx, &d->loc, "default value %s%s%s of \"%s\" is not a valid %s",
-		          d->string ? "" : "\"", d->string ? "(a string)" : d->text,
-		          d->string ? "" : "\"", fd->name, what);
+		default_error(ctx, fd);
 }
 
 /* checks the defaults of m's fields; a singular proto2 enum field without

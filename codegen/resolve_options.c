@@ -79,7 +79,7 @@ static void check_ext_number(struct gen_ctx *ctx, const struct gen_ext *x, const
 	          s->name, (long long)x->field->number);
 }
 
-void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f)
+static void declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 {
 	struct resolver *r = gen_resolver(ctx);
 	int i;
@@ -104,8 +104,18 @@ void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 		resolve_ext_type(ctx, x, scope);
 		if (x->field)
 			gen_check_field_options(ctx, x->field);
-		if (gen_table_get(&r->exts, x->full_name))
+		/* protoc adds an extension's symbol after those of its scope,
+		 * but for the messages nested in its message, and after the
+		 * extensions before it: the later one is refused */
+		if ((s = gen_table_get(&r->syms, x->full_name)) && x->parent &&
+		    s->kind == SYM_MESSAGE) {
+			gen_report_defined(ctx, &s->loc, x->full_name, s, false, f);
 			continue;
+		}
+		if (s || (s = gen_table_get(&r->exts, x->full_name))) {
+			gen_report_defined(ctx, &x->loc, x->full_name, s, false, f);
+			continue;
+		}
 		s = gen_alloc(&ctx->pool, sizeof(*s));
 		s->name = x->full_name;
 		s->ptr = x;
@@ -113,6 +123,31 @@ void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 		s->loc = x->loc;
 		gen_table_put(&ctx->pool, &r->exts, s);
 	}
+}
+
+/* the extensions of f after those of the files it imports (done: the
+ * files already seen), as protoc builds them */
+static void declare_exts_of(struct gen_ctx *ctx, struct gen_file *f, struct gen_vec *done)
+{
+	int i;
+	for (i = 0; i < done->n; i++)
+		if (done->items[i] == f)
+			return;
+	gen_vec_push(&ctx->pool, done, f);
+	for (i = 0; i < f->imports.n; i++) {
+		const struct gen_import *im = f->imports.items[i];
+		if (im->file)
+			declare_exts_of(ctx, im->file, done);
+	}
+	declare_exts(ctx, f);
+}
+
+void gen_declare_exts(struct gen_ctx *ctx)
+{
+	struct gen_vec done = {0};
+	int i;
+	for (i = 0; i < ctx->files.n; i++)
+		declare_exts_of(ctx, ctx->files.items[i], &done);
 }
 
 /* x's number is not one an extension of its extendee declared before it
@@ -224,185 +259,6 @@ static char *option_name(struct gen_ctx *ctx, const struct gen_optref *o, int n)
 	"Option \"%s\" unknown. Ensure that your proto definition file imports the proto which "   \
 	"defines the option."
 
-/* rdmx-gen's own descriptor.proto, parsed once apart from the run's files
- * (nothing is declared): the types of protobuf's options, whether the
- * file setting one imports it or not */
-static struct gen_file *builtin_options(struct gen_ctx *ctx)
-{
-	struct resolver *r = gen_resolver(ctx);
-	struct gen_file *f = r->builtin_options;
-	size_t len;
-	if (f)
-		return f;
-	f = gen_alloc(&ctx->pool, sizeof(*f));
-	f->path = f->name = "google/protobuf/descriptor.proto";
-	f->builtin = true;
-	f->text = gen_wkt_text(f->path, &len);
-	f->text_len = len;
-	f->parsed = f->text && gen_parse(ctx, f, f->text, len);
-	r->builtin_options = f;
-	return f;
-}
-
-/* the field name of protobuf's options message msg ("FileOptions"), with
- * its enum in *en (NULL when not an enum); NULL when rdmx-gen's copy does
- * not have it */
-static const struct gen_field *builtin_option(struct gen_ctx *ctx, const char *msg,
-                                              const char *name, const struct gen_enum **en)
-{
-	const struct gen_file *f = builtin_options(ctx);
-	const struct gen_message *m = NULL;
-	const struct gen_field *fd = NULL;
-	int i;
-	*en = NULL;
-	for (i = 0; f->parsed && i < f->messages.n && !m; i++) {
-		const struct gen_message *c = f->messages.items[i];
-		if (strcmp(c->name, msg) == 0)
-			m = c;
-	}
-	for (i = 0; m && i < m->fields.n && !fd; i++) {
-		const struct gen_field *c = m->fields.items[i];
-		if (strcmp(c->name, name) == 0)
-			fd = c;
-	}
-	for (i = 0; fd && fd->type == GT_NAMED && i < m->enums.n; i++) {
-		const struct gen_enum *e = m->enums.items[i];
-		if (strcmp(e->name, fd->type_name) == 0)
-			*en = e;
-	}
-	return fd;
-}
-
-/* the field an option's name ends at, as protoc names it */
-struct option_field {
-	const struct gen_field *fd;
-	const char *full;          /* its full name */
-	const struct gen_enum *en; /* its enum type, NULL when it is not one */
-	const char *en_full;       /* the enum's full name */
-	bool builtin;              /* of rdmx-gen's descriptor.proto, parsed apart */
-};
-
-#define OPTION_VALUE(what) "Value must be " what " option \"%s\"."
-
-static bool is_signed_type(enum gen_type t)
-{
-	return t == GT_INT32 || t == GT_SINT32 || t == GT_SFIXED32 || t == GT_INT64 ||
-	       t == GT_SINT64 || t == GT_SFIXED64;
-}
-
-static bool is_int_type(enum gen_type t)
-{
-	return is_signed_type(t) || t == GT_UINT32 || t == GT_FIXED32 || t == GT_UINT64 ||
-	       t == GT_FIXED64;
-}
-
-static bool is_64bit_type(enum gen_type t)
-{
-	return t == GT_INT64 || t == GT_SINT64 || t == GT_SFIXED64 || t == GT_UINT64 ||
-	       t == GT_FIXED64;
-}
-
-/* an integer option's value is an integer its type holds (protoc's words:
- * an unsigned one out of range is named by its field's name alone) */
-static void check_int_value(struct gen_ctx *ctx, const struct gen_optref *o,
-                            const struct option_field *of)
-{
-	bool is_signed = is_signed_type(of->fd->type), wide = is_64bit_type(of->fd->type);
-	const char *tn = is_signed ? (wide ? "int64" : "int32") : (wide ? "uint64" : "uint32");
-	uint64_t max =
-	    is_signed ? (wide ? INT64_MAX : INT32_MAX) : (wide ? UINT64_MAX : UINT32_MAX);
-	const struct gen_loc *loc = &o->value_loc;
-	if (o->value_kind != GV_INT && is_signed)
-		gen_error(ctx, loc, OPTION_VALUE("integer for %s"), tn, of->full);
-	else if (!is_signed && (o->value_kind != GV_INT || o->value_negative))
-		gen_error(ctx, loc, OPTION_VALUE("non-negative integer for %s"), tn, of->full);
-	else if (o->value_negative ? o->value_int > max + 1 : o->value_int > max)
-		gen_error(ctx, loc, "Value out of range for %s option \"%s\".", tn,
-		          is_signed ? of->full : of->fd->name);
-}
-
-/* an enum option's value names one of its values; protoc says so when it
- * names a value of another enum of the same scope (C++ scoping makes
- * them siblings), but for protobuf's own options */
-static void check_enum_value(struct gen_ctx *ctx, const struct gen_optref *o,
-                             const struct option_field *of)
-{
-	struct resolver *r = gen_resolver(ctx);
-	const struct sym *s = NULL;
-	if (o->value_kind != GV_IDENT) {
-		gen_error(ctx, &o->value_loc, OPTION_VALUE("identifier for enum-valued"), of->full);
-		return;
-	}
-	if (gen_enum_value_named(of->en, o->value))
-		return;
-	if (!of->builtin)
-		s = gen_table_get(&r->syms,
-		                  gen_qualify(ctx, gen_scope_of(ctx, of->en_full), o->value));
-	gen_error(
-	    ctx, &o->value_loc, "Enum type \"%s\" has no value named \"%s\" for option \"%s\".%s",
-	    of->en_full, o->value, of->full,
-	    s && s->kind == SYM_VALUE ? " This appears to be a value from a sibling type." : "");
-}
-
-/* o's value fits the type of the field its name ends at, as protoc
- * requires (OptionInterpreter::SetOptionValue), in protoc's words */
-static void check_value(struct gen_ctx *ctx, const struct gen_optref *o,
-                        const struct option_field *of)
-{
-	const struct gen_loc *loc = &o->value_loc;
-	enum gen_type t = of->fd->type;
-	if (of->en) {
-		check_enum_value(ctx, o, of);
-	} else if (t == GT_BOOL && o->value_kind != GV_IDENT) {
-		gen_error(ctx, loc, OPTION_VALUE("identifier for boolean"), of->full);
-	} else if (t == GT_BOOL && strcmp(o->value, "true") != 0 &&
-	           strcmp(o->value, "false") != 0) {
-		gen_error(ctx, loc, OPTION_VALUE("\"true\" or \"false\" for boolean"), of->full);
-	} else if ((t == GT_STRING || t == GT_BYTES) && o->value_kind != GV_STRING) {
-		gen_error(ctx, loc, OPTION_VALUE("quoted string for string"), of->full);
-	} else if ((t == GT_FLOAT || t == GT_DOUBLE) && o->value_kind != GV_INT &&
-	           o->value_kind != GV_FLOAT) {
-		gen_error(ctx, loc, OPTION_VALUE("number for %s"),
-		          t == GT_FLOAT ? "float" : "double", of->full);
-	} else if (t == GT_MESSAGE && o->value_kind != GV_AGGREGATE) {
-		gen_error(ctx, loc,
-		          "Option \"%s\" is a message. To set the entire message, use syntax like "
-		          "\"%s = { <proto text format> }\". To set fields within it, use syntax "
-		          "like \"%s.foo = value\".",
-		          of->full, of->fd->name, of->fd->name);
-	} else if (is_int_type(t)) {
-		check_int_value(ctx, o, of);
-	}
-}
-
-/* the value of o, a plain option name alone, fits the type of protobuf's
- * option of that name; one rdmx-gen's descriptor.proto does not have is
- * not checked */
-static void check_builtin_value(struct gen_ctx *ctx, const struct gen_optref *o)
-{
-	const char *msg = gen_last_of(o->options), *name = o->parts[0].name;
-	struct option_field of = {NULL, NULL, NULL, NULL, true};
-	of.fd = builtin_option(ctx, msg, name, &of.en);
-	if (!of.fd)
-		return;
-	of.full = gen_printf(&ctx->pool, "%s.%s", o->options, name);
-	if (of.en)
-		of.en_full = gen_printf(&ctx->pool, "%s.%s", o->options, of.en->name);
-	check_value(ctx, o, &of);
-}
-
-/* the value of o, whose name ends at fd (full: its full name), fits fd */
-static void check_custom_value(struct gen_ctx *ctx, const struct gen_optref *o,
-                               const struct gen_field *fd, const char *full)
-{
-	struct option_field of = {fd, full, NULL, NULL, false};
-	if (fd->type == GT_ENUM) {
-		of.en = fd->en;
-		of.en_full = fd->en->full_name;
-	}
-	check_value(ctx, o, &of);
-}
-
 /* as protoc (OptionInterpreter::InterpretSingleOption): each part of a
  * custom option's name is a field or an extension of the message of the part
  * before it, the first one of the *Options message of the place the option
@@ -418,7 +274,7 @@ void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, struct gen_optref
 	int i;
 	o->resolved = !o->check_name;
 	if (!o->check_name)
-		check_builtin_value(ctx, o);
+		gen_check_builtin_value(ctx, o);
 	for (i = 0; i < o->nparts && o->check_name; i++) {
 		struct gen_optpart *pt = &o->parts[i];
 		const char *name = option_name(ctx, o, i + 1), *in, *undefined;
@@ -485,7 +341,7 @@ void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, struct gen_optref
 		if (i == o->nparts - 1) {
 			o->resolved = true;
 			o->repeated = fd->label == GL_REPEATED;
-			check_custom_value(ctx, o, fd, s->name);
+			gen_check_custom_value(ctx, f, o, fd, s->name);
 			return;
 		}
 		if (fd->type == GT_NAMED)
