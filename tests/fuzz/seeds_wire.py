@@ -80,3 +80,10 @@ MSG = 10
 write("fuzz_tcp_frames", "msg", b"\x00" + frame(MSG, rkey=1, offset=512, imm=3, payload=b"m" * 100) +
       frame(WRITE_IMM, rkey=1, offset=0, imm=4, payload=b"w" * 8) + frame(MSG, rkey=1, imm=5))
 write("fuzz_tcp_frames", "msg-oob", b"\x00" + frame(MSG, rkey=1, offset=65500, payload=b"o" * 100))
+# sealed (selector 2, then the record size byte): a light message refused at
+# its first payload bytes when they start a record of their own, decrypted
+# straight into the sink (rx.c sink_decrypt): records of 1 byte, and of 258
+# bytes with the refused message's header ending the first one
+write("fuzz_tcp_frames", "sealed-msg-oob-split", b"\x02\x00" + frame(MSG, rkey=1, offset=65500, payload=b"o" * 100))
+write("fuzz_tcp_frames", "sealed-msg-oob-cut", b"\x02\x01" + frame(MSG, rkey=1, payload=b"a" * 162) +
+      frame(MSG, rkey=1, offset=65500, payload=b"o" * 300))

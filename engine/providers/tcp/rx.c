@@ -650,7 +650,8 @@ static void frame_begin(struct tcp_conn *c)
  * caller unlocks); NULL, with the table unlocked and the rest of the payload
  * discarded and refused, when the region is gone (deregistered or reused),
  * or, at a light message's first bytes, when the message may not write
- * where it names (the connection goes to error). */
+ * where it names (the connection goes to error and its stream closes: the
+ * caller then touches no more of the frame, c->fd < 0). */
 static const struct rdmx__tcp_region *sink_region_lock(struct tcp_conn *c)
 {
 	struct tcp_rx *rx = &c->rx;
@@ -749,6 +750,8 @@ static size_t consume(struct tcp_conn *c, const uint8_t *p, size_t n)
 		}
 		take = rx->left < n - used ? (size_t)rx->left : n - used;
 		sink_copy(c, p + used, take);
+		if (c->fd < 0)
+			break; /* refused at its first bytes: the stream is gone */
 		used += take;
 		rx->left -= take;
 		if (!rx->left)
@@ -905,6 +908,8 @@ static bool open_records(struct tcp_conn *c)
 			size_t want = rx->left < len ? (size_t)rx->left : len;
 			ssize_t got = sink_decrypt(c, body, want);
 
+			if (c->fd < 0)
+				return false; /* refused at its first bytes: the stream is gone */
 			if (got < 0)
 				rc = RDMX_E_AUTH;
 			else

@@ -444,3 +444,69 @@ Test(tcp_msg, the_rest_of_a_message_the_socket_did_not_take_is_queued)
 	cr_assert(!s.a.down && !s.b.down);
 	unpair();
 }
+
+/* A light message whose target is refused at its first payload bytes (rx.c
+ * sink_region_lock): the protocol error closes the stream from inside the
+ * copy, and what the copy's caller does next must leave the receive state as
+ * the close left it (nothing owed, no payload under way), not count the
+ * refused bytes against a frame that is gone. */
+Test(tcp_msg, a_message_refused_at_its_first_bytes_leaves_nothing_owed)
+{
+	struct tcp_ctx *atc;
+	struct tcp_conn *ac;
+
+	pair(true);
+	atc = TCP_CTX(s.a.ctx);
+	ac = TCP_CONN(s.a.conn);
+	cr_assert_eq(post(REGION - 8, 1, 64, 1), 0); /* runs past the region */
+	progress_until_error(&s.a);
+	cr_assert(!s.a.down, "the receiver's connection ended instead of going to error");
+	pthread_mutex_lock(&atc->lock);
+	cr_assert_lt(ac->fd, 0, "the stream was not closed");
+	cr_assert(!ac->rx.in_payload);
+	cr_assert_eq(ac->rx.left, 0, "%llu payload bytes still owed by a closed stream",
+	             (unsigned long long)ac->rx.left);
+	pthread_mutex_unlock(&atc->lock);
+	progress_until_error(&s.b);
+	cr_assert_eq(s.seen, 0);
+	unpair();
+}
+
+/* A light message sent at once on a socket that refuses it (EPIPE: the
+ * sender's own side shut down): the frame queued for the rest goes with the
+ * connection, which ends; nothing is sent twice or leaked. */
+Test(tcp_msg, a_message_sent_at_once_on_a_broken_socket_ends_the_connection)
+{
+	struct tcp_conn *bc;
+	struct tcp_ctx *atc, *btc;
+	int rc;
+
+	pair_on(true, true);
+	bc = TCP_CONN(s.b.conn);
+	atc = TCP_CTX(s.a.ctx);
+	btc = TCP_CTX(s.b.ctx);
+	/* the receiver holds still (its NIC thread cannot take its lock): no
+	 * close of its side reaches the sender before the post */
+	pthread_mutex_lock(&atc->lock);
+	cr_assert_eq(shutdown(bc->fd, SHUT_WR), 0);
+	bc->msgs_unheard = 0; /* the direct path: nothing before it */
+	rc = post(0, 1, 64, 1);
+	pthread_mutex_lock(&btc->lock);
+	cr_assert_eq(rc, 0, "post: %s", rdmx_err_name(rc));
+	cr_assert_lt(bc->fd, 0, "the connection kept its broken socket");
+	cr_assert_eq(bc->tx.count, 0, "a frame stayed queued on a closed stream");
+	pthread_mutex_unlock(&btc->lock);
+	rc = post(0, 1, 64, 2);
+	pthread_mutex_unlock(&atc->lock);
+	cr_assert(rc == RDMX_E_AGAIN || rc == RDMX_E_BAD_STATE, "post: %s", rdmx_err_name(rc));
+	for (unsigned i = 0; !s.b.down; i++) {
+		cr_assert_lt(i, 10000000u, "the sender's connection never ended");
+		rdmx_pe_progress(s.pe);
+	}
+	for (unsigned i = 0; !conn_in_error(&s.a); i++) {
+		cr_assert_lt(i, 10000000u, "the receiver's connection never ended");
+		rdmx_pe_progress(s.pe_a);
+	}
+	cr_assert_eq(s.seen, 0);
+	unpair();
+}
