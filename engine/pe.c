@@ -41,6 +41,15 @@ struct rdmx_pe {
 	struct rdmx__timers timers;
 };
 
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
 struct rdmx__timers *rdmx__pe_timers(struct rdmx_pe *pe)
 {
 	return &pe->timers;
@@ -366,13 +375,10 @@ int rdmx_pe_get_poll_mode(const struct rdmx_pe *pe, enum rdmx_poll_mode *mode, u
 	return 0;
 }
 
-/* Spins on progress until something ran or `until_ns` (0: forever) passed.
- * The time is read from the coarse clock while the deadline is far
- * (common/clock.h rdmx__due), and no pause instruction spaces the polls: a
- * busy wait is asked for speed, the tcp provider's poll is a system call,
- * and perftest's verbs loop spins without one. Every cycle a pass adds is
- * paid, on average half of it, between a message's arrival and the poll
- * that finds it. */
+/* Spins on progress until something ran or `until_ns` (0: forever) passed,
+ * reading the coarse clock while the deadline is far (common/clock.h
+ * rdmx__due). The pause between polls leaves a hyperthread sibling its
+ * share; dropping it measured no faster (docs/BENCHMARKS.md). */
 static int spin(struct rdmx_pe *pe, uint64_t until_ns)
 {
 	uint64_t now;
@@ -384,6 +390,7 @@ static int spin(struct rdmx_pe *pe, uint64_t until_ns)
 			return n;
 		if (until_ns && rdmx__due(until_ns, &now))
 			return 0;
+		cpu_relax();
 	}
 }
 
