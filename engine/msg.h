@@ -12,8 +12,10 @@
  *   returned 0 the message is on the connection's wire, ordered with the
  *   requests posted after it.
  * - Receiver: the bytes are placed as a write's are (the key, bounds and
- *   access of the target memory are checked; a bad one ends the connection
- *   with a protocol error), then the context's handler runs from a later
+ *   access of the target memory are checked before the first byte lands; a
+ *   bad one ends the connection with a protocol error; a message with no
+ *   bytes names no memory, as a zero-length write does, and its key is not
+ *   checked), then the context's handler runs from a later
  *   poll with the connection, immediate data and length, in wire order with
  *   the connection's other completions. No receive is consumed and no
  *   acknowledgement goes back: the user's own protocol (the channel's
