@@ -45,20 +45,8 @@ perf="$build/tools/rdmx-perf/rdmx-perf"
 [[ -z $other || -x $other/tools/rdmx-perf/rdmx-perf ]] || { echo "budget.sh: no rdmx-perf in $other" >&2; exit 2; }
 [[ $(uname -m) == x86_64 ]] || { echo "budget.sh: x86-64 only (--work spins on rdtsc)" >&2; exit 2; }
 
-spid=
+. "$(dirname "${BASH_SOURCE[0]}")/pair_lib.sh"
 trap '[[ -n $spid ]] && kill "$spid" 2>/dev/null; true' EXIT
-p50() { sed -n 's/^RESULT .*p50_us=\([0-9.]*\).*/\1/p'; }
-median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-run_pair() { # run_pair SERVER_CMD... -- CLIENT_ARGS: p50 of the client
-  local port=$((30000 + RANDOM % 20000)) out
-  taskset -c 0 "$@" -p "$port" >/dev/null 2>&1 &
-  spid=$!
-  sleep 0.3
-  out=$(taskset -c 1 "$@" -p "$port" 127.0.0.1 2>/dev/null | p50)
-  wait "$spid" 2>/dev/null || true
-  spid=
-  echo "$out"
-}
 
 tmp="$(mktemp -d /tmp/rdmx-budget-XXXXXX)"
 trap '[[ -n $spid ]] && kill "$spid" 2>/dev/null; rm -rf "$tmp"' EXIT

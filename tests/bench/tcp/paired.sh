@@ -34,21 +34,9 @@ perf="$build/tools/rdmx-perf/rdmx-perf"
   { echo "paired.sh: build tcp_echo, tcp_lat and rdmx-perf in $build" >&2; exit 2; }
 [[ -z $other || -x $other/tools/rdmx-perf/rdmx-perf ]] || { echo "paired.sh: no rdmx-perf in $other" >&2; exit 2; }
 
-spid=
+. "$(dirname "${BASH_SOURCE[0]}")/pair_lib.sh"
 tmp="$(mktemp -d /tmp/rdmx-paired-XXXXXX)"
 trap '[[ -n $spid ]] && kill "$spid" 2>/dev/null; rm -rf "$tmp"' EXIT
-p50() { sed -n 's/^RESULT .*p50_us=\([0-9.]*\).*/\1/p'; }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "-" }'; }
-run_pair() { # run_pair SERVER_CMD...: p50 of the client (same arguments plus 127.0.0.1)
-  local port=$((30000 + RANDOM % 20000)) out
-  taskset -c 0 "$@" -p "$port" >/dev/null 2>&1 &
-  spid=$!
-  sleep 0.3
-  out=$(taskset -c 1 "$@" -p "$port" 127.0.0.1 2>/dev/null | p50)
-  wait "$spid" 2>/dev/null || true
-  spid=
-  echo "$out"
-}
 raw() { run_pair "$echo_bin" --busy -s 64 -n "$calls"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b <= 0) print ""; else printf "%.3f", a / b }'; }
 
