@@ -1,5 +1,5 @@
 /* Private header of the RPC layer (rpc/): its structures, shared by rpc.c
- * (endpoint and client calls), rpc_server.c (handler table and incoming
+ * (endpoint), call.c (client calls), rpc_server.c (handler table and incoming
  * calls), rpc_wire.c (header codec), stats.c and metrics.c (counters,
  * histograms), health.c and reflection.c (built-in services). Only rpc/
  * (and its tests) include it. The channel is reached through
@@ -274,12 +274,32 @@ struct rdmx_rpc_ep {
 
 /* rpc.c */
 void rdmx__rpc_check_drained(struct rdmx_rpc_ep *ep);
+void rdmx__rpc_release(struct rdmx_rpc_ep *ep); /* frees if destroyed and idle */
+
+/* call.c */
 /* Sends a header-only message (cancel, goaway), forced. */
 int rdmx__rpc_send_ctl(struct rdmx_rpc_ep *ep, enum rpc_type type, uint64_t call_id);
-void rdmx__rpc_release(struct rdmx_rpc_ep *ep); /* frees if destroyed and idle */
 /* A response message (header decoded) for one of our calls. */
 void rdmx__rpc_on_response(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const uint8_t *msg,
                            size_t len);
+/* The four below were call.c's static functions, made visible to rpc.c only:
+ * hidden, so that librdmx does not export them, and so that call.c's own
+ * calls (the reply's path: rdmx__rpc_on_response -> rdmx__rpc_call_complete)
+ * and its taking of their addresses stay direct, as they were while static
+ * (no PLT, no GOT). */
+#define RPC_HIDDEN __attribute__((visibility("hidden")))
+/* Runs the call's callback with the outcome, counts it and recycles c; c is
+ * already out of the calls table (or the one-way list). */
+RPC_HIDDEN void rdmx__rpc_call_complete(struct rdmx_rpc_ep *ep, struct rpc_ccall *c,
+                                        enum rdmx_rpc_code code, const char *message,
+                                        const void *data, size_t len);
+/* Takes a one-way call off ep->oneways. */
+RPC_HIDDEN void rdmx__rpc_oneway_unlink(struct rdmx_rpc_ep *ep, struct rpc_ccall *c);
+/* The channel's send callbacks of a one-way call with a callback (arg: the
+ * call) and of a request (arg: the call id; matters only when it fails);
+ * the endpoint forgets them when it leaves its channel. */
+RPC_HIDDEN void rdmx__rpc_oneway_sent(struct rdmx_chan *chan, int status, void *arg);
+RPC_HIDDEN void rdmx__rpc_request_sent(struct rdmx_chan *chan, int status, void *arg);
 
 /* batch.c */
 /* Adds a response of len bytes (produced by fill) to the endpoint's batch:

@@ -95,7 +95,7 @@ def header(path):
 
 for f in ["engine/providers/tcp/rx.c", "engine/providers/tcp/tx.c",
           "engine/providers/tcp/ctx.c", "engine/providers/tcp/ops.c",
-          "rpc/rpc.c", "rpc/rpc_server.c", "chan/chan_tx.c"]:
+          "rpc/rpc.c", "rpc/call.c", "rpc/rpc_server.c", "chan/chan_tx.c"]:
     header(f)
 
 # tcp provider: bytes in, frames parsed, completions delivered, frame out
@@ -131,10 +131,10 @@ edit("engine/providers/tcp/tx.c",  # a light message sent at once (tx_msg_now)
 
 # RPC: the message in, the server's handler and answer, the client's completion and next call
 after_brace("rpc/rpc.c", "static void on_msg(struct rdmx_chan *chan", "rdmx_cp_mark(4);")
-after_brace("rpc/rpc.c", "void rdmx__rpc_on_response(struct rdmx_rpc_ep *ep", "rdmx_cp_mark(15);")
-edit("rpc/rpc.c", "\tif (c->cb) {\n\t\tep->busy++;\n\t\tc->cb(&res, c->arg);",
+after_brace("rpc/call.c", "void rdmx__rpc_on_response(struct rdmx_rpc_ep *ep", "rdmx_cp_mark(15);")
+edit("rpc/call.c", "\tif (c->cb) {\n\t\tep->busy++;\n\t\tc->cb(&res, c->arg);",
      "\tif (c->cb) {\n\t\tep->busy++;\n\t\trdmx_cp_mark(16);\n\t\tc->cb(&res, c->arg);")
-after_brace("rpc/rpc.c", "int rdmx_rpc_call_async_md(struct rdmx_rpc_ep *ep", "rdmx_cp_mark(17);")
+after_brace("rpc/call.c", "int rdmx_rpc_call_async_md(struct rdmx_rpc_ep *ep", "rdmx_cp_mark(17);")
 after_brace("rpc/rpc_server.c", "void rdmx__rpc_on_request(struct rdmx_rpc_ep *ep", "rdmx_cp_mark(5);")
 edit("rpc/rpc_server.c", "\tc->req = body;\n\tep->cur_call = c;\n",
      "\tc->req = body;\n\tep->cur_call = c;\n\trdmx_cp_mark(6);\n")
