@@ -1463,6 +1463,7 @@ static void parse_package(struct parser *p)
 	else {
 		p->f->package = name;
 		p->f->package_loc = l;
+		p->f->package_stmt_loc = kw->loc;
 	}
 	p->seen_package = true;
 	if (!expect_semi(p))

@@ -374,7 +374,12 @@ const char *gen_last_of(const char *full)
 void gen_report_defined(struct gen_ctx *ctx, const struct gen_loc *loc, const char *full,
                         const struct sym *old, bool is_package, const struct gen_file *f)
 {
-	if (old->file != f)
+	if (old->file != f && is_package && old->kind != SYM_PACKAGE)
+		gen_error(ctx, &f->package_stmt_loc,
+		          "\"%s\" is already defined (as something other than a package) in file "
+		          "\"%s\".",
+		          full, old->file->path);
+	else if (old->file != f)
 		gen_error(ctx, loc, "\"%s\" is already defined in file \"%s\".", full,
 		          old->file->path);
 	else if (is_package || old->kind == SYM_PACKAGE)
@@ -392,6 +397,8 @@ static void add_sym(struct gen_ctx *ctx, const char *full, int kind, void *ptr, 
 {
 	struct resolver *r = gen_resolver(ctx);
 	struct sym *old = gen_table_get(&r->syms, full), *s;
+	if (!old) /* an extension of a file built before */
+		old = gen_table_get(&r->exts, full);
 	if (old) {
 		if (kind != SYM_PACKAGE || old->kind != SYM_PACKAGE)
 			gen_report_defined(ctx, loc, full, old, kind == SYM_PACKAGE, f);
@@ -888,8 +895,29 @@ static void resolve_services(struct gen_ctx *ctx, struct gen_file *f)
 	}
 }
 
+/* f's symbols, then its extensions, after those of the files it imports
+ * (done: the files declared), as protoc builds a file after its imports: a
+ * name defined in two files is refused in the one built later, the
+ * importing one */
+static void declare_with_imports(struct gen_ctx *ctx, struct gen_file *f, struct gen_vec *done)
+{
+	int i;
+	for (i = 0; i < done->n; i++)
+		if (done->items[i] == f)
+			return;
+	gen_vec_push(&ctx->pool, done, f);
+	for (i = 0; i < f->imports.n; i++) {
+		const struct gen_import *im = f->imports.items[i];
+		if (im->file)
+			declare_with_imports(ctx, im->file, done);
+	}
+	declare_file(ctx, f);
+	gen_declare_exts(ctx, f);
+}
+
 bool gen_resolve(struct gen_ctx *ctx)
 {
+	struct gen_vec done = {0};
 	int i, j, errors = ctx->errors;
 	for (i = 0; i < ctx->files.n; i++) {
 		struct gen_file *f = ctx->files.items[i];
@@ -897,8 +925,7 @@ bool gen_resolve(struct gen_ctx *ctx)
 			return false;
 	}
 	for (i = 0; i < ctx->files.n; i++)
-		declare_file(ctx, ctx->files.items[i]);
-	gen_declare_exts(ctx);
+		declare_with_imports(ctx, ctx->files.items[i], &done);
 	gen_check_ext_numbers(ctx);
 	for (i = 0; i < ctx->files.n; i++) {
 		struct gen_file *f = ctx->files.items[i];
