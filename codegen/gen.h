@@ -286,6 +286,8 @@ struct gen_file {
 	bool proto2;    /* syntax = "proto2" (or none): parsed leniently */
 	bool builtin;   /* one of the well-known types embedded in rdmx-gen */
 	struct gen_loc syntax_loc;
+	/* of the `package` keyword, where protoc reports a package's clash */
+	struct gen_loc package_stmt_loc;
 	struct gen_vec exts;    /* struct gen_ext * */
 	struct gen_vec optrefs; /* struct gen_optref * */
 	struct gen_vec used;    /* struct gen_file *: files whose types this one uses */

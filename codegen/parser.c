@@ -313,15 +313,17 @@ static char *ext_key(struct parser *p, const char *in, const struct gen_tok *t, 
 	return r;
 }
 
-/* skips a balanced aggregate value from '{' (or '<') through its close,
- * recording in keys the fields it sets as paths from the value (`a`,
- * `b.c` for `{ a: 1 b { c: 2 } }`, `[x.y].c` for `{ [x.y] { c: 2 } }`);
- * none inside a list */
+/* skips an aggregate value from '{' through the '}' closing it, recording
+ * in keys the fields it sets as paths from the value (`a`, `b.c` for
+ * `{ a: 1 b { c: 2 } }`, `[x.y].c` for `{ [x.y] { c: 2 } }`); none inside
+ * a list. As protoc (ParseUninterpretedBlock), only braces count for the
+ * value's end: a stray '>' or ']' is left to the text format check of the
+ * value, and closes a '<' or '[' only when one is open (depth > braces) */
 static bool skip_aggregate(struct parser *p, struct gen_vec *keys)
 {
 	const char *path[AGGREGATE_DEPTH]; /* of each open bracket; NULL: not recorded */
 	const char *key = NULL;            /* the field just named, before its value */
-	int depth = 0, n;
+	int depth = 0, braces = 0, n;      /* open brackets of any kind; open braces */
 	do {
 		struct gen_tok *t = cur(p);
 		const char *in = depth && depth <= AGGREGATE_DEPTH ? path[depth - 1] : NULL;
@@ -339,7 +341,11 @@ static bool skip_aggregate(struct parser *p, struct gen_vec *keys)
 			if (depth < AGGREGATE_DEPTH)
 				path[depth] = depth == 0 ? "" : is_sym(t, '[') ? NULL : key;
 			depth++;
-		} else if (is_sym(t, '}') || is_sym(t, '>') || is_sym(t, ']')) {
+			braces += is_sym(t, '{');
+		} else if (is_sym(t, '}')) {
+			depth--;
+			braces--;
+		} else if ((is_sym(t, '>') || is_sym(t, ']')) && depth > braces) {
 			depth--;
 		} else if (in && is_key(t)) {
 			key = in[0] ? gen_printf(&p->ctx->pool, "%s.%s", in, t->text) : t->text;
@@ -350,7 +356,7 @@ static bool skip_aggregate(struct parser *p, struct gen_vec *keys)
 		if (!is_sym(t, ':'))
 			key = NULL;
 		next(p);
-	} while (depth > 0);
+	} while (braces > 0);
 	return true;
 }
 
@@ -1457,6 +1463,7 @@ static void parse_package(struct parser *p)
 	else {
 		p->f->package = name;
 		p->f->package_loc = l;
+		p->f->package_stmt_loc = kw->loc;
 	}
 	p->seen_package = true;
 	if (!expect_semi(p))

@@ -374,7 +374,12 @@ const char *gen_last_of(const char *full)
 void gen_report_defined(struct gen_ctx *ctx, const struct gen_loc *loc, const char *full,
                         const struct sym *old, bool is_package, const struct gen_file *f)
 {
-	if (old->file != f)
+	if (old->file != f && is_package && old->kind != SYM_PACKAGE)
+		gen_error(ctx, &f->package_stmt_loc,
+		          "\"%s\" is already defined (as something other than a package) in file "
+		          "\"%s\".",
+		          full, old->file->path);
+	else if (old->file != f)
 		gen_error(ctx, loc, "\"%s\" is already defined in file \"%s\".", full,
 		          old->file->path);
 	else if (is_package || old->kind == SYM_PACKAGE)
@@ -392,6 +397,8 @@ static void add_sym(struct gen_ctx *ctx, const char *full, int kind, void *ptr, 
 {
 	struct resolver *r = gen_resolver(ctx);
 	struct sym *old = gen_table_get(&r->syms, full), *s;
+	if (!old) /* an extension of a file built before */
+		old = gen_table_get(&r->exts, full);
 	if (old) {
 		if (kind != SYM_PACKAGE || old->kind != SYM_PACKAGE)
 			gen_report_defined(ctx, loc, full, old, kind == SYM_PACKAGE, f);
@@ -427,69 +434,36 @@ static void declare_enum(struct gen_ctx *ctx, struct gen_enum *e, const char *sc
 	}
 }
 
-struct member {
-	const struct gen_loc *loc;
-	int kind; /* 0 field, 1 oneof, 2 message, 3 enum */
-	void *ptr;
-	int seq;
-};
-
-static int member_cmp(const void *a, const void *b)
-{
-	const struct member *x = a, *y = b;
-	if (x->loc->line != y->loc->line)
-		return x->loc->line < y->loc->line ? -1 : 1;
-	if (x->loc->col != y->loc->col)
-		return x->loc->col < y->loc->col ? -1 : 1;
-	return x->seq - y->seq;
-}
-
+/* m and its members, in the order protoc 3.21 adds them (the later of two
+ * of one name is the one refused): its oneofs, fields, enums (each with its
+ * values), then its nested messages, each kind in source order; its
+ * extensions come later (gen_declare_exts), but before its nested messages
+ * there */
 static void declare_message(struct gen_ctx *ctx, struct gen_message *m, const char *scope,
                             const char *cscope)
 {
-	int i, n = 0;
-	int total = m->fields.n + m->oneofs.n + m->messages.n + m->enums.n;
-	struct member *mem = gen_alloc(&ctx->pool, sizeof(*mem) * (size_t)(total + 1));
-	char *inner = NULL;
+	char *inner;
+	int i;
 	m->full_name = gen_qualify(ctx, scope, m->name);
 	m->cname = c_type(ctx, cscope, m->name);
 	add_sym(ctx, m->full_name, SYM_MESSAGE, m, m->file, &m->loc);
-	/* the symbols of this scope in source order: the later one is the duplicate */
-	for (i = 0; i < m->fields.n; i++, n++) {
-		struct gen_field *fd = m->fields.items[i];
-		mem[n] = (struct member){&fd->loc, 0, fd, n};
-	}
-	for (i = 0; i < m->oneofs.n; i++, n++) {
-		struct gen_oneof *o = m->oneofs.items[i];
-		mem[n] = (struct member){&o->loc, 1, o, n};
-	}
-	for (i = 0; i < m->messages.n; i++, n++) {
-		struct gen_message *sub = m->messages.items[i];
-		mem[n] = (struct member){&sub->loc, 2, sub, n};
-	}
-	for (i = 0; i < m->enums.n; i++, n++) {
-		struct gen_enum *e = m->enums.items[i];
-		mem[n] = (struct member){&e->loc, 3, e, n};
-	}
-	qsort(mem, (size_t)n, sizeof(*mem), member_cmp);
 	inner = gen_printf(&ctx->pool, "%s_", m->cname);
-	for (i = 0; i < n; i++) {
-		if (mem[i].kind == 0) {
-			struct gen_field *fd = mem[i].ptr;
-			fd->cname = c_member(ctx, fd->name);
-			add_sym(ctx, gen_qualify(ctx, m->full_name, fd->name), SYM_FIELD, fd,
-			        m->file, &fd->loc);
-		} else if (mem[i].kind == 1) {
-			struct gen_oneof *o = mem[i].ptr;
-			o->cname = o->name; /* used as <name>_case only */
-			add_sym(ctx, gen_qualify(ctx, m->full_name, o->name), SYM_ONEOF, o, m->file,
-			        &o->loc);
-		} else if (mem[i].kind == 2) {
-			declare_message(ctx, mem[i].ptr, m->full_name, inner);
-		} else {
-			declare_enum(ctx, mem[i].ptr, m->full_name, inner);
-		}
+	for (i = 0; i < m->oneofs.n; i++) {
+		struct gen_oneof *o = m->oneofs.items[i];
+		o->cname = o->name; /* used as <name>_case only */
+		add_sym(ctx, gen_qualify(ctx, m->full_name, o->name), SYM_ONEOF, o, m->file,
+		        &o->loc);
 	}
+	for (i = 0; i < m->fields.n; i++) {
+		struct gen_field *fd = m->fields.items[i];
+		fd->cname = c_member(ctx, fd->name);
+		add_sym(ctx, gen_qualify(ctx, m->full_name, fd->name), SYM_FIELD, fd, m->file,
+		        &fd->loc);
+	}
+	for (i = 0; i < m->enums.n; i++)
+		declare_enum(ctx, m->enums.items[i], m->full_name, inner);
+	for (i = 0; i < m->messages.n; i++)
+		declare_message(ctx, m->messages.items[i], m->full_name, inner);
 }
 
 static void declare_service(struct gen_ctx *ctx, struct gen_file *f, struct gen_service *s,
@@ -510,31 +484,14 @@ static void declare_file(struct gen_ctx *ctx, struct gen_file *f)
 		}
 		add_sym(ctx, pkg, SYM_PACKAGE, NULL, f, &f->package_loc);
 	}
-	{
-		int n = 0, total = f->messages.n + f->enums.n + f->services.n;
-		struct member *mem = gen_alloc(&ctx->pool, sizeof(*mem) * (size_t)(total + 1));
-		for (i = 0; i < f->messages.n; i++, n++) {
-			struct gen_message *m = f->messages.items[i];
-			mem[n] = (struct member){&m->loc, 2, m, n};
-		}
-		for (i = 0; i < f->enums.n; i++, n++) {
-			struct gen_enum *e = f->enums.items[i];
-			mem[n] = (struct member){&e->loc, 3, e, n};
-		}
-		for (i = 0; i < f->services.n; i++, n++) {
-			struct gen_service *s = f->services.items[i];
-			mem[n] = (struct member){&s->loc, 4, s, n};
-		}
-		qsort(mem, (size_t)n, sizeof(*mem), member_cmp);
-		for (i = 0; i < n; i++) {
-			if (mem[i].kind == 2)
-				declare_message(ctx, mem[i].ptr, f->package, cp);
-			else if (mem[i].kind == 3)
-				declare_enum(ctx, mem[i].ptr, f->package, cp);
-			else
-				declare_service(ctx, f, mem[i].ptr, cp);
-		}
-	}
+	/* protoc's order (the later of two of one name is refused): messages,
+	 * enums, services, each kind in source order; extensions after */
+	for (i = 0; i < f->messages.n; i++)
+		declare_message(ctx, f->messages.items[i], f->package, cp);
+	for (i = 0; i < f->enums.n; i++)
+		declare_enum(ctx, f->enums.items[i], f->package, cp);
+	for (i = 0; i < f->services.n; i++)
+		declare_service(ctx, f, f->services.items[i], cp);
 }
 
 static void declare_service(struct gen_ctx *ctx, struct gen_file *f, struct gen_service *s,
@@ -888,8 +845,29 @@ static void resolve_services(struct gen_ctx *ctx, struct gen_file *f)
 	}
 }
 
+/* f's symbols, then its extensions, after those of the files it imports
+ * (done: the files declared), as protoc builds a file after its imports: a
+ * name defined in two files is refused in the one built later, the
+ * importing one */
+static void declare_with_imports(struct gen_ctx *ctx, struct gen_file *f, struct gen_vec *done)
+{
+	int i;
+	for (i = 0; i < done->n; i++)
+		if (done->items[i] == f)
+			return;
+	gen_vec_push(&ctx->pool, done, f);
+	for (i = 0; i < f->imports.n; i++) {
+		const struct gen_import *im = f->imports.items[i];
+		if (im->file)
+			declare_with_imports(ctx, im->file, done);
+	}
+	declare_file(ctx, f);
+	gen_declare_exts(ctx, f);
+}
+
 bool gen_resolve(struct gen_ctx *ctx)
 {
+	struct gen_vec done = {0};
 	int i, j, errors = ctx->errors;
 	for (i = 0; i < ctx->files.n; i++) {
 		struct gen_file *f = ctx->files.items[i];
@@ -897,8 +875,7 @@ bool gen_resolve(struct gen_ctx *ctx)
 			return false;
 	}
 	for (i = 0; i < ctx->files.n; i++)
-		declare_file(ctx, ctx->files.items[i]);
-	gen_declare_exts(ctx);
+		declare_with_imports(ctx, ctx->files.items[i], &done);
 	gen_check_ext_numbers(ctx);
 	for (i = 0; i < ctx->files.n; i++) {
 		struct gen_file *f = ctx->files.items[i];

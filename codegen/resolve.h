@@ -77,7 +77,8 @@ bool gen_visible(const struct gen_file *from, const struct gen_file *def);
  * imports or one such a file re-exports, is in it. */
 bool gen_sym_visible(const struct gen_file *from, const struct sym *s);
 /* Reports full (at loc, in f) as defined before: old, a symbol or an
- * extension; is_package: full is a package's name. protoc's words. */
+ * extension; is_package: full is a package's name (then at f's `package`
+ * when old is not one, from another file). protoc's words. */
 void gen_report_defined(struct gen_ctx *ctx, const struct gen_loc *loc, const char *full,
                         const struct sym *old, bool is_package, const struct gen_file *f);
 /* what gen_lookup looks among */
@@ -129,12 +130,12 @@ void gen_check_c_names(struct gen_ctx *ctx, struct gen_file *f);
 
 /* ---- resolve_options.c ---- */
 
-/* Declares every file's extensions (full names, extendees, field types)
- * into the resolver's extension table, a file's after those of its
- * imports, reporting undefined or (in proto3) refused extendees, undefined
- * types and names already defined; after every file's symbols are
- * declared. */
-void gen_declare_exts(struct gen_ctx *ctx);
+/* Declares f's extensions (full names, extendees, field types) into the
+ * resolver's extension table, reporting undefined or (in proto3) refused
+ * extendees, undefined types and names already defined; after f's own
+ * symbols and those of the files it imports are declared (protoc builds a
+ * file after its imports, its extensions after its other symbols). */
+void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f);
 /* Reports extensions of one extendee with one number, as protoc does: an
  * error within a file, a warning across files (reported on the one of the
  * file loaded after the other's, imports first). After gen_declare_exts. */

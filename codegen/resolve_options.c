@@ -79,7 +79,7 @@ static void check_ext_number(struct gen_ctx *ctx, const struct gen_ext *x, const
 	          s->name, (long long)x->field->number);
 }
 
-static void declare_exts(struct gen_ctx *ctx, struct gen_file *f)
+void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 {
 	struct resolver *r = gen_resolver(ctx);
 	int i;
@@ -123,31 +123,6 @@ static void declare_exts(struct gen_ctx *ctx, struct gen_file *f)
 		s->loc = x->loc;
 		gen_table_put(&ctx->pool, &r->exts, s);
 	}
-}
-
-/* the extensions of f after those of the files it imports (done: the
- * files already seen), as protoc builds them */
-static void declare_exts_of(struct gen_ctx *ctx, struct gen_file *f, struct gen_vec *done)
-{
-	int i;
-	for (i = 0; i < done->n; i++)
-		if (done->items[i] == f)
-			return;
-	gen_vec_push(&ctx->pool, done, f);
-	for (i = 0; i < f->imports.n; i++) {
-		const struct gen_import *im = f->imports.items[i];
-		if (im->file)
-			declare_exts_of(ctx, im->file, done);
-	}
-	declare_exts(ctx, f);
-}
-
-void gen_declare_exts(struct gen_ctx *ctx)
-{
-	struct gen_vec done = {0};
-	int i;
-	for (i = 0; i < ctx->files.n; i++)
-		declare_exts_of(ctx, ctx->files.items[i], &done);
 }
 
 /* x's number is not one an extension of its extendee declared before it

@@ -367,7 +367,7 @@ static bool agg_scalar(struct agg *a, const struct gen_field *fd)
 	}
 }
 
-static bool agg_fields(struct agg *a, const struct gen_message *m, const char *path,
+static bool agg_fields(struct agg *a, const struct gen_message *m, bool nested, const char *path,
                        struct gen_buf *missing);
 
 /* a message value of fd, from its '{' or '<' through its close
@@ -381,7 +381,7 @@ static bool agg_message(struct agg *a, const struct gen_field *fd, const char *p
 	bool ok;
 	if (close == '}' && !agg_expect(a, '{'))
 		return false;
-	ok = agg_fields(a, fd->msg, path, &names) && agg_expect(a, close);
+	ok = agg_fields(a, fd->msg, true, path, &names) && agg_expect(a, close);
 	if (ok && names.data && names.data[0]) {
 		struct agg_missing *e = gen_alloc(&a->ctx->pool, sizeof(*e));
 		e->number = fd->number;
@@ -575,16 +575,18 @@ static int missing_order(const void *pa, const void *pb)
 	return a->seq - b->seq;
 }
 
-/* m's fields up to a '}' or '>' (ConsumeMessage, but for the close), then
- * the names of its required fields not set into missing (protoc's
- * "Message missing required fields", its own before its messages') */
-static bool agg_fields(struct agg *a, const struct gen_message *m, const char *path,
+/* m's fields up to a '}' or '>' (ConsumeMessage, but for the close), or
+ * the value's end at the top (a nested message's fields go on there: the
+ * field protoc looks for is not found), then the names of its required
+ * fields not set into missing (protoc's "Message missing required
+ * fields", its own before its messages') */
+static bool agg_fields(struct agg *a, const struct gen_message *m, bool nested, const char *path,
                        struct gen_buf *missing)
 {
 	struct gen_vec set = {0}, inner = {0};
 	bool ok = true;
 	int i, j;
-	while (ok && !agg_at_end(a) && !agg_is(a, '}') && !agg_is(a, '>'))
+	while (ok && (nested || !agg_at_end(a)) && !agg_is(a, '}') && !agg_is(a, '>'))
 		ok = agg_field(a, m, &set, path, &inner);
 	for (i = 0; ok && i < m->fields.n; i++) {
 		const struct gen_field *fd = m->fields.items[i];
@@ -617,7 +619,7 @@ static void check_aggregate(struct gen_ctx *ctx, const struct gen_file *f,
 	bool ok;
 	if (!o->agg || !o->agg_end)
 		return;
-	ok = agg_fields(&a, fd->msg, "", &missing);
+	ok = agg_fields(&a, fd->msg, false, "", &missing);
 	if (ok && !agg_at_end(&a)) /* a '}' or '>' before the value's end */
 		ok = agg_fail(&a, "Expected identifier, got: %s", agg_text(&a));
 	if (a.err)
