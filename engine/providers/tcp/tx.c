@@ -296,12 +296,18 @@ static void msg_build(uint8_t *hdr, uint8_t *inl, const struct rdmx_buf *src,
 	rdmx__tcp_hdr_encode(&h, hdr);
 }
 
-/* f, zeroed but for its header and payload, becomes a light message's frame. */
-static void msg_frame(struct tcp_frame *f, uint32_t len)
+/* The next frame of the queue, made a light message's of len payload bytes
+ * and counted in; the caller writes its header and payload. */
+static struct tcp_frame *msg_queue(struct tcp_conn *c, uint32_t len)
 {
+	struct tcp_frame *f = frame_at(c, c->tx.count);
+
+	memset(f, 0, offsetof(struct tcp_frame, inl));
 	f->what = TCP_TX_MSG;
 	f->src = len ? TCP_SRC_INLINE : TCP_SRC_NONE;
 	f->left = len;
+	c->tx.count++;
+	return f;
 }
 
 bool rdmx__tcp_tx_msg(struct tcp_conn *c, const struct rdmx_buf *src, const struct rdmx_rbuf *dst,
@@ -318,11 +324,8 @@ bool rdmx__tcp_tx_msg(struct tcp_conn *c, const struct rdmx_buf *src, const stru
 		tx->count++;
 	if (tx->count >= TCP_TX_FRAMES)
 		return false;
-	f = frame_at(c, tx->count);
-	memset(f, 0, offsetof(struct tcp_frame, inl));
+	f = msg_queue(c, len);
 	msg_build(f->hdr, f->inl, src, dst, imm, len);
-	msg_frame(f, len);
-	tx->count++;
 	return true;
 }
 
@@ -847,12 +850,9 @@ bool rdmx__tcp_tx_msg_now(struct tcp_conn *c, const struct rdmx_buf *src,
 	}
 	/* the rest goes as a queued frame, when the socket takes it */
 	s = s < 0 ? -errno : s;
-	f = frame_at(c, 0);
-	memset(f, 0, offsetof(struct tcp_frame, inl));
+	f = msg_queue(c, len); /* the first: nothing was queued */
 	memcpy(f->hdr, frame, sizeof(f->hdr));
 	memcpy(f->inl, frame + sizeof(f->hdr), len);
-	msg_frame(f, len);
-	c->tx.count = 1;
 	if (s > 0)
 		advance(c, (size_t)s);
 	tx_sent(c, s, total);

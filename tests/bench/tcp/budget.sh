@@ -46,8 +46,6 @@ perf="$build/tools/rdmx-perf/rdmx-perf"
 [[ $(uname -m) == x86_64 ]] || { echo "budget.sh: x86-64 only (--work spins on rdtsc)" >&2; exit 2; }
 
 . "$(dirname "${BASH_SOURCE[0]}")/pair_lib.sh"
-trap '[[ -n $spid ]] && kill "$spid" 2>/dev/null; true' EXIT
-
 tmp="$(mktemp -d /tmp/rdmx-budget-XXXXXX)"
 trap '[[ -n $spid ]] && kill "$spid" 2>/dev/null; rm -rf "$tmp"' EXIT
 echo "## busy 64 B round trip p50 (us): raw TCP with W cycles per side, and rdmx; load $(cut -d' ' -f1-3 /proc/loadavg)"
