@@ -21,6 +21,8 @@ void rdmx__msg_arrived(struct rdmx_conn *conn, uint32_t imm, uint32_t len)
 {
 	struct rdmx_ctx *ctx = conn->ctx;
 
+	/* as a receive posted and consumed: completed never passes submitted */
+	ctx->stats.submitted[RDMX_TASK_RECEIVE]++;
 	ctx->stats.completed[RDMX_TASK_RECEIVE]++;
 	ctx->stats.bytes[RDMX_TASK_RECEIVE] += len;
 	ctx->msg_fn(ctx->msg_arg, conn, imm, len);

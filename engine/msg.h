@@ -27,7 +27,8 @@
  *   dropped with their connection).
  * - The context's statistics count them as the ring write they stand for:
  *   a write_imm task submitted and completed on the sender, a receive
- *   completed on the receiver, with their bytes. */
+ *   submitted and completed on the receiver, with their bytes (so neither
+ *   side ever counts more completed than submitted). */
 #ifndef RDMX_ENGINE_MSG_H
 #define RDMX_ENGINE_MSG_H
 
