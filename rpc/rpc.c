@@ -326,9 +326,10 @@ uint32_t rdmx_rpc_ep_get_active(const struct rdmx_rpc_ep *ep)
 	return ep->incoming.len + (ep->closed ? 0 : ep->resp_pending);
 }
 
-/* What it waits for is what rdmx_rpc_ep_get_active counts: once closed, no
- * answer handed to the channel, which can only fail now. */
-static bool is_drained(const struct rdmx_rpc_ep *ep)
+/* Nothing of ours outstanding (what rdmx_rpc_ep_get_active counts: once
+ * closed, no answer handed to the channel, which can only fail now) and,
+ * while open, every message acknowledged, the GOAWAY among them. */
+static bool drained_now(const struct rdmx_rpc_ep *ep)
 {
 	if (!ep->draining)
 		return false;
@@ -338,14 +339,15 @@ static bool is_drained(const struct rdmx_rpc_ep *ep)
 	return ep->closed || rdmx__chan_is_idle(ep->chan);
 }
 
+/* Once the callback ran it stays drained, whatever the channel does next. */
 bool rdmx_rpc_ep_is_drained(const struct rdmx_rpc_ep *ep)
 {
-	return ep && is_drained(ep);
+	return ep && (ep->drained_fired || drained_now(ep));
 }
 
 void rdmx__rpc_check_drained(struct rdmx_rpc_ep *ep)
 {
-	if (ep->drained_fired || ep->destroy_pending || !is_drained(ep))
+	if (ep->drained_fired || ep->destroy_pending || !drained_now(ep))
 		return;
 	ep->drained_fired = true;
 	if (ep->drained_cb) {
@@ -355,17 +357,25 @@ void rdmx__rpc_check_drained(struct rdmx_rpc_ep *ep)
 	}
 }
 
+/* The GOAWAY is handed to the channel before the endpoint counts as
+ * draining: the channel's idle callback, which the eager credits may run,
+ * then finds it unacknowledged. */
 int rdmx_rpc_ep_drain(struct rdmx_rpc_ep *ep)
 {
+	int rc;
+
 	if (!ep)
 		return RDMX_E_INVAL;
 	if (ep->draining)
 		return 0;
-	ep->draining = true;
 	if (!ep->closed) {
-		rdmx__chan_set_eager_credit(ep->chan, true);
-		rdmx__rpc_send_ctl(ep, RPC_T_GOAWAY, 0);
+		rc = rdmx__rpc_send_ctl(ep, RPC_T_GOAWAY, 0);
+		if (rc && !ep->closed) /* not sent, and the channel still open */
+			return rc;
 	}
+	ep->draining = true;
+	if (!ep->closed)
+		rdmx__chan_set_eager_credit(ep->chan, true);
 	rdmx__rpc_check_drained(ep);
 	return 0;
 }

@@ -208,7 +208,10 @@ int rdmx_rpc_ep_create(struct rdmx_chan *chan, struct rdmx_rpc_server *server,
  * returns, and the rest waits for the end of that walk: the other calls'
  * cancel callbacks still run, once each, every call answerable in its own. */
 int rdmx_rpc_ep_destroy(struct rdmx_rpc_ep **ep);
-/* Graceful shutdown: refuse new calls, let in-flight ones finish. */
+/* Graceful shutdown: refuse new calls, let in-flight ones finish (what
+ * "drained" means: rdmx_rpc_ep_set_drained_cb). A second call does
+ * nothing. Errors: RDMX_E_NOMEM (the GOAWAY could not be handed to the
+ * channel: not draining, nothing changed), RDMX_E_INVAL. */
 int rdmx_rpc_ep_drain(struct rdmx_rpc_ep *ep);
 struct rdmx_chan *rdmx_rpc_ep_get_chan(const struct rdmx_rpc_ep *ep);
 
@@ -276,14 +279,31 @@ int rdmx_rpc_ep_set_limits(struct rdmx_rpc_ep *ep, uint32_t max_inflight, uint32
 /* Graceful shutdown (rdmx_rpc_ep_drain) tells the peer (GOAWAY): from
  * then on neither side starts new calls on this connection (call_async
  * answers RDMX_E_BAD_STATE; requests that crossed the GOAWAY are answered
- * UNAVAILABLE), calls in flight in both directions complete normally. The
- * endpoint is drained when none remains and the peer acknowledged every
- * message; then the callback runs once (from rdmx_rpc_ep_drain itself if
- * nothing was in flight). Once the channel closed no acknowledgement is
- * awaited and the answers handed to the channel no longer count (as in
- * rdmx_rpc_ep_get_active): if nothing else remains then, the close runs
+ * UNAVAILABLE), calls in flight in both directions complete normally.
+ *
+ * Drained: nothing of the endpoint's is outstanding and the peer knows it
+ * goes away. No call waits for its reply, no one-way call with a callback
+ * for its send, no stream is open, no incoming call is active (as
+ * rdmx_rpc_ep_get_active counts them) and, while the channel is open, the
+ * peer acknowledged every message, the GOAWAY among them: with nothing in
+ * flight an endpoint is drained a round trip after rdmx_rpc_ep_drain, never
+ * by it. Once the channel closed no acknowledgement is awaited and the
+ * answers handed to it no longer count.
+ *
+ * rdmx_rpc_ep_is_drained and the callback agree: is_drained answers true
+ * from the moment the endpoint is drained, for good, and the callback runs
+ * once, then: from progress, or from the application's call that drained
+ * it (rdmx_rpc_respond to the last held call, rdmx_rpc_ep_drain on a
+ * closed endpoint with nothing left, ...). When that moment falls inside a
+ * callback of the endpoint (a completion, a cancel callback, the closed
+ * callback), is_drained may answer true there already: the drained
+ * callback follows once that event's callbacks are done, before control
+ * returns to the application's loop.
+ *
+ * Once the channel closed, if nothing else remains then, the close runs
  * the callback, after the closed callback. It never runs once
- * rdmx_rpc_ep_destroy was called. */
+ * rdmx_rpc_ep_destroy was called. A callback set once the endpoint is
+ * drained does not run. */
 typedef void (*rdmx_rpc_drained_cb)(struct rdmx_rpc_ep *ep, void *arg);
 int rdmx_rpc_ep_set_drained_cb(struct rdmx_rpc_ep *ep, rdmx_rpc_drained_cb cb, void *arg);
 bool rdmx_rpc_ep_is_drained(const struct rdmx_rpc_ep *ep);

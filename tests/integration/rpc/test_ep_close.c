@@ -1,6 +1,7 @@
 /* RPC: an endpoint whose channel closes — destroyed from inside its own
  * close (a held call's cancel callback, a call's completion), and what it
- * counts afterwards (active calls, drained). */
+ * counts afterwards (active calls, drained); when an endpoint is drained
+ * (rdmx_rpc_ep_is_drained and its callback agree). */
 #include "rpcfix.h"
 
 #include "chan_internal.h" /* peer_light */
@@ -18,6 +19,17 @@ static void count_closed(struct rdmx_rpc_ep *ep, int status, void *arg)
 	closed_n++;
 }
 
+/* What the drained callback ran (and how often is_drained answered true
+ * inside it), and what the closed callback saw of it. */
+static int drained_n, drained_said, drained_n_at_close;
+static bool drained_at_close;
+static void count_drained(struct rdmx_rpc_ep *ep, void *arg)
+{
+	(void)arg;
+	drained_n++;
+	drained_said += rdmx_rpc_ep_is_drained(ep);
+}
+
 /* The set-up of every test here: nodes a and b, the echo server on b, a's
  * endpoint ra the client, b's rb the server's; close_fix_close ends it. */
 struct close_fix {
@@ -32,6 +44,8 @@ static void close_fix_open(struct close_fix *f)
 	memset(f, 0, sizeof(*f));
 	HOLD = rdmx_rpc_method_id(HOLD_NAME);
 	closed_n = 0;
+	drained_n = drained_said = drained_n_at_close = 0;
+	drained_at_close = false;
 	echo_pair_open(&f->a, &f->b, NULL, &f->st, &f->srv, &f->ra, &f->rb);
 }
 
@@ -206,17 +220,7 @@ Test(rpc, active_counts_no_answer_of_a_closed_channel)
 	close_fix_close(&f);
 }
 
-/* What the drained callback ran, and what the closed callback saw of it;
- * a closed callback given an argument destroys that endpoint and channel. */
-static int drained_n, drained_n_at_close;
-static bool drained_at_close;
-static void count_drained(struct rdmx_rpc_ep *ep, void *arg)
-{
-	(void)ep;
-	(void)arg;
-	drained_n++;
-}
-
+/* A closed callback given an argument destroys that endpoint and channel. */
 static void drained_closed(struct rdmx_rpc_ep *ep, int status, void *arg)
 {
 	struct rdmx_rpc_ep **own = arg;
@@ -244,8 +248,6 @@ Test(rpc, drained_counts_no_answer_of_a_closed_channel)
 
 	memset(r, 0, sizeof(r));
 	close_fix_open(&f);
-	drained_n = drained_n_at_close = 0;
-	drained_at_close = false;
 	rdmx_rpc_ep_get_chan(f.rb)->peer_light = false;
 	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(f.rb, drained_closed, NULL));
 	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(f.rb, count_drained, NULL));
@@ -271,10 +273,8 @@ Test(rpc, drained_counts_no_answer_of_a_closed_channel)
 /* The server answers every call it holds and the answers are delivered;
  * then it drains, and the client goes before it acknowledged anything (a
  * few messages owe it no credit update yet). All the endpoint waited for
- * was those acknowledgements, which no event will bring now: the close
- * itself runs the drained callback, once. Should the client's credits have
- * come early, the callback runs from rdmx_rpc_ep_drain instead: once all
- * the same. */
+ * was those acknowledgements (its GOAWAY's among them), which no event
+ * will bring now: the close itself runs the drained callback, once. */
 Test(rpc, drained_cb_runs_from_the_close)
 {
 	struct close_fix f;
@@ -283,8 +283,6 @@ Test(rpc, drained_cb_runs_from_the_close)
 
 	memset(r, 0, sizeof(r));
 	close_fix_open(&f);
-	drained_n = drained_n_at_close = 0;
-	drained_at_close = false;
 	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(f.rb, drained_closed, NULL));
 	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(f.rb, count_drained, NULL));
 	for (int i = 0; i < N; i++)
@@ -313,7 +311,6 @@ Test(rpc, drained_cb_not_after_destroy_in_closed_cb)
 
 	memset(r, 0, sizeof(r));
 	close_fix_open(&f);
-	drained_n = drained_n_at_close = 0;
 	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(f.rb, drained_closed, &f.rb));
 	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(f.rb, count_drained, NULL));
 	for (int i = 0; i < N; i++)
@@ -328,5 +325,31 @@ Test(rpc, drained_cb_not_after_destroy_in_closed_cb)
 	drive_for(&f.a, &f.b, 20);
 	cr_assert_null(f.rb);
 	cr_assert_eq(drained_n, drained_n_at_close, "the drained callback ran after the destroy");
+	close_fix_close(&f);
+}
+
+/* Drained means nothing of ours is outstanding and the peer knows we go
+ * away. With nothing in flight, rdmx_rpc_ep_drain does not make the
+ * endpoint drained (its GOAWAY is not acknowledged yet): is_drained
+ * answers false and the callback has not run; both turn once the GOAWAY is
+ * acknowledged, when the peer refuses new calls (it saw the GOAWAY). */
+Test(rpc, drain_with_nothing_in_flight_waits_for_the_goaway)
+{
+	struct close_fix f;
+	struct call_rec r = {0};
+
+	close_fix_open(&f);
+	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(f.ra, count_drained, NULL));
+	ASSERT_OK(rdmx_rpc_ep_drain(f.ra));
+	cr_assert_eq(drained_n, 0, "the drained callback ran from rdmx_rpc_ep_drain");
+	cr_assert_not(rdmx_rpc_ep_is_drained(f.ra), "drained before the GOAWAY was acknowledged");
+	DRIVE_UNTIL(&f.a, &f.b, drained_n == 1);
+	cr_assert(rdmx_rpc_ep_is_drained(f.ra));
+	cr_assert_eq(drained_said, 1, "is_drained answered false in the drained callback");
+	ASSERT_RC(rdmx_rpc_call_async(f.rb, HOLD, NULL, NULL, call_rec_cb, &r, NULL),
+	          RDMX_E_BAD_STATE);
+	drive_for(&f.a, &f.b, 20);
+	cr_assert_eq(drained_n, 1, "the drained callback ran %d times", drained_n);
+	cr_assert(rdmx_rpc_ep_is_drained(f.ra));
 	close_fix_close(&f);
 }
