@@ -137,6 +137,7 @@ static void on_chan_event(struct rdmx_chan *chan, enum rdmx_chan_event ev, int s
 	if (ev != RDMX_CHAN_EV_CLOSED || ep->closed)
 		return;
 	ep->closed = true;
+	ep->closing = true;
 	ep->close_status = status;
 	snprintf(msg, sizeof(msg), "connection closed: %s", rdmx_err_name(status));
 	rdmx__rpc_batch_drop(ep); /* those answers cannot go any more */
@@ -150,9 +151,11 @@ static void on_chan_event(struct rdmx_chan *chan, enum rdmx_chan_event ev, int s
 		leave_calls(ep); /* what a destroy inside the walk left */
 	else if (ep->closed_cb)
 		ep->closed_cb(ep, status, ep->closed_arg);
-	/* a draining endpoint that waited only for the peer's acknowledgements,
-	 * or for answers that cannot go now, is drained now, and no later event
-	 * of the channel would tell it */
+	ep->closing = false;
+	/* the drain may have ended inside the close (a cancel callback answered
+	 * the last held call), or waited only for the peer's acknowledgements or
+	 * for answers that cannot go now: its callback comes after the closed
+	 * one, and no later event of the channel would tell it */
 	rdmx__rpc_check_drained(ep);
 	ep->busy--;
 	rdmx__rpc_release(ep);
@@ -328,7 +331,9 @@ uint32_t rdmx_rpc_ep_get_active(const struct rdmx_rpc_ep *ep)
 
 /* Nothing of ours outstanding (what rdmx_rpc_ep_get_active counts: once
  * closed, no answer handed to the channel, which can only fail now) and,
- * while open, every message acknowledged, the GOAWAY among them. */
+ * while open, every message acknowledged, the GOAWAY among them. A channel
+ * that closed and has not told us yet (it fails its queue first) is
+ * neither open nor closed here: not drained before its close event. */
 static bool drained_now(const struct rdmx_rpc_ep *ep)
 {
 	if (!ep->draining)
@@ -336,7 +341,9 @@ static bool drained_now(const struct rdmx_rpc_ep *ep)
 	if (ep->calls.len || rdmx_rpc_ep_get_active(ep) || ep->oneways ||
 	    rdmx_rpc_ep_get_streams(ep))
 		return false;
-	return ep->closed || rdmx__chan_is_idle(ep->chan);
+	if (ep->closed)
+		return true;
+	return rdmx_chan_get_state(ep->chan) != RDMX_CHAN_CLOSED && rdmx__chan_is_idle(ep->chan);
 }
 
 /* Once the callback ran it stays drained, whatever the channel does next. */
@@ -345,9 +352,11 @@ bool rdmx_rpc_ep_is_drained(const struct rdmx_rpc_ep *ep)
 	return ep && (ep->drained_fired || drained_now(ep));
 }
 
+/* A close under way runs the closed callback first (on_chan_event), then
+ * this. */
 void rdmx__rpc_check_drained(struct rdmx_rpc_ep *ep)
 {
-	if (ep->drained_fired || ep->destroy_pending || !drained_now(ep))
+	if (ep->drained_fired || ep->destroy_pending || ep->closing || !drained_now(ep))
 		return;
 	ep->drained_fired = true;
 	if (ep->drained_cb) {

@@ -300,10 +300,13 @@ int rdmx_rpc_ep_set_limits(struct rdmx_rpc_ep *ep, uint32_t max_inflight, uint32
  * callback follows once that event's callbacks are done, before control
  * returns to the application's loop.
  *
- * Once the channel closed, if nothing else remains then, the close runs
- * the callback, after the closed callback. It never runs once
- * rdmx_rpc_ep_destroy was called. A callback set once the endpoint is
- * drained does not run. */
+ * A close runs, in order: the calls' callbacks (UNAVAILABLE), the streams'
+ * ends, the held calls' cancel callbacks, the closed callback, then the
+ * drained callback if the endpoint is drained by then. The drained
+ * callback never runs before the closed callback, even when a callback of
+ * the close answered the last held call; held calls answered later run it
+ * with the last answer. Neither runs once rdmx_rpc_ep_destroy was called.
+ * A callback set once the endpoint is drained does not run. */
 typedef void (*rdmx_rpc_drained_cb)(struct rdmx_rpc_ep *ep, void *arg);
 int rdmx_rpc_ep_set_drained_cb(struct rdmx_rpc_ep *ep, rdmx_rpc_drained_cb cb, void *arg);
 bool rdmx_rpc_ep_is_drained(const struct rdmx_rpc_ep *ep);
@@ -321,7 +324,8 @@ void *rdmx_rpc_ep_get_user_data(const struct rdmx_rpc_ep *ep);
  * closes the channel: every outstanding call completes with UNAVAILABLE
  * (message names the cause) and every incoming call is cancelled. The
  * callback (optional) then runs once, unless one of those callbacks
- * destroyed the endpoint. */
+ * destroyed the endpoint; the drained callback, if due, after it
+ * (rdmx_rpc_ep_set_drained_cb). */
 typedef void (*rdmx_rpc_closed_cb)(struct rdmx_rpc_ep *ep, int status, void *arg);
 int rdmx_rpc_ep_set_closed_cb(struct rdmx_rpc_ep *ep, rdmx_rpc_closed_cb cb, void *arg);
 

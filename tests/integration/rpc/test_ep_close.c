@@ -1,7 +1,8 @@
 /* RPC: an endpoint whose channel closes — destroyed from inside its own
  * close (a held call's cancel callback, a call's completion), and what it
  * counts afterwards (active calls, drained); when an endpoint is drained
- * (rdmx_rpc_ep_is_drained and its callback agree). */
+ * (rdmx_rpc_ep_is_drained and its callback agree), and the order of the
+ * closed and drained callbacks. */
 #include "rpcfix.h"
 
 #include "chan_internal.h" /* peer_light */
@@ -351,5 +352,38 @@ Test(rpc, drain_with_nothing_in_flight_waits_for_the_goaway)
 	drive_for(&f.a, &f.b, 20);
 	cr_assert_eq(drained_n, 1, "the drained callback ran %d times", drained_n);
 	cr_assert(rdmx_rpc_ep_is_drained(f.ra));
+	close_fix_close(&f);
+}
+
+static void answer_cancel_cb(struct rdmx_rpc_server_call *call, void *arg)
+{
+	(void)arg;
+	ASSERT_OK(rdmx_rpc_respond(call, RDMX_RPC_OK, NULL, NULL));
+}
+
+/* The server drains holding one call, and the client goes: the close runs
+ * the held call's cancel callback, which answers the call, the last thing
+ * the drain waited for. The closed callback still runs first, the drained
+ * callback after it, once. */
+Test(rpc, drained_cb_after_closed_cb_when_a_cancel_cb_answers)
+{
+	struct close_fix f;
+	struct call_rec r = {0};
+
+	close_fix_open(&f);
+	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(f.rb, drained_closed, NULL));
+	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(f.rb, count_drained, NULL));
+	ASSERT_OK(rdmx_rpc_call_async(f.ra, HOLD, NULL, NULL, call_rec_cb, &r, NULL));
+	DRIVE_UNTIL(&f.a, &f.b, f.st.held_n == 1);
+	ASSERT_OK(rdmx_rpc_call_set_cancel_cb(f.st.held[0], answer_cancel_cb, NULL));
+	ASSERT_OK(rdmx_rpc_ep_drain(f.rb));
+	side_goes(&f.ra);
+	DRIVE_UNTIL(&f.a, &f.b, closed_n == 1);
+	cr_assert_eq(drained_n_at_close, 0, "the drained callback ran before the closed one");
+	cr_assert(drained_at_close, "not drained in the closed callback");
+	cr_assert_eq(drained_n, 1, "the close ran the drained callback %d times", drained_n);
+	drive_for(&f.a, &f.b, 20);
+	cr_assert_eq(drained_n, 1, "the drained callback ran %d times", drained_n);
+	cr_assert_eq(drained_said, 1);
 	close_fix_close(&f);
 }
