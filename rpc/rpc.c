@@ -56,6 +56,19 @@ static void fail_all_calls(struct rdmx_rpc_ep *ep, enum rdmx_rpc_code code, cons
 	}
 }
 
+/* One-way calls whose send has not come back: they end now (the caller
+ * forgot the channel's word on them). A callback may destroy the
+ * endpoint, which ends the rest: the head is read again each time. */
+static void fail_oneways(struct rdmx_rpc_ep *ep, const char *msg)
+{
+	struct rpc_ccall *c;
+
+	while ((c = ep->oneways)) {
+		rdmx__rpc_oneway_unlink(ep, c);
+		rdmx__rpc_call_complete(ep, c, RDMX_RPC_UNAVAILABLE, msg, NULL, 0);
+	}
+}
+
 /* ---- the channel's callbacks ---- */
 
 static void on_msg(struct rdmx_chan *chan, const void *data, size_t len, void *arg)
@@ -133,7 +146,6 @@ static void on_chan_event(struct rdmx_chan *chan, enum rdmx_chan_event ev, int s
 	struct rdmx_rpc_ep *ep = arg;
 	char msg[96];
 
-	(void)chan;
 	if (ev != RDMX_CHAN_EV_CLOSED || ep->closed)
 		return;
 	ep->closed = true;
@@ -141,8 +153,12 @@ static void on_chan_event(struct rdmx_chan *chan, enum rdmx_chan_event ev, int s
 	ep->close_status = status;
 	snprintf(msg, sizeof(msg), "connection closed: %s", rdmx_err_name(status));
 	rdmx__rpc_batch_drop(ep); /* those answers cannot go any more */
+	/* a one-way send's completion may still come, failed or not: its call
+	 * ends with the close, as the calls waiting for a reply do */
+	rdmx__chan_forget_cb(chan, rdmx__rpc_oneway_sent);
 	ep->busy++;
 	fail_all_calls(ep, RDMX_RPC_UNAVAILABLE, msg);
+	fail_oneways(ep, msg);
 	rdmx__rpc_streams_fail(ep, msg);
 	ep->close_walk = true;
 	rdmx__rpc_cancel_incoming(ep);
@@ -249,12 +265,7 @@ int rdmx_rpc_ep_destroy(struct rdmx_rpc_ep **epp)
 		rdmx__rpc_detach_incoming(ep);
 	fail_all_calls(ep, RDMX_RPC_UNAVAILABLE, "endpoint destroyed");
 	rdmx__rpc_streams_fail(ep, "endpoint destroyed");
-	while (ep->oneways) {
-		struct rpc_ccall *c = ep->oneways;
-
-		rdmx__rpc_oneway_unlink(ep, c);
-		rdmx__rpc_call_complete(ep, c, RDMX_RPC_UNAVAILABLE, "endpoint destroyed", NULL, 0);
-	}
+	fail_oneways(ep, "endpoint destroyed");
 	if (!ep->close_walk)
 		leave_server(ep);
 	ep->destroy_pending = true;

@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-static uint32_t HOLD;
+static uint32_t ECHO, HOLD;
 
 static int closed_n;
 static void count_closed(struct rdmx_rpc_ep *ep, int status, void *arg)
@@ -43,6 +43,7 @@ struct close_fix {
 static void close_fix_open(struct close_fix *f)
 {
 	memset(f, 0, sizeof(*f));
+	ECHO = rdmx_rpc_method_id(ECHO_NAME);
 	HOLD = rdmx_rpc_method_id(HOLD_NAME);
 	closed_n = 0;
 	drained_n = drained_said = drained_n_at_close = 0;
@@ -383,6 +384,55 @@ Test(rpc, drained_cb_after_closed_cb_when_a_cancel_cb_answers)
 	cr_assert(drained_at_close, "not drained in the closed callback");
 	cr_assert_eq(drained_n, 1, "the close ran the drained callback %d times", drained_n);
 	drive_for(&f.a, &f.b, 20);
+	cr_assert_eq(drained_n, 1, "the drained callback ran %d times", drained_n);
+	cr_assert_eq(drained_said, 1);
+	close_fix_close(&f);
+}
+
+/* How many of the one-way calls (arg) had completed when the closed
+ * callback ran. */
+#define OW_CALLS 4
+static int oneways_at_close;
+static void oneways_closed(struct rdmx_rpc_ep *ep, int status, void *arg)
+{
+	(void)ep;
+	(void)status;
+	oneways_at_close = call_recs_done(arg, OW_CALLS);
+	closed_n++;
+}
+
+/* One-way calls with a callback whose sends have not come back when the
+ * channel closes end with the close, as the calls waiting for a reply do:
+ * UNAVAILABLE, before the closed callback; the draining endpoint is drained
+ * at the end of the close (as rdmx_rpc_ep_get_active counts: nothing
+ * awaited of a closed channel), and the sends' completions, failed or not,
+ * run no callback again. The channel closes here on its own side (as a
+ * failed task closes it), before a poll could take any send's completion. */
+Test(rpc, oneway_calls_end_with_the_close)
+{
+	struct close_fix f;
+	struct call_rec r[OW_CALLS];
+	struct rdmx_rpc_call_opts ow = {.oneway = true};
+
+	memset(r, 0, sizeof(r));
+	close_fix_open(&f);
+	oneways_at_close = 0;
+	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(f.ra, oneways_closed, r));
+	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(f.ra, count_drained, NULL));
+	for (int i = 0; i < OW_CALLS; i++)
+		ASSERT_OK(rdmx_rpc_call_async(f.ra, ECHO, NULL, &ow, call_rec_cb, &r[i], NULL));
+	ASSERT_OK(rdmx_rpc_ep_drain(f.ra));
+	rdmx__chan_fail(rdmx_rpc_ep_get_chan(f.ra), RDMX_E_CANCELED, NULL);
+	cr_assert_eq(closed_n, 1);
+	cr_assert_eq(oneways_at_close, OW_CALLS, "%d one-way calls done in the closed callback",
+	             oneways_at_close);
+	cr_assert(rdmx_rpc_ep_is_drained(f.ra), "one-way calls keep a closed endpoint undrained");
+	cr_assert_eq(drained_n, 1, "the close ran the drained callback %d times", drained_n);
+	drive_for(&f.a, &f.b, 20); /* observation window: the sends' completions */
+	for (int i = 0; i < OW_CALLS; i++) {
+		cr_assert_eq(r[i].done, 1, "one-way call %d: callback ran %d times", i, r[i].done);
+		cr_assert_eq(r[i].code, RDMX_RPC_UNAVAILABLE, "%s", rdmx_rpc_code_name(r[i].code));
+	}
 	cr_assert_eq(drained_n, 1, "the drained callback ran %d times", drained_n);
 	cr_assert_eq(drained_said, 1);
 	close_fix_close(&f);
