@@ -56,6 +56,19 @@ static void fail_all_calls(struct rdmx_rpc_ep *ep, enum rdmx_rpc_code code, cons
 	}
 }
 
+/* One-way calls whose send has not come back: they end now (the caller
+ * forgot the channel's word on them). A callback may destroy the
+ * endpoint, which ends the rest: the head is read again each time. */
+static void fail_oneways(struct rdmx_rpc_ep *ep, const char *msg)
+{
+	struct rpc_ccall *c;
+
+	while ((c = ep->oneways)) {
+		rdmx__rpc_oneway_unlink(ep, c);
+		rdmx__rpc_call_complete(ep, c, RDMX_RPC_UNAVAILABLE, msg, NULL, 0);
+	}
+}
+
 /* ---- the channel's callbacks ---- */
 
 static void on_msg(struct rdmx_chan *chan, const void *data, size_t len, void *arg)
@@ -133,15 +146,19 @@ static void on_chan_event(struct rdmx_chan *chan, enum rdmx_chan_event ev, int s
 	struct rdmx_rpc_ep *ep = arg;
 	char msg[96];
 
-	(void)chan;
 	if (ev != RDMX_CHAN_EV_CLOSED || ep->closed)
 		return;
 	ep->closed = true;
+	ep->closing = true;
 	ep->close_status = status;
 	snprintf(msg, sizeof(msg), "connection closed: %s", rdmx_err_name(status));
 	rdmx__rpc_batch_drop(ep); /* those answers cannot go any more */
+	/* a one-way send's completion may still come, failed or not: its call
+	 * ends with the close, as the calls waiting for a reply do */
+	rdmx__chan_forget_cb(chan, rdmx__rpc_oneway_sent);
 	ep->busy++;
 	fail_all_calls(ep, RDMX_RPC_UNAVAILABLE, msg);
+	fail_oneways(ep, msg);
 	rdmx__rpc_streams_fail(ep, msg);
 	ep->close_walk = true;
 	rdmx__rpc_cancel_incoming(ep);
@@ -150,9 +167,11 @@ static void on_chan_event(struct rdmx_chan *chan, enum rdmx_chan_event ev, int s
 		leave_calls(ep); /* what a destroy inside the walk left */
 	else if (ep->closed_cb)
 		ep->closed_cb(ep, status, ep->closed_arg);
-	/* a draining endpoint that waited only for the peer's acknowledgements,
-	 * or for answers that cannot go now, is drained now, and no later event
-	 * of the channel would tell it */
+	ep->closing = false;
+	/* the drain may have ended inside the close (a cancel callback answered
+	 * the last held call), or waited only for the peer's acknowledgements or
+	 * for answers that cannot go now: its callback comes after the closed
+	 * one, and no later event of the channel would tell it */
 	rdmx__rpc_check_drained(ep);
 	ep->busy--;
 	rdmx__rpc_release(ep);
@@ -246,12 +265,7 @@ int rdmx_rpc_ep_destroy(struct rdmx_rpc_ep **epp)
 		rdmx__rpc_detach_incoming(ep);
 	fail_all_calls(ep, RDMX_RPC_UNAVAILABLE, "endpoint destroyed");
 	rdmx__rpc_streams_fail(ep, "endpoint destroyed");
-	while (ep->oneways) {
-		struct rpc_ccall *c = ep->oneways;
-
-		rdmx__rpc_oneway_unlink(ep, c);
-		rdmx__rpc_call_complete(ep, c, RDMX_RPC_UNAVAILABLE, "endpoint destroyed", NULL, 0);
-	}
+	fail_oneways(ep, "endpoint destroyed");
 	if (!ep->close_walk)
 		leave_server(ep);
 	ep->destroy_pending = true;
@@ -326,26 +340,34 @@ uint32_t rdmx_rpc_ep_get_active(const struct rdmx_rpc_ep *ep)
 	return ep->incoming.len + (ep->closed ? 0 : ep->resp_pending);
 }
 
-/* What it waits for is what rdmx_rpc_ep_get_active counts: once closed, no
- * answer handed to the channel, which can only fail now. */
-static bool is_drained(const struct rdmx_rpc_ep *ep)
+/* Nothing of ours outstanding (what rdmx_rpc_ep_get_active counts: once
+ * closed, no answer handed to the channel, which can only fail now) and,
+ * while open, every message acknowledged, the GOAWAY among them. A channel
+ * that closed and has not told us yet (it fails its queue first) is
+ * neither open nor closed here: not drained before its close event. */
+static bool drained_now(const struct rdmx_rpc_ep *ep)
 {
 	if (!ep->draining)
 		return false;
 	if (ep->calls.len || rdmx_rpc_ep_get_active(ep) || ep->oneways ||
 	    rdmx_rpc_ep_get_streams(ep))
 		return false;
-	return ep->closed || rdmx__chan_is_idle(ep->chan);
+	if (ep->closed)
+		return true;
+	return rdmx_chan_get_state(ep->chan) != RDMX_CHAN_CLOSED && rdmx__chan_is_idle(ep->chan);
 }
 
+/* Once the callback ran it stays drained, whatever the channel does next. */
 bool rdmx_rpc_ep_is_drained(const struct rdmx_rpc_ep *ep)
 {
-	return ep && is_drained(ep);
+	return ep && (ep->drained_fired || drained_now(ep));
 }
 
+/* A close under way runs the closed callback first (on_chan_event), then
+ * this. */
 void rdmx__rpc_check_drained(struct rdmx_rpc_ep *ep)
 {
-	if (ep->drained_fired || ep->destroy_pending || !is_drained(ep))
+	if (ep->drained_fired || ep->destroy_pending || ep->closing || !drained_now(ep))
 		return;
 	ep->drained_fired = true;
 	if (ep->drained_cb) {
@@ -355,17 +377,28 @@ void rdmx__rpc_check_drained(struct rdmx_rpc_ep *ep)
 	}
 }
 
+/* The GOAWAY is handed to the channel before the endpoint counts as
+ * draining: the channel's idle callback, which the eager credits may run,
+ * then finds it unacknowledged. */
 int rdmx_rpc_ep_drain(struct rdmx_rpc_ep *ep)
 {
+	int rc;
+
 	if (!ep)
 		return RDMX_E_INVAL;
 	if (ep->draining)
 		return 0;
-	ep->draining = true;
 	if (!ep->closed) {
-		rdmx__chan_set_eager_credit(ep->chan, true);
-		rdmx__rpc_send_ctl(ep, RPC_T_GOAWAY, 0);
+		/* not handed over for want of memory: the caller may try again;
+		 * a channel not open (not started, or closing: its event comes)
+		 * has no peer to tell */
+		rc = rdmx__rpc_send_ctl(ep, RPC_T_GOAWAY, 0);
+		if (rc == RDMX_E_NOMEM && !ep->closed)
+			return rc;
 	}
+	ep->draining = true;
+	if (!ep->closed)
+		rdmx__chan_set_eager_credit(ep->chan, true);
 	rdmx__rpc_check_drained(ep);
 	return 0;
 }

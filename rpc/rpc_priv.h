@@ -257,6 +257,8 @@ struct rdmx_rpc_ep {
 	bool destroy_pending;
 	bool close_walk; /* the close's walk over the held calls runs: a destroy
 	                  * leaves them to its end (rdmx_rpc_ep_destroy) */
+	bool closing;    /* the close's callbacks run, the closed callback's
+	                  * included: the drained callback waits for their end */
 	rdmx_rpc_drained_cb drained_cb;
 	void *drained_arg;
 	rdmx_rpc_closed_cb closed_cb;

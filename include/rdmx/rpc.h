@@ -101,7 +101,9 @@ static inline struct rdmx_rpc_payload rdmx_rpc_bytes(const void *data, size_t le
 
 struct rdmx_rpc_call_opts {
 	uint64_t timeout_us; /* 0: no deadline */
-	bool oneway;         /* no reply; the callback (if any) runs once sent */
+	/* no reply; the callback (if any) runs once sent, or with UNAVAILABLE
+	 * when the channel closes or the endpoint is destroyed first */
+	bool oneway;
 };
 
 /* The outcome of a call. `data`/`len` point into the receive ring (zero copy)
@@ -208,7 +210,10 @@ int rdmx_rpc_ep_create(struct rdmx_chan *chan, struct rdmx_rpc_server *server,
  * returns, and the rest waits for the end of that walk: the other calls'
  * cancel callbacks still run, once each, every call answerable in its own. */
 int rdmx_rpc_ep_destroy(struct rdmx_rpc_ep **ep);
-/* Graceful shutdown: refuse new calls, let in-flight ones finish. */
+/* Graceful shutdown: refuse new calls, let in-flight ones finish (what
+ * "drained" means: rdmx_rpc_ep_set_drained_cb). A second call does
+ * nothing. Errors: RDMX_E_NOMEM (the GOAWAY could not be handed to the
+ * channel: not draining, nothing changed), RDMX_E_INVAL. */
 int rdmx_rpc_ep_drain(struct rdmx_rpc_ep *ep);
 struct rdmx_chan *rdmx_rpc_ep_get_chan(const struct rdmx_rpc_ep *ep);
 
@@ -276,14 +281,36 @@ int rdmx_rpc_ep_set_limits(struct rdmx_rpc_ep *ep, uint32_t max_inflight, uint32
 /* Graceful shutdown (rdmx_rpc_ep_drain) tells the peer (GOAWAY): from
  * then on neither side starts new calls on this connection (call_async
  * answers RDMX_E_BAD_STATE; requests that crossed the GOAWAY are answered
- * UNAVAILABLE), calls in flight in both directions complete normally. The
- * endpoint is drained when none remains and the peer acknowledged every
- * message; then the callback runs once (from rdmx_rpc_ep_drain itself if
- * nothing was in flight). Once the channel closed no acknowledgement is
- * awaited and the answers handed to the channel no longer count (as in
- * rdmx_rpc_ep_get_active): if nothing else remains then, the close runs
- * the callback, after the closed callback. It never runs once
- * rdmx_rpc_ep_destroy was called. */
+ * UNAVAILABLE), calls in flight in both directions complete normally.
+ *
+ * Drained: nothing of the endpoint's is outstanding and the peer knows it
+ * goes away. No call waits for its reply, no one-way call with a callback
+ * for its send, no stream is open, no incoming call is active (as
+ * rdmx_rpc_ep_get_active counts them) and, while the channel is open, the
+ * peer acknowledged every message, the GOAWAY among them: with nothing in
+ * flight an endpoint is drained a round trip after rdmx_rpc_ep_drain, never
+ * by it. Once the channel closed nothing is awaited of it (the close ended
+ * every call of ours, and the answers handed to it no longer count): the
+ * endpoint is drained once its held calls are answered.
+ *
+ * rdmx_rpc_ep_is_drained and the callback agree: is_drained answers true
+ * from the moment the endpoint is drained, for good, and the callback runs
+ * once, then: from progress, or from the application's call that drained
+ * it (rdmx_rpc_respond to the last held call, rdmx_rpc_ep_drain on a
+ * closed endpoint with nothing left, ...). When that moment falls inside a
+ * callback of the endpoint (a completion, a cancel callback, the closed
+ * callback), is_drained may answer true there already: the drained
+ * callback follows once that event's callbacks are done, before control
+ * returns to the application's loop.
+ *
+ * A close runs, in order: the calls' callbacks (UNAVAILABLE; one-way calls
+ * whose send had not come back included), the streams' ends, the held
+ * calls' cancel callbacks, the closed callback, then the drained callback
+ * if the endpoint is drained by then. The drained callback never runs
+ * before the closed callback, even when a callback of the close answered
+ * the last held call; held calls answered later run it with the last
+ * answer. Neither runs once rdmx_rpc_ep_destroy was called. A callback set
+ * once the endpoint is drained does not run. */
 typedef void (*rdmx_rpc_drained_cb)(struct rdmx_rpc_ep *ep, void *arg);
 int rdmx_rpc_ep_set_drained_cb(struct rdmx_rpc_ep *ep, rdmx_rpc_drained_cb cb, void *arg);
 bool rdmx_rpc_ep_is_drained(const struct rdmx_rpc_ep *ep);
@@ -299,9 +326,10 @@ int rdmx_rpc_ep_set_user_data(struct rdmx_rpc_ep *ep, void *user_data);
 void *rdmx_rpc_ep_get_user_data(const struct rdmx_rpc_ep *ep);
 /* A peer that goes away (disconnect, process death, protocol violation)
  * closes the channel: every outstanding call completes with UNAVAILABLE
- * (message names the cause) and every incoming call is cancelled. The
- * callback (optional) then runs once, unless one of those callbacks
- * destroyed the endpoint. */
+ * (message names the cause; one-way calls whose send had not come back
+ * included) and every incoming call is cancelled. The callback (optional)
+ * then runs once, unless one of those callbacks destroyed the endpoint;
+ * the drained callback, if due, after it (rdmx_rpc_ep_set_drained_cb). */
 typedef void (*rdmx_rpc_closed_cb)(struct rdmx_rpc_ep *ep, int status, void *arg);
 int rdmx_rpc_ep_set_closed_cb(struct rdmx_rpc_ep *ep, rdmx_rpc_closed_cb cb, void *arg);
 

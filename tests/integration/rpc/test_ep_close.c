@@ -1,13 +1,15 @@
 /* RPC: an endpoint whose channel closes — destroyed from inside its own
  * close (a held call's cancel callback, a call's completion), and what it
- * counts afterwards (active calls, drained). */
+ * counts afterwards (active calls, drained); when an endpoint is drained
+ * (rdmx_rpc_ep_is_drained and its callback agree), and the order of the
+ * closed and drained callbacks. */
 #include "rpcfix.h"
 
 #include "chan_internal.h" /* peer_light */
 
 #include <string.h>
 
-static uint32_t HOLD;
+static uint32_t ECHO, HOLD;
 
 static int closed_n;
 static void count_closed(struct rdmx_rpc_ep *ep, int status, void *arg)
@@ -16,6 +18,17 @@ static void count_closed(struct rdmx_rpc_ep *ep, int status, void *arg)
 	(void)status;
 	(void)arg;
 	closed_n++;
+}
+
+/* What the drained callback ran (and how often is_drained answered true
+ * inside it), and what the closed callback saw of it. */
+static int drained_n, drained_said, drained_n_at_close;
+static bool drained_at_close;
+static void count_drained(struct rdmx_rpc_ep *ep, void *arg)
+{
+	(void)arg;
+	drained_n++;
+	drained_said += rdmx_rpc_ep_is_drained(ep);
 }
 
 /* The set-up of every test here: nodes a and b, the echo server on b, a's
@@ -30,8 +43,11 @@ struct close_fix {
 static void close_fix_open(struct close_fix *f)
 {
 	memset(f, 0, sizeof(*f));
+	ECHO = rdmx_rpc_method_id(ECHO_NAME);
 	HOLD = rdmx_rpc_method_id(HOLD_NAME);
 	closed_n = 0;
+	drained_n = drained_said = drained_n_at_close = 0;
+	drained_at_close = false;
 	echo_pair_open(&f->a, &f->b, NULL, &f->st, &f->srv, &f->ra, &f->rb);
 }
 
@@ -206,17 +222,7 @@ Test(rpc, active_counts_no_answer_of_a_closed_channel)
 	close_fix_close(&f);
 }
 
-/* What the drained callback ran, and what the closed callback saw of it;
- * a closed callback given an argument destroys that endpoint and channel. */
-static int drained_n, drained_n_at_close;
-static bool drained_at_close;
-static void count_drained(struct rdmx_rpc_ep *ep, void *arg)
-{
-	(void)ep;
-	(void)arg;
-	drained_n++;
-}
-
+/* A closed callback given an argument destroys that endpoint and channel. */
 static void drained_closed(struct rdmx_rpc_ep *ep, int status, void *arg)
 {
 	struct rdmx_rpc_ep **own = arg;
@@ -244,8 +250,6 @@ Test(rpc, drained_counts_no_answer_of_a_closed_channel)
 
 	memset(r, 0, sizeof(r));
 	close_fix_open(&f);
-	drained_n = drained_n_at_close = 0;
-	drained_at_close = false;
 	rdmx_rpc_ep_get_chan(f.rb)->peer_light = false;
 	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(f.rb, drained_closed, NULL));
 	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(f.rb, count_drained, NULL));
@@ -271,10 +275,8 @@ Test(rpc, drained_counts_no_answer_of_a_closed_channel)
 /* The server answers every call it holds and the answers are delivered;
  * then it drains, and the client goes before it acknowledged anything (a
  * few messages owe it no credit update yet). All the endpoint waited for
- * was those acknowledgements, which no event will bring now: the close
- * itself runs the drained callback, once. Should the client's credits have
- * come early, the callback runs from rdmx_rpc_ep_drain instead: once all
- * the same. */
+ * was those acknowledgements (its GOAWAY's among them), which no event
+ * will bring now: the close itself runs the drained callback, once. */
 Test(rpc, drained_cb_runs_from_the_close)
 {
 	struct close_fix f;
@@ -283,8 +285,6 @@ Test(rpc, drained_cb_runs_from_the_close)
 
 	memset(r, 0, sizeof(r));
 	close_fix_open(&f);
-	drained_n = drained_n_at_close = 0;
-	drained_at_close = false;
 	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(f.rb, drained_closed, NULL));
 	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(f.rb, count_drained, NULL));
 	for (int i = 0; i < N; i++)
@@ -313,7 +313,6 @@ Test(rpc, drained_cb_not_after_destroy_in_closed_cb)
 
 	memset(r, 0, sizeof(r));
 	close_fix_open(&f);
-	drained_n = drained_n_at_close = 0;
 	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(f.rb, drained_closed, &f.rb));
 	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(f.rb, count_drained, NULL));
 	for (int i = 0; i < N; i++)
@@ -328,5 +327,113 @@ Test(rpc, drained_cb_not_after_destroy_in_closed_cb)
 	drive_for(&f.a, &f.b, 20);
 	cr_assert_null(f.rb);
 	cr_assert_eq(drained_n, drained_n_at_close, "the drained callback ran after the destroy");
+	close_fix_close(&f);
+}
+
+/* Drained means nothing of ours is outstanding and the peer knows we go
+ * away. With nothing in flight, rdmx_rpc_ep_drain does not make the
+ * endpoint drained (its GOAWAY is not acknowledged yet): is_drained
+ * answers false and the callback has not run; both turn once the GOAWAY is
+ * acknowledged, when the peer refuses new calls (it saw the GOAWAY). */
+Test(rpc, drain_with_nothing_in_flight_waits_for_the_goaway)
+{
+	struct close_fix f;
+	struct call_rec r = {0};
+
+	close_fix_open(&f);
+	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(f.ra, count_drained, NULL));
+	ASSERT_OK(rdmx_rpc_ep_drain(f.ra));
+	cr_assert_eq(drained_n, 0, "the drained callback ran from rdmx_rpc_ep_drain");
+	cr_assert_not(rdmx_rpc_ep_is_drained(f.ra), "drained before the GOAWAY was acknowledged");
+	DRIVE_UNTIL(&f.a, &f.b, drained_n == 1);
+	cr_assert(rdmx_rpc_ep_is_drained(f.ra));
+	cr_assert_eq(drained_said, 1, "is_drained answered false in the drained callback");
+	ASSERT_RC(rdmx_rpc_call_async(f.rb, HOLD, NULL, NULL, call_rec_cb, &r, NULL),
+	          RDMX_E_BAD_STATE);
+	drive_for(&f.a, &f.b, 20);
+	cr_assert_eq(drained_n, 1, "the drained callback ran %d times", drained_n);
+	cr_assert(rdmx_rpc_ep_is_drained(f.ra));
+	close_fix_close(&f);
+}
+
+static void answer_cancel_cb(struct rdmx_rpc_server_call *call, void *arg)
+{
+	(void)arg;
+	ASSERT_OK(rdmx_rpc_respond(call, RDMX_RPC_OK, NULL, NULL));
+}
+
+/* The server drains holding one call, and the client goes: the close runs
+ * the held call's cancel callback, which answers the call, the last thing
+ * the drain waited for. The closed callback still runs first, the drained
+ * callback after it, once. */
+Test(rpc, drained_cb_after_closed_cb_when_a_cancel_cb_answers)
+{
+	struct close_fix f;
+	struct call_rec r = {0};
+
+	close_fix_open(&f);
+	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(f.rb, drained_closed, NULL));
+	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(f.rb, count_drained, NULL));
+	ASSERT_OK(rdmx_rpc_call_async(f.ra, HOLD, NULL, NULL, call_rec_cb, &r, NULL));
+	DRIVE_UNTIL(&f.a, &f.b, f.st.held_n == 1);
+	ASSERT_OK(rdmx_rpc_call_set_cancel_cb(f.st.held[0], answer_cancel_cb, NULL));
+	ASSERT_OK(rdmx_rpc_ep_drain(f.rb));
+	side_goes(&f.ra);
+	DRIVE_UNTIL(&f.a, &f.b, closed_n == 1);
+	cr_assert_eq(drained_n_at_close, 0, "the drained callback ran before the closed one");
+	cr_assert(drained_at_close, "not drained in the closed callback");
+	cr_assert_eq(drained_n, 1, "the close ran the drained callback %d times", drained_n);
+	drive_for(&f.a, &f.b, 20);
+	cr_assert_eq(drained_n, 1, "the drained callback ran %d times", drained_n);
+	cr_assert_eq(drained_said, 1);
+	close_fix_close(&f);
+}
+
+/* How many of the one-way calls (arg) had completed when the closed
+ * callback ran. */
+#define OW_CALLS 4
+static int oneways_at_close;
+static void oneways_closed(struct rdmx_rpc_ep *ep, int status, void *arg)
+{
+	(void)ep;
+	(void)status;
+	oneways_at_close = call_recs_done(arg, OW_CALLS);
+	closed_n++;
+}
+
+/* One-way calls with a callback whose sends have not come back when the
+ * channel closes end with the close, as the calls waiting for a reply do:
+ * UNAVAILABLE, before the closed callback; the draining endpoint is drained
+ * at the end of the close (as rdmx_rpc_ep_get_active counts: nothing
+ * awaited of a closed channel), and the sends' completions, failed or not,
+ * run no callback again. The channel closes here on its own side (as a
+ * failed task closes it), before a poll could take any send's completion. */
+Test(rpc, oneway_calls_end_with_the_close)
+{
+	struct close_fix f;
+	struct call_rec r[OW_CALLS];
+	struct rdmx_rpc_call_opts ow = {.oneway = true};
+
+	memset(r, 0, sizeof(r));
+	close_fix_open(&f);
+	oneways_at_close = 0;
+	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(f.ra, oneways_closed, r));
+	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(f.ra, count_drained, NULL));
+	for (int i = 0; i < OW_CALLS; i++)
+		ASSERT_OK(rdmx_rpc_call_async(f.ra, ECHO, NULL, &ow, call_rec_cb, &r[i], NULL));
+	ASSERT_OK(rdmx_rpc_ep_drain(f.ra));
+	rdmx__chan_fail(rdmx_rpc_ep_get_chan(f.ra), RDMX_E_CANCELED, NULL);
+	cr_assert_eq(closed_n, 1);
+	cr_assert_eq(oneways_at_close, OW_CALLS, "%d one-way calls done in the closed callback",
+	             oneways_at_close);
+	cr_assert(rdmx_rpc_ep_is_drained(f.ra), "one-way calls keep a closed endpoint undrained");
+	cr_assert_eq(drained_n, 1, "the close ran the drained callback %d times", drained_n);
+	drive_for(&f.a, &f.b, 20); /* observation window: the sends' completions */
+	for (int i = 0; i < OW_CALLS; i++) {
+		cr_assert_eq(r[i].done, 1, "one-way call %d: callback ran %d times", i, r[i].done);
+		cr_assert_eq(r[i].code, RDMX_RPC_UNAVAILABLE, "%s", rdmx_rpc_code_name(r[i].code));
+	}
+	cr_assert_eq(drained_n, 1, "the drained callback ran %d times", drained_n);
+	cr_assert_eq(drained_said, 1);
 	close_fix_close(&f);
 }
