@@ -243,6 +243,7 @@ Test(load, frozen_server_fails_calls_without_liveness_probes, .timeout = 120)
 	struct frozen_call c1 = {0}, c2 = {0};
 	uint32_t hold = rdmx_rpc_method_id(HOLD_NAME);
 	uint64_t end;
+	int st;
 
 	/* light messages are tcp's; on verbs the NIC (rxe: the kernel) still
 	 * acknowledges the writes of a stopped process, which no transport
@@ -255,6 +256,11 @@ Test(load, frozen_server_fails_calls_without_liveness_probes, .timeout = 120)
 	peer_proc_wait_ready(&a, &p, "the child never held the call");
 	drive_for(&a, NULL, 200); /* every request before the freeze answered */
 	cr_assert_eq(kill(p.pid, SIGSTOP), 0);
+	/* stopped before the call goes: kill() returns before the child stops,
+	 * and a child still running could take and acknowledge the request,
+	 * leaving nothing outstanding to time out */
+	cr_assert_eq(waitpid(p.pid, &st, WUNTRACED), p.pid);
+	cr_assert(WIFSTOPPED(st), "child not stopped (status 0x%x)", st);
 	ASSERT_OK(rdmx_rpc_call_async(p.ep, hold, NULL, NULL, frozen_done, &c2, NULL));
 	end = now_ms() + 30000; /* failure guard: the loss is declared after ~8 s */
 	while ((!c1.done || !c2.done) && now_ms() < end)
