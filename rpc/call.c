@@ -320,21 +320,11 @@ int rdmx_rpc_call_async_md(struct rdmx_rpc_ep *ep, uint32_t method_id,
 	c->timer.fn = deadline_fired;
 	c->ms = rdmx__mstats_get(&ep->mstats, method_id, true);
 	if (ep->chain) { /* interceptors: may annotate the headers or refuse */
-		uint64_t us = opts ? opts->timeout_us : 0;
-		struct rdmx_rpc_call_info info = {
-		    .role = RDMX_RPC_ROLE_CLIENT,
-		    .method = method_id,
-		    .request_id = c->id,
-		    .deadline_ns = us ? rdmx__deadline_after(rdmx__now_ns(), us) : 0,
-		    .ep = ep};
 		const char *why = NULL;
 		enum rdmx_rpc_code code =
-		    rdmx__ic_start(ep->chain, &info, headers, NULL, &why, &c->ic);
+		    rdmx__ic_client_start(ep, method_id, c->id, opts ? opts->timeout_us : 0, false,
+		                          headers, &why, &c->ic);
 
-		if (code == RDMX_RPC_OK && c->ic && c->ic->own.bytes > ep->streams.max_md) {
-			why = "request headers over the metadata limit";
-			code = RDMX_RPC_RESOURCE_EXHAUSTED;
-		}
 		if (code == RDMX_RPC_OK && c->ic && c->ic->own.n) {
 			free(pre);
 			prelen = rdmx__md_wire_size(&c->ic->own);

@@ -92,6 +92,27 @@ enum rdmx_rpc_code rdmx__ic_start(const struct rpc_chain *chain,
 	return code;
 }
 
+enum rdmx_rpc_code rdmx__ic_client_start(struct rdmx_rpc_ep *ep, uint32_t method, uint64_t id,
+                                         uint64_t timeout_us, bool stream,
+                                         const struct rdmx_rpc_md *headers, const char **message,
+                                         struct rpc_icall **out)
+{
+	struct rdmx_rpc_call_info info = {
+	    .role = RDMX_RPC_ROLE_CLIENT,
+	    .method = method,
+	    .request_id = id,
+	    .deadline_ns = timeout_us ? rdmx__deadline_after(rdmx__now_ns(), timeout_us) : 0,
+	    .stream = stream,
+	    .ep = ep};
+	enum rdmx_rpc_code code = rdmx__ic_start(ep->chain, &info, headers, NULL, message, out);
+
+	if (code == RDMX_RPC_OK && *out && (*out)->own.bytes > ep->streams.max_md) {
+		*message = "request headers over the metadata limit";
+		code = RDMX_RPC_RESOURCE_EXHAUSTED;
+	}
+	return code;
+}
+
 void rdmx__ic_message(struct rpc_icall *c, bool outgoing, const void *data, size_t len)
 {
 	if (!c)

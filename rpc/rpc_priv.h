@@ -115,6 +115,13 @@ enum rdmx_rpc_code rdmx__ic_start(const struct rpc_chain *chain,
                                   const struct rdmx_rpc_call_info *info,
                                   const struct rdmx_rpc_md *copy, struct rdmx_rpc_md *annotate,
                                   const char **message, struct rpc_icall **out);
+/* A client call's or stream's on_start chain (ep->chain, not NULL):
+ * rdmx__ic_start with the call's info, then the annotated request headers
+ * checked against the endpoint's metadata limit. */
+enum rdmx_rpc_code rdmx__ic_client_start(struct rdmx_rpc_ep *ep, uint32_t method, uint64_t id,
+                                         uint64_t timeout_us, bool stream,
+                                         const struct rdmx_rpc_md *headers, const char **message,
+                                         struct rpc_icall **out);
 void rdmx__ic_message(struct rpc_icall *c, bool outgoing, const void *data, size_t len);
 /* Runs on_done (reverse order) and frees *c; NULL: nothing. */
 void rdmx__ic_done(struct rpc_icall **c, enum rdmx_rpc_code code, const char *message);

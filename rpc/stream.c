@@ -547,21 +547,10 @@ int rdmx_rpc_stream_open(struct rdmx_rpc_ep *ep, uint32_t method_id, enum rdmx_r
 	s->arg = arg;
 	s->ms = rdmx__mstats_get(&ep->mstats, method_id, true);
 	if (ep->chain) { /* interceptors: may annotate the headers or refuse */
-		uint64_t us = opts ? opts->timeout_us : 0;
-		struct rdmx_rpc_call_info info = {
-		    .role = RDMX_RPC_ROLE_CLIENT,
-		    .method = method_id,
-		    .request_id = s->id,
-		    .deadline_ns = us ? rdmx__deadline_after(rdmx__now_ns(), us) : 0,
-		    .stream = true,
-		    .ep = ep};
 		const char *why = NULL;
-		enum rdmx_rpc_code code = rdmx__ic_start(ep->chain, &info, hd, NULL, &why, &s->ic);
+		enum rdmx_rpc_code code = rdmx__ic_client_start(
+		    ep, method_id, s->id, opts ? opts->timeout_us : 0, true, hd, &why, &s->ic);
 
-		if (code == RDMX_RPC_OK && s->ic && s->ic->own.bytes > ep->streams.max_md) {
-			why = "request headers over the metadata limit";
-			code = RDMX_RPC_RESOURCE_EXHAUSTED;
-		}
 		if (code != RDMX_RPC_OK) {
 			/* ends from progress, as every outcome does */
 			s->rejected = code;
