@@ -814,22 +814,27 @@ void rdmx__chan_write_ok(struct rdmx_task *task, void *ud, void *cud)
 	rdmx__chan_maybe_free(chan);
 }
 
+/* The channel closes before the write's own callback runs (the owner's
+ * close event comes first: rpc/ tells a request that never left the queue
+ * by that order), and the callback is read from the slot after the close,
+ * whose event may have made its owner forget it (rdmx__chan_forget_cb). */
 void rdmx__chan_write_err(struct rdmx_task *task, void *ud, void *cud)
 {
 	struct tx_slot *ts = ud;
 	struct rdmx_chan *chan = ts->chan;
-	rdmx_chan_sent_cb cb = ts->cb;
 	int st = rdmx_task_get_status(task);
+	rdmx_chan_sent_cb cb;
 
 	(void)cud;
 	rdmx_task_free(task);
 	chan->inflight--;
 	ts->busy = false;
-	ts->cb = NULL;
 	if (st != RDMX_E_CONN_ABORTED && st != RDMX_E_CANCELED && chan->state != RDMX_CHAN_CLOSED)
 		RDMX_ERR("chan: conn %u: ring write failed: %s", rdmx__chan_conn_id(chan),
 		         rdmx_err_name(st));
 	rdmx__chan_fail(chan, st, NULL);
+	cb = ts->cb;
+	ts->cb = NULL;
 	if (cb) {
 		chan->cb_depth++;
 		cb(chan, st, ts->arg);
