@@ -148,6 +148,10 @@ void rdmx__rpc_oneway_sent(struct rdmx_chan *chan, int status, void *arg)
 
 	(void)chan;
 	rdmx__rpc_oneway_unlink(ep, c);
+	/* a failure comes only from the send queue (as rdmx__rpc_request_sent
+	 * says): a posted write's is forgotten by the close, which ends the
+	 * call first (rpc.c on_chan_event). A rendezvous one may have been read. */
+	c->unsent = status && !c->rdv;
 	ep->busy++;
 	rdmx__rpc_call_complete(ep, c, status ? RDMX_RPC_UNAVAILABLE : RDMX_RPC_OK,
 	                        status ? "one-way call not delivered" : NULL, NULL, 0);

@@ -644,6 +644,55 @@ Test(rpc, reached_tells_posted_from_never_sent)
 	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
 }
 
+/* The same for one-way calls with a callback: those still in the send queue
+ * when the connection goes say they never reached the server; the posted
+ * ones complete once each (sent, or lost with the connection) and say they
+ * may have. */
+Test(rpc, reached_tells_posted_from_never_sent_oneway)
+{
+	struct node a, b;
+	struct echo_state st = {0};
+	struct rdmx_rpc_server *srv;
+	struct rdmx_rpc_ep *ra, *rb;
+	struct rdmx_chan *ca, *cb;
+	struct chan_conf small = {.slot_count = 8};
+	struct rdmx_rpc_call_opts oneway = {.oneway = true};
+	enum { N = 24 };
+	struct reach_rec r[N];
+	uint32_t queued;
+	int done = 0;
+
+	ids();
+	memset(r, 0, sizeof(r));
+	node_open(&a, "a", 0, NULL);
+	node_open(&b, "b", 1, NULL);
+	srv = echo_server(&st);
+	rpc_pair(&a, &b, NULL, srv, NULL, &small, &ra, &rb);
+	ca = rdmx_rpc_ep_get_chan(ra);
+	cb = rdmx_rpc_ep_get_chan(rb);
+	ASSERT_OK(rdmx_chan_pause(cb)); /* no credits come back */
+	for (int i = 0; i < N; i++)
+		ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, NULL, &oneway, reach_cb, &r[i], NULL));
+	queued = rdmx_chan_get_queued(ca);
+	cr_assert(queued > 0 && queued < N, "%u of %d one-way calls queued", queued, N);
+	ASSERT_OK(rdmx_rpc_ep_destroy(&rb));
+	ASSERT_OK(rdmx_chan_destroy(&cb));
+	while (done < N) {
+		DRIVE_UNTIL(&a, &b, r[done].done);
+		done++;
+	}
+	for (int i = 0; i < N; i++) {
+		bool posted = i < N - (int)queued;
+
+		cr_assert_eq(r[i].done, 1, "one-way call %d completed %d times", i, r[i].done);
+		cr_assert_eq(r[i].reached, posted, "one-way call %d of %d (%u queued): reached %d",
+		             i, N, queued, r[i].reached);
+		if (!posted)
+			cr_assert_eq(r[i].code, RDMX_RPC_UNAVAILABLE);
+	}
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
+}
+
 /* A reply says the request reached the server. */
 Test(rpc, reached_on_reply)
 {
