@@ -40,6 +40,10 @@ void gen_buf_puts(struct gen_buf *b, const char *s);
  * data is set even for none); false on a read error (errno says which),
  * with what was read before it appended. */
 bool gen_buf_read(struct gen_buf *b, FILE *fp);
+/* Appends s[0..len) in double quotes: control and non-ASCII bytes as three
+ * octal digits, the characters of escaped after a backslash ("\"\\" for
+ * protoc's messages and .proto text, plus '?' for a C literal: no trigraph). */
+void gen_buf_quote(struct gen_buf *b, const char *s, size_t len, const char *escaped);
 void gen_buf_free(struct gen_buf *b);
 
 /* ---- schema ---- */
