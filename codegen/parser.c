@@ -1422,8 +1422,10 @@ static void parse_syntax(struct parser *p)
 static void parse_import(struct parser *p)
 {
 	struct gen_import *im;
+	struct gen_loc kw = cur(p)->loc;
 	next(p);
 	im = gen_alloc(&p->ctx->pool, sizeof(*im));
+	im->stmt_loc = kw;
 	if (is_kw(cur(p), "public") || is_kw(cur(p), "weak")) {
 		im->is_public = is_kw(cur(p), "public");
 		im->is_weak = !im->is_public;
