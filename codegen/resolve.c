@@ -396,14 +396,15 @@ void gen_report_defined(struct gen_ctx *ctx, const struct gen_loc *loc, const ch
 	else if (is_package || old->kind == SYM_PACKAGE)
 		gen_error(ctx, loc, "\"%s\" is already defined (as a %s).", full,
 		          gen_kind_name(old->kind));
-	else {
-		const char *scope = gen_scope_of(ctx, full);
+	else if (strchr(full, '.'))
 		gen_error(ctx, loc, "\"%s\" is already defined in \"%s\".", gen_last_of(full),
-		          scope[0] ? scope : f->path);
-	}
+		          gen_scope_of(ctx, full));
+	else
+		gen_error(ctx, loc, "\"%s\" is already defined.", full);
 }
 
-static void add_sym(struct gen_ctx *ctx, const char *full, int kind, void *ptr, struct gen_file *f,
+/* false when full is defined already (reported, but for a package again) */
+static bool add_sym(struct gen_ctx *ctx, const char *full, int kind, void *ptr, struct gen_file *f,
                     const struct gen_loc *loc)
 {
 	struct resolver *r = gen_resolver(ctx);
@@ -413,7 +414,7 @@ static void add_sym(struct gen_ctx *ctx, const char *full, int kind, void *ptr, 
 	if (old) {
 		if (kind != SYM_PACKAGE || old->kind != SYM_PACKAGE)
 			gen_report_defined(ctx, loc, full, old, kind == SYM_PACKAGE, f);
-		return;
+		return false;
 	}
 	s = gen_alloc(&ctx->pool, sizeof(*s));
 	s->name = full;
@@ -423,6 +424,7 @@ static void add_sym(struct gen_ctx *ctx, const char *full, int kind, void *ptr, 
 	if (loc)
 		s->loc = *loc;
 	gen_table_put(&ctx->pool, &r->syms, s);
+	return true;
 }
 
 char *gen_qualify(struct gen_ctx *ctx, const char *scope, const char *name)
@@ -441,7 +443,18 @@ static void declare_enum(struct gen_ctx *ctx, struct gen_enum *e, const char *sc
 	for (i = 0; i < e->values.n; i++) {
 		struct gen_enum_value *v = e->values.items[i];
 		v->cname = gen_printf(&ctx->pool, "%s_%s", e->cname, v->name);
-		add_sym(ctx, gen_qualify(ctx, scope, v->name), SYM_VALUE, v, e->file, &v->loc);
+		if (!add_sym(ctx, gen_qualify(ctx, scope, v->name), SYM_VALUE, v, e->file,
+		             &v->loc) &&
+		    gen_enum_value_named(e, v->name) == v)
+			/* protoc's second error when the name is new in e itself */
+			gen_error(ctx, &v->loc,
+			          "Note that enum values use C++ scoping rules, meaning that enum "
+			          "values are siblings of their type, not children of it.  "
+			          "Therefore, \"%s\" must be unique within %s%s%s, not just within "
+			          "\"%s\".",
+			          v->name, scope[0] ? "\"" : "",
+			          scope[0] ? scope : "the global scope", scope[0] ? "\"" : "",
+			          e->name);
 	}
 }
 
