@@ -486,8 +486,10 @@ static bool default_sign(struct parser *p, const struct gen_field *fd)
 		/* a negative number: refused by the resolver, in the same words */
 		if (minus && number)
 			return true;
-		what = minus ? "Unsigned field can't have negative default value."
-		             : "Expected integer for field default value.";
+		/* protoc's parser refuses the '-', then wants an integer */
+		if (minus)
+			syntax_error(p, t, "Unsigned field can't have negative default value.");
+		what = "Expected integer for field default value.";
 		break;
 	default:
 		if (minus && (number || inf_nan))
