@@ -328,7 +328,8 @@ static bool skip_aggregate(struct parser *p, struct gen_vec *keys)
 		struct gen_tok *t = cur(p);
 		const char *in = depth && depth <= AGGREGATE_DEPTH ? path[depth - 1] : NULL;
 		if (t->kind == TK_EOF) {
-			expected(p, "\"}\" closing the option value");
+			syntax_error(p, t,
+			             "Unexpected end of stream while parsing aggregate value.");
 			return false;
 		}
 		if (in && (n = ext_key_len(t)) > 0) {
