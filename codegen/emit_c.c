@@ -132,18 +132,7 @@ static char *c_literal(struct gen_ctx *ctx, const char *s, size_t len)
 {
 	struct gen_buf b = {0};
 	char *r;
-	size_t i;
-	gen_buf_puts(&b, "\"");
-	for (i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c == '\\' || c == '"' || c == '?')
-			gen_buf_printf(&b, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			gen_buf_printf(&b, "\\%03o", c);
-		else
-			gen_buf_printf(&b, "%c", c);
-	}
-	gen_buf_puts(&b, "\"");
+	gen_buf_quote(&b, s, len, "\\\"?");
 	r = gen_strdup(&ctx->pool, b.data);
 	gen_buf_free(&b);
 	return r;

@@ -40,6 +40,10 @@ void gen_buf_puts(struct gen_buf *b, const char *s);
  * data is set even for none); false on a read error (errno says which),
  * with what was read before it appended. */
 bool gen_buf_read(struct gen_buf *b, FILE *fp);
+/* Appends s[0..len) in double quotes: control and non-ASCII bytes as three
+ * octal digits, the characters of escaped after a backslash ("\"\\" for
+ * protoc's messages and .proto text, plus '?' for a C literal: no trigraph). */
+void gen_buf_quote(struct gen_buf *b, const char *s, size_t len, const char *escaped);
 void gen_buf_free(struct gen_buf *b);
 
 /* ---- schema ---- */
@@ -208,7 +212,8 @@ struct gen_service {
 struct gen_import {
 	char *name; /* as written */
 	struct gen_loc loc;
-	struct gen_file *file;
+	struct gen_loc stmt_loc; /* of the `import` keyword, where protoc reports it */
+	struct gen_file *file;   /* NULL when not found or dropped (had errors) */
 	bool is_public, is_weak;
 };
 
@@ -298,6 +303,7 @@ struct gen_file {
 	struct gen_vec services;
 	int state;        /* 0 new, 1 loading (cycle check), 2 loaded */
 	bool parsed;      /* no syntax errors */
+	bool failed;      /* had errors (loading it or its imports, or resolving it) */
 	bool input;       /* named on the command line */
 	const char *text; /* the source (pool or ctx->mem_text), embedded for reflection */
 	size_t text_len;
@@ -357,9 +363,16 @@ bool gen_parse(struct gen_ctx *ctx, struct gen_file *f, const char *text, size_t
 
 /* ---- resolve ---- */
 
-/* Loads `path` and, recursively, its imports; returns NULL on error. */
+/* Loads `path` and, recursively, its imports; returns NULL when path cannot
+ * be read or has syntax errors (protoc goes no further). An import not
+ * found, unreadable, with syntax errors or closing a cycle is reported and
+ * fails the file importing it; gen_resolve still builds that file, without
+ * the import, as protoc does. */
 struct gen_file *gen_load(struct gen_ctx *ctx, const char *path, bool input);
-/* Resolves names and checks every loaded file; false when errors. */
+/* Resolves names and checks every loaded file, each after its imports; a
+ * file with errors is dropped, a file importing it reports the import and
+ * is built without it. False when a file had errors (or an input has syntax
+ * errors: then nothing is built). */
 bool gen_resolve(struct gen_ctx *ctx);
 /* True when the header of f must include the header of im (f uses a type
  * of it, or re-exports it with `import public`); option-only imports are not

@@ -111,6 +111,8 @@ int main(int argc, char **argv)
 	};
 	struct gen_ctx ctx;
 	const char *out = NULL, *depfile = NULL;
+	bool loaded = true;
+	int load_errors;
 	struct gen_vec inputs = {0}, outputs = {0};
 	int i, j, c, rc = 1;
 
@@ -169,8 +171,12 @@ int main(int argc, char **argv)
 		if (stat(d, &st) != 0 || !S_ISDIR(st.st_mode))
 			fprintf(stderr, "rdmx-gen: warning: proto path \"%s\" does not exist\n", d);
 	}
+	/* an input that cannot be read or parsed stops the run; an import
+	 * with errors is dropped and reported by gen_resolve, as protoc does */
 	for (i = 0; i < inputs.n; i++)
-		gen_load(&ctx, inputs.items[i], true);
+		if (!gen_load(&ctx, inputs.items[i], true))
+			loaded = false;
+	load_errors = ctx.errors;
 	for (i = 0; i < ctx.files.n; i++) {
 		struct gen_file *a = ctx.files.items[i];
 		for (j = 0; j < i && a->input; j++) {
@@ -181,7 +187,7 @@ int main(int argc, char **argv)
 				          b->path, a->path, gen_out_stem(&ctx, a));
 		}
 	}
-	if (ctx.errors)
+	if (!loaded || ctx.errors > load_errors)
 		goto done;
 	if (!gen_resolve(&ctx))
 		goto done;

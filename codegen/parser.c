@@ -328,7 +328,8 @@ static bool skip_aggregate(struct parser *p, struct gen_vec *keys)
 		struct gen_tok *t = cur(p);
 		const char *in = depth && depth <= AGGREGATE_DEPTH ? path[depth - 1] : NULL;
 		if (t->kind == TK_EOF) {
-			expected(p, "\"}\" closing the option value");
+			syntax_error(p, t,
+			             "Unexpected end of stream while parsing aggregate value.");
 			return false;
 		}
 		if (in && (n = ext_key_len(t)) > 0) {
@@ -486,8 +487,10 @@ static bool default_sign(struct parser *p, const struct gen_field *fd)
 		/* a negative number: refused by the resolver, in the same words */
 		if (minus && number)
 			return true;
-		what = minus ? "Unsigned field can't have negative default value."
-		             : "Expected integer for field default value.";
+		/* protoc's parser refuses the '-', then wants an integer */
+		if (minus)
+			syntax_error(p, t, "Unsigned field can't have negative default value.");
+		what = "Expected integer for field default value.";
 		break;
 	default:
 		if (minus && (number || inf_nan))
@@ -1422,8 +1425,10 @@ static void parse_syntax(struct parser *p)
 static void parse_import(struct parser *p)
 {
 	struct gen_import *im;
+	struct gen_loc kw = cur(p)->loc;
 	next(p);
 	im = gen_alloc(&p->ctx->pool, sizeof(*im));
+	im->stmt_loc = kw;
 	if (is_kw(cur(p), "public") || is_kw(cur(p), "weak")) {
 		im->is_public = is_kw(cur(p), "public");
 		im->is_weak = !im->is_public;

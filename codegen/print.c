@@ -27,17 +27,7 @@ static void type_ref(struct gen_buf *o, const struct gen_field *fd)
 
 static void print_string(struct gen_buf *o, const char *s)
 {
-	gen_buf_puts(o, "\"");
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			gen_buf_printf(o, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			gen_buf_printf(o, "\\%03o", c);
-		else
-			gen_buf_printf(o, "%c", c);
-	}
-	gen_buf_puts(o, "\"");
+	gen_buf_quote(o, s, strlen(s), "\"\\");
 }
 
 /* protoc's default JSON name: underscores dropped, the next letter upper case */

@@ -42,6 +42,17 @@ void gen_table_put(struct gen_pool *pool, struct table *t, struct sym *s)
 	t->n++;
 }
 
+/* t without the entries of f (a file dropped for its errors), rebuilt */
+static void table_drop_file(struct gen_pool *pool, struct table *t, const struct gen_file *f)
+{
+	struct table nt = {NULL, 0, 0};
+	size_t i;
+	for (i = 0; i < t->cap; i++)
+		if (t->slots[i] && t->slots[i]->file != f)
+			gen_table_put(pool, &nt, t->slots[i]);
+	*t = nt;
+}
+
 struct resolver *gen_resolver(struct gen_ctx *ctx)
 {
 	if (!ctx->priv) {
@@ -385,14 +396,15 @@ void gen_report_defined(struct gen_ctx *ctx, const struct gen_loc *loc, const ch
 	else if (is_package || old->kind == SYM_PACKAGE)
 		gen_error(ctx, loc, "\"%s\" is already defined (as a %s).", full,
 		          gen_kind_name(old->kind));
-	else {
-		const char *scope = gen_scope_of(ctx, full);
+	else if (strchr(full, '.'))
 		gen_error(ctx, loc, "\"%s\" is already defined in \"%s\".", gen_last_of(full),
-		          scope[0] ? scope : f->path);
-	}
+		          gen_scope_of(ctx, full));
+	else
+		gen_error(ctx, loc, "\"%s\" is already defined.", full);
 }
 
-static void add_sym(struct gen_ctx *ctx, const char *full, int kind, void *ptr, struct gen_file *f,
+/* false when full is defined already (reported, but for a package again) */
+static bool add_sym(struct gen_ctx *ctx, const char *full, int kind, void *ptr, struct gen_file *f,
                     const struct gen_loc *loc)
 {
 	struct resolver *r = gen_resolver(ctx);
@@ -402,7 +414,7 @@ static void add_sym(struct gen_ctx *ctx, const char *full, int kind, void *ptr, 
 	if (old) {
 		if (kind != SYM_PACKAGE || old->kind != SYM_PACKAGE)
 			gen_report_defined(ctx, loc, full, old, kind == SYM_PACKAGE, f);
-		return;
+		return false;
 	}
 	s = gen_alloc(&ctx->pool, sizeof(*s));
 	s->name = full;
@@ -412,6 +424,7 @@ static void add_sym(struct gen_ctx *ctx, const char *full, int kind, void *ptr, 
 	if (loc)
 		s->loc = *loc;
 	gen_table_put(&ctx->pool, &r->syms, s);
+	return true;
 }
 
 char *gen_qualify(struct gen_ctx *ctx, const char *scope, const char *name)
@@ -430,7 +443,18 @@ static void declare_enum(struct gen_ctx *ctx, struct gen_enum *e, const char *sc
 	for (i = 0; i < e->values.n; i++) {
 		struct gen_enum_value *v = e->values.items[i];
 		v->cname = gen_printf(&ctx->pool, "%s_%s", e->cname, v->name);
-		add_sym(ctx, gen_qualify(ctx, scope, v->name), SYM_VALUE, v, e->file, &v->loc);
+		if (!add_sym(ctx, gen_qualify(ctx, scope, v->name), SYM_VALUE, v, e->file,
+		             &v->loc) &&
+		    gen_enum_value_named(e, v->name) == v)
+			/* protoc's second error when the name is new in e itself */
+			gen_error(ctx, &v->loc,
+			          "Note that enum values use C++ scoping rules, meaning that enum "
+			          "values are siblings of their type, not children of it.  "
+			          "Therefore, \"%s\" must be unique within %s%s%s, not just within "
+			          "\"%s\".",
+			          v->name, scope[0] ? "\"" : "",
+			          scope[0] ? scope : "the global scope", scope[0] ? "\"" : "",
+			          e->name);
 	}
 }
 
@@ -845,62 +869,79 @@ static void resolve_services(struct gen_ctx *ctx, struct gen_file *f)
 	}
 }
 
-/* f's symbols, then its extensions, after those of the files it imports
- * (done: the files declared), as protoc builds a file after its imports: a
- * name defined in two files is refused in the one built later, the
- * importing one */
-static void declare_with_imports(struct gen_ctx *ctx, struct gen_file *f, struct gen_vec *done)
+/* f, after the files it imports (done: the files built), as protoc builds
+ * a file: its symbols, then its extensions, then the checks of its names,
+ * types and options, then (when all that went well) its defaults. A name
+ * defined in two files is so refused in the one built later, the importing
+ * one. A file with errors is dropped as protoc drops it: its symbols and
+ * extensions are taken out again and a file importing it reports the import
+ * and is built without it (its names are not defined there). */
+static void build_with_imports(struct gen_ctx *ctx, struct gen_file *f, struct gen_vec *done)
 {
-	int i;
+	struct resolver *r = gen_resolver(ctx);
+	int i, errors;
 	for (i = 0; i < done->n; i++)
 		if (done->items[i] == f)
 			return;
 	gen_vec_push(&ctx->pool, done, f);
+	if (!f->parsed)
+		return; /* failed already, nothing to build */
 	for (i = 0; i < f->imports.n; i++) {
 		const struct gen_import *im = f->imports.items[i];
 		if (im->file)
-			declare_with_imports(ctx, im->file, done);
+			build_with_imports(ctx, im->file, done);
+	}
+	errors = ctx->errors;
+	for (i = 0; i < f->imports.n; i++) {
+		struct gen_import *im = f->imports.items[i];
+		if (im->file && im->file->failed) {
+			gen_error(ctx, &im->stmt_loc, "Import \"%s\" was not found or had errors.",
+			          im->name);
+			im->file = NULL;
+		}
 	}
 	declare_file(ctx, f);
 	gen_declare_exts(ctx, f);
+	gen_check_ext_numbers(ctx, f);
+	for (i = 0; i < f->messages.n; i++)
+		gen_check_message(ctx, f->messages.items[i]);
+	for (i = 0; i < f->enums.n; i++)
+		gen_check_enum(ctx, f->enums.items[i]);
+	for (i = 0; i < f->messages.n; i++)
+		resolve_message(ctx, f->messages.items[i]);
+	resolve_services(ctx, f);
+	/* options name fields of f's messages and of those it imports; protoc
+	 * reads them only when all that went well (its imports too) */
+	if (ctx->errors == errors && !f->failed) {
+		for (i = 0; i < f->optrefs.n; i++)
+			gen_check_optref(ctx, f, f->optrefs.items[i]);
+		gen_check_options_twice(ctx, f);
+	}
+	/* defaults need the types resolved */
+	for (i = 0; i < f->messages.n && ctx->errors == errors && !f->failed; i++)
+		gen_resolve_defaults(ctx, f->messages.items[i]);
+	if (ctx->errors != errors || f->failed) {
+		f->failed = true;
+		table_drop_file(&ctx->pool, &r->syms, f);
+		table_drop_file(&ctx->pool, &r->exts, f);
+		table_drop_file(&ctx->pool, &r->ext_numbers, f);
+	}
 }
 
 bool gen_resolve(struct gen_ctx *ctx)
 {
 	struct gen_vec done = {0};
-	int i, j, errors = ctx->errors;
+	int i, errors = ctx->errors;
 	for (i = 0; i < ctx->files.n; i++) {
 		struct gen_file *f = ctx->files.items[i];
-		if (!f->parsed)
+		if (f->input && !f->parsed)
 			return false;
 	}
 	for (i = 0; i < ctx->files.n; i++)
-		declare_with_imports(ctx, ctx->files.items[i], &done);
-	gen_check_ext_numbers(ctx);
-	for (i = 0; i < ctx->files.n; i++) {
-		struct gen_file *f = ctx->files.items[i];
-		for (j = 0; j < f->messages.n; j++)
-			gen_check_message(ctx, f->messages.items[j]);
-		for (j = 0; j < f->enums.n; j++)
-			gen_check_enum(ctx, f->enums.items[j]);
-		for (j = 0; j < f->messages.n; j++)
-			resolve_message(ctx, f->messages.items[j]);
-		resolve_services(ctx, f);
-	}
-	/* options name fields of any file's messages: after all are resolved */
-	for (i = 0; i < ctx->files.n; i++) {
-		struct gen_file *f = ctx->files.items[i];
-		for (j = 0; j < f->optrefs.n; j++)
-			gen_check_optref(ctx, f, f->optrefs.items[j]);
-		gen_check_options_twice(ctx, f);
-	}
-	if (ctx->errors != errors)
-		return false;
-	for (i = 0; i < ctx->files.n; i++) {
-		struct gen_file *f = ctx->files.items[i];
-		for (j = 0; j < f->messages.n; j++)
-			gen_resolve_defaults(ctx, f->messages.items[j]);
-	}
+		build_with_imports(ctx, ctx->files.items[i], &done);
+	for (i = 0; i < ctx->files.n; i++)
+		if (((struct gen_file *)ctx->files.items[i])->failed)
+			return false;
 	if (ctx->errors != errors)
 		return false;
 	for (i = 0; i < ctx->files.n; i++) {

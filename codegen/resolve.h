@@ -136,10 +136,11 @@ void gen_check_c_names(struct gen_ctx *ctx, struct gen_file *f);
  * symbols and those of the files it imports are declared (protoc builds a
  * file after its imports, its extensions after its other symbols). */
 void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f);
-/* Reports extensions of one extendee with one number, as protoc does: an
- * error within a file, a warning across files (reported on the one of the
- * file loaded after the other's, imports first). After gen_declare_exts. */
-void gen_check_ext_numbers(struct gen_ctx *ctx);
+/* Reports f's extensions of one extendee with one number as one an
+ * extension declared before (in f or a file built before f) has, as protoc
+ * does: an error within a file, a warning across files. After
+ * gen_declare_exts of f. */
+void gen_check_ext_numbers(struct gen_ctx *ctx, const struct gen_file *f);
 /* Checks m's extension ranges as protoc does: numbers 1 to 2^29 - 1 (2^31 -
  * 2 in a message set), none empty, none overlapping another, a reserved
  * range or a field's number. */

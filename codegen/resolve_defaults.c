@@ -90,13 +90,20 @@ static void default_error(struct gen_ctx *ctx, const struct gen_field *fd)
 	const struct gen_default *d = fd->def;
 	bool sign = !d->string && d->text[0] == '-';
 	const struct gen_loc *num = sign ? &d->num_loc : &d->loc;
+	uint64_t max = fd->type == GT_UINT32 || fd->type == GT_FIXED32 ? UINT32_MAX : UINT64_MAX, v;
 	switch (fd->type) {
 	case GT_UINT32:
 	case GT_FIXED32:
 	case GT_UINT64:
 	case GT_FIXED64:
 		if (sign) {
+			/* protoc's parser refuses the '-', then reads the number
+			 * after it as an integer of the field */
 			gen_error(ctx, num, "Unsigned field can't have negative default value.");
+			if (!is_integer_text(d->text))
+				gen_error(ctx, num, "Expected integer for field default value.");
+			else if (!default_unsigned(d->text + 1, max, &v))
+				gen_error(ctx, num, "Integer out of range.");
 			return;
 		}
 		/* fall through */

@@ -148,16 +148,24 @@ static void load_imports(struct gen_ctx *ctx, struct gen_file *f)
 			          im->name,
 			          ctx->include_dirs.n ? "the -I/--proto_path folders"
 			                              : "the current folder");
+			f->failed = true;
 			continue;
 		}
 		for (j = 0; j < i; j++) {
 			struct gen_import *prev = f->imports.items[j];
 			if (strcmp(prev->name, im->name) == 0) {
 				gen_error(ctx, &im->loc, "\"%s\" is imported twice", im->name);
+				f->failed = true;
 				break;
 			}
 		}
 		im->file = load(ctx, found, im->name, false, &im->loc);
+		/* unreadable, or a file still loading: the import cycle is
+		 * reported; f is built without it */
+		if (!im->file || im->file->state == 1) {
+			im->file = NULL;
+			f->failed = true;
+		}
 	}
 }
 
@@ -253,6 +261,7 @@ static struct gen_file *load(struct gen_ctx *ctx, const char *path, const char *
 	f->text = text;
 	f->text_len = len;
 	f->parsed = gen_parse(ctx, f, text, len);
+	f->failed = !f->parsed;
 	if (f->parsed) {
 		gen_vec_push(&ctx->pool, &r->stack, f);
 		load_imports(ctx, f);
@@ -264,7 +273,6 @@ static struct gen_file *load(struct gen_ctx *ctx, const char *path, const char *
 
 struct gen_file *gen_load(struct gen_ctx *ctx, const char *path, bool input)
 {
-	int errors = ctx->errors;
 	size_t n;
 	struct gen_file *f;
 	/* `rdmx-gen google/protobuf/timestamp.proto` generates our own copy */
@@ -272,7 +280,7 @@ struct gen_file *gen_load(struct gen_ctx *ctx, const char *path, bool input)
 		f = load(ctx, gen_printf(&ctx->pool, BUILTIN_PREFIX "%s", path), path, input, NULL);
 	else
 		f = load(ctx, path, NULL, input, NULL);
-	return ctx->errors == errors ? f : NULL;
+	return f && f->parsed ? f : NULL;
 }
 
 /* proto2 extensions of data messages (not of google.protobuf.*Options, which

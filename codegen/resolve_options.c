@@ -177,32 +177,12 @@ static void check_ext_numbers_in(struct gen_ctx *ctx, const struct gen_file *f,
 	}
 }
 
-/* the extension numbers of f after those of the files it imports (done:
- * the files already seen), as protoc builds them */
-static void check_ext_numbers_of(struct gen_ctx *ctx, const struct gen_file *f,
-                                 struct gen_vec *done)
+void gen_check_ext_numbers(struct gen_ctx *ctx, const struct gen_file *f)
 {
 	int i;
-	for (i = 0; i < done->n; i++)
-		if (done->items[i] == f)
-			return;
-	gen_vec_push(&ctx->pool, done, (void *)f);
-	for (i = 0; i < f->imports.n; i++) {
-		const struct gen_import *im = f->imports.items[i];
-		if (im->file)
-			check_ext_numbers_of(ctx, im->file, done);
-	}
 	for (i = 0; i < f->messages.n; i++)
 		check_ext_numbers_in(ctx, f, f->messages.items[i]);
 	check_ext_numbers_in(ctx, f, NULL);
-}
-
-void gen_check_ext_numbers(struct gen_ctx *ctx)
-{
-	struct gen_vec done = {0};
-	int i;
-	for (i = 0; i < ctx->files.n; i++)
-		check_ext_numbers_of(ctx, ctx->files.items[i], &done);
 }
 
 /* the (name) of an option, looked up as protoc does (LookupSymbol, any kind

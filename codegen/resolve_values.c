@@ -206,22 +206,11 @@ static const char *agg_text(struct agg *a)
 {
 	struct gen_buf b = {0};
 	const char *r;
-	size_t i;
 	if (agg_at_end(a))
 		return "";
 	if (a->t->kind != TK_STRING)
 		return a->t->text;
-	gen_buf_puts(&b, "\"");
-	for (i = 0; i < a->t->len; i++) {
-		unsigned char c = (unsigned char)a->t->text[i];
-		if (c == '"' || c == '\\')
-			gen_buf_printf(&b, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			gen_buf_printf(&b, "\\%03o", c);
-		else
-			gen_buf_printf(&b, "%c", c);
-	}
-	gen_buf_puts(&b, "\"");
+	gen_buf_quote(&b, a->t->text, a->t->len, "\"\\");
 	r = gen_strdup(&a->ctx->pool, b.data);
 	gen_buf_free(&b);
 	return r;

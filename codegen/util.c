@@ -153,6 +153,22 @@ bool gen_buf_read(struct gen_buf *b, FILE *fp)
 	return !ferror(fp);
 }
 
+void gen_buf_quote(struct gen_buf *b, const char *s, size_t len, const char *escaped)
+{
+	size_t i;
+	gen_buf_puts(b, "\"");
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x20 || c >= 0x7f)
+			gen_buf_printf(b, "\\%03o", c);
+		else if (strchr(escaped, c))
+			gen_buf_printf(b, "\\%c", c);
+		else
+			gen_buf_printf(b, "%c", c);
+	}
+	gen_buf_puts(b, "\"");
+}
+
 void gen_buf_free(struct gen_buf *b)
 {
 	free(b->data);

@@ -415,7 +415,7 @@ struct gen_file *rdmx_plugin_file(struct gen_ctx *ctx, const FileDP *fd, bool in
 				im->is_weak = true;
 		push(&c, 3, (int32_t)i);
 		c.path.n = 2;
-		im->loc = loc_of(&c, -1);
+		im->loc = im->stmt_loc = loc_of(&c, -1); /* the statement's span */
 		c.path.n = 0;
 		gen_vec_push(&ctx->pool, &f->imports, im);
 	}
