@@ -395,6 +395,14 @@ static void chan_fail_queue(struct rdmx_chan *chan, int status)
 			free(m);
 		}
 	}
+}
+
+/* Rendezvous descriptors already posted: the peer may have read them, so
+ * they fail after the owner's close event, as posted eager writes do
+ * (rdmx__chan_write_err): rpc/ tells a request that never left the queue
+ * by that order. */
+static void chan_fail_posted_rdv(struct rdmx_chan *chan, int status)
+{
 	while (chan->rdv_head) {
 		struct chan_msg *m = chan->rdv_head;
 
@@ -436,6 +444,7 @@ void rdmx__chan_fail(struct rdmx_chan *chan, int status, const char *why)
 	}
 	if (was_open && chan->user_ref && chan->event_cb)
 		chan->event_cb(chan, RDMX_CHAN_EV_CLOSED, status, chan->arg);
+	chan_fail_posted_rdv(chan, status);
 	chan->cb_depth--;
 }
 

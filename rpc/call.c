@@ -149,8 +149,9 @@ void rdmx__rpc_oneway_sent(struct rdmx_chan *chan, int status, void *arg)
 	(void)chan;
 	rdmx__rpc_oneway_unlink(ep, c);
 	/* a failure comes only from the send queue (as rdmx__rpc_request_sent
-	 * says): a posted write's is forgotten by the close, which ends the
-	 * call first (rpc.c on_chan_event). A rendezvous one may have been read. */
+	 * says): a posted write's or rendezvous descriptor's is forgotten by
+	 * the close, which ends the call first (rpc.c on_chan_event). One the
+	 * send called rendezvous counts as read, to be safe. */
 	c->unsent = status && !c->rdv;
 	ep->busy++;
 	rdmx__rpc_call_complete(ep, c, status ? RDMX_RPC_UNAVAILABLE : RDMX_RPC_OK,
@@ -174,9 +175,10 @@ void rdmx__rpc_request_sent(struct rdmx_chan *chan, int status, void *arg)
 	c = rdmx__map_del(&ep->calls, (uint64_t)(uintptr_t)arg);
 	if (!c)
 		return;
-	/* Posted eager requests are failed by the channel's close (which runs
-	 * before their completion errors), so an eager one failing here never
-	 * left the send queue. A rendezvous one may have been read. */
+	/* Posted requests, eager or rendezvous, are failed by the channel's
+	 * close (which runs before their completion errors), so one failing
+	 * here never left the send queue. One the send called rendezvous
+	 * counts as read, to be safe. */
 	c->unsent = !c->rdv;
 	snprintf(msg, sizeof(msg), "request not delivered: %s", rdmx_err_name(status));
 	ep->busy++;

@@ -177,10 +177,14 @@ static void on_chan_event(struct rdmx_chan *chan, enum rdmx_chan_event ev, int s
 	rdmx__rpc_release(ep);
 }
 
+/* The drained callback may destroy the endpoint: released here then. */
 static void on_chan_idle(struct rdmx_chan *chan, void *arg)
 {
+	struct rdmx_rpc_ep *ep = arg;
+
 	(void)chan;
-	rdmx__rpc_check_drained(arg);
+	rdmx__rpc_check_drained(ep);
+	rdmx__rpc_release(ep);
 }
 
 /* ---- endpoint ---- */
@@ -388,18 +392,26 @@ int rdmx_rpc_ep_drain(struct rdmx_rpc_ep *ep)
 		return RDMX_E_INVAL;
 	if (ep->draining)
 		return 0;
+	/* a close inside the send (the engine refused the write) runs
+	 * callbacks that may destroy ep, as may the drained callback below:
+	 * released at the end */
+	ep->busy++;
 	if (!ep->closed) {
 		/* not handed over for want of memory: the caller may try again;
 		 * a channel not open (not started, or closing: its event comes)
 		 * has no peer to tell */
 		rc = rdmx__rpc_send_ctl(ep, RPC_T_GOAWAY, 0);
-		if (rc == RDMX_E_NOMEM && !ep->closed)
+		if (rc == RDMX_E_NOMEM && !ep->closed) {
+			ep->busy--;
 			return rc;
+		}
 	}
 	ep->draining = true;
 	if (!ep->closed)
 		rdmx__chan_set_eager_credit(ep->chan, true);
+	ep->busy--;
 	rdmx__rpc_check_drained(ep);
+	rdmx__rpc_release(ep);
 	return 0;
 }
 

@@ -2,6 +2,8 @@
  * one-way, both directions, answering later, drain, peer loss, stats. */
 #include "rpcfix.h"
 
+#include "chan_internal.h" /* rdmx__chan_fail, rdv_tx */
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -691,6 +693,49 @@ Test(rpc, reached_tells_posted_from_never_sent_oneway)
 			cr_assert_eq(r[i].code, RDMX_RPC_UNAVAILABLE);
 	}
 	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
+}
+
+/* A large request queued before the channel is READY goes by rendezvous
+ * once the peer's hello is in (its descriptor posted, the server reads
+ * it): from then on it may reach the server, so a close before the
+ * server's acknowledgement must not say it never did. Here the server
+ * holds it when the client's channel closes (on its own side, before a
+ * poll took the acknowledgement). */
+Test(rpc, reached_rendezvous_queued_before_ready)
+{
+	struct node a, b;
+	struct echo_state st = {0};
+	struct rdmx_rpc_server *srv;
+	struct rdmx_rpc_ep *ra, *rb;
+	struct rdmx_chan *ca, *cb;
+	enum { BIG = 64 << 10 };
+	struct reach_rec r = {0};
+	struct rdmx_rpc_payload p;
+	uint8_t *big = malloc(BIG);
+
+	ids();
+	cr_assert_not_null(big);
+	pattern_fill(big, BIG, 7);
+	p = rdmx_rpc_bytes(big, BIG);
+	node_open(&a, "a", 0, NULL);
+	node_open(&b, "b", 1, NULL);
+	srv = echo_server(&st);
+	chan_pair(&a, &b, NULL, NULL, &ca, &cb, false);
+	ASSERT_OK(rdmx_rpc_ep_create(ca, NULL, &ra));
+	ASSERT_OK(rdmx_rpc_ep_create(cb, srv, &rb));
+	cr_assert_neq(rdmx_chan_get_state(ca), RDMX_CHAN_READY);
+	ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, &p, NULL, reach_cb, &r, NULL));
+	cr_assert_eq(rdmx_chan_get_queued(ca), 1, "the large request is not queued");
+	DRIVE_UNTIL(&a, &b, st.held_n == 1);
+	cr_assert_eq(r.done, 0);
+	cr_assert_eq(ca->rdv_tx, 1, "the rendezvous already acknowledged: nothing to see");
+	rdmx__chan_fail(ca, RDMX_E_CANCELED, NULL);
+	cr_assert_eq(r.done, 1);
+	cr_assert_eq(r.code, RDMX_RPC_UNAVAILABLE, "%s", rdmx_rpc_code_name(r.code));
+	cr_assert(r.reached, "the server holds a request said never to have reached it");
+	ASSERT_OK(rdmx_rpc_respond(st.held[0], RDMX_RPC_OK, NULL, NULL));
+	rpc_pair_close_all(&ra, &rb, &srv, &a, &b);
+	free(big);
 }
 
 /* A reply says the request reached the server. */
