@@ -599,43 +599,55 @@ static void reach_cb(const struct rdmx_rpc_result *r, void *arg)
 	x->reached = r->reached;
 }
 
+/* N calls (one-way ones with opts) to a server whose channel is paused,
+ * so that those beyond its ring wait in the client's send queue; then the
+ * server goes. Drives until every call completed; returns how many were
+ * queued. *ra stays open for the caller (rpc_pair_close_all ends it). */
+enum { REACH_N = 24 };
+static uint32_t reach_run(struct node *a, struct node *b, struct rdmx_rpc_server **srv,
+                          struct rdmx_rpc_ep **ra, struct rdmx_rpc_ep **rb,
+                          const struct rdmx_rpc_call_opts *opts, struct reach_rec *r)
+{
+	static struct echo_state st;
+	struct chan_conf small = {.slot_count = 8};
+	struct rdmx_chan *cb;
+	uint32_t queued;
+
+	ids();
+	memset(&st, 0, sizeof(st));
+	memset(r, 0, sizeof(*r) * REACH_N);
+	node_open(a, "a", 0, NULL);
+	node_open(b, "b", 1, NULL);
+	*srv = echo_server(&st);
+	rpc_pair(a, b, NULL, *srv, NULL, &small, ra, rb);
+	cb = rdmx_rpc_ep_get_chan(*rb);
+	ASSERT_OK(rdmx_chan_pause(cb)); /* no credits come back */
+	for (int i = 0; i < REACH_N; i++)
+		ASSERT_OK(rdmx_rpc_call_async(*ra, opts ? ECHO : HOLD, NULL, opts, reach_cb, &r[i],
+		                              NULL));
+	queued = rdmx_chan_get_queued(rdmx_rpc_ep_get_chan(*ra));
+	cr_assert(queued > 0 && queued < REACH_N, "%u of %d requests queued", queued, REACH_N);
+	ASSERT_OK(rdmx_rpc_ep_destroy(rb));
+	ASSERT_OK(rdmx_chan_destroy(&cb));
+	for (int done = 0; done < REACH_N; done++)
+		DRIVE_UNTIL(a, b, r[done].done);
+	return queued;
+}
+
 Test(rpc, reached_tells_posted_from_never_sent)
 {
 	struct node a, b;
-	struct echo_state st = {0};
 	struct rdmx_rpc_server *srv;
 	struct rdmx_rpc_ep *ra, *rb;
-	struct rdmx_chan *ca, *cb;
-	struct chan_conf small = {.slot_count = 8};
-	enum { N = 24 };
-	struct reach_rec r[N];
-	uint32_t queued;
-	int done = 0;
+	struct reach_rec r[REACH_N];
+	uint32_t queued = reach_run(&a, &b, &srv, &ra, &rb, NULL, r);
 
-	ids();
-	memset(r, 0, sizeof(r));
-	node_open(&a, "a", 0, NULL);
-	node_open(&b, "b", 1, NULL);
-	srv = echo_server(&st);
-	rpc_pair(&a, &b, NULL, srv, NULL, &small, &ra, &rb);
-	ca = rdmx_rpc_ep_get_chan(ra);
-	cb = rdmx_rpc_ep_get_chan(rb);
-	ASSERT_OK(rdmx_chan_pause(cb)); /* no credits come back */
-	for (int i = 0; i < N; i++)
-		ASSERT_OK(rdmx_rpc_call_async(ra, HOLD, NULL, NULL, reach_cb, &r[i], NULL));
-	queued = rdmx_chan_get_queued(ca);
-	cr_assert(queued > 0 && queued < N, "%u of %d requests queued", queued, N);
-	ASSERT_OK(rdmx_rpc_ep_destroy(&rb));
-	ASSERT_OK(rdmx_chan_destroy(&cb));
-	while (done < N) {
-		DRIVE_UNTIL(&a, &b, r[done].done);
-		done++;
-	}
-	for (int i = 0; i < N; i++) {
+	for (int i = 0; i < REACH_N; i++) {
 		cr_assert_eq(r[i].done, 1);
 		cr_assert_eq(r[i].code, RDMX_RPC_UNAVAILABLE);
-		cr_assert_eq(r[i].reached, i < N - (int)queued,
-		             "call %d of %d (%u queued): reached %d", i, N, queued, r[i].reached);
+		cr_assert_eq(r[i].reached, i < REACH_N - (int)queued,
+		             "call %d of %d (%u queued): reached %d", i, REACH_N, queued,
+		             r[i].reached);
 	}
 	/* the blocking form carries it too: a closed endpoint starts nothing */
 	{
@@ -653,42 +665,18 @@ Test(rpc, reached_tells_posted_from_never_sent)
 Test(rpc, reached_tells_posted_from_never_sent_oneway)
 {
 	struct node a, b;
-	struct echo_state st = {0};
 	struct rdmx_rpc_server *srv;
 	struct rdmx_rpc_ep *ra, *rb;
-	struct rdmx_chan *ca, *cb;
-	struct chan_conf small = {.slot_count = 8};
 	struct rdmx_rpc_call_opts oneway = {.oneway = true};
-	enum { N = 24 };
-	struct reach_rec r[N];
-	uint32_t queued;
-	int done = 0;
+	struct reach_rec r[REACH_N];
+	uint32_t queued = reach_run(&a, &b, &srv, &ra, &rb, &oneway, r);
 
-	ids();
-	memset(r, 0, sizeof(r));
-	node_open(&a, "a", 0, NULL);
-	node_open(&b, "b", 1, NULL);
-	srv = echo_server(&st);
-	rpc_pair(&a, &b, NULL, srv, NULL, &small, &ra, &rb);
-	ca = rdmx_rpc_ep_get_chan(ra);
-	cb = rdmx_rpc_ep_get_chan(rb);
-	ASSERT_OK(rdmx_chan_pause(cb)); /* no credits come back */
-	for (int i = 0; i < N; i++)
-		ASSERT_OK(rdmx_rpc_call_async(ra, ECHO, NULL, &oneway, reach_cb, &r[i], NULL));
-	queued = rdmx_chan_get_queued(ca);
-	cr_assert(queued > 0 && queued < N, "%u of %d one-way calls queued", queued, N);
-	ASSERT_OK(rdmx_rpc_ep_destroy(&rb));
-	ASSERT_OK(rdmx_chan_destroy(&cb));
-	while (done < N) {
-		DRIVE_UNTIL(&a, &b, r[done].done);
-		done++;
-	}
-	for (int i = 0; i < N; i++) {
-		bool posted = i < N - (int)queued;
+	for (int i = 0; i < REACH_N; i++) {
+		bool posted = i < REACH_N - (int)queued;
 
 		cr_assert_eq(r[i].done, 1, "one-way call %d completed %d times", i, r[i].done);
 		cr_assert_eq(r[i].reached, posted, "one-way call %d of %d (%u queued): reached %d",
-		             i, N, queued, r[i].reached);
+		             i, REACH_N, queued, r[i].reached);
 		if (!posted)
 			cr_assert_eq(r[i].code, RDMX_RPC_UNAVAILABLE);
 	}
