@@ -301,11 +301,12 @@ struct gen_file {
 	struct gen_vec messages; /* top level */
 	struct gen_vec enums;
 	struct gen_vec services;
-	int state;        /* 0 new, 1 loading (cycle check), 2 loaded */
-	bool parsed;      /* no syntax errors */
-	bool failed;      /* had errors (loading it or its imports, or resolving it) */
-	bool input;       /* named on the command line */
-	const char *text; /* the source (pool or ctx->mem_text), embedded for reflection */
+	int state;          /* 0 new, 1 loading (cycle check), 2 loaded */
+	bool parsed;        /* no syntax errors */
+	bool failed;        /* had errors (loading it or its imports, or resolving it) */
+	bool input;         /* named on the command line */
+	unsigned build_key; /* ctx->clock of its build: after its imports' */
+	const char *text;   /* the source (pool or ctx->mem_text), embedded for reflection */
 	size_t text_len;
 };
 
@@ -320,7 +321,8 @@ struct gen_ctx {
 	struct gen_vec files;        /* every file loaded, struct gen_file * */
 	void *priv;                  /* resolver state */
 	unsigned stamp;              /* for gen_message.mark */
-	struct gen_vec diags;        /* buffered diagnostics, flushed sorted */
+	struct gen_vec diags;        /* buffered diagnostics, flushed in protoc's order */
+	unsigned clock;              /* the step of protoc's walk diagnostics belong to */
 	/* in-memory sources (fuzzing, tests): path -> text */
 	const char *mem_path;
 	const char *mem_text;
@@ -328,8 +330,12 @@ struct gen_ctx {
 };
 
 void gen_ctx_init(struct gen_ctx *ctx, FILE *diag);
-/* Prints the buffered diagnostics sorted by file (load order), line and
- * column; gen_ctx_fini flushes too. */
+/* Prints the buffered diagnostics in protoc's order: protoc parses a
+ * file, then loads (parses and builds) each of its imports, then builds
+ * it; rdmx-gen loads every file first and builds them after, so a
+ * diagnostic is tagged with the step of that walk it belongs to
+ * (ctx->clock when reported) and printed by step, then as reported.
+ * gen_ctx_fini flushes too. */
 void gen_flush(struct gen_ctx *ctx);
 void gen_ctx_fini(struct gen_ctx *ctx);
 void gen_error(struct gen_ctx *ctx, const struct gen_loc *loc, const char *fmt, ...)

@@ -804,11 +804,6 @@ static void parse_extend(struct parser *p, struct gen_message *parent)
 	for (i = 0; i < tmp.fields.n; i++) {
 		struct gen_field *fd = tmp.fields.items[i];
 		struct gen_ext *x = gen_alloc(&p->ctx->pool, sizeof(*x));
-		if (fd->required) { /* as protoc: an old peer could never send it */
-			p->failed = true;
-			gen_error(p->ctx, &fd->type_loc, "the extension \"%s\" cannot be required",
-			          fd->name);
-		}
 		x->name = fd->name;
 		x->field = fd;
 		x->extendee = extendee;

@@ -432,17 +432,43 @@ char *gen_qualify(struct gen_ctx *ctx, const char *scope, const char *name)
 	return scope[0] ? gen_printf(&ctx->pool, "%s.%s", scope, name) : (char *)name;
 }
 
-static void declare_enum(struct gen_ctx *ctx, struct gen_enum *e, const char *scope,
-                         const char *cscope)
+/* ---- building a file in protoc 3.21's steps ----
+ *
+ * protoc's DescriptorBuilder builds a file in steps and reports what each
+ * finds as it goes; rdmx-gen reports in the same order (the diagnostics are
+ * printed as found): the package, the imports; then it builds every
+ * element, adding its name (the later of two of one name is refused) and
+ * checking its numbers; then it links every type name (and field and
+ * extension numbers), then, when all that went well, reads the options and
+ * validates what needs the whole file. Each step walks the file in protoc's
+ * order for it, spelled out at each walk below. */
+
+/* the state of one file's build */
+struct build {
+	struct gen_file *f;
+	struct gen_vec owners; /* what options are set on, in the order protoc
+	                          gathers them (AllocateOptions) */
+};
+
+static void owner(struct gen_ctx *ctx, struct build *b, const void *what)
+{
+	gen_vec_push(&ctx->pool, &b->owners, (void *)what);
+}
+
+/* values (each with its name), the enum's options, its name, then its
+ * reserved numbers and names (BuildEnum) */
+static void build_enum(struct gen_ctx *ctx, struct build *b, struct gen_enum *e, const char *scope,
+                       const char *cscope)
 {
 	int i;
 	e->full_name = gen_qualify(ctx, scope, e->name);
 	e->cname = c_type(ctx, cscope, e->name);
-	add_sym(ctx, e->full_name, SYM_ENUM, e, e->file, &e->loc);
+	gen_check_enum_parsed(ctx, e);
 	/* C++ scoping: values are siblings of the enum */
 	for (i = 0; i < e->values.n; i++) {
 		struct gen_enum_value *v = e->values.items[i];
 		v->cname = gen_printf(&ctx->pool, "%s_%s", e->cname, v->name);
+		owner(ctx, b, v);
 		if (!add_sym(ctx, gen_qualify(ctx, scope, v->name), SYM_VALUE, v, e->file,
 		             &v->loc) &&
 		    gen_enum_value_named(e, v->name) == v)
@@ -456,75 +482,77 @@ static void declare_enum(struct gen_ctx *ctx, struct gen_enum *e, const char *sc
 			          scope[0] ? scope : "the global scope", scope[0] ? "\"" : "",
 			          e->name);
 	}
+	owner(ctx, b, e);
+	add_sym(ctx, e->full_name, SYM_ENUM, e, e->file, &e->loc);
+	gen_check_enum_reserved(ctx, e);
 }
 
-/* m and its members, in the order protoc 3.21 adds them (the later of two
- * of one name is the one refused): its oneofs, fields, enums (each with its
- * values), then its nested messages, each kind in source order; its
- * extensions come later (gen_declare_exts), but before its nested messages
- * there */
-static void declare_message(struct gen_ctx *ctx, struct gen_message *m, const char *scope,
-                            const char *cscope)
+/* the extensions of f declared in m (NULL: at the file's level) */
+static void build_exts(struct gen_ctx *ctx, struct build *b, struct gen_message *m)
+{
+	int i;
+	for (i = 0; i < b->f->exts.n; i++) {
+		struct gen_ext *x = b->f->exts.items[i];
+		if (x->parent != m)
+			continue;
+		if (x->field)
+			owner(ctx, b, x->field);
+		gen_build_ext(ctx, b->f, x);
+	}
+}
+
+/* its oneofs, fields (numbers, then name), enums, extension ranges,
+ * extensions, reserved ranges, nested messages, its options and name, then
+ * the checks of its numbers against each other (BuildMessage) */
+static void build_message(struct gen_ctx *ctx, struct build *b, struct gen_message *m,
+                          const char *scope, const char *cscope)
 {
 	char *inner;
 	int i;
 	m->full_name = gen_qualify(ctx, scope, m->name);
 	m->cname = c_type(ctx, cscope, m->name);
-	add_sym(ctx, m->full_name, SYM_MESSAGE, m, m->file, &m->loc);
 	inner = gen_printf(&ctx->pool, "%s_", m->cname);
 	for (i = 0; i < m->oneofs.n; i++) {
 		struct gen_oneof *o = m->oneofs.items[i];
 		o->cname = o->name; /* used as <name>_case only */
+		owner(ctx, b, o);
 		add_sym(ctx, gen_qualify(ctx, m->full_name, o->name), SYM_ONEOF, o, m->file,
 		        &o->loc);
 	}
 	for (i = 0; i < m->fields.n; i++) {
 		struct gen_field *fd = m->fields.items[i];
 		fd->cname = c_member(ctx, fd->name);
+		gen_check_field_number(ctx, fd);
+		owner(ctx, b, fd);
 		add_sym(ctx, gen_qualify(ctx, m->full_name, fd->name), SYM_FIELD, fd, m->file,
 		        &fd->loc);
 	}
 	for (i = 0; i < m->enums.n; i++)
-		declare_enum(ctx, m->enums.items[i], m->full_name, inner);
-	for (i = 0; i < m->messages.n; i++)
-		declare_message(ctx, m->messages.items[i], m->full_name, inner);
-}
-
-static void declare_service(struct gen_ctx *ctx, struct gen_file *f, struct gen_service *s,
-                            const char *cp);
-
-static void declare_file(struct gen_ctx *ctx, struct gen_file *f)
-{
-	const char *cp = c_prefix(ctx, f->package);
-	char *pkg = gen_strdup(&ctx->pool, f->package), *dot;
-	int i;
-	/* every prefix of the package is a package symbol */
-	if (pkg[0]) {
-		for (dot = pkg; (dot = strchr(dot, '.')) != NULL; dot++) {
-			*dot = 0;
-			add_sym(ctx, gen_strdup(&ctx->pool, pkg), SYM_PACKAGE, NULL, f,
-			        &f->package_loc);
-			*dot = '.';
-		}
-		add_sym(ctx, pkg, SYM_PACKAGE, NULL, f, &f->package_loc);
+		build_enum(ctx, b, m->enums.items[i], m->full_name, inner);
+	for (i = 0; i < m->ext_ranges.n && !m->map_entry; i++) {
+		gen_check_range(ctx, m->ext_ranges.items[i], 1, gen_ext_range_max(m), "extension",
+		                "extension");
+		owner(ctx, b, m->ext_ranges.items[i]);
 	}
-	/* protoc's order (the later of two of one name is refused): messages,
-	 * enums, services, each kind in source order; extensions after */
-	for (i = 0; i < f->messages.n; i++)
-		declare_message(ctx, f->messages.items[i], f->package, cp);
-	for (i = 0; i < f->enums.n; i++)
-		declare_enum(ctx, f->enums.items[i], f->package, cp);
-	for (i = 0; i < f->services.n; i++)
-		declare_service(ctx, f, f->services.items[i], cp);
+	build_exts(ctx, b, m);
+	for (i = 0; i < m->reserved.n && !m->map_entry; i++)
+		gen_check_range(ctx, m->reserved.items[i], 1, GEN_FIELD_MAX, "reserved",
+		                "reserved field");
+	for (i = 0; i < m->messages.n; i++)
+		build_message(ctx, b, m->messages.items[i], m->full_name, inner);
+	owner(ctx, b, m);
+	add_sym(ctx, m->full_name, SYM_MESSAGE, m, m->file, &m->loc);
+	gen_check_message_numbers(ctx, m);
 }
 
-static void declare_service(struct gen_ctx *ctx, struct gen_file *f, struct gen_service *s,
-                            const char *cp)
+/* its methods, its options, its name (BuildService) */
+static void build_service(struct gen_ctx *ctx, struct build *b, struct gen_service *s,
+                          const char *cp)
 {
+	struct gen_file *f = b->f;
 	int j;
 	s->full_name = gen_qualify(ctx, f->package, s->name);
 	s->cname = c_type(ctx, cp, s->name);
-	add_sym(ctx, s->full_name, SYM_SERVICE, s, f, &s->loc);
 	for (j = 0; j < s->methods.n; j++) {
 		struct gen_method *m = s->methods.items[j];
 		m->cname = c_member(ctx, m->name);
@@ -535,8 +563,41 @@ static void declare_service(struct gen_ctx *ctx, struct gen_file *f, struct gen_
 		                              strcmp(m->name, "connect_service") == 0
 		                          ? "_"
 		                          : "");
+		owner(ctx, b, m);
 		add_sym(ctx, gen_qualify(ctx, s->full_name, m->name), SYM_METHOD, m, f, &m->loc);
 	}
+	owner(ctx, b, s);
+	add_sym(ctx, s->full_name, SYM_SERVICE, s, f, &s->loc);
+}
+
+/* every prefix of the package is a package symbol (AddPackage) */
+static void build_package(struct gen_ctx *ctx, struct gen_file *f)
+{
+	char *pkg = gen_strdup(&ctx->pool, f->package), *dot;
+	if (!pkg[0])
+		return;
+	for (dot = pkg; (dot = strchr(dot, '.')) != NULL; dot++) {
+		*dot = 0;
+		add_sym(ctx, gen_strdup(&ctx->pool, pkg), SYM_PACKAGE, NULL, f, &f->package_loc);
+		*dot = '.';
+	}
+	add_sym(ctx, pkg, SYM_PACKAGE, NULL, f, &f->package_loc);
+}
+
+/* messages, enums, services, extensions, then the file's options */
+static void build_elements(struct gen_ctx *ctx, struct build *b)
+{
+	struct gen_file *f = b->f;
+	const char *cp = c_prefix(ctx, f->package);
+	int i;
+	for (i = 0; i < f->messages.n; i++)
+		build_message(ctx, b, f->messages.items[i], f->package, cp);
+	for (i = 0; i < f->enums.n; i++)
+		build_enum(ctx, b, f->enums.items[i], f->package, cp);
+	for (i = 0; i < f->services.n; i++)
+		build_service(ctx, b, f->services.items[i], cp);
+	build_exts(ctx, b, NULL);
+	owner(ctx, b, f);
 }
 
 /* ---- name lookup (protoc's scoping rules) ---- */
@@ -810,75 +871,218 @@ static bool resolve_type(struct gen_ctx *ctx, struct gen_file *f, const char *sc
 	return true;
 }
 
-static void resolve_message(struct gen_ctx *ctx, struct gen_message *m)
+/* fd's number not taken by a field of m before it, as protoc's
+ * AddFieldByNumber finds one: the first seq fields of m numbered 1 to seq
+ * in order are always there (protoc's sequential_field_limit_), the other
+ * fields once linked (linked) */
+static void link_field_number(struct gen_ctx *ctx, const struct gen_message *m, int seq, int i,
+                              const bool *linked)
+{
+	const struct gen_field *fd = m->fields.items[i], *o = NULL;
+	int j;
+	if (fd->number >= 1 && fd->number <= seq) {
+		if (fd->number - 1 != i)
+			o = m->fields.items[fd->number - 1];
+	} else {
+		for (j = seq; j < i && !o; j++) {
+			const struct gen_field *e = m->fields.items[j];
+			if (linked[j] && e->number == fd->number)
+				o = e;
+		}
+	}
+	if (o)
+		gen_error(ctx, &fd->number_loc,
+		          "field number %lld has already been used in \"%s\" by field \"%s\"",
+		          (long long)fd->number, m->full_name, o->name);
+}
+
+/* a field's type; false when it is not linked (an error, or deferred) */
+static bool link_field(struct gen_ctx *ctx, struct gen_message *m, struct gen_field *fd)
+{
+	if (fd->type != GT_NAMED)
+		return true;
+	if (!m->file->input && gen_descriptor_message(ctx, m->full_name, fd->type_name) &&
+	    !gen_lookup(ctx, m->file, m->full_name, fd->type_name, GEN_LOOKUP_TYPES, NULL)) {
+		/* an option-definition import may describe descriptors (a
+		 * validation library's violation paths do): fine while nothing
+		 * generates that file */
+		struct deferred *d = gen_alloc(&ctx->pool, sizeof(*d));
+		d->fd = fd;
+		d->f = m->file;
+		gen_vec_push(&ctx->pool, &gen_resolver(ctx)->deferred, d);
+		return true;
+	}
+	return resolve_type(ctx, m->file, m->full_name, fd->type_name, false, &fd->type_loc,
+	                    &fd->type, &fd->msg, &fd->en);
+}
+
+static void link_exts(struct gen_ctx *ctx, struct gen_file *f, const struct gen_message *m)
 {
 	int i;
-	for (i = 0; i < m->fields.n; i++) {
-		struct gen_field *fd = m->fields.items[i];
-		if (fd->type != GT_NAMED)
-			continue;
-		if (!m->file->input && gen_descriptor_message(ctx, m->full_name, fd->type_name) &&
-		    !gen_lookup(ctx, m->file, m->full_name, fd->type_name, GEN_LOOKUP_TYPES,
-		                NULL)) {
-			/* an option-definition import may describe descriptors
-			 * (a validation library's violation paths do): fine while
-			 * nothing generates that file */
-			struct deferred *d = gen_alloc(&ctx->pool, sizeof(*d));
-			d->fd = fd;
-			d->f = m->file;
-			gen_vec_push(&ctx->pool, &gen_resolver(ctx)->deferred, d);
-			continue;
-		}
-		resolve_type(ctx, m->file, m->full_name, fd->type_name, false, &fd->type_loc,
-		             &fd->type, &fd->msg, &fd->en);
+	for (i = 0; i < f->exts.n; i++) {
+		struct gen_ext *x = f->exts.items[i];
+		if (x->parent == m)
+			gen_link_ext(ctx, f, x);
 	}
-	for (i = 0; i < m->messages.n; i++)
-		resolve_message(ctx, m->messages.items[i]);
 }
 
-static void resolve_services(struct gen_ctx *ctx, struct gen_file *f)
+/* its nested messages, its fields (type, then number), its extensions, then
+ * its oneofs (CrossLinkMessage) */
+static void link_message(struct gen_ctx *ctx, struct gen_message *m)
 {
-	int i, j, k;
-	for (i = 0; i < f->services.n; i++) {
-		struct gen_service *s = f->services.items[i];
-		for (j = 0; j < s->methods.n; j++) {
-			struct gen_method *m = s->methods.items[j];
-			enum gen_type t = GT_NONE;
-			struct gen_enum *en = NULL;
-			char *full = gen_printf(&ctx->pool, "%s/%s", s->full_name, m->name);
-			if (resolve_type(ctx, f, s->full_name, m->in_name, true, &m->in_loc, &t,
-			                 &m->in, &en) &&
-			    t != GT_MESSAGE)
-				gen_error(ctx, &m->in_loc, "\"%s\" is not a message type",
-				          m->in_name);
-			t = GT_NONE;
-			if (resolve_type(ctx, f, s->full_name, m->out_name, true, &m->out_loc, &t,
-			                 &m->out, &en) &&
-			    t != GT_MESSAGE)
-				gen_error(ctx, &m->out_loc, "\"%s\" is not a message type",
-				          m->out_name);
-			m->id = gen_fnv1a(full);
-			for (k = 0; k < j; k++) {
-				struct gen_method *o = s->methods.items[k];
-				if (o->id == m->id && strcmp(o->name, m->name) != 0)
-					gen_error(ctx, &m->loc,
-					          "method id 0x%08x of \"%s\" collides with \"%s\"",
-					          m->id, m->name, o->name);
-			}
+	bool *linked = gen_alloc(&ctx->pool, sizeof(bool) * (size_t)(m->fields.n + 1));
+	int i, seq = 0;
+	for (i = 0; i < m->messages.n; i++)
+		link_message(ctx, m->messages.items[i]);
+	while (seq < m->fields.n && seq < 65535 &&
+	       ((struct gen_field *)m->fields.items[seq])->number == seq + 1)
+		seq++;
+	for (i = 0; i < m->fields.n; i++) {
+		if (!link_field(ctx, m, m->fields.items[i]))
+			continue;
+		link_field_number(ctx, m, seq, i, linked);
+		linked[i] = true;
+	}
+	link_exts(ctx, m->file, m);
+	gen_check_oneofs(ctx, m);
+}
+
+/* its methods' request and response types (CrossLinkMethod) */
+static void link_service(struct gen_ctx *ctx, struct gen_file *f, struct gen_service *s)
+{
+	int j, k;
+	for (j = 0; j < s->methods.n; j++) {
+		struct gen_method *m = s->methods.items[j];
+		enum gen_type t = GT_NONE;
+		struct gen_enum *en = NULL;
+		char *full = gen_printf(&ctx->pool, "%s/%s", s->full_name, m->name);
+		if (resolve_type(ctx, f, s->full_name, m->in_name, true, &m->in_loc, &t, &m->in,
+		                 &en) &&
+		    t != GT_MESSAGE)
+			gen_error(ctx, &m->in_loc, "\"%s\" is not a message type", m->in_name);
+		t = GT_NONE;
+		if (resolve_type(ctx, f, s->full_name, m->out_name, true, &m->out_loc, &t, &m->out,
+		                 &en) &&
+		    t != GT_MESSAGE)
+			gen_error(ctx, &m->out_loc, "\"%s\" is not a message type", m->out_name);
+		m->id = gen_fnv1a(full);
+		for (k = 0; k < j; k++) {
+			struct gen_method *o = s->methods.items[k];
+			if (o->id == m->id && strcmp(o->name, m->name) != 0)
+				gen_error(ctx, &m->loc,
+				          "method id 0x%08x of \"%s\" collides with \"%s\"", m->id,
+				          m->name, o->name);
 		}
 	}
 }
 
-/* f, after the files it imports (done: the files built), as protoc builds
- * a file: its symbols, then its extensions, then the checks of its names,
- * types and options, then (when all that went well) its defaults. A name
- * defined in two files is so refused in the one built later, the importing
- * one. A file with errors is dropped as protoc drops it: its symbols and
- * extensions are taken out again and a file importing it reports the import
- * and is built without it (its names are not defined there). */
+/* messages, extensions, services (CrossLinkFile; enums link nothing) */
+static void link_elements(struct gen_ctx *ctx, struct gen_file *f)
+{
+	int i;
+	for (i = 0; i < f->messages.n; i++)
+		link_message(ctx, f->messages.items[i]);
+	link_exts(ctx, f, NULL);
+	for (i = 0; i < f->services.n; i++)
+		link_service(ctx, f, f->services.items[i]);
+}
+
+/* the options of each place in the order protoc gathered them, each place's
+ * in source order (protoc stops reading a place at its first wrong option;
+ * rdmx-gen reports them all) */
+static void read_options(struct gen_ctx *ctx, struct build *b)
+{
+	struct gen_file *f = b->f;
+	int i, j;
+	for (i = 0; i < b->owners.n; i++) {
+		for (j = 0; j < f->optrefs.n; j++) {
+			struct gen_optref *o = f->optrefs.items[j];
+			if (o->owner != b->owners.items[i])
+				continue;
+			gen_check_optref(ctx, f, o);
+			gen_check_option_twice(ctx, f, o);
+		}
+	}
+}
+
+static void validate_enum_options(struct gen_ctx *ctx, const struct gen_enum *e)
+{
+	gen_check_enum_aliases(ctx, e);
+}
+
+/* the extensions of f declared in m (NULL: at the file's level) */
+static void validate_ext_options(struct gen_ctx *ctx, const struct gen_file *f,
+                                 const struct gen_message *m)
+{
+	int i;
+	for (i = 0; i < f->exts.n; i++) {
+		const struct gen_ext *x = f->exts.items[i];
+		if (x->parent == m && x->field)
+			gen_check_field_options(ctx, x->field);
+	}
+}
+
+/* its fields, nested messages, enums, extensions (ValidateMessageOptions) */
+static void validate_message_options(struct gen_ctx *ctx, const struct gen_message *m)
+{
+	int i;
+	for (i = 0; i < m->fields.n; i++)
+		gen_check_field_options(ctx, m->fields.items[i]);
+	for (i = 0; i < m->messages.n; i++)
+		validate_message_options(ctx, m->messages.items[i]);
+	for (i = 0; i < m->enums.n; i++)
+		validate_enum_options(ctx, m->enums.items[i]);
+	validate_ext_options(ctx, m->file, m);
+}
+
+/* nested messages, then enums (ValidateProto3Message) */
+static void validate_proto3_message(struct gen_ctx *ctx, const struct gen_message *m)
+{
+	int i;
+	for (i = 0; i < m->messages.n; i++)
+		validate_proto3_message(ctx, m->messages.items[i]);
+	for (i = 0; i < m->enums.n; i++)
+		gen_check_enum_zero(ctx, m->enums.items[i]);
+}
+
+/* messages, enums, extensions; then, in proto3, messages and enums again
+ * (ValidateFileOptions, ValidateProto3) */
+static void validate(struct gen_ctx *ctx, struct gen_file *f)
+{
+	int i;
+	for (i = 0; i < f->messages.n; i++)
+		validate_message_options(ctx, f->messages.items[i]);
+	for (i = 0; i < f->enums.n; i++)
+		validate_enum_options(ctx, f->enums.items[i]);
+	validate_ext_options(ctx, f, NULL);
+	if (f->proto2)
+		return;
+	for (i = 0; i < f->messages.n; i++)
+		validate_proto3_message(ctx, f->messages.items[i]);
+	for (i = 0; i < f->enums.n; i++)
+		gen_check_enum_zero(ctx, f->enums.items[i]);
+}
+
+/* the members of the generated structs (rdmx-gen's own, after protoc's) */
+static void check_members(struct gen_ctx *ctx, struct gen_message *m)
+{
+	int i;
+	gen_check_members(ctx, m);
+	for (i = 0; i < m->messages.n; i++)
+		check_members(ctx, m->messages.items[i]);
+}
+
+/* f, after the files it imports (done: the files built), in protoc's steps
+ * (above); then, when all that went well, its defaults. A name defined in
+ * two files is so refused in the one built later, the importing one. A
+ * file with errors is dropped as protoc drops it: its symbols and
+ * extensions are taken out again and a file importing it reports the
+ * import and is built without it (its names are not defined there). */
 static void build_with_imports(struct gen_ctx *ctx, struct gen_file *f, struct gen_vec *done)
 {
 	struct resolver *r = gen_resolver(ctx);
+	struct build b = {f, {0}};
+	unsigned clock;
 	int i, errors;
 	for (i = 0; i < done->n; i++)
 		if (done->items[i] == f)
@@ -892,6 +1096,9 @@ static void build_with_imports(struct gen_ctx *ctx, struct gen_file *f, struct g
 			build_with_imports(ctx, im->file, done);
 	}
 	errors = ctx->errors;
+	clock = ctx->clock;
+	ctx->clock = f->build_key;
+	build_package(ctx, f);
 	for (i = 0; i < f->imports.n; i++) {
 		struct gen_import *im = f->imports.items[i];
 		if (im->file && im->file->failed) {
@@ -900,23 +1107,17 @@ static void build_with_imports(struct gen_ctx *ctx, struct gen_file *f, struct g
 			im->file = NULL;
 		}
 	}
-	declare_file(ctx, f);
-	gen_declare_exts(ctx, f);
-	gen_check_ext_numbers(ctx, f);
-	for (i = 0; i < f->messages.n; i++)
-		gen_check_message(ctx, f->messages.items[i]);
-	for (i = 0; i < f->enums.n; i++)
-		gen_check_enum(ctx, f->enums.items[i]);
-	for (i = 0; i < f->messages.n; i++)
-		resolve_message(ctx, f->messages.items[i]);
-	resolve_services(ctx, f);
+	build_elements(ctx, &b);
+	link_elements(ctx, f);
 	/* options name fields of f's messages and of those it imports; protoc
-	 * reads them only when all that went well (its imports too) */
-	if (ctx->errors == errors && !f->failed) {
-		for (i = 0; i < f->optrefs.n; i++)
-			gen_check_optref(ctx, f, f->optrefs.items[i]);
-		gen_check_options_twice(ctx, f);
-	}
+	 * reads them, then validates, only when all that went well (its
+	 * imports too) */
+	if (ctx->errors == errors && !f->failed)
+		read_options(ctx, &b);
+	if (ctx->errors == errors && !f->failed)
+		validate(ctx, f);
+	for (i = 0; i < f->messages.n; i++)
+		check_members(ctx, f->messages.items[i]);
 	/* defaults need the types resolved */
 	for (i = 0; i < f->messages.n && ctx->errors == errors && !f->failed; i++)
 		gen_resolve_defaults(ctx, f->messages.items[i]);
@@ -926,6 +1127,7 @@ static void build_with_imports(struct gen_ctx *ctx, struct gen_file *f, struct g
 		table_drop_file(&ctx->pool, &r->exts, f);
 		table_drop_file(&ctx->pool, &r->ext_numbers, f);
 	}
+	ctx->clock = clock;
 }
 
 bool gen_resolve(struct gen_ctx *ctx)

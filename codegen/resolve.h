@@ -108,55 +108,69 @@ void gen_descriptor_error(struct gen_ctx *ctx, const struct gen_loc *loc, const 
 const struct gen_enum_value *gen_enum_value_named(const struct gen_enum *e, const char *name);
 /* The range of ranges (struct gen_range *) n is in, NULL when none. */
 const struct gen_range *gen_range_find(const struct gen_vec *ranges, int64_t n);
-/* Reports ranges (struct gen_range *, of one message or enum) that are
- * empty, outside lo_limit..hi_limit or overlap an earlier one; kind names
- * them ("reserved": "reserved range 5 to 3 ..."), what their numbers
- * ("reserved field": "reserved field numbers must be between ..."). */
-void gen_check_ranges(struct gen_ctx *ctx, const struct gen_vec *ranges, int64_t lo_limit,
-                      int64_t hi_limit, const char *kind, const char *what);
-/* Checks e: its reserved ranges and names, values (int32, proto3's zero
- * first, reserved, aliases without allow_alias). */
-void gen_check_enum(struct gen_ctx *ctx, struct gen_enum *e);
+/* Reports r (a reserved or extension range) empty or outside lo_limit..
+ * hi_limit; kind names it ("reserved": "reserved range 5 to 3 ..."), what
+ * its numbers ("reserved field": "reserved field numbers must be between
+ * ..."). protoc's BuildReservedRange, BuildExtensionRange. */
+void gen_check_range(struct gen_ctx *ctx, const struct gen_range *r, int64_t lo_limit,
+                     int64_t hi_limit, const char *kind, const char *what);
+/* The highest extension number of m: 2^29 - 1, or 2^31 - 2 in a message set. */
+int64_t gen_ext_range_max(const struct gen_message *m);
+/* What protoc's parser refuses of e: allow_alias that says nothing, no
+ * value, a value outside int32; then its reserved ranges one by one. */
+void gen_check_enum_parsed(struct gen_ctx *ctx, const struct gen_enum *e);
+/* e's reserved ranges overlapping, names reserved twice, values reserved;
+ * after e's symbol, as protoc's BuildEnum. */
+void gen_check_enum_reserved(struct gen_ctx *ctx, const struct gen_enum *e);
+/* Two values of e with one number without allow_alias (protoc's
+ * ValidateEnumOptions). */
+void gen_check_enum_aliases(struct gen_ctx *ctx, const struct gen_enum *e);
+/* A proto3 enum whose first value is not 0 (protoc's ValidateProto3Enum). */
+void gen_check_enum_zero(struct gen_ctx *ctx, const struct gen_enum *e);
 /* Checks fd's options against its type as protoc does: jstype (but
  * JS_NORMAL) only on a 64-bit integer. */
 void gen_check_field_options(struct gen_ctx *ctx, const struct gen_field *fd);
-/* Checks m and its nested messages and enums: oneofs, reserved and
- * extension ranges, field numbers, names and options, the generated C
- * members. */
-void gen_check_message(struct gen_ctx *ctx, struct gen_message *m);
+/* fd's number: positive, at most 2^29 - 1, outside 19000 to 19999 (protoc's
+ * BuildFieldOrExtension). */
+void gen_check_field_number(struct gen_ctx *ctx, const struct gen_field *fd);
+/* After m's symbol, as protoc's BuildMessage: reserved ranges overlapping,
+ * names reserved twice, fields in an extension or reserved range or of a
+ * reserved name, extension ranges overlapping a reserved or an earlier
+ * extension range. */
+void gen_check_message_numbers(struct gen_ctx *ctx, const struct gen_message *m);
+/* m's oneofs without a field (protoc's CrossLinkMessage). */
+void gen_check_oneofs(struct gen_ctx *ctx, const struct gen_message *m);
+/* The members of m's generated struct that collide (rdmx-gen's own check). */
+void gen_check_members(struct gen_ctx *ctx, struct gen_message *m);
 /* Reports generated C names of input f that collide with each other or
  * with those of a file f imports; after defaults are resolved. */
 void gen_check_c_names(struct gen_ctx *ctx, struct gen_file *f);
 
 /* ---- resolve_options.c ---- */
 
-/* Declares f's extensions (full names, extendees, field types) into the
- * resolver's extension table, reporting undefined or (in proto3) refused
- * extendees, undefined types and names already defined; after f's own
- * symbols and those of the files it imports are declared (protoc builds a
- * file after its imports, its extensions after its other symbols). */
-void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f);
-/* Reports f's extensions of one extendee with one number as one an
- * extension declared before (in f or a file built before f) has, as protoc
- * does: an error within a file, a warning across files. After
- * gen_declare_exts of f. */
-void gen_check_ext_numbers(struct gen_ctx *ctx, const struct gen_file *f);
-/* Checks m's extension ranges as protoc does: numbers 1 to 2^29 - 1 (2^31 -
- * 2 in a message set), none empty, none overlapping another, a reserved
- * range or a field's number. */
-void gen_check_ext_ranges(struct gen_ctx *ctx, const struct gen_message *m);
+/* Names x (its full name) and adds its symbol, reporting a name already
+ * defined; where protoc's BuildExtension does, within its scope's build. */
+void gen_build_ext(struct gen_ctx *ctx, struct gen_file *f, struct gen_ext *x);
+/* Links x as protoc's CrossLinkField does: its extendee (undefined, or in
+ * proto3 not a google.protobuf.*Options: nothing more is checked), its
+ * number in a range of the extendee, its type, then its number not taken
+ * by an extension of that extendee linked before (an error within a file,
+ * a warning across files). */
+void gen_link_ext(struct gen_ctx *ctx, struct gen_file *f, struct gen_ext *x);
 /* Checks one custom or multi-part option name of f part by part as protoc
  * does, reporting the first part that is wrong, and records what its parts
  * name (o->resolved, parts' field, o->repeated; a plain name alone is not
  * looked up, only taken as resolved); after every file's messages and
  * extensions are resolved. */
 void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, struct gen_optref *o);
-/* Reports an option of f set again on the same place (protoc's "was already
- * set"): the same field, but for a repeated one, a message an earlier
- * option set a field of ((a).b = 1, then (a) = {...}) or a field an earlier
- * aggregate value set ((a) = { b: 1 }, then (a).b = 2; (a) = { [x.y]: 1 },
- * then (a).(y) = 2). After gen_check_optref on all of f's options. */
-void gen_check_options_twice(struct gen_ctx *ctx, const struct gen_file *f);
+/* Reports o, an option of f, set again on the same place by an option
+ * before it (protoc's "was already set"): the same field, but for a
+ * repeated one, a message an earlier option set a field of ((a).b = 1, then
+ * (a) = {...}) or a field an earlier aggregate value set ((a) = { b: 1 },
+ * then (a).b = 2; (a) = { [x.y]: 1 }, then (a).(y) = 2). After
+ * gen_check_optref on o and those before it. False when reported. */
+bool gen_check_option_twice(struct gen_ctx *ctx, const struct gen_file *f,
+                            const struct gen_optref *o);
 
 /* ---- resolve_values.c ---- */
 

@@ -40,18 +40,23 @@ static bool in_names(const struct gen_vec *names, const char *n)
 	return false;
 }
 
-void gen_check_ranges(struct gen_ctx *ctx, const struct gen_vec *ranges, int64_t lo_limit,
-                      int64_t hi_limit, const char *kind, const char *what)
+void gen_check_range(struct gen_ctx *ctx, const struct gen_range *r, int64_t lo_limit,
+                     int64_t hi_limit, const char *kind, const char *what)
+{
+	if (r->lo > r->hi)
+		gen_error(ctx, &r->loc, "%s range %lld to %lld is empty (end before start)", kind,
+		          (long long)r->lo, (long long)r->hi);
+	else if (r->lo < lo_limit || r->hi > hi_limit)
+		gen_error(ctx, &r->loc, "%s numbers must be between %lld and %lld", what,
+		          (long long)lo_limit, (long long)hi_limit);
+}
+
+/* ranges (of one kind) overlapping an earlier one, at the later */
+static void check_overlaps(struct gen_ctx *ctx, const struct gen_vec *ranges, const char *kind)
 {
 	int i, j;
 	for (i = 0; i < ranges->n; i++) {
 		const struct gen_range *r = ranges->items[i];
-		if (r->lo > r->hi)
-			gen_error(ctx, &r->loc, "%s range %lld to %lld is empty (end before start)",
-			          kind, (long long)r->lo, (long long)r->hi);
-		else if (r->lo < lo_limit || r->hi > hi_limit)
-			gen_error(ctx, &r->loc, "%s numbers must be between %lld and %lld", what,
-			          (long long)lo_limit, (long long)hi_limit);
 		for (j = 0; j < i; j++) {
 			const struct gen_range *o = ranges->items[j];
 			if (r->lo <= o->hi && o->lo <= r->hi) {
@@ -65,12 +70,9 @@ void gen_check_ranges(struct gen_ctx *ctx, const struct gen_vec *ranges, int64_t
 	}
 }
 
-static void check_reserved(struct gen_ctx *ctx, const struct gen_vec *ranges,
-                           const struct gen_vec *names, int64_t lo_limit, int64_t hi_limit,
-                           const char *what)
+static void check_names_twice(struct gen_ctx *ctx, const struct gen_vec *names)
 {
 	int i, j;
-	gen_check_ranges(ctx, ranges, lo_limit, hi_limit, "reserved", what);
 	for (i = 0; i < names->n; i++) {
 		const struct gen_name *n = names->items[i];
 		for (j = 0; j < i; j++) {
@@ -99,48 +101,63 @@ static bool has_aliases(const struct gen_enum *e)
 	return false;
 }
 
-/* allow_alias, where written, says what e's values do, as protoc's parser
- * requires: never false (that has no effect), true only with aliases */
-static void check_allow_alias(struct gen_ctx *ctx, const struct gen_enum *e)
+void gen_check_enum_parsed(struct gen_ctx *ctx, const struct gen_enum *e)
 {
+	int i;
+	/* allow_alias, where written, says what e's values do, as protoc's
+	 * parser requires: never false (that has no effect), true only with
+	 * aliases */
 	if (e->alias_false)
 		gen_error(ctx, &e->alias_loc,
 		          "\"%s\" declares 'option allow_alias = false;' which has no effect. "
 		          "Please remove the declaration.",
 		          e->name);
-	if (!e->allow_alias || !e->alias_loc.line || has_aliases(e))
-		return;
-	gen_error(ctx, &e->alias_loc,
-	          "\"%s\" declares support for enum aliases but no enum values share field "
-	          "numbers. Please remove the unnecessary 'option allow_alias = true;' "
-	          "declaration.",
-	          e->name);
-}
-
-void gen_check_enum(struct gen_ctx *ctx, struct gen_enum *e)
-{
-	int i, j;
-	check_reserved(ctx, &e->reserved, &e->rnames, INT32_MIN, INT32_MAX, "reserved enum value");
+	if (e->allow_alias && e->alias_loc.line && !has_aliases(e))
+		gen_error(ctx, &e->alias_loc,
+		          "\"%s\" declares support for enum aliases but no enum values share "
+		          "field numbers. Please remove the unnecessary 'option allow_alias = "
+		          "true;' declaration.",
+		          e->name);
 	if (e->values.n == 0)
 		gen_error(ctx, &e->loc, "enum \"%s\" must have at least one value", e->name);
-	check_allow_alias(ctx, e);
 	for (i = 0; i < e->values.n; i++) {
-		struct gen_enum_value *v = e->values.items[i];
-		if (v->number < INT32_MIN || v->number > INT32_MAX) {
+		const struct gen_enum_value *v = e->values.items[i];
+		if (v->number < INT32_MIN || v->number > INT32_MAX)
 			gen_error(ctx, &v->loc,
 			          "enum value \"%s\" = %lld is out of the int32 range", v->name,
 			          (long long)v->number);
+	}
+	for (i = 0; i < e->reserved.n; i++)
+		gen_check_range(ctx, e->reserved.items[i], INT32_MIN, INT32_MAX, "reserved",
+		                "reserved enum value");
+}
+
+void gen_check_enum_reserved(struct gen_ctx *ctx, const struct gen_enum *e)
+{
+	int i;
+	check_overlaps(ctx, &e->reserved, "reserved");
+	check_names_twice(ctx, &e->rnames);
+	for (i = 0; i < e->values.n; i++) {
+		const struct gen_enum_value *v = e->values.items[i];
+		if (v->number < INT32_MIN || v->number > INT32_MAX)
 			continue;
-		}
-		if (i == 0 && v->number != 0 && !e->file->proto2)
-			gen_error(ctx, &v->loc, "the first enum value must be zero in proto3");
 		if (gen_range_find(&e->reserved, v->number))
 			gen_error(ctx, &v->loc, "enum value \"%s\" uses reserved number %lld",
 			          v->name, (long long)v->number);
 		if (in_names(&e->rnames, v->name))
 			gen_error(ctx, &v->loc, "enum value name \"%s\" is reserved", v->name);
-		for (j = 0; j < i && !e->allow_alias; j++) {
-			struct gen_enum_value *o = e->values.items[j];
+	}
+}
+
+void gen_check_enum_aliases(struct gen_ctx *ctx, const struct gen_enum *e)
+{
+	int i, j;
+	for (i = 0; i < e->values.n && !e->allow_alias; i++) {
+		const struct gen_enum_value *v = e->values.items[i];
+		if (v->number < INT32_MIN || v->number > INT32_MAX)
+			continue;
+		for (j = 0; j < i; j++) {
+			const struct gen_enum_value *o = e->values.items[j];
 			if (o->number == v->number) {
 				gen_error(ctx, &v->loc,
 				          "\"%s\" uses the same enum value %lld as \"%s\" (set "
@@ -152,8 +169,16 @@ void gen_check_enum(struct gen_ctx *ctx, struct gen_enum *e)
 	}
 }
 
+void gen_check_enum_zero(struct gen_ctx *ctx, const struct gen_enum *e)
+{
+	const struct gen_enum_value *v = e->values.n ? e->values.items[0] : NULL;
+	if (v && v->number != 0 && !e->file->proto2 && v->number >= INT32_MIN &&
+	    v->number <= INT32_MAX)
+		gen_error(ctx, &v->loc, "the first enum value must be zero in proto3");
+}
+
 /* Member names of the generated struct: name, has_name, n_name, oneof_case. */
-static void check_members(struct gen_ctx *ctx, struct gen_message *m)
+void gen_check_members(struct gen_ctx *ctx, struct gen_message *m)
 {
 	struct table t = {0};
 	int i;
@@ -218,64 +243,79 @@ void gen_check_field_options(struct gen_ctx *ctx, const struct gen_field *fd)
 	((fd)->number_text ? (fd)->number_text                                                     \
 	                   : gen_printf(&ctx->pool, "%lld", (long long)(fd)->number))
 
-void gen_check_message(struct gen_ctx *ctx, struct gen_message *m)
+void gen_check_field_number(struct gen_ctx *ctx, const struct gen_field *fd)
+{
+	if (fd->number <= 0)
+		gen_error(ctx, &fd->number_loc,
+		          "field number %s of \"%s\" must be a positive integer (1 to %d)", NUM(fd),
+		          fd->name, GEN_FIELD_MAX);
+	else if (fd->number > GEN_FIELD_MAX)
+		gen_error(ctx, &fd->number_loc,
+		          "field number %s of \"%s\" is out of range (1 to %d)", NUM(fd), fd->name,
+		          GEN_FIELD_MAX);
+	else if (fd->number >= 19000 && fd->number <= 19999)
+		gen_error(ctx, &fd->number_loc,
+		          "field number %lld of \"%s\" is in 19000 to 19999, reserved for the "
+		          "protocol buffer implementation",
+		          (long long)fd->number, fd->name);
+}
+
+int64_t gen_ext_range_max(const struct gen_message *m)
+{
+	return m->message_set ? INT32_MAX - 1 : GEN_FIELD_MAX;
+}
+
+void gen_check_message_numbers(struct gen_ctx *ctx, const struct gen_message *m)
 {
 	int i, j;
-	for (i = 0; i < m->oneofs.n; i++) {
-		struct gen_oneof *o = m->oneofs.items[i];
-		if (o->nfields == 0)
-			gen_error(ctx, &o->loc, "oneof \"%s\" must have at least one field",
-			          o->name);
-	}
-	if (!m->map_entry) {
-		check_reserved(ctx, &m->reserved, &m->rnames, 1, GEN_FIELD_MAX, "reserved field");
-		gen_check_ext_ranges(ctx, m);
-	}
+	if (m->map_entry)
+		return;
+	check_overlaps(ctx, &m->reserved, "reserved");
+	check_names_twice(ctx, &m->rnames);
 	for (i = 0; i < m->fields.n; i++) {
-		struct gen_field *fd = m->fields.items[i];
-		gen_check_field_options(ctx, fd);
-		if (fd->number <= 0) {
-			gen_error(ctx, &fd->number_loc,
-			          "field number %s of \"%s\" must be a positive "
-			          "integer (1 to %d)",
-			          NUM(fd), fd->name, GEN_FIELD_MAX);
+		const struct gen_field *fd = m->fields.items[i];
+		const struct gen_range *r;
+		if (fd->number <= 0 || fd->number > GEN_FIELD_MAX)
 			continue;
-		}
-		if (fd->number > GEN_FIELD_MAX) {
+		if ((r = gen_range_find(&m->ext_ranges, fd->number)) != NULL)
 			gen_error(ctx, &fd->number_loc,
-			          "field number %s of \"%s\" is out of range (1 to %d)", NUM(fd),
-			          fd->name, GEN_FIELD_MAX);
-			continue;
-		}
-		if (fd->number >= 19000 && fd->number <= 19999)
-			gen_error(
-			    ctx, &fd->number_loc,
-			    "field number %lld of \"%s\" is in 19000 to 19999, reserved for the "
-			    "protocol buffer implementation",
-			    (long long)fd->number, fd->name);
+			          "field \"%s\" uses number %lld, which is in extension range %lld "
+			          "to %lld",
+			          fd->name, (long long)fd->number, (long long)r->lo,
+			          (long long)r->hi);
 		if (gen_range_find(&m->reserved, fd->number))
 			gen_error(ctx, &fd->number_loc,
 			          "field \"%s\" uses reserved field number %lld", fd->name,
 			          (long long)fd->number);
 		if (in_names(&m->rnames, fd->name))
 			gen_error(ctx, &fd->loc, "field name \"%s\" is reserved", fd->name);
-		for (j = 0; j < i; j++) {
-			struct gen_field *o = m->fields.items[j];
-			if (o->number == fd->number) {
-				gen_error(
-				    ctx, &fd->number_loc,
-				    "field number %lld has already been used in \"%s\" by field "
-				    "\"%s\"",
-				    (long long)fd->number, m->full_name, o->name);
+	}
+	for (i = 0; i < m->ext_ranges.n; i++) {
+		const struct gen_range *r = m->ext_ranges.items[i];
+		for (j = 0; j < m->reserved.n; j++) {
+			const struct gen_range *o = m->reserved.items[j];
+			if (r->lo <= o->hi && o->lo <= r->hi) {
+				gen_error(ctx, &r->loc,
+				          "extension range %lld to %lld overlaps reserved range "
+				          "%lld to %lld",
+				          (long long)r->lo, (long long)r->hi, (long long)o->lo,
+				          (long long)o->hi);
 				break;
 			}
 		}
 	}
-	check_members(ctx, m);
-	for (i = 0; i < m->messages.n; i++)
-		gen_check_message(ctx, m->messages.items[i]);
-	for (i = 0; i < m->enums.n; i++)
-		gen_check_enum(ctx, m->enums.items[i]);
+	check_overlaps(ctx, &m->ext_ranges, "extension");
+}
+
+void gen_check_oneofs(struct gen_ctx *ctx, const struct gen_message *m)
+{
+	int i;
+	for (i = 0; i < m->oneofs.n; i++) {
+		const struct gen_oneof *o = m->oneofs.items[i];
+		if (o->nfields == 0)
+			gen_error(ctx, &o->loc, "oneof \"%s\" must have at least one field",
+			          o->name);
+	}
 }
 
 /* ---- global C identifiers ---- */

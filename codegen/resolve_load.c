@@ -260,6 +260,7 @@ static struct gen_file *load(struct gen_ctx *ctx, const char *path, const char *
 	}
 	f->text = text;
 	f->text_len = len;
+	ctx->clock++; /* protoc parses f before it loads f's imports */
 	f->parsed = gen_parse(ctx, f, text, len);
 	f->failed = !f->parsed;
 	if (f->parsed) {
@@ -267,6 +268,10 @@ static struct gen_file *load(struct gen_ctx *ctx, const char *path, const char *
 		load_imports(ctx, f);
 		r->stack.n--;
 	}
+	/* and builds it after them, before it goes on with the next import
+	 * of the file importing it */
+	f->build_key = ++ctx->clock;
+	ctx->clock++;
 	f->state = 2;
 	return f;
 }

@@ -35,39 +35,6 @@ static void resolve_ext_type(struct gen_ctx *ctx, struct gen_ext *x, const char 
 	}
 }
 
-void gen_check_ext_ranges(struct gen_ctx *ctx, const struct gen_message *m)
-{
-	int64_t max = m->message_set ? INT32_MAX - 1 : GEN_FIELD_MAX;
-	int i;
-	gen_check_ranges(ctx, &m->ext_ranges, 1, max, "extension", "extension");
-	for (i = 0; i < m->ext_ranges.n; i++) {
-		const struct gen_range *r = m->ext_ranges.items[i], *o;
-		int j;
-		for (j = 0; j < m->reserved.n; j++) {
-			o = m->reserved.items[j];
-			if (r->lo <= o->hi && o->lo <= r->hi) {
-				gen_error(
-				    ctx, &r->loc,
-				    "extension range %lld to %lld overlaps reserved range %lld "
-				    "to %lld",
-				    (long long)r->lo, (long long)r->hi, (long long)o->lo,
-				    (long long)o->hi);
-				break;
-			}
-		}
-	}
-	for (i = 0; i < m->fields.n; i++) {
-		const struct gen_field *fd = m->fields.items[i];
-		const struct gen_range *r = gen_range_find(&m->ext_ranges, fd->number);
-		if (r)
-			gen_error(ctx, &fd->number_loc,
-			          "field \"%s\" uses number %lld, which is in extension range %lld "
-			          "to %lld",
-			          fd->name, (long long)fd->number, (long long)r->lo,
-			          (long long)r->hi);
-	}
-}
-
 /* x's number is in a range its extendee (a message, s) declares, as protoc
  * checks */
 static void check_ext_number(struct gen_ctx *ctx, const struct gen_ext *x, const struct sym *s)
@@ -79,50 +46,50 @@ static void check_ext_number(struct gen_ctx *ctx, const struct gen_ext *x, const
 	          s->name, (long long)x->field->number);
 }
 
-void gen_declare_exts(struct gen_ctx *ctx, struct gen_file *f)
+void gen_build_ext(struct gen_ctx *ctx, struct gen_file *f, struct gen_ext *x)
 {
 	struct resolver *r = gen_resolver(ctx);
-	int i;
-	for (i = 0; i < f->exts.n; i++) {
-		struct gen_ext *x = f->exts.items[i];
-		const char *scope = x->parent ? x->parent->full_name : f->package;
-		struct sym *s = gen_lookup(ctx, f, scope, x->extendee, 0, NULL);
-		x->full_name = gen_qualify(ctx, scope, x->name);
-		if (s && s->kind == SYM_MESSAGE)
-			x->extendee_full = (char *)s->name;
-		if (!s || s->kind != SYM_MESSAGE)
-			gen_error(ctx, &x->extendee_loc, "\"%s\" is not defined", x->extendee);
-		else if (!f->proto2 &&
-		         (strncmp(s->name, "google.protobuf.", 16) != 0 || strlen(s->name) < 7 ||
-		          strcmp(s->name + strlen(s->name) - 7, "Options") != 0))
-			gen_error(ctx, &x->extendee_loc,
-			          "extending \"%s\" is not supported: proto3 extends only "
-			          "google.protobuf.*Options, to define custom options",
-			          s->name);
-		else
-			check_ext_number(ctx, x, s);
-		resolve_ext_type(ctx, x, scope);
-		if (x->field)
-			gen_check_field_options(ctx, x->field);
-		/* protoc adds an extension's symbol after those of its scope,
-		 * but for the messages nested in its message, and after the
-		 * extensions before it: the later one is refused */
-		if ((s = gen_table_get(&r->syms, x->full_name)) && x->parent &&
-		    s->kind == SYM_MESSAGE) {
-			gen_report_defined(ctx, &s->loc, x->full_name, s, false, f);
-			continue;
-		}
-		if (s || (s = gen_table_get(&r->exts, x->full_name))) {
-			gen_report_defined(ctx, &x->loc, x->full_name, s, false, f);
-			continue;
-		}
-		s = gen_alloc(&ctx->pool, sizeof(*s));
-		s->name = x->full_name;
-		s->ptr = x;
-		s->file = f;
-		s->loc = x->loc;
-		gen_table_put(&ctx->pool, &r->exts, s);
+	const char *scope = x->parent ? x->parent->full_name : f->package;
+	struct sym *s;
+	x->full_name = gen_qualify(ctx, scope, x->name);
+	if (x->field && x->field->required) /* as protoc: an old peer could never send it */
+		gen_error(ctx, &x->field->type_loc, "the extension \"%s\" cannot be required",
+		          x->name);
+	if ((s = gen_table_get(&r->syms, x->full_name)) != NULL ||
+	    (s = gen_table_get(&r->exts, x->full_name)) != NULL) {
+		gen_report_defined(ctx, &x->loc, x->full_name, s, false, f);
+		return;
 	}
+	s = gen_alloc(&ctx->pool, sizeof(*s));
+	s->name = x->full_name;
+	s->ptr = x;
+	s->file = f;
+	s->loc = x->loc;
+	gen_table_put(&ctx->pool, &r->exts, s);
+}
+
+static void check_ext_number_free(struct gen_ctx *ctx, const struct gen_ext *x);
+
+void gen_link_ext(struct gen_ctx *ctx, struct gen_file *f, struct gen_ext *x)
+{
+	const char *scope = x->parent ? x->parent->full_name : f->package;
+	struct sym *s = gen_lookup(ctx, f, scope, x->extendee, 0, NULL);
+	if (!s || s->kind != SYM_MESSAGE) {
+		gen_error(ctx, &x->extendee_loc, "\"%s\" is not defined", x->extendee);
+		return;
+	}
+	if (!f->proto2 && (strncmp(s->name, "google.protobuf.", 16) != 0 || strlen(s->name) < 7 ||
+	                   strcmp(s->name + strlen(s->name) - 7, "Options") != 0)) {
+		gen_error(ctx, &x->extendee_loc,
+		          "extending \"%s\" is not supported: proto3 extends only "
+		          "google.protobuf.*Options, to define custom options",
+		          s->name);
+		return;
+	}
+	x->extendee_full = (char *)s->name;
+	check_ext_number(ctx, x, s);
+	resolve_ext_type(ctx, x, scope);
+	check_ext_number_free(ctx, x);
 }
 
 /* x's number is not one an extension of its extendee declared before it
@@ -159,30 +126,6 @@ static void check_ext_number_free(struct gen_ctx *ctx, const struct gen_ext *x)
 		            "\"%s\" defined in %s.",
 		            (long long)x->field->number, x->extendee_full, o->full_name,
 		            o->file->name);
-}
-
-/* the numbers of f's extensions declared in m (NULL: at the file's level),
- * those of m's nested messages first: the order protoc adds them in
- * (DescriptorBuilder::CrossLinkMessage, CrossLinkFile) */
-static void check_ext_numbers_in(struct gen_ctx *ctx, const struct gen_file *f,
-                                 const struct gen_message *m)
-{
-	int i;
-	for (i = 0; m && i < m->messages.n; i++)
-		check_ext_numbers_in(ctx, f, m->messages.items[i]);
-	for (i = 0; i < f->exts.n; i++) {
-		const struct gen_ext *x = f->exts.items[i];
-		if (x->parent == m)
-			check_ext_number_free(ctx, x);
-	}
-}
-
-void gen_check_ext_numbers(struct gen_ctx *ctx, const struct gen_file *f)
-{
-	int i;
-	for (i = 0; i < f->messages.n; i++)
-		check_ext_numbers_in(ctx, f, f->messages.items[i]);
-	check_ext_numbers_in(ctx, f, NULL);
 }
 
 /* the (name) of an option, looked up as protoc does (LookupSymbol, any kind
@@ -397,18 +340,19 @@ static bool set_again(struct gen_ctx *ctx, const struct gen_file *f, const struc
 	       set_in_aggregate(ctx, f, o, e);
 }
 
-void gen_check_options_twice(struct gen_ctx *ctx, const struct gen_file *f)
+bool gen_check_option_twice(struct gen_ctx *ctx, const struct gen_file *f,
+                            const struct gen_optref *o)
 {
-	int i, j;
-	for (i = 0; i < f->optrefs.n; i++) {
-		const struct gen_optref *o = f->optrefs.items[i];
-		for (j = 0; j < i && o->resolved; j++) {
-			const struct gen_optref *e = f->optrefs.items[j];
-			if (e->owner == o->owner && e->resolved && set_again(ctx, f, o, e)) {
-				gen_error(ctx, &o->parts[0].loc, "Option \"%s\" was already set.",
-				          option_name(ctx, o, o->nparts));
-				break;
-			}
+	int j;
+	for (j = 0; j < f->optrefs.n && o->resolved; j++) {
+		const struct gen_optref *e = f->optrefs.items[j];
+		if (e == o)
+			break;
+		if (e->owner == o->owner && e->resolved && set_again(ctx, f, o, e)) {
+			gen_error(ctx, &o->parts[0].loc, "Option \"%s\" was already set.",
+			          option_name(ctx, o, o->nparts));
+			return false;
 		}
 	}
+	return true;
 }

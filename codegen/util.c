@@ -184,7 +184,7 @@ void gen_ctx_init(struct gen_ctx *ctx, FILE *diag)
 
 struct diag {
 	struct gen_loc loc;
-	int file_rank;
+	unsigned key; /* ctx->clock when reported */
 	int seq;
 	char *text;
 };
@@ -192,12 +192,8 @@ struct diag {
 static int diag_cmp(const void *a, const void *b)
 {
 	const struct diag *x = *(const struct diag *const *)a, *y = *(const struct diag *const *)b;
-	if (x->file_rank != y->file_rank)
-		return x->file_rank < y->file_rank ? -1 : 1;
-	if (x->loc.line != y->loc.line)
-		return x->loc.line < y->loc.line ? -1 : 1;
-	if (x->loc.col != y->loc.col)
-		return x->loc.col < y->loc.col ? -1 : 1;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
@@ -221,17 +217,6 @@ void gen_ctx_fini(struct gen_ctx *ctx)
 	gen_pool_free(&ctx->pool);
 }
 
-static int file_rank(struct gen_ctx *ctx, const char *file)
-{
-	int i;
-	for (i = 0; i < ctx->files.n; i++) {
-		const char *path = ((const struct gen_file *)ctx->files.items[i])->path;
-		if (path == file || strcmp(path, file) == 0)
-			return i;
-	}
-	return ctx->files.n;
-}
-
 static void diag(struct gen_ctx *ctx, const struct gen_loc *loc, const char *kind, const char *fmt,
                  va_list ap)
 {
@@ -249,7 +234,7 @@ static void diag(struct gen_ctx *ctx, const struct gen_loc *loc, const char *kin
 	gen_buf_printf(&b, "%s:%d:%d: %s: %s\n", loc->file, loc->line, loc->col, kind, msg);
 	d = gen_alloc(&ctx->pool, sizeof(*d));
 	d->loc = *loc;
-	d->file_rank = file_rank(ctx, loc->file);
+	d->key = ctx->clock;
 	d->seq = ctx->diags.n;
 	d->text = gen_strdup(&ctx->pool, b.data);
 	gen_buf_free(&b);
