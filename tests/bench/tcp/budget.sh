@@ -24,28 +24,11 @@
 # printed, and their medians at the end.
 set -euo pipefail
 
+. "$(dirname "${BASH_SOURCE[0]}")/pair_lib.sh"
 build=build rounds=3 calls=20000 works="0 500 1000 1500 2000 2500" other=
-while (($#)); do
-  case "$1" in
-    --rounds) rounds="$2"; shift ;;
-    -n) calls="$2"; shift ;;
-    --work) works="$2"; shift ;;
-    --compare) other="$2"; shift ;;
-    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    -*) echo "budget.sh: unknown option $1 (--help)" >&2; exit 2 ;;
-    *) build="$1" ;;
-  esac
-  shift
-done
-echo_bin="$build/tests/bench/tcp_echo"
-lat_bin="$build/tests/bench/tcp_lat"
-perf="$build/tools/rdmx-perf/rdmx-perf"
-[[ -x $echo_bin && -x $perf && -x $lat_bin ]] ||
-  { echo "budget.sh: build tcp_echo, tcp_lat and rdmx-perf in $build" >&2; exit 2; }
-[[ -z $other || -x $other/tools/rdmx-perf/rdmx-perf ]] || { echo "budget.sh: no rdmx-perf in $other" >&2; exit 2; }
+pair_args 2,22 "$@"
 [[ $(uname -m) == x86_64 ]] || { echo "budget.sh: x86-64 only (--work spins on rdtsc)" >&2; exit 2; }
 
-. "$(dirname "${BASH_SOURCE[0]}")/pair_lib.sh"
 tmp="$(mktemp -d /tmp/rdmx-budget-XXXXXX)"
 trap '[[ -n $spid ]] && kill "$spid" 2>/dev/null; rm -rf "$tmp"' EXIT
 echo "## busy 64 B round trip p50 (us): raw TCP with W cycles per side, and rdmx; load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -15,26 +15,9 @@
 # each mode's median ratios are printed with how many rounds it kept.
 set -euo pipefail
 
-build=build rounds=40 calls=5000 other=
-while (($#)); do
-  case "$1" in
-    --rounds) rounds="$2"; shift ;;
-    -n) calls="$2"; shift ;;
-    --compare) other="$2"; shift ;;
-    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    -*) echo "paired.sh: unknown option $1 (--help)" >&2; exit 2 ;;
-    *) build="$1" ;;
-  esac
-  shift
-done
-echo_bin="$build/tests/bench/tcp_echo"
-lat_bin="$build/tests/bench/tcp_lat"
-perf="$build/tools/rdmx-perf/rdmx-perf"
-[[ -x $echo_bin && -x $perf && -x $lat_bin ]] ||
-  { echo "paired.sh: build tcp_echo, tcp_lat and rdmx-perf in $build" >&2; exit 2; }
-[[ -z $other || -x $other/tools/rdmx-perf/rdmx-perf ]] || { echo "paired.sh: no rdmx-perf in $other" >&2; exit 2; }
-
 . "$(dirname "${BASH_SOURCE[0]}")/pair_lib.sh"
+build=build rounds=40 calls=5000 other=
+pair_args 2,16 "$@"
 tmp="$(mktemp -d /tmp/rdmx-paired-XXXXXX)"
 trap '[[ -n $spid ]] && kill "$spid" 2>/dev/null; rm -rf "$tmp"' EXIT
 raw() { run_pair "$echo_bin" --busy -s 64 -n "$calls"; }
