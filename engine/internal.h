@@ -44,6 +44,16 @@ bool rdmx__log_rate_flush(struct rdmx__log_rate *r, uint64_t now_ns, uint64_t *s
 /* When rdmx__log_rate_flush will have something (UINT64_MAX: nothing). */
 uint64_t rdmx__log_rate_deadline(const struct rdmx__log_rate *r);
 
+/* A spin-wait's pause hint to the CPU (engine/pe.c, engine/sync_event.c). */
+static inline void rdmx__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
 /* ---- timers of a progress engine (engine/timer.c) ---- */
 struct rdmx__timers {
 	struct rdmx_pe_timer **heap;

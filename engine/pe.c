@@ -41,15 +41,6 @@ struct rdmx_pe {
 	struct rdmx__timers timers;
 };
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#endif
-}
-
 struct rdmx__timers *rdmx__pe_timers(struct rdmx_pe *pe)
 {
 	return &pe->timers;
@@ -390,7 +381,7 @@ static int spin(struct rdmx_pe *pe, uint64_t until_ns)
 			return n;
 		if (until_ns && rdmx__due(until_ns, &now))
 			return 0;
-		cpu_relax();
+		rdmx__cpu_relax();
 	}
 }
 

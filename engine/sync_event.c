@@ -88,15 +88,6 @@ int rdmx_sync_event_get_descriptor(const struct rdmx_sync_event *ev, void *desc)
 	return rdmx_mr_get_descriptor(ev->mr, desc);
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#endif
-}
-
 int rdmx_sync_event_wait_ge(struct rdmx_sync_event *ev, uint64_t value, struct rdmx_pe *pe,
                             int timeout_ms)
 {
@@ -116,7 +107,7 @@ int rdmx_sync_event_wait_ge(struct rdmx_sync_event *ev, uint64_t value, struct r
 			if (n < 0)
 				return n;
 		} else {
-			cpu_relax();
+			rdmx__cpu_relax();
 		}
 		if (++spins % SYNC_EVENT_SPINS == 0) {
 			if (deadline && rdmx__now_ms() >= deadline)
