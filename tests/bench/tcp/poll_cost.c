@@ -22,6 +22,9 @@
 
 #include <rdmx/rdmx.h>
 
+#define BENCH_PROG "poll_cost"
+#include "bench_try.h"
+
 static int up;
 
 static void on_up(struct rdmx_conn *c, void *u, void *cu)
@@ -31,19 +34,6 @@ static void on_up(struct rdmx_conn *c, void *u, void *cu)
 	(void)cu;
 	up++;
 }
-
-static void die(const char *what, int rc)
-{
-	fprintf(stderr, "poll_cost: %s: %s\n", what, rdmx_err_name(rc));
-	exit(1);
-}
-
-#define TRY(expr)                                                                                  \
-	do {                                                                                       \
-		int _rc = (expr);                                                                  \
-		if (_rc)                                                                           \
-			die(#expr, _rc);                                                           \
-	} while (0)
 
 static void report(const char *name, double cycles)
 {

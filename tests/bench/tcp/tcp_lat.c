@@ -30,6 +30,9 @@
 #include "common/clock.h"
 #include "engine/msg.h"
 
+#define BENCH_PROG "tcp_lat"
+#include "bench_try.h"
+
 struct opts {
 	int iters, warmup;
 	size_t size;
@@ -46,19 +49,6 @@ struct node {
 	uint8_t *mem;
 	volatile int est, recvs, sends, reads, errs, msgs;
 };
-
-static void die(const char *what, int rc)
-{
-	fprintf(stderr, "tcp_lat: %s: %s\n", what, rc < 0 ? rdmx_err_name(rc) : strerror(errno));
-	exit(1);
-}
-
-#define TRY(expr)                                                                                  \
-	do {                                                                                       \
-		int _rc = (expr);                                                                  \
-		if (_rc)                                                                           \
-			die(#expr, _rc);                                                           \
-	} while (0)
 
 static void cb(struct rdmx_task *t, void *ud, void *cud)
 {
