@@ -137,24 +137,37 @@ Test(rpc, cancel_cb_destroys_its_endpoint)
 	close_fix_close(&f);
 }
 
-/* A call's completion that tears its endpoint down. */
-struct destroy_on_done {
+/* A callback that tears its endpoint down (endpoint, then channel: the
+ * documented order) and counts its runs; one body for each callback type
+ * (teardown_run), the completion's form also keeps the call's code. */
+struct teardown {
 	struct rdmx_rpc_ep **ep;
 	struct rdmx_chan **chan;
-	int done;
+	int runs;
 	enum rdmx_rpc_code code;
 };
 
-static void destroy_on_done_cb(const struct rdmx_rpc_result *res, void *arg)
+static void teardown_run(struct teardown *d)
 {
-	struct destroy_on_done *d = arg;
-
-	d->done++;
-	d->code = res->code;
+	d->runs++;
 	if (*d->ep) {
 		ASSERT_OK(rdmx_rpc_ep_destroy(d->ep));
 		ASSERT_OK(rdmx_chan_destroy(d->chan));
 	}
+}
+
+static void teardown_done_cb(const struct rdmx_rpc_result *res, void *arg)
+{
+	struct teardown *d = arg;
+
+	d->code = res->code;
+	teardown_run(d);
+}
+
+static void teardown_drained_cb(struct rdmx_rpc_ep *ep, void *arg)
+{
+	(void)ep;
+	teardown_run(arg);
 }
 
 /* The close fails the client's call; its completion destroys the endpoint:
@@ -162,7 +175,7 @@ static void destroy_on_done_cb(const struct rdmx_rpc_result *res, void *arg)
 Test(rpc, completion_destroys_its_endpoint_no_closed_cb)
 {
 	struct close_fix f;
-	struct destroy_on_done d = {0};
+	struct teardown d = {0};
 	struct rdmx_chan *cha;
 
 	close_fix_open(&f);
@@ -170,12 +183,12 @@ Test(rpc, completion_destroys_its_endpoint_no_closed_cb)
 	cha = rdmx_rpc_ep_get_chan(f.ra);
 	d.ep = &f.ra;
 	d.chan = &cha;
-	ASSERT_OK(rdmx_rpc_call_async(f.ra, HOLD, NULL, NULL, destroy_on_done_cb, &d, NULL));
+	ASSERT_OK(rdmx_rpc_call_async(f.ra, HOLD, NULL, NULL, teardown_done_cb, &d, NULL));
 	DRIVE_UNTIL(&f.a, &f.b, f.st.held_n == 1);
 	side_goes(&f.rb);
-	DRIVE_UNTIL(&f.a, &f.b, d.done);
+	DRIVE_UNTIL(&f.a, &f.b, d.runs);
 	drive_for(&f.a, &f.b, 20);
-	cr_assert_eq(d.done, 1);
+	cr_assert_eq(d.runs, 1);
 	cr_assert_eq(d.code, RDMX_RPC_UNAVAILABLE, "%s", rdmx_rpc_code_name(d.code));
 	cr_assert_null(f.ra);
 	cr_assert_eq(closed_n, 0, "the closed callback ran after the destroy");
@@ -438,24 +451,6 @@ Test(rpc, oneway_calls_end_with_the_close)
 	close_fix_close(&f);
 }
 
-/* A drained callback that tears its endpoint down (endpoint, then channel:
- * the documented order), and counts its runs. */
-struct destroy_on_drained {
-	struct rdmx_rpc_ep **ep;
-	struct rdmx_chan **chan;
-	int runs;
-};
-
-static void destroy_drained_cb(struct rdmx_rpc_ep *ep, void *arg)
-{
-	struct destroy_on_drained *d = arg;
-
-	(void)ep;
-	d->runs++;
-	ASSERT_OK(rdmx_rpc_ep_destroy(d->ep));
-	ASSERT_OK(rdmx_chan_destroy(d->chan));
-}
-
 /* The drained callback runs from progress once the GOAWAY is acknowledged
  * (the channel's idle callback) and destroys its endpoint and channel:
  * both are released (under ASan, the endpoint leaked here), and nothing
@@ -463,14 +458,14 @@ static void destroy_drained_cb(struct rdmx_rpc_ep *ep, void *arg)
 Test(rpc, drained_cb_destroys_its_endpoint)
 {
 	struct close_fix f;
-	struct destroy_on_drained d = {0};
+	struct teardown d = {0};
 	struct rdmx_chan *cha;
 
 	close_fix_open(&f);
 	cha = rdmx_rpc_ep_get_chan(f.ra);
 	d.ep = &f.ra;
 	d.chan = &cha;
-	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(f.ra, destroy_drained_cb, &d));
+	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(f.ra, teardown_drained_cb, &d));
 	ASSERT_OK(rdmx_rpc_ep_drain(f.ra));
 	cr_assert_eq(d.runs, 0);
 	DRIVE_UNTIL(&f.a, &f.b, d.runs);
@@ -488,7 +483,7 @@ Test(rpc, drained_cb_destroys_its_endpoint)
 Test(rpc, drained_cb_destroys_its_endpoint_from_drain)
 {
 	struct close_fix f;
-	struct destroy_on_drained d = {0};
+	struct teardown d = {0};
 	struct rdmx_chan *cha;
 
 	close_fix_open(&f);
@@ -498,7 +493,7 @@ Test(rpc, drained_cb_destroys_its_endpoint_from_drain)
 	d.chan = &cha;
 	side_goes(&f.rb);
 	DRIVE_UNTIL(&f.a, &f.b, closed_n == 1);
-	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(f.ra, destroy_drained_cb, &d));
+	ASSERT_OK(rdmx_rpc_ep_set_drained_cb(f.ra, teardown_drained_cb, &d));
 	ASSERT_OK(rdmx_rpc_ep_drain(f.ra));
 	cr_assert_eq(d.runs, 1, "the drained callback ran %d times from the drain", d.runs);
 	cr_assert_null(f.ra);
