@@ -100,6 +100,11 @@ void rdmx__conn_set_error(struct rdmx_conn *conn)
 		conn->state = RDMX_CONN_ERROR;
 }
 
+void rdmx__conn_fail_posts(struct rdmx_conn *conn, uint32_t n)
+{
+	conn->fail_posts = n;
+}
+
 void rdmx__conn_event(struct rdmx_conn *conn, enum rdmx__conn_event ev)
 {
 	struct rdmx_ctx *ctx = conn->ctx;

@@ -242,6 +242,7 @@ struct rdmx_conn {
 	bool closing;                 /* rdmx_conn_disconnect called: later submits are aborted */
 	bool sealed;                  /* rdmx_conn_set_data_keys succeeded */
 	uint32_t outstanding;         /* send-side tasks handed to post_send, not yet completed */
+	uint32_t fail_posts;          /* posts still to refuse (rdmx__conn_fail_posts, tests) */
 	struct rdmx_mr_grant *grants; /* active grants bound to this connection */
 };
 
@@ -322,6 +323,14 @@ struct rdmx_conn *rdmx__conn_new(struct rdmx_ctx *ctx, enum rdmx_conn_state stat
  * reserved field, zero length or an address range that wraps. */
 void rdmx__mr_descriptor_encode(const struct rdmx_mr *mr, uint8_t provider_id, void *desc);
 int rdmx__mr_descriptor_decode(const void *desc, size_t size, struct rdmx_mr_remote *remote);
+
+/* Test hook: the next n posts of requests on conn (rdmx_task_submit) are
+ * refused with RDMX_E_PROVIDER, as a provider refuses a post (verbs: a
+ * failed ibv_post_send), the task left unposted; while any remain, a light
+ * message (engine/msg.h) is refused too, as the tcp provider refuses one it
+ * cannot take (RDMX_E_AGAIN: its sender posts a request instead), without
+ * counting. n = 0 ends it. Application thread only. */
+void rdmx__conn_fail_posts(struct rdmx_conn *conn, uint32_t n);
 
 /* ---- engine-internal (core files only) ---- */
 

@@ -44,6 +44,8 @@ int rdmx__conn_post_msg(struct rdmx_conn *conn, const struct rdmx_buf *src,
 		return RDMX_E_INVAL;
 	if (ctx->state != RDMX_CTX_RUNNING || conn->state != RDMX_CONN_ESTABLISHED)
 		return RDMX_E_BAD_STATE;
+	if (RDMX_UNLIKELY(conn->fail_posts)) /* tests: rdmx__conn_fail_posts */
+		return RDMX_E_AGAIN;
 	for (const struct rdmx_buf *b = src; b; b = b->next) {
 		len += b->len;
 		if (len > RDMX__MSG_MAX)

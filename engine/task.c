@@ -540,6 +540,11 @@ int rdmx_task_submit(struct rdmx_task *task)
 	}
 	if (!conn->can_post)
 		return RDMX_E_BAD_STATE;
+	if (RDMX_UNLIKELY(conn->fail_posts)) { /* tests: rdmx__conn_fail_posts */
+		conn->fail_posts--;
+		RDMX_DBG("conn %u: post refused by the test hook", conn->id);
+		return RDMX_E_PROVIDER;
+	}
 	task->state = RDMX__TASK_INFLIGHT;
 	conn->outstanding++;
 	rc = ctx->dev->ops->post_send(conn, task);
