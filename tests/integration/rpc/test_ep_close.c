@@ -2,10 +2,13 @@
  * close (a held call's cancel callback, a call's completion), and what it
  * counts afterwards (active calls, drained); when an endpoint is drained
  * (rdmx_rpc_ep_is_drained and its callback agree), and the order of the
- * closed and drained callbacks. */
+ * closed and drained callbacks; an endpoint destroyed by its closed callback
+ * inside a send the engine refused (respond, cancel, the deadline's
+ * CANCEL, drain's GOAWAY). */
 #include "rpcfix.h"
 
-#include "chan_internal.h" /* peer_light */
+#include "chan_internal.h"   /* peer_light */
+#include "engine/internal.h" /* rdmx__conn_fail_posts */
 
 #include <string.h>
 
@@ -139,12 +142,14 @@ Test(rpc, cancel_cb_destroys_its_endpoint)
 
 /* A callback that tears its endpoint down (endpoint, then channel: the
  * documented order) and counts its runs; one body for each callback type
- * (teardown_run), the completion's form also keeps the call's code. */
+ * (teardown_run), the completion's form also keeps the call's code, the
+ * closed callback's the close's status. */
 struct teardown {
 	struct rdmx_rpc_ep **ep;
 	struct rdmx_chan **chan;
 	int runs;
 	enum rdmx_rpc_code code;
+	int status;
 };
 
 static void teardown_run(struct teardown *d)
@@ -168,6 +173,15 @@ static void teardown_drained_cb(struct rdmx_rpc_ep *ep, void *arg)
 {
 	(void)ep;
 	teardown_run(arg);
+}
+
+static void teardown_closed_cb(struct rdmx_rpc_ep *ep, int status, void *arg)
+{
+	struct teardown *d = arg;
+
+	(void)ep;
+	d->status = status;
+	teardown_run(d);
 }
 
 /* The close fails the client's call; its completion destroys the endpoint:
@@ -500,5 +514,142 @@ Test(rpc, drained_cb_destroys_its_endpoint_from_drain)
 	cr_assert_null(cha);
 	drive_for(&f.a, &f.b, 20);
 	cr_assert_eq(d.runs, 1, "the drained callback ran %d times", d.runs);
+	close_fix_close(&f);
+}
+
+/* ---- a send the engine refuses, whose close destroys the endpoint ----
+ * The engine refuses the post of an RPC's own send (a test hook,
+ * rdmx__conn_fail_posts, as a provider refuses a post): the channel fails
+ * inside the send, and the closed callback destroys the endpoint and its
+ * channel there. The RPC function that sent goes on with an endpoint it
+ * holds until it returns. */
+
+/* *ep's closed callback tears it down (d); *chan gets its channel. */
+static void teardown_on_close(struct teardown *d, struct rdmx_rpc_ep **ep, struct rdmx_chan **chan)
+{
+	*chan = rdmx_rpc_ep_get_chan(*ep);
+	d->ep = ep;
+	d->chan = chan;
+	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(*ep, teardown_closed_cb, d));
+}
+
+/* The next post on ep's connection is refused. */
+static void refuse_next_post(struct rdmx_rpc_ep *ep)
+{
+	struct rdmx_conn *conn = rdmx_chan_get_conn(rdmx_rpc_ep_get_chan(ep));
+
+	cr_assert_not_null(conn);
+	rdmx__conn_fail_posts(conn, 1);
+}
+
+/* The teardown ran once, from the refused send's close, and let go of both. */
+static void assert_torn_down(const struct teardown *d, struct rdmx_rpc_ep *ep,
+                             struct rdmx_chan *chan)
+{
+	cr_assert_eq(d->runs, 1, "the closed callback ran %d times", d->runs);
+	cr_assert_eq(d->status, RDMX_E_PROVIDER, "closed with %s", rdmx_err_name(d->status));
+	cr_assert_null(ep);
+	cr_assert_null(chan);
+}
+
+/* The peer's endpoint saw the close: its held calls (cancelled by the
+ * close) are answered, silently. */
+static void answer_held_after_close(struct close_fix *f)
+{
+	DRIVE_UNTIL(&f->a, &f->b, closed_n == 1);
+	for (uint32_t i = 0; i < f->st.held_n; i++)
+		ASSERT_OK(rdmx_rpc_respond(f->st.held[i], RDMX_RPC_OK, NULL, NULL));
+}
+
+/* rdmx_rpc_respond (rpc_server.c, after send_response): under ASan it
+ * counted the answer into the freed endpoint and recycled the call into it. */
+Test(rpc, respond_refused_closed_cb_destroys_its_endpoint)
+{
+	struct close_fix f;
+	struct teardown d = {0};
+	struct rdmx_chan *chb;
+	struct call_rec r = {0};
+
+	close_fix_open(&f);
+	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(f.ra, count_closed, NULL));
+	ASSERT_OK(rdmx_rpc_call_async(f.ra, HOLD, NULL, NULL, call_rec_cb, &r, NULL));
+	DRIVE_UNTIL(&f.a, &f.b, f.st.held_n == 1);
+	teardown_on_close(&d, &f.rb, &chb);
+	refuse_next_post(f.rb);
+	ASSERT_RC(rdmx_rpc_respond(f.st.held[0], RDMX_RPC_OK, NULL, NULL), RDMX_E_PROVIDER);
+	assert_torn_down(&d, f.rb, chb);
+	DRIVE_UNTIL(&f.a, &f.b, r.done && closed_n == 1);
+	cr_assert_eq(r.code, RDMX_RPC_UNAVAILABLE, "%s", rdmx_rpc_code_name(r.code));
+	close_fix_close(&f);
+}
+
+/* rdmx_rpc_cancel (call.c, after the CANCEL's send): under ASan it counted
+ * the cancel into the freed endpoint. The call still ends CANCELLED, once. */
+Test(rpc, cancel_refused_closed_cb_destroys_its_endpoint)
+{
+	struct close_fix f;
+	struct teardown d = {0};
+	struct rdmx_chan *cha;
+	struct call_rec r = {0};
+	uint64_t id = 0;
+
+	close_fix_open(&f);
+	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(f.rb, count_closed, NULL));
+	ASSERT_OK(rdmx_rpc_call_async(f.ra, HOLD, NULL, NULL, call_rec_cb, &r, &id));
+	DRIVE_UNTIL(&f.a, &f.b, f.st.held_n == 1);
+	teardown_on_close(&d, &f.ra, &cha);
+	refuse_next_post(f.ra);
+	ASSERT_OK(rdmx_rpc_cancel(f.ra, id));
+	assert_torn_down(&d, f.ra, cha);
+	cr_assert_eq(r.done, 1, "the call's callback ran %d times", r.done);
+	cr_assert_eq(r.code, RDMX_RPC_CANCELLED, "%s", rdmx_rpc_code_name(r.code));
+	answer_held_after_close(&f);
+	cr_assert_eq(r.done, 1, "the call's callback ran %d times", r.done);
+	close_fix_close(&f);
+}
+
+/* The deadline (call.c, deadline_fired, after the CANCEL's send): under
+ * ASan it counted the cancel into the freed endpoint. A deadline of 1 us
+ * is due at the first progress pass after the call (no clock waited on);
+ * the call ends DEADLINE_EXCEEDED, once: the refused post was the CANCEL's,
+ * not another's. */
+Test(rpc, deadline_cancel_refused_closed_cb_destroys_its_endpoint)
+{
+	struct close_fix f;
+	struct teardown d = {0};
+	struct rdmx_chan *cha;
+	struct call_rec r = {0};
+	struct rdmx_rpc_call_opts o = {.timeout_us = 1};
+
+	close_fix_open(&f);
+	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(f.rb, count_closed, NULL));
+	ASSERT_OK(rdmx_rpc_call_async(f.ra, HOLD, NULL, &o, call_rec_cb, &r, NULL));
+	teardown_on_close(&d, &f.ra, &cha);
+	refuse_next_post(f.ra);
+	DRIVE_UNTIL(&f.a, &f.b, d.runs);
+	assert_torn_down(&d, f.ra, cha);
+	cr_assert_eq(r.done, 1, "the call's callback ran %d times", r.done);
+	cr_assert_eq(r.code, RDMX_RPC_DEADLINE_EXCEEDED, "%s", rdmx_rpc_code_name(r.code));
+	answer_held_after_close(&f);
+	cr_assert_eq(r.done, 1, "the call's callback ran %d times", r.done);
+	close_fix_close(&f);
+}
+
+/* rdmx_rpc_ep_drain (rpc.c) holds its endpoint across the GOAWAY's send:
+ * its guard's test (without it, under ASan, the drain marked the freed
+ * endpoint draining). */
+Test(rpc, drain_refused_closed_cb_destroys_its_endpoint)
+{
+	struct close_fix f;
+	struct teardown d = {0};
+	struct rdmx_chan *cha;
+
+	close_fix_open(&f);
+	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(f.rb, count_closed, NULL));
+	teardown_on_close(&d, &f.ra, &cha);
+	refuse_next_post(f.ra);
+	ASSERT_OK(rdmx_rpc_ep_drain(f.ra));
+	assert_torn_down(&d, f.ra, cha);
+	answer_held_after_close(&f);
 	close_fix_close(&f);
 }
