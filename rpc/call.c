@@ -205,9 +205,11 @@ static void deadline_fired(struct rdmx__timer *t)
 		rdmx__rpc_release(ep);
 		return;
 	}
+	/* a close inside the send (the engine refused the write) runs
+	 * callbacks that may destroy ep: released at the end */
+	ep->busy++;
 	rdmx__rpc_send_ctl(ep, RPC_T_CANCEL, c->id); /* the server may stop working */
 	ep->st[RDMX_RPC_ROLE_CLIENT].cancels++;
-	ep->busy++;
 	rdmx__rpc_call_complete(ep, c, RDMX_RPC_DEADLINE_EXCEEDED, "deadline exceeded", NULL, 0);
 	ep->busy--;
 	rdmx__rpc_check_drained(ep);
@@ -448,12 +450,14 @@ int rdmx_rpc_cancel(struct rdmx_rpc_ep *ep, uint64_t call_id)
 	c = rdmx__map_del(&ep->calls, call_id);
 	if (!c)
 		return RDMX_E_NOT_FOUND;
+	/* a close inside the send (the engine refused the write) runs
+	 * callbacks that may destroy ep: released at the end */
+	ep->busy++;
 	if (!ep->closed)
 		rdmx__rpc_send_ctl(ep, RPC_T_CANCEL, call_id);
 	ep->st[RDMX_RPC_ROLE_CLIENT].cancels++;
 	if (c->ms)
 		c->ms->st[RDMX_RPC_ROLE_CLIENT].cancels++;
-	ep->busy++;
 	rdmx__rpc_call_complete(ep, c, RDMX_RPC_CANCELLED, "cancelled", NULL, 0);
 	ep->busy--;
 	rdmx__rpc_check_drained(ep);

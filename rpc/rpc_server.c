@@ -607,6 +607,9 @@ int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 		scall_put(call); /* its endpoint is gone: nobody to answer */
 		return 0;
 	}
+	/* a close inside the send (the engine refused the write) runs
+	 * callbacks that may destroy ep: released at the end */
+	ep->busy++;
 	rdmx__map_del(&ep->incoming, call->id);
 	rdmx__worker_timer_disarm(ep->worker, &call->timer);
 	/* the deadline's clock read only when there is one: the call's time is
@@ -676,7 +679,6 @@ int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 		}
 	}
 	scall_put(call);
-	ep->busy++;
 	rdmx__rpc_check_active(ep);
 	ep->busy--;
 	rdmx__rpc_check_drained(ep);
