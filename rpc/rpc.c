@@ -126,9 +126,13 @@ static void leave_chan(struct rdmx_rpc_ep *ep)
 	}
 }
 
-/* Last: until the held calls are detached they point into its methods. */
+/* Last: until the held calls are detached they point into its methods; an
+ * answer on the stack (ep->answering) still reads them: the endpoint's last
+ * release leaves the server then. */
 static void leave_server(struct rdmx_rpc_ep *ep)
 {
+	if (ep->answering)
+		return;
 	if (ep->server)
 		atomic_fetch_sub(&ep->server->refs, 1);
 	ep->server = NULL;
@@ -234,6 +238,7 @@ void rdmx__rpc_release(struct rdmx_rpc_ep *ep)
 {
 	if (!ep->destroy_pending || ep->busy)
 		return;
+	leave_server(ep); /* what a destroy inside an answer left */
 	while (ep->free_calls) {
 		struct rpc_ccall *c = ep->free_calls;
 

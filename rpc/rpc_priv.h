@@ -260,7 +260,10 @@ struct rdmx_rpc_ep {
 	uint32_t resp_pending; /* responses handed to the channel, not yet sent */
 	bool draining, peer_goaway, closed, drained_fired, paused_by_us;
 	int close_status;
-	int busy; /* our callbacks on the stack */
+	int busy;      /* our callbacks on the stack */
+	int answering; /* rdmx_rpc_respond runs: its call still reads the server's
+	                * method and interceptors, so a destroy meanwhile keeps the
+	                * server in use until the endpoint is freed */
 	bool destroy_pending;
 	bool close_walk; /* the close's walk over the held calls runs: a destroy
 	                  * leaves them to its end (rdmx_rpc_ep_destroy) */

@@ -608,8 +608,10 @@ int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 		return 0;
 	}
 	/* a close inside the send (the engine refused the write) runs
-	 * callbacks that may destroy ep: released at the end */
+	 * callbacks that may destroy ep, and then its server: ep is released
+	 * at the end, and keeps the server in use until then */
 	ep->busy++;
+	ep->answering++;
 	rdmx__map_del(&ep->incoming, call->id);
 	rdmx__worker_timer_disarm(ep->worker, &call->timer);
 	/* the deadline's clock read only when there is one: the call's time is
@@ -679,6 +681,7 @@ int rdmx_rpc_respond(struct rdmx_rpc_server_call *call, enum rdmx_rpc_code code,
 		}
 	}
 	scall_put(call);
+	ep->answering--;
 	rdmx__rpc_check_active(ep);
 	ep->busy--;
 	rdmx__rpc_check_drained(ep);

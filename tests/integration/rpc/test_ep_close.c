@@ -583,6 +583,52 @@ Test(rpc, respond_refused_closed_cb_destroys_its_endpoint)
 	close_fix_close(&f);
 }
 
+/* The closed callback of a refused answer destroys its endpoint, its
+ * channel and then the server: the answer still reads the server's method
+ * and interceptors, so the server stays in use (RDMX_E_BAD_STATE) until
+ * rdmx_rpc_respond returns, and goes then (under ASan, the answer read the
+ * freed server). */
+struct teardown_all {
+	struct teardown d;
+	struct rdmx_rpc_server **srv;
+	int srv_rc;
+};
+
+static void teardown_all_closed_cb(struct rdmx_rpc_ep *ep, int status, void *arg)
+{
+	struct teardown_all *t = arg;
+
+	teardown_closed_cb(ep, status, &t->d);
+	t->srv_rc = rdmx_rpc_server_destroy(t->srv);
+}
+
+Test(rpc, respond_refused_closed_cb_destroys_its_server)
+{
+	struct close_fix f;
+	struct teardown_all t = {{0}};
+	struct rdmx_chan *chb;
+	struct call_rec r = {0};
+
+	close_fix_open(&f);
+	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(f.ra, count_closed, NULL));
+	ASSERT_OK(rdmx_rpc_call_async(f.ra, HOLD, NULL, NULL, call_rec_cb, &r, NULL));
+	DRIVE_UNTIL(&f.a, &f.b, f.st.held_n == 1);
+	teardown_on_close(&t.d, &f.rb, &chb);
+	t.srv = &f.srv;
+	ASSERT_OK(rdmx_rpc_ep_set_closed_cb(f.rb, teardown_all_closed_cb, &t));
+	refuse_next_post(f.rb);
+	ASSERT_RC(rdmx_rpc_respond(f.st.held[0], RDMX_RPC_OK, NULL, NULL), RDMX_E_PROVIDER);
+	assert_torn_down(&t.d, f.rb, chb);
+	cr_assert_eq(t.srv_rc, RDMX_E_BAD_STATE, "server destroy inside the answer: %s",
+	             rdmx_err_name(t.srv_rc));
+	cr_assert_not_null(f.srv);
+	ASSERT_OK(rdmx_rpc_server_destroy(&f.srv)); /* the answer is over: no endpoint uses it */
+	cr_assert_null(f.srv);
+	DRIVE_UNTIL(&f.a, &f.b, r.done && closed_n == 1);
+	cr_assert_eq(r.code, RDMX_RPC_UNAVAILABLE, "%s", rdmx_rpc_code_name(r.code));
+	close_fix_close(&f);
+}
+
 /* rdmx_rpc_cancel (call.c, after the CANCEL's send): under ASan it counted
  * the cancel into the freed endpoint. The call still ends CANCELLED, once. */
 Test(rpc, cancel_refused_closed_cb_destroys_its_endpoint)
