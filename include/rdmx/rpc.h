@@ -155,6 +155,9 @@ typedef void (*rdmx_rpc_handler)(struct rdmx_rpc_server_call *call, const void *
                                  void *arg);
 
 int rdmx_rpc_server_create(struct rdmx_rpc_server **server);
+/* RDMX_E_BAD_STATE while an endpoint uses the server: one not destroyed
+ * yet, or one destroyed inside an rdmx_rpc_respond of its (a callback the
+ * answer's send ran), until that answer returns. */
 int rdmx_rpc_server_destroy(struct rdmx_rpc_server **server);
 /* Errors: RDMX_E_EXISTS (id taken), RDMX_E_INVAL. `name` is copied. */
 int rdmx_rpc_server_register(struct rdmx_rpc_server *server, uint32_t method_id, const char *name,
