@@ -719,8 +719,7 @@ static bool parse_ranges(struct parser *p, struct gen_vec *ranges, bool allow_ne
 static void parse_reserved(struct parser *p, struct gen_vec *ranges, struct gen_vec *names,
                            int64_t max)
 {
-	struct gen_tok *kw = cur(p);
-	next(p);
+	next(p); /* reserved */
 	if (cur(p)->kind == TK_STRING) {
 		for (;;) {
 			struct gen_name *n;
@@ -737,7 +736,7 @@ static void parse_reserved(struct parser *p, struct gen_vec *ranges, struct gen_
 			if (!accept_sym(p, ','))
 				break;
 		}
-	} else if (cur(p)->kind == TK_INT || is_sym(cur(p), '-')) {
+	} else if (cur(p)->kind == TK_INT || (is_sym(cur(p), '-') && max != GEN_FIELD_MAX)) {
 		if (!parse_ranges(p, ranges, max != GEN_FIELD_MAX, max))
 			return;
 	} else if (cur(p)->kind == TK_IDENT) {
@@ -747,7 +746,10 @@ static void parse_reserved(struct parser *p, struct gen_vec *ranges, struct gen_
 		skip_statement(p);
 		return;
 	} else {
-		syntax_error(p, kw, "expected field numbers or names after \"reserved\"");
+		/* protoc's words, at what follows the keyword */
+		syntax_error(p, cur(p), "%s",
+		             max == GEN_FIELD_MAX ? "Expected field name or number range."
+		                                  : "Expected enum value or number range.");
 		skip_statement(p);
 		return;
 	}
@@ -822,25 +824,39 @@ static bool common_statement(struct parser *p, const struct opt_target *tg)
 	struct gen_tok *t = cur(p);
 	if (t->kind != TK_IDENT)
 		return false;
-	if (is_kw(t, "option") && !is_sym(peek(p, 1), '=')) {
+	/* as in protoc, these words start their statement wherever it takes
+	 * them, whatever follows: `option = 1;` is a broken option, not a field
+	 * of a type named option (write `.pkg.option` for one) */
+	if (is_kw(t, "option")) {
 		parse_option_statement(p, tg);
 		return true;
 	}
-	if (is_kw(t, "extend") && !is_sym(peek(p, 1), '=') &&
-	    (tg->owner == OPT_FILE || tg->owner == OPT_MESSAGE)) {
+	if (is_kw(t, "extend") && (tg->owner == OPT_FILE || tg->owner == OPT_MESSAGE)) {
 		parse_extend(p, tg->owner == OPT_MESSAGE ? tg->ptr : NULL);
 		return true;
 	}
-	if (is_kw(t, "extensions") && tg->owner == OPT_MESSAGE &&
-	    (peek(p, 1)->kind == TK_INT || is_sym(peek(p, 1), '-'))) {
+	if (is_kw(t, "extensions") && tg->owner == OPT_MESSAGE) {
 		if (p->f->proto2) {
 			parse_extensions(p, tg->ptr);
 			return true;
 		}
-		syntax_error(p, t,
-		             "extension ranges (\"extensions\") are not allowed in proto3: "
-		             "extend only google.protobuf.*Options, for custom options");
-		skip_statement(p);
+		{
+			/* read as in proto2, so a broken one gets protoc's syntax
+			 * error; refused at its first range, where protoc does */
+			struct gen_message *m = tg->ptr;
+			int first = m->ext_ranges.n, errors = p->ctx->errors;
+			parse_extensions(p, m);
+			if (m->ext_ranges.n > first && p->ctx->errors == errors) {
+				const struct gen_range *r = m->ext_ranges.items[first];
+				p->failed = true;
+				gen_error(
+				    p->ctx, &r->loc,
+				    "extension ranges (\"extensions\") are not allowed in "
+				    "proto3: extend only google.protobuf.*Options, for custom "
+				    "options");
+			}
+			m->ext_ranges.n = first;
+		}
 		return true;
 	}
 	return false;
@@ -1234,16 +1250,15 @@ static void parse_message_body(struct parser *p, struct gen_message *m, int dept
 		}
 		if (step == BODY_TAKEN)
 			continue;
-		if (is_kw(t, "message") && peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '{'))
+		/* statement words, whatever follows, as in protoc (a field of a
+		 * type named message is written `.pkg.message x = 1;`) */
+		if (is_kw(t, "message"))
 			parse_message(p, m, &m->messages, depth + 1);
-		else if (is_kw(t, "enum") && peek(p, 1)->kind == TK_IDENT &&
-		         is_sym(peek(p, 2), '{'))
+		else if (is_kw(t, "enum"))
 			parse_enum(p, p->f, m, &m->enums);
-		else if (is_kw(t, "oneof") && peek(p, 1)->kind == TK_IDENT &&
-		         is_sym(peek(p, 2), '{'))
+		else if (is_kw(t, "oneof"))
 			parse_oneof(p, m);
-		else if (is_kw(t, "reserved") &&
-		         !(peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '=')))
+		else if (is_kw(t, "reserved"))
 			parse_reserved(p, &m->reserved, &m->rnames, GEN_FIELD_MAX);
 		else
 			parse_field(p, m, -1);
@@ -1273,7 +1288,7 @@ static void parse_enum(struct parser *p, struct gen_file *f, struct gen_message 
 			return;
 		if (step == BODY_TAKEN)
 			continue;
-		if (is_kw(t, "reserved") && !is_sym(peek(p, 1), '=')) {
+		if (is_kw(t, "reserved")) {
 			parse_reserved(p, &e->reserved, &e->rnames, INT32_MAX);
 			continue;
 		}
