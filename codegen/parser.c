@@ -565,8 +565,10 @@ static void apply_option(struct parser *p, const struct opt_target *tg, const ch
 	} else if (tg->owner == OPT_FIELD && strcmp(name, "json_name") == 0) {
 		if (!value || name_tok[2].kind != TK_STRING)
 			syntax_error(p, &name_tok[2], "Expected string for JSON name.");
-		else
+		else {
 			((struct gen_field *)tg->ptr)->json_name = (char *)value;
+			((struct gen_field *)tg->ptr)->json_name_loc = name_tok->loc;
+		}
 	} else if (tg->owner == OPT_FIELD && strcmp(name, "default") == 0 && !p->f->proto2) {
 		syntax_error(p, name_tok,
 		             "explicit default values are not allowed in proto3: remove "
@@ -576,6 +578,11 @@ static void apply_option(struct parser *p, const struct opt_target *tg, const ch
 	} else if (tg->owner == OPT_FIELD && strcmp(name, "jstype") == 0) {
 		((struct gen_field *)tg->ptr)->jstype =
 		    value && (strcmp(value, "JS_STRING") == 0 || strcmp(value, "JS_NUMBER") == 0);
+	} else if (tg->owner == OPT_FIELD && strcmp(name, "packed") == 0) {
+		((struct gen_field *)tg->ptr)->packed = yes;
+	} else if (tg->owner == OPT_FIELD &&
+	           (strcmp(name, "lazy") == 0 || strcmp(name, "unverified_lazy") == 0)) {
+		((struct gen_field *)tg->ptr)->lazy |= yes;
 	} else if (tg->owner == OPT_METHOD && strcmp(name, "idempotency_level") == 0) {
 		/* protobuf's own MethodOptions.idempotency_level: a client may retry
 		 * such a call after a failure that may have reached the server (the
@@ -1020,6 +1027,7 @@ static void parse_group(struct parser *p, struct gen_message *m, enum gen_label 
 	fd->oneof = oneof;
 	fd->type = GT_NAMED;
 	fd->type_name = g->name;
+	fd->group = true;
 	if (!parse_int(p, true, &fd->number, &fd->number_loc)) {
 		skip_statement(p);
 		return;

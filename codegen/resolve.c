@@ -1017,8 +1017,13 @@ static void validate_ext_options(struct gen_ctx *ctx, const struct gen_file *f,
 	int i;
 	for (i = 0; i < f->exts.n; i++) {
 		const struct gen_ext *x = f->exts.items[i];
-		if (x->parent == m && x->field)
-			gen_check_field_options(ctx, x->field);
+		if (x->parent == m && x->field) {
+			struct sym *s = x->extendee_full ? gen_table_get(&gen_resolver(ctx)->syms,
+			                                                 x->extendee_full)
+			                                 : NULL;
+			gen_check_field_options(ctx, x->field,
+			                        s && s->kind == SYM_MESSAGE ? s->ptr : NULL, true);
+		}
 	}
 }
 
@@ -1027,7 +1032,7 @@ static void validate_message_options(struct gen_ctx *ctx, const struct gen_messa
 {
 	int i;
 	for (i = 0; i < m->fields.n; i++)
-		gen_check_field_options(ctx, m->fields.items[i]);
+		gen_check_field_options(ctx, m->fields.items[i], m, false);
 	for (i = 0; i < m->messages.n; i++)
 		validate_message_options(ctx, m->messages.items[i]);
 	for (i = 0; i < m->enums.n; i++)

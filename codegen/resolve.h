@@ -127,9 +127,13 @@ void gen_check_enum_reserved(struct gen_ctx *ctx, const struct gen_enum *e);
 void gen_check_enum_aliases(struct gen_ctx *ctx, const struct gen_enum *e);
 /* A proto3 enum whose first value is not 0 (protoc's ValidateProto3Enum). */
 void gen_check_enum_zero(struct gen_ctx *ctx, const struct gen_enum *e);
-/* Checks fd's options against its type as protoc does: jstype (but
- * JS_NORMAL) only on a 64-bit integer. */
-void gen_check_field_options(struct gen_ctx *ctx, const struct gen_field *fd);
+/* Checks fd's options against its type as protoc does (ValidateFieldOptions):
+ * lazy only on a message, packed only on a repeated number, bool or enum, no
+ * field in a message set (container, the extendee for an extension: ext) and
+ * only optional messages extending one, jstype (but JS_NORMAL) only on a
+ * 64-bit integer, no json_name but the default one on an extension. */
+void gen_check_field_options(struct gen_ctx *ctx, const struct gen_field *fd,
+                             const struct gen_message *container, bool ext);
 /* fd's number: positive, at most 2^29 - 1, outside 19000 to 19999 (protoc's
  * BuildFieldOrExtension). */
 void gen_check_field_number(struct gen_ctx *ctx, const struct gen_field *fd);

@@ -222,7 +222,7 @@ void gen_check_members(struct gen_ctx *ctx, struct gen_message *m)
 	}
 }
 
-void gen_check_field_options(struct gen_ctx *ctx, const struct gen_field *fd)
+static void check_jstype(struct gen_ctx *ctx, const struct gen_field *fd)
 {
 	switch (fd->type) {
 	case GT_INT64:
@@ -237,6 +237,35 @@ void gen_check_field_options(struct gen_ctx *ctx, const struct gen_field *fd)
 			          "jstype is only allowed on int64, uint64, sint64, fixed64 or "
 			          "sfixed64 fields.");
 	}
+}
+
+/* protoc's FieldDescriptor::is_packable: repeated, of a number, bool or enum
+ * type */
+static bool packable(const struct gen_field *fd)
+{
+	return fd->label == GL_REPEATED && fd->type != GT_STRING && fd->type != GT_BYTES &&
+	       fd->type != GT_MESSAGE && fd->type != GT_NAMED;
+}
+
+void gen_check_field_options(struct gen_ctx *ctx, const struct gen_field *fd,
+                             const struct gen_message *container, bool ext)
+{
+	if (fd->lazy && (fd->type != GT_MESSAGE || fd->group))
+		gen_error(ctx, &fd->type_loc,
+		          "[lazy = true] can only be specified for submessage fields.");
+	if (fd->packed && !packable(fd))
+		gen_error(ctx, &fd->type_loc,
+		          "[packed = true] can only be specified for repeated primitive fields.");
+	if (container && container->message_set && !ext)
+		gen_error(ctx, &fd->loc, "MessageSets cannot have fields, only extensions.");
+	else if (container && container->message_set &&
+	         (fd->label != GL_OPTIONAL || fd->type != GT_MESSAGE || fd->group))
+		gen_error(ctx, &fd->type_loc,
+		          "Extensions of MessageSets must be optional messages.");
+	check_jstype(ctx, fd);
+	if (ext && fd->json_name && !gen_is_default_json_name(fd->name, fd->json_name))
+		gen_error(ctx, &fd->json_name_loc,
+		          "option json_name is not allowed on extension fields.");
 }
 
 #define NUM(fd)                                                                                    \
