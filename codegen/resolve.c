@@ -1040,7 +1040,7 @@ static void validate_message_options(struct gen_ctx *ctx, const struct gen_messa
 	validate_ext_options(ctx, m->file, m);
 }
 
-/* nested messages, then enums (ValidateProto3Message) */
+/* nested messages, enums, then m itself (ValidateProto3Message) */
 static void validate_proto3_message(struct gen_ctx *ctx, const struct gen_message *m)
 {
 	int i;
@@ -1048,6 +1048,7 @@ static void validate_proto3_message(struct gen_ctx *ctx, const struct gen_messag
 		validate_proto3_message(ctx, m->messages.items[i]);
 	for (i = 0; i < m->enums.n; i++)
 		gen_check_enum_zero(ctx, m->enums.items[i]);
+	gen_check_proto3_message(ctx, m);
 }
 
 /* messages, enums, extensions; then, in proto3, messages and enums again

@@ -144,6 +144,9 @@ void gen_check_field_number(struct gen_ctx *ctx, const struct gen_field *fd);
 void gen_check_message_numbers(struct gen_ctx *ctx, const struct gen_message *m);
 /* m's oneofs without a field (protoc's CrossLinkMessage). */
 void gen_check_oneofs(struct gen_ctx *ctx, const struct gen_message *m);
+/* A proto3 message set, and fields of m whose names differ only in case and
+ * underscores (protoc 3.21's JSON camel-case conflict, json_name aside). */
+void gen_check_proto3_message(struct gen_ctx *ctx, const struct gen_message *m);
 /* The members of m's generated struct that collide (rdmx-gen's own check). */
 void gen_check_members(struct gen_ctx *ctx, struct gen_message *m);
 /* Reports generated C names of input f that collide with each other or

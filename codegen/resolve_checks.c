@@ -289,6 +289,42 @@ void gen_check_field_number(struct gen_ctx *ctx, const struct gen_field *fd)
 		          (long long)fd->number, fd->name);
 }
 
+/* protoc's ToLowercaseWithoutUnderscores */
+static char *lower_without_underscores(struct gen_ctx *ctx, const char *name)
+{
+	char *s = gen_alloc(&ctx->pool, strlen(name) + 1), *o = s;
+	for (; *name; name++)
+		if (*name != '_')
+			*o++ = (char)(*name >= 'A' && *name <= 'Z' ? *name - 'A' + 'a' : *name);
+	*o = 0;
+	return s;
+}
+
+void gen_check_proto3_message(struct gen_ctx *ctx, const struct gen_message *m)
+{
+	struct table t = {0};
+	int i;
+	if (m->message_set)
+		gen_error(ctx, &m->loc, "MessageSet is not supported in proto3.");
+	/* protoc 3.21 compares the names so, whatever json_name says */
+	for (i = 0; i < m->fields.n; i++) {
+		const struct gen_field *fd = m->fields.items[i];
+		char *key = lower_without_underscores(ctx, fd->name);
+		struct sym *s = gen_table_get(&t, key);
+		if (s) {
+			gen_error(ctx, &fd->loc,
+			          "The JSON camel-case name of field \"%s\" conflicts with field "
+			          "\"%s\". This is not allowed in proto3.",
+			          fd->name, ((const struct gen_field *)s->ptr)->name);
+			continue;
+		}
+		s = gen_alloc(&ctx->pool, sizeof(*s));
+		s->name = key;
+		s->ptr = (void *)fd;
+		gen_table_put(&ctx->pool, &t, s);
+	}
+}
+
 int64_t gen_ext_range_max(const struct gen_message *m)
 {
 	return m->message_set ? INT32_MAX - 1 : GEN_FIELD_MAX;
