@@ -693,6 +693,18 @@ static void parse_option_statement(struct parser *p, const struct opt_target *tg
 		skip_statement(p);
 }
 
+/* a range's number, an int32 as protoc reads it (ConsumeInteger) */
+static bool parse_range_int(struct parser *p, bool allow_neg, int64_t *out, struct gen_loc *loc)
+{
+	if (!parse_int(p, allow_neg, out, loc))
+		return false;
+	if (*out < INT32_MIN || *out > INT32_MAX) {
+		syntax_error(p, &p->t[p->i - 1], "Integer out of range.");
+		return false;
+	}
+	return true;
+}
+
 /* `N`, `N to M`, `N to max`, ... into ranges (max: max's value, or 0 to
  * leave the range's hi for the end of the message, `to_max`); false, the
  * statement skipped, on a syntax error */
@@ -701,7 +713,7 @@ static bool parse_ranges(struct parser *p, struct gen_vec *ranges, bool allow_ne
 	for (;;) {
 		struct gen_range *r = gen_alloc(&p->ctx->pool, sizeof(*r));
 		struct gen_loc l;
-		if (!parse_int(p, allow_neg, &r->lo, &r->loc)) {
+		if (!parse_range_int(p, allow_neg, &r->lo, &r->loc)) {
 			skip_statement(p);
 			return false;
 		}
@@ -712,7 +724,7 @@ static bool parse_ranges(struct parser *p, struct gen_vec *ranges, bool allow_ne
 				r->hi = max;
 				r->to_max = !max;
 				next(p);
-			} else if (!parse_int(p, allow_neg, &r->hi, &l)) {
+			} else if (!parse_range_int(p, allow_neg, &r->hi, &l)) {
 				skip_statement(p);
 				return false;
 			}

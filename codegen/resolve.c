@@ -530,14 +530,17 @@ static void build_message(struct gen_ctx *ctx, struct build *b, struct gen_messa
 	for (i = 0; i < m->enums.n; i++)
 		build_enum(ctx, b, m->enums.items[i], m->full_name, inner);
 	for (i = 0; i < m->ext_ranges.n && !m->map_entry; i++) {
-		gen_check_range(ctx, m->ext_ranges.items[i], 1, gen_ext_range_max(m), "extension",
-		                "extension");
+		gen_check_ext_range(ctx, m->ext_ranges.items[i],
+		                    m->message_set ? INT32_MAX : GEN_FIELD_MAX);
 		owner(ctx, b, m->ext_ranges.items[i]);
 	}
 	build_exts(ctx, b, m);
+	/* protoc 3.21 takes an empty range (`5 to 1`) or one past the largest
+	 * field number silently (BuildReservedRange) */
 	for (i = 0; i < m->reserved.n && !m->map_entry; i++)
-		gen_check_range(ctx, m->reserved.items[i], 1, GEN_FIELD_MAX, "reserved",
-		                "reserved field");
+		if (((struct gen_range *)m->reserved.items[i])->lo <= 0)
+			gen_error(ctx, &((struct gen_range *)m->reserved.items[i])->loc,
+			          "Reserved numbers must be positive integers.");
 	for (i = 0; i < m->messages.n; i++)
 		build_message(ctx, b, m->messages.items[i], m->full_name, inner);
 	owner(ctx, b, m);

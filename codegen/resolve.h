@@ -108,14 +108,9 @@ void gen_descriptor_error(struct gen_ctx *ctx, const struct gen_loc *loc, const 
 const struct gen_enum_value *gen_enum_value_named(const struct gen_enum *e, const char *name);
 /* The range of ranges (struct gen_range *) n is in, NULL when none. */
 const struct gen_range *gen_range_find(const struct gen_vec *ranges, int64_t n);
-/* Reports r (a reserved or extension range) empty or outside lo_limit..
- * hi_limit; kind names it ("reserved": "reserved range 5 to 3 ..."), what
- * its numbers ("reserved field": "reserved field numbers must be between
- * ..."). protoc's BuildReservedRange, BuildExtensionRange. */
-void gen_check_range(struct gen_ctx *ctx, const struct gen_range *r, int64_t lo_limit,
-                     int64_t hi_limit, const char *kind, const char *what);
-/* The highest extension number of m: 2^29 - 1, or 2^31 - 2 in a message set. */
-int64_t gen_ext_range_max(const struct gen_message *m);
+/* Reports extension range r not positive, empty or above max, in protoc's
+ * words (BuildExtensionRange, ValidateMessageOptions). */
+void gen_check_ext_range(struct gen_ctx *ctx, const struct gen_range *r, int64_t max);
 /* What protoc's parser refuses of e: allow_alias that says nothing, no
  * value, a value outside int32; then its reserved ranges one by one. */
 void gen_check_enum_parsed(struct gen_ctx *ctx, const struct gen_enum *e);

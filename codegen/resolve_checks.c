@@ -40,15 +40,17 @@ static bool in_names(const struct gen_vec *names, const char *n)
 	return false;
 }
 
-void gen_check_range(struct gen_ctx *ctx, const struct gen_range *r, int64_t lo_limit,
-                     int64_t hi_limit, const char *kind, const char *what)
+void gen_check_ext_range(struct gen_ctx *ctx, const struct gen_range *r, int64_t max)
 {
-	if (r->lo > r->hi)
-		gen_error(ctx, &r->loc, "%s range %lld to %lld is empty (end before start)", kind,
-		          (long long)r->lo, (long long)r->hi);
-	else if (r->lo < lo_limit || r->hi > hi_limit)
-		gen_error(ctx, &r->loc, "%s numbers must be between %lld and %lld", what,
-		          (long long)lo_limit, (long long)hi_limit);
+	if (r->lo <= 0)
+		gen_error(ctx, &r->loc, "Extension numbers must be positive integers.");
+	/* protoc's exclusive end of `N to 2147483647` wraps around */
+	if (r->lo > r->hi || r->hi == INT32_MAX)
+		gen_error(ctx, &r->loc,
+		          "Extension range end number must be greater than start number.");
+	else if (r->hi > max)
+		gen_error(ctx, &r->loc, "Extension numbers cannot be greater than %lld.",
+		          (long long)max);
 }
 
 /* ranges (of one kind) overlapping an earlier one, at the later */
@@ -60,10 +62,12 @@ static void check_overlaps(struct gen_ctx *ctx, const struct gen_vec *ranges, co
 		for (j = 0; j < i; j++) {
 			const struct gen_range *o = ranges->items[j];
 			if (r->lo <= o->hi && o->lo <= r->hi) {
-				gen_error(ctx, &r->loc,
-				          "%s range %lld to %lld overlaps range %lld to %lld", kind,
-				          (long long)r->lo, (long long)r->hi, (long long)o->lo,
-				          (long long)o->hi);
+				gen_error(
+				    ctx, &r->loc,
+				    "%s range %lld to %lld overlaps with already-defined range "
+				    "%lld to %lld.",
+				    kind, (long long)r->lo, (long long)r->hi, (long long)o->lo,
+				    (long long)o->hi);
 				break;
 			}
 		}
@@ -127,15 +131,19 @@ void gen_check_enum_parsed(struct gen_ctx *ctx, const struct gen_enum *e)
 			          "enum value \"%s\" = %lld is out of the int32 range", v->name,
 			          (long long)v->number);
 	}
-	for (i = 0; i < e->reserved.n; i++)
-		gen_check_range(ctx, e->reserved.items[i], INT32_MIN, INT32_MAX, "reserved",
-		                "reserved enum value");
+	/* (numbers outside int32 are syntax errors) */
+	for (i = 0; i < e->reserved.n; i++) {
+		const struct gen_range *r = e->reserved.items[i];
+		if (r->lo > r->hi)
+			gen_error(ctx, &r->loc,
+			          "Reserved range end number must be greater than start number.");
+	}
 }
 
 void gen_check_enum_reserved(struct gen_ctx *ctx, const struct gen_enum *e)
 {
 	int i;
-	check_overlaps(ctx, &e->reserved, "reserved");
+	check_overlaps(ctx, &e->reserved, "Reserved");
 	check_names_twice(ctx, &e->rnames);
 	for (i = 0; i < e->values.n; i++) {
 		const struct gen_enum_value *v = e->values.items[i];
@@ -325,17 +333,12 @@ void gen_check_proto3_message(struct gen_ctx *ctx, const struct gen_message *m)
 	}
 }
 
-int64_t gen_ext_range_max(const struct gen_message *m)
-{
-	return m->message_set ? INT32_MAX - 1 : GEN_FIELD_MAX;
-}
-
 void gen_check_message_numbers(struct gen_ctx *ctx, const struct gen_message *m)
 {
 	int i, j;
 	if (m->map_entry)
 		return;
-	check_overlaps(ctx, &m->reserved, "reserved");
+	check_overlaps(ctx, &m->reserved, "Reserved");
 	check_names_twice(ctx, &m->rnames);
 	for (i = 0; i < m->fields.n; i++) {
 		const struct gen_field *fd = m->fields.items[i];
@@ -360,16 +363,17 @@ void gen_check_message_numbers(struct gen_ctx *ctx, const struct gen_message *m)
 		for (j = 0; j < m->reserved.n; j++) {
 			const struct gen_range *o = m->reserved.items[j];
 			if (r->lo <= o->hi && o->lo <= r->hi) {
-				gen_error(ctx, &r->loc,
-				          "extension range %lld to %lld overlaps reserved range "
-				          "%lld to %lld",
-				          (long long)r->lo, (long long)r->hi, (long long)o->lo,
-				          (long long)o->hi);
+				gen_error(
+				    ctx, &r->loc,
+				    "Extension range %lld to %lld overlaps with reserved range "
+				    "%lld to %lld.",
+				    (long long)r->lo, (long long)r->hi, (long long)o->lo,
+				    (long long)o->hi);
 				break;
 			}
 		}
 	}
-	check_overlaps(ctx, &m->ext_ranges, "extension");
+	check_overlaps(ctx, &m->ext_ranges, "Extension");
 }
 
 void gen_check_oneofs(struct gen_ctx *ctx, const struct gen_message *m)
