@@ -172,7 +172,7 @@ struct gen_enum_value {
 	char *cname;
 	int64_t number;
 	bool deprecated;
-	struct gen_loc loc;
+	struct gen_loc loc, number_loc;
 };
 
 struct gen_enum {

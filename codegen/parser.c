@@ -942,16 +942,18 @@ static void parse_map_field(struct parser *p, struct gen_message *m, struct gen_
 	next(p); /* map */
 	next(p); /* < */
 	kloc = cur(p)->loc;
-	if (cur(p)->kind != TK_IDENT) {
+	if (cur(p)->kind != TK_IDENT && !is_sym(cur(p), '.')) {
 		expected(p, "a map key type");
 		skip_statement(p);
 		return;
 	}
-	kt = scalar_type(cur(p)->text);
+	kt = cur(p)->kind == TK_IDENT ? scalar_type(cur(p)->text) : GT_NONE;
 	if (!valid_map_key(kt)) {
-		syntax_error(p, cur(p),
-		             "map key type must be an integer, bool or string type, not \"%s\"",
-		             cur(p)->text);
+		/* protoc's words at the field's start (a named key type is
+		 * taken for a message: it is refused as protoc refuses it, but
+		 * for an enum protoc says "cannot be enum types") */
+		syntax_error(p, &p->t[p->i - 2],
+		             "Key in map fields cannot be float/double, bytes or message types.");
 		skip_statement(p);
 		return;
 	}
@@ -1071,6 +1073,8 @@ static void parse_group(struct parser *p, struct gen_message *m, enum gen_label 
 	"expected \"required\", \"optional\" or \"repeated\": a proto2 field outside a oneof "     \
 	"says its label"
 
+#define ONEOF_LABEL "Fields in oneofs must not have labels (required / optional / repeated)."
+
 static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 {
 	struct gen_tok *start = cur(p);
@@ -1080,7 +1084,7 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 	struct gen_loc tloc;
 	char *tname;
 	if (is_kw(start, "required") && p->f->proto2 && oneof >= 0) {
-		syntax_error(p, start, "fields in oneofs must not have labels");
+		syntax_error(p, start, ONEOF_LABEL);
 		skip_statement(p);
 		return;
 	} else if (is_kw(start, "required") && p->f->proto2) {
@@ -1095,7 +1099,7 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 	} else if (is_kw(start, "optional") || is_kw(start, "repeated")) {
 		label = is_kw(start, "optional") ? GL_OPTIONAL : GL_REPEATED;
 		if (oneof >= 0) {
-			syntax_error(p, start, "fields in oneofs must not have labels");
+			syntax_error(p, start, ONEOF_LABEL);
 			skip_statement(p);
 			return;
 		}
@@ -1117,9 +1121,12 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 	}
 	if (is_kw(cur(p), "map") && is_sym(peek(p, 1), '<')) {
 		if (label != GL_NONE || required || oneof >= 0) {
-			syntax_error(p, start,
-			             oneof >= 0 ? "map fields are not allowed in oneofs"
-			                        : "map fields cannot have labels");
+			/* protoc's words, at the '<' */
+			syntax_error(p, peek(p, 1), "%s",
+			             oneof >= 0
+			                 ? "Map fields are not allowed in oneofs."
+			                 : "Field labels (required/optional/repeated) are not "
+			                   "allowed on map fields.");
 			skip_statement(p);
 			return;
 		}
@@ -1201,6 +1208,9 @@ static void parse_oneof(struct parser *p, struct gen_message *m)
 		return;
 	}
 	gen_vec_push(&p->ctx->pool, &m->oneofs, o);
+	/* protoc reads a field before it looks for the end */
+	if (is_sym(cur(p), '}'))
+		syntax_error(p, cur(p), "Expected type name.");
 	while (!is_sym(cur(p), '}')) {
 		int before = m->fields.n;
 		if (cur(p)->kind == TK_EOF) {
@@ -1319,10 +1329,9 @@ static void parse_enum(struct parser *p, struct gen_file *f, struct gen_message 
 			continue;
 		}
 		{
-			struct gen_loc nl;
 			struct opt_target tg = {OPT_VALUE, parent, v};
-			if (!parse_int(p, true, &v->number, &nl) || !parse_field_options(p, &tg) ||
-			    !expect_semi(p)) {
+			if (!parse_int(p, true, &v->number, &v->number_loc) ||
+			    !parse_field_options(p, &tg) || !expect_semi(p)) {
 				skip_statement(p);
 				continue;
 			}

@@ -167,10 +167,15 @@ void gen_check_enum_aliases(struct gen_ctx *ctx, const struct gen_enum *e)
 		for (j = 0; j < i; j++) {
 			const struct gen_enum_value *o = e->values.items[j];
 			if (o->number == v->number) {
-				gen_error(ctx, &v->loc,
-				          "\"%s\" uses the same enum value %lld as \"%s\" (set "
-				          "option allow_alias = true to allow aliases)",
-				          v->name, (long long)v->number, o->name);
+				/* protoc's words, with the values' full names (in
+				 * the enum's scope) */
+				const char *scope = gen_scope_of(ctx, e->full_name);
+				gen_error(ctx, &v->number_loc,
+				          "\"%s\" uses the same enum value as \"%s\". If this is "
+				          "intended, set 'option allow_alias = true;' to the enum "
+				          "definition.",
+				          gen_qualify(ctx, scope, v->name),
+				          gen_qualify(ctx, scope, o->name));
 				break;
 			}
 		}
@@ -182,7 +187,7 @@ void gen_check_enum_zero(struct gen_ctx *ctx, const struct gen_enum *e)
 	const struct gen_enum_value *v = e->values.n ? e->values.items[0] : NULL;
 	if (v && v->number != 0 && !e->file->proto2 && v->number >= INT32_MIN &&
 	    v->number <= INT32_MAX)
-		gen_error(ctx, &v->loc, "the first enum value must be zero in proto3");
+		gen_error(ctx, &v->number_loc, "The first enum value must be zero in proto3.");
 }
 
 /* Member names of the generated struct: name, has_name, n_name, oneof_case. */
