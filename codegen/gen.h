@@ -111,13 +111,17 @@ struct gen_field {
 	char *type_name; /* GT_NAMED: as written */
 	struct gen_message *msg;
 	struct gen_enum *en;
-	int oneof;               /* index into the message's oneofs, -1 for none */
-	bool is_map;             /* repeated field of a map entry message (msg) */
-	bool required;           /* proto2 `required`: always written, checked by the decoder */
-	bool deprecated;         /* [deprecated = true]: a comment in the generated struct */
-	bool jstype;             /* [jstype = JS_STRING] or JS_NUMBER (64-bit integers only) */
-	char *json_name;         /* [json_name = "..."], NULL when not given */
-	struct gen_default *def; /* proto2 [default = ...], NULL when none */
+	int oneof;       /* index into the message's oneofs, -1 for none */
+	bool is_map;     /* repeated field of a map entry message (msg) */
+	bool required;   /* proto2 `required`: always written, checked by the decoder */
+	bool deprecated; /* [deprecated = true]: a comment in the generated struct */
+	bool jstype;     /* [jstype = JS_STRING] or JS_NUMBER (64-bit integers only) */
+	bool packed;     /* [packed = true]: no effect (checked as protoc checks it) */
+	bool lazy;       /* [lazy = true] or [unverified_lazy = true]: no effect (checked) */
+	bool group;      /* a proto2 group's field (type GT_MESSAGE once resolved) */
+	char *json_name; /* [json_name = "..."], NULL when not given */
+	struct gen_loc json_name_loc; /* its option's name */
+	struct gen_default *def;      /* proto2 [default = ...], NULL when none */
 	struct gen_loc loc, type_loc, number_loc;
 };
 
@@ -168,7 +172,7 @@ struct gen_enum_value {
 	char *cname;
 	int64_t number;
 	bool deprecated;
-	struct gen_loc loc;
+	struct gen_loc loc, number_loc;
 };
 
 struct gen_enum {
@@ -400,6 +404,9 @@ void gen_print_proto(struct gen_ctx *ctx, const struct gen_file *f, struct gen_b
 
 uint32_t gen_fnv1a(const char *s);
 bool gen_is_scalar(enum gen_type t);
+/* json is protoc's default JSON name of field name (underscores dropped, the
+ * letter after one upper case) */
+bool gen_is_default_json_name(const char *name, const char *json);
 const char *gen_type_name(enum gen_type t);
 
 /* ---- emitters ---- */

@@ -565,8 +565,10 @@ static void apply_option(struct parser *p, const struct opt_target *tg, const ch
 	} else if (tg->owner == OPT_FIELD && strcmp(name, "json_name") == 0) {
 		if (!value || name_tok[2].kind != TK_STRING)
 			syntax_error(p, &name_tok[2], "Expected string for JSON name.");
-		else
+		else {
 			((struct gen_field *)tg->ptr)->json_name = (char *)value;
+			((struct gen_field *)tg->ptr)->json_name_loc = name_tok->loc;
+		}
 	} else if (tg->owner == OPT_FIELD && strcmp(name, "default") == 0 && !p->f->proto2) {
 		syntax_error(p, name_tok,
 		             "explicit default values are not allowed in proto3: remove "
@@ -576,6 +578,11 @@ static void apply_option(struct parser *p, const struct opt_target *tg, const ch
 	} else if (tg->owner == OPT_FIELD && strcmp(name, "jstype") == 0) {
 		((struct gen_field *)tg->ptr)->jstype =
 		    value && (strcmp(value, "JS_STRING") == 0 || strcmp(value, "JS_NUMBER") == 0);
+	} else if (tg->owner == OPT_FIELD && strcmp(name, "packed") == 0) {
+		((struct gen_field *)tg->ptr)->packed = yes;
+	} else if (tg->owner == OPT_FIELD &&
+	           (strcmp(name, "lazy") == 0 || strcmp(name, "unverified_lazy") == 0)) {
+		((struct gen_field *)tg->ptr)->lazy |= yes;
 	} else if (tg->owner == OPT_METHOD && strcmp(name, "idempotency_level") == 0) {
 		/* protobuf's own MethodOptions.idempotency_level: a client may retry
 		 * such a call after a failure that may have reached the server (the
@@ -686,6 +693,18 @@ static void parse_option_statement(struct parser *p, const struct opt_target *tg
 		skip_statement(p);
 }
 
+/* a range's number, an int32 as protoc reads it (ConsumeInteger) */
+static bool parse_range_int(struct parser *p, bool allow_neg, int64_t *out, struct gen_loc *loc)
+{
+	if (!parse_int(p, allow_neg, out, loc))
+		return false;
+	if (*out < INT32_MIN || *out > INT32_MAX) {
+		syntax_error(p, &p->t[p->i - 1], "Integer out of range.");
+		return false;
+	}
+	return true;
+}
+
 /* `N`, `N to M`, `N to max`, ... into ranges (max: max's value, or 0 to
  * leave the range's hi for the end of the message, `to_max`); false, the
  * statement skipped, on a syntax error */
@@ -694,7 +713,7 @@ static bool parse_ranges(struct parser *p, struct gen_vec *ranges, bool allow_ne
 	for (;;) {
 		struct gen_range *r = gen_alloc(&p->ctx->pool, sizeof(*r));
 		struct gen_loc l;
-		if (!parse_int(p, allow_neg, &r->lo, &r->loc)) {
+		if (!parse_range_int(p, allow_neg, &r->lo, &r->loc)) {
 			skip_statement(p);
 			return false;
 		}
@@ -705,7 +724,7 @@ static bool parse_ranges(struct parser *p, struct gen_vec *ranges, bool allow_ne
 				r->hi = max;
 				r->to_max = !max;
 				next(p);
-			} else if (!parse_int(p, allow_neg, &r->hi, &l)) {
+			} else if (!parse_range_int(p, allow_neg, &r->hi, &l)) {
 				skip_statement(p);
 				return false;
 			}
@@ -719,8 +738,7 @@ static bool parse_ranges(struct parser *p, struct gen_vec *ranges, bool allow_ne
 static void parse_reserved(struct parser *p, struct gen_vec *ranges, struct gen_vec *names,
                            int64_t max)
 {
-	struct gen_tok *kw = cur(p);
-	next(p);
+	next(p); /* reserved */
 	if (cur(p)->kind == TK_STRING) {
 		for (;;) {
 			struct gen_name *n;
@@ -737,7 +755,7 @@ static void parse_reserved(struct parser *p, struct gen_vec *ranges, struct gen_
 			if (!accept_sym(p, ','))
 				break;
 		}
-	} else if (cur(p)->kind == TK_INT || is_sym(cur(p), '-')) {
+	} else if (cur(p)->kind == TK_INT || (is_sym(cur(p), '-') && max != GEN_FIELD_MAX)) {
 		if (!parse_ranges(p, ranges, max != GEN_FIELD_MAX, max))
 			return;
 	} else if (cur(p)->kind == TK_IDENT) {
@@ -747,7 +765,10 @@ static void parse_reserved(struct parser *p, struct gen_vec *ranges, struct gen_
 		skip_statement(p);
 		return;
 	} else {
-		syntax_error(p, kw, "expected field numbers or names after \"reserved\"");
+		/* protoc's words, at what follows the keyword */
+		syntax_error(p, cur(p), "%s",
+		             max == GEN_FIELD_MAX ? "Expected field name or number range."
+		                                  : "Expected enum value or number range.");
 		skip_statement(p);
 		return;
 	}
@@ -822,25 +843,39 @@ static bool common_statement(struct parser *p, const struct opt_target *tg)
 	struct gen_tok *t = cur(p);
 	if (t->kind != TK_IDENT)
 		return false;
-	if (is_kw(t, "option") && !is_sym(peek(p, 1), '=')) {
+	/* as in protoc, these words start their statement wherever it takes
+	 * them, whatever follows: `option = 1;` is a broken option, not a field
+	 * of a type named option (write `.pkg.option` for one) */
+	if (is_kw(t, "option")) {
 		parse_option_statement(p, tg);
 		return true;
 	}
-	if (is_kw(t, "extend") && !is_sym(peek(p, 1), '=') &&
-	    (tg->owner == OPT_FILE || tg->owner == OPT_MESSAGE)) {
+	if (is_kw(t, "extend") && (tg->owner == OPT_FILE || tg->owner == OPT_MESSAGE)) {
 		parse_extend(p, tg->owner == OPT_MESSAGE ? tg->ptr : NULL);
 		return true;
 	}
-	if (is_kw(t, "extensions") && tg->owner == OPT_MESSAGE &&
-	    (peek(p, 1)->kind == TK_INT || is_sym(peek(p, 1), '-'))) {
+	if (is_kw(t, "extensions") && tg->owner == OPT_MESSAGE) {
 		if (p->f->proto2) {
 			parse_extensions(p, tg->ptr);
 			return true;
 		}
-		syntax_error(p, t,
-		             "extension ranges (\"extensions\") are not allowed in proto3: "
-		             "extend only google.protobuf.*Options, for custom options");
-		skip_statement(p);
+		{
+			/* read as in proto2, so a broken one gets protoc's syntax
+			 * error; refused at its first range, where protoc does */
+			struct gen_message *m = tg->ptr;
+			int first = m->ext_ranges.n, errors = p->ctx->errors;
+			parse_extensions(p, m);
+			if (m->ext_ranges.n > first && p->ctx->errors == errors) {
+				const struct gen_range *r = m->ext_ranges.items[first];
+				p->failed = true;
+				gen_error(
+				    p->ctx, &r->loc,
+				    "extension ranges (\"extensions\") are not allowed in "
+				    "proto3: extend only google.protobuf.*Options, for custom "
+				    "options");
+			}
+			m->ext_ranges.n = first;
+		}
 		return true;
 	}
 	return false;
@@ -907,16 +942,18 @@ static void parse_map_field(struct parser *p, struct gen_message *m, struct gen_
 	next(p); /* map */
 	next(p); /* < */
 	kloc = cur(p)->loc;
-	if (cur(p)->kind != TK_IDENT) {
+	if (cur(p)->kind != TK_IDENT && !is_sym(cur(p), '.')) {
 		expected(p, "a map key type");
 		skip_statement(p);
 		return;
 	}
-	kt = scalar_type(cur(p)->text);
+	kt = cur(p)->kind == TK_IDENT ? scalar_type(cur(p)->text) : GT_NONE;
 	if (!valid_map_key(kt)) {
-		syntax_error(p, cur(p),
-		             "map key type must be an integer, bool or string type, not \"%s\"",
-		             cur(p)->text);
+		/* protoc's words at the field's start (a named key type is
+		 * taken for a message: it is refused as protoc refuses it, but
+		 * for an enum protoc says "cannot be enum types") */
+		syntax_error(p, &p->t[p->i - 2],
+		             "Key in map fields cannot be float/double, bytes or message types.");
 		skip_statement(p);
 		return;
 	}
@@ -1004,6 +1041,7 @@ static void parse_group(struct parser *p, struct gen_message *m, enum gen_label 
 	fd->oneof = oneof;
 	fd->type = GT_NAMED;
 	fd->type_name = g->name;
+	fd->group = true;
 	if (!parse_int(p, true, &fd->number, &fd->number_loc)) {
 		skip_statement(p);
 		return;
@@ -1035,6 +1073,8 @@ static void parse_group(struct parser *p, struct gen_message *m, enum gen_label 
 	"expected \"required\", \"optional\" or \"repeated\": a proto2 field outside a oneof "     \
 	"says its label"
 
+#define ONEOF_LABEL "Fields in oneofs must not have labels (required / optional / repeated)."
+
 static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 {
 	struct gen_tok *start = cur(p);
@@ -1044,7 +1084,7 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 	struct gen_loc tloc;
 	char *tname;
 	if (is_kw(start, "required") && p->f->proto2 && oneof >= 0) {
-		syntax_error(p, start, "fields in oneofs must not have labels");
+		syntax_error(p, start, ONEOF_LABEL);
 		skip_statement(p);
 		return;
 	} else if (is_kw(start, "required") && p->f->proto2) {
@@ -1059,7 +1099,7 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 	} else if (is_kw(start, "optional") || is_kw(start, "repeated")) {
 		label = is_kw(start, "optional") ? GL_OPTIONAL : GL_REPEATED;
 		if (oneof >= 0) {
-			syntax_error(p, start, "fields in oneofs must not have labels");
+			syntax_error(p, start, ONEOF_LABEL);
 			skip_statement(p);
 			return;
 		}
@@ -1081,9 +1121,12 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 	}
 	if (is_kw(cur(p), "map") && is_sym(peek(p, 1), '<')) {
 		if (label != GL_NONE || required || oneof >= 0) {
-			syntax_error(p, start,
-			             oneof >= 0 ? "map fields are not allowed in oneofs"
-			                        : "map fields cannot have labels");
+			/* protoc's words, at the '<' */
+			syntax_error(p, peek(p, 1), "%s",
+			             oneof >= 0
+			                 ? "Map fields are not allowed in oneofs."
+			                 : "Field labels (required/optional/repeated) are not "
+			                   "allowed on map fields.");
 			skip_statement(p);
 			return;
 		}
@@ -1165,6 +1208,9 @@ static void parse_oneof(struct parser *p, struct gen_message *m)
 		return;
 	}
 	gen_vec_push(&p->ctx->pool, &m->oneofs, o);
+	/* protoc reads a field before it looks for the end */
+	if (is_sym(cur(p), '}'))
+		syntax_error(p, cur(p), "Expected type name.");
 	while (!is_sym(cur(p), '}')) {
 		int before = m->fields.n;
 		if (cur(p)->kind == TK_EOF) {
@@ -1234,16 +1280,15 @@ static void parse_message_body(struct parser *p, struct gen_message *m, int dept
 		}
 		if (step == BODY_TAKEN)
 			continue;
-		if (is_kw(t, "message") && peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '{'))
+		/* statement words, whatever follows, as in protoc (a field of a
+		 * type named message is written `.pkg.message x = 1;`) */
+		if (is_kw(t, "message"))
 			parse_message(p, m, &m->messages, depth + 1);
-		else if (is_kw(t, "enum") && peek(p, 1)->kind == TK_IDENT &&
-		         is_sym(peek(p, 2), '{'))
+		else if (is_kw(t, "enum"))
 			parse_enum(p, p->f, m, &m->enums);
-		else if (is_kw(t, "oneof") && peek(p, 1)->kind == TK_IDENT &&
-		         is_sym(peek(p, 2), '{'))
+		else if (is_kw(t, "oneof"))
 			parse_oneof(p, m);
-		else if (is_kw(t, "reserved") &&
-		         !(peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '=')))
+		else if (is_kw(t, "reserved"))
 			parse_reserved(p, &m->reserved, &m->rnames, GEN_FIELD_MAX);
 		else
 			parse_field(p, m, -1);
@@ -1273,7 +1318,7 @@ static void parse_enum(struct parser *p, struct gen_file *f, struct gen_message 
 			return;
 		if (step == BODY_TAKEN)
 			continue;
-		if (is_kw(t, "reserved") && !is_sym(peek(p, 1), '=')) {
+		if (is_kw(t, "reserved")) {
 			parse_reserved(p, &e->reserved, &e->rnames, INT32_MAX);
 			continue;
 		}
@@ -1284,10 +1329,9 @@ static void parse_enum(struct parser *p, struct gen_file *f, struct gen_message 
 			continue;
 		}
 		{
-			struct gen_loc nl;
 			struct opt_target tg = {OPT_VALUE, parent, v};
-			if (!parse_int(p, true, &v->number, &nl) || !parse_field_options(p, &tg) ||
-			    !expect_semi(p)) {
+			if (!parse_int(p, true, &v->number, &v->number_loc) ||
+			    !parse_field_options(p, &tg) || !expect_semi(p)) {
 				skip_statement(p);
 				continue;
 			}

@@ -30,25 +30,6 @@ static void print_string(struct gen_buf *o, const char *s)
 	gen_buf_quote(o, s, strlen(s), "\"\\");
 }
 
-/* protoc's default JSON name: underscores dropped, the next letter upper case */
-static bool default_json_name(const char *name, const char *json)
-{
-	bool up = false;
-	for (; *name; name++) {
-		char c = *name;
-		if (c == '_') {
-			up = true;
-			continue;
-		}
-		if (up && c >= 'a' && c <= 'z')
-			c = (char)(c - 'a' + 'A');
-		up = false;
-		if (*json++ != c)
-			return false;
-	}
-	return *json == 0;
-}
-
 static void print_field(struct gen_buf *o, const struct gen_field *fd, bool proto2, int depth)
 {
 	indent(o, depth);
@@ -67,7 +48,7 @@ static void print_field(struct gen_buf *o, const struct gen_field *fd, bool prot
 		type_ref(o, fd);
 	}
 	gen_buf_printf(o, " %s = %lld", fd->name, (long long)fd->number);
-	bool json = fd->json_name && !default_json_name(fd->name, fd->json_name);
+	bool json = fd->json_name && !gen_is_default_json_name(fd->name, fd->json_name);
 	if (json || fd->deprecated) {
 		gen_buf_puts(o, " [");
 		if (json) {

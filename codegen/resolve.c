@@ -530,14 +530,17 @@ static void build_message(struct gen_ctx *ctx, struct build *b, struct gen_messa
 	for (i = 0; i < m->enums.n; i++)
 		build_enum(ctx, b, m->enums.items[i], m->full_name, inner);
 	for (i = 0; i < m->ext_ranges.n && !m->map_entry; i++) {
-		gen_check_range(ctx, m->ext_ranges.items[i], 1, gen_ext_range_max(m), "extension",
-		                "extension");
+		gen_check_ext_range(ctx, m->ext_ranges.items[i],
+		                    m->message_set ? INT32_MAX : GEN_FIELD_MAX);
 		owner(ctx, b, m->ext_ranges.items[i]);
 	}
 	build_exts(ctx, b, m);
+	/* protoc 3.21 takes an empty range (`5 to 1`) or one past the largest
+	 * field number silently (BuildReservedRange) */
 	for (i = 0; i < m->reserved.n && !m->map_entry; i++)
-		gen_check_range(ctx, m->reserved.items[i], 1, GEN_FIELD_MAX, "reserved",
-		                "reserved field");
+		if (((struct gen_range *)m->reserved.items[i])->lo <= 0)
+			gen_error(ctx, &((struct gen_range *)m->reserved.items[i])->loc,
+			          "Reserved numbers must be positive integers.");
 	for (i = 0; i < m->messages.n; i++)
 		build_message(ctx, b, m->messages.items[i], m->full_name, inner);
 	owner(ctx, b, m);
@@ -1017,8 +1020,13 @@ static void validate_ext_options(struct gen_ctx *ctx, const struct gen_file *f,
 	int i;
 	for (i = 0; i < f->exts.n; i++) {
 		const struct gen_ext *x = f->exts.items[i];
-		if (x->parent == m && x->field)
-			gen_check_field_options(ctx, x->field);
+		if (x->parent == m && x->field) {
+			struct sym *s = x->extendee_full ? gen_table_get(&gen_resolver(ctx)->syms,
+			                                                 x->extendee_full)
+			                                 : NULL;
+			gen_check_field_options(ctx, x->field,
+			                        s && s->kind == SYM_MESSAGE ? s->ptr : NULL, true);
+		}
 	}
 }
 
@@ -1027,7 +1035,7 @@ static void validate_message_options(struct gen_ctx *ctx, const struct gen_messa
 {
 	int i;
 	for (i = 0; i < m->fields.n; i++)
-		gen_check_field_options(ctx, m->fields.items[i]);
+		gen_check_field_options(ctx, m->fields.items[i], m, false);
 	for (i = 0; i < m->messages.n; i++)
 		validate_message_options(ctx, m->messages.items[i]);
 	for (i = 0; i < m->enums.n; i++)
@@ -1035,7 +1043,7 @@ static void validate_message_options(struct gen_ctx *ctx, const struct gen_messa
 	validate_ext_options(ctx, m->file, m);
 }
 
-/* nested messages, then enums (ValidateProto3Message) */
+/* nested messages, enums, then m itself (ValidateProto3Message) */
 static void validate_proto3_message(struct gen_ctx *ctx, const struct gen_message *m)
 {
 	int i;
@@ -1043,6 +1051,7 @@ static void validate_proto3_message(struct gen_ctx *ctx, const struct gen_messag
 		validate_proto3_message(ctx, m->messages.items[i]);
 	for (i = 0; i < m->enums.n; i++)
 		gen_check_enum_zero(ctx, m->enums.items[i]);
+	gen_check_proto3_message(ctx, m);
 }
 
 /* messages, enums, extensions; then, in proto3, messages and enums again

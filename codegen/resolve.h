@@ -108,14 +108,9 @@ void gen_descriptor_error(struct gen_ctx *ctx, const struct gen_loc *loc, const 
 const struct gen_enum_value *gen_enum_value_named(const struct gen_enum *e, const char *name);
 /* The range of ranges (struct gen_range *) n is in, NULL when none. */
 const struct gen_range *gen_range_find(const struct gen_vec *ranges, int64_t n);
-/* Reports r (a reserved or extension range) empty or outside lo_limit..
- * hi_limit; kind names it ("reserved": "reserved range 5 to 3 ..."), what
- * its numbers ("reserved field": "reserved field numbers must be between
- * ..."). protoc's BuildReservedRange, BuildExtensionRange. */
-void gen_check_range(struct gen_ctx *ctx, const struct gen_range *r, int64_t lo_limit,
-                     int64_t hi_limit, const char *kind, const char *what);
-/* The highest extension number of m: 2^29 - 1, or 2^31 - 2 in a message set. */
-int64_t gen_ext_range_max(const struct gen_message *m);
+/* Reports extension range r not positive, empty or above max, in protoc's
+ * words (BuildExtensionRange, ValidateMessageOptions). */
+void gen_check_ext_range(struct gen_ctx *ctx, const struct gen_range *r, int64_t max);
 /* What protoc's parser refuses of e: allow_alias that says nothing, no
  * value, a value outside int32; then its reserved ranges one by one. */
 void gen_check_enum_parsed(struct gen_ctx *ctx, const struct gen_enum *e);
@@ -127,9 +122,13 @@ void gen_check_enum_reserved(struct gen_ctx *ctx, const struct gen_enum *e);
 void gen_check_enum_aliases(struct gen_ctx *ctx, const struct gen_enum *e);
 /* A proto3 enum whose first value is not 0 (protoc's ValidateProto3Enum). */
 void gen_check_enum_zero(struct gen_ctx *ctx, const struct gen_enum *e);
-/* Checks fd's options against its type as protoc does: jstype (but
- * JS_NORMAL) only on a 64-bit integer. */
-void gen_check_field_options(struct gen_ctx *ctx, const struct gen_field *fd);
+/* Checks fd's options against its type as protoc does (ValidateFieldOptions):
+ * lazy only on a message, packed only on a repeated number, bool or enum, no
+ * field in a message set (container, the extendee for an extension: ext) and
+ * only optional messages extending one, jstype (but JS_NORMAL) only on a
+ * 64-bit integer, no json_name but the default one on an extension. */
+void gen_check_field_options(struct gen_ctx *ctx, const struct gen_field *fd,
+                             const struct gen_message *container, bool ext);
 /* fd's number: positive, at most 2^29 - 1, outside 19000 to 19999 (protoc's
  * BuildFieldOrExtension). */
 void gen_check_field_number(struct gen_ctx *ctx, const struct gen_field *fd);
@@ -140,6 +139,9 @@ void gen_check_field_number(struct gen_ctx *ctx, const struct gen_field *fd);
 void gen_check_message_numbers(struct gen_ctx *ctx, const struct gen_message *m);
 /* m's oneofs without a field (protoc's CrossLinkMessage). */
 void gen_check_oneofs(struct gen_ctx *ctx, const struct gen_message *m);
+/* A proto3 message set, and fields of m whose names differ only in case and
+ * underscores (protoc 3.21's JSON camel-case conflict, json_name aside). */
+void gen_check_proto3_message(struct gen_ctx *ctx, const struct gen_message *m);
 /* The members of m's generated struct that collide (rdmx-gen's own check). */
 void gen_check_members(struct gen_ctx *ctx, struct gen_message *m);
 /* Reports generated C names of input f that collide with each other or

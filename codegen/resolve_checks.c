@@ -40,15 +40,17 @@ static bool in_names(const struct gen_vec *names, const char *n)
 	return false;
 }
 
-void gen_check_range(struct gen_ctx *ctx, const struct gen_range *r, int64_t lo_limit,
-                     int64_t hi_limit, const char *kind, const char *what)
+void gen_check_ext_range(struct gen_ctx *ctx, const struct gen_range *r, int64_t max)
 {
-	if (r->lo > r->hi)
-		gen_error(ctx, &r->loc, "%s range %lld to %lld is empty (end before start)", kind,
-		          (long long)r->lo, (long long)r->hi);
-	else if (r->lo < lo_limit || r->hi > hi_limit)
-		gen_error(ctx, &r->loc, "%s numbers must be between %lld and %lld", what,
-		          (long long)lo_limit, (long long)hi_limit);
+	if (r->lo <= 0)
+		gen_error(ctx, &r->loc, "Extension numbers must be positive integers.");
+	/* protoc's exclusive end of `N to 2147483647` wraps around */
+	if (r->lo > r->hi || r->hi == INT32_MAX)
+		gen_error(ctx, &r->loc,
+		          "Extension range end number must be greater than start number.");
+	else if (r->hi > max)
+		gen_error(ctx, &r->loc, "Extension numbers cannot be greater than %lld.",
+		          (long long)max);
 }
 
 /* ranges (of one kind) overlapping an earlier one, at the later */
@@ -60,10 +62,12 @@ static void check_overlaps(struct gen_ctx *ctx, const struct gen_vec *ranges, co
 		for (j = 0; j < i; j++) {
 			const struct gen_range *o = ranges->items[j];
 			if (r->lo <= o->hi && o->lo <= r->hi) {
-				gen_error(ctx, &r->loc,
-				          "%s range %lld to %lld overlaps range %lld to %lld", kind,
-				          (long long)r->lo, (long long)r->hi, (long long)o->lo,
-				          (long long)o->hi);
+				gen_error(
+				    ctx, &r->loc,
+				    "%s range %lld to %lld overlaps with already-defined range "
+				    "%lld to %lld.",
+				    kind, (long long)r->lo, (long long)r->hi, (long long)o->lo,
+				    (long long)o->hi);
 				break;
 			}
 		}
@@ -127,15 +131,19 @@ void gen_check_enum_parsed(struct gen_ctx *ctx, const struct gen_enum *e)
 			          "enum value \"%s\" = %lld is out of the int32 range", v->name,
 			          (long long)v->number);
 	}
-	for (i = 0; i < e->reserved.n; i++)
-		gen_check_range(ctx, e->reserved.items[i], INT32_MIN, INT32_MAX, "reserved",
-		                "reserved enum value");
+	/* (numbers outside int32 are syntax errors) */
+	for (i = 0; i < e->reserved.n; i++) {
+		const struct gen_range *r = e->reserved.items[i];
+		if (r->lo > r->hi)
+			gen_error(ctx, &r->loc,
+			          "Reserved range end number must be greater than start number.");
+	}
 }
 
 void gen_check_enum_reserved(struct gen_ctx *ctx, const struct gen_enum *e)
 {
 	int i;
-	check_overlaps(ctx, &e->reserved, "reserved");
+	check_overlaps(ctx, &e->reserved, "Reserved");
 	check_names_twice(ctx, &e->rnames);
 	for (i = 0; i < e->values.n; i++) {
 		const struct gen_enum_value *v = e->values.items[i];
@@ -159,10 +167,15 @@ void gen_check_enum_aliases(struct gen_ctx *ctx, const struct gen_enum *e)
 		for (j = 0; j < i; j++) {
 			const struct gen_enum_value *o = e->values.items[j];
 			if (o->number == v->number) {
-				gen_error(ctx, &v->loc,
-				          "\"%s\" uses the same enum value %lld as \"%s\" (set "
-				          "option allow_alias = true to allow aliases)",
-				          v->name, (long long)v->number, o->name);
+				/* protoc's words, with the values' full names (in
+				 * the enum's scope) */
+				const char *scope = gen_scope_of(ctx, e->full_name);
+				gen_error(ctx, &v->number_loc,
+				          "\"%s\" uses the same enum value as \"%s\". If this is "
+				          "intended, set 'option allow_alias = true;' to the enum "
+				          "definition.",
+				          gen_qualify(ctx, scope, v->name),
+				          gen_qualify(ctx, scope, o->name));
 				break;
 			}
 		}
@@ -174,7 +187,7 @@ void gen_check_enum_zero(struct gen_ctx *ctx, const struct gen_enum *e)
 	const struct gen_enum_value *v = e->values.n ? e->values.items[0] : NULL;
 	if (v && v->number != 0 && !e->file->proto2 && v->number >= INT32_MIN &&
 	    v->number <= INT32_MAX)
-		gen_error(ctx, &v->loc, "the first enum value must be zero in proto3");
+		gen_error(ctx, &v->number_loc, "The first enum value must be zero in proto3.");
 }
 
 /* Member names of the generated struct: name, has_name, n_name, oneof_case. */
@@ -222,7 +235,7 @@ void gen_check_members(struct gen_ctx *ctx, struct gen_message *m)
 	}
 }
 
-void gen_check_field_options(struct gen_ctx *ctx, const struct gen_field *fd)
+static void check_jstype(struct gen_ctx *ctx, const struct gen_field *fd)
 {
 	switch (fd->type) {
 	case GT_INT64:
@@ -237,6 +250,35 @@ void gen_check_field_options(struct gen_ctx *ctx, const struct gen_field *fd)
 			          "jstype is only allowed on int64, uint64, sint64, fixed64 or "
 			          "sfixed64 fields.");
 	}
+}
+
+/* protoc's FieldDescriptor::is_packable: repeated, of a number, bool or enum
+ * type */
+static bool packable(const struct gen_field *fd)
+{
+	return fd->label == GL_REPEATED && fd->type != GT_STRING && fd->type != GT_BYTES &&
+	       fd->type != GT_MESSAGE && fd->type != GT_NAMED;
+}
+
+void gen_check_field_options(struct gen_ctx *ctx, const struct gen_field *fd,
+                             const struct gen_message *container, bool ext)
+{
+	if (fd->lazy && (fd->type != GT_MESSAGE || fd->group))
+		gen_error(ctx, &fd->type_loc,
+		          "[lazy = true] can only be specified for submessage fields.");
+	if (fd->packed && !packable(fd))
+		gen_error(ctx, &fd->type_loc,
+		          "[packed = true] can only be specified for repeated primitive fields.");
+	if (container && container->message_set && !ext)
+		gen_error(ctx, &fd->loc, "MessageSets cannot have fields, only extensions.");
+	else if (container && container->message_set &&
+	         (fd->label != GL_OPTIONAL || fd->type != GT_MESSAGE || fd->group))
+		gen_error(ctx, &fd->type_loc,
+		          "Extensions of MessageSets must be optional messages.");
+	check_jstype(ctx, fd);
+	if (ext && fd->json_name && !gen_is_default_json_name(fd->name, fd->json_name))
+		gen_error(ctx, &fd->json_name_loc,
+		          "option json_name is not allowed on extension fields.");
 }
 
 #define NUM(fd)                                                                                    \
@@ -260,9 +302,40 @@ void gen_check_field_number(struct gen_ctx *ctx, const struct gen_field *fd)
 		          (long long)fd->number, fd->name);
 }
 
-int64_t gen_ext_range_max(const struct gen_message *m)
+/* protoc's ToLowercaseWithoutUnderscores */
+static char *lower_without_underscores(struct gen_ctx *ctx, const char *name)
 {
-	return m->message_set ? INT32_MAX - 1 : GEN_FIELD_MAX;
+	char *s = gen_alloc(&ctx->pool, strlen(name) + 1), *o = s;
+	for (; *name; name++)
+		if (*name != '_')
+			*o++ = (char)(*name >= 'A' && *name <= 'Z' ? *name - 'A' + 'a' : *name);
+	*o = 0;
+	return s;
+}
+
+void gen_check_proto3_message(struct gen_ctx *ctx, const struct gen_message *m)
+{
+	struct table t = {0};
+	int i;
+	if (m->message_set)
+		gen_error(ctx, &m->loc, "MessageSet is not supported in proto3.");
+	/* protoc 3.21 compares the names so, whatever json_name says */
+	for (i = 0; i < m->fields.n; i++) {
+		const struct gen_field *fd = m->fields.items[i];
+		char *key = lower_without_underscores(ctx, fd->name);
+		struct sym *s = gen_table_get(&t, key);
+		if (s) {
+			gen_error(ctx, &fd->loc,
+			          "The JSON camel-case name of field \"%s\" conflicts with field "
+			          "\"%s\". This is not allowed in proto3.",
+			          fd->name, ((const struct gen_field *)s->ptr)->name);
+			continue;
+		}
+		s = gen_alloc(&ctx->pool, sizeof(*s));
+		s->name = key;
+		s->ptr = (void *)fd;
+		gen_table_put(&ctx->pool, &t, s);
+	}
 }
 
 void gen_check_message_numbers(struct gen_ctx *ctx, const struct gen_message *m)
@@ -270,7 +343,7 @@ void gen_check_message_numbers(struct gen_ctx *ctx, const struct gen_message *m)
 	int i, j;
 	if (m->map_entry)
 		return;
-	check_overlaps(ctx, &m->reserved, "reserved");
+	check_overlaps(ctx, &m->reserved, "Reserved");
 	check_names_twice(ctx, &m->rnames);
 	for (i = 0; i < m->fields.n; i++) {
 		const struct gen_field *fd = m->fields.items[i];
@@ -295,16 +368,17 @@ void gen_check_message_numbers(struct gen_ctx *ctx, const struct gen_message *m)
 		for (j = 0; j < m->reserved.n; j++) {
 			const struct gen_range *o = m->reserved.items[j];
 			if (r->lo <= o->hi && o->lo <= r->hi) {
-				gen_error(ctx, &r->loc,
-				          "extension range %lld to %lld overlaps reserved range "
-				          "%lld to %lld",
-				          (long long)r->lo, (long long)r->hi, (long long)o->lo,
-				          (long long)o->hi);
+				gen_error(
+				    ctx, &r->loc,
+				    "Extension range %lld to %lld overlaps with reserved range "
+				    "%lld to %lld.",
+				    (long long)r->lo, (long long)r->hi, (long long)o->lo,
+				    (long long)o->hi);
 				break;
 			}
 		}
 	}
-	check_overlaps(ctx, &m->ext_ranges, "extension");
+	check_overlaps(ctx, &m->ext_ranges, "Extension");
 }
 
 void gen_check_oneofs(struct gen_ctx *ctx, const struct gen_message *m)

@@ -271,3 +271,21 @@ uint32_t gen_fnv1a(const char *s)
 	}
 	return h;
 }
+
+bool gen_is_default_json_name(const char *name, const char *json)
+{
+	bool up = false;
+	for (; *name; name++) {
+		char c = *name;
+		if (c == '_') {
+			up = true;
+			continue;
+		}
+		if (up && c >= 'a' && c <= 'z')
+			c = (char)(c - 'a' + 'A');
+		up = false;
+		if (*json++ != c)
+			return false;
+	}
+	return *json == 0;
+}
