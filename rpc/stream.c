@@ -584,6 +584,15 @@ int rdmx_rpc_stream_open(struct rdmx_rpc_ep *ep, uint32_t method_id, enum rdmx_r
 	ep->busy++;        /* that close runs callbacks that may destroy ep */
 	rc = send_md_frame(ep, RPC_T_S_OPEN, (uint8_t)kind, method_id, s->id,
 	                   opts ? opts->timeout_us : 0, hd);
+	if (rc == 0 && opts && (opts->window || opts->window_bytes)) {
+		/* the reader's window, one grant for both, still opening: a close
+		 * inside its send fails the open too (the caller never had s) */
+		if (opts->window)
+			s->window = opts->window;
+		if (opts->window_bytes)
+			s->window_bytes = opts->window_bytes;
+		rdmx__stream_grant(s);
+	}
 	if (rc == 0 && ep->closed)
 		rc = RDMX_E_BAD_STATE; /* closed by the send itself: the open never counts */
 	s->opening = false;
@@ -597,10 +606,6 @@ int rdmx_rpc_stream_open(struct rdmx_rpc_ep *ep, uint32_t method_id, enum rdmx_r
 	}
 	rdmx__stream_count(s, SST_OPEN, RDMX_RPC_OK, 0);
 	rdmx__stream_arm_deadline(s, rdmx__now_ns(), opts ? opts->timeout_us : 0);
-	if (opts && opts->window)
-		rdmx_rpc_stream_set_window(s, opts->window);
-	if (opts && opts->window_bytes)
-		rdmx_rpc_stream_set_window_bytes(s, opts->window_bytes);
 	*out = s;
 	return 0;
 }
