@@ -204,6 +204,9 @@ int rdmx__stream_flush(struct rdmx_rpc_stream *s)
 	if (!s->batch_n)
 		return 0;
 	rdmx__worker_timer_disarm(s->ep->worker, &s->flush_timer);
+	/* a close inside the send (the engine refused the write) ends s, and
+	 * frees it when nothing else holds it: released at the end */
+	s->busy++;
 	if (s->batch_n == 1) {
 		one = rdmx_rpc_bytes(s->batch + 4, s->batch_len - 4);
 		rc = rdmx__stream_send(s, RPC_T_S_MSG, 0, 0, 0, NULL, 0, &one);
@@ -213,6 +216,7 @@ int rdmx__stream_flush(struct rdmx_rpc_stream *s)
 	}
 	s->batch_len = 0;
 	s->batch_n = 0;
+	rdmx__stream_drop(s);
 	return rc;
 }
 
@@ -220,16 +224,15 @@ static void flush_fired(struct rdmx__timer *t)
 {
 	struct rdmx_rpc_stream *s =
 	    (struct rdmx_rpc_stream *)((char *)t - offsetof(struct rdmx_rpc_stream, flush_timer));
-	struct rdmx_rpc_ep *ep = s->ep;
+	uint64_t id = s->id; /* s may be gone after the flush */
 	int rc;
 
 	if (s->ended)
 		return;
 	rc = rdmx__stream_flush(s);
 	if (rc && rc != RDMX_E_BAD_STATE)
-		RDMX_WARN("rpc: stream %llu: batched messages not sent: %s",
-		          (unsigned long long)s->id, rdmx_err_name(rc));
-	(void)ep;
+		RDMX_WARN("rpc: stream %llu: batched messages not sent: %s", (unsigned long long)id,
+		          rdmx_err_name(rc));
 }
 
 /* 1: batched (0 returned in *rc), 0: not batched (send it alone). */
@@ -581,6 +584,15 @@ int rdmx_rpc_stream_open(struct rdmx_rpc_ep *ep, uint32_t method_id, enum rdmx_r
 	ep->busy++;        /* that close runs callbacks that may destroy ep */
 	rc = send_md_frame(ep, RPC_T_S_OPEN, (uint8_t)kind, method_id, s->id,
 	                   opts ? opts->timeout_us : 0, hd);
+	if (rc == 0 && opts && (opts->window || opts->window_bytes)) {
+		/* the reader's window, one grant for both, still opening: a close
+		 * inside its send fails the open too (the caller never had s) */
+		if (opts->window)
+			s->window = opts->window;
+		if (opts->window_bytes)
+			s->window_bytes = opts->window_bytes;
+		rdmx__stream_grant(s);
+	}
 	if (rc == 0 && ep->closed)
 		rc = RDMX_E_BAD_STATE; /* closed by the send itself: the open never counts */
 	s->opening = false;
@@ -594,10 +606,6 @@ int rdmx_rpc_stream_open(struct rdmx_rpc_ep *ep, uint32_t method_id, enum rdmx_r
 	}
 	rdmx__stream_count(s, SST_OPEN, RDMX_RPC_OK, 0);
 	rdmx__stream_arm_deadline(s, rdmx__now_ns(), opts ? opts->timeout_us : 0);
-	if (opts && opts->window)
-		rdmx_rpc_stream_set_window(s, opts->window);
-	if (opts && opts->window_bytes)
-		rdmx_rpc_stream_set_window_bytes(s, opts->window_bytes);
 	*out = s;
 	return 0;
 }
@@ -647,9 +655,12 @@ int rdmx_rpc_stream_write(struct rdmx_rpc_stream *s, const struct rdmx_rpc_paylo
 	if (!s->opener && !s->headers_out && s->ann.n &&
 	    (rc = rdmx_rpc_stream_send_headers(s, NULL)) != 0)
 		return rc;
+	/* a close inside the sends (the engine refused a write) ends s, and
+	 * frees it when nothing else holds it: released at the end */
+	s->busy++;
 	if (!batch_add(s, msg, &rc) && (rc = rdmx__stream_flush(s)) == 0)
 		rc = rdmx__stream_send(s, RPC_T_S_MSG, 0, 0, 0, NULL, 0, msg);
-	if (rc == 0) {
+	if (rc == 0 && !s->ended) {
 		s->sent++;
 		s->sent_bytes += rdmx__stream_cost(msg ? msg->len : 0);
 		rdmx__stream_count(s, SST_TX, RDMX_RPC_OK, msg ? msg->len : 0);
@@ -657,6 +668,7 @@ int rdmx_rpc_stream_write(struct rdmx_rpc_stream *s, const struct rdmx_rpc_paylo
 			rdmx__ic_message(s->ic, true, msg && !msg->encode ? msg->obj : NULL,
 			                 msg ? msg->len : 0);
 	}
+	rdmx__stream_drop(s);
 	return rc;
 }
 
@@ -673,13 +685,14 @@ int rdmx_rpc_stream_half_close(struct rdmx_rpc_stream *s)
 	if (!s->opener && !s->headers_out && s->ann.n &&
 	    (rc = rdmx_rpc_stream_send_headers(s, NULL)) != 0)
 		return rc;
-	if ((rc = rdmx__stream_flush(s)) != 0)
-		return rc;
-	rc = rdmx__stream_send(s, RPC_T_S_END, 0, 0, 0, NULL, 0, NULL);
+	s->busy++; /* as in rdmx_rpc_stream_write */
+	if ((rc = rdmx__stream_flush(s)) == 0)
+		rc = rdmx__stream_send(s, RPC_T_S_END, 0, 0, 0, NULL, 0, NULL);
 	if (rc == 0) {
 		s->local_end = true;
 		s->want_writable = false;
 	}
+	rdmx__stream_drop(s);
 	return rc;
 }
 
@@ -693,11 +706,16 @@ int rdmx_rpc_stream_send_headers(struct rdmx_rpc_stream *s, const struct rdmx_rp
 		return RDMX_E_BAD_STATE;
 	if (headers && headers->bytes > s->ep->streams.max_md)
 		return RDMX_E_TOO_BIG;
+	/* a close inside the send (the engine refused the write) ends s, and
+	 * frees it when nothing else holds it: released at the end */
+	s->busy++;
 	if (s->ann.n) { /* the interceptors' first */
 		size_t n0 = s->ann.n;
 
-		if ((rc = rdmx_rpc_md_append(&s->ann, headers)) != 0)
+		if ((rc = rdmx_rpc_md_append(&s->ann, headers)) != 0) {
+			rdmx__stream_drop(s);
 			return rc;
+		}
 		rc = s->ann.bytes > s->ep->streams.max_md
 		         ? RDMX_E_TOO_BIG
 		         : send_md_frame(s->ep, RPC_T_S_HEADERS, 0, 0, s->id, 0, &s->ann);
@@ -708,6 +726,7 @@ int rdmx_rpc_stream_send_headers(struct rdmx_rpc_stream *s, const struct rdmx_rp
 	}
 	if (rc == 0)
 		s->headers_out = true;
+	rdmx__stream_drop(s);
 	return rc;
 }
 

@@ -365,10 +365,13 @@ static void on_s_open(struct rdmx_rpc_ep *ep, const struct rpc_hdr *h, const uin
 		code = RDMX_RPC_RESOURCE_EXHAUSTED;
 		why = "out of memory";
 	}
-	/* refused: counted as opened and ended with its status */
-	rdmx__stream_refuse(ep, h->call_id, code, why);
+	/* refused: counted as opened and ended with its status, before the
+	 * refusal goes: a close inside its send (the engine refused the write)
+	 * runs a closed callback that may destroy the server, whose method the
+	 * counters read */
 	rdmx__stream_count(s, SST_OPEN, RDMX_RPC_OK, 0);
 	rdmx__stream_count(s, SST_END, code, 0);
+	rdmx__stream_refuse(ep, h->call_id, code, why);
 	rdmx__stream_free(s);
 }
 

@@ -240,7 +240,9 @@ struct rdmx_rpc_stream_opts {
  * (max_inflight calls and streams of ep open), RDMX_E_TOO_BIG (headers over
  * the endpoint's metadata limit or the message size), RDMX_E_NOMEM; the
  * send's error. On an error no stream exists: *s is not written, no
- * callback runs and nothing of it reached the peer. */
+ * callback runs and nothing of it reached the peer (but for a channel that
+ * closed right after the open went, with the window of opts:
+ * RDMX_E_BAD_STATE; the peer's stream ends with the connection). */
 int rdmx_rpc_stream_open(struct rdmx_rpc_ep *ep, uint32_t method_id, enum rdmx_rpc_stream_kind kind,
                          const struct rdmx_rpc_stream_opts *opts,
                          const struct rdmx_rpc_stream_cbs *cbs, void *arg,

@@ -4,8 +4,8 @@
  * last message, a deadline mid-stream, a peer killed with 100 streams open,
  * metadata and its limits, rich status, hostile stream frames, an open
  * whose stream table has no room (librdmx's rdmx__map_put interposed), an
- * open whose channel closes inside its own send (rdmx__chan_send_ex
- * interposed). */
+ * open whose channel closes inside its own send or its window grant
+ * (rdmx__chan_send_ex interposed). */
 #include "rpcfix.h"
 
 #include <rdmx/health.h>
@@ -2643,6 +2643,7 @@ send_ex_fn rdmx__chan_send_ex;
 void rdmx__chan_fail(struct rdmx_chan *chan, int status, const char *why);
 static _Thread_local struct rdmx_chan *send_fail_chan; /* NULL: none armed */
 static _Thread_local int send_fail_rc, send_fail_hits;
+static _Thread_local int send_fail_skip; /* sends on it let through first */
 
 int rdmx__chan_send_ex(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fill, void *fill_arg,
                        rdmx_chan_sent_cb cb, void *arg, unsigned flags, unsigned *how)
@@ -2650,7 +2651,9 @@ int rdmx__chan_send_ex(struct rdmx_chan *chan, size_t len, rdmx_chan_fill_fn fil
 	static send_ex_fn *_Atomic real;
 	send_ex_fn *fn = real;
 
-	if (send_fail_chan && chan == send_fail_chan) {
+	if (send_fail_chan && chan == send_fail_chan && send_fail_skip > 0) {
+		send_fail_skip--;
+	} else if (send_fail_chan && chan == send_fail_chan) {
 		send_fail_chan = NULL;
 		send_fail_hits++;
 		rdmx__chan_fail(chan, RDMX_E_PROVIDER, NULL);
@@ -2726,4 +2729,45 @@ Test(stream, open_whose_send_fails_closing_the_channel_returns_the_error)
 Test(stream, open_whose_channel_closes_inside_a_taken_send_returns_bad_state)
 {
 	open_closed_by_its_send(0, RDMX_E_BAD_STATE);
+}
+
+/* The open's own frame goes and the window grant right after it (opts'
+ * window and window_bytes) closes the channel: the open fails as one whose
+ * send closed its channel (RDMX_E_BAD_STATE, *s untouched, no on_done: the
+ * stream never reached its caller). Under ASan, the open applied the byte
+ * window to the stream the close had ended and freed, and returned it. */
+Test(stream, open_whose_window_grant_closes_the_channel_returns_bad_state)
+{
+	struct scene sc;
+	struct cstream x = {0};
+	struct rdmx_rpc_stream *const sentinel = (struct rdmx_rpc_stream *)&x;
+	struct rdmx_rpc_stream_opts o = {.window = RDMX_RPC_STREAM_MAX_WINDOW,
+	                                 .window_bytes = 8u << 20};
+	struct rdmx_chan *ca;
+	int rc;
+
+	if (strcmp(env_device(0), "tcp") || strcmp(env_device(1), "tcp"))
+		cr_skip_test("tcp devices only (%s/%s)", env_device(0), env_device(1));
+	scene_open(&sc, NULL);
+	ca = rdmx_rpc_ep_get_chan(sc.ra);
+	x.s = sentinel;
+	send_fail_chan = ca;
+	send_fail_rc = RDMX_E_PROVIDER;
+	send_fail_hits = 0;
+	send_fail_skip = 1; /* the open's frame */
+	rc = rdmx_rpc_stream_open(sc.ra, MUTE, RDMX_RPC_BIDI_STREAMING, &o, &ccbs, &x, &x.s);
+	send_fail_chan = NULL;
+	send_fail_skip = 0;
+	cr_assert_eq(send_fail_hits, 1, "the grant's send was not failed (interposition lost?)");
+	cr_assert_eq(rc, RDMX_E_BAD_STATE, "open -> %s", rdmx_err_name(rc));
+	cr_assert_eq(x.s, sentinel, "*s written by a failed open");
+	cr_assert_eq(rdmx_chan_get_state(ca), RDMX_CHAN_CLOSED);
+	cr_assert_eq(rdmx_rpc_ep_get_streams(sc.ra), 0, "the failed stream is in the table");
+	cr_assert_eq(x.done_n, 0, "on_done ran for a stream whose open failed");
+	DRIVE_UNTIL(&sc.a, &sc.b,
+	            rdmx_chan_get_state(rdmx_rpc_ep_get_chan(sc.rb)) == RDMX_CHAN_CLOSED);
+	drive_for(&sc.a, &sc.b, 5);
+	cr_assert_eq(x.done_n, 0, "on_done ran for a stream whose open failed");
+	cr_assert_eq(rdmx_rpc_ep_get_streams(sc.rb), 0);
+	scene_close(&sc);
 }
