@@ -407,6 +407,8 @@ void rdmx__stream_abort(struct rdmx_rpc_stream *s, enum rdmx_rpc_code code, cons
 	int rc;
 
 	s->busy++; /* a send that fails in the post closes the channel, which ends s */
+	s->abort_code = code;
+	s->abort_msg = msg;
 	if (s->opener)
 		rc = rdmx__stream_send(s, RPC_T_S_RST, (uint8_t)code, 0, 0, NULL, 0, NULL);
 	else
@@ -443,7 +445,10 @@ void rdmx__rpc_streams_fail(struct rdmx_rpc_ep *ep, const char *why)
 	}
 	while ((s = list)) {
 		list = s->next;
-		rdmx__stream_end(s, RDMX_RPC_UNAVAILABLE, why, NULL, 0, NULL);
+		if (s->abort_msg) /* its abort's send closed the channel */
+			rdmx__stream_end(s, s->abort_code, s->abort_msg, NULL, 0, NULL);
+		else
+			rdmx__stream_end(s, RDMX_RPC_UNAVAILABLE, why, NULL, 0, NULL);
 		rdmx__stream_drop(s);
 	}
 }

@@ -62,6 +62,10 @@ struct rdmx_rpc_stream {
 	/* life */
 	bool opening; /* its open is being sent: rdmx_rpc_stream_open ends a failure */
 	bool ended;
+	/* rdmx__stream_abort sends its reset or status: a close inside that
+	 * send ends the stream with the abort's code and message, not its own */
+	enum rdmx_rpc_code abort_code;
+	const char *abort_msg;
 	int busy;
 	struct rdmx_rpc_stream *next; /* fail list */
 };

@@ -481,10 +481,9 @@ Test(stream_close, interceptor_refusal_refused_closed_cb_destroys_ep_and_server)
 }
 
 /* rdmx_rpc_stream_cancel on the server (its status refused; the cancel
- * holds its stream and endpoint): sound, on_done once. Its code is the
- * close's UNAVAILABLE: the close inside the send ends the stream before
- * the cancel does, where rdmx/rpc_stream.h promises CANCELLED (not fixed
- * here; rdmx_rpc_cancel keeps CANCELLED, its call out of the table first). */
+ * holds its stream and endpoint): on_done once, CANCELLED as
+ * rdmx/rpc_stream.h promises, though the close inside the send ends the
+ * stream before the cancel's own end (it said the close's UNAVAILABLE). */
 Test(stream_close, server_cancel_refused_closed_cb_destroys_ep_and_server)
 {
 	struct sc_fix f;
@@ -495,14 +494,14 @@ Test(stream_close, server_cancel_refused_closed_cb_destroys_ep_and_server)
 	refuse_next_post(f.rb);
 	ASSERT_OK(rdmx_rpc_stream_cancel(sv.s));
 	assert_torn_down(&f, f.rb);
-	assert_ends(&f, &sv.done_n, sv.code, RDMX_RPC_UNAVAILABLE, &f.c.done_n, &f.c.code);
+	assert_ends(&f, &sv.done_n, sv.code, RDMX_RPC_CANCELLED, &f.c.done_n, &f.c.code);
 	sc_close(&f);
 }
 
 /* ---- the client's sends ---- */
 
-/* rdmx_rpc_stream_cancel on the client (the reset refused): sound, on_done
- * once; UNAVAILABLE, not CANCELLED, as on the server above. */
+/* rdmx_rpc_stream_cancel on the client (the reset refused): on_done once,
+ * CANCELLED, as on the server above. */
 Test(stream_close, client_cancel_refused_closed_cb_destroys_ep)
 {
 	struct sc_fix f;
@@ -513,15 +512,15 @@ Test(stream_close, client_cancel_refused_closed_cb_destroys_ep)
 	refuse_next_post(f.ra);
 	ASSERT_OK(rdmx_rpc_stream_cancel(f.c.s));
 	assert_torn_down(&f, f.ra);
-	assert_ends(&f, &f.c.done_n, f.c.code, RDMX_RPC_UNAVAILABLE, &sv.done_n, &sv.code);
+	assert_ends(&f, &f.c.done_n, f.c.code, RDMX_RPC_CANCELLED, &sv.done_n, &sv.code);
 	sc_close(&f);
 }
 
 /* The stream's deadline (stream.c, stream_deadline: the reset refused;
  * it holds the endpoint, the abort the stream): sound. A deadline of 1 us
  * is due at the first progress pass after the open; the stream ends once,
- * UNAVAILABLE (the close's, as for the cancel above; the unary deadline
- * keeps DEADLINE_EXCEEDED). */
+ * DEADLINE_EXCEEDED (not the close's UNAVAILABLE, as for the cancel
+ * above). */
 Test(stream_close, deadline_reset_refused_closed_cb_destroys_ep)
 {
 	struct sc_fix f;
@@ -534,7 +533,7 @@ Test(stream_close, deadline_reset_refused_closed_cb_destroys_ep)
 	DRIVE_UNTIL(&f.a, &f.b, f.d.runs);
 	assert_torn_down(&f, f.ra);
 	cr_assert_eq(f.c.done_n, 1, "on_done ran %d times", f.c.done_n);
-	cr_assert_eq(f.c.code, RDMX_RPC_UNAVAILABLE, "%s", rdmx_rpc_code_name(f.c.code));
+	cr_assert_eq(f.c.code, RDMX_RPC_DEADLINE_EXCEEDED, "%s", rdmx_rpc_code_name(f.c.code));
 	DRIVE_UNTIL(&f.a, &f.b, peer_closed_n == 1);
 	drive_for(&f.a, &f.b, 20);
 	cr_assert_eq(f.c.done_n, 1, "on_done ran %d times", f.c.done_n);
