@@ -308,9 +308,11 @@ Test(stream_close, grant_after_msg_refused_closed_cb_destroys_ep_and_server)
 	sc_close(&f);
 }
 
-/* rdmx_rpc_stream_write of a large message from a handler, the batch
- * before it refused: under ASan the flush reset the freed stream's batch. */
-Test(stream_close, write_after_batch_refused_closed_cb_destroys_ep_and_server)
+/* rdmx_rpc_stream_write of a large message (ACT_POKE_WRITE_BIG) or
+ * rdmx_rpc_stream_half_close (ACT_POKE_HALF_CLOSE) from a unary handler,
+ * the batch before it refused: under ASan the flush reset the freed
+ * stream's batch. The handler's call ends with the close too. */
+static void poke_after_batch_refused(int act)
 {
 	struct sc_fix f;
 	struct call_rec r = {0};
@@ -318,10 +320,10 @@ Test(stream_close, write_after_batch_refused_closed_cb_destroys_ep_and_server)
 	sc_open(&f);
 	sc_hold_stream(&f);
 	sc_teardown_on_close(&f, &f.rb, true);
-	sv.act = ACT_POKE_WRITE_BIG;
+	sv.act = act;
 	ASSERT_OK(rdmx_rpc_call_async(f.ra, SC_POKE, NULL, NULL, call_rec_cb, &r, NULL));
 	DRIVE_UNTIL(&f.a, &f.b, f.d.runs);
-	cr_assert_eq(sv.rc, RDMX_E_PROVIDER, "write -> %s", rdmx_err_name(sv.rc));
+	cr_assert_eq(sv.rc, RDMX_E_PROVIDER, "the handler's send -> %s", rdmx_err_name(sv.rc));
 	assert_torn_down(&f, f.rb);
 	assert_ends(&f, &sv.done_n, sv.code, RDMX_RPC_UNAVAILABLE, &f.c.done_n, &f.c.code);
 	cr_assert_eq(r.done, 1);
@@ -329,24 +331,14 @@ Test(stream_close, write_after_batch_refused_closed_cb_destroys_ep_and_server)
 	sc_close(&f);
 }
 
-/* rdmx_rpc_stream_half_close from a handler, the batch before it refused:
- * as above. */
+Test(stream_close, write_after_batch_refused_closed_cb_destroys_ep_and_server)
+{
+	poke_after_batch_refused(ACT_POKE_WRITE_BIG);
+}
+
 Test(stream_close, half_close_after_batch_refused_closed_cb_destroys_ep_and_server)
 {
-	struct sc_fix f;
-	struct call_rec r = {0};
-
-	sc_open(&f);
-	sc_hold_stream(&f);
-	sc_teardown_on_close(&f, &f.rb, true);
-	sv.act = ACT_POKE_HALF_CLOSE;
-	ASSERT_OK(rdmx_rpc_call_async(f.ra, SC_POKE, NULL, NULL, call_rec_cb, &r, NULL));
-	DRIVE_UNTIL(&f.a, &f.b, f.d.runs);
-	cr_assert_eq(sv.rc, RDMX_E_PROVIDER, "half-close -> %s", rdmx_err_name(sv.rc));
-	assert_torn_down(&f, f.rb);
-	assert_ends(&f, &sv.done_n, sv.code, RDMX_RPC_UNAVAILABLE, &f.c.done_n, &f.c.code);
-	cr_assert_eq(r.done, 1);
-	sc_close(&f);
+	poke_after_batch_refused(ACT_POKE_HALF_CLOSE);
 }
 
 /* A server interceptor that adds a response header. */
