@@ -653,11 +653,9 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 	r->scope = tg->scope;
 	r->options = options[tg->owner];
 	r->owner = tg->ptr ? tg->ptr : p->f;
-	/* a plain name alone is not checked, but for the one protoc reserves
-	 * and on an extension range, where protobuf 3.21 has none at all (so
-	 * rdmx-gen's descriptor.proto is complete there) */
-	r->check_name = custom || parts.n > 1 || strcmp(first->text, "uninterpreted_option") == 0 ||
-	                tg->owner == OPT_EXTRANGE;
+	/* a plain name alone is looked up in rdmx-gen's descriptor.proto only
+	 * (but the one protoc reserves) */
+	r->check_name = custom || parts.n > 1 || strcmp(first->text, "uninterpreted_option") == 0;
 	gen_vec_push(&p->ctx->pool, &p->f->optrefs, r);
 	in_default = tg->owner == OPT_FIELD && !custom && parts.n == 1 &&
 	             strcmp(first->text, "default") == 0;
