@@ -20,6 +20,7 @@ struct parser {
 	bool seen_syntax;
 	bool seen_package;
 	char *last_int_text;            /* spelling of the last integer parse_int read */
+	int reached;                    /* tokens before it had their lexical errors reported */
 	struct gen_message *ext_parent; /* scope of the extend block being read */
 };
 
@@ -57,8 +58,22 @@ static enum gen_type scalar_type(const char *name)
 	return GT_NONE;
 }
 
+/* the lexical errors of the tokens up to the current one, not yet
+ * reported: protoc's tokenizer reports them when its parser moves there */
+static void reach(struct parser *p)
+{
+	for (; p->reached <= p->i && p->reached < p->n; p->reached++) {
+		const struct gen_lexerr *e;
+		for (e = p->t[p->reached].errs; e; e = e->next) {
+			gen_error(p->ctx, &e->loc, "%s", e->msg);
+			p->failed = true;
+		}
+	}
+}
+
 static struct gen_tok *cur(struct parser *p)
 {
+	reach(p);
 	return &p->t[p->i];
 }
 
@@ -1566,6 +1581,8 @@ bool gen_parse(struct gen_ctx *ctx, struct gen_file *f, const char *text, size_t
 		}
 		p.seen_statement = true;
 	}
+	p.i = p.n - 1;
+	reach(&p);
 	if (!p.seen_syntax && ctx->errors == errors) {
 		struct gen_loc l = {f->path, 1, 1};
 		gen_warning(ctx, &l, "no syntax specified; assuming syntax = \"%s\"%s",
