@@ -351,17 +351,27 @@ void gen_warning(struct gen_ctx *ctx, const struct gen_loc *loc, const char *fmt
 
 enum gen_tok_kind { TK_EOF, TK_IDENT, TK_INT, TK_FLOAT, TK_STRING, TK_SYM };
 
+/* a lexical error, reported when the parser reaches the token it was met
+ * in, as protoc reports it */
+struct gen_lexerr {
+	struct gen_lexerr *next;
+	struct gen_loc loc;
+	const char *msg;
+};
+
 struct gen_tok {
 	enum gen_tok_kind kind;
 	struct gen_loc loc;
-	char *text;    /* ident, string value (decoded), number spelling */
-	size_t len;    /* string value length (may hold NULs) */
-	uint64_t ival; /* TK_INT */
-	bool overflow; /* TK_INT too large for 64 bits */
-	char sym;      /* TK_SYM */
+	char *text;              /* ident, string value (decoded), number spelling */
+	size_t len;              /* string value length (may hold NULs) */
+	uint64_t ival;           /* TK_INT */
+	bool overflow;           /* TK_INT: above 2^64-1, or no integer ("08") */
+	char sym;                /* TK_SYM: any other byte protoc takes as a symbol */
+	struct gen_lexerr *errs; /* met reading it (or the blanks and comments before it) */
 };
 
-/* Tokenises text; reports lexical errors; always ends with TK_EOF. */
+/* Tokenises text as protoc's tokenizer does, keeping its lexical errors on
+ * the tokens (reported by the parser); always ends with TK_EOF. */
 struct gen_tok *gen_lex(struct gen_ctx *ctx, const char *path, const char *text, size_t len,
                         int *ntok);
 

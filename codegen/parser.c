@@ -20,6 +20,7 @@ struct parser {
 	bool seen_syntax;
 	bool seen_package;
 	char *last_int_text;            /* spelling of the last integer parse_int read */
+	int reached;                    /* tokens before it had their lexical errors reported */
 	struct gen_message *ext_parent; /* scope of the extend block being read */
 };
 
@@ -57,8 +58,22 @@ static enum gen_type scalar_type(const char *name)
 	return GT_NONE;
 }
 
+/* the lexical errors of the tokens up to the current one, not yet
+ * reported: protoc's tokenizer reports them when its parser moves there */
+static void reach(struct parser *p)
+{
+	for (; p->reached <= p->i && p->reached < p->n; p->reached++) {
+		const struct gen_lexerr *e;
+		for (e = p->t[p->reached].errs; e; e = e->next) {
+			gen_error(p->ctx, &e->loc, "%s", e->msg);
+			p->failed = true;
+		}
+	}
+}
+
 static struct gen_tok *cur(struct parser *p)
 {
+	reach(p);
 	return &p->t[p->i];
 }
 
@@ -84,19 +99,6 @@ static bool is_kw(const struct gen_tok *t, const char *kw)
 	return t->kind == TK_IDENT && strcmp(t->text, kw) == 0;
 }
 
-/* `"name"`, `string "x"`, `end of file` ... for error messages */
-static const char *describe(struct parser *p, const struct gen_tok *t)
-{
-	switch (t->kind) {
-	case TK_EOF:
-		return "end of file";
-	case TK_STRING:
-		return "a string literal";
-	default:
-		return gen_printf(&p->ctx->pool, "\"%s\"", t->text);
-	}
-}
-
 static void syntax_error(struct parser *p, const struct gen_tok *t, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void syntax_error(struct parser *p, const struct gen_tok *t, const char *fmt, ...)
@@ -110,9 +112,10 @@ static void syntax_error(struct parser *p, const struct gen_tok *t, const char *
 	gen_error(p->ctx, &t->loc, "%s", msg);
 }
 
-static void expected(struct parser *p, const char *what)
+/* protoc's words (msg: "Expected field name.", ...) at the current token */
+static void expected(struct parser *p, const char *msg)
 {
-	syntax_error(p, cur(p), "expected %s, got %s", what, describe(p, cur(p)));
+	syntax_error(p, cur(p), "%s", msg);
 }
 
 /* Skips the rest of a statement: through the next ';' or a whole { } block,
@@ -154,22 +157,18 @@ static bool accept_sym(struct parser *p, char c)
 
 static bool expect_sym(struct parser *p, char c)
 {
-	char what[8];
 	if (accept_sym(p, c))
 		return true;
-	snprintf(what, sizeof(what), "\"%c\"", c);
-	expected(p, what);
+	syntax_error(p, cur(p), "Expected \"%c\".", c);
 	return false;
 }
 
-/* A missing ';' before a token on a later line is reported and taken as
- * written, so the next statement still parses. */
+/* A missing ';' is reported, and the statement skipped from there, as
+ * protoc skips it (even when the next statement stands on the next line:
+ * what protoc then reports, rdmx-gen reports) */
 static bool expect_semi(struct parser *p)
 {
-	if (accept_sym(p, ';'))
-		return true;
-	expected(p, "\";\"");
-	return p->i > 0 && cur(p)->loc.line > p->t[p->i - 1].loc.line;
+	return expect_sym(p, ';');
 }
 
 static char *expect_ident(struct parser *p, const char *what, struct gen_loc *loc)
@@ -216,29 +215,45 @@ static char *parse_dotted(struct parser *p, bool leading_dot, const char *what, 
 	return r;
 }
 
-/* ['-'] integer; false after reporting an error */
-static bool parse_int(struct parser *p, bool allow_neg, int64_t *out, struct gen_loc *loc)
+/* a message type's name (protoc's ParseUserDefinedType): a scalar type's
+ * name (or group) is refused there, and taken to go on */
+static char *parse_message_type(struct parser *p, struct gen_loc *loc)
+{
+	struct gen_tok *t = cur(p);
+	if (t->kind == TK_IDENT &&
+	    (scalar_type(t->text) != GT_NONE || strcmp(t->text, "group") == 0)) {
+		expected(p, "Expected message type.");
+		*loc = t->loc;
+		next(p);
+		return t->text;
+	}
+	return parse_dotted(p, true, "Expected type name.", loc);
+}
+
+/* ['-'] integer in int32, as protoc's parser reads one (ConsumeInteger,
+ * ConsumeSignedInteger): msg, protoc's words, where there is none (at a
+ * '-' when !allow_neg), "Integer out of range." at one outside int32 (or
+ * no integer: "08"); false after reporting an error */
+static bool parse_int(struct parser *p, bool allow_neg, const char *msg, int64_t *out,
+                      struct gen_loc *loc)
 {
 	bool neg = false;
 	struct gen_tok *t;
 	*loc = cur(p)->loc;
-	if (is_sym(cur(p), '-')) {
-		if (!allow_neg) {
-			syntax_error(p, cur(p), "expected an integer, got \"-\"");
-			return false;
-		}
+	if (allow_neg && is_sym(cur(p), '-')) {
 		neg = true;
 		next(p);
 	}
 	t = cur(p);
 	if (t->kind != TK_INT) {
-		expected(p, "an integer");
+		expected(p, msg);
 		return false;
 	}
-	if (t->overflow || t->ival > (uint64_t)INT64_MAX)
-		*out = neg ? INT64_MIN : INT64_MAX;
-	else
-		*out = neg ? -(int64_t)t->ival : (int64_t)t->ival;
+	if (t->overflow || t->ival > (uint64_t)INT32_MAX + neg) {
+		syntax_error(p, t, "Integer out of range.");
+		return false;
+	}
+	*out = neg ? -(int64_t)t->ival : (int64_t)t->ival;
 	p->last_int_text = neg ? gen_printf(&p->ctx->pool, "-%s", t->text) : t->text;
 	next(p);
 	return true;
@@ -397,7 +412,7 @@ static bool signed_value(struct parser *p, struct gen_optref *r, bool in_default
 		return false;
 	}
 	if (t->kind != TK_IDENT || (strcmp(t->text, "inf") != 0 && strcmp(t->text, "nan") != 0)) {
-		expected(p, "a number");
+		expected(p, "Expected option value.");
 		return false;
 	}
 	r->value_kind = GV_FLOAT;
@@ -443,7 +458,7 @@ static bool parse_option_value(struct parser *p, struct gen_optref *r, bool in_d
 		next(p);
 		return true;
 	}
-	expected(p, "an option value");
+	expected(p, "Expected option value.");
 	return false;
 }
 
@@ -627,7 +642,7 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 		struct gen_loc open = cur(p)->loc;
 		if (accept_sym(p, '(')) {
 			part->ext = custom = true;
-			part->name = parse_dotted(p, true, "an option name", &part->loc);
+			part->name = parse_dotted(p, true, "Expected identifier.", &part->loc);
 			if (!part->name || !expect_sym(p, ')'))
 				return false;
 			part->loc = open; /* protoc's place for (name): its '(' */
@@ -636,7 +651,7 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 			part->loc = cur(p)->loc;
 			next(p);
 		} else {
-			expected(p, "an option name");
+			expected(p, "Expected identifier.");
 			return false;
 		}
 		gen_vec_push(&p->ctx->pool, &parts, part);
@@ -653,11 +668,9 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 	r->scope = tg->scope;
 	r->options = options[tg->owner];
 	r->owner = tg->ptr ? tg->ptr : p->f;
-	/* a plain name alone is not checked, but for the one protoc reserves
-	 * and on an extension range, where protobuf 3.21 has none at all (so
-	 * rdmx-gen's descriptor.proto is complete there) */
-	r->check_name = custom || parts.n > 1 || strcmp(first->text, "uninterpreted_option") == 0 ||
-	                tg->owner == OPT_EXTRANGE;
+	/* a plain name alone is looked up in rdmx-gen's descriptor.proto only
+	 * (but the one protoc reserves) */
+	r->check_name = custom || parts.n > 1 || strcmp(first->text, "uninterpreted_option") == 0;
 	gen_vec_push(&p->ctx->pool, &p->f->optrefs, r);
 	in_default = tg->owner == OPT_FIELD && !custom && parts.n == 1 &&
 	             strcmp(first->text, "default") == 0;
@@ -675,14 +688,11 @@ static bool parse_field_options(struct parser *p, const struct opt_target *tg)
 {
 	if (!accept_sym(p, '['))
 		return true;
-	for (;;) {
+	do {
 		if (!parse_option(p, tg))
 			return false;
-		if (accept_sym(p, ']'))
-			return true;
-		if (!expect_sym(p, ','))
-			return false;
-	}
+	} while (accept_sym(p, ','));
+	return expect_sym(p, ']');
 }
 
 /* `option name = value;` */
@@ -693,27 +703,18 @@ static void parse_option_statement(struct parser *p, const struct opt_target *tg
 		skip_statement(p);
 }
 
-/* a range's number, an int32 as protoc reads it (ConsumeInteger) */
-static bool parse_range_int(struct parser *p, bool allow_neg, int64_t *out, struct gen_loc *loc)
-{
-	if (!parse_int(p, allow_neg, out, loc))
-		return false;
-	if (*out < INT32_MIN || *out > INT32_MAX) {
-		syntax_error(p, &p->t[p->i - 1], "Integer out of range.");
-		return false;
-	}
-	return true;
-}
-
 /* `N`, `N to M`, `N to max`, ... into ranges (max: max's value, or 0 to
- * leave the range's hi for the end of the message, `to_max`); false, the
- * statement skipped, on a syntax error */
-static bool parse_ranges(struct parser *p, struct gen_vec *ranges, bool allow_neg, int64_t max)
+ * leave the range's hi for the end of the message, `to_max`); first_msg,
+ * next_msg: protoc's words where the first range, a later one, is not a
+ * number; false, the statement skipped, on a syntax error */
+static bool parse_ranges(struct parser *p, struct gen_vec *ranges, bool allow_neg, int64_t max,
+                         const char *first_msg, const char *next_msg)
 {
+	const char *msg = first_msg;
 	for (;;) {
 		struct gen_range *r = gen_alloc(&p->ctx->pool, sizeof(*r));
 		struct gen_loc l;
-		if (!parse_range_int(p, allow_neg, &r->lo, &r->loc)) {
+		if (!parse_int(p, allow_neg, msg, &r->lo, &r->loc)) {
 			skip_statement(p);
 			return false;
 		}
@@ -724,7 +725,7 @@ static bool parse_ranges(struct parser *p, struct gen_vec *ranges, bool allow_ne
 				r->hi = max;
 				r->to_max = !max;
 				next(p);
-			} else if (!parse_range_int(p, allow_neg, &r->hi, &l)) {
+			} else if (!parse_int(p, allow_neg, "Expected integer.", &r->hi, &l)) {
 				skip_statement(p);
 				return false;
 			}
@@ -732,6 +733,7 @@ static bool parse_ranges(struct parser *p, struct gen_vec *ranges, bool allow_ne
 		gen_vec_push(&p->ctx->pool, ranges, r);
 		if (!accept_sym(p, ','))
 			return true;
+		msg = next_msg;
 	}
 }
 
@@ -743,7 +745,8 @@ static void parse_reserved(struct parser *p, struct gen_vec *ranges, struct gen_
 		for (;;) {
 			struct gen_name *n;
 			if (cur(p)->kind != TK_STRING) {
-				expected(p, "a field name string");
+				expected(p, max == GEN_FIELD_MAX ? "Expected field name."
+				                                 : "Expected enum value.");
 				skip_statement(p);
 				return;
 			}
@@ -756,14 +759,13 @@ static void parse_reserved(struct parser *p, struct gen_vec *ranges, struct gen_
 				break;
 		}
 	} else if (cur(p)->kind == TK_INT || (is_sym(cur(p), '-') && max != GEN_FIELD_MAX)) {
-		if (!parse_ranges(p, ranges, max != GEN_FIELD_MAX, max))
+		bool field = max == GEN_FIELD_MAX;
+		if (!parse_ranges(p, ranges, !field, max,
+		                  field ? "Expected field name or number range."
+		                        : "Expected enum value or number range.",
+		                  field ? "Expected field number range."
+		                        : "Expected enum number range."))
 			return;
-	} else if (cur(p)->kind == TK_IDENT) {
-		syntax_error(
-		    p, cur(p),
-		    "reserved names must be string literals (unquoted names are not supported)");
-		skip_statement(p);
-		return;
 	} else {
 		/* protoc's words, at what follows the keyword */
 		syntax_error(p, cur(p), "%s",
@@ -786,7 +788,8 @@ static void parse_extensions(struct parser *p, struct gen_message *m)
 	struct opt_target tg = {OPT_EXTRANGE, m->parent, NULL};
 	int first = m->ext_ranges.n;
 	next(p); /* extensions */
-	if (!parse_ranges(p, &m->ext_ranges, false, 0))
+	if (!parse_ranges(p, &m->ext_ranges, false, 0, "Expected field number range.",
+	                  "Expected field number range."))
 		return;
 	tg.ptr = m->ext_ranges.items[first];
 	if (!parse_field_options(p, &tg) || !expect_semi(p))
@@ -804,7 +807,7 @@ static void parse_extend(struct parser *p, struct gen_message *parent)
 	char *extendee;
 	int i;
 	next(p); /* extend */
-	extendee = parse_dotted(p, true, "a message name", &xloc);
+	extendee = parse_message_type(p, &xloc);
 	if (!extendee || !expect_sym(p, '{')) {
 		skip_statement(p);
 		return;
@@ -814,7 +817,7 @@ static void parse_extend(struct parser *p, struct gen_message *parent)
 	p->ext_parent = parent;
 	while (!accept_sym(p, '}')) {
 		if (cur(p)->kind == TK_EOF) {
-			expected(p, "\"}\" closing the extend block");
+			expected(p, "Reached end of input in extend definition (missing '}').");
 			return;
 		}
 		if (accept_sym(p, ';'))
@@ -918,9 +921,11 @@ static struct gen_field *named_field(struct parser *p, struct gen_message *m,
 {
 	struct gen_loc nloc;
 	struct gen_field *fd;
-	char *name = expect_ident(p, "a field name", &nloc);
+	char *name = expect_ident(p, "Expected field name.", &nloc);
 
-	if (!name || !expect_sym(p, '=')) {
+	if (name && !accept_sym(p, '='))
+		expected(p, "Missing field number.");
+	if (!name || !is_sym(&p->t[p->i - 1], '=')) {
 		skip_statement(p);
 		return NULL;
 	}
@@ -943,7 +948,7 @@ static void parse_map_field(struct parser *p, struct gen_message *m, struct gen_
 	next(p); /* < */
 	kloc = cur(p)->loc;
 	if (cur(p)->kind != TK_IDENT && !is_sym(cur(p), '.')) {
-		expected(p, "a map key type");
+		expected(p, "Expected type name.");
 		skip_statement(p);
 		return;
 	}
@@ -967,7 +972,7 @@ static void parse_map_field(struct parser *p, struct gen_message *m, struct gen_
 		skip_statement(p);
 		return;
 	}
-	vname = parse_dotted(p, true, "a map value type", &vloc);
+	vname = parse_dotted(p, true, "Expected type name.", &vloc);
 	if (!vname || !expect_sym(p, '>')) {
 		skip_statement(p);
 		return;
@@ -978,7 +983,7 @@ static void parse_map_field(struct parser *p, struct gen_message *m, struct gen_
 	fd->label = GL_REPEATED;
 	fd->is_map = true;
 	fd->type = GT_MESSAGE;
-	if (!parse_int(p, true, &fd->number, &fd->number_loc)) {
+	if (!parse_int(p, false, "Expected field number.", &fd->number, &fd->number_loc)) {
 		skip_statement(p);
 		fd->number = 1;
 	} else {
@@ -1025,7 +1030,7 @@ static void parse_group(struct parser *p, struct gen_message *m, enum gen_label 
 	int depth = 0;
 	char *c;
 	next(p); /* group */
-	g->name = expect_ident(p, "a group name", &g->loc);
+	g->name = expect_ident(p, "Expected field name.", &g->loc);
 	if (!g->name || !expect_sym(p, '=')) {
 		skip_statement(p);
 		return;
@@ -1042,7 +1047,7 @@ static void parse_group(struct parser *p, struct gen_message *m, enum gen_label 
 	fd->type = GT_NAMED;
 	fd->type_name = g->name;
 	fd->group = true;
-	if (!parse_int(p, true, &fd->number, &fd->number_loc)) {
+	if (!parse_int(p, false, "Expected field number.", &fd->number, &fd->number_loc)) {
 		skip_statement(p);
 		return;
 	}
@@ -1069,9 +1074,7 @@ static void parse_group(struct parser *p, struct gen_message *m, enum gen_label 
 }
 
 /* proto2 has no unlabelled fields outside oneofs (maps excepted), as in protoc */
-#define UNLABELLED                                                                                 \
-	"expected \"required\", \"optional\" or \"repeated\": a proto2 field outside a oneof "     \
-	"says its label"
+#define UNLABELLED "Expected \"required\", \"optional\", or \"repeated\"."
 
 #define ONEOF_LABEL "Fields in oneofs must not have labels (required / optional / repeated)."
 
@@ -1138,7 +1141,7 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 		skip_statement(p);
 		return;
 	}
-	tname = parse_dotted(p, true, "a field type", &tloc);
+	tname = parse_dotted(p, true, "Expected type name.", &tloc);
 	if (!tname) {
 		skip_statement(p);
 		return;
@@ -1154,7 +1157,7 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 		fd->type = GT_NAMED;
 		fd->type_name = tname;
 	}
-	if (!parse_int(p, true, &fd->number, &fd->number_loc)) {
+	if (!parse_int(p, false, "Expected field number.", &fd->number, &fd->number_loc)) {
 		skip_statement(p);
 		return;
 	}
@@ -1173,19 +1176,17 @@ static void parse_message(struct parser *p, struct gen_message *parent, struct g
 
 enum body_step { BODY_END, BODY_TAKEN, BODY_ITEM };
 
-/* One step in the body of a message, enum or service (`what`, named `name`,
- * declared on `line`): BODY_END at its end (the "}" taken, or the end of
- * file reported), BODY_TAKEN after an empty statement or one that
+/* One step in the body of a message, enum or service (`what`): BODY_END at
+ * its end (the "}" taken, or the end of file reported in protoc's words),
+ * BODY_TAKEN after an empty statement or one that
  * common_statement took, else BODY_ITEM: the caller parses the item at
  * cur(p). */
-static enum body_step body_step(struct parser *p, const char *what, const char *name, int line,
-                                const struct opt_target *tg)
+static enum body_step body_step(struct parser *p, const char *what, const struct opt_target *tg)
 {
 	struct gen_tok *t = cur(p);
 
 	if (t->kind == TK_EOF) {
-		syntax_error(p, t, "expected \"}\" closing %s \"%s\" (line %d), got end of file",
-		             what, name, line);
+		syntax_error(p, t, "Reached end of input in %s definition (missing '}').", what);
 		return BODY_END;
 	}
 	if (is_sym(t, '}')) {
@@ -1202,7 +1203,7 @@ static void parse_oneof(struct parser *p, struct gen_message *m)
 	struct gen_oneof *o = gen_alloc(&p->ctx->pool, sizeof(*o));
 	int idx = m->oneofs.n;
 	next(p);
-	o->name = expect_ident(p, "a oneof name", &o->loc);
+	o->name = expect_ident(p, "Expected oneof name.", &o->loc);
 	if (!o->name || !expect_sym(p, '{')) {
 		skip_statement(p);
 		return;
@@ -1214,7 +1215,7 @@ static void parse_oneof(struct parser *p, struct gen_message *m)
 	while (!is_sym(cur(p), '}')) {
 		int before = m->fields.n;
 		if (cur(p)->kind == TK_EOF) {
-			expected(p, "\"}\" closing the oneof");
+			expected(p, "Reached end of input in oneof definition (missing '}').");
 			return;
 		}
 		{
@@ -1234,7 +1235,7 @@ static void parse_message(struct parser *p, struct gen_message *parent, struct g
 	struct gen_message *m = gen_alloc(&p->ctx->pool, sizeof(*m));
 	struct gen_tok *kw = cur(p);
 	next(p);
-	m->name = expect_ident(p, "a message name", &m->loc);
+	m->name = expect_ident(p, "Expected message name.", &m->loc);
 	if (!m->name || !expect_sym(p, '{')) {
 		skip_statement(p);
 		return;
@@ -1271,7 +1272,7 @@ static void parse_message_body(struct parser *p, struct gen_message *m, int dept
 		/* (x) is looked up around m, not in it, as protoc does (a
 		 * message's own options cannot name its nested extensions) */
 		struct opt_target tg = {OPT_MESSAGE, m->parent, m};
-		enum body_step step = body_step(p, "message", m->name, m->loc.line, &tg);
+		enum body_step step = body_step(p, "message", &tg);
 		struct gen_tok *t = cur(p);
 
 		if (step == BODY_END) {
@@ -1300,7 +1301,7 @@ static void parse_enum(struct parser *p, struct gen_file *f, struct gen_message 
 {
 	struct gen_enum *e = gen_alloc(&p->ctx->pool, sizeof(*e));
 	next(p);
-	e->name = expect_ident(p, "an enum name", &e->loc);
+	e->name = expect_ident(p, "Expected enum name.", &e->loc);
 	if (!e->name || !expect_sym(p, '{')) {
 		skip_statement(p);
 		return;
@@ -1310,7 +1311,7 @@ static void parse_enum(struct parser *p, struct gen_file *f, struct gen_message 
 	gen_vec_push(&p->ctx->pool, into, e);
 	for (;;) {
 		struct opt_target etg = {OPT_ENUM, parent, e};
-		enum body_step step = body_step(p, "enum", e->name, e->loc.line, &etg);
+		enum body_step step = body_step(p, "enum", &etg);
 		struct gen_tok *t = cur(p);
 		struct gen_enum_value *v;
 
@@ -1323,14 +1324,16 @@ static void parse_enum(struct parser *p, struct gen_file *f, struct gen_message 
 			continue;
 		}
 		v = gen_alloc(&p->ctx->pool, sizeof(*v));
-		v->name = expect_ident(p, "an enum value name", &v->loc);
-		if (!v->name || !expect_sym(p, '=')) {
+		v->name = expect_ident(p, "Expected enum constant name.", &v->loc);
+		if (v->name && !accept_sym(p, '='))
+			expected(p, "Missing numeric value for enum constant.");
+		if (!v->name || !is_sym(&p->t[p->i - 1], '=')) {
 			skip_statement(p);
 			continue;
 		}
 		{
 			struct opt_target tg = {OPT_VALUE, parent, v};
-			if (!parse_int(p, true, &v->number, &v->number_loc) ||
+			if (!parse_int(p, true, "Expected integer.", &v->number, &v->number_loc) ||
 			    !parse_field_options(p, &tg) || !expect_semi(p)) {
 				skip_statement(p);
 				continue;
@@ -1350,14 +1353,11 @@ static bool parse_method_type(struct parser *p, char **name, struct gen_loc *loc
 		*stream = true;
 		next(p);
 		if (is_sym(cur(p), ')')) {
-			syntax_error(
-			    p, cur(p),
-			    "expected a message type after \"stream\", got \")\" (a message "
-			    "named stream is written with its package here: .pkg.stream)");
+			expected(p, "Expected type name.");
 			return false;
 		}
 	}
-	*name = parse_dotted(p, true, "a message type", loc);
+	*name = parse_message_type(p, loc);
 	return *name && expect_sym(p, ')');
 }
 
@@ -1365,7 +1365,7 @@ static void parse_service(struct parser *p)
 {
 	struct gen_service *s = gen_alloc(&p->ctx->pool, sizeof(*s));
 	next(p);
-	s->name = expect_ident(p, "a service name", &s->loc);
+	s->name = expect_ident(p, "Expected service name.", &s->loc);
 	if (!s->name || !expect_sym(p, '{')) {
 		skip_statement(p);
 		return;
@@ -1373,7 +1373,7 @@ static void parse_service(struct parser *p)
 	gen_vec_push(&p->ctx->pool, &p->f->services, s);
 	for (;;) {
 		struct opt_target tg = {OPT_SERVICE, NULL, s};
-		enum body_step step = body_step(p, "service", s->name, s->loc.line, &tg);
+		enum body_step step = body_step(p, "service", &tg);
 		struct gen_tok *t = cur(p);
 		struct gen_method *m;
 
@@ -1382,20 +1382,20 @@ static void parse_service(struct parser *p)
 		if (step == BODY_TAKEN)
 			continue;
 		if (!is_kw(t, "rpc")) {
-			expected(p, "\"rpc\"");
+			expected(p, "Expected \"rpc\".");
 			skip_statement(p);
 			continue;
 		}
 		next(p);
 		m = gen_alloc(&p->ctx->pool, sizeof(*m));
-		m->name = expect_ident(p, "a method name", &m->loc);
+		m->name = expect_ident(p, "Expected method name.", &m->loc);
 		if (!m->name ||
 		    !parse_method_type(p, &m->in_name, &m->in_loc, &m->client_streaming)) {
 			skip_statement(p);
 			continue;
 		}
 		if (!is_kw(cur(p), "returns")) {
-			expected(p, "\"returns\"");
+			expected(p, "Expected \"returns\".");
 			skip_statement(p);
 			continue;
 		}
@@ -1408,7 +1408,7 @@ static void parse_service(struct parser *p)
 		if (accept_sym(p, ';'))
 			continue;
 		if (!accept_sym(p, '{')) {
-			expected(p, "\";\" or \"{\" after the method");
+			expected(p, "Expected \";\".");
 			skip_statement(p);
 			continue;
 		}
@@ -1416,17 +1416,17 @@ static void parse_service(struct parser *p)
 		tg.ptr = m;
 		while (!accept_sym(p, '}')) {
 			if (cur(p)->kind == TK_EOF) {
-				expected(p, "\"}\" closing the method");
-				return;
+				/* and the service's end, as protoc says */
+				expected(p,
+				         "Reached end of input in method options (missing '}').");
+				break;
 			}
 			if (accept_sym(p, ';'))
 				continue;
 			/* "option = 5;" is not an option statement either: every
 			 * turn consumes a statement, so the loop always ends */
 			if (!is_kw(cur(p), "option") || !common_statement(p, &tg)) {
-				syntax_error(p, cur(p),
-				             "method bodies may only hold options, got %s",
-				             describe(p, cur(p)));
+				expected(p, "Expected \"option\".");
 				skip_statement(p);
 			}
 		}
@@ -1437,16 +1437,19 @@ static void parse_service(struct parser *p)
 static void parse_syntax(struct parser *p)
 {
 	struct gen_tok *kw = cur(p);
+	if (p->seen_statement) { /* protoc reads it only first */
+		syntax_error(p, kw, "Expected top-level statement (e.g. \"message\").");
+		skip_statement(p);
+		return;
+	}
 	next(p);
-	if (p->seen_statement)
-		syntax_error(p, kw, "the syntax statement must come first in the file");
 	p->seen_syntax = true;
 	if (!expect_sym(p, '=')) {
 		skip_statement(p);
 		return;
 	}
 	if (cur(p)->kind != TK_STRING) {
-		expected(p, "a string literal");
+		expected(p, "Expected syntax identifier.");
 		skip_statement(p);
 		return;
 	}
@@ -1454,7 +1457,9 @@ static void parse_syntax(struct parser *p)
 	if (strcmp(cur(p)->text, "proto2") == 0)
 		p->f->proto2 = true;
 	else if (strcmp(cur(p)->text, "proto3") != 0)
-		syntax_error(p, cur(p), "unrecognized syntax \"%s\" (only proto3 is supported)",
+		syntax_error(p, cur(p),
+		             "Unrecognized syntax identifier \"%s\".  This parser only recognizes "
+		             "\"proto2\" and \"proto3\".",
 		             cur(p)->text);
 	next(p);
 	if (!expect_semi(p))
@@ -1474,7 +1479,7 @@ static void parse_import(struct parser *p)
 		next(p);
 	}
 	if (cur(p)->kind != TK_STRING) {
-		expected(p, "a file name string");
+		expected(p, "Expected a string naming the file to import.");
 		skip_statement(p);
 		return;
 	}
@@ -1496,15 +1501,15 @@ static void parse_package(struct parser *p)
 	struct gen_tok *kw = cur(p);
 	char *name;
 	struct gen_loc l;
+	if (p->seen_package) /* as protoc, before the name */
+		syntax_error(p, kw, "Multiple package definitions.");
 	next(p);
-	name = parse_dotted(p, false, "a package name", &l);
+	name = parse_dotted(p, false, "Expected identifier.", &l);
 	if (!name) {
 		skip_statement(p);
 		return;
 	}
-	if (p->seen_package)
-		syntax_error(p, kw, "multiple package definitions");
-	else {
+	if (!p->seen_package) {
 		p->f->package = name;
 		p->f->package_loc = l;
 		p->f->package_stmt_loc = kw->loc;
@@ -1557,17 +1562,17 @@ bool gen_parse(struct gen_ctx *ctx, struct gen_file *f, const char *text, size_t
 		else if (common_statement(&p, &file_tg))
 			;
 		else {
-			syntax_error(
-			    &p, t,
-			    "expected a top-level statement (syntax, package, import, message, "
-			    "enum or service), got %s",
-			    describe(&p, t));
+			syntax_error(&p, t, "Expected top-level statement (e.g. \"message\").");
 			skip_statement(&p);
-			if (is_sym(cur(&p), '}'))
+			if (is_sym(cur(&p), '}')) {
+				syntax_error(&p, cur(&p), "Unmatched \"}\".");
 				next(&p);
+			}
 		}
 		p.seen_statement = true;
 	}
+	p.i = p.n - 1;
+	reach(&p);
 	if (!p.seen_syntax && ctx->errors == errors) {
 		struct gen_loc l = {f->path, 1, 1};
 		gen_warning(ctx, &l, "no syntax specified; assuming syntax = \"%s\"%s",

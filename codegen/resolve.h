@@ -161,9 +161,9 @@ void gen_build_ext(struct gen_ctx *ctx, struct gen_file *f, struct gen_ext *x);
 void gen_link_ext(struct gen_ctx *ctx, struct gen_file *f, struct gen_ext *x);
 /* Checks one custom or multi-part option name of f part by part as protoc
  * does, reporting the first part that is wrong, and records what its parts
- * name (o->resolved, parts' field, o->repeated; a plain name alone is not
- * looked up, only taken as resolved); after every file's messages and
- * extensions are resolved. */
+ * name (o->resolved, parts' field, o->repeated; a plain name alone is
+ * looked up in rdmx-gen's descriptor.proto only, and its value checked);
+ * after every file's messages and extensions are resolved. */
 void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, struct gen_optref *o);
 /* Reports o, an option of f, set again on the same place by an option
  * before it (protoc's "was already set"): the same field, but for a
@@ -177,9 +177,13 @@ bool gen_check_option_twice(struct gen_ctx *ctx, const struct gen_file *f,
 /* ---- resolve_values.c ---- */
 
 /* Checks the value of o, a plain option name alone, against the type of
- * protobuf's option of that name (none when rdmx-gen's descriptor.proto
- * does not have it), as protoc does, in its words. */
-void gen_check_builtin_value(struct gen_ctx *ctx, const struct gen_optref *o);
+ * protobuf's option of that name, as protoc does, in its words; false (and
+ * nothing reported) when rdmx-gen's descriptor.proto, 3.21's, has no option
+ * of that name. */
+bool gen_check_builtin_value(struct gen_ctx *ctx, const struct gen_optref *o);
+/* options ("google.protobuf.FieldOptions") has a field name in rdmx-gen's
+ * descriptor.proto (3.21's), whether the file imports it or not */
+bool gen_builtin_option_known(struct gen_ctx *ctx, const char *options, const char *name);
 /* Checks the value of o, an option of f whose name ends at fd (full: its
  * full name), against fd's type as protoc does, in its words: a constant
  * (type, range, enum value) or an aggregate read as protoc's text format

@@ -157,13 +157,24 @@ static char *option_name(struct gen_ctx *ctx, const struct gen_optref *o, int n)
 	"Option \"%s\" unknown. Ensure that your proto definition file imports the proto which "   \
 	"defines the option."
 
+/* a field's [default = ...] and [json_name = ...], which protoc's parser
+ * takes: they are not FieldOptions */
+static bool pseudo_option(const struct gen_optref *o)
+{
+	return strcmp(o->options, "google.protobuf.FieldOptions") == 0 &&
+	       (strcmp(o->parts[0].name, "default") == 0 ||
+	        strcmp(o->parts[0].name, "json_name") == 0);
+}
+
 /* as protoc (OptionInterpreter::InterpretSingleOption): each part of a
  * custom option's name is a field or an extension of the message of the part
  * before it, the first one of the *Options message of the place the option
  * is set (a FieldOptions extension on a field, not on a method); (x) is
  * defined in the file or an import; every part but the last is a message,
  * not repeated (nor a map). Stops at a part whose message is not known (a
- * type rdmx-gen's descriptor.proto leaves out). */
+ * type rdmx-gen's descriptor.proto leaves out). A plain name alone is one
+ * of protobuf 3.21's options of that place (a field's default and
+ * json_name aside), as protoc 3.21 has them. */
 void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, struct gen_optref *o)
 {
 	struct resolver *r = gen_resolver(ctx);
@@ -171,8 +182,10 @@ void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, struct gen_optref
 	const char *msg = o->options; /* full name of the message the part is in */
 	int i;
 	o->resolved = !o->check_name;
-	if (!o->check_name)
-		gen_check_builtin_value(ctx, o);
+	if (!o->check_name && !pseudo_option(o) && !gen_check_builtin_value(ctx, o)) {
+		o->resolved = false;
+		gen_error(ctx, &o->parts[0].loc, OPTION_UNKNOWN, o->parts[0].name);
+	}
 	for (i = 0; i < o->nparts && o->check_name; i++) {
 		struct gen_optpart *pt = &o->parts[i];
 		const char *name = option_name(ctx, o, i + 1), *in, *undefined;
@@ -218,14 +231,16 @@ void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, struct gen_optref
 				return;
 			}
 		} else {
-			if (!gen_table_get(&r->syms, msg) && i + 1 < o->nparts) {
-				/* i == 0 and the file does not import descriptor.proto: none
-				 * of protobuf's own options is a message */
-				gen_error(ctx, &pt->loc,
-				          "Option \"%s\" is not a message: only a custom option, "
-				          "\"(name)\", can be followed by \".%s\"",
-				          name,
-				          o->parts[i + 1].ext ? "(...)" : o->parts[i + 1].name);
+			if (!gen_table_get(&r->syms, msg)) {
+				/* i == 0 and the file does not import descriptor.proto:
+				 * rdmx-gen's copy, where none of protobuf's own options
+				 * is a message */
+				if (gen_builtin_option_known(ctx, msg, pt->name))
+					gen_error(ctx, &pt->loc,
+					          "Option \"%s\" is an atomic type, not a message.",
+					          name);
+				else
+					gen_error(ctx, &pt->loc, OPTION_UNKNOWN, name);
 				return;
 			}
 			s = gen_table_get(&r->syms, gen_qualify(ctx, msg, pt->name));

@@ -655,20 +655,27 @@ static void check_value(struct gen_ctx *ctx, const struct gen_optref *o,
 	}
 }
 
+bool gen_builtin_option_known(struct gen_ctx *ctx, const char *options, const char *name)
+{
+	const struct gen_enum *en;
+	return builtin_option(ctx, gen_last_of(options), name, &en) != NULL;
+}
+
 /* the value of o, a plain option name alone, fits the type of protobuf's
- * option of that name; one rdmx-gen's descriptor.proto does not have is
- * not checked */
-void gen_check_builtin_value(struct gen_ctx *ctx, const struct gen_optref *o)
+ * option of that name; false when rdmx-gen's descriptor.proto (3.21's) has
+ * no option of that name */
+bool gen_check_builtin_value(struct gen_ctx *ctx, const struct gen_optref *o)
 {
 	const char *msg = gen_last_of(o->options), *name = o->parts[0].name;
 	struct option_field of = {NULL, NULL, NULL, NULL, true, NULL};
 	of.fd = builtin_option(ctx, msg, name, &of.en);
 	if (!of.fd)
-		return;
+		return false;
 	of.full = gen_printf(&ctx->pool, "%s.%s", o->options, name);
 	if (of.en)
 		of.en_full = gen_printf(&ctx->pool, "%s.%s", o->options, of.en->name);
 	check_value(ctx, o, &of);
+	return true;
 }
 
 void gen_check_custom_value(struct gen_ctx *ctx, const struct gen_file *f,
