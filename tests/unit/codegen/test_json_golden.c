@@ -1,0 +1,322 @@
+/* rdmx-call's proto3 JSON mapping (pbjson) against protobuf's own: the
+ * golden cases json/make_golden.py wrote with python3-protobuf 3.21's
+ * json_format from json/jsonmap.proto. Each canonical and accepted input
+ * goes JSON -> msgpack (pbjson) -> the generated C struct -> msgpack (the
+ * generated encoder) -> JSON (pbjson) and must print protobuf's canonical
+ * JSON (compared as JSON values: key order free, strings byte for byte,
+ * integers and reals kept apart, reals bit for bit); each rejected input
+ * must fail with an error naming the field path. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include <rdmx/codec.h>
+#include <rdmx/status.h>
+
+#include "jsonmap.rdmx.h"
+#include "json.h"
+#include "pbjson.h"
+
+/* the generated codecs of each golden type, behind one signature */
+#define TYPE_OPS(T)                                                                                \
+	static int dec_##T(void *m, const void *src, size_t n, struct rdmx_arena *a)               \
+	{                                                                                          \
+		return jsonmap_##T##_decode(m, src, n, a, NULL);                                   \
+	}                                                                                          \
+	static size_t size_##T(const void *m)                                                      \
+	{                                                                                          \
+		return jsonmap_##T##_encoded_size(m);                                              \
+	}                                                                                          \
+	static int enc_##T(const void *m, void *dst, size_t n)                                     \
+	{                                                                                          \
+		return jsonmap_##T##_encode(m, dst, n);                                            \
+	}
+TYPE_OPS(Scalars)
+TYPE_OPS(Repeated)
+TYPE_OPS(Maps)
+TYPE_OPS(Oneofs)
+TYPE_OPS(Wkt)
+TYPE_OPS(Nested)
+
+struct type_ops {
+	const char *name;
+	size_t size;
+	int (*dec)(void *m, const void *src, size_t n, struct rdmx_arena *a);
+	size_t (*enc_size)(const void *m);
+	int (*enc)(const void *m, void *dst, size_t n);
+};
+#define OPS(T)                                                                                     \
+	{                                                                                          \
+		"jsonmap." #T, sizeof(jsonmap_##T), dec_##T, size_##T, enc_##T                     \
+	}
+static const struct type_ops types[] = {OPS(Scalars), OPS(Repeated), OPS(Maps),
+                                        OPS(Oneofs),  OPS(Wkt),      OPS(Nested)};
+
+/* Known differences, each one a golden case that still fails and why.
+ * The test checks they still fail, so fixing one means moving it out. */
+static const struct {
+	const char *name, *why;
+} known[] = {
+    /* jansson refuses integers beyond int64 (no big numbers); protobuf
+     * takes a uint64 above INT64_MAX as a JSON number */
+    {"int64_as_number", "uint64 18446744073709551615 as a JSON number"},
+};
+
+static struct pbschema schema;
+static json_t *golden;
+
+static void setup(void)
+{
+	const char *inc[] = {JSON_GOLDEN_DIR};
+	json_error_t e;
+
+	cr_assert_eq(pbschema_load(&schema, JSON_GOLDEN_DIR "/jsonmap.proto", inc, 1, stderr), 0);
+	golden = json_load_file(JSON_GOLDEN_DIR "/golden.json", JSON_ALLOW_NUL, &e);
+	cr_assert_not_null(golden, "golden.json: line %d: %s", e.line, e.text);
+}
+
+static void teardown(void)
+{
+	json_decref(golden);
+	pbschema_fini(&schema);
+}
+
+TestSuite(json_golden, .init = setup, .fini = teardown);
+
+static const char *known_why(const char *name)
+{
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (strcmp(known[i].name, name) == 0)
+			return known[i].why;
+	return NULL;
+}
+
+/* a == b as JSON values; on a difference, where and what in why */
+static bool same(const json_t *a, const json_t *b, char *path, size_t plen, char *why, size_t wlen)
+{
+	size_t len = strlen(path);
+
+	if (json_typeof(a) != json_typeof(b)) {
+		snprintf(why, wlen, "%s: JSON types %d and %d differ", path, json_typeof(a),
+		         json_typeof(b));
+		return false;
+	}
+	switch (json_typeof(a)) {
+	case JSON_OBJECT: {
+		const char *k;
+		json_t *v;
+
+		if (json_object_size(a) != json_object_size(b)) {
+			snprintf(why, wlen, "%s: %zu members, want %zu", path, json_object_size(a),
+			         json_object_size(b));
+			return false;
+		}
+		json_object_foreach((json_t *)b, k, v)
+		{
+			const json_t *o = json_object_get(a, k);
+
+			if (!o) {
+				snprintf(why, wlen, "%s: member \"%s\" missing", path, k);
+				return false;
+			}
+			snprintf(path + len, plen - len, ".%s", k);
+			if (!same(o, v, path, plen, why, wlen))
+				return false;
+			path[len] = '\0';
+		}
+		return true;
+	}
+	case JSON_ARRAY:
+		if (json_array_size(a) != json_array_size(b)) {
+			snprintf(why, wlen, "%s: %zu elements, want %zu", path, json_array_size(a),
+			         json_array_size(b));
+			return false;
+		}
+		for (size_t i = 0; i < json_array_size(a); i++) {
+			snprintf(path + len, plen - len, "[%zu]", i);
+			if (!same(json_array_get(a, i), json_array_get(b, i), path, plen, why,
+			          wlen))
+				return false;
+			path[len] = '\0';
+		}
+		return true;
+	case JSON_STRING:
+		if (json_string_length(a) != json_string_length(b) ||
+		    memcmp(json_string_value(a), json_string_value(b), json_string_length(a))) {
+			snprintf(why, wlen, "%s: \"%s\", want \"%s\"", path, json_string_value(a),
+			         json_string_value(b));
+			return false;
+		}
+		return true;
+	case JSON_INTEGER:
+		if (json_integer_value(a) != json_integer_value(b)) {
+			snprintf(why, wlen,
+			         "%s: %" JSON_INTEGER_FORMAT ", want %" JSON_INTEGER_FORMAT, path,
+			         json_integer_value(a), json_integer_value(b));
+			return false;
+		}
+		return true;
+	case JSON_REAL: {
+		double x = json_real_value(a), y = json_real_value(b);
+
+		if (memcmp(&x, &y, sizeof(x))) {
+			snprintf(why, wlen, "%s: %.17g, want %.17g", path, x, y);
+			return false;
+		}
+		return true;
+	}
+	default:
+		return true;
+	}
+}
+
+/* input -> pbjson -> generated struct -> pbjson: the printed JSON, or NULL
+ * with the reason in why */
+static json_t *through(const char *type, const char *input, char *why, size_t wlen)
+{
+	const struct gen_message *m = pbschema_message(&schema, type);
+	const struct type_ops *ops = NULL;
+	struct jbuf wire = {0}, out = {0};
+	struct rdmx_arena arena;
+	json_t *printed = NULL;
+	json_error_t e;
+	uint8_t *bytes = NULL;
+	void *msg = NULL;
+	char err[512];
+	size_t n;
+	int rc;
+
+	cr_assert_not_null(m, "%s", type);
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (strcmp(types[i].name, type) == 0)
+			ops = &types[i];
+	cr_assert_not_null(ops, "%s", type);
+	rdmx_arena_init(&arena, NULL, 0, 0);
+	err[0] = '\0';
+	if (pbjson_encode_text(m, input, &wire, err, sizeof(err))) {
+		snprintf(why, wlen, "refused: %s", err);
+		goto out;
+	}
+	msg = calloc(1, ops->size);
+	cr_assert_not_null(msg);
+	rc = ops->dec(msg, wire.data ? wire.data : "", wire.len, &arena);
+	if (rc) {
+		snprintf(why, wlen, "generated decoder: %s", rdmx_err_name(rc));
+		goto out;
+	}
+	n = ops->enc_size(msg);
+	bytes = malloc(n ? n : 1);
+	cr_assert_not_null(bytes);
+	rc = ops->enc(msg, bytes, n);
+	if (rc) {
+		snprintf(why, wlen, "generated encoder: %s", rdmx_err_name(rc));
+		goto out;
+	}
+	if (pbjson_decode(m, bytes, n, &out, err, sizeof(err))) {
+		snprintf(why, wlen, "printing: %s", err);
+		goto out;
+	}
+	printed = json_loads(out.data, JSON_DECODE_ANY, &e);
+	if (!printed)
+		snprintf(why, wlen, "printed text is not JSON (%s): %s", e.text, out.data);
+out:
+	free(bytes);
+	free(msg);
+	jbuf_free(&wire);
+	jbuf_free(&out);
+	rdmx_arena_fini(&arena);
+	return printed;
+}
+
+/* every case of one golden list that reads and prints as canonical;
+ * returns the count of failures, each printed */
+static int check_list(const char *list)
+{
+	const json_t *cases = json_object_get(golden, list);
+	const json_t *c;
+	size_t i;
+	int failed = 0;
+
+	cr_assert(json_array_size(cases) > 0, "%s", list);
+	json_array_foreach((json_t *)cases, i, c)
+	{
+		const char *name = json_string_value(json_object_get(c, "name"));
+		const char *type = json_string_value(json_object_get(c, "type"));
+		const char *input = json_string_value(json_object_get(c, "input"));
+		const char *kw = known_why(name);
+		char why[1024] = "", path[512] = "";
+		json_t *printed = through(type, input, why, sizeof(why));
+		bool ok = printed && same(printed, json_object_get(c, "canonical"), path,
+		                          sizeof(path), why, sizeof(why));
+
+		if (kw) {
+			cr_expect(!ok,
+			          "%s %s: known difference (%s) is gone: take it out of known[]",
+			          list, name, kw);
+		} else if (!ok) {
+			char *text = printed ? json_dumps(printed, JSON_COMPACT) : NULL;
+
+			cr_log_error("%s %s (%s): %s\n  input: %s\n  printed: %s", list, name, type,
+			             why, input, text ? text : "-");
+			free(text);
+			failed++;
+		}
+		json_decref(printed);
+	}
+	return failed;
+}
+
+Test(json_golden, canonical_inputs_print_back_unchanged)
+{
+	int failed = check_list("canonical");
+
+	cr_assert_eq(failed, 0, "%d canonical cases differ from protobuf's JSON", failed);
+}
+
+Test(json_golden, accepted_alternatives_print_the_canonical_form)
+{
+	int failed = check_list("accepted");
+
+	cr_assert_eq(failed, 0, "%d accepted inputs differ from protobuf's JSON", failed);
+}
+
+Test(json_golden, rejected_inputs_fail_naming_the_field)
+{
+	const json_t *cases = json_object_get(golden, "rejected");
+	const json_t *c;
+	size_t i;
+	int failed = 0;
+
+	cr_assert(json_array_size(cases) > 0);
+	json_array_foreach((json_t *)cases, i, c)
+	{
+		const char *name = json_string_value(json_object_get(c, "name"));
+		const char *type = json_string_value(json_object_get(c, "type"));
+		const char *input = json_string_value(json_object_get(c, "input"));
+		const json_t *p = json_object_get(c, "path");
+		const struct gen_message *m = pbschema_message(&schema, type);
+		struct jbuf wire = {0};
+		char err[512] = "", want[256];
+
+		cr_assert_not_null(m, "%s", type);
+		if (pbjson_encode_text(m, input, &wire, err, sizeof(err)) == 0) {
+			cr_log_error("rejected %s: accepted: %s", name, input);
+			failed++;
+		} else if (json_is_string(p)) {
+			/* "path: why", the path as the input spelled it */
+			snprintf(want, sizeof(want), "%s: ", json_string_value(p));
+			if (strncmp(err, want, strlen(want)) != 0) {
+				cr_log_error("rejected %s: '%s' does not start with '%s'", name,
+				             err, want);
+				failed++;
+			}
+		} else if (!strstr(err, "line ")) { /* the JSON parser's line and column */
+			cr_log_error("rejected %s: '%s' has no line and column", name, err);
+			failed++;
+		}
+		jbuf_free(&wire);
+	}
+	cr_assert_eq(failed, 0, "%d rejected inputs not refused as protobuf does", failed);
+}
