@@ -339,11 +339,14 @@ static int get_int(struct conv *c, const json_t *j, enum gen_type t, int64_t *iv
 	} else if (json_is_real(j)) {
 		double d = json_real_value(j);
 
-		if (!isfinite(d) || d != floor(d) || fabs(d) > 9007199254740992.0)
-			return fail(c, "%g is not an integer (or not exactly one)", d);
-		*iv = (int64_t)d;
-		*uv = d < 0 ? 0 : (uint64_t)d;
+		/* protobuf takes any number that is exactly an integer (1e18) */
+		if (!isfinite(d) || d != floor(d))
+			return fail(c, "%g is not an integer", d);
+		if (d < -9223372036854775808.0 || d >= 18446744073709551616.0)
+			return fail(c, "%g is out of the 64-bit range", d);
 		neg = d < 0;
+		*uv = neg ? 0 : (uint64_t)d;
+		*iv = neg ? (int64_t)d : (int64_t)(*uv & INT64_MAX);
 	} else if (json_is_string(j)) {
 		const char *s = json_string_value(j);
 		char *end;
@@ -445,9 +448,12 @@ static int enc_scalar(struct conv *c, enum gen_type t, const struct gen_field *f
 			else if (!strcmp(s, "-Infinity"))
 				d = -INFINITY;
 			else {
+				/* a JSON number in quotes: strtod's "nan", "inf",
+				 * hex and blanks are not numbers to protobuf */
 				errno = 0;
 				d = strtod(s, &end);
-				if (!*s || *end || errno)
+				if (!*s || *end || strspn(s, "0123456789+-.eE") != strlen(s) ||
+				    (errno && fabs(d) > 1))
 					return fail(c, "\"%s\" is not a number", s);
 			}
 		} else if (json_is_number(j)) {
@@ -456,7 +462,9 @@ static int enc_scalar(struct conv *c, enum gen_type t, const struct gen_field *f
 			return fail(c, "expected a number, got %s", jtype(j));
 		}
 		if (t == GT_FLOAT) {
-			if (isfinite(d) && fabs(d) > 3.4028234663852886e38)
+			/* what rounds to FLT_MAX is in range: FLT_MAX's shortest
+			 * text, 3.4028235e+38, is above it */
+			if (isfinite(d) && fabs(d) >= 3.4028235677973366e38)
 				return fail(c, "%g is out of the float range", d);
 			return rdmx_mp_pack_f32(pk, (float)d);
 		}
