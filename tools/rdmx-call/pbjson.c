@@ -957,7 +957,9 @@ static json_t *real(struct conv *c, double d, bool single)
 		return json_string("NaN");
 	if (isinf(d))
 		return json_string(d > 0 ? "Infinity" : "-Infinity");
-	for (prec = 1; prec < 17; prec++) {
+	/* a float from 6 digits up (FLT_DIG), as protobuf prints one:
+	 * 1.4013e-45, not 1e-45, for the smallest denormal */
+	for (prec = single ? 6 : 1; prec < 17; prec++) {
 		snprintf(text, sizeof(text), "%.*g", prec, d);
 		if (single ? (float)strtod(text, NULL) == (float)d : strtod(text, NULL) == d)
 			break;
