@@ -11,7 +11,8 @@
 int json_parse(const char *text, size_t len, json_t **out, char *err, size_t err_len)
 {
 	json_error_t e;
-	json_t *j = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &e);
+	json_t *j =
+	    json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &e);
 
 	if (!j) {
 		if (err && err_len)

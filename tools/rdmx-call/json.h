@@ -10,7 +10,9 @@
 #include <jansson.h>
 
 /* Parses text[0..len): one JSON value of any type, duplicate object keys
- * refused, nothing after it. On error returns -1 with "line L col C: why". */
+ * refused, nothing after it; "\u0000" is taken inside strings (their
+ * length is json_string_length). On error returns -1 with "line L col C:
+ * why". */
 int json_parse(const char *text, size_t len, json_t **out, char *err, size_t err_len);
 /* json_decref that takes NULL */
 void json_free(json_t *j);

@@ -208,6 +208,12 @@ static const char *jtype(const json_t *j)
 	}
 }
 
+/* a string with "\u0000" inside: text only a string field may hold */
+static bool has_nul(const json_t *j)
+{
+	return json_is_string(j) && strlen(json_string_value(j)) != json_string_length(j);
+}
+
 static bool is_64(enum gen_type t)
 {
 	return t == GT_INT64 || t == GT_UINT64 || t == GT_SINT64 || t == GT_FIXED64 ||
@@ -410,6 +416,8 @@ static int enc_scalar(struct conv *c, enum gen_type t, const struct gen_field *f
 	uint64_t uv;
 	double d;
 
+	if (t != GT_STRING && has_nul(j))
+		return fail(c, "a NUL character in %s", t == GT_ENUM ? "an enum name" : "a value");
 	switch (t) {
 	case GT_BOOL:
 		if (!json_is_boolean(j))
@@ -543,6 +551,8 @@ static int enc_duration(struct conv *c, const json_t *j, struct rdmx_mp_writer *
 
 	if (!json_is_string(j))
 		return fail(c, "a Duration is a string like \"1.5s\", got %s", jtype(j));
+	if (has_nul(j))
+		return fail(c, "a NUL character in the text");
 	s = json_string_value(j);
 	neg = s[0] == '-';
 	errno = 0;
@@ -576,6 +586,8 @@ static int enc_timestamp(struct conv *c, const json_t *j, struct rdmx_mp_writer 
 
 	if (!json_is_string(j))
 		return fail(c, "a Timestamp is an RFC 3339 string, got %s", jtype(j));
+	if (has_nul(j))
+		return fail(c, "a NUL character in the text");
 	s = json_string_value(j);
 	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 || n != 19)
 		return fail(c, "\"%s\" is not an RFC 3339 time (2024-05-01T12:00:00Z)", s);
@@ -661,7 +673,7 @@ static int enc_any(struct conv *c, const json_t *j, struct rdmx_mp_writer *pk)
 	const char *url;
 	int rc;
 
-	if (!t || !json_is_string(t))
+	if (!t || !json_is_string(t) || has_nul(t))
 		return fail(c, "an Any is an object with a \"@type\" string");
 	url = json_string_value(t);
 	inner = find_message(url);
@@ -704,6 +716,8 @@ static int enc_field_mask(struct conv *c, const json_t *j, struct rdmx_mp_writer
 	if (!json_is_string(j))
 		return fail(c, "a FieldMask is a string of comma-separated paths, got %s",
 		            jtype(j));
+	if (has_nul(j))
+		return fail(c, "a NUL character in the paths");
 	s = json_string_value(j);
 	if (*s)
 		for (n = 1, p = s; *p; p++)

@@ -218,7 +218,7 @@ static json_t *through(const char *type, const char *input, char *why, size_t wl
 		snprintf(why, wlen, "printing: %s", err);
 		goto out;
 	}
-	printed = json_loads(out.data, JSON_DECODE_ANY, &e);
+	printed = json_loads(out.data, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
 	if (!printed)
 		snprintf(why, wlen, "printed text is not JSON (%s): %s", e.text, out.data);
 out:
