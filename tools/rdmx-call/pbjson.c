@@ -573,6 +573,15 @@ static int enc_duration(struct conv *c, const json_t *j, struct rdmx_mp_writer *
 	return pack_secs_nanos(c, secs, neg ? -nanos : nanos, pk);
 }
 
+static int days_in_month(int y, int mo)
+{
+	static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+
+	if (mo == 2 && y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))
+		return 29;
+	return days[mo - 1];
+}
+
 /* RFC 3339: "2024-05-01T12:00:00[.fffffffff](Z|+hh:mm|-hh:mm)" */
 static int enc_timestamp(struct conv *c, const json_t *j, struct rdmx_mp_writer *pk)
 {
@@ -612,7 +621,9 @@ static int enc_timestamp(struct conv *c, const json_t *j, struct rdmx_mp_writer 
 	} else {
 		return fail(c, "\"%s\": the time zone must be Z or +hh:mm", s);
 	}
-	if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
+	/* as protobuf: the day within its month, no leap second (":60") */
+	if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 ||
+	    se > 59)
 		return fail(c, "\"%s\" is not a valid time", s);
 	memset(&tm, 0, sizeof(tm));
 	tm.tm_year = y - 1900;
