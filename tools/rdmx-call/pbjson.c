@@ -744,6 +744,11 @@ static int enc_field_mask(struct conv *c, const json_t *j, struct rdmx_mp_writer
 		for (size_t i = 0; i < len; i++) {
 			char ch = p[i];
 
+			if (ch == '_') { /* the JSON form is camelCase only */
+				jbuf_free(&one);
+				return fail(c, "FieldMask path \"%.*s\" has a \"_\"", (int)len, p);
+			}
+
 			if (ch >= 'A' && ch <= 'Z') {
 				char lo[2] = {'_', (char)(ch + 32)};
 
@@ -832,8 +837,15 @@ static int enc_wkt(struct conv *c, const struct gen_message *m, const json_t *j,
 		return enc_any(c, j, pk);
 	if (is_wkt(m, "Value"))
 		return enc_struct_value(c, m, j, pk);
-	if ((is_wkt(m, "Struct") && json_is_object(j)) ||
-	    (is_wkt(m, "ListValue") && json_is_array(j))) {
+	/* a Struct, a ListValue or a wrapper has only its JSON form: not
+	 * {"fields": ...}, {"values": ...} or {"value": ...} */
+	if (is_wkt(m, "Struct") && !json_is_object(j))
+		return fail(c, "a Struct is a JSON object, got %s", jtype(j));
+	if (is_wkt(m, "ListValue") && !json_is_array(j))
+		return fail(c, "a ListValue is a JSON array, got %s", jtype(j));
+	if (is_wrapper(m) && (json_is_object(j) || json_is_array(j)))
+		return fail(c, "a %s is its bare value, got %s", m->full_name + 16, jtype(j));
+	if (is_wkt(m, "Struct") || is_wkt(m, "ListValue")) {
 		const struct gen_field *f = field_by_number(m, 1);
 
 		if (!f)
@@ -842,7 +854,7 @@ static int enc_wkt(struct conv *c, const struct gen_message *m, const json_t *j,
 			return fail(c, "out of memory");
 		return enc_value(c, f, j, pk);
 	}
-	if (is_wrapper(m) && !json_is_object(j)) {
+	if (is_wrapper(m)) {
 		const struct gen_field *f = field_by_number(m, 1);
 
 		if (!f)
@@ -1293,7 +1305,7 @@ static json_t *dec_wkt(struct conv *c, const struct gen_message *m, const struct
 			return json_string("0");
 		case GT_FLOAT:
 		case GT_DOUBLE:
-			return json_integer(0);
+			return json_real(0.0); /* 0.0, as protobuf prints it */
 		default:
 			return json_integer(0);
 		}
