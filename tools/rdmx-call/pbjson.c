@@ -288,6 +288,15 @@ static bool is_wrapper(const struct gen_message *m)
 	return false;
 }
 
+/* a type whose JSON is not an object of its fields: inside an Any it is
+ * {"@type": URL, "value": its JSON} (Empty is not one: {"@type": URL}) */
+static bool has_json_form(const struct gen_message *m)
+{
+	return is_wkt(m, "Timestamp") || is_wkt(m, "Duration") || is_wkt(m, "FieldMask") ||
+	       is_wkt(m, "Struct") || is_wkt(m, "Value") || is_wkt(m, "ListValue") ||
+	       is_wkt(m, "Any") || is_wrapper(m);
+}
+
 static const struct gen_message *find_msg_in(const struct gen_vec *v, const char *full)
 {
 	for (int i = 0; i < v->n; i++) {
@@ -684,6 +693,8 @@ static int enc_any(struct conv *c, const json_t *j, struct rdmx_mp_writer *pk)
 	const char *url;
 	int rc;
 
+	if (json_is_object(j) && json_object_size(j) == 0) /* the empty Any */
+		return rdmx_mp_pack_map(pk, 0) ? fail(c, "out of memory") : 0;
 	if (!t || !json_is_string(t) || has_nul(t))
 		return fail(c, "an Any is an object with a \"@type\" string");
 	url = json_string_value(t);
@@ -691,12 +702,16 @@ static int enc_any(struct conv *c, const json_t *j, struct rdmx_mp_writer *pk)
 	if (!inner)
 		return fail(c, "\"@type\": %s is not a message of the schema", url);
 	rdmx_mp_writer_init(&ipk, &body, jbuf_write);
-	if (strncmp(inner->full_name, "google.protobuf.", 16) == 0 && !is_wkt(inner, "Empty")) {
+	if (has_json_form(inner)) {
 		const json_t *v = json_object_get(j, "value");
+		size_t mark;
 
 		if (!v)
 			return fail(c, "an Any of %s needs its \"value\"", inner->full_name);
+		mark = path_push(c, "%svalue", *c->path ? "." : "");
 		rc = enc_message(c, inner, v, &ipk);
+		if (!rc)
+			path_pop(c, mark);
 	} else {
 		json_t *copy = json_copy((json_t *)j);
 
@@ -1318,6 +1333,8 @@ static json_t *dec_wkt(struct conv *c, const struct gen_message *m, const struct
 		size_t off = 0;
 		json_t *r, *body;
 
+		if (!u && !b) /* the empty Any */
+			return json_object();
 		if (!u || u->type != RDMX_MP_STR || u->via.str.size >= sizeof(url))
 			return fail(c, "an Any without a type URL"), NULL;
 		memcpy(url, u->via.str.ptr, u->via.str.size);
@@ -1355,8 +1372,7 @@ static json_t *dec_wkt(struct conv *c, const struct gen_message *m, const struct
 			json_decref(r);
 			return NULL;
 		}
-		if (strncmp(inner->full_name, "google.protobuf.", 16) == 0 &&
-		    !json_is_object(body)) {
+		if (has_json_form(inner)) {
 			json_object_set_new(r, "value", body);
 		} else {
 			json_object_update(r, body);
