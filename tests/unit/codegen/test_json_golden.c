@@ -56,9 +56,9 @@ static const struct type_ops types[] = {OPS(Scalars), OPS(Repeated), OPS(Maps),
 
 /* rdmx's own choices, kept on purpose and not in the golden cases: one
  * field given under both its names ({"fInt32": 1, "f_int32": 2}) is
- * refused (python's json_format takes the later; protobuf's C++ refuses
- * it too), and python's leniencies beyond the proto3 JSON spec that
- * make_golden.py lists are not followed. */
+ * refused (python's json_format takes the later one), and python's
+ * leniencies beyond the proto3 JSON spec that make_golden.py lists are not
+ * followed. A uint64 above 2^63 - 1 must be a string (docs/guide-rpc.md). */
 
 /* Known differences, each one a golden case that still fails and why.
  * The test checks they still fail, so fixing one means moving it out. */
