@@ -560,8 +560,6 @@ static int enc_duration(struct conv *c, const json_t *j, struct rdmx_mp_writer *
 
 	if (!json_is_string(j))
 		return fail(c, "a Duration is a string like \"1.5s\", got %s", jtype(j));
-	if (has_nul(j))
-		return fail(c, "a NUL character in the text");
 	s = json_string_value(j);
 	neg = s[0] == '-';
 	errno = 0;
@@ -604,8 +602,6 @@ static int enc_timestamp(struct conv *c, const json_t *j, struct rdmx_mp_writer 
 
 	if (!json_is_string(j))
 		return fail(c, "a Timestamp is an RFC 3339 string, got %s", jtype(j));
-	if (has_nul(j))
-		return fail(c, "a NUL character in the text");
 	s = json_string_value(j);
 	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 || n != 19)
 		return fail(c, "\"%s\" is not an RFC 3339 time (2024-05-01T12:00:00Z)", s);
@@ -695,7 +691,7 @@ static int enc_any(struct conv *c, const json_t *j, struct rdmx_mp_writer *pk)
 
 	if (json_is_object(j) && json_object_size(j) == 0) /* the empty Any */
 		return rdmx_mp_pack_map(pk, 0) ? fail(c, "out of memory") : 0;
-	if (!t || !json_is_string(t) || has_nul(t))
+	if (!t || !json_is_string(t))
 		return fail(c, "an Any is an object with a \"@type\" string");
 	url = json_string_value(t);
 	inner = find_message(url);
@@ -742,8 +738,6 @@ static int enc_field_mask(struct conv *c, const json_t *j, struct rdmx_mp_writer
 	if (!json_is_string(j))
 		return fail(c, "a FieldMask is a string of comma-separated paths, got %s",
 		            jtype(j));
-	if (has_nul(j))
-		return fail(c, "a NUL character in the paths");
 	s = json_string_value(j);
 	if (*s)
 		for (n = 1, p = s; *p; p++)
@@ -838,10 +832,24 @@ static int enc_value(struct conv *c, const struct gen_field *f, const json_t *j,
 	return enc_scalar(c, f->type, f, j, pk);
 }
 
+/* the string a well-known type reads as C text (strtoll, sscanf, strcmp):
+ * a Timestamp's, a Duration's, a FieldMask's, an Any's "@type"; else NULL */
+static const json_t *wkt_text(const struct gen_message *m, const json_t *j)
+{
+	if (is_wkt(m, "Timestamp") || is_wkt(m, "Duration") || is_wkt(m, "FieldMask"))
+		return j;
+	if (is_wkt(m, "Any") && json_is_object(j))
+		return json_object_get(j, "@type");
+	return NULL;
+}
+
 /* the JSON forms of the well-known types; 1 when m is not one */
 static int enc_wkt(struct conv *c, const struct gen_message *m, const json_t *j,
                    struct rdmx_mp_writer *pk)
 {
+	/* a NUL inside would cut that text short */
+	if (has_nul(wkt_text(m, j)))
+		return fail(c, "a NUL character in the text");
 	if (is_wkt(m, "Timestamp"))
 		return enc_timestamp(c, j, pk);
 	if (is_wkt(m, "Duration"))
