@@ -85,3 +85,131 @@ void jbuf_free(struct jbuf *b)
 	b->len = b->cap = 0;
 	b->oom = false;
 }
+
+/* ---- printing ---- */
+
+/* d in the fewest significant digits that read back as d: "[-]D[.DDD]e±XX" */
+static void shortest_sci(double d, char *sci, size_t len)
+{
+	for (int prec = 0; prec < 17; prec++) {
+		snprintf(sci, len, "%.*e", prec, d);
+		if (strtod(sci, NULL) == d)
+			return;
+	}
+}
+
+/* d's shortest round-trip text laid out as Python's repr (and so protobuf's
+ * json_format): 0.1, 100.0, 0.0001, 1e-05, 1e+16, -0.0 */
+static void put_real(struct jbuf *b, double d)
+{
+	char sci[40], digits[24];
+	const char *p;
+	int n = 0, exp, whole;
+
+	shortest_sci(d, sci, sizeof(sci));
+	for (p = sci; *p && *p != 'e'; p++)
+		if (*p >= '0' && *p <= '9')
+			digits[n++] = *p;
+	digits[n] = '\0';
+	exp = atoi(p + 1);
+	if (sci[0] == '-')
+		jbuf_put(b, "-", 1);
+	if (exp < -4 || exp >= 16) {
+		jbuf_printf(b, "%c%s%se%+03d", digits[0], n > 1 ? "." : "", digits + 1, exp);
+	} else if (exp < 0) {
+		jbuf_printf(b, "0.%.*s%s", -exp - 1, "0000", digits);
+	} else {
+		whole = exp + 1;
+		jbuf_printf(b, "%.*s%.*s.%s", whole, digits, whole > n ? whole - n : 0,
+		            "0000000000000000", n > whole ? digits + whole : "0");
+	}
+}
+
+/* a string, an integer, true, false or null: jansson's own text */
+static void put_scalar(struct jbuf *b, const json_t *j)
+{
+	char *text = json_dumps(j, JSON_ENCODE_ANY);
+
+	if (!text) {
+		b->oom = true;
+		return;
+	}
+	jbuf_puts(b, text);
+	free(text);
+}
+
+static void put_indent(struct jbuf *b, int depth)
+{
+	jbuf_put(b, "\n", 1);
+	for (int i = 0; i < depth; i++)
+		jbuf_put(b, "  ", 2);
+}
+
+static void put_value(struct jbuf *b, const json_t *j, int depth);
+
+static void put_object(struct jbuf *b, const json_t *j, int depth)
+{
+	const char *key;
+	json_t *v, *k;
+	size_t i = 0;
+
+	if (json_object_size(j) == 0) {
+		jbuf_puts(b, "{}");
+		return;
+	}
+	jbuf_put(b, "{", 1);
+	json_object_foreach((json_t *)j, key, v)
+	{
+		jbuf_puts(b, i++ ? "," : "");
+		put_indent(b, depth + 1);
+		k = json_string(key);
+		if (!k) {
+			b->oom = true;
+			return;
+		}
+		put_scalar(b, k);
+		json_decref(k);
+		jbuf_put(b, ": ", 2);
+		put_value(b, v, depth + 1);
+	}
+	put_indent(b, depth);
+	jbuf_put(b, "}", 1);
+}
+
+static void put_array(struct jbuf *b, const json_t *j, int depth)
+{
+	json_t *v;
+	size_t i;
+
+	if (json_array_size(j) == 0) {
+		jbuf_puts(b, "[]");
+		return;
+	}
+	jbuf_put(b, "[", 1);
+	json_array_foreach((json_t *)j, i, v)
+	{
+		jbuf_puts(b, i ? "," : "");
+		put_indent(b, depth + 1);
+		put_value(b, v, depth + 1);
+	}
+	put_indent(b, depth);
+	jbuf_put(b, "]", 1);
+}
+
+static void put_value(struct jbuf *b, const json_t *j, int depth)
+{
+	if (json_is_object(j))
+		put_object(b, j, depth);
+	else if (json_is_array(j))
+		put_array(b, j, depth);
+	else if (json_is_real(j))
+		put_real(b, json_real_value(j));
+	else
+		put_scalar(b, j);
+}
+
+int json_print(const json_t *j, struct jbuf *out)
+{
+	put_value(out, j, 0);
+	return out->oom ? -1 : 0;
+}

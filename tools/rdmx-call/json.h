@@ -1,6 +1,8 @@
-/* rdmx-call's JSON: jansson (a maintained library) does the parsing and the
- * printing; this file only adds the growable buffer the msgpack side writes
- * into and a strict load with a "line L col C: why" error. */
+/* rdmx-call's JSON: jansson (a maintained library) does the parsing, the
+ * string escapes and the tree; this file adds the growable buffer the
+ * msgpack side writes into, a strict load with a "line L col C: why" error,
+ * and a printer that gives every real its own shortest text (jansson's
+ * dump has one precision for a whole document). */
 #ifndef RDMX_CALL_JSON_H
 #define RDMX_CALL_JSON_H
 
@@ -27,5 +29,11 @@ void jbuf_put(struct jbuf *b, const char *s, size_t n);
 void jbuf_puts(struct jbuf *b, const char *s);
 void jbuf_printf(struct jbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void jbuf_free(struct jbuf *b);
+
+/* Appends j as JSON text in jansson's JSON_INDENT(2) layout, each real in
+ * the fewest digits that read back as it, written as Python's repr (and so
+ * protobuf's json_format) writes it: 0.1, 100.0, 1e-05, 1e+16, 5e-324.
+ * 0, or -1 when out of memory. */
+int json_print(const json_t *j, struct jbuf *out);
 
 #endif

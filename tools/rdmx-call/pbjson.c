@@ -151,7 +151,6 @@ struct conv {
 	size_t err_len;
 	char path[512];
 	bool failed;
-	int prec; /* decode: digits the reals printed so far need */
 };
 
 static int fail(struct conv *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -408,6 +407,43 @@ static int get_int(struct conv *c, const json_t *j, enum gen_type t, int64_t *iv
 	return 0;
 }
 
+/* a quoted real: "NaN", "Infinity", "-Infinity" or a JSON number in
+ * quotes (strtod's "nan", "inf", hex and blanks are not numbers to
+ * protobuf); past the double range it is an infinity, as protobuf's python
+ * reads "1e400" */
+static int get_quoted_real(struct conv *c, const char *s, double *d)
+{
+	char *end;
+
+	if (!strcmp(s, "NaN") || !strcmp(s, "Infinity") || !strcmp(s, "-Infinity")) {
+		*d = s[0] == 'N' ? NAN : s[0] == '-' ? -INFINITY : INFINITY;
+		return 0;
+	}
+	if (*s && strspn(s, "0123456789+-.eE") == strlen(s)) {
+		*d = strtod(s, &end);
+		if (!*end)
+			return 0;
+	}
+	return fail(c, "\"%s\" is not a number", s);
+}
+
+/* a double or float field's value from a JSON number or a quoted one. A
+ * number must be within a float's range (what rounds to FLT_MAX is:
+ * FLT_MAX's shortest text, 3.4028235e+38, is above it); a quoted one
+ * rounds to the float, an infinity past FLT_MAX, as protobuf's python
+ * takes "1e39" */
+static int get_real(struct conv *c, const json_t *j, enum gen_type t, double *d)
+{
+	if (json_is_string(j))
+		return get_quoted_real(c, json_string_value(j), d);
+	if (!json_is_number(j))
+		return fail(c, "expected a number, got %s", jtype(j));
+	*d = json_number_value(j);
+	if (t == GT_FLOAT && fabs(*d) >= 3.4028235677973366e38)
+		return fail(c, "%g is out of the float range", *d);
+	return 0;
+}
+
 static int pack_str(struct rdmx_mp_writer *pk, const char *s, size_t n)
 {
 	return rdmx_mp_pack_str(pk, s, n);
@@ -423,7 +459,7 @@ static int enc_scalar(struct conv *c, enum gen_type t, const struct gen_field *f
 {
 	int64_t iv;
 	uint64_t uv;
-	double d;
+	double d = 0;
 
 	if (t != GT_STRING && has_nul(j))
 		return fail(c, "a NUL character in %s", t == GT_ENUM ? "an enum name" : "a value");
@@ -454,38 +490,9 @@ static int enc_scalar(struct conv *c, enum gen_type t, const struct gen_field *f
 	}
 	case GT_FLOAT:
 	case GT_DOUBLE:
-		if (json_is_string(j)) {
-			const char *s = json_string_value(j);
-			char *end;
-
-			if (!strcmp(s, "NaN"))
-				d = NAN;
-			else if (!strcmp(s, "Infinity"))
-				d = INFINITY;
-			else if (!strcmp(s, "-Infinity"))
-				d = -INFINITY;
-			else {
-				/* a JSON number in quotes: strtod's "nan", "inf",
-				 * hex and blanks are not numbers to protobuf */
-				errno = 0;
-				d = strtod(s, &end);
-				if (!*s || *end || strspn(s, "0123456789+-.eE") != strlen(s) ||
-				    (errno && fabs(d) > 1))
-					return fail(c, "\"%s\" is not a number", s);
-			}
-		} else if (json_is_number(j)) {
-			d = json_number_value(j);
-		} else {
-			return fail(c, "expected a number, got %s", jtype(j));
-		}
-		if (t == GT_FLOAT) {
-			/* what rounds to FLT_MAX is in range: FLT_MAX's shortest
-			 * text, 3.4028235e+38, is above it */
-			if (isfinite(d) && fabs(d) >= 3.4028235677973366e38)
-				return fail(c, "%g is out of the float range", d);
-			return rdmx_mp_pack_f32(pk, (float)d);
-		}
-		return rdmx_mp_pack_f64(pk, d);
+		if (get_real(c, j, t, &d))
+			return -1;
+		return t == GT_FLOAT ? rdmx_mp_pack_f32(pk, (float)d) : rdmx_mp_pack_f64(pk, d);
 	case GT_ENUM:
 		if (json_is_string(j)) {
 			const char *s = json_string_value(j);
@@ -560,8 +567,6 @@ static int enc_duration(struct conv *c, const json_t *j, struct rdmx_mp_writer *
 
 	if (!json_is_string(j))
 		return fail(c, "a Duration is a string like \"1.5s\", got %s", jtype(j));
-	if (has_nul(j))
-		return fail(c, "a NUL character in the text");
 	s = json_string_value(j);
 	neg = s[0] == '-';
 	errno = 0;
@@ -604,8 +609,6 @@ static int enc_timestamp(struct conv *c, const json_t *j, struct rdmx_mp_writer 
 
 	if (!json_is_string(j))
 		return fail(c, "a Timestamp is an RFC 3339 string, got %s", jtype(j));
-	if (has_nul(j))
-		return fail(c, "a NUL character in the text");
 	s = json_string_value(j);
 	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 || n != 19)
 		return fail(c, "\"%s\" is not an RFC 3339 time (2024-05-01T12:00:00Z)", s);
@@ -695,7 +698,7 @@ static int enc_any(struct conv *c, const json_t *j, struct rdmx_mp_writer *pk)
 
 	if (json_is_object(j) && json_object_size(j) == 0) /* the empty Any */
 		return rdmx_mp_pack_map(pk, 0) ? fail(c, "out of memory") : 0;
-	if (!t || !json_is_string(t) || has_nul(t))
+	if (!t || !json_is_string(t))
 		return fail(c, "an Any is an object with a \"@type\" string");
 	url = json_string_value(t);
 	inner = find_message(url);
@@ -742,8 +745,6 @@ static int enc_field_mask(struct conv *c, const json_t *j, struct rdmx_mp_writer
 	if (!json_is_string(j))
 		return fail(c, "a FieldMask is a string of comma-separated paths, got %s",
 		            jtype(j));
-	if (has_nul(j))
-		return fail(c, "a NUL character in the paths");
 	s = json_string_value(j);
 	if (*s)
 		for (n = 1, p = s; *p; p++)
@@ -838,10 +839,24 @@ static int enc_value(struct conv *c, const struct gen_field *f, const json_t *j,
 	return enc_scalar(c, f->type, f, j, pk);
 }
 
+/* the string a well-known type reads as C text (strtoll, sscanf, strcmp):
+ * a Timestamp's, a Duration's, a FieldMask's, an Any's "@type"; else NULL */
+static const json_t *wkt_text(const struct gen_message *m, const json_t *j)
+{
+	if (is_wkt(m, "Timestamp") || is_wkt(m, "Duration") || is_wkt(m, "FieldMask"))
+		return j;
+	if (is_wkt(m, "Any") && json_is_object(j))
+		return json_object_get(j, "@type");
+	return NULL;
+}
+
 /* the JSON forms of the well-known types; 1 when m is not one */
 static int enc_wkt(struct conv *c, const struct gen_message *m, const json_t *j,
                    struct rdmx_mp_writer *pk)
 {
+	/* a NUL inside would cut that text short */
+	if (has_nul(wkt_text(m, j)))
+		return fail(c, "a NUL character in the text");
 	if (is_wkt(m, "Timestamp"))
 		return enc_timestamp(c, j, pk);
 	if (is_wkt(m, "Duration"))
@@ -951,7 +966,7 @@ static int enc_message(struct conv *c, const struct gen_message *m, const json_t
 int pbjson_encode(const struct gen_message *m, const json_t *j, struct jbuf *out, char *err,
                   size_t err_len)
 {
-	struct conv c = {err, err_len, "", false, 0};
+	struct conv c = {err, err_len, "", false};
 	struct rdmx_mp_writer pk;
 	json_t *empty = NULL;
 	int rc;
@@ -998,27 +1013,31 @@ static const char *mp_type(const struct rdmx_mp_obj *o)
 	}
 }
 
-/* a real as a JSON number (NaN and infinities as proto3's strings); the
- * printer uses the fewest digits that read back as every value printed */
-static json_t *real(struct conv *c, double d, bool single)
+/* a float as the double protobuf's python prints for it
+ * (type_checkers.ToShortestFloat): the shortest of %.6g, %.7g, ... that
+ * reads back as the float, so 0.1f prints 0.1 and the smallest denormal
+ * 1.4013e-45, not 1e-45 */
+static double shortest_float(double d)
 {
 	char text[40];
-	int prec;
 
+	for (int prec = 6; prec < 17; prec++) {
+		snprintf(text, sizeof(text), "%.*g", prec, d);
+		if ((float)strtod(text, NULL) == (float)d)
+			break;
+	}
+	return strtod(text, NULL);
+}
+
+/* a real as a JSON number (NaN and infinities as proto3's strings); the
+ * printer (json_print) gives each its shortest round-trip text */
+static json_t *real(double d, bool single)
+{
 	if (isnan(d))
 		return json_string("NaN");
 	if (isinf(d))
 		return json_string(d > 0 ? "Infinity" : "-Infinity");
-	/* a float from 6 digits up (FLT_DIG), as protobuf prints one:
-	 * 1.4013e-45, not 1e-45, for the smallest denormal */
-	for (prec = single ? 6 : 1; prec < 17; prec++) {
-		snprintf(text, sizeof(text), "%.*g", prec, d);
-		if (single ? (float)strtod(text, NULL) == (float)d : strtod(text, NULL) == d)
-			break;
-	}
-	if (prec > c->prec)
-		c->prec = prec;
-	return json_real(single ? strtod(text, NULL) : d);
+	return json_real(single ? shortest_float(d) : d);
 }
 
 static json_t *jstrn(const char *s, size_t n)
@@ -1082,7 +1101,7 @@ static json_t *dec_scalar(struct conv *c, enum gen_type t, const struct gen_fiel
 	case GT_DOUBLE:
 		if (o->type != RDMX_MP_F32 && o->type != RDMX_MP_F64)
 			return fail(c, "expected a float on the wire, got %s", mp_type(o)), NULL;
-		return real(c, o->via.f64, t == GT_FLOAT);
+		return real(o->via.f64, t == GT_FLOAT);
 	case GT_ENUM:
 		if (!integer)
 			return fail(c, "expected an integer on the wire, got %s", mp_type(o)), NULL;
@@ -1221,6 +1240,57 @@ static void put_fraction(char *text, size_t len, int64_t nanos)
 		snprintf(text, len, ".%09d", (int)nanos);
 }
 
+/* a FieldMask path in its JSON form (a_b.c_d -> aB.cD). One that would
+ * not read back fails, as protobuf refuses to print it: an upper-case
+ * letter, or a "_" not before a lower-case letter. */
+static int put_camel_path(struct conv *c, const char *p, size_t n, struct jbuf *b)
+{
+	bool up = false;
+
+	for (size_t k = 0; k < n; k++) {
+		char ch = p[k];
+
+		if ((ch >= 'A' && ch <= 'Z') || (up && (ch < 'a' || ch > 'z')))
+			return fail(c, "FieldMask path \"%.*s\" has no JSON form (\"%c\")", (int)n,
+			            p, ch);
+		if (ch == '_') {
+			up = true;
+			continue;
+		}
+		if (up)
+			ch = (char)(ch - 32);
+		up = false;
+		jbuf_put(b, &ch, 1);
+	}
+	if (up)
+		return fail(c, "FieldMask path \"%.*s\" ends in \"_\"", (int)n, p);
+	return 0;
+}
+
+/* "a.b,cD" from ["a.b", "c_d"] */
+static json_t *dec_field_mask(struct conv *c, const struct rdmx_mp_obj *o)
+{
+	const struct rdmx_mp_obj *p = member(o, 1);
+	struct jbuf b = {0};
+	json_t *r;
+
+	for (uint32_t i = 0; p && p->type == RDMX_MP_ARRAY && i < p->via.array.size; i++) {
+		const struct rdmx_mp_obj *s = &p->via.array.ptr[i];
+
+		if (s->type != RDMX_MP_STR)
+			continue;
+		if (i)
+			jbuf_put(&b, ",", 1);
+		if (put_camel_path(c, s->via.str.ptr, s->via.str.size, &b)) {
+			jbuf_free(&b);
+			return NULL;
+		}
+	}
+	r = json_stringn(b.data ? b.data : "", b.len);
+	jbuf_free(&b);
+	return r;
+}
+
 /* the JSON forms of the well-known types; *done false when m is not one */
 static json_t *dec_wkt(struct conv *c, const struct gen_message *m, const struct rdmx_mp_obj *o,
                        bool *done)
@@ -1257,36 +1327,8 @@ static json_t *dec_wkt(struct conv *c, const struct gen_message *m, const struct
 		         secs < 0 ? (uint64_t)(-(secs + 1)) + 1 : (uint64_t)secs, frac);
 		return json_string(text);
 	}
-	if (is_wkt(m, "FieldMask")) {
-		const struct rdmx_mp_obj *p = member(o, 1);
-		struct jbuf b = {0};
-		json_t *r;
-
-		for (uint32_t i = 0; p && p->type == RDMX_MP_ARRAY && i < p->via.array.size; i++) {
-			const struct rdmx_mp_obj *s = &p->via.array.ptr[i];
-			bool up = false;
-
-			if (s->type != RDMX_MP_STR)
-				continue;
-			if (i)
-				jbuf_put(&b, ",", 1);
-			for (uint32_t k = 0; k < s->via.str.size; k++) {
-				char ch = s->via.str.ptr[k];
-
-				if (ch == '_') {
-					up = true;
-					continue;
-				}
-				if (up && ch >= 'a' && ch <= 'z')
-					ch = (char)(ch - 32);
-				up = false;
-				jbuf_put(&b, &ch, 1);
-			}
-		}
-		r = json_stringn(b.data ? b.data : "", b.len);
-		jbuf_free(&b);
-		return r;
-	}
+	if (is_wkt(m, "FieldMask"))
+		return dec_field_mask(c, o);
 	if (is_wkt(m, "Value")) {
 		for (int i = 0; i < m->fields.n; i++) {
 			const struct gen_field *f = m->fields.items[i];
@@ -1430,12 +1472,12 @@ static json_t *dec_message(struct conv *c, const struct gen_message *m, const st
 int pbjson_decode(const struct gen_message *m, const void *data, size_t len, struct jbuf *out,
                   char *err, size_t err_len)
 {
-	struct conv c = {err, err_len, "", false, 1};
+	struct conv c = {err, err_len, "", false};
 	struct rdmx_mp_doc u;
 	struct rdmx_mp_obj nil;
 	json_t *j = NULL;
-	char *text;
 	size_t off = 0;
+	int rc;
 
 	rdmx_mp_doc_init(&u);
 	if (len == 0) { /* an empty body is the default message */
@@ -1449,13 +1491,9 @@ int pbjson_decode(const struct gen_message *m, const void *data, size_t len, str
 	rdmx_mp_doc_fini(&u);
 	if (!j)
 		return c.failed ? -1 : fail(&c, "out of memory");
-	text = json_dumps(j, JSON_INDENT(2) | JSON_ENCODE_ANY | JSON_REAL_PRECISION(c.prec));
+	rc = json_print(j, out);
 	json_decref(j);
-	if (!text)
-		return fail(&c, "out of memory");
-	jbuf_puts(out, text);
-	free(text);
-	return out->oom ? fail(&c, "out of memory") : 0;
+	return rc ? fail(&c, "out of memory") : 0;
 }
 
 int pbjson_encode_text(const struct gen_message *m, const char *text, struct jbuf *out, char *err,

@@ -15,7 +15,11 @@ and writes three lists:
              canonical JSON of what it parsed;
   rejected:  inputs json_format.Parse refuses (each checked here), with
              the field path pbjson's error must name (null: refused by
-             the JSON parser itself, which names line and column).
+             the JSON parser itself, which names line and column);
+  wire:      messages no JSON input makes (a FieldMask path with no JSON
+             form, NaN in a Value), as rdmx's wire (msgpack, hex) has
+             them, with MessageToJson's JSON, or the field path pbjson's
+             error must name where MessageToJson refuses to print.
 Inputs where python's json_format is lenient beyond the proto3 JSON spec
 are left out: int() taking "1_0" and 1.5 or true for an enum, float()
 taking true, a 10-digit Duration fraction rounded away, a top-level array,
@@ -60,7 +64,7 @@ def to_json(m):
     return json_format.MessageToJson(m, including_default_value_fields=False)
 
 
-canonical, accepted, rejected = [], [], []
+canonical, accepted, rejected, wire = [], [], [], []
 
 
 def canon(name, m, reparse=True):
@@ -89,6 +93,41 @@ def reject(name, typ, text, path):
     raise SystemExit("json_format.Parse accepted reject case %s: %s" % (name, text))
 
 
+def msgpack(v):
+    """v as rdmx's wire has it (a message: a map keyed by field number);
+    small maps, lists, strings and field numbers only"""
+    if isinstance(v, dict):
+        assert len(v) < 16
+        return bytes([0x80 | len(v)]) + b"".join(msgpack(k) + msgpack(x) for k, x in v.items())
+    if isinstance(v, list):
+        assert len(v) < 16
+        return bytes([0x90 | len(v)]) + b"".join(msgpack(x) for x in v)
+    if isinstance(v, float):
+        return b"\xcb" + struct.pack(">d", v)
+    if isinstance(v, int):
+        assert 0 <= v < 128
+        return bytes([v])
+    b = v.encode()
+    assert len(b) < 32
+    return bytes([0xa0 | len(b)]) + b
+
+
+def from_wire(name, m, fields, path=None):
+    """m, whose wire is fields, prints as MessageToJson prints it, or,
+    when MessageToJson refuses it, fails naming path"""
+    entry = {"name": name, "type": "jsonmap." + type(m).DESCRIPTOR.name,
+             "wire": msgpack(fields).hex()}
+    try:
+        text = to_json(m)
+    except json_format.SerializeToJsonError:
+        assert path is not None, name
+        entry["path"] = path
+    else:
+        assert path is None, "%s printed: %s" % (name, text)
+        entry["canonical"] = json.loads(text)
+    wire.append(entry)
+
+
 # ---- canonical: every scalar and its edges ----
 s = pb.Scalars()
 s.f_double, s.f_float, s.f_int32, s.f_int64 = 1.5, 0.25, -7, -(2**63)
@@ -115,6 +154,18 @@ canon("double_big_int", pb.Scalars(f_double=1e16))
 canon("double_mixed_precision", pb.Repeated(r_double=[0.1, 1 / 3, 2.0, 1e-7, 123456789.125]))
 canon("float_mixed_precision", pb.Repeated(r_float=[f32(0.1), f32(1 / 3), f32(16777216.0),
                                                    f32(1e-45), f32(1e-38)]))
+# each real in its own shortest text, whatever else the document holds
+canon("double_shortest_each", pb.Repeated(r_double=[0.1, 1 / 3, 1e-300, 5e-324, 1.7976931348623157e308,
+                                                   1e16, 1e15, 1e-05, 0.0001, 100.0, -0.0, 2.5e-8]))
+# FLT_MAX prints as 3.4028235e+38, a text python then refuses (float_max)
+canon("float_shortest_each", pb.Repeated(r_float=[f32(0.1), f32(3.4028234663852886e38), f32(1.4e-45),
+                                                  f32(1 / 3), 1.0, f32(1e-10), f32(123456.7)]),
+      reparse=False)
+canon("double_and_float_shortest", pb.Scalars(f_double=1 / 3, f_float=f32(0.1), o_double=0.1))
+w = pb.Wkt(w_double=wrappers_pb2.DoubleValue(value=0.1), w_float=wrappers_pb2.FloatValue(value=f32(0.2)),
+           val=struct_pb2.Value(number_value=2 / 3))
+w.st.update({"a": 0.1, "b": 1e300, "c": 7})
+canon("wkt_reals_shortest", w)
 canon("empty_string_default", pb.Scalars(f_string=""))
 canon("non_ascii_string", pb.Scalars(f_string="h\u00e9llo \u4e16\u754c \U0001f600 \"q\" \\ \n\t\x01"))
 canon("bytes_all_256", pb.Scalars(f_bytes=bytes(range(256))))
@@ -294,6 +345,19 @@ canon("nan_wrappers_nonfinite", w)
 w = pb.Wkt(w_list=[wrappers_pb2.Int64Value(value=0), wrappers_pb2.Int64Value(value=5)])
 canon("wrapper_list", w)
 
+# ---- from the wire ----
+for name, paths in [("field_mask_upper_case", ["a_B"]), ("field_mask_double_underscore", ["a__b"]),
+                    ("field_mask_digit_after_underscore", ["a_1"]),
+                    ("field_mask_trailing_underscore", ["ok", "a_"])]:
+    from_wire(name, pb.Wkt(mask=field_mask_pb2.FieldMask(paths=paths)), {3: {1: paths}}, "mask")
+from_wire("field_mask_leading_underscore", pb.Wkt(mask=field_mask_pb2.FieldMask(paths=["_a.b_c"])),
+          {3: {1: ["_a.b_c"]}})
+# json_format 3.21 prints a Value's NaN and infinities as strings (which
+# read back as string values), not as an error
+from_wire("value_nan", pb.Wkt(val=struct_pb2.Value(number_value=math.nan)), {5: {2: math.nan}})
+from_wire("value_infinity", pb.Wkt(vlist=[struct_pb2.Value(number_value=-math.inf)]),
+          {22: [{2: -math.inf}]})
+
 # ---- accepted alternatives ----
 accept("proto_names", "Scalars", '{"f_int32": 1, "f_double": 2.5, "o_int32": 0, "f_enum": "RED"}')
 accept("json_name_by_proto_name", "Scalars", '{"renamed": "x"}')
@@ -314,6 +378,10 @@ accept("float_exponent_string", "Scalars", '{"fDouble": "1e3", "fFloat": "1E-3"}
 accept("float_specials", "Scalars", '{"fDouble": "-Infinity", "fFloat": "NaN"}')
 accept("float_rounds_to_single", "Scalars", '{"fFloat": 0.1, "fDouble": 0.1}')
 accept("float_int_number", "Scalars", '{"fFloat": 3, "fDouble": -4}')
+# a quoted number past the range is an infinity (python's float()), a
+# quoted float past FLT_MAX too; one too small is 0
+accept("quoted_real_overflow", "Repeated",
+       '{"rDouble": ["1e400", "-1e400", "1e-400", 1e-400], "rFloat": ["1e400", "-3.5e38", "1e-50"]}')
 accept("enum_by_number", "Scalars", '{"fEnum": 2, "oEnum": 0}')
 accept("enum_unknown_number", "Scalars", '{"fEnum": 12345}')
 accept("enum_negative_number", "Scalars", '{"fEnum": -1}')
@@ -404,6 +472,9 @@ reject("int_hex_string", "Scalars", '{"fInt32": "0x10"}', "fInt32")
 reject("int_nan_string", "Scalars", '{"fInt32": "NaN"}', "fInt32")
 reject("float_too_big", "Scalars", '{"fFloat": 3.5e38}', "fFloat")
 reject("float_too_small", "Scalars", '{"fFloat": -3.5e38}', "fFloat")
+reject("double_number_overflow", "Scalars", '{"fDouble": 1e400}', J)
+reject("double_number_overflow_negative", "Repeated", '{"rDouble": [-1e400]}', J)
+reject("float_number_overflow", "Scalars", '{"fFloat": 1e400}', J)
 reject("double_bad_string", "Scalars", '{"fDouble": "abc"}', "fDouble")
 reject("double_lowercase_nan", "Scalars", '{"fDouble": "nan"}', "fDouble")
 reject("enum_unknown_name", "Scalars", '{"fEnum": "PURPLE"}', "fEnum")
@@ -471,8 +542,8 @@ reject("nested_not_object", "Scalars", '{"nested": [1]}', "nested")
 
 with open(OUT, "w") as f:
     json.dump({"generator": "tests/unit/codegen/json/make_golden.py (python3-protobuf 3.21.12)",
-               "canonical": canonical, "accepted": accepted, "rejected": rejected},
+               "canonical": canonical, "accepted": accepted, "rejected": rejected, "wire": wire},
               f, indent=1, ensure_ascii=False)
     f.write("\n")
-print("%s: %d canonical, %d accepted, %d rejected" % (OUT, len(canonical), len(accepted),
-                                                        len(rejected)))
+print("%s: %d canonical, %d accepted, %d rejected, %d wire" % (OUT, len(canonical), len(accepted),
+                                                                len(rejected), len(wire)))
