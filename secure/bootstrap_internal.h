@@ -40,7 +40,7 @@ int rdmx__bootstrap_server_create_unbound(struct ev_loop *loop, struct rdmx_ctx 
                                           struct rdmx_tls_config *cfg, const char *name,
                                           const struct rdmx_bootstrap_server_ops *ops, void *arg,
                                           struct rdmx_bootstrap_server **out);
-struct rdmx_tls_listener *rdmx__bootstrap_server_listener(struct rdmx_bootstrap_server *srv);
+struct rdmx_tls_listener *rdmx__bootstrap_server_listener(const struct rdmx_bootstrap_server *srv);
 void rdmx__bootstrap_server_adopt(struct rdmx_bootstrap_server *srv, int fd,
                                   const struct sockaddr_storage *src);
 /* How long a session may wait for its peer to read before it is ended

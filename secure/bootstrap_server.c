@@ -334,7 +334,7 @@ int rdmx__bootstrap_server_create_unbound(struct ev_loop *loop, struct rdmx_ctx 
 	return server_create(loop, ctx, cfg, false, NULL, 0, name, ops, arg, out);
 }
 
-struct rdmx_tls_listener *rdmx__bootstrap_server_listener(struct rdmx_bootstrap_server *srv)
+struct rdmx_tls_listener *rdmx__bootstrap_server_listener(const struct rdmx_bootstrap_server *srv)
 {
 	return srv->listener;
 }

@@ -90,7 +90,8 @@ int rdmx__rpc_secure_listen_unbound(struct ev_loop *loop, struct rdmx_rpc_server
                                     const struct rdmx_rpc_secure_server_ops *ops,
                                     const struct rdmx_rpc_secure_opts *opts, void *arg,
                                     struct rdmx_rpc_secure_server **out);
-struct rdmx_tls_listener *rdmx__rpc_secure_server_listener(struct rdmx_rpc_secure_server *srv);
+struct rdmx_tls_listener *
+rdmx__rpc_secure_server_listener(const struct rdmx_rpc_secure_server *srv);
 /* On the server's loop thread; the server owns fd from now on. */
 void rdmx__rpc_secure_server_adopt(struct rdmx_rpc_secure_server *srv, int fd,
                                    const struct sockaddr_storage *src);

@@ -439,7 +439,7 @@ int rdmx__rpc_secure_listen_unbound(struct ev_loop *loop, struct rdmx_rpc_server
 	return secure_listen(loop, server, tls, false, NULL, 0, ops, opts, arg, out);
 }
 
-struct rdmx_tls_listener *rdmx__rpc_secure_server_listener(struct rdmx_rpc_secure_server *srv)
+struct rdmx_tls_listener *rdmx__rpc_secure_server_listener(const struct rdmx_rpc_secure_server *srv)
 {
 	return rdmx__bootstrap_server_listener(srv->bs);
 }
@@ -465,6 +465,14 @@ uint32_t rdmx_rpc_secure_server_get_clients(const struct rdmx_rpc_secure_server 
 struct rdmx_chan_worker *rdmx_rpc_secure_server_get_worker(const struct rdmx_rpc_secure_server *srv)
 {
 	return srv ? srv->worker : NULL;
+}
+
+int rdmx_rpc_secure_server_get_listener_stats(const struct rdmx_rpc_secure_server *srv,
+                                              struct rdmx_tls_listener_stats *stats)
+{
+	if (!srv)
+		return RDMX_E_INVAL;
+	return rdmx_tls_listener_get_stats(rdmx__rpc_secure_server_listener(srv), stats);
 }
 
 int rdmx_rpc_secure_server_destroy(struct rdmx_rpc_secure_server **sp)

@@ -340,6 +340,28 @@ uint32_t rdmx_rpc_secure_workers_get_clients(const struct rdmx_rpc_secure_worker
 	return atomic_load(&w->v[index].clients);
 }
 
+int rdmx_rpc_secure_workers_get_listener_stats(const struct rdmx_rpc_secure_workers *w,
+                                               struct rdmx_tls_listener_stats *stats)
+{
+	struct rdmx_tls_listener_stats one;
+
+	if (!w || !stats)
+		return RDMX_E_INVAL;
+	memset(stats, 0, sizeof(*stats));
+	for (unsigned i = 0; i < w->n; i++) {
+		if (rdmx_rpc_secure_server_get_listener_stats(w->v[i].srv, &one))
+			continue; /* stopped */
+		stats->accepted += one.accepted;
+		stats->established += one.established;
+		stats->refused += one.refused;
+		stats->timed_out += one.timed_out;
+		stats->over_limit += one.over_limit;
+		stats->evicted += one.evicted;
+		stats->handshaking += one.handshaking;
+	}
+	return RDMX_OK;
+}
+
 int rdmx_rpc_secure_workers_index_of(const struct rdmx_rpc_secure_workers *w,
                                      const struct rdmx_rpc_secure_server *srv)
 {

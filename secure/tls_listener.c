@@ -18,6 +18,7 @@
 #endif
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -53,6 +54,9 @@ struct rate_log {
 	const char *what; /* "handshake timeouts", for the summary line */
 };
 
+/* one more of a listener counter, read from any thread */
+#define COUNT(c) atomic_fetch_add_explicit(&(c), 1, memory_order_relaxed)
+
 struct rdmx_tls_listener {
 	struct ev_loop *loop;
 	struct rdmx_tls_config *cfg;
@@ -68,7 +72,12 @@ struct rdmx_tls_listener {
 	uint32_t max_per_source;
 
 	struct handshake *head;
-	struct rdmx_tls_listener_stats stats;
+	/* rdmx_tls_listener_stats's counters: written on the loop's thread,
+	 * read from any (a server's /metrics, its other workers) */
+	struct {
+		atomic_uint_fast64_t accepted, established, refused, timed_out, over_limit, evicted;
+		atomic_uint handshaking;
+	} stats;
 
 	rdmx_tls_established_cb established;
 	rdmx_tls_refused_cb refused;
@@ -170,7 +179,7 @@ static void handshake_end(struct handshake *h, int keep_conn)
 		l->head = h->next;
 	if (h->next)
 		h->next->prev = h->prev;
-	l->stats.handshaking--;
+	atomic_fetch_sub_explicit(&l->stats.handshaking, 1, memory_order_relaxed);
 	if (!keep_conn)
 		rdmx_tls_conn_destroy(&h->conn);
 	free(h);
@@ -198,14 +207,14 @@ static void handshake_step(struct handshake *h)
 
 	if (ret == RDMX_TLS_DONE) {
 		conn = h->conn;
-		l->stats.established++;
+		COUNT(l->stats.established);
 		rdmx__tls_conn_set_quiet_fail(conn, 0); /* its own failures from now on */
 		handshake_end(h, 1);
 		l->established(l, conn, l->arg);
 		return;
 	}
 	if (ret < 0) {
-		l->stats.refused++;
+		COUNT(l->stats.refused);
 		log_refused(h);
 		handshake_refused(h, ret, rdmx_tls_conn_get_failure(h->conn));
 		return;
@@ -303,7 +312,7 @@ static void handshake_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		RDMX_SEC_WARN(
 		    "tls: handshake timed out after %u ms, connection dropped (peer %s)%s",
 		    h->l->timeout_ms, peer, skipped_text(skipped));
-	h->l->stats.timed_out++;
+	COUNT(h->l->stats.timed_out);
 	handshake_refused(h, RDMX_E_TIMEDOUT, "handshake timed out");
 }
 
@@ -319,16 +328,18 @@ static void make_room(struct rdmx_tls_listener *l, const struct sockaddr_storage
 	uint32_t limit = 0;
 
 	if (count_source(l, src, &victim) >= l->max_per_source && victim) {
-		l->stats.over_limit++;
+		COUNT(l->stats.over_limit);
 		budget = "half-open from one source";
 		limit = l->max_per_source;
-	} else if (l->stats.handshaking >= l->max_total && (victim = oldest_of_all(l))) {
+	} else if (atomic_load_explicit(&l->stats.handshaking, memory_order_relaxed) >=
+	               l->max_total &&
+	           (victim = oldest_of_all(l))) {
 		budget = "in all";
 		limit = l->max_total;
 	} else {
 		return;
 	}
-	l->stats.evicted++;
+	COUNT(l->stats.evicted);
 	source_text(&victim->src, text, sizeof(text));
 	if (rate_ok(l, &l->limit_log, &skipped))
 		RDMX_SEC_WARN("tls: %u handshakes in progress %s: dropped the one idle longest "
@@ -365,7 +376,7 @@ static void handshake_start(struct rdmx_tls_listener *l, int fd, const struct so
 	if (l->head)
 		l->head->prev = h;
 	l->head = h;
-	l->stats.handshaking++;
+	COUNT(l->stats.handshaking);
 	ev_io_init(&h->io, handshake_io_cb, fd, EV_READ);
 	h->io.data = h;
 	ev_timer_init(&h->timer, handshake_timer_cb, l->timeout_ms / 1000.0, 0.0);
@@ -412,7 +423,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			l->dispatch(l, fd, &src, l->dispatch_arg);
 			continue;
 		}
-		l->stats.accepted++;
+		COUNT(l->stats.accepted);
 		handshake_start(l, fd, &src);
 	}
 }
@@ -528,7 +539,7 @@ void rdmx__tls_listener_set_dispatch(struct rdmx_tls_listener *l, rdmx__tls_disp
 void rdmx__tls_listener_adopt(struct rdmx_tls_listener *l, int fd,
                               const struct sockaddr_storage *src)
 {
-	l->stats.accepted++;
+	COUNT(l->stats.accepted);
 	handshake_start(l, fd, src);
 }
 
@@ -553,7 +564,13 @@ int rdmx_tls_listener_get_stats(const struct rdmx_tls_listener *l,
 {
 	if (!l || !stats)
 		return RDMX_E_INVAL;
-	*stats = l->stats;
+	stats->accepted = atomic_load_explicit(&l->stats.accepted, memory_order_relaxed);
+	stats->established = atomic_load_explicit(&l->stats.established, memory_order_relaxed);
+	stats->refused = atomic_load_explicit(&l->stats.refused, memory_order_relaxed);
+	stats->timed_out = atomic_load_explicit(&l->stats.timed_out, memory_order_relaxed);
+	stats->over_limit = atomic_load_explicit(&l->stats.over_limit, memory_order_relaxed);
+	stats->evicted = atomic_load_explicit(&l->stats.evicted, memory_order_relaxed);
+	stats->handshaking = atomic_load_explicit(&l->stats.handshaking, memory_order_relaxed);
 	return RDMX_OK;
 }
 

@@ -241,6 +241,11 @@ uint32_t rdmx_rpc_secure_server_get_clients(const struct rdmx_rpc_secure_server 
 /* The server's channel worker (stats, its progress engine). */
 struct rdmx_chan_worker *
 rdmx_rpc_secure_server_get_worker(const struct rdmx_rpc_secure_server *srv);
+/* Its TLS listener's counters (rdmx/tls.h: connections accepted, handshakes
+ * established, refused, timed out, over the per-source limit, in progress),
+ * from any thread. Errors: RDMX_E_INVAL. */
+int rdmx_rpc_secure_server_get_listener_stats(const struct rdmx_rpc_secure_server *srv,
+                                              struct rdmx_tls_listener_stats *stats);
 
 /* Stops listening and closes every client, then releases the engine
  * objects: the calls the server holds for a client are cancelled (their
@@ -307,6 +312,11 @@ uint64_t rdmx_rpc_secure_workers_get_assigned(const struct rdmx_rpc_secure_worke
                                               unsigned index);
 uint32_t rdmx_rpc_secure_workers_get_clients(const struct rdmx_rpc_secure_workers *w,
                                              unsigned index);
+/* The TLS listener counters summed over the workers (worker 0 accepts, each
+ * worker handshakes the connections handed to it), from any thread while
+ * the workers run. Errors: RDMX_E_INVAL. */
+int rdmx_rpc_secure_workers_get_listener_stats(const struct rdmx_rpc_secure_workers *w,
+                                               struct rdmx_tls_listener_stats *stats);
 /* The index of the worker whose server `srv` is (the `srv` of the ops
  * callbacks), or -1 when it is not one of w's. */
 int rdmx_rpc_secure_workers_index_of(const struct rdmx_rpc_secure_workers *w,

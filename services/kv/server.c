@@ -469,11 +469,13 @@ static void on_gone(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_c
 #endif
 }
 
-/* /metrics: the RPC server's methods, the clients' channels, the engine */
+/* /metrics: the RPC server's methods, the clients' channels, the engine,
+ * the TLS listener (every worker's, summed) */
 static int fill_metrics(FILE *f, void *arg)
 {
 	struct kv_server *k = arg;
 	struct rdmx_metrics_sources src;
+	struct rdmx_tls_listener_stats ls;
 	struct rdmx_ctx_stats es;
 	struct rdmx_ctx *ctx;
 	int rc;
@@ -484,6 +486,9 @@ static int fill_metrics(FILE *f, void *arg)
 	if (ctx && rdmx_ctx_get_stats(ctx, &es) == 0)
 		src.engine = &es;
 	src.server = k->rpc;
+	if ((k->srv ? rdmx_rpc_secure_server_get_listener_stats(k->srv, &ls)
+	            : rdmx_rpc_secure_workers_get_listener_stats(k->workers, &ls)) == 0)
+		src.listener = &ls;
 	src.conns = k->conns;
 	src.n_conns = k->n_conns;
 	src.client_retired = &k->client_retired;

@@ -75,6 +75,14 @@ v=$(eng 'rdmx_engine_tasks_failed_total{op="read"}')
 [ "$v" = 0 ] || fail "engine failed reads '$v'"
 v=$(eng rdmx_engine_connections_established_total)
 [ -n "$v" ] && [ "$v" -ge 4 ] || fail "engine connections established '$v' < 4"
+# the TLS listener: the 8 clients' handshakes above, then a peer that
+# speaks no TLS (a scanner) is refused and counted
+want 'rdmx_tls_listener_refused_total 0'
+v=$(eng rdmx_tls_listener_established_total)
+[ "$v" = 8 ] || fail "TLS handshakes established '$v', not the 8 clients'"
+curl -s -o /dev/null "http://$KADDR/" && fail "plain HTTP to the TLS listener was answered"
+curl -sS -o "$m" "$MURL" || fail "curl $MURL"
+want 'rdmx_tls_listener_refused_total 1'
 code=$(curl -s -o /dev/null -w '%{http_code}' "${MURL%/metrics}/other")
 [ "$code" = 404 ] || fail "GET /other answered $code"
 

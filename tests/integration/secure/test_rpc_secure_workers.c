@@ -190,6 +190,7 @@ static void many_clients(unsigned workers)
 {
 	static struct wsvc_call calls[N_CLIENTS * CALLS_PER_CLIENT];
 	const unsigned total = N_CLIENTS * CALLS_PER_CLIENT;
+	struct rdmx_tls_listener_stats ls;
 	struct rdmx_rpc_stats st;
 	struct fix f;
 	uint64_t sum = 0;
@@ -219,6 +220,13 @@ static void many_clients(unsigned workers)
 		cr_assert_eq(rdmx_rpc_secure_workers_get_clients(f.w, i),
 		             rdmx_rpc_secure_workers_get_assigned(f.w, i), "worker %u clients", i);
 	cr_assert_eq(atomic_load(&conn_cbs), N_CLIENTS);
+	/* every worker's listener, summed: each client's one handshake */
+	cr_assert_rc(rdmx_rpc_secure_workers_get_listener_stats(f.w, &ls), RDMX_OK);
+	cr_assert_eq(ls.accepted, N_CLIENTS, "accepted %llu", (unsigned long long)ls.accepted);
+	cr_assert_eq(ls.established, N_CLIENTS, "established %llu",
+	             (unsigned long long)ls.established);
+	cr_assert_eq(ls.refused + ls.timed_out + ls.over_limit + ls.evicted, 0);
+	cr_assert_eq(ls.handshaking, 0);
 	cr_assert_eq(atomic_load(&wsvc_echoes), total, "the server ran %u echoes",
 	             atomic_load(&wsvc_echoes));
 	cr_assert_eq(wsvc_threads(), workers, "calls served on %u threads, want %u", wsvc_threads(),
@@ -342,6 +350,8 @@ Test(rpc_secure_workers, bad_arguments)
 	cr_assert_eq(rdmx_rpc_secure_workers_get_count(NULL), 0);
 	cr_assert_eq(rdmx_rpc_secure_workers_index_of(NULL, NULL), -1);
 	cr_assert_rc(rdmx_rpc_secure_workers_get_port(NULL, NULL), RDMX_E_INVAL);
+	cr_assert_rc(rdmx_rpc_secure_workers_get_listener_stats(NULL, NULL), RDMX_E_INVAL);
+	cr_assert_rc(rdmx_rpc_secure_server_get_listener_stats(NULL, NULL), RDMX_E_INVAL);
 	cr_assert_rc(rdmx_rpc_server_destroy(&server), RDMX_OK);
 	rdmx_tls_config_destroy(&cfg);
 }
