@@ -182,6 +182,7 @@ for n in calc.local client.local; do
 	clean "$prefix/bin/rdmx-certs" issue pki $n >/dev/null || fail "rdmx-certs issue pki $n"
 done
 TLS=(--ca pki/ca.crt --cert pki/client.local.crt --key pki/client.local.key)
+want=$(awk '/^calc\.Calc$/ {on = 1} on && /^```/ {exit} on' "$doc") # its "list" output
 for variant in build pc; do
 	mkfifo "$work/server.out"
 	# exec: $! is the server itself (env execs it), so the kill below reaches it
@@ -203,6 +204,11 @@ for variant in build pc; do
 	reply=$(clean "$prefix/bin/rdmx-call" "${TLS[@]}" 127.0.0.1:19600 calc.Calc/Add '{"a": 2, "b": 40}') ||
 		fail "rdmx-call calc.Calc/Add ($variant)"
 	grep -q '"sum": 42' <<<"$reply" || fail "rdmx-call calc.Calc/Add returned: $reply"
+	# the services the page shows for "rdmx-call ... list", line for line
+	listed=$(clean "$prefix/bin/rdmx-call" "${TLS[@]}" 127.0.0.1:19600 list) ||
+		fail "rdmx-call list ($variant)"
+	[ -n "$want" ] && [ "$listed" = "$want" ] ||
+		fail "rdmx-call list printed '$listed', the page shows '$want'"
 	kill -TERM "$server_pid"
 	wait "$server_pid" 2>/dev/null || true
 	server_pid=
