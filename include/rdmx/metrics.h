@@ -17,7 +17,8 @@
  *   rdmx_channel_sent_bytes_total, _received_bytes_total, _credit_stalls_total,
  *   rdmx_channel_rendezvous_sent_total, _rendezvous_received_total
  *   rdmx_tls_listener_accepted_total, _established_total, _refused_total,
- *   rdmx_tls_listener_timed_out_total, _over_limit_total, rdmx_tls_listener_handshakes
+ *   rdmx_tls_listener_timed_out_total, _over_limit_total, _evicted_total,
+ *   rdmx_tls_listener_handshakes
  *   rdmx_engine_tasks_submitted_total{op}, _tasks_completed_total{op},
  *   rdmx_engine_tasks_failed_total{op}, rdmx_engine_bytes_total{op}
  *                                                     op: rdmx_task_type_name()
