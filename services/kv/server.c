@@ -84,6 +84,7 @@ struct kv_server {
 	char reg_host[256], endpoint[300];
 	uint16_t reg_port;
 	ev_signal sigint, sigterm;
+	int stop_signal; /* SIGINT or SIGTERM came */
 	_Atomic uint64_t calls[4];
 	/* --metrics: the live endpoints and the counters of those gone */
 	struct rdmx_metrics_http *metrics;
@@ -242,9 +243,24 @@ static int registry_join(struct kv_server *k)
 
 static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
+	struct kv_server *k = w->data;
+
 	(void)revents;
 	fprintf(stderr, "rdmx-kv: signal %d, stopping\n", w->signum);
+	k->stop_signal = w->signum;
 	ev_break(loop, EVBREAK_ALL);
+}
+
+/* Caught from the start: a stop asked while the server binds or joins the
+ * registry (before the loop runs) is a clean stop once that step returns,
+ * not the signal's default death. */
+static void catch_stop_signals(struct kv_server *k)
+{
+	ev_signal_init(&k->sigint, stop_cb, SIGINT);
+	ev_signal_init(&k->sigterm, stop_cb, SIGTERM);
+	k->sigint.data = k->sigterm.data = k;
+	ev_signal_start(k->loop, &k->sigint);
+	ev_signal_start(k->loop, &k->sigterm);
 }
 
 enum {
@@ -532,6 +548,11 @@ int kv_serve_main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	k.loop = ev_default_loop(0);
+	if (!k.loop) {
+		fprintf(stderr, "rdmx-kv serve: no event loop\n");
+		goto out;
+	}
+	catch_stop_signals(&k);
 	rc = k.o.data ? kv_store_open_lmdb(k.o.data, k.o.data_max_bytes, &k.store)
 	              : kv_store_open_memory((uint64_t)k.o.max_bytes, &k.store);
 	if (rc) {
@@ -610,15 +631,16 @@ int kv_serve_main(int argc, char **argv)
 		    kv_tls_config(&k.o.tls, reg_name, k.o.registry_name ? 1 : 0, "rdmx-kv serve");
 		if (!k.reg_tls)
 			goto out;
-		if (registry_join(&k))
-			goto out;
+		if (registry_join(&k)) {
+			ev_run(k.loop, EVRUN_NOWAIT); /* a stop asked meanwhile */
+			if (!k.stop_signal)
+				goto out;
+		}
 	}
-	ev_signal_init(&k.sigint, stop_cb, SIGINT);
-	ev_signal_init(&k.sigterm, stop_cb, SIGTERM);
-	ev_signal_start(k.loop, &k.sigint);
-	ev_signal_start(k.loop, &k.sigterm);
-	rdmx__svc_notify("READY=1");
-	ev_run(k.loop, 0);
+	if (!k.stop_signal) { /* else a stop came while joining: seen already */
+		rdmx__svc_notify("READY=1");
+		ev_run(k.loop, 0);
+	}
 	rdmx__svc_notify("STOPPING=1");
 	ret = 0;
 	rdmx_rpc_server_set_health(k.rpc, NULL, RDMX_HEALTH_NOT_SERVING);
