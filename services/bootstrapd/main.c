@@ -310,6 +310,13 @@ int main(int argc, char **argv)
 		rdmx__policy_destroy(&policy);
 		return 1;
 	}
+	/* caught before "listening": a stop right after it is a clean stop */
+	ev_signal_init(&sigint, stop_cb, SIGINT);
+	ev_signal_init(&sigterm, stop_cb, SIGTERM);
+	ev_signal_init(&sighup, hup_cb, SIGHUP);
+	ev_signal_start(loop, &sigint);
+	ev_signal_start(loop, &sigterm);
+	ev_signal_start(loop, &sighup);
 	a.o.host = a.host[0] ? a.host : NULL;
 	a.o.port = a.port;
 	ret = rdmx__bootstrapd_create(loop, cfg, &a.o, policy, &server);
@@ -332,12 +339,6 @@ int main(int argc, char **argv)
 		       rdmx_metrics_http_port(metrics));
 		fflush(stdout);
 	}
-	ev_signal_init(&sigint, stop_cb, SIGINT);
-	ev_signal_init(&sigterm, stop_cb, SIGTERM);
-	ev_signal_init(&sighup, hup_cb, SIGHUP);
-	ev_signal_start(loop, &sigint);
-	ev_signal_start(loop, &sigterm);
-	ev_signal_start(loop, &sighup);
 	rdmx__svc_notify("READY=1");
 	ev_run(loop, 0);
 	rdmx__svc_notify("STOPPING=1");
