@@ -80,6 +80,16 @@ for path in "$@"; do
 			no "rdmx-certs issue --san=... --days=10 failed"
 		;;
 	rdmx-devices)
+		# the usage line names every short option the help lists, as the
+		# man page's SYNOPSIS does
+		"$path" --help >"$tmp/help"
+		use=$(grep '^usage:' "$tmp/help")
+		for o in $(sed -n 's/^  \(-[a-z]\), .*/\1/p' "$tmp/help"); do
+			[ "$o" = -h ] && continue
+			echo "$use" | grep -q -- "\[${o}[] ]" || no "rdmx-devices usage '$use' leaves out $o"
+		done
+		[ "$use" = "usage: rdmx-devices [-d DEV] [-l] [-v]" ] ||
+			no "rdmx-devices usage '$use' is not the man page's synopsis"
 		out=$("$path" --ib-dev=tcp)
 		rc=$?
 		[ $rc -eq 0 ] || no "rdmx-devices --ib-dev=tcp exits $rc"
