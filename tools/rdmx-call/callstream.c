@@ -76,6 +76,32 @@ void callmd_print(FILE *f, const char *title, const struct rdmx_rpc_md *md)
 	fprintf(f, "\n");
 }
 
+void callmd_print_response(const struct jbuf *json, bool verbose)
+{
+	if (verbose)
+		printf("Response contents:\n");
+	fwrite(json->data, 1, json->len, stdout);
+	putchar('\n');
+	if (verbose)
+		putchar('\n');
+	fflush(stdout);
+}
+
+void callmd_print_counts(size_t sent, size_t got)
+{
+	printf("Sent %zu request%s and received %zu response%s\n", sent, sent == 1 ? "" : "s", got,
+	       got == 1 ? "" : "s");
+	fflush(stdout);
+}
+
+void callmd_print_status(const char *name, enum rdmx_rpc_code code, const char *device,
+                         uint64_t t0_ns, const char *more)
+{
+	fprintf(stderr, "rdmx-call: %s: %s on device %s, %.1f us%s\n", name,
+	        rdmx_rpc_code_name(code), device ? device : "?",
+	        (double)(rdmx_pe_now_ns() - t0_ns) / 1000.0, more);
+}
+
 void callsrc_init_text(struct callsrc *src, const char *text, size_t len)
 {
 	memset(src, 0, sizeof(*src));
@@ -244,6 +270,7 @@ struct call {
 	struct jbuf pending; /* encoded, not yet written (no credit) */
 	bool have_pending, waiting, src_end;
 	size_t sent, got;
+	size_t bytes_sent, bytes_got; /* for -v's status line */
 	bool done, closed, failed;
 	enum rdmx_rpc_code code;
 	char *message;
@@ -255,18 +282,13 @@ static void print_response(struct call *c, const void *data, size_t len)
 	struct jbuf out = {0};
 	char err[600];
 
+	c->bytes_got += len;
 	if (pbjson_decode(c->m->out, data, len, &out, err, sizeof(err))) {
 		fprintf(stderr, "rdmx-call: response %zu (%s): %s\n", c->got + 1,
 		        c->m->out->full_name, err);
 		c->failed = true;
 	} else {
-		if (c->o->verbose)
-			printf("Response contents:\n");
-		fwrite(out.data, 1, out.len, stdout);
-		putchar('\n');
-		if (c->o->verbose)
-			putchar('\n');
-		fflush(stdout);
+		callmd_print_response(&out, c->o->verbose);
 	}
 	c->got++;
 	jbuf_free(&out);
@@ -337,6 +359,7 @@ static void pump(struct rdmx_rpc_stream *s, void *arg)
 			return;
 		}
 		c->sent++;
+		c->bytes_sent += p.len;
 	}
 }
 
@@ -373,6 +396,8 @@ int callstream_run(struct rdmx_rpc_ep *ep, const struct gen_method *m, const cha
 	struct rdmx_rpc_stream *s = NULL;
 	uint32_t id = rdmx_rpc_method_id(full_name);
 	struct jbuf one = {0};
+	uint64_t t0;
+	char more[64];
 	int rc, ret = 1;
 
 	memset(&c, 0, sizeof(c));
@@ -390,6 +415,7 @@ int callstream_run(struct rdmx_rpc_ep *ep, const struct gen_method *m, const cha
 	}
 	if (o->verbose)
 		callmd_print(stdout, "Request metadata to send:", o->headers);
+	t0 = rdmx_pe_now_ns();
 	for (;;) {
 		if (streaming) {
 			struct rdmx_rpc_stream_opts so = {o->timeout_us, o->headers, 0};
@@ -415,6 +441,8 @@ int callstream_run(struct rdmx_rpc_ep *ep, const struct gen_method *m, const cha
 		fprintf(stderr, "rdmx-call: %s: %s\n", full_name, rdmx_strerror(rc));
 		goto out;
 	}
+	if (!s)
+		c.bytes_sent = one.len; /* unary: the request went with the call */
 	if (s && !m->client_streaming) {
 		/* the one request, then the end of the sending */
 		struct rdmx_rpc_payload p = rdmx_rpc_bytes(one.data, one.len);
@@ -424,6 +452,7 @@ int callstream_run(struct rdmx_rpc_ep *ep, const struct gen_method *m, const cha
 			rc = rdmx_rpc_stream_half_close(s);
 		c.closed = true;
 		c.sent = 1;
+		c.bytes_sent = one.len;
 		if (rc) {
 			fprintf(stderr, "rdmx-call: %s: %s\n", full_name, rdmx_strerror(rc));
 			rdmx_rpc_stream_cancel(s);
@@ -450,9 +479,10 @@ int callstream_run(struct rdmx_rpc_ep *ep, const struct gen_method *m, const cha
 	}
 	if (o->verbose) {
 		callmd_print(stdout, "Response trailers received:", &c.trailers);
-		printf("Sent %zu request%s and received %zu response%s\n", streaming ? c.sent : 1,
-		       (streaming ? c.sent : 1) == 1 ? "" : "s", c.got, c.got == 1 ? "" : "s");
-		fflush(stdout);
+		callmd_print_counts(streaming ? c.sent : 1, c.got);
+		snprintf(more, sizeof(more), ", %zu bytes sent, %zu received", c.bytes_sent,
+		         c.bytes_got);
+		callmd_print_status(full_name, c.code, o->device, t0, more);
 	}
 	if (c.code != RDMX_RPC_OK) {
 		fprintf(stderr, "ERROR:\n  Code: %s\n  Message: %s\n", rdmx_rpc_code_name(c.code),

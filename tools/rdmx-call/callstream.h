@@ -23,6 +23,16 @@ int callmd_parse_header(const char *arg, struct rdmx_rpc_md *md);
  * values in base64) or "(empty)", then a blank line. */
 void callmd_print(FILE *f, const char *title, const struct rdmx_rpc_md *md);
 
+/* -v's "Response contents:" before the JSON and a blank line after it
+ * (verbose), or the JSON alone, on stdout. */
+void callmd_print_response(const struct jbuf *json, bool verbose);
+/* -v's last stdout line: "Sent N request(s) and received M response(s)". */
+void callmd_print_counts(size_t sent, size_t got);
+/* -v's line on stderr for one call: "rdmx-call: NAME: CODE on device DEV,
+ * T us" (T since t0_ns, CLOCK_MONOTONIC), then `more` (may be ""). */
+void callmd_print_status(const char *name, enum rdmx_rpc_code code, const char *device,
+                         uint64_t t0_ns, const char *more);
+
 /* Where the requests come from: a text in memory (the -d argument, a file)
  * or a file descriptor read as the call goes (-d @: standard input), a
  * sequence of JSON values with blanks between them, one request each. */
@@ -42,12 +52,15 @@ struct callstream_opts {
 	const struct rdmx_rpc_md *headers; /* request headers (may be empty) */
 	bool verbose;                      /* grpcurl's -v blocks on stdout */
 	uint64_t deadline_ns;              /* CLOCK_MONOTONIC; 0: none (bounds reading src) */
+	const char *device;                /* the connection's, for -v's status line */
 };
 
 /* Calls method m on ep with the requests of src (a unary or server-streaming
  * method takes exactly one; an empty source is "{}" for them), written as
  * they come and as the stream's flow control allows; prints each response
- * as JSON on stdout as it arrives. Returns the exit status: 0 OK, 1
+ * as JSON on stdout as it arrives; with verbose, grpcurl's blocks on stdout
+ * and the call's device, status and latency on stderr (callmd_print_status)
+ * once it ended. Returns the exit status: 0 OK, 1
  * failure, 64 + the RPC code (DEADLINE_EXCEEDED when the deadline passes
  * while the requests are still being read). */
 int callstream_run(struct rdmx_rpc_ep *ep, const struct gen_method *m, const char *full_name,

@@ -304,22 +304,44 @@ static uint64_t call_timeout_us(const struct opts *o)
 	return o->deadline_ns > now + 1000u ? (o->deadline_ns - now) / 1000u : 1u;
 }
 
-/* One call; prints the status to stderr unless OK. Returns 0 when a status
- * came back (reply->code tells), 1 when the call could not be made. */
 /* With --service, calls go through the balancer: another member when the
- * request never reached the server, or when the method is idempotent. */
-static struct rdmx_registry_balancer *service_balancer;
+ * request never reached the server, or when the method is idempotent.
+ * device: that of the member connection the last attempt went on (member_ep
+ * copies it: the connection may be gone when the call returns). */
+static struct {
+	struct rdmx_registry_balancer *b;
+	char device[64];
+} by_service;
 
+/* -v's line for a call() on c (NULL: through by_service.b, with the
+ * retries it took: the balancer's count now less retries0). */
+static void say_call(struct rpcnet_client *c, const char *method, uint64_t t0, size_t len,
+                     const struct rdmx_rpc_reply *reply, uint64_t retries0)
+{
+	char more[96], tail[40] = "";
+
+	if (by_service.b)
+		snprintf(tail, sizeof(tail), ", %llu retries",
+		         (unsigned long long)(rdmx_registry_balancer_get_retries(by_service.b) -
+		                              retries0));
+	snprintf(more, sizeof(more), ", %zu bytes sent, %zu received%s", len, reply->len, tail);
+	callmd_print_status(method, reply->code, c ? rpcnet_client_device(c) : by_service.device,
+	                    t0, more);
+}
+
+/* One call on c (NULL: through by_service.b). Returns 0 when a status came
+ * back (reply->code tells; with -v, the device, status and latency on
+ * stderr), 1 when the call could not be made (said). */
 static int call(struct rpcnet_client *c, const struct opts *o, const char *method, const void *req,
                 size_t len, bool idempotent, struct rdmx_rpc_reply *reply)
 {
 	struct rdmx_rpc_call_opts co = {call_timeout_us(o), false};
 	struct rdmx_rpc_payload p = rdmx_rpc_bytes(req, len);
 	uint64_t t0 = now_ns();
-	uint64_t retries = rdmx_registry_balancer_get_retries(service_balancer);
+	uint64_t retries = rdmx_registry_balancer_get_retries(by_service.b);
 	int rc =
-	    service_balancer
-	        ? rdmx_registry_balancer_call(service_balancer, rdmx_rpc_method_id(method), &p, &co,
+	    by_service.b
+	        ? rdmx_registry_balancer_call(by_service.b, rdmx_rpc_method_id(method), &p, &co,
 	                                      idempotent, reply)
 	        : rdmx_rpc_call(rpcnet_client_rpc(c), rdmx_rpc_method_id(method), &p, &co, reply);
 
@@ -328,11 +350,7 @@ static int call(struct rpcnet_client *c, const struct opts *o, const char *metho
 		return 1;
 	}
 	if (o->verbose)
-		fprintf(stderr, "rdmx-call: %s: %s, %zu bytes in, %zu out, %.1f us, %llu retries\n",
-		        method, rdmx_rpc_code_name(reply->code), len, reply->len,
-		        (double)(now_ns() - t0) / 1000.0,
-		        (unsigned long long)(rdmx_registry_balancer_get_retries(service_balancer) -
-		                             retries));
+		say_call(c, method, t0, len, reply, retries);
 	return 0;
 }
 
@@ -621,16 +639,110 @@ static char *request_text(const char *data, size_t *len)
 	return text;
 }
 
+/* The reply of a unary call made with call(): with -v, grpcurl's blocks
+ * (as callstream_run prints them). Returns the exit status. */
+static int print_reply(const struct opts *o, const struct gen_method *m,
+                       const struct rdmx_rpc_reply *r)
+{
+	struct jbuf out = {0};
+	char err[600];
+	size_t got = 0;
+	int ret = 0;
+
+	if (o->verbose)
+		callmd_print(stdout, "Response headers received:", r->headers);
+	if (r->code == RDMX_RPC_OK &&
+	    pbjson_decode(m->out, r->data, r->len, &out, err, sizeof(err))) {
+		fprintf(stderr, "rdmx-call: reply (%s): %s\n", m->out->full_name, err);
+		ret = 1;
+	} else if (r->code == RDMX_RPC_OK) {
+		callmd_print_response(&out, o->verbose);
+		got = 1;
+	}
+	jbuf_free(&out);
+	if (o->verbose) {
+		callmd_print(stdout, "Response trailers received:", r->trailers);
+		callmd_print_counts(1, got);
+	}
+	if (r->code != RDMX_RPC_OK)
+		return status_exit(r);
+	return ret || fflush(stdout) ? 1 : 0;
+}
+
+/* A unary call of m through the balancer (--service): the request from the
+ * argument, the reply printed. Returns the exit status. */
+static int service_unary(const struct opts *o, const struct gen_method *m, const char *full)
+{
+	struct rdmx_rpc_reply r = {0};
+	struct jbuf req = {0};
+	json_t *j = NULL;
+	char err[600], *text;
+	size_t tlen = 0;
+	int ret = 1;
+
+	if (m->client_streaming || m->server_streaming) {
+		fprintf(stderr, "rdmx-call: %s is a streaming method: call it at ADDR\n", full);
+		return 1;
+	}
+	text = request_text(o->data, &tlen);
+	if (!text)
+		return 1;
+	if (json_parse(text, tlen, &j, err, sizeof(err))) {
+		fprintf(stderr, "rdmx-call: request JSON: %s\n", err);
+		goto out;
+	}
+	if (pbjson_encode(m->in, j, &req, err, sizeof(err))) {
+		fprintf(stderr, "rdmx-call: request (%s): %s\n", m->in->full_name, err);
+		goto out;
+	}
+	if (o->verbose)
+		callmd_print(stdout, "Request metadata to send:", &o->headers);
+	if (call(NULL, o, full, req.data, req.len, m->idempotent, &r) == 0)
+		ret = print_reply(o, m, &r);
+out:
+	rdmx_rpc_reply_fini(&r);
+	jbuf_free(&req);
+	json_free(j);
+	free(text);
+	return ret;
+}
+
+/* A call of m at ADDR (any kind: callstream_run), the requests from -d or
+ * the argument. Returns the exit status. */
+static int addr_call(struct rpcnet_client *c, const struct opts *o, const struct gen_method *m,
+                     const char *full)
+{
+	struct callstream_opts co = {call_timeout_us(o), &o->headers, o->verbose, o->deadline_ns,
+	                             rpcnet_client_device(c)};
+	struct callsrc src;
+	char *text = NULL;
+	size_t tlen = 0;
+	int ret;
+
+	if (o->data_opt && strcmp(o->data_opt, "@") == 0) {
+		callsrc_init_fd(&src, STDIN_FILENO);
+	} else if (o->data_opt) {
+		callsrc_init_text(&src, o->data_opt, strlen(o->data_opt));
+	} else if (o->data) {
+		text = request_text(o->data, &tlen);
+		if (!text)
+			return 1;
+		callsrc_init_text(&src, text, tlen);
+	} else {
+		callsrc_init_text(&src, "", 0); /* "{}" unless client-streaming */
+	}
+	ret = callstream_run(rpcnet_client_rpc(c), m, full, &src, &co);
+	callsrc_fini(&src);
+	free(text);
+	return ret;
+}
+
 static int cmd_call(struct rpcnet_client *c, const struct opts *o)
 {
-	char full[512], svc[512], err[600];
+	char full[512], svc[512];
 	const struct gen_method *m;
 	struct pbschema schema;
-	struct rdmx_rpc_reply r = {0};
-	json_t *j = NULL;
-	struct jbuf req = {0}, out = {0};
-	char *text = NULL, *slash;
-	size_t tlen = 0;
+	char *slash;
 	int ret = 1;
 
 	memset(&schema, 0, sizeof(schema));
@@ -657,61 +769,8 @@ static int cmd_call(struct rpcnet_client *c, const struct opts *o)
 		        o->proto ? o->proto : "the server's IDL");
 		goto out;
 	}
-	if (!service_balancer) {
-		struct callstream_opts co = {call_timeout_us(o), &o->headers, o->verbose,
-		                             o->deadline_ns};
-		struct callsrc src;
-
-		if (o->data_opt && strcmp(o->data_opt, "@") == 0) {
-			callsrc_init_fd(&src, STDIN_FILENO);
-		} else if (o->data_opt) {
-			callsrc_init_text(&src, o->data_opt, strlen(o->data_opt));
-		} else if (o->data) {
-			text = request_text(o->data, &tlen);
-			if (!text)
-				goto out;
-			callsrc_init_text(&src, text, tlen);
-		} else {
-			callsrc_init_text(&src, "", 0); /* "{}" unless client-streaming */
-		}
-		ret = callstream_run(rpcnet_client_rpc(c), m, full, &src, &co);
-		callsrc_fini(&src);
-		goto out;
-	}
-	if (m->client_streaming || m->server_streaming) {
-		fprintf(stderr, "rdmx-call: %s is a streaming method: call it at ADDR\n", full);
-		goto out;
-	}
-	text = request_text(o->data, &tlen);
-	if (!text)
-		goto out;
-	if (json_parse(text, tlen, &j, err, sizeof(err))) {
-		fprintf(stderr, "rdmx-call: request JSON: %s\n", err);
-		goto out;
-	}
-	if (pbjson_encode(m->in, j, &req, err, sizeof(err))) {
-		fprintf(stderr, "rdmx-call: request (%s): %s\n", m->in->full_name, err);
-		goto out;
-	}
-	if (call(c, o, full, req.data, req.len, m->idempotent, &r))
-		goto out;
-	if (r.code != RDMX_RPC_OK) {
-		ret = status_exit(&r);
-		goto out;
-	}
-	if (pbjson_decode(m->out, r.data, r.len, &out, err, sizeof(err))) {
-		fprintf(stderr, "rdmx-call: reply (%s): %s\n", m->out->full_name, err);
-		goto out;
-	}
-	fwrite(out.data, 1, out.len, stdout);
-	putchar('\n');
-	ret = fflush(stdout) ? 1 : 0;
+	ret = by_service.b ? service_unary(o, m, full) : addr_call(c, o, m, full);
 out:
-	rdmx_rpc_reply_fini(&r);
-	jbuf_free(&out);
-	jbuf_free(&req);
-	json_free(j);
-	free(text);
 	pbschema_fini(&schema);
 	return ret;
 }
@@ -846,6 +905,7 @@ static int member_connect(const struct rdmx_registry_member *m, void *arg, void 
 static struct rdmx_rpc_ep *member_ep(void *conn, void *arg)
 {
 	(void)arg;
+	snprintf(by_service.device, sizeof(by_service.device), "%s", rpcnet_client_device(conn));
 	return rpcnet_client_rpc(conn);
 }
 
@@ -922,11 +982,11 @@ static int run_on_service(const struct opts *o)
 	} else {
 		/* the picked member is given back: each call picks its own */
 		rdmx_registry_balancer_done(b, member, 0);
-		service_balancer = b;
+		by_service.b = b;
 		ret = strcmp(o->what, "list") == 0       ? cmd_list(NULL, o)
 		      : strcmp(o->what, "describe") == 0 ? cmd_describe(NULL, o)
 		                                         : cmd_call(NULL, o);
-		service_balancer = NULL;
+		by_service.b = NULL;
 	}
 	rdmx_registry_balancer_destroy(&b);
 	rdmx_tls_config_destroy(&cfg);

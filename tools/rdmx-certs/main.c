@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #endif
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +90,21 @@ static int parse_days(const char *s, int *days)
 		return -1;
 	*days = (int)v;
 	return 0;
+}
+
+/* --san DNS:name or IP:address (v4 or v6), checked as the options are read:
+ * a bad one is a usage error, said in one line. */
+static int parse_san(const char *s)
+{
+	unsigned char addr[16];
+
+	if (strncmp(s, "DNS:", 4) == 0 && s[4] != '\0')
+		return 0;
+	if (strncmp(s, "IP:", 3) == 0 &&
+	    (inet_pton(AF_INET, s + 3, addr) == 1 || inet_pton(AF_INET6, s + 3, addr) == 1))
+		return 0;
+	fprintf(stderr, "rdmx-certs: bad value '%s' for --san (want DNS:name or IP:address)\n", s);
+	return -1;
 }
 
 static int exists(const char *path)
@@ -265,6 +281,41 @@ static const struct option long_options[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* What is wrong with the operands, in one line: the command, or what it
+ * lacks or has too many of. */
+static void operands_error(const char *const *pos, size_t n_pos, size_t n_sans)
+{
+	static const struct {
+		const char *name, *operands;
+		size_t n; /* operands after the command */
+	} cmds[] = {{"init", "DIR", 1},
+	            {"issue", "DIR NAME", 2},
+	            {"revoke", "DIR NAME", 2},
+	            {"crl", "DIR", 1}};
+
+	for (size_t i = 0; n_pos > 0 && i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		if (strcmp(pos[0], cmds[i].name) != 0)
+			continue;
+		if (n_pos - 1 < cmds[i].n)
+			fprintf(stderr, "rdmx-certs: %s: %s missing (rdmx-certs %s %s)\n",
+			        cmds[i].name, n_pos == 1 ? cmds[i].operands : "NAME", cmds[i].name,
+			        cmds[i].operands);
+		else if (n_pos - 1 > cmds[i].n)
+			fprintf(stderr, "rdmx-certs: %s: one operand too many ('%s')\n",
+			        cmds[i].name, pos[n_pos - 1]);
+		else if (n_sans)
+			fprintf(stderr, "rdmx-certs: --san is for issue, not %s\n", cmds[i].name);
+		return;
+	}
+	if (n_pos == 0)
+		fprintf(stderr,
+		        "rdmx-certs: want init, issue, revoke or crl (rdmx-certs --help)\n");
+	else
+		fprintf(stderr,
+		        "rdmx-certs: unknown command '%s': want init, issue, revoke or crl\n",
+		        pos[0]);
+}
+
 int main(int argc, char **argv)
 {
 	const char *pos[3];
@@ -296,6 +347,8 @@ int main(int argc, char **argv)
 				fprintf(stderr, "rdmx-certs: at most %d --san\n", MAX_SANS - 1);
 				return 2;
 			}
+			if (parse_san(optarg))
+				return 2;
 			sans[n_sans++] = optarg;
 			break;
 		default:
@@ -317,6 +370,6 @@ int main(int argc, char **argv)
 		return cmd_revoke(pos[1], pos[2], days ? days : CRL_DAYS);
 	if (n_pos == 2 && !strcmp(pos[0], "crl") && n_sans == 0)
 		return cmd_revoke(pos[1], NULL, days ? days : CRL_DAYS);
-	fprintf(stderr, "rdmx-certs: want init, issue, revoke or crl (rdmx-certs --help)\n");
+	operands_error(pos, n_pos, n_sans);
 	return 2;
 }

@@ -1,7 +1,7 @@
 /* rdmx-devices: lists the devices rdmx can open, with the capabilities the
  * engine reports for each (rdmx_dev_query_caps), like ibv_devinfo.
  *
- *   rdmx-devices [-d DEV] [-v]
+ *   rdmx-devices [-d DEV] [-l] [-v]
  *
  * One block per device:
  *   hca_id: NAME
@@ -10,7 +10,8 @@
  *           transport:           RC[, DC]
  *           max_msg_sz:          N
  *           ...
- * -v adds every capability and the GID table.
+ * -l prints the names only, one a line; -v adds every capability and the GID
+ * table.
  * Exit status: 0 listed; 1 the device (-d) cannot be opened or none exists;
  * 2 usage error. */
 #include <arpa/inet.h>
@@ -26,7 +27,7 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: rdmx-devices [-d DEV] [-v]\n"
+	fprintf(f, "usage: rdmx-devices [-d DEV] [-l] [-v]\n"
 	           "  -d, --ib-dev DEV    only this device (default: every device;\n"
 	           "                      $RDMX_DEVICE when set)\n"
 	           "      --device DEV    the same as --ib-dev\n"

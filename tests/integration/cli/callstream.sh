@@ -69,6 +69,11 @@ grep -q '^x-trace: abc$' "$DIR/v.headers" || fail "-H x-trace not echoed in head
 grep -q '^x-request-id: 42$' "$DIR/v.trailers" || fail "-H not echoed in trailers"
 grep -q '^served-by: route_guide_server$' "$DIR/v.trailers" || fail "-v: no served-by trailer"
 grep -q '"name": "feature 1,1"' "$DIR/v.out" || fail "-v: no response"
+grep -q '^Response contents:$' "$DIR/v.out" || fail "-v: no 'Response contents:'"
+grep -q '^Sent 1 request and received 1 response$' "$DIR/v.out" || fail "-v: no counts"
+# -v: the device, status and latency of the method called on stderr, once
+[ "$(grep -c "^rdmx-call: $RG/GetFeature: OK on device tcp, [0-9.]* us" "$DIR/v.err")" = 1 ] ||
+	fail "-v: not one line with the device, status and latency of GetFeature"
 # and on a stream
 "$CALL" -v -H 'x-stream: yes' -d @ "$ADDR" $RG/RouteChat <"$DIR/notes.json" \
 	>"$DIR/vs.out" 2>"$DIR/vs.err" || fail "RouteChat -v"
@@ -77,6 +82,8 @@ sed -n '/^Response headers received:$/,/^$/p' "$DIR/vs.out" | grep -q '^x-stream
 sed -n '/^Response trailers received:$/,/^$/p' "$DIR/vs.out" | grep -q '^served-by: route_guide_server$' ||
 	fail "stream: no trailers"
 grep -q '^Sent 6 requests and received 3 responses$' "$DIR/vs.out" || fail "stream: -v counts"
+[ "$(grep -c "^rdmx-call: $RG/RouteChat: OK on device tcp, [0-9.]* us" "$DIR/vs.err")" = 1 ] ||
+	fail "stream: -v: not one line with the device, status and latency of RouteChat"
 # a bad header is a usage error
 set +e
 "$CALL" -H 'no colon' "$ADDR" $RG/GetFeature >/dev/null 2>"$DIR/badh.err"
@@ -119,6 +126,18 @@ for form in "-max-time 0.5" "--max-time=0.5" "-max-time=0.5" "--max-time 0.5"; d
 	[ $rc -eq 68 ] || fail "$form: exit $rc, want 68 (DEADLINE_EXCEEDED)"
 	grep -q 'DEADLINE_EXCEEDED' "$DIR/mt.err" || fail "$form: no DEADLINE_EXCEEDED"
 done
+# -v on a call that ends with another status: that status on the line
+sleep 60 >"$DIR/never" &
+wpid=$!
+set +e
+"$CALL" -v -max-time 0.5 -d @ "$ADDR" $RG/RouteChat <"$DIR/never" >"$DIR/mtv.out" 2>"$DIR/mtv.err"
+rc=$?
+set -e
+kill $wpid 2>/dev/null || true
+wait $wpid 2>/dev/null || true
+[ $rc -eq 68 ] || fail "-v -max-time 0.5: exit $rc, want 68"
+[ "$(grep -c "^rdmx-call: $RG/RouteChat: DEADLINE_EXCEEDED on device tcp, [0-9.]* us" "$DIR/mtv.err")" = 1 ] ||
+	fail "-v: not one line with the status DEADLINE_EXCEEDED of RouteChat"
 set +e
 "$CALL" -max-time abc "$ADDR" $RG/GetFeature >/dev/null 2>"$DIR/mtbad.err"
 rc=$?

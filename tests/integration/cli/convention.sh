@@ -78,8 +78,41 @@ for path in "$@"; do
 		[ -f "$tmp/ca/ca.crt" ] || no "rdmx-certs --days=30: no ca.crt"
 		"$path" issue "$tmp/ca" node1 --san=DNS:other.test --days=10 >/dev/null 2>&1 ||
 			no "rdmx-certs issue --san=... --days=10 failed"
+		"$path" issue "$tmp/ca" node2 --san IP:10.0.0.1 --san IP:::1 >/dev/null 2>&1 ||
+			no "rdmx-certs issue --san IP:10.0.0.1 --san IP:::1 failed"
+		# a bad --san is a usage error said in one line, before any file is written
+		for san in FOO:bar IP:notanip DNS:; do
+			"$path" issue "$tmp/ca" node3 --san "$san" >/dev/null 2>"$tmp/err"
+			rc=$?
+			[ $rc -eq 2 ] || no "rdmx-certs --san $san exits $rc, want 2"
+			[ "$(cat "$tmp/err")" = "rdmx-certs: bad value '$san' for --san (want DNS:name or IP:address)" ] ||
+				no "rdmx-certs --san $san said '$(cat "$tmp/err")'"
+			[ -e "$tmp/ca/node3.key" ] && no "rdmx-certs --san $san wrote node3.key"
+		done
+		# a missing operand is named, not the commands
+		for args in "issue $tmp/ca|NAME" "issue|DIR NAME" "init|DIR" "revoke $tmp/ca|NAME" \
+			"crl|DIR"; do
+			# shellcheck disable=SC2086
+			"$path" ${args%%|*} >/dev/null 2>"$tmp/err"
+			rc=$?
+			[ $rc -eq 2 ] || no "rdmx-certs ${args%%|*} exits $rc, want 2"
+			cmd=${args%% *}
+			cmd=${cmd%%|*}
+			grep -qx "rdmx-certs: $cmd: ${args#*|} missing (.*)" "$tmp/err" ||
+				no "rdmx-certs ${args%%|*} said '$(cat "$tmp/err")'"
+		done
 		;;
 	rdmx-devices)
+		# the usage line names every short option the help lists, as the
+		# man page's SYNOPSIS does
+		"$path" --help >"$tmp/help"
+		use=$(grep '^usage:' "$tmp/help")
+		for o in $(sed -n 's/^  \(-[a-z]\), .*/\1/p' "$tmp/help"); do
+			[ "$o" = -h ] && continue
+			echo "$use" | grep -q -- "\[${o}[] ]" || no "rdmx-devices usage '$use' leaves out $o"
+		done
+		[ "$use" = "usage: rdmx-devices [-d DEV] [-l] [-v]" ] ||
+			no "rdmx-devices usage '$use' is not the man page's synopsis"
 		out=$("$path" --ib-dev=tcp)
 		rc=$?
 		[ $rc -eq 0 ] || no "rdmx-devices --ib-dev=tcp exits $rc"

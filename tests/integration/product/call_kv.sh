@@ -1,20 +1,24 @@
 #!/bin/sh
 # rdmx-call and the rdmx-kv client against a kv server over mutual TLS (its
-# secure bootstrap endpoint, no registry): list, health, the kv methods by
-# JSON (schema from the server's reflection, and from --proto), statuses,
-# bad input, and a refused client without TLS.
-#   call_kv.sh RDMX_KV RDMX_CALL RDMX_CERTS KV_PROTO
+# secure bootstrap endpoint, and through the registry with --registry
+# --service): list, health, the kv methods by JSON (schema from the server's
+# reflection, and from --proto), -v on both paths, statuses, bad input, and a
+# refused client without TLS.
+#   call_kv.sh RDMX_KV RDMX_CALL RDMX_CERTS KV_PROTO RDMX_BOOTSTRAPD
 set -eu
-KV=$1 CALL=$2 CERTS=$3 PROTO=$4
+KV=$1 CALL=$2 CERTS=$3 PROTO=$4 BSD=$5
 . "$(dirname "$0")/../../support/lib.sh"
 FAIL_TAIL=100000 # whole logs
 test_init rdmx-call-kv
-test_pki "$CERTS" kv.test.local client.test.local
+test_pki "$CERTS" kv.test.local client.test.local registry.test
+start_bootstrapd "$BSD"
 $DEATH "$KV" serve --listen 127.0.0.1:0 --ca "$P/ca.crt" --cert "$P/kv.test.local.crt" \
-	--key "$P/kv.test.local.key" >"$DIR/kv.out" 2>"$DIR/kv.log" &
+	--key "$P/kv.test.local.key" --registry "$REG" --registry-name registry.test \
+	--service kv >"$DIR/kv.out" 2>"$DIR/kv.log" &
 PID=$!
 PIDS="$PIDS $PID"
 wait_line "$DIR/kv.out" listening
+wait_line "$DIR/kv.out" registered
 ADDR=127.0.0.1:$(awk '/^listening/ {print $3; exit}' "$DIR/kv.out")
 TLS="--ca $DIR/pki/ca.crt --cert $DIR/pki/client.test.local.crt --key $DIR/pki/client.test.local.key"
 
@@ -95,6 +99,35 @@ call "$ADDR" kv.KV/Nope '{}'
 call "$ADDR" no.Such/Method '{}'
 [ $st -eq 1 ] || fail "unknown service: exit $st"
 expect_err 'give --proto' "unknown service"
+
+# -v, at ADDR and through the registry (--service): the blocks on stdout, and
+# one line with the device, status and latency of the method called on stderr
+# verbose_ok METHOD WHERE RESPONSES: what -v printed for a call that ended OK
+verbose_ok() {
+	for b in 'Request metadata to send:' 'Response headers received:' \
+		'Response trailers received:' "Sent 1 request and received $3 response"; do
+		expect_out "^$b\$" "-v $2"
+	done
+	[ "$3" = 0 ] || expect_out '^Response contents:$' "-v $2"
+	[ "$(grep -c "^rdmx-call: $1: OK on device tcp, [0-9.]* us" "$DIR/err")" = 1 ] ||
+		fail "rdmx-call -v $2: not one line with the device, status and latency: $(cat "$DIR/err")"
+}
+call -v "$ADDR" kv.KV/Get '{"key": "user:1"}'
+[ $st -eq 0 ] || fail "Get -v exit $st: $(cat "$DIR/err")"
+expect_out '"value": "YWxpY2U="' "Get -v"
+verbose_ok kv.KV/Get ADDR 1
+call -v --registry "$REG" --service kv kv.KV/Get '{"key": "user:1"}'
+[ $st -eq 0 ] || fail "Get -v --service exit $st: $(cat "$DIR/err")"
+expect_out '"value": "YWxpY2U="' "Get -v --service"
+verbose_ok kv.KV/Get --service 1
+expect_err '^rdmx-call: kv.KV/Get: OK on device tcp, .* us, [0-9]* bytes sent, [0-9]* received, 0 retries$' \
+	"-v --service"
+call -v --registry "$REG" --service kv kv.KV/Get '{"key": "user:2"}'
+[ $st -eq 69 ] || fail "Get -v --service of a deleted key: exit $st, want 69"
+expect_out '^Sent 1 request and received 0 responses$' "-v --service NOT_FOUND"
+expect_out '^Response trailers received:$' "-v --service NOT_FOUND"
+[ "$(grep -c "^rdmx-call: kv.KV/Get: NOT_FOUND on device tcp, [0-9.]* us" "$DIR/err")" = 1 ] ||
+	fail "rdmx-call -v --service: not one NOT_FOUND line: $(cat "$DIR/err")"
 
 # the same server through the rdmx-kv client (--server: no registry)
 KVC="$KV --server $ADDR $TLS"
