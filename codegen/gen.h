@@ -105,7 +105,6 @@ struct gen_field {
 	char *name;
 	char *cname; /* C member name (keywords get a trailing '_') */
 	int64_t number;
-	char *number_text; /* as written, for messages */
 	enum gen_label label;
 	enum gen_type type;
 	char *type_name; /* GT_NAMED: as written */

@@ -19,7 +19,6 @@ struct parser {
 	bool seen_statement;
 	bool seen_syntax;
 	bool seen_package;
-	char *last_int_text;            /* spelling of the last integer parse_int read */
 	int reached;                    /* tokens before it had their lexical errors reported */
 	struct gen_message *ext_parent; /* scope of the extend block being read */
 };
@@ -254,7 +253,6 @@ static bool parse_int(struct parser *p, bool allow_neg, const char *msg, int64_t
 		return false;
 	}
 	*out = neg ? -(int64_t)t->ival : (int64_t)t->ival;
-	p->last_int_text = neg ? gen_printf(&p->ctx->pool, "-%s", t->text) : t->text;
 	next(p);
 	return true;
 }
@@ -988,7 +986,6 @@ static void parse_map_field(struct parser *p, struct gen_message *m, struct gen_
 		fd->number = 1;
 	} else {
 		struct opt_target tg = {OPT_FIELD, m->name ? m : p->ext_parent, fd};
-		fd->number_text = p->last_int_text;
 		if (!parse_field_options(p, &tg) || !expect_semi(p))
 			skip_statement(p);
 	}
@@ -1051,7 +1048,6 @@ static void parse_group(struct parser *p, struct gen_message *m, enum gen_label 
 		skip_statement(p);
 		return;
 	}
-	fd->number_text = p->last_int_text;
 	{
 		struct opt_target tg = {OPT_FIELD, m->name ? m : p->ext_parent, fd};
 		if (!parse_field_options(p, &tg) || !expect_sym(p, '{')) {
@@ -1161,7 +1157,6 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 		skip_statement(p);
 		return;
 	}
-	fd->number_text = p->last_int_text;
 	{
 		struct opt_target tg = {OPT_FIELD, m->name ? m : p->ext_parent, fd};
 		if (!parse_field_options(p, &tg) || !expect_semi(p))

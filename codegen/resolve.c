@@ -522,7 +522,7 @@ static void build_message(struct gen_ctx *ctx, struct build *b, struct gen_messa
 	for (i = 0; i < m->fields.n; i++) {
 		struct gen_field *fd = m->fields.items[i];
 		fd->cname = c_member(ctx, fd->name);
-		gen_check_field_number(ctx, fd);
+		gen_check_field_number(ctx, fd, false);
 		owner(ctx, b, fd);
 		add_sym(ctx, gen_qualify(ctx, m->full_name, fd->name), SYM_FIELD, fd, m->file,
 		        &fd->loc);

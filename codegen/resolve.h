@@ -131,7 +131,7 @@ void gen_check_field_options(struct gen_ctx *ctx, const struct gen_field *fd,
                              const struct gen_message *container, bool ext);
 /* fd's number: positive, at most 2^29 - 1, outside 19000 to 19999 (protoc's
  * BuildFieldOrExtension). */
-void gen_check_field_number(struct gen_ctx *ctx, const struct gen_field *fd);
+void gen_check_field_number(struct gen_ctx *ctx, const struct gen_field *fd, bool ext);
 /* After m's symbol, as protoc's BuildMessage: reserved ranges overlapping,
  * names reserved twice, fields in an extension or reserved range or of a
  * reserved name, extension ranges overlapping a reserved or an earlier

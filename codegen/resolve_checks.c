@@ -281,25 +281,19 @@ void gen_check_field_options(struct gen_ctx *ctx, const struct gen_field *fd,
 		          "option json_name is not allowed on extension fields.");
 }
 
-#define NUM(fd)                                                                                    \
-	((fd)->number_text ? (fd)->number_text                                                     \
-	                   : gen_printf(&ctx->pool, "%lld", (long long)(fd)->number))
-
-void gen_check_field_number(struct gen_ctx *ctx, const struct gen_field *fd)
+/* protoc's checks of a field's number (BuildFieldOrExtension): an
+ * extension's upper bound is its extendee's ranges, checked when linked */
+void gen_check_field_number(struct gen_ctx *ctx, const struct gen_field *fd, bool ext)
 {
 	if (fd->number <= 0)
-		gen_error(ctx, &fd->number_loc,
-		          "field number %s of \"%s\" must be a positive integer (1 to %d)", NUM(fd),
-		          fd->name, GEN_FIELD_MAX);
-	else if (fd->number > GEN_FIELD_MAX)
-		gen_error(ctx, &fd->number_loc,
-		          "field number %s of \"%s\" is out of range (1 to %d)", NUM(fd), fd->name,
+		gen_error(ctx, &fd->number_loc, "Field numbers must be positive integers.");
+	else if (!ext && fd->number > GEN_FIELD_MAX)
+		gen_error(ctx, &fd->number_loc, "Field numbers cannot be greater than %d.",
 		          GEN_FIELD_MAX);
 	else if (fd->number >= 19000 && fd->number <= 19999)
 		gen_error(ctx, &fd->number_loc,
-		          "field number %lld of \"%s\" is in 19000 to 19999, reserved for the "
-		          "protocol buffer implementation",
-		          (long long)fd->number, fd->name);
+		          "Field numbers 19000 through 19999 are reserved for the protocol buffer "
+		          "library implementation.");
 }
 
 /* protoc's ToLowercaseWithoutUnderscores */

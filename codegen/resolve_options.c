@@ -42,7 +42,7 @@ static void check_ext_number(struct gen_ctx *ctx, const struct gen_ext *x, const
 	const struct gen_message *m = s->ptr;
 	if (!x->field || gen_range_find(&m->ext_ranges, x->field->number))
 		return;
-	gen_error(ctx, &x->field->number_loc, "\"%s\" does not declare %lld as an extension number",
+	gen_error(ctx, &x->field->number_loc, "\"%s\" does not declare %lld as an extension number.",
 	          s->name, (long long)x->field->number);
 }
 
@@ -53,8 +53,10 @@ void gen_build_ext(struct gen_ctx *ctx, struct gen_file *f, struct gen_ext *x)
 	struct sym *s;
 	x->full_name = gen_qualify(ctx, scope, x->name);
 	if (x->field && x->field->required) /* as protoc: an old peer could never send it */
-		gen_error(ctx, &x->field->type_loc, "the extension \"%s\" cannot be required",
-		          x->name);
+		gen_error(ctx, &x->field->type_loc, "The extension %s cannot be required.",
+		          x->full_name);
+	if (x->field)
+		gen_check_field_number(ctx, x->field, true);
 	if ((s = gen_table_get(&r->syms, x->full_name)) != NULL ||
 	    (s = gen_table_get(&r->exts, x->full_name)) != NULL) {
 		gen_report_defined(ctx, &x->loc, x->full_name, s, false, f);
