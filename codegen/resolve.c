@@ -895,7 +895,7 @@ static void link_field_number(struct gen_ctx *ctx, const struct gen_message *m, 
 	}
 	if (o)
 		gen_error(ctx, &fd->number_loc,
-		          "field number %lld has already been used in \"%s\" by field \"%s\"",
+		          "Field number %lld has already been used in \"%s\" by field \"%s\".",
 		          (long long)fd->number, m->full_name, o->name);
 }
 

@@ -53,28 +53,45 @@ void gen_check_ext_range(struct gen_ctx *ctx, const struct gen_range *r, int64_t
 		          (long long)max);
 }
 
-/* ranges (of one kind) overlapping an earlier one, at the later */
-static void check_overlaps(struct gen_ctx *ctx, const struct gen_vec *ranges, const char *kind)
+static bool in_range(const struct gen_range *r, int64_t n)
 {
-	int i, j;
-	for (i = 0; i < ranges->n; i++) {
-		const struct gen_range *r = ranges->items[i];
-		for (j = 0; j < i; j++) {
-			const struct gen_range *o = ranges->items[j];
-			if (r->lo <= o->hi && o->lo <= r->hi) {
-				gen_error(
-				    ctx, &r->loc,
-				    "%s range %lld to %lld overlaps with already-defined range "
-				    "%lld to %lld.",
-				    kind, (long long)r->lo, (long long)r->hi, (long long)o->lo,
-				    (long long)o->hi);
-				break;
-			}
-		}
+	return r->lo <= n && n <= r->hi;
+}
+
+static bool overlap(const struct gen_range *a, const struct gen_range *b)
+{
+	return a->lo <= b->hi && b->lo <= a->hi;
+}
+
+/* the ranges of ranges after i overlapping range i, at range i, as protoc
+ * reports them (kind: "Reserved" or "Extension") */
+static void check_overlaps_of(struct gen_ctx *ctx, const struct gen_vec *ranges, int i,
+                              const char *kind)
+{
+	const struct gen_range *r = ranges->items[i];
+	int j;
+	for (j = i + 1; j < ranges->n; j++) {
+		const struct gen_range *o = ranges->items[j];
+		if (overlap(r, o))
+			gen_error(ctx, &r->loc,
+			          "%s range %lld to %lld overlaps with already-defined range %lld "
+			          "to %lld.",
+			          kind, (long long)o->lo, (long long)o->hi, (long long)r->lo,
+			          (long long)r->hi);
 	}
 }
 
-static void check_names_twice(struct gen_ctx *ctx, const struct gen_vec *names)
+static void check_overlaps(struct gen_ctx *ctx, const struct gen_vec *ranges, const char *kind)
+{
+	int i;
+	for (i = 0; i < ranges->n; i++)
+		check_overlaps_of(ctx, ranges, i, kind);
+}
+
+/* a name reserved twice, at its message's or enum's name (loc) as protoc
+ * reports it; what: "Field name" or "Enum value" */
+static void check_names_twice(struct gen_ctx *ctx, const struct gen_vec *names,
+                              const struct gen_loc *loc, const char *what)
 {
 	int i, j;
 	for (i = 0; i < names->n; i++) {
@@ -82,7 +99,7 @@ static void check_names_twice(struct gen_ctx *ctx, const struct gen_vec *names)
 		for (j = 0; j < i; j++) {
 			const struct gen_name *o = names->items[j];
 			if (strcmp(n->name, o->name) == 0) {
-				gen_error(ctx, &n->loc, "name \"%s\" is reserved more than once",
+				gen_error(ctx, loc, "%s \"%s\" is reserved multiple times.", what,
 				          n->name);
 				break;
 			}
@@ -142,18 +159,20 @@ void gen_check_enum_parsed(struct gen_ctx *ctx, const struct gen_enum *e)
 
 void gen_check_enum_reserved(struct gen_ctx *ctx, const struct gen_enum *e)
 {
-	int i;
+	int i, j;
 	check_overlaps(ctx, &e->reserved, "Reserved");
-	check_names_twice(ctx, &e->rnames);
+	check_names_twice(ctx, &e->rnames, &e->loc, "Enum value");
 	for (i = 0; i < e->values.n; i++) {
 		const struct gen_enum_value *v = e->values.items[i];
 		if (v->number < INT32_MIN || v->number > INT32_MAX)
 			continue;
-		if (gen_range_find(&e->reserved, v->number))
-			gen_error(ctx, &v->loc, "enum value \"%s\" uses reserved number %lld",
-			          v->name, (long long)v->number);
+		for (j = 0; j < e->reserved.n; j++)
+			if (in_range(e->reserved.items[j], v->number))
+				gen_error(ctx, &v->loc,
+				          "Enum value \"%s\" uses reserved number %lld.", v->name,
+				          (long long)v->number);
 		if (in_names(&e->rnames, v->name))
-			gen_error(ctx, &v->loc, "enum value name \"%s\" is reserved", v->name);
+			gen_error(ctx, &v->loc, "Enum value \"%s\" is reserved.", v->name);
 	}
 }
 
@@ -332,47 +351,57 @@ void gen_check_proto3_message(struct gen_ctx *ctx, const struct gen_message *m)
 	}
 }
 
+/* fd's number in m's extension ranges: one error per range, at the
+ * range, as protoc reports it */
+static void check_in_ext_ranges(struct gen_ctx *ctx, const struct gen_message *m,
+                                const struct gen_field *fd)
+{
+	int j;
+	for (j = 0; j < m->ext_ranges.n; j++) {
+		const struct gen_range *r = m->ext_ranges.items[j];
+		if (in_range(r, fd->number))
+			gen_error(ctx, &r->loc, "Extension range %lld to %lld includes field \"%s\" (%lld).",
+			          (long long)r->lo, (long long)r->hi, fd->name, (long long)fd->number);
+	}
+}
+
 void gen_check_message_numbers(struct gen_ctx *ctx, const struct gen_message *m)
 {
 	int i, j;
 	if (m->map_entry)
 		return;
 	check_overlaps(ctx, &m->reserved, "Reserved");
-	check_names_twice(ctx, &m->rnames);
+	check_names_twice(ctx, &m->rnames, &m->loc, "Field name");
 	for (i = 0; i < m->fields.n; i++) {
 		const struct gen_field *fd = m->fields.items[i];
-		const struct gen_range *r;
 		if (fd->number <= 0 || fd->number > GEN_FIELD_MAX)
 			continue;
-		if ((r = gen_range_find(&m->ext_ranges, fd->number)) != NULL)
-			gen_error(ctx, &fd->number_loc,
-			          "field \"%s\" uses number %lld, which is in extension range %lld "
-			          "to %lld",
-			          fd->name, (long long)fd->number, (long long)r->lo,
-			          (long long)r->hi);
-		if (gen_range_find(&m->reserved, fd->number))
-			gen_error(ctx, &fd->number_loc,
-			          "field \"%s\" uses reserved field number %lld", fd->name,
-			          (long long)fd->number);
+		check_in_ext_ranges(ctx, m, fd);
+		/* once per range, as protoc; its place for this one is none (it
+		 * finds no source location for a reserved range): the number's */
+		for (j = 0; j < m->reserved.n; j++)
+			if (in_range(m->reserved.items[j], fd->number))
+				gen_error(ctx, &fd->number_loc,
+				          "Field \"%s\" uses reserved number %lld.", fd->name,
+				          (long long)fd->number);
 		if (in_names(&m->rnames, fd->name))
-			gen_error(ctx, &fd->loc, "field name \"%s\" is reserved", fd->name);
+			gen_error(ctx, &fd->loc, "Field name \"%s\" is reserved.", fd->name);
 	}
+	/* each extension range against the reserved ones, then the later
+	 * extension ranges, as protoc checks them */
 	for (i = 0; i < m->ext_ranges.n; i++) {
 		const struct gen_range *r = m->ext_ranges.items[i];
 		for (j = 0; j < m->reserved.n; j++) {
 			const struct gen_range *o = m->reserved.items[j];
-			if (r->lo <= o->hi && o->lo <= r->hi) {
-				gen_error(
-				    ctx, &r->loc,
-				    "Extension range %lld to %lld overlaps with reserved range "
-				    "%lld to %lld.",
-				    (long long)r->lo, (long long)r->hi, (long long)o->lo,
-				    (long long)o->hi);
-				break;
-			}
+			if (overlap(r, o))
+				gen_error(ctx, &r->loc,
+				          "Extension range %lld to %lld overlaps with reserved range "
+				          "%lld to %lld.",
+				          (long long)r->lo, (long long)r->hi, (long long)o->lo,
+				          (long long)o->hi);
 		}
+		check_overlaps_of(ctx, &m->ext_ranges, i, "Extension");
 	}
-	check_overlaps(ctx, &m->ext_ranges, "Extension");
 }
 
 void gen_check_oneofs(struct gen_ctx *ctx, const struct gen_message *m)
