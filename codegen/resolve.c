@@ -832,6 +832,27 @@ void gen_descriptor_error(struct gen_ctx *ctx, const struct gen_loc *loc, const 
 	          name);
 }
 
+/* protoc's words (AddNotDefinedError) for a name gen_lookup found nothing
+ * visible for: s, what it passed over for not being visible (or NULL);
+ * undefined, what the name's first part made it stand for (or NULL) */
+void gen_not_defined(struct gen_ctx *ctx, const struct gen_loc *loc, const char *name,
+                     const struct sym *s, const char *undefined, const struct gen_file *from)
+{
+	if (s)
+		gen_error(ctx, loc,
+		          "\"%s\" seems to be defined in \"%s\", which is not imported by "
+		          "\"%s\".  To use it here, please add the necessary import.",
+		          s->name, s->file->path, from->path);
+	else if (undefined)
+		gen_error(ctx, loc,
+		          "\"%s\" is resolved to \"%s\", which is not defined. The innermost "
+		          "scope is searched first in name resolution. Consider using a leading "
+		          "'.'(i.e., \".%s\") to start from the outermost scope.",
+		          name, undefined, name);
+	else
+		gen_error(ctx, loc, "\"%s\" is not defined.", name);
+}
+
 /* a field's type (rpc false) or an rpc's request or response type, looked up
  * as protoc does: a field's among types only, from the message; an rpc's
  * among all symbols, from the service (a method of that name hides a
@@ -840,27 +861,22 @@ static bool resolve_type(struct gen_ctx *ctx, struct gen_file *f, const char *sc
                          const char *name, bool rpc, const struct gen_loc *loc, enum gen_type *type,
                          struct gen_message **msg, struct gen_enum **en)
 {
-	struct sym *s = gen_lookup(ctx, f, scope, name, rpc ? 0 : GEN_LOOKUP_TYPES, NULL);
+	const char *undefined;
+	struct sym *s = gen_lookup(ctx, f, scope, name, rpc ? 0 : GEN_LOOKUP_TYPES, &undefined);
 	if (!s && gen_descriptor_message(ctx, scope, name)) {
 		gen_descriptor_error(ctx, loc, name);
 		return false;
 	}
-	if (!s) {
-		gen_error(ctx, loc, "\"%s\" is not defined", name);
+	if (!s || !gen_visible(f, s->file)) {
+		gen_not_defined(ctx, loc, name, s, undefined, f);
 		return false;
 	}
 	if (rpc && s->kind != SYM_MESSAGE) {
-		gen_error(ctx, loc, "\"%s\" is not a message type", name);
+		gen_error(ctx, loc, "\"%s\" is not a message type.", name);
 		return false;
 	}
 	if (s->kind != SYM_MESSAGE && s->kind != SYM_ENUM) {
-		gen_error(ctx, loc, "\"%s\" is not a type (it is a %s)", name,
-		          gen_kind_name(s->kind));
-		return false;
-	}
-	if (!gen_visible(f, s->file)) {
-		gen_error(ctx, loc, "\"%s\" is defined in \"%s\", which is not imported by \"%s\"",
-		          name, s->file->path, f->path);
+		gen_error(ctx, loc, "\"%s\" is not a type.", name);
 		return false;
 	}
 	mark_used(ctx, f, s->file);
@@ -962,12 +978,12 @@ static void link_service(struct gen_ctx *ctx, struct gen_file *f, struct gen_ser
 		if (resolve_type(ctx, f, s->full_name, m->in_name, true, &m->in_loc, &t, &m->in,
 		                 &en) &&
 		    t != GT_MESSAGE)
-			gen_error(ctx, &m->in_loc, "\"%s\" is not a message type", m->in_name);
+			gen_error(ctx, &m->in_loc, "\"%s\" is not a message type.", m->in_name);
 		t = GT_NONE;
 		if (resolve_type(ctx, f, s->full_name, m->out_name, true, &m->out_loc, &t, &m->out,
 		                 &en) &&
 		    t != GT_MESSAGE)
-			gen_error(ctx, &m->out_loc, "\"%s\" is not a message type", m->out_name);
+			gen_error(ctx, &m->out_loc, "\"%s\" is not a message type.", m->out_name);
 		m->id = gen_fnv1a(full);
 		for (k = 0; k < j; k++) {
 			struct gen_method *o = s->methods.items[k];

@@ -62,6 +62,8 @@ void gen_table_put(struct gen_pool *pool, struct table *t, struct sym *s);
 
 /* What a SYM_* kind is called in diagnostics: "message", "enum value", ... */
 const char *gen_kind_name(int kind);
+void gen_not_defined(struct gen_ctx *ctx, const struct gen_loc *loc, const char *name,
+                     const struct sym *s, const char *undefined, const struct gen_file *from);
 /* The scope of a full name (what is before its last dot), "" at the root;
  * allocated from ctx's pool. */
 const char *gen_scope_of(struct gen_ctx *ctx, const char *full);

@@ -140,7 +140,7 @@ void gen_check_enum_parsed(struct gen_ctx *ctx, const struct gen_enum *e)
 		          "true;' declaration.",
 		          e->name);
 	if (e->values.n == 0)
-		gen_error(ctx, &e->loc, "enum \"%s\" must have at least one value", e->name);
+		gen_error(ctx, &e->loc, "Enums must contain at least one value.");
 	for (i = 0; i < e->values.n; i++) {
 		const struct gen_enum_value *v = e->values.items[i];
 		if (v->number < INT32_MIN || v->number > INT32_MAX)

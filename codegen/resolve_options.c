@@ -11,21 +11,17 @@
 static void resolve_ext_type(struct gen_ctx *ctx, struct gen_ext *x, const char *scope)
 {
 	struct gen_field *fd = x->field;
+	const char *undefined;
 	struct sym *s;
 	if (!fd || fd->type != GT_NAMED)
 		return;
-	s = gen_lookup(ctx, x->file, scope, fd->type_name, GEN_LOOKUP_TYPES, NULL);
+	s = gen_lookup(ctx, x->file, scope, fd->type_name, GEN_LOOKUP_TYPES, &undefined);
 	if (!s && gen_descriptor_message(ctx, scope, fd->type_name))
 		return;
-	if (!s)
-		gen_error(ctx, &fd->type_loc, "\"%s\" is not defined", fd->type_name);
+	if (!s || !gen_visible(x->file, s->file))
+		gen_not_defined(ctx, &fd->type_loc, fd->type_name, s, undefined, x->file);
 	else if (s->kind != SYM_MESSAGE && s->kind != SYM_ENUM)
-		gen_error(ctx, &fd->type_loc, "\"%s\" is not a type (it is a %s)", fd->type_name,
-		          gen_kind_name(s->kind));
-	else if (!gen_visible(x->file, s->file))
-		gen_error(ctx, &fd->type_loc,
-		          "\"%s\" is defined in \"%s\", which is not imported by \"%s\"",
-		          fd->type_name, s->file->path, x->file->path);
+		gen_error(ctx, &fd->type_loc, "\"%s\" is not a type.", fd->type_name);
 	else if (s->kind == SYM_MESSAGE) {
 		fd->type = GT_MESSAGE;
 		fd->msg = s->ptr;
@@ -75,9 +71,14 @@ static void check_ext_number_free(struct gen_ctx *ctx, const struct gen_ext *x);
 void gen_link_ext(struct gen_ctx *ctx, struct gen_file *f, struct gen_ext *x)
 {
 	const char *scope = x->parent ? x->parent->full_name : f->package;
-	struct sym *s = gen_lookup(ctx, f, scope, x->extendee, 0, NULL);
-	if (!s || s->kind != SYM_MESSAGE) {
-		gen_error(ctx, &x->extendee_loc, "\"%s\" is not defined", x->extendee);
+	const char *undefined;
+	struct sym *s = gen_lookup(ctx, f, scope, x->extendee, 0, &undefined);
+	if (!s || !gen_visible(f, s->file)) {
+		gen_not_defined(ctx, &x->extendee_loc, x->extendee, s, undefined, f);
+		return;
+	}
+	if (s->kind != SYM_MESSAGE) {
+		gen_error(ctx, &x->extendee_loc, "\"%s\" is not a message type.", x->extendee);
 		return;
 	}
 	if (!f->proto2 && (strncmp(s->name, "google.protobuf.", 16) != 0 || strlen(s->name) < 7 ||
@@ -203,10 +204,10 @@ void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, struct gen_optref
 			if (!s && undefined) {
 				gen_error(
 				    ctx, &pt->loc,
-				    "Option \"%s\" is resolved to \"(%s)\", which is not defined: "
-				    "the innermost scope is searched first; write \"(.%s)\" to "
-				    "start "
-				    "from the outermost scope",
+				    "Option \"%s\" is resolved to \"(%s)\", which is not defined. "
+				    "The innermost scope is searched first in name resolution. "
+				    "Consider using a leading '.'(i.e., \"(.%s)\") to start from "
+				    "the outermost scope.",
 				    name, undefined, pt->name);
 				return;
 			}
