@@ -1126,7 +1126,9 @@ static void build_with_imports(struct gen_ctx *ctx, struct gen_file *f, struct g
 	build_package(ctx, f);
 	for (i = 0; i < f->imports.n; i++) {
 		struct gen_import *im = f->imports.items[i];
-		if (im->file && im->file->failed) {
+		if (im->twice)
+			gen_error(ctx, &im->stmt_loc, "Import \"%s\" was listed twice.", im->name);
+		if (im->failed || (im->file && im->file->failed)) {
 			gen_error(ctx, &im->stmt_loc, "Import \"%s\" was not found or had errors.",
 			          im->name);
 			im->file = NULL;
