@@ -21,7 +21,11 @@ struct parser {
 	bool seen_package;
 	int reached;                    /* tokens before it had their lexical errors reported */
 	struct gen_message *ext_parent; /* scope of the extend block being read */
+	unsigned pseudo_seen;           /* [default], [json_name] of this field: PSEUDO_* */
 };
+
+#define PSEUDO_DEFAULT 1u
+#define PSEUDO_JSON_NAME 2u
 
 static const struct {
 	const char *name;
@@ -460,57 +464,57 @@ static bool parse_option_value(struct parser *p, struct gen_optref *r, bool in_d
 	return false;
 }
 
+/* protoc's words (ParseDefaultAssignment) for a default of type t that
+ * is not one; NULL for a named type, whose default protoc takes as one
+ * token before it is resolved */
+static const char *default_what(enum gen_type t)
+{
+	switch (t) {
+	case GT_NONE:
+	case GT_NAMED:
+	case GT_MESSAGE:
+	case GT_ENUM:
+		return NULL;
+	case GT_FLOAT:
+	case GT_DOUBLE:
+		return "Expected number.";
+	case GT_BOOL:
+		return "Expected \"true\" or \"false\".";
+	case GT_STRING:
+		return "Expected string for field default value.";
+	case GT_BYTES:
+		return "Expected string.";
+	default:
+		return "Expected integer for field default value.";
+	}
+}
+
 /* a sign before a [default = ...] of fd, at the current token: refused
  * where protoc's parser (ParseDefaultAssignment) refuses it, in its words
  * for fd's type: a '+' always, a '-' but before a number of a signed or
- * floating type; not for a named type, whose default protoc takes as one
- * token before it is resolved (the value after the sign is refused) */
+ * floating type; not for a named type (the value after the sign is
+ * refused) */
 static bool default_sign(struct parser *p, const struct gen_field *fd)
 {
 	const struct gen_tok *sign = cur(p), *t = peek(p, 1);
 	bool minus = is_sym(sign, '-'), number = t->kind == TK_INT || t->kind == TK_FLOAT;
 	bool inf_nan =
 	    t->kind == TK_IDENT && (strcmp(t->text, "inf") == 0 || strcmp(t->text, "nan") == 0);
-	const char *what;
-	switch (fd->type) {
-	case GT_NONE:
-	case GT_NAMED:
-	case GT_MESSAGE:
-	case GT_ENUM:
+	bool is_unsigned = fd->type == GT_UINT32 || fd->type == GT_UINT64 ||
+	                   fd->type == GT_FIXED32 || fd->type == GT_FIXED64;
+	const char *what = default_what(fd->type);
+	if (!what)
 		return true;
-	case GT_FLOAT:
-	case GT_DOUBLE:
-		if (minus && (number || inf_nan))
-			return true;
-		what = "Expected number.";
-		break;
-	case GT_BOOL:
-		what = "Expected \"true\" or \"false\".";
-		break;
-	case GT_STRING:
-		what = "Expected string for field default value.";
-		break;
-	case GT_BYTES:
-		what = "Expected string.";
-		break;
-	case GT_UINT32:
-	case GT_UINT64:
-	case GT_FIXED32:
-	case GT_FIXED64:
-		/* a negative number: refused by the resolver, in the same words */
-		if (minus && number)
-			return true;
-		/* protoc's parser refuses the '-', then wants an integer */
-		if (minus)
-			syntax_error(p, t, "Unsigned field can't have negative default value.");
-		what = "Expected integer for field default value.";
-		break;
-	default:
-		if (minus && (number || inf_nan))
-			return true;
-		what = "Expected integer for field default value.";
-		break;
-	}
+	/* a negative number of an unsigned type: refused by the resolver, in
+	 * the same words */
+	if (minus && number && is_unsigned)
+		return true;
+	if (minus && (number || inf_nan) && !is_unsigned && fd->type != GT_BOOL &&
+	    fd->type != GT_STRING && fd->type != GT_BYTES)
+		return true;
+	/* protoc's parser refuses the '-', then wants an integer */
+	if (minus && is_unsigned)
+		syntax_error(p, t, "Unsigned field can't have negative default value.");
 	/* after a '-' protoc's error is at the token after it, but for the
 	 * types that take no sign at all */
 	syntax_error(p,
@@ -523,7 +527,8 @@ static bool default_sign(struct parser *p, const struct gen_field *fd)
 
 /* the value of a proto2 [default = ...] from its first token t (after '='),
  * as written: the resolver checks it against the field's type */
-static void keep_default(struct parser *p, struct gen_field *fd, const struct gen_tok *t)
+static void keep_default(struct parser *p, struct gen_field *fd, const struct gen_tok *t,
+                         const char *value)
 {
 	struct gen_default *d = gen_alloc(&p->ctx->pool, sizeof(*d));
 	const struct gen_tok *u;
@@ -543,7 +548,10 @@ static void keep_default(struct parser *p, struct gen_field *fd, const struct ge
 		d->text = gen_printf(&p->ctx->pool, "%s%s", t->sym == '-' ? "-" : "", t[1].text);
 		d->num_loc = t[1].loc;
 	} else {
-		d->text = t->text;
+		/* a symbol, or the end: protoc's one token of a named type */
+		d->text = t->kind == TK_IDENT || t->kind == TK_INT || t->kind == TK_FLOAT
+		              ? t->text
+		              : gen_strdup(&p->ctx->pool, value ? value : "");
 	}
 	fd->def = d;
 }
@@ -576,18 +584,15 @@ static void apply_option(struct parser *p, const struct opt_target *tg, const ch
 			break;
 		}
 	} else if (tg->owner == OPT_FIELD && strcmp(name, "json_name") == 0) {
-		if (!value || name_tok[2].kind != TK_STRING)
-			syntax_error(p, &name_tok[2], "Expected string for JSON name.");
-		else {
-			((struct gen_field *)tg->ptr)->json_name = (char *)value;
-			((struct gen_field *)tg->ptr)->json_name_loc = name_tok->loc;
-		}
+		/* a string: pseudo_value took nothing else */
+		((struct gen_field *)tg->ptr)->json_name = (char *)value;
+		((struct gen_field *)tg->ptr)->json_name_loc = name_tok->loc;
 	} else if (tg->owner == OPT_FIELD && strcmp(name, "default") == 0 && !p->f->proto2) {
 		syntax_error(p, name_tok,
 		             "explicit default values are not allowed in proto3: remove "
 		             "[default = ...] and set the value in code");
 	} else if (tg->owner == OPT_FIELD && strcmp(name, "default") == 0) {
-		keep_default(p, tg->ptr, name_tok + 2);
+		keep_default(p, tg->ptr, name_tok + 2, value);
 	} else if (tg->owner == OPT_FIELD && strcmp(name, "jstype") == 0) {
 		((struct gen_field *)tg->ptr)->jstype =
 		    value && (strcmp(value, "JS_STRING") == 0 || strcmp(value, "JS_NUMBER") == 0);
@@ -616,6 +621,64 @@ static void apply_option(struct parser *p, const struct opt_target *tg, const ch
 	}
 }
 
+/* a field's [default = ...] or [json_name = ...] at the current token,
+ * which protoc's parser reads apart from options (ParseDefaultAssignment,
+ * ParseJsonName): PSEUDO_*, or 0; the second one of a field is an error
+ * of its syntax, and its name takes no further part (`default.x`) */
+static unsigned field_pseudo(struct parser *p, const struct opt_target *tg)
+{
+	const struct gen_tok *t = cur(p);
+	unsigned bit;
+	if (tg->owner != OPT_FIELD || t->kind != TK_IDENT)
+		return 0;
+	if (strcmp(t->text, "default") == 0)
+		bit = PSEUDO_DEFAULT;
+	else if (strcmp(t->text, "json_name") == 0)
+		bit = PSEUDO_JSON_NAME;
+	else
+		return 0;
+	if (p->pseudo_seen & bit)
+		syntax_error(p, t, "Already set option \"%s\".", t->text);
+	p->pseudo_seen |= bit;
+	return bit;
+}
+
+/* the value of fd's [default = ...], at the current token: as protoc's
+ * parser, a symbol (a sign too) is taken alone as the default of a named
+ * type (it is resolved later), refused in its words for a scalar */
+static bool default_value(struct parser *p, struct gen_optref *r, const struct gen_field *fd)
+{
+	struct gen_tok *t = cur(p);
+	const char *what = default_what(fd->type);
+	bool sym = t->kind == TK_SYM || t->kind == TK_EOF;
+	if (what && (is_sym(t, '+') || is_sym(t, '-')))
+		return default_sign(p, fd) && parse_option_value(p, r, true);
+	if (!sym)
+		return parse_option_value(p, r, true);
+	if (what) {
+		syntax_error(p, t, "%s", what);
+		return false;
+	}
+	r->value_loc = t->loc;
+	r->value = t->kind == TK_SYM ? gen_printf(&p->ctx->pool, "%c", t->sym) : "";
+	r->value_kind = GV_IDENT;
+	next(p);
+	return true;
+}
+
+/* the value of an option (pseudo: field_pseudo's) at the current token */
+static bool pseudo_value(struct parser *p, struct gen_optref *r, const struct opt_target *tg,
+                         unsigned pseudo)
+{
+	if (pseudo == PSEUDO_DEFAULT)
+		return default_value(p, r, tg->ptr);
+	if (pseudo == PSEUDO_JSON_NAME && cur(p)->kind != TK_STRING) {
+		expected(p, "Expected string for JSON name.");
+		return false;
+	}
+	return parse_option_value(p, r, false);
+}
+
 /* name = value (without the leading `option` or the surrounding [ ]) */
 static bool parse_option(struct parser *p, const struct opt_target *tg)
 {
@@ -633,7 +696,8 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 	struct gen_tok *first = cur(p);
 	struct gen_vec parts = {0};
 	struct gen_optref *r;
-	bool custom = false, in_default;
+	unsigned pseudo = field_pseudo(p, tg);
+	bool custom = false;
 	int i;
 	for (;;) {
 		struct gen_optpart *part = gen_alloc(&p->ctx->pool, sizeof(*part));
@@ -653,7 +717,7 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 			return false;
 		}
 		gen_vec_push(&p->ctx->pool, &parts, part);
-		if (!accept_sym(p, '.'))
+		if (pseudo || !accept_sym(p, '.'))
 			break;
 	}
 	if (!expect_sym(p, '='))
@@ -670,11 +734,7 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 	 * (but the one protoc reserves) */
 	r->check_name = custom || parts.n > 1 || strcmp(first->text, "uninterpreted_option") == 0;
 	gen_vec_push(&p->ctx->pool, &p->f->optrefs, r);
-	in_default = tg->owner == OPT_FIELD && !custom && parts.n == 1 &&
-	             strcmp(first->text, "default") == 0;
-	if (in_default && (is_sym(cur(p), '+') || is_sym(cur(p), '-')) && !default_sign(p, tg->ptr))
-		return false;
-	if (!parse_option_value(p, r, in_default))
+	if (!pseudo_value(p, r, tg, pseudo))
 		return false;
 	if (!custom && parts.n == 1)
 		apply_option(p, tg, first->text, first, r->value);
@@ -686,6 +746,7 @@ static bool parse_field_options(struct parser *p, const struct opt_target *tg)
 {
 	if (!accept_sym(p, '['))
 		return true;
+	p->pseudo_seen = 0;
 	do {
 		if (!parse_option(p, tg))
 			return false;
@@ -1069,7 +1130,8 @@ static void parse_group(struct parser *p, struct gen_message *m, enum gen_label 
 	parse_message_body(p, g, depth);
 }
 
-/* proto2 has no unlabelled fields outside oneofs (maps excepted), as in protoc */
+/* proto2 has no unlabelled fields outside oneofs (maps excepted), as in
+ * protoc, whose parser reads on as if the label were `optional` */
 #define UNLABELLED "Expected \"required\", \"optional\", or \"repeated\"."
 
 #define ONEOF_LABEL "Fields in oneofs must not have labels (required / optional / repeated)."
@@ -1107,8 +1169,9 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 	if (is_kw(cur(p), "group") && peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '=')) {
 		if (p->f->proto2 && oneof < 0 && label == GL_NONE && !required) {
 			syntax_error(p, start, UNLABELLED);
-			skip_statement(p);
-		} else if (p->f->proto2)
+			label = GL_OPTIONAL; /* and on, as protoc goes on */
+		}
+		if (p->f->proto2)
 			parse_group(p, m, label, required, oneof);
 		else {
 			syntax_error(p, cur(p),
@@ -1133,9 +1196,9 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 		return;
 	}
 	if (p->f->proto2 && oneof < 0 && label == GL_NONE && !required) {
+		/* protoc goes on, the field taken as optional */
 		syntax_error(p, start, UNLABELLED);
-		skip_statement(p);
-		return;
+		label = GL_OPTIONAL;
 	}
 	tname = parse_dotted(p, true, "Expected type name.", &tloc);
 	if (!tname) {
