@@ -34,11 +34,15 @@ static int ch_at(const struct lexer *lx, int k)
 	return lx->p + k < lx->end ? (unsigned char)lx->p[k] : 0;
 }
 
+/* columns as protoc's tokenizer counts them: a tab moves to the next
+ * multiple of 8 (0-based) */
 static void advance(struct lexer *lx)
 {
 	if (*lx->p == '\n') {
 		lx->line++;
 		lx->col = 1;
+	} else if (*lx->p == '\t') {
+		lx->col += 8 - (lx->col - 1) % 8;
 	} else {
 		lx->col++;
 	}
