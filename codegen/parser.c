@@ -1354,6 +1354,43 @@ static void parse_message_body(struct parser *p, struct gen_message *m, int dept
 	}
 }
 
+/* two values of e share a number */
+static bool has_aliases(const struct gen_enum *e)
+{
+	int i, j;
+	for (i = 0; i < e->values.n; i++) {
+		const struct gen_enum_value *v = e->values.items[i];
+		for (j = 0; j < i; j++) {
+			const struct gen_enum_value *o = e->values.items[j];
+			if (o->number == v->number)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* allow_alias, where written, says what e's values do, as protoc's parser
+ * requires after the enum's "}" (ValidateEnum): never false (that has no
+ * effect), true only with aliases; the error is at the token after the
+ * "}", and the statement fails there (its rest is skipped), as in protoc */
+static void validate_enum(struct parser *p, const struct gen_enum *e)
+{
+	if (e->alias_false)
+		syntax_error(p, cur(p),
+		             "\"%s\" declares 'option allow_alias = false;' which has no effect. "
+		             "Please remove the declaration.",
+		             e->name);
+	else if (e->allow_alias && e->alias_loc.line && !has_aliases(e))
+		syntax_error(p, cur(p),
+		             "\"%s\" declares support for enum aliases but no enum values share "
+		             "field numbers. Please remove the unnecessary 'option allow_alias = "
+		             "true;' declaration.",
+		             e->name);
+	else
+		return;
+	skip_statement(p);
+}
+
 static void parse_enum(struct parser *p, struct gen_file *f, struct gen_message *parent,
                        struct gen_vec *into)
 {
@@ -1369,10 +1406,13 @@ static void parse_enum(struct parser *p, struct gen_file *f, struct gen_message 
 	gen_vec_push(&p->ctx->pool, into, e);
 	for (;;) {
 		struct opt_target etg = {OPT_ENUM, parent, e};
+		bool closing = is_sym(cur(p), '}');
 		enum body_step step = body_step(p, "enum", &etg);
 		struct gen_tok *t = cur(p);
 		struct gen_enum_value *v;
 
+		if (step == BODY_END && closing)
+			validate_enum(p, e);
 		if (step == BODY_END)
 			return;
 		if (step == BODY_TAKEN)

@@ -107,38 +107,10 @@ static void check_names_twice(struct gen_ctx *ctx, const struct gen_vec *names,
 	}
 }
 
-/* two values of e share a number */
-static bool has_aliases(const struct gen_enum *e)
-{
-	int i, j;
-	for (i = 0; i < e->values.n; i++) {
-		const struct gen_enum_value *v = e->values.items[i];
-		for (j = 0; j < i; j++) {
-			const struct gen_enum_value *o = e->values.items[j];
-			if (o->number == v->number)
-				return true;
-		}
-	}
-	return false;
-}
-
 void gen_check_enum_parsed(struct gen_ctx *ctx, const struct gen_enum *e)
 {
 	int i;
-	/* allow_alias, where written, says what e's values do, as protoc's
-	 * parser requires: never false (that has no effect), true only with
-	 * aliases */
-	if (e->alias_false)
-		gen_error(ctx, &e->alias_loc,
-		          "\"%s\" declares 'option allow_alias = false;' which has no effect. "
-		          "Please remove the declaration.",
-		          e->name);
-	if (e->allow_alias && e->alias_loc.line && !has_aliases(e))
-		gen_error(ctx, &e->alias_loc,
-		          "\"%s\" declares support for enum aliases but no enum values share "
-		          "field numbers. Please remove the unnecessary 'option allow_alias = "
-		          "true;' declaration.",
-		          e->name);
+	/* (allow_alias against the values: the parser's, as protoc's) */
 	if (e->values.n == 0)
 		gen_error(ctx, &e->loc, "Enums must contain at least one value.");
 	for (i = 0; i < e->values.n; i++) {
