@@ -960,11 +960,6 @@ static char *camel_entry_name(struct parser *p, const char *field)
 	return s;
 }
 
-static bool valid_map_key(enum gen_type t)
-{
-	return gen_is_scalar(t) && t != GT_DOUBLE && t != GT_FLOAT && t != GT_BYTES;
-}
-
 static struct gen_field *new_field(struct parser *p, struct gen_message *m)
 {
 	struct gen_field *fd = gen_alloc(&p->ctx->pool, sizeof(*fd));
@@ -995,43 +990,42 @@ static struct gen_field *named_field(struct parser *p, struct gen_message *m,
 	return fd;
 }
 
+/* a field's type, as protoc's ParseType reads it: a scalar's keyword
+ * alone (`int32.x` is int32, then a '.'), else a dotted name */
+static char *parse_type_name(struct parser *p, struct gen_loc *loc)
+{
+	struct gen_tok *t = cur(p);
+	if (t->kind == TK_IDENT && scalar_type(t->text) != GT_NONE) {
+		*loc = t->loc;
+		next(p);
+		return t->text;
+	}
+	return parse_dotted(p, true, "Expected type name.", loc);
+}
+
 /* map<K, V> name = N; -> a repeated field of the nested entry message. */
 static void parse_map_field(struct parser *p, struct gen_message *m, struct gen_loc start)
 {
 	struct gen_message *entry;
 	struct gen_field *fd, *key, *val;
-	enum gen_type kt;
 	struct gen_loc kloc, vloc;
-	char *vname;
+	char *kname, *vname;
 	next(p); /* map */
 	next(p); /* < */
-	kloc = cur(p)->loc;
-	if (cur(p)->kind != TK_IDENT && !is_sym(cur(p), '.')) {
-		expected(p, "Expected type name.");
+	/* any type, as protoc's parser takes it: the key's is checked with
+	 * the field's options (gen_check_field_options) */
+	kname = parse_type_name(p, &kloc);
+	if (!kname) {
 		skip_statement(p);
 		return;
 	}
-	kt = cur(p)->kind == TK_IDENT ? scalar_type(cur(p)->text) : GT_NONE;
-	if (!valid_map_key(kt)) {
-		/* protoc's words at the field's start (a named key type is
-		 * taken for a message: it is refused as protoc refuses it, but
-		 * for an enum protoc says "cannot be enum types") */
-		syntax_error(p, &p->t[p->i - 2],
-		             "Key in map fields cannot be float/double, bytes or message types.");
-		skip_statement(p);
-		return;
-	}
-	next(p);
 	if (!expect_sym(p, ',')) {
 		skip_statement(p);
 		return;
 	}
-	if (is_kw(cur(p), "map") && is_sym(peek(p, 1), '<')) {
-		syntax_error(p, cur(p), "map values cannot be maps");
-		skip_statement(p);
-		return;
-	}
-	vname = parse_dotted(p, true, "Expected type name.", &vloc);
+	/* a map value (`map<K, map<...>>`) is the type name map, then
+	 * protoc's `Expected ">".` */
+	vname = parse_type_name(p, &vloc);
 	if (!vname || !expect_sym(p, '>')) {
 		skip_statement(p);
 		return;
@@ -1062,7 +1056,11 @@ static void parse_map_field(struct parser *p, struct gen_message *m, struct gen_
 	key = new_field(p, entry);
 	key->name = "key";
 	key->number = 1;
-	key->type = kt;
+	key->type = scalar_type(kname);
+	if (key->type == GT_NONE) {
+		key->type = GT_NAMED;
+		key->type_name = kname;
+	}
 	key->loc = key->type_loc = key->number_loc = kloc;
 	val = new_field(p, entry);
 	val->name = "value";
@@ -1200,7 +1198,7 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 		syntax_error(p, start, UNLABELLED);
 		label = GL_OPTIONAL;
 	}
-	tname = parse_dotted(p, true, "Expected type name.", &tloc);
+	tname = parse_type_name(p, &tloc);
 	if (!tname) {
 		skip_statement(p);
 		return;

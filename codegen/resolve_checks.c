@@ -251,6 +251,27 @@ static bool packable(const struct gen_field *fd)
 	       fd->type != GT_MESSAGE && fd->type != GT_NAMED;
 }
 
+/* a map's key type and an enum value's first value, as protoc checks
+ * them with the field's options (ValidateMapEntry), at the map's type */
+static void check_map_key(struct gen_ctx *ctx, const struct gen_field *fd)
+{
+	const struct gen_field *key, *value;
+	const struct gen_enum_value *first;
+	if (!fd->is_map || !fd->msg || fd->msg->fields.n < 2)
+		return;
+	key = fd->msg->fields.items[0];
+	value = fd->msg->fields.items[1];
+	if (key->type == GT_ENUM)
+		gen_error(ctx, &fd->type_loc, "Key in map fields cannot be enum types.");
+	else if (key->type == GT_FLOAT || key->type == GT_DOUBLE || key->type == GT_BYTES ||
+	         key->type == GT_MESSAGE)
+		gen_error(ctx, &fd->type_loc,
+		          "Key in map fields cannot be float/double, bytes or message types.");
+	first = value->type == GT_ENUM && value->en->values.n ? value->en->values.items[0] : NULL;
+	if (first && first->number != 0)
+		gen_error(ctx, &fd->type_loc, "Enum value in map must define 0 as the first value.");
+}
+
 void gen_check_field_options(struct gen_ctx *ctx, const struct gen_field *fd,
                              const struct gen_message *container, bool ext)
 {
@@ -266,6 +287,7 @@ void gen_check_field_options(struct gen_ctx *ctx, const struct gen_field *fd,
 	         (fd->label != GL_OPTIONAL || fd->type != GT_MESSAGE || fd->group))
 		gen_error(ctx, &fd->type_loc,
 		          "Extensions of MessageSets must be optional messages.");
+	check_map_key(ctx, fd);
 	check_jstype(ctx, fd);
 	if (ext && fd->json_name && !gen_is_default_json_name(fd->name, fd->json_name))
 		gen_error(ctx, &fd->json_name_loc,
