@@ -269,7 +269,8 @@ static void check_map_key(struct gen_ctx *ctx, const struct gen_field *fd)
 		          "Key in map fields cannot be float/double, bytes or message types.");
 	first = value->type == GT_ENUM && value->en->values.n ? value->en->values.items[0] : NULL;
 	if (first && first->number != 0)
-		gen_error(ctx, &fd->type_loc, "Enum value in map must define 0 as the first value.");
+		gen_error(ctx, &fd->type_loc,
+		          "Enum value in map must define 0 as the first value.");
 }
 
 void gen_check_field_options(struct gen_ctx *ctx, const struct gen_field *fd,
@@ -354,8 +355,10 @@ static void check_in_ext_ranges(struct gen_ctx *ctx, const struct gen_message *m
 	for (j = 0; j < m->ext_ranges.n; j++) {
 		const struct gen_range *r = m->ext_ranges.items[j];
 		if (in_range(r, fd->number))
-			gen_error(ctx, &r->loc, "Extension range %lld to %lld includes field \"%s\" (%lld).",
-			          (long long)r->lo, (long long)r->hi, fd->name, (long long)fd->number);
+			gen_error(ctx, &r->loc,
+			          "Extension range %lld to %lld includes field \"%s\" (%lld).",
+			          (long long)r->lo, (long long)r->hi, fd->name,
+			          (long long)fd->number);
 	}
 }
 
@@ -388,11 +391,12 @@ void gen_check_message_numbers(struct gen_ctx *ctx, const struct gen_message *m)
 		for (j = 0; j < m->reserved.n; j++) {
 			const struct gen_range *o = m->reserved.items[j];
 			if (overlap(r, o))
-				gen_error(ctx, &r->loc,
-				          "Extension range %lld to %lld overlaps with reserved range "
-				          "%lld to %lld.",
-				          (long long)r->lo, (long long)r->hi, (long long)o->lo,
-				          (long long)o->hi);
+				gen_error(
+				    ctx, &r->loc,
+				    "Extension range %lld to %lld overlaps with reserved range "
+				    "%lld to %lld.",
+				    (long long)r->lo, (long long)r->hi, (long long)o->lo,
+				    (long long)o->hi);
 		}
 		check_overlaps_of(ctx, &m->ext_ranges, i, "Extension");
 	}

@@ -38,8 +38,9 @@ static void check_ext_number(struct gen_ctx *ctx, const struct gen_ext *x, const
 	const struct gen_message *m = s->ptr;
 	if (!x->field || gen_range_find(&m->ext_ranges, x->field->number))
 		return;
-	gen_error(ctx, &x->field->number_loc, "\"%s\" does not declare %lld as an extension number.",
-	          s->name, (long long)x->field->number);
+	gen_error(ctx, &x->field->number_loc,
+	          "\"%s\" does not declare %lld as an extension number.", s->name,
+	          (long long)x->field->number);
 }
 
 void gen_build_ext(struct gen_ctx *ctx, struct gen_file *f, struct gen_ext *x)
