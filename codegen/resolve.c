@@ -1059,7 +1059,7 @@ static void validate_message_options(struct gen_ctx *ctx, const struct gen_messa
 	validate_ext_options(ctx, m->file, m);
 }
 
-/* nested messages, enums, then m itself (ValidateProto3Message) */
+/* nested messages, enums, extensions, then m itself (ValidateProto3Message) */
 static void validate_proto3_message(struct gen_ctx *ctx, const struct gen_message *m)
 {
 	int i;
@@ -1067,6 +1067,7 @@ static void validate_proto3_message(struct gen_ctx *ctx, const struct gen_messag
 		validate_proto3_message(ctx, m->messages.items[i]);
 	for (i = 0; i < m->enums.n; i++)
 		gen_check_enum_zero(ctx, m->enums.items[i]);
+	gen_check_proto3_exts(ctx, m->file, m);
 	gen_check_proto3_message(ctx, m);
 }
 
@@ -1082,6 +1083,7 @@ static void validate(struct gen_ctx *ctx, struct gen_file *f)
 	validate_ext_options(ctx, f, NULL);
 	if (f->proto2)
 		return;
+	gen_check_proto3_exts(ctx, f, NULL);
 	for (i = 0; i < f->messages.n; i++)
 		validate_proto3_message(ctx, f->messages.items[i]);
 	for (i = 0; i < f->enums.n; i++)

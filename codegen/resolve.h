@@ -133,6 +133,8 @@ void gen_check_field_options(struct gen_ctx *ctx, const struct gen_field *fd,
                              const struct gen_message *container, bool ext);
 /* fd's number: positive, at most 2^29 - 1, outside 19000 to 19999 (protoc's
  * BuildFieldOrExtension). */
+void gen_check_proto3_exts(struct gen_ctx *ctx, const struct gen_file *f,
+                           const struct gen_message *m);
 void gen_check_field_number(struct gen_ctx *ctx, const struct gen_field *fd, bool ext);
 /* After m's symbol, as protoc's BuildMessage: reserved ranges overlapping,
  * names reserved twice, fields in an extension or reserved range or of a

@@ -43,6 +43,29 @@ static void check_ext_number(struct gen_ctx *ctx, const struct gen_ext *x, const
 	          (long long)x->field->number);
 }
 
+/* x extends one of protobuf's *Options, as a proto3 extension must */
+static bool options_extendee(const struct gen_ext *x)
+{
+	const char *e = x->extendee_full;
+	size_t n = e ? strlen(e) : 0;
+	return e && strncmp(e, "google.protobuf.", 16) == 0 && n > 7 &&
+	       strcmp(e + n - 7, "Options") == 0;
+}
+
+/* the extensions of f declared in m (NULL: at the file's level) of a
+ * proto3 file: of options only (ValidateProto3Field) */
+void gen_check_proto3_exts(struct gen_ctx *ctx, const struct gen_file *f,
+                           const struct gen_message *m)
+{
+	int i;
+	for (i = 0; i < f->exts.n; i++) {
+		const struct gen_ext *x = f->exts.items[i];
+		if (x->parent == m && x->extendee_full && !options_extendee(x))
+			gen_error(ctx, &x->extendee_loc,
+			          "Extensions in proto3 are only allowed for defining options.");
+	}
+}
+
 void gen_build_ext(struct gen_ctx *ctx, struct gen_file *f, struct gen_ext *x)
 {
 	struct resolver *r = gen_resolver(ctx);
@@ -82,14 +105,8 @@ void gen_link_ext(struct gen_ctx *ctx, struct gen_file *f, struct gen_ext *x)
 		gen_error(ctx, &x->extendee_loc, "\"%s\" is not a message type.", x->extendee);
 		return;
 	}
-	if (!f->proto2 && (strncmp(s->name, "google.protobuf.", 16) != 0 || strlen(s->name) < 7 ||
-	                   strcmp(s->name + strlen(s->name) - 7, "Options") != 0)) {
-		gen_error(ctx, &x->extendee_loc,
-		          "extending \"%s\" is not supported: proto3 extends only "
-		          "google.protobuf.*Options, to define custom options",
-		          s->name);
-		return;
-	}
+	/* (a proto3 one of a data message: refused with the options, as
+	 * protoc's ValidateProto3Field refuses it) */
 	x->extendee_full = (char *)s->name;
 	check_ext_number(ctx, x, s);
 	resolve_ext_type(ctx, x, scope);
