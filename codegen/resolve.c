@@ -530,8 +530,7 @@ static void build_message(struct gen_ctx *ctx, struct build *b, struct gen_messa
 	for (i = 0; i < m->enums.n; i++)
 		build_enum(ctx, b, m->enums.items[i], m->full_name, inner);
 	for (i = 0; i < m->ext_ranges.n && !m->map_entry; i++) {
-		gen_check_ext_range(ctx, m->ext_ranges.items[i],
-		                    m->message_set ? INT32_MAX : GEN_FIELD_MAX);
+		gen_check_ext_range(ctx, m->ext_ranges.items[i]);
 		owner(ctx, b, m->ext_ranges.items[i]);
 	}
 	build_exts(ctx, b, m);
@@ -1046,7 +1045,8 @@ static void validate_ext_options(struct gen_ctx *ctx, const struct gen_file *f,
 	}
 }
 
-/* its fields, nested messages, enums, extensions (ValidateMessageOptions) */
+/* its fields, nested messages, enums, extensions, extension ranges
+ * (ValidateMessageOptions) */
 static void validate_message_options(struct gen_ctx *ctx, const struct gen_message *m)
 {
 	int i;
@@ -1057,6 +1057,7 @@ static void validate_message_options(struct gen_ctx *ctx, const struct gen_messa
 	for (i = 0; i < m->enums.n; i++)
 		validate_enum_options(ctx, m->enums.items[i]);
 	validate_ext_options(ctx, m->file, m);
+	gen_check_ext_ranges_max(ctx, m);
 }
 
 /* nested messages, enums, extensions, then m itself (ValidateProto3Message) */

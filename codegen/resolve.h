@@ -112,7 +112,8 @@ const struct gen_enum_value *gen_enum_value_named(const struct gen_enum *e, cons
 const struct gen_range *gen_range_find(const struct gen_vec *ranges, int64_t n);
 /* Reports extension range r not positive, empty or above max, in protoc's
  * words (BuildExtensionRange, ValidateMessageOptions). */
-void gen_check_ext_range(struct gen_ctx *ctx, const struct gen_range *r, int64_t max);
+void gen_check_ext_range(struct gen_ctx *ctx, const struct gen_range *r);
+void gen_check_ext_ranges_max(struct gen_ctx *ctx, const struct gen_message *m);
 /* What protoc's parser refuses of e: allow_alias that says nothing, no
  * value, a value outside int32; then its reserved ranges one by one. */
 void gen_check_enum_parsed(struct gen_ctx *ctx, const struct gen_enum *e);

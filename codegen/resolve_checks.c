@@ -40,17 +40,33 @@ static bool in_names(const struct gen_vec *names, const char *n)
 	return false;
 }
 
-void gen_check_ext_range(struct gen_ctx *ctx, const struct gen_range *r, int64_t max)
+/* protoc's exclusive end of `N to 2147483647` wraps around */
+static bool ext_range_empty(const struct gen_range *r)
+{
+	return r->lo > r->hi || r->hi == INT32_MAX;
+}
+
+void gen_check_ext_range(struct gen_ctx *ctx, const struct gen_range *r)
 {
 	if (r->lo <= 0)
 		gen_error(ctx, &r->loc, "Extension numbers must be positive integers.");
-	/* protoc's exclusive end of `N to 2147483647` wraps around */
-	if (r->lo > r->hi || r->hi == INT32_MAX)
+	if (ext_range_empty(r))
 		gen_error(ctx, &r->loc,
 		          "Extension range end number must be greater than start number.");
-	else if (r->hi > max)
-		gen_error(ctx, &r->loc, "Extension numbers cannot be greater than %lld.",
-		          (long long)max);
+}
+
+/* the upper bound of m's extension ranges, which protoc checks with the
+ * options (ValidateMessageOptions: a message set's is higher) */
+void gen_check_ext_ranges_max(struct gen_ctx *ctx, const struct gen_message *m)
+{
+	int64_t max = m->message_set ? INT32_MAX : GEN_FIELD_MAX;
+	int i;
+	for (i = 0; i < m->ext_ranges.n && !m->map_entry; i++) {
+		const struct gen_range *r = m->ext_ranges.items[i];
+		if (!ext_range_empty(r) && r->hi > max)
+			gen_error(ctx, &r->loc, "Extension numbers cannot be greater than %lld.",
+			          (long long)max);
+	}
 }
 
 static bool in_range(const struct gen_range *r, int64_t n)
