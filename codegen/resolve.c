@@ -1151,6 +1151,8 @@ static void build_with_imports(struct gen_ctx *ctx, struct gen_file *f, struct g
 	/* defaults need the types resolved */
 	for (i = 0; i < f->messages.n && ctx->errors == errors && !f->failed; i++)
 		gen_resolve_defaults(ctx, f->messages.items[i]);
+	if (ctx->errors == errors && !f->failed)
+		gen_resolve_ext_defaults(ctx, f);
 	if (ctx->errors != errors || f->failed) {
 		f->failed = true;
 		table_drop_file(&ctx->pool, &r->syms, f);

@@ -202,6 +202,7 @@ void gen_check_custom_value(struct gen_ctx *ctx, const struct gen_file *f,
 /* Checks the proto2 [default = ...] of m's fields (nested messages included)
  * against their types and sets their values; a singular proto2 enum field
  * without one gets the enum's first value. After types are resolved. */
+void gen_resolve_ext_defaults(struct gen_ctx *ctx, struct gen_file *f);
 void gen_resolve_defaults(struct gen_ctx *ctx, struct gen_message *m);
 
 #endif
