@@ -105,7 +105,6 @@ struct gen_field {
 	char *name;
 	char *cname; /* C member name (keywords get a trailing '_') */
 	int64_t number;
-	char *number_text; /* as written, for messages */
 	enum gen_label label;
 	enum gen_type type;
 	char *type_name; /* GT_NAMED: as written */
@@ -219,6 +218,8 @@ struct gen_import {
 	struct gen_loc stmt_loc; /* of the `import` keyword, where protoc reports it */
 	struct gen_file *file;   /* NULL when not found or dropped (had errors) */
 	bool is_public, is_weak;
+	bool twice;  /* listed before in the same file */
+	bool failed; /* not found, or a file of an import cycle (not f itself) */
 };
 
 /* a field of an `extend X { ... }` block: kept to resolve custom option names,

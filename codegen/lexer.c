@@ -34,11 +34,15 @@ static int ch_at(const struct lexer *lx, int k)
 	return lx->p + k < lx->end ? (unsigned char)lx->p[k] : 0;
 }
 
+/* columns as protoc's tokenizer counts them: a tab moves to the next
+ * multiple of 8 (0-based) */
 static void advance(struct lexer *lx)
 {
 	if (*lx->p == '\n') {
 		lx->line++;
 		lx->col = 1;
+	} else if (*lx->p == '\t') {
+		lx->col += 8 - (lx->col - 1) % 8;
 	} else {
 		lx->col++;
 	}
@@ -208,6 +212,27 @@ static bool lex_unicode(struct lexer *lx, int u, unsigned long *cp)
 	return true;
 }
 
+/* after a head surrogate *cp, a \u trail surrogate makes one code point
+ * with it, as protoc's FetchUnicodePoint reads the UTF-16 pair; a lone
+ * surrogate stays as it is (encoded as is, as protoc does) */
+static void trail_surrogate(struct lexer *lx, unsigned long *cp)
+{
+	unsigned long t = 0;
+	int k;
+	if (*cp < 0xd800 || *cp > 0xdbff || ch(lx) != '\\' || ch_at(lx, 1) != 'u')
+		return;
+	for (k = 2; k < 6; k++) {
+		if (hexval(ch_at(lx, k)) < 0)
+			return;
+		t = t * 16 + (unsigned long)hexval(ch_at(lx, k));
+	}
+	if (t < 0xdc00 || t > 0xdfff)
+		return;
+	*cp = 0x10000 + ((*cp - 0xd800) << 10) + (t - 0xdc00);
+	for (k = 0; k < 6; k++)
+		advance(lx);
+}
+
 /* one escape sequence after its backslash, decoded into val (nothing when
  * it is wrong: the file fails) */
 static void lex_escape(struct lexer *lx, char *val, size_t *n)
@@ -233,8 +258,10 @@ static void lex_escape(struct lexer *lx, char *val, size_t *n)
 			val[(*n)++] = (char)v;
 	} else if (c == 'u' || c == 'U') {
 		advance(lx);
-		if (lex_unicode(lx, c, &v))
+		if (lex_unicode(lx, c, &v)) {
+			trail_surrogate(lx, &v);
 			put_utf8(val, n, v);
+		}
 	} else {
 		/* the byte is not consumed: it is read again as part of the string */
 		lex_error_here(lx, "Invalid escape sequence in string literal.");

@@ -19,10 +19,13 @@ struct parser {
 	bool seen_statement;
 	bool seen_syntax;
 	bool seen_package;
-	char *last_int_text;            /* spelling of the last integer parse_int read */
 	int reached;                    /* tokens before it had their lexical errors reported */
 	struct gen_message *ext_parent; /* scope of the extend block being read */
+	unsigned pseudo_seen;           /* [default], [json_name] of this field: PSEUDO_* */
 };
+
+#define PSEUDO_DEFAULT 1u
+#define PSEUDO_JSON_NAME 2u
 
 static const struct {
 	const char *name;
@@ -254,7 +257,6 @@ static bool parse_int(struct parser *p, bool allow_neg, const char *msg, int64_t
 		return false;
 	}
 	*out = neg ? -(int64_t)t->ival : (int64_t)t->ival;
-	p->last_int_text = neg ? gen_printf(&p->ctx->pool, "-%s", t->text) : t->text;
 	next(p);
 	return true;
 }
@@ -462,57 +464,57 @@ static bool parse_option_value(struct parser *p, struct gen_optref *r, bool in_d
 	return false;
 }
 
+/* protoc's words (ParseDefaultAssignment) for a default of type t that
+ * is not one; NULL for a named type, whose default protoc takes as one
+ * token before it is resolved */
+static const char *default_what(enum gen_type t)
+{
+	switch (t) {
+	case GT_NONE:
+	case GT_NAMED:
+	case GT_MESSAGE:
+	case GT_ENUM:
+		return NULL;
+	case GT_FLOAT:
+	case GT_DOUBLE:
+		return "Expected number.";
+	case GT_BOOL:
+		return "Expected \"true\" or \"false\".";
+	case GT_STRING:
+		return "Expected string for field default value.";
+	case GT_BYTES:
+		return "Expected string.";
+	default:
+		return "Expected integer for field default value.";
+	}
+}
+
 /* a sign before a [default = ...] of fd, at the current token: refused
  * where protoc's parser (ParseDefaultAssignment) refuses it, in its words
  * for fd's type: a '+' always, a '-' but before a number of a signed or
- * floating type; not for a named type, whose default protoc takes as one
- * token before it is resolved (the value after the sign is refused) */
+ * floating type; not for a named type (the value after the sign is
+ * refused) */
 static bool default_sign(struct parser *p, const struct gen_field *fd)
 {
 	const struct gen_tok *sign = cur(p), *t = peek(p, 1);
 	bool minus = is_sym(sign, '-'), number = t->kind == TK_INT || t->kind == TK_FLOAT;
 	bool inf_nan =
 	    t->kind == TK_IDENT && (strcmp(t->text, "inf") == 0 || strcmp(t->text, "nan") == 0);
-	const char *what;
-	switch (fd->type) {
-	case GT_NONE:
-	case GT_NAMED:
-	case GT_MESSAGE:
-	case GT_ENUM:
+	bool is_unsigned = fd->type == GT_UINT32 || fd->type == GT_UINT64 ||
+	                   fd->type == GT_FIXED32 || fd->type == GT_FIXED64;
+	const char *what = default_what(fd->type);
+	if (!what)
 		return true;
-	case GT_FLOAT:
-	case GT_DOUBLE:
-		if (minus && (number || inf_nan))
-			return true;
-		what = "Expected number.";
-		break;
-	case GT_BOOL:
-		what = "Expected \"true\" or \"false\".";
-		break;
-	case GT_STRING:
-		what = "Expected string for field default value.";
-		break;
-	case GT_BYTES:
-		what = "Expected string.";
-		break;
-	case GT_UINT32:
-	case GT_UINT64:
-	case GT_FIXED32:
-	case GT_FIXED64:
-		/* a negative number: refused by the resolver, in the same words */
-		if (minus && number)
-			return true;
-		/* protoc's parser refuses the '-', then wants an integer */
-		if (minus)
-			syntax_error(p, t, "Unsigned field can't have negative default value.");
-		what = "Expected integer for field default value.";
-		break;
-	default:
-		if (minus && (number || inf_nan))
-			return true;
-		what = "Expected integer for field default value.";
-		break;
-	}
+	/* a negative number of an unsigned type: refused by the resolver, in
+	 * the same words */
+	if (minus && number && is_unsigned)
+		return true;
+	if (minus && (number || inf_nan) && !is_unsigned && fd->type != GT_BOOL &&
+	    fd->type != GT_STRING && fd->type != GT_BYTES)
+		return true;
+	/* protoc's parser refuses the '-', then wants an integer */
+	if (minus && is_unsigned)
+		syntax_error(p, t, "Unsigned field can't have negative default value.");
 	/* after a '-' protoc's error is at the token after it, but for the
 	 * types that take no sign at all */
 	syntax_error(p,
@@ -525,7 +527,8 @@ static bool default_sign(struct parser *p, const struct gen_field *fd)
 
 /* the value of a proto2 [default = ...] from its first token t (after '='),
  * as written: the resolver checks it against the field's type */
-static void keep_default(struct parser *p, struct gen_field *fd, const struct gen_tok *t)
+static void keep_default(struct parser *p, struct gen_field *fd, const struct gen_tok *t,
+                         const char *value)
 {
 	struct gen_default *d = gen_alloc(&p->ctx->pool, sizeof(*d));
 	const struct gen_tok *u;
@@ -545,7 +548,10 @@ static void keep_default(struct parser *p, struct gen_field *fd, const struct ge
 		d->text = gen_printf(&p->ctx->pool, "%s%s", t->sym == '-' ? "-" : "", t[1].text);
 		d->num_loc = t[1].loc;
 	} else {
-		d->text = t->text;
+		/* a symbol, or the end: protoc's one token of a named type */
+		d->text = t->kind == TK_IDENT || t->kind == TK_INT || t->kind == TK_FLOAT
+		              ? t->text
+		              : gen_strdup(&p->ctx->pool, value ? value : "");
 	}
 	fd->def = d;
 }
@@ -578,18 +584,15 @@ static void apply_option(struct parser *p, const struct opt_target *tg, const ch
 			break;
 		}
 	} else if (tg->owner == OPT_FIELD && strcmp(name, "json_name") == 0) {
-		if (!value || name_tok[2].kind != TK_STRING)
-			syntax_error(p, &name_tok[2], "Expected string for JSON name.");
-		else {
-			((struct gen_field *)tg->ptr)->json_name = (char *)value;
-			((struct gen_field *)tg->ptr)->json_name_loc = name_tok->loc;
-		}
+		/* a string: pseudo_value took nothing else */
+		((struct gen_field *)tg->ptr)->json_name = (char *)value;
+		((struct gen_field *)tg->ptr)->json_name_loc = name_tok->loc;
 	} else if (tg->owner == OPT_FIELD && strcmp(name, "default") == 0 && !p->f->proto2) {
 		syntax_error(p, name_tok,
 		             "explicit default values are not allowed in proto3: remove "
 		             "[default = ...] and set the value in code");
 	} else if (tg->owner == OPT_FIELD && strcmp(name, "default") == 0) {
-		keep_default(p, tg->ptr, name_tok + 2);
+		keep_default(p, tg->ptr, name_tok + 2, value);
 	} else if (tg->owner == OPT_FIELD && strcmp(name, "jstype") == 0) {
 		((struct gen_field *)tg->ptr)->jstype =
 		    value && (strcmp(value, "JS_STRING") == 0 || strcmp(value, "JS_NUMBER") == 0);
@@ -618,6 +621,64 @@ static void apply_option(struct parser *p, const struct opt_target *tg, const ch
 	}
 }
 
+/* a field's [default = ...] or [json_name = ...] at the current token,
+ * which protoc's parser reads apart from options (ParseDefaultAssignment,
+ * ParseJsonName): PSEUDO_*, or 0; the second one of a field is an error
+ * of its syntax, and its name takes no further part (`default.x`) */
+static unsigned field_pseudo(struct parser *p, const struct opt_target *tg)
+{
+	const struct gen_tok *t = cur(p);
+	unsigned bit;
+	if (tg->owner != OPT_FIELD || t->kind != TK_IDENT)
+		return 0;
+	if (strcmp(t->text, "default") == 0)
+		bit = PSEUDO_DEFAULT;
+	else if (strcmp(t->text, "json_name") == 0)
+		bit = PSEUDO_JSON_NAME;
+	else
+		return 0;
+	if (p->pseudo_seen & bit)
+		syntax_error(p, t, "Already set option \"%s\".", t->text);
+	p->pseudo_seen |= bit;
+	return bit;
+}
+
+/* the value of fd's [default = ...], at the current token: as protoc's
+ * parser, a symbol (a sign too) is taken alone as the default of a named
+ * type (it is resolved later), refused in its words for a scalar */
+static bool default_value(struct parser *p, struct gen_optref *r, const struct gen_field *fd)
+{
+	struct gen_tok *t = cur(p);
+	const char *what = default_what(fd->type);
+	bool sym = t->kind == TK_SYM || t->kind == TK_EOF;
+	if (what && (is_sym(t, '+') || is_sym(t, '-')))
+		return default_sign(p, fd) && parse_option_value(p, r, true);
+	if (!sym)
+		return parse_option_value(p, r, true);
+	if (what) {
+		syntax_error(p, t, "%s", what);
+		return false;
+	}
+	r->value_loc = t->loc;
+	r->value = t->kind == TK_SYM ? gen_printf(&p->ctx->pool, "%c", t->sym) : "";
+	r->value_kind = GV_IDENT;
+	next(p);
+	return true;
+}
+
+/* the value of an option (pseudo: field_pseudo's) at the current token */
+static bool pseudo_value(struct parser *p, struct gen_optref *r, const struct opt_target *tg,
+                         unsigned pseudo)
+{
+	if (pseudo == PSEUDO_DEFAULT)
+		return default_value(p, r, tg->ptr);
+	if (pseudo == PSEUDO_JSON_NAME && cur(p)->kind != TK_STRING) {
+		expected(p, "Expected string for JSON name.");
+		return false;
+	}
+	return parse_option_value(p, r, false);
+}
+
 /* name = value (without the leading `option` or the surrounding [ ]) */
 static bool parse_option(struct parser *p, const struct opt_target *tg)
 {
@@ -635,7 +696,8 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 	struct gen_tok *first = cur(p);
 	struct gen_vec parts = {0};
 	struct gen_optref *r;
-	bool custom = false, in_default;
+	unsigned pseudo = field_pseudo(p, tg);
+	bool custom = false;
 	int i;
 	for (;;) {
 		struct gen_optpart *part = gen_alloc(&p->ctx->pool, sizeof(*part));
@@ -655,7 +717,7 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 			return false;
 		}
 		gen_vec_push(&p->ctx->pool, &parts, part);
-		if (!accept_sym(p, '.'))
+		if (pseudo || !accept_sym(p, '.'))
 			break;
 	}
 	if (!expect_sym(p, '='))
@@ -672,11 +734,7 @@ static bool parse_option(struct parser *p, const struct opt_target *tg)
 	 * (but the one protoc reserves) */
 	r->check_name = custom || parts.n > 1 || strcmp(first->text, "uninterpreted_option") == 0;
 	gen_vec_push(&p->ctx->pool, &p->f->optrefs, r);
-	in_default = tg->owner == OPT_FIELD && !custom && parts.n == 1 &&
-	             strcmp(first->text, "default") == 0;
-	if (in_default && (is_sym(cur(p), '+') || is_sym(cur(p), '-')) && !default_sign(p, tg->ptr))
-		return false;
-	if (!parse_option_value(p, r, in_default))
+	if (!pseudo_value(p, r, tg, pseudo))
 		return false;
 	if (!custom && parts.n == 1)
 		apply_option(p, tg, first->text, first, r->value);
@@ -688,6 +746,7 @@ static bool parse_field_options(struct parser *p, const struct opt_target *tg)
 {
 	if (!accept_sym(p, '['))
 		return true;
+	p->pseudo_seen = 0;
 	do {
 		if (!parse_option(p, tg))
 			return false;
@@ -901,11 +960,6 @@ static char *camel_entry_name(struct parser *p, const char *field)
 	return s;
 }
 
-static bool valid_map_key(enum gen_type t)
-{
-	return gen_is_scalar(t) && t != GT_DOUBLE && t != GT_FLOAT && t != GT_BYTES;
-}
-
 static struct gen_field *new_field(struct parser *p, struct gen_message *m)
 {
 	struct gen_field *fd = gen_alloc(&p->ctx->pool, sizeof(*fd));
@@ -936,43 +990,42 @@ static struct gen_field *named_field(struct parser *p, struct gen_message *m,
 	return fd;
 }
 
+/* a field's type, as protoc's ParseType reads it: a scalar's keyword
+ * alone (`int32.x` is int32, then a '.'), else a dotted name */
+static char *parse_type_name(struct parser *p, struct gen_loc *loc)
+{
+	struct gen_tok *t = cur(p);
+	if (t->kind == TK_IDENT && scalar_type(t->text) != GT_NONE) {
+		*loc = t->loc;
+		next(p);
+		return t->text;
+	}
+	return parse_dotted(p, true, "Expected type name.", loc);
+}
+
 /* map<K, V> name = N; -> a repeated field of the nested entry message. */
 static void parse_map_field(struct parser *p, struct gen_message *m, struct gen_loc start)
 {
 	struct gen_message *entry;
 	struct gen_field *fd, *key, *val;
-	enum gen_type kt;
 	struct gen_loc kloc, vloc;
-	char *vname;
+	char *kname, *vname;
 	next(p); /* map */
 	next(p); /* < */
-	kloc = cur(p)->loc;
-	if (cur(p)->kind != TK_IDENT && !is_sym(cur(p), '.')) {
-		expected(p, "Expected type name.");
+	/* any type, as protoc's parser takes it: the key's is checked with
+	 * the field's options (gen_check_field_options) */
+	kname = parse_type_name(p, &kloc);
+	if (!kname) {
 		skip_statement(p);
 		return;
 	}
-	kt = cur(p)->kind == TK_IDENT ? scalar_type(cur(p)->text) : GT_NONE;
-	if (!valid_map_key(kt)) {
-		/* protoc's words at the field's start (a named key type is
-		 * taken for a message: it is refused as protoc refuses it, but
-		 * for an enum protoc says "cannot be enum types") */
-		syntax_error(p, &p->t[p->i - 2],
-		             "Key in map fields cannot be float/double, bytes or message types.");
-		skip_statement(p);
-		return;
-	}
-	next(p);
 	if (!expect_sym(p, ',')) {
 		skip_statement(p);
 		return;
 	}
-	if (is_kw(cur(p), "map") && is_sym(peek(p, 1), '<')) {
-		syntax_error(p, cur(p), "map values cannot be maps");
-		skip_statement(p);
-		return;
-	}
-	vname = parse_dotted(p, true, "Expected type name.", &vloc);
+	/* a map value (`map<K, map<...>>`) is the type name map, then
+	 * protoc's `Expected ">".` */
+	vname = parse_type_name(p, &vloc);
 	if (!vname || !expect_sym(p, '>')) {
 		skip_statement(p);
 		return;
@@ -988,7 +1041,6 @@ static void parse_map_field(struct parser *p, struct gen_message *m, struct gen_
 		fd->number = 1;
 	} else {
 		struct opt_target tg = {OPT_FIELD, m->name ? m : p->ext_parent, fd};
-		fd->number_text = p->last_int_text;
 		if (!parse_field_options(p, &tg) || !expect_semi(p))
 			skip_statement(p);
 	}
@@ -1004,7 +1056,11 @@ static void parse_map_field(struct parser *p, struct gen_message *m, struct gen_
 	key = new_field(p, entry);
 	key->name = "key";
 	key->number = 1;
-	key->type = kt;
+	key->type = scalar_type(kname);
+	if (key->type == GT_NONE) {
+		key->type = GT_NAMED;
+		key->type_name = kname;
+	}
 	key->loc = key->type_loc = key->number_loc = kloc;
 	val = new_field(p, entry);
 	val->name = "value";
@@ -1051,7 +1107,6 @@ static void parse_group(struct parser *p, struct gen_message *m, enum gen_label 
 		skip_statement(p);
 		return;
 	}
-	fd->number_text = p->last_int_text;
 	{
 		struct opt_target tg = {OPT_FIELD, m->name ? m : p->ext_parent, fd};
 		if (!parse_field_options(p, &tg) || !expect_sym(p, '{')) {
@@ -1073,7 +1128,8 @@ static void parse_group(struct parser *p, struct gen_message *m, enum gen_label 
 	parse_message_body(p, g, depth);
 }
 
-/* proto2 has no unlabelled fields outside oneofs (maps excepted), as in protoc */
+/* proto2 has no unlabelled fields outside oneofs (maps excepted), as in
+ * protoc, whose parser reads on as if the label were `optional` */
 #define UNLABELLED "Expected \"required\", \"optional\", or \"repeated\"."
 
 #define ONEOF_LABEL "Fields in oneofs must not have labels (required / optional / repeated)."
@@ -1111,8 +1167,9 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 	if (is_kw(cur(p), "group") && peek(p, 1)->kind == TK_IDENT && is_sym(peek(p, 2), '=')) {
 		if (p->f->proto2 && oneof < 0 && label == GL_NONE && !required) {
 			syntax_error(p, start, UNLABELLED);
-			skip_statement(p);
-		} else if (p->f->proto2)
+			label = GL_OPTIONAL; /* and on, as protoc goes on */
+		}
+		if (p->f->proto2)
 			parse_group(p, m, label, required, oneof);
 		else {
 			syntax_error(p, cur(p),
@@ -1137,11 +1194,11 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 		return;
 	}
 	if (p->f->proto2 && oneof < 0 && label == GL_NONE && !required) {
+		/* protoc goes on, the field taken as optional */
 		syntax_error(p, start, UNLABELLED);
-		skip_statement(p);
-		return;
+		label = GL_OPTIONAL;
 	}
-	tname = parse_dotted(p, true, "Expected type name.", &tloc);
+	tname = parse_type_name(p, &tloc);
 	if (!tname) {
 		skip_statement(p);
 		return;
@@ -1161,7 +1218,6 @@ static void parse_field(struct parser *p, struct gen_message *m, int oneof)
 		skip_statement(p);
 		return;
 	}
-	fd->number_text = p->last_int_text;
 	{
 		struct opt_target tg = {OPT_FIELD, m->name ? m : p->ext_parent, fd};
 		if (!parse_field_options(p, &tg) || !expect_semi(p))
@@ -1296,6 +1352,43 @@ static void parse_message_body(struct parser *p, struct gen_message *m, int dept
 	}
 }
 
+/* two values of e share a number */
+static bool has_aliases(const struct gen_enum *e)
+{
+	int i, j;
+	for (i = 0; i < e->values.n; i++) {
+		const struct gen_enum_value *v = e->values.items[i];
+		for (j = 0; j < i; j++) {
+			const struct gen_enum_value *o = e->values.items[j];
+			if (o->number == v->number)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* allow_alias, where written, says what e's values do, as protoc's parser
+ * requires after the enum's "}" (ValidateEnum): never false (that has no
+ * effect), true only with aliases; the error is at the token after the
+ * "}", and the statement fails there (its rest is skipped), as in protoc */
+static void validate_enum(struct parser *p, const struct gen_enum *e)
+{
+	if (e->alias_false)
+		syntax_error(p, cur(p),
+		             "\"%s\" declares 'option allow_alias = false;' which has no effect. "
+		             "Please remove the declaration.",
+		             e->name);
+	else if (e->allow_alias && e->alias_loc.line && !has_aliases(e))
+		syntax_error(p, cur(p),
+		             "\"%s\" declares support for enum aliases but no enum values share "
+		             "field numbers. Please remove the unnecessary 'option allow_alias = "
+		             "true;' declaration.",
+		             e->name);
+	else
+		return;
+	skip_statement(p);
+}
+
 static void parse_enum(struct parser *p, struct gen_file *f, struct gen_message *parent,
                        struct gen_vec *into)
 {
@@ -1311,10 +1404,13 @@ static void parse_enum(struct parser *p, struct gen_file *f, struct gen_message 
 	gen_vec_push(&p->ctx->pool, into, e);
 	for (;;) {
 		struct opt_target etg = {OPT_ENUM, parent, e};
+		bool closing = is_sym(cur(p), '}');
 		enum body_step step = body_step(p, "enum", &etg);
 		struct gen_tok *t = cur(p);
 		struct gen_enum_value *v;
 
+		if (step == BODY_END && closing)
+			validate_enum(p, e);
 		if (step == BODY_END)
 			return;
 		if (step == BODY_TAKEN)

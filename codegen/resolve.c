@@ -522,7 +522,7 @@ static void build_message(struct gen_ctx *ctx, struct build *b, struct gen_messa
 	for (i = 0; i < m->fields.n; i++) {
 		struct gen_field *fd = m->fields.items[i];
 		fd->cname = c_member(ctx, fd->name);
-		gen_check_field_number(ctx, fd);
+		gen_check_field_number(ctx, fd, false);
 		owner(ctx, b, fd);
 		add_sym(ctx, gen_qualify(ctx, m->full_name, fd->name), SYM_FIELD, fd, m->file,
 		        &fd->loc);
@@ -530,8 +530,7 @@ static void build_message(struct gen_ctx *ctx, struct build *b, struct gen_messa
 	for (i = 0; i < m->enums.n; i++)
 		build_enum(ctx, b, m->enums.items[i], m->full_name, inner);
 	for (i = 0; i < m->ext_ranges.n && !m->map_entry; i++) {
-		gen_check_ext_range(ctx, m->ext_ranges.items[i],
-		                    m->message_set ? INT32_MAX : GEN_FIELD_MAX);
+		gen_check_ext_range(ctx, m->ext_ranges.items[i]);
 		owner(ctx, b, m->ext_ranges.items[i]);
 	}
 	build_exts(ctx, b, m);
@@ -832,6 +831,27 @@ void gen_descriptor_error(struct gen_ctx *ctx, const struct gen_loc *loc, const 
 	          name);
 }
 
+/* protoc's words (AddNotDefinedError) for a name gen_lookup found nothing
+ * visible for: s, what it passed over for not being visible (or NULL);
+ * undefined, what the name's first part made it stand for (or NULL) */
+void gen_not_defined(struct gen_ctx *ctx, const struct gen_loc *loc, const char *name,
+                     const struct sym *s, const char *undefined, const struct gen_file *from)
+{
+	if (s)
+		gen_error(ctx, loc,
+		          "\"%s\" seems to be defined in \"%s\", which is not imported by "
+		          "\"%s\".  To use it here, please add the necessary import.",
+		          s->name, s->file->path, from->path);
+	else if (undefined)
+		gen_error(ctx, loc,
+		          "\"%s\" is resolved to \"%s\", which is not defined. The innermost "
+		          "scope is searched first in name resolution. Consider using a leading "
+		          "'.'(i.e., \".%s\") to start from the outermost scope.",
+		          name, undefined, name);
+	else
+		gen_error(ctx, loc, "\"%s\" is not defined.", name);
+}
+
 /* a field's type (rpc false) or an rpc's request or response type, looked up
  * as protoc does: a field's among types only, from the message; an rpc's
  * among all symbols, from the service (a method of that name hides a
@@ -840,27 +860,22 @@ static bool resolve_type(struct gen_ctx *ctx, struct gen_file *f, const char *sc
                          const char *name, bool rpc, const struct gen_loc *loc, enum gen_type *type,
                          struct gen_message **msg, struct gen_enum **en)
 {
-	struct sym *s = gen_lookup(ctx, f, scope, name, rpc ? 0 : GEN_LOOKUP_TYPES, NULL);
+	const char *undefined;
+	struct sym *s = gen_lookup(ctx, f, scope, name, rpc ? 0 : GEN_LOOKUP_TYPES, &undefined);
 	if (!s && gen_descriptor_message(ctx, scope, name)) {
 		gen_descriptor_error(ctx, loc, name);
 		return false;
 	}
-	if (!s) {
-		gen_error(ctx, loc, "\"%s\" is not defined", name);
+	if (!s || !gen_visible(f, s->file)) {
+		gen_not_defined(ctx, loc, name, s, undefined, f);
 		return false;
 	}
 	if (rpc && s->kind != SYM_MESSAGE) {
-		gen_error(ctx, loc, "\"%s\" is not a message type", name);
+		gen_error(ctx, loc, "\"%s\" is not a message type.", name);
 		return false;
 	}
 	if (s->kind != SYM_MESSAGE && s->kind != SYM_ENUM) {
-		gen_error(ctx, loc, "\"%s\" is not a type (it is a %s)", name,
-		          gen_kind_name(s->kind));
-		return false;
-	}
-	if (!gen_visible(f, s->file)) {
-		gen_error(ctx, loc, "\"%s\" is defined in \"%s\", which is not imported by \"%s\"",
-		          name, s->file->path, f->path);
+		gen_error(ctx, loc, "\"%s\" is not a type.", name);
 		return false;
 	}
 	mark_used(ctx, f, s->file);
@@ -895,7 +910,7 @@ static void link_field_number(struct gen_ctx *ctx, const struct gen_message *m, 
 	}
 	if (o)
 		gen_error(ctx, &fd->number_loc,
-		          "field number %lld has already been used in \"%s\" by field \"%s\"",
+		          "Field number %lld has already been used in \"%s\" by field \"%s\".",
 		          (long long)fd->number, m->full_name, o->name);
 }
 
@@ -962,12 +977,12 @@ static void link_service(struct gen_ctx *ctx, struct gen_file *f, struct gen_ser
 		if (resolve_type(ctx, f, s->full_name, m->in_name, true, &m->in_loc, &t, &m->in,
 		                 &en) &&
 		    t != GT_MESSAGE)
-			gen_error(ctx, &m->in_loc, "\"%s\" is not a message type", m->in_name);
+			gen_error(ctx, &m->in_loc, "\"%s\" is not a message type.", m->in_name);
 		t = GT_NONE;
 		if (resolve_type(ctx, f, s->full_name, m->out_name, true, &m->out_loc, &t, &m->out,
 		                 &en) &&
 		    t != GT_MESSAGE)
-			gen_error(ctx, &m->out_loc, "\"%s\" is not a message type", m->out_name);
+			gen_error(ctx, &m->out_loc, "\"%s\" is not a message type.", m->out_name);
 		m->id = gen_fnv1a(full);
 		for (k = 0; k < j; k++) {
 			struct gen_method *o = s->methods.items[k];
@@ -1030,7 +1045,8 @@ static void validate_ext_options(struct gen_ctx *ctx, const struct gen_file *f,
 	}
 }
 
-/* its fields, nested messages, enums, extensions (ValidateMessageOptions) */
+/* its fields, nested messages, enums, extensions, extension ranges
+ * (ValidateMessageOptions) */
 static void validate_message_options(struct gen_ctx *ctx, const struct gen_message *m)
 {
 	int i;
@@ -1041,9 +1057,10 @@ static void validate_message_options(struct gen_ctx *ctx, const struct gen_messa
 	for (i = 0; i < m->enums.n; i++)
 		validate_enum_options(ctx, m->enums.items[i]);
 	validate_ext_options(ctx, m->file, m);
+	gen_check_ext_ranges_max(ctx, m);
 }
 
-/* nested messages, enums, then m itself (ValidateProto3Message) */
+/* nested messages, enums, extensions, then m itself (ValidateProto3Message) */
 static void validate_proto3_message(struct gen_ctx *ctx, const struct gen_message *m)
 {
 	int i;
@@ -1051,6 +1068,7 @@ static void validate_proto3_message(struct gen_ctx *ctx, const struct gen_messag
 		validate_proto3_message(ctx, m->messages.items[i]);
 	for (i = 0; i < m->enums.n; i++)
 		gen_check_enum_zero(ctx, m->enums.items[i]);
+	gen_check_proto3_exts(ctx, m->file, m);
 	gen_check_proto3_message(ctx, m);
 }
 
@@ -1066,6 +1084,7 @@ static void validate(struct gen_ctx *ctx, struct gen_file *f)
 	validate_ext_options(ctx, f, NULL);
 	if (f->proto2)
 		return;
+	gen_check_proto3_exts(ctx, f, NULL);
 	for (i = 0; i < f->messages.n; i++)
 		validate_proto3_message(ctx, f->messages.items[i]);
 	for (i = 0; i < f->enums.n; i++)
@@ -1110,7 +1129,9 @@ static void build_with_imports(struct gen_ctx *ctx, struct gen_file *f, struct g
 	build_package(ctx, f);
 	for (i = 0; i < f->imports.n; i++) {
 		struct gen_import *im = f->imports.items[i];
-		if (im->file && im->file->failed) {
+		if (im->twice)
+			gen_error(ctx, &im->stmt_loc, "Import \"%s\" was listed twice.", im->name);
+		if (im->failed || (im->file && im->file->failed)) {
 			gen_error(ctx, &im->stmt_loc, "Import \"%s\" was not found or had errors.",
 			          im->name);
 			im->file = NULL;
@@ -1130,6 +1151,8 @@ static void build_with_imports(struct gen_ctx *ctx, struct gen_file *f, struct g
 	/* defaults need the types resolved */
 	for (i = 0; i < f->messages.n && ctx->errors == errors && !f->failed; i++)
 		gen_resolve_defaults(ctx, f->messages.items[i]);
+	if (ctx->errors == errors && !f->failed)
+		gen_resolve_ext_defaults(ctx, f);
 	if (ctx->errors != errors || f->failed) {
 		f->failed = true;
 		table_drop_file(&ctx->pool, &r->syms, f);

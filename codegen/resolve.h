@@ -62,6 +62,8 @@ void gen_table_put(struct gen_pool *pool, struct table *t, struct sym *s);
 
 /* What a SYM_* kind is called in diagnostics: "message", "enum value", ... */
 const char *gen_kind_name(int kind);
+void gen_not_defined(struct gen_ctx *ctx, const struct gen_loc *loc, const char *name,
+                     const struct sym *s, const char *undefined, const struct gen_file *from);
 /* The scope of a full name (what is before its last dot), "" at the root;
  * allocated from ctx's pool. */
 const char *gen_scope_of(struct gen_ctx *ctx, const char *full);
@@ -110,7 +112,8 @@ const struct gen_enum_value *gen_enum_value_named(const struct gen_enum *e, cons
 const struct gen_range *gen_range_find(const struct gen_vec *ranges, int64_t n);
 /* Reports extension range r not positive, empty or above max, in protoc's
  * words (BuildExtensionRange, ValidateMessageOptions). */
-void gen_check_ext_range(struct gen_ctx *ctx, const struct gen_range *r, int64_t max);
+void gen_check_ext_range(struct gen_ctx *ctx, const struct gen_range *r);
+void gen_check_ext_ranges_max(struct gen_ctx *ctx, const struct gen_message *m);
 /* What protoc's parser refuses of e: allow_alias that says nothing, no
  * value, a value outside int32; then its reserved ranges one by one. */
 void gen_check_enum_parsed(struct gen_ctx *ctx, const struct gen_enum *e);
@@ -131,7 +134,9 @@ void gen_check_field_options(struct gen_ctx *ctx, const struct gen_field *fd,
                              const struct gen_message *container, bool ext);
 /* fd's number: positive, at most 2^29 - 1, outside 19000 to 19999 (protoc's
  * BuildFieldOrExtension). */
-void gen_check_field_number(struct gen_ctx *ctx, const struct gen_field *fd);
+void gen_check_proto3_exts(struct gen_ctx *ctx, const struct gen_file *f,
+                           const struct gen_message *m);
+void gen_check_field_number(struct gen_ctx *ctx, const struct gen_field *fd, bool ext);
 /* After m's symbol, as protoc's BuildMessage: reserved ranges overlapping,
  * names reserved twice, fields in an extension or reserved range or of a
  * reserved name, extension ranges overlapping a reserved or an earlier
@@ -197,6 +202,7 @@ void gen_check_custom_value(struct gen_ctx *ctx, const struct gen_file *f,
 /* Checks the proto2 [default = ...] of m's fields (nested messages included)
  * against their types and sets their values; a singular proto2 enum field
  * without one gets the enum's first value. After types are resolved. */
+void gen_resolve_ext_defaults(struct gen_ctx *ctx, struct gen_file *f);
 void gen_resolve_defaults(struct gen_ctx *ctx, struct gen_message *m);
 
 #endif

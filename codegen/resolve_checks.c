@@ -40,41 +40,74 @@ static bool in_names(const struct gen_vec *names, const char *n)
 	return false;
 }
 
-void gen_check_ext_range(struct gen_ctx *ctx, const struct gen_range *r, int64_t max)
+/* protoc's exclusive end of `N to 2147483647` wraps around */
+static bool ext_range_empty(const struct gen_range *r)
+{
+	return r->lo > r->hi || r->hi == INT32_MAX;
+}
+
+void gen_check_ext_range(struct gen_ctx *ctx, const struct gen_range *r)
 {
 	if (r->lo <= 0)
 		gen_error(ctx, &r->loc, "Extension numbers must be positive integers.");
-	/* protoc's exclusive end of `N to 2147483647` wraps around */
-	if (r->lo > r->hi || r->hi == INT32_MAX)
+	if (ext_range_empty(r))
 		gen_error(ctx, &r->loc,
 		          "Extension range end number must be greater than start number.");
-	else if (r->hi > max)
-		gen_error(ctx, &r->loc, "Extension numbers cannot be greater than %lld.",
-		          (long long)max);
 }
 
-/* ranges (of one kind) overlapping an earlier one, at the later */
-static void check_overlaps(struct gen_ctx *ctx, const struct gen_vec *ranges, const char *kind)
+/* the upper bound of m's extension ranges, which protoc checks with the
+ * options (ValidateMessageOptions: a message set's is higher) */
+void gen_check_ext_ranges_max(struct gen_ctx *ctx, const struct gen_message *m)
 {
-	int i, j;
-	for (i = 0; i < ranges->n; i++) {
-		const struct gen_range *r = ranges->items[i];
-		for (j = 0; j < i; j++) {
-			const struct gen_range *o = ranges->items[j];
-			if (r->lo <= o->hi && o->lo <= r->hi) {
-				gen_error(
-				    ctx, &r->loc,
-				    "%s range %lld to %lld overlaps with already-defined range "
-				    "%lld to %lld.",
-				    kind, (long long)r->lo, (long long)r->hi, (long long)o->lo,
-				    (long long)o->hi);
-				break;
-			}
-		}
+	int64_t max = m->message_set ? INT32_MAX : GEN_FIELD_MAX;
+	int i;
+	for (i = 0; i < m->ext_ranges.n && !m->map_entry; i++) {
+		const struct gen_range *r = m->ext_ranges.items[i];
+		if (!ext_range_empty(r) && r->hi > max)
+			gen_error(ctx, &r->loc, "Extension numbers cannot be greater than %lld.",
+			          (long long)max);
 	}
 }
 
-static void check_names_twice(struct gen_ctx *ctx, const struct gen_vec *names)
+static bool in_range(const struct gen_range *r, int64_t n)
+{
+	return r->lo <= n && n <= r->hi;
+}
+
+static bool overlap(const struct gen_range *a, const struct gen_range *b)
+{
+	return a->lo <= b->hi && b->lo <= a->hi;
+}
+
+/* the ranges of ranges after i overlapping range i, at range i, as protoc
+ * reports them (kind: "Reserved" or "Extension") */
+static void check_overlaps_of(struct gen_ctx *ctx, const struct gen_vec *ranges, int i,
+                              const char *kind)
+{
+	const struct gen_range *r = ranges->items[i];
+	int j;
+	for (j = i + 1; j < ranges->n; j++) {
+		const struct gen_range *o = ranges->items[j];
+		if (overlap(r, o))
+			gen_error(ctx, &r->loc,
+			          "%s range %lld to %lld overlaps with already-defined range %lld "
+			          "to %lld.",
+			          kind, (long long)o->lo, (long long)o->hi, (long long)r->lo,
+			          (long long)r->hi);
+	}
+}
+
+static void check_overlaps(struct gen_ctx *ctx, const struct gen_vec *ranges, const char *kind)
+{
+	int i;
+	for (i = 0; i < ranges->n; i++)
+		check_overlaps_of(ctx, ranges, i, kind);
+}
+
+/* a name reserved twice, at its message's or enum's name (loc) as protoc
+ * reports it; what: "Field name" or "Enum value" */
+static void check_names_twice(struct gen_ctx *ctx, const struct gen_vec *names,
+                              const struct gen_loc *loc, const char *what)
 {
 	int i, j;
 	for (i = 0; i < names->n; i++) {
@@ -82,7 +115,7 @@ static void check_names_twice(struct gen_ctx *ctx, const struct gen_vec *names)
 		for (j = 0; j < i; j++) {
 			const struct gen_name *o = names->items[j];
 			if (strcmp(n->name, o->name) == 0) {
-				gen_error(ctx, &n->loc, "name \"%s\" is reserved more than once",
+				gen_error(ctx, loc, "%s \"%s\" is reserved multiple times.", what,
 				          n->name);
 				break;
 			}
@@ -90,40 +123,12 @@ static void check_names_twice(struct gen_ctx *ctx, const struct gen_vec *names)
 	}
 }
 
-/* two values of e share a number */
-static bool has_aliases(const struct gen_enum *e)
-{
-	int i, j;
-	for (i = 0; i < e->values.n; i++) {
-		const struct gen_enum_value *v = e->values.items[i];
-		for (j = 0; j < i; j++) {
-			const struct gen_enum_value *o = e->values.items[j];
-			if (o->number == v->number)
-				return true;
-		}
-	}
-	return false;
-}
-
 void gen_check_enum_parsed(struct gen_ctx *ctx, const struct gen_enum *e)
 {
 	int i;
-	/* allow_alias, where written, says what e's values do, as protoc's
-	 * parser requires: never false (that has no effect), true only with
-	 * aliases */
-	if (e->alias_false)
-		gen_error(ctx, &e->alias_loc,
-		          "\"%s\" declares 'option allow_alias = false;' which has no effect. "
-		          "Please remove the declaration.",
-		          e->name);
-	if (e->allow_alias && e->alias_loc.line && !has_aliases(e))
-		gen_error(ctx, &e->alias_loc,
-		          "\"%s\" declares support for enum aliases but no enum values share "
-		          "field numbers. Please remove the unnecessary 'option allow_alias = "
-		          "true;' declaration.",
-		          e->name);
+	/* (allow_alias against the values: the parser's, as protoc's) */
 	if (e->values.n == 0)
-		gen_error(ctx, &e->loc, "enum \"%s\" must have at least one value", e->name);
+		gen_error(ctx, &e->loc, "Enums must contain at least one value.");
 	for (i = 0; i < e->values.n; i++) {
 		const struct gen_enum_value *v = e->values.items[i];
 		if (v->number < INT32_MIN || v->number > INT32_MAX)
@@ -142,18 +147,20 @@ void gen_check_enum_parsed(struct gen_ctx *ctx, const struct gen_enum *e)
 
 void gen_check_enum_reserved(struct gen_ctx *ctx, const struct gen_enum *e)
 {
-	int i;
+	int i, j;
 	check_overlaps(ctx, &e->reserved, "Reserved");
-	check_names_twice(ctx, &e->rnames);
+	check_names_twice(ctx, &e->rnames, &e->loc, "Enum value");
 	for (i = 0; i < e->values.n; i++) {
 		const struct gen_enum_value *v = e->values.items[i];
 		if (v->number < INT32_MIN || v->number > INT32_MAX)
 			continue;
-		if (gen_range_find(&e->reserved, v->number))
-			gen_error(ctx, &v->loc, "enum value \"%s\" uses reserved number %lld",
-			          v->name, (long long)v->number);
+		for (j = 0; j < e->reserved.n; j++)
+			if (in_range(e->reserved.items[j], v->number))
+				gen_error(ctx, &v->loc,
+				          "Enum value \"%s\" uses reserved number %lld.", v->name,
+				          (long long)v->number);
 		if (in_names(&e->rnames, v->name))
-			gen_error(ctx, &v->loc, "enum value name \"%s\" is reserved", v->name);
+			gen_error(ctx, &v->loc, "Enum value \"%s\" is reserved.", v->name);
 	}
 }
 
@@ -260,6 +267,28 @@ static bool packable(const struct gen_field *fd)
 	       fd->type != GT_MESSAGE && fd->type != GT_NAMED;
 }
 
+/* a map's key type and an enum value's first value, as protoc checks
+ * them with the field's options (ValidateMapEntry), at the map's type */
+static void check_map_key(struct gen_ctx *ctx, const struct gen_field *fd)
+{
+	const struct gen_field *key, *value;
+	const struct gen_enum_value *first;
+	if (!fd->is_map || !fd->msg || fd->msg->fields.n < 2)
+		return;
+	key = fd->msg->fields.items[0];
+	value = fd->msg->fields.items[1];
+	if (key->type == GT_ENUM)
+		gen_error(ctx, &fd->type_loc, "Key in map fields cannot be enum types.");
+	else if (key->type == GT_FLOAT || key->type == GT_DOUBLE || key->type == GT_BYTES ||
+	         key->type == GT_MESSAGE)
+		gen_error(ctx, &fd->type_loc,
+		          "Key in map fields cannot be float/double, bytes or message types.");
+	first = value->type == GT_ENUM && value->en->values.n ? value->en->values.items[0] : NULL;
+	if (first && first->number != 0)
+		gen_error(ctx, &fd->type_loc,
+		          "Enum value in map must define 0 as the first value.");
+}
+
 void gen_check_field_options(struct gen_ctx *ctx, const struct gen_field *fd,
                              const struct gen_message *container, bool ext)
 {
@@ -275,31 +304,26 @@ void gen_check_field_options(struct gen_ctx *ctx, const struct gen_field *fd,
 	         (fd->label != GL_OPTIONAL || fd->type != GT_MESSAGE || fd->group))
 		gen_error(ctx, &fd->type_loc,
 		          "Extensions of MessageSets must be optional messages.");
+	check_map_key(ctx, fd);
 	check_jstype(ctx, fd);
 	if (ext && fd->json_name && !gen_is_default_json_name(fd->name, fd->json_name))
 		gen_error(ctx, &fd->json_name_loc,
 		          "option json_name is not allowed on extension fields.");
 }
 
-#define NUM(fd)                                                                                    \
-	((fd)->number_text ? (fd)->number_text                                                     \
-	                   : gen_printf(&ctx->pool, "%lld", (long long)(fd)->number))
-
-void gen_check_field_number(struct gen_ctx *ctx, const struct gen_field *fd)
+/* protoc's checks of a field's number (BuildFieldOrExtension): an
+ * extension's upper bound is its extendee's ranges, checked when linked */
+void gen_check_field_number(struct gen_ctx *ctx, const struct gen_field *fd, bool ext)
 {
 	if (fd->number <= 0)
-		gen_error(ctx, &fd->number_loc,
-		          "field number %s of \"%s\" must be a positive integer (1 to %d)", NUM(fd),
-		          fd->name, GEN_FIELD_MAX);
-	else if (fd->number > GEN_FIELD_MAX)
-		gen_error(ctx, &fd->number_loc,
-		          "field number %s of \"%s\" is out of range (1 to %d)", NUM(fd), fd->name,
+		gen_error(ctx, &fd->number_loc, "Field numbers must be positive integers.");
+	else if (!ext && fd->number > GEN_FIELD_MAX)
+		gen_error(ctx, &fd->number_loc, "Field numbers cannot be greater than %d.",
 		          GEN_FIELD_MAX);
 	else if (fd->number >= 19000 && fd->number <= 19999)
 		gen_error(ctx, &fd->number_loc,
-		          "field number %lld of \"%s\" is in 19000 to 19999, reserved for the "
-		          "protocol buffer implementation",
-		          (long long)fd->number, fd->name);
+		          "Field numbers 19000 through 19999 are reserved for the protocol buffer "
+		          "library implementation.");
 }
 
 /* protoc's ToLowercaseWithoutUnderscores */
@@ -338,47 +362,60 @@ void gen_check_proto3_message(struct gen_ctx *ctx, const struct gen_message *m)
 	}
 }
 
+/* fd's number in m's extension ranges: one error per range, at the
+ * range, as protoc reports it */
+static void check_in_ext_ranges(struct gen_ctx *ctx, const struct gen_message *m,
+                                const struct gen_field *fd)
+{
+	int j;
+	for (j = 0; j < m->ext_ranges.n; j++) {
+		const struct gen_range *r = m->ext_ranges.items[j];
+		if (in_range(r, fd->number))
+			gen_error(ctx, &r->loc,
+			          "Extension range %lld to %lld includes field \"%s\" (%lld).",
+			          (long long)r->lo, (long long)r->hi, fd->name,
+			          (long long)fd->number);
+	}
+}
+
 void gen_check_message_numbers(struct gen_ctx *ctx, const struct gen_message *m)
 {
 	int i, j;
 	if (m->map_entry)
 		return;
 	check_overlaps(ctx, &m->reserved, "Reserved");
-	check_names_twice(ctx, &m->rnames);
+	check_names_twice(ctx, &m->rnames, &m->loc, "Field name");
 	for (i = 0; i < m->fields.n; i++) {
 		const struct gen_field *fd = m->fields.items[i];
-		const struct gen_range *r;
 		if (fd->number <= 0 || fd->number > GEN_FIELD_MAX)
 			continue;
-		if ((r = gen_range_find(&m->ext_ranges, fd->number)) != NULL)
-			gen_error(ctx, &fd->number_loc,
-			          "field \"%s\" uses number %lld, which is in extension range %lld "
-			          "to %lld",
-			          fd->name, (long long)fd->number, (long long)r->lo,
-			          (long long)r->hi);
-		if (gen_range_find(&m->reserved, fd->number))
-			gen_error(ctx, &fd->number_loc,
-			          "field \"%s\" uses reserved field number %lld", fd->name,
-			          (long long)fd->number);
+		check_in_ext_ranges(ctx, m, fd);
+		/* once per range, as protoc; its place for this one is none (it
+		 * finds no source location for a reserved range): the number's */
+		for (j = 0; j < m->reserved.n; j++)
+			if (in_range(m->reserved.items[j], fd->number))
+				gen_error(ctx, &fd->number_loc,
+				          "Field \"%s\" uses reserved number %lld.", fd->name,
+				          (long long)fd->number);
 		if (in_names(&m->rnames, fd->name))
-			gen_error(ctx, &fd->loc, "field name \"%s\" is reserved", fd->name);
+			gen_error(ctx, &fd->loc, "Field name \"%s\" is reserved.", fd->name);
 	}
+	/* each extension range against the reserved ones, then the later
+	 * extension ranges, as protoc checks them */
 	for (i = 0; i < m->ext_ranges.n; i++) {
 		const struct gen_range *r = m->ext_ranges.items[i];
 		for (j = 0; j < m->reserved.n; j++) {
 			const struct gen_range *o = m->reserved.items[j];
-			if (r->lo <= o->hi && o->lo <= r->hi) {
+			if (overlap(r, o))
 				gen_error(
 				    ctx, &r->loc,
 				    "Extension range %lld to %lld overlaps with reserved range "
 				    "%lld to %lld.",
 				    (long long)r->lo, (long long)r->hi, (long long)o->lo,
 				    (long long)o->hi);
-				break;
-			}
 		}
+		check_overlaps_of(ctx, &m->ext_ranges, i, "Extension");
 	}
-	check_overlaps(ctx, &m->ext_ranges, "Extension");
 }
 
 void gen_check_oneofs(struct gen_ctx *ctx, const struct gen_message *m)

@@ -234,3 +234,14 @@ void gen_resolve_defaults(struct gen_ctx *ctx, struct gen_message *m)
 	for (i = 0; i < m->messages.n; i++)
 		gen_resolve_defaults(ctx, m->messages.items[i]);
 }
+
+/* the defaults of f's extensions, checked as a field's (not generated) */
+void gen_resolve_ext_defaults(struct gen_ctx *ctx, struct gen_file *f)
+{
+	int i;
+	for (i = 0; i < f->exts.n; i++) {
+		struct gen_ext *x = f->exts.items[i];
+		if (x->field && x->field->def)
+			check_default(ctx, x->field);
+	}
+}

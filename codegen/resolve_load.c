@@ -74,10 +74,25 @@ static struct gen_file *find_loaded(struct gen_ctx *ctx, const char *real)
 	return NULL;
 }
 
+/* where f imports to (protoc's place for an import cycle): its `import` */
+static const struct gen_loc *import_loc(const struct gen_file *f, const struct gen_file *to,
+                                        const struct gen_loc *dflt)
+{
+	int i;
+	for (i = 0; i < f->imports.n; i++) {
+		const struct gen_import *im = f->imports.items[i];
+		if (strcmp(im->name, to->name) == 0)
+			return &im->stmt_loc;
+	}
+	return dflt;
+}
+
+/* as protoc: at the import of the cycle's first file that starts it */
 static void report_cycle(struct gen_ctx *ctx, struct gen_file *target, const struct gen_loc *loc)
 {
 	struct resolver *r = gen_resolver(ctx);
 	struct gen_buf b = {0};
+	struct gen_file *next;
 	int i, start = 0;
 	for (i = 0; i < r->stack.n; i++)
 		if (r->stack.items[i] == target)
@@ -87,7 +102,9 @@ static void report_cycle(struct gen_ctx *ctx, struct gen_file *target, const str
 		gen_buf_printf(&b, "%s -> ", f->path);
 	}
 	gen_buf_puts(&b, target->path);
-	gen_error(ctx, loc, "import cycle: %s", b.data);
+	next = start + 1 < r->stack.n ? r->stack.items[start + 1] : target;
+	gen_error(ctx, import_loc(target, next, loc), "File recursively imports itself: %s",
+	          b.data);
 	gen_buf_free(&b);
 }
 
@@ -142,27 +159,25 @@ static void load_imports(struct gen_ctx *ctx, struct gen_file *f)
 				found = c;
 		}
 		if (!found) {
-			gen_error(ctx, &im->loc,
-			          "Import \"%s\" was not found or had errors (searched %s and the "
-			          "importing file's folder)",
-			          im->name,
-			          ctx->include_dirs.n ? "the -I/--proto_path folders"
-			                              : "the current folder");
-			f->failed = true;
+			/* protoc's source tree says so, with no line */
+			struct gen_loc nowhere = {im->name, 0, 0};
+			gen_error(ctx, &nowhere, "File not found.");
+			im->failed = f->failed = true;
 			continue;
 		}
 		for (j = 0; j < i; j++) {
 			struct gen_import *prev = f->imports.items[j];
 			if (strcmp(prev->name, im->name) == 0) {
-				gen_error(ctx, &im->loc, "\"%s\" is imported twice", im->name);
-				f->failed = true;
+				im->twice = f->failed = true;
 				break;
 			}
 		}
 		im->file = load(ctx, found, im->name, false, &im->loc);
 		/* unreadable, or a file still loading: the import cycle is
-		 * reported; f is built without it */
+		 * reported; f is built without it, and says so as protoc
+		 * does but for an import of itself */
 		if (!im->file || im->file->state == 1) {
+			im->failed = im->file != f;
 			im->file = NULL;
 			f->failed = true;
 		}

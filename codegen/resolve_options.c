@@ -11,21 +11,17 @@
 static void resolve_ext_type(struct gen_ctx *ctx, struct gen_ext *x, const char *scope)
 {
 	struct gen_field *fd = x->field;
+	const char *undefined;
 	struct sym *s;
 	if (!fd || fd->type != GT_NAMED)
 		return;
-	s = gen_lookup(ctx, x->file, scope, fd->type_name, GEN_LOOKUP_TYPES, NULL);
+	s = gen_lookup(ctx, x->file, scope, fd->type_name, GEN_LOOKUP_TYPES, &undefined);
 	if (!s && gen_descriptor_message(ctx, scope, fd->type_name))
 		return;
-	if (!s)
-		gen_error(ctx, &fd->type_loc, "\"%s\" is not defined", fd->type_name);
+	if (!s || !gen_visible(x->file, s->file))
+		gen_not_defined(ctx, &fd->type_loc, fd->type_name, s, undefined, x->file);
 	else if (s->kind != SYM_MESSAGE && s->kind != SYM_ENUM)
-		gen_error(ctx, &fd->type_loc, "\"%s\" is not a type (it is a %s)", fd->type_name,
-		          gen_kind_name(s->kind));
-	else if (!gen_visible(x->file, s->file))
-		gen_error(ctx, &fd->type_loc,
-		          "\"%s\" is defined in \"%s\", which is not imported by \"%s\"",
-		          fd->type_name, s->file->path, x->file->path);
+		gen_error(ctx, &fd->type_loc, "\"%s\" is not a type.", fd->type_name);
 	else if (s->kind == SYM_MESSAGE) {
 		fd->type = GT_MESSAGE;
 		fd->msg = s->ptr;
@@ -42,8 +38,32 @@ static void check_ext_number(struct gen_ctx *ctx, const struct gen_ext *x, const
 	const struct gen_message *m = s->ptr;
 	if (!x->field || gen_range_find(&m->ext_ranges, x->field->number))
 		return;
-	gen_error(ctx, &x->field->number_loc, "\"%s\" does not declare %lld as an extension number",
-	          s->name, (long long)x->field->number);
+	gen_error(ctx, &x->field->number_loc,
+	          "\"%s\" does not declare %lld as an extension number.", s->name,
+	          (long long)x->field->number);
+}
+
+/* x extends one of protobuf's *Options, as a proto3 extension must */
+static bool options_extendee(const struct gen_ext *x)
+{
+	const char *e = x->extendee_full;
+	size_t n = e ? strlen(e) : 0;
+	return e && strncmp(e, "google.protobuf.", 16) == 0 && n > 7 &&
+	       strcmp(e + n - 7, "Options") == 0;
+}
+
+/* the extensions of f declared in m (NULL: at the file's level) of a
+ * proto3 file: of options only (ValidateProto3Field) */
+void gen_check_proto3_exts(struct gen_ctx *ctx, const struct gen_file *f,
+                           const struct gen_message *m)
+{
+	int i;
+	for (i = 0; i < f->exts.n; i++) {
+		const struct gen_ext *x = f->exts.items[i];
+		if (x->parent == m && x->extendee_full && !options_extendee(x))
+			gen_error(ctx, &x->extendee_loc,
+			          "Extensions in proto3 are only allowed for defining options.");
+	}
 }
 
 void gen_build_ext(struct gen_ctx *ctx, struct gen_file *f, struct gen_ext *x)
@@ -53,8 +73,10 @@ void gen_build_ext(struct gen_ctx *ctx, struct gen_file *f, struct gen_ext *x)
 	struct sym *s;
 	x->full_name = gen_qualify(ctx, scope, x->name);
 	if (x->field && x->field->required) /* as protoc: an old peer could never send it */
-		gen_error(ctx, &x->field->type_loc, "the extension \"%s\" cannot be required",
-		          x->name);
+		gen_error(ctx, &x->field->type_loc, "The extension %s cannot be required.",
+		          x->full_name);
+	if (x->field)
+		gen_check_field_number(ctx, x->field, true);
 	if ((s = gen_table_get(&r->syms, x->full_name)) != NULL ||
 	    (s = gen_table_get(&r->exts, x->full_name)) != NULL) {
 		gen_report_defined(ctx, &x->loc, x->full_name, s, false, f);
@@ -73,19 +95,18 @@ static void check_ext_number_free(struct gen_ctx *ctx, const struct gen_ext *x);
 void gen_link_ext(struct gen_ctx *ctx, struct gen_file *f, struct gen_ext *x)
 {
 	const char *scope = x->parent ? x->parent->full_name : f->package;
-	struct sym *s = gen_lookup(ctx, f, scope, x->extendee, 0, NULL);
-	if (!s || s->kind != SYM_MESSAGE) {
-		gen_error(ctx, &x->extendee_loc, "\"%s\" is not defined", x->extendee);
+	const char *undefined;
+	struct sym *s = gen_lookup(ctx, f, scope, x->extendee, 0, &undefined);
+	if (!s || !gen_visible(f, s->file)) {
+		gen_not_defined(ctx, &x->extendee_loc, x->extendee, s, undefined, f);
 		return;
 	}
-	if (!f->proto2 && (strncmp(s->name, "google.protobuf.", 16) != 0 || strlen(s->name) < 7 ||
-	                   strcmp(s->name + strlen(s->name) - 7, "Options") != 0)) {
-		gen_error(ctx, &x->extendee_loc,
-		          "extending \"%s\" is not supported: proto3 extends only "
-		          "google.protobuf.*Options, to define custom options",
-		          s->name);
+	if (s->kind != SYM_MESSAGE) {
+		gen_error(ctx, &x->extendee_loc, "\"%s\" is not a message type.", x->extendee);
 		return;
 	}
+	/* (a proto3 one of a data message: refused with the options, as
+	 * protoc's ValidateProto3Field refuses it) */
 	x->extendee_full = (char *)s->name;
 	check_ext_number(ctx, x, s);
 	resolve_ext_type(ctx, x, scope);
@@ -201,10 +222,10 @@ void gen_check_optref(struct gen_ctx *ctx, struct gen_file *f, struct gen_optref
 			if (!s && undefined) {
 				gen_error(
 				    ctx, &pt->loc,
-				    "Option \"%s\" is resolved to \"(%s)\", which is not defined: "
-				    "the innermost scope is searched first; write \"(.%s)\" to "
-				    "start "
-				    "from the outermost scope",
+				    "Option \"%s\" is resolved to \"(%s)\", which is not defined. "
+				    "The innermost scope is searched first in name resolution. "
+				    "Consider using a leading '.'(i.e., \"(.%s)\") to start from "
+				    "the outermost scope.",
 				    name, undefined, pt->name);
 				return;
 			}

@@ -231,7 +231,10 @@ static void diag(struct gen_ctx *ctx, const struct gen_loc *loc, const char *kin
 		fprintf(ctx->diag, "rdmx-gen: %s: %s\n", kind, msg);
 		return;
 	}
-	gen_buf_printf(&b, "%s:%d:%d: %s: %s\n", loc->file, loc->line, loc->col, kind, msg);
+	if (loc->line)
+		gen_buf_printf(&b, "%s:%d:%d: %s: %s\n", loc->file, loc->line, loc->col, kind, msg);
+	else /* a file as a whole (protoc's "x.proto: File not found.") */
+		gen_buf_printf(&b, "%s: %s: %s\n", loc->file, kind, msg);
 	d = gen_alloc(&ctx->pool, sizeof(*d));
 	d->loc = *loc;
 	d->key = ctx->clock;

@@ -43,7 +43,7 @@ expect(needs-value "${err}" "rdmx-gen: option '--out' requires an argument")
 file(MAKE_DIRECTORY "${OUT}/src")
 file(COPY "${SRC}/protos/imp_main.proto" DESTINATION "${OUT}/src")
 run(1 --out "${OUT}/gen" "${OUT}/src/imp_main.proto")
-expect(import-not-found "${err}" "imp_main.proto:4:8: error: Import \"imp_dep.proto\" was not found or had errors")
+expect(import-not-found "${err}" "^imp_dep.proto: error: File not found.\n[^\n]*imp_main.proto:4:1: error: Import \"imp_dep.proto\" was not found or had errors.\n")
 run(0 --include "${SRC}/protos" --out "${OUT}/gen" --depfile "${OUT}/gen.d"
   "${OUT}/src/imp_main.proto")
 run(0 "-I${SRC}/protos" "--out=${OUT}/gen2" "${OUT}/src/imp_main.proto")
