@@ -318,15 +318,14 @@ static struct {
 static void say_call(struct rpcnet_client *c, const char *method, uint64_t t0, size_t len,
                      const struct rdmx_rpc_reply *reply, uint64_t retries0)
 {
-	char more[96], tail[40] = "";
+	char tail[40] = "";
 
 	if (by_service.b)
 		snprintf(tail, sizeof(tail), ", %llu retries",
 		         (unsigned long long)(rdmx_registry_balancer_get_retries(by_service.b) -
 		                              retries0));
-	snprintf(more, sizeof(more), ", %zu bytes sent, %zu received%s", len, reply->len, tail);
 	callmd_print_status(method, reply->code, c ? rpcnet_client_device(c) : by_service.device,
-	                    t0, more);
+	                    t0, len, reply->len, tail);
 }
 
 /* One call on c (NULL: through by_service.b). Returns 0 when a status came
@@ -356,9 +355,7 @@ static int call(struct rpcnet_client *c, const struct opts *o, const char *metho
 
 static int status_exit(const struct rdmx_rpc_reply *r)
 {
-	fprintf(stderr, "ERROR:\n  Code: %s\n  Message: %s\n", rdmx_rpc_code_name(r->code),
-	        r->message ? r->message : "");
-	return 64 + (int)r->code;
+	return callmd_status_exit(r->code, r->message);
 }
 
 /* ---- list ---- */
