@@ -95,11 +95,18 @@ void callmd_print_counts(size_t sent, size_t got)
 }
 
 void callmd_print_status(const char *name, enum rdmx_rpc_code code, const char *device,
-                         uint64_t t0_ns, const char *more)
+                         uint64_t t0_ns, size_t sent, size_t got, const char *more)
 {
-	fprintf(stderr, "rdmx-call: %s: %s on device %s, %.1f us%s\n", name,
-	        rdmx_rpc_code_name(code), device ? device : "?",
-	        (double)(rdmx_pe_now_ns() - t0_ns) / 1000.0, more);
+	fprintf(stderr, "rdmx-call: %s: %s on device %s, %.1f us, %zu bytes sent, %zu received%s\n",
+	        name, rdmx_rpc_code_name(code), device ? device : "?",
+	        (double)(rdmx_pe_now_ns() - t0_ns) / 1000.0, sent, got, more);
+}
+
+int callmd_status_exit(enum rdmx_rpc_code code, const char *message)
+{
+	fprintf(stderr, "ERROR:\n  Code: %s\n  Message: %s\n", rdmx_rpc_code_name(code),
+	        message ? message : "");
+	return 64 + (int)code;
 }
 
 void callsrc_init_text(struct callsrc *src, const char *text, size_t len)
@@ -397,7 +404,6 @@ int callstream_run(struct rdmx_rpc_ep *ep, const struct gen_method *m, const cha
 	uint32_t id = rdmx_rpc_method_id(full_name);
 	struct jbuf one = {0};
 	uint64_t t0;
-	char more[64];
 	int rc, ret = 1;
 
 	memset(&c, 0, sizeof(c));
@@ -480,17 +486,13 @@ int callstream_run(struct rdmx_rpc_ep *ep, const struct gen_method *m, const cha
 	if (o->verbose) {
 		callmd_print(stdout, "Response trailers received:", &c.trailers);
 		callmd_print_counts(streaming ? c.sent : 1, c.got);
-		snprintf(more, sizeof(more), ", %zu bytes sent, %zu received", c.bytes_sent,
-		         c.bytes_got);
-		callmd_print_status(full_name, c.code, o->device, t0, more);
+		callmd_print_status(full_name, c.code, o->device, t0, c.bytes_sent, c.bytes_got,
+		                    "");
 	}
-	if (c.code != RDMX_RPC_OK) {
-		fprintf(stderr, "ERROR:\n  Code: %s\n  Message: %s\n", rdmx_rpc_code_name(c.code),
-		        c.message ? c.message : "");
-		ret = 64 + (int)c.code;
-	} else {
+	if (c.code != RDMX_RPC_OK)
+		ret = callmd_status_exit(c.code, c.message);
+	else
 		ret = c.failed ? 1 : 0;
-	}
 out:
 	jbuf_free(&one);
 	jbuf_free(&c.pending);

@@ -29,9 +29,13 @@ void callmd_print_response(const struct jbuf *json, bool verbose);
 /* -v's last stdout line: "Sent N request(s) and received M response(s)". */
 void callmd_print_counts(size_t sent, size_t got);
 /* -v's line on stderr for one call: "rdmx-call: NAME: CODE on device DEV,
- * T us" (T since t0_ns, CLOCK_MONOTONIC), then `more` (may be ""). */
+ * T us, S bytes sent, R received" (T since t0_ns, CLOCK_MONOTONIC; S and R
+ * the message bytes each way), then `more` (may be ""). */
 void callmd_print_status(const char *name, enum rdmx_rpc_code code, const char *device,
-                         uint64_t t0_ns, const char *more);
+                         uint64_t t0_ns, size_t sent, size_t got, const char *more);
+/* grpcurl's "ERROR:" block for a call that ended with code (not OK) and
+ * message (may be NULL), on stderr. Returns the exit status, 64 + code. */
+int callmd_status_exit(enum rdmx_rpc_code code, const char *message);
 
 /* Where the requests come from: a text in memory (the -d argument, a file)
  * or a file descriptor read as the call goes (-d @: standard input), a

@@ -88,12 +88,15 @@ void jbuf_free(struct jbuf *b)
 
 /* ---- printing ---- */
 
-/* d in the fewest significant digits that read back as d: "[-]D[.DDD]e±XX" */
-static void shortest_sci(double d, char *sci, size_t len)
+void json_shortest_text(double d, bool as_float, char *text, size_t len)
 {
-	for (int prec = 0; prec < 17; prec++) {
-		snprintf(sci, len, "%.*e", prec, d);
-		if (strtod(sci, NULL) == d)
+	/* protobuf's python starts a float at 6 digits (%.6g, here %.5e) */
+	for (int prec = as_float ? 5 : 0; prec < 17; prec++) {
+		double back;
+
+		snprintf(text, len, "%.*e", prec, d);
+		back = strtod(text, NULL);
+		if (as_float ? (float)back == (float)d : back == d)
 			return;
 	}
 }
@@ -106,7 +109,7 @@ static void put_real(struct jbuf *b, double d)
 	const char *p;
 	int n = 0, exp, whole;
 
-	shortest_sci(d, sci, sizeof(sci));
+	json_shortest_text(d, false, sci, sizeof(sci));
 	for (p = sci; *p && *p != 'e'; p++)
 		if (*p >= '0' && *p <= '9')
 			digits[n++] = *p;

@@ -35,5 +35,11 @@ void jbuf_free(struct jbuf *b);
  * protobuf's json_format) writes it: 0.1, 100.0, 1e-05, 1e+16, 5e-324.
  * 0, or -1 when out of memory. */
 int json_print(const json_t *j, struct jbuf *out);
+/* d in the fewest significant digits that read back as d, "[-]D[.DDD]e±XX"
+ * in text[0..len) (len 40 is enough); with as_float, read back through
+ * float32 and at least 6 digits, as protobuf's python (ToShortestFloat)
+ * prints a float: 0.1f is "1.00000e-01", the smallest denormal
+ * "1.40130e-45", not "1e-45". */
+void json_shortest_text(double d, bool as_float, char *text, size_t len);
 
 #endif

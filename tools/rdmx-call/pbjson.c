@@ -1014,18 +1014,13 @@ static const char *mp_type(const struct rdmx_mp_obj *o)
 }
 
 /* a float as the double protobuf's python prints for it
- * (type_checkers.ToShortestFloat): the shortest of %.6g, %.7g, ... that
- * reads back as the float, so 0.1f prints 0.1 and the smallest denormal
- * 1.4013e-45, not 1e-45 */
+ * (type_checkers.ToShortestFloat): 0.1f prints 0.1 and the smallest
+ * denormal 1.4013e-45, not 1e-45 */
 static double shortest_float(double d)
 {
 	char text[40];
 
-	for (int prec = 6; prec < 17; prec++) {
-		snprintf(text, sizeof(text), "%.*g", prec, d);
-		if ((float)strtod(text, NULL) == (float)d)
-			break;
-	}
+	json_shortest_text(d, true, text, sizeof(text));
 	return strtod(text, NULL);
 }
 
