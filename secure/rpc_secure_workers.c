@@ -14,7 +14,16 @@
  *
  * Stop: the same inbox carries a stop flag; the worker destroys its
  * secure server on its own thread (which closes its clients) and breaks
- * its loop; destroy joins the threads, then frees the loops. */
+ * its loop; destroy joins the threads, then frees the loops.
+ *
+ * Engine counters: a context's counters are plain words of its worker's
+ * thread. rdmx_rpc_secure_workers_get_engine_stats asks each worker for a
+ * snapshot (a request number under its stats_lock, then the same ev_async
+ * wake); the worker copies its context's counters on its own thread, from
+ * its loop between events, into the snapshot under stats_lock and wakes
+ * the asker (stats_cond). The workers take the lock only to answer; the
+ * hot path does not change. An asker waits a bounded time, then uses the
+ * late worker's previous snapshot. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -27,11 +36,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <ev.h>
 
+#include <rdmx/channel.h>
+#include <rdmx/ctx.h>
 #include <rdmx/rpc_secure.h>
+#include <rdmx/status.h>
 
 #include "rpc_secure_internal.h"
 #include "tls_internal.h"
@@ -58,7 +71,17 @@ struct worker {
 
 	atomic_uint_fast64_t assigned;
 	atomic_uint clients;
+
+	/* engine counters (see the top): asked by any thread, answered by
+	 * the worker's; `engine` is the snapshot of the latest answer */
+	pthread_mutex_t stats_lock;
+	pthread_cond_t stats_cond; /* CLOCK_MONOTONIC */
+	uint64_t stats_asked, stats_answered;
+	struct rdmx_ctx_stats engine;
 };
+
+/* The worker whose thread this is (NULL on any other thread). */
+static _Thread_local struct worker *this_worker;
 
 struct rdmx_rpc_secure_workers {
 	unsigned n;
@@ -129,10 +152,38 @@ static void adopt_inbox(struct worker *wk)
 	}
 }
 
+/* ---- engine counters ---- */
+
+/* Copies the worker's context's counters to *out. The worker's thread
+ * only, outside the engine's callbacks (or once the thread is gone). */
+static void engine_read(const struct worker *wk, struct rdmx_ctx_stats *out)
+{
+	struct rdmx_ctx *ctx = NULL;
+
+	if (wk->srv)
+		ctx = rdmx_chan_worker_get_ctx(rdmx_rpc_secure_server_get_worker(wk->srv));
+	if (ctx)
+		rdmx_ctx_get_stats(ctx, out);
+}
+
+/* On the worker's thread: answers the requests made so far. */
+static void engine_answer(struct worker *wk)
+{
+	pthread_mutex_lock(&wk->stats_lock);
+	if (wk->stats_answered != wk->stats_asked) {
+		engine_read(wk, &wk->engine);
+		wk->stats_answered = wk->stats_asked;
+		pthread_cond_broadcast(&wk->stats_cond);
+	}
+	pthread_mutex_unlock(&wk->stats_lock);
+}
+
 static void wake_cb(struct ev_loop *loop, ev_async *a, int revents)
 {
 	(void)loop;
 	(void)revents;
+	/* before the inbox: a stop there destroys the context */
+	engine_answer(a->data);
 	adopt_inbox(a->data);
 }
 
@@ -177,7 +228,9 @@ static void *worker_main(void *arg)
 {
 	struct worker *wk = arg;
 
+	this_worker = wk;
 	ev_run(wk->loop, 0);
+	this_worker = NULL;
 	return NULL;
 }
 
@@ -203,6 +256,8 @@ static void worker_fini(struct worker *wk)
 		wk->loop = NULL;
 	}
 	pthread_mutex_destroy(&wk->lock);
+	pthread_cond_destroy(&wk->stats_cond);
+	pthread_mutex_destroy(&wk->stats_lock);
 }
 
 static int worker_init(struct rdmx_rpc_secure_workers *w, unsigned i,
@@ -220,6 +275,15 @@ static int worker_init(struct rdmx_rpc_secure_workers *w, unsigned i,
 	atomic_init(&wk->assigned, 0);
 	atomic_init(&wk->clients, 0);
 	pthread_mutex_init(&wk->lock, NULL);
+	pthread_mutex_init(&wk->stats_lock, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&wk->stats_cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	wk->loop = ev_loop_new(EVFLAG_AUTO);
 	if (!wk->loop) {
 		RDMX_SEC_ERR("rpc_secure: no event loop for worker %u", i);
@@ -360,6 +424,79 @@ int rdmx_rpc_secure_workers_get_listener_stats(const struct rdmx_rpc_secure_work
 		stats->handshaking += one.handshaking;
 	}
 	return RDMX_OK;
+}
+
+static void engine_add(struct rdmx_ctx_stats *sum, const struct rdmx_ctx_stats *one)
+{
+	for (unsigned t = 0; t < RDMX_TASK_TYPE_COUNT; t++) {
+		sum->submitted[t] += one->submitted[t];
+		sum->completed[t] += one->completed[t];
+		sum->failed[t] += one->failed[t];
+		sum->bytes[t] += one->bytes[t];
+	}
+	sum->conns_established += one->conns_established;
+	sum->conns_failed += one->conns_failed;
+	sum->conns_disconnected += one->conns_disconnected;
+	sum->conns_sealed += one->conns_sealed;
+	sum->conns_plaintext += one->conns_plaintext;
+}
+
+int rdmx_rpc_secure_workers_get_engine_stats(const struct rdmx_rpc_secure_workers *cw,
+                                             struct rdmx_ctx_stats *stats)
+{
+	/* the object is never const: the locks are ours to take */
+	struct rdmx_rpc_secure_workers *w = (struct rdmx_rpc_secure_workers *)cw;
+	uint64_t ticket[RDMX_RPC_SECURE_MAX_WORKERS];
+	struct rdmx_ctx_stats one;
+	struct timespec deadline;
+	unsigned late = 0;
+
+	if (!w || !stats)
+		return RDMX_E_INVAL;
+	memset(stats, 0, sizeof(*stats));
+	/* ask them all first, so that they answer in parallel */
+	for (unsigned i = 0; i < w->n; i++) {
+		struct worker *wk = &w->v[i];
+
+		if (wk == this_worker)
+			continue; /* read below, here: it is this thread's */
+		pthread_mutex_lock(&wk->stats_lock);
+		ticket[i] = ++wk->stats_asked;
+		pthread_mutex_unlock(&wk->stats_lock);
+		ev_async_send(wk->loop, &wk->wake);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += RDMX_RPC_SECURE_ENGINE_STATS_WAIT_MS / 1000;
+	deadline.tv_nsec += (long)(RDMX_RPC_SECURE_ENGINE_STATS_WAIT_MS % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	for (unsigned i = 0; i < w->n; i++) {
+		struct worker *wk = &w->v[i];
+		int rc = 0;
+
+		if (wk == this_worker) {
+			memset(&one, 0, sizeof(one));
+			engine_read(wk, &one);
+			engine_add(stats, &one);
+			continue;
+		}
+		pthread_mutex_lock(&wk->stats_lock);
+		while (wk->stats_answered < ticket[i] && rc == 0)
+			rc = pthread_cond_timedwait(&wk->stats_cond, &wk->stats_lock, &deadline);
+		if (wk->stats_answered < ticket[i]) {
+			late++;
+			RDMX_SEC_WARN(
+			    "rpc_secure: worker %u did not answer for its engine counters "
+			    "within %u ms: its counters are from its previous answer",
+			    i, RDMX_RPC_SECURE_ENGINE_STATS_WAIT_MS);
+		}
+		one = wk->engine;
+		pthread_mutex_unlock(&wk->stats_lock);
+		engine_add(stats, &one);
+	}
+	return late ? RDMX_E_TIMEDOUT : RDMX_OK;
 }
 
 int rdmx_rpc_secure_workers_index_of(const struct rdmx_rpc_secure_workers *w,
