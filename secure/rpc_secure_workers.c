@@ -18,12 +18,14 @@
  *
  * Engine counters: a context's counters are plain words of its worker's
  * thread. rdmx_rpc_secure_workers_get_engine_stats asks each worker for a
- * snapshot (a request number under its stats_lock, then the same ev_async
- * wake); the worker copies its context's counters on its own thread, from
- * its loop between events, into the snapshot under stats_lock and wakes
- * the asker (stats_cond). The workers take the lock only to answer; the
- * hot path does not change. An asker waits a bounded time, then uses the
- * late worker's previous snapshot. */
+ * snapshot (its request number, under the object's stats_lock, then the
+ * same ev_async wake); the worker copies its context's counters on its own
+ * thread, from its loop between events, into its snapshot under stats_lock
+ * and wakes the askers (stats_cond). The workers take the lock only to
+ * answer; the hot path does not change. An asker waits a bounded time,
+ * then uses a late worker's previous snapshot. An asker that is itself a
+ * worker (a handler) answers the requests made to it while it waits, so
+ * two workers asking at once do not wait for each other. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -72,10 +74,9 @@ struct worker {
 	atomic_uint_fast64_t assigned;
 	atomic_uint clients;
 
-	/* engine counters (see the top): asked by any thread, answered by
-	 * the worker's; `engine` is the snapshot of the latest answer */
-	pthread_mutex_t stats_lock;
-	pthread_cond_t stats_cond; /* CLOCK_MONOTONIC */
+	/* engine counters (see the top), under w->stats_lock: asked by any
+	 * thread, answered by the worker's; `engine` is the snapshot of the
+	 * latest answer */
 	uint64_t stats_asked, stats_answered;
 	struct rdmx_ctx_stats engine;
 };
@@ -90,6 +91,8 @@ struct rdmx_rpc_secure_workers {
 	void *arg;
 	unsigned next; /* dispatch's turn: worker 0's thread only */
 	uint16_t port;
+	pthread_mutex_t stats_lock; /* every worker's stats_asked, _answered, engine */
+	pthread_cond_t stats_cond;  /* an answer came (CLOCK_MONOTONIC) */
 };
 
 /* ---- the application's callbacks, counted per worker ---- */
@@ -166,16 +169,22 @@ static void engine_read(const struct worker *wk, struct rdmx_ctx_stats *out)
 		rdmx_ctx_get_stats(ctx, out);
 }
 
-/* On the worker's thread: answers the requests made so far. */
-static void engine_answer(struct worker *wk)
+/* On the worker's thread, under w->stats_lock: answers the requests made
+ * to it so far. */
+static void engine_answer_locked(struct worker *wk)
 {
-	pthread_mutex_lock(&wk->stats_lock);
 	if (wk->stats_answered != wk->stats_asked) {
 		engine_read(wk, &wk->engine);
 		wk->stats_answered = wk->stats_asked;
-		pthread_cond_broadcast(&wk->stats_cond);
+		pthread_cond_broadcast(&wk->w->stats_cond);
 	}
-	pthread_mutex_unlock(&wk->stats_lock);
+}
+
+static void engine_answer(struct worker *wk)
+{
+	pthread_mutex_lock(&wk->w->stats_lock);
+	engine_answer_locked(wk);
+	pthread_mutex_unlock(&wk->w->stats_lock);
 }
 
 static void wake_cb(struct ev_loop *loop, ev_async *a, int revents)
@@ -256,8 +265,6 @@ static void worker_fini(struct worker *wk)
 		wk->loop = NULL;
 	}
 	pthread_mutex_destroy(&wk->lock);
-	pthread_cond_destroy(&wk->stats_cond);
-	pthread_mutex_destroy(&wk->stats_lock);
 }
 
 static int worker_init(struct rdmx_rpc_secure_workers *w, unsigned i,
@@ -275,15 +282,6 @@ static int worker_init(struct rdmx_rpc_secure_workers *w, unsigned i,
 	atomic_init(&wk->assigned, 0);
 	atomic_init(&wk->clients, 0);
 	pthread_mutex_init(&wk->lock, NULL);
-	pthread_mutex_init(&wk->stats_lock, NULL);
-	{
-		pthread_condattr_t ca;
-
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&wk->stats_cond, &ca);
-		pthread_condattr_destroy(&ca);
-	}
 	wk->loop = ev_loop_new(EVFLAG_AUTO);
 	if (!wk->loop) {
 		RDMX_SEC_ERR("rpc_secure: no event loop for worker %u", i);
@@ -335,6 +333,7 @@ int rdmx_rpc_secure_workers_listen(unsigned n, struct rdmx_rpc_server *server,
 {
 	struct rdmx_rpc_secure_server_ops mine;
 	struct rdmx_rpc_secure_workers *w;
+	pthread_condattr_t ca;
 	unsigned i;
 	int ret;
 
@@ -348,6 +347,11 @@ int rdmx_rpc_secure_workers_listen(unsigned n, struct rdmx_rpc_server *server,
 		free(w);
 		return RDMX_E_NOMEM;
 	}
+	pthread_mutex_init(&w->stats_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->stats_cond, &ca);
+	pthread_condattr_destroy(&ca);
 	w->arg = arg;
 	if (ops)
 		w->ops = *ops;
@@ -441,62 +445,88 @@ static void engine_add(struct rdmx_ctx_stats *sum, const struct rdmx_ctx_stats *
 	sum->conns_plaintext += one->conns_plaintext;
 }
 
-int rdmx_rpc_secure_workers_get_engine_stats(const struct rdmx_rpc_secure_workers *cw,
-                                             struct rdmx_ctx_stats *stats)
+/* Whether every worker but `self` answered its ticket. Under stats_lock. */
+static bool engine_all_answered(const struct rdmx_rpc_secure_workers *w, const uint64_t *ticket,
+                                const struct worker *self)
 {
-	/* the object is never const: the locks are ours to take */
+	for (unsigned i = 0; i < w->n; i++)
+		if (&w->v[i] != self && w->v[i].stats_answered < ticket[i])
+			return false;
+	return true;
+}
+
+int rdmx_rpc_secure_workers_get_engine_stats(const struct rdmx_rpc_secure_workers *cw,
+                                             uint32_t timeout_ms, struct rdmx_ctx_stats *stats)
+{
+	/* the object is never const: the lock is ours to take */
 	struct rdmx_rpc_secure_workers *w = (struct rdmx_rpc_secure_workers *)cw;
 	uint64_t ticket[RDMX_RPC_SECURE_MAX_WORKERS];
+	bool late[RDMX_RPC_SECURE_MAX_WORKERS];
+	struct worker *self = NULL;
 	struct rdmx_ctx_stats one;
 	struct timespec deadline;
-	unsigned late = 0;
+	unsigned n_late = 0;
+	int rc = 0;
 
 	if (!w || !stats)
 		return RDMX_E_INVAL;
-	memset(stats, 0, sizeof(*stats));
-	/* ask them all first, so that they answer in parallel */
-	for (unsigned i = 0; i < w->n; i++) {
-		struct worker *wk = &w->v[i];
-
-		if (wk == this_worker)
-			continue; /* read below, here: it is this thread's */
-		pthread_mutex_lock(&wk->stats_lock);
-		ticket[i] = ++wk->stats_asked;
-		pthread_mutex_unlock(&wk->stats_lock);
-		ev_async_send(wk->loop, &wk->wake);
-	}
+	if (!timeout_ms)
+		timeout_ms = RDMX_RPC_SECURE_ENGINE_STATS_WAIT_MS;
+	for (unsigned i = 0; i < w->n; i++)
+		if (&w->v[i] == this_worker)
+			self = this_worker; /* asked from a handler of ours */
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += RDMX_RPC_SECURE_ENGINE_STATS_WAIT_MS / 1000;
-	deadline.tv_nsec += (long)(RDMX_RPC_SECURE_ENGINE_STATS_WAIT_MS % 1000) * 1000000L;
+	deadline.tv_sec += (time_t)(timeout_ms / 1000u);
+	deadline.tv_nsec += (long)(timeout_ms % 1000u) * 1000000L;
 	if (deadline.tv_nsec >= 1000000000L) {
 		deadline.tv_sec++;
 		deadline.tv_nsec -= 1000000000L;
 	}
+	/* ask them all first, so that they answer in parallel */
+	pthread_mutex_lock(&w->stats_lock);
+	for (unsigned i = 0; i < w->n; i++)
+		ticket[i] = &w->v[i] == self ? 0 : ++w->v[i].stats_asked;
+	/* a worker waiting in here for others answers on this, not its loop */
+	pthread_cond_broadcast(&w->stats_cond);
+	pthread_mutex_unlock(&w->stats_lock);
+	for (unsigned i = 0; i < w->n; i++)
+		if (&w->v[i] != self)
+			ev_async_send(w->v[i].loop, &w->v[i].wake);
+	memset(stats, 0, sizeof(*stats));
+	if (self) {
+		/* this thread's own context: read here */
+		memset(&one, 0, sizeof(one));
+		engine_read(self, &one);
+		engine_add(stats, &one);
+	}
+	pthread_mutex_lock(&w->stats_lock);
+	for (;;) {
+		/* a worker asking answers those who ask it meanwhile: its loop
+		 * does not run until this returns */
+		if (self)
+			engine_answer_locked(self);
+		if (engine_all_answered(w, ticket, self) || rc)
+			break;
+		rc = pthread_cond_timedwait(&w->stats_cond, &w->stats_lock, &deadline);
+	}
 	for (unsigned i = 0; i < w->n; i++) {
-		struct worker *wk = &w->v[i];
-		int rc = 0;
-
-		if (wk == this_worker) {
-			memset(&one, 0, sizeof(one));
-			engine_read(wk, &one);
-			engine_add(stats, &one);
+		late[i] = false;
+		if (&w->v[i] == self)
 			continue;
+		if (w->v[i].stats_answered < ticket[i]) {
+			late[i] = true;
+			n_late++;
 		}
-		pthread_mutex_lock(&wk->stats_lock);
-		while (wk->stats_answered < ticket[i] && rc == 0)
-			rc = pthread_cond_timedwait(&wk->stats_cond, &wk->stats_lock, &deadline);
-		if (wk->stats_answered < ticket[i]) {
-			late++;
+		engine_add(stats, &w->v[i].engine);
+	}
+	pthread_mutex_unlock(&w->stats_lock);
+	for (unsigned i = 0; i < w->n; i++)
+		if (late[i])
 			RDMX_SEC_WARN(
 			    "rpc_secure: worker %u did not answer for its engine counters "
 			    "within %u ms: its counters are from its previous answer",
-			    i, RDMX_RPC_SECURE_ENGINE_STATS_WAIT_MS);
-		}
-		one = wk->engine;
-		pthread_mutex_unlock(&wk->stats_lock);
-		engine_add(stats, &one);
-	}
-	return late ? RDMX_E_TIMEDOUT : RDMX_OK;
+			    i, timeout_ms);
+	return n_late ? RDMX_E_TIMEDOUT : RDMX_OK;
 }
 
 int rdmx_rpc_secure_workers_index_of(const struct rdmx_rpc_secure_workers *w,
@@ -523,6 +553,8 @@ int rdmx_rpc_secure_workers_destroy(struct rdmx_rpc_secure_workers **wp)
 	/* worker 0 first: once its listener is gone nothing is dispatched */
 	for (unsigned i = 0; i < w->n; i++)
 		worker_fini(&w->v[i]);
+	pthread_cond_destroy(&w->stats_cond);
+	pthread_mutex_destroy(&w->stats_lock);
 	free(w->v);
 	free(w);
 	*wp = NULL;

@@ -499,13 +499,13 @@ static int fill_metrics(FILE *f, void *arg)
 	memset(&src, 0, sizeof(src));
 	/* the engine context the secure server made for its clients; with
 	 * workers, their contexts' counters summed (each worker copies its
-	 * own on its thread; one busy past the library's bound counts with
-	 * its previous copy, the library logs it) */
+	 * own on its thread; one busy past the library's default bound, 1 s,
+	 * counts with its previous copy, the library logs it) */
 	ctx = k->srv ? rdmx_chan_worker_get_ctx(rdmx_rpc_secure_server_get_worker(k->srv)) : NULL;
 	if (ctx && rdmx_ctx_get_stats(ctx, &es) == 0)
 		src.engine = &es;
 	if (k->workers) {
-		rc = rdmx_rpc_secure_workers_get_engine_stats(k->workers, &es);
+		rc = rdmx_rpc_secure_workers_get_engine_stats(k->workers, 0, &es);
 		if (rc == RDMX_OK || rc == RDMX_E_TIMEDOUT)
 			src.engine = &es;
 	}

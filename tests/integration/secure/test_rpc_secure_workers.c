@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <rdmx/pe.h>
 #include <rdmx/rpc.h>
@@ -106,7 +107,31 @@ static void block_free(void)
 }
 
 /* Stats: the summed engine counters asked from the handler, on a worker's
- * thread; answers (status << 32) | connections established. */
+ * thread, once both Stats handlers of the test run (each on its worker: so
+ * both ask while neither's loop can answer); answers (status << 32) |
+ * connections established. */
+static pthread_mutex_t meet_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t meet_cond = PTHREAD_COND_INITIALIZER;
+static unsigned meet_count;
+
+static int stats_meet(void)
+{
+	struct timespec end;
+	int met, rc = 0;
+
+	/* bounded: a lost peer fails the test, it does not hang it */
+	clock_gettime(CLOCK_REALTIME, &end);
+	end.tv_sec += GUARD_MS / 1000;
+	pthread_mutex_lock(&meet_lock);
+	meet_count++;
+	pthread_cond_broadcast(&meet_cond);
+	while (meet_count < 2 && rc == 0)
+		rc = pthread_cond_timedwait(&meet_cond, &meet_lock, &end);
+	met = meet_count >= 2;
+	pthread_mutex_unlock(&meet_lock);
+	return met;
+}
+
 static void stats_handler(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg)
 {
 	struct rdmx_rpc_secure_workers *const *w = arg;
@@ -117,7 +142,9 @@ static void stats_handler(struct rdmx_rpc_server_call *call, const void *req, si
 
 	(void)req;
 	(void)len;
-	rc = rdmx_rpc_secure_workers_get_engine_stats(*w, &es);
+	memset(&es, 0, sizeof(es));
+	rc = stats_meet() ? rdmx_rpc_secure_workers_get_engine_stats(*w, GUARD_MS, &es)
+	                  : RDMX_E_BAD_STATE;
 	v = ((uint64_t)(uint32_t)rc << 32) | (uint32_t)es.conns_established;
 	rdmx_rpc_respond(call, RDMX_RPC_OK, NULL, &p);
 }
@@ -142,6 +169,7 @@ static void setup(void)
 	atomic_store(&gone_early, 0);
 	atomic_store(&block_entered, false);
 	block_release = false;
+	meet_count = 0;
 }
 
 static void teardown(void)
@@ -314,13 +342,14 @@ static void many_clients(unsigned workers)
 		start_call(&f, (int)(i % N_CLIENTS), ECHO, &calls[i]);
 		if (i + 1 == total / 2) {
 			drive_until_done(&f, calls, (int)(i + 1));
-			cr_assert_rc(rdmx_rpc_secure_workers_get_engine_stats(f.w, &e1), RDMX_OK);
+			cr_assert_rc(rdmx_rpc_secure_workers_get_engine_stats(f.w, GUARD_MS, &e1),
+			             RDMX_OK);
 			engine_assert_served(&e1, NULL, i + 1);
 		}
 	}
 	drive_until_done(&f, calls, (int)total);
 	wsvc_assert_echoed(calls, total);
-	cr_assert_rc(rdmx_rpc_secure_workers_get_engine_stats(f.w, &e2), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_secure_workers_get_engine_stats(f.w, GUARD_MS, &e2), RDMX_OK);
 	engine_assert_served(&e2, &e1, total - total / 2);
 	/* a reply means its worker ran connected first, on the same thread */
 	for (unsigned i = 0; i < workers; i++)
@@ -436,12 +465,12 @@ Test(rpc_secure_workers, shutdown_with_calls_held_on_every_worker)
 }
 
 /* The engine counters asked while a handler holds worker 1's thread: the
- * wait is bounded (RDMX_E_TIMEDOUT after RDMX_RPC_SECURE_ENGINE_STATS_WAIT_MS,
- * the outcome does not depend on how long anything takes: worker 1 cannot
- * answer until the test lets it go), worker 0's share is fresh, worker 1's
- * is its previous answer; once it is let go it answers again. And asked from
- * a handler, on each worker's own thread: that worker reads its own share,
- * the other answers. */
+ * wait is bounded (RDMX_E_TIMEDOUT after the timeout; the outcome does not
+ * depend on how long anything takes: worker 1 cannot answer until the test
+ * lets it go), worker 1's share is its previous answer; once it is let go
+ * it answers again. And asked from a handler on each worker's own thread at
+ * once: each reads its own share and answers the other while it waits
+ * (whether the two calls overlap or not, both are fresh). */
 Test(rpc_secure_workers, engine_stats_bounded_and_from_a_worker)
 {
 	static struct wsvc_call echoes_v[N_CLIENTS], more[N_CLIENTS / 2], blocked, st[2];
@@ -460,7 +489,7 @@ Test(rpc_secure_workers, engine_stats_bounded_and_from_a_worker)
 	}
 	drive_until_done(&f, echoes_v, N_CLIENTS);
 	wsvc_assert_echoed(echoes_v, N_CLIENTS);
-	cr_assert_rc(rdmx_rpc_secure_workers_get_engine_stats(f.w, &e1), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_secure_workers_get_engine_stats(f.w, GUARD_MS, &e1), RDMX_OK);
 	engine_assert_served(&e1, NULL, N_CLIENTS);
 
 	/* connection 1 is worker 1's (dealt in turn): hold its thread */
@@ -477,15 +506,16 @@ Test(rpc_secure_workers, engine_stats_bounded_and_from_a_worker)
 	}
 	drive_until_done(&f, more, N_CLIENTS / 2);
 	wsvc_assert_echoed(more, N_CLIENTS / 2);
-	cr_assert_rc(rdmx_rpc_secure_workers_get_engine_stats(f.w, &e2), RDMX_E_TIMEDOUT);
-	/* worker 0's share fresh, worker 1's its first answer: never below e1 */
-	engine_assert_served(&e2, &e1, N_CLIENTS / 2);
+	cr_assert_rc(rdmx_rpc_secure_workers_get_engine_stats(f.w, 50, &e2), RDMX_E_TIMEDOUT);
+	/* worker 1's share is its previous answer (its 8 connections), worker
+	 * 0's fresh or its previous one (within 50 ms or not): never below e1 */
+	engine_assert_served(&e2, &e1, 0);
 
 	block_free();
 	drive_until_done(&f, &blocked, 1);
 	cr_assert_eq(blocked.code, RDMX_RPC_OK);
 	cr_assert_eq(blocked.got, blocked.tag);
-	cr_assert_rc(rdmx_rpc_secure_workers_get_engine_stats(f.w, &e3), RDMX_OK);
+	cr_assert_rc(rdmx_rpc_secure_workers_get_engine_stats(f.w, GUARD_MS, &e3), RDMX_OK);
 	/* worker 1 answers again: the blocking call's request is counted now */
 	engine_assert_served(&e3, &e1, N_CLIENTS / 2 + 1);
 	engine_assert_served(&e3, &e2, 0);
@@ -529,7 +559,7 @@ Test(rpc_secure_workers, bad_arguments)
 	cr_assert_eq(rdmx_rpc_secure_workers_index_of(NULL, NULL), -1);
 	cr_assert_rc(rdmx_rpc_secure_workers_get_port(NULL, NULL), RDMX_E_INVAL);
 	cr_assert_rc(rdmx_rpc_secure_workers_get_listener_stats(NULL, NULL), RDMX_E_INVAL);
-	cr_assert_rc(rdmx_rpc_secure_workers_get_engine_stats(NULL, NULL), RDMX_E_INVAL);
+	cr_assert_rc(rdmx_rpc_secure_workers_get_engine_stats(NULL, 0, NULL), RDMX_E_INVAL);
 	cr_assert_rc(rdmx_rpc_secure_server_get_listener_stats(NULL, NULL), RDMX_E_INVAL);
 	cr_assert_rc(rdmx_rpc_server_destroy(&server), RDMX_OK);
 	rdmx_tls_config_destroy(&cfg);
