@@ -95,6 +95,7 @@ ev_names=(
 	rdmx_rpc_secure_workers_get_port rdmx_rpc_secure_workers_get_count
 	rdmx_rpc_secure_workers_get_assigned rdmx_rpc_secure_workers_get_clients
 	rdmx_rpc_secure_workers_index_of rdmx_rpc_secure_workers_get_listener_stats
+	rdmx_rpc_secure_workers_get_engine_stats
 	rdmx_rpc_secure_server_get_listener_stats
 )
 if [ -e "$ev_lib" ]; then

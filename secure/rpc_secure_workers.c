@@ -14,7 +14,18 @@
  *
  * Stop: the same inbox carries a stop flag; the worker destroys its
  * secure server on its own thread (which closes its clients) and breaks
- * its loop; destroy joins the threads, then frees the loops. */
+ * its loop; destroy joins the threads, then frees the loops.
+ *
+ * Engine counters: a context's counters are plain words of its worker's
+ * thread. rdmx_rpc_secure_workers_get_engine_stats asks each worker for a
+ * snapshot (its request number, under the object's stats_lock, then the
+ * same ev_async wake); the worker copies its context's counters on its own
+ * thread, from its loop between events, into its snapshot under stats_lock
+ * and wakes the askers (stats_cond). The workers take the lock only to
+ * answer; the hot path does not change. An asker waits a bounded time,
+ * then uses a late worker's previous snapshot. An asker that is itself a
+ * worker (a handler) answers the requests made to it while it waits, so
+ * two workers asking at once do not wait for each other. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -27,11 +38,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <ev.h>
 
+#include <rdmx/channel.h>
+#include <rdmx/ctx.h>
 #include <rdmx/rpc_secure.h>
+#include <rdmx/status.h>
 
 #include "rpc_secure_internal.h"
 #include "tls_internal.h"
@@ -58,7 +73,16 @@ struct worker {
 
 	atomic_uint_fast64_t assigned;
 	atomic_uint clients;
+
+	/* engine counters (see the top), under w->stats_lock: asked by any
+	 * thread, answered by the worker's; `engine` is the snapshot of the
+	 * latest answer */
+	uint64_t stats_asked, stats_answered;
+	struct rdmx_ctx_stats engine;
 };
+
+/* The worker whose thread this is (NULL on any other thread). */
+static _Thread_local struct worker *this_worker;
 
 struct rdmx_rpc_secure_workers {
 	unsigned n;
@@ -67,6 +91,8 @@ struct rdmx_rpc_secure_workers {
 	void *arg;
 	unsigned next; /* dispatch's turn: worker 0's thread only */
 	uint16_t port;
+	pthread_mutex_t stats_lock; /* every worker's stats_asked, _answered, engine */
+	pthread_cond_t stats_cond;  /* an answer came (CLOCK_MONOTONIC) */
 };
 
 /* ---- the application's callbacks, counted per worker ---- */
@@ -129,10 +155,44 @@ static void adopt_inbox(struct worker *wk)
 	}
 }
 
+/* ---- engine counters ---- */
+
+/* Copies the worker's context's counters to *out. The worker's thread
+ * only, outside the engine's callbacks (or once the thread is gone). */
+static void engine_read(const struct worker *wk, struct rdmx_ctx_stats *out)
+{
+	struct rdmx_ctx *ctx = NULL;
+
+	if (wk->srv)
+		ctx = rdmx_chan_worker_get_ctx(rdmx_rpc_secure_server_get_worker(wk->srv));
+	if (ctx)
+		rdmx_ctx_get_stats(ctx, out);
+}
+
+/* On the worker's thread, under w->stats_lock: answers the requests made
+ * to it so far. */
+static void engine_answer_locked(struct worker *wk)
+{
+	if (wk->stats_answered != wk->stats_asked) {
+		engine_read(wk, &wk->engine);
+		wk->stats_answered = wk->stats_asked;
+		pthread_cond_broadcast(&wk->w->stats_cond);
+	}
+}
+
+static void engine_answer(struct worker *wk)
+{
+	pthread_mutex_lock(&wk->w->stats_lock);
+	engine_answer_locked(wk);
+	pthread_mutex_unlock(&wk->w->stats_lock);
+}
+
 static void wake_cb(struct ev_loop *loop, ev_async *a, int revents)
 {
 	(void)loop;
 	(void)revents;
+	/* before the inbox: a stop there destroys the context */
+	engine_answer(a->data);
 	adopt_inbox(a->data);
 }
 
@@ -177,7 +237,9 @@ static void *worker_main(void *arg)
 {
 	struct worker *wk = arg;
 
+	this_worker = wk;
 	ev_run(wk->loop, 0);
+	this_worker = NULL;
 	return NULL;
 }
 
@@ -271,6 +333,7 @@ int rdmx_rpc_secure_workers_listen(unsigned n, struct rdmx_rpc_server *server,
 {
 	struct rdmx_rpc_secure_server_ops mine;
 	struct rdmx_rpc_secure_workers *w;
+	pthread_condattr_t ca;
 	unsigned i;
 	int ret;
 
@@ -284,6 +347,11 @@ int rdmx_rpc_secure_workers_listen(unsigned n, struct rdmx_rpc_server *server,
 		free(w);
 		return RDMX_E_NOMEM;
 	}
+	pthread_mutex_init(&w->stats_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->stats_cond, &ca);
+	pthread_condattr_destroy(&ca);
 	w->arg = arg;
 	if (ops)
 		w->ops = *ops;
@@ -362,6 +430,105 @@ int rdmx_rpc_secure_workers_get_listener_stats(const struct rdmx_rpc_secure_work
 	return RDMX_OK;
 }
 
+static void engine_add(struct rdmx_ctx_stats *sum, const struct rdmx_ctx_stats *one)
+{
+	for (unsigned t = 0; t < RDMX_TASK_TYPE_COUNT; t++) {
+		sum->submitted[t] += one->submitted[t];
+		sum->completed[t] += one->completed[t];
+		sum->failed[t] += one->failed[t];
+		sum->bytes[t] += one->bytes[t];
+	}
+	sum->conns_established += one->conns_established;
+	sum->conns_failed += one->conns_failed;
+	sum->conns_disconnected += one->conns_disconnected;
+	sum->conns_sealed += one->conns_sealed;
+	sum->conns_plaintext += one->conns_plaintext;
+}
+
+/* Whether every worker but `self` answered its ticket. Under stats_lock. */
+static bool engine_all_answered(const struct rdmx_rpc_secure_workers *w, const uint64_t *ticket,
+                                const struct worker *self)
+{
+	for (unsigned i = 0; i < w->n; i++)
+		if (&w->v[i] != self && w->v[i].stats_answered < ticket[i])
+			return false;
+	return true;
+}
+
+int rdmx_rpc_secure_workers_get_engine_stats(const struct rdmx_rpc_secure_workers *cw,
+                                             uint32_t timeout_ms, struct rdmx_ctx_stats *stats)
+{
+	/* the object is never const: the lock is ours to take */
+	struct rdmx_rpc_secure_workers *w = (struct rdmx_rpc_secure_workers *)cw;
+	uint64_t ticket[RDMX_RPC_SECURE_MAX_WORKERS];
+	bool late[RDMX_RPC_SECURE_MAX_WORKERS];
+	struct worker *self = NULL;
+	struct rdmx_ctx_stats one;
+	struct timespec deadline;
+	unsigned n_late = 0;
+	int rc = 0;
+
+	if (!w || !stats)
+		return RDMX_E_INVAL;
+	if (!timeout_ms)
+		timeout_ms = RDMX_RPC_SECURE_ENGINE_STATS_WAIT_MS;
+	for (unsigned i = 0; i < w->n; i++)
+		if (&w->v[i] == this_worker)
+			self = this_worker; /* asked from a handler of ours */
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += (time_t)(timeout_ms / 1000u);
+	deadline.tv_nsec += (long)(timeout_ms % 1000u) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	/* ask them all first, so that they answer in parallel */
+	pthread_mutex_lock(&w->stats_lock);
+	for (unsigned i = 0; i < w->n; i++)
+		ticket[i] = &w->v[i] == self ? 0 : ++w->v[i].stats_asked;
+	/* a worker waiting in here for others answers on this, not its loop */
+	pthread_cond_broadcast(&w->stats_cond);
+	pthread_mutex_unlock(&w->stats_lock);
+	for (unsigned i = 0; i < w->n; i++)
+		if (&w->v[i] != self)
+			ev_async_send(w->v[i].loop, &w->v[i].wake);
+	memset(stats, 0, sizeof(*stats));
+	if (self) {
+		/* this thread's own context: read here */
+		memset(&one, 0, sizeof(one));
+		engine_read(self, &one);
+		engine_add(stats, &one);
+	}
+	pthread_mutex_lock(&w->stats_lock);
+	for (;;) {
+		/* a worker asking answers those who ask it meanwhile: its loop
+		 * does not run until this returns */
+		if (self)
+			engine_answer_locked(self);
+		if (engine_all_answered(w, ticket, self) || rc)
+			break;
+		rc = pthread_cond_timedwait(&w->stats_cond, &w->stats_lock, &deadline);
+	}
+	for (unsigned i = 0; i < w->n; i++) {
+		late[i] = false;
+		if (&w->v[i] == self)
+			continue;
+		if (w->v[i].stats_answered < ticket[i]) {
+			late[i] = true;
+			n_late++;
+		}
+		engine_add(stats, &w->v[i].engine);
+	}
+	pthread_mutex_unlock(&w->stats_lock);
+	for (unsigned i = 0; i < w->n; i++)
+		if (late[i])
+			RDMX_SEC_WARN(
+			    "rpc_secure: worker %u did not answer for its engine counters "
+			    "within %u ms: its counters are from its previous answer",
+			    i, timeout_ms);
+	return n_late ? RDMX_E_TIMEDOUT : RDMX_OK;
+}
+
 int rdmx_rpc_secure_workers_index_of(const struct rdmx_rpc_secure_workers *w,
                                      const struct rdmx_rpc_secure_server *srv)
 {
@@ -386,6 +553,8 @@ int rdmx_rpc_secure_workers_destroy(struct rdmx_rpc_secure_workers **wp)
 	/* worker 0 first: once its listener is gone nothing is dispatched */
 	for (unsigned i = 0; i < w->n; i++)
 		worker_fini(&w->v[i]);
+	pthread_cond_destroy(&w->stats_cond);
+	pthread_mutex_destroy(&w->stats_lock);
 	free(w->v);
 	free(w);
 	*wp = NULL;

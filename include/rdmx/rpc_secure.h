@@ -55,6 +55,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <rdmx/ctx.h>
 #include <rdmx/rpc.h>
 #include <rdmx/tls.h>
 
@@ -317,6 +318,32 @@ uint32_t rdmx_rpc_secure_workers_get_clients(const struct rdmx_rpc_secure_worker
  * the workers run. Errors: RDMX_E_INVAL. */
 int rdmx_rpc_secure_workers_get_listener_stats(const struct rdmx_rpc_secure_workers *w,
                                                struct rdmx_tls_listener_stats *stats);
+
+/* How long rdmx_rpc_secure_workers_get_engine_stats waits for the
+ * workers when its timeout_ms is 0. */
+#define RDMX_RPC_SECURE_ENGINE_STATS_WAIT_MS 1000u
+
+/* The engine counters (rdmx/ctx.h, rdmx_ctx_get_stats) of the workers'
+ * contexts, summed, from any thread while the workers run. A context's
+ * counters belong to its worker's thread, so each worker is asked (through
+ * its event loop's wakeup, as a handed-off connection is) and copies them
+ * itself, between two events of its loop; the call waits for every answer,
+ * at most timeout_ms (0: RDMX_RPC_SECURE_ENGINE_STATS_WAIT_MS).
+ * Freshness: each worker's share is read after the call began, so it
+ * counts everything its worker did before then (e.g. a call whose answer a
+ * client has received was counted as received and its answer as sent, on
+ * the worker that served it). Called on a worker's thread (from a handler
+ * or an ops callback), that worker's share is read there and the others
+ * are waited for, holding that worker meanwhile; it answers those who ask
+ * it while it waits, so workers asking at once do not wait for each other.
+ * A worker busy past the timeout (a handler that blocks) is not waited for
+ * longer: its share is its copy of the last request it answered (zeros if
+ * none), so the sum lags by what that worker did since, never goes down,
+ * and the call returns RDMX_E_TIMEDOUT (a warning is logged) with *stats
+ * filled. The workers take no lock but to answer: their hot path does not
+ * change. Errors: RDMX_E_INVAL (NULL), RDMX_E_TIMEDOUT (see above). */
+int rdmx_rpc_secure_workers_get_engine_stats(const struct rdmx_rpc_secure_workers *w,
+                                             uint32_t timeout_ms, struct rdmx_ctx_stats *stats);
 /* The index of the worker whose server `srv` is (the `srv` of the ops
  * callbacks), or -1 when it is not one of w's. */
 int rdmx_rpc_secure_workers_index_of(const struct rdmx_rpc_secure_workers *w,

@@ -20,8 +20,8 @@
  * time); the handlers then run on the workers concurrently: the store has
  * its lock (store.h), the call counters are atomic, and the metrics keep
  * the clients' counters under conns_lock (a live client's channel is
- * counted when it leaves). Signals, the registry and /metrics stay on the
- * main loop. */
+ * counted when it leaves; the engine counters are the workers' contexts'
+ * summed). Signals, the registry and /metrics stay on the main loop. */
 #include <errno.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -485,8 +485,8 @@ static void on_gone(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_c
 #endif
 }
 
-/* /metrics: the RPC server's methods, the clients' channels, the engine,
- * the TLS listener (every worker's, summed) */
+/* /metrics: the RPC server's methods, the clients' channels, the engine
+ * and the TLS listener (every worker's, summed) */
 static int fill_metrics(FILE *f, void *arg)
 {
 	struct kv_server *k = arg;
@@ -497,10 +497,18 @@ static int fill_metrics(FILE *f, void *arg)
 	int rc;
 
 	memset(&src, 0, sizeof(src));
-	/* the engine context the secure server made for its clients */
+	/* the engine context the secure server made for its clients; with
+	 * workers, their contexts' counters summed (each worker copies its
+	 * own on its thread; one busy past the library's default bound, 1 s,
+	 * counts with its previous copy, the library logs it) */
 	ctx = k->srv ? rdmx_chan_worker_get_ctx(rdmx_rpc_secure_server_get_worker(k->srv)) : NULL;
 	if (ctx && rdmx_ctx_get_stats(ctx, &es) == 0)
 		src.engine = &es;
+	if (k->workers) {
+		rc = rdmx_rpc_secure_workers_get_engine_stats(k->workers, 0, &es);
+		if (rc == RDMX_OK || rc == RDMX_E_TIMEDOUT)
+			src.engine = &es;
+	}
 	src.server = k->rpc;
 	if ((k->srv ? rdmx_rpc_secure_server_get_listener_stats(k->srv, &ls)
 	            : rdmx_rpc_secure_workers_get_listener_stats(k->workers, &ls)) == 0)

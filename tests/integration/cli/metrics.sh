@@ -86,6 +86,32 @@ want 'rdmx_tls_listener_refused_total 1'
 code=$(curl -s -o /dev/null -w '%{http_code}' "${MURL%/metrics}/other")
 [ "$code" = 404 ] || fail "GET /other answered $code"
 
+# --workers 2: the engine counters are every worker's context's, summed.
+# The 4 clients are dealt to the 2 workers in turn (2 each): 4 engine
+# connections only if both workers' contexts count; each request received
+# and each answer sent was counted by its worker before the client had it.
+$DEATH "$KV" serve --listen 127.0.0.1:0 --metrics=127.0.0.1:0 --workers 2 --ca "$CA" \
+	--cert "$DIR/pki/kv.test.crt" --key "$DIR/pki/kv.test.key" >"$DIR/kvw.out" 2>"$DIR/kvw.log" &
+PIDS="$PIDS $!"
+wait_line "$DIR/kvw.out" metrics
+WADDR=127.0.0.1:$(awk '/^listening/ {print $3; exit}' "$DIR/kvw.out")
+WURL=http://127.0.0.1:$(awk '/^metrics/ {print $3; exit}' "$DIR/kvw.out")/metrics
+KVW="$KV --server $WADDR --ca $CA --cert $DIR/pki/client.test.crt --key $DIR/pki/client.test.key"
+for k in a b c d; do $KVW put "$k" "value-$k" >/dev/null || fail "put $k (--workers 2)"; done
+curl -sS -o "$DIR/wmetrics" "$WURL" || fail "curl $WURL"
+m=$DIR/wmetrics
+want 'rdmx_rpc_server_handled_total{method="kv.KV/Put",code="OK"} 4'
+want '# TYPE rdmx_engine_tasks_submitted_total counter'
+want '# TYPE rdmx_engine_connections_established_total counter'
+v=$(eng rdmx_engine_connections_established_total)
+[ "$v" = 4 ] || fail "--workers 2: engine connections established '$v', not the 4 clients'"
+v=$(eng 'rdmx_engine_tasks_completed_total{op="receive"}')
+[ -n "$v" ] && [ "$v" -ge 4 ] || fail "--workers 2: engine receives completed '$v' < 4 requests"
+v=$(eng 'rdmx_engine_tasks_submitted_total{op="write_imm"}')
+[ -n "$v" ] && [ "$v" -ge 4 ] || fail "--workers 2: engine write_imm submitted '$v' < 4 answers"
+grep -q 'did not answer' "$DIR/kvw.log" && fail "--workers 2: a worker did not answer"
+m=$DIR/metrics
+
 $DEATH "$BSD" --listen 127.0.0.1:0 --metrics 127.0.0.1:0 --ca "$CA" \
 	--cert "$DIR/pki/registry.test.crt" --key "$DIR/pki/registry.test.key" \
 	>"$DIR/bsd.out" 2>"$DIR/bsd.log" &
@@ -98,6 +124,7 @@ grep -q '^rdmx_tls_listener_accepted_total ' "$DIR/bmetrics" || fail "bootstrapd
 
 if command -v promtool >/dev/null; then
 	promtool check metrics <"$m" || fail "promtool check metrics (rdmx-kv)"
+	promtool check metrics <"$DIR/wmetrics" || fail "promtool check metrics (rdmx-kv --workers 2)"
 	promtool check metrics <"$DIR/bmetrics" || fail "promtool check metrics (rdmx-bootstrapd)"
 	echo "ok: promtool check metrics"
 else

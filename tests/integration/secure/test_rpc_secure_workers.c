@@ -4,8 +4,11 @@
  * exactly once and served on every worker's thread, interceptors run on
  * the workers, per-method counters summed over the workers, and a shutdown
  * with calls held on every worker (each completes once, UNAVAILABLE).
- * Certificates are made at test time. Waits are bounded by guards; nothing
- * depends on how long anything takes. */
+ * The workers' engine counters, summed (rdmx_rpc_secure_workers_get_engine_
+ * stats): fresh after known traffic on 1..4 workers, from a handler on a
+ * worker's own thread, and bounded (RDMX_E_TIMEDOUT, the late worker's
+ * previous share) while a handler holds a worker's thread. Certificates are made at test time.
+ * Waits are bounded by guards; nothing depends on how long anything takes. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -17,6 +20,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <rdmx/pe.h>
 #include <rdmx/rpc.h>
@@ -31,7 +35,9 @@
 #define N_CLIENTS 16
 #define CALLS_PER_CLIENT 8
 #define ECHO "rdmx.test.Workers/Echo"
-#define HOLD "rdmx.test.Workers/Hold" /* answered when cancelled */
+#define HOLD "rdmx.test.Workers/Hold"   /* answered when cancelled */
+#define BLOCK "rdmx.test.Workers/Block" /* holds its worker's thread */
+#define STATS "rdmx.test.Workers/Stats" /* the engine counters, from a worker */
 #define GUARD_MS 60000
 
 static struct tls_test_pki pki;
@@ -72,6 +78,77 @@ static void on_gone(struct rdmx_rpc_secure_server *srv, struct rdmx_rpc_secure_c
 	atomic_fetch_add(&gone_cbs, 1);
 }
 
+/* Block: holds its worker's thread (not just the call) until the test
+ * releases it, then echoes. */
+static pthread_mutex_t block_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t block_cond = PTHREAD_COND_INITIALIZER;
+static atomic_bool block_entered;
+static bool block_release;
+
+static void block_handler(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg)
+{
+	struct rdmx_rpc_payload p = rdmx_rpc_bytes(req, len);
+
+	(void)arg;
+	pthread_mutex_lock(&block_lock);
+	atomic_store(&block_entered, true);
+	while (!block_release)
+		pthread_cond_wait(&block_cond, &block_lock);
+	pthread_mutex_unlock(&block_lock);
+	rdmx_rpc_respond(call, RDMX_RPC_OK, NULL, &p);
+}
+
+static void block_free(void)
+{
+	pthread_mutex_lock(&block_lock);
+	block_release = true;
+	pthread_cond_broadcast(&block_cond);
+	pthread_mutex_unlock(&block_lock);
+}
+
+/* Stats: the summed engine counters asked from the handler, on a worker's
+ * thread, once both Stats handlers of the test run (each on its worker: so
+ * both ask while neither's loop can answer); answers (status << 32) |
+ * connections established. */
+static pthread_mutex_t meet_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t meet_cond = PTHREAD_COND_INITIALIZER;
+static unsigned meet_count;
+
+static int stats_meet(void)
+{
+	struct timespec end;
+	int met, rc = 0;
+
+	/* bounded: a lost peer fails the test, it does not hang it */
+	clock_gettime(CLOCK_REALTIME, &end);
+	end.tv_sec += GUARD_MS / 1000;
+	pthread_mutex_lock(&meet_lock);
+	meet_count++;
+	pthread_cond_broadcast(&meet_cond);
+	while (meet_count < 2 && rc == 0)
+		rc = pthread_cond_timedwait(&meet_cond, &meet_lock, &end);
+	met = meet_count >= 2;
+	pthread_mutex_unlock(&meet_lock);
+	return met;
+}
+
+static void stats_handler(struct rdmx_rpc_server_call *call, const void *req, size_t len, void *arg)
+{
+	struct rdmx_rpc_secure_workers *const *w = arg;
+	struct rdmx_ctx_stats es;
+	uint64_t v;
+	struct rdmx_rpc_payload p = rdmx_rpc_bytes(&v, sizeof(v));
+	int rc;
+
+	(void)req;
+	(void)len;
+	memset(&es, 0, sizeof(es));
+	rc = stats_meet() ? rdmx_rpc_secure_workers_get_engine_stats(*w, GUARD_MS, &es)
+	                  : RDMX_E_BAD_STATE;
+	v = ((uint64_t)(uint32_t)rc << 32) | (uint32_t)es.conns_established;
+	rdmx_rpc_respond(call, RDMX_RPC_OK, NULL, &p);
+}
+
 /* ---- the fixture ---- */
 
 struct fix {
@@ -90,6 +167,9 @@ static void setup(void)
 	atomic_store(&conn_cbs, 0);
 	atomic_store(&gone_cbs, 0);
 	atomic_store(&gone_early, 0);
+	atomic_store(&block_entered, false);
+	block_release = false;
+	meet_count = 0;
 }
 
 static void teardown(void)
@@ -111,6 +191,12 @@ static void fix_start(struct fix *f, unsigned workers)
 	cr_assert_rc(
 	    rdmx_rpc_server_register(f->server, rdmx_rpc_method_id(HOLD), HOLD, wsvc_hold, NULL),
 	    RDMX_OK);
+	cr_assert_rc(rdmx_rpc_server_register(f->server, rdmx_rpc_method_id(BLOCK), BLOCK,
+	                                      block_handler, NULL),
+	             RDMX_OK);
+	cr_assert_rc(rdmx_rpc_server_register(f->server, rdmx_rpc_method_id(STATS), STATS,
+	                                      stats_handler, &f->w),
+	             RDMX_OK);
 	cr_assert_rc(rdmx_rpc_server_add_interceptor(f->server, &wsvc_count_ic, NULL), RDMX_OK);
 	f->scfg = tls_test_config(&pki, "client2", "client.test", 0);
 	f->ccfg = tls_test_config(&pki, "client", "client2.test", 0);
@@ -186,11 +272,51 @@ static void start_call(struct fix *f, int conn, const char *method, struct wsvc_
 	             RDMX_OK);
 }
 
+/* The engine counters `now` (summed over the workers) count at least the n
+ * Echo calls answered since `before` (NULL: since listen): each request
+ * received (one message, 8 bytes of it the tag) and each answer posted, by
+ * the worker that served it, before the client saw the answer. */
+static void engine_assert_served(const struct rdmx_ctx_stats *now,
+                                 const struct rdmx_ctx_stats *before, uint64_t n)
+{
+	static const struct rdmx_ctx_stats zero;
+	const struct rdmx_ctx_stats *b = before ? before : &zero;
+	const enum rdmx_task_type out[] = {RDMX_TASK_SEND, RDMX_TASK_SEND_IMM, RDMX_TASK_WRITE,
+	                                   RDMX_TASK_WRITE_IMM};
+	uint64_t sent = 0, failed = 0;
+
+	for (unsigned t = 0; t < RDMX_TASK_TYPE_COUNT; t++) {
+		cr_assert_geq(now->submitted[t], b->submitted[t], "%s went down",
+		              rdmx_task_type_name((enum rdmx_task_type)t));
+		cr_assert_geq(now->completed[t], b->completed[t]);
+		cr_assert_geq(now->bytes[t], b->bytes[t]);
+		failed += now->failed[t];
+	}
+	for (unsigned i = 0; i < sizeof(out) / sizeof(out[0]); i++)
+		sent += now->submitted[out[i]] - b->submitted[out[i]];
+	cr_assert_geq(now->completed[RDMX_TASK_RECEIVE] - b->completed[RDMX_TASK_RECEIVE], n,
+	              "%llu receives completed for %llu requests",
+	              (unsigned long long)(now->completed[RDMX_TASK_RECEIVE] -
+	                                   b->completed[RDMX_TASK_RECEIVE]),
+	              (unsigned long long)n);
+	cr_assert_geq(now->bytes[RDMX_TASK_RECEIVE] - b->bytes[RDMX_TASK_RECEIVE],
+	              n * sizeof(uint64_t));
+	cr_assert_geq(sent, n, "%llu sends submitted for %llu answers", (unsigned long long)sent,
+	              (unsigned long long)n);
+	cr_assert_eq(failed, 0, "%llu tasks failed", (unsigned long long)failed);
+	/* every client's engine connection, on whichever worker it landed */
+	cr_assert_eq(now->conns_established, N_CLIENTS, "%llu connections established",
+	             (unsigned long long)now->conns_established);
+	cr_assert_eq(now->conns_sealed, N_CLIENTS);
+	cr_assert_eq(now->conns_failed + now->conns_disconnected, 0);
+}
+
 static void many_clients(unsigned workers)
 {
 	static struct wsvc_call calls[N_CLIENTS * CALLS_PER_CLIENT];
 	const unsigned total = N_CLIENTS * CALLS_PER_CLIENT;
 	struct rdmx_tls_listener_stats ls;
+	struct rdmx_ctx_stats e1, e2;
 	struct rdmx_rpc_stats st;
 	struct fix f;
 	uint64_t sum = 0;
@@ -209,12 +335,22 @@ static void many_clients(unsigned workers)
 	cr_assert_eq(sum, N_CLIENTS);
 	cr_assert_eq(rdmx_rpc_secure_workers_get_assigned(f.w, workers), 0, "bad index");
 	memset(calls, 0, sizeof(calls));
+	/* two halves, the workers' engine counters read after each: each read
+	 * is fresh (it counts the half just answered) */
 	for (unsigned i = 0; i < total; i++) {
 		calls[i].tag = 0x5157000000000000ull | i;
 		start_call(&f, (int)(i % N_CLIENTS), ECHO, &calls[i]);
+		if (i + 1 == total / 2) {
+			drive_until_done(&f, calls, (int)(i + 1));
+			cr_assert_rc(rdmx_rpc_secure_workers_get_engine_stats(f.w, GUARD_MS, &e1),
+			             RDMX_OK);
+			engine_assert_served(&e1, NULL, i + 1);
+		}
 	}
 	drive_until_done(&f, calls, (int)total);
 	wsvc_assert_echoed(calls, total);
+	cr_assert_rc(rdmx_rpc_secure_workers_get_engine_stats(f.w, GUARD_MS, &e2), RDMX_OK);
+	engine_assert_served(&e2, &e1, total - total / 2);
 	/* a reply means its worker ran connected first, on the same thread */
 	for (unsigned i = 0; i < workers; i++)
 		cr_assert_eq(rdmx_rpc_secure_workers_get_clients(f.w, i),
@@ -328,6 +464,78 @@ Test(rpc_secure_workers, shutdown_with_calls_held_on_every_worker)
 	rdmx_tls_config_destroy(&f.ccfg);
 }
 
+/* The engine counters asked while a handler holds worker 1's thread: the
+ * wait is bounded (RDMX_E_TIMEDOUT after the timeout; the outcome does not
+ * depend on how long anything takes: worker 1 cannot answer until the test
+ * lets it go), worker 1's share is its previous answer; once it is let go
+ * it answers again. And asked from a handler on each worker's own thread at
+ * once: each reads its own share and answers the other while it waits
+ * (whether the two calls overlap or not, both are fresh). */
+Test(rpc_secure_workers, engine_stats_bounded_and_from_a_worker)
+{
+	static struct wsvc_call echoes_v[N_CLIENTS], more[N_CLIENTS / 2], blocked, st[2];
+	struct rdmx_ctx_stats e1, e2, e3;
+	struct fix f;
+	int64_t end;
+
+	fix_start(&f, 2);
+	memset(echoes_v, 0, sizeof(echoes_v));
+	memset(more, 0, sizeof(more));
+	memset(&blocked, 0, sizeof(blocked));
+	memset(st, 0, sizeof(st));
+	for (int i = 0; i < N_CLIENTS; i++) {
+		echoes_v[i].tag = 0xec00u + (uint64_t)i;
+		start_call(&f, i, ECHO, &echoes_v[i]);
+	}
+	drive_until_done(&f, echoes_v, N_CLIENTS);
+	wsvc_assert_echoed(echoes_v, N_CLIENTS);
+	cr_assert_rc(rdmx_rpc_secure_workers_get_engine_stats(f.w, GUARD_MS, &e1), RDMX_OK);
+	engine_assert_served(&e1, NULL, N_CLIENTS);
+
+	/* connection 1 is worker 1's (dealt in turn): hold its thread */
+	blocked.tag = 0xb10c;
+	start_call(&f, 1, BLOCK, &blocked);
+	end = (int64_t)(rdmx_pe_now_ns() / 1000000u) + GUARD_MS;
+	while (!atomic_load(&block_entered) && (int64_t)(rdmx_pe_now_ns() / 1000000u) < end)
+		rdmx_pe_wait(f.pe, 20);
+	cr_assert(atomic_load(&block_entered), "the blocking call never ran");
+	/* worker 0 serves on: the even connections */
+	for (int i = 0; i < N_CLIENTS / 2; i++) {
+		more[i].tag = 0x3e00u + (uint64_t)i;
+		start_call(&f, 2 * i, ECHO, &more[i]);
+	}
+	drive_until_done(&f, more, N_CLIENTS / 2);
+	wsvc_assert_echoed(more, N_CLIENTS / 2);
+	cr_assert_rc(rdmx_rpc_secure_workers_get_engine_stats(f.w, 50, &e2), RDMX_E_TIMEDOUT);
+	/* worker 1's share is its previous answer (its 8 connections), worker
+	 * 0's fresh or its previous one (within 50 ms or not): never below e1 */
+	engine_assert_served(&e2, &e1, 0);
+
+	block_free();
+	drive_until_done(&f, &blocked, 1);
+	cr_assert_eq(blocked.code, RDMX_RPC_OK);
+	cr_assert_eq(blocked.got, blocked.tag);
+	cr_assert_rc(rdmx_rpc_secure_workers_get_engine_stats(f.w, GUARD_MS, &e3), RDMX_OK);
+	/* worker 1 answers again: the blocking call's request is counted now */
+	engine_assert_served(&e3, &e1, N_CLIENTS / 2 + 1);
+	engine_assert_served(&e3, &e2, 0);
+
+	/* from each worker's thread: connection 0 is worker 0's, 1 worker 1's */
+	for (int i = 0; i < 2; i++)
+		start_call(&f, i, STATS, &st[i]);
+	drive_until_done(&f, st, 2);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(st[i].code, RDMX_RPC_OK);
+		cr_assert_eq((int)(int32_t)(uint32_t)(st[i].got >> 32), RDMX_OK,
+		             "asked on worker %d: %s", i,
+		             rdmx_strerror((int)(int32_t)(uint32_t)(st[i].got >> 32)));
+		cr_assert_eq(st[i].got & 0xffffffffu, N_CLIENTS,
+		             "asked on worker %d: %llu connections", i,
+		             (unsigned long long)(st[i].got & 0xffffffffu));
+	}
+	fix_stop(&f);
+}
+
 Test(rpc_secure_workers, bad_arguments)
 {
 	struct rdmx_rpc_server *server = NULL;
@@ -351,6 +559,7 @@ Test(rpc_secure_workers, bad_arguments)
 	cr_assert_eq(rdmx_rpc_secure_workers_index_of(NULL, NULL), -1);
 	cr_assert_rc(rdmx_rpc_secure_workers_get_port(NULL, NULL), RDMX_E_INVAL);
 	cr_assert_rc(rdmx_rpc_secure_workers_get_listener_stats(NULL, NULL), RDMX_E_INVAL);
+	cr_assert_rc(rdmx_rpc_secure_workers_get_engine_stats(NULL, 0, NULL), RDMX_E_INVAL);
 	cr_assert_rc(rdmx_rpc_secure_server_get_listener_stats(NULL, NULL), RDMX_E_INVAL);
 	cr_assert_rc(rdmx_rpc_server_destroy(&server), RDMX_OK);
 	rdmx_tls_config_destroy(&cfg);
