@@ -154,8 +154,8 @@ static void src_fill(struct callsrc *src, int wait_ms)
 static int src_next(struct callsrc *src, const struct gen_message *m, struct jbuf *out)
 {
 	const char *text = src->buf.data;
-	json_error_t e;
 	char err[600];
+	size_t used;
 	json_t *j;
 
 	while (src->off < src->buf.len && isspace((unsigned char)text[src->off]))
@@ -167,21 +167,19 @@ static int src_next(struct callsrc *src, const struct gen_message *m, struct jbu
 		}
 		return src->eof ? 2 : 0;
 	}
-	j = json_loadb(text + src->off, src->buf.len - src->off,
-	               JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_DISABLE_EOF_CHECK, &e);
-	if (!j) {
+	if (json_parse_first(text + src->off, src->buf.len - src->off, &j, &used, err,
+	                     sizeof(err))) {
 		if (!src->eof)
 			return 0; /* maybe incomplete: wait for more */
-		fprintf(stderr, "rdmx-call: request JSON (message %zu): line %d col %d: %s\n",
-		        src->count + 1, e.line, e.column, e.text);
+		fprintf(stderr, "rdmx-call: request JSON (message %zu): %s\n", src->count + 1, err);
 		return -1;
 	}
-	if (!src->eof && src->off + (size_t)e.position == src->buf.len && !json_is_object(j) &&
+	if (!src->eof && src->off + used == src->buf.len && !json_is_object(j) &&
 	    !json_is_array(j)) {
 		json_decref(j); /* a bare value at the end may go on */
 		return 0;
 	}
-	src->off += (size_t)e.position;
+	src->off += used;
 	memset(out, 0, sizeof(*out));
 	if (pbjson_encode(m, j, out, err, sizeof(err)) || out->oom) {
 		fprintf(stderr, "rdmx-call: request %zu (%s): %s\n", src->count + 1, m->full_name,

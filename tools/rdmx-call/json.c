@@ -1,6 +1,7 @@
 /* rdmx-call's JSON glue over jansson (json.h). */
 #include "json.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,19 +9,206 @@
 
 #include "common/grow.h"
 
+/* ---- integers past int64 ----
+ * jansson keeps an integer in a long long and refuses a longer one, but
+ * the JSON mapping takes any integer literal (a uint64 field's
+ * 18446744073709551615 unquoted). Before the parse each such literal is
+ * rewritten as a string that starts with BIG_MARK, two control bytes no
+ * one's text starts a string with; json_big_int tells these apart (a
+ * string field refuses them as the number they stand for), and errors are
+ * placed in the text as it was given. */
+#define BIG_MARK "\0\1int:"
+#define BIG_MARK_LEN 6u
+#define BIG_OPEN "\"\\u0000\\u0001int:" /* a rewrite's start: the quote and BIG_MARK */
+#define BIG_OPEN_LEN (sizeof(BIG_OPEN) - 1)
+
+struct big_mark {
+	size_t at;  /* where its quote is, in the rewritten text */
+	size_t len; /* the literal's length */
+};
+
+struct big_rewrite {
+	struct jbuf text; /* the rewritten text; no data when nothing was */
+	struct big_mark *v;
+	size_t n, cap;
+	bool oom;
+};
+
+/* Whether the literal p[0..n) ("-"? digits) is an integer past int64 */
+static bool past_int64(const char *p, size_t n)
+{
+	bool neg = n && *p == '-';
+	const char *lim = neg ? "9223372036854775808" : "9223372036854775807";
+
+	p += neg;
+	n -= neg;
+	for (size_t i = 0; i < n; i++)
+		if (p[i] < '0' || p[i] > '9')
+			return false;
+	if (!n || (n > 1 && *p == '0'))
+		return false; /* not a JSON number: jansson says why */
+	return n > 19 || (n == 19 && memcmp(p, lim, 19) > 0);
+}
+
+static void big_add(struct big_rewrite *r, const char *t, size_t from, size_t s, size_t e)
+{
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 8;
+		struct big_mark *v = realloc(r->v, cap * sizeof(*v));
+
+		if (!v) {
+			r->oom = true;
+			return;
+		}
+		r->v = v;
+		r->cap = cap;
+	}
+	jbuf_put(&r->text, t + from, s - from);
+	r->v[r->n].at = r->text.len;
+	r->v[r->n++].len = e - s;
+	jbuf_put(&r->text, BIG_OPEN, BIG_OPEN_LEN);
+	jbuf_put(&r->text, t + s, e - s);
+	jbuf_put(&r->text, "\"", 1);
+}
+
+/* Rewrites the integers past int64 of t[0..len) into r, up to the end of
+ * the first value when first_only (what follows it is not looked at). */
+static void big_scan(const char *t, size_t len, bool first_only, struct big_rewrite *r)
+{
+	size_t i = 0, from = 0;
+	int depth = 0;
+
+	while (i < len && !r->oom) {
+		char ch = t[i];
+
+		if (ch == '"') {
+			for (i++; i < len && t[i] != '"'; i++)
+				i += t[i] == '\\';
+			i++;
+		} else if (ch == '{' || ch == '[') {
+			depth++;
+			i++;
+			continue;
+		} else if (ch == '}' || ch == ']') {
+			depth--;
+			i++;
+		} else if (ch == '-' || isalnum((unsigned char)ch)) {
+			size_t e = i;
+
+			while (e < len && (isalnum((unsigned char)t[e]) || strchr("+-.", t[e])))
+				e++;
+			if (past_int64(t + i, e - i)) {
+				big_add(r, t, from, i, e);
+				from = e;
+			}
+			i = e;
+		} else {
+			i++;
+			continue;
+		}
+		if (first_only && depth <= 0)
+			break;
+	}
+	if (r->n && !r->oom)
+		jbuf_put(&r->text, t + from, len - from);
+	r->oom = r->oom || r->text.oom;
+}
+
+/* The offset in the text as given of offset p of the rewritten text */
+static size_t big_orig(const struct big_rewrite *r, size_t p)
+{
+	size_t shift = 0;
+
+	for (size_t k = 0; k < r->n && r->v[k].at < p; k++) {
+		size_t in = p - r->v[k].at;
+
+		shift += in <= BIG_OPEN_LEN                 ? in
+		         : in <= BIG_OPEN_LEN + r->v[k].len ? BIG_OPEN_LEN
+		                                            : BIG_OPEN_LEN + 1;
+	}
+	return p - shift;
+}
+
+/* An error of the rewritten text as the text given would have it: the
+ * column less what was added before it on its line, the quoted literal of
+ * "near '...'" as written */
+static void big_error(const struct big_rewrite *r, json_error_t *e)
+{
+	size_t p = (size_t)e->position, line = p;
+	char *m;
+
+	while (line > 0 && r->text.data[line - 1] != '\n')
+		line--;
+	e->column -= (int)((p - big_orig(r, p)) - (line - big_orig(r, line)));
+	m = strstr(e->text, BIG_OPEN);
+	if (m) {
+		char *q;
+
+		memmove(m, m + BIG_OPEN_LEN, strlen(m + BIG_OPEN_LEN) + 1);
+		q = strchr(m, '"');
+		if (q)
+			memmove(q, q + 1, strlen(q + 1) + 1);
+	}
+	e->position = (int)big_orig(r, p);
+}
+
+bool json_big_int(const json_t *j, const char **digits)
+{
+	if (!json_is_string(j) || json_string_length(j) <= BIG_MARK_LEN ||
+	    memcmp(json_string_value(j), BIG_MARK, BIG_MARK_LEN) != 0 ||
+	    !past_int64(json_string_value(j) + BIG_MARK_LEN, json_string_length(j) - BIG_MARK_LEN))
+		return false; /* not one of ours (a caller's text may be anything) */
+	if (digits)
+		*digits = json_string_value(j) + BIG_MARK_LEN;
+	return true;
+}
+
+/* ---- parsing ---- */
+
+static json_t *load(const char *text, size_t len, bool first_only, size_t *used, char *err,
+                    size_t err_len)
+{
+	size_t flags = JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL;
+	struct big_rewrite r;
+	json_error_t e;
+	json_t *j;
+
+	memset(&r, 0, sizeof(r));
+	big_scan(text, len, first_only, &r);
+	if (r.oom) {
+		snprintf(err, err_len, "out of memory");
+		j = NULL;
+		goto out;
+	}
+	if (first_only)
+		flags |= JSON_DISABLE_EOF_CHECK;
+	j = r.n ? json_loadb(r.text.data, r.text.len, flags, &e) : json_loadb(text, len, flags, &e);
+	if (r.n && (!j || first_only))
+		big_error(&r, &e); /* its position: the end of the first value */
+	if (!j)
+		snprintf(err, err_len, "line %d col %d: %s", e.line, e.column, e.text);
+	else if (used)
+		*used = (size_t)e.position;
+out:
+	jbuf_free(&r.text);
+	free(r.v);
+	return j;
+}
+
 int json_parse(const char *text, size_t len, json_t **out, char *err, size_t err_len)
 {
-	json_error_t e;
-	json_t *j =
-	    json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &e);
+	char none[1];
 
-	if (!j) {
-		if (err && err_len)
-			snprintf(err, err_len, "line %d col %d: %s", e.line, e.column, e.text);
-		return -1;
-	}
-	*out = j;
-	return 0;
+	*out = load(text, len, false, NULL, err && err_len ? err : none,
+	            err && err_len ? err_len : sizeof(none));
+	return *out ? 0 : -1;
+}
+
+int json_parse_first(const char *text, size_t len, json_t **out, size_t *used, char *err,
+                     size_t err_len)
+{
+	*out = load(text, len, true, used, err, err_len);
+	return *out ? 0 : -1;
 }
 
 void json_free(json_t *j)

@@ -13,9 +13,17 @@
 
 /* Parses text[0..len): one JSON value of any type, duplicate object keys
  * refused, nothing after it; "\u0000" is taken inside strings (their
- * length is json_string_length). On error returns -1 with "line L col C:
- * why". */
+ * length is json_string_length). An integer literal outside int64 (which
+ * jansson cannot hold) comes as a string json_big_int recognises. On error
+ * returns -1 with "line L col C: why", placed in the text as given. */
 int json_parse(const char *text, size_t len, json_t **out, char *err, size_t err_len);
+/* As json_parse, for the first value of text[0..len) (more may follow):
+ * 0 with *out and *used, the bytes through the end of that value. */
+int json_parse_first(const char *text, size_t len, json_t **out, size_t *used, char *err,
+                     size_t err_len);
+/* Whether j is an integer literal outside int64 as json_parse gives it
+ * (and *digits its text, "-"? digits, when digits is not NULL). */
+bool json_big_int(const json_t *j, const char **digits);
 /* json_decref that takes NULL */
 void json_free(json_t *j);
 

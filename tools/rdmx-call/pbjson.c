@@ -187,9 +187,21 @@ static void path_pop(struct conv *c, size_t len)
 	c->path[len] = '\0';
 }
 
+/* j's JSON type, an integer past int64 (json.h) as the number it is */
+static json_type jkind(const json_t *j)
+{
+	return json_big_int(j, NULL) ? JSON_INTEGER : json_typeof(j);
+}
+
+/* a JSON string, not an integer past int64 */
+static bool is_text(const json_t *j)
+{
+	return json_is_string(j) && !json_big_int(j, NULL);
+}
+
 static const char *jtype(const json_t *j)
 {
-	switch (json_typeof(j)) {
+	switch (jkind(j)) {
 	case JSON_OBJECT:
 		return "an object";
 	case JSON_ARRAY:
@@ -210,7 +222,7 @@ static const char *jtype(const json_t *j)
 /* a string with "\u0000" inside: text only a string field may hold */
 static bool has_nul(const json_t *j)
 {
-	return json_is_string(j) && strlen(json_string_value(j)) != json_string_length(j);
+	return is_text(j) && strlen(json_string_value(j)) != json_string_length(j);
 }
 
 static bool is_64(enum gen_type t)
@@ -342,6 +354,7 @@ static int jbuf_write(void *data, const char *buf, size_t len)
 /* an integer from a JSON number or a decimal string, within t's range */
 static int get_int(struct conv *c, const json_t *j, enum gen_type t, int64_t *iv, uint64_t *uv)
 {
+	const char *big;
 	bool neg;
 
 	if (json_is_integer(j)) {
@@ -361,6 +374,14 @@ static int get_int(struct conv *c, const json_t *j, enum gen_type t, int64_t *iv
 		neg = d < 0;
 		*uv = neg ? 0 : (uint64_t)d;
 		*iv = neg ? (int64_t)d : (int64_t)(*uv & INT64_MAX);
+	} else if (json_big_int(j, &big)) {
+		/* past int64: only a uint64 holds it, if it is not past that too */
+		errno = 0;
+		neg = big[0] == '-';
+		*uv = neg ? 0 : strtoull(big, NULL, 10);
+		*iv = (int64_t)*uv;
+		if (neg || errno)
+			return fail(c, "%s is out of the 64-bit range", big);
 	} else if (json_is_string(j)) {
 		const char *s = json_string_value(j);
 		char *end;
@@ -388,7 +409,9 @@ static int get_int(struct conv *c, const json_t *j, enum gen_type t, int64_t *iv
 	case GT_ENUM:
 		if (neg ? *iv < INT32_MIN : *uv > INT32_MAX)
 			return fail(c, "%s is out of the int32 range",
-			            json_is_string(j) ? json_string_value(j) : "the value");
+			            json_big_int(j, &big) ? big
+			            : json_is_string(j)   ? json_string_value(j)
+			                                  : "the value");
 		break;
 	case GT_UINT32:
 	case GT_FIXED32:
@@ -434,11 +457,19 @@ static int get_quoted_real(struct conv *c, const char *s, double *d)
  * takes "1e39" */
 static int get_real(struct conv *c, const json_t *j, enum gen_type t, double *d)
 {
-	if (json_is_string(j))
+	const char *big;
+
+	if (json_big_int(j, &big)) {
+		*d = strtod(big, NULL);
+		if (!isfinite(*d))
+			return fail(c, "%s is out of the double range", big);
+	} else if (json_is_string(j)) {
 		return get_quoted_real(c, json_string_value(j), d);
-	if (!json_is_number(j))
+	} else if (!json_is_number(j)) {
 		return fail(c, "expected a number, got %s", jtype(j));
-	*d = json_number_value(j);
+	} else {
+		*d = json_number_value(j);
+	}
 	if (t == GT_FLOAT && fabs(*d) >= 3.4028235677973366e38)
 		return fail(c, "%g is out of the float range", *d);
 	return 0;
@@ -469,7 +500,7 @@ static int enc_scalar(struct conv *c, enum gen_type t, const struct gen_field *f
 			return fail(c, "expected true or false, got %s", jtype(j));
 		return json_is_true(j) ? rdmx_mp_pack_bool(pk, true) : rdmx_mp_pack_bool(pk, false);
 	case GT_STRING:
-		if (!json_is_string(j))
+		if (!is_text(j))
 			return fail(c, "expected a string, got %s", jtype(j));
 		return pack_str(pk, json_string_value(j), json_string_length(j))
 		           ? fail(c, "out of memory")
@@ -478,7 +509,7 @@ static int enc_scalar(struct conv *c, enum gen_type t, const struct gen_field *f
 		struct jbuf raw = {0};
 		int rc;
 
-		if (!json_is_string(j))
+		if (!is_text(j))
 			return fail(c, "expected a base64 string, got %s", jtype(j));
 		if (base64_decode(json_string_value(j), json_string_length(j), &raw)) {
 			jbuf_free(&raw);
@@ -494,7 +525,7 @@ static int enc_scalar(struct conv *c, enum gen_type t, const struct gen_field *f
 			return -1;
 		return t == GT_FLOAT ? rdmx_mp_pack_f32(pk, (float)d) : rdmx_mp_pack_f64(pk, d);
 	case GT_ENUM:
-		if (json_is_string(j)) {
+		if (is_text(j)) {
 			const char *s = json_string_value(j);
 
 			for (int i = 0; i < f->en->values.n; i++) {
@@ -565,7 +596,7 @@ static int enc_duration(struct conv *c, const json_t *j, struct rdmx_mp_writer *
 	int32_t nanos = 0;
 	int digits = 0;
 
-	if (!json_is_string(j))
+	if (!is_text(j))
 		return fail(c, "a Duration is a string like \"1.5s\", got %s", jtype(j));
 	s = json_string_value(j);
 	neg = s[0] == '-';
@@ -607,7 +638,7 @@ static int enc_timestamp(struct conv *c, const json_t *j, struct rdmx_mp_writer 
 	int64_t secs;
 	const char *p;
 
-	if (!json_is_string(j))
+	if (!is_text(j))
 		return fail(c, "a Timestamp is an RFC 3339 string, got %s", jtype(j));
 	s = json_string_value(j);
 	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 || n != 19)
@@ -655,7 +686,7 @@ static int enc_struct_value(struct conv *c, const struct gen_message *m, const j
 	const struct gen_field *f;
 	int num;
 
-	switch (json_typeof(j)) {
+	switch (jkind(j)) {
 	case JSON_NULL:
 		num = 1;
 		break;
@@ -698,7 +729,7 @@ static int enc_any(struct conv *c, const json_t *j, struct rdmx_mp_writer *pk)
 
 	if (json_is_object(j) && json_object_size(j) == 0) /* the empty Any */
 		return rdmx_mp_pack_map(pk, 0) ? fail(c, "out of memory") : 0;
-	if (!t || !json_is_string(t))
+	if (!t || !is_text(t))
 		return fail(c, "an Any is an object with a \"@type\" string");
 	url = json_string_value(t);
 	inner = find_message(url);
@@ -742,7 +773,7 @@ static int enc_field_mask(struct conv *c, const json_t *j, struct rdmx_mp_writer
 	size_t n = 0;
 	struct jbuf one = {0};
 
-	if (!json_is_string(j))
+	if (!is_text(j))
 		return fail(c, "a FieldMask is a string of comma-separated paths, got %s",
 		            jtype(j));
 	s = json_string_value(j);

@@ -366,6 +366,11 @@ accept("int32_as_string", "Scalars", '{"fInt32": "-123", "fUint32": "4294967295"
 accept("int32_as_exp_number", "Scalars", '{"fInt32": 1e3, "fUint32": 2.0, "fSint32": -1E2}')
 accept("int64_as_number", "Scalars", '{"fInt64": -9007199254740991, "fUint64": 18446744073709551615}')
 accept("int64_exact_exp", "Scalars", '{"fInt64": 1e18, "fFixed64": 5.0}')
+accept("uint64_max_unquoted_in_list_and_map", "Repeated",
+       '{"rUint64": [18446744073709551615, 9223372036854775808, 1]}')
+accept("int_literal_past_int64_for_double", "Scalars",
+       '{"fDouble": 100000000000000000000, "fFloat": -36893488147419103232}')
+accept("int_literal_past_int64_in_value", "Wkt", '{"val": 123456789012345678901234567890}')
 accept("int64_as_string_limits", "Scalars",
        '{"fInt64": "-9223372036854775808", "fSint64": "9223372036854775807", '
        '"fUint64": "18446744073709551615"}')
@@ -463,6 +468,13 @@ reject("int64_too_big", "Scalars", '{"fInt64": "9223372036854775808"}', "fInt64"
 reject("int64_too_small", "Scalars", '{"fSfixed64": "-9223372036854775809"}', "fSfixed64")
 reject("uint64_too_big", "Scalars", '{"fUint64": "18446744073709551616"}', "fUint64")
 reject("uint64_negative", "Scalars", '{"fUint64": "-1"}', "fUint64")
+reject("int64_too_big_unquoted", "Scalars", '{"fInt64": 9223372036854775808}', "fInt64")
+reject("int64_too_small_unquoted", "Scalars", '{"fSint64": -9223372036854775809}', "fSint64")
+reject("uint64_too_big_unquoted", "Scalars", '{"fUint64": 18446744073709551616}', "fUint64")
+reject("int32_past_int64_unquoted", "Scalars", '{"fInt32": 99999999999999999999}', "fInt32")
+reject("string_given_big_int", "Scalars", '{"fString": 18446744073709551616}', "fString")
+reject("bool_given_big_int", "Scalars", '{"fBool": 18446744073709551616}', "fBool")
+reject("duration_given_big_int", "Wkt", '{"dur": 18446744073709551616}', "dur")
 reject("int_fraction", "Scalars", '{"fInt32": 1.5}', "fInt32")
 reject("int_fraction_string", "Scalars", '{"fInt64": "1.5"}', "fInt64")
 reject("int_exp_string", "Scalars", '{"fInt32": "1e3"}', "fInt32")
