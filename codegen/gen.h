@@ -295,6 +295,8 @@ struct gen_file {
 	char *package;  /* "" when none */
 	bool proto2;    /* syntax = "proto2" (or none): parsed leniently */
 	bool builtin;   /* one of the well-known types embedded in rdmx-gen */
+	bool lite;      /* option optimize_for = LITE_RUNTIME (checked as protoc checks it) */
+	bool generic_services; /* option cc_ or java_generic_services = true */
 	struct gen_loc syntax_loc;
 	/* of the `package` keyword, where protoc reports a package's clash */
 	struct gen_loc package_stmt_loc;

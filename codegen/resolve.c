@@ -1072,8 +1072,8 @@ static void validate_proto3_message(struct gen_ctx *ctx, const struct gen_messag
 	gen_check_proto3_message(ctx, m);
 }
 
-/* messages, enums, extensions; then, in proto3, messages and enums again
- * (ValidateFileOptions, ValidateProto3) */
+/* messages, enums, services, extensions, lite imports; then, in proto3,
+ * messages and enums again (ValidateFileOptions, ValidateProto3) */
 static void validate(struct gen_ctx *ctx, struct gen_file *f)
 {
 	int i;
@@ -1081,7 +1081,27 @@ static void validate(struct gen_ctx *ctx, struct gen_file *f)
 		validate_message_options(ctx, f->messages.items[i]);
 	for (i = 0; i < f->enums.n; i++)
 		validate_enum_options(ctx, f->enums.items[i]);
+	for (i = 0; i < f->services.n; i++) {
+		const struct gen_service *sv = f->services.items[i];
+		if (f->lite && f->generic_services)
+			gen_error(ctx, &sv->loc,
+			          "Files with optimize_for = LITE_RUNTIME cannot define services "
+			          "unless you set both options cc_generic_services and "
+			          "java_generic_services to false.");
+	}
 	validate_ext_options(ctx, f, NULL);
+	/* a lite file is imported by lite files only (the first one named) */
+	for (i = 0; i < f->imports.n && !f->lite; i++) {
+		const struct gen_import *im = f->imports.items[i];
+		if (im->file && im->file->lite) {
+			gen_error(ctx, &im->stmt_loc,
+			          "Files that do not use optimize_for = LITE_RUNTIME cannot import "
+			          "files which do use this option.  This file is not lite, but it "
+			          "imports \"%s\" which is.",
+			          im->name);
+			break;
+		}
+	}
 	if (f->proto2)
 		return;
 	gen_check_proto3_exts(ctx, f, NULL);

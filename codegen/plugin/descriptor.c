@@ -388,6 +388,14 @@ struct gen_file *rdmx_plugin_file(struct gen_ctx *ctx, const FileDP *fd, bool in
 		size_t n;
 		f->builtin = gen_wkt_text(f->name, &n) != NULL;
 	}
+	if (fd->options) {
+		f->lite = fd->options->has_optimize_for &&
+		          fd->options->optimize_for ==
+		              GOOGLE__PROTOBUF__FILE_OPTIONS__OPTIMIZE_MODE__LITE_RUNTIME;
+		f->generic_services =
+		    (fd->options->has_cc_generic_services && fd->options->cc_generic_services) ||
+		    (fd->options->has_java_generic_services && fd->options->java_generic_services);
+	}
 	f->input = input;
 	f->state = 2;
 	f->parsed = true;
