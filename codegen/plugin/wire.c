@@ -89,8 +89,8 @@ static bool skip_value(const uint8_t *in, size_t len, size_t *pos, unsigned wt, 
 /* the fields of a message of type d in in[0..len) that d knows, its
  * messages stripped the same way, written at out (NULL: only counted); the
  * size written, or -1 when the bytes are not a message */
-static long strip(const uint8_t *in, size_t len, const ProtobufCMessageDescriptor *d,
-                  uint8_t *out, int depth)
+static long strip(const uint8_t *in, size_t len, const ProtobufCMessageDescriptor *d, uint8_t *out,
+                  int depth)
 {
 	size_t pos = 0, n = 0;
 	if (depth >= STRIP_MAX_DEPTH)
@@ -132,8 +132,7 @@ static long strip(const uint8_t *in, size_t len, const ProtobufCMessageDescripto
 	return (long)n;
 }
 
-Google__Protobuf__Compiler__CodeGeneratorRequest *rdmx_plugin_unpack(const uint8_t *in,
-                                                                     size_t len)
+Google__Protobuf__Compiler__CodeGeneratorRequest *rdmx_plugin_unpack(const uint8_t *in, size_t len)
 {
 	const ProtobufCMessageDescriptor *d =
 	    &google__protobuf__compiler__code_generator_request__descriptor;
