@@ -521,7 +521,17 @@ static void build_message(struct gen_ctx *ctx, struct build *b, struct gen_messa
 	}
 	for (i = 0; i < m->fields.n; i++) {
 		struct gen_field *fd = m->fields.items[i];
+		int k;
 		fd->cname = c_member(ctx, fd->name);
+		/* a renamed member (a keyword: int_) that another field of m is
+		 * named as written (proto2 allows `int` and `int_`) gets one more
+		 * '_' until none is: int__ */
+		for (k = 0; fd->cname != fd->name && k < m->fields.n; k++) {
+			if (strcmp(((struct gen_field *)m->fields.items[k])->name, fd->cname) == 0) {
+				fd->cname = gen_printf(&ctx->pool, "%s_", fd->cname);
+				k = -1;
+			}
+		}
 		gen_check_field_number(ctx, fd, false);
 		owner(ctx, b, fd);
 		add_sym(ctx, gen_qualify(ctx, m->full_name, fd->name), SYM_FIELD, fd, m->file,
