@@ -527,7 +527,8 @@ static void build_message(struct gen_ctx *ctx, struct build *b, struct gen_messa
 		 * named as written (proto2 allows `int` and `int_`) gets one more
 		 * '_' until none is: int__ */
 		for (k = 0; fd->cname != fd->name && k < m->fields.n; k++) {
-			if (strcmp(((struct gen_field *)m->fields.items[k])->name, fd->cname) == 0) {
+			const struct gen_field *o = m->fields.items[k];
+			if (strcmp(o->name, fd->cname) == 0) {
 				fd->cname = gen_printf(&ctx->pool, "%s_", fd->cname);
 				k = -1;
 			}
