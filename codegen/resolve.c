@@ -297,9 +297,20 @@ static const char *const c_local_names[] = {
 
 static char *c_member(struct gen_ctx *ctx, const char *name);
 
-static char *c_type(struct gen_ctx *ctx, const char *cscope, const char *name)
+/* the functions generated for every message X, X_<name>: a type nested in
+ * X named so would be declared under the same C name */
+static const char *const c_message_functions[] = {
+    "init", "encoded_size", "encode", "decode", "payload", "_enc", "_dec", "_decp", "_encode_cb",
+};
+
+/* the C name of a type called name in cscope (the package's prefix, or the
+ * C name of the message it is nested in, with a '_'; nested: the latter) */
+static char *c_type(struct gen_ctx *ctx, const char *cscope, const char *name, bool nested)
 {
 	size_t i;
+	for (i = 0; nested && i < sizeof(c_message_functions) / sizeof(c_message_functions[0]); i++)
+		if (strcmp(c_message_functions[i], name) == 0)
+			return gen_printf(&ctx->pool, "%s%s_", cscope, name);
 	if (cscope[0])
 		return gen_printf(&ctx->pool, "%s%s", cscope, name);
 	for (i = 0; i < sizeof(c_type_names) / sizeof(c_type_names[0]); i++)
@@ -462,7 +473,7 @@ static void build_enum(struct gen_ctx *ctx, struct build *b, struct gen_enum *e,
 {
 	int i;
 	e->full_name = gen_qualify(ctx, scope, e->name);
-	e->cname = c_type(ctx, cscope, e->name);
+	e->cname = c_type(ctx, cscope, e->name, strcmp(scope, b->f->package) != 0);
 	gen_check_enum_parsed(ctx, e);
 	/* C++ scoping: values are siblings of the enum */
 	for (i = 0; i < e->values.n; i++) {
@@ -510,7 +521,7 @@ static void build_message(struct gen_ctx *ctx, struct build *b, struct gen_messa
 	char *inner;
 	int i;
 	m->full_name = gen_qualify(ctx, scope, m->name);
-	m->cname = c_type(ctx, cscope, m->name);
+	m->cname = c_type(ctx, cscope, m->name, strcmp(scope, b->f->package) != 0);
 	inner = gen_printf(&ctx->pool, "%s_", m->cname);
 	for (i = 0; i < m->oneofs.n; i++) {
 		struct gen_oneof *o = m->oneofs.items[i];
@@ -565,7 +576,7 @@ static void build_service(struct gen_ctx *ctx, struct build *b, struct gen_servi
 	struct gen_file *f = b->f;
 	int j;
 	s->full_name = gen_qualify(ctx, f->package, s->name);
-	s->cname = c_type(ctx, cp, s->name);
+	s->cname = c_type(ctx, cp, s->name, false);
 	for (j = 0; j < s->methods.n; j++) {
 		struct gen_method *m = s->methods.items[j];
 		m->cname = c_member(ctx, m->name);
