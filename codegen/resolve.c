@@ -466,8 +466,8 @@ static void owner(struct gen_ctx *ctx, struct build *b, const void *what)
 	gen_vec_push(&ctx->pool, &b->owners, (void *)what);
 }
 
-/* values (each with its name), the enum's options, its name, then its
- * reserved numbers and names (BuildEnum) */
+/* values (each with its name), their names without the enum's prefix, the
+ * enum's options, its name, then its reserved numbers and names (BuildEnum) */
 static void build_enum(struct gen_ctx *ctx, struct build *b, struct gen_enum *e, const char *scope,
                        const char *cscope)
 {
@@ -493,6 +493,7 @@ static void build_enum(struct gen_ctx *ctx, struct build *b, struct gen_enum *e,
 			          scope[0] ? scope : "the global scope", scope[0] ? "\"" : "",
 			          e->name);
 	}
+	gen_check_enum_value_names(ctx, e);
 	owner(ctx, b, e);
 	add_sym(ctx, e->full_name, SYM_ENUM, e, e->file, &e->loc);
 	gen_check_enum_reserved(ctx, e);
@@ -1082,7 +1083,8 @@ static void validate_message_options(struct gen_ctx *ctx, const struct gen_messa
 	gen_check_ext_ranges_max(ctx, m);
 }
 
-/* nested messages, enums, extensions, then m itself (ValidateProto3Message) */
+/* nested messages, enums, fields, extensions, then m itself
+ * (ValidateProto3Message) */
 static void validate_proto3_message(struct gen_ctx *ctx, const struct gen_message *m)
 {
 	int i;
@@ -1090,6 +1092,8 @@ static void validate_proto3_message(struct gen_ctx *ctx, const struct gen_messag
 		validate_proto3_message(ctx, m->messages.items[i]);
 	for (i = 0; i < m->enums.n; i++)
 		gen_check_enum_zero(ctx, m->enums.items[i]);
+	for (i = 0; i < m->fields.n; i++)
+		gen_check_proto3_enum_field(ctx, m->fields.items[i], m->full_name);
 	gen_check_proto3_exts(ctx, m->file, m);
 	gen_check_proto3_message(ctx, m);
 }
