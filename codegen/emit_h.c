@@ -124,10 +124,13 @@ static void emit_member(struct gen_ctx *ctx, struct gen_buf *o, const struct gen
 	} else if (fd->oneof >= 0 && fd->def) {
 		/* a oneof member's default is what protobuf reads while the oneof
 		 * holds another member or none: the union cannot keep it, the
-		 * comment does (a string's "*" "/" must not end it) */
+		 * comment does (a string's "*" "/" must not end it, nor its "/" "*"
+		 * open another: gcc's -Wcomment) */
 		char *v = gen_default_c(ctx, fd), *c;
 		while ((c = strstr(v, "*/")) != NULL)
 			v = gen_printf(&ctx->pool, "%.*s*\\/%s", (int)(c - v), v, c + 2);
+		while ((c = strstr(v, "/*")) != NULL)
+			v = gen_printf(&ctx->pool, "%.*s/\\*%s", (int)(c - v), v, c + 2);
 		gen_buf_printf(o, "%s%s %s; /* %lld: %s [default = %s] */\n", indent, t, fd->cname,
 		               (long long)fd->number, proto_type(fd), v);
 	} else {
