@@ -16,6 +16,11 @@
 struct gen_file *rdmx_plugin_file(struct gen_ctx *ctx,
                                   const Google__Protobuf__FileDescriptorProto *fd, bool input);
 
+/* a FieldDescriptorProto's unknown field holding its default_value whole
+ * when that holds a NUL (rdmx_plugin_unpack adds it; not one of protobuf's
+ * field numbers) */
+#define RDMX_PLUGIN_DEFAULT_BYTES 536870000u
+
 /* the CodeGeneratorRequest in in[0..len), decoded by protobuf-c once the
  * fields it does not know are dropped (custom options, which may be groups
  * it cannot read; wire.c); NULL when the bytes are not a request */

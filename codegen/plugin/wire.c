@@ -18,6 +18,9 @@
 /* deeper than any descriptor protoc sends (messages nest to 100 levels) */
 #define STRIP_MAX_DEPTH 512
 
+/* FieldDescriptorProto.default_value */
+#define FIELD_DEFAULT_VALUE 7
+
 enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_SGROUP = 3, WT_EGROUP = 4, WT_I32 = 5 };
 
 static bool get_varint(const uint8_t *in, size_t len, size_t *pos, uint64_t *v)
@@ -128,6 +131,23 @@ static long strip(const uint8_t *in, size_t len, const ProtobufCMessageDescripto
 		if (out)
 			memcpy(out + n, in + start, pos - start);
 		n += pos - start;
+		if (d == &google__protobuf__field_descriptor_proto__descriptor &&
+		    fd->id == FIELD_DEFAULT_VALUE && wt == WT_LEN) {
+			/* protobuf-c gives a string as a C string: one holding a NUL
+			 * goes again as an unknown field, which keeps its length */
+			size_t body = start;
+			uint64_t tag2, vlen;
+			get_varint(in, len, &body, &tag2);
+			get_varint(in, len, &body, &vlen);
+			if (memchr(in + body, 0, (size_t)vlen)) {
+				n += put_varint(out ? out + n : NULL,
+				                (uint64_t)RDMX_PLUGIN_DEFAULT_BYTES << 3 | WT_LEN);
+				n += put_varint(out ? out + n : NULL, vlen);
+				if (out)
+					memcpy(out + n, in + body, (size_t)vlen);
+				n += (size_t)vlen;
+			}
+		}
 	}
 	return (long)n;
 }
