@@ -295,6 +295,8 @@ struct gen_file {
 	char *package;  /* "" when none */
 	bool proto2;    /* syntax = "proto2" (or none): parsed leniently */
 	bool builtin;   /* one of the well-known types embedded in rdmx-gen */
+	bool lite;      /* option optimize_for = LITE_RUNTIME (checked as protoc checks it) */
+	bool generic_services; /* option cc_ or java_generic_services = true */
 	struct gen_loc syntax_loc;
 	/* of the `package` keyword, where protoc reports a package's clash */
 	struct gen_loc package_stmt_loc;
@@ -438,6 +440,11 @@ char *gen_upper(struct gen_ctx *ctx, const char *s);
 /* a proto2 field's default as a C expression (emit_c.c): 7, INT64_C(-1),
  * 1.5f, pkg_E_B, "text" */
 char *gen_default_c(struct gen_ctx *ctx, const struct gen_field *fd);
+
+/* s as it can stand in a C block comment: a "*" "/" written "*\\/" and a
+ * "/" "*" written "/\\*" (a file path, a default's C literal) */
+char *gen_comment_text(struct gen_ctx *ctx, const char *s);
+
 /* m has proto2 required fields (emit_c.c) */
 bool gen_has_required(const struct gen_message *m);
 /* the statement for an RPC payload of no bytes, the default message m: var

@@ -608,6 +608,11 @@ static void apply_option(struct parser *p, const struct opt_target *tg, const ch
 		((struct gen_method *)tg->ptr)->idempotent =
 		    value &&
 		    (strcmp(value, "IDEMPOTENT") == 0 || strcmp(value, "NO_SIDE_EFFECTS") == 0);
+	} else if (tg->owner == OPT_FILE && strcmp(name, "optimize_for") == 0) {
+		p->f->lite = value && strcmp(value, "LITE_RUNTIME") == 0;
+	} else if (tg->owner == OPT_FILE && (strcmp(name, "cc_generic_services") == 0 ||
+	                                     strcmp(name, "java_generic_services") == 0)) {
+		p->f->generic_services |= yes;
 	} else if (tg->owner == OPT_MESSAGE && strcmp(name, "message_set_wire_format") == 0) {
 		((struct gen_message *)tg->ptr)->message_set = yes;
 	} else if (tg->owner == OPT_ENUM && strcmp(name, "allow_alias") == 0) {

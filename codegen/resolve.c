@@ -297,9 +297,20 @@ static const char *const c_local_names[] = {
 
 static char *c_member(struct gen_ctx *ctx, const char *name);
 
-static char *c_type(struct gen_ctx *ctx, const char *cscope, const char *name)
+/* the functions generated for every message X, X_<name>: a type nested in
+ * X named so would be declared under the same C name */
+static const char *const c_message_functions[] = {
+    "init", "encoded_size", "encode", "decode", "payload", "_enc", "_dec", "_decp", "_encode_cb",
+};
+
+/* the C name of a type called name in cscope (the package's prefix, or the
+ * C name of the message it is nested in, with a '_'; nested: the latter) */
+static char *c_type(struct gen_ctx *ctx, const char *cscope, const char *name, bool nested)
 {
 	size_t i;
+	for (i = 0; nested && i < sizeof(c_message_functions) / sizeof(c_message_functions[0]); i++)
+		if (strcmp(c_message_functions[i], name) == 0)
+			return gen_printf(&ctx->pool, "%s%s_", cscope, name);
 	if (cscope[0])
 		return gen_printf(&ctx->pool, "%s%s", cscope, name);
 	for (i = 0; i < sizeof(c_type_names) / sizeof(c_type_names[0]); i++)
@@ -455,14 +466,14 @@ static void owner(struct gen_ctx *ctx, struct build *b, const void *what)
 	gen_vec_push(&ctx->pool, &b->owners, (void *)what);
 }
 
-/* values (each with its name), the enum's options, its name, then its
- * reserved numbers and names (BuildEnum) */
+/* values (each with its name), their names without the enum's prefix, the
+ * enum's options, its name, then its reserved numbers and names (BuildEnum) */
 static void build_enum(struct gen_ctx *ctx, struct build *b, struct gen_enum *e, const char *scope,
                        const char *cscope)
 {
 	int i;
 	e->full_name = gen_qualify(ctx, scope, e->name);
-	e->cname = c_type(ctx, cscope, e->name);
+	e->cname = c_type(ctx, cscope, e->name, strcmp(scope, b->f->package) != 0);
 	gen_check_enum_parsed(ctx, e);
 	/* C++ scoping: values are siblings of the enum */
 	for (i = 0; i < e->values.n; i++) {
@@ -482,6 +493,7 @@ static void build_enum(struct gen_ctx *ctx, struct build *b, struct gen_enum *e,
 			          scope[0] ? scope : "the global scope", scope[0] ? "\"" : "",
 			          e->name);
 	}
+	gen_check_enum_value_names(ctx, e);
 	owner(ctx, b, e);
 	add_sym(ctx, e->full_name, SYM_ENUM, e, e->file, &e->loc);
 	gen_check_enum_reserved(ctx, e);
@@ -510,7 +522,7 @@ static void build_message(struct gen_ctx *ctx, struct build *b, struct gen_messa
 	char *inner;
 	int i;
 	m->full_name = gen_qualify(ctx, scope, m->name);
-	m->cname = c_type(ctx, cscope, m->name);
+	m->cname = c_type(ctx, cscope, m->name, strcmp(scope, b->f->package) != 0);
 	inner = gen_printf(&ctx->pool, "%s_", m->cname);
 	for (i = 0; i < m->oneofs.n; i++) {
 		struct gen_oneof *o = m->oneofs.items[i];
@@ -521,7 +533,18 @@ static void build_message(struct gen_ctx *ctx, struct build *b, struct gen_messa
 	}
 	for (i = 0; i < m->fields.n; i++) {
 		struct gen_field *fd = m->fields.items[i];
+		int k;
 		fd->cname = c_member(ctx, fd->name);
+		/* a renamed member (a keyword: int_) that another field of m is
+		 * named as written (proto2 allows `int` and `int_`) gets one more
+		 * '_' until none is: int__ */
+		for (k = 0; fd->cname != fd->name && k < m->fields.n; k++) {
+			const struct gen_field *o = m->fields.items[k];
+			if (strcmp(o->name, fd->cname) == 0) {
+				fd->cname = gen_printf(&ctx->pool, "%s_", fd->cname);
+				k = -1;
+			}
+		}
 		gen_check_field_number(ctx, fd, false);
 		owner(ctx, b, fd);
 		add_sym(ctx, gen_qualify(ctx, m->full_name, fd->name), SYM_FIELD, fd, m->file,
@@ -554,7 +577,7 @@ static void build_service(struct gen_ctx *ctx, struct build *b, struct gen_servi
 	struct gen_file *f = b->f;
 	int j;
 	s->full_name = gen_qualify(ctx, f->package, s->name);
-	s->cname = c_type(ctx, cp, s->name);
+	s->cname = c_type(ctx, cp, s->name, false);
 	for (j = 0; j < s->methods.n; j++) {
 		struct gen_method *m = s->methods.items[j];
 		m->cname = c_member(ctx, m->name);
@@ -1060,7 +1083,8 @@ static void validate_message_options(struct gen_ctx *ctx, const struct gen_messa
 	gen_check_ext_ranges_max(ctx, m);
 }
 
-/* nested messages, enums, extensions, then m itself (ValidateProto3Message) */
+/* nested messages, enums, fields, extensions, then m itself
+ * (ValidateProto3Message) */
 static void validate_proto3_message(struct gen_ctx *ctx, const struct gen_message *m)
 {
 	int i;
@@ -1068,12 +1092,14 @@ static void validate_proto3_message(struct gen_ctx *ctx, const struct gen_messag
 		validate_proto3_message(ctx, m->messages.items[i]);
 	for (i = 0; i < m->enums.n; i++)
 		gen_check_enum_zero(ctx, m->enums.items[i]);
+	for (i = 0; i < m->fields.n; i++)
+		gen_check_proto3_enum_field(ctx, m->fields.items[i], m->full_name);
 	gen_check_proto3_exts(ctx, m->file, m);
 	gen_check_proto3_message(ctx, m);
 }
 
-/* messages, enums, extensions; then, in proto3, messages and enums again
- * (ValidateFileOptions, ValidateProto3) */
+/* messages, enums, services, extensions, lite imports; then, in proto3,
+ * messages and enums again (ValidateFileOptions, ValidateProto3) */
 static void validate(struct gen_ctx *ctx, struct gen_file *f)
 {
 	int i;
@@ -1081,7 +1107,27 @@ static void validate(struct gen_ctx *ctx, struct gen_file *f)
 		validate_message_options(ctx, f->messages.items[i]);
 	for (i = 0; i < f->enums.n; i++)
 		validate_enum_options(ctx, f->enums.items[i]);
+	for (i = 0; i < f->services.n; i++) {
+		const struct gen_service *sv = f->services.items[i];
+		if (f->lite && f->generic_services)
+			gen_error(ctx, &sv->loc,
+			          "Files with optimize_for = LITE_RUNTIME cannot define services "
+			          "unless you set both options cc_generic_services and "
+			          "java_generic_services to false.");
+	}
 	validate_ext_options(ctx, f, NULL);
+	/* a lite file is imported by lite files only (the first one named) */
+	for (i = 0; i < f->imports.n && !f->lite; i++) {
+		const struct gen_import *im = f->imports.items[i];
+		if (im->file && im->file->lite) {
+			gen_error(ctx, &im->stmt_loc,
+			          "Files that do not use optimize_for = LITE_RUNTIME cannot import "
+			          "files which do use this option.  This file is not lite, but it "
+			          "imports \"%s\" which is.",
+			          im->name);
+			break;
+		}
+	}
 	if (f->proto2)
 		return;
 	gen_check_proto3_exts(ctx, f, NULL);

@@ -125,6 +125,13 @@ void gen_check_enum_reserved(struct gen_ctx *ctx, const struct gen_enum *e);
 void gen_check_enum_aliases(struct gen_ctx *ctx, const struct gen_enum *e);
 /* A proto3 enum whose first value is not 0 (protoc's ValidateProto3Enum). */
 void gen_check_enum_zero(struct gen_ctx *ctx, const struct gen_enum *e);
+/* e's values stay distinct without its name as a prefix, case and
+ * underscores, but aliases (an error in proto3, a warning in proto2) */
+void gen_check_enum_value_names(struct gen_ctx *ctx, const struct gen_enum *e);
+/* fd, of a proto3 message (containing: its full name), is not of a proto2
+ * enum type */
+void gen_check_proto3_enum_field(struct gen_ctx *ctx, const struct gen_field *fd,
+                                 const char *containing);
 /* Checks fd's options against its type as protoc does (ValidateFieldOptions):
  * lazy only on a message, packed only on a repeated number, bool or enum, no
  * field in a message set (container, the extendee for an extension: ext) and

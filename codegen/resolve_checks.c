@@ -1,6 +1,7 @@
 /* rdmx-gen: the semantic checks of proto3 (numbers, names, reserved, enums,
  * the generated struct's members) and the collisions of the global C
  * identifiers the emitters make. */
+#include <ctype.h>
 #include <string.h>
 
 #include "resolve.h"
@@ -195,6 +196,97 @@ void gen_check_enum_zero(struct gen_ctx *ctx, const struct gen_enum *e)
 	if (v && v->number != 0 && !e->file->proto2 && v->number >= INT32_MIN &&
 	    v->number <= INT32_MAX)
 		gen_error(ctx, &v->number_loc, "The first enum value must be zero in proto3.");
+}
+
+/* protoc's PrefixRemover::MaybeRemove: str past prefix (lower case, no
+ * underscores), compared without case and underscores, and the
+ * underscores after it; str itself when the prefix is not all there or
+ * nothing would be left */
+static const char *strip_enum_prefix(const char *prefix, const char *str)
+{
+	const char *s = str;
+	size_t j = 0, n = strlen(prefix);
+	for (; *s && j < n; s++) {
+		if (*s == '_')
+			continue;
+		if (tolower((unsigned char)*s) != prefix[j++])
+			return str;
+	}
+	if (j < n)
+		return str;
+	while (*s == '_')
+		s++;
+	return *s ? s : str;
+}
+
+/* name without the enum's name as a prefix, in PascalCase as protoc's
+ * EnumValueToPascalCase makes it (each letter after an underscore upper
+ * case, the others lower case, underscores dropped) */
+static char *enum_value_pascal(struct gen_ctx *ctx, const char *enum_name, const char *name)
+{
+	char *prefix = gen_alloc(&ctx->pool, strlen(enum_name) + 1), *o = prefix;
+	const char *s;
+	bool upper = true;
+	for (s = enum_name; *s; s++)
+		if (*s != '_')
+			*o++ = (char)tolower((unsigned char)*s);
+	*o = 0;
+	s = strip_enum_prefix(prefix, name);
+	o = gen_alloc(&ctx->pool, strlen(s) + 1);
+	prefix = o;
+	for (; *s; s++) {
+		if (*s == '_') {
+			upper = true;
+			continue;
+		}
+		*o++ = (char)(upper ? toupper((unsigned char)*s) : tolower((unsigned char)*s));
+		upper = false;
+	}
+	*o = 0;
+	return prefix;
+}
+
+/* e's values are distinct without e's name as a prefix, case and
+ * underscores (CheckEnumValueUniqueness): two of different numbers that
+ * are not are an error in proto3, a warning in proto2, at the later one */
+void gen_check_enum_value_names(struct gen_ctx *ctx, const struct gen_enum *e)
+{
+	struct table t = {0};
+	int i;
+	for (i = 0; i < e->values.n; i++) {
+		const struct gen_enum_value *v = e->values.items[i], *o;
+		char *key = enum_value_pascal(ctx, e->name, v->name);
+		struct sym *s = gen_table_get(&t, key);
+		if (!s) {
+			s = gen_alloc(&ctx->pool, sizeof(*s));
+			s->name = key;
+			s->ptr = (void *)v;
+			gen_table_put(&ctx->pool, &t, s);
+			continue;
+		}
+		o = s->ptr;
+		if (strcmp(o->name, v->name) == 0 || o->number == v->number)
+			continue;
+		(e->file->proto2 ? gen_warning : gen_error)(
+		    ctx, &v->loc,
+		    "Enum name %s has the same name as %s if you ignore case and strip out the "
+		    "enum name prefix (if any). This is error-prone and can lead to undefined "
+		    "behavior. Please avoid doing this. If you are using allow_alias, please "
+		    "assign "
+		    "the same numeric value to both enums.",
+		    v->name, o->name);
+	}
+}
+
+/* a proto3 message's fields use proto3 enums only (ValidateProto3Field) */
+void gen_check_proto3_enum_field(struct gen_ctx *ctx, const struct gen_field *fd,
+                                 const char *containing)
+{
+	if (fd->type == GT_ENUM && fd->en && fd->en->file->proto2)
+		gen_error(ctx, &fd->type_loc,
+		          "Enum type \"%s\" is not a proto3 enum, but is used in \"%s\" which is a "
+		          "proto3 message type.",
+		          fd->en->full_name, containing);
 }
 
 /* Member names of the generated struct: name, has_name, n_name, oneof_case. */

@@ -179,10 +179,8 @@ static void check_default(struct gen_ctx *ctx, struct gen_field *fd)
 		d->zero = !d->i;
 		break;
 	case GT_STRING:
-		/* protoc-gen-rdmx reads a string default as a C string (protobuf-c):
-		 * a NUL ends it in both front ends */
+		/* the value may hold NULs (protoc-gen-rdmx gets them whole too) */
 		ok = d->string;
-		d->len = strnlen(d->text, d->len);
 		d->zero = d->len == 0;
 		break;
 	case GT_BYTES:

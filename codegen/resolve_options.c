@@ -53,16 +53,20 @@ static bool options_extendee(const struct gen_ext *x)
 }
 
 /* the extensions of f declared in m (NULL: at the file's level) of a
- * proto3 file: of options only (ValidateProto3Field) */
+ * proto3 file: of options only, of no proto2 enum (ValidateProto3Field) */
 void gen_check_proto3_exts(struct gen_ctx *ctx, const struct gen_file *f,
                            const struct gen_message *m)
 {
 	int i;
 	for (i = 0; i < f->exts.n; i++) {
 		const struct gen_ext *x = f->exts.items[i];
-		if (x->parent == m && x->extendee_full && !options_extendee(x))
+		if (x->parent != m)
+			continue;
+		if (x->extendee_full && !options_extendee(x))
 			gen_error(ctx, &x->extendee_loc,
 			          "Extensions in proto3 are only allowed for defining options.");
+		if (x->field && x->extendee_full)
+			gen_check_proto3_enum_field(ctx, x->field, x->extendee_full);
 	}
 }
 

@@ -292,3 +292,13 @@ bool gen_is_default_json_name(const char *name, const char *json)
 	}
 	return *json == 0;
 }
+
+char *gen_comment_text(struct gen_ctx *ctx, const char *s)
+{
+	char *v = (char *)s, *c;
+	while ((c = strstr(v, "*/")) != NULL)
+		v = gen_printf(&ctx->pool, "%.*s*\\/%s", (int)(c - v), v, c + 2);
+	while ((c = strstr(v, "/*")) != NULL)
+		v = gen_printf(&ctx->pool, "%.*s/\\*%s", (int)(c - v), v, c + 2);
+	return v;
+}

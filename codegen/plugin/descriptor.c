@@ -183,9 +183,25 @@ static struct gen_default *conv_default(struct conv *c, const FieldDP *fdp)
 	struct gen_default *d = gen_alloc(&c->ctx->pool, sizeof(*d));
 	const char *s = fdp->default_value;
 	bool bytes = fdp->type == GOOGLE__PROTOBUF__FIELD_DESCRIPTOR_PROTO__TYPE__TYPE_BYTES;
+	size_t i;
 	d->loc = loc_of(c, 7);
 	d->text = gen_strdup(&c->ctx->pool, s);
 	d->len = strlen(s);
+	for (i = 0; i < fdp->base.n_unknown_fields; i++) {
+		const ProtobufCMessageUnknownField *u = &fdp->base.unknown_fields[i];
+		size_t k = 0;
+		if (u->tag != RDMX_PLUGIN_DEFAULT_BYTES || bytes)
+			continue;
+		/* the whole string, which holds a NUL (wire.c), after the
+		 * varint of its length (protobuf-c keeps both) */
+		while (k < u->len && (u->data[k] & 0x80))
+			k++;
+		if (k < u->len) {
+			k++;
+			d->text = gen_strndup(&c->ctx->pool, (const char *)u->data + k, u->len - k);
+			d->len = u->len - k;
+		}
+	}
 	d->string =
 	    bytes || fdp->type == GOOGLE__PROTOBUF__FIELD_DESCRIPTOR_PROTO__TYPE__TYPE_STRING;
 	if (bytes) {
@@ -387,6 +403,14 @@ struct gen_file *rdmx_plugin_file(struct gen_ctx *ctx, const FileDP *fd, bool in
 	{
 		size_t n;
 		f->builtin = gen_wkt_text(f->name, &n) != NULL;
+	}
+	if (fd->options) {
+		f->lite = fd->options->has_optimize_for &&
+		          fd->options->optimize_for ==
+		              GOOGLE__PROTOBUF__FILE_OPTIONS__OPTIMIZE_MODE__LITE_RUNTIME;
+		f->generic_services =
+		    (fd->options->has_cc_generic_services && fd->options->cc_generic_services) ||
+		    (fd->options->has_java_generic_services && fd->options->java_generic_services);
 	}
 	f->input = input;
 	f->state = 2;

@@ -152,8 +152,7 @@ int main(int argc, char **argv)
 		gen_buf_free(&in);
 		return 1;
 	}
-	req = google__protobuf__compiler__code_generator_request__unpack(NULL, in.len,
-	                                                                 (const uint8_t *)in.data);
+	req = rdmx_plugin_unpack((const uint8_t *)in.data, in.len);
 	gen_buf_free(&in);
 	if (!req) {
 		fputs("protoc-gen-rdmx: stdin is not a CodeGeneratorRequest (run it from protoc)\n",
