@@ -814,6 +814,14 @@ static int enc_field_mask(struct conv *c, const json_t *j, struct rdmx_mp_writer
 	return 0;
 }
 
+/* whether null is a value of f (a Value's null, a NullValue's NULL_VALUE),
+ * not "absent" */
+static bool null_is_value(const struct gen_field *f)
+{
+	return (f->type == GT_MESSAGE && is_wkt(f->msg, "Value")) ||
+	       (f->type == GT_ENUM && strcmp(f->en->full_name, "google.protobuf.NullValue") == 0);
+}
+
 static int enc_value(struct conv *c, const struct gen_field *f, const json_t *j,
                      struct rdmx_mp_writer *pk)
 {
@@ -833,8 +841,7 @@ static int enc_value(struct conv *c, const struct gen_field *f, const json_t *j,
 		{
 			size_t mark = path_push(c, "[\"%s\"]", key);
 
-			if (json_is_null(v) &&
-			    !(vf->type == GT_MESSAGE && is_wkt(vf->msg, "Value")))
+			if (json_is_null(v) && !null_is_value(vf))
 				return fail(c, "null is not a map value");
 			if (enc_map_key(c, kf, key, pk) ||
 			    (vf->type == GT_MESSAGE ? enc_message(c, vf->msg, v, pk)
@@ -856,7 +863,7 @@ static int enc_value(struct conv *c, const struct gen_field *f, const json_t *j,
 		{
 			size_t mark = path_push(c, "[%zu]", i);
 
-			if (json_is_null(v) && !(f->type == GT_MESSAGE && is_wkt(f->msg, "Value")))
+			if (json_is_null(v) && !null_is_value(f))
 				return fail(c, "null is not an array element");
 			if (f->type == GT_MESSAGE ? enc_message(c, f->msg, v, pk)
 			                          : enc_scalar(c, f->type, f, v, pk))
@@ -961,7 +968,7 @@ static int enc_message(struct conv *c, const struct gen_message *m, const json_t
 			if (field_by_json(m, k2) == f)
 				return fail(c, "field given twice (as \"%s\" and \"%s\")", k2, key);
 		}
-		if (json_is_null(v) && !(f->type == GT_MESSAGE && is_wkt(f->msg, "Value"))) {
+		if (json_is_null(v) && !null_is_value(f)) {
 			path_pop(c, mark);
 			continue;
 		}
@@ -982,7 +989,7 @@ static int enc_message(struct conv *c, const struct gen_message *m, const json_t
 		const struct gen_field *f = field_by_json(m, key);
 		size_t mark;
 
-		if (json_is_null(v) && !(f->type == GT_MESSAGE && is_wkt(f->msg, "Value")))
+		if (json_is_null(v) && !null_is_value(f))
 			continue;
 		mark = path_push(c, "%s%s", *c->path ? "." : "", key);
 		if (rdmx_mp_pack_uint(pk, (uint64_t)f->number))
