@@ -70,6 +70,9 @@ struct rdmx_rpc_secure_server {
 	struct session *sessions;
 	uint32_t clients;
 	ev_prepare reaper;
+	ev_idle kick;           /* keeps the loop from sleeping until the reaper ran */
+	ev_tstamp no_data_last; /* log_no_data's rate */
+	uint64_t no_data_skipped;
 	int depth;       /* our callbacks on the stack */
 	bool destroying; /* rdmx_rpc_secure_server_destroy releases every session */
 };
@@ -85,8 +88,17 @@ static void mark_dead(struct session *s, int status)
 	/* the destroy releases every session itself, and then frees the
 	 * reaper: a session may still die inside it (an application callback
 	 * that drives the engine), and must not restart the watcher there */
-	if (!s->srv->destroying)
+	if (!s->srv->destroying) {
 		ev_prepare_start(s->srv->loop, &s->srv->reaper);
+		/* A death seen inside another prepare watcher (rdmx_ev's, which
+		 * drives the engine: a data connection that failed, say) comes
+		 * too late for this iteration's prepare phase, and with nothing
+		 * else to do the loop would sleep with the session unreleased
+		 * (its TLS session and place held until some other event). An
+		 * active idle watcher makes the loop poll without sleeping, so
+		 * the reaper runs in the next iteration. */
+		ev_idle_start(s->srv->loop, &s->srv->kick);
+	}
 }
 
 static void session_release(struct session *s)
@@ -131,6 +143,7 @@ static void reap(struct ev_loop *loop, ev_prepare *w, int revents)
 
 	(void)revents;
 	ev_prepare_stop(loop, w);
+	ev_idle_stop(loop, &srv->kick);
 	/* a release may end another session: scan until none is dead (each
 	 * pass frees at least one, so this ends) */
 	while (s) {
@@ -142,6 +155,13 @@ static void reap(struct ev_loop *loop, ev_prepare *w, int revents)
 		s = s->next;
 	}
 	ev_prepare_stop(loop, w);
+}
+
+/* Nothing to do: its being active is what counts (mark_dead). */
+static void kick(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	(void)revents;
+	ev_idle_stop(loop, w);
 }
 
 /* ---- engine connection callbacks (the worker passes them through) ---- */
@@ -159,10 +179,49 @@ static void conn_ended(void *cud, int status)
 		mark_dead(ud, status);
 }
 
+/* A client whose bootstrap was accepted but whose data connection never
+ * came (it did not dial within the connection timeout, or could not be
+ * dialed): one line, at most one a second (a client may do this at the
+ * cost of a handshake; the engine counts each, connections failed). */
+static void log_no_data(struct session *s)
+{
+	struct rdmx_rpc_secure_server *srv = s->srv;
+	const char *addr = "unknown";
+	char cert[RPC_SECURE_LOG_NAME];
+	ev_tstamp now = ev_now(srv->loop);
+
+	if (srv->no_data_last > 0 && now - srv->no_data_last < 1.0) {
+		srv->no_data_skipped++;
+		return;
+	}
+	srv->no_data_last = now;
+	rdmx_tls_conn_get_peer_addr(rdmx__bootstrap_tls(s->conn.b), &addr);
+	rdmx__log_escape(s->conn.cert_name, strlen(s->conn.cert_name), cert, sizeof(cert));
+	if (srv->no_data_skipped)
+		RDMX_SEC_WARN(
+		    "rpc_secure: client %s (peer %s) dropped: its data connection did not "
+		    "come up (%llu more not logged)",
+		    cert, addr, (unsigned long long)srv->no_data_skipped);
+	else
+		RDMX_SEC_WARN(
+		    "rpc_secure: client %s (peer %s) dropped: its data connection did not "
+		    "come up",
+		    cert, addr);
+	srv->no_data_skipped = 0;
+}
+
 static void on_failure(struct rdmx_conn *conn, void *cud, void *xud)
 {
+	void *ud = NULL;
+
 	(void)conn;
 	(void)xud;
+	if (cud)
+		rdmx_bootstrap_get_user_data(cud, &ud);
+	/* its channel closed first (the worker tells it before us): the
+	 * session is dead already, not released before the loop's prepare */
+	if (ud)
+		log_no_data(ud);
 	conn_ended(cud, RDMX_E_CONN_REFUSED);
 }
 
@@ -484,6 +543,7 @@ static int secure_listen(struct ev_loop *loop, struct rdmx_rpc_server *server,
 		goto free_srv;
 	ev_prepare_init(&srv->reaper, reap);
 	srv->reaper.data = srv;
+	ev_idle_init(&srv->kick, kick);
 	ret = open_engine(srv, opts);
 	if (ret)
 		goto free_srv;
@@ -574,6 +634,7 @@ int rdmx_rpc_secure_server_destroy(struct rdmx_rpc_secure_server **sp)
 	/* from here on no session restarts the reaper (mark_dead) */
 	srv->destroying = true;
 	ev_prepare_stop(srv->loop, &srv->reaper);
+	ev_idle_stop(srv->loop, &srv->kick);
 	/* handshakes and exchanges in progress are dropped; the established
 	 * bootstraps are ours */
 	rdmx_bootstrap_server_destroy(&srv->bs);

@@ -9,6 +9,12 @@
 #include <criterion/criterion.h>
 
 #include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <msgpack.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <rdmx/dev.h>
 #include <rdmx/rpc.h>
@@ -169,5 +175,117 @@ Test(rpc_secure_limits, more_clients_than_a_context_holds_by_default)
 	cr_assert_eq(rdmx_rpc_secure_server_get_clients(S.srv.ss), MANY);
 	for (int i = 0; i < MANY; i++)
 		rdmx_rpc_secure_close(&c[i]);
+	server_stop();
+}
+
+/* ---- a client whose data connection never comes up ---- */
+
+static void pack_key(msgpack_packer *pk, uint64_t key)
+{
+	msgpack_pack_uint64(pk, key);
+}
+
+/* An RPC hello (rpc_hello.proto): version 2, 64 slots of 4 KiB, 1 MiB. */
+static void pack_rpc_hello(msgpack_sbuffer *sb)
+{
+	msgpack_packer pk;
+
+	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 4);
+	pack_key(&pk, 1);
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_uint32(&pk, RDMX_RPC_SECURE_VERSION);
+	pack_key(&pk, 2);
+	msgpack_pack_uint32(&pk, 64);
+	pack_key(&pk, 3);
+	msgpack_pack_uint32(&pk, 4096);
+	pack_key(&pk, 4);
+	msgpack_pack_uint64(&pk, 1u << 20);
+}
+
+/* tcp connection details (engine/providers/tcp/wire.h) naming 127.0.0.1:port
+ * and the highest token: the server, whose token is lower, dials us. */
+static void tcp_details(uint8_t d[48], uint16_t port)
+{
+	memset(d, 0, 48);
+	d[0] = 0x54; /* magic 0x5854, little-endian */
+	d[1] = 0x58;
+	d[2] = 1; /* version */
+	d[3] = 1; /* provider tcp */
+	d[4] = 4; /* IPv4 */
+	d[6] = (uint8_t)port;
+	d[7] = (uint8_t)(port >> 8);
+	d[8] = 127;
+	d[11] = 1;
+	memset(d + 24, 0xff, 16);
+}
+
+/* The server accepts the bootstrap, then its dial of the client's data
+ * address is refused: the client is dropped with a line naming it (it
+ * was dropped without one; a client that never dials is dropped the same
+ * way after the connection timeout). */
+Test(rpc_secure_limits, a_client_whose_data_connection_never_comes_is_dropped_with_a_line)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t al = sizeof(a);
+	struct rdmx_tls_config *cfg;
+	struct rdmx_tls_conn *tls = NULL;
+	struct rdmx_rpc_secure_conn *good;
+	msgpack_sbuffer sb, app;
+	msgpack_packer pk;
+	uint8_t details[48];
+	const void *f;
+	size_t len;
+	int rc;
+	int closed_port = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	/* a bound port nobody listens on: a dial to it is refused at once */
+	cr_assert_geq(closed_port, 0);
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	cr_assert_eq(bind(closed_port, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(getsockname(closed_port, (struct sockaddr *)&a, &al), 0);
+	tcp_details(details, ntohs(a.sin_port));
+
+	server_start(0);
+	cfg = tls_test_config(&pki, "client", "server.test", 1);
+	cr_assert_not_null(cfg);
+	cr_assert_rc(rdmx_tls_connect(cfg, "127.0.0.1", S.srv.port, &tls), RDMX_OK);
+	cr_assert_rc(rdmx_tls_conn_recv_wait(tls, &f, &len, 10000), RDMX_OK); /* its hello */
+	msgpack_sbuffer_init(&app);
+	pack_rpc_hello(&app);
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 7);
+	pack_key(&pk, 1);
+	msgpack_pack_str_with_body(&pk, "bootstrap", 9);
+	pack_key(&pk, 3);
+	msgpack_pack_uint32(&pk, 3);
+	pack_key(&pk, 4);
+	msgpack_pack_str_with_body(&pk, "never-dials", 11);
+	pack_key(&pk, 5);
+	msgpack_pack_str_with_body(&pk, "tcp", 3);
+	pack_key(&pk, 6);
+	msgpack_pack_uint32(&pk, 0); /* sealed */
+	pack_key(&pk, 7);
+	msgpack_pack_bin_with_body(&pk, details, sizeof(details));
+	pack_key(&pk, 8);
+	msgpack_pack_bin_with_body(&pk, app.data, app.size);
+	cr_assert_rc(rdmx_tls_conn_send_wait(tls, sb.data, sb.size, 10000), RDMX_OK);
+	msgpack_sbuffer_destroy(&sb);
+	msgpack_sbuffer_destroy(&app);
+	/* the answer (accepted, the server's details), then the session ends */
+	cr_assert_rc(rdmx_tls_conn_recv_wait(tls, &f, &len, 10000), RDMX_OK);
+	rc = rdmx_tls_conn_recv_wait(tls, &f, &len, 20000);
+	cr_assert(rc < 0 && rc != RDMX_E_TIMEDOUT,
+	          "the session outlived its failed data connection (%s; guard)", rdmx_err_name(rc));
+	cr_assert(tls_test_log_contains("rpc_secure: client client.test (peer 127.0.0.1:"));
+	cr_assert(tls_test_log_contains("dropped: its data connection did not come up"));
+	rdmx_tls_conn_destroy(&tls);
+	rdmx_tls_config_destroy(&cfg);
+	close(closed_port);
+	/* others are served */
+	cr_assert_rc(connect_as("client2", &good), RDMX_OK);
+	cr_assert_eq(call_echo(good), RDMX_RPC_OK);
+	rdmx_rpc_secure_close(&good);
 	server_stop();
 }
