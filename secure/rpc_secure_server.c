@@ -70,6 +70,9 @@ struct rdmx_rpc_secure_server {
 	struct session *sessions;
 	uint32_t clients;
 	ev_prepare reaper;
+	ev_idle kick;           /* keeps the loop from sleeping until the reaper ran */
+	ev_tstamp no_data_last; /* log_no_data's rate */
+	uint64_t no_data_skipped;
 	int depth;       /* our callbacks on the stack */
 	bool destroying; /* rdmx_rpc_secure_server_destroy releases every session */
 };
@@ -85,8 +88,17 @@ static void mark_dead(struct session *s, int status)
 	/* the destroy releases every session itself, and then frees the
 	 * reaper: a session may still die inside it (an application callback
 	 * that drives the engine), and must not restart the watcher there */
-	if (!s->srv->destroying)
+	if (!s->srv->destroying) {
 		ev_prepare_start(s->srv->loop, &s->srv->reaper);
+		/* A death seen inside another prepare watcher (rdmx_ev's, which
+		 * drives the engine: a data connection that failed, say) comes
+		 * too late for this iteration's prepare phase, and with nothing
+		 * else to do the loop would sleep with the session unreleased
+		 * (its TLS session and place held until some other event). An
+		 * active idle watcher makes the loop poll without sleeping, so
+		 * the reaper runs in the next iteration. */
+		ev_idle_start(s->srv->loop, &s->srv->kick);
+	}
 }
 
 static void session_release(struct session *s)
@@ -131,6 +143,7 @@ static void reap(struct ev_loop *loop, ev_prepare *w, int revents)
 
 	(void)revents;
 	ev_prepare_stop(loop, w);
+	ev_idle_stop(loop, &srv->kick);
 	/* a release may end another session: scan until none is dead (each
 	 * pass frees at least one, so this ends) */
 	while (s) {
@@ -142,6 +155,13 @@ static void reap(struct ev_loop *loop, ev_prepare *w, int revents)
 		s = s->next;
 	}
 	ev_prepare_stop(loop, w);
+}
+
+/* Nothing to do: its being active is what counts (mark_dead). */
+static void kick(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	(void)revents;
+	ev_idle_stop(loop, w);
 }
 
 /* ---- engine connection callbacks (the worker passes them through) ---- */
@@ -159,10 +179,49 @@ static void conn_ended(void *cud, int status)
 		mark_dead(ud, status);
 }
 
+/* A client whose bootstrap was accepted but whose data connection never
+ * came (it did not dial within the connection timeout, or could not be
+ * dialed): one line, at most one a second (a client may do this at the
+ * cost of a handshake; the engine counts each, connections failed). */
+static void log_no_data(struct session *s)
+{
+	struct rdmx_rpc_secure_server *srv = s->srv;
+	const char *addr = "unknown";
+	char cert[RPC_SECURE_LOG_NAME];
+	ev_tstamp now = ev_now(srv->loop);
+
+	if (srv->no_data_last > 0 && now - srv->no_data_last < 1.0) {
+		srv->no_data_skipped++;
+		return;
+	}
+	srv->no_data_last = now;
+	rdmx_tls_conn_get_peer_addr(rdmx__bootstrap_tls(s->conn.b), &addr);
+	rdmx__log_escape(s->conn.cert_name, strlen(s->conn.cert_name), cert, sizeof(cert));
+	if (srv->no_data_skipped)
+		RDMX_SEC_WARN(
+		    "rpc_secure: client %s (peer %s) dropped: its data connection did not "
+		    "come up (%llu more not logged)",
+		    cert, addr, (unsigned long long)srv->no_data_skipped);
+	else
+		RDMX_SEC_WARN(
+		    "rpc_secure: client %s (peer %s) dropped: its data connection did not "
+		    "come up",
+		    cert, addr);
+	srv->no_data_skipped = 0;
+}
+
 static void on_failure(struct rdmx_conn *conn, void *cud, void *xud)
 {
+	void *ud = NULL;
+
 	(void)conn;
 	(void)xud;
+	if (cud)
+		rdmx_bootstrap_get_user_data(cud, &ud);
+	/* its channel closed first (the worker tells it before us): the
+	 * session is dead already, not released before the loop's prepare */
+	if (ud)
+		log_no_data(ud);
 	conn_ended(cud, RDMX_E_CONN_REFUSED);
 }
 
@@ -180,6 +239,75 @@ static void rpc_closed(struct rdmx_rpc_ep *ep, int status, void *arg)
 }
 
 /* ---- bootstrap server callbacks ---- */
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp((*(struct session *const *)a)->conn.cert_name,
+	              (*(struct session *const *)b)->conn.cert_name);
+}
+
+/* All max_clients clients are in and another's bootstrap asks to come in:
+ * one certificate must not hold every place (a client that bootstraps and
+ * never opens its data connection holds one for the connection timeout at
+ * the cost of a handshake) and lock every other client out. The
+ * certificate holding the most live sessions gives up its oldest when it
+ * holds at least two more than the newcomer's (so that the newcomer's
+ * never ends up holding more: no two certificates take turns); else the
+ * newcomer is refused. 0: room made (the session given up is released
+ * before the loop sleeps). Only at the limit, O(n log n). */
+static int make_room(struct rdmx_rpc_secure_server *srv, const char *name, const char *name_log)
+{
+	struct session **live = malloc(srv->clients * sizeof(*live));
+	struct session *victim = NULL;
+	uint32_t n = 0, mine = 0, most = 0, top = 0;
+	char victim_log[RPC_SECURE_LOG_NAME];
+
+	if (!live) {
+		RDMX_SEC_WARN("rpc_secure: client %s refused: %u clients already", name_log,
+		              srv->clients);
+		return -1;
+	}
+	/* newest first: the oldest of a name is its last */
+	for (struct session *s = srv->sessions; s && n < srv->clients; s = s->next)
+		if (!s->dead)
+			live[n++] = s;
+	if (n < srv->ops.max_clients) {
+		free(live); /* room is being made already */
+		return 0;
+	}
+	/* stable order within a name is not needed: the oldest is found below */
+	qsort(live, n, sizeof(*live), by_name);
+	for (uint32_t i = 0, run; i < n; i += run) {
+		for (run = 1;
+		     i + run < n && !strcmp(live[i]->conn.cert_name, live[i + run]->conn.cert_name);
+		     run++)
+			;
+		if (!strcmp(live[i]->conn.cert_name, name))
+			mine = run;
+		if (run > most) {
+			most = run;
+			top = i;
+		}
+	}
+	if (most >= mine + 2)
+		for (struct session *s = srv->sessions; s; s = s->next)
+			if (!s->dead && !strcmp(s->conn.cert_name, live[top]->conn.cert_name))
+				victim = s;
+	free(live);
+	if (!victim) {
+		RDMX_SEC_WARN("rpc_secure: client %s refused: %u clients already, %u of them "
+		              "its certificate's",
+		              name_log, srv->clients, mine);
+		return -1;
+	}
+	rdmx__log_escape(victim->conn.cert_name, strlen(victim->conn.cert_name), victim_log,
+	                 sizeof(victim_log));
+	RDMX_SEC_WARN("rpc_secure: %u clients already, %u of them %s's: its oldest closed for "
+	              "client %s",
+	              srv->clients, most, victim_log, name_log);
+	mark_dead(victim, RDMX_E_FULL);
+	return 0;
+}
 
 static int request(struct rdmx_bootstrap_server *bs, struct rdmx_bootstrap *b, const void **reply,
                    size_t *reply_len, void *arg)
@@ -210,11 +338,8 @@ static int request(struct rdmx_bootstrap_server *bs, struct rdmx_bootstrap *b, c
 		              cert, RDMX_RPC_SECURE_VERSION);
 		return RDMX_E_PROTOCOL;
 	}
-	if (srv->clients >= srv->ops.max_clients) {
-		RDMX_SEC_WARN("rpc_secure: client %s refused: %u clients already", cert,
-		              srv->clients);
+	if (srv->clients >= srv->ops.max_clients && make_room(srv, cert_raw, cert))
 		return RDMX_E_FULL;
-	}
 	if (srv->ops.accept) {
 		srv->depth++;
 		ret = srv->ops.accept(srv, cert_raw, hello_raw, srv->arg);
@@ -310,6 +435,24 @@ static void lost(struct rdmx_bootstrap_server *bs, struct rdmx_bootstrap *b, int
 
 /* ---- server ---- */
 
+/* The context takes a connection per client, and one per client given up
+ * for a newcomer until it is released (make_room): twice max_clients, as
+ * far as the device goes. The context's default (64) would refuse the
+ * 65th client with a "pool or table full" far below max_clients. */
+static int set_max_connections(struct rdmx_rpc_secure_server *srv)
+{
+	struct rdmx_dev_caps caps;
+	uint64_t want = 2ull * srv->ops.max_clients;
+	int ret = rdmx_dev_query_caps(srv->dev, &caps);
+
+	if (ret)
+		return ret;
+	if (caps.max_connections && want > caps.max_connections)
+		want = caps.max_connections;
+	return rdmx_ctx_set_max_connections(srv->ctx,
+	                                    (uint32_t)(want > UINT32_MAX ? UINT32_MAX : want));
+}
+
 static int open_engine(struct rdmx_rpc_secure_server *srv, const struct rdmx_rpc_secure_opts *o)
 {
 	struct rdmx_chan_worker_attr attr;
@@ -329,6 +472,9 @@ static int open_engine(struct rdmx_rpc_secure_server *srv, const struct rdmx_rpc
 	ret = rdmx_ctx_create(srv->dev, srv->pe, &srv->ctx);
 	if (ret)
 		goto destroy_pe;
+	ret = set_max_connections(srv);
+	if (ret)
+		goto destroy_ctx;
 	rdmx_chan_worker_attr_init(&attr);
 	attr.failure_cb = on_failure;
 	attr.disconnected_cb = on_disconnected;
@@ -397,6 +543,7 @@ static int secure_listen(struct ev_loop *loop, struct rdmx_rpc_server *server,
 		goto free_srv;
 	ev_prepare_init(&srv->reaper, reap);
 	srv->reaper.data = srv;
+	ev_idle_init(&srv->kick, kick);
 	ret = open_engine(srv, opts);
 	if (ret)
 		goto free_srv;
@@ -487,6 +634,7 @@ int rdmx_rpc_secure_server_destroy(struct rdmx_rpc_secure_server **sp)
 	/* from here on no session restarts the reaper (mark_dead) */
 	srv->destroying = true;
 	ev_prepare_stop(srv->loop, &srv->reaper);
+	ev_idle_stop(srv->loop, &srv->kick);
 	/* handshakes and exchanges in progress are dropped; the established
 	 * bootstraps are ours */
 	rdmx_bootstrap_server_destroy(&srv->bs);

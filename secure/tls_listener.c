@@ -88,6 +88,7 @@ struct rdmx_tls_listener {
 	struct rate_log limit_log;
 	struct rate_log timeout_log;
 	struct rate_log refused_log;
+	struct rate_log accept_log; /* out of descriptors: a retry every 100 ms */
 };
 
 /* Per accept callback, then back to the loop (other watchers run). */
@@ -410,10 +411,17 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		int fd = accept4(l->fd, (struct sockaddr *)&src, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
-			    errno == ECONNABORTED)
+			int err = errno;
+			uint64_t skipped;
+
+			if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR ||
+			    err == ECONNABORTED)
 				return;
-			RDMX_SEC_ERR("tls: accept failed: %s (pausing 100 ms)", strerror(errno));
+			/* a peer that holds the process's descriptors keeps this
+			 * going for as long as it likes: one line a second */
+			if (rate_ok(l, &l->accept_log, &skipped))
+				RDMX_SEC_ERR("tls: accept failed: %s (pausing 100 ms)%s",
+				             strerror(err), skipped_text(skipped));
 			accept_pause(l);
 			ev_timer_set(&l->resume_timer, 0.1, 0.0);
 			ev_timer_start(l->loop, &l->resume_timer);
@@ -501,13 +509,14 @@ static int listener_create(struct ev_loop *loop, struct rdmx_tls_config *cfg, bo
 		free(l);
 		return ret;
 	}
-	l->limit_log.last = l->timeout_log.last = l->refused_log.last = -10.0;
+	l->limit_log.last = l->timeout_log.last = l->refused_log.last = l->accept_log.last = -10.0;
 	ev_io_init(&l->accept_io, accept_cb, l->fd, EV_READ);
 	l->accept_io.data = l;
 	ev_timer_init(&l->resume_timer, resume_timer_cb, 0.1, 0.0);
 	l->resume_timer.data = l;
 	rate_log_init(&l->limit_log, "handshake evictions");
 	rate_log_init(&l->timeout_log, "handshake timeouts");
+	rate_log_init(&l->accept_log, "failed accepts");
 	rate_log_init(&l->refused_log, "refused handshakes");
 	if (bound)
 		ev_io_start(loop, &l->accept_io);
@@ -588,9 +597,11 @@ int rdmx_tls_listener_destroy(struct rdmx_tls_listener **lp)
 		handshake_end(l->head, 0);
 	ev_timer_stop(l->loop, &l->limit_log.flush);
 	ev_timer_stop(l->loop, &l->timeout_log.flush);
+	ev_timer_stop(l->loop, &l->accept_log.flush);
 	ev_timer_stop(l->loop, &l->refused_log.flush);
 	rate_report(&l->limit_log, ev_now(l->loop));
 	rate_report(&l->timeout_log, ev_now(l->loop));
+	rate_report(&l->accept_log, ev_now(l->loop));
 	rate_report(&l->refused_log, ev_now(l->loop));
 	if (l->fd >= 0)
 		close(l->fd);

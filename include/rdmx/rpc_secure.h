@@ -215,8 +215,14 @@ struct rdmx_rpc_secure_server_ops {
 	rdmx_rpc_secure_accept_cb accept;  /* NULL: every allow-listed certificate */
 	rdmx_rpc_secure_conn_cb connected; /* may be NULL */
 	rdmx_rpc_secure_gone_cb gone;      /* may be NULL */
-	/* Clients at once (0: RDMX_RPC_SECURE_DEFAULT_MAX_CLIENTS); beyond,
-	 * a client is refused (RDMX_E_CONN_REFUSED on its side). */
+	/* Clients at once (0: RDMX_RPC_SECURE_DEFAULT_MAX_CLIENTS); the
+	 * server's context takes up to twice as many engine connections (as
+	 * far as the device goes). At the limit, the certificate name holding
+	 * the most clients gives up its oldest to a newcomer whose name holds
+	 * at least two fewer (its connection closes with RDMX_E_FULL); else
+	 * the newcomer is refused (RDMX_E_CONN_REFUSED on its side). Both are
+	 * logged. So one certificate that takes every place sheds its own,
+	 * never another's clients. */
 	uint32_t max_clients;
 };
 

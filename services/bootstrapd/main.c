@@ -238,6 +238,7 @@ static int fill_metrics(FILE *f, void *arg)
 {
 	struct rdmx_tls_listener_stats ls;
 	struct rdmx_metrics_sources src;
+	uint64_t refused, evicted;
 
 	(void)arg;
 	memset(&src, 0, sizeof(src));
@@ -252,6 +253,17 @@ static int fill_metrics(FILE *f, void *arg)
 	        "# TYPE rdmx_registry_sessions gauge\n"
 	        "rdmx_registry_sessions %u\n",
 	        rdmx__bootstrapd_members(server), rdmx__bootstrapd_sessions(server));
+	rdmx__bootstrapd_session_limits(server, &refused, &evicted);
+	fprintf(f,
+	        "# HELP rdmx_registry_sessions_refused_total New sessions refused: all "
+	        "client sessions open, the newcomer's certificate holding the most.\n"
+	        "# TYPE rdmx_registry_sessions_refused_total counter\n"
+	        "rdmx_registry_sessions_refused_total %llu\n"
+	        "# HELP rdmx_registry_sessions_evicted_total Sessions closed for a newcomer: all "
+	        "client sessions open, theirs the certificate holding the most.\n"
+	        "# TYPE rdmx_registry_sessions_evicted_total counter\n"
+	        "rdmx_registry_sessions_evicted_total %llu\n",
+	        (unsigned long long)refused, (unsigned long long)evicted);
 	return rdmx_metrics_write(f, &src);
 }
 static const char *policy_path;

@@ -29,6 +29,13 @@
 #include "common/log.h"
 
 #define FRAMES_PER_WAKEUP 64
+/* At most one "new session refused" / "session evicted" line a second each
+ * (each needs a completed handshake, but a member may make many); the
+ * counters (/metrics) keep them all. */
+struct rate_log {
+	ev_tstamp last;
+	uint64_t skipped;
+};
 /* A certificate name escaped for a log line (rdmx__log_escape): a
  * printable name of up to RDMX_TLS_NAME_MAX bytes shows whole, a longer
  * escape is cut with "...". */
@@ -53,6 +60,7 @@ struct session {
 	int wants;
 	/* runs while a frame is received in part or the session waits to write */
 	ev_timer stall;
+	ev_tstamp last; /* opened, or last readable or writable (eviction order) */
 	int closing;
 	int watching;
 	char *watch_service; /* NULL: all */
@@ -71,7 +79,9 @@ struct rdmx__bootstrapd {
 	uint32_t n_members;
 	struct session *sessions;
 	uint32_t n_sessions;
-	struct session *graveyard; /* closed sessions freed at the next prepare */
+	struct session *graveyard;                   /* closed sessions freed at the next prepare */
+	uint64_t sessions_refused, sessions_evicted; /* at max_clients */
+	struct rate_log refused_log, evicted_log;
 
 	ev_timer sweep;
 	ev_prepare reaper;
@@ -526,8 +536,8 @@ static void session_cb(struct ev_loop *loop, ev_io *w, int revents)
 	char why[200];
 	int ret;
 
-	(void)loop;
 	(void)revents;
+	s->last = ev_now(loop);
 	for (int i = 0; !s->closing; i++) {
 		struct rdmx__reg_request r;
 
@@ -561,6 +571,93 @@ static void session_cb(struct ev_loop *loop, ev_io *w, int revents)
 	session_rearm(s);
 }
 
+/* True when a line may go now; *skipped: the lines not logged before it. */
+static int rate_ok(struct rate_log *r, ev_tstamp now, uint64_t *skipped)
+{
+	*skipped = 0;
+	if (r->last > 0 && now - r->last < 1.0) {
+		r->skipped++;
+		return 0;
+	}
+	*skipped = r->skipped;
+	r->skipped = 0;
+	r->last = now;
+	return 1;
+}
+
+static const char *skipped_text(uint64_t skipped, char *buf, size_t len)
+{
+	if (!skipped)
+		return "";
+	snprintf(buf, len, " (%llu more not logged)", (unsigned long long)skipped);
+	return buf;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp((*(struct session *const *)a)->name, (*(struct session *const *)b)->name);
+}
+
+/* All max_clients sessions are open and a new one is established: one
+ * certificate must not hold them all and lock every other member out (a
+ * service that cannot reconnect loses its lease). The certificate holding
+ * the most sessions gives up the one idle longest when it holds at least
+ * two more than the newcomer's certificate (so that the newcomer's never
+ * ends up holding more than it: no two certificates take turns); else the
+ * newcomer is refused. 0: room made. Only at the limit, O(n log n). */
+static int make_room(struct rdmx__bootstrapd *bsd, struct rdmx_tls_conn *conn)
+{
+	struct session **all = malloc(bsd->n_sessions * sizeof(*all));
+	struct session *victim = NULL;
+	const char *name = "", *addr = "unknown";
+	char name_log[LOG_NAME];
+	uint32_t n = 0, mine = 0, most = 0, top = 0;
+	uint64_t skipped;
+	char more[48];
+
+	rdmx_tls_conn_get_peer_name(conn, &name);
+	rdmx_tls_conn_get_peer_addr(conn, &addr);
+	if (all) {
+		for (struct session *s = bsd->sessions; s; s = s->next)
+			all[n++] = s;
+		qsort(all, n, sizeof(*all), by_name);
+		for (uint32_t i = 0, run; i < n; i += run) {
+			for (run = 1; i + run < n && !strcmp(all[i]->name, all[i + run]->name);
+			     run++)
+				;
+			if (!strcmp(all[i]->name, name))
+				mine = run;
+			if (run > most) {
+				most = run;
+				top = i;
+			}
+		}
+		if (most >= mine + 2)
+			for (uint32_t i = top; i < top + most; i++)
+				if (!victim || all[i]->last < victim->last)
+					victim = all[i];
+		free(all);
+	}
+	if (!victim) {
+		bsd->sessions_refused++;
+		if (rate_ok(&bsd->refused_log, ev_now(bsd->loop), &skipped))
+			RDMX_WARN("bootstrapd: %u clients connected, new session of %s (peer %s) "
+			          "refused (%u of them its certificate's)%s",
+			          bsd->o.max_clients, log_name(name, name_log), addr, mine,
+			          skipped_text(skipped, more, sizeof(more)));
+		return -1;
+	}
+	bsd->sessions_evicted++;
+	if (rate_ok(&bsd->evicted_log, ev_now(bsd->loop), &skipped))
+		RDMX_WARN("bootstrapd: %u clients connected, %u of them %s's: its session idle "
+		          "longest (peer %s) closed for one of %s (peer %s)%s",
+		          bsd->o.max_clients, most, victim->log_name, victim->addr,
+		          log_name(name, name_log), addr,
+		          skipped_text(skipped, more, sizeof(more)));
+	session_close(victim, NULL);
+	return 0;
+}
+
 static void established_cb(struct rdmx_tls_listener *l, struct rdmx_tls_conn *conn, void *arg)
 {
 	struct rdmx__bootstrapd *bsd = arg;
@@ -568,9 +665,7 @@ static void established_cb(struct rdmx_tls_listener *l, struct rdmx_tls_conn *co
 	int fd;
 
 	(void)l;
-	if (bsd->n_sessions >= bsd->o.max_clients) {
-		RDMX_WARN("bootstrapd: %u clients connected, new session refused",
-		          bsd->o.max_clients);
+	if (bsd->n_sessions >= bsd->o.max_clients && make_room(bsd, conn)) {
 		rdmx_tls_conn_destroy(&conn);
 		return;
 	}
@@ -585,6 +680,7 @@ static void established_cb(struct rdmx_tls_listener *l, struct rdmx_tls_conn *co
 	rdmx_tls_conn_get_peer_name(conn, &s->name);
 	log_name(s->name, s->log_name);
 	rdmx_tls_conn_get_peer_addr(conn, &s->addr);
+	s->last = ev_now(bsd->loop);
 	s->next = bsd->sessions;
 	if (bsd->sessions)
 		bsd->sessions->prev = s;
@@ -655,6 +751,13 @@ uint16_t rdmx__bootstrapd_get_port(const struct rdmx__bootstrapd *bsd)
 uint32_t rdmx__bootstrapd_members(const struct rdmx__bootstrapd *bsd)
 {
 	return bsd->n_members;
+}
+
+void rdmx__bootstrapd_session_limits(const struct rdmx__bootstrapd *bsd, uint64_t *refused,
+                                     uint64_t *evicted)
+{
+	*refused = bsd ? bsd->sessions_refused : 0;
+	*evicted = bsd ? bsd->sessions_evicted : 0;
 }
 
 uint32_t rdmx__bootstrapd_sessions(const struct rdmx__bootstrapd *bsd)

@@ -20,8 +20,11 @@ struct rdmx__bootstrapd_opts {
 	uint32_t default_ttl_ms;        /* for a join with ttl 0 */
 	uint32_t max_members;           /* whole registry */
 	uint32_t max_members_per_owner; /* per certificate name */
-	uint32_t max_clients;           /* established sessions */
-	uint32_t sweep_ms;              /* how often leases are checked */
+	/* established sessions; at the limit the certificate holding the most
+	 * gives up its session idle longest to a newcomer whose certificate
+	 * holds at least two fewer, else the newcomer is refused */
+	uint32_t max_clients;
+	uint32_t sweep_ms; /* how often leases are checked */
 	/* a frame begun must end, and a session waiting to write (its peer
 	 * not reading) must be able to, within this (0: 10000); else the
 	 * session is closed */
@@ -43,6 +46,10 @@ uint16_t rdmx__bootstrapd_get_port(const struct rdmx__bootstrapd *bsd);
 uint32_t rdmx__bootstrapd_members(const struct rdmx__bootstrapd *bsd);
 /* Sessions open now, and the TLS listener's counters (for /metrics). */
 uint32_t rdmx__bootstrapd_sessions(const struct rdmx__bootstrapd *bsd);
+/* New sessions refused, and sessions closed for a newcomer, at max_clients
+ * (the certificate holding the most sessions gives one up to another's). */
+void rdmx__bootstrapd_session_limits(const struct rdmx__bootstrapd *bsd, uint64_t *refused,
+                                     uint64_t *evicted);
 int rdmx__bootstrapd_listener_stats(const struct rdmx__bootstrapd *bsd,
                                     struct rdmx_tls_listener_stats *stats);
 void rdmx__bootstrapd_destroy(struct rdmx__bootstrapd **bsd);

@@ -14,8 +14,8 @@ int test_secure_server_setup(struct ev_loop *loop, void *arg)
 		rc = rdmx_rpc_server_register(s->server, rdmx_rpc_method_id(s->methods[i].name),
 		                              s->methods[i].name, s->methods[i].fn, NULL);
 	if (!rc)
-		rc = rdmx_rpc_secure_listen(loop, s->server, s->cfg, "127.0.0.1", 0, NULL, &o, NULL,
-		                            &s->ss);
+		rc = rdmx_rpc_secure_listen(loop, s->server, s->cfg, "127.0.0.1", 0, s->ops, &o,
+		                            NULL, &s->ss);
 	if (!rc)
 		rc = rdmx_rpc_secure_server_get_port(s->ss, &s->port);
 	return rc;

@@ -28,6 +28,7 @@ struct test_secure_server {
 	const char *device;
 	const struct test_secure_method *methods;
 	size_t n_methods;
+	const struct rdmx_rpc_secure_server_ops *ops; /* NULL: defaults */
 	/* out, once setup returned 0 */
 	struct rdmx_rpc_server *server;
 	struct rdmx_rpc_secure_server *ss;

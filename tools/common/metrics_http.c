@@ -14,6 +14,11 @@
 #include <rdmx/metrics.h>
 
 #define IDLE_TIMEOUT_S 10u
+/* Connections at once, and from one address: a peer that opens many and
+ * trickles a byte before each idle timeout would otherwise hold every one
+ * of them and lock the scraper out for as long as it likes. */
+#define MAX_CONNECTIONS 64u
+#define MAX_PER_SOURCE 8u
 
 struct rdmx_metrics_http {
 	struct ev_loop *loop;
@@ -147,10 +152,10 @@ int rdmx_metrics_http_create(struct ev_loop *loop, const char *host, uint16_t po
 	h->loop = loop;
 	h->fill = fill;
 	h->arg = arg;
-	h->d = MHD_start_daemon(flags, port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR,
-	                        (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_TIMEOUT,
-	                        (unsigned)IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT, 64u,
-	                        MHD_OPTION_END);
+	h->d = MHD_start_daemon(
+	    flags, port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT,
+	    MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT, MAX_PER_SOURCE, MHD_OPTION_END);
 	if (!h->d) {
 		fprintf(stderr, "%s: --metrics: cannot listen on %s:%u\n", who,
 		        host && *host ? host : "*", port);

@@ -33,7 +33,11 @@
 #define TCP_MAX_QUEUE 16384u
 #define TCP_MAX_SGE 32u
 #define TCP_MAX_MSG (1ull << 30)
-#define TCP_MAX_CONNS 1024u
+/* Connections per context (caps.max_connections; a context takes 64 unless
+ * asked): twice RDMX_RPC_SECURE_DEFAULT_MAX_CLIENTS, so that a secure server
+ * at its client limit has room for a newcomer while the client it gave up
+ * for it is released (rpc_secure_server.c, set_max_connections). */
+#define TCP_MAX_CONNS 2048u
 /* What rdmx_ctx_set_max_inline accepts (reported only: frames copy anyway). */
 #define TCP_MAX_INLINE 1024u
 #define TCP_STAGE_SIZE 16384u        /* per connection receive staging buffer */

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -549,6 +550,56 @@ Test(listener, refused_handshakes_logged_at_most_one_a_second)
 	wait_until(logged_count(&rf, NULL) == FLOOD, 20000);
 	server_stop();
 	cr_assert_eq(logged_count(&rf, NULL), FLOOD, "refusals lost from the log");
+}
+
+/* Some of the count came in no line of its own. */
+static int counted_beyond_lines(struct logged *c)
+{
+	uint64_t lines, n = logged_count(c, &lines);
+
+	return n > lines;
+}
+
+/* Out of descriptors (a peer holds the process's), the listener retries its
+ * accept every 100 ms: one line a second, the others counted (a line per
+ * retry before: ten a second for as long as the peer likes). */
+Test(listener, failed_accepts_logged_at_most_one_a_second)
+{
+	enum { PENDING = 3 };
+	static struct logged acc = {"tls: accept failed", "more failed accepts not logged", 0, 0};
+	struct sockaddr_in dst = {.sin_family = AF_INET};
+	struct rlimit was, none;
+	int fds[PENDING], lowest;
+	uint64_t lines = 0, n;
+
+	count_log(&acc);
+	server_start(30000, 64, 64);
+	for (int i = 0; i < PENDING; i++) {
+		fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		cr_assert_geq(fds[i], 0);
+	}
+	/* no descriptor left for the process: the lowest free one is over it */
+	lowest = dup(0);
+	cr_assert_geq(lowest, 0);
+	close(lowest);
+	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &was), 0);
+	none = was;
+	none.rlim_cur = (rlim_t)lowest;
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &none), 0);
+	inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
+	dst.sin_port = htons(srv.port);
+	for (int i = 0; i < PENDING; i++)
+		cr_assert_eq(connect(fds[i], (struct sockaddr *)&dst, sizeof(dst)), 0,
+		             "connect: %s", strerror(errno));
+	/* the count of those not logged comes once the second is over */
+	wait_until(counted_beyond_lines(&acc), 20000);
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &was), 0);
+	n = logged_count(&acc, &lines);
+	cr_assert(lines >= 1 && lines <= 2 && n > lines, "%llu lines for %llu failed accepts",
+	          (unsigned long long)lines, (unsigned long long)n);
+	for (int i = 0; i < PENDING; i++)
+		close(fds[i]);
+	server_stop();
 }
 
 Test(listener, flood_from_many_sources_bounded_by_total_limit)

@@ -634,6 +634,75 @@ Test(registry, a_session_stalled_mid_frame_is_timed_out)
 	server_stop();
 }
 
+/* All sessions open: one certificate holding them all must not lock the
+ * other members out. The certificate holding the most gives up a session
+ * to a newcomer whose certificate holds at least two fewer; a newcomer of
+ * the heaviest certificate is refused. Counted and logged. */
+Test(registry, one_certificate_holding_every_session_sheds_its_own)
+{
+	struct rdmx_registry_client *a[5], *b[2];
+	struct rdmx_registry_members *ms = NULL;
+	uint64_t refused, evicted;
+	int lost = 0;
+
+	memset(&srv, 0, sizeof(srv));
+	srv.cfg = tls_test_config(&pki, "server", "*", 1);
+	cr_assert_not_null(srv.cfg);
+	rdmx_test_bsd_init(&srv.bsd, srv.cfg, NULL);
+	srv.bsd.opts.max_clients = 4;
+	srv.bsd.hook = probe_hook;
+	cr_assert_rc(rdmx_test_bsd_start(&srv.bsd), RDMX_OK);
+	srv.port = srv.bsd.port;
+
+	/* the attacker fills every session (each answered: established) */
+	for (int i = 0; i < 4; i++) {
+		a[i] = client("client");
+		cr_assert_rc(rdmx_registry_client_list(a[i], &ms), RDMX_OK);
+		rdmx_registry_members_free(&ms);
+	}
+	/* another member is served: one of the attacker's sessions goes */
+	b[0] = client("client2");
+	/* a member locked out by another certificate's sessions, before */
+	cr_assert_rc(rdmx_registry_client_list(b[0], &ms), RDMX_OK);
+	rdmx_registry_members_free(&ms);
+	cr_assert(tls_test_log_contains("closed for one of client2.test"));
+	for (int i = 0; i < 4; i++) {
+		if (rdmx_registry_client_list(a[i], &ms) != RDMX_OK)
+			lost++;
+		rdmx_registry_members_free(&ms);
+	}
+	cr_assert_eq(lost, 1, "%d of the attacker's sessions closed, want 1", lost);
+	/* the attacker's newcomer (3 held, the other 1): refused */
+	{
+		struct rdmx_tls_config *cfg = tls_test_config(&pki, "client", "server.test", 1);
+
+		a[4] = NULL;
+		/* refused once its handshake is done: at the connect or at the
+		 * first request, whichever reads first */
+		if (rdmx_registry_client_connect("127.0.0.1", srv.port, cfg, &a[4]) == RDMX_OK) {
+			cr_assert_rc(rdmx_registry_client_set_timeout(a[4], 5000), RDMX_OK);
+			cr_assert_neq(rdmx_registry_client_list(a[4], &ms), RDMX_OK);
+			rdmx_registry_members_free(&ms);
+		}
+		rdmx_tls_config_destroy(&cfg);
+	}
+	cr_assert(tls_test_log_contains("refused (3 of them its certificate's)"));
+	/* the other's second session: 3 against 1, room made again */
+	b[1] = client("client2");
+	cr_assert_rc(rdmx_registry_client_list(b[1], &ms), RDMX_OK);
+	rdmx_registry_members_free(&ms);
+	cr_assert_rc(rdmx_registry_client_list(b[0], &ms), RDMX_OK);
+	rdmx_registry_members_free(&ms);
+	rdmx__bootstrapd_session_limits(srv.bsd.bsd, &refused, &evicted);
+	cr_assert_eq(refused, 1);
+	cr_assert_eq(evicted, 2);
+	for (int i = 0; i < 5; i++)
+		rdmx_registry_client_destroy(&a[i]);
+	for (int i = 0; i < 2; i++)
+		rdmx_registry_client_destroy(&b[i]);
+	server_stop();
+}
+
 /* ---- a client that floods KeyUpdates (OpenSSL, no rdmx) ---- */
 
 /* The probe of the server's loop (the flood tests): started from the test
