@@ -20,6 +20,7 @@
 
 #include "jsonmap.rdmx.h"
 #include "json.h"
+#include "json_same.h"
 #include "pbjson.h"
 
 /* the generated codecs of each golden type, behind one signature */
@@ -138,76 +139,6 @@ static const char *known_why(const char *name)
 	return NULL;
 }
 
-/* a == b as JSON values; on a difference, where and what in why */
-static bool same(const json_t *a, const json_t *b, char *path, size_t plen, char *why, size_t wlen)
-{
-	size_t len = strlen(path);
-
-	if (json_typeof(a) != json_typeof(b)) {
-		snprintf(why, wlen, "%s: JSON types %d and %d differ", path, json_typeof(a),
-		         json_typeof(b));
-		return false;
-	}
-	switch (json_typeof(a)) {
-	case JSON_OBJECT: {
-		const char *k;
-		json_t *v;
-
-		if (json_object_size(a) != json_object_size(b)) {
-			snprintf(why, wlen, "%s: %zu members, want %zu", path, json_object_size(a),
-			         json_object_size(b));
-			return false;
-		}
-		json_object_foreach((json_t *)b, k, v)
-		{
-			const json_t *o = json_object_get(a, k);
-
-			if (!o) {
-				snprintf(why, wlen, "%s: member \"%s\" missing", path, k);
-				return false;
-			}
-			snprintf(path + len, plen - len, ".%s", k);
-			if (!same(o, v, path, plen, why, wlen))
-				return false;
-			path[len] = '\0';
-		}
-		return true;
-	}
-	case JSON_ARRAY:
-		if (json_array_size(a) != json_array_size(b)) {
-			snprintf(why, wlen, "%s: %zu elements, want %zu", path, json_array_size(a),
-			         json_array_size(b));
-			return false;
-		}
-		for (size_t i = 0; i < json_array_size(a); i++) {
-			snprintf(path + len, plen - len, "[%zu]", i);
-			if (!same(json_array_get(a, i), json_array_get(b, i), path, plen, why,
-			          wlen))
-				return false;
-			path[len] = '\0';
-		}
-		return true;
-	case JSON_STRING:
-		if (json_string_length(a) != json_string_length(b) ||
-		    memcmp(json_string_value(a), json_string_value(b), json_string_length(a))) {
-			snprintf(why, wlen, "%s: \"%s\", want \"%s\"", path, json_string_value(a),
-			         json_string_value(b));
-			return false;
-		}
-		return true;
-	case JSON_INTEGER:
-		if (json_integer_value(a) != json_integer_value(b)) {
-			snprintf(why, wlen,
-			         "%s: %" JSON_INTEGER_FORMAT ", want %" JSON_INTEGER_FORMAT, path,
-			         json_integer_value(a), json_integer_value(b));
-			return false;
-		}
-		return true;
-	default:
-		return true;
-	}
-}
-
 /* input -> pbjson -> generated struct -> pbjson: the printed JSON, or NULL
  * with the reason in why */
 static json_t *through(const char *type, const char *input, char *why, size_t wlen)
@@ -284,8 +215,8 @@ static int check_list(const char *list)
 		const char *kw = known_why(name);
 		char why[1024] = "", path[512] = "";
 		json_t *printed = through(type, input, why, sizeof(why));
-		bool ok = printed && same(printed, json_object_get(c, "canonical"), path,
-		                          sizeof(path), why, sizeof(why));
+		bool ok = printed && json_same(printed, json_object_get(c, "canonical"), false,
+		                               path, sizeof(path), why, sizeof(why));
 
 		if (kw) {
 			cr_expect(!ok,
@@ -386,8 +317,8 @@ static bool wire_case_ok(const json_t *c)
 	if (path)
 		ok = !printed && names_path(err, json_string_value(path));
 	else
-		ok = printed && same(printed, json_object_get(c, "canonical"), at, sizeof(at), why,
-		                     sizeof(why));
+		ok = printed && json_same(printed, json_object_get(c, "canonical"), false, at,
+		                          sizeof(at), why, sizeof(why));
 	if (!ok)
 		cr_log_error("wire %s: %s%s printed: %s", name, err, why,
 		             out.data ? out.data : "-");
