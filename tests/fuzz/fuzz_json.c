@@ -5,7 +5,8 @@
  * rest is request JSON text, read twice: whole (json_parse, as -d TEXT) and
  * as a stream of values (json_parse_first, as -d @ reads them).
  * Properties: no crash, leak or sanitizer report; json_parse_first takes at
- * least one byte and no more than it was given; what encodes decodes back to
+ * least one byte and no more than it was given, and those bytes parse alone
+ * to the same value; what encodes decodes back to
  * JSON that parses and encodes again (abort, printing the texts, when not),
  * and prints the same the second time. */
 #include <stdint.h>
@@ -91,7 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *text;
 	size_t len, off;
 	char err[512];
-	json_t *j;
+	json_t *j, *alone;
 
 	load_schema();
 	if (size < 1)
@@ -126,6 +127,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			snprintf(why, sizeof(why), "used %zu of %zu at %zu", used, len - off, off);
 			fatal("json_parse_first: used out of range", text, len, NULL, 0, why);
 		}
+		/* the bytes it took are that value on their own */
+		if (json_parse(text + off, used, &alone, err, sizeof(err)))
+			fatal("json_parse_first took bytes that do not parse alone", text + off,
+			      used, text, len, err);
+		if (!json_equal(j, alone))
+			fatal("json_parse_first took bytes that parse alone to another value",
+			      text + off, used, text, len, "");
+		json_decref(alone);
 		round_trip(m, j, text + off, used);
 		json_decref(j);
 		off += used;
