@@ -50,6 +50,30 @@ static bool past_int64(const char *p, size_t n)
 	return n > 19 || (n == 19 && memcmp(p, lim, 19) > 0);
 }
 
+static size_t skip(const char *t, size_t len, size_t i, int (*is)(int))
+{
+	while (i < len && is((unsigned char)t[i]))
+		i++;
+	return i;
+}
+
+/* The end of the number token whose digits start at t[i], where jansson's
+ * lexer ends it: digits, then '.' digits, then [eE] [+-] digits (what comes
+ * next is the next token, even in "5-1" or "5true": two values) */
+static size_t number_end(const char *t, size_t len, size_t i)
+{
+	i = skip(t, len, i, isdigit);
+	if (i < len && t[i] == '.')
+		i = skip(t, len, i + 1, isdigit);
+	if (i < len && (t[i] == 'e' || t[i] == 'E')) {
+		i++;
+		if (i < len && (t[i] == '+' || t[i] == '-'))
+			i++;
+		i = skip(t, len, i, isdigit);
+	}
+	return i;
+}
+
 static void big_add(struct big_rewrite *r, const char *t, size_t from, size_t s, size_t e)
 {
 	if (r->n == r->cap) {
@@ -93,10 +117,12 @@ static void big_scan(const char *t, size_t len, bool first_only, struct big_rewr
 			depth--;
 			i++;
 		} else if (ch == '-' || isalnum((unsigned char)ch)) {
-			size_t e = i;
+			size_t e = i + (ch == '-');
 
-			while (e < len && (isalnum((unsigned char)t[e]) || strchr("+-.", t[e])))
-				e++;
+			if (isalpha((unsigned char)ch))
+				e = skip(t, len, e, isalpha); /* a word: true, false, null */
+			else
+				e = number_end(t, len, e);
 			if (past_int64(t + i, e - i)) {
 				big_add(r, t, from, i, e);
 				from = e;
@@ -165,14 +191,39 @@ bool json_big_int(const json_t *j, const char **digits)
 
 /* ---- parsing ---- */
 
+/* "line L col C: ..." for a NUL byte at text[at], placed as jansson places
+ * its errors (col: the characters of its line through it) */
+static void nul_error(const char *text, size_t at, char *err, size_t err_len)
+{
+	size_t line = 1, col = 1;
+
+	for (size_t i = 0; i < at; i++) {
+		if (text[i] == '\n') {
+			line++;
+			col = 1;
+		} else if (((unsigned char)text[i] & 0xC0) != 0x80) {
+			col++;
+		}
+	}
+	snprintf(err, err_len, "line %zu col %zu: a NUL byte (a string holds one as \\u0000)", line,
+	         col);
+}
+
 static json_t *load(const char *text, size_t len, bool first_only, size_t *used, char *err,
                     size_t err_len)
 {
+	const char *nul;
 	size_t flags = JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL;
 	struct big_rewrite r;
 	json_error_t e;
 	json_t *j;
 
+	/* jansson's reader skips a raw NUL byte unseen (and counts no byte for
+	 * it): the text stops there, and running out of text there (or text
+	 * after the whole value) is the NUL's error */
+	nul = memchr(text, '\0', len);
+	if (nul)
+		len = (size_t)(nul - text);
 	memset(&r, 0, sizeof(r));
 	big_scan(text, len, first_only, &r);
 	if (r.oom) {
@@ -185,10 +236,15 @@ static json_t *load(const char *text, size_t len, bool first_only, size_t *used,
 	j = r.n ? json_loadb(r.text.data, r.text.len, flags, &e) : json_loadb(text, len, flags, &e);
 	if (r.n && (!j || first_only))
 		big_error(&r, &e); /* its position: the end of the first value */
-	if (!j)
+	if (nul && (j ? !first_only : json_error_code(&e) == json_error_premature_end_of_input)) {
+		json_decref(j);
+		j = NULL;
+		nul_error(text, len, err, err_len);
+	} else if (!j) {
 		snprintf(err, err_len, "line %d col %d: %s", e.line, e.column, e.text);
-	else if (used)
+	} else if (used) {
 		*used = (size_t)e.position;
+	}
 out:
 	jbuf_free(&r.text);
 	free(r.v);

@@ -345,13 +345,18 @@ Test(json_golden, wire_messages_print_as_protobuf_or_fail_naming_the_field)
 
 /* ---- json.c: integers past int64 ---- */
 
-static void parse_fails_at(const char *text, const char *want)
+static void parse_fails_at_n(const char *text, size_t len, const char *want)
 {
 	char err[256] = "";
 	json_t *j = NULL;
 
-	cr_assert_neq(json_parse(text, strlen(text), &j, err, sizeof(err)), 0, "%s parsed", text);
+	cr_assert_neq(json_parse(text, len, &j, err, sizeof(err)), 0, "%s parsed", text);
 	cr_expect_str_eq(err, want, "%s", text);
+}
+
+static void parse_fails_at(const char *text, const char *want)
+{
+	parse_fails_at_n(text, strlen(text), want);
 }
 
 Test(json_parse, integers_past_int64_are_numbers_placed_as_written)
@@ -380,8 +385,56 @@ Test(json_parse, integers_past_int64_are_numbers_placed_as_written)
 	             err);
 	cr_expect_eq(used, 29);
 	json_decref(j);
+	/* a literal ends where jansson's number token ends, as a small one does:
+	 * "5-1" and "5true" are two values each in a stream */
+	for (size_t i = 0; i < 2; i++) {
+		const char *two = i ? "-9223372036854775809true" : "18446744073709551615-1";
+		size_t len = strlen(two);
+
+		cr_assert_eq(json_parse_first(two, len, &j, &used, err, sizeof(err)), 0, "%s: %s",
+		             two, err);
+		cr_assert(json_big_int(j, &digits), "%s", two);
+		cr_expect_eq(used, 20, "%s", two);
+		json_decref(j);
+		cr_assert_eq(json_parse_first(two + used, len - used, &j, &used, err, sizeof(err)),
+		             0, "%s: %s", two, err);
+		cr_expect(i ? json_is_true(j) : json_integer_value(j) == -1, "%s", two);
+		json_decref(j);
+	}
 	/* a caller's string that looks like one of ours but fits int64 is text */
 	cr_assert_eq(json_parse(lookalike, strlen(lookalike), &s, err, sizeof(err)), 0, "%s", err);
 	cr_expect(!json_big_int(s, NULL));
 	json_decref(s);
+}
+
+/* A raw NUL byte is no JSON (a string holds one as \u0000); jansson's
+ * reader skips it unseen and counts no byte for it, so that the value went
+ * on past it and a stream's *used fell one short of the value's end. */
+Test(json_parse, a_raw_nul_byte_is_refused_where_it_is)
+{
+	static const char whole[] = "{\"a\": 3\0}";
+	static const char first[] = "{\"a\": 1}\0{}";
+	static const char inside[] = "[1,\n 2\0]";
+	static const char in_string[] = "[\"a\0b\"]";
+	char err[256] = "";
+	json_t *j = NULL;
+	size_t used = 0;
+
+	cr_expect_neq(json_parse(whole, sizeof(whole) - 1, &j, err, sizeof(err)), 0, "parsed");
+	cr_expect_str_eq(err, "line 1 col 8: a NUL byte (a string holds one as \\u0000)");
+	cr_expect_neq(json_parse_first(whole, sizeof(whole) - 1, &j, &used, err, sizeof(err)), 0,
+	              "parsed, used %zu", used);
+	cr_expect_str_eq(err, "line 1 col 8: a NUL byte (a string holds one as \\u0000)");
+	cr_expect_neq(json_parse_first(inside, sizeof(inside) - 1, &j, &used, err, sizeof(err)), 0,
+	              "parsed, used %zu", used);
+	cr_expect_str_eq(err, "line 2 col 3: a NUL byte (a string holds one as \\u0000)");
+	cr_expect_neq(json_parse(in_string, sizeof(in_string) - 1, &j, err, sizeof(err)), 0,
+	              "parsed");
+	/* an error before it is jansson's own */
+	parse_fails_at_n("[1,,\0]", 7, "line 1 col 4: unexpected token near ','");
+	/* after the first value of a stream it is the next value's business */
+	cr_assert_eq(json_parse_first(first, sizeof(first) - 1, &j, &used, err, sizeof(err)), 0,
+	             "%s", err);
+	cr_expect_eq(used, 8);
+	json_decref(j);
 }
