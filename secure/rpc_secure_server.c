@@ -37,6 +37,7 @@
 
 #include "bootstrap_internal.h"
 #include "chan/chan_rpc.h"
+#include "common/share.h"
 #include "rpc_secure_internal.h"
 #include "tls_internal.h"
 
@@ -240,58 +241,37 @@ static void rpc_closed(struct rdmx_rpc_ep *ep, int status, void *arg)
 
 /* ---- bootstrap server callbacks ---- */
 
-static int by_name(const void *a, const void *b)
-{
-	return strcmp((*(struct session *const *)a)->conn.cert_name,
-	              (*(struct session *const *)b)->conn.cert_name);
-}
-
 /* All max_clients clients are in and another's bootstrap asks to come in:
- * one certificate must not hold every place (a client that bootstraps and
- * never opens its data connection holds one for the connection timeout at
- * the cost of a handshake) and lock every other client out. The
- * certificate holding the most live sessions gives up its oldest when it
- * holds at least two more than the newcomer's (so that the newcomer's
- * never ends up holding more: no two certificates take turns); else the
- * newcomer is refused. 0: room made (the session given up is released
- * before the loop sleeps). Only at the limit, O(n log n). */
+ * a client that bootstraps and never opens its data connection holds a
+ * place for the connection timeout at the cost of a handshake, so one
+ * certificate must not hold them all (common/share.h): the name holding
+ * the most gives up its oldest client. 0: room made (the client given up
+ * is released before the loop sleeps). Only at the limit, O(n log n). */
 static int make_room(struct rdmx_rpc_secure_server *srv, const char *name, const char *name_log)
 {
-	struct session **live = malloc(srv->clients * sizeof(*live));
+	struct rdmx__place *live = malloc(srv->clients * sizeof(*live));
 	struct session *victim = NULL;
-	uint32_t n = 0, mine = 0, most = 0, top = 0;
+	uint32_t n = 0, mine = 0, most = 0;
 	char victim_log[RPC_SECURE_LOG_NAME];
+	long top = -1;
 
 	if (!live) {
 		RDMX_SEC_WARN("rpc_secure: client %s refused: %u clients already", name_log,
 		              srv->clients);
 		return -1;
 	}
-	/* newest first: the oldest of a name is its last */
 	for (struct session *s = srv->sessions; s && n < srv->clients; s = s->next)
 		if (!s->dead)
-			live[n++] = s;
+			live[n++] = (struct rdmx__place){s->conn.cert_name, s};
 	if (n < srv->ops.max_clients) {
 		free(live); /* room is being made already */
 		return 0;
 	}
-	/* stable order within a name is not needed: the oldest is found below */
-	qsort(live, n, sizeof(*live), by_name);
-	for (uint32_t i = 0, run; i < n; i += run) {
-		for (run = 1;
-		     i + run < n && !strcmp(live[i]->conn.cert_name, live[i + run]->conn.cert_name);
-		     run++)
-			;
-		if (!strcmp(live[i]->conn.cert_name, name))
-			mine = run;
-		if (run > most) {
-			most = run;
-			top = i;
-		}
-	}
-	if (most >= mine + 2)
+	top = rdmx__share_pick(live, n, name, &mine, &most);
+	/* newest first: the name's oldest is its last in the list */
+	if (top >= 0)
 		for (struct session *s = srv->sessions; s; s = s->next)
-			if (!s->dead && !strcmp(s->conn.cert_name, live[top]->conn.cert_name))
+			if (!s->dead && !strcmp(s->conn.cert_name, live[top].name))
 				victim = s;
 	free(live);
 	if (!victim) {

@@ -27,6 +27,7 @@
 #include "tls_internal.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/share.h"
 
 #define FRAMES_PER_WAKEUP 64
 /* At most one "new session refused" / "session evicted" line a second each
@@ -593,49 +594,33 @@ static const char *skipped_text(uint64_t skipped, char *buf, size_t len)
 	return buf;
 }
 
-static int by_name(const void *a, const void *b)
-{
-	return strcmp((*(struct session *const *)a)->name, (*(struct session *const *)b)->name);
-}
-
-/* All max_clients sessions are open and a new one is established: one
- * certificate must not hold them all and lock every other member out (a
- * service that cannot reconnect loses its lease). The certificate holding
- * the most sessions gives up the one idle longest when it holds at least
- * two more than the newcomer's certificate (so that the newcomer's never
- * ends up holding more than it: no two certificates take turns); else the
- * newcomer is refused. 0: room made. Only at the limit, O(n log n). */
+/* All max_clients sessions are open and a new one is established: a
+ * service that cannot reconnect loses its lease, so one certificate must
+ * not hold them all (common/share.h): the name holding the most gives up
+ * its session idle longest. 0: room made. Only at the limit, O(n log n). */
 static int make_room(struct rdmx__bootstrapd *bsd, struct rdmx_tls_conn *conn)
 {
-	struct session **all = malloc(bsd->n_sessions * sizeof(*all));
+	struct rdmx__place *all = malloc(bsd->n_sessions * sizeof(*all));
 	struct session *victim = NULL;
 	const char *name = "", *addr = "unknown";
 	char name_log[LOG_NAME];
-	uint32_t n = 0, mine = 0, most = 0, top = 0;
+	uint32_t n = 0, mine = 0, most = 0;
 	uint64_t skipped;
 	char more[48];
+	long top;
 
 	rdmx_tls_conn_get_peer_name(conn, &name);
 	rdmx_tls_conn_get_peer_addr(conn, &addr);
 	if (all) {
 		for (struct session *s = bsd->sessions; s; s = s->next)
-			all[n++] = s;
-		qsort(all, n, sizeof(*all), by_name);
-		for (uint32_t i = 0, run; i < n; i += run) {
-			for (run = 1; i + run < n && !strcmp(all[i]->name, all[i + run]->name);
-			     run++)
-				;
-			if (!strcmp(all[i]->name, name))
-				mine = run;
-			if (run > most) {
-				most = run;
-				top = i;
-			}
+			all[n++] = (struct rdmx__place){s->name, s};
+		top = rdmx__share_pick(all, n, name, &mine, &most);
+		for (long i = top; top >= 0 && i < top + (long)most; i++) {
+			struct session *s = all[i].holder;
+
+			if (!victim || s->last < victim->last)
+				victim = s;
 		}
-		if (most >= mine + 2)
-			for (uint32_t i = top; i < top + most; i++)
-				if (!victim || all[i]->last < victim->last)
-					victim = all[i];
 		free(all);
 	}
 	if (!victim) {
