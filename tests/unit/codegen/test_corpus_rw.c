@@ -17,7 +17,7 @@
 #include <rdmx/status.h>
 
 #include "json.h"
-#include "json_same.h"
+#include "pbjson_check.h"
 #include "pbjson.h"
 #include "rw/lang/c_keywords.rdmx.h"
 #include "rw/lang/deep_nesting.rdmx.h"
@@ -60,13 +60,6 @@ TYPE_OPS(rw_lang_mangle_Mixed)
 TYPE_OPS(rw_lang_ckw_union)
 TYPE_OPS(rw_lang_deep_Outside)
 
-struct type_ops {
-	const char *name;
-	size_t size;
-	int (*dec)(void *m, const void *src, size_t n, struct rdmx_arena *a);
-	size_t (*enc_size)(const void *m);
-	int (*enc)(const void *m, void *dst, size_t n);
-};
 #define OPS(full, T)                                                                               \
 	{                                                                                          \
 		full, sizeof(T), dec_##T, size_##T, enc_##T                                        \
@@ -151,60 +144,21 @@ static const struct gen_message *message_of(const char *file, const char *type)
 	return pbschema_message(&schemas[i].s, type);
 }
 
-/* input -> pbjson -> generated decoder -> generated encoder -> pbjson: the
- * printed JSON, or NULL with the reason in why */
+/* the round trip's printed JSON, or NULL with the reason in why */
 static json_t *through(const struct gen_message *m, const struct type_ops *ops, const char *input,
                        char *why, size_t wlen)
 {
-	struct jbuf wire = {0}, out = {0};
-	struct rdmx_arena arena;
-	json_t *printed = NULL;
+	struct jbuf out;
+	json_t *printed;
 	json_error_t e;
-	uint8_t *bytes = NULL;
-	void *msg = NULL;
-	char err[512] = "";
-	size_t n;
-	int rc;
 
-	rdmx_arena_init(&arena, NULL, 0, 0);
-	if (pbjson_encode_text(m, input, &wire, err, sizeof(err))) {
-		snprintf(why, wlen, "pbjson refused the input: %s", err);
-		goto out;
-	}
-	msg = calloc(1, ops->size);
-	cr_assert_not_null(msg);
-	rc = ops->dec(msg, wire.data ? wire.data : "", wire.len, &arena);
-	if (rc) {
-		snprintf(why, wlen, "generated decoder: %s", rdmx_err_name(rc));
-		goto out;
-	}
-	n = ops->enc_size(msg);
-	bytes = malloc(n ? n : 1);
-	cr_assert_not_null(bytes);
-	rc = ops->enc(msg, bytes, n);
-	if (rc) {
-		snprintf(why, wlen, "generated encoder: %s", rdmx_err_name(rc));
-		goto out;
-	}
-	if (n != wire.len || memcmp(bytes, wire.data, n) != 0) {
-		/* not an error by itself (map order may differ), but it is printed */
-		cr_log_info("re-encoded bytes differ from pbjson's (%zu vs %zu bytes)", n,
-		            wire.len);
-	}
-	if (pbjson_decode(m, bytes, n, &out, err, sizeof(err))) {
-		snprintf(why, wlen, "printing: %s", err);
-		goto out;
-	}
+	if (pbjson_round_trip(m, ops, input, &out, why, wlen))
+		return NULL;
 	printed = json_loadb(out.data, out.len, 0, &e);
 	if (!printed)
 		snprintf(why, wlen, "printed text is not JSON (%s): %.*s", e.text, (int)out.len,
 		         out.data);
-out:
-	free(bytes);
-	free(msg);
-	jbuf_free(&wire);
 	jbuf_free(&out);
-	rdmx_arena_fini(&arena);
 	return printed;
 }
 

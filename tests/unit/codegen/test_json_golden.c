@@ -20,7 +20,7 @@
 
 #include "jsonmap.rdmx.h"
 #include "json.h"
-#include "json_same.h"
+#include "pbjson_check.h"
 #include "pbjson.h"
 
 /* the generated codecs of each golden type, behind one signature */
@@ -44,13 +44,6 @@ TYPE_OPS(Oneofs)
 TYPE_OPS(Wkt)
 TYPE_OPS(Nested)
 
-struct type_ops {
-	const char *name;
-	size_t size;
-	int (*dec)(void *m, const void *src, size_t n, struct rdmx_arena *a);
-	size_t (*enc_size)(const void *m);
-	int (*enc)(const void *m, void *dst, size_t n);
-};
 #define OPS(T)                                                                                     \
 	{                                                                                          \
 		"jsonmap." #T, sizeof(jsonmap_##T), dec_##T, size_##T, enc_##T                     \
@@ -145,55 +138,21 @@ static json_t *through(const char *type, const char *input, char *why, size_t wl
 {
 	const struct gen_message *m = pbschema_message(&schema, type);
 	const struct type_ops *ops = NULL;
-	struct jbuf wire = {0}, out = {0};
-	struct rdmx_arena arena;
-	json_t *printed = NULL;
+	struct jbuf out;
+	json_t *printed;
 	json_error_t e;
-	uint8_t *bytes = NULL;
-	void *msg = NULL;
-	char err[512];
-	size_t n;
-	int rc;
 
 	cr_assert_not_null(m, "%s", type);
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
 		if (strcmp(types[i].name, type) == 0)
 			ops = &types[i];
 	cr_assert_not_null(ops, "%s", type);
-	rdmx_arena_init(&arena, NULL, 0, 0);
-	err[0] = '\0';
-	if (pbjson_encode_text(m, input, &wire, err, sizeof(err))) {
-		snprintf(why, wlen, "refused: %s", err);
-		goto out;
-	}
-	msg = calloc(1, ops->size);
-	cr_assert_not_null(msg);
-	rc = ops->dec(msg, wire.data ? wire.data : "", wire.len, &arena);
-	if (rc) {
-		snprintf(why, wlen, "generated decoder: %s", rdmx_err_name(rc));
-		goto out;
-	}
-	n = ops->enc_size(msg);
-	bytes = malloc(n ? n : 1);
-	cr_assert_not_null(bytes);
-	rc = ops->enc(msg, bytes, n);
-	if (rc) {
-		snprintf(why, wlen, "generated encoder: %s", rdmx_err_name(rc));
-		goto out;
-	}
-	if (pbjson_decode(m, bytes, n, &out, err, sizeof(err))) {
-		snprintf(why, wlen, "printing: %s", err);
-		goto out;
-	}
+	if (pbjson_round_trip(m, ops, input, &out, why, wlen))
+		return NULL;
 	printed = load_reals_as_text(out.data, out.len, &e);
 	if (!printed)
 		snprintf(why, wlen, "printed text is not JSON (%s): %s", e.text, out.data);
-out:
-	free(bytes);
-	free(msg);
-	jbuf_free(&wire);
 	jbuf_free(&out);
-	rdmx_arena_fini(&arena);
 	return printed;
 }
 

@@ -1,8 +1,55 @@
-/* json_same (json_same.h). */
-#include "json_same.h"
+/* pbjson_check (pbjson_check.h). */
+#include "pbjson_check.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <rdmx/status.h>
+
+int pbjson_round_trip(const struct gen_message *m, const struct type_ops *ops, const char *input,
+                      struct jbuf *out, char *why, size_t wlen)
+{
+	struct jbuf wire = {0};
+	struct rdmx_arena arena;
+	uint8_t *bytes = NULL;
+	void *msg = NULL;
+	char err[512] = "";
+	int rc, ret = -1;
+	size_t n;
+
+	memset(out, 0, sizeof(*out));
+	rdmx_arena_init(&arena, NULL, 0, 0);
+	if (pbjson_encode_text(m, input, &wire, err, sizeof(err))) {
+		snprintf(why, wlen, "pbjson refused the input: %s", err);
+		goto out;
+	}
+	msg = calloc(1, ops->size);
+	rc = msg ? ops->dec(msg, wire.data ? wire.data : "", wire.len, &arena) : RDMX_E_NOMEM;
+	if (rc) {
+		snprintf(why, wlen, "generated decoder: %s", rdmx_err_name(rc));
+		goto out;
+	}
+	n = ops->enc_size(msg);
+	bytes = malloc(n ? n : 1);
+	rc = bytes ? ops->enc(msg, bytes, n) : RDMX_E_NOMEM;
+	if (rc) {
+		snprintf(why, wlen, "generated encoder: %s", rdmx_err_name(rc));
+		goto out;
+	}
+	if (pbjson_decode(m, bytes, n, out, err, sizeof(err))) {
+		snprintf(why, wlen, "printing: %s", err);
+		jbuf_free(out);
+		goto out;
+	}
+	ret = 0;
+out:
+	free(bytes);
+	free(msg);
+	jbuf_free(&wire);
+	rdmx_arena_fini(&arena);
+	return ret;
+}
 
 static bool same_object(const json_t *a, const json_t *b, bool by_value, char *path, size_t plen,
                         char *why, size_t wlen)
